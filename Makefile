@@ -1,0 +1,38 @@
+# parley: build, run, test, lint, fuzz, bench.
+GO ?= go
+STATICCHECK_VERSION := v0.8.2
+PKGS := ./...
+FUZZTIME ?= 20s
+
+.PHONY: all build run test lint fuzz bench golden soak clean
+
+all: build
+
+build:
+	CGO_ENABLED=0 $(GO) build -o bin/parley .
+
+run: build
+	./bin/parley demo
+
+test:
+	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 20m $(PKGS)
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) $(PKGS)
+
+# fuzz runs every fuzz target for FUZZTIME each (FUZZTIME=5m make fuzz for a long run).
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+		for t in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+			echo "== $$pkg $$t"; \
+			$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+		done; \
+	done
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+
+clean:
+	rm -rf bin

@@ -1,0 +1,149 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/parley-chat/parley/wire"
+)
+
+// Sentinel errors that callers branch on with errors.Is.
+var (
+	// ErrInvalidAddress is returned for a device address that is not user/device.
+	ErrInvalidAddress = errors.New("invalid device address")
+	// ErrIdentityChanged means a bundle or handshake carried an identity other
+	// than the one pinned for that address; the user must accept the change.
+	ErrIdentityChanged = errors.New("identity changed")
+	// ErrExpiredSignedPreKey means a bundle or PreKeyMessage relies on a signed
+	// prekey (X25519 or ML-KEM) whose expiry time has passed.
+	ErrExpiredSignedPreKey = errors.New("expired signed prekey")
+	// ErrUnknownPreKey means a PreKeyMessage names a prekey this device does not hold.
+	ErrUnknownPreKey = errors.New("unknown prekey")
+	// ErrBadSignature means a signature in a bundle or handshake did not verify.
+	ErrBadSignature = errors.New("bad signature")
+	// ErrSessionCollision means the own pending initiation won a simultaneous
+	// start; the incoming message was authenticated and dropped unread, its
+	// initiation retired, and its sender must retry.
+	ErrSessionCollision = errors.New("session collision")
+	// ErrStaleSessionInitiation means a PreKeyMessage belongs to an initiation
+	// this device has retired.
+	ErrStaleSessionInitiation = errors.New("stale session initiation")
+	// ErrNoSession means there is no session with the peer (for example an ACK
+	// that may only travel on an existing session, or a RatchetMessage with no
+	// session to decrypt it).
+	ErrNoSession = errors.New("no session")
+	// ErrDecrypt means a message failed to authenticate. It says nothing more on
+	// purpose.
+	ErrDecrypt = errors.New("message failed to decrypt")
+	// ErrDuplicateMessage means a ratchet message key was already used: the
+	// envelope is a replay of one already decrypted.
+	ErrDuplicateMessage = errors.New("duplicate ratchet message")
+	// ErrTooManySkipped means a message would skip more message keys than the
+	// ratchet keeps.
+	ErrTooManySkipped = errors.New("too many skipped messages")
+	// ErrLogicalMessageConflict means a logical ID arrived again with another body.
+	ErrLogicalMessageConflict = errors.New("logical message conflict")
+	// ErrMalformedState means a persisted state record failed to decode.
+	ErrMalformedState = errors.New("malformed state record")
+	// ErrUnsupportedStateVersion means a persisted state record has a version
+	// this build does not know.
+	ErrUnsupportedStateVersion = errors.New("unsupported state record version")
+	// ErrNotPending means a commit, discard or abandon named a message that is
+	// not pending.
+	ErrNotPending = errors.New("message is not pending")
+	// ErrProfileOpen means the profile is held by another store, in this or
+	// another process.
+	ErrProfileOpen = errors.New("profile is open in another process")
+	// ErrProfileExists means init was asked to overwrite an existing profile.
+	ErrProfileExists = errors.New("profile already exists")
+	// ErrNoProfile means the profile directory holds no profile.
+	ErrNoProfile = errors.New("no profile")
+	// ErrWrongPassphrase means the passphrase did not unwrap the storage key.
+	ErrWrongPassphrase = errors.New("wrong passphrase")
+	// ErrSealedRecord means a sealed record failed to open: flipped bits, a
+	// record moved to another row, or another key.
+	ErrSealedRecord = errors.New("sealed record failed to open")
+	// ErrStorageFull means the disk or the database refused to grow.
+	ErrStorageFull = errors.New("storage full")
+	// ErrInboxFull means the durable inbox reached its quota.
+	ErrInboxFull = errors.New("inbox full")
+	// ErrConflict means the durable state was not what a plan expected; nothing
+	// was applied.
+	ErrConflict = errors.New("state changed underneath the plan")
+	// ErrStateResyncRequired means the process stopped between a commit and the
+	// presentation of its events; views must re-read their lists.
+	ErrStateResyncRequired = errors.New("state resync required")
+	// ErrClosed means the client or store was closed.
+	ErrClosed = errors.New("closed")
+)
+
+// MessageNotSentError reports a message that was stored as pending but whose
+// envelope the relay did not take. The message stays pending; a retry sends it.
+type MessageNotSentError struct {
+	ID  wire.LogicalID
+	Err error
+}
+
+func (e *MessageNotSentError) Error() string {
+	return fmt.Sprintf("message %x not sent: %v", e.ID[:], e.Err)
+}
+
+// Unwrap returns the hand-off failure.
+func (e *MessageNotSentError) Unwrap() error { return e.Err }
+
+// ErrorName returns the snake_case name under which err is reported on the
+// command line and in the event log, or "error" for an unnamed error.
+func ErrorName(err error) string {
+	var mns *MessageNotSentError
+	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &mns):
+		return "message_not_sent"
+	}
+	for _, n := range errorNames {
+		if errors.Is(err, n.err) {
+			return n.name
+		}
+	}
+	switch {
+	case errors.Is(err, wire.ErrMessageTooLarge):
+		return "message_too_large"
+	case errors.Is(err, wire.ErrUnsupportedVersion):
+		return "unsupported_version"
+	case errors.Is(err, wire.ErrMalformed):
+		return "malformed_frame"
+	}
+	return "error"
+}
+
+var errorNames = []struct {
+	err  error
+	name string
+}{
+	{ErrIdentityChanged, "identity_changed"},
+	{ErrExpiredSignedPreKey, "expired_signed_prekey"},
+	{ErrUnknownPreKey, "unknown_prekey"},
+	{ErrBadSignature, "bad_signature"},
+	{ErrSessionCollision, "session_collision"},
+	{ErrStaleSessionInitiation, "stale_session_initiation"},
+	{ErrNoSession, "no_session"},
+	{ErrDecrypt, "decryption_failed"},
+	{ErrDuplicateMessage, "duplicate_message"},
+	{ErrTooManySkipped, "too_many_skipped"},
+	{ErrLogicalMessageConflict, "logical_message_conflict"},
+	{ErrMalformedState, "malformed_state"},
+	{ErrUnsupportedStateVersion, "unsupported_state_version"},
+	{ErrNotPending, "not_pending"},
+	{ErrProfileOpen, "profile_open"},
+	{ErrProfileExists, "profile_exists"},
+	{ErrNoProfile, "no_profile"},
+	{ErrWrongPassphrase, "wrong_passphrase"},
+	{ErrSealedRecord, "sealed_record"},
+	{ErrStorageFull, "storage_full"},
+	{ErrInboxFull, "inbox_full"},
+	{ErrConflict, "conflict"},
+	{ErrStateResyncRequired, "state_resync_required"},
+	{ErrInvalidAddress, "invalid_address"},
+	{ErrClosed, "closed"},
+}

@@ -1,0 +1,142 @@
+package engine
+
+import (
+	"bytes"
+	"crypto/ecdh"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Domain labels: every signature, digest and derivation in parley names its
+// purpose, so that no value made for one use verifies or collides in another.
+const (
+	labelIdentityDH   = "parley/v1/identity-dh-key"
+	labelFingerprint  = "parley/v1/fingerprint"
+	labelSafetyNumber = "parley/v1/safety-number"
+)
+
+// IdentityKey is the public half of a device identity: an Ed25519 signing key
+// and an X25519 Diffie-Hellman key signed by it. Peers pin it on first use.
+type IdentityKey struct {
+	SigningKey [32]byte
+	DHKey      [32]byte
+	Signature  [64]byte // Ed25519 by SigningKey over labelIdentityDH || DHKey
+}
+
+// Equal reports whether two identity keys are the same identity. The
+// signature is not compared: Ed25519 signatures are deterministic, and only
+// the keys name the identity.
+func (k IdentityKey) Equal(o IdentityKey) bool {
+	return k.SigningKey == o.SigningKey && k.DHKey == o.DHKey
+}
+
+// Verify checks that the signing key signed the DH key.
+func (k IdentityKey) Verify() error {
+	msg := append([]byte(labelIdentityDH), k.DHKey[:]...)
+	if !ed25519.Verify(k.SigningKey[:], msg, k.Signature[:]) {
+		return fmt.Errorf("verify identity: %w", ErrBadSignature)
+	}
+	return nil
+}
+
+// Fingerprint is a short, stable name for the identity: the first 16 bytes of
+// SHA-256 over a label and both public keys, as eight groups of four hex digits.
+func (k IdentityKey) Fingerprint() string {
+	h := sha256.New()
+	h.Write([]byte(labelFingerprint))
+	h.Write(k.SigningKey[:])
+	h.Write(k.DHKey[:])
+	sum := hex.EncodeToString(h.Sum(nil)[:16])
+	var b strings.Builder
+	for i := 0; i < len(sum); i += 4 {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(sum[i : i+4])
+	}
+	return b.String()
+}
+
+// Identity is a device's own identity with its private keys.
+type Identity struct {
+	signing ed25519.PrivateKey
+	dh      *ecdh.PrivateKey
+	public  IdentityKey
+}
+
+// NewIdentity makes an identity from 64 bytes of r: an Ed25519 seed and an
+// X25519 private key.
+func NewIdentity(r io.Reader) (*Identity, error) {
+	var seed [32]byte
+	if _, err := io.ReadFull(r, seed[:]); err != nil {
+		return nil, fmt.Errorf("generate identity: %w", err)
+	}
+	dhKey, err := newX25519(r)
+	if err != nil {
+		return nil, fmt.Errorf("generate identity: %w", err)
+	}
+	return identityFrom(ed25519.NewKeyFromSeed(seed[:]), dhKey), nil
+}
+
+func identityFrom(signing ed25519.PrivateKey, dhKey *ecdh.PrivateKey) *Identity {
+	id := &Identity{signing: signing, dh: dhKey}
+	copy(id.public.SigningKey[:], signing.Public().(ed25519.PublicKey))
+	copy(id.public.DHKey[:], dhKey.PublicKey().Bytes())
+	msg := append([]byte(labelIdentityDH), id.public.DHKey[:]...)
+	copy(id.public.Signature[:], ed25519.Sign(signing, msg))
+	return id
+}
+
+// Public returns the identity's public keys.
+func (id *Identity) Public() IdentityKey { return id.public }
+
+// Sign signs msg with the identity's Ed25519 key. Callers prefix msg with a
+// domain label of their own.
+func (id *Identity) Sign(msg []byte) []byte { return ed25519.Sign(id.signing, msg) }
+
+// SafetyNumber returns the 60-digit number that two people compare out of band
+// to check that each holds the other's real identity. Each side contributes 30
+// digits: SHA-512 over a label, the side's address and both of its public keys,
+// whose first 30 bytes are read as six 40-bit big-endian numbers, each reduced
+// modulo 100000 to five digits. The two halves are ordered by comparing them as
+// strings, so both devices compute the same number. It is shown as twelve
+// groups of five digits.
+func SafetyNumber(a Address, ak IdentityKey, b Address, bk IdentityKey) string {
+	x, y := safetyHalf(a, ak), safetyHalf(b, bk)
+	if y < x {
+		x, y = y, x
+	}
+	all := x + y
+	var out strings.Builder
+	for i := 0; i < len(all); i += 5 {
+		if i > 0 {
+			out.WriteByte(' ')
+		}
+		out.WriteString(all[i : i+5])
+	}
+	return out.String()
+}
+
+func safetyHalf(a Address, k IdentityKey) string {
+	h := sha512.New()
+	h.Write([]byte(labelSafetyNumber))
+	addr := a.String()
+	h.Write([]byte{byte(len(addr))})
+	h.Write([]byte(addr))
+	h.Write(k.SigningKey[:])
+	h.Write(k.DHKey[:])
+	sum := h.Sum(nil)
+	var b bytes.Buffer
+	for i := 0; i < 6; i++ {
+		var chunk [8]byte
+		copy(chunk[3:], sum[i*5:i*5+5])
+		fmt.Fprintf(&b, "%05d", binary.BigEndian.Uint64(chunk[:])%100000)
+	}
+	return b.String()
+}

@@ -1,0 +1,252 @@
+package engine
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/ecdh"
+	"crypto/hkdf"
+	"crypto/hmac"
+	"crypto/sha256"
+	"fmt"
+
+	"github.com/parley-chat/parley/wire"
+)
+
+// Skipped-key bounds. A message may skip at most MaxSkip message keys of one
+// chain (a larger jump is rejected and changes nothing), and a session keeps at
+// most MaxSkippedKeys skipped keys in all; beyond that the oldest are dropped,
+// and the messages they belonged to can no longer be decrypted (their senders'
+// retries re-encrypt them on the current chain).
+const (
+	MaxSkip        = 1000
+	MaxSkippedKeys = 2000
+)
+
+const (
+	labelRatchetRoot = "parley/v1/ratchet-root"
+	labelMessageKeys = "parley/v1/message-keys"
+	labelMessageAD   = "parley/v1/message"
+)
+
+// kdfRoot is the root KDF: HKDF-SHA256 with the root key as salt and a DH
+// output as input keying material, giving a new root key and a chain key.
+func kdfRoot(rk *[32]byte, dhOut []byte) (root, chain [32]byte) {
+	out, err := hkdf.Key(sha256.New, dhOut, rk[:], labelRatchetRoot, 64)
+	if err != nil {
+		panic("engine: hkdf: " + err.Error()) // only for lengths over 255*32
+	}
+	copy(root[:], out[:32])
+	copy(chain[:], out[32:])
+	return
+}
+
+// chainStep advances a chain key: the message key is HMAC(ck, 0x01) and the
+// next chain key HMAC(ck, 0x02).
+func chainStep(ck *[32]byte) (mk, next [32]byte) {
+	m := hmac.New(sha256.New, ck[:])
+	m.Write([]byte{1})
+	m.Sum(mk[:0])
+	m.Reset()
+	m.Write([]byte{2})
+	m.Sum(next[:0])
+	return
+}
+
+// sealMessage and openMessage use AES-256-GCM under a key and nonce expanded
+// from the single-use message key with HKDF-SHA256.
+func messageAEAD(mk *[32]byte) (cipher.AEAD, []byte) {
+	okm, err := hkdf.Expand(sha256.New, mk[:], labelMessageKeys, 44)
+	if err != nil {
+		panic("engine: hkdf: " + err.Error())
+	}
+	block, err := aes.NewCipher(okm[:32])
+	if err != nil {
+		panic("engine: aes: " + err.Error())
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		panic("engine: gcm: " + err.Error())
+	}
+	return aead, okm[32:44]
+}
+
+type skippedKey struct {
+	ratchetKey [32]byte
+	n          uint32
+}
+
+// ratchet is the Double Ratchet state of one session.
+type ratchet struct {
+	root   [32]byte
+	dhs    *ecdh.PrivateKey // own ratchet key
+	dhsPub [32]byte
+	dhr    [32]byte // peer's ratchet key; valid when hasDHR
+	hasDHR bool
+	cks    [32]byte // sending chain; valid when hasCKS
+	hasCKS bool
+	ns     uint32
+	ckr    [32]byte // receiving chain; valid when hasCKR
+	hasCKR bool
+	nr     uint32
+	pn     uint32
+
+	skipped map[skippedKey][32]byte
+	order   []skippedKey // insertion order, oldest first, for eviction
+}
+
+func (r *ratchet) setDHS(k *ecdh.PrivateKey) {
+	r.dhs = k
+	copy(r.dhsPub[:], k.PublicKey().Bytes())
+}
+
+// clone returns a deep copy.
+func (r *ratchet) clone() *ratchet {
+	c := *r
+	if r.skipped != nil {
+		c.skipped = make(map[skippedKey][32]byte, len(r.skipped))
+		for k, v := range r.skipped {
+			c.skipped[k] = v
+		}
+		c.order = append([]skippedKey(nil), r.order...)
+	}
+	return &c
+}
+
+// encrypt encrypts plaintext on the sending chain. The associated data is
+// adPrefix (which binds the session and the envelope) followed by the header.
+func (r *ratchet) encrypt(adPrefix, plaintext []byte) wire.RatchetMessage {
+	mk, next := chainStep(&r.cks)
+	h := wire.RatchetHeader{RatchetKey: r.dhsPub, PreviousChainLength: r.pn, MessageNumber: r.ns}
+	r.cks = next
+	r.ns++
+	aead, nonce := messageAEAD(&mk)
+	ad, _ := h.AppendBinary(adPrefix)
+	ct := aead.Seal(make([]byte, 0, len(plaintext)+aead.Overhead()), nonce, plaintext, ad)
+	return wire.RatchetMessage{Header: h, Ciphertext: ct}
+}
+
+// decrypt authenticates and decrypts m. It changes r only when it succeeds: a
+// forged, duplicate or out-of-bounds message leaves the state as it was.
+// newKey makes the next own ratchet key when m starts a new peer chain.
+func (r *ratchet) decrypt(adPrefix []byte, m wire.RatchetMessage, newKey func() (*ecdh.PrivateKey, error)) ([]byte, error) {
+	h := m.Header
+	ad, _ := h.AppendBinary(adPrefix)
+	if mk, ok := r.skipped[skippedKey{h.RatchetKey, h.MessageNumber}]; ok {
+		pt, err := open(&mk, ad, m.Ciphertext)
+		if err != nil {
+			return nil, err
+		}
+		r.forget(skippedKey{h.RatchetKey, h.MessageNumber})
+		return pt, nil
+	}
+
+	var skips []skippedEntry
+	sameChain := r.hasDHR && h.RatchetKey == r.dhr
+	root, ckr, nr := r.root, r.ckr, r.nr
+	if !sameChain {
+		// Close the current receiving chain up to the peer's previous length.
+		// A smaller previous length than already received can only come from
+		// a forgery, which fails authentication below.
+		if r.hasCKR && h.PreviousChainLength > nr {
+			if h.PreviousChainLength-nr > MaxSkip {
+				return nil, fmt.Errorf("%w: %d keys", ErrTooManySkipped, h.PreviousChainLength-nr)
+			}
+			for ; nr < h.PreviousChainLength; nr++ {
+				mk, next := chainStep(&ckr)
+				skips = append(skips, skippedEntry{skippedKey{r.dhr, nr}, mk})
+				ckr = next
+			}
+		}
+		if h.MessageNumber > MaxSkip {
+			return nil, fmt.Errorf("%w: %d keys", ErrTooManySkipped, h.MessageNumber)
+		}
+		out, err := dh(r.dhs, h.RatchetKey[:])
+		if err != nil {
+			return nil, err
+		}
+		root, ckr = kdfRoot(&root, out)
+		nr = 0
+	} else if !r.hasCKR {
+		return nil, ErrDecrypt
+	}
+	if h.MessageNumber < nr {
+		return nil, ErrDuplicateMessage
+	}
+	if h.MessageNumber-nr > MaxSkip {
+		return nil, fmt.Errorf("%w: %d keys", ErrTooManySkipped, h.MessageNumber-nr)
+	}
+	for ; nr < h.MessageNumber; nr++ {
+		mk, next := chainStep(&ckr)
+		skips = append(skips, skippedEntry{skippedKey{h.RatchetKey, nr}, mk})
+		ckr = next
+	}
+	mk, next := chainStep(&ckr)
+	pt, err := open(&mk, ad, m.Ciphertext)
+	if err != nil {
+		return nil, err
+	}
+
+	// Authenticated: commit the receiving side, then turn the sending side.
+	if !sameChain {
+		k, err := newKey()
+		if err != nil {
+			return nil, err
+		}
+		out, err := dh(k, h.RatchetKey[:])
+		if err != nil {
+			return nil, err
+		}
+		r.pn = r.ns
+		r.ns = 0
+		r.dhr = h.RatchetKey
+		r.hasDHR = true
+		r.setDHS(k)
+		r.root, r.cks = kdfRoot(&root, out)
+		r.hasCKS = true
+	}
+	r.ckr, r.nr, r.hasCKR = next, nr+1, true
+	for _, s := range skips {
+		r.remember(s.key, s.mk)
+	}
+	return pt, nil
+}
+
+type skippedEntry struct {
+	key skippedKey
+	mk  [32]byte
+}
+
+func open(mk *[32]byte, ad, ct []byte) ([]byte, error) {
+	aead, nonce := messageAEAD(mk)
+	if len(ct) < aead.Overhead() {
+		return nil, ErrDecrypt
+	}
+	pt, err := aead.Open(make([]byte, 0, len(ct)-aead.Overhead()), nonce, ct, ad)
+	if err != nil {
+		return nil, ErrDecrypt
+	}
+	return pt, nil
+}
+
+func (r *ratchet) remember(k skippedKey, mk [32]byte) {
+	if r.skipped == nil {
+		r.skipped = make(map[skippedKey][32]byte)
+	}
+	r.skipped[k] = mk
+	r.order = append(r.order, k)
+	for len(r.skipped) > MaxSkippedKeys {
+		old := r.order[0]
+		r.order = r.order[1:]
+		delete(r.skipped, old)
+	}
+}
+
+func (r *ratchet) forget(k skippedKey) {
+	delete(r.skipped, k)
+	for i, o := range r.order {
+		if o == k {
+			r.order = append(r.order[:i], r.order[i+1:]...)
+			break
+		}
+	}
+}

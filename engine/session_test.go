@@ -1,0 +1,325 @@
+package engine
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/parley-chat/parley/wire"
+)
+
+// sealed is one encrypted message as the receiving session sees it.
+type sealed struct {
+	typ   wire.EnvelopeType
+	envID wire.EnvelopeID
+	m     wire.RatchetMessage
+}
+
+var envCounter byte
+
+func send(t testing.TB, s *Session, text string) (wire.EnvelopeType, sealed) {
+	t.Helper()
+	envCounter++
+	id := wire.EnvelopeID{envCounter}
+	typ, payload, err := s.Encrypt(id, []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return typ, sealed{typ, id, ratchetOf(t, typ, payload)}
+}
+
+func (m sealed) open(s *Session) ([]byte, error) {
+	return s.Decrypt(SystemRandom{}, m.typ, m.envID, m.m)
+}
+
+func recv(t testing.TB, s *Session, m sealed, want string) {
+	t.Helper()
+	got, err := m.open(s)
+	if err != nil {
+		t.Fatalf("decrypt %q: %v", want, err)
+	}
+	if string(got) != want {
+		t.Fatalf("decrypt: got %q, want %q", got, want)
+	}
+}
+
+func TestSessionConversation(t *testing.T) {
+	for _, withOTK := range []bool{true, false} {
+		t.Run(fmt.Sprintf("otk=%v", withOTK), func(t *testing.T) {
+			a, b := newDevice(t, SystemRandom{}, "alice/1"), newDevice(t, SystemRandom{}, "bob/1")
+			as, bs := pair(t, SystemRandom{}, a, b, withOTK)
+			if as.ID != bs.ID {
+				t.Fatalf("initiation IDs differ: %x vs %x", as.ID, bs.ID)
+			}
+			typ, m1 := send(t, as, "a1")
+			if typ != wire.EnvelopePreKey {
+				t.Fatalf("first message type %d, want PreKey", typ)
+			}
+			_, m2 := send(t, as, "a2")
+			recv(t, bs, m2, "a2") // out of order
+			recv(t, bs, m1, "a1")
+			typ, m3 := send(t, bs, "b1")
+			if typ != wire.EnvelopeRatchet {
+				t.Fatalf("responder message type %d, want Ratchet", typ)
+			}
+			recv(t, as, m3, "b1")
+			if as.AwaitingReply {
+				t.Fatal("initiator still awaits a reply after decrypting one")
+			}
+			typ, m4 := send(t, as, "a3")
+			if typ != wire.EnvelopeRatchet {
+				t.Fatalf("after reply, type %d, want Ratchet", typ)
+			}
+			recv(t, bs, m4, "a3")
+			for i := 0; i < 5; i++ {
+				_, m := send(t, bs, fmt.Sprint("b", i))
+				recv(t, as, m, fmt.Sprint("b", i))
+				_, m = send(t, as, fmt.Sprint("a", i))
+				recv(t, bs, m, fmt.Sprint("a", i))
+			}
+		})
+	}
+}
+
+func TestSessionDuplicateAndForgeryChangeNothing(t *testing.T) {
+	a, b := newDevice(t, SystemRandom{}, "alice/1"), newDevice(t, SystemRandom{}, "bob/1")
+	as, bs := pair(t, SystemRandom{}, a, b, true)
+	_, m1 := send(t, as, "one")
+	_, m3 := send(t, as, "three") // skip m2 below
+	_, m2 := send(t, as, "two")
+	_ = m2
+	recv(t, bs, m1, "one")
+	recv(t, bs, m3, "three")
+	before, _ := bs.MarshalBinary()
+	for name, m := range map[string]sealed{"duplicate": m1, "duplicate skipped-from": m3} {
+		if _, err := m.open(bs); err == nil {
+			t.Errorf("%s decrypted again", name)
+		}
+	}
+	forged := m2
+	forged.m.Ciphertext = bytes.Clone(m2.m.Ciphertext)
+	forged.m.Ciphertext[0] ^= 1
+	relabelled := m2
+	relabelled.envID[15] ^= 1
+	for name, m := range map[string]sealed{"forged": forged, "relabelled": relabelled} {
+		if _, err := m.open(bs); !errors.Is(err, ErrDecrypt) {
+			t.Errorf("%s: got %v, want ErrDecrypt", name, err)
+		}
+	}
+	after, _ := bs.MarshalBinary()
+	if !bytes.Equal(before, after) {
+		t.Fatal("a failed decrypt changed the session")
+	}
+	recv(t, bs, m2, "two") // the skipped key is still there
+}
+
+func TestSessionSkipBounds(t *testing.T) {
+	a, b := newDevice(t, SystemRandom{}, "alice/1"), newDevice(t, SystemRandom{}, "bob/1")
+	as, bs := pair(t, SystemRandom{}, a, b, true)
+	_, first := send(t, as, "first")
+	recv(t, bs, first, "first")
+	var last sealed
+	for i := 0; i <= MaxSkip+1; i++ {
+		_, last = send(t, as, "x")
+	}
+	before, _ := bs.MarshalBinary()
+	if _, err := last.open(bs); !errors.Is(err, ErrTooManySkipped) {
+		t.Fatalf("jump of %d: got %v, want ErrTooManySkipped", MaxSkip+1, err)
+	}
+	after, _ := bs.MarshalBinary()
+	if !bytes.Equal(before, after) {
+		t.Fatal("a rejected jump changed the session")
+	}
+	// Exactly MaxSkip is fine.
+	as2, bs2 := pair(t, SystemRandom{}, a, b, false)
+	for i := 0; i < MaxSkip; i++ {
+		send(t, as2, "x")
+	}
+	_, m := send(t, as2, "edge")
+	recv(t, bs2, m, "edge")
+	if got := len(bs2.r.skipped); got != MaxSkip {
+		t.Fatalf("kept %d skipped keys, want %d", got, MaxSkip)
+	}
+}
+
+func TestSkippedKeysAreCapped(t *testing.T) {
+	a, b := newDevice(t, SystemRandom{}, "alice/1"), newDevice(t, SystemRandom{}, "bob/1")
+	as, bs := pair(t, SystemRandom{}, a, b, false)
+	// Three chains of MaxSkip skipped keys each exceed MaxSkippedKeys.
+	var firstSkipped sealed
+	for round := 0; round < 3; round++ {
+		for i := 0; i < MaxSkip; i++ {
+			_, m := send(t, as, "skipped")
+			if round == 0 && i == 0 {
+				firstSkipped = m
+			}
+		}
+		_, m := send(t, as, "delivered")
+		recv(t, bs, m, "delivered")
+		_, reply := send(t, bs, "reply")
+		recv(t, as, reply, "reply")
+	}
+	if got := len(bs.r.skipped); got != MaxSkippedKeys {
+		t.Fatalf("kept %d skipped keys, want the cap %d", got, MaxSkippedKeys)
+	}
+	if _, err := firstSkipped.open(bs); err == nil {
+		t.Fatal("the oldest skipped key survived the cap")
+	}
+}
+
+func TestExpiredSignedPreKey(t *testing.T) {
+	a, b := newDevice(t, SystemRandom{}, "alice/1"), newDevice(t, SystemRandom{}, "bob/1")
+	late := testNow.Add(SignedPreKeyLifetime)
+	if _, err := Initiate(SystemRandom{}, a.addr, a.id, b.bundle(true), late); !errors.Is(err, ErrExpiredSignedPreKey) {
+		t.Fatalf("initiate at expiry: got %v, want ErrExpiredSignedPreKey", err)
+	}
+	if _, err := Initiate(SystemRandom{}, a.addr, a.id, b.bundle(true), late.Add(-time.Second)); err != nil {
+		t.Fatalf("initiate a second before expiry: %v", err)
+	}
+	as, _ := pair(t, SystemRandom{}, a, b, true)
+	if _, err := Respond(b.addr, b.id, a.addr, as.Initiation, b.keysFor(as.Initiation), late); !errors.Is(err, ErrExpiredSignedPreKey) {
+		t.Fatalf("respond at expiry: got %v, want ErrExpiredSignedPreKey", err)
+	}
+}
+
+func TestBundleSignatures(t *testing.T) {
+	b := newDevice(t, SystemRandom{}, "bob/1")
+	a := newDevice(t, SystemRandom{}, "alice/1")
+	mutations := map[string]func(*wire.Bundle){
+		"identity dh key":   func(x *wire.Bundle) { x.IdentityDHKey[0] ^= 1 },
+		"signed prekey":     func(x *wire.Bundle) { x.SignedPreKey.PublicKey[0] ^= 1 },
+		"signed expiry":     func(x *wire.Bundle) { x.SignedPreKey.Expires++ },
+		"kem prekey":        func(x *wire.Bundle) { x.KEMPreKey.PublicKey[0] ^= 1 },
+		"kem id":            func(x *wire.Bundle) { x.KEMPreKey.ID++ },
+		"signing key":       func(x *wire.Bundle) { x.IdentitySigningKey = a.id.Public().SigningKey },
+		"identity of other": func(x *wire.Bundle) { x.IdentityDHKey = a.id.Public().DHKey },
+	}
+	for name, mutate := range mutations {
+		t.Run(name, func(t *testing.T) {
+			bundle := b.bundle(true)
+			mutate(&bundle)
+			if _, _, err := VerifyBundle(bundle, testNow); !errors.Is(err, ErrBadSignature) {
+				t.Fatalf("got %v, want ErrBadSignature", err)
+			}
+		})
+	}
+	bundle := b.bundle(true)
+	bundle.Address = "Bob/1"
+	if _, _, err := VerifyBundle(bundle, testNow); !errors.Is(err, ErrInvalidAddress) {
+		t.Fatalf("bad address: got %v, want ErrInvalidAddress", err)
+	}
+}
+
+func TestRespondRejectsForgedInitiation(t *testing.T) {
+	a, b := newDevice(t, SystemRandom{}, "alice/1"), newDevice(t, SystemRandom{}, "bob/1")
+	as, _ := pair(t, SystemRandom{}, a, b, true)
+	_, m := send(t, as, "hello")
+	cases := map[string]func(h *wire.InitiationHeader){
+		"identity signature": func(h *wire.InitiationHeader) { h.IdentitySignature[0] ^= 1 },
+		"ephemeral key":      func(h *wire.InitiationHeader) { h.EphemeralKey[0] ^= 1 },
+		"kem ciphertext":     func(h *wire.InitiationHeader) { h.KEMCiphertext[0] ^= 1 },
+		"one-time prekey":    func(h *wire.InitiationHeader) { h.HasOneTimePreKey = false; h.OneTimePreKeyID = 0 },
+	}
+	for name, mutate := range cases {
+		t.Run(name, func(t *testing.T) {
+			h := *as.Initiation
+			mutate(&h)
+			bs, err := Respond(b.addr, b.id, a.addr, &h, b.keysFor(&h), testNow)
+			if err != nil {
+				return // refused outright
+			}
+			if _, err := m.open(bs); err == nil {
+				t.Fatal("a tampered initiation decrypted")
+			}
+		})
+	}
+}
+
+func TestSafetyNumber(t *testing.T) {
+	a, b := newDevice(t, SystemRandom{}, "alice/1"), newDevice(t, SystemRandom{}, "bob/1")
+	x := SafetyNumber(a.addr, a.id.Public(), b.addr, b.id.Public())
+	y := SafetyNumber(b.addr, b.id.Public(), a.addr, a.id.Public())
+	if x != y {
+		t.Fatalf("sides differ: %q vs %q", x, y)
+	}
+	digits := 0
+	for _, c := range x {
+		if c >= '0' && c <= '9' {
+			digits++
+		} else if c != ' ' {
+			t.Fatalf("unexpected character %q in %q", c, x)
+		}
+	}
+	if digits != 60 {
+		t.Fatalf("%d digits in %q, want 60", digits, x)
+	}
+	c := newDevice(t, SystemRandom{}, "bob/1")
+	if z := SafetyNumber(a.addr, a.id.Public(), c.addr, c.id.Public()); z == x {
+		t.Fatal("another identity gave the same safety number")
+	}
+}
+
+func TestDecidePreKeyMessage(t *testing.T) {
+	small, large := InitiationID{0x01}, InitiationID{0xf0}
+	pinned := IdentityKey{SigningKey: [32]byte{1}}
+	other := IdentityKey{SigningKey: [32]byte{2}}
+	retired := func(ids ...InitiationID) func(InitiationID) bool {
+		return func(id InitiationID) bool {
+			for _, r := range ids {
+				if r == id {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	tests := []struct {
+		name string
+		in   PreKeyDecisionInput
+		want Decision
+	}{
+		{"1 identity differs beats everything", PreKeyDecisionInput{Pinned: &pinned, Identity: other, ID: small, Current: &CurrentSession{ID: small}, Retired: retired(small)}, DecideIdentityChanged},
+		{"2 current initiation decrypts", PreKeyDecisionInput{Pinned: &pinned, Identity: pinned, ID: small, Current: &CurrentSession{ID: small, AwaitingReply: true}}, DecideDecryptCurrent},
+		{"2 current beats retired", PreKeyDecisionInput{Identity: pinned, ID: small, Current: &CurrentSession{ID: small}, Retired: retired(small)}, DecideDecryptCurrent},
+		{"3 retired is stale", PreKeyDecisionInput{Pinned: &pinned, Identity: pinned, ID: large, Current: &CurrentSession{ID: small}, Retired: retired(large)}, DecideStale},
+		{"3 retired is stale without a session", PreKeyDecisionInput{Identity: pinned, ID: large, Retired: retired(large)}, DecideStale},
+		{"4 no session, no pin", PreKeyDecisionInput{Identity: pinned, ID: large}, DecideAccept},
+		{"4 no session, pinned", PreKeyDecisionInput{Pinned: &pinned, Identity: pinned, ID: large}, DecideAccept},
+		{"5 own smaller and awaiting: own wins", PreKeyDecisionInput{Identity: pinned, ID: large, Current: &CurrentSession{ID: small, AwaitingReply: true}}, DecideCollision},
+		{"6 own larger and awaiting: incoming wins", PreKeyDecisionInput{Identity: pinned, ID: small, Current: &CurrentSession{ID: large, AwaitingReply: true}}, DecideAcceptReplace},
+		{"6 own not awaiting: replace", PreKeyDecisionInput{Identity: pinned, ID: large, Current: &CurrentSession{ID: small}}, DecideAcceptReplace},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := DecidePreKeyMessage(tt.in); got != tt.want {
+				t.Fatalf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// Both winners of a simultaneous start, with real sessions: the side whose
+// initiation has the smaller ID wins on both devices.
+func TestCollisionBothWinners(t *testing.T) {
+	for i := 0; i < 8; i++ {
+		a, b := newDevice(t, SystemRandom{}, "alice/1"), newDevice(t, SystemRandom{}, "bob/1")
+		aOwn, err := Initiate(SystemRandom{}, a.addr, a.id, b.bundle(false), testNow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bOwn, err := Initiate(SystemRandom{}, b.addr, b.id, a.bundle(false), testNow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// What each side decides about the other's initiation.
+		atBob := DecidePreKeyMessage(PreKeyDecisionInput{Identity: a.id.Public(), ID: IncomingInitiationID(b.addr, b.id, a.addr, aOwn.Initiation), Current: &CurrentSession{ID: bOwn.ID, AwaitingReply: true}})
+		atAlice := DecidePreKeyMessage(PreKeyDecisionInput{Identity: b.id.Public(), ID: IncomingInitiationID(a.addr, a.id, b.addr, bOwn.Initiation), Current: &CurrentSession{ID: aOwn.ID, AwaitingReply: true}})
+		aliceWins := aOwn.ID.Compare(bOwn.ID) < 0
+		if aliceWins && (atBob != DecideAcceptReplace || atAlice != DecideCollision) ||
+			!aliceWins && (atBob != DecideCollision || atAlice != DecideAcceptReplace) {
+			t.Fatalf("alice wins=%v: bob decides %v, alice decides %v", aliceWins, atBob, atAlice)
+		}
+	}
+}
