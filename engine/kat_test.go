@@ -7,6 +7,7 @@ import (
 	"crypto/ecdh"
 	"crypto/ed25519"
 	"crypto/hkdf"
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"testing"
@@ -126,5 +127,42 @@ func TestKATEd25519(t *testing.T) {
 	want := unhex(t, "e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e065224901555fb8821590a33bacc61e39701cf9b46bd25bf5f0595bbe24655141438e7a100b")
 	if !bytes.Equal(sig, want) {
 		t.Errorf("signature: got %x, want %x", sig, want)
+	}
+}
+
+// hmacSHA256 must be exactly HMAC-SHA256 for every message length it takes.
+func TestHMACSHA256(t *testing.T) {
+	for n := 0; n <= maxHMACMessage; n++ {
+		var key [32]byte
+		msg := make([]byte, n)
+		for j := range key {
+			key[j] = byte(n*31 + j*7)
+		}
+		for j := range msg {
+			msg[j] = byte(n + j*13)
+		}
+		m := hmac.New(sha256.New, key[:])
+		m.Write(msg)
+		want := m.Sum(nil)
+		if got := hmacSHA256(&key, msg); !bytes.Equal(got[:], want) {
+			t.Fatalf("length %d: got %x, want %x", n, got, want)
+		}
+	}
+}
+
+// kdfRoot must be exactly HKDF-SHA256 with the root key as salt.
+func TestKDFRoot(t *testing.T) {
+	var rk [32]byte
+	dhOut := make([]byte, 32)
+	for i := range rk {
+		rk[i], dhOut[i] = byte(i), byte(255-i)
+	}
+	want, err := hkdf.Key(sha256.New, dhOut, rk[:], labelRatchetRoot, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, chain := kdfRoot(&rk, dhOut)
+	if got := append(root[:], chain[:]...); !bytes.Equal(got, want) {
+		t.Fatalf("got %x, want %x", got, want)
 	}
 }

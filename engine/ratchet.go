@@ -4,8 +4,6 @@ import (
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/ecdh"
-	"crypto/hkdf"
-	"crypto/hmac"
 	"crypto/sha256"
 	"fmt"
 
@@ -24,42 +22,77 @@ const (
 
 const (
 	labelRatchetRoot = "parley/v1/ratchet-root"
-	labelMessageKeys = "parley/v1/message-keys"
 	labelMessageAD   = "parley/v1/message"
 )
 
-// kdfRoot is the root KDF: HKDF-SHA256 with the root key as salt and a DH
-// output as input keying material, giving a new root key and a chain key.
+// kdfRoot is the root KDF: HKDF-SHA256 (RFC 5869) with the root key as salt,
+// a DH output as input keying material and labelRatchetRoot as info, giving a
+// new root key and a chain key. It runs on stack buffers (TestKDFRoot checks
+// it against crypto/hkdf).
 func kdfRoot(rk *[32]byte, dhOut []byte) (root, chain [32]byte) {
-	out, err := hkdf.Key(sha256.New, dhOut, rk[:], labelRatchetRoot, 64)
-	if err != nil {
-		panic("engine: hkdf: " + err.Error()) // only for lengths over 255*32
-	}
-	copy(root[:], out[:32])
-	copy(chain[:], out[32:])
+	prk := hmacSHA256(rk, dhOut)
+	var msg [32 + len(labelRatchetRoot) + 1]byte
+	n := copy(msg[:], labelRatchetRoot)
+	msg[n] = 1
+	root = hmacSHA256(&prk, msg[:n+1])
+	copy(msg[:], root[:])
+	copy(msg[32:], labelRatchetRoot)
+	msg[len(msg)-1] = 2
+	chain = hmacSHA256(&prk, msg[:])
 	return
 }
 
-// chainStep advances a chain key: the message key is HMAC(ck, 0x01) and the
-// next chain key HMAC(ck, 0x02).
-func chainStep(ck *[32]byte) (mk, next [32]byte) {
-	m := hmac.New(sha256.New, ck[:])
-	m.Write([]byte{1})
-	m.Sum(mk[:0])
-	m.Reset()
-	m.Write([]byte{2})
-	m.Sum(next[:0])
+// messageKey is the single-use AES-256-GCM key and nonce of one message.
+type messageKey struct {
+	key   [32]byte
+	nonce [12]byte
+}
+
+// chainStep advances a chain key with HMAC-SHA256 under the chain key: input
+// 0x01 gives the message's AES key, 0x03 its nonce (first 12 bytes) and 0x02
+// the next chain key.
+func chainStep(ck *[32]byte) (mk messageKey, next [32]byte) {
+	mk.key = hmacByte(ck, 1)
+	nonce := hmacByte(ck, 3)
+	copy(mk.nonce[:], nonce[:12])
+	next = hmacByte(ck, 2)
 	return
 }
 
-// sealMessage and openMessage use AES-256-GCM under a key and nonce expanded
-// from the single-use message key with HKDF-SHA256.
-func messageAEAD(mk *[32]byte) (cipher.AEAD, []byte) {
-	okm, err := hkdf.Expand(sha256.New, mk[:], labelMessageKeys, 44)
-	if err != nil {
-		panic("engine: hkdf: " + err.Error())
+// hmacByte is HMAC-SHA256 of a one-byte message under a 32-byte key.
+func hmacByte(key *[32]byte, msg byte) [32]byte {
+	return hmacSHA256(key, []byte{msg})
+}
+
+// maxHMACMessage bounds hmacSHA256's message so that it fits a stack buffer.
+const maxHMACMessage = 128
+
+// hmacSHA256 is HMAC-SHA256 (RFC 2104) under a 32-byte key, for messages of at
+// most maxHMACMessage bytes, computed on stack buffers: chain and root steps
+// run for every message, and crypto/hmac allocates several objects per key.
+// TestHMACSHA256 checks it against crypto/hmac.
+func hmacSHA256(key *[32]byte, msg []byte) [32]byte {
+	if len(msg) > maxHMACMessage {
+		panic("engine: hmacSHA256 message too long")
 	}
-	block, err := aes.NewCipher(okm[:32])
+	var in [64 + maxHMACMessage]byte
+	var out [64 + 32]byte
+	for i := 0; i < 32; i++ {
+		in[i] = key[i] ^ 0x36
+		out[i] = key[i] ^ 0x5c
+	}
+	for i := 32; i < 64; i++ {
+		in[i] = 0x36
+		out[i] = 0x5c
+	}
+	n := copy(in[64:], msg)
+	inner := sha256.Sum256(in[:64+n])
+	copy(out[64:], inner[:])
+	return sha256.Sum256(out[:])
+}
+
+func (mk *messageKey) aead() cipher.AEAD {
+	block, err := aes.NewCipher(mk.key[:])
 	if err != nil {
 		panic("engine: aes: " + err.Error())
 	}
@@ -67,7 +100,7 @@ func messageAEAD(mk *[32]byte) (cipher.AEAD, []byte) {
 	if err != nil {
 		panic("engine: gcm: " + err.Error())
 	}
-	return aead, okm[32:44]
+	return aead
 }
 
 type skippedKey struct {
@@ -90,7 +123,7 @@ type ratchet struct {
 	nr     uint32
 	pn     uint32
 
-	skipped map[skippedKey][32]byte
+	skipped map[skippedKey]messageKey
 	order   []skippedKey // insertion order, oldest first, for eviction
 }
 
@@ -103,7 +136,7 @@ func (r *ratchet) setDHS(k *ecdh.PrivateKey) {
 func (r *ratchet) clone() *ratchet {
 	c := *r
 	if r.skipped != nil {
-		c.skipped = make(map[skippedKey][32]byte, len(r.skipped))
+		c.skipped = make(map[skippedKey]messageKey, len(r.skipped))
 		for k, v := range r.skipped {
 			c.skipped[k] = v
 		}
@@ -119,9 +152,9 @@ func (r *ratchet) encrypt(adPrefix, plaintext []byte) wire.RatchetMessage {
 	h := wire.RatchetHeader{RatchetKey: r.dhsPub, PreviousChainLength: r.pn, MessageNumber: r.ns}
 	r.cks = next
 	r.ns++
-	aead, nonce := messageAEAD(&mk)
 	ad, _ := h.AppendBinary(adPrefix)
-	ct := aead.Seal(make([]byte, 0, len(plaintext)+aead.Overhead()), nonce, plaintext, ad)
+	aead := mk.aead()
+	ct := aead.Seal(make([]byte, 0, len(plaintext)+aead.Overhead()), mk.nonce[:], plaintext, ad)
 	return wire.RatchetMessage{Header: h, Ciphertext: ct}
 }
 
@@ -213,24 +246,24 @@ func (r *ratchet) decrypt(adPrefix []byte, m wire.RatchetMessage, newKey func() 
 
 type skippedEntry struct {
 	key skippedKey
-	mk  [32]byte
+	mk  messageKey
 }
 
-func open(mk *[32]byte, ad, ct []byte) ([]byte, error) {
-	aead, nonce := messageAEAD(mk)
+func open(mk *messageKey, ad, ct []byte) ([]byte, error) {
+	aead := mk.aead()
 	if len(ct) < aead.Overhead() {
 		return nil, ErrDecrypt
 	}
-	pt, err := aead.Open(make([]byte, 0, len(ct)-aead.Overhead()), nonce, ct, ad)
+	pt, err := aead.Open(make([]byte, 0, len(ct)-aead.Overhead()), mk.nonce[:], ct, ad)
 	if err != nil {
 		return nil, ErrDecrypt
 	}
 	return pt, nil
 }
 
-func (r *ratchet) remember(k skippedKey, mk [32]byte) {
+func (r *ratchet) remember(k skippedKey, mk messageKey) {
 	if r.skipped == nil {
-		r.skipped = make(map[skippedKey][32]byte)
+		r.skipped = make(map[skippedKey]messageKey)
 	}
 	r.skipped[k] = mk
 	r.order = append(r.order, k)

@@ -23,7 +23,7 @@ const (
 	retiredSize        = 1 + 32 + 4 + 8
 	initiationSize     = 32 + 32 + 64 + 32 + 4 + 4 + 1 + 4 + wire.KEMCiphertextSize
 	sessionFixedSize   = 1 + 32 + 1 + 32 + 32 + 64 + 4 + 32 + 32 + 32 + 32 + 4 + 32 + 4 + 4 + 4
-	skippedEntrySize   = 32 + 4 + 32
+	skippedEntrySize   = 32 + 4 + 32 + 12
 )
 
 // Session flag bits.
@@ -282,7 +282,8 @@ func (s *Session) MarshalBinary() ([]byte, error) {
 		mk := r.skipped[k]
 		b = append(b, k.ratchetKey[:]...)
 		b = binary.BigEndian.AppendUint32(b, k.n)
-		b = append(b, mk[:]...)
+		b = append(b, mk.key[:]...)
+		b = append(b, mk.nonce[:]...)
 	}
 	return b, nil
 }
@@ -333,7 +334,9 @@ func UnmarshalSession(b []byte) (*Session, error) {
 	}
 	for i := uint32(0); i < n; i++ {
 		k := skippedKey{ratchetKey: rd.array32(), n: rd.u32()}
-		mk := rd.array32()
+		var mk messageKey
+		mk.key = rd.array32()
+		copy(mk.nonce[:], rd.take(12))
 		if _, dup := r.skipped[k]; dup {
 			return nil, fmt.Errorf("decode %s: duplicate skipped key: %w", what, ErrMalformedState)
 		}

@@ -143,7 +143,7 @@ func FuzzUnmarshalState(f *testing.F) {
 		f.Add(uint8(i), samples[name]) // a valid record of each kind
 	}
 	f.Add(uint8(5), samples["session/responder"]) // a responder session
-	f.Add(uint8(0), []byte{1})                     // version only
+	f.Add(uint8(0), []byte{1})                    // version only
 	f.Fuzz(func(t *testing.T, kind uint8, b []byte) {
 		codec := stateCodecs[names[int(kind)%len(names)]]
 		again, err := codec(b)
