@@ -1,0 +1,318 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/parley-chat/parley/wire"
+)
+
+// Plan is one protocol transition, prepared in memory with all cryptographic
+// work done, that a Store applies in one BEGIN IMMEDIATE transaction or not at
+// all. The set is closed: adding a plan means the store must learn it.
+type Plan interface {
+	// Kind names the plan in failpoints, logs and the failpoint matrix.
+	Kind() string
+	plan()
+}
+
+// SessionWrite replaces the stored session with a peer. Version is the
+// version the plan was prepared from (0: no session); the store refuses the
+// plan with ErrConflict when the stored version differs, and stores
+// Version+1.
+type SessionWrite struct {
+	Peer          Address
+	Version       uint64
+	ID            InitiationID
+	AwaitingReply bool
+	Record        []byte // Session.MarshalBinary
+}
+
+// PreKeyRecord is one private prekey to store.
+type PreKeyRecord struct {
+	Kind    PreKeyKind
+	ID      uint32
+	Created int64
+	Expires int64
+	Record  []byte
+}
+
+// PreKeyKind tells the stored prekey kinds apart.
+type PreKeyKind uint8
+
+// Prekey kinds.
+const (
+	PreKeySigned  PreKeyKind = 1 // X25519 signed prekey
+	PreKeyKEM     PreKeyKind = 2 // ML-KEM-768 signed prekey
+	PreKeyOneTime PreKeyKind = 3 // X25519 one-time prekey
+)
+
+// Bootstrap creates a profile's identity and first prekeys.
+type Bootstrap struct {
+	Self     Address
+	RelayURL string
+	Identity []byte // Identity.MarshalBinary
+	PreKeys  []PreKeyRecord
+}
+
+// PublishPreKeys stores new prekeys (a rotation or a one-time batch) and
+// deletes expired signed prekeys with the retired initiations that name them.
+type PublishPreKeys struct {
+	Add          []PreKeyRecord
+	DeleteSigned []uint32 // expired signed X25519 prekey IDs
+	DeleteKEM    []uint32 // expired ML-KEM prekey IDs
+	NextPreKeyID uint32   // the next unused prekey ID
+}
+
+// Outgoing is one envelope a plan produced; after the commit the engine hands
+// it to the relay. Owner names the pending message it carries (zero for an
+// acknowledgement, which is never stored as pending).
+type Outgoing struct {
+	Envelope wire.Envelope
+	Owner    wire.LogicalID
+	IsAck    bool
+}
+
+// Send stores a new application message as pending outbound, with its history
+// entry, the session advanced by its encryption and, for a new session, the
+// pinned identity.
+type Send struct {
+	Recipient Address
+	ID        wire.LogicalID
+	Frame     []byte // encoded application frame
+	Body      []byte
+	At        time.Time
+	Session   SessionWrite
+	Pin       *IdentityKey // first use of this peer's identity
+	Out       Outgoing
+}
+
+// Retry stores the session advanced by encrypting a pending message again.
+type Retry struct {
+	Recipient Address
+	ID        wire.LogicalID
+	Session   SessionWrite
+	Pin       *IdentityKey
+	Out       Outgoing
+}
+
+// Stage writes complete envelopes, as received, to the durable inbox before
+// any parsing; only after its commit may the relay's leases be acknowledged.
+type Stage struct {
+	Envelopes []StagedInput
+	At        time.Time
+}
+
+// StagedInput is one envelope to stage with the relay row that leased it.
+type StagedInput struct {
+	RelayRow uint64
+	Envelope []byte
+}
+
+// Handshake is what accepting an incoming initiation adds to a receive.
+type Handshake struct {
+	Pin            *IdentityKey       // first use of this peer's identity
+	ConsumeOneTime *uint32            // the one-time prekey the initiation used
+	Retire         *RetiredInitiation // the replaced session's initiation
+}
+
+// FrameEffect is what a received frame does beyond the session step.
+type FrameEffect interface{ effect() }
+
+// DeliverEffect stores a new application message as pending inbound.
+type DeliverEffect struct {
+	ID     wire.LogicalID
+	Frame  []byte
+	Digest [32]byte
+	At     time.Time
+}
+
+// AckEffect clears the pending outbound message (recipient = the peer, ID).
+type AckEffect struct{ ID wire.LogicalID }
+
+// RepeatEffect records nothing: the frame repeats a message that is pending
+// or finalized. When it was finalized, Ack carries the acknowledgement sent
+// again, with its session step.
+type RepeatEffect struct{}
+
+func (DeliverEffect) effect() {}
+func (AckEffect) effect()     {}
+func (RepeatEffect) effect()  {}
+
+// Receive is the processing of one staged envelope: the session step, the
+// frame's effect, for a PreKeyMessage the handshake, the deletion of that
+// exact inbox row and, for a repeat of a finalized message, the ACK sent
+// again (Ack, with AckSession).
+type Receive struct {
+	InboxRow   int64
+	Peer       Address
+	Session    SessionWrite
+	Handshake  *Handshake
+	Effect     FrameEffect
+	AckSession *SessionWrite // session after encrypting the ACK again
+	Ack        *Outgoing
+}
+
+// CollisionRetire is the one durable effect of a receive that lost to the own
+// initiation: the incoming initiation is retired and its inbox row consumed.
+type CollisionRetire struct {
+	InboxRow int64
+	Peer     Address
+	Retired  RetiredInitiation
+}
+
+// DropStaged removes a staged envelope that can never be processed
+// (malformed, forged, stale, for an unknown session...) and keeps a sealed
+// copy with the reason in quarantine. A corrupt row that cannot even be
+// unsealed is quarantined the same way.
+type DropStaged struct {
+	InboxRow int64
+	Reason   string
+	At       time.Time
+}
+
+// Finalize turns a pending inbound message into a finalized record: a commit
+// (appended to the history in the same transaction) or a discard (body
+// deleted, reason kept locally). When the session allows, the ACK's session
+// step commits with it and the ACK is handed off afterwards.
+type Finalize struct {
+	Sender     Address
+	ID         wire.LogicalID
+	Digest     [32]byte
+	Outcome    Outcome
+	Reason     DiscardReason
+	Body       []byte // history body, for a commit
+	At         time.Time
+	AckSession *SessionWrite
+	Ack        *Outgoing
+}
+
+// Abandon removes a pending outbound message locally. It is not a recall.
+type Abandon struct {
+	Recipient Address
+	ID        wire.LogicalID
+	At        time.Time
+}
+
+// AcceptIdentity pins a changed identity for a peer and removes the session
+// with it; pending messages and processed IDs stay.
+type AcceptIdentity struct {
+	Peer           Address
+	Identity       IdentityKey
+	SessionVersion uint64 // the session removed (0: none)
+	At             time.Time
+}
+
+// Prune deletes finalized records older than Before.
+type Prune struct{ Before time.Time }
+
+// MarkPresented records that every event up to Seq reached the presentation.
+type MarkPresented struct{ Seq uint64 }
+
+func (Bootstrap) plan()       {}
+func (PublishPreKeys) plan()  {}
+func (Send) plan()            {}
+func (Retry) plan()           {}
+func (Stage) plan()           {}
+func (Receive) plan()         {}
+func (CollisionRetire) plan() {}
+func (DropStaged) plan()      {}
+func (Finalize) plan()        {}
+func (Abandon) plan()         {}
+func (AcceptIdentity) plan()  {}
+func (Prune) plan()           {}
+func (MarkPresented) plan()   {}
+
+// Kind implements Plan.
+func (Bootstrap) Kind() string { return "bootstrap" }
+
+// Kind implements Plan.
+func (PublishPreKeys) Kind() string { return "prekey-publish" }
+
+// Kind implements Plan.
+func (Send) Kind() string { return "pairwise-send" }
+
+// Kind implements Plan.
+func (Retry) Kind() string { return "retry" }
+
+// Kind implements Plan.
+func (Stage) Kind() string { return "stage" }
+
+// Kind names a receive by what it does: a handshake, an acknowledgement, a
+// repeat or a plain pairwise receive.
+func (p Receive) Kind() string {
+	switch {
+	case p.Handshake != nil:
+		return "handshake-receive"
+	case isAck(p.Effect):
+		return "ack-receive"
+	case isRepeat(p.Effect):
+		return "repeat-receive"
+	}
+	return "pairwise-receive"
+}
+
+func isAck(e FrameEffect) bool    { _, ok := e.(AckEffect); return ok }
+func isRepeat(e FrameEffect) bool { _, ok := e.(RepeatEffect); return ok }
+
+// Kind implements Plan.
+func (CollisionRetire) Kind() string { return "collision-retire" }
+
+// Kind implements Plan.
+func (DropStaged) Kind() string { return "quarantine" }
+
+// Kind implements Plan.
+func (p Finalize) Kind() string {
+	if p.Outcome == OutcomeDiscarded {
+		return "discard"
+	}
+	return "commit"
+}
+
+// Kind implements Plan.
+func (Abandon) Kind() string { return "abandon" }
+
+// Kind implements Plan.
+func (AcceptIdentity) Kind() string { return "identity-change" }
+
+// Kind implements Plan.
+func (Prune) Kind() string { return "prune" }
+
+// Kind implements Plan.
+func (MarkPresented) Kind() string { return "presented" }
+
+// Outcome is how a received message was finalized.
+type Outcome uint8
+
+// Outcomes.
+const (
+	OutcomeCommitted Outcome = 1
+	OutcomeDiscarded Outcome = 2
+)
+
+// DiscardReason is the closed set of local reasons for a discard.
+type DiscardReason uint8
+
+// Discard reasons. They stay local: the sender's ACK does not say which.
+const (
+	DiscardNone        DiscardReason = 0
+	DiscardRejected    DiscardReason = 1 // rejected by the user
+	DiscardUnsupported DiscardReason = 2 // unsupported content
+	DiscardPolicy      DiscardReason = 3
+	DiscardOther       DiscardReason = 4
+)
+
+// Receipt is what a store returns for an applied plan; events are built from
+// it, never from the plan alone.
+type Receipt struct {
+	// Seq is the sequence number assigned to a new pending message
+	// (Send: outbound; Receive with DeliverEffect: inbound).
+	Seq int64
+	// Rows are the inbox rows a Stage created, in input order.
+	Rows []int64
+	// Cleared is true when an AckEffect removed a pending message.
+	Cleared bool
+	// Pruned counts the records a Prune deleted.
+	Pruned int64
+	// Marker is the presentation sequence written with a visible transition.
+	Marker uint64
+}

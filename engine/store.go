@@ -1,0 +1,186 @@
+package engine
+
+import (
+	"context"
+	"time"
+
+	"github.com/parley-chat/parley/wire"
+)
+
+// Store is the durable state of one profile. It speaks in transitions: Apply
+// commits one plan in one transaction, ApplyBatch several independent plans in
+// one transaction (group commit), each plan all-or-nothing with its own
+// receipt; the rest are read models in bounded pages. Implementations map
+// their driver's errors to this package's errors.
+type Store interface {
+	// Apply validates p, then applies it in one BEGIN IMMEDIATE transaction.
+	Apply(ctx context.Context, p Plan) (Receipt, error)
+	// ApplyBatch applies plans in order in one transaction. If any plan
+	// fails, nothing is applied and the error names the failing plan's index
+	// (*BatchError); the caller prepares the rest again from durable state.
+	ApplyBatch(ctx context.Context, plans []Plan) ([]Receipt, error)
+
+	// Profile returns what the engine needs at open.
+	Profile(ctx context.Context) (Profile, error)
+	// Peer returns the pinned identity and the session with a peer.
+	Peer(ctx context.Context, peer Address) (PeerState, error)
+	// Retired reports whether an initiation with peer was retired.
+	Retired(ctx context.Context, peer Address, id InitiationID) (bool, error)
+	// OneTimePreKey returns a one-time prekey record, or ErrUnknownPreKey.
+	OneTimePreKey(ctx context.Context, id uint32) ([]byte, error)
+
+	// Outbound returns a pending sent message, or ErrNotPending.
+	Outbound(ctx context.Context, recipient Address, id wire.LogicalID) (OutboundMessage, error)
+	// Inbound returns a pending received message, or ErrNotPending.
+	Inbound(ctx context.Context, sender Address, id wire.LogicalID) (InboundMessage, error)
+	// Finalized returns the finalized record of a received message, or
+	// ErrNotPending when there is none.
+	Finalized(ctx context.Context, sender Address, id wire.LogicalID) (FinalizedRecord, error)
+
+	// PendingOutbound pages pending sent messages in send order.
+	PendingOutbound(ctx context.Context, q PageQuery) ([]OutboundMessage, error)
+	// CountOutbound counts pending sent messages (to Peer, when set).
+	CountOutbound(ctx context.Context, peer *Address) (int, error)
+	// PendingInbound pages pending received messages in arrival order.
+	PendingInbound(ctx context.Context, q PageQuery) ([]InboundMessage, error)
+	// CountInbound counts pending received messages (from Peer, when set).
+	CountInbound(ctx context.Context, peer *Address) (int, error)
+	// History pages a conversation, newest first, before sequence Before
+	// (0: from the newest).
+	History(ctx context.Context, peer Address, before int64, limit int) ([]HistoryEntry, error)
+	// Conversations lists the peers with history or pending messages.
+	Conversations(ctx context.Context) ([]Conversation, error)
+	// Staged pages the durable inbox in arrival order after row After. A row
+	// that fails to unseal comes back with Err set, for quarantine.
+	Staged(ctx context.Context, after int64, limit int) ([]StagedEnvelope, error)
+
+	// Close releases the profile lock.
+	Close() error
+}
+
+// BatchError reports which plan of a batch failed; nothing of the batch was
+// applied.
+type BatchError struct {
+	Index int
+	Err   error
+}
+
+func (e *BatchError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the failing plan's error.
+func (e *BatchError) Unwrap() error { return e.Err }
+
+// Profile is the part of a profile the engine loads at open.
+type Profile struct {
+	Self          Address
+	RelayURL      string
+	Identity      []byte         // Identity record
+	SignedPreKeys []PreKeyRecord // signed X25519 and ML-KEM prekeys held
+	NextPreKeyID  uint32
+	OneTimeCount  int
+	// MarkerWritten and MarkerPresented are the presentation marker: a
+	// visible transition raises Written; MarkPresented raises Presented.
+	MarkerWritten   uint64
+	MarkerPresented uint64
+}
+
+// PeerState is the pinned identity and the current session with a peer.
+type PeerState struct {
+	Pinned         *IdentityKey
+	Session        []byte // Session record; nil when there is none
+	SessionVersion uint64
+}
+
+// PageQuery selects a page of pending messages: after sequence After, at
+// most Limit, optionally only with Peer.
+type PageQuery struct {
+	After int64
+	Limit int
+	Peer  *Address
+}
+
+// OutboundMessage is a pending sent message.
+type OutboundMessage struct {
+	Seq       int64
+	Recipient Address
+	ID        wire.LogicalID
+	CreatedAt time.Time
+	Frame     []byte
+	Body      []byte
+}
+
+// InboundMessage is a pending received message.
+type InboundMessage struct {
+	Seq        int64
+	Sender     Address
+	ID         wire.LogicalID
+	ReceivedAt time.Time
+	Digest     [32]byte
+	Body       []byte
+}
+
+// FinalizedRecord is the terminal record of a received message.
+type FinalizedRecord struct {
+	Sender  Address
+	ID      wire.LogicalID
+	Outcome Outcome
+	Reason  DiscardReason
+	At      time.Time
+	Digest  [32]byte
+}
+
+// Direction tells received history entries from sent ones.
+type Direction uint8
+
+// Directions.
+const (
+	DirectionIn  Direction = 1
+	DirectionOut Direction = 2
+)
+
+// String returns "in" or "out".
+func (d Direction) String() string {
+	if d == DirectionIn {
+		return "in"
+	}
+	return "out"
+}
+
+// SentState is the state of a sent message in the history.
+type SentState uint8
+
+// Sent message states. Relay acceptance is not durable: it is an event the
+// engine reports and the UI shows until the ACK arrives.
+const (
+	SentPending      SentState = 1
+	SentAcknowledged SentState = 2
+	SentAbandoned    SentState = 3
+)
+
+// HistoryEntry is one message of a conversation.
+type HistoryEntry struct {
+	Seq       int64
+	Peer      Address
+	Direction Direction
+	ID        wire.LogicalID
+	At        time.Time
+	Body      []byte
+	State     SentState // for DirectionOut
+}
+
+// Conversation summarizes one peer.
+type Conversation struct {
+	Peer       Address
+	PendingIn  int
+	PendingOut int
+	LastAt     time.Time
+}
+
+// StagedEnvelope is one row of the durable inbox.
+type StagedEnvelope struct {
+	Row        int64
+	RelayRow   uint64
+	ReceivedAt time.Time
+	Envelope   []byte
+	Err        error // the row failed to unseal
+}
