@@ -390,7 +390,7 @@ func appendRelayBody(b []byte, m RelayMessage) ([]byte, error) {
 		b = binary.BigEndian.AppendUint16(b, uint16(len(m.Message)))
 		return append(b, m.Message...), nil
 	}
-	panic(fmt.Sprintf("wire: relay message type %T passed EncodeRelay's check but has no encoding", m))
+	return nil, fmt.Errorf("unsupported type %T: %w", m, ErrMalformed)
 }
 
 // appendBundle appends a u32 length and the encoded bundle.
@@ -432,6 +432,9 @@ func DecodeRelay(b []byte) (request uint32, m RelayMessage, err error) {
 	r := reader{b: b}
 	r.version(RelayVersion)
 	kind := RelayKind(r.u8("kind"))
+	if r.err == nil && (kind < RelayChallenge || kind > RelayError) {
+		r.fail(fmt.Errorf("unknown kind %d: %w", kind, ErrMalformed))
+	}
 	request = r.u32("request ID")
 	if r.err != nil {
 		return 0, nil, fmt.Errorf("wire: decode relay message: %w", r.err)
