@@ -54,13 +54,17 @@ type Bootstrap struct {
 	PreKeys  []PreKeyRecord
 }
 
-// PublishPreKeys stores new prekeys (a rotation or a one-time batch) and
-// deletes expired signed prekeys with the retired initiations that name them.
+// PublishPreKeys stores new prekeys (a rotation or a one-time batch), deletes
+// expired signed prekeys and the retired initiations old enough that no
+// prekey they could name is still held, and records which one-time prekeys
+// the relay has.
 type PublishPreKeys struct {
-	Add          []PreKeyRecord
-	DeleteSigned []uint32 // expired signed X25519 prekey IDs
-	DeleteKEM    []uint32 // expired ML-KEM prekey IDs
-	NextPreKeyID uint32   // the next unused prekey ID
+	Add           []PreKeyRecord
+	DeleteSigned  []uint32  // expired signed X25519 prekey IDs
+	DeleteKEM     []uint32  // expired ML-KEM prekey IDs
+	RetiredBefore time.Time // delete retired initiations retired before this
+	NextPreKeyID  uint32    // the next unused prekey ID (0: unchanged)
+	PublishedUpTo uint32    // highest one-time prekey ID the relay has (0: unchanged)
 }
 
 // Outgoing is one envelope a plan produced; after the commit the engine hands
@@ -139,17 +143,16 @@ func (AckEffect) effect()     {}
 func (RepeatEffect) effect()  {}
 
 // Receive is the processing of one staged envelope: the session step, the
-// frame's effect, for a PreKeyMessage the handshake, the deletion of that
-// exact inbox row and, for a repeat of a finalized message, the ACK sent
-// again (Ack, with AckSession).
+// frame's effect, for a PreKeyMessage the handshake, and the deletion of that
+// exact inbox row. For a repeat of a finalized message, Ack is the ACK sent
+// again and Session already includes its encryption step.
 type Receive struct {
-	InboxRow   int64
-	Peer       Address
-	Session    SessionWrite
-	Handshake  *Handshake
-	Effect     FrameEffect
-	AckSession *SessionWrite // session after encrypting the ACK again
-	Ack        *Outgoing
+	InboxRow  int64
+	Peer      Address
+	Session   SessionWrite
+	Handshake *Handshake
+	Effect    FrameEffect
+	Ack       *Outgoing
 }
 
 // CollisionRetire is the one durable effect of a receive that lost to the own
@@ -172,18 +175,18 @@ type DropStaged struct {
 
 // Finalize turns a pending inbound message into a finalized record: a commit
 // (appended to the history in the same transaction) or a discard (body
-// deleted, reason kept locally). When the session allows, the ACK's session
-// step commits with it and the ACK is handed off afterwards.
+// deleted, reason kept locally). When a session exists, the ACK's session
+// step (Session) commits with it and the ACK is handed off afterwards.
 type Finalize struct {
-	Sender     Address
-	ID         wire.LogicalID
-	Digest     [32]byte
-	Outcome    Outcome
-	Reason     DiscardReason
-	Body       []byte // history body, for a commit
-	At         time.Time
-	AckSession *SessionWrite
-	Ack        *Outgoing
+	Sender  Address
+	ID      wire.LogicalID
+	Digest  [32]byte
+	Outcome Outcome
+	Reason  DiscardReason
+	Body    []byte // history body, for a commit
+	At      time.Time
+	Session *SessionWrite
+	Ack     *Outgoing
 }
 
 // Abandon removes a pending outbound message locally. It is not a recall.

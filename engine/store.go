@@ -28,6 +28,8 @@ type Store interface {
 	Retired(ctx context.Context, peer Address, id InitiationID) (bool, error)
 	// OneTimePreKey returns a one-time prekey record, or ErrUnknownPreKey.
 	OneTimePreKey(ctx context.Context, id uint32) ([]byte, error)
+	// OneTimePreKeys pages the one-time prekeys held with IDs above after.
+	OneTimePreKeys(ctx context.Context, after uint32, limit int) ([]PreKeyRecord, error)
 
 	// Outbound returns a pending sent message, or ErrNotPending.
 	Outbound(ctx context.Context, recipient Address, id wire.LogicalID) (OutboundMessage, error)
@@ -77,7 +79,9 @@ type Profile struct {
 	Identity      []byte         // Identity record
 	SignedPreKeys []PreKeyRecord // signed X25519 and ML-KEM prekeys held
 	NextPreKeyID  uint32
-	OneTimeCount  int
+	OneTimeCount  int // one-time prekeys held
+	// OneTimePublished is the highest one-time prekey ID published.
+	OneTimePublished uint32
 	// MarkerWritten and MarkerPresented are the presentation marker: a
 	// visible transition raises Written; MarkPresented raises Presented.
 	MarkerWritten   uint64

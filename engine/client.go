@@ -1,0 +1,383 @@
+package engine
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/parley-chat/parley/wire"
+)
+
+// Relay is what the engine needs from the relay. The websocket client in
+// transport implements it; tests use an in-process fake.
+type Relay interface {
+	// FetchBundle returns the peer's current prekey bundle (with at most one
+	// one-time prekey, handed out once).
+	FetchBundle(ctx context.Context, peer Address) (wire.Bundle, error)
+	// PublishPreKeys publishes the own bundle and a batch of one-time prekeys.
+	PublishPreKeys(ctx context.Context, bundle wire.Bundle, oneTime []wire.OneTimePreKeyPublic) error
+	// Submit hands an envelope to the relay; nil means the relay accepted it.
+	Submit(ctx context.Context, env wire.Envelope) error
+	// Receive waits for leased envelopes addressed to this device.
+	Receive(ctx context.Context) ([]Leased, error)
+	// Acknowledge releases leased rows after they were staged durably.
+	Acknowledge(ctx context.Context, rows []uint64) error
+}
+
+// Leased is one envelope the relay delivered under a lease.
+type Leased struct {
+	Row      uint64
+	Envelope []byte
+}
+
+// Failpoint is called at every named point of a transition; a non-nil error
+// makes the transition fail there. Tests use it to inject errors and hard
+// process exits. Names are "<plan kind>/<point>".
+type Failpoint func(point string) error
+
+// Config configures a Client.
+type Config struct {
+	Store  Store
+	Relay  Relay
+	Random Randomness       // default SystemRandom
+	Now    func() time.Time // default time.Now
+	// Failpoint, when set, is consulted at every named point.
+	Failpoint Failpoint
+	// EventBuffer is the capacity of the events channel (default 1024).
+	EventBuffer int
+	// BatchSize bounds the plans applied in one transaction (default 64).
+	BatchSize int
+}
+
+// peerState is the live, committed state of one peer.
+type peerState struct {
+	pinned  *IdentityKey
+	session *Session
+	version uint64
+}
+
+// Client is one device's engine: the reliability layer over sessions, applied
+// to a Store in commit plans. Live state changes only after a commit, and
+// events are emitted from what the commit returned.
+type Client struct {
+	cfg   Config
+	self  Address
+	id    *Identity
+	relay Relay
+	store Store
+
+	// sendMu orders every envelope the client produces (sends, retries and
+	// ACKs) and serialises receive processing, which may produce ACKs. It is
+	// taken before mu.
+	sendMu sync.Mutex
+
+	mu       sync.Mutex
+	peers    map[Address]*peerState
+	spks     map[uint32]*SignedPreKey
+	kems     map[uint32]*KEMPreKey
+	nextPKID uint32
+	closed   bool
+
+	events    chan Event
+	eventMu   sync.Mutex
+	lost      bool // an event was dropped: the next one is a resync
+	marker    uint64
+	presented uint64
+}
+
+// Open loads a profile's state from the store. When the previous process
+// stopped between a commit and the presentation of its events, the first
+// event is a StateResync (and ResyncRequired reports true).
+func Open(ctx context.Context, cfg Config) (*Client, error) {
+	if cfg.Random == nil {
+		cfg.Random = SystemRandom{}
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.EventBuffer <= 0 {
+		cfg.EventBuffer = 1024
+	}
+	if cfg.BatchSize <= 0 {
+		cfg.BatchSize = 64
+	}
+	prof, err := cfg.Store.Profile(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("open profile: %w", err)
+	}
+	id, err := UnmarshalIdentity(prof.Identity)
+	if err != nil {
+		return nil, fmt.Errorf("open profile: %w", err)
+	}
+	c := &Client{
+		cfg: cfg, self: prof.Self, id: id, relay: cfg.Relay, store: cfg.Store,
+		peers: make(map[Address]*peerState), spks: make(map[uint32]*SignedPreKey), kems: make(map[uint32]*KEMPreKey),
+		nextPKID: prof.NextPreKeyID, events: make(chan Event, cfg.EventBuffer),
+		marker: prof.MarkerWritten, presented: prof.MarkerPresented,
+	}
+	for _, r := range prof.SignedPreKeys {
+		switch r.Kind {
+		case PreKeySigned:
+			k, err := UnmarshalSignedPreKey(r.Record)
+			if err != nil {
+				return nil, fmt.Errorf("open profile: %w", err)
+			}
+			c.spks[k.ID] = k
+		case PreKeyKEM:
+			k, err := UnmarshalKEMPreKey(r.Record)
+			if err != nil {
+				return nil, fmt.Errorf("open profile: %w", err)
+			}
+			c.kems[k.ID] = k
+		}
+	}
+	if c.marker > c.presented {
+		c.emit(Event{Kind: EventResync, At: cfg.Now(), Err: ErrStateResyncRequired})
+	}
+	return c, nil
+}
+
+// CreateProfile makes a new identity and first prekeys for self and stores them
+// through a freshly created store. It returns the identity's public key.
+func CreateProfile(ctx context.Context, st Store, self Address, relayURL string, r Randomness, now time.Time) (IdentityKey, error) {
+	if r == nil {
+		r = SystemRandom{}
+	}
+	id, err := NewIdentity(r)
+	if err != nil {
+		return IdentityKey{}, err
+	}
+	recs, err := freshPreKeys(r, id, 1, now, true)
+	if err != nil {
+		return IdentityKey{}, err
+	}
+	idRec, _ := id.MarshalBinary()
+	p := Bootstrap{Self: self, RelayURL: relayURL, Identity: idRec, PreKeys: recs}
+	if _, err := st.Apply(ctx, p); err != nil {
+		return IdentityKey{}, fmt.Errorf("bootstrap %s: %w", self, err)
+	}
+	return id.Public(), nil
+}
+
+// freshPreKeys makes a signed X25519 prekey and an ML-KEM prekey (IDs first
+// and first+1) and, when oneTime is set, a batch of one-time prekeys after
+// them.
+func freshPreKeys(r Randomness, id *Identity, first uint32, now time.Time, oneTime bool) ([]PreKeyRecord, error) {
+	spk, err := NewSignedPreKey(r, id, first, now)
+	if err != nil {
+		return nil, err
+	}
+	kem, err := NewKEMPreKey(r, id, first+1, now)
+	if err != nil {
+		return nil, err
+	}
+	sr, _ := spk.MarshalBinary()
+	kr, _ := kem.MarshalBinary()
+	recs := []PreKeyRecord{
+		{Kind: PreKeySigned, ID: spk.ID, Created: spk.Created, Expires: spk.Expires, Record: sr},
+		{Kind: PreKeyKEM, ID: kem.ID, Created: kem.Created, Expires: kem.Expires, Record: kr},
+	}
+	if oneTime {
+		for i := uint32(0); i < OneTimePreKeyBatch; i++ {
+			k, err := NewOneTimePreKey(r, first+2+i)
+			if err != nil {
+				return nil, err
+			}
+			rec, _ := k.MarshalBinary()
+			recs = append(recs, PreKeyRecord{Kind: PreKeyOneTime, ID: k.ID, Record: rec})
+		}
+	}
+	return recs, nil
+}
+
+// Self returns the device's own address.
+func (c *Client) Self() Address { return c.self }
+
+// Identity returns the device's own identity key.
+func (c *Client) Identity() IdentityKey { return c.id.Public() }
+
+// Events returns the channel on which the client reports what committed.
+func (c *Client) Events() <-chan Event { return c.events }
+
+// ResyncRequired reports whether the previous process stopped between a
+// commit and the presentation of its events.
+func (c *Client) ResyncRequired() bool {
+	c.eventMu.Lock()
+	defer c.eventMu.Unlock()
+	return c.marker > c.presented
+}
+
+// Close records that every event emitted so far was presented, when that is
+// so, and releases the store.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	c.mu.Unlock()
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	return c.store.Close()
+}
+
+// MarkPresented records durably that the presentation has caught up with
+// every event emitted so far, so that the next open needs no resync. A UI
+// calls it after it drew what the events said (it is cheap to call often:
+// it writes only when something new was presented).
+func (c *Client) MarkPresented(ctx context.Context) error {
+	c.eventMu.Lock()
+	seq := c.marker
+	lost := c.lost
+	c.eventMu.Unlock()
+	if lost || seq <= c.presentedSeq() {
+		return nil
+	}
+	if _, err := c.store.Apply(ctx, MarkPresented{Seq: seq}); err != nil {
+		return fmt.Errorf("mark presented: %w", err)
+	}
+	c.eventMu.Lock()
+	if seq > c.presented {
+		c.presented = seq
+	}
+	c.eventMu.Unlock()
+	return nil
+}
+
+func (c *Client) presentedSeq() uint64 {
+	c.eventMu.Lock()
+	defer c.eventMu.Unlock()
+	return c.presented
+}
+
+// fail consults the failpoint hook.
+func (c *Client) fail(kind, point string) error {
+	if c.cfg.Failpoint == nil {
+		return nil
+	}
+	return c.cfg.Failpoint(kind + "/" + point)
+}
+
+// peer returns the live state of a peer, loading it from the store once.
+// Callers hold c.mu.
+func (c *Client) peerLocked(ctx context.Context, peer Address) (*peerState, error) {
+	if ps, ok := c.peers[peer]; ok {
+		return ps, nil
+	}
+	st, err := c.store.Peer(ctx, peer)
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", peer, err)
+	}
+	ps := &peerState{pinned: st.Pinned, version: st.SessionVersion}
+	if st.Session != nil {
+		if ps.session, err = UnmarshalSession(st.Session); err != nil {
+			return nil, fmt.Errorf("load session with %s: %w", peer, err)
+		}
+	}
+	c.peers[peer] = ps
+	return ps, nil
+}
+
+// snapshot returns a copy of a peer's state to prepare a transition on.
+func (c *Client) snapshot(ctx context.Context, peer Address) (peerState, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return peerState{}, ErrClosed
+	}
+	ps, err := c.peerLocked(ctx, peer)
+	if err != nil {
+		return peerState{}, err
+	}
+	cp := *ps
+	if cp.session != nil {
+		cp.session = cp.session.Clone()
+	}
+	if cp.pinned != nil {
+		k := *cp.pinned
+		cp.pinned = &k
+	}
+	return cp, nil
+}
+
+// swap installs committed state for a peer.
+func (c *Client) swap(peer Address, ps peerState) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cp := ps
+	c.peers[peer] = &cp
+}
+
+// forget drops cached state, so that the next use reloads it from the store
+// (after a failed batch, for example).
+func (c *Client) forget(peer Address) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.peers, peer)
+}
+
+// sessionWrite describes storing s as the session with peer, prepared from
+// version.
+func sessionWrite(peer Address, version uint64, s *Session) (SessionWrite, error) {
+	rec, err := s.MarshalBinary()
+	if err != nil {
+		return SessionWrite{}, err
+	}
+	return SessionWrite{Peer: peer, Version: version, ID: s.ID, AwaitingReply: s.AwaitingReply, Record: rec}, nil
+}
+
+// newEnvelopeID draws a random envelope ID.
+func (c *Client) newEnvelopeID() (wire.EnvelopeID, error) {
+	var id wire.EnvelopeID
+	if _, err := c.cfg.Random.Read(id[:]); err != nil {
+		return id, fmt.Errorf("envelope id: %w", err)
+	}
+	return id, nil
+}
+
+// seal encrypts a frame on s for peer and returns the envelope.
+func (c *Client) seal(s *Session, peer Address, frame []byte) (wire.Envelope, error) {
+	envID, err := c.newEnvelopeID()
+	if err != nil {
+		return wire.Envelope{}, err
+	}
+	typ, payload, err := s.Encrypt(envID, frame)
+	if err != nil {
+		return wire.Envelope{}, fmt.Errorf("encrypt for %s: %w", peer, err)
+	}
+	return wire.Envelope{Type: typ, ID: envID, Sender: c.self.String(), Recipient: peer.String(), Payload: payload}, nil
+}
+
+// digest is the body digest kept for finalized messages.
+func digest(body []byte) [32]byte { return sha256.Sum256(body) }
+
+// SafetyNumber returns the safety number with a peer's pinned identity.
+func (c *Client) SafetyNumber(ctx context.Context, peer Address) (string, error) {
+	ps, err := c.snapshot(ctx, peer)
+	if err != nil {
+		return "", err
+	}
+	if ps.pinned == nil {
+		return "", fmt.Errorf("safety number with %s: no identity pinned yet", peer)
+	}
+	return SafetyNumber(c.self, c.id.Public(), peer, *ps.pinned), nil
+}
+
+// PinnedIdentity returns the identity pinned for a peer, or nil.
+func (c *Client) PinnedIdentity(ctx context.Context, peer Address) (*IdentityKey, error) {
+	ps, err := c.snapshot(ctx, peer)
+	if err != nil {
+		return nil, err
+	}
+	return ps.pinned, nil
+}
+
+// isCancel reports whether err is a cancellation, which propagates instead of
+// being reported as a failed ACK.
+func isCancel(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}

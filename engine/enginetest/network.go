@@ -1,0 +1,241 @@
+// Package enginetest provides an in-process relay for tests of the engine and
+// of what is built on it: FIFO per sender and recipient, with switches to
+// hold, drop and duplicate envelopes and to make hand-offs fail.
+package enginetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/wire"
+)
+
+// ErrRelayDown is what Submit returns while a device is cut off.
+var ErrRelayDown = errors.New("fake relay: unreachable")
+
+type row struct {
+	id  uint64
+	env []byte
+}
+
+type pair struct{ from, to string }
+
+type published struct {
+	bundle  wire.Bundle
+	oneTime []wire.OneTimePreKeyPublic
+}
+
+// Network is an in-process relay shared by several endpoints.
+type Network struct {
+	mu       sync.Mutex
+	next     uint64
+	boxes    map[string][]row // recipient -> FIFO mailbox
+	leased   map[string]map[uint64]bool
+	held     map[string][]row // recipient -> envelopes held back, in order
+	holding  map[string]bool
+	bundles  map[string]*published
+	drop     map[pair]int // drop the next n envelopes of a pair
+	dup      map[pair]int // duplicate the next n envelopes of a pair
+	down     map[string]bool
+	accepted int
+}
+
+// NewNetwork returns an empty network.
+func NewNetwork() *Network {
+	return &Network{boxes: map[string][]row{}, leased: map[string]map[uint64]bool{}, held: map[string][]row{},
+		holding: map[string]bool{}, bundles: map[string]*published{}, drop: map[pair]int{}, dup: map[pair]int{},
+		down: map[string]bool{}}
+}
+
+// Endpoint returns the relay connection of one device.
+func (n *Network) Endpoint(self engine.Address) *Endpoint {
+	return &Endpoint{n: n, self: self.String()}
+}
+
+// Hold keeps envelopes for recipient back until Release, in order.
+func (n *Network) Hold(recipient engine.Address) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.holding[recipient.String()] = true
+}
+
+// Release delivers what was held for recipient, in order.
+func (n *Network) Release(recipient engine.Address) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	r := recipient.String()
+	n.holding[r] = false
+	n.boxes[r] = append(n.boxes[r], n.held[r]...)
+	n.held[r] = nil
+}
+
+// DropNext silently drops the next count envelopes from one device to another
+// (the sender still sees them accepted).
+func (n *Network) DropNext(from, to engine.Address, count int) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.drop[pair{from.String(), to.String()}] += count
+}
+
+// DuplicateNext delivers the next count envelopes from one device to another
+// twice.
+func (n *Network) DuplicateNext(from, to engine.Address, count int) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.dup[pair{from.String(), to.String()}] += count
+}
+
+// SetDown makes hand-offs from a device fail (true) or work again (false).
+func (n *Network) SetDown(a engine.Address, down bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.down[a.String()] = down
+}
+
+// Pending returns how many envelopes wait for recipient (held ones included).
+func (n *Network) Pending(recipient engine.Address) int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return len(n.boxes[recipient.String()]) + len(n.held[recipient.String()])
+}
+
+// Accepted counts the envelopes the relay accepted in all.
+func (n *Network) Accepted() int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.accepted
+}
+
+// Endpoint is one device's connection to a Network; it implements
+// engine.Relay.
+type Endpoint struct {
+	n    *Network
+	self string
+}
+
+var _ engine.Relay = (*Endpoint)(nil)
+
+// FetchBundle returns the peer's bundle with one one-time prekey, handed out
+// once.
+func (e *Endpoint) FetchBundle(ctx context.Context, peer engine.Address) (wire.Bundle, error) {
+	e.n.mu.Lock()
+	defer e.n.mu.Unlock()
+	if e.n.down[e.self] {
+		return wire.Bundle{}, ErrRelayDown
+	}
+	p := e.n.bundles[peer.String()]
+	if p == nil {
+		return wire.Bundle{}, fmt.Errorf("fake relay: no bundle for %s", peer)
+	}
+	b := p.bundle
+	if len(p.oneTime) > 0 {
+		k := p.oneTime[0]
+		p.oneTime = p.oneTime[1:]
+		b.OneTimePreKey = &k
+	}
+	return b, nil
+}
+
+// PublishPreKeys replaces the own bundle and adds one-time prekeys.
+func (e *Endpoint) PublishPreKeys(ctx context.Context, b wire.Bundle, oneTime []wire.OneTimePreKeyPublic) error {
+	e.n.mu.Lock()
+	defer e.n.mu.Unlock()
+	if e.n.down[e.self] {
+		return ErrRelayDown
+	}
+	p := e.n.bundles[b.Address]
+	if p == nil || p.bundle.IdentitySigningKey != b.IdentitySigningKey {
+		p = &published{}
+		e.n.bundles[b.Address] = p
+	}
+	p.bundle = b
+	p.oneTime = append(p.oneTime, oneTime...)
+	return nil
+}
+
+// Submit accepts an envelope into the recipient's mailbox.
+func (e *Endpoint) Submit(ctx context.Context, env wire.Envelope) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	raw, err := wire.EncodeEnvelope(env)
+	if err != nil {
+		return err
+	}
+	e.n.mu.Lock()
+	defer e.n.mu.Unlock()
+	if e.n.down[e.self] {
+		return ErrRelayDown
+	}
+	e.n.accepted++
+	k := pair{env.Sender, env.Recipient}
+	if e.n.drop[k] > 0 {
+		e.n.drop[k]--
+		return nil
+	}
+	copies := 1
+	if e.n.dup[k] > 0 {
+		e.n.dup[k]--
+		copies = 2
+	}
+	for i := 0; i < copies; i++ {
+		e.n.next++
+		r := row{id: e.n.next, env: raw}
+		if e.n.holding[env.Recipient] {
+			e.n.held[env.Recipient] = append(e.n.held[env.Recipient], r)
+		} else {
+			e.n.boxes[env.Recipient] = append(e.n.boxes[env.Recipient], r)
+		}
+	}
+	return nil
+}
+
+// Receive leases every envelope waiting for this device that is not leased
+// yet, in order. It does not block.
+func (e *Endpoint) Receive(ctx context.Context) ([]engine.Leased, error) {
+	e.n.mu.Lock()
+	defer e.n.mu.Unlock()
+	if e.n.leased[e.self] == nil {
+		e.n.leased[e.self] = map[uint64]bool{}
+	}
+	var out []engine.Leased
+	for _, r := range e.n.boxes[e.self] {
+		if !e.n.leased[e.self][r.id] {
+			e.n.leased[e.self][r.id] = true
+			out = append(out, engine.Leased{Row: r.id, Envelope: r.env})
+		}
+	}
+	return out, nil
+}
+
+// Acknowledge removes leased rows of this device's mailbox.
+func (e *Endpoint) Acknowledge(ctx context.Context, rows []uint64) error {
+	e.n.mu.Lock()
+	defer e.n.mu.Unlock()
+	ack := map[uint64]bool{}
+	for _, r := range rows {
+		ack[r] = true
+	}
+	box := e.n.boxes[e.self][:0]
+	for _, r := range e.n.boxes[e.self] {
+		if !ack[r.id] {
+			box = append(box, r)
+		}
+	}
+	e.n.boxes[e.self] = box
+	for r := range ack {
+		delete(e.n.leased[e.self], r)
+	}
+	return nil
+}
+
+// Reconnect drops this device's leases, so that unacknowledged envelopes are
+// delivered again (as after a reconnect).
+func (e *Endpoint) Reconnect() {
+	e.n.mu.Lock()
+	defer e.n.mu.Unlock()
+	delete(e.n.leased, e.self)
+}

@@ -1,0 +1,113 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/parley-chat/parley/wire"
+)
+
+// EventKind names what an Event reports.
+type EventKind uint8
+
+// Event kinds.
+const (
+	// EventReceived carries one receive result (delivery, repeat,
+	// acknowledgement or a failure by name).
+	EventReceived EventKind = iota + 1
+	// EventSent: the relay accepted the envelope of a message (send or retry).
+	EventSent
+	// EventNotSent: a message was stored but its hand-off failed.
+	EventNotSent
+	// EventFinalized: a received message was committed or discarded.
+	EventFinalized
+	// EventAbandoned: a pending sent message was abandoned.
+	EventAbandoned
+	// EventIdentityAccepted: a changed identity was accepted.
+	EventIdentityAccepted
+	// EventResync: the lists must be re-read (after a crash between a
+	// commit and its event, or when events were dropped).
+	EventResync
+)
+
+// Event reports one committed change. Events are emitted only after their
+// transaction committed, from what it returned.
+type Event struct {
+	Kind    EventKind
+	At      time.Time
+	Peer    Address
+	ID      wire.LogicalID
+	Result  *ReceiveResult // EventReceived
+	Outcome Outcome        // EventFinalized
+	AckSent bool           // EventFinalized
+	Err     error          // EventNotSent, EventResync
+}
+
+// emit delivers an event without ever blocking the engine: when the buffer is
+// full the event is dropped and the next one that fits is a resync.
+func (c *Client) emit(e Event) {
+	c.eventMu.Lock()
+	defer c.eventMu.Unlock()
+	if c.lost {
+		select {
+		case c.events <- Event{Kind: EventResync, At: e.At, Err: ErrStateResyncRequired}:
+			c.lost = false
+		default:
+			return
+		}
+	}
+	select {
+	case c.events <- e:
+	default:
+		c.lost = true
+	}
+}
+
+// noteMarker records the presentation marker a visible commit wrote.
+func (c *Client) noteMarker(m uint64) {
+	if m == 0 {
+		return
+	}
+	c.eventMu.Lock()
+	if m > c.marker {
+		c.marker = m
+	}
+	c.eventMu.Unlock()
+}
+
+// ResultKind is the kind of a receive result.
+type ResultKind uint8
+
+// Receive result kinds.
+const (
+	ResultDelivery ResultKind = iota + 1
+	ResultAlreadyCommitted
+	ResultAlreadyDiscarded
+	ResultAcknowledgement
+	ResultError
+)
+
+// String returns the snake_case name used on the command line.
+func (k ResultKind) String() string {
+	switch k {
+	case ResultDelivery:
+		return "delivery"
+	case ResultAlreadyCommitted:
+		return "already_committed"
+	case ResultAlreadyDiscarded:
+		return "already_discarded"
+	case ResultAcknowledgement:
+		return "acknowledgement"
+	}
+	return "error"
+}
+
+// ReceiveResult is the outcome of processing one staged envelope.
+type ReceiveResult struct {
+	Kind    ResultKind
+	Sender  Address
+	ID      wire.LogicalID
+	Body    []byte // ResultDelivery
+	Cleared bool   // ResultAcknowledgement: a pending message was removed
+	AckSent bool   // ResultAlreadyCommitted, ResultAlreadyDiscarded
+	Err     error  // ResultError
+}

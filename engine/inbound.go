@@ -1,0 +1,578 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/parley-chat/parley/wire"
+)
+
+// Stage writes leased envelopes, complete and unparsed, to the durable inbox.
+// Only after it returns may their leases be acknowledged to the relay.
+func (c *Client) Stage(ctx context.Context, leased []Leased) ([]int64, error) {
+	if len(leased) == 0 {
+		return nil, nil
+	}
+	in := make([]StagedInput, len(leased))
+	for i, l := range leased {
+		in[i] = StagedInput{RelayRow: l.Row, Envelope: l.Envelope}
+	}
+	if err := c.fail("stage", "before-apply"); err != nil {
+		return nil, err
+	}
+	r, err := c.store.Apply(ctx, Stage{Envelopes: in, At: c.cfg.Now()})
+	if err != nil {
+		return nil, fmt.Errorf("stage %d envelopes: %w", len(leased), err)
+	}
+	return r.Rows, nil
+}
+
+// batchState is what the plans prepared so far in one batch changed, beyond
+// peer state: later plans of the batch must see it.
+type batchState struct {
+	work      map[Address]*peerState
+	delivered map[inboundKey][32]byte
+	retired   map[retiredKey]bool
+	consumed  map[uint32]bool
+}
+
+type inboundKey struct {
+	peer Address
+	id   wire.LogicalID
+}
+
+type retiredKey struct {
+	peer Address
+	id   InitiationID
+}
+
+func newBatchState() *batchState {
+	return &batchState{work: make(map[Address]*peerState), delivered: make(map[inboundKey][32]byte),
+		retired: make(map[retiredKey]bool), consumed: make(map[uint32]bool)}
+}
+
+// prepared is one staged row's plan and the result it reports once committed.
+type prepared struct {
+	plan   Plan
+	result ReceiveResult
+	ack    *Outgoing
+}
+
+// ProcessStaged processes the durable inbox in arrival order, in bounded
+// pages, each page applied in one transaction (group commit) with every
+// receive all-or-nothing on its own. A receive that fails rolls back
+// entirely; its row is then quarantined (with the durable retirement, for a
+// collision) so that it does not block later rows. It returns one result per
+// processed row. After the commit it hands off the ACKs of repeated finalized
+// messages and emits the events.
+func (c *Client) ProcessStaged(ctx context.Context) ([]ReceiveResult, error) {
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	var results []ReceiveResult
+	var after int64
+	for {
+		rows, err := c.store.Staged(ctx, after, c.cfg.BatchSize)
+		if err != nil {
+			return results, fmt.Errorf("read inbox: %w", err)
+		}
+		if len(rows) == 0 {
+			return results, nil
+		}
+		after = rows[len(rows)-1].Row
+		rs, err := c.processRows(ctx, rows)
+		if err != nil && len(rows) > 1 {
+			// The batch as a whole failed: nothing of it applied. Prepare
+			// each row again, alone, from durable state.
+			rs = nil
+			for _, row := range rows {
+				one, err := c.processRows(ctx, []StagedEnvelope{row})
+				rs = append(rs, one...)
+				if err != nil {
+					return append(results, rs...), err
+				}
+			}
+		} else if err != nil {
+			return results, err
+		}
+		results = append(results, rs...)
+	}
+}
+
+func (c *Client) processRows(ctx context.Context, rows []StagedEnvelope) ([]ReceiveResult, error) {
+	bs := newBatchState()
+	preps := make([]prepared, 0, len(rows))
+	for _, row := range rows {
+		p, err := c.prepareReceive(ctx, bs, row)
+		if err != nil {
+			// Not a verdict on the envelope (storage, cancellation): stop
+			// here; the row stays staged.
+			for peer := range bs.work {
+				c.forget(peer)
+			}
+			return nil, err
+		}
+		preps = append(preps, p)
+	}
+	plans := make([]Plan, len(preps))
+	for i, p := range preps {
+		plans[i] = p.plan
+	}
+	receipts, err := c.applyAll(ctx, plans)
+	if err != nil {
+		for peer := range bs.work {
+			c.forget(peer)
+		}
+		return nil, fmt.Errorf("apply %d receives: %w", len(plans), err)
+	}
+	for peer, ps := range bs.work {
+		c.swap(peer, *ps)
+	}
+	if err := c.fail(plans[0].Kind(), "after-swap"); err != nil {
+		return nil, err
+	}
+	results := make([]ReceiveResult, len(preps))
+	for i, p := range preps {
+		res := p.result
+		if res.Kind == ResultAcknowledgement {
+			res.Cleared = receipts[i].Cleared
+		}
+		if p.ack != nil {
+			sent, err := c.sendAck(ctx, plans[i].Kind(), p.ack)
+			if err != nil {
+				return results[:i], err
+			}
+			res.AckSent = sent
+		}
+		results[i] = res
+		if err := c.fail(plans[i].Kind(), "before-event"); err != nil {
+			return results[:i+1], err
+		}
+		r := res
+		c.emit(Event{Kind: EventReceived, At: c.cfg.Now(), Peer: res.Sender, ID: res.ID, Result: &r})
+	}
+	return results, nil
+}
+
+// prepareReceive turns one staged row into a plan. A verdict on the envelope
+// (malformed, forged, stale, collision...) comes back as a plan with an error
+// result; only a failure to prepare at all (storage, cancellation) is an error.
+func (c *Client) prepareReceive(ctx context.Context, bs *batchState, row StagedEnvelope) (prepared, error) {
+	now := c.cfg.Now()
+	drop := func(sender Address, id wire.LogicalID, verdict error) (prepared, error) {
+		return prepared{
+			plan:   DropStaged{InboxRow: row.Row, Reason: ErrorName(verdict), At: now},
+			result: ReceiveResult{Kind: ResultError, Sender: sender, ID: id, Err: verdict},
+		}, nil
+	}
+	if row.Err != nil {
+		return drop(Address{}, wire.LogicalID{}, row.Err)
+	}
+	env, err := wire.DecodeEnvelope(row.Envelope)
+	if err != nil {
+		return drop(Address{}, wire.LogicalID{}, fmt.Errorf("envelope: %w", err))
+	}
+	sender, err := ParseAddress(env.Sender)
+	if err != nil {
+		return drop(Address{}, wire.LogicalID{}, fmt.Errorf("envelope sender: %w", err))
+	}
+	if env.Recipient != c.self.String() {
+		return drop(sender, wire.LogicalID{}, fmt.Errorf("envelope for %q: %w", env.Recipient, wire.ErrMalformed))
+	}
+	ps, err := c.working(ctx, bs.work, sender)
+	if err != nil {
+		return prepared{}, err
+	}
+	if err := c.fail("receive", "before-crypto"); err != nil {
+		return prepared{}, err
+	}
+
+	var cand *Session
+	var hs *Handshake
+	var plaintext []byte
+	switch env.Type {
+	case wire.EnvelopePreKey:
+		pm, err := wire.DecodePreKeyMessage(env.Payload)
+		if err != nil {
+			return drop(sender, wire.LogicalID{}, err)
+		}
+		h := &pm.Initiation
+		incoming := IncomingInitiationID(c.self, c.id, sender, h)
+		in := PreKeyDecisionInput{Pinned: ps.pinned, Identity: InitiationIdentity(h), ID: incoming}
+		if ps.session != nil {
+			in.Current = &CurrentSession{ID: ps.session.ID, AwaitingReply: ps.session.Initiator && ps.session.AwaitingReply}
+		}
+		var retiredErr error
+		in.Retired = func(id InitiationID) bool {
+			if bs.retired[retiredKey{sender, id}] {
+				return true
+			}
+			ok, err := c.store.Retired(ctx, sender, id)
+			if err != nil {
+				retiredErr = err
+			}
+			return ok
+		}
+		decision := DecidePreKeyMessage(in)
+		if retiredErr != nil {
+			return prepared{}, retiredErr
+		}
+		switch decision {
+		case DecideIdentityChanged:
+			return drop(sender, wire.LogicalID{}, fmt.Errorf("%s: %w", sender, ErrIdentityChanged))
+		case DecideStale:
+			return drop(sender, wire.LogicalID{}, fmt.Errorf("%s: %w", sender, ErrStaleSessionInitiation))
+		case DecideDecryptCurrent:
+			cand = ps.session.Clone()
+			if plaintext, err = cand.Decrypt(c.cfg.Random, env.Type, env.ID, pm.Message); err != nil {
+				return drop(sender, wire.LogicalID{}, err)
+			}
+		default:
+			keys, err := c.responderKeys(ctx, bs, h)
+			if err != nil {
+				if errors.Is(err, ErrUnknownPreKey) || errors.Is(err, ErrExpiredSignedPreKey) {
+					return drop(sender, wire.LogicalID{}, err)
+				}
+				return prepared{}, err
+			}
+			cand, err = Respond(c.self, c.id, sender, h, keys, now)
+			if err != nil {
+				return drop(sender, wire.LogicalID{}, err)
+			}
+			if plaintext, err = cand.Decrypt(c.cfg.Random, env.Type, env.ID, pm.Message); err != nil {
+				return drop(sender, wire.LogicalID{}, err)
+			}
+			if decision == DecideCollision {
+				// Authenticated; the plaintext is dropped unread.
+				bs.retired[retiredKey{sender, incoming}] = true
+				return prepared{
+					plan:   CollisionRetire{InboxRow: row.Row, Peer: sender, Retired: RetiredInitiation{ID: incoming, SignedPreKeyID: h.SignedPreKeyID, RetiredAt: now.Unix()}},
+					result: ReceiveResult{Kind: ResultError, Sender: sender, Err: fmt.Errorf("%s: %w", sender, ErrSessionCollision)},
+				}, nil
+			}
+			hs = &Handshake{}
+			if ps.pinned == nil {
+				k := cand.PeerIdentity
+				hs.Pin = &k
+			}
+			if keys.OneTimePreKey != nil {
+				id := keys.OneTimePreKey.ID
+				hs.ConsumeOneTime = &id
+				bs.consumed[id] = true
+			}
+			if decision == DecideAcceptReplace {
+				hs.Retire = &RetiredInitiation{ID: ps.session.ID, SignedPreKeyID: ps.session.SignedPreKeyID, RetiredAt: now.Unix()}
+				bs.retired[retiredKey{sender, ps.session.ID}] = true
+			}
+		}
+	case wire.EnvelopeRatchet:
+		rm, err := wire.DecodeRatchetMessage(env.Payload)
+		if err != nil {
+			return drop(sender, wire.LogicalID{}, err)
+		}
+		if ps.session == nil {
+			return drop(sender, wire.LogicalID{}, fmt.Errorf("%s: %w", sender, ErrNoSession))
+		}
+		cand = ps.session.Clone()
+		if plaintext, err = cand.Decrypt(c.cfg.Random, env.Type, env.ID, rm); err != nil {
+			return drop(sender, wire.LogicalID{}, err)
+		}
+	default:
+		return drop(sender, wire.LogicalID{}, wire.ErrMalformed)
+	}
+	if err := c.fail("receive", "after-crypto"); err != nil {
+		return prepared{}, err
+	}
+	frame, err := wire.DecodeFrame(plaintext)
+	if err != nil {
+		return drop(sender, wire.LogicalID{}, err)
+	}
+
+	// The session step is good; now what the frame does.
+	version := ps.version
+	next := peerState{pinned: ps.pinned, session: cand, version: version + 1}
+	if hs != nil && hs.Pin != nil {
+		next.pinned = hs.Pin
+	}
+	var effect FrameEffect
+	var ack *Outgoing
+	res := ReceiveResult{Sender: sender, ID: frame.ID}
+	switch frame.Kind {
+	case wire.FrameAck:
+		effect = AckEffect{ID: frame.ID}
+		res.Kind = ResultAcknowledgement
+	default:
+		d := digest(frame.Body)
+		key := inboundKey{sender, frame.ID}
+		effect, res.Kind, err = c.classify(ctx, bs, key, d)
+		if err != nil {
+			if errors.Is(err, ErrLogicalMessageConflict) {
+				return drop(sender, frame.ID, err)
+			}
+			return prepared{}, err
+		}
+		switch res.Kind {
+		case ResultDelivery:
+			res.Body = frame.Body
+			if _, ok := effect.(DeliverEffect); ok {
+				effect = DeliverEffect{ID: frame.ID, Frame: plaintext, Digest: d, At: now}
+				bs.delivered[key] = d
+			}
+		case ResultAlreadyCommitted, ResultAlreadyDiscarded:
+			// The ACK's encryption step commits with this receive.
+			tmp := next
+			if _, ack, err = c.prepareAck(&tmp, sender, frame.ID); err != nil {
+				return prepared{}, err
+			}
+			next.session = tmp.session
+		}
+	}
+	sw, err := sessionWrite(sender, version, next.session)
+	if err != nil {
+		return prepared{}, err
+	}
+	*ps = next
+	return prepared{
+		plan:   Receive{InboxRow: row.Row, Peer: sender, Session: sw, Handshake: hs, Effect: effect, Ack: ack},
+		result: res,
+		ack:    ack,
+	}, nil
+}
+
+// classify decides what an application frame with this key and digest is:
+// new, a repeat of a pending one, of a committed or of a discarded one, or a
+// conflict.
+func (c *Client) classify(ctx context.Context, bs *batchState, key inboundKey, d [32]byte) (FrameEffect, ResultKind, error) {
+	if prev, ok := bs.delivered[key]; ok {
+		if prev != d {
+			return nil, 0, ErrLogicalMessageConflict
+		}
+		return RepeatEffect{}, ResultDelivery, nil
+	}
+	id := key.id
+	if m, err := c.store.Inbound(ctx, key.peer, id); err == nil {
+		if m.Digest != d {
+			return nil, 0, ErrLogicalMessageConflict
+		}
+		return RepeatEffect{}, ResultDelivery, nil
+	} else if !errors.Is(err, ErrNotPending) {
+		return nil, 0, err
+	}
+	f, err := c.store.Finalized(ctx, key.peer, id)
+	switch {
+	case errors.Is(err, ErrNotPending):
+		return DeliverEffect{}, ResultDelivery, nil
+	case err != nil:
+		return nil, 0, err
+	case f.Outcome == OutcomeDiscarded:
+		return RepeatEffect{}, ResultAlreadyDiscarded, nil
+	case !bytes.Equal(f.Digest[:], d[:]):
+		return nil, 0, ErrLogicalMessageConflict
+	}
+	return RepeatEffect{}, ResultAlreadyCommitted, nil
+}
+
+// responderKeys finds the private prekeys an initiation names.
+func (c *Client) responderKeys(ctx context.Context, bs *batchState, h *wire.InitiationHeader) (ResponderKeys, error) {
+	c.mu.Lock()
+	spk, kem, next := c.spks[h.SignedPreKeyID], c.kems[h.KEMPreKeyID], c.nextPKID
+	c.mu.Unlock()
+	if spk == nil || kem == nil {
+		// An ID this device once issued has been deleted at its expiry.
+		if h.SignedPreKeyID < next && h.KEMPreKeyID < next {
+			return ResponderKeys{}, ErrExpiredSignedPreKey
+		}
+		return ResponderKeys{}, ErrUnknownPreKey
+	}
+	keys := ResponderKeys{SignedPreKey: spk, KEMPreKey: kem}
+	if h.HasOneTimePreKey {
+		if bs.consumed[h.OneTimePreKeyID] {
+			return ResponderKeys{}, ErrUnknownPreKey
+		}
+		rec, err := c.store.OneTimePreKey(ctx, h.OneTimePreKeyID)
+		if err != nil {
+			return ResponderKeys{}, err
+		}
+		if keys.OneTimePreKey, err = UnmarshalOneTimePreKey(rec); err != nil {
+			return ResponderKeys{}, err
+		}
+	}
+	return keys, nil
+}
+
+// FinalizeRequest names one pending received message to commit or discard.
+type FinalizeRequest struct {
+	Sender  Address
+	ID      wire.LogicalID
+	Outcome Outcome
+	Reason  DiscardReason // for a discard; DiscardRejected when unset
+}
+
+// FinalizeResult reports one finalized message: whether its ACK was handed
+// off, or Err when it was not finalized.
+type FinalizeResult struct {
+	AckSent bool
+	Err     error
+}
+
+// Commit finalizes a pending received message as committed: it becomes a
+// finalized record and enters the history in one transaction, so the
+// application's effect happens once. Then the ACK goes out on the existing
+// session only; ackSent is false when that failed (the sender's next retry
+// triggers a new ACK).
+func (c *Client) Commit(ctx context.Context, sender Address, id wire.LogicalID) (bool, error) {
+	return c.finalizeOne(ctx, FinalizeRequest{Sender: sender, ID: id, Outcome: OutcomeCommitted})
+}
+
+// Discard finalizes a pending received message as discarded: the body is
+// deleted, the reason stays local, and the ACK goes out as for a commit.
+func (c *Client) Discard(ctx context.Context, sender Address, id wire.LogicalID, reason DiscardReason) (bool, error) {
+	return c.finalizeOne(ctx, FinalizeRequest{Sender: sender, ID: id, Outcome: OutcomeDiscarded, Reason: reason})
+}
+
+func (c *Client) finalizeOne(ctx context.Context, r FinalizeRequest) (bool, error) {
+	res, err := c.FinalizeBatch(ctx, []FinalizeRequest{r})
+	if err != nil {
+		return false, err
+	}
+	return res[0].AckSent, res[0].Err
+}
+
+// FinalizeBatch commits or discards several pending received messages in one
+// transaction, each on its own, then hands off their ACKs in order.
+func (c *Client) FinalizeBatch(ctx context.Context, reqs []FinalizeRequest) ([]FinalizeResult, error) {
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	results := make([]FinalizeResult, len(reqs))
+	work := make(map[Address]*peerState)
+	var plans []Plan
+	var planOf []int
+	seen := make(map[inboundKey]bool)
+	for i, r := range reqs {
+		key := inboundKey{r.Sender, r.ID}
+		if seen[key] {
+			results[i].Err = fmt.Errorf("finalize %x from %s: %w", r.ID[:], r.Sender, ErrNotPending)
+			continue
+		}
+		m, err := c.store.Inbound(ctx, r.Sender, r.ID)
+		if err != nil {
+			results[i].Err = fmt.Errorf("finalize %x from %s: %w", r.ID[:], r.Sender, err)
+			continue
+		}
+		seen[key] = true
+		ps, err := c.working(ctx, work, r.Sender)
+		if err != nil {
+			return nil, err
+		}
+		p := Finalize{Sender: r.Sender, ID: r.ID, Digest: m.Digest, Outcome: r.Outcome, At: c.cfg.Now()}
+		if r.Outcome == OutcomeCommitted {
+			p.Body = m.Body
+		} else {
+			p.Reason = r.Reason
+			if p.Reason == DiscardNone {
+				p.Reason = DiscardRejected
+			}
+		}
+		if p.Session, p.Ack, err = c.prepareAck(ps, r.Sender, r.ID); err != nil {
+			return nil, err
+		}
+		plans = append(plans, p)
+		planOf = append(planOf, i)
+	}
+	if len(plans) == 0 {
+		return results, nil
+	}
+	if _, err := c.applyAll(ctx, plans); err != nil {
+		for peer := range work {
+			c.forget(peer)
+		}
+		return nil, fmt.Errorf("finalize: %w", err)
+	}
+	for peer, ps := range work {
+		c.swap(peer, *ps)
+	}
+	for k, p := range plans {
+		f := p.(Finalize)
+		i := planOf[k]
+		sent, err := c.sendAck(ctx, f.Kind(), f.Ack)
+		if err != nil {
+			return results, err
+		}
+		results[i].AckSent = sent
+		c.emit(Event{Kind: EventFinalized, At: c.cfg.Now(), Peer: f.Sender, ID: f.ID, Outcome: f.Outcome, AckSent: sent})
+	}
+	return results, nil
+}
+
+// AcceptIdentity accepts the identity a peer's relay bundle now carries: it
+// pins it and removes the session with that device, keeping pending messages
+// and processed IDs. The next retry starts a session to the accepted identity
+// and resends the stored frames with their logical IDs.
+func (c *Client) AcceptIdentity(ctx context.Context, peer Address) (IdentityKey, error) {
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	bundle, err := c.relay.FetchBundle(ctx, peer)
+	if err != nil {
+		return IdentityKey{}, fmt.Errorf("fetch bundle of %s: %w", peer, err)
+	}
+	addr, key, err := VerifyBundle(bundle, c.cfg.Now())
+	if err != nil {
+		return IdentityKey{}, err
+	}
+	if addr != peer {
+		return IdentityKey{}, fmt.Errorf("bundle for %s names %s: %w", peer, addr, ErrBadSignature)
+	}
+	ps, err := c.snapshot(ctx, peer)
+	if err != nil {
+		return IdentityKey{}, err
+	}
+	if _, err := c.applyAll(ctx, []Plan{AcceptIdentity{Peer: peer, Identity: key, SessionVersion: ps.version, At: c.cfg.Now()}}); err != nil {
+		c.forget(peer)
+		return IdentityKey{}, fmt.Errorf("accept identity of %s: %w", peer, err)
+	}
+	c.swap(peer, peerState{pinned: &key})
+	c.emit(Event{Kind: EventIdentityAccepted, At: c.cfg.Now(), Peer: peer})
+	return key, nil
+}
+
+// Prune deletes finalized records older than olderThan. A retry of a pruned
+// message by its sender would be delivered again.
+func (c *Client) Prune(ctx context.Context, olderThan time.Duration) (int64, error) {
+	r, err := c.store.Apply(ctx, Prune{Before: c.cfg.Now().Add(-olderThan)})
+	if err != nil {
+		return 0, fmt.Errorf("prune: %w", err)
+	}
+	return r.Pruned, nil
+}
+
+// PendingOutbound pages pending sent messages.
+func (c *Client) PendingOutbound(ctx context.Context, q PageQuery) ([]OutboundMessage, error) {
+	return c.store.PendingOutbound(ctx, q)
+}
+
+// CountOutbound counts pending sent messages.
+func (c *Client) CountOutbound(ctx context.Context, peer *Address) (int, error) {
+	return c.store.CountOutbound(ctx, peer)
+}
+
+// PendingInbound pages pending received messages.
+func (c *Client) PendingInbound(ctx context.Context, q PageQuery) ([]InboundMessage, error) {
+	return c.store.PendingInbound(ctx, q)
+}
+
+// CountInbound counts pending received messages.
+func (c *Client) CountInbound(ctx context.Context, peer *Address) (int, error) {
+	return c.store.CountInbound(ctx, peer)
+}
+
+// History pages a conversation, newest first.
+func (c *Client) History(ctx context.Context, peer Address, before int64, limit int) ([]HistoryEntry, error) {
+	return c.store.History(ctx, peer, before, limit)
+}
+
+// Conversations lists the peers.
+func (c *Client) Conversations(ctx context.Context) ([]Conversation, error) {
+	return c.store.Conversations(ctx)
+}

@@ -1,0 +1,342 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/parley-chat/parley/wire"
+)
+
+// SendRequest is one message to send.
+type SendRequest struct {
+	Peer Address
+	Body []byte
+}
+
+// SendResult is the outcome of one message of a batch: its logical ID, and
+// Err when it was not stored (any error but *MessageNotSentError) or stored
+// but not handed off (*MessageNotSentError: it stays pending).
+type SendResult struct {
+	ID  wire.LogicalID
+	Err error
+}
+
+// Send sends one message: it makes the logical ID, encodes the frame,
+// fetches a bundle if there is no session (outside any transaction), stores
+// the frame as pending with the advanced session in one transaction and hands
+// the envelope to the relay after the commit. A failed hand-off returns
+// *MessageNotSentError: the message stays pending and a retry sends it. Any
+// other error means nothing was stored.
+func (c *Client) Send(ctx context.Context, peer Address, body []byte) (wire.LogicalID, error) {
+	res, err := c.SendBatch(ctx, []SendRequest{{Peer: peer, Body: body}})
+	if err != nil {
+		return wire.LogicalID{}, err
+	}
+	return res[0].ID, res[0].Err
+}
+
+// SendBatch sends several messages with one durable transaction (group
+// commit); each message is prepared and reported on its own, and the
+// envelopes are handed off in request order after the commit. Once a hand-off
+// to a peer fails, the later messages to that peer are not handed off either
+// (they stay pending, in order, for a retry). The returned error is set only
+// when the transaction failed, in which case nothing was stored.
+func (c *Client) SendBatch(ctx context.Context, reqs []SendRequest) ([]SendResult, error) {
+	results := make([]SendResult, len(reqs))
+	frames := make([][]byte, len(reqs))
+	for i, r := range reqs {
+		if _, err := c.cfg.Random.Read(results[i].ID[:]); err != nil {
+			return nil, fmt.Errorf("send: logical id: %w", err)
+		}
+		f, err := wire.EncodeFrame(wire.Frame{Kind: wire.FrameApplication, ID: results[i].ID, Body: r.Body})
+		if err != nil {
+			results[i].Err = fmt.Errorf("send to %s: %w", r.Peer, err)
+			continue
+		}
+		frames[i] = f
+	}
+
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	work := make(map[Address]*peerState)
+	var plans []Plan
+	var planOf []int // request index of each plan
+	for i, r := range reqs {
+		if results[i].Err != nil {
+			continue
+		}
+		p, err := c.prepareSend(ctx, work, r.Peer, results[i].ID, frames[i], r.Body)
+		if err != nil {
+			results[i].Err = err
+			continue
+		}
+		plans = append(plans, p)
+		planOf = append(planOf, i)
+	}
+	if len(plans) == 0 {
+		return results, nil
+	}
+	if _, err := c.applyAll(ctx, plans); err != nil {
+		for peer := range work {
+			c.forget(peer)
+		}
+		return nil, err
+	}
+	for peer, ps := range work {
+		c.swap(peer, *ps)
+	}
+	if err := c.fail("pairwise-send", "after-swap"); err != nil {
+		return nil, err
+	}
+	failed := make(map[Address]error)
+	for k, p := range plans {
+		sp := p.(Send)
+		i := planOf[k]
+		if cause, ok := failed[sp.Recipient]; ok {
+			results[i].Err = &MessageNotSentError{ID: sp.ID, Err: cause}
+			c.emit(Event{Kind: EventNotSent, At: c.cfg.Now(), Peer: sp.Recipient, ID: sp.ID, Err: cause})
+			continue
+		}
+		if err := c.handOff(ctx, "pairwise-send", sp.Out.Envelope); err != nil {
+			failed[sp.Recipient] = err
+			results[i].Err = &MessageNotSentError{ID: sp.ID, Err: err}
+			c.emit(Event{Kind: EventNotSent, At: c.cfg.Now(), Peer: sp.Recipient, ID: sp.ID, Err: err})
+			continue
+		}
+		c.emit(Event{Kind: EventSent, At: c.cfg.Now(), Peer: sp.Recipient, ID: sp.ID})
+	}
+	return results, nil
+}
+
+// prepareSend builds the Send plan of one message on the working state.
+func (c *Client) prepareSend(ctx context.Context, work map[Address]*peerState, peer Address, id wire.LogicalID, frame, body []byte) (Plan, error) {
+	if peer == c.self {
+		return nil, fmt.Errorf("send: %w: cannot send to the own device", ErrInvalidAddress)
+	}
+	ps, err := c.working(ctx, work, peer)
+	if err != nil {
+		return nil, err
+	}
+	pin, err := c.ensureSession(ctx, ps, peer)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.fail("pairwise-send", "before-crypto"); err != nil {
+		return nil, err
+	}
+	cand := ps.session.Clone()
+	env, err := c.seal(cand, peer, frame)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.fail("pairwise-send", "after-crypto"); err != nil {
+		return nil, err
+	}
+	sw, err := sessionWrite(peer, ps.version, cand)
+	if err != nil {
+		return nil, err
+	}
+	ps.session, ps.version = cand, ps.version+1
+	if pin != nil {
+		ps.pinned = pin
+	}
+	return Send{Recipient: peer, ID: id, Frame: frame, Body: body, At: c.cfg.Now(), Session: sw, Pin: pin,
+		Out: Outgoing{Envelope: env, Owner: id}}, nil
+}
+
+// working returns the batch's working copy of a peer's state.
+func (c *Client) working(ctx context.Context, work map[Address]*peerState, peer Address) (*peerState, error) {
+	if ps, ok := work[peer]; ok {
+		return ps, nil
+	}
+	snap, err := c.snapshot(ctx, peer)
+	if err != nil {
+		return nil, err
+	}
+	work[peer] = &snap
+	return &snap, nil
+}
+
+// ensureSession gives ps a session, fetching and verifying a bundle when
+// there is none (outside any transaction). It returns the identity to pin
+// when this is the peer's first.
+func (c *Client) ensureSession(ctx context.Context, ps *peerState, peer Address) (*IdentityKey, error) {
+	if ps.session != nil {
+		return nil, nil
+	}
+	bundle, err := c.relay.FetchBundle(ctx, peer)
+	if err != nil {
+		return nil, fmt.Errorf("fetch bundle of %s: %w", peer, err)
+	}
+	addr, key, err := VerifyBundle(bundle, c.cfg.Now())
+	if err != nil {
+		return nil, err
+	}
+	if addr != peer {
+		return nil, fmt.Errorf("bundle for %s names %s: %w", peer, addr, ErrBadSignature)
+	}
+	if ps.pinned != nil && !ps.pinned.Equal(key) {
+		return nil, fmt.Errorf("%s: %w", peer, ErrIdentityChanged)
+	}
+	s, err := Initiate(c.cfg.Random, c.self, c.id, bundle, c.cfg.Now())
+	if err != nil {
+		return nil, err
+	}
+	ps.session = s
+	if ps.pinned == nil {
+		return &key, nil
+	}
+	return nil, nil
+}
+
+// applyAll applies plans in one transaction (one plan: Apply).
+func (c *Client) applyAll(ctx context.Context, plans []Plan) ([]Receipt, error) {
+	if len(plans) == 1 {
+		r, err := c.store.Apply(ctx, plans[0])
+		if err != nil {
+			return nil, err
+		}
+		c.noteMarker(r.Marker)
+		return []Receipt{r}, nil
+	}
+	rs, err := c.store.ApplyBatch(ctx, plans)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range rs {
+		c.noteMarker(r.Marker)
+	}
+	return rs, nil
+}
+
+// handOff gives an envelope to the relay.
+func (c *Client) handOff(ctx context.Context, kind string, env wire.Envelope) error {
+	if err := c.fail(kind, "before-handoff"); err != nil {
+		return err
+	}
+	return c.relay.Submit(ctx, env)
+}
+
+// Retry encrypts the stored frames of the messages pending for peer fresh on
+// the current session, one at a time in send order, and hands each off. It
+// stops at the first hand-off failure with *MessageNotSentError. It returns
+// the IDs handed off.
+func (c *Client) Retry(ctx context.Context, peer Address) ([]wire.LogicalID, error) {
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	var sent []wire.LogicalID
+	var after int64
+	for {
+		page, err := c.store.PendingOutbound(ctx, PageQuery{After: after, Limit: 1, Peer: &peer})
+		if err != nil {
+			return sent, fmt.Errorf("retry %s: %w", peer, err)
+		}
+		if len(page) == 0 {
+			return sent, nil
+		}
+		m := page[0]
+		after = m.Seq
+		if err := c.retryOne(ctx, peer, m); err != nil {
+			return sent, err
+		}
+		sent = append(sent, m.ID)
+	}
+}
+
+func (c *Client) retryOne(ctx context.Context, peer Address, m OutboundMessage) error {
+	ps, err := c.snapshot(ctx, peer)
+	if err != nil {
+		return err
+	}
+	pin, err := c.ensureSession(ctx, &ps, peer)
+	if err != nil {
+		return err
+	}
+	if err := c.fail("retry", "before-crypto"); err != nil {
+		return err
+	}
+	cand := ps.session.Clone()
+	env, err := c.seal(cand, peer, m.Frame)
+	if err != nil {
+		return err
+	}
+	if err := c.fail("retry", "after-crypto"); err != nil {
+		return err
+	}
+	sw, err := sessionWrite(peer, ps.version, cand)
+	if err != nil {
+		return err
+	}
+	if _, err := c.applyAll(ctx, []Plan{Retry{Recipient: peer, ID: m.ID, Session: sw, Pin: pin, Out: Outgoing{Envelope: env, Owner: m.ID}}}); err != nil {
+		c.forget(peer)
+		return fmt.Errorf("retry %x to %s: %w", m.ID[:], peer, err)
+	}
+	ps.session, ps.version = cand, ps.version+1
+	if pin != nil {
+		ps.pinned = pin
+	}
+	c.swap(peer, ps)
+	if err := c.fail("retry", "after-swap"); err != nil {
+		return err
+	}
+	if err := c.handOff(ctx, "retry", env); err != nil {
+		c.emit(Event{Kind: EventNotSent, At: c.cfg.Now(), Peer: peer, ID: m.ID, Err: err})
+		return &MessageNotSentError{ID: m.ID, Err: err}
+	}
+	c.emit(Event{Kind: EventSent, At: c.cfg.Now(), Peer: peer, ID: m.ID})
+	return nil
+}
+
+// Abandon gives up on a pending sent message: it is removed locally. It is
+// not a recall; a copy already delivered stays delivered.
+func (c *Client) Abandon(ctx context.Context, peer Address, id wire.LogicalID) error {
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	if _, err := c.applyAll(ctx, []Plan{Abandon{Recipient: peer, ID: id, At: c.cfg.Now()}}); err != nil {
+		return fmt.Errorf("abandon %x to %s: %w", id[:], peer, err)
+	}
+	c.emit(Event{Kind: EventAbandoned, At: c.cfg.Now(), Peer: peer, ID: id})
+	return nil
+}
+
+// sendAck hands off an ACK whose session step already committed. It reports
+// whether the relay took it; a cancellation propagates.
+func (c *Client) sendAck(ctx context.Context, kind string, out *Outgoing) (bool, error) {
+	if out == nil {
+		return false, nil
+	}
+	if err := c.handOff(ctx, kind, out.Envelope); err != nil {
+		if isCancel(err) {
+			return false, err
+		}
+		return false, nil
+	}
+	return true, nil
+}
+
+// prepareAck encrypts an ACK for id on the existing session with peer (never
+// starting one). It returns nil when there is no session.
+func (c *Client) prepareAck(ps *peerState, peer Address, id wire.LogicalID) (*SessionWrite, *Outgoing, error) {
+	if ps.session == nil {
+		return nil, nil, nil
+	}
+	frame, _ := wire.EncodeFrame(wire.Frame{Kind: wire.FrameAck, ID: id})
+	cand := ps.session.Clone()
+	env, err := c.seal(cand, peer, frame)
+	if err != nil {
+		return nil, nil, err
+	}
+	sw, err := sessionWrite(peer, ps.version, cand)
+	if err != nil {
+		return nil, nil, err
+	}
+	ps.session, ps.version = cand, ps.version+1
+	return &sw, &Outgoing{Envelope: env, IsAck: true}, nil
+}
+
+// errNotSent reports whether err is a failed hand-off of a stored message.
+func errNotSent(err error) bool {
+	var m *MessageNotSentError
+	return errors.As(err, &m)
+}

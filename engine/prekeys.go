@@ -1,0 +1,154 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/parley-chat/parley/wire"
+)
+
+// Maintain keeps the published prekeys fresh: it rotates the signed prekeys
+// when the newest is SignedPreKeyRotation old, deletes expired ones (and the
+// retired initiations that could name them), tops the one-time prekeys up to
+// a batch when fewer than OneTimePreKeyLow are left, and publishes the bundle
+// with every one-time prekey the relay does not have yet. New keys commit
+// before anything is published.
+func (c *Client) Maintain(ctx context.Context) error {
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	prof, err := c.store.Profile(ctx)
+	if err != nil {
+		return fmt.Errorf("maintain prekeys: %w", err)
+	}
+	now := c.cfg.Now()
+	plan := PublishPreKeys{RetiredBefore: now.Add(-SignedPreKeyLifetime)}
+	c.mu.Lock()
+	newest := int64(0)
+	for _, k := range c.spks {
+		if k.Created > newest {
+			newest = k.Created
+		}
+		if now.Unix() >= k.Expires {
+			plan.DeleteSigned = append(plan.DeleteSigned, k.ID)
+		}
+	}
+	for _, k := range c.kems {
+		if now.Unix() >= k.Expires {
+			plan.DeleteKEM = append(plan.DeleteKEM, k.ID)
+		}
+	}
+	next := c.nextPKID
+	c.mu.Unlock()
+	if next == 0 {
+		next = prof.NextPreKeyID
+	}
+	var fresh []PreKeyRecord
+	if now.Unix()-newest >= int64(SignedPreKeyRotation.Seconds()) {
+		recs, err := freshPreKeys(c.cfg.Random, c.id, next, now, false)
+		if err != nil {
+			return err
+		}
+		fresh = append(fresh, recs...)
+		next += 2
+	}
+	if prof.OneTimeCount < OneTimePreKeyLow {
+		for i := 0; i < OneTimePreKeyBatch; i++ {
+			k, err := NewOneTimePreKey(c.cfg.Random, next)
+			if err != nil {
+				return err
+			}
+			rec, _ := k.MarshalBinary()
+			fresh = append(fresh, PreKeyRecord{Kind: PreKeyOneTime, ID: k.ID, Record: rec})
+			next++
+		}
+	}
+	plan.Add = fresh
+	if next != c.nextPKID {
+		plan.NextPreKeyID = next
+	}
+	if len(plan.Add)+len(plan.DeleteSigned)+len(plan.DeleteKEM) > 0 {
+		if _, err := c.store.Apply(ctx, plan); err != nil {
+			return fmt.Errorf("store prekeys: %w", err)
+		}
+		if err := c.installPreKeys(fresh, plan.DeleteSigned, plan.DeleteKEM, next); err != nil {
+			return err
+		}
+	}
+	return c.publishLocked(ctx, prof.OneTimePublished)
+}
+
+func (c *Client) installPreKeys(add []PreKeyRecord, delSigned, delKEM []uint32, next uint32) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, r := range add {
+		switch r.Kind {
+		case PreKeySigned:
+			k, err := UnmarshalSignedPreKey(r.Record)
+			if err != nil {
+				return err
+			}
+			c.spks[k.ID] = k
+		case PreKeyKEM:
+			k, err := UnmarshalKEMPreKey(r.Record)
+			if err != nil {
+				return err
+			}
+			c.kems[k.ID] = k
+		}
+	}
+	for _, id := range delSigned {
+		delete(c.spks, id)
+	}
+	for _, id := range delKEM {
+		delete(c.kems, id)
+	}
+	c.nextPKID = next
+	return nil
+}
+
+// publishLocked publishes the bundle (the newest signed prekeys) and the
+// one-time prekeys above published, then records them as published.
+func (c *Client) publishLocked(ctx context.Context, published uint32) error {
+	c.mu.Lock()
+	var spk *SignedPreKey
+	var kem *KEMPreKey
+	for _, k := range c.spks {
+		if spk == nil || k.Created > spk.Created || k.Created == spk.Created && k.ID > spk.ID {
+			spk = k
+		}
+	}
+	for _, k := range c.kems {
+		if kem == nil || k.Created > kem.Created || k.Created == kem.Created && k.ID > kem.ID {
+			kem = k
+		}
+	}
+	c.mu.Unlock()
+	if spk == nil || kem == nil {
+		return fmt.Errorf("publish: no signed prekeys held")
+	}
+	recs, err := c.store.OneTimePreKeys(ctx, published, 200)
+	if err != nil {
+		return fmt.Errorf("publish: %w", err)
+	}
+	var pubs []wire.OneTimePreKeyPublic
+	top := published
+	for _, r := range recs {
+		k, err := UnmarshalOneTimePreKey(r.Record)
+		if err != nil {
+			return fmt.Errorf("publish: %w", err)
+		}
+		pubs = append(pubs, k.Public())
+		if k.ID > top {
+			top = k.ID
+		}
+	}
+	if err := c.relay.PublishPreKeys(ctx, BuildBundle(c.self, c.id, spk, kem), pubs); err != nil {
+		return fmt.Errorf("publish prekeys: %w", err)
+	}
+	if top != published {
+		if _, err := c.store.Apply(ctx, PublishPreKeys{PublishedUpTo: top}); err != nil {
+			return fmt.Errorf("record published prekeys: %w", err)
+		}
+	}
+	return nil
+}
