@@ -1,0 +1,394 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/parley-chat/parley/engine"
+)
+
+func TestEmbeddedMigrations(t *testing.T) {
+	ms, err := loadMigrations(migrationFiles, "migrations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, m := range ms {
+		if m.version != i+1 || strings.TrimSpace(m.sql) == "" {
+			t.Errorf("migration %d = %s version %d, want version %d with SQL", i, m.name, m.version, i+1)
+		}
+	}
+}
+
+func TestLoadMigrationsRejects(t *testing.T) {
+	file := &fstest.MapFile{Data: []byte("SELECT 1;")}
+	tests := []struct {
+		name  string
+		files []string
+	}{
+		{"empty", nil},
+		{"gap", []string{"0001_a.sql", "0003_c.sql"}},
+		{"repeat", []string{"0001_a.sql", "0001_b.sql"}},
+		{"not from 1", []string{"0002_b.sql"}},
+		{"short number", []string{"1_a.sql"}},
+		{"not a number", []string{"000a_a.sql"}},
+		{"no name", []string{"0001.sql"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fsys := fstest.MapFS{"m/README": file}
+			for _, f := range tt.files {
+				fsys["m/"+f] = file
+			}
+			if ms, err := loadMigrations(fsys, "m"); err == nil {
+				t.Errorf("loadMigrations(%v) = %d migrations, want an error", tt.files, len(ms))
+			}
+		})
+	}
+}
+
+// fixtures insert representative rows into a profile at each schema version
+// and check, after the profile was migrated to the newest version, that they
+// survived. Adding migration N means adding fixture N (written for the schema
+// at version N) and keeping the checks of the older ones true.
+var fixtures = map[int]struct {
+	insert func(t *testing.T, db *sql.DB, s *sealer)
+	check  func(t *testing.T, db *DB)
+}{
+	1: {insertFixtureV1, checkFixtureV1},
+}
+
+var (
+	fixturePeer = "bob/7"
+	fixtureID   = bytes.Repeat([]byte{0x5a}, 16)
+)
+
+func fixtureInitiation(b byte) []byte { return bytes.Repeat([]byte{b}, 32) }
+
+func insertFixtureV1(t *testing.T, db *sql.DB, s *sealer) {
+	t.Helper()
+	peer := []byte(fixturePeer)
+	stmts := []struct {
+		q    string
+		args []any
+	}{
+		{"INSERT INTO meta (k, v) VALUES ('address', CAST('alice/1' AS BLOB)), ('relay_url', CAST('ws://relay' AS BLOB))", nil},
+		{"INSERT INTO identity VALUES (1, ?)", []any{s.seal(kindIdentity, nil, []byte("identity"))}},
+		{"INSERT INTO signed_prekey VALUES (1, 3, 10, 20, ?), (2, 3, 10, 20, ?)", []any{
+			s.seal(kindSignedPreKey, rowKey(rowKeyInt(1), rowKeyInt(3)), []byte("x25519")),
+			s.seal(kindSignedPreKey, rowKey(rowKeyInt(2), rowKeyInt(3)), []byte("mlkem")),
+		}},
+		{"INSERT INTO one_time_prekey VALUES (4, 10, ?)", []any{s.seal(kindOneTimePreKey, rowKey(rowKeyInt(4)), []byte("otk"))}},
+		{"INSERT INTO peer VALUES (?, x'02', 10, NULL)", []any{fixturePeer}},
+		{"INSERT INTO session VALUES (?, 2, ?, 1, 11, ?)", []any{fixturePeer, fixtureInitiation(3), s.seal(kindSession, rowKey(peer), []byte("session"))}},
+		{"INSERT INTO retired_initiation VALUES (?, ?, 3, 12)", []any{fixturePeer, fixtureInitiation(4)}},
+		{"INSERT INTO outbound (recipient, id, created_at, sealed_frame) VALUES (?, ?, 13, ?)", []any{
+			fixturePeer, fixtureID, s.seal(kindOutboundFrame, rowKey(peer, fixtureID), []byte("out frame")),
+		}},
+		{"INSERT INTO inbound (sender, id, received_at, sealed_digest, sealed_frame) VALUES (?, ?, 14, ?, ?)", []any{
+			fixturePeer, fixtureID,
+			s.seal(kindInboundDigest, rowKey(peer, fixtureID), bytes.Repeat([]byte{8}, 32)),
+			s.seal(kindInboundFrame, rowKey(peer, fixtureID), []byte("in frame")),
+		}},
+		{"INSERT INTO finalized VALUES (?, ?, 2, 1, 15, ?)", []any{
+			fixturePeer, fixtureID, s.seal(kindFinalizedDigest, rowKey(peer, fixtureID), bytes.Repeat([]byte{9}, 32)),
+		}},
+		{"INSERT INTO history (peer, direction, id, at, state, sealed_body) VALUES (?, 2, ?, 16, 1, ?)", []any{
+			fixturePeer, fixtureID, s.seal(kindHistoryBody, rowKey(peer, []byte{2}, fixtureID), []byte("body")),
+		}},
+		{"INSERT INTO inbox (received_at, relay_row, sealed) VALUES (17, 99, ?)", []any{
+			s.seal(kindInbox, rowKey(rowKeyInt(1)), []byte("envelope")),
+		}},
+		{"INSERT INTO quarantine VALUES (5, 17, 18, 'malformed', ?)", []any{
+			s.seal(kindInbox, rowKey(rowKeyInt(5)), []byte("bad envelope")),
+		}},
+	}
+	for _, st := range stmts {
+		if _, err := db.Exec(st.q, st.args...); err != nil {
+			t.Fatalf("%s: %v", st.q, err)
+		}
+	}
+}
+
+func checkFixtureV1(t *testing.T, db *DB) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := db.settings(ctx)
+	if want := (settings{engine.MustParseAddress("alice/1"), "ws://relay"}); err != nil || st != want {
+		t.Errorf("settings() = %+v, %v; want %+v", st, err, want)
+	}
+	peer := []byte(fixturePeer)
+	sealed := []struct {
+		q      string
+		kind   string
+		rowKey []byte
+		want   string
+	}{
+		{"SELECT sealed FROM identity", kindIdentity, nil, "identity"},
+		{"SELECT sealed FROM signed_prekey WHERE kind = 2 AND id = 3", kindSignedPreKey, rowKey(rowKeyInt(2), rowKeyInt(3)), "mlkem"},
+		{"SELECT sealed FROM one_time_prekey WHERE id = 4", kindOneTimePreKey, rowKey(rowKeyInt(4)), "otk"},
+		{"SELECT sealed FROM session WHERE peer = 'bob/7' AND version = 2 AND awaiting_reply = 1", kindSession, rowKey(peer), "session"},
+		{"SELECT sealed_frame FROM outbound WHERE recipient = 'bob/7' AND seq = 1", kindOutboundFrame, rowKey(peer, fixtureID), "out frame"},
+		{"SELECT sealed_frame FROM inbound WHERE sender = 'bob/7' AND seq = 1", kindInboundFrame, rowKey(peer, fixtureID), "in frame"},
+		{"SELECT sealed_digest FROM inbound WHERE sender = 'bob/7' AND seq = 1", kindInboundDigest, rowKey(peer, fixtureID), string(bytes.Repeat([]byte{8}, 32))},
+		{"SELECT sealed_body FROM history WHERE peer = 'bob/7' AND direction = 2 AND state = 1", kindHistoryBody, rowKey(peer, []byte{2}, fixtureID), "body"},
+		{"SELECT sealed FROM inbox WHERE row = 1 AND relay_row = 99", kindInbox, rowKey(rowKeyInt(1)), "envelope"},
+		{"SELECT sealed FROM quarantine WHERE row = 5 AND reason = 'malformed'", kindInbox, rowKey(rowKeyInt(5)), "bad envelope"},
+	}
+	for _, tt := range sealed {
+		var b []byte
+		if err := db.sql.QueryRowContext(ctx, tt.q).Scan(&b); err != nil {
+			t.Errorf("%s: %v", tt.q, err)
+			continue
+		}
+		if got, err := db.seal.open(tt.kind, tt.rowKey, b); err != nil || string(got) != tt.want {
+			t.Errorf("%s: opens as %q, %v; want %q", tt.q, got, err, tt.want)
+		}
+	}
+	var n int
+	if err := db.sql.QueryRowContext(ctx, "SELECT count(*) FROM retired_initiation WHERE peer = 'bob/7' AND signed_prekey_id = 3").Scan(&n); err != nil || n != 1 {
+		t.Errorf("retired initiations = %d, %v; want 1", n, err)
+	}
+	if err := db.sql.QueryRowContext(ctx, "SELECT count(*) FROM finalized WHERE outcome = 2 AND reason = 1").Scan(&n); err != nil || n != 1 {
+		t.Errorf("finalized = %d, %v; want 1", n, err)
+	}
+}
+
+// profileAt builds in dir a profile at schema version v, as a build that knew
+// only migrations 1..v would have created it, and returns its storage key's
+// sealer and the database (to be closed before the profile is opened).
+func profileAt(t *testing.T, dir string, v int) (*sealer, *sql.DB) {
+	t.Helper()
+	ctx := context.Background()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	raw := rawDB(t, filepath.Join(dir, dbFile))
+	conn, err := raw.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := migrate(ctx, conn, migrations[:v]); err != nil {
+		t.Fatalf("migrate to version %d: %v", v, err)
+	}
+	rec, err := newKDFRecord(testKDF)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := make([]byte, storageKeySize)
+	rand.Read(key)
+	s, err := newSealer(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrapped := wrapStorageKey(rec.wrappingSealer(testPassphrase), key)
+	if _, err := conn.ExecContext(ctx, sqlPutMeta, metaKDF, rec.encode()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(ctx, sqlPutMeta, metaStorageKey, wrapped); err != nil {
+		t.Fatal(err)
+	}
+	return s, raw
+}
+
+// TestMigrateFromEveryVersion builds a profile at every schema version,
+// fills every table, opens it with this build (which migrates it to the
+// newest version) and checks that the rows survived.
+func TestMigrateFromEveryVersion(t *testing.T) {
+	for v := 1; v <= len(migrations); v++ {
+		t.Run("version "+strconv.Itoa(v), func(t *testing.T) {
+			fx, ok := fixtures[v]
+			if !ok {
+				t.Fatalf("no fixture for schema version %d: add one to fixtures", v)
+			}
+			dir := t.TempDir()
+			s, raw := profileAt(t, dir, v)
+			fx.insert(t, raw, s)
+			for _, table := range tables(t, raw) {
+				var n int
+				if err := raw.QueryRow("SELECT count(*) FROM " + table).Scan(&n); err != nil || n == 0 {
+					t.Errorf("fixture %d leaves table %s empty (%v): give it a row", v, table, err)
+				}
+			}
+			raw.Close()
+
+			db := mustOpen(t, dir)
+			if got, err := schemaVersion(context.Background(), db.sql); err != nil || got != len(migrations) {
+				t.Fatalf("schema version after open = %d, %v; want %d", got, err, len(migrations))
+			}
+			fx.check(t, db)
+			checkIntegrity(t, db.sql)
+		})
+	}
+}
+
+// TestMigrateFromEmpty migrates an empty database (version 0) to the newest
+// schema, the path Create takes.
+func TestMigrateFromEmpty(t *testing.T) {
+	ctx := context.Background()
+	raw := rawDB(t, filepath.Join(t.TempDir(), "x.db"))
+	conn, err := raw.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := migrate(ctx, conn, migrations); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := schemaVersion(ctx, conn); err != nil || v != len(migrations) {
+		t.Errorf("version = %d, %v; want %d", v, err, len(migrations))
+	}
+	// Migrating again does nothing.
+	if err := migrate(ctx, conn, migrations); err != nil {
+		t.Errorf("second migrate = %v", err)
+	}
+}
+
+func TestOpenVersionZero(t *testing.T) {
+	dir := t.TempDir()
+	raw := rawDB(t, filepath.Join(dir, dbFile))
+	if _, err := raw.Exec("CREATE TABLE x (y INTEGER)"); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+	if _, err := Open(context.Background(), dir, testPassphrase, Options{}); !errors.Is(err, engine.ErrMalformedState) {
+		t.Errorf("Open of a database without schema = %v, want ErrMalformedState", err)
+	}
+}
+
+func TestOpenNewerSchema(t *testing.T) {
+	dir := t.TempDir()
+	mustClose(t, mustCreate(t, dir))
+	raw := rawDB(t, filepath.Join(dir, dbFile))
+	if _, err := raw.Exec("PRAGMA user_version = " + strconv.Itoa(len(migrations)+1)); err != nil {
+		t.Fatal(err)
+	}
+	raw.Close()
+	before := dirDigest(t, dir)
+	if _, err := Open(context.Background(), dir, testPassphrase, Options{}); !errors.Is(err, errNewerSchema) {
+		t.Errorf("Open of a newer schema = %v, want errNewerSchema", err)
+	}
+	if after := dirDigest(t, dir); !sameProfileFiles(before, after) {
+		t.Errorf("files after refusing a newer schema = %v, want unchanged %v", after, before)
+	}
+}
+
+// TestMigrateMachinery runs made-up migrations: each applies whole or not at
+// all, a failing one leaves the version where it was, a table rebuild under a
+// foreign key works, and a step that breaks a foreign key is refused.
+func TestMigrateMachinery(t *testing.T) {
+	ctx := context.Background()
+	fsys := fstest.MapFS{
+		"m/0001_parent.sql": {Data: []byte(`
+			CREATE TABLE parent (id INTEGER PRIMARY KEY, name TEXT) STRICT;
+			CREATE TABLE child (id INTEGER PRIMARY KEY, parent INTEGER REFERENCES parent (id)) STRICT;
+			INSERT INTO parent VALUES (1, 'one');
+			INSERT INTO child VALUES (10, 1);`)},
+		// SQLite's table rebuild: needs foreign_keys off while it runs.
+		"m/0002_rebuild.sql": {Data: []byte(`
+			CREATE TABLE parent_new (id INTEGER PRIMARY KEY, name TEXT NOT NULL, extra INTEGER NOT NULL DEFAULT 0) STRICT;
+			INSERT INTO parent_new (id, name) SELECT id, name FROM parent;
+			DROP TABLE parent;
+			ALTER TABLE parent_new RENAME TO parent;`)},
+		"m/0003_fails.sql": {Data: []byte(`
+			CREATE TABLE half (x INTEGER);
+			INSERT INTO nosuch VALUES (1);`)},
+		"m/0004_dangling.sql": {Data: []byte(`INSERT INTO child VALUES (11, 42);`)},
+	}
+	ms, err := loadMigrations(fsys, "m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := rawDB(t, filepath.Join(t.TempDir(), "x.db"))
+	conn, err := raw.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+
+	version := func() int {
+		v, err := schemaVersion(ctx, conn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	if err := migrate(ctx, conn, ms[:2]); err != nil {
+		t.Fatalf("migrate 1..2 = %v", err)
+	}
+	var extra int
+	if err := conn.QueryRowContext(ctx, "SELECT extra FROM parent JOIN child ON child.parent = parent.id WHERE child.id = 10").Scan(&extra); err != nil {
+		t.Errorf("rebuilt parent lost its child: %v", err)
+	}
+	var fk int
+	if err := conn.QueryRowContext(ctx, "PRAGMA foreign_keys").Scan(&fk); err != nil || fk != 1 {
+		t.Errorf("foreign_keys after migrating = %d, %v; want 1", fk, err)
+	}
+
+	if err := migrate(ctx, conn, ms[:3]); err == nil {
+		t.Fatal("migrate with a failing step succeeded")
+	}
+	if got := version(); got != 2 {
+		t.Errorf("version after a failing step = %d, want 2", got)
+	}
+	var n int
+	if err := conn.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_schema WHERE name = 'half'").Scan(&n); err != nil || n != 0 {
+		t.Errorf("the failing step left its table behind (%d, %v)", n, err)
+	}
+
+	dangling := []migration{ms[0], ms[1], {version: 3, name: "0003_dangling.sql", sql: string(fsys["m/0004_dangling.sql"].Data)}}
+	err = migrate(ctx, conn, dangling)
+	if err == nil || !strings.Contains(err.Error(), "foreign key") {
+		t.Errorf("migrate with a dangling reference = %v, want a foreign key error", err)
+	}
+	if got := version(); got != 2 {
+		t.Errorf("version after a refused step = %d, want 2", got)
+	}
+
+	if err := migrate(ctx, conn, ms[:1]); !errors.Is(err, errNewerSchema) {
+		t.Errorf("migrate to an older set = %v, want errNewerSchema", err)
+	}
+}
+
+// tables lists the tables of db other than SQLite's own.
+func tables(t *testing.T, db *sql.DB) []string {
+	t.Helper()
+	rows, err := db.Query("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var names []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, n)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
+
+func checkIntegrity(t *testing.T, db *sql.DB) {
+	t.Helper()
+	var ok string
+	if err := db.QueryRow("PRAGMA integrity_check").Scan(&ok); err != nil || ok != "ok" {
+		t.Errorf("integrity_check = %q, %v", ok, err)
+	}
+	var n int
+	if err := db.QueryRow("SELECT count(*) FROM pragma_foreign_key_check").Scan(&n); err != nil || n != 0 {
+		t.Errorf("foreign_key_check = %d rows, %v; want none", n, err)
+	}
+}

@@ -1,0 +1,102 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+
+	"github.com/parley-chat/parley/engine"
+)
+
+// hotStatements are prepared once when a profile opens and reused by every
+// transaction through tx.stmt. Add a statement here when it runs once per
+// message; everything else is prepared by SQLite on the fly.
+var hotStatements = []string{
+	sqlGetMeta,
+	sqlPutMeta,
+}
+
+// tx is one write transaction: BEGIN IMMEDIATE (the _txlock DSN option) up
+// to commit. Store methods open one, defer rollback, hand it to small helpers
+// and commit; the helpers run every statement through it.
+type tx struct {
+	db *DB
+	tx *sql.Tx
+}
+
+// beginImmediate starts a write transaction. It takes SQLite's write lock at
+// once, so a transaction never fails half-way for want of it.
+func (db *DB) beginImmediate(ctx context.Context) (*tx, error) {
+	if db.closed.Load() {
+		return nil, fmt.Errorf("store: begin transaction: %w", engine.ErrClosed)
+	}
+	t, err := db.sql.BeginTx(ctx, nil)
+	if err != nil {
+		if db.closed.Load() {
+			return nil, fmt.Errorf("store: begin transaction: %w", engine.ErrClosed)
+		}
+		return nil, fmt.Errorf("store: begin transaction: %w", mapErr(err))
+	}
+	return &tx{db: db, tx: t}, nil
+}
+
+// rollback ends the transaction without its changes; after a commit it does
+// nothing. Deferred by every caller of beginImmediate.
+func (t *tx) rollback() { _ = t.tx.Rollback() }
+
+// commit makes the transaction durable (synchronous=FULL: the log is synced).
+func (t *tx) commit() error {
+	if err := t.tx.Commit(); err != nil {
+		return fmt.Errorf("store: commit: %w", mapErr(err))
+	}
+	return nil
+}
+
+// stmt returns the transaction's use of a prepared hot statement, or nil if
+// query is not one.
+func (t *tx) stmt(ctx context.Context, query string) *sql.Stmt {
+	s, ok := t.db.stmts[query]
+	if !ok {
+		return nil
+	}
+	// The statement was prepared on the transaction's connection (there is
+	// only one), so database/sql reuses it instead of preparing it again.
+	return t.tx.StmtContext(ctx, s)
+}
+
+// exec runs a statement that returns no rows. Errors come back mapped.
+func (t *tx) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	var (
+		r   sql.Result
+		err error
+	)
+	if s := t.stmt(ctx, query); s != nil {
+		r, err = s.ExecContext(ctx, args...)
+	} else {
+		r, err = t.tx.ExecContext(ctx, query, args...)
+	}
+	return r, mapErr(err)
+}
+
+// QueryRowContext runs a statement that returns at most one row; it makes tx
+// a querier. Scan's error is not mapped: callers pass it through mapErr.
+func (t *tx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if s := t.stmt(ctx, query); s != nil {
+		return s.QueryRowContext(ctx, args...)
+	}
+	return t.tx.QueryRowContext(ctx, query, args...)
+}
+
+// query runs a statement that returns rows. Errors come back mapped.
+func (t *tx) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	var (
+		rows *sql.Rows
+		err  error
+	)
+	if s := t.stmt(ctx, query); s != nil {
+		rows, err = s.QueryContext(ctx, args...)
+	} else {
+		rows, err = t.tx.QueryContext(ctx, query, args...)
+	}
+	return rows, mapErr(err)
+}
