@@ -381,3 +381,18 @@ func (c *Client) PinnedIdentity(ctx context.Context, peer Address) (*IdentityKey
 func isCancel(err error) bool {
 	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
+
+// LoadIdentity reads a profile's own address, relay URL and identity without
+// opening a client: the relay connection needs the identity to authenticate
+// before the client that uses it exists.
+func LoadIdentity(ctx context.Context, st Store) (Address, string, *Identity, error) {
+	prof, err := st.Profile(ctx)
+	if err != nil {
+		return Address{}, "", nil, fmt.Errorf("read profile: %w", err)
+	}
+	id, err := UnmarshalIdentity(prof.Identity)
+	if err != nil {
+		return Address{}, "", nil, fmt.Errorf("read profile: %w", err)
+	}
+	return prof.Self, prof.RelayURL, id, nil
+}

@@ -146,4 +146,9 @@ var errorNames = []struct {
 	{ErrStateResyncRequired, "state_resync_required"},
 	{ErrInvalidAddress, "invalid_address"},
 	{ErrClosed, "closed"},
+	{ErrProfileTooNew, "profile_too_new"},
 }
+
+// ErrProfileTooNew means the profile was written by a newer parley whose
+// schema this build does not know.
+var ErrProfileTooNew = errors.New("profile was written by a newer parley")

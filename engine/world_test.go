@@ -1,0 +1,247 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/engine/enginetest"
+	"github.com/parley-chat/parley/store"
+	"github.com/parley-chat/parley/wire"
+)
+
+var passphrase = []byte("test passphrase")
+
+// clock is a settable test clock.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// world is a set of devices on one fake network, each a real profile on disk.
+type world struct {
+	t     *testing.T
+	ctx   context.Context
+	net   *enginetest.Network
+	clock *clock
+	dir   string
+}
+
+func newWorld(t *testing.T) *world {
+	return &world{t: t, ctx: context.Background(), net: enginetest.NewNetwork(),
+		clock: &clock{now: time.Date(2026, 11, 2, 12, 0, 0, 0, time.UTC)}, dir: t.TempDir()}
+}
+
+// device is one profile and its open client.
+type device struct {
+	w    *world
+	addr engine.Address
+	dir  string
+	c    *engine.Client
+}
+
+func (w *world) device(addr string) *device {
+	w.t.Helper()
+	d := &device{w: w, addr: engine.MustParseAddress(addr)}
+	d.dir = filepath.Join(w.dir, addr+"-"+time.Now().Format("150405.000000000"))
+	st, err := store.Create(w.ctx, d.dir, passphrase, store.Options{KDF: store.KDFParams{Time: 1, MemoryKiB: 8, Threads: 1}})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	if _, err := engine.CreateProfile(w.ctx, st, d.addr, "fake://", nil, w.clock.Now()); err != nil {
+		w.t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		w.t.Fatal(err)
+	}
+	d.open()
+	if err := d.c.Maintain(w.ctx); err != nil {
+		w.t.Fatal(err)
+	}
+	w.t.Cleanup(func() {
+		if d.c != nil {
+			d.c.Close()
+		}
+	})
+	return d
+}
+
+func (d *device) open() {
+	d.w.t.Helper()
+	st, err := store.Open(d.w.ctx, d.dir, passphrase, store.Options{})
+	if err != nil {
+		d.w.t.Fatal(err)
+	}
+	c, err := engine.Open(d.w.ctx, engine.Config{Store: st, Relay: d.w.net.Endpoint(d.addr), Now: d.w.clock.Now})
+	if err != nil {
+		d.w.t.Fatal(err)
+	}
+	d.c = c
+}
+
+// reopen closes the client and opens the profile again, as after a restart.
+func (d *device) reopen() {
+	d.w.t.Helper()
+	if err := d.c.Close(); err != nil {
+		d.w.t.Fatal(err)
+	}
+	d.open()
+}
+
+func (d *device) send(peer *device, body string) wire.LogicalID {
+	d.w.t.Helper()
+	id, err := d.c.Send(d.w.ctx, peer.addr, []byte(body))
+	if err != nil {
+		d.w.t.Fatalf("%s sends %q: %v", d.addr, body, err)
+	}
+	return id
+}
+
+// sync stages everything the relay holds for d, acknowledges the leases and
+// processes the inbox.
+func (d *device) sync() []engine.ReceiveResult {
+	d.w.t.Helper()
+	ep := d.w.net.Endpoint(d.addr)
+	leased, err := ep.Receive(d.w.ctx)
+	if err != nil {
+		d.w.t.Fatal(err)
+	}
+	if _, err := d.c.Stage(d.w.ctx, leased); err != nil {
+		d.w.t.Fatal(err)
+	}
+	rows := make([]uint64, len(leased))
+	for i, l := range leased {
+		rows[i] = l.Row
+	}
+	if err := ep.Acknowledge(d.w.ctx, rows); err != nil {
+		d.w.t.Fatal(err)
+	}
+	res, err := d.c.ProcessStaged(d.w.ctx)
+	if err != nil {
+		d.w.t.Fatalf("%s processes its inbox: %v", d.addr, err)
+	}
+	return res
+}
+
+// commitAll commits every pending received message and reports whether
+// every ACK was handed off.
+func (d *device) commitAll() int {
+	d.w.t.Helper()
+	msgs, err := d.c.PendingInbound(d.w.ctx, engine.PageQuery{Limit: 1000})
+	if err != nil {
+		d.w.t.Fatal(err)
+	}
+	for _, m := range msgs {
+		if _, err := d.c.Commit(d.w.ctx, m.Sender, m.ID); err != nil {
+			d.w.t.Fatalf("%s commits %x: %v", d.addr, m.ID, err)
+		}
+	}
+	return len(msgs)
+}
+
+func (d *device) retry(peer *device) []wire.LogicalID {
+	d.w.t.Helper()
+	ids, err := d.c.Retry(d.w.ctx, peer.addr)
+	if err != nil {
+		d.w.t.Fatalf("%s retries to %s: %v", d.addr, peer.addr, err)
+	}
+	return ids
+}
+
+func (d *device) pendingOut() int {
+	n, err := d.c.CountOutbound(d.w.ctx, nil)
+	if err != nil {
+		d.w.t.Fatal(err)
+	}
+	return n
+}
+
+func (d *device) pendingIn() int {
+	n, err := d.c.CountInbound(d.w.ctx, nil)
+	if err != nil {
+		d.w.t.Fatal(err)
+	}
+	return n
+}
+
+// received returns the bodies d committed from peer, oldest first.
+func (d *device) received(peer *device) []string {
+	d.w.t.Helper()
+	h, err := d.c.History(d.w.ctx, peer.addr, 0, 1000)
+	if err != nil {
+		d.w.t.Fatal(err)
+	}
+	var out []string
+	for i := len(h) - 1; i >= 0; i-- {
+		if h[i].Direction == engine.DirectionIn {
+			out = append(out, string(h[i].Body))
+		}
+	}
+	return out
+}
+
+// errorsIn returns the receive errors among results.
+func errorsIn(res []engine.ReceiveResult) []error {
+	var out []error
+	for _, r := range res {
+		if r.Kind == engine.ResultError {
+			out = append(out, r.Err)
+		}
+	}
+	return out
+}
+
+func hasError(res []engine.ReceiveResult, target error) bool {
+	for _, err := range errorsIn(res) {
+		if errors.Is(err, target) {
+			return true
+		}
+	}
+	return false
+}
+
+func count(res []engine.ReceiveResult, kind engine.ResultKind) int {
+	n := 0
+	for _, r := range res {
+		if r.Kind == kind {
+			n++
+		}
+	}
+	return n
+}
+
+// converge runs sync, commit and retry rounds on both sides until neither has
+// anything pending, and fails after a bound.
+func converge(t *testing.T, a, b *device) {
+	t.Helper()
+	for round := 0; round < 8; round++ {
+		a.sync()
+		b.sync()
+		a.commitAll()
+		b.commitAll()
+		a.sync()
+		b.sync()
+		if a.pendingOut()+b.pendingOut()+a.pendingIn()+b.pendingIn() == 0 {
+			return
+		}
+		a.retry(b)
+		b.retry(a)
+	}
+	t.Fatalf("no convergence: pending out %d/%d, in %d/%d", a.pendingOut(), b.pendingOut(), a.pendingIn(), b.pendingIn())
+}
