@@ -239,3 +239,12 @@ func (e *Endpoint) Reconnect() {
 	defer e.n.mu.Unlock()
 	delete(e.n.leased, e.self)
 }
+
+// Inject appends raw bytes to recipient's mailbox as if a sender had
+// submitted them (for malformed-envelope tests).
+func (n *Network) Inject(recipient engine.Address, raw []byte) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.next++
+	n.boxes[recipient.String()] = append(n.boxes[recipient.String()], row{id: n.next, env: raw})
+}

@@ -1,0 +1,512 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/engine/enginetest"
+	"github.com/parley-chat/parley/store"
+)
+
+// The failpoint matrix: every named point of every transition (before and
+// after each cryptographic step, each statement, the commit, the memory swap,
+// the hand-off and the event), triggered once as an error and once as a hard
+// process exit. After a reopen the state must be exactly the state before the
+// transition (then running the transition again completes it) or exactly the
+// state after it (then replays are absorbed); either way the devices then
+// converge with every message in its recipient's history exactly once.
+
+const childExit = 77
+
+var cheapKDF = store.KDFParams{Time: 1, MemoryKiB: 8, Threads: 1}
+
+// fpWorld is a set of profiles and a file-backed relay under one directory,
+// shared by the test and the child processes it kills.
+type fpWorld struct {
+	root string
+}
+
+func (w fpWorld) profile(addr string) string {
+	return filepath.Join(w.root, strings.ReplaceAll(addr, "/", "_"))
+}
+func (w fpWorld) netFile() string { return filepath.Join(w.root, "relay.json") }
+
+// create makes a fresh profile for addr and publishes its prekeys.
+func (w fpWorld) create(addr string) error {
+	ctx := context.Background()
+	dir := w.profile(addr)
+	if err := os.RemoveAll(dir); err != nil {
+		return err
+	}
+	st, err := store.Create(ctx, dir, passphrase, store.Options{KDF: cheapKDF})
+	if err != nil {
+		return err
+	}
+	if _, err := engine.CreateProfile(ctx, st, engine.MustParseAddress(addr), "file://", nil, realNow()); err != nil {
+		st.Close()
+		return err
+	}
+	st.Close()
+	return w.do(addr, "maintain", nil)
+}
+
+// do runs one operation of one device, with fp as the failpoint hook of the
+// store and the engine.
+func (w fpWorld) do(addr, op string, fp engine.Failpoint) (err error) {
+	ctx := context.Background()
+	self := engine.MustParseAddress(addr)
+	st, err := store.Open(ctx, w.profile(addr), passphrase, store.Options{Failpoint: fp})
+	if err != nil {
+		return err
+	}
+	ep, err := enginetest.OpenFileEndpoint(w.netFile(), self)
+	if err != nil {
+		st.Close()
+		return err
+	}
+	c, err := engine.Open(ctx, engine.Config{Store: st, Relay: ep, Failpoint: fp})
+	if err != nil {
+		st.Close()
+		return err
+	}
+	defer func() {
+		if cerr := c.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	name, arg, _ := strings.Cut(op, ":")
+	peerArg, body, _ := strings.Cut(arg, ":")
+	var peer engine.Address
+	if peerArg != "" {
+		peer = engine.MustParseAddress(peerArg)
+	}
+	switch name {
+	case "maintain":
+		return c.Maintain(ctx)
+	case "send":
+		_, err := c.Send(ctx, peer, []byte(body))
+		return err
+	case "stage", "sync":
+		leased, err := ep.Receive(ctx)
+		if err != nil {
+			return err
+		}
+		if _, err := c.Stage(ctx, leased); err != nil {
+			return err
+		}
+		rows := make([]uint64, len(leased))
+		for i, l := range leased {
+			rows[i] = l.Row
+		}
+		if err := ep.Acknowledge(ctx, rows); err != nil {
+			return err
+		}
+		if name == "stage" {
+			return nil
+		}
+		_, err = c.ProcessStaged(ctx)
+		return err
+	case "process":
+		_, err := c.ProcessStaged(ctx)
+		return err
+	case "commitall", "discardall":
+		msgs, err := c.PendingInbound(ctx, engine.PageQuery{Limit: 100})
+		if err != nil {
+			return err
+		}
+		for _, m := range msgs {
+			if name == "commitall" {
+				_, err = c.Commit(ctx, m.Sender, m.ID)
+			} else {
+				_, err = c.Discard(ctx, m.Sender, m.ID, engine.DiscardOther)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	case "retry":
+		_, err := c.Retry(ctx, peer)
+		return err
+	case "abandonall":
+		msgs, err := c.PendingOutbound(ctx, engine.PageQuery{Limit: 100, Peer: &peer})
+		if err != nil {
+			return err
+		}
+		for _, m := range msgs {
+			if err := c.Abandon(ctx, peer, m.ID); err != nil {
+				return err
+			}
+		}
+		return nil
+	case "trust":
+		_, err := c.AcceptIdentity(ctx, peer)
+		return err
+	case "prune":
+		_, err := c.Prune(ctx, -1)
+		return err
+	case "present":
+		return c.MarkPresented(ctx)
+	case "down", "up":
+		ep.Network().SetDown(self, name == "down")
+		return ep.Save()
+	case "corrupt":
+		ep.Network().Inject(peer, []byte("not an envelope"))
+		return ep.Save()
+	}
+	return fmt.Errorf("unknown op %q", op)
+}
+
+// signature is what a device's durable state looks like, in counts.
+type signature struct {
+	PendingOut, PendingIn, HistoryIn, HistoryOut, Acked, Abandoned int
+	Staged, Quarantine                                             int
+	Sessions                                                       []uint64
+	Pinned                                                         int
+	OneTime, Signed                                                int
+	Published                                                      uint32
+	MarkerPresented                                                uint64
+}
+
+func (w fpWorld) signature(addr string, peers []string) (signature, error) {
+	ctx := context.Background()
+	st, err := store.Open(ctx, w.profile(addr), passphrase, store.Options{})
+	if err != nil {
+		return signature{}, err
+	}
+	defer st.Close()
+	var s signature
+	if s.PendingOut, err = st.CountOutbound(ctx, nil); err != nil {
+		return s, err
+	}
+	if s.PendingIn, err = st.CountInbound(ctx, nil); err != nil {
+		return s, err
+	}
+	for _, p := range peers {
+		if p == addr {
+			continue
+		}
+		pa := engine.MustParseAddress(p)
+		h, err := st.History(ctx, pa, 0, 1000)
+		if err != nil {
+			return s, err
+		}
+		for _, e := range h {
+			switch {
+			case e.Direction == engine.DirectionIn:
+				s.HistoryIn++
+			case e.State == engine.SentAcknowledged:
+				s.Acked++
+			case e.State == engine.SentAbandoned:
+				s.Abandoned++
+			default:
+				s.HistoryOut++
+			}
+		}
+		ps, err := st.Peer(ctx, pa)
+		if err != nil {
+			return s, err
+		}
+		s.Sessions = append(s.Sessions, ps.SessionVersion)
+		if ps.Pinned != nil {
+			s.Pinned++
+		}
+	}
+	staged, err := st.Staged(ctx, 0, 1000)
+	if err != nil {
+		return s, err
+	}
+	s.Staged = len(staged)
+	prof, err := st.Profile(ctx)
+	if err != nil {
+		return s, err
+	}
+	s.OneTime, s.Signed, s.Published, s.MarkerPresented = prof.OneTimeCount, len(prof.SignedPreKeys), prof.OneTimePublished, prof.MarkerPresented
+	return s, nil
+}
+
+type fpStep struct{ dev, op string }
+
+// fpScenario leads to one target transition and says what the conversation
+// must hold once the devices converged.
+type fpScenario struct {
+	name    string
+	devices []string
+	setup   []fpStep
+	target  fpStep
+	// want[recipient][sender] is the recipient's committed history from sender.
+	want map[string]map[string][]string
+	// abandoned is true when the scenario abandons its message: convergence
+	// then only requires that nothing stays pending.
+	noRetry bool
+}
+
+func fpScenarios() []fpScenario {
+	ab := []string{"alice/1", "bob/1"}
+	hello := map[string]map[string][]string{"bob/1": {"alice/1": {"hello"}}}
+	two := map[string]map[string][]string{"bob/1": {"alice/1": {"hello", "again"}}}
+	return []fpScenario{
+		{name: "first send", devices: ab, target: fpStep{"alice/1", "send:bob/1:hello"}, want: hello},
+		{name: "send on a session", devices: ab, setup: []fpStep{{"alice/1", "send:bob/1:hello"}, {"bob/1", "sync"}, {"bob/1", "commitall"}, {"alice/1", "sync"}},
+			target: fpStep{"alice/1", "send:bob/1:again"}, want: two},
+		{name: "stage", devices: ab, setup: []fpStep{{"alice/1", "send:bob/1:hello"}}, target: fpStep{"bob/1", "stage"}, want: hello},
+		{name: "handshake receive", devices: ab, setup: []fpStep{{"alice/1", "send:bob/1:hello"}, {"bob/1", "stage"}}, target: fpStep{"bob/1", "process"}, want: hello},
+		{name: "pairwise receive", devices: ab, setup: []fpStep{{"alice/1", "send:bob/1:hello"}, {"bob/1", "sync"}, {"alice/1", "send:bob/1:again"}, {"bob/1", "stage"}},
+			target: fpStep{"bob/1", "process"}, want: two},
+		{name: "commit", devices: ab, setup: []fpStep{{"alice/1", "send:bob/1:hello"}, {"bob/1", "sync"}}, target: fpStep{"bob/1", "commitall"}, want: hello},
+		{name: "discard", devices: ab, setup: []fpStep{{"alice/1", "send:bob/1:hello"}, {"bob/1", "sync"}}, target: fpStep{"bob/1", "discardall"},
+			want: map[string]map[string][]string{}},
+		{name: "ack receive", devices: ab, setup: []fpStep{{"alice/1", "send:bob/1:hello"}, {"bob/1", "sync"}, {"bob/1", "commitall"}, {"alice/1", "stage"}},
+			target: fpStep{"alice/1", "process"}, want: hello},
+		{name: "repeat receive", devices: ab, setup: []fpStep{{"alice/1", "send:bob/1:hello"}, {"bob/1", "sync"}, {"bob/1", "commitall"}, {"alice/1", "retry:bob/1"}, {"bob/1", "stage"}},
+			target: fpStep{"bob/1", "process"}, want: hello},
+		{name: "retry", devices: ab, setup: []fpStep{{"alice/1", "down"}, {"alice/1", "send:bob/1:hello"}, {"alice/1", "up"}}, target: fpStep{"alice/1", "retry:bob/1"}, want: hello},
+		{name: "abandon", devices: ab, setup: []fpStep{{"alice/1", "down"}, {"alice/1", "send:bob/1:hello"}}, target: fpStep{"alice/1", "abandonall:bob/1"},
+			want: map[string]map[string][]string{}, noRetry: true},
+		{name: "collision", devices: ab, setup: []fpStep{{"alice/1", "send:bob/1:hello"}, {"bob/1", "send:alice/1:hi"}, {"alice/1", "stage"}, {"bob/1", "stage"}},
+			target: fpStep{"bob/1", "process"}, want: map[string]map[string][]string{"bob/1": {"alice/1": {"hello"}}, "alice/1": {"bob/1": {"hi"}}}},
+		{name: "quarantine", devices: ab, setup: []fpStep{{"alice/1", "corrupt:bob/1"}, {"bob/1", "stage"}}, target: fpStep{"bob/1", "process"},
+			want: map[string]map[string][]string{}},
+		{name: "identity change", devices: ab, setup: []fpStep{{"alice/1", "send:bob/1:hello"}, {"bob/1", "sync"}, {"bob/1", "commitall"}, {"alice/1", "sync"}}, target: fpStep{"alice/1", "trust:bob/1"}, want: hello},
+		{name: "prune", devices: ab, setup: []fpStep{{"alice/1", "send:bob/1:hello"}, {"bob/1", "sync"}, {"bob/1", "commitall"}, {"alice/1", "sync"}}, target: fpStep{"bob/1", "prune"}, want: hello},
+		{name: "prekey publish", devices: ab, setup: []fpStep{{"alice/1", "send:bob/1:hello"}}, target: fpStep{"bob/1", "maintain"}, want: hello},
+		{name: "presented", devices: ab, setup: []fpStep{{"alice/1", "send:bob/1:hello"}}, target: fpStep{"alice/1", "present"}, want: hello},
+	}
+}
+
+// prepare builds the scenario's world up to its target.
+func (sc fpScenario) prepare(t *testing.T, root string) fpWorld {
+	t.Helper()
+	w := fpWorld{root: root}
+	for _, d := range sc.devices {
+		if err := w.create(d); err != nil {
+			t.Fatalf("create %s: %v", d, err)
+		}
+	}
+	for _, s := range sc.setup {
+		if err := w.do(s.dev, s.op, nil); err != nil {
+			t.Fatalf("setup %s %s: %v", s.dev, s.op, err)
+		}
+	}
+	return w
+}
+
+func (sc fpScenario) signatures(t *testing.T, w fpWorld) map[string]signature {
+	t.Helper()
+	out := map[string]signature{}
+	for _, d := range sc.devices {
+		s, err := w.signature(d, sc.devices)
+		if err != nil {
+			t.Fatalf("signature of %s: %v", d, err)
+		}
+		out[d] = s
+	}
+	return out
+}
+
+// converge runs sync, commit and retry rounds until nothing is pending on
+// any device and the relay holds nothing, then checks the histories.
+func (sc fpScenario) converge(t *testing.T, w fpWorld) error {
+	for round := 0; round < 6; round++ {
+		for _, d := range sc.devices {
+			for _, op := range []string{"sync", "commitall"} {
+				if err := w.do(d, op, nil); err != nil {
+					return fmt.Errorf("round %d: %s %s: %w", round, d, op, err)
+				}
+			}
+		}
+		for _, d := range sc.devices {
+			if err := w.do(d, "sync", nil); err != nil {
+				return err
+			}
+		}
+		pending := 0
+		for _, d := range sc.devices {
+			s, err := w.signature(d, sc.devices)
+			if err != nil {
+				return err
+			}
+			pending += s.PendingOut + s.PendingIn + s.Staged
+		}
+		if pending == 0 {
+			return sc.checkHistories(w)
+		}
+		if !sc.noRetry {
+			for _, d := range sc.devices {
+				for _, p := range sc.devices {
+					if p != d {
+						if err := w.do(d, "retry:"+p, nil); err != nil {
+							return err
+						}
+					}
+				}
+			}
+		}
+	}
+	return errors.New("no convergence after 6 rounds")
+}
+
+func (sc fpScenario) checkHistories(w fpWorld) error {
+	ctx := context.Background()
+	for _, r := range sc.devices {
+		st, err := store.Open(ctx, w.profile(r), passphrase, store.Options{})
+		if err != nil {
+			return err
+		}
+		for _, s := range sc.devices {
+			if s == r {
+				continue
+			}
+			h, err := st.History(ctx, engine.MustParseAddress(s), 0, 1000)
+			if err != nil {
+				st.Close()
+				return err
+			}
+			var got []string
+			for i := len(h) - 1; i >= 0; i-- {
+				if h[i].Direction == engine.DirectionIn {
+					got = append(got, string(h[i].Body))
+				}
+			}
+			if want := sc.want[r][s]; !reflect.DeepEqual(got, want) && !(len(got) == 0 && len(want) == 0) {
+				st.Close()
+				return fmt.Errorf("%s's history from %s is %q, want %q exactly once", r, s, got, want)
+			}
+		}
+		st.Close()
+	}
+	return nil
+}
+
+// TestFailpointChild is the child process of the hard-exit half: it runs one
+// operation and exits with childExit at the named point.
+func TestFailpointChild(t *testing.T) {
+	root := os.Getenv("PARLEY_FP_ROOT")
+	if root == "" {
+		t.Skip("only runs as a child of TestFailpointMatrix")
+	}
+	point := os.Getenv("PARLEY_FP_POINT")
+	hook := func(p string) error {
+		if p == point {
+			os.Exit(childExit)
+		}
+		return nil
+	}
+	if err := (fpWorld{root: root}).do(os.Getenv("PARLEY_FP_DEV"), os.Getenv("PARLEY_FP_OP"), hook); err != nil {
+		fmt.Fprintln(os.Stderr, "child:", err)
+		os.Exit(1)
+	}
+}
+
+func TestFailpointMatrix(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the failpoint matrix is long")
+	}
+	type result struct {
+		points     map[string]bool
+		kinds      map[string]bool
+		violations []string
+	}
+	var mu sync.Mutex
+	total := result{points: map[string]bool{}, kinds: map[string]bool{}}
+	record := func(point, violation string) {
+		mu.Lock()
+		defer mu.Unlock()
+		total.points[point] = true
+		if kind, _, ok := strings.Cut(point, "/"); ok {
+			total.kinds[kind] = true
+		}
+		if violation != "" {
+			total.violations = append(total.violations, violation)
+		}
+	}
+	for _, sc := range fpScenarios() {
+		t.Run(sc.name, func(t *testing.T) {
+			// A clean run names the points the target passes and the state
+			// before and after it.
+			w := sc.prepare(t, t.TempDir())
+			pre := sc.signatures(t, w)
+			var seen []string
+			seenSet := map[string]bool{}
+			if err := w.do(sc.target.dev, sc.target.op, func(p string) error {
+				if !seenSet[p] {
+					seenSet[p] = true
+					seen = append(seen, p)
+				}
+				return nil
+			}); err != nil {
+				t.Fatalf("clean run: %v", err)
+			}
+			post := sc.signatures(t, w)
+			if err := sc.converge(t, w); err != nil {
+				t.Fatalf("clean run does not converge: %v", err)
+			}
+			sort.Strings(seen)
+			for _, point := range seen {
+				for _, mode := range []string{"error", "exit"} {
+					point, mode := point, mode
+					name := fmt.Sprintf("%s/%s", point, mode)
+					w := sc.prepare(t, t.TempDir())
+					var err error
+					if mode == "error" {
+						err = w.do(sc.target.dev, sc.target.op, func(p string) error {
+							if p == point {
+								return errors.New("injected failure at " + p)
+							}
+							return nil
+						})
+					} else {
+						cmd := exec.Command(os.Args[0], "-test.run=^TestFailpointChild$")
+						cmd.Env = append(os.Environ(), "PARLEY_FP_ROOT="+w.root, "PARLEY_FP_POINT="+point,
+							"PARLEY_FP_DEV="+sc.target.dev, "PARLEY_FP_OP="+sc.target.op)
+						out, runErr := cmd.CombinedOutput()
+						var ee *exec.ExitError
+						if !errors.As(runErr, &ee) || ee.ExitCode() != childExit {
+							record(point, fmt.Sprintf("%s: child did not stop at the point: %v %s", name, runErr, out))
+							continue
+						}
+					}
+					_ = err
+					now := sc.signatures(t, w)
+					switch {
+					case reflect.DeepEqual(now, pre):
+						// Absent: the input is retried.
+						if err := w.do(sc.target.dev, sc.target.op, nil); err != nil {
+							record(point, fmt.Sprintf("%s: absent, but the retry failed: %v", name, err))
+							continue
+						}
+					case reflect.DeepEqual(now, post):
+						// Complete: replays are absorbed below.
+					default:
+						record(point, fmt.Sprintf("%s: state is neither before nor after the transition:\n before %+v\n after  %+v\n now    %+v", name, pre, post, now))
+						continue
+					}
+					if err := sc.converge(t, w); err != nil {
+						record(point, fmt.Sprintf("%s: %v", name, err))
+						continue
+					}
+					record(point, "")
+				}
+			}
+		})
+	}
+	for _, v := range total.violations {
+		t.Error(v)
+	}
+	summary := fmt.Sprintf("failpoint matrix: %d points, %d plan kinds, %d violations", len(total.points), len(total.kinds), len(total.violations))
+	t.Log(summary)
+	fmt.Println(summary)
+}
+
+func realNow() time.Time { return time.Now() }
