@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/parley-chat/parley/wire"
@@ -333,10 +332,4 @@ func (c *Client) prepareAck(ps *peerState, peer Address, id wire.LogicalID) (*Se
 	}
 	ps.session, ps.version = cand, ps.version+1
 	return &sw, &Outgoing{Envelope: env, IsAck: true}, nil
-}
-
-// errNotSent reports whether err is a failed hand-off of a stored message.
-func errNotSent(err error) bool {
-	var m *MessageNotSentError
-	return errors.As(err, &m)
 }
