@@ -1,0 +1,291 @@
+package relaystore
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/parley-chat/parley/wire"
+)
+
+// Memory is a Store that keeps everything in the process: fast, and gone when
+// the process stops.
+type Memory struct {
+	limits  Limits
+	relayID [32]byte
+
+	mu      sync.Mutex
+	closed  bool
+	next    uint64 // the last row handed out
+	keys    map[string][32]byte
+	bundles map[string]*memBundle
+	boxes   map[string]*memBox
+}
+
+type memBundle struct {
+	bundle  wire.Bundle
+	oneTime []wire.OneTimePreKeyPublic // oldest first
+	ids     map[uint32]bool
+}
+
+type memBox struct {
+	rows  []*memRow // ascending IDs: FIFO
+	bytes int64
+}
+
+type memRow struct {
+	id      uint64
+	env     []byte
+	holder  string
+	until   time.Time
+	deleted bool
+}
+
+var _ Store = (*Memory)(nil)
+
+// NewMemory returns an empty in-memory store with a random relay ID.
+//
+// Rows start from the wall clock in nanoseconds rather than from 1, so that a
+// relay restarted with empty memory does not hand out row numbers a client
+// may still hold from before the restart and acknowledge later: that
+// acknowledgement would delete an envelope the client never saw.
+func NewMemory(l Limits) *Memory {
+	m := &Memory{
+		limits:  l.WithDefaults(),
+		next:    uint64(time.Now().UnixNano()),
+		keys:    make(map[string][32]byte),
+		bundles: make(map[string]*memBundle),
+		boxes:   make(map[string]*memBox),
+	}
+	rand.Read(m.relayID[:])
+	return m
+}
+
+func (m *Memory) lock() error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return ErrClosed
+	}
+	return nil
+}
+
+// RelayID implements Store.
+func (m *Memory) RelayID(context.Context) ([32]byte, error) { return m.relayID, nil }
+
+// Register implements Store.
+func (m *Memory) Register(_ context.Context, address string, key [32]byte, replace bool) (bool, error) {
+	if err := m.lock(); err != nil {
+		return false, err
+	}
+	defer m.mu.Unlock()
+	old, ok := m.keys[address]
+	switch {
+	case !ok:
+		m.keys[address] = key
+		return false, nil
+	case old == key:
+		return false, nil
+	case !replace:
+		return false, fmt.Errorf("register %s: %w", address, ErrAddressTaken)
+	}
+	m.keys[address] = key
+	delete(m.bundles, address)
+	return true, nil
+}
+
+// PutBundle implements Store.
+func (m *Memory) PutBundle(_ context.Context, address string, key [32]byte, b wire.Bundle, oneTime []wire.OneTimePreKeyPublic) (int, error) {
+	if err := m.lock(); err != nil {
+		return 0, err
+	}
+	defer m.mu.Unlock()
+	if k, ok := m.keys[address]; !ok || k != key {
+		return 0, fmt.Errorf("publish bundle of %s: %w", address, ErrKeyMismatch)
+	}
+	pb := m.bundles[address]
+	if pb == nil {
+		pb = &memBundle{ids: make(map[uint32]bool)}
+		m.bundles[address] = pb
+	}
+	b.OneTimePreKey = nil
+	pb.bundle = b
+	added := 0
+	for _, k := range oneTime {
+		if len(pb.oneTime) >= m.limits.OneTimePreKeys {
+			break
+		}
+		if pb.ids[k.ID] {
+			continue
+		}
+		pb.ids[k.ID] = true
+		pb.oneTime = append(pb.oneTime, k)
+		added++
+	}
+	return added, nil
+}
+
+// TakeBundle implements Store.
+func (m *Memory) TakeBundle(_ context.Context, address string) (wire.Bundle, error) {
+	if err := m.lock(); err != nil {
+		return wire.Bundle{}, err
+	}
+	defer m.mu.Unlock()
+	pb := m.bundles[address]
+	if pb == nil {
+		return wire.Bundle{}, fmt.Errorf("fetch bundle of %s: %w", address, ErrNoBundle)
+	}
+	b := pb.bundle
+	if len(pb.oneTime) > 0 {
+		k := pb.oneTime[0]
+		pb.oneTime = pb.oneTime[1:]
+		delete(pb.ids, k.ID)
+		b.OneTimePreKey = &k
+	}
+	return b, nil
+}
+
+// OneTimePreKeys implements Store.
+func (m *Memory) OneTimePreKeys(_ context.Context, address string) (int, error) {
+	if err := m.lock(); err != nil {
+		return 0, err
+	}
+	defer m.mu.Unlock()
+	if pb := m.bundles[address]; pb != nil {
+		return len(pb.oneTime), nil
+	}
+	return 0, nil
+}
+
+// Append implements Store.
+func (m *Memory) Append(_ context.Context, recipient string, env []byte, copies int) ([]uint64, error) {
+	if copies < 1 {
+		return nil, fmt.Errorf("append to %s: %d copies", recipient, copies)
+	}
+	if err := m.lock(); err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	if _, ok := m.keys[recipient]; !ok {
+		return nil, fmt.Errorf("append to %s: %w", recipient, ErrNotRegistered)
+	}
+	box := m.boxes[recipient]
+	if box == nil {
+		box = &memBox{}
+		m.boxes[recipient] = box
+	}
+	size := int64(len(env)) * int64(copies)
+	if len(box.rows)+copies > m.limits.MailboxEnvelopes || box.bytes+size > m.limits.MailboxBytes {
+		return nil, fmt.Errorf("append to %s: %w", recipient, ErrMailboxFull)
+	}
+	env = slices.Clone(env)
+	rows := make([]uint64, copies)
+	for i := range rows {
+		m.next++
+		rows[i] = m.next
+		box.rows = append(box.rows, &memRow{id: m.next, env: env})
+	}
+	box.bytes += size
+	return rows, nil
+}
+
+// Lease implements Store.
+func (m *Memory) Lease(_ context.Context, recipient, holder string, max int, now, until time.Time) ([]Row, error) {
+	if err := m.lock(); err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	box := m.boxes[recipient]
+	if box == nil || max <= 0 {
+		return nil, nil
+	}
+	var out []Row
+	for _, r := range box.rows {
+		if r.holder != "" && now.Before(r.until) {
+			continue
+		}
+		r.holder, r.until = holder, until
+		out = append(out, Row{ID: r.id, Envelope: r.env})
+		if len(out) == max {
+			break
+		}
+	}
+	return out, nil
+}
+
+// Release implements Store.
+func (m *Memory) Release(_ context.Context, recipient, holder string) error {
+	if err := m.lock(); err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	if box := m.boxes[recipient]; box != nil {
+		for _, r := range box.rows {
+			if r.holder == holder {
+				r.holder, r.until = "", time.Time{}
+			}
+		}
+	}
+	return nil
+}
+
+// Ack implements Store.
+func (m *Memory) Ack(_ context.Context, recipient string, rows []uint64) (int, error) {
+	if err := m.lock(); err != nil {
+		return 0, err
+	}
+	defer m.mu.Unlock()
+	box := m.boxes[recipient]
+	if box == nil {
+		return 0, nil
+	}
+	n := 0
+	for _, id := range rows {
+		i, ok := slices.BinarySearchFunc(box.rows, id, func(r *memRow, id uint64) int {
+			switch {
+			case r.id < id:
+				return -1
+			case r.id > id:
+				return 1
+			}
+			return 0
+		})
+		if ok && !box.rows[i].deleted {
+			box.rows[i].deleted = true
+			box.bytes -= int64(len(box.rows[i].env))
+			n++
+		}
+	}
+	if n > 0 {
+		box.rows = slices.DeleteFunc(box.rows, func(r *memRow) bool { return r.deleted })
+	}
+	if len(box.rows) == 0 {
+		delete(m.boxes, recipient)
+	}
+	return n, nil
+}
+
+// Stats implements Store.
+func (m *Memory) Stats(context.Context) (Stats, error) {
+	if err := m.lock(); err != nil {
+		return Stats{}, err
+	}
+	defer m.mu.Unlock()
+	s := Stats{Registrations: len(m.keys)}
+	for _, b := range m.boxes {
+		s.Envelopes += len(b.rows)
+		s.Bytes += b.bytes
+	}
+	return s, nil
+}
+
+// Close implements Store.
+func (m *Memory) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.closed = true
+	return nil
+}

@@ -1,0 +1,44 @@
+-- The relay's durable state, version 1. Every statement is idempotent.
+
+-- meta holds the relay's identity ("relay_id", 32 bytes).
+CREATE TABLE IF NOT EXISTS meta (
+	key   TEXT PRIMARY KEY,
+	value BLOB NOT NULL
+) STRICT;
+
+-- The first Ed25519 key to authenticate as an address owns it.
+CREATE TABLE IF NOT EXISTS registrations (
+	address     TEXT PRIMARY KEY,
+	signing_key BLOB NOT NULL
+) STRICT;
+
+-- The current bundle of an address, encoded without a one-time prekey.
+CREATE TABLE IF NOT EXISTS bundles (
+	address TEXT PRIMARY KEY,
+	bundle  BLOB NOT NULL
+) STRICT;
+
+-- One-time prekeys, handed out oldest first (seq) and deleted as they go.
+CREATE TABLE IF NOT EXISTS one_time_prekeys (
+	seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+	address    TEXT NOT NULL,
+	id         INTEGER NOT NULL,
+	public_key BLOB NOT NULL,
+	UNIQUE (address, id)
+);
+
+-- Mailboxes: row is the number a recipient acknowledges an envelope by.
+-- AUTOINCREMENT never reuses a number, even after the newest row is deleted.
+CREATE TABLE IF NOT EXISTS envelopes (
+	row       INTEGER PRIMARY KEY AUTOINCREMENT,
+	recipient TEXT NOT NULL,
+	envelope  BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS envelopes_by_recipient ON envelopes (recipient, row);
+
+-- Running totals per mailbox, so that the limits cost one lookup.
+CREATE TABLE IF NOT EXISTS mailboxes (
+	recipient TEXT PRIMARY KEY,
+	envelopes INTEGER NOT NULL,
+	bytes     INTEGER NOT NULL
+) STRICT;

@@ -1,0 +1,606 @@
+package relaystore
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	_ "embed"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/parley-chat/parley/wire"
+	_ "modernc.org/sqlite" // the "sqlite" database/sql driver, pure Go
+)
+
+//go:embed schema.sql
+var schema string
+
+// schemaVersion is stored in PRAGMA user_version.
+const schemaVersion = 1
+
+// FileName is the database file SQLite keeps in its directory.
+const FileName = "relay.db"
+
+// maxGroup is the most appends one transaction commits together.
+const maxGroup = 256
+
+// SQLite is a Store in one SQLite file (WAL, synchronous=FULL): every append,
+// acknowledgement, registration and bundle change is on disk before its call
+// returns, so a relay killed at any moment restarts with every envelope it
+// accepted, in order. Leases are kept in memory: after a restart every
+// envelope is delivered again.
+//
+// Appends arriving together are committed in one transaction (group commit):
+// one fsync for many senders, and each still returns only after its commit.
+type SQLite struct {
+	db      *sql.DB
+	limits  Limits
+	relayID [32]byte
+
+	// sendMu guards closed: Append sends on appends under the read lock,
+	// so once Close holds the write lock no request can still arrive.
+	sendMu  sync.RWMutex
+	closed  bool
+	appends chan *appendReq
+	stop    chan struct{}
+	done    chan struct{}
+
+	closeOnce sync.Once
+	closeErr  error
+
+	leaseMu sync.Mutex
+	leases  map[string]map[uint64]lease // recipient -> row -> lease
+}
+
+type lease struct {
+	holder string
+	until  time.Time
+}
+
+type appendReq struct {
+	recipient string
+	env       []byte
+	copies    int
+	rows      []uint64
+	err       error
+	done      chan struct{}
+}
+
+var _ Store = (*SQLite)(nil)
+
+// OpenSQLite opens or creates the relay database in dir (created if needed).
+func OpenSQLite(ctx context.Context, dir string, l Limits) (*SQLite, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("relaystore: create %s: %w", dir, err)
+	}
+	abs, err := filepath.Abs(filepath.Join(dir, FileName))
+	if err != nil {
+		return nil, fmt.Errorf("relaystore: %w", err)
+	}
+	db, err := sql.Open("sqlite", dsn(abs))
+	if err != nil {
+		return nil, fmt.Errorf("relaystore: open %s: %w", abs, err)
+	}
+	// One connection: SQLite has one writer anyway, and the lease table and
+	// the group committer rely on statements not interleaving across
+	// connections.
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	db.SetConnMaxLifetime(0)
+	db.SetConnMaxIdleTime(0)
+	s := &SQLite{db: db, limits: l.WithDefaults(), leases: make(map[string]map[uint64]lease),
+		appends: make(chan *appendReq, maxGroup), stop: make(chan struct{}), done: make(chan struct{})}
+	if err := s.init(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("relaystore: open %s: %w", abs, err)
+	}
+	go s.commitLoop()
+	return s, nil
+}
+
+// dsn sets the pragmas of the connection: WAL, so that a commit is one
+// append and one fsync of the log; synchronous=FULL, so that a commit that
+// returned survives a power cut (NORMAL could lose the last ones, and the
+// relay has already told their senders "accepted"); BEGIN IMMEDIATE for
+// every transaction.
+func dsn(path string) string {
+	u := url.URL{Path: path}
+	return "file:" + u.EscapedPath() +
+		"?_pragma=busy_timeout(5000)" +
+		"&_pragma=journal_mode(WAL)" +
+		"&_pragma=synchronous(FULL)" +
+		"&_txlock=immediate"
+}
+
+func (s *SQLite) init(ctx context.Context) error {
+	var mode string
+	if err := s.db.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		return err
+	}
+	if mode != "wal" {
+		return fmt.Errorf("journal mode is %q, want wal", mode)
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var version int
+	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+		return err
+	}
+	if version > schemaVersion {
+		return fmt.Errorf("schema version %d is newer than this build's %d", version, schemaVersion)
+	}
+	if version == 0 {
+		for _, stmt := range strings.Split(schema, ";") {
+			if strings.TrimSpace(stripComments(stmt)) == "" {
+				continue
+			}
+			if _, err := tx.ExecContext(ctx, stmt); err != nil {
+				return fmt.Errorf("create schema: %w", err)
+			}
+		}
+		// Rows start from the wall clock in nanoseconds (see NewMemory): a
+		// relay whose data directory was wiped must not reuse row numbers
+		// that clients may still acknowledge.
+		if _, err := tx.ExecContext(ctx, "INSERT INTO sqlite_sequence (name, seq) VALUES ('envelopes', ?)", time.Now().UnixNano()); err != nil {
+			return fmt.Errorf("seed rows: %w", err)
+		}
+		var id [32]byte
+		rand.Read(id[:])
+		if _, err := tx.ExecContext(ctx, "INSERT INTO meta (key, value) VALUES ('relay_id', ?)", id[:]); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {
+			return err
+		}
+	}
+	var id []byte
+	if err := tx.QueryRowContext(ctx, "SELECT value FROM meta WHERE key = 'relay_id'").Scan(&id); err != nil {
+		return fmt.Errorf("read relay id: %w", err)
+	}
+	if len(id) != 32 {
+		return fmt.Errorf("relay id of %d bytes", len(id))
+	}
+	copy(s.relayID[:], id)
+	return tx.Commit()
+}
+
+func stripComments(stmt string) string {
+	var b strings.Builder
+	for line := range strings.SplitSeq(stmt, "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(line), "--") {
+			b.WriteString(line)
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
+
+// RelayID implements Store.
+func (s *SQLite) RelayID(context.Context) ([32]byte, error) { return s.relayID, nil }
+
+// inTx runs fn in one BEGIN IMMEDIATE transaction.
+func (s *SQLite) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	select {
+	case <-s.stop:
+		return ErrClosed
+	default:
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// Register implements Store.
+func (s *SQLite) Register(ctx context.Context, address string, key [32]byte, replace bool) (bool, error) {
+	replaced := false
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		var old []byte
+		err := tx.QueryRowContext(ctx, "SELECT signing_key FROM registrations WHERE address = ?", address).Scan(&old)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			_, err = tx.ExecContext(ctx, "INSERT INTO registrations (address, signing_key) VALUES (?, ?)", address, key[:])
+			return err
+		case err != nil:
+			return err
+		case string(old) == string(key[:]):
+			return nil
+		case !replace:
+			return ErrAddressTaken
+		}
+		if _, err := tx.ExecContext(ctx, "UPDATE registrations SET signing_key = ? WHERE address = ?", key[:], address); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, "DELETE FROM bundles WHERE address = ?", address); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, "DELETE FROM one_time_prekeys WHERE address = ?", address); err != nil {
+			return err
+		}
+		replaced = true
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("register %s: %w", address, err)
+	}
+	return replaced, nil
+}
+
+func registeredKey(ctx context.Context, tx *sql.Tx, address string) ([]byte, error) {
+	var k []byte
+	err := tx.QueryRowContext(ctx, "SELECT signing_key FROM registrations WHERE address = ?", address).Scan(&k)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotRegistered
+	}
+	return k, err
+}
+
+// PutBundle implements Store.
+func (s *SQLite) PutBundle(ctx context.Context, address string, key [32]byte, b wire.Bundle, oneTime []wire.OneTimePreKeyPublic) (int, error) {
+	b.OneTimePreKey = nil
+	enc, err := wire.EncodeBundle(b)
+	if err != nil {
+		return 0, fmt.Errorf("publish bundle of %s: %w", address, err)
+	}
+	added := 0
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		k, err := registeredKey(ctx, tx, address)
+		if errors.Is(err, ErrNotRegistered) || err == nil && string(k) != string(key[:]) {
+			return ErrKeyMismatch
+		} else if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, "INSERT INTO bundles (address, bundle) VALUES (?, ?) ON CONFLICT (address) DO UPDATE SET bundle = excluded.bundle", address, enc); err != nil {
+			return err
+		}
+		var n int
+		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM one_time_prekeys WHERE address = ?", address).Scan(&n); err != nil {
+			return err
+		}
+		ins, err := tx.PrepareContext(ctx, "INSERT INTO one_time_prekeys (address, id, public_key) VALUES (?, ?, ?) ON CONFLICT (address, id) DO NOTHING")
+		if err != nil {
+			return err
+		}
+		defer ins.Close()
+		for _, otk := range oneTime {
+			if n >= s.limits.OneTimePreKeys {
+				break
+			}
+			res, err := ins.ExecContext(ctx, address, otk.ID, otk.PublicKey[:])
+			if err != nil {
+				return err
+			}
+			if c, _ := res.RowsAffected(); c > 0 {
+				n++
+				added++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("publish bundle of %s: %w", address, err)
+	}
+	return added, nil
+}
+
+// TakeBundle implements Store.
+func (s *SQLite) TakeBundle(ctx context.Context, address string) (wire.Bundle, error) {
+	var b wire.Bundle
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		var enc []byte
+		err := tx.QueryRowContext(ctx, "SELECT bundle FROM bundles WHERE address = ?", address).Scan(&enc)
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrNoBundle
+		} else if err != nil {
+			return err
+		}
+		if b, err = wire.DecodeBundle(enc); err != nil {
+			return err
+		}
+		var seq int64
+		var k wire.OneTimePreKeyPublic
+		var pub []byte
+		err = tx.QueryRowContext(ctx, "SELECT seq, id, public_key FROM one_time_prekeys WHERE address = ? ORDER BY seq LIMIT 1", address).Scan(&seq, &k.ID, &pub)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+		copy(k.PublicKey[:], pub)
+		if _, err := tx.ExecContext(ctx, "DELETE FROM one_time_prekeys WHERE seq = ?", seq); err != nil {
+			return err
+		}
+		b.OneTimePreKey = &k
+		return nil
+	})
+	if err != nil {
+		return wire.Bundle{}, fmt.Errorf("fetch bundle of %s: %w", address, err)
+	}
+	return b, nil
+}
+
+// OneTimePreKeys implements Store.
+func (s *SQLite) OneTimePreKeys(ctx context.Context, address string) (int, error) {
+	var n int
+	if err := s.db.QueryRowContext(ctx, "SELECT count(*) FROM one_time_prekeys WHERE address = ?", address).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count one-time prekeys of %s: %w", address, err)
+	}
+	return n, nil
+}
+
+// Append implements Store. The request joins the next group commit.
+func (s *SQLite) Append(ctx context.Context, recipient string, env []byte, copies int) ([]uint64, error) {
+	if copies < 1 {
+		return nil, fmt.Errorf("append to %s: %d copies", recipient, copies)
+	}
+	r := &appendReq{recipient: recipient, env: env, copies: copies, done: make(chan struct{})}
+	s.sendMu.RLock()
+	if s.closed {
+		s.sendMu.RUnlock()
+		return nil, ErrClosed
+	}
+	select {
+	case s.appends <- r:
+		s.sendMu.RUnlock()
+	case <-ctx.Done():
+		s.sendMu.RUnlock()
+		return nil, ctx.Err()
+	}
+	// Once queued, the request is committed or failed whatever ctx says: the
+	// caller must not report it refused while it may be on disk.
+	<-r.done
+	if r.err != nil {
+		return nil, fmt.Errorf("append to %s: %w", recipient, r.err)
+	}
+	return r.rows, nil
+}
+
+// commitLoop commits queued appends in groups until Close.
+func (s *SQLite) commitLoop() {
+	defer close(s.done)
+	for {
+		var group []*appendReq
+		select {
+		case r := <-s.appends:
+			group = append(group, r)
+		case <-s.stop:
+			s.failQueued()
+			return
+		}
+	more:
+		for len(group) < maxGroup {
+			select {
+			case r := <-s.appends:
+				group = append(group, r)
+			default:
+				break more
+			}
+		}
+		s.commitGroup(group)
+	}
+}
+
+func (s *SQLite) failQueued() {
+	for {
+		select {
+		case r := <-s.appends:
+			r.err = ErrClosed
+			close(r.done)
+		default:
+			return
+		}
+	}
+}
+
+// commitGroup appends every request of the group in one transaction. A
+// request refused on its own (unknown recipient, full mailbox) stores
+// nothing and does not affect the others; a database error fails them all.
+func (s *SQLite) commitGroup(group []*appendReq) {
+	ctx := context.Background()
+	err := func() error {
+		tx, err := s.db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
+		ins, err := tx.PrepareContext(ctx, "INSERT INTO envelopes (recipient, envelope) VALUES (?, ?) RETURNING row")
+		if err != nil {
+			return err
+		}
+		defer ins.Close()
+		for _, r := range group {
+			r.rows, r.err = nil, nil
+			if err := s.appendTx(ctx, tx, ins, r); err != nil {
+				if errors.Is(err, ErrNotRegistered) || errors.Is(err, ErrMailboxFull) {
+					r.err = err
+					continue
+				}
+				return err
+			}
+		}
+		return tx.Commit()
+	}()
+	for _, r := range group {
+		if err != nil {
+			r.rows, r.err = nil, err
+		}
+		close(r.done)
+	}
+}
+
+func (s *SQLite) appendTx(ctx context.Context, tx *sql.Tx, ins *sql.Stmt, r *appendReq) error {
+	if _, err := registeredKey(ctx, tx, r.recipient); err != nil {
+		return err
+	}
+	var count int
+	var bytes int64
+	err := tx.QueryRowContext(ctx, "SELECT envelopes, bytes FROM mailboxes WHERE recipient = ?", r.recipient).Scan(&count, &bytes)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return err
+	}
+	size := int64(len(r.env)) * int64(r.copies)
+	if count+r.copies > s.limits.MailboxEnvelopes || bytes+size > s.limits.MailboxBytes {
+		return ErrMailboxFull
+	}
+	for range r.copies {
+		var row int64
+		if err := ins.QueryRowContext(ctx, r.recipient, r.env).Scan(&row); err != nil {
+			return err
+		}
+		r.rows = append(r.rows, uint64(row))
+	}
+	_, err = tx.ExecContext(ctx, `INSERT INTO mailboxes (recipient, envelopes, bytes) VALUES (?, ?, ?)
+		ON CONFLICT (recipient) DO UPDATE SET envelopes = envelopes + excluded.envelopes, bytes = bytes + excluded.bytes`,
+		r.recipient, r.copies, size)
+	return err
+}
+
+// Lease implements Store.
+func (s *SQLite) Lease(ctx context.Context, recipient, holder string, max int, now, until time.Time) ([]Row, error) {
+	if max <= 0 {
+		return nil, nil
+	}
+	s.leaseMu.Lock()
+	defer s.leaseMu.Unlock()
+	held := s.leases[recipient]
+	for row, l := range held {
+		if !now.Before(l.until) {
+			delete(held, row)
+		}
+	}
+	// Rows under a live lease are skipped, so ask for that many more.
+	rows, err := s.db.QueryContext(ctx, "SELECT row, envelope FROM envelopes WHERE recipient = ? ORDER BY row LIMIT ?", recipient, max+len(held))
+	if err != nil {
+		return nil, fmt.Errorf("lease from %s: %w", recipient, err)
+	}
+	defer rows.Close()
+	var out []Row
+	for rows.Next() && len(out) < max {
+		var r Row
+		var id int64
+		if err := rows.Scan(&id, &r.Envelope); err != nil {
+			return nil, fmt.Errorf("lease from %s: %w", recipient, err)
+		}
+		r.ID = uint64(id)
+		if _, ok := held[r.ID]; ok {
+			continue
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("lease from %s: %w", recipient, err)
+	}
+	if len(out) > 0 && held == nil {
+		held = make(map[uint64]lease)
+		s.leases[recipient] = held
+	}
+	for _, r := range out {
+		held[r.ID] = lease{holder: holder, until: until}
+	}
+	return out, nil
+}
+
+// Release implements Store.
+func (s *SQLite) Release(_ context.Context, recipient, holder string) error {
+	s.leaseMu.Lock()
+	defer s.leaseMu.Unlock()
+	held := s.leases[recipient]
+	for row, l := range held {
+		if l.holder == holder {
+			delete(held, row)
+		}
+	}
+	if len(held) == 0 {
+		delete(s.leases, recipient)
+	}
+	return nil
+}
+
+// Ack implements Store.
+func (s *SQLite) Ack(ctx context.Context, recipient string, rows []uint64) (int, error) {
+	if len(rows) == 0 {
+		return 0, nil
+	}
+	n := 0
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		del, err := tx.PrepareContext(ctx, "DELETE FROM envelopes WHERE row = ? AND recipient = ? RETURNING length(envelope)")
+		if err != nil {
+			return err
+		}
+		defer del.Close()
+		var bytes int64
+		for _, row := range rows {
+			if row > 1<<63-1 {
+				continue
+			}
+			var size int64
+			err := del.QueryRowContext(ctx, int64(row), recipient).Scan(&size)
+			if errors.Is(err, sql.ErrNoRows) {
+				continue
+			} else if err != nil {
+				return err
+			}
+			n++
+			bytes += size
+		}
+		if n == 0 {
+			return nil
+		}
+		if _, err := tx.ExecContext(ctx, "UPDATE mailboxes SET envelopes = envelopes - ?, bytes = bytes - ? WHERE recipient = ?", n, bytes, recipient); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, "DELETE FROM mailboxes WHERE recipient = ? AND envelopes = 0", recipient)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("acknowledge rows of %s: %w", recipient, err)
+	}
+	s.leaseMu.Lock()
+	if held := s.leases[recipient]; held != nil {
+		for _, row := range rows {
+			delete(held, row)
+		}
+	}
+	s.leaseMu.Unlock()
+	return n, nil
+}
+
+// Stats implements Store.
+func (s *SQLite) Stats(ctx context.Context) (Stats, error) {
+	var st Stats
+	err := s.db.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM registrations),
+		(SELECT coalesce(sum(envelopes), 0) FROM mailboxes), (SELECT coalesce(sum(bytes), 0) FROM mailboxes)`).
+		Scan(&st.Registrations, &st.Envelopes, &st.Bytes)
+	if err != nil {
+		return Stats{}, fmt.Errorf("relay stats: %w", err)
+	}
+	return st, nil
+}
+
+// Close implements Store: it fails appends still queued, waits for the
+// group in flight and closes the database.
+func (s *SQLite) Close() error {
+	s.closeOnce.Do(func() {
+		s.sendMu.Lock()
+		s.closed = true
+		s.sendMu.Unlock()
+		close(s.stop)
+		<-s.done
+		s.closeErr = s.db.Close()
+	})
+	return s.closeErr
+}
