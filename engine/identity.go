@@ -2,7 +2,6 @@ package engine
 
 import (
 	"bytes"
-	"crypto/ecdh"
 	"crypto/ed25519"
 	"crypto/sha256"
 	"crypto/sha512"
@@ -66,7 +65,7 @@ func (k IdentityKey) Fingerprint() string {
 // Identity is a device's own identity with its private keys.
 type Identity struct {
 	signing ed25519.PrivateKey
-	dh      *ecdh.PrivateKey
+	dh      *x25519Key
 	public  IdentityKey
 }
 
@@ -84,10 +83,10 @@ func NewIdentity(r io.Reader) (*Identity, error) {
 	return identityFrom(ed25519.NewKeyFromSeed(seed[:]), dhKey), nil
 }
 
-func identityFrom(signing ed25519.PrivateKey, dhKey *ecdh.PrivateKey) *Identity {
+func identityFrom(signing ed25519.PrivateKey, dhKey *x25519Key) *Identity {
 	id := &Identity{signing: signing, dh: dhKey}
 	copy(id.public.SigningKey[:], signing.Public().(ed25519.PublicKey))
-	copy(id.public.DHKey[:], dhKey.PublicKey().Bytes())
+	copy(id.public.DHKey[:], dhKey.pub[:])
 	msg := append([]byte(labelIdentityDH), id.public.DHKey[:]...)
 	copy(id.public.Signature[:], ed25519.Sign(signing, msg))
 	return id

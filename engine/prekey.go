@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"crypto/ecdh"
 	"crypto/ed25519"
 	"crypto/mlkem"
 	"encoding/binary"
@@ -38,7 +37,7 @@ type SignedPreKey struct {
 	ID        uint32
 	Created   int64 // unix seconds
 	Expires   int64 // unix seconds
-	key       *ecdh.PrivateKey
+	key       *x25519Key
 	Signature [64]byte
 }
 
@@ -55,7 +54,7 @@ type KEMPreKey struct {
 // OneTimePreKey is an X25519 prekey that the relay hands out at most once.
 type OneTimePreKey struct {
 	ID  uint32
-	key *ecdh.PrivateKey
+	key *x25519Key
 }
 
 func prekeySigningMessage(label string, id uint32, created, expires int64, pub []byte) []byte {
@@ -75,14 +74,14 @@ func NewSignedPreKey(r io.Reader, id *Identity, keyID uint32, now time.Time) (*S
 		return nil, fmt.Errorf("generate signed prekey: %w", err)
 	}
 	spk := &SignedPreKey{ID: keyID, Created: now.Unix(), Expires: now.Add(SignedPreKeyLifetime).Unix(), key: k}
-	copy(spk.Signature[:], id.Sign(prekeySigningMessage(labelSignedPreKey, keyID, spk.Created, spk.Expires, k.PublicKey().Bytes())))
+	copy(spk.Signature[:], id.Sign(prekeySigningMessage(labelSignedPreKey, keyID, spk.Created, spk.Expires, k.pub[:])))
 	return spk, nil
 }
 
 // Public returns the prekey as published in a bundle.
 func (k *SignedPreKey) Public() wire.SignedPreKeyPublic {
 	p := wire.SignedPreKeyPublic{ID: k.ID, Created: k.Created, Expires: k.Expires, Signature: k.Signature}
-	copy(p.PublicKey[:], k.key.PublicKey().Bytes())
+	copy(p.PublicKey[:], k.key.pub[:])
 	return p
 }
 
@@ -121,7 +120,7 @@ func NewOneTimePreKey(r io.Reader, keyID uint32) (*OneTimePreKey, error) {
 // Public returns the prekey as published.
 func (k *OneTimePreKey) Public() wire.OneTimePreKeyPublic {
 	p := wire.OneTimePreKeyPublic{ID: k.ID}
-	copy(p.PublicKey[:], k.key.PublicKey().Bytes())
+	copy(p.PublicKey[:], k.key.pub[:])
 	return p
 }
 

@@ -3,7 +3,6 @@ package engine
 import (
 	"crypto/aes"
 	"crypto/cipher"
-	"crypto/ecdh"
 	"crypto/sha256"
 	"fmt"
 
@@ -111,7 +110,7 @@ type skippedKey struct {
 // ratchet is the Double Ratchet state of one session.
 type ratchet struct {
 	root   [32]byte
-	dhs    *ecdh.PrivateKey // own ratchet key
+	dhs    *x25519Key // own ratchet key
 	dhsPub [32]byte
 	dhr    [32]byte // peer's ratchet key; valid when hasDHR
 	hasDHR bool
@@ -127,9 +126,9 @@ type ratchet struct {
 	order   []skippedKey // insertion order, oldest first, for eviction
 }
 
-func (r *ratchet) setDHS(k *ecdh.PrivateKey) {
+func (r *ratchet) setDHS(k *x25519Key) {
 	r.dhs = k
-	copy(r.dhsPub[:], k.PublicKey().Bytes())
+	copy(r.dhsPub[:], k.pub[:])
 }
 
 // clone returns a deep copy.
@@ -147,21 +146,27 @@ func (r *ratchet) clone() *ratchet {
 
 // encrypt encrypts plaintext on the sending chain. The associated data is
 // adPrefix (which binds the session and the envelope) followed by the header.
-func (r *ratchet) encrypt(adPrefix, plaintext []byte) wire.RatchetMessage {
+//
+// It returns the message and its encoding (the header followed by the
+// ciphertext, as wire lays out a ratchet message), built in one buffer whose
+// tail is the message's Ciphertext.
+func (r *ratchet) encrypt(adPrefix, plaintext []byte) (wire.RatchetMessage, []byte) {
 	mk, next := chainStep(&r.cks)
 	h := wire.RatchetHeader{RatchetKey: r.dhsPub, PreviousChainLength: r.pn, MessageNumber: r.ns}
 	r.cks = next
 	r.ns++
 	ad, _ := h.AppendBinary(adPrefix)
 	aead := mk.aead()
-	ct := aead.Seal(make([]byte, 0, len(plaintext)+aead.Overhead()), mk.nonce[:], plaintext, ad)
-	return wire.RatchetMessage{Header: h, Ciphertext: ct}
+	buf := make([]byte, 0, wire.RatchetHeaderSize+len(plaintext)+aead.Overhead())
+	buf, _ = h.AppendBinary(buf)
+	buf = aead.Seal(buf, mk.nonce[:], plaintext, ad)
+	return wire.RatchetMessage{Header: h, Ciphertext: buf[wire.RatchetHeaderSize:]}, buf
 }
 
 // decrypt authenticates and decrypts m. It changes r only when it succeeds: a
 // forged, duplicate or out-of-bounds message leaves the state as it was.
 // newKey makes the next own ratchet key when m starts a new peer chain.
-func (r *ratchet) decrypt(adPrefix []byte, m wire.RatchetMessage, newKey func() (*ecdh.PrivateKey, error)) ([]byte, error) {
+func (r *ratchet) decrypt(adPrefix []byte, m wire.RatchetMessage, newKey func() (*x25519Key, error)) ([]byte, error) {
 	h := m.Header
 	ad, _ := h.AppendBinary(adPrefix)
 	if mk, ok := r.skipped[skippedKey{h.RatchetKey, h.MessageNumber}]; ok {

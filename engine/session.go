@@ -2,7 +2,6 @@ package engine
 
 import (
 	"bytes"
-	"crypto/ecdh"
 	"crypto/hkdf"
 	"crypto/mlkem"
 	"crypto/sha256"
@@ -88,20 +87,22 @@ func (s *Session) EnvelopeType() wire.EnvelopeType {
 // the envelope type and payload.
 func (s *Session) Encrypt(envID wire.EnvelopeID, plaintext []byte) (wire.EnvelopeType, []byte, error) {
 	typ := s.EnvelopeType()
-	m := s.r.encrypt(s.messageAD(typ, envID), plaintext)
+	m, encoded := s.r.encrypt(s.messageAD(typ, envID), plaintext)
 	if typ == wire.EnvelopePreKey {
 		b, err := wire.EncodePreKeyMessage(wire.PreKeyMessage{Initiation: *s.Initiation, Message: m})
 		return typ, b, err
 	}
-	b, err := wire.EncodeRatchetMessage(m)
-	return typ, b, err
+	if len(encoded) > wire.MaxPayloadSize {
+		return 0, nil, wire.ErrMessageTooLarge
+	}
+	return typ, encoded, nil
 }
 
 // Decrypt authenticates and decrypts the ratchet message m of an envelope of
 // type typ and ID envID on this session. It changes the session only when it
 // succeeds.
 func (s *Session) Decrypt(r Randomness, typ wire.EnvelopeType, envID wire.EnvelopeID, m wire.RatchetMessage) ([]byte, error) {
-	pt, err := s.r.decrypt(s.messageAD(typ, envID), m, func() (*ecdh.PrivateKey, error) { return newX25519(r) })
+	pt, err := s.r.decrypt(s.messageAD(typ, envID), m, func() (*x25519Key, error) { return newX25519(r) })
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +189,7 @@ func Initiate(r Randomness, self Address, id *Identity, bundle wire.Bundle, now 
 		SignedPreKeyID:     bundle.SignedPreKey.ID,
 		KEMPreKeyID:        bundle.KEMPreKey.ID,
 	}
-	copy(h.EphemeralKey[:], ek.PublicKey().Bytes())
+	copy(h.EphemeralKey[:], ek.pub[:])
 	copy(h.KEMCiphertext[:], kemCT)
 
 	dh1, err1 := dh(id.dh, spk)

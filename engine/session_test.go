@@ -323,3 +323,26 @@ func TestCollisionBothWinners(t *testing.T) {
 		}
 	}
 }
+
+// Session.Encrypt builds a ratchet message's encoding itself; it must be
+// exactly what wire encodes.
+func TestEncryptMatchesWireEncoding(t *testing.T) {
+	a, b := newDevice(t, SystemRandom{}, "alice/1"), newDevice(t, SystemRandom{}, "bob/1")
+	as, bs := pair(t, SystemRandom{}, a, b, false)
+	_, m := send(t, as, "hi")
+	recv(t, bs, m, "hi")
+	for _, size := range []int{0, 1, 1024, wire.MaxBodySize} {
+		typ, payload, err := bs.Encrypt(wire.EnvelopeID{7}, make([]byte, size))
+		if err != nil || typ != wire.EnvelopeRatchet {
+			t.Fatalf("size %d: %v, type %d", size, err, typ)
+		}
+		dec, err := wire.DecodeRatchetMessage(payload)
+		if err != nil {
+			t.Fatalf("size %d: %v", size, err)
+		}
+		again, err := wire.EncodeRatchetMessage(dec)
+		if err != nil || !bytes.Equal(again, payload) {
+			t.Fatalf("size %d: wire encodes the message differently", size)
+		}
+	}
+}

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"crypto/ecdh"
 	"crypto/ed25519"
 	"crypto/mlkem"
 	"encoding/binary"
@@ -80,14 +79,6 @@ func checkVersion(b []byte, what string) error {
 		return fmt.Errorf("decode %s: version %d: %w", what, b[0], ErrUnsupportedStateVersion)
 	}
 	return nil
-}
-
-func x25519From(b []byte, what string) (*ecdh.PrivateKey, error) {
-	k, err := ecdh.X25519().NewPrivateKey(b)
-	if err != nil {
-		return nil, fmt.Errorf("decode %s: %w", what, ErrMalformedState)
-	}
-	return k, nil
 }
 
 // MarshalBinary encodes the identity's private keys.
