@@ -133,6 +133,14 @@ func (c *Client) processRows(ctx context.Context, rows []StagedEnvelope) ([]Rece
 	if err := c.fail(plans[0].Kind(), "after-swap"); err != nil {
 		return nil, err
 	}
+	acks := make([]*Outgoing, len(preps))
+	for i, p := range preps {
+		acks[i] = p.ack
+	}
+	sent, err := c.sendAcks(ctx, plans[0].Kind(), acks)
+	if err != nil {
+		return nil, err
+	}
 	results := make([]ReceiveResult, len(preps))
 	for i, p := range preps {
 		res := p.result
@@ -140,11 +148,7 @@ func (c *Client) processRows(ctx context.Context, rows []StagedEnvelope) ([]Rece
 			res.Cleared = receipts[i].Cleared
 		}
 		if p.ack != nil {
-			sent, err := c.sendAck(ctx, plans[i].Kind(), p.ack)
-			if err != nil {
-				return results[:i], err
-			}
-			res.AckSent = sent
+			res.AckSent = sent[i]
 		}
 		results[i] = res
 		if err := c.fail(plans[i].Kind(), "before-event"); err != nil {
@@ -493,15 +497,19 @@ func (c *Client) FinalizeBatch(ctx context.Context, reqs []FinalizeRequest) ([]F
 	for peer, ps := range work {
 		c.swap(peer, *ps)
 	}
+	acks := make([]*Outgoing, len(plans))
+	for k, p := range plans {
+		acks[k] = p.(Finalize).Ack
+	}
+	sent, err := c.sendAcks(ctx, plans[0].Kind(), acks)
+	if err != nil {
+		return results, err
+	}
 	for k, p := range plans {
 		f := p.(Finalize)
 		i := planOf[k]
-		sent, err := c.sendAck(ctx, f.Kind(), f.Ack)
-		if err != nil {
-			return results, err
-		}
-		results[i].AckSent = sent
-		c.emit(Event{Kind: EventFinalized, At: c.cfg.Now(), Peer: f.Sender, ID: f.ID, Outcome: f.Outcome, AckSent: sent})
+		results[i].AckSent = sent[k]
+		c.emit(Event{Kind: EventFinalized, At: c.cfg.Now(), Peer: f.Sender, ID: f.ID, Outcome: f.Outcome, AckSent: sent[k]})
 	}
 	return results, nil
 }

@@ -37,10 +37,10 @@ func (c *Client) Send(ctx context.Context, peer Address, body []byte) (wire.Logi
 
 // SendBatch sends several messages with one durable transaction (group
 // commit); each message is prepared and reported on its own, and the
-// envelopes are handed off in request order after the commit. Once a hand-off
-// to a peer fails, the later messages to that peer are not handed off either
-// (they stay pending, in order, for a retry). The returned error is set only
-// when the transaction failed, in which case nothing was stored.
+// envelopes are handed off in request order after the commit, pipelined when
+// the relay supports it. A message whose hand-off failed stays pending for a
+// retry. The returned error is set only when the transaction failed, in which
+// case nothing was stored.
 func (c *Client) SendBatch(ctx context.Context, reqs []SendRequest) ([]SendResult, error) {
 	results := make([]SendResult, len(reqs))
 	frames := make([][]byte, len(reqs))
@@ -88,19 +88,17 @@ func (c *Client) SendBatch(ctx context.Context, reqs []SendRequest) ([]SendResul
 	if err := c.fail("pairwise-send", "after-swap"); err != nil {
 		return nil, err
 	}
-	failed := make(map[Address]error)
+	envs := make([]wire.Envelope, len(plans))
+	for k, p := range plans {
+		envs[k] = p.(Send).Out.Envelope
+	}
+	errs := c.handOffAll(ctx, "pairwise-send", envs)
 	for k, p := range plans {
 		sp := p.(Send)
 		i := planOf[k]
-		if cause, ok := failed[sp.Recipient]; ok {
-			results[i].Err = &MessageNotSentError{ID: sp.ID, Err: cause}
-			c.emit(Event{Kind: EventNotSent, At: c.cfg.Now(), Peer: sp.Recipient, ID: sp.ID, Err: cause})
-			continue
-		}
-		if err := c.handOff(ctx, "pairwise-send", sp.Out.Envelope); err != nil {
-			failed[sp.Recipient] = err
-			results[i].Err = &MessageNotSentError{ID: sp.ID, Err: err}
-			c.emit(Event{Kind: EventNotSent, At: c.cfg.Now(), Peer: sp.Recipient, ID: sp.ID, Err: err})
+		if errs[k] != nil {
+			results[i].Err = &MessageNotSentError{ID: sp.ID, Err: errs[k]}
+			c.emit(Event{Kind: EventNotSent, At: c.cfg.Now(), Peer: sp.Recipient, ID: sp.ID, Err: errs[k]})
 			continue
 		}
 		c.emit(Event{Kind: EventSent, At: c.cfg.Now(), Peer: sp.Recipient, ID: sp.ID})
@@ -209,12 +207,34 @@ func (c *Client) applyAll(ctx context.Context, plans []Plan) ([]Receipt, error) 
 	return rs, nil
 }
 
+// BatchSubmitter is a Relay that can pipeline hand-offs: it writes every
+// envelope in order and then waits for each answer.
+type BatchSubmitter interface {
+	SubmitBatch(ctx context.Context, envs []wire.Envelope) []error
+}
+
 // handOff gives an envelope to the relay.
 func (c *Client) handOff(ctx context.Context, kind string, env wire.Envelope) error {
+	return c.handOffAll(ctx, kind, []wire.Envelope{env})[0]
+}
+
+// handOffAll gives envelopes to the relay in order and returns one result
+// each.
+func (c *Client) handOffAll(ctx context.Context, kind string, envs []wire.Envelope) []error {
+	errs := make([]error, len(envs))
 	if err := c.fail(kind, "before-handoff"); err != nil {
-		return err
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
 	}
-	return c.relay.Submit(ctx, env)
+	if bs, ok := c.relay.(BatchSubmitter); ok && len(envs) > 1 {
+		return bs.SubmitBatch(ctx, envs)
+	}
+	for i, env := range envs {
+		errs[i] = c.relay.Submit(ctx, env)
+	}
+	return errs
 }
 
 // Retry encrypts the stored frames of the messages pending for peer fresh on
@@ -299,19 +319,29 @@ func (c *Client) Abandon(ctx context.Context, peer Address, id wire.LogicalID) e
 	return nil
 }
 
-// sendAck hands off an ACK whose session step already committed. It reports
-// whether the relay took it; a cancellation propagates.
-func (c *Client) sendAck(ctx context.Context, kind string, out *Outgoing) (bool, error) {
-	if out == nil {
-		return false, nil
-	}
-	if err := c.handOff(ctx, kind, out.Envelope); err != nil {
-		if isCancel(err) {
-			return false, err
+// sendAcks hands off ACKs whose session steps already committed, in order
+// (nil entries are skipped). It reports for each whether the relay took it;
+// a cancellation propagates.
+func (c *Client) sendAcks(ctx context.Context, kind string, outs []*Outgoing) ([]bool, error) {
+	sent := make([]bool, len(outs))
+	var envs []wire.Envelope
+	var idx []int
+	for i, o := range outs {
+		if o != nil {
+			envs = append(envs, o.Envelope)
+			idx = append(idx, i)
 		}
-		return false, nil
 	}
-	return true, nil
+	if len(envs) == 0 {
+		return sent, nil
+	}
+	for k, err := range c.handOffAll(ctx, kind, envs) {
+		if err != nil && isCancel(err) {
+			return sent, err
+		}
+		sent[idx[k]] = err == nil
+	}
+	return sent, nil
 }
 
 // prepareAck encrypts an ACK for id on the existing session with peer (never
