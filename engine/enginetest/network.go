@@ -248,3 +248,15 @@ func (n *Network) Inject(recipient engine.Address, raw []byte) {
 	n.next++
 	n.boxes[recipient.String()] = append(n.boxes[recipient.String()], row{id: n.next, env: raw})
 }
+
+// Heal cancels every pending drop, duplication and cut-off, and releases
+// everything held.
+func (n *Network) Heal() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.drop, n.dup, n.down = map[pair]int{}, map[pair]int{}, map[string]bool{}
+	for r, rows := range n.held {
+		n.boxes[r] = append(n.boxes[r], rows...)
+	}
+	n.held, n.holding = map[string][]row{}, map[string]bool{}
+}
