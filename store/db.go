@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/gofrs/flock"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -33,6 +34,16 @@ type Options struct {
 	// uses them. Tests set a cheap value. Open ignores it: it reads the
 	// parameters the profile was created with.
 	KDF KDFParams
+	// Failpoint, when set, is called at every named point of every
+	// transition as "<plan kind>/<point>": before-begin, before and after
+	// each statement (stmt-<name>-before, stmt-<name>-after), before-commit
+	// and after-commit. An error aborts the transition there (after-commit:
+	// it was durable already). Tests use it to inject errors and process
+	// exits; production code leaves it nil.
+	Failpoint engine.Failpoint
+	// Now is the clock of the store (default time.Now), read once per
+	// transaction for the times a plan does not carry.
+	Now func() time.Time
 }
 
 // DB is an open profile: its SQLite database, held by this process alone
@@ -46,6 +57,9 @@ type DB struct {
 	// connection and shared by every transaction (see tx.stmt). Read-only
 	// after open.
 	stmts map[string]*sql.Stmt
+	// failpoint and now come from Options; read-only after open.
+	failpoint engine.Failpoint
+	now       func() time.Time
 
 	closeMu sync.Mutex
 	closed  atomic.Bool
@@ -100,7 +114,7 @@ func Create(ctx context.Context, dir string, passphrase []byte, opts Options) (*
 	if err != nil {
 		return nil, fmt.Errorf("store: open profile %s: %w", dir, err)
 	}
-	db, err := finishOpen(ctx, dir, lock, sqldb, key)
+	db, err := finishOpen(ctx, dir, lock, sqldb, key, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -212,7 +226,7 @@ func Open(ctx context.Context, dir string, passphrase []byte, opts Options) (*DB
 	if err != nil {
 		return nil, fmt.Errorf("store: open profile %s: %w", dir, err)
 	}
-	db, err := finishOpen(ctx, dir, lock, sqldb, key)
+	db, err := finishOpen(ctx, dir, lock, sqldb, key, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -281,7 +295,7 @@ func unlock(ctx context.Context, dir, path string, passphrase []byte) (key []byt
 // finishOpen makes the DB of a profile whose lock is held and whose storage
 // key is known: it migrates the schema and prepares the hot statements. It
 // closes sqldb on failure.
-func finishOpen(ctx context.Context, dir string, lock *flock.Flock, sqldb *sql.DB, key []byte) (_ *DB, err error) {
+func finishOpen(ctx context.Context, dir string, lock *flock.Flock, sqldb *sql.DB, key []byte, opts Options) (_ *DB, err error) {
 	defer func() {
 		if err != nil {
 			_ = sqldb.Close()
@@ -302,7 +316,11 @@ func finishOpen(ctx context.Context, dir string, lock *flock.Flock, sqldb *sql.D
 	if err != nil {
 		return nil, err
 	}
-	db := &DB{dir: dir, lock: lock, sql: sqldb, seal: seal, stmts: make(map[string]*sql.Stmt, len(hotStatements))}
+	db := &DB{dir: dir, lock: lock, sql: sqldb, seal: seal, stmts: make(map[string]*sql.Stmt, len(hotStatements)),
+		failpoint: opts.Failpoint, now: opts.Now}
+	if db.now == nil {
+		db.now = time.Now
+	}
 	for _, q := range hotStatements {
 		s, err := sqldb.PrepareContext(ctx, q)
 		if err != nil {

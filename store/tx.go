@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"time"
 
 	"github.com/parley-chat/parley/engine"
 )
@@ -14,6 +15,42 @@ import (
 var hotStatements = []string{
 	sqlGetMeta,
 	sqlPutMeta,
+	sqlSwapMeta,
+	// Transitions, once per message.
+	sqlInsertSession,
+	sqlUpdateSession,
+	sqlInsertOutbound,
+	sqlOutboundExists,
+	sqlDeleteOutbound,
+	sqlInsertHistory,
+	sqlSetSentState,
+	sqlCountInbox,
+	sqlLastInboxRow,
+	sqlInsertInbox,
+	sqlDeleteInbox,
+	sqlQuarantine,
+	sqlInsertInbound,
+	sqlInboundDigest,
+	sqlDeleteInbound,
+	sqlInsertFinalized,
+	sqlDeleteOneTimePreKey,
+	// Reads, once per message.
+	sqlPeer,
+	sqlRetired,
+	sqlOneTimePreKey,
+	sqlOutbound,
+	sqlInbound,
+	sqlFinalized,
+	sqlPendingOutbound,
+	sqlPendingOutboundPeer,
+	sqlPendingInbound,
+	sqlPendingInboundPeer,
+	sqlCountOutbound,
+	sqlCountOutboundPeer,
+	sqlCountInbound,
+	sqlCountInboundPeer,
+	sqlStaged,
+	sqlHistory,
 }
 
 // tx is one write transaction: BEGIN IMMEDIATE (the _txlock DSN option) up
@@ -22,6 +59,11 @@ var hotStatements = []string{
 type tx struct {
 	db *DB
 	tx *sql.Tx
+	// now is the one time of the transaction, for the columns a plan does
+	// not carry a time for.
+	now time.Time
+	// kind is the kind of the plan being applied, for failpoint names.
+	kind string
 }
 
 // beginImmediate starts a write transaction. It takes SQLite's write lock at

@@ -12,8 +12,9 @@
 --     seq N" and must not see a newer row under an old number.
 
 -- Key/value settings. Known keys: kdf, storage_key, address, relay_url,
--- next_prekey_id, marker_written, marker_presented. None of them is a secret
--- in clear: storage_key is wrapped.
+-- next_prekey_id, one_time_published, marker_written, marker_presented (the
+-- last four are 8-byte big-endian counters). None of them is a secret in
+-- clear: storage_key is wrapped.
 CREATE TABLE meta (
     k TEXT PRIMARY KEY,
     v BLOB NOT NULL
@@ -67,8 +68,9 @@ CREATE TABLE session (
     sealed         BLOB NOT NULL
 ) STRICT;
 
--- Initiations that lost or were replaced. Kept until the signed prekey they
--- name is deleted.
+-- Initiations that lost or were replaced. Kept until no signed prekey they
+-- could name is still held: prekey maintenance deletes those retired longer
+-- ago than a signed prekey lives (retired_at < cutoff).
 CREATE TABLE retired_initiation (
     peer             TEXT NOT NULL,
     initiation_id    BLOB NOT NULL CHECK (length(initiation_id) = 32),
@@ -76,7 +78,7 @@ CREATE TABLE retired_initiation (
     retired_at       INTEGER NOT NULL, -- seconds
     PRIMARY KEY (peer, initiation_id)
 ) STRICT;
-CREATE INDEX retired_initiation_prekey ON retired_initiation (signed_prekey_id);
+CREATE INDEX retired_initiation_at ON retired_initiation (retired_at);
 
 -- Pending sent messages: the encoded frame, kept until the recipient's ACK
 -- clears it or the user abandons it.

@@ -1,0 +1,128 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/wire"
+)
+
+const (
+	sqlInsertHistory = `INSERT INTO history (peer, direction, id, at, state, sealed_body) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (peer, direction, id) DO NOTHING`
+	// sqlSetSentState moves a sent message's entry on from pending.
+	sqlSetSentState = "UPDATE history SET state = ? WHERE peer = ? AND direction = 2 AND id = ? AND state = 1"
+
+	sqlHistory = `SELECT seq, direction, id, at, state, sealed_body FROM history
+		WHERE peer = ? AND seq < ? ORDER BY seq DESC LIMIT ?`
+	// sqlConversations lists every pinned peer with a history or pending
+	// messages. Every such peer is pinned: a message is stored only with a
+	// session, a session only with a pin, and pins are never deleted. Each
+	// subquery is an index lookup; only the peer table is scanned.
+	sqlConversations = `SELECT address, pending_in, pending_out, last_at FROM (
+		SELECT p.address AS address,
+			(SELECT count(*) FROM inbound WHERE sender = p.address) AS pending_in,
+			(SELECT count(*) FROM outbound WHERE recipient = p.address) AS pending_out,
+			max(coalesce((SELECT at FROM history WHERE peer = p.address ORDER BY seq DESC LIMIT 1), 0),
+				coalesce((SELECT max(received_at) FROM inbound WHERE sender = p.address), 0),
+				coalesce((SELECT max(created_at) FROM outbound WHERE recipient = p.address), 0)) AS last_at,
+			EXISTS (SELECT 1 FROM history WHERE peer = p.address) AS has_history
+		FROM peer p)
+		WHERE has_history OR pending_in > 0 OR pending_out > 0
+		ORDER BY last_at DESC, address`
+)
+
+func historyKey(peer engine.Address, dir engine.Direction, id wire.LogicalID) []byte {
+	return rowKey([]byte(peer.String()), []byte{byte(dir)}, id[:])
+}
+
+// insertHistory appends a message to a conversation; it must not be there.
+func (t *tx) insertHistory(ctx context.Context, peer engine.Address, dir engine.Direction, id wire.LogicalID, at time.Time, state engine.SentState, body []byte) error {
+	if body == nil {
+		body = []byte{}
+	}
+	_, err := t.runOne(ctx, "history-insert", engine.ErrConflict, sqlInsertHistory,
+		peer.String(), int64(dir), id[:], at.UnixNano(), int64(state), t.db.seal.seal(kindHistoryBody, historyKey(peer, dir, id), body))
+	if err != nil {
+		return fmt.Errorf("append message %x (%s) to the history with %s (already there?): %w", id[:], dir, peer, err)
+	}
+	return nil
+}
+
+// setSentState moves a sent message's history entry from pending to state.
+func (t *tx) setSentState(ctx context.Context, name string, peer engine.Address, id wire.LogicalID, state engine.SentState) error {
+	if _, err := t.runOne(ctx, name, engine.ErrConflict, sqlSetSentState, int64(state), peer.String(), id[:]); err != nil {
+		return fmt.Errorf("mark message %x to %s as %d: no pending history entry: %w", id[:], peer, state, err)
+	}
+	return nil
+}
+
+// History pages the conversation with peer, newest first: sequence numbers
+// below before (0: from the newest), at most limit (at most 1000).
+func (db *DB) History(ctx context.Context, peer engine.Address, before int64, limit int) ([]engine.HistoryEntry, error) {
+	if err := db.checkOpen("read history"); err != nil {
+		return nil, err
+	}
+	if before <= 0 {
+		before = math.MaxInt64
+	}
+	rows, err := db.query(ctx, sqlHistory, peer.String(), before, pageLimit(limit))
+	if err != nil {
+		return nil, db.readErr("read history", err)
+	}
+	defer rows.Close()
+	var out []engine.HistoryEntry
+	for rows.Next() {
+		e := engine.HistoryEntry{Peer: peer}
+		var dir, state, at int64
+		var id, sealed []byte
+		if err := rows.Scan(&e.Seq, &dir, &id, &at, &state, &sealed); err != nil {
+			return nil, db.readErr("read history", err)
+		}
+		e.Direction, e.State, e.At = engine.Direction(dir), engine.SentState(state), nsTime(at)
+		copy(e.ID[:], id)
+		if e.Body, err = db.seal.open(kindHistoryBody, historyKey(peer, e.Direction, e.ID), sealed); err != nil {
+			return nil, fmt.Errorf("store: read history entry %d with %s: %w", e.Seq, peer, err)
+		}
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, db.readErr("read history", err)
+	}
+	return out, nil
+}
+
+// Conversations lists every peer with a history or pending messages, with
+// the counts of pending messages each way and the time of the latest
+// message, the most recent conversation first.
+func (db *DB) Conversations(ctx context.Context) ([]engine.Conversation, error) {
+	if err := db.checkOpen("read conversations"); err != nil {
+		return nil, err
+	}
+	rows, err := db.query(ctx, sqlConversations)
+	if err != nil {
+		return nil, db.readErr("read conversations", err)
+	}
+	defer rows.Close()
+	var out []engine.Conversation
+	for rows.Next() {
+		var c engine.Conversation
+		var addr string
+		var last int64
+		if err := rows.Scan(&addr, &c.PendingIn, &c.PendingOut, &last); err != nil {
+			return nil, db.readErr("read conversations", err)
+		}
+		if c.Peer, err = engine.ParseAddress(addr); err != nil {
+			return nil, fmt.Errorf("store: read conversations: %w: %w", engine.ErrMalformedState, err)
+		}
+		c.LastAt = nsTime(last)
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, db.readErr("read conversations", err)
+	}
+	return out, nil
+}

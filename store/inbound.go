@@ -1,0 +1,266 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/wire"
+)
+
+const (
+	sqlInsertInbound = `INSERT INTO inbound (sender, id, received_at, sealed_digest, sealed_frame) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT DO NOTHING`
+	sqlInboundDigest = "SELECT sealed_digest FROM inbound WHERE sender = ? AND id = ?"
+	// sqlDeleteInbound deletes the pending message whose digest the plan
+	// checked, and no other.
+	sqlDeleteInbound   = "DELETE FROM inbound WHERE sender = ? AND id = ? AND sealed_digest = ?"
+	sqlInsertFinalized = `INSERT INTO finalized (sender, id, outcome, reason, at, sealed_digest) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (sender, id) DO NOTHING`
+	sqlPruneFinalized = "DELETE FROM finalized WHERE at < ?"
+
+	sqlInbound            = "SELECT seq, received_at, sealed_digest, sealed_frame FROM inbound WHERE sender = ? AND id = ?"
+	sqlPendingInbound     = "SELECT seq, sender, id, received_at, sealed_digest, sealed_frame FROM inbound WHERE seq > ? ORDER BY seq LIMIT ?"
+	sqlPendingInboundPeer = "SELECT seq, sender, id, received_at, sealed_digest, sealed_frame FROM inbound WHERE sender = ? AND seq > ? ORDER BY seq LIMIT ?"
+	sqlCountInbound       = "SELECT count(*) FROM inbound"
+	sqlCountInboundPeer   = "SELECT count(*) FROM inbound WHERE sender = ?"
+	sqlFinalized          = "SELECT outcome, reason, at, sealed_digest FROM finalized WHERE sender = ? AND id = ?"
+)
+
+// receive applies the processing of one staged envelope: its inbox row is
+// consumed, the session advanced, a handshake's pin, one-time prekey and
+// retirement recorded, and the frame's effect stored.
+func (t *tx) receive(ctx context.Context, p engine.Receive) (engine.Receipt, error) {
+	if err := t.deleteInboxRow(ctx, p.InboxRow); err != nil {
+		return engine.Receipt{}, err
+	}
+	if h := p.Handshake; h != nil && h.Pin != nil {
+		if err := t.insertPin(ctx, p.Peer, *h.Pin, t.now); err != nil {
+			return engine.Receipt{}, err
+		}
+	}
+	if err := t.writeSession(ctx, p.Session); err != nil {
+		return engine.Receipt{}, err
+	}
+	if h := p.Handshake; h != nil {
+		if h.ConsumeOneTime != nil {
+			if err := t.consumeOneTime(ctx, *h.ConsumeOneTime); err != nil {
+				return engine.Receipt{}, err
+			}
+		}
+		if h.Retire != nil {
+			if err := t.insertRetired(ctx, p.Peer, *h.Retire); err != nil {
+				return engine.Receipt{}, err
+			}
+		}
+	}
+	var rc engine.Receipt
+	switch e := p.Effect.(type) {
+	case engine.DeliverEffect:
+		key := messageKey(p.Peer, e.ID)
+		r, err := t.runOne(ctx, "inbound-insert", engine.ErrConflict, sqlInsertInbound,
+			p.Peer.String(), e.ID[:], e.At.UnixNano(),
+			t.db.seal.seal(kindInboundDigest, key, e.Digest[:]), t.db.seal.seal(kindInboundFrame, key, e.Frame))
+		if err != nil {
+			return engine.Receipt{}, fmt.Errorf("store message %x from %s (already there?): %w", e.ID[:], p.Peer, err)
+		}
+		if rc.Seq, err = r.LastInsertId(); err != nil {
+			return engine.Receipt{}, fmt.Errorf("store message %x from %s: %w", e.ID[:], p.Peer, mapErr(err))
+		}
+	case engine.AckEffect:
+		var err error
+		if rc.Cleared, err = t.clearOutbound(ctx, p.Peer, e.ID); err != nil {
+			return engine.Receipt{}, err
+		}
+	case engine.RepeatEffect:
+	}
+	var err error
+	rc.Marker, err = t.bumpMarker(ctx)
+	return rc, err
+}
+
+// finalize turns a pending received message into a finalized record and,
+// for a commit, a history entry; the ACK's session step commits with it.
+func (t *tx) finalize(ctx context.Context, p engine.Finalize) (engine.Receipt, error) {
+	from := p.Sender.String()
+	key := messageKey(p.Sender, p.ID)
+	var sealed []byte
+	found, err := t.scan(ctx, "inbound-read", sqlInboundDigest, []any{from, p.ID[:]}, &sealed)
+	if err != nil {
+		return engine.Receipt{}, err
+	}
+	if !found {
+		return engine.Receipt{}, fmt.Errorf("finalize message %x from %s: %w", p.ID[:], from, engine.ErrNotPending)
+	}
+	d, err := t.db.seal.open(kindInboundDigest, key, sealed)
+	if err != nil {
+		return engine.Receipt{}, fmt.Errorf("finalize message %x from %s: %w", p.ID[:], from, err)
+	}
+	if !bytes.Equal(d, p.Digest[:]) {
+		return engine.Receipt{}, fmt.Errorf("finalize message %x from %s: the pending message has another digest: %w", p.ID[:], from, engine.ErrConflict)
+	}
+	if _, err := t.runOne(ctx, "inbound-delete", engine.ErrConflict, sqlDeleteInbound, from, p.ID[:], sealed); err != nil {
+		return engine.Receipt{}, fmt.Errorf("finalize message %x from %s: %w", p.ID[:], from, err)
+	}
+	_, err = t.runOne(ctx, "finalized-insert", engine.ErrConflict, sqlInsertFinalized,
+		from, p.ID[:], int64(p.Outcome), int64(p.Reason), p.At.UnixNano(), t.db.seal.seal(kindFinalizedDigest, key, p.Digest[:]))
+	if err != nil {
+		return engine.Receipt{}, fmt.Errorf("finalize message %x from %s (finalized already?): %w", p.ID[:], from, err)
+	}
+	if p.Outcome == engine.OutcomeCommitted {
+		if err := t.insertHistory(ctx, p.Sender, engine.DirectionIn, p.ID, p.At, 0, p.Body); err != nil {
+			return engine.Receipt{}, err
+		}
+	}
+	if p.Session != nil {
+		if err := t.writeSession(ctx, *p.Session); err != nil {
+			return engine.Receipt{}, err
+		}
+	}
+	return t.visible(ctx)
+}
+
+// prune deletes the finalized records older than p.Before.
+func (t *tx) prune(ctx context.Context, p engine.Prune) (engine.Receipt, error) {
+	n, _, err := t.run(ctx, "finalized-prune", sqlPruneFinalized, p.Before.UnixNano())
+	if err != nil {
+		return engine.Receipt{}, fmt.Errorf("prune finalized records: %w", err)
+	}
+	return engine.Receipt{Pruned: n}, nil
+}
+
+// Inbound returns a pending received message, or engine.ErrNotPending.
+func (db *DB) Inbound(ctx context.Context, sender engine.Address, id wire.LogicalID) (engine.InboundMessage, error) {
+	if err := db.checkOpen("read pending message"); err != nil {
+		return engine.InboundMessage{}, err
+	}
+	m := engine.InboundMessage{Sender: sender, ID: id}
+	var received int64
+	var digest, frame []byte
+	err := db.queryRow(ctx, sqlInbound, sender.String(), id[:]).Scan(&m.Seq, &received, &digest, &frame)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return m, fmt.Errorf("store: read message %x from %s: %w", id[:], sender, engine.ErrNotPending)
+	case err != nil:
+		return m, db.readErr("read pending message", err)
+	}
+	m.ReceivedAt = nsTime(received)
+	return m, db.openInbound(&m, digest, frame)
+}
+
+// openInbound fills a message's digest and body from its sealed columns.
+func (db *DB) openInbound(m *engine.InboundMessage, sealedDigest, sealedFrame []byte) error {
+	key := messageKey(m.Sender, m.ID)
+	d, err := db.seal.open(kindInboundDigest, key, sealedDigest)
+	if err != nil {
+		return fmt.Errorf("store: read message %x from %s: %w", m.ID[:], m.Sender, err)
+	}
+	if len(d) != len(m.Digest) {
+		return fmt.Errorf("store: read message %x from %s: digest of %d bytes: %w", m.ID[:], m.Sender, len(d), engine.ErrMalformedState)
+	}
+	copy(m.Digest[:], d)
+	frame, err := db.seal.open(kindInboundFrame, key, sealedFrame)
+	if err != nil {
+		return fmt.Errorf("store: read message %x from %s: %w", m.ID[:], m.Sender, err)
+	}
+	f, err := wire.DecodeFrame(frame)
+	if err != nil {
+		return fmt.Errorf("store: read message %x from %s: %w: %w", m.ID[:], m.Sender, engine.ErrMalformedState, err)
+	}
+	m.Body = f.Body
+	return nil
+}
+
+// PendingInbound pages pending received messages in arrival order:
+// sequence numbers above q.After, only from q.Peer when set, at most q.Limit
+// (at most 1000).
+func (db *DB) PendingInbound(ctx context.Context, q engine.PageQuery) ([]engine.InboundMessage, error) {
+	if err := db.checkOpen("read pending messages"); err != nil {
+		return nil, err
+	}
+	var (
+		rows *sql.Rows
+		err  error
+	)
+	if q.Peer != nil {
+		rows, err = db.query(ctx, sqlPendingInboundPeer, q.Peer.String(), q.After, pageLimit(q.Limit))
+	} else {
+		rows, err = db.query(ctx, sqlPendingInbound, q.After, pageLimit(q.Limit))
+	}
+	if err != nil {
+		return nil, db.readErr("read pending messages", err)
+	}
+	defer rows.Close()
+	var out []engine.InboundMessage
+	for rows.Next() {
+		var m engine.InboundMessage
+		var from string
+		var id, digest, frame []byte
+		var received int64
+		if err := rows.Scan(&m.Seq, &from, &id, &received, &digest, &frame); err != nil {
+			return nil, db.readErr("read pending messages", err)
+		}
+		if m.Sender, err = engine.ParseAddress(from); err != nil {
+			return nil, fmt.Errorf("store: read pending message %d: %w: %w", m.Seq, engine.ErrMalformedState, err)
+		}
+		copy(m.ID[:], id)
+		m.ReceivedAt = nsTime(received)
+		if err := db.openInbound(&m, digest, frame); err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, db.readErr("read pending messages", err)
+	}
+	return out, nil
+}
+
+// CountInbound counts pending received messages, from peer when it is set.
+func (db *DB) CountInbound(ctx context.Context, peer *engine.Address) (int, error) {
+	if err := db.checkOpen("count pending messages"); err != nil {
+		return 0, err
+	}
+	var n int
+	var err error
+	if peer != nil {
+		err = db.queryRow(ctx, sqlCountInboundPeer, peer.String()).Scan(&n)
+	} else {
+		err = db.queryRow(ctx, sqlCountInbound).Scan(&n)
+	}
+	if err != nil {
+		return 0, db.readErr("count pending messages", err)
+	}
+	return n, nil
+}
+
+// Finalized returns the finalized record of a received message, or
+// engine.ErrNotPending when there is none.
+func (db *DB) Finalized(ctx context.Context, sender engine.Address, id wire.LogicalID) (engine.FinalizedRecord, error) {
+	if err := db.checkOpen("read finalized record"); err != nil {
+		return engine.FinalizedRecord{}, err
+	}
+	f := engine.FinalizedRecord{Sender: sender, ID: id}
+	var outcome, reason, at int64
+	var sealed []byte
+	err := db.queryRow(ctx, sqlFinalized, sender.String(), id[:]).Scan(&outcome, &reason, &at, &sealed)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return f, fmt.Errorf("store: read finalized record %x from %s: %w", id[:], sender, engine.ErrNotPending)
+	case err != nil:
+		return f, db.readErr("read finalized record", err)
+	}
+	f.Outcome, f.Reason, f.At = engine.Outcome(outcome), engine.DiscardReason(reason), nsTime(at)
+	d, err := db.seal.open(kindFinalizedDigest, messageKey(sender, id), sealed)
+	if err != nil {
+		return f, fmt.Errorf("store: read finalized record %x from %s: %w", id[:], sender, err)
+	}
+	if len(d) != len(f.Digest) {
+		return f, fmt.Errorf("store: read finalized record %x from %s: digest of %d bytes: %w", id[:], sender, len(d), engine.ErrMalformedState)
+	}
+	copy(f.Digest[:], d)
+	return f, nil
+}

@@ -1,0 +1,177 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/parley-chat/parley/engine"
+)
+
+const (
+	// sqlInsertSession inserts a peer's first session, version 1. It inserts
+	// nothing when a session is there already or when no identity is pinned
+	// for the peer, so that the deferred foreign key never fails at COMMIT.
+	sqlInsertSession = `INSERT INTO session (peer, version, initiation_id, awaiting_reply, updated_at, sealed)
+		SELECT ?1, 1, ?2, ?3, ?4, ?5 WHERE EXISTS (SELECT 1 FROM peer WHERE address = ?1)
+		ON CONFLICT (peer) DO NOTHING`
+	sqlUpdateSession = `UPDATE session SET version = version + 1, initiation_id = ?, awaiting_reply = ?, updated_at = ?, sealed = ?
+		WHERE peer = ? AND version = ?`
+	sqlDeleteSession = "DELETE FROM session WHERE peer = ? AND version = ?"
+	sqlSessionExists = "SELECT 1 FROM session WHERE peer = ?"
+	sqlInsertPin     = "INSERT INTO peer (address, pinned_identity, pinned_at) VALUES (?, ?, ?) ON CONFLICT (address) DO NOTHING"
+	sqlUpsertPin     = `INSERT INTO peer (address, pinned_identity, pinned_at) VALUES (?1, ?2, ?3)
+		ON CONFLICT (address) DO UPDATE SET pinned_identity = excluded.pinned_identity, pinned_at = excluded.pinned_at, accepted_change_at = excluded.pinned_at`
+	sqlInsertRetired = `INSERT INTO retired_initiation (peer, initiation_id, signed_prekey_id, retired_at) VALUES (?, ?, ?, ?)
+		ON CONFLICT (peer, initiation_id) DO NOTHING`
+
+	sqlPeer = `SELECT p.pinned_identity, s.version, s.sealed FROM peer p LEFT JOIN session s ON s.peer = p.address
+		WHERE p.address = ?`
+	sqlRetired = "SELECT 1 FROM retired_initiation WHERE peer = ? AND initiation_id = ?"
+)
+
+// identityKeySize is a pinned identity in clear: signing key, DH key and
+// signature, all public.
+const identityKeySize = 32 + 32 + 64
+
+func encodeIdentityKey(k engine.IdentityKey) []byte {
+	b := make([]byte, 0, identityKeySize)
+	b = append(b, k.SigningKey[:]...)
+	b = append(b, k.DHKey[:]...)
+	return append(b, k.Signature[:]...)
+}
+
+func decodeIdentityKey(b []byte) (engine.IdentityKey, error) {
+	var k engine.IdentityKey
+	if len(b) != identityKeySize {
+		return k, fmt.Errorf("pinned identity of %d bytes: %w", len(b), engine.ErrMalformedState)
+	}
+	copy(k.SigningKey[:], b[:32])
+	copy(k.DHKey[:], b[32:64])
+	copy(k.Signature[:], b[64:])
+	return k, nil
+}
+
+func sessionKey(peer engine.Address) []byte { return rowKey([]byte(peer.String())) }
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// writeSession stores a session write: the first session with a peer
+// (version 0: none may be there, and an identity must be pinned) or the next
+// version of the one the plan was prepared from.
+func (t *tx) writeSession(ctx context.Context, w engine.SessionWrite) error {
+	peer := w.Peer.String()
+	sealed := t.db.seal.seal(kindSession, sessionKey(w.Peer), w.Record)
+	if w.Version == 0 {
+		_, err := t.runOne(ctx, "session-insert", engine.ErrConflict, sqlInsertSession,
+			peer, w.ID[:], boolInt(w.AwaitingReply), t.now.UnixNano(), sealed)
+		if err != nil {
+			return fmt.Errorf("store first session with %s (is one there, or no identity pinned?): %w", peer, err)
+		}
+		return nil
+	}
+	_, err := t.runOne(ctx, "session-update", engine.ErrConflict, sqlUpdateSession,
+		w.ID[:], boolInt(w.AwaitingReply), t.now.UnixNano(), sealed, peer, int64(w.Version))
+	if err != nil {
+		return fmt.Errorf("store session with %s after version %d: %w", peer, w.Version, err)
+	}
+	return nil
+}
+
+// insertPin pins a peer's identity on first use; one must not be pinned.
+func (t *tx) insertPin(ctx context.Context, peer engine.Address, k engine.IdentityKey, at time.Time) error {
+	if _, err := t.runOne(ctx, "pin-insert", engine.ErrConflict, sqlInsertPin, peer.String(), encodeIdentityKey(k), at.UnixNano()); err != nil {
+		return fmt.Errorf("pin identity of %s (already pinned?): %w", peer, err)
+	}
+	return nil
+}
+
+// insertRetired records a retired initiation; it must not be there.
+func (t *tx) insertRetired(ctx context.Context, peer engine.Address, r engine.RetiredInitiation) error {
+	_, err := t.runOne(ctx, "retired-insert", engine.ErrConflict, sqlInsertRetired, peer.String(), r.ID[:], int64(r.SignedPreKeyID), r.RetiredAt)
+	if err != nil {
+		return fmt.Errorf("retire initiation %x with %s: %w", r.ID[:4], peer, err)
+	}
+	return nil
+}
+
+// acceptIdentity pins the accepted identity and removes the session the plan
+// names (or checks that there is none). Pending messages and finalized
+// records stay.
+func (t *tx) acceptIdentity(ctx context.Context, p engine.AcceptIdentity) (engine.Receipt, error) {
+	peer := p.Peer.String()
+	if p.SessionVersion > 0 {
+		if _, err := t.runOne(ctx, "session-delete", engine.ErrConflict, sqlDeleteSession, peer, int64(p.SessionVersion)); err != nil {
+			return engine.Receipt{}, fmt.Errorf("remove session with %s at version %d: %w", peer, p.SessionVersion, err)
+		}
+	} else {
+		var one int
+		found, err := t.scan(ctx, "session-absent", sqlSessionExists, []any{peer}, &one)
+		if err != nil {
+			return engine.Receipt{}, err
+		}
+		if found {
+			return engine.Receipt{}, fmt.Errorf("a session with %s is there, the plan knows none: %w", peer, engine.ErrConflict)
+		}
+	}
+	if _, err := t.runOne(ctx, "pin-upsert", engine.ErrConflict, sqlUpsertPin, peer, encodeIdentityKey(p.Identity), p.At.UnixNano()); err != nil {
+		return engine.Receipt{}, fmt.Errorf("pin identity of %s: %w", peer, err)
+	}
+	return t.visible(ctx)
+}
+
+// Peer returns the identity pinned for peer and the session with it; zero
+// values when there are none.
+func (db *DB) Peer(ctx context.Context, peer engine.Address) (engine.PeerState, error) {
+	if err := db.checkOpen("read peer"); err != nil {
+		return engine.PeerState{}, err
+	}
+	var (
+		pinned  []byte
+		version sql.NullInt64
+		sealed  []byte
+	)
+	err := db.queryRow(ctx, sqlPeer, peer.String()).Scan(&pinned, &version, &sealed)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return engine.PeerState{}, nil
+	case err != nil:
+		return engine.PeerState{}, db.readErr("read peer "+peer.String(), err)
+	}
+	k, err := decodeIdentityKey(pinned)
+	if err != nil {
+		return engine.PeerState{}, fmt.Errorf("store: read peer %s: %w", peer, err)
+	}
+	st := engine.PeerState{Pinned: &k}
+	if version.Valid {
+		rec, err := db.seal.open(kindSession, sessionKey(peer), sealed)
+		if err != nil {
+			return engine.PeerState{}, fmt.Errorf("store: read session with %s: %w", peer, err)
+		}
+		st.Session, st.SessionVersion = rec, uint64(version.Int64)
+	}
+	return st, nil
+}
+
+// Retired reports whether the initiation id with peer was retired.
+func (db *DB) Retired(ctx context.Context, peer engine.Address, id engine.InitiationID) (bool, error) {
+	if err := db.checkOpen("read retired initiation"); err != nil {
+		return false, err
+	}
+	var one int
+	err := db.queryRow(ctx, sqlRetired, peer.String(), id[:]).Scan(&one)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return false, nil
+	case err != nil:
+		return false, db.readErr("read retired initiation", err)
+	}
+	return true, nil
+}

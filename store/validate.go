@@ -1,0 +1,274 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/wire"
+)
+
+// validate checks that a plan holds together before any transaction starts:
+// every envelope has its owner, every session write names the plan's peer
+// and carries a record, every address is well formed, every time is set. A
+// failure matches engine.ErrConflict (engine.ErrInvalidAddress for an
+// address) and touches nothing.
+func validate(p engine.Plan) error {
+	var err error
+	switch p := p.(type) {
+	case nil:
+		return fmt.Errorf("store: apply: %w", invalid("no plan"))
+	case engine.Bootstrap:
+		err = validateBootstrap(p)
+	case engine.PublishPreKeys:
+		err = validatePublish(p)
+	case engine.Send:
+		err = validateSend(p)
+	case engine.Retry:
+		err = validateRetry(p)
+	case engine.Stage:
+		err = validateStage(p)
+	case engine.Receive:
+		err = validateReceive(p)
+	case engine.CollisionRetire:
+		err = errors.Join(checkAddress("peer", p.Peer), checkRow(p.InboxRow))
+	case engine.DropStaged:
+		err = errors.Join(checkRow(p.InboxRow), checkTime("at", p.At))
+		if p.Reason == "" {
+			err = errors.Join(err, invalid("no reason"))
+		}
+	case engine.Finalize:
+		err = validateFinalize(p)
+	case engine.Abandon:
+		err = checkAddress("recipient", p.Recipient)
+	case engine.AcceptIdentity:
+		err = errors.Join(checkAddress("peer", p.Peer), checkTime("at", p.At), checkVersion(p.SessionVersion))
+		if p.Identity == (engine.IdentityKey{}) {
+			err = errors.Join(err, invalid("no identity"))
+		}
+	case engine.Prune:
+		err = checkTime("before", p.Before)
+	case engine.MarkPresented:
+	default:
+		return fmt.Errorf("store: apply %T: %w", p, invalid("unknown plan"))
+	}
+	if err != nil {
+		return fmt.Errorf("store: apply %s: %w", p.Kind(), err)
+	}
+	return nil
+}
+
+// invalid is a plan that does not hold together: the engine prepared it
+// from a state the store cannot have.
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("invalid plan: "+format+": %w", append(args, engine.ErrConflict)...)
+}
+
+func checkAddress(what string, a engine.Address) error {
+	if a.IsZero() {
+		return fmt.Errorf("%s: %w: empty", what, engine.ErrInvalidAddress)
+	}
+	b, err := engine.ParseAddress(a.String())
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if b != a {
+		return fmt.Errorf("%s: %w %q", what, engine.ErrInvalidAddress, a.String())
+	}
+	return nil
+}
+
+func checkRow(row int64) error {
+	if row <= 0 {
+		return invalid("inbox row %d", row)
+	}
+	return nil
+}
+
+// checkTime refuses the zero time, whose Unix nanoseconds are undefined.
+func checkTime(what string, at interface{ IsZero() bool }) error {
+	if at.IsZero() {
+		return invalid("%s: no time", what)
+	}
+	return nil
+}
+
+func checkVersion(v uint64) error {
+	if v >= math.MaxInt64 {
+		return invalid("session version %d", v)
+	}
+	return nil
+}
+
+func checkSession(w engine.SessionWrite, peer engine.Address) error {
+	var err error
+	if w.Peer != peer {
+		err = invalid("session write for %s in a plan for %s", w.Peer, peer)
+	}
+	if len(w.Record) == 0 {
+		err = errors.Join(err, invalid("session write for %s without a record", w.Peer))
+	}
+	return errors.Join(err, checkVersion(w.Version))
+}
+
+// checkOutgoing checks that a message's envelope carries it to its recipient.
+func checkOutgoing(o engine.Outgoing, id wire.LogicalID, to engine.Address) error {
+	switch {
+	case o.IsAck:
+		return invalid("the envelope of message %x is an ACK", id[:])
+	case o.Owner != id:
+		return invalid("envelope owned by %x in the plan of message %x", o.Owner[:], id[:])
+	case o.Envelope.Recipient != to.String():
+		return invalid("envelope for %q in the plan of a message to %s", o.Envelope.Recipient, to)
+	}
+	return nil
+}
+
+// checkAck checks an acknowledgement's envelope: never a pending message's.
+func checkAck(o *engine.Outgoing, to engine.Address) error {
+	switch {
+	case !o.IsAck:
+		return invalid("ACK envelope not marked as an ACK")
+	case o.Owner != (wire.LogicalID{}):
+		return invalid("ACK envelope owned by message %x", o.Owner[:])
+	case o.Envelope.Recipient != to.String():
+		return invalid("ACK envelope for %q in a plan for %s", o.Envelope.Recipient, to)
+	}
+	return nil
+}
+
+// checkFrame checks that frame is an application frame of message id
+// (with body, when body is not nil).
+func checkFrame(frame []byte, id wire.LogicalID, body []byte) error {
+	f, err := wire.DecodeFrame(frame)
+	switch {
+	case err != nil:
+		return invalid("frame of message %x: %v", id[:], err)
+	case f.Kind != wire.FrameApplication:
+		return invalid("frame of message %x is not an application frame", id[:])
+	case f.ID != id:
+		return invalid("frame of message %x carries %x", id[:], f.ID[:])
+	case body != nil && !bytes.Equal(f.Body, body):
+		return invalid("frame of message %x carries another body", id[:])
+	}
+	return nil
+}
+
+func checkPreKeys(recs []engine.PreKeyRecord) error {
+	var err error
+	for _, r := range recs {
+		switch r.Kind {
+		case engine.PreKeySigned, engine.PreKeyKEM, engine.PreKeyOneTime:
+		default:
+			err = errors.Join(err, invalid("prekey %d of kind %d", r.ID, r.Kind))
+		}
+		if len(r.Record) == 0 {
+			err = errors.Join(err, invalid("prekey %d without a record", r.ID))
+		}
+	}
+	return err
+}
+
+func validateBootstrap(p engine.Bootstrap) error {
+	err := errors.Join(checkAddress("self", p.Self), checkPreKeys(p.PreKeys))
+	if len(p.Identity) == 0 {
+		err = errors.Join(err, invalid("no identity record"))
+	}
+	return err
+}
+
+func validatePublish(p engine.PublishPreKeys) error {
+	err := checkPreKeys(p.Add)
+	if p.NextPreKeyID != 0 {
+		for _, r := range p.Add {
+			if r.ID >= p.NextPreKeyID {
+				err = errors.Join(err, invalid("new prekey %d at or above the next prekey ID %d", r.ID, p.NextPreKeyID))
+			}
+		}
+	}
+	return err
+}
+
+func validateSend(p engine.Send) error {
+	body := p.Body
+	if body == nil {
+		body = []byte{}
+	}
+	return errors.Join(
+		checkAddress("recipient", p.Recipient),
+		checkTime("at", p.At),
+		checkFrame(p.Frame, p.ID, body),
+		checkSession(p.Session, p.Recipient),
+		checkOutgoing(p.Out, p.ID, p.Recipient),
+	)
+}
+
+func validateRetry(p engine.Retry) error {
+	return errors.Join(
+		checkAddress("recipient", p.Recipient),
+		checkSession(p.Session, p.Recipient),
+		checkOutgoing(p.Out, p.ID, p.Recipient),
+	)
+}
+
+func validateStage(p engine.Stage) error {
+	err := checkTime("at", p.At)
+	if len(p.Envelopes) > InboxQuota {
+		err = errors.Join(err, fmt.Errorf("stage %d envelopes, quota %d: %w", len(p.Envelopes), InboxQuota, engine.ErrInboxFull))
+	}
+	for i, e := range p.Envelopes {
+		if len(e.Envelope) == 0 {
+			err = errors.Join(err, invalid("envelope %d is empty", i))
+		}
+	}
+	return err
+}
+
+func validateReceive(p engine.Receive) error {
+	err := errors.Join(checkAddress("peer", p.Peer), checkRow(p.InboxRow), checkSession(p.Session, p.Peer))
+	switch e := p.Effect.(type) {
+	case engine.DeliverEffect:
+		err = errors.Join(err, checkTime("at", e.At), checkFrame(e.Frame, e.ID, nil))
+	case engine.AckEffect, engine.RepeatEffect:
+	default:
+		err = errors.Join(err, invalid("frame effect %T", p.Effect))
+	}
+	if p.Ack != nil {
+		// An ACK sent again answers the repeat of a finalized message; its
+		// session step is in p.Session.
+		if _, ok := p.Effect.(engine.RepeatEffect); !ok {
+			err = errors.Join(err, invalid("ACK with a %T", p.Effect))
+		}
+		err = errors.Join(err, checkAck(p.Ack, p.Peer))
+	}
+	return err
+}
+
+func validateFinalize(p engine.Finalize) error {
+	err := errors.Join(checkAddress("sender", p.Sender), checkTime("at", p.At))
+	switch p.Outcome {
+	case engine.OutcomeCommitted:
+		if p.Reason != engine.DiscardNone {
+			err = errors.Join(err, invalid("commit with discard reason %d", p.Reason))
+		}
+	case engine.OutcomeDiscarded:
+		if p.Reason < engine.DiscardRejected || p.Reason > engine.DiscardOther {
+			err = errors.Join(err, invalid("discard reason %d", p.Reason))
+		}
+		if len(p.Body) != 0 {
+			err = errors.Join(err, invalid("discard with a body"))
+		}
+	default:
+		err = errors.Join(err, invalid("outcome %d", p.Outcome))
+	}
+	// The ACK's session step commits with it, and only with it.
+	switch {
+	case (p.Session == nil) != (p.Ack == nil):
+		err = errors.Join(err, invalid("ACK and its session step do not come together"))
+	case p.Session != nil:
+		err = errors.Join(err, checkSession(*p.Session, p.Sender), checkAck(p.Ack, p.Sender))
+	}
+	return err
+}
