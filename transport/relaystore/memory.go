@@ -97,6 +97,19 @@ func (m *Memory) Register(_ context.Context, address string, key [32]byte, repla
 	return true, nil
 }
 
+// Registered implements Store.
+func (m *Memory) Registered(_ context.Context, address string) ([32]byte, error) {
+	if err := m.lock(); err != nil {
+		return [32]byte{}, err
+	}
+	defer m.mu.Unlock()
+	k, ok := m.keys[address]
+	if !ok {
+		return [32]byte{}, fmt.Errorf("%s: %w", address, ErrNotRegistered)
+	}
+	return k, nil
+}
+
 // PutBundle implements Store.
 func (m *Memory) PutBundle(_ context.Context, address string, key [32]byte, b wire.Bundle, oneTime []wire.OneTimePreKeyPublic) (int, error) {
 	if err := m.lock(); err != nil {

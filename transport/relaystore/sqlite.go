@@ -240,6 +240,20 @@ func (s *SQLite) Register(ctx context.Context, address string, key [32]byte, rep
 	return replaced, nil
 }
 
+// Registered implements Store.
+func (s *SQLite) Registered(ctx context.Context, address string) ([32]byte, error) {
+	var k [32]byte
+	var b []byte
+	err := s.db.QueryRowContext(ctx, "SELECT signing_key FROM registrations WHERE address = ?", address).Scan(&b)
+	if errors.Is(err, sql.ErrNoRows) {
+		return k, fmt.Errorf("%s: %w", address, ErrNotRegistered)
+	} else if err != nil {
+		return k, fmt.Errorf("look up %s: %w", address, err)
+	}
+	copy(k[:], b)
+	return k, nil
+}
+
 func registeredKey(ctx context.Context, tx *sql.Tx, address string) ([]byte, error) {
 	var k []byte
 	err := tx.QueryRowContext(ctx, "SELECT signing_key FROM registrations WHERE address = ?", address).Scan(&k)

@@ -38,6 +38,9 @@ type Store interface {
 	// mailbox is kept.
 	Register(ctx context.Context, address string, key [32]byte, replace bool) (replaced bool, err error)
 
+	// Registered returns the key that owns address, or ErrNotRegistered.
+	Registered(ctx context.Context, address string) ([32]byte, error)
+
 	// PutBundle stores b as the address's current bundle and adds oneTime
 	// to its pool of one-time prekeys, skipping IDs already in the pool and
 	// any beyond Limits.OneTimePreKeys. It fails with ErrKeyMismatch when key

@@ -66,6 +66,12 @@ func TestRegister(t *testing.T) {
 		ctx := context.Background()
 		mustRegister(t, s, "bob/1", key(1))
 		mustRegister(t, s, "bob/1", key(1)) // the same key again: nothing changes
+		if k, err := s.Registered(ctx, "bob/1"); err != nil || k != key(1) {
+			t.Fatalf("Registered: got %x, %v", k[:1], err)
+		}
+		if _, err := s.Registered(ctx, "amy/1"); !errors.Is(err, ErrNotRegistered) {
+			t.Fatalf("Registered(amy/1): got %v, want ErrNotRegistered", err)
+		}
 		if _, err := s.Register(ctx, "bob/1", key(2), false); !errors.Is(err, ErrAddressTaken) {
 			t.Fatalf("another key: got %v, want ErrAddressTaken", err)
 		}
@@ -78,6 +84,9 @@ func TestRegister(t *testing.T) {
 		replaced, err := s.Register(ctx, "bob/1", key(2), true)
 		if err != nil || !replaced {
 			t.Fatalf("replace: got %v, %v; want true, nil", replaced, err)
+		}
+		if k, _ := s.Registered(ctx, "bob/1"); k != key(2) {
+			t.Fatal("the new key does not own the address")
 		}
 		if _, err := s.TakeBundle(ctx, "bob/1"); !errors.Is(err, ErrNoBundle) {
 			t.Fatalf("after replacement the old bundle is gone: got %v, want ErrNoBundle", err)

@@ -1,0 +1,618 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	mrand "math/rand/v2"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/wire"
+)
+
+// ClientOptions tune a Client. A zero field takes its default.
+type ClientOptions struct {
+	// RelayID, when not zero, is the only relay the client authenticates
+	// to: a relay presenting another ID is refused with ErrRelayChanged,
+	// finally. A profile can pin what RelayID returned on its first
+	// connection.
+	RelayID [32]byte
+	// Dialer dials the websocket (default: a 10s handshake timeout, no
+	// Origin header).
+	Dialer *websocket.Dialer
+	// HandshakeTimeout bounds the challenge and authentication (10s).
+	HandshakeTimeout time.Duration
+	// PingInterval, ReadTimeout and WriteTimeout work as the relay's
+	// (20s, 60s, 10s).
+	PingInterval time.Duration
+	ReadTimeout  time.Duration
+	WriteTimeout time.Duration
+	// MinBackoff and MaxBackoff bound the delay between reconnection
+	// attempts, which doubles from MinBackoff with jitter (250ms, 30s).
+	MinBackoff time.Duration
+	MaxBackoff time.Duration
+	// SendQueue bounds the requests waiting for the writer (64); callers
+	// beyond it wait.
+	SendQueue int
+	// ReceiveBuffer bounds the deliveries held for Receive (4096): beyond
+	// it a delivery is dropped, and the relay delivers it again after its
+	// lease timeout.
+	ReceiveBuffer int
+	// MaxReceive is the most envelopes one Receive returns (256).
+	MaxReceive int
+	// Logger receives connection events (default: discarded).
+	Logger *slog.Logger
+}
+
+func (o ClientOptions) withDefaults() ClientOptions {
+	if o.Dialer == nil {
+		o.Dialer = &websocket.Dialer{HandshakeTimeout: 10 * time.Second, ReadBufferSize: 16 << 10, WriteBufferSize: 16 << 10}
+	}
+	def := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&o.HandshakeTimeout, 10*time.Second)
+	def(&o.PingInterval, DefaultPingInterval)
+	def(&o.ReadTimeout, DefaultReadTimeout)
+	def(&o.WriteTimeout, DefaultWriteTimeout)
+	def(&o.MinBackoff, 250*time.Millisecond)
+	def(&o.MaxBackoff, 30*time.Second)
+	if o.SendQueue <= 0 {
+		o.SendQueue = 64
+	}
+	if o.ReceiveBuffer <= 0 {
+		o.ReceiveBuffer = 4096
+	}
+	if o.MaxReceive <= 0 {
+		o.MaxReceive = 256
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// Client is one device's connection to a relay: it authenticates as its
+// address, sends requests and collects the envelopes the relay pushes, and
+// reconnects with backoff when the connection drops. It implements
+// engine.Relay. Its methods are safe for concurrent use.
+type Client struct {
+	url  string
+	self engine.Address
+	id   *engine.Identity
+	opts ClientOptions
+	log  *slog.Logger
+
+	ctx    context.Context // cancelled by Close
+	cancel context.CancelFunc
+	done   chan struct{} // closed when the supervisor has stopped
+	wg     sync.WaitGroup
+	reqID  atomic.Uint32
+
+	mu      sync.Mutex
+	cur     *clientConn // nil while not connected
+	state   State
+	final   error // why the supervisor stopped, if not Close
+	closed  bool
+	relayID [32]byte
+	states  chan State
+
+	recvMu  sync.Mutex
+	buf     []engine.Leased
+	bufRows map[uint64]struct{}
+	avail   chan struct{} // closed when buf turns non-empty
+}
+
+var _ engine.Relay = (*Client)(nil)
+
+// Dial connects to the relay at rawURL (ws:// or wss://; an empty path means
+// WebSocketPath) and authenticates as self with id. It returns the first
+// attempt's error, such as a *ServerError saying the address belongs to
+// another identity; after that first connection the client reconnects on its
+// own.
+func Dial(ctx context.Context, rawURL string, self engine.Address, id *engine.Identity, opts ClientOptions) (*Client, error) {
+	c, err := newClient(rawURL, self, id, opts)
+	if err != nil {
+		return nil, err
+	}
+	first := make(chan error, 1)
+	c.wg.Add(1)
+	go c.supervise(ctx, first)
+	if err := <-first; err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// NewClient returns a client that connects in the background and keeps
+// trying, reporting its progress on States: for a UI that must start while
+// the relay is unreachable.
+func NewClient(rawURL string, self engine.Address, id *engine.Identity, opts ClientOptions) (*Client, error) {
+	c, err := newClient(rawURL, self, id, opts)
+	if err != nil {
+		return nil, err
+	}
+	c.wg.Add(1)
+	go c.supervise(nil, nil)
+	return c, nil
+}
+
+func newClient(rawURL string, self engine.Address, id *engine.Identity, opts ClientOptions) (*Client, error) {
+	if id == nil {
+		return nil, errors.New("transport: no identity")
+	}
+	if _, err := engine.ParseAddress(self.String()); err != nil {
+		return nil, fmt.Errorf("transport: %w", err)
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("transport: relay URL: %w", err)
+	}
+	if u.Scheme != "ws" && u.Scheme != "wss" {
+		return nil, fmt.Errorf("transport: relay URL %q: want ws:// or wss://", rawURL)
+	}
+	if u.Path == "" || u.Path == "/" {
+		u.Path = WebSocketPath
+	}
+	opts = opts.withDefaults()
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &Client{url: u.String(), self: self, id: id, opts: opts, log: opts.Logger, ctx: ctx, cancel: cancel,
+		done: make(chan struct{}), states: make(chan State, 16), bufRows: make(map[uint64]struct{}), avail: make(chan struct{})}
+	c.state = State{Conn: StateConnecting, At: time.Now()}
+	return c, nil
+}
+
+// Self returns the address the client authenticates as.
+func (c *Client) Self() engine.Address { return c.self }
+
+// RelayID returns the ID of the relay last authenticated to (zero before).
+func (c *Client) RelayID() [32]byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.relayID
+}
+
+// State returns the connection's current state.
+func (c *Client) State() State {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.state
+}
+
+// States reports every change of State. When the reader falls behind, the
+// oldest reports are dropped (State always has the latest). It is closed by
+// Close.
+func (c *Client) States() <-chan State { return c.states }
+
+func (c *Client) setState(s State) {
+	s.At = time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.state = s
+	select {
+	case c.states <- s:
+	default:
+		select {
+		case <-c.states:
+		default:
+		}
+		select {
+		case c.states <- s:
+		default:
+		}
+	}
+}
+
+// Close closes the connection and stops reconnecting; it returns once every
+// goroutine of the client has ended. Calls waiting on the client fail.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	c.mu.Unlock()
+	c.cancel()
+	c.wg.Wait()
+	c.setState(State{Conn: StateClosed})
+	close(c.states)
+	return nil
+}
+
+// supervise connects, waits for the connection to end, and connects again
+// with backoff, until Close or a final error. With first set, the first
+// attempt runs under ctx too and its outcome goes to first; a failure then
+// ends the supervisor.
+func (c *Client) supervise(ctx context.Context, first chan<- error) {
+	defer c.wg.Done()
+	defer close(c.done)
+	attempt := 0
+	var last error
+	for {
+		c.setState(State{Conn: StateConnecting, Err: last, Attempt: attempt})
+		actx, cancel := context.WithCancel(c.ctx)
+		if first != nil && ctx != nil {
+			stop := context.AfterFunc(ctx, cancel)
+			defer stop()
+		}
+		cc, err := c.connect(actx)
+		cancel()
+		if first != nil {
+			first <- err
+			first = nil
+			if err != nil {
+				return
+			}
+		}
+		if err != nil {
+			if c.ctx.Err() != nil {
+				return
+			}
+			last = err
+			attempt++
+			final := isFinal(err)
+			c.log.Info("relay connection failed", "attempt", attempt, "err", err, "final", final)
+			if final {
+				c.mu.Lock()
+				c.final = err
+				c.mu.Unlock()
+				c.setState(State{Conn: StateDisconnected, Err: err, Final: true, Attempt: attempt})
+				return
+			}
+			c.setState(State{Conn: StateDisconnected, Err: err, Attempt: attempt})
+			if !c.sleep(c.backoff(attempt)) {
+				return
+			}
+			continue
+		}
+		attempt, last = 0, nil
+		c.mu.Lock()
+		c.cur = cc
+		c.mu.Unlock()
+		c.setState(State{Conn: StateConnected})
+		select {
+		case <-cc.done:
+		case <-c.ctx.Done():
+		}
+		c.mu.Lock()
+		c.cur = nil
+		c.mu.Unlock()
+		cc.close()
+		if c.ctx.Err() != nil {
+			return
+		}
+		last = cc.cause()
+		c.log.Info("relay connection lost", "err", last)
+		c.setState(State{Conn: StateDisconnected, Err: last})
+		if !c.sleep(c.backoff(1)) {
+			return
+		}
+	}
+}
+
+// isFinal reports the errors that waiting will not cure.
+func isFinal(err error) bool {
+	var se *ServerError
+	if errors.As(err, &se) {
+		return se.Code == wire.ErrorAddressTaken || se.Code == wire.ErrorAuthFailed || se.Code == wire.ErrorBadRequest
+	}
+	return errors.Is(err, ErrRelayChanged)
+}
+
+// backoff returns the delay before attempt n (1, 2, ...): MinBackoff doubled
+// n-1 times, at most MaxBackoff, with its upper half drawn at random so that
+// clients cut off together do not come back together.
+func (c *Client) backoff(n int) time.Duration {
+	d := c.opts.MinBackoff
+	for i := 1; i < n && d < c.opts.MaxBackoff; i++ {
+		d *= 2
+	}
+	d = min(d, c.opts.MaxBackoff)
+	return d/2 + mrand.N(d/2+1)
+}
+
+func (c *Client) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-c.ctx.Done():
+		return false
+	}
+}
+
+func (c *Client) nextReq() uint32 {
+	for {
+		if r := c.reqID.Add(1); r != 0 {
+			return r
+		}
+	}
+}
+
+// connect dials, answers the challenge and starts the connection's reader
+// and writer.
+func (c *Client) connect(ctx context.Context) (*clientConn, error) {
+	ws, resp, err := c.opts.Dialer.DialContext(ctx, c.url, nil)
+	if resp != nil && resp.Body != nil {
+		resp.Body.Close()
+	}
+	if err != nil {
+		if resp != nil {
+			return nil, fmt.Errorf("dial relay %s: %s: %w", c.url, resp.Status, err)
+		}
+		return nil, fmt.Errorf("dial relay %s: %w", c.url, err)
+	}
+	cc, err := c.handshake(ctx, ws)
+	if err != nil {
+		ws.Close()
+		return nil, err
+	}
+	return cc, nil
+}
+
+func (c *Client) handshake(ctx context.Context, ws *websocket.Conn) (*clientConn, error) {
+	ws.SetReadLimit(wire.MaxRelayMessageSize)
+	deadline := time.Now().Add(c.opts.HandshakeTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	ws.SetReadDeadline(deadline)
+	ws.SetWriteDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { ws.NetConn().Close() })
+	defer stop()
+	read := func() (wire.RelayMessage, error) {
+		_, data, err := ws.ReadMessage()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("authenticate to relay: %w", ctx.Err())
+			}
+			return nil, fmt.Errorf("authenticate to relay: %w", err)
+		}
+		_, m, err := wire.DecodeRelay(data)
+		if err != nil {
+			return nil, fmt.Errorf("authenticate to relay: %w", err)
+		}
+		return m, nil
+	}
+	m, err := read()
+	if err != nil {
+		return nil, err
+	}
+	ch, ok := m.(wire.Challenge)
+	if !ok {
+		return nil, fmt.Errorf("authenticate to relay: expected a challenge, got %s", m.RelayKind())
+	}
+	if c.opts.RelayID != ([32]byte{}) && ch.RelayID != c.opts.RelayID {
+		return nil, fmt.Errorf("authenticate to relay: relay ID %x: %w", ch.RelayID[:8], ErrRelayChanged)
+	}
+	key := c.id.Public().SigningKey
+	addr := c.self.String()
+	auth := wire.Auth{Address: addr, SigningKey: key, Expires: ch.Expires}
+	copy(auth.Signature[:], c.id.Sign(AuthMessage(ch.Nonce, ch.RelayID, addr, key, ch.Expires)))
+	b, err := wire.EncodeRelay(c.nextReq(), auth)
+	if err != nil {
+		return nil, fmt.Errorf("authenticate to relay: %w", err)
+	}
+	if err := ws.WriteMessage(websocket.BinaryMessage, b); err != nil {
+		return nil, fmt.Errorf("authenticate to relay: %w", err)
+	}
+	if m, err = read(); err != nil {
+		return nil, err
+	}
+	switch m := m.(type) {
+	case wire.AuthOK:
+	case wire.Error:
+		return nil, &ServerError{Code: m.Code, Message: m.Message}
+	default:
+		return nil, fmt.Errorf("authenticate to relay: expected auth ok, got %s", m.RelayKind())
+	}
+	if !stop() {
+		return nil, fmt.Errorf("authenticate to relay: %w", ctx.Err())
+	}
+	c.mu.Lock()
+	c.relayID = ch.RelayID
+	c.mu.Unlock()
+	ws.SetWriteDeadline(time.Time{})
+	ws.SetReadDeadline(time.Now().Add(c.opts.ReadTimeout))
+	return startClientConn(c, ws), nil
+}
+
+// conn returns the live connection, or why there is none.
+func (c *Client) conn() (*clientConn, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.closed:
+		return nil, fmt.Errorf("relay client: %w", engine.ErrClosed)
+	case c.final != nil:
+		return nil, c.final
+	case c.cur != nil:
+		return c.cur, nil
+	case c.state.Err != nil:
+		return nil, fmt.Errorf("%w: %v", ErrNotConnected, c.state.Err)
+	}
+	return nil, ErrNotConnected
+}
+
+// call sends one request and waits for its reply.
+func (c *Client) call(ctx context.Context, m wire.RelayMessage) (wire.RelayMessage, error) {
+	cc, err := c.conn()
+	if err != nil {
+		return nil, err
+	}
+	req := c.nextReq()
+	b, err := wire.EncodeRelay(req, m)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s: %w", m.RelayKind(), err)
+	}
+	reply := make(chan wire.RelayMessage, 1)
+	if !cc.await(req, reply) {
+		return nil, cc.lost()
+	}
+	defer cc.forget(req)
+	select {
+	case cc.out <- b:
+	case <-cc.done:
+		return nil, cc.lost()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	select {
+	case r := <-reply:
+		if e, ok := r.(wire.Error); ok {
+			return nil, &ServerError{Code: e.Code, Message: e.Message}
+		}
+		return r, nil
+	case <-cc.done:
+		return nil, cc.lost()
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func unexpected(req wire.RelayKind, got wire.RelayMessage) error {
+	return fmt.Errorf("relay answered %s with %s", req, got.RelayKind())
+}
+
+// FetchBundle implements engine.Relay. A peer without a bundle is a
+// *ServerError with code wire.ErrorNotFound.
+func (c *Client) FetchBundle(ctx context.Context, peer engine.Address) (wire.Bundle, error) {
+	r, err := c.call(ctx, wire.FetchBundle{Address: peer.String()})
+	if err != nil {
+		return wire.Bundle{}, fmt.Errorf("fetch bundle of %s: %w", peer, err)
+	}
+	br, ok := r.(wire.BundleReply)
+	if !ok {
+		return wire.Bundle{}, unexpected(wire.RelayFetchBundle, r)
+	}
+	return br.Bundle, nil
+}
+
+// PublishPreKeys implements engine.Relay: the bundle (its one-time prekey
+// field is ignored) and the one-time prekeys, in batches of
+// wire.MaxPublishOneTimePreKeys.
+func (c *Client) PublishPreKeys(ctx context.Context, bundle wire.Bundle, oneTime []wire.OneTimePreKeyPublic) error {
+	bundle.OneTimePreKey = nil
+	for first := true; first || len(oneTime) > 0; first = false {
+		n := min(len(oneTime), wire.MaxPublishOneTimePreKeys)
+		r, err := c.call(ctx, wire.PublishBundle{Bundle: bundle, OneTimePreKeys: oneTime[:n]})
+		if err != nil {
+			return fmt.Errorf("publish prekeys: %w", err)
+		}
+		if _, ok := r.(wire.Done); !ok {
+			return unexpected(wire.RelayPublishBundle, r)
+		}
+		oneTime = oneTime[n:]
+	}
+	return nil
+}
+
+// Submit implements engine.Relay: nil once the relay accepted the envelope,
+// a *RefusedError when it refused it (nothing stored), and another error
+// when the outcome is unknown or the request never left.
+func (c *Client) Submit(ctx context.Context, env wire.Envelope) error {
+	b, err := wire.EncodeEnvelope(env)
+	if err != nil {
+		return fmt.Errorf("submit: %w", err)
+	}
+	r, err := c.call(ctx, wire.Submit{Envelope: b})
+	if err != nil {
+		return fmt.Errorf("submit envelope %x: %w", env.ID[:4], err)
+	}
+	switch r := r.(type) {
+	case wire.Accepted:
+		if r.EnvelopeID != env.ID {
+			return fmt.Errorf("submit envelope %x: relay accepted %x", env.ID[:4], r.EnvelopeID[:4])
+		}
+		return nil
+	case wire.Refused:
+		return &RefusedError{EnvelopeID: r.EnvelopeID, Reason: r.Reason}
+	}
+	return unexpected(wire.RelaySubmit, r)
+}
+
+// Receive implements engine.Relay: it waits until the relay has delivered at
+// least one envelope (or ctx ends) and returns those buffered, oldest first,
+// at most MaxReceive. Each stays leased until acknowledged; after a
+// reconnect or the relay's lease timeout it may be delivered again.
+func (c *Client) Receive(ctx context.Context) ([]engine.Leased, error) {
+	for {
+		c.recvMu.Lock()
+		if len(c.buf) > 0 {
+			n := min(len(c.buf), c.opts.MaxReceive)
+			out := make([]engine.Leased, n)
+			copy(out, c.buf)
+			c.buf = c.buf[n:]
+			if len(c.buf) == 0 {
+				c.buf = nil
+			}
+			for _, l := range out {
+				delete(c.bufRows, l.Row)
+			}
+			c.recvMu.Unlock()
+			return out, nil
+		}
+		avail := c.avail
+		c.recvMu.Unlock()
+		select {
+		case <-avail:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-c.done:
+			c.mu.Lock()
+			err := c.final
+			c.mu.Unlock()
+			if err == nil {
+				err = fmt.Errorf("relay client: %w", engine.ErrClosed)
+			}
+			return nil, fmt.Errorf("receive: %w", err)
+		}
+	}
+}
+
+// deliver buffers a pushed envelope for Receive, once per row.
+func (c *Client) deliver(d wire.Deliver) {
+	c.recvMu.Lock()
+	defer c.recvMu.Unlock()
+	if _, ok := c.bufRows[d.Row]; ok {
+		return
+	}
+	if len(c.buf) >= c.opts.ReceiveBuffer {
+		c.log.Warn("receive buffer full: dropping a delivery until the relay repeats it", "row", d.Row)
+		return
+	}
+	c.bufRows[d.Row] = struct{}{}
+	c.buf = append(c.buf, engine.Leased{Row: d.Row, Envelope: d.Envelope})
+	if len(c.buf) == 1 {
+		close(c.avail)
+		c.avail = make(chan struct{})
+	}
+}
+
+// Acknowledge implements engine.Relay: the relay deletes the rows, in
+// batches of wire.MaxAckRows.
+func (c *Client) Acknowledge(ctx context.Context, rows []uint64) error {
+	for len(rows) > 0 {
+		n := min(len(rows), wire.MaxAckRows)
+		r, err := c.call(ctx, wire.AckRows{Rows: rows[:n]})
+		if err != nil {
+			return fmt.Errorf("acknowledge %d rows: %w", n, err)
+		}
+		if _, ok := r.(wire.Done); !ok {
+			return unexpected(wire.RelayAckRows, r)
+		}
+		rows = rows[n:]
+	}
+	return nil
+}

@@ -1,0 +1,651 @@
+package transport
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/transport/relaystore"
+	"github.com/parley-chat/parley/wire"
+	"golang.org/x/time/rate"
+)
+
+const (
+	// closeGrace is how long the relay waits for the peer's close frame
+	// after sending its own.
+	closeGrace = time.Second
+	// lingerBytes bounds what a closing connection reads and discards, so
+	// that the peer's last frames do not turn the close into a reset that
+	// would swallow the close frame (a 1009 after an oversized frame, say).
+	lingerBytes = 2 * wire.MaxRelayMessageSize
+)
+
+// conn is one client's websocket on the relay. Its handler goroutine
+// authenticates and then reads; once authenticated, one writer goroutine
+// does every write: replies from the bounded out queue, deliveries from the
+// mailbox, pings, and the close.
+type conn struct {
+	s      *Server
+	ws     *websocket.Conn
+	holder string // lease holder: unique to this connection
+	addr   string // authenticated address; set once by handshake
+	key    [32]byte
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	out        chan []byte   // encoded replies for the writer
+	wake       chan struct{} // something to lease, or window space
+	quit       chan struct{} // closed by finish
+	writerDone chan struct{}
+	running    atomic.Bool // the writer was started
+
+	finishOnce sync.Once
+	reason     string // disconnect metric label, set by finish
+	final      []byte // a last message before the close frame
+	closeCode  int
+	closeText  string
+
+	msgs, bytes, fetches *rate.Limiter
+
+	mu          sync.Mutex
+	outstanding map[uint64]time.Time // leased, unacknowledged rows and their lease deadlines
+}
+
+func newConn(s *Server, ws *websocket.Conn) *conn {
+	ctx, cancel := context.WithCancel(context.Background())
+	lim := s.lim
+	return &conn{
+		s: s, ws: ws, ctx: ctx, cancel: cancel,
+		holder:      fmt.Sprintf("%s-%d", s.instance, s.connSeq.Add(1)),
+		out:         make(chan []byte, lim.SendQueue),
+		wake:        make(chan struct{}, 1),
+		quit:        make(chan struct{}),
+		writerDone:  make(chan struct{}),
+		msgs:        limiter(lim.MessageRate, lim.MessageBurst),
+		bytes:       limiter(lim.ByteRate, lim.ByteBurst),
+		fetches:     limiter(lim.FetchRate, lim.FetchBurst),
+		outstanding: make(map[uint64]time.Time),
+	}
+}
+
+// run authenticates the connection, then serves it until it ends, and
+// releases what it held. authenticated is called once the client proved its
+// address.
+func (c *conn) run(authenticated func()) {
+	s := c.s
+	defer c.cancel()
+	defer lingerClose(c.ws.NetConn())
+	if !c.handshake() {
+		return
+	}
+	authenticated()
+	if !s.attach(c) {
+		return
+	}
+	defer s.detach(c)
+	// A registration by another key may have raced this handshake, after its
+	// eviction of the address's connections and before this attach.
+	if k, err := s.store.Registered(c.ctx, c.addr); err != nil || k != c.key {
+		c.writeNow(errorMsg(0, wire.ErrorAuthFailed, c.addr+" was registered to another identity"))
+		s.metrics.disconnects.inc(dropKicked)
+		return
+	}
+	c.ws.SetPongHandler(func(string) error {
+		c.ws.SetReadDeadline(time.Now().Add(s.lim.ReadTimeout))
+		return nil
+	})
+	c.running.Store(true)
+	go c.writeLoop()
+	reason := c.readLoop()
+	c.finish(reason, nil, 0, "")
+	<-c.writerDone
+	s.metrics.disconnects.inc(c.reason)
+	// Rows this connection held go back to the mailbox, for the address's
+	// next connection (or another one open now).
+	if err := s.store.Release(context.Background(), c.addr, c.holder); err != nil {
+		s.log.Error("release leases", "err", err)
+	}
+	s.detach(c)
+	s.notify(c.addr)
+}
+
+// stop ends the connection from outside (shutdown).
+func (c *conn) stop(reason string, code int, text string) {
+	if c.running.Load() {
+		c.finish(reason, nil, code, text)
+		return
+	}
+	c.ws.NetConn().Close()
+}
+
+// finish asks the writer to send final (when set) and a close frame (when
+// code is set) and to stop. Only the first call counts.
+func (c *conn) finish(reason string, final []byte, code int, text string) {
+	c.finishOnce.Do(func() {
+		c.reason, c.final, c.closeCode, c.closeText = reason, final, code, text
+		close(c.quit)
+	})
+}
+
+// abort ends the connection at once: the socket closes under both
+// goroutines.
+func (c *conn) abort(reason string) {
+	c.finish(reason, nil, 0, "")
+	c.ws.NetConn().Close()
+}
+
+// poke wakes the writer to lease rows.
+func (c *conn) poke() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// lingerClose half-closes the socket, reads and discards what the peer still
+// sends for a moment, then closes it.
+func lingerClose(nc net.Conn) {
+	if tc, ok := nc.(*net.TCPConn); ok {
+		if tc.CloseWrite() == nil {
+			tc.SetReadDeadline(time.Now().Add(closeGrace))
+			io.CopyN(io.Discard, tc, lingerBytes)
+		}
+	}
+	nc.Close()
+}
+
+// writeNow writes one message from the handler goroutine, before the writer
+// exists.
+func (c *conn) writeNow(b []byte) bool {
+	c.ws.SetWriteDeadline(time.Now().Add(c.s.lim.WriteTimeout))
+	return c.ws.WriteMessage(websocket.BinaryMessage, b) == nil
+}
+
+// handshake sends a Challenge and checks the Auth that answers it.
+func (c *conn) handshake() bool {
+	s := c.s
+	var nonce [32]byte
+	rand.Read(nonce[:])
+	expires := s.now().Add(s.lim.ChallengeLifetime).Unix()
+	challenge, err := wire.EncodeRelay(0, wire.Challenge{Nonce: nonce, RelayID: s.relayID, Expires: expires})
+	if err != nil {
+		panic(err) // fixed-size fields: cannot fail
+	}
+	c.ws.SetReadLimit(wire.MaxRelayMessageSize)
+	if !c.writeNow(challenge) {
+		return false
+	}
+	c.ws.SetReadDeadline(time.Now().Add(s.lim.AuthTimeout))
+	typ, data, err := c.ws.ReadMessage()
+	if err != nil {
+		var ne net.Error
+		switch {
+		case errors.As(err, &ne) && ne.Timeout():
+			s.metrics.authFailures.inc(authTimeout)
+			c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.ClosePolicyViolation, "authentication timeout"), time.Now().Add(s.lim.WriteTimeout))
+		case errors.Is(err, websocket.ErrReadLimit):
+			s.metrics.authFailures.inc(authMalformed)
+		default:
+			s.metrics.authFailures.inc(authProtocol)
+		}
+		return false
+	}
+	if typ != websocket.BinaryMessage {
+		return c.refuse(authProtocol, errorMsg(0, wire.ErrorBadRequest, "binary messages only"))
+	}
+	req, m, err := wire.DecodeRelay(data)
+	if err != nil {
+		_, req := peek(data)
+		return c.refuse(authMalformed, errorMsg(req, wire.ErrorBadRequest, "malformed auth: "+err.Error()))
+	}
+	a, ok := m.(wire.Auth)
+	if !ok {
+		if _, ok := m.(wire.Submit); ok {
+			return c.refuse(authProtocol, encode(req, wire.Refused{EnvelopeID: peekEnvelopeID(data), Reason: wire.RefuseNotAuthenticated}))
+		}
+		return c.refuse(authProtocol, errorMsg(req, wire.ErrorAuthFailed, fmt.Sprintf("authenticate first (got %s)", m.RelayKind())))
+	}
+	if addr, err := engine.ParseAddress(a.Address); err != nil || addr.String() != a.Address {
+		msg := fmt.Sprintf("address %q is not canonical", a.Address)
+		if err != nil {
+			msg = err.Error()
+		}
+		return c.refuse(authMalformed, errorMsg(req, wire.ErrorBadRequest, msg))
+	}
+	if a.Expires != expires {
+		return c.refuse(authBadSignature, errorMsg(req, wire.ErrorAuthFailed, "auth does not answer this connection's challenge"))
+	}
+	if s.now().Unix() > expires {
+		return c.refuse(authExpired, errorMsg(req, wire.ErrorExpired, "challenge expired"))
+	}
+	if !ed25519.Verify(a.SigningKey[:], AuthMessage(nonce, s.relayID, a.Address, a.SigningKey, expires), a.Signature[:]) {
+		return c.refuse(authBadSignature, errorMsg(req, wire.ErrorAuthFailed, "auth signature does not verify"))
+	}
+	replaced, err := s.store.Register(c.ctx, a.Address, a.SigningKey, s.cfg.AllowReregister)
+	switch {
+	case errors.Is(err, relaystore.ErrAddressTaken):
+		return c.refuse(authTaken, errorMsg(req, wire.ErrorAddressTaken, a.Address+" is registered to another identity"))
+	case err != nil:
+		s.log.Error("register", "err", err)
+		return c.refuse(authInternal, errorMsg(req, wire.ErrorInternal, "registration failed"))
+	}
+	c.addr, c.key = a.Address, a.SigningKey
+	if replaced {
+		s.log.Info("address registered to a new key", "address", a.Address)
+		s.evict(a.Address, a.SigningKey)
+	}
+	if !c.writeNow(encode(req, wire.AuthOK{})) {
+		return false
+	}
+	c.ws.SetReadDeadline(time.Now().Add(s.lim.ReadTimeout))
+	return true
+}
+
+// refuse ends a connection that failed to authenticate: the reply, then a
+// close frame.
+func (c *conn) refuse(reason string, reply []byte) bool {
+	c.s.metrics.authFailures.inc(reason)
+	if c.writeNow(reply) {
+		c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.ClosePolicyViolation, "authentication failed"), time.Now().Add(c.s.lim.WriteTimeout))
+	}
+	return false
+}
+
+// readLoop reads and handles messages until the connection ends, and
+// returns the disconnect label of a read failure.
+func (c *conn) readLoop() string {
+	for {
+		typ, data, err := c.ws.ReadMessage()
+		if err != nil {
+			var ne net.Error
+			switch {
+			case errors.Is(err, websocket.ErrReadLimit):
+				return dropReadLimit // gorilla has sent the 1009 close
+			case errors.As(err, &ne) && ne.Timeout():
+				return dropTimeout
+			}
+			return dropPeer
+		}
+		c.ws.SetReadDeadline(time.Now().Add(c.s.lim.ReadTimeout))
+		if typ != websocket.BinaryMessage {
+			c.finish(dropProtocol, errorMsg(0, wire.ErrorBadRequest, "binary messages only"), websocket.CloseUnsupportedData, "binary messages only")
+			return dropProtocol
+		}
+		if !c.handle(data) {
+			return dropProtocol
+		}
+	}
+}
+
+// handle serves one message; false ends the connection.
+func (c *conn) handle(data []byte) bool {
+	kind, req := peek(data)
+	if !c.msgs.Allow() {
+		return c.limited(bucketMessages, kind, req, data)
+	}
+	if !c.bytes.AllowN(time.Now(), len(data)) {
+		return c.limited(bucketBytes, kind, req, data)
+	}
+	req, m, err := wire.DecodeRelay(data)
+	if err != nil {
+		_, req = peek(data)
+		return c.reply(errorMsg(req, wire.ErrorBadRequest, "malformed message: "+err.Error()))
+	}
+	switch m := m.(type) {
+	case wire.Submit:
+		return c.submit(req, m)
+	case wire.AckRows:
+		return c.ack(req, m)
+	case wire.FetchBundle:
+		return c.fetch(req, m)
+	case wire.PublishBundle:
+		return c.publish(req, m)
+	case wire.Auth:
+		c.finish(dropProtocol, errorMsg(req, wire.ErrorAuthFailed, "already authenticated: a challenge is answered once"), websocket.ClosePolicyViolation, "already authenticated")
+		return false
+	}
+	return c.reply(errorMsg(req, wire.ErrorBadRequest, fmt.Sprintf("a client does not send %s", m.RelayKind())))
+}
+
+// limited answers a message over a token bucket without acting on it.
+func (c *conn) limited(bucket string, kind wire.RelayKind, req uint32, data []byte) bool {
+	c.s.metrics.rateLimited.inc(bucket)
+	if kind == wire.RelaySubmit {
+		c.s.metrics.refused.inc(refuseLabel(wire.RefuseRateLimited))
+		return c.reply(encode(req, wire.Refused{EnvelopeID: peekEnvelopeID(data), Reason: wire.RefuseRateLimited}))
+	}
+	return c.reply(errorMsg(req, wire.ErrorRateLimited, "rate limited: slow down"))
+}
+
+// reply queues a message for the writer. A full queue means the client does
+// not read what it asked for: it is disconnected rather than buffered for.
+func (c *conn) reply(b []byte) bool {
+	select {
+	case c.out <- b:
+		return true
+	default:
+		c.s.log.Info("send queue full: disconnecting", "address", c.addr)
+		c.abort(dropSlow)
+		return false
+	}
+}
+
+func (c *conn) refused(req uint32, id wire.EnvelopeID, r wire.RefuseReason) bool {
+	c.s.metrics.refused.inc(refuseLabel(r))
+	return c.reply(encode(req, wire.Refused{EnvelopeID: id, Reason: r}))
+}
+
+func (c *conn) submit(req uint32, m wire.Submit) bool {
+	s := c.s
+	id := envelopeID(m.Envelope)
+	if len(m.Envelope) > s.lim.MaxEnvelopeSize {
+		return c.refused(req, id, wire.RefuseTooLarge)
+	}
+	env, err := wire.DecodeEnvelope(m.Envelope)
+	if err != nil {
+		return c.refused(req, id, wire.RefuseMalformed)
+	}
+	if env.Sender != c.addr {
+		return c.refused(req, id, wire.RefuseWrongSender)
+	}
+	if a, err := engine.ParseAddress(env.Recipient); err != nil || a.String() != env.Recipient {
+		return c.refused(req, id, wire.RefuseMalformed)
+	}
+	copies := s.faults.copies()
+	var err2 error
+	if copies == 0 {
+		_, err2 = s.store.Registered(c.ctx, env.Recipient)
+	} else {
+		_, err2 = s.store.Append(c.ctx, env.Recipient, m.Envelope, copies)
+		if copies == 2 && errors.Is(err2, relaystore.ErrMailboxFull) {
+			copies = 1
+			_, err2 = s.store.Append(c.ctx, env.Recipient, m.Envelope, copies)
+		}
+	}
+	switch {
+	case errors.Is(err2, relaystore.ErrNotRegistered):
+		return c.refused(req, id, wire.RefuseUnknownRecipient)
+	case errors.Is(err2, relaystore.ErrMailboxFull):
+		return c.refused(req, id, wire.RefuseMailboxFull)
+	case err2 != nil:
+		s.log.Error("append", "err", err2)
+		return c.reply(errorMsg(req, wire.ErrorInternal, "the relay could not store the envelope"))
+	}
+	s.metrics.accepted.Add(1)
+	switch copies {
+	case 0:
+		s.metrics.dropped.Add(1)
+	case 2:
+		s.metrics.duplicated.Add(1)
+	}
+	if copies > 0 {
+		s.notify(env.Recipient)
+	}
+	return c.reply(encode(req, wire.Accepted{EnvelopeID: env.ID}))
+}
+
+// ack deletes rows of the authenticated address's own mailbox. Rows of other
+// mailboxes are ignored, and the reply is the same whatever they were, so
+// that guessing rows reveals nothing.
+func (c *conn) ack(req uint32, m wire.AckRows) bool {
+	n, err := c.s.store.Ack(c.ctx, c.addr, m.Rows)
+	if err != nil {
+		c.s.log.Error("acknowledge", "err", err)
+		return c.reply(errorMsg(req, wire.ErrorInternal, "the relay could not acknowledge the rows"))
+	}
+	c.s.metrics.acknowledged.Add(uint64(n))
+	c.mu.Lock()
+	for _, r := range m.Rows {
+		delete(c.outstanding, r)
+	}
+	c.mu.Unlock()
+	c.poke()
+	return c.reply(encode(req, wire.Done{}))
+}
+
+func (c *conn) fetch(req uint32, m wire.FetchBundle) bool {
+	s := c.s
+	if !c.fetches.Allow() {
+		s.metrics.rateLimited.inc(bucketFetches)
+		return c.reply(errorMsg(req, wire.ErrorRateLimited, "bundle fetches rate limited: slow down"))
+	}
+	if a, err := engine.ParseAddress(m.Address); err != nil || a.String() != m.Address {
+		return c.reply(errorMsg(req, wire.ErrorBadRequest, fmt.Sprintf("invalid device address %q", m.Address)))
+	}
+	b, err := s.store.TakeBundle(c.ctx, m.Address)
+	switch {
+	case errors.Is(err, relaystore.ErrNoBundle):
+		return c.reply(errorMsg(req, wire.ErrorNotFound, "no bundle for "+m.Address))
+	case err != nil:
+		s.log.Error("fetch bundle", "err", err)
+		return c.reply(errorMsg(req, wire.ErrorInternal, "the relay could not read the bundle"))
+	}
+	s.metrics.bundlesFetched.Add(1)
+	if b.OneTimePreKey != nil {
+		s.metrics.oneTimeHandedOut.Add(1)
+	}
+	return c.reply(encode(req, wire.BundleReply{Bundle: b}))
+}
+
+func (c *conn) publish(req uint32, m wire.PublishBundle) bool {
+	s := c.s
+	b := m.Bundle
+	if b.Address != c.addr {
+		return c.reply(errorMsg(req, wire.ErrorBadRequest, fmt.Sprintf("bundle is for %s, not for the authenticated %s", b.Address, c.addr)))
+	}
+	if b.IdentitySigningKey != c.key {
+		return c.reply(errorMsg(req, wire.ErrorAuthFailed, "bundle identity is not the key that authenticated"))
+	}
+	if _, _, err := engine.VerifyBundle(b, s.now()); err != nil {
+		if errors.Is(err, engine.ErrExpiredSignedPreKey) {
+			return c.reply(errorMsg(req, wire.ErrorExpired, err.Error()))
+		}
+		return c.reply(errorMsg(req, wire.ErrorBadRequest, err.Error()))
+	}
+	_, err := s.store.PutBundle(c.ctx, c.addr, c.key, b, m.OneTimePreKeys)
+	switch {
+	case errors.Is(err, relaystore.ErrKeyMismatch):
+		return c.reply(errorMsg(req, wire.ErrorAuthFailed, c.addr+" is registered to another identity"))
+	case err != nil:
+		s.log.Error("publish bundle", "err", err)
+		return c.reply(errorMsg(req, wire.ErrorInternal, "the relay could not store the bundle"))
+	}
+	s.metrics.bundlesPublished.Add(1)
+	return c.reply(encode(req, wire.Done{}))
+}
+
+// writeLoop is the connection's only writer once it is authenticated.
+func (c *conn) writeLoop() {
+	defer close(c.writerDone)
+	lim := c.s.lim
+	ping := time.NewTicker(lim.PingInterval)
+	defer ping.Stop()
+	// The lease tick expires unacknowledged rows and also looks for rows that
+	// no notification announced (released by another connection, say).
+	tick := time.NewTicker(max(lim.LeaseTimeout/4, 10*time.Millisecond))
+	defer tick.Stop()
+	if !c.fill() {
+		return
+	}
+	for {
+		select {
+		case <-c.quit:
+			c.goodbye()
+			return
+		case b := <-c.out:
+			if !c.write(b) {
+				return
+			}
+		case <-c.wake:
+			if !c.fill() {
+				return
+			}
+		case <-tick.C:
+			c.expire()
+			if !c.fill() {
+				return
+			}
+		case <-ping.C:
+			if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(lim.WriteTimeout)); err != nil {
+				c.abort(dropWrite)
+				return
+			}
+		}
+	}
+}
+
+// write writes one message under the write deadline.
+func (c *conn) write(b []byte) bool {
+	c.ws.SetWriteDeadline(time.Now().Add(c.s.lim.WriteTimeout))
+	if err := c.ws.WriteMessage(websocket.BinaryMessage, b); err != nil {
+		c.abort(dropWrite)
+		return false
+	}
+	return true
+}
+
+// flush writes the replies already queued: they go before deliveries.
+func (c *conn) flush() bool {
+	for {
+		select {
+		case b := <-c.out:
+			if !c.write(b) {
+				return false
+			}
+		default:
+			return true
+		}
+	}
+}
+
+// fill leases rows into the free part of the window and delivers them in
+// FIFO order.
+func (c *conn) fill() bool {
+	s := c.s
+	for {
+		c.mu.Lock()
+		free := s.lim.Window - len(c.outstanding)
+		c.mu.Unlock()
+		if free <= 0 {
+			return true
+		}
+		n := min(free, s.lim.Page)
+		now := s.now()
+		until := now.Add(s.lim.LeaseTimeout)
+		rows, err := s.store.Lease(c.ctx, c.addr, c.holder, n, now, until)
+		if err != nil {
+			s.log.Error("lease", "err", err)
+			return true // the lease tick tries again
+		}
+		if len(rows) == 0 {
+			return true
+		}
+		c.mu.Lock()
+		for _, r := range rows {
+			c.outstanding[r.ID] = until
+		}
+		c.mu.Unlock()
+		for _, r := range rows {
+			if !c.flush() {
+				return false
+			}
+			select {
+			case <-c.quit:
+				return true // the rows stay leased until the connection releases them
+			default:
+			}
+			if !c.write(encode(0, wire.Deliver{Row: r.ID, Envelope: r.Envelope})) {
+				return false
+			}
+			s.metrics.delivered.Add(1)
+		}
+		if len(rows) < n {
+			return true
+		}
+	}
+}
+
+// expire forgets rows whose lease ran out; the next fill leases them again.
+func (c *conn) expire() {
+	now := c.s.now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for r, until := range c.outstanding {
+		if !now.Before(until) {
+			delete(c.outstanding, r)
+		}
+	}
+}
+
+// goodbye writes what is queued, the final message and the close frame, and
+// gives the peer closeGrace to answer.
+func (c *conn) goodbye() {
+	lim := c.s.lim
+	if !c.flush() {
+		return
+	}
+	if c.final != nil && !c.write(c.final) {
+		return
+	}
+	if c.closeCode != 0 {
+		c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(c.closeCode, c.closeText), time.Now().Add(lim.WriteTimeout))
+	}
+	c.ws.SetReadDeadline(time.Now().Add(closeGrace))
+}
+
+// encode encodes a message the relay built itself.
+func encode(req uint32, m wire.RelayMessage) []byte {
+	b, err := wire.EncodeRelay(req, m)
+	if err != nil {
+		panic(fmt.Sprintf("transport: encode %s: %v", m.RelayKind(), err))
+	}
+	return b
+}
+
+// errorMsg encodes an Error reply, its message cut to the limit.
+func errorMsg(req uint32, code wire.ErrorCode, msg string) []byte {
+	if len(msg) > wire.MaxErrorMessageSize {
+		msg = msg[:wire.MaxErrorMessageSize]
+	}
+	b, err := wire.EncodeRelay(req, wire.Error{Code: code, Message: msg})
+	if err != nil { // a cut through a multi-byte character
+		b = encode(req, wire.Error{Code: code})
+	}
+	return b
+}
+
+// peek reads the kind and request ID of a message without decoding it.
+func peek(b []byte) (wire.RelayKind, uint32) {
+	if len(b) < 6 {
+		return 0, 0
+	}
+	return wire.RelayKind(b[1]), binary.BigEndian.Uint32(b[2:6])
+}
+
+// peekEnvelopeID reads the envelope ID of a Submit without decoding it:
+// header (6), envelope length (4), envelope version and type (2), ID (16).
+func peekEnvelopeID(b []byte) wire.EnvelopeID {
+	if len(b) < 10 {
+		return wire.EnvelopeID{}
+	}
+	return envelopeID(b[10:])
+}
+
+// envelopeID reads the ID of an encoded envelope, zero when it is too short.
+func envelopeID(env []byte) wire.EnvelopeID {
+	var id wire.EnvelopeID
+	if len(env) >= 18 {
+		copy(id[:], env[2:18])
+	}
+	return id
+}

@@ -1,0 +1,390 @@
+package transport
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"errors"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/wire"
+)
+
+// testRelay is a relay serving on 127.0.0.1:0 for one test.
+type testRelay struct {
+	srv    *Server
+	url    string // ws://127.0.0.1:port
+	addr   string // 127.0.0.1:port
+	served chan error
+	once   sync.Once
+}
+
+func startRelay(tb testing.TB, cfg ServerConfig) *testRelay {
+	tb.Helper()
+	return startRelayOn(tb, "127.0.0.1:0", cfg)
+}
+
+func startRelayOn(tb testing.TB, addr string, cfg ServerConfig) *testRelay {
+	tb.Helper()
+	srv, err := NewServer(cfg)
+	if err != nil {
+		tb.Fatalf("NewServer: %v", err)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		srv.Shutdown(context.Background())
+		tb.Fatalf("listen: %v", err)
+	}
+	r := &testRelay{srv: srv, url: "ws://" + ln.Addr().String(), addr: ln.Addr().String(), served: make(chan error, 1)}
+	go func() { r.served <- srv.Serve(ln) }()
+	tb.Cleanup(r.stop)
+	return r
+}
+
+// stop shuts the relay down and waits for Serve to return.
+func (r *testRelay) stop() {
+	r.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		r.srv.Shutdown(ctx)
+		<-r.served
+	})
+}
+
+// metric scrapes /metrics and returns the value of one series, such as
+// `parley_relay_envelopes_refused_total{reason="mailbox_full"}`.
+func (r *testRelay) metric(tb testing.TB, series string) float64 {
+	tb.Helper()
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := client.Get("http://" + r.addr + "/metrics")
+	if err != nil {
+		tb.Fatalf("GET /metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		name, value, ok := strings.Cut(sc.Text(), " ")
+		if ok && name == series {
+			v, err := strconv.ParseFloat(value, 64)
+			if err != nil {
+				tb.Fatalf("metric %s: %v", series, err)
+			}
+			return v
+		}
+	}
+	tb.Fatalf("metric %s not found", series)
+	return 0
+}
+
+// waitMetric polls a metric until it reaches at least want.
+func (r *testRelay) waitMetric(tb testing.TB, series string, want float64) {
+	tb.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := r.metric(tb, series)
+		if got >= want {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("%s = %v, want at least %v", series, got, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// device is a test identity with a publishable bundle.
+type device struct {
+	addr    engine.Address
+	id      *engine.Identity
+	bundle  wire.Bundle
+	oneTime []wire.OneTimePreKeyPublic
+}
+
+func newDevice(tb testing.TB, addr string) *device {
+	tb.Helper()
+	r := engine.SystemRandom{}
+	a := engine.MustParseAddress(addr)
+	id, err := engine.NewIdentity(r)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &device{addr: a, id: id}
+}
+
+// withBundle gives the device signed prekeys and n one-time prekeys.
+func (d *device) withBundle(tb testing.TB, n int) *device {
+	tb.Helper()
+	r := engine.SystemRandom{}
+	now := time.Now()
+	spk, err := engine.NewSignedPreKey(r, d.id, 1, now)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	kem, err := engine.NewKEMPreKey(r, d.id, 2, now)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	d.bundle = engine.BuildBundle(d.addr, d.id, spk, kem)
+	d.oneTime = nil
+	for i := range n {
+		k, err := engine.NewOneTimePreKey(r, uint32(3+i))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		d.oneTime = append(d.oneTime, k.Public())
+	}
+	return d
+}
+
+// fastClient are options that reconnect quickly in tests.
+var fastClient = ClientOptions{MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}
+
+func dial(tb testing.TB, r *testRelay, d *device) *Client {
+	tb.Helper()
+	return dialOpts(tb, r, d, fastClient)
+}
+
+func dialOpts(tb testing.TB, r *testRelay, d *device, opts ClientOptions) *Client {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := Dial(ctx, r.url, d.addr, d.id, opts)
+	if err != nil {
+		tb.Fatalf("Dial as %s: %v", d.addr, err)
+	}
+	tb.Cleanup(func() { c.Close() })
+	return c
+}
+
+// envelope makes an envelope from one device to another with a random ID;
+// its payload is body (which must not be empty).
+func envelope(from, to *device, body string) wire.Envelope {
+	e := wire.Envelope{Type: wire.EnvelopeRatchet, Sender: from.addr.String(), Recipient: to.addr.String(), Payload: []byte(body)}
+	rand.Read(e.ID[:])
+	return e
+}
+
+func ctxT(tb testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	tb.Cleanup(cancel)
+	return ctx
+}
+
+func mustSubmit(tb testing.TB, c *Client, e wire.Envelope) {
+	tb.Helper()
+	if err := c.Submit(ctxT(tb), e); err != nil {
+		tb.Fatalf("Submit %s→%s: %v", e.Sender, e.Recipient, err)
+	}
+}
+
+// receiveN receives until n envelopes arrived, and returns them in order.
+func receiveN(tb testing.TB, c *Client, n int) []engine.Leased {
+	tb.Helper()
+	ctx := ctxT(tb)
+	var got []engine.Leased
+	for len(got) < n {
+		ls, err := c.Receive(ctx)
+		if err != nil {
+			tb.Fatalf("Receive after %d of %d: %v", len(got), n, err)
+		}
+		got = append(got, ls...)
+	}
+	if len(got) != n {
+		tb.Fatalf("received %d envelopes, want %d", len(got), n)
+	}
+	return got
+}
+
+// expectNothing checks that nothing arrives for d.
+func expectNothing(tb testing.TB, c *Client, d time.Duration) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	if ls, err := c.Receive(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		tb.Fatalf("Receive: got %d envelopes, %v; want nothing", len(ls), err)
+	}
+}
+
+func payloads(tb testing.TB, ls []engine.Leased) []string {
+	tb.Helper()
+	var out []string
+	for _, l := range ls {
+		e, err := wire.DecodeEnvelope(l.Envelope)
+		if err != nil {
+			tb.Fatalf("row %d: %v", l.Row, err)
+		}
+		out = append(out, string(e.Payload))
+	}
+	return out
+}
+
+func rowsOf(ls []engine.Leased) []uint64 {
+	var out []uint64
+	for _, l := range ls {
+		out = append(out, l.Row)
+	}
+	return out
+}
+
+// raw is a websocket to the relay driven by hand, to send what the Client
+// never would.
+type raw struct {
+	tb testing.TB
+	ws *websocket.Conn
+}
+
+func dialRaw(tb testing.TB, r *testRelay) *raw {
+	tb.Helper()
+	return dialRawWith(tb, r, &websocket.Dialer{}, nil)
+}
+
+func dialRawWith(tb testing.TB, r *testRelay, d *websocket.Dialer, h http.Header) *raw {
+	tb.Helper()
+	ws, resp, err := d.Dial(r.url+WebSocketPath, h)
+	if resp != nil && resp.Body != nil {
+		resp.Body.Close()
+	}
+	if err != nil {
+		tb.Fatalf("dial: %v", err)
+	}
+	ws.SetReadLimit(wire.MaxRelayMessageSize)
+	tb.Cleanup(func() { ws.Close() })
+	return &raw{tb: tb, ws: ws}
+}
+
+// next reads one message, or the error that ended the connection.
+func (r *raw) next() (uint32, wire.RelayMessage, error) {
+	r.ws.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, data, err := r.ws.ReadMessage()
+	if err != nil {
+		return 0, nil, err
+	}
+	req, m, err := wire.DecodeRelay(data)
+	if err != nil {
+		r.tb.Fatalf("relay sent a malformed message: %v", err)
+	}
+	return req, m, nil
+}
+
+func (r *raw) read() (uint32, wire.RelayMessage) {
+	r.tb.Helper()
+	req, m, err := r.next()
+	if err != nil {
+		r.tb.Fatalf("read: %v", err)
+	}
+	return req, m
+}
+
+// reply reads until the reply to req, skipping deliveries.
+func (r *raw) reply(req uint32) wire.RelayMessage {
+	r.tb.Helper()
+	for {
+		got, m := r.read()
+		if got == req {
+			return m
+		}
+		if _, ok := m.(wire.Deliver); !ok {
+			r.tb.Fatalf("waiting for reply %d, got %s for %d", req, m.RelayKind(), got)
+		}
+	}
+}
+
+func (r *raw) send(req uint32, m wire.RelayMessage) {
+	r.tb.Helper()
+	b, err := wire.EncodeRelay(req, m)
+	if err != nil {
+		r.tb.Fatal(err)
+	}
+	r.sendBytes(b)
+}
+
+func (r *raw) sendBytes(b []byte) {
+	r.tb.Helper()
+	r.ws.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	if err := r.ws.WriteMessage(websocket.BinaryMessage, b); err != nil {
+		r.tb.Fatalf("write: %v", err)
+	}
+}
+
+func (r *raw) challenge() wire.Challenge {
+	r.tb.Helper()
+	_, m := r.read()
+	ch, ok := m.(wire.Challenge)
+	if !ok {
+		r.tb.Fatalf("first message: got %s, want a challenge", m.RelayKind())
+	}
+	return ch
+}
+
+// signAuth answers ch as d.
+func signAuth(ch wire.Challenge, d *device) wire.Auth {
+	a := wire.Auth{Address: d.addr.String(), SigningKey: d.id.Public().SigningKey, Expires: ch.Expires}
+	copy(a.Signature[:], d.id.Sign(AuthMessage(ch.Nonce, ch.RelayID, a.Address, a.SigningKey, ch.Expires)))
+	return a
+}
+
+// login authenticates as d and returns the Auth it sent.
+func (r *raw) login(d *device) wire.Auth {
+	r.tb.Helper()
+	a := signAuth(r.challenge(), d)
+	r.send(1, a)
+	if _, m := r.read(); m.RelayKind() != wire.RelayAuthOK {
+		r.tb.Fatalf("auth as %s: got %+v, want auth ok", d.addr, m)
+	}
+	return a
+}
+
+// expectError reads the reply to req and checks it is an Error with code.
+func (r *raw) expectError(req uint32, code wire.ErrorCode) wire.Error {
+	r.tb.Helper()
+	m := r.reply(req)
+	e, ok := m.(wire.Error)
+	if !ok || e.Code != code {
+		r.tb.Fatalf("reply %d: got %+v, want an Error %q", req, m, code)
+	}
+	return e
+}
+
+// expectClose reads until the connection ends and checks the close code
+// (0: any end).
+func (r *raw) expectClose(code int) {
+	r.tb.Helper()
+	for {
+		_, m, err := r.next()
+		if err == nil {
+			if _, ok := m.(wire.Deliver); ok {
+				continue
+			}
+			if _, ok := m.(wire.Error); ok {
+				continue
+			}
+			r.tb.Fatalf("expected the connection to close, got %s", m.RelayKind())
+		}
+		var ce *websocket.CloseError
+		if code != 0 && (!errors.As(err, &ce) || ce.Code != code) {
+			r.tb.Fatalf("connection ended with %v, want close code %d", err, code)
+		}
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			r.tb.Fatalf("connection still open after 10s: %v", err)
+		}
+		return
+	}
+}
+
+// discard reads and drops everything until the connection ends.
+func discard(ws *websocket.Conn) {
+	for {
+		if _, _, err := ws.NextReader(); err != nil {
+			return
+		}
+	}
+}

@@ -1,0 +1,322 @@
+package transport
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/parley-chat/parley/transport/relaystore"
+	"github.com/parley-chat/parley/wire"
+)
+
+// Server is a parley relay: one websocket path (WebSocketPath), /healthz and
+// /metrics on one listener.
+type Server struct {
+	cfg      ServerConfig
+	lim      Limits
+	log      *slog.Logger
+	now      func() time.Time
+	store    relaystore.Store
+	ownStore bool
+	relayID  [32]byte
+	instance string // prefix of this process's lease holders
+	faults   *faults
+	metrics  *metrics
+	http     *http.Server
+	upgrader websocket.Upgrader
+
+	conns   atomic.Int64 // open websockets, counted from before the upgrade
+	unauth  atomic.Int64 // of those, not yet authenticated
+	connSeq atomic.Uint64
+
+	mu       sync.Mutex
+	ln       net.Listener
+	shutdown bool
+	all      map[*conn]struct{}
+	byAddr   map[string]map[*conn]struct{} // authenticated connections
+	handlers sync.WaitGroup                // websocket handlers, which outlive the http.Server's view
+}
+
+// NewServer makes a relay from cfg: it opens the SQLite store when
+// cfg.DataDir is set.
+func NewServer(cfg ServerConfig) (*Server, error) {
+	lim, err := cfg.Limits.withDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("relay limits: %w", err)
+	}
+	if cfg.FaultDrop < 0 || cfg.FaultDrop > 1 || cfg.FaultDup < 0 || cfg.FaultDup > 1 {
+		return nil, fmt.Errorf("fault probabilities must lie in 0..1 (drop %v, dup %v)", cfg.FaultDrop, cfg.FaultDup)
+	}
+	s := &Server{cfg: cfg, lim: lim, log: cfg.Logger, now: cfg.Now, faults: newFaults(cfg.FaultDrop, cfg.FaultDup, cfg.FaultSeed),
+		metrics: newMetrics(), all: make(map[*conn]struct{}), byAddr: make(map[string]map[*conn]struct{})}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	var inst [8]byte
+	rand.Read(inst[:])
+	s.instance = hex.EncodeToString(inst[:])
+	switch {
+	case cfg.Store != nil:
+		s.store = cfg.Store
+	case cfg.DataDir != "":
+		st, err := relaystore.OpenSQLite(context.Background(), cfg.DataDir, lim.storeLimits())
+		if err != nil {
+			return nil, err
+		}
+		s.store, s.ownStore = st, true
+	default:
+		s.store, s.ownStore = relaystore.NewMemory(lim.storeLimits()), true
+	}
+	if s.relayID, err = s.store.RelayID(context.Background()); err != nil {
+		s.closeStore()
+		return nil, fmt.Errorf("relay id: %w", err)
+	}
+	s.upgrader = websocket.Upgrader{
+		HandshakeTimeout: lim.HTTPReadHeaderTimeout,
+		ReadBufferSize:   16 << 10,
+		WriteBufferSize:  16 << 10,
+		CheckOrigin:      noOrigin,
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+WebSocketPath, s.serveWS)
+	mux.HandleFunc("GET /healthz", s.serveHealth)
+	mux.HandleFunc("GET /metrics", s.serveMetrics)
+	s.http = &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: lim.HTTPReadHeaderTimeout,
+		ReadTimeout:       lim.HTTPReadTimeout,
+		WriteTimeout:      lim.HTTPReadTimeout,
+		IdleTimeout:       lim.HTTPIdleTimeout,
+		MaxHeaderBytes:    16 << 10,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	return s, nil
+}
+
+// noOrigin refuses any request that carries a non-empty Origin header: the
+// relay serves parley clients, never a web page, so a browser's cross-site
+// request is refused before it can use a visitor's network position.
+func noOrigin(r *http.Request) bool {
+	for _, o := range r.Header.Values("Origin") {
+		if o != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// RelayID returns the relay's identity, which clients sign into their
+// authentication.
+func (s *Server) RelayID() [32]byte { return s.relayID }
+
+// Handler returns the relay's HTTP handler, for embedding it in another
+// server. Serve uses it.
+func (s *Server) Handler() http.Handler { return s.http.Handler }
+
+// Serve serves the relay on ln until Shutdown, then returns nil.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.shutdown {
+		s.mu.Unlock()
+		ln.Close()
+		return http.ErrServerClosed
+	}
+	s.ln = ln
+	s.mu.Unlock()
+	err := s.http.Serve(ln)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Addr returns the address Serve listens on, or nil before Serve.
+func (s *Server) Addr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln == nil {
+		return nil
+	}
+	return s.ln.Addr()
+}
+
+// Shutdown stops accepting connections, closes every websocket with 1001
+// (going away), waits for their handlers until ctx is done, and closes the
+// store it opened. Unacknowledged rows stay in the mailboxes.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	if s.shutdown {
+		s.mu.Unlock()
+		return nil
+	}
+	s.shutdown = true
+	s.mu.Unlock()
+	err := s.http.Shutdown(ctx)
+	s.mu.Lock()
+	for c := range s.all {
+		c.stop(dropShutdown, websocket.CloseGoingAway, "relay shutting down")
+	}
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		s.handlers.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		if err == nil {
+			err = ctx.Err()
+		}
+		// Force the stragglers; their handlers finish on their own.
+		s.mu.Lock()
+		for c := range s.all {
+			c.ws.NetConn().Close()
+		}
+		s.mu.Unlock()
+		<-done
+	}
+	if cerr := s.closeStore(); cerr != nil && err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func (s *Server) closeStore() error {
+	if s.ownStore {
+		return s.store.Close()
+	}
+	return nil
+}
+
+func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
+	if _, err := s.store.Stats(r.Context()); err != nil {
+		http.Error(w, "storage unavailable", http.StatusServiceUnavailable)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	fmt.Fprintln(w, "ok")
+}
+
+func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
+	st, err := s.store.Stats(r.Context())
+	if err != nil {
+		s.log.Error("relay stats", "err", err)
+	}
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	s.metrics.write(w, gauges{connections: s.conns.Load(), unauthenticated: s.unauth.Load(), stats: st, statsErr: err})
+}
+
+// serveWS admits a websocket within the connection caps and runs it.
+func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	if s.shutdown {
+		s.mu.Unlock()
+		http.Error(w, "relay shutting down", http.StatusServiceUnavailable)
+		return
+	}
+	s.handlers.Add(1)
+	s.mu.Unlock()
+	defer s.handlers.Done()
+
+	if n := s.conns.Add(1); n > int64(s.lim.MaxConnections) {
+		s.conns.Add(-1)
+		http.Error(w, "too many connections", http.StatusServiceUnavailable)
+		return
+	}
+	defer s.conns.Add(-1)
+	if n := s.unauth.Add(1); n > int64(s.lim.MaxUnauthenticated) {
+		s.unauth.Add(-1)
+		http.Error(w, "too many connections authenticating", http.StatusServiceUnavailable)
+		return
+	}
+	authed := false
+	defer func() {
+		if !authed {
+			s.unauth.Add(-1)
+		}
+	}()
+	ws, err := s.upgrader.Upgrade(w, r, nil) // writes its own error response
+	if err != nil {
+		return
+	}
+	s.metrics.connectionsTotal.Add(1)
+	c := newConn(s, ws)
+	s.mu.Lock()
+	if s.shutdown {
+		s.mu.Unlock()
+		ws.Close()
+		return
+	}
+	s.all[c] = struct{}{}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.all, c)
+		s.mu.Unlock()
+	}()
+	c.run(func() {
+		authed = true
+		s.unauth.Add(-1)
+	})
+}
+
+// attach lists an authenticated connection under its address.
+func (s *Server) attach(c *conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.shutdown {
+		return false
+	}
+	set := s.byAddr[c.addr]
+	if set == nil {
+		set = make(map[*conn]struct{})
+		s.byAddr[c.addr] = set
+	}
+	set[c] = struct{}{}
+	return true
+}
+
+func (s *Server) detach(c *conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if set := s.byAddr[c.addr]; set != nil {
+		delete(set, c)
+		if len(set) == 0 {
+			delete(s.byAddr, c.addr)
+		}
+	}
+}
+
+// notify wakes every connection of address to lease what is new.
+func (s *Server) notify(address string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.byAddr[address] {
+		c.poke()
+	}
+}
+
+// evict closes the connections of address authenticated with another key
+// than key: the address was registered again.
+func (s *Server) evict(address string, key [32]byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.byAddr[address] {
+		if c.key != key {
+			c.finish(dropKicked, errorMsg(0, wire.ErrorAuthFailed, address+" was registered to another identity"), websocket.ClosePolicyViolation, "registered to another identity")
+		}
+	}
+}
