@@ -212,7 +212,9 @@ func planCases() []planCase {
 		{
 			name:  "ack-receive",
 			setup: func(t testing.TB, f *fixture) { withSession(t, f); f.stage(t) },
-			plan:  func(t testing.TB, f *fixture) engine.Plan { return receivePlan(1, bob, 1, engine.AckEffect{ID: idSent}) },
+			plan: func(t testing.TB, f *fixture) engine.Plan {
+				return receivePlan(1, bob, 1, engine.AckEffect{ID: idSent})
+			},
 			check: func(t *testing.T, f *fixture, r engine.Receipt) {
 				if !r.Cleared || r.Seq != 0 {
 					t.Errorf("Receipt = %+v, want Cleared", r)
@@ -226,7 +228,9 @@ func planCases() []planCase {
 		{
 			name:  "ack-receive of nothing pending",
 			setup: func(t testing.TB, f *fixture) { withSession(t, f); f.stage(t) },
-			plan:  func(t testing.TB, f *fixture) engine.Plan { return receivePlan(1, bob, 1, engine.AckEffect{ID: logicalID(9)}) },
+			plan: func(t testing.TB, f *fixture) engine.Plan {
+				return receivePlan(1, bob, 1, engine.AckEffect{ID: logicalID(9)})
+			},
 			check: func(t *testing.T, f *fixture, r engine.Receipt) {
 				if r.Cleared {
 					t.Errorf("Receipt = %+v, want not Cleared", r)
@@ -333,7 +337,9 @@ func planCases() []planCase {
 		{
 			name:  "abandon",
 			setup: withSession,
-			plan:  func(t testing.TB, f *fixture) engine.Plan { return engine.Abandon{Recipient: bob, ID: idSent, At: planAt} },
+			plan: func(t testing.TB, f *fixture) engine.Plan {
+				return engine.Abandon{Recipient: bob, ID: idSent, At: planAt}
+			},
 			check: func(t *testing.T, f *fixture, r engine.Receipt) {
 				if r.Marker != 2 {
 					t.Errorf("Receipt = %+v, want Marker 2", r)
