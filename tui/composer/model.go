@@ -1,0 +1,243 @@
+// Package composer is the message editor: a textarea addressed to the chosen
+// peer, which enforces the body size limit before anything is sent and
+// refuses to send to a peer whose identity changed until it is accepted.
+package composer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/charmbracelet/bubbles/cursor"
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/textarea"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/themes"
+	"github.com/parley-chat/parley/tui/internal/layout"
+	"github.com/parley-chat/parley/wire"
+)
+
+// MaxBody is the largest body the composer sends: wire.MaxBodySize (192 KiB).
+const MaxBody = wire.MaxBodySize
+
+// Source is what the composer sends through: *engine.Client implements it.
+type Source interface {
+	Send(ctx context.Context, peer engine.Address, body []byte) (wire.LogicalID, error)
+}
+
+// SentMsg reports one send: Err nil means the relay accepted it; a
+// *engine.MessageNotSentError means it is stored and pending (a retry sends
+// it); any other error means nothing was stored.
+type SentMsg struct {
+	Peer engine.Address
+	ID   wire.LogicalID
+	Body []byte
+	Err  error
+}
+
+// Model is the composer.
+type Model struct {
+	src     Source
+	ctx     context.Context
+	th      themes.Theme
+	keys    KeyMap
+	ta      textarea.Model
+	w, h    int
+	focus   bool
+	peer    engine.Address
+	blocked string // why sending to peer is refused, if it is
+	err     string
+	size    int      // bytes in the editor
+	queue   [][]byte // bodies waiting for the send in flight, in order
+	queueTo []engine.Address
+	busy    bool
+}
+
+// New returns the composer; ctx bounds its sends.
+func New(ctx context.Context, src Source, th themes.Theme) Model {
+	ta := textarea.New()
+	ta.ShowLineNumbers = false
+	ta.Prompt = "› "
+	ta.CharLimit = MaxBody + 1 // runes; the byte limit is checked on send
+	ta.MaxHeight = 0
+	ta.KeyMap.InsertNewline = key.NewBinding(key.WithKeys("alt+enter", "ctrl+j"))
+	st := textarea.Style{
+		Base: th.Composer.Text, Text: th.Composer.Text, CursorLine: th.Composer.Text,
+		Placeholder: th.Composer.Placeholder, Prompt: th.Composer.Prompt, EndOfBuffer: th.Composer.Placeholder,
+		LineNumber: th.Composer.Placeholder, CursorLineNumber: th.Composer.Placeholder,
+	}
+	ta.FocusedStyle, ta.BlurredStyle = st, st
+	ta.Cursor.Style = th.Composer.Cursor
+	ta.Cursor.TextStyle = th.Composer.Text
+	ta.Cursor.SetMode(cursor.CursorStatic)
+	m := Model{src: src, ctx: ctx, th: th, keys: DefaultKeyMap(), ta: ta}
+	m.placeholder()
+	return m
+}
+
+// SetSource replaces the source (after a reopen).
+func (m *Model) SetSource(src Source) { m.src = src; m.busy = false; m.queue, m.queueTo = nil, nil }
+
+// SetSize sets the composer's size, title included.
+func (m *Model) SetSize(w, h int) {
+	m.w, m.h = w, h
+	m.ta.SetWidth(w)
+	m.ta.SetHeight(max(h-1, 1))
+}
+
+// Focus gives the composer the keyboard.
+func (m *Model) Focus() tea.Cmd {
+	m.focus = true
+	return m.ta.Focus()
+}
+
+// Blur takes it away.
+func (m *Model) Blur() {
+	m.focus = false
+	m.ta.Blur()
+}
+
+// KeyMap returns the composer's keys.
+func (m Model) KeyMap() KeyMap { return m.keys }
+
+// Peer returns the address messages go to.
+func (m Model) Peer() engine.Address { return m.peer }
+
+// Value returns the text being written.
+func (m Model) Value() string { return m.ta.Value() }
+
+// SetPeer addresses the composer to peer.
+func (m *Model) SetPeer(peer engine.Address) {
+	m.peer = peer
+	m.err = ""
+	m.placeholder()
+}
+
+// SetBlocked refuses (reason non-empty) or allows sending to the peer.
+func (m *Model) SetBlocked(reason string) { m.blocked = reason }
+
+func (m *Model) placeholder() {
+	if m.peer.IsZero() {
+		m.ta.Placeholder = "choose a conversation first"
+		return
+	}
+	m.ta.Placeholder = "write to " + m.peer.String() + " · enter sends"
+}
+
+// Update handles keys (when focused) and send results.
+func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case SentMsg:
+		m.busy = false
+		if msg.Err != nil {
+			var nse *engine.MessageNotSentError
+			if !errors.As(msg.Err, &nse) {
+				// Nothing was stored: give the text back to edit.
+				m.err = engine.ErrorName(msg.Err) + ": " + msg.Err.Error()
+				if m.ta.Value() == "" && msg.Peer == m.peer {
+					m.ta.SetValue(string(msg.Body))
+					m.size = len(msg.Body)
+				}
+			}
+		}
+		return m, m.next()
+	case tea.KeyMsg:
+		if !m.focus {
+			return m, nil
+		}
+		if key.Matches(msg, m.keys.Send) {
+			return m.submit()
+		}
+	}
+	if !m.focus {
+		return m, nil
+	}
+	var cmd tea.Cmd
+	m.ta, cmd = m.ta.Update(msg)
+	if _, ok := msg.(tea.KeyMsg); ok {
+		m.size = len(m.ta.Value())
+		if m.size <= MaxBody && m.err != "" && !m.busy {
+			m.err = ""
+		}
+	}
+	return m, cmd
+}
+
+// Check reports why body cannot be sent to the current peer, or nil.
+func (m Model) Check(body string) error {
+	switch {
+	case m.peer.IsZero():
+		return errors.New("no conversation chosen: pick one or press n in conversations")
+	case m.blocked != "":
+		return errors.New(m.blocked)
+	case len(body) > MaxBody:
+		return fmt.Errorf("message_too_large: %d bytes, the limit is %d (192 KiB)", len(body), MaxBody)
+	}
+	return nil
+}
+
+func (m Model) submit() (Model, tea.Cmd) {
+	body := m.ta.Value()
+	if body == "" {
+		return m, nil
+	}
+	if err := m.Check(body); err != nil {
+		m.err = err.Error()
+		return m, nil
+	}
+	m.err = ""
+	m.ta.Reset()
+	m.size = 0
+	m.queue = append(m.queue, []byte(body))
+	m.queueTo = append(m.queueTo, m.peer)
+	if m.busy {
+		return m, nil
+	}
+	return m, m.next()
+}
+
+// next starts the oldest queued send: sends go one at a time so that they
+// reach the engine in the order they were written.
+func (m *Model) next() tea.Cmd {
+	if m.busy || len(m.queue) == 0 {
+		return nil
+	}
+	body, peer := m.queue[0], m.queueTo[0]
+	m.queue, m.queueTo = m.queue[1:], m.queueTo[1:]
+	m.busy = true
+	src, ctx := m.src, m.ctx
+	return func() tea.Msg {
+		id, err := src.Send(ctx, peer, body)
+		return SentMsg{Peer: peer, ID: id, Body: body, Err: err}
+	}
+}
+
+// View draws the composer in exactly its size.
+func (m Model) View() string {
+	if m.w <= 0 || m.h <= 0 {
+		return ""
+	}
+	to := "Composer"
+	if !m.peer.IsZero() {
+		to += " → " + m.peer.String()
+	}
+	detail := fmt.Sprintf("%s / 192 KiB", size(m.size))
+	title := layout.Title(m.th.Panel.Title, m.th.Panel.TitleFocused, m.focus, to, detail, m.w)
+	lines := []string{title}
+	switch {
+	case m.blocked != "":
+		lines = append(lines, m.th.Composer.Blocked.Render(layout.Line(" "+m.blocked, m.w)))
+	case m.err != "":
+		lines = append(lines, m.th.Composer.Error.Render(layout.Line(" "+m.err, m.w)))
+	}
+	lines = append(lines, layout.Split(m.ta.View())...)
+	return layout.Fit(lines, m.w, m.h)
+}
+
+func size(n int) string {
+	if n < 1024 {
+		return fmt.Sprintf("%d B", n)
+	}
+	return fmt.Sprintf("%.1f KiB", float64(n)/1024)
+}

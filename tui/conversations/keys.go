@@ -1,0 +1,33 @@
+package conversations
+
+import "github.com/charmbracelet/bubbles/key"
+
+// KeyMap is the conversations panel's keys.
+type KeyMap struct {
+	Up     key.Binding
+	Down   key.Binding
+	New    key.Binding
+	Add    key.Binding // confirms the address being typed
+	Cancel key.Binding
+}
+
+// DefaultKeyMap returns the conversations keys.
+func DefaultKeyMap() KeyMap {
+	return KeyMap{
+		Up:     key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "previous")),
+		Down:   key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "next")),
+		New:    key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "new conversation")),
+		Add:    key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "start it"), key.WithDisabled()),
+		Cancel: key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel"), key.WithDisabled()),
+	}
+}
+
+// ShortHelp implements help.KeyMap.
+func (k KeyMap) ShortHelp() []key.Binding {
+	return []key.Binding{k.Up, k.Down, k.New, k.Add, k.Cancel}
+}
+
+// FullHelp implements help.KeyMap.
+func (k KeyMap) FullHelp() [][]key.Binding {
+	return [][]key.Binding{{k.Up, k.Down}, {k.New, k.Add, k.Cancel}}
+}

@@ -1,0 +1,337 @@
+// Package conversations is the panel listing a profile's peers with their
+// pending and unread counts, where a conversation is chosen or started by
+// address.
+package conversations
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/textinput"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/themes"
+	"github.com/parley-chat/parley/tui/internal/layout"
+	"github.com/parley-chat/parley/wire"
+)
+
+// Source is what the panel reads: *engine.Client implements it.
+type Source interface {
+	Conversations(ctx context.Context) ([]engine.Conversation, error)
+}
+
+// LoadedMsg carries a fresh read of the conversations.
+type LoadedMsg struct {
+	List []engine.Conversation
+	Err  error
+}
+
+// SelectedMsg reports that the chosen conversation changed.
+type SelectedMsg struct{ Peer engine.Address }
+
+// Item is one conversation as shown.
+type Item struct {
+	engine.Conversation
+	Unread  int
+	Changed bool // the peer's identity changed and is not accepted yet
+}
+
+// Model is the conversations panel.
+type Model struct {
+	src    Source
+	ctx    context.Context
+	th     themes.Theme
+	keys   KeyMap
+	w, h   int
+	focus  bool
+	stored []engine.Conversation
+	local  []engine.Address // started here, nothing stored yet
+	sel    engine.Address
+	unread map[engine.Address]map[wire.LogicalID]bool
+	change map[engine.Address]bool
+	input  textinput.Model
+	adding bool
+	err    string
+
+	loading, again bool
+}
+
+// New returns the panel reading from src; ctx bounds its reads.
+func New(ctx context.Context, src Source, th themes.Theme) Model {
+	in := textinput.New()
+	in.Prompt = "address: "
+	in.Placeholder = "user/device"
+	in.CharLimit = 80
+	in.PromptStyle = th.Conversations.Input
+	in.TextStyle = th.Conversations.Input
+	in.PlaceholderStyle = th.Panel.Empty
+	in.Cursor.Style = th.Composer.Cursor
+	return Model{src: src, ctx: ctx, th: th, keys: DefaultKeyMap(), input: in,
+		unread: map[engine.Address]map[wire.LogicalID]bool{}, change: map[engine.Address]bool{}}
+}
+
+// SetSource replaces the source (after a profile was reopened); the next
+// Reload reads from it.
+func (m *Model) SetSource(src Source) {
+	m.src = src
+	m.loading, m.again = false, false
+}
+
+// SetSize sets the panel's size in cells, title included.
+func (m *Model) SetSize(w, h int) {
+	m.w, m.h = w, h
+	m.input.Width = w - len(m.input.Prompt) - 2
+}
+
+// Focus gives the panel the keyboard.
+func (m *Model) Focus() { m.focus = true }
+
+// Blur takes the keyboard away, cancelling a half-typed address.
+func (m *Model) Blur() {
+	m.focus = false
+	m.stopAdding()
+}
+
+// Capturing reports whether typed text goes to the panel (an address is
+// being entered), so that global single-letter keys stay out of its way.
+func (m Model) Capturing() bool { return m.adding }
+
+// KeyMap returns the panel's keys for the help line.
+func (m Model) KeyMap() KeyMap { return m.keys }
+
+// Selected returns the chosen peer (zero when there is none).
+func (m Model) Selected() engine.Address { return m.sel }
+
+// Items returns the conversations as shown, stored ones first.
+func (m Model) Items() []Item {
+	out := make([]Item, 0, len(m.stored)+len(m.local))
+	seen := make(map[engine.Address]bool, len(m.stored))
+	for _, c := range m.stored {
+		seen[c.Peer] = true
+		out = append(out, Item{Conversation: c, Unread: len(m.unread[c.Peer]), Changed: m.change[c.Peer]})
+	}
+	for _, a := range m.local {
+		if !seen[a] {
+			out = append(out, Item{Conversation: engine.Conversation{Peer: a}, Unread: len(m.unread[a]), Changed: m.change[a]})
+		}
+	}
+	return out
+}
+
+// Select chooses peer, adding it to the list when it is new, and reports
+// the choice.
+func (m *Model) Select(peer engine.Address) tea.Cmd {
+	if !m.has(peer) {
+		m.local = append(m.local, peer)
+	}
+	return m.choose(peer)
+}
+
+// SetChanged marks or clears a peer whose identity changed.
+func (m *Model) SetChanged(peer engine.Address, changed bool) {
+	if changed {
+		m.change[peer] = true
+	} else {
+		delete(m.change, peer)
+	}
+}
+
+// Reload reads the conversations again; calls while a read is in flight
+// coalesce into one more read after it.
+func (m *Model) Reload() tea.Cmd {
+	if m.loading {
+		m.again = true
+		return nil
+	}
+	m.loading = true
+	src, ctx := m.src, m.ctx
+	return func() tea.Msg {
+		l, err := src.Conversations(ctx)
+		return LoadedMsg{List: l, Err: err}
+	}
+}
+
+// Update handles the panel's messages, keys (when focused) and engine
+// events.
+func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case LoadedMsg:
+		m.loading = false
+		if msg.Err != nil {
+			m.err = engine.ErrorName(msg.Err) + ": " + msg.Err.Error()
+		} else {
+			m.err = ""
+			m.stored = msg.List
+		}
+		var cmd tea.Cmd
+		if m.sel.IsZero() {
+			if items := m.Items(); len(items) > 0 {
+				cmd = m.choose(items[0].Peer)
+			}
+		}
+		if m.again {
+			m.again = false
+			return m, tea.Batch(cmd, m.Reload())
+		}
+		return m, cmd
+	case engine.Event:
+		return m.event(msg)
+	case tea.KeyMsg:
+		if !m.focus {
+			return m, nil
+		}
+		return m.key(msg)
+	}
+	if m.adding {
+		var cmd tea.Cmd
+		m.input, cmd = m.input.Update(msg)
+		return m, cmd
+	}
+	return m, nil
+}
+
+func (m Model) event(e engine.Event) (Model, tea.Cmd) {
+	switch e.Kind {
+	case engine.EventReceived:
+		if r := e.Result; r != nil && r.Kind == engine.ResultDelivery && r.Sender != m.sel {
+			if m.unread[r.Sender] == nil {
+				m.unread[r.Sender] = map[wire.LogicalID]bool{}
+			}
+			m.unread[r.Sender][r.ID] = true
+		}
+	case engine.EventIdentityAccepted:
+		delete(m.change, e.Peer)
+	}
+	return m, m.Reload()
+}
+
+func (m Model) key(k tea.KeyMsg) (Model, tea.Cmd) {
+	if m.adding {
+		switch {
+		case key.Matches(k, m.keys.Cancel):
+			m.stopAdding()
+			return m, nil
+		case key.Matches(k, m.keys.Add):
+			a, err := engine.ParseAddress(m.input.Value())
+			if err != nil {
+				m.err = "invalid_address: " + err.Error()
+				return m, nil
+			}
+			m.err = ""
+			m.stopAdding()
+			return m, m.Select(a)
+		}
+		var cmd tea.Cmd
+		m.input, cmd = m.input.Update(k)
+		return m, cmd
+	}
+	items := m.Items()
+	i := m.index(items)
+	switch {
+	case key.Matches(k, m.keys.Up):
+		if i > 0 {
+			return m, m.choose(items[i-1].Peer)
+		}
+	case key.Matches(k, m.keys.Down):
+		if i+1 < len(items) {
+			return m, m.choose(items[i+1].Peer)
+		}
+	case key.Matches(k, m.keys.New):
+		m.adding = true
+		m.err = ""
+		m.input.Reset()
+		m.keys.Add.SetEnabled(true)
+		m.keys.Cancel.SetEnabled(true)
+		m.keys.New.SetEnabled(false)
+		return m, m.input.Focus()
+	}
+	return m, nil
+}
+
+func (m *Model) stopAdding() {
+	m.adding = false
+	m.input.Blur()
+	m.keys.Add.SetEnabled(false)
+	m.keys.Cancel.SetEnabled(false)
+	m.keys.New.SetEnabled(true)
+}
+
+func (m *Model) choose(peer engine.Address) tea.Cmd {
+	m.sel = peer
+	delete(m.unread, peer)
+	return func() tea.Msg { return SelectedMsg{Peer: peer} }
+}
+
+func (m Model) has(peer engine.Address) bool {
+	for _, it := range m.Items() {
+		if it.Peer == peer {
+			return true
+		}
+	}
+	return false
+}
+
+func (m Model) index(items []Item) int {
+	for i, it := range items {
+		if it.Peer == m.sel {
+			return i
+		}
+	}
+	return -1
+}
+
+// View draws the panel in exactly its size.
+func (m Model) View() string {
+	if m.w <= 0 || m.h <= 0 {
+		return ""
+	}
+	st := m.th.Conversations
+	items := m.Items()
+	lines := []string{layout.Title(m.th.Panel.Title, m.th.Panel.TitleFocused, m.focus, "Conversations", fmt.Sprint(len(items)), m.w)}
+	if m.adding {
+		lines = append(lines, layout.Line(m.input.View(), m.w))
+	}
+	if m.err != "" {
+		lines = append(lines, m.th.Panel.Error.Render(layout.Line(m.err, m.w)))
+	}
+	if len(items) == 0 {
+		lines = append(lines, m.th.Panel.Empty.Render(layout.Line(" none yet: n starts one", m.w)))
+	}
+	body := m.h - len(lines)
+	first := 0
+	if i := m.index(items); i >= body && body > 0 {
+		first = i - body + 1
+	}
+	for i := first; i < len(items) && len(lines) < m.h; i++ {
+		lines = append(lines, m.row(items[i], st))
+	}
+	return layout.Fit(lines, m.w, m.h)
+}
+
+func (m Model) row(it Item, st themes.ConversationStyles) string {
+	mark := "  "
+	name := st.Item
+	if it.Peer == m.sel {
+		mark = "▸ "
+		name = st.Selected
+		if m.focus {
+			name = st.Cursor
+		}
+	}
+	counts := ""
+	if it.PendingIn > 0 {
+		counts += fmt.Sprintf(" in %d", it.PendingIn)
+	}
+	if it.PendingOut > 0 {
+		counts += fmt.Sprintf(" out %d", it.PendingOut)
+	}
+	s := name.Render(mark+it.Peer.String()) + st.Counts.Render(counts)
+	if it.Unread > 0 {
+		s += st.Unread.Render(fmt.Sprintf(" new %d", it.Unread))
+	}
+	if it.Changed {
+		s += st.Changed.Render(" ⚠ identity changed")
+	}
+	return s
+}

@@ -1,0 +1,229 @@
+// Package eventlog is the panel that names everything that happened to a
+// profile, with times: every receive result and error by its snake_case name
+// (delivery, already_committed, already_discarded, acknowledgement,
+// session_collision, stale_session_initiation, identity_changed,
+// logical_message_conflict...), hand-offs, finalizations, resyncs, and what
+// the user's actions and the demo controls did. It keeps the newest
+// Capacity entries.
+package eventlog
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/themes"
+	"github.com/parley-chat/parley/tui/internal/layout"
+)
+
+// Capacity is how many entries the log keeps.
+const Capacity = 2000
+
+// Level is how an entry is drawn.
+type Level uint8
+
+// Levels.
+const (
+	Info Level = iota
+	Good
+	Warn
+	Error
+	Demo
+)
+
+// Entry is one line of the log.
+type Entry struct {
+	At    time.Time
+	Name  string // a result, error or action name, e.g. "delivery", "session_collision"
+	Text  string
+	Level Level
+}
+
+// String is the entry as one plain line (for the log file).
+func (e Entry) String() string {
+	return fmt.Sprintf("%s %s %s", layout.Clock(e.At), e.Name, e.Text)
+}
+
+// Model is the event log panel.
+type Model struct {
+	th      themes.Theme
+	keys    KeyMap
+	w, h    int
+	focus   bool
+	entries []Entry
+	back    int // entries scrolled back from the newest (0: follow)
+}
+
+// New returns an empty log.
+func New(th themes.Theme) Model {
+	return Model{th: th, keys: DefaultKeyMap()}
+}
+
+// SetSize sets the panel's size, title included.
+func (m *Model) SetSize(w, h int) { m.w, m.h = w, h }
+
+// Focus gives the panel the keyboard.
+func (m *Model) Focus() { m.focus = true }
+
+// Blur takes it away.
+func (m *Model) Blur() { m.focus = false }
+
+// KeyMap returns the panel's keys.
+func (m Model) KeyMap() KeyMap { return m.keys }
+
+// Entries returns the entries, oldest first.
+func (m Model) Entries() []Entry { return m.entries }
+
+// Add appends entries, dropping the oldest beyond Capacity. A log scrolled
+// back stays on the same entries.
+func (m *Model) Add(es ...Entry) {
+	m.entries = append(m.entries, es...)
+	if m.back > 0 {
+		m.back += len(es)
+	}
+	if over := len(m.entries) - Capacity; over > 0 {
+		m.entries = append(m.entries[:0:0], m.entries[over:]...)
+	}
+	m.back = layout.Clamp(m.back, 0, m.maxBack())
+}
+
+func (m Model) rows() int { return max(m.h-1, 1) }
+
+func (m Model) maxBack() int { return max(len(m.entries)-m.rows(), 0) }
+
+// Update handles keys when focused.
+func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
+	k, ok := msg.(tea.KeyMsg)
+	if !ok || !m.focus {
+		return m, nil
+	}
+	switch {
+	case key.Matches(k, m.keys.Up):
+		m.back++
+	case key.Matches(k, m.keys.Down):
+		m.back--
+	case key.Matches(k, m.keys.PageUp):
+		m.back += m.rows()
+	case key.Matches(k, m.keys.PageDown):
+		m.back -= m.rows()
+	case key.Matches(k, m.keys.Top):
+		m.back = m.maxBack()
+	case key.Matches(k, m.keys.Bottom):
+		m.back = 0
+	}
+	m.back = layout.Clamp(m.back, 0, m.maxBack())
+	return m, nil
+}
+
+// View draws the panel in exactly its size: only the visible entries are
+// rendered.
+func (m Model) View() string {
+	if m.w <= 0 || m.h <= 0 {
+		return ""
+	}
+	detail := fmt.Sprintf("%d", len(m.entries))
+	if m.back > 0 {
+		detail += fmt.Sprintf(" · %d newer below (end follows)", m.back)
+	}
+	lines := []string{layout.Title(m.th.Panel.Title, m.th.Panel.TitleFocused, m.focus, "Events", detail, m.w)}
+	end := len(m.entries) - m.back
+	start := max(end-m.rows(), 0)
+	for _, e := range m.entries[start:end] {
+		lines = append(lines, m.line(e))
+	}
+	return layout.Fit(lines, m.w, m.h)
+}
+
+func (m Model) line(e Entry) string {
+	st := m.th.Events
+	var name = st.Info
+	switch e.Level {
+	case Good:
+		name = st.Good
+	case Warn:
+		name = st.Warn
+	case Error:
+		name = st.Error
+	case Demo:
+		name = st.Demo
+	}
+	return st.Time.Render(layout.Clock(e.At)) + " " + name.Render(e.Name) + " " + e.Text
+}
+
+// FromEvent describes an engine event as a log entry.
+func FromEvent(e engine.Event) Entry {
+	id := layout.ShortID(e.ID)
+	switch e.Kind {
+	case engine.EventReceived:
+		if e.Result != nil {
+			return fromResult(e.At, *e.Result)
+		}
+	case engine.EventSent:
+		return Entry{At: e.At, Name: "relay_accepted", Text: "to " + e.Peer.String() + " " + id + " (pending until acknowledged)", Level: Info}
+	case engine.EventNotSent:
+		return Entry{At: e.At, Name: "message_not_sent", Text: "to " + e.Peer.String() + " " + id + ": " + errText(e.Err) + " (pending; a retry sends it)", Level: Error}
+	case engine.EventFinalized:
+		name, lvl := "committed", Info
+		if e.Outcome == engine.OutcomeDiscarded {
+			name = "discarded"
+		}
+		ack := "ACK sent"
+		if !e.AckSent {
+			ack, lvl = "ACK not sent (the sender's next retry brings another)", Warn
+		}
+		return Entry{At: e.At, Name: name, Text: "from " + e.Peer.String() + " " + id + ", " + ack, Level: lvl}
+	case engine.EventAbandoned:
+		return Entry{At: e.At, Name: "abandoned", Text: "to " + e.Peer.String() + " " + id + " (dropped locally; not a recall)", Level: Warn}
+	case engine.EventIdentityAccepted:
+		return Entry{At: e.At, Name: "identity_accepted", Text: e.Peer.String() + ": session removed; a retry resends the pending messages to the new identity", Level: Warn}
+	case engine.EventResync:
+		return Entry{At: e.At, Name: "state_resync_required", Text: "the last run stopped before its events were shown; every list was read again", Level: Warn}
+	}
+	return Entry{At: e.At, Name: "event", Text: fmt.Sprintf("kind %d", e.Kind), Level: Info}
+}
+
+func fromResult(at time.Time, r engine.ReceiveResult) Entry {
+	from := "from " + r.Sender.String()
+	if r.Sender.IsZero() {
+		from = "from an unknown sender"
+	}
+	id := layout.ShortID(r.ID)
+	switch r.Kind {
+	case engine.ResultDelivery:
+		return Entry{At: at, Name: "delivery", Text: fmt.Sprintf("%s %s %q (pending: commit or discard)", from, id, layout.OneLine(r.Body, 40)), Level: Good}
+	case engine.ResultAlreadyCommitted, engine.ResultAlreadyDiscarded:
+		ack, lvl := "ACK sent again", Warn
+		if !r.AckSent {
+			ack, lvl = "ACK not sent", Error
+		}
+		return Entry{At: at, Name: r.Kind.String(), Text: from + " " + id + ", " + ack, Level: lvl}
+	case engine.ResultAcknowledgement:
+		if r.Cleared {
+			return Entry{At: at, Name: "acknowledgement", Text: from + " " + id + ", cleared: acknowledged", Level: Good}
+		}
+		return Entry{At: at, Name: "acknowledgement", Text: from + " " + id + ", not cleared (unknown or repeated)", Level: Warn}
+	}
+	name := engine.ErrorName(r.Err)
+	why := errText(r.Err)
+	switch {
+	case errors.Is(r.Err, engine.ErrSessionCollision):
+		why = "both sides started a session; ours won, " + r.Sender.String() + "'s message was dropped unread and comes back on its retry"
+	case errors.Is(r.Err, engine.ErrStaleSessionInitiation):
+		why = "a message on a retired session start; " + r.Sender.String() + " must retry on the current session"
+	case errors.Is(r.Err, engine.ErrIdentityChanged):
+		why = r.Sender.String() + " has a new identity; sending is blocked until it is accepted"
+	case errors.Is(r.Err, engine.ErrLogicalMessageConflict):
+		why = "the same message ID with another body; ignored"
+	}
+	return Entry{At: at, Name: name, Text: from + ": " + why, Level: Error}
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}

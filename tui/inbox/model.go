@@ -1,0 +1,386 @@
+// Package inbox is the panel of pending received messages: stored and
+// reported as deliveries, waiting for the user to commit or discard them (one
+// or all). It shows one page at a time, read from the store.
+package inbox
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/themes"
+	"github.com/parley-chat/parley/tui/internal/layout"
+	"github.com/parley-chat/parley/tui/internal/pager"
+	"github.com/parley-chat/parley/wire"
+)
+
+// BatchSize bounds the messages finalized in one transaction by "all".
+const BatchSize = 256
+
+// Source is what the inbox reads and finalizes through: *engine.Client
+// implements it.
+type Source interface {
+	PendingInbound(ctx context.Context, q engine.PageQuery) ([]engine.InboundMessage, error)
+	CountInbound(ctx context.Context, peer *engine.Address) (int, error)
+	FinalizeBatch(ctx context.Context, reqs []engine.FinalizeRequest) ([]engine.FinalizeResult, error)
+}
+
+// LoadedMsg carries a page of the pending received messages and the total.
+type LoadedMsg struct {
+	After int64
+	Page  []engine.InboundMessage
+	Total int
+	Err   error
+}
+
+// Failure is one message that could not be finalized.
+type Failure struct {
+	Sender engine.Address
+	ID     wire.LogicalID
+	Err    error
+}
+
+// FinalizedMsg reports a commit or discard of one message or of all.
+type FinalizedMsg struct {
+	Outcome  engine.Outcome
+	All      bool
+	Done     int // messages finalized
+	AcksSent int // of which the ACK was handed off
+	Failed   []Failure
+	Err      error // the transaction failed: nothing of the last batch applied
+}
+
+// Model is the inbox panel.
+type Model struct {
+	src    Source
+	ctx    context.Context
+	th     themes.Theme
+	keys   KeyMap
+	w, h   int
+	focus  bool
+	pg     pager.Pager
+	page   []engine.InboundMessage
+	total  int
+	sel    int
+	err    string
+	ask    engine.Outcome // "all" waiting for confirmation
+	busy   bool
+	status string
+
+	loading, again bool
+}
+
+// New returns the inbox; ctx bounds its calls.
+func New(ctx context.Context, src Source, th themes.Theme) Model {
+	return Model{src: src, ctx: ctx, th: th, keys: DefaultKeyMap()}
+}
+
+// SetSource replaces the source (after a reopen).
+func (m *Model) SetSource(src Source) {
+	m.src = src
+	m.loading, m.again, m.busy = false, false, false
+}
+
+// SetSize sets the panel's size, title included; the page holds as many
+// messages as fit.
+func (m *Model) SetSize(w, h int) { m.w, m.h = w, h }
+
+// Focus gives the panel the keyboard.
+func (m *Model) Focus() { m.focus = true }
+
+// Blur takes it away (and forgets a question).
+func (m *Model) Blur() {
+	m.focus = false
+	m.setAsk(0)
+}
+
+// KeyMap returns the panel's keys.
+func (m Model) KeyMap() KeyMap { return m.keys }
+
+// Total is the number of pending received messages at the last read.
+func (m Model) Total() int { return m.total }
+
+// Page returns the messages shown.
+func (m Model) Page() []engine.InboundMessage { return m.page }
+
+func (m Model) rows() int { return max(m.h-2, 1) }
+
+// Reload reads the current page again; calls while a read is in flight
+// coalesce.
+func (m *Model) Reload() tea.Cmd {
+	if m.loading {
+		m.again = true
+		return nil
+	}
+	m.loading = true
+	src, ctx, after, limit := m.src, m.ctx, m.pg.After(), m.rows()
+	return func() tea.Msg {
+		page, err := src.PendingInbound(ctx, engine.PageQuery{After: after, Limit: limit})
+		if err != nil {
+			return LoadedMsg{After: after, Err: err}
+		}
+		n, err := src.CountInbound(ctx, nil)
+		return LoadedMsg{After: after, Page: page, Total: n, Err: err}
+	}
+}
+
+// Update handles the panel's messages, keys (when focused) and engine events.
+func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
+	switch msg := msg.(type) {
+	case LoadedMsg:
+		m.loading = false
+		if msg.After != m.pg.After() {
+			return m, m.Reload() // the page moved while reading
+		}
+		if msg.Err != nil {
+			m.err = engine.ErrorName(msg.Err) + ": " + msg.Err.Error()
+		} else {
+			m.err = ""
+			m.page, m.total = msg.Page, msg.Total
+			if len(m.page) == 0 && m.pg.Prev() {
+				return m, m.Reload()
+			}
+			m.sel = layout.Clamp(m.sel, 0, max(len(m.page)-1, 0))
+		}
+		if m.again {
+			m.again = false
+			return m, m.Reload()
+		}
+		return m, nil
+	case FinalizedMsg:
+		m.busy = false
+		m.status = describe(msg)
+		return m, m.Reload()
+	case engine.Event:
+		switch msg.Kind {
+		case engine.EventReceived, engine.EventFinalized, engine.EventResync:
+			return m, m.Reload()
+		}
+		return m, nil
+	case tea.KeyMsg:
+		if m.focus {
+			return m.key(msg)
+		}
+	}
+	return m, nil
+}
+
+func (m Model) key(k tea.KeyMsg) (Model, tea.Cmd) {
+	if m.ask != 0 {
+		switch {
+		case key.Matches(k, m.keys.Confirm):
+			o := m.ask
+			m.setAsk(0)
+			return m, m.finalizeAll(o)
+		case key.Matches(k, m.keys.Cancel):
+			m.setAsk(0)
+		}
+		return m, nil
+	}
+	switch {
+	case key.Matches(k, m.keys.Up):
+		if m.sel > 0 {
+			m.sel--
+		} else if m.pg.Prev() {
+			m.sel = m.rows() - 1
+			return m, m.Reload()
+		}
+	case key.Matches(k, m.keys.Down):
+		if m.sel+1 < len(m.page) {
+			m.sel++
+		} else if len(m.page) == m.rows() {
+			m.pg.Next(m.page[len(m.page)-1].Seq)
+			m.sel = 0
+			return m, m.Reload()
+		}
+	case key.Matches(k, m.keys.NextPage):
+		if len(m.page) == m.rows() {
+			m.pg.Next(m.page[len(m.page)-1].Seq)
+			m.sel = 0
+			return m, m.Reload()
+		}
+	case key.Matches(k, m.keys.PrevPage):
+		if m.pg.Prev() {
+			m.sel = 0
+			return m, m.Reload()
+		}
+	case key.Matches(k, m.keys.Commit):
+		return m, m.finalizeOne(engine.OutcomeCommitted)
+	case key.Matches(k, m.keys.Discard):
+		return m, m.finalizeOne(engine.OutcomeDiscarded)
+	case key.Matches(k, m.keys.CommitAll):
+		return m, m.finalizeAll(engine.OutcomeCommitted)
+	case key.Matches(k, m.keys.DiscardAll):
+		if m.total > 0 {
+			m.setAsk(engine.OutcomeDiscarded)
+		}
+	}
+	return m, nil
+}
+
+func (m *Model) setAsk(o engine.Outcome) {
+	m.ask = o
+	m.keys.Confirm.SetEnabled(o != 0)
+	m.keys.Cancel.SetEnabled(o != 0)
+}
+
+// Selected returns the message under the cursor.
+func (m Model) Selected() (engine.InboundMessage, bool) {
+	if m.sel < len(m.page) {
+		return m.page[m.sel], true
+	}
+	return engine.InboundMessage{}, false
+}
+
+func (m *Model) finalizeOne(o engine.Outcome) tea.Cmd {
+	msg, ok := m.Selected()
+	if !ok || m.busy {
+		return nil
+	}
+	m.busy = true
+	src, ctx := m.src, m.ctx
+	return func() tea.Msg {
+		return run(ctx, src, o, false, []engine.FinalizeRequest{{Sender: msg.Sender, ID: msg.ID, Outcome: o}})
+	}
+}
+
+func (m *Model) finalizeAll(o engine.Outcome) tea.Cmd {
+	if m.busy {
+		return nil
+	}
+	m.busy = true
+	src, ctx := m.src, m.ctx
+	return func() tea.Msg { return FinalizeAll(ctx, src, o) }
+}
+
+// FinalizeAll commits or discards every pending received message, a page
+// of BatchSize at a time, each page in one transaction. Messages that arrive
+// meanwhile are included; a message that fails stays pending and is passed.
+func FinalizeAll(ctx context.Context, src Source, o engine.Outcome) FinalizedMsg {
+	total := FinalizedMsg{Outcome: o, All: true}
+	var after int64
+	for {
+		page, err := src.PendingInbound(ctx, engine.PageQuery{After: after, Limit: BatchSize})
+		if err != nil {
+			total.Err = err
+			return total
+		}
+		if len(page) == 0 {
+			return total
+		}
+		reqs := make([]engine.FinalizeRequest, len(page))
+		for i, p := range page {
+			reqs[i] = engine.FinalizeRequest{Sender: p.Sender, ID: p.ID, Outcome: o}
+		}
+		r := run(ctx, src, o, true, reqs)
+		total.Done += r.Done
+		total.AcksSent += r.AcksSent
+		total.Failed = append(total.Failed, r.Failed...)
+		if r.Err != nil {
+			total.Err = r.Err
+			return total
+		}
+		after = page[len(page)-1].Seq
+	}
+}
+
+func run(ctx context.Context, src Source, o engine.Outcome, all bool, reqs []engine.FinalizeRequest) FinalizedMsg {
+	out := FinalizedMsg{Outcome: o, All: all}
+	res, err := src.FinalizeBatch(ctx, reqs)
+	if err != nil {
+		out.Err = err
+		return out
+	}
+	for i, r := range res {
+		if r.Err != nil {
+			out.Failed = append(out.Failed, Failure{Sender: reqs[i].Sender, ID: reqs[i].ID, Err: r.Err})
+			continue
+		}
+		out.Done++
+		if r.AckSent {
+			out.AcksSent++
+		}
+	}
+	return out
+}
+
+func describe(f FinalizedMsg) string {
+	verb := "committed"
+	if f.Outcome == engine.OutcomeDiscarded {
+		verb = "discarded"
+	}
+	s := fmt.Sprintf("%s %d, %d ACK sent", verb, f.Done, f.AcksSent)
+	if n := f.Done - f.AcksSent; n > 0 {
+		s += fmt.Sprintf(", %d ACK not sent (the sender's retry brings it)", n)
+	}
+	if len(f.Failed) > 0 {
+		s += fmt.Sprintf(", %d failed: %s", len(f.Failed), engine.ErrorName(f.Failed[0].Err))
+	}
+	if f.Err != nil {
+		s += ", " + engine.ErrorName(f.Err) + ": " + f.Err.Error()
+	}
+	return s
+}
+
+// View draws the panel in exactly its size.
+func (m Model) View() string {
+	if m.w <= 0 || m.h <= 0 {
+		return ""
+	}
+	st := m.th.Inbox
+	detail := fmt.Sprintf("%d pending received", m.total)
+	if pages := pager.Pages(m.total, m.rows()); pages > 1 {
+		detail += fmt.Sprintf(" · page %d/%d", m.pg.Index(), pages)
+	}
+	lines := []string{layout.Title(m.th.Panel.Title, m.th.Panel.TitleFocused, m.focus, "Inbox", detail, m.w)}
+	switch {
+	case m.ask != 0:
+		lines = append(lines, st.Confirm.Render(layout.Line(fmt.Sprintf(" discard all %d pending received? y/n", m.total), m.w)))
+	case m.err != "":
+		lines = append(lines, m.th.Panel.Error.Render(layout.Line(" "+m.err, m.w)))
+	case len(m.page) == 0:
+		lines = append(lines, m.th.Panel.Empty.Render(layout.Line(" nothing pending", m.w)))
+	}
+	for i, msg := range m.page {
+		if len(lines) >= m.h-1 {
+			break
+		}
+		lines = append(lines, m.row(i, msg, st))
+	}
+	if m.status != "" {
+		for len(lines) < m.h-1 {
+			lines = append(lines, "")
+		}
+		lines = append(lines, m.th.Panel.Count.Render(layout.Line(" "+m.status, m.w)))
+	}
+	return layout.Fit(lines, m.w, m.h)
+}
+
+func (m Model) row(i int, msg engine.InboundMessage, st themes.ListStyles) string {
+	mark := "  "
+	if i == m.sel {
+		mark = "▸ "
+	}
+	head := mark + msg.Sender.String() + " " + layout.ShortID(msg.ID) + " "
+	clock := ""
+	if m.w >= 56 {
+		clock = " " + layout.Clock(msg.ReceivedAt)
+	}
+	bodyW := max(m.w-len(head)-len(clock), 4)
+	body := layout.OneLine(msg.Body, bodyW)
+	if i == m.sel && m.focus {
+		return st.Selected.Render(layout.Line(head+body+pad(bodyW, body)+clock, m.w))
+	}
+	return st.Row.Render(mark) + st.Peer.Render(msg.Sender.String()) + " " + st.ID.Render(layout.ShortID(msg.ID)) + " " +
+		st.Row.Render(body+pad(bodyW, body)) + st.Time.Render(clock)
+}
+
+func pad(w int, s string) string {
+	n := w - layout.Width(s)
+	if n <= 0 {
+		return ""
+	}
+	return layout.Spaces(n)
+}
