@@ -1,0 +1,84 @@
+package tui
+
+import (
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/tui/eventlog"
+)
+
+// paneMsg carries a message back to the pane whose command produced it;
+// gen is the pane's session generation at the time, so that results from a
+// client closed since (a crash, a reinstall) are dropped.
+type paneMsg struct {
+	pane, gen int
+	msg       tea.Msg
+}
+
+// tag routes what cmd produces to pane at generation gen. Batches are
+// unpacked so that the runtime still runs their commands.
+func tag(pane, gen int, cmd tea.Cmd) tea.Cmd {
+	if cmd == nil {
+		return nil
+	}
+	return func() tea.Msg {
+		msg := cmd()
+		switch msg := msg.(type) {
+		case nil:
+			return nil
+		case tea.BatchMsg:
+			out := make(tea.BatchMsg, 0, len(msg))
+			for _, c := range msg {
+				if c != nil {
+					out = append(out, tag(pane, gen, c))
+				}
+			}
+			return out
+		}
+		return paneMsg{pane: pane, gen: gen, msg: msg}
+	}
+}
+
+// eventsMsg is a run of engine events read from a client's channel.
+type eventsMsg struct{ events []engine.Event }
+
+// noteMsg is something the pump or the demo wants in the event log.
+type noteMsg struct{ entry eventlog.Entry }
+
+// sessionEndedMsg says the listener stopped: the client was closed.
+type sessionEndedMsg struct{}
+
+// safetyMsg carries the safety number with the chosen peer.
+type safetyMsg struct {
+	peer   engine.Address
+	number string
+	err    error
+}
+
+// newIdentityMsg carries what the relay's bundle says of a peer whose
+// identity changed: the safety number it would have.
+type newIdentityMsg struct {
+	peer        engine.Address
+	number      string
+	fingerprint string
+	err         error
+}
+
+// acceptedMsg reports an accepted identity change.
+type acceptedMsg struct {
+	peer engine.Address
+	err  error
+}
+
+// presentedMsg reports a MarkPresented.
+type presentedMsg struct{ err error }
+
+// tickMsg drives presentation marking and auto-retry.
+type tickMsg time.Time
+
+const tickInterval = 250 * time.Millisecond
+
+func tick() tea.Cmd {
+	return tea.Tick(tickInterval, func(t time.Time) tea.Msg { return tickMsg(t) })
+}

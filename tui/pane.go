@@ -1,0 +1,721 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/themes"
+	"github.com/parley-chat/parley/tui/composer"
+	"github.com/parley-chat/parley/tui/conversations"
+	"github.com/parley-chat/parley/tui/eventlog"
+	"github.com/parley-chat/parley/tui/inbox"
+	"github.com/parley-chat/parley/tui/internal/layout"
+	"github.com/parley-chat/parley/tui/outbox"
+	"github.com/parley-chat/parley/tui/timeline"
+)
+
+// panel names a profile's panels, in tab order.
+type panel int
+
+const (
+	panelConversations panel = iota
+	panelTimeline
+	panelComposer
+	panelInbox
+	panelOutbox
+	panelEvents
+	panelCount
+)
+
+func (p panel) String() string {
+	return [...]string{"conversations", "timeline", "composer", "inbox", "outbox", "events"}[p]
+}
+
+// Auto-retry backoff bounds.
+const (
+	retryFirst = 2 * time.Second
+	retryMax   = 32 * time.Second
+)
+
+// session is one open client of a profile as a pane sees it.
+type session struct {
+	client Client
+	relay  engine.Relay // to read a changed identity's bundle; may be nil
+	events <-chan engine.Event
+	notes  <-chan eventlog.Entry
+	done   <-chan struct{} // closed when the client is closed
+	state  func() string   // relay connection state in words
+}
+
+// identityChange is a peer whose identity changed and is not accepted yet.
+type identityChange struct {
+	number      string // safety number with the new identity
+	fingerprint string
+	err         string
+}
+
+// demoFlags are the demo switches shown in a pane's status bar.
+type demoFlags struct {
+	held, unplugged bool
+	dropMsg, dropAck int // armed drops
+}
+
+// pane is one profile: its panels, its status bar and what it knows of the
+// peers. The root model holds one (parley tui) or two (the demo).
+type pane struct {
+	idx  int
+	gen  int
+	self engine.Address
+	sess *session // nil while the profile is closed
+	ctx  context.Context
+	th   themes.Theme
+	keys paneKeys
+	log  *slog.Logger
+	now  func() time.Time
+	demo bool
+
+	focus  panel
+	active bool
+
+	conv conversations.Model
+	tl   timeline.Model
+	comp composer.Model
+	in   inbox.Model
+	out  outbox.Model
+	ev   eventlog.Model
+
+	peer    engine.Address
+	safety  string
+	safeErr string
+	changed map[engine.Address]*identityChange
+
+	autoCommit, autoRetry bool
+	retryAt               map[engine.Address]time.Time
+	backoff               map[engine.Address]time.Duration
+
+	present    bool // events drawn since the last MarkPresented
+	closed     string
+	crashArmed bool
+	flags      demoFlags
+
+	w, h int
+	lay  paneLayout
+}
+
+func newPane(ctx context.Context, idx int, self engine.Address, th themes.Theme, log *slog.Logger, now func() time.Time, demo bool) pane {
+	return pane{
+		idx: idx, self: self, ctx: ctx, th: th, keys: defaultPaneKeys(), log: log, now: now, demo: demo,
+		conv: conversations.New(ctx, nil, th), tl: timeline.New(ctx, nil, th), comp: composer.New(ctx, nil, th),
+		in: inbox.New(ctx, nil, th), out: outbox.New(ctx, nil, th), ev: eventlog.New(th),
+		changed: map[engine.Address]*identityChange{}, retryAt: map[engine.Address]time.Time{}, backoff: map[engine.Address]time.Duration{},
+	}
+}
+
+// attach gives the pane an open client: a new generation, fresh reads of
+// every list and a listener on its events.
+func (p *pane) attach(s *session) tea.Cmd {
+	p.gen++
+	p.sess = s
+	p.closed = ""
+	p.crashArmed = false
+	p.present = false
+	c := s.client
+	p.conv.SetSource(c)
+	p.tl.SetSource(c)
+	p.comp.SetSource(c)
+	p.in.SetSource(c)
+	p.out.SetSource(c)
+	cmds := []tea.Cmd{p.conv.Reload(), p.tl.Reload(), p.in.Reload(), p.out.Reload(), listen(s)}
+	if !p.peer.IsZero() {
+		cmds = append(cmds, p.loadSafety())
+	}
+	return tea.Batch(cmds...)
+}
+
+// detach marks the pane closed (crashed, reinstalling): results of the old
+// client are dropped from now on.
+func (p *pane) detach(why string) {
+	p.gen++
+	p.sess = nil
+	p.closed = why
+	p.crashArmed = false
+}
+
+func listen(s *session) tea.Cmd {
+	return func() tea.Msg {
+		select {
+		case <-s.done:
+			return sessionEndedMsg{}
+		case e := <-s.events:
+			batch := []engine.Event{e}
+			for len(batch) < 256 {
+				select {
+				case e := <-s.events:
+					batch = append(batch, e)
+				default:
+					return eventsMsg{events: batch}
+				}
+			}
+			return eventsMsg{events: batch}
+		case n := <-s.notes:
+			return noteMsg{entry: n}
+		}
+	}
+}
+
+// capturing reports whether typed characters belong to a text field.
+func (p pane) capturing() bool {
+	return p.focus == panelComposer || (p.focus == panelConversations && p.conv.Capturing())
+}
+
+func (p *pane) setActive(active bool) tea.Cmd {
+	p.active = active
+	if !active {
+		p.blurAll()
+		return nil
+	}
+	return p.setFocus(p.focus)
+}
+
+func (p *pane) blurAll() {
+	p.conv.Blur()
+	p.tl.Blur()
+	p.comp.Blur()
+	p.in.Blur()
+	p.out.Blur()
+	p.ev.Blur()
+}
+
+func (p *pane) setFocus(f panel) tea.Cmd {
+	p.blurAll()
+	p.focus = f
+	if !p.active {
+		return nil
+	}
+	switch f {
+	case panelConversations:
+		p.conv.Focus()
+	case panelTimeline:
+		p.tl.Focus()
+	case panelComposer:
+		return p.comp.Focus()
+	case panelInbox:
+		p.in.Focus()
+	case panelOutbox:
+		p.out.Focus()
+	case panelEvents:
+		p.ev.Focus()
+	}
+	return nil
+}
+
+// note adds an entry to the event log (and the log file).
+func (p *pane) note(e eventlog.Entry) {
+	if e.At.IsZero() {
+		e.At = p.now()
+	}
+	p.ev.Add(e)
+	lvl := slog.LevelInfo
+	if e.Level == eventlog.Error {
+		lvl = slog.LevelWarn
+	}
+	p.log.Log(context.Background(), lvl, "event", "self", p.self.String(), "name", e.Name, "text", e.Text)
+}
+
+func (p *pane) noteErr(name string, err error, text string) {
+	p.note(eventlog.Entry{Name: name, Text: text + ": " + err.Error(), Level: eventlog.Error})
+}
+
+// Update handles one message for this pane.
+func (p pane) Update(msg tea.Msg) (pane, tea.Cmd) {
+	switch msg := msg.(type) {
+	case tea.KeyMsg:
+		return p.key(msg)
+	case eventsMsg:
+		return p.events(msg.events)
+	case noteMsg:
+		p.note(msg.entry)
+		if p.sess != nil {
+			return p, listen(p.sess)
+		}
+		return p, nil
+	case sessionEndedMsg:
+		return p, nil
+	case tickMsg:
+		return p.tick(time.Time(msg))
+	case conversations.SelectedMsg:
+		cmd := p.selectPeer(msg.Peer)
+		var c2 tea.Cmd
+		p.conv, c2 = p.conv.Update(msg)
+		return p, tea.Batch(cmd, c2)
+	case safetyMsg:
+		if msg.peer == p.peer {
+			p.safety, p.safeErr = msg.number, ""
+			if msg.err != nil {
+				p.safety, p.safeErr = "", msg.err.Error()
+			}
+		}
+		return p, nil
+	case newIdentityMsg:
+		if ch := p.changed[msg.peer]; ch != nil {
+			ch.number, ch.fingerprint = msg.number, msg.fingerprint
+			if msg.err != nil {
+				ch.err = engine.ErrorName(msg.err) + ": " + msg.err.Error()
+				p.noteErr(engine.ErrorName(msg.err), msg.err, "reading "+msg.peer.String()+"'s new identity from the relay")
+			}
+		}
+		return p, nil
+	case acceptedMsg:
+		if msg.err != nil {
+			p.noteErr(engine.ErrorName(msg.err), msg.err, "accepting "+msg.peer.String()+"'s new identity")
+		}
+		return p, nil
+	case presentedMsg:
+		if msg.err != nil {
+			p.noteErr(engine.ErrorName(msg.err), msg.err, "marking the events presented")
+		}
+		return p, nil
+	case composer.SentMsg:
+		cmd := p.sent(msg)
+		var c2 tea.Cmd
+		p.comp, c2 = p.comp.Update(msg)
+		return p, tea.Batch(cmd, c2)
+	case inbox.FinalizedMsg:
+		p.finalized(msg)
+	case outbox.RetriedMsg:
+		cmd := p.retried(msg)
+		var c2 tea.Cmd
+		p.out, c2 = p.out.Update(msg)
+		return p, tea.Batch(cmd, c2)
+	case outbox.AbandonedMsg:
+		if msg.Err != nil {
+			p.noteErr(engine.ErrorName(msg.Err), msg.Err, "abandon")
+		}
+	}
+	return p.broadcast(msg)
+}
+
+// broadcast hands a message to every panel; each takes its own.
+func (p pane) broadcast(msg tea.Msg) (pane, tea.Cmd) {
+	var cmds [6]tea.Cmd
+	p.conv, cmds[0] = p.conv.Update(msg)
+	p.tl, cmds[1] = p.tl.Update(msg)
+	p.comp, cmds[2] = p.comp.Update(msg)
+	p.in, cmds[3] = p.in.Update(msg)
+	p.out, cmds[4] = p.out.Update(msg)
+	p.ev, cmds[5] = p.ev.Update(msg)
+	return p, tea.Batch(cmds[:]...)
+}
+
+func (p pane) key(k tea.KeyMsg) (pane, tea.Cmd) {
+	switch {
+	case key.Matches(k, p.keys.Next):
+		return p, p.setFocus((p.focus + 1) % panelCount)
+	case key.Matches(k, p.keys.Prev):
+		return p, p.setFocus((p.focus + panelCount - 1) % panelCount)
+	case key.Matches(k, p.keys.Accept):
+		return p, p.accept()
+	case key.Matches(k, p.keys.Retry):
+		if p.sess != nil && !p.peer.IsZero() {
+			return p, outbox.Retry(withKind(p.ctx, kindMessage), p.sess.client, p.peer, false)
+		}
+		return p, nil
+	}
+	for f := panel(0); f < panelCount; f++ {
+		if key.Matches(k, p.keys.Jump[f]) {
+			return p, p.setFocus(f)
+		}
+	}
+	var cmd tea.Cmd
+	switch p.focus {
+	case panelConversations:
+		p.conv, cmd = p.conv.Update(k)
+	case panelTimeline:
+		p.tl, cmd = p.tl.Update(k)
+	case panelComposer:
+		p.comp, cmd = p.comp.Update(k)
+	case panelInbox:
+		p.in, cmd = p.in.Update(k)
+	case panelOutbox:
+		p.out, cmd = p.out.Update(k)
+	case panelEvents:
+		p.ev, cmd = p.ev.Update(k)
+	}
+	return p, cmd
+}
+
+// events draws what a run of engine events says, then listens again.
+func (p pane) events(evs []engine.Event) (pane, tea.Cmd) {
+	var cmds []tea.Cmd
+	var deliveries []engine.FinalizeRequest
+	for _, e := range evs {
+		p.note(eventlog.FromEvent(e))
+		switch e.Kind {
+		case engine.EventReceived:
+			r := e.Result
+			if r == nil {
+				break
+			}
+			switch {
+			case r.Kind == engine.ResultDelivery:
+				deliveries = append(deliveries, engine.FinalizeRequest{Sender: r.Sender, ID: r.ID, Outcome: engine.OutcomeCommitted})
+			case r.Kind == engine.ResultAcknowledgement && r.Cleared:
+				p.backoff[r.Sender] = 0
+				p.retryAt[r.Sender] = p.now().Add(retryFirst)
+			case r.Kind == engine.ResultError && errors.Is(r.Err, engine.ErrIdentityChanged):
+				cmds = append(cmds, p.markChanged(r.Sender))
+			}
+			if r.Sender == p.peer && p.safety == "" {
+				cmds = append(cmds, p.loadSafety())
+			}
+		case engine.EventSent:
+			if e.Peer == p.peer && p.safety == "" {
+				cmds = append(cmds, p.loadSafety())
+			}
+		case engine.EventIdentityAccepted:
+			delete(p.changed, e.Peer)
+			p.conv.SetChanged(e.Peer, false)
+			p.updateBlocked()
+			if e.Peer == p.peer {
+				cmds = append(cmds, p.loadSafety())
+			}
+			p.retryAt[e.Peer] = time.Time{} // auto-retry at the next tick
+		case engine.EventResync:
+			cmds = append(cmds, p.conv.Reload(), p.tl.Reload(), p.in.Reload(), p.out.Reload())
+		}
+		var cmd tea.Cmd
+		p, cmd = p.broadcast(e)
+		cmds = append(cmds, cmd)
+	}
+	if p.autoCommit && len(deliveries) > 0 && p.sess != nil {
+		cmds = append(cmds, p.commit(deliveries))
+	}
+	p.present = true
+	if p.sess != nil {
+		cmds = append(cmds, listen(p.sess))
+	}
+	return p, tea.Batch(cmds...)
+}
+
+// commit finalizes deliveries for auto-commit; repeats of messages committed
+// already are passed over quietly.
+func (p pane) commit(reqs []engine.FinalizeRequest) tea.Cmd {
+	c, ctx := p.sess.client, withKind(p.ctx, kindAck)
+	return func() tea.Msg {
+		res, err := c.FinalizeBatch(ctx, reqs)
+		out := inbox.FinalizedMsg{Outcome: engine.OutcomeCommitted, All: true, Err: err}
+		for i, r := range res {
+			switch {
+			case errors.Is(r.Err, engine.ErrNotPending):
+			case r.Err != nil:
+				out.Failed = append(out.Failed, inbox.Failure{Sender: reqs[i].Sender, ID: reqs[i].ID, Err: r.Err})
+			default:
+				out.Done++
+				if r.AckSent {
+					out.AcksSent++
+				}
+			}
+		}
+		return out
+	}
+}
+
+func (p *pane) tick(now time.Time) (pane, tea.Cmd) {
+	var cmds []tea.Cmd
+	if p.sess == nil {
+		return *p, nil
+	}
+	if p.present && !p.crashArmed && len(p.sess.events) == 0 {
+		p.present = false
+		c, ctx := p.sess.client, p.ctx
+		cmds = append(cmds, func() tea.Msg { return presentedMsg{err: c.MarkPresented(ctx)} })
+	}
+	if p.autoRetry {
+		for _, it := range p.conv.Items() {
+			if it.PendingOut == 0 || p.changed[it.Peer] != nil {
+				continue
+			}
+			at, ok := p.retryAt[it.Peer]
+			if !ok {
+				p.retryAt[it.Peer] = now.Add(retryFirst)
+				continue
+			}
+			if now.Before(at) {
+				continue
+			}
+			d := p.backoff[it.Peer]
+			d = min(max(d*2, retryFirst), retryMax)
+			p.backoff[it.Peer] = d
+			p.retryAt[it.Peer] = now.Add(d)
+			p.note(eventlog.Entry{Name: "auto_retry", Text: fmt.Sprintf("%s: %d pending, next try in %s", it.Peer, it.PendingOut, d), Level: eventlog.Info})
+			cmds = append(cmds, outbox.Retry(withKind(p.ctx, kindMessage), p.sess.client, it.Peer, true))
+		}
+	}
+	return *p, tea.Batch(cmds...)
+}
+
+func (p *pane) selectPeer(peer engine.Address) tea.Cmd {
+	if peer == p.peer {
+		return nil
+	}
+	p.peer = peer
+	p.safety, p.safeErr = "", ""
+	p.comp.SetPeer(peer)
+	p.updateBlocked()
+	return tea.Batch(p.tl.SetPeer(peer), p.loadSafety())
+}
+
+func (p pane) loadSafety() tea.Cmd {
+	if p.sess == nil || p.peer.IsZero() {
+		return nil
+	}
+	c, ctx, peer := p.sess.client, p.ctx, p.peer
+	return func() tea.Msg {
+		n, err := c.SafetyNumber(ctx, peer)
+		return safetyMsg{peer: peer, number: n, err: err}
+	}
+}
+
+// markChanged blocks sending to a peer whose identity changed and reads the
+// new identity from the relay to show its safety number.
+func (p *pane) markChanged(peer engine.Address) tea.Cmd {
+	if p.changed[peer] != nil {
+		return nil
+	}
+	p.changed[peer] = &identityChange{}
+	p.conv.SetChanged(peer, true)
+	p.updateBlocked()
+	if p.sess == nil || p.sess.relay == nil {
+		return nil
+	}
+	relay, self, own, now, ctx := p.sess.relay, p.self, p.sess.client.Identity(), p.now, p.ctx
+	return func() tea.Msg {
+		b, err := relay.FetchBundle(ctx, peer)
+		if err != nil {
+			return newIdentityMsg{peer: peer, err: err}
+		}
+		addr, k, err := engine.VerifyBundle(b, now())
+		if err == nil && addr != peer {
+			err = fmt.Errorf("bundle for %s names %s: %w", peer, addr, engine.ErrBadSignature)
+		}
+		if err != nil {
+			return newIdentityMsg{peer: peer, err: err}
+		}
+		return newIdentityMsg{peer: peer, number: engine.SafetyNumber(self, own, peer, k), fingerprint: k.Fingerprint()}
+	}
+}
+
+func (p *pane) updateBlocked() {
+	reason := ""
+	if p.changed[p.peer] != nil {
+		reason = fmt.Sprintf("identity_changed: %s has a new identity; sending is blocked until you accept it (ctrl+t)", p.peer)
+	}
+	p.comp.SetBlocked(reason)
+	p.keys.Accept.SetEnabled(reason != "")
+	p.layout()
+}
+
+func (p pane) accept() tea.Cmd {
+	if p.sess == nil || p.changed[p.peer] == nil {
+		return nil
+	}
+	c, ctx, peer := p.sess.client, p.ctx, p.peer
+	return func() tea.Msg {
+		_, err := c.AcceptIdentity(ctx, peer)
+		return acceptedMsg{peer: peer, err: err}
+	}
+}
+
+func (p *pane) sent(m composer.SentMsg) tea.Cmd {
+	var nse *engine.MessageNotSentError
+	switch {
+	case m.Err == nil, errors.As(m.Err, &nse):
+		return nil // the engine's events tell the rest
+	case errors.Is(m.Err, engine.ErrIdentityChanged):
+		p.noteErr("identity_changed", m.Err, "send to "+m.Peer.String()+" refused, nothing stored")
+		return p.markChanged(m.Peer)
+	}
+	p.noteErr(engine.ErrorName(m.Err), m.Err, "send to "+m.Peer.String()+" failed, nothing stored")
+	return nil
+}
+
+func (p *pane) finalized(m inbox.FinalizedMsg) {
+	if m.All && m.Done > 0 {
+		verb := "commit"
+		if m.Outcome == engine.OutcomeDiscarded {
+			verb = "discard"
+		}
+		p.note(eventlog.Entry{Name: verb + "_all", Text: fmt.Sprintf("%d finalized, %d ACK sent", m.Done, m.AcksSent), Level: eventlog.Info})
+	}
+	for _, f := range m.Failed {
+		p.noteErr(engine.ErrorName(f.Err), f.Err, "finalize "+layout.ShortID(f.ID)+" from "+f.Sender.String())
+	}
+	if m.Err != nil {
+		p.noteErr(engine.ErrorName(m.Err), m.Err, "finalize")
+	}
+}
+
+func (p *pane) retried(m outbox.RetriedMsg) tea.Cmd {
+	if !m.Auto || m.Err != nil {
+		lvl := eventlog.Info
+		if m.Err != nil {
+			lvl = eventlog.Error
+		}
+		p.note(eventlog.Entry{Name: "retry", Text: outbox.DescribeRetry(m), Level: lvl})
+	}
+	if errors.Is(m.Err, engine.ErrIdentityChanged) {
+		return p.markChanged(m.Peer)
+	}
+	return nil
+}
+
+// paneLayout is where each panel goes.
+type paneLayout struct {
+	statusH, topH, compH, listH, evH int
+	convW, tlW, inW, outW            int
+}
+
+func (p *pane) SetSize(w, h int) {
+	p.w, p.h = w, h
+	p.layout()
+}
+
+func (p *pane) layout() {
+	w, h := p.w, p.h
+	var l paneLayout
+	l.statusH = 2
+	if p.changed[p.peer] != nil {
+		l.statusH = 3
+	}
+	rest := max(h-l.statusH, 0)
+	l.compH = 3
+	if rest < 18 {
+		l.compH = 2
+	}
+	rest = max(rest-l.compH, 0)
+	l.topH = rest * 4 / 10
+	l.listH = rest * 3 / 10
+	l.evH = rest - l.topH - l.listH
+	l.convW = layout.Clamp(w/4, 14, 28)
+	l.tlW = max(w-l.convW-1, 0)
+	l.inW = max((w-1)/2, 0)
+	l.outW = max(w-l.inW-1, 0)
+	if l == p.lay {
+		return
+	}
+	p.lay = l
+	p.conv.SetSize(l.convW, l.topH)
+	p.tl.SetSize(l.tlW, l.topH)
+	p.comp.SetSize(w, l.compH)
+	p.in.SetSize(l.inW, l.listH)
+	p.out.SetSize(l.outW, l.listH)
+	p.ev.SetSize(w, l.evH)
+}
+
+// View draws the pane in exactly its size.
+func (p pane) View() string {
+	if p.w <= 0 || p.h <= 0 {
+		return ""
+	}
+	l := p.lay
+	sep := func(h int) string {
+		return p.th.App.Separator.Render(strings.TrimSuffix(strings.Repeat("│\n", h), "\n"))
+	}
+	parts := []string{
+		p.statusView(),
+		layout.Beside(p.conv.View(), sep(l.topH), p.tl.View()),
+		p.comp.View(),
+		layout.Beside(p.in.View(), sep(l.listH), p.out.View()),
+		p.ev.View(),
+	}
+	out := make([]string, 0, len(parts))
+	for _, s := range parts {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+func (p pane) statusView() string {
+	st := p.th.Status
+	addr, mark := st.Address, "  "
+	if p.active {
+		addr, mark = st.AddressActive, "▶ "
+	}
+	line := addr.Render(mark + p.self.String() + " ")
+	seg := func(s string, style lipgloss.Style) { line += st.Bar.Render(" │ ") + style.Render(s) }
+	switch {
+	case p.closed != "":
+		seg(strings.ToUpper(p.closed)+": ctrl+x o reopens", st.Offline)
+	case p.sess != nil:
+		state := "unknown"
+		if p.sess.state != nil {
+			state = p.sess.state()
+		}
+		style := st.Offline
+		switch state {
+		case "connected":
+			style = st.Connected
+		case "connecting", "reconnecting":
+			style = st.Connecting
+		}
+		seg("relay "+state, style)
+	}
+	flag := func(name string, on bool) {
+		if on {
+			seg(name+" on", st.FlagOn)
+		} else if p.demo {
+			seg(name+" off", st.Flag)
+		}
+	}
+	if p.demo {
+		flag("hold", p.flags.held)
+	}
+	flag("auto-commit", p.autoCommit)
+	flag("auto-retry", p.autoRetry)
+	if p.flags.unplugged {
+		seg("unplugged", st.FlagOn)
+	}
+	if p.flags.dropMsg > 0 {
+		seg("next envelope lost", st.FlagOn)
+	}
+	if p.flags.dropAck > 0 {
+		seg("next ACK lost", st.FlagOn)
+	}
+	if p.crashArmed {
+		seg("crash armed", st.FlagOn)
+	}
+	lines := []string{layout.Pad(st.Bar, line, p.w)}
+	if ch := p.changed[p.peer]; ch != nil {
+		num := ch.number
+		if num == "" {
+			num = "reading it from the relay…"
+			if ch.err != "" {
+				num = ch.err
+			}
+		}
+		lines = append(lines,
+			st.Warning.Render(layout.Line(fmt.Sprintf(" ⚠ identity changed: %s has a new identity · sending blocked", p.peer), p.w)),
+			layout.Line(" new safety "+st.Safety.Render(num)+" "+st.WarningKey.Render("ctrl+t")+" accepts, then ctrl+r retries", p.w))
+	} else {
+		text := " safety —"
+		switch {
+		case p.peer.IsZero():
+		case p.safety != "":
+			text = " safety " + p.safety
+		default:
+			text = " safety: none yet with " + p.peer.String() + " (pinned at the first message)"
+		}
+		lines = append(lines, layout.Pad(st.Safety, text, p.w))
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,253 @@
+package tui
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/bubbles/help"
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/themes"
+	"github.com/parley-chat/parley/tui/eventlog"
+	"github.com/parley-chat/parley/tui/internal/layout"
+)
+
+// sideBySide is the narrowest terminal where the demo shows its two
+// profiles next to each other; below it they are stacked.
+const sideBySide = 120
+
+// Model is the root of the interface: it owns the window size, which
+// profile has the focus, the global keys and the help line, and routes
+// every other message to the profile pane it belongs to.
+type Model struct {
+	ctx    context.Context
+	th     themes.Theme
+	keys   globalKeys
+	dkeys  demoKeys
+	help   help.Model
+	panes  []pane
+	active int
+	w, h   int
+	full   bool // full help shown
+	prefix bool // the demo prefix waits for its key
+	world  *world
+	log    *slog.Logger
+	now    func() time.Time
+	init   []tea.Cmd
+	helpH  int
+}
+
+func newModel(ctx context.Context, th themes.Theme, log *slog.Logger, now func() time.Time, w *world) Model {
+	hm := help.New()
+	hm.ShortSeparator = " · "
+	hm.Styles = help.Styles{
+		ShortKey: th.Help.Key, ShortDesc: th.Help.Desc, ShortSeparator: th.Help.Separator, Ellipsis: th.Help.Ellipsis,
+		FullKey: th.Help.Key, FullDesc: th.Help.Desc, FullSeparator: th.Help.Separator,
+	}
+	return Model{ctx: ctx, th: th, keys: defaultGlobalKeys(w != nil), dkeys: defaultDemoKeys(), help: hm,
+		world: w, log: log, now: now, helpH: 1}
+}
+
+// addPane adds a profile with its open session; focus says which panel
+// starts focused.
+func (m *Model) addPane(self engine.Address, s *session, focus panel) *pane {
+	p := newPane(m.ctx, len(m.panes), self, m.th, m.log, m.now, m.world != nil)
+	p.focus = focus
+	cmd := p.attach(s)
+	m.panes = append(m.panes, p)
+	m.init = append(m.init, tag(p.idx, p.gen, cmd))
+	if len(m.panes) == 1 {
+		m.init = append(m.init, tag(0, p.gen, m.panes[0].setActive(true)))
+	}
+	return &m.panes[len(m.panes)-1]
+}
+
+// Init starts the ticker and every pane's first reads and listeners.
+func (m Model) Init() tea.Cmd {
+	return tea.Batch(append(m.init, tick())...)
+}
+
+// Update routes a message: global keys first, then the focused pane;
+// tagged results to their pane.
+func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	var cmd tea.Cmd
+	switch msg := msg.(type) {
+	case tea.WindowSizeMsg:
+		m.w, m.h = msg.Width, msg.Height
+	case tea.KeyMsg:
+		var quit bool
+		m, cmd, quit = m.key(msg)
+		if quit {
+			return m, tea.Quit
+		}
+	case paneMsg:
+		if msg.pane >= len(m.panes) || msg.gen != m.panes[msg.pane].gen {
+			return m, nil // from a client closed since
+		}
+		p := &m.panes[msg.pane]
+		if _, ok := msg.msg.(eventsMsg); ok && p.crashArmed && m.world != nil {
+			// Crash after the transition committed and before its event
+			// is drawn or marked presented.
+			p.detach("crashed")
+			return m, m.world.crashCmd(msg.pane, p.self, "after a transition, before showing it")
+		}
+		var c tea.Cmd
+		m.panes[msg.pane], c = p.Update(msg.msg)
+		cmd = tag(msg.pane, m.panes[msg.pane].gen, c)
+	case tickMsg:
+		cmds := []tea.Cmd{tick()}
+		for i := range m.panes {
+			if m.world != nil {
+				m.panes[i].flags = m.world.flags(m.panes[i].self)
+			}
+			var c tea.Cmd
+			m.panes[i], c = m.panes[i].Update(msg)
+			cmds = append(cmds, tag(i, m.panes[i].gen, c))
+		}
+		cmd = tea.Batch(cmds...)
+	case demoMsg:
+		cmd = m.demoResult(msg)
+	}
+	m.resize()
+	return m, cmd
+}
+
+func (m Model) key(k tea.KeyMsg) (Model, tea.Cmd, bool) {
+	if key.Matches(k, m.keys.Quit) {
+		return m, nil, true
+	}
+	if m.prefix {
+		m.prefix = false
+		return m, m.demoKey(k), false
+	}
+	p := &m.panes[m.active]
+	switch {
+	case key.Matches(k, m.keys.Demo):
+		m.prefix = true
+		return m, nil, false
+	case key.Matches(k, m.keys.Help) && (k.String() != "?" || !p.capturing()):
+		m.full = !m.full
+		return m, nil, false
+	case key.Matches(k, m.keys.Other) && len(m.panes) > 1:
+		p.setActive(false)
+		m.active = (m.active + 1) % len(m.panes)
+		q := &m.panes[m.active]
+		return m, tag(m.active, q.gen, q.setActive(true)), false
+	}
+	var c tea.Cmd
+	m.panes[m.active], c = p.Update(k)
+	return m, tag(m.active, m.panes[m.active].gen, c), false
+}
+
+// resize lays the panes out for the window and the help's height.
+func (m *Model) resize() {
+	if m.w <= 0 || m.h <= 0 || len(m.panes) == 0 {
+		return
+	}
+	m.help.Width = m.w
+	m.helpH = len(strings.Split(m.helpView(), "\n"))
+	h := m.h - m.helpH
+	if m.world != nil {
+		h-- // the hint
+	}
+	h = max(h, 0)
+	switch {
+	case len(m.panes) == 1:
+		m.panes[0].SetSize(m.w, h)
+	case m.w >= sideBySide:
+		left := (m.w - 1) / 2
+		m.panes[0].SetSize(left, h)
+		m.panes[1].SetSize(m.w-left-1, h)
+	default:
+		top := h / 2
+		m.panes[0].SetSize(m.w, top)
+		m.panes[1].SetSize(m.w, h-top)
+	}
+}
+
+// View draws the whole screen.
+func (m Model) View() string {
+	if m.w <= 0 || m.h <= 0 || len(m.panes) == 0 {
+		return ""
+	}
+	var parts []string
+	if m.world != nil {
+		parts = append(parts, m.hintView())
+	}
+	switch {
+	case len(m.panes) == 1:
+		parts = append(parts, m.panes[0].View())
+	case m.w >= sideBySide:
+		h := m.panes[0].h
+		sep := m.th.App.Separator.Render(strings.TrimSuffix(strings.Repeat("│\n", h), "\n"))
+		parts = append(parts, layout.Beside(m.panes[0].View(), sep, m.panes[1].View()))
+	default:
+		parts = append(parts, m.panes[0].View(), m.panes[1].View())
+	}
+	parts = append(parts, m.helpView())
+	return strings.Join(parts, "\n")
+}
+
+func (m Model) helpView() string {
+	if m.prefix {
+		var rows []string
+		rows = append(rows, m.th.App.Prefix.Render(layout.Line(fmt.Sprintf(" demo controls for %s, then:", m.panes[m.active].self), m.w)))
+		all := m.dkeys.all()
+		half := (len(all) + 1) / 2
+		rows = append(rows, m.help.FullHelpView([][]key.Binding{all[:half], all[half:]}))
+		return strings.Join(rows, "\n")
+	}
+	km := m.keyHelp()
+	if m.full {
+		return m.help.FullHelpView(km.full)
+	}
+	return layout.Line(m.help.ShortHelpView(km.short), m.w)
+}
+
+// keyHelp gathers the bindings that apply now: the focused panel's, the
+// pane's and the global ones.
+func (m Model) keyHelp() keyHelp {
+	p := m.panes[m.active]
+	var short []key.Binding
+	var full [][]key.Binding
+	add := func(km help.KeyMap) {
+		short = append(short, km.ShortHelp()...)
+		full = append(full, km.FullHelp()...)
+	}
+	switch p.focus {
+	case panelConversations:
+		add(p.conv.KeyMap())
+	case panelTimeline:
+		add(p.tl.KeyMap())
+	case panelComposer:
+		add(p.comp.KeyMap())
+	case panelInbox:
+		add(p.in.KeyMap())
+	case panelOutbox:
+		add(p.out.KeyMap())
+	case panelEvents:
+		add(p.ev.KeyMap())
+	}
+	pk := p.keys
+	short = append(short, pk.Accept, pk.Retry, pk.Next)
+	jumps := make([]key.Binding, 0, panelCount)
+	for _, j := range pk.Jump {
+		jumps = append(jumps, j)
+	}
+	full = append(full, append([]key.Binding{pk.Next, pk.Prev}, jumps...), []key.Binding{pk.Retry, pk.Accept})
+	g := m.keys
+	short = append(short, g.Other, g.Demo, g.Help, g.Quit)
+	full = append(full, []key.Binding{g.Other, g.Demo, g.Help, g.Quit})
+	return keyHelp{short: short, full: full}
+}
+
+// note logs an entry in pane i's event log.
+func (m *Model) note(i int, e eventlog.Entry) {
+	if i >= 0 && i < len(m.panes) {
+		m.panes[i].note(e)
+	}
+}
