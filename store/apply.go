@@ -144,25 +144,26 @@ func (t *tx) stmtPoint(name, when string) error {
 	return t.point("stmt-" + name + "-" + when)
 }
 
-// run executes one named statement of a plan between its failpoints. Names
-// are stable and unique within a plan; a statement run once per row of a
-// plan (a prekey, an envelope) passes the same points each time.
-func (t *tx) run(ctx context.Context, name, query string, args ...any) (int64, sql.Result, error) {
+// run executes one named statement of a plan between its failpoints and
+// returns the number of rows it changed. Names are stable and unique within
+// a plan; a statement run once per row of a plan (a prekey, an envelope)
+// passes the same points each time.
+func (t *tx) run(ctx context.Context, name, query string, args ...any) (int64, error) {
 	if err := t.stmtPoint(name, "before"); err != nil {
-		return 0, nil, err
+		return 0, err
 	}
 	r, err := t.exec(ctx, query, args...)
 	if err != nil {
-		return 0, nil, fmt.Errorf("%s: %w", name, err)
+		return 0, fmt.Errorf("%s: %w", name, err)
 	}
 	n, err := r.RowsAffected()
 	if err != nil {
-		return 0, nil, fmt.Errorf("%s: %w", name, mapErr(err))
+		return 0, fmt.Errorf("%s: %w", name, mapErr(err))
 	}
 	if err := t.stmtPoint(name, "after"); err != nil {
-		return 0, nil, err
+		return 0, err
 	}
-	return n, r, nil
+	return n, nil
 }
 
 // runOne executes a named statement that must change exactly one row; any

@@ -125,7 +125,7 @@ func (t *tx) finalize(ctx context.Context, p engine.Finalize) (engine.Receipt, e
 
 // prune deletes the finalized records older than p.Before.
 func (t *tx) prune(ctx context.Context, p engine.Prune) (engine.Receipt, error) {
-	n, _, err := t.run(ctx, "finalized-prune", sqlPruneFinalized, p.Before.UnixNano())
+	n, err := t.run(ctx, "finalized-prune", sqlPruneFinalized, p.Before.UnixNano())
 	if err != nil {
 		return engine.Receipt{}, fmt.Errorf("prune finalized records: %w", err)
 	}
@@ -143,12 +143,15 @@ func (db *DB) Inbound(ctx context.Context, sender engine.Address, id wire.Logica
 	err := db.queryRow(ctx, sqlInbound, sender.String(), id[:]).Scan(&m.Seq, &received, &digest, &frame)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return m, fmt.Errorf("store: read message %x from %s: %w", id[:], sender, engine.ErrNotPending)
+		return engine.InboundMessage{}, fmt.Errorf("store: read message %x from %s: %w", id[:], sender, engine.ErrNotPending)
 	case err != nil:
-		return m, db.readErr("read pending message", err)
+		return engine.InboundMessage{}, db.readErr("read pending message", err)
 	}
 	m.ReceivedAt = nsTime(received)
-	return m, db.openInbound(&m, digest, frame)
+	if err := db.openInbound(&m, digest, frame); err != nil {
+		return engine.InboundMessage{}, err
+	}
+	return m, nil
 }
 
 // openInbound fills a message's digest and body from its sealed columns.
@@ -249,17 +252,17 @@ func (db *DB) Finalized(ctx context.Context, sender engine.Address, id wire.Logi
 	err := db.queryRow(ctx, sqlFinalized, sender.String(), id[:]).Scan(&outcome, &reason, &at, &sealed)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return f, fmt.Errorf("store: read finalized record %x from %s: %w", id[:], sender, engine.ErrNotPending)
+		return engine.FinalizedRecord{}, fmt.Errorf("store: read finalized record %x from %s: %w", id[:], sender, engine.ErrNotPending)
 	case err != nil:
-		return f, db.readErr("read finalized record", err)
+		return engine.FinalizedRecord{}, db.readErr("read finalized record", err)
 	}
 	f.Outcome, f.Reason, f.At = engine.Outcome(outcome), engine.DiscardReason(reason), nsTime(at)
 	d, err := db.seal.open(kindFinalizedDigest, messageKey(sender, id), sealed)
 	if err != nil {
-		return f, fmt.Errorf("store: read finalized record %x from %s: %w", id[:], sender, err)
+		return engine.FinalizedRecord{}, fmt.Errorf("store: read finalized record %x from %s: %w", id[:], sender, err)
 	}
 	if len(d) != len(f.Digest) {
-		return f, fmt.Errorf("store: read finalized record %x from %s: digest of %d bytes: %w", id[:], sender, len(d), engine.ErrMalformedState)
+		return engine.FinalizedRecord{}, fmt.Errorf("store: read finalized record %x from %s: digest of %d bytes: %w", id[:], sender, len(d), engine.ErrMalformedState)
 	}
 	copy(f.Digest[:], d)
 	return f, nil

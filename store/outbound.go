@@ -90,7 +90,7 @@ func (t *tx) abandon(ctx context.Context, p engine.Abandon) (engine.Receipt, err
 // clearOutbound removes the pending message an ACK names, if it is still
 // pending, and reports whether it was.
 func (t *tx) clearOutbound(ctx context.Context, peer engine.Address, id wire.LogicalID) (bool, error) {
-	n, _, err := t.run(ctx, "outbound-delete", sqlDeleteOutbound, peer.String(), id[:])
+	n, err := t.run(ctx, "outbound-delete", sqlDeleteOutbound, peer.String(), id[:])
 	if err != nil {
 		return false, fmt.Errorf("clear message %x to %s: %w", id[:], peer, err)
 	}
@@ -111,12 +111,15 @@ func (db *DB) Outbound(ctx context.Context, recipient engine.Address, id wire.Lo
 	err := db.queryRow(ctx, sqlOutbound, recipient.String(), id[:]).Scan(&m.Seq, &created, &sealed)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return m, fmt.Errorf("store: read message %x to %s: %w", id[:], recipient, engine.ErrNotPending)
+		return engine.OutboundMessage{}, fmt.Errorf("store: read message %x to %s: %w", id[:], recipient, engine.ErrNotPending)
 	case err != nil:
-		return m, db.readErr("read pending message", err)
+		return engine.OutboundMessage{}, db.readErr("read pending message", err)
 	}
 	m.CreatedAt = nsTime(created)
-	return m, db.openOutbound(&m, sealed)
+	if err := db.openOutbound(&m, sealed); err != nil {
+		return engine.OutboundMessage{}, err
+	}
+	return m, nil
 }
 
 // openOutbound fills a message's frame and body from its sealed frame.

@@ -97,7 +97,7 @@ func (t *tx) publishPreKeys(ctx context.Context, p engine.PublishPreKeys) error 
 		}
 	}
 	if !p.RetiredBefore.IsZero() {
-		if _, _, err := t.run(ctx, "retired-prune", sqlPruneRetired, p.RetiredBefore.Unix()); err != nil {
+		if _, err := t.run(ctx, "retired-prune", sqlPruneRetired, p.RetiredBefore.Unix()); err != nil {
 			return fmt.Errorf("delete retired initiations: %w", err)
 		}
 	}
