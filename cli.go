@@ -1,0 +1,324 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/adrg/xdg"
+	"golang.org/x/term"
+
+	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/store"
+	"github.com/parley-chat/parley/wire"
+)
+
+// usageError is a command line that does not parse.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, a ...any) error { return &usageError{fmt.Sprintf(format, a...)} }
+
+var errHelp = errors.New("help shown")
+
+// exitCode maps an error to the contract's exit codes.
+func exitCode(err error) int {
+	var notSent *engine.MessageNotSentError
+	switch {
+	case errors.As(err, &notSent):
+		return exitPending
+	case errors.Is(err, engine.ErrProfileOpen):
+		return exitLocked
+	}
+	return exitError
+}
+
+// flags is a subcommand's flag set with the common profile flags.
+type flags struct {
+	*flag.FlagSet
+	cmd            *command
+	profile        *string
+	passphraseFile *string
+	json           *bool
+}
+
+func newFlags(cmd *command, env *cliEnv, withProfile bool) *flags {
+	fs := flag.NewFlagSet(cmd.name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	f := &flags{FlagSet: fs, cmd: cmd}
+	if withProfile {
+		f.profile = fs.String("profile", "", "profile directory (default $PARLEY_PROFILE, else under the XDG data directory)")
+		f.passphraseFile = fs.String("passphrase-file", "", "read the passphrase from this file (default $PARLEY_PASSPHRASE, else a prompt)")
+	}
+	f.json = fs.Bool("json", false, "print one JSON object per line")
+	return f
+}
+
+// parse parses flags anywhere among the arguments (flags follow the
+// subcommand, before or after its operands; "--" ends them) and checks the
+// operand count.
+func (f *flags) parse(env *cliEnv, args []string, minArgs, maxArgs int) ([]string, error) {
+	var flagArgs, operands []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			operands = append(operands, args[i+1:]...)
+			break
+		}
+		if a == "-h" || a == "--help" || a == "-help" {
+			f.printHelp(env.stdout)
+			return nil, errHelp
+		}
+		if len(a) > 1 && a[0] == '-' {
+			flagArgs = append(flagArgs, a)
+			name := strings.TrimLeft(a, "-")
+			if strings.Contains(name, "=") {
+				continue
+			}
+			fl := f.Lookup(name)
+			if fl == nil {
+				return nil, usagef("unknown flag %s", a)
+			}
+			if bf, ok := fl.Value.(interface{ IsBoolFlag() bool }); ok && bf.IsBoolFlag() {
+				continue
+			}
+			if i+1 >= len(args) {
+				return nil, usagef("flag %s needs a value", a)
+			}
+			i++
+			flagArgs = append(flagArgs, args[i])
+			continue
+		}
+		operands = append(operands, a)
+	}
+	if err := f.Parse(flagArgs); err != nil {
+		return nil, usagef("%v", err)
+	}
+	if len(operands) < minArgs || maxArgs >= 0 && len(operands) > maxArgs {
+		return nil, usagef("wrong number of arguments")
+	}
+	return operands, nil
+}
+
+func (f *flags) printHelp(w io.Writer) {
+	fmt.Fprintf(w, "usage: parley %s [flags] %s\n\n%s\n\nflags:\n", f.cmd.name, f.cmd.args, f.cmd.summary)
+	f.VisitAll(func(fl *flag.Flag) {
+		fmt.Fprintf(w, "  --%-18s %s\n", fl.Name, fl.Usage)
+	})
+}
+
+// profileDir resolves --profile, $PARLEY_PROFILE or the default profile.
+func (f *flags) profileDir(env *cliEnv) string {
+	if *f.profile != "" {
+		return *f.profile
+	}
+	if p := env.getenv("PARLEY_PROFILE"); p != "" {
+		return p
+	}
+	return filepath.Join(xdg.DataHome, "parley", "default")
+}
+
+// passphrase reads the passphrase from --passphrase-file, $PARLEY_PASSPHRASE
+// or, on a terminal, a prompt.
+func (f *flags) passphrase(env *cliEnv, confirm bool) ([]byte, error) {
+	if *f.passphraseFile != "" {
+		b, err := os.ReadFile(*f.passphraseFile)
+		if err != nil {
+			return nil, fmt.Errorf("read passphrase file: %w", err)
+		}
+		return []byte(strings.TrimRight(string(b), "\r\n")), nil
+	}
+	if p := env.getenv("PARLEY_PASSPHRASE"); p != "" {
+		return []byte(p), nil
+	}
+	if !term.IsTerminal(int(os.Stdin.Fd())) {
+		return nil, errors.New("no passphrase: use --passphrase-file or PARLEY_PASSPHRASE")
+	}
+	fmt.Fprint(os.Stderr, "passphrase: ")
+	p, err := term.ReadPassword(int(os.Stdin.Fd()))
+	fmt.Fprintln(os.Stderr)
+	if err != nil {
+		return nil, fmt.Errorf("read passphrase: %w", err)
+	}
+	if confirm {
+		fmt.Fprint(os.Stderr, "again: ")
+		q, err := term.ReadPassword(int(os.Stdin.Fd()))
+		fmt.Fprintln(os.Stderr)
+		if err != nil {
+			return nil, fmt.Errorf("read passphrase: %w", err)
+		}
+		if string(p) != string(q) {
+			return nil, errors.New("the passphrases differ")
+		}
+	}
+	return p, nil
+}
+
+// session is an open profile with its client and relay connection.
+type session struct {
+	dir    string
+	st     *store.DB
+	client *engine.Client
+	relay  *lazyRelay
+}
+
+// openSession opens the profile and a client whose relay connects on first
+// use.
+func (f *flags) openSession(ctx context.Context, env *cliEnv) (*session, error) {
+	dir := f.profileDir(env)
+	pass, err := f.passphrase(env, false)
+	if err != nil {
+		return nil, err
+	}
+	st, err := store.Open(ctx, dir, pass, store.Options{})
+	if err != nil {
+		return nil, describeOpenError(dir, err)
+	}
+	self, url, id, err := engine.LoadIdentity(ctx, st)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	relay := &lazyRelay{url: url, self: self, id: id}
+	c, err := engine.Open(ctx, engine.Config{Store: st, Relay: relay})
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	return &session{dir: dir, st: st, client: c, relay: relay}, nil
+}
+
+func (s *session) close() {
+	_ = s.client.MarkPresented(context.Background())
+	s.relay.Close()
+	s.client.Close()
+}
+
+// describeOpenError names the cause of a failed open in one line.
+func describeOpenError(dir string, err error) error {
+	switch {
+	case errors.Is(err, engine.ErrProfileOpen):
+		return fmt.Errorf("profile %s is open in another process: %w", dir, engine.ErrProfileOpen)
+	case errors.Is(err, engine.ErrWrongPassphrase):
+		return errors.New("wrong passphrase")
+	case errors.Is(err, engine.ErrNoProfile):
+		return fmt.Errorf("no profile at %s (run \"parley init\")", dir)
+	}
+	return err
+}
+
+// parsePeer parses a device address operand.
+func parsePeer(s string) (engine.Address, error) {
+	a, err := engine.ParseAddress(s)
+	if err != nil {
+		return engine.Address{}, fmt.Errorf("%q is not a device address (want user/device, like alice/1)", s)
+	}
+	return a, nil
+}
+
+// parseID parses a logical ID: 32 lowercase hex digits.
+func parseID(s string) (wire.LogicalID, error) {
+	var id wire.LogicalID
+	b, err := hex.DecodeString(s)
+	if err != nil || len(b) != len(id) {
+		return id, fmt.Errorf("%q is not a message ID (want 32 hex digits)", s)
+	}
+	copy(id[:], b)
+	return id, nil
+}
+
+func hexID(id wire.LogicalID) string { return hex.EncodeToString(id[:]) }
+
+// printer writes one result per line, as JSON with --json or as text.
+type printer struct {
+	w    io.Writer
+	json bool
+}
+
+func (p printer) record(fields []kv) {
+	if p.json {
+		b, _ := json.Marshal(orderedJSON(fields))
+		fmt.Fprintln(p.w, string(b))
+		return
+	}
+	var parts []string
+	for _, f := range fields {
+		parts = append(parts, fmt.Sprintf("%s=%v", f.k, textValue(f.v)))
+	}
+	fmt.Fprintln(p.w, strings.Join(parts, " "))
+}
+
+type kv struct {
+	k string
+	v any
+}
+
+// orderedJSON marshals fields in their given order.
+type orderedJSON []kv
+
+func (o orderedJSON) MarshalJSON() ([]byte, error) {
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, f := range o {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, _ := json.Marshal(f.k)
+		v, err := json.Marshal(f.v)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return []byte(b.String()), nil
+}
+
+func textValue(v any) string {
+	switch x := v.(type) {
+	case string:
+		if x == "" || strings.ContainsAny(x, " \t\n\"") {
+			q, _ := json.Marshal(x)
+			return string(q)
+		}
+		return x
+	}
+	return fmt.Sprint(v)
+}
+
+// bodyFields returns the body as text (when it is UTF-8) and base64.
+func bodyFields(body []byte) []kv {
+	text := ""
+	if utf8.Valid(body) {
+		text = string(body)
+	}
+	return []kv{{"body", text}, {"body_b64", base64.StdEncoding.EncodeToString(body)}}
+}
+
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// readBody returns the message body: the operand, or stdin for "-".
+func readBody(env *cliEnv, arg string) ([]byte, error) {
+	if arg != "-" {
+		return []byte(arg), nil
+	}
+	b, err := io.ReadAll(bufio.NewReader(io.LimitReader(env.stdin, wire.MaxBodySize+1)))
+	if err != nil {
+		return nil, fmt.Errorf("read body from stdin: %w", err)
+	}
+	return b, nil
+}

@@ -1,0 +1,512 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/store"
+)
+
+func init() {
+	register(&command{name: "init", args: "--address ADDR --relay URL", summary: "make a profile and publish its prekey bundle; prints the identity fingerprint", run: cmdInit})
+	register(&command{name: "identity", args: "", summary: "print the own address and identity fingerprint", run: cmdIdentity})
+	register(&command{name: "send", args: "PEER TEXT|-", summary: "send a message; prints its logical ID (exit 3: kept pending)", run: cmdSend})
+	register(&command{name: "sync", args: "[--wait DUR]", summary: "stage, acknowledge and process the mailbox until idle; one line per result", run: cmdSync})
+	register(&command{name: "inbox", args: "[--sender PEER] [--after SEQ] [--limit N]", summary: "list pending received messages", run: cmdInbox})
+	register(&command{name: "outbox", args: "[--recipient PEER] [--after SEQ] [--limit N]", summary: "list pending sent messages", run: cmdOutbox})
+	register(&command{name: "commit", args: "SENDER ID", summary: "commit a pending received message and acknowledge it", run: cmdFinalize(engine.OutcomeCommitted)})
+	register(&command{name: "discard", args: "SENDER ID", summary: "discard a pending received message and acknowledge it", run: cmdFinalize(engine.OutcomeDiscarded)})
+	register(&command{name: "retry", args: "PEER", summary: "send the messages pending for PEER again, in order (exit 3: one stays pending)", run: cmdRetry})
+	register(&command{name: "abandon", args: "PEER ID", summary: "drop a pending sent message locally (not a recall)", run: cmdAbandon})
+	register(&command{name: "history", args: "PEER [--limit N]", summary: "print the conversation with PEER, oldest first", run: cmdHistory})
+	register(&command{name: "safety-number", args: "PEER", summary: "print the safety number with PEER's pinned identity", run: cmdSafetyNumber})
+	register(&command{name: "trust", args: "PEER", summary: "accept PEER's changed identity (then retry to resend)", run: cmdTrust})
+	register(&command{name: "prune", args: "--older-than DUR", summary: "delete finalized records older than DUR", run: cmdPrune})
+}
+
+func cmdInit(ctx context.Context, env *cliEnv, args []string) error {
+	f := newFlags(commands["init"], env, true)
+	addrFlag := f.String("address", "", "this device's address, user/device")
+	relayFlag := f.String("relay", "", "relay URL, ws://HOST:PORT")
+	if _, err := f.parse(env, args, 0, 0); err != nil {
+		return err
+	}
+	if *addrFlag == "" || *relayFlag == "" {
+		return usagef("--address and --relay are required")
+	}
+	self, err := parsePeer(*addrFlag)
+	if err != nil {
+		return err
+	}
+	dir := f.profileDir(env)
+	pass, err := f.passphrase(env, true)
+	if err != nil {
+		return err
+	}
+	st, err := store.Create(ctx, dir, pass, store.Options{})
+	if err != nil {
+		if errors.Is(err, engine.ErrProfileExists) {
+			return fmt.Errorf("profile %s already exists; init never overwrites one", dir)
+		}
+		return describeOpenError(dir, err)
+	}
+	key, err := engine.CreateProfile(ctx, st, self, *relayFlag, nil, time.Now())
+	st.Close()
+	if err != nil {
+		return err
+	}
+	s, err := f.openSession(ctx, envWithPassphrase(env, pass))
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	published := true
+	if err := s.client.Maintain(ctx); err != nil {
+		published = false
+		fmt.Fprintf(env.stderr, "parley init: bundle not published yet (%s); the first connection publishes it\n", oneLine(err))
+	}
+	printer{env.stdout, *f.json}.record([]kv{{"address", self.String()}, {"fingerprint", key.Fingerprint()}, {"published", published}})
+	return nil
+}
+
+// envWithPassphrase returns env whose PARLEY_PASSPHRASE is pass, so that a
+// second open in the same command does not prompt again.
+func envWithPassphrase(env *cliEnv, pass []byte) *cliEnv {
+	cp := *env
+	cp.getenv = func(k string) string {
+		if k == "PARLEY_PASSPHRASE" {
+			return string(pass)
+		}
+		return env.getenv(k)
+	}
+	return &cp
+}
+
+func cmdIdentity(ctx context.Context, env *cliEnv, args []string) error {
+	f := newFlags(commands["identity"], env, true)
+	if _, err := f.parse(env, args, 0, 0); err != nil {
+		return err
+	}
+	s, err := f.openSession(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	printer{env.stdout, *f.json}.record([]kv{{"address", s.client.Self().String()}, {"fingerprint", s.client.Identity().Fingerprint()}})
+	return nil
+}
+
+func cmdSend(ctx context.Context, env *cliEnv, args []string) error {
+	f := newFlags(commands["send"], env, true)
+	ops, err := f.parse(env, args, 2, 2)
+	if err != nil {
+		return err
+	}
+	peer, err := parsePeer(ops[0])
+	if err != nil {
+		return err
+	}
+	body, err := readBody(env, ops[1])
+	if err != nil {
+		return err
+	}
+	s, err := f.openSession(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	id, err := s.client.Send(ctx, peer, body)
+	var notSent *engine.MessageNotSentError
+	if err != nil && !errors.As(err, &notSent) {
+		return describeSendError(peer, err)
+	}
+	if *f.json {
+		printer{env.stdout, true}.record([]kv{{"id", hexID(id)}, {"recipient", peer.String()}, {"accepted", err == nil}})
+	} else {
+		fmt.Fprintln(env.stdout, hexID(id))
+	}
+	if err != nil {
+		return fmt.Errorf("message %s to %s stays pending: %w", hexID(id), peer, err)
+	}
+	return nil
+}
+
+// describeSendError names the cause of a refused send.
+func describeSendError(peer engine.Address, err error) error {
+	switch {
+	case errors.Is(err, engine.ErrIdentityChanged):
+		return fmt.Errorf("%s has a new identity; compare the safety number, then \"parley trust %s\"", peer, peer)
+	}
+	return err
+}
+
+func cmdSync(ctx context.Context, env *cliEnv, args []string) error {
+	f := newFlags(commands["sync"], env, true)
+	wait := f.Duration("wait", time.Second, "stop after the mailbox has been idle this long")
+	if _, err := f.parse(env, args, 0, 0); err != nil {
+		return err
+	}
+	s, err := f.openSession(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	p := printer{env.stdout, *f.json}
+	// Whatever a previous run staged but did not process comes first.
+	if err := processAndPrint(ctx, s, p); err != nil {
+		return err
+	}
+	for {
+		wctx, cancel := context.WithTimeout(ctx, *wait)
+		leased, err := s.relay.Receive(wctx)
+		cancel()
+		if err != nil {
+			if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+				return nil // idle
+			}
+			return err
+		}
+		if _, err := s.client.Stage(ctx, leased); err != nil {
+			return err
+		}
+		rows := make([]uint64, len(leased))
+		for i, l := range leased {
+			rows[i] = l.Row
+		}
+		if err := s.relay.Acknowledge(ctx, rows); err != nil {
+			return err
+		}
+		if err := processAndPrint(ctx, s, p); err != nil {
+			return err
+		}
+	}
+}
+
+func processAndPrint(ctx context.Context, s *session, p printer) error {
+	res, err := s.client.ProcessStaged(ctx)
+	for _, r := range res {
+		p.record(resultFields(r))
+	}
+	return err
+}
+
+// resultFields renders one receive result with the contract's field names.
+func resultFields(r engine.ReceiveResult) []kv {
+	fields := []kv{{"kind", r.Kind.String()}}
+	if !r.Sender.IsZero() {
+		fields = append(fields, kv{"sender", r.Sender.String()})
+	}
+	if r.ID != ([16]byte{}) || r.Kind != engine.ResultError {
+		fields = append(fields, kv{"id", hexID(r.ID)})
+	}
+	switch r.Kind {
+	case engine.ResultDelivery:
+		fields = append(fields, bodyFields(r.Body)...)
+	case engine.ResultAcknowledgement:
+		fields = append(fields, kv{"cleared", r.Cleared})
+	case engine.ResultAlreadyCommitted, engine.ResultAlreadyDiscarded:
+		fields = append(fields, kv{"ack_sent", r.AckSent})
+	case engine.ResultError:
+		fields = append(fields, kv{"error", engine.ErrorName(r.Err)}, kv{"detail", oneLine(r.Err)})
+	}
+	return fields
+}
+
+func pageFlags(f *flags, peerFlag string) (*string, *int64, *int) {
+	peer := f.String(peerFlag, "", "only messages with this device")
+	after := f.Int64("after", 0, "only messages after this sequence number")
+	limit := f.Int("limit", 100, "at most this many messages")
+	return peer, after, limit
+}
+
+func pageQuery(peer string, after int64, limit int) (engine.PageQuery, error) {
+	q := engine.PageQuery{After: after, Limit: limit}
+	if peer != "" {
+		a, err := parsePeer(peer)
+		if err != nil {
+			return q, err
+		}
+		q.Peer = &a
+	}
+	if limit < 1 || limit > 1000 {
+		return q, usagef("--limit must be 1 to 1000")
+	}
+	return q, nil
+}
+
+func cmdInbox(ctx context.Context, env *cliEnv, args []string) error {
+	f := newFlags(commands["inbox"], env, true)
+	peer, after, limit := pageFlags(f, "sender")
+	if _, err := f.parse(env, args, 0, 0); err != nil {
+		return err
+	}
+	q, err := pageQuery(*peer, *after, *limit)
+	if err != nil {
+		return err
+	}
+	s, err := f.openSession(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	msgs, err := s.client.PendingInbound(ctx, q)
+	if err != nil {
+		return err
+	}
+	p := printer{env.stdout, *f.json}
+	for _, m := range msgs {
+		p.record(append([]kv{{"sender", m.Sender.String()}, {"id", hexID(m.ID)}, {"seq", m.Seq}, {"received_at", stamp(m.ReceivedAt)}}, bodyFields(m.Body)...))
+	}
+	return nil
+}
+
+func cmdOutbox(ctx context.Context, env *cliEnv, args []string) error {
+	f := newFlags(commands["outbox"], env, true)
+	peer, after, limit := pageFlags(f, "recipient")
+	if _, err := f.parse(env, args, 0, 0); err != nil {
+		return err
+	}
+	q, err := pageQuery(*peer, *after, *limit)
+	if err != nil {
+		return err
+	}
+	s, err := f.openSession(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	msgs, err := s.client.PendingOutbound(ctx, q)
+	if err != nil {
+		return err
+	}
+	p := printer{env.stdout, *f.json}
+	for _, m := range msgs {
+		p.record(append([]kv{{"recipient", m.Recipient.String()}, {"id", hexID(m.ID)}, {"seq", m.Seq}, {"created_at", stamp(m.CreatedAt)}}, bodyFields(m.Body)...))
+	}
+	return nil
+}
+
+func cmdFinalize(outcome engine.Outcome) func(context.Context, *cliEnv, []string) error {
+	name := "commit"
+	if outcome == engine.OutcomeDiscarded {
+		name = "discard"
+	}
+	return func(ctx context.Context, env *cliEnv, args []string) error {
+		f := newFlags(commands[name], env, true)
+		var reason *string
+		if outcome == engine.OutcomeDiscarded {
+			reason = f.String("reason", "rejected", "local reason: rejected, unsupported, policy or other")
+		}
+		ops, err := f.parse(env, args, 2, 2)
+		if err != nil {
+			return err
+		}
+		sender, err := parsePeer(ops[0])
+		if err != nil {
+			return err
+		}
+		id, err := parseID(ops[1])
+		if err != nil {
+			return err
+		}
+		why := engine.DiscardNone
+		if reason != nil {
+			m := map[string]engine.DiscardReason{"rejected": engine.DiscardRejected, "unsupported": engine.DiscardUnsupported, "policy": engine.DiscardPolicy, "other": engine.DiscardOther}
+			var ok bool
+			if why, ok = m[*reason]; !ok {
+				return usagef("--reason must be rejected, unsupported, policy or other")
+			}
+		}
+		s, err := f.openSession(ctx, env)
+		if err != nil {
+			return err
+		}
+		defer s.close()
+		var sent bool
+		if outcome == engine.OutcomeCommitted {
+			sent, err = s.client.Commit(ctx, sender, id)
+		} else {
+			sent, err = s.client.Discard(ctx, sender, id, why)
+		}
+		if err != nil {
+			if errors.Is(err, engine.ErrNotPending) {
+				return fmt.Errorf("no pending message %s from %s", hexID(id), sender)
+			}
+			return err
+		}
+		printer{env.stdout, *f.json}.record([]kv{{"ack_sent", sent}})
+		return nil
+	}
+}
+
+func cmdRetry(ctx context.Context, env *cliEnv, args []string) error {
+	f := newFlags(commands["retry"], env, true)
+	ops, err := f.parse(env, args, 1, 1)
+	if err != nil {
+		return err
+	}
+	peer, err := parsePeer(ops[0])
+	if err != nil {
+		return err
+	}
+	s, err := f.openSession(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	ids, err := s.client.Retry(ctx, peer)
+	for _, id := range ids {
+		if *f.json {
+			printer{env.stdout, true}.record([]kv{{"id", hexID(id)}, {"recipient", peer.String()}})
+		} else {
+			fmt.Fprintln(env.stdout, hexID(id))
+		}
+	}
+	if err != nil {
+		return describeSendError(peer, err)
+	}
+	return nil
+}
+
+func cmdAbandon(ctx context.Context, env *cliEnv, args []string) error {
+	f := newFlags(commands["abandon"], env, true)
+	ops, err := f.parse(env, args, 2, 2)
+	if err != nil {
+		return err
+	}
+	peer, err := parsePeer(ops[0])
+	if err != nil {
+		return err
+	}
+	id, err := parseID(ops[1])
+	if err != nil {
+		return err
+	}
+	s, err := f.openSession(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	if err := s.client.Abandon(ctx, peer, id); err != nil {
+		if errors.Is(err, engine.ErrNotPending) {
+			return fmt.Errorf("no pending message %s to %s", hexID(id), peer)
+		}
+		return err
+	}
+	printer{env.stdout, *f.json}.record([]kv{{"abandoned", hexID(id)}})
+	return nil
+}
+
+func cmdHistory(ctx context.Context, env *cliEnv, args []string) error {
+	f := newFlags(commands["history"], env, true)
+	limit := f.Int("limit", 1000, "at most this many of the newest messages")
+	ops, err := f.parse(env, args, 1, 1)
+	if err != nil {
+		return err
+	}
+	peer, err := parsePeer(ops[0])
+	if err != nil {
+		return err
+	}
+	s, err := f.openSession(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	h, err := s.client.History(ctx, peer, 0, *limit)
+	if err != nil {
+		return err
+	}
+	p := printer{env.stdout, *f.json}
+	for i := len(h) - 1; i >= 0; i-- {
+		e := h[i]
+		rec := []kv{{"direction", e.Direction.String()}, {"id", hexID(e.ID)}, {"at", stamp(e.At)}}
+		if e.Direction == engine.DirectionOut {
+			rec = append(rec, kv{"state", sentState(e.State)})
+		}
+		p.record(append(rec, bodyFields(e.Body)...))
+	}
+	return nil
+}
+
+func sentState(s engine.SentState) string {
+	switch s {
+	case engine.SentAcknowledged:
+		return "acknowledged"
+	case engine.SentAbandoned:
+		return "abandoned"
+	}
+	return "pending"
+}
+
+func cmdSafetyNumber(ctx context.Context, env *cliEnv, args []string) error {
+	f := newFlags(commands["safety-number"], env, true)
+	ops, err := f.parse(env, args, 1, 1)
+	if err != nil {
+		return err
+	}
+	peer, err := parsePeer(ops[0])
+	if err != nil {
+		return err
+	}
+	s, err := f.openSession(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	n, err := s.client.SafetyNumber(ctx, peer)
+	if err != nil {
+		return err
+	}
+	printer{env.stdout, *f.json}.record([]kv{{"peer", peer.String()}, {"safety_number", n}})
+	return nil
+}
+
+func cmdTrust(ctx context.Context, env *cliEnv, args []string) error {
+	f := newFlags(commands["trust"], env, true)
+	ops, err := f.parse(env, args, 1, 1)
+	if err != nil {
+		return err
+	}
+	peer, err := parsePeer(ops[0])
+	if err != nil {
+		return err
+	}
+	s, err := f.openSession(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	key, err := s.client.AcceptIdentity(ctx, peer)
+	if err != nil {
+		return err
+	}
+	n, _ := s.client.SafetyNumber(ctx, peer)
+	printer{env.stdout, *f.json}.record([]kv{{"peer", peer.String()}, {"fingerprint", key.Fingerprint()}, {"safety_number", n}})
+	return nil
+}
+
+func cmdPrune(ctx context.Context, env *cliEnv, args []string) error {
+	f := newFlags(commands["prune"], env, true)
+	older := f.Duration("older-than", 0, "prune finalized records older than this (for example 720h)")
+	if _, err := f.parse(env, args, 0, 0); err != nil {
+		return err
+	}
+	if *older <= 0 {
+		return usagef("--older-than is required and must be positive")
+	}
+	s, err := f.openSession(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	n, err := s.client.Prune(ctx, *older)
+	if err != nil {
+		return err
+	}
+	printer{env.stdout, *f.json}.record([]kv{{"pruned", n}})
+	return nil
+}

@@ -1,0 +1,106 @@
+// Command parley is an end-to-end encrypted chat for the terminal whose
+// reliability you can see: every message in flight is listed until the peer's
+// application finalized it, and nothing is lost across crashes, lost
+// envelopes, lost acknowledgements or a simultaneous session start.
+//
+// Run "parley help" for the commands.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+)
+
+// Exit codes of the command-line contract.
+const (
+	exitOK      = 0
+	exitError   = 1
+	exitUsage   = 2
+	exitPending = 3 // a message stays pending (MessageNotSent)
+	exitLocked  = 4 // the profile is open in another process
+)
+
+// command is one subcommand.
+type command struct {
+	name    string
+	args    string
+	summary string
+	run     func(ctx context.Context, env *cliEnv, args []string) error
+}
+
+var commands = map[string]*command{}
+
+func register(c *command) { commands[c.name] = c }
+
+// cliEnv is what a command runs with; tests substitute the streams.
+type cliEnv struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	getenv         func(string) string
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, &cliEnv{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}, os.Args[1:])
+	stop()
+	os.Exit(code)
+}
+
+// run executes one command line and returns its exit code. Messages to the
+// user go to stderr, one line naming the cause.
+func run(ctx context.Context, env *cliEnv, args []string) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		usage(env.stdout)
+		if len(args) == 0 {
+			return exitUsage
+		}
+		return exitOK
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(env.stderr, "parley: unknown command %q (run \"parley help\")\n", args[0])
+		return exitUsage
+	}
+	err := cmd.run(ctx, env, args[1:])
+	if err == nil {
+		return exitOK
+	}
+	var ue *usageError
+	switch {
+	case errors.Is(err, errHelp):
+		return exitOK
+	case errors.As(err, &ue):
+		fmt.Fprintf(env.stderr, "parley %s: %s\nusage: parley %s %s\n", cmd.name, ue.msg, cmd.name, cmd.args)
+		return exitUsage
+	}
+	fmt.Fprintf(env.stderr, "parley %s: %s\n", cmd.name, oneLine(err))
+	return exitCode(err)
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "parley: end-to-end encrypted chat whose reliability you can see")
+	fmt.Fprintln(w, "\nusage: parley COMMAND [flags] [args]\n\ncommands:")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		c := commands[n]
+		fmt.Fprintf(w, "  %-14s %s\n", n, c.summary)
+	}
+	fmt.Fprintln(w, "\nRun \"parley COMMAND --help\" for a command's flags.")
+	fmt.Fprintln(w, "Exit codes: 0 done, 1 error, 2 usage, 3 message kept pending, 4 profile open in another process.")
+}
+
+// oneLine keeps an error message to one line.
+func oneLine(err error) string {
+	return strings.ReplaceAll(err.Error(), "\n", " ")
+}
