@@ -405,3 +405,13 @@ func sameProfileFiles(before, after map[string]string) bool {
 	}
 	return maps.Equal(norm(before), norm(after))
 }
+
+func TestMeasureCommitRate(t *testing.T) {
+	r, err := MeasureCommitRate(context.Background(), t.TempDir(), 50*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Synchronous != "FULL" || r.Commits < 50 || r.PerSecond <= 0 {
+		t.Fatalf("got %+v, want at least 50 commits at synchronous FULL", r)
+	}
+}
