@@ -1,0 +1,365 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/store"
+	"github.com/parley-chat/parley/transport"
+	"github.com/parley-chat/parley/wire"
+)
+
+func init() {
+	register(&command{name: "bench", args: "[--messages N] [--window W] [--json]", summary: "end-to-end benchmark on loopback with production durability", run: cmdBench})
+}
+
+// benchResult is what `parley bench --json` prints.
+type benchResult struct {
+	Messages             int     `json:"messages"`
+	Seconds              float64 `json:"seconds"`
+	MsgsPerSec           float64 `json:"msgs_per_sec"`
+	P50ms                float64 `json:"p50_ms"`
+	P99ms                float64 `json:"p99_ms"`
+	DurableCommitsPerSec float64 `json:"durable_commits_per_sec"`
+	Ratio                float64 `json:"ratio"`
+	Synchronous          string  `json:"synchronous"`
+	Window               int     `json:"window"`
+}
+
+func cmdBench(ctx context.Context, env *cliEnv, args []string) error {
+	f := newFlags(commands["bench"], env, false)
+	n := f.Int("messages", 2000, "messages to send")
+	window := f.Int("window", 64, "at most this many messages in flight")
+	if _, err := f.parse(env, args, 0, 0); err != nil {
+		return err
+	}
+	if *n < 1 || *window < 1 {
+		return usagef("--messages and --window must be positive")
+	}
+	progress := io.Writer(env.stderr)
+	if *f.json {
+		progress = io.Discard
+	}
+	res, err := runBench(ctx, *n, *window, progress)
+	if err != nil {
+		return err
+	}
+	if *f.json {
+		printer{env.stdout, true}.record([]kv{{"messages", res.Messages}, {"seconds", res.Seconds}, {"msgs_per_sec", res.MsgsPerSec},
+			{"p50_ms", res.P50ms}, {"p99_ms", res.P99ms}, {"durable_commits_per_sec", res.DurableCommitsPerSec},
+			{"ratio", res.Ratio}, {"synchronous", res.Synchronous}, {"window", res.Window}})
+		return nil
+	}
+	w := env.stdout
+	fmt.Fprintf(w, "messages                 %d (window %d)\n", res.Messages, res.Window)
+	fmt.Fprintf(w, "seconds                  %.3f\n", res.Seconds)
+	fmt.Fprintf(w, "messages/s end to end    %.0f\n", res.MsgsPerSec)
+	fmt.Fprintf(w, "latency p50 / p99        %.2f ms / %.2f ms (send to ACK cleared)\n", res.P50ms, res.P99ms)
+	fmt.Fprintf(w, "durable commits/s        %.0f (synchronous=%s, same disk)\n", res.DurableCommitsPerSec, res.Synchronous)
+	fmt.Fprintf(w, "ratio                    %.2f\n", res.Ratio)
+	return nil
+}
+
+// benchPeer is one profile of the benchmark with its relay connection.
+type benchPeer struct {
+	st     *store.DB
+	relay  *transport.Client
+	client *engine.Client
+	addr   engine.Address
+}
+
+func openBenchPeer(ctx context.Context, dir, addr, url string) (*benchPeer, error) {
+	self := engine.MustParseAddress(addr)
+	pass := []byte("bench")
+	st, err := store.Create(ctx, filepath.Join(dir, addr[:len(addr)-2]), pass, store.Options{})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := engine.CreateProfile(ctx, st, self, url, nil, time.Now()); err != nil {
+		st.Close()
+		return nil, err
+	}
+	_, _, id, err := engine.LoadIdentity(ctx, st)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	relay, err := transport.Dial(ctx, url, self, id, transport.ClientOptions{})
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	c, err := engine.Open(ctx, engine.Config{Store: st, Relay: relay, EventBuffer: 1})
+	if err != nil {
+		relay.Close()
+		st.Close()
+		return nil, err
+	}
+	if err := c.Maintain(ctx); err != nil {
+		relay.Close()
+		c.Close()
+		return nil, err
+	}
+	return &benchPeer{st: st, relay: relay, client: c, addr: self}, nil
+}
+
+func (p *benchPeer) close() {
+	p.relay.Close()
+	p.client.Close()
+}
+
+// pump stages, acknowledges and processes whatever the relay delivers until
+// ctx ends, handing each batch of results to handle.
+func (p *benchPeer) pump(ctx context.Context, handle func([]engine.ReceiveResult) error) error {
+	for {
+		leased, err := p.relay.Receive(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		if _, err := p.client.Stage(ctx, leased); err != nil {
+			return err
+		}
+		rows := make([]uint64, len(leased))
+		for i, l := range leased {
+			rows[i] = l.Row
+		}
+		if err := p.relay.Acknowledge(ctx, rows); err != nil {
+			return err
+		}
+		res, err := p.client.ProcessStaged(ctx)
+		if err != nil {
+			return err
+		}
+		if err := handle(res); err != nil {
+			return err
+		}
+	}
+}
+
+func runBench(ctx context.Context, n, window int, progress io.Writer) (benchResult, error) {
+	dir, err := os.MkdirTemp("", "parley-bench-")
+	if err != nil {
+		return benchResult{}, err
+	}
+	defer os.RemoveAll(dir)
+
+	rate, err := store.MeasureCommitRate(ctx, dir, 2*time.Second)
+	if err != nil {
+		return benchResult{}, err
+	}
+	fmt.Fprintf(progress, "durable commits: %.0f/s (synchronous=%s)\n", rate.PerSecond, rate.Synchronous)
+
+	srv, err := transport.NewServer(transport.ServerConfig{})
+	if err != nil {
+		return benchResult{}, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return benchResult{}, err
+	}
+	go srv.Serve(ln)
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+	}()
+	url := "ws://" + ln.Addr().String()
+	alice, err := openBenchPeer(ctx, dir, "alice/1", url)
+	if err != nil {
+		return benchResult{}, err
+	}
+	defer alice.close()
+	bob, err := openBenchPeer(ctx, dir, "bob/1", url)
+	if err != nil {
+		return benchResult{}, err
+	}
+	defer bob.close()
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	// bob commits everything delivered, in one transaction per batch.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		errs <- bob.pump(ctx, func(res []engine.ReceiveResult) error {
+			var reqs []engine.FinalizeRequest
+			for _, r := range res {
+				if r.Kind == engine.ResultDelivery {
+					reqs = append(reqs, engine.FinalizeRequest{Sender: r.Sender, ID: r.ID, Outcome: engine.OutcomeCommitted})
+				}
+			}
+			if len(reqs) == 0 {
+				return nil
+			}
+			_, err := bob.client.FinalizeBatch(ctx, reqs)
+			return err
+		})
+	}()
+
+	var mu sync.Mutex
+	cond := sync.NewCond(&mu)
+	sentAt := make(map[wire.LogicalID]time.Time, n)
+	var latencies []time.Duration
+	inflight, cleared, warm := 0, 0, false
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		errs <- alice.pump(ctx, func(res []engine.ReceiveResult) error {
+			now := time.Now()
+			mu.Lock()
+			defer mu.Unlock()
+			for _, r := range res {
+				if r.Kind != engine.ResultAcknowledgement || !r.Cleared {
+					continue
+				}
+				if t, ok := sentAt[r.ID]; ok {
+					latencies = append(latencies, now.Sub(t))
+					delete(sentAt, r.ID)
+					inflight--
+					cleared++
+				} else {
+					warm = true
+				}
+			}
+			cond.Broadcast()
+			return nil
+		})
+	}()
+	failed := func() error {
+		select {
+		case err := <-errs:
+			if err == nil {
+				err = errors.New("a pump stopped")
+			}
+			return err
+		default:
+			return nil
+		}
+	}
+
+	// Warm up: one message sets up the session, outside the measurement.
+	if _, err := alice.client.Send(ctx, bob.addr, []byte("warm-up")); err != nil {
+		return benchResult{}, err
+	}
+	mu.Lock()
+	for !warm {
+		if err := waitCond(cond, ctx); err != nil {
+			mu.Unlock()
+			return benchResult{}, err
+		}
+	}
+	mu.Unlock()
+
+	body := make([]byte, 1024)
+	start := time.Now()
+	sent := 0
+	lastShown := time.Time{}
+	for sent < n {
+		mu.Lock()
+		for inflight >= window {
+			if err := waitCond(cond, ctx); err != nil {
+				mu.Unlock()
+				return benchResult{}, err
+			}
+		}
+		k := min(window-inflight, n-sent)
+		inflight += k
+		mu.Unlock()
+		reqs := make([]engine.SendRequest, k)
+		for i := range reqs {
+			reqs[i] = engine.SendRequest{Peer: bob.addr, Body: body}
+		}
+		at := time.Now()
+		res, err := alice.client.SendBatch(ctx, reqs)
+		if err != nil {
+			return benchResult{}, err
+		}
+		mu.Lock()
+		for _, r := range res {
+			if r.Err != nil {
+				mu.Unlock()
+				return benchResult{}, fmt.Errorf("send: %w", r.Err)
+			}
+			sentAt[r.ID] = at
+		}
+		mu.Unlock()
+		sent += k
+		if err := failed(); err != nil {
+			return benchResult{}, err
+		}
+		if time.Since(lastShown) > 200*time.Millisecond {
+			mu.Lock()
+			c := cleared
+			mu.Unlock()
+			showProgress(progress, c, n)
+			lastShown = time.Now()
+		}
+	}
+	mu.Lock()
+	for cleared < n {
+		if err := waitCond(cond, ctx); err != nil {
+			mu.Unlock()
+			return benchResult{}, err
+		}
+	}
+	elapsed := time.Since(start)
+	lat := append([]time.Duration(nil), latencies...)
+	mu.Unlock()
+	showProgress(progress, n, n)
+	fmt.Fprintln(progress)
+	cancel()
+	wg.Wait()
+
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	pct := func(p float64) float64 {
+		i := int(p * float64(len(lat)-1))
+		return float64(lat[i].Microseconds()) / 1000
+	}
+	mps := float64(n) / elapsed.Seconds()
+	return benchResult{Messages: n, Seconds: elapsed.Seconds(), MsgsPerSec: mps, P50ms: pct(0.50), P99ms: pct(0.99),
+		DurableCommitsPerSec: rate.PerSecond, Ratio: mps / rate.PerSecond, Synchronous: rate.Synchronous, Window: window}, nil
+}
+
+// waitCond waits on cond (whose lock the caller holds) with a timeout, so
+// that a stuck run fails instead of hanging.
+func waitCond(cond *sync.Cond, ctx context.Context) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	t := time.AfterFunc(30*time.Second, cond.Broadcast)
+	start := time.Now()
+	cond.Wait()
+	t.Stop()
+	if time.Since(start) >= 30*time.Second {
+		return errors.New("bench: no progress for 30 s")
+	}
+	return ctx.Err()
+}
+
+func showProgress(w io.Writer, done, total int) {
+	const width = 40
+	filled := done * width / total
+	bar := make([]byte, width)
+	for i := range bar {
+		if i < filled {
+			bar[i] = '#'
+		} else {
+			bar[i] = '.'
+		}
+	}
+	fmt.Fprintf(w, "\r[%s] %d/%d acknowledged", bar, done, total)
+}
