@@ -247,8 +247,15 @@ func (c *Client) supervise(ctx context.Context, first chan<- error) {
 		}
 		cc, err := c.connect(actx)
 		cancel()
+		if err == nil {
+			attempt, last = 0, nil
+			c.mu.Lock()
+			c.cur = cc
+			c.mu.Unlock()
+			c.setState(State{Conn: StateConnected})
+		}
 		if first != nil {
-			first <- err
+			first <- err // Dial returns: the connection is usable already
 			first = nil
 			if err != nil {
 				return
@@ -275,11 +282,6 @@ func (c *Client) supervise(ctx context.Context, first chan<- error) {
 			}
 			continue
 		}
-		attempt, last = 0, nil
-		c.mu.Lock()
-		c.cur = cc
-		c.mu.Unlock()
-		c.setState(State{Conn: StateConnected})
 		select {
 		case <-cc.done:
 		case <-c.ctx.Done():
@@ -293,6 +295,15 @@ func (c *Client) supervise(ctx context.Context, first chan<- error) {
 		}
 		last = cc.cause()
 		c.log.Info("relay connection lost", "err", last)
+		if isFinal(last) {
+			// The relay closed the connection because another key took the
+			// address over: coming back would take it back.
+			c.mu.Lock()
+			c.final = last
+			c.mu.Unlock()
+			c.setState(State{Conn: StateDisconnected, Err: last, Final: true})
+			return
+		}
 		c.setState(State{Conn: StateDisconnected, Err: last})
 		if !c.sleep(c.backoff(1)) {
 			return

@@ -10,7 +10,6 @@ import (
 	"io"
 	"net"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -47,7 +46,13 @@ type conn struct {
 	wake       chan struct{} // something to lease, or window space
 	quit       chan struct{} // closed by finish
 	writerDone chan struct{}
-	running    atomic.Bool // the writer was started
+
+	// phaseMu orders the end of the handshake against stop: a connection
+	// stopped before it authenticated is cut, one stopped after gets a close
+	// frame.
+	phaseMu sync.Mutex
+	authed  bool
+	stopped bool
 
 	finishOnce sync.Once
 	reason     string // disconnect metric label, set by finish
@@ -89,7 +94,8 @@ func (c *conn) run(authenticated func()) {
 		return
 	}
 	authenticated()
-	if !s.attach(c) {
+	if !s.attach(c) { // shutting down
+		c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseGoingAway, "relay shutting down"), time.Now().Add(s.lim.WriteTimeout))
 		return
 	}
 	defer s.detach(c)
@@ -104,7 +110,6 @@ func (c *conn) run(authenticated func()) {
 		c.ws.SetReadDeadline(time.Now().Add(s.lim.ReadTimeout))
 		return nil
 	})
-	c.running.Store(true)
 	go c.writeLoop()
 	reason := c.readLoop()
 	c.finish(reason, nil, 0, "")
@@ -121,7 +126,11 @@ func (c *conn) run(authenticated func()) {
 
 // stop ends the connection from outside (shutdown).
 func (c *conn) stop(reason string, code int, text string) {
-	if c.running.Load() {
+	c.phaseMu.Lock()
+	authed := c.authed
+	c.stopped = !authed
+	c.phaseMu.Unlock()
+	if authed {
 		c.finish(reason, nil, code, text)
 		return
 	}
@@ -244,7 +253,11 @@ func (c *conn) handshake() bool {
 		s.log.Info("address registered to a new key", "address", a.Address)
 		s.evict(a.Address, a.SigningKey)
 	}
-	if !c.writeNow(encode(req, wire.AuthOK{})) {
+	c.phaseMu.Lock()
+	stopped := c.stopped
+	c.authed = !stopped
+	c.phaseMu.Unlock()
+	if stopped || !c.writeNow(encode(req, wire.AuthOK{})) {
 		return false
 	}
 	c.ws.SetReadDeadline(time.Now().Add(s.lim.ReadTimeout))

@@ -100,6 +100,22 @@ func (r *testRelay) waitMetric(tb testing.TB, series string, want float64) {
 	}
 }
 
+// waitMetricAtMost polls a metric until it falls to at most want.
+func (r *testRelay) waitMetricAtMost(tb testing.TB, series string, want float64) {
+	tb.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := r.metric(tb, series)
+		if got <= want {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("%s = %v, want at most %v", series, got, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // device is a test identity with a publishable bundle.
 type device struct {
 	addr    engine.Address
@@ -377,14 +393,5 @@ func (r *raw) expectClose(code int) {
 			r.tb.Fatalf("connection still open after 10s: %v", err)
 		}
 		return
-	}
-}
-
-// discard reads and drops everything until the connection ends.
-func discard(ws *websocket.Conn) {
-	for {
-		if _, _, err := ws.NextReader(); err != nil {
-			return
-		}
 	}
 }

@@ -189,19 +189,15 @@ func TestReconnect(t *testing.T) {
 	}
 }
 
-// waitState waits until the client reports s.
+// waitState waits until the client's current state is s. States only
+// wakes it: the channel may still hold older reports.
 func waitState(t *testing.T, c *Client, s ConnState) {
 	t.Helper()
 	timeout := time.After(10 * time.Second)
-	for {
-		if c.State().Conn == s {
-			return
-		}
+	for c.State().Conn != s {
 		select {
-		case st := <-c.States():
-			if st.Conn == s {
-				return
-			}
+		case <-c.States():
+		case <-time.After(20 * time.Millisecond):
 		case <-timeout:
 			t.Fatalf("state %v, want %v", c.State().Conn, s)
 		}

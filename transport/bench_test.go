@@ -1,0 +1,82 @@
+package transport
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// BenchmarkRelayThroughput measures envelopes per second through one relay
+// (in memory, rate limits off) with 100 connected clients in a ring: each
+// submits to the next and receives and acknowledges what the previous one
+// sent. An envelope counts once its recipient acknowledged it.
+//
+//	go test -run '^$' -bench RelayThroughput -benchtime 20000x ./transport
+func BenchmarkRelayThroughput(b *testing.B) {
+	const clients = 100
+	r := startRelay(b, ServerConfig{Limits: Limits{MessageRate: -1, ByteRate: -1}})
+	devs := make([]*device, clients)
+	conns := make([]*Client, clients)
+	for i := range devs {
+		devs[i] = newDevice(b, fmt.Sprintf("bench%d/1", i))
+		conns[i] = dial(b, r, devs[i])
+	}
+	body := string(make([]byte, 200)) // a short chat message, encrypted
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	var received atomic.Int64
+	all := make(chan struct{})
+	var recv sync.WaitGroup
+	for _, c := range conns {
+		recv.Add(1)
+		go func() {
+			defer recv.Done()
+			for {
+				ls, err := c.Receive(ctx)
+				if err != nil {
+					return
+				}
+				if err := c.Acknowledge(ctx, rowsOf(ls)); err != nil {
+					return
+				}
+				if received.Add(int64(len(ls))) == int64(b.N) {
+					close(all)
+				}
+			}
+		}()
+	}
+
+	b.ResetTimer()
+	start := time.Now()
+	var send sync.WaitGroup
+	for i, c := range conns {
+		n := b.N / clients
+		if i < b.N%clients {
+			n++
+		}
+		from, to := devs[i], devs[(i+1)%clients]
+		send.Add(1)
+		go func() {
+			defer send.Done()
+			for range n {
+				if err := c.Submit(ctx, envelope(from, to, body)); err != nil {
+					b.Errorf("submit: %v", err)
+					return
+				}
+			}
+		}()
+	}
+	send.Wait()
+	if b.N > 0 {
+		<-all
+	}
+	elapsed := time.Since(start)
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "envelopes/s")
+	cancel()
+	recv.Wait()
+}
