@@ -541,16 +541,7 @@ func (c *Client) Submit(ctx context.Context, env wire.Envelope) error {
 	if err != nil {
 		return fmt.Errorf("submit envelope %x: %w", env.ID[:4], err)
 	}
-	switch r := r.(type) {
-	case wire.Accepted:
-		if r.EnvelopeID != env.ID {
-			return fmt.Errorf("submit envelope %x: relay accepted %x", env.ID[:4], r.EnvelopeID[:4])
-		}
-		return nil
-	case wire.Refused:
-		return &RefusedError{EnvelopeID: r.EnvelopeID, Reason: r.Reason}
-	}
-	return unexpected(wire.RelaySubmit, r)
+	return submitResult(env, r)
 }
 
 // Receive implements engine.Relay: it waits until the relay has delivered at

@@ -234,3 +234,30 @@ func TestClientClose(t *testing.T) {
 		t.Fatalf("last state reported: %v, want closed", last.Conn)
 	}
 }
+
+// TestSubmitBatch checks the pipelined hand-off: one result per envelope, in
+// order, refusals included.
+func TestSubmitBatch(t *testing.T) {
+	r := startRelay(t, ServerConfig{})
+	alice, bob := newDevice(t, "alice/1"), newDevice(t, "bob/1")
+	ca, cb := dial(t, r, alice), dial(t, r, bob)
+	var envs []wire.Envelope
+	for i := range 10 {
+		envs = append(envs, envelope(alice, bob, fmt.Sprint(i)))
+	}
+	envs[4] = envelope(bob, alice, "forged")
+	errs := ca.SubmitBatch(ctxT(t), envs)
+	for i, err := range errs {
+		var re *RefusedError
+		switch {
+		case i == 4 && (!errors.As(err, &re) || re.Reason != wire.RefuseWrongSender):
+			t.Fatalf("envelope 4: got %v, want refused: wrong sender", err)
+		case i != 4 && err != nil:
+			t.Fatalf("envelope %d: %v", i, err)
+		}
+	}
+	want := []string{"0", "1", "2", "3", "5", "6", "7", "8", "9"}
+	if got := payloads(t, receiveN(t, cb, 9)); !slices.Equal(got, want) {
+		t.Fatalf("received %v, want %v", got, want)
+	}
+}
