@@ -168,6 +168,22 @@ func (d *demoRun) waitFor(want ...string) string {
 	}
 }
 
+// waitUntil waits until ok holds for the screen.
+func (d *demoRun) waitUntil(what string, ok func(string) bool) string {
+	d.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		s := d.view()
+		if ok(s) {
+			return s
+		}
+		if time.Now().After(deadline) {
+			d.t.Fatalf("the screen never showed %s; last screen:\n%s", what, s)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // settle waits until the screen stops changing for a while, so that what a
 // golden file records is the state everything converged to.
 func (d *demoRun) settle() string {

@@ -66,7 +66,9 @@ type demoKeys struct {
 }
 
 func defaultDemoKeys() demoKeys {
-	b := func(k, help string) key.Binding { return key.NewBinding(key.WithKeys(k), key.WithHelp("ctrl+x "+k, help)) }
+	b := func(k, help string) key.Binding {
+		return key.NewBinding(key.WithKeys(k), key.WithHelp("ctrl+x "+k, help))
+	}
 	return demoKeys{
 		Hold:       b("h", "hold/release delivery to this profile"),
 		HoldBoth:   b("H", "hold/release both (stage a collision)"),

@@ -64,7 +64,7 @@ type identityChange struct {
 
 // demoFlags are the demo switches shown in a pane's status bar.
 type demoFlags struct {
-	held, unplugged bool
+	held, unplugged  bool
 	dropMsg, dropAck int // armed drops
 }
 
@@ -670,26 +670,20 @@ func (p pane) statusView() string {
 		}
 		seg("relay "+state, style)
 	}
-	flag := func(name string, on bool) {
-		if on {
-			seg(name+" on", st.FlagOn)
-		} else if p.demo {
-			seg(name+" off", st.Flag)
-		}
+	// Switches that are off take little room; what is armed or on says so.
+	auto := st.Bar.Render("auto commit:") + onOffStyle(st, p.autoCommit) + st.Bar.Render(" retry:") + onOffStyle(st, p.autoRetry)
+	line += st.Bar.Render(" │ ") + auto
+	if p.flags.held {
+		seg("held", st.FlagOn)
 	}
-	if p.demo {
-		flag("hold", p.flags.held)
-	}
-	flag("auto-commit", p.autoCommit)
-	flag("auto-retry", p.autoRetry)
 	if p.flags.unplugged {
 		seg("unplugged", st.FlagOn)
 	}
 	if p.flags.dropMsg > 0 {
-		seg("next envelope lost", st.FlagOn)
+		seg("drop:envelope", st.FlagOn)
 	}
 	if p.flags.dropAck > 0 {
-		seg("next ACK lost", st.FlagOn)
+		seg("drop:ACK", st.FlagOn)
 	}
 	if p.crashArmed {
 		seg("crash armed", st.FlagOn)
@@ -718,4 +712,11 @@ func (p pane) statusView() string {
 		lines = append(lines, layout.Pad(st.Safety, text, p.w))
 	}
 	return strings.Join(lines, "\n")
+}
+
+func onOffStyle(st themes.StatusStyles, on bool) string {
+	if on {
+		return st.FlagOn.Render("on")
+	}
+	return st.Flag.Render("off")
 }

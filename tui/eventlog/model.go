@@ -162,7 +162,7 @@ func FromEvent(e engine.Event) Entry {
 			return fromResult(e.At, *e.Result)
 		}
 	case engine.EventSent:
-		return Entry{At: e.At, Name: "relay_accepted", Text: "to " + e.Peer.String() + " " + id + " (pending until acknowledged)", Level: Info}
+		return Entry{At: e.At, Name: "relay_accepted", Text: "to " + e.Peer.String() + " " + id + " (stays pending until " + e.Peer.String() + "'s ACK)", Level: Info}
 	case engine.EventNotSent:
 		return Entry{At: e.At, Name: "message_not_sent", Text: "to " + e.Peer.String() + " " + id + ": " + errText(e.Err) + " (pending; a retry sends it)", Level: Error}
 	case engine.EventFinalized:
@@ -202,7 +202,7 @@ func fromResult(at time.Time, r engine.ReceiveResult) Entry {
 		return Entry{At: at, Name: r.Kind.String(), Text: from + " " + id + ", " + ack, Level: lvl}
 	case engine.ResultAcknowledgement:
 		if r.Cleared {
-			return Entry{At: at, Name: "acknowledgement", Text: from + " " + id + ", cleared: acknowledged", Level: Good}
+			return Entry{At: at, Name: "acknowledgement", Text: from + " " + id + ", cleared the pending message", Level: Good}
 		}
 		return Entry{At: at, Name: "acknowledgement", Text: from + " " + id + ", not cleared (unknown or repeated)", Level: Warn}
 	}

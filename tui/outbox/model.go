@@ -160,7 +160,7 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 	case RetriedMsg:
 		if !msg.Auto {
 			m.busy = false
-			m.status = DescribeRetry(msg)
+			m.status = "retry: " + DescribeRetry(msg)
 		}
 		return m, m.Reload()
 	case AbandonedMsg:
@@ -302,7 +302,7 @@ func RetryAll(ctx context.Context, src Source) tea.Cmd {
 
 // DescribeRetry says in words what a retry did.
 func DescribeRetry(r RetriedMsg) string {
-	s := fmt.Sprintf("retry: %d handed off", r.Sent)
+	s := fmt.Sprintf("%d handed off", r.Sent)
 	switch len(r.Peers) {
 	case 0:
 		s += " (nothing pending)"

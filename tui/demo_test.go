@@ -1,0 +1,207 @@
+package tui
+
+import (
+	"strings"
+	"testing"
+
+	tea "github.com/charmbracelet/bubbletea"
+)
+
+// halves splits a side-by-side screen into alice's and bob's columns
+// (without the hint and help lines, which span both).
+func halves(screen string) (alice, bob string) {
+	var a, b strings.Builder
+	lines := strings.Split(screen, "\n")
+	if len(lines) < 3 {
+		return "", ""
+	}
+	for _, l := range lines[1 : len(lines)-1] {
+		r := []rune(l)
+		if len(r) < 160 {
+			continue
+		}
+		a.WriteString(string(r[:79]) + "\n")
+		b.WriteString(string(r[80:]) + "\n")
+	}
+	return a.String(), b.String()
+}
+
+// TestDemoCommitAcknowledged: alice writes, bob commits, alice sees the ACK.
+func TestDemoCommitAcknowledged(t *testing.T) {
+	d := startDemo(t, demoConfig{})
+	d.waitFor("Composer → bob/1")
+	d.send("hello bob")
+	d.waitFor("1 pending received", "relay accepted")
+	d.key(tea.KeyCtrlO)
+	d.alt('4')
+	d.typeText("c")
+	s := d.waitFor("acknowledged", "delivered", "acknowledgement from bob/1")
+	if strings.Contains(s, "error") {
+		t.Fatalf("an error on screen:\n%s", s)
+	}
+}
+
+// TestDemoCollision: both sides write while delivery is held; on release
+// one side reports the collision, a retry brings the dropped message, and
+// both messages end up delivered once.
+func TestDemoCollision(t *testing.T) {
+	d := startDemo(t, demoConfig{})
+	d.waitFor("Composer → bob/1")
+	d.demo('H')
+	d.waitFor("held")
+	d.send("from alice")
+	d.key(tea.KeyCtrlO)
+	d.alt('3')
+	d.send("from bob")
+	d.waitFor("from alice", "from bob")
+	d.demo('H')
+	d.waitFor("session_collision")
+	// Whoever lost retries; retrying both is harmless (the peer dedups).
+	d.key(tea.KeyCtrlR)
+	d.key(tea.KeyCtrlO)
+	d.key(tea.KeyCtrlR)
+	d.waitUntil("one pending received on each side", func(s string) bool {
+		return strings.Count(s, "Inbox · 1 pending received") == 2
+	})
+	// Commit on both sides: each message delivered once, both acknowledged.
+	d.alt('4')
+	d.typeText("c")
+	d.key(tea.KeyCtrlO)
+	d.alt('4')
+	d.typeText("c")
+	d.waitUntil("nothing pending sent on either side", func(s string) bool {
+		return strings.Count(s, "Outbox · 0 pending sent") == 2
+	})
+	s := d.settle()
+	a, b := halves(s)
+	if strings.Count(a, "delivered") != 1 || strings.Count(b, "delivered") != 1 ||
+		strings.Count(a, "acknowledged") != 1 || strings.Count(b, "acknowledged") != 1 {
+		t.Fatalf("want one delivered and one acknowledged message on each side:\n%s", s)
+	}
+}
+
+// TestDemoLostEnvelope: the next envelope is lost after the relay accepted
+// it; alice's message stays pending (relay accepted) until a retry.
+func TestDemoLostEnvelope(t *testing.T) {
+	d := startDemo(t, demoConfig{})
+	d.waitFor("Composer → bob/1")
+	d.demo('d')
+	d.waitFor("drop:envelope")
+	d.send("into the void")
+	d.waitFor("demo_lost_envelope", "relay accepted")
+	s := d.settle()
+	if _, b := halves(s); !strings.Contains(b, "0 pending received") {
+		t.Fatalf("bob received a lost envelope:\n%s", s)
+	}
+	d.key(tea.KeyCtrlR)
+	d.waitFor("1 pending received", "retry: 1 handed off to bob/1")
+}
+
+// TestDemoLostAck: bob's ACK is lost; alice's message stays relay accepted;
+// her retry makes bob answer already_committed with a new ACK.
+func TestDemoLostAck(t *testing.T) {
+	d := startDemo(t, demoConfig{})
+	d.waitFor("Composer → bob/1")
+	d.send("ack me")
+	d.waitFor("1 pending received")
+	d.key(tea.KeyCtrlO)
+	d.demo('a')
+	d.waitFor("drop:ACK")
+	d.alt('4')
+	d.typeText("c")
+	d.waitFor("demo_lost_ack", "committed from alice/1")
+	s := d.settle()
+	if a, _ := halves(s); strings.Contains(a, "acknowledged") {
+		t.Fatalf("alice saw a lost ACK:\n%s", s)
+	}
+	d.key(tea.KeyCtrlO)
+	d.key(tea.KeyCtrlR)
+	d.waitFor("already_committed from alice/1", "ACK sent again", "acknowledged")
+}
+
+// TestDemoCrashResync: bob crashes right after a transition commits and
+// before it is shown; reopening reports state_resync_required and the lists
+// are read again.
+func TestDemoCrashResync(t *testing.T) {
+	d := startDemo(t, demoConfig{})
+	d.waitFor("Composer → bob/1")
+	d.key(tea.KeyCtrlO)
+	d.demo('K')
+	d.waitFor("crash armed")
+	d.key(tea.KeyCtrlO)
+	d.send("crash on this")
+	d.waitFor("CRASHED", "demo_crash")
+	d.key(tea.KeyCtrlO)
+	d.demo('o')
+	s := d.waitFor("state_resync_required", "1 pending received")
+	if !strings.Contains(s, "demo_reopen") {
+		t.Fatalf("no reopen in the event log:\n%s", s)
+	}
+}
+
+// TestDemoIdentityChange: bob reinstalls; when he writes, alice meets the
+// new identity, sending is blocked, she accepts and her retry resends.
+func TestDemoIdentityChange(t *testing.T) {
+	d := startDemo(t, demoConfig{})
+	d.waitFor("Composer → bob/1")
+	d.send("before")
+	d.waitFor("1 pending received")
+	d.key(tea.KeyCtrlO)
+	d.alt('4')
+	d.typeText("c")
+	d.waitFor("acknowledged")
+	d.demo('i')
+	d.waitFor("demo_reinstall")
+	d.alt('3')
+	d.send("it's me, reinstalled")
+	s := d.waitFor("identity_changed", "identity changed", "new safety")
+	a, _ := halves(s)
+	if !strings.Contains(a, "sending blocked") {
+		t.Fatalf("alice's sending is not blocked:\n%s", s)
+	}
+	d.key(tea.KeyCtrlO)
+	d.send("blocked?")
+	d.waitFor("sending is blocked")
+	d.key(tea.KeyCtrlT)
+	d.waitFor("identity_accepted", "safety 42347")
+	// Bob's message was refused by alice before she accepted: his retry
+	// brings it, on a session with the accepted identity.
+	d.key(tea.KeyCtrlO)
+	d.key(tea.KeyCtrlR)
+	d.waitFor("delivery from bob/1")
+	d.key(tea.KeyCtrlO)
+	d.key(tea.KeyEnter) // the text refused before is still in the composer
+	d.waitUntil("a pending message on each side", func(s string) bool {
+		return strings.Count(s, "Inbox · 1 pending received") == 2
+	})
+}
+
+// TestDemoUnplugged: with the relay link down a send is stored and shown
+// not sent; after plugging in, a retry sends it.
+func TestDemoUnplugged(t *testing.T) {
+	d := startDemo(t, demoConfig{})
+	d.waitFor("Composer → bob/1")
+	d.send("first")
+	d.waitFor("1 pending received")
+	d.demo('u')
+	d.waitFor("unplugged", "relay offline")
+	d.send("second")
+	d.waitFor("message_not_sent", "not sent")
+	d.demo('u')
+	d.waitFor("relay connected")
+	d.key(tea.KeyCtrlR)
+	d.waitFor("2 pending received")
+}
+
+// TestDemoAuto: auto-commit on bob commits what arrives; the ACK clears
+// alice's message without a key on bob's side.
+func TestDemoAuto(t *testing.T) {
+	d := startDemo(t, demoConfig{})
+	d.waitFor("Composer → bob/1")
+	d.key(tea.KeyCtrlO)
+	d.demo('c')
+	d.waitFor("commit:on")
+	d.key(tea.KeyCtrlO)
+	d.send("auto")
+	d.waitFor("acknowledged", "delivered")
+}
