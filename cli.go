@@ -210,7 +210,7 @@ func (s *session) close() {
 func describeOpenError(dir string, err error) error {
 	switch {
 	case errors.Is(err, engine.ErrProfileOpen):
-		return fmt.Errorf("profile %s is open in another process: %w", dir, engine.ErrProfileOpen)
+		return profileOpenError{dir}
 	case errors.Is(err, engine.ErrWrongPassphrase):
 		return errors.New("wrong passphrase")
 	case errors.Is(err, engine.ErrNoProfile):
@@ -218,6 +218,13 @@ func describeOpenError(dir string, err error) error {
 	}
 	return err
 }
+
+// profileOpenError names the profile another process holds.
+type profileOpenError struct{ dir string }
+
+func (e profileOpenError) Error() string { return "profile " + e.dir + " is open in another process" }
+
+func (e profileOpenError) Unwrap() error { return engine.ErrProfileOpen }
 
 // parsePeer parses a device address operand.
 func parsePeer(s string) (engine.Address, error) {

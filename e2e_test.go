@@ -1,0 +1,406 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// End-to-end tests of the command-line contract: the built binary against a
+// real relay process on loopback.
+
+var parleyBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "parley-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	parleyBin = filepath.Join(dir, "parley")
+	build := exec.Command("go", "build", "-o", parleyBin, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build parley: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// relayProc is a `parley relay` child process.
+type relayProc struct {
+	cmd *exec.Cmd
+	url string
+}
+
+func startRelay(t *testing.T, args ...string) *relayProc {
+	t.Helper()
+	return startRelayAt(t, "127.0.0.1:0", args...)
+}
+
+// restartRelay starts a relay on the address r listened on, so that profiles
+// made for r reach it.
+func restartRelay(t *testing.T, r *relayProc, args ...string) *relayProc {
+	t.Helper()
+	return startRelayAt(t, strings.TrimPrefix(r.url, "ws://"), args...)
+}
+
+func startRelayAt(t *testing.T, listen string, args ...string) *relayProc {
+	t.Helper()
+	cmd := exec.Command(parleyBin, append([]string{"relay", "--listen", listen}, args...)...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "listening on ws://") {
+		cmd.Process.Kill()
+		t.Fatalf("relay's first line %q (%v), want \"listening on ws://HOST:PORT\"", line, err)
+	}
+	r := &relayProc{cmd: cmd, url: strings.TrimSpace(strings.TrimPrefix(line, "listening on "))}
+	t.Cleanup(func() { r.stop() })
+	return r
+}
+
+func (r *relayProc) stop() {
+	if r.cmd.ProcessState == nil {
+		r.cmd.Process.Signal(syscall.SIGTERM)
+		r.cmd.Wait()
+	}
+}
+
+func (r *relayProc) kill() {
+	r.cmd.Process.Kill()
+	r.cmd.Wait()
+}
+
+// profile is one CLI profile.
+type profile struct {
+	t    *testing.T
+	dir  string
+	addr string
+}
+
+type runResult struct {
+	stdout, stderr string
+	code           int
+}
+
+func (p *profile) run(stdin string, args ...string) runResult {
+	p.t.Helper()
+	cmd := exec.Command(parleyBin, args...)
+	cmd.Env = append(os.Environ(), "PARLEY_PROFILE="+p.dir, "PARLEY_PASSPHRASE=e2e passphrase")
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		p.t.Fatal(err)
+	}
+	return runResult{out.String(), errb.String(), code}
+}
+
+// ok runs a command that must succeed.
+func (p *profile) ok(args ...string) string {
+	p.t.Helper()
+	r := p.run("", args...)
+	if r.code != 0 {
+		p.t.Fatalf("parley %s (%s): exit %d, stderr %q", strings.Join(args, " "), p.addr, r.code, r.stderr)
+	}
+	return r.stdout
+}
+
+// jsonLines runs a command with --json and decodes its lines.
+func (p *profile) jsonLines(args ...string) []map[string]any {
+	p.t.Helper()
+	out := p.ok(append(args, "--json")...)
+	var recs []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if line == "" {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			p.t.Fatalf("parley %s: line %q is not JSON: %v", args[0], line, err)
+		}
+		recs = append(recs, m)
+	}
+	return recs
+}
+
+func newProfile(t *testing.T, relay *relayProc, addr string) *profile {
+	t.Helper()
+	p := &profile{t: t, dir: filepath.Join(t.TempDir(), strings.ReplaceAll(addr, "/", "_")), addr: addr}
+	p.ok("init", "--address", addr, "--relay", relay.url)
+	return p
+}
+
+func (p *profile) sync() []map[string]any { return p.jsonLines("sync", "--wait", "300ms") }
+
+func (p *profile) commitAll() {
+	for _, m := range p.jsonLines("inbox") {
+		r := p.jsonLines("commit", m["sender"].(string), m["id"].(string))
+		if len(r) != 1 {
+			p.t.Fatalf("commit printed %v", r)
+		}
+	}
+}
+
+func kinds(recs []map[string]any) map[string]int {
+	k := map[string]int{}
+	for _, r := range recs {
+		k[r["kind"].(string)]++
+		if e, ok := r["error"].(string); ok {
+			k[e]++
+		}
+	}
+	return k
+}
+
+func historyBodies(p *profile, peer, direction string) []string {
+	var out []string
+	for _, h := range p.jsonLines("history", peer) {
+		if h["direction"] == direction {
+			out = append(out, h["body"].(string))
+		}
+	}
+	return out
+}
+
+func TestCLIRoundTrip(t *testing.T) {
+	relay := startRelay(t)
+	alice, bob := newProfile(t, relay, "alice/1"), newProfile(t, relay, "bob/1")
+	id := strings.TrimSpace(alice.ok("send", "bob/1", "hello bob"))
+	if len(id) != 32 {
+		t.Fatalf("send printed %q, want a 32-digit logical ID", id)
+	}
+	recs := bob.sync()
+	if len(recs) != 1 || recs[0]["kind"] != "delivery" || recs[0]["id"] != id || recs[0]["body"] != "hello bob" || recs[0]["sender"] != "alice/1" {
+		t.Fatalf("bob's sync: %v", recs)
+	}
+	if out := alice.jsonLines("outbox"); len(out) != 1 || out[0]["id"] != id {
+		t.Fatalf("alice's outbox before the ACK: %v", out)
+	}
+	if r := bob.jsonLines("commit", "alice/1", id); len(r) != 1 || r[0]["ack_sent"] != true {
+		t.Fatalf("commit: %v", r)
+	}
+	recs = alice.sync()
+	if len(recs) != 1 || recs[0]["kind"] != "acknowledgement" || recs[0]["cleared"] != true {
+		t.Fatalf("alice's sync: %v", recs)
+	}
+	if out := alice.jsonLines("outbox"); len(out) != 0 {
+		t.Fatalf("outbox after the ACK: %v", out)
+	}
+	if got := historyBodies(bob, "alice/1", "in"); len(got) != 1 || got[0] != "hello bob" {
+		t.Fatalf("bob's history: %q", got)
+	}
+	// The body may come from stdin, and the safety numbers agree.
+	bob.run("from stdin\n", "send", "alice/1", "-")
+	if recs := alice.sync(); kinds(recs)["delivery"] != 1 || recs[0]["body"] != "from stdin\n" {
+		t.Fatalf("stdin body: %v", recs)
+	}
+	sa := alice.jsonLines("safety-number", "bob/1")[0]["safety_number"]
+	sb := bob.jsonLines("safety-number", "alice/1")[0]["safety_number"]
+	if sa != sb || len(strings.ReplaceAll(sa.(string), " ", "")) != 60 {
+		t.Fatalf("safety numbers %v / %v", sa, sb)
+	}
+}
+
+func TestCLICollisionConverges(t *testing.T) {
+	relay := startRelay(t)
+	alice, bob := newProfile(t, relay, "alice/1"), newProfile(t, relay, "bob/1")
+	alice.ok("send", "bob/1", "from alice")
+	bob.ok("send", "alice/1", "from bob")
+	var collisions int
+	for round := 0; round < 6; round++ {
+		collisions += kinds(alice.sync())["session_collision"] + kinds(bob.sync())["session_collision"]
+		alice.commitAll()
+		bob.commitAll()
+		alice.sync()
+		bob.sync()
+		if len(alice.jsonLines("outbox"))+len(bob.jsonLines("outbox")) == 0 {
+			break
+		}
+		alice.run("", "retry", "bob/1")
+		bob.run("", "retry", "alice/1")
+	}
+	if collisions != 1 {
+		t.Errorf("saw %d session collisions, want exactly 1", collisions)
+	}
+	if got := historyBodies(bob, "alice/1", "in"); len(got) != 1 || got[0] != "from alice" {
+		t.Fatalf("bob's history %q", got)
+	}
+	if got := historyBodies(alice, "bob/1", "in"); len(got) != 1 || got[0] != "from bob" {
+		t.Fatalf("alice's history %q", got)
+	}
+	if n := len(alice.jsonLines("outbox")) + len(bob.jsonLines("outbox")); n != 0 {
+		t.Fatalf("%d messages still pending", n)
+	}
+}
+
+// A relay that accepts and then loses envelopes (--fault-drop 1), restarted
+// on the same data without faults: the lost envelope comes back through a
+// retry, and so does a lost ACK.
+func TestCLILostEnvelopeAndLostAck(t *testing.T) {
+	data := t.TempDir()
+	relay := startRelay(t, "--data", data)
+	alice, bob := newProfile(t, relay, "alice/1"), newProfile(t, relay, "bob/1")
+	alice.ok("send", "bob/1", "first")
+	bob.sync()
+	bob.commitAll()
+	alice.sync()
+	relay.stop()
+
+	lossy := restartRelay(t, relay, "--data", data, "--fault-drop", "1")
+	id := strings.TrimSpace(alice.ok("send", "bob/1", "lost envelope"))
+	if recs := bob.sync(); len(recs) != 0 {
+		t.Fatalf("the dropped envelope arrived: %v", recs)
+	}
+	lossy.stop()
+
+	relay = restartRelay(t, lossy, "--data", data)
+	if ids := strings.Fields(alice.ok("retry", "bob/1")); len(ids) != 1 || ids[0] != id {
+		t.Fatalf("retry handed off %v, want %s", ids, id)
+	}
+	if k := kinds(bob.sync()); k["delivery"] != 1 {
+		t.Fatalf("after the retry bob got %v", k)
+	}
+	relay.stop()
+
+	// The ACK of the commit is lost.
+	lossy = restartRelay(t, relay, "--data", data, "--fault-drop", "1")
+	bob.commitAll()
+	lossy.stop()
+	relay = restartRelay(t, lossy, "--data", data)
+	if recs := alice.sync(); len(recs) != 0 {
+		t.Fatalf("the lost ACK arrived: %v", recs)
+	}
+	alice.ok("retry", "bob/1")
+	if k := kinds(bob.sync()); k["already_committed"] != 1 {
+		t.Fatalf("the retry after the commit: %v", k)
+	}
+	if k := kinds(alice.sync()); k["acknowledgement"] != 1 {
+		t.Fatalf("the second ACK: %v", k)
+	}
+	if out := alice.jsonLines("outbox"); len(out) != 0 {
+		t.Fatalf("still pending: %v", out)
+	}
+	if got := historyBodies(bob, "alice/1", "in"); len(got) != 2 {
+		t.Fatalf("bob's history %q, want each message once", got)
+	}
+}
+
+func TestCLIErrorsAndExitCodes(t *testing.T) {
+	relay := startRelay(t)
+	alice := newProfile(t, relay, "alice/1")
+	newProfile(t, relay, "bob/1")
+
+	// A second process on an open profile: exit 4, one line naming it.
+	hold := exec.Command(parleyBin, "sync", "--wait", "20s")
+	hold.Env = append(os.Environ(), "PARLEY_PROFILE="+alice.dir, "PARLEY_PASSPHRASE=e2e passphrase")
+	var holdErr bytes.Buffer
+	hold.Stderr = &holdErr
+	if err := hold.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // let it take the lock before probing
+	deadline := time.Now().Add(15 * time.Second)
+	var r runResult
+	for time.Now().Before(deadline) {
+		if r = alice.run("", "outbox"); r.code == 4 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	hold.Process.Signal(syscall.SIGTERM)
+	hold.Wait()
+	if holdErr.Len() > 0 {
+		t.Logf("holding process: %s", holdErr.String())
+	}
+	if r.code != 4 || !strings.Contains(r.stderr, "open in another process") || strings.Count(r.stderr, "\n") != 1 {
+		t.Fatalf("second process: exit %d, stderr %q; want 4 and one line", r.code, r.stderr)
+	}
+
+	// Wrong passphrase.
+	cmd := exec.Command(parleyBin, "outbox")
+	cmd.Env = append(os.Environ(), "PARLEY_PROFILE="+alice.dir, "PARLEY_PASSPHRASE=wrong")
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(out), "wrong passphrase") {
+		t.Fatalf("wrong passphrase: %v %q", err, out)
+	}
+
+	// Refusals store nothing.
+	for _, args := range [][]string{{"send", "Bob/1", "x"}, {"send", "bob", "x"}, {"send", "bob/0", "x"}} {
+		if r := alice.run("", args...); r.code == 0 || r.code == 3 {
+			t.Fatalf("%v: exit %d, want a refusal", args, r.code)
+		}
+	}
+	big := strings.Repeat("x", 196609)
+	if r := alice.run(big, "send", "bob/1", "-"); r.code != 1 || !strings.Contains(r.stderr, "too large") {
+		t.Fatalf("oversized body: exit %d, %q", r.code, r.stderr)
+	}
+	if out := alice.jsonLines("outbox"); len(out) != 0 {
+		t.Fatalf("a refused send stored %v", out)
+	}
+	// Usage errors exit 2.
+	if r := alice.run("", "send", "bob/1"); r.code != 2 {
+		t.Fatalf("missing operand: exit %d", r.code)
+	}
+	if r := alice.run("", "frobnicate"); r.code != 2 {
+		t.Fatalf("unknown command: exit %d", r.code)
+	}
+	// init never overwrites.
+	if r := alice.run("", "init", "--address", "alice/1", "--relay", relay.url); r.code != 1 || !strings.Contains(r.stderr, "already exists") {
+		t.Fatalf("init over a profile: exit %d %q", r.code, r.stderr)
+	}
+	// A relay that is gone: the message stays pending, exit 3.
+	relay.stop()
+	if r := alice.run("", "send", "bob/1", "nobody listens"); r.code != 1 && r.code != 3 {
+		t.Fatalf("send without a relay: exit %d %q", r.code, r.stderr)
+	}
+}
+
+// A relay with --data killed with SIGKILL keeps every accepted envelope, in
+// order.
+func TestCLIRelayKillKeepsEnvelopes(t *testing.T) {
+	data := t.TempDir()
+	relay := startRelay(t, "--data", data)
+	alice, bob := newProfile(t, relay, "alice/1"), newProfile(t, relay, "bob/1")
+	var sent []string
+	for i := 0; i < 5; i++ {
+		body := fmt.Sprintf("message %d", i)
+		alice.ok("send", "bob/1", body)
+		sent = append(sent, body)
+	}
+	relay.kill()
+	relay = restartRelay(t, relay, "--data", data)
+	var got []string
+	for _, r := range bob.sync() {
+		if r["kind"] == "delivery" {
+			got = append(got, r["body"].(string))
+		}
+	}
+	if strings.Join(got, ",") != strings.Join(sent, ",") {
+		t.Fatalf("after SIGKILL bob got %q, want %q in order", got, sent)
+	}
+}
