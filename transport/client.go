@@ -142,7 +142,7 @@ func NewClient(rawURL string, self engine.Address, id *engine.Identity, opts Cli
 		return nil, err
 	}
 	c.wg.Add(1)
-	go c.supervise(nil, nil)
+	go c.supervise(context.Background(), nil)
 	return c, nil
 }
 
@@ -241,7 +241,7 @@ func (c *Client) supervise(ctx context.Context, first chan<- error) {
 	for {
 		c.setState(State{Conn: StateConnecting, Err: last, Attempt: attempt})
 		actx, cancel := context.WithCancel(c.ctx)
-		if first != nil && ctx != nil {
+		if first != nil {
 			stop := context.AfterFunc(ctx, cancel)
 			defer stop()
 		}

@@ -38,7 +38,7 @@ type Server struct {
 	unauth  atomic.Int64 // of those, not yet authenticated
 	connSeq atomic.Uint64
 
-	mu       sync.Mutex
+	mu       sync.RWMutex
 	ln       net.Listener
 	shutdown bool
 	all      map[*conn]struct{}
@@ -144,8 +144,8 @@ func (s *Server) Serve(ln net.Listener) error {
 
 // Addr returns the address Serve listens on, or nil before Serve.
 func (s *Server) Addr() net.Addr {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	if s.ln == nil {
 		return nil
 	}
@@ -302,8 +302,8 @@ func (s *Server) detach(c *conn) {
 
 // notify wakes every connection of address to lease what is new.
 func (s *Server) notify(address string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	for c := range s.byAddr[address] {
 		c.poke()
 	}

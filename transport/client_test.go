@@ -1,0 +1,80 @@
+package transport
+
+import (
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"testing"
+)
+
+// TestNewClientWaitsForRelay checks that a client made while the relay is
+// down reports its failed attempts, refuses requests at once, and connects
+// when the relay appears.
+func TestNewClientWaitsForRelay(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there for now
+	alice := newDevice(t, "alice/1")
+	c, err := NewClient("ws://"+addr, alice.addr, alice.id, fastClient)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	waitState(t, c, StateDisconnected)
+	if st := c.State(); st.Err == nil || st.Final {
+		t.Fatalf("state while the relay is down: %+v", st)
+	}
+	if err := c.Submit(ctxT(t), envelope(alice, alice, "x")); !errors.Is(err, ErrNotConnected) {
+		t.Fatalf("Submit while the relay is down: got %v, want ErrNotConnected", err)
+	}
+	r := startRelayOn(t, addr, ServerConfig{})
+	waitState(t, c, StateConnected)
+	if c.RelayID() != r.srv.RelayID() {
+		t.Fatal("RelayID is not the relay's")
+	}
+	mustSubmit(t, c, envelope(alice, alice, "to myself"))
+	receiveN(t, c, 1)
+}
+
+// TestPinnedRelayID checks that a client pinned to one relay refuses another.
+func TestPinnedRelayID(t *testing.T) {
+	r := startRelay(t, ServerConfig{})
+	alice := newDevice(t, "alice/1")
+	opts := fastClient
+	opts.RelayID = r.srv.RelayID()
+	dialOpts(t, r, alice, opts).Close()
+	opts.RelayID[0] ^= 1
+	if _, err := Dial(ctxT(t), r.url, alice.addr, alice.id, opts); !errors.Is(err, ErrRelayChanged) {
+		t.Fatalf("another relay ID: got %v, want ErrRelayChanged", err)
+	}
+}
+
+func TestBadURL(t *testing.T) {
+	alice := newDevice(t, "alice/1")
+	for _, u := range []string{"http://127.0.0.1:1", "127.0.0.1:1", "ws://[::1"} {
+		if _, err := NewClient(u, alice.addr, alice.id, ClientOptions{}); err == nil {
+			t.Errorf("NewClient(%q) accepted", u)
+		}
+	}
+}
+
+func TestHealthz(t *testing.T) {
+	r := startRelay(t, ServerConfig{})
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := client.Get("http://" + r.addr + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || string(body) != "ok\n" {
+		t.Fatalf("/healthz: %d %q", resp.StatusCode, body)
+	}
+	if r.srv.Addr().String() != r.addr {
+		t.Fatalf("Addr() = %v, want %s", r.srv.Addr(), r.addr)
+	}
+}
