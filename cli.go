@@ -182,9 +182,9 @@ func (f *flags) openSession(ctx context.Context, env *cliEnv) (*session, error) 
 	if err != nil {
 		return nil, err
 	}
-	st, err := store.Open(ctx, dir, pass, store.Options{})
+	st, err := openStore(ctx, dir, pass)
 	if err != nil {
-		return nil, describeOpenError(dir, err)
+		return nil, err
 	}
 	self, url, id, err := engine.LoadIdentity(ctx, st)
 	if err != nil {
@@ -198,6 +198,15 @@ func (f *flags) openSession(ctx context.Context, env *cliEnv) (*session, error) 
 		return nil, err
 	}
 	return &session{dir: dir, st: st, client: c, relay: relay}, nil
+}
+
+// openStore opens the profile in dir, naming the cause of a failure.
+func openStore(ctx context.Context, dir string, pass []byte) (*store.DB, error) {
+	st, err := store.Open(ctx, dir, pass, store.Options{})
+	if err != nil {
+		return nil, describeOpenError(dir, err)
+	}
+	return st, nil
 }
 
 func (s *session) close() {
