@@ -159,7 +159,7 @@ func TestAuthRefused(t *testing.T) {
 // TestAuthTimeout checks that a connection that never authenticates is
 // closed, and that the cap on such connections holds meanwhile.
 func TestAuthTimeout(t *testing.T) {
-	r := startRelay(t, ServerConfig{Limits: Limits{AuthTimeout: 300 * time.Millisecond, MaxUnauthenticated: 1}})
+	r := startRelay(t, ServerConfig{Limits: Limits{AuthTimeout: time.Second, MaxUnauthenticated: 1}})
 	idle := dialRaw(t, r)
 	idle.challenge()
 	// A second unauthenticated connection is over the cap.
@@ -416,7 +416,7 @@ func mustEncode(tb testing.TB, req uint32, m wire.RelayMessage) []byte {
 // refused while another client is unaffected, and that bundle fetches have
 // their own, tighter bucket.
 func TestRateLimit(t *testing.T) {
-	r := startRelay(t, ServerConfig{Limits: Limits{MessageRate: 20, MessageBurst: 20, FetchRate: 1, FetchBurst: 3}})
+	r := startRelay(t, ServerConfig{Limits: Limits{MessageRate: 5, MessageBurst: 20, FetchRate: 1, FetchBurst: 3}})
 	alice, bob, flood := newDevice(t, "alice/1"), newDevice(t, "bob/1").withBundle(t, 0), newDevice(t, "flood/1")
 	ca, cb, cf := dial(t, r, alice), dial(t, r, bob), dial(t, r, flood)
 	if err := cb.PublishPreKeys(ctxT(t), bob.bundle, nil); err != nil {
