@@ -67,20 +67,20 @@ type demoKeys struct {
 
 func defaultDemoKeys() demoKeys {
 	b := func(k, help string) key.Binding {
-		return key.NewBinding(key.WithKeys(k), key.WithHelp("ctrl+x "+k, help))
+		return key.NewBinding(key.WithKeys(k), key.WithHelp(k, help))
 	}
 	return demoKeys{
-		Hold:       b("h", "hold/release delivery to this profile"),
-		HoldBoth:   b("H", "hold/release both (stage a collision)"),
-		Drop:       b("d", "lose the next envelope this profile sends"),
-		DropAck:    b("a", "lose the next ACK this profile sends"),
-		Crash:      b("k", "crash this profile now"),
-		CrashNext:  b("K", "crash after the next transition, before it is shown"),
-		Reopen:     b("o", "reopen a crashed profile"),
-		Reinstall:  b("i", "reinstall this profile (new identity)"),
+		Hold:       b("h", "hold/release delivery here"),
+		HoldBoth:   b("H", "hold/release both (collision)"),
+		Drop:       b("d", "lose the next envelope sent"),
+		DropAck:    b("a", "lose the next ACK sent"),
+		Crash:      b("k", "crash now"),
+		CrashNext:  b("K", "crash after the next transition"),
+		Reopen:     b("o", "reopen"),
+		Reinstall:  b("i", "reinstall (new identity)"),
 		AutoCommit: b("c", "auto-commit on/off"),
-		AutoRetry:  b("r", "auto-retry with backoff on/off"),
-		Unplug:     b("u", "unplug/plug the relay link"),
+		AutoRetry:  b("r", "auto-retry on/off"),
+		Unplug:     b("u", "unplug/plug the relay"),
 		Cancel:     key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel")),
 	}
 }

@@ -194,18 +194,50 @@ func (m Model) View() string {
 
 func (m Model) helpView() string {
 	if m.prefix {
-		var rows []string
-		rows = append(rows, m.th.App.Prefix.Render(layout.Line(fmt.Sprintf(" demo controls for %s, then:", m.panes[m.active].self), m.w)))
-		all := m.dkeys.all()
-		half := (len(all) + 1) / 2
-		rows = append(rows, m.help.FullHelpView([][]key.Binding{all[:half], all[half:]}))
-		return strings.Join(rows, "\n")
+		head := m.th.App.Prefix.Render(fmt.Sprintf(" demo controls for %s: ctrl+x, then ", m.panes[m.active].self))
+		return m.wrapHelp(head, [][]key.Binding{m.dkeys.all()})
 	}
 	km := m.keyHelp()
 	if m.full {
-		return m.help.FullHelpView(km.full)
+		return m.wrapHelp("", km.full)
 	}
 	return layout.Line(m.help.ShortHelpView(km.short), m.w)
+}
+
+// wrapHelp draws groups of bindings, each group from a new line, wrapped at
+// the window's width, so that no binding is ever cut off.
+func (m Model) wrapHelp(head string, groups [][]key.Binding) string {
+	st := m.th.Help
+	sep := st.Separator.Render(" · ")
+	var lines []string
+	line, lineW := head, layout.Width(head)
+	flush := func() {
+		if lineW > 0 {
+			lines = append(lines, layout.Line(line, m.w))
+		}
+		line, lineW = "", 0
+	}
+	for _, g := range groups {
+		for _, b := range g {
+			if !b.Enabled() {
+				continue
+			}
+			item := st.Key.Render(b.Help().Key) + " " + st.Desc.Render(b.Help().Desc)
+			w := layout.Width(b.Help().Key) + 1 + layout.Width(b.Help().Desc)
+			if lineW > 0 && lineW+3+w > m.w {
+				flush()
+			}
+			if lineW > 0 && line != head {
+				line += sep
+				lineW += 3
+			}
+			line += item
+			lineW += w
+		}
+		flush()
+	}
+	flush()
+	return strings.Join(lines, "\n")
 }
 
 // keyHelp gathers the bindings that apply now: the focused panel's, the
@@ -233,14 +265,16 @@ func (m Model) keyHelp() keyHelp {
 		add(p.ev.KeyMap())
 	}
 	pk := p.keys
-	short = append(short, pk.Accept, pk.Retry, pk.Next)
+	g := m.keys
+	if m.full {
+		g.Help.SetHelp("f1/?", "less help")
+	}
+	short = append(short, pk.Accept, pk.Next, g.Demo, g.Other, g.Help, g.Quit, pk.Retry)
 	jumps := make([]key.Binding, 0, panelCount)
 	for _, j := range pk.Jump {
 		jumps = append(jumps, j)
 	}
 	full = append(full, append([]key.Binding{pk.Next, pk.Prev}, jumps...), []key.Binding{pk.Retry, pk.Accept})
-	g := m.keys
-	short = append(short, g.Other, g.Demo, g.Help, g.Quit)
 	full = append(full, []key.Binding{g.Other, g.Demo, g.Help, g.Quit})
 	return keyHelp{short: short, full: full}
 }

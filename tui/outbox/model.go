@@ -113,7 +113,14 @@ func (m Model) Total() int { return m.total }
 // Page returns the messages shown.
 func (m Model) Page() []engine.OutboundMessage { return m.page }
 
-func (m Model) rows() int { return max(m.h-2, 1) }
+// rows is the page size: the panel's height less the title and, when
+// there is room for it, a status line.
+func (m Model) rows() int {
+	if m.h >= 4 {
+		return m.h - 2
+	}
+	return max(m.h-1, 1)
+}
 
 // Reload reads the current page again; calls while a read is in flight
 // coalesce.
@@ -389,12 +396,12 @@ func (m Model) View() string {
 		lines = append(lines, m.th.Panel.Empty.Render(layout.Line(" nothing pending", m.w)))
 	}
 	for i, msg := range m.page {
-		if len(lines) >= m.h-1 {
+		if len(lines) >= 1+m.rows() {
 			break
 		}
 		lines = append(lines, m.row(i, msg, st))
 	}
-	if m.status != "" {
+	if m.status != "" && m.h >= 4 {
 		for len(lines) < m.h-1 {
 			lines = append(lines, "")
 		}

@@ -1,0 +1,149 @@
+package composer
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/themes"
+	"github.com/parley-chat/parley/wire"
+)
+
+var bob = engine.MustParseAddress("bob/1")
+
+type sender struct {
+	sent []string
+	err  error
+}
+
+func (s *sender) Send(_ context.Context, peer engine.Address, body []byte) (wire.LogicalID, error) {
+	if s.err != nil {
+		return wire.LogicalID{}, s.err
+	}
+	s.sent = append(s.sent, peer.String()+":"+string(body))
+	return wire.LogicalID{byte(len(s.sent))}, nil
+}
+
+func newComposer(src *sender) Model {
+	m := New(context.Background(), src, themes.MustGet("dark"))
+	m.SetSize(60, 4)
+	m.Focus()
+	m.SetPeer(bob)
+	return m
+}
+
+func typeText(m Model, s string) Model {
+	m.ta.SetValue(s)
+	m.size = len(s)
+	return m
+}
+
+var enter = tea.KeyMsg{Type: tea.KeyEnter}
+
+func TestSend(t *testing.T) {
+	src := &sender{}
+	m := newComposer(src)
+	if _, cmd := m.Update(enter); cmd != nil {
+		t.Fatal("enter on an empty composer sent something")
+	}
+	m, _ = m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("hi")})
+	m, cmd := m.Update(enter)
+	if cmd == nil || m.Value() != "" {
+		t.Fatalf("enter did not send (value %q)", m.Value())
+	}
+	res := cmd().(SentMsg)
+	if res.Err != nil || len(src.sent) != 1 || src.sent[0] != "bob/1:hi" {
+		t.Fatalf("sent %q, %v; want bob/1:hi", src.sent, res.Err)
+	}
+}
+
+// TestSendsInOrder: lines written while a send is in flight go out after
+// it, in order.
+func TestSendsInOrder(t *testing.T) {
+	src := &sender{}
+	m := newComposer(src)
+	m = typeText(m, "one")
+	m, first := m.Update(enter)
+	m = typeText(m, "two")
+	m, second := m.Update(enter)
+	if second != nil {
+		t.Fatal("a second send started while the first was in flight")
+	}
+	m, next := m.Update(first())
+	next()
+	if want := []string{"bob/1:one", "bob/1:two"}; strings.Join(src.sent, ",") != strings.Join(want, ",") {
+		t.Fatalf("sent %q, want %q", src.sent, want)
+	}
+}
+
+// TestSizeLimit: exactly 192 KiB goes, one byte more is refused before
+// anything is sent, and the text stays to be edited.
+func TestSizeLimit(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		size  int
+		sends bool
+	}{
+		{"below", MaxBody - 1, true},
+		{"at", MaxBody, true},
+		{"above", MaxBody + 1, false},
+		{"multibyte above", MaxBody/3*3 + 3, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := &sender{}
+			m := newComposer(src)
+			body := strings.Repeat("a", tc.size)
+			if strings.HasPrefix(tc.name, "multibyte") {
+				body = strings.Repeat("€", tc.size/3)
+			}
+			if err := m.Check(body); (err == nil) != tc.sends {
+				t.Fatalf("Check(%d bytes) = %v; sends %v", len(body), err, tc.sends)
+			}
+			if !tc.sends {
+				m = typeText(m, "x")
+				m.ta.SetValue(body)
+				m, cmd := m.Update(enter)
+				if cmd != nil || !strings.Contains(m.View(), "message_too_large") || m.Value() == "" {
+					t.Fatalf("an over-size body was sent or lost:\n%s", m.View())
+				}
+			}
+		})
+	}
+}
+
+func TestBlocked(t *testing.T) {
+	src := &sender{}
+	m := newComposer(src)
+	m.SetBlocked("identity_changed: bob/1 has a new identity")
+	m = typeText(m, "hello")
+	m, cmd := m.Update(enter)
+	if cmd != nil || m.Value() != "hello" || !strings.Contains(m.View(), "identity_changed") {
+		t.Fatalf("a blocked send went out (cmd %v, value %q):\n%s", cmd != nil, m.Value(), m.View())
+	}
+	m.SetBlocked("")
+	if _, cmd = m.Update(enter); cmd == nil {
+		t.Fatal("unblocked, the send still does not go")
+	}
+}
+
+// TestRefusedSendRestoresText: when nothing was stored the text comes back;
+// when the message is stored but not sent it does not (it is pending).
+func TestRefusedSendRestoresText(t *testing.T) {
+	src := &sender{err: engine.ErrIdentityChanged}
+	m := newComposer(src)
+	m = typeText(m, "hello")
+	m, cmd := m.Update(enter)
+	m, _ = m.Update(cmd())
+	if m.Value() != "hello" || !strings.Contains(m.View(), "identity_changed") {
+		t.Fatalf("refused text lost (%q):\n%s", m.Value(), m.View())
+	}
+	src.err = &engine.MessageNotSentError{Err: errors.New("relay down")}
+	m, cmd = m.Update(enter)
+	m, _ = m.Update(cmd())
+	if m.Value() != "" {
+		t.Fatalf("a stored, not sent message came back to the editor: %q", m.Value())
+	}
+}

@@ -1,0 +1,169 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/themes"
+	"github.com/parley-chat/parley/wire"
+)
+
+var (
+	bob   = engine.MustParseAddress("bob/1")
+	carol = engine.MustParseAddress("carol/1")
+)
+
+type sentList struct {
+	msgs      []engine.OutboundMessage
+	retried   []engine.Address
+	abandoned []wire.LogicalID
+	retryErr  map[engine.Address]error
+}
+
+func newSent(peers ...engine.Address) *sentList {
+	s := &sentList{retryErr: map[engine.Address]error{}}
+	for i, p := range peers {
+		s.msgs = append(s.msgs, engine.OutboundMessage{Seq: int64(i + 1), Recipient: p, ID: wire.LogicalID{byte(i + 1)}, Body: []byte(fmt.Sprintf("to %s %d", p, i+1))})
+	}
+	return s
+}
+
+func (s *sentList) PendingOutbound(_ context.Context, q engine.PageQuery) ([]engine.OutboundMessage, error) {
+	var out []engine.OutboundMessage
+	for _, m := range s.msgs {
+		if m.Seq > q.After && len(out) < q.Limit {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+func (s *sentList) CountOutbound(context.Context, *engine.Address) (int, error) { return len(s.msgs), nil }
+
+func (s *sentList) Retry(_ context.Context, peer engine.Address) ([]wire.LogicalID, error) {
+	s.retried = append(s.retried, peer)
+	var ids []wire.LogicalID
+	for _, m := range s.msgs {
+		if m.Recipient == peer {
+			if err := s.retryErr[peer]; err != nil {
+				return ids, &engine.MessageNotSentError{ID: m.ID, Err: err}
+			}
+			ids = append(ids, m.ID)
+		}
+	}
+	return ids, nil
+}
+
+func (s *sentList) Abandon(_ context.Context, peer engine.Address, id wire.LogicalID) error {
+	for i, m := range s.msgs {
+		if m.ID == id && m.Recipient == peer {
+			s.msgs = append(s.msgs[:i], s.msgs[i+1:]...)
+			s.abandoned = append(s.abandoned, id)
+			return nil
+		}
+	}
+	return engine.ErrNotPending
+}
+
+func (s *sentList) Conversations(context.Context) ([]engine.Conversation, error) {
+	n := map[engine.Address]int{}
+	var order []engine.Address
+	for _, m := range s.msgs {
+		if n[m.Recipient] == 0 {
+			order = append(order, m.Recipient)
+		}
+		n[m.Recipient]++
+	}
+	var out []engine.Conversation
+	for _, p := range order {
+		out = append(out, engine.Conversation{Peer: p, PendingOut: n[p]})
+	}
+	return append(out, engine.Conversation{Peer: engine.MustParseAddress("dave/1")}), nil
+}
+
+func press(s string) tea.KeyMsg {
+	if s == "down" {
+		return tea.KeyMsg{Type: tea.KeyDown}
+	}
+	return tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(s)}
+}
+
+func step(m Model, cmd tea.Cmd) Model {
+	for cmd != nil {
+		m, cmd = m.Update(cmd())
+	}
+	return m
+}
+
+func newOutbox(s *sentList) Model {
+	m := New(context.Background(), s, themes.MustGet("dark"))
+	m.SetSize(70, 8)
+	m.Focus()
+	return step(m, m.Reload())
+}
+
+func TestRetry(t *testing.T) {
+	s := newSent(bob, carol, bob)
+	m := newOutbox(s)
+	m = step(m.Update(press("down")))
+	m = step(m.Update(press("r")))
+	if len(s.retried) != 1 || s.retried[0] != carol {
+		t.Fatalf("r retried %v, want carol/1 (the selected message's peer)", s.retried)
+	}
+	if !strings.Contains(m.View(), "retry: 1 handed off to carol/1") {
+		t.Fatalf("status:\n%s", m.View())
+	}
+	s.retried = nil
+	s.retryErr[bob] = errors.New("relay down")
+	m = step(m.Update(press("R")))
+	if len(s.retried) != 2 {
+		t.Fatalf("R retried %v, want bob/1 and carol/1 (and not dave/1, who has nothing pending)", s.retried)
+	}
+	if v := m.View(); !strings.Contains(v, "retry: 1 handed off to 2 peers; bob/1: message_not_sent") {
+		t.Fatalf("a failing peer should not stop the others, and be named:\n%s", v)
+	}
+}
+
+func TestStatesShown(t *testing.T) {
+	s := newSent(bob, bob)
+	m := newOutbox(s)
+	m = step(m.Update(engine.Event{Kind: engine.EventSent, Peer: bob, ID: wire.LogicalID{1}}))
+	m = step(m.Update(engine.Event{Kind: engine.EventNotSent, Peer: bob, ID: wire.LogicalID{2}, Err: errors.New("down")}))
+	v := m.View()
+	if !strings.Contains(v, "relay accepted") || !strings.Contains(v, "not sent") {
+		t.Fatalf("states missing:\n%s", v)
+	}
+	s.msgs = s.msgs[1:]
+	m = step(m.Update(engine.Event{Kind: engine.EventReceived, Result: &engine.ReceiveResult{Kind: engine.ResultAcknowledgement, Sender: bob, ID: wire.LogicalID{1}, Cleared: true}}))
+	if v := m.View(); strings.Contains(v, "relay accepted") || !strings.Contains(v, "1 pending sent") {
+		t.Fatalf("after the ACK:\n%s", v)
+	}
+}
+
+func TestAbandonAsks(t *testing.T) {
+	s := newSent(bob, carol, bob)
+	m := newOutbox(s)
+	m = step(m.Update(press("x")))
+	if len(s.abandoned) != 0 || !strings.Contains(m.View(), "abandon 01000000 to bob/1? (not a recall) y/n") {
+		t.Fatalf("x did not ask first:\n%s", m.View())
+	}
+	m = step(m.Update(press("y")))
+	if len(s.abandoned) != 1 || m.Total() != 2 {
+		t.Fatalf("abandoned %d (total %d), want 1 (2 left)", len(s.abandoned), m.Total())
+	}
+	m = step(m.Update(press("X")))
+	m = step(m.Update(press("n")))
+	if len(s.abandoned) != 1 {
+		t.Fatal("n did not cancel abandon all")
+	}
+	m = step(m.Update(press("X")))
+	m = step(m.Update(press("y")))
+	if len(s.msgs) != 0 || !strings.Contains(m.View(), "abandoned 2") {
+		t.Fatalf("abandon all left %d:\n%s", len(s.msgs), m.View())
+	}
+}
