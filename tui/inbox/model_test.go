@@ -40,7 +40,9 @@ func (p *pending) PendingInbound(_ context.Context, q engine.PageQuery) ([]engin
 	return out, nil
 }
 
-func (p *pending) CountInbound(context.Context, *engine.Address) (int, error) { return len(p.msgs), nil }
+func (p *pending) CountInbound(context.Context, *engine.Address) (int, error) {
+	return len(p.msgs), nil
+}
 
 func (p *pending) FinalizeBatch(_ context.Context, reqs []engine.FinalizeRequest) ([]engine.FinalizeResult, error) {
 	p.batches = append(p.batches, reqs)

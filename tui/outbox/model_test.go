@@ -43,7 +43,9 @@ func (s *sentList) PendingOutbound(_ context.Context, q engine.PageQuery) ([]eng
 	return out, nil
 }
 
-func (s *sentList) CountOutbound(context.Context, *engine.Address) (int, error) { return len(s.msgs), nil }
+func (s *sentList) CountOutbound(context.Context, *engine.Address) (int, error) {
+	return len(s.msgs), nil
+}
 
 func (s *sentList) Retry(_ context.Context, peer engine.Address) ([]wire.LogicalID, error) {
 	s.retried = append(s.retried, peer)
