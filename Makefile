@@ -35,8 +35,18 @@ fuzz:
 		done; \
 	done
 
-bench:
+bench: build
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+	./bin/parley bench
+
+# golden refreshes the TUI's golden screens.
+golden:
+	$(GO) test ./tui/... -update
+
+# soak runs the soak test with SOAK_MESSAGES messages (default 5000).
+SOAK_MESSAGES ?= 5000
+soak:
+	SOAK_MESSAGES=$(SOAK_MESSAGES) $(GO) test -count=1 -timeout 0 -run '^TestSoak$$' -v .
 
 clean:
 	rm -rf bin
