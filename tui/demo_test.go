@@ -53,7 +53,9 @@ func TestDemoCollision(t *testing.T) {
 	d.key(tea.KeyCtrlO)
 	d.alt('3')
 	d.send("from bob")
-	d.waitFor("from alice", "from bob")
+	d.waitUntil("both sends relay accepted", func(s string) bool {
+		return strings.Count(s, "relay_accepted") == 2
+	})
 	d.demo('H')
 	d.waitFor("session_collision")
 	// Whoever lost retries; retrying both is harmless (the peer dedups).

@@ -593,7 +593,7 @@ func (p *pane) layout() {
 	var l paneLayout
 	l.statusH = 2
 	if p.changed[p.peer] != nil {
-		l.statusH = 3
+		l.statusH = 4
 	}
 	rest := max(h-l.statusH, 0)
 	l.compH = 3
@@ -697,9 +697,16 @@ func (p pane) statusView() string {
 				num = ch.err
 			}
 		}
+		// The number in two rows of six groups, as people read it out.
+		first, second := num, ""
+		if g := strings.Fields(num); len(g) == 12 {
+			first, second = strings.Join(g[:6], " "), strings.Join(g[6:], " ")
+		}
 		lines = append(lines,
-			st.Warning.Render(layout.Line(fmt.Sprintf(" ⚠ identity changed: %s has a new identity · sending blocked", p.peer), p.w)),
-			layout.Line(" new safety "+st.Safety.Render(num)+" "+st.WarningKey.Render("ctrl+t")+" accepts, then ctrl+r retries", p.w))
+			layout.Line(st.Warning.Render(fmt.Sprintf(" ⚠ identity changed: %s · sending blocked · ", p.peer))+
+				st.WarningKey.Render("ctrl+t")+st.Warning.Render(" accepts"), p.w),
+			layout.Line(" new safety "+st.Safety.Render(first), p.w),
+			layout.Line("            "+st.Safety.Render(second)+" · then ctrl+r retries", p.w))
 	} else {
 		text := " safety —"
 		switch {

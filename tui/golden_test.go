@@ -1,0 +1,102 @@
+package tui
+
+import (
+	"strings"
+	"testing"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/exp/golden"
+	"github.com/muesli/termenv"
+)
+
+// TestGolden records the demo's screen at 160x48 in the states that matter,
+// on real profiles and the embedded relay, with a fixed clock and fixed
+// randomness. Refresh with: go test ./tui -run TestGolden -update
+// (make golden). The state goldens are plain text (no colour); the theme
+// goldens keep the colour escapes, so that a theme change shows.
+func TestGolden(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		theme string
+		color bool
+		drive func(d *demoRun)
+	}{
+		{name: "empty_demo", drive: func(d *demoRun) {
+			d.waitFor("Composer → bob/1", "Composer → alice/1")
+		}},
+		{name: "pending_inbound", drive: func(d *demoRun) {
+			d.waitFor("Composer → bob/1")
+			d.send("hello bob")
+			d.waitFor("1 pending received", "relay accepted")
+		}},
+		{name: "pending_outbound_lost_envelope", drive: func(d *demoRun) {
+			d.waitFor("Composer → bob/1")
+			d.demo('d')
+			d.waitFor("drop:envelope")
+			d.send("this one gets lost")
+			d.waitFor("demo_lost_envelope", "relay accepted", "1 pending sent")
+		}},
+		{name: "collision", drive: func(d *demoRun) {
+			d.waitFor("Composer → bob/1")
+			d.demo('H')
+			d.waitFor("held")
+			d.send("from alice")
+			d.key(tea.KeyCtrlO)
+			d.alt('3')
+			d.send("from bob")
+			d.waitUntil("both sends relay accepted", func(s string) bool {
+				return strings.Count(s, "relay_accepted") == 2
+			})
+			d.demo('H')
+			d.waitFor("session_collision", "1 pending received")
+		}},
+		{name: "identity_change", drive: func(d *demoRun) {
+			d.waitFor("Composer → bob/1")
+			d.send("before")
+			d.waitFor("1 pending received")
+			d.key(tea.KeyCtrlO)
+			d.alt('4')
+			d.typeText("c")
+			d.waitFor("acknowledged")
+			d.demo('i')
+			d.waitFor("demo_reinstall")
+			d.alt('3')
+			d.send("it's me, reinstalled")
+			d.waitFor("identity changed", "new safety 4")
+			d.key(tea.KeyCtrlO)
+		}},
+		{name: "theme_dark", theme: "dark", color: true, drive: themeDrive},
+		{name: "theme_light", theme: "light", color: true, drive: themeDrive},
+		{name: "theme_high-contrast", theme: "high-contrast", color: true, drive: themeDrive},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.color {
+				lipgloss.SetColorProfile(termenv.TrueColor)
+				t.Cleanup(func() { lipgloss.SetColorProfile(termenv.Ascii) })
+			}
+			d := startDemo(t, demoConfig{theme: tc.theme})
+			tc.drive(d)
+			golden.RequireEqual(t, []byte(d.settle()))
+		})
+	}
+}
+
+// themeDrive shows a message in every state a theme colours: pending
+// received, relay accepted, acknowledged, delivered, not sent.
+func themeDrive(d *demoRun) {
+	d.waitFor("Composer → bob/1")
+	d.send("acknowledged one")
+	d.waitFor("1 pending received")
+	d.key(tea.KeyCtrlO)
+	d.alt('4')
+	d.typeText("c")
+	d.waitFor("acknowledged")
+	d.key(tea.KeyCtrlO)
+	d.send("waiting in bob's inbox")
+	d.waitFor("1 pending received")
+	d.demo('u')
+	d.waitFor("unplugged")
+	d.send("not sent")
+	d.waitFor("message_not_sent")
+}

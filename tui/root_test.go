@@ -1,0 +1,186 @@
+package tui
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/themes"
+	"github.com/parley-chat/parley/tui/eventlog"
+	"github.com/parley-chat/parley/wire"
+)
+
+// fakeClient is a Client with nothing stored: enough to drive the root
+// model's keys and routing without a store.
+type fakeClient struct {
+	self   engine.Address
+	events chan engine.Event
+	sent   []string
+}
+
+func (f *fakeClient) Conversations(context.Context) ([]engine.Conversation, error) { return nil, nil }
+func (f *fakeClient) History(context.Context, engine.Address, int64, int) ([]engine.HistoryEntry, error) {
+	return nil, nil
+}
+func (f *fakeClient) Send(_ context.Context, p engine.Address, b []byte) (wire.LogicalID, error) {
+	f.sent = append(f.sent, string(b))
+	return wire.LogicalID{1}, nil
+}
+func (f *fakeClient) PendingInbound(context.Context, engine.PageQuery) ([]engine.InboundMessage, error) {
+	return nil, nil
+}
+func (f *fakeClient) CountInbound(context.Context, *engine.Address) (int, error) { return 0, nil }
+func (f *fakeClient) FinalizeBatch(context.Context, []engine.FinalizeRequest) ([]engine.FinalizeResult, error) {
+	return nil, nil
+}
+func (f *fakeClient) PendingOutbound(context.Context, engine.PageQuery) ([]engine.OutboundMessage, error) {
+	return nil, nil
+}
+func (f *fakeClient) CountOutbound(context.Context, *engine.Address) (int, error) { return 0, nil }
+func (f *fakeClient) Retry(context.Context, engine.Address) ([]wire.LogicalID, error) {
+	return nil, nil
+}
+func (f *fakeClient) Abandon(context.Context, engine.Address, wire.LogicalID) error { return nil }
+func (f *fakeClient) Self() engine.Address                                          { return f.self }
+func (f *fakeClient) Identity() engine.IdentityKey                                  { return engine.IdentityKey{} }
+func (f *fakeClient) Events() <-chan engine.Event                                   { return f.events }
+func (f *fakeClient) ResyncRequired() bool                                          { return false }
+func (f *fakeClient) MarkPresented(context.Context) error                           { return nil }
+func (f *fakeClient) SafetyNumber(context.Context, engine.Address) (string, error)  { return "", nil }
+func (f *fakeClient) AcceptIdentity(context.Context, engine.Address) (engine.IdentityKey, error) {
+	return engine.IdentityKey{}, nil
+}
+
+// newTestRoot is a one-profile root with focus in the composer to bob/1.
+func newTestRoot(t *testing.T) (Model, *fakeClient, chan struct{}) {
+	t.Helper()
+	fc := &fakeClient{self: demoAlice, events: make(chan engine.Event, 8)}
+	done := make(chan struct{})
+	t.Cleanup(func() { close(done) })
+	s := &session{client: fc, events: fc.events, notes: make(chan eventlogEntry), done: done, state: func() string { return "connected" }}
+	m := newModel(context.Background(), themes.MustGet("dark"), discard, fixedClock, nil)
+	p := m.addPane(demoAlice, s, panelComposer)
+	p.conv.Select(demoBob)
+	p.selectPeer(demoBob)
+	m.panes[0].setActive(true)
+	m2, _ := m.Update(tea.WindowSizeMsg{Width: 100, Height: 30})
+	return m2.(Model), fc, done
+}
+
+func update(m Model, msg tea.Msg) (Model, tea.Cmd) {
+	m2, cmd := m.Update(msg)
+	return m2.(Model), cmd
+}
+
+func isQuit(cmd tea.Cmd) bool {
+	if cmd == nil {
+		return false
+	}
+	_, ok := cmd().(tea.QuitMsg)
+	return ok
+}
+
+// TestQuitFromAnywhere: ctrl+c quits in every state.
+func TestQuitFromAnywhere(t *testing.T) {
+	ctrlC := tea.KeyMsg{Type: tea.KeyCtrlC}
+	for _, tc := range []struct {
+		name  string
+		setup []tea.Msg
+	}{
+		{"composer", nil},
+		{"conversations address prompt", []tea.Msg{tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'1'}, Alt: true}, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'n'}}}},
+		{"full help", []tea.Msg{tea.KeyMsg{Type: tea.KeyF1}}},
+		{"inbox question", []tea.Msg{tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'4'}, Alt: true}, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'D'}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, _, _ := newTestRoot(t)
+			for _, msg := range tc.setup {
+				m, _ = update(m, msg)
+			}
+			if _, cmd := update(m, ctrlC); !isQuit(cmd) {
+				t.Fatal("ctrl+c did not quit")
+			}
+		})
+	}
+}
+
+// TestQuestionMarkInComposer: "?" is text in the composer and help
+// elsewhere; f1 is help everywhere.
+func TestQuestionMarkInComposer(t *testing.T) {
+	m, _, _ := newTestRoot(t)
+	q := tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'?'}}
+	m, _ = update(m, q)
+	if m.full || m.panes[0].comp.Value() != "?" {
+		t.Fatalf("? in the composer: full help %v, text %q", m.full, m.panes[0].comp.Value())
+	}
+	m, _ = update(m, tea.KeyMsg{Type: tea.KeyF1})
+	if !m.full || !strings.Contains(m.View(), "less help") {
+		t.Fatal("f1 did not show the full help")
+	}
+	m, _ = update(m, tea.KeyMsg{Type: tea.KeyTab})
+	m, _ = update(m, q)
+	if m.full {
+		t.Fatal("? outside a text field did not toggle the help")
+	}
+}
+
+// TestTabCycles: tab and shift+tab move through every panel; alt+digit
+// jumps.
+func TestTabCycles(t *testing.T) {
+	m, _, _ := newTestRoot(t)
+	seen := map[panel]bool{}
+	for i := 0; i < int(panelCount); i++ {
+		seen[m.panes[0].focus] = true
+		m, _ = update(m, tea.KeyMsg{Type: tea.KeyTab})
+	}
+	if len(seen) != int(panelCount) || m.panes[0].focus != panelComposer {
+		t.Fatalf("tab visited %v and ended on %v", seen, m.panes[0].focus)
+	}
+	m, _ = update(m, tea.KeyMsg{Type: tea.KeyShiftTab})
+	if m.panes[0].focus != panelTimeline {
+		t.Fatalf("shift+tab went to %v", m.panes[0].focus)
+	}
+	m, _ = update(m, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'5'}, Alt: true})
+	if m.panes[0].focus != panelOutbox || !strings.Contains(m.View(), "▶ Outbox") {
+		t.Fatalf("alt+5 went to %v", m.panes[0].focus)
+	}
+}
+
+// TestStaleResultsDropped: a result tagged with an older generation (a
+// client closed since) does not reach the pane.
+func TestStaleResultsDropped(t *testing.T) {
+	m, _, _ := newTestRoot(t)
+	gen := m.panes[0].gen
+	m.panes[0].detach("crashed")
+	before := len(m.panes[0].ev.Entries())
+	m, _ = update(m, paneMsg{pane: 0, gen: gen, msg: noteMsg{entry: eventlogEntry{Name: "late"}}})
+	if len(m.panes[0].ev.Entries()) != before {
+		t.Fatal("a result from the closed client was applied")
+	}
+	if !strings.Contains(m.View(), "CRASHED") {
+		t.Fatalf("the closed profile is not shown as such:\n%s", m.View())
+	}
+}
+
+// TestTagUnpacksBatches: a pane's batch is run by the runtime with each
+// result routed back to the pane.
+func TestTagUnpacksBatches(t *testing.T) {
+	cmd := tag(1, 7, tea.Batch(func() tea.Msg { return "a" }, func() tea.Msg { return "b" }))
+	b, ok := cmd().(tea.BatchMsg)
+	if !ok || len(b) != 2 {
+		t.Fatalf("tag(batch) = %T, want a batch of 2", cmd())
+	}
+	for i, c := range b {
+		pm, ok := c().(paneMsg)
+		if !ok || pm.pane != 1 || pm.gen != 7 || pm.msg != []string{"a", "b"}[i] {
+			t.Fatalf("item %d = %#v", i, c())
+		}
+	}
+	if tag(0, 0, nil) != nil {
+		t.Fatal("tag(nil) is not nil")
+	}
+}
+
+type eventlogEntry = eventlog.Entry
