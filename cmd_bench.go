@@ -161,7 +161,7 @@ func runBench(ctx context.Context, n, window int, progress io.Writer) (benchResu
 	}
 	fmt.Fprintf(progress, "durable commits: %.0f/s (synchronous=%s)\n", rate.PerSecond, rate.Synchronous)
 
-	srv, err := transport.NewServer(transport.ServerConfig{})
+	srv, err := transport.NewServer(transport.ServerConfig{Limits: transport.Limits{MessageRate: -1, ByteRate: -1}})
 	if err != nil {
 		return benchResult{}, err
 	}
