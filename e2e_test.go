@@ -290,7 +290,7 @@ func TestCLILostEnvelopeAndLostAck(t *testing.T) {
 	lossy = restartRelay(t, relay, "--data", data, "--fault-drop", "1")
 	bob.commitAll()
 	lossy.stop()
-	relay = restartRelay(t, lossy, "--data", data)
+	restartRelay(t, lossy, "--data", data)
 	if recs := alice.sync(); len(recs) != 0 {
 		t.Fatalf("the lost ACK arrived: %v", recs)
 	}
@@ -393,7 +393,7 @@ func TestCLIRelayKillKeepsEnvelopes(t *testing.T) {
 		sent = append(sent, body)
 	}
 	relay.kill()
-	relay = restartRelay(t, relay, "--data", data)
+	restartRelay(t, relay, "--data", data)
 	var got []string
 	for _, r := range bob.sync() {
 		if r["kind"] == "delivery" {
