@@ -103,7 +103,7 @@ func (c *conn) run(authenticated func()) {
 	// eviction of the address's connections and before this attach.
 	if k, err := s.store.Registered(c.ctx, c.addr); err != nil || k != c.key {
 		c.writeNow(errorMsg(0, wire.ErrorAuthFailed, c.addr+" was registered to another identity"))
-		s.metrics.disconnects.inc(dropKicked)
+		s.metrics.disconnects.WithLabelValues(dropKicked).Inc()
 		return
 	}
 	c.ws.SetPongHandler(func(string) error {
@@ -114,7 +114,7 @@ func (c *conn) run(authenticated func()) {
 	reason := c.readLoop()
 	c.finish(reason, nil, 0, "")
 	<-c.writerDone
-	s.metrics.disconnects.inc(c.reason)
+	s.metrics.disconnects.WithLabelValues(c.reason).Inc()
 	// Rows this connection held go back to the mailbox, for the address's
 	// next connection (or another one open now).
 	if err := s.store.Release(context.Background(), c.addr, c.holder); err != nil {
@@ -200,12 +200,12 @@ func (c *conn) handshake() bool {
 		var ne net.Error
 		switch {
 		case errors.As(err, &ne) && ne.Timeout():
-			s.metrics.authFailures.inc(authTimeout)
+			s.metrics.authFailures.WithLabelValues(authTimeout).Inc()
 			c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.ClosePolicyViolation, "authentication timeout"), time.Now().Add(s.lim.WriteTimeout))
 		case errors.Is(err, websocket.ErrReadLimit):
-			s.metrics.authFailures.inc(authMalformed)
+			s.metrics.authFailures.WithLabelValues(authMalformed).Inc()
 		default:
-			s.metrics.authFailures.inc(authProtocol)
+			s.metrics.authFailures.WithLabelValues(authProtocol).Inc()
 		}
 		return false
 	}
@@ -267,7 +267,7 @@ func (c *conn) handshake() bool {
 // refuse ends a connection that failed to authenticate: the reply, then a
 // close frame.
 func (c *conn) refuse(reason string, reply []byte) bool {
-	c.s.metrics.authFailures.inc(reason)
+	c.s.metrics.authFailures.WithLabelValues(reason).Inc()
 	if c.writeNow(reply) {
 		c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.ClosePolicyViolation, "authentication failed"), time.Now().Add(c.s.lim.WriteTimeout))
 	}
@@ -332,9 +332,9 @@ func (c *conn) handle(data []byte) bool {
 
 // limited answers a message over a token bucket without acting on it.
 func (c *conn) limited(bucket string, kind wire.RelayKind, req uint32, data []byte) bool {
-	c.s.metrics.rateLimited.inc(bucket)
+	c.s.metrics.rateLimited.WithLabelValues(bucket).Inc()
 	if kind == wire.RelaySubmit {
-		c.s.metrics.refused.inc(refuseLabel(wire.RefuseRateLimited))
+		c.s.metrics.refused.WithLabelValues(refuseLabel(wire.RefuseRateLimited)).Inc()
 		return c.reply(encode(req, wire.Refused{EnvelopeID: peekEnvelopeID(data), Reason: wire.RefuseRateLimited}))
 	}
 	return c.reply(errorMsg(req, wire.ErrorRateLimited, "rate limited: slow down"))
@@ -354,7 +354,7 @@ func (c *conn) reply(b []byte) bool {
 }
 
 func (c *conn) refused(req uint32, id wire.EnvelopeID, r wire.RefuseReason) bool {
-	c.s.metrics.refused.inc(refuseLabel(r))
+	c.s.metrics.refused.WithLabelValues(refuseLabel(r)).Inc()
 	return c.reply(encode(req, wire.Refused{EnvelopeID: id, Reason: r}))
 }
 
@@ -394,12 +394,12 @@ func (c *conn) submit(req uint32, m wire.Submit) bool {
 		s.log.Error("append", "err", err2)
 		return c.reply(errorMsg(req, wire.ErrorInternal, "the relay could not store the envelope"))
 	}
-	s.metrics.accepted.Add(1)
+	s.metrics.accepted.Inc()
 	switch copies {
 	case 0:
-		s.metrics.dropped.Add(1)
+		s.metrics.dropped.Inc()
 	case 2:
-		s.metrics.duplicated.Add(1)
+		s.metrics.duplicated.Inc()
 	}
 	if copies > 0 {
 		s.notify(env.Recipient)
@@ -416,7 +416,7 @@ func (c *conn) ack(req uint32, m wire.AckRows) bool {
 		c.s.log.Error("acknowledge", "err", err)
 		return c.reply(errorMsg(req, wire.ErrorInternal, "the relay could not acknowledge the rows"))
 	}
-	c.s.metrics.acknowledged.Add(uint64(n))
+	c.s.metrics.acknowledged.Add(float64(n))
 	c.mu.Lock()
 	for _, r := range m.Rows {
 		delete(c.outstanding, r)
@@ -429,7 +429,7 @@ func (c *conn) ack(req uint32, m wire.AckRows) bool {
 func (c *conn) fetch(req uint32, m wire.FetchBundle) bool {
 	s := c.s
 	if !c.fetches.Allow() {
-		s.metrics.rateLimited.inc(bucketFetches)
+		s.metrics.rateLimited.WithLabelValues(bucketFetches).Inc()
 		return c.reply(errorMsg(req, wire.ErrorRateLimited, "bundle fetches rate limited: slow down"))
 	}
 	if a, err := engine.ParseAddress(m.Address); err != nil || a.String() != m.Address {
@@ -443,9 +443,9 @@ func (c *conn) fetch(req uint32, m wire.FetchBundle) bool {
 		s.log.Error("fetch bundle", "err", err)
 		return c.reply(errorMsg(req, wire.ErrorInternal, "the relay could not read the bundle"))
 	}
-	s.metrics.bundlesFetched.Add(1)
+	s.metrics.bundlesFetched.Inc()
 	if b.OneTimePreKey != nil {
-		s.metrics.oneTimeHandedOut.Add(1)
+		s.metrics.oneTimeHandedOut.Inc()
 	}
 	return c.reply(encode(req, wire.BundleReply{Bundle: b}))
 }
@@ -473,7 +473,7 @@ func (c *conn) publish(req uint32, m wire.PublishBundle) bool {
 		s.log.Error("publish bundle", "err", err)
 		return c.reply(errorMsg(req, wire.ErrorInternal, "the relay could not store the bundle"))
 	}
-	s.metrics.bundlesPublished.Add(1)
+	s.metrics.bundlesPublished.Inc()
 	return c.reply(encode(req, wire.Done{}))
 }
 
@@ -580,7 +580,7 @@ func (c *conn) fill() bool {
 			if !c.write(encode(0, wire.Deliver{Row: r.ID, Envelope: r.Envelope})) {
 				return false
 			}
-			s.metrics.delivered.Add(1)
+			s.metrics.delivered.Inc()
 		}
 		if len(rows) < n {
 			return true

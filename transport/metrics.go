@@ -1,34 +1,37 @@
 package transport
 
 import (
-	"bufio"
+	"context"
 	"fmt"
-	"io"
-	"slices"
+	"log/slog"
 	"sync/atomic"
+	"time"
 
 	"github.com/parley-chat/parley/transport/relaystore"
 	"github.com/parley-chat/parley/wire"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
-// metrics are the relay's Prometheus series, written in the text exposition
-// format (version 0.0.4) that every Prometheus scraper reads. Each server has
-// its own set. Labels never carry an address: the metrics endpoint must not
-// tell who talks to whom.
+// metrics are the relay's Prometheus series. Each server has its own
+// registry, never the global default one, so that two relays in one process
+// (tests, an embedded relay) count apart. Labels never carry an address: the
+// metrics endpoint must not tell who talks to whom.
 type metrics struct {
-	connectionsTotal atomic.Uint64
-	authFailures     *counterVec
-	accepted         atomic.Uint64
-	refused          *counterVec
-	delivered        atomic.Uint64
-	acknowledged     atomic.Uint64
-	dropped          atomic.Uint64
-	duplicated       atomic.Uint64
-	rateLimited      *counterVec
-	disconnects      *counterVec
-	bundlesPublished atomic.Uint64
-	bundlesFetched   atomic.Uint64
-	oneTimeHandedOut atomic.Uint64
+	reg *prometheus.Registry
+
+	connectionsTotal prometheus.Counter
+	authFailures     *prometheus.CounterVec
+	accepted         prometheus.Counter
+	refused          *prometheus.CounterVec
+	delivered        prometheus.Counter
+	acknowledged     prometheus.Counter
+	dropped          prometheus.Counter
+	duplicated       prometheus.Counter
+	rateLimited      *prometheus.CounterVec
+	disconnects      *prometheus.CounterVec
+	bundlesPublished prometheus.Counter
+	bundlesFetched   prometheus.Counter
+	oneTimeHandedOut prometheus.Counter
 }
 
 // Label values.
@@ -55,17 +58,51 @@ const (
 	bucketFetches  = "fetches"
 )
 
-func newMetrics() *metrics {
+// newMetrics makes a registry holding the relay's counters and g, which
+// reads the gauges at each scrape.
+func newMetrics(g *gaugeCollector) *metrics {
 	reasons := make([]string, 0, 8)
 	for r := wire.RefuseTooLarge; r <= wire.RefuseNotAuthenticated; r++ {
 		reasons = append(reasons, refuseLabel(r))
 	}
-	return &metrics{
-		authFailures: newCounterVec(authMalformed, authBadSignature, authExpired, authTaken, authTimeout, authProtocol, authInternal),
-		refused:      newCounterVec(reasons...),
-		rateLimited:  newCounterVec(bucketMessages, bucketBytes, bucketFetches),
-		disconnects:  newCounterVec(dropPeer, dropReadLimit, dropTimeout, dropSlow, dropWrite, dropProtocol, dropKicked, dropShutdown),
+	m := &metrics{
+		reg:              prometheus.NewRegistry(),
+		connectionsTotal: counter("parley_relay_connections_total", "Websocket connections accepted."),
+		authFailures: counterVec("parley_relay_auth_failures_total", "Connections refused at authentication.", "reason",
+			authMalformed, authBadSignature, authExpired, authTaken, authTimeout, authProtocol, authInternal),
+		disconnects: counterVec("parley_relay_disconnects_total", "Connections ended, by cause.", "reason",
+			dropPeer, dropReadLimit, dropTimeout, dropSlow, dropWrite, dropProtocol, dropKicked, dropShutdown),
+		accepted:         counter("parley_relay_envelopes_accepted_total", "Envelopes accepted (faults included)."),
+		refused:          counterVec("parley_relay_envelopes_refused_total", "Envelopes refused.", "reason", reasons...),
+		delivered:        counter("parley_relay_envelopes_delivered_total", "Deliver messages sent (redeliveries included)."),
+		acknowledged:     counter("parley_relay_envelopes_acknowledged_total", "Mailbox rows deleted by acknowledgement."),
+		dropped:          counter("parley_relay_fault_dropped_total", "Accepted envelopes dropped by fault injection."),
+		duplicated:       counter("parley_relay_fault_duplicated_total", "Accepted envelopes stored twice by fault injection."),
+		rateLimited:      counterVec("parley_relay_rate_limited_total", "Messages refused by a per-connection token bucket.", "bucket", bucketMessages, bucketBytes, bucketFetches),
+		bundlesPublished: counter("parley_relay_bundles_published_total", "Bundles published."),
+		bundlesFetched:   counter("parley_relay_bundles_fetched_total", "Bundles handed out."),
+		oneTimeHandedOut: counter("parley_relay_one_time_prekeys_handed_out_total", "One-time prekeys handed out (each once)."),
 	}
+	m.reg.MustRegister(
+		m.connectionsTotal, m.authFailures, m.disconnects, m.accepted, m.refused, m.delivered, m.acknowledged,
+		m.dropped, m.duplicated, m.rateLimited, m.bundlesPublished, m.bundlesFetched, m.oneTimeHandedOut,
+		g,
+	)
+	return m
+}
+
+func counter(name, help string) prometheus.Counter {
+	return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+}
+
+// counterVec makes a counter with one label and creates the series of each
+// of values, so that every one shows from the first scrape, at 0.
+func counterVec(name, help, label string, values ...string) *prometheus.CounterVec {
+	v := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, []string{label})
+	for _, l := range values {
+		v.WithLabelValues(l)
+	}
+	return v
 }
 
 // refuseLabel names a refusal reason in snake_case.
@@ -89,74 +126,48 @@ func refuseLabel(r wire.RefuseReason) string {
 	panic(fmt.Sprintf("transport: unknown refuse reason %d", r))
 }
 
-// counterVec is a counter with one label whose values are fixed up front, so
-// that counting takes no lock.
-type counterVec struct {
-	labels []string
-	values map[string]*atomic.Uint64
+// gaugeCollector reads the gauges when the metrics are scraped: the open
+// connections, and what the store holds (one Stats call per scrape). When
+// Stats fails it logs the error and leaves the store's series out.
+type gaugeCollector struct {
+	conns, unauth *atomic.Int64 // open websockets; of those, not yet authenticated
+	store         relaystore.Store
+	timeout       time.Duration // for Stats
+	log           *slog.Logger
+
+	connections, registrations, envelopes, bytes *prometheus.Desc
 }
 
-func newCounterVec(labels ...string) *counterVec {
-	v := &counterVec{labels: slices.Clone(labels), values: make(map[string]*atomic.Uint64, len(labels))}
-	for _, l := range labels {
-		v.values[l] = new(atomic.Uint64)
+func newGaugeCollector(conns, unauth *atomic.Int64, store relaystore.Store, timeout time.Duration, log *slog.Logger) *gaugeCollector {
+	return &gaugeCollector{
+		conns: conns, unauth: unauth, store: store, timeout: timeout, log: log,
+		connections:   prometheus.NewDesc("parley_relay_connections", "Open websocket connections.", []string{"state"}, nil),
+		registrations: prometheus.NewDesc("parley_relay_registrations", "Addresses registered.", nil, nil),
+		envelopes:     prometheus.NewDesc("parley_relay_mailbox_envelopes", "Envelopes waiting in all mailboxes.", nil, nil),
+		bytes:         prometheus.NewDesc("parley_relay_mailbox_bytes", "Bytes of the envelopes waiting in all mailboxes.", nil, nil),
 	}
-	return v
 }
 
-func (v *counterVec) inc(label string) {
-	c, ok := v.values[label]
-	if !ok {
-		panic("transport: unknown metric label " + label)
-	}
-	c.Add(1)
+func (g *gaugeCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- g.connections
+	ch <- g.registrations
+	ch <- g.envelopes
+	ch <- g.bytes
 }
 
-func (v *counterVec) get(label string) uint64 { return v.values[label].Load() }
+func (g *gaugeCollector) Collect(ch chan<- prometheus.Metric) {
+	conns, unauth := g.conns.Load(), g.unauth.Load()
+	ch <- prometheus.MustNewConstMetric(g.connections, prometheus.GaugeValue, float64(conns-unauth), "authenticated")
+	ch <- prometheus.MustNewConstMetric(g.connections, prometheus.GaugeValue, float64(unauth), "unauthenticated")
 
-// gauges are read when the metrics are scraped.
-type gauges struct {
-	connections, unauthenticated int64
-	stats                        relaystore.Stats
-	statsErr                     error
-}
-
-// write writes every series in the text exposition format.
-func (m *metrics) write(w io.Writer, g gauges) error {
-	b := bufio.NewWriter(w)
-	head := func(name, typ, help string) {
-		fmt.Fprintf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
+	ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
+	defer cancel()
+	st, err := g.store.Stats(ctx)
+	if err != nil {
+		g.log.Error("relay stats", "err", err)
+		return
 	}
-	one := func(name, typ, help string, v any) {
-		head(name, typ, help)
-		fmt.Fprintf(b, "%s %v\n", name, v)
-	}
-	vec := func(name, label, help string, v *counterVec) {
-		head(name, "counter", help)
-		for _, l := range v.labels {
-			fmt.Fprintf(b, "%s{%s=%q} %d\n", name, label, l, v.get(l))
-		}
-	}
-	head("parley_relay_connections", "gauge", "Open websocket connections.")
-	fmt.Fprintf(b, "parley_relay_connections{state=\"authenticated\"} %d\n", g.connections-g.unauthenticated)
-	fmt.Fprintf(b, "parley_relay_connections{state=\"unauthenticated\"} %d\n", g.unauthenticated)
-	one("parley_relay_connections_total", "counter", "Websocket connections accepted.", m.connectionsTotal.Load())
-	vec("parley_relay_auth_failures_total", "reason", "Connections refused at authentication.", m.authFailures)
-	vec("parley_relay_disconnects_total", "reason", "Connections ended, by cause.", m.disconnects)
-	one("parley_relay_envelopes_accepted_total", "counter", "Envelopes accepted (faults included).", m.accepted.Load())
-	vec("parley_relay_envelopes_refused_total", "reason", "Envelopes refused.", m.refused)
-	one("parley_relay_envelopes_delivered_total", "counter", "Deliver messages sent (redeliveries included).", m.delivered.Load())
-	one("parley_relay_envelopes_acknowledged_total", "counter", "Mailbox rows deleted by acknowledgement.", m.acknowledged.Load())
-	one("parley_relay_fault_dropped_total", "counter", "Accepted envelopes dropped by fault injection.", m.dropped.Load())
-	one("parley_relay_fault_duplicated_total", "counter", "Accepted envelopes stored twice by fault injection.", m.duplicated.Load())
-	vec("parley_relay_rate_limited_total", "bucket", "Messages refused by a per-connection token bucket.", m.rateLimited)
-	one("parley_relay_bundles_published_total", "counter", "Bundles published.", m.bundlesPublished.Load())
-	one("parley_relay_bundles_fetched_total", "counter", "Bundles handed out.", m.bundlesFetched.Load())
-	one("parley_relay_one_time_prekeys_handed_out_total", "counter", "One-time prekeys handed out (each once).", m.oneTimeHandedOut.Load())
-	if g.statsErr == nil {
-		one("parley_relay_registrations", "gauge", "Addresses registered.", g.stats.Registrations)
-		one("parley_relay_mailbox_envelopes", "gauge", "Envelopes waiting in all mailboxes.", g.stats.Envelopes)
-		one("parley_relay_mailbox_bytes", "gauge", "Bytes of the envelopes waiting in all mailboxes.", g.stats.Bytes)
-	}
-	return b.Flush()
+	ch <- prometheus.MustNewConstMetric(g.registrations, prometheus.GaugeValue, float64(st.Registrations))
+	ch <- prometheus.MustNewConstMetric(g.envelopes, prometheus.GaugeValue, float64(st.Envelopes))
+	ch <- prometheus.MustNewConstMetric(g.bytes, prometheus.GaugeValue, float64(st.Bytes))
 }

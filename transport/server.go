@@ -16,6 +16,7 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/parley-chat/parley/transport/relaystore"
 	"github.com/parley-chat/parley/wire"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // Server is a parley relay: one websocket path (WebSocketPath), /healthz and
@@ -57,7 +58,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		return nil, fmt.Errorf("fault probabilities must lie in 0..1 (drop %v, dup %v)", cfg.FaultDrop, cfg.FaultDup)
 	}
 	s := &Server{cfg: cfg, lim: lim, log: cfg.Logger, now: cfg.Now, faults: newFaults(cfg.FaultDrop, cfg.FaultDup, cfg.FaultSeed),
-		metrics: newMetrics(), all: make(map[*conn]struct{}), byAddr: make(map[string]map[*conn]struct{})}
+		all: make(map[*conn]struct{}), byAddr: make(map[string]map[*conn]struct{})}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -83,6 +84,9 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		s.closeStore()
 		return nil, fmt.Errorf("relay id: %w", err)
 	}
+	// Stats gets half the /metrics write deadline, so that a slow store
+	// still leaves time to write the other series.
+	s.metrics = newMetrics(newGaugeCollector(&s.conns, &s.unauth, s.store, lim.HTTPReadTimeout/2, s.log))
 	s.upgrader = websocket.Upgrader{
 		HandshakeTimeout: lim.HTTPReadHeaderTimeout,
 		ReadBufferSize:   16 << 10,
@@ -92,7 +96,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+WebSocketPath, s.serveWS)
 	mux.HandleFunc("GET /healthz", s.serveHealth)
-	mux.HandleFunc("GET /metrics", s.serveMetrics)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
 	s.http = &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: lim.HTTPReadHeaderTimeout,
@@ -210,15 +214,6 @@ func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintln(w, "ok")
 }
 
-func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
-	st, err := s.store.Stats(r.Context())
-	if err != nil {
-		s.log.Error("relay stats", "err", err)
-	}
-	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-	s.metrics.write(w, gauges{connections: s.conns.Load(), unauthenticated: s.unauth.Load(), stats: st, statsErr: err})
-}
-
 // serveWS admits a websocket within the connection caps and runs it.
 func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
@@ -252,7 +247,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return
 	}
-	s.metrics.connectionsTotal.Add(1)
+	s.metrics.connectionsTotal.Inc()
 	c := newConn(s, ws)
 	s.mu.Lock()
 	if s.shutdown {

@@ -1,0 +1,142 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/gorilla/websocket"
+	"github.com/parley-chat/parley/transport/relaystore"
+	"github.com/parley-chat/parley/wire"
+)
+
+// scrape returns the whole /metrics response body and its content type.
+func (r *testRelay) scrape(tb testing.TB) (body, contentType string) {
+	tb.Helper()
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := client.Get("http://" + r.addr + "/metrics")
+	if err != nil {
+		tb.Fatalf("GET /metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		tb.Fatalf("GET /metrics: %s", resp.Status)
+	}
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		tb.Fatalf("GET /metrics: %v", err)
+	}
+	return string(b), resp.Header.Get("Content-Type")
+}
+
+// TestMetricsExposition checks that a fresh relay shows every documented
+// series, each label value at 0, with its type, and that two relays in one
+// process count apart.
+func TestMetricsExposition(t *testing.T) {
+	r1, r2 := startRelay(t, ServerConfig{}), startRelay(t, ServerConfig{})
+	body, ctype := r2.scrape(t)
+	if !strings.HasPrefix(ctype, "text/plain") {
+		t.Errorf("Content-Type %q, want text/plain", ctype)
+	}
+	var zero []string
+	types := map[string]string{}
+	one := func(name, typ string) {
+		zero = append(zero, name)
+		types[name] = typ
+	}
+	vec := func(name, label string, values ...string) {
+		types[name] = "counter"
+		for _, v := range values {
+			zero = append(zero, fmt.Sprintf("%s{%s=%q}", name, label, v))
+		}
+	}
+	one("parley_relay_connections_total", "counter")
+	vec("parley_relay_auth_failures_total", "reason", "malformed", "bad_signature", "expired", "address_taken", "timeout", "protocol", "internal")
+	vec("parley_relay_disconnects_total", "reason", "peer_closed", "frame_too_large", "read_timeout", "slow_reader", "write_failed", "protocol", "reregistered", "shutdown")
+	one("parley_relay_envelopes_accepted_total", "counter")
+	vec("parley_relay_envelopes_refused_total", "reason", "too_large", "mailbox_full", "unknown_recipient", "rate_limited", "malformed", "wrong_sender", "not_authenticated")
+	one("parley_relay_envelopes_delivered_total", "counter")
+	one("parley_relay_envelopes_acknowledged_total", "counter")
+	one("parley_relay_fault_dropped_total", "counter")
+	one("parley_relay_fault_duplicated_total", "counter")
+	vec("parley_relay_rate_limited_total", "bucket", "messages", "bytes", "fetches")
+	one("parley_relay_bundles_published_total", "counter")
+	one("parley_relay_bundles_fetched_total", "counter")
+	one("parley_relay_one_time_prekeys_handed_out_total", "counter")
+	one("parley_relay_registrations", "gauge")
+	one("parley_relay_mailbox_envelopes", "gauge")
+	one("parley_relay_mailbox_bytes", "gauge")
+	types["parley_relay_connections"] = "gauge"
+	zero = append(zero, `parley_relay_connections{state="authenticated"}`, `parley_relay_connections{state="unauthenticated"}`)
+	for _, s := range zero {
+		if !strings.Contains(body, "\n"+s+" 0\n") {
+			t.Errorf("fresh relay: no %q", s+" 0")
+		}
+	}
+	for name, typ := range types {
+		if !strings.Contains(body, fmt.Sprintf("# TYPE %s %s\n", name, typ)) {
+			t.Errorf("no TYPE %s %s", name, typ)
+		}
+	}
+	if strings.Contains(body, "go_") || strings.Contains(body, "process_") {
+		t.Errorf("runtime or process series in the relay's metrics:\n%s", body)
+	}
+
+	alice, bob := newDevice(t, "alice/1"), newDevice(t, "bob/1")
+	ca, _ := dial(t, r1, alice), dial(t, r1, bob)
+	mustSubmit(t, ca, envelope(alice, bob, "hi"))
+	c := dialRaw(t, r1)
+	c.challenge()
+	c.send(3, wire.Submit{Envelope: []byte{1}})
+	c.reply(3)
+	c.expectClose(websocket.ClosePolicyViolation)
+	for _, m := range []struct {
+		series string
+		want   float64
+	}{
+		{"parley_relay_connections_total", 3},
+		{`parley_relay_connections{state="authenticated"}`, 2},
+		{"parley_relay_envelopes_accepted_total", 1},
+		{"parley_relay_registrations", 2},
+		{"parley_relay_mailbox_envelopes", 1},
+		{`parley_relay_auth_failures_total{reason="protocol"}`, 1},
+	} {
+		if got := r1.metric(t, m.series); got != m.want {
+			t.Errorf("relay 1: %s = %v, want %v", m.series, got, m.want)
+		}
+		if got := r2.metric(t, m.series); got != 0 {
+			t.Errorf("relay 2: %s = %v, want 0", m.series, got)
+		}
+	}
+	if got := r1.metric(t, "parley_relay_mailbox_bytes"); got <= 0 {
+		t.Errorf("relay 1: parley_relay_mailbox_bytes = %v, want > 0", got)
+	}
+}
+
+// failingStats is a store whose Stats fails.
+type failingStats struct{ relaystore.Store }
+
+func (failingStats) Stats(context.Context) (relaystore.Stats, error) {
+	return relaystore.Stats{}, errors.New("stats unavailable")
+}
+
+// TestMetricsStatsError checks that a failing Stats leaves the store's
+// gauges out and the rest of the scrape intact.
+func TestMetricsStatsError(t *testing.T) {
+	r := startRelay(t, ServerConfig{Store: failingStats{relaystore.NewMemory(relaystore.Limits{})}})
+	body, _ := r.scrape(t)
+	for _, s := range []string{"parley_relay_registrations", "parley_relay_mailbox_envelopes", "parley_relay_mailbox_bytes"} {
+		if strings.Contains(body, s) {
+			t.Errorf("%s shown though Stats failed", s)
+		}
+	}
+	for _, s := range []string{`parley_relay_connections{state="authenticated"} 0`, "parley_relay_connections_total 0"} {
+		if !strings.Contains(body, s+"\n") {
+			t.Errorf("no %q", s)
+		}
+	}
+}
