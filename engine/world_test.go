@@ -36,14 +36,14 @@ func (c *clock) Advance(d time.Duration) {
 
 // world is a set of devices on one fake network, each a real profile on disk.
 type world struct {
-	t     *testing.T
+	t     testing.TB
 	ctx   context.Context
 	net   *enginetest.Network
 	clock *clock
 	dir   string
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t testing.TB) *world {
 	return &world{t: t, ctx: context.Background(), net: enginetest.NewNetwork(),
 		clock: &clock{now: time.Date(2026, 11, 2, 12, 0, 0, 0, time.UTC)}, dir: t.TempDir()}
 }
