@@ -11,9 +11,7 @@ import (
 
 // errNewerSchema is returned when a profile's schema version is above the
 // newest migration this build knows: a newer parley wrote it.
-//
-// TODO: a placeholder until engine grows a sentinel for it (ErrProfileTooNew).
-var errNewerSchema = errors.New("profile was written by a newer version of parley")
+var errNewerSchema = engine.ErrProfileTooNew
 
 // driverError is an SQLite failure that has no engine meaning. It keeps the
 // driver's message and result code for logs and tests but not the driver's
