@@ -77,54 +77,94 @@ func TestCollisionWalkthrough(t *testing.T) {
 // TestCollisionStaleRetry: the loser retries before the winner's message
 // reaches it; the retry is another PreKeyMessage of the losing initiation,
 // which the winner rejects as stale, and the message stays pending until the
-// loser has the winning session.
+// loser has the winning session. Both winners, with and without a restart.
 func TestCollisionStaleRetry(t *testing.T) {
-	for _, restart := range []bool{false, true} {
-		t.Run(fmt.Sprintf("restart=%v", restart), func(t *testing.T) {
+	seen := map[string]bool{}
+	for i := 0; i < 12 && len(seen) < 4; i++ {
+		restart := i%2 == 1
+		t.Run(fmt.Sprintf("run%d/restart=%v", i, restart), func(t *testing.T) {
 			w := newWorld(t)
 			alice, bob := startBoth(t, w)
-			// Find the winner: deliver alice's message to bob first.
-			w.net.Release(bob.addr)
-			res := bob.sync()
-			winner, loser := bob, alice
-			if !hasError(res, engine.ErrSessionCollision) {
-				winner, loser = alice, bob
-				// bob accepted alice's initiation: alice won. Start over the
-				// other way round so that the loser's message is still in
-				// flight: alice now holds bob's losing PreKeyMessage.
-				w.net.Release(alice.addr)
-				if r := alice.sync(); !hasError(r, engine.ErrSessionCollision) {
-					t.Fatalf("alice won but did not report the collision: %+v", r)
-				}
-				w.net.Hold(bob.addr)
-			} else {
-				w.net.Hold(bob.addr)
+			winner, loser := alice, bob
+			if bob.sessionID(alice).Compare(alice.sessionID(bob)) < 0 {
+				winner, loser = bob, alice
 			}
-			_ = winner
-			// The loser has not received the winner's message yet (it is held
-			// for the loser), so its retry uses the losing initiation.
+			seen[fmt.Sprint(winner.addr, restart)] = true
+			// The winner gets the losing PreKeyMessage first.
+			w.net.Release(winner.addr)
+			if r := winner.sync(); !hasError(r, engine.ErrSessionCollision) {
+				t.Fatalf("%s won but did not report the collision: %+v", winner.addr, r)
+			}
+			// The loser, still holding nothing from the winner, retries on
+			// its losing initiation.
 			if restart {
 				loser.reopen()
 			}
 			if ids := loser.retry(winner); len(ids) != 1 {
 				t.Fatalf("loser retried %d", len(ids))
 			}
-			w.net.Release(winner.addr)
 			if r := winner.sync(); !hasError(r, engine.ErrStaleSessionInitiation) {
-				t.Fatalf("winner's view of the stale retry: %+v", r)
+				t.Fatalf("the winner's view of the stale retry: %+v", r)
 			}
 			if loser.pendingOut() != 1 {
 				t.Fatal("the stale retry cleared the loser's message")
 			}
 			w.net.Release(loser.addr)
-			w.net.Release(alice.addr)
-			w.net.Release(bob.addr)
 			converge(t, alice, bob)
 			if got := bob.received(alice); !reflect.DeepEqual(got, []string{"from alice"}) {
 				t.Fatalf("bob's history %q", got)
 			}
 			if got := alice.received(bob); !reflect.DeepEqual(got, []string{"from bob"}) {
 				t.Fatalf("alice's history %q", got)
+			}
+		})
+	}
+	if len(seen) < 4 {
+		t.Fatalf("covered %v; want both winners with and without a restart", seen)
+	}
+}
+
+// TestCollisionWinnerWithNothingPending: the loser's first envelope is lost
+// and it gives its message up, so the winner has nothing to send on its
+// session; the loser's retries are stale. The winner announces its session
+// on the collision and on each stale retry, and the loser's message then
+// arrives once.
+func TestCollisionWinnerWithNothingPending(t *testing.T) {
+	for i := 0; i < 4; i++ {
+		t.Run(fmt.Sprint("run", i), func(t *testing.T) {
+			w := newWorld(t)
+			alice, bob := startBoth(t, w)
+			winner, loser := alice, bob
+			if bob.sessionID(alice).Compare(alice.sessionID(bob)) < 0 {
+				winner, loser = bob, alice
+			}
+			// The winner's own message never arrives and is abandoned.
+			msgs, err := winner.c.PendingOutbound(w.ctx, engine.PageQuery{Limit: 10})
+			if err != nil || len(msgs) != 1 {
+				t.Fatalf("winner's outbox: %v %v", msgs, err)
+			}
+			if err := winner.c.Abandon(w.ctx, loser.addr, msgs[0].ID); err != nil {
+				t.Fatal(err)
+			}
+			w.net.Heal()
+			for _, d := range []*device{alice, bob} {
+				d.c.Close()
+				d.open()
+			}
+			// Drop what the winner had sent; the loser's message reaches it.
+			ep := w.net.Endpoint(loser.addr)
+			leased, _ := ep.Receive(w.ctx)
+			rows := make([]uint64, len(leased))
+			for i, l := range leased {
+				rows[i] = l.Row
+			}
+			ep.Acknowledge(w.ctx, rows)
+			if r := winner.sync(); !hasError(r, engine.ErrSessionCollision) {
+				t.Fatalf("winner: %+v", r)
+			}
+			converge(t, alice, bob)
+			if got := winner.received(loser); len(got) != 1 {
+				t.Fatalf("the winner holds %q from the loser, want its message once", got)
 			}
 		})
 	}

@@ -227,7 +227,19 @@ func (c *Client) prepareReceive(ctx context.Context, bs *batchState, row StagedE
 		case DecideIdentityChanged:
 			return drop(sender, wire.LogicalID{}, fmt.Errorf("%s: %w", sender, ErrIdentityChanged))
 		case DecideStale:
-			return drop(sender, wire.LogicalID{}, fmt.Errorf("%s: %w", sender, ErrStaleSessionInitiation))
+			ann, err := c.announce(ps, sender)
+			if err != nil {
+				return prepared{}, err
+			}
+			verdict := fmt.Errorf("%s: %w", sender, ErrStaleSessionInitiation)
+			p := prepared{
+				plan:   DropStaged{InboxRow: row.Row, Reason: ErrorName(verdict), At: now, Announce: ann},
+				result: ReceiveResult{Kind: ResultError, Sender: sender, Err: verdict},
+			}
+			if ann != nil {
+				p.ack = &ann.Ack
+			}
+			return p, nil
 		case DecideDecryptCurrent:
 			cand = ps.session.Clone()
 			if plaintext, err = cand.Decrypt(c.cfg.Random, env.Type, env.ID, pm.Message); err != nil {
@@ -251,10 +263,18 @@ func (c *Client) prepareReceive(ctx context.Context, bs *batchState, row StagedE
 			if decision == DecideCollision {
 				// Authenticated; the plaintext is dropped unread.
 				bs.retired[retiredKey{sender, incoming}] = true
-				return prepared{
-					plan:   CollisionRetire{InboxRow: row.Row, Peer: sender, Retired: RetiredInitiation{ID: incoming, SignedPreKeyID: h.SignedPreKeyID, RetiredAt: now.Unix()}},
+				ann, err := c.announce(ps, sender)
+				if err != nil {
+					return prepared{}, err
+				}
+				p := prepared{
+					plan:   CollisionRetire{InboxRow: row.Row, Peer: sender, Retired: RetiredInitiation{ID: incoming, SignedPreKeyID: h.SignedPreKeyID, RetiredAt: now.Unix()}, Announce: ann},
 					result: ReceiveResult{Kind: ResultError, Sender: sender, Err: fmt.Errorf("%s: %w", sender, ErrSessionCollision)},
-				}, nil
+				}
+				if ann != nil {
+					p.ack = &ann.Ack
+				}
+				return p, nil
 			}
 			hs = &Handshake{}
 			if ps.pinned == nil {
@@ -343,6 +363,21 @@ func (c *Client) prepareReceive(ctx context.Context, bs *batchState, row StagedE
 		result: res,
 		ack:    ack,
 	}, nil
+}
+
+// announce prepares an Announcement on the working state of a peer whose
+// PreKeyMessage lost to the own initiation (a collision or a stale retry),
+// when the own session still awaits its first reply: see Announcement. It
+// returns nil when there is nothing to announce.
+func (c *Client) announce(ps *peerState, peer Address) (*Announcement, error) {
+	if ps.session == nil || !ps.session.Initiator || !ps.session.AwaitingReply {
+		return nil, nil
+	}
+	sw, out, err := c.prepareAck(ps, peer, wire.LogicalID{})
+	if err != nil {
+		return nil, err
+	}
+	return &Announcement{Session: *sw, Ack: *out}, nil
 }
 
 // classify decides what an application frame with this key and digest is:

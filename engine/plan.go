@@ -157,10 +157,24 @@ type Receive struct {
 
 // CollisionRetire is the one durable effect of a receive that lost to the own
 // initiation: the incoming initiation is retired and its inbox row consumed.
+// Announce, when set, makes the winning session known to the loser.
 type CollisionRetire struct {
 	InboxRow int64
 	Peer     Address
 	Retired  RetiredInitiation
+	Announce *Announcement
+}
+
+// Announcement is an ACK of no message (the zero logical ID), encrypted on
+// the own session, which still awaits its first reply: it carries that
+// session's initiation to a peer that keeps retrying on an initiation that
+// lost. Without it, a winner with nothing pending for the peer would never
+// send on its session, and the loser's retries would stay stale forever. The
+// loser replaces its session on receipt and reports an ACK that cleared
+// nothing.
+type Announcement struct {
+	Session SessionWrite
+	Ack     Outgoing
 }
 
 // DropStaged removes a staged envelope that can never be processed
@@ -171,6 +185,7 @@ type DropStaged struct {
 	InboxRow int64
 	Reason   string
 	At       time.Time
+	Announce *Announcement // for a stale initiation; see Announcement
 }
 
 // Finalize turns a pending inbound message into a finalized record: a commit

@@ -54,6 +54,21 @@ type device struct {
 	addr engine.Address
 	dir  string
 	c    *engine.Client
+	st   *store.DB
+}
+
+// sessionID returns the initiation ID of d's current session with peer.
+func (d *device) sessionID(peer *device) engine.InitiationID {
+	d.w.t.Helper()
+	ps, err := d.st.Peer(d.w.ctx, peer.addr)
+	if err != nil || ps.Session == nil {
+		d.w.t.Fatalf("%s has no session with %s (%v)", d.addr, peer.addr, err)
+	}
+	s, err := engine.UnmarshalSession(ps.Session)
+	if err != nil {
+		d.w.t.Fatal(err)
+	}
+	return s.ID
 }
 
 func (w *world) device(addr string) *device {
@@ -92,7 +107,7 @@ func (d *device) open() {
 	if err != nil {
 		d.w.t.Fatal(err)
 	}
-	d.c = c
+	d.c, d.st = c, st
 }
 
 // reopen closes the client and opens the profile again, as after a restart.

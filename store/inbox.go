@@ -75,7 +75,18 @@ func (t *tx) collisionRetire(ctx context.Context, p engine.CollisionRetire) (eng
 	if err := t.insertRetired(ctx, p.Peer, p.Retired); err != nil {
 		return engine.Receipt{}, err
 	}
+	if err := t.announce(ctx, p.Announce); err != nil {
+		return engine.Receipt{}, err
+	}
 	return t.visible(ctx)
+}
+
+// announce stores the session step of an Announcement.
+func (t *tx) announce(ctx context.Context, a *engine.Announcement) error {
+	if a == nil {
+		return nil
+	}
+	return t.writeSession(ctx, a.Session)
 }
 
 // dropStaged moves a staged envelope that can never be processed to
@@ -85,6 +96,9 @@ func (t *tx) dropStaged(ctx context.Context, p engine.DropStaged) (engine.Receip
 		return engine.Receipt{}, fmt.Errorf("quarantine inbox row %d (processed already?): %w", p.InboxRow, err)
 	}
 	if err := t.deleteInboxRow(ctx, p.InboxRow); err != nil {
+		return engine.Receipt{}, err
+	}
+	if err := t.announce(ctx, p.Announce); err != nil {
 		return engine.Receipt{}, err
 	}
 	return t.visible(ctx)

@@ -33,9 +33,9 @@ func validate(p engine.Plan) error {
 	case engine.Receive:
 		err = validateReceive(p)
 	case engine.CollisionRetire:
-		err = errors.Join(checkAddress("peer", p.Peer), checkRow(p.InboxRow))
+		err = errors.Join(checkAddress("peer", p.Peer), checkRow(p.InboxRow), checkAnnounce(p.Announce, &p.Peer))
 	case engine.DropStaged:
-		err = errors.Join(checkRow(p.InboxRow), checkTime("at", p.At))
+		err = errors.Join(checkRow(p.InboxRow), checkTime("at", p.At), checkAnnounce(p.Announce, nil))
 		if p.Reason == "" {
 			err = errors.Join(err, invalid("no reason"))
 		}
@@ -224,6 +224,19 @@ func validateStage(p engine.Stage) error {
 		}
 	}
 	return err
+}
+
+// checkAnnounce checks an Announcement: a session step with its ACK, to the
+// plan's peer when the plan names one.
+func checkAnnounce(a *engine.Announcement, peer *engine.Address) error {
+	if a == nil {
+		return nil
+	}
+	to := a.Session.Peer
+	if peer != nil && to != *peer {
+		return invalid("announcement to %s in a plan for %s", to, *peer)
+	}
+	return errors.Join(checkSession(a.Session, to), checkAck(&a.Ack, to))
 }
 
 func validateReceive(p engine.Receive) error {
