@@ -4,6 +4,7 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/wire"
@@ -180,5 +181,34 @@ func TestDiscardAndAbandon(t *testing.T) {
 	}
 	if err := alice.c.Abandon(w.ctx, bob.addr, gone); !errors.Is(err, engine.ErrNotPending) {
 		t.Fatalf("abandon twice: %v, want ErrNotPending", err)
+	}
+}
+
+// TestPrunedMessageIsDeliveredAgain: after its finalized record is pruned, a
+// retry of a committed message is a new delivery (as the docs warn); a commit
+// of it succeeds and the history still holds it once.
+func TestPrunedMessageIsDeliveredAgain(t *testing.T) {
+	w := newWorld(t)
+	alice, bob := w.device("alice/1"), w.device("bob/1")
+	id := alice.send(bob, "once")
+	bob.sync()
+	w.net.DropNext(bob.addr, alice.addr, 1) // the ACK is lost: alice will retry
+	bob.commitAll()
+	w.clock.Advance(time.Hour)
+	if n, err := bob.c.Prune(w.ctx, time.Minute); err != nil || n != 1 {
+		t.Fatalf("prune: %d, %v", n, err)
+	}
+	alice.retry(bob)
+	res := bob.sync()
+	if len(res) != 1 || res[0].Kind != engine.ResultDelivery || res[0].ID != id {
+		t.Fatalf("after the prune the retry gives %+v, want a delivery again", res)
+	}
+	bob.commitAll()
+	alice.sync()
+	if got := bob.received(alice); !reflect.DeepEqual(got, []string{"once"}) {
+		t.Fatalf("history %q, want the message once", got)
+	}
+	if alice.pendingOut() != 0 {
+		t.Fatal("the second commit's ACK did not clear the message")
 	}
 }

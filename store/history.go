@@ -39,13 +39,21 @@ func historyKey(peer engine.Address, dir engine.Direction, id wire.LogicalID) []
 	return rowKey([]byte(peer.String()), []byte{byte(dir)}, id[:])
 }
 
-// insertHistory appends a message to a conversation; it must not be there.
+// insertHistory appends a message to a conversation. A sent message must not
+// be there yet. A received one may: when its finalized record was pruned and
+// its sender retried it, it is delivered and committed again, and the
+// history keeps the one entry it has.
 func (t *tx) insertHistory(ctx context.Context, peer engine.Address, dir engine.Direction, id wire.LogicalID, at time.Time, state engine.SentState, body []byte) error {
 	if body == nil {
 		body = []byte{}
 	}
-	_, err := t.runOne(ctx, "history-insert", engine.ErrConflict, sqlInsertHistory,
-		peer.String(), int64(dir), id[:], at.UnixNano(), int64(state), t.db.seal.seal(kindHistoryBody, historyKey(peer, dir, id), body))
+	args := []any{peer.String(), int64(dir), id[:], at.UnixNano(), int64(state), t.db.seal.seal(kindHistoryBody, historyKey(peer, dir, id), body)}
+	var err error
+	if dir == engine.DirectionIn {
+		_, err = t.run(ctx, "history-insert", sqlInsertHistory, args...)
+	} else {
+		_, err = t.runOne(ctx, "history-insert", engine.ErrConflict, sqlInsertHistory, args...)
+	}
 	if err != nil {
 		return fmt.Errorf("append message %x (%s) to the history with %s (already there?): %w", id[:], dir, peer, err)
 	}
