@@ -368,9 +368,9 @@ func (m *Model) reopen(i int) tea.Cmd {
 		if err == nil {
 			text := self.String() + " reopened"
 			if s.client.ResyncRequired() {
-				text += ": events were committed but not shown before the crash, so state_resync_required follows"
+				text += ": resync follows (committed events were not shown before the crash)"
 			} else {
-				text += ": everything committed had been shown, no resync needed"
+				text += ": no resync needed (everything committed had been shown)"
 			}
 			msg.entries = []eventlog.Entry{{At: w.now(), Name: "demo_reopen", Level: eventlog.Demo, Text: text}}
 		}

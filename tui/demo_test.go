@@ -1,10 +1,12 @@
 package tui
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
 )
 
 // halves splits a side-by-side screen into alice's and bob's columns
@@ -28,6 +30,7 @@ func halves(screen string) (alice, bob string) {
 
 // TestDemoCommitAcknowledged: alice writes, bob commits, alice sees the ACK.
 func TestDemoCommitAcknowledged(t *testing.T) {
+	t.Parallel()
 	d := startDemo(t, demoConfig{})
 	d.waitFor("Composer → bob/1")
 	d.send("hello bob")
@@ -45,6 +48,7 @@ func TestDemoCommitAcknowledged(t *testing.T) {
 // one side reports the collision, a retry brings the dropped message, and
 // both messages end up delivered once.
 func TestDemoCollision(t *testing.T) {
+	t.Parallel()
 	d := startDemo(t, demoConfig{})
 	d.waitFor("Composer → bob/1")
 	d.demo('H')
@@ -85,6 +89,7 @@ func TestDemoCollision(t *testing.T) {
 // TestDemoLostEnvelope: the next envelope is lost after the relay accepted
 // it; alice's message stays pending (relay accepted) until a retry.
 func TestDemoLostEnvelope(t *testing.T) {
+	t.Parallel()
 	d := startDemo(t, demoConfig{})
 	d.waitFor("Composer → bob/1")
 	d.demo('d')
@@ -102,6 +107,7 @@ func TestDemoLostEnvelope(t *testing.T) {
 // TestDemoLostAck: bob's ACK is lost; alice's message stays relay accepted;
 // her retry makes bob answer already_committed with a new ACK.
 func TestDemoLostAck(t *testing.T) {
+	t.Parallel()
 	d := startDemo(t, demoConfig{})
 	d.waitFor("Composer → bob/1")
 	d.send("ack me")
@@ -125,6 +131,7 @@ func TestDemoLostAck(t *testing.T) {
 // before it is shown; reopening reports state_resync_required and the lists
 // are read again.
 func TestDemoCrashResync(t *testing.T) {
+	t.Parallel()
 	d := startDemo(t, demoConfig{})
 	d.waitFor("Composer → bob/1")
 	d.key(tea.KeyCtrlO)
@@ -144,6 +151,7 @@ func TestDemoCrashResync(t *testing.T) {
 // TestDemoIdentityChange: bob reinstalls; when he writes, alice meets the
 // new identity, sending is blocked, she accepts and her retry resends.
 func TestDemoIdentityChange(t *testing.T) {
+	t.Parallel()
 	d := startDemo(t, demoConfig{})
 	d.waitFor("Composer → bob/1")
 	d.send("before")
@@ -181,6 +189,7 @@ func TestDemoIdentityChange(t *testing.T) {
 // TestDemoUnplugged: with the relay link down a send is stored and shown
 // not sent; after plugging in, a retry sends it.
 func TestDemoUnplugged(t *testing.T) {
+	t.Parallel()
 	d := startDemo(t, demoConfig{})
 	d.waitFor("Composer → bob/1")
 	d.send("first")
@@ -198,6 +207,7 @@ func TestDemoUnplugged(t *testing.T) {
 // TestDemoAuto: auto-commit on bob commits what arrives; the ACK clears
 // alice's message without a key on bob's side.
 func TestDemoAuto(t *testing.T) {
+	t.Parallel()
 	d := startDemo(t, demoConfig{})
 	d.waitFor("Composer → bob/1")
 	d.key(tea.KeyCtrlO)
@@ -206,4 +216,64 @@ func TestDemoAuto(t *testing.T) {
 	d.key(tea.KeyCtrlO)
 	d.send("auto")
 	d.waitFor("acknowledged", "delivered")
+}
+
+// TestDemoCrashNowNoResync: a crash after everything was shown (and marked
+// presented) needs no resync; held envelopes leased before the crash are
+// delivered after the reopen.
+func TestDemoCrashNowNoResync(t *testing.T) {
+	t.Parallel()
+	d := startDemo(t, demoConfig{})
+	d.waitFor("Composer → bob/1")
+	d.send("shown")
+	d.waitFor("1 pending received")
+	d.settle() // the ticker marks what was drawn as presented
+	d.key(tea.KeyCtrlO)
+	d.demo('h')
+	d.waitFor("held")
+	d.key(tea.KeyCtrlO)
+	d.send("held back")
+	d.waitFor("2 pending sent")
+	d.key(tea.KeyCtrlO)
+	d.demo('k')
+	d.waitFor("CRASHED")
+	d.demo('h') // release: the envelope waits at the relay for the reopen
+	d.demo('o')
+	s := d.waitFor("no resync needed", "2 pending received")
+	if strings.Contains(s, "state_resync_required") {
+		t.Fatalf("a resync after a crash with everything shown:\n%s", s)
+	}
+}
+
+// TestDemoAutoRetry: with auto-retry on, a lost envelope is sent again
+// after the first backoff without a key.
+func TestDemoAutoRetry(t *testing.T) {
+	t.Parallel()
+	d := startDemo(t, demoConfig{})
+	d.waitFor("Composer → bob/1")
+	d.demo('r')
+	d.waitFor("retry:on")
+	d.demo('d')
+	d.waitFor("drop:envelope")
+	d.send("lost once")
+	d.waitFor("demo_lost_envelope")
+	d.waitFor("auto_retry", "1 pending received")
+}
+
+// TestDemoNarrow: below 120 columns the profiles are stacked, and every
+// size draws without failing.
+func TestDemoNarrow(t *testing.T) {
+	t.Parallel()
+	d := startDemo(t, demoConfig{w: 100, h: 40})
+	s := d.waitFor("Composer → bob/1", "Composer → alice/1")
+	if strings.Contains(s, "│  bob/1") {
+		t.Fatalf("profiles side by side at 100 columns:\n%s", s)
+	}
+	for _, size := range [][2]int{{80, 24}, {40, 12}, {20, 6}, {1, 1}, {200, 60}} {
+		d.tm.Send(tea.WindowSizeMsg{Width: size[0], Height: size[1]})
+		d.waitUntil(fmt.Sprintf("a frame at %dx%d", size[0], size[1]), func(s string) bool {
+			lines := strings.Split(s, "\n")
+			return len(lines) == size[1] && ansi.StringWidth(lines[0]) == size[0]
+		})
+	}
 }

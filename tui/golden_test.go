@@ -49,7 +49,7 @@ func TestGolden(t *testing.T) {
 				return strings.Count(s, "relay_accepted") == 2
 			})
 			d.demo('H')
-			d.waitFor("session_collision", "1 pending received")
+			d.waitFor("session_collision", "1 pending received", "of no message")
 		}},
 		{name: "identity_change", drive: func(d *demoRun) {
 			d.waitFor("Composer → bob/1")

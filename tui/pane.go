@@ -642,7 +642,21 @@ func (p pane) View() string {
 			out = append(out, s)
 		}
 	}
-	return strings.Join(out, "\n")
+	return clip(strings.Join(out, "\n"), p.w, p.h)
+}
+
+// clip makes a block exactly h lines tall: in a tiny window the panels'
+// minimum sizes add up to more than there is.
+func clip(s string, w, h int) string {
+	n := strings.Count(s, "\n") + 1
+	switch {
+	case n > h:
+		lines := strings.SplitN(s, "\n", h+1)
+		return strings.Join(lines[:h], "\n")
+	case n < h:
+		return s + strings.Repeat("\n"+layout.Spaces(w), h-n)
+	}
+	return s
 }
 
 func (p pane) statusView() string {

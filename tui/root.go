@@ -48,8 +48,10 @@ func newModel(ctx context.Context, th themes.Theme, log *slog.Logger, now func()
 		ShortKey: th.Help.Key, ShortDesc: th.Help.Desc, ShortSeparator: th.Help.Separator, Ellipsis: th.Help.Ellipsis,
 		FullKey: th.Help.Key, FullDesc: th.Help.Desc, FullSeparator: th.Help.Separator,
 	}
+	// 80x24 until the terminal says otherwise (an output that is not a
+	// terminal never does).
 	return Model{ctx: ctx, th: th, keys: defaultGlobalKeys(w != nil), dkeys: defaultDemoKeys(), help: hm,
-		world: w, log: log, now: now, helpH: 1}
+		world: w, log: log, now: now, helpH: 1, w: 80, h: 24}
 }
 
 // addPane adds a profile with its open session; focus says which panel
@@ -189,7 +191,7 @@ func (m Model) View() string {
 		parts = append(parts, m.panes[0].View(), m.panes[1].View())
 	}
 	parts = append(parts, m.helpView())
-	return strings.Join(parts, "\n")
+	return clip(strings.Join(parts, "\n"), m.w, m.h)
 }
 
 func (m Model) helpView() string {

@@ -17,6 +17,7 @@ import (
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/themes"
 	"github.com/parley-chat/parley/tui/internal/layout"
+	"github.com/parley-chat/parley/wire"
 )
 
 // Capacity is how many entries the log keeps.
@@ -201,6 +202,11 @@ func fromResult(at time.Time, r engine.ReceiveResult) Entry {
 		}
 		return Entry{At: at, Name: r.Kind.String(), Text: from + " " + id + ", " + ack, Level: lvl}
 	case engine.ResultAcknowledgement:
+		if r.ID == (wire.LogicalID{}) {
+			// An ACK of no message: the peer announces the session that
+			// won a collision, so that retries reach it.
+			return Entry{At: at, Name: "acknowledgement", Text: from + " of no message: its winning session is announced; retries now reach it", Level: Info}
+		}
 		if r.Cleared {
 			return Entry{At: at, Name: "acknowledgement", Text: from + " " + id + ", cleared the pending message", Level: Good}
 		}

@@ -36,6 +36,7 @@ func TestNames(t *testing.T) {
 		{received(engine.ReceiveResult{Kind: engine.ResultAlreadyDiscarded, ID: id, AckSent: true}), "already_discarded", "ACK sent again"},
 		{received(engine.ReceiveResult{Kind: engine.ResultAcknowledgement, ID: id, Cleared: true}), "acknowledgement", "cleared"},
 		{received(engine.ReceiveResult{Kind: engine.ResultAcknowledgement, ID: id}), "acknowledgement", "not cleared"},
+		{received(engine.ReceiveResult{Kind: engine.ResultAcknowledgement}), "acknowledgement", "winning session is announced"},
 		{received(engine.ReceiveResult{Kind: engine.ResultError, Err: fmt.Errorf("x: %w", engine.ErrSessionCollision)}), "session_collision", "ours won"},
 		{received(engine.ReceiveResult{Kind: engine.ResultError, Err: engine.ErrStaleSessionInitiation}), "stale_session_initiation", "must retry"},
 		{received(engine.ReceiveResult{Kind: engine.ResultError, Err: engine.ErrIdentityChanged}), "identity_changed", "new identity"},
