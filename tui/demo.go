@@ -307,6 +307,7 @@ func (m *Model) demoKey(k tea.KeyMsg) tea.Cmd {
 		}
 		w.mu.Unlock()
 		m.panes[i].flags = w.flags(self)
+		m.panes[i].readState()
 		if un {
 			say(self.String() + "'s relay link unplugged: sends stay pending and show not sent")
 		} else {

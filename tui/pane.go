@@ -101,7 +101,8 @@ type pane struct {
 	retryAt               map[engine.Address]time.Time
 	backoff               map[engine.Address]time.Duration
 
-	present    bool // events drawn since the last MarkPresented
+	connState  string // the relay connection, read on each tick
+	present    bool   // events drawn since the last MarkPresented
 	closed     string
 	crashArmed bool
 	flags      demoFlags
@@ -127,6 +128,7 @@ func (p *pane) attach(s *session) tea.Cmd {
 	p.closed = ""
 	p.crashArmed = false
 	p.present = false
+	p.readState()
 	c := s.client
 	p.conv.SetSource(c)
 	p.tl.SetSource(c)
@@ -428,11 +430,21 @@ func (p pane) commit(reqs []engine.FinalizeRequest) tea.Cmd {
 	}
 }
 
+// readState reads the connection state for the status bar (in Update, so
+// that View reads nothing shared).
+func (p *pane) readState() {
+	p.connState = "unknown"
+	if p.sess != nil && p.sess.state != nil {
+		p.connState = p.sess.state()
+	}
+}
+
 func (p *pane) tick(now time.Time) (pane, tea.Cmd) {
 	var cmds []tea.Cmd
 	if p.sess == nil {
 		return *p, nil
 	}
+	p.readState()
 	if p.present && !p.crashArmed && len(p.sess.events) == 0 {
 		p.present = false
 		c, ctx := p.sess.client, p.ctx
@@ -671,10 +683,7 @@ func (p pane) statusView() string {
 	case p.closed != "":
 		seg(strings.ToUpper(p.closed)+": ctrl+x o reopens", st.Offline)
 	case p.sess != nil:
-		state := "unknown"
-		if p.sess.state != nil {
-			state = p.sess.state()
-		}
+		state := p.connState
 		style := st.Offline
 		switch state {
 		case "connected":

@@ -72,7 +72,7 @@ func TestSendsInOrder(t *testing.T) {
 	if second != nil {
 		t.Fatal("a second send started while the first was in flight")
 	}
-	m, next := m.Update(first())
+	_, next := m.Update(first())
 	next()
 	if want := []string{"bob/1:one", "bob/1:two"}; strings.Join(src.sent, ",") != strings.Join(want, ",") {
 		t.Fatalf("sent %q, want %q", src.sent, want)

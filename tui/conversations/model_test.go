@@ -108,7 +108,8 @@ func TestReloadCoalesces(t *testing.T) {
 	src := &fakeSource{}
 	m := newModel(src)
 	first := m.Reload()
-	if m.Reload() != nil || m.Reload() != nil {
+	second, third := m.Reload(), m.Reload()
+	if second != nil || third != nil {
 		t.Fatal("a second read started while one was in flight")
 	}
 	msgs := run(first)

@@ -126,7 +126,7 @@ func TestCommitOne(t *testing.T) {
 	if m.Total() != 2 || !strings.Contains(m.View(), "committed 1, 1 ACK sent") {
 		t.Fatalf("after commit: total %d\n%s", m.Total(), m.View())
 	}
-	m = step(m.Update(press("d")))
+	step(m.Update(press("d")))
 	if got := p.batches[1][0]; got.Outcome != engine.OutcomeDiscarded {
 		t.Fatalf("d finalized as %v, want discarded", got.Outcome)
 	}
@@ -158,7 +158,7 @@ func TestDiscardAllAsks(t *testing.T) {
 		t.Fatal("n did not cancel")
 	}
 	m = step(m.Update(press("D")))
-	m = step(m.Update(press("y")))
+	step(m.Update(press("y")))
 	if len(p.msgs) != 0 || p.batches[0][0].Outcome != engine.OutcomeDiscarded {
 		t.Fatalf("discard all left %d", len(p.msgs))
 	}
