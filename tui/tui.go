@@ -11,8 +11,10 @@
 // back as typed messages, and engine events arrive through a re-armed
 // command listening on the client's channel. Every style comes from themes.
 //
-// tui imports engine, themes and bubbletea; the demo also imports store (it
-// makes its own profiles). It must not import transport or main.
+// tui imports engine, themes and the charmbracelet libraries; the demo also
+// imports store and transport, because it makes its own profiles and runs
+// its own relay (network_embedded.go is the only file that names the
+// relay). Nothing in tui imports main.
 package tui
 
 import (
