@@ -210,6 +210,15 @@ func openStore(ctx context.Context, dir string, pass []byte) (*store.DB, error) 
 }
 
 func (s *session) close() {
+	// The command printed what it did: that was the presentation of its
+	// events, so they are taken off the channel and marked presented.
+	for drained := false; !drained; {
+		select {
+		case <-s.client.Events():
+		default:
+			drained = true
+		}
+	}
 	_ = s.client.MarkPresented(context.Background())
 	s.relay.Close()
 	s.client.Close()

@@ -83,8 +83,9 @@ type Client struct {
 
 	events    chan Event
 	eventMu   sync.Mutex
-	lost      bool // an event was dropped: the next one is a resync
-	marker    uint64
+	lost      bool   // an event was dropped: the next one is a resync
+	marker    uint64 // presentation marker of the last visible commit
+	emitted   uint64 // marker as of the last event put on the channel
 	presented uint64
 }
 
@@ -210,8 +211,9 @@ func (c *Client) ResyncRequired() bool {
 	return c.marker > c.presented
 }
 
-// Close records that every event emitted so far was presented, when that is
-// so, and releases the store.
+// Close releases the store. It does not mark events presented: a caller
+// that drew every event calls MarkPresented first, so that a close after
+// an undrawn event still asks for a resync at the next open.
 func (c *Client) Close() error {
 	c.mu.Lock()
 	if c.closed {
@@ -228,13 +230,15 @@ func (c *Client) Close() error {
 // MarkPresented records durably that the presentation has caught up with
 // every event emitted so far, so that the next open needs no resync. A UI
 // calls it after it drew what the events said (it is cheap to call often:
-// it writes only when something new was presented).
+// it writes only when something new was presented). It marks nothing while
+// events wait in the channel, were dropped, or a commit has not emitted its
+// events yet: a crash then still asks for a resync.
 func (c *Client) MarkPresented(ctx context.Context) error {
 	c.eventMu.Lock()
-	seq := c.marker
-	lost := c.lost
+	seq := c.emitted
+	skip := c.lost || len(c.events) > 0
 	c.eventMu.Unlock()
-	if lost || seq <= c.presentedSeq() {
+	if skip || seq <= c.presentedSeq() {
 		return nil
 	}
 	if _, err := c.store.Apply(ctx, MarkPresented{Seq: seq}); err != nil {

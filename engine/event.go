@@ -57,6 +57,9 @@ func (c *Client) emit(e Event) {
 	}
 	select {
 	case c.events <- e:
+		// Visible transitions emit under the send mutex right after their
+		// commit, so the marker now is this event's.
+		c.emitted = c.marker
 	default:
 		c.lost = true
 	}
