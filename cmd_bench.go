@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"sort"
 	"sync"
 	"time"
@@ -39,8 +40,20 @@ func cmdBench(ctx context.Context, env *cliEnv, args []string) error {
 	f := newFlags(commands["bench"], env, false)
 	n := f.Int("messages", 2000, "messages to send")
 	window := f.Int("window", 64, "at most this many messages in flight")
+	cpuProfile := f.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	if _, err := f.parse(env, args, 0, 0); err != nil {
 		return err
+	}
+	if *cpuProfile != "" {
+		out, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer out.Close()
+		if err := pprof.StartCPUProfile(out); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	if *n < 1 || *window < 1 {
 		return usagef("--messages and --window must be positive")
