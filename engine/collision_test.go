@@ -169,3 +169,52 @@ func TestCollisionWinnerWithNothingPending(t *testing.T) {
 		})
 	}
 }
+
+// TestStaleReplayCannotBreakTheSession: a relay replays a stale
+// PreKeyMessage far more often than a chain can skip. The winner's
+// announcements stop at a bound, so the loser can still read the winning
+// session and the conversation converges.
+func TestStaleReplayCannotBreakTheSession(t *testing.T) {
+	w := newWorld(t)
+	alice, bob := startBoth(t, w)
+	winner, loser := alice, bob
+	if bob.sessionID(alice).Compare(alice.sessionID(bob)) < 0 {
+		winner, loser = bob, alice
+	}
+	w.net.Release(winner.addr)
+	if r := winner.sync(); !hasError(r, engine.ErrSessionCollision) {
+		t.Fatalf("no collision: %+v", r)
+	}
+	loser.retry(winner) // a stale PreKeyMessage now waits for the winner
+	ep := w.net.Endpoint(winner.addr)
+	leased, _ := ep.Receive(w.ctx)
+	if len(leased) != 1 {
+		t.Fatalf("%d envelopes wait for the winner, want the stale retry", len(leased))
+	}
+	for i := 0; i < engine.MaxSkip+100; i++ {
+		w.net.Inject(winner.addr, leased[0].Envelope)
+	}
+	ep.Reconnect()
+	res := winner.sync()
+	if n := len(errorsIn(res)); n < engine.MaxSkip {
+		t.Fatalf("%d stale results, want one per replay", n)
+	}
+	// The relay loses everything the winner sent (its message and every
+	// announcement): only the winner's retry can now reach the loser, at the
+	// message number its chain got to.
+	w.net.Release(loser.addr)
+	lep := w.net.Endpoint(loser.addr)
+	lost, _ := lep.Receive(w.ctx)
+	rows := make([]uint64, len(lost))
+	for i, l := range lost {
+		rows[i] = l.Row
+	}
+	lep.Acknowledge(w.ctx, rows)
+	converge(t, alice, bob)
+	if got := winner.received(loser); len(got) != 1 {
+		t.Fatalf("the winner holds %q from the loser, want its message once", got)
+	}
+	if got := loser.received(winner); len(got) != 1 {
+		t.Fatalf("the loser holds %q from the winner, want its message once", got)
+	}
+}

@@ -40,6 +40,8 @@ type Event struct {
 	Outcome Outcome        // EventFinalized
 	AckSent bool           // EventFinalized
 	Err     error          // EventNotSent, EventResync
+
+	marker uint64 // presentation marker of the commit this event reports
 }
 
 // emit delivers an event without ever blocking the engine: when the buffer is
@@ -57,9 +59,16 @@ func (c *Client) emit(e Event) {
 	}
 	select {
 	case c.events <- e:
-		// Visible transitions emit under the send mutex right after their
-		// commit, so the marker now is this event's.
-		c.emitted = c.marker
+		// An event names the marker its commit wrote; one that does not
+		// (a single visible commit under the send mutex) was emitted right
+		// after it, so the marker now is its own.
+		m := e.marker
+		if m == 0 {
+			m = c.marker
+		}
+		if m > c.emitted {
+			c.emitted = m
+		}
 	default:
 		c.lost = true
 	}

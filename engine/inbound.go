@@ -83,6 +83,12 @@ func (c *Client) ProcessStaged(ctx context.Context) ([]ReceiveResult, error) {
 		}
 		after = rows[len(rows)-1].Row
 		rs, err := c.processRows(ctx, rows)
+		var late *afterCommitError
+		if errors.As(err, &late) {
+			// The page committed; what failed came after (an ACK hand-off
+			// cancelled, a failpoint): report what was done.
+			return append(results, rs...), late.err
+		}
 		if err != nil && len(rows) > 1 {
 			// The batch as a whole failed: nothing of it applied. Prepare
 			// each row again, alone, from durable state.
@@ -131,16 +137,15 @@ func (c *Client) processRows(ctx context.Context, rows []StagedEnvelope) ([]Rece
 		c.swap(peer, *ps)
 	}
 	if err := c.fail(plans[0].Kind(), "after-swap"); err != nil {
-		return nil, err
+		return nil, &afterCommitError{err}
 	}
 	acks := make([]*Outgoing, len(preps))
 	for i, p := range preps {
 		acks[i] = p.ack
 	}
-	sent, err := c.sendAcks(ctx, plans[0].Kind(), acks)
-	if err != nil {
-		return nil, err
-	}
+	// A cancelled hand-off leaves the rest of the ACKs unsent (the peer's
+	// next retry brings them); the results and events still go out.
+	sent, ackErr := c.sendAcks(ctx, plans[0].Kind(), acks)
 	results := make([]ReceiveResult, len(preps))
 	for i, p := range preps {
 		res := p.result
@@ -152,13 +157,23 @@ func (c *Client) processRows(ctx context.Context, rows []StagedEnvelope) ([]Rece
 		}
 		results[i] = res
 		if err := c.fail(plans[i].Kind(), "before-event"); err != nil {
-			return results[:i+1], err
+			return results[:i+1], &afterCommitError{err}
 		}
 		r := res
-		c.emit(Event{Kind: EventReceived, At: c.cfg.Now(), Peer: res.Sender, ID: res.ID, Result: &r})
+		c.emit(Event{Kind: EventReceived, At: c.cfg.Now(), Peer: res.Sender, ID: res.ID, Result: &r, marker: receipts[i].Marker})
+	}
+	if ackErr != nil {
+		return results, &afterCommitError{ackErr}
 	}
 	return results, nil
 }
+
+// afterCommitError is a failure after a page of receives committed: the
+// page must not be prepared again.
+type afterCommitError struct{ err error }
+
+func (e *afterCommitError) Error() string { return e.err.Error() }
+func (e *afterCommitError) Unwrap() error { return e.err }
 
 // prepareReceive turns one staged row into a plan. A verdict on the envelope
 // (malformed, forged, stale, collision...) comes back as a plan with an error
@@ -284,11 +299,9 @@ func (c *Client) prepareReceive(ctx context.Context, bs *batchState, row StagedE
 			if keys.OneTimePreKey != nil {
 				id := keys.OneTimePreKey.ID
 				hs.ConsumeOneTime = &id
-				bs.consumed[id] = true
 			}
 			if decision == DecideAcceptReplace {
 				hs.Retire = &RetiredInitiation{ID: ps.session.ID, SignedPreKeyID: ps.session.SignedPreKeyID, RetiredAt: now.Unix()}
-				bs.retired[retiredKey{sender, ps.session.ID}] = true
 			}
 		}
 	case wire.EnvelopeRatchet:
@@ -358,6 +371,13 @@ func (c *Client) prepareReceive(ctx context.Context, bs *batchState, row StagedE
 		return prepared{}, err
 	}
 	*ps = next
+	// Later rows of the batch see what this one consumes and retires.
+	if hs != nil && hs.ConsumeOneTime != nil {
+		bs.consumed[*hs.ConsumeOneTime] = true
+	}
+	if hs != nil && hs.Retire != nil {
+		bs.retired[retiredKey{sender, hs.Retire.ID}] = true
+	}
 	return prepared{
 		plan:   Receive{InboxRow: row.Row, Peer: sender, Session: sw, Handshake: hs, Effect: effect, Ack: ack},
 		result: res,
@@ -369,8 +389,13 @@ func (c *Client) prepareReceive(ctx context.Context, bs *batchState, row StagedE
 // PreKeyMessage lost to the own initiation (a collision or a stale retry),
 // when the own session still awaits its first reply: see Announcement. It
 // returns nil when there is nothing to announce.
+//
+// Announcements stop once the own session has sent MaxSkip/2 messages: a
+// relay replaying a stale envelope must not push the session beyond what the
+// peer can skip to. Before that bound, each announcement that gets through
+// settles the peer.
 func (c *Client) announce(ps *peerState, peer Address) (*Announcement, error) {
-	if ps.session == nil || !ps.session.Initiator || !ps.session.AwaitingReply {
+	if ps.session == nil || !ps.session.Initiator || !ps.session.AwaitingReply || ps.session.r.ns >= MaxSkip/2 {
 		return nil, nil
 	}
 	sw, out, err := c.prepareAck(ps, peer, wire.LogicalID{})
@@ -523,7 +548,8 @@ func (c *Client) FinalizeBatch(ctx context.Context, reqs []FinalizeRequest) ([]F
 	if len(plans) == 0 {
 		return results, nil
 	}
-	if _, err := c.applyAll(ctx, plans); err != nil {
+	receipts, err := c.applyAll(ctx, plans)
+	if err != nil {
 		for peer := range work {
 			c.forget(peer)
 		}
@@ -536,15 +562,17 @@ func (c *Client) FinalizeBatch(ctx context.Context, reqs []FinalizeRequest) ([]F
 	for k, p := range plans {
 		acks[k] = p.(Finalize).Ack
 	}
-	sent, err := c.sendAcks(ctx, plans[0].Kind(), acks)
-	if err != nil {
-		return results, err
-	}
+	// The finalizations are durable: a cancelled hand-off leaves the rest
+	// of the ACKs unsent (ackSent false), never the commits unreported.
+	sent, ackErr := c.sendAcks(ctx, plans[0].Kind(), acks)
 	for k, p := range plans {
 		f := p.(Finalize)
 		i := planOf[k]
 		results[i].AckSent = sent[k]
-		c.emit(Event{Kind: EventFinalized, At: c.cfg.Now(), Peer: f.Sender, ID: f.ID, Outcome: f.Outcome, AckSent: sent[k]})
+		c.emit(Event{Kind: EventFinalized, At: c.cfg.Now(), Peer: f.Sender, ID: f.ID, Outcome: f.Outcome, AckSent: sent[k], marker: receipts[k].Marker})
+	}
+	if ackErr != nil {
+		return results, ackErr
 	}
 	return results, nil
 }

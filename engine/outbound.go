@@ -76,7 +76,8 @@ func (c *Client) SendBatch(ctx context.Context, reqs []SendRequest) ([]SendResul
 	if len(plans) == 0 {
 		return results, nil
 	}
-	if _, err := c.applyAll(ctx, plans); err != nil {
+	receipts, err := c.applyAll(ctx, plans)
+	if err != nil {
 		for peer := range work {
 			c.forget(peer)
 		}
@@ -98,24 +99,27 @@ func (c *Client) SendBatch(ctx context.Context, reqs []SendRequest) ([]SendResul
 		i := planOf[k]
 		if errs[k] != nil {
 			results[i].Err = &MessageNotSentError{ID: sp.ID, Err: errs[k]}
-			c.emit(Event{Kind: EventNotSent, At: c.cfg.Now(), Peer: sp.Recipient, ID: sp.ID, Err: errs[k]})
+			c.emit(Event{Kind: EventNotSent, At: c.cfg.Now(), Peer: sp.Recipient, ID: sp.ID, Err: errs[k], marker: receipts[k].Marker})
 			continue
 		}
-		c.emit(Event{Kind: EventSent, At: c.cfg.Now(), Peer: sp.Recipient, ID: sp.ID})
+		c.emit(Event{Kind: EventSent, At: c.cfg.Now(), Peer: sp.Recipient, ID: sp.ID, marker: receipts[k].Marker})
 	}
 	return results, nil
 }
 
-// prepareSend builds the Send plan of one message on the working state.
+// prepareSend builds the Send plan of one message on the working state. The
+// working state changes only when the plan is complete, so that a message
+// that fails leaves nothing behind for the rest of the batch.
 func (c *Client) prepareSend(ctx context.Context, work map[Address]*peerState, peer Address, id wire.LogicalID, frame, body []byte) (Plan, error) {
 	if peer == c.self {
 		return nil, fmt.Errorf("send: %w: cannot send to the own device", ErrInvalidAddress)
 	}
-	ps, err := c.working(ctx, work, peer)
+	shared, err := c.working(ctx, work, peer)
 	if err != nil {
 		return nil, err
 	}
-	pin, err := c.ensureSession(ctx, ps, peer)
+	ps := *shared
+	pin, err := c.ensureSession(ctx, &ps, peer)
 	if err != nil {
 		return nil, err
 	}
@@ -138,6 +142,7 @@ func (c *Client) prepareSend(ctx context.Context, work map[Address]*peerState, p
 	if pin != nil {
 		ps.pinned = pin
 	}
+	*shared = ps
 	return Send{Recipient: peer, ID: id, Frame: frame, Body: body, At: c.cfg.Now(), Session: sw, Pin: pin,
 		Out: Outgoing{Envelope: env, Owner: id}}, nil
 }
