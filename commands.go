@@ -344,15 +344,7 @@ func cmdFinalize(outcome engine.Outcome) func(context.Context, *cliEnv, []string
 
 func cmdRetry(ctx context.Context, env *cliEnv, args []string) error {
 	f := newFlags(commands["retry"], env, true)
-	ops, err := f.parse(env, args, 1, 1)
-	if err != nil {
-		return err
-	}
-	peer, err := parsePeer(ops[0])
-	if err != nil {
-		return err
-	}
-	s, err := f.openSession(ctx, env)
+	peer, _, s, err := f.peerCommand(ctx, env, args, 1)
 	if err != nil {
 		return err
 	}
@@ -373,23 +365,15 @@ func cmdRetry(ctx context.Context, env *cliEnv, args []string) error {
 
 func cmdAbandon(ctx context.Context, env *cliEnv, args []string) error {
 	f := newFlags(commands["abandon"], env, true)
-	ops, err := f.parse(env, args, 2, 2)
-	if err != nil {
-		return err
-	}
-	peer, err := parsePeer(ops[0])
-	if err != nil {
-		return err
-	}
-	id, err := parseID(ops[1])
-	if err != nil {
-		return err
-	}
-	s, err := f.openSession(ctx, env)
+	peer, ops, s, err := f.peerCommand(ctx, env, args, 2)
 	if err != nil {
 		return err
 	}
 	defer s.close()
+	id, err := parseID(ops[1])
+	if err != nil {
+		return err
+	}
 	if err := s.client.Abandon(ctx, peer, id); err != nil {
 		if errors.Is(err, engine.ErrNotPending) {
 			return fmt.Errorf("no pending message %s to %s", hexID(id), peer)
@@ -403,15 +387,7 @@ func cmdAbandon(ctx context.Context, env *cliEnv, args []string) error {
 func cmdHistory(ctx context.Context, env *cliEnv, args []string) error {
 	f := newFlags(commands["history"], env, true)
 	limit := f.Int("limit", 1000, "at most this many of the newest messages")
-	ops, err := f.parse(env, args, 1, 1)
-	if err != nil {
-		return err
-	}
-	peer, err := parsePeer(ops[0])
-	if err != nil {
-		return err
-	}
-	s, err := f.openSession(ctx, env)
+	peer, _, s, err := f.peerCommand(ctx, env, args, 1)
 	if err != nil {
 		return err
 	}
@@ -444,15 +420,7 @@ func sentState(s engine.SentState) string {
 
 func cmdSafetyNumber(ctx context.Context, env *cliEnv, args []string) error {
 	f := newFlags(commands["safety-number"], env, true)
-	ops, err := f.parse(env, args, 1, 1)
-	if err != nil {
-		return err
-	}
-	peer, err := parsePeer(ops[0])
-	if err != nil {
-		return err
-	}
-	s, err := f.openSession(ctx, env)
+	peer, _, s, err := f.peerCommand(ctx, env, args, 1)
 	if err != nil {
 		return err
 	}
@@ -467,15 +435,7 @@ func cmdSafetyNumber(ctx context.Context, env *cliEnv, args []string) error {
 
 func cmdTrust(ctx context.Context, env *cliEnv, args []string) error {
 	f := newFlags(commands["trust"], env, true)
-	ops, err := f.parse(env, args, 1, 1)
-	if err != nil {
-		return err
-	}
-	peer, err := parsePeer(ops[0])
-	if err != nil {
-		return err
-	}
-	s, err := f.openSession(ctx, env)
+	peer, _, s, err := f.peerCommand(ctx, env, args, 1)
 	if err != nil {
 		return err
 	}
@@ -509,4 +469,22 @@ func cmdPrune(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	printer{env.stdout, *f.json}.record([]kv{{"pruned", n}})
 	return nil
+}
+
+// peerCommand parses a command whose first of n operands is a device address
+// and opens the profile; the caller closes the session.
+func (f *flags) peerCommand(ctx context.Context, env *cliEnv, args []string, n int) (engine.Address, []string, *session, error) {
+	ops, err := f.parse(env, args, n, n)
+	if err != nil {
+		return engine.Address{}, nil, nil, err
+	}
+	peer, err := parsePeer(ops[0])
+	if err != nil {
+		return engine.Address{}, nil, nil, err
+	}
+	s, err := f.openSession(ctx, env)
+	if err != nil {
+		return engine.Address{}, nil, nil, err
+	}
+	return peer, ops, s, nil
 }
