@@ -52,6 +52,9 @@ type flags struct {
 	profile        *string
 	passphraseFile *string
 	json           *bool
+	// network is set for commands that talk to the relay anyway; they also
+	// do the prekey maintenance that is due.
+	network bool
 }
 
 func newFlags(cmd *command, env *cliEnv, withProfile bool) *flags {
@@ -197,7 +200,14 @@ func (f *flags) openSession(ctx context.Context, env *cliEnv) (*session, error) 
 		st.Close()
 		return nil, err
 	}
-	return &session{dir: dir, st: st, client: c, relay: relay}, nil
+	s := &session{dir: dir, st: st, client: c, relay: relay}
+	if due, err := c.MaintenanceDue(ctx); err == nil && due && f.network {
+		// Publish a bundle init could not, rotate signed prekeys, top up
+		// one-time prekeys. Best effort: the command itself reports
+		// whether the relay is reachable.
+		_ = c.Maintain(ctx)
+	}
+	return s, nil
 }
 
 // openStore opens the profile in dir, naming the cause of a failure.

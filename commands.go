@@ -101,6 +101,7 @@ func cmdIdentity(ctx context.Context, env *cliEnv, args []string) error {
 
 func cmdSend(ctx context.Context, env *cliEnv, args []string) error {
 	f := newFlags(commands["send"], env, true)
+	f.network = true
 	ops, err := f.parse(env, args, 2, 2)
 	if err != nil {
 		return err
@@ -145,6 +146,7 @@ func describeSendError(peer engine.Address, err error) error {
 
 func cmdSync(ctx context.Context, env *cliEnv, args []string) error {
 	f := newFlags(commands["sync"], env, true)
+	f.network = true
 	wait := f.Duration("wait", time.Second, "stop after the mailbox has been idle this long")
 	if _, err := f.parse(env, args, 0, 0); err != nil {
 		return err
@@ -296,6 +298,7 @@ func cmdFinalize(outcome engine.Outcome) func(context.Context, *cliEnv, []string
 	}
 	return func(ctx context.Context, env *cliEnv, args []string) error {
 		f := newFlags(commands[name], env, true)
+		f.network = true
 		var reason *string
 		if outcome == engine.OutcomeDiscarded {
 			reason = f.String("reason", "rejected", "local reason: rejected, unsupported, policy or other")
@@ -344,6 +347,7 @@ func cmdFinalize(outcome engine.Outcome) func(context.Context, *cliEnv, []string
 
 func cmdRetry(ctx context.Context, env *cliEnv, args []string) error {
 	f := newFlags(commands["retry"], env, true)
+	f.network = true
 	peer, _, s, err := f.peerCommand(ctx, env, args, 1)
 	if err != nil {
 		return err
@@ -435,6 +439,7 @@ func cmdSafetyNumber(ctx context.Context, env *cliEnv, args []string) error {
 
 func cmdTrust(ctx context.Context, env *cliEnv, args []string) error {
 	f := newFlags(commands["trust"], env, true)
+	f.network = true
 	peer, _, s, err := f.peerCommand(ctx, env, args, 1)
 	if err != nil {
 		return err

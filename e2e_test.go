@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -402,5 +403,26 @@ func TestCLIRelayKillKeepsEnvelopes(t *testing.T) {
 	}
 	if strings.Join(got, ",") != strings.Join(sent, ",") {
 		t.Fatalf("after SIGKILL bob got %q, want %q in order", got, sent)
+	}
+}
+
+// TestCLIInitOffline: a profile made while the relay is unreachable publishes
+// its bundle with its first command that reaches the relay.
+func TestCLIInitOffline(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	offline := &relayProc{url: "ws://" + addr}
+	alice, bob := newProfile(t, offline, "alice/1"), newProfile(t, offline, "bob/1")
+	startRelayAt(t, addr)
+	alice.sync() // alice's bundle goes out
+	if r := bob.run("", "send", "alice/1", "published late"); r.code != 0 {
+		t.Fatalf("send after an offline init: exit %d %q", r.code, r.stderr)
+	}
+	if recs := alice.sync(); len(recs) != 1 || recs[0]["body"] != "published late" {
+		t.Fatalf("alice got %v", recs)
 	}
 }

@@ -152,3 +152,36 @@ func (c *Client) publishLocked(ctx context.Context, published uint32) error {
 	}
 	return nil
 }
+
+// MaintenanceDue reports whether Maintain has work to do: the bundle was
+// never published, the signed prekeys are due for rotation or have expired,
+// or the one-time prekeys run low. A command-line client checks it at open,
+// so that a bundle that could not be published at init goes out with the
+// first connection and rotation happens without a long-running process.
+func (c *Client) MaintenanceDue(ctx context.Context) (bool, error) {
+	prof, err := c.store.Profile(ctx)
+	if err != nil {
+		return false, err
+	}
+	if prof.OneTimePublished == 0 || prof.OneTimeCount < OneTimePreKeyLow {
+		return true, nil
+	}
+	now := c.cfg.Now().Unix()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	newest := int64(0)
+	for _, k := range c.spks {
+		if k.Created > newest {
+			newest = k.Created
+		}
+		if now >= k.Expires {
+			return true, nil
+		}
+	}
+	for _, k := range c.kems {
+		if now >= k.Expires {
+			return true, nil
+		}
+	}
+	return now-newest >= int64(SignedPreKeyRotation.Seconds()), nil
+}
