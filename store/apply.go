@@ -65,10 +65,13 @@ func (db *DB) applyPlans(ctx context.Context, plans []engine.Plan) (_ []engine.R
 	t.now = db.now()
 	rs := make([]engine.Receipt, len(plans))
 	for i, p := range plans {
-		t.kind = p.Kind()
+		t.kind, t.plan = p.Kind(), i
 		if rs[i], err = t.apply(ctx, p); err != nil {
 			return nil, i, fmt.Errorf("store: apply %s: %w", t.kind, err)
 		}
+	}
+	if i, err := t.flushSessions(ctx); err != nil {
+		return nil, i, fmt.Errorf("store: apply %s: %w", plans[i].Kind(), err)
 	}
 	t.kind = kind
 	if err := t.point("before-commit"); err != nil {

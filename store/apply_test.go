@@ -837,3 +837,23 @@ func TestOutboundBodyFromFrame(t *testing.T) {
 		t.Errorf("frame ID = %x, want %x", fr.ID, idSent)
 	}
 }
+
+// Within a batch, a later plan's session write is checked against the
+// version the earlier plans left, even though only the last one is written.
+func TestApplyBatchSessionVersions(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, false)
+	withSession(t, f)
+	before := f.state(t)
+	_, err := f.db.ApplyBatch(ctx, []engine.Plan{
+		sendPlan(t, bob, logicalID(3), "two", 1),
+		sendPlan(t, bob, logicalID(4), "three", 1), // prepared from the same version
+	})
+	var be *engine.BatchError
+	if !errors.As(err, &be) || be.Index != 1 || !errors.Is(err, engine.ErrConflict) {
+		t.Fatalf("ApplyBatch = %v, want a conflict of plan 1", err)
+	}
+	if f.state(t) != before {
+		t.Fatal("a refused batch changed the database")
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/parley-chat/parley/engine"
@@ -18,6 +19,10 @@ const (
 		SELECT ?1, 1, ?2, ?3, ?4, ?5 WHERE EXISTS (SELECT 1 FROM peer WHERE address = ?1)
 		ON CONFLICT (peer) DO NOTHING`
 	sqlUpdateSession = `UPDATE session SET version = version + 1, initiation_id = ?, awaiting_reply = ?, updated_at = ?, sealed = ?
+		WHERE peer = ? AND version = ?`
+	// sqlFlushSession stores the last of several writes that one transaction
+	// made to a peer's session (see writeSession).
+	sqlFlushSession = `UPDATE session SET version = ?, initiation_id = ?, awaiting_reply = ?, updated_at = ?, sealed = ?
 		WHERE peer = ? AND version = ?`
 	sqlDeleteSession = "DELETE FROM session WHERE peer = ? AND version = ?"
 	sqlSessionExists = "SELECT 1 FROM session WHERE peer = ?"
@@ -66,8 +71,21 @@ func boolInt(b bool) int {
 // writeSession stores a session write: the first session with a peer
 // (version 0: none may be there, and an identity must be pinned) or the next
 // version of the one the plan was prepared from.
+//
+// Within one transaction only the first write per peer reaches the table at
+// once; later plans of a batch that advance the same session again are
+// checked against the version in memory and only the last record is written,
+// by flushSessions before the commit. A batch of 64 messages to one peer then
+// seals and writes its session once, not 64 times.
 func (t *tx) writeSession(ctx context.Context, w engine.SessionWrite) error {
 	peer := w.Peer.String()
+	if c, ok := t.sessions[peer]; ok {
+		if int64(w.Version) != c.version {
+			return fmt.Errorf("store session with %s after version %d: the transaction is at version %d: %w", peer, w.Version, c.version, engine.ErrConflict)
+		}
+		c.version, c.w, c.plan = int64(w.Version)+1, w, t.plan
+		return nil
+	}
 	sealed := t.db.seal.seal(kindSession, sessionKey(w.Peer), w.Record)
 	if w.Version == 0 {
 		_, err := t.runOne(ctx, "session-insert", engine.ErrConflict, sqlInsertSession,
@@ -75,14 +93,50 @@ func (t *tx) writeSession(ctx context.Context, w engine.SessionWrite) error {
 		if err != nil {
 			return fmt.Errorf("store first session with %s (is one there, or no identity pinned?): %w", peer, err)
 		}
-		return nil
+	} else {
+		_, err := t.runOne(ctx, "session-update", engine.ErrConflict, sqlUpdateSession,
+			w.ID[:], boolInt(w.AwaitingReply), t.now.UnixNano(), sealed, peer, int64(w.Version))
+		if err != nil {
+			return fmt.Errorf("store session with %s after version %d: %w", peer, w.Version, err)
+		}
 	}
-	_, err := t.runOne(ctx, "session-update", engine.ErrConflict, sqlUpdateSession,
-		w.ID[:], boolInt(w.AwaitingReply), t.now.UnixNano(), sealed, peer, int64(w.Version))
-	if err != nil {
-		return fmt.Errorf("store session with %s after version %d: %w", peer, w.Version, err)
+	if t.sessions == nil {
+		t.sessions = make(map[string]*sessionWrites)
 	}
+	t.sessions[peer] = &sessionWrites{stored: int64(w.Version) + 1, version: int64(w.Version) + 1}
 	return nil
+}
+
+// sessionWrites is what a transaction wrote to one peer's session: the
+// version in the table, and the version and record of its last write.
+type sessionWrites struct {
+	stored, version int64
+	w               engine.SessionWrite
+	plan            int // index in the batch of the plan that wrote w
+}
+
+// flushSessions writes the last record of every session that a transaction
+// advanced more than once, in peer order. A failure is charged to the plan
+// whose write it was (failedPlan).
+func (t *tx) flushSessions(ctx context.Context) (failedPlan int, _ error) {
+	peers := make([]string, 0, len(t.sessions))
+	for p, c := range t.sessions {
+		if c.version > c.stored {
+			peers = append(peers, p)
+		}
+	}
+	sort.Strings(peers)
+	for _, p := range peers {
+		c := t.sessions[p]
+		sealed := t.db.seal.seal(kindSession, sessionKey(c.w.Peer), c.w.Record)
+		_, err := t.runOne(ctx, "session-flush", engine.ErrConflict, sqlFlushSession,
+			c.version, c.w.ID[:], boolInt(c.w.AwaitingReply), t.now.UnixNano(), sealed, p, c.stored)
+		if err != nil {
+			return c.plan, fmt.Errorf("store session with %s at version %d: %w", p, c.version, err)
+		}
+		c.stored = c.version
+	}
+	return -1, nil
 }
 
 // insertPin pins a peer's identity on first use; one must not be pinned.
@@ -106,6 +160,10 @@ func (t *tx) insertRetired(ctx context.Context, peer engine.Address, r engine.Re
 // names (or checks that there is none). Pending messages and finalized
 // records stay.
 func (t *tx) acceptIdentity(ctx context.Context, p engine.AcceptIdentity) (engine.Receipt, error) {
+	if _, err := t.flushSessions(ctx); err != nil {
+		return engine.Receipt{}, err
+	}
+	delete(t.sessions, p.Peer.String())
 	peer := p.Peer.String()
 	if p.SessionVersion > 0 {
 		if _, err := t.runOne(ctx, "session-delete", engine.ErrConflict, sqlDeleteSession, peer, int64(p.SessionVersion)); err != nil {

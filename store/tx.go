@@ -19,6 +19,7 @@ var hotStatements = []string{
 	// Transitions, once per message.
 	sqlInsertSession,
 	sqlUpdateSession,
+	sqlFlushSession,
 	sqlInsertOutbound,
 	sqlOutboundExists,
 	sqlDeleteOutbound,
@@ -64,6 +65,11 @@ type tx struct {
 	now time.Time
 	// kind is the kind of the plan being applied, for failpoint names.
 	kind string
+	// sessions are the session writes of this transaction, by peer (see
+	// writeSession).
+	sessions map[string]*sessionWrites
+	// plan is the index in the batch of the plan being applied.
+	plan int
 }
 
 // beginImmediate starts a write transaction. It takes SQLite's write lock at
