@@ -240,34 +240,32 @@ func pageQuery(peer string, after int64, limit int) (engine.PageQuery, error) {
 }
 
 func cmdInbox(ctx context.Context, env *cliEnv, args []string) error {
-	f := newFlags(commands["inbox"], env, true)
-	peer, after, limit := pageFlags(f, "sender")
-	if _, err := f.parse(env, args, 0, 0); err != nil {
-		return err
-	}
-	q, err := pageQuery(*peer, *after, *limit)
-	if err != nil {
-		return err
-	}
-	s, err := f.openSession(ctx, env)
-	if err != nil {
-		return err
-	}
-	defer s.close()
-	msgs, err := s.client.PendingInbound(ctx, q)
-	if err != nil {
-		return err
-	}
-	p := printer{env.stdout, *f.json}
-	for _, m := range msgs {
-		p.record(append([]kv{{"sender", m.Sender.String()}, {"id", hexID(m.ID)}, {"seq", m.Seq}, {"received_at", stamp(m.ReceivedAt)}}, bodyFields(m.Body)...))
-	}
-	return nil
+	return pageCommand(ctx, env, args, "inbox", "sender", func(s *session, q engine.PageQuery) ([][]kv, error) {
+		msgs, err := s.client.PendingInbound(ctx, q)
+		recs := make([][]kv, len(msgs))
+		for i, m := range msgs {
+			recs[i] = append([]kv{{"sender", m.Sender.String()}, {"id", hexID(m.ID)}, {"seq", m.Seq}, {"received_at", stamp(m.ReceivedAt)}}, bodyFields(m.Body)...)
+		}
+		return recs, err
+	})
 }
 
 func cmdOutbox(ctx context.Context, env *cliEnv, args []string) error {
-	f := newFlags(commands["outbox"], env, true)
-	peer, after, limit := pageFlags(f, "recipient")
+	return pageCommand(ctx, env, args, "outbox", "recipient", func(s *session, q engine.PageQuery) ([][]kv, error) {
+		msgs, err := s.client.PendingOutbound(ctx, q)
+		recs := make([][]kv, len(msgs))
+		for i, m := range msgs {
+			recs[i] = append([]kv{{"recipient", m.Recipient.String()}, {"id", hexID(m.ID)}, {"seq", m.Seq}, {"created_at", stamp(m.CreatedAt)}}, bodyFields(m.Body)...)
+		}
+		return recs, err
+	})
+}
+
+// pageCommand runs a command that lists one page of pending messages
+// (--PEERFLAG, --after, --limit) and prints one record per message.
+func pageCommand(ctx context.Context, env *cliEnv, args []string, name, peerFlag string, list func(*session, engine.PageQuery) ([][]kv, error)) error {
+	f := newFlags(commands[name], env, true)
+	peer, after, limit := pageFlags(f, peerFlag)
 	if _, err := f.parse(env, args, 0, 0); err != nil {
 		return err
 	}
@@ -280,13 +278,13 @@ func cmdOutbox(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer s.close()
-	msgs, err := s.client.PendingOutbound(ctx, q)
+	recs, err := list(s, q)
 	if err != nil {
 		return err
 	}
 	p := printer{env.stdout, *f.json}
-	for _, m := range msgs {
-		p.record(append([]kv{{"recipient", m.Recipient.String()}, {"id", hexID(m.ID)}, {"seq", m.Seq}, {"created_at", stamp(m.CreatedAt)}}, bodyFields(m.Body)...))
+	for _, r := range recs {
+		p.record(r)
 	}
 	return nil
 }
