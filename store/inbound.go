@@ -181,20 +181,9 @@ func (db *DB) openInbound(m *engine.InboundMessage, sealedDigest, sealedFrame []
 // sequence numbers above q.After, only from q.Peer when set, at most q.Limit
 // (at most 1000).
 func (db *DB) PendingInbound(ctx context.Context, q engine.PageQuery) ([]engine.InboundMessage, error) {
-	if err := db.checkOpen("read pending messages"); err != nil {
-		return nil, err
-	}
-	var (
-		rows *sql.Rows
-		err  error
-	)
-	if q.Peer != nil {
-		rows, err = db.query(ctx, sqlPendingInboundPeer, q.Peer.String(), q.After, pageLimit(q.Limit))
-	} else {
-		rows, err = db.query(ctx, sqlPendingInbound, q.After, pageLimit(q.Limit))
-	}
+	rows, err := db.pendingPage(ctx, q, sqlPendingInboundPeer, sqlPendingInbound)
 	if err != nil {
-		return nil, db.readErr("read pending messages", err)
+		return nil, err
 	}
 	defer rows.Close()
 	var out []engine.InboundMessage

@@ -140,20 +140,9 @@ func (db *DB) openOutbound(m *engine.OutboundMessage, sealed []byte) error {
 // numbers above q.After, only to q.Peer when set, at most q.Limit (at most
 // 1000).
 func (db *DB) PendingOutbound(ctx context.Context, q engine.PageQuery) ([]engine.OutboundMessage, error) {
-	if err := db.checkOpen("read pending messages"); err != nil {
-		return nil, err
-	}
-	var (
-		rows *sql.Rows
-		err  error
-	)
-	if q.Peer != nil {
-		rows, err = db.query(ctx, sqlPendingOutboundPeer, q.Peer.String(), q.After, pageLimit(q.Limit))
-	} else {
-		rows, err = db.query(ctx, sqlPendingOutbound, q.After, pageLimit(q.Limit))
-	}
+	rows, err := db.pendingPage(ctx, q, sqlPendingOutboundPeer, sqlPendingOutbound)
 	if err != nil {
-		return nil, db.readErr("read pending messages", err)
+		return nil, err
 	}
 	defer rows.Close()
 	var out []engine.OutboundMessage
@@ -197,4 +186,25 @@ func (db *DB) CountOutbound(ctx context.Context, peer *engine.Address) (int, err
 		return 0, db.readErr("count pending messages", err)
 	}
 	return n, nil
+}
+
+// pendingPage queries one page of a pending list: byPeer when q names a peer
+// (its parameters: peer, after, limit), else all (after, limit).
+func (db *DB) pendingPage(ctx context.Context, q engine.PageQuery, byPeer, all string) (*sql.Rows, error) {
+	if err := db.checkOpen("read pending messages"); err != nil {
+		return nil, err
+	}
+	var (
+		rows *sql.Rows
+		err  error
+	)
+	if q.Peer != nil {
+		rows, err = db.query(ctx, byPeer, q.Peer.String(), q.After, pageLimit(q.Limit))
+	} else {
+		rows, err = db.query(ctx, all, q.After, pageLimit(q.Limit))
+	}
+	if err != nil {
+		return nil, db.readErr("read pending messages", err)
+	}
+	return rows, nil
 }
