@@ -374,10 +374,22 @@ func TestCLIErrorsAndExitCodes(t *testing.T) {
 	if r := alice.run("", "init", "--address", "alice/1", "--relay", relay.url); r.code != 1 || !strings.Contains(r.stderr, "already exists") {
 		t.Fatalf("init over a profile: exit %d %q", r.code, r.stderr)
 	}
-	// A relay that is gone: the message stays pending, exit 3.
+	// With a session but no relay, a send is stored and stays pending: exit 3.
+	// Without a session it needs a bundle first: exit 1, nothing stored.
+	alice.ok("send", "bob/1", "while the relay is up")
 	relay.stop()
-	if r := alice.run("", "send", "bob/1", "nobody listens"); r.code != 1 && r.code != 3 {
-		t.Fatalf("send without a relay: exit %d %q", r.code, r.stderr)
+	r = alice.run("", "send", "bob/1", "nobody listens")
+	if r.code != 3 || !strings.Contains(r.stderr, "stays pending") {
+		t.Fatalf("send without a relay: exit %d %q, want 3", r.code, r.stderr)
+	}
+	if out := alice.jsonLines("outbox"); len(out) != 2 {
+		t.Fatalf("outbox holds %d messages, want both pending", len(out))
+	}
+	if r := alice.run("", "send", "carol/1", "no bundle"); r.code != 1 {
+		t.Fatalf("send to a new peer without a relay: exit %d %q, want 1", r.code, r.stderr)
+	}
+	if out := alice.jsonLines("outbox"); len(out) != 2 {
+		t.Fatalf("a send that could not start a session stored something: %d pending", len(out))
 	}
 }
 
