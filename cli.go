@@ -20,7 +20,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/parley-chat/parley/engine"
-	"github.com/parley-chat/parley/store"
+	"github.com/parley-chat/parley/profile"
 	"github.com/parley-chat/parley/wire"
 )
 
@@ -169,90 +169,24 @@ func (f *flags) passphrase(env *cliEnv, confirm bool) ([]byte, error) {
 	return p, nil
 }
 
-// session is an open profile with its client and relay connection.
-type session struct {
-	dir    string
-	st     *store.DB
-	client *engine.Client
-	relay  *lazyRelay
-}
-
-// openSession opens the profile and a client whose relay connects on first
-// use.
-func (f *flags) openSession(ctx context.Context, env *cliEnv) (*session, error) {
+// open opens the profile named by the flags, connecting to its relay on
+// first use; commands marked network also run the prekey maintenance that
+// is due.
+func (f *flags) open(ctx context.Context, env *cliEnv) (*profile.Profile, error) {
 	dir := f.profileDir(env)
 	pass, err := f.passphrase(env, false)
 	if err != nil {
 		return nil, err
 	}
-	st, err := openStore(ctx, dir, pass)
-	if err != nil {
-		return nil, err
-	}
-	self, url, id, err := engine.LoadIdentity(ctx, st)
-	if err != nil {
-		st.Close()
-		return nil, err
-	}
-	relay := &lazyRelay{url: url, self: self, id: id}
-	c, err := engine.Open(ctx, engine.Config{Store: st, Relay: relay})
-	if err != nil {
-		st.Close()
-		return nil, err
-	}
-	s := &session{dir: dir, st: st, client: c, relay: relay}
-	if due, err := c.MaintenanceDue(ctx); err == nil && due && f.network {
-		// Publish a bundle init could not, rotate signed prekeys, top up
-		// one-time prekeys. Best effort: the command itself reports
-		// whether the relay is reachable.
-		_ = c.Maintain(ctx)
-	}
-	return s, nil
+	return profile.Open(ctx, dir, profile.Options{Passphrase: pass, Maintain: f.network})
 }
 
-// openStore opens the profile in dir, naming the cause of a failure.
-func openStore(ctx context.Context, dir string, pass []byte) (*store.DB, error) {
-	st, err := store.Open(ctx, dir, pass, store.Options{})
-	if err != nil {
-		return nil, describeOpenError(dir, err)
-	}
-	return st, nil
+// closeProfile ends a command: what it printed was the presentation of its
+// events, so they are taken off the channel and marked presented.
+func closeProfile(p *profile.Profile) {
+	_ = p.PresentAll(context.Background())
+	p.Close()
 }
-
-func (s *session) close() {
-	// The command printed what it did: that was the presentation of its
-	// events, so they are taken off the channel and marked presented.
-	for drained := false; !drained; {
-		select {
-		case <-s.client.Events():
-		default:
-			drained = true
-		}
-	}
-	_ = s.client.MarkPresented(context.Background())
-	s.relay.Close()
-	s.client.Close()
-}
-
-// describeOpenError names the cause of a failed open in one line.
-func describeOpenError(dir string, err error) error {
-	switch {
-	case errors.Is(err, engine.ErrProfileOpen):
-		return profileOpenError{dir}
-	case errors.Is(err, engine.ErrWrongPassphrase):
-		return errors.New("wrong passphrase")
-	case errors.Is(err, engine.ErrNoProfile):
-		return fmt.Errorf("no profile at %s (run \"parley init\")", dir)
-	}
-	return err
-}
-
-// profileOpenError names the profile another process holds.
-type profileOpenError struct{ dir string }
-
-func (e profileOpenError) Error() string { return "profile " + e.dir + " is open in another process" }
-
-func (e profileOpenError) Unwrap() error { return engine.ErrProfileOpen }
 
 // parsePeer parses a device address operand.
 func parsePeer(s string) (engine.Address, error) {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/profile"
 	"github.com/parley-chat/parley/store"
 	"github.com/parley-chat/parley/transport"
 	"github.com/parley-chat/parley/wire"
@@ -82,83 +83,23 @@ func cmdBench(ctx context.Context, env *cliEnv, args []string) error {
 	return nil
 }
 
-// benchPeer is one profile of the benchmark with its relay connection.
-type benchPeer struct {
-	st     *store.DB
-	relay  *transport.Client
-	client *engine.Client
-	addr   engine.Address
-}
-
-func openBenchPeer(ctx context.Context, dir, addr, url string) (*benchPeer, error) {
+// openBenchPeer makes a fresh profile with production settings (Argon2id
+// defaults, WAL, synchronous=FULL), connects it and publishes its prekeys.
+func openBenchPeer(ctx context.Context, dir, addr, url string, policy engine.Policy) (*profile.Profile, error) {
 	self := engine.MustParseAddress(addr)
-	pass := []byte("bench")
-	st, err := store.Create(ctx, filepath.Join(dir, addr[:len(addr)-2]), pass, store.Options{})
+	p, err := profile.Create(ctx, filepath.Join(dir, self.User), self, url, profile.Options{
+		Passphrase: []byte("bench"),
+		Connect:    profile.ConnectNow,
+		Engine:     engine.Config{Policy: policy, EventBuffer: 4096},
+	})
 	if err != nil {
 		return nil, err
 	}
-	if _, err := engine.CreateProfile(ctx, st, self, url, nil, time.Now()); err != nil {
-		st.Close()
+	if err := p.Client.Maintain(ctx); err != nil {
+		p.Close()
 		return nil, err
 	}
-	_, _, id, err := engine.LoadIdentity(ctx, st)
-	if err != nil {
-		st.Close()
-		return nil, err
-	}
-	relay, err := transport.Dial(ctx, url, self, id, transport.ClientOptions{})
-	if err != nil {
-		st.Close()
-		return nil, err
-	}
-	c, err := engine.Open(ctx, engine.Config{Store: st, Relay: relay, EventBuffer: 1})
-	if err != nil {
-		relay.Close()
-		st.Close()
-		return nil, err
-	}
-	if err := c.Maintain(ctx); err != nil {
-		relay.Close()
-		c.Close()
-		return nil, err
-	}
-	return &benchPeer{st: st, relay: relay, client: c, addr: self}, nil
-}
-
-func (p *benchPeer) close() {
-	p.relay.Close()
-	p.client.Close()
-}
-
-// pump stages, acknowledges and processes whatever the relay delivers until
-// ctx ends, handing each batch of results to handle.
-func (p *benchPeer) pump(ctx context.Context, handle func([]engine.ReceiveResult) error) error {
-	for {
-		leased, err := p.relay.Receive(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
-		}
-		if _, err := p.client.Stage(ctx, leased); err != nil {
-			return err
-		}
-		rows := make([]uint64, len(leased))
-		for i, l := range leased {
-			rows[i] = l.Row
-		}
-		if err := p.relay.Acknowledge(ctx, rows); err != nil {
-			return err
-		}
-		res, err := p.client.ProcessStaged(ctx)
-		if err != nil {
-			return err
-		}
-		if err := handle(res); err != nil {
-			return err
-		}
-	}
+	return p, nil
 }
 
 func runBench(ctx context.Context, n, window int, progress io.Writer) (benchResult, error) {
@@ -189,38 +130,43 @@ func runBench(ctx context.Context, n, window int, progress io.Writer) (benchResu
 		srv.Shutdown(sctx)
 	}()
 	url := "ws://" + ln.Addr().String()
-	alice, err := openBenchPeer(ctx, dir, "alice/1", url)
+	alice, err := openBenchPeer(ctx, dir, "alice/1", url, engine.Policy{})
 	if err != nil {
 		return benchResult{}, err
 	}
-	defer alice.close()
-	bob, err := openBenchPeer(ctx, dir, "bob/1", url)
+	defer alice.Close()
+	// bob's loop commits every delivery in the round that brought it.
+	bob, err := openBenchPeer(ctx, dir, "bob/1", url, engine.Policy{Commit: engine.CommitOnArrival})
 	if err != nil {
 		return benchResult{}, err
 	}
-	defer bob.close()
+	defer bob.Close()
+	bobAddr := bob.Client.Self()
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
-	// bob commits everything delivered, in one transaction per batch.
+	for _, p := range []*profile.Profile{alice, bob} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := p.Client.Run(ctx); err != nil && ctx.Err() == nil {
+				errs <- err
+			}
+		}()
+	}
+	// bob's events only need draining.
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		errs <- bob.pump(ctx, func(res []engine.ReceiveResult) error {
-			var reqs []engine.FinalizeRequest
-			for _, r := range res {
-				if r.Kind == engine.ResultDelivery {
-					reqs = append(reqs, engine.FinalizeRequest{Sender: r.Sender, ID: r.ID, Outcome: engine.OutcomeCommitted})
-				}
+		for {
+			select {
+			case <-bob.Client.Events():
+			case <-ctx.Done():
+				return
 			}
-			if len(reqs) == 0 {
-				return nil
-			}
-			_, err := bob.client.FinalizeBatch(ctx, reqs)
-			return err
-		})
+		}
 	}()
 
 	var mu sync.Mutex
@@ -231,26 +177,33 @@ func runBench(ctx context.Context, n, window int, progress io.Writer) (benchResu
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		errs <- alice.pump(ctx, func(res []engine.ReceiveResult) error {
+		for {
+			var e engine.Event
+			select {
+			case e = <-alice.Client.Events():
+			case <-ctx.Done():
+				return
+			}
+			switch {
+			case e.Kind == engine.EventSyncFailed:
+				errs <- e.Err
+				continue
+			case e.Kind != engine.EventReceived || e.Result.Kind != engine.ResultAcknowledgement || !e.Result.Cleared:
+				continue
+			}
 			now := time.Now()
 			mu.Lock()
-			defer mu.Unlock()
-			for _, r := range res {
-				if r.Kind != engine.ResultAcknowledgement || !r.Cleared {
-					continue
-				}
-				if t, ok := sentAt[r.ID]; ok {
-					latencies = append(latencies, now.Sub(t))
-					delete(sentAt, r.ID)
-					inflight--
-					cleared++
-				} else {
-					warm = true
-				}
+			if t, ok := sentAt[e.Result.ID]; ok {
+				latencies = append(latencies, now.Sub(t))
+				delete(sentAt, e.Result.ID)
+				inflight--
+				cleared++
+			} else {
+				warm = true
 			}
 			cond.Broadcast()
-			return nil
-		})
+			mu.Unlock()
+		}
 	}()
 	failed := func() error {
 		select {
@@ -265,7 +218,7 @@ func runBench(ctx context.Context, n, window int, progress io.Writer) (benchResu
 	}
 
 	// Warm up: one message sets up the session, outside the measurement.
-	if _, err := alice.client.Send(ctx, bob.addr, []byte("warm-up")); err != nil {
+	if _, err := alice.Client.Send(ctx, bobAddr, []byte("warm-up")); err != nil {
 		return benchResult{}, err
 	}
 	mu.Lock()
@@ -294,10 +247,10 @@ func runBench(ctx context.Context, n, window int, progress io.Writer) (benchResu
 		mu.Unlock()
 		reqs := make([]engine.SendRequest, k)
 		for i := range reqs {
-			reqs[i] = engine.SendRequest{Peer: bob.addr, Body: body}
+			reqs[i] = engine.SendRequest{Peer: bobAddr, Body: body}
 		}
 		at := time.Now()
-		res, err := alice.client.SendBatch(ctx, reqs)
+		res, err := alice.Client.SendBatch(ctx, reqs)
 		if err != nil {
 			return benchResult{}, err
 		}

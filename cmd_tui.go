@@ -2,8 +2,15 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"time"
 
 	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/profile"
+	"github.com/parley-chat/parley/store"
 	"github.com/parley-chat/parley/transport"
 	"github.com/parley-chat/parley/tui"
 )
@@ -20,49 +27,134 @@ func tuiFlags(f *flags) (theme *string, logFile *string, debug *bool) {
 	return
 }
 
-func cmdDemo(ctx context.Context, env *cliEnv, args []string) error {
-	f := newFlags(commands["demo"], env, false)
-	theme, logFile, debug := tuiFlags(f)
-	if _, err := f.parse(env, args, 0, 0); err != nil {
-		return err
-	}
-	return tui.RunDemo(ctx, tui.Options{Theme: *theme, LogFile: *logFile, Debug: *debug})
-}
-
 func cmdTUI(ctx context.Context, env *cliEnv, args []string) error {
 	f := newFlags(commands["tui"], env, true)
 	theme, logFile, debug := tuiFlags(f)
 	if _, err := f.parse(env, args, 0, 0); err != nil {
 		return err
 	}
-	dir := f.profileDir(env)
 	pass, err := f.passphrase(env, false)
 	if err != nil {
 		return err
 	}
-	st, err := openStore(ctx, dir, pass)
-	if err != nil {
-		return err
-	}
-	self, url, id, err := engine.LoadIdentity(ctx, st)
-	if err != nil {
-		st.Close()
-		return err
-	}
 	// The relay connection reconnects on its own; the interface starts even
 	// when the relay is not reachable yet.
-	relay, err := transport.NewClient(url, self, id, transport.ClientOptions{})
+	p, err := profile.Open(ctx, f.profileDir(env), profile.Options{Passphrase: pass, Connect: profile.ConnectInBackground})
 	if err != nil {
-		st.Close()
 		return err
 	}
-	defer relay.Close()
-	c, err := engine.Open(ctx, engine.Config{Store: st, Relay: relay})
-	if err != nil {
-		st.Close()
-		return err
-	}
-	defer c.Close()
-	return tui.Run(ctx, c, relay, tui.Options{Theme: *theme, LogFile: *logFile, Debug: *debug,
-		ConnState: func() string { return relay.State().Conn.String() }})
+	defer p.Close()
+	return tui.Run(ctx, p.Client, tui.Options{Theme: *theme, LogFile: *logFile, Debug: *debug,
+		ConnState: func() string { return p.RelayState().Conn.String() }})
 }
+
+// demoLease is how long the demo's relay waits for the acknowledgement of a
+// delivered envelope before delivering it again. Holding delivery keeps a
+// lease open until release, so it is long; a crash gives leases back at
+// once (the connection closes).
+const demoLease = 10 * time.Minute
+
+// demoPassphrase protects the demo's throw-away profiles, with a cheap KDF:
+// they live in a temporary directory for one run.
+var (
+	demoPassphrase = []byte("parley demo")
+	demoKDF        = store.KDFParams{Time: 1, MemoryKiB: 1024, Threads: 1}
+)
+
+func cmdDemo(ctx context.Context, env *cliEnv, args []string) error {
+	f := newFlags(commands["demo"], env, false)
+	theme, logFile, debug := tuiFlags(f)
+	if _, err := f.parse(env, args, 0, 0); err != nil {
+		return err
+	}
+	opts := tui.Options{Theme: *theme, LogFile: *logFile, Debug: *debug}
+	log, closeLog, err := tui.OpenLog(opts)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+	opts.Logger = log
+	relay, err := startDemoRelay(log)
+	if err != nil {
+		return fmt.Errorf("demo: relay: %w", err)
+	}
+	defer relay.stop()
+	return tui.RunDemo(ctx, demoProfiles{url: relay.url, log: log}, opts)
+}
+
+// demoRelay is the demo's relay: a transport.Server on 127.0.0.1:0 that
+// lets a new identity take over an address (the reinstall control).
+type demoRelay struct {
+	srv  *transport.Server
+	url  string
+	done chan error
+}
+
+func startDemoRelay(log *slog.Logger) (*demoRelay, error) {
+	srv, err := transport.NewServer(transport.ServerConfig{
+		AllowReregister: true,
+		Limits:          transport.Limits{LeaseTimeout: demoLease},
+		Logger:          log.With("part", "relay"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	r := &demoRelay{srv: srv, url: "ws://" + ln.Addr().String(), done: make(chan error, 1)}
+	go func() { r.done <- srv.Serve(ln) }()
+	return r, nil
+}
+
+func (r *demoRelay) stop() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := r.srv.Shutdown(ctx)
+	return errors.Join(err, <-r.done)
+}
+
+// demoProfiles gives the demo its profiles on package profile, all on one
+// relay.
+type demoProfiles struct {
+	url string
+	log *slog.Logger
+}
+
+func (d demoProfiles) options(who string, o tui.DemoOpen) profile.Options {
+	return profile.Options{
+		Passphrase: demoPassphrase,
+		Connect:    profile.ConnectNow,
+		Transport: transport.ClientOptions{Logger: d.log.With("part", "relay-client", "profile", who),
+			MinBackoff: 100 * time.Millisecond, MaxBackoff: 2 * time.Second},
+		Wrap:   o.Wrap,
+		Engine: o.Engine,
+		Store:  store.Options{KDF: demoKDF, Now: o.Engine.Now},
+	}
+}
+
+// Create implements tui.DemoProfiles.
+func (d demoProfiles) Create(ctx context.Context, dir string, self engine.Address, o tui.DemoOpen) (tui.DemoProfile, error) {
+	p, err := profile.Create(ctx, dir, self, d.url, d.options(self.String(), o))
+	if err != nil {
+		return nil, err
+	}
+	return demoProfile{p}, nil
+}
+
+// Open implements tui.DemoProfiles.
+func (d demoProfiles) Open(ctx context.Context, dir string, o tui.DemoOpen) (tui.DemoProfile, error) {
+	p, err := profile.Open(ctx, dir, d.options(dir, o))
+	if err != nil {
+		return nil, err
+	}
+	return demoProfile{p}, nil
+}
+
+// demoProfile is an open profile as the demo sees it.
+type demoProfile struct{ p *profile.Profile }
+
+func (d demoProfile) Engine() *engine.Client { return d.p.Client }
+func (d demoProfile) RelayState() string     { return d.p.RelayState().Conn.String() }
+func (d demoProfile) Close() error           { return d.p.Close() }

@@ -90,8 +90,8 @@ func (r *relayProc) kill() {
 	r.cmd.Wait()
 }
 
-// profile is one CLI profile.
-type profile struct {
+// cliProfile is one CLI profile.
+type cliProfile struct {
 	t    *testing.T
 	dir  string
 	addr string
@@ -102,7 +102,7 @@ type runResult struct {
 	code           int
 }
 
-func (p *profile) run(stdin string, args ...string) runResult {
+func (p *cliProfile) run(stdin string, args ...string) runResult {
 	p.t.Helper()
 	cmd := exec.Command(parleyBin, args...)
 	cmd.Env = append(os.Environ(), "PARLEY_PROFILE="+p.dir, "PARLEY_PASSPHRASE=e2e passphrase")
@@ -121,7 +121,7 @@ func (p *profile) run(stdin string, args ...string) runResult {
 }
 
 // ok runs a command that must succeed.
-func (p *profile) ok(args ...string) string {
+func (p *cliProfile) ok(args ...string) string {
 	p.t.Helper()
 	r := p.run("", args...)
 	if r.code != 0 {
@@ -131,7 +131,7 @@ func (p *profile) ok(args ...string) string {
 }
 
 // jsonLines runs a command with --json and decodes its lines.
-func (p *profile) jsonLines(args ...string) []map[string]any {
+func (p *cliProfile) jsonLines(args ...string) []map[string]any {
 	p.t.Helper()
 	out := p.ok(append(args, "--json")...)
 	var recs []map[string]any
@@ -148,16 +148,16 @@ func (p *profile) jsonLines(args ...string) []map[string]any {
 	return recs
 }
 
-func newProfile(t *testing.T, relay *relayProc, addr string) *profile {
+func newProfile(t *testing.T, relay *relayProc, addr string) *cliProfile {
 	t.Helper()
-	p := &profile{t: t, dir: filepath.Join(t.TempDir(), strings.ReplaceAll(addr, "/", "_")), addr: addr}
+	p := &cliProfile{t: t, dir: filepath.Join(t.TempDir(), strings.ReplaceAll(addr, "/", "_")), addr: addr}
 	p.ok("init", "--address", addr, "--relay", relay.url)
 	return p
 }
 
-func (p *profile) sync() []map[string]any { return p.jsonLines("sync", "--wait", "300ms") }
+func (p *cliProfile) sync() []map[string]any { return p.jsonLines("sync", "--wait", "300ms") }
 
-func (p *profile) commitAll() {
+func (p *cliProfile) commitAll() {
 	for _, m := range p.jsonLines("inbox") {
 		r := p.jsonLines("commit", m["sender"].(string), m["id"].(string))
 		if len(r) != 1 {
@@ -177,7 +177,7 @@ func kinds(recs []map[string]any) map[string]int {
 	return k
 }
 
-func historyBodies(p *profile, peer, direction string) []string {
+func historyBodies(p *cliProfile, peer, direction string) []string {
 	var out []string
 	for _, h := range p.jsonLines("history", peer) {
 		if h["direction"] == direction {

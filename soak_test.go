@@ -31,14 +31,14 @@ func TestSoak(t *testing.T) {
 	rng := rand.New(rand.NewPCG(seed, 1))
 	relay := startRelay(t, "--fault-drop", "0.2", "--fault-dup", "0.2", "--fault-seed", strconv.FormatUint(seed, 10))
 	alice, bob := newProfile(t, relay, "alice/1"), newProfile(t, relay, "bob/1")
-	devs := []*profile{alice, bob}
-	peerOf := map[*profile]string{alice: "bob/1", bob: "alice/1"}
-	sent := map[*profile][]string{}
+	devs := []*cliProfile{alice, bob}
+	peerOf := map[*cliProfile]string{alice: "bob/1", bob: "alice/1"}
+	sent := map[*cliProfile][]string{}
 	kills := 0
 
 	// runMaybeKilled runs a command that may be killed with SIGKILL after a
 	// random delay.
-	runMaybeKilled := func(p *profile, args ...string) {
+	runMaybeKilled := func(p *cliProfile, args ...string) {
 		cmd := exec.Command(parleyBin, args...)
 		cmd.Env = append(os.Environ(), "PARLEY_PROFILE="+p.dir, "PARLEY_PASSPHRASE=e2e passphrase")
 		if err := cmd.Start(); err != nil {

@@ -11,28 +11,6 @@ import (
 	"github.com/parley-chat/parley/wire"
 )
 
-// Relay is what the engine needs from the relay. The websocket client in
-// transport implements it; tests use an in-process fake.
-type Relay interface {
-	// FetchBundle returns the peer's current prekey bundle (with at most one
-	// one-time prekey, handed out once).
-	FetchBundle(ctx context.Context, peer Address) (wire.Bundle, error)
-	// PublishPreKeys publishes the own bundle and a batch of one-time prekeys.
-	PublishPreKeys(ctx context.Context, bundle wire.Bundle, oneTime []wire.OneTimePreKeyPublic) error
-	// Submit hands an envelope to the relay; nil means the relay accepted it.
-	Submit(ctx context.Context, env wire.Envelope) error
-	// Receive waits for leased envelopes addressed to this device.
-	Receive(ctx context.Context) ([]Leased, error)
-	// Acknowledge releases leased rows after they were staged durably.
-	Acknowledge(ctx context.Context, rows []uint64) error
-}
-
-// Leased is one envelope the relay delivered under a lease.
-type Leased struct {
-	Row      uint64
-	Envelope []byte
-}
-
 // Failpoint is called at every named point of a transition; a non-nil error
 // makes the transition fail there. Tests use it to inject errors and hard
 // process exits. Names are "<plan kind>/<point>".
@@ -50,6 +28,16 @@ type Config struct {
 	EventBuffer int
 	// BatchSize bounds the plans applied in one transaction (default 64).
 	BatchSize int
+	// Policy is what the receive loop does on its own (see Policy); it can
+	// be changed later with SetPolicy.
+	Policy Policy
+	// PollInterval is how often Run looks at a relay that does not signal
+	// (DefaultPollInterval).
+	PollInterval time.Duration
+	// MaintainEvery is how often a round checks whether prekey maintenance
+	// is due, besides after every new relay connection
+	// (DefaultMaintainEvery).
+	MaintainEvery time.Duration
 }
 
 // peerState is the live, committed state of one peer.
@@ -81,6 +69,21 @@ type Client struct {
 	nextPKID uint32
 	closed   bool
 
+	// The receive loop (loop.go). syncMu makes rounds one at a time;
+	// loopMu guards the policy and the schedules.
+	syncMu          sync.Mutex
+	loopMu          sync.Mutex
+	policy          Policy
+	commitPending   bool // commit everything pending at the next round
+	retries         map[Address]*retryState
+	retryEpoch      uint64 // relay link epoch the retry schedule last saw
+	maintainedEpoch uint64 // relay link epoch of the last maintenance check
+	nextMaintain    time.Time
+	kick            chan struct{} // SyncNow
+	life            context.Context
+	endLife         context.CancelFunc // Close: ends every Run
+	loops           sync.WaitGroup     // running Run calls
+
 	events    chan Event
 	eventMu   sync.Mutex
 	lost      bool   // an event was dropped: the next one is a resync
@@ -105,6 +108,12 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 	if cfg.BatchSize <= 0 {
 		cfg.BatchSize = 64
 	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = DefaultPollInterval
+	}
+	if cfg.MaintainEvery <= 0 {
+		cfg.MaintainEvery = DefaultMaintainEvery
+	}
 	prof, err := cfg.Store.Profile(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("open profile: %w", err)
@@ -118,7 +127,9 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 		peers: make(map[Address]*peerState), spks: make(map[uint32]*SignedPreKey), kems: make(map[uint32]*KEMPreKey),
 		nextPKID: prof.NextPreKeyID, events: make(chan Event, cfg.EventBuffer),
 		marker: prof.MarkerWritten, presented: prof.MarkerPresented,
+		policy: cfg.Policy.withDefaults(), retries: make(map[Address]*retryState), kick: make(chan struct{}, 1),
 	}
+	c.life, c.endLife = context.WithCancel(context.Background())
 	for _, r := range prof.SignedPreKeys {
 		switch r.Kind {
 		case PreKeySigned:
@@ -211,9 +222,10 @@ func (c *Client) ResyncRequired() bool {
 	return c.marker > c.presented
 }
 
-// Close releases the store. It does not mark events presented: a caller
-// that drew every event calls MarkPresented first, so that a close after
-// an undrawn event still asks for a resync at the next open.
+// Close ends every Run and waits for it, then releases the store. It does
+// not mark events presented: a caller that drew every event calls
+// MarkPresented first, so that a close after an undrawn event still asks for
+// a resync at the next open.
 func (c *Client) Close() error {
 	c.mu.Lock()
 	if c.closed {
@@ -222,6 +234,8 @@ func (c *Client) Close() error {
 	}
 	c.closed = true
 	c.mu.Unlock()
+	c.endLife()
+	c.loops.Wait()
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
 	return c.store.Close()
@@ -284,54 +298,6 @@ func (c *Client) peerLocked(ctx context.Context, peer Address) (*peerState, erro
 	}
 	c.peers[peer] = ps
 	return ps, nil
-}
-
-// snapshot returns a copy of a peer's state to prepare a transition on.
-func (c *Client) snapshot(ctx context.Context, peer Address) (peerState, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return peerState{}, ErrClosed
-	}
-	ps, err := c.peerLocked(ctx, peer)
-	if err != nil {
-		return peerState{}, err
-	}
-	cp := *ps
-	if cp.session != nil {
-		cp.session = cp.session.Clone()
-	}
-	if cp.pinned != nil {
-		k := *cp.pinned
-		cp.pinned = &k
-	}
-	return cp, nil
-}
-
-// swap installs committed state for a peer.
-func (c *Client) swap(peer Address, ps peerState) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	cp := ps
-	c.peers[peer] = &cp
-}
-
-// forget drops cached state, so that the next use reloads it from the store
-// (after a failed batch, for example).
-func (c *Client) forget(peer Address) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.peers, peer)
-}
-
-// sessionWrite describes storing s as the session with peer, prepared from
-// version.
-func sessionWrite(peer Address, version uint64, s *Session) (SessionWrite, error) {
-	rec, err := s.MarshalBinary()
-	if err != nil {
-		return SessionWrite{}, err
-	}
-	return SessionWrite{Peer: peer, Version: version, ID: s.ID, AwaitingReply: s.AwaitingReply, Record: rec}, nil
 }
 
 // newEnvelopeID draws a random envelope ID.

@@ -65,8 +65,8 @@ var (
 	ErrSealedRecord = errors.New("sealed record failed to open")
 	// ErrStorageFull means the disk or the database refused to grow.
 	ErrStorageFull = errors.New("storage full")
-	// ErrInboxFull means the durable inbox reached its quota.
-	ErrInboxFull = errors.New("inbox full")
+	// ErrStagingFull means the durable staging area reached its quota.
+	ErrStagingFull = errors.New("inbox full")
 	// ErrConflict means the durable state was not what a plan expected; nothing
 	// was applied.
 	ErrConflict = errors.New("state changed underneath the plan")
@@ -75,6 +75,9 @@ var (
 	ErrStateResyncRequired = errors.New("state resync required")
 	// ErrClosed means the client or store was closed.
 	ErrClosed = errors.New("closed")
+	// ErrRelayUnreachable means the relay could not be reached (or is not
+	// connected right now); what needed it stays to be done.
+	ErrRelayUnreachable = errors.New("relay unreachable")
 )
 
 // MessageNotSentError reports a message that was stored as pending but whose
@@ -141,12 +144,13 @@ var errorNames = []struct {
 	{ErrWrongPassphrase, "wrong_passphrase"},
 	{ErrSealedRecord, "sealed_record"},
 	{ErrStorageFull, "storage_full"},
-	{ErrInboxFull, "inbox_full"},
+	{ErrStagingFull, "inbox_full"},
 	{ErrConflict, "conflict"},
 	{ErrStateResyncRequired, "state_resync_required"},
 	{ErrInvalidAddress, "invalid_address"},
 	{ErrClosed, "closed"},
 	{ErrProfileTooNew, "profile_too_new"},
+	{ErrRelayUnreachable, "relay_unreachable"},
 }
 
 // ErrProfileTooNew means the profile was written by a newer parley whose

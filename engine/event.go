@@ -27,6 +27,11 @@ const (
 	// EventResync: the lists must be re-read (after a crash between a
 	// commit and its event, or when events were dropped).
 	EventResync
+	// EventSyncFailed: a round of the receive loop failed at step Op
+	// (receive, stage, acknowledge, process, commit, maintain) or an
+	// automatic retry to Peer failed (Op "retry"); Err says why. Run reports
+	// a failure once, and again only when it changes.
+	EventSyncFailed
 )
 
 // Event reports one committed change. Events are emitted only after their
@@ -39,7 +44,8 @@ type Event struct {
 	Result  *ReceiveResult // EventReceived
 	Outcome Outcome        // EventFinalized
 	AckSent bool           // EventFinalized
-	Err     error          // EventNotSent, EventResync
+	Err     error          // EventNotSent, EventResync, EventSyncFailed
+	Op      string         // EventSyncFailed
 
 	marker uint64 // presentation marker of the commit this event reports
 }
@@ -122,4 +128,9 @@ type ReceiveResult struct {
 	Cleared bool   // ResultAcknowledgement: a pending message was removed
 	AckSent bool   // ResultAlreadyCommitted, ResultAlreadyDiscarded
 	Err     error  // ResultError
+
+	// For the loop's schedules: the session with Sender converged (an
+	// announcement, or a session replaced by the peer's initiation), and
+	// the envelope set up a session (it may have used a one-time prekey).
+	converged, handshake bool
 }

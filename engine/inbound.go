@@ -10,7 +10,7 @@ import (
 	"github.com/parley-chat/parley/wire"
 )
 
-// Stage writes leased envelopes, complete and unparsed, to the durable inbox.
+// Stage writes leased envelopes, complete and unparsed, to the durable staging area.
 // Only after it returns may their leases be acknowledged to the relay.
 func (c *Client) Stage(ctx context.Context, leased []Leased) ([]int64, error) {
 	if len(leased) == 0 {
@@ -61,7 +61,7 @@ type prepared struct {
 	ack    *Outgoing
 }
 
-// ProcessStaged processes the durable inbox in arrival order, in bounded
+// ProcessStaged processes the durable staging area in arrival order, in bounded
 // pages, each page applied in one transaction (group commit) with every
 // receive all-or-nothing on its own. A receive that fails rolls back
 // entirely; its row is then quarantined (with the durable retirement, for a
@@ -126,15 +126,9 @@ func (c *Client) processRows(ctx context.Context, rows []StagedEnvelope) ([]Rece
 	for i, p := range preps {
 		plans[i] = p.plan
 	}
-	receipts, err := c.applyAll(ctx, plans)
+	receipts, err := c.commitWork(ctx, bs.work, plans)
 	if err != nil {
-		for peer := range bs.work {
-			c.forget(peer)
-		}
 		return nil, fmt.Errorf("apply %d receives: %w", len(plans), err)
-	}
-	for peer, ps := range bs.work {
-		c.swap(peer, *ps)
 	}
 	if err := c.fail(plans[0].Kind(), "after-swap"); err != nil {
 		return nil, &afterCommitError{err}
@@ -182,7 +176,7 @@ func (c *Client) prepareReceive(ctx context.Context, bs *batchState, row StagedE
 	now := c.cfg.Now()
 	drop := func(sender Address, id wire.LogicalID, verdict error) (prepared, error) {
 		return prepared{
-			plan:   DropStaged{InboxRow: row.Row, Reason: ErrorName(verdict), At: now},
+			plan:   DropStaged{StagedRow: row.Row, Reason: ErrorName(verdict), At: now},
 			result: ReceiveResult{Kind: ResultError, Sender: sender, ID: id, Err: verdict},
 		}, nil
 	}
@@ -248,7 +242,7 @@ func (c *Client) prepareReceive(ctx context.Context, bs *batchState, row StagedE
 			}
 			verdict := fmt.Errorf("%s: %w", sender, ErrStaleSessionInitiation)
 			p := prepared{
-				plan:   DropStaged{InboxRow: row.Row, Reason: ErrorName(verdict), At: now, Announce: ann},
+				plan:   DropStaged{StagedRow: row.Row, Reason: ErrorName(verdict), At: now, Announce: ann},
 				result: ReceiveResult{Kind: ResultError, Sender: sender, Err: verdict},
 			}
 			if ann != nil {
@@ -283,7 +277,7 @@ func (c *Client) prepareReceive(ctx context.Context, bs *batchState, row StagedE
 					return prepared{}, err
 				}
 				p := prepared{
-					plan:   CollisionRetire{InboxRow: row.Row, Peer: sender, Retired: RetiredInitiation{ID: incoming, SignedPreKeyID: h.SignedPreKeyID, RetiredAt: now.Unix()}, Announce: ann},
+					plan:   CollisionRetire{StagedRow: row.Row, Peer: sender, Retired: RetiredInitiation{ID: incoming, SignedPreKeyID: h.SignedPreKeyID, RetiredAt: now.Unix()}, Announce: ann},
 					result: ReceiveResult{Kind: ResultError, Sender: sender, Err: fmt.Errorf("%s: %w", sender, ErrSessionCollision)},
 				}
 				if ann != nil {
@@ -335,11 +329,14 @@ func (c *Client) prepareReceive(ctx context.Context, bs *batchState, row StagedE
 	}
 	var effect FrameEffect
 	var ack *Outgoing
-	res := ReceiveResult{Sender: sender, ID: frame.ID}
+	// A session the peer set up, or an announcement of the session that
+	// won, is where the own pending messages must now go.
+	res := ReceiveResult{Sender: sender, ID: frame.ID, handshake: hs != nil, converged: hs != nil}
 	switch frame.Kind {
 	case wire.FrameAck:
 		effect = AckEffect{ID: frame.ID}
 		res.Kind = ResultAcknowledgement
+		res.converged = res.converged || frame.ID == (wire.LogicalID{})
 	default:
 		d := digest(frame.Body)
 		key := inboundKey{sender, frame.ID}
@@ -379,7 +376,7 @@ func (c *Client) prepareReceive(ctx context.Context, bs *batchState, row StagedE
 		bs.retired[retiredKey{sender, hs.Retire.ID}] = true
 	}
 	return prepared{
-		plan:   Receive{InboxRow: row.Row, Peer: sender, Session: sw, Handshake: hs, Effect: effect, Ack: ack},
+		plan:   Receive{StagedRow: row.Row, Peer: sender, Session: sw, Handshake: hs, Effect: effect, Ack: ack},
 		result: res,
 		ack:    ack,
 	}, nil
@@ -548,15 +545,9 @@ func (c *Client) FinalizeBatch(ctx context.Context, reqs []FinalizeRequest) ([]F
 	if len(plans) == 0 {
 		return results, nil
 	}
-	receipts, err := c.applyAll(ctx, plans)
+	receipts, err := c.commitWork(ctx, work, plans)
 	if err != nil {
-		for peer := range work {
-			c.forget(peer)
-		}
 		return nil, fmt.Errorf("finalize: %w", err)
-	}
-	for peer, ps := range work {
-		c.swap(peer, *ps)
 	}
 	acks := make([]*Outgoing, len(plans))
 	for k, p := range plans {
@@ -575,6 +566,24 @@ func (c *Client) FinalizeBatch(ctx context.Context, reqs []FinalizeRequest) ([]F
 		return results, ackErr
 	}
 	return results, nil
+}
+
+// RelayIdentity reads and verifies the identity that peer's bundle at the
+// relay carries, without pinning anything: what an interface shows (its
+// safety number) next to a changed identity before the user accepts it.
+func (c *Client) RelayIdentity(ctx context.Context, peer Address) (IdentityKey, error) {
+	bundle, err := c.relay.FetchBundle(ctx, peer)
+	if err != nil {
+		return IdentityKey{}, fmt.Errorf("fetch bundle of %s: %w", peer, err)
+	}
+	addr, key, err := VerifyBundle(bundle, c.cfg.Now())
+	if err != nil {
+		return IdentityKey{}, err
+	}
+	if addr != peer {
+		return IdentityKey{}, fmt.Errorf("bundle for %s names %s: %w", peer, addr, ErrBadSignature)
+	}
+	return key, nil
 }
 
 // AcceptIdentity accepts the identity a peer's relay bundle now carries: it
@@ -599,11 +608,11 @@ func (c *Client) AcceptIdentity(ctx context.Context, peer Address) (IdentityKey,
 	if err != nil {
 		return IdentityKey{}, err
 	}
-	if _, err := c.applyAll(ctx, []Plan{AcceptIdentity{Peer: peer, Identity: key, SessionVersion: ps.version, At: c.cfg.Now()}}); err != nil {
-		c.forget(peer)
+	plan := AcceptIdentity{Peer: peer, Identity: key, SessionVersion: ps.version, At: c.cfg.Now()}
+	if _, err := c.commitWork(ctx, map[Address]*peerState{peer: {pinned: &key}}, []Plan{plan}); err != nil {
 		return IdentityKey{}, fmt.Errorf("accept identity of %s: %w", peer, err)
 	}
-	c.swap(peer, peerState{pinned: &key})
+	c.noteConverged(peer)
 	c.emit(Event{Kind: EventIdentityAccepted, At: c.cfg.Now(), Peer: peer})
 	return key, nil
 }

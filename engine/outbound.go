@@ -76,15 +76,9 @@ func (c *Client) SendBatch(ctx context.Context, reqs []SendRequest) ([]SendResul
 	if len(plans) == 0 {
 		return results, nil
 	}
-	receipts, err := c.applyAll(ctx, plans)
+	receipts, err := c.commitWork(ctx, work, plans)
 	if err != nil {
-		for peer := range work {
-			c.forget(peer)
-		}
 		return nil, err
-	}
-	for peer, ps := range work {
-		c.swap(peer, *ps)
 	}
 	if err := c.fail("pairwise-send", "after-swap"); err != nil {
 		return nil, err
@@ -93,7 +87,12 @@ func (c *Client) SendBatch(ctx context.Context, reqs []SendRequest) ([]SendResul
 	for k, p := range plans {
 		envs[k] = p.(Send).Out.Envelope
 	}
-	errs := c.handOffAll(ctx, "pairwise-send", envs)
+	peers := make([]Address, 0, len(work))
+	for peer := range work {
+		peers = append(peers, peer)
+	}
+	c.noteSent(peers)
+	errs := c.handOffAll(ctx, "pairwise-send", HandoffMessage, envs)
 	for k, p := range plans {
 		sp := p.(Send)
 		i := planOf[k]
@@ -147,19 +146,6 @@ func (c *Client) prepareSend(ctx context.Context, work map[Address]*peerState, p
 		Out: Outgoing{Envelope: env, Owner: id}}, nil
 }
 
-// working returns the batch's working copy of a peer's state.
-func (c *Client) working(ctx context.Context, work map[Address]*peerState, peer Address) (*peerState, error) {
-	if ps, ok := work[peer]; ok {
-		return ps, nil
-	}
-	snap, err := c.snapshot(ctx, peer)
-	if err != nil {
-		return nil, err
-	}
-	work[peer] = &snap
-	return &snap, nil
-}
-
 // ensureSession gives ps a session, fetching and verifying a bundle when
 // there is none (outside any transaction). It returns the identity to pin
 // when this is the peer's first.
@@ -190,56 +176,6 @@ func (c *Client) ensureSession(ctx context.Context, ps *peerState, peer Address)
 		return &key, nil
 	}
 	return nil, nil
-}
-
-// applyAll applies plans in one transaction (one plan: Apply).
-func (c *Client) applyAll(ctx context.Context, plans []Plan) ([]Receipt, error) {
-	if len(plans) == 1 {
-		r, err := c.store.Apply(ctx, plans[0])
-		if err != nil {
-			return nil, err
-		}
-		c.noteMarker(r.Marker)
-		return []Receipt{r}, nil
-	}
-	rs, err := c.store.ApplyBatch(ctx, plans)
-	if err != nil {
-		return nil, err
-	}
-	for _, r := range rs {
-		c.noteMarker(r.Marker)
-	}
-	return rs, nil
-}
-
-// BatchSubmitter is a Relay that can pipeline hand-offs: it writes every
-// envelope in order and then waits for each answer.
-type BatchSubmitter interface {
-	SubmitBatch(ctx context.Context, envs []wire.Envelope) []error
-}
-
-// handOff gives an envelope to the relay.
-func (c *Client) handOff(ctx context.Context, kind string, env wire.Envelope) error {
-	return c.handOffAll(ctx, kind, []wire.Envelope{env})[0]
-}
-
-// handOffAll gives envelopes to the relay in order and returns one result
-// each.
-func (c *Client) handOffAll(ctx context.Context, kind string, envs []wire.Envelope) []error {
-	errs := make([]error, len(envs))
-	if err := c.fail(kind, "before-handoff"); err != nil {
-		for i := range errs {
-			errs[i] = err
-		}
-		return errs
-	}
-	if bs, ok := c.relay.(BatchSubmitter); ok && len(envs) > 1 {
-		return bs.SubmitBatch(ctx, envs)
-	}
-	for i, env := range envs {
-		errs[i] = c.relay.Submit(ctx, env)
-	}
-	return errs
 }
 
 // Retry encrypts the stored frames of the messages pending for peer fresh on
@@ -292,19 +228,18 @@ func (c *Client) retryOne(ctx context.Context, peer Address, m OutboundMessage) 
 	if err != nil {
 		return err
 	}
-	if _, err := c.applyAll(ctx, []Plan{Retry{Recipient: peer, ID: m.ID, Session: sw, Pin: pin, Out: Outgoing{Envelope: env, Owner: m.ID}}}); err != nil {
-		c.forget(peer)
-		return fmt.Errorf("retry %x to %s: %w", m.ID[:], peer, err)
-	}
 	ps.session, ps.version = cand, ps.version+1
 	if pin != nil {
 		ps.pinned = pin
 	}
-	c.swap(peer, ps)
+	plan := Retry{Recipient: peer, ID: m.ID, Session: sw, Pin: pin, Out: Outgoing{Envelope: env, Owner: m.ID}}
+	if _, err := c.commitWork(ctx, map[Address]*peerState{peer: &ps}, []Plan{plan}); err != nil {
+		return fmt.Errorf("retry %x to %s: %w", m.ID[:], peer, err)
+	}
 	if err := c.fail("retry", "after-swap"); err != nil {
 		return err
 	}
-	if err := c.handOff(ctx, "retry", env); err != nil {
+	if err := c.handOff(ctx, "retry", HandoffMessage, env); err != nil {
 		c.emit(Event{Kind: EventNotSent, At: c.cfg.Now(), Peer: peer, ID: m.ID, Err: err})
 		return &MessageNotSentError{ID: m.ID, Err: err}
 	}
@@ -322,49 +257,4 @@ func (c *Client) Abandon(ctx context.Context, peer Address, id wire.LogicalID) e
 	}
 	c.emit(Event{Kind: EventAbandoned, At: c.cfg.Now(), Peer: peer, ID: id})
 	return nil
-}
-
-// sendAcks hands off ACKs whose session steps already committed, in order
-// (nil entries are skipped). It reports for each whether the relay took it;
-// a cancellation propagates.
-func (c *Client) sendAcks(ctx context.Context, kind string, outs []*Outgoing) ([]bool, error) {
-	sent := make([]bool, len(outs))
-	var envs []wire.Envelope
-	var idx []int
-	for i, o := range outs {
-		if o != nil {
-			envs = append(envs, o.Envelope)
-			idx = append(idx, i)
-		}
-	}
-	if len(envs) == 0 {
-		return sent, nil
-	}
-	for k, err := range c.handOffAll(ctx, kind, envs) {
-		if err != nil && isCancel(err) {
-			return sent, err
-		}
-		sent[idx[k]] = err == nil
-	}
-	return sent, nil
-}
-
-// prepareAck encrypts an ACK for id on the existing session with peer (never
-// starting one). It returns nil when there is no session.
-func (c *Client) prepareAck(ps *peerState, peer Address, id wire.LogicalID) (*SessionWrite, *Outgoing, error) {
-	if ps.session == nil {
-		return nil, nil, nil
-	}
-	frame, _ := wire.EncodeFrame(wire.Frame{Kind: wire.FrameAck, ID: id})
-	cand := ps.session.Clone()
-	env, err := c.seal(cand, peer, frame)
-	if err != nil {
-		return nil, nil, err
-	}
-	sw, err := sessionWrite(peer, ps.version, cand)
-	if err != nil {
-		return nil, nil, err
-	}
-	ps.session, ps.version = cand, ps.version+1
-	return &sw, &Outgoing{Envelope: env, IsAck: true}, nil
 }

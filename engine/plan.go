@@ -99,7 +99,7 @@ type Retry struct {
 	Out       Outgoing
 }
 
-// Stage writes complete envelopes, as received, to the durable inbox before
+// Stage writes complete envelopes, as received, to the durable staging area before
 // any parsing; only after its commit may the relay's leases be acknowledged.
 type Stage struct {
 	Envelopes []StagedInput
@@ -147,7 +147,7 @@ func (RepeatEffect) effect()  {}
 // exact inbox row. For a repeat of a finalized message, Ack is the ACK sent
 // again and Session already includes its encryption step.
 type Receive struct {
-	InboxRow  int64
+	StagedRow int64
 	Peer      Address
 	Session   SessionWrite
 	Handshake *Handshake
@@ -159,10 +159,10 @@ type Receive struct {
 // initiation: the incoming initiation is retired and its inbox row consumed.
 // Announce, when set, makes the winning session known to the loser.
 type CollisionRetire struct {
-	InboxRow int64
-	Peer     Address
-	Retired  RetiredInitiation
-	Announce *Announcement
+	StagedRow int64
+	Peer      Address
+	Retired   RetiredInitiation
+	Announce  *Announcement
 }
 
 // Announcement is an ACK of no message (the zero logical ID), encrypted on
@@ -182,10 +182,10 @@ type Announcement struct {
 // copy with the reason in quarantine. A corrupt row that cannot even be
 // unsealed is quarantined the same way.
 type DropStaged struct {
-	InboxRow int64
-	Reason   string
-	At       time.Time
-	Announce *Announcement // for a stale initiation; see Announcement
+	StagedRow int64
+	Reason    string
+	At        time.Time
+	Announce  *Announcement // for a stale initiation; see Announcement
 }
 
 // Finalize turns a pending inbound message into a finalized record: a commit
@@ -325,7 +325,7 @@ type Receipt struct {
 	// Seq is the sequence number assigned to a new pending message
 	// (Send: outbound; Receive with DeliverEffect: inbound).
 	Seq int64
-	// Rows are the inbox rows a Stage created, in input order.
+	// Rows are the staging rows a Stage created, in input order.
 	Rows []int64
 	// Cleared is true when an AckEffect removed a pending message.
 	Cleared bool

@@ -52,7 +52,7 @@ type Store interface {
 	History(ctx context.Context, peer Address, before int64, limit int) ([]HistoryEntry, error)
 	// Conversations lists the peers with history or pending messages.
 	Conversations(ctx context.Context) ([]Conversation, error)
-	// Staged pages the durable inbox in arrival order after row After. A row
+	// Staged pages the durable staging area in arrival order after row After. A row
 	// that fails to unseal comes back with Err set, for quarantine.
 	Staged(ctx context.Context, after int64, limit int) ([]StagedEnvelope, error)
 
@@ -180,7 +180,7 @@ type Conversation struct {
 	LastAt     time.Time
 }
 
-// StagedEnvelope is one row of the durable inbox.
+// StagedEnvelope is one row of the durable staging area.
 type StagedEnvelope struct {
 	Row        int64
 	RelayRow   uint64

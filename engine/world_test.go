@@ -103,7 +103,7 @@ func (d *device) open() {
 	if err != nil {
 		d.w.t.Fatal(err)
 	}
-	c, err := engine.Open(d.w.ctx, engine.Config{Store: st, Relay: d.w.net.Endpoint(d.addr), Now: d.w.clock.Now})
+	c, err := engine.Open(d.w.ctx, engine.Config{Store: st, Relay: d.w.net.Endpoint(d.addr), Now: d.w.clock.Now, PollInterval: 10 * time.Millisecond})
 	if err != nil {
 		d.w.t.Fatal(err)
 	}
@@ -128,30 +128,15 @@ func (d *device) send(peer *device, body string) wire.LogicalID {
 	return id
 }
 
-// sync stages everything the relay holds for d, acknowledges the leases and
-// processes the inbox.
+// sync runs one round of d's receive loop: stage everything the relay
+// holds for d, acknowledge the leases and process the staging area.
 func (d *device) sync() []engine.ReceiveResult {
 	d.w.t.Helper()
-	ep := d.w.net.Endpoint(d.addr)
-	leased, err := ep.Receive(d.w.ctx)
+	res, err := d.c.Sync(d.w.ctx)
 	if err != nil {
-		d.w.t.Fatal(err)
+		d.w.t.Fatalf("%s syncs: %v", d.addr, err)
 	}
-	if _, err := d.c.Stage(d.w.ctx, leased); err != nil {
-		d.w.t.Fatal(err)
-	}
-	rows := make([]uint64, len(leased))
-	for i, l := range leased {
-		rows[i] = l.Row
-	}
-	if err := ep.Acknowledge(d.w.ctx, rows); err != nil {
-		d.w.t.Fatal(err)
-	}
-	res, err := d.c.ProcessStaged(d.w.ctx)
-	if err != nil {
-		d.w.t.Fatalf("%s processes its inbox: %v", d.addr, err)
-	}
-	return res
+	return res.Received
 }
 
 // commitAll commits every pending received message and reports whether

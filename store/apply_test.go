@@ -59,7 +59,7 @@ func planCases() []planCase {
 			setup: func(t testing.TB, f *fixture) {
 				for i, at := range []int64{100, 5000} {
 					row := f.stage(t)
-					f.apply(t, engine.CollisionRetire{InboxRow: row, Peer: bob, Retired: engine.RetiredInitiation{ID: initiation(byte(8 + i)), SignedPreKeyID: 1, RetiredAt: at}})
+					f.apply(t, engine.CollisionRetire{StagedRow: row, Peer: bob, Retired: engine.RetiredInitiation{ID: initiation(byte(8 + i)), SignedPreKeyID: 1, RetiredAt: at}})
 				}
 			},
 			plan: func(t testing.TB, f *fixture) engine.Plan {
@@ -261,7 +261,7 @@ func planCases() []planCase {
 			name:  "collision-retire",
 			setup: func(t testing.TB, f *fixture) { f.stage(t) },
 			plan: func(t testing.TB, f *fixture) engine.Plan {
-				return engine.CollisionRetire{InboxRow: 1, Peer: bob, Retired: engine.RetiredInitiation{ID: initiation(5), SignedPreKeyID: 1, RetiredAt: 100}}
+				return engine.CollisionRetire{StagedRow: 1, Peer: bob, Retired: engine.RetiredInitiation{ID: initiation(5), SignedPreKeyID: 1, RetiredAt: 100}}
 			},
 			check: func(t *testing.T, f *fixture, r engine.Receipt) {
 				if r.Marker != 1 {
@@ -277,7 +277,7 @@ func planCases() []planCase {
 			name:  "quarantine",
 			setup: func(t testing.TB, f *fixture) { f.stage(t) },
 			plan: func(t testing.TB, f *fixture) engine.Plan {
-				return engine.DropStaged{InboxRow: 1, Reason: "malformed_frame", At: planAt}
+				return engine.DropStaged{StagedRow: 1, Reason: "malformed_frame", At: planAt}
 			},
 			check: func(t *testing.T, f *fixture, r engine.Receipt) {
 				if r.Marker != 1 {
@@ -291,7 +291,7 @@ func planCases() []planCase {
 				if err != nil || reason != "malformed_frame" || at != planAt.UnixNano() || received != planAt.UnixNano() {
 					t.Fatalf("quarantine row = %q %d %d, %v", reason, at, received, err)
 				}
-				if env, err := f.db.seal.open(kindInbox, inboxKey(1), sealed); err != nil || string(env) != "envelope" {
+				if env, err := f.db.seal.open(kindStaged, stagedKey(1), sealed); err != nil || string(env) != "envelope" {
 					t.Errorf("quarantined record opens as %q, %v; want the inbox record verbatim", env, err)
 				}
 			},
@@ -543,7 +543,7 @@ func missCases() []missCase {
 		}, want: engine.ErrConflict},
 		{name: "retire a retired initiation", setup: func(t testing.TB, f *fixture) {
 			stageRow(t, f)
-			f.apply(t, engine.CollisionRetire{InboxRow: 1, Peer: bob, Retired: engine.RetiredInitiation{ID: initiation(7)}})
+			f.apply(t, engine.CollisionRetire{StagedRow: 1, Peer: bob, Retired: engine.RetiredInitiation{ID: initiation(7)}})
 			f.stage(t)
 		}, plan: func(t testing.TB) engine.Plan {
 			p := receivePlan(2, bob, 1, engine.RepeatEffect{})
@@ -551,10 +551,10 @@ func missCases() []missCase {
 			return p
 		}, want: engine.ErrConflict},
 		{name: "collision-retire of a processed row", plan: func(t testing.TB) engine.Plan {
-			return engine.CollisionRetire{InboxRow: 1, Peer: bob, Retired: engine.RetiredInitiation{ID: initiation(1)}}
+			return engine.CollisionRetire{StagedRow: 1, Peer: bob, Retired: engine.RetiredInitiation{ID: initiation(1)}}
 		}, want: engine.ErrConflict},
 		{name: "quarantine a processed row", plan: func(t testing.TB) engine.Plan {
-			return engine.DropStaged{InboxRow: 3, Reason: "x", At: planAt}
+			return engine.DropStaged{StagedRow: 3, Reason: "x", At: planAt}
 		}, want: engine.ErrConflict},
 		{name: "finalize nothing pending", setup: withSession, plan: commitWith(func(*engine.Finalize) {}), want: engine.ErrNotPending},
 		{name: "finalize twice", setup: withCommitted, plan: commitWith(func(p *engine.Finalize) { s := sessionWrite(bob, 3, "ack"); p.Session = &s }), want: engine.ErrNotPending},
@@ -568,14 +568,14 @@ func missCases() []missCase {
 		}, want: engine.ErrConflict},
 		{name: "presented beyond written", setup: withSession, plan: func(t testing.TB) engine.Plan { return engine.MarkPresented{Seq: 2} }, want: engine.ErrConflict},
 		{name: "stage past the quota", setup: func(t testing.TB, f *fixture) {
-			in := make([]engine.StagedInput, InboxQuota-1)
+			in := make([]engine.StagedInput, StagingQuota-1)
 			for i := range in {
 				in[i] = engine.StagedInput{RelayRow: uint64(i), Envelope: []byte{1}}
 			}
 			f.apply(t, engine.Stage{Envelopes: in, At: planAt})
 		}, plan: func(t testing.TB) engine.Plan {
 			return engine.Stage{Envelopes: []engine.StagedInput{{Envelope: []byte{1}}, {Envelope: []byte{2}}}, At: planAt}
-		}, want: engine.ErrInboxFull},
+		}, want: engine.ErrStagingFull},
 
 		// The plan does not hold together: refused before the transaction.
 		{name: "nil plan", plan: func(t testing.TB) engine.Plan { return nil }, want: engine.ErrConflict, early: true},
@@ -615,10 +615,10 @@ func missCases() []missCase {
 		{name: "session step without its ACK", plan: commitWith(func(p *engine.Finalize) { p.Ack = nil }), want: engine.ErrConflict, early: true},
 		{name: "commit with a discard reason", plan: commitWith(func(p *engine.Finalize) { p.Reason = engine.DiscardOther }), want: engine.ErrConflict, early: true},
 		{name: "discard without a reason", plan: commitWith(func(p *engine.Finalize) { p.Outcome, p.Body = engine.OutcomeDiscarded, nil }), want: engine.ErrConflict, early: true},
-		{name: "quarantine without a reason", plan: func(t testing.TB) engine.Plan { return engine.DropStaged{InboxRow: 1, At: planAt} }, want: engine.ErrConflict, early: true},
+		{name: "quarantine without a reason", plan: func(t testing.TB) engine.Plan { return engine.DropStaged{StagedRow: 1, At: planAt} }, want: engine.ErrConflict, early: true},
 		{name: "stage more than the quota", plan: func(t testing.TB) engine.Plan {
-			return engine.Stage{Envelopes: make([]engine.StagedInput, InboxQuota+1), At: planAt}
-		}, want: engine.ErrInboxFull, early: true},
+			return engine.Stage{Envelopes: make([]engine.StagedInput, StagingQuota+1), At: planAt}
+		}, want: engine.ErrStagingFull, early: true},
 		{name: "new prekey at the next ID", plan: func(t testing.TB) engine.Plan {
 			return engine.PublishPreKeys{Add: []engine.PreKeyRecord{{Kind: engine.PreKeyOneTime, ID: 20, Record: []byte{1}}}, NextPreKeyID: 20}
 		}, want: engine.ErrConflict, early: true},
@@ -743,9 +743,9 @@ func TestStageRowsNeverReused(t *testing.T) {
 		row := f.stage(t)
 		got = append(got, row)
 		if i == 0 {
-			f.apply(t, engine.DropStaged{InboxRow: row, Reason: "x", At: planAt})
+			f.apply(t, engine.DropStaged{StagedRow: row, Reason: "x", At: planAt})
 		} else {
-			f.apply(t, engine.CollisionRetire{InboxRow: row, Peer: bob, Retired: engine.RetiredInitiation{ID: initiation(byte(i))}})
+			f.apply(t, engine.CollisionRetire{StagedRow: row, Peer: bob, Retired: engine.RetiredInitiation{ID: initiation(byte(i))}})
 		}
 	}
 	mustClose(t, f.db)

@@ -27,6 +27,12 @@ const (
 	newDBFile = "parley.db.new" // a profile being created; renamed to dbFile when complete
 )
 
+// Files lists the names of every file a profile directory may hold, for a
+// caller that removes a profile.
+func Files() []string {
+	return []string{dbFile, dbFile + "-wal", dbFile + "-shm", newDBFile, newDBFile + "-wal", newDBFile + "-shm", lockFile}
+}
+
 // Options tune how a profile is created or opened.
 type Options struct {
 	// KDF sets the Argon2id parameters of a new profile; the zero value means

@@ -206,7 +206,7 @@ func deliver(tb testing.TB, id wire.LogicalID, body string) engine.DeliverEffect
 
 // receivePlan is a Receive on the session with peer at version.
 func receivePlan(row int64, peer engine.Address, version uint64, e engine.FrameEffect) engine.Receive {
-	return engine.Receive{InboxRow: row, Peer: peer, Session: sessionWrite(peer, version, "receive"), Effect: e}
+	return engine.Receive{StagedRow: row, Peer: peer, Session: sessionWrite(peer, version, "receive"), Effect: e}
 }
 
 // Setups shared by the tests: each builds on the bootstrapped profile.

@@ -34,7 +34,7 @@ const (
 // consumed, the session advanced, a handshake's pin, one-time prekey and
 // retirement recorded, and the frame's effect stored.
 func (t *tx) receive(ctx context.Context, p engine.Receive) (engine.Receipt, error) {
-	if err := t.deleteInboxRow(ctx, p.InboxRow); err != nil {
+	if err := t.deleteStagedRow(ctx, p.StagedRow); err != nil {
 		return engine.Receipt{}, err
 	}
 	if h := p.Handshake; h != nil && h.Pin != nil {

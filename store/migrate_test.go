@@ -105,10 +105,10 @@ func insertFixtureV1(t *testing.T, db *sql.DB, s *sealer) {
 			fixturePeer, fixtureID, s.seal(kindHistoryBody, rowKey(peer, []byte{2}, fixtureID), []byte("body")),
 		}},
 		{"INSERT INTO inbox (received_at, relay_row, sealed) VALUES (17, 99, ?)", []any{
-			s.seal(kindInbox, rowKey(rowKeyInt(1)), []byte("envelope")),
+			s.seal(kindStaged, rowKey(rowKeyInt(1)), []byte("envelope")),
 		}},
 		{"INSERT INTO quarantine VALUES (5, 17, 18, 'malformed', ?)", []any{
-			s.seal(kindInbox, rowKey(rowKeyInt(5)), []byte("bad envelope")),
+			s.seal(kindStaged, rowKey(rowKeyInt(5)), []byte("bad envelope")),
 		}},
 	}
 	for _, st := range stmts {
@@ -140,8 +140,8 @@ func checkFixtureV1(t *testing.T, db *DB) {
 		{"SELECT sealed_frame FROM inbound WHERE sender = 'bob/7' AND seq = 1", kindInboundFrame, rowKey(peer, fixtureID), "in frame"},
 		{"SELECT sealed_digest FROM inbound WHERE sender = 'bob/7' AND seq = 1", kindInboundDigest, rowKey(peer, fixtureID), string(bytes.Repeat([]byte{8}, 32))},
 		{"SELECT sealed_body FROM history WHERE peer = 'bob/7' AND direction = 2 AND state = 1", kindHistoryBody, rowKey(peer, []byte{2}, fixtureID), "body"},
-		{"SELECT sealed FROM inbox WHERE row = 1 AND relay_row = 99", kindInbox, rowKey(rowKeyInt(1)), "envelope"},
-		{"SELECT sealed FROM quarantine WHERE row = 5 AND reason = 'malformed'", kindInbox, rowKey(rowKeyInt(5)), "bad envelope"},
+		{"SELECT sealed FROM inbox WHERE row = 1 AND relay_row = 99", kindStaged, rowKey(rowKeyInt(1)), "envelope"},
+		{"SELECT sealed FROM quarantine WHERE row = 5 AND reason = 'malformed'", kindStaged, rowKey(rowKeyInt(5)), "bad envelope"},
 	}
 	for _, tt := range sealed {
 		var b []byte

@@ -237,7 +237,7 @@ func TestQueryPlans(t *testing.T) {
 		{sqlSetSentState, []any{2, "bob/1", idSent[:]}, nil},
 		{sqlDeleteOutbound, []any{"bob/1", idSent[:]}, nil},
 		{sqlDeleteInbound, []any{"bob/1", idSent[:], []byte{1}}, nil},
-		{sqlLastInboxRow, nil, []string{"SCAN sqlite_sequence"}}, // a row per AUTOINCREMENT table
+		{sqlLastStagedRow, nil, []string{"SCAN sqlite_sequence"}}, // a row per AUTOINCREMENT table
 		{sqlPruneFinalized, []any{0}, nil},
 		{sqlPruneRetired, []any{0}, nil},
 		{sqlQuarantine, []any{0, "x", 1}, nil},

@@ -25,7 +25,7 @@ const (
 	kindInboundDigest   = "inbound-digest"   // row key: sender, id
 	kindFinalizedDigest = "finalized-digest" // row key: sender, id
 	kindHistoryBody     = "history-body"     // row key: peer, direction, id
-	kindInbox           = "inbox"            // row key: row
+	kindStaged          = "inbox"            // row key: row
 )
 
 // sealedColumns names the record kind of every sealed column of the schema
@@ -41,9 +41,9 @@ var sealedColumns = map[string]string{
 	"inbound.sealed_digest":   kindInboundDigest,
 	"finalized.sealed_digest": kindFinalizedDigest,
 	"history.sealed_body":     kindHistoryBody,
-	"inbox.sealed":            kindInbox,
+	"inbox.sealed":            kindStaged,
 	// A quarantined row keeps its inbox record and row number verbatim.
-	"quarantine.sealed": kindInbox,
+	"quarantine.sealed": kindStaged,
 }
 
 const (

@@ -37,7 +37,7 @@ func TestSealRoundTrip(t *testing.T) {
 		{"empty row key", kindIdentity, nil, []byte("private keys")},
 		{"frame", kindOutboundFrame, rowKey([]byte("bob/1"), id), []byte("\x01\x01frame")},
 		{"large", kindHistoryBody, rowKey([]byte("bob/1"), []byte{1}, id), bytes.Repeat([]byte("x"), 196630)},
-		{"integer row", kindInbox, rowKey(rowKeyInt(42)), []byte("envelope")},
+		{"integer row", kindStaged, rowKey(rowKeyInt(42)), []byte("envelope")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -65,7 +65,7 @@ func TestNoPlaintextAtRest(t *testing.T) {
 	// One envelope stays staged, one is quarantined.
 	f.stage(t)
 	r := f.apply(t, engine.Stage{Envelopes: []engine.StagedInput{{Envelope: []byte(secret("quarantined"))}}, At: planAt})
-	f.apply(t, engine.DropStaged{InboxRow: r.Rows[0], Reason: "malformed_frame", At: planAt})
+	f.apply(t, engine.DropStaged{StagedRow: r.Rows[0], Reason: "malformed_frame", At: planAt})
 
 	scan := func(when string) {
 		t.Helper()
@@ -163,6 +163,6 @@ func TestSealedRecordMovedToAnotherRow(t *testing.T) {
 		}
 	}
 	// A row that does not open can still be quarantined, verbatim.
-	f.apply(t, engine.DropStaged{InboxRow: 3, Reason: engine.ErrorName(staged[1].Err), At: planAt})
+	f.apply(t, engine.DropStaged{StagedRow: 3, Reason: engine.ErrorName(staged[1].Err), At: planAt})
 	wantStaged(t, f, 2)
 }

@@ -33,9 +33,9 @@ func validate(p engine.Plan) error {
 	case engine.Receive:
 		err = validateReceive(p)
 	case engine.CollisionRetire:
-		err = errors.Join(checkAddress("peer", p.Peer), checkRow(p.InboxRow), checkAnnounce(p.Announce, &p.Peer))
+		err = errors.Join(checkAddress("peer", p.Peer), checkRow(p.StagedRow), checkAnnounce(p.Announce, &p.Peer))
 	case engine.DropStaged:
-		err = errors.Join(checkRow(p.InboxRow), checkTime("at", p.At), checkAnnounce(p.Announce, nil))
+		err = errors.Join(checkRow(p.StagedRow), checkTime("at", p.At), checkAnnounce(p.Announce, nil))
 		if p.Reason == "" {
 			err = errors.Join(err, invalid("no reason"))
 		}
@@ -215,8 +215,8 @@ func validateRetry(p engine.Retry) error {
 
 func validateStage(p engine.Stage) error {
 	err := checkTime("at", p.At)
-	if len(p.Envelopes) > InboxQuota {
-		err = errors.Join(err, fmt.Errorf("stage %d envelopes, quota %d: %w", len(p.Envelopes), InboxQuota, engine.ErrInboxFull))
+	if len(p.Envelopes) > StagingQuota {
+		err = errors.Join(err, fmt.Errorf("stage %d envelopes, quota %d: %w", len(p.Envelopes), StagingQuota, engine.ErrStagingFull))
 	}
 	for i, e := range p.Envelopes {
 		if len(e.Envelope) == 0 {
@@ -240,7 +240,7 @@ func checkAnnounce(a *engine.Announcement, peer *engine.Address) error {
 }
 
 func validateReceive(p engine.Receive) error {
-	err := errors.Join(checkAddress("peer", p.Peer), checkRow(p.InboxRow), checkSession(p.Session, p.Peer))
+	err := errors.Join(checkAddress("peer", p.Peer), checkRow(p.StagedRow), checkSession(p.Session, p.Peer))
 	switch e := p.Effect.(type) {
 	case engine.DeliverEffect:
 		err = errors.Join(err, checkTime("at", e.At), checkFrame(e.Frame, e.ID, nil))

@@ -36,7 +36,7 @@ func BenchmarkRelayThroughput(b *testing.B) {
 		go func() {
 			defer recv.Done()
 			for {
-				ls, err := c.Receive(ctx)
+				ls, err := waitReceive(ctx, c)
 				if err != nil {
 					return
 				}

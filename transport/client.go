@@ -104,14 +104,18 @@ type Client struct {
 	closed  bool
 	relayID [32]byte
 	states  chan State
+	epoch   uint64        // connections made so far
+	wake    chan struct{} // engine.RelayLink: deliveries or a state change
 
 	recvMu  sync.Mutex
 	buf     []engine.Leased
 	bufRows map[uint64]struct{}
-	avail   chan struct{} // closed when buf turns non-empty
 }
 
-var _ engine.Relay = (*Client)(nil)
+var (
+	_ engine.Relay     = (*Client)(nil)
+	_ engine.RelayLink = (*Client)(nil)
+)
 
 // Dial connects to the relay at rawURL (ws:// or wss://; an empty path means
 // WebSocketPath) and authenticates as self with id. It returns the first
@@ -166,7 +170,7 @@ func newClient(rawURL string, self engine.Address, id *engine.Identity, opts Cli
 	opts = opts.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Client{url: u.String(), self: self, id: id, opts: opts, log: opts.Logger, ctx: ctx, cancel: cancel,
-		done: make(chan struct{}), states: make(chan State, 16), bufRows: make(map[uint64]struct{}), avail: make(chan struct{})}
+		done: make(chan struct{}), states: make(chan State, 16), bufRows: make(map[uint64]struct{}), wake: make(chan struct{}, 1)}
 	c.state = State{Conn: StateConnecting, At: time.Now()}
 	return c, nil
 }
@@ -193,10 +197,32 @@ func (c *Client) State() State {
 // Close.
 func (c *Client) States() <-chan State { return c.states }
 
+// Wake implements engine.RelayLink: it receives a value when deliveries
+// arrive and when the connection state changes.
+func (c *Client) Wake() <-chan struct{} { return c.wake }
+
+// Link implements engine.RelayLink.
+func (c *Client) Link() engine.Link {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return engine.Link{Up: c.state.Conn == StateConnected, Epoch: c.epoch, Err: c.state.Err}
+}
+
+func (c *Client) signal() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
 func (c *Client) setState(s State) {
 	s.At = time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	defer c.signal()
+	if s.Conn == StateConnected {
+		c.epoch++
+	}
 	c.state = s
 	select {
 	case c.states <- s:
@@ -360,9 +386,9 @@ func (c *Client) connect(ctx context.Context) (*clientConn, error) {
 	}
 	if err != nil {
 		if resp != nil {
-			return nil, fmt.Errorf("dial relay %s: %s: %w", c.url, resp.Status, err)
+			return nil, unreachable{fmt.Errorf("dial relay %s: %s: %w", c.url, resp.Status, err)}
 		}
-		return nil, fmt.Errorf("dial relay %s: %w", c.url, err)
+		return nil, unreachable{fmt.Errorf("dial relay %s: %w", c.url, err)}
 	}
 	cc, err := c.handshake(ctx, ws)
 	if err != nil {
@@ -544,42 +570,45 @@ func (c *Client) Submit(ctx context.Context, env wire.Envelope) error {
 	return submitResult(env, r)
 }
 
-// Receive implements engine.Relay: it waits until the relay has delivered at
-// least one envelope (or ctx ends) and returns those buffered, oldest first,
-// at most MaxReceive. Each stays leased until acknowledged; after a
-// reconnect or the relay's lease timeout it may be delivered again.
+// Receive implements engine.Relay: it returns the envelopes the relay has
+// delivered since the last call, oldest first, at most MaxReceive, without
+// waiting (Wake says when there may be more). Each stays leased until
+// acknowledged; after a reconnect or the relay's lease timeout it may be
+// delivered again. After Close, or once the client gave up for good, it
+// fails.
 func (c *Client) Receive(ctx context.Context) ([]engine.Leased, error) {
-	for {
-		c.recvMu.Lock()
-		if len(c.buf) > 0 {
-			n := min(len(c.buf), c.opts.MaxReceive)
-			out := make([]engine.Leased, n)
-			copy(out, c.buf)
-			c.buf = c.buf[n:]
-			if len(c.buf) == 0 {
-				c.buf = nil
-			}
-			for _, l := range out {
-				delete(c.bufRows, l.Row)
-			}
-			c.recvMu.Unlock()
-			return out, nil
+	c.recvMu.Lock()
+	if len(c.buf) > 0 {
+		n := min(len(c.buf), c.opts.MaxReceive)
+		out := make([]engine.Leased, n)
+		copy(out, c.buf)
+		c.buf = c.buf[n:]
+		if len(c.buf) == 0 {
+			c.buf = nil
+		} else {
+			c.signal() // more to take
 		}
-		avail := c.avail
+		for _, l := range out {
+			delete(c.bufRows, l.Row)
+		}
 		c.recvMu.Unlock()
-		select {
-		case <-avail:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-c.done:
-			c.mu.Lock()
-			err := c.final
-			c.mu.Unlock()
-			if err == nil {
-				err = fmt.Errorf("relay client: %w", engine.ErrClosed)
-			}
-			return nil, fmt.Errorf("receive: %w", err)
+		return out, nil
+	}
+	c.recvMu.Unlock()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	select {
+	case <-c.done:
+		c.mu.Lock()
+		err := c.final
+		c.mu.Unlock()
+		if err == nil {
+			err = fmt.Errorf("relay client: %w", engine.ErrClosed)
 		}
+		return nil, fmt.Errorf("receive: %w", err)
+	default:
+		return nil, nil
 	}
 }
 
@@ -596,10 +625,7 @@ func (c *Client) deliver(d wire.Deliver) {
 	}
 	c.bufRows[d.Row] = struct{}{}
 	c.buf = append(c.buf, engine.Leased{Row: d.Row, Envelope: d.Envelope})
-	if len(c.buf) == 1 {
-		close(c.avail)
-		c.avail = make(chan struct{})
-	}
+	c.signal()
 }
 
 // Acknowledge implements engine.Relay: the relay deletes the rows, in

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/wire"
 )
 
@@ -31,14 +32,34 @@ func (e *ServerError) Error() string {
 	return e.Message
 }
 
+// Is lets errors.Is match a ServerError against the sentinel of its code:
+// ErrAddressTaken.
+func (e *ServerError) Is(target error) bool {
+	return target == ErrAddressTaken && e.Code == wire.ErrorAddressTaken
+}
+
+// ErrAddressTaken matches the relay's refusal of an address that another
+// identity registered first.
+var ErrAddressTaken = errors.New("address registered to another identity")
+
 var (
 	// ErrNotConnected means the client has no authenticated connection at
-	// the moment (it is reconnecting); nothing was sent.
-	ErrNotConnected = errors.New("not connected to the relay")
+	// the moment (it is reconnecting); nothing was sent. It matches
+	// engine.ErrRelayUnreachable.
+	ErrNotConnected error = unreachable{errors.New("not connected to the relay")}
 	// ErrConnectionLost means the connection dropped while a request was
-	// outstanding: the relay may or may not have acted on it.
-	ErrConnectionLost = errors.New("connection to the relay lost")
+	// outstanding: the relay may or may not have acted on it. It matches
+	// engine.ErrRelayUnreachable.
+	ErrConnectionLost error = unreachable{errors.New("connection to the relay lost")}
 	// ErrRelayChanged means the relay presented another relay ID than the
 	// one the client was configured to trust.
 	ErrRelayChanged = errors.New("relay ID differs from the pinned one")
 )
+
+// unreachable marks an error as the relay being out of reach, so that
+// callers can test for engine.ErrRelayUnreachable whatever the cause (a
+// refused dial, a dropped connection).
+type unreachable struct{ err error }
+
+func (u unreachable) Error() string   { return u.err.Error() }
+func (u unreachable) Unwrap() []error { return []error{u.err, engine.ErrRelayUnreachable} }

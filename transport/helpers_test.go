@@ -218,7 +218,7 @@ func receiveAtLeast(tb testing.TB, c *Client, n int) []engine.Leased {
 	ctx := ctxT(tb)
 	var got []engine.Leased
 	for len(got) < n {
-		ls, err := c.Receive(ctx)
+		ls, err := waitReceive(ctx, c)
 		if err != nil {
 			tb.Fatalf("Receive after %d of %d: %v", len(got), n, err)
 		}
@@ -227,12 +227,28 @@ func receiveAtLeast(tb testing.TB, c *Client, n int) []engine.Leased {
 	return got
 }
 
+// waitReceive waits for at least one delivery (or the end of ctx) and
+// returns what Receive has.
+func waitReceive(ctx context.Context, c *Client) ([]engine.Leased, error) {
+	for {
+		ls, err := c.Receive(ctx)
+		if err != nil || len(ls) > 0 {
+			return ls, err
+		}
+		select {
+		case <-c.Wake():
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
 // expectNothing checks that nothing arrives for d.
 func expectNothing(tb testing.TB, c *Client, d time.Duration) {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
-	if ls, err := c.Receive(ctx); !errors.Is(err, context.DeadlineExceeded) {
+	if ls, err := waitReceive(ctx, c); !errors.Is(err, context.DeadlineExceeded) {
 		tb.Fatalf("Receive: got %d envelopes, %v; want nothing", len(ls), err)
 	}
 }

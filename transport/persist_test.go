@@ -146,7 +146,7 @@ func TestSQLiteKill9(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	for {
-		rest, err := cb.Receive(ctx)
+		rest, err := waitReceive(ctx, cb)
 		if errors.Is(err, context.DeadlineExceeded) {
 			break
 		} else if err != nil {
@@ -179,7 +179,7 @@ func TestFaults(t *testing.T) {
 		want := n - dropped + duplicated
 		var got []engine.Leased
 		for len(got) < want {
-			ls, err := cb.Receive(ctxT(t))
+			ls, err := waitReceive(ctxT(t), cb)
 			if err != nil {
 				t.Fatalf("received %d of %d: %v", len(got), want, err)
 			}

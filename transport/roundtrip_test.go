@@ -204,7 +204,7 @@ func waitState(t *testing.T, c *Client, s ConnState) {
 	}
 }
 
-// TestClientClose checks that Close wakes a blocked Receive and that calls
+// TestClientClose checks that Close ends a Receive that waits and that calls
 // after it fail with engine.ErrClosed.
 func TestClientClose(t *testing.T) {
 	r := startRelay(t, ServerConfig{})
@@ -212,7 +212,7 @@ func TestClientClose(t *testing.T) {
 	c := dial(t, r, alice)
 	errc := make(chan error, 1)
 	go func() {
-		_, err := c.Receive(ctxT(t))
+		_, err := waitReceive(ctxT(t), c)
 		errc <- err
 	}()
 	time.Sleep(50 * time.Millisecond)

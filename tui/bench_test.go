@@ -26,7 +26,6 @@ const (
 type benchDevice struct {
 	addr engine.Address
 	c    *engine.Client
-	ep   *enginetest.Endpoint
 }
 
 func newBenchDevice(b *testing.B, net *enginetest.Network, dir string, addr engine.Address) *benchDevice {
@@ -52,7 +51,7 @@ func newBenchDevice(b *testing.B, net *enginetest.Network, dir string, addr engi
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { c.Close() })
-	return &benchDevice{addr: addr, c: c, ep: ep}
+	return &benchDevice{addr: addr, c: c}
 }
 
 func (d *benchDevice) sendMany(b *testing.B, to engine.Address, n int) {
@@ -77,22 +76,14 @@ func (d *benchDevice) sendMany(b *testing.B, to engine.Address, n int) {
 
 // receiveAll stages and processes everything waiting at the relay.
 func (d *benchDevice) receiveAll(b *testing.B) {
-	ctx := context.Background()
-	leased, _ := d.ep.Receive(ctx)
-	for len(leased) > 0 {
-		k := min(5000, len(leased))
-		if _, err := d.c.Stage(ctx, leased[:k]); err != nil {
+	for {
+		res, err := d.c.Sync(context.Background())
+		if err != nil {
 			b.Fatal(err)
 		}
-		rows := make([]uint64, k)
-		for i := range rows {
-			rows[i] = leased[i].Row
+		if len(res.Received) == 0 {
+			return
 		}
-		d.ep.Acknowledge(ctx, rows)
-		if _, err := d.c.ProcessStaged(ctx); err != nil {
-			b.Fatal(err)
-		}
-		leased = leased[k:]
 	}
 }
 
@@ -183,7 +174,7 @@ func BenchmarkRootView(b *testing.B) {
 	defer cancel()
 	done := make(chan struct{})
 	defer close(done)
-	s := &session{client: tagged{alice.c}, events: alice.c.Events(), notes: make(chan eventlog.Entry), done: done,
+	s := &attachment{client: alice.c, events: alice.c.Events(), notes: make(chan eventlog.Entry), done: done,
 		state: func() string { return "connected" }}
 	m := newModel(ctx, themes.MustGet("dark"), discard, time.Now, nil)
 	p := m.addPane(alice.addr, s, panelComposer)

@@ -13,9 +13,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/parley-chat/parley/engine"
-	"github.com/parley-chat/parley/store"
 	"github.com/parley-chat/parley/tui/eventlog"
-	"github.com/parley-chat/parley/tui/inbox"
 )
 
 // The demo's two profiles.
@@ -24,21 +22,47 @@ var (
 	demoBob   = engine.MustParseAddress("bob/1")
 )
 
-// demoPassphrase protects the demo's throw-away profiles, with a cheap KDF:
-// they live in a temporary directory for one run.
-var demoPassphrase = []byte("parley demo")
+// DemoProfiles makes and opens the demo's profiles, all on one relay that
+// lets a new identity take over an address (the reinstall control). main
+// builds it on package profile and an embedded relay, so that tui imports
+// neither the store nor the transport.
+type DemoProfiles interface {
+	// Create makes a fresh profile (a new identity) for self in dir and
+	// opens it as Open does.
+	Create(ctx context.Context, dir string, self engine.Address, o DemoOpen) (DemoProfile, error)
+	// Open opens the profile in dir.
+	Open(ctx context.Context, dir string, o DemoOpen) (DemoProfile, error)
+}
 
-var demoKDF = store.KDFParams{Time: 1, MemoryKiB: 1024, Threads: 1}
+// DemoOpen is how the demo opens a profile: the engine's settings (clock,
+// randomness, loop policy; not its store or relay) and the wrapper the
+// relay connection goes through (the demo's switches).
+type DemoOpen struct {
+	Engine engine.Config
+	Wrap   func(engine.Relay) engine.Relay
+}
 
-// world is the demo's embedded relay and its profiles. Its methods do I/O
-// and run inside commands, never in Update.
+// DemoProfile is one open profile of the demo.
+type DemoProfile interface {
+	// Engine is the profile's client.
+	Engine() *engine.Client
+	// RelayState is the relay connection in words ("connected"...).
+	RelayState() string
+	// Close stops the client and the connection, marking nothing
+	// presented.
+	Close() error
+}
+
+// world is the demo's profiles. Its methods do I/O and run inside commands,
+// never in Update.
 type world struct {
-	ctx    context.Context // the demo's lifetime
-	dir    string
-	net    Network
-	log    *slog.Logger
-	now    func() time.Time
-	random func(self engine.Address, install int) engine.Randomness
+	ctx      context.Context // the demo's lifetime
+	dir      string
+	profiles DemoProfiles
+	log      *slog.Logger
+	now      func() time.Time
+	random   func(self engine.Address, install int) engine.Randomness
+	policy   engine.Policy
 
 	mu   sync.Mutex
 	devs map[engine.Address]*device
@@ -46,128 +70,133 @@ type world struct {
 
 // device is one profile of the demo.
 type device struct {
-	addr    engine.Address
-	dir     string
-	install int
-	gate    *gate
-	notes   chan eventlog.Entry
+	addr      engine.Address
+	dir       string
+	install   int
+	notes     chan eventlog.Entry
+	held      bool // the switches and the policy outlive a crash and a reopen
+	unplugged bool
+	policy    engine.Policy
 
 	// While open:
-	client *engine.Client
-	conn   Conn
+	prof   DemoProfile
 	faults *faultRelay
-	pump   *pump
 	done   chan struct{}
+	run    chan struct{} // closed when the client's loop has returned
 }
 
-func newWorld(ctx context.Context, dir string, net Network, log *slog.Logger, now func() time.Time) *world {
-	return &world{ctx: ctx, dir: dir, net: net, log: log, now: now, devs: map[engine.Address]*device{},
+func newWorld(ctx context.Context, dir string, profiles DemoProfiles, log *slog.Logger, now func() time.Time) *world {
+	return &world{ctx: ctx, dir: dir, profiles: profiles, log: log, now: now, devs: map[engine.Address]*device{},
 		random: func(engine.Address, int) engine.Randomness { return nil }}
 }
 
-// create makes a fresh profile for addr on disk (a new identity) and opens it.
-func (w *world) create(ctx context.Context, addr engine.Address) (*session, error) {
+// openOptions is how a device's profile is opened: its switches wrap the
+// relay connection.
+func (w *world) openOptions(d *device, install int) (DemoOpen, func() *faultRelay) {
+	var faults *faultRelay
+	o := DemoOpen{
+		Engine: engine.Config{Now: w.now, Random: w.random(d.addr, install), Policy: w.devicePolicy(d)},
+		Wrap: func(r engine.Relay) engine.Relay {
+			faults = newFaultRelay(r, d.addr, d.notes, w.now)
+			w.mu.Lock()
+			held, un := d.held, d.unplugged
+			w.mu.Unlock()
+			faults.set(&held, &un)
+			return faults
+		},
+	}
+	return o, func() *faultRelay { return faults }
+}
+
+// create makes a fresh profile for addr on disk (a new identity), opens it
+// and publishes its prekeys, so that a peer can start a session at once.
+func (w *world) create(ctx context.Context, addr engine.Address) (*attachment, error) {
 	w.mu.Lock()
 	d := w.devs[addr]
 	if d == nil {
-		d = &device{addr: addr, gate: newGate(), notes: make(chan eventlog.Entry, 64)}
+		d = &device{addr: addr, notes: make(chan eventlog.Entry, 64), policy: w.policy}
 		w.devs[addr] = d
 	}
 	d.install++
 	d.dir = filepath.Join(w.dir, fmt.Sprintf("%s-%d-%d", addr.User, addr.Device, d.install))
 	install := d.install
 	w.mu.Unlock()
-
-	st, err := store.Create(ctx, d.dir, demoPassphrase, store.Options{KDF: demoKDF, Now: w.now})
+	o, faults := w.openOptions(d, install)
+	prof, err := w.profiles.Create(ctx, d.dir, addr, o)
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", addr, err)
 	}
-	if _, err := engine.CreateProfile(ctx, st, addr, w.net.URL(), w.random(addr, install), w.now()); err != nil {
-		st.Close()
-		return nil, fmt.Errorf("create %s: %w", addr, err)
+	if err := prof.Engine().Maintain(ctx); err != nil {
+		prof.Close()
+		return nil, fmt.Errorf("publish prekeys of %s: %w", addr, err)
 	}
-	if err := st.Close(); err != nil {
-		return nil, fmt.Errorf("create %s: %w", addr, err)
-	}
-	return w.open(ctx, addr, true)
+	return w.start(d, prof, faults()), nil
 }
 
-// open opens addr's profile, connects it and starts its pump. maintain
-// publishes its prekeys first, so that a peer can start a session at once.
-func (w *world) open(ctx context.Context, addr engine.Address, maintain bool) (*session, error) {
-	w.mu.Lock()
-	d := w.devs[addr]
-	w.mu.Unlock()
+// open opens addr's profile again (after a crash) and starts its loop.
+func (w *world) open(ctx context.Context, addr engine.Address) (*attachment, error) {
+	d := w.device(addr)
 	if d == nil {
 		return nil, fmt.Errorf("open %s: %w", addr, engine.ErrNoProfile)
 	}
-	st, err := store.Open(ctx, d.dir, demoPassphrase, store.Options{Now: w.now})
+	o, faults := w.openOptions(d, d.install)
+	prof, err := w.profiles.Open(ctx, d.dir, o)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", addr, err)
 	}
-	_, _, id, err := engine.LoadIdentity(ctx, st)
-	if err != nil {
-		st.Close()
-		return nil, fmt.Errorf("open %s: %w", addr, err)
-	}
-	conn, err := w.net.Dial(ctx, addr, id)
-	if err != nil {
-		st.Close()
-		return nil, fmt.Errorf("connect %s: %w", addr, err)
-	}
-	faults := newFaultRelay(conn, addr, d.notes, w.now)
-	if _, unplugged := d.gate.state(); unplugged {
-		faults.setUnplugged(true)
-	}
-	c, err := engine.Open(ctx, engine.Config{Store: st, Relay: faults, Now: w.now, Random: w.random(addr, d.install)})
-	if err != nil {
-		conn.Close()
-		st.Close()
-		return nil, fmt.Errorf("open %s: %w", addr, err)
-	}
-	if maintain {
-		if err := c.Maintain(ctx); err != nil {
-			c.Close()
-			conn.Close()
-			return nil, fmt.Errorf("publish prekeys of %s: %w", addr, err)
-		}
-	}
-	w.mu.Lock()
-	d.client, d.conn, d.faults, d.done = c, conn, faults, make(chan struct{})
-	d.pump = startPump(w.ctx, c, faults, d.gate, d.notes, w.log, w.now, false)
-	s := &session{client: tagged{c}, relay: faults, events: c.Events(), notes: d.notes, done: d.done, state: faults.State}
-	w.mu.Unlock()
-	return s, nil
+	return w.start(d, prof, faults()), nil
 }
 
-// close closes addr's client. A clean close marks the events presented when
-// the screen has read all of them; a crash does not: the client and its
-// store are dropped as they are, as if the process had died.
+// start runs an opened profile's receive loop and gives the pane its view
+// of it.
+func (w *world) start(d *device, prof DemoProfile, faults *faultRelay) *attachment {
+	c := prof.Engine()
+	run := make(chan struct{})
+	go func() {
+		defer close(run)
+		c.Run(w.ctx)
+	}()
+	w.mu.Lock()
+	d.prof, d.faults, d.done, d.run = prof, faults, make(chan struct{}), run
+	state := func() string {
+		if faults != nil && faults.down() {
+			return "offline"
+		}
+		return prof.RelayState()
+	}
+	a := &attachment{client: c, events: c.Events(), notes: d.notes, done: d.done, state: state}
+	w.mu.Unlock()
+	return a
+}
+
+// close closes addr's profile. A clean close marks the events presented
+// when the screen has read all of them; a crash does not: the client and
+// its store are dropped as they are, as if the process had died.
 func (w *world) close(addr engine.Address, clean bool) error {
 	w.mu.Lock()
 	d := w.devs[addr]
-	if d == nil || d.client == nil {
+	if d == nil || d.prof == nil {
 		w.mu.Unlock()
 		return nil
 	}
-	c, conn, p, done := d.client, d.conn, d.pump, d.done
-	d.client, d.conn, d.faults, d.pump, d.done = nil, nil, nil, nil, nil
+	prof, done, run := d.prof, d.done, d.run
+	d.prof, d.faults, d.done, d.run = nil, nil, nil, nil
 	w.mu.Unlock()
-	p.Stop()
+	c := prof.Engine()
 	close(done)
 	if clean && !c.ResyncRequired() && len(c.Events()) == 0 {
 		if err := c.MarkPresented(context.Background()); err != nil {
 			w.log.Warn("mark presented", "self", addr.String(), "err", err)
 		}
 	}
-	err := c.Close()
-	conn.Close()
+	err := prof.Close()
+	<-run
 	return err
 }
 
 // reinstall replaces addr's profile with a fresh one: a new identity for
 // the same address, registered again at the relay.
-func (w *world) reinstall(ctx context.Context, addr engine.Address) (*session, error) {
+func (w *world) reinstall(ctx context.Context, addr engine.Address) (*attachment, error) {
 	if err := w.close(addr, true); err != nil {
 		w.log.Warn("close before reinstall", "self", addr.String(), "err", err)
 	}
@@ -180,7 +209,7 @@ func (w *world) reinstall(ctx context.Context, addr engine.Address) (*session, e
 	return w.create(ctx, addr)
 }
 
-// Close shuts every profile down cleanly and stops the relay.
+// Close shuts every profile down cleanly.
 func (w *world) Close() error {
 	w.mu.Lock()
 	addrs := make([]engine.Address, 0, len(w.devs))
@@ -192,7 +221,6 @@ func (w *world) Close() error {
 	for _, a := range addrs {
 		errs = append(errs, w.close(a, true))
 	}
-	errs = append(errs, w.net.Close())
 	return errors.Join(errs...)
 }
 
@@ -202,15 +230,66 @@ func (w *world) device(addr engine.Address) *device {
 	return w.devs[addr]
 }
 
+// setSwitches changes a device's hold and unplug switches, on the device
+// (they outlive a crash) and on its open connection; a release asks the
+// loop for a round at once.
+func (w *world) setSwitches(addr engine.Address, held, unplugged *bool) {
+	w.mu.Lock()
+	d := w.devs[addr]
+	if d == nil {
+		w.mu.Unlock()
+		return
+	}
+	if held != nil {
+		d.held = *held
+	}
+	if unplugged != nil {
+		d.unplugged = *unplugged
+	}
+	faults, prof := d.faults, d.prof
+	w.mu.Unlock()
+	if faults != nil {
+		faults.set(held, unplugged)
+	}
+	if prof != nil {
+		prof.Engine().SyncNow()
+	}
+}
+
+func (w *world) devicePolicy(d *device) engine.Policy {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return d.policy
+}
+
+// setPolicy changes a device's loop policy, on the device (it outlives a
+// crash) and on its open client.
+func (w *world) setPolicy(addr engine.Address, change func(*engine.Policy)) engine.Policy {
+	w.mu.Lock()
+	d := w.devs[addr]
+	if d == nil {
+		w.mu.Unlock()
+		return engine.Policy{}
+	}
+	change(&d.policy)
+	d.policy = d.policy.WithDefaults()
+	p, prof := d.policy, d.prof
+	w.mu.Unlock()
+	if prof != nil {
+		prof.Engine().SetPolicy(p)
+	}
+	return p
+}
+
 // flags reads a profile's demo switches for the status bar.
 func (w *world) flags(addr engine.Address) demoFlags {
-	d := w.device(addr)
+	w.mu.Lock()
+	d := w.devs[addr]
 	if d == nil {
+		w.mu.Unlock()
 		return demoFlags{}
 	}
-	var f demoFlags
-	f.held, f.unplugged = d.gate.state()
-	w.mu.Lock()
+	f := demoFlags{held: d.held, unplugged: d.unplugged}
 	faults := d.faults
 	w.mu.Unlock()
 	if faults != nil {
@@ -223,7 +302,7 @@ func (w *world) flags(addr engine.Address) demoFlags {
 type demoMsg struct {
 	pane    int
 	entries []eventlog.Entry
-	attach  *session // the profile was (re)opened
+	attach  *attachment // the profile was (re)opened
 	err     error
 	what    string
 }
@@ -251,14 +330,12 @@ func (m *Model) demoKey(k tea.KeyMsg) tea.Cmd {
 	say := func(text string) {
 		m.note(i, eventlog.Entry{Name: "demo", Text: text, Level: eventlog.Demo})
 	}
-	d := w.device(self)
 	switch {
 	case key.Matches(k, m.dkeys.Cancel):
 		return nil
 	case key.Matches(k, m.dkeys.Hold):
-		held, _ := d.gate.state()
-		held = !held
-		d.gate.set(&held, nil)
+		held := !w.flags(self).held
+		w.setSwitches(self, &held, nil)
 		m.panes[i].flags = w.flags(self)
 		if held {
 			say("holding delivery to " + self.String() + ": envelopes wait at the relay (ctrl+x h releases)")
@@ -268,12 +345,12 @@ func (m *Model) demoKey(k tea.KeyMsg) tea.Cmd {
 	case key.Matches(k, m.dkeys.HoldBoth):
 		hold := false
 		for j := range m.panes {
-			if h, _ := w.device(m.panes[j].self).gate.state(); !h {
+			if !w.flags(m.panes[j].self).held {
 				hold = true
 			}
 		}
 		for j := range m.panes {
-			w.device(m.panes[j].self).gate.set(&hold, nil)
+			w.setSwitches(m.panes[j].self, &hold, nil)
 			m.panes[j].flags = w.flags(m.panes[j].self)
 			if hold {
 				m.note(j, eventlog.Entry{Name: "demo", Level: eventlog.Demo, Text: "holding delivery to " + m.panes[j].self.String() + ": send on both sides, then ctrl+x H releases (a collision)"})
@@ -283,6 +360,7 @@ func (m *Model) demoKey(k tea.KeyMsg) tea.Cmd {
 		}
 	case key.Matches(k, m.dkeys.Drop), key.Matches(k, m.dkeys.DropAck):
 		ack := key.Matches(k, m.dkeys.DropAck)
+		d := w.device(self)
 		w.mu.Lock()
 		faults := d.faults
 		w.mu.Unlock()
@@ -298,14 +376,8 @@ func (m *Model) demoKey(k tea.KeyMsg) tea.Cmd {
 			say(fmt.Sprintf("the next envelope %s → %s will be lost after the relay accepts it", self, peer))
 		}
 	case key.Matches(k, m.dkeys.Unplug):
-		_, un := d.gate.state()
-		un = !un
-		d.gate.set(nil, &un)
-		w.mu.Lock()
-		if d.faults != nil {
-			d.faults.setUnplugged(un)
-		}
-		w.mu.Unlock()
+		un := !w.flags(self).unplugged
+		w.setSwitches(self, nil, &un)
 		m.panes[i].flags = w.flags(self)
 		m.panes[i].readState()
 		if un {
@@ -314,30 +386,34 @@ func (m *Model) demoKey(k tea.KeyMsg) tea.Cmd {
 			say(self.String() + "'s relay link plugged in again: ctrl+r retries")
 		}
 	case key.Matches(k, m.dkeys.AutoCommit):
-		p.autoCommit = !p.autoCommit
-		say(fmt.Sprintf("auto-commit %s for %s", onOff(p.autoCommit), self))
-		if p.autoCommit && p.sess != nil {
-			c, ctx := p.sess.client, withKind(m.ctx, kindAck)
-			return tag(i, p.gen, func() tea.Msg { return inbox.FinalizeAll(ctx, c, engine.OutcomeCommitted) })
-		}
+		pol := w.setPolicy(self, func(pol *engine.Policy) {
+			if pol.Commit == engine.CommitOnArrival {
+				pol.Commit = engine.CommitManual
+			} else {
+				pol.Commit = engine.CommitOnArrival
+			}
+		})
+		p.policy = pol
+		say(fmt.Sprintf("auto-commit %s for %s (the engine commits every delivery as it arrives)", onOff(pol.Commit == engine.CommitOnArrival), self))
 	case key.Matches(k, m.dkeys.AutoRetry):
-		p.autoRetry = !p.autoRetry
-		say(fmt.Sprintf("auto-retry %s for %s (backoff %s doubling to %s)", onOff(p.autoRetry), self, retryFirst, retryMax))
+		pol := w.setPolicy(self, func(pol *engine.Policy) { pol.AutoRetry = !pol.AutoRetry })
+		p.policy = pol
+		say(fmt.Sprintf("auto-retry %s for %s (backoff %s doubling to %s, at once after a reconnection or a convergence)", onOff(pol.AutoRetry), self, pol.RetryMin, pol.RetryMax))
 	case key.Matches(k, m.dkeys.Crash):
-		if p.sess == nil {
+		if p.att == nil {
 			return m.reopen(i)
 		}
 		p.detach("crashed")
 		return w.crashCmd(i, self, "now")
 	case key.Matches(k, m.dkeys.CrashNext):
-		if p.sess == nil {
+		if p.att == nil {
 			say(self.String() + " is closed: ctrl+x o reopens it")
 			return nil
 		}
 		p.crashArmed = true
 		say(self.String() + " will crash right after its next transition commits, before it is shown")
 	case key.Matches(k, m.dkeys.Reopen):
-		if p.sess != nil {
+		if p.att != nil {
 			say(self.String() + " is open")
 			return nil
 		}
@@ -364,7 +440,7 @@ func (m *Model) reopen(i int) tea.Cmd {
 	w, self := m.world, m.panes[i].self
 	m.panes[i].closed = "reopening"
 	return func() tea.Msg {
-		s, err := w.open(w.ctx, self, false)
+		s, err := w.open(w.ctx, self)
 		msg := demoMsg{pane: i, attach: s, err: err, what: "reopen"}
 		if err == nil {
 			text := self.String() + " reopened"

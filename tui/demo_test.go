@@ -257,7 +257,7 @@ func TestDemoAutoRetry(t *testing.T) {
 	d.waitFor("drop:envelope")
 	d.send("lost once")
 	d.waitFor("demo_lost_envelope")
-	d.waitFor("auto_retry", "1 pending received")
+	d.waitFor("1 pending received")
 }
 
 // TestDemoNarrow: below 120 columns the profiles are stacked, and every

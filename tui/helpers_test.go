@@ -106,11 +106,7 @@ func startDemo(t *testing.T, cfg demoConfig) *demoRun {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	net, err := newEmbeddedNetwork(discard, fixedClock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := newWorld(ctx, t.TempDir(), net, discard, fixedClock)
+	w := newWorld(ctx, t.TempDir(), startTestRelay(t, fixedClock), discard, fixedClock)
 	w.random = func(a engine.Address, install int) engine.Randomness {
 		return newDetRand(a.String() + "#" + string(rune('0'+install)))
 	}
@@ -118,6 +114,7 @@ func startDemo(t *testing.T, cfg demoConfig) *demoRun {
 	if cfg.mutate != nil {
 		cfg.mutate(&opts)
 	}
+	w.policy = opts.Policy.WithDefaults()
 	m, err := newDemoModel(ctx, w, th, discard, opts)
 	if err != nil {
 		w.Close()

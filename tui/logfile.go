@@ -72,9 +72,9 @@ func (s *logSink) Close() error {
 	return s.f.Close()
 }
 
-// openLog returns the logger the options ask for and a function that
+// OpenLog returns the logger the options ask for and a function that
 // flushes and closes it. Nothing is ever written to the screen.
-func openLog(opts Options) (*slog.Logger, func(), error) {
+func OpenLog(opts Options) (*slog.Logger, func(), error) {
 	if opts.Logger != nil {
 		return opts.Logger, func() {}, nil
 	}

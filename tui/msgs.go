@@ -46,8 +46,8 @@ type eventsMsg struct{ events []engine.Event }
 // noteMsg is something the pump or the demo wants in the event log.
 type noteMsg struct{ entry eventlog.Entry }
 
-// sessionEndedMsg says the listener stopped: the client was closed.
-type sessionEndedMsg struct{}
+// clientEndedMsg says the listener stopped: the client was closed.
+type clientEndedMsg struct{}
 
 // safetyMsg carries the safety number with the chosen peer.
 type safetyMsg struct {

@@ -2,7 +2,6 @@ package tui
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -12,41 +11,19 @@ import (
 	"github.com/parley-chat/parley/wire"
 )
 
-// Network is what the demo needs from the relay its profiles talk through:
-// a connection per device, where a new identity for an address already
-// registered replaces it (the demo's reinstall). Holding delivery, losing an
-// envelope or an ACK and unplugging a link are done by the demo itself on
-// top of any Network (see faultRelay and gate), so a Network is only the
-// relay: network_embedded.go is the one file that says which.
-type Network interface {
-	// Dial connects and authenticates a device.
-	Dial(ctx context.Context, self engine.Address, id *engine.Identity) (Conn, error)
-	// URL is the relay's address, stored in the demo's profiles.
-	URL() string
-	// Close stops the relay.
-	Close() error
-}
-
-// Conn is one device's connection to a Network.
-type Conn interface {
-	engine.Relay
-	// State is the connection state in words ("connected", "connecting",
-	// "offline"...), shown in the status bar.
-	State() string
-	// Close drops the connection; envelopes leased and not acknowledged are
-	// delivered again on the next connection.
-	Close() error
-}
-
 // errUnplugged is what a demo-unplugged link returns.
-var errUnplugged = errors.New("relay unreachable (demo: link unplugged)")
+var errUnplugged = fmt.Errorf("demo: link unplugged: %w", engine.ErrRelayUnreachable)
 
-// faultRelay is a device's relay connection with the demo's switches: lose
-// the next envelope or the next ACK the device sends to a peer (the relay
-// accepts it, then it is gone), and unplug the link (every call fails, so a
-// send is stored and reported not sent).
+// faultRelay is a demo profile's relay connection with the demo's
+// switches, wrapped around the real connection: hold delivery (Receive
+// returns nothing, so envelopes wait at the relay), lose the next envelope
+// or the next ACK the device sends to a peer (the relay accepts it, then it
+// is gone), and unplug the link (every call fails, so a send is stored and
+// reported not sent). The engine says what each hand-off carries
+// (engine.HandoffOf), so "the next ACK" is exact although envelopes are
+// opaque.
 type faultRelay struct {
-	Conn
+	inner engine.Relay
 	self  engine.Address
 	notes chan<- eventlog.Entry
 	now   func() time.Time
@@ -54,11 +31,18 @@ type faultRelay struct {
 	mu        sync.Mutex
 	dropMsg   map[engine.Address]int
 	dropAck   map[engine.Address]int
+	held      bool
 	unplugged bool
 }
 
-func newFaultRelay(c Conn, self engine.Address, notes chan<- eventlog.Entry, now func() time.Time) *faultRelay {
-	return &faultRelay{Conn: c, self: self, notes: notes, now: now, dropMsg: map[engine.Address]int{}, dropAck: map[engine.Address]int{}}
+var (
+	_ engine.Relay          = (*faultRelay)(nil)
+	_ engine.RelayLink      = (*faultRelay)(nil)
+	_ engine.BatchSubmitter = (*faultRelay)(nil)
+)
+
+func newFaultRelay(inner engine.Relay, self engine.Address, notes chan<- eventlog.Entry, now func() time.Time) *faultRelay {
+	return &faultRelay{inner: inner, self: self, notes: notes, now: now, dropMsg: map[engine.Address]int{}, dropAck: map[engine.Address]int{}}
 }
 
 func (f *faultRelay) down() bool {
@@ -72,7 +56,7 @@ func (f *faultRelay) FetchBundle(ctx context.Context, peer engine.Address) (wire
 	if f.down() {
 		return wire.Bundle{}, errUnplugged
 	}
-	return f.Conn.FetchBundle(ctx, peer)
+	return f.inner.FetchBundle(ctx, peer)
 }
 
 // PublishPreKeys implements engine.Relay.
@@ -80,60 +64,119 @@ func (f *faultRelay) PublishPreKeys(ctx context.Context, b wire.Bundle, oneTime 
 	if f.down() {
 		return errUnplugged
 	}
-	return f.Conn.PublishPreKeys(ctx, b, oneTime)
+	return f.inner.PublishPreKeys(ctx, b, oneTime)
 }
 
-// Submit implements engine.Relay, losing an envelope when one is armed.
+// Submit implements engine.Relay, losing the envelope when a loss is armed
+// for what it carries.
 func (f *faultRelay) Submit(ctx context.Context, env wire.Envelope) error {
+	lost, err := f.lose(ctx, env)
+	if lost || err != nil {
+		return err
+	}
+	return f.inner.Submit(ctx, env)
+}
+
+// SubmitBatch implements engine.BatchSubmitter: the switches apply to each
+// envelope; what is left goes to the connection in one batch.
+func (f *faultRelay) SubmitBatch(ctx context.Context, envs []wire.Envelope) []error {
+	errs := make([]error, len(envs))
+	var pass []wire.Envelope
+	var idx []int
+	for i, env := range envs {
+		lost, err := f.lose(ctx, env)
+		if lost || err != nil {
+			errs[i] = err
+			continue
+		}
+		pass, idx = append(pass, env), append(idx, i)
+	}
+	if len(pass) == 0 {
+		return errs
+	}
+	var res []error
+	if bs, ok := f.inner.(engine.BatchSubmitter); ok {
+		res = bs.SubmitBatch(ctx, pass)
+	} else {
+		res = make([]error, len(pass))
+		for k, env := range pass {
+			res[k] = f.inner.Submit(ctx, env)
+		}
+	}
+	for k, i := range idx {
+		errs[i] = res[k]
+	}
+	return errs
+}
+
+// lose reports whether env is lost to an armed switch (the relay "accepted"
+// it), or fails while unplugged.
+func (f *faultRelay) lose(ctx context.Context, env wire.Envelope) (bool, error) {
 	to, _ := engine.ParseAddress(env.Recipient)
-	kind := kindOf(ctx)
 	f.mu.Lock()
 	if f.unplugged {
 		f.mu.Unlock()
-		return errUnplugged
+		return false, errUnplugged
 	}
-	armed := f.dropMsg
-	what := "envelope"
-	if kind == kindAck {
-		armed, what = f.dropAck, "ACK"
+	armed, what, name := f.dropMsg, "envelope", "demo_lost_envelope"
+	if engine.HandoffOf(ctx) == engine.HandoffAck {
+		armed, what, name = f.dropAck, "ACK", "demo_lost_ack"
 	}
-	if armed[to] > 0 {
-		armed[to]--
+	if armed[to] == 0 {
 		f.mu.Unlock()
-		e := eventlog.Entry{At: f.now(), Name: "demo_lost_" + map[string]string{"envelope": "envelope", "ACK": "ack"}[what],
-			Text: fmt.Sprintf("the relay accepted an %s %s → %s and lost it", what, f.self, to), Level: eventlog.Demo}
-		select {
-		case f.notes <- e:
-		default:
-		}
-		return nil
+		return false, nil
 	}
+	armed[to]--
 	f.mu.Unlock()
-	return f.Conn.Submit(ctx, env)
-}
-
-// Receive implements engine.Relay.
-func (f *faultRelay) Receive(ctx context.Context) ([]engine.Leased, error) {
-	if f.down() {
-		return nil, errUnplugged
+	e := eventlog.Entry{At: f.now(), Name: name, Text: fmt.Sprintf("the relay accepted an %s %s → %s and lost it", what, f.self, to), Level: eventlog.Demo}
+	select {
+	case f.notes <- e:
+	default:
 	}
-	return f.Conn.Receive(ctx)
+	return true, nil
 }
 
-// Acknowledge implements engine.Relay.
+// Receive implements engine.Relay: nothing while delivery is held (the
+// envelopes stay at the relay, leased to this connection and not
+// acknowledged, until release).
+func (f *faultRelay) Receive(ctx context.Context) ([]engine.Leased, error) {
+	f.mu.Lock()
+	held, down := f.held, f.unplugged
+	f.mu.Unlock()
+	switch {
+	case down:
+		return nil, errUnplugged
+	case held:
+		return nil, nil
+	}
+	return f.inner.Receive(ctx)
+}
+
+// Acknowledge implements engine.Relay by forwarding to the connection.
 func (f *faultRelay) Acknowledge(ctx context.Context, rows []uint64) error {
 	if f.down() {
 		return errUnplugged
 	}
-	return f.Conn.Acknowledge(ctx, rows)
+	return f.inner.Acknowledge(ctx, rows)
 }
 
-// State reports the connection state, "offline" while unplugged.
-func (f *faultRelay) State() string {
-	if f.down() {
-		return "offline"
+// Wake implements engine.RelayLink with the connection's signal.
+func (f *faultRelay) Wake() <-chan struct{} {
+	if l, ok := f.inner.(engine.RelayLink); ok {
+		return l.Wake()
 	}
-	return f.Conn.State()
+	return nil
+}
+
+// Link implements engine.RelayLink: down while unplugged.
+func (f *faultRelay) Link() engine.Link {
+	if f.down() {
+		return engine.Link{Err: errUnplugged}
+	}
+	if l, ok := f.inner.(engine.RelayLink); ok {
+		return l.Link()
+	}
+	return engine.Link{Up: true}
 }
 
 func (f *faultRelay) arm(to engine.Address, ack bool) {
@@ -146,10 +189,16 @@ func (f *faultRelay) arm(to engine.Address, ack bool) {
 	}
 }
 
-func (f *faultRelay) setUnplugged(on bool) {
+// set changes the hold and unplug switches (nil: unchanged).
+func (f *faultRelay) set(held, unplugged *bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.unplugged = on
+	if held != nil {
+		f.held = *held
+	}
+	if unplugged != nil {
+		f.unplugged = *unplugged
+	}
 }
 
 func (f *faultRelay) armed() (msg, ack int) {

@@ -39,16 +39,9 @@ func (p panel) String() string {
 	return [...]string{"conversations", "timeline", "composer", "inbox", "outbox", "events"}[p]
 }
 
-// Auto-retry backoff bounds.
-const (
-	retryFirst = 2 * time.Second
-	retryMax   = 32 * time.Second
-)
-
-// session is one open client of a profile as a pane sees it.
-type session struct {
+// attachment is one open client of a profile as a pane sees it.
+type attachment struct {
 	client Client
-	relay  engine.Relay // to read a changed identity's bundle; may be nil
 	events <-chan engine.Event
 	notes  <-chan eventlog.Entry
 	done   <-chan struct{} // closed when the client is closed
@@ -74,7 +67,7 @@ type pane struct {
 	idx  int
 	gen  int
 	self engine.Address
-	sess *session // nil while the profile is closed
+	att  *attachment // nil while the profile is closed
 	ctx  context.Context
 	th   themes.Theme
 	keys paneKeys
@@ -97,9 +90,7 @@ type pane struct {
 	safeErr string
 	changed map[engine.Address]*identityChange
 
-	autoCommit, autoRetry bool
-	retryAt               map[engine.Address]time.Time
-	backoff               map[engine.Address]time.Duration
+	policy engine.Policy // the client's loop policy, read on each tick
 
 	connState  string // the relay connection, read on each tick
 	present    bool   // events drawn since the last MarkPresented
@@ -116,15 +107,15 @@ func newPane(ctx context.Context, idx int, self engine.Address, th themes.Theme,
 		idx: idx, self: self, ctx: ctx, th: th, keys: defaultPaneKeys(), log: log, now: now, demo: demo,
 		conv: conversations.New(ctx, nil, th), tl: timeline.New(ctx, nil, th), comp: composer.New(ctx, nil, th),
 		in: inbox.New(ctx, nil, th), out: outbox.New(ctx, nil, th), ev: eventlog.New(th),
-		changed: map[engine.Address]*identityChange{}, retryAt: map[engine.Address]time.Time{}, backoff: map[engine.Address]time.Duration{},
+		changed: map[engine.Address]*identityChange{},
 	}
 }
 
 // attach gives the pane an open client: a new generation, fresh reads of
 // every list and a listener on its events.
-func (p *pane) attach(s *session) tea.Cmd {
+func (p *pane) attach(s *attachment) tea.Cmd {
 	p.gen++
-	p.sess = s
+	p.att = s
 	p.closed = ""
 	p.crashArmed = false
 	p.present = false
@@ -146,16 +137,16 @@ func (p *pane) attach(s *session) tea.Cmd {
 // client are dropped from now on.
 func (p *pane) detach(why string) {
 	p.gen++
-	p.sess = nil
+	p.att = nil
 	p.closed = why
 	p.crashArmed = false
 }
 
-func listen(s *session) tea.Cmd {
+func listen(s *attachment) tea.Cmd {
 	return func() tea.Msg {
 		select {
 		case <-s.done:
-			return sessionEndedMsg{}
+			return clientEndedMsg{}
 		case e := <-s.events:
 			batch := []engine.Event{e}
 			for len(batch) < 256 {
@@ -245,11 +236,11 @@ func (p pane) Update(msg tea.Msg) (pane, tea.Cmd) {
 		return p.events(msg.events)
 	case noteMsg:
 		p.note(msg.entry)
-		if p.sess != nil {
-			return p, listen(p.sess)
+		if p.att != nil {
+			return p, listen(p.att)
 		}
 		return p, nil
-	case sessionEndedMsg:
+	case clientEndedMsg:
 		return p, nil
 	case tickMsg:
 		return p.tick(time.Time(msg))
@@ -326,8 +317,8 @@ func (p pane) key(k tea.KeyMsg) (pane, tea.Cmd) {
 	case key.Matches(k, p.keys.Accept):
 		return p, p.accept()
 	case key.Matches(k, p.keys.Retry):
-		if p.sess != nil && !p.peer.IsZero() {
-			return p, outbox.Retry(withKind(p.ctx, kindMessage), p.sess.client, p.peer, false)
+		if p.att != nil && !p.peer.IsZero() {
+			return p, outbox.Retry(p.ctx, p.att.client, p.peer, false)
 		}
 		return p, nil
 	}
@@ -357,7 +348,6 @@ func (p pane) key(k tea.KeyMsg) (pane, tea.Cmd) {
 // events draws what a run of engine events says, then listens again.
 func (p pane) events(evs []engine.Event) (pane, tea.Cmd) {
 	var cmds []tea.Cmd
-	var deliveries []engine.FinalizeRequest
 	for _, e := range evs {
 		p.note(eventlog.FromEvent(e))
 		switch e.Kind {
@@ -366,13 +356,7 @@ func (p pane) events(evs []engine.Event) (pane, tea.Cmd) {
 			if r == nil {
 				break
 			}
-			switch {
-			case r.Kind == engine.ResultDelivery:
-				deliveries = append(deliveries, engine.FinalizeRequest{Sender: r.Sender, ID: r.ID, Outcome: engine.OutcomeCommitted})
-			case r.Kind == engine.ResultAcknowledgement && r.Cleared:
-				p.backoff[r.Sender] = 0
-				p.retryAt[r.Sender] = p.now().Add(retryFirst)
-			case r.Kind == engine.ResultError && errors.Is(r.Err, engine.ErrIdentityChanged):
+			if r.Kind == engine.ResultError && errors.Is(r.Err, engine.ErrIdentityChanged) {
 				cmds = append(cmds, p.markChanged(r.Sender))
 			}
 			if r.Sender == p.peer && p.safety == "" {
@@ -389,7 +373,10 @@ func (p pane) events(evs []engine.Event) (pane, tea.Cmd) {
 			if e.Peer == p.peer {
 				cmds = append(cmds, p.loadSafety())
 			}
-			p.retryAt[e.Peer] = time.Time{} // auto-retry at the next tick
+		case engine.EventSyncFailed:
+			if errors.Is(e.Err, engine.ErrIdentityChanged) && !e.Peer.IsZero() {
+				cmds = append(cmds, p.markChanged(e.Peer))
+			}
 		case engine.EventResync:
 			cmds = append(cmds, p.conv.Reload(), p.tl.Reload(), p.in.Reload(), p.out.Reload())
 		}
@@ -397,79 +384,35 @@ func (p pane) events(evs []engine.Event) (pane, tea.Cmd) {
 		p, cmd = p.broadcast(e)
 		cmds = append(cmds, cmd)
 	}
-	if p.autoCommit && len(deliveries) > 0 && p.sess != nil {
-		cmds = append(cmds, p.commit(deliveries))
-	}
 	p.present = true
-	if p.sess != nil {
-		cmds = append(cmds, listen(p.sess))
+	if p.att != nil {
+		cmds = append(cmds, listen(p.att))
 	}
 	return p, tea.Batch(cmds...)
-}
-
-// commit finalizes deliveries for auto-commit; repeats of messages committed
-// already are passed over quietly.
-func (p pane) commit(reqs []engine.FinalizeRequest) tea.Cmd {
-	c, ctx := p.sess.client, withKind(p.ctx, kindAck)
-	return func() tea.Msg {
-		res, err := c.FinalizeBatch(ctx, reqs)
-		out := inbox.FinalizedMsg{Outcome: engine.OutcomeCommitted, All: true, Err: err}
-		for i, r := range res {
-			switch {
-			case errors.Is(r.Err, engine.ErrNotPending):
-			case r.Err != nil:
-				out.Failed = append(out.Failed, inbox.Failure{Sender: reqs[i].Sender, ID: reqs[i].ID, Err: r.Err})
-			default:
-				out.Done++
-				if r.AckSent {
-					out.AcksSent++
-				}
-			}
-		}
-		return out
-	}
 }
 
 // readState reads the connection state for the status bar (in Update, so
 // that View reads nothing shared).
 func (p *pane) readState() {
 	p.connState = "unknown"
-	if p.sess != nil && p.sess.state != nil {
-		p.connState = p.sess.state()
+	if p.att != nil && p.att.state != nil {
+		p.connState = p.att.state()
+	}
+	if p.att != nil {
+		p.policy = p.att.client.Policy()
 	}
 }
 
 func (p *pane) tick(now time.Time) (pane, tea.Cmd) {
 	var cmds []tea.Cmd
-	if p.sess == nil {
+	if p.att == nil {
 		return *p, nil
 	}
 	p.readState()
-	if p.present && !p.crashArmed && len(p.sess.events) == 0 {
+	if p.present && !p.crashArmed && len(p.att.events) == 0 {
 		p.present = false
-		c, ctx := p.sess.client, p.ctx
+		c, ctx := p.att.client, p.ctx
 		cmds = append(cmds, func() tea.Msg { return presentedMsg{err: c.MarkPresented(ctx)} })
-	}
-	if p.autoRetry {
-		for _, it := range p.conv.Items() {
-			if it.PendingOut == 0 || p.changed[it.Peer] != nil {
-				continue
-			}
-			at, ok := p.retryAt[it.Peer]
-			if !ok {
-				p.retryAt[it.Peer] = now.Add(retryFirst)
-				continue
-			}
-			if now.Before(at) {
-				continue
-			}
-			d := p.backoff[it.Peer]
-			d = min(max(d*2, retryFirst), retryMax)
-			p.backoff[it.Peer] = d
-			p.retryAt[it.Peer] = now.Add(d)
-			p.note(eventlog.Entry{Name: "auto_retry", Text: fmt.Sprintf("%s: %d pending, next try in %s", it.Peer, it.PendingOut, d), Level: eventlog.Info})
-			cmds = append(cmds, outbox.Retry(withKind(p.ctx, kindMessage), p.sess.client, it.Peer, true))
-		}
 	}
 	return *p, tea.Batch(cmds...)
 }
@@ -486,10 +429,10 @@ func (p *pane) selectPeer(peer engine.Address) tea.Cmd {
 }
 
 func (p pane) loadSafety() tea.Cmd {
-	if p.sess == nil || p.peer.IsZero() {
+	if p.att == nil || p.peer.IsZero() {
 		return nil
 	}
-	c, ctx, peer := p.sess.client, p.ctx, p.peer
+	c, ctx, peer := p.att.client, p.ctx, p.peer
 	return func() tea.Msg {
 		n, err := c.SafetyNumber(ctx, peer)
 		return safetyMsg{peer: peer, number: n, err: err}
@@ -505,19 +448,12 @@ func (p *pane) markChanged(peer engine.Address) tea.Cmd {
 	p.changed[peer] = &identityChange{}
 	p.conv.SetChanged(peer, true)
 	p.updateBlocked()
-	if p.sess == nil || p.sess.relay == nil {
+	if p.att == nil {
 		return nil
 	}
-	relay, self, own, now, ctx := p.sess.relay, p.self, p.sess.client.Identity(), p.now, p.ctx
+	c, self, own, ctx := p.att.client, p.self, p.att.client.Identity(), p.ctx
 	return func() tea.Msg {
-		b, err := relay.FetchBundle(ctx, peer)
-		if err != nil {
-			return newIdentityMsg{peer: peer, err: err}
-		}
-		addr, k, err := engine.VerifyBundle(b, now())
-		if err == nil && addr != peer {
-			err = fmt.Errorf("bundle for %s names %s: %w", peer, addr, engine.ErrBadSignature)
-		}
+		k, err := c.RelayIdentity(ctx, peer)
 		if err != nil {
 			return newIdentityMsg{peer: peer, err: err}
 		}
@@ -536,10 +472,10 @@ func (p *pane) updateBlocked() {
 }
 
 func (p pane) accept() tea.Cmd {
-	if p.sess == nil || p.changed[p.peer] == nil {
+	if p.att == nil || p.changed[p.peer] == nil {
 		return nil
 	}
-	c, ctx, peer := p.sess.client, p.ctx, p.peer
+	c, ctx, peer := p.att.client, p.ctx, p.peer
 	return func() tea.Msg {
 		_, err := c.AcceptIdentity(ctx, peer)
 		return acceptedMsg{peer: peer, err: err}
@@ -682,7 +618,7 @@ func (p pane) statusView() string {
 	switch {
 	case p.closed != "":
 		seg(strings.ToUpper(p.closed)+": ctrl+x o reopens", st.Offline)
-	case p.sess != nil:
+	case p.att != nil:
 		state := p.connState
 		style := st.Offline
 		switch state {
@@ -694,7 +630,7 @@ func (p pane) statusView() string {
 		seg("relay "+state, style)
 	}
 	// Switches that are off take little room; what is armed or on says so.
-	auto := st.Bar.Render("auto commit:") + onOffStyle(st, p.autoCommit) + st.Bar.Render(" retry:") + onOffStyle(st, p.autoRetry)
+	auto := st.Bar.Render("auto commit:") + onOffStyle(st, p.policy.Commit == engine.CommitOnArrival) + st.Bar.Render(" retry:") + onOffStyle(st, p.policy.AutoRetry)
 	line += st.Bar.Render(" │ ") + auto
 	if p.flags.held {
 		seg("held", st.FlagOn)

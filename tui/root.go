@@ -56,7 +56,7 @@ func newModel(ctx context.Context, th themes.Theme, log *slog.Logger, now func()
 
 // addPane adds a profile with its open session; focus says which panel
 // starts focused.
-func (m *Model) addPane(self engine.Address, s *session, focus panel) *pane {
+func (m *Model) addPane(self engine.Address, s *attachment, focus panel) *pane {
 	p := newPane(m.ctx, len(m.panes), self, m.th, m.log, m.now, m.world != nil)
 	p.focus = focus
 	cmd := p.attach(s)

@@ -49,6 +49,10 @@ func (f *fakeClient) Events() <-chan engine.Event                               
 func (f *fakeClient) ResyncRequired() bool                                          { return false }
 func (f *fakeClient) MarkPresented(context.Context) error                           { return nil }
 func (f *fakeClient) SafetyNumber(context.Context, engine.Address) (string, error)  { return "", nil }
+func (f *fakeClient) Policy() engine.Policy                                         { return engine.Policy{} }
+func (f *fakeClient) RelayIdentity(context.Context, engine.Address) (engine.IdentityKey, error) {
+	return engine.IdentityKey{}, nil
+}
 func (f *fakeClient) AcceptIdentity(context.Context, engine.Address) (engine.IdentityKey, error) {
 	return engine.IdentityKey{}, nil
 }
@@ -59,7 +63,7 @@ func newTestRoot(t *testing.T) (Model, *fakeClient, chan struct{}) {
 	fc := &fakeClient{self: demoAlice, events: make(chan engine.Event, 8)}
 	done := make(chan struct{})
 	t.Cleanup(func() { close(done) })
-	s := &session{client: fc, events: fc.events, notes: make(chan eventlogEntry), done: done, state: func() string { return "connected" }}
+	s := &attachment{client: fc, events: fc.events, notes: make(chan eventlogEntry), done: done, state: func() string { return "connected" }}
 	m := newModel(context.Background(), themes.MustGet("dark"), discard, fixedClock, nil)
 	p := m.addPane(demoAlice, s, panelComposer)
 	p.conv.Select(demoBob)

@@ -75,7 +75,7 @@ func TestRun(t *testing.T) {
 	logFile := filepath.Join(t.TempDir(), "state", "parley.log")
 	errc := make(chan error, 1)
 	go func() {
-		errc <- Run(context.Background(), alice, net.Endpoint(demoAlice), Options{
+		errc <- Run(context.Background(), alice, Options{
 			Input: in, Output: out, NoAltScreen: true, LogFile: logFile, Now: fixedClock,
 			ConnState: func() string { return "connected" }, Peer: "bob/1",
 		})
@@ -115,7 +115,7 @@ func TestRunContextEnds(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() {
-		errc <- Run(ctx, alice, net.Endpoint(demoAlice), Options{Input: in, Output: io.Discard, NoAltScreen: true, Logger: discard})
+		errc <- Run(ctx, alice, Options{Input: in, Output: io.Discard, NoAltScreen: true, Logger: discard})
 	}()
 	time.Sleep(300 * time.Millisecond)
 	cancel()

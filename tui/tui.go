@@ -11,10 +11,10 @@
 // back as typed messages, and engine events arrive through a re-armed
 // command listening on the client's channel. Every style comes from themes.
 //
-// tui imports engine, themes and the charmbracelet libraries; the demo also
-// imports store and transport, because it makes its own profiles and runs
-// its own relay (network_embedded.go is the only file that names the
-// relay). Nothing in tui imports main.
+// tui imports engine, themes and the charmbracelet libraries, never the
+// store or the transport (engine/imports_test.go holds it to that): the
+// receive loop is the engine's (engine.Client.Run), and the demo is handed
+// its profiles and their relay by main (DemoProfiles).
 package tui
 
 import (
@@ -55,10 +55,10 @@ type Options struct {
 	// ConnState, when set, reports the relay connection state in words
 	// ("connected", "connecting", "offline") for the status bar (Run).
 	ConnState func() string
-	// AutoCommit commits every delivery as it arrives; AutoRetry retries
-	// peers with pending sent messages with a doubling backoff. Both are off
-	// by default (and in the demo, where ctrl+x c / ctrl+x r toggle them).
-	AutoCommit, AutoRetry bool
+	// Policy is the demo profiles' loop policy (manual commits, no
+	// automatic retry unless set; ctrl+x c and ctrl+x r toggle them). Run
+	// shows the policy its client was opened with.
+	Policy engine.Policy
 	// Dir is where the demo makes its profiles; default a new temporary
 	// directory, removed when the demo ends. A Dir given is kept.
 	Dir string
@@ -101,19 +101,16 @@ func runProgram(ctx context.Context, p *tea.Program) error {
 }
 
 // Run shows one profile until the user quits (ctrl+c) or ctx ends; both
-// return nil. client is the profile's open engine and relay the same
-// connection the client was opened with: Run receives from it in the
-// background (Receive, Stage, Acknowledge, ProcessStaged) and keeps the
-// prekeys fresh (Maintain at start and hourly), in a goroutine it stops
-// before returning. Run closes neither client nor relay; after it returns
-// the caller closes them. A relay that reconnects on its own keeps the
-// pump going; Options.ConnState shows its state.
-func Run(ctx context.Context, client *engine.Client, relay engine.Relay, opts Options) error {
+// return nil. It runs the client's receive loop (engine.Client.Run) in the
+// background and ends it before returning; it closes nothing: the caller
+// closes the client afterwards. Options.ConnState shows the relay
+// connection.
+func Run(ctx context.Context, client *engine.Client, opts Options) error {
 	th, err := opts.theme()
 	if err != nil {
 		return err
 	}
-	log, closeLog, err := openLog(opts)
+	log, closeLog, err := OpenLog(opts)
 	if err != nil {
 		return err
 	}
@@ -122,11 +119,15 @@ func Run(ctx context.Context, client *engine.Client, relay engine.Relay, opts Op
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	notes := make(chan eventlog.Entry, 64)
+	loop := make(chan struct{})
+	go func() {
+		defer close(loop)
+		client.Run(ctx)
+	}()
 	done := make(chan struct{})
-	p := startPump(ctx, client, relay, newGate(), notes, log, now, true)
 	defer func() {
-		p.Stop()
+		cancel()
+		<-loop
 		if !client.ResyncRequired() && len(client.Events()) == 0 {
 			if err := client.MarkPresented(context.Background()); err != nil {
 				log.Warn("mark presented", "err", err)
@@ -138,11 +139,10 @@ func Run(ctx context.Context, client *engine.Client, relay engine.Relay, opts Op
 	if state == nil {
 		state = func() string { return "unknown" }
 	}
-	s := &session{client: tagged{client}, relay: relay, events: client.Events(), notes: notes, done: done, state: state}
+	s := &attachment{client: client, events: client.Events(), notes: make(chan eventlog.Entry), done: done, state: state}
 	m := newModel(ctx, th, log, now, nil)
 	focus := panelConversations
 	pn := m.addPane(client.Self(), s, focus)
-	pn.autoCommit, pn.autoRetry = opts.AutoCommit, opts.AutoRetry
 	if opts.Peer != "" {
 		peer, err := engine.ParseAddress(opts.Peer)
 		if err != nil {
@@ -156,18 +156,19 @@ func Run(ctx context.Context, client *engine.Client, relay engine.Relay, opts Op
 	return runProgram(ctx, opts.program(m, ctx))
 }
 
-// RunDemo starts an embedded relay and two fresh profiles, alice/1 and
-// bob/1, and shows them side by side (stacked below 120 columns) until the
-// user quits (ctrl+c) or ctx ends; both return nil. Focus starts in alice's
+// RunDemo makes two fresh profiles, alice/1 and bob/1, through profiles,
+// and shows them side by side (stacked below 120 columns) until the user
+// quits (ctrl+c) or ctx ends; both return nil. Focus starts in alice's
 // composer addressed to bob/1. The profiles live in Options.Dir or in a
-// temporary directory removed at the end; every goroutine the demo starts
-// (one pump per profile) is stopped before RunDemo returns.
-func RunDemo(ctx context.Context, opts Options) error {
+// temporary directory removed at the end; every profile is closed (and its
+// loop ended) before RunDemo returns. The relay behind profiles is the
+// caller's to stop afterwards.
+func RunDemo(ctx context.Context, profiles DemoProfiles, opts Options) error {
 	th, err := opts.theme()
 	if err != nil {
 		return err
 	}
-	log, closeLog, err := openLog(opts)
+	log, closeLog, err := OpenLog(opts)
 	if err != nil {
 		return err
 	}
@@ -181,11 +182,8 @@ func RunDemo(ctx context.Context, opts Options) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	net, err := newEmbeddedNetwork(log, opts.clock())
-	if err != nil {
-		return fmt.Errorf("demo: relay: %w", err)
-	}
-	w := newWorld(ctx, dir, net, log, opts.clock())
+	w := newWorld(ctx, dir, profiles, log, opts.clock())
+	w.policy = opts.Policy.WithDefaults()
 	defer func() {
 		if err := w.Close(); err != nil {
 			log.Warn("demo close", "err", err)
@@ -195,7 +193,7 @@ func RunDemo(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	log.Info("demo start", "dir", dir, "relay", net.URL())
+	log.Info("demo start", "dir", dir)
 	return runProgram(ctx, opts.program(m, ctx))
 }
 
@@ -216,7 +214,6 @@ func newDemoModel(ctx context.Context, w *world, th themes.Theme, log *slog.Logg
 		if i == 1 {
 			peer = demoAlice
 		}
-		p.autoCommit, p.autoRetry = opts.AutoCommit, opts.AutoRetry
 		m.init = append(m.init, tag(i, p.gen, p.conv.Select(peer)))
 	}
 	return m, nil

@@ -193,8 +193,12 @@ func (e *Endpoint) Submit(ctx context.Context, env wire.Envelope) error {
 	return nil
 }
 
-// Receive leases every envelope waiting for this device that is not leased
-// yet, in order. It does not block.
+// MaxReceive is the most envelopes one Receive returns, as a real relay
+// connection pages them.
+const MaxReceive = 256
+
+// Receive leases the envelopes waiting for this device that are not leased
+// yet, in order, at most MaxReceive. It does not block.
 func (e *Endpoint) Receive(ctx context.Context) ([]engine.Leased, error) {
 	e.n.mu.Lock()
 	defer e.n.mu.Unlock()
@@ -203,6 +207,9 @@ func (e *Endpoint) Receive(ctx context.Context) ([]engine.Leased, error) {
 	}
 	var out []engine.Leased
 	for _, r := range e.n.boxes[e.self] {
+		if len(out) == MaxReceive {
+			break
+		}
 		if !e.n.leased[e.self][r.id] {
 			e.n.leased[e.self][r.id] = true
 			out = append(out, engine.Leased{Row: r.id, Envelope: r.env})

@@ -182,6 +182,20 @@ func FromEvent(e engine.Event) Entry {
 		return Entry{At: e.At, Name: "identity_accepted", Text: e.Peer.String() + ": session removed; a retry resends the pending messages to the new identity", Level: Warn}
 	case engine.EventResync:
 		return Entry{At: e.At, Name: "state_resync_required", Text: "the last run stopped before its events were shown; every list was read again", Level: Warn}
+	case engine.EventSyncFailed:
+		name := e.Op + "_failed"
+		if e.Op == "" {
+			name = "sync_failed"
+		}
+		text := errText(e.Err)
+		var se *engine.SyncError
+		if errors.As(e.Err, &se) {
+			text = errText(se.Err)
+		}
+		if !e.Peer.IsZero() {
+			text = e.Peer.String() + ": " + text
+		}
+		return Entry{At: e.At, Name: name, Text: text + " (tried again by itself)", Level: Error}
 	}
 	return Entry{At: e.At, Name: "event", Text: fmt.Sprintf("kind %d", e.Kind), Level: Info}
 }

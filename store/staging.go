@@ -7,48 +7,51 @@ import (
 	"github.com/parley-chat/parley/engine"
 )
 
-// InboxQuota is the most envelopes the durable inbox holds. A Stage that
-// would go past it stages nothing and fails with engine.ErrInboxFull; the
+// StagingQuota is the most envelopes the durable staging area holds. A Stage that
+// would go past it stages nothing and fails with engine.ErrStagingFull; the
 // relay keeps the envelopes until processing makes room.
-const InboxQuota = 10000
+const StagingQuota = 10000
 
+// The staging area lives in the table named inbox (and its records keep the
+// sealing label "inbox"): renaming either would make existing profiles
+// unreadable.
 const (
-	sqlCountInbox = "SELECT count(*) FROM inbox"
-	// sqlLastInboxRow is the highest row number ever handed out: the inbox
+	sqlCountStaged = "SELECT count(*) FROM inbox"
+	// sqlLastStagedRow is the highest row number ever handed out: the staging area
 	// is AUTOINCREMENT, so sqlite_sequence remembers it after its row was
 	// deleted; quarantine keeps the numbers of the rows it took.
-	sqlLastInboxRow = `SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'inbox'), 0),
+	sqlLastStagedRow = `SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'inbox'), 0),
 		coalesce((SELECT max(row) FROM inbox), 0), coalesce((SELECT max(row) FROM quarantine), 0))`
-	sqlInsertInbox = "INSERT INTO inbox (row, received_at, relay_row, sealed) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING"
-	sqlDeleteInbox = "DELETE FROM inbox WHERE row = ?"
-	// sqlQuarantine moves an inbox row's record verbatim: it may not open.
+	sqlInsertStaged = "INSERT INTO inbox (row, received_at, relay_row, sealed) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING"
+	sqlDeleteStaged = "DELETE FROM inbox WHERE row = ?"
+	// sqlQuarantine moves a staged row's record verbatim: it may not open.
 	sqlQuarantine = `INSERT INTO quarantine (row, received_at, quarantined_at, reason, sealed)
 		SELECT row, received_at, ?, ?, sealed FROM inbox WHERE row = ?`
 
 	sqlStaged = "SELECT row, relay_row, received_at, sealed FROM inbox WHERE row > ? ORDER BY row LIMIT ?"
 )
 
-func inboxKey(row int64) []byte { return rowKey(rowKeyInt(row)) }
+func stagedKey(row int64) []byte { return rowKey(rowKeyInt(row)) }
 
-// stage writes envelopes to the inbox under new row numbers, taken inside
+// stage writes envelopes to the staging area under new row numbers, taken inside
 // the transaction because each record is sealed to its row.
 func (t *tx) stage(ctx context.Context, p engine.Stage) (engine.Receipt, error) {
 	var n int
-	if _, err := t.scan(ctx, "inbox-count", sqlCountInbox, nil, &n); err != nil {
+	if _, err := t.scan(ctx, "inbox-count", sqlCountStaged, nil, &n); err != nil {
 		return engine.Receipt{}, err
 	}
-	if n+len(p.Envelopes) > InboxQuota {
-		return engine.Receipt{}, fmt.Errorf("stage %d envelopes on %d staged, quota %d: %w", len(p.Envelopes), n, InboxQuota, engine.ErrInboxFull)
+	if n+len(p.Envelopes) > StagingQuota {
+		return engine.Receipt{}, fmt.Errorf("stage %d envelopes on %d staged, quota %d: %w", len(p.Envelopes), n, StagingQuota, engine.ErrStagingFull)
 	}
 	var last int64
-	if _, err := t.scan(ctx, "inbox-last-row", sqlLastInboxRow, nil, &last); err != nil {
+	if _, err := t.scan(ctx, "inbox-last-row", sqlLastStagedRow, nil, &last); err != nil {
 		return engine.Receipt{}, err
 	}
 	rows := make([]int64, len(p.Envelopes))
 	for i, e := range p.Envelopes {
 		row := last + 1 + int64(i)
-		_, err := t.runOne(ctx, "inbox-insert", engine.ErrConflict, sqlInsertInbox,
-			row, p.At.UnixNano(), int64(e.RelayRow), t.db.seal.seal(kindInbox, inboxKey(row), e.Envelope))
+		_, err := t.runOne(ctx, "inbox-insert", engine.ErrConflict, sqlInsertStaged,
+			row, p.At.UnixNano(), int64(e.RelayRow), t.db.seal.seal(kindStaged, stagedKey(row), e.Envelope))
 		if err != nil {
 			return engine.Receipt{}, fmt.Errorf("stage envelope of relay row %d: %w", e.RelayRow, err)
 		}
@@ -57,19 +60,19 @@ func (t *tx) stage(ctx context.Context, p engine.Stage) (engine.Receipt, error) 
 	return engine.Receipt{Rows: rows}, nil
 }
 
-// deleteInboxRow consumes a staged envelope; it must still be there (else it
+// deleteStagedRow consumes a staged envelope; it must still be there (else it
 // was processed already).
-func (t *tx) deleteInboxRow(ctx context.Context, row int64) error {
-	if _, err := t.runOne(ctx, "inbox-delete", engine.ErrConflict, sqlDeleteInbox, row); err != nil {
-		return fmt.Errorf("consume inbox row %d (processed already?): %w", row, err)
+func (t *tx) deleteStagedRow(ctx context.Context, row int64) error {
+	if _, err := t.runOne(ctx, "inbox-delete", engine.ErrConflict, sqlDeleteStaged, row); err != nil {
+		return fmt.Errorf("consume staged row %d (processed already?): %w", row, err)
 	}
 	return nil
 }
 
-// collisionRetire consumes the inbox row of an initiation that lost a
+// collisionRetire consumes the staged row of an initiation that lost a
 // collision and retires that initiation.
 func (t *tx) collisionRetire(ctx context.Context, p engine.CollisionRetire) (engine.Receipt, error) {
-	if err := t.deleteInboxRow(ctx, p.InboxRow); err != nil {
+	if err := t.deleteStagedRow(ctx, p.StagedRow); err != nil {
 		return engine.Receipt{}, err
 	}
 	if err := t.insertRetired(ctx, p.Peer, p.Retired); err != nil {
@@ -92,10 +95,10 @@ func (t *tx) announce(ctx context.Context, a *engine.Announcement) error {
 // dropStaged moves a staged envelope that can never be processed to
 // quarantine, with its reason.
 func (t *tx) dropStaged(ctx context.Context, p engine.DropStaged) (engine.Receipt, error) {
-	if _, err := t.runOne(ctx, "quarantine-insert", engine.ErrConflict, sqlQuarantine, p.At.UnixNano(), p.Reason, p.InboxRow); err != nil {
-		return engine.Receipt{}, fmt.Errorf("quarantine inbox row %d (processed already?): %w", p.InboxRow, err)
+	if _, err := t.runOne(ctx, "quarantine-insert", engine.ErrConflict, sqlQuarantine, p.At.UnixNano(), p.Reason, p.StagedRow); err != nil {
+		return engine.Receipt{}, fmt.Errorf("quarantine staged row %d (processed already?): %w", p.StagedRow, err)
 	}
-	if err := t.deleteInboxRow(ctx, p.InboxRow); err != nil {
+	if err := t.deleteStagedRow(ctx, p.StagedRow); err != nil {
 		return engine.Receipt{}, err
 	}
 	if err := t.announce(ctx, p.Announce); err != nil {
@@ -104,17 +107,17 @@ func (t *tx) dropStaged(ctx context.Context, p engine.DropStaged) (engine.Receip
 	return t.visible(ctx)
 }
 
-// Staged pages the inbox in arrival order after row after, at most limit
+// Staged pages the staging area in arrival order after row after, at most limit
 // rows (at most 1000). A row whose record fails to open comes back with Err
 // set (matching engine.ErrSealedRecord) and no envelope, for quarantine; it
 // does not stop the page.
 func (db *DB) Staged(ctx context.Context, after int64, limit int) ([]engine.StagedEnvelope, error) {
-	if err := db.checkOpen("read inbox"); err != nil {
+	if err := db.checkOpen("read staged envelopes"); err != nil {
 		return nil, err
 	}
 	rows, err := db.query(ctx, sqlStaged, after, pageLimit(limit))
 	if err != nil {
-		return nil, db.readErr("read inbox", err)
+		return nil, db.readErr("read staged envelopes", err)
 	}
 	defer rows.Close()
 	var out []engine.StagedEnvelope
@@ -123,16 +126,16 @@ func (db *DB) Staged(ctx context.Context, after int64, limit int) ([]engine.Stag
 		var relayRow, received int64
 		var sealed []byte
 		if err := rows.Scan(&s.Row, &relayRow, &received, &sealed); err != nil {
-			return nil, db.readErr("read inbox", err)
+			return nil, db.readErr("read staged envelopes", err)
 		}
 		s.RelayRow, s.ReceivedAt = uint64(relayRow), nsTime(received)
-		if s.Envelope, err = db.seal.open(kindInbox, inboxKey(s.Row), sealed); err != nil {
-			s.Err = fmt.Errorf("store: read inbox row %d: %w", s.Row, err)
+		if s.Envelope, err = db.seal.open(kindStaged, stagedKey(s.Row), sealed); err != nil {
+			s.Err = fmt.Errorf("store: read staged row %d: %w", s.Row, err)
 		}
 		out = append(out, s)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, db.readErr("read inbox", err)
+		return nil, db.readErr("read staged envelopes", err)
 	}
 	return out, nil
 }

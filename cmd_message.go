@@ -7,12 +7,10 @@ import (
 	"time"
 
 	"github.com/parley-chat/parley/engine"
-	"github.com/parley-chat/parley/store"
+	"github.com/parley-chat/parley/profile"
 )
 
 func init() {
-	register(&command{name: "init", args: "--address ADDR --relay URL", summary: "make a profile and publish its prekey bundle; prints the identity fingerprint", run: cmdInit})
-	register(&command{name: "identity", args: "", summary: "print the own address and identity fingerprint", run: cmdIdentity})
 	register(&command{name: "send", args: "PEER TEXT|-", summary: "send a message; prints its logical ID (exit 3: kept pending)", run: cmdSend})
 	register(&command{name: "sync", args: "[--wait DUR]", summary: "stage, acknowledge and process the mailbox until idle; one line per result", run: cmdSync})
 	register(&command{name: "inbox", args: "[--sender PEER] [--after SEQ] [--limit N]", summary: "list pending received messages", run: cmdInbox})
@@ -22,81 +20,6 @@ func init() {
 	register(&command{name: "retry", args: "PEER", summary: "send the messages pending for PEER again, in order (exit 3: one stays pending)", run: cmdRetry})
 	register(&command{name: "abandon", args: "PEER ID", summary: "drop a pending sent message locally (not a recall)", run: cmdAbandon})
 	register(&command{name: "history", args: "PEER [--limit N]", summary: "print the conversation with PEER, oldest first", run: cmdHistory})
-	register(&command{name: "safety-number", args: "PEER", summary: "print the safety number with PEER's pinned identity", run: cmdSafetyNumber})
-	register(&command{name: "trust", args: "PEER", summary: "accept PEER's changed identity (then retry to resend)", run: cmdTrust})
-	register(&command{name: "prune", args: "--older-than DUR", summary: "delete finalized records older than DUR", run: cmdPrune})
-}
-
-func cmdInit(ctx context.Context, env *cliEnv, args []string) error {
-	f := newFlags(commands["init"], env, true)
-	addrFlag := f.String("address", "", "this device's address, user/device")
-	relayFlag := f.String("relay", "", "relay URL, ws://HOST:PORT")
-	if _, err := f.parse(env, args, 0, 0); err != nil {
-		return err
-	}
-	if *addrFlag == "" || *relayFlag == "" {
-		return usagef("--address and --relay are required")
-	}
-	self, err := parsePeer(*addrFlag)
-	if err != nil {
-		return err
-	}
-	dir := f.profileDir(env)
-	pass, err := f.passphrase(env, true)
-	if err != nil {
-		return err
-	}
-	st, err := store.Create(ctx, dir, pass, store.Options{})
-	if err != nil {
-		if errors.Is(err, engine.ErrProfileExists) {
-			return fmt.Errorf("profile %s already exists; init never overwrites one", dir)
-		}
-		return describeOpenError(dir, err)
-	}
-	key, err := engine.CreateProfile(ctx, st, self, *relayFlag, nil, time.Now())
-	st.Close()
-	if err != nil {
-		return err
-	}
-	s, err := f.openSession(ctx, envWithPassphrase(env, pass))
-	if err != nil {
-		return err
-	}
-	defer s.close()
-	published := true
-	if err := s.client.Maintain(ctx); err != nil {
-		published = false
-		fmt.Fprintf(env.stderr, "parley init: bundle not published yet (%s); the first connection publishes it\n", oneLine(err))
-	}
-	printer{env.stdout, *f.json}.record([]kv{{"address", self.String()}, {"fingerprint", key.Fingerprint()}, {"published", published}})
-	return nil
-}
-
-// envWithPassphrase returns env whose PARLEY_PASSPHRASE is pass, so that a
-// second open in the same command does not prompt again.
-func envWithPassphrase(env *cliEnv, pass []byte) *cliEnv {
-	cp := *env
-	cp.getenv = func(k string) string {
-		if k == "PARLEY_PASSPHRASE" {
-			return string(pass)
-		}
-		return env.getenv(k)
-	}
-	return &cp
-}
-
-func cmdIdentity(ctx context.Context, env *cliEnv, args []string) error {
-	f := newFlags(commands["identity"], env, true)
-	if _, err := f.parse(env, args, 0, 0); err != nil {
-		return err
-	}
-	s, err := f.openSession(ctx, env)
-	if err != nil {
-		return err
-	}
-	defer s.close()
-	printer{env.stdout, *f.json}.record([]kv{{"address", s.client.Self().String()}, {"fingerprint", s.client.Identity().Fingerprint()}})
-	return nil
 }
 
 func cmdSend(ctx context.Context, env *cliEnv, args []string) error {
@@ -114,12 +37,12 @@ func cmdSend(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	s, err := f.openSession(ctx, env)
+	p, err := f.open(ctx, env)
 	if err != nil {
 		return err
 	}
-	defer s.close()
-	id, err := s.client.Send(ctx, peer, body)
+	defer closeProfile(p)
+	id, err := p.Client.Send(ctx, peer, body)
 	var notSent *engine.MessageNotSentError
 	if err != nil && !errors.As(err, &notSent) {
 		return describeSendError(peer, err)
@@ -151,48 +74,19 @@ func cmdSync(ctx context.Context, env *cliEnv, args []string) error {
 	if _, err := f.parse(env, args, 0, 0); err != nil {
 		return err
 	}
-	s, err := f.openSession(ctx, env)
+	p, err := f.open(ctx, env)
 	if err != nil {
 		return err
 	}
-	defer s.close()
-	p := printer{env.stdout, *f.json}
-	// Whatever a previous run staged but did not process comes first.
-	if err := processAndPrint(ctx, s, p); err != nil {
-		return err
-	}
-	for {
-		wctx, cancel := context.WithTimeout(ctx, *wait)
-		leased, err := s.relay.Receive(wctx)
-		cancel()
-		if err != nil {
-			if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-				return nil // idle
-			}
-			return err
+	defer closeProfile(p)
+	out := printer{env.stdout, *f.json}
+	// Rows a previous run staged come first, then everything the relay
+	// holds, round after round, until it has been idle for --wait.
+	return p.Client.SyncUntilIdle(ctx, *wait, func(r engine.SyncResult) {
+		for _, res := range r.Received {
+			out.record(resultFields(res))
 		}
-		if _, err := s.client.Stage(ctx, leased); err != nil {
-			return err
-		}
-		rows := make([]uint64, len(leased))
-		for i, l := range leased {
-			rows[i] = l.Row
-		}
-		if err := s.relay.Acknowledge(ctx, rows); err != nil {
-			return err
-		}
-		if err := processAndPrint(ctx, s, p); err != nil {
-			return err
-		}
-	}
-}
-
-func processAndPrint(ctx context.Context, s *session, p printer) error {
-	res, err := s.client.ProcessStaged(ctx)
-	for _, r := range res {
-		p.record(resultFields(r))
-	}
-	return err
+	})
 }
 
 // resultFields renders one receive result with the contract's field names.
@@ -240,8 +134,8 @@ func pageQuery(peer string, after int64, limit int) (engine.PageQuery, error) {
 }
 
 func cmdInbox(ctx context.Context, env *cliEnv, args []string) error {
-	return pageCommand(ctx, env, args, "inbox", "sender", func(s *session, q engine.PageQuery) ([][]kv, error) {
-		msgs, err := s.client.PendingInbound(ctx, q)
+	return pageCommand(ctx, env, args, "inbox", "sender", func(p *profile.Profile, q engine.PageQuery) ([][]kv, error) {
+		msgs, err := p.Client.PendingInbound(ctx, q)
 		recs := make([][]kv, len(msgs))
 		for i, m := range msgs {
 			recs[i] = append([]kv{{"sender", m.Sender.String()}, {"id", hexID(m.ID)}, {"seq", m.Seq}, {"received_at", stamp(m.ReceivedAt)}}, bodyFields(m.Body)...)
@@ -251,8 +145,8 @@ func cmdInbox(ctx context.Context, env *cliEnv, args []string) error {
 }
 
 func cmdOutbox(ctx context.Context, env *cliEnv, args []string) error {
-	return pageCommand(ctx, env, args, "outbox", "recipient", func(s *session, q engine.PageQuery) ([][]kv, error) {
-		msgs, err := s.client.PendingOutbound(ctx, q)
+	return pageCommand(ctx, env, args, "outbox", "recipient", func(p *profile.Profile, q engine.PageQuery) ([][]kv, error) {
+		msgs, err := p.Client.PendingOutbound(ctx, q)
 		recs := make([][]kv, len(msgs))
 		for i, m := range msgs {
 			recs[i] = append([]kv{{"recipient", m.Recipient.String()}, {"id", hexID(m.ID)}, {"seq", m.Seq}, {"created_at", stamp(m.CreatedAt)}}, bodyFields(m.Body)...)
@@ -263,7 +157,7 @@ func cmdOutbox(ctx context.Context, env *cliEnv, args []string) error {
 
 // pageCommand runs a command that lists one page of pending messages
 // (--PEERFLAG, --after, --limit) and prints one record per message.
-func pageCommand(ctx context.Context, env *cliEnv, args []string, name, peerFlag string, list func(*session, engine.PageQuery) ([][]kv, error)) error {
+func pageCommand(ctx context.Context, env *cliEnv, args []string, name, peerFlag string, list func(*profile.Profile, engine.PageQuery) ([][]kv, error)) error {
 	f := newFlags(commands[name], env, true)
 	peer, after, limit := pageFlags(f, peerFlag)
 	if _, err := f.parse(env, args, 0, 0); err != nil {
@@ -273,18 +167,18 @@ func pageCommand(ctx context.Context, env *cliEnv, args []string, name, peerFlag
 	if err != nil {
 		return err
 	}
-	s, err := f.openSession(ctx, env)
+	p, err := f.open(ctx, env)
 	if err != nil {
 		return err
 	}
-	defer s.close()
-	recs, err := list(s, q)
+	defer closeProfile(p)
+	recs, err := list(p, q)
 	if err != nil {
 		return err
 	}
-	p := printer{env.stdout, *f.json}
+	out := printer{env.stdout, *f.json}
 	for _, r := range recs {
-		p.record(r)
+		out.record(r)
 	}
 	return nil
 }
@@ -321,16 +215,16 @@ func cmdFinalize(outcome engine.Outcome) func(context.Context, *cliEnv, []string
 				return usagef("--reason must be rejected, unsupported, policy or other")
 			}
 		}
-		s, err := f.openSession(ctx, env)
+		p, err := f.open(ctx, env)
 		if err != nil {
 			return err
 		}
-		defer s.close()
+		defer closeProfile(p)
 		var sent bool
 		if outcome == engine.OutcomeCommitted {
-			sent, err = s.client.Commit(ctx, sender, id)
+			sent, err = p.Client.Commit(ctx, sender, id)
 		} else {
-			sent, err = s.client.Discard(ctx, sender, id, why)
+			sent, err = p.Client.Discard(ctx, sender, id, why)
 		}
 		if err != nil {
 			if errors.Is(err, engine.ErrNotPending) {
@@ -346,12 +240,12 @@ func cmdFinalize(outcome engine.Outcome) func(context.Context, *cliEnv, []string
 func cmdRetry(ctx context.Context, env *cliEnv, args []string) error {
 	f := newFlags(commands["retry"], env, true)
 	f.network = true
-	peer, _, s, err := f.peerCommand(ctx, env, args, 1)
+	peer, _, p, err := f.peerCommand(ctx, env, args, 1)
 	if err != nil {
 		return err
 	}
-	defer s.close()
-	ids, err := s.client.Retry(ctx, peer)
+	defer closeProfile(p)
+	ids, err := p.Client.Retry(ctx, peer)
 	for _, id := range ids {
 		if *f.json {
 			printer{env.stdout, true}.record([]kv{{"id", hexID(id)}, {"recipient", peer.String()}})
@@ -367,16 +261,16 @@ func cmdRetry(ctx context.Context, env *cliEnv, args []string) error {
 
 func cmdAbandon(ctx context.Context, env *cliEnv, args []string) error {
 	f := newFlags(commands["abandon"], env, true)
-	peer, ops, s, err := f.peerCommand(ctx, env, args, 2)
+	peer, ops, p, err := f.peerCommand(ctx, env, args, 2)
 	if err != nil {
 		return err
 	}
-	defer s.close()
+	defer closeProfile(p)
 	id, err := parseID(ops[1])
 	if err != nil {
 		return err
 	}
-	if err := s.client.Abandon(ctx, peer, id); err != nil {
+	if err := p.Client.Abandon(ctx, peer, id); err != nil {
 		if errors.Is(err, engine.ErrNotPending) {
 			return fmt.Errorf("no pending message %s to %s", hexID(id), peer)
 		}
@@ -389,23 +283,23 @@ func cmdAbandon(ctx context.Context, env *cliEnv, args []string) error {
 func cmdHistory(ctx context.Context, env *cliEnv, args []string) error {
 	f := newFlags(commands["history"], env, true)
 	limit := f.Int("limit", 1000, "at most this many of the newest messages")
-	peer, _, s, err := f.peerCommand(ctx, env, args, 1)
+	peer, _, p, err := f.peerCommand(ctx, env, args, 1)
 	if err != nil {
 		return err
 	}
-	defer s.close()
-	h, err := s.client.History(ctx, peer, 0, *limit)
+	defer closeProfile(p)
+	h, err := p.Client.History(ctx, peer, 0, *limit)
 	if err != nil {
 		return err
 	}
-	p := printer{env.stdout, *f.json}
+	out := printer{env.stdout, *f.json}
 	for i := len(h) - 1; i >= 0; i-- {
 		e := h[i]
 		rec := []kv{{"direction", e.Direction.String()}, {"id", hexID(e.ID)}, {"at", stamp(e.At)}}
 		if e.Direction == engine.DirectionOut {
 			rec = append(rec, kv{"state", sentState(e.State)})
 		}
-		p.record(append(rec, bodyFields(e.Body)...))
+		out.record(append(rec, bodyFields(e.Body)...))
 	}
 	return nil
 }
@@ -420,63 +314,9 @@ func sentState(s engine.SentState) string {
 	return "pending"
 }
 
-func cmdSafetyNumber(ctx context.Context, env *cliEnv, args []string) error {
-	f := newFlags(commands["safety-number"], env, true)
-	peer, _, s, err := f.peerCommand(ctx, env, args, 1)
-	if err != nil {
-		return err
-	}
-	defer s.close()
-	n, err := s.client.SafetyNumber(ctx, peer)
-	if err != nil {
-		return err
-	}
-	printer{env.stdout, *f.json}.record([]kv{{"peer", peer.String()}, {"safety_number", n}})
-	return nil
-}
-
-func cmdTrust(ctx context.Context, env *cliEnv, args []string) error {
-	f := newFlags(commands["trust"], env, true)
-	f.network = true
-	peer, _, s, err := f.peerCommand(ctx, env, args, 1)
-	if err != nil {
-		return err
-	}
-	defer s.close()
-	key, err := s.client.AcceptIdentity(ctx, peer)
-	if err != nil {
-		return err
-	}
-	n, _ := s.client.SafetyNumber(ctx, peer)
-	printer{env.stdout, *f.json}.record([]kv{{"peer", peer.String()}, {"fingerprint", key.Fingerprint()}, {"safety_number", n}})
-	return nil
-}
-
-func cmdPrune(ctx context.Context, env *cliEnv, args []string) error {
-	f := newFlags(commands["prune"], env, true)
-	older := f.Duration("older-than", 0, "prune finalized records older than this (for example 720h)")
-	if _, err := f.parse(env, args, 0, 0); err != nil {
-		return err
-	}
-	if *older <= 0 {
-		return usagef("--older-than is required and must be positive")
-	}
-	s, err := f.openSession(ctx, env)
-	if err != nil {
-		return err
-	}
-	defer s.close()
-	n, err := s.client.Prune(ctx, *older)
-	if err != nil {
-		return err
-	}
-	printer{env.stdout, *f.json}.record([]kv{{"pruned", n}})
-	return nil
-}
-
 // peerCommand parses a command whose first of n operands is a device address
-// and opens the profile; the caller closes the session.
-func (f *flags) peerCommand(ctx context.Context, env *cliEnv, args []string, n int) (engine.Address, []string, *session, error) {
+// and opens the profile; the caller closes it.
+func (f *flags) peerCommand(ctx context.Context, env *cliEnv, args []string, n int) (engine.Address, []string, *profile.Profile, error) {
 	ops, err := f.parse(env, args, n, n)
 	if err != nil {
 		return engine.Address{}, nil, nil, err
@@ -485,9 +325,9 @@ func (f *flags) peerCommand(ctx context.Context, env *cliEnv, args []string, n i
 	if err != nil {
 		return engine.Address{}, nil, nil, err
 	}
-	s, err := f.openSession(ctx, env)
+	p, err := f.open(ctx, env)
 	if err != nil {
 		return engine.Address{}, nil, nil, err
 	}
-	return peer, ops, s, nil
+	return peer, ops, p, nil
 }

@@ -1,0 +1,80 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/parley-chat/parley/wire"
+)
+
+// Hand-offs: what goes to the relay after a transition committed, and the
+// encryption of the ACKs that such transitions carry.
+
+// handOff gives an envelope to the relay.
+func (c *Client) handOff(ctx context.Context, kind string, what Handoff, env wire.Envelope) error {
+	return c.handOffAll(ctx, kind, what, []wire.Envelope{env})[0]
+}
+
+// handOffAll gives envelopes to the relay in order and returns one result
+// each; what says what they carry (HandoffOf).
+func (c *Client) handOffAll(ctx context.Context, kind string, what Handoff, envs []wire.Envelope) []error {
+	ctx = withHandoff(ctx, what)
+	errs := make([]error, len(envs))
+	if err := c.fail(kind, "before-handoff"); err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	if bs, ok := c.relay.(BatchSubmitter); ok && len(envs) > 1 {
+		return bs.SubmitBatch(ctx, envs)
+	}
+	for i, env := range envs {
+		errs[i] = c.relay.Submit(ctx, env)
+	}
+	return errs
+}
+
+// sendAcks hands off ACKs whose session steps already committed, in order
+// (nil entries are skipped). It reports for each whether the relay took it;
+// a cancellation propagates.
+func (c *Client) sendAcks(ctx context.Context, kind string, outs []*Outgoing) ([]bool, error) {
+	sent := make([]bool, len(outs))
+	var envs []wire.Envelope
+	var idx []int
+	for i, o := range outs {
+		if o != nil {
+			envs = append(envs, o.Envelope)
+			idx = append(idx, i)
+		}
+	}
+	if len(envs) == 0 {
+		return sent, nil
+	}
+	for k, err := range c.handOffAll(ctx, kind, HandoffAck, envs) {
+		if err != nil && isCancel(err) {
+			return sent, err
+		}
+		sent[idx[k]] = err == nil
+	}
+	return sent, nil
+}
+
+// prepareAck encrypts an ACK for id on the existing session with peer (never
+// starting one). It returns nil when there is no session.
+func (c *Client) prepareAck(ps *peerState, peer Address, id wire.LogicalID) (*SessionWrite, *Outgoing, error) {
+	if ps.session == nil {
+		return nil, nil, nil
+	}
+	frame, _ := wire.EncodeFrame(wire.Frame{Kind: wire.FrameAck, ID: id})
+	cand := ps.session.Clone()
+	env, err := c.seal(cand, peer, frame)
+	if err != nil {
+		return nil, nil, err
+	}
+	sw, err := sessionWrite(peer, ps.version, cand)
+	if err != nil {
+		return nil, nil, err
+	}
+	ps.session, ps.version = cand, ps.version+1
+	return &sw, &Outgoing{Envelope: env, IsAck: true}, nil
+}

@@ -1,0 +1,604 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	mrand "math/rand/v2"
+	"time"
+)
+
+// The receive loop. The ordering at the heart of the protocol lives here and
+// nowhere else: lease what the relay holds, stage it durably, acknowledge
+// exactly those leases, then process the staged rows. Sync does one round;
+// Run repeats it, and applies the commit and retry policies.
+
+// CommitPolicy says when the engine commits received messages on its own.
+type CommitPolicy uint8
+
+// Commit policies.
+const (
+	// CommitManual: only what the user commits or discards (the demo's
+	// default).
+	CommitManual CommitPolicy = iota
+	// CommitOnRead: what the interface showed the user; the interface calls
+	// Commit, the engine itself commits nothing (parley tui's default).
+	CommitOnRead
+	// CommitOnArrival: every delivery, in the round that delivered it.
+	CommitOnArrival
+)
+
+var commitPolicyNames = [...]string{CommitManual: "manual", CommitOnRead: "on-read", CommitOnArrival: "auto"}
+
+// String returns "manual", "on-read" or "auto".
+func (p CommitPolicy) String() string {
+	if int(p) < len(commitPolicyNames) {
+		return commitPolicyNames[p]
+	}
+	return fmt.Sprintf("commit policy %d", uint8(p))
+}
+
+// ParseCommitPolicy reads "manual", "on-read" or "auto".
+func ParseCommitPolicy(s string) (CommitPolicy, error) {
+	for p, n := range commitPolicyNames {
+		if n == s {
+			return CommitPolicy(p), nil
+		}
+	}
+	return 0, fmt.Errorf("commit policy %q: want manual, on-read or auto", s)
+}
+
+// Policy is what the engine's loop does on its own.
+type Policy struct {
+	// Commit is the commit policy.
+	Commit CommitPolicy
+	// AutoRetry makes Run retry the peers with pending sent messages: at
+	// once after a reconnection, after a convergence (a collision resolved,
+	// an identity accepted) and otherwise with a backoff that doubles from
+	// RetryMin to RetryMax, with jitter, and starts again from RetryMin
+	// when an ACK clears something.
+	AutoRetry bool
+	// RetryMin and RetryMax bound the backoff (defaults 2s and 5m).
+	RetryMin, RetryMax time.Duration
+}
+
+// WithDefaults returns p with zero bounds set to their defaults.
+func (p Policy) WithDefaults() Policy { return p.withDefaults() }
+
+func (p Policy) withDefaults() Policy {
+	if p.RetryMin <= 0 {
+		p.RetryMin = 2 * time.Second
+	}
+	if p.RetryMax < p.RetryMin {
+		p.RetryMax = max(5*time.Minute, p.RetryMin)
+	}
+	return p
+}
+
+// Loop defaults.
+const (
+	// DefaultPollInterval is how often Run looks at a relay that does not
+	// signal (one that is not a RelayLink, or not connected yet).
+	DefaultPollInterval = 500 * time.Millisecond
+	// DefaultMaintainEvery is how often a round checks whether prekey
+	// maintenance is due, besides after every new connection.
+	DefaultMaintainEvery = 10 * time.Minute
+	// maxFailureBackoff bounds the wait after a failed round.
+	maxFailureBackoff = 5 * time.Second
+)
+
+// SyncError is a round that failed at one step: receive, stage, acknowledge,
+// process, commit or maintain. What the round did before it is in the
+// SyncResult returned with it.
+type SyncError struct {
+	Op  string
+	Err error
+}
+
+func (e *SyncError) Error() string { return e.Op + ": " + e.Err.Error() }
+
+// Unwrap returns the step's error.
+func (e *SyncError) Unwrap() error { return e.Err }
+
+// SyncResult is what one round did.
+type SyncResult struct {
+	// Received has one result per staged envelope processed, in order.
+	Received []ReceiveResult
+	// Committed counts the deliveries the commit policy committed.
+	Committed int
+	// Maintained is true when prekey maintenance ran.
+	Maintained bool
+}
+
+// retryState is the automatic-retry schedule of one peer. Schedules run on
+// the wall clock (time.Now), not on Config.Now, which stamps what is
+// stored: a test that fixes the stored times still sees retries happen.
+type retryState struct {
+	at      time.Time
+	backoff time.Duration
+	blocked bool // identity changed: nothing goes out until it is accepted
+}
+
+// Policy returns the loop's current policy.
+func (c *Client) Policy() Policy {
+	c.loopMu.Lock()
+	defer c.loopMu.Unlock()
+	return c.policy
+}
+
+// SetPolicy changes the loop's policy. Switching the commit policy to
+// CommitOnArrival commits what is pending at the next round.
+func (c *Client) SetPolicy(p Policy) {
+	p = p.withDefaults()
+	c.loopMu.Lock()
+	if p.Commit == CommitOnArrival && c.policy.Commit != CommitOnArrival {
+		c.commitPending = true
+	}
+	c.policy = p
+	c.loopMu.Unlock()
+	c.SyncNow()
+}
+
+// SyncNow asks a running loop for a round at once (a demo control that
+// released held delivery, say). It never blocks.
+func (c *Client) SyncNow() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+// NextRetry reports when Run retries peer next; zero when nothing is
+// scheduled (no automatic retry, or nothing pending).
+func (c *Client) NextRetry(peer Address) time.Time {
+	c.loopMu.Lock()
+	defer c.loopMu.Unlock()
+	if r := c.retries[peer]; r != nil && !r.blocked && c.policy.AutoRetry {
+		return r.at
+	}
+	return time.Time{}
+}
+
+// Sync does one full round: the rows staged before (by a process that
+// stopped) are processed first; then, until the relay has nothing more, it
+// leases what the relay delivered, stages it durably, acknowledges exactly
+// those leases and processes the staged rows, each page in one transaction.
+// Then the commit policy commits what arrived, and prekey maintenance runs
+// when it is due (never while the relay is known to be down). Events go
+// out as each transition commits.
+//
+// A failure is a *SyncError naming the step; the result still holds what
+// the round did. A lease that could not be acknowledged does not stop the
+// round: the row is staged, and its redelivery is absorbed by the dedup.
+func (c *Client) Sync(ctx context.Context) (SyncResult, error) {
+	c.syncMu.Lock()
+	defer c.syncMu.Unlock()
+	var out SyncResult
+	res, err := c.ProcessStaged(ctx)
+	out.Received = append(out.Received, res...)
+	if err != nil {
+		return out, &SyncError{Op: "process", Err: err}
+	}
+	var ackErr error
+	for {
+		leased, err := c.relay.Receive(ctx)
+		if err != nil {
+			return out, &SyncError{Op: "receive", Err: err}
+		}
+		if len(leased) == 0 {
+			break
+		}
+		if _, err := c.Stage(ctx, leased); err != nil {
+			return out, &SyncError{Op: "stage", Err: err}
+		}
+		rows := make([]uint64, len(leased))
+		for i, l := range leased {
+			rows[i] = l.Row
+		}
+		if err := c.relay.Acknowledge(ctx, rows); err != nil && ackErr == nil {
+			if isCancel(err) {
+				return out, &SyncError{Op: "acknowledge", Err: err}
+			}
+			ackErr = &SyncError{Op: "acknowledge", Err: err}
+		}
+		res, err := c.ProcessStaged(ctx)
+		out.Received = append(out.Received, res...)
+		if err != nil {
+			return out, &SyncError{Op: "process", Err: err}
+		}
+	}
+	c.noteReceived(out.Received)
+	n, err := c.commitByPolicy(ctx, out.Received)
+	out.Committed = n
+	if err != nil {
+		return out, &SyncError{Op: "commit", Err: err}
+	}
+	ran, err := c.maintainByLoop(ctx)
+	out.Maintained = ran
+	if err != nil {
+		return out, &SyncError{Op: "maintain", Err: err}
+	}
+	return out, ackErr
+}
+
+// SyncUntilIdle runs rounds until none brought anything for idle (the
+// relay's signal wakes it early), handing each round's result to each. It
+// is the command line's "sync --wait".
+func (c *Client) SyncUntilIdle(ctx context.Context, idle time.Duration, each func(SyncResult)) error {
+	quiet := time.Now()
+	for {
+		res, err := c.Sync(ctx)
+		if each != nil {
+			each(res)
+		}
+		if err != nil {
+			return err
+		}
+		if len(res.Received) > 0 {
+			quiet = time.Now()
+		}
+		left := idle - time.Since(quiet)
+		if left <= 0 {
+			return nil
+		}
+		if !c.waitForRelay(ctx, left) {
+			return nil
+		}
+	}
+}
+
+// waitForRelay waits up to d for the relay's signal (or the poll interval
+// when it gives none); false when d ran out or ctx ended.
+func (c *Client) waitForRelay(ctx context.Context, d time.Duration) bool {
+	var wake <-chan struct{}
+	if l, ok := c.relay.(RelayLink); ok {
+		wake = l.Wake()
+	}
+	if wake == nil {
+		d = min(d, c.cfg.PollInterval)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-wake:
+		return true
+	case <-c.kick:
+		return true
+	case <-t.C:
+		return wake == nil
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// Run repeats Sync until ctx ends or the client is closed (Close waits for
+// it): at every relay signal, at every SyncNow and otherwise on a timer.
+// With Policy.AutoRetry it retries peers as the policy says. A failed round
+// is reported once as an EventSyncFailed (again only when the failure
+// changes) and the next round waits a doubling backoff; every event the
+// transitions commit goes out on Events as usual.
+func (c *Client) Run(ctx context.Context) error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	c.loops.Add(1)
+	c.mu.Unlock()
+	defer c.loops.Done()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(c.life, cancel)
+	defer stop()
+
+	var lastFailure string
+	failures := 0
+	if c.Policy().Commit == CommitOnArrival {
+		c.loopMu.Lock()
+		c.commitPending = true
+		c.loopMu.Unlock()
+	}
+	for {
+		_, err := c.Sync(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		wait := c.idleWait()
+		if err != nil {
+			failures++
+			if name := failureName(err); name != lastFailure {
+				lastFailure = name
+				c.emitSyncFailed(err)
+			}
+			wait = min(100*time.Millisecond<<min(failures, 6), maxFailureBackoff)
+		} else {
+			failures, lastFailure = 0, ""
+		}
+		if next, ok := c.retryByPolicy(ctx); ok {
+			wait = min(wait, max(time.Until(next), 0))
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		c.sleepForRelay(ctx, wait)
+		if ctx.Err() != nil {
+			return nil
+		}
+	}
+}
+
+// idleWait is how long Run sleeps when nothing is due: until the relay
+// signals (bounded by the maintenance check), or the poll interval for a
+// relay that does not signal.
+func (c *Client) idleWait() time.Duration {
+	if l, ok := c.relay.(RelayLink); ok && l.Wake() != nil {
+		return c.cfg.MaintainEvery
+	}
+	return c.cfg.PollInterval
+}
+
+// sleepForRelay waits d, or less when the relay signals or SyncNow is
+// called.
+func (c *Client) sleepForRelay(ctx context.Context, d time.Duration) {
+	var wake <-chan struct{}
+	if l, ok := c.relay.(RelayLink); ok {
+		wake = l.Wake()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-wake:
+	case <-c.kick:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+func failureName(err error) string {
+	var se *SyncError
+	if errors.As(err, &se) {
+		return se.Op + "/" + ErrorName(se.Err) + "/" + se.Err.Error()
+	}
+	return ErrorName(err) + "/" + err.Error()
+}
+
+func (c *Client) emitSyncFailed(err error) {
+	op := ""
+	var se *SyncError
+	if errors.As(err, &se) {
+		op = se.Op
+	}
+	c.emit(Event{Kind: EventSyncFailed, At: c.cfg.Now(), Op: op, Err: err})
+}
+
+// link reports the relay's connection; a relay that does not know it is
+// taken to be up.
+func (c *Client) link() Link {
+	if l, ok := c.relay.(RelayLink); ok {
+		return l.Link()
+	}
+	return Link{Up: true}
+}
+
+// commitByPolicy commits the deliveries of a round under CommitOnArrival
+// (and, once after the policy was switched on, everything pending).
+func (c *Client) commitByPolicy(ctx context.Context, received []ReceiveResult) (int, error) {
+	c.loopMu.Lock()
+	policy, all := c.policy.Commit, c.commitPending
+	c.commitPending = false
+	c.loopMu.Unlock()
+	if policy != CommitOnArrival {
+		return 0, nil
+	}
+	var reqs []FinalizeRequest
+	if all {
+		for after := int64(0); ; {
+			page, err := c.store.PendingInbound(ctx, PageQuery{After: after, Limit: c.cfg.BatchSize})
+			if err != nil {
+				return 0, err
+			}
+			if len(page) == 0 {
+				break
+			}
+			for _, m := range page {
+				reqs = append(reqs, FinalizeRequest{Sender: m.Sender, ID: m.ID, Outcome: OutcomeCommitted})
+			}
+			after = page[len(page)-1].Seq
+		}
+	} else {
+		for _, r := range received {
+			if r.Kind == ResultDelivery {
+				reqs = append(reqs, FinalizeRequest{Sender: r.Sender, ID: r.ID, Outcome: OutcomeCommitted})
+			}
+		}
+	}
+	done := 0
+	for len(reqs) > 0 {
+		n := min(len(reqs), c.cfg.BatchSize)
+		res, err := c.FinalizeBatch(ctx, reqs[:n])
+		for _, r := range res {
+			if r.Err == nil {
+				done++
+			}
+		}
+		if err != nil {
+			return done, err
+		}
+		reqs = reqs[n:]
+	}
+	return done, nil
+}
+
+// maintainByLoop runs prekey maintenance when it is due: checked after every
+// new relay connection, after a handshake used a one-time prekey, and every
+// MaintainEvery; never while the relay is known to be down.
+func (c *Client) maintainByLoop(ctx context.Context) (bool, error) {
+	l := c.link()
+	if !l.Up {
+		return false, nil
+	}
+	now := time.Now()
+	c.loopMu.Lock()
+	check := l.Epoch != c.maintainedEpoch || !now.Before(c.nextMaintain)
+	c.loopMu.Unlock()
+	if !check {
+		return false, nil
+	}
+	ran, err := c.MaintainIfDue(ctx)
+	c.loopMu.Lock()
+	if err != nil {
+		// Try again in a minute, or at the next connection.
+		c.nextMaintain = now.Add(time.Minute)
+	} else {
+		c.maintainedEpoch = l.Epoch
+		c.nextMaintain = now.Add(c.cfg.MaintainEvery)
+	}
+	c.loopMu.Unlock()
+	return ran, err
+}
+
+// MaintainIfDue runs Maintain when MaintenanceDue says so, and reports
+// whether it ran.
+func (c *Client) MaintainIfDue(ctx context.Context) (bool, error) {
+	due, err := c.MaintenanceDue(ctx)
+	if err != nil || !due {
+		return false, err
+	}
+	return true, c.Maintain(ctx)
+}
+
+// noteReceived updates the retry schedule from what a round received: an
+// ACK that cleared something restarts the peer's backoff, and a session
+// that converged (an announcement, a replaced session) makes the peer's
+// pending messages due at once. A handshake that may have used a one-time
+// prekey brings the maintenance check forward.
+func (c *Client) noteReceived(res []ReceiveResult) {
+	if len(res) == 0 {
+		return
+	}
+	now := time.Now()
+	c.loopMu.Lock()
+	defer c.loopMu.Unlock()
+	for _, r := range res {
+		switch {
+		case r.Kind == ResultAcknowledgement && r.Cleared:
+			rs := c.retryFor(r.Sender)
+			rs.backoff = 0
+			rs.at = now.Add(c.policy.RetryMin)
+		case r.converged:
+			c.retryFor(r.Sender).at = now
+		}
+		if r.handshake {
+			c.nextMaintain = now
+		}
+	}
+}
+
+// noteSent schedules an automatic retry for peers that now have a pending
+// message (a send), and wakes the loop so that it counts them in.
+func (c *Client) noteSent(peers []Address) {
+	c.loopMu.Lock()
+	auto := c.policy.AutoRetry
+	now := time.Now()
+	for _, peer := range peers {
+		if rs := c.retries[peer]; rs == nil {
+			c.retryFor(peer).at = now.Add(c.policy.RetryMin)
+		}
+	}
+	c.loopMu.Unlock()
+	if auto {
+		c.SyncNow()
+	}
+}
+
+// noteConverged makes peer's pending messages due for an automatic retry
+// at once and lifts a block on it.
+func (c *Client) noteConverged(peer Address) {
+	c.loopMu.Lock()
+	defer c.loopMu.Unlock()
+	rs := c.retryFor(peer)
+	rs.at, rs.backoff, rs.blocked = time.Now(), 0, false
+}
+
+// retryFor returns peer's schedule; callers hold loopMu.
+func (c *Client) retryFor(peer Address) *retryState {
+	rs := c.retries[peer]
+	if rs == nil {
+		rs = &retryState{}
+		c.retries[peer] = rs
+	}
+	return rs
+}
+
+// retryByPolicy retries the peers that are due under Policy.AutoRetry and
+// returns the earliest next retry (false when none is scheduled).
+func (c *Client) retryByPolicy(ctx context.Context) (time.Time, bool) {
+	c.loopMu.Lock()
+	p := c.policy
+	epoch := c.retryEpoch
+	c.loopMu.Unlock()
+	if !p.AutoRetry {
+		return time.Time{}, false
+	}
+	l := c.link()
+	if !l.Up {
+		return time.Time{}, false
+	}
+	convs, err := c.store.Conversations(ctx)
+	if err != nil {
+		return time.Time{}, false
+	}
+	now := time.Now()
+	var due []Address
+	var next time.Time
+	c.loopMu.Lock()
+	reconnected := l.Epoch != epoch
+	c.retryEpoch = l.Epoch
+	for _, cv := range convs {
+		rs := c.retries[cv.Peer]
+		if cv.PendingOut == 0 {
+			delete(c.retries, cv.Peer)
+			continue
+		}
+		if rs == nil {
+			rs = c.retryFor(cv.Peer)
+			rs.at = now.Add(p.RetryMin)
+		}
+		if rs.blocked {
+			continue
+		}
+		if reconnected && epoch != 0 {
+			rs.at, rs.backoff = now, 0
+		}
+		if !now.Before(rs.at) {
+			rs.backoff = min(max(rs.backoff*2, p.RetryMin), p.RetryMax)
+			// Jitter: the upper half of the interval, so that devices cut
+			// off together do not come back together.
+			rs.at = now.Add(rs.backoff/2 + mrand.N(rs.backoff/2+1))
+			due = append(due, cv.Peer)
+		}
+		if next.IsZero() || rs.at.Before(next) {
+			next = rs.at
+		}
+	}
+	c.loopMu.Unlock()
+	for _, peer := range due {
+		if ctx.Err() != nil {
+			break
+		}
+		if _, err := c.Retry(ctx, peer); err != nil {
+			var notSent *MessageNotSentError
+			if !errors.As(err, &notSent) {
+				// A hand-off failure was reported per message; anything
+				// else (a changed identity, no bundle) is reported here.
+				c.emit(Event{Kind: EventSyncFailed, At: c.cfg.Now(), Op: "retry", Peer: peer, Err: err})
+			}
+			if errors.Is(err, ErrIdentityChanged) {
+				c.loopMu.Lock()
+				c.retryFor(peer).blocked = true
+				c.loopMu.Unlock()
+			}
+		}
+	}
+	return next, !next.IsZero()
+}

@@ -1,0 +1,90 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/parley-chat/parley/wire"
+)
+
+// Relay is what the engine needs from the relay. The websocket client in
+// transport implements it; tests use an in-process one (enginetest).
+type Relay interface {
+	// FetchBundle returns the peer's current prekey bundle (with at most one
+	// one-time prekey, handed out once).
+	FetchBundle(ctx context.Context, peer Address) (wire.Bundle, error)
+	// PublishPreKeys publishes the own bundle and a batch of one-time prekeys.
+	PublishPreKeys(ctx context.Context, bundle wire.Bundle, oneTime []wire.OneTimePreKeyPublic) error
+	// Submit hands an envelope to the relay; nil means the relay accepted it.
+	// HandoffOf(ctx) says what the envelope carries.
+	Submit(ctx context.Context, env wire.Envelope) error
+	// Receive returns the envelopes the relay delivered that no earlier call
+	// returned, oldest first, without waiting for more: an empty result
+	// means nothing is waiting now. Each stays leased until acknowledged.
+	Receive(ctx context.Context) ([]Leased, error)
+	// Acknowledge releases leased rows after they were staged durably. Only
+	// the engine's loop calls it, and only for rows it staged.
+	Acknowledge(ctx context.Context, rows []uint64) error
+}
+
+// RelayLink is implemented by a Relay that knows its own connection. The
+// engine's loop then waits on Wake instead of polling, and runs what a new
+// connection calls for (maintenance, automatic retries) when Epoch moves.
+type RelayLink interface {
+	// Wake receives a value (the relay never blocks on it) when Receive
+	// may return something new or the connection changed. It may be nil
+	// before the relay first connects.
+	Wake() <-chan struct{}
+	// Link reports the connection now.
+	Link() Link
+}
+
+// Link is the state of a relay connection as the engine sees it.
+type Link struct {
+	// Up is true while the relay is connected and authenticated.
+	Up bool
+	// Epoch counts the connections made so far: it moves at every
+	// reconnection.
+	Epoch uint64
+	// Err is why the link is down, when it is.
+	Err error
+}
+
+// Leased is one envelope the relay delivered under a lease.
+type Leased struct {
+	Row      uint64
+	Envelope []byte
+}
+
+// BatchSubmitter is a Relay that can pipeline hand-offs: it writes every
+// envelope in order and then waits for each answer. Every envelope of one
+// batch carries the same Handoff kind.
+type BatchSubmitter interface {
+	SubmitBatch(ctx context.Context, envs []wire.Envelope) []error
+}
+
+// Handoff says what the envelopes handed to Relay.Submit carry. The relay
+// itself never learns it (envelopes are opaque); a relay wrapper that plays
+// the network, such as the demo's fault switches, may ask.
+type Handoff uint8
+
+// Handoff kinds.
+const (
+	// HandoffMessage: an application message (a send or a retry).
+	HandoffMessage Handoff = iota + 1
+	// HandoffAck: an acknowledgement (after a commit or a discard, a repeat
+	// of a finalized message, or an announcement of a winning session).
+	HandoffAck
+)
+
+type handoffKey struct{}
+
+// HandoffOf reports what the envelope submitted under ctx carries; 0 when
+// the engine did not say (a caller outside the engine).
+func HandoffOf(ctx context.Context) Handoff {
+	h, _ := ctx.Value(handoffKey{}).(Handoff)
+	return h
+}
+
+func withHandoff(ctx context.Context, h Handoff) context.Context {
+	return context.WithValue(ctx, handoffKey{}, h)
+}

@@ -1,0 +1,240 @@
+package profile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/store"
+	"github.com/parley-chat/parley/transport"
+)
+
+// Connect says when an opened profile connects to its relay.
+type Connect uint8
+
+// Connection modes.
+const (
+	// ConnectOnUse connects at the first call that needs the relay, so that
+	// commands that never touch the network work offline (the command line).
+	ConnectOnUse Connect = iota
+	// ConnectInBackground starts connecting at once and keeps reconnecting;
+	// Open does not wait (the interface starts while the relay is down).
+	ConnectInBackground
+	// ConnectNow connects before Open returns and fails when the relay
+	// cannot be reached (the benchmark).
+	ConnectNow
+)
+
+// Options configure Open and Create. The zero value opens with the
+// passphrase left empty, connecting on first use.
+type Options struct {
+	// Passphrase unlocks the profile (and seals a new one).
+	Passphrase []byte
+	// Connect says when to connect to the relay.
+	Connect Connect
+	// Transport tunes the relay connection (backoff, logger, pinned relay).
+	Transport transport.ClientOptions
+	// Wrap, when set, wraps the relay connection that the engine is given:
+	// the demo puts its fault switches there.
+	Wrap func(engine.Relay) engine.Relay
+	// Engine is passed to engine.Open (clock, randomness, loop policy...);
+	// its Store and Relay are set by Open.
+	Engine engine.Config
+	// Store is passed to the store (clock, failpoints; KDF for Create).
+	Store store.Options
+	// Maintain runs the prekey maintenance that is due right after the
+	// open, best effort: for commands that talk to the relay anyway, so that
+	// a bundle that could not be published at init goes out and rotation
+	// happens without a long-running process.
+	Maintain bool
+}
+
+// relayConn is the connection a profile holds: a transport.Client, or one
+// made on first use.
+type relayConn interface {
+	engine.Relay
+	engine.RelayLink
+	State() transport.State
+	RelayID() [32]byte
+	Close() error
+}
+
+// Profile is an open profile: its engine client over the store and the
+// relay connection. Close releases both.
+type Profile struct {
+	// Dir is the profile directory.
+	Dir string
+	// Client is the profile's engine.
+	Client *engine.Client
+	// RelayURL is the relay the profile talks to.
+	RelayURL string
+
+	relay relayConn
+}
+
+// RelayState reports the relay connection ("connected", "connecting",
+// "disconnected"...).
+func (p *Profile) RelayState() transport.State { return p.relay.State() }
+
+// RelayID returns the ID of the relay the profile last authenticated to
+// (zero before the first connection).
+func (p *Profile) RelayID() [32]byte { return p.relay.RelayID() }
+
+// Close stops the client (waiting for its loop) and the relay connection.
+// It does not mark events presented (see PresentAll).
+func (p *Profile) Close() error {
+	err := p.Client.Close()
+	return errors.Join(err, p.relay.Close())
+}
+
+// PresentAll takes every waiting event off the client's channel and marks
+// them presented: for a command whose printed output was the presentation.
+func (p *Profile) PresentAll(ctx context.Context) error {
+	for {
+		select {
+		case <-p.Client.Events():
+			continue
+		default:
+		}
+		return p.Client.MarkPresented(ctx)
+	}
+}
+
+// Error is a profile that could not be opened or made. Its message names
+// the cause in one line; errors.Is matches the engine error under it:
+// engine.ErrWrongPassphrase, engine.ErrProfileOpen, engine.ErrProfileTooNew,
+// engine.ErrNoProfile, engine.ErrProfileExists or engine.ErrRelayUnreachable.
+type Error struct {
+	Dir string
+	msg string
+	err error
+}
+
+func (e *Error) Error() string { return e.msg }
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.err }
+
+// describe names the cause of a failed open or create in one line.
+func describe(dir string, err error) error {
+	var pe *Error
+	if errors.As(err, &pe) {
+		return err
+	}
+	msg := err.Error()
+	switch {
+	case errors.Is(err, engine.ErrProfileOpen):
+		msg = "profile " + dir + " is open in another process"
+	case errors.Is(err, engine.ErrWrongPassphrase):
+		msg = "wrong passphrase for profile " + dir
+	case errors.Is(err, engine.ErrNoProfile):
+		msg = fmt.Sprintf("no profile at %s (run \"parley init\")", dir)
+	case errors.Is(err, engine.ErrProfileExists):
+		msg = fmt.Sprintf("profile %s already exists; init never overwrites one", dir)
+	case errors.Is(err, engine.ErrProfileTooNew):
+		msg = fmt.Sprintf("profile %s was written by a newer parley; this build cannot read it", dir)
+	case errors.Is(err, engine.ErrRelayUnreachable):
+		msg = "relay unreachable: " + msg
+	}
+	return &Error{Dir: dir, msg: msg, err: err}
+}
+
+// Open opens the profile in dir: the store (unlocked with the passphrase),
+// the identity, the relay connection and the engine.
+func Open(ctx context.Context, dir string, o Options) (*Profile, error) {
+	st, err := store.Open(ctx, dir, o.Passphrase, o.Store)
+	if err != nil {
+		return nil, describe(dir, err)
+	}
+	p, err := attach(ctx, dir, st, o)
+	if err != nil {
+		st.Close()
+		return nil, describe(dir, err)
+	}
+	if o.Maintain {
+		// Best effort: the command itself reports whether the relay is
+		// reachable.
+		_, _ = p.Client.MaintainIfDue(ctx)
+	}
+	return p, nil
+}
+
+// attach connects an open store to its relay and opens the engine on both.
+func attach(ctx context.Context, dir string, st *store.DB, o Options) (*Profile, error) {
+	self, url, id, err := engine.LoadIdentity(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	var conn relayConn
+	switch o.Connect {
+	case ConnectInBackground:
+		conn, err = transport.NewClient(url, self, id, o.Transport)
+	case ConnectNow:
+		conn, err = transport.Dial(ctx, url, self, id, o.Transport)
+	default:
+		conn = &lazyRelay{url: url, self: self, id: id, opts: o.Transport}
+	}
+	if err != nil {
+		return nil, err
+	}
+	cfg := o.Engine
+	cfg.Store, cfg.Relay = st, conn
+	if o.Wrap != nil {
+		cfg.Relay = o.Wrap(conn)
+	}
+	c, err := engine.Open(ctx, cfg)
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return &Profile{Dir: dir, Client: c, RelayURL: url, relay: conn}, nil
+}
+
+// Create makes a new profile for self in dir, its identity and first
+// prekeys, with relayURL as its relay, and opens it. Nothing is published:
+// the first connection (or Maintain) does that. A failure leaves no profile
+// behind.
+func Create(ctx context.Context, dir string, self engine.Address, relayURL string, o Options) (*Profile, error) {
+	st, err := store.Create(ctx, dir, o.Passphrase, o.Store)
+	if err != nil {
+		return nil, describe(dir, err)
+	}
+	now := time.Now
+	if o.Engine.Now != nil {
+		now = o.Engine.Now
+	}
+	if _, err := engine.CreateProfile(ctx, st, self, relayURL, o.Engine.Random, now()); err != nil {
+		st.Close()
+		Remove(dir)
+		return nil, describe(dir, err)
+	}
+	p, err := attach(ctx, dir, st, o)
+	if err != nil {
+		st.Close()
+		Remove(dir)
+		return nil, describe(dir, err)
+	}
+	return p, nil
+}
+
+// Remove deletes the profile files in dir (a profile just made that must
+// not stay, or the demo's reinstall), and dir itself when it is then empty.
+// The profile must be closed.
+func Remove(dir string) error {
+	var errs []error
+	for _, f := range store.Files() {
+		if err := os.Remove(dir + string(os.PathSeparator) + f); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+		var pe *os.PathError
+		if !errors.As(err, &pe) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
