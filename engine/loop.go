@@ -162,9 +162,9 @@ func (c *Client) NextRetry(peer Address) time.Time {
 // Sync does one full round: the rows staged before (by a process that
 // stopped) are processed first; then, until the relay has nothing more, it
 // leases what the relay delivered, stages it durably, acknowledges exactly
-// those leases and processes the staged rows, each page in one transaction.
-// Then the commit policy commits what arrived, and prekey maintenance runs
-// when it is due (never while the relay is known to be down). Events go
+// those leases and processes the staged rows, each page in one transaction;
+// the commit policy commits each processed batch as soon as it is done.
+// Then prekey maintenance runs when it is due (never while the relay is known to be down). Events go
 // out as each transition commits.
 //
 // A failure is a *SyncError naming the step; the result still holds what
@@ -174,10 +174,25 @@ func (c *Client) Sync(ctx context.Context) (SyncResult, error) {
 	c.syncMu.Lock()
 	defer c.syncMu.Unlock()
 	var out SyncResult
+	// settle hands one processed batch to the policies at once, so that a
+	// commit (and its ACK) does not wait for the relay to run dry.
+	settle := func(res []ReceiveResult) error {
+		out.Received = append(out.Received, res...)
+		c.noteReceived(res)
+		n, err := c.commitByPolicy(ctx, res)
+		out.Committed += n
+		if err != nil {
+			return &SyncError{Op: "commit", Err: err}
+		}
+		return nil
+	}
 	res, err := c.ProcessStaged(ctx)
-	out.Received = append(out.Received, res...)
 	if err != nil {
+		out.Received = append(out.Received, res...)
 		return out, &SyncError{Op: "process", Err: err}
+	}
+	if err := settle(res); err != nil {
+		return out, err
 	}
 	var ackErr error
 	for {
@@ -202,16 +217,13 @@ func (c *Client) Sync(ctx context.Context) (SyncResult, error) {
 			ackErr = &SyncError{Op: "acknowledge", Err: err}
 		}
 		res, err := c.ProcessStaged(ctx)
-		out.Received = append(out.Received, res...)
 		if err != nil {
+			out.Received = append(out.Received, res...)
 			return out, &SyncError{Op: "process", Err: err}
 		}
-	}
-	c.noteReceived(out.Received)
-	n, err := c.commitByPolicy(ctx, out.Received)
-	out.Committed = n
-	if err != nil {
-		return out, &SyncError{Op: "commit", Err: err}
+		if err := settle(res); err != nil {
+			return out, err
+		}
 	}
 	ran, err := c.maintainByLoop(ctx)
 	out.Maintained = ran
