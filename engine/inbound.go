@@ -276,8 +276,14 @@ func (c *Client) prepareReceive(ctx context.Context, bs *batchState, row StagedE
 				if err != nil {
 					return prepared{}, err
 				}
+				plan := CollisionRetire{StagedRow: row.Row, Peer: sender, Retired: RetiredInitiation{ID: incoming, SignedPreKeyID: h.SignedPreKeyID, RetiredAt: now.Unix()}, Announce: ann}
+				if keys.OneTimePreKey != nil {
+					id := keys.OneTimePreKey.ID
+					plan.ConsumeOneTime = &id
+					bs.consumed[id] = true
+				}
 				p := prepared{
-					plan:   CollisionRetire{StagedRow: row.Row, Peer: sender, Retired: RetiredInitiation{ID: incoming, SignedPreKeyID: h.SignedPreKeyID, RetiredAt: now.Unix()}, Announce: ann},
+					plan:   plan,
 					result: ReceiveResult{Kind: ResultError, Sender: sender, Err: fmt.Errorf("%s: %w", sender, ErrSessionCollision)},
 				}
 				if ann != nil {

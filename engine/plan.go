@@ -156,13 +156,15 @@ type Receive struct {
 }
 
 // CollisionRetire is the one durable effect of a receive that lost to the own
-// initiation: the incoming initiation is retired and its inbox row consumed.
-// Announce, when set, makes the winning session known to the loser.
+// initiation: the incoming initiation is retired, the one-time prekey it
+// used (ConsumeOneTime, when it used one) is deleted, and its inbox row
+// consumed. Announce, when set, makes the winning session known to the loser.
 type CollisionRetire struct {
-	StagedRow int64
-	Peer      Address
-	Retired   RetiredInitiation
-	Announce  *Announcement
+	StagedRow      int64
+	Peer           Address
+	Retired        RetiredInitiation
+	ConsumeOneTime *uint32
+	Announce       *Announcement
 }
 
 // Announcement is an ACK of no message (the zero logical ID), encrypted on

@@ -70,13 +70,20 @@ func (t *tx) deleteStagedRow(ctx context.Context, row int64) error {
 }
 
 // collisionRetire consumes the staged row of an initiation that lost a
-// collision and retires that initiation.
+// collision, retires that initiation and deletes the one-time prekey it used:
+// one-time prekeys never expire, so a losing initiation's key would
+// otherwise stay on disk for good.
 func (t *tx) collisionRetire(ctx context.Context, p engine.CollisionRetire) (engine.Receipt, error) {
 	if err := t.deleteStagedRow(ctx, p.StagedRow); err != nil {
 		return engine.Receipt{}, err
 	}
 	if err := t.insertRetired(ctx, p.Peer, p.Retired); err != nil {
 		return engine.Receipt{}, err
+	}
+	if p.ConsumeOneTime != nil {
+		if err := t.consumeOneTime(ctx, *p.ConsumeOneTime); err != nil {
+			return engine.Receipt{}, err
+		}
 	}
 	if err := t.announce(ctx, p.Announce); err != nil {
 		return engine.Receipt{}, err
