@@ -150,8 +150,13 @@ var errorNames = []struct {
 	{ErrInvalidAddress, "invalid_address"},
 	{ErrClosed, "closed"},
 	{ErrProfileTooNew, "profile_too_new"},
+	{ErrProfileExposed, "profile_exposed"},
 	{ErrRelayUnreachable, "relay_unreachable"},
 }
+
+// ErrProfileExposed means a profile's directory or files are readable by
+// others and could not be made private.
+var ErrProfileExposed = errors.New("profile is readable by others")
 
 // ErrProfileTooNew means the profile was written by a newer parley whose
 // schema this build does not know.

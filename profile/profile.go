@@ -134,6 +134,8 @@ func describe(dir string, err error) error {
 		msg = fmt.Sprintf("no profile at %s (run \"parley init\")", dir)
 	case errors.Is(err, engine.ErrProfileExists):
 		msg = fmt.Sprintf("profile %s already exists; init never overwrites one", dir)
+	case errors.Is(err, engine.ErrProfileExposed):
+		// The store's message names the file and the fix.
 	case errors.Is(err, engine.ErrProfileTooNew):
 		msg = fmt.Sprintf("profile %s was written by a newer parley; this build cannot read it", dir)
 	case errors.Is(err, engine.ErrRelayUnreachable):

@@ -71,8 +71,8 @@ type DB struct {
 	closed  atomic.Bool
 }
 
-// Create makes a new profile in dir (created 0700 if needed) sealed under
-// passphrase, and opens it. It fails with engine.ErrProfileExists if dir
+// Create makes a new profile in dir (created 0700 if needed, tightened to
+// 0700 if it exists; every file 0600) sealed under passphrase, and opens it. It fails with engine.ErrProfileExists if dir
 // already holds a profile and with engine.ErrProfileOpen if another store
 // holds dir. The database appears under its final name only once it is
 // complete, so a crash during Create leaves no half-made profile.
@@ -85,8 +85,11 @@ func Create(ctx context.Context, dir string, passphrase []byte, opts Options) (*
 	if err != nil {
 		return nil, fmt.Errorf("store: create profile %s: %w", dir, err)
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.MkdirAll(dir, dirMode); err != nil {
 		return nil, fmt.Errorf("store: create profile %s: %w", dir, err)
+	}
+	if err := secureProfile(dir); err != nil {
+		return nil, err
 	}
 	lock, err := lockProfile(dir)
 	if err != nil {
@@ -138,6 +141,9 @@ func buildProfile(ctx context.Context, dir string, rec kdfRecord, wrapped []byte
 			removeDBFiles(tmp)
 		}
 	}()
+	if err := createPrivate(tmp); err != nil {
+		return fmt.Errorf("store: create profile %s: %w", dir, err)
+	}
 
 	sqldb, err := openSQL(ctx, tmp)
 	if err != nil {
@@ -203,8 +209,10 @@ func buildProfile(ctx context.Context, dir string, rec kdfRecord, wrapped []byte
 // Open opens the profile in dir with passphrase. It fails with
 // engine.ErrNoProfile if dir holds none, engine.ErrProfileOpen if another
 // store holds it, and engine.ErrWrongPassphrase if the passphrase does not
-// unwrap the storage key; none of these writes anything. An older schema is
-// migrated after the passphrase was checked.
+// unwrap the storage key; none of these writes anything. A profile that
+// others can read is made private (0700, files 0600), or refused with
+// engine.ErrProfileExposed when that fails. An older schema is migrated
+// after the passphrase was checked.
 func Open(ctx context.Context, dir string, passphrase []byte, opts Options) (*DB, error) {
 	path := filepath.Join(dir, dbFile)
 	if err := profileExists(dir, path); err != nil {
@@ -221,6 +229,9 @@ func Open(ctx context.Context, dir string, passphrase []byte, opts Options) (*DB
 		}
 	}()
 	if err := profileExists(dir, path); err != nil { // it may have gone before we held the lock
+		return nil, err
+	}
+	if err := secureProfile(dir); err != nil {
 		return nil, err
 	}
 	key, err := unlock(ctx, dir, path, passphrase)
