@@ -82,6 +82,7 @@ func (db *DB) applyPlans(ctx context.Context, plans []engine.Plan) (_ []engine.R
 	}
 	// The transition is durable: an error from here on is that of a process
 	// that stopped right after its commit.
+	db.scheduleScrub()
 	if err := db.point(kind, "after-commit"); err != nil {
 		return nil, -1, fmt.Errorf("store: apply %s: committed, then %w", kind, err)
 	}

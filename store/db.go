@@ -50,6 +50,10 @@ type Options struct {
 	// Now is the clock of the store (default time.Now), read once per
 	// transaction for the times a plan does not carry.
 	Now func() time.Time
+	// ScrubDelay bounds how long the old version of a deleted or replaced
+	// record may stay in the write-ahead log of an open profile (default
+	// DefaultScrubDelay); see Scrub.
+	ScrubDelay time.Duration
 }
 
 // DB is an open profile: its SQLite database, held by this process alone
@@ -69,6 +73,14 @@ type DB struct {
 
 	closeMu sync.Mutex
 	closed  atomic.Bool
+
+	// The batched scrub of the write-ahead log (scrub.go).
+	scrubDelay    time.Duration
+	scrubMu       sync.Mutex
+	scrubTimer    *time.Timer
+	scrubWG       sync.WaitGroup
+	scrubs        atomic.Int64
+	scrubFailures atomic.Int64
 }
 
 // Create makes a new profile in dir (created 0700 if needed, tightened to
@@ -334,9 +346,12 @@ func finishOpen(ctx context.Context, dir string, lock *flock.Flock, sqldb *sql.D
 		return nil, err
 	}
 	db := &DB{dir: dir, lock: lock, sql: sqldb, seal: seal, stmts: make(map[string]*sql.Stmt, len(hotStatements)),
-		failpoint: opts.Failpoint, now: opts.Now}
+		failpoint: opts.Failpoint, now: opts.Now, scrubDelay: opts.ScrubDelay}
 	if db.now == nil {
 		db.now = time.Now
+	}
+	if db.scrubDelay <= 0 {
+		db.scrubDelay = DefaultScrubDelay
 	}
 	for _, q := range hotStatements {
 		s, err := sqldb.PrepareContext(ctx, q)
@@ -348,15 +363,20 @@ func finishOpen(ctx context.Context, dir string, lock *flock.Flock, sqldb *sql.D
 	return db, nil
 }
 
-// Close closes the database and then releases the profile lock. Calling it
-// again does nothing.
+// Close scrubs the write-ahead log (see Scrub), closes the database and then
+// releases the profile lock. Calling it again does nothing.
 func (db *DB) Close() error {
 	db.closeMu.Lock()
 	defer db.closeMu.Unlock()
 	if db.closed.Load() {
 		return nil
 	}
+	db.stopScrub()
+	// Best effort: SQLite checkpoints and removes the log when its last
+	// connection closes anyway; this makes the truncation explicit.
+	_ = db.Scrub(context.Background())
 	db.closed.Store(true)
+	db.stopScrub()
 	err := db.sql.Close() // also closes the prepared statements
 	if err != nil {
 		err = fmt.Errorf("store: close profile %s: %w", db.dir, mapErr(err))
@@ -382,6 +402,8 @@ func (db *DB) Close() error {
 //   - busy_timeout(5000): the profile lock keeps other parley processes out;
 //     this covers a foreign program holding the file briefly.
 //   - foreign_keys(1): the schema's references are enforced.
+//   - secure_delete(ON): deleted content is overwritten with zeros (see
+//     scrub.go for the write-ahead log).
 func dsn(path string) string {
 	u := url.URL{Path: path} // escapes '?', '#' and '%' in the path
 	return "file:" + u.EscapedPath() +
@@ -389,6 +411,7 @@ func dsn(path string) string {
 		"&_pragma=journal_mode(WAL)" +
 		"&_pragma=synchronous(FULL)" +
 		"&_pragma=foreign_keys(1)" +
+		"&_pragma=secure_delete(ON)" +
 		"&_txlock=immediate"
 }
 

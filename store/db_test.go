@@ -201,6 +201,7 @@ func TestPragmas(t *testing.T) {
 		{"synchronous", "2"}, // FULL
 		{"busy_timeout", "5000"},
 		{"foreign_keys", "1"},
+		{"secure_delete", "1"},
 	}
 	for _, tt := range tests {
 		var got string
