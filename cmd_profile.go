@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 
 	"github.com/parley-chat/parley/profile"
 	"github.com/parley-chat/parley/transport"
@@ -13,22 +15,98 @@ import (
 // in peers' identities, and pruning what it keeps.
 
 func init() {
-	register(&command{name: "init", args: "--address ADDR --relay URL", summary: "make a profile and publish its prekey bundle; prints the identity fingerprint", run: cmdInit})
+	register(&command{name: "init", args: "--address ADDR --relay URL [--relay-ca FILE]", summary: "make a profile and publish its prekey bundle; prints the identity fingerprint", run: cmdInit})
 	register(&command{name: "identity", args: "", summary: "print the own address and identity fingerprint", run: cmdIdentity})
 	register(&command{name: "safety-number", args: "PEER", summary: "print the safety number with PEER's pinned identity", run: cmdSafetyNumber})
 	register(&command{name: "trust", args: "PEER", summary: "accept PEER's changed identity (then retry to resend)", run: cmdTrust})
 	register(&command{name: "prune", args: "--older-than DUR", summary: "delete finalized records older than DUR", run: cmdPrune})
+	register(&command{name: "relay-settings", args: "[--url URL] [--ca FILE | --system-roots] [--accept-new-id]",
+		summary: "show or change how this profile reaches its relay: URL, private CA, pinned relay ID", run: cmdRelaySettings})
+}
+
+func cmdRelaySettings(ctx context.Context, env *cliEnv, args []string) error {
+	f := newFlags(commands["relay-settings"], env, true)
+	url := f.String("url", "", "the relay's new URL (ws://HOST:PORT or wss://HOST); drops the pinned relay ID")
+	caFile := f.String("ca", "", "verify the relay's TLS certificate with the CA certificates in this PEM file")
+	systemRoots := f.Bool("system-roots", false, "verify the relay's TLS certificate with the system's roots again")
+	accept := f.Bool("accept-new-id", false, "connect, and pin the ID the relay presents now (a relay replaced on purpose)")
+	if _, err := f.parse(env, args, 0, 0); err != nil {
+		return err
+	}
+	if *caFile != "" && *systemRoots {
+		return usagef("--ca and --system-roots exclude each other")
+	}
+	p, err := f.open(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer closeProfile(p)
+	s, err := p.RelaySettings(ctx)
+	if err != nil {
+		return err
+	}
+	changed := false
+	if *url != "" && *url != s.URL {
+		s.URL, changed = *url, true
+	}
+	if *caFile != "" {
+		pem, err := os.ReadFile(*caFile)
+		if err != nil {
+			return fmt.Errorf("read CA file: %w", err)
+		}
+		s.CA, changed = pem, true
+	}
+	if *systemRoots && len(s.CA) > 0 {
+		s.CA, changed = nil, true
+	}
+	if changed {
+		if err := p.SetRelay(ctx, s); err != nil {
+			return err
+		}
+	}
+	if *accept {
+		if _, err := p.TrustRelay(ctx); err != nil {
+			return err
+		}
+		// A replaced relay holds nothing of this device yet.
+		if err := p.Client.Maintain(ctx); err != nil {
+			fmt.Fprintf(env.stderr, "parley relay-settings: bundle not published yet (%s); the next command that reaches the relay publishes it\n", oneLine(err))
+		}
+	}
+	if s, err = p.RelaySettings(ctx); err != nil {
+		return err
+	}
+	id, ca := "not pinned yet (pinned at the next connection)", "system roots"
+	if s.ID != ([32]byte{}) {
+		id = hex.EncodeToString(s.ID[:])
+	}
+	if len(s.CA) > 0 {
+		ca = "private CA"
+	}
+	printer{env.stdout, *f.json}.record([]kv{{"url", s.URL}, {"relay_id", id}, {"tls_roots", ca}})
+	return nil
 }
 
 func cmdInit(ctx context.Context, env *cliEnv, args []string) error {
 	f := newFlags(commands["init"], env, true)
 	addrFlag := f.String("address", "", "this device's address, user/device")
-	relayFlag := f.String("relay", "", "relay URL, ws://HOST:PORT")
+	relayFlag := f.String("relay", "", "relay URL, ws://HOST:PORT or wss://HOST")
+	caFlag := f.String("relay-ca", "", "verify the relay's TLS certificate with the CA certificates in this PEM file (a private CA)")
 	if _, err := f.parse(env, args, 0, 0); err != nil {
 		return err
 	}
 	if *addrFlag == "" || *relayFlag == "" {
 		return usagef("--address and --relay are required")
+	}
+	if err := transport.CheckURL(*relayFlag); err != nil {
+		return usagef("--relay: %v", err)
+	}
+	var ca []byte
+	if *caFlag != "" {
+		var err error
+		if ca, err = os.ReadFile(*caFlag); err != nil {
+			return fmt.Errorf("read --relay-ca: %w", err)
+		}
 	}
 	self, err := parsePeer(*addrFlag)
 	if err != nil {
@@ -39,7 +117,7 @@ func cmdInit(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	p, err := profile.Create(ctx, dir, self, *relayFlag, profile.Options{Passphrase: pass})
+	p, err := profile.Create(ctx, dir, self, *relayFlag, profile.Options{Passphrase: pass, RelayCA: ca})
 	if err != nil {
 		return err
 	}

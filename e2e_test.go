@@ -41,25 +41,27 @@ func TestMain(m *testing.M) {
 
 // relayProc is a `parley relay` child process.
 type relayProc struct {
-	cmd *exec.Cmd
-	url string
+	cmd  *exec.Cmd
+	url  string
+	home string // XDG_DATA_HOME: where a relay without --data keeps its ID
 }
 
 func startRelay(t *testing.T, args ...string) *relayProc {
 	t.Helper()
-	return startRelayAt(t, "127.0.0.1:0", args...)
+	return startRelayAt(t, "127.0.0.1:0", t.TempDir(), args...)
 }
 
-// restartRelay starts a relay on the address r listened on, so that profiles
-// made for r reach it.
+// restartRelay starts a relay on the address r listened on, with r's ID, so
+// that profiles made for r reach it and trust it.
 func restartRelay(t *testing.T, r *relayProc, args ...string) *relayProc {
 	t.Helper()
-	return startRelayAt(t, strings.TrimPrefix(r.url, "ws://"), args...)
+	return startRelayAt(t, strings.TrimPrefix(r.url, "ws://"), r.home, args...)
 }
 
-func startRelayAt(t *testing.T, listen string, args ...string) *relayProc {
+func startRelayAt(t *testing.T, listen, home string, args ...string) *relayProc {
 	t.Helper()
 	cmd := exec.Command(parleyBin, append([]string{"relay", "--listen", listen}, args...)...)
+	cmd.Env = append(os.Environ(), "XDG_DATA_HOME="+home)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +75,7 @@ func startRelayAt(t *testing.T, listen string, args ...string) *relayProc {
 		cmd.Process.Kill()
 		t.Fatalf("relay's first line %q (%v), want \"listening on ws://HOST:PORT\"", line, err)
 	}
-	r := &relayProc{cmd: cmd, url: strings.TrimSpace(strings.TrimPrefix(line, "listening on "))}
+	r := &relayProc{cmd: cmd, url: strings.TrimSpace(strings.TrimPrefix(line, "listening on ")), home: home}
 	t.Cleanup(func() { r.stop() })
 	return r
 }
@@ -429,12 +431,45 @@ func TestCLIInitOffline(t *testing.T) {
 	ln.Close()
 	offline := &relayProc{url: "ws://" + addr}
 	alice, bob := newProfile(t, offline, "alice/1"), newProfile(t, offline, "bob/1")
-	startRelayAt(t, addr)
+	startRelayAt(t, addr, t.TempDir())
 	alice.sync() // alice's bundle goes out
 	if r := bob.run("", "send", "alice/1", "published late"); r.code != 0 {
 		t.Fatalf("send after an offline init: exit %d %q", r.code, r.stderr)
 	}
 	if recs := alice.sync(); len(recs) != 1 || recs[0]["body"] != "published late" {
 		t.Fatalf("alice got %v", recs)
+	}
+}
+
+// TestCLIRelayPinned: a profile pins the ID of the first relay it
+// authenticates to; a restarted relay without --data keeps its ID (in its ID
+// file) and is still trusted; another relay at the same address is refused
+// with one line that says how to accept it, and accepted on purpose with
+// relay-settings --accept-new-id.
+func TestCLIRelayPinned(t *testing.T) {
+	relay := startRelay(t)
+	alice, bob := newProfile(t, relay, "alice/1"), newProfile(t, relay, "bob/1")
+	pinned := alice.jsonLines("relay-settings")
+	if len(pinned) != 1 || len(pinned[0]["relay_id"].(string)) != 64 {
+		t.Fatalf("relay-settings after init: %v, want a pinned 64-digit relay ID", pinned)
+	}
+	relay.stop()
+	relay = restartRelay(t, relay)
+	alice.ok("sync")
+	relay.stop()
+	other := startRelayAt(t, strings.TrimPrefix(relay.url, "ws://"), t.TempDir())
+	r := alice.run("", "sync")
+	if r.code != 1 || !strings.Contains(r.stderr, "not the pinned") || !strings.Contains(r.stderr, "relay-settings --accept-new-id") || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
+		t.Fatalf("sync with another relay: exit %d %q, want exit 1 and one line naming the pin and the fix", r.code, r.stderr)
+	}
+	accepted := alice.jsonLines("relay-settings", "--accept-new-id")
+	if len(accepted) != 1 || accepted[0]["relay_id"] == pinned[0]["relay_id"] {
+		t.Fatalf("accept-new-id printed %v; the pin was %v", accepted, pinned[0]["relay_id"])
+	}
+	_ = other
+	bob.ok("relay-settings", "--accept-new-id")
+	bob.ok("send", "alice/1", "on the new relay")
+	if recs := alice.sync(); len(recs) != 1 || recs[0]["body"] != "on the new relay" {
+		t.Fatalf("alice got %v on the accepted relay", recs)
 	}
 }

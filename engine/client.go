@@ -355,14 +355,14 @@ func isCancel(err error) bool {
 // LoadIdentity reads a profile's own address, relay URL and identity without
 // opening a client: the relay connection needs the identity to authenticate
 // before the client that uses it exists.
-func LoadIdentity(ctx context.Context, st Store) (Address, string, *Identity, error) {
+func LoadIdentity(ctx context.Context, st Store) (Address, RelaySettings, *Identity, error) {
 	prof, err := st.Profile(ctx)
 	if err != nil {
-		return Address{}, "", nil, fmt.Errorf("read profile: %w", err)
+		return Address{}, RelaySettings{}, nil, fmt.Errorf("read profile: %w", err)
 	}
 	id, err := UnmarshalIdentity(prof.Identity)
 	if err != nil {
-		return Address{}, "", nil, fmt.Errorf("read profile: %w", err)
+		return Address{}, RelaySettings{}, nil, fmt.Errorf("read profile: %w", err)
 	}
-	return prof.Self, prof.RelayURL, id, nil
+	return prof.Self, prof.Relay, id, nil
 }

@@ -222,6 +222,22 @@ type AcceptIdentity struct {
 	At             time.Time
 }
 
+// RelaySettings is how a profile reaches its relay.
+type RelaySettings struct {
+	// URL is the relay's ws:// or wss:// URL.
+	URL string
+	// ID is the relay's ID, pinned at the first successful authentication
+	// (trust on first use); zero until then. A relay that presents another
+	// ID is refused until the user accepts it.
+	ID [32]byte
+	// CA holds PEM certificates of a private certificate authority that
+	// signs the relay's TLS certificate; empty: the system's roots.
+	CA []byte
+}
+
+// SetRelay replaces the profile's relay settings.
+type SetRelay struct{ Relay RelaySettings }
+
 // Prune deletes finalized records older than Before.
 type Prune struct{ Before time.Time }
 
@@ -240,6 +256,7 @@ func (Finalize) plan()        {}
 func (Abandon) plan()         {}
 func (AcceptIdentity) plan()  {}
 func (Prune) plan()           {}
+func (SetRelay) plan()        {}
 func (MarkPresented) plan()   {}
 
 // Kind implements Plan.
@@ -296,6 +313,9 @@ func (AcceptIdentity) Kind() string { return "identity-change" }
 
 // Kind implements Plan.
 func (Prune) Kind() string { return "prune" }
+
+// Kind implements Plan.
+func (SetRelay) Kind() string { return "relay-settings" }
 
 // Kind implements Plan.
 func (MarkPresented) Kind() string { return "presented" }

@@ -75,7 +75,7 @@ func (e *BatchError) Unwrap() error { return e.Err }
 // Profile is the part of a profile the engine loads at open.
 type Profile struct {
 	Self          Address
-	RelayURL      string
+	Relay         RelaySettings
 	Identity      []byte         // Identity record
 	SignedPreKeys []PreKeyRecord // signed X25519 and ML-KEM prekeys held
 	NextPreKeyID  uint32

@@ -42,6 +42,18 @@ func (l *lazyRelay) get(ctx context.Context) (*transport.Client, error) {
 	return c, nil
 }
 
+// repin makes the connection trust relay ID id from now on, dropping a
+// connection made under the old pin.
+func (l *lazyRelay) repin(id [32]byte) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.opts.RelayID = id
+	if l.conn != nil {
+		l.conn.Close()
+		l.conn = nil
+	}
+}
+
 func (l *lazyRelay) current() *transport.Client {
 	l.mu.Lock()
 	defer l.mu.Unlock()

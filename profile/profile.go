@@ -2,6 +2,7 @@ package profile
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"os"
@@ -45,6 +46,9 @@ type Options struct {
 	Engine engine.Config
 	// Store is passed to the store (clock, failpoints; KDF for Create).
 	Store store.Options
+	// RelayCA, for Create: PEM certificates of a private CA that signs the
+	// relay's TLS certificate (default: the system's roots).
+	RelayCA []byte
 	// Maintain runs the prekey maintenance that is due right after the
 	// open, best effort: for commands that talk to the relay anyway, so that
 	// a bundle that could not be published at init goes out and rotation
@@ -69,10 +73,81 @@ type Profile struct {
 	Dir string
 	// Client is the profile's engine.
 	Client *engine.Client
-	// RelayURL is the relay the profile talks to.
-	RelayURL string
+	// Relay is how the profile reaches its relay, as it was opened (a relay
+	// ID pinned since is in RelayID).
+	Relay engine.RelaySettings
 
 	relay relayConn
+	st    *store.DB
+	self  engine.Address
+	id    *engine.Identity
+	opts  transport.ClientOptions // as given to Open or Create
+}
+
+// SetRelay replaces the profile's relay settings; they take effect at the
+// next open. A new URL drops the pinned relay ID: the first relay reached
+// there is pinned.
+func (p *Profile) SetRelay(ctx context.Context, s engine.RelaySettings) error {
+	if s.URL == "" {
+		return errors.New("set relay: no URL")
+	}
+	if err := transport.CheckURL(s.URL); err != nil {
+		return err
+	}
+	if len(s.CA) > 0 && !x509.NewCertPool().AppendCertsFromPEM(s.CA) {
+		return errors.New("set relay: the CA file holds no PEM certificate")
+	}
+	cur, err := p.RelaySettings(ctx)
+	if err != nil {
+		return err
+	}
+	if s.URL != cur.URL {
+		s.ID = [32]byte{}
+	}
+	if _, err := p.st.Apply(ctx, engine.SetRelay{Relay: s}); err != nil {
+		return fmt.Errorf("set relay: %w", err)
+	}
+	return nil
+}
+
+// RelaySettings reads the profile's relay settings as stored now.
+func (p *Profile) RelaySettings(ctx context.Context) (engine.RelaySettings, error) {
+	prof, err := p.st.Profile(ctx)
+	if err != nil {
+		return engine.RelaySettings{}, err
+	}
+	return prof.Relay, nil
+}
+
+// TrustRelay connects to the profile's relay ignoring the pinned ID,
+// authenticates, and pins the ID that relay presents: the user's
+// acceptance of a relay that was replaced on purpose.
+func (p *Profile) TrustRelay(ctx context.Context) ([32]byte, error) {
+	s, err := p.RelaySettings(ctx)
+	if err != nil {
+		return [32]byte{}, err
+	}
+	s.ID = [32]byte{}
+	o := p.opts
+	o.RelayID, o.OnPin = [32]byte{}, nil
+	o, err = transportOptions(p.st, s, o)
+	if err != nil {
+		return [32]byte{}, err
+	}
+	o.OnPin = nil
+	c, err := transport.Dial(ctx, s.URL, p.self, p.id, o)
+	if err != nil {
+		return [32]byte{}, err
+	}
+	s.ID = c.RelayID()
+	c.Close()
+	if _, err := p.st.Apply(ctx, engine.SetRelay{Relay: s}); err != nil {
+		return [32]byte{}, fmt.Errorf("pin relay: %w", err)
+	}
+	if l, ok := p.relay.(*lazyRelay); ok {
+		l.repin(s.ID)
+	}
+	return s.ID, nil
 }
 
 // RelayState reports the relay connection ("connected", "connecting",
@@ -166,18 +241,23 @@ func Open(ctx context.Context, dir string, o Options) (*Profile, error) {
 
 // attach connects an open store to its relay and opens the engine on both.
 func attach(ctx context.Context, dir string, st *store.DB, o Options) (*Profile, error) {
-	self, url, id, err := engine.LoadIdentity(ctx, st)
+	self, relay, id, err := engine.LoadIdentity(ctx, st)
 	if err != nil {
 		return nil, err
 	}
+	topts, err := transportOptions(st, relay, o.Transport)
+	if err != nil {
+		return nil, err
+	}
+	url := relay.URL
 	var conn relayConn
 	switch o.Connect {
 	case ConnectInBackground:
-		conn, err = transport.NewClient(url, self, id, o.Transport)
+		conn, err = transport.NewClient(url, self, id, topts)
 	case ConnectNow:
-		conn, err = transport.Dial(ctx, url, self, id, o.Transport)
+		conn, err = transport.Dial(ctx, url, self, id, topts)
 	default:
-		conn = &lazyRelay{url: url, self: self, id: id, opts: o.Transport}
+		conn = &lazyRelay{url: url, self: self, id: id, opts: topts}
 	}
 	if err != nil {
 		return nil, err
@@ -192,7 +272,35 @@ func attach(ctx context.Context, dir string, st *store.DB, o Options) (*Profile,
 		conn.Close()
 		return nil, err
 	}
-	return &Profile{Dir: dir, Client: c, RelayURL: url, relay: conn}, nil
+	return &Profile{Dir: dir, Client: c, Relay: relay, relay: conn, st: st, self: self, id: id, opts: o.Transport}, nil
+}
+
+// transportOptions adds the profile's relay settings to the caller's
+// transport options: the pinned relay ID (or, when none is pinned yet, a
+// hook that stores the first one), and the private CA.
+func transportOptions(st *store.DB, relay engine.RelaySettings, o transport.ClientOptions) (transport.ClientOptions, error) {
+	if o.RelayID == ([32]byte{}) {
+		o.RelayID = relay.ID
+	}
+	if len(relay.CA) > 0 && o.RootCAs == nil {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(relay.CA) {
+			return o, fmt.Errorf("the profile's relay CA holds no PEM certificate (set another with parley relay-settings --ca FILE)")
+		}
+		o.RootCAs = pool
+	}
+	if o.RelayID == ([32]byte{}) && o.OnPin == nil {
+		o.OnPin = func(id [32]byte) {
+			// Best effort: an unstored pin is pinned again at the next
+			// first connection.
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			pinned := relay
+			pinned.ID = id
+			_, _ = st.Apply(ctx, engine.SetRelay{Relay: pinned})
+		}
+	}
+	return o, nil
 }
 
 // Create makes a new profile for self in dir, its identity and first
@@ -212,6 +320,18 @@ func Create(ctx context.Context, dir string, self engine.Address, relayURL strin
 		st.Close()
 		Remove(dir)
 		return nil, describe(dir, err)
+	}
+	if len(o.RelayCA) > 0 {
+		if !x509.NewCertPool().AppendCertsFromPEM(o.RelayCA) {
+			st.Close()
+			Remove(dir)
+			return nil, describe(dir, errors.New("the relay CA file holds no PEM certificate"))
+		}
+		if _, err := st.Apply(ctx, engine.SetRelay{Relay: engine.RelaySettings{URL: relayURL, CA: o.RelayCA}}); err != nil {
+			st.Close()
+			Remove(dir)
+			return nil, describe(dir, err)
+		}
 	}
 	p, err := attach(ctx, dir, st, o)
 	if err != nil {

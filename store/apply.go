@@ -118,6 +118,8 @@ func (t *tx) apply(ctx context.Context, p engine.Plan) (engine.Receipt, error) {
 		return t.prune(ctx, p)
 	case engine.MarkPresented:
 		return engine.Receipt{}, t.markPresented(ctx, p)
+	case engine.SetRelay:
+		return engine.Receipt{}, t.setRelay(ctx, p)
 	}
 	// validate refuses every other type first.
 	panic(fmt.Sprintf("store: apply %T: unknown plan", p))

@@ -38,7 +38,7 @@ func planCases() []planCase {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if prof.Self != self || prof.RelayURL != "ws://relay.example" || string(prof.Identity) != "identity PLAINTEXT-MARKER-identity" {
+				if prof.Self != self || prof.Relay.URL != "ws://relay.example" || string(prof.Identity) != "identity PLAINTEXT-MARKER-identity" {
 					t.Errorf("Profile = %+v, want alice/1, the relay and the identity record", prof)
 				}
 				if len(prof.SignedPreKeys) != 2 || string(prof.SignedPreKeys[0].Record) != "spk 1" || prof.SignedPreKeys[0].Expires != 200 ||

@@ -15,11 +15,36 @@ const (
 	metaStorageKey = "storage_key" // the storage key sealed under the passphrase key
 	metaAddress    = "address"     // own device address, user/device
 	metaRelayURL   = "relay_url"   // the relay this device uses
+	metaRelayID    = "relay_id"    // the relay's pinned ID (32 bytes), absent until pinned
+	metaRelayCA    = "relay_ca"    // PEM certificates of a private CA, absent for the system roots
 )
 
+// setRelay replaces the relay settings.
+func (t *tx) setRelay(ctx context.Context, p engine.SetRelay) error {
+	if err := t.putMeta(ctx, metaRelayURL, []byte(p.Relay.URL)); err != nil {
+		return err
+	}
+	for _, kv := range []struct {
+		k string
+		v []byte
+	}{{metaRelayID, p.Relay.ID[:]}, {metaRelayCA, p.Relay.CA}} {
+		if kv.k == metaRelayID && p.Relay.ID == ([32]byte{}) || len(kv.v) == 0 {
+			if _, err := t.exec(ctx, sqlDeleteMeta, kv.k); err != nil {
+				return fmt.Errorf("store: write %s: %w", kv.k, err)
+			}
+			continue
+		}
+		if err := t.putMeta(ctx, kv.k, kv.v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 const (
-	sqlGetMeta = "SELECT v FROM meta WHERE k = ?"
-	sqlPutMeta = "INSERT INTO meta (k, v) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v"
+	sqlGetMeta    = "SELECT v FROM meta WHERE k = ?"
+	sqlPutMeta    = "INSERT INTO meta (k, v) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v"
+	sqlDeleteMeta = "DELETE FROM meta WHERE k = ?"
 )
 
 // getMeta returns the value under k, or nil if there is none.

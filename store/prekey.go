@@ -159,7 +159,7 @@ func (db *DB) readProfile(ctx context.Context, q *sql.Tx) (engine.Profile, error
 	}
 
 	meta := map[string][]byte{}
-	for _, k := range []string{metaAddress, metaRelayURL, metaNextPreKeyID, metaOneTimePublished, metaMarkerWritten, metaMarkerPresented} {
+	for _, k := range []string{metaAddress, metaRelayURL, metaRelayID, metaRelayCA, metaNextPreKeyID, metaOneTimePublished, metaMarkerWritten, metaMarkerPresented} {
 		v, err := getMeta(ctx, q, k)
 		if err != nil {
 			return prof, err
@@ -169,7 +169,17 @@ func (db *DB) readProfile(ctx context.Context, q *sql.Tx) (engine.Profile, error
 	if prof.Self, err = engine.ParseAddress(string(meta[metaAddress])); err != nil {
 		return prof, fmt.Errorf("store: read address: %w: %w", engine.ErrMalformedState, err)
 	}
-	prof.RelayURL = string(meta[metaRelayURL])
+	prof.Relay.URL = string(meta[metaRelayURL])
+	switch id := meta[metaRelayID]; len(id) {
+	case 0:
+	case 32:
+		copy(prof.Relay.ID[:], id)
+	default:
+		return prof, fmt.Errorf("store: read relay ID of %d bytes: %w", len(id), engine.ErrMalformedState)
+	}
+	if ca := meta[metaRelayCA]; len(ca) > 0 {
+		prof.Relay.CA = ca
+	}
 	var next, published uint64
 	for _, c := range []struct {
 		k   string

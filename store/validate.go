@@ -50,6 +50,10 @@ func validate(p engine.Plan) error {
 		}
 	case engine.Prune:
 		err = checkTime("before", p.Before)
+	case engine.SetRelay:
+		if p.Relay.URL == "" {
+			err = invalid("no relay URL")
+		}
 	case engine.MarkPresented:
 	default:
 		return fmt.Errorf("store: apply %T: %w", p, invalid("unknown plan"))

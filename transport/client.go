@@ -2,6 +2,8 @@ package transport
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -20,12 +22,20 @@ import (
 type ClientOptions struct {
 	// RelayID, when not zero, is the only relay the client authenticates
 	// to: a relay presenting another ID is refused with ErrRelayChanged,
-	// finally. A profile can pin what RelayID returned on its first
-	// connection.
+	// finally. When it is zero, the client pins the ID of the first relay
+	// it authenticates to and calls OnPin with it.
 	RelayID [32]byte
+	// OnPin, when set, is called once with the relay's ID after the first
+	// successful authentication of a client that had no RelayID (trust on
+	// first use): the profile stores it.
+	OnPin func(id [32]byte)
 	// Dialer dials the websocket (default: a 10s handshake timeout, no
 	// Origin header).
 	Dialer *websocket.Dialer
+	// RootCAs, when set, verifies a wss:// relay's certificate instead of
+	// the system's roots (a private CA). It applies to the default Dialer
+	// and to a Dialer without a TLS configuration.
+	RootCAs *x509.CertPool
 	// HandshakeTimeout bounds the challenge and authentication (10s).
 	HandshakeTimeout time.Duration
 	// PingInterval, ReadTimeout and WriteTimeout work as the relay's
@@ -53,6 +63,11 @@ type ClientOptions struct {
 func (o ClientOptions) withDefaults() ClientOptions {
 	if o.Dialer == nil {
 		o.Dialer = &websocket.Dialer{HandshakeTimeout: 10 * time.Second, ReadBufferSize: 16 << 10, WriteBufferSize: 16 << 10}
+	}
+	if o.RootCAs != nil && o.Dialer.TLSClientConfig == nil {
+		d := *o.Dialer
+		d.TLSClientConfig = &tls.Config{RootCAs: o.RootCAs, MinVersion: tls.VersionTLS12}
+		o.Dialer = &d
 	}
 	def := func(v *time.Duration, d time.Duration) {
 		if *v <= 0 {
@@ -103,6 +118,7 @@ type Client struct {
 	final   error // why the supervisor stopped, if not Close
 	closed  bool
 	relayID [32]byte
+	pinned  [32]byte // the only relay ID accepted; zero until the first authentication
 	states  chan State
 	epoch   uint64        // connections made so far
 	wake    chan struct{} // engine.RelayLink: deliveries or a state change
@@ -150,6 +166,30 @@ func NewClient(rawURL string, self engine.Address, id *engine.Identity, opts Cli
 	return c, nil
 }
 
+// CheckURL reports whether rawURL is a relay URL a client can dial: ws://
+// or wss:// with a host.
+func CheckURL(rawURL string) error {
+	_, err := parseURL(rawURL)
+	return err
+}
+
+func parseURL(rawURL string) (*url.URL, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("relay URL %q: %w", rawURL, err)
+	}
+	if u.Scheme != "ws" && u.Scheme != "wss" {
+		return nil, fmt.Errorf("relay URL %q: want ws:// or wss://", rawURL)
+	}
+	if u.Host == "" {
+		return nil, fmt.Errorf("relay URL %q: no host", rawURL)
+	}
+	if u.Path == "" || u.Path == "/" {
+		u.Path = WebSocketPath
+	}
+	return u, nil
+}
+
 func newClient(rawURL string, self engine.Address, id *engine.Identity, opts ClientOptions) (*Client, error) {
 	if id == nil {
 		return nil, errors.New("transport: no identity")
@@ -157,21 +197,16 @@ func newClient(rawURL string, self engine.Address, id *engine.Identity, opts Cli
 	if _, err := engine.ParseAddress(self.String()); err != nil {
 		return nil, fmt.Errorf("transport: %w", err)
 	}
-	u, err := url.Parse(rawURL)
+	u, err := parseURL(rawURL)
 	if err != nil {
-		return nil, fmt.Errorf("transport: relay URL: %w", err)
-	}
-	if u.Scheme != "ws" && u.Scheme != "wss" {
-		return nil, fmt.Errorf("transport: relay URL %q: want ws:// or wss://", rawURL)
-	}
-	if u.Path == "" || u.Path == "/" {
-		u.Path = WebSocketPath
+		return nil, err
 	}
 	opts = opts.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Client{url: u.String(), self: self, id: id, opts: opts, log: opts.Logger, ctx: ctx, cancel: cancel,
 		done: make(chan struct{}), states: make(chan State, 16), bufRows: make(map[uint64]struct{}), wake: make(chan struct{}, 1)}
 	c.state = State{Conn: StateConnecting, At: time.Now()}
+	c.pinned = opts.RelayID
 	return c, nil
 }
 
@@ -430,8 +465,12 @@ func (c *Client) handshake(ctx context.Context, ws *websocket.Conn) (*clientConn
 	if !ok {
 		return nil, fmt.Errorf("authenticate to relay: expected a challenge, got %s", m.RelayKind())
 	}
-	if c.opts.RelayID != ([32]byte{}) && ch.RelayID != c.opts.RelayID {
-		return nil, fmt.Errorf("authenticate to relay: relay ID %x: %w", ch.RelayID[:8], ErrRelayChanged)
+	c.mu.Lock()
+	pinned := c.pinned
+	c.mu.Unlock()
+	if pinned != ([32]byte{}) && ch.RelayID != pinned {
+		return nil, fmt.Errorf("relay %s presents ID %x, not the pinned %x (a relay replaced on purpose is accepted with: parley relay-settings --accept-new-id): %w",
+			c.url, ch.RelayID[:8], pinned[:8], ErrRelayChanged)
 	}
 	key := c.id.Public().SigningKey
 	addr := c.self.String()
@@ -459,7 +498,12 @@ func (c *Client) handshake(ctx context.Context, ws *websocket.Conn) (*clientConn
 	}
 	c.mu.Lock()
 	c.relayID = ch.RelayID
+	first := c.pinned == [32]byte{}
+	c.pinned = ch.RelayID
 	c.mu.Unlock()
+	if first && c.opts.OnPin != nil {
+		c.opts.OnPin(ch.RelayID)
+	}
 	ws.SetWriteDeadline(time.Time{})
 	ws.SetReadDeadline(time.Now().Add(c.opts.ReadTimeout))
 	return startClientConn(c, ws), nil

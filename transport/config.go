@@ -24,6 +24,11 @@ type ServerConfig struct {
 	// Store, when set, is used instead of DataDir. The server does not close
 	// a Store it was given.
 	Store relaystore.Store
+	// RelayID, when not zero, is the ID the relay presents instead of its
+	// store's. A memory store makes a new random ID at every start, and
+	// clients pin the ID they first met: a relay without DataDir keeps its
+	// ID in a file (parley relay --id-file) and sets it here.
+	RelayID [32]byte
 	// AllowReregister lets a new key take over a registered address (the old
 	// bundle is removed and the old key's connections closed). Off by
 	// default; the demo turns it on to stage a reinstall.

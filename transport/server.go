@@ -84,6 +84,9 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		s.closeStore()
 		return nil, fmt.Errorf("relay id: %w", err)
 	}
+	if cfg.RelayID != ([32]byte{}) {
+		s.relayID = cfg.RelayID
+	}
 	// Stats gets half the /metrics write deadline, so that a slow store
 	// still leaves time to write the other series.
 	s.metrics = newMetrics(newGaugeCollector(&s.conns, &s.unauth, s.store, lim.HTTPReadTimeout/2, s.log))
