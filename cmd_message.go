@@ -95,7 +95,7 @@ func resultFields(r engine.ReceiveResult) []kv {
 	if !r.Sender.IsZero() {
 		fields = append(fields, kv{"sender", r.Sender.String()})
 	}
-	if r.ID != ([16]byte{}) || r.Kind != engine.ResultError {
+	if r.ID != ([16]byte{}) || r.Kind != engine.ResultError && r.Kind != engine.ResultSessionReset {
 		fields = append(fields, kv{"id", hexID(r.ID)})
 	}
 	switch r.Kind {
@@ -107,6 +107,9 @@ func resultFields(r engine.ReceiveResult) []kv {
 		fields = append(fields, kv{"ack_sent", r.AckSent})
 	case engine.ResultError:
 		fields = append(fields, kv{"error", engine.ErrorName(r.Err)}, kv{"detail", oneLine(r.Err)})
+		if r.RecoveryRequested {
+			fields = append(fields, kv{"recovery_requested", true})
+		}
 	}
 	return fields
 }

@@ -42,9 +42,10 @@ type Config struct {
 
 // peerState is the live, committed state of one peer.
 type peerState struct {
-	pinned  *IdentityKey
-	session *Session
-	version uint64
+	pinned   *IdentityKey
+	session  *Session
+	version  uint64
+	replaces InitiationID // see PeerState.Replaces
 }
 
 // Client is one device's engine: the reliability layer over sessions, applied
@@ -83,6 +84,10 @@ type Client struct {
 	life            context.Context
 	endLife         context.CancelFunc // Close: ends every Run
 	loops           sync.WaitGroup     // running Run calls
+
+	// Recovery requests sent lately (recovery.go).
+	recoveryMu sync.Mutex
+	recovery   recoveryLimits
 
 	events    chan Event
 	eventMu   sync.Mutex
@@ -290,7 +295,7 @@ func (c *Client) peerLocked(ctx context.Context, peer Address) (*peerState, erro
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", peer, err)
 	}
-	ps := &peerState{pinned: st.Pinned, version: st.SessionVersion}
+	ps := &peerState{pinned: st.Pinned, version: st.SessionVersion, replaces: st.Replaces}
 	if st.Session != nil {
 		if ps.session, err = UnmarshalSession(st.Session); err != nil {
 			return nil, fmt.Errorf("load session with %s: %w", peer, err)

@@ -21,6 +21,17 @@ const (
 	// DecideAcceptReplace: accept the initiation, replace the current session
 	// and retire the replaced one's initiation.
 	DecideAcceptReplace
+	// DecideReplaceNamed: the initiation names the current session as the
+	// one it replaces (the peer reset it after a recovery request): accept
+	// it and retire the current one, whatever the IDs' order.
+	DecideReplaceNamed
+	// DecideSuperseded: the current session has carried a message from the
+	// peer, and the initiation does not name it. The peer made this
+	// initiation before it had the current session, so it abandoned it (a
+	// relay delivered it late), or it lost its state; either way the
+	// established session stays, no cryptographic work. A recovery request
+	// tells a peer that lost its state which session to replace.
+	DecideSuperseded
 )
 
 var decisionNames = [...]string{
@@ -30,6 +41,8 @@ var decisionNames = [...]string{
 	DecideAccept:          "accept",
 	DecideCollision:       "collision, own initiation wins",
 	DecideAcceptReplace:   "accept and replace",
+	DecideReplaceNamed:    "accept the named replacement",
+	DecideSuperseded:      "superseded by the established session",
 }
 
 func (d Decision) String() string {
@@ -52,11 +65,23 @@ type PreKeyDecisionInput struct {
 	Retired  func(InitiationID) bool
 	Identity IdentityKey  // identity the incoming initiation carries
 	ID       InitiationID // incoming initiation's ID
+	Replaces InitiationID // the initiation it names as replaced; zero for none
 }
 
 // DecidePreKeyMessage applies the rules for an incoming PreKeyMessage in
 // order. It is pure: the caller performs what the decision says in one receive
 // transaction.
+//
+//  1. the identity differs from the pinned one: identity changed;
+//  2. it is the current session's initiation: decrypt on it;
+//  3. its initiation was retired: stale;
+//  4. there is no session: accept;
+//  5. it names the current session as the one it replaces: accept, replace;
+//  6. the current session has carried a message from the peer (it does not
+//     await its first reply): superseded, the session stays;
+//  7. the own session awaits its first reply and the incoming ID is greater:
+//     collision, the own initiation wins;
+//  8. otherwise: accept and replace (the own initiation lost).
 func DecidePreKeyMessage(in PreKeyDecisionInput) Decision {
 	switch {
 	case in.Pinned != nil && !in.Pinned.Equal(in.Identity):
@@ -67,7 +92,11 @@ func DecidePreKeyMessage(in PreKeyDecisionInput) Decision {
 		return DecideStale
 	case in.Current == nil:
 		return DecideAccept
-	case in.Current.AwaitingReply && in.ID.Compare(in.Current.ID) > 0:
+	case in.Replaces != (InitiationID{}) && in.Replaces == in.Current.ID:
+		return DecideReplaceNamed
+	case !in.Current.AwaitingReply:
+		return DecideSuperseded
+	case in.ID.Compare(in.Current.ID) > 0:
 		return DecideCollision
 	default:
 		return DecideAcceptReplace

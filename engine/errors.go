@@ -28,6 +28,9 @@ var (
 	// ErrStaleSessionInitiation means a PreKeyMessage belongs to an initiation
 	// this device has retired.
 	ErrStaleSessionInitiation = errors.New("stale session initiation")
+	// ErrStaleRecovery means a recovery request named a session that is not
+	// the current one (already replaced, or a replay): nothing changes.
+	ErrStaleRecovery = errors.New("recovery request for a session already replaced")
 	// ErrNoSession means there is no session with the peer (for example an ACK
 	// that may only travel on an existing session, or a RatchetMessage with no
 	// session to decrypt it).
@@ -131,6 +134,7 @@ var errorNames = []struct {
 	{ErrSessionCollision, "session_collision"},
 	{ErrStaleSessionInitiation, "stale_session_initiation"},
 	{ErrNoSession, "no_session"},
+	{ErrStaleRecovery, "stale_recovery_request"},
 	{ErrDecrypt, "decryption_failed"},
 	{ErrDuplicateMessage, "duplicate_message"},
 	{ErrTooManySkipped, "too_many_skipped"},

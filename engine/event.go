@@ -102,6 +102,10 @@ const (
 	ResultAlreadyDiscarded
 	ResultAcknowledgement
 	ResultError
+	// ResultSessionReset: a valid recovery request from Sender named the
+	// own session with it; the session is gone and the pending messages go
+	// out again on a fresh one.
+	ResultSessionReset
 )
 
 // String returns the snake_case name used on the command line.
@@ -115,6 +119,8 @@ func (k ResultKind) String() string {
 		return "already_discarded"
 	case ResultAcknowledgement:
 		return "acknowledgement"
+	case ResultSessionReset:
+		return "session_reset"
 	}
 	return "error"
 }
@@ -128,6 +134,10 @@ type ReceiveResult struct {
 	Cleared bool   // ResultAcknowledgement: a pending message was removed
 	AckSent bool   // ResultAlreadyCommitted, ResultAlreadyDiscarded
 	Err     error  // ResultError
+	// RecoveryRequested is set on a ResultError when the envelope came from
+	// a peer whose session with this device cannot work and a recovery
+	// request went back to it.
+	RecoveryRequested bool
 
 	// For the loop's schedules: the session with Sender converged (an
 	// announcement, or a session replaced by the peer's initiation), and

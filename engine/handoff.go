@@ -38,6 +38,13 @@ func (c *Client) handOffAll(ctx context.Context, kind string, what Handoff, envs
 // (nil entries are skipped). It reports for each whether the relay took it;
 // a cancellation propagates.
 func (c *Client) sendAcks(ctx context.Context, kind string, outs []*Outgoing) ([]bool, error) {
+	return c.handOffOutgoing(ctx, kind, HandoffAck, outs)
+}
+
+// handOffOutgoing hands off what committed transitions produced, in order
+// (nil entries are skipped), as what. It reports for each whether the relay
+// took it; a cancellation propagates.
+func (c *Client) handOffOutgoing(ctx context.Context, kind string, what Handoff, outs []*Outgoing) ([]bool, error) {
 	sent := make([]bool, len(outs))
 	var envs []wire.Envelope
 	var idx []int
@@ -50,7 +57,7 @@ func (c *Client) sendAcks(ctx context.Context, kind string, outs []*Outgoing) ([
 	if len(envs) == 0 {
 		return sent, nil
 	}
-	for k, err := range c.handOffAll(ctx, kind, HandoffAck, envs) {
+	for k, err := range c.handOffAll(ctx, kind, what, envs) {
 		if err != nil && isCancel(err) {
 			return sent, err
 		}

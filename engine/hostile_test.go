@@ -3,6 +3,7 @@ package engine_test
 import (
 	"bytes"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/store"
+	"github.com/parley-chat/parley/wire"
 )
 
 // oneTimeCount is how many one-time prekeys d holds on disk.
@@ -177,5 +179,139 @@ func TestDeletedSecretsLeaveNoTrace(t *testing.T) {
 	alice.c = nil
 	if found := alice.filesContain(aliceGone); len(found) > 0 {
 		t.Fatalf("%d of %d deleted records of %s are still in its files after close: %v", len(found), len(aliceGone), alice.addr, found)
+	}
+}
+
+// TestDelayedInitiationCannotBreakAConvergedSession: two devices collide,
+// converge on the winning session and exchange messages; only then does the
+// relay deliver the losing initiation, which it had withheld, to the winner.
+// The winner keeps its established session (the late initiation names
+// nothing it replaces), and messages keep flowing both ways. Both winners.
+func TestDelayedInitiationCannotBreakAConvergedSession(t *testing.T) {
+	wins := map[string]bool{}
+	for i := 0; i < 64 && len(wins) < 2; i++ {
+		w := newWorld(t)
+		alice, bob := startBoth(t, w)
+		winner, loser := alice, bob
+		if bob.sessionID(alice).Compare(alice.sessionID(bob)) < 0 {
+			winner, loser = bob, alice
+		}
+		wins[winner.addr.String()] = true
+		withheld := w.net.TakeHeld(winner.addr) // the loser's initiation
+		if len(withheld) != 1 {
+			t.Fatalf("withheld %d envelopes, want the loser's one initiation", len(withheld))
+		}
+		w.net.Release(winner.addr)
+		w.net.Release(loser.addr)
+		converge(t, alice, bob)
+		established := winner.sessionID(loser)
+		if loser.sessionID(winner) != established {
+			t.Fatal("the two sides did not converge on one session")
+		}
+
+		w.net.Inject(winner.addr, withheld[0])
+		if res := winner.sync(); !hasError(res, engine.ErrStaleSessionInitiation) {
+			t.Fatalf("the late initiation: %v, want stale", errorsIn(res))
+		}
+		if winner.sessionID(loser) != established {
+			t.Fatal("a late, abandoned initiation replaced the established session")
+		}
+		winner.send(loser, "after, from the winner")
+		loser.send(winner, "after, from the loser")
+		converge(t, alice, bob)
+		if got := loser.received(winner); len(got) != 2 || got[1] != "after, from the winner" {
+			t.Fatalf("the loser's history %q", got)
+		}
+		if got := winner.received(loser); len(got) != 2 || got[1] != "after, from the loser" {
+			t.Fatalf("the winner's history %q", got)
+		}
+	}
+	if len(wins) < 2 {
+		t.Fatalf("covered %v; want both winners", wins)
+	}
+}
+
+// TestOneTimePreKeyHandedOutTwice: the relay gives bob's one-time prekey to
+// alice and to carol. Bob accepts alice's initiation, which consumes it,
+// and cannot accept carol's; he answers with a recovery request, carol sets
+// up a fresh session from a new bundle and her message arrives, once.
+func TestOneTimePreKeyHandedOutTwice(t *testing.T) {
+	w := newWorld(t)
+	alice, bob, carol := w.device("alice/1"), w.device("bob/1"), w.device("carol/1")
+	w.net.RepeatOneTime(bob.addr)
+	alice.send(bob, "from alice")
+	carol.send(bob, "from carol")
+	res := bob.sync()
+	var refused *engine.ReceiveResult
+	for i, r := range res {
+		if r.Sender == carol.addr && r.Kind == engine.ResultError {
+			refused = &res[i]
+		}
+	}
+	if refused == nil || !errors.Is(refused.Err, engine.ErrUnknownPreKey) || !refused.RecoveryRequested {
+		t.Fatalf("bob's results %+v: want carol's initiation refused (unknown prekey) with a recovery request", res)
+	}
+	if r := carol.sync(); count(r, engine.ResultSessionReset) != 1 {
+		t.Fatalf("carol's results %+v: want one session reset", r)
+	}
+	converge(t, bob, carol)
+	converge(t, bob, alice)
+	if got := bob.received(carol); len(got) != 1 || got[0] != "from carol" {
+		t.Fatalf("bob's history from carol %q", got)
+	}
+	if got := bob.received(alice); len(got) != 1 || got[0] != "from alice" {
+		t.Fatalf("bob's history from alice %q", got)
+	}
+}
+
+// TestForgedOrReplayedRecoveryChangesNothing: a recovery request signed by
+// another key is refused; one replayed after it did its work names a
+// session that is gone, and changes nothing either.
+func TestForgedOrReplayedRecoveryChangesNothing(t *testing.T) {
+	w := newWorld(t)
+	alice, bob, carol := w.device("alice/1"), w.device("bob/1"), w.device("carol/1")
+	w.net.RepeatOneTime(bob.addr)
+	alice.send(bob, "from alice")
+	carol.send(bob, "from carol")
+	bob.sync()
+	seen := w.net.Seen()
+	request := seen[len(seen)-1] // bob's recovery request to carol
+	env, err := wire.DecodeEnvelope(request)
+	if err != nil || env.Type != wire.EnvelopeRecovery {
+		t.Fatalf("the last envelope is %v (%v), want bob's recovery request", env.Type, err)
+	}
+
+	// Forged: the same request re-signed by alice, claiming to be bob.
+	r, err := wire.DecodeRecoveryRequest(env.Payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Signature[0] ^= 1
+	forged := env
+	forged.Payload, _ = wire.EncodeRecoveryRequest(r)
+	raw, _ := wire.EncodeEnvelope(forged)
+	w.net.Inject(carol.addr, raw)
+	before := carol.sessionID(bob)
+	res := carol.sync() // the forged copy first, then the real one
+	if !hasError(res, engine.ErrBadSignature) || count(res, engine.ResultSessionReset) != 1 {
+		t.Fatalf("carol's results %+v: want the forgery refused and one reset", res)
+	}
+	converge(t, bob, carol)
+	after := carol.sessionID(bob)
+	if after == before {
+		t.Fatal("the genuine request did not reset the session")
+	}
+	// Replayed: the genuine request again.
+	w.net.Inject(carol.addr, request)
+	if res := carol.sync(); !hasError(res, engine.ErrStaleRecovery) {
+		t.Fatalf("the replayed request: %+v, want stale", res)
+	}
+	if carol.sessionID(bob) != after {
+		t.Fatal("a replayed recovery request changed the session")
+	}
+	carol.send(bob, "still fine")
+	converge(t, bob, carol)
+	if got := bob.received(carol); len(got) != 2 || got[1] != "still fine" {
+		t.Fatalf("bob's history from carol %q", got)
 	}
 }

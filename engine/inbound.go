@@ -56,9 +56,10 @@ func newBatchState() *batchState {
 
 // prepared is one staged row's plan and the result it reports once committed.
 type prepared struct {
-	plan   Plan
-	result ReceiveResult
-	ack    *Outgoing
+	plan     Plan
+	result   ReceiveResult
+	ack      *Outgoing
+	recovery *Outgoing // a recovery request to the sender
 }
 
 // ProcessStaged processes the durable staging area in arrival order, in bounded
@@ -140,6 +141,14 @@ func (c *Client) processRows(ctx context.Context, rows []StagedEnvelope) ([]Rece
 	// A cancelled hand-off leaves the rest of the ACKs unsent (the peer's
 	// next retry brings them); the results and events still go out.
 	sent, ackErr := c.sendAcks(ctx, plans[0].Kind(), acks)
+	var asked []bool
+	if ackErr == nil {
+		recs := make([]*Outgoing, len(preps))
+		for i, p := range preps {
+			recs[i] = p.recovery
+		}
+		asked, ackErr = c.handOffOutgoing(ctx, plans[0].Kind(), HandoffRecovery, recs)
+	}
 	results := make([]ReceiveResult, len(preps))
 	for i, p := range preps {
 		res := p.result
@@ -148,6 +157,9 @@ func (c *Client) processRows(ctx context.Context, rows []StagedEnvelope) ([]Rece
 		}
 		if p.ack != nil {
 			res.AckSent = sent[i]
+		}
+		if p.recovery != nil && asked != nil {
+			res.RecoveryRequested = asked[i]
 		}
 		results[i] = res
 		if err := c.fail(plans[i].Kind(), "before-event"); err != nil {
@@ -180,6 +192,22 @@ func (c *Client) prepareReceive(ctx context.Context, bs *batchState, row StagedE
 			result: ReceiveResult{Kind: ResultError, Sender: sender, ID: id, Err: verdict},
 		}, nil
 	}
+	// ask drops the envelope and, within the limits, answers it with a
+	// recovery request: it came from a peer whose session with this
+	// device cannot work (see recovery.go).
+	ask := func(ps *peerState, sender Address, kind wire.RecoveryKind, ref [32]byte, verdict error) (prepared, error) {
+		out, err := c.requestRecovery(ps, sender, kind, ref)
+		if err != nil {
+			return prepared{}, err
+		}
+		p, _ := drop(sender, wire.LogicalID{}, verdict)
+		if out != nil {
+			d := p.plan.(DropStaged)
+			d.Recovery = out
+			p.plan, p.recovery = d, out
+		}
+		return p, nil
+	}
 	if row.Err != nil {
 		return drop(Address{}, wire.LogicalID{}, row.Err)
 	}
@@ -206,6 +234,8 @@ func (c *Client) prepareReceive(ctx context.Context, bs *batchState, row StagedE
 	var hs *Handshake
 	var plaintext []byte
 	switch env.Type {
+	case wire.EnvelopeRecovery:
+		return c.prepareRecovery(bs, row, env, sender, ps), nil
 	case wire.EnvelopePreKey:
 		pm, err := wire.DecodePreKeyMessage(env.Payload)
 		if err != nil {
@@ -213,7 +243,7 @@ func (c *Client) prepareReceive(ctx context.Context, bs *batchState, row StagedE
 		}
 		h := &pm.Initiation
 		incoming := IncomingInitiationID(c.self, c.id, sender, h)
-		in := PreKeyDecisionInput{Pinned: ps.pinned, Identity: InitiationIdentity(h), ID: incoming}
+		in := PreKeyDecisionInput{Pinned: ps.pinned, Identity: InitiationIdentity(h), ID: incoming, Replaces: InitiationID(h.Replaces)}
 		if ps.session != nil {
 			in.Current = &CurrentSession{ID: ps.session.ID, AwaitingReply: ps.session.Initiator && ps.session.AwaitingReply}
 		}
@@ -235,12 +265,19 @@ func (c *Client) prepareReceive(ctx context.Context, bs *batchState, row StagedE
 		switch decision {
 		case DecideIdentityChanged:
 			return drop(sender, wire.LogicalID{}, fmt.Errorf("%s: %w", sender, ErrIdentityChanged))
+		case DecideSuperseded:
+			return ask(ps, sender, wire.RecoveryInitiation, incoming, fmt.Errorf("%s: superseded by the established session: %w", sender, ErrStaleSessionInitiation))
 		case DecideStale:
 			ann, err := c.announce(ps, sender)
 			if err != nil {
 				return prepared{}, err
 			}
 			verdict := fmt.Errorf("%s: %w", sender, ErrStaleSessionInitiation)
+			if ann == nil {
+				// Nothing to announce: a peer that still sends on this
+				// initiation lost what replaced it.
+				return ask(ps, sender, wire.RecoveryInitiation, incoming, verdict)
+			}
 			p := prepared{
 				plan:   DropStaged{StagedRow: row.Row, Reason: ErrorName(verdict), At: now, Announce: ann},
 				result: ReceiveResult{Kind: ResultError, Sender: sender, Err: verdict},
@@ -252,21 +289,33 @@ func (c *Client) prepareReceive(ctx context.Context, bs *batchState, row StagedE
 		case DecideDecryptCurrent:
 			cand = ps.session.Clone()
 			if plaintext, err = cand.Decrypt(c.cfg.Random, env.Type, env.ID, pm.Message); err != nil {
+				if asksRecovery(err) {
+					return ask(ps, sender, wire.RecoveryInitiation, incoming, err)
+				}
 				return drop(sender, wire.LogicalID{}, err)
 			}
 		default:
 			keys, err := c.responderKeys(ctx, bs, h)
 			if err != nil {
 				if errors.Is(err, ErrUnknownPreKey) || errors.Is(err, ErrExpiredSignedPreKey) {
-					return drop(sender, wire.LogicalID{}, err)
+					// A one-time prekey handed out twice, or a bundle
+					// older than the prekeys held: the peer must start
+					// again from a new bundle.
+					return ask(ps, sender, wire.RecoveryInitiation, incoming, err)
 				}
 				return prepared{}, err
 			}
 			cand, err = Respond(c.self, c.id, sender, h, keys, now)
 			if err != nil {
+				if asksRecovery(err) {
+					return ask(ps, sender, wire.RecoveryInitiation, incoming, err)
+				}
 				return drop(sender, wire.LogicalID{}, err)
 			}
 			if plaintext, err = cand.Decrypt(c.cfg.Random, env.Type, env.ID, pm.Message); err != nil {
+				if asksRecovery(err) {
+					return ask(ps, sender, wire.RecoveryInitiation, incoming, err)
+				}
 				return drop(sender, wire.LogicalID{}, err)
 			}
 			if decision == DecideCollision {
@@ -300,7 +349,7 @@ func (c *Client) prepareReceive(ctx context.Context, bs *batchState, row StagedE
 				id := keys.OneTimePreKey.ID
 				hs.ConsumeOneTime = &id
 			}
-			if decision == DecideAcceptReplace {
+			if decision == DecideAcceptReplace || decision == DecideReplaceNamed {
 				hs.Retire = &RetiredInitiation{ID: ps.session.ID, SignedPreKeyID: ps.session.SignedPreKeyID, RetiredAt: now.Unix()}
 			}
 		}
@@ -310,10 +359,13 @@ func (c *Client) prepareReceive(ctx context.Context, bs *batchState, row StagedE
 			return drop(sender, wire.LogicalID{}, err)
 		}
 		if ps.session == nil {
-			return drop(sender, wire.LogicalID{}, fmt.Errorf("%s: %w", sender, ErrNoSession))
+			return ask(ps, sender, wire.RecoveryChain, rm.Header.RatchetKey, fmt.Errorf("%s: %w", sender, ErrNoSession))
 		}
 		cand = ps.session.Clone()
 		if plaintext, err = cand.Decrypt(c.cfg.Random, env.Type, env.ID, rm); err != nil {
+			if asksRecovery(err) {
+				return ask(ps, sender, wire.RecoveryChain, rm.Header.RatchetKey, err)
+			}
 			return drop(sender, wire.LogicalID{}, err)
 		}
 	default:
@@ -329,7 +381,7 @@ func (c *Client) prepareReceive(ctx context.Context, bs *batchState, row StagedE
 
 	// The session step is good; now what the frame does.
 	version := ps.version
-	next := peerState{pinned: ps.pinned, session: cand, version: version + 1}
+	next := peerState{pinned: ps.pinned, session: cand, version: version + 1, replaces: ps.replaces}
 	if hs != nil && hs.Pin != nil {
 		next.pinned = hs.Pin
 	}
@@ -386,6 +438,13 @@ func (c *Client) prepareReceive(ctx context.Context, bs *batchState, row StagedE
 		result: res,
 		ack:    ack,
 	}, nil
+}
+
+// asksRecovery reports the decryption failures that a recovery request
+// answers: the session cannot open what the peer sends. A duplicate is not
+// one of them (a relay's copy of an envelope already processed).
+func asksRecovery(err error) bool {
+	return errors.Is(err, ErrDecrypt) || errors.Is(err, ErrTooManySkipped) || errors.Is(err, ErrUnknownPreKey)
 }
 
 // announce prepares an Announcement on the working state of a peer whose

@@ -179,6 +179,7 @@ func (c *Client) Sync(ctx context.Context) (SyncResult, error) {
 	settle := func(res []ReceiveResult) error {
 		out.Received = append(out.Received, res...)
 		c.noteReceived(res)
+		c.resendAfterReset(ctx, res)
 		n, err := c.commitByPolicy(ctx, res)
 		out.Committed += n
 		if err != nil {

@@ -167,7 +167,7 @@ func (c *Client) ensureSession(ctx context.Context, ps *peerState, peer Address)
 	if ps.pinned != nil && !ps.pinned.Equal(key) {
 		return nil, fmt.Errorf("%s: %w", peer, ErrIdentityChanged)
 	}
-	s, err := Initiate(c.cfg.Random, c.self, c.id, bundle, c.cfg.Now())
+	s, err := InitiateReplacing(c.cfg.Random, c.self, c.id, bundle, c.cfg.Now(), ps.replaces)
 	if err != nil {
 		return nil, err
 	}

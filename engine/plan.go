@@ -188,6 +188,25 @@ type DropStaged struct {
 	Reason    string
 	At        time.Time
 	Announce  *Announcement // for a stale initiation; see Announcement
+	// Recovery, when set, is a recovery request to the envelope's sender,
+	// handed off after the commit (nothing of it is stored): the envelope
+	// came from a peer whose session with this device cannot work.
+	Recovery *Outgoing
+}
+
+// ResetSession is what a valid recovery request from a peer does when it
+// names the own current session: that session is removed and its initiation
+// retired, the peer's current initiation (which the next initiation will
+// name as the one it replaces) is retired too, and the request's staged row
+// is consumed. Pending messages stay; the next retry sets up a fresh session
+// from a new bundle and resends them with their logical IDs.
+type ResetSession struct {
+	StagedRow      int64
+	Peer           Address
+	SessionVersion uint64 // the session removed
+	Retire         []RetiredInitiation
+	Replaces       InitiationID // the peer's current initiation; zero when it has none
+	At             time.Time
 }
 
 // Finalize turns a pending inbound message into a finalized record: a commit
@@ -257,6 +276,7 @@ func (Abandon) plan()         {}
 func (AcceptIdentity) plan()  {}
 func (Prune) plan()           {}
 func (SetRelay) plan()        {}
+func (ResetSession) plan()    {}
 func (MarkPresented) plan()   {}
 
 // Kind implements Plan.
@@ -294,8 +314,16 @@ func isRepeat(e FrameEffect) bool { _, ok := e.(RepeatEffect); return ok }
 // Kind implements Plan.
 func (CollisionRetire) Kind() string { return "collision-retire" }
 
+// Kind implements Plan: "recovery-request" when the drop carries one.
+func (p DropStaged) Kind() string {
+	if p.Recovery != nil {
+		return "recovery-request"
+	}
+	return "quarantine"
+}
+
 // Kind implements Plan.
-func (DropStaged) Kind() string { return "quarantine" }
+func (ResetSession) Kind() string { return "session-reset" }
 
 // Kind implements Plan.
 func (p Finalize) Kind() string {

@@ -21,7 +21,8 @@ const (
 
 const (
 	labelRatchetRoot = "parley/v1/ratchet-root"
-	labelMessageAD   = "parley/v1/message"
+	labelMessageAD   = "parley/v2/message"
+	labelEnvelopeKey = "parley/v2/envelope-key"
 )
 
 // kdfRoot is the root KDF: HKDF-SHA256 (RFC 5869) with the root key as salt,
@@ -41,20 +42,38 @@ func kdfRoot(rk *[32]byte, dhOut []byte) (root, chain [32]byte) {
 	return
 }
 
-// messageKey is the single-use AES-256-GCM key and nonce of one message.
+// messageKey is the key of one chain position. It is never used as an AES
+// key itself: envelopeKey derives the AES-256-GCM key and nonce of one
+// encryption from it and the envelope's random ID (the nonce field is
+// unused since version 2 and kept zero in stored skipped keys).
 type messageKey struct {
 	key   [32]byte
 	nonce [12]byte
 }
 
 // chainStep advances a chain key with HMAC-SHA256 under the chain key: input
-// 0x01 gives the message's AES key, 0x03 its nonce (first 12 bytes) and 0x02
-// the next chain key.
+// 0x01 gives the position's message key and 0x02 the next chain key.
 func chainStep(ck *[32]byte) (mk messageKey, next [32]byte) {
 	mk.key = hmacByte(ck, 1)
-	nonce := hmacByte(ck, 3)
-	copy(mk.nonce[:], nonce[:12])
 	next = hmacByte(ck, 2)
+	return
+}
+
+// envelopeKey derives the AES-256-GCM key and nonce of one encryption from a
+// position's message key and the envelope's ID, which is random and new for
+// every encryption: HMAC-SHA256 under the message key of labelEnvelopeKey,
+// a byte 0x01 (key) or 0x02 (nonce, first 12 bytes), and the envelope ID. A
+// profile restored from a copy re-derives the same chain positions, but
+// never the same key and nonce for a new plaintext.
+func envelopeKey(mk *messageKey, envID wire.EnvelopeID) (key [32]byte, nonce [12]byte) {
+	var msg [len(labelEnvelopeKey) + 1 + len(envID)]byte
+	n := copy(msg[:], labelEnvelopeKey)
+	copy(msg[n+1:], envID[:])
+	msg[n] = 1
+	key = hmacSHA256(&mk.key, msg[:])
+	msg[n] = 2
+	full := hmacSHA256(&mk.key, msg[:])
+	copy(nonce[:], full[:12])
 	return
 }
 
@@ -90,8 +109,9 @@ func hmacSHA256(key *[32]byte, msg []byte) [32]byte {
 	return sha256.Sum256(out[:])
 }
 
-func (mk *messageKey) aead() cipher.AEAD {
-	block, err := aes.NewCipher(mk.key[:])
+// newAEAD returns AES-256-GCM under key.
+func newAEAD(key *[32]byte) cipher.AEAD {
+	block, err := aes.NewCipher(key[:])
 	if err != nil {
 		panic("engine: aes: " + err.Error())
 	}
@@ -150,27 +170,28 @@ func (r *ratchet) clone() *ratchet {
 // It returns the message and its encoding (the header followed by the
 // ciphertext, as wire lays out a ratchet message), built in one buffer whose
 // tail is the message's Ciphertext.
-func (r *ratchet) encrypt(adPrefix, plaintext []byte) (wire.RatchetMessage, []byte) {
+func (r *ratchet) encrypt(adPrefix []byte, envID wire.EnvelopeID, plaintext []byte) (wire.RatchetMessage, []byte) {
 	mk, next := chainStep(&r.cks)
 	h := wire.RatchetHeader{RatchetKey: r.dhsPub, PreviousChainLength: r.pn, MessageNumber: r.ns}
 	r.cks = next
 	r.ns++
 	ad, _ := h.AppendBinary(adPrefix)
-	aead := mk.aead()
+	key, nonce := envelopeKey(&mk, envID)
+	aead := newAEAD(&key)
 	buf := make([]byte, 0, wire.RatchetHeaderSize+len(plaintext)+aead.Overhead())
 	buf, _ = h.AppendBinary(buf)
-	buf = aead.Seal(buf, mk.nonce[:], plaintext, ad)
+	buf = aead.Seal(buf, nonce[:], plaintext, ad)
 	return wire.RatchetMessage{Header: h, Ciphertext: buf[wire.RatchetHeaderSize:]}, buf
 }
 
 // decrypt authenticates and decrypts m. It changes r only when it succeeds: a
 // forged, duplicate or out-of-bounds message leaves the state as it was.
 // newKey makes the next own ratchet key when m starts a new peer chain.
-func (r *ratchet) decrypt(adPrefix []byte, m wire.RatchetMessage, newKey func() (*x25519Key, error)) ([]byte, error) {
+func (r *ratchet) decrypt(adPrefix []byte, envID wire.EnvelopeID, m wire.RatchetMessage, newKey func() (*x25519Key, error)) ([]byte, error) {
 	h := m.Header
 	ad, _ := h.AppendBinary(adPrefix)
 	if mk, ok := r.skipped[skippedKey{h.RatchetKey, h.MessageNumber}]; ok {
-		pt, err := open(&mk, ad, m.Ciphertext)
+		pt, err := open(&mk, envID, ad, m.Ciphertext)
 		if err != nil {
 			return nil, err
 		}
@@ -219,7 +240,7 @@ func (r *ratchet) decrypt(adPrefix []byte, m wire.RatchetMessage, newKey func() 
 		ckr = next
 	}
 	mk, next := chainStep(&ckr)
-	pt, err := open(&mk, ad, m.Ciphertext)
+	pt, err := open(&mk, envID, ad, m.Ciphertext)
 	if err != nil {
 		return nil, err
 	}
@@ -254,12 +275,13 @@ type skippedEntry struct {
 	mk  messageKey
 }
 
-func open(mk *messageKey, ad, ct []byte) ([]byte, error) {
-	aead := mk.aead()
+func open(mk *messageKey, envID wire.EnvelopeID, ad, ct []byte) ([]byte, error) {
+	key, nonce := envelopeKey(mk, envID)
+	aead := newAEAD(&key)
 	if len(ct) < aead.Overhead() {
 		return nil, ErrDecrypt
 	}
-	pt, err := aead.Open(make([]byte, 0, len(ct)-aead.Overhead()), mk.nonce[:], ct, ad)
+	pt, err := aead.Open(make([]byte, 0, len(ct)-aead.Overhead()), nonce[:], ct, ad)
 	if err != nil {
 		return nil, ErrDecrypt
 	}

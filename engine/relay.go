@@ -74,6 +74,8 @@ const (
 	// HandoffAck: an acknowledgement (after a commit or a discard, a repeat
 	// of a finalized message, or an announcement of a winning session).
 	HandoffAck
+	// HandoffRecovery: a recovery request.
+	HandoffRecovery
 )
 
 type handoffKey struct{}

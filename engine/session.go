@@ -87,7 +87,7 @@ func (s *Session) EnvelopeType() wire.EnvelopeType {
 // the envelope type and payload.
 func (s *Session) Encrypt(envID wire.EnvelopeID, plaintext []byte) (wire.EnvelopeType, []byte, error) {
 	typ := s.EnvelopeType()
-	m, encoded := s.r.encrypt(s.messageAD(typ, envID), plaintext)
+	m, encoded := s.r.encrypt(s.messageAD(typ, envID), envID, plaintext)
 	if typ == wire.EnvelopePreKey {
 		b, err := wire.EncodePreKeyMessage(wire.PreKeyMessage{Initiation: *s.Initiation, Message: m})
 		return typ, b, err
@@ -102,7 +102,7 @@ func (s *Session) Encrypt(envID wire.EnvelopeID, plaintext []byte) (wire.Envelop
 // type typ and ID envID on this session. It changes the session only when it
 // succeeds.
 func (s *Session) Decrypt(r Randomness, typ wire.EnvelopeType, envID wire.EnvelopeID, m wire.RatchetMessage) ([]byte, error) {
-	pt, err := s.r.decrypt(s.messageAD(typ, envID), m, func() (*x25519Key, error) { return newX25519(r) })
+	pt, err := s.r.decrypt(s.messageAD(typ, envID), envID, m, func() (*x25519Key, error) { return newX25519(r) })
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +114,7 @@ func (s *Session) Decrypt(r Randomness, typ wire.EnvelopeType, envID wire.Envelo
 
 // initiationID computes the ID over both addresses, both identities (with the
 // initiator's identity signature, which travels in the header), the ephemeral
-// key, the prekey IDs and the KEM ciphertext.
+// key, the prekey IDs, the KEM ciphertext and the initiation it replaces.
 func initiationID(initiator Address, initiatorKey IdentityKey, responder Address, responderKey IdentityKey, h *wire.InitiationHeader) InitiationID {
 	d := sha256.New()
 	d.Write([]byte(labelInitiationID))
@@ -137,6 +137,11 @@ func initiationID(initiator Address, initiatorKey IdentityKey, responder Address
 	}
 	d.Write(ids[:])
 	d.Write(h.KEMCiphertext[:])
+	// An initiation that replaces another names it; one that does not
+	// digests exactly as before the field existed.
+	if h.Replaces != ([32]byte{}) {
+		d.Write(h.Replaces[:])
+	}
 	var id InitiationID
 	d.Sum(id[:0])
 	return id
@@ -165,6 +170,13 @@ func sessionRoot(dhs [][]byte, kemSecret []byte, id InitiationID) [32]byte {
 // (identity, signed prekey, ephemeral and, when the bundle has one, one-time
 // prekey) plus one ML-KEM-768 encapsulation to the peer's signed KEM prekey.
 func Initiate(r Randomness, self Address, id *Identity, bundle wire.Bundle, now time.Time) (*Session, error) {
+	return InitiateReplacing(r, self, id, bundle, now, InitiationID{})
+}
+
+// InitiateReplacing is Initiate for a session that deliberately replaces the
+// peer's session replaces (see DecidePreKeyMessage): the initiation names it,
+// so that the peer accepts it in place of an established session.
+func InitiateReplacing(r Randomness, self Address, id *Identity, bundle wire.Bundle, now time.Time, replaces InitiationID) (*Session, error) {
 	peer, peerKey, err := VerifyBundle(bundle, now)
 	if err != nil {
 		return nil, err
@@ -188,6 +200,7 @@ func Initiate(r Randomness, self Address, id *Identity, bundle wire.Bundle, now 
 		IdentitySignature:  id.public.Signature,
 		SignedPreKeyID:     bundle.SignedPreKey.ID,
 		KEMPreKeyID:        bundle.KEMPreKey.ID,
+		Replaces:           replaces,
 	}
 	copy(h.EphemeralKey[:], ek.pub[:])
 	copy(h.KEMCiphertext[:], kemCT)

@@ -287,9 +287,14 @@ func TestDecidePreKeyMessage(t *testing.T) {
 		{"3 retired is stale without a session", PreKeyDecisionInput{Identity: pinned, ID: large, Retired: retired(large)}, DecideStale},
 		{"4 no session, no pin", PreKeyDecisionInput{Identity: pinned, ID: large}, DecideAccept},
 		{"4 no session, pinned", PreKeyDecisionInput{Pinned: &pinned, Identity: pinned, ID: large}, DecideAccept},
-		{"5 own smaller and awaiting: own wins", PreKeyDecisionInput{Identity: pinned, ID: large, Current: &CurrentSession{ID: small, AwaitingReply: true}}, DecideCollision},
-		{"6 own larger and awaiting: incoming wins", PreKeyDecisionInput{Identity: pinned, ID: small, Current: &CurrentSession{ID: large, AwaitingReply: true}}, DecideAcceptReplace},
-		{"6 own not awaiting: replace", PreKeyDecisionInput{Identity: pinned, ID: large, Current: &CurrentSession{ID: small}}, DecideAcceptReplace},
+		{"5 names the established session: replace", PreKeyDecisionInput{Identity: pinned, ID: large, Replaces: small, Current: &CurrentSession{ID: small}}, DecideReplaceNamed},
+		{"5 names the own awaiting session: replace, whatever the order", PreKeyDecisionInput{Identity: pinned, ID: large, Replaces: small, Current: &CurrentSession{ID: small, AwaitingReply: true}}, DecideReplaceNamed},
+		{"5 retired beats a name", PreKeyDecisionInput{Identity: pinned, ID: large, Replaces: small, Current: &CurrentSession{ID: small}, Retired: retired(large)}, DecideStale},
+		{"6 established, names nothing: superseded", PreKeyDecisionInput{Identity: pinned, ID: small, Current: &CurrentSession{ID: large}}, DecideSuperseded},
+		{"6 established, names another: superseded", PreKeyDecisionInput{Identity: pinned, ID: small, Replaces: InitiationID{0x77}, Current: &CurrentSession{ID: large}}, DecideSuperseded},
+		{"7 own smaller and awaiting: own wins", PreKeyDecisionInput{Identity: pinned, ID: large, Current: &CurrentSession{ID: small, AwaitingReply: true}}, DecideCollision},
+		{"7 names another, own smaller: own wins", PreKeyDecisionInput{Identity: pinned, ID: large, Replaces: InitiationID{0x77}, Current: &CurrentSession{ID: small, AwaitingReply: true}}, DecideCollision},
+		{"8 own larger and awaiting: incoming wins", PreKeyDecisionInput{Identity: pinned, ID: small, Current: &CurrentSession{ID: large, AwaitingReply: true}}, DecideAcceptReplace},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -33,7 +33,8 @@ const (
 	flagHasCKS
 	flagHasCKR
 	flagHasInitiation
-	flagAll = 1<<iota - 1
+	flagReplaces // the initiation header names a replaced initiation: 32 more bytes after it
+	flagAll      = 1<<iota - 1
 )
 
 // reader decodes fixed-width fields and remembers the first error.
@@ -235,7 +236,8 @@ func (s *Session) MarshalBinary() ([]byte, error) {
 	for _, f := range []struct {
 		on  bool
 		bit byte
-	}{{s.Initiator, flagInitiator}, {s.AwaitingReply, flagAwaitingReply}, {r.hasDHR, flagHasDHR}, {r.hasCKS, flagHasCKS}, {r.hasCKR, flagHasCKR}, {s.Initiation != nil, flagHasInitiation}} {
+	}{{s.Initiator, flagInitiator}, {s.AwaitingReply, flagAwaitingReply}, {r.hasDHR, flagHasDHR}, {r.hasCKS, flagHasCKS}, {r.hasCKR, flagHasCKR}, {s.Initiation != nil, flagHasInitiation},
+		{s.Initiation != nil && s.Initiation.Replaces != [32]byte{}, flagReplaces}} {
 		if f.on {
 			flags |= f.bit
 		}
@@ -267,6 +269,9 @@ func (s *Session) MarshalBinary() ([]byte, error) {
 		}
 		b = binary.BigEndian.AppendUint32(b, h.OneTimePreKeyID)
 		b = append(b, h.KEMCiphertext[:]...)
+		if flags&flagReplaces != 0 {
+			b = append(b, h.Replaces[:]...)
+		}
 	}
 	b = binary.BigEndian.AppendUint32(b, uint32(len(r.order)))
 	for _, k := range r.order {
@@ -274,7 +279,7 @@ func (s *Session) MarshalBinary() ([]byte, error) {
 		b = append(b, k.ratchetKey[:]...)
 		b = binary.BigEndian.AppendUint32(b, k.n)
 		b = append(b, mk.key[:]...)
-		b = append(b, mk.nonce[:]...)
+		b = append(b, mk.nonce[:]...) // unused since version 2 of the message keys; zero
 	}
 	return b, nil
 }
@@ -317,7 +322,15 @@ func UnmarshalSession(b []byte) (*Session, error) {
 		}
 		h.OneTimePreKeyID = rd.u32()
 		copy(h.KEMCiphertext[:], rd.take(wire.KEMCiphertextSize))
+		if flags&flagReplaces != 0 {
+			h.Replaces = rd.array32()
+			if h.Replaces == ([32]byte{}) {
+				return nil, fmt.Errorf("decode %s: zero replaced initiation: %w", what, ErrMalformedState)
+			}
+		}
 		s.Initiation = h
+	} else if flags&flagReplaces != 0 {
+		return nil, fmt.Errorf("decode %s: replaced initiation without an initiation: %w", what, ErrMalformedState)
 	}
 	n := rd.u32()
 	if n > MaxSkippedKeys || uint64(n)*skippedEntrySize != uint64(len(rd.b)) {

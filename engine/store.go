@@ -93,6 +93,9 @@ type PeerState struct {
 	Pinned         *IdentityKey
 	Session        []byte // Session record; nil when there is none
 	SessionVersion uint64
+	// Replaces is the peer's initiation that the next own initiation names
+	// as replaced (set by a session reset); zero for none.
+	Replaces InitiationID
 }
 
 // PageQuery selects a page of pending messages: after sequence After, at

@@ -64,6 +64,26 @@ var fixtures = map[int]struct {
 	check  func(t *testing.T, db *DB)
 }{
 	1: {insertFixtureV1, checkFixtureV1},
+	2: {insertFixtureV2, checkFixtureV2},
+}
+
+// insertFixtureV2 is fixture 1 with the replaced initiation a session reset
+// records (migration 2).
+func insertFixtureV2(t *testing.T, db *sql.DB, s *sealer) {
+	t.Helper()
+	insertFixtureV1(t, db, s)
+	if _, err := db.Exec("UPDATE peer SET replaces = ? WHERE address = ?", fixtureInitiation(6), fixturePeer); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func checkFixtureV2(t *testing.T, db *DB) {
+	t.Helper()
+	checkFixtureV1(t, db)
+	var got []byte
+	if err := db.sql.QueryRow("SELECT replaces FROM peer WHERE address = ?", fixturePeer).Scan(&got); err != nil || !bytes.Equal(got, fixtureInitiation(6)) {
+		t.Errorf("replaces = %x, %v; want %x", got, err, fixtureInitiation(6))
+	}
 }
 
 var (
@@ -87,7 +107,7 @@ func insertFixtureV1(t *testing.T, db *sql.DB, s *sealer) {
 			s.seal(kindSignedPreKey, rowKey(rowKeyInt(2), rowKeyInt(3)), []byte("mlkem")),
 		}},
 		{"INSERT INTO one_time_prekey VALUES (4, 10, ?)", []any{s.seal(kindOneTimePreKey, rowKey(rowKeyInt(4)), []byte("otk"))}},
-		{"INSERT INTO peer VALUES (?, x'02', 10, NULL)", []any{fixturePeer}},
+		{"INSERT INTO peer (address, pinned_identity, pinned_at, accepted_change_at) VALUES (?, x'02', 10, NULL)", []any{fixturePeer}},
 		{"INSERT INTO session VALUES (?, 2, ?, 1, 11, ?)", []any{fixturePeer, fixtureInitiation(3), s.seal(kindSession, rowKey(peer), []byte("session"))}},
 		{"INSERT INTO retired_initiation VALUES (?, ?, 3, 12)", []any{fixturePeer, fixtureInitiation(4)}},
 		{"INSERT INTO outbound (recipient, id, created_at, sealed_frame) VALUES (?, ?, 13, ?)", []any{

@@ -28,11 +28,13 @@ const (
 	sqlSessionExists = "SELECT 1 FROM session WHERE peer = ?"
 	sqlInsertPin     = "INSERT INTO peer (address, pinned_identity, pinned_at) VALUES (?, ?, ?) ON CONFLICT (address) DO NOTHING"
 	sqlUpsertPin     = `INSERT INTO peer (address, pinned_identity, pinned_at) VALUES (?1, ?2, ?3)
-		ON CONFLICT (address) DO UPDATE SET pinned_identity = excluded.pinned_identity, pinned_at = excluded.pinned_at, accepted_change_at = excluded.pinned_at`
+		ON CONFLICT (address) DO UPDATE SET pinned_identity = excluded.pinned_identity, pinned_at = excluded.pinned_at,
+		accepted_change_at = excluded.pinned_at, replaces = NULL`
+	sqlSetReplaces   = "UPDATE peer SET replaces = ? WHERE address = ?"
 	sqlInsertRetired = `INSERT INTO retired_initiation (peer, initiation_id, signed_prekey_id, retired_at) VALUES (?, ?, ?, ?)
 		ON CONFLICT (peer, initiation_id) DO NOTHING`
 
-	sqlPeer = `SELECT p.pinned_identity, s.version, s.sealed FROM peer p LEFT JOIN session s ON s.peer = p.address
+	sqlPeer = `SELECT p.pinned_identity, p.replaces, s.version, s.sealed FROM peer p LEFT JOIN session s ON s.peer = p.address
 		WHERE p.address = ?`
 	sqlRetired = "SELECT 1 FROM retired_initiation WHERE peer = ? AND initiation_id = ?"
 )
@@ -185,6 +187,38 @@ func (t *tx) acceptIdentity(ctx context.Context, p engine.AcceptIdentity) (engin
 	return t.visible(ctx)
 }
 
+// resetSession removes the session a valid recovery request named, retires
+// its initiation and the peer's current one, records which initiation the
+// next own initiation names, and consumes the request's staged row. The
+// peer must be pinned (the request was verified against the pin).
+func (t *tx) resetSession(ctx context.Context, p engine.ResetSession) (engine.Receipt, error) {
+	if _, err := t.flushSessions(ctx); err != nil {
+		return engine.Receipt{}, err
+	}
+	peer := p.Peer.String()
+	delete(t.sessions, peer)
+	if err := t.deleteStagedRow(ctx, p.StagedRow); err != nil {
+		return engine.Receipt{}, err
+	}
+	if _, err := t.runOne(ctx, "session-delete", engine.ErrConflict, sqlDeleteSession, peer, int64(p.SessionVersion)); err != nil {
+		return engine.Receipt{}, fmt.Errorf("remove session with %s at version %d: %w", peer, p.SessionVersion, err)
+	}
+	for _, r := range p.Retire {
+		// Either may be retired already: the insert then does nothing.
+		if _, err := t.run(ctx, "retired-insert", sqlInsertRetired, peer, r.ID[:], int64(r.SignedPreKeyID), r.RetiredAt); err != nil {
+			return engine.Receipt{}, fmt.Errorf("retire initiation %x with %s: %w", r.ID[:4], peer, err)
+		}
+	}
+	var replaces any
+	if p.Replaces != (engine.InitiationID{}) {
+		replaces = p.Replaces[:]
+	}
+	if _, err := t.runOne(ctx, "replaces-update", engine.ErrConflict, sqlSetReplaces, replaces, peer); err != nil {
+		return engine.Receipt{}, fmt.Errorf("record the initiation that replaces the session with %s (no pin?): %w", peer, err)
+	}
+	return t.visible(ctx)
+}
+
 // Peer returns the identity pinned for peer and the session with it; zero
 // values when there are none.
 func (db *DB) Peer(ctx context.Context, peer engine.Address) (engine.PeerState, error) {
@@ -192,11 +226,12 @@ func (db *DB) Peer(ctx context.Context, peer engine.Address) (engine.PeerState, 
 		return engine.PeerState{}, err
 	}
 	var (
-		pinned  []byte
-		version sql.NullInt64
-		sealed  []byte
+		pinned   []byte
+		replaces []byte
+		version  sql.NullInt64
+		sealed   []byte
 	)
-	err := db.queryRow(ctx, sqlPeer, peer.String()).Scan(&pinned, &version, &sealed)
+	err := db.queryRow(ctx, sqlPeer, peer.String()).Scan(&pinned, &replaces, &version, &sealed)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return engine.PeerState{}, nil
@@ -208,6 +243,12 @@ func (db *DB) Peer(ctx context.Context, peer engine.Address) (engine.PeerState, 
 		return engine.PeerState{}, fmt.Errorf("store: read peer %s: %w", peer, err)
 	}
 	st := engine.PeerState{Pinned: &k}
+	if replaces != nil {
+		if len(replaces) != len(st.Replaces) {
+			return engine.PeerState{}, fmt.Errorf("store: read peer %s: replaced initiation of %d bytes: %w", peer, len(replaces), engine.ErrMalformedState)
+		}
+		copy(st.Replaces[:], replaces)
+	}
 	if version.Valid {
 		rec, err := db.seal.open(kindSession, sessionKey(peer), sealed)
 		if err != nil {

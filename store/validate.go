@@ -50,6 +50,14 @@ func validate(p engine.Plan) error {
 		}
 	case engine.Prune:
 		err = checkTime("before", p.Before)
+	case engine.ResetSession:
+		err = errors.Join(checkAddress("peer", p.Peer), checkRow(p.StagedRow), checkTime("at", p.At))
+		if p.SessionVersion == 0 {
+			err = errors.Join(err, invalid("no session to reset"))
+		}
+		if len(p.Retire) == 0 {
+			err = errors.Join(err, invalid("nothing retired"))
+		}
 	case engine.SetRelay:
 		if p.Relay.URL == "" {
 			err = invalid("no relay URL")

@@ -17,20 +17,27 @@ const (
 	EnvelopePreKey EnvelopeType = 1
 	// EnvelopeRatchet carries a RatchetMessage on an established session.
 	EnvelopeRatchet EnvelopeType = 2
+	// EnvelopeRecovery carries a RecoveryRequest: the recipient's session
+	// with the sender cannot work, and the sender asks it to start afresh.
+	EnvelopeRecovery EnvelopeType = 3
 )
 
-// String returns "prekey" or "ratchet".
+// String returns "prekey", "ratchet" or "recovery".
 func (t EnvelopeType) String() string {
 	switch t {
 	case EnvelopePreKey:
 		return "prekey"
 	case EnvelopeRatchet:
 		return "ratchet"
+	case EnvelopeRecovery:
+		return "recovery"
 	}
 	return fmt.Sprintf("envelope type %d", uint8(t))
 }
 
-func (t EnvelopeType) valid() bool { return t == EnvelopePreKey || t == EnvelopeRatchet }
+func (t EnvelopeType) valid() bool {
+	return t == EnvelopePreKey || t == EnvelopeRatchet || t == EnvelopeRecovery
+}
 
 // EnvelopeID is the random ID of one encryption: new for the first send, for
 // every retry and for every acknowledgement, so that the relay cannot link a
@@ -48,9 +55,12 @@ type Envelope struct {
 }
 
 const (
-	// EnvelopeVersion is the only envelope version. It is not authenticated
-	// and never used to tell payload formats apart.
-	EnvelopeVersion = 1
+	// EnvelopeVersion is the envelope version this package reads and
+	// writes. Version 1 carried PreKeyMessages of version 1 and ratchet
+	// messages keyed by their chain position alone; a version-1 envelope is
+	// refused with ErrUnsupportedVersion. The version is not authenticated:
+	// it only lets a reader refuse what it cannot parse.
+	EnvelopeVersion = 2
 	// MaxPayloadSize is the largest envelope payload (256 KiB), and so the
 	// largest RatchetMessage and PreKeyMessage.
 	MaxPayloadSize = 262144

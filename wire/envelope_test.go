@@ -9,7 +9,7 @@ import (
 )
 
 var envelopeFormat = format[wire.Envelope]{
-	file:   "envelope.txt",
+	file:   "envelope-v2.txt",
 	title:  "envelope",
 	fuzz:   "FuzzDecodeEnvelope",
 	encode: wire.EncodeEnvelope,
@@ -41,6 +41,13 @@ func envelopeVectors() []vector[wire.Envelope] {
 			      recipient "!#~" (the lowest and highest address bytes), payload bytes 00.. of length 3`,
 			v: wire.Envelope{Type: wire.EnvelopeRatchet, ID: seq16(0x80), Sender: longAddress, Recipient: "!#~", Payload: seq(0, 3)},
 		},
+		{
+			name: "recovery",
+			doc: `type 3 (recovery), ID bytes 40.., sender "bob/1", recipient "alice/1",
+			      payload: the recovery request "chain" of recovery.txt (130 bytes)`,
+			v: wire.Envelope{Type: wire.EnvelopeRecovery, ID: seq16(0x40), Sender: "bob/1", Recipient: "alice/1",
+				Payload: mustEncode(wire.EncodeRecoveryRequest, recoveryVectors()[1].v)},
+		},
 	}
 }
 
@@ -65,7 +72,8 @@ func TestEnvelopeBoundaries(t *testing.T) {
 	}{
 		{"type 0", func(e *wire.Envelope) { e.Type = 0 }, wire.ErrMalformed},
 		{"type prekey", func(e *wire.Envelope) { e.Type = wire.EnvelopePreKey }, nil},
-		{"type 3", func(e *wire.Envelope) { e.Type = 3 }, wire.ErrMalformed},
+		{"type 3", func(e *wire.Envelope) { e.Type = 3 }, nil},
+		{"type 4", func(e *wire.Envelope) { e.Type = 4 }, wire.ErrMalformed},
 		{"sender length 0", func(e *wire.Envelope) { e.Sender = "" }, wire.ErrMalformed},
 		{"sender length 1", func(e *wire.Envelope) { e.Sender = "a" }, nil},
 		{"sender length 75", func(e *wire.Envelope) { e.Sender = longAddress }, nil},
@@ -147,7 +155,7 @@ func TestDecodeEnvelopeRejects(t *testing.T) {
 		b[i] = c
 		return b
 	}
-	// valid: 01 02 id[16] 07 "alice/1" 05 "bob/1" 00000001 01
+	// valid: 02 02 id[16] 07 "alice/1" 05 "bob/1" 00000001 01
 	const senderLen, recipientLen, payloadLen = 18, 26, 32
 	tests := []struct {
 		name string
@@ -156,12 +164,13 @@ func TestDecodeEnvelopeRejects(t *testing.T) {
 	}{
 		{"empty", nil, wire.ErrMalformed},
 		{"version 0", with(0, 0), wire.ErrUnsupportedVersion},
-		{"version 2", with(0, 2), wire.ErrUnsupportedVersion},
-		{"version 2, truncated", []byte{2}, wire.ErrUnsupportedVersion},
-		{"version 2, over the limit", append([]byte{2}, make([]byte, wire.MaxEnvelopeSize)...), wire.ErrMessageTooLarge},
+		{"version 1", with(0, 1), wire.ErrUnsupportedVersion},
+		{"version 3", with(0, 3), wire.ErrUnsupportedVersion},
+		{"version 3, truncated", []byte{3}, wire.ErrUnsupportedVersion},
+		{"version 3, over the limit", append([]byte{3}, make([]byte, wire.MaxEnvelopeSize)...), wire.ErrMessageTooLarge},
 		{"over the limit", append(bytes.Clone(valid), make([]byte, wire.MaxEnvelopeSize)...), wire.ErrMessageTooLarge},
 		{"type 0", with(1, 0), wire.ErrMalformed},
-		{"type 3", with(1, 3), wire.ErrMalformed},
+		{"type 4", with(1, 4), wire.ErrMalformed},
 		{"type ff", with(1, 0xff), wire.ErrMalformed},
 		{"sender length 0", with(senderLen, 0), wire.ErrMalformed},
 		{"sender length 255", with(senderLen, 255), wire.ErrMalformed},

@@ -7,14 +7,16 @@ import (
 )
 
 const (
-	// PreKeyMessageVersion is the only PreKeyMessage version.
-	PreKeyMessageVersion = 1
+	// PreKeyMessageVersion is the PreKeyMessage version this package reads
+	// and writes. Version 2 added Replaces; version 1 is refused with
+	// ErrUnsupportedVersion.
+	PreKeyMessageVersion = 2
 	// KEMCiphertextSize is the size of an ML-KEM-768 ciphertext.
 	KEMCiphertextSize = 1088
 
 	// initiationSize is the encoded InitiationHeader without a one-time
 	// prekey; one adds oneTimePreKeyIDSize.
-	initiationSize      = 1 + 32 + 32 + 64 + 32 + 4 + 4 + 1 + KEMCiphertextSize
+	initiationSize      = 1 + 32 + 32 + 64 + 32 + 4 + 4 + 1 + KEMCiphertextSize + 32
 	oneTimePreKeyIDSize = 4
 )
 
@@ -32,6 +34,10 @@ type InitiationHeader struct {
 	HasOneTimePreKey   bool
 	OneTimePreKeyID    uint32 // zero unless HasOneTimePreKey
 	KEMCiphertext      [KEMCiphertextSize]byte
+	// Replaces names the session initiation (a 32-byte initiation ID) that
+	// this one deliberately replaces: the responder's session that the
+	// initiator learned was broken. Zero for none.
+	Replaces [32]byte
 }
 
 // AppendBinary appends the header's bytes, as they open a PreKeyMessage
@@ -73,7 +79,8 @@ func (h *InitiationHeader) append(b []byte) []byte {
 	} else {
 		b = append(b, 0)
 	}
-	return append(b, h.KEMCiphertext[:]...)
+	b = append(b, h.KEMCiphertext[:]...)
+	return append(b, h.Replaces[:]...)
 }
 
 // PreKeyMessage is the payload of an EnvelopePreKey: a session initiation
@@ -122,6 +129,7 @@ func DecodePreKeyMessage(b []byte) (PreKeyMessage, error) {
 		h.OneTimePreKeyID = r.u32("one-time prekey ID")
 	}
 	r.array(h.KEMCiphertext[:], "KEM ciphertext")
+	r.array(h.Replaces[:], "replaced initiation")
 	if r.err != nil {
 		return PreKeyMessage{}, fmt.Errorf("wire: decode prekey message: %w", r.err)
 	}

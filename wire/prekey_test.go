@@ -10,10 +10,10 @@ import (
 
 // preKeyMinSize is the shortest PreKeyMessage: no one-time prekey and a
 // ratchet message with a bare tag.
-const preKeyMinSize = 1 + 32 + 32 + 64 + 32 + 4 + 4 + 1 + wire.KEMCiphertextSize + wire.RatchetHeaderSize + wire.MinCiphertextSize
+const preKeyMinSize = 1 + 32 + 32 + 64 + 32 + 4 + 4 + 1 + wire.KEMCiphertextSize + 32 + wire.RatchetHeaderSize + wire.MinCiphertextSize
 
 var preKeyFormat = format[wire.PreKeyMessage]{
-	file:   "prekey.txt",
+	file:   "prekey-v2.txt",
 	title:  "PreKeyMessage",
 	fuzz:   "FuzzDecodePreKeyMessage",
 	encode: wire.EncodePreKeyMessage,
@@ -45,6 +45,8 @@ func initiation(withOTK bool) wire.InitiationHeader {
 func preKeyVectors() []vector[wire.PreKeyMessage] {
 	noOTK := initiation(false)
 	noOTK.SignedPreKeyID, noOTK.KEMPreKeyID = 0xfffffffe, 0x80000000
+	replacing := initiation(true)
+	replacing.Replaces = seq32(0xe0)
 	return []vector[wire.PreKeyMessage]{
 		{
 			name: "one-time-prekey",
@@ -58,6 +60,12 @@ func preKeyVectors() []vector[wire.PreKeyMessage] {
 			doc: `as "one-time-prekey" but signed prekey ID 0xfffffffe, KEM prekey ID 0x80000000, no one-time prekey,
 			      message: the ratchet message "counters" of ratchet.txt`,
 			v: wire.PreKeyMessage{Initiation: noOTK, Message: ratchetVectors()[1].v},
+		},
+		{
+			name: "replaces",
+			doc: `as "one-time-prekey" but replacing the initiation bytes e0..,
+			      message: the ratchet message "minimum" of ratchet.txt`,
+			v: wire.PreKeyMessage{Initiation: replacing, Message: ratchetVectors()[0].v},
 		},
 	}
 }
@@ -173,8 +181,8 @@ func TestDecodePreKeyMessageRejects(t *testing.T) {
 	}{
 		{"empty", nil, wire.ErrMalformed},
 		{"version 0", with(0, 0), wire.ErrUnsupportedVersion},
-		{"version 2", with(0, 2), wire.ErrUnsupportedVersion},
-		{"version 2 alone", []byte{2}, wire.ErrUnsupportedVersion},
+		{"version 1", with(0, 1), wire.ErrUnsupportedVersion},
+		{"version 3 alone", []byte{3}, wire.ErrUnsupportedVersion},
 		{"over MaxPayloadSize", append(bytes.Clone(valid), make([]byte, wire.MaxPayloadSize)...), wire.ErrMessageTooLarge},
 		{"flag 2", with(flagAt, 2), wire.ErrMalformed},
 		{"flag ff", with(flagAt, 0xff), wire.ErrMalformed},

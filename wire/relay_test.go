@@ -32,7 +32,9 @@ var relayFormat = format[relayValue]{
 }
 
 func relayVectors() []vector[relayValue] {
-	envelope := mustEncode(wire.EncodeEnvelope, envelopeVectors()[0].v)
+	// Relay messages carry an envelope unparsed: these keep the version-1
+	// envelope "ratchet" of envelope.txt they were frozen with.
+	envelope := mustHex("0102000102030405060708090a0b0c0d0e0f07616c6963652f3105626f622f31000000380102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f200000000000000000a0a1a2a3a4a5a6a7a8a9aaabacadaeaf")
 	return []vector[relayValue]{
 		{
 			name: "challenge",

@@ -275,4 +275,27 @@ func TestVectors(t *testing.T) {
 	t.Run("prekey", func(t *testing.T) { checkVectors(t, preKeyFormat, preKeyVectors()) })
 	t.Run("bundle", func(t *testing.T) { checkVectors(t, bundleFormat, bundleVectors()) })
 	t.Run("relay", func(t *testing.T) { checkVectors(t, relayFormat, relayVectors()) })
+	t.Run("recovery", func(t *testing.T) { checkVectors(t, recoveryFormat, recoveryVectors()) })
+}
+
+// TestRetiredVectors: the vectors of formats that a newer version replaced
+// stay in testdata, and each is refused with ErrUnsupportedVersion.
+func TestRetiredVectors(t *testing.T) {
+	for _, f := range []struct {
+		file   string
+		decode func([]byte) error
+	}{
+		{"envelope.txt", func(b []byte) error { _, err := wire.DecodeEnvelope(b); return err }},
+		{"prekey.txt", func(b []byte) error { _, err := wire.DecodePreKeyMessage(b); return err }},
+	} {
+		vs := readVectors(t, filepath.Join(vectorDir, f.file))
+		if len(vs) == 0 {
+			t.Fatalf("%s holds no vectors", f.file)
+		}
+		for name, b := range vs {
+			if err := f.decode(b); !errors.Is(err, wire.ErrUnsupportedVersion) {
+				t.Errorf("%s %s: %v, want ErrUnsupportedVersion", f.file, name, err)
+			}
+		}
+	}
 }

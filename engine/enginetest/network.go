@@ -41,6 +41,10 @@ type Network struct {
 	dup      map[pair]int // duplicate the next n envelopes of a pair
 	down     map[string]bool
 	accepted int
+	// The adversary's view (not kept by SaveFile): every envelope ever
+	// accepted, and the devices whose next one-time prekey goes out twice.
+	seen       [][]byte
+	repeatOTPK map[string]bool
 }
 
 // NewNetwork returns an empty network.
@@ -133,7 +137,11 @@ func (e *Endpoint) FetchBundle(ctx context.Context, peer engine.Address) (wire.B
 	b := p.bundle
 	if len(p.oneTime) > 0 {
 		k := p.oneTime[0]
-		p.oneTime = p.oneTime[1:]
+		if e.n.repeatOTPK[peer.String()] {
+			delete(e.n.repeatOTPK, peer.String()) // this one goes out again
+		} else {
+			p.oneTime = p.oneTime[1:]
+		}
 		b.OneTimePreKey = &k
 	}
 	return b, nil
@@ -171,6 +179,7 @@ func (e *Endpoint) Submit(ctx context.Context, env wire.Envelope) error {
 		return ErrRelayDown
 	}
 	e.n.accepted++
+	e.n.seen = append(e.n.seen, raw)
 	k := pair{env.Sender, env.Recipient}
 	if e.n.drop[k] > 0 {
 		e.n.drop[k]--
@@ -266,4 +275,74 @@ func (n *Network) Heal() {
 		n.boxes[r] = append(n.boxes[r], rows...)
 	}
 	n.held, n.holding = map[string][]row{}, map[string]bool{}
+}
+
+// The adversary's controls: what a hostile relay, or anyone on the path of a
+// plain connection, can do to envelopes.
+
+// RepeatOneTime makes the relay hand device's next one-time prekey out twice.
+func (n *Network) RepeatOneTime(device engine.Address) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.repeatOTPK == nil {
+		n.repeatOTPK = map[string]bool{}
+	}
+	n.repeatOTPK[device.String()] = true
+}
+
+// Seen returns every envelope the relay ever accepted, in order (copies may
+// be replayed with Inject).
+func (n *Network) Seen() [][]byte {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return append([][]byte(nil), n.seen...)
+}
+
+// Held returns the envelopes held back for recipient, in order.
+func (n *Network) Held(recipient engine.Address) [][]byte {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var out [][]byte
+	for _, r := range n.held[recipient.String()] {
+		out = append(out, r.env)
+	}
+	return out
+}
+
+// DeliverHeld moves the i-th envelope held for recipient into its mailbox,
+// ahead of those held before it (a reorder).
+func (n *Network) DeliverHeld(recipient engine.Address, i int) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	r := recipient.String()
+	if i < 0 || i >= len(n.held[r]) {
+		return
+	}
+	n.boxes[r] = append(n.boxes[r], n.held[r][i])
+	n.held[r] = append(n.held[r][:i:i], n.held[r][i+1:]...)
+}
+
+// DropHeld discards the i-th envelope held for recipient.
+func (n *Network) DropHeld(recipient engine.Address, i int) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	r := recipient.String()
+	if i < 0 || i >= len(n.held[r]) {
+		return
+	}
+	n.held[r] = append(n.held[r][:i:i], n.held[r][i+1:]...)
+}
+
+// TakeHeld removes and returns what is held for recipient: the adversary
+// keeps those envelopes, to Inject later or never.
+func (n *Network) TakeHeld(recipient engine.Address) [][]byte {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	r := recipient.String()
+	var out [][]byte
+	for _, row := range n.held[r] {
+		out = append(out, row.env)
+	}
+	n.held[r] = nil
+	return out
 }
