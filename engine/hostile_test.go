@@ -315,3 +315,89 @@ func TestForgedOrReplayedRecoveryChangesNothing(t *testing.T) {
 		t.Fatalf("bob's history from carol %q", got)
 	}
 }
+
+// copyProfile copies the files of a closed profile from src to dst.
+func copyProfile(t *testing.T, src, dst string) {
+	t.Helper()
+	if err := os.RemoveAll(dst); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dst, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dst, e.Name()), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestRestoredProfileNeverReusesAKey: alice's profile is copied, she sends
+// a message, and the copy is restored: she is back at the same chain
+// position and sends another plaintext there. The two ciphertexts must not
+// share a key and nonce (their XOR would then be the XOR of the
+// plaintexts). Afterwards the conversation still converges.
+func TestRestoredProfileNeverReusesAKey(t *testing.T) {
+	w := newWorld(t)
+	alice, bob := w.device("alice/1"), w.device("bob/1")
+	alice.send(bob, "hello")
+	converge(t, alice, bob)
+
+	backup := filepath.Join(t.TempDir(), "backup")
+	if err := alice.c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	copyProfile(t, alice.dir, backup)
+	alice.open()
+	first, second := "the first plaintext, sent before the restore", "another plaintext, sent after it"
+	id1 := alice.send(bob, first)
+	if err := alice.c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	copyProfile(t, backup, alice.dir)
+	alice.open()
+	id2 := alice.send(bob, second)
+
+	seen := w.net.Seen()
+	msg := func(raw []byte) wire.RatchetMessage {
+		env, err := wire.DecodeEnvelope(raw)
+		if err != nil || env.Type != wire.EnvelopeRatchet {
+			t.Fatalf("envelope %v (%v), want a ratchet message", env.Type, err)
+		}
+		m, err := wire.DecodeRatchetMessage(env.Payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	m1, m2 := msg(seen[len(seen)-2]), msg(seen[len(seen)-1])
+	if m1.Header != m2.Header {
+		t.Fatalf("headers %+v and %+v: the restore did not put alice back at the same chain position", m1.Header, m2.Header)
+	}
+	f1, _ := wire.EncodeFrame(wire.Frame{Kind: wire.FrameApplication, ID: id1, Body: []byte(first)})
+	f2, _ := wire.EncodeFrame(wire.Frame{Kind: wire.FrameApplication, ID: id2, Body: []byte(second)})
+	n := min(len(f1), len(f2))
+	same := true
+	for i := 0; i < n; i++ {
+		if m1.Ciphertext[i]^m2.Ciphertext[i] != f1[i]^f2[i] {
+			same = false
+			break
+		}
+	}
+	if same {
+		t.Fatal("two plaintexts were encrypted under one key and nonce")
+	}
+	converge(t, alice, bob)
+	got := bob.received(alice)
+	if len(got) != 3 || got[0] != "hello" || got[1] != first || got[2] != second {
+		t.Fatalf("bob's history %q", got)
+	}
+}
