@@ -4,7 +4,7 @@ STATICCHECK_VERSION := v0.8.2
 PKGS := ./...
 FUZZTIME ?= 20s
 
-.PHONY: all build run test lint fuzz bench golden soak clean
+.PHONY: all build run test lint fuzz bench golden soak adversary clean
 
 all: build
 
@@ -14,12 +14,21 @@ build:
 run: build
 	./bin/parley demo
 
-# test runs the suite with the race detector, then the failpoint matrix on
-# its own without it: the matrix kills hundreds of single-threaded child
-# processes, where the detector finds nothing and costs minutes.
+# test runs the suite with the race detector, then the failpoint matrix and
+# the adversary simulation on their own without it: the matrix kills
+# hundreds of single-threaded child processes and the simulation runs
+# hundreds of single-threaded cases, where the detector finds nothing and
+# costs minutes. The simulation prints its summary line.
 test:
-	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 20m -skip '^TestFailpointMatrix$$' $(PKGS)
+	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 20m -skip '^(TestFailpointMatrix|TestAdversary)$$' $(PKGS)
 	$(GO) test -count=1 -timeout 20m -run '^TestFailpointMatrix$$' ./engine
+	$(GO) test -count=1 -timeout 20m -run '^TestAdversary$$' -v ./engine
+
+# adversary runs the adversary simulation with ADVERSARY_CASES cases
+# (default 3000); a failure prints the seed that replays it.
+ADVERSARY_CASES ?= 3000
+adversary:
+	ADVERSARY_CASES=$(ADVERSARY_CASES) $(GO) test -count=1 -timeout 0 -run '^TestAdversary$$' -v ./engine
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

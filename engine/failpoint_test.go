@@ -168,6 +168,9 @@ func (w fpWorld) do(addr, op string, fp engine.Failpoint) (err error) {
 	case "corrupt":
 		ep.Network().Inject(peer, []byte("not an envelope"))
 		return ep.Save()
+	case "tamper":
+		ep.Network().TamperLast(peer)
+		return ep.Save()
 	}
 	return fmt.Errorf("unknown op %q", op)
 }
@@ -319,6 +322,10 @@ func fpScenarios() []fpScenario {
 			want: map[string]map[string][]string{}},
 		{name: "identity change", devices: ab, setup: []fpStep{{"alice/1", "send:bob/1:hello"}, {"bob/1", "sync"}, {"bob/1", "commitall"}, {"alice/1", "sync"}}, target: fpStep{"alice/1", "trust:bob/1"}, want: hello},
 		{name: "prune", devices: ab, setup: []fpStep{{"alice/1", "send:bob/1:hello"}, {"bob/1", "sync"}, {"bob/1", "commitall"}, {"alice/1", "sync"}}, target: fpStep{"bob/1", "prune"}, want: hello},
+		{name: "recovery request", devices: ab, setup: append(established(), fpStep{"alice/1", "send:bob/1:again"}, fpStep{"alice/1", "tamper:bob/1"}, fpStep{"bob/1", "stage"}),
+			target: fpStep{"bob/1", "process"}, want: two},
+		{name: "session reset", devices: ab, setup: append(established(), fpStep{"alice/1", "send:bob/1:again"}, fpStep{"alice/1", "tamper:bob/1"}, fpStep{"bob/1", "sync"}, fpStep{"alice/1", "stage"}),
+			target: fpStep{"alice/1", "process"}, want: two},
 		{name: "prekey publish", devices: ab, setup: []fpStep{{"alice/1", "send:bob/1:hello"}}, target: fpStep{"bob/1", "maintain"}, want: hello},
 		{name: "presented", devices: ab, setup: []fpStep{{"alice/1", "send:bob/1:hello"}}, target: fpStep{"alice/1", "present"}, want: hello},
 	}

@@ -2,6 +2,10 @@ package engine_test
 
 import (
 	"context"
+	"crypto/mlkem"
+	"crypto/mlkem/mlkemtest"
+	"encoding/binary"
+	mrand "math/rand/v2"
 	"errors"
 	"path/filepath"
 	"sync"
@@ -41,6 +45,27 @@ type world struct {
 	net   *enginetest.Network
 	clock *clock
 	dir   string
+	// seed, when set, gives each new device a deterministic random
+	// source (keys, IDs, encapsulations), so that a simulation's seed
+	// replays the same case.
+	seed *uint64
+}
+
+// detRandom is a deterministic engine.Randomness for simulations.
+type detRandom struct{ c *mrand.ChaCha8 }
+
+func newDetRandom(seed uint64) *detRandom {
+	var s [32]byte
+	binary.BigEndian.PutUint64(s[:], seed)
+	return &detRandom{mrand.NewChaCha8(s)}
+}
+
+func (d *detRandom) Read(p []byte) (int, error) { return d.c.Read(p) }
+
+func (d *detRandom) Encapsulate(ek *mlkem.EncapsulationKey768) ([]byte, []byte, error) {
+	var m [32]byte
+	d.c.Read(m[:])
+	return mlkemtest.Encapsulate768(ek, m[:])
 }
 
 func newWorld(t testing.TB) *world {
@@ -50,11 +75,12 @@ func newWorld(t testing.TB) *world {
 
 // device is one profile and its open client.
 type device struct {
-	w    *world
-	addr engine.Address
-	dir  string
-	c    *engine.Client
-	st   *store.DB
+	w      *world
+	addr   engine.Address
+	dir    string
+	c      *engine.Client
+	st     *store.DB
+	random engine.Randomness // nil: the system's
 }
 
 // sessionID returns the initiation ID of d's current session with peer.
@@ -74,12 +100,16 @@ func (d *device) sessionID(peer *device) engine.InitiationID {
 func (w *world) device(addr string) *device {
 	w.t.Helper()
 	d := &device{w: w, addr: engine.MustParseAddress(addr)}
+	if w.seed != nil {
+		*w.seed++
+		d.random = newDetRandom(*w.seed)
+	}
 	d.dir = filepath.Join(w.dir, addr+"-"+time.Now().Format("150405.000000000"))
 	st, err := store.Create(w.ctx, d.dir, passphrase, store.Options{KDF: store.KDFParams{Time: 1, MemoryKiB: 8, Threads: 1}})
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	if _, err := engine.CreateProfile(w.ctx, st, d.addr, "fake://", nil, w.clock.Now()); err != nil {
+	if _, err := engine.CreateProfile(w.ctx, st, d.addr, "fake://", d.random, w.clock.Now()); err != nil {
 		w.t.Fatal(err)
 	}
 	if err := st.Close(); err != nil {
@@ -103,7 +133,7 @@ func (d *device) open() {
 	if err != nil {
 		d.w.t.Fatal(err)
 	}
-	c, err := engine.Open(d.w.ctx, engine.Config{Store: st, Relay: d.w.net.Endpoint(d.addr), Now: d.w.clock.Now, PollInterval: 10 * time.Millisecond})
+	c, err := engine.Open(d.w.ctx, engine.Config{Store: st, Relay: d.w.net.Endpoint(d.addr), Now: d.w.clock.Now, Random: d.random, PollInterval: 10 * time.Millisecond})
 	if err != nil {
 		d.w.t.Fatal(err)
 	}

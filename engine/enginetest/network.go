@@ -346,3 +346,18 @@ func (n *Network) TakeHeld(recipient engine.Address) [][]byte {
 	n.held[r] = nil
 	return out
 }
+
+// TamperLast flips the last byte of the newest envelope in recipient's
+// mailbox (its ciphertext's tag): a forgery that fails to authenticate.
+func (n *Network) TamperLast(recipient engine.Address) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	box := n.boxes[recipient.String()]
+	if len(box) == 0 {
+		return
+	}
+	last := &box[len(box)-1]
+	env := append([]byte(nil), last.env...)
+	env[len(env)-1] ^= 1
+	last.env = env
+}
