@@ -225,6 +225,8 @@ func fromResult(at time.Time, r engine.ReceiveResult) Entry {
 			return Entry{At: at, Name: "acknowledgement", Text: from + " " + id + ", cleared the pending message", Level: Good}
 		}
 		return Entry{At: at, Name: "acknowledgement", Text: from + " " + id + ", not cleared (unknown or repeated)", Level: Warn}
+	case engine.ResultSessionReset:
+		return Entry{At: at, Name: "session_reset", Text: from + " asked for a fresh session (ours could not work there); pending messages go out again on a new one", Level: Warn}
 	}
 	name := engine.ErrorName(r.Err)
 	why := errText(r.Err)
@@ -237,6 +239,11 @@ func fromResult(at time.Time, r engine.ReceiveResult) Entry {
 		why = r.Sender.String() + " has a new identity; sending is blocked until it is accepted"
 	case errors.Is(r.Err, engine.ErrLogicalMessageConflict):
 		why = "the same message ID with another body; ignored"
+	case errors.Is(r.Err, engine.ErrStaleRecovery):
+		why = "a recovery request for a session already replaced (or a replay); nothing changes"
+	}
+	if r.RecoveryRequested {
+		why += "; asked " + r.Sender.String() + " for a fresh session"
 	}
 	return Entry{At: at, Name: name, Text: from + ": " + why, Level: Error}
 }
