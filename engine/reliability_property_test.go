@@ -81,16 +81,6 @@ func newSimulation(t *testing.T, rt *rapid.T, n int, adversary bool) *simulation
 	return s
 }
 
-func (s *simulation) index(a engine.Address) int {
-	for i, d := range s.devs {
-		if d.addr == a {
-			return i
-		}
-	}
-	s.rt.Fatalf("unknown device %s", a)
-	return -1
-}
-
 // pair draws a sender and a distinct recipient.
 func (s *simulation) pair(rt *rapid.T) (int, int) {
 	from := rapid.IntRange(0, len(s.devs)-1).Draw(rt, "from")
