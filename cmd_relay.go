@@ -3,24 +3,29 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/adrg/xdg"
+	"github.com/dustin/go-humanize"
 
 	"github.com/parley-chat/parley/transport"
+	"github.com/parley-chat/parley/transport/relaystore"
 )
 
 func init() {
-	register(&command{name: "relay", args: "[--listen ADDR] [--data DIR]", summary: "run a relay; the first line on stdout is \"listening on ws://HOST:PORT\"", run: cmdRelay})
+	register(&command{name: "relay", args: "[--listen ADDR] [--data DIR] [--tls-cert FILE --tls-key FILE] [limits]",
+		summary: "run a relay; the first line on stdout is \"listening on ws://HOST:PORT\" (wss:// with TLS)", run: cmdRelay})
 }
 
 // defaultRelayIDFile is where a relay without --data keeps its ID.
@@ -74,11 +79,29 @@ func cmdRelay(ctx context.Context, env *cliEnv, args []string) error {
 	drop := f.Float64("fault-drop", 0, "drop accepted envelopes with this probability (tests and demos)")
 	dup := f.Float64("fault-dup", 0, "duplicate accepted envelopes with this probability (tests and demos)")
 	seed := f.Uint64("fault-seed", 0, "seed of the fault injection (0: random)")
+	tlsCert := f.String("tls-cert", "", "serve wss:// with this PEM certificate (chain); needs --tls-key")
+	tlsKey := f.String("tls-key", "", "the PEM private key of --tls-cert")
+	lim := relayLimitFlags(f)
 	if _, err := f.parse(env, args, 0, 0); err != nil {
 		return err
 	}
 	if *drop < 0 || *drop > 1 || *dup < 0 || *dup > 1 {
 		return usagef("--fault-drop and --fault-dup must be between 0 and 1")
+	}
+	if (*tlsCert == "") != (*tlsKey == "") {
+		return usagef("--tls-cert and --tls-key go together")
+	}
+	limits, proxies, err := lim.resolve()
+	if err != nil {
+		return err
+	}
+	var tlsConfig *tls.Config
+	if *tlsCert != "" {
+		cert, err := tls.LoadX509KeyPair(*tlsCert, *tlsKey)
+		if err != nil {
+			return fmt.Errorf("load the TLS certificate: %w", err)
+		}
+		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
 	var relayID [32]byte
 	if *data == "" || *idFile != "" {
@@ -91,7 +114,8 @@ func cmdRelay(ctx context.Context, env *cliEnv, args []string) error {
 			return err
 		}
 	}
-	srv, err := transport.NewServer(transport.ServerConfig{DataDir: *data, RelayID: relayID, AllowReregister: *rereg, FaultDrop: *drop, FaultDup: *dup, FaultSeed: *seed})
+	srv, err := transport.NewServer(transport.ServerConfig{DataDir: *data, RelayID: relayID, AllowReregister: *rereg, FaultDrop: *drop, FaultDup: *dup, FaultSeed: *seed,
+		Limits: limits, TrustedProxies: proxies})
 	if err != nil {
 		return err
 	}
@@ -99,7 +123,11 @@ func cmdRelay(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", *listen, err)
 	}
-	fmt.Fprintf(env.stdout, "listening on ws://%s\n", ln.Addr())
+	scheme := "ws"
+	if tlsConfig != nil {
+		ln, scheme = tls.NewListener(ln, tlsConfig), "wss"
+	}
+	fmt.Fprintf(env.stdout, "listening on %s://%s\n", scheme, ln.Addr())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()
 	select {
@@ -117,4 +145,83 @@ func cmdRelay(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	<-done
 	return nil
+}
+
+// relayLimits are the limit flags of parley relay, resolved into
+// transport.Limits; zero values take the relay's defaults.
+type relayLimits struct {
+	maxConns, maxConnsPerIP, maxHandshakesPerIP, maxConnsPerAddr   *int
+	regsPerHour, regsPerIP                                         *int
+	fetchRate, targetFetchRate                                     *float64
+	oneTimeBurst                                                   *int
+	mailboxEnvelopes, senderEnvelopes, ipEnvelopes, totalEnvelopes *int
+	mailboxBytes, senderBytes, ipBytes, totalBytes                 *string
+	trustedProxies                                                 *string
+}
+
+func relayLimitFlags(f *flags) *relayLimits {
+	return &relayLimits{
+		maxConns:           f.Int("max-connections", transport.DefaultMaxConnections, "open websockets in all"),
+		maxConnsPerIP:      f.Int("max-connections-per-ip", transport.DefaultMaxConnectionsPerIP, "open websockets from one remote IP"),
+		maxHandshakesPerIP: f.Int("max-handshakes-per-ip", transport.DefaultMaxUnauthPerIP, "websockets from one remote IP not yet authenticated"),
+		maxConnsPerAddr:    f.Int("max-connections-per-address", transport.DefaultMaxConnectionsPerAddr, "authenticated connections of one address"),
+		regsPerHour:        f.Int("registrations-per-ip-hour", transport.DefaultRegistrationBurst, "new addresses one remote IP may register per hour"),
+		regsPerIP:          f.Int("registrations-per-ip", relaystore.DefaultRegistrationsPerIP, "new addresses one remote IP may register in all"),
+		fetchRate:          f.Float64("fetch-rate", transport.DefaultFetchRate, "bundle fetches per second one address may make"),
+		targetFetchRate:    f.Float64("target-fetch-rate", transport.DefaultTargetFetchRate, "fetches per second of one address's bundle"),
+		oneTimeBurst:       f.Int("one-time-burst", transport.DefaultTargetOneTimeBurst, "one-time prekeys of one address handed out at once (then one a minute)"),
+		mailboxEnvelopes:   f.Int("mailbox-envelopes", relaystore.DefaultMailboxEnvelopes, "envelopes one mailbox holds"),
+		mailboxBytes:       f.String("mailbox-bytes", "64MiB", "bytes one mailbox holds"),
+		senderEnvelopes:    f.Int("sender-envelopes", 0, "envelopes one sender holds in one mailbox (default a quarter of --mailbox-envelopes)"),
+		senderBytes:        f.String("sender-bytes", "", "bytes one sender holds in one mailbox (default a quarter of --mailbox-bytes)"),
+		ipEnvelopes:        f.Int("ip-envelopes", relaystore.DefaultIPEnvelopes, "envelopes submitted from one remote IP the relay holds"),
+		ipBytes:            f.String("ip-bytes", "256MiB", "bytes submitted from one remote IP the relay holds"),
+		totalEnvelopes:     f.Int("total-envelopes", relaystore.DefaultTotalEnvelopes, "envelopes the relay holds in all"),
+		totalBytes:         f.String("total-bytes", "1GiB", "bytes the relay holds in all"),
+		trustedProxies:     f.String("trusted-proxy", "", "comma-separated CIDRs of proxies whose X-Forwarded-For names the client IP"),
+	}
+}
+
+func (r *relayLimits) resolve() (transport.Limits, []netip.Prefix, error) {
+	l := transport.Limits{
+		MaxConnections: *r.maxConns, MaxConnectionsPerIP: *r.maxConnsPerIP, MaxUnauthenticatedPerIP: *r.maxHandshakesPerIP,
+		MaxConnectionsPerAddress: *r.maxConnsPerAddr,
+		RegistrationRate:         float64(*r.regsPerHour) / 3600, RegistrationBurst: *r.regsPerHour, RegistrationsPerIP: *r.regsPerIP,
+		FetchRate: *r.fetchRate, TargetFetchRate: *r.targetFetchRate, TargetOneTimeBurst: *r.oneTimeBurst,
+		MailboxEnvelopes: *r.mailboxEnvelopes, SenderEnvelopes: *r.senderEnvelopes, IPEnvelopes: *r.ipEnvelopes, TotalEnvelopes: *r.totalEnvelopes,
+	}
+	for _, b := range []struct {
+		flag string
+		in   string
+		out  *int64
+	}{{"mailbox-bytes", *r.mailboxBytes, &l.MailboxBytes}, {"sender-bytes", *r.senderBytes, &l.SenderBytes},
+		{"ip-bytes", *r.ipBytes, &l.IPBytes}, {"total-bytes", *r.totalBytes, &l.TotalBytes}} {
+		if b.in == "" {
+			continue
+		}
+		n, err := humanize.ParseBytes(b.in)
+		if err != nil || n == 0 || n > 1<<62 {
+			return l, nil, usagef("--%s %q: want a size such as 64MiB", b.flag, b.in)
+		}
+		*b.out = int64(n)
+	}
+	for name, v := range map[string]int{"max-connections": l.MaxConnections, "max-connections-per-ip": l.MaxConnectionsPerIP,
+		"max-handshakes-per-ip": l.MaxUnauthenticatedPerIP, "max-connections-per-address": l.MaxConnectionsPerAddress,
+		"registrations-per-ip-hour": l.RegistrationBurst, "registrations-per-ip": l.RegistrationsPerIP, "one-time-burst": l.TargetOneTimeBurst,
+		"mailbox-envelopes": l.MailboxEnvelopes, "ip-envelopes": l.IPEnvelopes, "total-envelopes": l.TotalEnvelopes} {
+		if v < 1 {
+			return l, nil, usagef("--%s must be positive", name)
+		}
+	}
+	var proxies []netip.Prefix
+	if *r.trustedProxies != "" {
+		for _, s := range strings.Split(*r.trustedProxies, ",") {
+			p, err := netip.ParsePrefix(strings.TrimSpace(s))
+			if err != nil {
+				return l, nil, usagef("--trusted-proxy %q: want CIDRs such as 10.0.0.0/8", s)
+			}
+			proxies = append(proxies, p.Masked())
+		}
+	}
+	return l, proxies, nil
 }

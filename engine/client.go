@@ -80,6 +80,7 @@ type Client struct {
 	retryEpoch      uint64 // relay link epoch the retry schedule last saw
 	maintainedEpoch uint64 // relay link epoch of the last maintenance check
 	nextMaintain    time.Time
+	nextPoolTopUp   time.Time
 	kick            chan struct{} // SyncNow
 	life            context.Context
 	endLife         context.CancelFunc // Close: ends every Run

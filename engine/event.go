@@ -32,6 +32,10 @@ const (
 	// automatic retry to Peer failed (Op "retry"); Err says why. Run reports
 	// a failure once, and again only when it changes.
 	EventSyncFailed
+	// EventQuarantineEvicted: keeping a failed envelope pushed Count of the
+	// oldest quarantined ones out (the quarantine is bounded, so that a
+	// flood of junk cannot fill the disk).
+	EventQuarantineEvicted
 )
 
 // Event reports one committed change. Events are emitted only after their
@@ -46,6 +50,7 @@ type Event struct {
 	AckSent bool           // EventFinalized
 	Err     error          // EventNotSent, EventResync, EventSyncFailed
 	Op      string         // EventSyncFailed
+	Count   int            // EventQuarantineEvicted
 
 	marker uint64 // presentation marker of the commit this event reports
 }

@@ -134,6 +134,13 @@ func (c *Client) processRows(ctx context.Context, rows []StagedEnvelope) ([]Rece
 	if err := c.fail(plans[0].Kind(), "after-swap"); err != nil {
 		return nil, &afterCommitError{err}
 	}
+	evicted := 0
+	for _, r := range receipts {
+		evicted += r.Evicted
+	}
+	if evicted > 0 {
+		c.emit(Event{Kind: EventQuarantineEvicted, At: c.cfg.Now(), Count: evicted})
+	}
 	acks := make([]*Outgoing, len(preps))
 	for i, p := range preps {
 		acks[i] = p.ack

@@ -85,6 +85,12 @@ const (
 	DefaultMaintainEvery = 10 * time.Minute
 	// maxFailureBackoff bounds the wait after a failed round.
 	maxFailureBackoff = 5 * time.Second
+	// stageChunkBytes bounds the envelope bytes one step of a round stages
+	// before it acknowledges and processes them.
+	stageChunkBytes = 4 << 20
+	// poolTopUpEvery bounds how often the relay's word that the one-time
+	// pool runs low makes a round top it up.
+	poolTopUpEvery = 30 * time.Second
 )
 
 // SyncError is a round that failed at one step: receive, stage, acknowledge,
@@ -197,33 +203,45 @@ func (c *Client) Sync(ctx context.Context) (SyncResult, error) {
 	}
 	var ackErr error
 	for {
-		leased, err := c.relay.Receive(ctx)
+		all, err := c.relay.Receive(ctx)
 		if err != nil {
 			return out, &SyncError{Op: "receive", Err: err}
 		}
-		if len(leased) == 0 {
+		if len(all) == 0 {
 			break
 		}
-		if _, err := c.Stage(ctx, leased); err != nil {
-			return out, &SyncError{Op: "stage", Err: err}
-		}
-		rows := make([]uint64, len(leased))
-		for i, l := range leased {
-			rows[i] = l.Row
-		}
-		if err := c.relay.Acknowledge(ctx, rows); err != nil && ackErr == nil {
-			if isCancel(err) {
-				return out, &SyncError{Op: "acknowledge", Err: err}
+		// In pieces of at most stageChunkBytes: a flood of large junk then
+		// never has more than that staged at once, and the profile stays
+		// small.
+		for len(all) > 0 {
+			n, size := 0, 0
+			for n < len(all) && (n == 0 || size+len(all[n].Envelope) <= stageChunkBytes) {
+				size += len(all[n].Envelope)
+				n++
 			}
-			ackErr = &SyncError{Op: "acknowledge", Err: err}
-		}
-		res, err := c.ProcessStaged(ctx)
-		if err != nil {
-			out.Received = append(out.Received, res...)
-			return out, &SyncError{Op: "process", Err: err}
-		}
-		if err := settle(res); err != nil {
-			return out, err
+			leased := all[:n]
+			all = all[n:]
+			if _, err := c.Stage(ctx, leased); err != nil {
+				return out, &SyncError{Op: "stage", Err: err}
+			}
+			rows := make([]uint64, len(leased))
+			for i, l := range leased {
+				rows[i] = l.Row
+			}
+			if err := c.relay.Acknowledge(ctx, rows); err != nil && ackErr == nil {
+				if isCancel(err) {
+					return out, &SyncError{Op: "acknowledge", Err: err}
+				}
+				ackErr = &SyncError{Op: "acknowledge", Err: err}
+			}
+			res, err := c.ProcessStaged(ctx)
+			if err != nil {
+				out.Received = append(out.Received, res...)
+				return out, &SyncError{Op: "process", Err: err}
+			}
+			if err := settle(res); err != nil {
+				return out, err
+			}
 		}
 	}
 	ran, err := c.maintainByLoop(ctx)
@@ -453,6 +471,13 @@ func (c *Client) maintainByLoop(ctx context.Context) (bool, error) {
 	now := time.Now()
 	c.loopMu.Lock()
 	check := l.Epoch != c.maintainedEpoch || !now.Before(c.nextMaintain)
+	// The relay said the one-time pool runs low: top up now, but at most
+	// every poolTopUpEvery, so that a relay that keeps saying so (or a
+	// publish that keeps failing) does not make every round publish.
+	if !check && !now.Before(c.nextPoolTopUp) && c.relayPoolLow() {
+		check = true
+		c.nextPoolTopUp = now.Add(poolTopUpEvery)
+	}
 	c.loopMu.Unlock()
 	if !check {
 		return false, nil

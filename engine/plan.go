@@ -65,6 +65,9 @@ type PublishPreKeys struct {
 	RetiredBefore time.Time // delete retired initiations retired before this
 	NextPreKeyID  uint32    // the next unused prekey ID (0: unchanged)
 	PublishedUpTo uint32    // highest one-time prekey ID the relay has (0: unchanged)
+	// KeepOneTime, when set, deletes the oldest one-time prekeys (lowest
+	// IDs) until at most that many are left.
+	KeepOneTime int
 }
 
 // Outgoing is one envelope a plan produced; after the commit the engine hands
@@ -383,4 +386,7 @@ type Receipt struct {
 	Pruned int64
 	// Marker is the presentation sequence written with a visible transition.
 	Marker uint64
+	// Evicted counts the quarantined rows a DropStaged evicted to keep the
+	// quarantine within its bounds.
+	Evicted int
 }

@@ -25,6 +25,11 @@ const (
 	// OneTimePreKeyLow.
 	OneTimePreKeyBatch = 100
 	OneTimePreKeyLow   = 20
+	// OneTimePreKeyMax is the most one-time prekeys a device keeps. When
+	// the relay keeps handing its keys out (to initiators that may never
+	// use them), the oldest go first; an initiation that names one deleted
+	// is answered with a recovery request.
+	OneTimePreKeyMax = 1000
 )
 
 const (

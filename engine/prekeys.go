@@ -51,7 +51,11 @@ func (c *Client) Maintain(ctx context.Context) error {
 		fresh = append(fresh, recs...)
 		next += 2
 	}
-	if prof.OneTimeCount < OneTimePreKeyLow {
+	topUp, err := c.relayNeedsOneTime(ctx, prof.OneTimePublished)
+	if err != nil {
+		return fmt.Errorf("maintain prekeys: %w", err)
+	}
+	if prof.OneTimeCount < OneTimePreKeyLow || topUp {
 		for i := 0; i < OneTimePreKeyBatch; i++ {
 			k, err := NewOneTimePreKey(c.cfg.Random, next)
 			if err != nil {
@@ -63,6 +67,9 @@ func (c *Client) Maintain(ctx context.Context) error {
 		}
 	}
 	plan.Add = fresh
+	if prof.OneTimeCount+len(fresh) > OneTimePreKeyMax {
+		plan.KeepOneTime = OneTimePreKeyMax
+	}
 	if next != c.nextPKID {
 		plan.NextPreKeyID = next
 	}
@@ -153,6 +160,35 @@ func (c *Client) publishLocked(ctx context.Context, published uint32) error {
 	return nil
 }
 
+// relayPoolLow reports whether the relay said it holds fewer than
+// OneTimePreKeyLow of this device's one-time prekeys.
+func (c *Client) relayPoolLow() bool {
+	if p, ok := c.relay.(PreKeyPool); ok {
+		n, known := p.OneTimePreKeyPool()
+		return known && n < OneTimePreKeyLow
+	}
+	return false
+}
+
+// relayNeedsOneTime reports whether the relay's pool runs low even with the
+// one-time prekeys this device holds but has not published yet (those above
+// published): then a fresh batch is due.
+func (c *Client) relayNeedsOneTime(ctx context.Context, published uint32) (bool, error) {
+	p, ok := c.relay.(PreKeyPool)
+	if !ok {
+		return false, nil
+	}
+	n, known := p.OneTimePreKeyPool()
+	if !known || n >= OneTimePreKeyLow {
+		return false, nil
+	}
+	waiting, err := c.store.OneTimePreKeys(ctx, published, OneTimePreKeyLow)
+	if err != nil {
+		return false, err
+	}
+	return n+len(waiting) < OneTimePreKeyLow, nil
+}
+
 // MaintenanceDue reports whether Maintain has work to do: the bundle was
 // never published, the signed prekeys are due for rotation or have expired,
 // or the one-time prekeys run low. A command-line client checks it at open,
@@ -163,7 +199,7 @@ func (c *Client) MaintenanceDue(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if prof.OneTimePublished == 0 || prof.OneTimeCount < OneTimePreKeyLow {
+	if prof.OneTimePublished == 0 || prof.OneTimeCount < OneTimePreKeyLow || c.relayPoolLow() {
 		return true, nil
 	}
 	now := c.cfg.Now().Unix()

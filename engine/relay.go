@@ -49,6 +49,17 @@ type Link struct {
 	Err error
 }
 
+// PreKeyPool is implemented by a Relay that knows how many of this device's
+// one-time prekeys the relay holds (the relay tells its owner). The engine
+// then tops the pool up against that count: prekeys handed out to others,
+// honest or not, are gone from the relay even though this device still
+// holds their private halves.
+type PreKeyPool interface {
+	// OneTimePreKeyPool returns the relay's count, and false while it is
+	// not known yet.
+	OneTimePreKeyPool() (count int, known bool)
+}
+
 // Leased is one envelope the relay delivered under a lease.
 type Leased struct {
 	Row      uint64

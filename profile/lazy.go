@@ -26,7 +26,17 @@ var (
 	_ engine.Relay          = (*lazyRelay)(nil)
 	_ engine.RelayLink      = (*lazyRelay)(nil)
 	_ engine.BatchSubmitter = (*lazyRelay)(nil)
+	_ engine.PreKeyPool     = (*lazyRelay)(nil)
 )
+
+// OneTimePreKeyPool implements engine.PreKeyPool: unknown until the first
+// connection.
+func (l *lazyRelay) OneTimePreKeyPool() (int, bool) {
+	if c := l.current(); c != nil {
+		return c.OneTimePreKeyPool()
+	}
+	return 0, false
+}
 
 func (l *lazyRelay) get(ctx context.Context) (*transport.Client, error) {
 	l.mu.Lock()

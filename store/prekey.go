@@ -15,6 +15,8 @@ const (
 	sqlInsertOneTimePreKey = "INSERT INTO one_time_prekey (id, created_at, sealed) VALUES (?, ?, ?) ON CONFLICT (id) DO NOTHING"
 	sqlDeleteSignedPreKey  = "DELETE FROM signed_prekey WHERE kind = ? AND id = ?"
 	sqlDeleteOneTimePreKey = "DELETE FROM one_time_prekey WHERE id = ?"
+	// sqlKeepOneTime deletes all but the newest ? one-time prekeys.
+	sqlKeepOneTime = "DELETE FROM one_time_prekey WHERE id NOT IN (SELECT id FROM one_time_prekey ORDER BY id DESC LIMIT ?)"
 	sqlPruneRetired        = "DELETE FROM retired_initiation WHERE retired_at < ?"
 
 	sqlIdentity       = "SELECT sealed FROM identity WHERE singleton = 1"
@@ -109,6 +111,11 @@ func (t *tx) publishPreKeys(ctx context.Context, p engine.PublishPreKeys) error 
 	if p.PublishedUpTo != 0 {
 		if err := t.raiseUint(ctx, "published", metaOneTimePublished, uint64(p.PublishedUpTo)); err != nil {
 			return err
+		}
+	}
+	if p.KeepOneTime > 0 {
+		if _, err := t.run(ctx, "one-time-prekey-cap", sqlKeepOneTime, p.KeepOneTime); err != nil {
+			return fmt.Errorf("cap one-time prekeys at %d: %w", p.KeepOneTime, err)
 		}
 	}
 	return nil

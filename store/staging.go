@@ -7,6 +7,14 @@ import (
 	"github.com/parley-chat/parley/engine"
 )
 
+// The quarantine keeps what could not be processed, for a person to look
+// at, but a sender can make any number of envelopes fail: it keeps at most
+// QuarantineRows rows and QuarantineBytes bytes of them, evicting the oldest.
+const (
+	QuarantineRows  = 1000
+	QuarantineBytes = 4 << 20
+)
+
 // StagingQuota is the most envelopes the durable staging area holds. A Stage that
 // would go past it stages nothing and fails with engine.ErrStagingFull; the
 // relay keeps the envelopes until processing makes room.
@@ -29,6 +37,15 @@ const (
 		SELECT row, received_at, ?, ?, sealed FROM inbox WHERE row = ?`
 
 	sqlStaged = "SELECT row, relay_row, received_at, sealed FROM inbox WHERE row > ? ORDER BY row LIMIT ?"
+
+	// sqlQuarantineEvict deletes the oldest quarantined rows beyond the
+	// bounds: a row goes when newer ones already fill the row count or,
+	// with it, the byte budget.
+	sqlQuarantineEvict = `DELETE FROM quarantine WHERE row IN (
+		SELECT row FROM (
+			SELECT row, count(*) OVER newer AS n, sum(length(sealed)) OVER newer AS bytes
+			FROM quarantine WINDOW newer AS (ORDER BY row DESC ROWS UNBOUNDED PRECEDING))
+		WHERE n > ? OR bytes > ?)`
 )
 
 func stagedKey(row int64) []byte { return rowKey(rowKeyInt(row)) }
@@ -100,7 +117,8 @@ func (t *tx) announce(ctx context.Context, a *engine.Announcement) error {
 }
 
 // dropStaged moves a staged envelope that can never be processed to
-// quarantine, with its reason.
+// quarantine, with its reason, and evicts the oldest quarantined rows
+// beyond the bounds.
 func (t *tx) dropStaged(ctx context.Context, p engine.DropStaged) (engine.Receipt, error) {
 	if _, err := t.runOne(ctx, "quarantine-insert", engine.ErrConflict, sqlQuarantine, p.At.UnixNano(), p.Reason, p.StagedRow); err != nil {
 		return engine.Receipt{}, fmt.Errorf("quarantine staged row %d (processed already?): %w", p.StagedRow, err)
@@ -108,10 +126,16 @@ func (t *tx) dropStaged(ctx context.Context, p engine.DropStaged) (engine.Receip
 	if err := t.deleteStagedRow(ctx, p.StagedRow); err != nil {
 		return engine.Receipt{}, err
 	}
+	evicted, err := t.run(ctx, "quarantine-evict", sqlQuarantineEvict, QuarantineRows, QuarantineBytes)
+	if err != nil {
+		return engine.Receipt{}, fmt.Errorf("bound the quarantine: %w", err)
+	}
 	if err := t.announce(ctx, p.Announce); err != nil {
 		return engine.Receipt{}, err
 	}
-	return t.visible(ctx)
+	r, err := t.visible(ctx)
+	r.Evicted = int(evicted)
+	return r, err
 }
 
 // Staged pages the staging area in arrival order after row after, at most limit

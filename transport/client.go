@@ -126,12 +126,31 @@ type Client struct {
 	recvMu  sync.Mutex
 	buf     []engine.Leased
 	bufRows map[uint64]struct{}
+
+	// pool is the relay's count of this device's one-time prekeys, as the
+	// relay last pushed it; -1 before the first push.
+	pool atomic.Int64
 }
 
 var (
-	_ engine.Relay     = (*Client)(nil)
-	_ engine.RelayLink = (*Client)(nil)
+	_ engine.Relay      = (*Client)(nil)
+	_ engine.RelayLink  = (*Client)(nil)
+	_ engine.PreKeyPool = (*Client)(nil)
 )
+
+// OneTimePreKeyPool implements engine.PreKeyPool: the relay's count of this
+// device's one-time prekeys, as it last told it.
+func (c *Client) OneTimePreKeyPool() (int, bool) {
+	n := c.pool.Load()
+	return int(n), n >= 0
+}
+
+// setPool records the relay's count and wakes the engine's loop, which tops
+// the pool up when it is low.
+func (c *Client) setPool(n int) {
+	c.pool.Store(int64(n))
+	c.signal()
+}
 
 // Dial connects to the relay at rawURL (ws:// or wss://; an empty path means
 // WebSocketPath) and authenticates as self with id. It returns the first
@@ -207,6 +226,7 @@ func newClient(rawURL string, self engine.Address, id *engine.Identity, opts Cli
 		done: make(chan struct{}), states: make(chan State, 16), bufRows: make(map[uint64]struct{}), wake: make(chan struct{}, 1)}
 	c.state = State{Conn: StateConnecting, At: time.Now()}
 	c.pinned = opts.RelayID
+	c.pool.Store(-1)
 	return c, nil
 }
 

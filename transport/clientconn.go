@@ -102,6 +102,8 @@ func (cc *clientConn) readLoop() {
 		switch m := m.(type) {
 		case wire.Deliver:
 			cc.c.deliver(m)
+		case wire.PrekeyPool:
+			cc.c.setPool(int(m.Count))
 		case wire.Error:
 			cc.mu.Lock()
 			cc.pushed = &ServerError{Code: m.Code, Message: m.Message}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"net/netip"
 	"time"
 
 	"github.com/parley-chat/parley/transport/relaystore"
@@ -39,8 +40,13 @@ type ServerConfig struct {
 	// run with the same seed and the same order of envelopes repeats.
 	FaultDrop, FaultDup float64
 	FaultSeed           uint64
-	// Limits bound what each connection and mailbox may use.
+	// Limits bound what each connection, IP, address and mailbox may use.
 	Limits Limits
+	// TrustedProxies are the networks of proxies in front of the relay (a
+	// load balancer): a connection from one of them is charged to the
+	// client named in X-Forwarded-For. Empty: every connection is charged to
+	// its TCP peer.
+	TrustedProxies []netip.Prefix
 	// Logger receives connection and storage events (default: discarded).
 	Logger *slog.Logger
 	// Now is the clock of challenges, bundle checks and leases (default
@@ -56,6 +62,20 @@ type Limits struct {
 	// with 503.
 	MaxConnections     int
 	MaxUnauthenticated int
+	// MaxConnectionsPerIP and MaxUnauthenticatedPerIP are the same caps for
+	// one remote IP, so that one IP cannot take every slot; beyond them the
+	// upgrade is refused with 429. MaxConnectionsPerAddress caps one
+	// address's authenticated connections; beyond it the authentication is
+	// refused.
+	MaxConnectionsPerIP      int
+	MaxUnauthenticatedPerIP  int
+	MaxConnectionsPerAddress int
+	// RegistrationRate/RegistrationBurst bound the first registrations of
+	// addresses from one remote IP over time (per second; default 20 an
+	// hour); RegistrationsPerIP bounds them in all (in the store).
+	RegistrationRate   float64
+	RegistrationBurst  int
+	RegistrationsPerIP int
 	// AuthTimeout is how long a new connection has to send its Auth.
 	AuthTimeout time.Duration
 	// ChallengeLifetime is how far ahead a Challenge's expiry lies.
@@ -77,22 +97,44 @@ type Limits struct {
 	// acknowledgement before it is delivered again.
 	LeaseTimeout time.Duration
 	// MessageRate/MessageBurst and ByteRate/ByteBurst are the per-connection
-	// token buckets over every message received; FetchRate/FetchBurst the
-	// one over FetchBundle. ByteBurst is raised to at least
-	// wire.MaxRelayMessageSize.
+	// token buckets over every message received. ByteBurst is raised to at
+	// least wire.MaxRelayMessageSize.
 	MessageRate  float64
 	MessageBurst int
 	ByteRate     float64
 	ByteBurst    int
-	FetchRate    float64
-	FetchBurst   int
+	// FetchRate/FetchBurst bound the bundle fetches one address makes,
+	// across all its connections; TargetFetchRate/TargetFetchBurst the
+	// fetches of one address's bundle, whoever asks.
+	FetchRate        float64
+	FetchBurst       int
+	TargetFetchRate  float64
+	TargetFetchBurst int
+	// TargetOneTimeRate/TargetOneTimeBurst bound the one-time prekeys handed
+	// out of one address's pool (per second; default 20 at once, then one a
+	// minute). Beyond them a fetch gets the bundle without one, so a burst
+	// of fresh identities cannot drain a pool.
+	TargetOneTimeRate  float64
+	TargetOneTimeBurst int
+	// PrekeyPoolLow is the pool size at or below which the relay tells the
+	// owner (a PrekeyPool push) after a fetch, so that it tops up.
+	PrekeyPoolLow int
 	// MaxEnvelopeSize is the largest envelope accepted (at most
 	// wire.MaxEnvelopeSize).
 	MaxEnvelopeSize int
 	// MailboxEnvelopes, MailboxBytes and OneTimePreKeys bound each address's
-	// mailbox and one-time prekey pool (see relaystore.Limits).
+	// mailbox and one-time prekey pool; SenderEnvelopes and SenderBytes what
+	// one sender holds in one mailbox; IPEnvelopes and IPBytes what the
+	// envelopes from one remote IP hold; TotalEnvelopes and TotalBytes what
+	// the relay holds in all (see relaystore.Limits).
 	MailboxEnvelopes int
 	MailboxBytes     int64
+	SenderEnvelopes  int
+	SenderBytes      int64
+	IPEnvelopes      int
+	IPBytes          int64
+	TotalEnvelopes   int
+	TotalBytes       int64
 	OneTimePreKeys   int
 	// HTTPReadHeaderTimeout, HTTPReadTimeout and HTTPIdleTimeout are the
 	// http.Server's; the websocket clears them once upgraded.
@@ -103,8 +145,18 @@ type Limits struct {
 
 // Default limits (docs/relay.md explains each).
 const (
-	DefaultMaxConnections        = 1024
-	DefaultMaxUnauthenticated    = 128
+	DefaultMaxConnections        = 16384
+	DefaultMaxUnauthenticated    = 1024
+	DefaultMaxConnectionsPerIP   = 64
+	DefaultMaxUnauthPerIP        = 8
+	DefaultMaxConnectionsPerAddr = 4
+	DefaultRegistrationRate      = 20.0 / 3600
+	DefaultRegistrationBurst     = 20
+	DefaultTargetFetchRate       = 10
+	DefaultTargetFetchBurst      = 100
+	DefaultTargetOneTimeRate     = 1.0 / 60
+	DefaultTargetOneTimeBurst    = 20
+	DefaultPrekeyPoolLow         = 20
 	DefaultAuthTimeout           = 10 * time.Second
 	DefaultChallengeLifetime     = 60 * time.Second
 	DefaultPingInterval          = 20 * time.Second
@@ -144,6 +196,16 @@ func (l Limits) withDefaults() (Limits, error) {
 	}
 	setInt(&l.MaxConnections, DefaultMaxConnections)
 	setInt(&l.MaxUnauthenticated, DefaultMaxUnauthenticated)
+	setInt(&l.MaxConnectionsPerIP, DefaultMaxConnectionsPerIP)
+	setInt(&l.MaxUnauthenticatedPerIP, DefaultMaxUnauthPerIP)
+	setInt(&l.MaxConnectionsPerAddress, DefaultMaxConnectionsPerAddr)
+	setRate(&l.RegistrationRate, DefaultRegistrationRate)
+	setInt(&l.RegistrationBurst, DefaultRegistrationBurst)
+	setRate(&l.TargetFetchRate, DefaultTargetFetchRate)
+	setInt(&l.TargetFetchBurst, DefaultTargetFetchBurst)
+	setRate(&l.TargetOneTimeRate, DefaultTargetOneTimeRate)
+	setInt(&l.TargetOneTimeBurst, DefaultTargetOneTimeBurst)
+	setInt(&l.PrekeyPoolLow, DefaultPrekeyPoolLow)
 	setDur(&l.AuthTimeout, DefaultAuthTimeout)
 	setDur(&l.ChallengeLifetime, DefaultChallengeLifetime)
 	setDur(&l.PingInterval, DefaultPingInterval)
@@ -163,12 +225,14 @@ func (l Limits) withDefaults() (Limits, error) {
 	setDur(&l.HTTPReadHeaderTimeout, DefaultHTTPReadHeaderTimeout)
 	setDur(&l.HTTPReadTimeout, DefaultHTTPReadTimeout)
 	setDur(&l.HTTPIdleTimeout, DefaultHTTPIdleTimeout)
-	sl := relaystore.Limits{MailboxEnvelopes: l.MailboxEnvelopes, MailboxBytes: l.MailboxBytes, OneTimePreKeys: l.OneTimePreKeys}.WithDefaults()
+	sl := l.storeLimits().WithDefaults()
 	l.MailboxEnvelopes, l.MailboxBytes, l.OneTimePreKeys = sl.MailboxEnvelopes, sl.MailboxBytes, sl.OneTimePreKeys
+	l.SenderEnvelopes, l.SenderBytes, l.IPEnvelopes, l.IPBytes = sl.SenderEnvelopes, sl.SenderBytes, sl.IPEnvelopes, sl.IPBytes
+	l.TotalEnvelopes, l.TotalBytes, l.RegistrationsPerIP = sl.TotalEnvelopes, sl.TotalBytes, sl.RegistrationsPerIP
 	l.ByteBurst = max(l.ByteBurst, wire.MaxRelayMessageSize)
 
 	switch {
-	case l.MaxConnections < 1 || l.MaxUnauthenticated < 1:
+	case l.MaxConnections < 1 || l.MaxUnauthenticated < 1 || l.MaxConnectionsPerIP < 1 || l.MaxUnauthenticatedPerIP < 1 || l.MaxConnectionsPerAddress < 1:
 		return l, errors.New("connection caps must be positive")
 	case l.AuthTimeout < 0 || l.ChallengeLifetime < time.Second || l.WriteTimeout < 0 || l.LeaseTimeout < 0:
 		return l, errors.New("timeouts must be positive (a challenge lives at least 1s)")
@@ -176,7 +240,7 @@ func (l Limits) withDefaults() (Limits, error) {
 		return l, fmt.Errorf("read timeout %v must exceed the ping interval %v", l.ReadTimeout, l.PingInterval)
 	case l.SendQueue < 1 || l.Window < 1 || l.Page < 1:
 		return l, errors.New("queue, window and page must be positive")
-	case l.MessageBurst < 1 || l.FetchBurst < 1:
+	case l.MessageBurst < 1 || l.FetchBurst < 1 || l.TargetFetchBurst < 1 || l.TargetOneTimeBurst < 1 || l.RegistrationBurst < 1:
 		return l, errors.New("bursts must be positive")
 	case l.MaxEnvelopeSize < 1 || l.MaxEnvelopeSize > wire.MaxEnvelopeSize:
 		return l, fmt.Errorf("max envelope size must be 1..%d", wire.MaxEnvelopeSize)
@@ -186,7 +250,10 @@ func (l Limits) withDefaults() (Limits, error) {
 }
 
 func (l Limits) storeLimits() relaystore.Limits {
-	return relaystore.Limits{MailboxEnvelopes: l.MailboxEnvelopes, MailboxBytes: l.MailboxBytes, OneTimePreKeys: l.OneTimePreKeys}
+	return relaystore.Limits{MailboxEnvelopes: l.MailboxEnvelopes, MailboxBytes: l.MailboxBytes,
+		SenderEnvelopes: l.SenderEnvelopes, SenderBytes: l.SenderBytes, IPEnvelopes: l.IPEnvelopes, IPBytes: l.IPBytes,
+		TotalEnvelopes: l.TotalEnvelopes, TotalBytes: l.TotalBytes, RegistrationsPerIP: l.RegistrationsPerIP,
+		OneTimePreKeys: l.OneTimePreKeys}
 }
 
 // limiter returns a token bucket; a negative rate means none.

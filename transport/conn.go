@@ -37,6 +37,7 @@ type conn struct {
 	s      *Server
 	ws     *websocket.Conn
 	holder string // lease holder: unique to this connection
+	ip     string // remote IP, which the guards and quotas charge
 	addr   string // authenticated address; set once by handshake
 	key    [32]byte
 	ctx    context.Context
@@ -60,17 +61,17 @@ type conn struct {
 	closeCode  int
 	closeText  string
 
-	msgs, bytes, fetches *rate.Limiter
+	msgs, bytes *rate.Limiter
 
 	mu          sync.Mutex
 	outstanding map[uint64]time.Time // leased, unacknowledged rows and their lease deadlines
 }
 
-func newConn(s *Server, ws *websocket.Conn) *conn {
+func newConn(s *Server, ws *websocket.Conn, ip string) *conn {
 	ctx, cancel := context.WithCancel(context.Background())
 	lim := s.lim
 	return &conn{
-		s: s, ws: ws, ctx: ctx, cancel: cancel,
+		s: s, ws: ws, ip: ip, ctx: ctx, cancel: cancel,
 		holder:      fmt.Sprintf("%s-%d", s.instance, s.connSeq.Add(1)),
 		out:         make(chan []byte, lim.SendQueue),
 		wake:        make(chan struct{}, 1),
@@ -78,7 +79,6 @@ func newConn(s *Server, ws *websocket.Conn) *conn {
 		writerDone:  make(chan struct{}),
 		msgs:        limiter(lim.MessageRate, lim.MessageBurst),
 		bytes:       limiter(lim.ByteRate, lim.ByteBurst),
-		fetches:     limiter(lim.FetchRate, lim.FetchBurst),
 		outstanding: make(map[uint64]time.Time),
 	}
 }
@@ -94,7 +94,12 @@ func (c *conn) run(authenticated func()) {
 		return
 	}
 	authenticated()
-	if !s.attach(c) { // shutting down
+	if ok, full := s.attach(c); full {
+		s.metrics.limited.WithLabelValues(limitAddressConnections).Inc()
+		c.writeNow(errorMsg(0, wire.ErrorRateLimited, fmt.Sprintf("%s has %d connections open, the most allowed", c.addr, s.lim.MaxConnectionsPerAddress)))
+		c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.ClosePolicyViolation, "too many connections"), time.Now().Add(s.lim.WriteTimeout))
+		return
+	} else if !ok { // shutting down
 		c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseGoingAway, "relay shutting down"), time.Now().Add(s.lim.WriteTimeout))
 		return
 	}
@@ -110,6 +115,11 @@ func (c *conn) run(authenticated func()) {
 		c.ws.SetReadDeadline(time.Now().Add(s.lim.ReadTimeout))
 		return nil
 	})
+	// The owner learns its one-time prekey pool at once, to top it up
+	// against the relay's count.
+	if n, err := s.store.OneTimePreKeys(c.ctx, c.addr); err == nil {
+		c.push(encode(0, wire.PrekeyPool{Count: uint32(n)}))
+	}
 	go c.writeLoop()
 	reason := c.readLoop()
 	c.finish(reason, nil, 0, "")
@@ -240,10 +250,17 @@ func (c *conn) handshake() bool {
 	if !ed25519.Verify(a.SigningKey[:], AuthMessage(nonce, s.relayID, a.Address, a.SigningKey, expires), a.Signature[:]) {
 		return c.refuse(authBadSignature, errorMsg(req, wire.ErrorAuthFailed, "auth signature does not verify"))
 	}
-	replaced, err := s.store.Register(c.ctx, a.Address, a.SigningKey, s.cfg.AllowReregister)
+	if _, err := s.store.Registered(c.ctx, a.Address); errors.Is(err, relaystore.ErrNotRegistered) && !s.registrations.allow(c.ip, time.Now()) {
+		s.metrics.limited.WithLabelValues(limitIPRegistrations).Inc()
+		return c.refuse(authRateLimited, errorMsg(req, wire.ErrorRateLimited, "too many new addresses from your IP lately: try again later"))
+	}
+	replaced, err := s.store.Register(c.ctx, a.Address, a.SigningKey, s.cfg.AllowReregister, c.ip)
 	switch {
 	case errors.Is(err, relaystore.ErrAddressTaken):
 		return c.refuse(authTaken, errorMsg(req, wire.ErrorAddressTaken, a.Address+" is registered to another identity"))
+	case errors.Is(err, relaystore.ErrRegistrationQuota):
+		s.metrics.limited.WithLabelValues(limitIPRegistered).Inc()
+		return c.refuse(authRateLimited, errorMsg(req, wire.ErrorRateLimited, "your IP has registered all the addresses it may"))
 	case err != nil:
 		s.log.Error("register", "err", err)
 		return c.refuse(authInternal, errorMsg(req, wire.ErrorInternal, "registration failed"))
@@ -340,6 +357,15 @@ func (c *conn) limited(bucket string, kind wire.RelayKind, req uint32, data []by
 	return c.reply(errorMsg(req, wire.ErrorRateLimited, "rate limited: slow down"))
 }
 
+// push queues a message the relay sends on its own (not a reply): when the
+// queue is full it is dropped, since the client learns the same again later.
+func (c *conn) push(b []byte) {
+	select {
+	case c.out <- b:
+	default:
+	}
+}
+
 // reply queues a message for the writer. A full queue means the client does
 // not read what it asked for: it is disconnected rather than buffered for.
 func (c *conn) reply(b []byte) bool {
@@ -379,10 +405,11 @@ func (c *conn) submit(req uint32, m wire.Submit) bool {
 	if copies == 0 {
 		_, err2 = s.store.Registered(c.ctx, env.Recipient)
 	} else {
-		_, err2 = s.store.Append(c.ctx, env.Recipient, m.Envelope, copies)
-		if copies == 2 && errors.Is(err2, relaystore.ErrMailboxFull) {
+		from := relaystore.Origin{Address: c.addr, IP: c.ip}
+		_, err2 = s.store.Append(c.ctx, env.Recipient, m.Envelope, copies, from)
+		if copies == 2 && err2 != nil && !errors.Is(err2, relaystore.ErrNotRegistered) {
 			copies = 1
-			_, err2 = s.store.Append(c.ctx, env.Recipient, m.Envelope, copies)
+			_, err2 = s.store.Append(c.ctx, env.Recipient, m.Envelope, copies, from)
 		}
 	}
 	switch {
@@ -390,6 +417,12 @@ func (c *conn) submit(req uint32, m wire.Submit) bool {
 		return c.refused(req, id, wire.RefuseUnknownRecipient)
 	case errors.Is(err2, relaystore.ErrMailboxFull):
 		return c.refused(req, id, wire.RefuseMailboxFull)
+	case errors.Is(err2, relaystore.ErrSenderQuota):
+		s.metrics.limited.WithLabelValues(limitSenderQuota).Inc()
+		return c.refused(req, id, wire.RefuseSenderQuota)
+	case errors.Is(err2, relaystore.ErrStoreFull):
+		s.metrics.limited.WithLabelValues(limitStoreFull).Inc()
+		return c.refused(req, id, wire.RefuseStoreFull)
 	case err2 != nil:
 		s.log.Error("append", "err", err2)
 		return c.reply(errorMsg(req, wire.ErrorInternal, "the relay could not store the envelope"))
@@ -428,14 +461,25 @@ func (c *conn) ack(req uint32, m wire.AckRows) bool {
 
 func (c *conn) fetch(req uint32, m wire.FetchBundle) bool {
 	s := c.s
-	if !c.fetches.Allow() {
-		s.metrics.rateLimited.WithLabelValues(bucketFetches).Inc()
+	now := time.Now()
+	if !s.fetchesBy.allow(c.addr, now) {
+		s.metrics.limited.WithLabelValues(limitFetchRequester).Inc()
 		return c.reply(errorMsg(req, wire.ErrorRateLimited, "bundle fetches rate limited: slow down"))
 	}
 	if a, err := engine.ParseAddress(m.Address); err != nil || a.String() != m.Address {
 		return c.reply(errorMsg(req, wire.ErrorBadRequest, fmt.Sprintf("invalid device address %q", m.Address)))
 	}
-	b, err := s.store.TakeBundle(c.ctx, m.Address)
+	if !s.fetchesOf.allow(m.Address, now) {
+		s.metrics.limited.WithLabelValues(limitFetchTarget).Inc()
+		return c.reply(errorMsg(req, wire.ErrorRateLimited, "too many fetches of "+m.Address+" lately: try again later"))
+	}
+	// A fetch past the target's one-time budget still gets the bundle,
+	// without a one-time prekey: the session is set up all the same.
+	oneTime := s.oneTimeOf.allow(m.Address, now)
+	if !oneTime {
+		s.metrics.limited.WithLabelValues(limitOneTimeTarget).Inc()
+	}
+	b, pool, err := s.store.TakeBundle(c.ctx, m.Address, oneTime)
 	switch {
 	case errors.Is(err, relaystore.ErrNoBundle):
 		return c.reply(errorMsg(req, wire.ErrorNotFound, "no bundle for "+m.Address))
@@ -446,6 +490,9 @@ func (c *conn) fetch(req uint32, m wire.FetchBundle) bool {
 	s.metrics.bundlesFetched.Inc()
 	if b.OneTimePreKey != nil {
 		s.metrics.oneTimeHandedOut.Inc()
+		if pool <= s.lim.PrekeyPoolLow {
+			s.notifyPool(m.Address, pool)
+		}
 	}
 	return c.reply(encode(req, wire.BundleReply{Bundle: b}))
 }
@@ -474,7 +521,13 @@ func (c *conn) publish(req uint32, m wire.PublishBundle) bool {
 		return c.reply(errorMsg(req, wire.ErrorInternal, "the relay could not store the bundle"))
 	}
 	s.metrics.bundlesPublished.Inc()
-	return c.reply(encode(req, wire.Done{}))
+	if !c.reply(encode(req, wire.Done{})) {
+		return false
+	}
+	if n, err := s.store.OneTimePreKeys(c.ctx, c.addr); err == nil {
+		c.push(encode(0, wire.PrekeyPool{Count: uint32(n)}))
+	}
+	return true
 }
 
 // writeLoop is the connection's only writer once it is authenticated.

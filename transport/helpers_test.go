@@ -300,18 +300,24 @@ func dialRawWith(tb testing.TB, r *testRelay, d *websocket.Dialer, h http.Header
 	return &raw{tb: tb, ws: ws}
 }
 
-// next reads one message, or the error that ended the connection.
+// next reads one message, or the error that ended the connection. It
+// skips the relay's prekey pool pushes, which come on their own.
 func (r *raw) next() (uint32, wire.RelayMessage, error) {
-	r.ws.SetReadDeadline(time.Now().Add(10 * time.Second))
-	_, data, err := r.ws.ReadMessage()
-	if err != nil {
-		return 0, nil, err
+	for {
+		r.ws.SetReadDeadline(time.Now().Add(10 * time.Second))
+		_, data, err := r.ws.ReadMessage()
+		if err != nil {
+			return 0, nil, err
+		}
+		req, m, err := wire.DecodeRelay(data)
+		if err != nil {
+			r.tb.Fatalf("relay sent a malformed message: %v", err)
+		}
+		if _, ok := m.(wire.PrekeyPool); ok {
+			continue
+		}
+		return req, m, nil
 	}
-	req, m, err := wire.DecodeRelay(data)
-	if err != nil {
-		r.tb.Fatalf("relay sent a malformed message: %v", err)
-	}
-	return req, m, nil
 }
 
 func (r *raw) read() (uint32, wire.RelayMessage) {

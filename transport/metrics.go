@@ -32,6 +32,7 @@ type metrics struct {
 	bundlesPublished prometheus.Counter
 	bundlesFetched   prometheus.Counter
 	oneTimeHandedOut prometheus.Counter
+	limited          *prometheus.CounterVec
 }
 
 // Label values.
@@ -43,6 +44,7 @@ const (
 	authTimeout      = "timeout"
 	authProtocol     = "protocol"
 	authInternal     = "internal"
+	authRateLimited  = "rate_limited"
 
 	dropPeer      = "peer_closed"
 	dropReadLimit = "frame_too_large"
@@ -55,21 +57,20 @@ const (
 
 	bucketMessages = "messages"
 	bucketBytes    = "bytes"
-	bucketFetches  = "fetches"
 )
 
 // newMetrics makes a registry holding the relay's counters and g, which
 // reads the gauges at each scrape.
 func newMetrics(g *gaugeCollector) *metrics {
 	reasons := make([]string, 0, 8)
-	for r := wire.RefuseTooLarge; r <= wire.RefuseNotAuthenticated; r++ {
+	for r := wire.RefuseTooLarge; r <= wire.RefuseStoreFull; r++ {
 		reasons = append(reasons, refuseLabel(r))
 	}
 	m := &metrics{
 		reg:              prometheus.NewRegistry(),
 		connectionsTotal: counter("parley_relay_connections_total", "Websocket connections accepted."),
 		authFailures: counterVec("parley_relay_auth_failures_total", "Connections refused at authentication.", "reason",
-			authMalformed, authBadSignature, authExpired, authTaken, authTimeout, authProtocol, authInternal),
+			authMalformed, authBadSignature, authExpired, authTaken, authTimeout, authProtocol, authInternal, authRateLimited),
 		disconnects: counterVec("parley_relay_disconnects_total", "Connections ended, by cause.", "reason",
 			dropPeer, dropReadLimit, dropTimeout, dropSlow, dropWrite, dropProtocol, dropKicked, dropShutdown),
 		accepted:         counter("parley_relay_envelopes_accepted_total", "Envelopes accepted (faults included)."),
@@ -78,14 +79,15 @@ func newMetrics(g *gaugeCollector) *metrics {
 		acknowledged:     counter("parley_relay_envelopes_acknowledged_total", "Mailbox rows deleted by acknowledgement."),
 		dropped:          counter("parley_relay_fault_dropped_total", "Accepted envelopes dropped by fault injection."),
 		duplicated:       counter("parley_relay_fault_duplicated_total", "Accepted envelopes stored twice by fault injection."),
-		rateLimited:      counterVec("parley_relay_rate_limited_total", "Messages refused by a per-connection token bucket.", "bucket", bucketMessages, bucketBytes, bucketFetches),
+		rateLimited:      counterVec("parley_relay_rate_limited_total", "Messages refused by a per-connection token bucket.", "bucket", bucketMessages, bucketBytes),
+		limited:          counterVec("parley_relay_limited_total", "Requests refused (or, for one-time prekeys, served without) by a limit per IP, address or target, or by a storage quota.", "limit", limitNames...),
 		bundlesPublished: counter("parley_relay_bundles_published_total", "Bundles published."),
 		bundlesFetched:   counter("parley_relay_bundles_fetched_total", "Bundles handed out."),
 		oneTimeHandedOut: counter("parley_relay_one_time_prekeys_handed_out_total", "One-time prekeys handed out (each once)."),
 	}
 	m.reg.MustRegister(
 		m.connectionsTotal, m.authFailures, m.disconnects, m.accepted, m.refused, m.delivered, m.acknowledged,
-		m.dropped, m.duplicated, m.rateLimited, m.bundlesPublished, m.bundlesFetched, m.oneTimeHandedOut,
+		m.dropped, m.duplicated, m.rateLimited, m.bundlesPublished, m.bundlesFetched, m.oneTimeHandedOut, m.limited,
 		g,
 	)
 	return m
@@ -122,6 +124,10 @@ func refuseLabel(r wire.RefuseReason) string {
 		return "wrong_sender"
 	case wire.RefuseNotAuthenticated:
 		return "not_authenticated"
+	case wire.RefuseSenderQuota:
+		return "sender_share"
+	case wire.RefuseStoreFull:
+		return "store_full"
 	}
 	panic(fmt.Sprintf("transport: unknown refuse reason %d", r))
 }

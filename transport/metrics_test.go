@@ -55,15 +55,17 @@ func TestMetricsExposition(t *testing.T) {
 		}
 	}
 	one("parley_relay_connections_total", "counter")
-	vec("parley_relay_auth_failures_total", "reason", "malformed", "bad_signature", "expired", "address_taken", "timeout", "protocol", "internal")
+	vec("parley_relay_auth_failures_total", "reason", "malformed", "bad_signature", "expired", "address_taken", "timeout", "protocol", "internal", "rate_limited")
 	vec("parley_relay_disconnects_total", "reason", "peer_closed", "frame_too_large", "read_timeout", "slow_reader", "write_failed", "protocol", "reregistered", "shutdown")
 	one("parley_relay_envelopes_accepted_total", "counter")
-	vec("parley_relay_envelopes_refused_total", "reason", "too_large", "mailbox_full", "unknown_recipient", "rate_limited", "malformed", "wrong_sender", "not_authenticated")
+	vec("parley_relay_envelopes_refused_total", "reason", "too_large", "mailbox_full", "unknown_recipient", "rate_limited", "malformed", "wrong_sender", "not_authenticated", "sender_share", "store_full")
 	one("parley_relay_envelopes_delivered_total", "counter")
 	one("parley_relay_envelopes_acknowledged_total", "counter")
 	one("parley_relay_fault_dropped_total", "counter")
 	one("parley_relay_fault_duplicated_total", "counter")
-	vec("parley_relay_rate_limited_total", "bucket", "messages", "bytes", "fetches")
+	vec("parley_relay_rate_limited_total", "bucket", "messages", "bytes")
+	vec("parley_relay_limited_total", "limit", "ip_connections", "ip_handshakes", "address_connections", "ip_registrations_hour",
+		"ip_registrations_total", "fetches_by_requester", "fetches_of_target", "one_time_prekeys_of_target", "sender_share", "store_full")
 	one("parley_relay_bundles_published_total", "counter")
 	one("parley_relay_bundles_fetched_total", "counter")
 	one("parley_relay_one_time_prekeys_handed_out_total", "counter")

@@ -232,7 +232,7 @@ func TestAckOthersRows(t *testing.T) {
 
 // TestSubmitRefused checks each refusal reason a client can provoke.
 func TestSubmitRefused(t *testing.T) {
-	r := startRelay(t, ServerConfig{Limits: Limits{MaxEnvelopeSize: 1000, MailboxEnvelopes: 3}})
+	r := startRelay(t, ServerConfig{Limits: Limits{MaxEnvelopeSize: 1000, MailboxEnvelopes: 3, SenderEnvelopes: 3}})
 	alice, bob := newDevice(t, "alice/1"), newDevice(t, "bob/1")
 	ca, cb := dial(t, r, alice), dial(t, r, bob)
 	nobody := newDevice(t, "nobody/1")

@@ -39,6 +39,13 @@ type Server struct {
 	unauth  atomic.Int64 // of those, not yet authenticated
 	connSeq atomic.Uint64
 
+	// The guards of guard.go.
+	ipSlots       *ipSlots
+	registrations *keyedLimiters // first registrations per remote IP
+	fetchesBy     *keyedLimiters // bundle fetches per requesting address
+	fetchesOf     *keyedLimiters // bundle fetches per target address
+	oneTimeOf     *keyedLimiters // one-time prekeys handed out per target
+
 	mu       sync.RWMutex
 	ln       net.Listener
 	shutdown bool
@@ -58,7 +65,12 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		return nil, fmt.Errorf("fault probabilities must lie in 0..1 (drop %v, dup %v)", cfg.FaultDrop, cfg.FaultDup)
 	}
 	s := &Server{cfg: cfg, lim: lim, log: cfg.Logger, now: cfg.Now, faults: newFaults(cfg.FaultDrop, cfg.FaultDup, cfg.FaultSeed),
-		all: make(map[*conn]struct{}), byAddr: make(map[string]map[*conn]struct{})}
+		all: make(map[*conn]struct{}), byAddr: make(map[string]map[*conn]struct{}),
+		ipSlots:       newIPSlots(),
+		registrations: newKeyedLimiters(lim.RegistrationRate, lim.RegistrationBurst),
+		fetchesBy:     newKeyedLimiters(lim.FetchRate, lim.FetchBurst),
+		fetchesOf:     newKeyedLimiters(lim.TargetFetchRate, lim.TargetFetchBurst),
+		oneTimeOf:     newKeyedLimiters(lim.TargetOneTimeRate, lim.TargetOneTimeBurst)}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -229,6 +241,14 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	defer s.handlers.Done()
 
+	ip := clientIP(r, s.cfg.TrustedProxies)
+	if limit := s.ipSlots.acquire(ip, s.lim.MaxConnectionsPerIP, s.lim.MaxUnauthenticatedPerIP); limit != "" {
+		s.metrics.limited.WithLabelValues(limit).Inc()
+		http.Error(w, "too many connections from your address", http.StatusTooManyRequests)
+		return
+	}
+	authed := false
+	defer func() { s.ipSlots.release(ip, authed) }()
 	if n := s.conns.Add(1); n > int64(s.lim.MaxConnections) {
 		s.conns.Add(-1)
 		http.Error(w, "too many connections", http.StatusServiceUnavailable)
@@ -240,7 +260,6 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "too many connections authenticating", http.StatusServiceUnavailable)
 		return
 	}
-	authed := false
 	defer func() {
 		if !authed {
 			s.unauth.Add(-1)
@@ -251,7 +270,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.metrics.connectionsTotal.Inc()
-	c := newConn(s, ws)
+	c := newConn(s, ws, ip)
 	s.mu.Lock()
 	if s.shutdown {
 		s.mu.Unlock()
@@ -268,15 +287,20 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	c.run(func() {
 		authed = true
 		s.unauth.Add(-1)
+		s.ipSlots.authenticated(ip)
 	})
 }
 
-// attach lists an authenticated connection under its address.
-func (s *Server) attach(c *conn) bool {
+// attach lists an authenticated connection under its address, within the
+// per-address cap; it reports why not otherwise.
+func (s *Server) attach(c *conn) (ok, full bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.shutdown {
-		return false
+		return false, false
+	}
+	if len(s.byAddr[c.addr]) >= s.lim.MaxConnectionsPerAddress {
+		return false, true
 	}
 	set := s.byAddr[c.addr]
 	if set == nil {
@@ -284,7 +308,7 @@ func (s *Server) attach(c *conn) bool {
 		s.byAddr[c.addr] = set
 	}
 	set[c] = struct{}{}
-	return true
+	return true, false
 }
 
 func (s *Server) detach(c *conn) {
@@ -295,6 +319,17 @@ func (s *Server) detach(c *conn) {
 		if len(set) == 0 {
 			delete(s.byAddr, c.addr)
 		}
+	}
+}
+
+// notifyPool tells every connection of address how many one-time prekeys
+// the relay holds for it.
+func (s *Server) notifyPool(address string, count int) {
+	msg := encode(0, wire.PrekeyPool{Count: uint32(max(count, 0))})
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for c := range s.byAddr[address] {
+		c.push(msg)
 	}
 }
 

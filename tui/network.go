@@ -168,6 +168,14 @@ func (f *faultRelay) Wake() <-chan struct{} {
 	return nil
 }
 
+// OneTimePreKeyPool implements engine.PreKeyPool by forwarding.
+func (f *faultRelay) OneTimePreKeyPool() (int, bool) {
+	if p, ok := f.inner.(engine.PreKeyPool); ok {
+		return p.OneTimePreKeyPool()
+	}
+	return 0, false
+}
+
 // Link implements engine.RelayLink: down while unplugged.
 func (f *faultRelay) Link() engine.Link {
 	if f.down() {

@@ -25,6 +25,7 @@ const (
 	RelayAckRows       RelayKind = 11 // client → server
 	RelayDone          RelayKind = 12 // server → client
 	RelayError         RelayKind = 13 // server → client
+	RelayPrekeyPool    RelayKind = 14 // server → client
 )
 
 var relayKindNames = [...]string{
@@ -41,6 +42,7 @@ var relayKindNames = [...]string{
 	RelayAckRows:       "ack rows",
 	RelayDone:          "done",
 	RelayError:         "error",
+	RelayPrekeyPool:    "prekey pool",
 }
 
 // String returns a short lowercase name such as "submit".
@@ -75,6 +77,7 @@ const (
 		relayHeaderSize+8+4+MaxEnvelopeSize,      // Deliver
 		relayHeaderSize+2+MaxAckRows*8,           // AckRows
 		relayHeaderSize+2+2+MaxErrorMessageSize,  // Error
+		relayHeaderSize+4,                        // PrekeyPool
 	)
 
 	relayHeaderSize = 1 + 1 + 4 // version, kind, request ID
@@ -167,6 +170,13 @@ type Error struct {
 	Message string // UTF-8, at most MaxErrorMessageSize bytes
 }
 
+// PrekeyPool tells a client how many of its one-time prekeys the relay
+// holds: pushed after AuthOK and whenever a fetch leaves the pool low, so
+// that the client tops up against the relay's count, not its own.
+type PrekeyPool struct {
+	Count uint32
+}
+
 // RelayKind implements RelayMessage.
 func (Challenge) RelayKind() RelayKind { return RelayChallenge }
 
@@ -206,6 +216,9 @@ func (Done) RelayKind() RelayKind { return RelayDone }
 // RelayKind implements RelayMessage.
 func (Error) RelayKind() RelayKind { return RelayError }
 
+// RelayKind implements RelayMessage.
+func (PrekeyPool) RelayKind() RelayKind { return RelayPrekeyPool }
+
 func (Challenge) isRelayMessage()     {}
 func (Auth) isRelayMessage()          {}
 func (AuthOK) isRelayMessage()        {}
@@ -219,6 +232,7 @@ func (Deliver) isRelayMessage()       {}
 func (AckRows) isRelayMessage()       {}
 func (Done) isRelayMessage()          {}
 func (Error) isRelayMessage()         {}
+func (PrekeyPool) isRelayMessage()    {}
 
 // RefuseReason says why the relay refused an envelope.
 type RefuseReason uint8
@@ -232,6 +246,8 @@ const (
 	RefuseMalformed        RefuseReason = 5
 	RefuseWrongSender      RefuseReason = 6
 	RefuseNotAuthenticated RefuseReason = 7
+	RefuseSenderQuota      RefuseReason = 8
+	RefuseStoreFull        RefuseReason = 9
 )
 
 var refuseReasonNames = [...]string{
@@ -242,6 +258,8 @@ var refuseReasonNames = [...]string{
 	RefuseMalformed:        "malformed envelope",
 	RefuseWrongSender:      "sender is not the authenticated address",
 	RefuseNotAuthenticated: "not authenticated",
+	RefuseSenderQuota:      "the sender's share of the mailbox is full",
+	RefuseStoreFull:        "relay storage full",
 }
 
 // String returns a short lowercase phrase such as "mailbox full".
@@ -252,7 +270,7 @@ func (r RefuseReason) String() string {
 	return fmt.Sprintf("refuse reason %d", uint8(r))
 }
 
-func (r RefuseReason) valid() bool { return r >= RefuseTooLarge && r <= RefuseNotAuthenticated }
+func (r RefuseReason) valid() bool { return r >= RefuseTooLarge && r <= RefuseStoreFull }
 
 // ErrorCode classifies an Error reply.
 type ErrorCode uint16
@@ -296,7 +314,7 @@ func (c ErrorCode) valid() bool { return c >= ErrorBadRequest && c <= ErrorExpir
 func EncodeRelay(request uint32, m RelayMessage) ([]byte, error) {
 	switch m.(type) {
 	case Challenge, Auth, AuthOK, PublishBundle, FetchBundle, BundleReply, Submit,
-		Accepted, Refused, Deliver, AckRows, Done, Error:
+		Accepted, Refused, Deliver, AckRows, Done, Error, PrekeyPool:
 	default:
 		// Before m.RelayKind: a nil pointer would panic there.
 		return nil, fmt.Errorf("wire: encode relay message: unsupported type %T: %w", m, ErrMalformed)
@@ -389,6 +407,8 @@ func appendRelayBody(b []byte, m RelayMessage) ([]byte, error) {
 		b = binary.BigEndian.AppendUint16(b, uint16(m.Code))
 		b = binary.BigEndian.AppendUint16(b, uint16(len(m.Message)))
 		return append(b, m.Message...), nil
+	case PrekeyPool:
+		return binary.BigEndian.AppendUint32(b, m.Count), nil
 	}
 	return nil, fmt.Errorf("unsupported type %T: %w", m, ErrMalformed)
 }
@@ -432,7 +452,7 @@ func DecodeRelay(b []byte) (request uint32, m RelayMessage, err error) {
 	r := reader{b: b}
 	r.version(RelayVersion)
 	kind := RelayKind(r.u8("kind"))
-	if r.err == nil && (kind < RelayChallenge || kind > RelayError) {
+	if r.err == nil && (kind < RelayChallenge || kind > RelayPrekeyPool) {
 		r.fail(fmt.Errorf("unknown kind %d: %w", kind, ErrMalformed))
 	}
 	request = r.u32("request ID")
@@ -539,6 +559,8 @@ func (r *reader) relayBody(kind RelayKind) RelayMessage {
 		}
 		e.Message = string(p)
 		return ok(r, e)
+	case RelayPrekeyPool:
+		return ok(r, PrekeyPool{Count: r.u32("count")})
 	}
 	r.fail(fmt.Errorf("unknown kind %d: %w", kind, ErrMalformed))
 	return nil

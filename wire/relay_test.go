@@ -114,6 +114,16 @@ func relayVectors() []vector[relayValue] {
 			doc:  `kind 13, request 0 (a push), code 6 (internal error), empty message`,
 			v:    relayValue{0, wire.Error{Code: wire.ErrorInternal}},
 		},
+		{
+			name: "prekey-pool",
+			doc:  `kind 14, request 0 (a push), count 17`,
+			v:    relayValue{0, wire.PrekeyPool{Count: 17}},
+		},
+		{
+			name: "refused-store-full",
+			doc:  `kind 9, request 6, envelope ID bytes 80.., reason 9 (relay storage full)`,
+			v:    relayValue{6, wire.Refused{EnvelopeID: seq16(0x80), Reason: wire.RefuseStoreFull}},
+		},
 	}
 }
 
@@ -198,7 +208,8 @@ func TestRelayBoundaries(t *testing.T) {
 		{"refused reason 0", wire.Refused{}, relayBytes(wire.RelayRefused, make([]byte, 16), []byte{0}), wire.ErrMalformed},
 		{"refused reason 1", wire.Refused{Reason: wire.RefuseTooLarge}, nil, nil},
 		{"refused reason 7", wire.Refused{Reason: wire.RefuseNotAuthenticated}, nil, nil},
-		{"refused reason 8", wire.Refused{Reason: 8}, relayBytes(wire.RelayRefused, make([]byte, 16), []byte{8}), wire.ErrMalformed},
+		{"refused reason 9", wire.Refused{Reason: 9}, relayBytes(wire.RelayRefused, make([]byte, 16), []byte{9}), nil},
+		{"refused reason 10", wire.Refused{Reason: 10}, relayBytes(wire.RelayRefused, make([]byte, 16), []byte{10}), wire.ErrMalformed},
 		{"error code 0", wire.Error{}, relayBytes(wire.RelayError, u16(0), u16(0)), wire.ErrMalformed},
 		{"error code 7", wire.Error{Code: wire.ErrorExpired}, nil, nil},
 		{"error code 8", wire.Error{Code: 8}, relayBytes(wire.RelayError, u16(8), u16(0)), wire.ErrMalformed},
@@ -236,7 +247,7 @@ func TestDecodeRelayRejects(t *testing.T) {
 		{"version 2 alone", []byte{2}, wire.ErrUnsupportedVersion},
 		{"over the limit", make([]byte, wire.MaxRelayMessageSize+1), wire.ErrMessageTooLarge},
 		{"kind 0", relayBytes(0), wire.ErrMalformed},
-		{"kind 14", relayBytes(14), wire.ErrMalformed},
+		{"kind 15", relayBytes(15), wire.ErrMalformed},
 		{"kind ff", relayBytes(0xff), wire.ErrMalformed},
 		{"header without request ID", []byte{1, 3, 0, 0, 0}, wire.ErrMalformed},
 		{"auth ok with a body", relayBytes(wire.RelayAuthOK, []byte{0}), wire.ErrMalformed},
@@ -314,6 +325,7 @@ func TestRelayKinds(t *testing.T) {
 		{wire.AckRows{}, 11, "ack rows"},
 		{wire.Done{}, 12, "done"},
 		{wire.Error{}, 13, "error"},
+		{wire.PrekeyPool{}, 14, "prekey pool"},
 	}
 	for _, tt := range tests {
 		if got := tt.msg.RelayKind(); got != tt.kind {
@@ -323,8 +335,8 @@ func TestRelayKinds(t *testing.T) {
 			t.Errorf("RelayKind(%d).String() = %q, want %q", tt.kind, got, tt.name)
 		}
 	}
-	if got, want := wire.RelayKind(14).String(), "relay kind 14"; got != want {
-		t.Errorf("RelayKind(14).String() = %q, want %q", got, want)
+	if got, want := wire.RelayKind(15).String(), "relay kind 15"; got != want {
+		t.Errorf("RelayKind(15).String() = %q, want %q", got, want)
 	}
 }
 
@@ -340,8 +352,10 @@ func TestRefuseReasonString(t *testing.T) {
 		{wire.RefuseMalformed, "malformed envelope"},
 		{wire.RefuseWrongSender, "sender is not the authenticated address"},
 		{wire.RefuseNotAuthenticated, "not authenticated"},
+		{wire.RefuseSenderQuota, "the sender's share of the mailbox is full"},
+		{wire.RefuseStoreFull, "relay storage full"},
 		{0, "refuse reason 0"},
-		{8, "refuse reason 8"},
+		{10, "refuse reason 10"},
 	}
 	for _, tt := range tests {
 		if got := tt.in.String(); got != tt.want {

@@ -23,6 +23,9 @@ type Memory struct {
 	keys    map[string][32]byte
 	bundles map[string]*memBundle
 	boxes   map[string]*memBox
+	total   usage
+	byIP    map[string]*usage
+	regIP   map[string]int // addresses first registered from each IP
 }
 
 type memBundle struct {
@@ -32,13 +35,15 @@ type memBundle struct {
 }
 
 type memBox struct {
-	rows  []*memRow // ascending IDs: FIFO
-	bytes int64
+	rows     []*memRow // ascending IDs: FIFO
+	bytes    int64
+	bySender map[string]*usage
 }
 
 type memRow struct {
 	id      uint64
 	env     []byte
+	from    Origin
 	holder  string
 	until   time.Time
 	deleted bool
@@ -59,6 +64,8 @@ func NewMemory(l Limits) *Memory {
 		keys:    make(map[string][32]byte),
 		bundles: make(map[string]*memBundle),
 		boxes:   make(map[string]*memBox),
+		byIP:    make(map[string]*usage),
+		regIP:   make(map[string]int),
 	}
 	rand.Read(m.relayID[:])
 	return m
@@ -77,7 +84,7 @@ func (m *Memory) lock() error {
 func (m *Memory) RelayID(context.Context) ([32]byte, error) { return m.relayID, nil }
 
 // Register implements Store.
-func (m *Memory) Register(_ context.Context, address string, key [32]byte, replace bool) (bool, error) {
+func (m *Memory) Register(_ context.Context, address string, key [32]byte, replace bool, ip string) (bool, error) {
 	if err := m.lock(); err != nil {
 		return false, err
 	}
@@ -85,6 +92,12 @@ func (m *Memory) Register(_ context.Context, address string, key [32]byte, repla
 	old, ok := m.keys[address]
 	switch {
 	case !ok:
+		if ip != "" {
+			if m.regIP[ip] >= m.limits.RegistrationsPerIP {
+				return false, fmt.Errorf("register %s: %w", address, ErrRegistrationQuota)
+			}
+			m.regIP[ip]++
+		}
 		m.keys[address] = key
 		return false, nil
 	case old == key:
@@ -142,23 +155,23 @@ func (m *Memory) PutBundle(_ context.Context, address string, key [32]byte, b wi
 }
 
 // TakeBundle implements Store.
-func (m *Memory) TakeBundle(_ context.Context, address string) (wire.Bundle, error) {
+func (m *Memory) TakeBundle(_ context.Context, address string, oneTime bool) (wire.Bundle, int, error) {
 	if err := m.lock(); err != nil {
-		return wire.Bundle{}, err
+		return wire.Bundle{}, 0, err
 	}
 	defer m.mu.Unlock()
 	pb := m.bundles[address]
 	if pb == nil {
-		return wire.Bundle{}, fmt.Errorf("fetch bundle of %s: %w", address, ErrNoBundle)
+		return wire.Bundle{}, 0, fmt.Errorf("fetch bundle of %s: %w", address, ErrNoBundle)
 	}
 	b := pb.bundle
-	if len(pb.oneTime) > 0 {
+	if oneTime && len(pb.oneTime) > 0 {
 		k := pb.oneTime[0]
 		pb.oneTime = pb.oneTime[1:]
 		delete(pb.ids, k.ID)
 		b.OneTimePreKey = &k
 	}
-	return b, nil
+	return b, len(pb.oneTime), nil
 }
 
 // OneTimePreKeys implements Store.
@@ -174,7 +187,7 @@ func (m *Memory) OneTimePreKeys(_ context.Context, address string) (int, error) 
 }
 
 // Append implements Store.
-func (m *Memory) Append(_ context.Context, recipient string, env []byte, copies int) ([]uint64, error) {
+func (m *Memory) Append(_ context.Context, recipient string, env []byte, copies int, from Origin) ([]uint64, error) {
 	if copies < 1 {
 		return nil, fmt.Errorf("append to %s: %d copies", recipient, copies)
 	}
@@ -187,22 +200,53 @@ func (m *Memory) Append(_ context.Context, recipient string, env []byte, copies 
 	}
 	box := m.boxes[recipient]
 	if box == nil {
-		box = &memBox{}
-		m.boxes[recipient] = box
+		box = &memBox{bySender: make(map[string]*usage)}
 	}
 	size := int64(len(env)) * int64(copies)
-	if len(box.rows)+copies > m.limits.MailboxEnvelopes || box.bytes+size > m.limits.MailboxBytes {
-		return nil, fmt.Errorf("append to %s: %w", recipient, ErrMailboxFull)
+	var sender, ip usage
+	if u := box.bySender[from.Address]; u != nil {
+		sender = *u
 	}
+	if u := m.byIP[from.IP]; u != nil {
+		ip = *u
+	}
+	if err := m.limits.quotaError(usage{len(box.rows), box.bytes}, sender, ip, m.total, from.IP != "", copies, size); err != nil {
+		return nil, fmt.Errorf("append to %s: %w", recipient, err)
+	}
+	m.boxes[recipient] = box
 	env = slices.Clone(env)
 	rows := make([]uint64, copies)
 	for i := range rows {
 		m.next++
 		rows[i] = m.next
-		box.rows = append(box.rows, &memRow{id: m.next, env: env})
+		box.rows = append(box.rows, &memRow{id: m.next, env: env, from: from})
 	}
 	box.bytes += size
+	m.charge(box, from, copies, size)
 	return rows, nil
+}
+
+// charge adds (or, with negative amounts, removes) what from holds in box,
+// for its IP and in all; callers hold mu.
+func (m *Memory) charge(box *memBox, from Origin, n int, size int64) {
+	add := func(tab map[string]*usage, k string) {
+		u := tab[k]
+		if u == nil {
+			u = &usage{}
+			tab[k] = u
+		}
+		u.envelopes += n
+		u.bytes += size
+		if u.envelopes <= 0 {
+			delete(tab, k)
+		}
+	}
+	add(box.bySender, from.Address)
+	if from.IP != "" {
+		add(m.byIP, from.IP)
+	}
+	m.total.envelopes += n
+	m.total.bytes += size
 }
 
 // Lease implements Store.
@@ -267,8 +311,10 @@ func (m *Memory) Ack(_ context.Context, recipient string, rows []uint64) (int, e
 			return 0
 		})
 		if ok && !box.rows[i].deleted {
-			box.rows[i].deleted = true
-			box.bytes -= int64(len(box.rows[i].env))
+			r := box.rows[i]
+			r.deleted = true
+			box.bytes -= int64(len(r.env))
+			m.charge(box, r.from, -1, -int64(len(r.env)))
 			n++
 		}
 	}

@@ -1,4 +1,5 @@
--- The relay's durable state, version 1. Every statement is idempotent.
+-- The relay's durable state, version 2 (sqlite.go migrates version 1).
+-- Every statement is idempotent.
 
 -- meta holds the relay's identity ("relay_id", 32 bytes).
 CREATE TABLE IF NOT EXISTS meta (
@@ -6,11 +7,15 @@ CREATE TABLE IF NOT EXISTS meta (
 	value BLOB NOT NULL
 ) STRICT;
 
--- The first Ed25519 key to authenticate as an address owns it.
+-- The first Ed25519 key to authenticate as an address owns it. ip is the
+-- remote IP that registered it first ('' when unknown), for the per-IP
+-- registration limit.
 CREATE TABLE IF NOT EXISTS registrations (
 	address     TEXT PRIMARY KEY,
-	signing_key BLOB NOT NULL
+	signing_key BLOB NOT NULL,
+	ip          TEXT NOT NULL DEFAULT ''
 ) STRICT;
+CREATE INDEX IF NOT EXISTS registrations_by_ip ON registrations (ip);
 
 -- The current bundle of an address, encoded without a one-time prekey.
 CREATE TABLE IF NOT EXISTS bundles (
@@ -29,16 +34,24 @@ CREATE TABLE IF NOT EXISTS one_time_prekeys (
 
 -- Mailboxes: row is the number a recipient acknowledges an envelope by.
 -- AUTOINCREMENT never reuses a number, even after the newest row is deleted.
+-- sender and ip are who the envelope is charged to.
 CREATE TABLE IF NOT EXISTS envelopes (
 	row       INTEGER PRIMARY KEY AUTOINCREMENT,
 	recipient TEXT NOT NULL,
-	envelope  BLOB NOT NULL
+	envelope  BLOB NOT NULL,
+	sender    TEXT NOT NULL DEFAULT '',
+	ip        TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS envelopes_by_recipient ON envelopes (recipient, row);
 
--- Running totals per mailbox, so that the limits cost one lookup.
-CREATE TABLE IF NOT EXISTS mailboxes (
-	recipient TEXT PRIMARY KEY,
+-- Running totals, so that every limit costs one lookup. scope is 'mailbox'
+-- (key: the recipient), 'sender' (key: the recipient, a space, the sender),
+-- 'ip' (key: the remote IP) or 'total' (key: ''). A row with nothing left is
+-- deleted.
+CREATE TABLE IF NOT EXISTS usage (
+	scope     TEXT NOT NULL,
+	key       TEXT NOT NULL,
 	envelopes INTEGER NOT NULL,
-	bytes     INTEGER NOT NULL
+	bytes     INTEGER NOT NULL,
+	PRIMARY KEY (scope, key)
 ) STRICT;

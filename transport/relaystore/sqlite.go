@@ -22,7 +22,27 @@ import (
 var schema string
 
 // schemaVersion is stored in PRAGMA user_version.
-const schemaVersion = 1
+const schemaVersion = 2
+
+// migrateV1 brings a version-1 database to version 2: who each envelope is
+// charged to (nobody, for the envelopes already held), and the running
+// totals per scope in place of the per-mailbox ones.
+const migrateV1 = `
+ALTER TABLE registrations ADD COLUMN ip TEXT NOT NULL DEFAULT '';
+CREATE INDEX registrations_by_ip ON registrations (ip);
+ALTER TABLE envelopes ADD COLUMN sender TEXT NOT NULL DEFAULT '';
+ALTER TABLE envelopes ADD COLUMN ip TEXT NOT NULL DEFAULT '';
+CREATE TABLE usage (
+	scope     TEXT NOT NULL,
+	key       TEXT NOT NULL,
+	envelopes INTEGER NOT NULL,
+	bytes     INTEGER NOT NULL,
+	PRIMARY KEY (scope, key)
+) STRICT;
+INSERT INTO usage SELECT 'mailbox', recipient, envelopes, bytes FROM mailboxes;
+INSERT INTO usage SELECT 'sender', recipient || ' ', envelopes, bytes FROM mailboxes;
+INSERT INTO usage SELECT 'total', '', sum(envelopes), sum(bytes) FROM mailboxes HAVING count(*) > 0;
+DROP TABLE mailboxes`
 
 // FileName is the database file SQLite keeps in its directory.
 const FileName = "relay.db"
@@ -67,6 +87,7 @@ type appendReq struct {
 	recipient string
 	env       []byte
 	copies    int
+	from      Origin
 	rows      []uint64
 	err       error
 	done      chan struct{}
@@ -138,6 +159,16 @@ func (s *SQLite) init(ctx context.Context) error {
 	if version > schemaVersion {
 		return fmt.Errorf("schema version %d is newer than this build's %d", version, schemaVersion)
 	}
+	if version == 1 {
+		for _, stmt := range strings.Split(migrateV1, ";") {
+			if _, err := tx.ExecContext(ctx, stmt); err != nil {
+				return fmt.Errorf("migrate to version 2: %w", err)
+			}
+		}
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {
+			return err
+		}
+	}
 	if version == 0 {
 		for _, stmt := range strings.Split(schema, ";") {
 			if strings.TrimSpace(stripComments(stmt)) == "" {
@@ -206,14 +237,23 @@ func (s *SQLite) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
 }
 
 // Register implements Store.
-func (s *SQLite) Register(ctx context.Context, address string, key [32]byte, replace bool) (bool, error) {
+func (s *SQLite) Register(ctx context.Context, address string, key [32]byte, replace bool, ip string) (bool, error) {
 	replaced := false
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		var old []byte
 		err := tx.QueryRowContext(ctx, "SELECT signing_key FROM registrations WHERE address = ?", address).Scan(&old)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
-			_, err = tx.ExecContext(ctx, "INSERT INTO registrations (address, signing_key) VALUES (?, ?)", address, key[:])
+			if ip != "" {
+				var n int
+				if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM registrations WHERE ip = ?", ip).Scan(&n); err != nil {
+					return err
+				}
+				if n >= s.limits.RegistrationsPerIP {
+					return ErrRegistrationQuota
+				}
+			}
+			_, err = tx.ExecContext(ctx, "INSERT INTO registrations (address, signing_key, ip) VALUES (?, ?, ?)", address, key[:], ip)
 			return err
 		case err != nil:
 			return err
@@ -312,8 +352,9 @@ func (s *SQLite) PutBundle(ctx context.Context, address string, key [32]byte, b 
 }
 
 // TakeBundle implements Store.
-func (s *SQLite) TakeBundle(ctx context.Context, address string) (wire.Bundle, error) {
+func (s *SQLite) TakeBundle(ctx context.Context, address string, oneTime bool) (wire.Bundle, int, error) {
 	var b wire.Bundle
+	pool := 0
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		var enc []byte
 		err := tx.QueryRowContext(ctx, "SELECT bundle FROM bundles WHERE address = ?", address).Scan(&enc)
@@ -324,6 +365,12 @@ func (s *SQLite) TakeBundle(ctx context.Context, address string) (wire.Bundle, e
 		}
 		if b, err = wire.DecodeBundle(enc); err != nil {
 			return err
+		}
+		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM one_time_prekeys WHERE address = ?", address).Scan(&pool); err != nil {
+			return err
+		}
+		if !oneTime {
+			return nil
 		}
 		var seq int64
 		var k wire.OneTimePreKeyPublic
@@ -339,12 +386,13 @@ func (s *SQLite) TakeBundle(ctx context.Context, address string) (wire.Bundle, e
 			return err
 		}
 		b.OneTimePreKey = &k
+		pool--
 		return nil
 	})
 	if err != nil {
-		return wire.Bundle{}, fmt.Errorf("fetch bundle of %s: %w", address, err)
+		return wire.Bundle{}, 0, fmt.Errorf("fetch bundle of %s: %w", address, err)
 	}
-	return b, nil
+	return b, pool, nil
 }
 
 // OneTimePreKeys implements Store.
@@ -357,11 +405,11 @@ func (s *SQLite) OneTimePreKeys(ctx context.Context, address string) (int, error
 }
 
 // Append implements Store. The request joins the next group commit.
-func (s *SQLite) Append(ctx context.Context, recipient string, env []byte, copies int) ([]uint64, error) {
+func (s *SQLite) Append(ctx context.Context, recipient string, env []byte, copies int, from Origin) ([]uint64, error) {
 	if copies < 1 {
 		return nil, fmt.Errorf("append to %s: %d copies", recipient, copies)
 	}
-	r := &appendReq{recipient: recipient, env: env, copies: copies, done: make(chan struct{})}
+	r := &appendReq{recipient: recipient, env: env, copies: copies, from: from, done: make(chan struct{})}
 	s.sendMu.RLock()
 	if s.closed {
 		s.sendMu.RUnlock()
@@ -431,7 +479,7 @@ func (s *SQLite) commitGroup(group []*appendReq) {
 			return err
 		}
 		defer tx.Rollback()
-		ins, err := tx.PrepareContext(ctx, "INSERT INTO envelopes (recipient, envelope) VALUES (?, ?) RETURNING row")
+		ins, err := tx.PrepareContext(ctx, "INSERT INTO envelopes (recipient, envelope, sender, ip) VALUES (?, ?, ?, ?) RETURNING row")
 		if err != nil {
 			return err
 		}
@@ -439,7 +487,7 @@ func (s *SQLite) commitGroup(group []*appendReq) {
 		for _, r := range group {
 			r.rows, r.err = nil, nil
 			if err := s.appendTx(ctx, tx, ins, r); err != nil {
-				if errors.Is(err, ErrNotRegistered) || errors.Is(err, ErrMailboxFull) {
+				if errors.Is(err, ErrNotRegistered) || errors.Is(err, ErrMailboxFull) || errors.Is(err, ErrSenderQuota) || errors.Is(err, ErrStoreFull) {
 					r.err = err
 					continue
 				}
@@ -456,31 +504,67 @@ func (s *SQLite) commitGroup(group []*appendReq) {
 	}
 }
 
+// usageScopes names the running totals an envelope from from to recipient
+// counts in: its mailbox, its sender within the mailbox, its IP, and all.
+func usageScopes(recipient string, from Origin) [][2]string {
+	sc := [][2]string{{"mailbox", recipient}, {"sender", recipient + " " + from.Address}, {"total", ""}}
+	if from.IP != "" {
+		sc = append(sc, [2]string{"ip", from.IP})
+	}
+	return sc
+}
+
+func readUsage(ctx context.Context, tx *sql.Tx, scope, key string) (usage, error) {
+	var u usage
+	err := tx.QueryRowContext(ctx, "SELECT envelopes, bytes FROM usage WHERE scope = ? AND key = ?", scope, key).Scan(&u.envelopes, &u.bytes)
+	if errors.Is(err, sql.ErrNoRows) {
+		return usage{}, nil
+	}
+	return u, err
+}
+
+// addUsage adds n envelopes of size bytes (negative to remove) to each
+// scope, deleting a total that reaches nothing.
+func addUsage(ctx context.Context, tx *sql.Tx, scopes [][2]string, n int, size int64) error {
+	for _, sc := range scopes {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO usage (scope, key, envelopes, bytes) VALUES (?, ?, ?, ?)
+			ON CONFLICT (scope, key) DO UPDATE SET envelopes = envelopes + excluded.envelopes, bytes = bytes + excluded.bytes`,
+			sc[0], sc[1], n, size); err != nil {
+			return err
+		}
+		if n < 0 {
+			if _, err := tx.ExecContext(ctx, "DELETE FROM usage WHERE scope = ? AND key = ? AND envelopes <= 0", sc[0], sc[1]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 func (s *SQLite) appendTx(ctx context.Context, tx *sql.Tx, ins *sql.Stmt, r *appendReq) error {
 	if _, err := registeredKey(ctx, tx, r.recipient); err != nil {
 		return err
 	}
-	var count int
-	var bytes int64
-	err := tx.QueryRowContext(ctx, "SELECT envelopes, bytes FROM mailboxes WHERE recipient = ?", r.recipient).Scan(&count, &bytes)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return err
+	scopes := usageScopes(r.recipient, r.from)
+	var u [4]usage
+	for i, sc := range scopes {
+		var err error
+		if u[i], err = readUsage(ctx, tx, sc[0], sc[1]); err != nil {
+			return err
+		}
 	}
 	size := int64(len(r.env)) * int64(r.copies)
-	if count+r.copies > s.limits.MailboxEnvelopes || bytes+size > s.limits.MailboxBytes {
-		return ErrMailboxFull
+	if err := s.limits.quotaError(u[0], u[1], u[3], u[2], r.from.IP != "", r.copies, size); err != nil {
+		return err
 	}
 	for range r.copies {
 		var row int64
-		if err := ins.QueryRowContext(ctx, r.recipient, r.env).Scan(&row); err != nil {
+		if err := ins.QueryRowContext(ctx, r.recipient, r.env, r.from.Address, r.from.IP).Scan(&row); err != nil {
 			return err
 		}
 		r.rows = append(r.rows, uint64(row))
 	}
-	_, err = tx.ExecContext(ctx, `INSERT INTO mailboxes (recipient, envelopes, bytes) VALUES (?, ?, ?)
-		ON CONFLICT (recipient) DO UPDATE SET envelopes = envelopes + excluded.envelopes, bytes = bytes + excluded.bytes`,
-		r.recipient, r.copies, size)
-	return err
+	return addUsage(ctx, tx, scopes, r.copies, size)
 }
 
 // Lease implements Store.
@@ -551,34 +635,37 @@ func (s *SQLite) Ack(ctx context.Context, recipient string, rows []uint64) (int,
 	}
 	n := 0
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		del, err := tx.PrepareContext(ctx, "DELETE FROM envelopes WHERE row = ? AND recipient = ? RETURNING length(envelope)")
+		n = 0
+		del, err := tx.PrepareContext(ctx, "DELETE FROM envelopes WHERE row = ? AND recipient = ? RETURNING length(envelope), sender, ip")
 		if err != nil {
 			return err
 		}
 		defer del.Close()
-		var bytes int64
+		freed := map[Origin]usage{}
 		for _, row := range rows {
 			if row > 1<<63-1 {
 				continue
 			}
 			var size int64
-			err := del.QueryRowContext(ctx, int64(row), recipient).Scan(&size)
+			var from Origin
+			err := del.QueryRowContext(ctx, int64(row), recipient).Scan(&size, &from.Address, &from.IP)
 			if errors.Is(err, sql.ErrNoRows) {
 				continue
 			} else if err != nil {
 				return err
 			}
 			n++
-			bytes += size
+			u := freed[from]
+			u.envelopes++
+			u.bytes += size
+			freed[from] = u
 		}
-		if n == 0 {
-			return nil
+		for from, u := range freed {
+			if err := addUsage(ctx, tx, usageScopes(recipient, from), -u.envelopes, -u.bytes); err != nil {
+				return err
+			}
 		}
-		if _, err := tx.ExecContext(ctx, "UPDATE mailboxes SET envelopes = envelopes - ?, bytes = bytes - ? WHERE recipient = ?", n, bytes, recipient); err != nil {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, "DELETE FROM mailboxes WHERE recipient = ? AND envelopes = 0", recipient)
-		return err
+		return nil
 	})
 	if err != nil {
 		return 0, fmt.Errorf("acknowledge rows of %s: %w", recipient, err)
@@ -597,7 +684,7 @@ func (s *SQLite) Ack(ctx context.Context, recipient string, rows []uint64) (int,
 func (s *SQLite) Stats(ctx context.Context) (Stats, error) {
 	var st Stats
 	err := s.db.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM registrations),
-		(SELECT coalesce(sum(envelopes), 0) FROM mailboxes), (SELECT coalesce(sum(bytes), 0) FROM mailboxes)`).
+		(SELECT coalesce(sum(envelopes), 0) FROM usage WHERE scope = 'total'), (SELECT coalesce(sum(bytes), 0) FROM usage WHERE scope = 'total')`).
 		Scan(&st.Registrations, &st.Envelopes, &st.Bytes)
 	if err != nil {
 		return Stats{}, fmt.Errorf("relay stats: %w", err)

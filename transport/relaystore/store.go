@@ -11,6 +11,7 @@ package relaystore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/parley-chat/parley/wire"
@@ -35,8 +36,10 @@ type Store interface {
 	// nothing, and with another key fails with ErrAddressTaken, unless
 	// replace is set. Then the new key replaces the old one, the address's
 	// bundle and one-time prekeys are deleted, and replaced is true. The
-	// mailbox is kept.
-	Register(ctx context.Context, address string, key [32]byte, replace bool) (replaced bool, err error)
+	// mailbox is kept. A first registration is charged to ip: it fails with
+	// ErrRegistrationQuota when ip has registered Limits.RegistrationsPerIP
+	// addresses already.
+	Register(ctx context.Context, address string, key [32]byte, replace bool, ip string) (replaced bool, err error)
 
 	// Registered returns the key that owns address, or ErrNotRegistered.
 	Registered(ctx context.Context, address string) ([32]byte, error)
@@ -48,22 +51,27 @@ type Store interface {
 	// one-time prekeys it added.
 	PutBundle(ctx context.Context, address string, key [32]byte, b wire.Bundle, oneTime []wire.OneTimePreKeyPublic) (added int, err error)
 
-	// TakeBundle returns the address's bundle with at most one one-time
-	// prekey, the oldest in the pool, which is removed in the same step so
-	// that no two callers ever receive the same one. It fails with
-	// ErrNoBundle when nothing was published.
-	TakeBundle(ctx context.Context, address string) (wire.Bundle, error)
+	// TakeBundle returns the address's bundle and, when oneTime is set, at
+	// most one one-time prekey, the oldest in the pool, which is removed in
+	// the same step so that no two callers ever receive the same one. It
+	// also returns how many one-time prekeys the pool holds after the call.
+	// It fails with ErrNoBundle when nothing was published.
+	TakeBundle(ctx context.Context, address string, oneTime bool) (b wire.Bundle, pool int, err error)
 
 	// OneTimePreKeys counts the address's pool.
 	OneTimePreKeys(ctx context.Context, address string) (int, error)
 
 	// Append stores copies (1 or more) of env at the tail of recipient's
 	// mailbox, durably when the backend is durable, and returns their rows
-	// in order. It fails with ErrNotRegistered when no key owns recipient,
-	// and with ErrMailboxFull when the copies would take the mailbox past
-	// Limits.MailboxEnvelopes or Limits.MailboxBytes; then nothing is
-	// stored.
-	Append(ctx context.Context, recipient string, env []byte, copies int) ([]uint64, error)
+	// in order. The copies are charged to from: its address within the
+	// mailbox, its IP across the relay. It fails, storing nothing, with
+	// ErrNotRegistered when no key owns recipient; ErrMailboxFull when the
+	// copies would take the mailbox past Limits.MailboxEnvelopes or
+	// MailboxBytes; ErrSenderQuota when they would take what from.Address
+	// holds in the mailbox past Limits.SenderEnvelopes or SenderBytes; and
+	// ErrStoreFull when they would take what the relay holds in all, or
+	// what from.IP's envelopes hold, past its limit.
+	Append(ctx context.Context, recipient string, env []byte, copies int, from Origin) ([]uint64, error)
 
 	// Lease returns up to max rows of recipient's mailbox in FIFO order,
 	// skipping those under a lease that has not expired at now, and leases
@@ -87,6 +95,13 @@ type Store interface {
 	Close() error
 }
 
+// Origin is who asks the relay to keep an envelope, and is charged for it:
+// the authenticated sender address and the remote IP of its connection.
+type Origin struct {
+	Address string
+	IP      string // empty: charged to no IP
+}
+
 // Row is one envelope in a mailbox: the row the recipient acknowledges it by,
 // and the envelope's bytes, which the caller must not modify.
 type Row struct {
@@ -101,13 +116,29 @@ type Stats struct {
 	Bytes         int64 // of those envelopes
 }
 
-// Limits bound what one address may keep on the relay. A zero field takes
-// its default.
+// Limits bound what the relay keeps: per mailbox, per sender within a
+// mailbox, per remote IP and in all. A zero field takes its default.
 type Limits struct {
 	// MailboxEnvelopes is the most envelopes one mailbox holds (10,000).
 	MailboxEnvelopes int
 	// MailboxBytes is the most envelope bytes one mailbox holds (64 MiB).
 	MailboxBytes int64
+	// SenderEnvelopes and SenderBytes bound what one sender holds in one
+	// mailbox (default a quarter of the mailbox's limits), so that a
+	// flooding sender leaves room for the others.
+	SenderEnvelopes int
+	SenderBytes     int64
+	// IPEnvelopes and IPBytes bound what the envelopes submitted from one
+	// remote IP hold on the relay (100,000 and 256 MiB).
+	IPEnvelopes int
+	IPBytes     int64
+	// TotalEnvelopes and TotalBytes bound what the relay holds in all
+	// (1,000,000 and 1 GiB).
+	TotalEnvelopes int
+	TotalBytes     int64
+	// RegistrationsPerIP bounds the addresses first registered from one
+	// remote IP (100).
+	RegistrationsPerIP int
 	// OneTimePreKeys is the most one-time prekeys one address's pool holds
 	// (1,000).
 	OneTimePreKeys int
@@ -115,9 +146,14 @@ type Limits struct {
 
 // Default limits.
 const (
-	DefaultMailboxEnvelopes = 10000
-	DefaultMailboxBytes     = 64 << 20
-	DefaultOneTimePreKeys   = 1000
+	DefaultMailboxEnvelopes   = 10000
+	DefaultMailboxBytes       = 64 << 20
+	DefaultIPEnvelopes        = 100000
+	DefaultIPBytes            = 256 << 20
+	DefaultTotalEnvelopes     = 1000000
+	DefaultTotalBytes         = 1 << 30
+	DefaultRegistrationsPerIP = 100
+	DefaultOneTimePreKeys     = 1000
 )
 
 // WithDefaults returns l with every zero field set to its default.
@@ -128,10 +164,53 @@ func (l Limits) WithDefaults() Limits {
 	if l.MailboxBytes <= 0 {
 		l.MailboxBytes = DefaultMailboxBytes
 	}
+	if l.SenderEnvelopes <= 0 {
+		l.SenderEnvelopes = max(1, l.MailboxEnvelopes/4)
+	}
+	if l.SenderBytes <= 0 {
+		l.SenderBytes = max(1, l.MailboxBytes/4)
+	}
+	if l.IPEnvelopes <= 0 {
+		l.IPEnvelopes = DefaultIPEnvelopes
+	}
+	if l.IPBytes <= 0 {
+		l.IPBytes = DefaultIPBytes
+	}
+	if l.TotalEnvelopes <= 0 {
+		l.TotalEnvelopes = DefaultTotalEnvelopes
+	}
+	if l.TotalBytes <= 0 {
+		l.TotalBytes = DefaultTotalBytes
+	}
+	if l.RegistrationsPerIP <= 0 {
+		l.RegistrationsPerIP = DefaultRegistrationsPerIP
+	}
 	if l.OneTimePreKeys <= 0 {
 		l.OneTimePreKeys = DefaultOneTimePreKeys
 	}
 	return l
+}
+
+// usage is what a scope holds: envelopes and their bytes.
+type usage struct {
+	envelopes int
+	bytes     int64
+}
+
+// quotaError names the limit an Append would pass, from the most to the
+// least specific scope.
+func (l Limits) quotaError(mailbox, sender, ip, total usage, ipKnown bool, copies int, size int64) error {
+	switch {
+	case mailbox.envelopes+copies > l.MailboxEnvelopes || mailbox.bytes+size > l.MailboxBytes:
+		return ErrMailboxFull
+	case sender.envelopes+copies > l.SenderEnvelopes || sender.bytes+size > l.SenderBytes:
+		return ErrSenderQuota
+	case ipKnown && (ip.envelopes+copies > l.IPEnvelopes || ip.bytes+size > l.IPBytes):
+		return fmt.Errorf("%w: the sender's IP holds its share", ErrStoreFull)
+	case total.envelopes+copies > l.TotalEnvelopes || total.bytes+size > l.TotalBytes:
+		return ErrStoreFull
+	}
+	return nil
 }
 
 // Errors that the relay turns into protocol replies. Backends return them (or
@@ -147,6 +226,14 @@ var (
 	ErrNoBundle = errors.New("no bundle published")
 	// ErrMailboxFull means the mailbox is at its count or byte limit.
 	ErrMailboxFull = errors.New("mailbox full")
+	// ErrSenderQuota means the sender holds its share of the mailbox.
+	ErrSenderQuota = errors.New("sender's share of the mailbox is full")
+	// ErrStoreFull means the relay holds all it may, in all or for the
+	// sender's IP.
+	ErrStoreFull = errors.New("relay storage quota reached")
+	// ErrRegistrationQuota means the remote IP registered all the addresses
+	// it may.
+	ErrRegistrationQuota = errors.New("too many addresses registered from this IP")
 	// ErrClosed means the store was closed.
 	ErrClosed = errors.New("relay store closed")
 )

@@ -2,8 +2,10 @@ package relaystore
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -39,6 +41,9 @@ func mustOpenSQLite(tb testing.TB, dir string, l Limits) *SQLite {
 
 func key(b byte) [32]byte { return [32]byte{b} }
 
+// alice is the sender of most test envelopes.
+var alice = Origin{Address: "alice/1", IP: "192.0.2.1"}
+
 func bundle(addr string) wire.Bundle {
 	b := wire.Bundle{Address: addr}
 	b.SignedPreKey.ID, b.SignedPreKey.Expires = 1, 100
@@ -56,7 +61,7 @@ func otks(ids ...uint32) []wire.OneTimePreKeyPublic {
 
 func mustRegister(t *testing.T, s Store, addr string, k [32]byte) {
 	t.Helper()
-	if _, err := s.Register(context.Background(), addr, k, false); err != nil {
+	if _, err := s.Register(context.Background(), addr, k, false, ""); err != nil {
 		t.Fatalf("Register(%s): %v", addr, err)
 	}
 }
@@ -72,7 +77,7 @@ func TestRegister(t *testing.T) {
 		if _, err := s.Registered(ctx, "amy/1"); !errors.Is(err, ErrNotRegistered) {
 			t.Fatalf("Registered(amy/1): got %v, want ErrNotRegistered", err)
 		}
-		if _, err := s.Register(ctx, "bob/1", key(2), false); !errors.Is(err, ErrAddressTaken) {
+		if _, err := s.Register(ctx, "bob/1", key(2), false, ""); !errors.Is(err, ErrAddressTaken) {
 			t.Fatalf("another key: got %v, want ErrAddressTaken", err)
 		}
 		if _, err := s.PutBundle(ctx, "bob/1", key(1), bundle("bob/1"), otks(1, 2)); err != nil {
@@ -81,14 +86,14 @@ func TestRegister(t *testing.T) {
 		if _, err := s.PutBundle(ctx, "bob/1", key(2), bundle("bob/1"), nil); !errors.Is(err, ErrKeyMismatch) {
 			t.Fatalf("bundle under another key: got %v, want ErrKeyMismatch", err)
 		}
-		replaced, err := s.Register(ctx, "bob/1", key(2), true)
+		replaced, err := s.Register(ctx, "bob/1", key(2), true, "")
 		if err != nil || !replaced {
 			t.Fatalf("replace: got %v, %v; want true, nil", replaced, err)
 		}
 		if k, _ := s.Registered(ctx, "bob/1"); k != key(2) {
 			t.Fatal("the new key does not own the address")
 		}
-		if _, err := s.TakeBundle(ctx, "bob/1"); !errors.Is(err, ErrNoBundle) {
+		if _, _, err := s.TakeBundle(ctx, "bob/1", true); !errors.Is(err, ErrNoBundle) {
 			t.Fatalf("after replacement the old bundle is gone: got %v, want ErrNoBundle", err)
 		}
 		if _, err := s.PutBundle(ctx, "bob/1", key(1), bundle("bob/1"), nil); !errors.Is(err, ErrKeyMismatch) {
@@ -111,7 +116,7 @@ func TestBundleOneTimePreKeys(t *testing.T) {
 			t.Fatalf("bundle before registration: got %v, want ErrKeyMismatch", err)
 		}
 		mustRegister(t, s, "bob/1", key(1))
-		if _, err := s.TakeBundle(ctx, "bob/1"); !errors.Is(err, ErrNoBundle) {
+		if _, _, err := s.TakeBundle(ctx, "bob/1", true); !errors.Is(err, ErrNoBundle) {
 			t.Fatalf("nothing published: got %v, want ErrNoBundle", err)
 		}
 		added, err := s.PutBundle(ctx, "bob/1", key(1), bundle("bob/1"), otks(1, 2, 2, 3))
@@ -125,7 +130,7 @@ func TestBundleOneTimePreKeys(t *testing.T) {
 		}
 		var got []uint32
 		for range 6 {
-			b, err := s.TakeBundle(ctx, "bob/1")
+			b, _, err := s.TakeBundle(ctx, "bob/1", true)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -146,22 +151,22 @@ func TestBundleOneTimePreKeys(t *testing.T) {
 }
 
 func TestMailbox(t *testing.T) {
-	backends(t, Limits{MailboxEnvelopes: 5, MailboxBytes: 1000}, func(t *testing.T, s Store) {
+	backends(t, Limits{MailboxEnvelopes: 5, MailboxBytes: 1000, SenderEnvelopes: 5, SenderBytes: 1000}, func(t *testing.T, s Store) {
 		ctx := context.Background()
-		if _, err := s.Append(ctx, "bob/1", []byte("x"), 1); !errors.Is(err, ErrNotRegistered) {
+		if _, err := s.Append(ctx, "bob/1", []byte("x"), 1, alice); !errors.Is(err, ErrNotRegistered) {
 			t.Fatalf("append to an unregistered address: got %v, want ErrNotRegistered", err)
 		}
 		mustRegister(t, s, "bob/1", key(1))
 		mustRegister(t, s, "eve/1", key(2))
 		var all []uint64
 		for i := range 3 {
-			rows, err := s.Append(ctx, "bob/1", fmt.Appendf(nil, "env%d", i), 1)
+			rows, err := s.Append(ctx, "bob/1", fmt.Appendf(nil, "env%d", i), 1, alice)
 			if err != nil {
 				t.Fatal(err)
 			}
 			all = append(all, rows...)
 		}
-		dup, err := s.Append(ctx, "bob/1", []byte("env3"), 2)
+		dup, err := s.Append(ctx, "bob/1", []byte("env3"), 2, alice)
 		if err != nil || len(dup) != 2 {
 			t.Fatalf("two copies: got %v, %v", dup, err)
 		}
@@ -169,10 +174,10 @@ func TestMailbox(t *testing.T) {
 		if !slices.IsSorted(all) || len(slices.Compact(slices.Clone(all))) != 5 {
 			t.Fatalf("rows are not strictly increasing: %v", all)
 		}
-		if _, err := s.Append(ctx, "bob/1", []byte("env5"), 1); !errors.Is(err, ErrMailboxFull) {
+		if _, err := s.Append(ctx, "bob/1", []byte("env5"), 1, alice); !errors.Is(err, ErrMailboxFull) {
 			t.Fatalf("sixth envelope: got %v, want ErrMailboxFull", err)
 		}
-		if _, err := s.Append(ctx, "eve/1", make([]byte, 1001), 1); !errors.Is(err, ErrMailboxFull) {
+		if _, err := s.Append(ctx, "eve/1", make([]byte, 1001), 1, alice); !errors.Is(err, ErrMailboxFull) {
 			t.Fatalf("over the byte limit: got %v, want ErrMailboxFull", err)
 		}
 
@@ -220,7 +225,7 @@ func TestMailbox(t *testing.T) {
 			t.Fatalf("ack the rest: got %d, want 3", n)
 		}
 		// Emptied, the mailbox's numbering still moves on.
-		rows, err := s.Append(ctx, "bob/1", []byte("again"), 1)
+		rows, err := s.Append(ctx, "bob/1", []byte("again"), 1, alice)
 		if err != nil || rows[0] <= all[len(all)-1] {
 			t.Fatalf("row after an emptied mailbox: got %v, %v; want above %d", rows, err, all[len(all)-1])
 		}
@@ -238,7 +243,7 @@ func TestSQLiteReopen(t *testing.T) {
 	}
 	var want []uint64
 	for i := range 10 {
-		rows, err := s.Append(ctx, "bob/1", fmt.Appendf(nil, "env%d", i), 1)
+		rows, err := s.Append(ctx, "bob/1", fmt.Appendf(nil, "env%d", i), 1, alice)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -251,7 +256,7 @@ func TestSQLiteReopen(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Append(ctx, "bob/1", []byte("late"), 1); !errors.Is(err, ErrClosed) {
+	if _, err := s.Append(ctx, "bob/1", []byte("late"), 1, alice); !errors.Is(err, ErrClosed) {
 		t.Fatalf("append after close: got %v, want ErrClosed", err)
 	}
 
@@ -260,7 +265,7 @@ func TestSQLiteReopen(t *testing.T) {
 	if again, _ := s.RelayID(ctx); again != id {
 		t.Fatal("relay id changed across a reopen")
 	}
-	if _, err := s.Register(ctx, "bob/1", key(2), false); !errors.Is(err, ErrAddressTaken) {
+	if _, err := s.Register(ctx, "bob/1", key(2), false, ""); !errors.Is(err, ErrAddressTaken) {
 		t.Fatalf("registration lost: got %v", err)
 	}
 	// Leases do not survive: every row is delivered again, in order.
@@ -278,7 +283,7 @@ func TestSQLiteReopen(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("rows after reopen: got %v, want %v", got, want)
 	}
-	b, err := s.TakeBundle(ctx, "bob/1")
+	b, _, err := s.TakeBundle(ctx, "bob/1", true)
 	if err != nil || b.OneTimePreKey == nil || b.OneTimePreKey.ID != 7 {
 		t.Fatalf("bundle after reopen: %+v, %v", b.OneTimePreKey, err)
 	}
@@ -296,7 +301,7 @@ func TestSQLiteGroupCommit(t *testing.T) {
 	for i := range senders {
 		go func() {
 			for j := range each {
-				if _, err := s.Append(ctx, "bob/1", fmt.Appendf(nil, "%d/%03d", i, j), 1); err != nil {
+				if _, err := s.Append(ctx, "bob/1", fmt.Appendf(nil, "%d/%03d", i, j), 1, alice); err != nil {
 					errs <- err
 					return
 				}
@@ -321,5 +326,146 @@ func TestSQLiteGroupCommit(t *testing.T) {
 			t.Fatalf("sender %c out of order: %s after %s", k, r.Envelope, last[k])
 		}
 		last[k] = string(r.Envelope)
+	}
+}
+
+// TestQuotas: each limit refuses just above it and stores nothing, and
+// frees up as rows are acknowledged: a sender's share of one mailbox, an
+// IP's share of the relay, the relay in all, and registrations per IP.
+func TestQuotas(t *testing.T) {
+	l := Limits{MailboxEnvelopes: 100, MailboxBytes: 1 << 20, SenderEnvelopes: 3, SenderBytes: 1 << 20,
+		IPEnvelopes: 5, IPBytes: 1 << 20, TotalEnvelopes: 8, TotalBytes: 1 << 20, RegistrationsPerIP: 2}
+	backends(t, l, func(t *testing.T, s Store) {
+		ctx := context.Background()
+		for _, a := range []string{"bob/1", "carol/1", "dave/1"} {
+			mustRegister(t, s, a, key(a[0]))
+		}
+		mallory := Origin{Address: "mallory/1", IP: "198.51.100.7"}
+		var mrows []uint64
+		for range 3 {
+			rows, err := s.Append(ctx, "bob/1", []byte("junk"), 1, mallory)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mrows = append(mrows, rows...)
+		}
+		if _, err := s.Append(ctx, "bob/1", []byte("junk"), 1, mallory); !errors.Is(err, ErrSenderQuota) {
+			t.Fatalf("a fourth envelope from one sender: got %v, want ErrSenderQuota", err)
+		}
+		if _, err := s.Append(ctx, "bob/1", []byte("hello bob"), 1, alice); err != nil {
+			t.Fatalf("another sender into the same mailbox: %v", err)
+		}
+		// mallory's IP holds 3 of its 5; two more fit elsewhere, the next not,
+		// whichever address sends from it.
+		sameIP := Origin{Address: "mallory/2", IP: mallory.IP}
+		for _, to := range []string{"carol/1", "carol/1"} {
+			if _, err := s.Append(ctx, to, []byte("junk"), 1, sameIP); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := s.Append(ctx, "dave/1", []byte("junk"), 1, sameIP); !errors.Is(err, ErrStoreFull) {
+			t.Fatalf("over the IP's share: got %v, want ErrStoreFull", err)
+		}
+		// The relay holds 6 of its 8; another IP fills it.
+		other := Origin{Address: "erin/1", IP: "203.0.113.9"}
+		if _, err := s.Append(ctx, "dave/1", []byte("x"), 2, other); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Append(ctx, "dave/1", []byte("x"), 1, other); !errors.Is(err, ErrStoreFull) {
+			t.Fatalf("over the total: got %v, want ErrStoreFull", err)
+		}
+		if st, _ := s.Stats(ctx); st.Envelopes != 8 {
+			t.Fatalf("Stats: %+v, want 8 envelopes held", st)
+		}
+		// Acknowledged rows free every scope.
+		if n, err := s.Ack(ctx, "bob/1", mrows); err != nil || n != 3 {
+			t.Fatalf("Ack: %d, %v", n, err)
+		}
+		if _, err := s.Append(ctx, "bob/1", []byte("junk"), 3, mallory); err != nil {
+			t.Fatalf("after the ACK mallory's share is free again: %v", err)
+		}
+
+		for i, a := range []string{"x/1", "x/2"} {
+			if _, err := s.Register(ctx, a, key(byte(10+i)), false, mallory.IP); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := s.Register(ctx, "x/3", key(12), false, mallory.IP); !errors.Is(err, ErrRegistrationQuota) {
+			t.Fatalf("a third registration from one IP: got %v, want ErrRegistrationQuota", err)
+		}
+		if _, err := s.Register(ctx, "x/1", key(10), false, mallory.IP); err != nil {
+			t.Fatalf("registering an own address again costs nothing: %v", err)
+		}
+		if _, err := s.Register(ctx, "x/3", key(12), false, other.IP); err != nil {
+			t.Fatalf("from another IP: %v", err)
+		}
+	})
+}
+
+// TestTakeBundleWithoutOneTime: a fetch may leave the pool alone, and every
+// fetch reports the pool left.
+func TestTakeBundleWithoutOneTime(t *testing.T) {
+	backends(t, Limits{}, func(t *testing.T, s Store) {
+		ctx := context.Background()
+		mustRegister(t, s, "bob/1", key(1))
+		if _, err := s.PutBundle(ctx, "bob/1", key(1), bundle("bob/1"), otks(1, 2)); err != nil {
+			t.Fatal(err)
+		}
+		b, pool, err := s.TakeBundle(ctx, "bob/1", false)
+		if err != nil || b.OneTimePreKey != nil || pool != 2 {
+			t.Fatalf("without: %v, pool %d, %v; want no key, pool 2", b.OneTimePreKey, pool, err)
+		}
+		b, pool, err = s.TakeBundle(ctx, "bob/1", true)
+		if err != nil || b.OneTimePreKey == nil || pool != 1 {
+			t.Fatalf("with: %v, pool %d, %v; want a key, pool 1", b.OneTimePreKey, pool, err)
+		}
+	})
+}
+
+// TestSQLiteMigratesVersion1: a version-1 database keeps its registrations
+// and envelopes, which count in the totals (charged to no sender or IP).
+func TestSQLiteMigratesVersion1(t *testing.T) {
+	dir := t.TempDir()
+	db, err := sql.Open("sqlite", filepath.Join(dir, FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		"CREATE TABLE meta (key TEXT PRIMARY KEY, value BLOB NOT NULL) STRICT",
+		"CREATE TABLE registrations (address TEXT PRIMARY KEY, signing_key BLOB NOT NULL) STRICT",
+		"CREATE TABLE bundles (address TEXT PRIMARY KEY, bundle BLOB NOT NULL) STRICT",
+		"CREATE TABLE one_time_prekeys (seq INTEGER PRIMARY KEY AUTOINCREMENT, address TEXT NOT NULL, id INTEGER NOT NULL, public_key BLOB NOT NULL, UNIQUE (address, id))",
+		"CREATE TABLE envelopes (row INTEGER PRIMARY KEY AUTOINCREMENT, recipient TEXT NOT NULL, envelope BLOB NOT NULL)",
+		"CREATE TABLE mailboxes (recipient TEXT PRIMARY KEY, envelopes INTEGER NOT NULL, bytes INTEGER NOT NULL) STRICT",
+		"INSERT INTO meta VALUES ('relay_id', zeroblob(32))",
+		"INSERT INTO registrations VALUES ('bob/1', x'01')",
+		"INSERT INTO envelopes (recipient, envelope) VALUES ('bob/1', 'abc'), ('bob/1', 'de')",
+		"INSERT INTO mailboxes VALUES ('bob/1', 2, 5)",
+		"PRAGMA user_version = 1",
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	db.Close()
+	s := mustOpenSQLite(t, dir, Limits{MailboxEnvelopes: 3})
+	defer s.Close()
+	ctx := context.Background()
+	if st, err := s.Stats(ctx); err != nil || st.Envelopes != 2 || st.Bytes != 5 || st.Registrations != 1 {
+		t.Fatalf("Stats after the migration: %+v, %v", st, err)
+	}
+	if _, err := s.Append(ctx, "bob/1", []byte("f"), 1, alice); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx, "bob/1", []byte("g"), 1, alice); !errors.Is(err, ErrMailboxFull) {
+		t.Fatalf("the migrated envelopes count in the mailbox: got %v, want ErrMailboxFull", err)
+	}
+	now := time.Now()
+	rows, _ := s.Lease(ctx, "bob/1", "h", 10, now, now.Add(time.Minute))
+	if n, err := s.Ack(ctx, "bob/1", []uint64{rows[0].ID, rows[1].ID}); err != nil || n != 2 {
+		t.Fatalf("Ack of the migrated rows: %d, %v", n, err)
+	}
+	if st, _ := s.Stats(ctx); st.Envelopes != 1 || st.Bytes != 1 {
+		t.Fatalf("Stats after the ACK: %+v, want the one new envelope", st)
 	}
 }
