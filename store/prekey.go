@@ -16,8 +16,8 @@ const (
 	sqlDeleteSignedPreKey  = "DELETE FROM signed_prekey WHERE kind = ? AND id = ?"
 	sqlDeleteOneTimePreKey = "DELETE FROM one_time_prekey WHERE id = ?"
 	// sqlKeepOneTime deletes all but the newest ? one-time prekeys.
-	sqlKeepOneTime = "DELETE FROM one_time_prekey WHERE id NOT IN (SELECT id FROM one_time_prekey ORDER BY id DESC LIMIT ?)"
-	sqlPruneRetired        = "DELETE FROM retired_initiation WHERE retired_at < ?"
+	sqlKeepOneTime  = "DELETE FROM one_time_prekey WHERE id NOT IN (SELECT id FROM one_time_prekey ORDER BY id DESC LIMIT ?)"
+	sqlPruneRetired = "DELETE FROM retired_initiation WHERE retired_at < ?"
 
 	sqlIdentity       = "SELECT sealed FROM identity WHERE singleton = 1"
 	sqlSignedPreKeys  = "SELECT kind, id, created_at, expires_at, sealed FROM signed_prekey ORDER BY kind, id"
