@@ -28,17 +28,26 @@ func init() {
 		summary: "run a relay; the first line on stdout is \"listening on ws://HOST:PORT\" (wss:// with TLS)", run: cmdRelay})
 }
 
-// defaultRelayIDFile is where a relay without --data keeps its ID.
-func defaultRelayIDFile() string {
-	return filepath.Join(xdg.DataHome, "parley", "relay-id")
+// defaultRelayIDFile is where a relay without --data keeps its ID: one file
+// per address it listens on, so that two relays on one host do not present
+// the same ID.
+func defaultRelayIDFile(addr string) string {
+	name := strings.NewReplacer(":", "_", "[", "", "]", "", "/", "_").Replace(addr)
+	return filepath.Join(xdg.DataHome, "parley", "relay-"+name+".id")
 }
 
 // loadRelayID reads the relay ID kept at path (64 hex digits), making a
 // random one there (0600, in a 0700 directory) at the first start: clients
 // pin the ID they first met, so a restarted relay must present the same.
 func loadRelayID(path string) ([32]byte, error) {
-	var id [32]byte
 	b, err := os.ReadFile(path)
+	return parseOrMakeRelayID(path, b, err, true)
+}
+
+// parseOrMakeRelayID reads the ID from b (what reading path gave, with
+// err), or makes one at path when there is none and mayMake is set.
+func parseOrMakeRelayID(path string, b []byte, err error, mayMake bool) ([32]byte, error) {
+	var id [32]byte
 	switch {
 	case err == nil:
 		raw, err := hex.DecodeString(strings.TrimSpace(string(b)))
@@ -57,6 +66,11 @@ func loadRelayID(path string) ([32]byte, error) {
 		return id, fmt.Errorf("relay ID file: %w", err)
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) && mayMake {
+		// Another relay made it first: use that one.
+		b, err := os.ReadFile(path)
+		return parseOrMakeRelayID(path, b, err, false)
+	}
 	if err != nil {
 		return id, fmt.Errorf("relay ID file: %w", err)
 	}
@@ -74,7 +88,7 @@ func cmdRelay(ctx context.Context, env *cliEnv, args []string) error {
 	f := newFlags(commands["relay"], env, false)
 	listen := f.String("listen", "127.0.0.1:0", "address to listen on (port 0 picks a free port)")
 	data := f.String("data", "", "keep mailboxes, bundles and registrations in SQLite in this directory (default: memory)")
-	idFile := f.String("id-file", "", "keep the relay's ID in this file, made at the first start (default: in --data, else "+defaultRelayIDFile()+")")
+	idFile := f.String("id-file", "", "keep the relay's ID in this file, made at the first start (default: in --data, else "+defaultRelayIDFile("HOST:PORT")+")")
 	rereg := f.Bool("allow-reregister", false, "let a new identity key take over a registered address")
 	drop := f.Float64("fault-drop", 0, "drop accepted envelopes with this probability (tests and demos)")
 	dup := f.Float64("fault-dup", 0, "duplicate accepted envelopes with this probability (tests and demos)")
@@ -103,25 +117,26 @@ func cmdRelay(ctx context.Context, env *cliEnv, args []string) error {
 		}
 		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", *listen, err)
+	}
 	var relayID [32]byte
 	if *data == "" || *idFile != "" {
 		path := *idFile
 		if path == "" {
-			path = defaultRelayIDFile()
+			path = defaultRelayIDFile(ln.Addr().String())
 		}
-		var err error
 		if relayID, err = loadRelayID(path); err != nil {
+			ln.Close()
 			return err
 		}
 	}
 	srv, err := transport.NewServer(transport.ServerConfig{DataDir: *data, RelayID: relayID, AllowReregister: *rereg, FaultDrop: *drop, FaultDup: *dup, FaultSeed: *seed,
 		Limits: limits, TrustedProxies: proxies})
 	if err != nil {
+		ln.Close()
 		return err
-	}
-	ln, err := net.Listen("tcp", *listen)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", *listen, err)
 	}
 	scheme := "ws"
 	if tlsConfig != nil {

@@ -209,9 +209,13 @@ func TestDelayedInitiationCannotBreakAConvergedSession(t *testing.T) {
 			t.Fatal("the two sides did not converge on one session")
 		}
 
+		keys := winner.oneTimeCount()
 		w.net.Inject(winner.addr, withheld[0])
 		if res := winner.sync(); !hasError(res, engine.ErrStaleSessionInitiation) {
 			t.Fatalf("the late initiation: %v, want stale", errorsIn(res))
+		}
+		if got := winner.oneTimeCount(); got != keys-1 {
+			t.Fatalf("%s holds %d one-time prekeys after the late initiation, want %d: the key it used must go", winner.addr, got, keys-1)
 		}
 		if winner.sessionID(loser) != established {
 			t.Fatal("a late, abandoned initiation replaced the established session")
@@ -281,7 +285,7 @@ func TestForgedOrReplayedRecoveryChangesNothing(t *testing.T) {
 		t.Fatalf("the last envelope is %v (%v), want bob's recovery request", env.Type, err)
 	}
 
-	// Forged: the same request re-signed by alice, claiming to be bob.
+	// Forged: the same request with one bit of its signature flipped.
 	r, err := wire.DecodeRecoveryRequest(env.Payload)
 	if err != nil {
 		t.Fatal(err)
@@ -399,5 +403,38 @@ func TestRestoredProfileNeverReusesAKey(t *testing.T) {
 	got := bob.received(alice)
 	if len(got) != 3 || got[0] != "hello" || got[1] != first || got[2] != second {
 		t.Fatalf("bob's history %q", got)
+	}
+}
+
+// TestForgedMessageOnAKnownChainAsksNothing: a relay that corrupts a message
+// on the chain the recipient already receives on gets no recovery request
+// out of it (the keys there are certain, so the failure is a forgery), and
+// the session stays.
+func TestForgedMessageOnAKnownChainAsksNothing(t *testing.T) {
+	w := newWorld(t)
+	alice, bob := w.device("alice/1"), w.device("bob/1")
+	alice.send(bob, "hello")
+	converge(t, alice, bob)
+	alice.send(bob, "one")
+	bob.sync()
+	alice.send(bob, "two")
+	w.net.TamperLast(bob.addr)
+	res := bob.sync()
+	if !hasError(res, engine.ErrDecrypt) {
+		t.Fatalf("bob's results %+v: want the forgery refused", res)
+	}
+	for _, r := range res {
+		if r.RecoveryRequested {
+			t.Fatalf("a forgery on a known chain asked for recovery: %+v", r)
+		}
+	}
+	before := alice.sessionID(bob)
+	alice.sync()
+	if alice.sessionID(bob) != before {
+		t.Fatal("the forgery reset alice's session")
+	}
+	converge(t, alice, bob)
+	if got := bob.received(alice); len(got) != 3 {
+		t.Fatalf("bob's history %q, want all three messages", got)
 	}
 }

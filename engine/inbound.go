@@ -59,7 +59,8 @@ type prepared struct {
 	plan     Plan
 	result   ReceiveResult
 	ack      *Outgoing
-	recovery *Outgoing // a recovery request to the sender
+	recovery *Outgoing      // a recovery request to the sender
+	ticket   recoveryTicket // its slot in the limits, refunded if it does not go out
 }
 
 // ProcessStaged processes the durable staging area in arrival order, in bounded
@@ -111,6 +112,13 @@ func (c *Client) ProcessStaged(ctx context.Context) ([]ReceiveResult, error) {
 func (c *Client) processRows(ctx context.Context, rows []StagedEnvelope) ([]ReceiveResult, error) {
 	bs := newBatchState()
 	preps := make([]prepared, 0, len(rows))
+	// Recovery requests not sent after all give their slots back, so that
+	// the failure is answered when its row is processed again.
+	refund := func(from int) {
+		for _, p := range preps[from:] {
+			c.refundRecovery(p.ticket)
+		}
+	}
 	for _, row := range rows {
 		p, err := c.prepareReceive(ctx, bs, row)
 		if err != nil {
@@ -119,6 +127,7 @@ func (c *Client) processRows(ctx context.Context, rows []StagedEnvelope) ([]Rece
 			for peer := range bs.work {
 				c.forget(peer)
 			}
+			refund(0)
 			return nil, err
 		}
 		preps = append(preps, p)
@@ -129,7 +138,13 @@ func (c *Client) processRows(ctx context.Context, rows []StagedEnvelope) ([]Rece
 	}
 	receipts, err := c.commitWork(ctx, bs.work, plans)
 	if err != nil {
+		refund(0)
 		return nil, fmt.Errorf("apply %d receives: %w", len(plans), err)
+	}
+	for _, p := range preps {
+		if p.result.Kind == ResultSessionReset {
+			c.noteReset(p.result.Sender)
+		}
 	}
 	if err := c.fail(plans[0].Kind(), "after-swap"); err != nil {
 		return nil, &afterCommitError{err}
@@ -155,6 +170,11 @@ func (c *Client) processRows(ctx context.Context, rows []StagedEnvelope) ([]Rece
 			recs[i] = p.recovery
 		}
 		asked, ackErr = c.handOffOutgoing(ctx, plans[0].Kind(), HandoffRecovery, recs)
+	}
+	for i, p := range preps {
+		if p.recovery != nil && (asked == nil || !asked[i]) {
+			c.refundRecovery(p.ticket)
+		}
 	}
 	results := make([]ReceiveResult, len(preps))
 	for i, p := range preps {
@@ -199,20 +219,25 @@ func (c *Client) prepareReceive(ctx context.Context, bs *batchState, row StagedE
 			result: ReceiveResult{Kind: ResultError, Sender: sender, ID: id, Err: verdict},
 		}, nil
 	}
-	// ask drops the envelope and, within the limits, answers it with a
-	// recovery request: it came from a peer whose session with this
-	// device cannot work (see recovery.go).
-	ask := func(ps *peerState, sender Address, kind wire.RecoveryKind, ref [32]byte, verdict error) (prepared, error) {
-		out, err := c.requestRecovery(ps, sender, kind, ref)
+	// ask drops the envelope (as plan says, or plainly when plan is nil)
+	// and, within the limits, answers it with a recovery request: it came
+	// from a peer whose session with this device cannot work (see
+	// recovery.go).
+	ask := func(ps *peerState, sender Address, kind wire.RecoveryKind, ref [32]byte, verdict error, plan *DropStaged) (prepared, error) {
+		out, ticket, err := c.requestRecovery(ps, sender, kind, ref)
 		if err != nil {
 			return prepared{}, err
 		}
 		p, _ := drop(sender, wire.LogicalID{}, verdict)
-		if out != nil {
-			d := p.plan.(DropStaged)
-			d.Recovery = out
-			p.plan, p.recovery = d, out
+		d := p.plan.(DropStaged)
+		if plan != nil {
+			d = *plan
 		}
+		if out != nil {
+			d.Recovery = out
+			p.recovery, p.ticket = out, ticket
+		}
+		p.plan = d
 		return p, nil
 	}
 	if row.Err != nil {
@@ -272,33 +297,31 @@ func (c *Client) prepareReceive(ctx context.Context, bs *batchState, row StagedE
 		switch decision {
 		case DecideIdentityChanged:
 			return drop(sender, wire.LogicalID{}, fmt.Errorf("%s: %w", sender, ErrIdentityChanged))
-		case DecideSuperseded:
-			return ask(ps, sender, wire.RecoveryInitiation, incoming, fmt.Errorf("%s: superseded by the established session: %w", sender, ErrStaleSessionInitiation))
-		case DecideStale:
-			ann, err := c.announce(ps, sender)
-			if err != nil {
+		case DecideSuperseded, DecideStale:
+			verdict := fmt.Errorf("%s: %w", sender, ErrStaleSessionInitiation)
+			if decision == DecideSuperseded {
+				verdict = fmt.Errorf("%s: superseded by the established session: %w", sender, ErrStaleSessionInitiation)
+			}
+			plan := DropStaged{StagedRow: row.Row, Reason: ErrorName(verdict), At: now}
+			if err := c.abandonedInitiation(ctx, bs, sender, h, incoming, env, pm.Message, decision == DecideSuperseded, &plan); err != nil {
 				return prepared{}, err
 			}
-			verdict := fmt.Errorf("%s: %w", sender, ErrStaleSessionInitiation)
-			if ann == nil {
+			if decision == DecideStale {
+				if plan.Announce, err = c.announce(ps, sender); err != nil {
+					return prepared{}, err
+				}
+			}
+			if plan.Announce == nil {
 				// Nothing to announce: a peer that still sends on this
-				// initiation lost what replaced it.
-				return ask(ps, sender, wire.RecoveryInitiation, incoming, verdict)
+				// initiation abandoned it, or lost what replaced it.
+				return ask(ps, sender, wire.RecoveryInitiation, incoming, verdict, &plan)
 			}
-			p := prepared{
-				plan:   DropStaged{StagedRow: row.Row, Reason: ErrorName(verdict), At: now, Announce: ann},
-				result: ReceiveResult{Kind: ResultError, Sender: sender, Err: verdict},
-			}
-			if ann != nil {
-				p.ack = &ann.Ack
-			}
-			return p, nil
+			return prepared{plan: plan, result: ReceiveResult{Kind: ResultError, Sender: sender, Err: verdict}, ack: &plan.Announce.Ack}, nil
 		case DecideDecryptCurrent:
+			// The current session opens what it sent: a failure here is a
+			// forgery or a copy, never a reason to start again.
 			cand = ps.session.Clone()
 			if plaintext, err = cand.Decrypt(c.cfg.Random, env.Type, env.ID, pm.Message); err != nil {
-				if asksRecovery(err) {
-					return ask(ps, sender, wire.RecoveryInitiation, incoming, err)
-				}
 				return drop(sender, wire.LogicalID{}, err)
 			}
 		default:
@@ -308,21 +331,17 @@ func (c *Client) prepareReceive(ctx context.Context, bs *batchState, row StagedE
 					// A one-time prekey handed out twice, or a bundle
 					// older than the prekeys held: the peer must start
 					// again from a new bundle.
-					return ask(ps, sender, wire.RecoveryInitiation, incoming, err)
+					return ask(ps, sender, wire.RecoveryInitiation, incoming, err, nil)
 				}
 				return prepared{}, err
 			}
+			// Prekeys this device holds that do not open the initiation or
+			// its message: a forgery, not a reason to start again.
 			cand, err = Respond(c.self, c.id, sender, h, keys, now)
 			if err != nil {
-				if asksRecovery(err) {
-					return ask(ps, sender, wire.RecoveryInitiation, incoming, err)
-				}
 				return drop(sender, wire.LogicalID{}, err)
 			}
 			if plaintext, err = cand.Decrypt(c.cfg.Random, env.Type, env.ID, pm.Message); err != nil {
-				if asksRecovery(err) {
-					return ask(ps, sender, wire.RecoveryInitiation, incoming, err)
-				}
 				return drop(sender, wire.LogicalID{}, err)
 			}
 			if decision == DecideCollision {
@@ -366,12 +385,16 @@ func (c *Client) prepareReceive(ctx context.Context, bs *batchState, row StagedE
 			return drop(sender, wire.LogicalID{}, err)
 		}
 		if ps.session == nil {
-			return ask(ps, sender, wire.RecoveryChain, rm.Header.RatchetKey, fmt.Errorf("%s: %w", sender, ErrNoSession))
+			return ask(ps, sender, wire.RecoveryChain, rm.Header.RatchetKey, fmt.Errorf("%s: %w", sender, ErrNoSession), nil)
 		}
 		cand = ps.session.Clone()
 		if plaintext, err = cand.Decrypt(c.cfg.Random, env.Type, env.ID, rm); err != nil {
-			if asksRecovery(err) {
-				return ask(ps, sender, wire.RecoveryChain, rm.Header.RatchetKey, err)
+			// On a chain the session knows (its receiving chain, or one
+			// with skipped keys) the keys are certain: a failure is a
+			// forgery. Only a chain it cannot place says the two sides
+			// went apart.
+			if asksRecovery(err) && !ps.session.knowsChain(rm.Header.RatchetKey) {
+				return ask(ps, sender, wire.RecoveryChain, rm.Header.RatchetKey, err, nil)
 			}
 			return drop(sender, wire.LogicalID{}, err)
 		}
@@ -451,7 +474,43 @@ func (c *Client) prepareReceive(ctx context.Context, bs *batchState, row StagedE
 // answers: the session cannot open what the peer sends. A duplicate is not
 // one of them (a relay's copy of an envelope already processed).
 func asksRecovery(err error) bool {
-	return errors.Is(err, ErrDecrypt) || errors.Is(err, ErrTooManySkipped) || errors.Is(err, ErrUnknownPreKey)
+	return errors.Is(err, ErrDecrypt) || errors.Is(err, ErrTooManySkipped)
+}
+
+// abandonedInitiation completes the drop of an initiation that lost for
+// good (stale, or superseded by the established session): when it names a
+// one-time prekey this device still holds, it authenticates the initiation
+// and, if it is genuine, deletes that key (one-time prekeys never expire,
+// so it would otherwise stay on disk for good); a superseded initiation is
+// retired too, so that its copies are stale at once. A forgery changes
+// nothing; each key costs the work once, since it is gone after.
+func (c *Client) abandonedInitiation(ctx context.Context, bs *batchState, sender Address, h *wire.InitiationHeader, incoming InitiationID,
+	env wire.Envelope, m wire.RatchetMessage, superseded bool, plan *DropStaged) error {
+	if !h.HasOneTimePreKey || bs.consumed[h.OneTimePreKeyID] {
+		return nil
+	}
+	keys, err := c.responderKeys(ctx, bs, h)
+	if errors.Is(err, ErrUnknownPreKey) || errors.Is(err, ErrExpiredSignedPreKey) || errors.Is(err, ErrNotPending) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	cand, err := Respond(c.self, c.id, sender, h, keys, c.cfg.Now())
+	if err != nil {
+		return nil
+	}
+	if _, err := cand.Decrypt(c.cfg.Random, env.Type, env.ID, m); err != nil {
+		return nil
+	}
+	id := h.OneTimePreKeyID
+	plan.ConsumeOneTime = &id
+	bs.consumed[id] = true
+	if superseded && !bs.retired[retiredKey{sender, incoming}] {
+		plan.Peer = sender
+		plan.Retire = &RetiredInitiation{ID: incoming, SignedPreKeyID: h.SignedPreKeyID, RetiredAt: c.cfg.Now().Unix()}
+		bs.retired[retiredKey{sender, incoming}] = true
+	}
+	return nil
 }
 
 // announce prepares an Announcement on the working state of a peer whose

@@ -195,6 +195,13 @@ type DropStaged struct {
 	// handed off after the commit (nothing of it is stored): the envelope
 	// came from a peer whose session with this device cannot work.
 	Recovery *Outgoing
+	// ConsumeOneTime and Retire, for an initiation that lost for good: the
+	// one-time prekey it used is deleted, and it is retired (see
+	// Client.abandonedInitiation).
+	ConsumeOneTime *uint32
+	Retire         *RetiredInitiation
+	// Peer is the sender, when Retire is set.
+	Peer Address
 }
 
 // ResetSession is what a valid recovery request from a peer does when it
@@ -260,6 +267,15 @@ type RelaySettings struct {
 // SetRelay replaces the profile's relay settings.
 type SetRelay struct{ Relay RelaySettings }
 
+// PinRelay pins the relay ID a first authentication met, on condition: the
+// profile's relay URL is still URL and no other ID is pinned (the settings
+// may have changed since the connection was made); otherwise ErrConflict
+// and nothing changes.
+type PinRelay struct {
+	URL string
+	ID  [32]byte
+}
+
 // Prune deletes finalized records older than Before.
 type Prune struct{ Before time.Time }
 
@@ -280,6 +296,7 @@ func (AcceptIdentity) plan()  {}
 func (Prune) plan()           {}
 func (SetRelay) plan()        {}
 func (ResetSession) plan()    {}
+func (PinRelay) plan()        {}
 func (MarkPresented) plan()   {}
 
 // Kind implements Plan.
@@ -347,6 +364,9 @@ func (Prune) Kind() string { return "prune" }
 
 // Kind implements Plan.
 func (SetRelay) Kind() string { return "relay-settings" }
+
+// Kind implements Plan.
+func (PinRelay) Kind() string { return "relay-pin" }
 
 // Kind implements Plan.
 func (MarkPresented) Kind() string { return "presented" }

@@ -27,26 +27,36 @@ import (
 
 const labelRecoveryRequest = "parley/v2/recovery-request"
 
-// Recovery request bounds. They keep a device from being made to send
-// requests without end (every refused envelope could ask for one) and a
-// relay replaying one failure from turning it into many.
+// Recovery bounds. They keep a device from being made to send requests
+// without end (every refused envelope could ask for one), a relay replaying
+// one failure from turning it into many, strangers from using up the budget
+// that peers with a session need, and a peer (or a relay forging failures)
+// from making a device reset and resend without end.
 const (
 	// RecoveryRepeat is how long the same failure of the same peer waits
-	// before it is answered with a request again (the first may be lost).
+	// before it is answered with a request again (the first may be lost),
+	// and how long a device waits between two resets of its session with
+	// one peer.
 	RecoveryRepeat = 30 * time.Second
 	// RecoveryWindow, RecoveryPerPeer and RecoveryTotal bound the requests
-	// sent in a window: to one peer, and in all.
-	RecoveryWindow  = time.Minute
-	RecoveryPerPeer = 4
-	RecoveryTotal   = 64
+	// sent in a window: to one peer, and in all to peers this device has a
+	// session with. RecoveryStrangers bounds those to everyone else (no
+	// pin, or no session) together, within RecoveryTotal.
+	RecoveryWindow    = time.Minute
+	RecoveryPerPeer   = 4
+	RecoveryTotal     = 64
+	RecoveryStrangers = 8
 )
 
-// recoveryLimits is the in-memory record of the requests sent lately.
+// recoveryLimits is the in-memory record of the requests sent and the
+// resets done lately.
 type recoveryLimits struct {
 	windowStart time.Time
 	total       int
+	strangers   int
 	perPeer     map[Address]int
 	last        map[recoveryKey]time.Time
+	resets      map[Address]time.Time
 }
 
 type recoveryKey struct {
@@ -54,11 +64,19 @@ type recoveryKey struct {
 	ref  [32]byte
 }
 
-// allow reports whether a request to peer about ref may go out at now, and
-// counts it when it may.
-func (l *recoveryLimits) allow(peer Address, ref [32]byte, now time.Time) bool {
+// recoveryTicket is a request counted against the limits before it went
+// out; refund gives it back when it did not.
+type recoveryTicket struct {
+	key      recoveryKey
+	at       time.Time
+	stranger bool
+}
+
+// allow reserves a request to peer about ref at now, or reports false when
+// the limits say no. A stranger is a peer without a pin or a session.
+func (l *recoveryLimits) allow(peer Address, ref [32]byte, stranger bool, now time.Time) (recoveryTicket, bool) {
 	if now.Sub(l.windowStart) >= RecoveryWindow || now.Before(l.windowStart) {
-		l.windowStart, l.total, l.perPeer = now, 0, map[Address]int{}
+		l.windowStart, l.total, l.strangers, l.perPeer = now, 0, 0, map[Address]int{}
 		for k, at := range l.last {
 			if now.Sub(at) >= RecoveryRepeat {
 				delete(l.last, k)
@@ -70,15 +88,64 @@ func (l *recoveryLimits) allow(peer Address, ref [32]byte, now time.Time) bool {
 	}
 	k := recoveryKey{peer, ref}
 	if at, ok := l.last[k]; ok && now.Sub(at) < RecoveryRepeat {
-		return false
+		return recoveryTicket{}, false
 	}
-	if l.total >= RecoveryTotal || l.perPeer[peer] >= RecoveryPerPeer {
-		return false
+	if l.total >= RecoveryTotal || l.perPeer[peer] >= RecoveryPerPeer || stranger && l.strangers >= RecoveryStrangers {
+		return recoveryTicket{}, false
 	}
 	l.total++
 	l.perPeer[peer]++
+	if stranger {
+		l.strangers++
+	}
 	l.last[k] = now
-	return true
+	return recoveryTicket{key: k, at: now, stranger: stranger}, true
+}
+
+// refund gives back a ticket whose request never went out (its batch
+// failed, or the hand-off did), so that the failure is answered when the
+// envelope is processed again or comes again.
+func (l *recoveryLimits) refund(t recoveryTicket) {
+	if at, ok := l.last[t.key]; !ok || !at.Equal(t.at) {
+		return // the window moved on, or a newer request took the slot
+	}
+	delete(l.last, t.key)
+	if !t.at.Before(l.windowStart) {
+		l.total--
+		l.perPeer[t.key.peer]--
+		if t.stranger {
+			l.strangers--
+		}
+	}
+}
+
+// canReset reports whether a session with peer may be reset at now: at
+// most once per RecoveryRepeat, so that neither a peer nor a relay forging
+// failures can make this device set up sessions and resend its pending
+// messages without end.
+func (l *recoveryLimits) canReset(peer Address, now time.Time) bool {
+	at, ok := l.resets[peer]
+	return !ok || now.Sub(at) >= RecoveryRepeat || now.Before(at)
+}
+
+// reset records that the session with peer was reset at now.
+func (l *recoveryLimits) reset(peer Address, now time.Time) {
+	if l.resets == nil {
+		l.resets = map[Address]time.Time{}
+	}
+	for p, at := range l.resets {
+		if now.Sub(at) >= RecoveryRepeat {
+			delete(l.resets, p)
+		}
+	}
+	l.resets[peer] = now
+}
+
+// noteReset records a committed reset of the session with peer.
+func (c *Client) noteReset(peer Address) {
+	c.recoveryMu.Lock()
+	c.recovery.reset(peer, c.cfg.Now())
+	c.recoveryMu.Unlock()
 }
 
 // resendAfterReset sends the pending messages to each peer whose session a
@@ -117,12 +184,13 @@ func recoveryMessage(envID wire.EnvelopeID, sender, recipient string, r wire.Rec
 // requestRecovery makes a recovery request to peer about what failed (the
 // initiation or the ratchet key ref), naming the own current session with
 // it as ps holds it. It returns nil when the limits say no.
-func (c *Client) requestRecovery(ps *peerState, peer Address, kind wire.RecoveryKind, ref [32]byte) (*Outgoing, error) {
+func (c *Client) requestRecovery(ps *peerState, peer Address, kind wire.RecoveryKind, ref [32]byte) (*Outgoing, recoveryTicket, error) {
+	stranger := ps.pinned == nil || ps.session == nil
 	c.recoveryMu.Lock()
-	ok := c.recovery.allow(peer, ref, c.cfg.Now())
+	ticket, ok := c.recovery.allow(peer, ref, stranger, c.cfg.Now())
 	c.recoveryMu.Unlock()
 	if !ok {
-		return nil, nil
+		return nil, recoveryTicket{}, nil
 	}
 	r := wire.RecoveryRequest{Kind: kind, Ref: ref}
 	if ps.session != nil {
@@ -130,14 +198,26 @@ func (c *Client) requestRecovery(ps *peerState, peer Address, kind wire.Recovery
 	}
 	envID, err := c.newEnvelopeID()
 	if err != nil {
-		return nil, err
+		c.refundRecovery(ticket)
+		return nil, recoveryTicket{}, err
 	}
 	copy(r.Signature[:], c.id.Sign(recoveryMessage(envID, c.self.String(), peer.String(), r)))
 	payload, err := wire.EncodeRecoveryRequest(r)
 	if err != nil {
-		return nil, err
+		c.refundRecovery(ticket)
+		return nil, recoveryTicket{}, err
 	}
-	return &Outgoing{Envelope: wire.Envelope{Type: wire.EnvelopeRecovery, ID: envID, Sender: c.self.String(), Recipient: peer.String(), Payload: payload}}, nil
+	return &Outgoing{Envelope: wire.Envelope{Type: wire.EnvelopeRecovery, ID: envID, Sender: c.self.String(), Recipient: peer.String(), Payload: payload}}, ticket, nil
+}
+
+// refundRecovery gives back the slot of a request that did not go out.
+func (c *Client) refundRecovery(t recoveryTicket) {
+	if t.at.IsZero() {
+		return
+	}
+	c.recoveryMu.Lock()
+	c.recovery.refund(t)
+	c.recoveryMu.Unlock()
 }
 
 // prepareRecovery turns a staged recovery request from sender into a plan:
@@ -162,9 +242,20 @@ func (c *Client) prepareRecovery(bs *batchState, row StagedEnvelope, env wire.En
 		return drop(fmt.Errorf("recovery request from %s: %w", sender, ErrBadSignature))
 	}
 	s := ps.session
-	names := s != nil && (r.Kind == wire.RecoveryInitiation && r.Ref == s.ID || r.Kind == wire.RecoveryChain && r.Ref == s.r.dhsPub)
+	// An initiation is only ever refused while its PreKeyMessages go out,
+	// so a request about one is current only while the session still
+	// awaits its first reply; one about a chain only while this device
+	// sends on it.
+	names := s != nil && (r.Kind == wire.RecoveryInitiation && r.Ref == s.ID && s.Initiator && s.AwaitingReply ||
+		r.Kind == wire.RecoveryChain && r.Ref == s.r.dhsPub)
 	if !names {
 		return drop(fmt.Errorf("%s: %w", sender, ErrStaleRecovery))
+	}
+	c.recoveryMu.Lock()
+	ok := c.recovery.canReset(sender, now)
+	c.recoveryMu.Unlock()
+	if !ok {
+		return drop(fmt.Errorf("%s: the session was reset less than %v ago: %w", sender, RecoveryRepeat, ErrStaleRecovery))
 	}
 	plan := ResetSession{StagedRow: row.Row, Peer: sender, SessionVersion: ps.version, Replaces: r.Current, At: now,
 		Retire: []RetiredInitiation{{ID: s.ID, SignedPreKeyID: s.SignedPreKeyID, RetiredAt: now.Unix()}}}

@@ -112,6 +112,21 @@ func (s *Session) Decrypt(r Randomness, typ wire.EnvelopeType, envID wire.Envelo
 	return pt, nil
 }
 
+// knowsChain reports whether messages on the peer's ratchet key are ones
+// this session can open for certain: its current receiving chain, or a
+// chain it kept skipped keys of.
+func (s *Session) knowsChain(key [32]byte) bool {
+	if s.r.hasDHR && s.r.dhr == key {
+		return true
+	}
+	for k := range s.r.skipped {
+		if k.ratchetKey == key {
+			return true
+		}
+	}
+	return false
+}
+
 // initiationID computes the ID over both addresses, both identities (with the
 // initiator's identity signature, which travels in the header), the ephemeral
 // key, the prekey IDs, the KEM ciphertext and the initiation it replaces.

@@ -52,12 +52,12 @@ func (l *lazyRelay) get(ctx context.Context) (*transport.Client, error) {
 	return c, nil
 }
 
-// repin makes the connection trust relay ID id from now on, dropping a
-// connection made under the old pin.
-func (l *lazyRelay) repin(id [32]byte) {
+// reconfigure makes the next connection go to url with opts (a new pin, a
+// new CA), dropping a connection made under the old settings.
+func (l *lazyRelay) reconfigure(url string, opts transport.ClientOptions) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.opts.RelayID = id
+	l.url, l.opts = url, opts
 	if l.conn != nil {
 		l.conn.Close()
 		l.conn = nil

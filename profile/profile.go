@@ -145,7 +145,10 @@ func (p *Profile) TrustRelay(ctx context.Context) ([32]byte, error) {
 		return [32]byte{}, fmt.Errorf("pin relay: %w", err)
 	}
 	if l, ok := p.relay.(*lazyRelay); ok {
-		l.repin(s.ID)
+		// The connection this profile makes from now on goes to the
+		// relay as the settings are now: URL, CA and the new pin.
+		o.RelayID = s.ID
+		l.reconfigure(s.URL, o)
 	}
 	return s.ID, nil
 }
@@ -158,11 +161,13 @@ func (p *Profile) RelayState() transport.State { return p.relay.State() }
 // (zero before the first connection).
 func (p *Profile) RelayID() [32]byte { return p.relay.RelayID() }
 
-// Close stops the client (waiting for its loop) and the relay connection.
-// It does not mark events presented (see PresentAll).
+// Close stops the relay connection and then the client (waiting for its
+// loop, and closing the store): in that order no authentication can still
+// be storing its pin into a closed store. It does not mark events presented
+// (see PresentAll).
 func (p *Profile) Close() error {
-	err := p.Client.Close()
-	return errors.Join(err, p.relay.Close())
+	err := p.relay.Close()
+	return errors.Join(err, p.Client.Close())
 }
 
 // PresentAll takes every waiting event off the client's channel and marks
@@ -290,14 +295,18 @@ func transportOptions(st *store.DB, relay engine.RelaySettings, o transport.Clie
 		o.RootCAs = pool
 	}
 	if o.RelayID == ([32]byte{}) && o.OnPin == nil {
-		o.OnPin = func(id [32]byte) {
-			// Best effort: an unstored pin is pinned again at the next
-			// first connection.
+		url := relay.URL
+		o.OnPin = func(id [32]byte) error {
+			// A pin that fails to store is stored at the next
+			// authentication; one whose settings changed meanwhile is
+			// not stored at all.
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			pinned := relay
-			pinned.ID = id
-			_, _ = st.Apply(ctx, engine.SetRelay{Relay: pinned})
+			_, err := st.Apply(ctx, engine.PinRelay{URL: url, ID: id})
+			if errors.Is(err, engine.ErrConflict) {
+				return nil
+			}
+			return err
 		}
 	}
 	return o, nil

@@ -122,6 +122,8 @@ func (t *tx) apply(ctx context.Context, p engine.Plan) (engine.Receipt, error) {
 		return engine.Receipt{}, t.setRelay(ctx, p)
 	case engine.ResetSession:
 		return t.resetSession(ctx, p)
+	case engine.PinRelay:
+		return engine.Receipt{}, t.pinRelay(ctx, p)
 	}
 	// validate refuses every other type first.
 	panic(fmt.Sprintf("store: apply %T: unknown plan", p))

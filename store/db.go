@@ -77,6 +77,7 @@ type DB struct {
 	// The batched scrub of the write-ahead log (scrub.go).
 	scrubDelay    time.Duration
 	scrubMu       sync.Mutex
+	scrubStopping bool
 	scrubTimer    *time.Timer
 	scrubWG       sync.WaitGroup
 	scrubs        atomic.Int64
@@ -100,9 +101,6 @@ func Create(ctx context.Context, dir string, passphrase []byte, opts Options) (*
 	if err := os.MkdirAll(dir, dirMode); err != nil {
 		return nil, fmt.Errorf("store: create profile %s: %w", dir, err)
 	}
-	if err := secureProfile(dir); err != nil {
-		return nil, err
-	}
 	lock, err := lockProfile(dir)
 	if err != nil {
 		return nil, err
@@ -120,6 +118,11 @@ func Create(ctx context.Context, dir string, passphrase []byte, opts Options) (*
 		return nil, fmt.Errorf("store: create profile %s: %w", dir, engine.ErrProfileExists)
 	case !errors.Is(err, fs.ErrNotExist):
 		return nil, fmt.Errorf("store: create profile %s: %w", dir, err)
+	}
+	// No profile here yet: whatever the modes were, nothing of one can have
+	// been read or swapped, so they are made private, writable or not.
+	if err := secureProfile(dir, true); err != nil {
+		return nil, err
 	}
 
 	key := make([]byte, storageKeySize)
@@ -243,7 +246,7 @@ func Open(ctx context.Context, dir string, passphrase []byte, opts Options) (*DB
 	if err := profileExists(dir, path); err != nil { // it may have gone before we held the lock
 		return nil, err
 	}
-	if err := secureProfile(dir); err != nil {
+	if err := secureProfile(dir, false); err != nil {
 		return nil, err
 	}
 	key, err := unlock(ctx, dir, path, passphrase)
@@ -376,7 +379,6 @@ func (db *DB) Close() error {
 	// connection closes anyway; this makes the truncation explicit.
 	_ = db.Scrub(context.Background())
 	db.closed.Store(true)
-	db.stopScrub()
 	err := db.sql.Close() // also closes the prepared statements
 	if err != nil {
 		err = fmt.Errorf("store: close profile %s: %w", db.dir, mapErr(err))

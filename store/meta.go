@@ -19,6 +19,29 @@ const (
 	metaRelayCA    = "relay_ca"    // PEM certificates of a private CA, absent for the system roots
 )
 
+// pinRelay pins the relay ID when the URL is still the one the connection
+// used and no other ID is pinned.
+func (t *tx) pinRelay(ctx context.Context, p engine.PinRelay) error {
+	url, err := getMeta(ctx, t.tx, metaRelayURL)
+	if err != nil {
+		return err
+	}
+	if string(url) != p.URL {
+		return fmt.Errorf("pin relay: the relay URL changed to %q meanwhile: %w", url, engine.ErrConflict)
+	}
+	id, err := getMeta(ctx, t.tx, metaRelayID)
+	if err != nil {
+		return err
+	}
+	switch {
+	case id == nil:
+		return t.putMeta(ctx, metaRelayID, p.ID[:])
+	case string(id) != string(p.ID[:]):
+		return fmt.Errorf("pin relay: another relay ID is pinned: %w", engine.ErrConflict)
+	}
+	return nil
+}
+
 // setRelay replaces the relay settings.
 func (t *tx) setRelay(ctx context.Context, p engine.SetRelay) error {
 	if err := t.putMeta(ctx, metaRelayURL, []byte(p.Relay.URL)); err != nil {

@@ -25,10 +25,13 @@ const (
 var chmod = os.Chmod
 
 // secureProfile tightens dir to 0700 and every profile file in it to 0600
-// when others can read or write them (profiles made by earlier versions took
-// the umask). When that fails (another user owns them) the profile is
-// refused with engine.ErrProfileExposed and a fix in the message.
-func secureProfile(dir string) error {
+// when others can read them (profiles made by earlier versions took the
+// umask). It refuses, with engine.ErrProfileExposed and a fix in the
+// message, a profile that others could write to (its files may have been
+// swapped: that is for the user to judge, not to tidy away) unless fresh is
+// set (a profile being created, of which nothing is there yet), and one whose
+// modes cannot be changed (another user owns it).
+func secureProfile(dir string, fresh bool) error {
 	paths := []string{dir}
 	for _, name := range Files() {
 		paths = append(paths, filepath.Join(dir, name))
@@ -51,7 +54,10 @@ func secureProfile(dir string) error {
 		if fi.Mode().Perm()&0o077 == 0 {
 			continue
 		}
-		if err := chmod(p, fi.Mode().Perm()&want); err != nil {
+		if fi.Mode().Perm()&0o022 != 0 && !fresh {
+			return &exposedError{dir: dir, path: p, why: fmt.Sprintf("is %04o: others could write to it, so check the profile before you trust it", fi.Mode().Perm())}
+		}
+		if err := chmod(p, want); err != nil {
 			return &exposedError{dir: dir, path: p, why: fmt.Sprintf("is %04o and could not be made %04o (%v)", fi.Mode().Perm(), want, err)}
 		}
 	}

@@ -105,3 +105,20 @@ func TestExposedProfileRefused(t *testing.T) {
 		t.Errorf("a refused open changed the profile's files: %v -> %v", before, after)
 	}
 }
+
+// TestWritableProfileRefused: a profile that others could write to is not
+// tidied away: open refuses it and says why.
+func TestWritableProfileRefused(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "profile")
+	mustClose(t, mustCreate(t, dir))
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Open(context.Background(), dir, testPassphrase, Options{})
+	if !errors.Is(err, engine.ErrProfileExposed) || !strings.Contains(err.Error(), "others could write") {
+		t.Fatalf("Open of a 0777 profile = %v, want ErrProfileExposed naming the writable directory", err)
+	}
+	if fi, _ := os.Stat(dir); fi.Mode().Perm() != 0o777 {
+		t.Fatalf("the refused open changed the mode to %04o", fi.Mode().Perm())
+	}
+}

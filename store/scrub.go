@@ -27,7 +27,7 @@ const DefaultScrubDelay = time.Second
 func (db *DB) scheduleScrub() {
 	db.scrubMu.Lock()
 	defer db.scrubMu.Unlock()
-	if db.scrubTimer != nil || db.closed.Load() {
+	if db.scrubTimer != nil || db.scrubStopping {
 		return
 	}
 	db.scrubWG.Add(1)
@@ -35,20 +35,25 @@ func (db *DB) scheduleScrub() {
 		defer db.scrubWG.Done()
 		db.scrubMu.Lock()
 		db.scrubTimer = nil
+		stopping := db.scrubStopping
 		db.scrubMu.Unlock()
-		if db.closed.Load() {
+		if stopping {
 			return
 		}
-		if err := db.Scrub(context.Background()); err != nil && !db.closed.Load() {
-			// A busy log is tried again at the next commit's schedule.
+		if err := db.Scrub(context.Background()); err != nil {
+			// A busy log must not wait for the next commit, which may
+			// never come: try again after the delay.
 			db.scrubFailures.Add(1)
+			db.scheduleScrub()
 		}
 	})
 }
 
-// stopScrub cancels a scheduled scrub and waits for one that is running.
+// stopScrub stops scheduling scrubs, cancels a scheduled one and waits for
+// one that is running. Close calls it once, before its own last scrub.
 func (db *DB) stopScrub() {
 	db.scrubMu.Lock()
+	db.scrubStopping = true
 	if t := db.scrubTimer; t != nil && t.Stop() {
 		db.scrubTimer = nil
 		db.scrubWG.Done()

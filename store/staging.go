@@ -126,6 +126,16 @@ func (t *tx) dropStaged(ctx context.Context, p engine.DropStaged) (engine.Receip
 	if err := t.deleteStagedRow(ctx, p.StagedRow); err != nil {
 		return engine.Receipt{}, err
 	}
+	if p.ConsumeOneTime != nil {
+		if err := t.consumeOneTime(ctx, *p.ConsumeOneTime); err != nil {
+			return engine.Receipt{}, err
+		}
+	}
+	if p.Retire != nil {
+		if err := t.insertRetired(ctx, p.Peer, *p.Retire); err != nil {
+			return engine.Receipt{}, err
+		}
+	}
 	evicted, err := t.run(ctx, "quarantine-evict", sqlQuarantineEvict, QuarantineRows, QuarantineBytes)
 	if err != nil {
 		return engine.Receipt{}, fmt.Errorf("bound the quarantine: %w", err)

@@ -36,6 +36,9 @@ func validate(p engine.Plan) error {
 		err = errors.Join(checkAddress("peer", p.Peer), checkRow(p.StagedRow), checkAnnounce(p.Announce, &p.Peer))
 	case engine.DropStaged:
 		err = errors.Join(checkRow(p.StagedRow), checkTime("at", p.At), checkAnnounce(p.Announce, nil))
+		if p.Retire != nil {
+			err = errors.Join(err, checkAddress("peer", p.Peer))
+		}
 		if p.Reason == "" {
 			err = errors.Join(err, invalid("no reason"))
 		}
@@ -57,6 +60,10 @@ func validate(p engine.Plan) error {
 		}
 		if len(p.Retire) == 0 {
 			err = errors.Join(err, invalid("nothing retired"))
+		}
+	case engine.PinRelay:
+		if p.URL == "" || p.ID == ([32]byte{}) {
+			err = invalid("no relay URL or ID")
 		}
 	case engine.SetRelay:
 		if p.Relay.URL == "" {

@@ -25,10 +25,11 @@ type ClientOptions struct {
 	// finally. When it is zero, the client pins the ID of the first relay
 	// it authenticates to and calls OnPin with it.
 	RelayID [32]byte
-	// OnPin, when set, is called once with the relay's ID after the first
-	// successful authentication of a client that had no RelayID (trust on
-	// first use): the profile stores it.
-	OnPin func(id [32]byte)
+	// OnPin, when set, is called with the relay's ID after a successful
+	// authentication of a client that had no RelayID (trust on first use),
+	// until it returns nil: the profile stores the pin, and a pin that could
+	// not be stored is stored at the next authentication.
+	OnPin func(id [32]byte) error
 	// Dialer dials the websocket (default: a 10s handshake timeout, no
 	// Origin header).
 	Dialer *websocket.Dialer
@@ -119,6 +120,7 @@ type Client struct {
 	closed  bool
 	relayID [32]byte
 	pinned  [32]byte // the only relay ID accepted; zero until the first authentication
+	stored  bool     // OnPin took the pin
 	states  chan State
 	epoch   uint64        // connections made so far
 	wake    chan struct{} // engine.RelayLink: deliveries or a state change
@@ -226,6 +228,7 @@ func newClient(rawURL string, self engine.Address, id *engine.Identity, opts Cli
 		done: make(chan struct{}), states: make(chan State, 16), bufRows: make(map[uint64]struct{}), wake: make(chan struct{}, 1)}
 	c.state = State{Conn: StateConnecting, At: time.Now()}
 	c.pinned = opts.RelayID
+	c.stored = opts.RelayID != [32]byte{}
 	c.pool.Store(-1)
 	return c, nil
 }
@@ -518,11 +521,13 @@ func (c *Client) handshake(ctx context.Context, ws *websocket.Conn) (*clientConn
 	}
 	c.mu.Lock()
 	c.relayID = ch.RelayID
-	first := c.pinned == [32]byte{}
 	c.pinned = ch.RelayID
+	store := c.opts.OnPin != nil && !c.stored
 	c.mu.Unlock()
-	if first && c.opts.OnPin != nil {
-		c.opts.OnPin(ch.RelayID)
+	if store && c.opts.OnPin(ch.RelayID) == nil {
+		c.mu.Lock()
+		c.stored = true
+		c.mu.Unlock()
 	}
 	ws.SetWriteDeadline(time.Time{})
 	ws.SetReadDeadline(time.Now().Add(c.opts.ReadTimeout))
