@@ -265,6 +265,10 @@ func (c *conn) handshake() bool {
 		s.log.Error("register", "err", err)
 		return c.refuse(authInternal, errorMsg(req, wire.ErrorInternal, "registration failed"))
 	}
+	if s.addressFull(a.Address) {
+		s.metrics.limited.WithLabelValues(limitAddressConnections).Inc()
+		return c.refuse(authRateLimited, errorMsg(req, wire.ErrorRateLimited, fmt.Sprintf("%s has %d connections open, the most allowed", a.Address, s.lim.MaxConnectionsPerAddress)))
+	}
 	c.addr, c.key = a.Address, a.SigningKey
 	if replaced {
 		s.log.Info("address registered to a new key", "address", a.Address)

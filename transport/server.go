@@ -291,6 +291,13 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// addressFull reports whether address has all the connections it may.
+func (s *Server) addressFull(address string) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.byAddr[address]) >= s.lim.MaxConnectionsPerAddress
+}
+
 // attach lists an authenticated connection under its address, within the
 // per-address cap; it reports why not otherwise.
 func (s *Server) attach(c *conn) (ok, full bool) {
