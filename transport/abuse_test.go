@@ -113,7 +113,7 @@ func TestRegistrationsPerIP(t *testing.T) {
 	if got := r.metric(t, `parley_relay_limited_total{limit="ip_registrations_hour"}`); got < 1 {
 		t.Fatalf("ip_registrations_hour = %v, want at least 1", got)
 	}
-	mustDialFrom(t, r, first, "127.0.0.1")             // an address it owns: no new registration
+	mustDialFrom(t, r, first, "127.0.0.1")                  // an address it owns: no new registration
 	mustDialFrom(t, r, newDevice(t, "else/1"), "127.0.0.2") // another IP
 }
 
