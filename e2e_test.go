@@ -3,9 +3,16 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
+	"math/big"
 	"net"
 	"os"
 	"os/exec"
@@ -71,9 +78,9 @@ func startRelayAt(t *testing.T, listen, home string, args ...string) *relayProc 
 		t.Fatal(err)
 	}
 	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil || !strings.HasPrefix(line, "listening on ws://") {
+	if err != nil || !strings.HasPrefix(line, "listening on ws://") && !strings.HasPrefix(line, "listening on wss://") {
 		cmd.Process.Kill()
-		t.Fatalf("relay's first line %q (%v), want \"listening on ws://HOST:PORT\"", line, err)
+		t.Fatalf("relay's first line %q (%v), want \"listening on ws://HOST:PORT\" (or wss://)", line, err)
 	}
 	r := &relayProc{cmd: cmd, url: strings.TrimSpace(strings.TrimPrefix(line, "listening on ")), home: home}
 	t.Cleanup(func() { r.stop() })
@@ -471,5 +478,76 @@ func TestCLIRelayPinned(t *testing.T) {
 	bob.ok("send", "alice/1", "on the new relay")
 	if recs := alice.sync(); len(recs) != 1 || recs[0]["body"] != "on the new relay" {
 		t.Fatalf("alice got %v on the accepted relay", recs)
+	}
+}
+
+// writeTLS makes a private CA and a certificate it signs for 127.0.0.1, as
+// PEM files in dir: ca.pem, cert.pem, key.pem.
+func writeTLS(t *testing.T, dir string) (caFile, certFile, keyFile string) {
+	t.Helper()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "parley test CA"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := x509.ParseCertificate(caDER)
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leafTmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	leafDER, err := x509.CreateCertificate(rand.Reader, leafTmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, typ string, der []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	return write("ca.pem", "CERTIFICATE", caDER), write("cert.pem", "CERTIFICATE", leafDER), write("key.pem", "EC PRIVATE KEY", keyDER)
+}
+
+// TestCLIOverTLS: a relay serving wss:// with a certificate of a private
+// CA; profiles made with --relay-ca talk through it; a profile without the
+// CA cannot connect (the system roots do not know it), and accepts it
+// later with relay-settings --ca.
+func TestCLIOverTLS(t *testing.T) {
+	dir := t.TempDir()
+	caFile, certFile, keyFile := writeTLS(t, dir)
+	relay := startRelay(t, "--tls-cert", certFile, "--tls-key", keyFile)
+	if !strings.HasPrefix(relay.url, "wss://127.0.0.1:") {
+		t.Fatalf("relay URL %q, want wss://", relay.url)
+	}
+	alice := &cliProfile{t: t, dir: filepath.Join(t.TempDir(), "alice"), addr: "alice/1"}
+	alice.ok("init", "--address", "alice/1", "--relay", relay.url, "--relay-ca", caFile)
+	bob := &cliProfile{t: t, dir: filepath.Join(t.TempDir(), "bob"), addr: "bob/1"}
+	r := bob.run("", "init", "--address", "bob/1", "--relay", relay.url)
+	if r.code != 0 || !strings.Contains(r.stderr, "certificate") {
+		t.Fatalf("init without the CA: exit %d %q; want a profile made offline, naming the certificate", r.code, r.stderr)
+	}
+	if r := bob.run("", "sync"); r.code != 1 || !strings.Contains(r.stderr, "certificate") {
+		t.Fatalf("sync without the CA: exit %d %q, want exit 1 naming the certificate", r.code, r.stderr)
+	}
+	bob.ok("relay-settings", "--ca", caFile)
+	bob.sync() // publishes bob's bundle
+	alice.ok("send", "bob/1", "over TLS")
+	if recs := bob.sync(); len(recs) != 1 || recs[0]["body"] != "over TLS" {
+		t.Fatalf("bob got %v", recs)
 	}
 }
