@@ -4,7 +4,7 @@ STATICCHECK_VERSION := v0.8.2
 PKGS := ./...
 FUZZTIME ?= 20s
 
-.PHONY: all build run test lint fuzz bench golden soak adversary clean
+.PHONY: all build run test lint fuzz bench golden soak adversary cluster clean
 
 all: build
 
@@ -56,6 +56,11 @@ golden:
 SOAK_MESSAGES ?= 5000
 soak:
 	SOAK_MESSAGES=$(SOAK_MESSAGES) $(GO) test -count=1 -timeout 0 -run '^TestSoak$$' -v .
+
+# cluster runs a local 3-node NATS JetStream cluster and two relays on it
+# (ports 4222-4224 and 7001-7002) until ctrl+c.
+cluster: build
+	$(GO) run ./tools/cluster
 
 clean:
 	rm -rf bin

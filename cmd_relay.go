@@ -21,6 +21,7 @@ import (
 
 	"github.com/parley-chat/parley/transport"
 	"github.com/parley-chat/parley/transport/relaystore"
+	"github.com/parley-chat/parley/transport/relaystore/natsstore"
 )
 
 func init() {
@@ -88,11 +89,13 @@ func cmdRelay(ctx context.Context, env *cliEnv, args []string) error {
 	f := newFlags(commands["relay"], env, false)
 	listen := f.String("listen", "127.0.0.1:0", "address to listen on (port 0 picks a free port)")
 	data := f.String("data", "", "keep mailboxes, bundles and registrations in SQLite in this directory (default: memory)")
-	idFile := f.String("id-file", "", "keep the relay's ID in this file, made at the first start (default: in --data, else "+defaultRelayIDFile("HOST:PORT")+")")
+	idFile := f.String("id-file", "", "keep the relay's ID in this file, made at the first start (default: in --data or the NATS cluster, else "+defaultRelayIDFile("HOST:PORT")+")")
 	rereg := f.Bool("allow-reregister", false, "let a new identity key take over a registered address")
 	drop := f.Float64("fault-drop", 0, "drop accepted envelopes with this probability (tests and demos)")
 	dup := f.Float64("fault-dup", 0, "duplicate accepted envelopes with this probability (tests and demos)")
 	seed := f.Uint64("fault-seed", 0, "seed of the fault injection (0: random)")
+	natsURLs := f.String("nats", "", "keep everything in this NATS JetStream cluster (comma-separated URLs), shared with other relays")
+	natsReplicas := f.Int("nats-replicas", 1, "replication factor of the JetStream streams and buckets (3 survives the loss of a node)")
 	tlsCert := f.String("tls-cert", "", "serve wss:// with this PEM certificate (chain); needs --tls-key")
 	tlsKey := f.String("tls-key", "", "the PEM private key of --tls-cert")
 	lim := relayLimitFlags(f)
@@ -104,6 +107,12 @@ func cmdRelay(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	if (*tlsCert == "") != (*tlsKey == "") {
 		return usagef("--tls-cert and --tls-key go together")
+	}
+	if *natsURLs != "" && *data != "" {
+		return usagef("--nats and --data exclude each other")
+	}
+	if *natsReplicas < 1 {
+		return usagef("--nats-replicas must be positive")
 	}
 	limits, proxies, err := lim.resolve()
 	if err != nil {
@@ -121,8 +130,20 @@ func cmdRelay(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", *listen, err)
 	}
+	var store relaystore.Store
+	if *natsURLs != "" {
+		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		ns, err := natsstore.Open(sctx, strings.Split(*natsURLs, ","), natsstore.Options{Replicas: *natsReplicas, Limits: limits.StoreLimits()})
+		cancel()
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer ns.Close()
+		store = ns
+	}
 	var relayID [32]byte
-	if *data == "" || *idFile != "" {
+	if *data == "" && *natsURLs == "" || *idFile != "" {
 		path := *idFile
 		if path == "" {
 			path = defaultRelayIDFile(ln.Addr().String())
@@ -132,7 +153,7 @@ func cmdRelay(ctx context.Context, env *cliEnv, args []string) error {
 			return err
 		}
 	}
-	srv, err := transport.NewServer(transport.ServerConfig{DataDir: *data, RelayID: relayID, AllowReregister: *rereg, FaultDrop: *drop, FaultDup: *dup, FaultSeed: *seed,
+	srv, err := transport.NewServer(transport.ServerConfig{DataDir: *data, Store: store, RelayID: relayID, AllowReregister: *rereg, FaultDrop: *drop, FaultDup: *dup, FaultSeed: *seed,
 		Limits: limits, TrustedProxies: proxies})
 	if err != nil {
 		ln.Close()

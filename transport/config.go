@@ -249,6 +249,12 @@ func (l Limits) withDefaults() (Limits, error) {
 	return l, nil
 }
 
+// StoreLimits are the limits a relaystore.Store enforces, for a store the
+// caller opens itself (ServerConfig.Store).
+func (l Limits) StoreLimits() relaystore.Limits {
+	return l.storeLimits()
+}
+
 func (l Limits) storeLimits() relaystore.Limits {
 	return relaystore.Limits{MailboxEnvelopes: l.MailboxEnvelopes, MailboxBytes: l.MailboxBytes,
 		SenderEnvelopes: l.SenderEnvelopes, SenderBytes: l.SenderBytes, IPEnvelopes: l.IPEnvelopes, IPBytes: l.IPBytes,

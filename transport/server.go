@@ -51,6 +51,7 @@ type Server struct {
 	shutdown bool
 	all      map[*conn]struct{}
 	byAddr   map[string]map[*conn]struct{} // authenticated connections
+	watches  map[string]func()             // addresses whose signals from other relays this one hears
 	handlers sync.WaitGroup                // websocket handlers, which outlive the http.Server's view
 }
 
@@ -65,7 +66,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		return nil, fmt.Errorf("fault probabilities must lie in 0..1 (drop %v, dup %v)", cfg.FaultDrop, cfg.FaultDup)
 	}
 	s := &Server{cfg: cfg, lim: lim, log: cfg.Logger, now: cfg.Now, faults: newFaults(cfg.FaultDrop, cfg.FaultDup, cfg.FaultSeed),
-		all: make(map[*conn]struct{}), byAddr: make(map[string]map[*conn]struct{}),
+		all: make(map[*conn]struct{}), byAddr: make(map[string]map[*conn]struct{}), watches: make(map[string]func()),
 		ipSlots:       newIPSlots(),
 		registrations: newKeyedLimiters(lim.RegistrationRate, lim.RegistrationBurst),
 		fetchesBy:     newKeyedLimiters(lim.FetchRate, lim.FetchBurst),
@@ -313,6 +314,24 @@ func (s *Server) attach(c *conn) (ok, full bool) {
 	if set == nil {
 		set = make(map[*conn]struct{})
 		s.byAddr[c.addr] = set
+		// The first connection of the address here: hear what other
+		// relays sharing the store say of it.
+		if n, ok := s.store.(relaystore.Notifier); ok {
+			addr := c.addr
+			stop, err := n.Watch(addr, func(sig relaystore.Signal) {
+				if sig.Mail {
+					s.pokeLocal(addr)
+				}
+				if sig.Pool >= 0 {
+					s.tellPoolLocal(addr, sig.Pool)
+				}
+			})
+			if err != nil {
+				s.log.Error("watch for other relays", "err", err)
+			} else {
+				s.watches[addr] = stop
+			}
+		}
 	}
 	set[c] = struct{}{}
 	return true, false
@@ -325,13 +344,23 @@ func (s *Server) detach(c *conn) {
 		delete(set, c)
 		if len(set) == 0 {
 			delete(s.byAddr, c.addr)
+			if stop := s.watches[c.addr]; stop != nil {
+				stop()
+				delete(s.watches, c.addr)
+			}
 		}
 	}
 }
 
-// notifyPool tells every connection of address how many one-time prekeys
-// the relay holds for it.
+// notifyPool tells every connection of address, on this relay and on the
+// others sharing the store, how many one-time prekeys the relay holds for
+// it.
 func (s *Server) notifyPool(address string, count int) {
+	s.tellPoolLocal(address, count)
+	s.signal(address, relaystore.Signal{Pool: count})
+}
+
+func (s *Server) tellPoolLocal(address string, count int) {
 	msg := encode(0, wire.PrekeyPool{Count: uint32(max(count, 0))})
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -340,12 +369,27 @@ func (s *Server) notifyPool(address string, count int) {
 	}
 }
 
-// notify wakes every connection of address to lease what is new.
+// notify wakes every connection of address, on this relay and on the others
+// sharing the store, to lease what is new.
 func (s *Server) notify(address string) {
+	s.pokeLocal(address)
+	s.signal(address, relaystore.Signal{Mail: true, Pool: -1})
+}
+
+func (s *Server) pokeLocal(address string) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	for c := range s.byAddr[address] {
 		c.poke()
+	}
+}
+
+// signal tells the other relays sharing the store, if any.
+func (s *Server) signal(address string, sig relaystore.Signal) {
+	if n, ok := s.store.(relaystore.Notifier); ok {
+		if err := n.Notify(context.Background(), address, sig); err != nil {
+			s.log.Error("signal other relays", "err", err)
+		}
 	}
 }
 

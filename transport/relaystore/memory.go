@@ -23,8 +23,8 @@ type Memory struct {
 	keys    map[string][32]byte
 	bundles map[string]*memBundle
 	boxes   map[string]*memBox
-	total   usage
-	byIP    map[string]*usage
+	total   Usage
+	byIP    map[string]*Usage
 	regIP   map[string]int // addresses first registered from each IP
 }
 
@@ -37,7 +37,7 @@ type memBundle struct {
 type memBox struct {
 	rows     []*memRow // ascending IDs: FIFO
 	bytes    int64
-	bySender map[string]*usage
+	bySender map[string]*Usage
 }
 
 type memRow struct {
@@ -64,7 +64,7 @@ func NewMemory(l Limits) *Memory {
 		keys:    make(map[string][32]byte),
 		bundles: make(map[string]*memBundle),
 		boxes:   make(map[string]*memBox),
-		byIP:    make(map[string]*usage),
+		byIP:    make(map[string]*Usage),
 		regIP:   make(map[string]int),
 	}
 	rand.Read(m.relayID[:])
@@ -200,17 +200,17 @@ func (m *Memory) Append(_ context.Context, recipient string, env []byte, copies 
 	}
 	box := m.boxes[recipient]
 	if box == nil {
-		box = &memBox{bySender: make(map[string]*usage)}
+		box = &memBox{bySender: make(map[string]*Usage)}
 	}
 	size := int64(len(env)) * int64(copies)
-	var sender, ip usage
+	var sender, ip Usage
 	if u := box.bySender[from.Address]; u != nil {
 		sender = *u
 	}
 	if u := m.byIP[from.IP]; u != nil {
 		ip = *u
 	}
-	if err := m.limits.quotaError(usage{len(box.rows), box.bytes}, sender, ip, m.total, from.IP != "", copies, size); err != nil {
+	if err := m.limits.QuotaError(Usage{len(box.rows), box.bytes}, sender, ip, m.total, from.IP != "", copies, size); err != nil {
 		return nil, fmt.Errorf("append to %s: %w", recipient, err)
 	}
 	m.boxes[recipient] = box
@@ -229,15 +229,15 @@ func (m *Memory) Append(_ context.Context, recipient string, env []byte, copies 
 // charge adds (or, with negative amounts, removes) what from holds in box,
 // for its IP and in all; callers hold mu.
 func (m *Memory) charge(box *memBox, from Origin, n int, size int64) {
-	add := func(tab map[string]*usage, k string) {
+	add := func(tab map[string]*Usage, k string) {
 		u := tab[k]
 		if u == nil {
-			u = &usage{}
+			u = &Usage{}
 			tab[k] = u
 		}
-		u.envelopes += n
-		u.bytes += size
-		if u.envelopes <= 0 {
+		u.Envelopes += n
+		u.Bytes += size
+		if u.Envelopes <= 0 {
 			delete(tab, k)
 		}
 	}
@@ -245,8 +245,8 @@ func (m *Memory) charge(box *memBox, from Origin, n int, size int64) {
 	if from.IP != "" {
 		add(m.byIP, from.IP)
 	}
-	m.total.envelopes += n
-	m.total.bytes += size
+	m.total.Envelopes += n
+	m.total.Bytes += size
 }
 
 // Lease implements Store.

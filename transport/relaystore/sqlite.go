@@ -514,11 +514,11 @@ func usageScopes(recipient string, from Origin) [][2]string {
 	return sc
 }
 
-func readUsage(ctx context.Context, tx *sql.Tx, scope, key string) (usage, error) {
-	var u usage
-	err := tx.QueryRowContext(ctx, "SELECT envelopes, bytes FROM usage WHERE scope = ? AND key = ?", scope, key).Scan(&u.envelopes, &u.bytes)
+func readUsage(ctx context.Context, tx *sql.Tx, scope, key string) (Usage, error) {
+	var u Usage
+	err := tx.QueryRowContext(ctx, "SELECT envelopes, bytes FROM usage WHERE scope = ? AND key = ?", scope, key).Scan(&u.Envelopes, &u.Bytes)
 	if errors.Is(err, sql.ErrNoRows) {
-		return usage{}, nil
+		return Usage{}, nil
 	}
 	return u, err
 }
@@ -546,7 +546,7 @@ func (s *SQLite) appendTx(ctx context.Context, tx *sql.Tx, ins *sql.Stmt, r *app
 		return err
 	}
 	scopes := usageScopes(r.recipient, r.from)
-	var u [4]usage
+	var u [4]Usage
 	for i, sc := range scopes {
 		var err error
 		if u[i], err = readUsage(ctx, tx, sc[0], sc[1]); err != nil {
@@ -554,7 +554,7 @@ func (s *SQLite) appendTx(ctx context.Context, tx *sql.Tx, ins *sql.Stmt, r *app
 		}
 	}
 	size := int64(len(r.env)) * int64(r.copies)
-	if err := s.limits.quotaError(u[0], u[1], u[3], u[2], r.from.IP != "", r.copies, size); err != nil {
+	if err := s.limits.QuotaError(u[0], u[1], u[3], u[2], r.from.IP != "", r.copies, size); err != nil {
 		return err
 	}
 	for range r.copies {
@@ -641,7 +641,7 @@ func (s *SQLite) Ack(ctx context.Context, recipient string, rows []uint64) (int,
 			return err
 		}
 		defer del.Close()
-		freed := map[Origin]usage{}
+		freed := map[Origin]Usage{}
 		for _, row := range rows {
 			if row > 1<<63-1 {
 				continue
@@ -656,12 +656,12 @@ func (s *SQLite) Ack(ctx context.Context, recipient string, rows []uint64) (int,
 			}
 			n++
 			u := freed[from]
-			u.envelopes++
-			u.bytes += size
+			u.Envelopes++
+			u.Bytes += size
 			freed[from] = u
 		}
 		for from, u := range freed {
-			if err := addUsage(ctx, tx, usageScopes(recipient, from), -u.envelopes, -u.bytes); err != nil {
+			if err := addUsage(ctx, tx, usageScopes(recipient, from), -u.Envelopes, -u.Bytes); err != nil {
 				return err
 			}
 		}

@@ -95,6 +95,25 @@ type Store interface {
 	Close() error
 }
 
+// Notifier is implemented by a Store that several relay processes share:
+// what one relay learns (an envelope for an address, the address's one-time
+// prekey pool running low) reaches the connections of that address on every
+// relay, at once rather than at their next poll.
+type Notifier interface {
+	// Notify tells every relay that s concerns address.
+	Notify(ctx context.Context, address string, s Signal) error
+	// Watch calls fn with every Signal for address, from any relay, until
+	// stop is called.
+	Watch(address string, fn func(Signal)) (stop func(), err error)
+}
+
+// Signal is what a Notifier carries: new mail, or the size of a one-time
+// prekey pool.
+type Signal struct {
+	Mail bool
+	Pool int // -1: no pool news
+}
+
 // Origin is who asks the relay to keep an envelope, and is charged for it:
 // the authenticated sender address and the remote IP of its connection.
 type Origin struct {
@@ -191,23 +210,25 @@ func (l Limits) WithDefaults() Limits {
 	return l
 }
 
-// usage is what a scope holds: envelopes and their bytes.
-type usage struct {
-	envelopes int
-	bytes     int64
+// Usage is what a scope holds: envelopes and their bytes.
+type Usage struct {
+	Envelopes int
+	Bytes     int64
 }
 
-// quotaError names the limit an Append would pass, from the most to the
-// least specific scope.
-func (l Limits) quotaError(mailbox, sender, ip, total usage, ipKnown bool, copies int, size int64) error {
+// QuotaError names the limit an Append of copies envelopes of size bytes in
+// all would pass, given what the mailbox, the sender within it, the
+// sender's IP (when known) and the relay hold, from the most to the least
+// specific scope; nil when it passes none.
+func (l Limits) QuotaError(mailbox, sender, ip, total Usage, ipKnown bool, copies int, size int64) error {
 	switch {
-	case mailbox.envelopes+copies > l.MailboxEnvelopes || mailbox.bytes+size > l.MailboxBytes:
+	case mailbox.Envelopes+copies > l.MailboxEnvelopes || mailbox.Bytes+size > l.MailboxBytes:
 		return ErrMailboxFull
-	case sender.envelopes+copies > l.SenderEnvelopes || sender.bytes+size > l.SenderBytes:
+	case sender.Envelopes+copies > l.SenderEnvelopes || sender.Bytes+size > l.SenderBytes:
 		return ErrSenderQuota
-	case ipKnown && (ip.envelopes+copies > l.IPEnvelopes || ip.bytes+size > l.IPBytes):
+	case ipKnown && (ip.Envelopes+copies > l.IPEnvelopes || ip.Bytes+size > l.IPBytes):
 		return fmt.Errorf("%w: the sender's IP holds its share", ErrStoreFull)
-	case total.envelopes+copies > l.TotalEnvelopes || total.bytes+size > l.TotalBytes:
+	case total.Envelopes+copies > l.TotalEnvelopes || total.Bytes+size > l.TotalBytes:
 		return ErrStoreFull
 	}
 	return nil

@@ -1,0 +1,714 @@
+// Package natsstore keeps a relay's registrations, bundles, one-time prekeys
+// and mailboxes in a NATS JetStream cluster, so that any number of relay
+// processes behind one address serve the same users. It implements
+// relaystore.Store and relaystore.Notifier on github.com/nats-io/nats.go and
+// imports nothing of the engine or the websocket.
+//
+// Layout (with Options.Prefix before every name; every name below is created if missing, with the configured
+// replication factor; addresses and IPs are hex-encoded in every subject and
+// key, since they may hold characters a subject cannot):
+//
+//	KV PARLEY_REG      addr -> signing key and registering IP
+//	KV PARLEY_IPREG    ip -> addresses first registered from it
+//	KV PARLEY_BUNDLE   addr -> bundle (without a one-time prekey)
+//	KV PARLEY_USAGE    m.addr, s.addr.sender, i.ip, t -> envelopes and bytes held
+//	KV PARLEY_META     relay-id
+//	stream PARLEY_OTK      subjects parley.otk.<addr>: one message per one-time prekey
+//	stream PARLEY_MAILBOX  subjects parley.mbox.<addr>: one message per envelope
+//	subjects parley.wake.<addr> (core NATS): signals between relays
+//
+// A mailbox row is its envelope's stream sequence. The mailbox stream
+// refuses a message past the mailbox's count (DiscardNewPerSubject) and the
+// relay's other quotas are counted in PARLEY_USAGE with compare-and-set
+// updates. Leases live in the relay process that took them.
+package natsstore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/parley-chat/parley/transport/relaystore"
+	"github.com/parley-chat/parley/wire"
+)
+
+// Headers of the stored messages.
+const (
+	hdrSender = "Parley-Sender"
+	hdrIP     = "Parley-IP"
+	hdrOTK    = "Parley-OTK"
+)
+
+// names are the buckets, streams and subject roots of a store.
+type names struct {
+	reg, ipreg, bundle, usage, meta, otkStream, mboxStream string
+	otk, mbox, wake                                        string // subject roots, with the trailing dot
+}
+
+func namesFor(prefix string) names {
+	return names{
+		reg: prefix + "PARLEY_REG", ipreg: prefix + "PARLEY_IPREG", bundle: prefix + "PARLEY_BUNDLE",
+		usage: prefix + "PARLEY_USAGE", meta: prefix + "PARLEY_META",
+		otkStream: prefix + "PARLEY_OTK", mboxStream: prefix + "PARLEY_MAILBOX",
+		otk: prefix + "parley.otk.", mbox: prefix + "parley.mbox.", wake: prefix + "parley.wake.",
+	}
+}
+
+// Options configure Open.
+type Options struct {
+	// Replicas is the replication factor of every stream and bucket (1 or
+	// 3 usually): with 3, a cluster loses nothing accepted when one node
+	// dies.
+	Replicas int
+	// Limits are the store's limits (relaystore.Limits).
+	Limits relaystore.Limits
+	// Timeout bounds each call to the cluster (default 5s).
+	Timeout time.Duration
+	// Name names the connection in the cluster's monitoring.
+	Name string
+	// Prefix is put before every stream, bucket and subject name, so that
+	// several independent stores can share one cluster (tests). Letters,
+	// digits and underscores only.
+	Prefix string
+}
+
+// Store is a relaystore.Store on a JetStream cluster.
+type Store struct {
+	names   names
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	reg     jetstream.KeyValue
+	ipreg   jetstream.KeyValue
+	bundles jetstream.KeyValue
+	usage   jetstream.KeyValue
+	otk     jetstream.Stream
+	mbox    jetstream.Stream
+	limits  relaystore.Limits
+	timeout time.Duration
+	relayID [32]byte
+
+	leaseMu sync.Mutex
+	leases  map[string]map[uint64]lease // recipient -> row -> lease (this process's)
+}
+
+type lease struct {
+	holder string
+	until  time.Time
+}
+
+var (
+	_ relaystore.Store    = (*Store)(nil)
+	_ relaystore.Notifier = (*Store)(nil)
+)
+
+// Open connects to the cluster at urls (comma-separated or several) and
+// creates what is missing.
+func Open(ctx context.Context, urls []string, o Options) (*Store, error) {
+	if o.Replicas <= 0 {
+		o.Replicas = 1
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 5 * time.Second
+	}
+	if o.Name == "" {
+		o.Name = "parley relay"
+	}
+	nc, err := nats.Connect(strings.Join(urls, ","), nats.Name(o.Name), nats.MaxReconnects(-1), nats.ReconnectWait(250*time.Millisecond))
+	if err != nil {
+		return nil, fmt.Errorf("natsstore: connect to %s: %w", strings.Join(urls, ","), err)
+	}
+	s := &Store{names: namesFor(o.Prefix), nc: nc, limits: o.Limits.WithDefaults(), timeout: o.Timeout, leases: make(map[string]map[uint64]lease)}
+	// A cluster that is still forming (no meta leader yet, too few peers
+	// up for the replicas) refuses for a while: try again until ctx ends.
+	for {
+		actx, cancel := context.WithTimeout(ctx, o.Timeout)
+		err := s.setup(actx, o.Replicas)
+		cancel()
+		if err == nil {
+			return s, nil
+		}
+		select {
+		case <-ctx.Done():
+			nc.Close()
+			return nil, fmt.Errorf("natsstore: %w", err)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+func (s *Store) setup(ctx context.Context, replicas int) error {
+	js, err := jetstream.New(s.nc)
+	if err != nil {
+		return err
+	}
+	s.js = js
+	kv := func(name string) (jetstream.KeyValue, error) {
+		return js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: name, History: 1, Replicas: replicas, Storage: jetstream.FileStorage})
+	}
+	if s.reg, err = kv(s.names.reg); err != nil {
+		return err
+	}
+	if s.ipreg, err = kv(s.names.ipreg); err != nil {
+		return err
+	}
+	if s.bundles, err = kv(s.names.bundle); err != nil {
+		return err
+	}
+	if s.usage, err = kv(s.names.usage); err != nil {
+		return err
+	}
+	meta, err := kv(s.names.meta)
+	if err != nil {
+		return err
+	}
+	if s.otk, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: s.names.otkStream, Subjects: []string{s.names.otk + "*"},
+		Retention: jetstream.LimitsPolicy, Storage: jetstream.FileStorage, Replicas: replicas,
+		MaxMsgsPerSubject: int64(s.limits.OneTimePreKeys), Discard: jetstream.DiscardNew, DiscardNewPerSubject: true}); err != nil {
+		return err
+	}
+	// Rows start from the wall clock (see relaystore.NewMemory): a cluster
+	// whose streams were wiped must not reuse row numbers that clients may
+	// still acknowledge. FirstSeq only counts when the stream is created.
+	mboxCfg := jetstream.StreamConfig{Name: s.names.mboxStream, Subjects: []string{s.names.mbox + "*"},
+		Retention: jetstream.LimitsPolicy, Storage: jetstream.FileStorage, Replicas: replicas,
+		MaxMsgsPerSubject: int64(s.limits.MailboxEnvelopes), Discard: jetstream.DiscardNew, DiscardNewPerSubject: true,
+		MaxMsgSize: int32(wire.MaxEnvelopeSize + 1024)}
+	if s.mbox, err = js.Stream(ctx, s.names.mboxStream); errors.Is(err, jetstream.ErrStreamNotFound) {
+		mboxCfg.FirstSeq = uint64(time.Now().UnixNano())
+		s.mbox, err = js.CreateStream(ctx, mboxCfg)
+		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			s.mbox, err = js.Stream(ctx, s.names.mboxStream)
+		}
+	} else if err == nil {
+		s.mbox, err = js.UpdateStream(ctx, mboxCfg)
+	}
+	if err != nil {
+		return err
+	}
+	var id [32]byte
+	rand.Read(id[:])
+	if _, err := meta.Create(ctx, "relay-id", id[:]); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+		return err
+	}
+	e, err := meta.Get(ctx, "relay-id")
+	if err != nil {
+		return err
+	}
+	if len(e.Value()) != 32 {
+		return fmt.Errorf("relay id of %d bytes", len(e.Value()))
+	}
+	copy(s.relayID[:], e.Value())
+	return nil
+}
+
+// hexKey encodes an address or IP for a subject or key.
+func hexKey(s string) string { return hex.EncodeToString([]byte(s)) }
+
+func (s *Store) ctx(parent context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(parent, s.timeout)
+}
+
+// RelayID implements relaystore.Store: one ID for every relay on the cluster.
+func (s *Store) RelayID(context.Context) ([32]byte, error) { return s.relayID, nil }
+
+// Register implements relaystore.Store. Ownership is a compare-and-set
+// create of the address's key: the first key wins across relays. A replace
+// is three steps (the owner's update, the bundle's deletion, the pool's
+// purge); a relay that stops between them leaves the old bundle until the
+// new owner publishes its own, which its first connection does.
+func (s *Store) Register(ctx context.Context, address string, key [32]byte, replace bool, ip string) (bool, error) {
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	k := hexKey(address)
+	e, err := s.reg.Get(ctx, k)
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		if ip != "" {
+			if err := s.countRegistration(ctx, ip); err != nil {
+				return false, fmt.Errorf("register %s: %w", address, err)
+			}
+		}
+		if _, err := s.reg.Create(ctx, k, append(key[:], ip...)); err != nil {
+			if errors.Is(err, jetstream.ErrKeyExists) {
+				return s.Register(ctx, address, key, replace, "") // raced: judge again
+			}
+			return false, fmt.Errorf("register %s: %w", address, err)
+		}
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("register %s: %w", address, err)
+	}
+	old := e.Value()
+	if len(old) >= 32 && string(old[:32]) == string(key[:]) {
+		return false, nil
+	}
+	if !replace {
+		return false, fmt.Errorf("register %s: %w", address, relaystore.ErrAddressTaken)
+	}
+	if _, err := s.reg.Update(ctx, k, append(key[:], old[32:]...), e.Revision()); err != nil {
+		return false, fmt.Errorf("register %s again: %w", address, err)
+	}
+	if err := s.bundles.Purge(ctx, k); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return true, fmt.Errorf("register %s again: drop the old bundle: %w", address, err)
+	}
+	if err := s.otk.Purge(ctx, jetstream.WithPurgeSubject(s.names.otk+k)); err != nil {
+		return true, fmt.Errorf("register %s again: drop the old one-time prekeys: %w", address, err)
+	}
+	return true, nil
+}
+
+// countRegistration charges a first registration to ip, within its limit.
+func (s *Store) countRegistration(ctx context.Context, ip string) error {
+	return s.update(ctx, s.ipreg, hexKey(ip), func(v []byte) ([]byte, error) {
+		n := 0
+		if len(v) == 8 {
+			n = int(binary.BigEndian.Uint64(v))
+		}
+		if n >= s.limits.RegistrationsPerIP {
+			return nil, relaystore.ErrRegistrationQuota
+		}
+		return binary.BigEndian.AppendUint64(nil, uint64(n+1)), nil
+	})
+}
+
+// update applies fn to the value under key with compare-and-set, reading
+// again after a conflict.
+func (s *Store) update(ctx context.Context, kv jetstream.KeyValue, key string, fn func([]byte) ([]byte, error)) error {
+	for attempt := 0; ; attempt++ {
+		var old []byte
+		var rev uint64
+		e, err := kv.Get(ctx, key)
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+		case err != nil:
+			return err
+		default:
+			old, rev = e.Value(), e.Revision()
+		}
+		v, err := fn(old)
+		if err != nil {
+			return err
+		}
+		if rev == 0 {
+			_, err = kv.Create(ctx, key, v)
+		} else {
+			_, err = kv.Update(ctx, key, v, rev)
+		}
+		if err == nil {
+			return nil
+		}
+		if !isConflict(err) || attempt > 50 {
+			return err
+		}
+		select {
+		case <-time.After(time.Duration(attempt+1) * time.Millisecond):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// isConflict reports a compare-and-set that lost to another writer.
+func isConflict(err error) bool {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
+		return true
+	}
+	return errors.Is(err, jetstream.ErrKeyExists)
+}
+
+// Registered implements relaystore.Store.
+func (s *Store) Registered(ctx context.Context, address string) ([32]byte, error) {
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	var k [32]byte
+	e, err := s.reg.Get(ctx, hexKey(address))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return k, fmt.Errorf("%s: %w", address, relaystore.ErrNotRegistered)
+	} else if err != nil {
+		return k, fmt.Errorf("look up %s: %w", address, err)
+	}
+	if len(e.Value()) < 32 {
+		return k, fmt.Errorf("look up %s: record of %d bytes", address, len(e.Value()))
+	}
+	copy(k[:], e.Value())
+	return k, nil
+}
+
+// PutBundle implements relaystore.Store.
+func (s *Store) PutBundle(ctx context.Context, address string, key [32]byte, b wire.Bundle, oneTime []wire.OneTimePreKeyPublic) (int, error) {
+	k, err := s.Registered(ctx, address)
+	if errors.Is(err, relaystore.ErrNotRegistered) || err == nil && k != key {
+		return 0, fmt.Errorf("publish bundle of %s: %w", address, relaystore.ErrKeyMismatch)
+	} else if err != nil {
+		return 0, err
+	}
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	b.OneTimePreKey = nil
+	enc, err := wire.EncodeBundle(b)
+	if err != nil {
+		return 0, fmt.Errorf("publish bundle of %s: %w", address, err)
+	}
+	hk := hexKey(address)
+	if _, err := s.bundles.Put(ctx, hk, enc); err != nil {
+		return 0, fmt.Errorf("publish bundle of %s: %w", address, err)
+	}
+	have, err := s.poolIDs(ctx, hk)
+	if err != nil {
+		return 0, fmt.Errorf("publish one-time prekeys of %s: %w", address, err)
+	}
+	added := 0
+	for _, otk := range oneTime {
+		if len(have) >= s.limits.OneTimePreKeys {
+			break
+		}
+		if have[otk.ID] {
+			continue
+		}
+		msg := &nats.Msg{Subject: s.names.otk + hk, Data: otk.PublicKey[:], Header: nats.Header{}}
+		msg.Header.Set(hdrOTK, strconv.FormatUint(uint64(otk.ID), 10))
+		if _, err := s.js.PublishMsg(ctx, msg); err != nil {
+			if isPerSubjectFull(err) {
+				break
+			}
+			return added, fmt.Errorf("publish one-time prekeys of %s: %w", address, err)
+		}
+		have[otk.ID] = true
+		added++
+	}
+	return added, nil
+}
+
+// poolIDs reads the IDs of the one-time prekeys in an address's pool.
+func (s *Store) poolIDs(ctx context.Context, hk string) (map[uint32]bool, error) {
+	ids := map[uint32]bool{}
+	for seq := uint64(1); ; {
+		m, err := s.otk.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(s.names.otk+hk))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return ids, nil
+		} else if err != nil {
+			return nil, err
+		}
+		if id, err := strconv.ParseUint(m.Header.Get(hdrOTK), 10, 32); err == nil {
+			ids[uint32(id)] = true
+		}
+		seq = m.Sequence + 1
+	}
+}
+
+// TakeBundle implements relaystore.Store. The oldest one-time prekey is the
+// first message of the address's subject; deleting it is what hands it out,
+// and only one of several relays racing for it succeeds.
+func (s *Store) TakeBundle(ctx context.Context, address string, oneTime bool) (wire.Bundle, int, error) {
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	hk := hexKey(address)
+	e, err := s.bundles.Get(ctx, hk)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return wire.Bundle{}, 0, fmt.Errorf("fetch bundle of %s: %w", address, relaystore.ErrNoBundle)
+	} else if err != nil {
+		return wire.Bundle{}, 0, fmt.Errorf("fetch bundle of %s: %w", address, err)
+	}
+	b, err := wire.DecodeBundle(e.Value())
+	if err != nil {
+		return wire.Bundle{}, 0, fmt.Errorf("fetch bundle of %s: %w", address, err)
+	}
+	for seq := uint64(1); oneTime; {
+		m, err := s.otk.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(s.names.otk+hk))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			break
+		} else if err != nil {
+			return wire.Bundle{}, 0, fmt.Errorf("fetch bundle of %s: %w", address, err)
+		}
+		if err := s.otk.DeleteMsg(ctx, m.Sequence); err != nil {
+			seq = m.Sequence + 1 // another relay took it
+			continue
+		}
+		id, err := strconv.ParseUint(m.Header.Get(hdrOTK), 10, 32)
+		if err != nil || len(m.Data) != 32 {
+			continue // not one of ours: gone now
+		}
+		k := wire.OneTimePreKeyPublic{ID: uint32(id)}
+		copy(k.PublicKey[:], m.Data)
+		b.OneTimePreKey = &k
+		break
+	}
+	pool, err := s.OneTimePreKeys(ctx, address)
+	if err != nil {
+		return wire.Bundle{}, 0, err
+	}
+	return b, pool, nil
+}
+
+// OneTimePreKeys implements relaystore.Store.
+func (s *Store) OneTimePreKeys(ctx context.Context, address string) (int, error) {
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	subj := s.names.otk + hexKey(address)
+	info, err := s.otk.Info(ctx, jetstream.WithSubjectFilter(subj))
+	if err != nil {
+		return 0, fmt.Errorf("count one-time prekeys of %s: %w", address, err)
+	}
+	return int(info.State.Subjects[subj]), nil
+}
+
+// usage keys.
+func mailboxKey(r string) string        { return "m." + hexKey(r) }
+func senderKey(r, sender string) string { return "s." + hexKey(r) + "." + hexKey(sender) }
+func ipKey(ip string) string            { return "i." + hexKey(ip) }
+
+const totalKey = "t"
+
+func decodeUsage(v []byte) (n int, bytes int64) {
+	if len(v) != 16 {
+		return 0, 0
+	}
+	return int(binary.BigEndian.Uint64(v)), int64(binary.BigEndian.Uint64(v[8:]))
+}
+
+func (s *Store) readUsage(ctx context.Context, key string) (relaystore.Usage, error) {
+	e, err := s.usage.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return relaystore.Usage{}, nil
+	} else if err != nil {
+		return relaystore.Usage{}, err
+	}
+	n, b := decodeUsage(e.Value())
+	return relaystore.Usage{Envelopes: n, Bytes: b}, nil
+}
+
+// addUsage adds n envelopes of size bytes (negative to remove) to key.
+func (s *Store) addUsage(ctx context.Context, key string, n int, size int64) error {
+	return s.update(ctx, s.usage, key, func(v []byte) ([]byte, error) {
+		have, bytes := decodeUsage(v)
+		have, bytes = max(have+n, 0), max(bytes+size, 0)
+		out := binary.BigEndian.AppendUint64(nil, uint64(have))
+		return binary.BigEndian.AppendUint64(out, uint64(bytes)), nil
+	})
+}
+
+func usageKeys(recipient string, from relaystore.Origin) []string {
+	keys := []string{mailboxKey(recipient), senderKey(recipient, from.Address), totalKey}
+	if from.IP != "" {
+		keys = append(keys, ipKey(from.IP))
+	}
+	return keys
+}
+
+// Append implements relaystore.Store. The quotas are read, then the
+// envelope published, then the totals raised: appends racing through
+// several relays can pass a quota by what they carry, and a relay that
+// stops between the publish and the totals leaves them short by that
+// envelope. The mailbox's count itself is the stream's own per-subject
+// limit, which refuses past it whatever the totals say.
+func (s *Store) Append(ctx context.Context, recipient string, env []byte, copies int, from relaystore.Origin) ([]uint64, error) {
+	if copies < 1 {
+		return nil, fmt.Errorf("append to %s: %d copies", recipient, copies)
+	}
+	if _, err := s.Registered(ctx, recipient); err != nil {
+		return nil, fmt.Errorf("append to %s: %w", recipient, err)
+	}
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	keys := usageKeys(recipient, from)
+	var u [4]relaystore.Usage
+	for i, k := range keys {
+		var err error
+		if u[i], err = s.readUsage(ctx, k); err != nil {
+			return nil, fmt.Errorf("append to %s: %w", recipient, err)
+		}
+	}
+	size := int64(len(env)) * int64(copies)
+	if err := s.limits.QuotaError(u[0], u[1], u[3], u[2], from.IP != "", copies, size); err != nil {
+		return nil, fmt.Errorf("append to %s: %w", recipient, err)
+	}
+	rows := make([]uint64, 0, copies)
+	for range copies {
+		msg := &nats.Msg{Subject: s.names.mbox + hexKey(recipient), Data: env, Header: nats.Header{}}
+		msg.Header.Set(hdrSender, from.Address)
+		msg.Header.Set(hdrIP, from.IP)
+		ack, err := s.js.PublishMsg(ctx, msg)
+		if err != nil {
+			if isPerSubjectFull(err) {
+				err = relaystore.ErrMailboxFull
+			}
+			if len(rows) > 0 {
+				s.charge(ctx, keys, len(rows), int64(len(env))*int64(len(rows)))
+			}
+			return nil, fmt.Errorf("append to %s: %w", recipient, err)
+		}
+		rows = append(rows, ack.Sequence)
+	}
+	if err := s.charge(ctx, keys, copies, size); err != nil {
+		return rows, fmt.Errorf("append to %s: count it: %w", recipient, err)
+	}
+	return rows, nil
+}
+
+func (s *Store) charge(ctx context.Context, keys []string, n int, size int64) error {
+	var errs []error
+	for _, k := range keys {
+		if err := s.addUsage(ctx, k, n, size); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// isPerSubjectFull reports the stream's refusal of a message past its
+// per-subject limit.
+func isPerSubjectFull(err error) bool {
+	// The server reports it only in words.
+	return err != nil && strings.Contains(err.Error(), "maximum messages per subject exceeded")
+}
+
+// Lease implements relaystore.Store: the mailbox's messages in stream order,
+// skipping those this process has leased.
+func (s *Store) Lease(ctx context.Context, recipient, holder string, max int, now, until time.Time) ([]relaystore.Row, error) {
+	if max <= 0 {
+		return nil, nil
+	}
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	s.leaseMu.Lock()
+	defer s.leaseMu.Unlock()
+	held := s.leases[recipient]
+	for row, l := range held {
+		if !now.Before(l.until) {
+			delete(held, row)
+		}
+	}
+	var out []relaystore.Row
+	subj := s.names.mbox + hexKey(recipient)
+	for seq := uint64(1); len(out) < max; {
+		m, err := s.mbox.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subj))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			break
+		} else if err != nil {
+			return nil, fmt.Errorf("lease from %s: %w", recipient, err)
+		}
+		seq = m.Sequence + 1
+		if _, ok := held[m.Sequence]; ok {
+			continue
+		}
+		out = append(out, relaystore.Row{ID: m.Sequence, Envelope: m.Data})
+	}
+	if len(out) > 0 && held == nil {
+		held = make(map[uint64]lease)
+		s.leases[recipient] = held
+	}
+	for _, r := range out {
+		held[r.ID] = lease{holder: holder, until: until}
+	}
+	return out, nil
+}
+
+// Release implements relaystore.Store.
+func (s *Store) Release(_ context.Context, recipient, holder string) error {
+	s.leaseMu.Lock()
+	defer s.leaseMu.Unlock()
+	held := s.leases[recipient]
+	for row, l := range held {
+		if l.holder == holder {
+			delete(held, row)
+		}
+	}
+	if len(held) == 0 {
+		delete(s.leases, recipient)
+	}
+	return nil
+}
+
+// Ack implements relaystore.Store. A row counts only when it is one of the
+// recipient's own, and its deletion succeeded here: a row acknowledged
+// through two relays at once lowers the totals once.
+func (s *Store) Ack(ctx context.Context, recipient string, rows []uint64) (int, error) {
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	subj := s.names.mbox + hexKey(recipient)
+	n := 0
+	for _, row := range rows {
+		m, err := s.mbox.GetMsg(ctx, row)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		} else if err != nil {
+			return n, fmt.Errorf("acknowledge rows of %s: %w", recipient, err)
+		}
+		if m.Subject != subj {
+			continue
+		}
+		if err := s.mbox.DeleteMsg(ctx, row); err != nil {
+			continue // deleted meanwhile
+		}
+		n++
+		from := relaystore.Origin{Address: m.Header.Get(hdrSender), IP: m.Header.Get(hdrIP)}
+		if err := s.charge(ctx, usageKeys(recipient, from), -1, -int64(len(m.Data))); err != nil {
+			return n, fmt.Errorf("acknowledge rows of %s: count it: %w", recipient, err)
+		}
+	}
+	s.leaseMu.Lock()
+	if held := s.leases[recipient]; held != nil {
+		for _, row := range rows {
+			delete(held, row)
+		}
+	}
+	s.leaseMu.Unlock()
+	return n, nil
+}
+
+// Stats implements relaystore.Store.
+func (s *Store) Stats(ctx context.Context) (relaystore.Stats, error) {
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	st, err := s.reg.Status(ctx)
+	if err != nil {
+		return relaystore.Stats{}, fmt.Errorf("relay stats: %w", err)
+	}
+	t, err := s.readUsage(ctx, totalKey)
+	if err != nil {
+		return relaystore.Stats{}, fmt.Errorf("relay stats: %w", err)
+	}
+	return relaystore.Stats{Registrations: int(st.Values()), Envelopes: t.Envelopes, Bytes: t.Bytes}, nil
+}
+
+// Notify implements relaystore.Notifier over a core NATS subject.
+func (s *Store) Notify(_ context.Context, address string, sig relaystore.Signal) error {
+	data := []byte("m")
+	if !sig.Mail {
+		data = binary.BigEndian.AppendUint32([]byte("p"), uint32(max(sig.Pool, 0)))
+	}
+	return s.nc.Publish(s.names.wake+hexKey(address), data)
+}
+
+// Watch implements relaystore.Notifier.
+func (s *Store) Watch(address string, fn func(relaystore.Signal)) (func(), error) {
+	sub, err := s.nc.Subscribe(s.names.wake+hexKey(address), func(m *nats.Msg) {
+		switch {
+		case len(m.Data) == 1 && m.Data[0] == 'm':
+			fn(relaystore.Signal{Mail: true, Pool: -1})
+		case len(m.Data) == 5 && m.Data[0] == 'p':
+			fn(relaystore.Signal{Pool: int(binary.BigEndian.Uint32(m.Data[1:]))})
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return func() { sub.Unsubscribe() }, nil
+}
+
+// Close implements relaystore.Store.
+func (s *Store) Close() error {
+	s.nc.Close()
+	return nil
+}
