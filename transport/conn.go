@@ -64,7 +64,12 @@ type conn struct {
 	msgs, bytes *rate.Limiter
 
 	mu          sync.Mutex
-	outstanding map[uint64]time.Time // leased, unacknowledged rows and their lease deadlines
+	outstanding map[uint64]leased // leased, unacknowledged rows
+}
+
+// leased is a row this connection delivered and waits to hear back about.
+type leased struct {
+	at, until time.Time // when it was delivered; when the lease runs out
 }
 
 func newConn(s *Server, ws *websocket.Conn, ip string) *conn {
@@ -79,7 +84,7 @@ func newConn(s *Server, ws *websocket.Conn, ip string) *conn {
 		writerDone:  make(chan struct{}),
 		msgs:        limiter(lim.MessageRate, lim.MessageBurst),
 		bytes:       limiter(lim.ByteRate, lim.ByteBurst),
-		outstanding: make(map[uint64]time.Time),
+		outstanding: make(map[uint64]leased),
 	}
 }
 
@@ -454,9 +459,13 @@ func (c *conn) ack(req uint32, m wire.AckRows) bool {
 		return c.reply(errorMsg(req, wire.ErrorInternal, "the relay could not acknowledge the rows"))
 	}
 	c.s.metrics.acknowledged.Add(float64(n))
+	now := time.Now()
 	c.mu.Lock()
 	for _, r := range m.Rows {
-		delete(c.outstanding, r)
+		if l, ok := c.outstanding[r]; ok {
+			c.s.metrics.leaseToAck.Observe(now.Sub(l.at).Seconds())
+			delete(c.outstanding, r)
+		}
 	}
 	c.mu.Unlock()
 	c.poke()
@@ -621,8 +630,9 @@ func (c *conn) fill() bool {
 			return true
 		}
 		c.mu.Lock()
+		wall := time.Now()
 		for _, r := range rows {
-			c.outstanding[r.ID] = until
+			c.outstanding[r.ID] = leased{at: wall, until: until}
 		}
 		c.mu.Unlock()
 		for _, r := range rows {
@@ -638,6 +648,9 @@ func (c *conn) fill() bool {
 				return false
 			}
 			s.metrics.delivered.Inc()
+			if !r.Accepted.IsZero() {
+				s.metrics.acceptToDeliver.Observe(time.Since(r.Accepted).Seconds())
+			}
 		}
 		if len(rows) < n {
 			return true
@@ -650,8 +663,8 @@ func (c *conn) expire() {
 	now := c.s.now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for r, until := range c.outstanding {
-		if !now.Before(until) {
+	for r, l := range c.outstanding {
+		if !now.Before(l.until) {
 			delete(c.outstanding, r)
 		}
 	}

@@ -33,6 +33,8 @@ type metrics struct {
 	bundlesFetched   prometheus.Counter
 	oneTimeHandedOut prometheus.Counter
 	limited          *prometheus.CounterVec
+	acceptToDeliver  prometheus.Histogram
+	leaseToAck       prometheus.Histogram
 }
 
 // Label values.
@@ -73,13 +75,17 @@ func newMetrics(g *gaugeCollector) *metrics {
 			authMalformed, authBadSignature, authExpired, authTaken, authTimeout, authProtocol, authInternal, authRateLimited),
 		disconnects: counterVec("parley_relay_disconnects_total", "Connections ended, by cause.", "reason",
 			dropPeer, dropReadLimit, dropTimeout, dropSlow, dropWrite, dropProtocol, dropKicked, dropShutdown),
-		accepted:         counter("parley_relay_envelopes_accepted_total", "Envelopes accepted (faults included)."),
-		refused:          counterVec("parley_relay_envelopes_refused_total", "Envelopes refused.", "reason", reasons...),
-		delivered:        counter("parley_relay_envelopes_delivered_total", "Deliver messages sent (redeliveries included)."),
-		acknowledged:     counter("parley_relay_envelopes_acknowledged_total", "Mailbox rows deleted by acknowledgement."),
-		dropped:          counter("parley_relay_fault_dropped_total", "Accepted envelopes dropped by fault injection."),
-		duplicated:       counter("parley_relay_fault_duplicated_total", "Accepted envelopes stored twice by fault injection."),
-		rateLimited:      counterVec("parley_relay_rate_limited_total", "Messages refused by a per-connection token bucket.", "bucket", bucketMessages, bucketBytes),
+		accepted:     counter("parley_relay_envelopes_accepted_total", "Envelopes accepted (faults included)."),
+		refused:      counterVec("parley_relay_envelopes_refused_total", "Envelopes refused.", "reason", reasons...),
+		delivered:    counter("parley_relay_envelopes_delivered_total", "Deliver messages sent (redeliveries included)."),
+		acknowledged: counter("parley_relay_envelopes_acknowledged_total", "Mailbox rows deleted by acknowledgement."),
+		dropped:      counter("parley_relay_fault_dropped_total", "Accepted envelopes dropped by fault injection."),
+		duplicated:   counter("parley_relay_fault_duplicated_total", "Accepted envelopes stored twice by fault injection."),
+		rateLimited:  counterVec("parley_relay_rate_limited_total", "Messages refused by a per-connection token bucket.", "bucket", bucketMessages, bucketBytes),
+		acceptToDeliver: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "parley_relay_accept_to_deliver_seconds",
+			Help: "From an envelope's acceptance to each delivery of it.", Buckets: latencyBuckets}),
+		leaseToAck: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "parley_relay_lease_to_ack_seconds",
+			Help: "From a row's delivery to its recipient's acknowledgement (the recipient staged it durably).", Buckets: latencyBuckets}),
 		limited:          counterVec("parley_relay_limited_total", "Requests refused (or, for one-time prekeys, served without) by a limit per IP, address or target, or by a storage quota.", "limit", limitNames...),
 		bundlesPublished: counter("parley_relay_bundles_published_total", "Bundles published."),
 		bundlesFetched:   counter("parley_relay_bundles_fetched_total", "Bundles handed out."),
@@ -88,10 +94,14 @@ func newMetrics(g *gaugeCollector) *metrics {
 	m.reg.MustRegister(
 		m.connectionsTotal, m.authFailures, m.disconnects, m.accepted, m.refused, m.delivered, m.acknowledged,
 		m.dropped, m.duplicated, m.rateLimited, m.bundlesPublished, m.bundlesFetched, m.oneTimeHandedOut, m.limited,
+		m.acceptToDeliver, m.leaseToAck,
 		g,
 	)
 	return m
 }
+
+// latencyBuckets run from 0.5 ms to about 65 s, doubling.
+var latencyBuckets = prometheus.ExponentialBuckets(0.0005, 2, 18)
 
 func counter(name, help string) prometheus.Counter {
 	return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})

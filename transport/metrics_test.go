@@ -8,8 +8,12 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gorilla/websocket"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"github.com/parley-chat/parley/transport/relaystore"
 	"github.com/parley-chat/parley/wire"
 )
@@ -140,5 +144,60 @@ func TestMetricsStatsError(t *testing.T) {
 		if !strings.Contains(body, s+"\n") {
 			t.Errorf("no %q", s)
 		}
+	}
+}
+
+// TestLatencyHistograms: after a round trip, /metrics parses as the
+// exposition format and holds both latency histograms, each with one
+// observation, its buckets rising to it.
+func TestLatencyHistograms(t *testing.T) {
+	r := startRelay(t, ServerConfig{})
+	alice, bob := newDevice(t, "alice/1"), newDevice(t, "bob/1")
+	ca, cb := dial(t, r, alice), dial(t, r, bob)
+	mustSubmit(t, ca, envelope(alice, bob, "timed"))
+	got := receiveN(t, cb, 1)
+	if err := cb.Acknowledge(ctxT(t), rowsOf(got)); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		body, _ := r.scrape(t)
+		p := expfmt.NewTextParser(model.LegacyValidation)
+		fams, err := p.TextToMetricFamilies(strings.NewReader(body))
+		if err != nil {
+			t.Fatalf("/metrics does not parse: %v", err)
+		}
+		done := true
+		for _, name := range []string{"parley_relay_accept_to_deliver_seconds", "parley_relay_lease_to_ack_seconds"} {
+			f := fams[name]
+			if f == nil || f.GetType() != dto.MetricType_HISTOGRAM || len(f.GetMetric()) != 1 {
+				t.Fatalf("%s: %v, want one histogram", name, f)
+			}
+			h := f.GetMetric()[0].GetHistogram()
+			if h.GetSampleCount() != 1 {
+				done = false
+				continue
+			}
+			if h.GetSampleSum() <= 0 || h.GetSampleSum() > 5 {
+				t.Fatalf("%s: sum %v s for one local round trip", name, h.GetSampleSum())
+			}
+			last := uint64(0)
+			for _, b := range h.GetBucket() {
+				if b.GetCumulativeCount() < last {
+					t.Fatalf("%s: buckets fall", name)
+				}
+				last = b.GetCumulativeCount()
+			}
+			if last != 1 {
+				t.Fatalf("%s: the last bucket holds %d, want 1", name, last)
+			}
+		}
+		if done {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the histograms did not count the round trip")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

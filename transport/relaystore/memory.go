@@ -43,6 +43,7 @@ type memBox struct {
 type memRow struct {
 	id      uint64
 	env     []byte
+	at      time.Time
 	from    Origin
 	holder  string
 	until   time.Time
@@ -215,11 +216,12 @@ func (m *Memory) Append(_ context.Context, recipient string, env []byte, copies 
 	}
 	m.boxes[recipient] = box
 	env = slices.Clone(env)
+	now := time.Now()
 	rows := make([]uint64, copies)
 	for i := range rows {
 		m.next++
 		rows[i] = m.next
-		box.rows = append(box.rows, &memRow{id: m.next, env: env, from: from})
+		box.rows = append(box.rows, &memRow{id: m.next, env: env, from: from, at: now})
 	}
 	box.bytes += size
 	m.charge(box, from, copies, size)
@@ -265,7 +267,7 @@ func (m *Memory) Lease(_ context.Context, recipient, holder string, max int, now
 			continue
 		}
 		r.holder, r.until = holder, until
-		out = append(out, Row{ID: r.id, Envelope: r.env})
+		out = append(out, Row{ID: r.id, Envelope: r.env, Accepted: r.at})
 		if len(out) == max {
 			break
 		}

@@ -40,7 +40,8 @@ CREATE TABLE IF NOT EXISTS envelopes (
 	recipient TEXT NOT NULL,
 	envelope  BLOB NOT NULL,
 	sender    TEXT NOT NULL DEFAULT '',
-	ip        TEXT NOT NULL DEFAULT ''
+	ip        TEXT NOT NULL DEFAULT '',
+	accepted  INTEGER NOT NULL DEFAULT 0 -- Unix nanoseconds, 0 for rows of version 1
 );
 CREATE INDEX IF NOT EXISTS envelopes_by_recipient ON envelopes (recipient, row);
 

@@ -32,6 +32,7 @@ ALTER TABLE registrations ADD COLUMN ip TEXT NOT NULL DEFAULT '';
 CREATE INDEX registrations_by_ip ON registrations (ip);
 ALTER TABLE envelopes ADD COLUMN sender TEXT NOT NULL DEFAULT '';
 ALTER TABLE envelopes ADD COLUMN ip TEXT NOT NULL DEFAULT '';
+ALTER TABLE envelopes ADD COLUMN accepted INTEGER NOT NULL DEFAULT 0;
 CREATE TABLE usage (
 	scope     TEXT NOT NULL,
 	key       TEXT NOT NULL,
@@ -170,8 +171,9 @@ func (s *SQLite) init(ctx context.Context) error {
 		}
 	}
 	if version == 0 {
-		for _, stmt := range strings.Split(schema, ";") {
-			if strings.TrimSpace(stripComments(stmt)) == "" {
+		// Comments go first: a semicolon in one must not split a statement.
+		for _, stmt := range strings.Split(stripComments(schema), ";") {
+			if strings.TrimSpace(stmt) == "" {
 				continue
 			}
 			if _, err := tx.ExecContext(ctx, stmt); err != nil {
@@ -204,13 +206,14 @@ func (s *SQLite) init(ctx context.Context) error {
 	return tx.Commit()
 }
 
-func stripComments(stmt string) string {
+func stripComments(sql string) string {
 	var b strings.Builder
-	for line := range strings.SplitSeq(stmt, "\n") {
-		if !strings.HasPrefix(strings.TrimSpace(line), "--") {
-			b.WriteString(line)
-			b.WriteByte('\n')
+	for line := range strings.SplitSeq(sql, "\n") {
+		if i := strings.Index(line, "--"); i >= 0 {
+			line = line[:i]
 		}
+		b.WriteString(line)
+		b.WriteByte('\n')
 	}
 	return b.String()
 }
@@ -479,7 +482,7 @@ func (s *SQLite) commitGroup(group []*appendReq) {
 			return err
 		}
 		defer tx.Rollback()
-		ins, err := tx.PrepareContext(ctx, "INSERT INTO envelopes (recipient, envelope, sender, ip) VALUES (?, ?, ?, ?) RETURNING row")
+		ins, err := tx.PrepareContext(ctx, "INSERT INTO envelopes (recipient, envelope, sender, ip, accepted) VALUES (?, ?, ?, ?, ?) RETURNING row")
 		if err != nil {
 			return err
 		}
@@ -559,7 +562,7 @@ func (s *SQLite) appendTx(ctx context.Context, tx *sql.Tx, ins *sql.Stmt, r *app
 	}
 	for range r.copies {
 		var row int64
-		if err := ins.QueryRowContext(ctx, r.recipient, r.env, r.from.Address, r.from.IP).Scan(&row); err != nil {
+		if err := ins.QueryRowContext(ctx, r.recipient, r.env, r.from.Address, r.from.IP, time.Now().UnixNano()).Scan(&row); err != nil {
 			return err
 		}
 		r.rows = append(r.rows, uint64(row))
@@ -581,7 +584,7 @@ func (s *SQLite) Lease(ctx context.Context, recipient, holder string, max int, n
 		}
 	}
 	// Rows under a live lease are skipped, so ask for that many more.
-	rows, err := s.db.QueryContext(ctx, "SELECT row, envelope FROM envelopes WHERE recipient = ? ORDER BY row LIMIT ?", recipient, max+len(held))
+	rows, err := s.db.QueryContext(ctx, "SELECT row, envelope, accepted FROM envelopes WHERE recipient = ? ORDER BY row LIMIT ?", recipient, max+len(held))
 	if err != nil {
 		return nil, fmt.Errorf("lease from %s: %w", recipient, err)
 	}
@@ -589,11 +592,14 @@ func (s *SQLite) Lease(ctx context.Context, recipient, holder string, max int, n
 	var out []Row
 	for rows.Next() && len(out) < max {
 		var r Row
-		var id int64
-		if err := rows.Scan(&id, &r.Envelope); err != nil {
+		var id, accepted int64
+		if err := rows.Scan(&id, &r.Envelope, &accepted); err != nil {
 			return nil, fmt.Errorf("lease from %s: %w", recipient, err)
 		}
 		r.ID = uint64(id)
+		if accepted > 0 {
+			r.Accepted = time.Unix(0, accepted)
+		}
 		if _, ok := held[r.ID]; ok {
 			continue
 		}

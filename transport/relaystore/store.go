@@ -126,6 +126,9 @@ type Origin struct {
 type Row struct {
 	ID       uint64
 	Envelope []byte
+	// Accepted is when the relay stored the envelope (zero when the backend
+	// does not know: rows kept by an older version).
+	Accepted time.Time
 }
 
 // Stats is what the relay holds in all.

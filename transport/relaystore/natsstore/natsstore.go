@@ -602,7 +602,7 @@ func (s *Store) Lease(ctx context.Context, recipient, holder string, max int, no
 		if _, ok := held[m.Sequence]; ok {
 			continue
 		}
-		out = append(out, relaystore.Row{ID: m.Sequence, Envelope: m.Data})
+		out = append(out, relaystore.Row{ID: m.Sequence, Envelope: m.Data, Accepted: m.Time})
 	}
 	if len(out) > 0 && held == nil {
 		held = make(map[uint64]lease)
