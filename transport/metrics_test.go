@@ -11,11 +11,11 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/parley-chat/parley/transport/relaystore"
+	"github.com/parley-chat/parley/wire"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-	"github.com/parley-chat/parley/transport/relaystore"
-	"github.com/parley-chat/parley/wire"
 )
 
 // scrape returns the whole /metrics response body and its content type.
