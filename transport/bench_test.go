@@ -7,17 +7,41 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/parley-chat/parley/transport/relaystore/natsstore"
+	"github.com/parley-chat/parley/transport/relaystore/natsstore/natstest"
 )
 
 // BenchmarkRelayThroughput measures envelopes per second through one relay
-// (in memory, rate limits off) with 100 connected clients in a ring: each
-// submits to the next and receives and acknowledges what the previous one
-// sent. An envelope counts once its recipient acknowledged it.
+// (rate limits off) with 100 connected clients in a ring: each submits to
+// the next and receives and acknowledges what the previous one sent. An
+// envelope counts once its recipient acknowledged it. One run per store: in
+// memory, SQLite (synchronous=FULL), and NATS JetStream with one node (R1)
+// and three (R3), the nodes in this process.
 //
 //	go test -run '^$' -bench RelayThroughput -benchtime 20000x ./transport
 func BenchmarkRelayThroughput(b *testing.B) {
+	lim := Limits{MessageRate: -1, ByteRate: -1, MaxConnectionsPerIP: 1000, MaxUnauthenticatedPerIP: 1000, RegistrationBurst: 1000}
+	b.Run("memory", func(b *testing.B) { benchRelay(b, ServerConfig{Limits: lim}) })
+	b.Run("sqlite", func(b *testing.B) { benchRelay(b, ServerConfig{Limits: lim, DataDir: b.TempDir()}) })
+	for _, n := range []int{1, 3} {
+		b.Run(fmt.Sprintf("nats-r%d", n), func(b *testing.B) {
+			c := natstest.StartCluster(b, n)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			st, err := natsstore.Open(ctx, c.URLs(), natsstore.Options{Replicas: n, Limits: lim.StoreLimits()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { st.Close() }) // after the relay's own cleanup
+			benchRelay(b, ServerConfig{Limits: lim, Store: st})
+		})
+	}
+}
+
+func benchRelay(b *testing.B, cfg ServerConfig) {
 	const clients = 100
-	r := startRelay(b, ServerConfig{Limits: Limits{MessageRate: -1, ByteRate: -1}})
+	r := startRelay(b, cfg)
 	devs := make([]*device, clients)
 	conns := make([]*Client, clients)
 	for i := range devs {

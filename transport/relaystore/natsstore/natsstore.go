@@ -11,7 +11,7 @@
 //	KV PARLEY_REG      addr -> signing key and registering IP
 //	KV PARLEY_IPREG    ip -> addresses first registered from it
 //	KV PARLEY_BUNDLE   addr -> bundle (without a one-time prekey)
-//	KV PARLEY_USAGE    m.addr, s.addr.sender, i.ip, t -> envelopes and bytes held
+//	KV PARLEY_USAGE    m.addr, s.addr.sender, i.ip -> envelopes and bytes held
 //	KV PARLEY_META     relay-id
 //	stream PARLEY_OTK      subjects parley.otk.<addr>: one message per one-time prekey
 //	stream PARLEY_MAILBOX  subjects parley.mbox.<addr>: one message per envelope
@@ -30,6 +30,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"strconv"
 	"strings"
 	"sync"
@@ -99,11 +100,32 @@ type Store struct {
 
 	leaseMu sync.Mutex
 	leases  map[string]map[uint64]lease // recipient -> row -> lease (this process's)
+
+	totalMu  sync.Mutex
+	totalAt  time.Time
+	totalUse relaystore.Usage
+
+	// owners caches who owns an address (Registered is on every append):
+	// an entry lives ownerTTL, so that a replacement on another relay is
+	// seen after at most that.
+	ownersMu sync.Mutex
+	owners   map[string]owner
 }
+
+type owner struct {
+	key [32]byte
+	at  time.Time
+}
+
+const ownerTTL = 5 * time.Second
 
 type lease struct {
 	holder string
 	until  time.Time
+	// What the relay read when it leased the row: enough to acknowledge it
+	// without reading it again.
+	from relaystore.Origin
+	size int
 }
 
 var (
@@ -127,7 +149,8 @@ func Open(ctx context.Context, urls []string, o Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("natsstore: connect to %s: %w", strings.Join(urls, ","), err)
 	}
-	s := &Store{names: namesFor(o.Prefix), nc: nc, limits: o.Limits.WithDefaults(), timeout: o.Timeout, leases: make(map[string]map[uint64]lease)}
+	s := &Store{names: namesFor(o.Prefix), nc: nc, limits: o.Limits.WithDefaults(), timeout: o.Timeout,
+		leases: make(map[string]map[uint64]lease), owners: make(map[string]owner)}
 	// A cluster that is still forming (no meta leader yet, too few peers
 	// up for the replicas) refuses for a while: try again until ctx ends.
 	for {
@@ -244,6 +267,7 @@ func (s *Store) Register(ctx context.Context, address string, key [32]byte, repl
 			}
 			return false, fmt.Errorf("register %s: %w", address, err)
 		}
+		s.cacheOwner(address, key)
 		return false, nil
 	case err != nil:
 		return false, fmt.Errorf("register %s: %w", address, err)
@@ -258,6 +282,7 @@ func (s *Store) Register(ctx context.Context, address string, key [32]byte, repl
 	if _, err := s.reg.Update(ctx, k, append(key[:], old[32:]...), e.Revision()); err != nil {
 		return false, fmt.Errorf("register %s again: %w", address, err)
 	}
+	s.cacheOwner(address, key)
 	if err := s.bundles.Purge(ctx, k); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
 		return true, fmt.Errorf("register %s again: drop the old bundle: %w", address, err)
 	}
@@ -307,13 +332,16 @@ func (s *Store) update(ctx context.Context, kv jetstream.KeyValue, key string, f
 		if err == nil {
 			return nil
 		}
-		if !isConflict(err) || attempt > 50 {
+		if !isConflict(err) {
 			return err
 		}
+		// Lost to another writer: read again after a short, random wait
+		// (bounded by ctx), so that writers racing on one key spread out.
+		wait := time.Duration(mrand.Int64N(int64(min(attempt+1, 20)) * int64(time.Millisecond)))
 		select {
-		case <-time.After(time.Duration(attempt+1) * time.Millisecond):
+		case <-time.After(wait):
 		case <-ctx.Done():
-			return ctx.Err()
+			return fmt.Errorf("%w (after %d conflicts)", ctx.Err(), attempt+1)
 		}
 	}
 }
@@ -321,14 +349,22 @@ func (s *Store) update(ctx context.Context, kv jetstream.KeyValue, key string, f
 // isConflict reports a compare-and-set that lost to another writer.
 func isConflict(err error) bool {
 	var apiErr *jetstream.APIError
-	if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
+	if errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
 		return true
 	}
 	return errors.Is(err, jetstream.ErrKeyExists)
 }
 
-// Registered implements relaystore.Store.
+// Registered implements relaystore.Store. An owner found within the last
+// ownerTTL is taken from this process's cache.
 func (s *Store) Registered(ctx context.Context, address string) ([32]byte, error) {
+	s.ownersMu.Lock()
+	o, ok := s.owners[address]
+	s.ownersMu.Unlock()
+	if ok && time.Since(o.at) < ownerTTL {
+		return o.key, nil
+	}
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
 	var k [32]byte
@@ -342,7 +378,17 @@ func (s *Store) Registered(ctx context.Context, address string) ([32]byte, error
 		return k, fmt.Errorf("look up %s: record of %d bytes", address, len(e.Value()))
 	}
 	copy(k[:], e.Value())
+	s.cacheOwner(address, k)
 	return k, nil
+}
+
+func (s *Store) cacheOwner(address string, key [32]byte) {
+	s.ownersMu.Lock()
+	defer s.ownersMu.Unlock()
+	if len(s.owners) > 100000 {
+		clear(s.owners)
+	}
+	s.owners[address] = owner{key: key, at: time.Now()}
 }
 
 // PutBundle implements relaystore.Store.
@@ -468,7 +514,39 @@ func mailboxKey(r string) string        { return "m." + hexKey(r) }
 func senderKey(r, sender string) string { return "s." + hexKey(r) + "." + hexKey(sender) }
 func ipKey(ip string) string            { return "i." + hexKey(ip) }
 
-const totalKey = "t"
+// totalEvery is how old the cached totals of the mailbox stream may be:
+// every append checks them, and reading them is a request to the stream's
+// leader.
+const totalEvery = 250 * time.Millisecond
+
+// total returns what the mailbox stream holds in all (its messages and
+// bytes, headers included), from a cache at most totalEvery old. The total
+// quota is a bound on the cluster, not an exact count: a counter updated by
+// every append would make every relay contend on one key.
+func (s *Store) total(ctx context.Context) (relaystore.Usage, error) {
+	s.totalMu.Lock()
+	defer s.totalMu.Unlock()
+	if time.Since(s.totalAt) < totalEvery {
+		return s.totalUse, nil
+	}
+	info, err := s.mbox.Info(ctx)
+	if err != nil {
+		return relaystore.Usage{}, err
+	}
+	s.totalUse = relaystore.Usage{Envelopes: int(info.State.Msgs), Bytes: int64(info.State.Bytes)}
+	s.totalAt = time.Now()
+	return s.totalUse, nil
+}
+
+// noteTotal adds what this relay just appended or deleted to the cached
+// totals, so that its own changes count at once; the other relays' count at
+// the next refresh.
+func (s *Store) noteTotal(n int, size int64) {
+	s.totalMu.Lock()
+	defer s.totalMu.Unlock()
+	s.totalUse.Envelopes = max(s.totalUse.Envelopes+n, 0)
+	s.totalUse.Bytes = max(s.totalUse.Bytes+size, 0)
+}
 
 func decodeUsage(v []byte) (n int, bytes int64) {
 	if len(v) != 16 {
@@ -499,7 +577,7 @@ func (s *Store) addUsage(ctx context.Context, key string, n int, size int64) err
 }
 
 func usageKeys(recipient string, from relaystore.Origin) []string {
-	keys := []string{mailboxKey(recipient), senderKey(recipient, from.Address), totalKey}
+	keys := []string{mailboxKey(recipient), senderKey(recipient, from.Address)}
 	if from.IP != "" {
 		keys = append(keys, ipKey(from.IP))
 	}
@@ -522,15 +600,19 @@ func (s *Store) Append(ctx context.Context, recipient string, env []byte, copies
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
 	keys := usageKeys(recipient, from)
-	var u [4]relaystore.Usage
+	var u [3]relaystore.Usage
 	for i, k := range keys {
 		var err error
 		if u[i], err = s.readUsage(ctx, k); err != nil {
 			return nil, fmt.Errorf("append to %s: %w", recipient, err)
 		}
 	}
+	total, err := s.total(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("append to %s: %w", recipient, err)
+	}
 	size := int64(len(env)) * int64(copies)
-	if err := s.limits.QuotaError(u[0], u[1], u[3], u[2], from.IP != "", copies, size); err != nil {
+	if err := s.limits.QuotaError(u[0], u[1], u[2], total, from.IP != "", copies, size); err != nil {
 		return nil, fmt.Errorf("append to %s: %w", recipient, err)
 	}
 	rows := make([]uint64, 0, copies)
@@ -549,6 +631,7 @@ func (s *Store) Append(ctx context.Context, recipient string, env []byte, copies
 			return nil, fmt.Errorf("append to %s: %w", recipient, err)
 		}
 		rows = append(rows, ack.Sequence)
+		s.noteTotal(1, int64(len(env)))
 	}
 	if err := s.charge(ctx, keys, copies, size); err != nil {
 		return rows, fmt.Errorf("append to %s: count it: %w", recipient, err)
@@ -603,13 +686,12 @@ func (s *Store) Lease(ctx context.Context, recipient, holder string, max int, no
 			continue
 		}
 		out = append(out, relaystore.Row{ID: m.Sequence, Envelope: m.Data, Accepted: m.Time})
-	}
-	if len(out) > 0 && held == nil {
-		held = make(map[uint64]lease)
-		s.leases[recipient] = held
-	}
-	for _, r := range out {
-		held[r.ID] = lease{holder: holder, until: until}
+		if held == nil {
+			held = make(map[uint64]lease)
+			s.leases[recipient] = held
+		}
+		held[m.Sequence] = lease{holder: holder, until: until, size: len(m.Data),
+			from: relaystore.Origin{Address: m.Header.Get(hdrSender), IP: m.Header.Get(hdrIP)}}
 	}
 	return out, nil
 }
@@ -637,23 +719,37 @@ func (s *Store) Ack(ctx context.Context, recipient string, rows []uint64) (int, 
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
 	subj := s.names.mbox + hexKey(recipient)
+	s.leaseMu.Lock()
+	known := make(map[uint64]lease, len(rows))
+	for _, row := range rows {
+		if l, ok := s.leases[recipient][row]; ok {
+			known[row] = l
+		}
+	}
+	s.leaseMu.Unlock()
 	n := 0
 	for _, row := range rows {
-		m, err := s.mbox.GetMsg(ctx, row)
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			continue
-		} else if err != nil {
-			return n, fmt.Errorf("acknowledge rows of %s: %w", recipient, err)
-		}
-		if m.Subject != subj {
-			continue
+		// A row leased here is the recipient's own, and what it holds is
+		// known; any other is read first (its subject says whose it is).
+		l, ok := known[row]
+		if !ok {
+			m, err := s.mbox.GetMsg(ctx, row)
+			if errors.Is(err, jetstream.ErrMsgNotFound) {
+				continue
+			} else if err != nil {
+				return n, fmt.Errorf("acknowledge rows of %s: %w", recipient, err)
+			}
+			if m.Subject != subj {
+				continue
+			}
+			l = lease{size: len(m.Data), from: relaystore.Origin{Address: m.Header.Get(hdrSender), IP: m.Header.Get(hdrIP)}}
 		}
 		if err := s.mbox.DeleteMsg(ctx, row); err != nil {
 			continue // deleted meanwhile
 		}
+		s.noteTotal(-1, -int64(l.size))
 		n++
-		from := relaystore.Origin{Address: m.Header.Get(hdrSender), IP: m.Header.Get(hdrIP)}
-		if err := s.charge(ctx, usageKeys(recipient, from), -1, -int64(len(m.Data))); err != nil {
+		if err := s.charge(ctx, usageKeys(recipient, l.from), -1, -int64(l.size)); err != nil {
 			return n, fmt.Errorf("acknowledge rows of %s: count it: %w", recipient, err)
 		}
 	}
@@ -675,10 +771,11 @@ func (s *Store) Stats(ctx context.Context) (relaystore.Stats, error) {
 	if err != nil {
 		return relaystore.Stats{}, fmt.Errorf("relay stats: %w", err)
 	}
-	t, err := s.readUsage(ctx, totalKey)
+	info, err := s.mbox.Info(ctx)
 	if err != nil {
 		return relaystore.Stats{}, fmt.Errorf("relay stats: %w", err)
 	}
+	t := relaystore.Usage{Envelopes: int(info.State.Msgs), Bytes: int64(info.State.Bytes)}
 	return relaystore.Stats{Registrations: int(st.Values()), Envelopes: t.Envelopes, Bytes: t.Bytes}, nil
 }
 

@@ -68,7 +68,7 @@ func Options(node Node, cluster []Node) *server.Options {
 		NoLog:      true,
 		// Sync the stream files at every write: a killed process then
 		// loses nothing it acknowledged, even with one replica.
-		SyncAlways: true,
+		SyncAlways: false,
 	}
 	if len(cluster) > 1 {
 		o.Cluster = server.ClusterOpts{Name: "parley", Host: "127.0.0.1", Port: node.ClusterPort}
