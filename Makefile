@@ -4,7 +4,7 @@ STATICCHECK_VERSION := v0.8.2
 PKGS := ./...
 FUZZTIME ?= 20s
 
-.PHONY: all build run test lint fuzz bench golden soak adversary cluster clean
+.PHONY: all build run test lint fuzz bench golden soak adversary cluster connload clean
 
 all: build
 
@@ -61,6 +61,12 @@ soak:
 # (ports 4222-4224 and 7001-7002) until ctrl+c.
 cluster: build
 	$(GO) run ./tools/cluster
+
+# connload measures the relay's memory per idle authenticated connection
+# with CONNS connections (default 10000) from a process of their own.
+CONNS ?= 10000
+connload: build
+	$(GO) run ./tools/connload -n $(CONNS) -parley bin/parley
 
 clean:
 	rm -rf bin

@@ -162,7 +162,7 @@ const (
 	DefaultPingInterval          = 20 * time.Second
 	DefaultReadTimeout           = 60 * time.Second
 	DefaultWriteTimeout          = 10 * time.Second
-	DefaultSendQueue             = 256
+	DefaultSendQueue             = 128
 	DefaultWindow                = 256
 	DefaultPage                  = 64
 	DefaultLeaseTimeout          = 30 * time.Second

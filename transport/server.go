@@ -103,10 +103,14 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	// Stats gets half the /metrics write deadline, so that a slow store
 	// still leaves time to write the other series.
 	s.metrics = newMetrics(newGaugeCollector(&s.conns, &s.unauth, s.store, lim.HTTPReadTimeout/2, s.log))
+	// An idle connection should cost little (a relay holds tens of
+	// thousands): reads go through the 4 KiB buffer the HTTP server already
+	// has, and a write borrows its buffer from a pool for as long as it
+	// takes, so a connection holds none between writes.
 	s.upgrader = websocket.Upgrader{
 		HandshakeTimeout: lim.HTTPReadHeaderTimeout,
-		ReadBufferSize:   16 << 10,
 		WriteBufferSize:  16 << 10,
+		WriteBufferPool:  &sync.Pool{},
 		CheckOrigin:      noOrigin,
 	}
 	mux := http.NewServeMux()
