@@ -30,9 +30,11 @@ const (
 )
 
 // conn is one client's websocket on the relay. Its handler goroutine
-// authenticates and then reads; once authenticated, one writer goroutine
-// does every write: replies from the bounded out queue, deliveries from the
-// mailbox, pings, and the close.
+// authenticates and then reads; once authenticated, every write is made by
+// the connection's writer: replies from the bounded queue, deliveries from
+// the mailbox, pings, and the close. The writer is a goroutine that runs
+// only while it has work and exits when it has none, so that an idle
+// connection costs one goroutine (the reader) and two timers.
 type conn struct {
 	s      *Server
 	ws     *websocket.Conn
@@ -43,10 +45,18 @@ type conn struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	out        chan []byte   // encoded replies for the writer
-	wake       chan struct{} // something to lease, or window space
 	quit       chan struct{} // closed by finish
-	writerDone chan struct{}
+	writerDone chan struct{} // closed when the writer has ended for good
+
+	// wmu guards the writer's work and state.
+	wmu     sync.Mutex
+	queue   [][]byte // encoded replies, at most Limits.SendQueue
+	work    work     // what else the writer is asked to do
+	on      bool     // the writer may run: the connection is authenticated
+	running bool     // a writer goroutine is running
+	ended   bool     // the writer has ended; nothing more is written
+	ping    *time.Timer
+	tick    *time.Timer
 
 	// phaseMu orders the end of the handshake against stop: a connection
 	// stopped before it authenticated is cut, one stopped after gets a close
@@ -78,8 +88,6 @@ func newConn(s *Server, ws *websocket.Conn, ip string) *conn {
 	return &conn{
 		s: s, ws: ws, ip: ip, ctx: ctx, cancel: cancel,
 		holder:      fmt.Sprintf("%s-%d", s.instance, s.connSeq.Add(1)),
-		out:         make(chan []byte, lim.SendQueue),
-		wake:        make(chan struct{}, 1),
 		quit:        make(chan struct{}),
 		writerDone:  make(chan struct{}),
 		msgs:        limiter(lim.MessageRate, lim.MessageBurst),
@@ -125,7 +133,7 @@ func (c *conn) run(authenticated func()) {
 	if n, err := s.store.OneTimePreKeys(c.ctx, c.addr); err == nil {
 		c.push(encode(0, wire.PrekeyPool{Count: uint32(n)}))
 	}
-	go c.writeLoop()
+	c.startWriter()
 	reason := c.readLoop()
 	c.finish(reason, nil, 0, "")
 	<-c.writerDone
@@ -158,6 +166,7 @@ func (c *conn) finish(reason string, final []byte, code int, text string) {
 	c.finishOnce.Do(func() {
 		c.reason, c.final, c.closeCode, c.closeText = reason, final, code, text
 		close(c.quit)
+		c.ask(0)
 	})
 }
 
@@ -169,12 +178,7 @@ func (c *conn) abort(reason string) {
 }
 
 // poke wakes the writer to lease rows.
-func (c *conn) poke() {
-	select {
-	case c.wake <- struct{}{}:
-	default:
-	}
-}
+func (c *conn) poke() { c.ask(workFill) }
 
 // lingerClose half-closes the socket, reads and discards what the peer still
 // sends for a moment, then closes it.
@@ -368,24 +372,17 @@ func (c *conn) limited(bucket string, kind wire.RelayKind, req uint32, data []by
 
 // push queues a message the relay sends on its own (not a reply): when the
 // queue is full it is dropped, since the client learns the same again later.
-func (c *conn) push(b []byte) {
-	select {
-	case c.out <- b:
-	default:
-	}
-}
+func (c *conn) push(b []byte) { c.enqueue(b) }
 
 // reply queues a message for the writer. A full queue means the client does
 // not read what it asked for: it is disconnected rather than buffered for.
 func (c *conn) reply(b []byte) bool {
-	select {
-	case c.out <- b:
+	if c.enqueue(b) {
 		return true
-	default:
-		c.s.log.Info("send queue full: disconnecting", "address", c.addr)
-		c.abort(dropSlow)
-		return false
 	}
+	c.s.log.Info("send queue full: disconnecting", "address", c.addr)
+	c.abort(dropSlow)
+	return false
 }
 
 func (c *conn) refused(req uint32, id wire.EnvelopeID, r wire.RefuseReason) bool {
@@ -543,44 +540,136 @@ func (c *conn) publish(req uint32, m wire.PublishBundle) bool {
 	return true
 }
 
-// writeLoop is the connection's only writer once it is authenticated.
-func (c *conn) writeLoop() {
-	defer close(c.writerDone)
+// work is what the writer is asked to do besides writing queued replies.
+type work uint8
+
+const (
+	workFill work = 1 << iota // lease rows into the window
+	workTick                  // expire unacknowledged rows, then fill
+	workPing                  // send a ping
+)
+
+// startWriter lets the writer run, once the connection is authenticated,
+// and arms the ping and lease timers. The lease tick expires unacknowledged
+// rows and also looks for rows that no notification announced (released by
+// another connection, say).
+func (c *conn) startWriter() {
 	lim := c.s.lim
-	ping := time.NewTicker(lim.PingInterval)
-	defer ping.Stop()
-	// The lease tick expires unacknowledged rows and also looks for rows that
-	// no notification announced (released by another connection, say).
-	tick := time.NewTicker(max(lim.LeaseTimeout/4, 10*time.Millisecond))
-	defer tick.Stop()
-	if !c.fill() {
-		return
+	c.wmu.Lock()
+	c.on = true
+	c.ping = time.AfterFunc(lim.PingInterval, func() { c.ask(workPing) })
+	c.tick = time.AfterFunc(tickInterval(lim), func() { c.ask(workTick) })
+	c.wmu.Unlock()
+	c.ask(workFill)
+}
+
+func tickInterval(lim Limits) time.Duration {
+	return max(lim.LeaseTimeout/4, 10*time.Millisecond)
+}
+
+// enqueue queues b for the writer, unless the queue is full or the writer
+// has ended.
+func (c *conn) enqueue(b []byte) bool {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.ended || len(c.queue) >= c.s.lim.SendQueue {
+		return false
 	}
+	c.queue = append(c.queue, b)
+	c.schedule()
+	return true
+}
+
+// ask adds w to the writer's work and makes sure a writer runs.
+func (c *conn) ask(w work) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.work |= w
+	c.schedule()
+}
+
+// schedule starts a writer goroutine if the writer may run and none is
+// running. The caller holds wmu.
+func (c *conn) schedule() {
+	if c.on && !c.running && !c.ended {
+		c.running = true
+		go c.writeLoop()
+	}
+}
+
+// writeLoop does the writer's work until there is none left, then exits; the
+// next piece of work starts another. It ends the writer for good after the
+// goodbye or a failed write.
+func (c *conn) writeLoop() {
 	for {
 		select {
 		case <-c.quit:
 			c.goodbye()
+			c.endWriter()
 			return
-		case b := <-c.out:
+		default:
+		}
+		b, ok := c.dequeue()
+		if ok {
 			if !c.write(b) {
+				c.endWriter()
 				return
 			}
-		case <-c.wake:
-			if !c.fill() {
-				return
-			}
-		case <-tick.C:
-			c.expire()
-			if !c.fill() {
-				return
-			}
-		case <-ping.C:
-			if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(lim.WriteTimeout)); err != nil {
+			continue
+		}
+		c.wmu.Lock()
+		w := c.work
+		c.work = 0
+		if w == 0 {
+			c.running = false
+			c.wmu.Unlock()
+			return
+		}
+		c.wmu.Unlock()
+		if w&workPing != 0 {
+			if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(c.s.lim.WriteTimeout)); err != nil {
 				c.abort(dropWrite)
+				c.endWriter()
 				return
 			}
+			c.ping.Reset(c.s.lim.PingInterval)
+		}
+		if w&workTick != 0 {
+			c.expire()
+			c.tick.Reset(tickInterval(c.s.lim))
+		}
+		if w&(workFill|workTick) != 0 && !c.fill() {
+			c.endWriter()
+			return
 		}
 	}
+}
+
+// dequeue takes the oldest queued reply.
+func (c *conn) dequeue() ([]byte, bool) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if len(c.queue) == 0 {
+		return nil, false
+	}
+	b := c.queue[0]
+	c.queue[0] = nil
+	c.queue = c.queue[1:]
+	if len(c.queue) == 0 {
+		c.queue = nil // let an idle connection keep no queue
+	}
+	return b, true
+}
+
+// endWriter ends the writer for good: its timers stop, what is queued is
+// dropped, and run may go on to release the connection's leases.
+func (c *conn) endWriter() {
+	c.wmu.Lock()
+	c.ended, c.running, c.queue = true, false, nil
+	c.ping.Stop()
+	c.tick.Stop()
+	c.wmu.Unlock()
+	close(c.writerDone)
 }
 
 // write writes one message under the write deadline.
@@ -596,13 +685,12 @@ func (c *conn) write(b []byte) bool {
 // flush writes the replies already queued: they go before deliveries.
 func (c *conn) flush() bool {
 	for {
-		select {
-		case b := <-c.out:
-			if !c.write(b) {
-				return false
-			}
-		default:
+		b, ok := c.dequeue()
+		if !ok {
 			return true
+		}
+		if !c.write(b) {
+			return false
 		}
 	}
 }

@@ -104,11 +104,13 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	// still leaves time to write the other series.
 	s.metrics = newMetrics(newGaugeCollector(&s.conns, &s.unauth, s.store, lim.HTTPReadTimeout/2, s.log))
 	// An idle connection should cost little (a relay holds tens of
-	// thousands): reads go through the 4 KiB buffer the HTTP server already
-	// has, and a write borrows its buffer from a pool for as long as it
-	// takes, so a connection holds none between writes.
+	// thousands): reads go through a small buffer of the connection's own
+	// (not the HTTP server's, which would keep the server's per-request
+	// state reachable), and a write borrows its buffer from a pool for as
+	// long as it takes, so a connection holds none between writes.
 	s.upgrader = websocket.Upgrader{
 		HandshakeTimeout: lim.HTTPReadHeaderTimeout,
+		ReadBufferSize:   readBufferSize,
 		WriteBufferSize:  16 << 10,
 		WriteBufferPool:  &sync.Pool{},
 		CheckOrigin:      noOrigin,
@@ -234,6 +236,11 @@ func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintln(w, "ok")
 }
 
+// readBufferSize is each connection's read buffer. Frame headers and small
+// messages are read through it; a large envelope's payload mostly bypasses
+// it.
+const readBufferSize = 1 << 10
+
 // serveWS admits a websocket within the connection caps and runs it.
 func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
@@ -244,36 +251,67 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	}
 	s.handlers.Add(1)
 	s.mu.Unlock()
-	defer s.handlers.Done()
-
 	ip := clientIP(r, s.cfg.TrustedProxies)
+	release, ok := s.admit(w, ip)
+	if !ok {
+		s.handlers.Done()
+		return
+	}
+	ws, err := s.upgrader.Upgrade(w, r, nil) // writes its own error response
+	if err != nil {
+		release(false)
+		s.handlers.Done()
+		return
+	}
+	// The connection lives on in a goroutine of its own, so that what the
+	// HTTP server kept for the request (its goroutine's stack, the request,
+	// the response and their buffers) is garbage once the upgrade is done.
+	go func() {
+		defer s.handlers.Done()
+		authed := false
+		defer func() { release(authed) }()
+		s.serveConn(ws, ip, func() {
+			authed = true
+			s.unauth.Add(-1)
+			s.ipSlots.authenticated(ip)
+		})
+	}()
+}
+
+// admit takes a connection slot for ip, from the per-IP and relay-wide
+// caps, or answers the HTTP request with the cap that refused it. release
+// gives the slots back, told whether the connection authenticated (and so
+// gave its handshake slot back already).
+func (s *Server) admit(w http.ResponseWriter, ip string) (release func(authed bool), ok bool) {
 	if limit := s.ipSlots.acquire(ip, s.lim.MaxConnectionsPerIP, s.lim.MaxUnauthenticatedPerIP); limit != "" {
 		s.metrics.limited.WithLabelValues(limit).Inc()
 		http.Error(w, "too many connections from your address", http.StatusTooManyRequests)
-		return
+		return nil, false
 	}
-	authed := false
-	defer func() { s.ipSlots.release(ip, authed) }()
 	if n := s.conns.Add(1); n > int64(s.lim.MaxConnections) {
 		s.conns.Add(-1)
+		s.ipSlots.release(ip, false)
 		http.Error(w, "too many connections", http.StatusServiceUnavailable)
-		return
+		return nil, false
 	}
-	defer s.conns.Add(-1)
 	if n := s.unauth.Add(1); n > int64(s.lim.MaxUnauthenticated) {
 		s.unauth.Add(-1)
+		s.conns.Add(-1)
+		s.ipSlots.release(ip, false)
 		http.Error(w, "too many connections authenticating", http.StatusServiceUnavailable)
-		return
+		return nil, false
 	}
-	defer func() {
+	return func(authed bool) {
 		if !authed {
 			s.unauth.Add(-1)
 		}
-	}()
-	ws, err := s.upgrader.Upgrade(w, r, nil) // writes its own error response
-	if err != nil {
-		return
-	}
+		s.conns.Add(-1)
+		s.ipSlots.release(ip, authed)
+	}, true
+}
+
+// serveConn serves one upgraded websocket until it ends.
+func (s *Server) serveConn(ws *websocket.Conn, ip string, authenticated func()) {
 	s.metrics.connectionsTotal.Inc()
 	c := newConn(s, ws, ip)
 	s.mu.Lock()
@@ -289,11 +327,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		delete(s.all, c)
 		s.mu.Unlock()
 	}()
-	c.run(func() {
-		authed = true
-		s.unauth.Add(-1)
-		s.ipSlots.authenticated(ip)
-	})
+	c.run(authenticated)
 }
 
 // addressFull reports whether address has all the connections it may.
