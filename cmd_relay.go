@@ -186,7 +186,8 @@ func cmdRelay(ctx context.Context, env *cliEnv, args []string) error {
 // relayLimits are the limit flags of parley relay, resolved into
 // transport.Limits; zero values take the relay's defaults.
 type relayLimits struct {
-	maxConns, maxConnsPerIP, maxHandshakesPerIP, maxConnsPerAddr   *int
+	maxConns, maxHandshakes, maxConnsPerIP, maxHandshakesPerIP     *int
+	maxConnsPerAddr                                                *int
 	regsPerHour, regsPerIP                                         *int
 	fetchRate, targetFetchRate                                     *float64
 	oneTimeBurst                                                   *int
@@ -198,6 +199,7 @@ type relayLimits struct {
 func relayLimitFlags(f *flags) *relayLimits {
 	return &relayLimits{
 		maxConns:           f.Int("max-connections", transport.DefaultMaxConnections, "open websockets in all"),
+		maxHandshakes:      f.Int("max-handshakes", transport.DefaultMaxUnauthenticated, "websockets not yet authenticated, in all"),
 		maxConnsPerIP:      f.Int("max-connections-per-ip", transport.DefaultMaxConnectionsPerIP, "open websockets from one remote IP"),
 		maxHandshakesPerIP: f.Int("max-handshakes-per-ip", transport.DefaultMaxUnauthPerIP, "websockets from one remote IP not yet authenticated"),
 		maxConnsPerAddr:    f.Int("max-connections-per-address", transport.DefaultMaxConnectionsPerAddr, "authenticated connections of one address"),
@@ -220,7 +222,7 @@ func relayLimitFlags(f *flags) *relayLimits {
 
 func (r *relayLimits) resolve() (transport.Limits, []netip.Prefix, error) {
 	l := transport.Limits{
-		MaxConnections: *r.maxConns, MaxConnectionsPerIP: *r.maxConnsPerIP, MaxUnauthenticatedPerIP: *r.maxHandshakesPerIP,
+		MaxConnections: *r.maxConns, MaxUnauthenticated: *r.maxHandshakes, MaxConnectionsPerIP: *r.maxConnsPerIP, MaxUnauthenticatedPerIP: *r.maxHandshakesPerIP,
 		MaxConnectionsPerAddress: *r.maxConnsPerAddr,
 		RegistrationRate:         float64(*r.regsPerHour) / 3600, RegistrationBurst: *r.regsPerHour, RegistrationsPerIP: *r.regsPerIP,
 		FetchRate: *r.fetchRate, TargetFetchRate: *r.targetFetchRate, TargetOneTimeBurst: *r.oneTimeBurst,
@@ -241,7 +243,7 @@ func (r *relayLimits) resolve() (transport.Limits, []netip.Prefix, error) {
 		}
 		*b.out = int64(n)
 	}
-	for name, v := range map[string]int{"max-connections": l.MaxConnections, "max-connections-per-ip": l.MaxConnectionsPerIP,
+	for name, v := range map[string]int{"max-connections": l.MaxConnections, "max-handshakes": l.MaxUnauthenticated, "max-connections-per-ip": l.MaxConnectionsPerIP,
 		"max-handshakes-per-ip": l.MaxUnauthenticatedPerIP, "max-connections-per-address": l.MaxConnectionsPerAddress,
 		"registrations-per-ip-hour": l.RegistrationBurst, "registrations-per-ip": l.RegistrationsPerIP, "one-time-burst": l.TargetOneTimeBurst,
 		"mailbox-envelopes": l.MailboxEnvelopes, "ip-envelopes": l.IPEnvelopes, "total-envelopes": l.TotalEnvelopes} {

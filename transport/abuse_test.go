@@ -50,7 +50,7 @@ func mustDialFrom(tb testing.TB, r *testRelay, d *device, ip string) *Client {
 
 // TestIPQuotaLeavesOthersRoom: one IP registers addresses and floods them
 // until the relay holds its share for that IP; the relay then refuses it
-// with store_full, and a client from another IP still gets its envelopes
+// (storage full, counted as ip_share), and a client from another IP still gets its envelopes
 // stored. (Before the quota, one client could make the relay hold a
 // gigabyte.)
 func TestIPQuotaLeavesOthersRoom(t *testing.T) {
@@ -79,8 +79,11 @@ func TestIPQuotaLeavesOthersRoom(t *testing.T) {
 	if stored < 10 || stored > 17 {
 		t.Fatalf("one IP got %d envelopes of 4 kB stored under a 64 KiB quota", stored)
 	}
-	if got := r.metric(t, `parley_relay_limited_total{limit="store_full"}`); got != 1 {
-		t.Fatalf("store_full = %v, want 1", got)
+	if got := r.metric(t, `parley_relay_limited_total{limit="ip_share"}`); got != 1 {
+		t.Fatalf("ip_share = %v, want 1", got)
+	}
+	if got := r.metric(t, `parley_relay_limited_total{limit="store_full"}`); got != 0 {
+		t.Fatalf("store_full = %v, want 0: the relay as a whole has room", got)
 	}
 	alice, bob := newDevice(t, "alice/1"), newDevice(t, "bob/1")
 	ca := mustDialFrom(t, r, alice, "127.0.0.2")

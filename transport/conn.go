@@ -426,6 +426,9 @@ func (c *conn) submit(req uint32, m wire.Submit) bool {
 	case errors.Is(err2, relaystore.ErrSenderQuota):
 		s.metrics.limited.WithLabelValues(limitSenderQuota).Inc()
 		return c.refused(req, id, wire.RefuseSenderQuota)
+	case errors.Is(err2, relaystore.ErrIPQuota):
+		s.metrics.limited.WithLabelValues(limitIPShare).Inc()
+		return c.refused(req, id, wire.RefuseStoreFull)
 	case errors.Is(err2, relaystore.ErrStoreFull):
 		s.metrics.limited.WithLabelValues(limitStoreFull).Inc()
 		return c.refused(req, id, wire.RefuseStoreFull)

@@ -20,6 +20,8 @@ import (
 
 // Names of the limits, as the limit label of parley_relay_limited_total.
 const (
+	limitConnections        = "connections"
+	limitHandshakes         = "handshakes"
 	limitIPConnections      = "ip_connections"
 	limitIPHandshakes       = "ip_handshakes"
 	limitAddressConnections = "address_connections"
@@ -29,11 +31,12 @@ const (
 	limitFetchTarget        = "fetches_of_target"
 	limitOneTimeTarget      = "one_time_prekeys_of_target"
 	limitSenderQuota        = "sender_share"
+	limitIPShare            = "ip_share"
 	limitStoreFull          = "store_full"
 )
 
-var limitNames = []string{limitIPConnections, limitIPHandshakes, limitAddressConnections, limitIPRegistrations,
-	limitIPRegistered, limitFetchRequester, limitFetchTarget, limitOneTimeTarget, limitSenderQuota, limitStoreFull}
+var limitNames = []string{limitConnections, limitHandshakes, limitIPConnections, limitIPHandshakes, limitAddressConnections, limitIPRegistrations,
+	limitIPRegistered, limitFetchRequester, limitFetchTarget, limitOneTimeTarget, limitSenderQuota, limitIPShare, limitStoreFull}
 
 // keyedLimiters is one token bucket per key (an IP, an address), made on
 // first use. A bucket that has refilled completely is forgotten at the next

@@ -68,8 +68,8 @@ func TestMetricsExposition(t *testing.T) {
 	one("parley_relay_fault_dropped_total", "counter")
 	one("parley_relay_fault_duplicated_total", "counter")
 	vec("parley_relay_rate_limited_total", "bucket", "messages", "bytes")
-	vec("parley_relay_limited_total", "limit", "ip_connections", "ip_handshakes", "address_connections", "ip_registrations_hour",
-		"ip_registrations_total", "fetches_by_requester", "fetches_of_target", "one_time_prekeys_of_target", "sender_share", "store_full")
+	vec("parley_relay_limited_total", "limit", "connections", "handshakes", "ip_connections", "ip_handshakes", "address_connections", "ip_registrations_hour",
+		"ip_registrations_total", "fetches_by_requester", "fetches_of_target", "one_time_prekeys_of_target", "sender_share", "ip_share", "store_full")
 	one("parley_relay_bundles_published_total", "counter")
 	one("parley_relay_bundles_fetched_total", "counter")
 	one("parley_relay_one_time_prekeys_handed_out_total", "counter")

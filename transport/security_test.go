@@ -168,6 +168,9 @@ func TestAuthTimeout(t *testing.T) {
 		t.Fatalf("second unauthenticated connection: got %v, want 503", err)
 	}
 	resp.Body.Close()
+	if got := r.metric(t, `parley_relay_limited_total{limit="handshakes"}`); got != 1 {
+		t.Fatalf("handshakes limited = %v, want 1", got)
+	}
 	idle.expectClose(websocket.ClosePolicyViolation)
 	r.waitMetric(t, `parley_relay_auth_failures_total{reason="timeout"}`, 1)
 	// The slot is free again once the relay let go of the socket.
@@ -186,6 +189,9 @@ func TestMaxConnections(t *testing.T) {
 		t.Fatal("third connection accepted over a cap of 2")
 	}
 	t.Logf("refused: %v", err)
+	if got := r.metric(t, `parley_relay_limited_total{limit="connections"}`); got < 1 {
+		t.Fatalf("connections limited = %v, want at least 1", got)
+	}
 }
 
 // TestOrigin checks that a request with a browser Origin is refused.

@@ -291,6 +291,7 @@ func (s *Server) admit(w http.ResponseWriter, ip string) (release func(authed bo
 	if n := s.conns.Add(1); n > int64(s.lim.MaxConnections) {
 		s.conns.Add(-1)
 		s.ipSlots.release(ip, false)
+		s.metrics.limited.WithLabelValues(limitConnections).Inc()
 		http.Error(w, "too many connections", http.StatusServiceUnavailable)
 		return nil, false
 	}
@@ -298,6 +299,7 @@ func (s *Server) admit(w http.ResponseWriter, ip string) (release func(authed bo
 		s.unauth.Add(-1)
 		s.conns.Add(-1)
 		s.ipSlots.release(ip, false)
+		s.metrics.limited.WithLabelValues(limitHandshakes).Inc()
 		http.Error(w, "too many connections authenticating", http.StatusServiceUnavailable)
 		return nil, false
 	}

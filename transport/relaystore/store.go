@@ -230,7 +230,7 @@ func (l Limits) QuotaError(mailbox, sender, ip, total Usage, ipKnown bool, copie
 	case sender.Envelopes+copies > l.SenderEnvelopes || sender.Bytes+size > l.SenderBytes:
 		return ErrSenderQuota
 	case ipKnown && (ip.Envelopes+copies > l.IPEnvelopes || ip.Bytes+size > l.IPBytes):
-		return fmt.Errorf("%w: the sender's IP holds its share", ErrStoreFull)
+		return ErrIPQuota
 	case total.Envelopes+copies > l.TotalEnvelopes || total.Bytes+size > l.TotalBytes:
 		return ErrStoreFull
 	}
@@ -255,6 +255,9 @@ var (
 	// ErrStoreFull means the relay holds all it may, in all or for the
 	// sender's IP.
 	ErrStoreFull = errors.New("relay storage quota reached")
+	// ErrIPQuota means the envelopes from the sender's IP hold that IP's
+	// share of the relay; it is an ErrStoreFull.
+	ErrIPQuota = fmt.Errorf("%w: the sender's IP holds its share", ErrStoreFull)
 	// ErrRegistrationQuota means the remote IP registered all the addresses
 	// it may.
 	ErrRegistrationQuota = errors.New("too many addresses registered from this IP")

@@ -262,15 +262,15 @@ func testQuotas(t *testing.T, open Open) {
 				t.Fatal(err)
 			}
 		}
-		if _, err := s.Append(ctx, "dave/1", []byte("junk"), 1, sameIP); !errors.Is(err, relaystore.ErrStoreFull) {
-			t.Fatalf("over the IP's share: got %v, want relaystore.ErrStoreFull", err)
+		if _, err := s.Append(ctx, "dave/1", []byte("junk"), 1, sameIP); !errors.Is(err, relaystore.ErrIPQuota) || !errors.Is(err, relaystore.ErrStoreFull) {
+			t.Fatalf("over the IP's share: got %v, want relaystore.ErrIPQuota", err)
 		}
 		// The relay holds 6 of its 8; another IP fills it.
 		other := relaystore.Origin{Address: "erin/1", IP: "203.0.113.9"}
 		if _, err := s.Append(ctx, "dave/1", []byte("x"), 2, other); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.Append(ctx, "dave/1", []byte("x"), 1, other); !errors.Is(err, relaystore.ErrStoreFull) {
+		if _, err := s.Append(ctx, "dave/1", []byte("x"), 1, other); !errors.Is(err, relaystore.ErrStoreFull) || errors.Is(err, relaystore.ErrIPQuota) {
 			t.Fatalf("over the total: got %v, want relaystore.ErrStoreFull", err)
 		}
 		if st, _ := s.Stats(ctx); st.Envelopes != 8 {
