@@ -187,7 +187,12 @@ func (s *Store) setup(ctx context.Context, replicas int) error {
 	if s.bundles, err = kv(s.names.bundle); err != nil {
 		return err
 	}
-	if s.usage, err = kv(s.names.usage); err != nil {
+	// A count that falls to zero is purged, and the purge's marker expires
+	// (LimitMarkerTTL), so that the bucket holds a key only for a mailbox,
+	// a sender in it or an IP that holds something now, not for every one
+	// that ever did.
+	if s.usage, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: s.names.usage, History: 1, Replicas: replicas,
+		Storage: jetstream.FileStorage, LimitMarkerTTL: usageMarkerTTL}); err != nil {
 		return err
 	}
 	meta, err := kv(s.names.meta)
@@ -306,8 +311,11 @@ func (s *Store) countRegistration(ctx context.Context, ip string) error {
 	})
 }
 
+// usageMarkerTTL is how long the marker of a purged usage count stays.
+const usageMarkerTTL = time.Minute
+
 // update applies fn to the value under key with compare-and-set, reading
-// again after a conflict.
+// again after a conflict. A nil value from fn removes the key.
 func (s *Store) update(ctx context.Context, kv jetstream.KeyValue, key string, fn func([]byte) ([]byte, error)) error {
 	for attempt := 0; ; attempt++ {
 		var old []byte
@@ -324,9 +332,14 @@ func (s *Store) update(ctx context.Context, kv jetstream.KeyValue, key string, f
 		if err != nil {
 			return err
 		}
-		if rev == 0 {
+		switch {
+		case v == nil && rev == 0:
+			return nil
+		case v == nil:
+			err = kv.Purge(ctx, key, jetstream.LastRevision(rev), jetstream.PurgeTTL(usageMarkerTTL))
+		case rev == 0:
 			_, err = kv.Create(ctx, key, v)
-		} else {
+		default:
 			_, err = kv.Update(ctx, key, v, rev)
 		}
 		if err == nil {
@@ -566,11 +579,15 @@ func (s *Store) readUsage(ctx context.Context, key string) (relaystore.Usage, er
 	return relaystore.Usage{Envelopes: n, Bytes: b}, nil
 }
 
-// addUsage adds n envelopes of size bytes (negative to remove) to key.
+// addUsage adds n envelopes of size bytes (negative to remove) to key; a
+// count back at zero is removed.
 func (s *Store) addUsage(ctx context.Context, key string, n int, size int64) error {
 	return s.update(ctx, s.usage, key, func(v []byte) ([]byte, error) {
 		have, bytes := decodeUsage(v)
 		have, bytes = max(have+n, 0), max(bytes+size, 0)
+		if have == 0 && bytes == 0 {
+			return nil, nil
+		}
 		out := binary.BigEndian.AppendUint64(nil, uint64(have))
 		return binary.BigEndian.AppendUint64(out, uint64(bytes)), nil
 	})

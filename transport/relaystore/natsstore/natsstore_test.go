@@ -2,11 +2,16 @@ package natsstore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/parley-chat/parley/transport/relaystore"
 	"github.com/parley-chat/parley/transport/relaystore/natsstore"
@@ -132,5 +137,77 @@ func TestAcrossRelays(t *testing.T) {
 	rows, err := b.Lease(ctx, "bob/1", "h", 10, now, now.Add(time.Minute))
 	if err != nil || len(rows) != 1 || string(rows[0].Envelope) != "hi" {
 		t.Fatalf("lease through the other relay: %v, %v", rows, err)
+	}
+}
+
+// TestUsageCountsGoAway: the usage bucket holds a key for a mailbox, a
+// sender in it and an IP only while they hold envelopes; once everything is
+// acknowledged it holds none, and counting starts again from zero.
+func TestUsageCountsGoAway(t *testing.T) {
+	c := natstest.StartCluster(t, 1)
+	ctx := context.Background()
+	prefix := fmt.Sprintf("U%d_", next.Add(1))
+	s, err := natsstore.Open(ctx, c.URLs(), natsstore.Options{Replicas: 1, Prefix: prefix,
+		Limits: relaystore.Limits{MailboxEnvelopes: 10, SenderEnvelopes: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	nc, err := nats.Connect(strings.Join(c.URLs(), ","))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	usage, err := js.KeyValue(ctx, prefix+"PARLEY_USAGE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := func() int {
+		t.Helper()
+		l, err := usage.ListKeys(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for range l.Keys() {
+			n++
+		}
+		return n
+	}
+	if _, err := s.Register(ctx, "bob/1", [32]byte{1}, false, "192.0.2.1"); err != nil {
+		t.Fatal(err)
+	}
+	from := relaystore.Origin{Address: "alice/1", IP: "192.0.2.7"}
+	for round := range 2 {
+		for i := range 3 {
+			if _, err := s.Append(ctx, "bob/1", []byte(fmt.Sprint("hello ", i)), 1, from); err != nil {
+				t.Fatalf("round %d, append %d: %v", round, i, err)
+			}
+		}
+		if _, err := s.Append(ctx, "bob/1", []byte("one too many"), 1, from); !errors.Is(err, relaystore.ErrSenderQuota) {
+			t.Fatalf("round %d: a fourth envelope from one sender: %v, want relaystore.ErrSenderQuota", round, err)
+		}
+		if n := keys(); n != 3 {
+			t.Fatalf("round %d: %d usage keys while envelopes are held, want 3 (mailbox, sender, IP)", round, n)
+		}
+		now := time.Now()
+		rows, err := s.Lease(ctx, "bob/1", "h", 10, now, now.Add(time.Minute))
+		if err != nil || len(rows) != 3 {
+			t.Fatalf("round %d: leased %d rows (%v), want 3", round, len(rows), err)
+		}
+		ids := make([]uint64, len(rows))
+		for i, r := range rows {
+			ids[i] = r.ID
+		}
+		if n, err := s.Ack(ctx, "bob/1", ids); err != nil || n != 3 {
+			t.Fatalf("round %d: acknowledged %d (%v), want 3", round, n, err)
+		}
+		if n := keys(); n != 0 {
+			t.Fatalf("round %d: %d usage keys once everything was acknowledged, want 0", round, n)
+		}
 	}
 }
