@@ -10,10 +10,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/tui/eventlog"
+	"github.com/parley-chat/parley/tui/internal/input"
 )
 
 // The demo's two profiles.
@@ -331,9 +331,9 @@ func (m *Model) demoKey(k tea.KeyMsg) tea.Cmd {
 		m.note(i, eventlog.Entry{Name: "demo", Text: text, Level: eventlog.Demo})
 	}
 	switch {
-	case key.Matches(k, m.dkeys.Cancel):
+	case input.Matches(k, m.dkeys.Cancel):
 		return nil
-	case key.Matches(k, m.dkeys.Hold):
+	case input.Matches(k, m.dkeys.Hold):
 		held := !w.flags(self).held
 		w.setSwitches(self, &held, nil)
 		m.panes[i].flags = w.flags(self)
@@ -342,7 +342,7 @@ func (m *Model) demoKey(k tea.KeyMsg) tea.Cmd {
 		} else {
 			say("released delivery to " + self.String())
 		}
-	case key.Matches(k, m.dkeys.HoldBoth):
+	case input.Matches(k, m.dkeys.HoldBoth):
 		hold := false
 		for j := range m.panes {
 			if !w.flags(m.panes[j].self).held {
@@ -358,8 +358,8 @@ func (m *Model) demoKey(k tea.KeyMsg) tea.Cmd {
 				m.note(j, eventlog.Entry{Name: "demo", Level: eventlog.Demo, Text: "released delivery to " + m.panes[j].self.String()})
 			}
 		}
-	case key.Matches(k, m.dkeys.Drop), key.Matches(k, m.dkeys.DropAck):
-		ack := key.Matches(k, m.dkeys.DropAck)
+	case input.Matches(k, m.dkeys.Drop), input.Matches(k, m.dkeys.DropAck):
+		ack := input.Matches(k, m.dkeys.DropAck)
 		d := w.device(self)
 		w.mu.Lock()
 		faults := d.faults
@@ -375,7 +375,7 @@ func (m *Model) demoKey(k tea.KeyMsg) tea.Cmd {
 		} else {
 			say(fmt.Sprintf("the next envelope %s → %s will be lost after the relay accepts it", self, peer))
 		}
-	case key.Matches(k, m.dkeys.Unplug):
+	case input.Matches(k, m.dkeys.Unplug):
 		un := !w.flags(self).unplugged
 		w.setSwitches(self, nil, &un)
 		m.panes[i].flags = w.flags(self)
@@ -385,7 +385,7 @@ func (m *Model) demoKey(k tea.KeyMsg) tea.Cmd {
 		} else {
 			say(self.String() + "'s relay link plugged in again: ctrl+r retries")
 		}
-	case key.Matches(k, m.dkeys.AutoCommit):
+	case input.Matches(k, m.dkeys.AutoCommit):
 		pol := w.setPolicy(self, func(pol *engine.Policy) {
 			if pol.Commit == engine.CommitOnArrival {
 				pol.Commit = engine.CommitManual
@@ -395,30 +395,30 @@ func (m *Model) demoKey(k tea.KeyMsg) tea.Cmd {
 		})
 		p.policy = pol
 		say(fmt.Sprintf("auto-commit %s for %s (the engine commits every delivery as it arrives)", onOff(pol.Commit == engine.CommitOnArrival), self))
-	case key.Matches(k, m.dkeys.AutoRetry):
+	case input.Matches(k, m.dkeys.AutoRetry):
 		pol := w.setPolicy(self, func(pol *engine.Policy) { pol.AutoRetry = !pol.AutoRetry })
 		p.policy = pol
 		say(fmt.Sprintf("auto-retry %s for %s (backoff %s doubling to %s, at once after a reconnection or a convergence)", onOff(pol.AutoRetry), self, pol.RetryMin, pol.RetryMax))
-	case key.Matches(k, m.dkeys.Crash):
+	case input.Matches(k, m.dkeys.Crash):
 		if p.att == nil {
 			return m.reopen(i)
 		}
 		p.detach("crashed")
 		return w.crashCmd(i, self, "now")
-	case key.Matches(k, m.dkeys.CrashNext):
+	case input.Matches(k, m.dkeys.CrashNext):
 		if p.att == nil {
 			say(self.String() + " is closed: ctrl+x o reopens it")
 			return nil
 		}
 		p.crashArmed = true
 		say(self.String() + " will crash right after its next transition commits, before it is shown")
-	case key.Matches(k, m.dkeys.Reopen):
+	case input.Matches(k, m.dkeys.Reopen):
 		if p.att != nil {
 			say(self.String() + " is open")
 			return nil
 		}
 		return m.reopen(i)
-	case key.Matches(k, m.dkeys.Reinstall):
+	case input.Matches(k, m.dkeys.Reinstall):
 		p.detach("reinstalling")
 		say("reinstalling " + self.String() + ": a new identity for the same address")
 		return func() tea.Msg {

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/parley-chat/parley/engine"
@@ -17,6 +16,7 @@ import (
 	"github.com/parley-chat/parley/tui/conversations"
 	"github.com/parley-chat/parley/tui/eventlog"
 	"github.com/parley-chat/parley/tui/inbox"
+	"github.com/parley-chat/parley/tui/internal/input"
 	"github.com/parley-chat/parley/tui/internal/layout"
 	"github.com/parley-chat/parley/tui/outbox"
 	"github.com/parley-chat/parley/tui/timeline"
@@ -310,20 +310,20 @@ func (p pane) broadcast(msg tea.Msg) (pane, tea.Cmd) {
 
 func (p pane) key(k tea.KeyMsg) (pane, tea.Cmd) {
 	switch {
-	case key.Matches(k, p.keys.Next):
+	case input.Matches(k, p.keys.Next):
 		return p, p.setFocus((p.focus + 1) % panelCount)
-	case key.Matches(k, p.keys.Prev):
+	case input.Matches(k, p.keys.Prev):
 		return p, p.setFocus((p.focus + panelCount - 1) % panelCount)
-	case key.Matches(k, p.keys.Accept):
+	case input.Matches(k, p.keys.Accept):
 		return p, p.accept()
-	case key.Matches(k, p.keys.Retry):
+	case input.Matches(k, p.keys.Retry):
 		if p.att != nil && !p.peer.IsZero() {
 			return p, outbox.Retry(p.ctx, p.att.client, p.peer, false)
 		}
 		return p, nil
 	}
 	for f := panel(0); f < panelCount; f++ {
-		if key.Matches(k, p.keys.Jump[f]) {
+		if input.Matches(k, p.keys.Jump[f]) {
 			return p, p.setFocus(f)
 		}
 	}

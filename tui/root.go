@@ -13,6 +13,7 @@ import (
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/themes"
 	"github.com/parley-chat/parley/tui/eventlog"
+	"github.com/parley-chat/parley/tui/internal/input"
 	"github.com/parley-chat/parley/tui/internal/layout"
 )
 
@@ -119,7 +120,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 }
 
 func (m Model) key(k tea.KeyMsg) (Model, tea.Cmd, bool) {
-	if key.Matches(k, m.keys.Quit) {
+	if input.Matches(k, m.keys.Quit) {
 		return m, nil, true
 	}
 	if m.prefix {
@@ -128,13 +129,13 @@ func (m Model) key(k tea.KeyMsg) (Model, tea.Cmd, bool) {
 	}
 	p := &m.panes[m.active]
 	switch {
-	case key.Matches(k, m.keys.Demo):
+	case input.Matches(k, m.keys.Demo):
 		m.prefix = true
 		return m, nil, false
-	case key.Matches(k, m.keys.Help) && (k.String() != "?" || !p.capturing()):
+	case input.Matches(k, m.keys.Help) && (k.String() != "?" || !p.capturing()):
 		m.full = !m.full
 		return m, nil, false
-	case key.Matches(k, m.keys.Other) && len(m.panes) > 1:
+	case input.Matches(k, m.keys.Other) && len(m.panes) > 1:
 		p.setActive(false)
 		m.active = (m.active + 1) % len(m.panes)
 		q := &m.panes[m.active]

@@ -14,6 +14,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/themes"
+	"github.com/parley-chat/parley/tui/internal/input"
 	"github.com/parley-chat/parley/tui/internal/layout"
 	"github.com/parley-chat/parley/wire"
 )
@@ -146,7 +147,7 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 		if !m.focus {
 			return m, nil
 		}
-		if key.Matches(msg, m.keys.Send) {
+		if input.Matches(msg, m.keys.Send) {
 			return m.submit()
 		}
 	}
@@ -154,7 +155,12 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 		return m, nil
 	}
 	var cmd tea.Cmd
-	m.ta, cmd = m.ta.Update(msg)
+	if k, ok := msg.(tea.KeyMsg); ok && input.IsText(k) {
+		// The textarea would take a word such as "home" for its key.
+		m.ta.InsertString(string(k.Runes))
+	} else {
+		m.ta, cmd = m.ta.Update(msg)
+	}
 	if _, ok := msg.(tea.KeyMsg); ok {
 		m.size = len(m.ta.Value())
 		if m.size <= MaxBody && m.err != "" && !m.busy {

@@ -147,3 +147,33 @@ func TestRefusedSendRestoresText(t *testing.T) {
 		t.Fatalf("a stored, not sent message came back to the editor: %q", m.Value())
 	}
 }
+
+// TestChunkedWordsAreText: typed text read in one chunk arrives as one rune
+// message per word, whose String() is the word; words that name keys
+// ("enter", "home", "tab", "down") are still text, and only the real enter
+// sends.
+func TestChunkedWordsAreText(t *testing.T) {
+	src := &sender{}
+	m := newComposer(src)
+	const typed = "qq enter ww home down tab zz"
+	for i, w := range strings.Split(typed, " ") {
+		if i > 0 {
+			m, _ = m.Update(tea.KeyMsg{Type: tea.KeySpace, Runes: []rune{' '}})
+		}
+		var cmd tea.Cmd
+		m, cmd = m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(w)})
+		if cmd != nil {
+			if _, ok := cmd().(SentMsg); ok {
+				t.Fatalf("the word %q sent the message", w)
+			}
+		}
+	}
+	m, cmd := m.Update(enter)
+	if cmd == nil {
+		t.Fatal("enter did not send")
+	}
+	cmd()
+	if len(src.sent) != 1 || src.sent[0] != "bob/1:"+typed {
+		t.Fatalf("sent %q, want %q", src.sent, "bob/1:"+typed)
+	}
+}

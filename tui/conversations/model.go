@@ -7,11 +7,11 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/themes"
+	"github.com/parley-chat/parley/tui/internal/input"
 	"github.com/parley-chat/parley/tui/internal/layout"
 	"github.com/parley-chat/parley/wire"
 )
@@ -209,10 +209,10 @@ func (m Model) event(e engine.Event) (Model, tea.Cmd) {
 func (m Model) key(k tea.KeyMsg) (Model, tea.Cmd) {
 	if m.adding {
 		switch {
-		case key.Matches(k, m.keys.Cancel):
+		case input.Matches(k, m.keys.Cancel):
 			m.stopAdding()
 			return m, nil
-		case key.Matches(k, m.keys.Add):
+		case input.Matches(k, m.keys.Add):
 			a, err := engine.ParseAddress(m.input.Value())
 			if err != nil {
 				m.err = "invalid_address: " + err.Error()
@@ -222,6 +222,14 @@ func (m Model) key(k tea.KeyMsg) (Model, tea.Cmd) {
 			m.stopAdding()
 			return m, m.Select(a)
 		}
+		if input.IsText(k) {
+			// The input would take a word such as "home" for its key.
+			v, at := []rune(m.input.Value()), m.input.Position()
+			v = append(v[:at:at], append(k.Runes, v[at:]...)...)
+			m.input.SetValue(string(v))
+			m.input.SetCursor(at + len(k.Runes))
+			return m, nil
+		}
 		var cmd tea.Cmd
 		m.input, cmd = m.input.Update(k)
 		return m, cmd
@@ -229,15 +237,15 @@ func (m Model) key(k tea.KeyMsg) (Model, tea.Cmd) {
 	items := m.Items()
 	i := m.index(items)
 	switch {
-	case key.Matches(k, m.keys.Up):
+	case input.Matches(k, m.keys.Up):
 		if i > 0 {
 			return m, m.choose(items[i-1].Peer)
 		}
-	case key.Matches(k, m.keys.Down):
+	case input.Matches(k, m.keys.Down):
 		if i+1 < len(items) {
 			return m, m.choose(items[i+1].Peer)
 		}
-	case key.Matches(k, m.keys.New):
+	case input.Matches(k, m.keys.New):
 		m.adding = true
 		m.err = ""
 		m.input.Reset()

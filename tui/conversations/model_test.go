@@ -172,3 +172,15 @@ func TestUnreadAndChanged(t *testing.T) {
 		t.Fatalf("selecting and accepting should clear the marks:\n%s", v)
 	}
 }
+
+// TestAddressTypedInOneChunk: an address read in one chunk is text, even a
+// word that names a key.
+func TestAddressTypedInOneChunk(t *testing.T) {
+	m := newModel(&fakeSource{})
+	m, _ = m.Update(keyMsg("n"))
+	m, _ = m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("carol/2")})
+	m, _ = m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("home")})
+	if got := m.input.Value(); got != "carol/2home" {
+		t.Fatalf("the prompt holds %q, want carol/2home", got)
+	}
+}

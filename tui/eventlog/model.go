@@ -12,10 +12,10 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/themes"
+	"github.com/parley-chat/parley/tui/internal/input"
 	"github.com/parley-chat/parley/tui/internal/layout"
 	"github.com/parley-chat/parley/wire"
 )
@@ -102,17 +102,17 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 		return m, nil
 	}
 	switch {
-	case key.Matches(k, m.keys.Up):
+	case input.Matches(k, m.keys.Up):
 		m.back++
-	case key.Matches(k, m.keys.Down):
+	case input.Matches(k, m.keys.Down):
 		m.back--
-	case key.Matches(k, m.keys.PageUp):
+	case input.Matches(k, m.keys.PageUp):
 		m.back += m.rows()
-	case key.Matches(k, m.keys.PageDown):
+	case input.Matches(k, m.keys.PageDown):
 		m.back -= m.rows()
-	case key.Matches(k, m.keys.Top):
+	case input.Matches(k, m.keys.Top):
 		m.back = m.maxBack()
-	case key.Matches(k, m.keys.Bottom):
+	case input.Matches(k, m.keys.Bottom):
 		m.back = 0
 	}
 	m.back = layout.Clamp(m.back, 0, m.maxBack())

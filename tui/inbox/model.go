@@ -7,10 +7,10 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/themes"
+	"github.com/parley-chat/parley/tui/internal/input"
 	"github.com/parley-chat/parley/tui/internal/layout"
 	"github.com/parley-chat/parley/tui/internal/pager"
 	"github.com/parley-chat/parley/wire"
@@ -177,24 +177,24 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 func (m Model) key(k tea.KeyMsg) (Model, tea.Cmd) {
 	if m.ask != 0 {
 		switch {
-		case key.Matches(k, m.keys.Confirm):
+		case input.Matches(k, m.keys.Confirm):
 			o := m.ask
 			m.setAsk(0)
 			return m, m.finalizeAll(o)
-		case key.Matches(k, m.keys.Cancel):
+		case input.Matches(k, m.keys.Cancel):
 			m.setAsk(0)
 		}
 		return m, nil
 	}
 	switch {
-	case key.Matches(k, m.keys.Up):
+	case input.Matches(k, m.keys.Up):
 		if m.sel > 0 {
 			m.sel--
 		} else if m.pg.Prev() {
 			m.sel = m.rows() - 1
 			return m, m.Reload()
 		}
-	case key.Matches(k, m.keys.Down):
+	case input.Matches(k, m.keys.Down):
 		if m.sel+1 < len(m.page) {
 			m.sel++
 		} else if len(m.page) == m.rows() {
@@ -202,24 +202,24 @@ func (m Model) key(k tea.KeyMsg) (Model, tea.Cmd) {
 			m.sel = 0
 			return m, m.Reload()
 		}
-	case key.Matches(k, m.keys.NextPage):
+	case input.Matches(k, m.keys.NextPage):
 		if len(m.page) == m.rows() {
 			m.pg.Next(m.page[len(m.page)-1].Seq)
 			m.sel = 0
 			return m, m.Reload()
 		}
-	case key.Matches(k, m.keys.PrevPage):
+	case input.Matches(k, m.keys.PrevPage):
 		if m.pg.Prev() {
 			m.sel = 0
 			return m, m.Reload()
 		}
-	case key.Matches(k, m.keys.Commit):
+	case input.Matches(k, m.keys.Commit):
 		return m, m.finalizeOne(engine.OutcomeCommitted)
-	case key.Matches(k, m.keys.Discard):
+	case input.Matches(k, m.keys.Discard):
 		return m, m.finalizeOne(engine.OutcomeDiscarded)
-	case key.Matches(k, m.keys.CommitAll):
+	case input.Matches(k, m.keys.CommitAll):
 		return m, m.finalizeAll(engine.OutcomeCommitted)
-	case key.Matches(k, m.keys.DiscardAll):
+	case input.Matches(k, m.keys.DiscardAll):
 		if m.total > 0 {
 			m.setAsk(engine.OutcomeDiscarded)
 		}

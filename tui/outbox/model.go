@@ -8,10 +8,10 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/themes"
+	"github.com/parley-chat/parley/tui/internal/input"
 	"github.com/parley-chat/parley/tui/internal/layout"
 	"github.com/parley-chat/parley/tui/internal/pager"
 	"github.com/parley-chat/parley/tui/internal/sent"
@@ -199,27 +199,27 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 func (m Model) key(k tea.KeyMsg) (Model, tea.Cmd) {
 	if m.ask != askNone {
 		switch {
-		case key.Matches(k, m.keys.Confirm):
+		case input.Matches(k, m.keys.Confirm):
 			a := m.ask
 			m.setAsk(askNone)
 			if a == askAll {
 				return m, m.abandonAll()
 			}
 			return m, m.abandonOne()
-		case key.Matches(k, m.keys.Cancel):
+		case input.Matches(k, m.keys.Cancel):
 			m.setAsk(askNone)
 		}
 		return m, nil
 	}
 	switch {
-	case key.Matches(k, m.keys.Up):
+	case input.Matches(k, m.keys.Up):
 		if m.sel > 0 {
 			m.sel--
 		} else if m.pg.Prev() {
 			m.sel = m.rows() - 1
 			return m, m.Reload()
 		}
-	case key.Matches(k, m.keys.Down):
+	case input.Matches(k, m.keys.Down):
 		if m.sel+1 < len(m.page) {
 			m.sel++
 		} else if len(m.page) == m.rows() {
@@ -227,32 +227,32 @@ func (m Model) key(k tea.KeyMsg) (Model, tea.Cmd) {
 			m.sel = 0
 			return m, m.Reload()
 		}
-	case key.Matches(k, m.keys.NextPage):
+	case input.Matches(k, m.keys.NextPage):
 		if len(m.page) == m.rows() {
 			m.pg.Next(m.page[len(m.page)-1].Seq)
 			m.sel = 0
 			return m, m.Reload()
 		}
-	case key.Matches(k, m.keys.PrevPage):
+	case input.Matches(k, m.keys.PrevPage):
 		if m.pg.Prev() {
 			m.sel = 0
 			return m, m.Reload()
 		}
-	case key.Matches(k, m.keys.Retry):
+	case input.Matches(k, m.keys.Retry):
 		if msg, ok := m.Selected(); ok && !m.busy {
 			m.busy = true
 			return m, Retry(m.ctx, m.src, msg.Recipient, false)
 		}
-	case key.Matches(k, m.keys.RetryAll):
+	case input.Matches(k, m.keys.RetryAll):
 		if !m.busy {
 			m.busy = true
 			return m, RetryAll(m.ctx, m.src)
 		}
-	case key.Matches(k, m.keys.Abandon):
+	case input.Matches(k, m.keys.Abandon):
 		if _, ok := m.Selected(); ok {
 			m.setAsk(askOne)
 		}
-	case key.Matches(k, m.keys.AbandonAll):
+	case input.Matches(k, m.keys.AbandonAll):
 		if m.total > 0 {
 			m.setAsk(askAll)
 		}

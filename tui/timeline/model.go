@@ -9,12 +9,12 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/themes"
+	"github.com/parley-chat/parley/tui/internal/input"
 	"github.com/parley-chat/parley/tui/internal/layout"
 	"github.com/parley-chat/parley/tui/internal/sent"
 )
@@ -216,24 +216,24 @@ func (m Model) event(e engine.Event) (Model, tea.Cmd) {
 
 func (m Model) key(k tea.KeyMsg) (Model, tea.Cmd) {
 	switch {
-	case key.Matches(k, m.keys.Up):
+	case input.Matches(k, m.keys.Up):
 		if m.vp.AtTop() {
 			return m, m.loadOlder()
 		}
 		m.vp.ScrollUp(1)
-	case key.Matches(k, m.keys.Down):
+	case input.Matches(k, m.keys.Down):
 		m.vp.ScrollDown(1)
-	case key.Matches(k, m.keys.PageUp):
+	case input.Matches(k, m.keys.PageUp):
 		if m.vp.AtTop() {
 			return m, m.loadOlder()
 		}
 		m.vp.PageUp()
-	case key.Matches(k, m.keys.PageDown):
+	case input.Matches(k, m.keys.PageDown):
 		m.vp.PageDown()
-	case key.Matches(k, m.keys.Top):
+	case input.Matches(k, m.keys.Top):
 		m.vp.GotoTop()
 		return m, m.loadOlder()
-	case key.Matches(k, m.keys.Bottom):
+	case input.Matches(k, m.keys.Bottom):
 		m.vp.GotoBottom()
 	}
 	return m, nil
