@@ -468,7 +468,8 @@ func (p *pane) updateBlocked() {
 	}
 	p.comp.SetBlocked(reason)
 	p.keys.Accept.SetEnabled(reason != "")
-	p.layout()
+	// The status bar's height changed: the root lays the pane out again
+	// after every message.
 }
 
 func (p pane) accept() tea.Cmd {
@@ -531,12 +532,14 @@ type paneLayout struct {
 	convW, tlW, inW, outW            int
 }
 
-func (p *pane) SetSize(w, h int) {
+// SetSize lays the pane out in w×h; the command reads again the lists
+// whose page size changed.
+func (p *pane) SetSize(w, h int) tea.Cmd {
 	p.w, p.h = w, h
-	p.layout()
+	return p.layout()
 }
 
-func (p *pane) layout() {
+func (p *pane) layout() tea.Cmd {
 	w, h := p.w, p.h
 	var l paneLayout
 	l.statusH = 2
@@ -557,15 +560,14 @@ func (p *pane) layout() {
 	l.inW = max((w-1)/2, 0)
 	l.outW = max(w-l.inW-1, 0)
 	if l == p.lay {
-		return
+		return nil
 	}
 	p.lay = l
 	p.conv.SetSize(l.convW, l.topH)
 	p.tl.SetSize(l.tlW, l.topH)
 	p.comp.SetSize(w, l.compH)
-	p.in.SetSize(l.inW, l.listH)
-	p.out.SetSize(l.outW, l.listH)
 	p.ev.SetSize(w, l.evH)
+	return tea.Batch(p.in.SetSize(l.inW, l.listH), p.out.SetSize(l.outW, l.listH))
 }
 
 // View draws the pane in exactly its size.

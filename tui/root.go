@@ -115,8 +115,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case demoMsg:
 		cmd = m.demoResult(msg)
 	}
-	m.resize()
-	return m, cmd
+	return m, tea.Batch(cmd, m.resize())
 }
 
 func (m Model) key(k tea.KeyMsg) (Model, tea.Cmd, bool) {
@@ -146,10 +145,11 @@ func (m Model) key(k tea.KeyMsg) (Model, tea.Cmd, bool) {
 	return m, tag(m.active, m.panes[m.active].gen, c), false
 }
 
-// resize lays the panes out for the window and the help's height.
-func (m *Model) resize() {
+// resize lays the panes out for the window and the help's height; the
+// command reads again what a new size needs.
+func (m *Model) resize() tea.Cmd {
 	if m.w <= 0 || m.h <= 0 || len(m.panes) == 0 {
-		return
+		return nil
 	}
 	m.help.Width = m.w
 	m.helpH = len(strings.Split(m.helpView(), "\n"))
@@ -158,18 +158,22 @@ func (m *Model) resize() {
 		h-- // the hint
 	}
 	h = max(h, 0)
+	sizes := make([][2]int, len(m.panes))
 	switch {
 	case len(m.panes) == 1:
-		m.panes[0].SetSize(m.w, h)
+		sizes[0] = [2]int{m.w, h}
 	case m.w >= sideBySide:
 		left := (m.w - 1) / 2
-		m.panes[0].SetSize(left, h)
-		m.panes[1].SetSize(m.w-left-1, h)
+		sizes[0], sizes[1] = [2]int{left, h}, [2]int{m.w - left - 1, h}
 	default:
 		top := h / 2
-		m.panes[0].SetSize(m.w, top)
-		m.panes[1].SetSize(m.w, h-top)
+		sizes[0], sizes[1] = [2]int{m.w, top}, [2]int{m.w, h - top}
 	}
+	cmds := make([]tea.Cmd, len(m.panes))
+	for i := range m.panes {
+		cmds[i] = tag(i, m.panes[i].gen, m.panes[i].SetSize(sizes[i][0], sizes[i][1]))
+	}
+	return tea.Batch(cmds...)
 }
 
 // View draws the whole screen.

@@ -84,8 +84,16 @@ func (m *Model) SetSource(src Source) {
 }
 
 // SetSize sets the panel's size, title included; the page holds as many
-// messages as fit.
-func (m *Model) SetSize(w, h int) { m.w, m.h = w, h }
+// messages as fit, and a page of another size is read again (the one read
+// before the first size holds a single row).
+func (m *Model) SetSize(w, h int) tea.Cmd {
+	rows := m.rows()
+	m.w, m.h = w, h
+	if m.rows() == rows || m.src == nil {
+		return nil
+	}
+	return m.Reload()
+}
 
 // Focus gives the panel the keyboard.
 func (m *Model) Focus() { m.focus = true }

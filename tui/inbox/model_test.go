@@ -87,7 +87,7 @@ func step(m Model, cmd tea.Cmd) Model {
 
 func newInbox(p *pending, h int) Model {
 	m := New(context.Background(), p, themes.MustGet("dark"))
-	m.SetSize(60, h)
+	m = step(m, m.SetSize(60, h))
 	m.Focus()
 	return step(m, m.Reload())
 }
@@ -177,5 +177,20 @@ func TestEventsReload(t *testing.T) {
 			t.Errorf("event %d: reload %v, want %v", tc.kind, cmd != nil, tc.reload)
 		}
 		_ = m2
+	}
+}
+
+// TestReadBeforeSized: a page read before the panel had its size holds one
+// row; the size reads it again.
+func TestReadBeforeSized(t *testing.T) {
+	p := newPending(7)
+	m := New(context.Background(), p, themes.MustGet("dark"))
+	m = step(m, m.Reload())
+	if len(m.Page()) != 1 {
+		t.Fatalf("before a size: %d shown", len(m.Page()))
+	}
+	m = step(m, m.SetSize(60, 12))
+	if len(m.Page()) != 7 {
+		t.Fatalf("after a size: %d shown of %d, want 7", len(m.Page()), m.Total())
 	}
 }

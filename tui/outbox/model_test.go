@@ -104,7 +104,7 @@ func step(m Model, cmd tea.Cmd) Model {
 
 func newOutbox(s *sentList) Model {
 	m := New(context.Background(), s, themes.MustGet("dark"))
-	m.SetSize(70, 8)
+	m = step(m, m.SetSize(70, 8))
 	m.Focus()
 	return step(m, m.Reload())
 }
@@ -167,5 +167,28 @@ func TestAbandonAsks(t *testing.T) {
 	m = step(m.Update(press("y")))
 	if len(s.msgs) != 0 || !strings.Contains(m.View(), "abandoned 2") {
 		t.Fatalf("abandon all left %d:\n%s", len(s.msgs), m.View())
+	}
+}
+
+// TestReadBeforeSized: the first read happens before the panel has a size
+// (one row fits); once it is sized the page is read again, and every
+// pending message shows.
+func TestReadBeforeSized(t *testing.T) {
+	s := newSent(bob, bob, bob, bob, bob, bob, bob)
+	m := New(context.Background(), s, themes.MustGet("dark"))
+	m = step(m, m.Reload())
+	if len(m.Page()) != 1 || m.Total() != 7 {
+		t.Fatalf("before a size: %d shown of %d", len(m.Page()), m.Total())
+	}
+	cmd := m.SetSize(70, 12)
+	if cmd == nil {
+		t.Fatal("a larger panel did not read its page again")
+	}
+	m = step(m, cmd)
+	if len(m.Page()) != 7 {
+		t.Fatalf("after a size: %d shown of %d, want 7", len(m.Page()), m.Total())
+	}
+	if m.SetSize(70, 12) != nil {
+		t.Fatal("the same size read the page again")
 	}
 }
