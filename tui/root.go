@@ -196,7 +196,7 @@ func (m Model) View() string {
 		parts = append(parts, m.panes[0].View(), m.panes[1].View())
 	}
 	parts = append(parts, m.helpView())
-	return clip(strings.Join(parts, "\n"), m.w, m.h)
+	return layout.Cells(clip(strings.Join(parts, "\n"), m.w, m.h))
 }
 
 func (m Model) helpView() string {

@@ -148,8 +148,9 @@ func OneLine(body []byte, max int) string {
 
 // Clean makes an untrusted message body safe to draw: invalid UTF-8 is
 // replaced, tabs become spaces, and every other control character (escape
-// sequences included) is dropped, so that a peer cannot drive the terminal.
-// Newlines are kept.
+// sequences included) is dropped, so that a peer cannot drive the terminal;
+// so are the bidirectional overrides and isolates, with which a text could
+// be drawn in another order than it reads. Newlines are kept.
 func Clean(body []byte) string {
 	s := strings.ToValidUTF8(string(body), "�")
 	return strings.Map(func(r rune) rune {
@@ -158,7 +159,8 @@ func Clean(body []byte) string {
 			return r
 		case r == '\t':
 			return ' '
-		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0),
+			r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
 			return -1
 		}
 		return r

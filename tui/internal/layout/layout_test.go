@@ -45,6 +45,8 @@ func TestClean(t *testing.T) {
 		{"bell\x07 \u009b31m", "bell 31m"},
 		{"raw \x9b byte", "raw � byte"},
 		{"bad \xff utf8", "bad � utf8"},
+		{"pay \u202eTXT.exe\u202c now", "pay TXT.exe now"},
+		{"iso \u2067late\u2069 r", "iso late r"},
 	} {
 		if got := Clean([]byte(tc.in)); got != tc.want {
 			t.Errorf("Clean(%q) = %q, want %q", tc.in, got, tc.want)

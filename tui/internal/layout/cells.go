@@ -1,0 +1,112 @@
+package layout
+
+import (
+	"strings"
+	"unicode/utf8"
+
+	"github.com/charmbracelet/x/ansi"
+)
+
+// Terminals disagree on how many cells some grapheme clusters take. The
+// panels measure by cluster (as lipgloss and the bubbles do): 👍🏽 is two
+// cells. A terminal that measures code point by code point (tmux 3.3,
+// xterm) draws it in four, and a line measured as exactly the window's
+// width wraps, pushing the whole screen down until the next resize. The
+// clusters they disagree on are those joined by a zero-width joiner, a
+// variation selector, a skin-tone modifier, a keycap or tag characters.
+// Cells rewrites those clusters, in a finished frame, into their first code
+// point padded with spaces to the cluster's width, which every terminal
+// measures alike; the layout computed for the frame stays exact.
+
+// joining reports whether r makes its cluster width-ambiguous.
+func joining(r rune) bool {
+	switch {
+	case r == 0x200d, // zero-width joiner
+		r == 0xfe0e, r == 0xfe0f, // variation selectors 15 and 16
+		r == 0x20e3,                  // combining enclosing keycap
+		r >= 0x1f3fb && r <= 0x1f3ff, // skin-tone modifiers
+		r >= 0xe0020 && r <= 0xe007f: // tag characters
+		return true
+	}
+	return false
+}
+
+// Cells returns frame with every width-ambiguous cluster rewritten (see
+// above); escape sequences are copied as they are. A frame without such a
+// cluster is returned unchanged.
+func Cells(frame string) string {
+	i := strings.IndexFunc(frame, joining)
+	if i < 0 {
+		return frame
+	}
+	// Start from the beginning of the line that holds the first one: a
+	// cluster never spans a line.
+	start := strings.LastIndexByte(frame[:i], '\n') + 1
+	var b strings.Builder
+	b.Grow(len(frame) + 16)
+	b.WriteString(frame[:start])
+	s := frame[start:]
+	for len(s) > 0 {
+		c := s[0]
+		switch {
+		case c == ansi.ESC:
+			n := escapeLen(s)
+			b.WriteString(s[:n])
+			s = s[n:]
+		case c < utf8.RuneSelf:
+			b.WriteByte(c)
+			s = s[1:]
+		default:
+			cluster, w := ansi.FirstGraphemeCluster(s, ansi.GraphemeWidth)
+			if cluster == "" {
+				cluster = s[:1]
+			}
+			b.WriteString(plainCluster(cluster, w))
+			s = s[len(cluster):]
+		}
+	}
+	return b.String()
+}
+
+// plainCluster is cluster itself, or, when it joins several code points in
+// a width-ambiguous way, its first code point padded to w cells.
+func plainCluster(cluster string, w int) string {
+	first, size := utf8.DecodeRuneInString(cluster)
+	if size == len(cluster) || strings.IndexFunc(cluster, joining) < 0 {
+		return cluster
+	}
+	head := string(first)
+	if joining(first) || ansi.StringWidth(head) > w || ansi.StringWidth(head) == 0 {
+		head = ""
+	}
+	return head + strings.Repeat(" ", w-ansi.StringWidth(head))
+}
+
+// escapeLen is the length of the escape sequence at the start of s: a CSI
+// (ESC [ … final byte), an OSC or other string (ESC ] … BEL or ESC \), or
+// ESC and one byte.
+func escapeLen(s string) int {
+	if len(s) < 2 {
+		return len(s)
+	}
+	switch s[1] {
+	case '[':
+		for i := 2; i < len(s); i++ {
+			if s[i] >= 0x40 && s[i] <= 0x7e {
+				return i + 1
+			}
+		}
+		return len(s)
+	case ']', 'P', '_', '^':
+		for i := 2; i < len(s); i++ {
+			if s[i] == 0x07 {
+				return i + 1
+			}
+			if s[i] == ansi.ESC && i+1 < len(s) && s[i+1] == '\\' {
+				return i + 2
+			}
+		}
+		return len(s)
+	}
+	return 2
+}
