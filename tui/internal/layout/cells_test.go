@@ -28,12 +28,12 @@ func codePointWidth(s string) int {
 // terminal), and exactly what it took by cluster before.
 func TestCellsAgree(t *testing.T) {
 	for _, s := range []string{
-		"thumbs 👍🏽 up",                      // skin tone
-		"family 👨‍👩‍👧 here",                    // ZWJ sequence
+		"thumbs 👍🏽 up",                        // skin tone
+		"family 👨‍👩‍👧 here",                   // ZWJ sequence
 		"coder 👩🏽‍💻 and 🏳️‍🌈 flag",            // ZWJ with a tone; flag with VS16 and ZWJ
-		"flags 🇫🇷🇯🇵 ok",                      // regional indicators
-		"heart ❤️ and ☺️ and 1️⃣",              // variation selectors, keycap
-		"中文 and 日本語",                        // CJK
+		"flags 🇫🇷🇯🇵 ok",                       // regional indicators
+		"heart ❤️ and ☺️ and 1️⃣",             // variation selectors, keycap
+		"中文 and 日本語",                          // CJK
 		"e\u0301 combining and n\u0303",       // combining marks
 		"\x1b[1mbold 👍🏽\x1b[0m │ next 👍🏽 col", // styled, next to a separator
 		"tag 🏴\U000e0067\U000e0062\U000e0065\U000e006e\U000e0067\U000e007f flag",
