@@ -212,3 +212,43 @@ func TestPrunedMessageIsDeliveredAgain(t *testing.T) {
 		t.Fatal("the second commit's ACK did not clear the message")
 	}
 }
+
+// TestHistoryByArrival: a received message takes its place in the
+// conversation by when it arrived on this device, not by when it was
+// committed: bob commits the later message first, and his history still
+// reads in the order things happened, with the arrival times.
+func TestHistoryByArrival(t *testing.T) {
+	w := newWorld(t)
+	alice, bob := w.device("alice/1"), w.device("bob/1")
+	first := alice.send(bob, "first")
+	bob.sync()
+	arrivedFirst := w.clock.Now()
+	w.clock.Advance(time.Minute)
+	bob.send(alice, "in between")
+	w.clock.Advance(time.Minute)
+	second := alice.send(bob, "second")
+	bob.sync()
+	arrivedSecond := w.clock.Now()
+	w.clock.Advance(time.Minute)
+	if _, err := bob.c.Commit(w.ctx, alice.addr, second); err != nil {
+		t.Fatal(err)
+	}
+	w.clock.Advance(time.Minute)
+	if _, err := bob.c.Commit(w.ctx, alice.addr, first); err != nil {
+		t.Fatal(err)
+	}
+	h, err := bob.c.History(w.ctx, alice.addr, 0, 10)
+	if err != nil || len(h) != 3 {
+		t.Fatalf("history: %d entries, %v", len(h), err)
+	}
+	var got []string
+	for i := len(h) - 1; i >= 0; i-- {
+		got = append(got, string(h[i].Body))
+	}
+	if want := []string{"first", "in between", "second"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("bob's history, oldest first: %q, want %q", got, want)
+	}
+	if !h[2].At.Equal(arrivedFirst) || !h[0].At.Equal(arrivedSecond) {
+		t.Fatalf("history times %v and %v, want the arrivals %v and %v", h[2].At, h[0].At, arrivedFirst, arrivedSecond)
+	}
+}

@@ -439,7 +439,13 @@ func (c *Client) prepareReceive(ctx context.Context, bs *batchState, row StagedE
 		case ResultDelivery:
 			res.Body = frame.Body
 			if _, ok := effect.(DeliverEffect); ok {
-				effect = DeliverEffect{ID: frame.ID, Frame: plaintext, Digest: d, At: now}
+				// A message arrived when its envelope was staged on this
+				// device; the conversation shows and orders it by that.
+				at := row.ReceivedAt
+				if at.IsZero() {
+					at = now
+				}
+				effect = DeliverEffect{ID: frame.ID, Frame: plaintext, Digest: d, At: at}
 				bs.delivered[key] = d
 			}
 		case ResultAlreadyCommitted, ResultAlreadyDiscarded:
@@ -658,7 +664,7 @@ func (c *Client) FinalizeBatch(ctx context.Context, reqs []FinalizeRequest) ([]F
 		if err != nil {
 			return nil, err
 		}
-		p := Finalize{Sender: r.Sender, ID: r.ID, Digest: m.Digest, Outcome: r.Outcome, At: c.cfg.Now()}
+		p := Finalize{Sender: r.Sender, ID: r.ID, Digest: m.Digest, Outcome: r.Outcome, At: c.cfg.Now(), Arrived: m.ReceivedAt}
 		if r.Outcome == OutcomeCommitted {
 			p.Body = m.Body
 		} else {

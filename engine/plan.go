@@ -231,6 +231,9 @@ type Finalize struct {
 	Reason  DiscardReason
 	Body    []byte // history body, for a commit
 	At      time.Time
+	// Arrived is when the message arrived on this device: the time of its
+	// history entry, which the conversation is ordered by (At when zero).
+	Arrived time.Time
 	Session *SessionWrite
 	Ack     *Outgoing
 }

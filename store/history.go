@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -16,8 +18,11 @@ const (
 	// sqlSetSentState moves a sent message's entry on from pending.
 	sqlSetSentState = "UPDATE history SET state = ? WHERE peer = ? AND direction = 2 AND id = ? AND state = 1"
 
+	// sqlHistory pages a conversation by time, newest first, before the
+	// entry (at, seq); seq orders entries of one instant.
 	sqlHistory = `SELECT seq, direction, id, at, state, sealed_body FROM history
-		WHERE peer = ? AND seq < ? ORDER BY seq DESC LIMIT ?`
+		WHERE peer = ?1 AND (at < ?2 OR (at = ?2 AND seq < ?3)) ORDER BY at DESC, seq DESC LIMIT ?4`
+	sqlHistoryAt = "SELECT at FROM history WHERE seq = ? AND peer = ?"
 	// sqlConversations lists every pinned peer with a history or pending
 	// messages. Every such peer is pinned: a message is stored only with a
 	// session, a session only with a pin, and pins are never deleted. Each
@@ -26,7 +31,7 @@ const (
 		SELECT p.address AS address,
 			(SELECT count(*) FROM inbound WHERE sender = p.address) AS pending_in,
 			(SELECT count(*) FROM outbound WHERE recipient = p.address) AS pending_out,
-			max(coalesce((SELECT at FROM history WHERE peer = p.address ORDER BY seq DESC LIMIT 1), 0),
+			max(coalesce((SELECT max(at) FROM history WHERE peer = p.address), 0),
 				coalesce((SELECT max(received_at) FROM inbound WHERE sender = p.address), 0),
 				coalesce((SELECT max(created_at) FROM outbound WHERE recipient = p.address), 0)) AS last_at,
 			EXISTS (SELECT 1 FROM history WHERE peer = p.address) AS has_history
@@ -68,16 +73,23 @@ func (t *tx) setSentState(ctx context.Context, name string, peer engine.Address,
 	return nil
 }
 
-// History pages the conversation with peer, newest first: sequence numbers
-// below before (0: from the newest), at most limit (at most 1000).
+// History pages the conversation with peer, newest first by the time each
+// message was sent or arrived: the entries before the one whose sequence
+// number is before (0: from the newest), at most limit (at most 1000).
 func (db *DB) History(ctx context.Context, peer engine.Address, before int64, limit int) ([]engine.HistoryEntry, error) {
 	if err := db.checkOpen("read history"); err != nil {
 		return nil, err
 	}
+	at := int64(math.MaxInt64)
 	if before <= 0 {
 		before = math.MaxInt64
+	} else if err := db.queryRow(ctx, sqlHistoryAt, before, peer.String()).Scan(&at); err != nil {
+		if !errors.Is(err, sql.ErrNoRows) {
+			return nil, db.readErr("read history", err)
+		}
+		at = math.MaxInt64 // not an entry of this conversation: from the newest
 	}
-	rows, err := db.query(ctx, sqlHistory, peer.String(), before, pageLimit(limit))
+	rows, err := db.query(ctx, sqlHistory, peer.String(), at, before, pageLimit(limit))
 	if err != nil {
 		return nil, db.readErr("read history", err)
 	}

@@ -111,7 +111,11 @@ func (t *tx) finalize(ctx context.Context, p engine.Finalize) (engine.Receipt, e
 		return engine.Receipt{}, fmt.Errorf("finalize message %x from %s (finalized already?): %w", p.ID[:], from, err)
 	}
 	if p.Outcome == engine.OutcomeCommitted {
-		if err := t.insertHistory(ctx, p.Sender, engine.DirectionIn, p.ID, p.At, 0, p.Body); err != nil {
+		at := p.Arrived
+		if at.IsZero() {
+			at = p.At
+		}
+		if err := t.insertHistory(ctx, p.Sender, engine.DirectionIn, p.ID, at, 0, p.Body); err != nil {
 			return engine.Receipt{}, err
 		}
 	}

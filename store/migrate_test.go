@@ -65,6 +65,35 @@ var fixtures = map[int]struct {
 }{
 	1: {insertFixtureV1, checkFixtureV1},
 	2: {insertFixtureV2, checkFixtureV2},
+	3: {insertFixtureV3, checkFixtureV3},
+}
+
+// insertFixtureV3 is fixture 2 with a received message that arrived before
+// the sent one and entered the history after it (committed later).
+func insertFixtureV3(t *testing.T, db *sql.DB, s *sealer) {
+	t.Helper()
+	insertFixtureV2(t, db, s)
+	id := bytes.Repeat([]byte{0x6b}, 16)
+	if _, err := db.Exec("INSERT INTO history (peer, direction, id, at, state, sealed_body) VALUES (?, 1, ?, 8, 0, ?)",
+		fixturePeer, id, s.seal(kindHistoryBody, rowKey([]byte(fixturePeer), []byte{1}, id), []byte("earlier"))); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func checkFixtureV3(t *testing.T, db *DB) {
+	t.Helper()
+	checkFixtureV2(t, db)
+	es, err := db.History(context.Background(), engine.MustParseAddress(fixturePeer), 0, 10)
+	if err != nil || len(es) != 2 {
+		t.Fatalf("history: %d entries, %v; want 2", len(es), err)
+	}
+	if string(es[0].Body) != "body" || string(es[1].Body) != "earlier" {
+		t.Fatalf("history newest first by time: %q then %q, want body then earlier", es[0].Body, es[1].Body)
+	}
+	older, err := db.History(context.Background(), engine.MustParseAddress(fixturePeer), es[0].Seq, 10)
+	if err != nil || len(older) != 1 || string(older[0].Body) != "earlier" {
+		t.Fatalf("the page before the newest: %d entries, %v; want the earlier one", len(older), err)
+	}
 }
 
 // insertFixtureV2 is fixture 1 with the replaced initiation a session reset
