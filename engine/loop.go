@@ -306,7 +306,8 @@ func (c *Client) waitForRelay(ctx context.Context, d time.Duration) bool {
 // it): at every relay signal, at every SyncNow and otherwise on a timer.
 // With Policy.AutoRetry it retries peers as the policy says. A failed round
 // is reported once as an EventSyncFailed (again only when the failure
-// changes) and the next round waits a doubling backoff; every event the
+// changes; never for a relay out of reach, which is the connection's state)
+// and the next round waits a doubling backoff; every event the
 // transitions commit goes out on Events as usual.
 func (c *Client) Run(ctx context.Context) error {
 	c.mu.Lock()
@@ -337,7 +338,10 @@ func (c *Client) Run(ctx context.Context) error {
 		wait := c.idleWait()
 		if err != nil {
 			failures++
-			if name := failureName(err); name != lastFailure {
+			// A relay out of reach is the connection's state, which the
+			// caller shows already (and the next connection cures); an
+			// event for it would say the same in a louder voice.
+			if name := failureName(err); name != lastFailure && !errors.Is(err, ErrRelayUnreachable) {
 				lastFailure = name
 				c.emitSyncFailed(err)
 			}

@@ -409,6 +409,8 @@ func (p *pane) tick(now time.Time) (pane, tea.Cmd) {
 		return *p, nil
 	}
 	p.readState()
+	p.in.ExpireStatus(now)
+	p.out.ExpireStatus(now)
 	if p.present && !p.crashArmed && len(p.att.events) == 0 {
 		p.present = false
 		c, ctx := p.att.client, p.ctx
@@ -513,7 +515,9 @@ func (p *pane) finalized(m inbox.FinalizedMsg) {
 }
 
 func (p *pane) retried(m outbox.RetriedMsg) tea.Cmd {
-	if !m.Auto || m.Err != nil {
+	// A retry that had nothing to send says so in the outbox's status line
+	// only; the log keeps what happened.
+	if (!m.Auto && m.Sent > 0) || m.Err != nil {
 		lvl := eventlog.Info
 		if m.Err != nil {
 			lvl = eventlog.Error

@@ -6,6 +6,7 @@ package inbox
 import (
 	"context"
 	"fmt"
+	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/parley-chat/parley/engine"
@@ -54,20 +55,21 @@ type FinalizedMsg struct {
 
 // Model is the inbox panel.
 type Model struct {
-	src    Source
-	ctx    context.Context
-	th     themes.Theme
-	keys   KeyMap
-	w, h   int
-	focus  bool
-	pg     pager.Pager
-	page   []engine.InboundMessage
-	total  int
-	sel    int
-	err    string
-	ask    engine.Outcome // "all" waiting for confirmation
-	busy   bool
-	status string
+	src      Source
+	ctx      context.Context
+	th       themes.Theme
+	keys     KeyMap
+	w, h     int
+	focus    bool
+	pg       pager.Pager
+	page     []engine.InboundMessage
+	total    int
+	sel      int
+	err      string
+	ask      engine.Outcome // "all" waiting for confirmation
+	busy     bool
+	status   string
+	statusAt time.Time
 
 	loading, again bool
 }
@@ -102,6 +104,17 @@ func (m *Model) Focus() { m.focus = true }
 func (m *Model) Blur() {
 	m.focus = false
 	m.setAsk(0)
+}
+
+// StatusLifetime is how long the panel's status line stays; the event log
+// keeps what it said.
+const StatusLifetime = 8 * time.Second
+
+// ExpireStatus clears a status line older than StatusLifetime.
+func (m *Model) ExpireStatus(now time.Time) {
+	if m.status != "" && now.Sub(m.statusAt) >= StatusLifetime {
+		m.status = ""
+	}
 }
 
 // KeyMap returns the panel's keys.
@@ -166,7 +179,7 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 		return m, nil
 	case FinalizedMsg:
 		m.busy = false
-		m.status = describe(msg)
+		m.status, m.statusAt = describe(msg), time.Now()
 		return m, m.Reload()
 	case engine.Event:
 		switch msg.Kind {

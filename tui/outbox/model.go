@@ -7,6 +7,7 @@ package outbox
 import (
 	"context"
 	"fmt"
+	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/parley-chat/parley/engine"
@@ -62,21 +63,22 @@ const (
 
 // Model is the outbox panel.
 type Model struct {
-	src    Source
-	ctx    context.Context
-	th     themes.Theme
-	keys   KeyMap
-	w, h   int
-	focus  bool
-	pg     pager.Pager
-	page   []engine.OutboundMessage
-	total  int
-	sel    int
-	err    string
-	ask    ask
-	busy   bool
-	status string
-	states sent.States
+	src      Source
+	ctx      context.Context
+	th       themes.Theme
+	keys     KeyMap
+	w, h     int
+	focus    bool
+	pg       pager.Pager
+	page     []engine.OutboundMessage
+	total    int
+	sel      int
+	err      string
+	ask      ask
+	busy     bool
+	status   string
+	statusAt time.Time
+	states   sent.States
 
 	loading, again bool
 }
@@ -111,6 +113,17 @@ func (m *Model) Focus() { m.focus = true }
 func (m *Model) Blur() {
 	m.focus = false
 	m.setAsk(askNone)
+}
+
+// StatusLifetime is how long the panel's status line stays; the event log
+// keeps what it said.
+const StatusLifetime = 8 * time.Second
+
+// ExpireStatus clears a status line older than StatusLifetime.
+func (m *Model) ExpireStatus(now time.Time) {
+	if m.status != "" && now.Sub(m.statusAt) >= StatusLifetime {
+		m.status = ""
+	}
 }
 
 // KeyMap returns the panel's keys.
@@ -176,12 +189,12 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 	case RetriedMsg:
 		if !msg.Auto {
 			m.busy = false
-			m.status = "retry: " + DescribeRetry(msg)
+			m.status, m.statusAt = "retry: "+DescribeRetry(msg), time.Now()
 		}
 		return m, m.Reload()
 	case AbandonedMsg:
 		m.busy = false
-		m.status = fmt.Sprintf("abandoned %d", msg.Count)
+		m.status, m.statusAt = fmt.Sprintf("abandoned %d", msg.Count), time.Now()
 		if msg.Err != nil {
 			m.status += ", " + engine.ErrorName(msg.Err) + ": " + msg.Err.Error()
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/parley-chat/parley/engine"
@@ -190,5 +191,23 @@ func TestReadBeforeSized(t *testing.T) {
 	}
 	if m.SetSize(70, 12) != nil {
 		t.Fatal("the same size read the page again")
+	}
+}
+
+// TestStatusExpires: the status line of a retry goes away after a while.
+func TestStatusExpires(t *testing.T) {
+	s := newSent(bob)
+	m := newOutbox(s)
+	m = step(m.Update(press("r")))
+	if !strings.Contains(m.View(), "retry: ") {
+		t.Fatalf("no retry status:\n%s", m.View())
+	}
+	m.ExpireStatus(time.Now())
+	if !strings.Contains(m.View(), "retry: ") {
+		t.Fatal("the status went away at once")
+	}
+	m.ExpireStatus(time.Now().Add(StatusLifetime))
+	if strings.Contains(m.View(), "retry: ") {
+		t.Fatalf("the status stayed:\n%s", m.View())
 	}
 }
