@@ -191,8 +191,11 @@ func closeProfile(p *profile.Profile) {
 // parsePeer parses a device address operand.
 func parsePeer(s string) (engine.Address, error) {
 	a, err := engine.ParseAddress(s)
-	if err != nil {
-		return engine.Address{}, fmt.Errorf("%q is not a device address (want user/device, like alice/1)", s)
+	var ae *engine.AddressError
+	if errors.As(err, &ae) {
+		return engine.Address{}, fmt.Errorf("%q is not a device address: %s", s, ae.Reason)
+	} else if err != nil {
+		return engine.Address{}, err
 	}
 	return a, nil
 }

@@ -359,11 +359,34 @@ func TestCLIErrorsAndExitCodes(t *testing.T) {
 		t.Fatalf("wrong passphrase: %v %q", err, out)
 	}
 
-	// Refusals store nothing.
-	for _, args := range [][]string{{"send", "Bob/1", "x"}, {"send", "bob", "x"}, {"send", "bob/0", "x"}} {
-		if r := alice.run("", args...); r.code == 0 || r.code == 3 {
-			t.Fatalf("%v: exit %d, want a refusal", args, r.code)
+	// Refusals store nothing, and say why.
+	for _, tc := range []struct {
+		args []string
+		why  string
+	}{
+		{[]string{"send", "Bob/1", "x"}, `"Bob/1" is not a device address: the user must be lowercase (bob)`},
+		{[]string{"send", "bob", "x"}, `"bob" is not a device address: no device`},
+		{[]string{"send", "bob/0", "x"}, `"bob/0" is not a device address: device numbers start at 1`},
+		{[]string{"send", "bo b/1", "x"}, `may not hold spaces`},
+		{[]string{"send", "carol/1", "x"}, "parley send: carol/1 is not registered at the relay\n"},
+	} {
+		if r := alice.run("", tc.args...); r.code != 1 || !strings.Contains(r.stderr, tc.why) {
+			t.Fatalf("%v: exit %d, %q; want 1 and %q", tc.args, r.code, r.stderr, tc.why)
 		}
+	}
+	// init of an address another identity registered fails at once and
+	// keeps nothing.
+	taken := filepath.Join(t.TempDir(), "taken")
+	cmd = exec.Command(parleyBin, "init", "--address", "bob/1", "--relay", relay.url)
+	cmd.Env = append(os.Environ(), "PARLEY_PROFILE="+taken, "PARLEY_PASSPHRASE=e2e passphrase")
+	if out, err := cmd.CombinedOutput(); !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(string(out), "bob/1 is registered at the relay to another identity") {
+		t.Fatalf("init of a taken address: %v %q", err, out)
+	}
+	if _, err := os.Stat(taken); !os.IsNotExist(err) {
+		t.Fatalf("init of a taken address left %s: %v", taken, err)
+	}
+	if r := alice.run("", "--version"); r.code != 0 || !strings.HasPrefix(r.stdout, "parley ") {
+		t.Fatalf("--version: exit %d %q", r.code, r.stdout)
 	}
 	big := strings.Repeat("x", 196609)
 	if r := alice.run(big, "send", "bob/1", "-"); r.code != 1 || !strings.Contains(r.stderr, "too large") {

@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"syscall"
@@ -63,6 +64,10 @@ func run(ctx context.Context, env *cliEnv, args []string) int {
 		}
 		return exitOK
 	}
+	if args[0] == "--version" || args[0] == "-V" {
+		fmt.Fprintln(env.stdout, versionLine())
+		return exitOK
+	}
 	cmd, ok := commands[args[0]]
 	if !ok {
 		fmt.Fprintf(env.stderr, "parley: unknown command %q (run \"parley help\")\n", args[0])
@@ -96,8 +101,39 @@ func usage(w io.Writer) {
 		c := commands[n]
 		fmt.Fprintf(w, "  %-14s %s\n", n, c.summary)
 	}
-	fmt.Fprintln(w, "\nRun \"parley COMMAND --help\" for a command's flags.")
+	fmt.Fprintln(w, "\nRun \"parley COMMAND --help\" for a command's flags, \"parley --version\" for this build.")
 	fmt.Fprintln(w, "Exit codes: 0 done, 1 error, 2 usage, 3 message kept pending, 4 profile open in another process.")
+}
+
+// versionLine names this build: the module version when it was built from
+// a release, the commit it was built from otherwise, and the Go version.
+func versionLine() string {
+	v, rev, dirty := "(devel)", "", false
+	bi, ok := debug.ReadBuildInfo()
+	if ok {
+		if bi.Main.Version != "" {
+			v = bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				dirty = s.Value == "true"
+			}
+		}
+	}
+	line := "parley " + v
+	if len(rev) >= 12 {
+		line += " " + rev[:12]
+		if dirty {
+			line += "+modified"
+		}
+	}
+	if ok {
+		line += " " + bi.GoVersion
+	}
+	return line
 }
 
 // oneLine keeps an error message to one line.

@@ -19,34 +19,59 @@ type Address struct {
 	Device uint32
 }
 
+// AddressError says why a text is not a device address. It is an
+// ErrInvalidAddress.
+type AddressError struct {
+	Input  string
+	Reason string // one clause: "the user must be lowercase"
+}
+
+func (e *AddressError) Error() string {
+	return fmt.Sprintf("%v %q: %s", ErrInvalidAddress, e.Input, e.Reason)
+}
+
+// Unwrap makes an AddressError an ErrInvalidAddress.
+func (e *AddressError) Unwrap() error { return ErrInvalidAddress }
+
 // ParseAddress parses "user/device": user is 1 to 64 characters of a-z, 0-9,
 // '.', '_' and '-'; device is a decimal number from 1 to 2^31-1 without
-// leading zeros or a sign.
+// leading zeros or a sign. A refusal is an *AddressError naming the first
+// thing wrong.
 func ParseAddress(s string) (Address, error) {
+	bad := func(format string, args ...any) (Address, error) {
+		return Address{}, &AddressError{Input: s, Reason: fmt.Sprintf(format, args...)}
+	}
 	user, dev, ok := strings.Cut(s, "/")
 	if !ok {
-		return Address{}, fmt.Errorf("%w %q: want user/device", ErrInvalidAddress, s)
+		return bad("no device: write user/device, like %s/1", s)
 	}
 	if len(user) == 0 || len(user) > MaxUserLength {
-		return Address{}, fmt.Errorf("%w %q: user must be 1 to %d characters", ErrInvalidAddress, s, MaxUserLength)
+		return bad("the user must be 1 to %d characters", MaxUserLength)
 	}
-	for i := 0; i < len(user); i++ {
-		c := user[i]
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return Address{}, fmt.Errorf("%w %q: user may hold only a-z 0-9 . _ -", ErrInvalidAddress, s)
+	for _, c := range user {
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '.', c == '_', c == '-':
+		case c >= 'A' && c <= 'Z':
+			return bad("the user must be lowercase (%s)", strings.ToLower(user))
+		case c == ' ' || c == '\t':
+			return bad("the user may not hold spaces")
+		default:
+			return bad("the user may hold only a-z, 0-9 and . _ - (not %q)", c)
 		}
 	}
-	if len(dev) == 0 || len(dev) > 10 || dev[0] == '0' {
-		return Address{}, fmt.Errorf("%w %q: device must be a number from 1 to %d", ErrInvalidAddress, s, MaxDevice)
-	}
-	for i := 0; i < len(dev); i++ {
-		if dev[i] < '0' || dev[i] > '9' {
-			return Address{}, fmt.Errorf("%w %q: device must be a number from 1 to %d", ErrInvalidAddress, s, MaxDevice)
-		}
+	switch {
+	case dev == "":
+		return bad("no device number after the slash")
+	case strings.Trim(dev, "0") == "":
+		return bad("device numbers start at 1")
+	case dev[0] == '0':
+		return bad("the device number has a leading zero")
+	case len(dev) > 10 || strings.Trim(dev, "0123456789") != "":
+		return bad("the device must be a number from 1 to %d", MaxDevice)
 	}
 	n, err := strconv.ParseUint(dev, 10, 32)
 	if err != nil || n > MaxDevice {
-		return Address{}, fmt.Errorf("%w %q: device must be a number from 1 to %d", ErrInvalidAddress, s, MaxDevice)
+		return bad("the device must be a number from 1 to %d", MaxDevice)
 	}
 	return Address{User: user, Device: uint32(n)}, nil
 }

@@ -55,3 +55,26 @@ func FuzzParseAddress(f *testing.F) {
 		}
 	})
 }
+
+// TestAddressReasons: a refusal names what is wrong in words a person can
+// act on.
+func TestAddressReasons(t *testing.T) {
+	for in, want := range map[string]string{
+		"Bob/1":   "must be lowercase (bob)",
+		"bo b/1":  "may not hold spaces",
+		"bob":     "no device",
+		"bob/":    "no device number",
+		"bob/0":   "start at 1",
+		"bob/01":  "leading zero",
+		"bob/x":   "must be a number",
+		"bo*b/1":  "not '*'",
+		"/1":      "1 to 64 characters",
+		"bob/1/2": "must be a number",
+	} {
+		_, err := ParseAddress(in)
+		var ae *AddressError
+		if !errors.As(err, &ae) || !strings.Contains(ae.Reason, want) || !errors.Is(err, ErrInvalidAddress) {
+			t.Errorf("ParseAddress(%q) = %v, want a reason with %q", in, err, want)
+		}
+	}
+}

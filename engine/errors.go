@@ -81,6 +81,9 @@ var (
 	// ErrRelayUnreachable means the relay could not be reached (or is not
 	// connected right now); what needed it stays to be done.
 	ErrRelayUnreachable = errors.New("relay unreachable")
+	// ErrPeerNotRegistered means the relay holds no bundle for the peer: no
+	// device registered that address there (yet), so no session can start.
+	ErrPeerNotRegistered = errors.New("not registered at the relay")
 )
 
 // MessageNotSentError reports a message that was stored as pending but whose
@@ -156,6 +159,7 @@ var errorNames = []struct {
 	{ErrProfileTooNew, "profile_too_new"},
 	{ErrProfileExposed, "profile_exposed"},
 	{ErrRelayUnreachable, "relay_unreachable"},
+	{ErrPeerNotRegistered, "peer_not_registered"},
 }
 
 // ErrProfileExposed means a profile's directory or files are readable by

@@ -711,7 +711,7 @@ func (c *Client) FinalizeBatch(ctx context.Context, reqs []FinalizeRequest) ([]F
 func (c *Client) RelayIdentity(ctx context.Context, peer Address) (IdentityKey, error) {
 	bundle, err := c.relay.FetchBundle(ctx, peer)
 	if err != nil {
-		return IdentityKey{}, fmt.Errorf("fetch bundle of %s: %w", peer, err)
+		return IdentityKey{}, bundleError(peer, err)
 	}
 	addr, key, err := VerifyBundle(bundle, c.cfg.Now())
 	if err != nil {
@@ -732,7 +732,7 @@ func (c *Client) AcceptIdentity(ctx context.Context, peer Address) (IdentityKey,
 	defer c.sendMu.Unlock()
 	bundle, err := c.relay.FetchBundle(ctx, peer)
 	if err != nil {
-		return IdentityKey{}, fmt.Errorf("fetch bundle of %s: %w", peer, err)
+		return IdentityKey{}, bundleError(peer, err)
 	}
 	addr, key, err := VerifyBundle(bundle, c.cfg.Now())
 	if err != nil {

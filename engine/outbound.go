@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/parley-chat/parley/wire"
@@ -155,7 +156,7 @@ func (c *Client) ensureSession(ctx context.Context, ps *peerState, peer Address)
 	}
 	bundle, err := c.relay.FetchBundle(ctx, peer)
 	if err != nil {
-		return nil, fmt.Errorf("fetch bundle of %s: %w", peer, err)
+		return nil, bundleError(peer, err)
 	}
 	addr, key, err := VerifyBundle(bundle, c.cfg.Now())
 	if err != nil {
@@ -257,4 +258,13 @@ func (c *Client) Abandon(ctx context.Context, peer Address, id wire.LogicalID) e
 	}
 	c.emit(Event{Kind: EventAbandoned, At: c.cfg.Now(), Peer: peer, ID: id})
 	return nil
+}
+
+// bundleError reports a failed bundle fetch for peer: the relay's own words
+// when it says the peer is not registered, which name the peer already.
+func bundleError(peer Address, err error) error {
+	if errors.Is(err, ErrPeerNotRegistered) {
+		return err
+	}
+	return fmt.Errorf("fetch bundle of %s: %w", peer, err)
 }

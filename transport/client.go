@@ -591,12 +591,17 @@ func unexpected(req wire.RelayKind, got wire.RelayMessage) error {
 	return fmt.Errorf("relay answered %s with %s", req, got.RelayKind())
 }
 
-// FetchBundle implements engine.Relay. A peer without a bundle is a
-// *ServerError with code wire.ErrorNotFound.
+// FetchBundle implements engine.Relay. A peer without a bundle is an
+// engine.ErrPeerNotRegistered (the relay's *ServerError with code
+// wire.ErrorNotFound wrapped in it).
 func (c *Client) FetchBundle(ctx context.Context, peer engine.Address) (wire.Bundle, error) {
 	r, err := c.call(ctx, wire.FetchBundle{Address: peer.String()})
+	var se *ServerError
+	if errors.As(err, &se) && se.Code == wire.ErrorNotFound {
+		return wire.Bundle{}, &notRegistered{peer: peer, err: se}
+	}
 	if err != nil {
-		return wire.Bundle{}, fmt.Errorf("fetch bundle of %s: %w", peer, err)
+		return wire.Bundle{}, err
 	}
 	br, ok := r.(wire.BundleReply)
 	if !ok {

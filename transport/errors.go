@@ -38,6 +38,20 @@ func (e *ServerError) Is(target error) bool {
 	return target == ErrAddressTaken && e.Code == wire.ErrorAddressTaken
 }
 
+// notRegistered is the relay's answer that it holds no bundle for peer.
+type notRegistered struct {
+	peer engine.Address
+	err  *ServerError
+}
+
+func (e *notRegistered) Error() string {
+	return fmt.Sprintf("%s is %v", e.peer, engine.ErrPeerNotRegistered)
+}
+
+func (e *notRegistered) Is(target error) bool { return target == engine.ErrPeerNotRegistered }
+
+func (e *notRegistered) Unwrap() error { return e.err }
+
 // ErrAddressTaken matches the relay's refusal of an address that another
 // identity registered first.
 var ErrAddressTaken = errors.New("address registered to another identity")

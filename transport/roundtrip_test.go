@@ -43,8 +43,12 @@ func TestRoundTrip(t *testing.T) {
 		t.Fatalf("one-time prekeys handed out: got %v, want %v (each once, then none)", handed, want)
 	}
 	var se *ServerError
-	if _, err := ca.FetchBundle(ctx, engine.MustParseAddress("carol/1")); !errors.As(err, &se) || se.Code != wire.ErrorNotFound {
+	_, err := ca.FetchBundle(ctx, engine.MustParseAddress("carol/1"))
+	if !errors.As(err, &se) || se.Code != wire.ErrorNotFound || !errors.Is(err, engine.ErrPeerNotRegistered) {
 		t.Fatalf("fetch an unpublished bundle: got %v, want not found", err)
+	}
+	if got, want := err.Error(), "carol/1 is not registered at the relay"; got != want {
+		t.Fatalf("fetch an unpublished bundle: %q, want %q", got, want)
 	}
 
 	var want []string
