@@ -3,35 +3,78 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"net"
 	"time"
 
+	"github.com/parley-chat/parley/config"
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/profile"
 	"github.com/parley-chat/parley/store"
+	"github.com/parley-chat/parley/themes"
 	"github.com/parley-chat/parley/transport"
 	"github.com/parley-chat/parley/tui"
 )
 
 func init() {
-	register(&command{name: "tui", args: "[--theme NAME]", summary: "the terminal interface for one profile", run: cmdTUI})
-	register(&command{name: "demo", args: "[--theme NAME]", summary: "an embedded relay and two fresh profiles, alice/1 and bob/1, side by side", run: cmdDemo})
+	register(&command{name: "tui", args: "[--theme NAME] [--commit POLICY] [--auto-retry=BOOL] [--config FILE]", summary: "the terminal interface for one profile", run: cmdTUI})
+	register(&command{name: "demo", args: "[--theme NAME] [--config FILE]", summary: "an embedded relay and two fresh profiles, alice/1 and bob/1, side by side", run: cmdDemo})
 }
 
-func tuiFlags(f *flags) (theme *string, logFile *string, debug *bool) {
-	theme = f.String("theme", "dark", "colour theme: dark, light or high-contrast (NO_COLOR turns colours off)")
-	logFile = f.String("log", "", "log file (default under the XDG state directory)")
-	debug = f.Bool("debug", false, "log more")
-	return
+// uiFlags are the flags of the interface commands.
+type uiFlags struct {
+	theme, logFile, configFile *string
+	debug                      *bool
+}
+
+func tuiFlags(f *flags) uiFlags {
+	return uiFlags{
+		theme:      f.String("theme", "", "colour theme: dark (the default), light or high-contrast; NO_COLOR turns colours off"),
+		logFile:    f.String("log", "", "log file (default under the XDG state directory)"),
+		configFile: f.String("config", "", "settings file (default $PARLEY_CONFIG, else "+config.DefaultPath()+")"),
+		debug:      f.Bool("debug", false, "log more"),
+	}
+}
+
+// settings reads the settings file, and the theme the flag or the file
+// names; an unknown theme on the command line is a usage error.
+func (u uiFlags) settings(env *cliEnv) (config.File, error) {
+	path := *u.configFile
+	if path == "" {
+		path = env.getenv("PARLEY_CONFIG")
+	}
+	if path == "" {
+		path = config.DefaultPath()
+	}
+	if *u.theme != "" {
+		if _, err := themes.Get(*u.theme); err != nil {
+			return config.File{}, usagef("--theme: %v", err)
+		}
+	}
+	return config.Load(path)
 }
 
 func cmdTUI(ctx context.Context, env *cliEnv, args []string) error {
 	f := newFlags(commands["tui"], env, true)
-	theme, logFile, debug := tuiFlags(f)
+	ui := tuiFlags(f)
+	commit := f.String("commit", "", "commit policy: on-read (the default: what the conversation in view shows), manual or auto (on arrival)")
+	autoRetry := f.Bool("auto-retry", true, "retry pending sent messages by themselves (at a reconnection, after a convergence, and with a backoff)")
+	bell := f.Bool("bell", true, "ring the terminal bell when a message arrives for a conversation not in view")
+	desktop := f.Bool("desktop-notify", false, "also send a desktop notification through the terminal (OSC 777 and OSC 9)")
+	title := f.Bool("title", true, "show the number of unread messages in the terminal's title")
 	if _, err := f.parse(env, args, 0, 0); err != nil {
 		return err
+	}
+	file, err := ui.settings(env)
+	if err != nil {
+		return err
+	}
+	if *commit != "" {
+		if _, err := engine.ParseCommitPolicy(*commit); err != nil {
+			return usagef("--commit: %v", err)
+		}
 	}
 	pass, err := f.passphrase(env, false)
 	if err != nil {
@@ -44,8 +87,38 @@ func cmdTUI(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer p.Close()
-	return tui.Run(ctx, p.Client, tui.Options{Theme: *theme, LogFile: *logFile, Debug: *debug,
-		ConnState: func() string { return p.RelayState().Conn.String() }})
+
+	// Flags set on the command line win over the settings file, which wins
+	// over the defaults.
+	s := file.For(p.Client.Self())
+	set := map[string]bool{}
+	f.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	pick := func(name string, flagValue bool, fileValue *bool) bool {
+		if set[name] {
+			return flagValue
+		}
+		return config.Bool(fileValue, flagValue)
+	}
+	theme := s.Theme
+	if *ui.theme != "" {
+		theme = *ui.theme
+	}
+	policyName := s.Commit
+	if *commit != "" {
+		policyName = *commit
+	}
+	policy := engine.Policy{Commit: engine.CommitOnRead, AutoRetry: pick("auto-retry", *autoRetry, s.AutoRetry)}
+	if policyName != "" {
+		policy.Commit, _ = engine.ParseCommitPolicy(policyName) // checked above and by config.Load
+	}
+	p.Client.SetPolicy(policy)
+	return tui.Run(ctx, p.Client, tui.Options{Theme: theme, LogFile: *ui.logFile, Debug: *ui.debug,
+		ConnState: func() string { return p.RelayState().Conn.String() },
+		Notify: tui.Notify{
+			Bell:    pick("bell", *bell, s.Notify.Bell),
+			Desktop: pick("desktop-notify", *desktop, s.Notify.Desktop),
+			Title:   pick("title", *title, s.Notify.Title),
+		}})
 }
 
 // demoLease is how long the demo's relay waits for the acknowledgement of a
@@ -63,11 +136,21 @@ var (
 
 func cmdDemo(ctx context.Context, env *cliEnv, args []string) error {
 	f := newFlags(commands["demo"], env, false)
-	theme, logFile, debug := tuiFlags(f)
+	ui := tuiFlags(f)
 	if _, err := f.parse(env, args, 0, 0); err != nil {
 		return err
 	}
-	opts := tui.Options{Theme: *theme, LogFile: *logFile, Debug: *debug}
+	file, err := ui.settings(env)
+	if err != nil {
+		return err
+	}
+	theme := file.Theme
+	if *ui.theme != "" {
+		theme = *ui.theme
+	}
+	// The demo stages its cases by hand: commits and retries are the
+	// presenter's (ctrl+x c and ctrl+x r switch them), and nothing rings.
+	opts := tui.Options{Theme: theme, LogFile: *ui.logFile, Debug: *ui.debug}
 	log, closeLog, err := tui.OpenLog(opts)
 	if err != nil {
 		return err

@@ -100,7 +100,8 @@ func build(p palette) Theme {
 		Timeline: TimelineStyles{
 			Time: muted, Own: s().Foreground(p.own).Bold(true), Peer: s().Foreground(p.peer).Bold(true), Body: fg,
 			Pending: state(p.warn), Accepted: state(p.info), Acked: state(p.good), NotSent: state(p.bad).Bold(true),
-			Dropped: faint.Strikethrough(true), Received: state(p.good), More: faint.Italic(true),
+			Dropped: faint.Strikethrough(true), Received: state(p.good), Waiting: state(p.warn).Bold(true), More: faint.Italic(true),
+			Match: s().Underline(true), Current: s().Reverse(true),
 		},
 		Composer: ComposerStyles{
 			Text: fg, Placeholder: faint, Prompt: s().Foreground(p.own), Cursor: s().Reverse(true),

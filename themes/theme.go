@@ -101,7 +101,10 @@ type TimelineStyles struct {
 	NotSent  lipgloss.Style // hand-off failed
 	Dropped  lipgloss.Style // abandoned
 	Received lipgloss.Style // a committed received message
+	Waiting  lipgloss.Style // a received message not committed yet
 	More     lipgloss.Style // "older messages above"
+	Match    lipgloss.Style // a search match
+	Current  lipgloss.Style // the search match in view
 }
 
 // ComposerStyles are the message editor.

@@ -212,7 +212,7 @@ func TestDemoAuto(t *testing.T) {
 	d.waitFor("Composer → bob/1")
 	d.key(tea.KeyCtrlO)
 	d.demo('c')
-	d.waitFor("commit:on")
+	d.waitFor("commit:auto")
 	d.key(tea.KeyCtrlO)
 	d.send("auto")
 	d.waitFor("acknowledged", "delivered")

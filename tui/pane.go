@@ -93,6 +93,7 @@ type pane struct {
 	policy engine.Policy // the client's loop policy, read on each tick
 
 	connState  string // the relay connection, read on each tick
+	blurred    bool   // the terminal reported that it lost the focus
 	present    bool   // events drawn since the last MarkPresented
 	closed     string
 	crashArmed bool
@@ -166,7 +167,8 @@ func listen(s *attachment) tea.Cmd {
 
 // capturing reports whether typed characters belong to a text field.
 func (p pane) capturing() bool {
-	return p.focus == panelComposer || (p.focus == panelConversations && p.conv.Capturing())
+	return p.focus == panelComposer || (p.focus == panelConversations && p.conv.Capturing()) ||
+		(p.focus == panelTimeline && p.tl.Capturing())
 }
 
 func (p *pane) setActive(active bool) tea.Cmd {
@@ -283,6 +285,8 @@ func (p pane) Update(msg tea.Msg) (pane, tea.Cmd) {
 		return p, tea.Batch(cmd, c2)
 	case inbox.FinalizedMsg:
 		p.finalized(msg)
+	case timeline.FinalizedMsg:
+		p.finalizedHere(msg)
 	case outbox.RetriedMsg:
 		cmd := p.retried(msg)
 		var c2 tea.Cmd
@@ -401,6 +405,7 @@ func (p *pane) readState() {
 	if p.att != nil {
 		p.policy = p.att.client.Policy()
 	}
+	p.tl.SetCommitOnRead(p.policy.Commit == engine.CommitOnRead)
 }
 
 func (p *pane) tick(now time.Time) (pane, tea.Cmd) {
@@ -411,6 +416,11 @@ func (p *pane) tick(now time.Time) (pane, tea.Cmd) {
 	p.readState()
 	p.in.ExpireStatus(now)
 	p.out.ExpireStatus(now)
+	// Under the on-read policy, what the conversation in view shows is
+	// read: the pane has the keyboard and the terminal has the focus.
+	if p.active && !p.blurred && p.lay.topH > 1 {
+		cmds = append(cmds, p.tl.CommitShown())
+	}
 	if p.present && !p.crashArmed && len(p.att.events) == 0 {
 		p.present = false
 		c, ctx := p.att.client, p.ctx
@@ -511,6 +521,20 @@ func (p *pane) finalized(m inbox.FinalizedMsg) {
 	}
 	if m.Err != nil {
 		p.noteErr(engine.ErrorName(m.Err), m.Err, "finalize")
+	}
+}
+
+// finalizedHere logs what the conversation committed or discarded, and why
+// not when it failed.
+func (p *pane) finalizedHere(m timeline.FinalizedMsg) {
+	if m.Err != nil {
+		p.noteErr(engine.ErrorName(m.Err), m.Err, "finalize in the conversation with "+m.Peer.String())
+		return
+	}
+	for i, r := range m.Results {
+		if r.Err != nil {
+			p.noteErr(engine.ErrorName(r.Err), r.Err, "finalize "+layout.ShortID(m.Reqs[i].ID)+" from "+m.Peer.String())
+		}
 	}
 }
 
@@ -636,7 +660,11 @@ func (p pane) statusView() string {
 		seg("relay "+state, style)
 	}
 	// Switches that are off take little room; what is armed or on says so.
-	auto := st.Bar.Render("auto commit:") + onOffStyle(st, p.policy.Commit == engine.CommitOnArrival) + st.Bar.Render(" retry:") + onOffStyle(st, p.policy.AutoRetry)
+	commit := st.Flag.Render(p.policy.Commit.String())
+	if p.policy.Commit != engine.CommitManual {
+		commit = st.FlagOn.Render(p.policy.Commit.String())
+	}
+	auto := st.Bar.Render("commit:") + commit + st.Bar.Render(" retry:") + onOffStyle(st, p.policy.AutoRetry)
 	line += st.Bar.Render(" │ ") + auto
 	if p.flags.held {
 		seg("held", st.FlagOn)

@@ -3,6 +3,7 @@ package tui
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"time"
@@ -40,6 +41,12 @@ type Model struct {
 	now    func() time.Time
 	init   []tea.Cmd
 	helpH  int
+
+	notify   Notify    // how Run announces what arrives out of view
+	bellOut  io.Writer // where the bell and desktop notifications go
+	blurred  bool      // the terminal reported that it lost the focus
+	away     int       // deliveries to the chosen conversation while blurred
+	titleFor int       // the unread count the title shows (-1: not set yet)
 }
 
 func newModel(ctx context.Context, th themes.Theme, log *slog.Logger, now func() time.Time, w *world) Model {
@@ -52,7 +59,7 @@ func newModel(ctx context.Context, th themes.Theme, log *slog.Logger, now func()
 	// 80x24 until the terminal says otherwise (an output that is not a
 	// terminal never does).
 	return Model{ctx: ctx, th: th, keys: defaultGlobalKeys(w != nil), dkeys: defaultDemoKeys(), help: hm,
-		world: w, log: log, now: now, helpH: 1, w: 80, h: 24}
+		world: w, log: log, now: now, helpH: 1, w: 80, h: 24, titleFor: -1}
 }
 
 // addPane adds a profile with its open session; focus says which panel
@@ -81,6 +88,15 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.w, m.h = msg.Width, msg.Height
+	case tea.FocusMsg, tea.BlurMsg:
+		_, m.blurred = msg.(tea.BlurMsg)
+		if !m.blurred {
+			m.away = 0
+		}
+		for i := range m.panes {
+			m.panes[i].blurred = m.blurred
+		}
+		cmd = m.title()
 	case tea.KeyMsg:
 		var quit bool
 		m, cmd, quit = m.key(msg)
@@ -101,6 +117,9 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		var c tea.Cmd
 		m.panes[msg.pane], c = p.Update(msg.msg)
 		cmd = tag(msg.pane, m.panes[msg.pane].gen, c)
+		if evs, ok := msg.msg.(eventsMsg); ok {
+			cmd = tea.Batch(cmd, m.announce(msg.pane, evs.events))
+		}
 	case tickMsg:
 		cmds := []tea.Cmd{tick()}
 		for i := range m.panes {
@@ -115,7 +134,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case demoMsg:
 		cmd = m.demoResult(msg)
 	}
-	return m, tea.Batch(cmd, m.resize())
+	return m, tea.Batch(cmd, m.resize(), m.title())
 }
 
 func (m Model) key(k tea.KeyMsg) (Model, tea.Cmd, bool) {
@@ -291,4 +310,80 @@ func (m *Model) note(i int, e eventlog.Entry) {
 	if i >= 0 && i < len(m.panes) {
 		m.panes[i].note(e)
 	}
+}
+
+// announce rings, notifies and retitles for the deliveries in evs that
+// arrived out of view: for a conversation other than the one chosen, or
+// while the terminal does not have the focus. The demo announces nothing.
+func (m *Model) announce(pane int, evs []engine.Event) tea.Cmd {
+	if m.world != nil || m.bellOut == nil {
+		return nil
+	}
+	p := m.panes[pane]
+	var from []engine.Address
+	for _, e := range evs {
+		r := e.Result
+		if e.Kind != engine.EventReceived || r == nil || r.Kind != engine.ResultDelivery {
+			continue
+		}
+		if m.blurred && r.Sender == p.peer {
+			m.away++
+		}
+		if m.blurred || r.Sender != p.peer {
+			from = append(from, r.Sender)
+		}
+	}
+	if len(from) == 0 {
+		return nil
+	}
+	var seq strings.Builder
+	if m.notify.Bell {
+		seq.WriteString("\a")
+	}
+	if m.notify.Desktop {
+		// Only the sender: a notification can show on a locked screen, and
+		// the message is end-to-end encrypted for a reason.
+		text := "message from " + from[0].String()
+		if len(from) > 1 {
+			text = fmt.Sprintf("%d messages, the last from %s", len(from), from[len(from)-1])
+		}
+		fmt.Fprintf(&seq, "\x1b]777;notify;parley;%s\x07\x1b]9;parley: %s\x07", text, text)
+	}
+	out, b := m.bellOut, seq.String()
+	var ring tea.Cmd
+	if b != "" {
+		ring = func() tea.Msg {
+			io.WriteString(out, b)
+			return nil
+		}
+	}
+	return tea.Batch(ring, m.title())
+}
+
+// unread is what the title counts: deliveries to the other conversations
+// not read yet, and to the chosen one while the terminal was away.
+func (m Model) unread() int {
+	n := m.away
+	for _, p := range m.panes {
+		n += p.conv.Unread()
+	}
+	return n
+}
+
+// title sets the terminal's title to the profile and its unread count,
+// when the count changed.
+func (m *Model) title() tea.Cmd {
+	if m.world != nil || !m.notify.Title || len(m.panes) == 0 {
+		return nil
+	}
+	n := m.unread()
+	if n == m.titleFor {
+		return nil
+	}
+	m.titleFor = n
+	t := "parley · " + m.panes[0].self.String()
+	if n > 0 {
+		t = fmt.Sprintf("(%d) %s", n, t)
+	}
+	return tea.SetWindowTitle(t)
 }

@@ -64,6 +64,17 @@ type Options struct {
 	Dir string
 	// Now is the clock (default time.Now); tests fix it.
 	Now func() time.Time
+	// Notify says how Run announces a message for a conversation not in
+	// view (the demo announces nothing).
+	Notify Notify
+}
+
+// Notify are the ways a message that arrives for a conversation not in view
+// is announced.
+type Notify struct {
+	Bell    bool // the terminal bell
+	Desktop bool // a desktop notification through the terminal (OSC 777, OSC 9)
+	Title   bool // the unread count in the terminal's title
 }
 
 func (o Options) clock() func() time.Time {
@@ -78,7 +89,10 @@ func (o Options) theme() (themes.Theme, error) {
 }
 
 func (o Options) program(m tea.Model, ctx context.Context) *tea.Program {
-	opts := []tea.ProgramOption{tea.WithContext(ctx)}
+	// Focus reports tell the interface whether the person is looking: what
+	// arrives while the terminal is in the background is announced, and not
+	// committed on read.
+	opts := []tea.ProgramOption{tea.WithContext(ctx), tea.WithReportFocus()}
 	if !o.NoAltScreen {
 		opts = append(opts, tea.WithAltScreen())
 	}
@@ -141,6 +155,10 @@ func Run(ctx context.Context, client *engine.Client, opts Options) error {
 	}
 	s := &attachment{client: client, events: client.Events(), notes: make(chan eventlog.Entry), done: done, state: state}
 	m := newModel(ctx, th, log, now, nil)
+	m.notify, m.bellOut = opts.Notify, opts.Output
+	if m.bellOut == nil {
+		m.bellOut = os.Stdout
+	}
 	focus := panelConversations
 	pn := m.addPane(client.Self(), s, focus)
 	if opts.Peer != "" {

@@ -97,6 +97,16 @@ func (m *Model) Blur() {
 // being entered), so that global single-letter keys stay out of its way.
 func (m Model) Capturing() bool { return m.adding }
 
+// Unread is the number of messages delivered to conversations other than
+// the one chosen since they were last chosen.
+func (m Model) Unread() int {
+	n := 0
+	for _, ids := range m.unread {
+		n += len(ids)
+	}
+	return n
+}
+
 // KeyMap returns the panel's keys for the help line.
 func (m Model) KeyMap() KeyMap { return m.keys }
 

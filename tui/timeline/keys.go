@@ -4,30 +4,44 @@ import "github.com/charmbracelet/bubbles/key"
 
 // KeyMap is the timeline's keys.
 type KeyMap struct {
-	Up       key.Binding
-	Down     key.Binding
-	PageUp   key.Binding
-	PageDown key.Binding
-	Top      key.Binding
-	Bottom   key.Binding
+	Up          key.Binding
+	Down        key.Binding
+	PageUp      key.Binding
+	PageDown    key.Binding
+	Top         key.Binding
+	Bottom      key.Binding
+	Commit      key.Binding
+	Discard     key.Binding
+	Search      key.Binding
+	Next        key.Binding
+	Prev        key.Binding
+	ClearSearch key.Binding
 }
 
 // DefaultKeyMap returns the timeline keys.
 func DefaultKeyMap() KeyMap {
 	return KeyMap{
-		Up:       key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "scroll up")),
-		Down:     key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "scroll down")),
-		PageUp:   key.NewBinding(key.WithKeys("pgup", "b"), key.WithHelp("pgup", "page up (loads older)")),
-		PageDown: key.NewBinding(key.WithKeys("pgdown", "f", " "), key.WithHelp("pgdn", "page down")),
-		Top:      key.NewBinding(key.WithKeys("home", "g"), key.WithHelp("home", "oldest loaded (loads older)")),
-		Bottom:   key.NewBinding(key.WithKeys("end", "G"), key.WithHelp("end", "newest")),
+		Up:          key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "scroll up")),
+		Down:        key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "scroll down")),
+		PageUp:      key.NewBinding(key.WithKeys("pgup", "b"), key.WithHelp("pgup", "page up (loads older)")),
+		PageDown:    key.NewBinding(key.WithKeys("pgdown", "f", " "), key.WithHelp("pgdn", "page down")),
+		Top:         key.NewBinding(key.WithKeys("home", "g"), key.WithHelp("home", "oldest loaded (loads older)")),
+		Bottom:      key.NewBinding(key.WithKeys("end", "G"), key.WithHelp("end", "newest")),
+		Commit:      key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "commit the oldest waiting")),
+		Discard:     key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "discard the oldest waiting")),
+		Search:      key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "search")),
+		Next:        key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "older match")),
+		Prev:        key.NewBinding(key.WithKeys("N"), key.WithHelp("N", "newer match")),
+		ClearSearch: key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "clear the search")),
 	}
 }
 
 // ShortHelp implements help.KeyMap.
-func (k KeyMap) ShortHelp() []key.Binding { return []key.Binding{k.Up, k.Down, k.PageUp, k.Bottom} }
+func (k KeyMap) ShortHelp() []key.Binding {
+	return []key.Binding{k.Commit, k.Discard, k.Search, k.Next, k.Prev, k.Up, k.Down, k.PageUp}
+}
 
 // FullHelp implements help.KeyMap.
 func (k KeyMap) FullHelp() [][]key.Binding {
-	return [][]key.Binding{{k.Up, k.Down}, {k.PageUp, k.PageDown}, {k.Top, k.Bottom}}
+	return [][]key.Binding{{k.Up, k.Down}, {k.PageUp, k.PageDown}, {k.Top, k.Bottom}, {k.Commit, k.Discard}, {k.Search, k.Next, k.Prev, k.ClearSearch}}
 }

@@ -1,0 +1,156 @@
+// Package config owns parley's settings file: the interface's theme, commit
+// policy, automatic retry and notifications, for every profile and for one
+// profile at a time. It reads TOML ($XDG_CONFIG_HOME/parley/config.toml by
+// default) and refuses what it does not know, so that a typo is an error
+// that names the key rather than a setting silently ignored. Flags of the
+// command line override what the file says; the file overrides the
+// built-in defaults.
+//
+// Nicknames are not kept here but in the profile, sealed: they name whom a
+// person talks to, which a plain file next to the profile would give away.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+	"github.com/adrg/xdg"
+
+	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/themes"
+)
+
+// Settings are what the file can say, for every profile (the top level)
+// or for one (a [profiles."user/device"] table). A nil or empty field says
+// nothing: the next source decides.
+type Settings struct {
+	// Theme is a themes name.
+	Theme string `toml:"theme"`
+	// Commit is the commit policy of parley tui: "manual", "on-read" or
+	// "auto".
+	Commit string `toml:"commit"`
+	// AutoRetry retries pending sent messages on their own: at a
+	// reconnection, after a convergence and with a backoff otherwise.
+	AutoRetry *bool `toml:"auto_retry"`
+	// Notify says how a message for a conversation not in view is
+	// announced.
+	Notify Notify `toml:"notify"`
+}
+
+// Notify are the notification settings.
+type Notify struct {
+	// Bell rings the terminal bell.
+	Bell *bool `toml:"bell"`
+	// Desktop sends a desktop notification through the terminal (OSC 777
+	// and OSC 9, which terminals that do not know them ignore).
+	Desktop *bool `toml:"desktop"`
+	// Title shows the number of unread messages in the terminal's title.
+	Title *bool `toml:"title"`
+}
+
+// File is a whole settings file.
+type File struct {
+	Settings
+	Profiles map[string]Settings `toml:"profiles"`
+
+	path string
+}
+
+// DefaultPath is where the settings file is looked for.
+func DefaultPath() string {
+	return filepath.Join(xdg.ConfigHome, "parley", "config.toml")
+}
+
+// Load reads the file at path. A file that does not exist is an empty one;
+// an unknown key, a value of the wrong type or a setting parley does not
+// know is an error naming the file and the key.
+func Load(path string) (File, error) {
+	f := File{path: path}
+	md, err := toml.DecodeFile(path, &f)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return File{path: path}, nil
+	case err != nil:
+		return File{}, fmt.Errorf("settings file %s: %w", path, err)
+	}
+	if extra := md.Undecoded(); len(extra) > 0 {
+		keys := make([]string, len(extra))
+		for i, k := range extra {
+			keys[i] = k.String()
+		}
+		sort.Strings(keys)
+		return File{}, fmt.Errorf("settings file %s: unknown setting %s (known: theme, commit, auto_retry, notify.bell, notify.desktop, notify.title, and the same under [profiles.\"user/device\"])",
+			path, strings.Join(keys, ", "))
+	}
+	if err := f.Settings.check(""); err != nil {
+		return File{}, fmt.Errorf("settings file %s: %w", path, err)
+	}
+	for addr, s := range f.Profiles {
+		if _, err := engine.ParseAddress(addr); err != nil {
+			return File{}, fmt.Errorf("settings file %s: [profiles.%q]: %w", path, addr, err)
+		}
+		if err := s.check(fmt.Sprintf("profiles.%q.", addr)); err != nil {
+			return File{}, fmt.Errorf("settings file %s: %w", path, err)
+		}
+	}
+	return f, nil
+}
+
+// Path is the file's path.
+func (f File) Path() string { return f.path }
+
+func (s Settings) check(prefix string) error {
+	if s.Theme != "" {
+		if _, err := themes.Get(s.Theme); err != nil {
+			return fmt.Errorf("%stheme: %w", prefix, err)
+		}
+	}
+	if s.Commit != "" {
+		if _, err := engine.ParseCommitPolicy(s.Commit); err != nil {
+			return fmt.Errorf("%scommit: %w", prefix, err)
+		}
+	}
+	return nil
+}
+
+// For returns the settings of the profile with address: its own table over
+// the top level.
+func (f File) For(address engine.Address) Settings {
+	return f.Settings.Over(f.Profiles[address.String()])
+}
+
+// Over returns s with every field that o sets replaced by o's.
+func (s Settings) Over(o Settings) Settings {
+	if o.Theme != "" {
+		s.Theme = o.Theme
+	}
+	if o.Commit != "" {
+		s.Commit = o.Commit
+	}
+	if o.AutoRetry != nil {
+		s.AutoRetry = o.AutoRetry
+	}
+	if o.Notify.Bell != nil {
+		s.Notify.Bell = o.Notify.Bell
+	}
+	if o.Notify.Desktop != nil {
+		s.Notify.Desktop = o.Notify.Desktop
+	}
+	if o.Notify.Title != nil {
+		s.Notify.Title = o.Notify.Title
+	}
+	return s
+}
+
+// Bool returns *p, or def when p is nil.
+func Bool(p *bool, def bool) bool {
+	if p == nil {
+		return def
+	}
+	return *p
+}
