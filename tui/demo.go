@@ -83,6 +83,11 @@ type device struct {
 	faults *faultRelay
 	done   chan struct{}
 	run    chan struct{} // closed when the client's loop has returned
+
+	// closing is closed when the last close of the profile finished: a
+	// reopen typed quickly after a crash waits for it (the crash closes in
+	// the background while the pane already says CRASHED).
+	closing chan struct{}
 }
 
 func newWorld(ctx context.Context, dir string, profiles DemoProfiles, log *slog.Logger, now func() time.Time) *world {
@@ -139,6 +144,16 @@ func (w *world) open(ctx context.Context, addr engine.Address) (*attachment, err
 	if d == nil {
 		return nil, fmt.Errorf("open %s: %w", addr, engine.ErrNoProfile)
 	}
+	w.mu.Lock()
+	closing := d.closing
+	w.mu.Unlock()
+	if closing != nil {
+		select {
+		case <-closing:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	o, faults := w.openOptions(d, d.install)
 	prof, err := w.profiles.Open(ctx, d.dir, o)
 	if err != nil {
@@ -181,7 +196,10 @@ func (w *world) close(addr engine.Address, clean bool) error {
 	}
 	prof, done, run := d.prof, d.done, d.run
 	d.prof, d.faults, d.done, d.run = nil, nil, nil, nil
+	closed := make(chan struct{})
+	d.closing = closed
 	w.mu.Unlock()
+	defer close(closed)
 	c := prof.Engine()
 	close(done)
 	if clean && !c.ResyncRequired() && len(c.Events()) == 0 {

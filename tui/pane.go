@@ -554,11 +554,19 @@ func (p *pane) retried(m outbox.RetriedMsg) tea.Cmd {
 	return nil
 }
 
-// paneLayout is where each panel goes.
+// paneLayout is where each panel goes. A compact pane (a small terminal)
+// shows the conversations, the timeline and the composer; the inbox,
+// outbox and events take the conversation's place while one of them has
+// the focus (tab, or alt+4, alt+5, alt+6).
 type paneLayout struct {
 	statusH, topH, compH, listH, evH int
 	convW, tlW, inW, outW            int
+	compact                          bool
 }
+
+// roomyTimeline is the fewest timeline lines the full layout must leave;
+// below it the pane goes compact.
+const roomyTimeline = 12
 
 // SetSize lays the pane out in w×h; the command reads again the lists
 // whose page size changed.
@@ -575,18 +583,25 @@ func (p *pane) layout() tea.Cmd {
 		l.statusH = 4
 	}
 	rest := max(h-l.statusH, 0)
-	l.compH = 3
-	if rest < 18 {
+	// The composer grows with what it holds, up to a third of the room.
+	l.compH = 1 + min(p.comp.Lines(), max(rest/3-1, 1))
+	if rest < 12 {
 		l.compH = 2
 	}
 	rest = max(rest-l.compH, 0)
 	l.topH = rest * 4 / 10
-	l.listH = rest * 3 / 10
-	l.evH = rest - l.topH - l.listH
+	l.compact = l.topH-1 < roomyTimeline
 	l.convW = layout.Clamp(w/4, 14, 28)
 	l.tlW = max(w-l.convW-1, 0)
-	l.inW = max((w-1)/2, 0)
-	l.outW = max(w-l.inW-1, 0)
+	if l.compact {
+		l.topH, l.listH, l.evH = rest, rest, rest
+		l.inW, l.outW = w, w
+	} else {
+		l.listH = rest * 3 / 10
+		l.evH = rest - l.topH - l.listH
+		l.inW = max((w-1)/2, 0)
+		l.outW = max(w-l.inW-1, 0)
+	}
 	if l == p.lay {
 		return nil
 	}
@@ -613,6 +628,18 @@ func (p pane) View() string {
 		p.comp.View(),
 		layout.Beside(p.in.View(), sep(l.listH), p.out.View()),
 		p.ev.View(),
+	}
+	if l.compact {
+		top := parts[1]
+		switch p.focus {
+		case panelInbox:
+			top = p.in.View()
+		case panelOutbox:
+			top = p.out.View()
+		case panelEvents:
+			top = p.ev.View()
+		}
+		parts = []string{p.statusView(), top, p.comp.View()}
 	}
 	out := make([]string, 0, len(parts))
 	for _, s := range parts {
@@ -680,6 +707,14 @@ func (p pane) statusView() string {
 	}
 	if p.crashArmed {
 		seg("crash armed", st.FlagOn)
+	}
+	if p.lay.compact {
+		// The panels a small terminal hides, with what they hold.
+		style := st.Flag
+		if p.in.Total()+p.out.Total() > 0 {
+			style = st.FlagOn
+		}
+		seg(fmt.Sprintf("in %d · out %d (alt+4/5)", p.in.Total(), p.out.Total()), style)
 	}
 	lines := []string{layout.Pad(st.Bar, line, p.w)}
 	if ch := p.changed[p.peer]; ch != nil {

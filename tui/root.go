@@ -36,6 +36,9 @@ type Model struct {
 	w, h   int
 	full   bool // full help shown
 	prefix bool // the demo prefix waits for its key
+	// quitAsk is set by a ctrl+c with a draft in a composer: a second one
+	// quits, any other key keeps the draft.
+	quitAsk bool
 	world  *world
 	log    *slog.Logger
 	now    func() time.Time
@@ -139,8 +142,13 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 
 func (m Model) key(k tea.KeyMsg) (Model, tea.Cmd, bool) {
 	if input.Matches(k, m.keys.Quit) {
-		return m, nil, true
+		if m.quitAsk || m.draft() == "" {
+			return m, nil, true
+		}
+		m.quitAsk = true
+		return m, nil, false
 	}
+	m.quitAsk = false
 	if m.prefix {
 		m.prefix = false
 		return m, m.demoKey(k), false
@@ -218,7 +226,21 @@ func (m Model) View() string {
 	return layout.Cells(clip(strings.Join(parts, "\n"), m.w, m.h))
 }
 
+// draft names the first composer holding text, as "your draft to bob/1";
+// "" when every composer is empty.
+func (m Model) draft() string {
+	for _, p := range m.panes {
+		if strings.TrimSpace(p.comp.Value()) != "" {
+			return fmt.Sprintf("%s's draft to %s", p.self, p.comp.Peer())
+		}
+	}
+	return ""
+}
+
 func (m Model) helpView() string {
+	if m.quitAsk {
+		return layout.Line(m.th.App.Prefix.Render(fmt.Sprintf(" ctrl+c again quits and loses %s; any other key keeps it", m.draft())), m.w)
+	}
 	if m.prefix {
 		head := m.th.App.Prefix.Render(fmt.Sprintf(" demo controls for %s: ctrl+x, then ", m.panes[m.active].self))
 		return m.wrapHelp(head, [][]key.Binding{m.dkeys.all()})

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/themes"
 	"github.com/parley-chat/parley/tui/eventlog"
@@ -188,3 +189,81 @@ func TestTagUnpacksBatches(t *testing.T) {
 }
 
 type eventlogEntry = eventlog.Entry
+
+// TestSmallTerminals: at 80x24 one profile shows its conversations, a
+// timeline of at least 12 lines and the composer, with the hidden panels'
+// counts in the status bar and each hidden panel a key away; at 60x20 and
+// below every line is exactly as wide as the window and nothing spills.
+func TestSmallTerminals(t *testing.T) {
+	m, _, _ := newTestRoot(t)
+	m, _ = update(m, tea.WindowSizeMsg{Width: 80, Height: 24})
+	v := m.View()
+	lines := strings.Split(v, "\n")
+	if len(lines) != 24 {
+		t.Fatalf("80x24: %d lines", len(lines))
+	}
+	if !m.panes[0].lay.compact || m.panes[0].lay.topH-1 < 12 {
+		t.Fatalf("80x24: compact %v with a timeline of %d lines", m.panes[0].lay.compact, m.panes[0].lay.topH-1)
+	}
+	for _, want := range []string{"Conversations", "Timeline", "Composer", "in 0 · out 0 (alt+4/5)"} {
+		if !strings.Contains(v, want) {
+			t.Fatalf("80x24 lacks %q:\n%s", want, v)
+		}
+	}
+	if strings.Contains(v, "Inbox") || strings.Contains(v, "Events") {
+		t.Fatalf("80x24 shows the panels it should hide:\n%s", v)
+	}
+	m, _ = update(m, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'4'}, Alt: true})
+	if v := m.View(); !strings.Contains(v, "▶ Inbox") || strings.Contains(v, "Timeline") {
+		t.Fatalf("alt+4 at 80x24 does not show the inbox in the conversation's place:\n%s", v)
+	}
+	for _, size := range [][2]int{{60, 20}, {50, 14}, {40, 10}, {160, 48}, {100, 30}} {
+		m, _ = update(m, tea.WindowSizeMsg{Width: size[0], Height: size[1]})
+		lines := strings.Split(m.View(), "\n")
+		if len(lines) != size[1] {
+			t.Fatalf("%dx%d: %d lines", size[0], size[1], len(lines))
+		}
+		for i, l := range lines {
+			if w := ansi.StringWidth(l); w != size[0] {
+				t.Fatalf("%dx%d: line %d is %d cells wide:\n%s", size[0], size[1], i, w, m.View())
+			}
+		}
+	}
+}
+
+// TestComposerGrows: the composer takes more lines as a message gets
+// longer, up to its limit, and gives them back once sent.
+func TestComposerGrows(t *testing.T) {
+	m, _, _ := newTestRoot(t)
+	before := m.panes[0].lay.compH
+	for i := 0; i < 5; i++ {
+		m, _ = update(m, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("line")})
+		m, _ = update(m, tea.KeyMsg{Type: tea.KeyCtrlJ})
+	}
+	if after := m.panes[0].lay.compH; after <= before+2 {
+		t.Fatalf("the composer stayed %d lines tall (was %d) with six lines in it", after, before)
+	}
+}
+
+// TestQuitAsksWithADraft: ctrl+c with text in the composer asks once; a
+// second ctrl+c quits, any other key keeps the draft.
+func TestQuitAsksWithADraft(t *testing.T) {
+	ctrlC := tea.KeyMsg{Type: tea.KeyCtrlC}
+	m, _, _ := newTestRoot(t)
+	m, _ = update(m, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("half a thought")})
+	m, cmd := update(m, ctrlC)
+	if isQuit(cmd) || !strings.Contains(m.View(), "ctrl+c again quits and loses alice/1's draft to bob/1") {
+		t.Fatalf("ctrl+c with a draft quit or did not ask:\n%s", m.View())
+	}
+	m, _ = update(m, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("!")})
+	if m.panes[0].comp.Value() != "half a thought!" {
+		t.Fatalf("the key after the question was lost: %q", m.panes[0].comp.Value())
+	}
+	if _, cmd := update(m, ctrlC); isQuit(cmd) {
+		t.Fatal("the question was not asked again after another key")
+	}
+	m, _ = update(m, ctrlC)
+	if _, cmd := update(m, ctrlC); !isQuit(cmd) {
+		t.Fatal("a second ctrl+c did not quit")
+	}
+}

@@ -81,7 +81,7 @@ func TestRun(t *testing.T) {
 		})
 	}()
 	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(out.String(), "1 pending received") {
+	for !strings.Contains(out.String(), "1 waiting") {
 		if time.Now().After(deadline) {
 			t.Fatalf("the delivery never showed; output:\n%s", out.String())
 		}

@@ -4,6 +4,7 @@
 package composer
 
 import (
+	"strings"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textarea"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/themes"
 	"github.com/parley-chat/parley/tui/internal/input"
@@ -85,6 +87,23 @@ func (m *Model) SetSize(w, h int) {
 	m.w, m.h = w, h
 	m.ta.SetWidth(w)
 	m.ta.SetHeight(max(h-1, 1))
+}
+
+// MaxLines is the most text lines the composer grows to.
+const MaxLines = 8
+
+// Lines is how many text lines the composer wants: what it holds, wrapped
+// at its width, at least 2 and at most MaxLines.
+func (m Model) Lines() int {
+	w := max(m.w-ansi.StringWidth(m.ta.Prompt)-1, 1)
+	n := 0
+	for _, l := range strings.Split(m.ta.Value(), "\n") {
+		n += max((ansi.StringWidth(l)+w-1)/w, 1)
+		if n >= MaxLines {
+			return MaxLines
+		}
+	}
+	return max(n, 2)
 }
 
 // Focus gives the composer the keyboard.
