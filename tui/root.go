@@ -39,11 +39,11 @@ type Model struct {
 	// quitAsk is set by a ctrl+c with a draft in a composer: a second one
 	// quits, any other key keeps the draft.
 	quitAsk bool
-	world  *world
-	log    *slog.Logger
-	now    func() time.Time
-	init   []tea.Cmd
-	helpH  int
+	world   *world
+	log     *slog.Logger
+	now     func() time.Time
+	init    []tea.Cmd
+	helpH   int
 
 	notify   Notify    // how Run announces what arrives out of view
 	bellOut  io.Writer // where the bell and desktop notifications go

@@ -4,10 +4,10 @@
 package composer
 
 import (
-	"strings"
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/charmbracelet/bubbles/cursor"
 	"github.com/charmbracelet/bubbles/key"
