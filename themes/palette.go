@@ -111,7 +111,7 @@ func build(p palette) Theme {
 		Outbox: list,
 		Events: EventStyles{
 			Time: muted, Info: s().Foreground(p.info), Good: state(p.good), Warn: state(p.warn), Error: state(p.bad).Bold(true),
-			Demo: s().Foreground(p.peer).Italic(true),
+			Demo: s().Foreground(p.peer).Italic(true), Marked: cursorRow,
 		},
 		Help: HelpStyles{Key: s().Foreground(p.fg).Bold(true), Desc: muted, Separator: faint, Ellipsis: faint},
 	}

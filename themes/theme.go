@@ -139,6 +139,8 @@ type EventStyles struct {
 	Warn  lipgloss.Style // repeats, ACK not sent, not sent, demo actions
 	Error lipgloss.Style // errors by name
 	Demo  lipgloss.Style // what a demo control did
+	// Marked is the entry that enter opens, while the log has the focus.
+	Marked lipgloss.Style
 }
 
 // HelpStyles are the help line (mapped onto bubbles/help).

@@ -12,7 +12,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/themes"
 	"github.com/parley-chat/parley/tui/internal/input"
@@ -55,7 +57,9 @@ type Model struct {
 	w, h    int
 	focus   bool
 	entries []Entry
-	back    int // entries scrolled back from the newest (0: follow)
+	back    int  // entries scrolled back from the newest (0: follow)
+	sel     int  // the marked entry, counted back from the newest
+	open    bool // the marked entry is shown in full
 }
 
 // New returns an empty log.
@@ -69,11 +73,30 @@ func (m *Model) SetSize(w, h int) { m.w, m.h = w, h }
 // Focus gives the panel the keyboard.
 func (m *Model) Focus() { m.focus = true }
 
-// Blur takes it away.
-func (m *Model) Blur() { m.focus = false }
+// Blur takes it away (and closes an entry shown in full).
+func (m *Model) Blur() { m.focus, m.open = false, false }
 
 // KeyMap returns the panel's keys.
-func (m Model) KeyMap() KeyMap { return m.keys }
+func (m Model) KeyMap() KeyMap {
+	k := m.keys
+	k.Open.SetEnabled(!m.open && len(m.entries) > 0)
+	k.Close.SetEnabled(m.open)
+	for _, b := range []*key.Binding{&k.Up, &k.Down, &k.PageUp, &k.PageDown, &k.Top, &k.Bottom} {
+		b.SetEnabled(!m.open)
+	}
+	return k
+}
+
+// marked is the index of the entry the panel marks (the newest shown),
+// or -1 when the log is empty.
+func (m Model) marked() int { return len(m.entries) - m.sel - 1 }
+
+// follow keeps the marked entry in view.
+func (m *Model) follow() {
+	m.sel = layout.Clamp(m.sel, 0, max(len(m.entries)-1, 0))
+	m.back = layout.Clamp(m.back, max(m.sel-m.rows()+1, 0), m.sel)
+	m.back = layout.Clamp(m.back, 0, m.maxBack())
+}
 
 // Entries returns the entries, oldest first.
 func (m Model) Entries() []Entry { return m.entries }
@@ -85,10 +108,14 @@ func (m *Model) Add(es ...Entry) {
 	if m.back > 0 {
 		m.back += len(es)
 	}
+	if m.sel > 0 {
+		m.sel += len(es)
+	}
 	if over := len(m.entries) - Capacity; over > 0 {
 		m.entries = append(m.entries[:0:0], m.entries[over:]...)
 	}
 	m.back = layout.Clamp(m.back, 0, m.maxBack())
+	m.follow()
 }
 
 func (m Model) rows() int { return max(m.h-1, 1) }
@@ -101,21 +128,31 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 	if !ok || !m.focus {
 		return m, nil
 	}
+	if m.open {
+		if input.Matches(k, m.keys.Close) {
+			m.open = false
+		}
+		return m, nil
+	}
 	switch {
+	case input.Matches(k, m.keys.Open):
+		m.open = m.marked() >= 0
 	case input.Matches(k, m.keys.Up):
-		m.back++
+		m.sel++
 	case input.Matches(k, m.keys.Down):
-		m.back--
+		m.sel--
 	case input.Matches(k, m.keys.PageUp):
+		m.sel += m.rows()
 		m.back += m.rows()
 	case input.Matches(k, m.keys.PageDown):
+		m.sel -= m.rows()
 		m.back -= m.rows()
 	case input.Matches(k, m.keys.Top):
-		m.back = m.maxBack()
+		m.sel = len(m.entries) - 1
 	case input.Matches(k, m.keys.Bottom):
-		m.back = 0
+		m.sel = 0
 	}
-	m.back = layout.Clamp(m.back, 0, m.maxBack())
+	m.follow()
 	return m, nil
 }
 
@@ -125,6 +162,9 @@ func (m Model) View() string {
 	if m.w <= 0 || m.h <= 0 {
 		return ""
 	}
+	if m.open && m.marked() >= 0 {
+		return m.full(m.entries[m.marked()])
+	}
 	detail := fmt.Sprintf("%d", len(m.entries))
 	if m.back > 0 {
 		detail += fmt.Sprintf(" · %d newer below (end follows)", m.back)
@@ -132,9 +172,26 @@ func (m Model) View() string {
 	lines := []string{layout.Title(m.th.Panel.Title, m.th.Panel.TitleFocused, m.focus, "Events", detail, m.w)}
 	end := len(m.entries) - m.back
 	start := max(end-m.rows(), 0)
-	for _, e := range m.entries[start:end] {
-		lines = append(lines, m.line(e))
+	for i, e := range m.entries[start:end] {
+		l := m.line(e)
+		if m.focus && start+i == m.marked() {
+			// The marked entry, which enter opens.
+			l = m.th.Events.Marked.Render(layout.Line(ansi.Strip(l), m.w))
+		}
+		lines = append(lines, l)
 	}
+	return layout.Fit(lines, m.w, m.h)
+}
+
+// full shows one entry's whole text, wrapped to the panel.
+func (m Model) full(e Entry) string {
+	title := layout.Title(m.th.Panel.Title, m.th.Panel.TitleFocused, m.focus, "Event", e.Name+" · "+layout.Clock(e.At), m.w)
+	lines := []string{title}
+	for _, l := range layout.Wrap(layout.Clean([]byte(e.Text)), max(m.w-1, 1)) {
+		lines = append(lines, " "+l)
+	}
+	lines = lines[:min(len(lines), max(m.h-1, 1))]
+	lines = append(lines, m.th.Panel.Count.Render(" esc: back to the list"))
 	return layout.Fit(lines, m.w, m.h)
 }
 

@@ -84,3 +84,27 @@ func TestScrollAndCapacity(t *testing.T) {
 		t.Fatalf("end should follow again:\n%s", v)
 	}
 }
+
+// TestOpenInFull: enter shows the marked entry's whole text, wrapped, which
+// the line cuts; esc goes back, and up marks an older entry.
+func TestOpenInFull(t *testing.T) {
+	m := New(themes.MustGet("dark"))
+	m.SetSize(40, 8)
+	m.Focus()
+	long := "the relay refused the envelope because the sender's share of the mailbox is full; the message stays pending"
+	m.Add(Entry{At: at, Name: "first", Text: "short"}, Entry{At: at, Name: "message_not_sent", Text: long, Level: Error})
+	if strings.Contains(m.View(), "stays pending") {
+		t.Fatal("the list shows the whole text already; the test needs a longer one")
+	}
+	m, _ = m.Update(tea.KeyMsg{Type: tea.KeyEnter})
+	v := m.View()
+	if !strings.Contains(v, "message_not_sent") || !strings.Contains(v, "stays pending") || !strings.Contains(v, "back to the list") {
+		t.Fatalf("enter did not open the newest entry in full:\n%s", v)
+	}
+	m, _ = m.Update(tea.KeyMsg{Type: tea.KeyEsc})
+	m, _ = m.Update(tea.KeyMsg{Type: tea.KeyUp})
+	m, _ = m.Update(tea.KeyMsg{Type: tea.KeyEnter})
+	if v := m.View(); !strings.Contains(v, "Event") || !strings.Contains(v, "first") || strings.Contains(v, "stays pending") {
+		t.Fatalf("up then enter did not open the older entry:\n%s", v)
+	}
+}
