@@ -160,6 +160,7 @@ var errorNames = []struct {
 	{ErrProfileExposed, "profile_exposed"},
 	{ErrRelayUnreachable, "relay_unreachable"},
 	{ErrPeerNotRegistered, "peer_not_registered"},
+	{ErrInvalidContactName, "invalid_contact_name"},
 }
 
 // ErrProfileExposed means a profile's directory or files are readable by

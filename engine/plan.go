@@ -282,6 +282,13 @@ type PinRelay struct {
 // Prune deletes finalized records older than Before.
 type Prune struct{ Before time.Time }
 
+// SetContact names a device for this profile's owner (Name "" removes the
+// name). The name never leaves the profile.
+type SetContact struct {
+	Peer Address
+	Name string
+}
+
 // MarkPresented records that every event up to Seq reached the presentation.
 type MarkPresented struct{ Seq uint64 }
 
@@ -298,6 +305,7 @@ func (Abandon) plan()         {}
 func (AcceptIdentity) plan()  {}
 func (Prune) plan()           {}
 func (SetRelay) plan()        {}
+func (SetContact) plan()      {}
 func (ResetSession) plan()    {}
 func (PinRelay) plan()        {}
 func (MarkPresented) plan()   {}
@@ -370,6 +378,9 @@ func (SetRelay) Kind() string { return "relay-settings" }
 
 // Kind implements Plan.
 func (PinRelay) Kind() string { return "relay-pin" }
+
+// Kind implements Plan.
+func (SetContact) Kind() string { return "contact" }
 
 // Kind implements Plan.
 func (MarkPresented) Kind() string { return "presented" }

@@ -52,6 +52,8 @@ type Store interface {
 	History(ctx context.Context, peer Address, before int64, limit int) ([]HistoryEntry, error)
 	// Conversations lists the peers with history or pending messages.
 	Conversations(ctx context.Context) ([]Conversation, error)
+	// Contacts returns the names given to devices (SetContact).
+	Contacts(ctx context.Context) (map[Address]string, error)
 	// Staged pages the durable staging area in arrival order after row After. A row
 	// that fails to unseal comes back with Err set, for quarantine.
 	Staged(ctx context.Context, after int64, limit int) ([]StagedEnvelope, error)

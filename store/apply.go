@@ -124,6 +124,8 @@ func (t *tx) apply(ctx context.Context, p engine.Plan) (engine.Receipt, error) {
 		return t.resetSession(ctx, p)
 	case engine.PinRelay:
 		return engine.Receipt{}, t.pinRelay(ctx, p)
+	case engine.SetContact:
+		return engine.Receipt{}, t.setContact(ctx, p)
 	}
 	// validate refuses every other type first.
 	panic(fmt.Sprintf("store: apply %T: unknown plan", p))

@@ -66,6 +66,26 @@ var fixtures = map[int]struct {
 	1: {insertFixtureV1, checkFixtureV1},
 	2: {insertFixtureV2, checkFixtureV2},
 	3: {insertFixtureV3, checkFixtureV3},
+	4: {insertFixtureV4, checkFixtureV4},
+}
+
+// insertFixtureV4 is fixture 3 with a name given to the peer.
+func insertFixtureV4(t *testing.T, db *sql.DB, s *sealer) {
+	t.Helper()
+	insertFixtureV3(t, db, s)
+	if _, err := db.Exec("INSERT INTO contact (address, sealed_name) VALUES (?, ?)", fixturePeer,
+		s.seal(kindContactName, []byte(fixturePeer), []byte("Bob at work"))); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func checkFixtureV4(t *testing.T, db *DB) {
+	t.Helper()
+	checkFixtureV3(t, db)
+	got, err := db.Contacts(context.Background())
+	if err != nil || got[engine.MustParseAddress(fixturePeer)] != "Bob at work" || len(got) != 1 {
+		t.Fatalf("contacts %v, %v; want bob/7 named Bob at work", got, err)
+	}
 }
 
 // insertFixtureV3 is fixture 2 with a received message that arrived before

@@ -26,6 +26,7 @@ const (
 	kindFinalizedDigest = "finalized-digest" // row key: sender, id
 	kindHistoryBody     = "history-body"     // row key: peer, direction, id
 	kindStaged          = "inbox"            // row key: row
+	kindContactName     = "contact-name"     // row key: address
 )
 
 // sealedColumns names the record kind of every sealed column of the schema
@@ -42,6 +43,7 @@ var sealedColumns = map[string]string{
 	"finalized.sealed_digest": kindFinalizedDigest,
 	"history.sealed_body":     kindHistoryBody,
 	"inbox.sealed":            kindStaged,
+	"contact.sealed_name":     kindContactName,
 	// A quarantined row keeps its inbox record and row number verbatim.
 	"quarantine.sealed": kindStaged,
 }

@@ -69,6 +69,8 @@ func validate(p engine.Plan) error {
 		if p.Relay.URL == "" {
 			err = invalid("no relay URL")
 		}
+	case engine.SetContact:
+		err = errors.Join(checkAddress("peer", p.Peer), engine.CheckContactName(p.Name))
 	case engine.MarkPresented:
 	default:
 		return fmt.Errorf("store: apply %T: %w", p, invalid("unknown plan"))

@@ -168,7 +168,7 @@ func TestChunkedWordsAreText(t *testing.T) {
 			}
 		}
 	}
-	m, cmd := m.Update(enter)
+	_, cmd := m.Update(enter)
 	if cmd == nil {
 		t.Fatal("enter did not send")
 	}
