@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sort"
 
+	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/profile"
 	"github.com/parley-chat/parley/transport"
 )
@@ -19,6 +21,7 @@ func init() {
 	register(&command{name: "identity", args: "", summary: "print the own address and identity fingerprint", run: cmdIdentity})
 	register(&command{name: "safety-number", args: "PEER", summary: "print the safety number with PEER's pinned identity", run: cmdSafetyNumber})
 	register(&command{name: "trust", args: "PEER", summary: "accept PEER's changed identity (then retry to resend)", run: cmdTrust})
+	register(&command{name: "contact", args: "[PEER [NAME] | --remove PEER]", summary: "name a device (shown next to its address), forget a name, or list the names", run: cmdContact})
 	register(&command{name: "prune", args: "--older-than DUR", summary: "delete finalized records older than DUR", run: cmdPrune})
 	register(&command{name: "relay-settings", args: "[--url URL] [--ca FILE | --system-roots] [--accept-new-id]",
 		summary: "show or change how this profile reaches its relay: URL, private CA, pinned relay ID", run: cmdRelaySettings})
@@ -205,5 +208,63 @@ func cmdPrune(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	printer{env.stdout, *f.json}.record([]kv{{"pruned", n}})
+	return nil
+}
+
+func cmdContact(ctx context.Context, env *cliEnv, args []string) error {
+	f := newFlags(commands["contact"], env, true)
+	remove := f.Bool("remove", false, "forget the name of PEER")
+	ops, err := f.parse(env, args, 0, 2)
+	if err != nil {
+		return err
+	}
+	if *remove && len(ops) != 1 {
+		return usagef("--remove takes one PEER and no name")
+	}
+	if !*remove && len(ops) == 1 {
+		return usagef("give PEER a NAME, or --remove its name")
+	}
+	var peer engine.Address
+	if len(ops) > 0 {
+		if peer, err = parsePeer(ops[0]); err != nil {
+			return usagef("%s", err)
+		}
+	}
+	if len(ops) == 2 {
+		if err := engine.CheckContactName(ops[1]); err != nil {
+			return usagef("%s", err)
+		}
+	}
+	p, err := f.open(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer closeProfile(p)
+	out := printer{env.stdout, *f.json}
+	switch {
+	case *remove:
+		if err := p.Client.SetContact(ctx, peer, ""); err != nil {
+			return err
+		}
+		out.record([]kv{{"peer", peer.String()}, {"name", ""}})
+	case len(ops) == 2:
+		if err := p.Client.SetContact(ctx, peer, ops[1]); err != nil {
+			return err
+		}
+		out.record([]kv{{"peer", peer.String()}, {"name", ops[1]}})
+	default:
+		names, err := p.Client.Contacts(ctx)
+		if err != nil {
+			return err
+		}
+		peers := make([]engine.Address, 0, len(names))
+		for a := range names {
+			peers = append(peers, a)
+		}
+		sort.Slice(peers, func(i, j int) bool { return peers[i].String() < peers[j].String() })
+		for _, a := range peers {
+			out.record([]kv{{"peer", a.String()}, {"name", names[a]}})
+		}
+	}
 	return nil
 }

@@ -574,3 +574,34 @@ func TestCLIOverTLS(t *testing.T) {
 		t.Fatalf("bob got %v", recs)
 	}
 }
+
+// TestCLIContacts names devices, lists and forgets the names, and refuses a
+// bad name or a bad address without writing anything.
+func TestCLIContacts(t *testing.T) {
+	relay := startRelay(t)
+	alice := newProfile(t, relay, "alice/1")
+	alice.ok("contact", "bob/1", "Bob Jones")
+	alice.ok("contact", "carol/2", "Carol")
+	alice.ok("contact", "bob/1", "Bob") // renames
+	got := alice.jsonLines("contact")
+	if len(got) != 2 || got[0]["peer"] != "bob/1" || got[0]["name"] != "Bob" || got[1]["peer"] != "carol/2" || got[1]["name"] != "Carol" {
+		t.Fatalf("contacts %v", got)
+	}
+	for _, args := range [][]string{
+		{"contact", "bob/1", strings.Repeat("x", 65)},
+		{"contact", "bob/1", "tab\there"},
+		{"contact", "Bob/1", "Bob"},
+		{"contact", "bob/1"},
+		{"contact", "--remove", "bob/1", "Bob"},
+	} {
+		r := alice.run("", args...)
+		if r.code != 2 || !strings.HasPrefix(r.stderr, "parley contact: ") {
+			t.Fatalf("parley %s: exit %d, stderr %q; want 2 and the cause", strings.Join(args, " "), r.code, r.stderr)
+		}
+	}
+	alice.ok("contact", "--remove", "bob/1")
+	got = alice.jsonLines("contact")
+	if len(got) != 1 || got[0]["peer"] != "carol/2" {
+		t.Fatalf("after remove: %v", got)
+	}
+}
