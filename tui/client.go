@@ -29,6 +29,8 @@ type Client interface {
 	AcceptIdentity(ctx context.Context, peer engine.Address) (engine.IdentityKey, error)
 	RelayIdentity(ctx context.Context, peer engine.Address) (engine.IdentityKey, error)
 	Policy() engine.Policy
+	Contacts(ctx context.Context) (map[engine.Address]string, error)
+	SetContact(ctx context.Context, peer engine.Address, name string) error
 }
 
 var _ Client = (*engine.Client)(nil)

@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -275,5 +276,28 @@ func TestDemoNarrow(t *testing.T) {
 			lines := strings.Split(s, "\n")
 			return len(lines) == size[1] && ansi.StringWidth(lines[0]) == size[0]
 		})
+	}
+}
+
+// TestDemoNameADevice: a name given in the conversations panel is stored
+// and shown next to the address, in the list and in the timeline.
+func TestDemoNameADevice(t *testing.T) {
+	t.Parallel()
+	d := startDemo(t, demoConfig{})
+	d.waitFor("Composer → bob/1")
+	d.send("hello bob")
+	d.waitFor("relay accepted")
+	d.alt('1')
+	d.typeText("e")
+	d.waitFor("name: ")
+	d.typeText("Bob")
+	d.key(tea.KeyEnter)
+	d.waitFor("Bob · bob/1")
+	d.w.mu.Lock()
+	c := d.w.devs[demoAlice].prof.Engine()
+	d.w.mu.Unlock()
+	names, err := c.Contacts(context.Background())
+	if err != nil || names[demoBob] != "Bob" {
+		t.Fatalf("stored names %v, %v; want bob/1 named Bob", names, err)
 	}
 }

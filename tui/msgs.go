@@ -50,6 +50,18 @@ type noteMsg struct{ entry eventlog.Entry }
 type clientEndedMsg struct{}
 
 // safetyMsg carries the safety number with the chosen peer.
+// namesMsg carries the names given to devices.
+type namesMsg struct {
+	names map[engine.Address]string
+	err   error
+}
+
+// namedMsg reports a name set or forgotten.
+type namedMsg struct {
+	peer engine.Address
+	err  error
+}
+
 type safetyMsg struct {
 	peer   engine.Address
 	number string

@@ -127,7 +127,7 @@ func (p *pane) attach(s *attachment) tea.Cmd {
 	p.comp.SetSource(c)
 	p.in.SetSource(c)
 	p.out.SetSource(c)
-	cmds := []tea.Cmd{p.conv.Reload(), p.tl.Reload(), p.in.Reload(), p.out.Reload(), listen(s)}
+	cmds := []tea.Cmd{p.conv.Reload(), p.tl.Reload(), p.in.Reload(), p.out.Reload(), p.loadNames(), listen(s)}
 	if !p.peer.IsZero() {
 		cmds = append(cmds, p.loadSafety())
 	}
@@ -251,6 +251,22 @@ func (p pane) Update(msg tea.Msg) (pane, tea.Cmd) {
 		var c2 tea.Cmd
 		p.conv, c2 = p.conv.Update(msg)
 		return p, tea.Batch(cmd, c2)
+	case conversations.NameMsg:
+		return p, p.setName(msg.Peer, msg.Name)
+	case namedMsg:
+		if msg.err != nil {
+			p.noteErr(engine.ErrorName(msg.err), msg.err, "naming "+msg.peer.String())
+			return p, nil
+		}
+		return p, p.loadNames()
+	case namesMsg:
+		if msg.err != nil {
+			p.noteErr(engine.ErrorName(msg.err), msg.err, "reading the names of devices")
+			return p, nil
+		}
+		p.conv.SetNames(msg.names)
+		p.tl.SetNames(msg.names)
+		return p, nil
 	case safetyMsg:
 		if msg.peer == p.peer {
 			p.safety, p.safeErr = msg.number, ""
@@ -438,6 +454,29 @@ func (p *pane) selectPeer(peer engine.Address) tea.Cmd {
 	p.comp.SetPeer(peer)
 	p.updateBlocked()
 	return tea.Batch(p.tl.SetPeer(peer), p.loadSafety())
+}
+
+// loadNames reads the names given to devices.
+func (p pane) loadNames() tea.Cmd {
+	if p.att == nil {
+		return nil
+	}
+	c, ctx := p.att.client, p.ctx
+	return func() tea.Msg {
+		names, err := c.Contacts(ctx)
+		return namesMsg{names: names, err: err}
+	}
+}
+
+// setName names peer ("" forgets its name).
+func (p pane) setName(peer engine.Address, name string) tea.Cmd {
+	if p.att == nil {
+		return nil
+	}
+	c, ctx := p.att.client, p.ctx
+	return func() tea.Msg {
+		return namedMsg{peer: peer, err: c.SetContact(ctx, peer, name)}
+	}
 }
 
 func (p pane) loadSafety() tea.Cmd {

@@ -19,6 +19,7 @@ type fakeClient struct {
 	self   engine.Address
 	events chan engine.Event
 	sent   []string
+	names  map[engine.Address]string
 }
 
 func (f *fakeClient) Conversations(context.Context) ([]engine.Conversation, error) { return nil, nil }
@@ -51,6 +52,20 @@ func (f *fakeClient) ResyncRequired() bool                                      
 func (f *fakeClient) MarkPresented(context.Context) error                           { return nil }
 func (f *fakeClient) SafetyNumber(context.Context, engine.Address) (string, error)  { return "", nil }
 func (f *fakeClient) Policy() engine.Policy                                         { return engine.Policy{} }
+func (f *fakeClient) Contacts(context.Context) (map[engine.Address]string, error) {
+	return f.names, nil
+}
+func (f *fakeClient) SetContact(_ context.Context, peer engine.Address, name string) error {
+	if f.names == nil {
+		f.names = map[engine.Address]string{}
+	}
+	if name == "" {
+		delete(f.names, peer)
+	} else {
+		f.names[peer] = name
+	}
+	return nil
+}
 func (f *fakeClient) RelayIdentity(context.Context, engine.Address) (engine.IdentityKey, error) {
 	return engine.IdentityKey{}, nil
 }

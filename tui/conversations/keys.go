@@ -7,7 +7,8 @@ type KeyMap struct {
 	Up     key.Binding
 	Down   key.Binding
 	New    key.Binding
-	Add    key.Binding // confirms the address being typed
+	Name   key.Binding // names the chosen device
+	Add    key.Binding // confirms the address or name being typed
 	Cancel key.Binding
 }
 
@@ -17,17 +18,18 @@ func DefaultKeyMap() KeyMap {
 		Up:     key.NewBinding(key.WithKeys("up", "k"), key.WithHelp("↑/k", "previous")),
 		Down:   key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "next")),
 		New:    key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "new conversation")),
-		Add:    key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "start it"), key.WithDisabled()),
+		Name:   key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "name it")),
+		Add:    key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "done"), key.WithDisabled()),
 		Cancel: key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel"), key.WithDisabled()),
 	}
 }
 
 // ShortHelp implements help.KeyMap.
 func (k KeyMap) ShortHelp() []key.Binding {
-	return []key.Binding{k.Up, k.Down, k.New, k.Add, k.Cancel}
+	return []key.Binding{k.Up, k.Down, k.New, k.Name, k.Add, k.Cancel}
 }
 
 // FullHelp implements help.KeyMap.
 func (k KeyMap) FullHelp() [][]key.Binding {
-	return [][]key.Binding{{k.Up, k.Down}, {k.New, k.Add, k.Cancel}}
+	return [][]key.Binding{{k.Up, k.Down}, {k.New, k.Name, k.Add, k.Cancel}}
 }

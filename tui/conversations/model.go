@@ -6,7 +6,9 @@ package conversations
 import (
 	"context"
 	"fmt"
+	"strings"
 
+	"github.com/charmbracelet/bubbles/cursor"
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/parley-chat/parley/engine"
@@ -30,6 +32,13 @@ type LoadedMsg struct {
 // SelectedMsg reports that the chosen conversation changed.
 type SelectedMsg struct{ Peer engine.Address }
 
+// NameMsg asks for a device to be given a name ("" forgets it); the panel
+// shows names set with SetNames.
+type NameMsg struct {
+	Peer engine.Address
+	Name string
+}
+
 // Item is one conversation as shown.
 type Item struct {
 	engine.Conversation
@@ -50,8 +59,10 @@ type Model struct {
 	sel    engine.Address
 	unread map[engine.Address]map[wire.LogicalID]bool
 	change map[engine.Address]bool
+	names  map[engine.Address]string
 	input  textinput.Model
 	adding bool
+	naming bool // the input holds a name for sel, not an address
 	err    string
 
 	loading, again bool
@@ -67,6 +78,7 @@ func New(ctx context.Context, src Source, th themes.Theme) Model {
 	in.TextStyle = th.Conversations.Input
 	in.PlaceholderStyle = th.Panel.Empty
 	in.Cursor.Style = th.Composer.Cursor
+	in.Cursor.SetMode(cursor.CursorStatic) // a blink redraws the screen twice a second for nothing
 	return Model{src: src, ctx: ctx, th: th, keys: DefaultKeyMap(), input: in,
 		unread: map[engine.Address]map[wire.LogicalID]bool{}, change: map[engine.Address]bool{}}
 }
@@ -93,9 +105,13 @@ func (m *Model) Blur() {
 	m.stopAdding()
 }
 
-// Capturing reports whether typed text goes to the panel (an address is
-// being entered), so that global single-letter keys stay out of its way.
-func (m Model) Capturing() bool { return m.adding }
+// Capturing reports whether typed text goes to the panel (an address or a
+// name is being entered), so that global single-letter keys stay out of its
+// way.
+func (m Model) Capturing() bool { return m.adding || m.naming }
+
+// SetNames sets the names shown next to addresses.
+func (m *Model) SetNames(names map[engine.Address]string) { m.names = names }
 
 // Unread is the number of messages delivered to conversations other than
 // the one chosen since they were last chosen.
@@ -193,7 +209,7 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 		}
 		return m.key(msg)
 	}
-	if m.adding {
+	if m.adding || m.naming {
 		var cmd tea.Cmd
 		m.input, cmd = m.input.Update(msg)
 		return m, cmd
@@ -217,11 +233,21 @@ func (m Model) event(e engine.Event) (Model, tea.Cmd) {
 }
 
 func (m Model) key(k tea.KeyMsg) (Model, tea.Cmd) {
-	if m.adding {
+	if m.adding || m.naming {
 		switch {
 		case input.Matches(k, m.keys.Cancel):
 			m.stopAdding()
 			return m, nil
+		case m.naming && input.Matches(k, m.keys.Add):
+			name := strings.TrimSpace(m.input.Value())
+			if err := engine.CheckContactName(name); err != nil {
+				m.err = engine.ErrorName(err) + ": " + err.Error()
+				return m, nil
+			}
+			peer := m.sel
+			m.err = ""
+			m.stopAdding()
+			return m, func() tea.Msg { return NameMsg{Peer: peer, Name: name} }
 		case input.Matches(k, m.keys.Add):
 			a, err := engine.ParseAddress(m.input.Value())
 			if err != nil {
@@ -257,22 +283,40 @@ func (m Model) key(k tea.KeyMsg) (Model, tea.Cmd) {
 		}
 	case input.Matches(k, m.keys.New):
 		m.adding = true
-		m.err = ""
+		m.input.Prompt, m.input.Placeholder, m.input.CharLimit = "address: ", "user/device", 80
 		m.input.Reset()
-		m.keys.Add.SetEnabled(true)
-		m.keys.Cancel.SetEnabled(true)
-		m.keys.New.SetEnabled(false)
-		return m, m.input.Focus()
+		return m, m.startInput()
+	case input.Matches(k, m.keys.Name):
+		if m.sel.IsZero() {
+			return m, nil
+		}
+		m.naming = true
+		m.input.Prompt, m.input.Placeholder, m.input.CharLimit = "name: ", "empty forgets it", engine.MaxContactName
+		m.input.SetValue(m.names[m.sel])
+		m.input.CursorEnd()
+		return m, m.startInput()
 	}
 	return m, nil
 }
 
+// startInput shows the input line for an address or a name.
+func (m *Model) startInput() tea.Cmd {
+	m.err = ""
+	m.input.Width = m.w - len(m.input.Prompt) - 2
+	m.keys.Add.SetEnabled(true)
+	m.keys.Cancel.SetEnabled(true)
+	m.keys.New.SetEnabled(false)
+	m.keys.Name.SetEnabled(false)
+	return m.input.Focus()
+}
+
 func (m *Model) stopAdding() {
-	m.adding = false
+	m.adding, m.naming = false, false
 	m.input.Blur()
 	m.keys.Add.SetEnabled(false)
 	m.keys.Cancel.SetEnabled(false)
 	m.keys.New.SetEnabled(true)
+	m.keys.Name.SetEnabled(true)
 }
 
 func (m *Model) choose(peer engine.Address) tea.Cmd {
@@ -307,7 +351,7 @@ func (m Model) View() string {
 	st := m.th.Conversations
 	items := m.Items()
 	lines := []string{layout.Title(m.th.Panel.Title, m.th.Panel.TitleFocused, m.focus, "Conversations", fmt.Sprint(len(items)), m.w)}
-	if m.adding {
+	if m.adding || m.naming {
 		lines = append(lines, layout.Line(m.input.View(), m.w))
 	}
 	if m.err != "" {
@@ -344,7 +388,11 @@ func (m Model) row(it Item, st themes.ConversationStyles) string {
 	if it.PendingOut > 0 {
 		counts += fmt.Sprintf(" out %d", it.PendingOut)
 	}
-	s := name.Render(mark+it.Peer.String()) + st.Counts.Render(counts)
+	label := it.Peer.String()
+	if n := m.names[it.Peer]; n != "" {
+		label = n + " · " + label
+	}
+	s := name.Render(mark+label) + st.Counts.Render(counts)
 	if it.Unread > 0 {
 		s += st.Unread.Render(fmt.Sprintf(" new %d", it.Unread))
 	}

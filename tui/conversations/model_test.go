@@ -184,3 +184,31 @@ func TestAddressTypedInOneChunk(t *testing.T) {
 		t.Fatalf("the prompt holds %q, want carol/2home", got)
 	}
 }
+
+// TestNameTheChosenDevice: e opens a name prompt with the current name, a
+// bad name is refused in place, enter asks for the name to be set, and the
+// list shows names next to addresses.
+func TestNameTheChosenDevice(t *testing.T) {
+	src := &fakeSource{list: []engine.Conversation{{Peer: bob}, {Peer: carol}}}
+	m := newModel(src)
+	m, _ = m.Update(LoadedMsg{List: src.list})
+	m.SetNames(map[engine.Address]string{bob: "Bob"})
+	if v := m.View(); !strings.Contains(v, "Bob · bob/1") || !strings.Contains(v, "carol/2") {
+		t.Fatalf("names not shown:\n%s", v)
+	}
+	m, _ = m.Update(keyMsg("e"))
+	if !m.Capturing() || m.input.Value() != "Bob" {
+		t.Fatalf("e: capturing %v, prompt %q; want the current name", m.Capturing(), m.input.Value())
+	}
+	m, _ = m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(strings.Repeat("é", 40))})
+	m, cmd := m.Update(keyMsg("enter"))
+	if cmd != nil || !m.Capturing() || !strings.Contains(m.View(), "invalid_contact_name") {
+		t.Fatalf("a name over %d bytes was taken:\n%s", engine.MaxContactName, m.View())
+	}
+	m.input.SetValue("Robert home")
+	m, cmd = m.Update(keyMsg("enter"))
+	msgs := run(cmd)
+	if len(msgs) != 1 || msgs[0] != (NameMsg{Peer: bob, Name: "Robert home"}) || m.Capturing() {
+		t.Fatalf("enter gave %v (capturing %v), want a NameMsg for bob/1", msgs, m.Capturing())
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/charmbracelet/bubbles/cursor"
 	"github.com/charmbracelet/bubbles/textinput"
 	"github.com/charmbracelet/bubbles/viewport"
 	tea "github.com/charmbracelet/bubbletea"
@@ -115,6 +116,7 @@ func New(ctx context.Context, src Source, th themes.Theme) Model {
 	in := textinput.New()
 	in.Prompt = "/"
 	in.CharLimit = 200
+	in.Cursor.SetMode(cursor.CursorStatic) // a blink redraws the screen twice a second for nothing
 	return Model{src: src, ctx: ctx, th: th, keys: DefaultKeyMap(), states: sent.New(), vp: vp, self: "you",
 		search: in, busy: map[wire.LogicalID]bool{}}
 }
