@@ -19,7 +19,7 @@ import (
 )
 
 func init() {
-	register(&command{name: "tui", args: "[--theme NAME] [--commit POLICY] [--auto-retry=BOOL] [--config FILE]", summary: "the terminal interface for one profile", run: cmdTUI})
+	register(&command{name: "tui", args: "[--theme NAME] [--commit POLICY] [--auto-retry=BOOL] [--config FILE] [PEER]", summary: "the terminal interface for one profile (open at the conversation with PEER)", run: cmdTUI})
 	register(&command{name: "demo", args: "[--theme NAME] [--config FILE]", summary: "an embedded relay and two fresh profiles, alice/1 and bob/1, side by side", run: cmdDemo})
 }
 
@@ -64,8 +64,17 @@ func cmdTUI(ctx context.Context, env *cliEnv, args []string) error {
 	bell := f.Bool("bell", true, "ring the terminal bell when a message arrives for a conversation not in view")
 	desktop := f.Bool("desktop-notify", false, "also send a desktop notification through the terminal (OSC 777 and OSC 9)")
 	title := f.Bool("title", true, "show the number of unread messages in the terminal's title")
-	if _, err := f.parse(env, args, 0, 0); err != nil {
+	ops, err := f.parse(env, args, 0, 1)
+	if err != nil {
 		return err
+	}
+	peer := ""
+	if len(ops) == 1 {
+		a, err := parsePeer(ops[0])
+		if err != nil {
+			return usagef("%s", err)
+		}
+		peer = a.String()
 	}
 	file, err := ui.settings(env)
 	if err != nil {
@@ -112,7 +121,7 @@ func cmdTUI(ctx context.Context, env *cliEnv, args []string) error {
 		policy.Commit, _ = engine.ParseCommitPolicy(policyName) // checked above and by config.Load
 	}
 	p.Client.SetPolicy(policy)
-	return tui.Run(ctx, p.Client, tui.Options{Theme: theme, LogFile: *ui.logFile, Debug: *ui.debug,
+	return tui.Run(ctx, p.Client, tui.Options{Theme: theme, LogFile: *ui.logFile, Debug: *ui.debug, Peer: peer,
 		ConnState: func() string { return p.RelayState().Conn.String() },
 		Notify: tui.Notify{
 			Bell:    pick("bell", *bell, s.Notify.Bell),

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +20,15 @@ type tmuxDemo struct {
 
 func startDemo(t *testing.T) *tmuxDemo {
 	t.Helper()
+	d := startTerminal(t, 160, 48, nil, "demo")
+	d.waitFor("relay connected", 20*time.Second)
+	return d
+}
+
+// startTerminal runs parley with args in a tmux window of w x h cells, with
+// env added to a fresh HOME.
+func startTerminal(t *testing.T, w, h int, env []string, args ...string) *tmuxDemo {
+	t.Helper()
 	if _, err := exec.LookPath("tmux"); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatal("tmux is missing; .ci/run installs it")
@@ -27,13 +37,13 @@ func startDemo(t *testing.T) *tmuxDemo {
 	}
 	d := &tmuxDemo{t: t, session: fmt.Sprintf("parley-e2e-%d", time.Now().UnixNano())}
 	// A tmux server needs a shell and a writable runtime directory.
-	cmd := d.tmux("new-session", "-d", "-s", d.session, "-x", "160", "-y", "48",
-		"env", "NO_COLOR=1", "HOME="+t.TempDir(), parleyBin, "demo")
+	cmdline := append([]string{"new-session", "-d", "-s", d.session, "-x", fmt.Sprint(w), "-y", fmt.Sprint(h),
+		"env", "NO_COLOR=1", "HOME=" + t.TempDir()}, env...)
+	cmd := d.tmux(append(append(cmdline, parleyBin), args...)...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("tmux new-session: %v %s", err, out)
 	}
 	t.Cleanup(func() { d.tmux("kill-server").Run() })
-	d.waitFor("relay connected", 20*time.Second)
 	return d
 }
 
@@ -172,6 +182,131 @@ func TestTerminalDemoCollision(t *testing.T) {
 	}
 	if len(lines(left, "from alice", "acknowledged")) != 1 || len(lines(right, "from bob", "acknowledged")) != 1 {
 		t.Fatalf("the messages are not both acknowledged:\n%s", s)
+	}
+	d.keys("C-c")
+}
+
+// TestTerminalChat is `parley tui` used as a chat, in a real terminal:
+// messages written while the relay was down are all listed and go out by
+// themselves when it is back; text typed in one chunk stays text; an emoji
+// with a skin tone leaves the screen intact; what arrives in the
+// conversation in view is committed (on-read); the small layout works.
+func TestTerminalChat(t *testing.T) {
+	relay := startRelay(t)
+	alice := newProfile(t, relay, "alice/1")
+	bob := newProfile(t, relay, "bob/1")
+	alice.ok("send", "bob/1", "hello")
+	bob.sync()
+	bob.commitAll()
+	alice.sync()
+	relay.stop()
+	for i := 1; i <= 7; i++ {
+		if r := alice.run("", "send", "bob/1", fmt.Sprintf("msg-%d", i)); r.code != 3 {
+			t.Fatalf("send with the relay down: exit %d (%q), want 3", r.code, r.stderr)
+		}
+	}
+	relay = restartRelay(t, relay)
+
+	d := startTerminal(t, 160, 48, []string{"PARLEY_PROFILE=" + alice.dir, "PARLEY_PASSPHRASE=e2e passphrase"},
+		"tui", "--bell=false", "bob/1")
+	d.waitFor("Outbox · 7 pending sent", 20*time.Second)
+	rows := regexp.MustCompile(`bob/1 [0-9a-f]{8} msg-(\d)`)
+	var s string
+	for deadline := time.Now().Add(15 * time.Second); ; {
+		s = d.screen()
+		seen := map[string]bool{}
+		for _, m := range rows.FindAllStringSubmatch(s, -1) {
+			seen[m[1]] = true
+		}
+		if len(seen) == 7 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the outbox lists %d of 7 messages:\n%s", len(seen), s)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	// Automatic retry sent them when the relay answered.
+	got := map[string]bool{}
+	for deadline := time.Now().Add(20 * time.Second); len(got) < 7; {
+		bob.sync()
+		for _, m := range bob.jsonLines("inbox") {
+			got[fmt.Sprint(m["body"])] = true
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("bob received %v, want msg-1..msg-7", got)
+		}
+	}
+	bob.commitAll()
+	bob.sync()
+	d.waitFor("Outbox · 0 pending sent", 20*time.Second)
+
+	// One chunk of text with words that name keys.
+	d.keys("M-3")
+	typed := "qq enter ww home down tab zz"
+	d.text(typed)
+	d.keys("Enter")
+	// An emoji with a skin tone.
+	d.text("thumbs 👍🏽 up")
+	d.keys("Enter")
+	want := map[string]bool{typed: false, "thumbs 👍🏽 up": false}
+	for deadline := time.Now().Add(20 * time.Second); !want[typed] || !want["thumbs 👍🏽 up"]; {
+		bob.sync()
+		for _, m := range bob.jsonLines("inbox") {
+			want[fmt.Sprint(m["body"])] = true
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("bob's inbox: %v; want both lines stored as typed", want)
+		}
+	}
+	s = d.waitFor("thumbs", 10*time.Second)
+	if len(lines(s, "thumbs", "up")) == 0 || strings.Count(s, "Conversations") != 1 || !strings.Contains(strings.SplitN(s, "\n", 2)[0], "alice/1") {
+		t.Fatalf("the emoji damaged the screen:\n%s", s)
+	}
+
+	// bob writes; the conversation is in view, so alice's tui commits it.
+	bob.commitAll()
+	bob.ok("send", "alice/1", "ping from bob")
+	d.waitFor("ping from bob", 20*time.Second)
+	acked := false
+	for deadline := time.Now().Add(20 * time.Second); !acked; {
+		for _, r := range bob.sync() {
+			acked = acked || r["kind"] == "acknowledgement"
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("alice's tui never committed what it showed:\n%s", d.screen())
+		}
+	}
+
+	// The relay goes away; a message written meanwhile goes out when it is
+	// back, with no key pressed.
+	relay.stop()
+	d.waitFor("relay disconnected", 20*time.Second)
+	d.text("written while away")
+	d.keys("Enter")
+	relay = restartRelay(t, relay)
+	d.waitFor("relay connected", 30*time.Second)
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		bob.sync()
+		found := false
+		for _, m := range bob.jsonLines("inbox") {
+			found = found || m["body"] == "written while away"
+		}
+		if found {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the message written while the relay was down never arrived:\n%s", d.screen())
+		}
+	}
+
+	// The small layout: 80x24 still shows the conversation and the composer.
+	if out, err := d.tmux("resize-window", "-t", d.session, "-x", "80", "-y", "24").CombinedOutput(); err != nil {
+		t.Fatalf("resize-window: %v %s", err, out)
+	}
+	s = d.waitFor("alt+4/5", 10*time.Second)
+	if len(lines(s, "written while away")) == 0 || !strings.Contains(s, "write to bob/1") {
+		t.Fatalf("the 80x24 layout lost the conversation or the composer:\n%s", s)
 	}
 	d.keys("C-c")
 }
