@@ -20,6 +20,7 @@ func TestGolden(t *testing.T) {
 		name  string
 		theme string
 		color bool
+		w, h  int // 160x48 unless set
 		drive func(d *demoRun)
 	}{
 		{name: "empty_demo", drive: func(d *demoRun) {
@@ -66,6 +67,26 @@ func TestGolden(t *testing.T) {
 			d.waitFor("identity changed", "new safety 4")
 			d.key(tea.KeyCtrlO)
 		}},
+		{name: "small_80x24", w: 80, h: 24, drive: func(d *demoRun) {
+			d.waitFor("Composer → bob/1")
+			d.send("a message on a small screen")
+			d.waitFor("in 0 · out 1")
+			d.key(tea.KeyCtrlO)
+			d.waitFor("waiting · c commit · x discard")
+		}},
+		{name: "search", drive: func(d *demoRun) {
+			d.waitFor("Composer → bob/1")
+			for _, line := range []string{"the first apple", "a pear", "the second apple", "a plum"} {
+				d.send(line)
+			}
+			d.waitFor("4 pending sent")
+			d.alt('2')
+			d.typeText("/apple")
+			d.key(tea.KeyEnter)
+			d.waitFor("match 1 of 2")
+			d.typeText("n")
+			d.waitFor("match 2 of 2")
+		}},
 		{name: "theme_dark", theme: "dark", color: true, drive: themeDrive},
 		{name: "theme_light", theme: "light", color: true, drive: themeDrive},
 		{name: "theme_high-contrast", theme: "high-contrast", color: true, drive: themeDrive},
@@ -75,7 +96,7 @@ func TestGolden(t *testing.T) {
 				lipgloss.SetColorProfile(termenv.TrueColor)
 				t.Cleanup(func() { lipgloss.SetColorProfile(termenv.Ascii) })
 			}
-			d := startDemo(t, demoConfig{theme: tc.theme})
+			d := startDemo(t, demoConfig{theme: tc.theme, w: tc.w, h: tc.h})
 			tc.drive(d)
 			golden.RequireEqual(t, []byte(d.settle()))
 		})

@@ -667,7 +667,8 @@ func (m *Model) entry(b *strings.Builder, it item, peerLabel string, labelW int,
 	prefixW := 8 + 1 + labelW + 1
 	stateW := ansi.StringWidth(state)
 	bodyW := m.w - prefixW - stateW - 1
-	if bodyW < 8 {
+	if bodyW < 20 {
+		// A narrow column would fold the body into a tower of short lines.
 		bodyW = max(m.w-prefixW, 1)
 		stateW = -1 // state on a line of its own
 	}
