@@ -605,7 +605,7 @@ type paneLayout struct {
 
 // roomyTimeline is the fewest timeline lines the full layout must leave;
 // below it the pane goes compact.
-const roomyTimeline = 12
+const roomyTimeline = 8
 
 // SetSize lays the pane out in w×h; the command reads again the lists
 // whose page size changed.
