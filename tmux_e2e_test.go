@@ -284,7 +284,7 @@ func TestTerminalChat(t *testing.T) {
 	d.waitFor("relay disconnected", 20*time.Second)
 	d.text("written while away")
 	d.keys("Enter")
-	relay = restartRelay(t, relay)
+	restartRelay(t, relay)
 	d.waitFor("relay connected", 30*time.Second)
 	for deadline := time.Now().Add(30 * time.Second); ; {
 		bob.sync()
