@@ -42,8 +42,11 @@ type conn struct {
 	ip     string // remote IP, which the guards and quotas charge
 	addr   string // authenticated address; set once by handshake
 	key    [32]byte
-	ctx    context.Context
-	cancel context.CancelFunc
+	// attached: the handshake listed the connection under its address
+	// (Server.attach); run detaches it at the end.
+	attached bool
+	ctx      context.Context
+	cancel   context.CancelFunc
 
 	quit       chan struct{} // closed by finish
 	writerDone chan struct{} // closed when the writer has ended for good
@@ -103,20 +106,14 @@ func (c *conn) run(authenticated func()) {
 	s := c.s
 	defer c.cancel()
 	defer lingerClose(c.ws.NetConn())
-	if !c.handshake() {
+	ok := c.handshake()
+	if c.attached {
+		defer s.detach(c)
+	}
+	if !ok {
 		return
 	}
 	authenticated()
-	if ok, full := s.attach(c); full {
-		s.metrics.limited.WithLabelValues(limitAddressConnections).Inc()
-		c.writeNow(errorMsg(0, wire.ErrorRateLimited, fmt.Sprintf("%s has %d connections open, the most allowed", c.addr, s.lim.MaxConnectionsPerAddress)))
-		c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.ClosePolicyViolation, "too many connections"), time.Now().Add(s.lim.WriteTimeout))
-		return
-	} else if !ok { // shutting down
-		c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseGoingAway, "relay shutting down"), time.Now().Add(s.lim.WriteTimeout))
-		return
-	}
-	defer s.detach(c)
 	// A registration by another key may have raced this handshake, after its
 	// eviction of the address's connections and before this attach.
 	if k, err := s.store.Registered(c.ctx, c.addr); err != nil || k != c.key {
@@ -283,6 +280,19 @@ func (c *conn) handshake() bool {
 		s.log.Info("address registered to a new key", "address", a.Address)
 		s.evict(a.Address, a.SigningKey)
 	}
+	// The connection counts against its address before the client hears
+	// yes, so that two handshakes racing for the last slot cannot both be
+	// told yes.
+	attached, full := s.attach(c)
+	switch {
+	case full:
+		s.metrics.limited.WithLabelValues(limitAddressConnections).Inc()
+		return c.refuse(authRateLimited, errorMsg(req, wire.ErrorRateLimited, fmt.Sprintf("%s has %d connections open, the most allowed", a.Address, s.lim.MaxConnectionsPerAddress)))
+	case !attached: // shutting down
+		c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseGoingAway, "relay shutting down"), time.Now().Add(s.lim.WriteTimeout))
+		return false
+	}
+	c.attached = true
 	c.phaseMu.Lock()
 	stopped := c.stopped
 	c.authed = !stopped
