@@ -605,3 +605,27 @@ func TestCLIContacts(t *testing.T) {
 		t.Fatalf("after remove: %v", got)
 	}
 }
+
+// TestCLIBench runs parley bench briefly with two pairs: every message sent
+// is counted acknowledged, and the JSON says how much CPU each one took.
+func TestCLIBench(t *testing.T) {
+	cmd := exec.Command(parleyBin, "bench", "--duration", "500ms", "--pairs", "2", "--window", "8", "--json")
+	cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("parley bench: %v", err)
+	}
+	var res struct {
+		Messages   int     `json:"messages"`
+		Pairs      int     `json:"pairs"`
+		CPU        float64 `json:"cpu_us_per_msg"`
+		MsgsPerSec float64 `json:"msgs_per_sec"`
+		Seconds    float64 `json:"seconds"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("bench output %q: %v", out, err)
+	}
+	if res.Pairs != 2 || res.Messages < 16 || res.Seconds < 0.5 || res.CPU <= 0 || res.MsgsPerSec <= 0 {
+		t.Fatalf("bench result %+v", res)
+	}
+}
