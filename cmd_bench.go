@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/pprof"
 	"time"
 
 	"github.com/parley-chat/parley/bench"
@@ -21,29 +20,27 @@ func cmdBench(ctx context.Context, env *cliEnv, args []string) error {
 	n := f.Int("messages", 0, "send at least this many messages, over all pairs")
 	pairs := f.Int("pairs", 1, "conversations, each between two profiles of its own, on one relay")
 	window := f.Int("window", 64, "at most this many messages in flight per pair")
-	cpuProfile := f.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	cpuProfile := f.String("cpuprofile", "", "write a CPU profile of the measured part of the run to this file")
 	if _, err := f.parse(env, args, 0, 0); err != nil {
 		return err
 	}
 	if *n < 0 || *window < 1 || *pairs < 1 || *duration < 0 || *n == 0 && *duration == 0 {
 		return usagef("--window and --pairs must be positive, and --messages or --duration must be")
 	}
+	var profile io.Writer
 	if *cpuProfile != "" {
 		out, err := os.Create(*cpuProfile)
 		if err != nil {
 			return err
 		}
 		defer out.Close()
-		if err := pprof.StartCPUProfile(out); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+		profile = out
 	}
 	progress := io.Writer(env.stderr)
 	if *f.json {
 		progress = io.Discard
 	}
-	res, err := bench.Run(ctx, bench.Options{Messages: *n, Duration: *duration, Window: *window, Pairs: *pairs, Progress: progress})
+	res, err := bench.Run(ctx, bench.Options{Messages: *n, Duration: *duration, Window: *window, Pairs: *pairs, Progress: progress, CPUProfile: profile})
 	if err != nil {
 		return err
 	}

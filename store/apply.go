@@ -73,6 +73,9 @@ func (db *DB) applyPlans(ctx context.Context, plans []engine.Plan) (_ []engine.R
 	if i, err := t.flushSessions(ctx); err != nil {
 		return nil, i, fmt.Errorf("store: apply %s: %w", plans[i].Kind(), err)
 	}
+	if i, err := t.flushMarker(ctx); err != nil {
+		return nil, i, fmt.Errorf("store: apply %s: %w", plans[i].Kind(), err)
+	}
 	t.kind = kind
 	if err := t.point("before-commit"); err != nil {
 		return nil, -1, fmt.Errorf("store: apply %s: %w", kind, err)

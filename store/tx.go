@@ -70,6 +70,18 @@ type tx struct {
 	sessions map[string]*sessionWrites
 	// plan is the index in the batch of the plan being applied.
 	plan int
+	// marker is marker_written as the transaction's plans raised it.
+	marker txMarker
+}
+
+// txMarker is the presentation marker within one transaction: read once,
+// raised in memory, written once (flushMarker).
+type txMarker struct {
+	loaded bool
+	cur    uint64
+	old    []byte // the stored value (nil: absent), for the swap
+	plan   int    // the last plan that raised it
+	kind   string // its kind; "" when nothing is left to write
 }
 
 // beginImmediate starts a write transaction. It takes SQLite's write lock at
