@@ -148,4 +148,8 @@ type ReceiveResult struct {
 	// announcement, or a session replaced by the peer's initiation), and
 	// the envelope set up a session (it may have used a one-time prekey).
 	converged, handshake bool
+	// fresh is the pending record a new delivery stored (with its digest
+	// and arrival), so that a commit in the same round need not read it
+	// back; nil otherwise.
+	fresh *InboundMessage
 }

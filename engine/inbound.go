@@ -447,6 +447,7 @@ func (c *Client) prepareReceive(ctx context.Context, bs *batchState, row StagedE
 				}
 				effect = DeliverEffect{ID: frame.ID, Frame: plaintext, Digest: d, At: at}
 				bs.delivered[key] = d
+				res.fresh = &InboundMessage{Sender: sender, ID: frame.ID, ReceivedAt: at, Digest: d, Body: frame.Body}
 			}
 		case ResultAlreadyCommitted, ResultAlreadyDiscarded:
 			// The ACK's encryption step commits with this receive.
@@ -641,6 +642,14 @@ func (c *Client) finalizeOne(ctx context.Context, r FinalizeRequest) (bool, erro
 // FinalizeBatch commits or discards several pending received messages in one
 // transaction, each on its own, then hands off their ACKs in order.
 func (c *Client) FinalizeBatch(ctx context.Context, reqs []FinalizeRequest) ([]FinalizeResult, error) {
+	return c.finalizeBatch(ctx, reqs, nil)
+}
+
+// finalizeBatch is FinalizeBatch with the pending records the caller knows
+// already (the deliveries of this round): those are not read back. The
+// plan still checks the stored digest, so a record finalized meanwhile
+// fails its plan as it would have.
+func (c *Client) finalizeBatch(ctx context.Context, reqs []FinalizeRequest, known map[inboundKey]*InboundMessage) ([]FinalizeResult, error) {
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
 	results := make([]FinalizeResult, len(reqs))
@@ -654,10 +663,14 @@ func (c *Client) FinalizeBatch(ctx context.Context, reqs []FinalizeRequest) ([]F
 			results[i].Err = fmt.Errorf("finalize %x from %s: %w", r.ID[:], r.Sender, ErrNotPending)
 			continue
 		}
-		m, err := c.store.Inbound(ctx, r.Sender, r.ID)
-		if err != nil {
-			results[i].Err = fmt.Errorf("finalize %x from %s: %w", r.ID[:], r.Sender, err)
-			continue
+		m := known[key]
+		if m == nil {
+			stored, err := c.store.Inbound(ctx, r.Sender, r.ID)
+			if err != nil {
+				results[i].Err = fmt.Errorf("finalize %x from %s: %w", r.ID[:], r.Sender, err)
+				continue
+			}
+			m = &stored
 		}
 		seen[key] = true
 		ps, err := c.working(ctx, work, r.Sender)

@@ -426,6 +426,7 @@ func (c *Client) commitByPolicy(ctx context.Context, received []ReceiveResult) (
 		return 0, nil
 	}
 	var reqs []FinalizeRequest
+	var known map[inboundKey]*InboundMessage
 	if all {
 		for after := int64(0); ; {
 			page, err := c.store.PendingInbound(ctx, PageQuery{After: after, Limit: c.cfg.BatchSize})
@@ -441,16 +442,26 @@ func (c *Client) commitByPolicy(ctx context.Context, received []ReceiveResult) (
 			after = page[len(page)-1].Seq
 		}
 	} else {
+		known = make(map[inboundKey]*InboundMessage)
 		for _, r := range received {
 			if r.Kind == ResultDelivery {
 				reqs = append(reqs, FinalizeRequest{Sender: r.Sender, ID: r.ID, Outcome: OutcomeCommitted})
+				if r.fresh != nil {
+					known[inboundKey{r.Sender, r.ID}] = r.fresh
+				}
 			}
 		}
 	}
 	done := 0
 	for len(reqs) > 0 {
 		n := min(len(reqs), c.cfg.BatchSize)
-		res, err := c.FinalizeBatch(ctx, reqs[:n])
+		res, err := c.finalizeBatch(ctx, reqs[:n], known)
+		if known != nil && (errors.Is(err, ErrNotPending) || errors.Is(err, ErrConflict)) {
+			// A message of this round was finalized meanwhile (by the
+			// person, between the round and this commit): read them all
+			// back, so that only that one is refused.
+			res, err = c.finalizeBatch(ctx, reqs[:n], nil)
+		}
 		for _, r := range res {
 			if r.Err == nil {
 				done++

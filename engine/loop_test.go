@@ -122,6 +122,31 @@ func TestSyncCommitOnArrival(t *testing.T) {
 	}
 }
 
+// TestCommitRoundAfterADiscard: the loop commits a round's deliveries from
+// what the round stored, without reading them back; one that the person
+// discarded between the round and the commit is left alone and the rest
+// are committed.
+func TestCommitRoundAfterADiscard(t *testing.T) {
+	w := newWorld(t)
+	alice, bob := w.device("alice/1"), w.device("bob/1")
+	first := bob.send(alice, "discarded by hand")
+	bob.send(alice, "committed by the loop")
+	res, err := alice.c.Sync(w.ctx)
+	if err != nil || count(res.Received, engine.ResultDelivery) != 2 {
+		t.Fatalf("round: %+v, %v", res.Received, err)
+	}
+	if ok, err := alice.c.Discard(w.ctx, bob.addr, first, engine.DiscardRejected); !ok || err != nil {
+		t.Fatalf("discard: %v %v", ok, err)
+	}
+	n, err := alice.c.CommitRound(w.ctx, res.Received)
+	if err != nil || n != 1 {
+		t.Fatalf("the loop committed %d (%v), want 1 and no error", n, err)
+	}
+	if got := alice.received(bob); len(got) != 1 || got[0] != "committed by the loop" || alice.pendingIn() != 0 {
+		t.Fatalf("alice's history %q, %d pending", got, alice.pendingIn())
+	}
+}
+
 // TestRunDeliversAndCloseWaits: Run picks up what arrives without being
 // asked, commits it under CommitOnArrival, and Close ends it and waits: no
 // goroutine outlives the client.
