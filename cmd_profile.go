@@ -21,7 +21,7 @@ func init() {
 	register(&command{name: "identity", args: "", summary: "print the own address and identity fingerprint", run: cmdIdentity})
 	register(&command{name: "safety-number", args: "PEER", summary: "print the safety number with PEER's pinned identity", run: cmdSafetyNumber})
 	register(&command{name: "trust", args: "PEER", summary: "accept PEER's changed identity (then retry to resend)", run: cmdTrust})
-	register(&command{name: "contact", args: "[PEER [NAME] | --remove PEER]", summary: "name a device (shown next to its address), forget a name, or list the names", run: cmdContact})
+	register(&command{name: "contact", args: "[NAME PEER | --remove PEER]", summary: "name a device (shown next to its address), forget a name, or list the names", run: cmdContact})
 	register(&command{name: "prune", args: "--older-than DUR", summary: "delete finalized records older than DUR", run: cmdPrune})
 	register(&command{name: "relay-settings", args: "[--url URL] [--ca FILE | --system-roots] [--accept-new-id]",
 		summary: "show or change how this profile reaches its relay: URL, private CA, pinned relay ID", run: cmdRelaySettings})
@@ -222,16 +222,29 @@ func cmdContact(ctx context.Context, env *cliEnv, args []string) error {
 		return usagef("--remove takes one PEER and no name")
 	}
 	if !*remove && len(ops) == 1 {
-		return usagef("give PEER a NAME, or --remove its name")
+		return usagef("give PEER a NAME (parley contact NAME PEER), or --remove its name")
 	}
 	var peer engine.Address
-	if len(ops) > 0 {
+	name := ""
+	switch len(ops) {
+	case 1:
 		if peer, err = parsePeer(ops[0]); err != nil {
 			return usagef("%s", err)
 		}
-	}
-	if len(ops) == 2 {
-		if err := engine.CheckContactName(ops[1]); err != nil {
+	case 2:
+		// NAME PEER; PEER NAME is taken too when only the first is an
+		// address.
+		addr := ops[1]
+		name = ops[0]
+		if _, err := engine.ParseAddress(addr); err != nil {
+			if _, err2 := engine.ParseAddress(name); err2 == nil {
+				name, addr = addr, name
+			}
+		}
+		if peer, err = parsePeer(addr); err != nil {
+			return usagef("%s", err)
+		}
+		if err := engine.CheckContactName(name); err != nil {
 			return usagef("%s", err)
 		}
 	}
@@ -248,10 +261,10 @@ func cmdContact(ctx context.Context, env *cliEnv, args []string) error {
 		}
 		out.record([]kv{{"peer", peer.String()}, {"name", ""}})
 	case len(ops) == 2:
-		if err := p.Client.SetContact(ctx, peer, ops[1]); err != nil {
+		if err := p.Client.SetContact(ctx, peer, name); err != nil {
 			return err
 		}
-		out.record([]kv{{"peer", peer.String()}, {"name", ops[1]}})
+		out.record([]kv{{"peer", peer.String()}, {"name", name}})
 	default:
 		names, err := p.Client.Contacts(ctx)
 		if err != nil {

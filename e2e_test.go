@@ -580,17 +580,17 @@ func TestCLIOverTLS(t *testing.T) {
 func TestCLIContacts(t *testing.T) {
 	relay := startRelay(t)
 	alice := newProfile(t, relay, "alice/1")
-	alice.ok("contact", "bob/1", "Bob Jones")
-	alice.ok("contact", "carol/2", "Carol")
-	alice.ok("contact", "bob/1", "Bob") // renames
+	alice.ok("contact", "Bob Jones", "bob/1")
+	alice.ok("contact", "carol/2", "Carol") // the other order is understood
+	alice.ok("contact", "Bob", "bob/1")     // renames
 	got := alice.jsonLines("contact")
 	if len(got) != 2 || got[0]["peer"] != "bob/1" || got[0]["name"] != "Bob" || got[1]["peer"] != "carol/2" || got[1]["name"] != "Carol" {
 		t.Fatalf("contacts %v", got)
 	}
 	for _, args := range [][]string{
-		{"contact", "bob/1", strings.Repeat("x", 65)},
-		{"contact", "bob/1", "tab\there"},
-		{"contact", "Bob/1", "Bob"},
+		{"contact", strings.Repeat("x", 65), "bob/1"},
+		{"contact", "tab\there", "bob/1"},
+		{"contact", "Bob", "Bob/1"},
 		{"contact", "bob/1"},
 		{"contact", "--remove", "bob/1", "Bob"},
 	} {

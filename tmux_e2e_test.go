@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -207,9 +208,14 @@ func TestTerminalChat(t *testing.T) {
 	}
 	relay = restartRelay(t, relay)
 
-	d := startTerminal(t, 160, 48, []string{"PARLEY_PROFILE=" + alice.dir, "PARLEY_PASSPHRASE=e2e passphrase"},
+	settings := filepath.Join(t.TempDir(), "config.toml")
+	if err := os.WriteFile(settings, []byte("[names]\n\"bob/1\" = \"Bobby\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := startTerminal(t, 160, 48, []string{"PARLEY_PROFILE=" + alice.dir, "PARLEY_PASSPHRASE=e2e passphrase", "PARLEY_CONFIG=" + settings},
 		"tui", "--bell=false", "bob/1")
 	d.waitFor("Outbox · 7 pending sent", 20*time.Second)
+	d.waitFor("Bobby · bob/1", 10*time.Second) // a name from the settings file
 	rows := regexp.MustCompile(`bob/1 [0-9a-f]{8} msg-(\d)`)
 	var s string
 	for deadline := time.Now().Add(15 * time.Second); ; {

@@ -6,8 +6,9 @@
 // command line override what the file says; the file overrides the
 // built-in defaults.
 //
-// Nicknames are not kept here but in the profile, sealed: they name whom a
-// person talks to, which a plain file next to the profile would give away.
+// Names of devices may be given here ([names], a plain file) or in the
+// profile (parley contact, or e in the interface), where they are sealed
+// like the messages; a name in the profile wins over one here.
 package config
 
 import (
@@ -40,6 +41,8 @@ type Settings struct {
 	// Notify says how a message for a conversation not in view is
 	// announced.
 	Notify Notify `toml:"notify"`
+	// Names are names for devices, by address ("bob/1" = "Bob").
+	Names map[string]string `toml:"names"`
 }
 
 // Notify are the notification settings.
@@ -84,7 +87,7 @@ func Load(path string) (File, error) {
 			keys[i] = k.String()
 		}
 		sort.Strings(keys)
-		return File{}, fmt.Errorf("settings file %s: unknown setting %s (known: theme, commit, auto_retry, notify.bell, notify.desktop, notify.title, and the same under [profiles.\"user/device\"])",
+		return File{}, fmt.Errorf("settings file %s: unknown setting %s (known: theme, commit, auto_retry, notify.bell, notify.desktop, notify.title, names, and the same under [profiles.\"user/device\"])",
 			path, strings.Join(keys, ", "))
 	}
 	if err := f.Settings.check(""); err != nil {
@@ -115,7 +118,26 @@ func (s Settings) check(prefix string) error {
 			return fmt.Errorf("%scommit: %w", prefix, err)
 		}
 	}
+	for addr, name := range s.Names {
+		if _, err := engine.ParseAddress(addr); err != nil {
+			return fmt.Errorf("%snames.%q: %w", prefix, addr, err)
+		}
+		if err := engine.CheckContactName(name); err != nil {
+			return fmt.Errorf("%snames.%q: %w", prefix, addr, err)
+		}
+	}
 	return nil
+}
+
+// DeviceNames returns the names as addresses to names.
+func (s Settings) DeviceNames() map[engine.Address]string {
+	out := make(map[engine.Address]string, len(s.Names))
+	for addr, name := range s.Names {
+		if a, err := engine.ParseAddress(addr); err == nil && name != "" {
+			out[a] = name
+		}
+	}
+	return out
 }
 
 // For returns the settings of the profile with address: its own table over
@@ -143,6 +165,16 @@ func (s Settings) Over(o Settings) Settings {
 	}
 	if o.Notify.Title != nil {
 		s.Notify.Title = o.Notify.Title
+	}
+	if len(o.Names) > 0 {
+		names := make(map[string]string, len(s.Names)+len(o.Names))
+		for a, n := range s.Names {
+			names[a] = n
+		}
+		for a, n := range o.Names {
+			names[a] = n
+		}
+		s.Names = names
 	}
 	return s
 }

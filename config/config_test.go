@@ -32,11 +32,16 @@ commit = "on-read"
 auto_retry = true
 [notify]
 bell = true
+[names]
+"bob/1" = "Bob"
+"carol/1" = "Carol"
 [profiles."alice/1"]
 commit = "manual"
 auto_retry = false
 [profiles."alice/1".notify]
 desktop = true
+[profiles."alice/1".names]
+"bob/1" = "Robert"
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -44,6 +49,10 @@ desktop = true
 	a := f.For(engine.MustParseAddress("alice/1"))
 	if a.Theme != "light" || a.Commit != "manual" || Bool(a.AutoRetry, true) || !Bool(a.Notify.Bell, false) || !Bool(a.Notify.Desktop, false) {
 		t.Fatalf("alice/1's settings: %+v", a)
+	}
+	names := a.DeviceNames()
+	if len(names) != 2 || names[engine.MustParseAddress("bob/1")] != "Robert" || names[engine.MustParseAddress("carol/1")] != "Carol" {
+		t.Fatalf("alice/1's names: %v", names)
 	}
 	b := f.For(engine.MustParseAddress("bob/1"))
 	if b.Commit != "on-read" || !Bool(b.AutoRetry, false) || Bool(b.Notify.Desktop, false) {
@@ -61,6 +70,8 @@ func TestRefusals(t *testing.T) {
 		{"[profiles.\"Alice/1\"]\ncommit = \"auto\"", "must be lowercase"},
 		{"[profiles.\"alice/1\"]\ncommit = \"often\"", `profiles."alice/1".commit`},
 		{`theme = `, "config.toml"},
+		{"[names]\n\"Bob/1\" = \"Bob\"", `names."Bob/1"`},
+		{"[names]\n\"bob/1\" = \"a\\tb\"", "invalid contact name"},
 	} {
 		_, err := Load(write(t, tc.text))
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "config.toml") {

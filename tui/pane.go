@@ -92,6 +92,10 @@ type pane struct {
 
 	policy engine.Policy // the client's loop policy, read on each tick
 
+	// fileNames are names for devices from the settings file; the
+	// profile's own names win over them.
+	fileNames map[engine.Address]string
+
 	connState  string // the relay connection, read on each tick
 	blurred    bool   // the terminal reported that it lost the focus
 	present    bool   // events drawn since the last MarkPresented
@@ -264,8 +268,15 @@ func (p pane) Update(msg tea.Msg) (pane, tea.Cmd) {
 			p.noteErr(engine.ErrorName(msg.err), msg.err, "reading the names of devices")
 			return p, nil
 		}
-		p.conv.SetNames(msg.names)
-		p.tl.SetNames(msg.names)
+		names := make(map[engine.Address]string, len(p.fileNames)+len(msg.names))
+		for a, n := range p.fileNames {
+			names[a] = n
+		}
+		for a, n := range msg.names {
+			names[a] = n
+		}
+		p.conv.SetNames(names)
+		p.tl.SetNames(names)
 		return p, nil
 	case safetyMsg:
 		if msg.peer == p.peer {

@@ -67,6 +67,9 @@ type Options struct {
 	// Notify says how Run announces a message for a conversation not in
 	// view (the demo announces nothing).
 	Notify Notify
+	// Names are names for devices from the settings file (Run); names kept
+	// in the profile win over them.
+	Names map[engine.Address]string
 }
 
 // Notify are the ways a message that arrives for a conversation not in view
@@ -161,6 +164,7 @@ func Run(ctx context.Context, client *engine.Client, opts Options) error {
 	}
 	focus := panelConversations
 	pn := m.addPane(client.Self(), s, focus)
+	pn.fileNames = opts.Names
 	if opts.Peer != "" {
 		peer, err := engine.ParseAddress(opts.Peer)
 		if err != nil {
