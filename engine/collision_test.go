@@ -220,3 +220,41 @@ func TestStaleReplayCannotBreakTheSession(t *testing.T) {
 		t.Fatalf("the loser holds %q from the winner, want its message once", got)
 	}
 }
+
+// TestResetSessionCollidesAgain: after an exchange, ResetSession on both
+// sides (identities stay pinned) makes the next messages each way start new
+// sessions; held, they collide, and the pair converges with each message
+// delivered once.
+func TestResetSessionCollidesAgain(t *testing.T) {
+	w := newWorld(t)
+	alice, bob := w.device("alice/1"), w.device("bob/1")
+	alice.send(bob, "before")
+	converge(t, alice, bob)
+	bob.send(alice, "reply")
+	converge(t, alice, bob)
+	for _, pair := range [][2]*device{{alice, bob}, {bob, alice}} {
+		if err := pair[0].c.ResetSession(w.ctx, pair[1].addr); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := pair[0].c.HasSession(w.ctx, pair[1].addr); ok || err != nil {
+			t.Fatalf("%s still has a session after the reset (%v)", pair[0].addr, err)
+		}
+	}
+	w.net.Hold(alice.addr)
+	w.net.Hold(bob.addr)
+	alice.send(bob, "from alice")
+	bob.send(alice, "from bob")
+	w.net.Release(alice.addr)
+	w.net.Release(bob.addr)
+	r1, r2 := alice.sync(), bob.sync()
+	if hasError(r1, engine.ErrSessionCollision) == hasError(r2, engine.ErrSessionCollision) {
+		t.Fatalf("want exactly one side to report the collision: %v / %v", errorsIn(r1), errorsIn(r2))
+	}
+	converge(t, alice, bob)
+	if got := bob.received(alice); !reflect.DeepEqual(got, []string{"before", "from alice"}) {
+		t.Fatalf("bob's history %q", got)
+	}
+	if got := alice.received(bob); !reflect.DeepEqual(got, []string{"reply", "from bob"}) {
+		t.Fatalf("alice's history %q", got)
+	}
+}

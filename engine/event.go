@@ -36,6 +36,10 @@ const (
 	// oldest quarantined ones out (the quarantine is bounded, so that a
 	// flood of junk cannot fill the disk).
 	EventQuarantineEvicted
+	// EventSessionReset: the session with Peer was forgotten on this
+	// device's own request (Client.ResetSession); the next message starts
+	// a new one.
+	EventSessionReset
 )
 
 // Event reports one committed change. Events are emitted only after their

@@ -209,7 +209,8 @@ type DropStaged struct {
 // retired, the peer's current initiation (which the next initiation will
 // name as the one it replaces) is retired too, and the request's staged row
 // is consumed. Pending messages stay; the next retry sets up a fresh session
-// from a new bundle and resends them with their logical IDs.
+// from a new bundle and resends them with their logical IDs. A reset this
+// device asks for itself (Client.ResetSession) has no staged row (0).
 type ResetSession struct {
 	StagedRow      int64
 	Peer           Address

@@ -269,3 +269,43 @@ func (c *Client) prepareRecovery(bs *batchState, row StagedEnvelope, env wire.En
 	*ps = peerState{pinned: ps.pinned, replaces: r.Current}
 	return prepared{plan: plan, result: ReceiveResult{Kind: ResultSessionReset, Sender: sender}}
 }
+
+// ResetSession forgets the session with peer as if this device had been
+// reinstalled, but keeps the pinned identity: the session is removed and its
+// initiation retired (a copy of its messages that arrives later is refused),
+// and the next message to peer sets up a new session from a fresh bundle.
+// Pending messages stay and go out on it at the next retry. With no session
+// it does nothing. The demo resets both sides so that a collision can be
+// staged after a conversation has started.
+func (c *Client) ResetSession(ctx context.Context, peer Address) error {
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	work := make(map[Address]*peerState)
+	ps, err := c.working(ctx, work, peer)
+	if err != nil {
+		return err
+	}
+	s := ps.session
+	if s == nil {
+		return nil
+	}
+	now := c.cfg.Now()
+	plan := ResetSession{Peer: peer, SessionVersion: ps.version, At: now,
+		Retire: []RetiredInitiation{{ID: s.ID, SignedPreKeyID: s.SignedPreKeyID, RetiredAt: now.Unix()}}}
+	*ps = peerState{pinned: ps.pinned}
+	rs, err := c.commitWork(ctx, work, []Plan{plan})
+	if err != nil {
+		return fmt.Errorf("reset the session with %s: %w", peer, err)
+	}
+	c.emit(Event{Kind: EventSessionReset, At: now, Peer: peer, marker: rs[0].Marker})
+	return nil
+}
+
+// HasSession reports whether this device has a session with peer.
+func (c *Client) HasSession(ctx context.Context, peer Address) (bool, error) {
+	ps, err := c.snapshot(ctx, peer)
+	if err != nil {
+		return false, err
+	}
+	return ps.session != nil, nil
+}

@@ -197,8 +197,10 @@ func (t *tx) resetSession(ctx context.Context, p engine.ResetSession) (engine.Re
 	}
 	peer := p.Peer.String()
 	delete(t.sessions, peer)
-	if err := t.deleteStagedRow(ctx, p.StagedRow); err != nil {
-		return engine.Receipt{}, err
+	if p.StagedRow != 0 {
+		if err := t.deleteStagedRow(ctx, p.StagedRow); err != nil {
+			return engine.Receipt{}, err
+		}
 	}
 	if _, err := t.runOne(ctx, "session-delete", engine.ErrConflict, sqlDeleteSession, peer, int64(p.SessionVersion)); err != nil {
 		return engine.Receipt{}, fmt.Errorf("remove session with %s at version %d: %w", peer, p.SessionVersion, err)

@@ -54,7 +54,10 @@ func validate(p engine.Plan) error {
 	case engine.Prune:
 		err = checkTime("before", p.Before)
 	case engine.ResetSession:
-		err = errors.Join(checkAddress("peer", p.Peer), checkRow(p.StagedRow), checkTime("at", p.At))
+		err = errors.Join(checkAddress("peer", p.Peer), checkTime("at", p.At))
+		if p.StagedRow != 0 {
+			err = errors.Join(err, checkRow(p.StagedRow))
+		}
 		if p.SessionVersion == 0 {
 			err = errors.Join(err, invalid("no session to reset"))
 		}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -376,6 +377,12 @@ func (m *Model) demoKey(k tea.KeyMsg) tea.Cmd {
 				m.note(j, eventlog.Entry{Name: "demo", Level: eventlog.Demo, Text: "released delivery to " + m.panes[j].self.String()})
 			}
 		}
+		if hold {
+			return w.collisionCheck(i, self, peer)
+		}
+	case input.Matches(k, m.dkeys.Forget):
+		say("forgetting the sessions between " + self.String() + " and " + peer.String() + " on both sides (identities stay pinned)")
+		return w.forgetCmd(i, self, peer)
 	case input.Matches(k, m.dkeys.Drop), input.Matches(k, m.dkeys.DropAck):
 		ack := input.Matches(k, m.dkeys.DropAck)
 		d := w.device(self)
@@ -449,7 +456,7 @@ func (m *Model) demoKey(k tea.KeyMsg) tea.Cmd {
 			return msg
 		}
 	default:
-		say(fmt.Sprintf("no demo control on %q (ctrl+x then h, H, d, a, k, K, o, i, c, r or u)", k.String()))
+		say(fmt.Sprintf("no demo control on %q (ctrl+x then h, H, d, a, k, K, o, i, s, c, r or u)", k.String()))
 	}
 	return nil
 }
@@ -510,4 +517,59 @@ func onOff(b bool) string {
 		return "on"
 	}
 	return "off"
+}
+
+// collisionCheck says, when delivery is held, whether the two profiles can
+// collide: only two initiations can, and a side with a session writes on it.
+func (w *world) collisionCheck(i int, self, peer engine.Address) tea.Cmd {
+	return func() tea.Msg {
+		var with []string
+		for _, pair := range [][2]engine.Address{{self, peer}, {peer, self}} {
+			c := w.client(pair[0])
+			if c == nil {
+				continue
+			}
+			if ok, err := c.HasSession(w.ctx, pair[1]); err == nil && ok {
+				with = append(with, pair[0].String())
+			}
+		}
+		if len(with) == 0 {
+			return nil
+		}
+		return demoMsg{pane: i, what: "hold", entries: []eventlog.Entry{{At: w.now(), Name: "demo", Level: eventlog.Demo,
+			Text: strings.Join(with, " and ") + " already has a session: these messages will not collide. ctrl+x s forgets the sessions on both sides first"}}}
+	}
+}
+
+// forgetCmd resets the session between self and peer on both sides, as two
+// reinstalls would but keeping the identities: the next messages each way
+// start new sessions, and held, they collide.
+func (w *world) forgetCmd(i int, self, peer engine.Address) tea.Cmd {
+	return func() tea.Msg {
+		var errs []error
+		for _, pair := range [][2]engine.Address{{self, peer}, {peer, self}} {
+			c := w.client(pair[0])
+			if c == nil {
+				errs = append(errs, fmt.Errorf("%s is closed", pair[0]))
+				continue
+			}
+			errs = append(errs, c.ResetSession(w.ctx, pair[1]))
+		}
+		msg := demoMsg{pane: i, what: "forget", err: errors.Join(errs...)}
+		if msg.err == nil {
+			msg.entries = []eventlog.Entry{{At: w.now(), Name: "demo_forget", Level: eventlog.Demo,
+				Text: "no session between " + self.String() + " and " + peer.String() + " now: ctrl+x H, write on both sides, ctrl+x H collides"}}
+		}
+		return msg
+	}
+}
+
+// client returns addr's open client, or nil.
+func (w *world) client(addr engine.Address) *engine.Client {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if d := w.devs[addr]; d != nil && d.prof != nil {
+		return d.prof.Engine()
+	}
+	return nil
 }

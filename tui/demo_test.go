@@ -87,6 +87,66 @@ func TestDemoCollision(t *testing.T) {
 	}
 }
 
+// TestDemoCollisionAfterAnExchange: once alice and bob have exchanged a
+// message, holding both and writing on both sides does not collide (the
+// hold says so); ctrl+x s forgets both sessions, and the next held pair of
+// messages collides and converges, each delivered once.
+func TestDemoCollisionAfterAnExchange(t *testing.T) {
+	t.Parallel()
+	d := startDemo(t, demoConfig{})
+	d.waitFor("Composer → bob/1")
+	d.send("first")
+	d.waitFor("1 pending received")
+	d.key(tea.KeyCtrlO)
+	d.alt('4')
+	d.typeText("c")
+	d.waitFor("acknowledged")
+	d.key(tea.KeyCtrlO)
+	d.alt('3')
+	d.demo('H')
+	d.waitFor("already has a session")
+	d.demo('H')
+	d.demo('s')
+	d.waitFor("demo_forget")
+	d.demo('H')
+	d.waitFor("held")
+	d.send("from alice again")
+	d.key(tea.KeyCtrlO)
+	d.alt('3')
+	d.send("from bob again")
+	d.waitUntil("both sends relay accepted", func(s string) bool {
+		return strings.Count(s, "relay_accepted") >= 3
+	})
+	d.demo('H')
+	d.waitFor("session_collision")
+	d.key(tea.KeyCtrlR)
+	d.key(tea.KeyCtrlO)
+	d.key(tea.KeyCtrlR)
+	d.waitUntil("one pending received on each side", func(s string) bool {
+		return strings.Count(s, "Inbox · 1 pending received") == 2
+	})
+	d.alt('4')
+	d.typeText("c")
+	d.key(tea.KeyCtrlO)
+	d.alt('4')
+	d.typeText("c")
+	d.waitUntil("nothing pending sent on either side", func(s string) bool {
+		return strings.Count(s, "Outbox · 0 pending sent") == 2
+	})
+	a, b := halves(d.settle())
+	shown := func(screen, body string) (n int) {
+		for _, l := range strings.Split(screen, "\n") {
+			if strings.Contains(l, body) && strings.HasSuffix(strings.TrimSpace(l), "delivered") {
+				n++
+			}
+		}
+		return n
+	}
+	if shown(b, "from alice again") != 1 || shown(a, "from bob again") != 1 {
+		t.Fatalf("each message should show once on the other side:\n%s\n%s", a, b)
+	}
+}
+
 // TestDemoLostEnvelope: the next envelope is lost after the relay accepted
 // it; alice's message stays pending (relay accepted) until a retry.
 func TestDemoLostEnvelope(t *testing.T) {

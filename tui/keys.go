@@ -59,6 +59,7 @@ type demoKeys struct {
 	CrashNext  key.Binding
 	Reopen     key.Binding
 	Reinstall  key.Binding
+	Forget     key.Binding
 	AutoCommit key.Binding
 	AutoRetry  key.Binding
 	Unplug     key.Binding
@@ -78,6 +79,7 @@ func defaultDemoKeys() demoKeys {
 		CrashNext:  b("K", "crash after the next transition"),
 		Reopen:     b("o", "reopen"),
 		Reinstall:  b("i", "reinstall (new identity)"),
+		Forget:     b("s", "forget both sessions (collide again)"),
 		AutoCommit: b("c", "auto-commit on/off"),
 		AutoRetry:  b("r", "auto-retry on/off"),
 		Unplug:     b("u", "unplug/plug the relay"),
@@ -86,7 +88,7 @@ func defaultDemoKeys() demoKeys {
 }
 
 func (k demoKeys) all() []key.Binding {
-	return []key.Binding{k.Hold, k.HoldBoth, k.Drop, k.DropAck, k.Crash, k.CrashNext, k.Reopen, k.Reinstall, k.AutoCommit, k.AutoRetry, k.Unplug, k.Cancel}
+	return []key.Binding{k.Hold, k.HoldBoth, k.Drop, k.DropAck, k.Crash, k.CrashNext, k.Reopen, k.Reinstall, k.Forget, k.AutoCommit, k.AutoRetry, k.Unplug, k.Cancel}
 }
 
 // keyHelp is a help.KeyMap made of bindings gathered at draw time.

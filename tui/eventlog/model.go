@@ -239,6 +239,8 @@ func FromEvent(e engine.Event) Entry {
 		return Entry{At: e.At, Name: "identity_accepted", Text: e.Peer.String() + ": session removed; a retry resends the pending messages to the new identity", Level: Warn}
 	case engine.EventResync:
 		return Entry{At: e.At, Name: "state_resync_required", Text: "the last run stopped before its events were shown; every list was read again", Level: Warn}
+	case engine.EventSessionReset:
+		return Entry{At: e.At, Name: "session_reset", Text: "the session with " + e.Peer.String() + " was forgotten here; the next message starts a new one", Level: Warn}
 	case engine.EventQuarantineEvicted:
 		return Entry{At: e.At, Name: "quarantine_evicted", Text: fmt.Sprintf("%d of the oldest unreadable envelopes dropped: the quarantine is full", e.Count), Level: Warn}
 	case engine.EventSyncFailed:
