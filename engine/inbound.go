@@ -806,3 +806,9 @@ func (c *Client) History(ctx context.Context, peer Address, before int64, limit 
 func (c *Client) Conversations(ctx context.Context) ([]Conversation, error) {
 	return c.store.Conversations(ctx)
 }
+
+// Finalized returns the terminal record of a message received from sender
+// (ErrNotPending when there is none: still pending, pruned or never seen).
+func (c *Client) Finalized(ctx context.Context, sender Address, id wire.LogicalID) (FinalizedRecord, error) {
+	return c.store.Finalized(ctx, sender, id)
+}

@@ -78,6 +78,9 @@ type device struct {
 	held      bool // the switches and the policy outlive a crash and a reopen
 	unplugged bool
 	policy    engine.Policy
+	// reinstalled is when the device was last reinstalled: what it had
+	// committed before is gone with its old profile.
+	reinstalled time.Time
 
 	// While open:
 	prof   DemoProfile
@@ -221,6 +224,7 @@ func (w *world) reinstall(ctx context.Context, addr engine.Address) (*attachment
 	}
 	w.mu.Lock()
 	old := w.devs[addr].dir
+	w.devs[addr].reinstalled = w.now()
 	w.mu.Unlock()
 	if err := os.RemoveAll(old); err != nil {
 		return nil, fmt.Errorf("reinstall %s: %w", addr, err)

@@ -361,3 +361,21 @@ func TestDemoNameADevice(t *testing.T) {
 		t.Fatalf("stored names %v, %v; want bob/1 named Bob", names, err)
 	}
 }
+
+// TestDemoVerdict: the exactly-once line counts, from both stores, what
+// each side sent and what became of it at the other.
+func TestDemoVerdict(t *testing.T) {
+	t.Parallel()
+	d := startDemo(t, demoConfig{})
+	d.waitFor("Composer → bob/1", "alice→bob 0 sent")
+	d.send("kept")
+	d.send("thrown away")
+	d.send("still waiting")
+	d.waitFor("3 pending received", "alice→bob 3 sent: 0 once, 3 pending")
+	d.key(tea.KeyCtrlO)
+	d.alt('4')
+	d.typeText("c")
+	d.waitFor("2 pending received")
+	d.typeText("d")
+	d.waitFor("alice→bob 3 sent: 1 once, 1 pending, 1 discarded", "no loss, no duplicate")
+}

@@ -50,6 +50,12 @@ type Model struct {
 	blurred  bool      // the terminal reported that it lost the focus
 	away     int       // deliveries to the chosen conversation while blurred
 	titleFor int       // the unread count the title shows (-1: not set yet)
+
+	// The demo's exactly-once verdict, read from both stores after what
+	// changed them, at most one read at a time.
+	verdict      verdictMsg
+	verdictStale bool
+	verdictBusy  bool
 }
 
 func newModel(ctx context.Context, th themes.Theme, log *slog.Logger, now func() time.Time, w *world) Model {
@@ -62,7 +68,7 @@ func newModel(ctx context.Context, th themes.Theme, log *slog.Logger, now func()
 	// 80x24 until the terminal says otherwise (an output that is not a
 	// terminal never does).
 	return Model{ctx: ctx, th: th, keys: defaultGlobalKeys(w != nil), dkeys: defaultDemoKeys(), help: hm,
-		world: w, log: log, now: now, helpH: 1, w: 80, h: 24, titleFor: -1}
+		world: w, log: log, now: now, helpH: 1, w: 80, h: 24, titleFor: -1, verdictStale: true}
 }
 
 // addPane adds a profile with its open session; focus says which panel
@@ -122,6 +128,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		cmd = tag(msg.pane, m.panes[msg.pane].gen, c)
 		if evs, ok := msg.msg.(eventsMsg); ok {
 			cmd = tea.Batch(cmd, m.announce(msg.pane, evs.events))
+			m.verdictStale = true
 		}
 	case tickMsg:
 		cmds := []tea.Cmd{tick()}
@@ -133,9 +140,16 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.panes[i], c = m.panes[i].Update(msg)
 			cmds = append(cmds, tag(i, m.panes[i].gen, c))
 		}
+		if m.world != nil && len(m.panes) == 2 && m.verdictStale && !m.verdictBusy {
+			m.verdictStale, m.verdictBusy = false, true
+			cmds = append(cmds, m.world.verdictCmd(m.panes[0].self, m.panes[1].self))
+		}
 		cmd = tea.Batch(cmds...)
 	case demoMsg:
+		m.verdictStale = true
 		cmd = m.demoResult(msg)
+	case verdictMsg:
+		m.verdict, m.verdictBusy = msg, false
 	}
 	return m, tea.Batch(cmd, m.resize(), m.title())
 }
@@ -182,7 +196,7 @@ func (m *Model) resize() tea.Cmd {
 	m.helpH = len(strings.Split(m.helpView(), "\n"))
 	h := m.h - m.helpH
 	if m.world != nil {
-		h-- // the hint
+		h -= 2 // the hint and the verdict
 	}
 	h = max(h, 0)
 	sizes := make([][2]int, len(m.panes))
@@ -210,7 +224,7 @@ func (m Model) View() string {
 	}
 	var parts []string
 	if m.world != nil {
-		parts = append(parts, m.hintView())
+		parts = append(parts, m.hintView(), m.verdictView())
 	}
 	switch {
 	case len(m.panes) == 1:

@@ -1,0 +1,172 @@
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/tui/internal/layout"
+	"github.com/parley-chat/parley/wire"
+)
+
+// verdictScan is the most history entries the verdict reads per
+// conversation side (the demo's conversations are far shorter).
+const verdictScan = 5000
+
+// flow is the exactly-once count of one direction, from both stores: what
+// the sender sent, and what became of each message at the receiver.
+type flow struct {
+	from, to engine.Address
+	sent     int // distinct messages in the sender's history
+	once     int // in the receiver's history exactly once
+	pending  int // not in the receiver's history yet, still pending on a side
+	dropped  int // discarded by the receiver
+	given    int // abandoned by the sender and never committed
+	dup      int // in the receiver's history more than once
+	lost     int // acknowledged to the sender, yet neither committed nor discarded
+	wiped    int // acknowledged before the receiver was reinstalled (its old profile is gone)
+	partial  bool
+}
+
+// verdictMsg carries the verdict of both directions.
+type verdictMsg struct {
+	flows []flow
+	err   error
+}
+
+// verdictCmd reads both profiles' stores and counts each direction.
+func (w *world) verdictCmd(a, b engine.Address) tea.Cmd {
+	return func() tea.Msg {
+		ca, cb := w.client(a), w.client(b)
+		if ca == nil || cb == nil {
+			return verdictMsg{err: errors.New("a profile is closed")}
+		}
+		var flows []flow
+		for _, d := range [][2]*engine.Client{{ca, cb}, {cb, ca}} {
+			var since time.Time
+			w.mu.Lock()
+			if dev := w.devs[d[1].Self()]; dev != nil {
+				since = dev.reinstalled
+			}
+			w.mu.Unlock()
+			f, err := countFlow(w.ctx, d[0], d[1], since)
+			if err != nil {
+				return verdictMsg{err: err}
+			}
+			flows = append(flows, f)
+		}
+		return verdictMsg{flows: flows}
+	}
+}
+
+// countFlow counts the messages from sender to receiver; reinstalled is
+// when the receiver was last reinstalled (zero: never).
+func countFlow(ctx context.Context, sender, receiver *engine.Client, reinstalled time.Time) (flow, error) {
+	f := flow{from: sender.Self(), to: receiver.Self()}
+	out, err := sender.History(ctx, f.to, 0, verdictScan)
+	if err != nil {
+		return f, err
+	}
+	in, err := receiver.History(ctx, f.from, 0, verdictScan)
+	if err != nil {
+		return f, err
+	}
+	f.partial = len(out) == verdictScan || len(in) == verdictScan
+	copies := map[wire.LogicalID]int{}
+	for _, e := range in {
+		if e.Direction == engine.DirectionIn {
+			copies[e.ID]++
+		}
+	}
+	waiting := map[wire.LogicalID]bool{}
+	from := f.from
+	for after := int64(0); ; {
+		page, err := receiver.PendingInbound(ctx, engine.PageQuery{After: after, Limit: 256, Peer: &from})
+		if err != nil {
+			return f, err
+		}
+		if len(page) == 0 {
+			break
+		}
+		for _, m := range page {
+			waiting[m.ID] = true
+		}
+		after = page[len(page)-1].Seq
+	}
+	for _, e := range out {
+		if e.Direction != engine.DirectionOut {
+			continue
+		}
+		f.sent++
+		switch n := copies[e.ID]; {
+		case n == 1:
+			f.once++
+			continue
+		case n > 1:
+			f.dup++
+			continue
+		}
+		if waiting[e.ID] {
+			f.pending++
+			continue
+		}
+		rec, err := receiver.Finalized(ctx, f.from, e.ID)
+		switch {
+		case err == nil && rec.Outcome == engine.OutcomeDiscarded:
+			f.dropped++
+		case err == nil:
+			// Committed, and its history entry pruned since: it was
+			// delivered once.
+			f.once++
+		case !errors.Is(err, engine.ErrNotPending):
+			return f, err
+		case e.State == engine.SentPending:
+			f.pending++
+		case e.State == engine.SentAbandoned:
+			f.given++
+		case !reinstalled.IsZero() && !e.At.After(reinstalled):
+			f.wiped++
+		default:
+			f.lost++
+		}
+	}
+	return f, nil
+}
+
+// verdictView is the demo's exactly-once line.
+func (m Model) verdictView() string {
+	st := m.th.App
+	if m.verdict.err != nil {
+		return layout.Pad(st.Hint, " exactly once: "+m.verdict.err.Error(), m.w)
+	}
+	if len(m.verdict.flows) == 0 {
+		return layout.Pad(st.Hint, " exactly once: counting…", m.w)
+	}
+	parts := make([]string, 0, len(m.verdict.flows))
+	bad := false
+	for _, f := range m.verdict.flows {
+		s := fmt.Sprintf("%s→%s %d sent: %d once", f.from.User, f.to.User, f.sent, f.once)
+		for _, c := range []struct {
+			n    int
+			name string
+		}{{f.pending, "pending"}, {f.dropped, "discarded"}, {f.given, "abandoned"}, {f.wiped, "gone with a reinstall"}, {f.dup, "DUPLICATED"}, {f.lost, "LOST"}} {
+			if c.n > 0 {
+				s += fmt.Sprintf(", %d %s", c.n, c.name)
+			}
+		}
+		if f.partial {
+			s += fmt.Sprintf(" (newest %d)", verdictScan)
+		}
+		bad = bad || f.dup > 0 || f.lost > 0
+		parts = append(parts, s)
+	}
+	text := " exactly once · " + strings.Join(parts, " · ")
+	if bad {
+		return layout.Pad(m.th.Panel.Error, text, m.w)
+	}
+	return layout.Pad(st.Hint, text+" · no loss, no duplicate", m.w)
+}
