@@ -379,3 +379,47 @@ func TestDemoVerdict(t *testing.T) {
 	d.typeText("d")
 	d.waitFor("alice→bob 3 sent: 1 once, 1 pending, 1 discarded", "no loss, no duplicate")
 }
+
+// TestDemoScenarios plays each guided scenario (ctrl+x then its digit, then
+// space per step) to its end on a fresh demo: every step's narration shows,
+// and the exactly-once line ends with no loss and no duplicate.
+func TestDemoScenarios(t *testing.T) {
+	for n, want := range []string{
+		"alice→bob 1 sent: 1 once · bob→alice 1 sent: 1 once · no loss, no duplicate",
+		"alice→bob 1 sent: 1 once · bob→alice 0 sent: 0 once · no loss, no duplicate",
+		"alice→bob 1 sent: 1 once · bob→alice 0 sent: 0 once · no loss, no duplicate",
+		"alice→bob 1 sent: 1 once · bob→alice 0 sent: 0 once · no loss, no duplicate",
+		"alice→bob 0 sent: 0 once · bob→alice 1 sent: 1 once · no loss, no duplicate",
+		"alice→bob 1 sent: 1 once · bob→alice 0 sent: 0 once · no loss, no duplicate",
+	} {
+		sc := scenarios()[n]
+		t.Run(strings.ReplaceAll(sc.name, " ", "_"), func(t *testing.T) {
+			t.Parallel()
+			d := startDemo(t, demoConfig{})
+			d.waitFor("Composer → bob/1", "exactly once ·")
+			d.demo(rune('1' + n))
+			for i, st := range sc.steps {
+				d.waitFor(fmt.Sprintf("%d/%d]", i+1, len(sc.steps)))
+				d.settle()
+				if !strings.Contains(strings.Join(strings.Fields(d.view()), " "), strings.Join(strings.Fields(firstWords(st.say, 6)), " ")) {
+					t.Fatalf("step %d: the narration %q is not on screen:\n%s", i+1, st.say, d.view())
+				}
+				if i+1 < len(sc.steps) {
+					d.key(tea.KeySpace)
+				}
+			}
+			s := d.waitFor(want)
+			if strings.Contains(s, "LOST") || strings.Contains(s, "DUPLICATED") {
+				t.Fatalf("the verdict found a loss or a duplicate:\n%s", s)
+			}
+			d.key(tea.KeySpace)
+			d.waitUntil("the scenario to end", func(s string) bool { return !strings.Contains(s, "esc: stop") })
+		})
+	}
+}
+
+// firstWords returns the first n words of s.
+func firstWords(s string, n int) string {
+	w := strings.Fields(s)
+	return strings.Join(w[:min(n, len(w))], " ")
+}

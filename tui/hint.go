@@ -13,6 +13,9 @@ func (m Model) hintView() string {
 }
 
 func (m Model) hint() string {
+	if m.scen != nil {
+		return m.scenarioHint()
+	}
 	held := 0
 	for _, p := range m.panes {
 		if p.closed != "" {

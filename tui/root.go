@@ -56,6 +56,12 @@ type Model struct {
 	verdict      verdictMsg
 	verdictStale bool
 	verdictBusy  bool
+
+	// scen is the guided scenario being played (ctrl+x then a digit);
+	// scripted is set while it types its keys, which are not its own
+	// space and enter.
+	scen     *scenarioRun
+	scripted bool
 }
 
 func newModel(ctx context.Context, th themes.Theme, log *slog.Logger, now func() time.Time, w *world) Model {
@@ -163,6 +169,15 @@ func (m Model) key(k tea.KeyMsg) (Model, tea.Cmd, bool) {
 		return m, nil, false
 	}
 	m.quitAsk = false
+	if m.scen != nil && !m.scripted && !m.prefix {
+		switch k.Type {
+		case tea.KeySpace, tea.KeyEnter:
+			return m, m.stepScenario(), false
+		case tea.KeyEsc:
+			m.scen = nil
+			return m, nil, false
+		}
+	}
 	if m.prefix {
 		m.prefix = false
 		return m, m.demoKey(k), false
