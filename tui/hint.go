@@ -45,7 +45,7 @@ func (m Model) hint() string {
 		}
 	}
 	if len(m.panes) > 1 && len(m.panes[0].tl.Entries()) == 0 && len(m.panes[1].tl.Entries()) == 0 {
-		return fmt.Sprintf("Type a message and press Enter: it goes to %s and waits in its inbox · ctrl+x shows the demo controls · f1 help", m.panes[0].peer)
+		return fmt.Sprintf("Type a message and press Enter: it goes to %s and waits in its inbox · ctrl+x 1…6 plays a guided scenario · f1 help", m.panes[0].peer)
 	}
-	return "All settled. Try: ctrl+x H (collision) · ctrl+x d (lost envelope) · ctrl+x a (lost ACK) · ctrl+x K (crash) · ctrl+x i on bob (identity change)"
+	return "All settled. A guided scenario: ctrl+x then " + scenarioMenu()
 }
