@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/profile"
+	"github.com/parley-chat/parley/tui"
 )
 
 func init() {
@@ -19,6 +22,7 @@ func init() {
 	register(&command{name: "discard", args: "SENDER ID", summary: "discard a pending received message and acknowledge it", run: cmdFinalize(engine.OutcomeDiscarded)})
 	register(&command{name: "retry", args: "PEER", summary: "send the messages pending for PEER again, in order (exit 3: one stays pending)", run: cmdRetry})
 	register(&command{name: "abandon", args: "PEER ID", summary: "drop a pending sent message locally (not a recall)", run: cmdAbandon})
+	register(&command{name: "trace", args: "PEER ID", summary: "a message's life: the envelopes that carried it, on which session, and where it stands", run: cmdTrace})
 	register(&command{name: "history", args: "PEER [--limit N]", summary: "print the conversation with PEER, oldest first", run: cmdHistory})
 }
 
@@ -333,4 +337,53 @@ func (f *flags) peerCommand(ctx context.Context, env *cliEnv, args []string, n i
 		return engine.Address{}, nil, nil, err
 	}
 	return peer, ops, p, nil
+}
+
+func cmdTrace(ctx context.Context, env *cliEnv, args []string) error {
+	f := newFlags(commands["trace"], env, true)
+	peer, ops, p, err := f.peerCommand(ctx, env, args, 2)
+	if err != nil {
+		return err
+	}
+	defer closeProfile(p)
+	id, err := parseID(ops[1])
+	if err != nil {
+		return usagef("%s", err)
+	}
+	// A message sent to PEER, else one received from it.
+	l, err := p.Client.Life(ctx, peer, id, engine.DirectionOut)
+	if err != nil {
+		return err
+	}
+	if l.State == "unknown" && len(l.Attempts) == 0 {
+		if l, err = p.Client.Life(ctx, peer, id, engine.DirectionIn); err != nil {
+			return err
+		}
+		if l.State == "unknown" {
+			return fmt.Errorf("no message %s to or from %s here (pruned, or never seen)", hexID(id), peer)
+		}
+	}
+	if !*f.json {
+		fmt.Fprintln(env.stdout, tui.LifeText(p.Client.Self(), l, nil))
+		return nil
+	}
+	attempts := make([]map[string]any, len(l.Attempts))
+	for i, a := range l.Attempts {
+		attempts[i] = map[string]any{"n": a.N, "at": a.At.UTC().Format(time.RFC3339Nano), "envelope": hex.EncodeToString(a.Envelope[:]),
+			"type": strings.ToLower(a.Type.String()), "initiation": hex.EncodeToString(a.Initiation[:])}
+	}
+	dir := "out"
+	if l.Direction == engine.DirectionIn {
+		dir = "in"
+	}
+	rec := []kv{{"peer", peer.String()}, {"id", hexID(id)}, {"direction", dir}, {"state", l.State}}
+	if !l.At.IsZero() {
+		rec = append(rec, kv{"at", l.At.UTC().Format(time.RFC3339Nano)})
+	}
+	if !l.Done.IsZero() {
+		rec = append(rec, kv{"finalized_at", l.Done.UTC().Format(time.RFC3339Nano)})
+	}
+	rec = append(rec, kv{"attempts", attempts})
+	printer{env.stdout, true}.record(rec)
+	return nil
 }

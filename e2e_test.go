@@ -238,8 +238,8 @@ func TestCLIRoundTrip(t *testing.T) {
 func TestCLICollisionConverges(t *testing.T) {
 	relay := startRelay(t)
 	alice, bob := newProfile(t, relay, "alice/1"), newProfile(t, relay, "bob/1")
-	alice.ok("send", "bob/1", "from alice")
-	bob.ok("send", "alice/1", "from bob")
+	aliceID := alice.jsonLines("send", "bob/1", "from alice")[0]["id"].(string)
+	bobID := bob.jsonLines("send", "alice/1", "from bob")[0]["id"].(string)
 	var collisions int
 	for round := 0; round < 6; round++ {
 		collisions += kinds(alice.sync())["session_collision"] + kinds(bob.sync())["session_collision"]
@@ -264,6 +264,49 @@ func TestCLICollisionConverges(t *testing.T) {
 	}
 	if n := len(alice.jsonLines("outbox")) + len(bob.jsonLines("outbox")); n != 0 {
 		t.Fatalf("%d messages still pending", n)
+	}
+
+	// parley trace: the message that lost the collision went out on two
+	// initiations, the first as a PreKey message; both are acknowledged,
+	// and the receiving side knows each as committed.
+	lost := 0
+	for _, c := range []struct {
+		from, to *cliProfile
+		id       string
+	}{{alice, bob, aliceID}, {bob, alice, bobID}} {
+		tr := c.from.jsonLines("trace", c.to.addr, c.id)
+		if len(tr) != 1 {
+			t.Fatalf("trace printed %d lines", len(tr))
+		}
+		r := tr[0]
+		if r["peer"] != c.to.addr || r["id"] != c.id || r["direction"] != "out" || r["state"] != "acknowledged" {
+			t.Fatalf("trace of %s's message: %v", c.from.addr, r)
+		}
+		attempts, _ := r["attempts"].([]any)
+		inits := map[string]bool{}
+		for i, a := range attempts {
+			m := a.(map[string]any)
+			if m["n"].(float64) != float64(i+1) || len(m["envelope"].(string)) != 32 || len(m["initiation"].(string)) != 64 {
+				t.Fatalf("attempt %d: %v", i, m)
+			}
+			inits[m["initiation"].(string)] = true
+		}
+		if len(attempts) == 0 || attempts[0].(map[string]any)["type"] != "prekey" {
+			t.Fatalf("the first attempt of %s's message is not a PreKey message: %v", c.from.addr, attempts)
+		}
+		if len(inits) >= 2 {
+			lost++
+		}
+		in := c.to.jsonLines("trace", c.from.addr, c.id)[0]
+		if in["direction"] != "in" || in["state"] != "committed" || in["finalized_at"] == nil {
+			t.Fatalf("trace at the receiver: %v", in)
+		}
+	}
+	if lost != 1 {
+		t.Fatalf("%d messages went out on two initiations, want exactly the one that lost the collision", lost)
+	}
+	if out := alice.ok("trace", "bob/1", aliceID); !strings.Contains(out, "envelope") || !strings.Contains(out, "acknowledged") {
+		t.Fatalf("trace as text: %q", out)
 	}
 }
 
@@ -499,7 +542,13 @@ func TestCLIRelayPinned(t *testing.T) {
 	_ = other
 	bob.ok("relay-settings", "--accept-new-id")
 	bob.ok("send", "alice/1", "on the new relay")
-	if recs := alice.sync(); len(recs) != 1 || recs[0]["body"] != "on the new relay" {
+	// A sync waits 300 ms for the relay's first delivery; on a loaded
+	// machine the connection alone can take longer, so ask again.
+	var recs []map[string]any
+	for deadline := time.Now().Add(15 * time.Second); len(recs) == 0 && time.Now().Before(deadline); {
+		recs = alice.sync()
+	}
+	if len(recs) != 1 || recs[0]["body"] != "on the new relay" {
 		t.Fatalf("alice got %v on the accepted relay", recs)
 	}
 }

@@ -812,3 +812,9 @@ func (c *Client) Conversations(ctx context.Context) ([]Conversation, error) {
 func (c *Client) Finalized(ctx context.Context, sender Address, id wire.LogicalID) (FinalizedRecord, error) {
 	return c.store.Finalized(ctx, sender, id)
 }
+
+// Attempts returns the envelopes that carried the message id sent to peer,
+// oldest first: the send, then each retry (at most store.MaxAttempts kept).
+func (c *Client) Attempts(ctx context.Context, peer Address, id wire.LogicalID) ([]Attempt, error) {
+	return c.store.Attempts(ctx, peer, id)
+}

@@ -38,6 +38,9 @@ type Store interface {
 	// Finalized returns the finalized record of a received message, or
 	// ErrNotPending when there is none.
 	Finalized(ctx context.Context, sender Address, id wire.LogicalID) (FinalizedRecord, error)
+	// Attempts returns the envelopes that carried the message id sent to
+	// peer (its send, then each retry), oldest first.
+	Attempts(ctx context.Context, peer Address, id wire.LogicalID) ([]Attempt, error)
 
 	// PendingOutbound pages pending sent messages in send order.
 	PendingOutbound(ctx context.Context, q PageQuery) ([]OutboundMessage, error)
@@ -175,6 +178,17 @@ type HistoryEntry struct {
 	At        time.Time
 	Body      []byte
 	State     SentState // for DirectionOut
+}
+
+// Attempt is one envelope that carried a sent message: its send (N 1) or a
+// retry, the envelope's ID and type, and the session initiation it was
+// encrypted on.
+type Attempt struct {
+	N          int
+	At         time.Time
+	Envelope   wire.EnvelopeID
+	Type       wire.EnvelopeType
+	Initiation InitiationID
 }
 
 // Conversation summarizes one peer.

@@ -133,6 +133,9 @@ func (t *tx) prune(ctx context.Context, p engine.Prune) (engine.Receipt, error) 
 	if err != nil {
 		return engine.Receipt{}, fmt.Errorf("prune finalized records: %w", err)
 	}
+	if _, err := t.run(ctx, "attempt-prune", sqlPruneAttempts, p.Before.UnixNano()); err != nil {
+		return engine.Receipt{}, fmt.Errorf("prune attempts: %w", err)
+	}
 	return engine.Receipt{Pruned: n}, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"errors"
+	"github.com/parley-chat/parley/wire"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -67,6 +68,32 @@ var fixtures = map[int]struct {
 	2: {insertFixtureV2, checkFixtureV2},
 	3: {insertFixtureV3, checkFixtureV3},
 	4: {insertFixtureV4, checkFixtureV4},
+	5: {insertFixtureV5, checkFixtureV5},
+}
+
+// insertFixtureV5 is fixture 4 with two attempts logged for a message.
+func insertFixtureV5(t *testing.T, db *sql.DB, s *sealer) {
+	t.Helper()
+	insertFixtureV4(t, db, s)
+	peer := engine.MustParseAddress(fixturePeer)
+	id := wire.LogicalID{0x5a}
+	for n := int64(1); n <= 2; n++ {
+		rec := make([]byte, attemptRecord)
+		rec[0], rec[16], rec[17] = byte(n), byte(wire.EnvelopeRatchet), 0x77
+		if _, err := db.Exec("INSERT INTO attempt (peer, id, n, at, sealed) VALUES (?, ?, ?, ?, ?)", fixturePeer, id[:], n, n*1000,
+			s.seal(kindAttempt, attemptKey(peer, id, n), rec)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func checkFixtureV5(t *testing.T, db *DB) {
+	t.Helper()
+	checkFixtureV4(t, db)
+	got, err := db.Attempts(context.Background(), engine.MustParseAddress(fixturePeer), wire.LogicalID{0x5a})
+	if err != nil || len(got) != 2 || got[1].N != 2 || got[1].Envelope[0] != 2 || got[1].Type != wire.EnvelopeRatchet || got[1].Initiation[0] != 0x77 {
+		t.Fatalf("attempts %+v, %v; want two, the second envelope 02…, ratchet, on initiation 77…", got, err)
+	}
 }
 
 // insertFixtureV4 is fixture 3 with a name given to the peer.

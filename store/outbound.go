@@ -42,6 +42,9 @@ func (t *tx) send(ctx context.Context, p engine.Send) (engine.Receipt, error) {
 	if err := t.insertHistory(ctx, p.Recipient, engine.DirectionOut, p.ID, p.At, engine.SentPending, p.Body); err != nil {
 		return engine.Receipt{}, err
 	}
+	if err := t.recordAttempt(ctx, p.Recipient, p.ID, 1, p.At, p.Out.Envelope, p.Session.ID); err != nil {
+		return engine.Receipt{}, err
+	}
 	if p.Pin != nil {
 		if err := t.insertPin(ctx, p.Recipient, *p.Pin, p.At); err != nil {
 			return engine.Receipt{}, err
@@ -69,6 +72,13 @@ func (t *tx) retry(ctx context.Context, p engine.Retry) (engine.Receipt, error) 
 		if err := t.insertPin(ctx, p.Recipient, *p.Pin, t.now); err != nil {
 			return engine.Receipt{}, err
 		}
+	}
+	n, err := t.nextAttempt(ctx, p.Recipient, p.ID)
+	if err != nil {
+		return engine.Receipt{}, err
+	}
+	if err := t.recordAttempt(ctx, p.Recipient, p.ID, n, t.now, p.Out.Envelope, p.Session.ID); err != nil {
+		return engine.Receipt{}, err
 	}
 	if err := t.writeSession(ctx, p.Session); err != nil {
 		return engine.Receipt{}, err

@@ -27,6 +27,7 @@ const (
 	kindHistoryBody     = "history-body"     // row key: peer, direction, id
 	kindStaged          = "inbox"            // row key: row
 	kindContactName     = "contact-name"     // row key: address
+	kindAttempt         = "attempt"          // row key: peer, id, number
 )
 
 // sealedColumns names the record kind of every sealed column of the schema
@@ -44,6 +45,7 @@ var sealedColumns = map[string]string{
 	"history.sealed_body":     kindHistoryBody,
 	"inbox.sealed":            kindStaged,
 	"contact.sealed_name":     kindContactName,
+	"attempt.sealed":          kindAttempt,
 	// A quarantined row keeps its inbox record and row number verbatim.
 	"quarantine.sealed": kindStaged,
 }

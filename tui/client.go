@@ -9,6 +9,7 @@ import (
 	"github.com/parley-chat/parley/tui/inbox"
 	"github.com/parley-chat/parley/tui/outbox"
 	"github.com/parley-chat/parley/tui/timeline"
+	"github.com/parley-chat/parley/wire"
 )
 
 // Client is the part of *engine.Client the interface uses: the panels' read
@@ -30,6 +31,7 @@ type Client interface {
 	RelayIdentity(ctx context.Context, peer engine.Address) (engine.IdentityKey, error)
 	Policy() engine.Policy
 	Contacts(ctx context.Context) (map[engine.Address]string, error)
+	Life(ctx context.Context, peer engine.Address, id wire.LogicalID, dir engine.Direction) (engine.Life, error)
 	SetContact(ctx context.Context, peer engine.Address, name string) error
 }
 

@@ -423,3 +423,44 @@ func firstWords(s string, n int) string {
 	w := strings.Fields(s)
 	return strings.Join(w[:min(n, len(w))], " ")
 }
+
+// TestDemoLifeAfterACollision: after the guided collision, the life of
+// each message (t on a search match in the timeline) shows its envelopes;
+// the one that lost went out on two initiations, and both were committed
+// at the other end and cleared by an ACK.
+func TestDemoLifeAfterACollision(t *testing.T) {
+	t.Parallel()
+	d := startDemo(t, demoConfig{})
+	d.waitFor("Composer → bob/1", "exactly once ·")
+	d.demo('1')
+	for i := 1; i < len(scenarios()[0].steps); i++ {
+		d.settle()
+		d.key(tea.KeySpace)
+	}
+	d.waitFor("alice→bob 1 sent: 1 once · bob→alice 1 sent: 1 once")
+	d.key(tea.KeyEsc)
+	replaced := 0
+	for _, body := range []string{"hello from alice", "hello from bob"} {
+		d.key(tea.KeyCtrlO)
+		d.key(tea.KeyCtrlO) // alice's pane, whichever had the keyboard
+		d.waitFor("▶ alice/1")
+		d.alt('2')
+		d.typeText("/")
+		d.tm.Send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(body)})
+		d.key(tea.KeyEnter)
+		d.waitFor("match 1 of 1")
+		d.typeText("t")
+		s := d.waitFor("Event · life", "ACK received ─▶ cleared (acknowledged)", "delivered ─▶ committed")
+		a, _ := halves(s)
+		if !strings.Contains(a, body) {
+			t.Fatalf("the life shown is not that of %q:\n%s", body, a)
+		}
+		replaced += strings.Count(a, "since replaced")
+		d.key(tea.KeyEsc)
+		d.alt('2')
+		d.key(tea.KeyEsc)
+	}
+	if replaced != 1 {
+		t.Fatalf("%d envelopes on a replaced initiation, want the one of the message that lost", replaced)
+	}
+}

@@ -50,6 +50,12 @@ type noteMsg struct{ entry eventlog.Entry }
 type clientEndedMsg struct{}
 
 // safetyMsg carries the safety number with the chosen peer.
+// lifeMsg carries a message's life, drawn.
+type lifeMsg struct {
+	text string
+	err  error
+}
+
 // namesMsg carries the names given to devices.
 type namesMsg struct {
 	names map[engine.Address]string

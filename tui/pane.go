@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/parley-chat/parley/wire"
 	"log/slog"
 	"strings"
 	"time"
@@ -95,6 +96,10 @@ type pane struct {
 	// fileNames are names for devices from the settings file; the
 	// profile's own names win over them.
 	fileNames map[engine.Address]string
+	// other returns the open client of another device of this process
+	// (the demo's peer), to show its end of a message's life; nil
+	// outside the demo.
+	other func(engine.Address) *engine.Client
 
 	connState  string // the relay connection, read on each tick
 	blurred    bool   // the terminal reported that it lost the focus
@@ -255,6 +260,20 @@ func (p pane) Update(msg tea.Msg) (pane, tea.Cmd) {
 		var c2 tea.Cmd
 		p.conv, c2 = p.conv.Update(msg)
 		return p, tea.Batch(cmd, c2)
+	case outbox.LifeMsg:
+		return p, p.life(msg.Peer, msg.ID, engine.DirectionOut)
+	case inbox.LifeMsg:
+		return p, p.life(msg.Peer, msg.ID, engine.DirectionIn)
+	case timeline.LifeMsg:
+		return p, p.life(msg.Peer, msg.ID, msg.Direction)
+	case lifeMsg:
+		if msg.err != nil {
+			p.noteErr(engine.ErrorName(msg.err), msg.err, "reading a message's life")
+			return p, nil
+		}
+		cmd := p.setFocus(panelEvents)
+		p.ev.Show(eventlog.Entry{At: p.now(), Name: "life", Text: msg.text, Level: eventlog.Info})
+		return p, cmd
 	case conversations.NameMsg:
 		return p, p.setName(msg.Peer, msg.Name)
 	case namedMsg:
@@ -465,6 +484,34 @@ func (p *pane) selectPeer(peer engine.Address) tea.Cmd {
 	p.comp.SetPeer(peer)
 	p.updateBlocked()
 	return tea.Batch(p.tl.SetPeer(peer), p.loadSafety())
+}
+
+// life reads what this device (and, in the demo, the peer) knows of one
+// message and draws it.
+func (p pane) life(peer engine.Address, id wire.LogicalID, dir engine.Direction) tea.Cmd {
+	if p.att == nil {
+		return nil
+	}
+	c, ctx, self, other := p.att.client, p.ctx, p.self, p.other
+	return func() tea.Msg {
+		own, err := c.Life(ctx, peer, id, dir)
+		if err != nil {
+			return lifeMsg{err: err}
+		}
+		var theirs *engine.Life
+		if other != nil {
+			if oc := other(peer); oc != nil {
+				back := engine.DirectionIn
+				if dir == engine.DirectionIn {
+					back = engine.DirectionOut
+				}
+				if l, err := oc.Life(ctx, self, id, back); err == nil {
+					theirs = &l
+				}
+			}
+		}
+		return lifeMsg{text: LifeText(self, own, theirs)}
+	}
 }
 
 // loadNames reads the names given to devices.

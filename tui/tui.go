@@ -232,6 +232,7 @@ func newDemoModel(ctx context.Context, w *world, th themes.Theme, log *slog.Logg
 			focus = panelComposer
 		}
 		p := m.addPane(addr, s, focus)
+		p.other = w.client
 		peer := demoBob
 		if i == 1 {
 			peer = demoAlice

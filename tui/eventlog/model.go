@@ -10,6 +10,7 @@ package eventlog
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/charmbracelet/bubbles/key"
@@ -118,6 +119,14 @@ func (m *Model) Add(es ...Entry) {
 	m.follow()
 }
 
+// Show adds an entry and opens it in full (a message's life, say): esc
+// goes back to the list.
+func (m *Model) Show(e Entry) {
+	m.Add(e)
+	m.sel, m.back = 0, 0
+	m.open = true
+}
+
 func (m Model) rows() int { return max(m.h-1, 1) }
 
 func (m Model) maxBack() int { return max(len(m.entries)-m.rows(), 0) }
@@ -187,8 +196,10 @@ func (m Model) View() string {
 func (m Model) full(e Entry) string {
 	title := layout.Title(m.th.Panel.Title, m.th.Panel.TitleFocused, m.focus, "Event", e.Name+" · "+layout.Clock(e.At), m.w)
 	lines := []string{title}
-	for _, l := range layout.Wrap(layout.Clean([]byte(e.Text)), max(m.w-1, 1)) {
-		lines = append(lines, " "+l)
+	for _, para := range strings.Split(e.Text, "\n") {
+		for _, l := range layout.Wrap(layout.Clean([]byte(para)), max(m.w-1, 1)) {
+			lines = append(lines, " "+l)
+		}
 	}
 	lines = lines[:min(len(lines), max(m.h-1, 1))]
 	lines = append(lines, m.th.Panel.Count.Render(" esc: back to the list"))
@@ -208,7 +219,9 @@ func (m Model) line(e Entry) string {
 	case Demo:
 		name = st.Demo
 	}
-	return st.Time.Render(layout.Clock(e.At)) + " " + name.Render(e.Name) + " " + e.Text
+	// One row per entry: a text of several lines (a message's life) is
+	// joined here and shown whole when opened.
+	return st.Time.Render(layout.Clock(e.At)) + " " + name.Render(e.Name) + " " + strings.ReplaceAll(e.Text, "\n", " · ")
 }
 
 // FromEvent describes an engine event as a log entry.

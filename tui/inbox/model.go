@@ -17,6 +17,12 @@ import (
 	"github.com/parley-chat/parley/wire"
 )
 
+// LifeMsg asks for the life of the selected message (its sender and ID).
+type LifeMsg struct {
+	Peer engine.Address
+	ID   wire.LogicalID
+}
+
 // BatchSize bounds the messages finalized in one transaction by "all".
 const BatchSize = 256
 
@@ -236,6 +242,10 @@ func (m Model) key(k tea.KeyMsg) (Model, tea.Cmd) {
 		}
 	case input.Matches(k, m.keys.Commit):
 		return m, m.finalizeOne(engine.OutcomeCommitted)
+	case input.Matches(k, m.keys.Life):
+		if msg, ok := m.Selected(); ok {
+			return m, func() tea.Msg { return LifeMsg{Peer: msg.Sender, ID: msg.ID} }
+		}
 	case input.Matches(k, m.keys.Discard):
 		return m, m.finalizeOne(engine.OutcomeDiscarded)
 	case input.Matches(k, m.keys.CommitAll):

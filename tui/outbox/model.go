@@ -19,6 +19,12 @@ import (
 	"github.com/parley-chat/parley/wire"
 )
 
+// LifeMsg asks for the life of the selected message (its recipient and ID).
+type LifeMsg struct {
+	Peer engine.Address
+	ID   wire.LogicalID
+}
+
 // Source is what the outbox reads and acts through: *engine.Client
 // implements it.
 type Source interface {
@@ -264,6 +270,10 @@ func (m Model) key(k tea.KeyMsg) (Model, tea.Cmd) {
 		if msg, ok := m.Selected(); ok && !m.busy {
 			m.busy = true
 			return m, Retry(m.ctx, m.src, msg.Recipient, false)
+		}
+	case input.Matches(k, m.keys.Life):
+		if msg, ok := m.Selected(); ok {
+			return m, func() tea.Msg { return LifeMsg{Peer: msg.Recipient, ID: msg.ID} }
 		}
 	case input.Matches(k, m.keys.RetryAll):
 		if !m.busy {

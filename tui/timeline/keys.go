@@ -16,6 +16,7 @@ type KeyMap struct {
 	Next        key.Binding
 	Prev        key.Binding
 	ClearSearch key.Binding
+	Life        key.Binding
 }
 
 // DefaultKeyMap returns the timeline keys.
@@ -33,15 +34,16 @@ func DefaultKeyMap() KeyMap {
 		Next:        key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "older match")),
 		Prev:        key.NewBinding(key.WithKeys("N"), key.WithHelp("N", "newer match")),
 		ClearSearch: key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "clear the search")),
+		Life:        key.NewBinding(key.WithKeys("t"), key.WithHelp("t", "life of the match (else the newest)")),
 	}
 }
 
 // ShortHelp implements help.KeyMap.
 func (k KeyMap) ShortHelp() []key.Binding {
-	return []key.Binding{k.Commit, k.Discard, k.Search, k.Next, k.Prev, k.Up, k.Down, k.PageUp}
+	return []key.Binding{k.Commit, k.Discard, k.Search, k.Next, k.Prev, k.Life, k.Up, k.Down, k.PageUp}
 }
 
 // FullHelp implements help.KeyMap.
 func (k KeyMap) FullHelp() [][]key.Binding {
-	return [][]key.Binding{{k.Up, k.Down}, {k.PageUp, k.PageDown}, {k.Top, k.Bottom}, {k.Commit, k.Discard}, {k.Search, k.Next, k.Prev, k.ClearSearch}}
+	return [][]key.Binding{{k.Up, k.Down}, {k.PageUp, k.PageDown}, {k.Top, k.Bottom}, {k.Commit, k.Discard}, {k.Search, k.Next, k.Prev, k.ClearSearch}, {k.Life}}
 }

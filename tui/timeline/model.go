@@ -375,6 +375,8 @@ func (m Model) key(k tea.KeyMsg) (Model, tea.Cmd) {
 			m.resizeViewport()
 			return m, m.finalize([]engine.InboundMessage{w}, engine.OutcomeDiscarded, false)
 		}
+	case input.Matches(k, m.keys.Life):
+		return m, m.lifeOfCurrent()
 	case input.Matches(k, m.keys.Search):
 		m.typing = true
 		m.search.SetValue("")
@@ -558,6 +560,33 @@ func (m *Model) showCurrent() {
 	if i < len(m.spans) {
 		m.vp.SetYOffset(max(m.spans[i][0]-m.vp.Height/3, 0))
 	}
+}
+
+// LifeMsg asks for the life of a message of the conversation.
+type LifeMsg struct {
+	Peer      engine.Address
+	ID        wire.LogicalID
+	Direction engine.Direction
+}
+
+// lifeOfCurrent asks for the life of the current search match, or of the
+// newest message shown.
+func (m Model) lifeOfCurrent() tea.Cmd {
+	i := len(m.items) - 1
+	if m.current >= 0 && m.current < len(m.matches) {
+		i = m.matches[m.current]
+	}
+	if i < 0 || i >= len(m.items) {
+		return nil
+	}
+	it := m.items[i]
+	msg := LifeMsg{Peer: m.peer, Direction: engine.DirectionIn}
+	if it.hist != nil {
+		msg.ID, msg.Direction = it.hist.ID, it.hist.Direction
+	} else {
+		msg.ID = it.wait.ID
+	}
+	return func() tea.Msg { return msg }
 }
 
 func (it item) body() []byte {

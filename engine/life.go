@@ -1,0 +1,96 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/parley-chat/parley/wire"
+)
+
+// Life is what this device knows of one message exchanged with Peer: for a
+// message it sent, the envelopes that carried it and where it stands; for
+// one it received, where it stands.
+type Life struct {
+	Peer      Address
+	ID        wire.LogicalID
+	Direction Direction
+	// State is, for a sent message, "pending", "acknowledged", "abandoned"
+	// or "unknown" (never sent here, or pruned); for a received one,
+	// "pending", "committed", "discarded" or "unknown".
+	State    string
+	At       time.Time // sent, or arrived; zero when unknown
+	Done     time.Time // committed or discarded (received); zero otherwise
+	Body     []byte
+	Attempts []Attempt // sent messages: oldest first
+}
+
+// lifeScan is how many of a conversation's newest history entries Life
+// reads to find a message that is no longer pending.
+const lifeScan = 5000
+
+// Life returns what this device knows of message id exchanged with peer in
+// direction dir.
+func (c *Client) Life(ctx context.Context, peer Address, id wire.LogicalID, dir Direction) (Life, error) {
+	l := Life{Peer: peer, ID: id, Direction: dir, State: "unknown"}
+	hist := func() (*HistoryEntry, error) {
+		h, err := c.store.History(ctx, peer, 0, lifeScan)
+		if err != nil {
+			return nil, err
+		}
+		for i := range h {
+			if h[i].ID == id && h[i].Direction == dir {
+				return &h[i], nil
+			}
+		}
+		return nil, nil
+	}
+	if dir == DirectionOut {
+		var err error
+		if l.Attempts, err = c.store.Attempts(ctx, peer, id); err != nil {
+			return l, err
+		}
+		e, err := hist()
+		if err != nil {
+			return l, err
+		}
+		if e != nil {
+			l.At, l.Body = e.At, e.Body
+			switch e.State {
+			case SentPending:
+				l.State = "pending"
+			case SentAcknowledged:
+				l.State = "acknowledged"
+			case SentAbandoned:
+				l.State = "abandoned"
+			}
+		}
+		return l, nil
+	}
+	if m, err := c.store.Inbound(ctx, peer, id); err == nil {
+		l.State, l.At, l.Body = "pending", m.ReceivedAt, m.Body
+		return l, nil
+	} else if !errors.Is(err, ErrNotPending) {
+		return l, err
+	}
+	f, err := c.store.Finalized(ctx, peer, id)
+	switch {
+	case err == nil && f.Outcome == OutcomeDiscarded:
+		l.State, l.Done = "discarded", f.At
+	case err == nil:
+		l.State, l.Done = "committed", f.At
+	case !errors.Is(err, ErrNotPending):
+		return l, err
+	}
+	e, err := hist()
+	if err != nil {
+		return l, err
+	}
+	if e != nil {
+		l.At, l.Body = e.At, e.Body
+		if l.State == "unknown" {
+			l.State = "committed" // its finalized record was pruned
+		}
+	}
+	return l, nil
+}
