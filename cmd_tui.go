@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"time"
 
 	"github.com/parley-chat/parley/config"
@@ -20,7 +21,7 @@ import (
 
 func init() {
 	register(&command{name: "tui", args: "[--theme NAME] [--commit POLICY] [--auto-retry=BOOL] [--config FILE] [PEER]", summary: "the terminal interface for one profile (open at the conversation with PEER)", run: cmdTUI})
-	register(&command{name: "demo", args: "[--theme NAME] [--config FILE]", summary: "an embedded relay and two fresh profiles, alice/1 and bob/1, side by side", run: cmdDemo})
+	register(&command{name: "demo", args: "[--theme NAME] [--config FILE] [--record FILE] [--script FILE]", summary: "an embedded relay and two fresh profiles, alice/1 and bob/1, side by side", run: cmdDemo})
 }
 
 // uiFlags are the flags of the interface commands.
@@ -147,8 +148,22 @@ var (
 func cmdDemo(ctx context.Context, env *cliEnv, args []string) error {
 	f := newFlags(commands["demo"], env, false)
 	ui := tuiFlags(f)
+	recordFile := f.String("record", "", "write every event of both profiles to this file, as JSON lines with times")
+	scriptFile := f.String("script", "", "play the demo actions in this file, one per line (send alice TEXT, hold both, commit bob, ...; docs/tui.md)")
 	if _, err := f.parse(env, args, 0, 0); err != nil {
 		return err
+	}
+	var script []tui.ScriptAction
+	if *scriptFile != "" {
+		in, err := os.Open(*scriptFile)
+		if err != nil {
+			return fmt.Errorf("demo: %w", err)
+		}
+		script, err = tui.ParseScript(in)
+		in.Close()
+		if err != nil {
+			return usagef("--script %s: %v", *scriptFile, err)
+		}
 	}
 	file, err := ui.settings(env)
 	if err != nil {
@@ -160,7 +175,15 @@ func cmdDemo(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	// The demo stages its cases by hand: commits and retries are the
 	// presenter's (ctrl+x c and ctrl+x r switch them), and nothing rings.
-	opts := tui.Options{Theme: theme, LogFile: *ui.logFile, Debug: *ui.debug}
+	opts := tui.Options{Theme: theme, LogFile: *ui.logFile, Debug: *ui.debug, Script: script}
+	if *recordFile != "" {
+		out, err := os.OpenFile(*recordFile, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+		if err != nil {
+			return fmt.Errorf("demo: %w", err)
+		}
+		defer out.Close()
+		opts.Record = out // a line per write: what a crash cut short is kept
+	}
 	log, closeLog, err := tui.OpenLog(opts)
 	if err != nil {
 		return err

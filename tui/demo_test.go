@@ -2,6 +2,7 @@ package tui
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -462,5 +463,59 @@ func TestDemoLifeAfterACollision(t *testing.T) {
 	}
 	if replaced != 1 {
 		t.Fatalf("%d envelopes on a replaced initiation, want the one of the message that lost", replaced)
+	}
+}
+
+// TestDemoScript plays a script (a lost ACK and its retry) and records
+// every event of both profiles as JSON lines.
+func TestDemoScript(t *testing.T) {
+	t.Parallel()
+	script, err := ParseScript(strings.NewReader(`# a lost ACK, by script
+send alice hello by script
+wait 500ms
+drop-ack bob
+commit bob
+wait 500ms
+retry alice
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec syncBuffer
+	d := startDemo(t, demoConfig{mutate: func(o *Options) { o.Script, o.Record = script, &rec }})
+	d.waitFor("alice→bob 1 sent: 1 once", "no loss, no duplicate", "acknowledgement from bob/1")
+	d.waitUntil("the retry's already_committed", func(string) bool {
+		return strings.Contains(rec.String(), `"name":"already_committed"`)
+	})
+	var names []string
+	for _, line := range strings.Split(strings.TrimSpace(rec.String()), "\n") {
+		var e struct{ At, Profile, Name, Text string }
+		if err := json.Unmarshal([]byte(line), &e); err != nil || e.At == "" || (e.Profile != "alice/1" && e.Profile != "bob/1") {
+			t.Fatalf("recorded line %q: %v", line, err)
+		}
+		names = append(names, e.Profile+" "+e.Name)
+	}
+	all := strings.Join(names, "\n")
+	for _, want := range []string{"alice/1 relay_accepted", "bob/1 delivery", "bob/1 committed", "bob/1 demo_lost_ack", "alice/1 retry", "bob/1 already_committed", "alice/1 acknowledgement"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("the recording has no %q:\n%s", want, all)
+		}
+	}
+}
+
+// TestParseScript: each bad line is refused with its number.
+func TestParseScript(t *testing.T) {
+	for _, tc := range []struct{ text, want string }{
+		{"send carol hi", "line 1: send: unknown profile"},
+		{"# c\n\nsend alice", "line 3: send: no text"},
+		{"hold", "line 1: hold: name alice or bob"},
+		{"commit both", "not both"},
+		{"scenario 9", "is not 1 to 6"},
+		{"wait soon", "not a duration"},
+		{"dance", `unknown action "dance"`},
+	} {
+		if _, err := ParseScript(strings.NewReader(tc.text)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want %q", tc.text, err, tc.want)
+		}
 	}
 }

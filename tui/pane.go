@@ -100,6 +100,8 @@ type pane struct {
 	// (the demo's peer), to show its end of a message's life; nil
 	// outside the demo.
 	other func(engine.Address) *engine.Client
+	// rec records every entry of the event log (the demo's --record).
+	rec *recorder
 
 	connState  string // the relay connection, read on each tick
 	blurred    bool   // the terminal reported that it lost the focus
@@ -227,6 +229,7 @@ func (p *pane) note(e eventlog.Entry) {
 		e.At = p.now()
 	}
 	p.ev.Add(e)
+	p.rec.record(p.self, e)
 	lvl := slog.LevelInfo
 	if e.Level == eventlog.Error {
 		lvl = slog.LevelWarn

@@ -62,6 +62,12 @@ type Model struct {
 	// space and enter.
 	scen     *scenarioRun
 	scripted bool
+
+	// script is the demo script being played (Options.Script): the next
+	// action and when it may run.
+	script     []ScriptAction
+	scriptAt   int
+	scriptNext time.Time
 }
 
 func newModel(ctx context.Context, th themes.Theme, log *slog.Logger, now func() time.Time, w *world) Model {
@@ -145,6 +151,9 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			var c tea.Cmd
 			m.panes[i], c = m.panes[i].Update(msg)
 			cmds = append(cmds, tag(i, m.panes[i].gen, c))
+		}
+		if m.world != nil && len(m.panes) == 2 {
+			cmds = append(cmds, m.playScript(time.Time(msg)))
 		}
 		if m.world != nil && len(m.panes) == 2 && m.verdictStale && !m.verdictBusy {
 			m.verdictStale, m.verdictBusy = false, true

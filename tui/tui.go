@@ -70,6 +70,11 @@ type Options struct {
 	// Names are names for devices from the settings file (Run); names kept
 	// in the profile win over them.
 	Names map[engine.Address]string
+	// Record, in the demo, receives every event of both profiles as JSON
+	// lines with their times.
+	Record io.Writer
+	// Script, in the demo, is played one action at a time (ParseScript).
+	Script []ScriptAction
 }
 
 // Notify are the ways a message that arrives for a conversation not in view
@@ -222,6 +227,11 @@ func RunDemo(ctx context.Context, profiles DemoProfiles, opts Options) error {
 // newDemoModel creates alice/1 and bob/1 in w and the model showing them.
 func newDemoModel(ctx context.Context, w *world, th themes.Theme, log *slog.Logger, opts Options) (Model, error) {
 	m := newModel(ctx, th, log, opts.clock(), w)
+	m.script = opts.Script
+	var rec *recorder
+	if opts.Record != nil {
+		rec = newRecorder(opts.Record)
+	}
 	for i, addr := range []engine.Address{demoAlice, demoBob} {
 		s, err := w.create(ctx, addr)
 		if err != nil {
@@ -233,6 +243,7 @@ func newDemoModel(ctx context.Context, w *world, th themes.Theme, log *slog.Logg
 		}
 		p := m.addPane(addr, s, focus)
 		p.other = w.client
+		p.rec = rec
 		peer := demoBob
 		if i == 1 {
 			peer = demoAlice
