@@ -316,3 +316,54 @@ func TestTerminalChat(t *testing.T) {
 	}
 	d.keys("C-c")
 }
+
+// TestTerminalScenarios plays each guided scenario in a real terminal:
+// ctrl+x and its digit, then space per step (each after the screen has
+// shown the step and settled), to its exactly-once line with no loss and
+// no duplicate.
+func TestTerminalScenarios(t *testing.T) {
+	for n, sc := range []struct {
+		name  string
+		steps int
+		want  string
+	}{
+		{"collision", 7, "alice→bob 1 sent: 1 once · bob→alice 1 sent: 1 once"},
+		{"lost envelope", 5, "alice→bob 1 sent: 1 once · bob→alice 0 sent"},
+		{"lost ACK", 4, "alice→bob 1 sent: 1 once · bob→alice 0 sent"},
+		{"crash between commit and event", 5, "alice→bob 1 sent: 1 once · bob→alice 0 sent"},
+		{"identity change", 6, "alice→bob 0 sent: 0 once · bob→alice 1 sent: 1 once"},
+		{"pruned message retried", 6, "alice→bob 1 sent: 1 once · bob→alice 0 sent"},
+	} {
+		t.Run(strings.ReplaceAll(sc.name, " ", "_"), func(t *testing.T) {
+			d := startDemo(t)
+			d.keys("C-x", fmt.Sprint(n+1))
+			for i := 1; i <= sc.steps; i++ {
+				d.waitFor(fmt.Sprintf("[%d %s · %d/%d]", n+1, sc.name, i, sc.steps), 20*time.Second)
+				d.settle()
+				if i < sc.steps {
+					d.keys("Space")
+				}
+			}
+			s := d.waitFor(sc.want, 20*time.Second)
+			if !strings.Contains(s, "no loss, no duplicate") || strings.Contains(s, "LOST") || strings.Contains(s, "DUPLICATED") {
+				t.Fatalf("the verdict after %s:\n%s", sc.name, s)
+			}
+			d.keys("C-c")
+		})
+	}
+}
+
+// settle waits until the screen has not changed for a second.
+func (d *tmuxDemo) settle() {
+	d.t.Helper()
+	last, since := d.screen(), time.Now()
+	for deadline := time.Now().Add(20 * time.Second); time.Since(since) < time.Second; {
+		if time.Now().After(deadline) {
+			d.t.Fatal("the screen never settled")
+		}
+		time.Sleep(150 * time.Millisecond)
+		if s := d.screen(); s != last {
+			last, since = s, time.Now()
+		}
+	}
+}
