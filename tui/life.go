@@ -3,9 +3,11 @@ package tui
 import (
 	"encoding/hex"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/tui/eventlog"
 	"github.com/parley-chat/parley/tui/internal/layout"
 )
 
@@ -101,4 +103,35 @@ func recvState(l engine.Life) string {
 		return s
 	}
 	return "not delivered yet"
+}
+
+// lifeEvents adds to a message's life what the event logs of every profile
+// shown said about it, in order: relay acceptances, losses the demo
+// caused, deliveries, repeats, commits and ACKs. These are kept in memory
+// only (the durable log has the envelopes).
+func (m Model) lifeEvents(lm lifeMsg) lifeMsg {
+	short := hex.EncodeToString(lm.id[:4])
+	type seen struct {
+		e    eventlog.Entry
+		self engine.Address
+	}
+	var all []seen
+	for _, p := range m.panes {
+		for _, e := range p.ev.Entries() {
+			if e.Name != "life" && strings.Contains(e.Text, short) {
+				all = append(all, seen{e, p.self})
+			}
+		}
+	}
+	if len(all) == 0 {
+		return lm
+	}
+	sort.SliceStable(all, func(i, j int) bool { return all[i].e.At.Before(all[j].e.At) })
+	var b strings.Builder
+	b.WriteString(lm.text + "\n seen in the event logs (this run):")
+	for _, s := range all {
+		fmt.Fprintf(&b, "\n  %s %s %s %s", layout.Clock(s.e.At), s.self, s.e.Name, s.e.Text)
+	}
+	lm.text = b.String()
+	return lm
 }

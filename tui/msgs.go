@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"github.com/parley-chat/parley/wire"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -52,6 +53,7 @@ type clientEndedMsg struct{}
 // safetyMsg carries the safety number with the chosen peer.
 // lifeMsg carries a message's life, drawn.
 type lifeMsg struct {
+	id   wire.LogicalID
 	text string
 	err  error
 }

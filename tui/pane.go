@@ -513,7 +513,7 @@ func (p pane) life(peer engine.Address, id wire.LogicalID, dir engine.Direction)
 				}
 			}
 		}
-		return lifeMsg{text: LifeText(self, own, theirs)}
+		return lifeMsg{id: id, text: LifeText(self, own, theirs)}
 	}
 }
 

@@ -135,6 +135,9 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			p.detach("crashed")
 			return m, m.world.crashCmd(msg.pane, p.self, "after a transition, before showing it")
 		}
+		if lm, ok := msg.msg.(lifeMsg); ok && lm.err == nil {
+			msg.msg = m.lifeEvents(lm)
+		}
 		var c tea.Cmd
 		m.panes[msg.pane], c = p.Update(msg.msg)
 		cmd = tag(msg.pane, m.panes[msg.pane].gen, c)
