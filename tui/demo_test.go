@@ -289,7 +289,13 @@ func TestDemoCrashNowNoResync(t *testing.T) {
 	d.waitFor("Composer → bob/1")
 	d.send("shown")
 	d.waitFor("1 pending received")
-	d.settle() // the ticker marks what was drawn as presented
+	d.settle()
+	// The ticker marks what was drawn as presented, in a command of its
+	// own: wait for it, however slow the machine.
+	d.waitUntil("bob's events marked presented", func(string) bool {
+		c := d.w.client(demoBob)
+		return c != nil && !c.ResyncRequired()
+	})
 	d.key(tea.KeyCtrlO)
 	d.demo('h')
 	d.waitFor("held")
@@ -517,5 +523,25 @@ func TestParseScript(t *testing.T) {
 		if _, err := ParseScript(strings.NewReader(tc.text)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: %v, want %q", tc.text, err, tc.want)
 		}
+	}
+}
+
+// TestDemoLifeOfALostEnvelope: the life of a message whose first envelope
+// the demo lost lists both envelopes and the loss, by envelope ID.
+func TestDemoLifeOfALostEnvelope(t *testing.T) {
+	t.Parallel()
+	d := startDemo(t, demoConfig{})
+	d.waitFor("Composer → bob/1")
+	d.demo('d')
+	d.send("lost once")
+	d.waitFor("demo_lost_envelope", "relay accepted")
+	d.key(tea.KeyCtrlR)
+	d.waitFor("1 pending received")
+	d.alt('5')
+	d.typeText("t")
+	s := d.waitFor("Event · life", "├─ envelope", "└─ envelope", "demo_lost_envelope")
+	a, _ := halves(s)
+	if !strings.Contains(a, "at bob/1: delivered, pending a decision") || !strings.Contains(a, "pending until bob/1's ACK") {
+		t.Fatalf("the life of a message delivered on its second envelope:\n%s", a)
 	}
 }

@@ -60,7 +60,7 @@ func TestGolden(t *testing.T) {
 			d.key(tea.KeyCtrlO)
 			d.alt('4')
 			d.typeText("c")
-			d.waitFor("acknowledged")
+			d.waitFor("acknowledged", "committed from alice/1")
 			d.demo('i')
 			d.waitFor("demo_reinstall")
 			d.alt('3')
@@ -123,6 +123,7 @@ func TestGolden(t *testing.T) {
 			}
 			d := startDemo(t, demoConfig{theme: tc.theme, w: tc.w, h: tc.h})
 			tc.drive(d)
+			d.waitUntil("the exactly-once line", func(s string) bool { return !strings.Contains(s, "counting…") })
 			screen := d.settle()
 			if tc.alice {
 				screen, _ = halves(screen)

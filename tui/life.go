@@ -110,7 +110,18 @@ func recvState(l engine.Life) string {
 // caused, deliveries, repeats, commits and ACKs. These are kept in memory
 // only (the durable log has the envelopes).
 func (m Model) lifeEvents(lm lifeMsg) lifeMsg {
-	short := hex.EncodeToString(lm.id[:4])
+	names := []string{hex.EncodeToString(lm.id[:4])}
+	for _, e := range lm.envs {
+		names = append(names, "envelope "+hex.EncodeToString(e[:4]))
+	}
+	mentions := func(text string) bool {
+		for _, n := range names {
+			if strings.Contains(text, n) {
+				return true
+			}
+		}
+		return false
+	}
 	type seen struct {
 		e    eventlog.Entry
 		self engine.Address
@@ -118,7 +129,7 @@ func (m Model) lifeEvents(lm lifeMsg) lifeMsg {
 	var all []seen
 	for _, p := range m.panes {
 		for _, e := range p.ev.Entries() {
-			if e.Name != "life" && strings.Contains(e.Text, short) {
+			if e.Name != "life" && mentions(e.Text) {
 				all = append(all, seen{e, p.self})
 			}
 		}

@@ -54,6 +54,7 @@ type clientEndedMsg struct{}
 // lifeMsg carries a message's life, drawn.
 type lifeMsg struct {
 	id   wire.LogicalID
+	envs []wire.EnvelopeID // the envelopes that carried it, as far as known
 	text string
 	err  error
 }

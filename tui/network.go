@@ -128,7 +128,7 @@ func (f *faultRelay) lose(ctx context.Context, env wire.Envelope) (bool, error) 
 	}
 	armed[to]--
 	f.mu.Unlock()
-	e := eventlog.Entry{At: f.now(), Name: name, Text: fmt.Sprintf("the relay accepted an %s %s → %s and lost it", what, f.self, to), Level: eventlog.Demo}
+	e := eventlog.Entry{At: f.now(), Name: name, Text: fmt.Sprintf("the relay accepted an %s (envelope %x) %s → %s and lost it", what, env.ID[:4], f.self, to), Level: eventlog.Demo}
 	select {
 	case f.notes <- e:
 	default:

@@ -513,7 +513,15 @@ func (p pane) life(peer engine.Address, id wire.LogicalID, dir engine.Direction)
 				}
 			}
 		}
-		return lifeMsg{id: id, text: LifeText(self, own, theirs)}
+		msg := lifeMsg{id: id, text: LifeText(self, own, theirs)}
+		for _, l := range []*engine.Life{&own, theirs} {
+			if l != nil {
+				for _, a := range l.Attempts {
+					msg.envs = append(msg.envs, a.Envelope)
+				}
+			}
+		}
+		return msg
 	}
 }
 

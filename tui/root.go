@@ -142,8 +142,8 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.panes[msg.pane], c = p.Update(msg.msg)
 		cmd = tag(msg.pane, m.panes[msg.pane].gen, c)
 		if evs, ok := msg.msg.(eventsMsg); ok {
-			cmd = tea.Batch(cmd, m.announce(msg.pane, evs.events))
 			m.verdictStale = true
+			cmd = tea.Batch(cmd, m.announce(msg.pane, evs.events), m.countVerdict())
 		}
 	case tickMsg:
 		cmds := []tea.Cmd{tick()}
@@ -158,16 +158,14 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if m.world != nil && len(m.panes) == 2 {
 			cmds = append(cmds, m.playScript(time.Time(msg)))
 		}
-		if m.world != nil && len(m.panes) == 2 && m.verdictStale && !m.verdictBusy {
-			m.verdictStale, m.verdictBusy = false, true
-			cmds = append(cmds, m.world.verdictCmd(m.panes[0].self, m.panes[1].self))
-		}
+		cmds = append(cmds, m.countVerdict())
 		cmd = tea.Batch(cmds...)
 	case demoMsg:
 		m.verdictStale = true
-		cmd = m.demoResult(msg)
+		cmd = tea.Batch(m.demoResult(msg), m.countVerdict())
 	case verdictMsg:
 		m.verdict, m.verdictBusy = msg, false
+		cmd = m.countVerdict() // what changed while it was read
 	}
 	return m, tea.Batch(cmd, m.resize(), m.title())
 }
@@ -265,6 +263,16 @@ func (m Model) View() string {
 	}
 	parts = append(parts, m.helpView())
 	return layout.Cells(clip(strings.Join(parts, "\n"), m.w, m.h))
+}
+
+// countVerdict reads the demo's exactly-once verdict again when something
+// changed since the last read and no read is in flight.
+func (m *Model) countVerdict() tea.Cmd {
+	if m.world == nil || len(m.panes) != 2 || !m.verdictStale || m.verdictBusy {
+		return nil
+	}
+	m.verdictStale, m.verdictBusy = false, true
+	return m.world.verdictCmd(m.panes[0].self, m.panes[1].self)
 }
 
 // draft names the first composer holding text, as "your draft to bob/1";
