@@ -162,7 +162,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		cmd = tea.Batch(cmds...)
 	case demoMsg:
 		m.verdictStale = true
-		cmd = tea.Batch(m.demoResult(msg), m.countVerdict())
+		cmd = tea.Batch(m.demoResult(msg), m.countVerdict(), m.playQueued())
 	case verdictMsg:
 		m.verdict, m.verdictBusy = msg, false
 		cmd = m.countVerdict() // what changed while it was read
@@ -182,7 +182,7 @@ func (m Model) key(k tea.KeyMsg) (Model, tea.Cmd, bool) {
 	if m.scen != nil && !m.scripted && !m.prefix {
 		switch k.Type {
 		case tea.KeySpace, tea.KeyEnter:
-			return m, m.stepScenario(), false
+			return m, m.nextStep(), false
 		case tea.KeyEsc:
 			m.scen = nil
 			return m, nil, false

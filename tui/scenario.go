@@ -29,6 +29,39 @@ type scenarioRun struct {
 	n    int // its number, from 1
 	s    scenario
 	next int // the step that space plays next
+	// queued counts presses of space made while a profile was still being
+	// reopened or reinstalled: each plays once it is back, so that no
+	// step's keys go to a profile that is not there yet.
+	queued int
+}
+
+// settling reports whether a profile is being reopened or reinstalled.
+func (m Model) settling() bool {
+	for _, p := range m.panes {
+		if p.att == nil && (p.closed == "reopening" || p.closed == "reinstalling") {
+			return true
+		}
+	}
+	return false
+}
+
+// nextStep plays the next step, or queues it while a profile is not back.
+func (m *Model) nextStep() tea.Cmd {
+	if m.settling() {
+		m.scen.queued++
+		return nil
+	}
+	return m.stepScenario()
+}
+
+// playQueued plays the steps asked for while a profile was away.
+func (m *Model) playQueued() tea.Cmd {
+	var cmds []tea.Cmd
+	for m.scen != nil && m.scen.queued > 0 && !m.settling() {
+		m.scen.queued--
+		cmds = append(cmds, m.stepScenario())
+	}
+	return tea.Batch(cmds...)
 }
 
 // Keys, as a person types them.
