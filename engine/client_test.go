@@ -252,3 +252,48 @@ func TestHistoryByArrival(t *testing.T) {
 		t.Fatalf("history times %v and %v, want the arrivals %v and %v", h[2].At, h[0].At, arrivedFirst, arrivedSecond)
 	}
 }
+
+// TestAttemptLog: the send and each retry log their envelope, in order, on
+// the session they were encrypted on; a pending message keeps its log
+// through a prune, an acknowledged one loses it.
+func TestAttemptLog(t *testing.T) {
+	w := newWorld(t)
+	alice, bob := w.device("alice/1"), w.device("bob/1")
+	id := alice.send(bob, "logged")
+	alice.retry(bob)
+	alice.retry(bob)
+	got, err := alice.c.Attempts(w.ctx, bob.addr, id)
+	if err != nil || len(got) != 3 {
+		t.Fatalf("attempts %+v, %v; want three", got, err)
+	}
+	session := alice.sessionID(bob)
+	for i, a := range got {
+		if a.N != i+1 || a.Initiation != session || a.Type != wire.EnvelopePreKey {
+			t.Fatalf("attempt %d: %+v; want number %d, prekey, on initiation %x", i, a, i+1, session[:4])
+		}
+		if i > 0 && a.Envelope == got[i-1].Envelope {
+			t.Fatalf("attempts %d and %d share an envelope ID", i-1, i)
+		}
+	}
+	w.clock.Advance(time.Hour)
+	if _, err := alice.c.Prune(w.ctx, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := alice.c.Attempts(w.ctx, bob.addr, id); len(got) != 3 {
+		t.Fatalf("a prune dropped the log of a pending message: %d left", len(got))
+	}
+	bob.sync()
+	bob.commitAll()
+	alice.sync()
+	l, err := alice.c.Life(w.ctx, bob.addr, id, engine.DirectionOut)
+	if err != nil || l.State != "acknowledged" || len(l.Attempts) != 3 {
+		t.Fatalf("life %+v, %v; want acknowledged with three attempts", l, err)
+	}
+	w.clock.Advance(time.Hour)
+	if _, err := alice.c.Prune(w.ctx, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := alice.c.Attempts(w.ctx, bob.addr, id); len(got) != 0 {
+		t.Fatalf("the log of an acknowledged message outlived the prune: %d left", len(got))
+	}
+}

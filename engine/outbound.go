@@ -233,7 +233,7 @@ func (c *Client) retryOne(ctx context.Context, peer Address, m OutboundMessage) 
 	if pin != nil {
 		ps.pinned = pin
 	}
-	plan := Retry{Recipient: peer, ID: m.ID, Session: sw, Pin: pin, Out: Outgoing{Envelope: env, Owner: m.ID}}
+	plan := Retry{Recipient: peer, ID: m.ID, Session: sw, Pin: pin, Out: Outgoing{Envelope: env, Owner: m.ID}, At: c.cfg.Now()}
 	if _, err := c.commitWork(ctx, map[Address]*peerState{peer: &ps}, []Plan{plan}); err != nil {
 		return fmt.Errorf("retry %x to %s: %w", m.ID[:], peer, err)
 	}

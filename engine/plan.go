@@ -100,6 +100,7 @@ type Retry struct {
 	Session   SessionWrite
 	Pin       *IdentityKey
 	Out       Outgoing
+	At        time.Time // when it was encrypted (the attempt log's time); zero: the transaction's
 }
 
 // Stage writes complete envelopes, as received, to the durable staging area before

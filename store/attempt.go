@@ -19,7 +19,8 @@ const (
 	sqlLastAttempt   = "SELECT COALESCE(MAX(n), 0) FROM attempt WHERE peer = ? AND id = ?"
 	sqlTrimAttempts  = "DELETE FROM attempt WHERE peer = ? AND id = ? AND n > 1 AND n <= ?"
 	sqlAttempts      = "SELECT n, at, sealed FROM attempt WHERE peer = ? AND id = ? ORDER BY n"
-	sqlPruneAttempts = "DELETE FROM attempt WHERE at < ?"
+	// A message still pending keeps its whole log, however old.
+	sqlPruneAttempts = "DELETE FROM attempt WHERE at < ? AND NOT EXISTS (SELECT 1 FROM outbound o WHERE o.recipient = attempt.peer AND o.id = attempt.id)"
 )
 
 // attemptRecord is the sealed content of an attempt: envelope ID (16

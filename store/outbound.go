@@ -77,7 +77,11 @@ func (t *tx) retry(ctx context.Context, p engine.Retry) (engine.Receipt, error) 
 	if err != nil {
 		return engine.Receipt{}, err
 	}
-	if err := t.recordAttempt(ctx, p.Recipient, p.ID, n, t.now, p.Out.Envelope, p.Session.ID); err != nil {
+	at := p.At
+	if at.IsZero() {
+		at = t.now
+	}
+	if err := t.recordAttempt(ctx, p.Recipient, p.ID, n, at, p.Out.Envelope, p.Session.ID); err != nil {
 		return engine.Receipt{}, err
 	}
 	if err := t.writeSession(ctx, p.Session); err != nil {
