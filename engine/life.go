@@ -25,25 +25,16 @@ type Life struct {
 	Attempts []Attempt // sent messages: oldest first
 }
 
-// lifeScan is how many of a conversation's newest history entries Life
-// reads to find a message that is no longer pending.
-const lifeScan = 5000
-
 // Life returns what this device knows of message id exchanged with peer in
 // direction dir.
 func (c *Client) Life(ctx context.Context, peer Address, id wire.LogicalID, dir Direction) (Life, error) {
 	l := Life{Peer: peer, ID: id, Direction: dir, State: "unknown"}
 	hist := func() (*HistoryEntry, error) {
-		h, err := c.store.History(ctx, peer, 0, lifeScan)
-		if err != nil {
+		e, ok, err := c.store.HistoryEntry(ctx, peer, dir, id)
+		if err != nil || !ok {
 			return nil, err
 		}
-		for i := range h {
-			if h[i].ID == id && h[i].Direction == dir {
-				return &h[i], nil
-			}
-		}
-		return nil, nil
+		return &e, nil
 	}
 	if dir == DirectionOut {
 		var err error

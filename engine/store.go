@@ -53,6 +53,9 @@ type Store interface {
 	// History pages a conversation, newest first, before sequence Before
 	// (0: from the newest).
 	History(ctx context.Context, peer Address, before int64, limit int) ([]HistoryEntry, error)
+	// HistoryEntry returns the entry of message id exchanged with peer in
+	// direction dir, and whether there is one.
+	HistoryEntry(ctx context.Context, peer Address, dir Direction, id wire.LogicalID) (HistoryEntry, bool, error)
 	// Conversations lists the peers with history or pending messages.
 	Conversations(ctx context.Context) ([]Conversation, error)
 	// Contacts returns the names given to devices (SetContact).

@@ -55,7 +55,8 @@ func (t *tx) nextAttempt(ctx context.Context, peer engine.Address, id wire.Logic
 	}
 	n := last + 1
 	if n > MaxAttempts {
-		if _, err := t.run(ctx, "attempt-trim", sqlTrimAttempts, peer.String(), id[:], n-MaxAttempts); err != nil {
+		// Keep the send (1) and the newest MaxAttempts-1 before this one.
+		if _, err := t.run(ctx, "attempt-trim", sqlTrimAttempts, peer.String(), id[:], n-MaxAttempts+1); err != nil {
 			return 0, fmt.Errorf("trim the attempts of %x to %s: %w", id[:4], peer, err)
 		}
 	}

@@ -146,3 +146,28 @@ func (db *DB) Conversations(ctx context.Context) ([]engine.Conversation, error) 
 	}
 	return out, nil
 }
+
+const sqlHistoryEntry = "SELECT seq, at, state, sealed_body FROM history WHERE peer = ? AND direction = ? AND id = ?"
+
+// HistoryEntry returns the history entry of message id exchanged with peer
+// in direction dir, and whether there is one.
+func (db *DB) HistoryEntry(ctx context.Context, peer engine.Address, dir engine.Direction, id wire.LogicalID) (engine.HistoryEntry, bool, error) {
+	if err := db.checkOpen("read history"); err != nil {
+		return engine.HistoryEntry{}, false, err
+	}
+	e := engine.HistoryEntry{Peer: peer, Direction: dir, ID: id}
+	var at, state int64
+	var sealed []byte
+	err := db.queryRow(ctx, sqlHistoryEntry, peer.String(), int64(dir), id[:]).Scan(&e.Seq, &at, &state, &sealed)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return engine.HistoryEntry{}, false, nil
+	case err != nil:
+		return engine.HistoryEntry{}, false, db.readErr("read history", err)
+	}
+	e.At, e.State = nsTime(at), engine.SentState(state)
+	if e.Body, err = db.seal.open(kindHistoryBody, historyKey(peer, dir, id), sealed); err != nil {
+		return engine.HistoryEntry{}, false, fmt.Errorf("store: read history entry %d with %s: %w", e.Seq, peer, err)
+	}
+	return e, true, nil
+}

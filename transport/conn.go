@@ -108,7 +108,12 @@ func (c *conn) run(authenticated func()) {
 	defer lingerClose(c.ws.NetConn())
 	ok := c.handshake()
 	if c.attached {
-		defer s.detach(c)
+		// Listed under its address by the handshake: unlisted at the end,
+		// and the address's other connections told that rows may be free.
+		defer func() {
+			s.detach(c)
+			s.notify(c.addr)
+		}()
 	}
 	if !ok {
 		return
@@ -134,14 +139,18 @@ func (c *conn) run(authenticated func()) {
 	reason := c.readLoop()
 	c.finish(reason, nil, 0, "")
 	<-c.writerDone
-	s.metrics.disconnects.WithLabelValues(c.reason).Inc()
+	label := c.reason
+	if reason == dropReadLimit {
+		// The cause, even when the writer failed first on the socket the
+		// peer closed after the 1009 close frame.
+		label = reason
+	}
+	s.metrics.disconnects.WithLabelValues(label).Inc()
 	// Rows this connection held go back to the mailbox, for the address's
 	// next connection (or another one open now).
 	if err := s.store.Release(context.Background(), c.addr, c.holder); err != nil {
 		s.log.Error("release leases", "err", err)
 	}
-	s.detach(c)
-	s.notify(c.addr)
 }
 
 // stop ends the connection from outside (shutdown).

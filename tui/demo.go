@@ -381,11 +381,12 @@ func (m *Model) demoKey(k tea.KeyMsg) tea.Cmd {
 				m.note(j, eventlog.Entry{Name: "demo", Level: eventlog.Demo, Text: "released delivery to " + m.panes[j].self.String()})
 			}
 		}
-		if hold {
+		if hold && m.forgetting == 0 {
 			return w.collisionCheck(i, self, peer)
 		}
 	case input.Matches(k, m.dkeys.Forget):
 		say("forgetting the sessions between " + self.String() + " and " + peer.String() + " on both sides (identities stay pinned)")
+		m.forgetting++
 		return w.forgetCmd(i, self, peer)
 	case input.Matches(k, m.dkeys.Drop), input.Matches(k, m.dkeys.DropAck):
 		ack := input.Matches(k, m.dkeys.DropAck)
@@ -492,6 +493,9 @@ func (m *Model) demoResult(msg demoMsg) tea.Cmd {
 		return nil
 	}
 	p := &m.panes[msg.pane]
+	if msg.what == "forget" && m.forgetting > 0 {
+		m.forgetting--
+	}
 	for _, e := range msg.entries {
 		p.note(e)
 	}
@@ -578,4 +582,38 @@ func (w *world) client(addr engine.Address) *engine.Client {
 		return d.prof.Engine()
 	}
 	return nil
+}
+
+// commitAllCmd commits everything pending on addr's profile, through its
+// client, in batches.
+func (w *world) commitAllCmd(i int, addr engine.Address) tea.Cmd {
+	return func() tea.Msg {
+		c := w.client(addr)
+		if c == nil {
+			return demoMsg{pane: i, what: "commit", err: fmt.Errorf("%s is closed", addr)}
+		}
+		for {
+			page, err := c.PendingInbound(w.ctx, engine.PageQuery{Limit: 256})
+			if err != nil || len(page) == 0 {
+				return demoMsg{pane: i, what: "commit", err: err}
+			}
+			reqs := make([]engine.FinalizeRequest, len(page))
+			for k, msg := range page {
+				reqs[k] = engine.FinalizeRequest{Sender: msg.Sender, ID: msg.ID, Outcome: engine.OutcomeCommitted}
+			}
+			res, err := c.FinalizeBatch(w.ctx, reqs)
+			if err != nil {
+				return demoMsg{pane: i, what: "commit", err: err}
+			}
+			done := 0
+			for _, r := range res {
+				if r.Err == nil {
+					done++
+				}
+			}
+			if done == 0 { // what is left cannot be committed now
+				return demoMsg{pane: i, what: "commit"}
+			}
+		}
+	}
 }

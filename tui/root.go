@@ -62,6 +62,8 @@ type Model struct {
 	// space and enter.
 	scen     *scenarioRun
 	scripted bool
+	// forgetting counts ctrl+x s still resetting the sessions.
+	forgetting int
 
 	// script is the demo script being played (Options.Script): the next
 	// action and when it may run.

@@ -35,10 +35,20 @@ type scenarioRun struct {
 	queued int
 }
 
-// settling reports whether a profile is being reopened or reinstalled.
+// settling reports whether the next step must wait: a profile is being
+// reopened or reinstalled, the sessions are being forgotten, or the step's
+// profile is armed to crash and has not yet.
 func (m Model) settling() bool {
+	if m.forgetting > 0 {
+		return true
+	}
 	for _, p := range m.panes {
 		if p.att == nil && (p.closed == "reopening" || p.closed == "reinstalling") {
+			return true
+		}
+	}
+	if r := m.scen; r != nil && r.next < len(r.s.steps) {
+		if on := r.s.steps[r.next].on; on < len(m.panes) && m.panes[on].crashArmed {
 			return true
 		}
 	}
@@ -47,6 +57,9 @@ func (m Model) settling() bool {
 
 // nextStep plays the next step, or queues it while a profile is not back.
 func (m *Model) nextStep() tea.Cmd {
+	if m.scen == nil {
+		return nil
+	}
 	if m.settling() {
 		m.scen.queued++
 		return nil
@@ -82,8 +95,10 @@ func keys(groups ...[]tea.KeyMsg) []tea.KeyMsg {
 	return out
 }
 
-// commitOldest commits the oldest pending received message from the inbox.
-var commitOldest = []tea.KeyMsg{alt('4'), runes("c")}
+// showInbox opens the inbox; the step's commit goes through the client
+// (commitHere), so that it does not depend on the inbox's page having been
+// read again after a reopen.
+var showInbox = []tea.KeyMsg{alt('4')}
 
 const verdictSay = "Done. The exactly-once line above compares both stores: each message is in the other's history once, or still pending, never lost or doubled."
 
@@ -97,19 +112,19 @@ func scenarios() []scenario {
 			{on: 1, keys: write("hello from bob"), say: "bob wrote too, on a session of his own: two session initiations now cross at the relay."},
 			{on: 0, keys: demoCtl('H'), say: "Released. Each side reads the other's initiation; the lower initiation ID wins, the winner drops the loser's message unread and announces its session (session_collision)."},
 			{on: 0, keys: []tea.KeyMsg{ctrl(tea.KeyCtrlR)}, do: retryOther, say: "Both retry: the message that lost goes again with its logical ID, on the winning session; the other side dedups anything it already has."},
-			{on: 0, keys: commitOldest, do: commitOther, say: "Both commit. Each ACK tells the sender that the peer's application finalized its message, and clears it."},
+			{on: 0, keys: showInbox, do: commitBoth, say: "Both commit. Each ACK tells the sender that the peer's application finalized its message, and clears it."},
 			{on: 0, say: verdictSay},
 		}},
 		{name: "lost envelope", steps: []step{
 			{on: 0, keys: demoCtl('d'), say: "The next envelope alice sends to bob will be lost after the relay accepts it."},
 			{on: 0, keys: write("this envelope gets lost"), say: "alice wrote: relay accepted, then lost. Relay accepted is not delivered: alice keeps the message pending until bob's ACK."},
 			{on: 0, keys: []tea.KeyMsg{ctrl(tea.KeyCtrlR)}, say: "alice retries: the same logical ID in a fresh envelope. bob has it now, pending his decision."},
-			{on: 1, keys: commitOldest, say: "bob commits: his ACK clears alice's pending message."},
+			{on: 1, keys: showInbox, do: commitHere, say: "bob commits: his ACK clears alice's pending message."},
 			{on: 0, say: verdictSay},
 		}},
 		{name: "lost ACK", steps: []step{
 			{on: 0, keys: write("acknowledge me"), say: "alice wrote; bob holds it pending."},
-			{on: 1, keys: keys(demoCtl('a'), commitOldest), say: "bob commits, but his ACK is lost after the relay accepted it: alice still holds the message pending."},
+			{on: 1, keys: keys(demoCtl('a'), showInbox), do: commitHere, say: "bob commits, but his ACK is lost after the relay accepted it: alice still holds the message pending."},
 			{on: 0, keys: []tea.KeyMsg{ctrl(tea.KeyCtrlR)}, say: "alice retries. bob knows the logical ID as committed (already_committed): no second copy, and a new ACK goes back and clears it."},
 			{on: 0, say: verdictSay},
 		}},
@@ -117,7 +132,7 @@ func scenarios() []scenario {
 			{on: 1, keys: demoCtl('K'), say: "bob will crash right after his next transition commits, before it is shown or marked presented."},
 			{on: 0, keys: write("are you still there?"), say: "alice wrote; bob stored it durably and crashed before showing it."},
 			{on: 1, keys: demoCtl('o'), say: "bob reopens: his store is ahead of what he had shown (state_resync_required), every list is read again, and the message is pending, not lost."},
-			{on: 1, keys: commitOldest, say: "bob commits; the ACK clears alice's message."},
+			{on: 1, keys: showInbox, do: commitHere, say: "bob commits; the ACK clears alice's message."},
 			{on: 0, say: verdictSay},
 		}},
 		{name: "identity change", steps: []step{
@@ -125,15 +140,15 @@ func scenarios() []scenario {
 			{on: 1, keys: write("it's me, reinstalled"), say: "bob writes with his new identity: alice refuses it (identity_changed), shows the new safety number and blocks sending to bob/1."},
 			{on: 0, keys: []tea.KeyMsg{ctrl(tea.KeyCtrlT)}, say: "alice compares the safety number and accepts the new identity (ctrl+t)."},
 			{on: 1, keys: []tea.KeyMsg{ctrl(tea.KeyCtrlR)}, say: "bob retries: what alice refused goes again with its logical ID, to an identity she now trusts."},
-			{on: 0, keys: commitOldest, say: "alice commits: delivered once, acknowledged."},
+			{on: 0, keys: showInbox, do: commitHere, say: "alice commits: delivered once, acknowledged."},
 			{on: 0, say: verdictSay},
 		}},
 		{name: "pruned message retried", steps: []step{
 			{on: 0, keys: write("remember me"), say: "alice wrote; bob holds it pending."},
-			{on: 1, keys: keys(demoCtl('a'), commitOldest), say: "bob commits; his ACK is lost, so alice keeps the message pending."},
+			{on: 1, keys: keys(demoCtl('a'), showInbox), do: commitHere, say: "bob commits; his ACK is lost, so alice keeps the message pending."},
 			{on: 1, do: pruneHere, say: "bob prunes his finalized records: he forgets that he ever committed that logical ID."},
 			{on: 0, keys: []tea.KeyMsg{ctrl(tea.KeyCtrlR)}, say: "alice retries. bob no longer recognizes the ID, so it is delivered again: pruning bounds what dedup remembers."},
-			{on: 1, keys: commitOldest, say: "bob commits again. His history keeps the message once, and the ACK clears alice's."},
+			{on: 1, keys: showInbox, do: commitHere, say: "bob commits again. His history keeps the message once, and the ACK clears alice's."},
 			{on: 0, say: verdictSay},
 		}},
 	}
@@ -143,8 +158,14 @@ func scenarios() []scenario {
 // ctrl+r on the first).
 func retryOther(m *Model) tea.Cmd { return m.typeOn(1, []tea.KeyMsg{ctrl(tea.KeyCtrlR)}) }
 
-// commitOther commits on the other profile too.
-func commitOther(m *Model) tea.Cmd { return m.typeOn(1, commitOldest) }
+// commitHere commits everything pending on the profile with the keyboard,
+// as the inbox's C would.
+func commitHere(m *Model) tea.Cmd { return m.world.commitAllCmd(m.active, m.panes[m.active].self) }
+
+// commitBoth commits everything pending on both profiles.
+func commitBoth(m *Model) tea.Cmd {
+	return tea.Batch(m.world.commitAllCmd(0, m.panes[0].self), m.world.commitAllCmd(1, m.panes[1].self))
+}
 
 // pruneHere prunes every finalized record of the active profile.
 func pruneHere(m *Model) tea.Cmd {

@@ -183,7 +183,7 @@ func (m *Model) playScript(now time.Time) tea.Cmd {
 	case "scenario":
 		cmds = append(cmds, m.startScenario(a.N))
 	case "step":
-		cmds = append(cmds, m.stepScenario())
+		cmds = append(cmds, m.nextStep())
 	case "wait":
 		m.scriptNext = now.Add(a.Wait)
 	case "quit":
