@@ -304,21 +304,11 @@ func cmdHistory(ctx context.Context, env *cliEnv, args []string) error {
 		e := h[i]
 		rec := []kv{{"direction", e.Direction.String()}, {"id", hexID(e.ID)}, {"at", stamp(e.At)}}
 		if e.Direction == engine.DirectionOut {
-			rec = append(rec, kv{"state", sentState(e.State)})
+			rec = append(rec, kv{"state", e.State.String()})
 		}
 		out.record(append(rec, bodyFields(e.Body)...))
 	}
 	return nil
-}
-
-func sentState(s engine.SentState) string {
-	switch s {
-	case engine.SentAcknowledged:
-		return "acknowledged"
-	case engine.SentAbandoned:
-		return "abandoned"
-	}
-	return "pending"
 }
 
 // peerCommand parses a command whose first of n operands is a device address

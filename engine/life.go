@@ -29,34 +29,19 @@ type Life struct {
 // direction dir.
 func (c *Client) Life(ctx context.Context, peer Address, id wire.LogicalID, dir Direction) (Life, error) {
 	l := Life{Peer: peer, ID: id, Direction: dir, State: "unknown"}
-	hist := func() (*HistoryEntry, error) {
-		e, ok, err := c.store.HistoryEntry(ctx, peer, dir, id)
-		if err != nil || !ok {
-			return nil, err
-		}
-		return &e, nil
+	e, inHistory, err := c.store.HistoryEntry(ctx, peer, dir, id)
+	if err != nil {
+		return l, err
+	}
+	if inHistory {
+		l.At, l.Body = e.At, e.Body
 	}
 	if dir == DirectionOut {
-		var err error
-		if l.Attempts, err = c.store.Attempts(ctx, peer, id); err != nil {
-			return l, err
+		if inHistory {
+			l.State = e.State.String()
 		}
-		e, err := hist()
-		if err != nil {
-			return l, err
-		}
-		if e != nil {
-			l.At, l.Body = e.At, e.Body
-			switch e.State {
-			case SentPending:
-				l.State = "pending"
-			case SentAcknowledged:
-				l.State = "acknowledged"
-			case SentAbandoned:
-				l.State = "abandoned"
-			}
-		}
-		return l, nil
+		l.Attempts, err = c.store.Attempts(ctx, peer, id)
+		return l, err
 	}
 	if m, err := c.store.Inbound(ctx, peer, id); err == nil {
 		l.State, l.At, l.Body = "pending", m.ReceivedAt, m.Body
@@ -64,24 +49,15 @@ func (c *Client) Life(ctx context.Context, peer Address, id wire.LogicalID, dir 
 	} else if !errors.Is(err, ErrNotPending) {
 		return l, err
 	}
-	f, err := c.store.Finalized(ctx, peer, id)
-	switch {
+	switch f, err := c.store.Finalized(ctx, peer, id); {
 	case err == nil && f.Outcome == OutcomeDiscarded:
 		l.State, l.Done = "discarded", f.At
 	case err == nil:
 		l.State, l.Done = "committed", f.At
 	case !errors.Is(err, ErrNotPending):
 		return l, err
-	}
-	e, err := hist()
-	if err != nil {
-		return l, err
-	}
-	if e != nil {
-		l.At, l.Body = e.At, e.Body
-		if l.State == "unknown" {
-			l.State = "committed" // its finalized record was pruned
-		}
+	case inHistory:
+		l.State = "committed" // its finalized record was pruned
 	}
 	return l, nil
 }

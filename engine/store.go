@@ -172,6 +172,17 @@ const (
 	SentAbandoned    SentState = 3
 )
 
+// String returns "pending", "acknowledged" or "abandoned".
+func (s SentState) String() string {
+	switch s {
+	case SentAcknowledged:
+		return "acknowledged"
+	case SentAbandoned:
+		return "abandoned"
+	}
+	return "pending"
+}
+
 // HistoryEntry is one message of a conversation.
 type HistoryEntry struct {
 	Seq       int64

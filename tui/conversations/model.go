@@ -259,11 +259,7 @@ func (m Model) key(k tea.KeyMsg) (Model, tea.Cmd) {
 			return m, m.Select(a)
 		}
 		if input.IsText(k) {
-			// The input would take a word such as "home" for its key.
-			v, at := []rune(m.input.Value()), m.input.Position()
-			v = append(v[:at:at], append(k.Runes, v[at:]...)...)
-			m.input.SetValue(string(v))
-			m.input.SetCursor(at + len(k.Runes))
+			input.Insert(&m.input, k.Runes)
 			return m, nil
 		}
 		var cmd tea.Cmd

@@ -478,10 +478,7 @@ func (m Model) searchKey(k tea.KeyMsg) (Model, tea.Cmd) {
 		return m, nil
 	}
 	if input.IsText(k) {
-		v, at := []rune(m.search.Value()), m.search.Position()
-		v = append(v[:at:at], append(k.Runes, v[at:]...)...)
-		m.search.SetValue(string(v))
-		m.search.SetCursor(at + len(k.Runes))
+		input.Insert(&m.search, k.Runes)
 		return m, nil
 	}
 	var cmd tea.Cmd

@@ -7,6 +7,7 @@ package input
 
 import (
 	"github.com/charmbracelet/bubbles/key"
+	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 )
 
@@ -20,4 +21,13 @@ func IsText(k tea.KeyMsg) bool {
 // binding, whatever its words.
 func Matches(k tea.KeyMsg, b ...key.Binding) bool {
 	return !IsText(k) && key.Matches(k, b...)
+}
+
+// Insert puts typed text into a one-line input at its cursor: the input's
+// own Update would take a word such as "home" for its key.
+func Insert(in *textinput.Model, text []rune) {
+	v, at := []rune(in.Value()), in.Position()
+	v = append(v[:at:at], append(text, v[at:]...)...)
+	in.SetValue(string(v))
+	in.SetCursor(at + len(text))
 }
