@@ -438,14 +438,7 @@ func firstWords(s string, n int) string {
 func TestDemoLifeAfterACollision(t *testing.T) {
 	t.Parallel()
 	d := startDemo(t, demoConfig{})
-	d.waitFor("Composer → bob/1", "exactly once ·")
-	d.demo('1')
-	for i := 1; i < len(scenarios()[0].steps); i++ {
-		d.settle()
-		d.key(tea.KeySpace)
-	}
-	d.waitFor("alice→bob 1 sent: 1 once · bob→alice 1 sent: 1 once")
-	d.key(tea.KeyEsc)
+	d.playCollision()
 	replaced := 0
 	for _, body := range []string{"hello from alice", "hello from bob"} {
 		d.key(tea.KeyCtrlO)

@@ -89,21 +89,7 @@ func TestGolden(t *testing.T) {
 			d.waitFor("match 2 of 2")
 		}},
 		{name: "life_after_collision", alice: true, drive: func(d *demoRun) {
-			d.waitFor("Composer → bob/1", "exactly once ·")
-			d.demo('1')
-			for i := 1; i < len(scenarios()[0].steps); i++ {
-				if i == 3 {
-					// Both sends accepted before the release, so that the
-					// event logs read the same on every run.
-					d.waitUntil("both sends relay accepted", func(s string) bool {
-						return strings.Count(s, "relay_accepted") == 2
-					})
-				}
-				d.settle()
-				d.key(tea.KeySpace)
-			}
-			d.waitFor("alice→bob 1 sent: 1 once · bob→alice 1 sent: 1 once")
-			d.key(tea.KeyEsc)
+			d.playCollision()
 			d.alt('2')
 			d.typeText("/")
 			d.tm.Send(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("hello from")})

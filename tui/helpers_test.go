@@ -215,6 +215,27 @@ func (d *demoRun) demo(r rune) {
 	d.typeText(string(r))
 }
 
+// playCollision plays the guided collision (ctrl+x 1) to its end and
+// stops it, once each message is in the other's history once.
+func (d *demoRun) playCollision() {
+	d.t.Helper()
+	d.waitFor("Composer → bob/1", "exactly once ·")
+	d.demo('1')
+	for i := 1; i < len(scenarios()[0].steps); i++ {
+		if i == 3 {
+			// Both sends accepted before the release, so that the event
+			// logs read the same on every run.
+			d.waitUntil("both sends relay accepted", func(s string) bool {
+				return strings.Count(s, "relay_accepted") == 2
+			})
+		}
+		d.settle()
+		d.key(tea.KeySpace)
+	}
+	d.waitFor("alice→bob 1 sent: 1 once · bob→alice 1 sent: 1 once")
+	d.key(tea.KeyEsc)
+}
+
 // send types a line into the focused composer and presses enter.
 func (d *demoRun) send(s string) {
 	d.typeText(s)

@@ -18,6 +18,7 @@ import (
 	"github.com/parley-chat/parley/tui/eventlog"
 	"github.com/parley-chat/parley/tui/inbox"
 	"github.com/parley-chat/parley/tui/internal/input"
+	"github.com/parley-chat/parley/tui/internal/life"
 	"github.com/parley-chat/parley/tui/internal/layout"
 	"github.com/parley-chat/parley/tui/outbox"
 	"github.com/parley-chat/parley/tui/timeline"
@@ -263,11 +264,7 @@ func (p pane) Update(msg tea.Msg) (pane, tea.Cmd) {
 		var c2 tea.Cmd
 		p.conv, c2 = p.conv.Update(msg)
 		return p, tea.Batch(cmd, c2)
-	case outbox.LifeMsg:
-		return p, p.life(msg.Peer, msg.ID, engine.DirectionOut)
-	case inbox.LifeMsg:
-		return p, p.life(msg.Peer, msg.ID, engine.DirectionIn)
-	case timeline.LifeMsg:
+	case life.Msg:
 		return p, p.life(msg.Peer, msg.ID, msg.Direction)
 	case lifeMsg:
 		if msg.err != nil {

@@ -76,27 +76,14 @@ func countFlow(ctx context.Context, sender, receiver *engine.Client, reinstalled
 	if err != nil {
 		return f, err
 	}
-	f.partial = len(out) == verdictScan || len(in) == verdictScan
+	// The receiver's side is looked up by ID past its page; the sender's
+	// page is what is counted.
+	f.partial = len(out) == verdictScan
 	copies := map[wire.LogicalID]int{}
 	for _, e := range in {
 		if e.Direction == engine.DirectionIn {
 			copies[e.ID]++
 		}
-	}
-	waiting := map[wire.LogicalID]bool{}
-	from := f.from
-	for after := int64(0); ; {
-		page, err := receiver.PendingInbound(ctx, engine.PageQuery{After: after, Limit: 256, Peer: &from})
-		if err != nil {
-			return f, err
-		}
-		if len(page) == 0 {
-			break
-		}
-		for _, m := range page {
-			waiting[m.ID] = true
-		}
-		after = page[len(page)-1].Seq
 	}
 	for _, e := range out {
 		if e.Direction != engine.DirectionOut {
@@ -111,11 +98,8 @@ func countFlow(ctx context.Context, sender, receiver *engine.Client, reinstalled
 			f.dup++
 			continue
 		}
-		if waiting[e.ID] {
-			f.pending++
-			continue
-		}
-		// Not in the receiver's page: ask its store about this ID.
+		// Not in the receiver's page: ask its store about this ID
+		// (pending, finalized, or in the history further back).
 		l, err := receiver.Life(ctx, f.from, e.ID, engine.DirectionIn)
 		if err != nil {
 			return f, err

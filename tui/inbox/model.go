@@ -12,16 +12,11 @@ import (
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/themes"
 	"github.com/parley-chat/parley/tui/internal/input"
+	"github.com/parley-chat/parley/tui/internal/life"
 	"github.com/parley-chat/parley/tui/internal/layout"
 	"github.com/parley-chat/parley/tui/internal/pager"
 	"github.com/parley-chat/parley/wire"
 )
-
-// LifeMsg asks for the life of the selected message (its sender and ID).
-type LifeMsg struct {
-	Peer engine.Address
-	ID   wire.LogicalID
-}
 
 // BatchSize bounds the messages finalized in one transaction by "all".
 const BatchSize = 256
@@ -244,7 +239,7 @@ func (m Model) key(k tea.KeyMsg) (Model, tea.Cmd) {
 		return m, m.finalizeOne(engine.OutcomeCommitted)
 	case input.Matches(k, m.keys.Life):
 		if msg, ok := m.Selected(); ok {
-			return m, func() tea.Msg { return LifeMsg{Peer: msg.Sender, ID: msg.ID} }
+			return m, func() tea.Msg { return life.Msg{Peer: msg.Sender, ID: msg.ID, Direction: engine.DirectionIn} }
 		}
 	case input.Matches(k, m.keys.Discard):
 		return m, m.finalizeOne(engine.OutcomeDiscarded)

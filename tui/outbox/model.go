@@ -13,17 +13,12 @@ import (
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/themes"
 	"github.com/parley-chat/parley/tui/internal/input"
+	"github.com/parley-chat/parley/tui/internal/life"
 	"github.com/parley-chat/parley/tui/internal/layout"
 	"github.com/parley-chat/parley/tui/internal/pager"
 	"github.com/parley-chat/parley/tui/internal/sent"
 	"github.com/parley-chat/parley/wire"
 )
-
-// LifeMsg asks for the life of the selected message (its recipient and ID).
-type LifeMsg struct {
-	Peer engine.Address
-	ID   wire.LogicalID
-}
 
 // Source is what the outbox reads and acts through: *engine.Client
 // implements it.
@@ -273,7 +268,7 @@ func (m Model) key(k tea.KeyMsg) (Model, tea.Cmd) {
 		}
 	case input.Matches(k, m.keys.Life):
 		if msg, ok := m.Selected(); ok {
-			return m, func() tea.Msg { return LifeMsg{Peer: msg.Recipient, ID: msg.ID} }
+			return m, func() tea.Msg { return life.Msg{Peer: msg.Recipient, ID: msg.ID, Direction: engine.DirectionOut} }
 		}
 	case input.Matches(k, m.keys.RetryAll):
 		if !m.busy {

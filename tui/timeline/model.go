@@ -21,6 +21,7 @@ import (
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/themes"
 	"github.com/parley-chat/parley/tui/internal/input"
+	"github.com/parley-chat/parley/tui/internal/life"
 	"github.com/parley-chat/parley/tui/internal/layout"
 	"github.com/parley-chat/parley/tui/internal/sent"
 	"github.com/parley-chat/parley/wire"
@@ -559,13 +560,6 @@ func (m *Model) showCurrent() {
 	}
 }
 
-// LifeMsg asks for the life of a message of the conversation.
-type LifeMsg struct {
-	Peer      engine.Address
-	ID        wire.LogicalID
-	Direction engine.Direction
-}
-
 // lifeOfCurrent asks for the life of the current search match, or of the
 // newest message shown.
 func (m Model) lifeOfCurrent() tea.Cmd {
@@ -577,7 +571,7 @@ func (m Model) lifeOfCurrent() tea.Cmd {
 		return nil
 	}
 	it := m.items[i]
-	msg := LifeMsg{Peer: m.peer, Direction: engine.DirectionIn}
+	msg := life.Msg{Peer: m.peer, Direction: engine.DirectionIn}
 	if it.hist != nil {
 		msg.ID, msg.Direction = it.hist.ID, it.hist.Direction
 	} else {
