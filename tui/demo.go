@@ -81,6 +81,10 @@ type device struct {
 	// reinstalled is when the device was last reinstalled: what it had
 	// committed before is gone with its old profile.
 	reinstalled time.Time
+	// crashing is set the moment a crash is asked for: the switches no
+	// longer reach the client being closed (a release typed right after
+	// the crash would let it receive, and commit, while it goes down).
+	crashing bool
 
 	// While open:
 	prof   DemoProfile
@@ -177,6 +181,7 @@ func (w *world) start(d *device, prof DemoProfile, faults *faultRelay) *attachme
 	}()
 	w.mu.Lock()
 	d.prof, d.faults, d.done, d.run = prof, faults, make(chan struct{}), run
+	d.crashing = false
 	state := func() string {
 		if faults != nil && faults.down() {
 			return "offline"
@@ -270,6 +275,9 @@ func (w *world) setSwitches(addr engine.Address, held, unplugged *bool) {
 		d.unplugged = *unplugged
 	}
 	faults, prof := d.faults, d.prof
+	if d.crashing {
+		faults, prof = nil, nil
+	}
 	w.mu.Unlock()
 	if faults != nil {
 		faults.set(held, unplugged)
@@ -331,6 +339,11 @@ type demoMsg struct {
 }
 
 func (w *world) crashCmd(i int, addr engine.Address, when string) tea.Cmd {
+	w.mu.Lock()
+	if d := w.devs[addr]; d != nil {
+		d.crashing = true
+	}
+	w.mu.Unlock()
 	return func() tea.Msg {
 		err := w.close(addr, false)
 		return demoMsg{pane: i, err: err, what: "crash", entries: []eventlog.Entry{{At: w.now(), Name: "demo_crash", Level: eventlog.Demo,
