@@ -17,7 +17,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/adrg/xdg"
-	"golang.org/x/term"
 
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/profile"
@@ -133,38 +132,51 @@ func (f *flags) profileDir(env *cliEnv) string {
 	return filepath.Join(xdg.DataHome, "parley", "default")
 }
 
-// passphrase reads the passphrase from --passphrase-file, $PARLEY_PASSPHRASE
-// or, on a terminal, a prompt.
-func (f *flags) passphrase(env *cliEnv, confirm bool) ([]byte, error) {
+// passphraseTries is how many times a prompt asks again after a wrong
+// passphrase before the command gives up.
+const passphraseTries = 3
+
+// passphrase reads the passphrase of the profile in dir from
+// --passphrase-file, $PARLEY_PASSPHRASE or, on a terminal, a prompt that
+// names the profile; prompted reports whether it came from the prompt (and
+// so may be asked again). confirm asks twice, for a new profile.
+func (f *flags) passphrase(env *cliEnv, dir string, confirm bool) (pass []byte, prompted bool, err error) {
 	if *f.passphraseFile != "" {
 		b, err := os.ReadFile(*f.passphraseFile)
 		if err != nil {
-			return nil, fmt.Errorf("read passphrase file: %w", err)
+			return nil, false, fmt.Errorf("read passphrase file: %w", err)
 		}
-		return []byte(strings.TrimRight(string(b), "\r\n")), nil
+		return []byte(strings.TrimRight(string(b), "\r\n")), false, nil
 	}
 	if p := env.getenv("PARLEY_PASSPHRASE"); p != "" {
-		return []byte(p), nil
+		return []byte(p), false, nil
 	}
-	if !term.IsTerminal(int(os.Stdin.Fd())) {
-		return nil, errors.New("no passphrase: use --passphrase-file or PARLEY_PASSPHRASE")
+	if env.readSecret == nil {
+		return nil, false, errors.New("no passphrase: use --passphrase-file or PARLEY_PASSPHRASE")
 	}
-	fmt.Fprint(os.Stderr, "passphrase: ")
-	p, err := term.ReadPassword(int(os.Stdin.Fd()))
-	fmt.Fprintln(os.Stderr)
+	p, err := env.secret(fmt.Sprintf("passphrase for profile %s: ", dir))
 	if err != nil {
-		return nil, fmt.Errorf("read passphrase: %w", err)
+		return nil, false, err
 	}
 	if confirm {
-		fmt.Fprint(os.Stderr, "again: ")
-		q, err := term.ReadPassword(int(os.Stdin.Fd()))
-		fmt.Fprintln(os.Stderr)
+		q, err := env.secret("again: ")
 		if err != nil {
-			return nil, fmt.Errorf("read passphrase: %w", err)
+			return nil, false, err
 		}
 		if string(p) != string(q) {
-			return nil, errors.New("the passphrases differ")
+			return nil, false, errors.New("the passphrases differ")
 		}
+	}
+	return p, true, nil
+}
+
+// secret prompts on stderr and reads a line without echo.
+func (env *cliEnv) secret(prompt string) ([]byte, error) {
+	fmt.Fprint(env.stderr, prompt)
+	p, err := env.readSecret()
+	fmt.Fprintln(env.stderr)
+	if err != nil {
+		return nil, fmt.Errorf("read passphrase: %w", err)
 	}
 	return p, nil
 }
@@ -173,12 +185,26 @@ func (f *flags) passphrase(env *cliEnv, confirm bool) ([]byte, error) {
 // first use; commands marked network also run the prekey maintenance that
 // is due.
 func (f *flags) open(ctx context.Context, env *cliEnv) (*profile.Profile, error) {
+	return f.openWith(ctx, env, profile.Options{Maintain: f.network})
+}
+
+// openWith opens the profile named by the flags with o and the passphrase;
+// a passphrase typed at the prompt may be retyped after a wrong one.
+func (f *flags) openWith(ctx context.Context, env *cliEnv, o profile.Options) (*profile.Profile, error) {
 	dir := f.profileDir(env)
-	pass, err := f.passphrase(env, false)
-	if err != nil {
-		return nil, err
+	for try := 1; ; try++ {
+		pass, prompted, err := f.passphrase(env, dir, false)
+		if err != nil {
+			return nil, err
+		}
+		o.Passphrase = pass
+		p, err := profile.Open(ctx, dir, o)
+		if prompted && try < passphraseTries && errors.Is(err, engine.ErrWrongPassphrase) {
+			fmt.Fprintln(env.stderr, "wrong passphrase, try again")
+			continue
+		}
+		return p, err
 	}
-	return profile.Open(ctx, dir, profile.Options{Passphrase: pass, Maintain: f.network})
 }
 
 // closeProfile ends a command: what it printed was the presentation of its

@@ -10,12 +10,8 @@ import (
 	"github.com/parley-chat/parley/bench"
 )
 
-func init() {
-	register(&command{name: "bench", args: "[--duration D] [--messages N] [--pairs N] [--window W] [--json]", summary: "end-to-end benchmark on loopback with production durability", run: cmdBench})
-}
-
-func cmdBench(ctx context.Context, env *cliEnv, args []string) error {
-	f := newFlags(commands["bench"], env, false)
+func cmdBench(ctx context.Context, env *cliEnv, cmd *command, args []string) error {
+	f := newFlags(cmd, env, false)
 	duration := f.Duration("duration", 5*time.Second, "send for at least this long (runs shorter than a few seconds measure noise)")
 	n := f.Int("messages", 0, "send at least this many messages, over all pairs")
 	pairs := f.Int("pairs", 1, "conversations, each between two profiles of its own, on one relay")

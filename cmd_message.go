@@ -13,21 +13,8 @@ import (
 	"github.com/parley-chat/parley/tui"
 )
 
-func init() {
-	register(&command{name: "send", args: "PEER TEXT|-", summary: "send a message; prints its logical ID (exit 3: kept pending)", run: cmdSend})
-	register(&command{name: "sync", args: "[--wait DUR]", summary: "stage, acknowledge and process the mailbox until idle; one line per result", run: cmdSync})
-	register(&command{name: "inbox", args: "[--sender PEER] [--after SEQ] [--limit N]", summary: "list pending received messages", run: cmdInbox})
-	register(&command{name: "outbox", args: "[--recipient PEER] [--after SEQ] [--limit N]", summary: "list pending sent messages", run: cmdOutbox})
-	register(&command{name: "commit", args: "SENDER ID", summary: "commit a pending received message and acknowledge it", run: cmdFinalize(engine.OutcomeCommitted)})
-	register(&command{name: "discard", args: "SENDER ID", summary: "discard a pending received message and acknowledge it", run: cmdFinalize(engine.OutcomeDiscarded)})
-	register(&command{name: "retry", args: "PEER", summary: "send the messages pending for PEER again, in order (exit 3: one stays pending)", run: cmdRetry})
-	register(&command{name: "abandon", args: "PEER ID", summary: "drop a pending sent message locally (not a recall)", run: cmdAbandon})
-	register(&command{name: "trace", args: "PEER ID", summary: "a message's life: the envelopes that carried it, on which session, and where it stands", run: cmdTrace})
-	register(&command{name: "history", args: "PEER [--limit N]", summary: "print the conversation with PEER, oldest first", run: cmdHistory})
-}
-
-func cmdSend(ctx context.Context, env *cliEnv, args []string) error {
-	f := newFlags(commands["send"], env, true)
+func cmdSend(ctx context.Context, env *cliEnv, cmd *command, args []string) error {
+	f := newFlags(cmd, env, true)
 	f.network = true
 	ops, err := f.parse(env, args, 2, 2)
 	if err != nil {
@@ -71,8 +58,8 @@ func describeSendError(peer engine.Address, err error) error {
 	return err
 }
 
-func cmdSync(ctx context.Context, env *cliEnv, args []string) error {
-	f := newFlags(commands["sync"], env, true)
+func cmdSync(ctx context.Context, env *cliEnv, cmd *command, args []string) error {
+	f := newFlags(cmd, env, true)
 	f.network = true
 	wait := f.Duration("wait", time.Second, "stop after the mailbox has been idle this long")
 	if _, err := f.parse(env, args, 0, 0); err != nil {
@@ -140,8 +127,8 @@ func pageQuery(peer string, after int64, limit int) (engine.PageQuery, error) {
 	return q, nil
 }
 
-func cmdInbox(ctx context.Context, env *cliEnv, args []string) error {
-	return pageCommand(ctx, env, args, "inbox", "sender", func(p *profile.Profile, q engine.PageQuery) ([][]kv, error) {
+func cmdInbox(ctx context.Context, env *cliEnv, cmd *command, args []string) error {
+	return pageCommand(ctx, env, cmd, args, "sender", func(p *profile.Profile, q engine.PageQuery) ([][]kv, error) {
 		msgs, err := p.Client.PendingInbound(ctx, q)
 		recs := make([][]kv, len(msgs))
 		for i, m := range msgs {
@@ -151,8 +138,8 @@ func cmdInbox(ctx context.Context, env *cliEnv, args []string) error {
 	})
 }
 
-func cmdOutbox(ctx context.Context, env *cliEnv, args []string) error {
-	return pageCommand(ctx, env, args, "outbox", "recipient", func(p *profile.Profile, q engine.PageQuery) ([][]kv, error) {
+func cmdOutbox(ctx context.Context, env *cliEnv, cmd *command, args []string) error {
+	return pageCommand(ctx, env, cmd, args, "recipient", func(p *profile.Profile, q engine.PageQuery) ([][]kv, error) {
 		msgs, err := p.Client.PendingOutbound(ctx, q)
 		recs := make([][]kv, len(msgs))
 		for i, m := range msgs {
@@ -164,8 +151,8 @@ func cmdOutbox(ctx context.Context, env *cliEnv, args []string) error {
 
 // pageCommand runs a command that lists one page of pending messages
 // (--PEERFLAG, --after, --limit) and prints one record per message.
-func pageCommand(ctx context.Context, env *cliEnv, args []string, name, peerFlag string, list func(*profile.Profile, engine.PageQuery) ([][]kv, error)) error {
-	f := newFlags(commands[name], env, true)
+func pageCommand(ctx context.Context, env *cliEnv, cmd *command, args []string, peerFlag string, list func(*profile.Profile, engine.PageQuery) ([][]kv, error)) error {
+	f := newFlags(cmd, env, true)
 	peer, after, limit := pageFlags(f, peerFlag)
 	if _, err := f.parse(env, args, 0, 0); err != nil {
 		return err
@@ -190,13 +177,9 @@ func pageCommand(ctx context.Context, env *cliEnv, args []string, name, peerFlag
 	return nil
 }
 
-func cmdFinalize(outcome engine.Outcome) func(context.Context, *cliEnv, []string) error {
-	name := "commit"
-	if outcome == engine.OutcomeDiscarded {
-		name = "discard"
-	}
-	return func(ctx context.Context, env *cliEnv, args []string) error {
-		f := newFlags(commands[name], env, true)
+func cmdFinalize(outcome engine.Outcome) func(context.Context, *cliEnv, *command, []string) error {
+	return func(ctx context.Context, env *cliEnv, cmd *command, args []string) error {
+		f := newFlags(cmd, env, true)
 		f.network = true
 		var reason *string
 		if outcome == engine.OutcomeDiscarded {
@@ -244,8 +227,8 @@ func cmdFinalize(outcome engine.Outcome) func(context.Context, *cliEnv, []string
 	}
 }
 
-func cmdRetry(ctx context.Context, env *cliEnv, args []string) error {
-	f := newFlags(commands["retry"], env, true)
+func cmdRetry(ctx context.Context, env *cliEnv, cmd *command, args []string) error {
+	f := newFlags(cmd, env, true)
 	f.network = true
 	peer, _, p, err := f.peerCommand(ctx, env, args, 1)
 	if err != nil {
@@ -266,8 +249,8 @@ func cmdRetry(ctx context.Context, env *cliEnv, args []string) error {
 	return nil
 }
 
-func cmdAbandon(ctx context.Context, env *cliEnv, args []string) error {
-	f := newFlags(commands["abandon"], env, true)
+func cmdAbandon(ctx context.Context, env *cliEnv, cmd *command, args []string) error {
+	f := newFlags(cmd, env, true)
 	peer, ops, p, err := f.peerCommand(ctx, env, args, 2)
 	if err != nil {
 		return err
@@ -287,8 +270,8 @@ func cmdAbandon(ctx context.Context, env *cliEnv, args []string) error {
 	return nil
 }
 
-func cmdHistory(ctx context.Context, env *cliEnv, args []string) error {
-	f := newFlags(commands["history"], env, true)
+func cmdHistory(ctx context.Context, env *cliEnv, cmd *command, args []string) error {
+	f := newFlags(cmd, env, true)
 	limit := f.Int("limit", 1000, "at most this many of the newest messages")
 	peer, _, p, err := f.peerCommand(ctx, env, args, 1)
 	if err != nil {
@@ -329,8 +312,8 @@ func (f *flags) peerCommand(ctx context.Context, env *cliEnv, args []string, n i
 	return peer, ops, p, nil
 }
 
-func cmdTrace(ctx context.Context, env *cliEnv, args []string) error {
-	f := newFlags(commands["trace"], env, true)
+func cmdTrace(ctx context.Context, env *cliEnv, cmd *command, args []string) error {
+	f := newFlags(cmd, env, true)
 	peer, ops, p, err := f.peerCommand(ctx, env, args, 2)
 	if err != nil {
 		return err

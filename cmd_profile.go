@@ -16,19 +16,8 @@ import (
 // Commands about the profile itself: making it, its identity and its trust
 // in peers' identities, and pruning what it keeps.
 
-func init() {
-	register(&command{name: "init", args: "--address ADDR --relay URL [--relay-ca FILE]", summary: "make a profile and publish its prekey bundle; prints the identity fingerprint", run: cmdInit})
-	register(&command{name: "identity", args: "", summary: "print the own address and identity fingerprint", run: cmdIdentity})
-	register(&command{name: "safety-number", args: "PEER", summary: "print the safety number with PEER's pinned identity", run: cmdSafetyNumber})
-	register(&command{name: "trust", args: "PEER", summary: "accept PEER's changed identity (then retry to resend)", run: cmdTrust})
-	register(&command{name: "contact", args: "[NAME PEER | --remove PEER]", summary: "name a device (shown next to its address), forget a name, or list the names", run: cmdContact})
-	register(&command{name: "prune", args: "--older-than DUR", summary: "delete finalized records older than DUR", run: cmdPrune})
-	register(&command{name: "relay-settings", args: "[--url URL] [--ca FILE | --system-roots] [--accept-new-id]",
-		summary: "show or change how this profile reaches its relay: URL, private CA, pinned relay ID", run: cmdRelaySettings})
-}
-
-func cmdRelaySettings(ctx context.Context, env *cliEnv, args []string) error {
-	f := newFlags(commands["relay-settings"], env, true)
+func cmdRelaySettings(ctx context.Context, env *cliEnv, cmd *command, args []string) error {
+	f := newFlags(cmd, env, true)
 	url := f.String("url", "", "the relay's new URL (ws://HOST:PORT or wss://HOST); drops the pinned relay ID")
 	caFile := f.String("ca", "", "verify the relay's TLS certificate with the CA certificates in this PEM file")
 	systemRoots := f.Bool("system-roots", false, "verify the relay's TLS certificate with the system's roots again")
@@ -90,8 +79,8 @@ func cmdRelaySettings(ctx context.Context, env *cliEnv, args []string) error {
 	return nil
 }
 
-func cmdInit(ctx context.Context, env *cliEnv, args []string) error {
-	f := newFlags(commands["init"], env, true)
+func cmdInit(ctx context.Context, env *cliEnv, cmd *command, args []string) error {
+	f := newFlags(cmd, env, true)
 	addrFlag := f.String("address", "", "this device's address, user/device")
 	relayFlag := f.String("relay", "", "relay URL, ws://HOST:PORT or wss://HOST")
 	caFlag := f.String("relay-ca", "", "verify the relay's TLS certificate with the CA certificates in this PEM file (a private CA)")
@@ -116,7 +105,7 @@ func cmdInit(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	dir := f.profileDir(env)
-	pass, err := f.passphrase(env, true)
+	pass, _, err := f.passphrase(env, dir, true)
 	if err != nil {
 		return err
 	}
@@ -143,8 +132,8 @@ func cmdInit(ctx context.Context, env *cliEnv, args []string) error {
 	return nil
 }
 
-func cmdIdentity(ctx context.Context, env *cliEnv, args []string) error {
-	f := newFlags(commands["identity"], env, true)
+func cmdIdentity(ctx context.Context, env *cliEnv, cmd *command, args []string) error {
+	f := newFlags(cmd, env, true)
 	if _, err := f.parse(env, args, 0, 0); err != nil {
 		return err
 	}
@@ -157,8 +146,8 @@ func cmdIdentity(ctx context.Context, env *cliEnv, args []string) error {
 	return nil
 }
 
-func cmdSafetyNumber(ctx context.Context, env *cliEnv, args []string) error {
-	f := newFlags(commands["safety-number"], env, true)
+func cmdSafetyNumber(ctx context.Context, env *cliEnv, cmd *command, args []string) error {
+	f := newFlags(cmd, env, true)
 	peer, _, p, err := f.peerCommand(ctx, env, args, 1)
 	if err != nil {
 		return err
@@ -172,8 +161,8 @@ func cmdSafetyNumber(ctx context.Context, env *cliEnv, args []string) error {
 	return nil
 }
 
-func cmdTrust(ctx context.Context, env *cliEnv, args []string) error {
-	f := newFlags(commands["trust"], env, true)
+func cmdTrust(ctx context.Context, env *cliEnv, cmd *command, args []string) error {
+	f := newFlags(cmd, env, true)
 	f.network = true
 	peer, _, p, err := f.peerCommand(ctx, env, args, 1)
 	if err != nil {
@@ -189,8 +178,8 @@ func cmdTrust(ctx context.Context, env *cliEnv, args []string) error {
 	return nil
 }
 
-func cmdPrune(ctx context.Context, env *cliEnv, args []string) error {
-	f := newFlags(commands["prune"], env, true)
+func cmdPrune(ctx context.Context, env *cliEnv, cmd *command, args []string) error {
+	f := newFlags(cmd, env, true)
 	older := f.Duration("older-than", 0, "prune finalized records older than this (for example 720h)")
 	if _, err := f.parse(env, args, 0, 0); err != nil {
 		return err
@@ -211,8 +200,8 @@ func cmdPrune(ctx context.Context, env *cliEnv, args []string) error {
 	return nil
 }
 
-func cmdContact(ctx context.Context, env *cliEnv, args []string) error {
-	f := newFlags(commands["contact"], env, true)
+func cmdContact(ctx context.Context, env *cliEnv, cmd *command, args []string) error {
+	f := newFlags(cmd, env, true)
 	remove := f.Bool("remove", false, "forget the name of PEER")
 	ops, err := f.parse(env, args, 0, 2)
 	if err != nil {

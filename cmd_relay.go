@@ -24,11 +24,6 @@ import (
 	"github.com/parley-chat/parley/transport/relaystore/natsstore"
 )
 
-func init() {
-	register(&command{name: "relay", args: "[--listen ADDR] [--data DIR] [--tls-cert FILE --tls-key FILE] [limits]",
-		summary: "run a relay; the first line on stdout is \"listening on ws://HOST:PORT\" (wss:// with TLS)", run: cmdRelay})
-}
-
 // defaultRelayIDFile is where a relay without --data keeps its ID: one file
 // per address it listens on, so that two relays on one host do not present
 // the same ID.
@@ -85,8 +80,8 @@ func parseOrMakeRelayID(path string, b []byte, err error, mayMake bool) ([32]byt
 	return id, nil
 }
 
-func cmdRelay(ctx context.Context, env *cliEnv, args []string) error {
-	f := newFlags(commands["relay"], env, false)
+func cmdRelay(ctx context.Context, env *cliEnv, cmd *command, args []string) error {
+	f := newFlags(cmd, env, false)
 	listen := f.String("listen", "127.0.0.1:0", "address to listen on (port 0 picks a free port)")
 	data := f.String("data", "", "keep mailboxes, bundles and registrations in SQLite in this directory (default: memory)")
 	idFile := f.String("id-file", "", "keep the relay's ID in this file, made at the first start (default: in --data or the NATS cluster, else "+defaultRelayIDFile("HOST:PORT")+")")

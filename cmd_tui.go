@@ -19,11 +19,6 @@ import (
 	"github.com/parley-chat/parley/tui"
 )
 
-func init() {
-	register(&command{name: "tui", args: "[--theme NAME] [--commit POLICY] [--auto-retry=BOOL] [--config FILE] [PEER]", summary: "the terminal interface for one profile (open at the conversation with PEER)", run: cmdTUI})
-	register(&command{name: "demo", args: "[--theme NAME] [--config FILE] [--record FILE] [--script FILE]", summary: "an embedded relay and two fresh profiles, alice/1 and bob/1, side by side", run: cmdDemo})
-}
-
 // uiFlags are the flags of the interface commands.
 type uiFlags struct {
 	theme, logFile, configFile *string
@@ -57,8 +52,8 @@ func (u uiFlags) settings(env *cliEnv) (config.File, error) {
 	return config.Load(path)
 }
 
-func cmdTUI(ctx context.Context, env *cliEnv, args []string) error {
-	f := newFlags(commands["tui"], env, true)
+func cmdTUI(ctx context.Context, env *cliEnv, cmd *command, args []string) error {
+	f := newFlags(cmd, env, true)
 	ui := tuiFlags(f)
 	commit := f.String("commit", "", "commit policy: on-read (the default: what the conversation in view shows), manual or auto (on arrival)")
 	autoRetry := f.Bool("auto-retry", true, "retry pending sent messages by themselves (at a reconnection, after a convergence, and with a backoff)")
@@ -86,13 +81,9 @@ func cmdTUI(ctx context.Context, env *cliEnv, args []string) error {
 			return usagef("--commit: %v", err)
 		}
 	}
-	pass, err := f.passphrase(env, false)
-	if err != nil {
-		return err
-	}
 	// The relay connection reconnects on its own; the interface starts even
 	// when the relay is not reachable yet.
-	p, err := profile.Open(ctx, f.profileDir(env), profile.Options{Passphrase: pass, Connect: profile.ConnectInBackground})
+	p, err := f.openWith(ctx, env, profile.Options{Connect: profile.ConnectInBackground})
 	if err != nil {
 		return err
 	}
@@ -145,8 +136,8 @@ var (
 	demoKDF        = store.KDFParams{Time: 1, MemoryKiB: 1024, Threads: 1}
 )
 
-func cmdDemo(ctx context.Context, env *cliEnv, args []string) error {
-	f := newFlags(commands["demo"], env, false)
+func cmdDemo(ctx context.Context, env *cliEnv, cmd *command, args []string) error {
+	f := newFlags(cmd, env, false)
 	ui := tuiFlags(f)
 	recordFile := f.String("record", "", "write every event of both profiles to this file, as JSON lines with times")
 	scriptFile := f.String("script", "", "play the demo actions in this file, one per line (send alice TEXT, hold both, commit bob, ...; docs/tui.md)")

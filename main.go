@@ -14,9 +14,11 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
-	"sort"
+	"slices"
 	"strings"
 	"syscall"
+
+	"golang.org/x/term"
 )
 
 // Exit codes of the command-line contract.
@@ -28,28 +30,23 @@ const (
 	exitLocked  = 4 // the profile is open in another process
 )
 
-// command is one subcommand.
-type command struct {
-	name    string
-	args    string
-	summary string
-	run     func(ctx context.Context, env *cliEnv, args []string) error
-}
-
-var commands = map[string]*command{}
-
-func register(c *command) { commands[c.name] = c }
-
 // cliEnv is what a command runs with; tests substitute the streams.
 type cliEnv struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
+	// readSecret reads one line from the terminal without echoing it; nil
+	// when stdin is not a terminal, and then no command prompts.
+	readSecret func() ([]byte, error)
 }
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, &cliEnv{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}, os.Args[1:])
+	env := &cliEnv{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}
+	if fd := int(os.Stdin.Fd()); term.IsTerminal(fd) {
+		env.readSecret = func() ([]byte, error) { return term.ReadPassword(fd) }
+	}
+	code := run(ctx, env, os.Args[1:])
 	stop()
 	os.Exit(code)
 }
@@ -64,16 +61,20 @@ func run(ctx context.Context, env *cliEnv, args []string) int {
 		}
 		return exitOK
 	}
-	if args[0] == "--version" || args[0] == "-V" {
+	if args[0] == "--version" || args[0] == "-V" || args[0] == "version" {
 		fmt.Fprintln(env.stdout, versionLine())
 		return exitOK
 	}
-	cmd, ok := commands[args[0]]
-	if !ok {
-		fmt.Fprintf(env.stderr, "parley: unknown command %q (run \"parley help\")\n", args[0])
+	cmd := findCommand(args[0])
+	if cmd == nil {
+		if near := nearestCommand(args[0]); near != "" {
+			fmt.Fprintf(env.stderr, "parley: unknown command %q: did you mean %s? (run \"parley help\")\n", args[0], near)
+		} else {
+			fmt.Fprintf(env.stderr, "parley: unknown command %q (run \"parley help\")\n", args[0])
+		}
 		return exitUsage
 	}
-	err := cmd.run(ctx, env, args[1:])
+	err := cmd.run(ctx, env, cmd, args[1:])
 	if err == nil {
 		return exitOK
 	}
@@ -92,16 +93,12 @@ func run(ctx context.Context, env *cliEnv, args []string) int {
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "parley: end-to-end encrypted chat whose reliability you can see")
 	fmt.Fprintln(w, "\nusage: parley COMMAND [flags] [args]\n\ncommands:")
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
+	sorted := slices.Clone(commandTable)
+	slices.SortFunc(sorted, func(a, b *command) int { return strings.Compare(a.name, b.name) })
+	for _, c := range sorted {
+		fmt.Fprintf(w, "  %-14s %s\n", c.name, c.summary)
 	}
-	sort.Strings(names)
-	for _, n := range names {
-		c := commands[n]
-		fmt.Fprintf(w, "  %-14s %s\n", n, c.summary)
-	}
-	fmt.Fprintln(w, "\nRun \"parley COMMAND --help\" for a command's flags, \"parley --version\" for this build.")
+	fmt.Fprintln(w, "\nRun \"parley COMMAND --help\" for a command's flags, \"parley version\" for this build.")
 	fmt.Fprintln(w, "Exit codes: 0 done, 1 error, 2 usage, 3 message kept pending, 4 profile open in another process.")
 }
 
