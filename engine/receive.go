@@ -1,0 +1,213 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/parley-chat/parley/wire"
+)
+
+// Receiving. Staged envelopes come in through Stage (durable before the
+// relay's leases are acknowledged) and leave through ProcessStaged, which
+// prepares one plan per row (prepare.go) and applies a page of them in one
+// transaction; only after that commit do the session copies become live,
+// the ACKs and recovery requests go out and the events are emitted.
+
+// Stage writes leased envelopes, complete and unparsed, to the durable staging area.
+// Only after it returns may their leases be acknowledged to the relay.
+func (c *Client) Stage(ctx context.Context, leased []Leased) ([]int64, error) {
+	if len(leased) == 0 {
+		return nil, nil
+	}
+	in := make([]StagedInput, len(leased))
+	for i, l := range leased {
+		in[i] = StagedInput{RelayRow: l.Row, Envelope: l.Envelope}
+	}
+	if err := c.fail("stage", "before-apply"); err != nil {
+		return nil, err
+	}
+	r, err := c.store.Apply(ctx, Stage{Envelopes: in, At: c.cfg.Now()})
+	if err != nil {
+		return nil, fmt.Errorf("stage %d envelopes: %w", len(leased), err)
+	}
+	return r.Rows, nil
+}
+
+// batchState is what the plans prepared so far in one batch changed, beyond
+// peer state: later plans of the batch must see it.
+type batchState struct {
+	work      map[Address]*peerState
+	delivered map[inboundKey][32]byte
+	retired   map[retiredKey]bool
+	consumed  map[uint32]bool
+}
+
+type inboundKey struct {
+	peer Address
+	id   wire.LogicalID
+}
+
+type retiredKey struct {
+	peer Address
+	id   InitiationID
+}
+
+func newBatchState() *batchState {
+	return &batchState{work: make(map[Address]*peerState), delivered: make(map[inboundKey][32]byte),
+		retired: make(map[retiredKey]bool), consumed: make(map[uint32]bool)}
+}
+
+// prepared is one staged row's plan and the result it reports once committed.
+type prepared struct {
+	plan     Plan
+	result   ReceiveResult
+	ack      *Outgoing
+	recovery *Outgoing      // a recovery request to the sender
+	ticket   recoveryTicket // its slot in the limits, refunded if it does not go out
+}
+
+// ProcessStaged processes the durable staging area in arrival order, in bounded
+// pages, each page applied in one transaction (group commit) with every
+// receive all-or-nothing on its own. A receive that fails rolls back
+// entirely; its row is then quarantined (with the durable retirement, for a
+// collision) so that it does not block later rows. It returns one result per
+// processed row. After the commit it hands off the ACKs of repeated finalized
+// messages and emits the events.
+func (c *Client) ProcessStaged(ctx context.Context) ([]ReceiveResult, error) {
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	var results []ReceiveResult
+	var after int64
+	for {
+		rows, err := c.store.Staged(ctx, after, c.cfg.BatchSize)
+		if err != nil {
+			return results, fmt.Errorf("read inbox: %w", err)
+		}
+		if len(rows) == 0 {
+			return results, nil
+		}
+		after = rows[len(rows)-1].Row
+		rs, err := c.processRows(ctx, rows)
+		var late *afterCommitError
+		if errors.As(err, &late) {
+			// The page committed; what failed came after (an ACK hand-off
+			// cancelled, a failpoint): report what was done.
+			return append(results, rs...), late.err
+		}
+		if err != nil && len(rows) > 1 {
+			// The batch as a whole failed: nothing of it applied. Prepare
+			// each row again, alone, from durable state.
+			rs = nil
+			for _, row := range rows {
+				one, err := c.processRows(ctx, []StagedEnvelope{row})
+				rs = append(rs, one...)
+				if err != nil {
+					return append(results, rs...), err
+				}
+			}
+		} else if err != nil {
+			return results, err
+		}
+		results = append(results, rs...)
+	}
+}
+
+func (c *Client) processRows(ctx context.Context, rows []StagedEnvelope) ([]ReceiveResult, error) {
+	bs := newBatchState()
+	preps := make([]prepared, 0, len(rows))
+	// Recovery requests not sent after all give their slots back, so that
+	// the failure is answered when its row is processed again.
+	refund := func(from int) {
+		for _, p := range preps[from:] {
+			c.refundRecovery(p.ticket)
+		}
+	}
+	for _, row := range rows {
+		p, err := c.prepareReceive(ctx, bs, row)
+		if err != nil {
+			// Not a verdict on the envelope (storage, cancellation): stop
+			// here; the row stays staged.
+			for peer := range bs.work {
+				c.forget(peer)
+			}
+			refund(0)
+			return nil, err
+		}
+		preps = append(preps, p)
+	}
+	plans := make([]Plan, len(preps))
+	for i, p := range preps {
+		plans[i] = p.plan
+	}
+	receipts, err := c.commitWork(ctx, bs.work, plans)
+	if err != nil {
+		refund(0)
+		return nil, fmt.Errorf("apply %d receives: %w", len(plans), err)
+	}
+	for _, p := range preps {
+		if p.result.Kind == ResultSessionReset {
+			c.noteReset(p.result.Sender)
+		}
+	}
+	if err := c.fail(plans[0].Kind(), "after-swap"); err != nil {
+		return nil, &afterCommitError{err}
+	}
+	evicted := 0
+	for _, r := range receipts {
+		evicted += r.Evicted
+	}
+	if evicted > 0 {
+		c.emit(Event{Kind: EventQuarantineEvicted, At: c.cfg.Now(), Count: evicted})
+	}
+	acks := make([]*Outgoing, len(preps))
+	for i, p := range preps {
+		acks[i] = p.ack
+	}
+	// A cancelled hand-off leaves the rest of the ACKs unsent (the peer's
+	// next retry brings them); the results and events still go out.
+	sent, ackErr := c.sendAcks(ctx, plans[0].Kind(), acks)
+	var asked []bool
+	if ackErr == nil {
+		recs := make([]*Outgoing, len(preps))
+		for i, p := range preps {
+			recs[i] = p.recovery
+		}
+		asked, ackErr = c.handOffOutgoing(ctx, plans[0].Kind(), HandoffRecovery, recs)
+	}
+	for i, p := range preps {
+		if p.recovery != nil && (asked == nil || !asked[i]) {
+			c.refundRecovery(p.ticket)
+		}
+	}
+	results := make([]ReceiveResult, len(preps))
+	for i, p := range preps {
+		res := p.result
+		if res.Kind == ResultAcknowledgement {
+			res.Cleared = receipts[i].Cleared
+		}
+		if p.ack != nil {
+			res.AckSent = sent[i]
+		}
+		if p.recovery != nil && asked != nil {
+			res.RecoveryRequested = asked[i]
+		}
+		results[i] = res
+		if err := c.fail(plans[i].Kind(), "before-event"); err != nil {
+			return results[:i+1], &afterCommitError{err}
+		}
+		r := res
+		c.emit(Event{Kind: EventReceived, At: c.cfg.Now(), Peer: res.Sender, ID: res.ID, Result: &r, marker: receipts[i].Marker})
+	}
+	if ackErr != nil {
+		return results, &afterCommitError{ackErr}
+	}
+	return results, nil
+}
+
+// afterCommitError is a failure after a page of receives committed: the
+// page must not be prepared again.
+type afterCommitError struct{ err error }
+
+func (e *afterCommitError) Error() string { return e.err.Error() }
+func (e *afterCommitError) Unwrap() error { return e.err }
