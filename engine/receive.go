@@ -113,16 +113,11 @@ func (c *Client) ProcessStaged(ctx context.Context) ([]ReceiveResult, error) {
 	}
 }
 
+// processRows prepares a page of staged rows and applies their plans in one
+// transaction; only then does it report them (finishRows).
 func (c *Client) processRows(ctx context.Context, rows []StagedEnvelope) ([]ReceiveResult, error) {
 	bs := newBatchState()
 	preps := make([]prepared, 0, len(rows))
-	// Recovery requests not sent after all give their slots back, so that
-	// the failure is answered when its row is processed again.
-	refund := func(from int) {
-		for _, p := range preps[from:] {
-			c.refundRecovery(p.ticket)
-		}
-	}
 	for _, row := range rows {
 		p, err := c.prepareReceive(ctx, bs, row)
 		if err != nil {
@@ -131,7 +126,7 @@ func (c *Client) processRows(ctx context.Context, rows []StagedEnvelope) ([]Rece
 			for peer := range bs.work {
 				c.forget(peer)
 			}
-			refund(0)
+			c.refundRecoveries(preps)
 			return nil, err
 		}
 		preps = append(preps, p)
@@ -142,9 +137,26 @@ func (c *Client) processRows(ctx context.Context, rows []StagedEnvelope) ([]Rece
 	}
 	receipts, err := c.commitWork(ctx, bs.work, plans)
 	if err != nil {
-		refund(0)
+		c.refundRecoveries(preps)
 		return nil, fmt.Errorf("apply %d receives: %w", len(plans), err)
 	}
+	return c.finishRows(ctx, preps, plans, receipts)
+}
+
+// refundRecoveries gives back the slots of the recovery requests of a page
+// that did not commit, so that each failure is answered when its row is
+// processed again.
+func (c *Client) refundRecoveries(preps []prepared) {
+	for _, p := range preps {
+		c.refundRecovery(p.ticket)
+	}
+}
+
+// finishRows does what follows the commit of a page of receives: it records
+// the session resets, hands off the ACKs and recovery requests the page
+// produced, and emits one EventReceived per row with its result. Any
+// failure here is an *afterCommitError.
+func (c *Client) finishRows(ctx context.Context, preps []prepared, plans []Plan, receipts []Receipt) ([]ReceiveResult, error) {
 	for _, p := range preps {
 		if p.result.Kind == ResultSessionReset {
 			c.noteReset(p.result.Sender)
@@ -160,26 +172,7 @@ func (c *Client) processRows(ctx context.Context, rows []StagedEnvelope) ([]Rece
 	if evicted > 0 {
 		c.emit(Event{Kind: EventQuarantineEvicted, At: c.cfg.Now(), Count: evicted})
 	}
-	acks := make([]*Outgoing, len(preps))
-	for i, p := range preps {
-		acks[i] = p.ack
-	}
-	// A cancelled hand-off leaves the rest of the ACKs unsent (the peer's
-	// next retry brings them); the results and events still go out.
-	sent, ackErr := c.sendAcks(ctx, plans[0].Kind(), acks)
-	var asked []bool
-	if ackErr == nil {
-		recs := make([]*Outgoing, len(preps))
-		for i, p := range preps {
-			recs[i] = p.recovery
-		}
-		asked, ackErr = c.handOffOutgoing(ctx, plans[0].Kind(), HandoffRecovery, recs)
-	}
-	for i, p := range preps {
-		if p.recovery != nil && (asked == nil || !asked[i]) {
-			c.refundRecovery(p.ticket)
-		}
-	}
+	sent, asked, handErr := c.handOffReplies(ctx, plans[0].Kind(), preps)
 	results := make([]ReceiveResult, len(preps))
 	for i, p := range preps {
 		res := p.result
@@ -199,10 +192,37 @@ func (c *Client) processRows(ctx context.Context, rows []StagedEnvelope) ([]Rece
 		r := res
 		c.emit(Event{Kind: EventReceived, At: c.cfg.Now(), Peer: res.Sender, ID: res.ID, Result: &r, marker: receipts[i].Marker})
 	}
-	if ackErr != nil {
-		return results, &afterCommitError{ackErr}
+	if handErr != nil {
+		return results, &afterCommitError{handErr}
 	}
 	return results, nil
+}
+
+// handOffReplies hands off what a committed page answers its senders with:
+// the ACKs first, then, if they all went, the recovery requests. A request
+// that did not go out gives its slot back. sent and asked say, per row,
+// what went; asked is nil when the ACKs failed.
+func (c *Client) handOffReplies(ctx context.Context, kind string, preps []prepared) (sent, asked []bool, err error) {
+	acks := make([]*Outgoing, len(preps))
+	for i, p := range preps {
+		acks[i] = p.ack
+	}
+	// A cancelled hand-off leaves the rest of the ACKs unsent (the peer's
+	// next retry brings them); the results and events still go out.
+	sent, err = c.sendAcks(ctx, kind, acks)
+	if err == nil {
+		recs := make([]*Outgoing, len(preps))
+		for i, p := range preps {
+			recs[i] = p.recovery
+		}
+		asked, err = c.handOffOutgoing(ctx, kind, HandoffRecovery, recs)
+	}
+	for i, p := range preps {
+		if p.recovery != nil && (asked == nil || !asked[i]) {
+			c.refundRecovery(p.ticket)
+		}
+	}
+	return sent, asked, err
 }
 
 // afterCommitError is a failure after a page of receives committed: the
