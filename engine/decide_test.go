@@ -98,3 +98,64 @@ func TestDecideRatchet(t *testing.T) {
 		})
 	}
 }
+
+// TestDecideRatchetOnSessions feeds DecideRatchet what real sessions say
+// (their receiving chain, their skipped keys, what decrypting on a copy
+// returned), as prepareRatchet does: a failure on bob's receiving chain or
+// on a chain he kept skipped keys of is a forgery, one on a chain he cannot
+// place asks for recovery.
+func TestDecideRatchetOnSessions(t *testing.T) {
+	a, b := newDevice(t, SystemRandom{}, "alice/1"), newDevice(t, SystemRandom{}, "bob/1")
+	as, bs := pair(t, SystemRandom{}, a, b, false)
+	_, m := send(t, as, "a1")
+	recv(t, bs, m, "a1")
+	_, m = send(t, bs, "b1")
+	recv(t, as, m, "b1")
+	// Alice's second chain: bob opens its third message first and keeps
+	// the keys of the first two.
+	_, x1 := send(t, as, "x1")
+	_, x2 := send(t, as, "x2")
+	_, x3 := send(t, as, "x3")
+	recv(t, bs, x3, "x3")
+	// Her third chain becomes bob's receiving chain.
+	_, m = send(t, bs, "b2")
+	recv(t, as, m, "b2")
+	_, y1 := send(t, as, "y1")
+	_, y2 := send(t, as, "y2")
+	recv(t, bs, y1, "y1")
+	// A session alice set up again from scratch: its chain is one bob
+	// cannot place.
+	other, _ := pair(t, SystemRandom{}, a, b, false)
+	_, z := send(t, other, "z")
+
+	tamper := func(m sealed) sealed {
+		m.m.Ciphertext = append([]byte(nil), m.m.Ciphertext...)
+		m.m.Ciphertext[0] ^= 1
+		return m
+	}
+	decide := func(m sealed) RatchetDecision {
+		in := RatchetDecisionInput{Session: true, Receiving: bs.receivingKey(), Skipped: bs.hasSkipped, Key: m.m.Header.RatchetKey}
+		_, in.Err = m.open(bs.Clone())
+		return DecideRatchet(in)
+	}
+	tests := []struct {
+		name string
+		m    sealed
+		want RatchetDecision
+	}{
+		{"the next message of the receiving chain opens", y2, DecideOpened},
+		{"a skipped message opens", x2, DecideOpened},
+		{"a forgery on the receiving chain", tamper(y2), DecideForgery},
+		{"a copy on the receiving chain", y1, DecideForgery},
+		{"a forgery on a chain with skipped keys", tamper(x1), DecideForgery},
+		{"a used position of a chain with skipped keys", x3, DecideForgery},
+		{"a chain bob cannot place", z, DecideDiverged},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := decide(tt.m); got != tt.want {
+				t.Fatalf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
