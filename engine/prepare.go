@@ -19,6 +19,39 @@ import (
 // collision...) is a plan with an error result; only a failure to prepare
 // at all (storage, cancellation) is an error.
 
+// batchState is what the plans prepared so far in one batch changed, beyond
+// peer state: later plans of the batch must see it.
+type batchState struct {
+	work      map[Address]*peerState
+	delivered map[inboundKey][32]byte
+	retired   map[retiredKey]bool
+	consumed  map[uint32]bool
+}
+
+type inboundKey struct {
+	peer Address
+	id   wire.LogicalID
+}
+
+type retiredKey struct {
+	peer Address
+	id   InitiationID
+}
+
+func newBatchState() *batchState {
+	return &batchState{work: make(map[Address]*peerState), delivered: make(map[inboundKey][32]byte),
+		retired: make(map[retiredKey]bool), consumed: make(map[uint32]bool)}
+}
+
+// prepared is one staged row's plan and the result it reports once committed.
+type prepared struct {
+	plan     Plan
+	result   ReceiveResult
+	ack      *Outgoing
+	recovery *Outgoing      // a recovery request to the sender
+	ticket   recoveryTicket // its slot in the limits, refunded if it does not go out
+}
+
 // incoming is one staged envelope opened far enough to be prepared: decoded,
 // its sender parsed and its recipient checked, with the sender's working
 // state.
@@ -27,7 +60,7 @@ type incoming struct {
 	env    wire.Envelope
 	sender Address
 	ps     *peerState
-	now    time.Time // the one reading of the clock for this row
+	now    time.Time // the clock when the row's preparation began
 }
 
 // opening is what preparing an encrypted envelope decided: either the row's

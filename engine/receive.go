@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-
-	"github.com/parley-chat/parley/wire"
 )
 
 // Receiving. Staged envelopes come in through Stage (durable before the
@@ -32,39 +30,6 @@ func (c *Client) Stage(ctx context.Context, leased []Leased) ([]int64, error) {
 		return nil, fmt.Errorf("stage %d envelopes: %w", len(leased), err)
 	}
 	return r.Rows, nil
-}
-
-// batchState is what the plans prepared so far in one batch changed, beyond
-// peer state: later plans of the batch must see it.
-type batchState struct {
-	work      map[Address]*peerState
-	delivered map[inboundKey][32]byte
-	retired   map[retiredKey]bool
-	consumed  map[uint32]bool
-}
-
-type inboundKey struct {
-	peer Address
-	id   wire.LogicalID
-}
-
-type retiredKey struct {
-	peer Address
-	id   InitiationID
-}
-
-func newBatchState() *batchState {
-	return &batchState{work: make(map[Address]*peerState), delivered: make(map[inboundKey][32]byte),
-		retired: make(map[retiredKey]bool), consumed: make(map[uint32]bool)}
-}
-
-// prepared is one staged row's plan and the result it reports once committed.
-type prepared struct {
-	plan     Plan
-	result   ReceiveResult
-	ack      *Outgoing
-	recovery *Outgoing      // a recovery request to the sender
-	ticket   recoveryTicket // its slot in the limits, refunded if it does not go out
 }
 
 // ProcessStaged processes the durable staging area in arrival order, in bounded
