@@ -70,7 +70,7 @@ type Client struct {
 	nextPKID uint32
 	closed   bool
 
-	// The receive loop (loop.go). syncMu makes rounds one at a time;
+	// The receive loop (loop.go, policy.go). syncMu makes rounds one at a time;
 	// loopMu guards the policy and the schedules.
 	syncMu          sync.Mutex
 	loopMu          sync.Mutex

@@ -1,5 +1,7 @@
 package engine
 
+import "errors"
+
 // Decision is what to do with an incoming PreKeyMessage.
 type Decision uint8
 
@@ -45,6 +47,7 @@ var decisionNames = [...]string{
 	DecideSuperseded:      "superseded by the established session",
 }
 
+// String names the decision.
 func (d Decision) String() string {
 	if int(d) < len(decisionNames) && decisionNames[d] != "" {
 		return decisionNames[d]
@@ -100,5 +103,88 @@ func DecidePreKeyMessage(in PreKeyDecisionInput) Decision {
 		return DecideCollision
 	default:
 		return DecideAcceptReplace
+	}
+}
+
+// RatchetDecision is what an incoming ratchet message's outcome means.
+type RatchetDecision uint8
+
+// The outcomes of DecideRatchet, one per rule of the ratchet-message order.
+const (
+	// DecideNoSession: there is no session with the sender. Drop the message
+	// and ask the sender for recovery (ErrNoSession); no cryptographic work.
+	DecideNoSession RatchetDecision = iota + 1
+	// DecideOpened: the session opened the message; its frame decides the
+	// rest.
+	DecideOpened
+	// DecideForgery: it failed on a chain the session knows (its receiving
+	// chain, or one it kept skipped keys of). The keys there are certain, so
+	// the message is a forgery or a copy: drop it, never a reason to start
+	// again.
+	DecideForgery
+	// DecideDiverged: the keys of a chain the session cannot place do not
+	// open it (a bad MAC, or too far a skip): the two sides went apart. Drop
+	// it and ask the sender for recovery.
+	DecideDiverged
+	// DecideRefused: any other failure on a chain the session cannot place:
+	// drop it.
+	DecideRefused
+)
+
+var ratchetDecisionNames = [...]string{
+	DecideNoSession: "no session, ask for recovery",
+	DecideOpened:    "opened",
+	DecideForgery:   "failed on a known chain: forgery",
+	DecideDiverged:  "failed on a new chain, ask for recovery",
+	DecideRefused:   "refused",
+}
+
+// String names the decision.
+func (d RatchetDecision) String() string {
+	if int(d) < len(ratchetDecisionNames) && ratchetDecisionNames[d] != "" {
+		return ratchetDecisionNames[d]
+	}
+	return "unknown ratchet decision"
+}
+
+// RatchetDecisionInput is everything DecideRatchet looks at.
+type RatchetDecisionInput struct {
+	Session   bool                // a session with the sender exists
+	Receiving *[32]byte           // the peer's ratchet key of the session's receiving chain; nil if none yet
+	Skipped   func([32]byte) bool // whether the session kept skipped keys of the chain of a ratchet key
+	Key       [32]byte            // the ratchet key in the message's header
+	Err       error               // what decrypting the message on a copy of the session returned
+}
+
+// DecideRatchet applies the rules for an incoming ratchet message in order.
+// It is pure. Unlike a PreKeyMessage, a ratchet message is opened the same
+// way whatever its chain (Session.Decrypt on a copy of the session, which
+// changes nothing when it fails), so the rules judge the outcome: which
+// chain the message is on says what a failure means.
+//
+//  1. there is no session: ask for recovery, without decrypting;
+//  2. the session opened it: the frame decides;
+//  3. its ratchet key is that of the receiving chain: the failure is a
+//     forgery or a copy;
+//  4. the session kept skipped keys of its chain: likewise a forgery or a
+//     copy;
+//  5. otherwise it is a new chain (the key is neither of the above). Keys
+//     that do not open it (ErrDecrypt) or a skip beyond the bound
+//     (ErrTooManySkipped) say the sides went apart: ask for recovery;
+//  6. any other failure: refused.
+func DecideRatchet(in RatchetDecisionInput) RatchetDecision {
+	switch {
+	case !in.Session:
+		return DecideNoSession
+	case in.Err == nil:
+		return DecideOpened
+	case in.Receiving != nil && *in.Receiving == in.Key:
+		return DecideForgery
+	case in.Skipped != nil && in.Skipped(in.Key):
+		return DecideForgery
+	case errors.Is(in.Err, ErrDecrypt) || errors.Is(in.Err, ErrTooManySkipped):
+		return DecideDiverged
+	default:
+		return DecideRefused
 	}
 }

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/parley-chat/parley/wire"
@@ -154,16 +153,9 @@ func (c *Client) ensureSession(ctx context.Context, ps *peerState, peer Address)
 	if ps.session != nil {
 		return nil, nil
 	}
-	bundle, err := c.relay.FetchBundle(ctx, peer)
-	if err != nil {
-		return nil, bundleError(peer, err)
-	}
-	addr, key, err := VerifyBundle(bundle, c.cfg.Now())
+	bundle, key, err := c.fetchBundle(ctx, peer)
 	if err != nil {
 		return nil, err
-	}
-	if addr != peer {
-		return nil, fmt.Errorf("bundle for %s names %s: %w", peer, addr, ErrBadSignature)
 	}
 	if ps.pinned != nil && !ps.pinned.Equal(key) {
 		return nil, fmt.Errorf("%s: %w", peer, ErrIdentityChanged)
@@ -258,13 +250,4 @@ func (c *Client) Abandon(ctx context.Context, peer Address, id wire.LogicalID) e
 	}
 	c.emit(Event{Kind: EventAbandoned, At: c.cfg.Now(), Peer: peer, ID: id})
 	return nil
-}
-
-// bundleError reports a failed bundle fetch for peer: the relay's own words
-// when it says the peer is not registered, which name the peer already.
-func bundleError(peer Address, err error) error {
-	if errors.Is(err, ErrPeerNotRegistered) {
-		return err
-	}
-	return fmt.Errorf("fetch bundle of %s: %w", peer, err)
 }

@@ -220,26 +220,20 @@ func (c *Client) refundRecovery(t recoveryTicket) {
 	c.recoveryMu.Unlock()
 }
 
-// prepareRecovery turns a staged recovery request from sender into a plan:
-// a session reset when it is genuine and names the own current session, a
-// drop otherwise.
-func (c *Client) prepareRecovery(bs *batchState, row StagedEnvelope, env wire.Envelope, sender Address, ps *peerState) prepared {
-	now := c.cfg.Now()
-	drop := func(verdict error) prepared {
-		return prepared{
-			plan:   DropStaged{StagedRow: row.Row, Reason: ErrorName(verdict), At: now},
-			result: ReceiveResult{Kind: ResultError, Sender: sender, Err: verdict},
-		}
-	}
+// prepareRecovery turns a staged recovery request into a plan: a session
+// reset when it is genuine and names the own current session, a drop
+// otherwise.
+func (c *Client) prepareRecovery(bs *batchState, in *incoming) prepared {
+	env, sender, ps, now := in.env, in.sender, in.ps, in.now
 	r, err := wire.DecodeRecoveryRequest(env.Payload)
 	if err != nil {
-		return drop(err)
+		return in.drop(wire.LogicalID{}, err)
 	}
 	if ps.pinned == nil {
-		return drop(fmt.Errorf("recovery request from %s, whose identity is not pinned: %w", sender, ErrBadSignature))
+		return in.drop(wire.LogicalID{}, fmt.Errorf("recovery request from %s, whose identity is not pinned: %w", sender, ErrBadSignature))
 	}
 	if !ed25519.Verify(ps.pinned.SigningKey[:], recoveryMessage(env.ID, env.Sender, env.Recipient, r), r.Signature[:]) {
-		return drop(fmt.Errorf("recovery request from %s: %w", sender, ErrBadSignature))
+		return in.drop(wire.LogicalID{}, fmt.Errorf("recovery request from %s: %w", sender, ErrBadSignature))
 	}
 	s := ps.session
 	// An initiation is only ever refused while its PreKeyMessages go out,
@@ -249,15 +243,15 @@ func (c *Client) prepareRecovery(bs *batchState, row StagedEnvelope, env wire.En
 	names := s != nil && (r.Kind == wire.RecoveryInitiation && r.Ref == s.ID && s.Initiator && s.AwaitingReply ||
 		r.Kind == wire.RecoveryChain && r.Ref == s.r.dhsPub)
 	if !names {
-		return drop(fmt.Errorf("%s: %w", sender, ErrStaleRecovery))
+		return in.drop(wire.LogicalID{}, fmt.Errorf("%s: %w", sender, ErrStaleRecovery))
 	}
 	c.recoveryMu.Lock()
 	ok := c.recovery.canReset(sender, now)
 	c.recoveryMu.Unlock()
 	if !ok {
-		return drop(fmt.Errorf("%s: the session was reset less than %v ago: %w", sender, RecoveryRepeat, ErrStaleRecovery))
+		return in.drop(wire.LogicalID{}, fmt.Errorf("%s: the session was reset less than %v ago: %w", sender, RecoveryRepeat, ErrStaleRecovery))
 	}
-	plan := ResetSession{StagedRow: row.Row, Peer: sender, SessionVersion: ps.version, Replaces: r.Current, At: now,
+	plan := ResetSession{StagedRow: in.row.Row, Peer: sender, SessionVersion: ps.version, Replaces: r.Current, At: now,
 		Retire: []RetiredInitiation{{ID: s.ID, SignedPreKeyID: s.SignedPreKeyID, RetiredAt: now.Unix()}}}
 	bs.retired[retiredKey{sender, s.ID}] = true
 	if r.Current != (InitiationID{}) && r.Current != s.ID {

@@ -112,13 +112,19 @@ func (s *Session) Decrypt(r Randomness, typ wire.EnvelopeType, envID wire.Envelo
 	return pt, nil
 }
 
-// knowsChain reports whether messages on the peer's ratchet key are ones
-// this session can open for certain: its current receiving chain, or a
-// chain it kept skipped keys of.
-func (s *Session) knowsChain(key [32]byte) bool {
-	if s.r.hasDHR && s.r.dhr == key {
-		return true
+// receivingKey returns the peer's ratchet key of the receiving chain; nil
+// before the session received anything.
+func (s *Session) receivingKey() *[32]byte {
+	if !s.r.hasDHR {
+		return nil
 	}
+	k := s.r.dhr
+	return &k
+}
+
+// hasSkipped reports whether the session kept skipped message keys of the
+// chain of the peer's ratchet key.
+func (s *Session) hasSkipped(key [32]byte) bool {
 	for k := range s.r.skipped {
 		if k.ratchetKey == key {
 			return true

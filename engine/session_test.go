@@ -261,50 +261,6 @@ func TestSafetyNumber(t *testing.T) {
 	}
 }
 
-func TestDecidePreKeyMessage(t *testing.T) {
-	small, large := InitiationID{0x01}, InitiationID{0xf0}
-	pinned := IdentityKey{SigningKey: [32]byte{1}}
-	other := IdentityKey{SigningKey: [32]byte{2}}
-	retired := func(ids ...InitiationID) func(InitiationID) bool {
-		return func(id InitiationID) bool {
-			for _, r := range ids {
-				if r == id {
-					return true
-				}
-			}
-			return false
-		}
-	}
-	tests := []struct {
-		name string
-		in   PreKeyDecisionInput
-		want Decision
-	}{
-		{"1 identity differs beats everything", PreKeyDecisionInput{Pinned: &pinned, Identity: other, ID: small, Current: &CurrentSession{ID: small}, Retired: retired(small)}, DecideIdentityChanged},
-		{"2 current initiation decrypts", PreKeyDecisionInput{Pinned: &pinned, Identity: pinned, ID: small, Current: &CurrentSession{ID: small, AwaitingReply: true}}, DecideDecryptCurrent},
-		{"2 current beats retired", PreKeyDecisionInput{Identity: pinned, ID: small, Current: &CurrentSession{ID: small}, Retired: retired(small)}, DecideDecryptCurrent},
-		{"3 retired is stale", PreKeyDecisionInput{Pinned: &pinned, Identity: pinned, ID: large, Current: &CurrentSession{ID: small}, Retired: retired(large)}, DecideStale},
-		{"3 retired is stale without a session", PreKeyDecisionInput{Identity: pinned, ID: large, Retired: retired(large)}, DecideStale},
-		{"4 no session, no pin", PreKeyDecisionInput{Identity: pinned, ID: large}, DecideAccept},
-		{"4 no session, pinned", PreKeyDecisionInput{Pinned: &pinned, Identity: pinned, ID: large}, DecideAccept},
-		{"5 names the established session: replace", PreKeyDecisionInput{Identity: pinned, ID: large, Replaces: small, Current: &CurrentSession{ID: small}}, DecideReplaceNamed},
-		{"5 names the own awaiting session: replace, whatever the order", PreKeyDecisionInput{Identity: pinned, ID: large, Replaces: small, Current: &CurrentSession{ID: small, AwaitingReply: true}}, DecideReplaceNamed},
-		{"5 retired beats a name", PreKeyDecisionInput{Identity: pinned, ID: large, Replaces: small, Current: &CurrentSession{ID: small}, Retired: retired(large)}, DecideStale},
-		{"6 established, names nothing: superseded", PreKeyDecisionInput{Identity: pinned, ID: small, Current: &CurrentSession{ID: large}}, DecideSuperseded},
-		{"6 established, names another: superseded", PreKeyDecisionInput{Identity: pinned, ID: small, Replaces: InitiationID{0x77}, Current: &CurrentSession{ID: large}}, DecideSuperseded},
-		{"7 own smaller and awaiting: own wins", PreKeyDecisionInput{Identity: pinned, ID: large, Current: &CurrentSession{ID: small, AwaitingReply: true}}, DecideCollision},
-		{"7 names another, own smaller: own wins", PreKeyDecisionInput{Identity: pinned, ID: large, Replaces: InitiationID{0x77}, Current: &CurrentSession{ID: small, AwaitingReply: true}}, DecideCollision},
-		{"8 own larger and awaiting: incoming wins", PreKeyDecisionInput{Identity: pinned, ID: small, Current: &CurrentSession{ID: large, AwaitingReply: true}}, DecideAcceptReplace},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := DecidePreKeyMessage(tt.in); got != tt.want {
-				t.Fatalf("got %v, want %v", got, tt.want)
-			}
-		})
-	}
-}
-
 // Both winners of a simultaneous start, with real sessions: the side whose
 // initiation has the smaller ID wins on both devices.
 func TestCollisionBothWinners(t *testing.T) {

@@ -1,0 +1,141 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/parley-chat/parley/wire"
+)
+
+// Finalizing. A pending received message ends as a finalized record,
+// committed or discarded by the user (or by the commit policy), in one
+// transaction with its history entry; only then does its ACK go out. Prune
+// deletes finalized records once the retention policy says so.
+
+// FinalizeRequest names one pending received message to commit or discard.
+type FinalizeRequest struct {
+	Sender  Address
+	ID      wire.LogicalID
+	Outcome Outcome
+	Reason  DiscardReason // for a discard; DiscardRejected when unset
+}
+
+// FinalizeResult reports one finalized message: whether its ACK was handed
+// off, or Err when it was not finalized.
+type FinalizeResult struct {
+	AckSent bool
+	Err     error
+}
+
+// Commit finalizes a pending received message as committed: it becomes a
+// finalized record and enters the history in one transaction, so the
+// application's effect happens once. Then the ACK goes out on the existing
+// session only; ackSent is false when that failed (the sender's next retry
+// triggers a new ACK).
+func (c *Client) Commit(ctx context.Context, sender Address, id wire.LogicalID) (bool, error) {
+	return c.finalizeOne(ctx, FinalizeRequest{Sender: sender, ID: id, Outcome: OutcomeCommitted})
+}
+
+// Discard finalizes a pending received message as discarded: the body is
+// deleted, the reason stays local, and the ACK goes out as for a commit.
+func (c *Client) Discard(ctx context.Context, sender Address, id wire.LogicalID, reason DiscardReason) (bool, error) {
+	return c.finalizeOne(ctx, FinalizeRequest{Sender: sender, ID: id, Outcome: OutcomeDiscarded, Reason: reason})
+}
+
+func (c *Client) finalizeOne(ctx context.Context, r FinalizeRequest) (bool, error) {
+	res, err := c.FinalizeBatch(ctx, []FinalizeRequest{r})
+	if err != nil {
+		return false, err
+	}
+	return res[0].AckSent, res[0].Err
+}
+
+// FinalizeBatch commits or discards several pending received messages in one
+// transaction, each on its own, then hands off their ACKs in order.
+func (c *Client) FinalizeBatch(ctx context.Context, reqs []FinalizeRequest) ([]FinalizeResult, error) {
+	return c.finalizeBatch(ctx, reqs, nil)
+}
+
+// finalizeBatch is FinalizeBatch with the pending records the caller knows
+// already (the deliveries of this round): those are not read back. The
+// plan still checks the stored digest, so a record finalized meanwhile
+// fails its plan as it would have.
+func (c *Client) finalizeBatch(ctx context.Context, reqs []FinalizeRequest, known map[inboundKey]*InboundMessage) ([]FinalizeResult, error) {
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	results := make([]FinalizeResult, len(reqs))
+	work := make(map[Address]*peerState)
+	var plans []Plan
+	var planOf []int
+	seen := make(map[inboundKey]bool)
+	for i, r := range reqs {
+		key := inboundKey{r.Sender, r.ID}
+		if seen[key] {
+			results[i].Err = fmt.Errorf("finalize %x from %s: %w", r.ID[:], r.Sender, ErrNotPending)
+			continue
+		}
+		m := known[key]
+		if m == nil {
+			stored, err := c.store.Inbound(ctx, r.Sender, r.ID)
+			if err != nil {
+				results[i].Err = fmt.Errorf("finalize %x from %s: %w", r.ID[:], r.Sender, err)
+				continue
+			}
+			m = &stored
+		}
+		seen[key] = true
+		ps, err := c.working(ctx, work, r.Sender)
+		if err != nil {
+			return nil, err
+		}
+		p := Finalize{Sender: r.Sender, ID: r.ID, Digest: m.Digest, Outcome: r.Outcome, At: c.cfg.Now(), Arrived: m.ReceivedAt}
+		if r.Outcome == OutcomeCommitted {
+			p.Body = m.Body
+		} else {
+			p.Reason = r.Reason
+			if p.Reason == DiscardNone {
+				p.Reason = DiscardRejected
+			}
+		}
+		if p.Session, p.Ack, err = c.prepareAck(ps, r.Sender, r.ID); err != nil {
+			return nil, err
+		}
+		plans = append(plans, p)
+		planOf = append(planOf, i)
+	}
+	if len(plans) == 0 {
+		return results, nil
+	}
+	receipts, err := c.commitWork(ctx, work, plans)
+	if err != nil {
+		return nil, fmt.Errorf("finalize: %w", err)
+	}
+	acks := make([]*Outgoing, len(plans))
+	for k, p := range plans {
+		acks[k] = p.(Finalize).Ack
+	}
+	// The finalizations are durable: a cancelled hand-off leaves the rest
+	// of the ACKs unsent (ackSent false), never the commits unreported.
+	sent, ackErr := c.sendAcks(ctx, plans[0].Kind(), acks)
+	for k, p := range plans {
+		f := p.(Finalize)
+		i := planOf[k]
+		results[i].AckSent = sent[k]
+		c.emit(Event{Kind: EventFinalized, At: c.cfg.Now(), Peer: f.Sender, ID: f.ID, Outcome: f.Outcome, AckSent: sent[k], marker: receipts[k].Marker})
+	}
+	if ackErr != nil {
+		return results, ackErr
+	}
+	return results, nil
+}
+
+// Prune deletes finalized records older than olderThan. A retry of a pruned
+// message by its sender would be delivered again.
+func (c *Client) Prune(ctx context.Context, olderThan time.Duration) (int64, error) {
+	r, err := c.store.Apply(ctx, Prune{Before: c.cfg.Now().Add(-olderThan)})
+	if err != nil {
+		return 0, fmt.Errorf("prune: %w", err)
+	}
+	return r.Pruned, nil
+}

@@ -1,0 +1,321 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/parley-chat/parley/wire"
+)
+
+// Preparing. Each staged row becomes one plan, prepared in memory on copies
+// of the state with every cryptographic step done first. prepareReceive
+// opens the envelope and hands it, by its type, to prepareRecovery
+// (recovery.go), preparePreKey (prekeymessage.go) or prepareRatchet; an
+// envelope that a session step opened goes on to prepareFrame. Each returns
+// one verdict value. A verdict on the envelope (malformed, forged, stale,
+// collision...) is a plan with an error result; only a failure to prepare
+// at all (storage, cancellation) is an error.
+
+// batchState is what the plans prepared so far in one batch changed, beyond
+// peer state: later plans of the batch must see it.
+type batchState struct {
+	work      map[Address]*peerState
+	delivered map[inboundKey][32]byte
+	retired   map[retiredKey]bool
+	consumed  map[uint32]bool
+}
+
+type inboundKey struct {
+	peer Address
+	id   wire.LogicalID
+}
+
+type retiredKey struct {
+	peer Address
+	id   InitiationID
+}
+
+func newBatchState() *batchState {
+	return &batchState{work: make(map[Address]*peerState), delivered: make(map[inboundKey][32]byte),
+		retired: make(map[retiredKey]bool), consumed: make(map[uint32]bool)}
+}
+
+// prepared is one staged row's plan and the result it reports once committed.
+type prepared struct {
+	plan     Plan
+	result   ReceiveResult
+	ack      *Outgoing
+	recovery *Outgoing      // a recovery request to the sender
+	ticket   recoveryTicket // its slot in the limits, refunded if it does not go out
+}
+
+// incoming is one staged envelope opened far enough to be prepared: decoded,
+// its sender parsed and its recipient checked, with the sender's working
+// state.
+type incoming struct {
+	row    StagedEnvelope
+	env    wire.Envelope
+	sender Address
+	ps     *peerState
+	now    time.Time // the clock when the row's preparation began
+}
+
+// opening is what preparing an encrypted envelope decided: either the row's
+// verdict, when the envelope goes no further (a drop, a recovery request, a
+// collision), or the session step that opened it, whose frame decides the
+// rest.
+type opening struct {
+	verdict   *prepared
+	session   *Session   // the candidate session, stepped past the message
+	handshake *Handshake // for an accepted initiation
+	plaintext []byte
+}
+
+// final is the opening of an envelope that goes no further.
+func final(p prepared) opening { return opening{verdict: &p} }
+
+// finalOr is final for a verdict that could fail to be made.
+func finalOr(p prepared, err error) (opening, error) {
+	if err != nil {
+		return opening{}, err
+	}
+	return final(p), nil
+}
+
+// prepareReceive turns one staged row into a plan.
+func (c *Client) prepareReceive(ctx context.Context, bs *batchState, row StagedEnvelope) (prepared, error) {
+	now := c.cfg.Now()
+	env, sender, verdict := c.openEnvelope(row)
+	if verdict != nil {
+		return dropRow(row, now, sender, wire.LogicalID{}, verdict), nil
+	}
+	ps, err := c.working(ctx, bs.work, sender)
+	if err != nil {
+		return prepared{}, err
+	}
+	if err := c.fail("receive", "before-crypto"); err != nil {
+		return prepared{}, err
+	}
+	in := &incoming{row: row, env: env, sender: sender, ps: ps, now: now}
+	var op opening
+	switch env.Type {
+	case wire.EnvelopeRecovery:
+		return c.prepareRecovery(bs, in), nil
+	case wire.EnvelopePreKey:
+		op, err = c.preparePreKey(ctx, bs, in)
+	case wire.EnvelopeRatchet:
+		op, err = c.prepareRatchet(in)
+	default:
+		return in.drop(wire.LogicalID{}, wire.ErrMalformed), nil
+	}
+	if err != nil {
+		return prepared{}, err
+	}
+	if op.verdict != nil {
+		return *op.verdict, nil
+	}
+	if err := c.fail("receive", "after-crypto"); err != nil {
+		return prepared{}, err
+	}
+	return c.prepareFrame(ctx, bs, in, op)
+}
+
+// openEnvelope decodes a staged row's envelope and checks that it is meant
+// for this device. A non-nil verdict drops the row; the sender is known once
+// it parsed.
+func (c *Client) openEnvelope(row StagedEnvelope) (wire.Envelope, Address, error) {
+	if row.Err != nil {
+		return wire.Envelope{}, Address{}, row.Err
+	}
+	env, err := wire.DecodeEnvelope(row.Envelope)
+	if err != nil {
+		return wire.Envelope{}, Address{}, fmt.Errorf("envelope: %w", err)
+	}
+	sender, err := ParseAddress(env.Sender)
+	if err != nil {
+		return wire.Envelope{}, Address{}, fmt.Errorf("envelope sender: %w", err)
+	}
+	if env.Recipient != c.self.String() {
+		return wire.Envelope{}, sender, fmt.Errorf("envelope for %q: %w", env.Recipient, wire.ErrMalformed)
+	}
+	return env, sender, nil
+}
+
+// dropRow is the verdict that drops a staged row for what its envelope is:
+// the row is deleted with the reason recorded, and the result reports the
+// error.
+func dropRow(row StagedEnvelope, now time.Time, sender Address, id wire.LogicalID, verdict error) prepared {
+	return prepared{
+		plan:   DropStaged{StagedRow: row.Row, Reason: ErrorName(verdict), At: now},
+		result: ReceiveResult{Kind: ResultError, Sender: sender, ID: id, Err: verdict},
+	}
+}
+
+// drop is dropRow for an opened envelope.
+func (in *incoming) drop(id wire.LogicalID, verdict error) prepared {
+	return dropRow(in.row, in.now, in.sender, id, verdict)
+}
+
+// askRecovery is the verdict that drops the envelope (as plan says, or
+// plainly when plan is nil) and, within the limits, answers it with a
+// recovery request: it came from a peer whose session with this device
+// cannot work (see recovery.go).
+func (c *Client) askRecovery(in *incoming, kind wire.RecoveryKind, ref [32]byte, verdict error, plan *DropStaged) (prepared, error) {
+	out, ticket, err := c.requestRecovery(in.ps, in.sender, kind, ref)
+	if err != nil {
+		return prepared{}, err
+	}
+	p := in.drop(wire.LogicalID{}, verdict)
+	d := p.plan.(DropStaged)
+	if plan != nil {
+		d = *plan
+	}
+	if out != nil {
+		d.Recovery = out
+		p.recovery, p.ticket = out, ticket
+	}
+	p.plan = d
+	return p, nil
+}
+
+// prepareRatchet opens a ratchet message on a copy of the current session;
+// DecideRatchet says what the outcome means.
+func (c *Client) prepareRatchet(in *incoming) (opening, error) {
+	rm, err := wire.DecodeRatchetMessage(in.env.Payload)
+	if err != nil {
+		return final(in.drop(wire.LogicalID{}, err)), nil
+	}
+	key := rm.Header.RatchetKey
+	dec := RatchetDecisionInput{Key: key}
+	var cand *Session
+	var plaintext []byte
+	if s := in.ps.session; s != nil {
+		dec.Session, dec.Receiving, dec.Skipped = true, s.receivingKey(), s.hasSkipped
+		cand = s.Clone()
+		plaintext, dec.Err = cand.Decrypt(c.cfg.Random, in.env.Type, in.env.ID, rm)
+	}
+	switch DecideRatchet(dec) {
+	case DecideNoSession:
+		return finalOr(c.askRecovery(in, wire.RecoveryChain, key, fmt.Errorf("%s: %w", in.sender, ErrNoSession), nil))
+	case DecideOpened:
+		return opening{session: cand, plaintext: plaintext}, nil
+	case DecideDiverged:
+		return finalOr(c.askRecovery(in, wire.RecoveryChain, key, dec.Err, nil))
+	default:
+		return final(in.drop(wire.LogicalID{}, dec.Err)), nil
+	}
+}
+
+// prepareFrame decides what the frame of an opened envelope does and makes
+// the row's Receive plan: the session step (with the handshake of an
+// accepted initiation) and the frame's effect. An ACK clears a sent
+// message; an application frame is delivered, repeated (with the ACK again
+// when it was finalized) or refused as a conflict.
+func (c *Client) prepareFrame(ctx context.Context, bs *batchState, in *incoming, op opening) (prepared, error) {
+	frame, err := wire.DecodeFrame(op.plaintext)
+	if err != nil {
+		return in.drop(wire.LogicalID{}, err), nil
+	}
+	sender, ps, hs := in.sender, in.ps, op.handshake
+	version := ps.version
+	next := peerState{pinned: ps.pinned, session: op.session, version: version + 1, replaces: ps.replaces}
+	if hs != nil && hs.Pin != nil {
+		next.pinned = hs.Pin
+	}
+	var effect FrameEffect
+	var ack *Outgoing
+	// A session the peer set up, or an announcement of the session that
+	// won, is where the own pending messages must now go.
+	res := ReceiveResult{Sender: sender, ID: frame.ID, handshake: hs != nil, converged: hs != nil}
+	switch frame.Kind {
+	case wire.FrameAck:
+		effect = AckEffect{ID: frame.ID}
+		res.Kind = ResultAcknowledgement
+		res.converged = res.converged || frame.ID == (wire.LogicalID{})
+	default:
+		d := digest(frame.Body)
+		key := inboundKey{sender, frame.ID}
+		effect, res.Kind, err = c.classify(ctx, bs, key, d)
+		if err != nil {
+			if errors.Is(err, ErrLogicalMessageConflict) {
+				return in.drop(frame.ID, err), nil
+			}
+			return prepared{}, err
+		}
+		switch res.Kind {
+		case ResultDelivery:
+			res.Body = frame.Body
+			if _, ok := effect.(DeliverEffect); ok {
+				// A message arrived when its envelope was staged on this
+				// device; the conversation shows and orders it by that.
+				at := in.row.ReceivedAt
+				if at.IsZero() {
+					at = in.now
+				}
+				effect = DeliverEffect{ID: frame.ID, Frame: op.plaintext, Digest: d, At: at}
+				bs.delivered[key] = d
+				res.fresh = &InboundMessage{Sender: sender, ID: frame.ID, ReceivedAt: at, Digest: d, Body: frame.Body}
+			}
+		case ResultAlreadyCommitted, ResultAlreadyDiscarded:
+			// The ACK's encryption step commits with this receive.
+			tmp := next
+			if _, ack, err = c.prepareAck(&tmp, sender, frame.ID); err != nil {
+				return prepared{}, err
+			}
+			next.session = tmp.session
+		}
+	}
+	sw, err := sessionWrite(sender, version, next.session)
+	if err != nil {
+		return prepared{}, err
+	}
+	*ps = next
+	// Later rows of the batch see what this one consumes and retires.
+	if hs != nil && hs.ConsumeOneTime != nil {
+		bs.consumed[*hs.ConsumeOneTime] = true
+	}
+	if hs != nil && hs.Retire != nil {
+		bs.retired[retiredKey{sender, hs.Retire.ID}] = true
+	}
+	return prepared{
+		plan:   Receive{StagedRow: in.row.Row, Peer: sender, Session: sw, Handshake: hs, Effect: effect, Ack: ack},
+		result: res,
+		ack:    ack,
+	}, nil
+}
+
+// classify decides what an application frame with this key and digest is:
+// new, a repeat of a pending one, of a committed or of a discarded one, or a
+// conflict.
+func (c *Client) classify(ctx context.Context, bs *batchState, key inboundKey, d [32]byte) (FrameEffect, ResultKind, error) {
+	if prev, ok := bs.delivered[key]; ok {
+		if prev != d {
+			return nil, 0, ErrLogicalMessageConflict
+		}
+		return RepeatEffect{}, ResultDelivery, nil
+	}
+	id := key.id
+	if m, err := c.store.Inbound(ctx, key.peer, id); err == nil {
+		if m.Digest != d {
+			return nil, 0, ErrLogicalMessageConflict
+		}
+		return RepeatEffect{}, ResultDelivery, nil
+	} else if !errors.Is(err, ErrNotPending) {
+		return nil, 0, err
+	}
+	f, err := c.store.Finalized(ctx, key.peer, id)
+	switch {
+	case errors.Is(err, ErrNotPending):
+		return DeliverEffect{}, ResultDelivery, nil
+	case err != nil:
+		return nil, 0, err
+	case f.Outcome == OutcomeDiscarded:
+		return RepeatEffect{}, ResultAlreadyDiscarded, nil
+	case !bytes.Equal(f.Digest[:], d[:]):
+		return nil, 0, ErrLogicalMessageConflict
+	}
+	return RepeatEffect{}, ResultAlreadyCommitted, nil
+}
