@@ -76,9 +76,9 @@ func (o ClientOptions) withDefaults() ClientOptions {
 		}
 	}
 	def(&o.HandshakeTimeout, 10*time.Second)
-	def(&o.PingInterval, DefaultPingInterval)
-	def(&o.ReadTimeout, DefaultReadTimeout)
-	def(&o.WriteTimeout, DefaultWriteTimeout)
+	def(&o.PingInterval, 20*time.Second)
+	def(&o.ReadTimeout, 60*time.Second)
+	def(&o.WriteTimeout, 10*time.Second)
 	def(&o.MinBackoff, 250*time.Millisecond)
 	def(&o.MaxBackoff, 30*time.Second)
 	if o.SendQueue <= 0 {
@@ -155,7 +155,7 @@ func (c *Client) setPool(n int) {
 }
 
 // Dial connects to the relay at rawURL (ws:// or wss://; an empty path means
-// WebSocketPath) and authenticates as self with id. It returns the first
+// wire.WebSocketPath) and authenticates as self with id. It returns the first
 // attempt's error, such as a *ServerError saying the address belongs to
 // another identity; after that first connection the client reconnects on its
 // own.
@@ -206,7 +206,7 @@ func parseURL(rawURL string) (*url.URL, error) {
 		return nil, fmt.Errorf("relay URL %q: no host", rawURL)
 	}
 	if u.Path == "" || u.Path == "/" {
-		u.Path = WebSocketPath
+		u.Path = wire.WebSocketPath
 	}
 	return u, nil
 }
@@ -498,7 +498,7 @@ func (c *Client) handshake(ctx context.Context, ws *websocket.Conn) (*clientConn
 	key := c.id.Public().SigningKey
 	addr := c.self.String()
 	auth := wire.Auth{Address: addr, SigningKey: key, Expires: ch.Expires}
-	copy(auth.Signature[:], c.id.Sign(AuthMessage(ch.Nonce, ch.RelayID, addr, key, ch.Expires)))
+	copy(auth.Signature[:], c.id.Sign(wire.AuthMessage(ch.Nonce, ch.RelayID, addr, key, ch.Expires)))
 	b, err := wire.EncodeRelay(c.nextReq(), auth)
 	if err != nil {
 		return nil, fmt.Errorf("authenticate to relay: %w", err)

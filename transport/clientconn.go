@@ -118,6 +118,10 @@ func (cc *clientConn) readLoop() {
 	cc.ws.NetConn().Close()
 }
 
+// closeGrace is how long a closing client waits for the relay's close frame
+// after sending its own.
+const closeGrace = time.Second
+
 func (cc *clientConn) writeLoop() {
 	defer cc.wg.Done()
 	o := cc.c.opts

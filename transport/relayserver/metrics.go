@@ -1,4 +1,4 @@
-package transport
+package relayserver
 
 import (
 	"context"
@@ -25,8 +25,8 @@ type metrics struct {
 	refused          *prometheus.CounterVec
 	delivered        prometheus.Counter
 	acknowledged     prometheus.Counter
-	dropped          prometheus.Counter
-	duplicated       prometheus.Counter
+	dropped          prometheus.CounterFunc // read from the store's FaultCounter
+	duplicated       prometheus.CounterFunc
 	rateLimited      *prometheus.CounterVec
 	disconnects      *prometheus.CounterVec
 	bundlesPublished prometheus.Counter
@@ -48,40 +48,78 @@ const (
 	authInternal     = "internal"
 	authRateLimited  = "rate_limited"
 
-	dropPeer      = "peer_closed"
-	dropReadLimit = "frame_too_large"
-	dropTimeout   = "read_timeout"
-	dropSlow      = "slow_reader"
-	dropWrite     = "write_failed"
-	dropProtocol  = "protocol"
-	dropKicked    = "reregistered"
-	dropShutdown  = "shutdown"
-
 	bucketMessages = "messages"
 	bucketBytes    = "bytes"
 )
 
+// dropReason is why a connection ended: the reason label of
+// parley_relay_disconnects_total.
+type dropReason string
+
+// Drop reasons; their values are the metric's label values.
+const (
+	dropPeer      dropReason = "peer_closed"
+	dropReadLimit dropReason = "frame_too_large"
+	dropTimeout   dropReason = "read_timeout"
+	dropSlow      dropReason = "slow_reader"
+	dropWrite     dropReason = "write_failed"
+	dropProtocol  dropReason = "protocol"
+	dropKicked    dropReason = "reregistered"
+	dropShutdown  dropReason = "shutdown"
+)
+
+// dropReasons lists every drop reason, so that each series shows from the
+// first scrape.
+var dropReasons = []dropReason{dropPeer, dropReadLimit, dropTimeout, dropSlow, dropWrite, dropProtocol, dropKicked, dropShutdown}
+
+// disconnected counts a connection that ended for reason.
+func (m *metrics) disconnected(reason dropReason) {
+	m.disconnects.WithLabelValues(string(reason)).Inc()
+}
+
 // newMetrics makes a registry holding the relay's counters and g, which
-// reads the gauges at each scrape.
-func newMetrics(g *gaugeCollector) *metrics {
+// reads the gauges at each scrape. The fault counters read faults, the
+// store when it injects faults (relaystore.WithFaults), and stay at 0
+// otherwise.
+func newMetrics(g *gaugeCollector, faults relaystore.Store) *metrics {
 	reasons := make([]string, 0, 8)
 	for r := wire.RefuseTooLarge; r <= wire.RefuseStoreFull; r++ {
 		reasons = append(reasons, refuseLabel(r))
+	}
+	drops := make([]string, 0, len(dropReasons))
+	for _, r := range dropReasons {
+		drops = append(drops, string(r))
+	}
+	fc, _ := faults.(relaystore.FaultCounter)
+	dropped := func() float64 {
+		if fc == nil {
+			return 0
+		}
+		d, _ := fc.FaultCounts()
+		return float64(d)
+	}
+	duplicated := func() float64 {
+		if fc == nil {
+			return 0
+		}
+		_, d := fc.FaultCounts()
+		return float64(d)
 	}
 	m := &metrics{
 		reg:              prometheus.NewRegistry(),
 		connectionsTotal: counter("parley_relay_connections_total", "Websocket connections accepted."),
 		authFailures: counterVec("parley_relay_auth_failures_total", "Connections refused at authentication.", "reason",
 			authMalformed, authBadSignature, authExpired, authTaken, authTimeout, authProtocol, authInternal, authRateLimited),
-		disconnects: counterVec("parley_relay_disconnects_total", "Connections ended, by cause.", "reason",
-			dropPeer, dropReadLimit, dropTimeout, dropSlow, dropWrite, dropProtocol, dropKicked, dropShutdown),
+		disconnects:  counterVec("parley_relay_disconnects_total", "Connections ended, by cause.", "reason", drops...),
 		accepted:     counter("parley_relay_envelopes_accepted_total", "Envelopes accepted (faults included)."),
 		refused:      counterVec("parley_relay_envelopes_refused_total", "Envelopes refused.", "reason", reasons...),
 		delivered:    counter("parley_relay_envelopes_delivered_total", "Deliver messages sent (redeliveries included)."),
 		acknowledged: counter("parley_relay_envelopes_acknowledged_total", "Mailbox rows deleted by acknowledgement."),
-		dropped:      counter("parley_relay_fault_dropped_total", "Accepted envelopes dropped by fault injection."),
-		duplicated:   counter("parley_relay_fault_duplicated_total", "Accepted envelopes stored twice by fault injection."),
-		rateLimited:  counterVec("parley_relay_rate_limited_total", "Messages refused by a per-connection token bucket.", "bucket", bucketMessages, bucketBytes),
+		dropped: prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "parley_relay_fault_dropped_total",
+			Help: "Accepted envelopes dropped by fault injection."}, dropped),
+		duplicated: prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "parley_relay_fault_duplicated_total",
+			Help: "Accepted envelopes stored twice by fault injection."}, duplicated),
+		rateLimited: counterVec("parley_relay_rate_limited_total", "Messages refused by a per-connection token bucket.", "bucket", bucketMessages, bucketBytes),
 		acceptToDeliver: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "parley_relay_accept_to_deliver_seconds",
 			Help: "From an envelope's acceptance to each delivery of it.", Buckets: latencyBuckets}),
 		leaseToAck: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "parley_relay_lease_to_ack_seconds",
@@ -139,7 +177,7 @@ func refuseLabel(r wire.RefuseReason) string {
 	case wire.RefuseStoreFull:
 		return "store_full"
 	}
-	panic(fmt.Sprintf("transport: unknown refuse reason %d", r))
+	panic(fmt.Sprintf("relayserver: unknown refuse reason %d", r))
 }
 
 // gaugeCollector reads the gauges when the metrics are scraped: the open
