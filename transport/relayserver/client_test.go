@@ -55,15 +55,6 @@ func TestPinnedRelayID(t *testing.T) {
 	}
 }
 
-func TestBadURL(t *testing.T) {
-	alice := newDevice(t, "alice/1")
-	for _, u := range []string{"http://127.0.0.1:1", "127.0.0.1:1", "ws://[::1"} {
-		if _, err := transport.NewClient(u, alice.addr, alice.id, transport.ClientOptions{}); err == nil {
-			t.Errorf("NewClient(%q) accepted", u)
-		}
-	}
-}
-
 func TestHealthz(t *testing.T) {
 	r := startRelay(t, Config{})
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
