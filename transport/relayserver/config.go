@@ -45,8 +45,8 @@ type Config struct {
 type Limits struct {
 	// Limits are the quotas on what the relay holds, which its store
 	// enforces (per mailbox, per sender, per IP, in all, registrations per
-	// IP, one-time prekeys per address): New hands them to NewMemory's
-	// store, and a caller opening its own store passes them to it.
+	// IP, one-time prekeys per address): NewMemory hands them to its
+	// store, and a caller opening its own store for New passes them to it.
 	relaystore.Limits
 	// MaxConnections caps open websockets; MaxUnauthenticated caps those
 	// that have not authenticated yet. Beyond either the upgrade is refused
