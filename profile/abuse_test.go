@@ -56,7 +56,7 @@ func newTestProfile(t *testing.T, addr, url string, policy engine.Policy) *Profi
 }
 
 // stranger is a raw client of the relay with an identity of its own.
-func stranger(t *testing.T, url, addr string) (*transport.Client, engine.Address) {
+func stranger(t *testing.T, url, addr string) (*transport.Conn, engine.Address) {
 	t.Helper()
 	a := engine.MustParseAddress(addr)
 	id, err := engine.NewIdentity(engine.SystemRandom{})

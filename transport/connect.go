@@ -19,7 +19,7 @@ import (
 // with backoff, until Close or a final error. With first set, the first
 // attempt runs under ctx too and its outcome goes to first; a failure then
 // ends the supervisor.
-func (c *Client) supervise(ctx context.Context, first chan<- error) {
+func (c *Conn) supervise(ctx context.Context, first chan<- error) {
 	defer c.wg.Done()
 	defer close(c.done)
 	attempt := 0
@@ -109,7 +109,7 @@ func isFinal(err error) bool {
 // backoff returns the delay before attempt n (1, 2, ...): MinBackoff doubled
 // n-1 times, at most MaxBackoff, with its upper half drawn at random so that
 // clients cut off together do not come back together.
-func (c *Client) backoff(n int) time.Duration {
+func (c *Conn) backoff(n int) time.Duration {
 	d := c.opts.MinBackoff
 	for i := 1; i < n && d < c.opts.MaxBackoff; i++ {
 		d *= 2
@@ -118,7 +118,7 @@ func (c *Client) backoff(n int) time.Duration {
 	return d/2 + mrand.N(d/2+1)
 }
 
-func (c *Client) sleep(d time.Duration) bool {
+func (c *Conn) sleep(d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -131,7 +131,7 @@ func (c *Client) sleep(d time.Duration) bool {
 
 // connect dials, answers the challenge and starts the connection's reader
 // and writer.
-func (c *Client) connect(ctx context.Context) (*clientConn, error) {
+func (c *Conn) connect(ctx context.Context) (*socket, error) {
 	ws, resp, err := c.opts.Dialer.DialContext(ctx, c.url, nil)
 	if resp != nil && resp.Body != nil {
 		resp.Body.Close()
@@ -150,7 +150,7 @@ func (c *Client) connect(ctx context.Context) (*clientConn, error) {
 	return cc, nil
 }
 
-func (c *Client) handshake(ctx context.Context, ws *websocket.Conn) (*clientConn, error) {
+func (c *Conn) handshake(ctx context.Context, ws *websocket.Conn) (*socket, error) {
 	ws.SetReadLimit(wire.MaxRelayMessageSize)
 	deadline := time.Now().Add(c.opts.HandshakeTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
@@ -225,5 +225,5 @@ func (c *Client) handshake(ctx context.Context, ws *websocket.Conn) (*clientConn
 	}
 	ws.SetWriteDeadline(time.Time{})
 	ws.SetReadDeadline(time.Now().Add(c.opts.ReadTimeout))
-	return startClientConn(c, ws), nil
+	return startSocket(c, ws), nil
 }

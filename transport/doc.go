@@ -1,7 +1,7 @@
-// Package transport is a device's connection to a parley relay: Client
+// Package transport is a device's connection to a parley relay: Conn
 // dials the relay's websocket, authenticates as one address (signing
 // wire.AuthMessage), sends requests, collects the envelopes the relay pushes
-// and reconnects with backoff. Client implements engine.Relay,
+// and reconnects with backoff. Conn implements engine.Relay,
 // engine.RelayLink and engine.PreKeyPool.
 //
 // transport imports engine and wire; engine never imports transport. The

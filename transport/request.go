@@ -12,7 +12,7 @@ import (
 // The client's requests: each is written on the current connection and
 // answered by the relay under its request ID.
 
-func (c *Client) nextReq() uint32 {
+func (c *Conn) nextReq() uint32 {
 	for {
 		if r := c.reqID.Add(1); r != 0 {
 			return r
@@ -21,7 +21,7 @@ func (c *Client) nextReq() uint32 {
 }
 
 // conn returns the live connection, or why there is none.
-func (c *Client) conn() (*clientConn, error) {
+func (c *Conn) conn() (*socket, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
@@ -38,7 +38,7 @@ func (c *Client) conn() (*clientConn, error) {
 }
 
 // call sends one request and waits for its reply.
-func (c *Client) call(ctx context.Context, m wire.RelayMessage) (wire.RelayMessage, error) {
+func (c *Conn) call(ctx context.Context, m wire.RelayMessage) (wire.RelayMessage, error) {
 	cc, err := c.conn()
 	if err != nil {
 		return nil, err
@@ -80,7 +80,7 @@ func unexpected(req wire.RelayKind, got wire.RelayMessage) error {
 // FetchBundle implements engine.Relay. A peer without a bundle is an
 // engine.ErrPeerNotRegistered (the relay's *ServerError with code
 // wire.ErrorNotFound wrapped in it).
-func (c *Client) FetchBundle(ctx context.Context, peer engine.Address) (wire.Bundle, error) {
+func (c *Conn) FetchBundle(ctx context.Context, peer engine.Address) (wire.Bundle, error) {
 	r, err := c.call(ctx, wire.FetchBundle{Address: peer.String()})
 	var se *ServerError
 	if errors.As(err, &se) && se.Code == wire.ErrorNotFound {
@@ -99,7 +99,7 @@ func (c *Client) FetchBundle(ctx context.Context, peer engine.Address) (wire.Bun
 // PublishPreKeys implements engine.Relay: the bundle (its one-time prekey
 // field is ignored) and the one-time prekeys, in batches of
 // wire.MaxPublishOneTimePreKeys.
-func (c *Client) PublishPreKeys(ctx context.Context, bundle wire.Bundle, oneTime []wire.OneTimePreKeyPublic) error {
+func (c *Conn) PublishPreKeys(ctx context.Context, bundle wire.Bundle, oneTime []wire.OneTimePreKeyPublic) error {
 	bundle.OneTimePreKey = nil
 	for first := true; first || len(oneTime) > 0; first = false {
 		n := min(len(oneTime), wire.MaxPublishOneTimePreKeys)
@@ -118,7 +118,7 @@ func (c *Client) PublishPreKeys(ctx context.Context, bundle wire.Bundle, oneTime
 // Submit implements engine.Relay: nil once the relay accepted the envelope,
 // a *RefusedError when it refused it (nothing stored), and another error
 // when the outcome is unknown or the request never left.
-func (c *Client) Submit(ctx context.Context, env wire.Envelope) error {
+func (c *Conn) Submit(ctx context.Context, env wire.Envelope) error {
 	b, err := wire.EncodeEnvelope(env)
 	if err != nil {
 		return fmt.Errorf("submit: %w", err)
@@ -136,7 +136,7 @@ func (c *Client) Submit(ctx context.Context, env wire.Envelope) error {
 // acknowledged; after a reconnect or the relay's lease timeout it may be
 // delivered again. After Close, or once the client gave up for good, it
 // fails.
-func (c *Client) Receive(ctx context.Context) ([]engine.Leased, error) {
+func (c *Conn) Receive(ctx context.Context) ([]engine.Leased, error) {
 	c.recvMu.Lock()
 	if len(c.buf) > 0 {
 		n := min(len(c.buf), c.opts.MaxReceive)
@@ -173,7 +173,7 @@ func (c *Client) Receive(ctx context.Context) ([]engine.Leased, error) {
 }
 
 // deliver buffers a pushed envelope for Receive, once per row.
-func (c *Client) deliver(d wire.Deliver) {
+func (c *Conn) deliver(d wire.Deliver) {
 	c.recvMu.Lock()
 	defer c.recvMu.Unlock()
 	if _, ok := c.bufRows[d.Row]; ok {
@@ -190,7 +190,7 @@ func (c *Client) deliver(d wire.Deliver) {
 
 // Acknowledge implements engine.Relay: the relay deletes the rows, in
 // batches of wire.MaxAckRows.
-func (c *Client) Acknowledge(ctx context.Context, rows []uint64) error {
+func (c *Conn) Acknowledge(ctx context.Context, rows []uint64) error {
 	for len(rows) > 0 {
 		n := min(len(rows), wire.MaxAckRows)
 		r, err := c.call(ctx, wire.AckRows{Rows: rows[:n]})

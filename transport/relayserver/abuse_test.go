@@ -28,7 +28,7 @@ func from(ip string) *websocket.Dialer {
 }
 
 // dialFrom dials the relay as d from ip.
-func dialFrom(tb testing.TB, r *testRelay, d *device, ip string) (*transport.Client, error) {
+func dialFrom(tb testing.TB, r *testRelay, d *device, ip string) (*transport.Conn, error) {
 	tb.Helper()
 	opts := fastClient
 	opts.Dialer = from(ip)
@@ -41,7 +41,7 @@ func dialFrom(tb testing.TB, r *testRelay, d *device, ip string) (*transport.Cli
 	return c, err
 }
 
-func mustDialFrom(tb testing.TB, r *testRelay, d *device, ip string) *transport.Client {
+func mustDialFrom(tb testing.TB, r *testRelay, d *device, ip string) *transport.Conn {
 	tb.Helper()
 	c, err := dialFrom(tb, r, d, ip)
 	if err != nil {
@@ -213,7 +213,7 @@ func TestOneTimePreKeyDrain(t *testing.T) {
 }
 
 // waitPool waits until the relay told c its pool holds n.
-func waitPool(t *testing.T, c *transport.Client, n int) {
+func waitPool(t *testing.T, c *transport.Conn, n int) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {

@@ -42,7 +42,7 @@ func BenchmarkRelayThroughput(b *testing.B) {
 func benchRelay(b *testing.B, r *testRelay) {
 	const clients = 100
 	devs := make([]*device, clients)
-	conns := make([]*transport.Client, clients)
+	conns := make([]*transport.Conn, clients)
 	for i := range devs {
 		devs[i] = newDevice(b, fmt.Sprintf("bench%d/1", i))
 		conns[i] = dial(b, r, devs[i])

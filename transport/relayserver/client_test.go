@@ -21,7 +21,7 @@ func TestNewClientWaitsForRelay(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close() // nothing listens there for now
 	alice := newDevice(t, "alice/1")
-	c, err := transport.NewClient("ws://"+addr, alice.addr, alice.id, fastClient)
+	c, err := transport.NewConn("ws://"+addr, alice.addr, alice.id, fastClient)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -206,12 +206,12 @@ func (d *device) withBundle(tb testing.TB, n int) *device {
 // fastClient are options that reconnect quickly in tests.
 var fastClient = transport.ClientOptions{MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}
 
-func dial(tb testing.TB, r *testRelay, d *device) *transport.Client {
+func dial(tb testing.TB, r *testRelay, d *device) *transport.Conn {
 	tb.Helper()
 	return dialOpts(tb, r, d, fastClient)
 }
 
-func dialOpts(tb testing.TB, r *testRelay, d *device, opts transport.ClientOptions) *transport.Client {
+func dialOpts(tb testing.TB, r *testRelay, d *device, opts transport.ClientOptions) *transport.Conn {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -237,7 +237,7 @@ func ctxT(tb testing.TB) context.Context {
 	return ctx
 }
 
-func mustSubmit(tb testing.TB, c *transport.Client, e wire.Envelope) {
+func mustSubmit(tb testing.TB, c *transport.Conn, e wire.Envelope) {
 	tb.Helper()
 	if err := c.Submit(ctxT(tb), e); err != nil {
 		tb.Fatalf("Submit %s→%s: %v", e.Sender, e.Recipient, err)
@@ -245,7 +245,7 @@ func mustSubmit(tb testing.TB, c *transport.Client, e wire.Envelope) {
 }
 
 // receiveN receives until n envelopes arrived, and returns them in order.
-func receiveN(tb testing.TB, c *transport.Client, n int) []engine.Leased {
+func receiveN(tb testing.TB, c *transport.Conn, n int) []engine.Leased {
 	tb.Helper()
 	got := receiveAtLeast(tb, c, n)
 	if len(got) != n {
@@ -256,7 +256,7 @@ func receiveN(tb testing.TB, c *transport.Client, n int) []engine.Leased {
 
 // receiveAtLeast receives until at least n envelopes arrived and returns
 // all of them in order: the last batch may hold more than n.
-func receiveAtLeast(tb testing.TB, c *transport.Client, n int) []engine.Leased {
+func receiveAtLeast(tb testing.TB, c *transport.Conn, n int) []engine.Leased {
 	tb.Helper()
 	ctx := ctxT(tb)
 	var got []engine.Leased
@@ -272,7 +272,7 @@ func receiveAtLeast(tb testing.TB, c *transport.Client, n int) []engine.Leased {
 
 // waitReceive waits for at least one delivery (or the end of ctx) and
 // returns what Receive has.
-func waitReceive(ctx context.Context, c *transport.Client) ([]engine.Leased, error) {
+func waitReceive(ctx context.Context, c *transport.Conn) ([]engine.Leased, error) {
 	for {
 		ls, err := c.Receive(ctx)
 		if err != nil || len(ls) > 0 {
@@ -287,7 +287,7 @@ func waitReceive(ctx context.Context, c *transport.Client) ([]engine.Leased, err
 }
 
 // expectNothing checks that nothing arrives for d.
-func expectNothing(tb testing.TB, c *transport.Client, d time.Duration) {
+func expectNothing(tb testing.TB, c *transport.Conn, d time.Duration) {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()

@@ -196,7 +196,7 @@ func TestReconnect(t *testing.T) {
 
 // waitState waits until the client's current state is s. States only
 // wakes it: the channel may still hold older reports.
-func waitState(t *testing.T, c *transport.Client, s transport.ConnState) {
+func waitState(t *testing.T, c *transport.Conn, s transport.ConnState) {
 	t.Helper()
 	timeout := time.After(10 * time.Second)
 	for c.State().Conn != s {

@@ -59,7 +59,7 @@ func TestAddressTaken(t *testing.T) {
 	})
 }
 
-func waitFinal(t *testing.T, c *transport.Client) transport.State {
+func waitFinal(t *testing.T, c *transport.Conn) transport.State {
 	t.Helper()
 	timeout := time.After(10 * time.Second)
 	for {

@@ -15,8 +15,8 @@ func TestBadURL(t *testing.T) {
 	}
 	alice := engine.MustParseAddress("alice/1")
 	for _, u := range []string{"http://127.0.0.1:1", "127.0.0.1:1", "ws://[::1"} {
-		if _, err := NewClient(u, alice, id, ClientOptions{}); err == nil {
-			t.Errorf("NewClient(%q) accepted", u)
+		if _, err := NewConn(u, alice, id, ClientOptions{}); err == nil {
+			t.Errorf("NewConn(%q) accepted", u)
 		}
 	}
 }

@@ -17,7 +17,8 @@ import (
 	"github.com/parley-chat/parley/wire"
 )
 
-// ClientOptions tune a Client. A zero field takes its default.
+// ClientOptions tune a Conn, the client side of the relay protocol. A zero
+// field takes its default.
 type ClientOptions struct {
 	// RelayID, when not zero, is the only relay the client authenticates
 	// to: a relay presenting another ID is refused with ErrRelayChanged,
@@ -95,11 +96,13 @@ func (o ClientOptions) withDefaults() ClientOptions {
 	return o
 }
 
-// Client is one device's connection to a relay: it authenticates as its
+// Conn is one device's connection to a relay: it authenticates as its
 // address, sends requests and collects the envelopes the relay pushes, and
 // reconnects with backoff when the connection drops. It implements
-// engine.Relay. Its methods are safe for concurrent use.
-type Client struct {
+// engine.Relay. Its methods are safe for concurrent use. (It is a Conn, not
+// a Client: engine.Client is the device's engine, which holds a Conn as its
+// engine.Relay.)
+type Conn struct {
 	url  string
 	self engine.Address
 	id   *engine.Identity
@@ -113,7 +116,7 @@ type Client struct {
 	reqID  atomic.Uint32
 
 	mu      sync.Mutex
-	cur     *clientConn // nil while not connected
+	cur     *socket // nil while not connected
 	state   State
 	final   error // why the supervisor stopped, if not Close
 	closed  bool
@@ -134,21 +137,21 @@ type Client struct {
 }
 
 var (
-	_ engine.Relay      = (*Client)(nil)
-	_ engine.RelayLink  = (*Client)(nil)
-	_ engine.PreKeyPool = (*Client)(nil)
+	_ engine.Relay      = (*Conn)(nil)
+	_ engine.RelayLink  = (*Conn)(nil)
+	_ engine.PreKeyPool = (*Conn)(nil)
 )
 
 // OneTimePreKeyPool implements engine.PreKeyPool: the relay's count of this
 // device's one-time prekeys, as it last told it.
-func (c *Client) OneTimePreKeyPool() (int, bool) {
+func (c *Conn) OneTimePreKeyPool() (int, bool) {
 	n := c.pool.Load()
 	return int(n), n >= 0
 }
 
 // setPool records the relay's count and wakes the engine's loop, which tops
 // the pool up when it is low.
-func (c *Client) setPool(n int) {
+func (c *Conn) setPool(n int) {
 	c.pool.Store(int64(n))
 	c.signal()
 }
@@ -158,8 +161,8 @@ func (c *Client) setPool(n int) {
 // attempt's error, such as a *ServerError saying the address belongs to
 // another identity; after that first connection the client reconnects on its
 // own.
-func Dial(ctx context.Context, rawURL string, self engine.Address, id *engine.Identity, opts ClientOptions) (*Client, error) {
-	c, err := newClient(rawURL, self, id, opts)
+func Dial(ctx context.Context, rawURL string, self engine.Address, id *engine.Identity, opts ClientOptions) (*Conn, error) {
+	c, err := newConn(rawURL, self, id, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -173,11 +176,11 @@ func Dial(ctx context.Context, rawURL string, self engine.Address, id *engine.Id
 	return c, nil
 }
 
-// NewClient returns a client that connects in the background and keeps
+// NewConn returns a client that connects in the background and keeps
 // trying, reporting its progress on States: for a UI that must start while
 // the relay is unreachable.
-func NewClient(rawURL string, self engine.Address, id *engine.Identity, opts ClientOptions) (*Client, error) {
-	c, err := newClient(rawURL, self, id, opts)
+func NewConn(rawURL string, self engine.Address, id *engine.Identity, opts ClientOptions) (*Conn, error) {
+	c, err := newConn(rawURL, self, id, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -210,7 +213,7 @@ func parseURL(rawURL string) (*url.URL, error) {
 	return u, nil
 }
 
-func newClient(rawURL string, self engine.Address, id *engine.Identity, opts ClientOptions) (*Client, error) {
+func newConn(rawURL string, self engine.Address, id *engine.Identity, opts ClientOptions) (*Conn, error) {
 	if id == nil {
 		return nil, errors.New("transport: no identity")
 	}
@@ -223,7 +226,7 @@ func newClient(rawURL string, self engine.Address, id *engine.Identity, opts Cli
 	}
 	opts = opts.withDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &Client{url: u.String(), self: self, id: id, opts: opts, log: opts.Logger, ctx: ctx, cancel: cancel,
+	c := &Conn{url: u.String(), self: self, id: id, opts: opts, log: opts.Logger, ctx: ctx, cancel: cancel,
 		done: make(chan struct{}), states: make(chan State, 16), bufRows: make(map[uint64]struct{}), wake: make(chan struct{}, 1)}
 	c.state = State{Conn: StateConnecting, At: time.Now()}
 	c.pinned = opts.RelayID
@@ -233,17 +236,17 @@ func newClient(rawURL string, self engine.Address, id *engine.Identity, opts Cli
 }
 
 // Self returns the address the client authenticates as.
-func (c *Client) Self() engine.Address { return c.self }
+func (c *Conn) Self() engine.Address { return c.self }
 
 // RelayID returns the ID of the relay last authenticated to (zero before).
-func (c *Client) RelayID() [32]byte {
+func (c *Conn) RelayID() [32]byte {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.relayID
 }
 
 // State returns the connection's current state.
-func (c *Client) State() State {
+func (c *Conn) State() State {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.state
@@ -252,27 +255,27 @@ func (c *Client) State() State {
 // States reports every change of State. When the reader falls behind, the
 // oldest reports are dropped (State always has the latest). It is closed by
 // Close.
-func (c *Client) States() <-chan State { return c.states }
+func (c *Conn) States() <-chan State { return c.states }
 
 // Wake implements engine.RelayLink: it receives a value when deliveries
 // arrive and when the connection state changes.
-func (c *Client) Wake() <-chan struct{} { return c.wake }
+func (c *Conn) Wake() <-chan struct{} { return c.wake }
 
 // Link implements engine.RelayLink.
-func (c *Client) Link() engine.Link {
+func (c *Conn) Link() engine.Link {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return engine.Link{Up: c.state.Conn == StateConnected, Epoch: c.epoch, Err: c.state.Err}
 }
 
-func (c *Client) signal() {
+func (c *Conn) signal() {
 	select {
 	case c.wake <- struct{}{}:
 	default:
 	}
 }
 
-func (c *Client) setState(s State) {
+func (c *Conn) setState(s State) {
 	s.At = time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -297,7 +300,7 @@ func (c *Client) setState(s State) {
 
 // Close closes the connection and stops reconnecting; it returns once every
 // goroutine of the client has ended. Calls waiting on the client fail.
-func (c *Client) Close() error {
+func (c *Conn) Close() error {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
