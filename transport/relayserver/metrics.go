@@ -202,6 +202,7 @@ func newGaugeCollector(conns, unauth *atomic.Int64, store relaystore.Store, time
 	}
 }
 
+// Describe implements prometheus.Collector.
 func (g *gaugeCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- g.connections
 	ch <- g.registrations
@@ -209,6 +210,7 @@ func (g *gaugeCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- g.bytes
 }
 
+// Collect implements prometheus.Collector: one Stats call per scrape.
 func (g *gaugeCollector) Collect(ch chan<- prometheus.Metric) {
 	conns, unauth := g.conns.Load(), g.unauth.Load()
 	ch <- prometheus.MustNewConstMetric(g.connections, prometheus.GaugeValue, float64(conns-unauth), "authenticated")
