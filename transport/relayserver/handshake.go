@@ -37,12 +37,12 @@ func (c *conn) handshake() bool {
 		var ne net.Error
 		switch {
 		case errors.As(err, &ne) && ne.Timeout():
-			s.metrics.authFailures.WithLabelValues(authTimeout).Inc()
+			s.metrics.authFailed(authTimeout)
 			c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.ClosePolicyViolation, "authentication timeout"), time.Now().Add(s.lim.WriteTimeout))
 		case errors.Is(err, websocket.ErrReadLimit):
-			s.metrics.authFailures.WithLabelValues(authMalformed).Inc()
+			s.metrics.authFailed(authMalformed)
 		default:
-			s.metrics.authFailures.WithLabelValues(authProtocol).Inc()
+			s.metrics.authFailed(authProtocol)
 		}
 		return false
 	}
@@ -78,7 +78,7 @@ func (c *conn) handshake() bool {
 		return c.refuse(authBadSignature, errorMsg(req, wire.ErrorAuthFailed, "auth signature does not verify"))
 	}
 	if _, err := s.store.Registered(c.ctx, a.Address); errors.Is(err, relaystore.ErrNotRegistered) && !s.registrations.allow(c.ip, time.Now()) {
-		s.metrics.limited.WithLabelValues(limitIPRegistrations).Inc()
+		s.metrics.limitedBy(limitIPRegistrations)
 		return c.refuse(authRateLimited, errorMsg(req, wire.ErrorRateLimited, "too many new addresses from your IP lately: try again later"))
 	}
 	replaced, err := s.store.Register(c.ctx, a.Address, a.SigningKey, s.cfg.AllowReregister, c.ip)
@@ -86,14 +86,14 @@ func (c *conn) handshake() bool {
 	case errors.Is(err, relaystore.ErrAddressTaken):
 		return c.refuse(authTaken, errorMsg(req, wire.ErrorAddressTaken, a.Address+" is registered to another identity"))
 	case errors.Is(err, relaystore.ErrRegistrationQuota):
-		s.metrics.limited.WithLabelValues(limitIPRegistered).Inc()
+		s.metrics.limitedBy(limitIPRegistered)
 		return c.refuse(authRateLimited, errorMsg(req, wire.ErrorRateLimited, "your IP has registered all the addresses it may"))
 	case err != nil:
 		s.log.Error("register", "err", err)
 		return c.refuse(authInternal, errorMsg(req, wire.ErrorInternal, "registration failed"))
 	}
 	if s.addressFull(a.Address) {
-		s.metrics.limited.WithLabelValues(limitAddressConnections).Inc()
+		s.metrics.limitedBy(limitAddressConnections)
 		return c.refuse(authRateLimited, errorMsg(req, wire.ErrorRateLimited, fmt.Sprintf("%s has %d connections open, the most allowed", a.Address, s.lim.MaxConnectionsPerAddress)))
 	}
 	c.addr, c.key = a.Address, a.SigningKey
@@ -107,7 +107,7 @@ func (c *conn) handshake() bool {
 	attached, full := s.attach(c)
 	switch {
 	case full:
-		s.metrics.limited.WithLabelValues(limitAddressConnections).Inc()
+		s.metrics.limitedBy(limitAddressConnections)
 		return c.refuse(authRateLimited, errorMsg(req, wire.ErrorRateLimited, fmt.Sprintf("%s has %d connections open, the most allowed", a.Address, s.lim.MaxConnectionsPerAddress)))
 	case !attached: // shutting down
 		c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseGoingAway, "relay shutting down"), time.Now().Add(s.lim.WriteTimeout))
@@ -127,8 +127,8 @@ func (c *conn) handshake() bool {
 
 // refuse ends a connection that failed to authenticate: the reply, then a
 // close frame.
-func (c *conn) refuse(reason string, reply []byte) bool {
-	c.s.metrics.authFailures.WithLabelValues(reason).Inc()
+func (c *conn) refuse(reason authFailure, reply []byte) bool {
+	c.s.metrics.authFailed(reason)
 	if c.writeNow(reply) {
 		c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.ClosePolicyViolation, "authentication failed"), time.Now().Add(c.s.lim.WriteTimeout))
 	}

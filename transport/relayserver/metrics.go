@@ -37,17 +37,37 @@ type metrics struct {
 	leaseToAck       prometheus.Histogram
 }
 
-// Label values.
-const (
-	authMalformed    = "malformed"
-	authBadSignature = "bad_signature"
-	authExpired      = "expired"
-	authTaken        = "address_taken"
-	authTimeout      = "timeout"
-	authProtocol     = "protocol"
-	authInternal     = "internal"
-	authRateLimited  = "rate_limited"
+// authFailure is why a connection was refused at authentication: the
+// reason label of parley_relay_auth_failures_total.
+type authFailure string
 
+// Authentication failures; their values are the metric's label values.
+const (
+	authMalformed    authFailure = "malformed"
+	authBadSignature authFailure = "bad_signature"
+	authExpired      authFailure = "expired"
+	authTaken        authFailure = "address_taken"
+	authTimeout      authFailure = "timeout"
+	authProtocol     authFailure = "protocol"
+	authInternal     authFailure = "internal"
+	authRateLimited  authFailure = "rate_limited"
+)
+
+var authFailures = []authFailure{authMalformed, authBadSignature, authExpired, authTaken, authTimeout, authProtocol, authInternal, authRateLimited}
+
+// authFailed counts a connection refused at authentication for r.
+func (m *metrics) authFailed(r authFailure) {
+	m.authFailures.WithLabelValues(string(r)).Inc()
+}
+
+// limitedBy counts a request refused (or served without a one-time prekey)
+// by l.
+func (m *metrics) limitedBy(l limit) {
+	m.limited.WithLabelValues(string(l)).Inc()
+}
+
+// Label values of parley_relay_rate_limited_total.
+const (
 	bucketMessages = "messages"
 	bucketBytes    = "bytes"
 )
@@ -86,10 +106,6 @@ func newMetrics(g *gaugeCollector, faults relaystore.Store) *metrics {
 	for r := wire.RefuseTooLarge; r <= wire.RefuseStoreFull; r++ {
 		reasons = append(reasons, refuseLabel(r))
 	}
-	drops := make([]string, 0, len(dropReasons))
-	for _, r := range dropReasons {
-		drops = append(drops, string(r))
-	}
 	fc, _ := faults.(relaystore.FaultCounter)
 	dropped := func() float64 {
 		if fc == nil {
@@ -108,13 +124,12 @@ func newMetrics(g *gaugeCollector, faults relaystore.Store) *metrics {
 	m := &metrics{
 		reg:              prometheus.NewRegistry(),
 		connectionsTotal: counter("parley_relay_connections_total", "Websocket connections accepted."),
-		authFailures: counterVec("parley_relay_auth_failures_total", "Connections refused at authentication.", "reason",
-			authMalformed, authBadSignature, authExpired, authTaken, authTimeout, authProtocol, authInternal, authRateLimited),
-		disconnects:  counterVec("parley_relay_disconnects_total", "Connections ended, by cause.", "reason", drops...),
-		accepted:     counter("parley_relay_envelopes_accepted_total", "Envelopes accepted (faults included)."),
-		refused:      counterVec("parley_relay_envelopes_refused_total", "Envelopes refused.", "reason", reasons...),
-		delivered:    counter("parley_relay_envelopes_delivered_total", "Deliver messages sent (redeliveries included)."),
-		acknowledged: counter("parley_relay_envelopes_acknowledged_total", "Mailbox rows deleted by acknowledgement."),
+		authFailures:     counterVec("parley_relay_auth_failures_total", "Connections refused at authentication.", "reason", labels(authFailures)...),
+		disconnects:      counterVec("parley_relay_disconnects_total", "Connections ended, by cause.", "reason", labels(dropReasons)...),
+		accepted:         counter("parley_relay_envelopes_accepted_total", "Envelopes accepted (faults included)."),
+		refused:          counterVec("parley_relay_envelopes_refused_total", "Envelopes refused.", "reason", reasons...),
+		delivered:        counter("parley_relay_envelopes_delivered_total", "Deliver messages sent (redeliveries included)."),
+		acknowledged:     counter("parley_relay_envelopes_acknowledged_total", "Mailbox rows deleted by acknowledgement."),
 		dropped: prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "parley_relay_fault_dropped_total",
 			Help: "Accepted envelopes dropped by fault injection."}, dropped),
 		duplicated: prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "parley_relay_fault_duplicated_total",
@@ -124,7 +139,7 @@ func newMetrics(g *gaugeCollector, faults relaystore.Store) *metrics {
 			Help: "From an envelope's acceptance to each delivery of it.", Buckets: latencyBuckets}),
 		leaseToAck: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "parley_relay_lease_to_ack_seconds",
 			Help: "From a row's delivery to its recipient's acknowledgement (the recipient staged it durably).", Buckets: latencyBuckets}),
-		limited:          counterVec("parley_relay_limited_total", "Requests refused (or, for one-time prekeys, served without) by a limit per IP, address or target, or by a storage quota.", "limit", limitNames...),
+		limited:          counterVec("parley_relay_limited_total", "Requests refused (or, for one-time prekeys, served without) by a limit per IP, address or target, or by a storage quota.", "limit", labels(limits)...),
 		bundlesPublished: counter("parley_relay_bundles_published_total", "Bundles published."),
 		bundlesFetched:   counter("parley_relay_bundles_fetched_total", "Bundles handed out."),
 		oneTimeHandedOut: counter("parley_relay_one_time_prekeys_handed_out_total", "One-time prekeys handed out (each once)."),
@@ -136,6 +151,15 @@ func newMetrics(g *gaugeCollector, faults relaystore.Store) *metrics {
 		g,
 	)
 	return m
+}
+
+// labels turns typed label values into the strings Prometheus takes.
+func labels[T ~string](values []T) []string {
+	out := make([]string, len(values))
+	for i, v := range values {
+		out[i] = string(v)
+	}
+	return out
 }
 
 // latencyBuckets run from 0.5 ms to about 65 s, doubling.

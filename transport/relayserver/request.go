@@ -43,13 +43,13 @@ func (c *conn) submit(req uint32, m wire.Submit) bool {
 	case errors.Is(err, relaystore.ErrMailboxFull):
 		return c.refused(req, id, wire.RefuseMailboxFull)
 	case errors.Is(err, relaystore.ErrSenderQuota):
-		s.metrics.limited.WithLabelValues(limitSenderQuota).Inc()
+		s.metrics.limitedBy(limitSenderQuota)
 		return c.refused(req, id, wire.RefuseSenderQuota)
 	case errors.Is(err, relaystore.ErrIPQuota):
-		s.metrics.limited.WithLabelValues(limitIPShare).Inc()
+		s.metrics.limitedBy(limitIPShare)
 		return c.refused(req, id, wire.RefuseStoreFull)
 	case errors.Is(err, relaystore.ErrStoreFull):
-		s.metrics.limited.WithLabelValues(limitStoreFull).Inc()
+		s.metrics.limitedBy(limitStoreFull)
 		return c.refused(req, id, wire.RefuseStoreFull)
 	case err != nil:
 		s.log.Error("append", "err", err)
@@ -91,21 +91,21 @@ func (c *conn) fetch(req uint32, m wire.FetchBundle) bool {
 	s := c.s
 	now := time.Now()
 	if !s.fetchesBy.allow(c.addr, now) {
-		s.metrics.limited.WithLabelValues(limitFetchRequester).Inc()
+		s.metrics.limitedBy(limitFetchRequester)
 		return c.reply(errorMsg(req, wire.ErrorRateLimited, "bundle fetches rate limited: slow down"))
 	}
 	if a, err := engine.ParseAddress(m.Address); err != nil || a.String() != m.Address {
 		return c.reply(errorMsg(req, wire.ErrorBadRequest, fmt.Sprintf("invalid device address %q", m.Address)))
 	}
 	if !s.fetchesOf.allow(m.Address, now) {
-		s.metrics.limited.WithLabelValues(limitFetchTarget).Inc()
+		s.metrics.limitedBy(limitFetchTarget)
 		return c.reply(errorMsg(req, wire.ErrorRateLimited, "too many fetches of "+m.Address+" lately: try again later"))
 	}
 	// A fetch past the target's one-time budget still gets the bundle,
 	// without a one-time prekey: the session is set up all the same.
 	oneTime := s.oneTimeOf.allow(m.Address, now)
 	if !oneTime {
-		s.metrics.limited.WithLabelValues(limitOneTimeTarget).Inc()
+		s.metrics.limitedBy(limitOneTimeTarget)
 	}
 	b, pool, err := s.store.TakeBundle(c.ctx, m.Address, oneTime)
 	switch {

@@ -288,15 +288,15 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 // gives the slots back, told whether the connection authenticated (and so
 // gave its handshake slot back already).
 func (s *Server) admit(w http.ResponseWriter, ip string) (release func(authed bool), ok bool) {
-	if limit := s.ipSlots.acquire(ip, s.lim.MaxConnectionsPerIP, s.lim.MaxUnauthenticatedPerIP); limit != "" {
-		s.metrics.limited.WithLabelValues(limit).Inc()
+	if refused := s.ipSlots.acquire(ip, s.lim.MaxConnectionsPerIP, s.lim.MaxUnauthenticatedPerIP); refused != "" {
+		s.metrics.limitedBy(refused)
 		http.Error(w, "too many connections from your address", http.StatusTooManyRequests)
 		return nil, false
 	}
 	if n := s.conns.Add(1); n > int64(s.lim.MaxConnections) {
 		s.conns.Add(-1)
 		s.ipSlots.release(ip, false)
-		s.metrics.limited.WithLabelValues(limitConnections).Inc()
+		s.metrics.limitedBy(limitConnections)
 		http.Error(w, "too many connections", http.StatusServiceUnavailable)
 		return nil, false
 	}
@@ -304,7 +304,7 @@ func (s *Server) admit(w http.ResponseWriter, ip string) (release func(authed bo
 		s.unauth.Add(-1)
 		s.conns.Add(-1)
 		s.ipSlots.release(ip, false)
-		s.metrics.limited.WithLabelValues(limitHandshakes).Inc()
+		s.metrics.limitedBy(limitHandshakes)
 		http.Error(w, "too many connections authenticating", http.StatusServiceUnavailable)
 		return nil, false
 	}
