@@ -19,7 +19,7 @@ import (
 	"github.com/adrg/xdg"
 	"github.com/dustin/go-humanize"
 
-	"github.com/parley-chat/parley/transport"
+	"github.com/parley-chat/parley/transport/relayserver"
 	"github.com/parley-chat/parley/transport/relaystore"
 	"github.com/parley-chat/parley/transport/relaystore/natsstore"
 )
@@ -125,17 +125,16 @@ func cmdRelay(ctx context.Context, env *cliEnv, cmd *command, args []string) err
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", *listen, err)
 	}
-	var store relaystore.Store
-	if *natsURLs != "" {
-		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		ns, err := natsstore.Open(sctx, strings.Split(*natsURLs, ","), natsstore.Options{Replicas: *natsReplicas, Limits: limits.StoreLimits()})
-		cancel()
-		if err != nil {
-			ln.Close()
-			return err
-		}
-		defer ns.Close()
-		store = ns
+	store, err := openRelayStore(ctx, *data, *natsURLs, *natsReplicas, limits.Limits)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer store.Close() // after the server's Shutdown
+	store, err = relaystore.WithFaults(store, relaystore.Faults{Drop: *drop, Dup: *dup, Seed: *seed})
+	if err != nil {
+		ln.Close()
+		return usagef("%v", err)
 	}
 	var relayID [32]byte
 	if *data == "" && *natsURLs == "" || *idFile != "" {
@@ -148,8 +147,7 @@ func cmdRelay(ctx context.Context, env *cliEnv, cmd *command, args []string) err
 			return err
 		}
 	}
-	srv, err := transport.NewServer(transport.ServerConfig{DataDir: *data, Store: store, RelayID: relayID, AllowReregister: *rereg, FaultDrop: *drop, FaultDup: *dup, FaultSeed: *seed,
-		Limits: limits, TrustedProxies: proxies})
+	srv, err := relayserver.New(store, relayserver.Config{RelayID: relayID, AllowReregister: *rereg, Limits: limits, TrustedProxies: proxies})
 	if err != nil {
 		ln.Close()
 		return err
@@ -178,8 +176,23 @@ func cmdRelay(ctx context.Context, env *cliEnv, cmd *command, args []string) err
 	return nil
 }
 
+// openRelayStore opens what the relay keeps: in the NATS JetStream cluster
+// at natsURLs (comma-separated) when set, in SQLite in dataDir when set, in
+// memory otherwise. The caller closes it.
+func openRelayStore(ctx context.Context, dataDir, natsURLs string, natsReplicas int, lim relaystore.Limits) (relaystore.Store, error) {
+	switch {
+	case natsURLs != "":
+		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		return natsstore.Open(sctx, strings.Split(natsURLs, ","), natsstore.Options{Replicas: natsReplicas, Limits: lim})
+	case dataDir != "":
+		return relaystore.OpenSQLite(context.Background(), dataDir, lim)
+	}
+	return relaystore.NewMemory(lim), nil
+}
+
 // relayLimits are the limit flags of parley relay, resolved into
-// transport.Limits; zero values take the relay's defaults.
+// relayserver.Limits; zero values take the relay's defaults.
 type relayLimits struct {
 	maxConns, maxHandshakes, maxConnsPerIP, maxHandshakesPerIP     *int
 	maxConnsPerAddr                                                *int
@@ -193,16 +206,16 @@ type relayLimits struct {
 
 func relayLimitFlags(f *flags) *relayLimits {
 	return &relayLimits{
-		maxConns:           f.Int("max-connections", transport.DefaultMaxConnections, "open websockets in all"),
-		maxHandshakes:      f.Int("max-handshakes", transport.DefaultMaxUnauthenticated, "websockets not yet authenticated, in all"),
-		maxConnsPerIP:      f.Int("max-connections-per-ip", transport.DefaultMaxConnectionsPerIP, "open websockets from one remote IP"),
-		maxHandshakesPerIP: f.Int("max-handshakes-per-ip", transport.DefaultMaxUnauthPerIP, "websockets from one remote IP not yet authenticated"),
-		maxConnsPerAddr:    f.Int("max-connections-per-address", transport.DefaultMaxConnectionsPerAddr, "authenticated connections of one address"),
-		regsPerHour:        f.Int("registrations-per-ip-hour", transport.DefaultRegistrationBurst, "new addresses one remote IP may register per hour"),
+		maxConns:           f.Int("max-connections", relayserver.DefaultMaxConnections, "open websockets in all"),
+		maxHandshakes:      f.Int("max-handshakes", relayserver.DefaultMaxUnauthenticated, "websockets not yet authenticated, in all"),
+		maxConnsPerIP:      f.Int("max-connections-per-ip", relayserver.DefaultMaxConnectionsPerIP, "open websockets from one remote IP"),
+		maxHandshakesPerIP: f.Int("max-handshakes-per-ip", relayserver.DefaultMaxUnauthPerIP, "websockets from one remote IP not yet authenticated"),
+		maxConnsPerAddr:    f.Int("max-connections-per-address", relayserver.DefaultMaxConnectionsPerAddr, "authenticated connections of one address"),
+		regsPerHour:        f.Int("registrations-per-ip-hour", relayserver.DefaultRegistrationBurst, "new addresses one remote IP may register per hour"),
 		regsPerIP:          f.Int("registrations-per-ip", relaystore.DefaultRegistrationsPerIP, "new addresses one remote IP may register in all"),
-		fetchRate:          f.Float64("fetch-rate", transport.DefaultFetchRate, "bundle fetches per second one address may make"),
-		targetFetchRate:    f.Float64("target-fetch-rate", transport.DefaultTargetFetchRate, "fetches per second of one address's bundle"),
-		oneTimeBurst:       f.Int("one-time-burst", transport.DefaultTargetOneTimeBurst, "one-time prekeys of one address handed out at once (then one a minute)"),
+		fetchRate:          f.Float64("fetch-rate", relayserver.DefaultFetchRate, "bundle fetches per second one address may make"),
+		targetFetchRate:    f.Float64("target-fetch-rate", relayserver.DefaultTargetFetchRate, "fetches per second of one address's bundle"),
+		oneTimeBurst:       f.Int("one-time-burst", relayserver.DefaultTargetOneTimeBurst, "one-time prekeys of one address handed out at once (then one a minute)"),
 		mailboxEnvelopes:   f.Int("mailbox-envelopes", relaystore.DefaultMailboxEnvelopes, "envelopes one mailbox holds"),
 		mailboxBytes:       f.String("mailbox-bytes", "64MiB", "bytes one mailbox holds"),
 		senderEnvelopes:    f.Int("sender-envelopes", 0, "envelopes one sender holds in one mailbox (default a quarter of --mailbox-envelopes)"),
@@ -215,13 +228,14 @@ func relayLimitFlags(f *flags) *relayLimits {
 	}
 }
 
-func (r *relayLimits) resolve() (transport.Limits, []netip.Prefix, error) {
-	l := transport.Limits{
+func (r *relayLimits) resolve() (relayserver.Limits, []netip.Prefix, error) {
+	l := relayserver.Limits{
 		MaxConnections: *r.maxConns, MaxUnauthenticated: *r.maxHandshakes, MaxConnectionsPerIP: *r.maxConnsPerIP, MaxUnauthenticatedPerIP: *r.maxHandshakesPerIP,
 		MaxConnectionsPerAddress: *r.maxConnsPerAddr,
-		RegistrationRate:         float64(*r.regsPerHour) / 3600, RegistrationBurst: *r.regsPerHour, RegistrationsPerIP: *r.regsPerIP,
+		RegistrationRate:         float64(*r.regsPerHour) / 3600, RegistrationBurst: *r.regsPerHour,
 		FetchRate: *r.fetchRate, TargetFetchRate: *r.targetFetchRate, TargetOneTimeBurst: *r.oneTimeBurst,
-		MailboxEnvelopes: *r.mailboxEnvelopes, SenderEnvelopes: *r.senderEnvelopes, IPEnvelopes: *r.ipEnvelopes, TotalEnvelopes: *r.totalEnvelopes,
+		Limits: relaystore.Limits{RegistrationsPerIP: *r.regsPerIP,
+			MailboxEnvelopes: *r.mailboxEnvelopes, SenderEnvelopes: *r.senderEnvelopes, IPEnvelopes: *r.ipEnvelopes, TotalEnvelopes: *r.totalEnvelopes},
 	}
 	for _, b := range []struct {
 		flag string

@@ -16,6 +16,7 @@ import (
 	"github.com/parley-chat/parley/store"
 	"github.com/parley-chat/parley/themes"
 	"github.com/parley-chat/parley/transport"
+	"github.com/parley-chat/parley/transport/relayserver"
 	"github.com/parley-chat/parley/tui"
 )
 
@@ -189,18 +190,18 @@ func cmdDemo(ctx context.Context, env *cliEnv, cmd *command, args []string) erro
 	return tui.RunDemo(ctx, demoProfiles{url: relay.url, log: log}, opts)
 }
 
-// demoRelay is the demo's relay: a transport.Server on 127.0.0.1:0 that
+// demoRelay is the demo's relay: a relayserver.Server on 127.0.0.1:0 that
 // lets a new identity take over an address (the reinstall control).
 type demoRelay struct {
-	srv  *transport.Server
+	srv  *relayserver.Server
 	url  string
 	done chan error
 }
 
 func startDemoRelay(log *slog.Logger) (*demoRelay, error) {
-	srv, err := transport.NewServer(transport.ServerConfig{
+	srv, err := relayserver.NewMemory(relayserver.Config{
 		AllowReregister: true,
-		Limits:          transport.Limits{LeaseTimeout: demoLease},
+		Limits:          relayserver.Limits{LeaseTimeout: demoLease},
 		Logger:          log.With("part", "relay"),
 	})
 	if err != nil {

@@ -20,7 +20,8 @@ import (
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/profile"
 	"github.com/parley-chat/parley/store"
-	"github.com/parley-chat/parley/transport"
+	"github.com/parley-chat/parley/transport/relayserver"
+	"github.com/parley-chat/parley/transport/relaystore"
 	"github.com/parley-chat/parley/wire"
 )
 
@@ -231,8 +232,8 @@ func Run(ctx context.Context, o Options) (Result, error) {
 
 	// The relay is the bench's own: its rate limits and its registration
 	// limits per IP (16 pairs register 32 addresses from 127.0.0.1) are off.
-	srv, err := transport.NewServer(transport.ServerConfig{Limits: transport.Limits{MessageRate: -1, ByteRate: -1,
-		RegistrationRate: -1, RegistrationsPerIP: 4 * o.Pairs, MaxConnectionsPerIP: 4*o.Pairs + 64, MaxUnauthenticatedPerIP: 4*o.Pairs + 64}})
+	srv, err := relayserver.NewMemory(relayserver.Config{Limits: relayserver.Limits{MessageRate: -1, ByteRate: -1,
+		RegistrationRate: -1, Limits: relaystore.Limits{RegistrationsPerIP: 4 * o.Pairs}, MaxConnectionsPerIP: 4*o.Pairs + 64, MaxUnauthenticatedPerIP: 4*o.Pairs + 64}})
 	if err != nil {
 		return Result{}, err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/transport"
+	"github.com/parley-chat/parley/transport/relayserver"
 	"github.com/parley-chat/parley/transport/relaystore"
 	"github.com/parley-chat/parley/wire"
 )
@@ -20,9 +21,9 @@ import (
 // What a hostile client of the relay does to the devices on it, end to
 // end: real relay on loopback, real profiles on disk.
 
-func startTestRelay(t *testing.T, cfg transport.ServerConfig) string {
+func startTestRelay(t *testing.T, st relaystore.Store, cfg relayserver.Config) string {
 	t.Helper()
-	srv, err := transport.NewServer(cfg)
+	srv, err := relayserver.New(st, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +56,7 @@ func newTestProfile(t *testing.T, addr, url string, policy engine.Policy) *Profi
 }
 
 // stranger is a raw client of the relay with an identity of its own.
-func stranger(t *testing.T, url, addr string) (*transport.Client, engine.Address) {
+func stranger(t *testing.T, url, addr string) (*transport.Conn, engine.Address) {
 	t.Helper()
 	a := engine.MustParseAddress(addr)
 	id, err := engine.NewIdentity(engine.SystemRandom{})
@@ -78,7 +79,7 @@ func stranger(t *testing.T, url, addr string) (*transport.Client, engine.Address
 // counting its own keys would never see the drain).
 func TestDrainedPoolIsToppedUp(t *testing.T) {
 	st := relaystore.NewMemory(relaystore.Limits{})
-	url := startTestRelay(t, transport.ServerConfig{Store: st, Limits: transport.Limits{TargetOneTimeBurst: 1000, FetchRate: -1, TargetFetchRate: -1}})
+	url := startTestRelay(t, st, relayserver.Config{Limits: relayserver.Limits{TargetOneTimeBurst: 1000, FetchRate: -1, TargetFetchRate: -1}})
 	victim := newTestProfile(t, "victim/1", url, engine.Policy{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -131,7 +132,7 @@ func dirSize(t *testing.T, dir string) int64 {
 // its bound of the junk (saying so), and his profile stays well under 40
 // MiB.
 func TestFloodKeepsTheProfileSmall(t *testing.T) {
-	url := startTestRelay(t, transport.ServerConfig{Limits: transport.Limits{MessageRate: -1, ByteRate: -1}})
+	url := startTestRelay(t, relaystore.NewMemory(relaystore.Limits{}), relayserver.Config{Limits: relayserver.Limits{MessageRate: -1, ByteRate: -1}})
 	bob := newTestProfile(t, "bob/1", url, engine.Policy{})
 	alice := newTestProfile(t, "alice/1", url, engine.Policy{})
 	mallory, addr := stranger(t, url, "mallory/1")

@@ -19,7 +19,7 @@ type lazyRelay struct {
 	opts transport.ClientOptions
 
 	mu   sync.Mutex
-	conn *transport.Client
+	conn *transport.Conn
 }
 
 var (
@@ -38,7 +38,7 @@ func (l *lazyRelay) OneTimePreKeyPool() (int, bool) {
 	return 0, false
 }
 
-func (l *lazyRelay) get(ctx context.Context) (*transport.Client, error) {
+func (l *lazyRelay) get(ctx context.Context) (*transport.Conn, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.conn != nil {
@@ -64,7 +64,7 @@ func (l *lazyRelay) reconfigure(url string, opts transport.ClientOptions) {
 	}
 }
 
-func (l *lazyRelay) current() *transport.Client {
+func (l *lazyRelay) current() *transport.Conn {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.conn

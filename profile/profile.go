@@ -56,7 +56,7 @@ type Options struct {
 	Maintain bool
 }
 
-// relayConn is the connection a profile holds: a transport.Client, or one
+// relayConn is the connection a profile holds: a transport.Conn, or one
 // made on first use.
 type relayConn interface {
 	engine.Relay
@@ -258,7 +258,7 @@ func attach(ctx context.Context, dir string, st *store.DB, o Options) (*Profile,
 	var conn relayConn
 	switch o.Connect {
 	case ConnectInBackground:
-		conn, err = transport.NewClient(url, self, id, topts)
+		conn, err = transport.NewConn(url, self, id, topts)
 	case ConnectNow:
 		conn, err = transport.Dial(ctx, url, self, id, topts)
 	default:

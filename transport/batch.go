@@ -8,13 +8,13 @@ import (
 	"github.com/parley-chat/parley/wire"
 )
 
-var _ engine.BatchSubmitter = (*Client)(nil)
+var _ engine.BatchSubmitter = (*Conn)(nil)
 
 // SubmitBatch implements engine.BatchSubmitter: it writes every envelope in
 // order on the one connection before waiting for any answer, so a batch
 // costs one round trip instead of one per envelope. Each result is what
 // Submit would have returned for that envelope.
-func (c *Client) SubmitBatch(ctx context.Context, envs []wire.Envelope) []error {
+func (c *Conn) SubmitBatch(ctx context.Context, envs []wire.Envelope) []error {
 	errs := make([]error, len(envs))
 	fail := func(from int, err error) []error {
 		for i := from; i < len(envs); i++ {

@@ -14,6 +14,7 @@ type RefusedError struct {
 	Reason     wire.RefuseReason
 }
 
+// Error names the envelope and the relay's reason.
 func (e *RefusedError) Error() string {
 	return fmt.Sprintf("relay refused envelope %x: %s", e.EnvelopeID[:4], e.Reason)
 }
@@ -25,6 +26,7 @@ type ServerError struct {
 	Message string
 }
 
+// Error returns the relay's message, or its code when it sent none.
 func (e *ServerError) Error() string {
 	if e.Message == "" {
 		return "relay: " + e.Code.String()

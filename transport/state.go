@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// ConnState is where a Client's connection to the relay stands.
+// ConnState is where a Conn stands with its relay.
 type ConnState uint8
 
 // Connection states.
@@ -38,7 +38,7 @@ func (s ConnState) String() string {
 	return fmt.Sprintf("conn state %d", uint8(s))
 }
 
-// State is one report of a Client's connection, for a UI.
+// State is one report of a Conn's state, for a UI.
 type State struct {
 	Conn ConnState
 	// Err is why the connection is not up: the last dial, authentication

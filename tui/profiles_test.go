@@ -11,6 +11,7 @@ import (
 	"github.com/parley-chat/parley/profile"
 	"github.com/parley-chat/parley/store"
 	"github.com/parley-chat/parley/transport"
+	"github.com/parley-chat/parley/transport/relayserver"
 )
 
 // The demo's profiles in tests: package profile on a real relay on
@@ -27,8 +28,8 @@ type testProfiles struct{ url string }
 // until the test ends.
 func startTestRelay(t testing.TB, now func() time.Time) testProfiles {
 	t.Helper()
-	srv, err := transport.NewServer(transport.ServerConfig{AllowReregister: true,
-		Limits: transport.Limits{LeaseTimeout: 10 * time.Minute}, Now: now})
+	srv, err := relayserver.NewMemory(relayserver.Config{AllowReregister: true,
+		Limits: relayserver.Limits{LeaseTimeout: 10 * time.Minute}, Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}

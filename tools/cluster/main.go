@@ -15,7 +15,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/parley-chat/parley/transport"
+	"github.com/parley-chat/parley/transport/relayserver"
 	"github.com/parley-chat/parley/transport/relaystore/natsstore"
 	"github.com/parley-chat/parley/transport/relaystore/natsstore/natstest"
 )
@@ -57,7 +57,7 @@ func run(dir string, natsPort, relayPort int) error {
 			return err
 		}
 		defer st.Close()
-		srv, err := transport.NewServer(transport.ServerConfig{Store: st})
+		srv, err := relayserver.New(st, relayserver.Config{})
 		if err != nil {
 			return err
 		}

@@ -80,7 +80,7 @@ func run(n int, bin string, settle time.Duration) error {
 	if err != nil {
 		return err
 	}
-	var clients []*transport.Client
+	var clients []*transport.Conn
 	var mu sync.Mutex
 	var failed atomic.Int64
 	sem := make(chan struct{}, 64)

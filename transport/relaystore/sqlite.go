@@ -59,6 +59,11 @@ const maxGroup = 256
 //
 // Appends arriving together are committed in one transaction (group commit):
 // one fsync for many senders, and each still returns only after its commit.
+//
+// The backend stays in one file (over 600 lines) on purpose: its schema,
+// migrations, group commit and quota accounting are one unit that the
+// coming relay issues (blobs, shards) rewrite together, and a cut now would
+// be undone by them. Its leases are the shared Leases table.
 type SQLite struct {
 	db      *sql.DB
 	limits  Limits
@@ -75,13 +80,7 @@ type SQLite struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	leaseMu sync.Mutex
-	leases  map[string]map[uint64]lease // recipient -> row -> lease
-}
-
-type lease struct {
-	holder string
-	until  time.Time
+	leases Leases // this process's: a lease is not durable
 }
 
 type appendReq struct {
@@ -116,7 +115,7 @@ func OpenSQLite(ctx context.Context, dir string, l Limits) (*SQLite, error) {
 	db.SetMaxIdleConns(1)
 	db.SetConnMaxLifetime(0)
 	db.SetConnMaxIdleTime(0)
-	s := &SQLite{db: db, limits: l.WithDefaults(), leases: make(map[string]map[uint64]lease),
+	s := &SQLite{db: db, limits: l.WithDefaults(),
 		appends: make(chan *appendReq, maxGroup), stop: make(chan struct{}), done: make(chan struct{})}
 	if err := s.init(ctx); err != nil {
 		db.Close()
@@ -575,62 +574,46 @@ func (s *SQLite) Lease(ctx context.Context, recipient, holder string, max int, n
 	if max <= 0 {
 		return nil, nil
 	}
-	s.leaseMu.Lock()
-	defer s.leaseMu.Unlock()
-	held := s.leases[recipient]
-	for row, l := range held {
-		if !now.Before(l.until) {
-			delete(held, row)
+	var out []Row
+	err := s.leases.Take(recipient, holder, now, until, func(held map[uint64]Lease, take func(uint64, Origin, int)) error {
+		// Rows under a live lease are skipped, so ask for that many more.
+		rows, err := s.db.QueryContext(ctx, "SELECT row, envelope, accepted FROM envelopes WHERE recipient = ? ORDER BY row LIMIT ?", recipient, max+len(held))
+		if err != nil {
+			return err
 		}
-	}
-	// Rows under a live lease are skipped, so ask for that many more.
-	rows, err := s.db.QueryContext(ctx, "SELECT row, envelope, accepted FROM envelopes WHERE recipient = ? ORDER BY row LIMIT ?", recipient, max+len(held))
+		defer rows.Close()
+		for rows.Next() && len(out) < max {
+			var r Row
+			var id, accepted int64
+			if err := rows.Scan(&id, &r.Envelope, &accepted); err != nil {
+				return err
+			}
+			r.ID = uint64(id)
+			if accepted > 0 {
+				r.Accepted = time.Unix(0, accepted)
+			}
+			if _, ok := held[r.ID]; ok {
+				continue
+			}
+			out = append(out, r)
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, r := range out {
+			take(r.ID, Origin{}, 0)
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("lease from %s: %w", recipient, err)
-	}
-	defer rows.Close()
-	var out []Row
-	for rows.Next() && len(out) < max {
-		var r Row
-		var id, accepted int64
-		if err := rows.Scan(&id, &r.Envelope, &accepted); err != nil {
-			return nil, fmt.Errorf("lease from %s: %w", recipient, err)
-		}
-		r.ID = uint64(id)
-		if accepted > 0 {
-			r.Accepted = time.Unix(0, accepted)
-		}
-		if _, ok := held[r.ID]; ok {
-			continue
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("lease from %s: %w", recipient, err)
-	}
-	if len(out) > 0 && held == nil {
-		held = make(map[uint64]lease)
-		s.leases[recipient] = held
-	}
-	for _, r := range out {
-		held[r.ID] = lease{holder: holder, until: until}
 	}
 	return out, nil
 }
 
 // Release implements Store.
 func (s *SQLite) Release(_ context.Context, recipient, holder string) error {
-	s.leaseMu.Lock()
-	defer s.leaseMu.Unlock()
-	held := s.leases[recipient]
-	for row, l := range held {
-		if l.holder == holder {
-			delete(held, row)
-		}
-	}
-	if len(held) == 0 {
-		delete(s.leases, recipient)
-	}
+	s.leases.Release(recipient, holder)
 	return nil
 }
 
@@ -676,13 +659,7 @@ func (s *SQLite) Ack(ctx context.Context, recipient string, rows []uint64) (int,
 	if err != nil {
 		return 0, fmt.Errorf("acknowledge rows of %s: %w", recipient, err)
 	}
-	s.leaseMu.Lock()
-	if held := s.leases[recipient]; held != nil {
-		for _, row := range rows {
-			delete(held, row)
-		}
-	}
-	s.leaseMu.Unlock()
+	s.leases.Forget(recipient, rows)
 	return n, nil
 }
 

@@ -2,10 +2,13 @@
 // each device address, each address's prekey bundle and pool of one-time
 // prekeys, and each recipient's mailbox of envelopes with its leases.
 //
-// The relay's protocol code (package transport) talks to storage only through
+// The relay server (package relayserver) talks to storage only through
 // Store, so that another backend can replace the two kept here: Memory, the
-// default, and SQLite, which survives a crash. The package imports wire for
-// the bundle type and nothing of the engine, the websocket or the protocol.
+// default, and SQLite, which survives a crash (natsstore is a third).
+// WithFaults decorates any of them with fault injection, and Leases is the
+// table of leased rows that the backends keeping rows elsewhere share. The
+// package imports wire for the bundle type and must not import the engine,
+// the websocket, the client (transport) or the server (relayserver).
 package relaystore
 
 import (

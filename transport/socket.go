@@ -9,11 +9,11 @@ import (
 	"github.com/parley-chat/parley/wire"
 )
 
-// clientConn is one authenticated websocket of a Client: a reader goroutine
+// socket is one authenticated websocket of a Conn: a reader goroutine
 // that routes replies to their requests and deliveries to the receive
 // buffer, and a writer goroutine that does every write.
-type clientConn struct {
-	c    *Client
+type socket struct {
+	c    *Conn
 	ws   *websocket.Conn
 	out  chan []byte
 	done chan struct{} // closed when the reader has ended
@@ -28,8 +28,8 @@ type clientConn struct {
 	pending map[uint32]chan<- wire.RelayMessage
 }
 
-func startClientConn(c *Client, ws *websocket.Conn) *clientConn {
-	cc := &clientConn{c: c, ws: ws, out: make(chan []byte, c.opts.SendQueue), done: make(chan struct{}),
+func startSocket(c *Conn, ws *websocket.Conn) *socket {
+	cc := &socket{c: c, ws: ws, out: make(chan []byte, c.opts.SendQueue), done: make(chan struct{}),
 		quit: make(chan struct{}), pending: make(map[uint32]chan<- wire.RelayMessage)}
 	ws.SetPongHandler(func(string) error {
 		ws.SetReadDeadline(time.Now().Add(c.opts.ReadTimeout))
@@ -43,7 +43,7 @@ func startClientConn(c *Client, ws *websocket.Conn) *clientConn {
 
 // await registers a request's reply channel; false when the connection has
 // ended.
-func (cc *clientConn) await(req uint32, reply chan<- wire.RelayMessage) bool {
+func (cc *socket) await(req uint32, reply chan<- wire.RelayMessage) bool {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
 	if cc.pending == nil {
@@ -53,7 +53,7 @@ func (cc *clientConn) await(req uint32, reply chan<- wire.RelayMessage) bool {
 	return true
 }
 
-func (cc *clientConn) forget(req uint32) {
+func (cc *socket) forget(req uint32) {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
 	delete(cc.pending, req)
@@ -61,7 +61,7 @@ func (cc *clientConn) forget(req uint32) {
 
 // cause is why the connection ended: the relay's parting Error if it sent
 // one, else the read error.
-func (cc *clientConn) cause() error {
+func (cc *socket) cause() error {
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
 	if cc.pushed != nil {
@@ -71,11 +71,11 @@ func (cc *clientConn) cause() error {
 }
 
 // lost is the error of a request whose connection ended under it.
-func (cc *clientConn) lost() error {
+func (cc *socket) lost() error {
 	return fmt.Errorf("%w: %v", ErrConnectionLost, cc.cause())
 }
 
-func (cc *clientConn) readLoop() {
+func (cc *socket) readLoop() {
 	defer cc.wg.Done()
 	var err error
 	for {
@@ -118,7 +118,11 @@ func (cc *clientConn) readLoop() {
 	cc.ws.NetConn().Close()
 }
 
-func (cc *clientConn) writeLoop() {
+// closeGrace is how long a closing client waits for the relay's close frame
+// after sending its own.
+const closeGrace = time.Second
+
+func (cc *socket) writeLoop() {
 	defer cc.wg.Done()
 	o := cc.c.opts
 	ping := time.NewTicker(o.PingInterval)
@@ -149,7 +153,7 @@ func (cc *clientConn) writeLoop() {
 }
 
 // close ends the connection and waits for its goroutines.
-func (cc *clientConn) close() {
+func (cc *socket) close() {
 	cc.closeOnce.Do(func() { close(cc.quit) })
 	cc.wg.Wait()
 	cc.ws.Close()

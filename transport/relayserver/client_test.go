@@ -1,4 +1,4 @@
-package transport
+package relayserver
 
 import (
 	"errors"
@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/http"
 	"testing"
+
+	"github.com/parley-chat/parley/transport"
 )
 
 // TestNewClientWaitsForRelay checks that a client made while the relay is
@@ -19,20 +21,20 @@ func TestNewClientWaitsForRelay(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close() // nothing listens there for now
 	alice := newDevice(t, "alice/1")
-	c, err := NewClient("ws://"+addr, alice.addr, alice.id, fastClient)
+	c, err := transport.NewConn("ws://"+addr, alice.addr, alice.id, fastClient)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	waitState(t, c, StateDisconnected)
+	waitState(t, c, transport.StateDisconnected)
 	if st := c.State(); st.Err == nil || st.Final {
 		t.Fatalf("state while the relay is down: %+v", st)
 	}
-	if err := c.Submit(ctxT(t), envelope(alice, alice, "x")); !errors.Is(err, ErrNotConnected) {
-		t.Fatalf("Submit while the relay is down: got %v, want ErrNotConnected", err)
+	if err := c.Submit(ctxT(t), envelope(alice, alice, "x")); !errors.Is(err, transport.ErrNotConnected) {
+		t.Fatalf("Submit while the relay is down: got %v, want transport.ErrNotConnected", err)
 	}
-	r := startRelayOn(t, addr, ServerConfig{})
-	waitState(t, c, StateConnected)
+	r := startRelayOn(t, addr, Config{})
+	waitState(t, c, transport.StateConnected)
 	if c.RelayID() != r.srv.RelayID() {
 		t.Fatal("RelayID is not the relay's")
 	}
@@ -42,28 +44,19 @@ func TestNewClientWaitsForRelay(t *testing.T) {
 
 // TestPinnedRelayID checks that a client pinned to one relay refuses another.
 func TestPinnedRelayID(t *testing.T) {
-	r := startRelay(t, ServerConfig{})
+	r := startRelay(t, Config{})
 	alice := newDevice(t, "alice/1")
 	opts := fastClient
 	opts.RelayID = r.srv.RelayID()
 	dialOpts(t, r, alice, opts).Close()
 	opts.RelayID[0] ^= 1
-	if _, err := Dial(ctxT(t), r.url, alice.addr, alice.id, opts); !errors.Is(err, ErrRelayChanged) {
-		t.Fatalf("another relay ID: got %v, want ErrRelayChanged", err)
-	}
-}
-
-func TestBadURL(t *testing.T) {
-	alice := newDevice(t, "alice/1")
-	for _, u := range []string{"http://127.0.0.1:1", "127.0.0.1:1", "ws://[::1"} {
-		if _, err := NewClient(u, alice.addr, alice.id, ClientOptions{}); err == nil {
-			t.Errorf("NewClient(%q) accepted", u)
-		}
+	if _, err := transport.Dial(ctxT(t), r.url, alice.addr, alice.id, opts); !errors.Is(err, transport.ErrRelayChanged) {
+		t.Fatalf("another relay ID: got %v, want transport.ErrRelayChanged", err)
 	}
 }
 
 func TestHealthz(t *testing.T) {
-	r := startRelay(t, ServerConfig{})
+	r := startRelay(t, Config{})
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	resp, err := client.Get("http://" + r.addr + "/healthz")
 	if err != nil {

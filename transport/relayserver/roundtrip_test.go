@@ -1,4 +1,4 @@
-package transport
+package relayserver
 
 import (
 	"errors"
@@ -8,11 +8,12 @@ import (
 	"time"
 
 	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/transport"
 	"github.com/parley-chat/parley/wire"
 )
 
 func TestRoundTrip(t *testing.T) {
-	r := startRelay(t, ServerConfig{})
+	r := startRelay(t, Config{})
 	alice := newDevice(t, "alice/1").withBundle(t, 0)
 	bob := newDevice(t, "bob/1").withBundle(t, 2)
 	ca, cb := dial(t, r, alice), dial(t, r, bob)
@@ -42,7 +43,7 @@ func TestRoundTrip(t *testing.T) {
 	if want := []uint32{bob.oneTime[0].ID, bob.oneTime[1].ID}; !slices.Equal(handed, want) {
 		t.Fatalf("one-time prekeys handed out: got %v, want %v (each once, then none)", handed, want)
 	}
-	var se *ServerError
+	var se *transport.ServerError
 	_, err := ca.FetchBundle(ctx, engine.MustParseAddress("carol/1"))
 	if !errors.As(err, &se) || se.Code != wire.ErrorNotFound || !errors.Is(err, engine.ErrPeerNotRegistered) {
 		t.Fatalf("fetch an unpublished bundle: got %v, want not found", err)
@@ -97,7 +98,7 @@ func TestRoundTrip(t *testing.T) {
 // acknowledge come again, the same rows in the same order, on its next
 // connection.
 func TestRedeliveryAfterReconnect(t *testing.T) {
-	r := startRelay(t, ServerConfig{})
+	r := startRelay(t, Config{})
 	alice, bob := newDevice(t, "alice/1"), newDevice(t, "bob/1")
 	ca, cb := dial(t, r, alice), dial(t, r, bob)
 	for i := range 4 {
@@ -122,7 +123,7 @@ func TestRedeliveryAfterReconnect(t *testing.T) {
 // TestLeaseTimeout checks that a row left unacknowledged on a live
 // connection is delivered again once its lease runs out.
 func TestLeaseTimeout(t *testing.T) {
-	r := startRelay(t, ServerConfig{Limits: Limits{LeaseTimeout: 200 * time.Millisecond}})
+	r := startRelay(t, Config{Limits: Limits{LeaseTimeout: 200 * time.Millisecond}})
 	alice, bob := newDevice(t, "alice/1"), newDevice(t, "bob/1")
 	ca, cb := dial(t, r, alice), dial(t, r, bob)
 	mustSubmit(t, ca, envelope(alice, bob, "once"))
@@ -144,7 +145,7 @@ func TestLeaseTimeout(t *testing.T) {
 // TestWindow checks that a connection holds at most Window unacknowledged
 // rows, and that acknowledging makes room for the next page, in order.
 func TestWindow(t *testing.T) {
-	r := startRelay(t, ServerConfig{Limits: Limits{Window: 4, Page: 3}})
+	r := startRelay(t, Config{Limits: Limits{Window: 4, Page: 3}})
 	alice, bob := newDevice(t, "alice/1"), newDevice(t, "bob/1")
 	ca, cb := dial(t, r, alice), dial(t, r, bob)
 	for i := range 10 {
@@ -168,25 +169,25 @@ func TestWindow(t *testing.T) {
 // goes away, reports it on States, and gets its unacknowledged rows again.
 func TestReconnect(t *testing.T) {
 	dir := t.TempDir()
-	r := startRelay(t, ServerConfig{DataDir: dir})
+	r := startSQLiteRelay(t, dir, Config{})
 	alice, bob := newDevice(t, "alice/1"), newDevice(t, "bob/1")
 	ca, cb := dial(t, r, alice), dial(t, r, bob)
 	mustSubmit(t, ca, envelope(alice, bob, "before"))
 	first := receiveN(t, cb, 1)
 
 	r.stop()
-	waitState(t, cb, StateDisconnected)
-	if err := cb.Submit(ctxT(t), envelope(bob, alice, "offline")); !errors.Is(err, ErrNotConnected) && !errors.Is(err, ErrConnectionLost) {
-		t.Fatalf("Submit while the relay is down: got %v, want ErrNotConnected", err)
+	waitState(t, cb, transport.StateDisconnected)
+	if err := cb.Submit(ctxT(t), envelope(bob, alice, "offline")); !errors.Is(err, transport.ErrNotConnected) && !errors.Is(err, transport.ErrConnectionLost) {
+		t.Fatalf("Submit while the relay is down: got %v, want transport.ErrNotConnected", err)
 	}
 
-	startRelayOn(t, r.addr, ServerConfig{DataDir: dir})
-	waitState(t, cb, StateConnected)
+	startSQLiteRelayOn(t, r.addr, dir, Config{})
+	waitState(t, cb, transport.StateConnected)
 	again := receiveN(t, cb, 1)
 	if again[0].Row != first[0].Row {
 		t.Fatalf("after reconnecting got row %d, want %d again", again[0].Row, first[0].Row)
 	}
-	waitState(t, ca, StateConnected)
+	waitState(t, ca, transport.StateConnected)
 	mustSubmit(t, ca, envelope(alice, bob, "after"))
 	if got := payloads(t, receiveN(t, cb, 1)); got[0] != "after" {
 		t.Fatalf("got %q, want \"after\"", got)
@@ -195,7 +196,7 @@ func TestReconnect(t *testing.T) {
 
 // waitState waits until the client's current state is s. States only
 // wakes it: the channel may still hold older reports.
-func waitState(t *testing.T, c *Client, s ConnState) {
+func waitState(t *testing.T, c *transport.Conn, s transport.ConnState) {
 	t.Helper()
 	timeout := time.After(10 * time.Second)
 	for c.State().Conn != s {
@@ -211,7 +212,7 @@ func waitState(t *testing.T, c *Client, s ConnState) {
 // TestClientClose checks that Close ends a Receive that waits and that calls
 // after it fail with engine.ErrClosed.
 func TestClientClose(t *testing.T) {
-	r := startRelay(t, ServerConfig{})
+	r := startRelay(t, Config{})
 	alice := newDevice(t, "alice/1")
 	c := dial(t, r, alice)
 	errc := make(chan error, 1)
@@ -227,14 +228,14 @@ func TestClientClose(t *testing.T) {
 	if err := c.Submit(ctxT(t), envelope(alice, alice, "x")); !errors.Is(err, engine.ErrClosed) {
 		t.Fatalf("Submit after Close: got %v, want ErrClosed", err)
 	}
-	if st := c.State(); st.Conn != StateClosed {
+	if st := c.State(); st.Conn != transport.StateClosed {
 		t.Fatalf("state after Close: %v", st.Conn)
 	}
-	var last State
+	var last transport.State
 	for st := range c.States() {
 		last = st
 	}
-	if last.Conn != StateClosed {
+	if last.Conn != transport.StateClosed {
 		t.Fatalf("last state reported: %v, want closed", last.Conn)
 	}
 }
@@ -242,7 +243,7 @@ func TestClientClose(t *testing.T) {
 // TestSubmitBatch checks the pipelined hand-off: one result per envelope, in
 // order, refusals included.
 func TestSubmitBatch(t *testing.T) {
-	r := startRelay(t, ServerConfig{})
+	r := startRelay(t, Config{})
 	alice, bob := newDevice(t, "alice/1"), newDevice(t, "bob/1")
 	ca, cb := dial(t, r, alice), dial(t, r, bob)
 	var envs []wire.Envelope
@@ -252,7 +253,7 @@ func TestSubmitBatch(t *testing.T) {
 	envs[4] = envelope(bob, alice, "forged")
 	errs := ca.SubmitBatch(ctxT(t), envs)
 	for i, err := range errs {
-		var re *RefusedError
+		var re *transport.RefusedError
 		switch {
 		case i == 4 && (!errors.As(err, &re) || re.Reason != wire.RefuseWrongSender):
 			t.Fatalf("envelope 4: got %v, want refused: wrong sender", err)

@@ -1,4 +1,4 @@
-package transport
+package relayserver
 
 import (
 	"context"
@@ -25,8 +25,8 @@ type metrics struct {
 	refused          *prometheus.CounterVec
 	delivered        prometheus.Counter
 	acknowledged     prometheus.Counter
-	dropped          prometheus.Counter
-	duplicated       prometheus.Counter
+	dropped          prometheus.CounterFunc // read from the store's FaultCounter
+	duplicated       prometheus.CounterFunc
 	rateLimited      *prometheus.CounterVec
 	disconnects      *prometheus.CounterVec
 	bundlesPublished prometheus.Counter
@@ -37,56 +37,109 @@ type metrics struct {
 	leaseToAck       prometheus.Histogram
 }
 
-// Label values.
+// authFailure is why a connection was refused at authentication: the
+// reason label of parley_relay_auth_failures_total.
+type authFailure string
+
+// Authentication failures; their values are the metric's label values.
 const (
-	authMalformed    = "malformed"
-	authBadSignature = "bad_signature"
-	authExpired      = "expired"
-	authTaken        = "address_taken"
-	authTimeout      = "timeout"
-	authProtocol     = "protocol"
-	authInternal     = "internal"
-	authRateLimited  = "rate_limited"
+	authMalformed    authFailure = "malformed"
+	authBadSignature authFailure = "bad_signature"
+	authExpired      authFailure = "expired"
+	authTaken        authFailure = "address_taken"
+	authTimeout      authFailure = "timeout"
+	authProtocol     authFailure = "protocol"
+	authInternal     authFailure = "internal"
+	authRateLimited  authFailure = "rate_limited"
+)
 
-	dropPeer      = "peer_closed"
-	dropReadLimit = "frame_too_large"
-	dropTimeout   = "read_timeout"
-	dropSlow      = "slow_reader"
-	dropWrite     = "write_failed"
-	dropProtocol  = "protocol"
-	dropKicked    = "reregistered"
-	dropShutdown  = "shutdown"
+var authFailures = []authFailure{authMalformed, authBadSignature, authExpired, authTaken, authTimeout, authProtocol, authInternal, authRateLimited}
 
+// authFailed counts a connection refused at authentication for r.
+func (m *metrics) authFailed(r authFailure) {
+	m.authFailures.WithLabelValues(string(r)).Inc()
+}
+
+// limitedBy counts a request refused (or served without a one-time prekey)
+// by l.
+func (m *metrics) limitedBy(l limit) {
+	m.limited.WithLabelValues(string(l)).Inc()
+}
+
+// Label values of parley_relay_rate_limited_total.
+const (
 	bucketMessages = "messages"
 	bucketBytes    = "bytes"
 )
 
+// dropReason is why a connection ended: the reason label of
+// parley_relay_disconnects_total.
+type dropReason string
+
+// Drop reasons; their values are the metric's label values.
+const (
+	dropPeer      dropReason = "peer_closed"
+	dropReadLimit dropReason = "frame_too_large"
+	dropTimeout   dropReason = "read_timeout"
+	dropSlow      dropReason = "slow_reader"
+	dropWrite     dropReason = "write_failed"
+	dropProtocol  dropReason = "protocol"
+	dropKicked    dropReason = "reregistered"
+	dropShutdown  dropReason = "shutdown"
+)
+
+// dropReasons lists every drop reason, so that each series shows from the
+// first scrape.
+var dropReasons = []dropReason{dropPeer, dropReadLimit, dropTimeout, dropSlow, dropWrite, dropProtocol, dropKicked, dropShutdown}
+
+// disconnected counts a connection that ended for reason.
+func (m *metrics) disconnected(reason dropReason) {
+	m.disconnects.WithLabelValues(string(reason)).Inc()
+}
+
 // newMetrics makes a registry holding the relay's counters and g, which
-// reads the gauges at each scrape.
-func newMetrics(g *gaugeCollector) *metrics {
+// reads the gauges at each scrape. The fault counters read faults, the
+// store when it injects faults (relaystore.WithFaults), and stay at 0
+// otherwise.
+func newMetrics(g *gaugeCollector, faults relaystore.Store) *metrics {
 	reasons := make([]string, 0, 8)
 	for r := wire.RefuseTooLarge; r <= wire.RefuseStoreFull; r++ {
 		reasons = append(reasons, refuseLabel(r))
 	}
+	fc, _ := faults.(relaystore.FaultCounter)
+	dropped := func() float64 {
+		if fc == nil {
+			return 0
+		}
+		d, _ := fc.FaultCounts()
+		return float64(d)
+	}
+	duplicated := func() float64 {
+		if fc == nil {
+			return 0
+		}
+		_, d := fc.FaultCounts()
+		return float64(d)
+	}
 	m := &metrics{
 		reg:              prometheus.NewRegistry(),
 		connectionsTotal: counter("parley_relay_connections_total", "Websocket connections accepted."),
-		authFailures: counterVec("parley_relay_auth_failures_total", "Connections refused at authentication.", "reason",
-			authMalformed, authBadSignature, authExpired, authTaken, authTimeout, authProtocol, authInternal, authRateLimited),
-		disconnects: counterVec("parley_relay_disconnects_total", "Connections ended, by cause.", "reason",
-			dropPeer, dropReadLimit, dropTimeout, dropSlow, dropWrite, dropProtocol, dropKicked, dropShutdown),
-		accepted:     counter("parley_relay_envelopes_accepted_total", "Envelopes accepted (faults included)."),
-		refused:      counterVec("parley_relay_envelopes_refused_total", "Envelopes refused.", "reason", reasons...),
-		delivered:    counter("parley_relay_envelopes_delivered_total", "Deliver messages sent (redeliveries included)."),
-		acknowledged: counter("parley_relay_envelopes_acknowledged_total", "Mailbox rows deleted by acknowledgement."),
-		dropped:      counter("parley_relay_fault_dropped_total", "Accepted envelopes dropped by fault injection."),
-		duplicated:   counter("parley_relay_fault_duplicated_total", "Accepted envelopes stored twice by fault injection."),
-		rateLimited:  counterVec("parley_relay_rate_limited_total", "Messages refused by a per-connection token bucket.", "bucket", bucketMessages, bucketBytes),
+		authFailures:     counterVec("parley_relay_auth_failures_total", "Connections refused at authentication.", "reason", labels(authFailures)...),
+		disconnects:      counterVec("parley_relay_disconnects_total", "Connections ended, by cause.", "reason", labels(dropReasons)...),
+		accepted:         counter("parley_relay_envelopes_accepted_total", "Envelopes accepted (faults included)."),
+		refused:          counterVec("parley_relay_envelopes_refused_total", "Envelopes refused.", "reason", reasons...),
+		delivered:        counter("parley_relay_envelopes_delivered_total", "Deliver messages sent (redeliveries included)."),
+		acknowledged:     counter("parley_relay_envelopes_acknowledged_total", "Mailbox rows deleted by acknowledgement."),
+		dropped: prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "parley_relay_fault_dropped_total",
+			Help: "Accepted envelopes dropped by fault injection."}, dropped),
+		duplicated: prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "parley_relay_fault_duplicated_total",
+			Help: "Accepted envelopes stored twice by fault injection."}, duplicated),
+		rateLimited: counterVec("parley_relay_rate_limited_total", "Messages refused by a per-connection token bucket.", "bucket", bucketMessages, bucketBytes),
 		acceptToDeliver: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "parley_relay_accept_to_deliver_seconds",
 			Help: "From an envelope's acceptance to each delivery of it.", Buckets: latencyBuckets}),
 		leaseToAck: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "parley_relay_lease_to_ack_seconds",
 			Help: "From a row's delivery to its recipient's acknowledgement (the recipient staged it durably).", Buckets: latencyBuckets}),
-		limited:          counterVec("parley_relay_limited_total", "Requests refused (or, for one-time prekeys, served without) by a limit per IP, address or target, or by a storage quota.", "limit", limitNames...),
+		limited:          counterVec("parley_relay_limited_total", "Requests refused (or, for one-time prekeys, served without) by a limit per IP, address or target, or by a storage quota.", "limit", labels(limits)...),
 		bundlesPublished: counter("parley_relay_bundles_published_total", "Bundles published."),
 		bundlesFetched:   counter("parley_relay_bundles_fetched_total", "Bundles handed out."),
 		oneTimeHandedOut: counter("parley_relay_one_time_prekeys_handed_out_total", "One-time prekeys handed out (each once)."),
@@ -98,6 +151,15 @@ func newMetrics(g *gaugeCollector) *metrics {
 		g,
 	)
 	return m
+}
+
+// labels turns typed label values into the strings Prometheus takes.
+func labels[T ~string](values []T) []string {
+	out := make([]string, len(values))
+	for i, v := range values {
+		out[i] = string(v)
+	}
+	return out
 }
 
 // latencyBuckets run from 0.5 ms to about 65 s, doubling.
@@ -139,7 +201,7 @@ func refuseLabel(r wire.RefuseReason) string {
 	case wire.RefuseStoreFull:
 		return "store_full"
 	}
-	panic(fmt.Sprintf("transport: unknown refuse reason %d", r))
+	panic(fmt.Sprintf("relayserver: unknown refuse reason %d", r))
 }
 
 // gaugeCollector reads the gauges when the metrics are scraped: the open
@@ -164,6 +226,7 @@ func newGaugeCollector(conns, unauth *atomic.Int64, store relaystore.Store, time
 	}
 }
 
+// Describe implements prometheus.Collector.
 func (g *gaugeCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- g.connections
 	ch <- g.registrations
@@ -171,6 +234,7 @@ func (g *gaugeCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- g.bytes
 }
 
+// Collect implements prometheus.Collector: one Stats call per scrape.
 func (g *gaugeCollector) Collect(ch chan<- prometheus.Metric) {
 	conns, unauth := g.conns.Load(), g.unauth.Load()
 	ch <- prometheus.MustNewConstMetric(g.connections, prometheus.GaugeValue, float64(conns-unauth), "authenticated")

@@ -1,4 +1,4 @@
-package transport
+package relayserver
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parley-chat/parley/transport"
 	"github.com/parley-chat/parley/transport/relaystore/natsstore"
 	"github.com/parley-chat/parley/transport/relaystore/natsstore/natstest"
 )
@@ -19,31 +20,29 @@ import (
 // memory, SQLite (synchronous=FULL), and NATS JetStream with one node (R1)
 // and three (R3), the nodes in this process.
 //
-//	go test -run '^$' -bench RelayThroughput -benchtime 20000x ./transport
+//	go test -run '^$' -bench RelayThroughput -benchtime 20000x ./transport/relayserver
 func BenchmarkRelayThroughput(b *testing.B) {
 	lim := Limits{MessageRate: -1, ByteRate: -1, MaxConnectionsPerIP: 1000, MaxUnauthenticatedPerIP: 1000, RegistrationBurst: 1000}
-	b.Run("memory", func(b *testing.B) { benchRelay(b, ServerConfig{Limits: lim}) })
-	b.Run("sqlite", func(b *testing.B) { benchRelay(b, ServerConfig{Limits: lim, DataDir: b.TempDir()}) })
+	b.Run("memory", func(b *testing.B) { benchRelay(b, startRelay(b, Config{Limits: lim})) })
+	b.Run("sqlite", func(b *testing.B) { benchRelay(b, startSQLiteRelay(b, b.TempDir(), Config{Limits: lim})) })
 	for _, n := range []int{1, 3} {
 		b.Run(fmt.Sprintf("nats-r%d", n), func(b *testing.B) {
 			c := natstest.StartCluster(b, n)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			st, err := natsstore.Open(ctx, c.URLs(), natsstore.Options{Replicas: n, Limits: lim.StoreLimits()})
+			st, err := natsstore.Open(ctx, c.URLs(), natsstore.Options{Replicas: n, Limits: lim.Limits})
 			if err != nil {
 				b.Fatal(err)
 			}
-			b.Cleanup(func() { st.Close() }) // after the relay's own cleanup
-			benchRelay(b, ServerConfig{Limits: lim, Store: st})
+			benchRelay(b, startStoreRelay(b, "127.0.0.1:0", st, Config{Limits: lim})) // stop closes st
 		})
 	}
 }
 
-func benchRelay(b *testing.B, cfg ServerConfig) {
+func benchRelay(b *testing.B, r *testRelay) {
 	const clients = 100
-	r := startRelay(b, cfg)
 	devs := make([]*device, clients)
-	conns := make([]*Client, clients)
+	conns := make([]*transport.Conn, clients)
 	for i := range devs {
 		devs[i] = newDevice(b, fmt.Sprintf("bench%d/1", i))
 		conns[i] = dial(b, r, devs[i])

@@ -1,4 +1,4 @@
-package transport
+package relayserver
 
 import (
 	"bufio"
@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/transport"
+	"github.com/parley-chat/parley/transport/relaystore"
 )
 
 // TestSQLiteRestart checks that a relay stopped and started again on the
@@ -22,7 +24,7 @@ import (
 // registrations and the one-time prekeys, and the same relay ID.
 func TestSQLiteRestart(t *testing.T) {
 	dir := t.TempDir()
-	r := startRelay(t, ServerConfig{DataDir: dir})
+	r := startSQLiteRelay(t, dir, Config{})
 	id := r.srv.RelayID()
 	alice, bob := newDevice(t, "alice/1"), newDevice(t, "bob/1").withBundle(t, 2)
 	ca, cb := dial(t, r, alice), dial(t, r, bob)
@@ -42,12 +44,12 @@ func TestSQLiteRestart(t *testing.T) {
 	ca.Close()
 	r.stop()
 
-	r = startRelay(t, ServerConfig{DataDir: dir})
+	r = startSQLiteRelay(t, dir, Config{})
 	if r.srv.RelayID() != id {
 		t.Fatal("relay ID changed across a restart")
 	}
 	impostor := newDevice(t, "bob/1")
-	if _, err := Dial(ctxT(t), r.url, impostor.addr, impostor.id, fastClient); err == nil {
+	if _, err := transport.Dial(ctxT(t), r.url, impostor.addr, impostor.id, fastClient); err == nil {
 		t.Fatal("the registration of bob/1 did not survive the restart")
 	}
 	cb = dial(t, r, bob)
@@ -95,7 +97,7 @@ func TestSQLiteKill9(t *testing.T) {
 	child := &testRelay{url: url}
 
 	dial(t, child, bob).Close() // registers bob
-	ca := dialOpts(t, child, alice, ClientOptions{MinBackoff: time.Hour})
+	ca := dialOpts(t, child, alice, transport.ClientOptions{MinBackoff: time.Hour})
 
 	// alice submits one envelope at a time; the relay dies under her.
 	var mu sync.Mutex
@@ -137,7 +139,7 @@ func TestSQLiteKill9(t *testing.T) {
 	ca.Close()
 	t.Logf("%d envelopes accepted before SIGKILL", len(accepted))
 
-	r := startRelay(t, ServerConfig{DataDir: dir})
+	r := startSQLiteRelay(t, dir, Config{})
 	cb := dial(t, r, bob)
 	// The envelope in flight at the kill may or may not have been stored,
 	// and may arrive in the same batch as the accepted ones; nothing else
@@ -168,7 +170,11 @@ func TestSQLiteKill9(t *testing.T) {
 func TestFaults(t *testing.T) {
 	const n, p = 600, 0.2
 	run := func() []string {
-		r := startRelay(t, ServerConfig{FaultDrop: p, FaultDup: p, FaultSeed: 42})
+		st, err := relaystore.WithFaults(relaystore.NewMemory(relaystore.Limits{}), relaystore.Faults{Drop: p, Dup: p, Seed: 42})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := startStoreRelay(t, "127.0.0.1:0", st, Config{})
 		alice, bob := newDevice(t, "alice/1"), newDevice(t, "bob/1")
 		ca, cb := dial(t, r, alice), dial(t, r, bob)
 		for i := range n {
@@ -219,15 +225,18 @@ func TestFaults(t *testing.T) {
 	}
 }
 
-// TestFaultsOff checks that by default nothing is dropped or duplicated.
+// TestFaultsOff checks that by default nothing is dropped or duplicated:
+// zero probabilities leave the store as it was, and out-of-range ones are
+// refused.
 func TestFaultsOff(t *testing.T) {
-	if f := newFaults(0, 0, 7); f != nil {
-		t.Fatal("faults on with zero probabilities")
+	m := relaystore.NewMemory(relaystore.Limits{})
+	st, err := relaystore.WithFaults(m, relaystore.Faults{Seed: 7})
+	if err != nil || st != relaystore.Store(m) {
+		t.Fatalf("zero probabilities: got %T, %v; want the store itself", st, err)
 	}
-	var f *faults
-	for range 100 {
-		if f.copies() != 1 {
-			t.Fatal("a nil fault injector changed an envelope")
+	for _, f := range []relaystore.Faults{{Drop: -0.1}, {Dup: 1.5}} {
+		if _, err := relaystore.WithFaults(m, f); err == nil {
+			t.Fatalf("faults %+v accepted", f)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package transport
+package relayserver
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/parley-chat/parley/transport"
+	"github.com/parley-chat/parley/transport/relaystore"
 	"github.com/parley-chat/parley/wire"
 )
 
@@ -26,20 +28,20 @@ func from(ip string) *websocket.Dialer {
 }
 
 // dialFrom dials the relay as d from ip.
-func dialFrom(tb testing.TB, r *testRelay, d *device, ip string) (*Client, error) {
+func dialFrom(tb testing.TB, r *testRelay, d *device, ip string) (*transport.Conn, error) {
 	tb.Helper()
 	opts := fastClient
 	opts.Dialer = from(ip)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := Dial(ctx, r.url, d.addr, d.id, opts)
+	c, err := transport.Dial(ctx, r.url, d.addr, d.id, opts)
 	if err == nil {
 		tb.Cleanup(func() { c.Close() })
 	}
 	return c, err
 }
 
-func mustDialFrom(tb testing.TB, r *testRelay, d *device, ip string) *Client {
+func mustDialFrom(tb testing.TB, r *testRelay, d *device, ip string) *transport.Conn {
 	tb.Helper()
 	c, err := dialFrom(tb, r, d, ip)
 	if err != nil {
@@ -54,7 +56,7 @@ func mustDialFrom(tb testing.TB, r *testRelay, d *device, ip string) *Client {
 // stored. (Before the quota, one client could make the relay hold a
 // gigabyte.)
 func TestIPQuotaLeavesOthersRoom(t *testing.T) {
-	r := startRelay(t, ServerConfig{Limits: Limits{IPBytes: 64 << 10, MessageRate: -1, ByteRate: -1}})
+	r := startRelay(t, Config{Limits: Limits{Limits: relaystore.Limits{IPBytes: 64 << 10}, MessageRate: -1, ByteRate: -1}})
 	var sinks []*device
 	for i := range 4 {
 		d := newDevice(t, fmt.Sprintf("sink%d/1", i))
@@ -72,7 +74,7 @@ func TestIPQuotaLeavesOthersRoom(t *testing.T) {
 			stored++
 		}
 	}
-	var re *RefusedError
+	var re *transport.RefusedError
 	if !errors.As(refusal, &re) || re.Reason != wire.RefuseStoreFull {
 		t.Fatalf("after %d envelopes: %v, want refused: relay storage full", stored, refusal)
 	}
@@ -98,7 +100,7 @@ func TestIPQuotaLeavesOthersRoom(t *testing.T) {
 // refused the next; another IP registers as usual, and an address the IP
 // already registered still authenticates.
 func TestRegistrationsPerIP(t *testing.T) {
-	r := startRelay(t, ServerConfig{Limits: Limits{RegistrationBurst: 3, RegistrationRate: 3.0 / 3600}})
+	r := startRelay(t, Config{Limits: Limits{RegistrationBurst: 3, RegistrationRate: 3.0 / 3600}})
 	var first *device
 	for i := range 3 {
 		d := newDevice(t, fmt.Sprintf("new%d/1", i))
@@ -109,7 +111,7 @@ func TestRegistrationsPerIP(t *testing.T) {
 		}
 	}
 	_, err := dialFrom(t, r, newDevice(t, "new3/1"), "127.0.0.1")
-	var se *ServerError
+	var se *transport.ServerError
 	if !errors.As(err, &se) || se.Code != wire.ErrorRateLimited {
 		t.Fatalf("a fourth new address from one IP: %v, want rate limited", err)
 	}
@@ -125,11 +127,11 @@ func TestRegistrationsPerIP(t *testing.T) {
 // connects. The same with authenticated connections, and with connections
 // of one address.
 func TestConnectionSlotsPerIP(t *testing.T) {
-	r := startRelay(t, ServerConfig{Limits: Limits{MaxUnauthenticatedPerIP: 4, MaxConnectionsPerIP: 6, MaxConnectionsPerAddress: 2,
+	r := startRelay(t, Config{Limits: Limits{MaxUnauthenticatedPerIP: 4, MaxConnectionsPerIP: 6, MaxConnectionsPerAddress: 2,
 		AuthTimeout: 30 * time.Second, MaxUnauthenticated: 8}})
 	var held []*websocket.Conn
 	open := func(ip string) (*websocket.Conn, int) {
-		ws, resp, err := from(ip).Dial(r.url+WebSocketPath, nil)
+		ws, resp, err := from(ip).Dial(r.url+wire.WebSocketPath, nil)
 		if resp != nil && resp.Body != nil {
 			resp.Body.Close()
 		}
@@ -170,7 +172,7 @@ func TestConnectionSlotsPerIP(t *testing.T) {
 	mustDialFrom(t, r, carol, "127.0.0.3")
 	mustDialFrom(t, r, carol, "127.0.0.3")
 	_, err := dialFrom(t, r, carol, "127.0.0.3")
-	var se *ServerError
+	var se *transport.ServerError
 	if !errors.As(err, &se) || se.Code != wire.ErrorRateLimited {
 		t.Fatalf("a third connection of one address: %v, want rate limited", err)
 	}
@@ -182,7 +184,7 @@ func TestConnectionSlotsPerIP(t *testing.T) {
 // of the fetches get the bundle without one, and the victim is told its
 // pool runs low.
 func TestOneTimePreKeyDrain(t *testing.T) {
-	r := startRelay(t, ServerConfig{Limits: Limits{TargetOneTimeBurst: 20, PrekeyPoolLow: 85, RegistrationBurst: 1000, RegistrationsPerIP: 1000}})
+	r := startRelay(t, Config{Limits: Limits{TargetOneTimeBurst: 20, PrekeyPoolLow: 85, RegistrationBurst: 1000, Limits: relaystore.Limits{RegistrationsPerIP: 1000}}})
 	victim := newDevice(t, "victim/1").withBundle(t, 100)
 	cv := dial(t, r, victim)
 	if err := cv.PublishPreKeys(ctxT(t), victim.bundle, victim.oneTime); err != nil {
@@ -211,7 +213,7 @@ func TestOneTimePreKeyDrain(t *testing.T) {
 }
 
 // waitPool waits until the relay told c its pool holds n.
-func waitPool(t *testing.T, c *Client, n int) {
+func waitPool(t *testing.T, c *transport.Conn, n int) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -229,7 +231,7 @@ func waitPool(t *testing.T, c *Client, n int) {
 // TestSenderShareOfAMailbox: one sender fills its share of bob's mailbox and
 // is refused; alice's next message to bob is still accepted.
 func TestSenderShareOfAMailbox(t *testing.T) {
-	r := startRelay(t, ServerConfig{Limits: Limits{MailboxEnvelopes: 100, MessageRate: -1, ByteRate: -1}})
+	r := startRelay(t, Config{Limits: Limits{Limits: relaystore.Limits{MailboxEnvelopes: 100}, MessageRate: -1, ByteRate: -1}})
 	alice, bob, mallory := newDevice(t, "alice/1"), newDevice(t, "bob/1"), newDevice(t, "mallory/1")
 	ca, cm := dial(t, r, alice), dial(t, r, mallory)
 	dial(t, r, bob)
@@ -240,7 +242,7 @@ func TestSenderShareOfAMailbox(t *testing.T) {
 			break
 		}
 	}
-	var re *RefusedError
+	var re *transport.RefusedError
 	if !errors.As(err, &re) || re.Reason != wire.RefuseSenderQuota || n != 25 {
 		t.Fatalf("mallory stored %d, then %v; want 25 (a quarter) and refused: sender's share", n, err)
 	}

@@ -1,11 +1,13 @@
-package transport
+package relayserver
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
 	"testing"
 
+	"github.com/parley-chat/parley/transport/relaystore"
 	"go.uber.org/goleak"
 )
 
@@ -25,7 +27,12 @@ func TestMain(m *testing.M) {
 // runRelayChild serves a relay on a free loopback port and prints its URL
 // first, as `parley relay` does, until it is killed.
 func runRelayChild(dir string) {
-	srv, err := NewServer(ServerConfig{DataDir: dir})
+	st, err := relaystore.OpenSQLite(context.Background(), dir, relaystore.Limits{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	srv, err := New(st, Config{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

@@ -1,4 +1,4 @@
-package transport
+package relayserver
 
 import (
 	"context"
@@ -41,7 +41,7 @@ func (r *testRelay) scrape(tb testing.TB) (body, contentType string) {
 // series, each label value at 0, with its type, and that two relays in one
 // process count apart.
 func TestMetricsExposition(t *testing.T) {
-	r1, r2 := startRelay(t, ServerConfig{}), startRelay(t, ServerConfig{})
+	r1, r2 := startRelay(t, Config{}), startRelay(t, Config{})
 	body, ctype := r2.scrape(t)
 	if !strings.HasPrefix(ctype, "text/plain") {
 		t.Errorf("Content-Type %q, want text/plain", ctype)
@@ -133,7 +133,7 @@ func (failingStats) Stats(context.Context) (relaystore.Stats, error) {
 // TestMetricsStatsError checks that a failing Stats leaves the store's
 // gauges out and the rest of the scrape intact.
 func TestMetricsStatsError(t *testing.T) {
-	r := startRelay(t, ServerConfig{Store: failingStats{relaystore.NewMemory(relaystore.Limits{})}})
+	r := startStoreRelay(t, "127.0.0.1:0", failingStats{relaystore.NewMemory(relaystore.Limits{})}, Config{})
 	body, _ := r.scrape(t)
 	for _, s := range []string{"parley_relay_registrations", "parley_relay_mailbox_envelopes", "parley_relay_mailbox_bytes"} {
 		if strings.Contains(body, s) {
@@ -151,7 +151,7 @@ func TestMetricsStatsError(t *testing.T) {
 // exposition format and holds both latency histograms, each with one
 // observation, its buckets rising to it.
 func TestLatencyHistograms(t *testing.T) {
-	r := startRelay(t, ServerConfig{})
+	r := startRelay(t, Config{})
 	alice, bob := newDevice(t, "alice/1"), newDevice(t, "bob/1")
 	ca, cb := dial(t, r, alice), dial(t, r, bob)
 	mustSubmit(t, ca, envelope(alice, bob, "timed"))

@@ -1,4 +1,4 @@
-package transport
+package relayserver
 
 import (
 	"errors"
@@ -13,33 +13,18 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// WebSocketPath is where the relay serves its websocket.
-const WebSocketPath = "/v1/ws"
-
-// ServerConfig configures a Server. The zero value is a relay in memory with
-// the default limits, no faults and first-key-wins registration.
-type ServerConfig struct {
-	// DataDir, when set, keeps registrations, bundles and mailboxes in
-	// SQLite there (relaystore.FileName); otherwise they live in memory.
-	DataDir string
-	// Store, when set, is used instead of DataDir. The server does not close
-	// a Store it was given.
-	Store relaystore.Store
+// Config configures a Server. The zero value is a relay with the default
+// limits and first-key-wins registration; the store is New's argument.
+type Config struct {
 	// RelayID, when not zero, is the ID the relay presents instead of its
 	// store's. A memory store makes a new random ID at every start, and
-	// clients pin the ID they first met: a relay without DataDir keeps its
-	// ID in a file (parley relay --id-file) and sets it here.
+	// clients pin the ID they first met: a relay without durable storage
+	// keeps its ID in a file (parley relay --id-file) and sets it here.
 	RelayID [32]byte
 	// AllowReregister lets a new key take over a registered address (the old
 	// bundle is removed and the old key's connections closed). Off by
 	// default; the demo turns it on to stage a reinstall.
 	AllowReregister bool
-	// FaultDrop and FaultDup are the probabilities (0 to 1) that an accepted
-	// envelope is dropped (acknowledged to the sender, never stored) or
-	// stored twice. FaultSeed seeds them (0 picks a random seed), so that a
-	// run with the same seed and the same order of envelopes repeats.
-	FaultDrop, FaultDup float64
-	FaultSeed           uint64
 	// Limits bound what each connection, IP, address and mailbox may use.
 	Limits Limits
 	// TrustedProxies are the networks of proxies in front of the relay (a
@@ -55,8 +40,14 @@ type ServerConfig struct {
 }
 
 // Limits are the relay's bounds. A zero field takes its default (the
-// Default* constants); a negative rate disables that token bucket.
+// Default* constants here, relaystore's for the quotas); a negative rate
+// disables that token bucket.
 type Limits struct {
+	// Limits are the quotas on what the relay holds, which its store
+	// enforces (per mailbox, per sender, per IP, in all, registrations per
+	// IP, one-time prekeys per address): NewMemory hands them to its
+	// store, and a caller opening its own store for New passes them to it.
+	relaystore.Limits
 	// MaxConnections caps open websockets; MaxUnauthenticated caps those
 	// that have not authenticated yet. Beyond either the upgrade is refused
 	// with 503.
@@ -72,10 +63,9 @@ type Limits struct {
 	MaxConnectionsPerAddress int
 	// RegistrationRate/RegistrationBurst bound the first registrations of
 	// addresses from one remote IP over time (per second; default 20 an
-	// hour); RegistrationsPerIP bounds them in all (in the store).
-	RegistrationRate   float64
-	RegistrationBurst  int
-	RegistrationsPerIP int
+	// hour); relaystore.Limits.RegistrationsPerIP bounds them in all.
+	RegistrationRate  float64
+	RegistrationBurst int
 	// AuthTimeout is how long a new connection has to send its Auth.
 	AuthTimeout time.Duration
 	// ChallengeLifetime is how far ahead a Challenge's expiry lies.
@@ -122,20 +112,6 @@ type Limits struct {
 	// MaxEnvelopeSize is the largest envelope accepted (at most
 	// wire.MaxEnvelopeSize).
 	MaxEnvelopeSize int
-	// MailboxEnvelopes, MailboxBytes and OneTimePreKeys bound each address's
-	// mailbox and one-time prekey pool; SenderEnvelopes and SenderBytes what
-	// one sender holds in one mailbox; IPEnvelopes and IPBytes what the
-	// envelopes from one remote IP hold; TotalEnvelopes and TotalBytes what
-	// the relay holds in all (see relaystore.Limits).
-	MailboxEnvelopes int
-	MailboxBytes     int64
-	SenderEnvelopes  int
-	SenderBytes      int64
-	IPEnvelopes      int
-	IPBytes          int64
-	TotalEnvelopes   int
-	TotalBytes       int64
-	OneTimePreKeys   int
 	// HTTPReadHeaderTimeout, HTTPReadTimeout and HTTPIdleTimeout are the
 	// http.Server's; the websocket clears them once upgraded.
 	HTTPReadHeaderTimeout time.Duration
@@ -225,10 +201,7 @@ func (l Limits) withDefaults() (Limits, error) {
 	setDur(&l.HTTPReadHeaderTimeout, DefaultHTTPReadHeaderTimeout)
 	setDur(&l.HTTPReadTimeout, DefaultHTTPReadTimeout)
 	setDur(&l.HTTPIdleTimeout, DefaultHTTPIdleTimeout)
-	sl := l.storeLimits().WithDefaults()
-	l.MailboxEnvelopes, l.MailboxBytes, l.OneTimePreKeys = sl.MailboxEnvelopes, sl.MailboxBytes, sl.OneTimePreKeys
-	l.SenderEnvelopes, l.SenderBytes, l.IPEnvelopes, l.IPBytes = sl.SenderEnvelopes, sl.SenderBytes, sl.IPEnvelopes, sl.IPBytes
-	l.TotalEnvelopes, l.TotalBytes, l.RegistrationsPerIP = sl.TotalEnvelopes, sl.TotalBytes, sl.RegistrationsPerIP
+	l.Limits = l.Limits.WithDefaults()
 	l.ByteBurst = max(l.ByteBurst, wire.MaxRelayMessageSize)
 
 	switch {
@@ -247,19 +220,6 @@ func (l Limits) withDefaults() (Limits, error) {
 	}
 	l.Page = min(l.Page, l.Window)
 	return l, nil
-}
-
-// StoreLimits are the limits a relaystore.Store enforces, for a store the
-// caller opens itself (ServerConfig.Store).
-func (l Limits) StoreLimits() relaystore.Limits {
-	return l.storeLimits()
-}
-
-func (l Limits) storeLimits() relaystore.Limits {
-	return relaystore.Limits{MailboxEnvelopes: l.MailboxEnvelopes, MailboxBytes: l.MailboxBytes,
-		SenderEnvelopes: l.SenderEnvelopes, SenderBytes: l.SenderBytes, IPEnvelopes: l.IPEnvelopes, IPBytes: l.IPBytes,
-		TotalEnvelopes: l.TotalEnvelopes, TotalBytes: l.TotalBytes, RegistrationsPerIP: l.RegistrationsPerIP,
-		OneTimePreKeys: l.OneTimePreKeys}
 }
 
 // limiter returns a token bucket; a negative rate means none.

@@ -1,4 +1,4 @@
-package transport
+package relayserver
 
 import (
 	"context"
@@ -19,18 +19,17 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// Server is a parley relay: one websocket path (WebSocketPath), /healthz and
+// Server is a parley relay: one websocket path (wire.WebSocketPath), /healthz and
 // /metrics on one listener.
 type Server struct {
-	cfg      ServerConfig
+	cfg      Config
 	lim      Limits
 	log      *slog.Logger
 	now      func() time.Time
 	store    relaystore.Store
-	ownStore bool
+	ownStore bool // made by NewMemory: Shutdown closes it
 	relayID  [32]byte
 	instance string // prefix of this process's lease holders
-	faults   *faults
 	metrics  *metrics
 	http     *http.Server
 	upgrader websocket.Upgrader
@@ -55,17 +54,19 @@ type Server struct {
 	handlers sync.WaitGroup                // websocket handlers, which outlive the http.Server's view
 }
 
-// NewServer makes a relay from cfg: it opens the SQLite store when
-// cfg.DataDir is set.
-func NewServer(cfg ServerConfig) (*Server, error) {
+// New makes a relay that keeps what it holds in store, which the caller
+// opened (memory, SQLite or NATS, decorated with relaystore.WithFaults when
+// asked) with cfg.Limits' quotas (Limits.Limits), and closes after
+// Shutdown: the server never closes a store it was given.
+func New(store relaystore.Store, cfg Config) (*Server, error) {
+	if store == nil {
+		panic("relayserver: New without a store")
+	}
 	lim, err := cfg.Limits.withDefaults()
 	if err != nil {
 		return nil, fmt.Errorf("relay limits: %w", err)
 	}
-	if cfg.FaultDrop < 0 || cfg.FaultDrop > 1 || cfg.FaultDup < 0 || cfg.FaultDup > 1 {
-		return nil, fmt.Errorf("fault probabilities must lie in 0..1 (drop %v, dup %v)", cfg.FaultDrop, cfg.FaultDup)
-	}
-	s := &Server{cfg: cfg, lim: lim, log: cfg.Logger, now: cfg.Now, faults: newFaults(cfg.FaultDrop, cfg.FaultDup, cfg.FaultSeed),
+	s := &Server{cfg: cfg, lim: lim, log: cfg.Logger, now: cfg.Now, store: store,
 		all: make(map[*conn]struct{}), byAddr: make(map[string]map[*conn]struct{}), watches: make(map[string]func()),
 		ipSlots:       newIPSlots(),
 		registrations: newKeyedLimiters(lim.RegistrationRate, lim.RegistrationBurst),
@@ -81,20 +82,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	var inst [8]byte
 	rand.Read(inst[:])
 	s.instance = hex.EncodeToString(inst[:])
-	switch {
-	case cfg.Store != nil:
-		s.store = cfg.Store
-	case cfg.DataDir != "":
-		st, err := relaystore.OpenSQLite(context.Background(), cfg.DataDir, lim.storeLimits())
-		if err != nil {
-			return nil, err
-		}
-		s.store, s.ownStore = st, true
-	default:
-		s.store, s.ownStore = relaystore.NewMemory(lim.storeLimits()), true
-	}
 	if s.relayID, err = s.store.RelayID(context.Background()); err != nil {
-		s.closeStore()
 		return nil, fmt.Errorf("relay id: %w", err)
 	}
 	if cfg.RelayID != ([32]byte{}) {
@@ -102,7 +90,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	}
 	// Stats gets half the /metrics write deadline, so that a slow store
 	// still leaves time to write the other series.
-	s.metrics = newMetrics(newGaugeCollector(&s.conns, &s.unauth, s.store, lim.HTTPReadTimeout/2, s.log))
+	s.metrics = newMetrics(newGaugeCollector(&s.conns, &s.unauth, s.store, lim.HTTPReadTimeout/2, s.log), s.store)
 	// An idle connection should cost little (a relay holds tens of
 	// thousands): reads go through a small buffer of the connection's own
 	// (not the HTTP server's, which would keep the server's per-request
@@ -116,7 +104,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		CheckOrigin:      noOrigin,
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+WebSocketPath, s.serveWS)
+	mux.HandleFunc("GET "+wire.WebSocketPath, s.serveWS)
 	mux.HandleFunc("GET /healthz", s.serveHealth)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
 	s.http = &http.Server{
@@ -128,6 +116,22 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		MaxHeaderBytes:    16 << 10,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
+	return s, nil
+}
+
+// NewMemory makes a relay that keeps everything in memory, in a store of
+// its own that Shutdown closes: the demo's relay, the benchmark's and most
+// tests'. Its ID changes at every start unless cfg.RelayID is set.
+func NewMemory(cfg Config) (*Server, error) {
+	lim, err := cfg.Limits.withDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("relay limits: %w", err)
+	}
+	s, err := New(relaystore.NewMemory(lim.Limits), cfg)
+	if err != nil {
+		return nil, err
+	}
+	s.ownStore = true
 	return s, nil
 }
 
@@ -180,7 +184,8 @@ func (s *Server) Addr() net.Addr {
 
 // Shutdown stops accepting connections, closes every websocket with 1001
 // (going away), waits for their handlers until ctx is done, and closes the
-// store it opened. Unacknowledged rows stay in the mailboxes.
+// store NewMemory made (never one given to New). Unacknowledged rows stay
+// in the mailboxes.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	if s.shutdown {
@@ -283,15 +288,15 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 // gives the slots back, told whether the connection authenticated (and so
 // gave its handshake slot back already).
 func (s *Server) admit(w http.ResponseWriter, ip string) (release func(authed bool), ok bool) {
-	if limit := s.ipSlots.acquire(ip, s.lim.MaxConnectionsPerIP, s.lim.MaxUnauthenticatedPerIP); limit != "" {
-		s.metrics.limited.WithLabelValues(limit).Inc()
+	if refused := s.ipSlots.acquire(ip, s.lim.MaxConnectionsPerIP, s.lim.MaxUnauthenticatedPerIP); refused != "" {
+		s.metrics.limitedBy(refused)
 		http.Error(w, "too many connections from your address", http.StatusTooManyRequests)
 		return nil, false
 	}
 	if n := s.conns.Add(1); n > int64(s.lim.MaxConnections) {
 		s.conns.Add(-1)
 		s.ipSlots.release(ip, false)
-		s.metrics.limited.WithLabelValues(limitConnections).Inc()
+		s.metrics.limitedBy(limitConnections)
 		http.Error(w, "too many connections", http.StatusServiceUnavailable)
 		return nil, false
 	}
@@ -299,7 +304,7 @@ func (s *Server) admit(w http.ResponseWriter, ip string) (release func(authed bo
 		s.unauth.Add(-1)
 		s.conns.Add(-1)
 		s.ipSlots.release(ip, false)
-		s.metrics.limited.WithLabelValues(limitHandshakes).Inc()
+		s.metrics.limitedBy(limitHandshakes)
 		http.Error(w, "too many connections authenticating", http.StatusServiceUnavailable)
 		return nil, false
 	}
@@ -330,117 +335,4 @@ func (s *Server) serveConn(ws *websocket.Conn, ip string, authenticated func()) 
 		s.mu.Unlock()
 	}()
 	c.run(authenticated)
-}
-
-// addressFull reports whether address has all the connections it may.
-func (s *Server) addressFull(address string) bool {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return len(s.byAddr[address]) >= s.lim.MaxConnectionsPerAddress
-}
-
-// attach lists an authenticated connection under its address, within the
-// per-address cap; it reports why not otherwise.
-func (s *Server) attach(c *conn) (ok, full bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.shutdown {
-		return false, false
-	}
-	if len(s.byAddr[c.addr]) >= s.lim.MaxConnectionsPerAddress {
-		return false, true
-	}
-	set := s.byAddr[c.addr]
-	if set == nil {
-		set = make(map[*conn]struct{})
-		s.byAddr[c.addr] = set
-		// The first connection of the address here: hear what other
-		// relays sharing the store say of it.
-		if n, ok := s.store.(relaystore.Notifier); ok {
-			addr := c.addr
-			stop, err := n.Watch(addr, func(sig relaystore.Signal) {
-				if sig.Mail {
-					s.pokeLocal(addr)
-				}
-				if sig.Pool >= 0 {
-					s.tellPoolLocal(addr, sig.Pool)
-				}
-			})
-			if err != nil {
-				s.log.Error("watch for other relays", "err", err)
-			} else {
-				s.watches[addr] = stop
-			}
-		}
-	}
-	set[c] = struct{}{}
-	return true, false
-}
-
-func (s *Server) detach(c *conn) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if set := s.byAddr[c.addr]; set != nil {
-		delete(set, c)
-		if len(set) == 0 {
-			delete(s.byAddr, c.addr)
-			if stop := s.watches[c.addr]; stop != nil {
-				stop()
-				delete(s.watches, c.addr)
-			}
-		}
-	}
-}
-
-// notifyPool tells every connection of address, on this relay and on the
-// others sharing the store, how many one-time prekeys the relay holds for
-// it.
-func (s *Server) notifyPool(address string, count int) {
-	s.tellPoolLocal(address, count)
-	s.signal(address, relaystore.Signal{Pool: count})
-}
-
-func (s *Server) tellPoolLocal(address string, count int) {
-	msg := encode(0, wire.PrekeyPool{Count: uint32(max(count, 0))})
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	for c := range s.byAddr[address] {
-		c.push(msg)
-	}
-}
-
-// notify wakes every connection of address, on this relay and on the others
-// sharing the store, to lease what is new.
-func (s *Server) notify(address string) {
-	s.pokeLocal(address)
-	s.signal(address, relaystore.Signal{Mail: true, Pool: -1})
-}
-
-func (s *Server) pokeLocal(address string) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	for c := range s.byAddr[address] {
-		c.poke()
-	}
-}
-
-// signal tells the other relays sharing the store, if any.
-func (s *Server) signal(address string, sig relaystore.Signal) {
-	if n, ok := s.store.(relaystore.Notifier); ok {
-		if err := n.Notify(context.Background(), address, sig); err != nil {
-			s.log.Error("signal other relays", "err", err)
-		}
-	}
-}
-
-// evict closes the connections of address authenticated with another key
-// than key: the address was registered again.
-func (s *Server) evict(address string, key [32]byte) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for c := range s.byAddr[address] {
-		if c.key != key {
-			c.finish(dropKicked, errorMsg(0, wire.ErrorAuthFailed, address+" was registered to another identity"), websocket.ClosePolicyViolation, "registered to another identity")
-		}
-	}
 }

@@ -1,4 +1,4 @@
-package transport
+package relayserver
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/transport"
+	"github.com/parley-chat/parley/transport/relaystore"
 	"github.com/parley-chat/parley/wire"
 )
 
@@ -20,12 +22,12 @@ import (
 // AllowReregister permits.
 func TestAddressTaken(t *testing.T) {
 	t.Run("refused", func(t *testing.T) {
-		r := startRelay(t, ServerConfig{})
+		r := startRelay(t, Config{})
 		bob := newDevice(t, "bob/1")
 		dial(t, r, bob).Close()
 		impostor := newDevice(t, "bob/1")
-		_, err := Dial(ctxT(t), r.url, impostor.addr, impostor.id, fastClient)
-		var se *ServerError
+		_, err := transport.Dial(ctxT(t), r.url, impostor.addr, impostor.id, fastClient)
+		var se *transport.ServerError
 		if !errors.As(err, &se) || se.Code != wire.ErrorAddressTaken || se.Message != "bob/1 is registered to another identity" {
 			t.Fatalf("another key for bob/1: got %v, want address taken", err)
 		}
@@ -35,7 +37,7 @@ func TestAddressTaken(t *testing.T) {
 		dial(t, r, bob) // the owner still gets in
 	})
 	t.Run("reregister", func(t *testing.T) {
-		r := startRelay(t, ServerConfig{AllowReregister: true})
+		r := startRelay(t, Config{AllowReregister: true})
 		alice := newDevice(t, "alice/1")
 		old := newDevice(t, "bob/1").withBundle(t, 3)
 		ca, cold := dial(t, r, alice), dial(t, r, old)
@@ -46,7 +48,7 @@ func TestAddressTaken(t *testing.T) {
 		dial(t, r, reinstall)
 		// The old key's connection is closed, and it may not come back.
 		st := waitFinal(t, cold)
-		var se *ServerError
+		var se *transport.ServerError
 		if !errors.As(st.Err, &se) || (se.Code != wire.ErrorAddressTaken && se.Code != wire.ErrorAuthFailed) {
 			t.Fatalf("old key after reregistration: %v", st.Err)
 		}
@@ -57,7 +59,7 @@ func TestAddressTaken(t *testing.T) {
 	})
 }
 
-func waitFinal(t *testing.T, c *Client) State {
+func waitFinal(t *testing.T, c *transport.Conn) transport.State {
 	t.Helper()
 	timeout := time.After(10 * time.Second)
 	for {
@@ -77,7 +79,7 @@ func waitFinal(t *testing.T, c *Client) State {
 func TestAuthRefused(t *testing.T) {
 	var offset atomic.Int64
 	now := func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }
-	r := startRelay(t, ServerConfig{Now: now})
+	r := startRelay(t, Config{Now: now})
 	alice := newDevice(t, "alice/1")
 
 	// An Auth captured on one connection.
@@ -159,11 +161,11 @@ func TestAuthRefused(t *testing.T) {
 // TestAuthTimeout checks that a connection that never authenticates is
 // closed, and that the cap on such connections holds meanwhile.
 func TestAuthTimeout(t *testing.T) {
-	r := startRelay(t, ServerConfig{Limits: Limits{AuthTimeout: time.Second, MaxUnauthenticated: 1}})
+	r := startRelay(t, Config{Limits: Limits{AuthTimeout: time.Second, MaxUnauthenticated: 1}})
 	idle := dialRaw(t, r)
 	idle.challenge()
 	// A second unauthenticated connection is over the cap.
-	_, resp, err := websocket.DefaultDialer.Dial(r.url+WebSocketPath, nil)
+	_, resp, err := websocket.DefaultDialer.Dial(r.url+wire.WebSocketPath, nil)
 	if err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("second unauthenticated connection: got %v, want 503", err)
 	}
@@ -180,11 +182,11 @@ func TestAuthTimeout(t *testing.T) {
 }
 
 func TestMaxConnections(t *testing.T) {
-	r := startRelay(t, ServerConfig{Limits: Limits{MaxConnections: 2}})
+	r := startRelay(t, Config{Limits: Limits{MaxConnections: 2}})
 	dial(t, r, newDevice(t, "alice/1"))
 	dial(t, r, newDevice(t, "bob/1"))
 	d := newDevice(t, "carol/1")
-	_, err := Dial(ctxT(t), r.url, d.addr, d.id, fastClient)
+	_, err := transport.Dial(ctxT(t), r.url, d.addr, d.id, fastClient)
 	if err == nil {
 		t.Fatal("third connection accepted over a cap of 2")
 	}
@@ -196,9 +198,9 @@ func TestMaxConnections(t *testing.T) {
 
 // TestOrigin checks that a request with a browser Origin is refused.
 func TestOrigin(t *testing.T) {
-	r := startRelay(t, ServerConfig{})
+	r := startRelay(t, Config{})
 	for _, origin := range []string{"http://evil.example", "null"} {
-		_, resp, err := websocket.DefaultDialer.Dial(r.url+WebSocketPath, http.Header{"Origin": {origin}})
+		_, resp, err := websocket.DefaultDialer.Dial(r.url+wire.WebSocketPath, http.Header{"Origin": {origin}})
 		if err == nil || resp == nil || resp.StatusCode != http.StatusForbidden {
 			t.Fatalf("Origin %q: got %v, want 403", origin, err)
 		}
@@ -211,7 +213,7 @@ func TestOrigin(t *testing.T) {
 // TestAckOthersRows checks that acknowledging another address's rows, by
 // guessing them, has no effect and looks like any acknowledgement.
 func TestAckOthersRows(t *testing.T) {
-	r := startRelay(t, ServerConfig{})
+	r := startRelay(t, Config{})
 	alice, bob, eve := newDevice(t, "alice/1"), newDevice(t, "bob/1"), newDevice(t, "eve/1")
 	ca, cb, ce := dial(t, r, alice), dial(t, r, bob), dial(t, r, eve)
 	for i := range 3 {
@@ -238,14 +240,14 @@ func TestAckOthersRows(t *testing.T) {
 
 // TestSubmitRefused checks each refusal reason a client can provoke.
 func TestSubmitRefused(t *testing.T) {
-	r := startRelay(t, ServerConfig{Limits: Limits{MaxEnvelopeSize: 1000, MailboxEnvelopes: 3, SenderEnvelopes: 3}})
+	r := startRelay(t, Config{Limits: Limits{MaxEnvelopeSize: 1000, Limits: relaystore.Limits{MailboxEnvelopes: 3, SenderEnvelopes: 3}}})
 	alice, bob := newDevice(t, "alice/1"), newDevice(t, "bob/1")
 	ca, cb := dial(t, r, alice), dial(t, r, bob)
 	nobody := newDevice(t, "nobody/1")
 
 	refused := func(t *testing.T, err error, want wire.RefuseReason) {
 		t.Helper()
-		var re *RefusedError
+		var re *transport.RefusedError
 		if !errors.As(err, &re) || re.Reason != want {
 			t.Fatalf("got %v, want refused: %s", err, want)
 		}
@@ -286,7 +288,7 @@ func TestSubmitRefused(t *testing.T) {
 // TestPublishRefused checks that a device publishes only its own, valid
 // bundle.
 func TestPublishRefused(t *testing.T) {
-	r := startRelay(t, ServerConfig{})
+	r := startRelay(t, Config{})
 	alice := newDevice(t, "alice/1").withBundle(t, 1)
 	bob := newDevice(t, "bob/1").withBundle(t, 1)
 	ca := dial(t, r, alice)
@@ -303,7 +305,7 @@ func TestPublishRefused(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := ca.PublishPreKeys(ctxT(t), tt.bundle, nil)
-			var se *ServerError
+			var se *transport.ServerError
 			if !errors.As(err, &se) || se.Code != tt.code {
 				t.Fatalf("got %v, want %s", err, tt.code)
 			}
@@ -313,7 +315,7 @@ func TestPublishRefused(t *testing.T) {
 		b := bob.bundle
 		b.Address = alice.addr.String()
 		err := ca.PublishPreKeys(ctxT(t), b, nil)
-		var se *ServerError
+		var se *transport.ServerError
 		if !errors.As(err, &se) || se.Code != wire.ErrorAuthFailed {
 			t.Fatalf("got %v, want authentication failed", err)
 		}
@@ -323,7 +325,7 @@ func TestPublishRefused(t *testing.T) {
 // TestOversizedFrame checks that a frame over the read limit closes the
 // connection with 1009 and leaves others alone.
 func TestOversizedFrame(t *testing.T) {
-	r := startRelay(t, ServerConfig{})
+	r := startRelay(t, Config{})
 	alice, bob := newDevice(t, "alice/1"), newDevice(t, "bob/1")
 	ca, cb := dial(t, r, alice), dial(t, r, bob)
 	c := dialRaw(t, r)
@@ -353,14 +355,14 @@ func TestSlowReader(t *testing.T) {
 		name   string
 		limits Limits
 		flood  bool // send requests without reading the replies
-		reason string
+		reason dropReason
 	}{
 		{"write deadline", Limits{WriteTimeout: 300 * time.Millisecond}, false, dropWrite},
 		{"queue full", Limits{WriteTimeout: 20 * time.Second, SendQueue: 8}, true, dropSlow},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := startRelay(t, ServerConfig{Limits: tt.limits})
+			r := startRelay(t, Config{Limits: tt.limits})
 			alice, bob, sink := newDevice(t, "alice/1"), newDevice(t, "bob/1"), newDevice(t, "sink/1")
 			ca, cb := dial(t, r, alice), dial(t, r, bob)
 			// Register sink, then fill its mailbox with more than the socket
@@ -422,7 +424,7 @@ func mustEncode(tb testing.TB, req uint32, m wire.RelayMessage) []byte {
 // refused while another client is unaffected, and that bundle fetches have
 // their own, tighter bucket.
 func TestRateLimit(t *testing.T) {
-	r := startRelay(t, ServerConfig{Limits: Limits{MessageRate: 5, MessageBurst: 20, FetchRate: 1, FetchBurst: 3}})
+	r := startRelay(t, Config{Limits: Limits{MessageRate: 5, MessageBurst: 20, FetchRate: 1, FetchBurst: 3}})
 	alice, bob, flood := newDevice(t, "alice/1"), newDevice(t, "bob/1").withBundle(t, 0), newDevice(t, "flood/1")
 	ca, cb, cf := dial(t, r, alice), dial(t, r, bob), dial(t, r, flood)
 	if err := cb.PublishPreKeys(ctxT(t), bob.bundle, nil); err != nil {
@@ -437,7 +439,7 @@ func TestRateLimit(t *testing.T) {
 			defer wg.Done()
 			for range 25 {
 				err := cf.Submit(context.Background(), envelope(flood, bob, "spam"))
-				var re *RefusedError
+				var re *transport.RefusedError
 				switch {
 				case err == nil:
 					accepted.Add(1)
@@ -459,7 +461,7 @@ func TestRateLimit(t *testing.T) {
 		t.Fatalf("only %d of 100 flooded envelopes were rate limited", limited.Load())
 	}
 
-	var se *ServerError
+	var se *transport.ServerError
 	for i := range 4 {
 		_, err := ca.FetchBundle(ctxT(t), bob.addr)
 		switch {
@@ -474,7 +476,7 @@ func TestRateLimit(t *testing.T) {
 // TestShutdownClosesClients checks that Shutdown closes websockets with 1001
 // and waits for their handlers.
 func TestShutdownClosesClients(t *testing.T) {
-	r := startRelay(t, ServerConfig{})
+	r := startRelay(t, Config{})
 	c := dialRaw(t, r)
 	c.login(newDevice(t, "alice/1"))
 	idle := dialRaw(t, r)

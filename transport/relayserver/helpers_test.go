@@ -1,4 +1,4 @@
-package transport
+package relayserver
 
 import (
 	"bufio"
@@ -15,6 +15,8 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/transport"
+	"github.com/parley-chat/parley/transport/relaystore"
 	"github.com/parley-chat/parley/wire"
 )
 
@@ -24,38 +26,79 @@ type testRelay struct {
 	url    string // ws://127.0.0.1:port
 	addr   string // 127.0.0.1:port
 	served chan error
+	store  relaystore.Store // closed by stop when the test opened it; nil with NewMemory
 	once   sync.Once
 }
 
-func startRelay(tb testing.TB, cfg ServerConfig) *testRelay {
+// startRelay starts a relay in memory.
+func startRelay(tb testing.TB, cfg Config) *testRelay {
 	tb.Helper()
 	return startRelayOn(tb, "127.0.0.1:0", cfg)
 }
 
-func startRelayOn(tb testing.TB, addr string, cfg ServerConfig) *testRelay {
+func startRelayOn(tb testing.TB, addr string, cfg Config) *testRelay {
 	tb.Helper()
-	srv, err := NewServer(cfg)
+	srv, err := NewMemory(cfg)
 	if err != nil {
-		tb.Fatalf("NewServer: %v", err)
+		tb.Fatalf("NewMemory: %v", err)
 	}
+	return serveRelay(tb, addr, srv, nil)
+}
+
+// startSQLiteRelay starts a relay keeping its data in SQLite in dir, as
+// parley relay --data does; stop closes the store.
+func startSQLiteRelay(tb testing.TB, dir string, cfg Config) *testRelay {
+	tb.Helper()
+	return startSQLiteRelayOn(tb, "127.0.0.1:0", dir, cfg)
+}
+
+func startSQLiteRelayOn(tb testing.TB, addr, dir string, cfg Config) *testRelay {
+	tb.Helper()
+	st, err := relaystore.OpenSQLite(context.Background(), dir, cfg.Limits.Limits)
+	if err != nil {
+		tb.Fatalf("OpenSQLite: %v", err)
+	}
+	return startStoreRelay(tb, addr, st, cfg)
+}
+
+// startStoreRelay starts a relay on st, which stop closes.
+func startStoreRelay(tb testing.TB, addr string, st relaystore.Store, cfg Config) *testRelay {
+	tb.Helper()
+	srv, err := New(st, cfg)
+	if err != nil {
+		st.Close()
+		tb.Fatalf("New: %v", err)
+	}
+	return serveRelay(tb, addr, srv, st)
+}
+
+func serveRelay(tb testing.TB, addr string, srv *Server, st relaystore.Store) *testRelay {
+	tb.Helper()
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		srv.Shutdown(context.Background())
+		if st != nil {
+			st.Close()
+		}
 		tb.Fatalf("listen: %v", err)
 	}
-	r := &testRelay{srv: srv, url: "ws://" + ln.Addr().String(), addr: ln.Addr().String(), served: make(chan error, 1)}
+	r := &testRelay{srv: srv, url: "ws://" + ln.Addr().String(), addr: ln.Addr().String(), served: make(chan error, 1), store: st}
 	go func() { r.served <- srv.Serve(ln) }()
 	tb.Cleanup(r.stop)
 	return r
 }
 
-// stop shuts the relay down and waits for Serve to return.
+// stop shuts the relay down, waits for Serve to return and closes the store
+// the test opened.
 func (r *testRelay) stop() {
 	r.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		r.srv.Shutdown(ctx)
 		<-r.served
+		if r.store != nil {
+			r.store.Close()
+		}
 	})
 }
 
@@ -161,18 +204,18 @@ func (d *device) withBundle(tb testing.TB, n int) *device {
 }
 
 // fastClient are options that reconnect quickly in tests.
-var fastClient = ClientOptions{MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}
+var fastClient = transport.ClientOptions{MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}
 
-func dial(tb testing.TB, r *testRelay, d *device) *Client {
+func dial(tb testing.TB, r *testRelay, d *device) *transport.Conn {
 	tb.Helper()
 	return dialOpts(tb, r, d, fastClient)
 }
 
-func dialOpts(tb testing.TB, r *testRelay, d *device, opts ClientOptions) *Client {
+func dialOpts(tb testing.TB, r *testRelay, d *device, opts transport.ClientOptions) *transport.Conn {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := Dial(ctx, r.url, d.addr, d.id, opts)
+	c, err := transport.Dial(ctx, r.url, d.addr, d.id, opts)
 	if err != nil {
 		tb.Fatalf("Dial as %s: %v", d.addr, err)
 	}
@@ -194,7 +237,7 @@ func ctxT(tb testing.TB) context.Context {
 	return ctx
 }
 
-func mustSubmit(tb testing.TB, c *Client, e wire.Envelope) {
+func mustSubmit(tb testing.TB, c *transport.Conn, e wire.Envelope) {
 	tb.Helper()
 	if err := c.Submit(ctxT(tb), e); err != nil {
 		tb.Fatalf("Submit %s→%s: %v", e.Sender, e.Recipient, err)
@@ -202,7 +245,7 @@ func mustSubmit(tb testing.TB, c *Client, e wire.Envelope) {
 }
 
 // receiveN receives until n envelopes arrived, and returns them in order.
-func receiveN(tb testing.TB, c *Client, n int) []engine.Leased {
+func receiveN(tb testing.TB, c *transport.Conn, n int) []engine.Leased {
 	tb.Helper()
 	got := receiveAtLeast(tb, c, n)
 	if len(got) != n {
@@ -213,7 +256,7 @@ func receiveN(tb testing.TB, c *Client, n int) []engine.Leased {
 
 // receiveAtLeast receives until at least n envelopes arrived and returns
 // all of them in order: the last batch may hold more than n.
-func receiveAtLeast(tb testing.TB, c *Client, n int) []engine.Leased {
+func receiveAtLeast(tb testing.TB, c *transport.Conn, n int) []engine.Leased {
 	tb.Helper()
 	ctx := ctxT(tb)
 	var got []engine.Leased
@@ -229,7 +272,7 @@ func receiveAtLeast(tb testing.TB, c *Client, n int) []engine.Leased {
 
 // waitReceive waits for at least one delivery (or the end of ctx) and
 // returns what Receive has.
-func waitReceive(ctx context.Context, c *Client) ([]engine.Leased, error) {
+func waitReceive(ctx context.Context, c *transport.Conn) ([]engine.Leased, error) {
 	for {
 		ls, err := c.Receive(ctx)
 		if err != nil || len(ls) > 0 {
@@ -244,7 +287,7 @@ func waitReceive(ctx context.Context, c *Client) ([]engine.Leased, error) {
 }
 
 // expectNothing checks that nothing arrives for d.
-func expectNothing(tb testing.TB, c *Client, d time.Duration) {
+func expectNothing(tb testing.TB, c *transport.Conn, d time.Duration) {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
@@ -288,7 +331,7 @@ func dialRaw(tb testing.TB, r *testRelay) *raw {
 
 func dialRawWith(tb testing.TB, r *testRelay, d *websocket.Dialer, h http.Header) *raw {
 	tb.Helper()
-	ws, resp, err := d.Dial(r.url+WebSocketPath, h)
+	ws, resp, err := d.Dial(r.url+wire.WebSocketPath, h)
 	if resp != nil && resp.Body != nil {
 		resp.Body.Close()
 	}
@@ -373,7 +416,7 @@ func (r *raw) challenge() wire.Challenge {
 // signAuth answers ch as d.
 func signAuth(ch wire.Challenge, d *device) wire.Auth {
 	a := wire.Auth{Address: d.addr.String(), SigningKey: d.id.Public().SigningKey, Expires: ch.Expires}
-	copy(a.Signature[:], d.id.Sign(AuthMessage(ch.Nonce, ch.RelayID, a.Address, a.SigningKey, ch.Expires)))
+	copy(a.Signature[:], d.id.Sign(wire.AuthMessage(ch.Nonce, ch.RelayID, a.Address, a.SigningKey, ch.Expires)))
 	return a
 }
 

@@ -1,4 +1,4 @@
-package transport
+package relayserver
 
 import (
 	"net"
@@ -18,24 +18,30 @@ import (
 // the quotas on what is held (per mailbox, per sender, per IP, in all) live
 // in the store, so that they hold across relays sharing one.
 
-// Names of the limits, as the limit label of parley_relay_limited_total.
+// limit names a guard or a quota: the limit label of
+// parley_relay_limited_total.
+type limit string
+
+// The limits; their values are the metric's label values.
 const (
-	limitConnections        = "connections"
-	limitHandshakes         = "handshakes"
-	limitIPConnections      = "ip_connections"
-	limitIPHandshakes       = "ip_handshakes"
-	limitAddressConnections = "address_connections"
-	limitIPRegistrations    = "ip_registrations_hour"
-	limitIPRegistered       = "ip_registrations_total"
-	limitFetchRequester     = "fetches_by_requester"
-	limitFetchTarget        = "fetches_of_target"
-	limitOneTimeTarget      = "one_time_prekeys_of_target"
-	limitSenderQuota        = "sender_share"
-	limitIPShare            = "ip_share"
-	limitStoreFull          = "store_full"
+	limitConnections        limit = "connections"
+	limitHandshakes         limit = "handshakes"
+	limitIPConnections      limit = "ip_connections"
+	limitIPHandshakes       limit = "ip_handshakes"
+	limitAddressConnections limit = "address_connections"
+	limitIPRegistrations    limit = "ip_registrations_hour"
+	limitIPRegistered       limit = "ip_registrations_total"
+	limitFetchRequester     limit = "fetches_by_requester"
+	limitFetchTarget        limit = "fetches_of_target"
+	limitOneTimeTarget      limit = "one_time_prekeys_of_target"
+	limitSenderQuota        limit = "sender_share"
+	limitIPShare            limit = "ip_share"
+	limitStoreFull          limit = "store_full"
 )
 
-var limitNames = []string{limitConnections, limitHandshakes, limitIPConnections, limitIPHandshakes, limitAddressConnections, limitIPRegistrations,
+// limits lists every limit, so that each series shows from the first
+// scrape.
+var limits = []limit{limitConnections, limitHandshakes, limitIPConnections, limitIPHandshakes, limitAddressConnections, limitIPRegistrations,
 	limitIPRegistered, limitFetchRequester, limitFetchTarget, limitOneTimeTarget, limitSenderQuota, limitIPShare, limitStoreFull}
 
 // keyedLimiters is one token bucket per key (an IP, an address), made on
@@ -100,7 +106,7 @@ func newIPSlots() *ipSlots {
 
 // acquire takes a connection slot and a handshake slot of ip, or names the
 // limit that refuses them.
-func (s *ipSlots) acquire(ip string, maxConns, maxUnauth int) (refused string) {
+func (s *ipSlots) acquire(ip string, maxConns, maxUnauth int) (refused limit) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {

@@ -1,0 +1,200 @@
+package relayserver
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/parley-chat/parley/wire"
+	"golang.org/x/time/rate"
+)
+
+const (
+	// closeGrace is how long the relay waits for the peer's close frame
+	// after sending its own.
+	closeGrace = time.Second
+	// lingerBytes bounds what a closing connection reads and discards, so
+	// that the peer's last frames do not turn the close into a reset that
+	// would swallow the close frame (a 1009 after an oversized frame, say).
+	lingerBytes = 2 * wire.MaxRelayMessageSize
+)
+
+// conn is one client's websocket on the relay. Its handler goroutine
+// authenticates and then reads; once authenticated, every write is made by
+// the connection's writer: replies from the bounded queue, deliveries from
+// the mailbox, pings, and the close. The writer is a goroutine that runs
+// only while it has work and exits when it has none, so that an idle
+// connection costs one goroutine (the reader) and two timers.
+type conn struct {
+	s      *Server
+	ws     *websocket.Conn
+	holder string // lease holder: unique to this connection
+	ip     string // remote IP, which the guards and quotas charge
+	addr   string // authenticated address; set once by handshake
+	key    [32]byte
+	// attached: the handshake listed the connection under its address
+	// (Server.attach); run detaches it at the end.
+	attached bool
+	ctx      context.Context
+	cancel   context.CancelFunc
+
+	quit       chan struct{} // closed by finish
+	writerDone chan struct{} // closed when the writer has ended for good
+
+	// wmu guards the writer's work and state.
+	wmu     sync.Mutex
+	queue   [][]byte // encoded replies, at most Limits.SendQueue
+	work    work     // what else the writer is asked to do
+	on      bool     // the writer may run: the connection is authenticated
+	running bool     // a writer goroutine is running
+	ended   bool     // the writer has ended; nothing more is written
+	ping    *time.Timer
+	tick    *time.Timer
+
+	// phaseMu orders the end of the handshake against stop: a connection
+	// stopped before it authenticated is cut, one stopped after gets a close
+	// frame.
+	phaseMu sync.Mutex
+	authed  bool
+	stopped bool
+
+	finishOnce sync.Once
+	reason     dropReason // set by finish
+	final      []byte     // a last message before the close frame
+	closeCode  int
+	closeText  string
+
+	msgs, bytes *rate.Limiter
+
+	mu          sync.Mutex
+	outstanding map[uint64]leased // leased, unacknowledged rows
+}
+
+// leased is a row this connection delivered and waits to hear back about.
+type leased struct {
+	at, until time.Time // when it was delivered; when the lease runs out
+}
+
+func newConn(s *Server, ws *websocket.Conn, ip string) *conn {
+	ctx, cancel := context.WithCancel(context.Background())
+	lim := s.lim
+	return &conn{
+		s: s, ws: ws, ip: ip, ctx: ctx, cancel: cancel,
+		holder:      fmt.Sprintf("%s-%d", s.instance, s.connSeq.Add(1)),
+		quit:        make(chan struct{}),
+		writerDone:  make(chan struct{}),
+		msgs:        limiter(lim.MessageRate, lim.MessageBurst),
+		bytes:       limiter(lim.ByteRate, lim.ByteBurst),
+		outstanding: make(map[uint64]leased),
+	}
+}
+
+// run authenticates the connection, then serves it until it ends, and
+// releases what it held. authenticated is called once the client proved its
+// address.
+func (c *conn) run(authenticated func()) {
+	s := c.s
+	defer c.cancel()
+	defer lingerClose(c.ws.NetConn())
+	ok := c.handshake()
+	if c.attached {
+		// Listed under its address by the handshake: unlisted at the end,
+		// and the address's other connections told that rows may be free.
+		defer func() {
+			s.detach(c)
+			s.notify(c.addr)
+		}()
+	}
+	if !ok {
+		return
+	}
+	authenticated()
+	// A registration by another key may have raced this handshake, after its
+	// eviction of the address's connections and before this attach.
+	if k, err := s.store.Registered(c.ctx, c.addr); err != nil || k != c.key {
+		c.writeNow(errorMsg(0, wire.ErrorAuthFailed, c.addr+" was registered to another identity"))
+		s.metrics.disconnected(dropKicked)
+		return
+	}
+	c.ws.SetPongHandler(func(string) error {
+		c.ws.SetReadDeadline(time.Now().Add(s.lim.ReadTimeout))
+		return nil
+	})
+	// The owner learns its one-time prekey pool at once, to top it up
+	// against the relay's count.
+	if n, err := s.store.OneTimePreKeys(c.ctx, c.addr); err == nil {
+		c.push(encode(0, wire.PrekeyPool{Count: uint32(n)}))
+	}
+	c.startWriter()
+	reason := c.readLoop()
+	c.finish(reason, nil, 0, "")
+	<-c.writerDone
+	label := c.reason
+	if reason == dropReadLimit {
+		// The cause, even when the writer failed first on the socket the
+		// peer closed after the 1009 close frame.
+		label = reason
+	}
+	s.metrics.disconnected(label)
+	// Rows this connection held go back to the mailbox, for the address's
+	// next connection (or another one open now).
+	if err := s.store.Release(context.Background(), c.addr, c.holder); err != nil {
+		s.log.Error("release leases", "err", err)
+	}
+}
+
+// stop ends the connection from outside (shutdown).
+func (c *conn) stop(reason dropReason, code int, text string) {
+	c.phaseMu.Lock()
+	authed := c.authed
+	c.stopped = !authed
+	c.phaseMu.Unlock()
+	if authed {
+		c.finish(reason, nil, code, text)
+		return
+	}
+	c.ws.NetConn().Close()
+}
+
+// finish asks the writer to send final (when set) and a close frame (when
+// code is set) and to stop. Only the first call counts.
+func (c *conn) finish(reason dropReason, final []byte, code int, text string) {
+	c.finishOnce.Do(func() {
+		c.reason, c.final, c.closeCode, c.closeText = reason, final, code, text
+		close(c.quit)
+		c.ask(0)
+	})
+}
+
+// abort ends the connection at once: the socket closes under both
+// goroutines.
+func (c *conn) abort(reason dropReason) {
+	c.finish(reason, nil, 0, "")
+	c.ws.NetConn().Close()
+}
+
+// poke wakes the writer to lease rows.
+func (c *conn) poke() { c.ask(workFill) }
+
+// lingerClose half-closes the socket, reads and discards what the peer still
+// sends for a moment, then closes it.
+func lingerClose(nc net.Conn) {
+	if tc, ok := nc.(*net.TCPConn); ok {
+		if tc.CloseWrite() == nil {
+			tc.SetReadDeadline(time.Now().Add(closeGrace))
+			io.CopyN(io.Discard, tc, lingerBytes)
+		}
+	}
+	nc.Close()
+}
+
+// writeNow writes one message from the handler goroutine, before the writer
+// exists.
+func (c *conn) writeNow(b []byte) bool {
+	c.ws.SetWriteDeadline(time.Now().Add(c.s.lim.WriteTimeout))
+	return c.ws.WriteMessage(websocket.BinaryMessage, b) == nil
+}

@@ -1,0 +1,100 @@
+package relayserver
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/parley-chat/parley/wire"
+)
+
+// The connection's reader: every message a client sends, checked against
+// the token buckets and dispatched to its request.
+
+// readLoop reads and handles messages until the connection ends, and
+// returns why it ended.
+func (c *conn) readLoop() dropReason {
+	for {
+		typ, data, err := c.ws.ReadMessage()
+		if err != nil {
+			var ne net.Error
+			switch {
+			case errors.Is(err, websocket.ErrReadLimit):
+				return dropReadLimit // gorilla has sent the 1009 close
+			case errors.As(err, &ne) && ne.Timeout():
+				return dropTimeout
+			}
+			return dropPeer
+		}
+		c.ws.SetReadDeadline(time.Now().Add(c.s.lim.ReadTimeout))
+		if typ != websocket.BinaryMessage {
+			c.finish(dropProtocol, errorMsg(0, wire.ErrorBadRequest, "binary messages only"), websocket.CloseUnsupportedData, "binary messages only")
+			return dropProtocol
+		}
+		if !c.handle(data) {
+			return dropProtocol
+		}
+	}
+}
+
+// handle serves one message; false ends the connection.
+func (c *conn) handle(data []byte) bool {
+	kind, req := peek(data)
+	if !c.msgs.Allow() {
+		return c.limited(bucketMessages, kind, req, data)
+	}
+	if !c.bytes.AllowN(time.Now(), len(data)) {
+		return c.limited(bucketBytes, kind, req, data)
+	}
+	req, m, err := wire.DecodeRelay(data)
+	if err != nil {
+		_, req = peek(data)
+		return c.reply(errorMsg(req, wire.ErrorBadRequest, "malformed message: "+err.Error()))
+	}
+	switch m := m.(type) {
+	case wire.Submit:
+		return c.submit(req, m)
+	case wire.AckRows:
+		return c.ack(req, m)
+	case wire.FetchBundle:
+		return c.fetch(req, m)
+	case wire.PublishBundle:
+		return c.publish(req, m)
+	case wire.Auth:
+		c.finish(dropProtocol, errorMsg(req, wire.ErrorAuthFailed, "already authenticated: a challenge is answered once"), websocket.ClosePolicyViolation, "already authenticated")
+		return false
+	}
+	return c.reply(errorMsg(req, wire.ErrorBadRequest, fmt.Sprintf("a client does not send %s", m.RelayKind())))
+}
+
+// limited answers a message over a token bucket without acting on it.
+func (c *conn) limited(bucket string, kind wire.RelayKind, req uint32, data []byte) bool {
+	c.s.metrics.rateLimited.WithLabelValues(bucket).Inc()
+	if kind == wire.RelaySubmit {
+		c.s.metrics.refused.WithLabelValues(refuseLabel(wire.RefuseRateLimited)).Inc()
+		return c.reply(encode(req, wire.Refused{EnvelopeID: peekEnvelopeID(data), Reason: wire.RefuseRateLimited}))
+	}
+	return c.reply(errorMsg(req, wire.ErrorRateLimited, "rate limited: slow down"))
+}
+
+// push queues a message the relay sends on its own (not a reply): when the
+// queue is full it is dropped, since the client learns the same again later.
+func (c *conn) push(b []byte) { c.enqueue(b) }
+
+// reply queues a message for the writer. A full queue means the client does
+// not read what it asked for: it is disconnected rather than buffered for.
+func (c *conn) reply(b []byte) bool {
+	if c.enqueue(b) {
+		return true
+	}
+	c.s.log.Info("send queue full: disconnecting", "address", c.addr)
+	c.abort(dropSlow)
+	return false
+}
+
+func (c *conn) refused(req uint32, id wire.EnvelopeID, r wire.RefuseReason) bool {
+	c.s.metrics.refused.WithLabelValues(refuseLabel(r)).Inc()
+	return c.reply(encode(req, wire.Refused{EnvelopeID: id, Reason: r}))
+}
