@@ -95,11 +95,12 @@ type acceptedMsg struct {
 // presentedMsg reports a MarkPresented.
 type presentedMsg struct{ err error }
 
-// tickMsg drives presentation marking and auto-retry.
-type tickMsg time.Time
+// TickMsg drives presentation marking and the on-read commits, four times
+// a second; a wrapper (the demo) does its own periodic work on it too.
+type TickMsg time.Time
 
 const tickInterval = 250 * time.Millisecond
 
 func tick() tea.Cmd {
-	return tea.Tick(tickInterval, func(t time.Time) tea.Msg { return tickMsg(t) })
+	return tea.Tick(tickInterval, func(t time.Time) tea.Msg { return TickMsg(t) })
 }

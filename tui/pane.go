@@ -41,26 +41,11 @@ func (p panel) String() string {
 	return [...]string{"conversations", "timeline", "composer", "inbox", "outbox", "events"}[p]
 }
 
-// attachment is one open client of a profile as a pane sees it.
-type attachment struct {
-	client Client
-	events <-chan engine.Event
-	notes  <-chan eventlog.Entry
-	done   <-chan struct{} // closed when the client is closed
-	state  func() string   // relay connection state in words
-}
-
 // identityChange is a peer whose identity changed and is not accepted yet.
 type identityChange struct {
 	number      string // safety number with the new identity
 	fingerprint string
 	err         string
-}
-
-// demoFlags are the demo switches shown in a pane's status bar.
-type demoFlags struct {
-	held, unplugged  bool
-	dropMsg, dropAck int // armed drops
 }
 
 // pane is one profile: its panels, its status bar and what it knows of the
@@ -69,13 +54,12 @@ type pane struct {
 	idx  int
 	gen  int
 	self engine.Address
-	att  *attachment // nil while the profile is closed
+	att  *Attachment // nil while the profile is closed
 	ctx  context.Context
 	th   themes.Theme
 	keys paneKeys
 	log  *slog.Logger
 	now  func() time.Time
-	demo bool
 
 	focus  panel
 	active bool
@@ -97,27 +81,27 @@ type pane struct {
 	// fileNames are names for devices from the settings file; the
 	// profile's own names win over them.
 	fileNames map[engine.Address]string
-	// other returns the open client of another device of this process
-	// (the demo's peer), to show its end of a message's life; nil
-	// outside the demo.
-	other func(engine.Address) *engine.Client
-	// rec records every entry of the event log (the demo's --record).
-	rec *recorder
+	// hooks are what a wrapper added to the pane (PaneOptions).
+	hooks PaneOptions
 
-	connState  string // the relay connection, read on each tick
-	blurred    bool   // the terminal reported that it lost the focus
-	present    bool   // events drawn since the last MarkPresented
-	closed     string
-	crashArmed bool
-	flags      demoFlags
+	connState string // the relay connection, read on each tick
+	blurred   bool   // the terminal reported that it lost the focus
+	present   bool   // events drawn since the last MarkPresented
+	closed    string
+	// holdPresented keeps what the pane drew from being marked presented
+	// (Model.HoldPresented).
+	holdPresented bool
+	// flags are a wrapper's switches shown in the status bar
+	// (Model.SetFlags).
+	flags []string
 
 	w, h int
 	lay  paneLayout
 }
 
-func newPane(ctx context.Context, idx int, self engine.Address, th themes.Theme, log *slog.Logger, now func() time.Time, demo bool) pane {
+func newPane(ctx context.Context, idx int, self engine.Address, th themes.Theme, log *slog.Logger, now func() time.Time) pane {
 	return pane{
-		idx: idx, self: self, ctx: ctx, th: th, keys: defaultPaneKeys(), log: log, now: now, demo: demo,
+		idx: idx, self: self, ctx: ctx, th: th, keys: defaultPaneKeys(), log: log, now: now,
 		conv: conversations.New(ctx, nil, th), tl: timeline.New(ctx, nil, th), comp: composer.New(ctx, nil, th),
 		in: inbox.New(ctx, nil, th), out: outbox.New(ctx, nil, th), ev: eventlog.New(th),
 		changed: map[engine.Address]*identityChange{},
@@ -126,14 +110,14 @@ func newPane(ctx context.Context, idx int, self engine.Address, th themes.Theme,
 
 // attach gives the pane an open client: a new generation, fresh reads of
 // every list and a listener on its events.
-func (p *pane) attach(s *attachment) tea.Cmd {
+func (p *pane) attach(s *Attachment) tea.Cmd {
 	p.gen++
 	p.att = s
 	p.closed = ""
-	p.crashArmed = false
+	p.holdPresented = false
 	p.present = false
 	p.readState()
-	c := s.client
+	c := s.Client
 	p.conv.SetSource(c)
 	p.tl.SetSource(c)
 	p.comp.SetSource(c)
@@ -152,26 +136,26 @@ func (p *pane) detach(why string) {
 	p.gen++
 	p.att = nil
 	p.closed = why
-	p.crashArmed = false
+	p.holdPresented = false
 }
 
-func listen(s *attachment) tea.Cmd {
+func listen(s *Attachment) tea.Cmd {
 	return func() tea.Msg {
 		select {
-		case <-s.done:
+		case <-s.Done:
 			return clientEndedMsg{}
-		case e := <-s.events:
+		case e := <-s.Events:
 			batch := []engine.Event{e}
 			for len(batch) < 256 {
 				select {
-				case e := <-s.events:
+				case e := <-s.Events:
 					batch = append(batch, e)
 				default:
 					return eventsMsg{events: batch}
 				}
 			}
 			return eventsMsg{events: batch}
-		case n := <-s.notes:
+		case n := <-s.Notes:
 			return noteMsg{entry: n}
 		}
 	}
@@ -230,7 +214,9 @@ func (p *pane) note(e eventlog.Entry) {
 		e.At = p.now()
 	}
 	p.ev.Add(e)
-	p.rec.record(p.self, e)
+	if p.hooks.OnNote != nil {
+		p.hooks.OnNote(p.self, e)
+	}
 	lvl := slog.LevelInfo
 	if e.Level == eventlog.Error {
 		lvl = slog.LevelWarn
@@ -257,7 +243,7 @@ func (p pane) Update(msg tea.Msg) (pane, tea.Cmd) {
 		return p, nil
 	case clientEndedMsg:
 		return p, nil
-	case tickMsg:
+	case TickMsg:
 		return p.tick(time.Time(msg))
 	case conversations.SelectedMsg:
 		cmd := p.selectPeer(msg.Peer)
@@ -368,7 +354,7 @@ func (p pane) key(k tea.KeyMsg) (pane, tea.Cmd) {
 		return p, p.accept()
 	case input.Matches(k, p.keys.Retry):
 		if p.att != nil && !p.peer.IsZero() {
-			return p, outbox.Retry(p.ctx, p.att.client, p.peer, false)
+			return p, outbox.Retry(p.ctx, p.att.Client, p.peer, false)
 		}
 		return p, nil
 	}
@@ -445,11 +431,11 @@ func (p pane) events(evs []engine.Event) (pane, tea.Cmd) {
 // that View reads nothing shared).
 func (p *pane) readState() {
 	p.connState = "unknown"
-	if p.att != nil && p.att.state != nil {
-		p.connState = p.att.state()
+	if p.att != nil && p.att.State != nil {
+		p.connState = p.att.State()
 	}
 	if p.att != nil {
-		p.policy = p.att.client.Policy()
+		p.policy = p.att.Client.Policy()
 	}
 	p.tl.SetCommitOnRead(p.policy.Commit == engine.CommitOnRead)
 }
@@ -467,9 +453,9 @@ func (p *pane) tick(now time.Time) (pane, tea.Cmd) {
 	if p.active && !p.blurred && p.lay.topH > 1 {
 		cmds = append(cmds, p.tl.CommitShown())
 	}
-	if p.present && !p.crashArmed && len(p.att.events) == 0 {
+	if p.present && !p.holdPresented && len(p.att.Events) == 0 {
 		p.present = false
-		c, ctx := p.att.client, p.ctx
+		c, ctx := p.att.Client, p.ctx
 		cmds = append(cmds, func() tea.Msg { return presentedMsg{err: c.MarkPresented(ctx)} })
 	}
 	return *p, tea.Batch(cmds...)
@@ -492,7 +478,7 @@ func (p pane) life(peer engine.Address, id wire.LogicalID, dir engine.Direction)
 	if p.att == nil {
 		return nil
 	}
-	c, ctx, self, other := p.att.client, p.ctx, p.self, p.other
+	c, ctx, self, other := p.att.Client, p.ctx, p.self, p.hooks.Peers
 	return func() tea.Msg {
 		own, err := c.Life(ctx, peer, id, dir)
 		if err != nil {
@@ -527,7 +513,7 @@ func (p pane) loadNames() tea.Cmd {
 	if p.att == nil {
 		return nil
 	}
-	c, ctx := p.att.client, p.ctx
+	c, ctx := p.att.Client, p.ctx
 	return func() tea.Msg {
 		names, err := c.Contacts(ctx)
 		return namesMsg{names: names, err: err}
@@ -539,7 +525,7 @@ func (p pane) setName(peer engine.Address, name string) tea.Cmd {
 	if p.att == nil {
 		return nil
 	}
-	c, ctx := p.att.client, p.ctx
+	c, ctx := p.att.Client, p.ctx
 	return func() tea.Msg {
 		return namedMsg{peer: peer, err: c.SetContact(ctx, peer, name)}
 	}
@@ -549,7 +535,7 @@ func (p pane) loadSafety() tea.Cmd {
 	if p.att == nil || p.peer.IsZero() {
 		return nil
 	}
-	c, ctx, peer := p.att.client, p.ctx, p.peer
+	c, ctx, peer := p.att.Client, p.ctx, p.peer
 	return func() tea.Msg {
 		n, err := c.SafetyNumber(ctx, peer)
 		return safetyMsg{peer: peer, number: n, err: err}
@@ -568,7 +554,7 @@ func (p *pane) markChanged(peer engine.Address) tea.Cmd {
 	if p.att == nil {
 		return nil
 	}
-	c, self, own, ctx := p.att.client, p.self, p.att.client.Identity(), p.ctx
+	c, self, own, ctx := p.att.Client, p.self, p.att.Client.Identity(), p.ctx
 	return func() tea.Msg {
 		k, err := c.RelayIdentity(ctx, peer)
 		if err != nil {
@@ -593,7 +579,7 @@ func (p pane) accept() tea.Cmd {
 	if p.att == nil || p.changed[p.peer] == nil {
 		return nil
 	}
-	c, ctx, peer := p.att.client, p.ctx, p.peer
+	c, ctx, peer := p.att.Client, p.ctx, p.peer
 	return func() tea.Msg {
 		_, err := c.AcceptIdentity(ctx, peer)
 		return acceptedMsg{peer: peer, err: err}
@@ -752,21 +738,7 @@ func (p pane) View() string {
 			out = append(out, s)
 		}
 	}
-	return clip(strings.Join(out, "\n"), p.w, p.h)
-}
-
-// clip makes a block exactly h lines tall: in a tiny window the panels'
-// minimum sizes add up to more than there is.
-func clip(s string, w, h int) string {
-	n := strings.Count(s, "\n") + 1
-	switch {
-	case n > h:
-		lines := strings.SplitN(s, "\n", h+1)
-		return strings.Join(lines[:h], "\n")
-	case n < h:
-		return s + strings.Repeat("\n"+layout.Spaces(w), h-n)
-	}
-	return s
+	return layout.Clip(strings.Join(out, "\n"), p.w, p.h)
 }
 
 func (p pane) statusView() string {
@@ -798,20 +770,8 @@ func (p pane) statusView() string {
 	}
 	auto := st.Bar.Render("commit:") + commit + st.Bar.Render(" retry:") + onOffStyle(st, p.policy.AutoRetry)
 	line += st.Bar.Render(" │ ") + auto
-	if p.flags.held {
-		seg("held", st.FlagOn)
-	}
-	if p.flags.unplugged {
-		seg("unplugged", st.FlagOn)
-	}
-	if p.flags.dropMsg > 0 {
-		seg("drop:envelope", st.FlagOn)
-	}
-	if p.flags.dropAck > 0 {
-		seg("drop:ACK", st.FlagOn)
-	}
-	if p.crashArmed {
-		seg("crash armed", st.FlagOn)
+	for _, f := range p.flags {
+		seg(f, st.FlagOn)
 	}
 	if p.lay.compact {
 		// The panels a small terminal hides, with what they hold.

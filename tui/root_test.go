@@ -13,7 +13,7 @@ import (
 	"github.com/parley-chat/parley/wire"
 )
 
-// fakeClient is a Client with nothing stored: enough to drive the root
+// fakeClient is a PaneSource with nothing stored: enough to drive the root
 // model's keys and routing without a store.
 type fakeClient struct {
 	self   engine.Address
@@ -82,9 +82,9 @@ func newTestRoot(t *testing.T) (Model, *fakeClient, chan struct{}) {
 	fc := &fakeClient{self: demoAlice, events: make(chan engine.Event, 8)}
 	done := make(chan struct{})
 	t.Cleanup(func() { close(done) })
-	s := &attachment{client: fc, events: fc.events, notes: make(chan eventlogEntry), done: done, state: func() string { return "connected" }}
-	m := newModel(context.Background(), themes.MustGet("dark"), discard, fixedClock, nil)
-	p := m.addPane(demoAlice, s, panelComposer)
+	s := &Attachment{Client: fc, Events: fc.events, Notes: make(chan eventlogEntry), Done: done, State: func() string { return "connected" }}
+	m := New(context.Background(), themes.MustGet("dark"), discard, fixedClock)
+	p := &m.panes[m.AddPane(demoAlice, s, PaneOptions{Compose: true})]
 	p.conv.Select(demoBob)
 	p.selectPeer(demoBob)
 	m.panes[0].setActive(true)
