@@ -182,9 +182,9 @@ func BenchmarkRootView(b *testing.B) {
 	next, cmd := m.Update(tea.WindowSizeMsg{Width: 160, Height: 48})
 	m = settleModel(next.(Model), append(cmds, cmd)...)
 	pn := m.panes[0]
-	if pn.in.Total() != viewPending/2 || pn.out.Total() != viewPending/2 || len(pn.tl.Entries()) == 0 {
+	if pn.in().Total() != viewPending/2 || pn.out().Total() != viewPending/2 || len(pn.tl().Entries()) == 0 {
 		b.Fatalf("the panels show %d received, %d sent, %d history entries; want %d, %d and a page",
-			pn.in.Total(), pn.out.Total(), len(pn.tl.Entries()), viewPending/2, viewPending/2)
+			pn.in().Total(), pn.out().Total(), len(pn.tl().Entries()), viewPending/2, viewPending/2)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -39,7 +39,7 @@ func defaultPaneKeys() paneKeys {
 		Accept: key.NewBinding(key.WithKeys("ctrl+t"), key.WithHelp("ctrl+t", "accept new identity"), key.WithDisabled()),
 		Retry:  key.NewBinding(key.WithKeys("ctrl+r"), key.WithHelp("ctrl+r", "retry this peer")),
 	}
-	for p := panel(0); p < panelCount; p++ {
+	for p := panelID(0); p < panelCount; p++ {
 		d := string(rune('1' + p))
 		k.Jump[p] = key.NewBinding(key.WithKeys("alt+"+d), key.WithHelp("alt+"+d, p.String()))
 	}

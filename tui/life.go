@@ -128,7 +128,7 @@ func (m Model) lifeEvents(lm lifeMsg) lifeMsg {
 	}
 	var all []seen
 	for _, p := range m.panes {
-		for _, e := range p.ev.Entries() {
+		for _, e := range p.ev().Entries() {
 			if e.Name != "life" && mentions(e.Text) {
 				all = append(all, seen{e, p.self})
 			}

@@ -24,23 +24,6 @@ import (
 	"github.com/parley-chat/parley/tui/timeline"
 )
 
-// panel names a profile's panels, in tab order.
-type panel int
-
-const (
-	panelConversations panel = iota
-	panelTimeline
-	panelComposer
-	panelInbox
-	panelOutbox
-	panelEvents
-	panelCount
-)
-
-func (p panel) String() string {
-	return [...]string{"conversations", "timeline", "composer", "inbox", "outbox", "events"}[p]
-}
-
 // identityChange is a peer whose identity changed and is not accepted yet.
 type identityChange struct {
 	number      string // safety number with the new identity
@@ -61,15 +44,11 @@ type pane struct {
 	log  *slog.Logger
 	now  func() time.Time
 
-	focus  panel
+	focus  panelID
 	active bool
-
-	conv conversations.Model
-	tl   timeline.Model
-	comp composer.Model
-	in   inbox.Model
-	out  outbox.Model
-	ev   eventlog.Model
+	// panels are the pane's panels, by panelID. They are pointers: copies
+	// of a pane share them.
+	panels [panelCount]panel
 
 	peer    engine.Address
 	safety  string
@@ -102,8 +81,14 @@ type pane struct {
 func newPane(ctx context.Context, idx int, self engine.Address, th themes.Theme, log *slog.Logger, now func() time.Time) pane {
 	return pane{
 		idx: idx, self: self, ctx: ctx, th: th, keys: defaultPaneKeys(), log: log, now: now,
-		conv: conversations.New(ctx, nil, th), tl: timeline.New(ctx, nil, th), comp: composer.New(ctx, nil, th),
-		in: inbox.New(ctx, nil, th), out: outbox.New(ctx, nil, th), ev: eventlog.New(th),
+		panels: [panelCount]panel{
+			panelConversations: &convPanel{conversations.New(ctx, nil, th)},
+			panelTimeline:      &timelinePanel{timeline.New(ctx, nil, th)},
+			panelComposer:      &composerPanel{composer.New(ctx, nil, th)},
+			panelInbox:         &inboxPanel{inbox.New(ctx, nil, th)},
+			panelOutbox:        &outboxPanel{outbox.New(ctx, nil, th)},
+			panelEvents:        &eventsPanel{eventlog.New(th)},
+		},
 		changed: map[engine.Address]*identityChange{},
 	}
 }
@@ -118,12 +103,12 @@ func (p *pane) attach(s *Attachment) tea.Cmd {
 	p.present = false
 	p.readState()
 	c := s.Client
-	p.conv.SetSource(c)
-	p.tl.SetSource(c)
-	p.comp.SetSource(c)
-	p.in.SetSource(c)
-	p.out.SetSource(c)
-	cmds := []tea.Cmd{p.conv.Reload(), p.tl.Reload(), p.in.Reload(), p.out.Reload(), p.loadNames(), listen(s)}
+	p.conv().SetSource(c)
+	p.tl().SetSource(c)
+	p.comp().SetSource(c)
+	p.in().SetSource(c)
+	p.out().SetSource(c)
+	cmds := []tea.Cmd{p.conv().Reload(), p.tl().Reload(), p.in().Reload(), p.out().Reload(), p.loadNames(), listen(s)}
 	if !p.peer.IsZero() {
 		cmds = append(cmds, p.loadSafety())
 	}
@@ -163,8 +148,8 @@ func listen(s *Attachment) tea.Cmd {
 
 // capturing reports whether typed characters belong to a text field.
 func (p pane) capturing() bool {
-	return p.focus == panelComposer || (p.focus == panelConversations && p.conv.Capturing()) ||
-		(p.focus == panelTimeline && p.tl.Capturing())
+	return p.focus == panelComposer || (p.focus == panelConversations && p.conv().Capturing()) ||
+		(p.focus == panelTimeline && p.tl().Capturing())
 }
 
 func (p *pane) setActive(active bool) tea.Cmd {
@@ -177,35 +162,18 @@ func (p *pane) setActive(active bool) tea.Cmd {
 }
 
 func (p *pane) blurAll() {
-	p.conv.Blur()
-	p.tl.Blur()
-	p.comp.Blur()
-	p.in.Blur()
-	p.out.Blur()
-	p.ev.Blur()
+	for _, pn := range p.panels {
+		pn.Blur()
+	}
 }
 
-func (p *pane) setFocus(f panel) tea.Cmd {
+func (p *pane) setFocus(f panelID) tea.Cmd {
 	p.blurAll()
 	p.focus = f
 	if !p.active {
 		return nil
 	}
-	switch f {
-	case panelConversations:
-		p.conv.Focus()
-	case panelTimeline:
-		p.tl.Focus()
-	case panelComposer:
-		return p.comp.Focus()
-	case panelInbox:
-		p.in.Focus()
-	case panelOutbox:
-		p.out.Focus()
-	case panelEvents:
-		p.ev.Focus()
-	}
-	return nil
+	return p.panels[f].Focus()
 }
 
 // note adds an entry to the event log (and the log file).
@@ -213,7 +181,7 @@ func (p *pane) note(e eventlog.Entry) {
 	if e.At.IsZero() {
 		e.At = p.now()
 	}
-	p.ev.Add(e)
+	p.ev().Add(e)
 	if p.hooks.OnNote != nil {
 		p.hooks.OnNote(p.self, e)
 	}
@@ -248,7 +216,7 @@ func (p pane) Update(msg tea.Msg) (pane, tea.Cmd) {
 	case conversations.SelectedMsg:
 		cmd := p.selectPeer(msg.Peer)
 		var c2 tea.Cmd
-		p.conv, c2 = p.conv.Update(msg)
+		p.panels[panelConversations], c2 = p.conv().Update(msg)
 		return p, tea.Batch(cmd, c2)
 	case life.Msg:
 		return p, p.life(msg.Peer, msg.ID, msg.Direction)
@@ -258,7 +226,7 @@ func (p pane) Update(msg tea.Msg) (pane, tea.Cmd) {
 			return p, nil
 		}
 		cmd := p.setFocus(panelEvents)
-		p.ev.Show(eventlog.Entry{At: p.now(), Name: "life", Text: msg.text, Level: eventlog.Info})
+		p.ev().Show(eventlog.Entry{At: p.now(), Name: "life", Text: msg.text, Level: eventlog.Info})
 		return p, cmd
 	case conversations.NameMsg:
 		return p, p.setName(msg.Peer, msg.Name)
@@ -280,8 +248,8 @@ func (p pane) Update(msg tea.Msg) (pane, tea.Cmd) {
 		for a, n := range msg.names {
 			names[a] = n
 		}
-		p.conv.SetNames(names)
-		p.tl.SetNames(names)
+		p.conv().SetNames(names)
+		p.tl().SetNames(names)
 		return p, nil
 	case safetyMsg:
 		if msg.peer == p.peer {
@@ -313,7 +281,7 @@ func (p pane) Update(msg tea.Msg) (pane, tea.Cmd) {
 	case composer.SentMsg:
 		cmd := p.sent(msg)
 		var c2 tea.Cmd
-		p.comp, c2 = p.comp.Update(msg)
+		p.panels[panelComposer], c2 = p.comp().Update(msg)
 		return p, tea.Batch(cmd, c2)
 	case inbox.FinalizedMsg:
 		p.finalized(msg)
@@ -322,7 +290,7 @@ func (p pane) Update(msg tea.Msg) (pane, tea.Cmd) {
 	case outbox.RetriedMsg:
 		cmd := p.retried(msg)
 		var c2 tea.Cmd
-		p.out, c2 = p.out.Update(msg)
+		p.panels[panelOutbox], c2 = p.out().Update(msg)
 		return p, tea.Batch(cmd, c2)
 	case outbox.AbandonedMsg:
 		if msg.Err != nil {
@@ -334,13 +302,10 @@ func (p pane) Update(msg tea.Msg) (pane, tea.Cmd) {
 
 // broadcast hands a message to every panel; each takes its own.
 func (p pane) broadcast(msg tea.Msg) (pane, tea.Cmd) {
-	var cmds [6]tea.Cmd
-	p.conv, cmds[0] = p.conv.Update(msg)
-	p.tl, cmds[1] = p.tl.Update(msg)
-	p.comp, cmds[2] = p.comp.Update(msg)
-	p.in, cmds[3] = p.in.Update(msg)
-	p.out, cmds[4] = p.out.Update(msg)
-	p.ev, cmds[5] = p.ev.Update(msg)
+	var cmds [panelCount]tea.Cmd
+	for i, pn := range p.panels {
+		p.panels[i], cmds[i] = pn.Update(msg)
+	}
 	return p, tea.Batch(cmds[:]...)
 }
 
@@ -358,26 +323,13 @@ func (p pane) key(k tea.KeyMsg) (pane, tea.Cmd) {
 		}
 		return p, nil
 	}
-	for f := panel(0); f < panelCount; f++ {
+	for f := panelID(0); f < panelCount; f++ {
 		if input.Matches(k, p.keys.Jump[f]) {
 			return p, p.setFocus(f)
 		}
 	}
 	var cmd tea.Cmd
-	switch p.focus {
-	case panelConversations:
-		p.conv, cmd = p.conv.Update(k)
-	case panelTimeline:
-		p.tl, cmd = p.tl.Update(k)
-	case panelComposer:
-		p.comp, cmd = p.comp.Update(k)
-	case panelInbox:
-		p.in, cmd = p.in.Update(k)
-	case panelOutbox:
-		p.out, cmd = p.out.Update(k)
-	case panelEvents:
-		p.ev, cmd = p.ev.Update(k)
-	}
+	p.panels[p.focus], cmd = p.panels[p.focus].Update(k)
 	return p, cmd
 }
 
@@ -404,7 +356,7 @@ func (p pane) events(evs []engine.Event) (pane, tea.Cmd) {
 			}
 		case engine.EventIdentityAccepted:
 			delete(p.changed, e.Peer)
-			p.conv.SetChanged(e.Peer, false)
+			p.conv().SetChanged(e.Peer, false)
 			p.updateBlocked()
 			if e.Peer == p.peer {
 				cmds = append(cmds, p.loadSafety())
@@ -414,7 +366,7 @@ func (p pane) events(evs []engine.Event) (pane, tea.Cmd) {
 				cmds = append(cmds, p.markChanged(e.Peer))
 			}
 		case engine.EventResync:
-			cmds = append(cmds, p.conv.Reload(), p.tl.Reload(), p.in.Reload(), p.out.Reload())
+			cmds = append(cmds, p.conv().Reload(), p.tl().Reload(), p.in().Reload(), p.out().Reload())
 		}
 		var cmd tea.Cmd
 		p, cmd = p.broadcast(e)
@@ -437,7 +389,7 @@ func (p *pane) readState() {
 	if p.att != nil {
 		p.policy = p.att.Client.Policy()
 	}
-	p.tl.SetCommitOnRead(p.policy.Commit == engine.CommitOnRead)
+	p.tl().SetCommitOnRead(p.policy.Commit == engine.CommitOnRead)
 }
 
 func (p *pane) tick(now time.Time) (pane, tea.Cmd) {
@@ -446,12 +398,12 @@ func (p *pane) tick(now time.Time) (pane, tea.Cmd) {
 		return *p, nil
 	}
 	p.readState()
-	p.in.ExpireStatus(now)
-	p.out.ExpireStatus(now)
+	p.in().ExpireStatus(now)
+	p.out().ExpireStatus(now)
 	// Under the on-read policy, what the conversation in view shows is
 	// read: the pane has the keyboard and the terminal has the focus.
 	if p.active && !p.blurred && p.lay.topH > 1 {
-		cmds = append(cmds, p.tl.CommitShown())
+		cmds = append(cmds, p.tl().CommitShown())
 	}
 	if p.present && !p.holdPresented && len(p.att.Events) == 0 {
 		p.present = false
@@ -467,9 +419,9 @@ func (p *pane) selectPeer(peer engine.Address) tea.Cmd {
 	}
 	p.peer = peer
 	p.safety, p.safeErr = "", ""
-	p.comp.SetPeer(peer)
+	p.comp().SetPeer(peer)
 	p.updateBlocked()
-	return tea.Batch(p.tl.SetPeer(peer), p.loadSafety())
+	return tea.Batch(p.tl().SetPeer(peer), p.loadSafety())
 }
 
 // life reads what this device (and, in the demo, the peer) knows of one
@@ -549,7 +501,7 @@ func (p *pane) markChanged(peer engine.Address) tea.Cmd {
 		return nil
 	}
 	p.changed[peer] = &identityChange{}
-	p.conv.SetChanged(peer, true)
+	p.conv().SetChanged(peer, true)
 	p.updateBlocked()
 	if p.att == nil {
 		return nil
@@ -569,7 +521,7 @@ func (p *pane) updateBlocked() {
 	if p.changed[p.peer] != nil {
 		reason = fmt.Sprintf("identity_changed: %s has a new identity; sending is blocked until you accept it (ctrl+t)", p.peer)
 	}
-	p.comp.SetBlocked(reason)
+	p.comp().SetBlocked(reason)
 	p.keys.Accept.SetEnabled(reason != "")
 	// The status bar's height changed: the root lays the pane out again
 	// after every message.
@@ -675,7 +627,7 @@ func (p *pane) layout() tea.Cmd {
 	}
 	rest := max(h-l.statusH, 0)
 	// The composer grows with what it holds, up to a third of the room.
-	l.compH = 1 + min(p.comp.Lines(), max(rest/3-1, 1))
+	l.compH = 1 + min(p.comp().Lines(), max(rest/3-1, 1))
 	if rest < 12 {
 		l.compH = 2
 	}
@@ -697,11 +649,19 @@ func (p *pane) layout() tea.Cmd {
 		return nil
 	}
 	p.lay = l
-	p.conv.SetSize(l.convW, l.topH)
-	p.tl.SetSize(l.tlW, l.topH)
-	p.comp.SetSize(w, l.compH)
-	p.ev.SetSize(w, l.evH)
-	return tea.Batch(p.in.SetSize(l.inW, l.listH), p.out.SetSize(l.outW, l.listH))
+	sizes := [panelCount][2]int{
+		panelConversations: {l.convW, l.topH},
+		panelTimeline:      {l.tlW, l.topH},
+		panelComposer:      {w, l.compH},
+		panelInbox:         {l.inW, l.listH},
+		panelOutbox:        {l.outW, l.listH},
+		panelEvents:        {w, l.evH},
+	}
+	var cmds [panelCount]tea.Cmd
+	for i, pn := range p.panels {
+		cmds[i] = pn.SetSize(sizes[i][0], sizes[i][1])
+	}
+	return tea.Batch(cmds[:]...)
 }
 
 // View draws the pane in exactly its size.
@@ -715,22 +675,18 @@ func (p pane) View() string {
 	}
 	parts := []string{
 		p.statusView(),
-		layout.Beside(p.conv.View(), sep(l.topH), p.tl.View()),
-		p.comp.View(),
-		layout.Beside(p.in.View(), sep(l.listH), p.out.View()),
-		p.ev.View(),
+		layout.Beside(p.conv().View(), sep(l.topH), p.tl().View()),
+		p.comp().View(),
+		layout.Beside(p.in().View(), sep(l.listH), p.out().View()),
+		p.ev().View(),
 	}
 	if l.compact {
 		top := parts[1]
 		switch p.focus {
-		case panelInbox:
-			top = p.in.View()
-		case panelOutbox:
-			top = p.out.View()
-		case panelEvents:
-			top = p.ev.View()
+		case panelInbox, panelOutbox, panelEvents:
+			top = p.panels[p.focus].View()
 		}
-		parts = []string{p.statusView(), top, p.comp.View()}
+		parts = []string{p.statusView(), top, p.comp().View()}
 	}
 	out := make([]string, 0, len(parts))
 	for _, s := range parts {
@@ -776,10 +732,10 @@ func (p pane) statusView() string {
 	if p.lay.compact {
 		// The panels a small terminal hides, with what they hold.
 		style := st.Flag
-		if p.in.Total()+p.out.Total() > 0 {
+		if p.in().Total()+p.out().Total() > 0 {
 			style = st.FlagOn
 		}
-		seg(fmt.Sprintf("in %d · out %d (alt+4/5)", p.in.Total(), p.out.Total()), style)
+		seg(fmt.Sprintf("in %d · out %d (alt+4/5)", p.in().Total(), p.out().Total()), style)
 	}
 	lines := []string{layout.Pad(st.Bar, line, p.w)}
 	if ch := p.changed[p.peer]; ch != nil {

@@ -105,7 +105,7 @@ func (m *Model) AddPane(self engine.Address, a *Attachment, o PaneOptions) int {
 	m.keys.Other.SetEnabled(len(m.panes) > 1)
 	q := &m.panes[p.idx]
 	if !o.Peer.IsZero() {
-		m.init = append(m.init, tag(p.idx, q.gen, q.conv.Select(o.Peer)))
+		m.init = append(m.init, tag(p.idx, q.gen, q.conv().Select(o.Peer)))
 	}
 	return p.idx
 }
@@ -241,8 +241,8 @@ func (m Model) View() string {
 // "" when every composer is empty.
 func (m Model) draft() string {
 	for _, p := range m.panes {
-		if strings.TrimSpace(p.comp.Value()) != "" {
-			return fmt.Sprintf("%s's draft to %s", p.self, p.comp.Peer())
+		if strings.TrimSpace(p.comp().Value()) != "" {
+			return fmt.Sprintf("%s's draft to %s", p.self, p.comp().Peer())
 		}
 	}
 	return ""
@@ -308,20 +308,7 @@ func (m Model) keyHelp() keyHelp {
 		short = append(short, km.ShortHelp()...)
 		full = append(full, km.FullHelp()...)
 	}
-	switch p.focus {
-	case panelConversations:
-		add(p.conv.KeyMap())
-	case panelTimeline:
-		add(p.tl.KeyMap())
-	case panelComposer:
-		add(p.comp.KeyMap())
-	case panelInbox:
-		add(p.in.KeyMap())
-	case panelOutbox:
-		add(p.out.KeyMap())
-	case panelEvents:
-		add(p.ev.KeyMap())
-	}
+	add(p.panels[p.focus].KeyMap())
 	pk := p.keys
 	g := m.keys
 	if m.full {
@@ -398,7 +385,7 @@ func (m *Model) announce(pane int, evs []engine.Event) tea.Cmd {
 func (m Model) unread() int {
 	n := m.away
 	for _, p := range m.panes {
-		n += p.conv.Unread()
+		n += p.conv().Unread()
 	}
 	return n
 }

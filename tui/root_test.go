@@ -85,7 +85,7 @@ func newTestRoot(t *testing.T) (Model, *fakeClient, chan struct{}) {
 	s := &Attachment{Client: fc, Events: fc.events, Notes: make(chan eventlogEntry), Done: done, State: func() string { return "connected" }}
 	m := New(context.Background(), themes.MustGet("dark"), discard, fixedClock)
 	p := &m.panes[m.AddPane(demoAlice, s, PaneOptions{Compose: true})]
-	p.conv.Select(demoBob)
+	p.conv().Select(demoBob)
 	p.selectPeer(demoBob)
 	m.panes[0].setActive(true)
 	m2, _ := m.Update(tea.WindowSizeMsg{Width: 100, Height: 30})
@@ -135,8 +135,8 @@ func TestQuestionMarkInComposer(t *testing.T) {
 	m, _, _ := newTestRoot(t)
 	q := tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'?'}}
 	m, _ = update(m, q)
-	if m.full || m.panes[0].comp.Value() != "?" {
-		t.Fatalf("? in the composer: full help %v, text %q", m.full, m.panes[0].comp.Value())
+	if m.full || m.panes[0].comp().Value() != "?" {
+		t.Fatalf("? in the composer: full help %v, text %q", m.full, m.panes[0].comp().Value())
 	}
 	m, _ = update(m, tea.KeyMsg{Type: tea.KeyF1})
 	if !m.full || !strings.Contains(m.View(), "less help") {
@@ -153,7 +153,7 @@ func TestQuestionMarkInComposer(t *testing.T) {
 // jumps.
 func TestTabCycles(t *testing.T) {
 	m, _, _ := newTestRoot(t)
-	seen := map[panel]bool{}
+	seen := map[panelID]bool{}
 	for i := 0; i < int(panelCount); i++ {
 		seen[m.panes[0].focus] = true
 		m, _ = update(m, tea.KeyMsg{Type: tea.KeyTab})
@@ -177,9 +177,9 @@ func TestStaleResultsDropped(t *testing.T) {
 	m, _, _ := newTestRoot(t)
 	gen := m.panes[0].gen
 	m.panes[0].detach("crashed")
-	before := len(m.panes[0].ev.Entries())
+	before := len(m.panes[0].ev().Entries())
 	m, _ = update(m, paneMsg{pane: 0, gen: gen, msg: noteMsg{entry: eventlogEntry{Name: "late"}}})
-	if len(m.panes[0].ev.Entries()) != before {
+	if len(m.panes[0].ev().Entries()) != before {
 		t.Fatal("a result from the closed client was applied")
 	}
 	if !strings.Contains(m.View(), "CRASHED") {
@@ -274,8 +274,8 @@ func TestQuitAsksWithADraft(t *testing.T) {
 		t.Fatalf("ctrl+c with a draft quit or did not ask:\n%s", m.View())
 	}
 	m, _ = update(m, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("!")})
-	if m.panes[0].comp.Value() != "half a thought!" {
-		t.Fatalf("the key after the question was lost: %q", m.panes[0].comp.Value())
+	if m.panes[0].comp().Value() != "half a thought!" {
+		t.Fatalf("the key after the question was lost: %q", m.panes[0].comp().Value())
 	}
 	if _, cmd := update(m, ctrlC); isQuit(cmd) {
 		t.Fatal("the question was not asked again after another key")

@@ -42,7 +42,7 @@ func (m Model) Pane(i int) PaneState {
 	}
 	p := &m.panes[i]
 	return PaneState{Self: p.self, Peer: p.peer, Open: p.att != nil, Closed: p.closed, Active: p.active,
-		IdentityChanged: p.changed[p.peer] != nil, Inbound: p.in.Total(), Outbound: p.out.Total(), Shown: len(p.tl.Entries())}
+		IdentityChanged: p.changed[p.peer] != nil, Inbound: p.in().Total(), Outbound: p.out().Total(), Shown: len(p.tl().Entries())}
 }
 
 // Theme is the theme the chat draws with.
