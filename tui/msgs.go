@@ -50,9 +50,8 @@ type noteMsg struct{ entry eventlog.Entry }
 // clientEndedMsg says the listener stopped: the client was closed.
 type clientEndedMsg struct{}
 
-// safetyMsg carries the safety number with the chosen peer.
-// lifeMsg carries a message's life, drawn.
-type lifeMsg struct {
+// traceMsg carries a message's trace, drawn (TraceText).
+type traceMsg struct {
 	id   wire.LogicalID
 	envs []wire.EnvelopeID // the envelopes that carried it, as far as known
 	text string
@@ -71,6 +70,7 @@ type namedMsg struct {
 	err  error
 }
 
+// safetyMsg carries the safety number with the chosen peer.
 type safetyMsg struct {
 	peer   engine.Address
 	number string

@@ -18,7 +18,7 @@ import (
 	"github.com/parley-chat/parley/tui/inbox"
 	"github.com/parley-chat/parley/tui/internal/input"
 	"github.com/parley-chat/parley/tui/internal/layout"
-	"github.com/parley-chat/parley/tui/internal/life"
+	"github.com/parley-chat/parley/tui/internal/trace"
 	"github.com/parley-chat/parley/tui/outbox"
 	"github.com/parley-chat/parley/tui/timeline"
 )
@@ -210,9 +210,9 @@ func (p pane) Update(msg tea.Msg) (pane, tea.Cmd) {
 		var c2 tea.Cmd
 		p.panels[panelConversations], c2 = p.conv().Update(msg)
 		return p, tea.Batch(cmd, c2)
-	case life.Msg:
-		return p, p.life(msg.Peer, msg.ID, msg.Direction)
-	case lifeMsg:
+	case trace.Request:
+		return p, p.readTrace(msg.Peer, msg.ID, msg.Direction)
+	case traceMsg:
 		if msg.err != nil {
 			p.noteErr(engine.ErrorName(msg.err), msg.err, "reading a message's life")
 			return p, nil
@@ -416,9 +416,9 @@ func (p *pane) selectPeer(peer engine.Address) tea.Cmd {
 	return tea.Batch(p.tl().SetPeer(peer), p.loadSafety())
 }
 
-// life reads what this device (and, in the demo, the peer) knows of one
+// readTrace reads what this device (and, in the demo, the peer) knows of one
 // message and draws it.
-func (p pane) life(peer engine.Address, id wire.LogicalID, dir engine.Direction) tea.Cmd {
+func (p pane) readTrace(peer engine.Address, id wire.LogicalID, dir engine.Direction) tea.Cmd {
 	if p.att == nil {
 		return nil
 	}
@@ -426,7 +426,7 @@ func (p pane) life(peer engine.Address, id wire.LogicalID, dir engine.Direction)
 	return func() tea.Msg {
 		own, err := c.Life(ctx, peer, id, dir)
 		if err != nil {
-			return lifeMsg{err: err}
+			return traceMsg{err: err}
 		}
 		var theirs *engine.Life
 		if other != nil {
@@ -440,7 +440,7 @@ func (p pane) life(peer engine.Address, id wire.LogicalID, dir engine.Direction)
 				}
 			}
 		}
-		msg := lifeMsg{id: id, text: LifeText(self, own, theirs)}
+		msg := traceMsg{id: id, text: TraceText(self, own, theirs)}
 		for _, l := range []*engine.Life{&own, theirs} {
 			if l != nil {
 				for _, a := range l.Attempts {

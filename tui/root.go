@@ -142,8 +142,8 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, nil // from a client closed since
 		}
 		p := &m.panes[msg.pane]
-		if lm, ok := msg.msg.(lifeMsg); ok && lm.err == nil {
-			msg.msg = m.lifeEvents(lm)
+		if lm, ok := msg.msg.(traceMsg); ok && lm.err == nil {
+			msg.msg = m.traceEvents(lm)
 		}
 		var c tea.Cmd
 		m.panes[msg.pane], c = p.Update(msg.msg)

@@ -13,8 +13,8 @@ import (
 	"github.com/parley-chat/parley/themes"
 	"github.com/parley-chat/parley/tui/internal/input"
 	"github.com/parley-chat/parley/tui/internal/layout"
-	"github.com/parley-chat/parley/tui/internal/life"
 	"github.com/parley-chat/parley/tui/internal/pagedlist"
+	"github.com/parley-chat/parley/tui/internal/trace"
 	"github.com/parley-chat/parley/wire"
 )
 
@@ -175,7 +175,7 @@ func (m Model) key(k tea.KeyMsg) (Model, tea.Cmd) {
 		return m, m.finalizeOne(engine.OutcomeCommitted)
 	case input.Matches(k, m.keys.Life):
 		if msg, ok := m.Selected(); ok {
-			return m, func() tea.Msg { return life.Msg{Peer: msg.Sender, ID: msg.ID, Direction: engine.DirectionIn} }
+			return m, func() tea.Msg { return trace.Request{Peer: msg.Sender, ID: msg.ID, Direction: engine.DirectionIn} }
 		}
 	case input.Matches(k, m.keys.Discard):
 		return m, m.finalizeOne(engine.OutcomeDiscarded)

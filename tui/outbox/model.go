@@ -14,9 +14,9 @@ import (
 	"github.com/parley-chat/parley/themes"
 	"github.com/parley-chat/parley/tui/internal/input"
 	"github.com/parley-chat/parley/tui/internal/layout"
-	"github.com/parley-chat/parley/tui/internal/life"
 	"github.com/parley-chat/parley/tui/internal/pagedlist"
 	"github.com/parley-chat/parley/tui/internal/sent"
+	"github.com/parley-chat/parley/tui/internal/trace"
 	"github.com/parley-chat/parley/wire"
 )
 
@@ -200,7 +200,7 @@ func (m Model) key(k tea.KeyMsg) (Model, tea.Cmd) {
 		}
 	case input.Matches(k, m.keys.Life):
 		if msg, ok := m.Selected(); ok {
-			return m, func() tea.Msg { return life.Msg{Peer: msg.Recipient, ID: msg.ID, Direction: engine.DirectionOut} }
+			return m, func() tea.Msg { return trace.Request{Peer: msg.Recipient, ID: msg.ID, Direction: engine.DirectionOut} }
 		}
 	case input.Matches(k, m.keys.RetryAll):
 		if m.list.Start() {

@@ -9,7 +9,7 @@ import (
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/tui/internal/input"
 	"github.com/parley-chat/parley/tui/internal/layout"
-	"github.com/parley-chat/parley/tui/internal/life"
+	"github.com/parley-chat/parley/tui/internal/trace"
 )
 
 func (m Model) searchKey(k tea.KeyMsg) (Model, tea.Cmd) {
@@ -129,7 +129,7 @@ func (m Model) lifeOfCurrent() tea.Cmd {
 		return nil
 	}
 	it := m.items[i]
-	msg := life.Msg{Peer: m.peer, Direction: engine.DirectionIn}
+	msg := trace.Request{Peer: m.peer, Direction: engine.DirectionIn}
 	if it.hist != nil {
 		msg.ID, msg.Direction = it.hist.ID, it.hist.Direction
 	} else {
