@@ -123,7 +123,11 @@ func (p pane) statusView() string {
 	seg := func(s string, style lipgloss.Style) { line += st.Bar.Render(" │ ") + style.Render(s) }
 	switch {
 	case p.closed != "":
-		seg(strings.ToUpper(p.closed)+": ctrl+x o reopens", st.Offline)
+		text := strings.ToUpper(p.closed)
+		if p.hooks.ClosedHint != "" {
+			text += ": " + p.hooks.ClosedHint
+		}
+		seg(text, st.Offline)
 	case p.att != nil:
 		state := p.connState
 		style := st.Offline

@@ -84,6 +84,9 @@ type PaneOptions struct {
 	// OnNote sees every entry added to the pane's event log, in Update
 	// (the demo's --record). It must not block.
 	OnNote func(self engine.Address, e eventlog.Entry)
+	// ClosedHint follows the reason in the status bar of a pane detached
+	// (Model.Detach): how to open it again ("ctrl+x o reopens").
+	ClosedHint string
 }
 
 // AddPane adds a profile with its open client and returns its index. The

@@ -4,7 +4,6 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/parley-chat/parley/engine"
-	"github.com/parley-chat/parley/themes"
 	"github.com/parley-chat/parley/tui/eventlog"
 	"github.com/parley-chat/parley/tui/internal/input"
 )
@@ -44,9 +43,6 @@ func (m Model) Pane(i int) PaneState {
 	return PaneState{Self: p.self, Peer: p.peer, Open: p.att != nil, Closed: p.closed, Active: p.active,
 		IdentityChanged: p.changed[p.peer] != nil, Inbound: p.in().Total(), Outbound: p.out().Total(), Shown: len(p.tl().Entries())}
 }
-
-// Theme is the theme the chat draws with.
-func (m Model) Theme() themes.Theme { return m.th }
 
 // Quit applies the quit key to k: handled reports that k was the quit key
 // (the caller passes nothing on), quit that the program ends now (no draft
