@@ -33,8 +33,10 @@ type Profiles interface {
 // randomness, loop policy; not its store or relay) and the wrapper the
 // relay connection goes through (the demo's switches).
 type OpenOptions struct {
+	// Engine is the engine's configuration, less its store and relay.
 	Engine engine.Config
-	Wrap   func(engine.Relay) engine.Relay
+	// Wrap wraps the profile's relay connection (the fault relay).
+	Wrap func(engine.Relay) engine.Relay
 }
 
 // Profile is one open profile of the demo.
