@@ -285,3 +285,39 @@ func TestQuitAsksWithADraft(t *testing.T) {
 		t.Fatal("a second ctrl+c did not quit")
 	}
 }
+
+// TestSeam: what a wrapper does through the seam reaches the pane: a note
+// reaches the OnNote hook, flags show in the status bar, a detached pane
+// says why with the wrapper's hint, and Events names the pane of a run of
+// events only for its current client.
+func TestSeam(t *testing.T) {
+	fc := &fakeClient{self: demoAlice, events: make(chan engine.Event, 8)}
+	done := make(chan struct{})
+	defer close(done)
+	var noted []string
+	m := New(context.Background(), themes.MustGet("dark"), discard, fixedClock)
+	i := m.AddPane(demoAlice, &Attachment{Client: fc, Events: fc.events, Done: done}, PaneOptions{
+		ClosedHint: "press o",
+		OnNote:     func(self engine.Address, e eventlog.Entry) { noted = append(noted, self.String()+" "+e.Name) },
+	})
+	m, _ = update(m, tea.WindowSizeMsg{Width: 100, Height: 30})
+	m.Note(i, eventlog.Entry{Name: "hello"})
+	if len(noted) != 1 || noted[0] != "alice/1 hello" {
+		t.Fatalf("the note hook saw %q, want alice/1 hello", noted)
+	}
+	m.SetFlags(i, []string{"held"})
+	if s := m.View(); !strings.Contains(s, "│ held") {
+		t.Fatalf("the flag is not in the status bar:\n%s", s)
+	}
+	events := paneMsg{pane: i, gen: m.panes[i].gen, msg: eventsMsg{}}
+	if got, ok := m.Events(events); !ok || got != i {
+		t.Fatalf("Events = %d, %v; want %d, true", got, ok, i)
+	}
+	m.Detach(i, "crashed")
+	if _, ok := m.Events(events); ok {
+		t.Fatal("Events named a pane for a client detached since")
+	}
+	if s := m.View(); !strings.Contains(s, "CRASHED: press o") || m.Pane(i).Open {
+		t.Fatalf("the detached pane does not say so with the hint:\n%s", s)
+	}
+}
