@@ -50,7 +50,7 @@ bench: build
 
 # golden refreshes the TUI's golden screens.
 golden:
-	$(GO) test ./tui -run TestGolden -update
+	$(GO) test ./tui/demo -run TestGolden -update
 
 # soak runs the soak test with SOAK_MESSAGES messages (default 5000).
 SOAK_MESSAGES ?= 5000

@@ -337,7 +337,7 @@ func cmdTrace(ctx context.Context, env *cliEnv, cmd *command, args []string) err
 		}
 	}
 	if !*f.json {
-		fmt.Fprintln(env.stdout, tui.LifeText(p.Client.Self(), l, nil))
+		fmt.Fprintln(env.stdout, tui.TraceText(p.Client.Self(), l, nil))
 		return nil
 	}
 	attempts := make([]map[string]any, len(l.Attempts))

@@ -18,6 +18,7 @@ import (
 	"github.com/parley-chat/parley/transport"
 	"github.com/parley-chat/parley/transport/relayserver"
 	"github.com/parley-chat/parley/tui"
+	"github.com/parley-chat/parley/tui/demo"
 )
 
 // uiFlags are the flags of the interface commands.
@@ -145,13 +146,13 @@ func cmdDemo(ctx context.Context, env *cliEnv, cmd *command, args []string) erro
 	if _, err := f.parse(env, args, 0, 0); err != nil {
 		return err
 	}
-	var script []tui.ScriptAction
+	var script []demo.ScriptAction
 	if *scriptFile != "" {
 		in, err := os.Open(*scriptFile)
 		if err != nil {
 			return fmt.Errorf("demo: %w", err)
 		}
-		script, err = tui.ParseScript(in)
+		script, err = demo.ParseScript(in)
 		in.Close()
 		if err != nil {
 			return usagef("--script %s: %v", *scriptFile, err)
@@ -167,7 +168,7 @@ func cmdDemo(ctx context.Context, env *cliEnv, cmd *command, args []string) erro
 	}
 	// The demo stages its cases by hand: commits and retries are the
 	// presenter's (ctrl+x c and ctrl+x r switch them), and nothing rings.
-	opts := tui.Options{Theme: theme, LogFile: *ui.logFile, Debug: *ui.debug, Script: script}
+	opts := demo.Options{Options: tui.Options{Theme: theme, LogFile: *ui.logFile, Debug: *ui.debug}, Script: script}
 	if *recordFile != "" {
 		out, err := os.OpenFile(*recordFile, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 		if err != nil {
@@ -176,7 +177,7 @@ func cmdDemo(ctx context.Context, env *cliEnv, cmd *command, args []string) erro
 		defer out.Close()
 		opts.Record = out // a line per write: what a crash cut short is kept
 	}
-	log, closeLog, err := tui.OpenLog(opts)
+	log, closeLog, err := tui.OpenLog(opts.Options)
 	if err != nil {
 		return err
 	}
@@ -187,7 +188,7 @@ func cmdDemo(ctx context.Context, env *cliEnv, cmd *command, args []string) erro
 		return fmt.Errorf("demo: relay: %w", err)
 	}
 	defer relay.stop()
-	return tui.RunDemo(ctx, demoProfiles{url: relay.url, log: log}, opts)
+	return demo.Run(ctx, demoProfiles{url: relay.url, log: log}, opts)
 }
 
 // demoRelay is the demo's relay: a relayserver.Server on 127.0.0.1:0 that
@@ -230,7 +231,7 @@ type demoProfiles struct {
 	log *slog.Logger
 }
 
-func (d demoProfiles) options(who string, o tui.DemoOpen) profile.Options {
+func (d demoProfiles) options(who string, o demo.OpenOptions) profile.Options {
 	return profile.Options{
 		Passphrase: demoPassphrase,
 		Connect:    profile.ConnectNow,
@@ -242,8 +243,8 @@ func (d demoProfiles) options(who string, o tui.DemoOpen) profile.Options {
 	}
 }
 
-// Create implements tui.DemoProfiles.
-func (d demoProfiles) Create(ctx context.Context, dir string, self engine.Address, o tui.DemoOpen) (tui.DemoProfile, error) {
+// Create implements demo.Profiles.
+func (d demoProfiles) Create(ctx context.Context, dir string, self engine.Address, o demo.OpenOptions) (demo.Profile, error) {
 	p, err := profile.Create(ctx, dir, self, d.url, d.options(self.String(), o))
 	if err != nil {
 		return nil, err
@@ -251,8 +252,8 @@ func (d demoProfiles) Create(ctx context.Context, dir string, self engine.Addres
 	return demoProfile{p}, nil
 }
 
-// Open implements tui.DemoProfiles.
-func (d demoProfiles) Open(ctx context.Context, dir string, o tui.DemoOpen) (tui.DemoProfile, error) {
+// Open implements demo.Profiles.
+func (d demoProfiles) Open(ctx context.Context, dir string, o demo.OpenOptions) (demo.Profile, error) {
 	p, err := profile.Open(ctx, dir, d.options(dir, o))
 	if err != nil {
 		return nil, err

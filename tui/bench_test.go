@@ -140,7 +140,7 @@ func settleModel(m Model, cmds ...tea.Cmd) Model {
 		case tea.BatchMsg:
 			queue = append(queue, msg...)
 			continue
-		case tickMsg, nil:
+		case TickMsg, nil:
 			continue
 		default:
 			var next tea.Model
@@ -174,18 +174,17 @@ func BenchmarkRootView(b *testing.B) {
 	defer cancel()
 	done := make(chan struct{})
 	defer close(done)
-	s := &attachment{client: alice.c, events: alice.c.Events(), notes: make(chan eventlog.Entry), done: done,
-		state: func() string { return "connected" }}
-	m := newModel(ctx, themes.MustGet("dark"), discard, time.Now, nil)
-	p := m.addPane(alice.addr, s, panelComposer)
+	s := &Attachment{Client: alice.c, Events: alice.c.Events(), Notes: make(chan eventlog.Entry), Done: done,
+		State: func() string { return "connected" }}
+	m := New(ctx, themes.MustGet("dark"), discard, time.Now)
+	m.AddPane(alice.addr, s, PaneOptions{Compose: true, Peer: bob.addr})
 	cmds := append([]tea.Cmd{}, m.init...)
-	cmds = append(cmds, tag(0, p.gen, p.conv.Select(bob.addr)))
 	next, cmd := m.Update(tea.WindowSizeMsg{Width: 160, Height: 48})
 	m = settleModel(next.(Model), append(cmds, cmd)...)
 	pn := m.panes[0]
-	if pn.in.Total() != viewPending/2 || pn.out.Total() != viewPending/2 || len(pn.tl.Entries()) == 0 {
+	if pn.in().Total() != viewPending/2 || pn.out().Total() != viewPending/2 || len(pn.tl().Entries()) == 0 {
 		b.Fatalf("the panels show %d received, %d sent, %d history entries; want %d, %d and a page",
-			pn.in.Total(), pn.out.Total(), len(pn.tl.Entries()), viewPending/2, viewPending/2)
+			pn.in().Total(), pn.out().Total(), len(pn.tl().Entries()), viewPending/2, viewPending/2)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -50,9 +50,8 @@ type noteMsg struct{ entry eventlog.Entry }
 // clientEndedMsg says the listener stopped: the client was closed.
 type clientEndedMsg struct{}
 
-// safetyMsg carries the safety number with the chosen peer.
-// lifeMsg carries a message's life, drawn.
-type lifeMsg struct {
+// traceMsg carries a message's trace, drawn (TraceText).
+type traceMsg struct {
 	id   wire.LogicalID
 	envs []wire.EnvelopeID // the envelopes that carried it, as far as known
 	text string
@@ -71,6 +70,7 @@ type namedMsg struct {
 	err  error
 }
 
+// safetyMsg carries the safety number with the chosen peer.
 type safetyMsg struct {
 	peer   engine.Address
 	number string
@@ -95,11 +95,12 @@ type acceptedMsg struct {
 // presentedMsg reports a MarkPresented.
 type presentedMsg struct{ err error }
 
-// tickMsg drives presentation marking and auto-retry.
-type tickMsg time.Time
+// TickMsg drives presentation marking and the on-read commits, four times
+// a second; a wrapper (the demo) does its own periodic work on it too.
+type TickMsg time.Time
 
 const tickInterval = 250 * time.Millisecond
 
 func tick() tea.Cmd {
-	return tea.Tick(tickInterval, func(t time.Time) tea.Msg { return tickMsg(t) })
+	return tea.Tick(tickInterval, func(t time.Time) tea.Msg { return TickMsg(t) })
 }

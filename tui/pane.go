@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/parley-chat/parley/wire"
 	"log/slog"
-	"strings"
 	"time"
 
+	"github.com/parley-chat/parley/wire"
+
 	tea "github.com/charmbracelet/bubbletea"
-	"github.com/charmbracelet/lipgloss"
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/themes"
 	"github.com/parley-chat/parley/tui/composer"
@@ -19,49 +18,10 @@ import (
 	"github.com/parley-chat/parley/tui/inbox"
 	"github.com/parley-chat/parley/tui/internal/input"
 	"github.com/parley-chat/parley/tui/internal/layout"
-	"github.com/parley-chat/parley/tui/internal/life"
+	"github.com/parley-chat/parley/tui/internal/trace"
 	"github.com/parley-chat/parley/tui/outbox"
 	"github.com/parley-chat/parley/tui/timeline"
 )
-
-// panel names a profile's panels, in tab order.
-type panel int
-
-const (
-	panelConversations panel = iota
-	panelTimeline
-	panelComposer
-	panelInbox
-	panelOutbox
-	panelEvents
-	panelCount
-)
-
-func (p panel) String() string {
-	return [...]string{"conversations", "timeline", "composer", "inbox", "outbox", "events"}[p]
-}
-
-// attachment is one open client of a profile as a pane sees it.
-type attachment struct {
-	client Client
-	events <-chan engine.Event
-	notes  <-chan eventlog.Entry
-	done   <-chan struct{} // closed when the client is closed
-	state  func() string   // relay connection state in words
-}
-
-// identityChange is a peer whose identity changed and is not accepted yet.
-type identityChange struct {
-	number      string // safety number with the new identity
-	fingerprint string
-	err         string
-}
-
-// demoFlags are the demo switches shown in a pane's status bar.
-type demoFlags struct {
-	held, unplugged  bool
-	dropMsg, dropAck int // armed drops
-}
 
 // pane is one profile: its panels, its status bar and what it knows of the
 // peers. The root model holds one (parley tui) or two (the demo).
@@ -69,23 +29,18 @@ type pane struct {
 	idx  int
 	gen  int
 	self engine.Address
-	att  *attachment // nil while the profile is closed
+	att  *Attachment // nil while the profile is closed
 	ctx  context.Context
 	th   themes.Theme
 	keys paneKeys
 	log  *slog.Logger
 	now  func() time.Time
-	demo bool
 
-	focus  panel
+	focus  panelID
 	active bool
-
-	conv conversations.Model
-	tl   timeline.Model
-	comp composer.Model
-	in   inbox.Model
-	out  outbox.Model
-	ev   eventlog.Model
+	// panels are the pane's panels, by panelID. They are pointers: copies
+	// of a pane share them.
+	panels [panelCount]panel
 
 	peer    engine.Address
 	safety  string
@@ -97,49 +52,55 @@ type pane struct {
 	// fileNames are names for devices from the settings file; the
 	// profile's own names win over them.
 	fileNames map[engine.Address]string
-	// other returns the open client of another device of this process
-	// (the demo's peer), to show its end of a message's life; nil
-	// outside the demo.
-	other func(engine.Address) *engine.Client
-	// rec records every entry of the event log (the demo's --record).
-	rec *recorder
+	// hooks are what a wrapper added to the pane (PaneOptions).
+	hooks PaneOptions
 
-	connState  string // the relay connection, read on each tick
-	blurred    bool   // the terminal reported that it lost the focus
-	present    bool   // events drawn since the last MarkPresented
-	closed     string
-	crashArmed bool
-	flags      demoFlags
+	connState string // the relay connection, read on each tick
+	blurred   bool   // the terminal reported that it lost the focus
+	present   bool   // events drawn since the last MarkPresented
+	closed    string
+	// holdPresented keeps what the pane drew from being marked presented
+	// (Model.HoldPresented).
+	holdPresented bool
+	// flags are a wrapper's switches shown in the status bar
+	// (Model.SetFlags).
+	flags []string
 
 	w, h int
 	lay  paneLayout
 }
 
-func newPane(ctx context.Context, idx int, self engine.Address, th themes.Theme, log *slog.Logger, now func() time.Time, demo bool) pane {
+func newPane(ctx context.Context, idx int, self engine.Address, th themes.Theme, log *slog.Logger, now func() time.Time) pane {
 	return pane{
-		idx: idx, self: self, ctx: ctx, th: th, keys: defaultPaneKeys(), log: log, now: now, demo: demo,
-		conv: conversations.New(ctx, nil, th), tl: timeline.New(ctx, nil, th), comp: composer.New(ctx, nil, th),
-		in: inbox.New(ctx, nil, th), out: outbox.New(ctx, nil, th), ev: eventlog.New(th),
+		idx: idx, self: self, ctx: ctx, th: th, keys: defaultPaneKeys(), log: log, now: now,
+		panels: [panelCount]panel{
+			panelConversations: &convPanel{conversations.New(ctx, nil, th)},
+			panelTimeline:      &timelinePanel{timeline.New(ctx, nil, th)},
+			panelComposer:      &composerPanel{composer.New(ctx, nil, th)},
+			panelInbox:         &inboxPanel{inbox.New(ctx, nil, th)},
+			panelOutbox:        &outboxPanel{outbox.New(ctx, nil, th)},
+			panelEvents:        &eventsPanel{eventlog.New(th)},
+		},
 		changed: map[engine.Address]*identityChange{},
 	}
 }
 
 // attach gives the pane an open client: a new generation, fresh reads of
 // every list and a listener on its events.
-func (p *pane) attach(s *attachment) tea.Cmd {
+func (p *pane) attach(s *Attachment) tea.Cmd {
 	p.gen++
 	p.att = s
 	p.closed = ""
-	p.crashArmed = false
+	p.holdPresented = false
 	p.present = false
 	p.readState()
-	c := s.client
-	p.conv.SetSource(c)
-	p.tl.SetSource(c)
-	p.comp.SetSource(c)
-	p.in.SetSource(c)
-	p.out.SetSource(c)
-	cmds := []tea.Cmd{p.conv.Reload(), p.tl.Reload(), p.in.Reload(), p.out.Reload(), p.loadNames(), listen(s)}
+	c := s.Client
+	p.conv().SetSource(c)
+	p.tl().SetSource(c)
+	p.comp().SetSource(c)
+	p.in().SetSource(c)
+	p.out().SetSource(c)
+	cmds := []tea.Cmd{p.conv().Reload(), p.tl().Reload(), p.in().Reload(), p.out().Reload(), p.loadNames(), listen(s)}
 	if !p.peer.IsZero() {
 		cmds = append(cmds, p.loadSafety())
 	}
@@ -152,26 +113,26 @@ func (p *pane) detach(why string) {
 	p.gen++
 	p.att = nil
 	p.closed = why
-	p.crashArmed = false
+	p.holdPresented = false
 }
 
-func listen(s *attachment) tea.Cmd {
+func listen(s *Attachment) tea.Cmd {
 	return func() tea.Msg {
 		select {
-		case <-s.done:
+		case <-s.Done:
 			return clientEndedMsg{}
-		case e := <-s.events:
+		case e := <-s.Events:
 			batch := []engine.Event{e}
 			for len(batch) < 256 {
 				select {
-				case e := <-s.events:
+				case e := <-s.Events:
 					batch = append(batch, e)
 				default:
 					return eventsMsg{events: batch}
 				}
 			}
 			return eventsMsg{events: batch}
-		case n := <-s.notes:
+		case n := <-s.Notes:
 			return noteMsg{entry: n}
 		}
 	}
@@ -179,8 +140,8 @@ func listen(s *attachment) tea.Cmd {
 
 // capturing reports whether typed characters belong to a text field.
 func (p pane) capturing() bool {
-	return p.focus == panelComposer || (p.focus == panelConversations && p.conv.Capturing()) ||
-		(p.focus == panelTimeline && p.tl.Capturing())
+	return p.focus == panelComposer || (p.focus == panelConversations && p.conv().Capturing()) ||
+		(p.focus == panelTimeline && p.tl().Capturing())
 }
 
 func (p *pane) setActive(active bool) tea.Cmd {
@@ -193,35 +154,18 @@ func (p *pane) setActive(active bool) tea.Cmd {
 }
 
 func (p *pane) blurAll() {
-	p.conv.Blur()
-	p.tl.Blur()
-	p.comp.Blur()
-	p.in.Blur()
-	p.out.Blur()
-	p.ev.Blur()
+	for _, pn := range p.panels {
+		pn.Blur()
+	}
 }
 
-func (p *pane) setFocus(f panel) tea.Cmd {
+func (p *pane) setFocus(f panelID) tea.Cmd {
 	p.blurAll()
 	p.focus = f
 	if !p.active {
 		return nil
 	}
-	switch f {
-	case panelConversations:
-		p.conv.Focus()
-	case panelTimeline:
-		p.tl.Focus()
-	case panelComposer:
-		return p.comp.Focus()
-	case panelInbox:
-		p.in.Focus()
-	case panelOutbox:
-		p.out.Focus()
-	case panelEvents:
-		p.ev.Focus()
-	}
-	return nil
+	return p.panels[f].Focus()
 }
 
 // note adds an entry to the event log (and the log file).
@@ -229,8 +173,10 @@ func (p *pane) note(e eventlog.Entry) {
 	if e.At.IsZero() {
 		e.At = p.now()
 	}
-	p.ev.Add(e)
-	p.rec.record(p.self, e)
+	p.ev().Add(e)
+	if p.hooks.OnNote != nil {
+		p.hooks.OnNote(p.self, e)
+	}
 	lvl := slog.LevelInfo
 	if e.Level == eventlog.Error {
 		lvl = slog.LevelWarn
@@ -257,22 +203,22 @@ func (p pane) Update(msg tea.Msg) (pane, tea.Cmd) {
 		return p, nil
 	case clientEndedMsg:
 		return p, nil
-	case tickMsg:
+	case TickMsg:
 		return p.tick(time.Time(msg))
 	case conversations.SelectedMsg:
 		cmd := p.selectPeer(msg.Peer)
 		var c2 tea.Cmd
-		p.conv, c2 = p.conv.Update(msg)
+		p.panels[panelConversations], c2 = p.conv().Update(msg)
 		return p, tea.Batch(cmd, c2)
-	case life.Msg:
-		return p, p.life(msg.Peer, msg.ID, msg.Direction)
-	case lifeMsg:
+	case trace.Request:
+		return p, p.readTrace(msg.Peer, msg.ID, msg.Direction)
+	case traceMsg:
 		if msg.err != nil {
 			p.noteErr(engine.ErrorName(msg.err), msg.err, "reading a message's life")
 			return p, nil
 		}
 		cmd := p.setFocus(panelEvents)
-		p.ev.Show(eventlog.Entry{At: p.now(), Name: "life", Text: msg.text, Level: eventlog.Info})
+		p.ev().Show(eventlog.Entry{At: p.now(), Name: "life", Text: msg.text, Level: eventlog.Info})
 		return p, cmd
 	case conversations.NameMsg:
 		return p, p.setName(msg.Peer, msg.Name)
@@ -294,8 +240,8 @@ func (p pane) Update(msg tea.Msg) (pane, tea.Cmd) {
 		for a, n := range msg.names {
 			names[a] = n
 		}
-		p.conv.SetNames(names)
-		p.tl.SetNames(names)
+		p.conv().SetNames(names)
+		p.tl().SetNames(names)
 		return p, nil
 	case safetyMsg:
 		if msg.peer == p.peer {
@@ -327,7 +273,7 @@ func (p pane) Update(msg tea.Msg) (pane, tea.Cmd) {
 	case composer.SentMsg:
 		cmd := p.sent(msg)
 		var c2 tea.Cmd
-		p.comp, c2 = p.comp.Update(msg)
+		p.panels[panelComposer], c2 = p.comp().Update(msg)
 		return p, tea.Batch(cmd, c2)
 	case inbox.FinalizedMsg:
 		p.finalized(msg)
@@ -336,7 +282,7 @@ func (p pane) Update(msg tea.Msg) (pane, tea.Cmd) {
 	case outbox.RetriedMsg:
 		cmd := p.retried(msg)
 		var c2 tea.Cmd
-		p.out, c2 = p.out.Update(msg)
+		p.panels[panelOutbox], c2 = p.out().Update(msg)
 		return p, tea.Batch(cmd, c2)
 	case outbox.AbandonedMsg:
 		if msg.Err != nil {
@@ -348,13 +294,10 @@ func (p pane) Update(msg tea.Msg) (pane, tea.Cmd) {
 
 // broadcast hands a message to every panel; each takes its own.
 func (p pane) broadcast(msg tea.Msg) (pane, tea.Cmd) {
-	var cmds [6]tea.Cmd
-	p.conv, cmds[0] = p.conv.Update(msg)
-	p.tl, cmds[1] = p.tl.Update(msg)
-	p.comp, cmds[2] = p.comp.Update(msg)
-	p.in, cmds[3] = p.in.Update(msg)
-	p.out, cmds[4] = p.out.Update(msg)
-	p.ev, cmds[5] = p.ev.Update(msg)
+	var cmds [panelCount]tea.Cmd
+	for i, pn := range p.panels {
+		p.panels[i], cmds[i] = pn.Update(msg)
+	}
 	return p, tea.Batch(cmds[:]...)
 }
 
@@ -368,30 +311,17 @@ func (p pane) key(k tea.KeyMsg) (pane, tea.Cmd) {
 		return p, p.accept()
 	case input.Matches(k, p.keys.Retry):
 		if p.att != nil && !p.peer.IsZero() {
-			return p, outbox.Retry(p.ctx, p.att.client, p.peer, false)
+			return p, outbox.Retry(p.ctx, p.att.Client, p.peer, false)
 		}
 		return p, nil
 	}
-	for f := panel(0); f < panelCount; f++ {
+	for f := panelID(0); f < panelCount; f++ {
 		if input.Matches(k, p.keys.Jump[f]) {
 			return p, p.setFocus(f)
 		}
 	}
 	var cmd tea.Cmd
-	switch p.focus {
-	case panelConversations:
-		p.conv, cmd = p.conv.Update(k)
-	case panelTimeline:
-		p.tl, cmd = p.tl.Update(k)
-	case panelComposer:
-		p.comp, cmd = p.comp.Update(k)
-	case panelInbox:
-		p.in, cmd = p.in.Update(k)
-	case panelOutbox:
-		p.out, cmd = p.out.Update(k)
-	case panelEvents:
-		p.ev, cmd = p.ev.Update(k)
-	}
+	p.panels[p.focus], cmd = p.panels[p.focus].Update(k)
 	return p, cmd
 }
 
@@ -418,7 +348,7 @@ func (p pane) events(evs []engine.Event) (pane, tea.Cmd) {
 			}
 		case engine.EventIdentityAccepted:
 			delete(p.changed, e.Peer)
-			p.conv.SetChanged(e.Peer, false)
+			p.conv().SetChanged(e.Peer, false)
 			p.updateBlocked()
 			if e.Peer == p.peer {
 				cmds = append(cmds, p.loadSafety())
@@ -428,7 +358,7 @@ func (p pane) events(evs []engine.Event) (pane, tea.Cmd) {
 				cmds = append(cmds, p.markChanged(e.Peer))
 			}
 		case engine.EventResync:
-			cmds = append(cmds, p.conv.Reload(), p.tl.Reload(), p.in.Reload(), p.out.Reload())
+			cmds = append(cmds, p.conv().Reload(), p.tl().Reload(), p.in().Reload(), p.out().Reload())
 		}
 		var cmd tea.Cmd
 		p, cmd = p.broadcast(e)
@@ -445,13 +375,13 @@ func (p pane) events(evs []engine.Event) (pane, tea.Cmd) {
 // that View reads nothing shared).
 func (p *pane) readState() {
 	p.connState = "unknown"
-	if p.att != nil && p.att.state != nil {
-		p.connState = p.att.state()
+	if p.att != nil && p.att.State != nil {
+		p.connState = p.att.State()
 	}
 	if p.att != nil {
-		p.policy = p.att.client.Policy()
+		p.policy = p.att.Client.Policy()
 	}
-	p.tl.SetCommitOnRead(p.policy.Commit == engine.CommitOnRead)
+	p.tl().SetCommitOnRead(p.policy.Commit == engine.CommitOnRead)
 }
 
 func (p *pane) tick(now time.Time) (pane, tea.Cmd) {
@@ -460,16 +390,16 @@ func (p *pane) tick(now time.Time) (pane, tea.Cmd) {
 		return *p, nil
 	}
 	p.readState()
-	p.in.ExpireStatus(now)
-	p.out.ExpireStatus(now)
+	p.in().ExpireStatus(now)
+	p.out().ExpireStatus(now)
 	// Under the on-read policy, what the conversation in view shows is
 	// read: the pane has the keyboard and the terminal has the focus.
 	if p.active && !p.blurred && p.lay.topH > 1 {
-		cmds = append(cmds, p.tl.CommitShown())
+		cmds = append(cmds, p.tl().CommitShown())
 	}
-	if p.present && !p.crashArmed && len(p.att.events) == 0 {
+	if p.present && !p.holdPresented && len(p.att.Events) == 0 {
 		p.present = false
-		c, ctx := p.att.client, p.ctx
+		c, ctx := p.att.Client, p.ctx
 		cmds = append(cmds, func() tea.Msg { return presentedMsg{err: c.MarkPresented(ctx)} })
 	}
 	return *p, tea.Batch(cmds...)
@@ -481,22 +411,22 @@ func (p *pane) selectPeer(peer engine.Address) tea.Cmd {
 	}
 	p.peer = peer
 	p.safety, p.safeErr = "", ""
-	p.comp.SetPeer(peer)
+	p.comp().SetPeer(peer)
 	p.updateBlocked()
-	return tea.Batch(p.tl.SetPeer(peer), p.loadSafety())
+	return tea.Batch(p.tl().SetPeer(peer), p.loadSafety())
 }
 
-// life reads what this device (and, in the demo, the peer) knows of one
+// readTrace reads what this device (and, in the demo, the peer) knows of one
 // message and draws it.
-func (p pane) life(peer engine.Address, id wire.LogicalID, dir engine.Direction) tea.Cmd {
+func (p pane) readTrace(peer engine.Address, id wire.LogicalID, dir engine.Direction) tea.Cmd {
 	if p.att == nil {
 		return nil
 	}
-	c, ctx, self, other := p.att.client, p.ctx, p.self, p.other
+	c, ctx, self, other := p.att.Client, p.ctx, p.self, p.hooks.Peers
 	return func() tea.Msg {
 		own, err := c.Life(ctx, peer, id, dir)
 		if err != nil {
-			return lifeMsg{err: err}
+			return traceMsg{err: err}
 		}
 		var theirs *engine.Life
 		if other != nil {
@@ -510,7 +440,7 @@ func (p pane) life(peer engine.Address, id wire.LogicalID, dir engine.Direction)
 				}
 			}
 		}
-		msg := lifeMsg{id: id, text: LifeText(self, own, theirs)}
+		msg := traceMsg{id: id, text: TraceText(self, own, theirs)}
 		for _, l := range []*engine.Life{&own, theirs} {
 			if l != nil {
 				for _, a := range l.Attempts {
@@ -519,84 +449,6 @@ func (p pane) life(peer engine.Address, id wire.LogicalID, dir engine.Direction)
 			}
 		}
 		return msg
-	}
-}
-
-// loadNames reads the names given to devices.
-func (p pane) loadNames() tea.Cmd {
-	if p.att == nil {
-		return nil
-	}
-	c, ctx := p.att.client, p.ctx
-	return func() tea.Msg {
-		names, err := c.Contacts(ctx)
-		return namesMsg{names: names, err: err}
-	}
-}
-
-// setName names peer ("" forgets its name).
-func (p pane) setName(peer engine.Address, name string) tea.Cmd {
-	if p.att == nil {
-		return nil
-	}
-	c, ctx := p.att.client, p.ctx
-	return func() tea.Msg {
-		return namedMsg{peer: peer, err: c.SetContact(ctx, peer, name)}
-	}
-}
-
-func (p pane) loadSafety() tea.Cmd {
-	if p.att == nil || p.peer.IsZero() {
-		return nil
-	}
-	c, ctx, peer := p.att.client, p.ctx, p.peer
-	return func() tea.Msg {
-		n, err := c.SafetyNumber(ctx, peer)
-		return safetyMsg{peer: peer, number: n, err: err}
-	}
-}
-
-// markChanged blocks sending to a peer whose identity changed and reads the
-// new identity from the relay to show its safety number.
-func (p *pane) markChanged(peer engine.Address) tea.Cmd {
-	if p.changed[peer] != nil {
-		return nil
-	}
-	p.changed[peer] = &identityChange{}
-	p.conv.SetChanged(peer, true)
-	p.updateBlocked()
-	if p.att == nil {
-		return nil
-	}
-	c, self, own, ctx := p.att.client, p.self, p.att.client.Identity(), p.ctx
-	return func() tea.Msg {
-		k, err := c.RelayIdentity(ctx, peer)
-		if err != nil {
-			return newIdentityMsg{peer: peer, err: err}
-		}
-		return newIdentityMsg{peer: peer, number: engine.SafetyNumber(self, own, peer, k), fingerprint: k.Fingerprint()}
-	}
-}
-
-func (p *pane) updateBlocked() {
-	reason := ""
-	if p.changed[p.peer] != nil {
-		reason = fmt.Sprintf("identity_changed: %s has a new identity; sending is blocked until you accept it (ctrl+t)", p.peer)
-	}
-	p.comp.SetBlocked(reason)
-	p.keys.Accept.SetEnabled(reason != "")
-	// The status bar's height changed: the root lays the pane out again
-	// after every message.
-}
-
-func (p pane) accept() tea.Cmd {
-	if p.att == nil || p.changed[p.peer] == nil {
-		return nil
-	}
-	c, ctx, peer := p.att.client, p.ctx, p.peer
-	return func() tea.Msg {
-		_, err := c.AcceptIdentity(ctx, peer)
-		return acceptedMsg{peer: peer, err: err}
 	}
 }
 
@@ -657,206 +509,4 @@ func (p *pane) retried(m outbox.RetriedMsg) tea.Cmd {
 		return p.markChanged(m.Peer)
 	}
 	return nil
-}
-
-// paneLayout is where each panel goes. A compact pane (a small terminal)
-// shows the conversations, the timeline and the composer; the inbox,
-// outbox and events take the conversation's place while one of them has
-// the focus (tab, or alt+4, alt+5, alt+6).
-type paneLayout struct {
-	statusH, topH, compH, listH, evH int
-	convW, tlW, inW, outW            int
-	compact                          bool
-}
-
-// roomyTimeline is the fewest timeline lines the full layout must leave;
-// below it the pane goes compact.
-const roomyTimeline = 8
-
-// SetSize lays the pane out in w×h; the command reads again the lists
-// whose page size changed.
-func (p *pane) SetSize(w, h int) tea.Cmd {
-	p.w, p.h = w, h
-	return p.layout()
-}
-
-func (p *pane) layout() tea.Cmd {
-	w, h := p.w, p.h
-	var l paneLayout
-	l.statusH = 2
-	if p.changed[p.peer] != nil {
-		l.statusH = 4
-	}
-	rest := max(h-l.statusH, 0)
-	// The composer grows with what it holds, up to a third of the room.
-	l.compH = 1 + min(p.comp.Lines(), max(rest/3-1, 1))
-	if rest < 12 {
-		l.compH = 2
-	}
-	rest = max(rest-l.compH, 0)
-	l.topH = rest * 4 / 10
-	l.compact = l.topH-1 < roomyTimeline
-	l.convW = layout.Clamp(w/4, 14, 28)
-	l.tlW = max(w-l.convW-1, 0)
-	if l.compact {
-		l.topH, l.listH, l.evH = rest, rest, rest
-		l.inW, l.outW = w, w
-	} else {
-		l.listH = rest * 3 / 10
-		l.evH = rest - l.topH - l.listH
-		l.inW = max((w-1)/2, 0)
-		l.outW = max(w-l.inW-1, 0)
-	}
-	if l == p.lay {
-		return nil
-	}
-	p.lay = l
-	p.conv.SetSize(l.convW, l.topH)
-	p.tl.SetSize(l.tlW, l.topH)
-	p.comp.SetSize(w, l.compH)
-	p.ev.SetSize(w, l.evH)
-	return tea.Batch(p.in.SetSize(l.inW, l.listH), p.out.SetSize(l.outW, l.listH))
-}
-
-// View draws the pane in exactly its size.
-func (p pane) View() string {
-	if p.w <= 0 || p.h <= 0 {
-		return ""
-	}
-	l := p.lay
-	sep := func(h int) string {
-		return p.th.App.Separator.Render(strings.TrimSuffix(strings.Repeat("│\n", h), "\n"))
-	}
-	parts := []string{
-		p.statusView(),
-		layout.Beside(p.conv.View(), sep(l.topH), p.tl.View()),
-		p.comp.View(),
-		layout.Beside(p.in.View(), sep(l.listH), p.out.View()),
-		p.ev.View(),
-	}
-	if l.compact {
-		top := parts[1]
-		switch p.focus {
-		case panelInbox:
-			top = p.in.View()
-		case panelOutbox:
-			top = p.out.View()
-		case panelEvents:
-			top = p.ev.View()
-		}
-		parts = []string{p.statusView(), top, p.comp.View()}
-	}
-	out := make([]string, 0, len(parts))
-	for _, s := range parts {
-		if s != "" {
-			out = append(out, s)
-		}
-	}
-	return clip(strings.Join(out, "\n"), p.w, p.h)
-}
-
-// clip makes a block exactly h lines tall: in a tiny window the panels'
-// minimum sizes add up to more than there is.
-func clip(s string, w, h int) string {
-	n := strings.Count(s, "\n") + 1
-	switch {
-	case n > h:
-		lines := strings.SplitN(s, "\n", h+1)
-		return strings.Join(lines[:h], "\n")
-	case n < h:
-		return s + strings.Repeat("\n"+layout.Spaces(w), h-n)
-	}
-	return s
-}
-
-func (p pane) statusView() string {
-	st := p.th.Status
-	addr, mark := st.Address, "  "
-	if p.active {
-		addr, mark = st.AddressActive, "▶ "
-	}
-	line := addr.Render(mark + p.self.String() + " ")
-	seg := func(s string, style lipgloss.Style) { line += st.Bar.Render(" │ ") + style.Render(s) }
-	switch {
-	case p.closed != "":
-		seg(strings.ToUpper(p.closed)+": ctrl+x o reopens", st.Offline)
-	case p.att != nil:
-		state := p.connState
-		style := st.Offline
-		switch state {
-		case "connected":
-			style = st.Connected
-		case "connecting", "reconnecting":
-			style = st.Connecting
-		}
-		seg("relay "+state, style)
-	}
-	// Switches that are off take little room; what is armed or on says so.
-	commit := st.Flag.Render(p.policy.Commit.String())
-	if p.policy.Commit != engine.CommitManual {
-		commit = st.FlagOn.Render(p.policy.Commit.String())
-	}
-	auto := st.Bar.Render("commit:") + commit + st.Bar.Render(" retry:") + onOffStyle(st, p.policy.AutoRetry)
-	line += st.Bar.Render(" │ ") + auto
-	if p.flags.held {
-		seg("held", st.FlagOn)
-	}
-	if p.flags.unplugged {
-		seg("unplugged", st.FlagOn)
-	}
-	if p.flags.dropMsg > 0 {
-		seg("drop:envelope", st.FlagOn)
-	}
-	if p.flags.dropAck > 0 {
-		seg("drop:ACK", st.FlagOn)
-	}
-	if p.crashArmed {
-		seg("crash armed", st.FlagOn)
-	}
-	if p.lay.compact {
-		// The panels a small terminal hides, with what they hold.
-		style := st.Flag
-		if p.in.Total()+p.out.Total() > 0 {
-			style = st.FlagOn
-		}
-		seg(fmt.Sprintf("in %d · out %d (alt+4/5)", p.in.Total(), p.out.Total()), style)
-	}
-	lines := []string{layout.Pad(st.Bar, line, p.w)}
-	if ch := p.changed[p.peer]; ch != nil {
-		num := ch.number
-		if num == "" {
-			num = "reading it from the relay…"
-			if ch.err != "" {
-				num = ch.err
-			}
-		}
-		// The number in two rows of six groups, as people read it out.
-		first, second := num, ""
-		if g := strings.Fields(num); len(g) == 12 {
-			first, second = strings.Join(g[:6], " "), strings.Join(g[6:], " ")
-		}
-		lines = append(lines,
-			layout.Line(st.Warning.Render(fmt.Sprintf(" ⚠ identity changed: %s · sending blocked · ", p.peer))+
-				st.WarningKey.Render("ctrl+t")+st.Warning.Render(" accepts"), p.w),
-			layout.Line(" new safety "+st.Safety.Render(first), p.w),
-			layout.Line("            "+st.Safety.Render(second)+" · then ctrl+r retries", p.w))
-	} else {
-		text := " safety —"
-		switch {
-		case p.peer.IsZero():
-		case p.safety != "":
-			text = " safety " + p.safety
-		default:
-			text = " safety: none yet with " + p.peer.String() + " (pinned at the first message)"
-		}
-		lines = append(lines, layout.Pad(st.Safety, text, p.w))
-	}
-	return strings.Join(lines, "\n")
-}
-
-func onOffStyle(st themes.StatusStyles, on bool) string {
-	if on {
-		return st.FlagOn.Render("on")
-	}
-	return st.Flag.Render("off")
 }

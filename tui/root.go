@@ -18,61 +18,46 @@ import (
 	"github.com/parley-chat/parley/tui/internal/layout"
 )
 
-// sideBySide is the narrowest terminal where the demo shows its two
-// profiles next to each other; below it they are stacked.
+// sideBySide is the narrowest terminal where two profiles show next to
+// each other; below it they are stacked.
 const sideBySide = 120
 
-// Model is the root of the interface: it owns the window size, which
-// profile has the focus, the global keys and the help line, and routes
-// every other message to the profile pane it belongs to.
+// Model is the root of the chat: it owns the window size, which profile has
+// the focus, the global keys and the help line, and routes every other
+// message to the profile pane it belongs to. It knows nothing of the demo,
+// which wraps it (package tui/demo) through the methods in seam.go.
 type Model struct {
 	ctx    context.Context
 	th     themes.Theme
 	keys   globalKeys
-	dkeys  demoKeys
 	help   help.Model
 	panes  []pane
 	active int
 	w, h   int
 	full   bool // full help shown
-	prefix bool // the demo prefix waits for its key
 	// quitAsk is set by a ctrl+c with a draft in a composer: a second one
 	// quits, any other key keeps the draft.
 	quitAsk bool
-	world   *world
 	log     *slog.Logger
 	now     func() time.Time
 	init    []tea.Cmd
 	helpH   int
+	// helpHead and helpKeys, when set by a wrapper (SetHelpKeys), replace
+	// the help line: the demo's controls after ctrl+x.
+	helpHead string
+	helpKeys []key.Binding
 
 	notify   Notify    // how Run announces what arrives out of view
 	bellOut  io.Writer // where the bell and desktop notifications go
 	blurred  bool      // the terminal reported that it lost the focus
 	away     int       // deliveries to the chosen conversation while blurred
 	titleFor int       // the unread count the title shows (-1: not set yet)
-
-	// The demo's exactly-once verdict, read from both stores after what
-	// changed them, at most one read at a time.
-	verdict      verdictMsg
-	verdictStale bool
-	verdictBusy  bool
-
-	// scen is the guided scenario being played (ctrl+x then a digit);
-	// scripted is set while it types its keys, which are not its own
-	// space and enter.
-	scen     *scenarioRun
-	scripted bool
-	// forgetting counts ctrl+x s still resetting the sessions.
-	forgetting int
-
-	// script is the demo script being played (Options.Script): the next
-	// action and when it may run.
-	script     []ScriptAction
-	scriptAt   int
-	scriptNext time.Time
 }
 
-func newModel(ctx context.Context, th themes.Theme, log *slog.Logger, now func() time.Time, w *world) Model {
+// New returns a chat model with no profile yet (AddPane adds them): th
+// styles it, log receives what the panes note, now is its clock. It
+// announces nothing until Run sets how.
+func New(ctx context.Context, th themes.Theme, log *slog.Logger, now func() time.Time) Model {
 	hm := help.New()
 	hm.ShortSeparator = " · "
 	hm.Styles = help.Styles{
@@ -81,22 +66,51 @@ func newModel(ctx context.Context, th themes.Theme, log *slog.Logger, now func()
 	}
 	// 80x24 until the terminal says otherwise (an output that is not a
 	// terminal never does).
-	return Model{ctx: ctx, th: th, keys: defaultGlobalKeys(w != nil), dkeys: defaultDemoKeys(), help: hm,
-		world: w, log: log, now: now, helpH: 1, w: 80, h: 24, titleFor: -1, verdictStale: true}
+	return Model{ctx: ctx, th: th, keys: defaultGlobalKeys(), help: hm,
+		log: log, now: now, helpH: 1, w: 80, h: 24, titleFor: -1}
 }
 
-// addPane adds a profile with its open session; focus says which panel
-// starts focused.
-func (m *Model) addPane(self engine.Address, s *attachment, focus panel) *pane {
-	p := newPane(m.ctx, len(m.panes), self, m.th, m.log, m.now, m.world != nil)
-	p.focus = focus
-	cmd := p.attach(s)
+// PaneOptions are how a pane starts and what a wrapper adds to it. The zero
+// value is a pane focused on its conversations.
+type PaneOptions struct {
+	// Compose starts the focus in the composer.
+	Compose bool
+	// Peer, when set, is the conversation chosen at start.
+	Peer engine.Address
+	// Peers returns the open client of another device this process holds
+	// (the demo's peer), so that a message's life shows both ends; nil
+	// when there is none.
+	Peers func(engine.Address) *engine.Client
+	// OnNote sees every entry added to the pane's event log, in Update
+	// (the demo's --record). It must not block.
+	OnNote func(self engine.Address, e eventlog.Entry)
+	// ClosedHint follows the reason in the status bar of a pane detached
+	// (Model.Detach): how to open it again ("ctrl+x o reopens").
+	ClosedHint string
+}
+
+// AddPane adds a profile with its open client and returns its index. The
+// first pane added has the keyboard; a second enables the key that
+// switches between them.
+func (m *Model) AddPane(self engine.Address, a *Attachment, o PaneOptions) int {
+	p := newPane(m.ctx, len(m.panes), self, m.th, m.log, m.now)
+	p.focus = panelConversations
+	if o.Compose {
+		p.focus = panelComposer
+	}
+	p.hooks = o
+	cmd := p.attach(a)
 	m.panes = append(m.panes, p)
 	m.init = append(m.init, tag(p.idx, p.gen, cmd))
 	if len(m.panes) == 1 {
 		m.init = append(m.init, tag(0, p.gen, m.panes[0].setActive(true)))
 	}
-	return &m.panes[len(m.panes)-1]
+	m.keys.Other.SetEnabled(len(m.panes) > 1)
+	q := &m.panes[p.idx]
+	if !o.Peer.IsZero() {
+		m.init = append(m.init, tag(p.idx, q.gen, q.conv().Select(o.Peer)))
+	}
+	return p.idx
 }
 
 // Init starts the ticker and every pane's first reads and listeners.
@@ -131,74 +145,40 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			return m, nil // from a client closed since
 		}
 		p := &m.panes[msg.pane]
-		if _, ok := msg.msg.(eventsMsg); ok && p.crashArmed && m.world != nil {
-			// Crash after the transition committed and before its event
-			// is drawn or marked presented.
-			p.detach("crashed")
-			return m, m.world.crashCmd(msg.pane, p.self, "after a transition, before showing it")
-		}
-		if lm, ok := msg.msg.(lifeMsg); ok && lm.err == nil {
-			msg.msg = m.lifeEvents(lm)
+		if lm, ok := msg.msg.(traceMsg); ok && lm.err == nil {
+			msg.msg = m.traceEvents(lm)
 		}
 		var c tea.Cmd
 		m.panes[msg.pane], c = p.Update(msg.msg)
 		cmd = tag(msg.pane, m.panes[msg.pane].gen, c)
 		if evs, ok := msg.msg.(eventsMsg); ok {
-			m.verdictStale = true
-			cmd = tea.Batch(cmd, m.announce(msg.pane, evs.events), m.countVerdict())
+			cmd = tea.Batch(cmd, m.announce(msg.pane, evs.events))
 		}
-	case tickMsg:
+	case TickMsg:
 		cmds := []tea.Cmd{tick()}
 		for i := range m.panes {
-			if m.world != nil {
-				m.panes[i].flags = m.world.flags(m.panes[i].self)
-			}
 			var c tea.Cmd
 			m.panes[i], c = m.panes[i].Update(msg)
 			cmds = append(cmds, tag(i, m.panes[i].gen, c))
 		}
-		if m.world != nil && len(m.panes) == 2 {
-			cmds = append(cmds, m.playScript(time.Time(msg)))
-		}
-		cmds = append(cmds, m.countVerdict())
 		cmd = tea.Batch(cmds...)
-	case demoMsg:
-		m.verdictStale = true
-		cmd = tea.Batch(m.demoResult(msg), m.countVerdict(), m.playQueued())
-	case verdictMsg:
-		m.verdict, m.verdictBusy = msg, false
-		cmd = m.countVerdict() // what changed while it was read
 	}
-	return m, tea.Batch(cmd, m.resize(), m.title())
+	return m, tea.Batch(cmd, m.Relayout())
+}
+
+// Relayout lays the panes out again for the window and the help's height,
+// and retitles the terminal when its count changed. Update does it after
+// every message; a wrapper does it after each message it handles itself.
+func (m *Model) Relayout() tea.Cmd {
+	return tea.Batch(m.resize(), m.title())
 }
 
 func (m Model) key(k tea.KeyMsg) (Model, tea.Cmd, bool) {
-	if input.Matches(k, m.keys.Quit) {
-		if m.quitAsk || m.draft() == "" {
-			return m, nil, true
-		}
-		m.quitAsk = true
-		return m, nil, false
-	}
-	m.quitAsk = false
-	if m.scen != nil && !m.scripted && !m.prefix {
-		switch k.Type {
-		case tea.KeySpace, tea.KeyEnter:
-			return m, m.nextStep(), false
-		case tea.KeyEsc:
-			m.scen = nil
-			return m, nil, false
-		}
-	}
-	if m.prefix {
-		m.prefix = false
-		return m, m.demoKey(k), false
+	if handled, quit := m.Quit(k); handled {
+		return m, nil, quit
 	}
 	p := &m.panes[m.active]
 	switch {
-	case input.Matches(k, m.keys.Demo):
-		m.prefix = true
-		return m, nil, false
 	case input.Matches(k, m.keys.Help) && (k.String() != "?" || !p.capturing()):
 		m.full = !m.full
 		return m, nil, false
@@ -221,11 +201,7 @@ func (m *Model) resize() tea.Cmd {
 	}
 	m.help.Width = m.w
 	m.helpH = len(strings.Split(m.helpView(), "\n"))
-	h := m.h - m.helpH
-	if m.world != nil {
-		h -= 2 // the hint and the verdict
-	}
-	h = max(h, 0)
+	h := max(m.h-m.helpH, 0)
 	sizes := make([][2]int, len(m.panes))
 	switch {
 	case len(m.panes) == 1:
@@ -250,9 +226,6 @@ func (m Model) View() string {
 		return ""
 	}
 	var parts []string
-	if m.world != nil {
-		parts = append(parts, m.hintView(), m.verdictView())
-	}
 	switch {
 	case len(m.panes) == 1:
 		parts = append(parts, m.panes[0].View())
@@ -264,25 +237,15 @@ func (m Model) View() string {
 		parts = append(parts, m.panes[0].View(), m.panes[1].View())
 	}
 	parts = append(parts, m.helpView())
-	return layout.Cells(clip(strings.Join(parts, "\n"), m.w, m.h))
-}
-
-// countVerdict reads the demo's exactly-once verdict again when something
-// changed since the last read and no read is in flight.
-func (m *Model) countVerdict() tea.Cmd {
-	if m.world == nil || len(m.panes) != 2 || !m.verdictStale || m.verdictBusy {
-		return nil
-	}
-	m.verdictStale, m.verdictBusy = false, true
-	return m.world.verdictCmd(m.panes[0].self, m.panes[1].self)
+	return layout.Cells(layout.Clip(strings.Join(parts, "\n"), m.w, m.h))
 }
 
 // draft names the first composer holding text, as "your draft to bob/1";
 // "" when every composer is empty.
 func (m Model) draft() string {
 	for _, p := range m.panes {
-		if strings.TrimSpace(p.comp.Value()) != "" {
-			return fmt.Sprintf("%s's draft to %s", p.self, p.comp.Peer())
+		if strings.TrimSpace(p.comp().Value()) != "" {
+			return fmt.Sprintf("%s's draft to %s", p.self, p.comp().Peer())
 		}
 	}
 	return ""
@@ -292,9 +255,8 @@ func (m Model) helpView() string {
 	if m.quitAsk {
 		return layout.Line(m.th.App.Prefix.Render(fmt.Sprintf(" ctrl+c again quits and loses %s; any other key keeps it", m.draft())), m.w)
 	}
-	if m.prefix {
-		head := m.th.App.Prefix.Render(fmt.Sprintf(" demo controls for %s: ctrl+x, then ", m.panes[m.active].self))
-		return m.wrapHelp(head, [][]key.Binding{m.dkeys.all()})
+	if m.helpKeys != nil {
+		return m.wrapHelp(m.th.App.Prefix.Render(m.helpHead), [][]key.Binding{m.helpKeys})
 	}
 	km := m.keyHelp()
 	if m.full {
@@ -349,32 +311,19 @@ func (m Model) keyHelp() keyHelp {
 		short = append(short, km.ShortHelp()...)
 		full = append(full, km.FullHelp()...)
 	}
-	switch p.focus {
-	case panelConversations:
-		add(p.conv.KeyMap())
-	case panelTimeline:
-		add(p.tl.KeyMap())
-	case panelComposer:
-		add(p.comp.KeyMap())
-	case panelInbox:
-		add(p.in.KeyMap())
-	case panelOutbox:
-		add(p.out.KeyMap())
-	case panelEvents:
-		add(p.ev.KeyMap())
-	}
+	add(p.panels[p.focus].KeyMap())
 	pk := p.keys
 	g := m.keys
 	if m.full {
 		g.Help.SetHelp("f1/?", "less help")
 	}
-	short = append(short, pk.Accept, pk.Next, g.Demo, g.Other, g.Help, g.Quit, pk.Retry)
+	short = append(short, pk.Accept, pk.Next, g.Prefix, g.Other, g.Help, g.Quit, pk.Retry)
 	jumps := make([]key.Binding, 0, panelCount)
 	for _, j := range pk.Jump {
 		jumps = append(jumps, j)
 	}
 	full = append(full, append([]key.Binding{pk.Next, pk.Prev}, jumps...), []key.Binding{pk.Retry, pk.Accept})
-	full = append(full, []key.Binding{g.Other, g.Demo, g.Help, g.Quit})
+	full = append(full, []key.Binding{g.Other, g.Prefix, g.Help, g.Quit})
 	return keyHelp{short: short, full: full}
 }
 
@@ -387,9 +336,10 @@ func (m *Model) note(i int, e eventlog.Entry) {
 
 // announce rings, notifies and retitles for the deliveries in evs that
 // arrived out of view: for a conversation other than the one chosen, or
-// while the terminal does not have the focus. The demo announces nothing.
+// while the terminal does not have the focus. A model Run did not set up
+// (the demo's) announces nothing.
 func (m *Model) announce(pane int, evs []engine.Event) tea.Cmd {
-	if m.world != nil || m.bellOut == nil {
+	if m.bellOut == nil {
 		return nil
 	}
 	p := m.panes[pane]
@@ -438,7 +388,7 @@ func (m *Model) announce(pane int, evs []engine.Event) tea.Cmd {
 func (m Model) unread() int {
 	n := m.away
 	for _, p := range m.panes {
-		n += p.conv.Unread()
+		n += p.conv().Unread()
 	}
 	return n
 }
@@ -446,7 +396,7 @@ func (m Model) unread() int {
 // title sets the terminal's title to the profile and its unread count,
 // when the count changed.
 func (m *Model) title() tea.Cmd {
-	if m.world != nil || !m.notify.Title || len(m.panes) == 0 {
+	if !m.notify.Title || len(m.panes) == 0 {
 		return nil
 	}
 	n := m.unread()

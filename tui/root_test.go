@@ -13,7 +13,7 @@ import (
 	"github.com/parley-chat/parley/wire"
 )
 
-// fakeClient is a Client with nothing stored: enough to drive the root
+// fakeClient is a PaneSource with nothing stored: enough to drive the root
 // model's keys and routing without a store.
 type fakeClient struct {
 	self   engine.Address
@@ -82,10 +82,10 @@ func newTestRoot(t *testing.T) (Model, *fakeClient, chan struct{}) {
 	fc := &fakeClient{self: demoAlice, events: make(chan engine.Event, 8)}
 	done := make(chan struct{})
 	t.Cleanup(func() { close(done) })
-	s := &attachment{client: fc, events: fc.events, notes: make(chan eventlogEntry), done: done, state: func() string { return "connected" }}
-	m := newModel(context.Background(), themes.MustGet("dark"), discard, fixedClock, nil)
-	p := m.addPane(demoAlice, s, panelComposer)
-	p.conv.Select(demoBob)
+	s := &Attachment{Client: fc, Events: fc.events, Notes: make(chan eventlogEntry), Done: done, State: func() string { return "connected" }}
+	m := New(context.Background(), themes.MustGet("dark"), discard, fixedClock)
+	p := &m.panes[m.AddPane(demoAlice, s, PaneOptions{Compose: true})]
+	p.conv().Select(demoBob)
 	p.selectPeer(demoBob)
 	m.panes[0].setActive(true)
 	m2, _ := m.Update(tea.WindowSizeMsg{Width: 100, Height: 30})
@@ -135,8 +135,8 @@ func TestQuestionMarkInComposer(t *testing.T) {
 	m, _, _ := newTestRoot(t)
 	q := tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'?'}}
 	m, _ = update(m, q)
-	if m.full || m.panes[0].comp.Value() != "?" {
-		t.Fatalf("? in the composer: full help %v, text %q", m.full, m.panes[0].comp.Value())
+	if m.full || m.panes[0].comp().Value() != "?" {
+		t.Fatalf("? in the composer: full help %v, text %q", m.full, m.panes[0].comp().Value())
 	}
 	m, _ = update(m, tea.KeyMsg{Type: tea.KeyF1})
 	if !m.full || !strings.Contains(m.View(), "less help") {
@@ -153,7 +153,7 @@ func TestQuestionMarkInComposer(t *testing.T) {
 // jumps.
 func TestTabCycles(t *testing.T) {
 	m, _, _ := newTestRoot(t)
-	seen := map[panel]bool{}
+	seen := map[panelID]bool{}
 	for i := 0; i < int(panelCount); i++ {
 		seen[m.panes[0].focus] = true
 		m, _ = update(m, tea.KeyMsg{Type: tea.KeyTab})
@@ -177,9 +177,9 @@ func TestStaleResultsDropped(t *testing.T) {
 	m, _, _ := newTestRoot(t)
 	gen := m.panes[0].gen
 	m.panes[0].detach("crashed")
-	before := len(m.panes[0].ev.Entries())
+	before := len(m.panes[0].ev().Entries())
 	m, _ = update(m, paneMsg{pane: 0, gen: gen, msg: noteMsg{entry: eventlogEntry{Name: "late"}}})
-	if len(m.panes[0].ev.Entries()) != before {
+	if len(m.panes[0].ev().Entries()) != before {
 		t.Fatal("a result from the closed client was applied")
 	}
 	if !strings.Contains(m.View(), "CRASHED") {
@@ -274,8 +274,8 @@ func TestQuitAsksWithADraft(t *testing.T) {
 		t.Fatalf("ctrl+c with a draft quit or did not ask:\n%s", m.View())
 	}
 	m, _ = update(m, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("!")})
-	if m.panes[0].comp.Value() != "half a thought!" {
-		t.Fatalf("the key after the question was lost: %q", m.panes[0].comp.Value())
+	if m.panes[0].comp().Value() != "half a thought!" {
+		t.Fatalf("the key after the question was lost: %q", m.panes[0].comp().Value())
 	}
 	if _, cmd := update(m, ctrlC); isQuit(cmd) {
 		t.Fatal("the question was not asked again after another key")
@@ -283,5 +283,41 @@ func TestQuitAsksWithADraft(t *testing.T) {
 	m, _ = update(m, ctrlC)
 	if _, cmd := update(m, ctrlC); !isQuit(cmd) {
 		t.Fatal("a second ctrl+c did not quit")
+	}
+}
+
+// TestSeam: what a wrapper does through the seam reaches the pane: a note
+// reaches the OnNote hook, flags show in the status bar, a detached pane
+// says why with the wrapper's hint, and Events names the pane of a run of
+// events only for its current client.
+func TestSeam(t *testing.T) {
+	fc := &fakeClient{self: demoAlice, events: make(chan engine.Event, 8)}
+	done := make(chan struct{})
+	defer close(done)
+	var noted []string
+	m := New(context.Background(), themes.MustGet("dark"), discard, fixedClock)
+	i := m.AddPane(demoAlice, &Attachment{Client: fc, Events: fc.events, Done: done}, PaneOptions{
+		ClosedHint: "press o",
+		OnNote:     func(self engine.Address, e eventlog.Entry) { noted = append(noted, self.String()+" "+e.Name) },
+	})
+	m, _ = update(m, tea.WindowSizeMsg{Width: 100, Height: 30})
+	m.Note(i, eventlog.Entry{Name: "hello"})
+	if len(noted) != 1 || noted[0] != "alice/1 hello" {
+		t.Fatalf("the note hook saw %q, want alice/1 hello", noted)
+	}
+	m.SetFlags(i, []string{"held"})
+	if s := m.View(); !strings.Contains(s, "│ held") {
+		t.Fatalf("the flag is not in the status bar:\n%s", s)
+	}
+	events := paneMsg{pane: i, gen: m.panes[i].gen, msg: eventsMsg{}}
+	if got, ok := m.Events(events); !ok || got != i {
+		t.Fatalf("Events = %d, %v; want %d, true", got, ok, i)
+	}
+	m.Detach(i, "crashed")
+	if _, ok := m.Events(events); ok {
+		t.Fatal("Events named a pane for a client detached since")
+	}
+	if s := m.View(); !strings.Contains(s, "CRASHED: press o") || m.Pane(i).Open {
+		t.Fatalf("the detached pane does not say so with the hint:\n%s", s)
 	}
 }

@@ -13,8 +13,8 @@ import (
 	"github.com/parley-chat/parley/themes"
 	"github.com/parley-chat/parley/tui/internal/input"
 	"github.com/parley-chat/parley/tui/internal/layout"
-	"github.com/parley-chat/parley/tui/internal/life"
-	"github.com/parley-chat/parley/tui/internal/pager"
+	"github.com/parley-chat/parley/tui/internal/pagedlist"
+	"github.com/parley-chat/parley/tui/internal/trace"
 	"github.com/parley-chat/parley/wire"
 )
 
@@ -30,12 +30,7 @@ type Source interface {
 }
 
 // LoadedMsg carries a page of the pending received messages and the total.
-type LoadedMsg struct {
-	After int64
-	Page  []engine.InboundMessage
-	Total int
-	Err   error
-}
+type LoadedMsg = pagedlist.Loaded[engine.InboundMessage]
 
 // Failure is one message that could not be finalized.
 type Failure struct {
@@ -56,43 +51,35 @@ type FinalizedMsg struct {
 
 // Model is the inbox panel.
 type Model struct {
-	src      Source
-	ctx      context.Context
-	th       themes.Theme
-	keys     KeyMap
-	w, h     int
-	focus    bool
-	pg       pager.Pager
-	page     []engine.InboundMessage
-	total    int
-	sel      int
-	err      string
-	ask      engine.Outcome // "all" waiting for confirmation
-	busy     bool
-	status   string
-	statusAt time.Time
-
-	loading, again bool
+	src   Source
+	ctx   context.Context
+	th    themes.Theme
+	keys  KeyMap
+	w, h  int
+	focus bool
+	// list is the page, the cursor, the reads; its question is the
+	// engine.Outcome of "all" waiting for confirmation.
+	list pagedlist.List[engine.InboundMessage]
 }
 
 // New returns the inbox; ctx bounds its calls.
 func New(ctx context.Context, src Source, th themes.Theme) Model {
-	return Model{src: src, ctx: ctx, th: th, keys: DefaultKeyMap()}
+	return Model{src: src, ctx: ctx, th: th, keys: DefaultKeyMap(),
+		list: pagedlist.New(func(m engine.InboundMessage) int64 { return m.Seq })}
 }
 
 // SetSource replaces the source (after a reopen).
 func (m *Model) SetSource(src Source) {
 	m.src = src
-	m.loading, m.again, m.busy = false, false, false
+	m.list.Reset()
 }
 
 // SetSize sets the panel's size, title included; the page holds as many
 // messages as fit, and a page of another size is read again (the one read
 // before the first size holds a single row).
 func (m *Model) SetSize(w, h int) tea.Cmd {
-	rows := m.rows()
 	m.w, m.h = w, h
-	if m.rows() == rows || m.src == nil {
+	if !m.list.SetHeight(h) || m.src == nil {
 		return nil
 	}
 	return m.Reload()
@@ -104,47 +91,37 @@ func (m *Model) Focus() { m.focus = true }
 // Blur takes it away (and forgets a question).
 func (m *Model) Blur() {
 	m.focus = false
-	m.setAsk(0)
+	m.list.Ask(0)
 }
 
 // StatusLifetime is how long the panel's status line stays; the event log
 // keeps what it said.
-const StatusLifetime = 8 * time.Second
+const StatusLifetime = pagedlist.StatusLifetime
 
 // ExpireStatus clears a status line older than StatusLifetime.
-func (m *Model) ExpireStatus(now time.Time) {
-	if m.status != "" && now.Sub(m.statusAt) >= StatusLifetime {
-		m.status = ""
-	}
-}
+func (m *Model) ExpireStatus(now time.Time) { m.list.ExpireStatus(now) }
 
 // KeyMap returns the panel's keys.
-func (m Model) KeyMap() KeyMap { return m.keys }
+func (m Model) KeyMap() KeyMap {
+	k := m.keys
+	k.Keys = m.list.Keys()
+	return k
+}
 
 // Total is the number of pending received messages at the last read.
-func (m Model) Total() int { return m.total }
+func (m Model) Total() int { return m.list.Total() }
 
 // Page returns the messages shown.
-func (m Model) Page() []engine.InboundMessage { return m.page }
-
-// rows is the page size: the panel's height less the title and, when
-// there is room for it, a status line.
-func (m Model) rows() int {
-	if m.h >= 4 {
-		return m.h - 2
-	}
-	return max(m.h-1, 1)
-}
+func (m Model) Page() []engine.InboundMessage { return m.list.Page() }
 
 // Reload reads the current page again; calls while a read is in flight
 // coalesce.
 func (m *Model) Reload() tea.Cmd {
-	if m.loading {
-		m.again = true
+	after, limit, ok := m.list.Read()
+	if !ok {
 		return nil
 	}
-	m.loading = true
-	src, ctx, after, limit := m.src, m.ctx, m.pg.After(), m.rows()
+	src, ctx := m.src, m.ctx
 	return func() tea.Msg {
 		page, err := src.PendingInbound(ctx, engine.PageQuery{After: after, Limit: limit})
 		if err != nil {
@@ -159,28 +136,12 @@ func (m *Model) Reload() tea.Cmd {
 func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case LoadedMsg:
-		m.loading = false
-		if msg.After != m.pg.After() {
-			return m, m.Reload() // the page moved while reading
-		}
-		if msg.Err != nil {
-			m.err = engine.ErrorName(msg.Err) + ": " + msg.Err.Error()
-		} else {
-			m.err = ""
-			m.page, m.total = msg.Page, msg.Total
-			if len(m.page) == 0 && m.pg.Prev() {
-				return m, m.Reload()
-			}
-			m.sel = layout.Clamp(m.sel, 0, max(len(m.page)-1, 0))
-		}
-		if m.again {
-			m.again = false
+		if m.list.Loaded(msg, errText) {
 			return m, m.Reload()
 		}
 		return m, nil
 	case FinalizedMsg:
-		m.busy = false
-		m.status, m.statusAt = describe(msg), time.Now()
+		m.list.Finish(describe(msg))
 		return m, m.Reload()
 	case engine.Event:
 		switch msg.Kind {
@@ -197,82 +158,48 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 }
 
 func (m Model) key(k tea.KeyMsg) (Model, tea.Cmd) {
-	if m.ask != 0 {
-		switch {
-		case input.Matches(k, m.keys.Confirm):
-			o := m.ask
-			m.setAsk(0)
-			return m, m.finalizeAll(o)
-		case input.Matches(k, m.keys.Cancel):
-			m.setAsk(0)
+	if waiting, yes := m.list.Answer(k); waiting {
+		if yes != 0 {
+			return m, m.finalizeAll(engine.Outcome(yes))
+		}
+		return m, nil
+	}
+	if handled, read := m.list.Move(k); handled {
+		if read {
+			return m, m.Reload()
 		}
 		return m, nil
 	}
 	switch {
-	case input.Matches(k, m.keys.Up):
-		if m.sel > 0 {
-			m.sel--
-		} else if m.pg.Prev() {
-			m.sel = m.rows() - 1
-			return m, m.Reload()
-		}
-	case input.Matches(k, m.keys.Down):
-		if m.sel+1 < len(m.page) {
-			m.sel++
-		} else if len(m.page) == m.rows() {
-			m.pg.Next(m.page[len(m.page)-1].Seq)
-			m.sel = 0
-			return m, m.Reload()
-		}
-	case input.Matches(k, m.keys.NextPage):
-		if len(m.page) == m.rows() {
-			m.pg.Next(m.page[len(m.page)-1].Seq)
-			m.sel = 0
-			return m, m.Reload()
-		}
-	case input.Matches(k, m.keys.PrevPage):
-		if m.pg.Prev() {
-			m.sel = 0
-			return m, m.Reload()
-		}
 	case input.Matches(k, m.keys.Commit):
 		return m, m.finalizeOne(engine.OutcomeCommitted)
 	case input.Matches(k, m.keys.Life):
 		if msg, ok := m.Selected(); ok {
-			return m, func() tea.Msg { return life.Msg{Peer: msg.Sender, ID: msg.ID, Direction: engine.DirectionIn} }
+			return m, func() tea.Msg { return trace.Request{Peer: msg.Sender, ID: msg.ID, Direction: engine.DirectionIn} }
 		}
 	case input.Matches(k, m.keys.Discard):
 		return m, m.finalizeOne(engine.OutcomeDiscarded)
 	case input.Matches(k, m.keys.CommitAll):
 		return m, m.finalizeAll(engine.OutcomeCommitted)
 	case input.Matches(k, m.keys.DiscardAll):
-		if m.total > 0 {
-			m.setAsk(engine.OutcomeDiscarded)
+		if m.list.Total() > 0 {
+			m.list.Ask(int(engine.OutcomeDiscarded))
 		}
 	}
 	return m, nil
 }
 
-func (m *Model) setAsk(o engine.Outcome) {
-	m.ask = o
-	m.keys.Confirm.SetEnabled(o != 0)
-	m.keys.Cancel.SetEnabled(o != 0)
-}
+// errText is how a failed read shows.
+func errText(err error) string { return engine.ErrorName(err) + ": " + err.Error() }
 
 // Selected returns the message under the cursor.
-func (m Model) Selected() (engine.InboundMessage, bool) {
-	if m.sel < len(m.page) {
-		return m.page[m.sel], true
-	}
-	return engine.InboundMessage{}, false
-}
+func (m Model) Selected() (engine.InboundMessage, bool) { return m.list.Selected() }
 
 func (m *Model) finalizeOne(o engine.Outcome) tea.Cmd {
 	msg, ok := m.Selected()
-	if !ok || m.busy {
+	if !ok || !m.list.Start() {
 		return nil
 	}
-	m.busy = true
 	src, ctx := m.src, m.ctx
 	return func() tea.Msg {
 		return run(ctx, src, o, false, []engine.FinalizeRequest{{Sender: msg.Sender, ID: msg.ID, Outcome: o}})
@@ -280,10 +207,9 @@ func (m *Model) finalizeOne(o engine.Outcome) tea.Cmd {
 }
 
 func (m *Model) finalizeAll(o engine.Outcome) tea.Cmd {
-	if m.busy {
+	if !m.list.Start() {
 		return nil
 	}
-	m.busy = true
 	src, ctx := m.src, m.ctx
 	return func() tea.Msg { return FinalizeAll(ctx, src, o) }
 }
@@ -363,37 +289,22 @@ func (m Model) View() string {
 		return ""
 	}
 	st := m.th.Inbox
-	detail := fmt.Sprintf("%d pending received", m.total)
-	if pages := pager.Pages(m.total, m.rows()); pages > 1 {
-		detail += fmt.Sprintf(" · page %d/%d", m.pg.Index(), pages)
-	}
-	lines := []string{layout.Title(m.th.Panel.Title, m.th.Panel.TitleFocused, m.focus, "Inbox", detail, m.w)}
+	lines := []string{layout.Title(m.th.Panel.Title, m.th.Panel.TitleFocused, m.focus, "Inbox", m.list.Detail("pending received"), m.w)}
 	switch {
-	case m.ask != 0:
-		lines = append(lines, st.Confirm.Render(layout.Line(fmt.Sprintf(" discard all %d pending received? y/n", m.total), m.w)))
-	case m.err != "":
-		lines = append(lines, m.th.Panel.Error.Render(layout.Line(" "+m.err, m.w)))
-	case len(m.page) == 0:
+	case m.list.Asking() != 0:
+		lines = append(lines, st.Confirm.Render(layout.Line(fmt.Sprintf(" discard all %d pending received? y/n", m.list.Total()), m.w)))
+	case m.list.Err() != "":
+		lines = append(lines, m.th.Panel.Error.Render(layout.Line(" "+m.list.Err(), m.w)))
+	case len(m.list.Page()) == 0:
 		lines = append(lines, m.th.Panel.Empty.Render(layout.Line(" nothing pending", m.w)))
 	}
-	for i, msg := range m.page {
-		if len(lines) >= 1+m.rows() {
-			break
-		}
-		lines = append(lines, m.row(i, msg, st))
-	}
-	if m.status != "" && m.h >= 4 {
-		for len(lines) < m.h-1 {
-			lines = append(lines, "")
-		}
-		lines = append(lines, m.th.Panel.Count.Render(layout.Line(" "+m.status, m.w)))
-	}
-	return layout.Fit(lines, m.w, m.h)
+	row := func(i int, msg engine.InboundMessage) string { return m.row(i, msg, st) }
+	return layout.Fit(m.list.Lines(lines, m.w, row, m.th.Panel.Count), m.w, m.h)
 }
 
 func (m Model) row(i int, msg engine.InboundMessage, st themes.ListStyles) string {
 	mark := "  "
-	if i == m.sel {
+	if i == m.list.Cursor() {
 		mark = "▸ "
 	}
 	head := mark + msg.Sender.String() + " " + layout.ShortID(msg.ID) + " "
@@ -403,7 +314,7 @@ func (m Model) row(i int, msg engine.InboundMessage, st themes.ListStyles) strin
 	}
 	bodyW := max(m.w-len(head)-len(clock), 4)
 	body := layout.OneLine(msg.Body, bodyW)
-	if i == m.sel && m.focus {
+	if i == m.list.Cursor() && m.focus {
 		return st.Selected.Render(layout.Line(head+body+pad(bodyW, body)+clock, m.w))
 	}
 	return st.Row.Render(mark) + st.Peer.Render(msg.Sender.String()) + " " + st.ID.Render(layout.ShortID(msg.ID)) + " " +

@@ -14,9 +14,9 @@ import (
 	"github.com/parley-chat/parley/themes"
 	"github.com/parley-chat/parley/tui/internal/input"
 	"github.com/parley-chat/parley/tui/internal/layout"
-	"github.com/parley-chat/parley/tui/internal/life"
-	"github.com/parley-chat/parley/tui/internal/pager"
+	"github.com/parley-chat/parley/tui/internal/pagedlist"
 	"github.com/parley-chat/parley/tui/internal/sent"
+	"github.com/parley-chat/parley/tui/internal/trace"
 	"github.com/parley-chat/parley/wire"
 )
 
@@ -31,12 +31,7 @@ type Source interface {
 }
 
 // LoadedMsg carries a page of pending sent messages and the total.
-type LoadedMsg struct {
-	After int64
-	Page  []engine.OutboundMessage
-	Total int
-	Err   error
-}
+type LoadedMsg = pagedlist.Loaded[engine.OutboundMessage]
 
 // RetriedMsg reports a retry of one peer (or of every peer with pending
 // messages): the messages handed off, and the first error.
@@ -54,54 +49,43 @@ type AbandonedMsg struct {
 	Err   error
 }
 
-type ask uint8
-
+// The questions the outbox asks (pagedlist.List.Ask).
 const (
-	askNone ask = iota
+	askNone = iota
 	askOne
 	askAll
 )
 
 // Model is the outbox panel.
 type Model struct {
-	src      Source
-	ctx      context.Context
-	th       themes.Theme
-	keys     KeyMap
-	w, h     int
-	focus    bool
-	pg       pager.Pager
-	page     []engine.OutboundMessage
-	total    int
-	sel      int
-	err      string
-	ask      ask
-	busy     bool
-	status   string
-	statusAt time.Time
-	states   sent.States
-
-	loading, again bool
+	src    Source
+	ctx    context.Context
+	th     themes.Theme
+	keys   KeyMap
+	w, h   int
+	focus  bool
+	list   pagedlist.List[engine.OutboundMessage] // the page, the cursor, the reads, the question
+	states sent.States
 }
 
 // New returns the outbox; ctx bounds its calls.
 func New(ctx context.Context, src Source, th themes.Theme) Model {
-	return Model{src: src, ctx: ctx, th: th, keys: DefaultKeyMap(), states: sent.New()}
+	return Model{src: src, ctx: ctx, th: th, keys: DefaultKeyMap(), states: sent.New(),
+		list: pagedlist.New(func(m engine.OutboundMessage) int64 { return m.Seq })}
 }
 
 // SetSource replaces the source (after a reopen).
 func (m *Model) SetSource(src Source) {
 	m.src = src
-	m.loading, m.again, m.busy = false, false, false
+	m.list.Reset()
 }
 
 // SetSize sets the panel's size, title included; the page holds as many
 // messages as fit, and a page of another size is read again (the one read
 // before the first size holds a single row).
 func (m *Model) SetSize(w, h int) tea.Cmd {
-	rows := m.rows()
 	m.w, m.h = w, h
-	if m.rows() == rows || m.src == nil {
+	if !m.list.SetHeight(h) || m.src == nil {
 		return nil
 	}
 	return m.Reload()
@@ -113,47 +97,37 @@ func (m *Model) Focus() { m.focus = true }
 // Blur takes it away (and forgets a question).
 func (m *Model) Blur() {
 	m.focus = false
-	m.setAsk(askNone)
+	m.list.Ask(askNone)
 }
 
 // StatusLifetime is how long the panel's status line stays; the event log
 // keeps what it said.
-const StatusLifetime = 8 * time.Second
+const StatusLifetime = pagedlist.StatusLifetime
 
 // ExpireStatus clears a status line older than StatusLifetime.
-func (m *Model) ExpireStatus(now time.Time) {
-	if m.status != "" && now.Sub(m.statusAt) >= StatusLifetime {
-		m.status = ""
-	}
-}
+func (m *Model) ExpireStatus(now time.Time) { m.list.ExpireStatus(now) }
 
 // KeyMap returns the panel's keys.
-func (m Model) KeyMap() KeyMap { return m.keys }
+func (m Model) KeyMap() KeyMap {
+	k := m.keys
+	k.Keys = m.list.Keys()
+	return k
+}
 
 // Total is the number of pending sent messages at the last read.
-func (m Model) Total() int { return m.total }
+func (m Model) Total() int { return m.list.Total() }
 
 // Page returns the messages shown.
-func (m Model) Page() []engine.OutboundMessage { return m.page }
-
-// rows is the page size: the panel's height less the title and, when
-// there is room for it, a status line.
-func (m Model) rows() int {
-	if m.h >= 4 {
-		return m.h - 2
-	}
-	return max(m.h-1, 1)
-}
+func (m Model) Page() []engine.OutboundMessage { return m.list.Page() }
 
 // Reload reads the current page again; calls while a read is in flight
 // coalesce.
 func (m *Model) Reload() tea.Cmd {
-	if m.loading {
-		m.again = true
+	after, limit, ok := m.list.Read()
+	if !ok {
 		return nil
 	}
-	m.loading = true
-	src, ctx, after, limit := m.src, m.ctx, m.pg.After(), m.rows()
+	src, ctx := m.src, m.ctx
 	return func() tea.Msg {
 		page, err := src.PendingOutbound(ctx, engine.PageQuery{After: after, Limit: limit})
 		if err != nil {
@@ -168,37 +142,21 @@ func (m *Model) Reload() tea.Cmd {
 func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case LoadedMsg:
-		m.loading = false
-		if msg.After != m.pg.After() {
-			return m, m.Reload()
-		}
-		if msg.Err != nil {
-			m.err = engine.ErrorName(msg.Err) + ": " + msg.Err.Error()
-		} else {
-			m.err = ""
-			m.page, m.total = msg.Page, msg.Total
-			if len(m.page) == 0 && m.pg.Prev() {
-				return m, m.Reload()
-			}
-			m.sel = layout.Clamp(m.sel, 0, max(len(m.page)-1, 0))
-		}
-		if m.again {
-			m.again = false
+		if m.list.Loaded(msg, errText) {
 			return m, m.Reload()
 		}
 		return m, nil
 	case RetriedMsg:
 		if !msg.Auto {
-			m.busy = false
-			m.status, m.statusAt = "retry: "+DescribeRetry(msg), time.Now()
+			m.list.Finish("retry: " + DescribeRetry(msg))
 		}
 		return m, m.Reload()
 	case AbandonedMsg:
-		m.busy = false
-		m.status, m.statusAt = fmt.Sprintf("abandoned %d", msg.Count), time.Now()
+		status := fmt.Sprintf("abandoned %d", msg.Count)
 		if msg.Err != nil {
-			m.status += ", " + engine.ErrorName(msg.Err) + ": " + msg.Err.Error()
+			status += ", " + errText(msg.Err)
 		}
+		m.list.Finish(status)
 		return m, m.Reload()
 	case engine.Event:
 		m.states.Apply(msg)
@@ -220,86 +178,51 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 }
 
 func (m Model) key(k tea.KeyMsg) (Model, tea.Cmd) {
-	if m.ask != askNone {
-		switch {
-		case input.Matches(k, m.keys.Confirm):
-			a := m.ask
-			m.setAsk(askNone)
-			if a == askAll {
-				return m, m.abandonAll()
-			}
+	if waiting, yes := m.list.Answer(k); waiting {
+		switch yes {
+		case askAll:
+			return m, m.abandonAll()
+		case askOne:
 			return m, m.abandonOne()
-		case input.Matches(k, m.keys.Cancel):
-			m.setAsk(askNone)
+		}
+		return m, nil
+	}
+	if handled, read := m.list.Move(k); handled {
+		if read {
+			return m, m.Reload()
 		}
 		return m, nil
 	}
 	switch {
-	case input.Matches(k, m.keys.Up):
-		if m.sel > 0 {
-			m.sel--
-		} else if m.pg.Prev() {
-			m.sel = m.rows() - 1
-			return m, m.Reload()
-		}
-	case input.Matches(k, m.keys.Down):
-		if m.sel+1 < len(m.page) {
-			m.sel++
-		} else if len(m.page) == m.rows() {
-			m.pg.Next(m.page[len(m.page)-1].Seq)
-			m.sel = 0
-			return m, m.Reload()
-		}
-	case input.Matches(k, m.keys.NextPage):
-		if len(m.page) == m.rows() {
-			m.pg.Next(m.page[len(m.page)-1].Seq)
-			m.sel = 0
-			return m, m.Reload()
-		}
-	case input.Matches(k, m.keys.PrevPage):
-		if m.pg.Prev() {
-			m.sel = 0
-			return m, m.Reload()
-		}
 	case input.Matches(k, m.keys.Retry):
-		if msg, ok := m.Selected(); ok && !m.busy {
-			m.busy = true
+		if msg, ok := m.Selected(); ok && m.list.Start() {
 			return m, Retry(m.ctx, m.src, msg.Recipient, false)
 		}
 	case input.Matches(k, m.keys.Life):
 		if msg, ok := m.Selected(); ok {
-			return m, func() tea.Msg { return life.Msg{Peer: msg.Recipient, ID: msg.ID, Direction: engine.DirectionOut} }
+			return m, func() tea.Msg { return trace.Request{Peer: msg.Recipient, ID: msg.ID, Direction: engine.DirectionOut} }
 		}
 	case input.Matches(k, m.keys.RetryAll):
-		if !m.busy {
-			m.busy = true
+		if m.list.Start() {
 			return m, RetryAll(m.ctx, m.src)
 		}
 	case input.Matches(k, m.keys.Abandon):
 		if _, ok := m.Selected(); ok {
-			m.setAsk(askOne)
+			m.list.Ask(askOne)
 		}
 	case input.Matches(k, m.keys.AbandonAll):
-		if m.total > 0 {
-			m.setAsk(askAll)
+		if m.list.Total() > 0 {
+			m.list.Ask(askAll)
 		}
 	}
 	return m, nil
 }
 
-func (m *Model) setAsk(a ask) {
-	m.ask = a
-	m.keys.Confirm.SetEnabled(a != askNone)
-	m.keys.Cancel.SetEnabled(a != askNone)
-}
+// errText is how a failure shows.
+func errText(err error) string { return engine.ErrorName(err) + ": " + err.Error() }
 
 // Selected returns the message under the cursor.
-func (m Model) Selected() (engine.OutboundMessage, bool) {
-	if m.sel < len(m.page) {
-		return m.page[m.sel], true
-	}
-	return engine.OutboundMessage{}, false
-}
+func (m Model) Selected() (engine.OutboundMessage, bool) { return m.list.Selected() }
 
 // Retry returns a command that retries peer's pending messages in order.
 func Retry(ctx context.Context, src Source, peer engine.Address, auto bool) tea.Cmd {
@@ -353,10 +276,9 @@ func DescribeRetry(r RetriedMsg) string {
 
 func (m *Model) abandonOne() tea.Cmd {
 	msg, ok := m.Selected()
-	if !ok || m.busy {
+	if !ok || !m.list.Start() {
 		return nil
 	}
-	m.busy = true
 	src, ctx := m.src, m.ctx
 	return func() tea.Msg {
 		err := src.Abandon(ctx, msg.Recipient, msg.ID)
@@ -368,10 +290,9 @@ func (m *Model) abandonOne() tea.Cmd {
 }
 
 func (m *Model) abandonAll() tea.Cmd {
-	if m.busy {
+	if !m.list.Start() {
 		return nil
 	}
-	m.busy = true
 	src, ctx := m.src, m.ctx
 	return func() tea.Msg {
 		var out AbandonedMsg
@@ -405,41 +326,26 @@ func (m Model) View() string {
 		return ""
 	}
 	st := m.th.Outbox
-	detail := fmt.Sprintf("%d pending sent", m.total)
-	if pages := pager.Pages(m.total, m.rows()); pages > 1 {
-		detail += fmt.Sprintf(" · page %d/%d", m.pg.Index(), pages)
-	}
-	lines := []string{layout.Title(m.th.Panel.Title, m.th.Panel.TitleFocused, m.focus, "Outbox", detail, m.w)}
+	lines := []string{layout.Title(m.th.Panel.Title, m.th.Panel.TitleFocused, m.focus, "Outbox", m.list.Detail("pending sent"), m.w)}
 	switch {
-	case m.ask == askAll:
-		lines = append(lines, st.Confirm.Render(layout.Line(fmt.Sprintf(" abandon all %d pending sent? (not a recall) y/n", m.total), m.w)))
-	case m.ask == askOne:
+	case m.list.Asking() == askAll:
+		lines = append(lines, st.Confirm.Render(layout.Line(fmt.Sprintf(" abandon all %d pending sent? (not a recall) y/n", m.list.Total()), m.w)))
+	case m.list.Asking() == askOne:
 		if msg, ok := m.Selected(); ok {
 			lines = append(lines, st.Confirm.Render(layout.Line(fmt.Sprintf(" abandon %s to %s? (not a recall) y/n", layout.ShortID(msg.ID), msg.Recipient), m.w)))
 		}
-	case m.err != "":
-		lines = append(lines, m.th.Panel.Error.Render(layout.Line(" "+m.err, m.w)))
-	case len(m.page) == 0:
+	case m.list.Err() != "":
+		lines = append(lines, m.th.Panel.Error.Render(layout.Line(" "+m.list.Err(), m.w)))
+	case len(m.list.Page()) == 0:
 		lines = append(lines, m.th.Panel.Empty.Render(layout.Line(" nothing pending", m.w)))
 	}
-	for i, msg := range m.page {
-		if len(lines) >= 1+m.rows() {
-			break
-		}
-		lines = append(lines, m.row(i, msg, st))
-	}
-	if m.status != "" && m.h >= 4 {
-		for len(lines) < m.h-1 {
-			lines = append(lines, "")
-		}
-		lines = append(lines, m.th.Panel.Count.Render(layout.Line(" "+m.status, m.w)))
-	}
-	return layout.Fit(lines, m.w, m.h)
+	row := func(i int, msg engine.OutboundMessage) string { return m.row(i, msg, st) }
+	return layout.Fit(m.list.Lines(lines, m.w, row, m.th.Panel.Count), m.w, m.h)
 }
 
 func (m Model) row(i int, msg engine.OutboundMessage, st themes.ListStyles) string {
 	mark := "  "
-	if i == m.sel {
+	if i == m.list.Cursor() {
 		mark = "▸ "
 	}
 	state, _ := m.states.Get(msg.ID)
@@ -449,7 +355,7 @@ func (m Model) row(i int, msg engine.OutboundMessage, st themes.ListStyles) stri
 	bodyW := max(m.w-len(head)-layout.Width(tail), 4)
 	body := layout.OneLine(msg.Body, bodyW)
 	fill := layout.Spaces(bodyW - layout.Width(body))
-	if i == m.sel && m.focus {
+	if i == m.list.Cursor() && m.focus {
 		return st.Selected.Render(layout.Line(head+body+fill+tail, m.w))
 	}
 	stStyle := st.State

@@ -196,3 +196,18 @@ func Clamp(v, lo, hi int) int {
 	}
 	return v
 }
+
+// Clip makes a block exactly h lines tall, w cells wide for the lines it
+// adds: in a tiny window the panels' minimum sizes add up to more than
+// there is.
+func Clip(s string, w, h int) string {
+	n := strings.Count(s, "\n") + 1
+	switch {
+	case n > h:
+		lines := strings.SplitN(s, "\n", h+1)
+		return strings.Join(lines[:h], "\n")
+	case n < h:
+		return s + strings.Repeat("\n"+Spaces(w), h-n)
+	}
+	return s
+}

@@ -1,4 +1,4 @@
-package tui
+package demo
 
 import (
 	"bufio"
@@ -149,7 +149,7 @@ func (m *Model) playScript(now time.Time) tea.Cmd {
 		typeOn(a.Who, write(a.Text))
 	case "hold", "release":
 		for _, i := range panes {
-			if m.world.flags(m.panes[i].self).held != (a.Verb == "hold") {
+			if m.world.flags(m.chat.Pane(i).Self).held != (a.Verb == "hold") {
 				typeOn(i, demoCtl('h'))
 			}
 		}
@@ -189,7 +189,7 @@ func (m *Model) playScript(now time.Time) tea.Cmd {
 	case "quit":
 		cmds = append(cmds, tea.Quit)
 	}
-	m.note(m.active, eventlog.Entry{Name: "demo_script", Level: eventlog.Demo, Text: fmt.Sprintf("line %d: %s", a.Line, a.Verb)})
+	m.chat.Note(m.chat.Active(), eventlog.Entry{Name: "demo_script", Level: eventlog.Demo, Text: fmt.Sprintf("line %d: %s", a.Line, a.Verb)})
 	return tea.Batch(cmds...)
 }
 

@@ -1,4 +1,4 @@
-package tui
+package demo
 
 import (
 	"fmt"
@@ -42,13 +42,13 @@ func (m Model) settling() bool {
 	if m.forgetting > 0 {
 		return true
 	}
-	for _, p := range m.panes {
-		if p.att == nil && (p.closed == "reopening" || p.closed == "reinstalling") {
+	for i := range m.chat.Panes() {
+		if p := m.chat.Pane(i); !p.Open && (p.Closed == "reopening" || p.Closed == "reinstalling") {
 			return true
 		}
 	}
 	if r := m.scen; r != nil && r.next < len(r.s.steps) {
-		if on := r.s.steps[r.next].on; on < len(m.panes) && m.panes[on].crashArmed {
+		if on := r.s.steps[r.next].on; on < len(m.crashArmed) && m.crashArmed[on] {
 			return true
 		}
 	}
@@ -160,17 +160,20 @@ func retryOther(m *Model) tea.Cmd { return m.typeOn(1, []tea.KeyMsg{ctrl(tea.Key
 
 // commitHere commits everything pending on the profile with the keyboard,
 // as the inbox's C would.
-func commitHere(m *Model) tea.Cmd { return m.world.commitAllCmd(m.active, m.panes[m.active].self) }
+func commitHere(m *Model) tea.Cmd {
+	i := m.chat.Active()
+	return m.world.commitAllCmd(i, m.chat.Pane(i).Self)
+}
 
 // commitBoth commits everything pending on both profiles.
 func commitBoth(m *Model) tea.Cmd {
-	return tea.Batch(m.world.commitAllCmd(0, m.panes[0].self), m.world.commitAllCmd(1, m.panes[1].self))
+	return tea.Batch(m.world.commitAllCmd(0, m.chat.Pane(0).Self), m.world.commitAllCmd(1, m.chat.Pane(1).Self))
 }
 
 // pruneHere prunes every finalized record of the active profile.
 func pruneHere(m *Model) tea.Cmd {
-	w, i := m.world, m.active
-	self := m.panes[i].self
+	w, i := m.world, m.chat.Active()
+	self := m.chat.Pane(i).Self
 	return func() tea.Msg {
 		c := w.client(self)
 		if c == nil {
@@ -217,17 +220,10 @@ func (m *Model) stepScenario() tea.Cmd {
 
 // typeOn gives pane i the keyboard and types keys there, as a person would.
 func (m *Model) typeOn(i int, ks []tea.KeyMsg) tea.Cmd {
-	var cmds []tea.Cmd
-	if i != m.active && i < len(m.panes) {
-		m.panes[m.active].setActive(false)
-		m.active = i
-		q := &m.panes[i]
-		cmds = append(cmds, tag(i, q.gen, q.setActive(true)))
-	}
+	cmds := []tea.Cmd{m.chat.Focus(i)}
 	m.scripted = true
 	for _, k := range ks {
-		var cmd tea.Cmd
-		*m, cmd, _ = m.key(k)
+		cmd, _ := m.key(k)
 		cmds = append(cmds, cmd)
 	}
 	m.scripted = false

@@ -1,4 +1,4 @@
-package tui
+package demo
 
 import (
 	"context"
@@ -13,38 +13,34 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/tui"
 	"github.com/parley-chat/parley/tui/eventlog"
-	"github.com/parley-chat/parley/tui/internal/input"
 )
 
-// The demo's two profiles.
-var (
-	demoAlice = engine.MustParseAddress("alice/1")
-	demoBob   = engine.MustParseAddress("bob/1")
-)
-
-// DemoProfiles makes and opens the demo's profiles, all on one relay that
-// lets a new identity take over an address (the reinstall control). main
-// builds it on package profile and an embedded relay, so that tui imports
+// Profiles makes and opens the demo's profiles, all on one relay that lets
+// a new identity take over an address (the reinstall control). main builds
+// it on package profile and an embedded relay, so that the demo imports
 // neither the store nor the transport.
-type DemoProfiles interface {
+type Profiles interface {
 	// Create makes a fresh profile (a new identity) for self in dir and
 	// opens it as Open does.
-	Create(ctx context.Context, dir string, self engine.Address, o DemoOpen) (DemoProfile, error)
+	Create(ctx context.Context, dir string, self engine.Address, o OpenOptions) (Profile, error)
 	// Open opens the profile in dir.
-	Open(ctx context.Context, dir string, o DemoOpen) (DemoProfile, error)
+	Open(ctx context.Context, dir string, o OpenOptions) (Profile, error)
 }
 
-// DemoOpen is how the demo opens a profile: the engine's settings (clock,
+// OpenOptions are how the demo opens a profile: the engine's settings (clock,
 // randomness, loop policy; not its store or relay) and the wrapper the
 // relay connection goes through (the demo's switches).
-type DemoOpen struct {
+type OpenOptions struct {
+	// Engine is the engine's configuration, less its store and relay.
 	Engine engine.Config
-	Wrap   func(engine.Relay) engine.Relay
+	// Wrap wraps the profile's relay connection (the fault relay).
+	Wrap func(engine.Relay) engine.Relay
 }
 
-// DemoProfile is one open profile of the demo.
-type DemoProfile interface {
+// Profile is one open profile of the demo.
+type Profile interface {
 	// Engine is the profile's client.
 	Engine() *engine.Client
 	// RelayState is the relay connection in words ("connected"...).
@@ -59,7 +55,7 @@ type DemoProfile interface {
 type world struct {
 	ctx      context.Context // the demo's lifetime
 	dir      string
-	profiles DemoProfiles
+	profiles Profiles
 	log      *slog.Logger
 	now      func() time.Time
 	random   func(self engine.Address, install int) engine.Randomness
@@ -87,7 +83,7 @@ type device struct {
 	crashing bool
 
 	// While open:
-	prof   DemoProfile
+	prof   Profile
 	faults *faultRelay
 	done   chan struct{}
 	run    chan struct{} // closed when the client's loop has returned
@@ -98,16 +94,16 @@ type device struct {
 	closing chan struct{}
 }
 
-func newWorld(ctx context.Context, dir string, profiles DemoProfiles, log *slog.Logger, now func() time.Time) *world {
+func newWorld(ctx context.Context, dir string, profiles Profiles, log *slog.Logger, now func() time.Time) *world {
 	return &world{ctx: ctx, dir: dir, profiles: profiles, log: log, now: now, devs: map[engine.Address]*device{},
 		random: func(engine.Address, int) engine.Randomness { return nil }}
 }
 
 // openOptions is how a device's profile is opened: its switches wrap the
 // relay connection.
-func (w *world) openOptions(d *device, install int) (DemoOpen, func() *faultRelay) {
+func (w *world) openOptions(d *device, install int) (OpenOptions, func() *faultRelay) {
 	var faults *faultRelay
-	o := DemoOpen{
+	o := OpenOptions{
 		Engine: engine.Config{Now: w.now, Random: w.random(d.addr, install), Policy: w.devicePolicy(d)},
 		Wrap: func(r engine.Relay) engine.Relay {
 			faults = newFaultRelay(r, d.addr, d.notes, w.now)
@@ -123,7 +119,7 @@ func (w *world) openOptions(d *device, install int) (DemoOpen, func() *faultRela
 
 // create makes a fresh profile for addr on disk (a new identity), opens it
 // and publishes its prekeys, so that a peer can start a session at once.
-func (w *world) create(ctx context.Context, addr engine.Address) (*attachment, error) {
+func (w *world) create(ctx context.Context, addr engine.Address) (*tui.Attachment, error) {
 	w.mu.Lock()
 	d := w.devs[addr]
 	if d == nil {
@@ -147,7 +143,7 @@ func (w *world) create(ctx context.Context, addr engine.Address) (*attachment, e
 }
 
 // open opens addr's profile again (after a crash) and starts its loop.
-func (w *world) open(ctx context.Context, addr engine.Address) (*attachment, error) {
+func (w *world) open(ctx context.Context, addr engine.Address) (*tui.Attachment, error) {
 	d := w.device(addr)
 	if d == nil {
 		return nil, fmt.Errorf("open %s: %w", addr, engine.ErrNoProfile)
@@ -172,7 +168,7 @@ func (w *world) open(ctx context.Context, addr engine.Address) (*attachment, err
 
 // start runs an opened profile's receive loop and gives the pane its view
 // of it.
-func (w *world) start(d *device, prof DemoProfile, faults *faultRelay) *attachment {
+func (w *world) start(d *device, prof Profile, faults *faultRelay) *tui.Attachment {
 	c := prof.Engine()
 	run := make(chan struct{})
 	go func() {
@@ -188,7 +184,7 @@ func (w *world) start(d *device, prof DemoProfile, faults *faultRelay) *attachme
 		}
 		return prof.RelayState()
 	}
-	a := &attachment{client: c, events: c.Events(), notes: d.notes, done: d.done, state: state}
+	a := &tui.Attachment{Client: c, Events: c.Events(), Notes: d.notes, Done: d.done, State: state}
 	w.mu.Unlock()
 	return a
 }
@@ -223,7 +219,7 @@ func (w *world) close(addr engine.Address, clean bool) error {
 
 // reinstall replaces addr's profile with a fresh one: a new identity for
 // the same address, registered again at the relay.
-func (w *world) reinstall(ctx context.Context, addr engine.Address) (*attachment, error) {
+func (w *world) reinstall(ctx context.Context, addr engine.Address) (*tui.Attachment, error) {
 	if err := w.close(addr, true); err != nil {
 		w.log.Warn("close before reinstall", "self", addr.String(), "err", err)
 	}
@@ -333,7 +329,7 @@ func (w *world) flags(addr engine.Address) demoFlags {
 type demoMsg struct {
 	pane    int
 	entries []eventlog.Entry
-	attach  *attachment // the profile was (re)opened
+	attach  *tui.Attachment // the profile was (re)opened
 	err     error
 	what    string
 }
@@ -349,197 +345,6 @@ func (w *world) crashCmd(i int, addr engine.Address, when string) tea.Cmd {
 		return demoMsg{pane: i, err: err, what: "crash", entries: []eventlog.Entry{{At: w.now(), Name: "demo_crash", Level: eventlog.Demo,
 			Text: addr.String() + " crashed " + when + ": closed without a clean shutdown, nothing marked presented (ctrl+x o reopens)"}}}
 	}
-}
-
-// demoKey runs the demo control named by the key that followed ctrl+x.
-func (m *Model) demoKey(k tea.KeyMsg) tea.Cmd {
-	if m.world == nil {
-		return nil
-	}
-	w, i := m.world, m.active
-	p := &m.panes[i]
-	self := p.self
-	peer := p.peer
-	if peer.IsZero() || peer == self {
-		peer = m.panes[(i+1)%len(m.panes)].self
-	}
-	say := func(text string) {
-		m.note(i, eventlog.Entry{Name: "demo", Text: text, Level: eventlog.Demo})
-	}
-	switch {
-	case input.Matches(k, m.dkeys.Cancel):
-		return nil
-	case input.Matches(k, m.dkeys.Hold):
-		held := !w.flags(self).held
-		w.setSwitches(self, &held, nil)
-		m.panes[i].flags = w.flags(self)
-		if held {
-			say("holding delivery to " + self.String() + ": envelopes wait at the relay (ctrl+x h releases)")
-		} else {
-			say("released delivery to " + self.String())
-		}
-	case input.Matches(k, m.dkeys.HoldBoth):
-		hold := false
-		for j := range m.panes {
-			if !w.flags(m.panes[j].self).held {
-				hold = true
-			}
-		}
-		for j := range m.panes {
-			w.setSwitches(m.panes[j].self, &hold, nil)
-			m.panes[j].flags = w.flags(m.panes[j].self)
-			if hold {
-				m.note(j, eventlog.Entry{Name: "demo", Level: eventlog.Demo, Text: "holding delivery to " + m.panes[j].self.String() + ": send on both sides, then ctrl+x H releases (a collision)"})
-			} else {
-				m.note(j, eventlog.Entry{Name: "demo", Level: eventlog.Demo, Text: "released delivery to " + m.panes[j].self.String()})
-			}
-		}
-		if hold && m.forgetting == 0 {
-			return w.collisionCheck(i, self, peer)
-		}
-	case input.Matches(k, m.dkeys.Forget):
-		say("forgetting the sessions between " + self.String() + " and " + peer.String() + " on both sides (identities stay pinned)")
-		m.forgetting++
-		return w.forgetCmd(i, self, peer)
-	case input.Matches(k, m.dkeys.Drop), input.Matches(k, m.dkeys.DropAck):
-		ack := input.Matches(k, m.dkeys.DropAck)
-		d := w.device(self)
-		w.mu.Lock()
-		faults := d.faults
-		w.mu.Unlock()
-		if faults == nil {
-			say(self.String() + " is closed")
-			return nil
-		}
-		faults.arm(peer, ack)
-		m.panes[i].flags = w.flags(self)
-		if ack {
-			say(fmt.Sprintf("the next ACK %s → %s will be lost after the relay accepts it (commit something from %s)", self, peer, peer))
-		} else {
-			say(fmt.Sprintf("the next envelope %s → %s will be lost after the relay accepts it", self, peer))
-		}
-	case input.Matches(k, m.dkeys.Unplug):
-		un := !w.flags(self).unplugged
-		w.setSwitches(self, nil, &un)
-		m.panes[i].flags = w.flags(self)
-		m.panes[i].readState()
-		if un {
-			say(self.String() + "'s relay link unplugged: sends stay pending and show not sent")
-		} else {
-			say(self.String() + "'s relay link plugged in again: ctrl+r retries")
-		}
-	case input.Matches(k, m.dkeys.AutoCommit):
-		pol := w.setPolicy(self, func(pol *engine.Policy) {
-			if pol.Commit == engine.CommitOnArrival {
-				pol.Commit = engine.CommitManual
-			} else {
-				pol.Commit = engine.CommitOnArrival
-			}
-		})
-		p.policy = pol
-		say(fmt.Sprintf("auto-commit %s for %s (the engine commits every delivery as it arrives)", onOff(pol.Commit == engine.CommitOnArrival), self))
-	case input.Matches(k, m.dkeys.AutoRetry):
-		pol := w.setPolicy(self, func(pol *engine.Policy) { pol.AutoRetry = !pol.AutoRetry })
-		p.policy = pol
-		say(fmt.Sprintf("auto-retry %s for %s (backoff %s doubling to %s, at once after a reconnection or a convergence)", onOff(pol.AutoRetry), self, pol.RetryMin, pol.RetryMax))
-	case input.Matches(k, m.dkeys.Crash):
-		if p.att == nil {
-			return m.reopen(i)
-		}
-		p.detach("crashed")
-		return w.crashCmd(i, self, "now")
-	case input.Matches(k, m.dkeys.CrashNext):
-		if p.att == nil {
-			say(self.String() + " is closed: ctrl+x o reopens it")
-			return nil
-		}
-		p.crashArmed = true
-		say(self.String() + " will crash right after its next transition commits, before it is shown")
-	case input.Matches(k, m.dkeys.Reopen):
-		if p.att != nil {
-			say(self.String() + " is open")
-			return nil
-		}
-		return m.reopen(i)
-	case input.Matches(k, m.dkeys.Reinstall):
-		p.detach("reinstalling")
-		say("reinstalling " + self.String() + ": a new identity for the same address")
-		return func() tea.Msg {
-			s, err := w.reinstall(w.ctx, self)
-			msg := demoMsg{pane: i, attach: s, err: err, what: "reinstall"}
-			if err == nil {
-				msg.entries = []eventlog.Entry{{At: w.now(), Name: "demo_reinstall", Level: eventlog.Demo,
-					Text: fmt.Sprintf("%s reinstalled with identity %s: its peers meet identity_changed", self, s.client.Identity().Fingerprint())}}
-			}
-			return msg
-		}
-	case len(k.Runes) == 1 && k.Runes[0] >= '1' && int(k.Runes[0]-'0') <= len(scenarios()):
-		return m.startScenario(int(k.Runes[0] - '0'))
-	default:
-		say(fmt.Sprintf("no demo control on %q (ctrl+x then h, H, d, a, k, K, o, i, s, c, r or u; a digit plays a guided scenario: %s)", k.String(), scenarioMenu()))
-	}
-	return nil
-}
-
-func (m *Model) reopen(i int) tea.Cmd {
-	w, self := m.world, m.panes[i].self
-	m.panes[i].closed = "reopening"
-	return func() tea.Msg {
-		s, err := w.open(w.ctx, self)
-		msg := demoMsg{pane: i, attach: s, err: err, what: "reopen"}
-		if err == nil {
-			text := self.String() + " reopened"
-			if s.client.ResyncRequired() {
-				text += ": resync follows (committed events were not shown before the crash)"
-			} else {
-				text += ": no resync needed (everything committed had been shown)"
-			}
-			msg.entries = []eventlog.Entry{{At: w.now(), Name: "demo_reopen", Level: eventlog.Demo, Text: text}}
-		}
-		return msg
-	}
-}
-
-// demoResult applies what a demo control did to its pane.
-func (m *Model) demoResult(msg demoMsg) tea.Cmd {
-	if msg.pane >= len(m.panes) {
-		return nil
-	}
-	p := &m.panes[msg.pane]
-	if msg.what == "forget" && m.forgetting > 0 {
-		m.forgetting--
-	}
-	for _, e := range msg.entries {
-		p.note(e)
-	}
-	if msg.err != nil {
-		p.noteErr(engine.ErrorName(msg.err), msg.err, "demo "+msg.what)
-		if msg.attach == nil && msg.what != "crash" {
-			p.closed = "closed"
-		}
-	}
-	if msg.attach == nil {
-		return nil
-	}
-	cmd := p.attach(msg.attach)
-	if msg.what == "reinstall" {
-		p.changed = map[engine.Address]*identityChange{}
-		p.updateBlocked()
-	}
-	p.flags = m.world.flags(p.self)
-	var cmds []tea.Cmd
-	cmds = append(cmds, tag(msg.pane, p.gen, cmd))
-	if p.active {
-		cmds = append(cmds, tag(msg.pane, p.gen, p.setFocus(p.focus)))
-	}
-	return tea.Batch(cmds...)
-}
-
-func onOff(b bool) string {
-	if b {
-		return "on"
-	}
-	return "off"
 }
 
 // collisionCheck says, when delivery is held, whether the two profiles can

@@ -1,4 +1,4 @@
-package tui
+package demo
 
 import (
 	"context"
@@ -122,6 +122,16 @@ func countFlow(ctx context.Context, sender, receiver *engine.Client, reinstalled
 		}
 	}
 	return f, nil
+}
+
+// countVerdict reads the exactly-once verdict again when something changed
+// since the last read and no read is in flight.
+func (m *Model) countVerdict() tea.Cmd {
+	if m.chat.Panes() != 2 || !m.verdictStale || m.verdictBusy {
+		return nil
+	}
+	m.verdictStale, m.verdictBusy = false, true
+	return m.world.verdictCmd(m.chat.Pane(0).Self, m.chat.Pane(1).Self)
 }
 
 // verdictView is the demo's exactly-once line.

@@ -1,4 +1,4 @@
-package tui
+package demo
 
 import (
 	"context"
@@ -49,13 +49,13 @@ func startTestRelay(t testing.TB, now func() time.Time) testProfiles {
 	return testProfiles{url: "ws://" + ln.Addr().String()}
 }
 
-func (tp testProfiles) options(o DemoOpen) profile.Options {
+func (tp testProfiles) options(o OpenOptions) profile.Options {
 	return profile.Options{Passphrase: demoPassphrase, Connect: profile.ConnectNow, Wrap: o.Wrap, Engine: o.Engine,
 		Transport: transport.ClientOptions{MinBackoff: 100 * time.Millisecond, MaxBackoff: 2 * time.Second},
 		Store:     store.Options{KDF: demoKDF, Now: o.Engine.Now}}
 }
 
-func (tp testProfiles) Create(ctx context.Context, dir string, self engine.Address, o DemoOpen) (DemoProfile, error) {
+func (tp testProfiles) Create(ctx context.Context, dir string, self engine.Address, o OpenOptions) (Profile, error) {
 	p, err := profile.Create(ctx, dir, self, tp.url, tp.options(o))
 	if err != nil {
 		return nil, err
@@ -63,7 +63,7 @@ func (tp testProfiles) Create(ctx context.Context, dir string, self engine.Addre
 	return testProfile{p}, nil
 }
 
-func (tp testProfiles) Open(ctx context.Context, dir string, o DemoOpen) (DemoProfile, error) {
+func (tp testProfiles) Open(ctx context.Context, dir string, o OpenOptions) (Profile, error) {
 	p, err := profile.Open(ctx, dir, tp.options(o))
 	if err != nil {
 		return nil, err

@@ -11,12 +11,12 @@ import (
 	"github.com/parley-chat/parley/tui/internal/layout"
 )
 
-// LifeText draws a message's life as a small diagram: the envelopes that
-// carried it (on which session initiation), where it stands at each end,
-// and the ACK. own is what the device showing it knows; peer, when known
+// TraceText draws a message's trace (its engine.Life at each end known) as
+// a small diagram: the envelopes that carried it (on which session
+// initiation), where it stands at each end, and the ACK. own is what the device showing it knows; peer, when known
 // (the demo holds both profiles), is the other end's view of the same
 // message. self is the device showing it.
-func LifeText(self engine.Address, own engine.Life, peer *engine.Life) string {
+func TraceText(self engine.Address, own engine.Life, peer *engine.Life) string {
 	from, to := self, own.Peer
 	if own.Direction == engine.DirectionIn {
 		from, to = own.Peer, self
@@ -105,11 +105,11 @@ func recvState(l engine.Life) string {
 	return "not delivered yet"
 }
 
-// lifeEvents adds to a message's life what the event logs of every profile
+// traceEvents adds to a message's life what the event logs of every profile
 // shown said about it, in order: relay acceptances, losses the demo
 // caused, deliveries, repeats, commits and ACKs. These are kept in memory
 // only (the durable log has the envelopes).
-func (m Model) lifeEvents(lm lifeMsg) lifeMsg {
+func (m Model) traceEvents(lm traceMsg) traceMsg {
 	names := []string{hex.EncodeToString(lm.id[:4])}
 	for _, e := range lm.envs {
 		names = append(names, "envelope "+hex.EncodeToString(e[:4]))
@@ -128,7 +128,7 @@ func (m Model) lifeEvents(lm lifeMsg) lifeMsg {
 	}
 	var all []seen
 	for _, p := range m.panes {
-		for _, e := range p.ev.Entries() {
+		for _, e := range p.ev().Entries() {
 			if e.Name != "life" && mentions(e.Text) {
 				all = append(all, seen{e, p.self})
 			}

@@ -1,0 +1,96 @@
+// What a pane knows of its peers: their names, the safety number with the
+// chosen one, and identity changes not accepted yet (which block sending).
+
+package tui
+
+import (
+	"fmt"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/parley-chat/parley/engine"
+)
+
+// identityChange is a peer whose identity changed and is not accepted yet.
+type identityChange struct {
+	number      string // safety number with the new identity
+	fingerprint string
+	err         string
+}
+
+// loadNames reads the names given to devices.
+func (p pane) loadNames() tea.Cmd {
+	if p.att == nil {
+		return nil
+	}
+	c, ctx := p.att.Client, p.ctx
+	return func() tea.Msg {
+		names, err := c.Contacts(ctx)
+		return namesMsg{names: names, err: err}
+	}
+}
+
+// setName names peer ("" forgets its name).
+func (p pane) setName(peer engine.Address, name string) tea.Cmd {
+	if p.att == nil {
+		return nil
+	}
+	c, ctx := p.att.Client, p.ctx
+	return func() tea.Msg {
+		return namedMsg{peer: peer, err: c.SetContact(ctx, peer, name)}
+	}
+}
+
+func (p pane) loadSafety() tea.Cmd {
+	if p.att == nil || p.peer.IsZero() {
+		return nil
+	}
+	c, ctx, peer := p.att.Client, p.ctx, p.peer
+	return func() tea.Msg {
+		n, err := c.SafetyNumber(ctx, peer)
+		return safetyMsg{peer: peer, number: n, err: err}
+	}
+}
+
+// markChanged blocks sending to a peer whose identity changed and reads the
+// new identity from the relay to show its safety number.
+func (p *pane) markChanged(peer engine.Address) tea.Cmd {
+	if p.changed[peer] != nil {
+		return nil
+	}
+	p.changed[peer] = &identityChange{}
+	p.conv().SetChanged(peer, true)
+	p.updateBlocked()
+	if p.att == nil {
+		return nil
+	}
+	c, self, own, ctx := p.att.Client, p.self, p.att.Client.Identity(), p.ctx
+	return func() tea.Msg {
+		k, err := c.RelayIdentity(ctx, peer)
+		if err != nil {
+			return newIdentityMsg{peer: peer, err: err}
+		}
+		return newIdentityMsg{peer: peer, number: engine.SafetyNumber(self, own, peer, k), fingerprint: k.Fingerprint()}
+	}
+}
+
+func (p *pane) updateBlocked() {
+	reason := ""
+	if p.changed[p.peer] != nil {
+		reason = fmt.Sprintf("identity_changed: %s has a new identity; sending is blocked until you accept it (ctrl+t)", p.peer)
+	}
+	p.comp().SetBlocked(reason)
+	p.keys.Accept.SetEnabled(reason != "")
+	// The status bar's height changed: the root lays the pane out again
+	// after every message.
+}
+
+func (p pane) accept() tea.Cmd {
+	if p.att == nil || p.changed[p.peer] == nil {
+		return nil
+	}
+	c, ctx, peer := p.att.Client, p.ctx, p.peer
+	return func() tea.Msg {
+		_, err := c.AcceptIdentity(ctx, peer)
+		return acceptedMsg{peer: peer, err: err}
+	}
+}

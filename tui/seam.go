@@ -1,0 +1,182 @@
+package tui
+
+import (
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/tui/eventlog"
+	"github.com/parley-chat/parley/tui/internal/input"
+)
+
+// The seam: what a model wrapping the chat (the demo, package tui/demo)
+// may read and do. The wrapper owns its own state and keys; it hands every
+// message it does not handle to Update, and changes a pane only through
+// these methods. Pane indexes are those AddPane returned; a method given an
+// index out of range does nothing.
+
+// PaneState is what a wrapper may read of a pane.
+type PaneState struct {
+	Self, Peer engine.Address // the profile, and the conversation chosen
+	Open       bool           // a client is attached
+	Closed     string         // why not, as the status bar says ("crashed"), or ""
+	Active     bool           // the pane has the keyboard
+	// IdentityChanged: the chosen peer's identity changed and is not
+	// accepted yet.
+	IdentityChanged bool
+	Inbound         int // messages pending a decision (the inbox's total)
+	Outbound        int // messages pending an ACK (the outbox's total)
+	Shown           int // entries the conversation in view shows
+}
+
+// Panes is the number of panes.
+func (m Model) Panes() int { return len(m.panes) }
+
+// Active is the index of the pane with the keyboard.
+func (m Model) Active() int { return m.active }
+
+// Pane reads pane i.
+func (m Model) Pane(i int) PaneState {
+	if i < 0 || i >= len(m.panes) {
+		return PaneState{}
+	}
+	p := &m.panes[i]
+	return PaneState{Self: p.self, Peer: p.peer, Open: p.att != nil, Closed: p.closed, Active: p.active,
+		IdentityChanged: p.changed[p.peer] != nil, Inbound: p.in().Total(), Outbound: p.out().Total(), Shown: len(p.tl().Entries())}
+}
+
+// Quit applies the quit key to k: handled reports that k was the quit key
+// (the caller passes nothing on), quit that the program ends now (no draft
+// would be lost, or it was the second press). Any other key dismisses the
+// question a first press asked, so a wrapper calls Quit on every key
+// before handling it itself.
+func (m *Model) Quit(k tea.KeyMsg) (handled, quit bool) {
+	if input.Matches(k, m.keys.Quit) {
+		if m.quitAsk || m.draft() == "" {
+			return true, true
+		}
+		m.quitAsk = true
+		return true, false
+	}
+	m.quitAsk = false
+	return false, false
+}
+
+// Focus gives pane i the keyboard, as the key that switches profiles
+// does; keys then typed through Update go to it.
+func (m *Model) Focus(i int) tea.Cmd {
+	if i < 0 || i >= len(m.panes) || i == m.active {
+		return nil
+	}
+	m.panes[m.active].setActive(false)
+	m.active = i
+	q := &m.panes[i]
+	return tag(i, q.gen, q.setActive(true))
+}
+
+// Note adds e to pane i's event log.
+func (m *Model) Note(i int, e eventlog.Entry) { m.note(i, e) }
+
+// NoteErr logs a failure in pane i's event log, named as the engine names
+// err, with text saying what failed.
+func (m *Model) NoteErr(i int, err error, text string) {
+	if i >= 0 && i < len(m.panes) {
+		m.panes[i].noteErr(engine.ErrorName(err), err, text)
+	}
+}
+
+// SetFlags sets the switches pane i's status bar shows as on (the demo's
+// "held", "drop:envelope"...), in order; nil shows none.
+func (m *Model) SetFlags(i int, flags []string) {
+	if i >= 0 && i < len(m.panes) {
+		m.panes[i].flags = flags
+	}
+}
+
+// HoldPresented keeps pane i from marking what it draws presented while
+// hold is set: the demo arms a crash after the next transition, which must
+// find its event neither drawn nor marked. Attach and Detach clear it.
+func (m *Model) HoldPresented(i int, hold bool) {
+	if i >= 0 && i < len(m.panes) {
+		m.panes[i].holdPresented = hold
+	}
+}
+
+// Events is the hook before events are drawn: when msg carries a run of
+// engine events for a pane's current client, it returns that pane's index.
+// A wrapper that must act before they are drawn (the demo's crash) checks
+// each message with it and, to drop them, detaches the pane instead of
+// passing the message on.
+func (m Model) Events(msg tea.Msg) (int, bool) {
+	pm, ok := msg.(paneMsg)
+	if !ok || pm.pane >= len(m.panes) || pm.gen != m.panes[pm.pane].gen {
+		return 0, false
+	}
+	_, ok = pm.msg.(eventsMsg)
+	return pm.pane, ok
+}
+
+// Detach marks pane i closed for the reason why ("crashed",
+// "reinstalling"): what its old client's commands return is dropped from
+// now on.
+func (m *Model) Detach(i int, why string) {
+	if i >= 0 && i < len(m.panes) {
+		m.panes[i].detach(why)
+	}
+}
+
+// SetClosed changes what pane i's status bar says it is (a closed pane
+// being reopened: "reopening"); it attaches and detaches nothing.
+func (m *Model) SetClosed(i int, why string) {
+	if i >= 0 && i < len(m.panes) {
+		m.panes[i].closed = why
+	}
+}
+
+// Attach gives pane i an open client again (a reopen, a reinstall): every
+// list is read again and its events are listened to. newIdentity says the
+// profile is a new install: the identity changes the pane knew of its
+// peers are forgotten.
+func (m *Model) Attach(i int, a *Attachment, newIdentity bool) tea.Cmd {
+	if i < 0 || i >= len(m.panes) {
+		return nil
+	}
+	p := &m.panes[i]
+	cmd := p.attach(a)
+	if newIdentity {
+		p.changed = map[engine.Address]*identityChange{}
+		p.updateBlocked()
+	}
+	cmds := []tea.Cmd{tag(i, p.gen, cmd)}
+	if p.active {
+		cmds = append(cmds, tag(i, p.gen, p.setFocus(p.focus)))
+	}
+	return tea.Batch(cmds...)
+}
+
+// SetPolicy shows policy in pane i's status bar at once (a wrapper changed
+// the client's policy; the next tick reads it from the client anyway).
+func (m *Model) SetPolicy(i int, policy engine.Policy) {
+	if i >= 0 && i < len(m.panes) {
+		m.panes[i].policy = policy
+	}
+}
+
+// ReadState reads pane i's relay connection and policy again for its
+// status bar (a wrapper unplugged or plugged the link).
+func (m *Model) ReadState(i int) {
+	if i >= 0 && i < len(m.panes) {
+		m.panes[i].readState()
+	}
+}
+
+// SetPrefixKey shows b among the global keys in the help: a key the
+// wrapper handles before the chat sees it (the demo's ctrl+x).
+func (m *Model) SetPrefixKey(b key.Binding) { m.keys.Prefix = b }
+
+// SetHelpKeys replaces the help line with head followed by keys (the
+// demo's controls, after ctrl+x); nil keys give the chat's help back. The
+// command lays the panes out again for the help's new height.
+func (m *Model) SetHelpKeys(head string, keys []key.Binding) tea.Cmd {
+	m.helpHead, m.helpKeys = head, keys
+	return m.resize()
+}
