@@ -45,6 +45,9 @@ func (s *Server) attach(c *conn) (ok, full bool) {
 				if sig.Pool >= 0 {
 					s.tellPoolLocal(addr, sig.Pool)
 				}
+				if len(sig.Statuses) > 0 {
+					s.tellStatusLocal(addr, sig.Statuses)
+				}
 			})
 			if err != nil {
 				s.log.Error("watch for other relays", "err", err)

@@ -118,7 +118,9 @@ func (c *conn) handshake() bool {
 	stopped := c.stopped
 	c.authed = !stopped
 	c.phaseMu.Unlock()
-	if stopped || !c.writeNow(encode(req, wire.AuthOK{})) {
+	// Features right after AuthOK, which is frozen and empty: before any
+	// other push, so that a client knows them before it hears a status.
+	if stopped || !c.writeNow(encode(req, wire.AuthOK{})) || !c.writeNow(encode(0, wire.Features{Set: features})) {
 		return false
 	}
 	c.ws.SetReadDeadline(time.Now().Add(s.lim.ReadTimeout))

@@ -36,7 +36,7 @@ func (c *conn) submit(req uint32, m wire.Submit) bool {
 	// The store decides how many copies it keeps: one, or none or two when
 	// it injects faults (relaystore.WithFaults); either way the sender hears
 	// Accepted.
-	rows, err := s.store.Append(c.ctx, env.Recipient, m.Envelope, 1, relaystore.Origin{Address: c.addr, IP: c.ip})
+	rows, err := s.store.Append(c.ctx, env.Recipient, m.Envelope, 1, relaystore.Origin{Address: c.addr, IP: c.ip, Envelope: env.ID})
 	switch {
 	case errors.Is(err, relaystore.ErrNotRegistered):
 		return c.refused(req, id, wire.RefuseUnknownRecipient)
@@ -62,16 +62,18 @@ func (c *conn) submit(req uint32, m wire.Submit) bool {
 	return c.reply(encode(req, wire.Accepted{EnvelopeID: env.ID}))
 }
 
-// ack deletes rows of the authenticated address's own mailbox. Rows of other
-// mailboxes are ignored, and the reply is the same whatever they were, so
-// that guessing rows reveals nothing.
+// ack deletes rows of the authenticated address's own mailbox and tells
+// their senders the envelopes were taken. Rows of other mailboxes are
+// ignored, and the reply is the same whatever they were, so that guessing
+// rows reveals nothing.
 func (c *conn) ack(req uint32, m wire.AckRows) bool {
-	n, err := c.s.store.Ack(c.ctx, c.addr, m.Rows)
+	removed, err := c.s.store.Ack(c.ctx, c.addr, m.Rows)
 	if err != nil {
 		c.s.log.Error("acknowledge", "err", err)
 		return c.reply(errorMsg(req, wire.ErrorInternal, "the relay could not acknowledge the rows"))
 	}
-	c.s.metrics.acknowledged.Add(float64(n))
+	c.s.metrics.acknowledged.Add(float64(len(removed)))
+	c.s.tellStatus(removed, wire.EnvelopeTaken)
 	now := time.Now()
 	c.mu.Lock()
 	for _, r := range m.Rows {

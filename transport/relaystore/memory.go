@@ -292,16 +292,16 @@ func (m *Memory) Release(_ context.Context, recipient, holder string) error {
 }
 
 // Ack implements Store.
-func (m *Memory) Ack(_ context.Context, recipient string, rows []uint64) (int, error) {
+func (m *Memory) Ack(_ context.Context, recipient string, rows []uint64) ([]Removed, error) {
 	if err := m.lock(); err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer m.mu.Unlock()
 	box := m.boxes[recipient]
 	if box == nil {
-		return 0, nil
+		return nil, nil
 	}
-	n := 0
+	var out []Removed
 	for _, id := range rows {
 		i, ok := slices.BinarySearchFunc(box.rows, id, func(r *memRow, id uint64) int {
 			switch {
@@ -317,16 +317,16 @@ func (m *Memory) Ack(_ context.Context, recipient string, rows []uint64) (int, e
 			r.deleted = true
 			box.bytes -= int64(len(r.env))
 			m.charge(box, r.from, -1, -int64(len(r.env)))
-			n++
+			out = append(out, Removed{Row: r.id, Sender: r.from.Address, Envelope: r.from.Envelope})
 		}
 	}
-	if n > 0 {
+	if len(out) > 0 {
 		box.rows = slices.DeleteFunc(box.rows, func(r *memRow) bool { return r.deleted })
 	}
 	if len(box.rows) == 0 {
 		delete(m.boxes, recipient)
 	}
-	return n, nil
+	return out, nil
 }
 
 // Stats implements Store.

@@ -21,30 +21,6 @@ import (
 //go:embed schema.sql
 var schema string
 
-// schemaVersion is stored in PRAGMA user_version.
-const schemaVersion = 2
-
-// migrateV1 brings a version-1 database to version 2: who each envelope is
-// charged to (nobody, for the envelopes already held), and the running
-// totals per scope in place of the per-mailbox ones.
-const migrateV1 = `
-ALTER TABLE registrations ADD COLUMN ip TEXT NOT NULL DEFAULT '';
-CREATE INDEX registrations_by_ip ON registrations (ip);
-ALTER TABLE envelopes ADD COLUMN sender TEXT NOT NULL DEFAULT '';
-ALTER TABLE envelopes ADD COLUMN ip TEXT NOT NULL DEFAULT '';
-ALTER TABLE envelopes ADD COLUMN accepted INTEGER NOT NULL DEFAULT 0;
-CREATE TABLE usage (
-	scope     TEXT NOT NULL,
-	key       TEXT NOT NULL,
-	envelopes INTEGER NOT NULL,
-	bytes     INTEGER NOT NULL,
-	PRIMARY KEY (scope, key)
-) STRICT;
-INSERT INTO usage SELECT 'mailbox', recipient, envelopes, bytes FROM mailboxes;
-INSERT INTO usage SELECT 'sender', recipient || ' ', envelopes, bytes FROM mailboxes;
-INSERT INTO usage SELECT 'total', '', sum(envelopes), sum(bytes) FROM mailboxes HAVING count(*) > 0;
-DROP TABLE mailboxes`
-
 // FileName is the database file SQLite keeps in its directory.
 const FileName = "relay.db"
 
@@ -159,13 +135,8 @@ func (s *SQLite) init(ctx context.Context) error {
 	if version > schemaVersion {
 		return fmt.Errorf("schema version %d is newer than this build's %d", version, schemaVersion)
 	}
-	if version == 1 {
-		for _, stmt := range strings.Split(migrateV1, ";") {
-			if _, err := tx.ExecContext(ctx, stmt); err != nil {
-				return fmt.Errorf("migrate to version 2: %w", err)
-			}
-		}
-		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {
+	if version > 0 && version < schemaVersion {
+		if err := migrate(ctx, tx, version); err != nil {
 			return err
 		}
 	}
@@ -481,7 +452,7 @@ func (s *SQLite) commitGroup(group []*appendReq) {
 			return err
 		}
 		defer tx.Rollback()
-		ins, err := tx.PrepareContext(ctx, "INSERT INTO envelopes (recipient, envelope, sender, ip, accepted) VALUES (?, ?, ?, ?, ?) RETURNING row")
+		ins, err := tx.PrepareContext(ctx, "INSERT INTO envelopes (recipient, envelope, sender, ip, accepted, envelope_id) VALUES (?, ?, ?, ?, ?, ?) RETURNING row")
 		if err != nil {
 			return err
 		}
@@ -561,7 +532,7 @@ func (s *SQLite) appendTx(ctx context.Context, tx *sql.Tx, ins *sql.Stmt, r *app
 	}
 	for range r.copies {
 		var row int64
-		if err := ins.QueryRowContext(ctx, r.recipient, r.env, r.from.Address, r.from.IP, time.Now().UnixNano()).Scan(&row); err != nil {
+		if err := ins.QueryRowContext(ctx, r.recipient, r.env, r.from.Address, r.from.IP, time.Now().UnixNano(), r.from.Envelope[:]).Scan(&row); err != nil {
 			return err
 		}
 		r.rows = append(r.rows, uint64(row))
@@ -618,14 +589,14 @@ func (s *SQLite) Release(_ context.Context, recipient, holder string) error {
 }
 
 // Ack implements Store.
-func (s *SQLite) Ack(ctx context.Context, recipient string, rows []uint64) (int, error) {
+func (s *SQLite) Ack(ctx context.Context, recipient string, rows []uint64) ([]Removed, error) {
 	if len(rows) == 0 {
-		return 0, nil
+		return nil, nil
 	}
-	n := 0
+	var out []Removed
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		n = 0
-		del, err := tx.PrepareContext(ctx, "DELETE FROM envelopes WHERE row = ? AND recipient = ? RETURNING length(envelope), sender, ip")
+		out = out[:0]
+		del, err := tx.PrepareContext(ctx, "DELETE FROM envelopes WHERE row = ? AND recipient = ? RETURNING length(envelope), sender, ip, envelope_id")
 		if err != nil {
 			return err
 		}
@@ -637,13 +608,16 @@ func (s *SQLite) Ack(ctx context.Context, recipient string, rows []uint64) (int,
 			}
 			var size int64
 			var from Origin
-			err := del.QueryRowContext(ctx, int64(row), recipient).Scan(&size, &from.Address, &from.IP)
+			var id []byte
+			err := del.QueryRowContext(ctx, int64(row), recipient).Scan(&size, &from.Address, &from.IP, &id)
 			if errors.Is(err, sql.ErrNoRows) {
 				continue
 			} else if err != nil {
 				return err
 			}
-			n++
+			r := Removed{Row: row, Sender: from.Address}
+			copy(r.Envelope[:], id)
+			out = append(out, r)
 			u := freed[from]
 			u.Envelopes++
 			u.Bytes += size
@@ -657,10 +631,10 @@ func (s *SQLite) Ack(ctx context.Context, recipient string, rows []uint64) (int,
 		return nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("acknowledge rows of %s: %w", recipient, err)
+		return nil, fmt.Errorf("acknowledge rows of %s: %w", recipient, err)
 	}
 	s.leases.Forget(recipient, rows)
-	return n, nil
+	return out, nil
 }
 
 // Stats implements Store.

@@ -86,10 +86,12 @@ type Store interface {
 	// its rows are delivered again (the holder's connection closed).
 	Release(ctx context.Context, recipient, holder string) error
 
-	// Ack deletes the named rows of recipient's mailbox and returns how
-	// many it deleted. A row that is not in that mailbox (another's, an
-	// acknowledged one, a guess) is ignored without effect.
-	Ack(ctx context.Context, recipient string, rows []uint64) (int, error)
+	// Ack deletes the named rows of recipient's mailbox and returns those
+	// it deleted, each with its sender and envelope ID, so that the relay
+	// can tell the sender the envelope was taken. A row that is not in that
+	// mailbox (another's, an acknowledged one, a guess) is ignored without
+	// effect.
+	Ack(ctx context.Context, recipient string, rows []uint64) ([]Removed, error)
 
 	// Stats counts what the relay holds, for its metrics.
 	Stats(ctx context.Context) (Stats, error)
@@ -110,18 +112,42 @@ type Notifier interface {
 	Watch(address string, fn func(Signal)) (stop func(), err error)
 }
 
-// Signal is what a Notifier carries: new mail, or the size of a one-time
-// prekey pool.
+// Signal is what a Notifier carries: new mail, the size of a one-time
+// prekey pool, or what became of envelopes the address sent.
 type Signal struct {
-	Mail bool
-	Pool int // -1: no pool news
+	Mail     bool
+	Pool     int            // -1: no pool news
+	Statuses []StatusNotice // for the address as a sender
+}
+
+// StatusNotice is what the relay tells a sender of one envelope that left a
+// mailbox (wire.EnvelopeStatus).
+type StatusNotice struct {
+	Envelope wire.EnvelopeID
+	State    wire.EnvelopeState
 }
 
 // Origin is who asks the relay to keep an envelope, and is charged for it:
 // the authenticated sender address and the remote IP of its connection.
+// Envelope, the ID the relay parsed from the envelope at submission, is
+// kept with the row so that the sender can be told when the row leaves
+// the mailbox; it charges nothing.
 type Origin struct {
-	Address string
-	IP      string // empty: charged to no IP
+	Address  string
+	IP       string // empty: charged to no IP
+	Envelope wire.EnvelopeID
+}
+
+// charged is o without the envelope ID: the key of what o is charged for.
+func (o Origin) charged() Origin { return Origin{Address: o.Address, IP: o.IP} }
+
+// Removed is a row that left a mailbox, with what its sender is told by:
+// the sender's address and the envelope's ID (zero for a row stored
+// before the store kept IDs).
+type Removed struct {
+	Row      uint64
+	Sender   string
+	Envelope wire.EnvelopeID
 }
 
 // Row is one envelope in a mailbox: the row the recipient acknowledges it by,

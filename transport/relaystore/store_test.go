@@ -189,8 +189,8 @@ func TestSQLiteMigratesVersion1(t *testing.T) {
 	}
 	now := time.Now()
 	rows, _ := s.Lease(ctx, "bob/1", "h", 10, now, now.Add(time.Minute))
-	if n, err := s.Ack(ctx, "bob/1", []uint64{rows[0].ID, rows[1].ID}); err != nil || n != 2 {
-		t.Fatalf("Ack of the migrated rows: %d, %v", n, err)
+	if n, err := s.Ack(ctx, "bob/1", []uint64{rows[0].ID, rows[1].ID}); err != nil || len(n) != 2 {
+		t.Fatalf("Ack of the migrated rows: %d, %v", len(n), err)
 	}
 	if st, _ := s.Stats(ctx); st.Envelopes != 1 || st.Bytes != 1 {
 		t.Fatalf("Stats after the ACK: %+v, want the one new envelope", st)

@@ -53,6 +53,7 @@ import (
 const (
 	hdrSender = "Parley-Sender"
 	hdrIP     = "Parley-IP"
+	hdrEnv    = "Parley-Envelope" // the envelope's ID, hex
 	hdrOTK    = "Parley-OTK"
 )
 
@@ -633,6 +634,7 @@ func (s *Store) Append(ctx context.Context, recipient string, env []byte, copies
 		msg := &nats.Msg{Subject: s.names.mbox + hexKey(recipient), Data: env, Header: nats.Header{}}
 		msg.Header.Set(hdrSender, from.Address)
 		msg.Header.Set(hdrIP, from.IP)
+		msg.Header.Set(hdrEnv, hex.EncodeToString(from.Envelope[:]))
 		ack, err := s.js.PublishMsg(ctx, msg)
 		if err != nil {
 			if isPerSubjectFull(err) {
@@ -692,7 +694,7 @@ func (s *Store) Lease(ctx context.Context, recipient, holder string, max int, no
 				continue
 			}
 			out = append(out, relaystore.Row{ID: m.Sequence, Envelope: m.Data, Accepted: m.Time})
-			take(m.Sequence, relaystore.Origin{Address: m.Header.Get(hdrSender), IP: m.Header.Get(hdrIP)}, len(m.Data))
+			take(m.Sequence, origin(m.Header), len(m.Data))
 		}
 		return nil
 	})
@@ -711,12 +713,12 @@ func (s *Store) Release(_ context.Context, recipient, holder string) error {
 // Ack implements relaystore.Store. A row counts only when it is one of the
 // recipient's own, and its deletion succeeded here: a row acknowledged
 // through two relays at once lowers the totals once.
-func (s *Store) Ack(ctx context.Context, recipient string, rows []uint64) (int, error) {
+func (s *Store) Ack(ctx context.Context, recipient string, rows []uint64) ([]relaystore.Removed, error) {
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
 	subj := s.names.mbox + hexKey(recipient)
 	known := s.leases.Leased(recipient, rows)
-	n := 0
+	var out []relaystore.Removed
 	for _, row := range rows {
 		// A row leased here is the recipient's own, and what it holds is
 		// known; any other is read first (its subject says whose it is).
@@ -726,24 +728,24 @@ func (s *Store) Ack(ctx context.Context, recipient string, rows []uint64) (int, 
 			if errors.Is(err, jetstream.ErrMsgNotFound) {
 				continue
 			} else if err != nil {
-				return n, fmt.Errorf("acknowledge rows of %s: %w", recipient, err)
+				return out, fmt.Errorf("acknowledge rows of %s: %w", recipient, err)
 			}
 			if m.Subject != subj {
 				continue
 			}
-			l = relaystore.Lease{Size: len(m.Data), From: relaystore.Origin{Address: m.Header.Get(hdrSender), IP: m.Header.Get(hdrIP)}}
+			l = relaystore.Lease{Size: len(m.Data), From: origin(m.Header)}
 		}
 		if err := s.mbox.DeleteMsg(ctx, row); err != nil {
 			continue // deleted meanwhile
 		}
 		s.noteTotal(-1, -int64(l.Size))
-		n++
+		out = append(out, relaystore.Removed{Row: row, Sender: l.From.Address, Envelope: l.From.Envelope})
 		if err := s.charge(ctx, usageKeys(recipient, l.From), -1, -int64(l.Size)); err != nil {
-			return n, fmt.Errorf("acknowledge rows of %s: count it: %w", recipient, err)
+			return out, fmt.Errorf("acknowledge rows of %s: count it: %w", recipient, err)
 		}
 	}
 	s.leases.Forget(recipient, rows)
-	return n, nil
+	return out, nil
 }
 
 // Stats implements relaystore.Store.
@@ -765,7 +767,10 @@ func (s *Store) Stats(ctx context.Context) (relaystore.Stats, error) {
 // Notify implements relaystore.Notifier over a core NATS subject.
 func (s *Store) Notify(_ context.Context, address string, sig relaystore.Signal) error {
 	data := []byte("m")
-	if !sig.Mail {
+	switch {
+	case len(sig.Statuses) > 0 && !sig.Mail:
+		data = encodeStatuses(sig.Statuses)
+	case !sig.Mail:
 		data = binary.BigEndian.AppendUint32([]byte("p"), uint32(max(sig.Pool, 0)))
 	}
 	return s.nc.Publish(s.names.wake+hexKey(address), data)
@@ -779,6 +784,10 @@ func (s *Store) Watch(address string, fn func(relaystore.Signal)) (func(), error
 			fn(relaystore.Signal{Mail: true, Pool: -1})
 		case len(m.Data) == 5 && m.Data[0] == 'p':
 			fn(relaystore.Signal{Pool: int(binary.BigEndian.Uint32(m.Data[1:]))})
+		case len(m.Data) > 0 && m.Data[0] == 's':
+			if st := decodeStatuses(m.Data); len(st) > 0 {
+				fn(relaystore.Signal{Pool: -1, Statuses: st})
+			}
 		}
 	})
 	if err != nil {

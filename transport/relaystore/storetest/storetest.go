@@ -26,6 +26,62 @@ func Run(t *testing.T, open Open) {
 	t.Run("mailbox", func(t *testing.T) { testMailbox(t, open) })
 	t.Run("quotas", func(t *testing.T) { testQuotas(t, open) })
 	t.Run("bundle without a one-time prekey", func(t *testing.T) { testTakeBundleWithoutOneTime(t, open) })
+	t.Run("removed rows name their senders", func(t *testing.T) { testRemovedSenders(t, open) })
+}
+
+// testRemovedSenders: Ack returns each row it deleted with the sender and
+// the envelope ID given at Append, whether the row was leased through this
+// store or not, and nothing for rows it did not delete.
+func testRemovedSenders(t *testing.T, open Open) {
+	run(t, open, relaystore.Limits{}, func(t *testing.T, s relaystore.Store) {
+		ctx := context.Background()
+		mustRegister(t, s, "bob/1", key(2))
+		from := []relaystore.Origin{
+			{Address: "alice/1", IP: "192.0.2.1", Envelope: wire.EnvelopeID{1, 2, 3}},
+			{Address: "carol/1", IP: "192.0.2.1", Envelope: wire.EnvelopeID{4, 5, 6}},
+			{Address: "alice/1", IP: "192.0.2.2", Envelope: wire.EnvelopeID{7, 8, 9}},
+		}
+		var rows []uint64
+		for i, o := range from {
+			r, err := s.Append(ctx, "bob/1", []byte(fmt.Sprint("env", i)), 1, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows = append(rows, r...)
+		}
+		now := time.Unix(1000, 0)
+		if got, err := s.Lease(ctx, "bob/1", "a", 2, now, now.Add(time.Minute)); err != nil || len(got) != 2 {
+			t.Fatalf("lease: %v, %v", got, err)
+		}
+		got, err := s.Ack(ctx, "bob/1", []uint64{rows[2], rows[0], rows[0], rows[1] + 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.SortFunc(got, func(a, b relaystore.Removed) int { return cmpRow(a.Row, b.Row) })
+		want := []relaystore.Removed{
+			{Row: rows[0], Sender: "alice/1", Envelope: from[0].Envelope},
+			{Row: rows[2], Sender: "alice/1", Envelope: from[2].Envelope},
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("Ack returned %+v, want %+v", got, want)
+		}
+		if got, _ := s.Ack(ctx, "bob/1", rows); len(got) != 1 || got[0] != (relaystore.Removed{Row: rows[1], Sender: "carol/1", Envelope: from[1].Envelope}) {
+			t.Fatalf("the last row: got %+v, want carol's", got)
+		}
+		if got, _ := s.Ack(ctx, "bob/1", rows); len(got) != 0 {
+			t.Fatalf("rows acknowledged twice: got %+v, want none", got)
+		}
+	})
+}
+
+func cmpRow(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }
 
 func run(t *testing.T, open Open, l relaystore.Limits, test func(t *testing.T, s relaystore.Store)) {
@@ -203,11 +259,11 @@ func testMailbox(t *testing.T, open Open) {
 		}
 
 		// Another address cannot acknowledge bob's rows.
-		if n, err := s.Ack(ctx, "eve/1", all); err != nil || n != 0 {
-			t.Fatalf("eve acknowledges bob's rows: got %d, %v; want 0", n, err)
+		if n, err := s.Ack(ctx, "eve/1", all); err != nil || len(n) != 0 {
+			t.Fatalf("eve acknowledges bob's rows: got %d, %v; want 0", len(n), err)
 		}
-		if n, err := s.Ack(ctx, "bob/1", []uint64{all[0], all[0], all[2], 1 << 63, 1<<64 - 1}); err != nil || n != 2 {
-			t.Fatalf("Ack: got %d, %v; want 2", n, err)
+		if n, err := s.Ack(ctx, "bob/1", []uint64{all[0], all[0], all[2], 1 << 63, 1<<64 - 1}); err != nil || len(n) != 2 {
+			t.Fatalf("Ack: got %d, %v; want 2", len(n), err)
 		}
 		st, _ := s.Stats(ctx)
 		if st.Envelopes != 3 {
@@ -217,8 +273,8 @@ func testMailbox(t *testing.T, open Open) {
 		if len(e) != 3 || e[0].ID != all[1] || e[1].ID != all[3] {
 			t.Fatalf("rows left: got %v", e)
 		}
-		if n, _ := s.Ack(ctx, "bob/1", all); n != 3 {
-			t.Fatalf("ack the rest: got %d, want 3", n)
+		if n, _ := s.Ack(ctx, "bob/1", all); len(n) != 3 {
+			t.Fatalf("ack the rest: got %d, want 3", len(n))
 		}
 		// Emptied, the mailbox's numbering still moves on.
 		rows, err := s.Append(ctx, "bob/1", []byte("again"), 1, alice)
@@ -277,8 +333,8 @@ func testQuotas(t *testing.T, open Open) {
 			t.Fatalf("Stats: %+v, want 8 envelopes held", st)
 		}
 		// Acknowledged rows free every scope.
-		if n, err := s.Ack(ctx, "bob/1", mrows); err != nil || n != 3 {
-			t.Fatalf("Ack: %d, %v", n, err)
+		if n, err := s.Ack(ctx, "bob/1", mrows); err != nil || len(n) != 3 {
+			t.Fatalf("Ack: %d, %v", len(n), err)
 		}
 		if _, err := s.Append(ctx, "bob/1", []byte("junk"), 3, mallory); err != nil {
 			t.Fatalf("after the ACK mallory's share is free again: %v", err)
