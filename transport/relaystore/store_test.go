@@ -1,8 +1,10 @@
 package relaystore
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -194,5 +196,50 @@ func TestSQLiteMigratesVersion1(t *testing.T) {
 	}
 	if st, _ := s.Stats(ctx); st.Envelopes != 1 || st.Bytes != 1 {
 		t.Fatalf("Stats after the ACK: %+v, want the one new envelope", st)
+	}
+}
+
+// TestSQLiteMigratesVersion2: the envelopes of a version-2 database take
+// their IDs from their own bytes, so that their senders are told when they
+// go; an envelope too short to hold one is told by nothing.
+func TestSQLiteMigratesVersion2(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpenSQLite(t, dir, Limits{})
+	ctx := context.Background()
+	if _, err := s.Register(ctx, "bob/1", [32]byte{1}, false, ""); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	db, err := sql.Open("sqlite", filepath.Join(dir, FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := append([]byte{2, 2}, bytes.Repeat([]byte{0xab}, 16)...)
+	for _, q := range []string{
+		"ALTER TABLE envelopes DROP COLUMN envelope_id",
+		"INSERT INTO envelopes (recipient, envelope, sender) VALUES ('bob/1', x'" + hex.EncodeToString(append(env, 'x')) + "', 'alice/1'), ('bob/1', 'short', 'carol/1')",
+		"PRAGMA user_version = 2",
+	} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	db.Close()
+	s = mustOpenSQLite(t, dir, Limits{})
+	defer s.Close()
+	now := time.Now()
+	rows, _ := s.Lease(ctx, "bob/1", "h", 10, now, now.Add(time.Minute))
+	if len(rows) != 2 {
+		t.Fatalf("leased %d rows, want the 2 of version 2", len(rows))
+	}
+	got, err := s.Ack(ctx, "bob/1", []uint64{rows[0].ID, rows[1].ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var id wire.EnvelopeID
+	copy(id[:], env[2:])
+	want := []Removed{{Row: rows[0].ID, Sender: "alice/1", Envelope: id}, {Row: rows[1].ID, Sender: "carol/1"}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("Ack after the migration: %+v, want %+v", got, want)
 	}
 }
