@@ -1,6 +1,7 @@
 package relaystore
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"fmt"
@@ -317,7 +318,7 @@ func (m *Memory) Ack(_ context.Context, recipient string, rows []uint64) ([]Remo
 			r.deleted = true
 			box.bytes -= int64(len(r.env))
 			m.charge(box, r.from, -1, -int64(len(r.env)))
-			out = append(out, Removed{Row: r.id, Sender: r.from.Address, Envelope: r.from.Envelope})
+			out = append(out, Removed{Recipient: recipient, Row: r.id, Sender: r.from.Address, Envelope: r.from.Envelope})
 		}
 	}
 	if len(out) > 0 {
@@ -326,6 +327,40 @@ func (m *Memory) Ack(_ context.Context, recipient string, rows []uint64) ([]Remo
 	if len(box.rows) == 0 {
 		delete(m.boxes, recipient)
 	}
+	return out, nil
+}
+
+// Expire implements Store. Rows are numbered in the order they arrive, so
+// the oldest of each mailbox come first; it scans every mailbox.
+func (m *Memory) Expire(_ context.Context, now, before time.Time, max int) ([]Removed, error) {
+	if err := m.lock(); err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	var out []Removed
+	for recipient, box := range m.boxes {
+		n := 0
+		for _, r := range box.rows {
+			if len(out) == max || !r.at.Before(before) {
+				break
+			}
+			if r.holder != "" && now.Before(r.until) {
+				continue
+			}
+			r.deleted = true
+			box.bytes -= int64(len(r.env))
+			m.charge(box, r.from, -1, -int64(len(r.env)))
+			out = append(out, Removed{Recipient: recipient, Row: r.id, Sender: r.from.Address, Envelope: r.from.Envelope})
+			n++
+		}
+		if n > 0 {
+			box.rows = slices.DeleteFunc(box.rows, func(r *memRow) bool { return r.deleted })
+		}
+		if len(box.rows) == 0 {
+			delete(m.boxes, recipient)
+		}
+	}
+	slices.SortFunc(out, func(a, b Removed) int { return cmp.Compare(a.Row, b.Row) })
 	return out, nil
 }
 

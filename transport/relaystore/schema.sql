@@ -46,6 +46,8 @@ CREATE TABLE IF NOT EXISTS envelopes (
 	envelope_id BLOB NOT NULL DEFAULT x''
 );
 CREATE INDEX IF NOT EXISTS envelopes_by_recipient ON envelopes (recipient, row);
+-- The expiry sweep takes the oldest envelopes first.
+CREATE INDEX IF NOT EXISTS envelopes_by_accepted ON envelopes (accepted);
 
 -- Running totals, so that every limit costs one lookup. scope is 'mailbox'
 -- (key: the recipient), 'sender' (key: the recipient, a space, the sender),

@@ -588,55 +588,6 @@ func (s *SQLite) Release(_ context.Context, recipient, holder string) error {
 	return nil
 }
 
-// Ack implements Store.
-func (s *SQLite) Ack(ctx context.Context, recipient string, rows []uint64) ([]Removed, error) {
-	if len(rows) == 0 {
-		return nil, nil
-	}
-	var out []Removed
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		out = out[:0]
-		del, err := tx.PrepareContext(ctx, "DELETE FROM envelopes WHERE row = ? AND recipient = ? RETURNING length(envelope), sender, ip, envelope_id")
-		if err != nil {
-			return err
-		}
-		defer del.Close()
-		freed := map[Origin]Usage{}
-		for _, row := range rows {
-			if row > 1<<63-1 {
-				continue
-			}
-			var size int64
-			var from Origin
-			var id []byte
-			err := del.QueryRowContext(ctx, int64(row), recipient).Scan(&size, &from.Address, &from.IP, &id)
-			if errors.Is(err, sql.ErrNoRows) {
-				continue
-			} else if err != nil {
-				return err
-			}
-			r := Removed{Row: row, Sender: from.Address}
-			copy(r.Envelope[:], id)
-			out = append(out, r)
-			u := freed[from]
-			u.Envelopes++
-			u.Bytes += size
-			freed[from] = u
-		}
-		for from, u := range freed {
-			if err := addUsage(ctx, tx, usageScopes(recipient, from), -u.Envelopes, -u.Bytes); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("acknowledge rows of %s: %w", recipient, err)
-	}
-	s.leases.Forget(recipient, rows)
-	return out, nil
-}
-
 // Stats implements Store.
 func (s *SQLite) Stats(ctx context.Context) (Stats, error) {
 	var st Stats

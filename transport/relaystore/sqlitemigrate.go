@@ -35,10 +35,12 @@ INSERT INTO usage SELECT 'total', '', sum(envelopes), sum(bytes) FROM mailboxes 
 DROP TABLE mailboxes`,
 	// Each envelope's ID, so that its sender can be told when it leaves the
 	// mailbox. The rows already held take it from their envelope, where it
-	// sits after the version and type bytes (docs/wire-format.md).
+	// sits after the version and type bytes (docs/wire-format.md). The
+	// expiry sweep reads the envelopes oldest first.
 	2: `
 ALTER TABLE envelopes ADD COLUMN envelope_id BLOB NOT NULL DEFAULT x'';
-UPDATE envelopes SET envelope_id = substr(envelope, 3, 16) WHERE length(envelope) >= 18`,
+UPDATE envelopes SET envelope_id = substr(envelope, 3, 16) WHERE length(envelope) >= 18;
+CREATE INDEX envelopes_by_accepted ON envelopes (accepted)`,
 }
 
 // migrate brings a database of version from to schemaVersion.

@@ -93,6 +93,13 @@ type Store interface {
 	// effect.
 	Ack(ctx context.Context, recipient string, rows []uint64) ([]Removed, error)
 
+	// Expire deletes up to max rows, of any mailbox, that were accepted
+	// before before (rows of unknown age included) and are not under a
+	// lease live at now, oldest first, with the accounting of Ack, and
+	// returns them: the relay's sweep of envelopes that outlived their
+	// lifetime. A row that another relay process leased may go too.
+	Expire(ctx context.Context, now, before time.Time, max int) ([]Removed, error)
+
 	// Stats counts what the relay holds, for its metrics.
 	Stats(ctx context.Context) (Stats, error)
 
@@ -145,9 +152,10 @@ func (o Origin) charged() Origin { return Origin{Address: o.Address, IP: o.IP} }
 // the sender's address and the envelope's ID (zero for a row stored
 // before the store kept IDs).
 type Removed struct {
-	Row      uint64
-	Sender   string
-	Envelope wire.EnvelopeID
+	Recipient string
+	Row       uint64
+	Sender    string
+	Envelope  wire.EnvelopeID
 }
 
 // Row is one envelope in a mailbox: the row the recipient acknowledges it by,

@@ -216,6 +216,7 @@ func TestSQLiteMigratesVersion2(t *testing.T) {
 	}
 	env := append([]byte{2, 2}, bytes.Repeat([]byte{0xab}, 16)...)
 	for _, q := range []string{
+		"DROP INDEX envelopes_by_accepted",
 		"ALTER TABLE envelopes DROP COLUMN envelope_id",
 		"INSERT INTO envelopes (recipient, envelope, sender) VALUES ('bob/1', x'" + hex.EncodeToString(append(env, 'x')) + "', 'alice/1'), ('bob/1', 'short', 'carol/1')",
 		"PRAGMA user_version = 2",
@@ -238,7 +239,7 @@ func TestSQLiteMigratesVersion2(t *testing.T) {
 	}
 	var id wire.EnvelopeID
 	copy(id[:], env[2:])
-	want := []Removed{{Row: rows[0].ID, Sender: "alice/1", Envelope: id}, {Row: rows[1].ID, Sender: "carol/1"}}
+	want := []Removed{{Recipient: "bob/1", Row: rows[0].ID, Sender: "alice/1", Envelope: id}, {Recipient: "bob/1", Row: rows[1].ID, Sender: "carol/1"}}
 	if !slices.Equal(got, want) {
 		t.Fatalf("Ack after the migration: %+v, want %+v", got, want)
 	}

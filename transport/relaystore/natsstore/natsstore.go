@@ -739,7 +739,7 @@ func (s *Store) Ack(ctx context.Context, recipient string, rows []uint64) ([]rel
 			continue // deleted meanwhile
 		}
 		s.noteTotal(-1, -int64(l.Size))
-		out = append(out, relaystore.Removed{Row: row, Sender: l.From.Address, Envelope: l.From.Envelope})
+		out = append(out, relaystore.Removed{Recipient: recipient, Row: row, Sender: l.From.Address, Envelope: l.From.Envelope})
 		if err := s.charge(ctx, usageKeys(recipient, l.From), -1, -int64(l.Size)); err != nil {
 			return out, fmt.Errorf("acknowledge rows of %s: count it: %w", recipient, err)
 		}

@@ -27,6 +27,75 @@ func Run(t *testing.T, open Open) {
 	t.Run("quotas", func(t *testing.T) { testQuotas(t, open) })
 	t.Run("bundle without a one-time prekey", func(t *testing.T) { testTakeBundleWithoutOneTime(t, open) })
 	t.Run("removed rows name their senders", func(t *testing.T) { testRemovedSenders(t, open) })
+	t.Run("expire", func(t *testing.T) { testExpire(t, open) })
+}
+
+// testExpire: Expire deletes rows accepted before its bound, oldest first
+// and at most max, passes over rows under a live lease, frees every quota
+// scope as Ack does, and returns each row with its recipient, sender and
+// envelope ID.
+func testExpire(t *testing.T, open Open) {
+	l := relaystore.Limits{MailboxEnvelopes: 3, SenderEnvelopes: 3, IPEnvelopes: 4, TotalEnvelopes: 4}
+	run(t, open, l, func(t *testing.T, s relaystore.Store) {
+		ctx := context.Background()
+		mustRegister(t, s, "bob/1", key(2))
+		mustRegister(t, s, "carol/1", key(3))
+		before := time.Now().Add(-time.Second)
+		type sent struct {
+			to   string
+			from relaystore.Origin
+			row  uint64
+		}
+		var all []sent
+		for i, to := range []string{"bob/1", "bob/1", "carol/1", "bob/1"} {
+			o := alice
+			o.Envelope = wire.EnvelopeID{byte(i + 1)}
+			rows, err := s.Append(ctx, to, []byte(fmt.Sprint("env", i)), 1, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all = append(all, sent{to, o, rows[0]})
+		}
+		if _, err := s.Append(ctx, "carol/1", []byte("more"), 1, alice); !errors.Is(err, relaystore.ErrStoreFull) {
+			t.Fatalf("a fifth envelope: %v, want relaystore.ErrStoreFull", err)
+		}
+		now := time.Now()
+		if got, err := s.Expire(ctx, now, before, 10); err != nil || len(got) != 0 {
+			t.Fatalf("Expire of nothing old enough: %+v, %v", got, err)
+		}
+		leased, err := s.Lease(ctx, "bob/1", "h", 1, now, now.Add(time.Minute))
+		if err != nil || len(leased) != 1 || leased[0].ID != all[0].row {
+			t.Fatalf("lease: %v, %v", leased, err)
+		}
+		removed := func(i int) relaystore.Removed {
+			return relaystore.Removed{Recipient: all[i].to, Row: all[i].row, Sender: all[i].from.Address, Envelope: all[i].from.Envelope}
+		}
+		future := time.Now().Add(time.Hour)
+		got, err := s.Expire(ctx, now, future, 1)
+		if err != nil || !slices.Equal(got, []relaystore.Removed{removed(1)}) {
+			t.Fatalf("Expire of one: %+v, %v; want %+v (the oldest not leased)", got, err, removed(1))
+		}
+		got, err = s.Expire(ctx, now, future, 10)
+		slices.SortFunc(got, func(a, b relaystore.Removed) int { return cmpRow(a.Row, b.Row) })
+		if err != nil || !slices.Equal(got, []relaystore.Removed{removed(2), removed(3)}) {
+			t.Fatalf("Expire of the rest: %+v, %v; want rows 2 and 3, not the leased row 0", got, err)
+		}
+		if st, _ := s.Stats(ctx); st.Envelopes != 1 {
+			t.Fatalf("Stats after the sweep: %+v, want the leased envelope", st)
+		}
+		// Every scope is free again: the mailbox, the IP and the total.
+		if _, err := s.Append(ctx, "bob/1", []byte("x"), 2, alice); err != nil {
+			t.Fatalf("after the sweep: %v", err)
+		}
+		later := now.Add(2 * time.Minute)
+		got, err = s.Expire(ctx, later, future, 1)
+		if err != nil || !slices.Equal(got, []relaystore.Removed{removed(0)}) {
+			t.Fatalf("once its lease ran out: %+v, %v; want row 0", got, err)
+		}
+		if n, err := s.Ack(ctx, "bob/1", []uint64{all[0].row}); err != nil || len(n) != 0 {
+			t.Fatalf("acknowledging an expired row: %+v, %v; want nothing", n, err)
+		}
+	})
 }
 
 // testRemovedSenders: Ack returns each row it deleted with the sender and
@@ -59,13 +128,13 @@ func testRemovedSenders(t *testing.T, open Open) {
 		}
 		slices.SortFunc(got, func(a, b relaystore.Removed) int { return cmpRow(a.Row, b.Row) })
 		want := []relaystore.Removed{
-			{Row: rows[0], Sender: "alice/1", Envelope: from[0].Envelope},
-			{Row: rows[2], Sender: "alice/1", Envelope: from[2].Envelope},
+			{Recipient: "bob/1", Row: rows[0], Sender: "alice/1", Envelope: from[0].Envelope},
+			{Recipient: "bob/1", Row: rows[2], Sender: "alice/1", Envelope: from[2].Envelope},
 		}
 		if !slices.Equal(got, want) {
 			t.Fatalf("Ack returned %+v, want %+v", got, want)
 		}
-		if got, _ := s.Ack(ctx, "bob/1", rows); len(got) != 1 || got[0] != (relaystore.Removed{Row: rows[1], Sender: "carol/1", Envelope: from[1].Envelope}) {
+		if got, _ := s.Ack(ctx, "bob/1", rows); len(got) != 1 || got[0] != (relaystore.Removed{Recipient: "bob/1", Row: rows[1], Sender: "carol/1", Envelope: from[1].Envelope}) {
 			t.Fatalf("the last row: got %+v, want carol's", got)
 		}
 		if got, _ := s.Ack(ctx, "bob/1", rows); len(got) != 0 {
