@@ -330,37 +330,46 @@ func (m *Memory) Ack(_ context.Context, recipient string, rows []uint64) ([]Remo
 	return out, nil
 }
 
-// Expire implements Store. Rows are numbered in the order they arrive, so
-// the oldest of each mailbox come first; it scans every mailbox.
+// Expire implements Store. It scans every mailbox and takes the lowest
+// rows, which are the oldest.
 func (m *Memory) Expire(_ context.Context, now, before time.Time, max int) ([]Removed, error) {
 	if err := m.lock(); err != nil {
 		return nil, err
 	}
 	defer m.mu.Unlock()
-	var out []Removed
+	type old struct {
+		recipient string
+		row       *memRow
+	}
+	var cands []old
 	for recipient, box := range m.boxes {
-		n := 0
 		for _, r := range box.rows {
-			if len(out) == max || !r.at.Before(before) {
+			if !r.at.Before(before) {
 				break
 			}
-			if r.holder != "" && now.Before(r.until) {
-				continue
+			if r.holder == "" || !now.Before(r.until) {
+				cands = append(cands, old{recipient, r})
 			}
-			r.deleted = true
-			box.bytes -= int64(len(r.env))
-			m.charge(box, r.from, -1, -int64(len(r.env)))
-			out = append(out, Removed{Recipient: recipient, Row: r.id, Sender: r.from.Address, Envelope: r.from.Envelope})
-			n++
 		}
-		if n > 0 {
-			box.rows = slices.DeleteFunc(box.rows, func(r *memRow) bool { return r.deleted })
-		}
+	}
+	slices.SortFunc(cands, func(a, b old) int { return cmp.Compare(a.row.id, b.row.id) })
+	out := make([]Removed, 0, min(max, len(cands)))
+	touched := map[string]bool{}
+	for _, c := range cands[:min(max, len(cands))] {
+		box, r := m.boxes[c.recipient], c.row
+		r.deleted = true
+		box.bytes -= int64(len(r.env))
+		m.charge(box, r.from, -1, -int64(len(r.env)))
+		out = append(out, Removed{Recipient: c.recipient, Row: r.id, Sender: r.from.Address, Envelope: r.from.Envelope})
+		touched[c.recipient] = true
+	}
+	for recipient := range touched {
+		box := m.boxes[recipient]
+		box.rows = slices.DeleteFunc(box.rows, func(r *memRow) bool { return r.deleted })
 		if len(box.rows) == 0 {
 			delete(m.boxes, recipient)
 		}
 	}
-	slices.SortFunc(out, func(a, b Removed) int { return cmp.Compare(a.Row, b.Row) })
 	return out, nil
 }
 
