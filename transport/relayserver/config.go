@@ -46,8 +46,15 @@ type Limits struct {
 	// Limits are the quotas on what the relay holds, which its store
 	// enforces (per mailbox, per sender, per IP, in all, registrations per
 	// IP, one-time prekeys per address): NewMemory hands them to its
-	// store, and a caller opening its own store for New passes them to it.
+	// store, and a caller opening its own store for New passes them to it
+	// (StoreLimits). Unlike the store's, the reserve defaults to a quarter
+	// of the totals here; a negative reserve means none.
 	relaystore.Limits
+	// EnvelopeLifetime is how long an envelope waits unacknowledged before
+	// the relay deletes it and tells its sender it expired (7 days); the
+	// sweep runs every SweepInterval (1 minute).
+	EnvelopeLifetime time.Duration
+	SweepInterval    time.Duration
 	// MaxConnections caps open websockets; MaxUnauthenticated caps those
 	// that have not authenticated yet. Beyond either the upgrade is refused
 	// with 503.
@@ -151,6 +158,8 @@ const (
 	DefaultHTTPReadHeaderTimeout = 5 * time.Second
 	DefaultHTTPReadTimeout       = 10 * time.Second
 	DefaultHTTPIdleTimeout       = 60 * time.Second
+	DefaultEnvelopeLifetime      = 7 * 24 * time.Hour
+	DefaultSweepInterval         = time.Minute
 )
 
 // withDefaults fills zero fields and checks the rest.
@@ -201,7 +210,9 @@ func (l Limits) withDefaults() (Limits, error) {
 	setDur(&l.HTTPReadHeaderTimeout, DefaultHTTPReadHeaderTimeout)
 	setDur(&l.HTTPReadTimeout, DefaultHTTPReadTimeout)
 	setDur(&l.HTTPIdleTimeout, DefaultHTTPIdleTimeout)
-	l.Limits = l.Limits.WithDefaults()
+	setDur(&l.EnvelopeLifetime, DefaultEnvelopeLifetime)
+	setDur(&l.SweepInterval, DefaultSweepInterval)
+	l.Limits = l.StoreLimits()
 	l.ByteBurst = max(l.ByteBurst, wire.MaxRelayMessageSize)
 
 	switch {
@@ -215,11 +226,27 @@ func (l Limits) withDefaults() (Limits, error) {
 		return l, errors.New("queue, window and page must be positive")
 	case l.MessageBurst < 1 || l.FetchBurst < 1 || l.TargetFetchBurst < 1 || l.TargetOneTimeBurst < 1 || l.RegistrationBurst < 1:
 		return l, errors.New("bursts must be positive")
+	case l.EnvelopeLifetime <= 0 || l.SweepInterval <= 0:
+		return l, errors.New("the envelope lifetime and the sweep interval must be positive")
 	case l.MaxEnvelopeSize < 1 || l.MaxEnvelopeSize > wire.MaxEnvelopeSize:
 		return l, fmt.Errorf("max envelope size must be 1..%d", wire.MaxEnvelopeSize)
 	}
 	l.Page = min(l.Page, l.Window)
 	return l, nil
+}
+
+// StoreLimits returns the store's quotas with the relay's defaults: the
+// store's own, and a reserve of a quarter of the totals unless l sets one
+// (negative: none). A caller opening a store for New passes it these.
+func (l Limits) StoreLimits() relaystore.Limits {
+	sl := l.Limits.WithDefaults()
+	if l.ReserveEnvelopes == 0 {
+		sl.ReserveEnvelopes = sl.TotalEnvelopes / 4
+	}
+	if l.ReserveBytes == 0 {
+		sl.ReserveBytes = sl.TotalBytes / 4
+	}
+	return sl.WithDefaults()
 }
 
 // limiter returns a token bucket; a negative rate means none.

@@ -36,6 +36,7 @@ type metrics struct {
 	acceptToDeliver  prometheus.Histogram
 	leaseToAck       prometheus.Histogram
 	statuses         *prometheus.CounterVec
+	expired          prometheus.Counter
 }
 
 // authFailure is why a connection was refused at authentication: the
@@ -144,13 +145,14 @@ func newMetrics(g *gaugeCollector, faults relaystore.Store) *metrics {
 		bundlesPublished: counter("parley_relay_bundles_published_total", "Bundles published."),
 		bundlesFetched:   counter("parley_relay_bundles_fetched_total", "Bundles handed out."),
 		oneTimeHandedOut: counter("parley_relay_one_time_prekeys_handed_out_total", "One-time prekeys handed out (each once)."),
+		expired:          counter("parley_relay_envelopes_expired_total", "Envelopes deleted unacknowledged at the end of their lifetime."),
 		statuses: counterVec("parley_relay_envelope_status_total", "Envelope statuses told to senders (best effort), by state.", "state",
 			wire.EnvelopeTaken.String(), wire.EnvelopeExpired.String()),
 	}
 	m.reg.MustRegister(
 		m.connectionsTotal, m.authFailures, m.disconnects, m.accepted, m.refused, m.delivered, m.acknowledged,
 		m.dropped, m.duplicated, m.rateLimited, m.bundlesPublished, m.bundlesFetched, m.oneTimeHandedOut, m.limited,
-		m.acceptToDeliver, m.leaseToAck, m.statuses,
+		m.acceptToDeliver, m.leaseToAck, m.statuses, m.expired,
 		g,
 	)
 	return m

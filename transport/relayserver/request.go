@@ -36,7 +36,7 @@ func (c *conn) submit(req uint32, m wire.Submit) bool {
 	// The store decides how many copies it keeps: one, or none or two when
 	// it injects faults (relaystore.WithFaults); either way the sender hears
 	// Accepted.
-	rows, err := s.store.Append(c.ctx, env.Recipient, m.Envelope, 1, relaystore.Origin{Address: c.addr, IP: c.ip, Envelope: env.ID})
+	rows, err := s.store.Append(c.ctx, env.Recipient, m.Envelope, 1, relaystore.Origin{Address: c.addr, IP: c.ip, Envelope: env.ID, ToReader: s.reads(env.Recipient)})
 	switch {
 	case errors.Is(err, relaystore.ErrNotRegistered):
 		return c.refused(req, id, wire.RefuseUnknownRecipient)
@@ -47,6 +47,9 @@ func (c *conn) submit(req uint32, m wire.Submit) bool {
 		return c.refused(req, id, wire.RefuseSenderQuota)
 	case errors.Is(err, relaystore.ErrIPQuota):
 		s.metrics.limitedBy(limitIPShare)
+		return c.refused(req, id, wire.RefuseStoreFull)
+	case errors.Is(err, relaystore.ErrReserve):
+		s.metrics.limitedBy(limitReserve)
 		return c.refused(req, id, wire.RefuseStoreFull)
 	case errors.Is(err, relaystore.ErrStoreFull):
 		s.metrics.limitedBy(limitStoreFull)
@@ -73,6 +76,7 @@ func (c *conn) ack(req uint32, m wire.AckRows) bool {
 		return c.reply(errorMsg(req, wire.ErrorInternal, "the relay could not acknowledge the rows"))
 	}
 	c.s.metrics.acknowledged.Add(float64(len(removed)))
+	c.s.readers.read(c.addr, c.s.now())
 	c.s.tellStatus(removed, wire.EnvelopeTaken)
 	now := time.Now()
 	c.mu.Lock()

@@ -44,6 +44,11 @@ type Server struct {
 	fetchesBy     *keyedLimiters // bundle fetches per requesting address
 	fetchesOf     *keyedLimiters // bundle fetches per target address
 	oneTimeOf     *keyedLimiters // one-time prekeys handed out per target
+	readers       *readers       // addresses that read their mail lately
+
+	sweepOnce   sync.Once
+	stopSweep   context.CancelFunc // nil until Serve
+	sweeperDone chan struct{}
 
 	mu       sync.RWMutex
 	ln       net.Listener
@@ -72,7 +77,8 @@ func New(store relaystore.Store, cfg Config) (*Server, error) {
 		registrations: newKeyedLimiters(lim.RegistrationRate, lim.RegistrationBurst),
 		fetchesBy:     newKeyedLimiters(lim.FetchRate, lim.FetchBurst),
 		fetchesOf:     newKeyedLimiters(lim.TargetFetchRate, lim.TargetFetchBurst),
-		oneTimeOf:     newKeyedLimiters(lim.TargetOneTimeRate, lim.TargetOneTimeBurst)}
+		oneTimeOf:     newKeyedLimiters(lim.TargetOneTimeRate, lim.TargetOneTimeBurst),
+		readers:       newReaders(lim.EnvelopeLifetime)}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -164,6 +170,11 @@ func (s *Server) Serve(ln net.Listener) error {
 		return http.ErrServerClosed
 	}
 	s.ln = ln
+	s.sweepOnce.Do(func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		s.stopSweep, s.sweeperDone = cancel, make(chan struct{})
+		go s.sweeper(ctx, s.sweeperDone)
+	})
 	s.mu.Unlock()
 	err := s.http.Serve(ln)
 	if errors.Is(err, http.ErrServerClosed) {
@@ -218,6 +229,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 		s.mu.Unlock()
 		<-done
+	}
+	s.mu.Lock()
+	stopSweep, sweeperDone := s.stopSweep, s.sweeperDone
+	s.mu.Unlock()
+	if stopSweep != nil {
+		stopSweep()
+		<-sweeperDone
 	}
 	if cerr := s.closeStore(); cerr != nil && err == nil {
 		err = cerr

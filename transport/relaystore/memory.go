@@ -212,7 +212,7 @@ func (m *Memory) Append(_ context.Context, recipient string, env []byte, copies 
 	if u := m.byIP[from.IP]; u != nil {
 		ip = *u
 	}
-	if err := m.limits.QuotaError(Usage{len(box.rows), box.bytes}, sender, ip, m.total, from.IP != "", copies, size); err != nil {
+	if err := m.limits.QuotaError(Usage{len(box.rows), box.bytes}, sender, ip, m.total, from, copies, size); err != nil {
 		return nil, fmt.Errorf("append to %s: %w", recipient, err)
 	}
 	m.boxes[recipient] = box

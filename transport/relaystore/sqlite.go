@@ -527,7 +527,7 @@ func (s *SQLite) appendTx(ctx context.Context, tx *sql.Tx, ins *sql.Stmt, r *app
 		}
 	}
 	size := int64(len(r.env)) * int64(r.copies)
-	if err := s.limits.QuotaError(u[0], u[1], u[3], u[2], r.from.IP != "", r.copies, size); err != nil {
+	if err := s.limits.QuotaError(u[0], u[1], u[3], u[2], r.from, r.copies, size); err != nil {
 		return err
 	}
 	for range r.copies {

@@ -138,15 +138,15 @@ type StatusNotice struct {
 // the authenticated sender address and the remote IP of its connection.
 // Envelope, the ID the relay parsed from the envelope at submission, is
 // kept with the row so that the sender can be told when the row leaves
-// the mailbox; it charges nothing.
+// the mailbox. ToReader says the recipient reads its mail (the relay saw
+// it connected or acknowledging lately), so that the envelope may use the
+// reserve. Neither is charged for.
 type Origin struct {
 	Address  string
 	IP       string // empty: charged to no IP
 	Envelope wire.EnvelopeID
+	ToReader bool
 }
-
-// charged is o without the envelope ID: the key of what o is charged for.
-func (o Origin) charged() Origin { return Origin{Address: o.Address, IP: o.IP} }
 
 // Removed is a row that left a mailbox, with what its sender is told by:
 // the sender's address and the envelope's ID (zero for a row stored
@@ -195,6 +195,15 @@ type Limits struct {
 	// (1,000,000 and 1 GiB).
 	TotalEnvelopes int
 	TotalBytes     int64
+	// ReserveEnvelopes and ReserveBytes are the part of the totals kept
+	// for envelopes to recipients that read their mail (none by default
+	// here; the relay server's default is a quarter of the totals): past TotalEnvelopes-ReserveEnvelopes or
+	// TotalBytes-ReserveBytes, an envelope is stored only when its
+	// recipient reads (Origin.ToReader) and its sender's IP holds less
+	// than a sixteenth of the reserve. Strangers' unread sinks fill at
+	// most the rest.
+	ReserveEnvelopes int
+	ReserveBytes     int64
 	// RegistrationsPerIP bounds the addresses first registered from one
 	// remote IP (100).
 	RegistrationsPerIP int
@@ -241,6 +250,8 @@ func (l Limits) WithDefaults() Limits {
 	if l.TotalBytes <= 0 {
 		l.TotalBytes = DefaultTotalBytes
 	}
+	l.ReserveEnvelopes = min(max(l.ReserveEnvelopes, 0), l.TotalEnvelopes)
+	l.ReserveBytes = min(max(l.ReserveBytes, 0), l.TotalBytes)
 	if l.RegistrationsPerIP <= 0 {
 		l.RegistrationsPerIP = DefaultRegistrationsPerIP
 	}
@@ -257,10 +268,14 @@ type Usage struct {
 }
 
 // QuotaError names the limit an Append of copies envelopes of size bytes in
-// all would pass, given what the mailbox, the sender within it, the
-// sender's IP (when known) and the relay hold, from the most to the least
-// specific scope; nil when it passes none.
-func (l Limits) QuotaError(mailbox, sender, ip, total Usage, ipKnown bool, copies int, size int64) error {
+// all from from would pass, given what the mailbox, the sender within it,
+// the sender's IP (when known) and the relay hold, from the most to the
+// least specific scope; nil when it passes none.
+func (l Limits) QuotaError(mailbox, sender, ip, total Usage, from Origin, copies int, size int64) error {
+	ipKnown := from.IP != ""
+	// The reserve serves readers' mail from IPs that hold little.
+	reserve := from.ToReader && ipKnown &&
+		ip.Envelopes+copies <= l.ReserveEnvelopes/16 && ip.Bytes+size <= l.ReserveBytes/16
 	switch {
 	case mailbox.Envelopes+copies > l.MailboxEnvelopes || mailbox.Bytes+size > l.MailboxBytes:
 		return ErrMailboxFull
@@ -270,6 +285,8 @@ func (l Limits) QuotaError(mailbox, sender, ip, total Usage, ipKnown bool, copie
 		return ErrIPQuota
 	case total.Envelopes+copies > l.TotalEnvelopes || total.Bytes+size > l.TotalBytes:
 		return ErrStoreFull
+	case !reserve && (total.Envelopes+copies > l.TotalEnvelopes-l.ReserveEnvelopes || total.Bytes+size > l.TotalBytes-l.ReserveBytes):
+		return ErrReserve
 	}
 	return nil
 }
@@ -295,6 +312,10 @@ var (
 	// ErrIPQuota means the envelopes from the sender's IP hold that IP's
 	// share of the relay; it is an ErrStoreFull.
 	ErrIPQuota = fmt.Errorf("%w: the sender's IP holds its share", ErrStoreFull)
+	// ErrReserve means the relay holds all it may outside the reserve, and
+	// the envelope may not use the reserve (its recipient does not read,
+	// or its sender's IP holds too much already); it is an ErrStoreFull.
+	ErrReserve = fmt.Errorf("%w: the rest is kept for recipients that read their mail", ErrStoreFull)
 	// ErrRegistrationQuota means the remote IP registered all the addresses
 	// it may.
 	ErrRegistrationQuota = errors.New("too many addresses registered from this IP")

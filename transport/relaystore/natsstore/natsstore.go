@@ -626,7 +626,7 @@ func (s *Store) Append(ctx context.Context, recipient string, env []byte, copies
 		return nil, fmt.Errorf("append to %s: %w", recipient, err)
 	}
 	size := int64(len(env)) * int64(copies)
-	if err := s.limits.QuotaError(u[0], u[1], u[2], total, from.IP != "", copies, size); err != nil {
+	if err := s.limits.QuotaError(u[0], u[1], u[2], total, from, copies, size); err != nil {
 		return nil, fmt.Errorf("append to %s: %w", recipient, err)
 	}
 	rows := make([]uint64, 0, copies)
