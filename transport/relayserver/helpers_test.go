@@ -54,7 +54,7 @@ func startSQLiteRelay(tb testing.TB, dir string, cfg Config) *testRelay {
 
 func startSQLiteRelayOn(tb testing.TB, addr, dir string, cfg Config) *testRelay {
 	tb.Helper()
-	st, err := relaystore.OpenSQLite(context.Background(), dir, cfg.Limits.Limits)
+	st, err := relaystore.OpenSQLite(context.Background(), dir, cfg.Limits.StoreLimits())
 	if err != nil {
 		tb.Fatalf("OpenSQLite: %v", err)
 	}
