@@ -125,7 +125,7 @@ func cmdRelay(ctx context.Context, env *cliEnv, cmd *command, args []string) err
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", *listen, err)
 	}
-	store, err := openRelayStore(ctx, *data, *natsURLs, *natsReplicas, limits.Limits)
+	store, err := openRelayStore(ctx, *data, *natsURLs, *natsReplicas, limits.StoreLimits())
 	if err != nil {
 		ln.Close()
 		return err
@@ -201,6 +201,9 @@ type relayLimits struct {
 	oneTimeBurst                                                   *int
 	mailboxEnvelopes, senderEnvelopes, ipEnvelopes, totalEnvelopes *int
 	mailboxBytes, senderBytes, ipBytes, totalBytes                 *string
+	reserveEnvelopes                                               *int
+	reserveBytes                                                   *string
+	envelopeLifetime, sweepInterval                                *time.Duration
 	trustedProxies                                                 *string
 }
 
@@ -224,6 +227,10 @@ func relayLimitFlags(f *flags) *relayLimits {
 		ipBytes:            f.String("ip-bytes", "256MiB", "bytes submitted from one remote IP the relay holds"),
 		totalEnvelopes:     f.Int("total-envelopes", relaystore.DefaultTotalEnvelopes, "envelopes the relay holds in all"),
 		totalBytes:         f.String("total-bytes", "1GiB", "bytes the relay holds in all"),
+		reserveEnvelopes:   f.Int("reserve-envelopes", 0, "envelopes of the total kept for recipients that read their mail (default a quarter of --total-envelopes; -1: none)"),
+		reserveBytes:       f.String("reserve-bytes", "", "bytes of the total kept for recipients that read their mail (default a quarter of --total-bytes; 0B: none)"),
+		envelopeLifetime:   f.Duration("envelope-lifetime", relayserver.DefaultEnvelopeLifetime, "how long an unacknowledged envelope is kept before it expires"),
+		sweepInterval:      f.Duration("sweep-interval", relayserver.DefaultSweepInterval, "how often expired envelopes are deleted"),
 		trustedProxies:     f.String("trusted-proxy", "", "comma-separated CIDRs of proxies whose X-Forwarded-For names the client IP"),
 	}
 }
@@ -235,14 +242,23 @@ func (r *relayLimits) resolve() (relayserver.Limits, []netip.Prefix, error) {
 		RegistrationRate:         float64(*r.regsPerHour) / 3600, RegistrationBurst: *r.regsPerHour,
 		FetchRate: *r.fetchRate, TargetFetchRate: *r.targetFetchRate, TargetOneTimeBurst: *r.oneTimeBurst,
 		Limits: relaystore.Limits{RegistrationsPerIP: *r.regsPerIP,
-			MailboxEnvelopes: *r.mailboxEnvelopes, SenderEnvelopes: *r.senderEnvelopes, IPEnvelopes: *r.ipEnvelopes, TotalEnvelopes: *r.totalEnvelopes},
+			MailboxEnvelopes: *r.mailboxEnvelopes, SenderEnvelopes: *r.senderEnvelopes, IPEnvelopes: *r.ipEnvelopes, TotalEnvelopes: *r.totalEnvelopes,
+			ReserveEnvelopes: *r.reserveEnvelopes},
+		EnvelopeLifetime: *r.envelopeLifetime, SweepInterval: *r.sweepInterval,
+	}
+	if *r.envelopeLifetime <= 0 || *r.sweepInterval <= 0 {
+		return l, nil, usagef("--envelope-lifetime and --sweep-interval must be positive")
+	}
+	if *r.reserveBytes == "0B" || *r.reserveBytes == "0" {
+		l.ReserveBytes = -1
+		*r.reserveBytes = ""
 	}
 	for _, b := range []struct {
 		flag string
 		in   string
 		out  *int64
 	}{{"mailbox-bytes", *r.mailboxBytes, &l.MailboxBytes}, {"sender-bytes", *r.senderBytes, &l.SenderBytes},
-		{"ip-bytes", *r.ipBytes, &l.IPBytes}, {"total-bytes", *r.totalBytes, &l.TotalBytes}} {
+		{"ip-bytes", *r.ipBytes, &l.IPBytes}, {"total-bytes", *r.totalBytes, &l.TotalBytes}, {"reserve-bytes", *r.reserveBytes, &l.ReserveBytes}} {
 		if b.in == "" {
 			continue
 		}
