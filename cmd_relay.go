@@ -154,7 +154,8 @@ func cmdRelay(ctx context.Context, env *cliEnv, cmd *command, args []string) err
 	}
 	scheme := "ws"
 	if tlsConfig != nil {
-		ln, scheme = tls.NewListener(ln, tlsConfig), "wss"
+		// Counted under TLS, so that the HTTP server still sees a *tls.Conn.
+		ln, scheme = tls.NewListener(srv.CountConnections(ln), tlsConfig), "wss"
 	}
 	fmt.Fprintf(env.stdout, "listening on %s://%s\n", scheme, ln.Addr())
 	done := make(chan error, 1)
@@ -195,7 +196,7 @@ func openRelayStore(ctx context.Context, dataDir, natsURLs string, natsReplicas 
 // relayserver.Limits; zero values take the relay's defaults.
 type relayLimits struct {
 	maxConns, maxHandshakes, maxConnsPerIP, maxHandshakesPerIP     *int
-	maxConnsPerAddr                                                *int
+	maxConnsPerAddr, maxSockets, maxSocketsPerIP                   *int
 	regsPerHour, regsPerIP                                         *int
 	fetchRate, targetFetchRate                                     *float64
 	oneTimeBurst                                                   *int
@@ -214,6 +215,8 @@ func relayLimitFlags(f *flags) *relayLimits {
 		maxConnsPerIP:      f.Int("max-connections-per-ip", relayserver.DefaultMaxConnectionsPerIP, "open websockets from one remote IP"),
 		maxHandshakesPerIP: f.Int("max-handshakes-per-ip", relayserver.DefaultMaxUnauthPerIP, "websockets from one remote IP not yet authenticated"),
 		maxConnsPerAddr:    f.Int("max-connections-per-address", relayserver.DefaultMaxConnectionsPerAddr, "authenticated connections of one address"),
+		maxSockets:         f.Int("max-sockets", relayserver.DefaultMaxConnections+relayserver.DefaultMaxUnauthenticated, "TCP connections open in all, whatever they carry, counted at accept"),
+		maxSocketsPerIP:    f.Int("max-sockets-per-ip", relayserver.DefaultMaxConnectionsPerIP+16, "TCP connections open from one remote IP, counted at accept (behind --trusted-proxy: plain requests per forwarded IP)"),
 		regsPerHour:        f.Int("registrations-per-ip-hour", relayserver.DefaultRegistrationBurst, "new addresses one remote IP may register per hour"),
 		regsPerIP:          f.Int("registrations-per-ip", relaystore.DefaultRegistrationsPerIP, "new addresses one remote IP may register in all"),
 		fetchRate:          f.Float64("fetch-rate", relayserver.DefaultFetchRate, "bundle fetches per second one address may make"),
@@ -238,7 +241,7 @@ func relayLimitFlags(f *flags) *relayLimits {
 func (r *relayLimits) resolve() (relayserver.Limits, []netip.Prefix, error) {
 	l := relayserver.Limits{
 		MaxConnections: *r.maxConns, MaxUnauthenticated: *r.maxHandshakes, MaxConnectionsPerIP: *r.maxConnsPerIP, MaxUnauthenticatedPerIP: *r.maxHandshakesPerIP,
-		MaxConnectionsPerAddress: *r.maxConnsPerAddr,
+		MaxConnectionsPerAddress: *r.maxConnsPerAddr, MaxSockets: *r.maxSockets, MaxSocketsPerIP: *r.maxSocketsPerIP,
 		RegistrationRate:         float64(*r.regsPerHour) / 3600, RegistrationBurst: *r.regsPerHour,
 		FetchRate: *r.fetchRate, TargetFetchRate: *r.targetFetchRate, TargetOneTimeBurst: *r.oneTimeBurst,
 		Limits: relaystore.Limits{RegistrationsPerIP: *r.regsPerIP,
@@ -270,6 +273,7 @@ func (r *relayLimits) resolve() (relayserver.Limits, []netip.Prefix, error) {
 	}
 	for name, v := range map[string]int{"max-connections": l.MaxConnections, "max-handshakes": l.MaxUnauthenticated, "max-connections-per-ip": l.MaxConnectionsPerIP,
 		"max-handshakes-per-ip": l.MaxUnauthenticatedPerIP, "max-connections-per-address": l.MaxConnectionsPerAddress,
+		"max-sockets": l.MaxSockets, "max-sockets-per-ip": l.MaxSocketsPerIP,
 		"registrations-per-ip-hour": l.RegistrationBurst, "registrations-per-ip": l.RegistrationsPerIP, "one-time-burst": l.TargetOneTimeBurst,
 		"mailbox-envelopes": l.MailboxEnvelopes, "ip-envelopes": l.IPEnvelopes, "total-envelopes": l.TotalEnvelopes} {
 		if v < 1 {

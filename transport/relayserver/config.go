@@ -68,6 +68,15 @@ type Limits struct {
 	MaxConnectionsPerIP      int
 	MaxUnauthenticatedPerIP  int
 	MaxConnectionsPerAddress int
+	// MaxSockets and MaxSocketsPerIP cap the TCP connections open, counted
+	// where they are accepted whatever they carry (websockets, /healthz,
+	// /metrics, nothing): past either a new connection is closed at once.
+	// A trusted proxy's connections count in all only; the requests it
+	// forwards count against the forwarded IP while they run. Defaults:
+	// MaxConnections+MaxUnauthenticated (17,408) and
+	// MaxConnectionsPerIP+16 (80).
+	MaxSockets      int
+	MaxSocketsPerIP int
 	// RegistrationRate/RegistrationBurst bound the first registrations of
 	// addresses from one remote IP over time (per second; default 20 an
 	// hour); relaystore.Limits.RegistrationsPerIP bounds them in all.
@@ -120,7 +129,9 @@ type Limits struct {
 	// wire.MaxEnvelopeSize).
 	MaxEnvelopeSize int
 	// HTTPReadHeaderTimeout, HTTPReadTimeout and HTTPIdleTimeout are the
-	// http.Server's; the websocket clears them once upgraded.
+	// http.Server's; the websocket clears them once upgraded. The idle
+	// timeout is short (5 s): a kept-alive plain connection holds a socket
+	// slot of its IP.
 	HTTPReadHeaderTimeout time.Duration
 	HTTPReadTimeout       time.Duration
 	HTTPIdleTimeout       time.Duration
@@ -157,7 +168,7 @@ const (
 	DefaultFetchBurst            = 50
 	DefaultHTTPReadHeaderTimeout = 5 * time.Second
 	DefaultHTTPReadTimeout       = 10 * time.Second
-	DefaultHTTPIdleTimeout       = 60 * time.Second
+	DefaultHTTPIdleTimeout       = 5 * time.Second
 	DefaultEnvelopeLifetime      = 7 * 24 * time.Hour
 	DefaultSweepInterval         = time.Minute
 )
@@ -184,6 +195,8 @@ func (l Limits) withDefaults() (Limits, error) {
 	setInt(&l.MaxConnectionsPerIP, DefaultMaxConnectionsPerIP)
 	setInt(&l.MaxUnauthenticatedPerIP, DefaultMaxUnauthPerIP)
 	setInt(&l.MaxConnectionsPerAddress, DefaultMaxConnectionsPerAddr)
+	setInt(&l.MaxSockets, l.MaxConnections+l.MaxUnauthenticated)
+	setInt(&l.MaxSocketsPerIP, l.MaxConnectionsPerIP+16)
 	setRate(&l.RegistrationRate, DefaultRegistrationRate)
 	setInt(&l.RegistrationBurst, DefaultRegistrationBurst)
 	setRate(&l.TargetFetchRate, DefaultTargetFetchRate)
@@ -216,7 +229,8 @@ func (l Limits) withDefaults() (Limits, error) {
 	l.ByteBurst = max(l.ByteBurst, wire.MaxRelayMessageSize)
 
 	switch {
-	case l.MaxConnections < 1 || l.MaxUnauthenticated < 1 || l.MaxConnectionsPerIP < 1 || l.MaxUnauthenticatedPerIP < 1 || l.MaxConnectionsPerAddress < 1:
+	case l.MaxConnections < 1 || l.MaxUnauthenticated < 1 || l.MaxConnectionsPerIP < 1 || l.MaxUnauthenticatedPerIP < 1 || l.MaxConnectionsPerAddress < 1 ||
+		l.MaxSockets < 1 || l.MaxSocketsPerIP < 1:
 		return l, errors.New("connection caps must be positive")
 	case l.AuthTimeout < 0 || l.ChallengeLifetime < time.Second || l.WriteTimeout < 0 || l.LeaseTimeout < 0:
 		return l, errors.New("timeouts must be positive (a challenge lives at least 1s)")

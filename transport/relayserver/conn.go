@@ -183,7 +183,11 @@ func (c *conn) poke() { c.ask(workFill) }
 // lingerClose half-closes the socket, reads and discards what the peer still
 // sends for a moment, then closes it.
 func lingerClose(nc net.Conn) {
-	if tc, ok := nc.(*net.TCPConn); ok {
+	raw := nc
+	if cc, ok := nc.(*countedConn); ok {
+		raw = cc.Conn // the half-close is the TCP connection's; the close is the wrapper's
+	}
+	if tc, ok := raw.(*net.TCPConn); ok {
 		if tc.CloseWrite() == nil {
 			tc.SetReadDeadline(time.Now().Add(closeGrace))
 			io.CopyN(io.Discard, tc, lingerBytes)

@@ -214,16 +214,18 @@ func refuseLabel(r wire.RefuseReason) string {
 // Stats fails it logs the error and leaves the store's series out.
 type gaugeCollector struct {
 	conns, unauth *atomic.Int64 // open websockets; of those, not yet authenticated
+	sockets       *atomic.Int64 // open TCP connections
 	store         relaystore.Store
 	timeout       time.Duration // for Stats
 	log           *slog.Logger
 
-	connections, registrations, envelopes, bytes *prometheus.Desc
+	connections, socketsDesc, registrations, envelopes, bytes *prometheus.Desc
 }
 
-func newGaugeCollector(conns, unauth *atomic.Int64, store relaystore.Store, timeout time.Duration, log *slog.Logger) *gaugeCollector {
+func newGaugeCollector(conns, unauth, sockets *atomic.Int64, store relaystore.Store, timeout time.Duration, log *slog.Logger) *gaugeCollector {
 	return &gaugeCollector{
-		conns: conns, unauth: unauth, store: store, timeout: timeout, log: log,
+		conns: conns, unauth: unauth, sockets: sockets, store: store, timeout: timeout, log: log,
+		socketsDesc:   prometheus.NewDesc("parley_relay_sockets", "Open TCP connections, whatever they carry, counted where they are accepted.", nil, nil),
 		connections:   prometheus.NewDesc("parley_relay_connections", "Open websocket connections.", []string{"state"}, nil),
 		registrations: prometheus.NewDesc("parley_relay_registrations", "Addresses registered.", nil, nil),
 		envelopes:     prometheus.NewDesc("parley_relay_mailbox_envelopes", "Envelopes waiting in all mailboxes.", nil, nil),
@@ -234,6 +236,7 @@ func newGaugeCollector(conns, unauth *atomic.Int64, store relaystore.Store, time
 // Describe implements prometheus.Collector.
 func (g *gaugeCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- g.connections
+	ch <- g.socketsDesc
 	ch <- g.registrations
 	ch <- g.envelopes
 	ch <- g.bytes
@@ -244,6 +247,7 @@ func (g *gaugeCollector) Collect(ch chan<- prometheus.Metric) {
 	conns, unauth := g.conns.Load(), g.unauth.Load()
 	ch <- prometheus.MustNewConstMetric(g.connections, prometheus.GaugeValue, float64(conns-unauth), "authenticated")
 	ch <- prometheus.MustNewConstMetric(g.connections, prometheus.GaugeValue, float64(unauth), "unauthenticated")
+	ch <- prometheus.MustNewConstMetric(g.socketsDesc, prometheus.GaugeValue, float64(g.sockets.Load()))
 
 	ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
 	defer cancel()

@@ -45,6 +45,9 @@ type Server struct {
 	fetchesOf     *keyedLimiters // bundle fetches per target address
 	oneTimeOf     *keyedLimiters // one-time prekeys handed out per target
 	readers       *readers       // addresses that read their mail lately
+	sockets       *socketCount   // TCP connections, counted at accept
+	proxied       *socketCount   // plain requests in flight per forwarded IP
+	counting      atomic.Bool    // a listener counts the connections (CountConnections)
 
 	sweepOnce   sync.Once
 	stopSweep   context.CancelFunc // nil until Serve
@@ -78,7 +81,9 @@ func New(store relaystore.Store, cfg Config) (*Server, error) {
 		fetchesBy:     newKeyedLimiters(lim.FetchRate, lim.FetchBurst),
 		fetchesOf:     newKeyedLimiters(lim.TargetFetchRate, lim.TargetFetchBurst),
 		oneTimeOf:     newKeyedLimiters(lim.TargetOneTimeRate, lim.TargetOneTimeBurst),
-		readers:       newReaders(lim.EnvelopeLifetime)}
+		readers:       newReaders(lim.EnvelopeLifetime),
+		sockets:       newSocketCount(),
+		proxied:       newSocketCount()}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -96,7 +101,7 @@ func New(store relaystore.Store, cfg Config) (*Server, error) {
 	}
 	// Stats gets half the /metrics write deadline, so that a slow store
 	// still leaves time to write the other series.
-	s.metrics = newMetrics(newGaugeCollector(&s.conns, &s.unauth, s.store, lim.HTTPReadTimeout/2, s.log), s.store)
+	s.metrics = newMetrics(newGaugeCollector(&s.conns, &s.unauth, &s.sockets.all, s.store, lim.HTTPReadTimeout/2, s.log), s.store)
 	// An idle connection should cost little (a relay holds tens of
 	// thousands): reads go through a small buffer of the connection's own
 	// (not the HTTP server's, which would keep the server's per-request
@@ -111,8 +116,8 @@ func New(store relaystore.Store, cfg Config) (*Server, error) {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+wire.WebSocketPath, s.serveWS)
-	mux.HandleFunc("GET /healthz", s.serveHealth)
-	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
+	mux.Handle("GET /healthz", s.limitRequests(http.HandlerFunc(s.serveHealth)))
+	mux.Handle("GET /metrics", s.limitRequests(promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})))
 	s.http = &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: lim.HTTPReadHeaderTimeout,
@@ -168,6 +173,9 @@ func (s *Server) Serve(ln net.Listener) error {
 		s.mu.Unlock()
 		ln.Close()
 		return http.ErrServerClosed
+	}
+	if !s.counting.Load() {
+		ln = s.CountConnections(ln)
 	}
 	s.ln = ln
 	s.sweepOnce.Do(func() {

@@ -1,0 +1,81 @@
+package relayserver
+
+import (
+	"bufio"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+)
+
+// holdHealthz opens a TCP connection from ip, asks GET /healthz on it with
+// keep-alive, and reports whether the relay answered (the connection then
+// stays open until the relay's idle timeout closes it) or closed it at
+// once.
+func holdHealthz(t *testing.T, r *testRelay, ip string) (net.Conn, bool) {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 10 * time.Second}
+	c, err := d.Dial("tcp", r.addr)
+	if err != nil {
+		t.Fatalf("dial from %s: %v", ip, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	if _, err := c.Write([]byte("GET /healthz HTTP/1.1\r\nHost: relay\r\n\r\n")); err != nil {
+		return c, false
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		return c, false
+	}
+	resp.Body.Close()
+	return c, resp.StatusCode == http.StatusOK
+}
+
+// TestPlainConnectionsCounted (finding 2): 200 keep-alive GET /healthz
+// connections from 127.0.0.2 against a relay that holds 256 sockets, 64
+// per IP: the IP holds 64 and the rest are closed at accept (counted as
+// ip_sockets); a client from 127.0.0.1 registers, sends and receives. (The
+// idle timeout is long here, so that none of the 64 ends while the others
+// are tried; TestIdlePlainConnectionsEnd tries it.)
+func TestPlainConnectionsCounted(t *testing.T) {
+	r := startRelay(t, Config{Limits: Limits{MaxSockets: 256, MaxSocketsPerIP: 64, HTTPIdleTimeout: 10 * time.Minute}})
+	answered := 0
+	for range 200 {
+		if _, ok := holdHealthz(t, r, "127.0.0.2"); ok {
+			answered++
+		}
+	}
+	if answered != 64 {
+		t.Fatalf("127.0.0.2 got %d answers on 200 connections, want its 64", answered)
+	}
+	if n := r.metric(t, `parley_relay_limited_total{limit="ip_sockets"}`); n != 136 {
+		t.Fatalf("ip_sockets refusals: %v, want 136", n)
+	}
+	alice, bob := newDevice(t, "alice/1"), newDevice(t, "bob/1")
+	ca, cb := mustDialFrom(t, r, alice, "127.0.0.1"), mustDialFrom(t, r, bob, "127.0.0.1")
+	e := envelope(alice, bob, "through the crowd")
+	mustSubmit(t, ca, e)
+	if got := payloads(t, receiveN(t, cb, 1)); got[0] != "through the crowd" {
+		t.Fatalf("bob got %q", got)
+	}
+	if n := r.metric(t, "parley_relay_sockets"); n > 64+2+1 {
+		t.Fatalf("%v sockets open, want at most 127.0.0.2's 64, the two clients' and the scrape's", n)
+	}
+}
+
+// TestIdlePlainConnectionsEnd (finding 2): kept-alive plain connections
+// end at the idle timeout, and give their slots back.
+func TestIdlePlainConnectionsEnd(t *testing.T) {
+	r := startRelay(t, Config{Limits: Limits{MaxSocketsPerIP: 10, HTTPIdleTimeout: 200 * time.Millisecond}})
+	for range 10 {
+		if _, ok := holdHealthz(t, r, "127.0.0.2"); !ok {
+			t.Fatal("a connection within the cap was refused")
+		}
+	}
+	// Only the scrape's own is left once they idled out.
+	r.waitMetricAtMost(t, "parley_relay_sockets", 1)
+	if _, ok := holdHealthz(t, r, "127.0.0.2"); !ok {
+		t.Fatal("the slots were not given back")
+	}
+}
