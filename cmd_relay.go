@@ -93,6 +93,7 @@ func cmdRelay(ctx context.Context, env *cliEnv, cmd *command, args []string) err
 	natsReplicas := f.Int("nats-replicas", 1, "replication factor of the JetStream streams and buckets (3 survives the loss of a node)")
 	tlsCert := f.String("tls-cert", "", "serve wss:// with this PEM certificate (chain); needs --tls-key")
 	tlsKey := f.String("tls-key", "", "the PEM private key of --tls-cert")
+	adminListen := f.String("admin-listen", "", "serve /healthz and /metrics on this address only (default: on --listen)")
 	lim := relayLimitFlags(f)
 	if _, err := f.parse(env, args, 0, 0); err != nil {
 		return err
@@ -147,10 +148,23 @@ func cmdRelay(ctx context.Context, env *cliEnv, cmd *command, args []string) err
 			return err
 		}
 	}
-	srv, err := relayserver.New(store, relayserver.Config{RelayID: relayID, AllowReregister: *rereg, Limits: limits, TrustedProxies: proxies})
+	srv, err := relayserver.New(store, relayserver.Config{RelayID: relayID, AllowReregister: *rereg, Limits: limits, TrustedProxies: proxies,
+		SeparateAdmin: *adminListen != ""})
 	if err != nil {
 		ln.Close()
 		return err
+	}
+	if *adminListen != "" {
+		aln, err := net.Listen("tcp", *adminListen)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("listen on %s: %w", *adminListen, err)
+		}
+		admin := &http.Server{Handler: srv.AdminHandler(), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
+			WriteTimeout: 10 * time.Second, IdleTimeout: 5 * time.Second}
+		go admin.Serve(aln)
+		defer admin.Close()
+		fmt.Fprintf(env.stdout, "admin on http://%s\n", aln.Addr())
 	}
 	scheme := "ws"
 	if tlsConfig != nil {

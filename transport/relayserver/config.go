@@ -32,6 +32,9 @@ type Config struct {
 	// client named in X-Forwarded-For. Empty: every connection is charged to
 	// its TCP peer.
 	TrustedProxies []netip.Prefix
+	// SeparateAdmin serves /healthz and /metrics only on AdminHandler (an
+	// admin listener), not on the relay's own.
+	SeparateAdmin bool
 	// Logger receives connection and storage events (default: discarded).
 	Logger *slog.Logger
 	// Now is the clock of challenges, bundle checks and leases (default

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -210,7 +211,7 @@ func refuseLabel(r wire.RefuseReason) string {
 }
 
 // gaugeCollector reads the gauges when the metrics are scraped: the open
-// connections, and what the store holds (one Stats call per scrape). When
+// connections, and what the store holds (at most one Stats call at a time). When
 // Stats fails it logs the error and leaves the store's series out.
 type gaugeCollector struct {
 	conns, unauth *atomic.Int64 // open websockets; of those, not yet authenticated
@@ -220,6 +221,11 @@ type gaugeCollector struct {
 	log           *slog.Logger
 
 	connections, socketsDesc, registrations, envelopes, bytes *prometheus.Desc
+
+	refresh sync.Mutex // held by the scrape reading Stats
+	mu      sync.Mutex
+	ok      bool
+	cached  relaystore.Stats
 }
 
 func newGaugeCollector(conns, unauth, sockets *atomic.Int64, store relaystore.Store, timeout time.Duration, log *slog.Logger) *gaugeCollector {
@@ -242,21 +248,42 @@ func (g *gaugeCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- g.bytes
 }
 
-// Collect implements prometheus.Collector: one Stats call per scrape.
+// Collect implements prometheus.Collector. The store's figures are its
+// running totals (Stats never scans: memory and SQLite keep counts, NATS
+// caches them); concurrent scrapes share one Stats call, the others taking
+// the figures the last one read.
 func (g *gaugeCollector) Collect(ch chan<- prometheus.Metric) {
 	conns, unauth := g.conns.Load(), g.unauth.Load()
 	ch <- prometheus.MustNewConstMetric(g.connections, prometheus.GaugeValue, float64(conns-unauth), "authenticated")
 	ch <- prometheus.MustNewConstMetric(g.connections, prometheus.GaugeValue, float64(unauth), "unauthenticated")
 	ch <- prometheus.MustNewConstMetric(g.socketsDesc, prometheus.GaugeValue, float64(g.sockets.Load()))
 
-	ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
-	defer cancel()
-	st, err := g.store.Stats(ctx)
-	if err != nil {
-		g.log.Error("relay stats", "err", err)
+	st, ok := g.stats()
+	if !ok {
 		return
 	}
 	ch <- prometheus.MustNewConstMetric(g.registrations, prometheus.GaugeValue, float64(st.Registrations))
 	ch <- prometheus.MustNewConstMetric(g.envelopes, prometheus.GaugeValue, float64(st.Envelopes))
 	ch <- prometheus.MustNewConstMetric(g.bytes, prometheus.GaugeValue, float64(st.Bytes))
+}
+
+// stats reads the store's figures unless another scrape is reading them,
+// then returns the last figures read; false when there are none (Stats
+// failed).
+func (g *gaugeCollector) stats() (relaystore.Stats, bool) {
+	if g.refresh.TryLock() {
+		defer g.refresh.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
+		st, err := g.store.Stats(ctx)
+		cancel()
+		g.mu.Lock()
+		g.ok, g.cached = err == nil, st
+		g.mu.Unlock()
+		if err != nil {
+			g.log.Error("relay stats", "err", err)
+		}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.cached, g.ok
 }

@@ -48,6 +48,8 @@ type Server struct {
 	sockets       *socketCount   // TCP connections, counted at accept
 	proxied       *socketCount   // plain requests in flight per forwarded IP
 	counting      atomic.Bool    // a listener counts the connections (CountConnections)
+	storeFailing  atomic.Bool    // the last sweep's store call failed
+	admin         http.Handler   // /healthz and /metrics
 
 	sweepOnce   sync.Once
 	stopSweep   context.CancelFunc // nil until Serve
@@ -116,8 +118,14 @@ func New(store relaystore.Store, cfg Config) (*Server, error) {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+wire.WebSocketPath, s.serveWS)
-	mux.Handle("GET /healthz", s.limitRequests(http.HandlerFunc(s.serveHealth)))
-	mux.Handle("GET /metrics", s.limitRequests(promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{})))
+	admin := http.NewServeMux()
+	admin.HandleFunc("GET /healthz", s.serveHealth)
+	admin.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
+	s.admin = admin
+	if !cfg.SeparateAdmin {
+		mux.Handle("GET /healthz", s.limitRequests(admin))
+		mux.Handle("GET /metrics", s.limitRequests(admin))
+	}
 	s.http = &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: lim.HTTPReadHeaderTimeout,
@@ -165,6 +173,11 @@ func (s *Server) RelayID() [32]byte { return s.relayID }
 // Handler returns the relay's HTTP handler, for embedding it in another
 // server. Serve uses it.
 func (s *Server) Handler() http.Handler { return s.http.Handler }
+
+// AdminHandler serves /healthz and /metrics alone, for an admin listener
+// (parley relay --admin-listen); the main handler serves them too unless
+// Config.SeparateAdmin is set.
+func (s *Server) AdminHandler() http.Handler { return s.admin }
 
 // Serve serves the relay on ln until Shutdown, then returns nil.
 func (s *Server) Serve(ln net.Listener) error {
@@ -258,8 +271,13 @@ func (s *Server) closeStore() error {
 	return nil
 }
 
+// serveHealth answers from what the relay already knows and never asks the
+// store: 503 when the last sweep could not reach it, or while shutting down.
 func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
-	if _, err := s.store.Stats(r.Context()); err != nil {
+	s.mu.RLock()
+	down := s.shutdown
+	s.mu.RUnlock()
+	if down || s.storeFailing.Load() {
 		http.Error(w, "storage unavailable", http.StatusServiceUnavailable)
 		return
 	}

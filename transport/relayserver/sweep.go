@@ -44,10 +44,12 @@ func (s *Server) sweep(ctx context.Context) {
 		}
 		if err != nil {
 			if ctx.Err() == nil {
+				s.storeFailing.Store(true)
 				s.log.Error("expire envelopes", "err", err)
 			}
 			return
 		}
+		s.storeFailing.Store(false)
 		if len(gone) < sweepBatch {
 			return
 		}

@@ -57,6 +57,7 @@ type SQLite struct {
 	closeErr  error
 
 	leases Leases // this process's: a lease is not durable
+	counts counts // running totals for Stats (sqlitestats.go)
 }
 
 type appendReq struct {
@@ -173,6 +174,9 @@ func (s *SQLite) init(ctx context.Context) error {
 		return fmt.Errorf("relay id of %d bytes", len(id))
 	}
 	copy(s.relayID[:], id)
+	if err := s.counts.load(ctx, tx); err != nil {
+		return fmt.Errorf("count what is held: %w", err)
+	}
 	return tx.Commit()
 }
 
@@ -211,8 +215,9 @@ func (s *SQLite) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
 
 // Register implements Store.
 func (s *SQLite) Register(ctx context.Context, address string, key [32]byte, replace bool, ip string) (bool, error) {
-	replaced := false
+	replaced, added := false, false
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		replaced, added = false, false
 		var old []byte
 		err := tx.QueryRowContext(ctx, "SELECT signing_key FROM registrations WHERE address = ?", address).Scan(&old)
 		switch {
@@ -227,6 +232,7 @@ func (s *SQLite) Register(ctx context.Context, address string, key [32]byte, rep
 				}
 			}
 			_, err = tx.ExecContext(ctx, "INSERT INTO registrations (address, signing_key, ip) VALUES (?, ?, ?)", address, key[:], ip)
+			added = err == nil
 			return err
 		case err != nil:
 			return err
@@ -249,6 +255,9 @@ func (s *SQLite) Register(ctx context.Context, address string, key [32]byte, rep
 	})
 	if err != nil {
 		return false, fmt.Errorf("register %s: %w", address, err)
+	}
+	if added {
+		s.counts.add(1, Usage{})
 	}
 	return replaced, nil
 }
@@ -472,6 +481,8 @@ func (s *SQLite) commitGroup(group []*appendReq) {
 	for _, r := range group {
 		if err != nil {
 			r.rows, r.err = nil, err
+		} else if r.err == nil {
+			s.counts.add(0, Usage{len(r.rows), int64(len(r.env)) * int64(len(r.rows))})
 		}
 		close(r.done)
 	}
@@ -586,18 +597,6 @@ func (s *SQLite) Lease(ctx context.Context, recipient, holder string, max int, n
 func (s *SQLite) Release(_ context.Context, recipient, holder string) error {
 	s.leases.Release(recipient, holder)
 	return nil
-}
-
-// Stats implements Store.
-func (s *SQLite) Stats(ctx context.Context) (Stats, error) {
-	var st Stats
-	err := s.db.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM registrations),
-		(SELECT coalesce(sum(envelopes), 0) FROM usage WHERE scope = 'total'), (SELECT coalesce(sum(bytes), 0) FROM usage WHERE scope = 'total')`).
-		Scan(&st.Registrations, &st.Envelopes, &st.Bytes)
-	if err != nil {
-		return Stats{}, fmt.Errorf("relay stats: %w", err)
-	}
-	return st, nil
 }
 
 // Close implements Store: it fails appends still queued, waits for the

@@ -18,14 +18,16 @@ func (s *SQLite) Ack(ctx context.Context, recipient string, rows []uint64) ([]Re
 		return nil, nil
 	}
 	var out []Removed
+	var freed Usage
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		var err error
-		out, err = deleteRows(ctx, tx, recipient, rows)
+		out, freed, err = deleteRows(ctx, tx, recipient, rows)
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("acknowledge rows of %s: %w", recipient, err)
 	}
+	s.counts.add(0, Usage{-freed.Envelopes, -freed.Bytes})
 	s.leases.Forget(recipient, rows)
 	return out, nil
 }
@@ -37,8 +39,9 @@ func (s *SQLite) Expire(ctx context.Context, now, before time.Time, max int) ([]
 		return nil, nil
 	}
 	var out []Removed
+	var freed Usage
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		out = out[:0]
+		out, freed = out[:0], Usage{}
 		// The cursor is read only as far as it takes to find max rows
 		// not under a live lease.
 		rows, err := tx.QueryContext(ctx, "SELECT row, recipient FROM envelopes WHERE accepted < ? ORDER BY accepted, row", before.UnixNano())
@@ -68,17 +71,20 @@ func (s *SQLite) Expire(ctx context.Context, now, before time.Time, max int) ([]
 			return err
 		}
 		for _, recipient := range order {
-			gone, err := deleteRows(ctx, tx, recipient, byRecipient[recipient])
+			gone, u, err := deleteRows(ctx, tx, recipient, byRecipient[recipient])
 			if err != nil {
 				return err
 			}
 			out = append(out, gone...)
+			freed.Envelopes += u.Envelopes
+			freed.Bytes += u.Bytes
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("expire envelopes: %w", err)
 	}
+	s.counts.add(0, Usage{-freed.Envelopes, -freed.Bytes})
 	for _, r := range out {
 		s.leases.Forget(r.Recipient, []uint64{r.Row})
 	}
@@ -86,11 +92,12 @@ func (s *SQLite) Expire(ctx context.Context, now, before time.Time, max int) ([]
 }
 
 // deleteRows deletes those of rows that are recipient's and lowers the
-// totals they were charged to.
-func deleteRows(ctx context.Context, tx *sql.Tx, recipient string, rows []uint64) ([]Removed, error) {
+// totals they were charged to; it returns them and what they held.
+func deleteRows(ctx context.Context, tx *sql.Tx, recipient string, rows []uint64) ([]Removed, Usage, error) {
+	var all Usage
 	del, err := tx.PrepareContext(ctx, "DELETE FROM envelopes WHERE row = ? AND recipient = ? RETURNING length(envelope), sender, ip, envelope_id")
 	if err != nil {
-		return nil, err
+		return nil, all, err
 	}
 	defer del.Close()
 	var out []Removed
@@ -106,8 +113,10 @@ func deleteRows(ctx context.Context, tx *sql.Tx, recipient string, rows []uint64
 		if errors.Is(err, sql.ErrNoRows) {
 			continue
 		} else if err != nil {
-			return nil, err
+			return nil, all, err
 		}
+		all.Envelopes++
+		all.Bytes += size
 		r := Removed{Recipient: recipient, Row: row, Sender: from.Address}
 		copy(r.Envelope[:], id)
 		out = append(out, r)
@@ -118,8 +127,8 @@ func deleteRows(ctx context.Context, tx *sql.Tx, recipient string, rows []uint64
 	}
 	for from, u := range freed {
 		if err := addUsage(ctx, tx, usageScopes(recipient, from), -u.Envelopes, -u.Bytes); err != nil {
-			return nil, err
+			return nil, all, err
 		}
 	}
-	return out, nil
+	return out, all, nil
 }

@@ -244,3 +244,43 @@ func TestSQLiteMigratesVersion2(t *testing.T) {
 		t.Fatalf("Ack after the migration: %+v, want %+v", got, want)
 	}
 }
+
+// TestSQLiteStatsRunningCounts: Stats comes from running totals (no count
+// over the tables), which follow registrations, appends, acknowledgements
+// and expiries, and are read back when the database opens again.
+func TestSQLiteStatsRunningCounts(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpenSQLite(t, dir, Limits{})
+	ctx := context.Background()
+	for i, a := range []string{"bob/1", "carol/1", "dave/1"} {
+		if _, err := s.Register(ctx, a, [32]byte{byte(i + 1)}, false, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Register(ctx, "bob/1", [32]byte{1}, false, ""); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := s.Append(ctx, "bob/1", []byte("hello"), 2, alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Ack(ctx, "bob/1", rows[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx, "carol/1", []byte("old"), 1, alice); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Expire(ctx, time.Now(), time.Now().Add(time.Hour), 1); err != nil {
+		t.Fatal(err)
+	}
+	want := Stats{Registrations: 3, Envelopes: 1, Bytes: 3}
+	if st, err := s.Stats(ctx); err != nil || st != want {
+		t.Fatalf("Stats: %+v, %v; want %+v", st, err, want)
+	}
+	s.Close()
+	s = mustOpenSQLite(t, dir, Limits{})
+	defer s.Close()
+	if st, err := s.Stats(ctx); err != nil || st != want {
+		t.Fatalf("Stats after reopening: %+v, %v; want %+v", st, err, want)
+	}
+}

@@ -111,6 +111,8 @@ type Store struct {
 	totalAt  time.Time
 	totalUse relaystore.Usage
 
+	regs regCount // for Stats (stats.go)
+
 	// owners caches who owns an address (Registered is on every append):
 	// an entry lives ownerTTL, so that a replacement on another relay is
 	// seen after at most that.
@@ -535,14 +537,19 @@ const totalEvery = 250 * time.Millisecond
 // every append would make every relay contend on one key.
 func (s *Store) total(ctx context.Context) (relaystore.Usage, error) {
 	s.totalMu.Lock()
-	defer s.totalMu.Unlock()
 	if time.Since(s.totalAt) < totalEvery {
+		defer s.totalMu.Unlock()
 		return s.totalUse, nil
 	}
+	s.totalMu.Unlock()
+	// Not under the lock: a slow cluster must not stall the appends that
+	// would find the cache fresh meanwhile.
 	info, err := s.mbox.Info(ctx)
 	if err != nil {
 		return relaystore.Usage{}, err
 	}
+	s.totalMu.Lock()
+	defer s.totalMu.Unlock()
 	s.totalUse = relaystore.Usage{Envelopes: int(info.State.Msgs), Bytes: int64(info.State.Bytes)}
 	s.totalAt = time.Now()
 	return s.totalUse, nil
@@ -746,22 +753,6 @@ func (s *Store) Ack(ctx context.Context, recipient string, rows []uint64) ([]rel
 	}
 	s.leases.Forget(recipient, rows)
 	return out, nil
-}
-
-// Stats implements relaystore.Store.
-func (s *Store) Stats(ctx context.Context) (relaystore.Stats, error) {
-	ctx, cancel := s.ctx(ctx)
-	defer cancel()
-	st, err := s.reg.Status(ctx)
-	if err != nil {
-		return relaystore.Stats{}, fmt.Errorf("relay stats: %w", err)
-	}
-	info, err := s.mbox.Info(ctx)
-	if err != nil {
-		return relaystore.Stats{}, fmt.Errorf("relay stats: %w", err)
-	}
-	t := relaystore.Usage{Envelopes: int(info.State.Msgs), Bytes: int64(info.State.Bytes)}
-	return relaystore.Stats{Registrations: int(st.Values()), Envelopes: t.Envelopes, Bytes: t.Bytes}, nil
 }
 
 // Notify implements relaystore.Notifier over a core NATS subject.
