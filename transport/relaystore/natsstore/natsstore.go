@@ -422,6 +422,16 @@ func (s *Store) PutBundle(ctx context.Context, address string, key [32]byte, b w
 	if _, err := s.bundles.Put(ctx, hk, enc); err != nil {
 		return 0, fmt.Errorf("publish bundle of %s: %w", address, err)
 	}
+	if len(oneTime) == 0 {
+		return 0, nil
+	}
+	// Counted first (one request): a full pool takes nothing, and is not
+	// read key by key to find that out.
+	if n, err := s.OneTimePreKeys(ctx, address); err != nil {
+		return 0, err
+	} else if n >= s.limits.OneTimePreKeys {
+		return 0, nil
+	}
 	have, err := s.poolIDs(ctx, hk)
 	if err != nil {
 		return 0, fmt.Errorf("publish one-time prekeys of %s: %w", address, err)
