@@ -210,7 +210,7 @@ func openRelayStore(ctx context.Context, dataDir, natsURLs string, natsReplicas 
 // relayserver.Limits; zero values take the relay's defaults.
 type relayLimits struct {
 	maxConns, maxHandshakes, maxConnsPerIP, maxHandshakesPerIP     *int
-	maxConnsPerAddr, maxSockets, maxSocketsPerIP                   *int
+	maxConnsPerAddr, maxSockets, maxSocketsPerIP, ipv6Prefix       *int
 	regsPerHour, regsPerIP                                         *int
 	fetchRate, targetFetchRate                                     *float64
 	oneTimeBurst                                                   *int
@@ -230,6 +230,7 @@ func relayLimitFlags(f *flags) *relayLimits {
 		maxHandshakesPerIP: f.Int("max-handshakes-per-ip", relayserver.DefaultMaxUnauthPerIP, "websockets from one remote IP not yet authenticated"),
 		maxConnsPerAddr:    f.Int("max-connections-per-address", relayserver.DefaultMaxConnectionsPerAddr, "authenticated connections of one address"),
 		maxSockets:         f.Int("max-sockets", relayserver.DefaultMaxConnections+relayserver.DefaultMaxUnauthenticated, "TCP connections open in all, whatever they carry, counted at accept"),
+		ipv6Prefix:         f.Int("ipv6-prefix", relayserver.DefaultIPv6PrefixBits, "bits of an IPv6 client's address that every per-IP limit keys it by"),
 		maxSocketsPerIP:    f.Int("max-sockets-per-ip", relayserver.DefaultMaxConnectionsPerIP+16, "TCP connections open from one remote IP, counted at accept (behind --trusted-proxy: plain requests per forwarded IP)"),
 		regsPerHour:        f.Int("registrations-per-ip-hour", relayserver.DefaultRegistrationBurst, "new addresses one remote IP may register per hour"),
 		regsPerIP:          f.Int("registrations-per-ip", relaystore.DefaultRegistrationsPerIP, "new addresses one remote IP may register in all"),
@@ -256,6 +257,7 @@ func (r *relayLimits) resolve() (relayserver.Limits, []netip.Prefix, error) {
 	l := relayserver.Limits{
 		MaxConnections: *r.maxConns, MaxUnauthenticated: *r.maxHandshakes, MaxConnectionsPerIP: *r.maxConnsPerIP, MaxUnauthenticatedPerIP: *r.maxHandshakesPerIP,
 		MaxConnectionsPerAddress: *r.maxConnsPerAddr, MaxSockets: *r.maxSockets, MaxSocketsPerIP: *r.maxSocketsPerIP,
+		IPv6PrefixBits: *r.ipv6Prefix,
 		RegistrationRate: float64(*r.regsPerHour) / 3600, RegistrationBurst: *r.regsPerHour,
 		FetchRate: *r.fetchRate, TargetFetchRate: *r.targetFetchRate, TargetOneTimeBurst: *r.oneTimeBurst,
 		Limits: relaystore.Limits{RegistrationsPerIP: *r.regsPerIP,
@@ -287,7 +289,7 @@ func (r *relayLimits) resolve() (relayserver.Limits, []netip.Prefix, error) {
 	}
 	for name, v := range map[string]int{"max-connections": l.MaxConnections, "max-handshakes": l.MaxUnauthenticated, "max-connections-per-ip": l.MaxConnectionsPerIP,
 		"max-handshakes-per-ip": l.MaxUnauthenticatedPerIP, "max-connections-per-address": l.MaxConnectionsPerAddress,
-		"max-sockets": l.MaxSockets, "max-sockets-per-ip": l.MaxSocketsPerIP,
+		"max-sockets": l.MaxSockets, "max-sockets-per-ip": l.MaxSocketsPerIP, "ipv6-prefix": l.IPv6PrefixBits,
 		"registrations-per-ip-hour": l.RegistrationBurst, "registrations-per-ip": l.RegistrationsPerIP, "one-time-burst": l.TargetOneTimeBurst,
 		"mailbox-envelopes": l.MailboxEnvelopes, "ip-envelopes": l.IPEnvelopes, "total-envelopes": l.TotalEnvelopes} {
 		if v < 1 {

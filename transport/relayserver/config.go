@@ -80,6 +80,10 @@ type Limits struct {
 	// MaxConnectionsPerIP+16 (80).
 	MaxSockets      int
 	MaxSocketsPerIP int
+	// IPv6PrefixBits is the prefix an IPv6 client is keyed by in every
+	// per-IP limit (64: a host's usual share); an IPv4 client is keyed by
+	// its address.
+	IPv6PrefixBits int
 	// RegistrationRate/RegistrationBurst bound the first registrations of
 	// addresses from one remote IP over time (per second; default 20 an
 	// hour); relaystore.Limits.RegistrationsPerIP bounds them in all.
@@ -173,6 +177,7 @@ const (
 	DefaultHTTPReadTimeout       = 10 * time.Second
 	DefaultHTTPIdleTimeout       = 5 * time.Second
 	DefaultEnvelopeLifetime      = 7 * 24 * time.Hour
+	DefaultIPv6PrefixBits        = 64
 	DefaultSweepInterval         = time.Minute
 )
 
@@ -198,6 +203,7 @@ func (l Limits) withDefaults() (Limits, error) {
 	setInt(&l.MaxConnectionsPerIP, DefaultMaxConnectionsPerIP)
 	setInt(&l.MaxUnauthenticatedPerIP, DefaultMaxUnauthPerIP)
 	setInt(&l.MaxConnectionsPerAddress, DefaultMaxConnectionsPerAddr)
+	setInt(&l.IPv6PrefixBits, DefaultIPv6PrefixBits)
 	setInt(&l.MaxSockets, l.MaxConnections+l.MaxUnauthenticated)
 	setInt(&l.MaxSocketsPerIP, l.MaxConnectionsPerIP+16)
 	setRate(&l.RegistrationRate, DefaultRegistrationRate)
@@ -243,6 +249,8 @@ func (l Limits) withDefaults() (Limits, error) {
 		return l, errors.New("queue, window and page must be positive")
 	case l.MessageBurst < 1 || l.FetchBurst < 1 || l.TargetFetchBurst < 1 || l.TargetOneTimeBurst < 1 || l.RegistrationBurst < 1:
 		return l, errors.New("bursts must be positive")
+	case l.IPv6PrefixBits < 1 || l.IPv6PrefixBits > 128:
+		return l, errors.New("the IPv6 prefix must be 1..128 bits")
 	case l.EnvelopeLifetime <= 0 || l.SweepInterval <= 0:
 		return l, errors.New("the envelope lifetime and the sweep interval must be positive")
 	case l.MaxEnvelopeSize < 1 || l.MaxEnvelopeSize > wire.MaxEnvelopeSize:

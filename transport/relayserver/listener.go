@@ -59,7 +59,7 @@ func (l *countingListener) Accept() (net.Conn, error) {
 		if tcp, ok := c.RemoteAddr().(*net.TCPAddr); ok {
 			if a, ok := netip.AddrFromSlice(tcp.IP); ok {
 				a = a.Unmap()
-				ip, perIP = a.String(), !isTrusted(a, s.cfg.TrustedProxies)
+				ip, perIP = ipKey(a, s.lim.IPv6PrefixBits), !isTrusted(a, s.cfg.TrustedProxies)
 			}
 		}
 		if refused := s.sockets.acquire(ip, perIP, s.lim.MaxSockets, s.lim.MaxSocketsPerIP); refused != "" {
@@ -116,7 +116,7 @@ func (s *Server) limitRequests(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		ip := clientIP(r, s.cfg.TrustedProxies)
+		ip := s.clientKey(r)
 		s.proxied.mu.Lock()
 		if s.proxied.perIP[ip] >= s.lim.MaxSocketsPerIP {
 			s.proxied.mu.Unlock()

@@ -300,7 +300,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	}
 	s.handlers.Add(1)
 	s.mu.Unlock()
-	ip := clientIP(r, s.cfg.TrustedProxies)
+	ip := s.clientKey(r)
 	release, ok := s.admit(w, ip)
 	if !ok {
 		s.handlers.Done()
