@@ -257,7 +257,7 @@ func (r *relayLimits) resolve() (relayserver.Limits, []netip.Prefix, error) {
 	l := relayserver.Limits{
 		MaxConnections: *r.maxConns, MaxUnauthenticated: *r.maxHandshakes, MaxConnectionsPerIP: *r.maxConnsPerIP, MaxUnauthenticatedPerIP: *r.maxHandshakesPerIP,
 		MaxConnectionsPerAddress: *r.maxConnsPerAddr, MaxSockets: *r.maxSockets, MaxSocketsPerIP: *r.maxSocketsPerIP,
-		IPv6PrefixBits: *r.ipv6Prefix,
+		IPv6PrefixBits:   *r.ipv6Prefix,
 		RegistrationRate: float64(*r.regsPerHour) / 3600, RegistrationBurst: *r.regsPerHour,
 		FetchRate: *r.fetchRate, TargetFetchRate: *r.targetFetchRate, TargetOneTimeBurst: *r.oneTimeBurst,
 		Limits: relaystore.Limits{RegistrationsPerIP: *r.regsPerIP,
