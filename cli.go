@@ -117,8 +117,21 @@ func (f *flags) parse(env *cliEnv, args []string, minArgs, maxArgs int) ([]strin
 func (f *flags) printHelp(w io.Writer) {
 	fmt.Fprintf(w, "usage: parley %s [flags] %s\n\n%s\n\nflags:\n", f.cmd.name, f.cmd.args, f.cmd.summary)
 	f.VisitAll(func(fl *flag.Flag) {
-		fmt.Fprintf(w, "  --%-18s %s\n", fl.Name, fl.Usage)
+		fmt.Fprintf(w, "  --%-18s %s%s\n", fl.Name, fl.Usage, defaultNote(fl))
 	})
+}
+
+// defaultNote is " (default X)" for a flag whose default is a value worth
+// showing (not empty, false or 0) and whose usage does not say it already.
+func defaultNote(fl *flag.Flag) string {
+	switch fl.DefValue {
+	case "", "false", "0":
+		return ""
+	}
+	if strings.Contains(fl.Usage, "(default") {
+		return ""
+	}
+	return " (default " + fl.DefValue + ")"
 }
 
 // profileDir resolves --profile, $PARLEY_PROFILE or the default profile.

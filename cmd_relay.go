@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
@@ -93,6 +94,7 @@ func cmdRelay(ctx context.Context, env *cliEnv, cmd *command, args []string) err
 	natsReplicas := f.Int("nats-replicas", 1, "replication factor of the JetStream streams and buckets (3 survives the loss of a node)")
 	tlsCert := f.String("tls-cert", "", "serve wss:// with this PEM certificate (chain); needs --tls-key")
 	tlsKey := f.String("tls-key", "", "the PEM private key of --tls-cert")
+	logLevel := f.String("log-level", "info", "least level logged to stderr: debug, info, warn or error")
 	adminListen := f.String("admin-listen", "", "serve /healthz and /metrics on this address only (default: on --listen)")
 	lim := relayLimitFlags(f)
 	if _, err := f.parse(env, args, 0, 0); err != nil {
@@ -114,6 +116,11 @@ func cmdRelay(ctx context.Context, env *cliEnv, cmd *command, args []string) err
 	if err != nil {
 		return err
 	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return usagef("--log-level %q: want debug, info, warn or error", *logLevel)
+	}
+	logger := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: level}))
 	var tlsConfig *tls.Config
 	if *tlsCert != "" {
 		cert, err := tls.LoadX509KeyPair(*tlsCert, *tlsKey)
@@ -149,7 +156,7 @@ func cmdRelay(ctx context.Context, env *cliEnv, cmd *command, args []string) err
 		}
 	}
 	srv, err := relayserver.New(store, relayserver.Config{RelayID: relayID, AllowReregister: *rereg, Limits: limits, TrustedProxies: proxies,
-		SeparateAdmin: *adminListen != ""})
+		SeparateAdmin: *adminListen != "", Logger: logger})
 	if err != nil {
 		ln.Close()
 		return err

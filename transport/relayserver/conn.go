@@ -161,7 +161,7 @@ func (c *conn) run(authenticated func()) {
 	// Rows this connection held go back to the mailbox, for the address's
 	// next connection (or another one open now).
 	if err := s.store.Release(context.Background(), c.addr, c.holder); err != nil {
-		s.log.Error("release leases", "err", err)
+		s.log.Error("release leases", "err", cause(err))
 	}
 }
 

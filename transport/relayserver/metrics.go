@@ -280,7 +280,7 @@ func (g *gaugeCollector) stats() (relaystore.Stats, bool) {
 		g.ok, g.cached = err == nil, st
 		g.mu.Unlock()
 		if err != nil {
-			g.log.Error("relay stats", "err", err)
+			g.log.Error("relay stats", "err", cause(err))
 		}
 	}
 	g.mu.Lock()

@@ -107,7 +107,7 @@ func (c *conn) reply(b []byte) bool {
 	if c.enqueue(b) {
 		return true
 	}
-	c.s.log.Info("send queue full: disconnecting", "address", c.addr)
+	c.s.log.Info("send queue full: disconnecting a client")
 	c.abort(dropSlow)
 	return false
 }

@@ -55,7 +55,7 @@ func (c *conn) submit(req uint32, m wire.Submit) bool {
 		s.metrics.limitedBy(limitStoreFull)
 		return c.refused(req, id, wire.RefuseStoreFull)
 	case err != nil:
-		s.log.Error("append", "err", err)
+		s.log.Error("append", "err", cause(err))
 		return c.reply(errorMsg(req, wire.ErrorInternal, "the relay could not store the envelope"))
 	}
 	s.metrics.accepted.Inc()
@@ -72,7 +72,7 @@ func (c *conn) submit(req uint32, m wire.Submit) bool {
 func (c *conn) ack(req uint32, m wire.AckRows) bool {
 	removed, err := c.s.store.Ack(c.ctx, c.addr, m.Rows)
 	if err != nil {
-		c.s.log.Error("acknowledge", "err", err)
+		c.s.log.Error("acknowledge", "err", cause(err))
 		return c.reply(errorMsg(req, wire.ErrorInternal, "the relay could not acknowledge the rows"))
 	}
 	c.s.metrics.acknowledged.Add(float64(len(removed)))
@@ -118,7 +118,7 @@ func (c *conn) fetch(req uint32, m wire.FetchBundle) bool {
 	case errors.Is(err, relaystore.ErrNoBundle):
 		return c.reply(errorMsg(req, wire.ErrorNotFound, "no bundle for "+m.Address))
 	case err != nil:
-		s.log.Error("fetch bundle", "err", err)
+		s.log.Error("fetch bundle", "err", cause(err))
 		return c.reply(errorMsg(req, wire.ErrorInternal, "the relay could not read the bundle"))
 	}
 	s.metrics.bundlesFetched.Inc()
@@ -153,7 +153,7 @@ func (c *conn) publish(req uint32, m wire.PublishBundle) bool {
 	case errors.Is(err, relaystore.ErrKeyMismatch):
 		return c.reply(errorMsg(req, wire.ErrorAuthFailed, c.addr+" is registered to another identity"))
 	case err != nil:
-		s.log.Error("publish bundle", "err", err)
+		s.log.Error("publish bundle", "err", cause(err))
 		return c.reply(errorMsg(req, wire.ErrorInternal, "the relay could not store the bundle"))
 	}
 	s.metrics.bundlesPublished.Inc()

@@ -38,7 +38,7 @@ func (s *Server) tellStatus(removed []relaystore.Removed, state wire.EnvelopeSta
 			if err := n.Notify(context.Background(), sender, relaystore.Signal{Pool: -1, Statuses: st}); err == nil {
 				continue
 			} else {
-				s.log.Error("signal other relays", "err", err)
+				s.log.Error("signal other relays", "err", cause(err))
 			}
 		}
 		s.tellStatusLocal(sender, st)

@@ -45,7 +45,7 @@ func (s *Server) sweep(ctx context.Context) {
 		if err != nil {
 			if ctx.Err() == nil {
 				s.storeFailing.Store(true)
-				s.log.Error("expire envelopes", "err", err)
+				s.log.Error("expire envelopes", "err", cause(err))
 			}
 			return
 		}
