@@ -20,6 +20,7 @@ import (
 
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/profile"
+	"github.com/parley-chat/parley/transport"
 	"github.com/parley-chat/parley/wire"
 )
 
@@ -216,7 +217,23 @@ func (f *flags) openWith(ctx context.Context, env *cliEnv, o profile.Options) (*
 			fmt.Fprintln(env.stderr, "wrong passphrase, try again")
 			continue
 		}
+		if err == nil {
+			warnPlaintext(ctx, env, dir, p)
+		}
 		return p, err
+	}
+}
+
+// warnPlaintext warns about a profile made before plaintext relays were
+// refused whose relay is ws:// to a host that is not loopback, and whose
+// user never accepted it: a warning, not a refusal.
+func warnPlaintext(ctx context.Context, env *cliEnv, dir string, p *profile.Profile) {
+	s, err := p.RelaySettings(ctx)
+	if err != nil {
+		return
+	}
+	if host, plain := transport.Plaintext(s.URL); plain && !profile.InsecureRelayAllowed(dir, s.URL) {
+		fmt.Fprintf(env.stderr, "parley: warning: the relay %s is plaintext ws:// to %s: anyone on the path sees who talks to whom and when; switch to wss:// with parley relay-settings --url, or accept it with --insecure-relay there\n", s.URL, host)
 	}
 }
 
