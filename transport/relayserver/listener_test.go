@@ -27,10 +27,12 @@ func holdHealthz(t *testing.T, r *testRelay, ip string) (net.Conn, bool) {
 	t.Cleanup(func() { c.Close() })
 	c.SetDeadline(time.Now().Add(30 * time.Second))
 	if _, err := c.Write([]byte("GET /healthz HTTP/1.1\r\nHost: relay\r\n\r\n")); err != nil {
+		c.Close() // refused: keep no descriptor for it
 		return c, false
 	}
 	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 	if err != nil {
+		c.Close()
 		return c, false
 	}
 	resp.Body.Close()
