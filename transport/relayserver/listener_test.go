@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"testing"
 	"time"
@@ -90,5 +91,28 @@ func TestIdlePlainConnectionsEnd(t *testing.T) {
 	r.waitMetricAtMost(t, "parley_relay_sockets", 1)
 	if _, ok := holdHealthz(t, r, "127.0.0.2"); !ok {
 		t.Fatal("the slots were not given back")
+	}
+}
+
+// TestProxyConnectionsNotPerIP (finding 2): a trusted proxy's connections
+// count in all but not against its own IP (every client behind it has that
+// IP): ten from the proxy at 127.0.0.2 pass a per-IP cap of 4, while a
+// direct peer at 127.0.0.3 is held to it.
+func TestProxyConnectionsNotPerIP(t *testing.T) {
+	r := startRelay(t, Config{
+		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.2/32")},
+		Limits:         Limits{MaxSocketsPerIP: 4, HTTPIdleTimeout: 10 * time.Minute},
+	})
+	proxied, direct := 0, 0
+	for range 10 {
+		if _, ok := holdHealthz(t, r, "127.0.0.2"); ok {
+			proxied++
+		}
+		if _, ok := holdHealthz(t, r, "127.0.0.3"); ok {
+			direct++
+		}
+	}
+	if proxied != 10 || direct != 4 {
+		t.Fatalf("proxy got %d of 10, direct peer %d of 10; want 10 and 4", proxied, direct)
 	}
 }
