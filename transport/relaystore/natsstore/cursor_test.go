@@ -8,6 +8,7 @@ import (
 
 	"github.com/parley-chat/parley/transport/relaystore"
 	"github.com/parley-chat/parley/transport/relaystore/natsstore/natstest"
+	"github.com/parley-chat/parley/wire"
 )
 
 // TestLeaseCursor (finding 4): with rows held under leases, a recipient
@@ -57,5 +58,34 @@ func TestLeaseCursor(t *testing.T) {
 	rows, err := s.Lease(ctx, "bob/1", "b", 100, now, now.Add(time.Hour))
 	if err != nil || len(rows) != 30 || rows[0].ID != held[0].ID {
 		t.Fatalf("after the release: %d rows (%v), want the 30 released from the first", len(rows), err)
+	}
+}
+
+// TestFullPoolIsCounted (finding 4): publishing one-time prekeys to a full
+// pool counts the pool (one request) instead of reading every key.
+func TestFullPoolIsCounted(t *testing.T) {
+	c := natstest.StartCluster(t, 3)
+	s := open(t, c, relaystore.Limits{OneTimePreKeys: 50})
+	defer s.Close()
+	ctx := context.Background()
+	key := [32]byte{7}
+	if _, err := s.Register(ctx, "bob/1", key, false, ""); err != nil {
+		t.Fatal(err)
+	}
+	keys := make([]wire.OneTimePreKeyPublic, 50)
+	for i := range keys {
+		keys[i] = wire.OneTimePreKeyPublic{ID: uint32(i + 1), PublicKey: [32]byte{byte(i)}}
+	}
+	b := wire.Bundle{Address: "bob/1"}
+	if n, err := s.PutBundle(ctx, "bob/1", key, b, keys); err != nil || n != 50 {
+		t.Fatalf("first publish: %d, %v", n, err)
+	}
+	before := s.Requests()
+	if n, err := s.PutBundle(ctx, "bob/1", key, b, keys); err != nil || n != 0 {
+		t.Fatalf("publish to a full pool: %d, %v", n, err)
+	}
+	// The bundle's put, the owner's lookup (cached) and the count: not 50 reads.
+	if got := s.Requests() - before; got > 4 {
+		t.Fatalf("a publish to a full pool of 50 took %d requests, want at most 4", got)
 	}
 }
