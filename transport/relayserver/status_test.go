@@ -42,6 +42,18 @@ func TestEnvelopeStatusTaken(t *testing.T) {
 	}{
 		{"memory", func(t *testing.T) pair { r := startRelay(t, Config{}); return pair{r, r} }},
 		{"sqlite", func(t *testing.T) pair { r := startSQLiteRelay(t, t.TempDir(), Config{}); return pair{r, r} }},
+		{"nats, one relay", func(t *testing.T) pair {
+			// The relay hears its own signal: the sender is told once.
+			c := natstest.StartCluster(t, 1)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			st, err := natsstore.Open(ctx, c.URLs(), natsstore.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := startStoreRelay(t, "127.0.0.1:0", st, Config{})
+			return pair{r, r}
+		}},
 		{"nats, two relays", func(t *testing.T) pair {
 			c := natstest.StartCluster(t, 1)
 			open := func() *testRelay {
