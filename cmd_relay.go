@@ -225,7 +225,9 @@ type relayLimits struct {
 	mailboxBytes, senderBytes, ipBytes, totalBytes                 *string
 	reserveEnvelopes                                               *int
 	reserveBytes                                                   *string
-	envelopeLifetime, sweepInterval                                *time.Duration
+	envelopeLifetime, sweepInterval, httpIdle                      *time.Duration
+	messageRate                                                    *float64
+	messageBurst                                                   *int
 	trustedProxies                                                 *string
 }
 
@@ -255,6 +257,9 @@ func relayLimitFlags(f *flags) *relayLimits {
 		reserveEnvelopes:   f.Int("reserve-envelopes", 0, "envelopes of the total kept for recipients that read their mail (default a quarter of --total-envelopes; -1: none)"),
 		reserveBytes:       f.String("reserve-bytes", "", "bytes of the total kept for recipients that read their mail (default a quarter of --total-bytes; 0B: none)"),
 		envelopeLifetime:   f.Duration("envelope-lifetime", relayserver.DefaultEnvelopeLifetime, "how long an unacknowledged envelope is kept before it expires"),
+		httpIdle:           f.Duration("http-idle-timeout", relayserver.DefaultHTTPIdleTimeout, "how long a kept-alive plain HTTP connection may sit idle"),
+		messageRate:        f.Float64("message-rate", relayserver.DefaultMessageRate, "messages (and control frames) per second one connection may send; an AckRows costs one per row, a PublishBundle one per prekey"),
+		messageBurst:       f.Int("message-burst", relayserver.DefaultMessageBurst, "burst of --message-rate"),
 		sweepInterval:      f.Duration("sweep-interval", relayserver.DefaultSweepInterval, "how often expired envelopes are deleted"),
 		trustedProxies:     f.String("trusted-proxy", "", "comma-separated CIDRs of proxies whose X-Forwarded-For names the client IP"),
 	}
@@ -271,6 +276,10 @@ func (r *relayLimits) resolve() (relayserver.Limits, []netip.Prefix, error) {
 			MailboxEnvelopes: *r.mailboxEnvelopes, SenderEnvelopes: *r.senderEnvelopes, IPEnvelopes: *r.ipEnvelopes, TotalEnvelopes: *r.totalEnvelopes,
 			ReserveEnvelopes: *r.reserveEnvelopes},
 		EnvelopeLifetime: *r.envelopeLifetime, SweepInterval: *r.sweepInterval,
+		HTTPIdleTimeout: *r.httpIdle, MessageRate: *r.messageRate, MessageBurst: *r.messageBurst,
+	}
+	if *r.httpIdle <= 0 || *r.messageRate <= 0 || *r.messageBurst < 1 {
+		return l, nil, usagef("--http-idle-timeout, --message-rate and --message-burst must be positive")
 	}
 	if *r.envelopeLifetime <= 0 || *r.sweepInterval <= 0 {
 		return l, nil, usagef("--envelope-lifetime and --sweep-interval must be positive")
