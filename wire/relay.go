@@ -446,9 +446,10 @@ func appendEnvelope(b, env []byte) ([]byte, error) {
 // DecodeRelay parses one relay message and returns its request ID and its
 // message, one of this package's relay structs by value. It rejects, in this
 // order: input longer than MaxRelayMessageSize (ErrMessageTooLarge); a
-// version other than RelayVersion (ErrUnsupportedVersion); an unknown kind,
-// truncation, a field out of range, a length or count over its limit, or
-// trailing bytes (ErrMalformed). An embedded bundle is decoded as
+// version other than RelayVersion (ErrUnsupportedVersion); an unknown kind
+// (ErrUnknownRelayKind, itself an ErrMalformed), truncation, a field out of
+// range, a length or count over its limit, or trailing bytes
+// (ErrMalformed). An embedded bundle is decoded as
 // DecodeBundle does, so its own version byte may also give
 // ErrUnsupportedVersion. Byte slices are copies; envelopes are not parsed.
 func DecodeRelay(b []byte) (request uint32, m RelayMessage, err error) {
