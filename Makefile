@@ -4,7 +4,7 @@ STATICCHECK_VERSION := v0.8.2
 PKGS := ./...
 FUZZTIME ?= 20s
 
-.PHONY: all build run test lint fuzz bench golden soak adversary cluster connload clean
+.PHONY: all build run test lint fuzz bench golden soak adversary cluster connload abuse clean
 
 all: build
 
@@ -67,6 +67,13 @@ cluster: build
 CONNS ?= 10000
 connload: build
 	$(GO) run ./tools/connload -n $(CONNS) -parley bin/parley
+
+# abuse runs the relay's abuse tests at full size (the default limits: a
+# relay holding 1 GiB filled by four IPs, 19,990 connections from one IP)
+# instead of CI's scaled limits. It needs a gigabyte of memory and an open
+# file limit above 20,000 (ulimit -n).
+abuse:
+	PARLEY_ABUSE_FULL=1 $(GO) test -count=1 -timeout 30m -v -run '^(TestStrangersLeaveRoomForReaders|TestPlainConnectionsCounted)$$' ./transport/relayserver
 
 clean:
 	rm -rf bin

@@ -20,6 +20,7 @@ import (
 
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/profile"
+	"github.com/parley-chat/parley/transport"
 	"github.com/parley-chat/parley/wire"
 )
 
@@ -117,8 +118,21 @@ func (f *flags) parse(env *cliEnv, args []string, minArgs, maxArgs int) ([]strin
 func (f *flags) printHelp(w io.Writer) {
 	fmt.Fprintf(w, "usage: parley %s [flags] %s\n\n%s\n\nflags:\n", f.cmd.name, f.cmd.args, f.cmd.summary)
 	f.VisitAll(func(fl *flag.Flag) {
-		fmt.Fprintf(w, "  --%-18s %s\n", fl.Name, fl.Usage)
+		fmt.Fprintf(w, "  --%-18s %s%s\n", fl.Name, fl.Usage, defaultNote(fl))
 	})
+}
+
+// defaultNote is " (default X)" for a flag whose default is a value worth
+// showing (not empty, false or 0) and whose usage does not say it already.
+func defaultNote(fl *flag.Flag) string {
+	switch fl.DefValue {
+	case "", "false", "0":
+		return ""
+	}
+	if strings.Contains(fl.Usage, "(default") {
+		return ""
+	}
+	return " (default " + fl.DefValue + ")"
 }
 
 // profileDir resolves --profile, $PARLEY_PROFILE or the default profile.
@@ -203,7 +217,23 @@ func (f *flags) openWith(ctx context.Context, env *cliEnv, o profile.Options) (*
 			fmt.Fprintln(env.stderr, "wrong passphrase, try again")
 			continue
 		}
+		if err == nil {
+			warnPlaintext(ctx, env, dir, p)
+		}
 		return p, err
+	}
+}
+
+// warnPlaintext warns about a profile made before plaintext relays were
+// refused whose relay is ws:// to a host that is not loopback, and whose
+// user never accepted it: a warning, not a refusal.
+func warnPlaintext(ctx context.Context, env *cliEnv, dir string, p *profile.Profile) {
+	s, err := p.RelaySettings(ctx)
+	if err != nil {
+		return
+	}
+	if host, plain := transport.Plaintext(s.URL); plain && !profile.InsecureRelayAllowed(dir, s.URL) {
+		fmt.Fprintf(env.stderr, "parley: warning: the relay %s is plaintext ws:// to %s: anyone on the path sees who talks to whom and when; switch to wss:// with parley relay-settings --url, or accept it with --insecure-relay there\n", s.URL, host)
 	}
 }
 

@@ -22,8 +22,14 @@ func cmdRelaySettings(ctx context.Context, env *cliEnv, cmd *command, args []str
 	caFile := f.String("ca", "", "verify the relay's TLS certificate with the CA certificates in this PEM file")
 	systemRoots := f.Bool("system-roots", false, "verify the relay's TLS certificate with the system's roots again")
 	accept := f.Bool("accept-new-id", false, "connect, and pin the ID the relay presents now (a relay replaced on purpose)")
+	insecure := f.Bool("insecure-relay", false, "accept a plaintext ws:// URL to a host that is not loopback")
 	if _, err := f.parse(env, args, 0, 0); err != nil {
 		return err
+	}
+	if *url != "" {
+		if err := checkPlaintext(env, "relay-settings", *url, *insecure); err != nil {
+			return err
+		}
 	}
 	if *caFile != "" && *systemRoots {
 		return usagef("--ca and --system-roots exclude each other")
@@ -56,6 +62,11 @@ func cmdRelaySettings(ctx context.Context, env *cliEnv, cmd *command, args []str
 			return err
 		}
 	}
+	if _, plain := transport.Plaintext(s.URL); plain && *insecure {
+		if err := profile.AllowInsecureRelay(f.profileDir(env), s.URL); err != nil {
+			return fmt.Errorf("record --insecure-relay: %w", err)
+		}
+	}
 	if *accept {
 		if _, err := p.TrustRelay(ctx); err != nil {
 			return err
@@ -84,6 +95,7 @@ func cmdInit(ctx context.Context, env *cliEnv, cmd *command, args []string) erro
 	addrFlag := f.String("address", "", "this device's address, user/device")
 	relayFlag := f.String("relay", "", "relay URL, ws://HOST:PORT or wss://HOST")
 	caFlag := f.String("relay-ca", "", "verify the relay's TLS certificate with the CA certificates in this PEM file (a private CA)")
+	insecure := f.Bool("insecure-relay", false, "accept a plaintext ws:// relay URL to a host that is not loopback")
 	if _, err := f.parse(env, args, 0, 0); err != nil {
 		return err
 	}
@@ -92,6 +104,9 @@ func cmdInit(ctx context.Context, env *cliEnv, cmd *command, args []string) erro
 	}
 	if err := transport.CheckURL(*relayFlag); err != nil {
 		return usagef("--relay: %v", err)
+	}
+	if err := checkPlaintext(env, "init", *relayFlag, *insecure); err != nil {
+		return err
 	}
 	var ca []byte
 	if *caFlag != "" {
@@ -113,6 +128,11 @@ func cmdInit(ctx context.Context, env *cliEnv, cmd *command, args []string) erro
 	if err != nil {
 		return err
 	}
+	if _, plain := transport.Plaintext(*relayFlag); plain {
+		if err := profile.AllowInsecureRelay(dir, *relayFlag); err != nil {
+			return fmt.Errorf("record --insecure-relay: %w", err)
+		}
+	}
 	key := p.Client.Identity()
 	published := true
 	if err := p.Client.Maintain(ctx); err != nil {
@@ -129,6 +149,21 @@ func cmdInit(ctx context.Context, env *cliEnv, cmd *command, args []string) erro
 	}
 	defer closeProfile(p)
 	printer{env.stdout, *f.json}.record([]kv{{"address", self.String()}, {"fingerprint", key.Fingerprint()}, {"published", published}})
+	return nil
+}
+
+// checkPlaintext refuses a plaintext ws:// URL to a host that is not
+// loopback unless the user accepted it with --insecure-relay, and warns when
+// they did.
+func checkPlaintext(env *cliEnv, cmdName, url string, accepted bool) error {
+	host, plain := transport.Plaintext(url)
+	if !plain {
+		return nil
+	}
+	if !accepted {
+		return usagef("%s is plaintext ws:// to %s, which is not loopback: anyone on the path sees who talks to whom and when; use wss://, or accept it with --insecure-relay", url, host)
+	}
+	fmt.Fprintf(env.stderr, "parley %s: warning: %s is plaintext ws:// to %s: anyone on the path sees who talks to whom and when (accepted with --insecure-relay)\n", cmdName, url, host)
 	return nil
 }
 

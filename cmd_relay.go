@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
@@ -93,6 +94,8 @@ func cmdRelay(ctx context.Context, env *cliEnv, cmd *command, args []string) err
 	natsReplicas := f.Int("nats-replicas", 1, "replication factor of the JetStream streams and buckets (3 survives the loss of a node)")
 	tlsCert := f.String("tls-cert", "", "serve wss:// with this PEM certificate (chain); needs --tls-key")
 	tlsKey := f.String("tls-key", "", "the PEM private key of --tls-cert")
+	logLevel := f.String("log-level", "info", "least level logged to stderr: debug, info, warn or error")
+	adminListen := f.String("admin-listen", "", "serve /healthz and /metrics on this address only (default: on --listen)")
 	lim := relayLimitFlags(f)
 	if _, err := f.parse(env, args, 0, 0); err != nil {
 		return err
@@ -113,6 +116,11 @@ func cmdRelay(ctx context.Context, env *cliEnv, cmd *command, args []string) err
 	if err != nil {
 		return err
 	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return usagef("--log-level %q: want debug, info, warn or error", *logLevel)
+	}
+	logger := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: level}))
 	var tlsConfig *tls.Config
 	if *tlsCert != "" {
 		cert, err := tls.LoadX509KeyPair(*tlsCert, *tlsKey)
@@ -125,7 +133,7 @@ func cmdRelay(ctx context.Context, env *cliEnv, cmd *command, args []string) err
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", *listen, err)
 	}
-	store, err := openRelayStore(ctx, *data, *natsURLs, *natsReplicas, limits.Limits)
+	store, err := openRelayStore(ctx, *data, *natsURLs, *natsReplicas, limits.StoreLimits())
 	if err != nil {
 		ln.Close()
 		return err
@@ -147,14 +155,28 @@ func cmdRelay(ctx context.Context, env *cliEnv, cmd *command, args []string) err
 			return err
 		}
 	}
-	srv, err := relayserver.New(store, relayserver.Config{RelayID: relayID, AllowReregister: *rereg, Limits: limits, TrustedProxies: proxies})
+	srv, err := relayserver.New(store, relayserver.Config{RelayID: relayID, AllowReregister: *rereg, Limits: limits, TrustedProxies: proxies,
+		SeparateAdmin: *adminListen != "", Logger: logger})
 	if err != nil {
 		ln.Close()
 		return err
 	}
+	if *adminListen != "" {
+		aln, err := net.Listen("tcp", *adminListen)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("listen on %s: %w", *adminListen, err)
+		}
+		admin := &http.Server{Handler: srv.AdminHandler(), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
+			WriteTimeout: 10 * time.Second, IdleTimeout: 5 * time.Second}
+		go admin.Serve(aln)
+		defer admin.Close()
+		fmt.Fprintf(env.stdout, "admin on http://%s\n", aln.Addr())
+	}
 	scheme := "ws"
 	if tlsConfig != nil {
-		ln, scheme = tls.NewListener(ln, tlsConfig), "wss"
+		// Counted under TLS, so that the HTTP server still sees a *tls.Conn.
+		ln, scheme = tls.NewListener(srv.CountConnections(ln), tlsConfig), "wss"
 	}
 	fmt.Fprintf(env.stdout, "listening on %s://%s\n", scheme, ln.Addr())
 	done := make(chan error, 1)
@@ -195,12 +217,17 @@ func openRelayStore(ctx context.Context, dataDir, natsURLs string, natsReplicas 
 // relayserver.Limits; zero values take the relay's defaults.
 type relayLimits struct {
 	maxConns, maxHandshakes, maxConnsPerIP, maxHandshakesPerIP     *int
-	maxConnsPerAddr                                                *int
+	maxConnsPerAddr, maxSockets, maxSocketsPerIP, ipv6Prefix       *int
 	regsPerHour, regsPerIP                                         *int
 	fetchRate, targetFetchRate                                     *float64
 	oneTimeBurst                                                   *int
 	mailboxEnvelopes, senderEnvelopes, ipEnvelopes, totalEnvelopes *int
 	mailboxBytes, senderBytes, ipBytes, totalBytes                 *string
+	reserveEnvelopes                                               *int
+	reserveBytes                                                   *string
+	envelopeLifetime, sweepInterval, httpIdle                      *time.Duration
+	messageRate                                                    *float64
+	messageBurst                                                   *int
 	trustedProxies                                                 *string
 }
 
@@ -211,6 +238,9 @@ func relayLimitFlags(f *flags) *relayLimits {
 		maxConnsPerIP:      f.Int("max-connections-per-ip", relayserver.DefaultMaxConnectionsPerIP, "open websockets from one remote IP"),
 		maxHandshakesPerIP: f.Int("max-handshakes-per-ip", relayserver.DefaultMaxUnauthPerIP, "websockets from one remote IP not yet authenticated"),
 		maxConnsPerAddr:    f.Int("max-connections-per-address", relayserver.DefaultMaxConnectionsPerAddr, "authenticated connections of one address"),
+		maxSockets:         f.Int("max-sockets", relayserver.DefaultMaxConnections+relayserver.DefaultMaxUnauthenticated, "TCP connections open in all, whatever they carry, counted at accept"),
+		ipv6Prefix:         f.Int("ipv6-prefix", relayserver.DefaultIPv6PrefixBits, "bits of an IPv6 client's address that every per-IP limit keys it by"),
+		maxSocketsPerIP:    f.Int("max-sockets-per-ip", relayserver.DefaultMaxConnectionsPerIP+16, "TCP connections open from one remote IP, counted at accept (behind --trusted-proxy: plain requests per forwarded IP)"),
 		regsPerHour:        f.Int("registrations-per-ip-hour", relayserver.DefaultRegistrationBurst, "new addresses one remote IP may register per hour"),
 		regsPerIP:          f.Int("registrations-per-ip", relaystore.DefaultRegistrationsPerIP, "new addresses one remote IP may register in all"),
 		fetchRate:          f.Float64("fetch-rate", relayserver.DefaultFetchRate, "bundle fetches per second one address may make"),
@@ -224,6 +254,13 @@ func relayLimitFlags(f *flags) *relayLimits {
 		ipBytes:            f.String("ip-bytes", "256MiB", "bytes submitted from one remote IP the relay holds"),
 		totalEnvelopes:     f.Int("total-envelopes", relaystore.DefaultTotalEnvelopes, "envelopes the relay holds in all"),
 		totalBytes:         f.String("total-bytes", "1GiB", "bytes the relay holds in all"),
+		reserveEnvelopes:   f.Int("reserve-envelopes", 0, "envelopes of the total kept for recipients that read their mail (default a quarter of --total-envelopes; -1: none)"),
+		reserveBytes:       f.String("reserve-bytes", "", "bytes of the total kept for recipients that read their mail (default a quarter of --total-bytes; 0B: none)"),
+		envelopeLifetime:   f.Duration("envelope-lifetime", relayserver.DefaultEnvelopeLifetime, "how long an unacknowledged envelope is kept before it expires"),
+		httpIdle:           f.Duration("http-idle-timeout", relayserver.DefaultHTTPIdleTimeout, "how long a kept-alive plain HTTP connection may sit idle"),
+		messageRate:        f.Float64("message-rate", relayserver.DefaultMessageRate, "messages (and control frames) per second one connection may send; an AckRows costs one per row, a PublishBundle one per prekey"),
+		messageBurst:       f.Int("message-burst", relayserver.DefaultMessageBurst, "burst of --message-rate"),
+		sweepInterval:      f.Duration("sweep-interval", relayserver.DefaultSweepInterval, "how often expired envelopes are deleted"),
 		trustedProxies:     f.String("trusted-proxy", "", "comma-separated CIDRs of proxies whose X-Forwarded-For names the client IP"),
 	}
 }
@@ -231,18 +268,32 @@ func relayLimitFlags(f *flags) *relayLimits {
 func (r *relayLimits) resolve() (relayserver.Limits, []netip.Prefix, error) {
 	l := relayserver.Limits{
 		MaxConnections: *r.maxConns, MaxUnauthenticated: *r.maxHandshakes, MaxConnectionsPerIP: *r.maxConnsPerIP, MaxUnauthenticatedPerIP: *r.maxHandshakesPerIP,
-		MaxConnectionsPerAddress: *r.maxConnsPerAddr,
-		RegistrationRate:         float64(*r.regsPerHour) / 3600, RegistrationBurst: *r.regsPerHour,
+		MaxConnectionsPerAddress: *r.maxConnsPerAddr, MaxSockets: *r.maxSockets, MaxSocketsPerIP: *r.maxSocketsPerIP,
+		IPv6PrefixBits:   *r.ipv6Prefix,
+		RegistrationRate: float64(*r.regsPerHour) / 3600, RegistrationBurst: *r.regsPerHour,
 		FetchRate: *r.fetchRate, TargetFetchRate: *r.targetFetchRate, TargetOneTimeBurst: *r.oneTimeBurst,
 		Limits: relaystore.Limits{RegistrationsPerIP: *r.regsPerIP,
-			MailboxEnvelopes: *r.mailboxEnvelopes, SenderEnvelopes: *r.senderEnvelopes, IPEnvelopes: *r.ipEnvelopes, TotalEnvelopes: *r.totalEnvelopes},
+			MailboxEnvelopes: *r.mailboxEnvelopes, SenderEnvelopes: *r.senderEnvelopes, IPEnvelopes: *r.ipEnvelopes, TotalEnvelopes: *r.totalEnvelopes,
+			ReserveEnvelopes: *r.reserveEnvelopes},
+		EnvelopeLifetime: *r.envelopeLifetime, SweepInterval: *r.sweepInterval,
+		HTTPIdleTimeout: *r.httpIdle, MessageRate: *r.messageRate, MessageBurst: *r.messageBurst,
+	}
+	if *r.httpIdle <= 0 || *r.messageRate <= 0 || *r.messageBurst < 1 {
+		return l, nil, usagef("--http-idle-timeout, --message-rate and --message-burst must be positive")
+	}
+	if *r.envelopeLifetime <= 0 || *r.sweepInterval <= 0 {
+		return l, nil, usagef("--envelope-lifetime and --sweep-interval must be positive")
+	}
+	if *r.reserveBytes == "0B" || *r.reserveBytes == "0" {
+		l.ReserveBytes = -1
+		*r.reserveBytes = ""
 	}
 	for _, b := range []struct {
 		flag string
 		in   string
 		out  *int64
 	}{{"mailbox-bytes", *r.mailboxBytes, &l.MailboxBytes}, {"sender-bytes", *r.senderBytes, &l.SenderBytes},
-		{"ip-bytes", *r.ipBytes, &l.IPBytes}, {"total-bytes", *r.totalBytes, &l.TotalBytes}} {
+		{"ip-bytes", *r.ipBytes, &l.IPBytes}, {"total-bytes", *r.totalBytes, &l.TotalBytes}, {"reserve-bytes", *r.reserveBytes, &l.ReserveBytes}} {
 		if b.in == "" {
 			continue
 		}
@@ -254,6 +305,7 @@ func (r *relayLimits) resolve() (relayserver.Limits, []netip.Prefix, error) {
 	}
 	for name, v := range map[string]int{"max-connections": l.MaxConnections, "max-handshakes": l.MaxUnauthenticated, "max-connections-per-ip": l.MaxConnectionsPerIP,
 		"max-handshakes-per-ip": l.MaxUnauthenticatedPerIP, "max-connections-per-address": l.MaxConnectionsPerAddress,
+		"max-sockets": l.MaxSockets, "max-sockets-per-ip": l.MaxSocketsPerIP, "ipv6-prefix": l.IPv6PrefixBits,
 		"registrations-per-ip-hour": l.RegistrationBurst, "registrations-per-ip": l.RegistrationsPerIP, "one-time-burst": l.TargetOneTimeBurst,
 		"mailbox-envelopes": l.MailboxEnvelopes, "ip-envelopes": l.IPEnvelopes, "total-envelopes": l.TotalEnvelopes} {
 		if v < 1 {

@@ -60,6 +60,23 @@ type PreKeyPool interface {
 	OneTimePreKeyPool() (count int, known bool)
 }
 
+// EnvelopeNews is implemented by a Relay that hears what became of the
+// envelopes this device sent: the relay pushes wire.EnvelopeStatus (taken
+// by the recipient's device, or expired) to the sender's live connections,
+// best effort, when it announced wire.FeatureEnvelopeStatus. A status
+// missed while offline is never repeated, so it is a hint for the retry
+// policy, never its only trigger.
+type EnvelopeNews interface {
+	// RelayFeatures returns what the relay of the current connection
+	// announced, and false while it has not (not connected yet, or a relay
+	// that predates the announcement, which supports none).
+	RelayFeatures() (wire.FeatureSet, bool)
+	// EnvelopeStatuses returns the statuses heard since the last call,
+	// oldest first, and forgets them. Wake receives a value when new ones
+	// arrive.
+	EnvelopeStatuses() []wire.EnvelopeStatus
+}
+
 // Leased is one envelope the relay delivered under a lease.
 type Leased struct {
 	Row      uint64

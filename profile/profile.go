@@ -356,6 +356,9 @@ func Create(ctx context.Context, dir string, self engine.Address, relayURL strin
 // The profile must be closed.
 func Remove(dir string) error {
 	var errs []error
+	if err := forgetInsecureRelay(dir); err != nil {
+		errs = append(errs, err)
+	}
 	for _, f := range store.Files() {
 		if err := os.Remove(dir + string(os.PathSeparator) + f); err != nil && !errors.Is(err, os.ErrNotExist) {
 			errs = append(errs, err)

@@ -134,12 +134,19 @@ type Conn struct {
 	// pool is the relay's count of this device's one-time prekeys, as the
 	// relay last pushed it; -1 before the first push.
 	pool atomic.Int64
+
+	// statusMu guards what the relay announced and told (status.go).
+	statusMu      sync.Mutex
+	features      wire.FeatureSet
+	featuresKnown bool
+	statuses      []wire.EnvelopeStatus
 }
 
 var (
-	_ engine.Relay      = (*Conn)(nil)
-	_ engine.RelayLink  = (*Conn)(nil)
-	_ engine.PreKeyPool = (*Conn)(nil)
+	_ engine.Relay        = (*Conn)(nil)
+	_ engine.RelayLink    = (*Conn)(nil)
+	_ engine.PreKeyPool   = (*Conn)(nil)
+	_ engine.EnvelopeNews = (*Conn)(nil)
 )
 
 // OneTimePreKeyPool implements engine.PreKeyPool: the relay's count of this

@@ -225,5 +225,6 @@ func (c *Conn) handshake(ctx context.Context, ws *websocket.Conn) (*socket, erro
 	}
 	ws.SetWriteDeadline(time.Time{})
 	ws.SetReadDeadline(time.Now().Add(c.opts.ReadTimeout))
+	c.resetFeatures()
 	return startSocket(c, ws), nil
 }

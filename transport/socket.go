@@ -1,6 +1,8 @@
 package transport
 
 import (
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -85,6 +87,12 @@ func (cc *socket) readLoop() {
 		}
 		cc.ws.SetReadDeadline(time.Now().Add(cc.c.opts.ReadTimeout))
 		req, m, derr := wire.DecodeRelay(data)
+		if errors.Is(derr, wire.ErrUnknownRelayKind) && len(data) >= 6 && binary.BigEndian.Uint32(data[2:6]) == 0 {
+			// A push of a kind added after this build: a newer relay
+			// announces it in Features, and a client that did not ask
+			// for it goes on without it.
+			continue
+		}
 		if derr != nil {
 			err = fmt.Errorf("relay sent a malformed message: %w", derr)
 			break
@@ -104,6 +112,10 @@ func (cc *socket) readLoop() {
 			cc.c.deliver(m)
 		case wire.PrekeyPool:
 			cc.c.setPool(int(m.Count))
+		case wire.Features:
+			cc.c.setFeatures(m.Set)
+		case wire.EnvelopeStatus:
+			cc.c.addStatus(m)
 		case wire.Error:
 			cc.mu.Lock()
 			cc.pushed = &ServerError{Code: m.Code, Message: m.Message}

@@ -94,6 +94,11 @@ func FuzzDecodeRelay(f *testing.F) {
 	f.Add(relayBytes(wire.RelaySubmit, u32(-1), []byte{1}))               // a forged envelope length
 	f.Add(relayBytes(wire.RelayPublishBundle, u32(wire.MaxBundleSize+1))) // a bundle length over the limit
 	f.Add(relayBytes(14))                                                 // an unknown kind
+	for _, v := range relayPushVectors() {
+		f.Add(mustEncode(encodeRelay, v.v)) // the kinds added later, 15 and 16
+	}
+	f.Add(relayBytes(wire.RelayEnvelopeStatus, make([]byte, 16), []byte{3})) // an unknown envelope state
+	f.Add(relayBytes(17))                                                    // a kind past the last one
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fuzzRoundTrip(t, b, decodeRelay, encodeRelay)
 	})

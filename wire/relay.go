@@ -26,23 +26,28 @@ const (
 	RelayDone          RelayKind = 12 // server → client
 	RelayError         RelayKind = 13 // server → client
 	RelayPrekeyPool    RelayKind = 14 // server → client
+	// Added after version 1 was frozen (relaystatus.go).
+	RelayEnvelopeStatus RelayKind = 15 // server → client
+	RelayFeatures       RelayKind = 16 // server → client
 )
 
 var relayKindNames = [...]string{
-	RelayChallenge:     "challenge",
-	RelayAuth:          "auth",
-	RelayAuthOK:        "auth ok",
-	RelayPublishBundle: "publish bundle",
-	RelayFetchBundle:   "fetch bundle",
-	RelayBundleReply:   "bundle reply",
-	RelaySubmit:        "submit",
-	RelayAccepted:      "accepted",
-	RelayRefused:       "refused",
-	RelayDeliver:       "deliver",
-	RelayAckRows:       "ack rows",
-	RelayDone:          "done",
-	RelayError:         "error",
-	RelayPrekeyPool:    "prekey pool",
+	RelayChallenge:      "challenge",
+	RelayAuth:           "auth",
+	RelayAuthOK:         "auth ok",
+	RelayPublishBundle:  "publish bundle",
+	RelayFetchBundle:    "fetch bundle",
+	RelayBundleReply:    "bundle reply",
+	RelaySubmit:         "submit",
+	RelayAccepted:       "accepted",
+	RelayRefused:        "refused",
+	RelayDeliver:        "deliver",
+	RelayAckRows:        "ack rows",
+	RelayDone:           "done",
+	RelayError:          "error",
+	RelayPrekeyPool:     "prekey pool",
+	RelayEnvelopeStatus: "envelope status",
+	RelayFeatures:       "features",
 }
 
 // String returns a short lowercase name such as "submit".
@@ -77,7 +82,8 @@ const (
 		relayHeaderSize+8+4+MaxEnvelopeSize,      // Deliver
 		relayHeaderSize+2+MaxAckRows*8,           // AckRows
 		relayHeaderSize+2+2+MaxErrorMessageSize,  // Error
-		relayHeaderSize+4,                        // PrekeyPool
+		relayHeaderSize+4,                        // PrekeyPool and Features
+		relayHeaderSize+16+1,                     // EnvelopeStatus
 	)
 
 	relayHeaderSize = 1 + 1 + 4 // version, kind, request ID
@@ -314,7 +320,7 @@ func (c ErrorCode) valid() bool { return c >= ErrorBadRequest && c <= ErrorExpir
 func EncodeRelay(request uint32, m RelayMessage) ([]byte, error) {
 	switch m.(type) {
 	case Challenge, Auth, AuthOK, PublishBundle, FetchBundle, BundleReply, Submit,
-		Accepted, Refused, Deliver, AckRows, Done, Error, PrekeyPool:
+		Accepted, Refused, Deliver, AckRows, Done, Error, PrekeyPool, EnvelopeStatus, Features:
 	default:
 		// Before m.RelayKind: a nil pointer would panic there.
 		return nil, fmt.Errorf("wire: encode relay message: unsupported type %T: %w", m, ErrMalformed)
@@ -410,7 +416,7 @@ func appendRelayBody(b []byte, m RelayMessage) ([]byte, error) {
 	case PrekeyPool:
 		return binary.BigEndian.AppendUint32(b, m.Count), nil
 	}
-	return nil, fmt.Errorf("unsupported type %T: %w", m, ErrMalformed)
+	return appendRelayPush(b, m)
 }
 
 // appendBundle appends a u32 length and the encoded bundle.
@@ -440,9 +446,10 @@ func appendEnvelope(b, env []byte) ([]byte, error) {
 // DecodeRelay parses one relay message and returns its request ID and its
 // message, one of this package's relay structs by value. It rejects, in this
 // order: input longer than MaxRelayMessageSize (ErrMessageTooLarge); a
-// version other than RelayVersion (ErrUnsupportedVersion); an unknown kind,
-// truncation, a field out of range, a length or count over its limit, or
-// trailing bytes (ErrMalformed). An embedded bundle is decoded as
+// version other than RelayVersion (ErrUnsupportedVersion); an unknown kind
+// (ErrUnknownRelayKind, itself an ErrMalformed), truncation, a field out of
+// range, a length or count over its limit, or trailing bytes
+// (ErrMalformed). An embedded bundle is decoded as
 // DecodeBundle does, so its own version byte may also give
 // ErrUnsupportedVersion. Byte slices are copies; envelopes are not parsed.
 func DecodeRelay(b []byte) (request uint32, m RelayMessage, err error) {
@@ -452,8 +459,8 @@ func DecodeRelay(b []byte) (request uint32, m RelayMessage, err error) {
 	r := reader{b: b}
 	r.version(RelayVersion)
 	kind := RelayKind(r.u8("kind"))
-	if r.err == nil && (kind < RelayChallenge || kind > RelayPrekeyPool) {
-		r.fail(fmt.Errorf("unknown kind %d: %w", kind, ErrMalformed))
+	if r.err == nil && (kind < RelayChallenge || kind > RelayFeatures) {
+		r.fail(fmt.Errorf("kind %d: %w", kind, ErrUnknownRelayKind))
 	}
 	request = r.u32("request ID")
 	if r.err != nil {
@@ -562,8 +569,7 @@ func (r *reader) relayBody(kind RelayKind) RelayMessage {
 	case RelayPrekeyPool:
 		return ok(r, PrekeyPool{Count: r.u32("count")})
 	}
-	r.fail(fmt.Errorf("unknown kind %d: %w", kind, ErrMalformed))
-	return nil
+	return r.relayPush(kind)
 }
 
 // ok boxes m, unless the reader failed: a failed decode returns nil without

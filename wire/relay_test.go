@@ -247,7 +247,7 @@ func TestDecodeRelayRejects(t *testing.T) {
 		{"version 2 alone", []byte{2}, wire.ErrUnsupportedVersion},
 		{"over the limit", make([]byte, wire.MaxRelayMessageSize+1), wire.ErrMessageTooLarge},
 		{"kind 0", relayBytes(0), wire.ErrMalformed},
-		{"kind 15", relayBytes(15), wire.ErrMalformed},
+		{"kind 17", relayBytes(17), wire.ErrMalformed},
 		{"kind ff", relayBytes(0xff), wire.ErrMalformed},
 		{"header without request ID", []byte{1, 3, 0, 0, 0}, wire.ErrMalformed},
 		{"auth ok with a body", relayBytes(wire.RelayAuthOK, []byte{0}), wire.ErrMalformed},
@@ -326,6 +326,8 @@ func TestRelayKinds(t *testing.T) {
 		{wire.Done{}, 12, "done"},
 		{wire.Error{}, 13, "error"},
 		{wire.PrekeyPool{}, 14, "prekey pool"},
+		{wire.EnvelopeStatus{}, 15, "envelope status"},
+		{wire.Features{}, 16, "features"},
 	}
 	for _, tt := range tests {
 		if got := tt.msg.RelayKind(); got != tt.kind {
@@ -335,8 +337,8 @@ func TestRelayKinds(t *testing.T) {
 			t.Errorf("RelayKind(%d).String() = %q, want %q", tt.kind, got, tt.name)
 		}
 	}
-	if got, want := wire.RelayKind(15).String(), "relay kind 15"; got != want {
-		t.Errorf("RelayKind(15).String() = %q, want %q", got, want)
+	if got, want := wire.RelayKind(17).String(), "relay kind 17"; got != want {
+		t.Errorf("RelayKind(17).String() = %q, want %q", got, want)
 	}
 }
 

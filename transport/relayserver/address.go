@@ -45,9 +45,12 @@ func (s *Server) attach(c *conn) (ok, full bool) {
 				if sig.Pool >= 0 {
 					s.tellPoolLocal(addr, sig.Pool)
 				}
+				if len(sig.Statuses) > 0 {
+					s.tellStatusLocal(addr, sig.Statuses)
+				}
 			})
 			if err != nil {
-				s.log.Error("watch for other relays", "err", err)
+				s.log.Error("watch for other relays", "err", cause(err))
 			} else {
 				s.watches[addr] = stop
 			}
@@ -108,7 +111,7 @@ func (s *Server) pokeLocal(address string) {
 func (s *Server) signal(address string, sig relaystore.Signal) {
 	if n, ok := s.store.(relaystore.Notifier); ok {
 		if err := n.Notify(context.Background(), address, sig); err != nil {
-			s.log.Error("signal other relays", "err", err)
+			s.log.Error("signal other relays", "err", cause(err))
 		}
 	}
 }

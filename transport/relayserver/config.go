@@ -32,6 +32,9 @@ type Config struct {
 	// client named in X-Forwarded-For. Empty: every connection is charged to
 	// its TCP peer.
 	TrustedProxies []netip.Prefix
+	// SeparateAdmin serves /healthz and /metrics only on AdminHandler (an
+	// admin listener), not on the relay's own.
+	SeparateAdmin bool
 	// Logger receives connection and storage events (default: discarded).
 	Logger *slog.Logger
 	// Now is the clock of challenges, bundle checks and leases (default
@@ -46,8 +49,15 @@ type Limits struct {
 	// Limits are the quotas on what the relay holds, which its store
 	// enforces (per mailbox, per sender, per IP, in all, registrations per
 	// IP, one-time prekeys per address): NewMemory hands them to its
-	// store, and a caller opening its own store for New passes them to it.
+	// store, and a caller opening its own store for New passes them to it
+	// (StoreLimits). Unlike the store's, the reserve defaults to a quarter
+	// of the totals here; a negative reserve means none.
 	relaystore.Limits
+	// EnvelopeLifetime is how long an envelope waits unacknowledged before
+	// the relay deletes it and tells its sender it expired (7 days); the
+	// sweep runs every SweepInterval (1 minute).
+	EnvelopeLifetime time.Duration
+	SweepInterval    time.Duration
 	// MaxConnections caps open websockets; MaxUnauthenticated caps those
 	// that have not authenticated yet. Beyond either the upgrade is refused
 	// with 503.
@@ -61,6 +71,19 @@ type Limits struct {
 	MaxConnectionsPerIP      int
 	MaxUnauthenticatedPerIP  int
 	MaxConnectionsPerAddress int
+	// MaxSockets and MaxSocketsPerIP cap the TCP connections open, counted
+	// where they are accepted whatever they carry (websockets, /healthz,
+	// /metrics, nothing): past either a new connection is closed at once.
+	// A trusted proxy's connections count in all only; the requests it
+	// forwards count against the forwarded IP while they run. Defaults:
+	// MaxConnections+MaxUnauthenticated (17,408) and
+	// MaxConnectionsPerIP+16 (80).
+	MaxSockets      int
+	MaxSocketsPerIP int
+	// IPv6PrefixBits is the prefix an IPv6 client is keyed by in every
+	// per-IP limit (64: a host's usual share); an IPv4 client is keyed by
+	// its address.
+	IPv6PrefixBits int
 	// RegistrationRate/RegistrationBurst bound the first registrations of
 	// addresses from one remote IP over time (per second; default 20 an
 	// hour); relaystore.Limits.RegistrationsPerIP bounds them in all.
@@ -113,7 +136,9 @@ type Limits struct {
 	// wire.MaxEnvelopeSize).
 	MaxEnvelopeSize int
 	// HTTPReadHeaderTimeout, HTTPReadTimeout and HTTPIdleTimeout are the
-	// http.Server's; the websocket clears them once upgraded.
+	// http.Server's; the websocket clears them once upgraded. The idle
+	// timeout is short (5 s): a kept-alive plain connection holds a socket
+	// slot of its IP.
 	HTTPReadHeaderTimeout time.Duration
 	HTTPReadTimeout       time.Duration
 	HTTPIdleTimeout       time.Duration
@@ -150,7 +175,10 @@ const (
 	DefaultFetchBurst            = 50
 	DefaultHTTPReadHeaderTimeout = 5 * time.Second
 	DefaultHTTPReadTimeout       = 10 * time.Second
-	DefaultHTTPIdleTimeout       = 60 * time.Second
+	DefaultHTTPIdleTimeout       = 5 * time.Second
+	DefaultEnvelopeLifetime      = 7 * 24 * time.Hour
+	DefaultIPv6PrefixBits        = 64
+	DefaultSweepInterval         = time.Minute
 )
 
 // withDefaults fills zero fields and checks the rest.
@@ -175,6 +203,9 @@ func (l Limits) withDefaults() (Limits, error) {
 	setInt(&l.MaxConnectionsPerIP, DefaultMaxConnectionsPerIP)
 	setInt(&l.MaxUnauthenticatedPerIP, DefaultMaxUnauthPerIP)
 	setInt(&l.MaxConnectionsPerAddress, DefaultMaxConnectionsPerAddr)
+	setInt(&l.IPv6PrefixBits, DefaultIPv6PrefixBits)
+	setInt(&l.MaxSockets, l.MaxConnections+l.MaxUnauthenticated)
+	setInt(&l.MaxSocketsPerIP, l.MaxConnectionsPerIP+16)
 	setRate(&l.RegistrationRate, DefaultRegistrationRate)
 	setInt(&l.RegistrationBurst, DefaultRegistrationBurst)
 	setRate(&l.TargetFetchRate, DefaultTargetFetchRate)
@@ -201,11 +232,14 @@ func (l Limits) withDefaults() (Limits, error) {
 	setDur(&l.HTTPReadHeaderTimeout, DefaultHTTPReadHeaderTimeout)
 	setDur(&l.HTTPReadTimeout, DefaultHTTPReadTimeout)
 	setDur(&l.HTTPIdleTimeout, DefaultHTTPIdleTimeout)
-	l.Limits = l.Limits.WithDefaults()
+	setDur(&l.EnvelopeLifetime, DefaultEnvelopeLifetime)
+	setDur(&l.SweepInterval, DefaultSweepInterval)
+	l.Limits = l.StoreLimits()
 	l.ByteBurst = max(l.ByteBurst, wire.MaxRelayMessageSize)
 
 	switch {
-	case l.MaxConnections < 1 || l.MaxUnauthenticated < 1 || l.MaxConnectionsPerIP < 1 || l.MaxUnauthenticatedPerIP < 1 || l.MaxConnectionsPerAddress < 1:
+	case l.MaxConnections < 1 || l.MaxUnauthenticated < 1 || l.MaxConnectionsPerIP < 1 || l.MaxUnauthenticatedPerIP < 1 || l.MaxConnectionsPerAddress < 1 ||
+		l.MaxSockets < 1 || l.MaxSocketsPerIP < 1:
 		return l, errors.New("connection caps must be positive")
 	case l.AuthTimeout < 0 || l.ChallengeLifetime < time.Second || l.WriteTimeout < 0 || l.LeaseTimeout < 0:
 		return l, errors.New("timeouts must be positive (a challenge lives at least 1s)")
@@ -215,11 +249,29 @@ func (l Limits) withDefaults() (Limits, error) {
 		return l, errors.New("queue, window and page must be positive")
 	case l.MessageBurst < 1 || l.FetchBurst < 1 || l.TargetFetchBurst < 1 || l.TargetOneTimeBurst < 1 || l.RegistrationBurst < 1:
 		return l, errors.New("bursts must be positive")
+	case l.IPv6PrefixBits < 1 || l.IPv6PrefixBits > 128:
+		return l, errors.New("the IPv6 prefix must be 1..128 bits")
+	case l.EnvelopeLifetime <= 0 || l.SweepInterval <= 0:
+		return l, errors.New("the envelope lifetime and the sweep interval must be positive")
 	case l.MaxEnvelopeSize < 1 || l.MaxEnvelopeSize > wire.MaxEnvelopeSize:
 		return l, fmt.Errorf("max envelope size must be 1..%d", wire.MaxEnvelopeSize)
 	}
 	l.Page = min(l.Page, l.Window)
 	return l, nil
+}
+
+// StoreLimits returns the store's quotas with the relay's defaults: the
+// store's own, and a reserve of a quarter of the totals unless l sets one
+// (negative: none). A caller opening a store for New passes it these.
+func (l Limits) StoreLimits() relaystore.Limits {
+	sl := l.Limits.WithDefaults()
+	if l.ReserveEnvelopes == 0 {
+		sl.ReserveEnvelopes = sl.TotalEnvelopes / 4
+	}
+	if l.ReserveBytes == 0 {
+		sl.ReserveBytes = sl.TotalBytes / 4
+	}
+	return sl.WithDefaults()
 }
 
 // limiter returns a token bucket; a negative rate means none.

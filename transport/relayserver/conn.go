@@ -100,6 +100,9 @@ func (c *conn) run(authenticated func()) {
 	s := c.s
 	defer c.cancel()
 	defer lingerClose(c.ws.NetConn())
+	// Before authentication only the auth exchange is served: a ping gets
+	// no pong (gorilla's default handler would answer every one).
+	c.ws.SetPingHandler(func(string) error { return nil })
 	ok := c.handshake()
 	if c.attached {
 		// Listed under its address by the handshake: unlisted at the end,
@@ -120,8 +123,23 @@ func (c *conn) run(authenticated func()) {
 		s.metrics.disconnected(dropKicked)
 		return
 	}
-	c.ws.SetPongHandler(func(string) error {
-		c.ws.SetReadDeadline(time.Now().Add(s.lim.ReadTimeout))
+	// Control frames pay from the connection's buckets like messages: a
+	// ping over them gets no pong, a pong over them does not count as
+	// life.
+	c.ws.SetPingHandler(func(data string) error {
+		if !c.allowControl(len(data)) {
+			return nil
+		}
+		err := c.ws.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(s.lim.WriteTimeout))
+		if err == websocket.ErrCloseSent {
+			return nil
+		}
+		return err
+	})
+	c.ws.SetPongHandler(func(data string) error {
+		if c.allowControl(len(data)) {
+			c.ws.SetReadDeadline(time.Now().Add(s.lim.ReadTimeout))
+		}
 		return nil
 	})
 	// The owner learns its one-time prekey pool at once, to top it up
@@ -143,8 +161,22 @@ func (c *conn) run(authenticated func()) {
 	// Rows this connection held go back to the mailbox, for the address's
 	// next connection (or another one open now).
 	if err := s.store.Release(context.Background(), c.addr, c.holder); err != nil {
-		s.log.Error("release leases", "err", err)
+		s.log.Error("release leases", "err", cause(err))
 	}
+}
+
+// allowControl takes a control frame of n bytes of payload from the
+// connection's buckets, counting a refusal as a message's.
+func (c *conn) allowControl(n int) bool {
+	switch {
+	case !c.msgs.Allow():
+		c.s.metrics.rateLimited.WithLabelValues(bucketMessages).Inc()
+		return false
+	case !c.bytes.AllowN(time.Now(), n):
+		c.s.metrics.rateLimited.WithLabelValues(bucketBytes).Inc()
+		return false
+	}
+	return true
 }
 
 // stop ends the connection from outside (shutdown).
@@ -183,7 +215,11 @@ func (c *conn) poke() { c.ask(workFill) }
 // lingerClose half-closes the socket, reads and discards what the peer still
 // sends for a moment, then closes it.
 func lingerClose(nc net.Conn) {
-	if tc, ok := nc.(*net.TCPConn); ok {
+	raw := nc
+	if cc, ok := nc.(*countedConn); ok {
+		raw = cc.Conn // the half-close is the TCP connection's; the close is the wrapper's
+	}
+	if tc, ok := raw.(*net.TCPConn); ok {
 		if tc.CloseWrite() == nil {
 			tc.SetReadDeadline(time.Now().Add(closeGrace))
 			io.CopyN(io.Discard, tc, lingerBytes)

@@ -37,12 +37,16 @@ const (
 	limitSenderQuota        limit = "sender_share"
 	limitIPShare            limit = "ip_share"
 	limitStoreFull          limit = "store_full"
+	limitReserve            limit = "reserve"
+	limitSockets            limit = "sockets"
+	limitIPSockets          limit = "ip_sockets"
 )
 
 // limits lists every limit, so that each series shows from the first
 // scrape.
 var limits = []limit{limitConnections, limitHandshakes, limitIPConnections, limitIPHandshakes, limitAddressConnections, limitIPRegistrations,
-	limitIPRegistered, limitFetchRequester, limitFetchTarget, limitOneTimeTarget, limitSenderQuota, limitIPShare, limitStoreFull}
+	limitIPRegistered, limitFetchRequester, limitFetchTarget, limitOneTimeTarget, limitSenderQuota, limitIPShare, limitStoreFull, limitReserve,
+	limitSockets, limitIPSockets}
 
 // keyedLimiters is one token bucket per key (an IP, an address), made on
 // first use. A bucket that has refilled completely is forgotten at the next

@@ -89,7 +89,7 @@ func (c *conn) handshake() bool {
 		s.metrics.limitedBy(limitIPRegistered)
 		return c.refuse(authRateLimited, errorMsg(req, wire.ErrorRateLimited, "your IP has registered all the addresses it may"))
 	case err != nil:
-		s.log.Error("register", "err", err)
+		s.log.Error("register", "err", cause(err))
 		return c.refuse(authInternal, errorMsg(req, wire.ErrorInternal, "registration failed"))
 	}
 	if s.addressFull(a.Address) {
@@ -98,7 +98,7 @@ func (c *conn) handshake() bool {
 	}
 	c.addr, c.key = a.Address, a.SigningKey
 	if replaced {
-		s.log.Info("address registered to a new key", "address", a.Address)
+		s.log.Info("an address was registered to a new key")
 		s.evict(a.Address, a.SigningKey)
 	}
 	// The connection counts against its address before the client hears
@@ -118,7 +118,9 @@ func (c *conn) handshake() bool {
 	stopped := c.stopped
 	c.authed = !stopped
 	c.phaseMu.Unlock()
-	if stopped || !c.writeNow(encode(req, wire.AuthOK{})) {
+	// Features right after AuthOK, which is frozen and empty: before any
+	// other push, so that a client knows them before it hears a status.
+	if stopped || !c.writeNow(encode(req, wire.AuthOK{})) || !c.writeNow(encode(0, wire.Features{Set: features})) {
 		return false
 	}
 	c.ws.SetReadDeadline(time.Now().Add(s.lim.ReadTimeout))

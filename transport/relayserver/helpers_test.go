@@ -54,7 +54,7 @@ func startSQLiteRelay(tb testing.TB, dir string, cfg Config) *testRelay {
 
 func startSQLiteRelayOn(tb testing.TB, addr, dir string, cfg Config) *testRelay {
 	tb.Helper()
-	st, err := relaystore.OpenSQLite(context.Background(), dir, cfg.Limits.Limits)
+	st, err := relaystore.OpenSQLite(context.Background(), dir, cfg.Limits.StoreLimits())
 	if err != nil {
 		tb.Fatalf("OpenSQLite: %v", err)
 	}
@@ -322,6 +322,9 @@ func rowsOf(ls []engine.Leased) []uint64 {
 type raw struct {
 	tb testing.TB
 	ws *websocket.Conn
+
+	features []wire.Features       // pushed, in order
+	statuses []wire.EnvelopeStatus // pushed, in order
 }
 
 func dialRaw(tb testing.TB, r *testRelay) *raw {
@@ -344,7 +347,8 @@ func dialRawWith(tb testing.TB, r *testRelay, d *websocket.Dialer, h http.Header
 }
 
 // next reads one message, or the error that ended the connection. It
-// skips the relay's prekey pool pushes, which come on their own.
+// skips the relay's prekey pool pushes, which come on their own, and keeps
+// its feature and envelope status pushes in r.features and r.statuses.
 func (r *raw) next() (uint32, wire.RelayMessage, error) {
 	for {
 		r.ws.SetReadDeadline(time.Now().Add(10 * time.Second))
@@ -356,7 +360,14 @@ func (r *raw) next() (uint32, wire.RelayMessage, error) {
 		if err != nil {
 			r.tb.Fatalf("relay sent a malformed message: %v", err)
 		}
-		if _, ok := m.(wire.PrekeyPool); ok {
+		switch m := m.(type) {
+		case wire.PrekeyPool:
+			continue
+		case wire.Features:
+			r.features = append(r.features, m)
+			continue
+		case wire.EnvelopeStatus:
+			r.statuses = append(r.statuses, m)
 			continue
 		}
 		return req, m, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -35,6 +36,8 @@ type metrics struct {
 	limited          *prometheus.CounterVec
 	acceptToDeliver  prometheus.Histogram
 	leaseToAck       prometheus.Histogram
+	statuses         *prometheus.CounterVec
+	expired          prometheus.Counter
 }
 
 // authFailure is why a connection was refused at authentication: the
@@ -143,11 +146,14 @@ func newMetrics(g *gaugeCollector, faults relaystore.Store) *metrics {
 		bundlesPublished: counter("parley_relay_bundles_published_total", "Bundles published."),
 		bundlesFetched:   counter("parley_relay_bundles_fetched_total", "Bundles handed out."),
 		oneTimeHandedOut: counter("parley_relay_one_time_prekeys_handed_out_total", "One-time prekeys handed out (each once)."),
+		expired:          counter("parley_relay_envelopes_expired_total", "Envelopes deleted unacknowledged at the end of their lifetime."),
+		statuses: counterVec("parley_relay_envelope_status_total", "Envelope statuses told to senders (best effort), by state.", "state",
+			wire.EnvelopeTaken.String(), wire.EnvelopeExpired.String()),
 	}
 	m.reg.MustRegister(
 		m.connectionsTotal, m.authFailures, m.disconnects, m.accepted, m.refused, m.delivered, m.acknowledged,
 		m.dropped, m.duplicated, m.rateLimited, m.bundlesPublished, m.bundlesFetched, m.oneTimeHandedOut, m.limited,
-		m.acceptToDeliver, m.leaseToAck,
+		m.acceptToDeliver, m.leaseToAck, m.statuses, m.expired,
 		g,
 	)
 	return m
@@ -205,20 +211,27 @@ func refuseLabel(r wire.RefuseReason) string {
 }
 
 // gaugeCollector reads the gauges when the metrics are scraped: the open
-// connections, and what the store holds (one Stats call per scrape). When
+// connections, and what the store holds (at most one Stats call at a time). When
 // Stats fails it logs the error and leaves the store's series out.
 type gaugeCollector struct {
 	conns, unauth *atomic.Int64 // open websockets; of those, not yet authenticated
+	sockets       *atomic.Int64 // open TCP connections
 	store         relaystore.Store
 	timeout       time.Duration // for Stats
 	log           *slog.Logger
 
-	connections, registrations, envelopes, bytes *prometheus.Desc
+	connections, socketsDesc, registrations, envelopes, bytes *prometheus.Desc
+
+	refresh sync.Mutex // held by the scrape reading Stats
+	mu      sync.Mutex
+	ok      bool
+	cached  relaystore.Stats
 }
 
-func newGaugeCollector(conns, unauth *atomic.Int64, store relaystore.Store, timeout time.Duration, log *slog.Logger) *gaugeCollector {
+func newGaugeCollector(conns, unauth, sockets *atomic.Int64, store relaystore.Store, timeout time.Duration, log *slog.Logger) *gaugeCollector {
 	return &gaugeCollector{
-		conns: conns, unauth: unauth, store: store, timeout: timeout, log: log,
+		conns: conns, unauth: unauth, sockets: sockets, store: store, timeout: timeout, log: log,
+		socketsDesc:   prometheus.NewDesc("parley_relay_sockets", "Open TCP connections, whatever they carry, counted where they are accepted.", nil, nil),
 		connections:   prometheus.NewDesc("parley_relay_connections", "Open websocket connections.", []string{"state"}, nil),
 		registrations: prometheus.NewDesc("parley_relay_registrations", "Addresses registered.", nil, nil),
 		envelopes:     prometheus.NewDesc("parley_relay_mailbox_envelopes", "Envelopes waiting in all mailboxes.", nil, nil),
@@ -229,25 +242,48 @@ func newGaugeCollector(conns, unauth *atomic.Int64, store relaystore.Store, time
 // Describe implements prometheus.Collector.
 func (g *gaugeCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- g.connections
+	ch <- g.socketsDesc
 	ch <- g.registrations
 	ch <- g.envelopes
 	ch <- g.bytes
 }
 
-// Collect implements prometheus.Collector: one Stats call per scrape.
+// Collect implements prometheus.Collector. The store's figures are its
+// running totals (Stats never scans: memory and SQLite keep counts, NATS
+// caches them); concurrent scrapes share one Stats call, the others taking
+// the figures the last one read.
 func (g *gaugeCollector) Collect(ch chan<- prometheus.Metric) {
 	conns, unauth := g.conns.Load(), g.unauth.Load()
 	ch <- prometheus.MustNewConstMetric(g.connections, prometheus.GaugeValue, float64(conns-unauth), "authenticated")
 	ch <- prometheus.MustNewConstMetric(g.connections, prometheus.GaugeValue, float64(unauth), "unauthenticated")
+	ch <- prometheus.MustNewConstMetric(g.socketsDesc, prometheus.GaugeValue, float64(g.sockets.Load()))
 
-	ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
-	defer cancel()
-	st, err := g.store.Stats(ctx)
-	if err != nil {
-		g.log.Error("relay stats", "err", err)
+	st, ok := g.stats()
+	if !ok {
 		return
 	}
 	ch <- prometheus.MustNewConstMetric(g.registrations, prometheus.GaugeValue, float64(st.Registrations))
 	ch <- prometheus.MustNewConstMetric(g.envelopes, prometheus.GaugeValue, float64(st.Envelopes))
 	ch <- prometheus.MustNewConstMetric(g.bytes, prometheus.GaugeValue, float64(st.Bytes))
+}
+
+// stats reads the store's figures unless another scrape is reading them,
+// then returns the last figures read; false when there are none (Stats
+// failed).
+func (g *gaugeCollector) stats() (relaystore.Stats, bool) {
+	if g.refresh.TryLock() {
+		defer g.refresh.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
+		st, err := g.store.Stats(ctx)
+		cancel()
+		g.mu.Lock()
+		g.ok, g.cached = err == nil, st
+		g.mu.Unlock()
+		if err != nil {
+			g.log.Error("relay stats", "err", cause(err))
+		}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.cached, g.ok
 }

@@ -53,6 +53,11 @@ func (c *conn) handle(data []byte) bool {
 		_, req = peek(data)
 		return c.reply(errorMsg(req, wire.ErrorBadRequest, "malformed message: "+err.Error()))
 	}
+	// A request that makes the store work once per item pays per item
+	// beyond the one token it paid to be read.
+	if extra := cost(m) - 1; extra > 0 && !c.msgs.AllowN(time.Now(), extra) {
+		return c.limited(bucketMessages, kind, req, data)
+	}
 	switch m := m.(type) {
 	case wire.Submit:
 		return c.submit(req, m)
@@ -67,6 +72,19 @@ func (c *conn) handle(data []byte) bool {
 		return false
 	}
 	return c.reply(errorMsg(req, wire.ErrorBadRequest, fmt.Sprintf("a client does not send %s", m.RelayKind())))
+}
+
+// cost is what a request costs in message tokens: one, and for a request
+// the store serves item by item (each row of an AckRows is a lookup and a
+// delete, each one-time prekey of a PublishBundle a write), one per item.
+func cost(m wire.RelayMessage) int {
+	switch m := m.(type) {
+	case wire.AckRows:
+		return max(1, len(m.Rows))
+	case wire.PublishBundle:
+		return 1 + len(m.OneTimePreKeys)
+	}
+	return 1
 }
 
 // limited answers a message over a token bucket without acting on it.
@@ -89,7 +107,7 @@ func (c *conn) reply(b []byte) bool {
 	if c.enqueue(b) {
 		return true
 	}
-	c.s.log.Info("send queue full: disconnecting", "address", c.addr)
+	c.s.log.Info("send queue full: disconnecting a client")
 	c.abort(dropSlow)
 	return false
 }

@@ -36,7 +36,7 @@ func (c *conn) submit(req uint32, m wire.Submit) bool {
 	// The store decides how many copies it keeps: one, or none or two when
 	// it injects faults (relaystore.WithFaults); either way the sender hears
 	// Accepted.
-	rows, err := s.store.Append(c.ctx, env.Recipient, m.Envelope, 1, relaystore.Origin{Address: c.addr, IP: c.ip})
+	rows, err := s.store.Append(c.ctx, env.Recipient, m.Envelope, 1, relaystore.Origin{Address: c.addr, IP: c.ip, Envelope: env.ID, ToReader: s.reads(env.Recipient)})
 	switch {
 	case errors.Is(err, relaystore.ErrNotRegistered):
 		return c.refused(req, id, wire.RefuseUnknownRecipient)
@@ -48,11 +48,14 @@ func (c *conn) submit(req uint32, m wire.Submit) bool {
 	case errors.Is(err, relaystore.ErrIPQuota):
 		s.metrics.limitedBy(limitIPShare)
 		return c.refused(req, id, wire.RefuseStoreFull)
+	case errors.Is(err, relaystore.ErrReserve):
+		s.metrics.limitedBy(limitReserve)
+		return c.refused(req, id, wire.RefuseStoreFull)
 	case errors.Is(err, relaystore.ErrStoreFull):
 		s.metrics.limitedBy(limitStoreFull)
 		return c.refused(req, id, wire.RefuseStoreFull)
 	case err != nil:
-		s.log.Error("append", "err", err)
+		s.log.Error("append", "err", cause(err))
 		return c.reply(errorMsg(req, wire.ErrorInternal, "the relay could not store the envelope"))
 	}
 	s.metrics.accepted.Inc()
@@ -62,16 +65,19 @@ func (c *conn) submit(req uint32, m wire.Submit) bool {
 	return c.reply(encode(req, wire.Accepted{EnvelopeID: env.ID}))
 }
 
-// ack deletes rows of the authenticated address's own mailbox. Rows of other
-// mailboxes are ignored, and the reply is the same whatever they were, so
-// that guessing rows reveals nothing.
+// ack deletes rows of the authenticated address's own mailbox and tells
+// their senders the envelopes were taken. Rows of other mailboxes are
+// ignored, and the reply is the same whatever they were, so that guessing
+// rows reveals nothing.
 func (c *conn) ack(req uint32, m wire.AckRows) bool {
-	n, err := c.s.store.Ack(c.ctx, c.addr, m.Rows)
+	removed, err := c.s.store.Ack(c.ctx, c.addr, m.Rows)
 	if err != nil {
-		c.s.log.Error("acknowledge", "err", err)
+		c.s.log.Error("acknowledge", "err", cause(err))
 		return c.reply(errorMsg(req, wire.ErrorInternal, "the relay could not acknowledge the rows"))
 	}
-	c.s.metrics.acknowledged.Add(float64(n))
+	c.s.metrics.acknowledged.Add(float64(len(removed)))
+	c.s.readers.read(c.addr, c.s.now())
+	c.s.tellStatus(removed, wire.EnvelopeTaken)
 	now := time.Now()
 	c.mu.Lock()
 	for _, r := range m.Rows {
@@ -112,7 +118,7 @@ func (c *conn) fetch(req uint32, m wire.FetchBundle) bool {
 	case errors.Is(err, relaystore.ErrNoBundle):
 		return c.reply(errorMsg(req, wire.ErrorNotFound, "no bundle for "+m.Address))
 	case err != nil:
-		s.log.Error("fetch bundle", "err", err)
+		s.log.Error("fetch bundle", "err", cause(err))
 		return c.reply(errorMsg(req, wire.ErrorInternal, "the relay could not read the bundle"))
 	}
 	s.metrics.bundlesFetched.Inc()
@@ -147,7 +153,7 @@ func (c *conn) publish(req uint32, m wire.PublishBundle) bool {
 	case errors.Is(err, relaystore.ErrKeyMismatch):
 		return c.reply(errorMsg(req, wire.ErrorAuthFailed, c.addr+" is registered to another identity"))
 	case err != nil:
-		s.log.Error("publish bundle", "err", err)
+		s.log.Error("publish bundle", "err", cause(err))
 		return c.reply(errorMsg(req, wire.ErrorInternal, "the relay could not store the bundle"))
 	}
 	s.metrics.bundlesPublished.Inc()

@@ -44,6 +44,16 @@ type Server struct {
 	fetchesBy     *keyedLimiters // bundle fetches per requesting address
 	fetchesOf     *keyedLimiters // bundle fetches per target address
 	oneTimeOf     *keyedLimiters // one-time prekeys handed out per target
+	readers       *readers       // addresses that read their mail lately
+	sockets       *socketCount   // TCP connections, counted at accept
+	proxied       *socketCount   // plain requests in flight per forwarded IP
+	counting      atomic.Bool    // a listener counts the connections (CountConnections)
+	storeFailing  atomic.Bool    // the last sweep's store call failed
+	admin         http.Handler   // /healthz and /metrics
+
+	sweepOnce   sync.Once
+	stopSweep   context.CancelFunc // nil until Serve
+	sweeperDone chan struct{}
 
 	mu       sync.RWMutex
 	ln       net.Listener
@@ -72,7 +82,10 @@ func New(store relaystore.Store, cfg Config) (*Server, error) {
 		registrations: newKeyedLimiters(lim.RegistrationRate, lim.RegistrationBurst),
 		fetchesBy:     newKeyedLimiters(lim.FetchRate, lim.FetchBurst),
 		fetchesOf:     newKeyedLimiters(lim.TargetFetchRate, lim.TargetFetchBurst),
-		oneTimeOf:     newKeyedLimiters(lim.TargetOneTimeRate, lim.TargetOneTimeBurst)}
+		oneTimeOf:     newKeyedLimiters(lim.TargetOneTimeRate, lim.TargetOneTimeBurst),
+		readers:       newReaders(lim.EnvelopeLifetime),
+		sockets:       newSocketCount(),
+		proxied:       newSocketCount()}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -90,7 +103,7 @@ func New(store relaystore.Store, cfg Config) (*Server, error) {
 	}
 	// Stats gets half the /metrics write deadline, so that a slow store
 	// still leaves time to write the other series.
-	s.metrics = newMetrics(newGaugeCollector(&s.conns, &s.unauth, s.store, lim.HTTPReadTimeout/2, s.log), s.store)
+	s.metrics = newMetrics(newGaugeCollector(&s.conns, &s.unauth, &s.sockets.all, s.store, lim.HTTPReadTimeout/2, s.log), s.store)
 	// An idle connection should cost little (a relay holds tens of
 	// thousands): reads go through a small buffer of the connection's own
 	// (not the HTTP server's, which would keep the server's per-request
@@ -105,8 +118,14 @@ func New(store relaystore.Store, cfg Config) (*Server, error) {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+wire.WebSocketPath, s.serveWS)
-	mux.HandleFunc("GET /healthz", s.serveHealth)
-	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
+	admin := http.NewServeMux()
+	admin.HandleFunc("GET /healthz", s.serveHealth)
+	admin.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
+	s.admin = admin
+	if !cfg.SeparateAdmin {
+		mux.Handle("GET /healthz", s.limitRequests(admin))
+		mux.Handle("GET /metrics", s.limitRequests(admin))
+	}
 	s.http = &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: lim.HTTPReadHeaderTimeout,
@@ -155,6 +174,11 @@ func (s *Server) RelayID() [32]byte { return s.relayID }
 // server. Serve uses it.
 func (s *Server) Handler() http.Handler { return s.http.Handler }
 
+// AdminHandler serves /healthz and /metrics alone, for an admin listener
+// (parley relay --admin-listen); the main handler serves them too unless
+// Config.SeparateAdmin is set.
+func (s *Server) AdminHandler() http.Handler { return s.admin }
+
 // Serve serves the relay on ln until Shutdown, then returns nil.
 func (s *Server) Serve(ln net.Listener) error {
 	s.mu.Lock()
@@ -163,7 +187,15 @@ func (s *Server) Serve(ln net.Listener) error {
 		ln.Close()
 		return http.ErrServerClosed
 	}
+	if !s.counting.Load() {
+		ln = s.CountConnections(ln)
+	}
 	s.ln = ln
+	s.sweepOnce.Do(func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		s.stopSweep, s.sweeperDone = cancel, make(chan struct{})
+		go s.sweeper(ctx, s.sweeperDone)
+	})
 	s.mu.Unlock()
 	err := s.http.Serve(ln)
 	if errors.Is(err, http.ErrServerClosed) {
@@ -219,6 +251,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.mu.Unlock()
 		<-done
 	}
+	s.mu.Lock()
+	stopSweep, sweeperDone := s.stopSweep, s.sweeperDone
+	s.mu.Unlock()
+	if stopSweep != nil {
+		stopSweep()
+		<-sweeperDone
+	}
 	if cerr := s.closeStore(); cerr != nil && err == nil {
 		err = cerr
 	}
@@ -232,8 +271,13 @@ func (s *Server) closeStore() error {
 	return nil
 }
 
+// serveHealth answers from what the relay already knows and never asks the
+// store: 503 when the last sweep could not reach it, or while shutting down.
 func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
-	if _, err := s.store.Stats(r.Context()); err != nil {
+	s.mu.RLock()
+	down := s.shutdown
+	s.mu.RUnlock()
+	if down || s.storeFailing.Load() {
 		http.Error(w, "storage unavailable", http.StatusServiceUnavailable)
 		return
 	}
@@ -256,7 +300,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	}
 	s.handlers.Add(1)
 	s.mu.Unlock()
-	ip := clientIP(r, s.cfg.TrustedProxies)
+	ip := s.clientKey(r)
 	release, ok := s.admit(w, ip)
 	if !ok {
 		s.handlers.Done()

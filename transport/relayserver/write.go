@@ -178,7 +178,7 @@ func (c *conn) fill() bool {
 		until := now.Add(s.lim.LeaseTimeout)
 		rows, err := s.store.Lease(c.ctx, c.addr, c.holder, n, now, until)
 		if err != nil {
-			s.log.Error("lease", "err", err)
+			s.log.Error("lease", "err", cause(err))
 			return true // the lease tick tries again
 		}
 		if len(rows) == 0 {

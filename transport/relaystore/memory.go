@@ -1,6 +1,7 @@
 package relaystore
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"fmt"
@@ -211,7 +212,7 @@ func (m *Memory) Append(_ context.Context, recipient string, env []byte, copies 
 	if u := m.byIP[from.IP]; u != nil {
 		ip = *u
 	}
-	if err := m.limits.QuotaError(Usage{len(box.rows), box.bytes}, sender, ip, m.total, from.IP != "", copies, size); err != nil {
+	if err := m.limits.QuotaError(Usage{len(box.rows), box.bytes}, sender, ip, m.total, from, copies, size); err != nil {
 		return nil, fmt.Errorf("append to %s: %w", recipient, err)
 	}
 	m.boxes[recipient] = box
@@ -292,16 +293,16 @@ func (m *Memory) Release(_ context.Context, recipient, holder string) error {
 }
 
 // Ack implements Store.
-func (m *Memory) Ack(_ context.Context, recipient string, rows []uint64) (int, error) {
+func (m *Memory) Ack(_ context.Context, recipient string, rows []uint64) ([]Removed, error) {
 	if err := m.lock(); err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer m.mu.Unlock()
 	box := m.boxes[recipient]
 	if box == nil {
-		return 0, nil
+		return nil, nil
 	}
-	n := 0
+	var out []Removed
 	for _, id := range rows {
 		i, ok := slices.BinarySearchFunc(box.rows, id, func(r *memRow, id uint64) int {
 			switch {
@@ -317,16 +318,59 @@ func (m *Memory) Ack(_ context.Context, recipient string, rows []uint64) (int, e
 			r.deleted = true
 			box.bytes -= int64(len(r.env))
 			m.charge(box, r.from, -1, -int64(len(r.env)))
-			n++
+			out = append(out, Removed{Recipient: recipient, Row: r.id, Sender: r.from.Address, Envelope: r.from.Envelope})
 		}
 	}
-	if n > 0 {
+	if len(out) > 0 {
 		box.rows = slices.DeleteFunc(box.rows, func(r *memRow) bool { return r.deleted })
 	}
 	if len(box.rows) == 0 {
 		delete(m.boxes, recipient)
 	}
-	return n, nil
+	return out, nil
+}
+
+// Expire implements Store. It scans every mailbox and takes the lowest
+// rows, which are the oldest.
+func (m *Memory) Expire(_ context.Context, now, before time.Time, max int) ([]Removed, error) {
+	if err := m.lock(); err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	type old struct {
+		recipient string
+		row       *memRow
+	}
+	var cands []old
+	for recipient, box := range m.boxes {
+		for _, r := range box.rows {
+			if !r.at.Before(before) {
+				break
+			}
+			if r.holder == "" || !now.Before(r.until) {
+				cands = append(cands, old{recipient, r})
+			}
+		}
+	}
+	slices.SortFunc(cands, func(a, b old) int { return cmp.Compare(a.row.id, b.row.id) })
+	out := make([]Removed, 0, min(max, len(cands)))
+	touched := map[string]bool{}
+	for _, c := range cands[:min(max, len(cands))] {
+		box, r := m.boxes[c.recipient], c.row
+		r.deleted = true
+		box.bytes -= int64(len(r.env))
+		m.charge(box, r.from, -1, -int64(len(r.env)))
+		out = append(out, Removed{Recipient: c.recipient, Row: r.id, Sender: r.from.Address, Envelope: r.from.Envelope})
+		touched[c.recipient] = true
+	}
+	for recipient := range touched {
+		box := m.boxes[recipient]
+		box.rows = slices.DeleteFunc(box.rows, func(r *memRow) bool { return r.deleted })
+		if len(box.rows) == 0 {
+			delete(m.boxes, recipient)
+		}
+	}
+	return out, nil
 }
 
 // Stats implements Store.
@@ -335,12 +379,8 @@ func (m *Memory) Stats(context.Context) (Stats, error) {
 		return Stats{}, err
 	}
 	defer m.mu.Unlock()
-	s := Stats{Registrations: len(m.keys)}
-	for _, b := range m.boxes {
-		s.Envelopes += len(b.rows)
-		s.Bytes += b.bytes
-	}
-	return s, nil
+	// The running totals: no scan, whatever the store holds.
+	return Stats{Registrations: len(m.keys), Envelopes: m.total.Envelopes, Bytes: m.total.Bytes}, nil
 }
 
 // Close implements Store.

@@ -1,4 +1,4 @@
--- The relay's durable state, version 2 (sqlite.go migrates version 1).
+-- The relay's durable state, version 3 (sqlitemigrate.go migrates versions 1 and 2).
 -- Every statement is idempotent.
 
 -- meta holds the relay's identity ("relay_id", 32 bytes).
@@ -34,16 +34,20 @@ CREATE TABLE IF NOT EXISTS one_time_prekeys (
 
 -- Mailboxes: row is the number a recipient acknowledges an envelope by.
 -- AUTOINCREMENT never reuses a number, even after the newest row is deleted.
--- sender and ip are who the envelope is charged to.
+-- sender and ip are who the envelope is charged to; envelope_id, the ID
+-- parsed at submission, is what the sender is told when the row goes.
 CREATE TABLE IF NOT EXISTS envelopes (
 	row       INTEGER PRIMARY KEY AUTOINCREMENT,
 	recipient TEXT NOT NULL,
 	envelope  BLOB NOT NULL,
 	sender    TEXT NOT NULL DEFAULT '',
 	ip        TEXT NOT NULL DEFAULT '',
-	accepted  INTEGER NOT NULL DEFAULT 0 -- Unix nanoseconds, 0 for rows of version 1
+	accepted  INTEGER NOT NULL DEFAULT 0, -- Unix nanoseconds, 0 for rows of version 1
+	envelope_id BLOB NOT NULL DEFAULT x''
 );
 CREATE INDEX IF NOT EXISTS envelopes_by_recipient ON envelopes (recipient, row);
+-- The expiry sweep takes the oldest envelopes first.
+CREATE INDEX IF NOT EXISTS envelopes_by_accepted ON envelopes (accepted);
 
 -- Running totals, so that every limit costs one lookup. scope is 'mailbox'
 -- (key: the recipient), 'sender' (key: the recipient, a space, the sender),

@@ -21,30 +21,6 @@ import (
 //go:embed schema.sql
 var schema string
 
-// schemaVersion is stored in PRAGMA user_version.
-const schemaVersion = 2
-
-// migrateV1 brings a version-1 database to version 2: who each envelope is
-// charged to (nobody, for the envelopes already held), and the running
-// totals per scope in place of the per-mailbox ones.
-const migrateV1 = `
-ALTER TABLE registrations ADD COLUMN ip TEXT NOT NULL DEFAULT '';
-CREATE INDEX registrations_by_ip ON registrations (ip);
-ALTER TABLE envelopes ADD COLUMN sender TEXT NOT NULL DEFAULT '';
-ALTER TABLE envelopes ADD COLUMN ip TEXT NOT NULL DEFAULT '';
-ALTER TABLE envelopes ADD COLUMN accepted INTEGER NOT NULL DEFAULT 0;
-CREATE TABLE usage (
-	scope     TEXT NOT NULL,
-	key       TEXT NOT NULL,
-	envelopes INTEGER NOT NULL,
-	bytes     INTEGER NOT NULL,
-	PRIMARY KEY (scope, key)
-) STRICT;
-INSERT INTO usage SELECT 'mailbox', recipient, envelopes, bytes FROM mailboxes;
-INSERT INTO usage SELECT 'sender', recipient || ' ', envelopes, bytes FROM mailboxes;
-INSERT INTO usage SELECT 'total', '', sum(envelopes), sum(bytes) FROM mailboxes HAVING count(*) > 0;
-DROP TABLE mailboxes`
-
 // FileName is the database file SQLite keeps in its directory.
 const FileName = "relay.db"
 
@@ -81,6 +57,7 @@ type SQLite struct {
 	closeErr  error
 
 	leases Leases // this process's: a lease is not durable
+	counts counts // running totals for Stats (sqlitestats.go)
 }
 
 type appendReq struct {
@@ -159,13 +136,8 @@ func (s *SQLite) init(ctx context.Context) error {
 	if version > schemaVersion {
 		return fmt.Errorf("schema version %d is newer than this build's %d", version, schemaVersion)
 	}
-	if version == 1 {
-		for _, stmt := range strings.Split(migrateV1, ";") {
-			if _, err := tx.ExecContext(ctx, stmt); err != nil {
-				return fmt.Errorf("migrate to version 2: %w", err)
-			}
-		}
-		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion)); err != nil {
+	if version > 0 && version < schemaVersion {
+		if err := migrate(ctx, tx, version); err != nil {
 			return err
 		}
 	}
@@ -202,6 +174,9 @@ func (s *SQLite) init(ctx context.Context) error {
 		return fmt.Errorf("relay id of %d bytes", len(id))
 	}
 	copy(s.relayID[:], id)
+	if err := s.counts.load(ctx, tx); err != nil {
+		return fmt.Errorf("count what is held: %w", err)
+	}
 	return tx.Commit()
 }
 
@@ -240,8 +215,9 @@ func (s *SQLite) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
 
 // Register implements Store.
 func (s *SQLite) Register(ctx context.Context, address string, key [32]byte, replace bool, ip string) (bool, error) {
-	replaced := false
+	replaced, added := false, false
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		replaced, added = false, false
 		var old []byte
 		err := tx.QueryRowContext(ctx, "SELECT signing_key FROM registrations WHERE address = ?", address).Scan(&old)
 		switch {
@@ -256,6 +232,7 @@ func (s *SQLite) Register(ctx context.Context, address string, key [32]byte, rep
 				}
 			}
 			_, err = tx.ExecContext(ctx, "INSERT INTO registrations (address, signing_key, ip) VALUES (?, ?, ?)", address, key[:], ip)
+			added = err == nil
 			return err
 		case err != nil:
 			return err
@@ -278,6 +255,9 @@ func (s *SQLite) Register(ctx context.Context, address string, key [32]byte, rep
 	})
 	if err != nil {
 		return false, fmt.Errorf("register %s: %w", address, err)
+	}
+	if added {
+		s.counts.add(1, Usage{})
 	}
 	return replaced, nil
 }
@@ -481,7 +461,7 @@ func (s *SQLite) commitGroup(group []*appendReq) {
 			return err
 		}
 		defer tx.Rollback()
-		ins, err := tx.PrepareContext(ctx, "INSERT INTO envelopes (recipient, envelope, sender, ip, accepted) VALUES (?, ?, ?, ?, ?) RETURNING row")
+		ins, err := tx.PrepareContext(ctx, "INSERT INTO envelopes (recipient, envelope, sender, ip, accepted, envelope_id) VALUES (?, ?, ?, ?, ?, ?) RETURNING row")
 		if err != nil {
 			return err
 		}
@@ -501,6 +481,8 @@ func (s *SQLite) commitGroup(group []*appendReq) {
 	for _, r := range group {
 		if err != nil {
 			r.rows, r.err = nil, err
+		} else if r.err == nil {
+			s.counts.add(0, Usage{len(r.rows), int64(len(r.env)) * int64(len(r.rows))})
 		}
 		close(r.done)
 	}
@@ -556,12 +538,12 @@ func (s *SQLite) appendTx(ctx context.Context, tx *sql.Tx, ins *sql.Stmt, r *app
 		}
 	}
 	size := int64(len(r.env)) * int64(r.copies)
-	if err := s.limits.QuotaError(u[0], u[1], u[3], u[2], r.from.IP != "", r.copies, size); err != nil {
+	if err := s.limits.QuotaError(u[0], u[1], u[3], u[2], r.from, r.copies, size); err != nil {
 		return err
 	}
 	for range r.copies {
 		var row int64
-		if err := ins.QueryRowContext(ctx, r.recipient, r.env, r.from.Address, r.from.IP, time.Now().UnixNano()).Scan(&row); err != nil {
+		if err := ins.QueryRowContext(ctx, r.recipient, r.env, r.from.Address, r.from.IP, time.Now().UnixNano(), r.from.Envelope[:]).Scan(&row); err != nil {
 			return err
 		}
 		r.rows = append(r.rows, uint64(row))
@@ -615,64 +597,6 @@ func (s *SQLite) Lease(ctx context.Context, recipient, holder string, max int, n
 func (s *SQLite) Release(_ context.Context, recipient, holder string) error {
 	s.leases.Release(recipient, holder)
 	return nil
-}
-
-// Ack implements Store.
-func (s *SQLite) Ack(ctx context.Context, recipient string, rows []uint64) (int, error) {
-	if len(rows) == 0 {
-		return 0, nil
-	}
-	n := 0
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		n = 0
-		del, err := tx.PrepareContext(ctx, "DELETE FROM envelopes WHERE row = ? AND recipient = ? RETURNING length(envelope), sender, ip")
-		if err != nil {
-			return err
-		}
-		defer del.Close()
-		freed := map[Origin]Usage{}
-		for _, row := range rows {
-			if row > 1<<63-1 {
-				continue
-			}
-			var size int64
-			var from Origin
-			err := del.QueryRowContext(ctx, int64(row), recipient).Scan(&size, &from.Address, &from.IP)
-			if errors.Is(err, sql.ErrNoRows) {
-				continue
-			} else if err != nil {
-				return err
-			}
-			n++
-			u := freed[from]
-			u.Envelopes++
-			u.Bytes += size
-			freed[from] = u
-		}
-		for from, u := range freed {
-			if err := addUsage(ctx, tx, usageScopes(recipient, from), -u.Envelopes, -u.Bytes); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return 0, fmt.Errorf("acknowledge rows of %s: %w", recipient, err)
-	}
-	s.leases.Forget(recipient, rows)
-	return n, nil
-}
-
-// Stats implements Store.
-func (s *SQLite) Stats(ctx context.Context) (Stats, error) {
-	var st Stats
-	err := s.db.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM registrations),
-		(SELECT coalesce(sum(envelopes), 0) FROM usage WHERE scope = 'total'), (SELECT coalesce(sum(bytes), 0) FROM usage WHERE scope = 'total')`).
-		Scan(&st.Registrations, &st.Envelopes, &st.Bytes)
-	if err != nil {
-		return Stats{}, fmt.Errorf("relay stats: %w", err)
-	}
-	return st, nil
 }
 
 // Close implements Store: it fails appends still queued, waits for the

@@ -86,10 +86,19 @@ type Store interface {
 	// its rows are delivered again (the holder's connection closed).
 	Release(ctx context.Context, recipient, holder string) error
 
-	// Ack deletes the named rows of recipient's mailbox and returns how
-	// many it deleted. A row that is not in that mailbox (another's, an
-	// acknowledged one, a guess) is ignored without effect.
-	Ack(ctx context.Context, recipient string, rows []uint64) (int, error)
+	// Ack deletes the named rows of recipient's mailbox and returns those
+	// it deleted, each with its sender and envelope ID, so that the relay
+	// can tell the sender the envelope was taken. A row that is not in that
+	// mailbox (another's, an acknowledged one, a guess) is ignored without
+	// effect.
+	Ack(ctx context.Context, recipient string, rows []uint64) ([]Removed, error)
+
+	// Expire deletes up to max rows, of any mailbox, that were accepted
+	// before before (rows of unknown age included) and are not under a
+	// lease live at now, oldest first, with the accounting of Ack, and
+	// returns them: the relay's sweep of envelopes that outlived their
+	// lifetime. A row that another relay process leased may go too.
+	Expire(ctx context.Context, now, before time.Time, max int) ([]Removed, error)
 
 	// Stats counts what the relay holds, for its metrics.
 	Stats(ctx context.Context) (Stats, error)
@@ -110,18 +119,43 @@ type Notifier interface {
 	Watch(address string, fn func(Signal)) (stop func(), err error)
 }
 
-// Signal is what a Notifier carries: new mail, or the size of a one-time
-// prekey pool.
+// Signal is what a Notifier carries: new mail, the size of a one-time
+// prekey pool, or what became of envelopes the address sent.
 type Signal struct {
-	Mail bool
-	Pool int // -1: no pool news
+	Mail     bool
+	Pool     int            // -1: no pool news
+	Statuses []StatusNotice // for the address as a sender
+}
+
+// StatusNotice is what the relay tells a sender of one envelope that left a
+// mailbox (wire.EnvelopeStatus).
+type StatusNotice struct {
+	Envelope wire.EnvelopeID
+	State    wire.EnvelopeState
 }
 
 // Origin is who asks the relay to keep an envelope, and is charged for it:
 // the authenticated sender address and the remote IP of its connection.
+// Envelope, the ID the relay parsed from the envelope at submission, is
+// kept with the row so that the sender can be told when the row leaves
+// the mailbox. ToReader says the recipient reads its mail (the relay saw
+// it connected or acknowledging lately), so that the envelope may use the
+// reserve. Neither is charged for.
 type Origin struct {
-	Address string
-	IP      string // empty: charged to no IP
+	Address  string
+	IP       string // empty: charged to no IP
+	Envelope wire.EnvelopeID
+	ToReader bool
+}
+
+// Removed is a row that left a mailbox, with what its sender is told by:
+// the sender's address and the envelope's ID (zero for a row stored
+// before the store kept IDs).
+type Removed struct {
+	Recipient string
+	Row       uint64
+	Sender    string
+	Envelope  wire.EnvelopeID
 }
 
 // Row is one envelope in a mailbox: the row the recipient acknowledges it by,
@@ -161,6 +195,15 @@ type Limits struct {
 	// (1,000,000 and 1 GiB).
 	TotalEnvelopes int
 	TotalBytes     int64
+	// ReserveEnvelopes and ReserveBytes are the part of the totals kept
+	// for envelopes to recipients that read their mail (none by default
+	// here; the relay server's default is a quarter of the totals): past TotalEnvelopes-ReserveEnvelopes or
+	// TotalBytes-ReserveBytes, an envelope is stored only when its
+	// recipient reads (Origin.ToReader) and its sender's IP holds less
+	// than a sixteenth of the reserve. Strangers' unread sinks fill at
+	// most the rest.
+	ReserveEnvelopes int
+	ReserveBytes     int64
 	// RegistrationsPerIP bounds the addresses first registered from one
 	// remote IP (100).
 	RegistrationsPerIP int
@@ -207,6 +250,8 @@ func (l Limits) WithDefaults() Limits {
 	if l.TotalBytes <= 0 {
 		l.TotalBytes = DefaultTotalBytes
 	}
+	l.ReserveEnvelopes = min(max(l.ReserveEnvelopes, 0), l.TotalEnvelopes)
+	l.ReserveBytes = min(max(l.ReserveBytes, 0), l.TotalBytes)
 	if l.RegistrationsPerIP <= 0 {
 		l.RegistrationsPerIP = DefaultRegistrationsPerIP
 	}
@@ -223,10 +268,14 @@ type Usage struct {
 }
 
 // QuotaError names the limit an Append of copies envelopes of size bytes in
-// all would pass, given what the mailbox, the sender within it, the
-// sender's IP (when known) and the relay hold, from the most to the least
-// specific scope; nil when it passes none.
-func (l Limits) QuotaError(mailbox, sender, ip, total Usage, ipKnown bool, copies int, size int64) error {
+// all from from would pass, given what the mailbox, the sender within it,
+// the sender's IP (when known) and the relay hold, from the most to the
+// least specific scope; nil when it passes none.
+func (l Limits) QuotaError(mailbox, sender, ip, total Usage, from Origin, copies int, size int64) error {
+	ipKnown := from.IP != ""
+	// The reserve serves readers' mail from IPs that hold little.
+	reserve := from.ToReader && ipKnown &&
+		ip.Envelopes+copies <= l.ReserveEnvelopes/16 && ip.Bytes+size <= l.ReserveBytes/16
 	switch {
 	case mailbox.Envelopes+copies > l.MailboxEnvelopes || mailbox.Bytes+size > l.MailboxBytes:
 		return ErrMailboxFull
@@ -236,6 +285,8 @@ func (l Limits) QuotaError(mailbox, sender, ip, total Usage, ipKnown bool, copie
 		return ErrIPQuota
 	case total.Envelopes+copies > l.TotalEnvelopes || total.Bytes+size > l.TotalBytes:
 		return ErrStoreFull
+	case !reserve && (total.Envelopes+copies > l.TotalEnvelopes-l.ReserveEnvelopes || total.Bytes+size > l.TotalBytes-l.ReserveBytes):
+		return ErrReserve
 	}
 	return nil
 }
@@ -261,6 +312,10 @@ var (
 	// ErrIPQuota means the envelopes from the sender's IP hold that IP's
 	// share of the relay; it is an ErrStoreFull.
 	ErrIPQuota = fmt.Errorf("%w: the sender's IP holds its share", ErrStoreFull)
+	// ErrReserve means the relay holds all it may outside the reserve, and
+	// the envelope may not use the reserve (its recipient does not read,
+	// or its sender's IP holds too much already); it is an ErrStoreFull.
+	ErrReserve = fmt.Errorf("%w: the rest is kept for recipients that read their mail", ErrStoreFull)
 	// ErrRegistrationQuota means the remote IP registered all the addresses
 	// it may.
 	ErrRegistrationQuota = errors.New("too many addresses registered from this IP")

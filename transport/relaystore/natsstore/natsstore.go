@@ -53,6 +53,7 @@ import (
 const (
 	hdrSender = "Parley-Sender"
 	hdrIP     = "Parley-IP"
+	hdrEnv    = "Parley-Envelope" // the envelope's ID, hex
 	hdrOTK    = "Parley-OTK"
 )
 
@@ -109,6 +110,8 @@ type Store struct {
 	totalMu  sync.Mutex
 	totalAt  time.Time
 	totalUse relaystore.Usage
+
+	regs regCount // for Stats (stats.go)
 
 	// owners caches who owns an address (Registered is on every append):
 	// an entry lives ownerTTL, so that a replacement on another relay is
@@ -419,6 +422,16 @@ func (s *Store) PutBundle(ctx context.Context, address string, key [32]byte, b w
 	if _, err := s.bundles.Put(ctx, hk, enc); err != nil {
 		return 0, fmt.Errorf("publish bundle of %s: %w", address, err)
 	}
+	if len(oneTime) == 0 {
+		return 0, nil
+	}
+	// Counted first (one request): a full pool takes nothing, and is not
+	// read key by key to find that out.
+	if n, err := s.OneTimePreKeys(ctx, address); err != nil {
+		return 0, err
+	} else if n >= s.limits.OneTimePreKeys {
+		return 0, nil
+	}
 	have, err := s.poolIDs(ctx, hk)
 	if err != nil {
 		return 0, fmt.Errorf("publish one-time prekeys of %s: %w", address, err)
@@ -534,14 +547,19 @@ const totalEvery = 250 * time.Millisecond
 // every append would make every relay contend on one key.
 func (s *Store) total(ctx context.Context) (relaystore.Usage, error) {
 	s.totalMu.Lock()
-	defer s.totalMu.Unlock()
 	if time.Since(s.totalAt) < totalEvery {
+		defer s.totalMu.Unlock()
 		return s.totalUse, nil
 	}
+	s.totalMu.Unlock()
+	// Not under the lock: a slow cluster must not stall the appends that
+	// would find the cache fresh meanwhile.
 	info, err := s.mbox.Info(ctx)
 	if err != nil {
 		return relaystore.Usage{}, err
 	}
+	s.totalMu.Lock()
+	defer s.totalMu.Unlock()
 	s.totalUse = relaystore.Usage{Envelopes: int(info.State.Msgs), Bytes: int64(info.State.Bytes)}
 	s.totalAt = time.Now()
 	return s.totalUse, nil
@@ -625,7 +643,7 @@ func (s *Store) Append(ctx context.Context, recipient string, env []byte, copies
 		return nil, fmt.Errorf("append to %s: %w", recipient, err)
 	}
 	size := int64(len(env)) * int64(copies)
-	if err := s.limits.QuotaError(u[0], u[1], u[2], total, from.IP != "", copies, size); err != nil {
+	if err := s.limits.QuotaError(u[0], u[1], u[2], total, from, copies, size); err != nil {
 		return nil, fmt.Errorf("append to %s: %w", recipient, err)
 	}
 	rows := make([]uint64, 0, copies)
@@ -633,6 +651,7 @@ func (s *Store) Append(ctx context.Context, recipient string, env []byte, copies
 		msg := &nats.Msg{Subject: s.names.mbox + hexKey(recipient), Data: env, Header: nats.Header{}}
 		msg.Header.Set(hdrSender, from.Address)
 		msg.Header.Set(hdrIP, from.IP)
+		msg.Header.Set(hdrEnv, hex.EncodeToString(from.Envelope[:]))
 		ack, err := s.js.PublishMsg(ctx, msg)
 		if err != nil {
 			if isPerSubjectFull(err) {
@@ -669,39 +688,6 @@ func isPerSubjectFull(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "maximum messages per subject exceeded")
 }
 
-// Lease implements relaystore.Store: the mailbox's messages in stream order,
-// skipping those this process has leased.
-func (s *Store) Lease(ctx context.Context, recipient, holder string, max int, now, until time.Time) ([]relaystore.Row, error) {
-	if max <= 0 {
-		return nil, nil
-	}
-	ctx, cancel := s.ctx(ctx)
-	defer cancel()
-	var out []relaystore.Row
-	subj := s.names.mbox + hexKey(recipient)
-	err := s.leases.Take(recipient, holder, now, until, func(held map[uint64]relaystore.Lease, take func(uint64, relaystore.Origin, int)) error {
-		for seq := uint64(1); len(out) < max; {
-			m, err := s.mbox.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subj))
-			if errors.Is(err, jetstream.ErrMsgNotFound) {
-				break
-			} else if err != nil {
-				return err
-			}
-			seq = m.Sequence + 1
-			if _, ok := held[m.Sequence]; ok {
-				continue
-			}
-			out = append(out, relaystore.Row{ID: m.Sequence, Envelope: m.Data, Accepted: m.Time})
-			take(m.Sequence, relaystore.Origin{Address: m.Header.Get(hdrSender), IP: m.Header.Get(hdrIP)}, len(m.Data))
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("lease from %s: %w", recipient, err)
-	}
-	return out, nil
-}
-
 // Release implements relaystore.Store.
 func (s *Store) Release(_ context.Context, recipient, holder string) error {
 	s.leases.Release(recipient, holder)
@@ -711,12 +697,12 @@ func (s *Store) Release(_ context.Context, recipient, holder string) error {
 // Ack implements relaystore.Store. A row counts only when it is one of the
 // recipient's own, and its deletion succeeded here: a row acknowledged
 // through two relays at once lowers the totals once.
-func (s *Store) Ack(ctx context.Context, recipient string, rows []uint64) (int, error) {
+func (s *Store) Ack(ctx context.Context, recipient string, rows []uint64) ([]relaystore.Removed, error) {
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
 	subj := s.names.mbox + hexKey(recipient)
 	known := s.leases.Leased(recipient, rows)
-	n := 0
+	var out []relaystore.Removed
 	for _, row := range rows {
 		// A row leased here is the recipient's own, and what it holds is
 		// known; any other is read first (its subject says whose it is).
@@ -726,46 +712,33 @@ func (s *Store) Ack(ctx context.Context, recipient string, rows []uint64) (int, 
 			if errors.Is(err, jetstream.ErrMsgNotFound) {
 				continue
 			} else if err != nil {
-				return n, fmt.Errorf("acknowledge rows of %s: %w", recipient, err)
+				return out, fmt.Errorf("acknowledge rows of %s: %w", recipient, err)
 			}
 			if m.Subject != subj {
 				continue
 			}
-			l = relaystore.Lease{Size: len(m.Data), From: relaystore.Origin{Address: m.Header.Get(hdrSender), IP: m.Header.Get(hdrIP)}}
+			l = relaystore.Lease{Size: len(m.Data), From: origin(m.Header)}
 		}
 		if err := s.mbox.DeleteMsg(ctx, row); err != nil {
 			continue // deleted meanwhile
 		}
 		s.noteTotal(-1, -int64(l.Size))
-		n++
+		out = append(out, relaystore.Removed{Recipient: recipient, Row: row, Sender: l.From.Address, Envelope: l.From.Envelope})
 		if err := s.charge(ctx, usageKeys(recipient, l.From), -1, -int64(l.Size)); err != nil {
-			return n, fmt.Errorf("acknowledge rows of %s: count it: %w", recipient, err)
+			return out, fmt.Errorf("acknowledge rows of %s: count it: %w", recipient, err)
 		}
 	}
 	s.leases.Forget(recipient, rows)
-	return n, nil
-}
-
-// Stats implements relaystore.Store.
-func (s *Store) Stats(ctx context.Context) (relaystore.Stats, error) {
-	ctx, cancel := s.ctx(ctx)
-	defer cancel()
-	st, err := s.reg.Status(ctx)
-	if err != nil {
-		return relaystore.Stats{}, fmt.Errorf("relay stats: %w", err)
-	}
-	info, err := s.mbox.Info(ctx)
-	if err != nil {
-		return relaystore.Stats{}, fmt.Errorf("relay stats: %w", err)
-	}
-	t := relaystore.Usage{Envelopes: int(info.State.Msgs), Bytes: int64(info.State.Bytes)}
-	return relaystore.Stats{Registrations: int(st.Values()), Envelopes: t.Envelopes, Bytes: t.Bytes}, nil
+	return out, nil
 }
 
 // Notify implements relaystore.Notifier over a core NATS subject.
 func (s *Store) Notify(_ context.Context, address string, sig relaystore.Signal) error {
 	data := []byte("m")
-	if !sig.Mail {
+	switch {
+	case len(sig.Statuses) > 0 && !sig.Mail:
+		data = encodeStatuses(sig.Statuses)
+	case !sig.Mail:
 		data = binary.BigEndian.AppendUint32([]byte("p"), uint32(max(sig.Pool, 0)))
 	}
 	return s.nc.Publish(s.names.wake+hexKey(address), data)
@@ -779,6 +752,10 @@ func (s *Store) Watch(address string, fn func(relaystore.Signal)) (func(), error
 			fn(relaystore.Signal{Mail: true, Pool: -1})
 		case len(m.Data) == 5 && m.Data[0] == 'p':
 			fn(relaystore.Signal{Pool: int(binary.BigEndian.Uint32(m.Data[1:]))})
+		case len(m.Data) > 0 && m.Data[0] == 's':
+			if st := decodeStatuses(m.Data); len(st) > 0 {
+				fn(relaystore.Signal{Pool: -1, Statuses: st})
+			}
 		}
 	})
 	if err != nil {

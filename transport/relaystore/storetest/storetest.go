@@ -26,6 +26,131 @@ func Run(t *testing.T, open Open) {
 	t.Run("mailbox", func(t *testing.T) { testMailbox(t, open) })
 	t.Run("quotas", func(t *testing.T) { testQuotas(t, open) })
 	t.Run("bundle without a one-time prekey", func(t *testing.T) { testTakeBundleWithoutOneTime(t, open) })
+	t.Run("removed rows name their senders", func(t *testing.T) { testRemovedSenders(t, open) })
+	t.Run("expire", func(t *testing.T) { testExpire(t, open) })
+}
+
+// testExpire: Expire deletes rows accepted before its bound, oldest first
+// and at most max, passes over rows under a live lease, frees every quota
+// scope as Ack does, and returns each row with its recipient, sender and
+// envelope ID.
+func testExpire(t *testing.T, open Open) {
+	l := relaystore.Limits{MailboxEnvelopes: 3, SenderEnvelopes: 3, IPEnvelopes: 4, TotalEnvelopes: 4}
+	run(t, open, l, func(t *testing.T, s relaystore.Store) {
+		ctx := context.Background()
+		mustRegister(t, s, "bob/1", key(2))
+		mustRegister(t, s, "carol/1", key(3))
+		before := time.Now().Add(-time.Second)
+		type sent struct {
+			to   string
+			from relaystore.Origin
+			row  uint64
+		}
+		var all []sent
+		for i, to := range []string{"bob/1", "bob/1", "carol/1", "bob/1"} {
+			o := alice
+			o.Envelope = wire.EnvelopeID{byte(i + 1)}
+			rows, err := s.Append(ctx, to, []byte(fmt.Sprint("env", i)), 1, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all = append(all, sent{to, o, rows[0]})
+		}
+		if _, err := s.Append(ctx, "carol/1", []byte("more"), 1, alice); !errors.Is(err, relaystore.ErrStoreFull) {
+			t.Fatalf("a fifth envelope: %v, want relaystore.ErrStoreFull", err)
+		}
+		now := time.Now()
+		if got, err := s.Expire(ctx, now, before, 10); err != nil || len(got) != 0 {
+			t.Fatalf("Expire of nothing old enough: %+v, %v", got, err)
+		}
+		leased, err := s.Lease(ctx, "bob/1", "h", 1, now, now.Add(time.Minute))
+		if err != nil || len(leased) != 1 || leased[0].ID != all[0].row {
+			t.Fatalf("lease: %v, %v", leased, err)
+		}
+		removed := func(i int) relaystore.Removed {
+			return relaystore.Removed{Recipient: all[i].to, Row: all[i].row, Sender: all[i].from.Address, Envelope: all[i].from.Envelope}
+		}
+		future := time.Now().Add(time.Hour)
+		got, err := s.Expire(ctx, now, future, 1)
+		if err != nil || !slices.Equal(got, []relaystore.Removed{removed(1)}) {
+			t.Fatalf("Expire of one: %+v, %v; want %+v (the oldest not leased)", got, err, removed(1))
+		}
+		got, err = s.Expire(ctx, now, future, 10)
+		slices.SortFunc(got, func(a, b relaystore.Removed) int { return cmpRow(a.Row, b.Row) })
+		if err != nil || !slices.Equal(got, []relaystore.Removed{removed(2), removed(3)}) {
+			t.Fatalf("Expire of the rest: %+v, %v; want rows 2 and 3, not the leased row 0", got, err)
+		}
+		if st, _ := s.Stats(ctx); st.Envelopes != 1 {
+			t.Fatalf("Stats after the sweep: %+v, want the leased envelope", st)
+		}
+		// Every scope is free again: the mailbox, the IP and the total.
+		if _, err := s.Append(ctx, "bob/1", []byte("x"), 2, alice); err != nil {
+			t.Fatalf("after the sweep: %v", err)
+		}
+		later := now.Add(2 * time.Minute)
+		got, err = s.Expire(ctx, later, future, 1)
+		if err != nil || !slices.Equal(got, []relaystore.Removed{removed(0)}) {
+			t.Fatalf("once its lease ran out: %+v, %v; want row 0", got, err)
+		}
+		if n, err := s.Ack(ctx, "bob/1", []uint64{all[0].row}); err != nil || len(n) != 0 {
+			t.Fatalf("acknowledging an expired row: %+v, %v; want nothing", n, err)
+		}
+	})
+}
+
+// testRemovedSenders: Ack returns each row it deleted with the sender and
+// the envelope ID given at Append, whether the row was leased through this
+// store or not, and nothing for rows it did not delete.
+func testRemovedSenders(t *testing.T, open Open) {
+	run(t, open, relaystore.Limits{}, func(t *testing.T, s relaystore.Store) {
+		ctx := context.Background()
+		mustRegister(t, s, "bob/1", key(2))
+		from := []relaystore.Origin{
+			{Address: "alice/1", IP: "192.0.2.1", Envelope: wire.EnvelopeID{1, 2, 3}},
+			{Address: "carol/1", IP: "192.0.2.1", Envelope: wire.EnvelopeID{4, 5, 6}},
+			{Address: "alice/1", IP: "192.0.2.2", Envelope: wire.EnvelopeID{7, 8, 9}},
+		}
+		var rows []uint64
+		for i, o := range from {
+			r, err := s.Append(ctx, "bob/1", []byte(fmt.Sprint("env", i)), 1, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows = append(rows, r...)
+		}
+		now := time.Unix(1000, 0)
+		if got, err := s.Lease(ctx, "bob/1", "a", 2, now, now.Add(time.Minute)); err != nil || len(got) != 2 {
+			t.Fatalf("lease: %v, %v", got, err)
+		}
+		got, err := s.Ack(ctx, "bob/1", []uint64{rows[2], rows[0], rows[0], rows[1] + 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.SortFunc(got, func(a, b relaystore.Removed) int { return cmpRow(a.Row, b.Row) })
+		want := []relaystore.Removed{
+			{Recipient: "bob/1", Row: rows[0], Sender: "alice/1", Envelope: from[0].Envelope},
+			{Recipient: "bob/1", Row: rows[2], Sender: "alice/1", Envelope: from[2].Envelope},
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("Ack returned %+v, want %+v", got, want)
+		}
+		if got, _ := s.Ack(ctx, "bob/1", rows); len(got) != 1 || got[0] != (relaystore.Removed{Recipient: "bob/1", Row: rows[1], Sender: "carol/1", Envelope: from[1].Envelope}) {
+			t.Fatalf("the last row: got %+v, want carol's", got)
+		}
+		if got, _ := s.Ack(ctx, "bob/1", rows); len(got) != 0 {
+			t.Fatalf("rows acknowledged twice: got %+v, want none", got)
+		}
+	})
+}
+
+func cmpRow(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }
 
 func run(t *testing.T, open Open, l relaystore.Limits, test func(t *testing.T, s relaystore.Store)) {
@@ -203,11 +328,11 @@ func testMailbox(t *testing.T, open Open) {
 		}
 
 		// Another address cannot acknowledge bob's rows.
-		if n, err := s.Ack(ctx, "eve/1", all); err != nil || n != 0 {
-			t.Fatalf("eve acknowledges bob's rows: got %d, %v; want 0", n, err)
+		if n, err := s.Ack(ctx, "eve/1", all); err != nil || len(n) != 0 {
+			t.Fatalf("eve acknowledges bob's rows: got %d, %v; want 0", len(n), err)
 		}
-		if n, err := s.Ack(ctx, "bob/1", []uint64{all[0], all[0], all[2], 1 << 63, 1<<64 - 1}); err != nil || n != 2 {
-			t.Fatalf("Ack: got %d, %v; want 2", n, err)
+		if n, err := s.Ack(ctx, "bob/1", []uint64{all[0], all[0], all[2], 1 << 63, 1<<64 - 1}); err != nil || len(n) != 2 {
+			t.Fatalf("Ack: got %d, %v; want 2", len(n), err)
 		}
 		st, _ := s.Stats(ctx)
 		if st.Envelopes != 3 {
@@ -217,8 +342,8 @@ func testMailbox(t *testing.T, open Open) {
 		if len(e) != 3 || e[0].ID != all[1] || e[1].ID != all[3] {
 			t.Fatalf("rows left: got %v", e)
 		}
-		if n, _ := s.Ack(ctx, "bob/1", all); n != 3 {
-			t.Fatalf("ack the rest: got %d, want 3", n)
+		if n, _ := s.Ack(ctx, "bob/1", all); len(n) != 3 {
+			t.Fatalf("ack the rest: got %d, want 3", len(n))
 		}
 		// Emptied, the mailbox's numbering still moves on.
 		rows, err := s.Append(ctx, "bob/1", []byte("again"), 1, alice)
@@ -277,8 +402,8 @@ func testQuotas(t *testing.T, open Open) {
 			t.Fatalf("Stats: %+v, want 8 envelopes held", st)
 		}
 		// Acknowledged rows free every scope.
-		if n, err := s.Ack(ctx, "bob/1", mrows); err != nil || n != 3 {
-			t.Fatalf("Ack: %d, %v", n, err)
+		if n, err := s.Ack(ctx, "bob/1", mrows); err != nil || len(n) != 3 {
+			t.Fatalf("Ack: %d, %v", len(n), err)
 		}
 		if _, err := s.Append(ctx, "bob/1", []byte("junk"), 3, mallory); err != nil {
 			t.Fatalf("after the ACK mallory's share is free again: %v", err)

@@ -1,0 +1,114 @@
+package relayserver
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/parley-chat/parley/transport"
+	"github.com/parley-chat/parley/transport/relaystore/natsstore"
+	"github.com/parley-chat/parley/transport/relaystore/natsstore/natstest"
+	"github.com/parley-chat/parley/wire"
+)
+
+// waitStatuses collects the envelope statuses c hears until there are n.
+func waitStatuses(tb testing.TB, c *transport.Conn, n int) []wire.EnvelopeStatus {
+	tb.Helper()
+	ctx := ctxT(tb)
+	var got []wire.EnvelopeStatus
+	for {
+		got = append(got, c.EnvelopeStatuses()...)
+		if len(got) >= n {
+			return got
+		}
+		select {
+		case <-c.Wake():
+		case <-ctx.Done():
+			tb.Fatalf("heard %d envelope statuses (%v), want %d", len(got), got, n)
+		}
+	}
+}
+
+// TestEnvelopeStatusTaken: the relay announces the feature after AuthOK, and
+// once the recipient acknowledges a row, the envelope's sender hears it was
+// taken, on every backend and across two relays sharing a NATS store. The
+// recipient and a third party hear nothing.
+func TestEnvelopeStatusTaken(t *testing.T) {
+	type pair struct{ a, b *testRelay } // the sender's relay and the recipient's
+	backends := []struct {
+		name  string
+		start func(t *testing.T) pair
+	}{
+		{"memory", func(t *testing.T) pair { r := startRelay(t, Config{}); return pair{r, r} }},
+		{"sqlite", func(t *testing.T) pair { r := startSQLiteRelay(t, t.TempDir(), Config{}); return pair{r, r} }},
+		{"nats, one relay", func(t *testing.T) pair {
+			// The relay hears its own signal: the sender is told once.
+			c := natstest.StartCluster(t, 1)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			st, err := natsstore.Open(ctx, c.URLs(), natsstore.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := startStoreRelay(t, "127.0.0.1:0", st, Config{})
+			return pair{r, r}
+		}},
+		{"nats, two relays", func(t *testing.T) pair {
+			c := natstest.StartCluster(t, 1)
+			open := func() *testRelay {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				st, err := natsstore.Open(ctx, c.URLs(), natsstore.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return startStoreRelay(t, "127.0.0.1:0", st, Config{})
+			}
+			return pair{open(), open()}
+		}},
+	}
+	for _, be := range backends {
+		t.Run(be.name, func(t *testing.T) {
+			p := be.start(t)
+			alice, bob, carol := newDevice(t, "alice/1"), newDevice(t, "bob/1"), newDevice(t, "carol/1")
+			cb := dial(t, p.b, bob)
+			ca := dial(t, p.a, alice)
+			cc := dial(t, p.a, carol)
+			e1, e2 := envelope(alice, bob, "one"), envelope(alice, bob, "two")
+			mustSubmit(t, ca, e1)
+			mustSubmit(t, ca, e2)
+			// Features come before any reply on a connection.
+			if f, ok := ca.RelayFeatures(); !ok || !f.Has(wire.FeatureEnvelopeStatus) {
+				t.Fatalf("RelayFeatures after a reply: %v, %v; want envelope status", f, ok)
+			}
+			got := receiveN(t, cb, 2)
+			if err := cb.Acknowledge(ctxT(t), []uint64{got[0].Row}); err != nil {
+				t.Fatal(err)
+			}
+			st := waitStatuses(t, ca, 1)
+			if want := (wire.EnvelopeStatus{EnvelopeID: e1.ID, State: wire.EnvelopeTaken}); !slices.Equal(st, []wire.EnvelopeStatus{want}) {
+				t.Fatalf("alice heard %v, want %v", st, want)
+			}
+			if err := cb.Acknowledge(ctxT(t), []uint64{got[1].Row, got[0].Row}); err != nil {
+				t.Fatal(err)
+			}
+			st = waitStatuses(t, ca, 1)
+			if want := (wire.EnvelopeStatus{EnvelopeID: e2.ID, State: wire.EnvelopeTaken}); !slices.Equal(st, []wire.EnvelopeStatus{want}) {
+				t.Fatalf("alice heard %v, want only %v (a row acknowledged twice is told once)", st, want)
+			}
+			// A round trip on each of the others' connections orders
+			// anything the relay pushed them before its reply.
+			mustSubmit(t, cc, envelope(carol, bob, "sync"))
+			mustSubmit(t, cb, envelope(bob, carol, "sync"))
+			if s := cb.EnvelopeStatuses(); len(s) != 0 {
+				t.Errorf("the recipient heard %v", s)
+			}
+			if s := cc.EnvelopeStatuses(); len(s) != 0 {
+				t.Errorf("a third party heard %v", s)
+			}
+			// Counted by the relay that saw the acknowledgement.
+			p.b.waitMetric(t, `parley_relay_envelope_status_total{state="taken"}`, 2)
+		})
+	}
+}

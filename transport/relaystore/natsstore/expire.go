@@ -1,0 +1,67 @@
+package natsstore
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/parley-chat/parley/transport/relaystore"
+)
+
+// Expire implements relaystore.Store. The mailbox stream holds every
+// mailbox in the order the envelopes arrived, so the sweep reads it from its
+// first message and stops at the first one young enough to stay. A row this
+// process leased until after now is passed over; a row another relay leased
+// may go, and its recipient's acknowledgement then finds nothing. Several
+// relays may sweep at once: a row deleted by another is skipped, and each
+// row lowers the totals once.
+func (s *Store) Expire(ctx context.Context, now, before time.Time, max int) ([]relaystore.Removed, error) {
+	if max <= 0 {
+		return nil, nil
+	}
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	info, err := s.mbox.Info(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("expire envelopes: %w", err)
+	}
+	var out []relaystore.Removed
+	// Leased rows are passed over, so bound the messages read in one call.
+	for seq, read := info.State.FirstSeq, 0; len(out) < max && read < 4*max; read++ {
+		m, err := s.mbox.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(s.names.mbox+"*"))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			break
+		} else if err != nil {
+			return out, fmt.Errorf("expire envelopes: %w", err)
+		}
+		if !m.Time.Before(before) {
+			break
+		}
+		seq = m.Sequence + 1
+		hexRecipient := strings.TrimPrefix(m.Subject, s.names.mbox)
+		r, err := hex.DecodeString(hexRecipient)
+		if err != nil {
+			continue
+		}
+		recipient := string(r)
+		if l, ok := s.leases.Leased(recipient, []uint64{m.Sequence})[m.Sequence]; ok && now.Before(l.Until) {
+			continue
+		}
+		if err := s.mbox.DeleteMsg(ctx, m.Sequence); err != nil {
+			continue // deleted meanwhile
+		}
+		from := origin(m.Header)
+		s.noteTotal(-1, -int64(len(m.Data)))
+		s.leases.Forget(recipient, []uint64{m.Sequence})
+		out = append(out, relaystore.Removed{Recipient: recipient, Row: m.Sequence, Sender: from.Address, Envelope: from.Envelope})
+		if err := s.charge(ctx, usageKeys(recipient, from), -1, -int64(len(m.Data))); err != nil {
+			return out, fmt.Errorf("expire envelopes: count it: %w", err)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,134 @@
+package relaystore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// How rows leave the SQLite mailboxes: acknowledged by their recipient, or
+// expired by the relay's sweep. Both go through deleteRows, which keeps the
+// running totals.
+
+// Ack implements Store.
+func (s *SQLite) Ack(ctx context.Context, recipient string, rows []uint64) ([]Removed, error) {
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	var out []Removed
+	var freed Usage
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		out, freed, err = deleteRows(ctx, tx, recipient, rows)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("acknowledge rows of %s: %w", recipient, err)
+	}
+	s.counts.add(0, Usage{-freed.Envelopes, -freed.Bytes})
+	s.leases.Forget(recipient, rows)
+	return out, nil
+}
+
+// Expire implements Store: the oldest rows by acceptance time (an index),
+// skipping those this process leased until after now.
+func (s *SQLite) Expire(ctx context.Context, now, before time.Time, max int) ([]Removed, error) {
+	if max <= 0 {
+		return nil, nil
+	}
+	var out []Removed
+	var freed Usage
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		out, freed = out[:0], Usage{}
+		// The cursor is read only as far as it takes to find max rows
+		// not under a live lease.
+		rows, err := tx.QueryContext(ctx, "SELECT row, recipient FROM envelopes WHERE accepted < ? ORDER BY accepted, row", before.UnixNano())
+		if err != nil {
+			return err
+		}
+		byRecipient := map[string][]uint64{}
+		var order []string
+		for n := 0; n < max && rows.Next(); {
+			var row int64
+			var recipient string
+			if err := rows.Scan(&row, &recipient); err != nil {
+				rows.Close()
+				return err
+			}
+			if l, ok := s.leases.Leased(recipient, []uint64{uint64(row)})[uint64(row)]; ok && now.Before(l.Until) {
+				continue
+			}
+			if byRecipient[recipient] == nil {
+				order = append(order, recipient)
+			}
+			byRecipient[recipient] = append(byRecipient[recipient], uint64(row))
+			n++
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, recipient := range order {
+			gone, u, err := deleteRows(ctx, tx, recipient, byRecipient[recipient])
+			if err != nil {
+				return err
+			}
+			out = append(out, gone...)
+			freed.Envelopes += u.Envelopes
+			freed.Bytes += u.Bytes
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("expire envelopes: %w", err)
+	}
+	s.counts.add(0, Usage{-freed.Envelopes, -freed.Bytes})
+	for _, r := range out {
+		s.leases.Forget(r.Recipient, []uint64{r.Row})
+	}
+	return out, nil
+}
+
+// deleteRows deletes those of rows that are recipient's and lowers the
+// totals they were charged to; it returns them and what they held.
+func deleteRows(ctx context.Context, tx *sql.Tx, recipient string, rows []uint64) ([]Removed, Usage, error) {
+	var all Usage
+	del, err := tx.PrepareContext(ctx, "DELETE FROM envelopes WHERE row = ? AND recipient = ? RETURNING length(envelope), sender, ip, envelope_id")
+	if err != nil {
+		return nil, all, err
+	}
+	defer del.Close()
+	var out []Removed
+	freed := map[Origin]Usage{}
+	for _, row := range rows {
+		if row > 1<<63-1 {
+			continue
+		}
+		var size int64
+		var from Origin
+		var id []byte
+		err := del.QueryRowContext(ctx, int64(row), recipient).Scan(&size, &from.Address, &from.IP, &id)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue
+		} else if err != nil {
+			return nil, all, err
+		}
+		all.Envelopes++
+		all.Bytes += size
+		r := Removed{Recipient: recipient, Row: row, Sender: from.Address}
+		copy(r.Envelope[:], id)
+		out = append(out, r)
+		u := freed[from]
+		u.Envelopes++
+		u.Bytes += size
+		freed[from] = u
+	}
+	for from, u := range freed {
+		if err := addUsage(ctx, tx, usageScopes(recipient, from), -u.Envelopes, -u.Bytes); err != nil {
+			return nil, all, err
+		}
+	}
+	return out, all, nil
+}

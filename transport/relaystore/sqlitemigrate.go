@@ -1,0 +1,57 @@
+package relaystore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+)
+
+// schemaVersion is stored in PRAGMA user_version.
+const schemaVersion = 3
+
+// migrations[v] brings a database of version v to version v+1, in the
+// transaction that opens it.
+var migrations = map[int]string{
+	// Who each envelope is charged to (nobody, for the envelopes already
+	// held), and the running totals per scope in place of the per-mailbox
+	// ones.
+	1: `
+ALTER TABLE registrations ADD COLUMN ip TEXT NOT NULL DEFAULT '';
+CREATE INDEX registrations_by_ip ON registrations (ip);
+ALTER TABLE envelopes ADD COLUMN sender TEXT NOT NULL DEFAULT '';
+ALTER TABLE envelopes ADD COLUMN ip TEXT NOT NULL DEFAULT '';
+ALTER TABLE envelopes ADD COLUMN accepted INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE usage (
+	scope     TEXT NOT NULL,
+	key       TEXT NOT NULL,
+	envelopes INTEGER NOT NULL,
+	bytes     INTEGER NOT NULL,
+	PRIMARY KEY (scope, key)
+) STRICT;
+INSERT INTO usage SELECT 'mailbox', recipient, envelopes, bytes FROM mailboxes;
+INSERT INTO usage SELECT 'sender', recipient || ' ', envelopes, bytes FROM mailboxes;
+INSERT INTO usage SELECT 'total', '', sum(envelopes), sum(bytes) FROM mailboxes HAVING count(*) > 0;
+DROP TABLE mailboxes`,
+	// Each envelope's ID, so that its sender can be told when it leaves the
+	// mailbox. The rows already held take it from their envelope, where it
+	// sits after the version and type bytes (docs/wire-format.md). The
+	// expiry sweep reads the envelopes oldest first.
+	2: `
+ALTER TABLE envelopes ADD COLUMN envelope_id BLOB NOT NULL DEFAULT x'';
+UPDATE envelopes SET envelope_id = substr(envelope, 3, 16) WHERE length(envelope) >= 18;
+CREATE INDEX envelopes_by_accepted ON envelopes (accepted)`,
+}
+
+// migrate brings a database of version from to schemaVersion.
+func migrate(ctx context.Context, tx *sql.Tx, from int) error {
+	for v := from; v < schemaVersion; v++ {
+		for _, stmt := range strings.Split(migrations[v], ";") {
+			if _, err := tx.ExecContext(ctx, stmt); err != nil {
+				return fmt.Errorf("migrate to version %d: %w", v+1, err)
+			}
+		}
+	}
+	_, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", schemaVersion))
+	return err
+}

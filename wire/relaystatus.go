@@ -1,0 +1,134 @@
+package wire
+
+import (
+	"encoding/binary"
+	"fmt"
+	"strings"
+)
+
+// The relay's pushes added after version 1 was frozen: kind 15 tells a sender
+// what became of an envelope it submitted, kind 16 tells a client what the
+// relay supports. Neither changes a frozen kind; a client that predates them
+// sees an unknown kind (ErrUnknownRelayKind).
+
+// ErrUnknownRelayKind is the error of DecodeRelay for a kind this package
+// does not know. It is an ErrMalformed; a client may skip such a message
+// when it is a push (request ID 0), since a newer relay announces what it
+// adds in Features.
+var ErrUnknownRelayKind = fmt.Errorf("unknown relay kind: %w", ErrMalformed)
+
+// EnvelopeState is what EnvelopeStatus says of an envelope.
+type EnvelopeState uint8
+
+// Envelope states.
+const (
+	// EnvelopeTaken: the recipient's device acknowledged the envelope's
+	// row after staging it, and the relay deleted it.
+	EnvelopeTaken EnvelopeState = 1
+	// EnvelopeExpired: the envelope outlived the relay's envelope lifetime
+	// unacknowledged and the relay deleted it; a sender that wants it
+	// delivered sends it again.
+	EnvelopeExpired EnvelopeState = 2
+)
+
+// String returns "taken" or "expired".
+func (s EnvelopeState) String() string {
+	switch s {
+	case EnvelopeTaken:
+		return "taken"
+	case EnvelopeExpired:
+		return "expired"
+	}
+	return fmt.Sprintf("envelope state %d", uint8(s))
+}
+
+func (s EnvelopeState) valid() bool { return s == EnvelopeTaken || s == EnvelopeExpired }
+
+// EnvelopeStatus tells the sender of an envelope, best effort, that it left
+// the recipient's mailbox and how. The relay pushes it (request ID 0) to the
+// sender address's live connections and never stores it: a sender that was
+// offline hears nothing.
+type EnvelopeStatus struct {
+	EnvelopeID EnvelopeID
+	State      EnvelopeState
+}
+
+// FeatureSet is a bit set of what a relay supports beyond version 1.
+// Unknown bits are kept as they are: a newer relay may set bits this
+// package does not name, and a client ignores them.
+type FeatureSet uint32
+
+// Relay features.
+const (
+	// FeatureEnvelopeStatus: the relay sends EnvelopeStatus.
+	FeatureEnvelopeStatus FeatureSet = 1 << 0
+)
+
+// Has reports whether every feature of f is in s.
+func (s FeatureSet) Has(f FeatureSet) bool { return s&f == f }
+
+// String names the known features, such as "envelope status", and the
+// unknown bits in hex.
+func (s FeatureSet) String() string {
+	var names []string
+	if s.Has(FeatureEnvelopeStatus) {
+		names = append(names, "envelope status")
+		s &^= FeatureEnvelopeStatus
+	}
+	if s != 0 {
+		names = append(names, fmt.Sprintf("0x%x", uint32(s)))
+	}
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}
+
+// Features announces what the relay supports. The relay pushes it right
+// after AuthOK, which is frozen and empty; a relay that predates it sends
+// none, which means the empty set.
+type Features struct {
+	Set FeatureSet
+}
+
+// RelayKind implements RelayMessage.
+func (EnvelopeStatus) RelayKind() RelayKind { return RelayEnvelopeStatus }
+
+// RelayKind implements RelayMessage.
+func (Features) RelayKind() RelayKind { return RelayFeatures }
+
+func (EnvelopeStatus) isRelayMessage() {}
+func (Features) isRelayMessage()       {}
+
+// appendRelayPush appends the body of a kind added after version 1.
+func appendRelayPush(b []byte, m RelayMessage) ([]byte, error) {
+	switch m := m.(type) {
+	case EnvelopeStatus:
+		if !m.State.valid() {
+			return nil, fmt.Errorf("unknown envelope state %d: %w", m.State, ErrMalformed)
+		}
+		b = append(b, m.EnvelopeID[:]...)
+		return append(b, byte(m.State)), nil
+	case Features:
+		return binary.BigEndian.AppendUint32(b, uint32(m.Set)), nil
+	}
+	return nil, fmt.Errorf("unsupported type %T: %w", m, ErrMalformed)
+}
+
+// relayPush reads the body of a kind added after version 1.
+func (r *reader) relayPush(kind RelayKind) RelayMessage {
+	switch kind {
+	case RelayEnvelopeStatus:
+		var s EnvelopeStatus
+		r.array(s.EnvelopeID[:], "envelope ID")
+		s.State = EnvelopeState(r.u8("state"))
+		if r.err == nil && !s.State.valid() {
+			r.fail(fmt.Errorf("unknown envelope state %d: %w", s.State, ErrMalformed))
+		}
+		return ok(r, s)
+	case RelayFeatures:
+		return ok(r, Features{Set: FeatureSet(r.u32("features"))})
+	}
+	r.fail(fmt.Errorf("kind %d: %w", kind, ErrUnknownRelayKind))
+	return nil
+}
