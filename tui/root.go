@@ -38,6 +38,9 @@ type Model struct {
 	// quitAsk is set by a ctrl+c with a draft in a composer: a second one
 	// quits, any other key keeps the draft.
 	quitAsk bool
+	// quitWait is set by a ctrl+c while entered messages are not stored
+	// yet: the program quits once they are, a second ctrl+c quits now.
+	quitWait bool
 	log     *slog.Logger
 	now     func() time.Time
 	init    []tea.Cmd
@@ -154,6 +157,14 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if evs, ok := msg.msg.(eventsMsg); ok {
 			cmd = tea.Batch(cmd, m.announce(msg.pane, evs.events))
 		}
+		if m.quitWait && m.unsent() == 0 {
+			// What was entered is stored: the quit asked for goes on.
+			m.quitWait = false
+			if m.draft() == "" {
+				return m, tea.Quit
+			}
+			m.quitAsk = true
+		}
 	case TickMsg:
 		cmds := []tea.Cmd{tick()}
 		for i := range m.panes {
@@ -251,7 +262,25 @@ func (m Model) draft() string {
 	return ""
 }
 
+// unsent counts the messages entered in every composer that the engine
+// has not stored or refused yet.
+func (m Model) unsent() int {
+	n := 0
+	for _, p := range m.panes {
+		n += p.comp().Unsent()
+	}
+	return n
+}
+
 func (m Model) helpView() string {
+	if m.quitWait {
+		n := m.unsent()
+		what := "1 message is"
+		if n != 1 {
+			what = fmt.Sprintf("%d messages are", n)
+		}
+		return layout.Line(m.th.App.Prefix.Render(fmt.Sprintf(" %s unsent: quitting once stored; ctrl+c again quits now and loses them, any other key stays", what)), m.w)
+	}
 	if m.quitAsk {
 		return layout.Line(m.th.App.Prefix.Render(fmt.Sprintf(" ctrl+c again quits and loses %s; any other key keeps it", m.draft())), m.w)
 	}

@@ -49,15 +49,27 @@ func (m Model) Pane(i int) PaneState {
 // would be lost, or it was the second press). Any other key dismisses the
 // question a first press asked, so a wrapper calls Quit on every key
 // before handling it itself.
+//
+// Messages entered but not yet answered by the engine (the send in flight
+// and those queued behind it) are never dropped by one press: the first
+// press waits for them (Update quits once they are stored, or asks about a
+// draft), and says how many are unsent; a second press quits at once.
 func (m *Model) Quit(k tea.KeyMsg) (handled, quit bool) {
 	if input.Matches(k, m.keys.Quit) {
-		if m.quitAsk || m.draft() == "" {
+		if m.quitAsk || m.quitWait {
+			return true, true
+		}
+		if m.unsent() > 0 {
+			m.quitWait = true
+			return true, false
+		}
+		if m.draft() == "" {
 			return true, true
 		}
 		m.quitAsk = true
 		return true, false
 	}
-	m.quitAsk = false
+	m.quitAsk, m.quitWait = false, false
 	return false, false
 }
 

@@ -121,6 +121,17 @@ func (m *Model) Blur() {
 // KeyMap returns the composer's keys.
 func (m Model) KeyMap() KeyMap { return m.keys }
 
+// Unsent is how many entered messages the engine has not answered for yet:
+// the send in flight and those queued behind it. Until a send returns, its
+// message may not be stored; quitting then would lose it.
+func (m Model) Unsent() int {
+	n := len(m.queue)
+	if m.busy {
+		n++
+	}
+	return n
+}
+
 // Peer returns the address messages go to.
 func (m Model) Peer() engine.Address { return m.peer }
 
@@ -248,6 +259,9 @@ func (m Model) View() string {
 		to += " → " + m.peer.String()
 	}
 	detail := fmt.Sprintf("%s / 192 KiB", size(m.size))
+	if n := len(m.queue); n > 0 {
+		detail = fmt.Sprintf("%d queued · %s", n, detail)
+	}
 	title := layout.Title(m.th.Panel.Title, m.th.Panel.TitleFocused, m.focus, to, detail, m.w)
 	lines := []string{title}
 	switch {
