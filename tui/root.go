@@ -41,10 +41,10 @@ type Model struct {
 	// quitWait is set by a ctrl+c while entered messages are not stored
 	// yet: the program quits once they are, a second ctrl+c quits now.
 	quitWait bool
-	log     *slog.Logger
-	now     func() time.Time
-	init    []tea.Cmd
-	helpH   int
+	log      *slog.Logger
+	now      func() time.Time
+	init     []tea.Cmd
+	helpH    int
 	// helpHead and helpKeys, when set by a wrapper (SetHelpKeys), replace
 	// the help line: the demo's controls after ctrl+x.
 	helpHead string
