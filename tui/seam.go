@@ -73,6 +73,23 @@ func (m *Model) Quit(k tea.KeyMsg) (handled, quit bool) {
 	return false, false
 }
 
+// Draft returns the text in pane i's composer.
+func (m Model) Draft(i int) string {
+	if i < 0 || i >= len(m.panes) {
+		return ""
+	}
+	return m.panes[i].comp().Value()
+}
+
+// SetDraft replaces the text in pane i's composer: a wrapper that types a
+// message of its own sets the person's draft aside first and brings it
+// back after, so that its message is sent alone and the draft is kept.
+func (m *Model) SetDraft(i int, text string) {
+	if i >= 0 && i < len(m.panes) {
+		m.panes[i].comp().SetValue(text)
+	}
+}
+
 // Focus gives pane i the keyboard, as the key that switches profiles
 // does; keys then typed through Update go to it.
 func (m *Model) Focus(i int) tea.Cmd {

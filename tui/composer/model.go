@@ -138,6 +138,13 @@ func (m Model) Peer() engine.Address { return m.peer }
 // Value returns the text being written.
 func (m Model) Value() string { return m.ta.Value() }
 
+// SetValue replaces the text being written (a draft set aside or brought
+// back).
+func (m *Model) SetValue(text string) {
+	m.ta.SetValue(text)
+	m.size = len(text)
+}
+
 // SetPeer addresses the composer to peer.
 func (m *Model) SetPeer(peer engine.Address) {
 	m.peer = peer
