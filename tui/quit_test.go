@@ -35,8 +35,8 @@ func TestQuitKeepsQueuedMessages(t *testing.T) {
 		if isQuit(cmd) {
 			t.Fatal("ctrl+c quit with five messages entered and none stored")
 		}
-		if v := m.View(); !strings.Contains(v, "5 messages are unsent") {
-			t.Fatalf("the question does not say that 5 messages are unsent:\n%s", v)
+		if v := m.View(); !strings.Contains(v, "5 unsent: quit once stored") {
+			t.Fatalf("the question does not say that 5 are unsent:\n%s", v)
 		}
 		if v := m.View(); !strings.Contains(v, "4 queued") {
 			t.Fatalf("the composer does not show the 4 queued messages:\n%s", v)

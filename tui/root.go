@@ -160,7 +160,7 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if m.quitWait && m.unsent() == 0 {
 			// What was entered is stored: the quit asked for goes on.
 			m.quitWait = false
-			if m.draft() == "" {
+			if m.draft() == "" || m.keepsDrafts() {
 				return m, tea.Quit
 			}
 			m.quitAsk = true
@@ -274,12 +274,11 @@ func (m Model) unsent() int {
 
 func (m Model) helpView() string {
 	if m.quitWait {
-		n := m.unsent()
-		what := "1 message is"
-		if n != 1 {
-			what = fmt.Sprintf("%d messages are", n)
+		fate := "lose them"
+		if m.keepsDrafts() {
+			fate = "keep as drafts"
 		}
-		return layout.Line(m.th.App.Prefix.Render(fmt.Sprintf(" %s unsent: quitting once stored; ctrl+c again quits now and loses them, any other key stays", what)), m.w)
+		return layout.Line(m.th.App.Prefix.Render(fmt.Sprintf(" %d unsent: quit once stored · ctrl+c: quit now (%s) · other key: stay", m.unsent(), fate)), m.w)
 	}
 	if m.quitAsk {
 		return layout.Line(m.th.App.Prefix.Render(fmt.Sprintf(" ctrl+c again quits and loses %s; any other key keeps it", m.draft())), m.w)

@@ -57,13 +57,18 @@ func (m Model) Pane(i int) PaneState {
 func (m *Model) Quit(k tea.KeyMsg) (handled, quit bool) {
 	if input.Matches(k, m.keys.Quit) {
 		if m.quitAsk || m.quitWait {
+			if m.quitWait && m.keepsDrafts() {
+				for i := range m.panes {
+					m.panes[i].keepQueued()
+				}
+			}
 			return true, true
 		}
 		if m.unsent() > 0 {
 			m.quitWait = true
 			return true, false
 		}
-		if m.draft() == "" {
+		if m.draft() == "" || m.keepsDrafts() {
 			return true, true
 		}
 		m.quitAsk = true

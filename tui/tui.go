@@ -85,6 +85,12 @@ func (o Options) Clock() func() time.Time {
 // program as the options say (input, output, alternate screen) until it
 // quits or ctx ends; a cancelled ctx is a clean end, like ctrl+c.
 func RunModel(ctx context.Context, m tea.Model, o Options) error {
+	_, err := runProgram(ctx, m, o)
+	return err
+}
+
+// runProgram is RunModel returning the model as the program left it.
+func runProgram(ctx context.Context, m tea.Model, o Options) (tea.Model, error) {
 	// Focus reports tell the interface whether the person is looking: what
 	// arrives while the terminal is in the background is announced, and not
 	// committed on read.
@@ -98,11 +104,11 @@ func RunModel(ctx context.Context, m tea.Model, o Options) error {
 	if o.Output != nil {
 		opts = append(opts, tea.WithOutput(o.Output))
 	}
-	_, err := tea.NewProgram(m, opts...).Run()
+	final, err := tea.NewProgram(m, opts...).Run()
 	if err != nil && ctx.Err() != nil && errors.Is(err, tea.ErrProgramKilled) {
-		return nil
+		return final, nil
 	}
-	return err
+	return final, err
 }
 
 // Run shows one profile until the user quits (ctrl+c) or ctx ends; both
@@ -161,5 +167,13 @@ func Run(ctx context.Context, client *engine.Client, opts Options) error {
 	i := m.AddPane(client.Self(), a, po)
 	m.panes[i].fileNames = opts.Names
 	log.Info("tui start", "self", client.Self().String())
-	return RunModel(ctx, m, opts)
+	final, err := runProgram(ctx, m, opts)
+	// What is in the composers is kept, whether the person quit or ctx
+	// ended; the client is still open (the caller closes it).
+	if fm, ok := final.(Model); ok {
+		if serr := fm.SaveDrafts(context.WithoutCancel(ctx)); serr != nil {
+			log.Warn("keep drafts", "err", serr)
+		}
+	}
+	return err
 }

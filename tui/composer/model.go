@@ -132,6 +132,15 @@ func (m Model) Unsent() int {
 	return n
 }
 
+// TakeQueued empties the queue of messages waiting behind the send in
+// flight (never handed to the engine) and returns them, in order, with the
+// peer each was written to.
+func (m *Model) TakeQueued() ([]engine.Address, [][]byte) {
+	peers, bodies := m.queueTo, m.queue
+	m.queue, m.queueTo = nil, nil
+	return peers, bodies
+}
+
 // Peer returns the address messages go to.
 func (m Model) Peer() engine.Address { return m.peer }
 
