@@ -41,7 +41,7 @@ type drafts struct {
 
 // draftSource is the pane's client as a DraftSource, or nil.
 func (p *pane) draftSource() DraftSource {
-	if p.att == nil {
+	if p.att == nil || p.hooks.NoDrafts {
 		return nil
 	}
 	ds, _ := p.att.Client.(DraftSource)

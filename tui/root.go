@@ -90,6 +90,10 @@ type PaneOptions struct {
 	// ClosedHint follows the reason in the status bar of a pane detached
 	// (Model.Detach): how to open it again ("ctrl+x o reopens").
 	ClosedHint string
+	// NoDrafts keeps the composer's drafts in memory only, for a profile
+	// that will not be opened again (the demo makes fresh ones on each
+	// run): quitting with a draft then asks.
+	NoDrafts bool
 }
 
 // AddPane adds a profile with its open client and returns its index. The
@@ -257,6 +261,14 @@ func (m Model) draft() string {
 	for _, p := range m.panes {
 		if strings.TrimSpace(p.comp().Value()) != "" {
 			return fmt.Sprintf("%s's draft to %s", p.self, p.comp().Peer())
+		}
+	}
+	// Drafts of the conversations not in view.
+	for _, p := range m.panes {
+		for peer, t := range p.draft.text {
+			if peer != p.peer && strings.TrimSpace(t) != "" {
+				return fmt.Sprintf("%s's draft to %s", p.self, peer)
+			}
 		}
 	}
 	return ""

@@ -156,7 +156,7 @@ func newModel(ctx context.Context, w *world, th themes.Theme, log *slog.Logger, 
 		if err != nil {
 			return Model{}, fmt.Errorf("demo: %w", err)
 		}
-		po := tui.PaneOptions{Compose: i == 0, Peer: demoBob, Peers: w.client, ClosedHint: "ctrl+x o reopens"}
+		po := tui.PaneOptions{Compose: i == 0, Peer: demoBob, Peers: w.client, ClosedHint: "ctrl+x o reopens", NoDrafts: true}
 		if i == 1 {
 			po.Peer = demoAlice
 		}
