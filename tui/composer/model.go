@@ -86,7 +86,32 @@ func (m *Model) SetSource(src Source) { m.src = src; m.busy = false; m.queue, m.
 func (m *Model) SetSize(w, h int) {
 	m.w, m.h = w, h
 	m.ta.SetWidth(w)
-	m.ta.SetHeight(max(h-1, 1))
+	if th := max(h-1, 1); th != m.ta.Height() {
+		m.ta.SetHeight(th)
+		m.refit()
+	}
+}
+
+// refit scrolls the text back to its first line after a change of height.
+// The textarea keeps the offset it scrolled to while it was shorter: the
+// key that adds a third line arrives before the composer grows to three,
+// and the first line would stay hidden above a blank last one. The text is
+// set again (which scrolls to the top), the cursor put back where it was,
+// and the view scrolled only as far as the cursor needs.
+func (m *Model) refit() {
+	if m.ta.Value() == "" {
+		return
+	}
+	info := m.ta.LineInfo()
+	row, col := m.ta.Line(), info.StartColumn+info.ColumnOffset
+	m.ta.SetValue(m.ta.Value())
+	for m.ta.Line() > row {
+		m.ta.CursorUp()
+	}
+	m.ta.SetCursor(col)
+	if m.ta.Focused() {
+		m.ta, _ = m.ta.Update(nil)
+	}
 }
 
 // MaxLines is the most text lines the composer grows to.
