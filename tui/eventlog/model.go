@@ -44,6 +44,13 @@ type Entry struct {
 	Name  string // a result, error or action name, e.g. "delivery", "session_collision"
 	Text  string
 	Level Level
+
+	// msg names the received message an entry is about (its sender and
+	// logical ID): a delivery of a message already delivered and still
+	// pending is folded into the first one's line; a commit or discard
+	// ends that.
+	msg   string
+	final bool // the entry finalizes msg
 }
 
 // String is the entry as one plain line (for the log file).
@@ -58,9 +65,12 @@ type Model struct {
 	w, h    int
 	focus   bool
 	entries []Entry
-	back    int  // entries scrolled back from the newest (0: follow)
-	sel     int  // the marked entry, counted back from the newest
-	open    bool // the marked entry is shown in full
+	// delivered counts the envelopes that delivered each message still
+	// pending (Entry.msg), for the "again" of its line.
+	delivered map[string]int
+	back      int  // entries scrolled back from the newest (0: follow)
+	sel       int  // the marked entry, counted back from the newest
+	open      bool // the marked entry is shown in full
 }
 
 // New returns an empty log.
@@ -104,13 +114,24 @@ func (m Model) Entries() []Entry { return m.entries }
 
 // Add appends entries, dropping the oldest beyond Capacity. A log scrolled
 // back stays on the same entries.
+//
+// A delivery of a message already delivered and not finalized (the relay
+// handed its envelope over again, or the sender retried) adds no line: the
+// first delivery's line says "again, envelope N".
 func (m *Model) Add(es ...Entry) {
-	m.entries = append(m.entries, es...)
+	added := 0
+	for _, e := range es {
+		if m.again(e) {
+			continue
+		}
+		m.entries = append(m.entries, e)
+		added++
+	}
 	if m.back > 0 {
-		m.back += len(es)
+		m.back += added
 	}
 	if m.sel > 0 {
-		m.sel += len(es)
+		m.sel += added
 	}
 	if over := len(m.entries) - Capacity; over > 0 {
 		m.entries = append(m.entries[:0:0], m.entries[over:]...)
@@ -224,6 +245,44 @@ func (m Model) line(e Entry) string {
 	return st.Time.Render(layout.Clock(e.At)) + " " + name.Render(e.Name) + " " + strings.ReplaceAll(e.Text, "\n", " · ")
 }
 
+// againMark starts what a repeated delivery adds to the first one's line.
+const againMark = " · again, envelope "
+
+// again counts e when it repeats a delivery still pending, updating that
+// delivery's line, and reports whether it did; it forgets a message that
+// e finalizes.
+func (m *Model) again(e Entry) bool {
+	if e.msg == "" {
+		return false
+	}
+	if e.final {
+		delete(m.delivered, e.msg)
+		return false
+	}
+	if m.delivered == nil {
+		m.delivered = map[string]int{}
+	}
+	n := m.delivered[e.msg] + 1
+	m.delivered[e.msg] = n
+	if n == 1 {
+		return false
+	}
+	for i := len(m.entries) - 1; i >= 0; i-- {
+		if f := &m.entries[i]; f.msg == e.msg && !f.final {
+			base, _, _ := strings.Cut(f.Text, againMark)
+			f.Text = fmt.Sprintf("%s%s%d", base, againMark, n)
+			return true
+		}
+	}
+	// The first line is gone (beyond Capacity): this one stands alone.
+	return false
+}
+
+// msgKey names a received message for Entry.msg.
+func msgKey(sender engine.Address, id wire.LogicalID) string {
+	return sender.String() + "/" + fmt.Sprintf("%x", id[:])
+}
+
 // FromEvent describes an engine event as a log entry.
 func FromEvent(e engine.Event) Entry {
 	id := layout.ShortID(e.ID)
@@ -245,7 +304,7 @@ func FromEvent(e engine.Event) Entry {
 		if !e.AckSent {
 			ack, lvl = "ACK not sent (the sender's next retry brings another)", Warn
 		}
-		return Entry{At: e.At, Name: name, Text: "from " + e.Peer.String() + " " + id + ", " + ack, Level: lvl}
+		return Entry{At: e.At, Name: name, Text: "from " + e.Peer.String() + " " + id + ", " + ack, Level: lvl, msg: msgKey(e.Peer, e.ID), final: true}
 	case engine.EventAbandoned:
 		return Entry{At: e.At, Name: "abandoned", Text: "to " + e.Peer.String() + " " + id + " (dropped locally; not a recall)", Level: Warn}
 	case engine.EventIdentityAccepted:
@@ -282,7 +341,8 @@ func fromResult(at time.Time, r engine.ReceiveResult) Entry {
 	id := layout.ShortID(r.ID)
 	switch r.Kind {
 	case engine.ResultDelivery:
-		return Entry{At: at, Name: "delivery", Text: fmt.Sprintf("%s %s %q (pending: commit or discard)", from, id, layout.OneLine(r.Body, 40)), Level: Good}
+		return Entry{At: at, Name: "delivery", Text: fmt.Sprintf("%s %s %q (pending: commit or discard)", from, id, layout.OneLine(r.Body, 40)), Level: Good,
+			msg: msgKey(r.Sender, r.ID)}
 	case engine.ResultAlreadyCommitted, engine.ResultAlreadyDiscarded:
 		ack, lvl := "ACK sent again", Warn
 		if !r.AckSent {
