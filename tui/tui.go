@@ -156,7 +156,7 @@ func Run(ctx context.Context, client *engine.Client, opts Options) error {
 	if m.bellOut == nil {
 		m.bellOut = os.Stdout
 	}
-	po := PaneOptions{}
+	po := PaneOptions{ChatFirst: true}
 	if opts.Peer != "" {
 		peer, err := engine.ParseAddress(opts.Peer)
 		if err != nil {
