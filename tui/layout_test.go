@@ -32,7 +32,7 @@ func newChatRoot(t *testing.T, w, h int) Model {
 // sizes (at 110x32 the timeline had 10 rows, the inbox, outbox and events
 // half the screen): the timeline takes all but the status bar, the
 // composer and the help, and the other panels are a key away, counted in
-// the status bar. From about 70 rows every panel shows. Golden screens
+// the status bar. From about 46 rows every panel shows. Golden screens
 // (go test ./tui -run TestChatLayout -update).
 func TestChatLayout(t *testing.T) {
 	for _, tc := range []struct {
@@ -44,9 +44,9 @@ func TestChatLayout(t *testing.T) {
 	}{
 		{w: 80, h: 24, minTL: 16, compact: true},
 		{w: 110, h: 32, minTL: 24, compact: true},
-		{w: 160, h: 48, minTL: 40, compact: true},
+		{w: 120, h: 44, minTL: 36, compact: true},
 		{w: 110, h: 32, name: "inbox", keys: []tea.KeyMsg{{Type: tea.KeyRunes, Runes: []rune{'4'}, Alt: true}}, minTL: 24, compact: true},
-		{w: 160, h: 72, minTL: 26},
+		{w: 160, h: 48, minTL: 16},
 	} {
 		name := fmt.Sprintf("%dx%d", tc.w, tc.h)
 		if tc.name != "" {

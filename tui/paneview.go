@@ -29,9 +29,10 @@ const roomyTimeline = 8
 
 // chatTimeline is the same for a chat-first pane (PaneOptions.ChatFirst,
 // parley tui): the full layout gives the timeline four tenths of the
-// height, so a terminal needs about 70 rows before the inbox, outbox and
-// events share the screen; below that they are a key away.
-const chatTimeline = 24
+// height, so a terminal needs about 46 rows (160x48 shows every panel)
+// before the inbox, outbox and events share the screen; below that they
+// are a key away.
+const chatTimeline = 15
 
 // SetSize lays the pane out in w×h; the command reads again the lists
 // whose page size changed.

@@ -94,9 +94,10 @@ type PaneOptions struct {
 	// that will not be opened again (the demo makes fresh ones on each
 	// run): quitting with a draft then asks.
 	NoDrafts bool
-	// ChatFirst gives the conversation the room at ordinary sizes: the
-	// timeline and the composer fill the pane, and the inbox, outbox and
-	// events take the conversation's place while one has the focus
+	// ChatFirst gives the conversation the room at ordinary sizes (below
+	// about 46 rows): the timeline and the composer fill the pane, and the
+	// inbox, outbox and events take the conversation's place while one has
+	// the focus
 	// (alt+4, alt+5, alt+6), as in a small terminal. parley tui sets it;
 	// the demo shows every panel.
 	ChatFirst bool
