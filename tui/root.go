@@ -97,9 +97,8 @@ type PaneOptions struct {
 	// ChatFirst gives the conversation the room at ordinary sizes (below
 	// about 46 rows): the timeline and the composer fill the pane, and the
 	// inbox, outbox and events take the conversation's place while one has
-	// the focus
-	// (alt+4, alt+5, alt+6), as in a small terminal. parley tui sets it;
-	// the demo shows every panel.
+	// the focus (alt+4, alt+5, alt+6), as in a small terminal. parley tui
+	// sets it; the demo shows every panel.
 	ChatFirst bool
 }
 
