@@ -68,6 +68,11 @@ func TraceText(self engine.Address, own engine.Life, peer *engine.Life) string {
 	switch {
 	case recv == nil:
 		fmt.Fprintf(&b, " at %s: not known here\n", to)
+	case recv.State == "unknown" && sent.State == "acknowledged":
+		// Its ACK came back, so it was committed or discarded there; a
+		// store that no longer knows it was replaced (a reinstall) or
+		// pruned since.
+		fmt.Fprintf(&b, " at %s: unknown (reinstalled, or pruned: its ACK says it was finalized)\n", to)
 	default:
 		line := " at " + to.String() + ": " + recvState(*recv)
 		if recv.State == "committed" || recv.State == "discarded" {

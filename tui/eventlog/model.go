@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 	"github.com/parley-chat/parley/engine"
@@ -71,6 +70,7 @@ type Model struct {
 	back      int  // entries scrolled back from the newest (0: follow)
 	sel       int  // the marked entry, counted back from the newest
 	open      bool // the marked entry is shown in full
+	scroll    int  // lines of the open entry scrolled past
 }
 
 // New returns an empty log.
@@ -92,8 +92,12 @@ func (m Model) KeyMap() KeyMap {
 	k := m.keys
 	k.Open.SetEnabled(!m.open && len(m.entries) > 0)
 	k.Close.SetEnabled(m.open)
-	for _, b := range []*key.Binding{&k.Up, &k.Down, &k.PageUp, &k.PageDown, &k.Top, &k.Bottom} {
-		b.SetEnabled(!m.open)
+	if m.open {
+		// The same keys scroll the entry shown in full.
+		k.Up.SetHelp("↑/k", "scroll up")
+		k.Down.SetHelp("↓/j", "scroll down")
+		k.Top.SetHelp("home", "its start")
+		k.Bottom.SetHelp("end", "its end")
 	}
 	return k
 }
@@ -145,8 +149,37 @@ func (m *Model) Add(es ...Entry) {
 func (m *Model) Show(e Entry) {
 	m.Add(e)
 	m.sel, m.back = 0, 0
-	m.open = true
+	m.open, m.scroll = true, 0
 }
+
+// scrollOpen handles a key while an entry is shown in full: the list's
+// moving keys scroll its text, esc and enter close it.
+func (m *Model) scrollOpen(k tea.KeyMsg) {
+	page := m.textRows()
+	switch {
+	case input.Matches(k, m.keys.Close):
+		m.open = false
+	case input.Matches(k, m.keys.Up):
+		m.scroll--
+	case input.Matches(k, m.keys.Down):
+		m.scroll++
+	case input.Matches(k, m.keys.PageUp):
+		m.scroll -= page
+	case input.Matches(k, m.keys.PageDown):
+		m.scroll += page
+	case input.Matches(k, m.keys.Top):
+		m.scroll = 0
+	case input.Matches(k, m.keys.Bottom):
+		m.scroll = len(m.fullLines(m.entries[m.marked()]))
+	}
+	if m.open && m.marked() >= 0 {
+		m.scroll = layout.Clamp(m.scroll, 0, max(len(m.fullLines(m.entries[m.marked()]))-page, 0))
+	}
+}
+
+// textRows is how many lines of an open entry show: all but its title and
+// the line that says how to move and close.
+func (m Model) textRows() int { return max(m.h-2, 1) }
 
 func (m Model) rows() int { return max(m.h-1, 1) }
 
@@ -159,14 +192,12 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 		return m, nil
 	}
 	if m.open {
-		if input.Matches(k, m.keys.Close) {
-			m.open = false
-		}
+		m.scrollOpen(k)
 		return m, nil
 	}
 	switch {
 	case input.Matches(k, m.keys.Open):
-		m.open = m.marked() >= 0
+		m.open, m.scroll = m.marked() >= 0, 0
 	case input.Matches(k, m.keys.Up):
 		m.sel++
 	case input.Matches(k, m.keys.Down):
@@ -214,17 +245,31 @@ func (m Model) View() string {
 }
 
 // full shows one entry's whole text, wrapped to the panel.
+// It scrolls (the list's keys move it) and says where it is when it does
+// not fit, so that no line is ever out of reach.
 func (m Model) full(e Entry) string {
 	title := layout.Title(m.th.Panel.Title, m.th.Panel.TitleFocused, m.focus, "Event", e.Name+" · "+layout.Clock(e.At), m.w)
-	lines := []string{title}
+	body := m.fullLines(e)
+	rows := m.textRows()
+	top := layout.Clamp(m.scroll, 0, max(len(body)-rows, 0))
+	lines := append([]string{title}, body[top:min(top+rows, len(body))]...)
+	foot := " esc: back to the list"
+	if len(body) > rows {
+		foot = fmt.Sprintf(" lines %d–%d of %d · ↑/↓ pgup/pgdn scroll · esc: back to the list", top+1, min(top+rows, len(body)), len(body))
+	}
+	lines = append(lines, m.th.Panel.Count.Render(layout.Line(foot, m.w)))
+	return layout.Fit(lines, m.w, m.h)
+}
+
+// fullLines is an entry's whole text wrapped to the panel.
+func (m Model) fullLines(e Entry) []string {
+	var lines []string
 	for _, para := range strings.Split(e.Text, "\n") {
 		for _, l := range layout.Wrap(layout.Clean([]byte(para)), max(m.w-1, 1)) {
 			lines = append(lines, " "+l)
 		}
 	}
-	lines = lines[:min(len(lines), max(m.h-1, 1))]
-	lines = append(lines, m.th.Panel.Count.Render(" esc: back to the list"))
-	return layout.Fit(lines, m.w, m.h)
+	return lines
 }
 
 func (m Model) line(e Entry) string {
