@@ -106,12 +106,12 @@ type Model struct {
 	// headerH is the height of the hint and the exactly-once line the
 	// chat was last sized for (headerLines at start).
 	headerH int
-	chat  tui.Model
-	world *world
-	th    themes.Theme
-	keys  demoKeys
-	w, h  int
-	init  []tea.Cmd
+	chat    tui.Model
+	world   *world
+	th      themes.Theme
+	keys    demoKeys
+	w, h    int
+	init    []tea.Cmd
 
 	prefix bool // ctrl+x waits for its key
 
