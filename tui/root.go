@@ -41,6 +41,8 @@ type Model struct {
 	// quitWait is set by a ctrl+c while entered messages are not stored
 	// yet: the program quits once they are, a second ctrl+c quits now.
 	quitWait bool
+	// wholeClusters draws emoji clusters whole (SetEmoji).
+	wholeClusters bool
 	log      *slog.Logger
 	now      func() time.Time
 	init     []tea.Cmd
@@ -258,7 +260,7 @@ func (m Model) View() string {
 		parts = append(parts, m.panes[0].View(), m.panes[1].View())
 	}
 	parts = append(parts, m.helpView())
-	return layout.Cells(layout.Clip(strings.Join(parts, "\n"), m.w, m.h))
+	return m.Frame(layout.Clip(strings.Join(parts, "\n"), m.w, m.h))
 }
 
 // draft names the first composer holding text, as "your draft to bob/1";

@@ -25,7 +25,7 @@ func TraceText(self engine.Address, own engine.Life, peer *engine.Life) string {
 	id := hex.EncodeToString(own.ID[:])
 	fmt.Fprintf(&b, "M %s… %s → %s", id[:8], from, to)
 	if len(own.Body) > 0 {
-		fmt.Fprintf(&b, " %q", layout.Clean(own.Body))
+		fmt.Fprintf(&b, " %s", layout.Quote(layout.Clean(own.Body)))
 	}
 	b.WriteString("\n")
 	sent := own

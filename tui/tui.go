@@ -57,6 +57,9 @@ type Options struct {
 	ConnState func() string
 	// Now is the clock (default time.Now); tests fix it.
 	Now func() time.Time
+	// Emoji is how clusters terminals measure differently are drawn:
+	// whole, plain, or (the zero value) as the terminal is known to do.
+	Emoji Emoji
 	// Notify says how Run announces a message for a conversation not in
 	// view (the demo announces nothing).
 	Notify Notify
@@ -153,6 +156,7 @@ func Run(ctx context.Context, client *engine.Client, opts Options) error {
 	a := &Attachment{Client: client, Events: client.Events(), Notes: make(chan eventlog.Entry), Done: done, State: state}
 	m := New(ctx, th, log, now)
 	m.notify, m.bellOut = opts.Notify, opts.Output
+	m.SetEmoji(opts.Emoji)
 	if m.bellOut == nil {
 		m.bellOut = os.Stdout
 	}

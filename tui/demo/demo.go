@@ -90,6 +90,7 @@ func Run(ctx context.Context, profiles Profiles, opts Options) error {
 	if err != nil {
 		return err
 	}
+	m.chat.SetEmoji(opts.Emoji)
 	log.Info("demo start", "dir", dir)
 	return tui.RunModel(ctx, m, opts.Options)
 }
@@ -282,7 +283,7 @@ func (m Model) View() string {
 	if m.w <= 0 || m.h <= 0 || m.chat.Panes() == 0 {
 		return ""
 	}
-	return layout.Cells(layout.Clip(strings.Join(m.header(), "\n")+"\n"+m.chat.View(), m.w, m.h))
+	return m.chat.Frame(layout.Clip(strings.Join(m.header(), "\n")+"\n"+m.chat.View(), m.w, m.h))
 }
 
 // header is what the demo draws above the chat: the hint and the

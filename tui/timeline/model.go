@@ -390,7 +390,7 @@ func (m Model) key(k tea.KeyMsg) (Model, tea.Cmd) {
 		w, ok := m.firstWaiting()
 		if ok {
 			m.discard = true
-			m.status = fmt.Sprintf("discard %q from %s for good? y discards it, any other key keeps it", layout.OneLine(w.Body, 24), m.label(w.Sender))
+			m.status = fmt.Sprintf("discard %s from %s for good? y discards it, any other key keeps it", layout.Quote(layout.OneLine(w.Body, 24)), m.label(w.Sender))
 			m.resizeViewport()
 		}
 	case input.Matches(k, m.keys.Life):
