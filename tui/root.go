@@ -43,10 +43,10 @@ type Model struct {
 	quitWait bool
 	// wholeClusters draws emoji clusters whole (SetEmoji).
 	wholeClusters bool
-	log      *slog.Logger
-	now      func() time.Time
-	init     []tea.Cmd
-	helpH    int
+	log           *slog.Logger
+	now           func() time.Time
+	init          []tea.Cmd
+	helpH         int
 	// helpHead and helpKeys, when set by a wrapper (SetHelpKeys), replace
 	// the help line: the demo's controls after ctrl+x.
 	helpHead string
