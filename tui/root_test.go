@@ -335,7 +335,8 @@ func TestComposerShowsFirstLine(t *testing.T) {
 			}
 			for _, r := range l {
 				m, _ = update(m, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}})
-				m.View() // as a program draws after each key
+				m = flushed(m) // the frame's insertion of what was typed
+				m.View()       // as a program draws after each key
 			}
 		}
 		v := m.View()
@@ -345,4 +346,14 @@ func TestComposerShowsFirstLine(t *testing.T) {
 			}
 		}
 	}
+}
+
+// flushed is m after its composers inserted the keys gathered for the
+// next frame, laid out again, as the program is a frame later.
+func flushed(m Model) Model {
+	for i := range m.panes {
+		m.panes[i].comp().Flush()
+	}
+	m.Relayout()
+	return m
 }

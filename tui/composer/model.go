@@ -7,13 +7,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/charmbracelet/bubbles/cursor"
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textarea"
 	tea "github.com/charmbracelet/bubbletea"
-	"github.com/charmbracelet/x/ansi"
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/themes"
 	"github.com/parley-chat/parley/tui/internal/input"
@@ -55,6 +53,15 @@ type Model struct {
 	queue   [][]byte // bodies waiting for the send in flight, in order
 	queueTo []engine.Address
 	busy    bool
+	// pend are printable keys gathered for one insertion, armed a burstMsg
+	// on its way, lines the lines the text wants (burst.go).
+	pend  []rune
+	armed bool
+	lines int
+	// rev counts the changes to the textarea; vc is the last frame drawn
+	// and what it was drawn from (view.go).
+	rev int
+	vc  *viewCache
 }
 
 // New returns the composer; ctx bounds its sends.
@@ -74,7 +81,7 @@ func New(ctx context.Context, src Source, th themes.Theme) Model {
 	ta.Cursor.Style = th.Composer.Cursor
 	ta.Cursor.TextStyle = th.Composer.Text
 	ta.Cursor.SetMode(cursor.CursorStatic)
-	m := Model{src: src, ctx: ctx, th: th, keys: DefaultKeyMap(), ta: ta}
+	m := Model{src: src, ctx: ctx, th: th, keys: DefaultKeyMap(), ta: ta, lines: 2, vc: &viewCache{}}
 	m.placeholder()
 	return m
 }
@@ -84,6 +91,10 @@ func (m *Model) SetSource(src Source) { m.src = src; m.busy = false; m.queue, m.
 
 // SetSize sets the composer's size, title included.
 func (m *Model) SetSize(w, h int) {
+	m.rev++
+	if w != m.w {
+		defer m.changed()
+	}
 	m.w, m.h = w, h
 	m.ta.SetWidth(w)
 	if th := max(h-1, 1); th != m.ta.Height() {
@@ -118,18 +129,9 @@ func (m *Model) refit() {
 const MaxLines = 8
 
 // Lines is how many text lines the composer wants: what it holds, wrapped
-// at its width, at least 2 and at most MaxLines.
-func (m Model) Lines() int {
-	w := max(m.w-ansi.StringWidth(m.ta.Prompt)-1, 1)
-	n := 0
-	for _, l := range strings.Split(m.ta.Value(), "\n") {
-		n += max((ansi.StringWidth(l)+w-1)/w, 1)
-		if n >= MaxLines {
-			return MaxLines
-		}
-	}
-	return max(n, 2)
-}
+// at its width, at least 2 and at most MaxLines. It is measured when the
+// text changes, not on each call (the pane asks after every message).
+func (m Model) Lines() int { return m.lines }
 
 // Focus gives the composer the keyboard.
 func (m *Model) Focus() tea.Cmd {
@@ -170,13 +172,14 @@ func (m *Model) TakeQueued() ([]engine.Address, [][]byte) {
 func (m Model) Peer() engine.Address { return m.peer }
 
 // Value returns the text being written.
-func (m Model) Value() string { return m.ta.Value() }
+func (m Model) Value() string { return m.withPending() }
 
 // SetValue replaces the text being written (a draft set aside or brought
 // back).
 func (m *Model) SetValue(text string) {
+	m.pend = m.pend[:0]
 	m.ta.SetValue(text)
-	m.size = len(text)
+	m.changed()
 }
 
 // SetPeer addresses the composer to peer.
@@ -207,17 +210,24 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 			if !errors.As(msg.Err, &nse) {
 				// Nothing was stored: give the text back to edit.
 				m.err = engine.ErrorName(msg.Err) + ": " + msg.Err.Error()
-				if m.ta.Value() == "" && msg.Peer == m.peer {
-					m.ta.SetValue(string(msg.Body))
-					m.size = len(msg.Body)
+				if m.Value() == "" && msg.Peer == m.peer {
+					m.SetValue(string(msg.Body))
 				}
 			}
 		}
 		return m, m.next()
+	case burstMsg:
+		m.armed = false
+		m.flush()
+		return m, nil
 	case tea.KeyMsg:
 		if !m.focus {
 			return m, nil
 		}
+		if plainKey(msg) {
+			return m, m.gather(msg)
+		}
+		m.flush() // what was typed before this key comes first
 		if input.Matches(msg, m.keys.Send) {
 			return m.submit()
 		}
@@ -231,12 +241,10 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 		m.ta.InsertString(string(k.Runes))
 	} else {
 		m.ta, cmd = m.ta.Update(msg)
+		m.rev++
 	}
 	if _, ok := msg.(tea.KeyMsg); ok {
-		m.size = len(m.ta.Value())
-		if m.size <= MaxBody && m.err != "" && !m.busy {
-			m.err = ""
-		}
+		m.edited()
 	}
 	return m, cmd
 }
@@ -265,7 +273,7 @@ func (m Model) submit() (Model, tea.Cmd) {
 	}
 	m.err = ""
 	m.ta.Reset()
-	m.size = 0
+	m.changed()
 	m.queue = append(m.queue, []byte(body))
 	m.queueTo = append(m.queueTo, m.peer)
 	if m.busy {
@@ -290,11 +298,26 @@ func (m *Model) next() tea.Cmd {
 	}
 }
 
-// View draws the composer in exactly its size.
+// View draws the composer in exactly its size. A frame is drawn again
+// only when what it shows changed: while keys gather (a paste arriving key
+// by key) the last one is returned as it is.
 func (m Model) View() string {
 	if m.w <= 0 || m.h <= 0 {
 		return ""
 	}
+	k := m.viewKey()
+	if m.vc != nil && m.vc.ok && m.vc.key == k {
+		return m.vc.s
+	}
+	s := m.draw()
+	if m.vc != nil {
+		*m.vc = viewCache{key: k, s: s, ok: true}
+	}
+	return s
+}
+
+// draw renders the composer.
+func (m Model) draw() string {
 	to := "Composer"
 	if !m.peer.IsZero() {
 		to += " → " + m.peer.String()

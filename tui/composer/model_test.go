@@ -199,8 +199,10 @@ func TestThreeLinesShowFromTheFirst(t *testing.T) {
 			}
 			for _, k := range ks {
 				// Drawn after each key and each size, as a program does:
-				// the textarea's scrolling reads what it last drew.
+				// the textarea's scrolling reads what it last drew. The
+				// frame's insertion of typed keys comes with each.
 				m, _ = m.Update(k)
+				m.Flush()
 				m.View()
 				m.SetSize(60, 1+m.Lines())
 				m.View()
