@@ -178,6 +178,17 @@ func (m *Model) SaveDrafts(ctx context.Context) error {
 		if ds == nil {
 			continue
 		}
+		if !p.draft.loaded {
+			// The program ended before the stored drafts were read: read
+			// them now, so that what was typed is kept and a stored draft
+			// of another conversation is not replaced unseen.
+			d, err := ds.Drafts(ctx)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			p.gotDrafts(draftsMsg{drafts: d})
+		}
 		for peer, t := range p.changedDrafts() {
 			if err := ds.SaveDraft(ctx, peer, t); err != nil {
 				errs = append(errs, err)
