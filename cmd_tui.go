@@ -118,6 +118,7 @@ func cmdTUI(ctx context.Context, env *cliEnv, cmd *command, args []string) error
 	return tui.Run(ctx, p.Client, tui.Options{Theme: theme, LogFile: *ui.logFile, Debug: *ui.debug, Peer: peer,
 		ConnState: func() string { return p.RelayState().Conn.String() },
 		Names:     s.DeviceNames(),
+		Emoji:     tui.Emoji(s.Emoji),
 		Notify: tui.Notify{
 			Bell:    pick("bell", *bell, s.Notify.Bell),
 			Desktop: pick("desktop-notify", *desktop, s.Notify.Desktop),
@@ -168,7 +169,8 @@ func cmdDemo(ctx context.Context, env *cliEnv, cmd *command, args []string) erro
 	}
 	// The demo stages its cases by hand: commits and retries are the
 	// presenter's (ctrl+x c and ctrl+x r switch them), and nothing rings.
-	opts := demo.Options{Options: tui.Options{Theme: theme, LogFile: *ui.logFile, Debug: *ui.debug}, Script: script}
+	opts := demo.Options{Options: tui.Options{Theme: theme, LogFile: *ui.logFile, Debug: *ui.debug,
+		Emoji: tui.Emoji(file.Emoji)}, Script: script}
 	if *recordFile != "" {
 		out, err := os.OpenFile(*recordFile, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 		if err != nil {

@@ -43,6 +43,10 @@ type Settings struct {
 	Notify Notify `toml:"notify"`
 	// Names are names for devices, by address ("bob/1" = "Bob").
 	Names map[string]string `toml:"names"`
+	// Emoji is how the interface draws the emoji clusters terminals
+	// measure differently: "auto" (as the terminal is known to),
+	// "whole" or "plain".
+	Emoji string `toml:"emoji"`
 }
 
 // Notify are the notification settings.
@@ -87,7 +91,7 @@ func Load(path string) (File, error) {
 			keys[i] = k.String()
 		}
 		sort.Strings(keys)
-		return File{}, fmt.Errorf("settings file %s: unknown setting %s (known: theme, commit, auto_retry, notify.bell, notify.desktop, notify.title, names, and the same under [profiles.\"user/device\"])",
+		return File{}, fmt.Errorf("settings file %s: unknown setting %s (known: theme, commit, auto_retry, emoji, notify.bell, notify.desktop, notify.title, names, and the same under [profiles.\"user/device\"])",
 			path, strings.Join(keys, ", "))
 	}
 	if err := f.Settings.check(""); err != nil {
@@ -117,6 +121,11 @@ func (s Settings) check(prefix string) error {
 		if _, err := engine.ParseCommitPolicy(s.Commit); err != nil {
 			return fmt.Errorf("%scommit: %w", prefix, err)
 		}
+	}
+	switch s.Emoji {
+	case "", "auto", "whole", "plain":
+	default:
+		return fmt.Errorf("%semoji: %q is not auto, whole or plain", prefix, s.Emoji)
 	}
 	for addr, name := range s.Names {
 		if _, err := engine.ParseAddress(addr); err != nil {
@@ -153,6 +162,9 @@ func (s Settings) Over(o Settings) Settings {
 	}
 	if o.Commit != "" {
 		s.Commit = o.Commit
+	}
+	if o.Emoji != "" {
+		s.Emoji = o.Emoji
 	}
 	if o.AutoRetry != nil {
 		s.AutoRetry = o.AutoRetry

@@ -129,6 +129,8 @@ func (t *tx) apply(ctx context.Context, p engine.Plan) (engine.Receipt, error) {
 		return engine.Receipt{}, t.pinRelay(ctx, p)
 	case engine.SetContact:
 		return engine.Receipt{}, t.setContact(ctx, p)
+	case engine.SetDraft:
+		return engine.Receipt{}, t.setDraft(ctx, p)
 	}
 	// validate refuses every other type first.
 	panic(fmt.Sprintf("store: apply %T: unknown plan", p))

@@ -69,6 +69,9 @@ var fixtures = map[int]struct {
 	3: {insertFixtureV3, checkFixtureV3},
 	4: {insertFixtureV4, checkFixtureV4},
 	5: {insertFixtureV5, checkFixtureV5},
+	6: {insertFixtureV5, checkFixtureV5}, // 0006 and 0007 are placeholders here (draft_test.go)
+	7: {insertFixtureV5, checkFixtureV5},
+	8: {insertFixtureV8, checkFixtureV8},
 }
 
 // insertFixtureV5 is fixture 4 with two attempts logged for a message.

@@ -62,6 +62,8 @@ func TestNoPlaintextAtRest(t *testing.T) {
 			f.apply(t, fin)
 		}
 	}
+	draft := secret("draft")
+	f.apply(t, engine.SetDraft{Peer: bob, Text: draft})
 	// One envelope stays staged, one is quarantined.
 	f.stage(t)
 	r := f.apply(t, engine.Stage{Envelopes: []engine.StagedInput{{Envelope: []byte(secret("quarantined"))}}, At: planAt})
@@ -108,6 +110,9 @@ func TestNoPlaintextAtRest(t *testing.T) {
 	h, err := f.db.History(ctx, bob, 0, 10)
 	if err != nil || len(h) != 2 {
 		t.Fatalf("History = %d entries, %v; want the sent message and the committed one", len(h), err)
+	}
+	if d, err := f.db.Drafts(ctx); err != nil || d[bob] != draft {
+		t.Errorf("Drafts = %q, %v; want the draft to %s", d, err, bob)
 	}
 	if m, err := f.db.Inbound(ctx, bob, logicalID(12)); err != nil || !bytes.HasPrefix(m.Body, []byte("PLAINTEXT-MARKER-received")) {
 		t.Errorf("Inbound = %q, %v", m.Body, err)

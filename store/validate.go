@@ -74,6 +74,8 @@ func validate(p engine.Plan) error {
 		}
 	case engine.SetContact:
 		err = errors.Join(checkAddress("peer", p.Peer), engine.CheckContactName(p.Name))
+	case engine.SetDraft:
+		err = errors.Join(checkAddress("peer", p.Peer), engine.CheckDraft(p.Text))
 	case engine.MarkPresented:
 	default:
 		return fmt.Errorf("store: apply %T: %w", p, invalid("unknown plan"))

@@ -66,6 +66,10 @@ type pane struct {
 	// (Model.SetFlags).
 	flags []string
 
+	// draft is the text of each conversation, kept across restarts when
+	// the client keeps drafts (draft.go).
+	draft drafts
+
 	w, h int
 	lay  paneLayout
 }
@@ -100,7 +104,7 @@ func (p *pane) attach(s *Attachment) tea.Cmd {
 	p.comp().SetSource(c)
 	p.in().SetSource(c)
 	p.out().SetSource(c)
-	cmds := []tea.Cmd{p.conv().Reload(), p.tl().Reload(), p.in().Reload(), p.out().Reload(), p.loadNames(), listen(s)}
+	cmds := []tea.Cmd{p.conv().Reload(), p.tl().Reload(), p.in().Reload(), p.out().Reload(), p.loadNames(), p.loadDrafts(), listen(s)}
 	if !p.peer.IsZero() {
 		cmds = append(cmds, p.loadSafety())
 	}
@@ -202,6 +206,14 @@ func (p pane) Update(msg tea.Msg) (pane, tea.Cmd) {
 		}
 		return p, nil
 	case clientEndedMsg:
+		return p, nil
+	case draftsMsg:
+		p.gotDrafts(msg)
+		return p, nil
+	case draftSavedMsg:
+		if msg.err != nil {
+			p.noteErr(engine.ErrorName(msg.err), msg.err, "keeping the draft to "+msg.peer.String())
+		}
 		return p, nil
 	case TickMsg:
 		return p.tick(time.Time(msg))
@@ -402,6 +414,7 @@ func (p *pane) tick(now time.Time) (pane, tea.Cmd) {
 		c, ctx := p.att.Client, p.ctx
 		cmds = append(cmds, func() tea.Msg { return presentedMsg{err: c.MarkPresented(ctx)} })
 	}
+	cmds = append(cmds, p.saveDrafts())
 	return *p, tea.Batch(cmds...)
 }
 
@@ -409,6 +422,7 @@ func (p *pane) selectPeer(peer engine.Address) tea.Cmd {
 	if peer == p.peer {
 		return nil
 	}
+	p.switchDraft(p.peer, peer)
 	p.peer = peer
 	p.safety, p.safeErr = "", ""
 	p.comp().SetPeer(peer)

@@ -27,6 +27,13 @@ type paneLayout struct {
 // below it the pane goes compact.
 const roomyTimeline = 8
 
+// chatTimeline is the same for a chat-first pane (PaneOptions.ChatFirst,
+// parley tui): the full layout gives the timeline four tenths of the
+// height, so a terminal needs about 46 rows (160x48 shows every panel)
+// before the inbox, outbox and events share the screen; below that they
+// are a key away.
+const chatTimeline = 15
+
 // SetSize lays the pane out in w×h; the command reads again the lists
 // whose page size changed.
 func (p *pane) SetSize(w, h int) tea.Cmd {
@@ -49,7 +56,7 @@ func (p *pane) layout() tea.Cmd {
 	}
 	rest = max(rest-l.compH, 0)
 	l.topH = rest * 4 / 10
-	l.compact = l.topH-1 < roomyTimeline
+	l.compact = l.topH-1 < roomyTimeline || p.hooks.ChatFirst && l.topH-1 < chatTimeline
 	l.convW = layout.Clamp(w/4, 14, 28)
 	l.tlW = max(w-l.convW-1, 0)
 	if l.compact {

@@ -38,10 +38,15 @@ type Model struct {
 	// quitAsk is set by a ctrl+c with a draft in a composer: a second one
 	// quits, any other key keeps the draft.
 	quitAsk bool
-	log     *slog.Logger
-	now     func() time.Time
-	init    []tea.Cmd
-	helpH   int
+	// quitWait is set by a ctrl+c while entered messages are not stored
+	// yet: the program quits once they are, a second ctrl+c quits now.
+	quitWait bool
+	// wholeClusters draws emoji clusters whole (SetEmoji).
+	wholeClusters bool
+	log           *slog.Logger
+	now           func() time.Time
+	init          []tea.Cmd
+	helpH         int
 	// helpHead and helpKeys, when set by a wrapper (SetHelpKeys), replace
 	// the help line: the demo's controls after ctrl+x.
 	helpHead string
@@ -87,6 +92,16 @@ type PaneOptions struct {
 	// ClosedHint follows the reason in the status bar of a pane detached
 	// (Model.Detach): how to open it again ("ctrl+x o reopens").
 	ClosedHint string
+	// NoDrafts keeps the composer's drafts in memory only, for a profile
+	// that will not be opened again (the demo makes fresh ones on each
+	// run): quitting with a draft then asks.
+	NoDrafts bool
+	// ChatFirst gives the conversation the room at ordinary sizes (below
+	// about 46 rows): the timeline and the composer fill the pane, and the
+	// inbox, outbox and events take the conversation's place while one has
+	// the focus (alt+4, alt+5, alt+6), as in a small terminal. parley tui
+	// sets it; the demo shows every panel.
+	ChatFirst bool
 }
 
 // AddPane adds a profile with its open client and returns its index. The
@@ -153,6 +168,14 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		cmd = tag(msg.pane, m.panes[msg.pane].gen, c)
 		if evs, ok := msg.msg.(eventsMsg); ok {
 			cmd = tea.Batch(cmd, m.announce(msg.pane, evs.events))
+		}
+		if m.quitWait && m.unsent() == 0 {
+			// What was entered is stored: the quit asked for goes on.
+			m.quitWait = false
+			if m.draft() == "" || m.keepsDrafts() {
+				return m, tea.Quit
+			}
+			m.quitAsk = true
 		}
 	case TickMsg:
 		cmds := []tea.Cmd{tick()}
@@ -237,7 +260,7 @@ func (m Model) View() string {
 		parts = append(parts, m.panes[0].View(), m.panes[1].View())
 	}
 	parts = append(parts, m.helpView())
-	return layout.Cells(layout.Clip(strings.Join(parts, "\n"), m.w, m.h))
+	return m.Frame(layout.Clip(strings.Join(parts, "\n"), m.w, m.h))
 }
 
 // draft names the first composer holding text, as "your draft to bob/1";
@@ -248,10 +271,35 @@ func (m Model) draft() string {
 			return fmt.Sprintf("%s's draft to %s", p.self, p.comp().Peer())
 		}
 	}
+	// Drafts of the conversations not in view.
+	for _, p := range m.panes {
+		for peer, t := range p.draft.text {
+			if peer != p.peer && strings.TrimSpace(t) != "" {
+				return fmt.Sprintf("%s's draft to %s", p.self, peer)
+			}
+		}
+	}
 	return ""
 }
 
+// unsent counts the messages entered in every composer that the engine
+// has not stored or refused yet.
+func (m Model) unsent() int {
+	n := 0
+	for _, p := range m.panes {
+		n += p.comp().Unsent()
+	}
+	return n
+}
+
 func (m Model) helpView() string {
+	if m.quitWait {
+		fate := "lose them"
+		if m.keepsDrafts() {
+			fate = "keep as drafts"
+		}
+		return layout.Line(m.th.App.Prefix.Render(fmt.Sprintf(" %d unsent: quit once stored · ctrl+c: quit now (%s) · other key: stay", m.unsent(), fate)), m.w)
+	}
 	if m.quitAsk {
 		return layout.Line(m.th.App.Prefix.Render(fmt.Sprintf(" ctrl+c again quits and loses %s; any other key keeps it", m.draft())), m.w)
 	}

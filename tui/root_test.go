@@ -321,3 +321,39 @@ func TestSeam(t *testing.T) {
 		t.Fatalf("the detached pane does not say so with the hint:\n%s", s)
 	}
 }
+
+// TestComposerShowsFirstLine: with three lines typed in the chat, the
+// composer shows all three, the first included.
+func TestComposerShowsFirstLine(t *testing.T) {
+	for _, size := range [][2]int{{100, 30}, {80, 24}, {110, 32}} {
+		m, _, _ := newTestRoot(t)
+		m, _ = update(m, tea.WindowSizeMsg{Width: size[0], Height: size[1]})
+		for i, l := range []string{"first line", "second line", "third line"} {
+			if i > 0 {
+				m, _ = update(m, tea.KeyMsg{Type: tea.KeyCtrlJ})
+				m.View()
+			}
+			for _, r := range l {
+				m, _ = update(m, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{r}})
+				m = flushed(m) // the frame's insertion of what was typed
+				m.View()       // as a program draws after each key
+			}
+		}
+		v := m.View()
+		for _, l := range []string{"first line", "second line", "third line"} {
+			if !strings.Contains(v, l) {
+				t.Fatalf("%dx%d: %q is not shown:\n%s", size[0], size[1], l, v)
+			}
+		}
+	}
+}
+
+// flushed is m after its composers inserted the keys gathered for the
+// next frame, laid out again, as the program is a frame later.
+func flushed(m Model) Model {
+	for i := range m.panes {
+		m.panes[i].comp().Flush()
+	}
+	m.Relayout()
+	return m
+}

@@ -49,16 +49,50 @@ func (m Model) Pane(i int) PaneState {
 // would be lost, or it was the second press). Any other key dismisses the
 // question a first press asked, so a wrapper calls Quit on every key
 // before handling it itself.
+//
+// Messages entered but not yet answered by the engine (the send in flight
+// and those queued behind it) are never dropped by one press: the first
+// press waits for them (Update quits once they are stored, or asks about a
+// draft), and says how many are unsent; a second press quits at once.
 func (m *Model) Quit(k tea.KeyMsg) (handled, quit bool) {
 	if input.Matches(k, m.keys.Quit) {
-		if m.quitAsk || m.draft() == "" {
+		if m.quitAsk || m.quitWait {
+			if m.quitWait && m.keepsDrafts() {
+				for i := range m.panes {
+					m.panes[i].keepQueued()
+				}
+			}
+			return true, true
+		}
+		if m.unsent() > 0 {
+			m.quitWait = true
+			return true, false
+		}
+		if m.draft() == "" || m.keepsDrafts() {
 			return true, true
 		}
 		m.quitAsk = true
 		return true, false
 	}
-	m.quitAsk = false
+	m.quitAsk, m.quitWait = false, false
 	return false, false
+}
+
+// Draft returns the text in pane i's composer.
+func (m Model) Draft(i int) string {
+	if i < 0 || i >= len(m.panes) {
+		return ""
+	}
+	return m.panes[i].comp().Value()
+}
+
+// SetDraft replaces the text in pane i's composer: a wrapper that types a
+// message of its own sets the person's draft aside first and brings it
+// back after, so that its message is sent alone and the draft is kept.
+func (m *Model) SetDraft(i int, text string) {
+	if i >= 0 && i < len(m.panes) {
+		m.panes[i].comp().SetValue(text)
+	}
 }
 
 // Focus gives pane i the keyboard, as the key that switches profiles

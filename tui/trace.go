@@ -25,7 +25,7 @@ func TraceText(self engine.Address, own engine.Life, peer *engine.Life) string {
 	id := hex.EncodeToString(own.ID[:])
 	fmt.Fprintf(&b, "M %s… %s → %s", id[:8], from, to)
 	if len(own.Body) > 0 {
-		fmt.Fprintf(&b, " %q", layout.Clean(own.Body))
+		fmt.Fprintf(&b, " %s", layout.Quote(layout.Clean(own.Body)))
 	}
 	b.WriteString("\n")
 	sent := own
@@ -68,6 +68,11 @@ func TraceText(self engine.Address, own engine.Life, peer *engine.Life) string {
 	switch {
 	case recv == nil:
 		fmt.Fprintf(&b, " at %s: not known here\n", to)
+	case recv.State == "unknown" && sent.State == "acknowledged":
+		// Its ACK came back, so it was committed or discarded there; a
+		// store that no longer knows it was replaced (a reinstall) or
+		// pruned since.
+		fmt.Fprintf(&b, " at %s: unknown (reinstalled, or pruned: its ACK says it was finalized)\n", to)
 	default:
 		line := " at " + to.String() + ": " + recvState(*recv)
 		if recv.State == "committed" || recv.State == "discarded" {

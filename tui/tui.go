@@ -57,6 +57,9 @@ type Options struct {
 	ConnState func() string
 	// Now is the clock (default time.Now); tests fix it.
 	Now func() time.Time
+	// Emoji is how clusters terminals measure differently are drawn:
+	// whole, plain, or (the zero value) as the terminal is known to do.
+	Emoji Emoji
 	// Notify says how Run announces a message for a conversation not in
 	// view (the demo announces nothing).
 	Notify Notify
@@ -85,6 +88,12 @@ func (o Options) Clock() func() time.Time {
 // program as the options say (input, output, alternate screen) until it
 // quits or ctx ends; a cancelled ctx is a clean end, like ctrl+c.
 func RunModel(ctx context.Context, m tea.Model, o Options) error {
+	_, err := runProgram(ctx, m, o)
+	return err
+}
+
+// runProgram is RunModel returning the model as the program left it.
+func runProgram(ctx context.Context, m tea.Model, o Options) (tea.Model, error) {
 	// Focus reports tell the interface whether the person is looking: what
 	// arrives while the terminal is in the background is announced, and not
 	// committed on read.
@@ -98,11 +107,11 @@ func RunModel(ctx context.Context, m tea.Model, o Options) error {
 	if o.Output != nil {
 		opts = append(opts, tea.WithOutput(o.Output))
 	}
-	_, err := tea.NewProgram(m, opts...).Run()
+	final, err := tea.NewProgram(m, opts...).Run()
 	if err != nil && ctx.Err() != nil && errors.Is(err, tea.ErrProgramKilled) {
-		return nil
+		return final, nil
 	}
-	return err
+	return final, err
 }
 
 // Run shows one profile until the user quits (ctrl+c) or ctx ends; both
@@ -147,10 +156,11 @@ func Run(ctx context.Context, client *engine.Client, opts Options) error {
 	a := &Attachment{Client: client, Events: client.Events(), Notes: make(chan eventlog.Entry), Done: done, State: state}
 	m := New(ctx, th, log, now)
 	m.notify, m.bellOut = opts.Notify, opts.Output
+	m.SetEmoji(opts.Emoji)
 	if m.bellOut == nil {
 		m.bellOut = os.Stdout
 	}
-	po := PaneOptions{}
+	po := PaneOptions{ChatFirst: true}
 	if opts.Peer != "" {
 		peer, err := engine.ParseAddress(opts.Peer)
 		if err != nil {
@@ -161,5 +171,13 @@ func Run(ctx context.Context, client *engine.Client, opts Options) error {
 	i := m.AddPane(client.Self(), a, po)
 	m.panes[i].fileNames = opts.Names
 	log.Info("tui start", "self", client.Self().String())
-	return RunModel(ctx, m, opts)
+	final, err := runProgram(ctx, m, opts)
+	// What is in the composers is kept, whether the person quit or ctx
+	// ended; the client is still open (the caller closes it).
+	if fm, ok := final.(Model); ok {
+		if serr := fm.SaveDrafts(context.WithoutCancel(ctx)); serr != nil {
+			log.Warn("keep drafts", "err", serr)
+		}
+	}
+	return err
 }

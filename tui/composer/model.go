@@ -7,13 +7,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/charmbracelet/bubbles/cursor"
 	"github.com/charmbracelet/bubbles/key"
 	"github.com/charmbracelet/bubbles/textarea"
 	tea "github.com/charmbracelet/bubbletea"
-	"github.com/charmbracelet/x/ansi"
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/themes"
 	"github.com/parley-chat/parley/tui/internal/input"
@@ -55,6 +53,15 @@ type Model struct {
 	queue   [][]byte // bodies waiting for the send in flight, in order
 	queueTo []engine.Address
 	busy    bool
+	// pend are printable keys gathered for one insertion, armed a burstMsg
+	// on its way, lines the lines the text wants (burst.go).
+	pend  []rune
+	armed bool
+	lines int
+	// rev counts the changes to the textarea; vc is the last frame drawn
+	// and what it was drawn from (view.go).
+	rev int
+	vc  *viewCache
 }
 
 // New returns the composer; ctx bounds its sends.
@@ -74,7 +81,7 @@ func New(ctx context.Context, src Source, th themes.Theme) Model {
 	ta.Cursor.Style = th.Composer.Cursor
 	ta.Cursor.TextStyle = th.Composer.Text
 	ta.Cursor.SetMode(cursor.CursorStatic)
-	m := Model{src: src, ctx: ctx, th: th, keys: DefaultKeyMap(), ta: ta}
+	m := Model{src: src, ctx: ctx, th: th, keys: DefaultKeyMap(), ta: ta, lines: 2, vc: &viewCache{}}
 	m.placeholder()
 	return m
 }
@@ -84,27 +91,47 @@ func (m *Model) SetSource(src Source) { m.src = src; m.busy = false; m.queue, m.
 
 // SetSize sets the composer's size, title included.
 func (m *Model) SetSize(w, h int) {
+	m.rev++
+	if w != m.w {
+		defer m.changed()
+	}
 	m.w, m.h = w, h
 	m.ta.SetWidth(w)
-	m.ta.SetHeight(max(h-1, 1))
+	if th := max(h-1, 1); th != m.ta.Height() {
+		m.ta.SetHeight(th)
+		m.refit()
+	}
+}
+
+// refit scrolls the text back to its first line after a change of height.
+// The textarea keeps the offset it scrolled to while it was shorter: the
+// key that adds a third line arrives before the composer grows to three,
+// and the first line would stay hidden above a blank last one. The text is
+// set again (which scrolls to the top), the cursor put back where it was,
+// and the view scrolled only as far as the cursor needs.
+func (m *Model) refit() {
+	if m.ta.Value() == "" {
+		return
+	}
+	info := m.ta.LineInfo()
+	row, col := m.ta.Line(), info.StartColumn+info.ColumnOffset
+	m.ta.SetValue(m.ta.Value())
+	for m.ta.Line() > row {
+		m.ta.CursorUp()
+	}
+	m.ta.SetCursor(col)
+	if m.ta.Focused() {
+		m.ta, _ = m.ta.Update(nil)
+	}
 }
 
 // MaxLines is the most text lines the composer grows to.
 const MaxLines = 8
 
 // Lines is how many text lines the composer wants: what it holds, wrapped
-// at its width, at least 2 and at most MaxLines.
-func (m Model) Lines() int {
-	w := max(m.w-ansi.StringWidth(m.ta.Prompt)-1, 1)
-	n := 0
-	for _, l := range strings.Split(m.ta.Value(), "\n") {
-		n += max((ansi.StringWidth(l)+w-1)/w, 1)
-		if n >= MaxLines {
-			return MaxLines
-		}
-	}
-	return max(n, 2)
-}
+// at its width, at least 2 and at most MaxLines. It is measured when the
+// text changes, not on each call (the pane asks after every message).
+func (m Model) Lines() int { return m.lines }
 
 // Focus gives the composer the keyboard.
 func (m *Model) Focus() tea.Cmd {
@@ -121,11 +148,39 @@ func (m *Model) Blur() {
 // KeyMap returns the composer's keys.
 func (m Model) KeyMap() KeyMap { return m.keys }
 
+// Unsent is how many entered messages the engine has not answered for yet:
+// the send in flight and those queued behind it. Until a send returns, its
+// message may not be stored; quitting then would lose it.
+func (m Model) Unsent() int {
+	n := len(m.queue)
+	if m.busy {
+		n++
+	}
+	return n
+}
+
+// TakeQueued empties the queue of messages waiting behind the send in
+// flight (never handed to the engine) and returns them, in order, with the
+// peer each was written to.
+func (m *Model) TakeQueued() ([]engine.Address, [][]byte) {
+	peers, bodies := m.queueTo, m.queue
+	m.queue, m.queueTo = nil, nil
+	return peers, bodies
+}
+
 // Peer returns the address messages go to.
 func (m Model) Peer() engine.Address { return m.peer }
 
 // Value returns the text being written.
-func (m Model) Value() string { return m.ta.Value() }
+func (m Model) Value() string { return m.withPending() }
+
+// SetValue replaces the text being written (a draft set aside or brought
+// back).
+func (m *Model) SetValue(text string) {
+	m.pend = m.pend[:0]
+	m.ta.SetValue(text)
+	m.changed()
+}
 
 // SetPeer addresses the composer to peer.
 func (m *Model) SetPeer(peer engine.Address) {
@@ -155,17 +210,24 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 			if !errors.As(msg.Err, &nse) {
 				// Nothing was stored: give the text back to edit.
 				m.err = engine.ErrorName(msg.Err) + ": " + msg.Err.Error()
-				if m.ta.Value() == "" && msg.Peer == m.peer {
-					m.ta.SetValue(string(msg.Body))
-					m.size = len(msg.Body)
+				if m.Value() == "" && msg.Peer == m.peer {
+					m.SetValue(string(msg.Body))
 				}
 			}
 		}
 		return m, m.next()
+	case burstMsg:
+		m.armed = false
+		m.flush()
+		return m, nil
 	case tea.KeyMsg:
 		if !m.focus {
 			return m, nil
 		}
+		if plainKey(msg) {
+			return m, m.gather(msg)
+		}
+		m.flush() // what was typed before this key comes first
 		if input.Matches(msg, m.keys.Send) {
 			return m.submit()
 		}
@@ -179,12 +241,10 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 		m.ta.InsertString(string(k.Runes))
 	} else {
 		m.ta, cmd = m.ta.Update(msg)
+		m.rev++
 	}
 	if _, ok := msg.(tea.KeyMsg); ok {
-		m.size = len(m.ta.Value())
-		if m.size <= MaxBody && m.err != "" && !m.busy {
-			m.err = ""
-		}
+		m.edited()
 	}
 	return m, cmd
 }
@@ -213,7 +273,7 @@ func (m Model) submit() (Model, tea.Cmd) {
 	}
 	m.err = ""
 	m.ta.Reset()
-	m.size = 0
+	m.changed()
 	m.queue = append(m.queue, []byte(body))
 	m.queueTo = append(m.queueTo, m.peer)
 	if m.busy {
@@ -238,16 +298,34 @@ func (m *Model) next() tea.Cmd {
 	}
 }
 
-// View draws the composer in exactly its size.
+// View draws the composer in exactly its size. A frame is drawn again
+// only when what it shows changed: while keys gather (a paste arriving key
+// by key) the last one is returned as it is.
 func (m Model) View() string {
 	if m.w <= 0 || m.h <= 0 {
 		return ""
 	}
+	k := m.viewKey()
+	if m.vc != nil && m.vc.ok && m.vc.key == k {
+		return m.vc.s
+	}
+	s := m.draw()
+	if m.vc != nil {
+		*m.vc = viewCache{key: k, s: s, ok: true}
+	}
+	return s
+}
+
+// draw renders the composer.
+func (m Model) draw() string {
 	to := "Composer"
 	if !m.peer.IsZero() {
 		to += " → " + m.peer.String()
 	}
 	detail := fmt.Sprintf("%s / 192 KiB", size(m.size))
+	if n := len(m.queue); n > 0 {
+		detail = fmt.Sprintf("%d queued · %s", n, detail)
+	}
 	title := layout.Title(m.th.Panel.Title, m.th.Panel.TitleFocused, m.focus, to, detail, m.w)
 	lines := []string{title}
 	switch {

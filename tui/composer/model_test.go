@@ -3,6 +3,7 @@ package composer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -175,5 +176,43 @@ func TestChunkedWordsAreText(t *testing.T) {
 	cmd()
 	if len(src.sent) != 1 || src.sent[0] != "bob/1:"+typed {
 		t.Fatalf("sent %q, want %q", src.sent, "bob/1:"+typed)
+	}
+}
+
+// TestThreeLinesShowFromTheFirst: a composer sized for what it holds (its
+// title and Lines, after each key, as the pane does) shows every line from
+// the first: the key that adds a line arrives while the composer is still
+// a line shorter, and the first line must not stay scrolled away.
+func TestThreeLinesShowFromTheFirst(t *testing.T) {
+	for _, n := range []int{2, 3, 4, 8} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			m := New(context.Background(), &sender{}, themes.MustGet("dark"))
+			m.SetPeer(bob)
+			m.Focus()
+			m.SetSize(60, 3) // the title and two lines, as the pane starts it
+			var ks []tea.KeyMsg
+			for i := 0; i < n; i++ {
+				if i > 0 {
+					ks = append(ks, tea.KeyMsg{Type: tea.KeyCtrlJ})
+				}
+				ks = append(ks, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{rune('a' + i)}})
+			}
+			for _, k := range ks {
+				// Drawn after each key and each size, as a program does:
+				// the textarea's scrolling reads what it last drew. The
+				// frame's insertion of typed keys comes with each.
+				m, _ = m.Update(k)
+				m.Flush()
+				m.View()
+				m.SetSize(60, 1+m.Lines())
+				m.View()
+			}
+			lines := strings.Split(m.View(), "\n")
+			for i := 0; i < n; i++ {
+				if want := "› " + string(rune('a'+i)); i+1 >= len(lines) || strings.TrimSpace(lines[i+1]) != want {
+					t.Fatalf("line %d of %d is not %q:\n%s", i+1, n, want, m.View())
+				}
+			}
+		})
 	}
 }

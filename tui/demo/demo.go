@@ -20,6 +20,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -89,24 +90,29 @@ func Run(ctx context.Context, profiles Profiles, opts Options) error {
 	if err != nil {
 		return err
 	}
+	m.chat.SetEmoji(opts.Emoji)
 	log.Info("demo start", "dir", dir)
 	return tui.RunModel(ctx, m, opts.Options)
 }
 
-// headerLines are the lines the demo draws above the chat: the hint and the
-// exactly-once verdict.
+// headerLines are the lines the demo draws above the chat at start, the
+// hint and the exactly-once verdict; the header grows when its text needs
+// more at the window's width.
 const headerLines = 2
 
 // Model is the demo's root: the chat's model, wrapped. It owns the world,
 // the demo's keys and switches as the status bars show them, the verdict,
 // the guided scenario and the script being played.
 type Model struct {
-	chat  tui.Model
-	world *world
-	th    themes.Theme
-	keys  demoKeys
-	w, h  int
-	init  []tea.Cmd
+	// headerH is the height of the hint and the exactly-once line the
+	// chat was last sized for (headerLines at start).
+	headerH int
+	chat    tui.Model
+	world   *world
+	th      themes.Theme
+	keys    demoKeys
+	w, h    int
+	init    []tea.Cmd
 
 	prefix bool // ctrl+x waits for its key
 
@@ -156,7 +162,7 @@ func newModel(ctx context.Context, w *world, th themes.Theme, log *slog.Logger, 
 		if err != nil {
 			return Model{}, fmt.Errorf("demo: %w", err)
 		}
-		po := tui.PaneOptions{Compose: i == 0, Peer: demoBob, Peers: w.client, ClosedHint: "ctrl+x o reopens"}
+		po := tui.PaneOptions{Compose: i == 0, Peer: demoBob, Peers: w.client, ClosedHint: "ctrl+x o reopens", NoDrafts: true}
 		if i == 1 {
 			po.Peer = demoAlice
 		}
@@ -169,6 +175,7 @@ func newModel(ctx context.Context, w *world, th themes.Theme, log *slog.Logger, 
 	}
 	// 80x24 until the terminal says otherwise, less the demo's lines.
 	var cmd tea.Cmd
+	m.headerH = headerLines
 	m, cmd = m.passOn(tea.WindowSizeMsg{Width: m.w, Height: m.h - headerLines})
 	m.init = append(m.init, cmd)
 	return m, nil
@@ -195,7 +202,8 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.w, m.h = msg.Width, msg.Height
-		return m.passOn(tea.WindowSizeMsg{Width: msg.Width, Height: msg.Height - headerLines})
+		m.headerH = len(m.header())
+		return m.passOn(tea.WindowSizeMsg{Width: msg.Width, Height: max(msg.Height-m.headerH, 0)})
 	case tea.KeyMsg:
 		var quit bool
 		cmd, quit = m.key(msg)
@@ -231,9 +239,13 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.verdictStale = true
 			cmd = tea.Batch(cmd, m.countVerdict())
 		}
-		return m, cmd
+		var fit tea.Cmd
+		m, fit = m.fitHeader()
+		return m, tea.Batch(cmd, fit)
 	}
-	return m, tea.Batch(cmd, m.chat.Relayout())
+	var fit tea.Cmd
+	m, fit = m.fitHeader()
+	return m, tea.Batch(cmd, fit, m.chat.Relayout())
 }
 
 // key handles a key: the quit key is the chat's; then the scenario's
@@ -271,7 +283,27 @@ func (m Model) View() string {
 	if m.w <= 0 || m.h <= 0 || m.chat.Panes() == 0 {
 		return ""
 	}
-	return layout.Cells(layout.Clip(m.hintView()+"\n"+m.verdictView()+"\n"+m.chat.View(), m.w, m.h))
+	return m.chat.Frame(layout.Clip(strings.Join(m.header(), "\n")+"\n"+m.chat.View(), m.w, m.h))
+}
+
+// header is what the demo draws above the chat: the hint and the
+// exactly-once line, each on as many lines as the width needs.
+func (m Model) header() []string {
+	return append(m.hintView(), m.verdictView()...)
+}
+
+// fitHeader gives the chat the height the header leaves it, when the
+// header's height changed (a longer narration, a narrower window).
+func (m Model) fitHeader() (Model, tea.Cmd) {
+	if m.w <= 0 || m.h <= 0 || m.chat.Panes() == 0 {
+		return m, nil
+	}
+	hh := len(m.header())
+	if hh == m.headerH {
+		return m, nil
+	}
+	m.headerH = hh
+	return m.passOn(tea.WindowSizeMsg{Width: m.w, Height: max(m.h-hh, 0)})
 }
 
 // readFlags reads pane i's switches from the world and shows them.

@@ -131,7 +131,12 @@ func themeDrive(d *demoRun) {
 	d.waitFor("acknowledged")
 	d.key(tea.KeyCtrlO)
 	d.send("waiting in bob's inbox")
-	d.waitFor("1 pending received")
+	// Not "1 pending received" alone: under load bob's inbox can still show
+	// the first message, committed but not read again yet, and the link
+	// would be unplugged before this one reached the relay.
+	d.waitUntil("the second message accepted by the relay and pending at bob", func(s string) bool {
+		return strings.Count(s, "relay_accepted") == 2 && strings.Contains(s, "1 pending received")
+	})
 	d.demo('u')
 	d.waitFor("unplugged")
 	d.send("not sent")

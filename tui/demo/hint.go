@@ -2,15 +2,33 @@ package demo
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/parley-chat/parley/tui"
 	"github.com/parley-chat/parley/tui/internal/layout"
 )
 
-// hintView is the demo's one line saying what to try next, from what the
-// panes show now.
-func (m Model) hintView() string {
-	return layout.Pad(m.th.App.Hint, " "+m.hint(), m.w)
+// maxHintLines is the most lines the hint takes; a narration longer than
+// that at a narrow width is cut at the end of the last one.
+const maxHintLines = 4
+
+// hintView is the demo's line saying what to try next, from what the panes
+// show now, wrapped to the width: a scenario's narration is never cut
+// before its point.
+func (m Model) hintView() []string {
+	text := m.hint()
+	if m.w < 8 {
+		return []string{layout.Pad(m.th.App.Hint, " "+text, m.w)}
+	}
+	wrapped := layout.Wrap(text, m.w-1)
+	if len(wrapped) > maxHintLines {
+		wrapped = append(wrapped[:maxHintLines-1], strings.Join(wrapped[maxHintLines-1:], " "))
+	}
+	lines := make([]string, len(wrapped))
+	for i, l := range wrapped {
+		lines[i] = layout.Pad(m.th.App.Hint, " "+strings.TrimRight(l, " "), m.w)
+	}
+	return lines
 }
 
 func (m Model) hint() string {

@@ -211,7 +211,13 @@ func (m *Model) stepScenario() tea.Cmd {
 	}
 	st := r.s.steps[r.next]
 	r.next++
+	// The step's keys are its own: a draft in the composer (or a space
+	// typed there after the last scenario's end) is set aside while they
+	// are typed and given back after, never sent with them.
+	draft := m.chat.Draft(st.on)
+	m.chat.SetDraft(st.on, "")
 	cmd := m.typeOn(st.on, st.keys)
+	m.chat.SetDraft(st.on, draft)
 	if st.do != nil {
 		cmd = tea.Batch(cmd, st.do(m))
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -135,13 +134,17 @@ func (m *Model) countVerdict() tea.Cmd {
 }
 
 // verdictView is the demo's exactly-once line.
-func (m Model) verdictView() string {
+//
+// It takes as many lines as the width needs, broken between its parts, so
+// that its verdict ("no loss, no duplicate", or what was lost) always
+// shows.
+func (m Model) verdictView() []string {
 	st := m.th.App
 	if m.verdict.err != nil {
-		return layout.Pad(st.Hint, " exactly once: "+m.verdict.err.Error(), m.w)
+		return []string{layout.Pad(st.Hint, " exactly once: "+m.verdict.err.Error(), m.w)}
 	}
 	if len(m.verdict.flows) == 0 {
-		return layout.Pad(st.Hint, " exactly once: counting…", m.w)
+		return []string{layout.Pad(st.Hint, " exactly once: counting…", m.w)}
 	}
 	parts := make([]string, 0, len(m.verdict.flows))
 	bad := false
@@ -161,9 +164,30 @@ func (m Model) verdictView() string {
 		bad = bad || f.dup > 0 || f.lost > 0
 		parts = append(parts, s)
 	}
-	text := " exactly once · " + strings.Join(parts, " · ")
+	style := st.Hint
 	if bad {
-		return layout.Pad(m.th.Panel.Error, text, m.w)
+		style = m.th.Panel.Error
+	} else {
+		parts = append(parts, "no loss, no duplicate")
 	}
-	return layout.Pad(st.Hint, text+" · no loss, no duplicate", m.w)
+	lines := wrapParts(" exactly once", parts, m.w)
+	for i, l := range lines {
+		lines[i] = layout.Pad(style, l, m.w)
+	}
+	return lines
+}
+
+// wrapParts joins head and parts with " · " into lines of at most w cells,
+// breaking only between parts; a line after the first is indented.
+func wrapParts(head string, parts []string, w int) []string {
+	lines := []string{head}
+	for _, p := range parts {
+		last := &lines[len(lines)-1]
+		if layout.Width(*last)+3+layout.Width(p) <= w {
+			*last += " · " + p
+			continue
+		}
+		lines = append(lines, "   "+p)
+	}
+	return lines
 }

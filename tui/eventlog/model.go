@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 	"github.com/parley-chat/parley/engine"
@@ -44,6 +43,13 @@ type Entry struct {
 	Name  string // a result, error or action name, e.g. "delivery", "session_collision"
 	Text  string
 	Level Level
+
+	// msg names the received message an entry is about (its sender and
+	// logical ID): a delivery of a message already delivered and still
+	// pending is folded into the first one's line; a commit or discard
+	// ends that.
+	msg   string
+	final bool // the entry finalizes msg
 }
 
 // String is the entry as one plain line (for the log file).
@@ -58,9 +64,13 @@ type Model struct {
 	w, h    int
 	focus   bool
 	entries []Entry
-	back    int  // entries scrolled back from the newest (0: follow)
-	sel     int  // the marked entry, counted back from the newest
-	open    bool // the marked entry is shown in full
+	// delivered counts the envelopes that delivered each message still
+	// pending (Entry.msg), for the "again" of its line.
+	delivered map[string]int
+	back      int  // entries scrolled back from the newest (0: follow)
+	sel       int  // the marked entry, counted back from the newest
+	open      bool // the marked entry is shown in full
+	scroll    int  // lines of the open entry scrolled past
 }
 
 // New returns an empty log.
@@ -82,8 +92,12 @@ func (m Model) KeyMap() KeyMap {
 	k := m.keys
 	k.Open.SetEnabled(!m.open && len(m.entries) > 0)
 	k.Close.SetEnabled(m.open)
-	for _, b := range []*key.Binding{&k.Up, &k.Down, &k.PageUp, &k.PageDown, &k.Top, &k.Bottom} {
-		b.SetEnabled(!m.open)
+	if m.open {
+		// The same keys scroll the entry shown in full.
+		k.Up.SetHelp("↑/k", "scroll up")
+		k.Down.SetHelp("↓/j", "scroll down")
+		k.Top.SetHelp("home", "its start")
+		k.Bottom.SetHelp("end", "its end")
 	}
 	return k
 }
@@ -104,13 +118,24 @@ func (m Model) Entries() []Entry { return m.entries }
 
 // Add appends entries, dropping the oldest beyond Capacity. A log scrolled
 // back stays on the same entries.
+//
+// A delivery of a message already delivered and not finalized (the relay
+// handed its envelope over again, or the sender retried) adds no line: the
+// first delivery's line says "again, envelope N".
 func (m *Model) Add(es ...Entry) {
-	m.entries = append(m.entries, es...)
+	added := 0
+	for _, e := range es {
+		if m.again(e) {
+			continue
+		}
+		m.entries = append(m.entries, e)
+		added++
+	}
 	if m.back > 0 {
-		m.back += len(es)
+		m.back += added
 	}
 	if m.sel > 0 {
-		m.sel += len(es)
+		m.sel += added
 	}
 	if over := len(m.entries) - Capacity; over > 0 {
 		m.entries = append(m.entries[:0:0], m.entries[over:]...)
@@ -124,8 +149,37 @@ func (m *Model) Add(es ...Entry) {
 func (m *Model) Show(e Entry) {
 	m.Add(e)
 	m.sel, m.back = 0, 0
-	m.open = true
+	m.open, m.scroll = true, 0
 }
+
+// scrollOpen handles a key while an entry is shown in full: the list's
+// moving keys scroll its text, esc and enter close it.
+func (m *Model) scrollOpen(k tea.KeyMsg) {
+	page := m.textRows()
+	switch {
+	case input.Matches(k, m.keys.Close):
+		m.open = false
+	case input.Matches(k, m.keys.Up):
+		m.scroll--
+	case input.Matches(k, m.keys.Down):
+		m.scroll++
+	case input.Matches(k, m.keys.PageUp):
+		m.scroll -= page
+	case input.Matches(k, m.keys.PageDown):
+		m.scroll += page
+	case input.Matches(k, m.keys.Top):
+		m.scroll = 0
+	case input.Matches(k, m.keys.Bottom):
+		m.scroll = len(m.fullLines(m.entries[m.marked()]))
+	}
+	if m.open && m.marked() >= 0 {
+		m.scroll = layout.Clamp(m.scroll, 0, max(len(m.fullLines(m.entries[m.marked()]))-page, 0))
+	}
+}
+
+// textRows is how many lines of an open entry show: all but its title and
+// the line that says how to move and close.
+func (m Model) textRows() int { return max(m.h-2, 1) }
 
 func (m Model) rows() int { return max(m.h-1, 1) }
 
@@ -138,14 +192,12 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 		return m, nil
 	}
 	if m.open {
-		if input.Matches(k, m.keys.Close) {
-			m.open = false
-		}
+		m.scrollOpen(k)
 		return m, nil
 	}
 	switch {
 	case input.Matches(k, m.keys.Open):
-		m.open = m.marked() >= 0
+		m.open, m.scroll = m.marked() >= 0, 0
 	case input.Matches(k, m.keys.Up):
 		m.sel++
 	case input.Matches(k, m.keys.Down):
@@ -193,17 +245,31 @@ func (m Model) View() string {
 }
 
 // full shows one entry's whole text, wrapped to the panel.
+// It scrolls (the list's keys move it) and says where it is when it does
+// not fit, so that no line is ever out of reach.
 func (m Model) full(e Entry) string {
 	title := layout.Title(m.th.Panel.Title, m.th.Panel.TitleFocused, m.focus, "Event", e.Name+" · "+layout.Clock(e.At), m.w)
-	lines := []string{title}
+	body := m.fullLines(e)
+	rows := m.textRows()
+	top := layout.Clamp(m.scroll, 0, max(len(body)-rows, 0))
+	lines := append([]string{title}, body[top:min(top+rows, len(body))]...)
+	foot := " esc: back to the list"
+	if len(body) > rows {
+		foot = fmt.Sprintf(" lines %d–%d of %d · ↑/↓ pgup/pgdn scroll · esc: back to the list", top+1, min(top+rows, len(body)), len(body))
+	}
+	lines = append(lines, m.th.Panel.Count.Render(layout.Line(foot, m.w)))
+	return layout.Fit(lines, m.w, m.h)
+}
+
+// fullLines is an entry's whole text wrapped to the panel.
+func (m Model) fullLines(e Entry) []string {
+	var lines []string
 	for _, para := range strings.Split(e.Text, "\n") {
 		for _, l := range layout.Wrap(layout.Clean([]byte(para)), max(m.w-1, 1)) {
 			lines = append(lines, " "+l)
 		}
 	}
-	lines = lines[:min(len(lines), max(m.h-1, 1))]
-	lines = append(lines, m.th.Panel.Count.Render(" esc: back to the list"))
-	return layout.Fit(lines, m.w, m.h)
+	return lines
 }
 
 func (m Model) line(e Entry) string {
@@ -222,6 +288,44 @@ func (m Model) line(e Entry) string {
 	// One row per entry: a text of several lines (a message's life) is
 	// joined here and shown whole when opened.
 	return st.Time.Render(layout.Clock(e.At)) + " " + name.Render(e.Name) + " " + strings.ReplaceAll(e.Text, "\n", " · ")
+}
+
+// againMark starts what a repeated delivery adds to the first one's line.
+const againMark = " · again, envelope "
+
+// again counts e when it repeats a delivery still pending, updating that
+// delivery's line, and reports whether it did; it forgets a message that
+// e finalizes.
+func (m *Model) again(e Entry) bool {
+	if e.msg == "" {
+		return false
+	}
+	if e.final {
+		delete(m.delivered, e.msg)
+		return false
+	}
+	if m.delivered == nil {
+		m.delivered = map[string]int{}
+	}
+	n := m.delivered[e.msg] + 1
+	m.delivered[e.msg] = n
+	if n == 1 {
+		return false
+	}
+	for i := len(m.entries) - 1; i >= 0; i-- {
+		if f := &m.entries[i]; f.msg == e.msg && !f.final {
+			base, _, _ := strings.Cut(f.Text, againMark)
+			f.Text = fmt.Sprintf("%s%s%d", base, againMark, n)
+			return true
+		}
+	}
+	// The first line is gone (beyond Capacity): this one stands alone.
+	return false
+}
+
+// msgKey names a received message for Entry.msg.
+func msgKey(sender engine.Address, id wire.LogicalID) string {
+	return sender.String() + "/" + fmt.Sprintf("%x", id[:])
 }
 
 // FromEvent describes an engine event as a log entry.
@@ -245,7 +349,7 @@ func FromEvent(e engine.Event) Entry {
 		if !e.AckSent {
 			ack, lvl = "ACK not sent (the sender's next retry brings another)", Warn
 		}
-		return Entry{At: e.At, Name: name, Text: "from " + e.Peer.String() + " " + id + ", " + ack, Level: lvl}
+		return Entry{At: e.At, Name: name, Text: "from " + e.Peer.String() + " " + id + ", " + ack, Level: lvl, msg: msgKey(e.Peer, e.ID), final: true}
 	case engine.EventAbandoned:
 		return Entry{At: e.At, Name: "abandoned", Text: "to " + e.Peer.String() + " " + id + " (dropped locally; not a recall)", Level: Warn}
 	case engine.EventIdentityAccepted:
@@ -282,7 +386,8 @@ func fromResult(at time.Time, r engine.ReceiveResult) Entry {
 	id := layout.ShortID(r.ID)
 	switch r.Kind {
 	case engine.ResultDelivery:
-		return Entry{At: at, Name: "delivery", Text: fmt.Sprintf("%s %s %q (pending: commit or discard)", from, id, layout.OneLine(r.Body, 40)), Level: Good}
+		return Entry{At: at, Name: "delivery", Text: fmt.Sprintf("%s %s %s (pending: commit or discard)", from, id, layout.Quote(layout.OneLine(r.Body, 40))), Level: Good,
+			msg: msgKey(r.Sender, r.ID)}
 	case engine.ResultAlreadyCommitted, engine.ResultAlreadyDiscarded:
 		ack, lvl := "ACK sent again", Warn
 		if !r.AckSent {

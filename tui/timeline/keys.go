@@ -12,6 +12,7 @@ type KeyMap struct {
 	Bottom      key.Binding
 	Commit      key.Binding
 	Discard     key.Binding
+	Confirm     key.Binding // y: yes to the question x asked
 	Search      key.Binding
 	Next        key.Binding
 	Prev        key.Binding
@@ -30,6 +31,7 @@ func DefaultKeyMap() KeyMap {
 		Bottom:      key.NewBinding(key.WithKeys("end", "G"), key.WithHelp("end", "newest")),
 		Commit:      key.NewBinding(key.WithKeys("c"), key.WithHelp("c", "commit the oldest waiting")),
 		Discard:     key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "discard the oldest waiting")),
+		Confirm:     key.NewBinding(key.WithKeys("y"), key.WithHelp("y", "yes, discard it")),
 		Search:      key.NewBinding(key.WithKeys("/"), key.WithHelp("/", "search")),
 		Next:        key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "older match")),
 		Prev:        key.NewBinding(key.WithKeys("N"), key.WithHelp("N", "newer match")),
@@ -40,10 +42,13 @@ func DefaultKeyMap() KeyMap {
 
 // ShortHelp implements help.KeyMap.
 func (k KeyMap) ShortHelp() []key.Binding {
+	if k.Confirm.Enabled() {
+		return []key.Binding{k.Confirm}
+	}
 	return []key.Binding{k.Commit, k.Discard, k.Search, k.Next, k.Prev, k.Life, k.Up, k.Down, k.PageUp}
 }
 
 // FullHelp implements help.KeyMap.
 func (k KeyMap) FullHelp() [][]key.Binding {
-	return [][]key.Binding{{k.Up, k.Down}, {k.PageUp, k.PageDown}, {k.Top, k.Bottom}, {k.Commit, k.Discard}, {k.Search, k.Next, k.Prev, k.ClearSearch}, {k.Life}}
+	return [][]key.Binding{{k.Up, k.Down}, {k.PageUp, k.PageDown}, {k.Top, k.Bottom}, {k.Commit, k.Discard, k.Confirm}, {k.Search, k.Next, k.Prev, k.ClearSearch}, {k.Life}}
 }

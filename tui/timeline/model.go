@@ -9,6 +9,7 @@ package timeline
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/charmbracelet/bubbles/cursor"
 	"github.com/charmbracelet/bubbles/textinput"
@@ -136,10 +137,23 @@ func (m *Model) SetSize(w, h int) {
 // footerLines is the room under the messages: the search prompt or the
 // search's or a decision's status.
 func (m Model) footerLines() int {
-	if m.typing || m.query != "" || m.status != "" {
+	switch {
+	case m.typing || m.query != "":
 		return 1
+	case m.status != "":
+		return len(m.statusLines())
 	}
 	return 0
+}
+
+// statusLines is the status wrapped to the panel, at most three lines: a
+// question is read whole, its answer key included.
+func (m Model) statusLines() []string {
+	ls := layout.Wrap(m.status, max(m.w-1, 1))
+	if len(ls) > 3 {
+		ls = append(ls[:2], strings.Join(ls[2:], " "))
+	}
+	return ls
 }
 
 func (m *Model) resizeViewport() {
@@ -171,6 +185,7 @@ func (m Model) KeyMap() KeyMap {
 	k := m.keys
 	k.Commit.SetEnabled(len(m.waiting) > 0 && !m.onRead)
 	k.Discard.SetEnabled(len(m.waiting) > 0)
+	k.Confirm.SetEnabled(m.discard)
 	k.Next.SetEnabled(m.query != "")
 	k.Prev.SetEnabled(m.query != "")
 	return k
@@ -330,7 +345,20 @@ func (m Model) key(k tea.KeyMsg) (Model, tea.Cmd) {
 	if m.typing {
 		return m.searchKey(k)
 	}
-	if m.discard && !input.Matches(k, m.keys.Discard) {
+	if m.discard {
+		// y confirms, as everywhere; x again leaves the question up; any
+		// other key keeps the message and then acts as usual.
+		switch {
+		case input.Matches(k, m.keys.Confirm):
+			m.discard, m.status = false, ""
+			m.resizeViewport()
+			if w, ok := m.firstWaiting(); ok {
+				return m, m.finalize([]engine.InboundMessage{w}, engine.OutcomeDiscarded, false)
+			}
+			return m, nil
+		case input.Matches(k, m.keys.Discard):
+			return m, nil
+		}
 		m.discard, m.status = false, ""
 		m.resizeViewport()
 	}
@@ -360,16 +388,10 @@ func (m Model) key(k tea.KeyMsg) (Model, tea.Cmd) {
 		}
 	case input.Matches(k, m.keys.Discard):
 		w, ok := m.firstWaiting()
-		switch {
-		case !ok:
-		case !m.discard:
+		if ok {
 			m.discard = true
-			m.status = fmt.Sprintf("discard %q from %s? x again discards it for good, any other key keeps it", layout.OneLine(w.Body, 24), m.label(w.Sender))
+			m.status = fmt.Sprintf("discard %s from %s for good? y discards it, any other key keeps it", layout.Quote(layout.OneLine(w.Body, 24)), m.label(w.Sender))
 			m.resizeViewport()
-		default:
-			m.discard, m.status = false, ""
-			m.resizeViewport()
-			return m, m.finalize([]engine.InboundMessage{w}, engine.OutcomeDiscarded, false)
 		}
 	case input.Matches(k, m.keys.Life):
 		return m, m.lifeOfCurrent()

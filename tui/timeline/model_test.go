@@ -211,12 +211,12 @@ func TestWaitingInTheConversation(t *testing.T) {
 		t.Fatalf("c finalized %+v, want the oldest waiting one committed", h.finalized)
 	}
 	m = steps(m.Update(press("x")))
-	if len(h.finalized) != 1 || !strings.Contains(m.View(), "x again discards") {
+	if len(h.finalized) != 1 || !strings.Contains(m.View(), "y discards it") {
 		t.Fatalf("x discarded without asking:\n%s", m.View())
 	}
-	m = steps(m.Update(press("x")))
+	m = steps(m.Update(press("y")))
 	if len(h.finalized) != 2 || h.finalized[1].ID != (wire.LogicalID{0xa2}) || h.finalized[1].Outcome != engine.OutcomeDiscarded {
-		t.Fatalf("x x finalized %+v, want the waiting one discarded", h.finalized)
+		t.Fatalf("x y finalized %+v, want the waiting one discarded", h.finalized)
 	}
 	if v := m.View(); strings.Contains(v, "waiting") || !strings.Contains(v, "arrived between") || strings.Contains(v, "arrived last") {
 		t.Fatalf("after a commit and a discard:\n%s", v)

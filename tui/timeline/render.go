@@ -219,7 +219,7 @@ func (m Model) View() string {
 	lines = append(lines, make([]string, max(m.vp.Height-len(lines), 0))...)
 	lines = lines[:min(len(lines), max(m.h-1-m.footerLines(), 0))]
 	if f := m.footer(); f != "" {
-		lines = append(lines, f)
+		lines = append(lines, strings.Split(f, "\n")...)
 	}
 	return layout.Fit(append([]string{title}, lines...), m.w, m.h)
 }
@@ -229,7 +229,11 @@ func (m Model) footer() string {
 	case m.typing:
 		return m.search.View()
 	case m.status != "":
-		return m.th.Panel.Error.Render(layout.Line(" "+m.status, m.w))
+		ls := m.statusLines()
+		for i, l := range ls {
+			ls[i] = m.th.Panel.Error.Render(layout.Line(" "+strings.TrimRight(l, " "), m.w))
+		}
+		return strings.Join(ls, "\n")
 	case m.query != "":
 		pos := "no match"
 		if len(m.matches) > 0 {

@@ -1,7 +1,9 @@
 package layout
 
 import (
+	"fmt"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/charmbracelet/x/ansi"
@@ -109,4 +111,30 @@ func escapeLen(s string) int {
 		return len(s)
 	}
 	return 2
+}
+
+// Quote puts s, already Cleaned, in double quotes for a line of text, as
+// %q would but keeping every printable character and the joiners of
+// clusters as they are: %q writes a ZWJ family as 👨\u200d👩\u200d👧,
+// which says nothing to a reader. A quote or backslash in s is escaped;
+// any other character that does not print is written as \uXXXX.
+func Quote(s string) string {
+	var b strings.Builder
+	b.Grow(len(s) + 2)
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case unicode.IsPrint(r) || joining(r) || unicode.In(r, unicode.Mn, unicode.Me):
+			b.WriteRune(r)
+		default:
+			fmt.Fprintf(&b, "\\u%04x", r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
 }

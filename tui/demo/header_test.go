@@ -1,0 +1,50 @@
+package demo
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/charmbracelet/x/ansi"
+	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/themes"
+)
+
+// TestHeaderNeverCutsItsPoint: at 80 and 100 columns the exactly-once line
+// ends with its verdict and every narration of the guided scenarios shows
+// whole, each taking the lines it needs, none wider than the window.
+func TestHeaderNeverCutsItsPoint(t *testing.T) {
+	alice, bob := engine.MustParseAddress("alice/1"), engine.MustParseAddress("bob/1")
+	for _, w := range []int{80, 100} {
+		t.Run(fmt.Sprint(w), func(t *testing.T) {
+			m := Model{th: themes.MustGet("dark"), w: w, h: 40}
+			m.verdict = verdictMsg{flows: []flow{
+				{from: alice, to: bob, sent: 3, once: 1, pending: 1, dropped: 1},
+				{from: bob, to: alice, sent: 2, once: 1, given: 1},
+			}}
+			check := func(what string, lines []string, want string) {
+				t.Helper()
+				for _, l := range lines {
+					if ansi.StringWidth(l) > w {
+						t.Fatalf("%s: a line of %d cells at %d columns: %q", what, ansi.StringWidth(l), w, l)
+					}
+				}
+				flat := strings.Join(strings.Fields(ansi.Strip(strings.Join(lines, " "))), " ")
+				if !strings.Contains(flat, strings.Join(strings.Fields(want), " ")) {
+					t.Fatalf("%s: %q is cut:\n%s", what, want, strings.Join(lines, "\n"))
+				}
+			}
+			check("verdict", m.verdictView(), "no loss, no duplicate")
+			for n, sc := range scenarios() {
+				for i, st := range sc.steps {
+					m.scen = &scenarioRun{n: n + 1, s: sc, next: i + 1}
+					lines := m.hintView()
+					if len(lines) > maxHintLines {
+						t.Fatalf("scenario %d step %d takes %d lines", n+1, i+1, len(lines))
+					}
+					check(fmt.Sprintf("scenario %d step %d", n+1, i+1), lines, st.say)
+				}
+			}
+		})
+	}
+}
