@@ -94,7 +94,13 @@ func (c *Client) processRows(ctx context.Context, rows []StagedEnvelope) ([]Rece
 			c.refundRecoveries(preps)
 			return nil, err
 		}
+		if p.plan == nil {
+			continue // held (a group frame naming a generation not seen yet): the row stays staged
+		}
 		preps = append(preps, p)
+	}
+	if len(preps) == 0 {
+		return nil, nil
 	}
 	plans := make([]Plan, len(preps))
 	for i, p := range preps {
