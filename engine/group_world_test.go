@@ -280,3 +280,77 @@ func TestGroupNotAMember(t *testing.T) {
 		}
 	}
 }
+
+// TestGroupConcurrentAddsConverge: two admins each add a member at the same
+// generation; each change reaches the member the other added (its author
+// forwards it once it learns of the other), and all five devices agree.
+func TestGroupConcurrentAddsConverge(t *testing.T) {
+	w := newWorld(t)
+	alice, bob, carol := w.device("alice/1"), w.device("bob/1"), w.device("carol/1")
+	dave, erin := w.device("dave/1"), w.device("erin/1")
+	info, _, err := alice.c.CreateGroup(w.ctx, "five", []engine.Address{bob.addr, carol.addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	settle(t, 5, alice, bob, carol)
+	if _, err := alice.c.ChangeRoster(w.ctx, info.ID, []wire.RosterChange{{Op: wire.RosterAdmin, Address: "bob/1"}}); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, 5, alice, bob, carol)
+	if _, err := alice.c.ChangeRoster(w.ctx, info.ID, []wire.RosterChange{{Op: wire.RosterAdd, Address: "dave/1"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bob.c.ChangeRoster(w.ctx, info.ID, []wire.RosterChange{{Op: wire.RosterAdd, Address: "erin/1"}, {Op: wire.RosterRemove, Address: "carol/1"}}); err != nil {
+		t.Fatal(err)
+	}
+	all := []*device{alice, bob, carol, dave, erin}
+	settle(t, 8, all...)
+	want := []string{"alice/1", "bob/1", "dave/1", "erin/1"}
+	for _, d := range all {
+		if gen, ms := d.members(info.ID); gen != 3 || !reflect.DeepEqual(ms, want) {
+			t.Fatalf("%s sees generation %d %v, want 3 %v", d.addr, gen, ms, want)
+		}
+	}
+	m, err := erin.c.SendGroup(w.ctx, info.ID, []byte("hello from erin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	settle(t, 6, all...)
+	for _, d := range []*device{alice, bob, dave} {
+		if got := d.groupHistory(info.ID); len(got) != 1 || got[0] != "erin/1:hello from erin" {
+			t.Fatalf("%s's history %v", d.addr, got)
+		}
+	}
+	if got := erin.lanes(info.ID, m.ID); len(got) != 3 {
+		t.Fatalf("erin's lanes %v, want alice, bob and dave", got)
+	}
+}
+
+// TestGroupMemberWithoutBundle: a member whose bundle cannot be fetched gets
+// a pending lane; the group send does not fail, and the others' lanes go.
+func TestGroupMemberWithoutBundle(t *testing.T) {
+	w := newWorld(t)
+	alice, bob := w.device("alice/1"), w.device("bob/1")
+	ghost := engine.MustParseAddress("ghost/1") // never published a bundle
+	info, res, err := alice.c.CreateGroup(w.ctx, "haunted", []engine.Address{bob.addr, ghost})
+	if err != nil {
+		t.Fatalf("create: %v", err)
+	}
+	if len(res.Unsent) != 1 || res.Unsent[0] != ghost {
+		t.Fatalf("unsent %v, want ghost/1's lane alone", res.Unsent)
+	}
+	bob.sync()
+	sent, err := alice.c.SendGroup(w.ctx, info.ID, []byte("boo"))
+	if err != nil || len(sent.Unsent) != 1 {
+		t.Fatalf("send: %v, unsent %v; want the send stored with ghost's lane pending", err, sent.Unsent)
+	}
+	bob.sync()
+	bob.commitAll()
+	alice.sync()
+	if got := alice.lanes(info.ID, sent.ID); got["bob/1"] != "acknowledged" || got["ghost/1"] != "pending" {
+		t.Fatalf("lanes %v, want bob's acknowledged and ghost's pending", got)
+	}
+	if n := alice.pendingOut(); n != 2 {
+		t.Fatalf("%d pending, want ghost's two lanes (the creation and the message)", n)
+	}
+}

@@ -112,6 +112,8 @@ type GroupStore interface {
 	// LaneGroup returns the group of a pending lane (recipient, id), and
 	// whether the lane is a group's.
 	LaneGroup(ctx context.Context, recipient Address, id wire.LogicalID) (wire.GroupID, bool, error)
+	// Lanes returns the lanes of a message or roster change sent here.
+	Lanes(ctx context.Context, group wire.GroupID, id wire.LogicalID) ([]Lane, error)
 }
 
 // StoredFrame is what a pending frame (either direction) says once decoded:

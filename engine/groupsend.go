@@ -302,3 +302,74 @@ func parseAddresses(as []string) ([]Address, error) {
 	}
 	return out, nil
 }
+
+// forwardRosterChanges delivers this device's own roster changes to members
+// that a concurrent change added: each change goes to every member of the
+// merged roster at its generation, and a change made before its author knew
+// of a concurrent add did not reach the member added. It runs after a page
+// of receives brought roster changes, under the send mutex, one RosterUpdate
+// per change with only the missing lanes (the change's log row is already
+// there; its frame re-encodes to the same bytes).
+func (c *Client) forwardRosterChanges(ctx context.Context, results []ReceiveResult) error {
+	gs, err := c.groupStore()
+	if err != nil {
+		return nil
+	}
+	done := make(map[wire.GroupID]bool)
+	self := c.self.String()
+	for _, r := range results {
+		if r.Kind != ResultGroupChanged || r.Group == nil || done[*r.Group] {
+			continue
+		}
+		done[*r.Group] = true
+		g, err := gs.Group(ctx, *r.Group)
+		if err != nil {
+			return err
+		}
+		for _, own := range g.Changes {
+			if own.Author != self || own.Generation > g.Roster.Generation {
+				continue
+			}
+			if err := c.forwardChange(ctx, gs, g, own); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (c *Client) forwardChange(ctx context.Context, gs GroupStore, g GroupInfo, own RosterChange) error {
+	at := rosterAt(g, own.Generation)
+	lanes, err := gs.Lanes(ctx, g.ID, own.ID)
+	if err != nil {
+		return err
+	}
+	have := make(map[string]bool, len(lanes))
+	for _, l := range lanes {
+		have[l.Recipient.String()] = true
+	}
+	var missing []string
+	for _, m := range at.Members {
+		if m.Address != c.self.String() && !have[m.Address] {
+			missing = append(missing, m.Address)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	recipients, err := parseAddresses(missing)
+	if err != nil {
+		return err
+	}
+	frame, err := wire.EncodeRoster(wire.Roster{ID: own.ID, Group: g.ID, Generation: own.Generation, Name: own.Name, Changes: own.Ops, Members: own.Members})
+	if err != nil {
+		return err
+	}
+	work := make(map[Address]*peerState)
+	newLanes, err := c.prepareLanes(ctx, work, "roster-change", recipients, frame)
+	if err != nil {
+		return err
+	}
+	_, err = c.commitLanes(ctx, work, RosterUpdate{Group: g.ID, Change: own, Frame: frame, At: c.cfg.Now(), Lanes: newLanes}, own.ID, newLanes)
+	return err
+}

@@ -50,7 +50,7 @@ func (c *Client) ProcessStaged(ctx context.Context) ([]ReceiveResult, error) {
 			return results, fmt.Errorf("read inbox: %w", err)
 		}
 		if len(rows) == 0 {
-			return results, nil
+			return results, c.forwardRosterChanges(ctx, results)
 		}
 		after = rows[len(rows)-1].Row
 		rs, err := c.processRows(ctx, rows)

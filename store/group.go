@@ -322,6 +322,14 @@ func (db *DB) lanes(ctx context.Context, g wire.GroupID, id wire.LogicalID) ([]e
 	return out, rows.Err()
 }
 
+// Lanes returns the lanes of a message or roster change sent here.
+func (db *DB) Lanes(ctx context.Context, g wire.GroupID, id wire.LogicalID) ([]engine.Lane, error) {
+	if err := db.checkOpen("read lanes"); err != nil {
+		return nil, err
+	}
+	return db.lanes(ctx, g, id)
+}
+
 // LaneGroup returns the group of the lane (recipient, id), if it is one.
 func (db *DB) LaneGroup(ctx context.Context, recipient engine.Address, id wire.LogicalID) (wire.GroupID, bool, error) {
 	if err := db.checkOpen("read lane"); err != nil {
