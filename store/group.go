@@ -16,13 +16,17 @@ var _ engine.GroupStore = (*DB)(nil)
 const (
 	kindGroupBody = "group-body" // row key: group, sender, id
 
-	sqlInsertGroup       = "INSERT INTO grp (id, name, created_at) VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET name = excluded.name"
-	sqlInsertChange      = "INSERT INTO group_change (grp, id, author, generation, frame, at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
-	sqlInsertLane        = "INSERT INTO group_lane (recipient, id, grp, state) VALUES (?, ?, ?, 1)"
-	sqlInsertGroupEntry  = "INSERT INTO group_history (grp, sender, id, at, sealed_body) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
-	sqlLaneGroup         = "SELECT grp FROM group_lane WHERE recipient = ? AND id = ?"
-	sqlSetLaneState      = "UPDATE group_lane SET state = ? WHERE recipient = ? AND id = ? AND state = 1"
-	sqlPendingLanesOf    = "SELECT id FROM group_lane WHERE grp = ? AND recipient = ? AND state = 1"
+	sqlInsertGroup      = "INSERT INTO grp (id, name, created_at) VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET name = excluded.name"
+	sqlInsertChange     = "INSERT INTO group_change (grp, id, author, generation, frame, at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
+	sqlInsertLane       = "INSERT INTO group_lane (recipient, id, grp, state) VALUES (?, ?, ?, 1)"
+	sqlInsertGroupEntry = "INSERT INTO group_history (grp, sender, id, at, sealed_body) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
+	sqlLaneGroup        = "SELECT grp FROM group_lane WHERE recipient = ? AND id = ?"
+	sqlSetLaneState     = "UPDATE group_lane SET state = ? WHERE recipient = ? AND id = ? AND state = 1"
+	// sqlPendingLanesOf lists a member's pending message lanes of a group;
+	// roster-change lanes stay: a removed member must get the change, and
+	// a removal can lose the merge to a concurrent change.
+	sqlPendingLanesOf = `SELECT id FROM group_lane WHERE grp = ?1 AND recipient = ?2 AND state = 1
+		AND id NOT IN (SELECT id FROM group_change WHERE grp = ?1)`
 	sqlGroups            = "SELECT id, name FROM grp ORDER BY name, id"
 	sqlGroup             = "SELECT name FROM grp WHERE id = ?"
 	sqlGroupChanges      = "SELECT frame, author FROM group_change WHERE grp = ?"
@@ -133,7 +137,8 @@ func (t *tx) insertLanes(ctx context.Context, g wire.GroupID, id wire.LogicalID,
 	return nil
 }
 
-// endLanes ends every pending lane of group g to each member with state.
+// endLanes ends every pending message lane of group g to each member with
+// state.
 func (t *tx) endLanes(ctx context.Context, g wire.GroupID, members []engine.Address, state engine.LaneState) error {
 	for _, m := range members {
 		rows, err := t.tx.QueryContext(ctx, sqlPendingLanesOf, g[:], m.String())
