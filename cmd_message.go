@@ -146,6 +146,9 @@ func cmdInbox(ctx context.Context, env *cliEnv, cmd *command, args []string) err
 		recs := make([][]kv, len(msgs))
 		for i, m := range msgs {
 			recs[i] = append([]kv{{"sender", m.Sender.String()}, {"id", hexID(m.ID)}, {"seq", m.Seq}, {"received_at", stamp(m.ReceivedAt)}}, bodyFields(m.Body)...)
+			if m.Group != nil {
+				recs[i] = append(recs[i], kv{"group", hex.EncodeToString(m.Group[:])})
+			}
 		}
 		return recs, err
 	})
