@@ -37,6 +37,10 @@ func resolveGroup(ctx context.Context, c *engine.Client, s string) (engine.Group
 	}
 	switch len(found) {
 	case 0:
+		// Perhaps a device address without its device: say both.
+		if _, perr := parsePeer(s); perr != nil {
+			return engine.GroupInfo{}, fmt.Errorf("%w, and no group %q here: %w", perr, s, engine.ErrUnknownGroup)
+		}
 		return engine.GroupInfo{}, fmt.Errorf("no group %q here: %w", s, engine.ErrUnknownGroup)
 	case 1:
 		return found[0], nil
