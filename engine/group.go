@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"sort"
+	"time"
 
 	"github.com/parley-chat/parley/wire"
 )
@@ -21,6 +22,17 @@ const (
 	// envelope each, so the largest group (wire.MaxGroupMembers, the sender
 	// excluded) fits one transaction and the whole fan-out is all or none.
 	MaxLanesPerTransaction = wire.MaxGroupMembers
+	// MaxGenerationsAhead bounds how far past its merged roster a device
+	// holds a group message: a roster change in flight is one generation,
+	// a few concurrent ones a few more; a message naming a generation
+	// further ahead can only be hostile and is dropped, so that nobody
+	// fills the staging inbox with messages held for ever.
+	MaxGenerationsAhead = 16
+	// MaxGroupHold is how long a group message stays held waiting for its
+	// roster: long enough for an admin offline for days, then it is
+	// dropped (quarantined). Held messages also count against the staging
+	// inbox's quota.
+	MaxGroupHold = 14 * 24 * time.Hour
 	// MaxHeldGroupFrames bounds the group frames held because they name a
 	// generation this device has not seen yet (FIFO holds per pair only);
 	// past it, a held frame stays staged and unacknowledged until the
@@ -255,12 +267,16 @@ const (
 	GroupRefuse
 	// GroupAccept: deliver as any message, deduplicated by (sender, ID).
 	GroupAccept
+	// GroupDrop: a message held too long, or naming a generation too far
+	// ahead to be in flight: quarantined, neither delivered nor refused.
+	GroupDrop
 )
 
 var groupVerdictNames = [...]string{
 	GroupHold:   "hold",
 	GroupRefuse: "not a member",
 	GroupAccept: "accept",
+	GroupDrop:   "drop",
 }
 
 // String names the verdict.
@@ -281,6 +297,8 @@ type GroupMessageInput struct {
 	AtMessage Roster
 	Sender    string
 	Self      string
+	// HeldFor is how long the message has been staged.
+	HeldFor time.Duration
 }
 
 // DecideGroupMessage applies the rules for a received group message in
@@ -289,7 +307,9 @@ type GroupMessageInput struct {
 //
 //  1. an unknown group, or a generation above the merged one: hold (a
 //     message from a member just added can overtake the admin's roster
-//     frame, since FIFO holds per pair only);
+//     frame, since FIFO holds per pair only), unless it is more than
+//     MaxGenerationsAhead past the merged generation or was held for
+//     MaxGroupHold already: drop;
 //  2. the roster at the message's generation omits the sender or this
 //     device: refuse with not_a_member. A later generation that removed
 //     the sender does not refuse a message sent while it was a member;
@@ -297,6 +317,9 @@ type GroupMessageInput struct {
 func DecideGroupMessage(in GroupMessageInput) GroupVerdict {
 	switch {
 	case !in.Known || in.Generation > in.Merged:
+		if in.HeldFor > MaxGroupHold || in.Generation > in.Merged+MaxGenerationsAhead {
+			return GroupDrop
+		}
 		return GroupHold
 	case !in.AtMessage.Has(in.Sender) || !in.AtMessage.Has(in.Self):
 		return GroupRefuse

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/parley-chat/parley/wire"
 )
@@ -143,6 +144,10 @@ func TestDecideGroupMessage(t *testing.T) {
 		{"1 unknown group: hold", GroupMessageInput{Generation: 1, Sender: "b/1", Self: "c/1"}, GroupHold},
 		{"1 a generation not merged yet: hold", GroupMessageInput{Known: true, Merged: 3, Generation: 4, AtMessage: at3, Sender: "d/1", Self: "c/1"}, GroupHold},
 		{"1 hold beats refuse", GroupMessageInput{Known: true, Merged: 3, Generation: 9, Sender: "x/1", Self: "c/1"}, GroupHold},
+		{"1 too far ahead: drop", GroupMessageInput{Known: true, Merged: 3, Generation: 3 + MaxGenerationsAhead + 1, Sender: "b/1", Self: "c/1"}, GroupDrop},
+		{"1 as far ahead as allowed: hold", GroupMessageInput{Known: true, Merged: 3, Generation: 3 + MaxGenerationsAhead, Sender: "b/1", Self: "c/1"}, GroupHold},
+		{"1 held too long: drop", GroupMessageInput{Generation: 1, Sender: "b/1", Self: "c/1", HeldFor: MaxGroupHold + time.Second}, GroupDrop},
+		{"1 held long, not too long: hold", GroupMessageInput{Generation: 1, Sender: "b/1", Self: "c/1", HeldFor: MaxGroupHold}, GroupHold},
 		{"2 the sender is not in the message's roster", GroupMessageInput{Known: true, Merged: 3, Generation: 3, AtMessage: at3, Sender: "d/1", Self: "c/1"}, GroupRefuse},
 		{"2 this device is not in the message's roster", GroupMessageInput{Known: true, Merged: 5, Generation: 3, AtMessage: at3, Sender: "b/1", Self: "e/1"}, GroupRefuse},
 		{"3 a member at that generation", GroupMessageInput{Known: true, Merged: 3, Generation: 3, AtMessage: at3, Sender: "b/1", Self: "c/1"}, GroupAccept},

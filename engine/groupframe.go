@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/parley-chat/parley/wire"
 )
@@ -32,10 +33,13 @@ func (c *Client) groupFrame(ctx context.Context, bs *batchState, in *incoming, o
 			return wire.Frame{}, nil, nil, err
 		}
 		verdict := DecideGroupMessage(GroupMessageInput{Known: known, Merged: g.Roster.Generation, Generation: m.Generation,
-			AtMessage: rosterAt(g, m.Generation), Sender: in.sender.String(), Self: c.self.String()})
+			AtMessage: rosterAt(g, m.Generation), Sender: in.sender.String(), Self: c.self.String(), HeldFor: heldFor(in)})
 		switch verdict {
 		case GroupHold:
 			return wire.Frame{}, nil, &prepared{}, nil
+		case GroupDrop:
+			p := in.drop(m.ID, fmt.Errorf("group %x generation %d: %w", m.Group[:], m.Generation, ErrGroupHoldExpired))
+			return wire.Frame{}, nil, &p, nil
 		case GroupRefuse:
 			p, err := c.refuseGroupMessage(bs, in, op, m)
 			return wire.Frame{}, nil, &p, err
@@ -59,6 +63,14 @@ func (c *Client) groupFrame(ctx context.Context, bs *batchState, in *incoming, o
 		p, err := c.groupVerdict(bs, in, op, NotAMemberEffect{Group: n.Group, ID: n.ID}, nil, res)
 		return wire.Frame{}, nil, &p, err
 	}
+}
+
+// heldFor is how long a row has been staged (0 when its time is unknown).
+func heldFor(in *incoming) time.Duration {
+	if in.row.ReceivedAt.IsZero() {
+		return 0
+	}
+	return in.now.Sub(in.row.ReceivedAt)
 }
 
 // lookupGroup returns a group and whether this device keeps it.

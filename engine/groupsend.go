@@ -17,6 +17,9 @@ var (
 	ErrNotAdmin = errors.New("not an admin of the group")
 	// ErrNotMember means this device is not in the group's roster.
 	ErrNotMember = errors.New("not a member of the group")
+	// ErrGroupHoldExpired means a group message waited for its roster too
+	// long, or named a generation too far ahead: it was dropped.
+	ErrGroupHoldExpired = errors.New("group message held too long for its roster")
 	// ErrGroupsUnsupported means the store keeps no groups.
 	ErrGroupsUnsupported = errors.New("the store keeps no groups")
 )
@@ -372,4 +375,16 @@ func (c *Client) forwardChange(ctx context.Context, gs GroupStore, g GroupInfo, 
 	}
 	_, err = c.commitLanes(ctx, work, RosterUpdate{Group: g.ID, Change: own, Frame: frame, At: c.cfg.Now(), Lanes: newLanes}, own.ID, newLanes)
 	return err
+}
+
+func init() {
+	errorNames = append(errorNames, []struct {
+		err  error
+		name string
+	}{
+		{ErrUnknownGroup, "unknown_group"},
+		{ErrNotAdmin, "not_an_admin"},
+		{ErrNotMember, "not_a_member"},
+		{ErrGroupHoldExpired, "group_hold_expired"},
+	}...)
 }
