@@ -15,14 +15,15 @@ run: build
 	./bin/parley demo
 
 # test runs the suite with the race detector, then the failpoint matrix and
-# the adversary simulation on their own without it: the matrix kills
+# the adversary simulations (one-to-one, and groups with
+# ADVERSARY_GROUP_CASES cases, 30 here) on their own without it: the matrix kills
 # hundreds of single-threaded child processes and the simulation runs
 # hundreds of single-threaded cases, where the detector finds nothing and
 # costs minutes. The simulation prints its summary line.
 test:
-	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 20m -skip '^(TestFailpointMatrix|TestAdversary)$$' $(PKGS)
+	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 20m -skip '^(TestFailpointMatrix|TestAdversary|TestAdversaryGroups)$$' $(PKGS)
 	$(GO) test -count=1 -timeout 20m -run '^TestFailpointMatrix$$' ./engine
-	$(GO) test -count=1 -timeout 20m -run '^TestAdversary$$' -v ./engine
+	ADVERSARY_GROUP_CASES=$${ADVERSARY_GROUP_CASES:-30} $(GO) test -count=1 -timeout 20m -run '^(TestAdversary|TestAdversaryGroups)$$' -v ./engine
 
 # adversary runs the adversary simulation with ADVERSARY_CASES cases
 # (default 3000); a failure prints the seed that replays it.

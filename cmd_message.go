@@ -20,6 +20,13 @@ func cmdSend(ctx context.Context, env *cliEnv, cmd *command, args []string) erro
 	if err != nil {
 		return err
 	}
+	if isGroupOperand(ops[0]) {
+		body, err := readBody(env, ops[1])
+		if err != nil {
+			return err
+		}
+		return sendGroup(ctx, env, f, ops[0], body)
+	}
 	peer, err := parsePeer(ops[0])
 	if err != nil {
 		return err
@@ -83,6 +90,12 @@ func cmdSync(ctx context.Context, env *cliEnv, cmd *command, args []string) erro
 // resultFields renders one receive result with the contract's field names.
 func resultFields(r engine.ReceiveResult) []kv {
 	fields := []kv{{"kind", r.Kind.String()}}
+	if r.Kind == engine.ResultGroupChanged {
+		return append(fields, kv{"group", hex.EncodeToString(r.Group[:])}, kv{"generation", r.Generation}, kv{"sender", r.Sender.String()})
+	}
+	if r.Group != nil {
+		fields = append(fields, kv{"group", hex.EncodeToString(r.Group[:])})
+	}
 	if !r.Sender.IsZero() {
 		fields = append(fields, kv{"sender", r.Sender.String()})
 	}
@@ -133,6 +146,9 @@ func cmdInbox(ctx context.Context, env *cliEnv, cmd *command, args []string) err
 		recs := make([][]kv, len(msgs))
 		for i, m := range msgs {
 			recs[i] = append([]kv{{"sender", m.Sender.String()}, {"id", hexID(m.ID)}, {"seq", m.Seq}, {"received_at", stamp(m.ReceivedAt)}}, bodyFields(m.Body)...)
+			if m.Group != nil {
+				recs[i] = append(recs[i], kv{"group", hex.EncodeToString(m.Group[:])})
+			}
 		}
 		return recs, err
 	})
@@ -144,6 +160,9 @@ func cmdOutbox(ctx context.Context, env *cliEnv, cmd *command, args []string) er
 		recs := make([][]kv, len(msgs))
 		for i, m := range msgs {
 			recs[i] = append([]kv{{"recipient", m.Recipient.String()}, {"id", hexID(m.ID)}, {"seq", m.Seq}, {"created_at", stamp(m.CreatedAt)}}, bodyFields(m.Body)...)
+			if m.Group != nil {
+				recs[i] = append(recs[i], kv{"group", hex.EncodeToString(m.Group[:])})
+			}
 		}
 		return recs, err
 	})
@@ -230,6 +249,13 @@ func cmdFinalize(outcome engine.Outcome) func(context.Context, *cliEnv, *command
 func cmdRetry(ctx context.Context, env *cliEnv, cmd *command, args []string) error {
 	f := newFlags(cmd, env, true)
 	f.network = true
+	if p, ops, err := f.groupCommand(ctx, env, args, 1); p != nil || err != nil {
+		if err != nil {
+			return err
+		}
+		defer closeProfile(p)
+		return retryGroup(ctx, env, f, p, ops[0])
+	}
 	peer, _, p, err := f.peerCommand(ctx, env, args, 1)
 	if err != nil {
 		return err
@@ -273,6 +299,13 @@ func cmdAbandon(ctx context.Context, env *cliEnv, cmd *command, args []string) e
 func cmdHistory(ctx context.Context, env *cliEnv, cmd *command, args []string) error {
 	f := newFlags(cmd, env, true)
 	limit := f.Int("limit", 1000, "at most this many of the newest messages")
+	if p, ops, err := f.groupCommand(ctx, env, args, 1); p != nil || err != nil {
+		if err != nil {
+			return err
+		}
+		defer closeProfile(p)
+		return groupHistory(ctx, env, f, p, ops[0])
+	}
 	peer, _, p, err := f.peerCommand(ctx, env, args, 1)
 	if err != nil {
 		return err
@@ -314,6 +347,13 @@ func (f *flags) peerCommand(ctx context.Context, env *cliEnv, args []string, n i
 
 func cmdTrace(ctx context.Context, env *cliEnv, cmd *command, args []string) error {
 	f := newFlags(cmd, env, true)
+	if p, ops, err := f.groupCommand(ctx, env, args, 2); p != nil || err != nil {
+		if err != nil {
+			return err
+		}
+		defer closeProfile(p)
+		return groupTrace(ctx, env, f, p, ops[0], ops[1])
+	}
 	peer, ops, p, err := f.peerCommand(ctx, env, args, 2)
 	if err != nil {
 		return err

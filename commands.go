@@ -41,6 +41,9 @@ var commandTable = []*command{
 	{name: "trace", args: "PEER ID", summary: "a message's life: the envelopes that carried it, on which session, and where it stands", run: cmdTrace},
 	{name: "history", args: "PEER [--limit N]", summary: "print the conversation with PEER, oldest first", run: cmdHistory},
 
+	// cmd_group.go (send, retry, history and trace take a GROUP too)
+	{name: "group", args: groupUsage, summary: "make and change groups: members, admins, generation", run: cmdGroup},
+
 	// cmd_tui.go
 	{name: "tui", args: "[--theme NAME] [--commit POLICY] [--auto-retry=BOOL] [--config FILE] [PEER]", summary: "the terminal interface for one profile (open at the conversation with PEER)", run: cmdTUI},
 	{name: "demo", args: "[--theme NAME] [--config FILE] [--record FILE] [--script FILE]", summary: "an embedded relay and two fresh profiles, alice/1 and bob/1, side by side", run: cmdDemo},

@@ -115,6 +115,12 @@ const (
 	// own session with it; the session is gone and the pending messages go
 	// out again on a fresh one.
 	ResultSessionReset
+	// ResultGroupChanged: a roster change of Group arrived; the merged
+	// roster is at Generation.
+	ResultGroupChanged
+	// ResultNotAMember: Sender's roster of Group does not hold this device;
+	// the lane of message ID to Sender ended.
+	ResultNotAMember
 )
 
 // String returns the snake_case name used on the command line.
@@ -130,6 +136,10 @@ func (k ResultKind) String() string {
 		return "acknowledgement"
 	case ResultSessionReset:
 		return "session_reset"
+	case ResultGroupChanged:
+		return "group_changed"
+	case ResultNotAMember:
+		return "not_a_member"
 	}
 	return "error"
 }
@@ -147,6 +157,10 @@ type ReceiveResult struct {
 	// a peer whose session with this device cannot work and a recovery
 	// request went back to it.
 	RecoveryRequested bool
+	// Group is set for a group delivery, a roster change and a
+	// not_a_member; Generation for a roster change (the merged roster's).
+	Group      *wire.GroupID
+	Generation uint64
 
 	// For the loop's schedules: the session with Sender converged (an
 	// announcement, or a session replaced by the peer's initiation), and

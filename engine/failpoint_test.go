@@ -86,6 +86,9 @@ func (w fpWorld) do(addr, op string, fp engine.Failpoint) (err error) {
 		}
 	}()
 	name, arg, _ := strings.Cut(op, ":")
+	if ok, err := groupOp(ctx, c, name, arg); ok {
+		return err
+	}
 	peerArg, body, _ := strings.Cut(arg, ":")
 	var peer engine.Address
 	if peerArg != "" {
@@ -184,6 +187,7 @@ type signature struct {
 	OneTime, Signed                                                int
 	Published                                                      uint32
 	MarkerPresented                                                uint64
+	Groups                                                         []string // groupSignature
 }
 
 func (w fpWorld) signature(addr string, peers []string) (signature, error) {
@@ -240,7 +244,8 @@ func (w fpWorld) signature(addr string, peers []string) (signature, error) {
 		return s, err
 	}
 	s.OneTime, s.Signed, s.Published, s.MarkerPresented = prof.OneTimeCount, len(prof.SignedPreKeys), prof.OneTimePublished, prof.MarkerPresented
-	return s, nil
+	s.Groups, err = groupSignature(ctx, st)
+	return s, err
 }
 
 type fpStep struct{ dev, op string }
@@ -254,6 +259,9 @@ type fpScenario struct {
 	target  fpStep
 	// want[recipient][sender] is the recipient's committed history from sender.
 	want map[string]map[string][]string
+	// wantGroup[device] is the device's group history ("sender:body"),
+	// for the group scenarios (group_failpoint_test.go).
+	wantGroup map[string][]string
 	// noRetry is set when the scenario abandons its message: convergence
 	// then must not resend it.
 	noRetry bool
@@ -297,7 +305,7 @@ func fpScenarios() []fpScenario {
 	ab := []string{"alice/1", "bob/1"}
 	hello := map[string]map[string][]string{"bob/1": {"alice/1": {"hello"}}}
 	two := map[string]map[string][]string{"bob/1": {"alice/1": {"hello", "again"}}}
-	return []fpScenario{
+	return append([]fpScenario{
 		{name: "first send", devices: ab, target: fpStep{"alice/1", "send:bob/1:hello"}, want: hello},
 		{name: "send on a session", devices: ab, setup: []fpStep{{"alice/1", "send:bob/1:hello"}, {"bob/1", "sync"}, {"bob/1", "commitall"}, {"alice/1", "sync"}},
 			target: fpStep{"alice/1", "send:bob/1:again"}, want: two},
@@ -328,7 +336,7 @@ func fpScenarios() []fpScenario {
 			target: fpStep{"alice/1", "process"}, want: two},
 		{name: "prekey publish", devices: ab, setup: []fpStep{{"alice/1", "send:bob/1:hello"}}, target: fpStep{"bob/1", "maintain"}, want: hello},
 		{name: "presented", devices: ab, setup: []fpStep{{"alice/1", "send:bob/1:hello"}}, target: fpStep{"alice/1", "present"}, want: hello},
-	}
+	}, groupScenarios()...)
 }
 
 // prepare builds the scenario's world up to its target.
@@ -398,7 +406,10 @@ func (sc fpScenario) converge(t *testing.T, w fpWorld) error {
 			pending += s.PendingOut + s.PendingIn + s.Staged
 		}
 		if pending == 0 {
-			return sc.checkHistories(w)
+			if err := sc.checkHistories(w); err != nil {
+				return err
+			}
+			return sc.checkGroupHistories(w)
 		}
 		if !sc.noRetry {
 			for _, d := range sc.devices {

@@ -238,6 +238,9 @@ type Finalize struct {
 	Arrived time.Time
 	Session *SessionWrite
 	Ack     *Outgoing
+	// Group, for a group message: a commit goes to the group's history,
+	// never to the conversation with the sender.
+	Group *wire.GroupID
 }
 
 // Abandon removes a pending outbound message locally. It is not a recall.

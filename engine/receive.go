@@ -50,7 +50,7 @@ func (c *Client) ProcessStaged(ctx context.Context) ([]ReceiveResult, error) {
 			return results, fmt.Errorf("read inbox: %w", err)
 		}
 		if len(rows) == 0 {
-			return results, nil
+			return results, c.forwardRosterChanges(ctx, results)
 		}
 		after = rows[len(rows)-1].Row
 		rs, err := c.processRows(ctx, rows)
@@ -94,7 +94,13 @@ func (c *Client) processRows(ctx context.Context, rows []StagedEnvelope) ([]Rece
 			c.refundRecoveries(preps)
 			return nil, err
 		}
+		if p.plan == nil {
+			continue // held (a group frame naming a generation not seen yet): the row stays staged
+		}
 		preps = append(preps, p)
+	}
+	if len(preps) == 0 {
+		return nil, nil
 	}
 	plans := make([]Plan, len(preps))
 	for i, p := range preps {

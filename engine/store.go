@@ -122,6 +122,8 @@ type OutboundMessage struct {
 	CreatedAt time.Time
 	Frame     []byte
 	Body      []byte
+	// Group is the group of a group lane (nil for a one-to-one message).
+	Group *wire.GroupID
 }
 
 // InboundMessage is a pending received message.
@@ -132,6 +134,8 @@ type InboundMessage struct {
 	ReceivedAt time.Time
 	Digest     [32]byte
 	Body       []byte
+	// Group is the group of a group message (nil for a one-to-one one).
+	Group *wire.GroupID
 }
 
 // FinalizedRecord is the terminal record of a received message.

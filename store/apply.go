@@ -99,6 +99,10 @@ func (t *tx) apply(ctx context.Context, p engine.Plan) (engine.Receipt, error) {
 		return engine.Receipt{}, t.bootstrap(ctx, p)
 	case engine.PublishPreKeys:
 		return engine.Receipt{}, t.publishPreKeys(ctx, p)
+	case engine.GroupSend:
+		return t.groupSend(ctx, p)
+	case engine.RosterUpdate:
+		return t.rosterUpdate(ctx, p)
 	case engine.Send:
 		return t.send(ctx, p)
 	case engine.Retry:

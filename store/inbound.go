@@ -76,6 +76,14 @@ func (t *tx) receive(ctx context.Context, p engine.Receive) (engine.Receipt, err
 			return engine.Receipt{}, err
 		}
 	case engine.RepeatEffect:
+	case engine.RosterEffect:
+		if err := t.receiveRoster(ctx, e); err != nil {
+			return engine.Receipt{}, err
+		}
+	case engine.NotAMemberEffect:
+		if err := t.notAMember(ctx, p.Peer, e); err != nil {
+			return engine.Receipt{}, err
+		}
 	}
 	var err error
 	rc.Marker, err = t.bumpMarker(ctx)
@@ -115,7 +123,11 @@ func (t *tx) finalize(ctx context.Context, p engine.Finalize) (engine.Receipt, e
 		if at.IsZero() {
 			at = p.At
 		}
-		if err := t.insertHistory(ctx, p.Sender, engine.DirectionIn, p.ID, at, 0, p.Body); err != nil {
+		if p.Group != nil {
+			if err := t.insertGroupEntry(ctx, *p.Group, from, p.ID, at, p.Body); err != nil {
+				return engine.Receipt{}, err
+			}
+		} else if err := t.insertHistory(ctx, p.Sender, engine.DirectionIn, p.ID, at, 0, p.Body); err != nil {
 			return engine.Receipt{}, err
 		}
 	}
@@ -176,11 +188,11 @@ func (db *DB) openInbound(m *engine.InboundMessage, sealedDigest, sealedFrame []
 	if err != nil {
 		return fmt.Errorf("store: read message %x from %s: %w", m.ID[:], m.Sender, err)
 	}
-	f, err := wire.DecodeFrame(frame)
+	f, err := engine.DecodeStoredFrame(frame)
 	if err != nil {
 		return fmt.Errorf("store: read message %x from %s: %w: %w", m.ID[:], m.Sender, engine.ErrMalformedState, err)
 	}
-	m.Body = f.Body
+	m.Body, m.Group = f.Body, f.Group
 	return nil
 }
 

@@ -95,6 +95,11 @@ func (t *tx) abandon(ctx context.Context, p engine.Abandon) (engine.Receipt, err
 	if _, err := t.runOne(ctx, "outbound-delete", engine.ErrNotPending, sqlDeleteOutbound, p.Recipient.String(), p.ID[:]); err != nil {
 		return engine.Receipt{}, fmt.Errorf("abandon message %x to %s: %w", p.ID[:], p.Recipient, err)
 	}
+	if lane, err := t.laneEnded(ctx, p.Recipient, p.ID, engine.LaneAbandoned); err != nil {
+		return engine.Receipt{}, err
+	} else if lane {
+		return t.visible(ctx)
+	}
 	if err := t.setSentState(ctx, "history-abandon", p.Recipient, p.ID, engine.SentAbandoned); err != nil {
 		return engine.Receipt{}, err
 	}
@@ -110,6 +115,9 @@ func (t *tx) clearOutbound(ctx context.Context, peer engine.Address, id wire.Log
 	}
 	if n == 0 {
 		return false, nil // unknown or repeated ACK
+	}
+	if lane, err := t.laneEnded(ctx, peer, id, engine.LaneAcknowledged); err != nil || lane {
+		return true, err
 	}
 	return true, t.setSentState(ctx, "history-ack", peer, id, engine.SentAcknowledged)
 }
@@ -142,11 +150,11 @@ func (db *DB) openOutbound(m *engine.OutboundMessage, sealed []byte) error {
 	if err != nil {
 		return fmt.Errorf("store: read message %x to %s: %w", m.ID[:], m.Recipient, err)
 	}
-	f, err := wire.DecodeFrame(frame)
+	f, err := engine.DecodeStoredFrame(frame)
 	if err != nil {
 		return fmt.Errorf("store: read message %x to %s: %w: %w", m.ID[:], m.Recipient, engine.ErrMalformedState, err)
 	}
-	m.Frame, m.Body = frame, f.Body
+	m.Frame, m.Body, m.Group = frame, f.Body, f.Group
 	return nil
 }
 

@@ -24,6 +24,10 @@ func validate(p engine.Plan) error {
 		err = validateBootstrap(p)
 	case engine.PublishPreKeys:
 		err = validatePublish(p)
+	case engine.GroupSend:
+		err = validateGroupSend(p)
+	case engine.RosterUpdate:
+		err = validateRosterUpdate(p)
 	case engine.Send:
 		err = validateSend(p)
 	case engine.Retry:
@@ -165,15 +169,15 @@ func checkAck(o *engine.Outgoing, to engine.Address) error {
 	return nil
 }
 
-// checkFrame checks that frame is an application frame of message id
+// checkFrame checks that frame is an application or group message frame of message id
 // (with body, when body is not nil).
 func checkFrame(frame []byte, id wire.LogicalID, body []byte) error {
-	f, err := wire.DecodeFrame(frame)
+	f, err := engine.DecodeStoredFrame(frame)
 	switch {
 	case err != nil:
 		return invalid("frame of message %x: %v", id[:], err)
-	case f.Kind != wire.FrameApplication:
-		return invalid("frame of message %x is not an application frame", id[:])
+	case f.Roster:
+		return invalid("frame of message %x is not an application or group message frame", id[:])
 	case f.ID != id:
 		return invalid("frame of message %x carries %x", id[:], f.ID[:])
 	case body != nil && !bytes.Equal(f.Body, body):
@@ -270,14 +274,20 @@ func validateReceive(p engine.Receive) error {
 	switch e := p.Effect.(type) {
 	case engine.DeliverEffect:
 		err = errors.Join(err, checkTime("at", e.At), checkFrame(e.Frame, e.ID, nil))
-	case engine.AckEffect, engine.RepeatEffect:
+	case engine.AckEffect, engine.RepeatEffect, engine.NotAMemberEffect:
+	case engine.RosterEffect:
+		if _, err2 := wire.DecodeRoster(e.Frame); err2 != nil {
+			err = errors.Join(err, invalid("roster frame: %v", err2))
+		}
 	default:
 		err = errors.Join(err, invalid("frame effect %T", p.Effect))
 	}
 	if p.Ack != nil {
 		// An ACK sent again answers the repeat of a finalized message; its
 		// session step is in p.Session.
-		if _, ok := p.Effect.(engine.RepeatEffect); !ok {
+		switch p.Effect.(type) {
+		case engine.RepeatEffect, engine.RosterEffect:
+		default:
 			err = errors.Join(err, invalid("ACK with a %T", p.Effect))
 		}
 		err = errors.Join(err, checkAck(p.Ack, p.Peer))

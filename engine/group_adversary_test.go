@@ -1,0 +1,345 @@
+package engine_test
+
+import (
+	"fmt"
+	mrand "math/rand/v2"
+	"os"
+	"reflect"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/wire"
+)
+
+// The group adversary: groups of three to five devices, members sending and
+// admins changing the roster at once, over a relay that withholds every
+// envelope and then delivers, reorders, drops and replays them as it likes.
+// After every step: no device holds a group message twice, and none holds
+// one that was not sent to it (a member added later gets nothing sent
+// before). Once the adversary stops, a bounded number of rounds ends every
+// lane (acknowledged, removed or not_a_member), puts every acknowledged
+// message in its member's history exactly once, and every member agrees on
+// the roster.
+//
+// ADVERSARY_GROUP_CASES sets the number of cases (default 10; make test
+// runs at most 30). ADVERSARY_GROUP_SEED replays one case.
+
+type groupMsg struct {
+	sender string
+	body   string
+	lanes  map[string]bool // the sender's roster at the send, itself excluded
+}
+
+type groupSim struct {
+	t       *testing.T
+	rng     *mrand.Rand
+	w       *world
+	devs    []*device
+	g       wire.GroupID
+	msgs    map[wire.LogicalID]groupMsg
+	joined  map[string]bool // ever a member (never added twice)
+	serial  int
+	actions map[string]int
+}
+
+func (s *groupSim) dev(addr string) *device {
+	for _, d := range s.devs {
+		if d.addr.String() == addr {
+			return d
+		}
+	}
+	return nil
+}
+
+func (s *groupSim) group(d *device) (engine.GroupInfo, bool) {
+	g, err := d.c.Group(s.w.ctx, s.g)
+	if err != nil {
+		return engine.GroupInfo{}, false
+	}
+	return g, true
+}
+
+func (s *groupSim) syncCommit(d *device) {
+	s.t.Helper()
+	if _, err := d.c.Sync(s.w.ctx); err != nil {
+		s.t.Fatalf("%s syncs: %v", d.addr, err)
+	}
+	d.commitAll()
+}
+
+func (s *groupSim) retryAll(d *device) {
+	for _, p := range s.devs {
+		if p != d {
+			if _, err := d.c.Retry(s.w.ctx, p.addr); err != nil {
+				s.t.Fatalf("%s retries to %s: %v", d.addr, p.addr, err)
+			}
+		}
+	}
+}
+
+// step is one move of the members or of the adversary.
+func (s *groupSim) step() {
+	d := s.devs[s.rng.IntN(len(s.devs))]
+	switch k := s.rng.IntN(10); {
+	case k < 2: // a member sends
+		g, ok := s.group(d)
+		if !ok || !g.Roster.Has(d.addr.String()) {
+			return
+		}
+		s.serial++
+		body := fmt.Sprintf("m%d from %s", s.serial, d.addr)
+		lanes := map[string]bool{}
+		for _, m := range g.Roster.Members {
+			if m.Address != d.addr.String() {
+				lanes[m.Address] = true
+			}
+		}
+		res, err := d.c.SendGroup(s.w.ctx, s.g, []byte(body))
+		if err != nil {
+			s.t.Fatalf("%s sends: %v", d.addr, err)
+		}
+		s.msgs[res.ID] = groupMsg{sender: d.addr.String(), body: body, lanes: lanes}
+		s.actions["send"]++
+	case k < 3: // an admin changes the roster, maybe at the same time as another
+		g, ok := s.group(d)
+		if !ok || !g.Roster.IsAdmin(d.addr.String()) {
+			return
+		}
+		var op wire.RosterChange
+		var fresh []string
+		for _, o := range s.devs {
+			if !s.joined[o.addr.String()] {
+				fresh = append(fresh, o.addr.String())
+			}
+		}
+		switch {
+		case len(fresh) > 0 && s.rng.IntN(2) == 0:
+			op = wire.RosterChange{Op: wire.RosterAdd, Address: fresh[s.rng.IntN(len(fresh))]}
+			s.joined[op.Address] = true
+		case len(g.Roster.Members) > 2 && s.rng.IntN(2) == 0:
+			m := g.Roster.Members[s.rng.IntN(len(g.Roster.Members))]
+			if m.Address == d.addr.String() {
+				return
+			}
+			op = wire.RosterChange{Op: wire.RosterRemove, Address: m.Address}
+		default:
+			m := g.Roster.Members[s.rng.IntN(len(g.Roster.Members))]
+			op = wire.RosterChange{Op: wire.RosterAdmin, Address: m.Address}
+		}
+		if _, err := d.c.ChangeRoster(s.w.ctx, s.g, []wire.RosterChange{op}); err != nil {
+			s.t.Fatalf("%s changes the roster: %v", d.addr, err)
+		}
+		s.actions["roster"]++
+	case k < 5: // the relay delivers one withheld envelope, in any order
+		if held := s.w.net.Held(d.addr); len(held) > 0 {
+			s.w.net.DeliverHeld(d.addr, s.rng.IntN(len(held)))
+			s.actions["deliver"]++
+		}
+	case k < 6: // the relay drops one
+		if held := s.w.net.Held(d.addr); len(held) > 0 {
+			s.w.net.DropHeld(d.addr, s.rng.IntN(len(held)))
+			s.actions["drop"]++
+		}
+	case k < 7: // the relay replays anything it saw
+		seen := s.w.net.Seen()
+		if len(seen) == 0 {
+			return
+		}
+		raw := seen[s.rng.IntN(len(seen))]
+		if env, err := wire.DecodeEnvelope(raw); err == nil {
+			s.w.net.Inject(engine.MustParseAddress(env.Recipient), raw)
+			s.actions["replay"]++
+		}
+	case k < 9:
+		s.syncCommit(d)
+		s.actions["sync"]++
+	default:
+		s.retryAll(d)
+		s.actions["retry"]++
+	}
+}
+
+// checkSafety: no message twice, none that was not sent to the device.
+func (s *groupSim) checkSafety() {
+	s.t.Helper()
+	for _, d := range s.devs {
+		h, err := d.c.GroupHistory(s.w.ctx, s.g, 0, 1000)
+		if err != nil {
+			continue // not in the group yet
+		}
+		seen := map[wire.LogicalID]bool{}
+		for _, e := range h {
+			if seen[e.ID] {
+				s.t.Fatalf("safety: %s holds %x twice", d.addr, e.ID[:4])
+			}
+			seen[e.ID] = true
+			m, ok := s.msgs[e.ID]
+			if !ok || m.sender != e.Sender.String() || m.body != string(e.Body) {
+				s.t.Fatalf("safety: %s holds %x (%s: %q), which was never sent", d.addr, e.ID[:4], e.Sender, e.Body)
+			}
+			if !e.Own && !m.lanes[d.addr.String()] {
+				s.t.Fatalf("safety: %s holds %q, sent before it joined", d.addr, e.Body)
+			}
+		}
+	}
+}
+
+// converge heals the network and runs rounds until every lane ended; it
+// reports the rounds it took, or -1.
+func (s *groupSim) converge(rounds int) int {
+	for _, d := range s.devs {
+		for i := len(s.w.net.Held(d.addr)) - 1; i >= 0; i-- {
+			if s.rng.IntN(3) == 0 {
+				s.w.net.DropHeld(d.addr, i)
+			}
+		}
+	}
+	s.w.net.Heal()
+	for round := 1; round <= rounds; round++ {
+		for _, d := range s.devs {
+			s.syncCommit(d)
+		}
+		for _, d := range s.devs {
+			s.syncCommit(d)
+			s.retryAll(d)
+		}
+		s.w.clock.Advance(engine.RecoveryRepeat)
+		s.checkSafety()
+		if s.settled() {
+			return round
+		}
+	}
+	return -1
+}
+
+// settled: nothing pending anywhere, every acknowledged lane's message in
+// its member's history, and every member agreeing on the roster.
+func (s *groupSim) settled() bool {
+	for _, d := range s.devs {
+		if d.pendingOut() > 0 || d.pendingIn() > 0 {
+			return false
+		}
+	}
+	var ref *engine.Roster
+	for _, d := range s.devs {
+		g, ok := s.group(d)
+		if !ok || !g.Roster.Has(d.addr.String()) {
+			continue
+		}
+		if ref == nil {
+			ref = &g.Roster
+		} else if !reflect.DeepEqual(ref.Members, g.Roster.Members) || ref.Generation != g.Roster.Generation {
+			return false
+		}
+	}
+	for _, d := range s.devs {
+		h, err := d.c.GroupHistory(s.w.ctx, s.g, 0, 1000)
+		if err != nil {
+			continue
+		}
+		for _, e := range h {
+			if !e.Own {
+				continue
+			}
+			for _, l := range e.Lanes {
+				if l.State == engine.LaneAcknowledged && !s.holds(s.dev(l.Recipient.String()), e.ID) {
+					s.t.Fatalf("liveness: %s's lane of %x to %s is acknowledged but not in its history", d.addr, e.ID[:4], l.Recipient)
+				}
+				if !l.State.Ended() {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
+func (s *groupSim) holds(d *device, id wire.LogicalID) bool {
+	h, _ := d.c.GroupHistory(s.w.ctx, s.g, 0, 1000)
+	for _, e := range h {
+		if e.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+func TestAdversaryGroups(t *testing.T) {
+	cases := 10
+	if v, err := strconv.Atoi(os.Getenv("ADVERSARY_GROUP_CASES")); err == nil && v >= 0 {
+		cases = v
+	}
+	seed := uint64(time.Now().UnixNano())
+	if v, err := strconv.ParseUint(os.Getenv("ADVERSARY_GROUP_SEED"), 10, 64); err == nil {
+		seed, cases = v, 1
+	}
+	fmt.Printf("adversary groups: seed %d (ADVERSARY_GROUP_SEED=%d replays the first case)\n", seed, seed)
+	total := map[string]int{}
+	maxRounds := 0
+	for c := 0; c < cases; c++ {
+		caseSeed := seed + uint64(c)
+		ok := t.Run(fmt.Sprintf("seed=%d", caseSeed), func(t *testing.T) {
+			rounds := runGroupCase(t, caseSeed, total)
+			if rounds > maxRounds {
+				maxRounds = rounds
+			}
+		})
+		if !ok {
+			t.Fatalf("case with seed %d failed: ADVERSARY_GROUP_SEED=%d replays it", caseSeed, caseSeed)
+		}
+	}
+	fmt.Printf("adversary groups: %d cases, 0 safety violations, 0 stuck, at most %d rounds to converge; actions %v\n", cases, maxRounds, total)
+}
+
+func runGroupCase(t *testing.T, seed uint64, total map[string]int) int {
+	rng := mrand.New(mrand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	w := newWorld(t)
+	keySeed := seed
+	w.seed = &keySeed
+	n := 3 + rng.IntN(3)
+	s := &groupSim{t: t, rng: rng, w: w, msgs: map[wire.LogicalID]groupMsg{}, joined: map[string]bool{}, actions: total}
+	for i := 0; i < n; i++ {
+		s.devs = append(s.devs, w.device(fmt.Sprintf("d%d/1", i)))
+	}
+	// The creator starts with all but the last device, names a second
+	// admin, and the relay turns hostile.
+	var members []engine.Address
+	for _, d := range s.devs[1 : n-1] {
+		members = append(members, d.addr)
+	}
+	info, _, err := s.devs[0].c.CreateGroup(w.ctx, "sim", members)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.g = info.ID
+	for _, d := range s.devs[:n-1] {
+		s.joined[d.addr.String()] = true
+	}
+	for _, d := range s.devs {
+		s.syncCommit(d)
+	}
+	if _, err := s.devs[0].c.ChangeRoster(w.ctx, s.g, []wire.RosterChange{{Op: wire.RosterAdmin, Address: s.devs[1].addr.String()}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range s.devs {
+		w.net.Hold(d.addr)
+	}
+	for range 40 {
+		s.step()
+		s.checkSafety()
+	}
+	rounds := s.converge(12)
+	if rounds < 0 {
+		for _, d := range s.devs {
+			g, _ := s.group(d)
+			t.Logf("%s: %d out, %d in pending; roster %d %v", d.addr, d.pendingOut(), d.pendingIn(), g.Roster.Generation, g.Roster.Members)
+			for _, c := range g.Changes {
+				t.Logf("    change %x by %s at %d: %v -> %v", c.ID[:2], c.Author, c.Generation, c.Ops, c.Members)
+			}
+		}
+		t.Fatalf("liveness: lanes still open twelve rounds after the adversary stopped")
+	}
+	return rounds
+}

@@ -1,0 +1,140 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"reflect"
+	"sort"
+	"strings"
+
+	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/store"
+)
+
+// The group scenarios of the failpoint matrix: a group's creation (the
+// roster-change plan), a group send (one plan, every lane), the roster's
+// receive and a group message's receive, each on three devices.
+// PARLEY_FP_GROUPS=0 leaves them out.
+
+// groupOp runs the group operations of fpWorld.do: "groupcreate:NAME:A,B"
+// and "groupsend:NAME:BODY". It reports false for any other op.
+func groupOp(ctx context.Context, c *engine.Client, name, arg string) (bool, error) {
+	switch name {
+	case "groupcreate":
+		gname, list, _ := strings.Cut(arg, ":")
+		var members []engine.Address
+		for _, m := range strings.Split(list, ",") {
+			members = append(members, engine.MustParseAddress(m))
+		}
+		_, _, err := c.CreateGroup(ctx, gname, members)
+		return true, err
+	case "groupsend":
+		gname, body, _ := strings.Cut(arg, ":")
+		g, err := groupNamed(ctx, c, gname)
+		if err != nil {
+			return true, err
+		}
+		_, err = c.SendGroup(ctx, g.ID, []byte(body))
+		return true, err
+	}
+	return false, nil
+}
+
+func groupNamed(ctx context.Context, c *engine.Client, name string) (engine.GroupInfo, error) {
+	all, err := c.Groups(ctx)
+	if err != nil {
+		return engine.GroupInfo{}, err
+	}
+	for _, g := range all {
+		if g.Name == name {
+			return g, nil
+		}
+	}
+	return engine.GroupInfo{}, fmt.Errorf("no group %q: %w", name, engine.ErrUnknownGroup)
+}
+
+// groupSignature summarizes a device's groups: per group, its generation,
+// changes, members, and each history entry with its lanes' states.
+func groupSignature(ctx context.Context, st *store.DB) ([]string, error) {
+	all, err := st.Groups(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, g := range all {
+		h, err := st.GroupHistory(ctx, g.ID, 0, 1000)
+		if err != nil {
+			return nil, err
+		}
+		parts := []string{fmt.Sprintf("%s gen %d changes %d members %d", g.Name, g.Roster.Generation, len(g.Changes), len(g.Roster.Members))}
+		for _, e := range h {
+			var lanes []string
+			for _, l := range e.Lanes {
+				lanes = append(lanes, l.Recipient.String()+"="+l.State.String())
+			}
+			sort.Strings(lanes)
+			parts = append(parts, fmt.Sprintf("%s:%s %v", e.Sender, e.Body, lanes))
+		}
+		out = append(out, strings.Join(parts, "; "))
+	}
+	return out, nil
+}
+
+// checkGroupHistories wants each device's history of group "g" to hold
+// exactly the scenario's messages, once each.
+func (sc fpScenario) checkGroupHistories(w fpWorld) error {
+	if sc.wantGroup == nil {
+		return nil
+	}
+	ctx := context.Background()
+	for _, d := range sc.devices {
+		st, err := store.Open(ctx, w.profile(d), passphrase, store.Options{})
+		if err != nil {
+			return err
+		}
+		all, err := st.Groups(ctx)
+		var got []string
+		for _, g := range all {
+			h, herr := st.GroupHistory(ctx, g.ID, 0, 1000)
+			if herr != nil {
+				err = herr
+			}
+			for _, e := range h {
+				got = append(got, e.Sender.String()+":"+string(e.Body))
+			}
+			if len(g.Roster.Members) != len(sc.devices) {
+				err = fmt.Errorf("%s sees %d members, want %d", d, len(g.Roster.Members), len(sc.devices))
+			}
+		}
+		st.Close()
+		if err != nil {
+			return err
+		}
+		if want := sc.wantGroup[d]; !reflect.DeepEqual(got, want) && !(len(got) == 0 && len(want) == 0) {
+			return fmt.Errorf("%s's group history is %q, want %q exactly once", d, got, want)
+		}
+		if len(all) != 1 {
+			return fmt.Errorf("%s keeps %d groups, want 1", d, len(all))
+		}
+	}
+	return nil
+}
+
+func groupScenarios() []fpScenario {
+	if os.Getenv("PARLEY_FP_GROUPS") == "0" {
+		return nil
+	}
+	abc := []string{"alice/1", "bob/1", "carol/1"}
+	create := fpStep{"alice/1", "groupcreate:g:bob/1,carol/1"}
+	created := []fpStep{create, {"bob/1", "sync"}, {"carol/1", "sync"}, {"alice/1", "sync"}}
+	none := map[string][]string{}
+	hi := map[string][]string{"alice/1": {"alice/1:hi"}, "bob/1": {"alice/1:hi"}, "carol/1": {"alice/1:hi"}}
+	return []fpScenario{
+		{name: "group create", devices: abc, target: create, wantGroup: none},
+		{name: "roster receive", devices: abc, setup: []fpStep{create, {"bob/1", "stage"}}, target: fpStep{"bob/1", "process"}, wantGroup: none},
+		{name: "group send", devices: abc, setup: created, target: fpStep{"alice/1", "groupsend:g:hi"}, wantGroup: hi},
+		{name: "group receive", devices: abc, setup: append(append([]fpStep(nil), created...), fpStep{"alice/1", "groupsend:g:hi"}, fpStep{"bob/1", "stage"}),
+			target: fpStep{"bob/1", "process"}, wantGroup: hi},
+	}
+}

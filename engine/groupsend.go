@@ -1,0 +1,390 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/parley-chat/parley/wire"
+)
+
+// Group errors, matched with errors.Is.
+var (
+	// ErrUnknownGroup means no group with that ID or name is kept here.
+	ErrUnknownGroup = errors.New("unknown group")
+	// ErrNotAdmin means a roster change by a device that is not an admin.
+	ErrNotAdmin = errors.New("not an admin of the group")
+	// ErrNotMember means this device is not in the group's roster.
+	ErrNotMember = errors.New("not a member of the group")
+	// ErrGroupHoldExpired means a group message waited for its roster too
+	// long, or named a generation too far ahead: it was dropped.
+	ErrGroupHoldExpired = errors.New("group message held too long for its roster")
+	// ErrGroupsUnsupported means the store keeps no groups.
+	ErrGroupsUnsupported = errors.New("the store keeps no groups")
+)
+
+// GroupSendResult is the outcome of a group send or a roster change: the
+// logical ID and the lanes that stay unsent (no session could be set up, or
+// the hand-off failed); they are pending and a retry sends them.
+type GroupSendResult struct {
+	ID     wire.LogicalID
+	Unsent []Address
+}
+
+func (c *Client) groupStore() (GroupStore, error) {
+	gs, ok := c.store.(GroupStore)
+	if !ok {
+		return nil, ErrGroupsUnsupported
+	}
+	return gs, nil
+}
+
+// Group returns a group this device keeps.
+func (c *Client) Group(ctx context.Context, id wire.GroupID) (GroupInfo, error) {
+	gs, err := c.groupStore()
+	if err != nil {
+		return GroupInfo{}, err
+	}
+	return gs.Group(ctx, id)
+}
+
+// Groups lists the groups this device keeps.
+func (c *Client) Groups(ctx context.Context) ([]GroupInfo, error) {
+	gs, err := c.groupStore()
+	if err != nil {
+		return nil, err
+	}
+	return gs.Groups(ctx)
+}
+
+// GroupHistory pages a group's history, oldest first.
+func (c *Client) GroupHistory(ctx context.Context, id wire.GroupID, after int64, limit int) ([]GroupEntry, error) {
+	gs, err := c.groupStore()
+	if err != nil {
+		return nil, err
+	}
+	return gs.GroupHistory(ctx, id, after, limit)
+}
+
+// CreateGroup makes a group with this device as its first admin and the
+// members, and sends the creation to each of them in one transaction.
+func (c *Client) CreateGroup(ctx context.Context, name string, members []Address) (GroupInfo, GroupSendResult, error) {
+	if err := wire.CheckGroupName(name); err != nil {
+		return GroupInfo{}, GroupSendResult{}, fmt.Errorf("create group: %w", err)
+	}
+	var gid wire.GroupID
+	if _, err := c.cfg.Random.Read(gid[:]); err != nil {
+		return GroupInfo{}, GroupSendResult{}, fmt.Errorf("create group: id: %w", err)
+	}
+	if gs, err := c.groupStore(); err != nil {
+		return GroupInfo{}, GroupSendResult{}, err
+	} else if all, err := gs.Groups(ctx); err != nil {
+		return GroupInfo{}, GroupSendResult{}, err
+	} else if len(all) >= MaxGroupsPerProfile {
+		return GroupInfo{}, GroupSendResult{}, fmt.Errorf("create group: %d groups already: %w", len(all), wire.ErrMessageTooLarge)
+	}
+	var ops []wire.RosterChange
+	for _, m := range members {
+		if m != c.self {
+			ops = append(ops, wire.RosterChange{Op: wire.RosterAdd, Address: m.String()})
+		}
+	}
+	res, err := c.changeRoster(ctx, gid, GroupInfo{ID: gid, Name: name}, ops, true)
+	if err != nil {
+		return GroupInfo{}, GroupSendResult{}, err
+	}
+	g, err := c.Group(ctx, gid)
+	return g, res, err
+}
+
+// ChangeRoster makes one roster change to a group this device administers
+// (or, with only its own removal, leaves) and sends it to every member of
+// the new roster and everyone it removes, in one transaction.
+func (c *Client) ChangeRoster(ctx context.Context, id wire.GroupID, ops []wire.RosterChange) (GroupSendResult, error) {
+	g, err := c.Group(ctx, id)
+	if err != nil {
+		return GroupSendResult{}, err
+	}
+	return c.changeRoster(ctx, id, g, ops, false)
+}
+
+func (c *Client) changeRoster(ctx context.Context, gid wire.GroupID, g GroupInfo, ops []wire.RosterChange, create bool) (GroupSendResult, error) {
+	self := c.self.String()
+	ops = normalizeOps(ops)
+	change := RosterChange{Author: self, Name: g.Name, Ops: ops}
+	if _, err := c.cfg.Random.Read(change.ID[:]); err != nil {
+		return GroupSendResult{}, fmt.Errorf("roster change: id: %w", err)
+	}
+	old := g.Roster
+	if create {
+		change.Generation = 1
+		change.Members = []wire.RosterMember{{Address: self, Admin: true}}
+		for _, op := range ops {
+			change.Members = append(change.Members, wire.RosterMember{Address: op.Address})
+		}
+		sortMembers(change.Members)
+	} else {
+		if !old.IsAdmin(self) && !(old.Has(self) && onlyLeaves(change)) {
+			return GroupSendResult{}, fmt.Errorf("change group %x: %w", gid[:], ErrNotAdmin)
+		}
+		change.Generation = old.Generation + 1
+		next, _ := MergeRoster(append(append([]RosterChange(nil), g.Changes...), change), change.Generation)
+		change.Members = next.Members
+	}
+	if len(change.Members) > wire.MaxGroupMembers {
+		return GroupSendResult{}, fmt.Errorf("change group %x: %d members: %w", gid[:], len(change.Members), wire.ErrMessageTooLarge)
+	}
+	frame, err := wire.EncodeRoster(wire.Roster{ID: change.ID, Group: gid, Generation: change.Generation,
+		Name: change.Name, Changes: change.Ops, Members: change.Members})
+	if err != nil {
+		return GroupSendResult{}, fmt.Errorf("change group %x: %w", gid[:], err)
+	}
+	next := Roster{Generation: change.Generation, Name: change.Name, Members: change.Members}
+	recipients, err := parseAddresses(RosterRecipients(old, next, self))
+	if err != nil {
+		return GroupSendResult{}, err
+	}
+	removed, err := parseAddresses(RemovedLanes(old, next))
+	if err != nil {
+		return GroupSendResult{}, err
+	}
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	work := make(map[Address]*peerState)
+	lanes, err := c.prepareLanes(ctx, work, "roster-change", recipients, frame)
+	if err != nil {
+		return GroupSendResult{}, err
+	}
+	plan := RosterUpdate{Group: gid, Change: change, Frame: frame, At: c.cfg.Now(), Lanes: lanes, Removed: removed}
+	return c.commitLanes(ctx, work, plan, change.ID, lanes)
+}
+
+// SendGroup sends a message to every other member of the group's current
+// roster: one logical ID, one lane per member, all stored in one
+// transaction. Members without a session get a pending lane.
+func (c *Client) SendGroup(ctx context.Context, id wire.GroupID, body []byte) (GroupSendResult, error) {
+	g, err := c.Group(ctx, id)
+	if err != nil {
+		return GroupSendResult{}, err
+	}
+	if !g.Roster.Has(c.self.String()) {
+		return GroupSendResult{}, fmt.Errorf("send to group %x: %w", id[:], ErrNotMember)
+	}
+	var mid wire.LogicalID
+	if _, err := c.cfg.Random.Read(mid[:]); err != nil {
+		return GroupSendResult{}, fmt.Errorf("send to group: logical id: %w", err)
+	}
+	frame, err := wire.EncodeGroupMessage(wire.GroupMessage{ID: mid, Group: id, Generation: g.Roster.Generation, Content: wire.ContentText, Body: body})
+	if err != nil {
+		return GroupSendResult{}, fmt.Errorf("send to group %x: %w", id[:], err)
+	}
+	recipients, err := parseAddresses(LaneRecipients(g.Roster, c.self.String()))
+	if err != nil {
+		return GroupSendResult{}, err
+	}
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	work := make(map[Address]*peerState)
+	lanes, err := c.prepareLanes(ctx, work, "group-send", recipients, frame)
+	if err != nil {
+		return GroupSendResult{}, err
+	}
+	plan := GroupSend{Sender: c.self, Group: id, ID: mid, Frame: frame, Body: body, At: c.cfg.Now(), Lanes: lanes}
+	return c.commitLanes(ctx, work, plan, mid, lanes)
+}
+
+// prepareLanes encrypts frame for each recipient on the working state. A
+// recipient whose session cannot be set up gets a lane without an envelope.
+func (c *Client) prepareLanes(ctx context.Context, work map[Address]*peerState, kind string, recipients []Address, frame []byte) ([]GroupLane, error) {
+	if len(recipients) > MaxLanesPerTransaction {
+		return nil, fmt.Errorf("%s: %d lanes: %w", kind, len(recipients), wire.ErrMessageTooLarge)
+	}
+	lanes := make([]GroupLane, 0, len(recipients))
+	for _, peer := range recipients {
+		shared, err := c.working(ctx, work, peer)
+		if err != nil {
+			return nil, err
+		}
+		ps := *shared
+		pin, err := c.ensureSession(ctx, &ps, peer)
+		if err != nil {
+			lanes = append(lanes, GroupLane{Recipient: peer})
+			continue
+		}
+		if err := c.fail(kind, "before-crypto"); err != nil {
+			return nil, err
+		}
+		cand := ps.session.Clone()
+		env, err := c.seal(cand, peer, frame)
+		if err != nil {
+			return nil, err
+		}
+		if err := c.fail(kind, "after-crypto"); err != nil {
+			return nil, err
+		}
+		sw, err := sessionWrite(peer, ps.version, cand)
+		if err != nil {
+			return nil, err
+		}
+		ps.session, ps.version = cand, ps.version+1
+		if pin != nil {
+			ps.pinned = pin
+		}
+		*shared = ps
+		lanes = append(lanes, GroupLane{Recipient: peer, Session: &sw, Pin: pin, Out: &Outgoing{Envelope: env, Owner: frameID(frame)}})
+	}
+	return lanes, nil
+}
+
+// commitLanes commits a group plan and hands its envelopes off.
+func (c *Client) commitLanes(ctx context.Context, work map[Address]*peerState, plan Plan, id wire.LogicalID, lanes []GroupLane) (GroupSendResult, error) {
+	receipts, err := c.commitWork(ctx, work, []Plan{plan})
+	if err != nil {
+		return GroupSendResult{}, err
+	}
+	if err := c.fail(plan.Kind(), "after-swap"); err != nil {
+		return GroupSendResult{}, err
+	}
+	res := GroupSendResult{ID: id}
+	var envs []wire.Envelope
+	var sent []Address
+	for _, l := range lanes {
+		if l.Out == nil {
+			res.Unsent = append(res.Unsent, l.Recipient)
+			continue
+		}
+		envs = append(envs, l.Out.Envelope)
+		sent = append(sent, l.Recipient)
+	}
+	c.noteSent(sent)
+	errs := c.handOffAll(ctx, plan.Kind(), HandoffMessage, envs)
+	for k, peer := range sent {
+		if errs[k] != nil {
+			res.Unsent = append(res.Unsent, peer)
+			c.emit(Event{Kind: EventNotSent, At: c.cfg.Now(), Peer: peer, ID: id, Err: errs[k], marker: receipts[0].Marker})
+			continue
+		}
+		c.emit(Event{Kind: EventSent, At: c.cfg.Now(), Peer: peer, ID: id, marker: receipts[0].Marker})
+	}
+	return res, nil
+}
+
+// frameID returns the logical ID of an encoded frame (bytes 2..18 of every
+// kind of version 0x01).
+func frameID(frame []byte) (id wire.LogicalID) {
+	if len(frame) >= 18 {
+		copy(id[:], frame[2:18])
+	}
+	return id
+}
+
+// normalizeOps sorts operations by address and keeps the last for each
+// address, as the roster frame wants them.
+func normalizeOps(ops []wire.RosterChange) []wire.RosterChange {
+	last := make(map[string]wire.RosterChange)
+	for _, op := range ops {
+		last[op.Address] = op
+	}
+	out := make([]wire.RosterChange, 0, len(last))
+	for _, op := range last {
+		out = append(out, op)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Address < out[j].Address })
+	return out
+}
+
+func parseAddresses(as []string) ([]Address, error) {
+	out := make([]Address, 0, len(as))
+	for _, a := range as {
+		p, err := ParseAddress(a)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrMalformedState, err)
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// forwardRosterChanges delivers this device's own roster changes to members
+// that a concurrent change added: each change goes to every member of the
+// merged roster at its generation, and a change made before its author knew
+// of a concurrent add did not reach the member added. It runs after a page
+// of receives brought roster changes, under the send mutex, one RosterUpdate
+// per change with only the missing lanes (the change's log row is already
+// there; its frame re-encodes to the same bytes).
+func (c *Client) forwardRosterChanges(ctx context.Context, results []ReceiveResult) error {
+	gs, err := c.groupStore()
+	if err != nil {
+		return nil
+	}
+	done := make(map[wire.GroupID]bool)
+	self := c.self.String()
+	for _, r := range results {
+		if r.Kind != ResultGroupChanged || r.Group == nil || done[*r.Group] {
+			continue
+		}
+		done[*r.Group] = true
+		g, err := gs.Group(ctx, *r.Group)
+		if err != nil {
+			return err
+		}
+		for _, own := range g.Changes {
+			if own.Author != self || own.Generation > g.Roster.Generation {
+				continue
+			}
+			if err := c.forwardChange(ctx, gs, g, own); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (c *Client) forwardChange(ctx context.Context, gs GroupStore, g GroupInfo, own RosterChange) error {
+	at := rosterAt(g, own.Generation)
+	lanes, err := gs.Lanes(ctx, g.ID, own.ID)
+	if err != nil {
+		return err
+	}
+	have := make(map[string]bool, len(lanes))
+	for _, l := range lanes {
+		have[l.Recipient.String()] = true
+	}
+	var missing []string
+	for _, m := range at.Members {
+		if m.Address != c.self.String() && !have[m.Address] {
+			missing = append(missing, m.Address)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	recipients, err := parseAddresses(missing)
+	if err != nil {
+		return err
+	}
+	frame, err := wire.EncodeRoster(wire.Roster{ID: own.ID, Group: g.ID, Generation: own.Generation, Name: own.Name, Changes: own.Ops, Members: own.Members})
+	if err != nil {
+		return err
+	}
+	work := make(map[Address]*peerState)
+	newLanes, err := c.prepareLanes(ctx, work, "roster-change", recipients, frame)
+	if err != nil {
+		return err
+	}
+	_, err = c.commitLanes(ctx, work, RosterUpdate{Group: g.ID, Change: own, Frame: frame, At: c.cfg.Now(), Lanes: newLanes}, own.ID, newLanes)
+	return err
+}
+
+func init() {
+	errorNames = append(errorNames, []struct {
+		err  error
+		name string
+	}{
+		{ErrUnknownGroup, "unknown_group"},
+		{ErrNotAdmin, "not_an_admin"},
+		{ErrNotMember, "not_a_member"},
+		{ErrGroupHoldExpired, "group_hold_expired"},
+	}...)
+}

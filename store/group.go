@@ -1,0 +1,408 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/wire"
+)
+
+var _ engine.GroupStore = (*DB)(nil)
+
+const (
+	kindGroupBody = "group-body" // row key: group, sender, id
+
+	sqlInsertGroup      = "INSERT INTO grp (id, name, created_at) VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET name = excluded.name"
+	sqlInsertChange     = "INSERT INTO group_change (grp, id, author, generation, frame, at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
+	sqlInsertLane       = "INSERT INTO group_lane (recipient, id, grp, state) VALUES (?, ?, ?, 1)"
+	sqlInsertGroupEntry = "INSERT INTO group_history (grp, sender, id, at, sealed_body) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
+	sqlLaneGroup        = "SELECT grp FROM group_lane WHERE recipient = ? AND id = ?"
+	sqlSetLaneState     = "UPDATE group_lane SET state = ? WHERE recipient = ? AND id = ? AND state = 1"
+	// sqlPendingLanesOf lists a member's pending message lanes of a group;
+	// roster-change lanes stay: a removed member must get the change, and
+	// a removal can lose the merge to a concurrent change.
+	sqlPendingLanesOf = `SELECT id FROM group_lane WHERE grp = ?1 AND recipient = ?2 AND state = 1
+		AND id NOT IN (SELECT id FROM group_change WHERE grp = ?1)`
+	sqlGroups            = "SELECT id, name FROM grp ORDER BY name, id"
+	sqlGroup             = "SELECT name FROM grp WHERE id = ?"
+	sqlGroupChanges      = "SELECT frame, author FROM group_change WHERE grp = ?"
+	sqlGroupHistory      = "SELECT seq, sender, id, at, sealed_body FROM group_history WHERE grp = ? AND seq > ? ORDER BY seq LIMIT ?"
+	sqlLanesOfMessage    = "SELECT recipient, state FROM group_lane WHERE grp = ? AND id = ? ORDER BY recipient"
+	maxGroupHistoryLimit = 1000
+)
+
+func groupBodyKey(g wire.GroupID, sender string, id wire.LogicalID) []byte {
+	return rowKey(g[:], []byte(sender), id[:])
+}
+
+// groupSend stores a group message: its history entry and, per lane, the
+// pending outbound row, the lane, the attempt and the session step.
+func (t *tx) groupSend(ctx context.Context, p engine.GroupSend) (engine.Receipt, error) {
+	if err := t.insertGroupEntry(ctx, p.Group, p.Sender.String(), p.ID, p.At, p.Body); err != nil {
+		return engine.Receipt{}, err
+	}
+	if err := t.insertLanes(ctx, p.Group, p.ID, p.Frame, p.At, p.Lanes); err != nil {
+		return engine.Receipt{}, err
+	}
+	return t.visible(ctx)
+}
+
+// rosterUpdate records a roster change made here and makes it pending on
+// its lanes; the pending lanes of removed members end first.
+func (t *tx) rosterUpdate(ctx context.Context, p engine.RosterUpdate) (engine.Receipt, error) {
+	if _, err := t.run(ctx, "group-insert", sqlInsertGroup, p.Group[:], p.Change.Name, p.At.UnixNano()); err != nil {
+		return engine.Receipt{}, fmt.Errorf("store group %x: %w", p.Group[:], err)
+	}
+	if err := t.insertChange(ctx, p.Group, p.Change, p.Frame, p.At); err != nil {
+		return engine.Receipt{}, err
+	}
+	if err := t.endLanes(ctx, p.Group, p.Removed, engine.LaneRemoved); err != nil {
+		return engine.Receipt{}, err
+	}
+	if err := t.insertLanes(ctx, p.Group, p.Change.ID, p.Frame, p.At, p.Lanes); err != nil {
+		return engine.Receipt{}, err
+	}
+	return t.visible(ctx)
+}
+
+// receiveRoster records a roster change received from a peer.
+func (t *tx) receiveRoster(ctx context.Context, e engine.RosterEffect) error {
+	if _, err := t.run(ctx, "group-insert", sqlInsertGroup, e.Group[:], e.Change.Name, t.now.UnixNano()); err != nil {
+		return fmt.Errorf("store group %x: %w", e.Group[:], err)
+	}
+	if err := t.insertChange(ctx, e.Group, e.Change, e.Frame, t.now); err != nil {
+		return err
+	}
+	return t.endLanes(ctx, e.Group, e.Removed, engine.LaneRemoved)
+}
+
+// notAMember ends this device's lane of a message to peer.
+func (t *tx) notAMember(ctx context.Context, peer engine.Address, e engine.NotAMemberEffect) error {
+	if _, err := t.run(ctx, "outbound-delete", sqlDeleteOutbound, peer.String(), e.ID[:]); err != nil {
+		return fmt.Errorf("end lane %x to %s: %w", e.ID[:], peer, err)
+	}
+	_, err := t.run(ctx, "lane-state", sqlSetLaneState, int64(engine.LaneNotAMember), peer.String(), e.ID[:])
+	return err
+}
+
+func (t *tx) insertChange(ctx context.Context, g wire.GroupID, c engine.RosterChange, frame []byte, at time.Time) error {
+	if _, err := t.run(ctx, "group-change-insert", sqlInsertChange, g[:], c.ID[:], c.Author, int64(c.Generation), frame, at.UnixNano()); err != nil {
+		return fmt.Errorf("store roster change %x: %w", c.ID[:], err)
+	}
+	return nil
+}
+
+func (t *tx) insertGroupEntry(ctx context.Context, g wire.GroupID, sender string, id wire.LogicalID, at time.Time, body []byte) error {
+	if body == nil {
+		body = []byte{}
+	}
+	if _, err := t.run(ctx, "group-history-insert", sqlInsertGroupEntry, g[:], sender, id[:], at.UnixNano(),
+		t.db.seal.seal(kindGroupBody, groupBodyKey(g, sender, id), body)); err != nil {
+		return fmt.Errorf("store group message %x: %w", id[:], err)
+	}
+	return nil
+}
+
+// insertLanes stores each lane as a pending outbound row with its lane row
+// and, when it carries an envelope, the attempt, pin and session step.
+func (t *tx) insertLanes(ctx context.Context, g wire.GroupID, id wire.LogicalID, frame []byte, at time.Time, lanes []engine.GroupLane) error {
+	for _, l := range lanes {
+		to := l.Recipient.String()
+		if _, err := t.runOne(ctx, "outbound-insert", engine.ErrConflict, sqlInsertOutbound,
+			to, id[:], at.UnixNano(), t.db.seal.seal(kindOutboundFrame, messageKey(l.Recipient, id), frame)); err != nil {
+			return fmt.Errorf("store lane %x to %s (already there?): %w", id[:], to, err)
+		}
+		if _, err := t.runOne(ctx, "lane-insert", engine.ErrConflict, sqlInsertLane, to, id[:], g[:]); err != nil {
+			return fmt.Errorf("store lane %x to %s: %w", id[:], to, err)
+		}
+		if l.Out == nil {
+			continue
+		}
+		if err := t.recordAttempt(ctx, l.Recipient, id, 1, at, l.Out.Envelope, l.Session.ID); err != nil {
+			return err
+		}
+		if l.Pin != nil {
+			if err := t.insertPin(ctx, l.Recipient, *l.Pin, at); err != nil {
+				return err
+			}
+		}
+		if err := t.writeSession(ctx, *l.Session); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// endLanes ends every pending message lane of group g to each member with
+// state.
+func (t *tx) endLanes(ctx context.Context, g wire.GroupID, members []engine.Address, state engine.LaneState) error {
+	for _, m := range members {
+		rows, err := t.tx.QueryContext(ctx, sqlPendingLanesOf, g[:], m.String())
+		if err != nil {
+			return fmt.Errorf("read lanes to %s: %w", m, mapErr(err))
+		}
+		var ids [][]byte
+		for rows.Next() {
+			var id []byte
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return fmt.Errorf("read lanes to %s: %w", m, mapErr(err))
+			}
+			ids = append(ids, id)
+		}
+		rows.Close()
+		for _, id := range ids {
+			if _, err := t.run(ctx, "outbound-delete", sqlDeleteOutbound, m.String(), id); err != nil {
+				return err
+			}
+			if _, err := t.run(ctx, "lane-state", sqlSetLaneState, int64(state), m.String(), id); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// laneEnded moves a lane on from pending, if (peer, id) is a group's lane,
+// and reports whether it is one.
+func (t *tx) laneEnded(ctx context.Context, peer engine.Address, id wire.LogicalID, state engine.LaneState) (bool, error) {
+	var g []byte
+	found, err := t.scan(ctx, "lane-read", sqlLaneGroup, []any{peer.String(), id[:]}, &g)
+	if err != nil || !found {
+		return false, err
+	}
+	_, err = t.run(ctx, "lane-state", sqlSetLaneState, int64(state), peer.String(), id[:])
+	return true, err
+}
+
+// Groups lists the groups this profile keeps, by name.
+func (db *DB) Groups(ctx context.Context) ([]engine.GroupInfo, error) {
+	if err := db.checkOpen("read groups"); err != nil {
+		return nil, err
+	}
+	rows, err := db.query(ctx, sqlGroups)
+	if err != nil {
+		return nil, db.readErr("read groups", err)
+	}
+	var ids []wire.GroupID
+	for rows.Next() {
+		var id []byte
+		var name string
+		if err := rows.Scan(&id, &name); err != nil {
+			rows.Close()
+			return nil, db.readErr("read groups", err)
+		}
+		ids = append(ids, wire.GroupID(id))
+	}
+	rows.Close()
+	out := make([]engine.GroupInfo, 0, len(ids))
+	for _, id := range ids {
+		g, err := db.Group(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, g)
+	}
+	return out, nil
+}
+
+// Group returns one group with its merged roster, or engine.ErrUnknownGroup.
+func (db *DB) Group(ctx context.Context, id wire.GroupID) (engine.GroupInfo, error) {
+	if err := db.checkOpen("read group"); err != nil {
+		return engine.GroupInfo{}, err
+	}
+	g := engine.GroupInfo{ID: id}
+	if err := db.queryRow(ctx, sqlGroup, id[:]).Scan(&g.Name); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return engine.GroupInfo{}, fmt.Errorf("store: group %x: %w", id[:], engine.ErrUnknownGroup)
+		}
+		return engine.GroupInfo{}, db.readErr("read group", err)
+	}
+	rows, err := db.query(ctx, sqlGroupChanges, id[:])
+	if err != nil {
+		return engine.GroupInfo{}, db.readErr("read roster", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var frame []byte
+		var author string
+		if err := rows.Scan(&frame, &author); err != nil {
+			return engine.GroupInfo{}, db.readErr("read roster", err)
+		}
+		r, err := wire.DecodeRoster(frame)
+		if err != nil {
+			return engine.GroupInfo{}, fmt.Errorf("store: roster of group %x: %w: %w", id[:], engine.ErrMalformedState, err)
+		}
+		g.Changes = append(g.Changes, engine.RosterChange{ID: r.ID, Author: author, Generation: r.Generation,
+			Name: r.Name, Ops: r.Changes, Members: r.Members})
+	}
+	if err := rows.Err(); err != nil {
+		return engine.GroupInfo{}, db.readErr("read roster", err)
+	}
+	g.Roster, _ = engine.MergeRoster(g.Changes, 0)
+	if g.Roster.Name != "" {
+		g.Name = g.Roster.Name
+	}
+	return g, nil
+}
+
+// GroupHistory pages a group's history, oldest first; own messages carry
+// their lanes.
+func (db *DB) GroupHistory(ctx context.Context, id wire.GroupID, after int64, limit int) ([]engine.GroupEntry, error) {
+	if err := db.checkOpen("read group history"); err != nil {
+		return nil, err
+	}
+	if limit <= 0 || limit > maxGroupHistoryLimit {
+		limit = maxGroupHistoryLimit
+	}
+	p, err := db.Profile(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := db.query(ctx, sqlGroupHistory, id[:], after, limit)
+	if err != nil {
+		return nil, db.readErr("read group history", err)
+	}
+	var out []engine.GroupEntry
+	for rows.Next() {
+		var e engine.GroupEntry
+		var sender string
+		var mid, sealed []byte
+		var at int64
+		if err := rows.Scan(&e.Seq, &sender, &mid, &at, &sealed); err != nil {
+			rows.Close()
+			return nil, db.readErr("read group history", err)
+		}
+		copy(e.ID[:], mid)
+		e.At = nsTime(at)
+		if e.Sender, err = engine.ParseAddress(sender); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("store: group history: %w: %w", engine.ErrMalformedState, err)
+		}
+		if e.Body, err = db.seal.open(kindGroupBody, groupBodyKey(id, sender, e.ID), sealed); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("store: group history %x: %w", e.ID[:], err)
+		}
+		e.Own = e.Sender == p.Self
+		out = append(out, e)
+	}
+	rows.Close()
+	for i := range out {
+		if !out[i].Own {
+			continue
+		}
+		if out[i].Lanes, err = db.lanes(ctx, id, out[i].ID); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// lanes returns the lanes of one sent group message. A pending lane whose
+// message the relay accepted (an attempt was logged) shows as relay_accepted
+// when the attempt log has its envelope; otherwise pending.
+func (db *DB) lanes(ctx context.Context, g wire.GroupID, id wire.LogicalID) ([]engine.Lane, error) {
+	rows, err := db.query(ctx, sqlLanesOfMessage, g[:], id[:])
+	if err != nil {
+		return nil, db.readErr("read lanes", err)
+	}
+	defer rows.Close()
+	var out []engine.Lane
+	for rows.Next() {
+		var to string
+		var state int64
+		if err := rows.Scan(&to, &state); err != nil {
+			return nil, db.readErr("read lanes", err)
+		}
+		a, err := engine.ParseAddress(to)
+		if err != nil {
+			return nil, fmt.Errorf("store: lanes: %w: %w", engine.ErrMalformedState, err)
+		}
+		out = append(out, engine.Lane{Recipient: a, State: engine.LaneState(state)})
+	}
+	return out, rows.Err()
+}
+
+// Lanes returns the lanes of a message or roster change sent here.
+func (db *DB) Lanes(ctx context.Context, g wire.GroupID, id wire.LogicalID) ([]engine.Lane, error) {
+	if err := db.checkOpen("read lanes"); err != nil {
+		return nil, err
+	}
+	return db.lanes(ctx, g, id)
+}
+
+// LaneGroup returns the group of the lane (recipient, id), if it is one.
+func (db *DB) LaneGroup(ctx context.Context, recipient engine.Address, id wire.LogicalID) (wire.GroupID, bool, error) {
+	if err := db.checkOpen("read lane"); err != nil {
+		return wire.GroupID{}, false, err
+	}
+	var g []byte
+	err := db.queryRow(ctx, sqlLaneGroup, recipient.String(), id[:]).Scan(&g)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return wire.GroupID{}, false, nil
+	case err != nil:
+		return wire.GroupID{}, false, db.readErr("read lane", err)
+	}
+	return wire.GroupID(g), true, nil
+}
+
+func validateGroupSend(p engine.GroupSend) error {
+	body := p.Body
+	if body == nil {
+		body = []byte{}
+	}
+	f, err := engine.DecodeStoredFrame(p.Frame)
+	switch {
+	case err != nil:
+		return invalid("group frame: %v", err)
+	case f.Group == nil || f.Roster || *f.Group != p.Group || f.ID != p.ID:
+		return invalid("group frame of message %x is not that group's message", p.ID[:])
+	}
+	return errors.Join(checkAddress("sender", p.Sender), checkTime("at", p.At), checkFrame(p.Frame, p.ID, body), checkLanes(p.Lanes, p.ID))
+}
+
+func validateRosterUpdate(p engine.RosterUpdate) error {
+	r, err := wire.DecodeRoster(p.Frame)
+	switch {
+	case err != nil:
+		return invalid("roster frame: %v", err)
+	case r.Group != p.Group || r.ID != p.Change.ID || r.Generation != p.Change.Generation:
+		return invalid("roster frame of change %x is not that change's", p.Change.ID[:])
+	}
+	errs := []error{checkTime("at", p.At), checkLanes(p.Lanes, p.Change.ID)}
+	for _, a := range p.Removed {
+		errs = append(errs, checkAddress("removed", a))
+	}
+	return errors.Join(errs...)
+}
+
+// checkLanes checks each lane like a send's: a well-formed recipient, and an
+// envelope with its session step or neither.
+func checkLanes(lanes []engine.GroupLane, id wire.LogicalID) error {
+	if len(lanes) > engine.MaxLanesPerTransaction {
+		return invalid("%d lanes over %d", len(lanes), engine.MaxLanesPerTransaction)
+	}
+	var err error
+	seen := make(map[engine.Address]bool, len(lanes))
+	for _, l := range lanes {
+		if seen[l.Recipient] {
+			err = errors.Join(err, invalid("two lanes to %s", l.Recipient))
+		}
+		seen[l.Recipient] = true
+		err = errors.Join(err, checkAddress("recipient", l.Recipient))
+		switch {
+		case (l.Out == nil) != (l.Session == nil):
+			err = errors.Join(err, invalid("lane to %s: an envelope without a session step or the reverse", l.Recipient))
+		case l.Out != nil:
+			err = errors.Join(err, checkSession(*l.Session, l.Recipient), checkOutgoing(*l.Out, id, l.Recipient))
+		}
+	}
+	return err
+}
+
+func init() { sealedColumns["group_history.sealed_body"] = kindGroupBody }
