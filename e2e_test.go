@@ -450,7 +450,8 @@ func TestCLIErrorsAndExitCodes(t *testing.T) {
 		t.Fatalf("init over a profile: exit %d %q", r.code, r.stderr)
 	}
 	// With a session but no relay, a send is stored and stays pending: exit 3.
-	// Without a session it needs a bundle first: exit 1, nothing stored.
+	// Without a session the bundle cannot be fetched: stored too, exit 3
+	// (TestCLIFirstSendWithoutRelay follows it until it is delivered).
 	alice.ok("send", "bob/1", "while the relay is up")
 	relay.stop()
 	r = alice.run("", "send", "bob/1", "nobody listens")
@@ -460,11 +461,11 @@ func TestCLIErrorsAndExitCodes(t *testing.T) {
 	if out := alice.jsonLines("outbox"); len(out) != 2 {
 		t.Fatalf("outbox holds %d messages, want both pending", len(out))
 	}
-	if r := alice.run("", "send", "carol/1", "no bundle"); r.code != 1 {
-		t.Fatalf("send to a new peer without a relay: exit %d %q, want 1", r.code, r.stderr)
+	if r := alice.run("", "send", "carol/1", "no bundle"); r.code != 3 || !strings.Contains(r.stderr, "stays pending") {
+		t.Fatalf("send to a new peer without a relay: exit %d %q, want 3", r.code, r.stderr)
 	}
-	if out := alice.jsonLines("outbox"); len(out) != 2 {
-		t.Fatalf("a send that could not start a session stored something: %d pending", len(out))
+	if out := alice.jsonLines("outbox"); len(out) != 3 {
+		t.Fatalf("outbox holds %d messages, want the one without a session pending too", len(out))
 	}
 }
 
