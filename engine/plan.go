@@ -171,6 +171,12 @@ type Receive struct {
 	Handshake *Handshake
 	Effect    FrameEffect
 	Ack       *Outgoing
+	// PastChains, when set, replaces the record of the session's past
+	// receiving chains: the message turned the peer's ratchet, and the chain
+	// it left is remembered so that a redelivered copy from it is known as
+	// a duplicate. Kept apart from the session record, whose layout is
+	// frozen.
+	PastChains []byte
 }
 
 // CollisionRetire is the one durable effect of a receive that lost to the own

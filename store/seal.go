@@ -28,6 +28,7 @@ const (
 	kindStaged          = "inbox"            // row key: row
 	kindContactName     = "contact-name"     // row key: address
 	kindAttempt         = "attempt"          // row key: peer, id, number
+	kindPastChains      = "past-chains"      // row key: peer
 )
 
 // sealedColumns names the record kind of every sealed column of the schema
@@ -46,6 +47,7 @@ var sealedColumns = map[string]string{
 	"inbox.sealed":            kindStaged,
 	"contact.sealed_name":     kindContactName,
 	"attempt.sealed":          kindAttempt,
+	"past_chain.sealed":       kindPastChains,
 	// A quarantined row keeps its inbox record and row number verbatim.
 	"quarantine.sealed": kindStaged,
 }
