@@ -164,7 +164,8 @@ func readClientFrame(r *bufio.Reader) (frame, payload []byte, err error) {
 
 // TestCLIRedeliveryAfterLostAck: bob's acknowledgement of a batch holding
 // one message from each of two of alice's chains never reaches the relay,
-// which delivers the batch again. The next sync reports both copies as
+// which delivers the batch again. The sync that lost it exits 0 with one
+// warning line (SPEC §8's codes). The next sync reports both copies as
 // duplicates; nothing asks alice for recovery; each message is in bob's
 // history once.
 func TestCLIRedeliveryAfterLostAck(t *testing.T) {
@@ -190,12 +191,17 @@ func TestCLIRedeliveryAfterLostAck(t *testing.T) {
 
 	proxy.arm()
 	first := bob.run("", "sync", "--wait", "300ms", "--json")
-	t.Logf("first sync: exit %d stderr %q", first.code, first.stderr)
 	if proxy.cutCount() != 1 {
 		t.Fatalf("the proxy cut %d acknowledgements, want 1 (sync: exit %d %q)", proxy.cutCount(), first.code, first.stderr)
 	}
 	if !strings.Contains(first.stdout, `"body":"p2"`) || !strings.Contains(first.stdout, `"body":"q1"`) {
 		t.Fatalf("the first sync printed %q, want p2 and q1 delivered", first.stdout)
+	}
+	// Only the acknowledgement failed: exit 0, one warning line saying
+	// what was kept.
+	if first.code != 0 || strings.Count(first.stderr, "\n") != 1 || !strings.Contains(first.stderr, "warning") ||
+		!strings.Contains(first.stderr, "kept on this device") {
+		t.Fatalf("sync whose acknowledgement was cut: exit %d, stderr %q; want 0 and one warning line", first.code, first.stderr)
 	}
 
 	again := bob.sync()
