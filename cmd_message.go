@@ -201,7 +201,7 @@ func cmdFinalize(outcome engine.Outcome) func(context.Context, *cliEnv, *command
 		if err != nil {
 			return err
 		}
-		id, err := parseID(ops[1])
+		idOp, err := parseIDOperand(ops[1])
 		if err != nil {
 			return err
 		}
@@ -218,6 +218,10 @@ func cmdFinalize(outcome engine.Outcome) func(context.Context, *cliEnv, *command
 			return err
 		}
 		defer closeProfile(p)
+		id, err := idOp.resolve(ctx, "pending messages from "+sender.String(), pendingInboundIDs(p.Client, sender))
+		if err != nil {
+			return err
+		}
 		var sent bool
 		if outcome == engine.OutcomeCommitted {
 			sent, err = p.Client.Commit(ctx, sender, id)
@@ -264,7 +268,11 @@ func cmdAbandon(ctx context.Context, env *cliEnv, cmd *command, args []string) e
 		return err
 	}
 	defer closeProfile(p)
-	id, err := parseID(ops[1])
+	idOp, err := parseIDOperand(ops[1])
+	if err != nil {
+		return err
+	}
+	id, err := idOp.resolve(ctx, "pending messages to "+peer.String(), pendingOutboundIDs(p.Client, peer))
 	if err != nil {
 		return err
 	}
@@ -327,9 +335,13 @@ func cmdTrace(ctx context.Context, env *cliEnv, cmd *command, args []string) err
 		return err
 	}
 	defer closeProfile(p)
-	id, err := parseID(ops[1])
+	idOp, err := parseIDOperand(ops[1])
 	if err != nil {
 		return usagef("%s", err)
+	}
+	id, err := idOp.resolve(ctx, "messages with "+peer.String(), conversationIDs(p.Client, peer))
+	if err != nil {
+		return err
 	}
 	// A message sent to PEER, else one received from it.
 	l, err := p.Client.Life(ctx, peer, id, engine.DirectionOut)
