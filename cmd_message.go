@@ -161,6 +161,7 @@ func cmdOutbox(ctx context.Context, env *cliEnv, cmd *command, args []string) er
 // (--PEERFLAG, --after, --limit) and prints one record per message.
 func pageCommand(ctx context.Context, env *cliEnv, cmd *command, args []string, peerFlag string, list func(*profile.Profile, engine.PageQuery) ([][]kv, error)) error {
 	f := newFlags(cmd, env, true)
+	f.reader = true
 	peer, after, limit := pageFlags(f, peerFlag)
 	if _, err := f.parse(env, args, 0, 0); err != nil {
 		return err
@@ -288,6 +289,7 @@ func cmdAbandon(ctx context.Context, env *cliEnv, cmd *command, args []string) e
 
 func cmdHistory(ctx context.Context, env *cliEnv, cmd *command, args []string) error {
 	f := newFlags(cmd, env, true)
+	f.reader = true
 	limit := f.Int("limit", 1000, "at most this many of the newest messages")
 	peer, _, p, err := f.peerCommand(ctx, env, args, 1)
 	if err != nil {
@@ -330,6 +332,7 @@ func (f *flags) peerCommand(ctx context.Context, env *cliEnv, args []string, n i
 
 func cmdTrace(ctx context.Context, env *cliEnv, cmd *command, args []string) error {
 	f := newFlags(cmd, env, true)
+	f.reader = true
 	peer, ops, p, err := f.peerCommand(ctx, env, args, 2)
 	if err != nil {
 		return err
