@@ -1,7 +1,11 @@
 package main
 
 import (
+	"errors"
+	"os"
+	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -46,5 +50,67 @@ func TestCLIFirstSendWithoutRelay(t *testing.T) {
 	}
 	if got := historyBodies(bob, "alice/1", "in"); len(got) != 1 || got[0] != "kept while offline" {
 		t.Fatalf("bob's history %q, want the message once", got)
+	}
+}
+
+// TestCLIReadersBesideHolder: while another process holds the profile (a
+// long sync, as a running TUI would), history, inbox, outbox and trace read
+// it (exit 0), and a command that writes is refused (exit 4). The holder is
+// not disturbed: once it ends, its profile opens as before.
+func TestCLIReadersBesideHolder(t *testing.T) {
+	relay := startRelay(t)
+	alice, bob := newProfile(t, relay, "alice/1"), newProfile(t, relay, "bob/1")
+	first := strings.TrimSpace(alice.ok("send", "bob/1", "first"))
+	id := strings.TrimSpace(alice.ok("send", "bob/1", "hello"))
+	bob.sync()
+	bob.ok("commit", "alice/1", first)
+
+	hold := exec.Command(parleyBin, "sync", "--wait", "30s")
+	hold.Env = append(os.Environ(), "PARLEY_PROFILE="+bob.dir, "PARLEY_PASSPHRASE=e2e passphrase")
+	if err := hold.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		hold.Process.Signal(syscall.SIGTERM)
+		hold.Wait()
+	}()
+	// Held once a writer is refused (an abandon of nothing changes nothing
+	// before that).
+	for try := 0; ; try++ {
+		r := bob.run("", "abandon", "alice/1", "00000000")
+		if r.code == 4 {
+			break
+		}
+		if r.code != 1 || try == 1000 {
+			t.Fatalf("abandon before the holder took the lock: exit %d %q", r.code, r.stderr)
+		}
+	}
+
+	in := bob.jsonLines("inbox")
+	if len(in) != 1 || in[0]["id"] != id || in[0]["body"] != "hello" {
+		t.Fatalf("inbox beside the holder: %v", in)
+	}
+	if h := bob.jsonLines("history", "alice/1"); len(h) != 1 || h[0]["body"] != "first" {
+		t.Fatalf("history beside the holder: %v, want the committed message", h)
+	}
+	bob.jsonLines("outbox")
+	if tr := bob.jsonLines("trace", "alice/1", id); len(tr) != 1 || tr[0]["id"] != id {
+		t.Fatalf("trace beside the holder: %v", tr)
+	}
+	for _, args := range [][]string{{"send", "alice/1", "no"}, {"commit", "alice/1", id}} {
+		if r := bob.run("", args...); r.code != 4 || !strings.Contains(r.stderr, "open in another process") {
+			t.Fatalf("%v beside the holder: exit %d %q, want 4", args, r.code, r.stderr)
+		}
+	}
+	hold.Process.Signal(syscall.SIGTERM)
+	if err := hold.Wait(); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			t.Fatalf("the holder: %v", err)
+		}
+	}
+	bob.commitAll()
+	if got := historyBodies(bob, "alice/1", "in"); len(got) != 2 {
+		t.Fatalf("bob's history after the holder ended %q", got)
 	}
 }

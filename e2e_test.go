@@ -367,7 +367,8 @@ func TestCLIErrorsAndExitCodes(t *testing.T) {
 	alice := newProfile(t, relay, "alice/1")
 	newProfile(t, relay, "bob/1")
 
-	// A second process on an open profile: exit 4, one line naming it.
+	// A second process that writes to an open profile: exit 4, one line
+	// naming it (the read-only commands read beside it: TestCLIReadersBesideHolder).
 	hold := exec.Command(parleyBin, "sync", "--wait", "20s")
 	hold.Env = append(os.Environ(), "PARLEY_PROFILE="+alice.dir, "PARLEY_PASSPHRASE=e2e passphrase")
 	var holdErr bytes.Buffer
@@ -379,7 +380,7 @@ func TestCLIErrorsAndExitCodes(t *testing.T) {
 	deadline := time.Now().Add(15 * time.Second)
 	var r runResult
 	for time.Now().Before(deadline) {
-		if r = alice.run("", "outbox"); r.code == 4 {
+		if r = alice.run("", "abandon", "alice/1", "00000000"); r.code == 4 {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
