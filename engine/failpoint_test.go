@@ -317,6 +317,8 @@ func fpScenarios() []fpScenario {
 			target: fpStep{"bob/1", "process"}, want: hello},
 		{name: "retry", devices: ab, setup: append(established(), fpStep{"alice/1", "down"}, fpStep{"alice/1", "send:bob/1:again"}, fpStep{"alice/1", "up"}),
 			target: fpStep{"alice/1", "retry:bob/1"}, want: two},
+		{name: "receive on a new chain", devices: ab, setup: append(established(), fpStep{"alice/1", "send:bob/1:again"}, fpStep{"bob/1", "stage"}),
+			target: fpStep{"bob/1", "process"}, want: two},
 		{name: "held first send", devices: ab, setup: []fpStep{{"alice/1", "down"}}, target: fpStep{"alice/1", "send:bob/1:hello"},
 			heal: []fpStep{{"alice/1", "up"}}, want: hello},
 		{name: "retry of a held send", devices: ab, setup: []fpStep{{"alice/1", "down"}, {"alice/1", "send:bob/1:hello"}, {"alice/1", "up"}},
