@@ -200,8 +200,7 @@ func (c *Client) prepareSend(ctx context.Context, work map[Address]*peerState, h
 // (a changed identity, an unregistered peer, a bad bundle). Callers hold
 // sendMu.
 func (c *Client) sendHeldFirst(ctx context.Context, peer Address) (cause, err error) {
-	ps, err := c.snapshot(ctx, peer)
-	if err != nil || ps.session != nil {
+	if has, err := c.hasSession(ctx, peer); err != nil || has {
 		return nil, err
 	}
 	n, err := c.store.CountOutbound(ctx, &peer)
