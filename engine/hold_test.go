@@ -4,6 +4,7 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/parley-chat/parley/engine"
 )
@@ -23,6 +24,12 @@ func TestFirstMessageHeldWhileRelayUnreachable(t *testing.T) {
 	}
 	if got := alice.pendingOut(); got != 1 {
 		t.Fatalf("pending after a held send: %d, want 1", got)
+	}
+	// The conversation is listed (an interface shows it, auto-retry finds
+	// it) though bob's identity is not pinned yet.
+	convs, err := alice.c.Conversations(w.ctx)
+	if err != nil || len(convs) != 1 || convs[0].Peer != bob.addr || convs[0].PendingOut != 1 {
+		t.Fatalf("conversations after a held send: %+v, %v; want bob with one pending", convs, err)
 	}
 	if _, err := alice.c.Retry(w.ctx, bob.addr); !errors.As(err, &notSent) {
 		t.Fatalf("retry while down: %v, want MessageNotSentError", err)
@@ -90,5 +97,29 @@ func TestRefusedFirstSendStoresNothing(t *testing.T) {
 	}
 	if n := alice.pendingOut(); n != 0 {
 		t.Fatalf("refused sends stored %d messages", n)
+	}
+}
+
+// TestRunAutoRetryHeldFirstMessage: a first message held while the relay
+// was out of reach goes out by itself once it is back, with AutoRetry: the
+// loop fetches the bundle, starts the session and the ACK clears it.
+func TestRunAutoRetryHeldFirstMessage(t *testing.T) {
+	w := newWorld(t)
+	alice, bob := w.device("alice/1"), w.device("bob/1")
+	w.net.SetDown(alice.addr, true)
+	id, err := alice.c.Send(w.ctx, bob.addr, []byte("held"))
+	if !errors.Is(err, engine.ErrRelayUnreachable) {
+		t.Fatalf("first send while down: %v", err)
+	}
+	w.net.SetDown(alice.addr, false)
+	alice.c.SetPolicy(engine.Policy{AutoRetry: true, RetryMin: 20 * time.Millisecond, RetryMax: 80 * time.Millisecond})
+	bob.c.SetPolicy(engine.Policy{Commit: engine.CommitOnArrival})
+	runLoop(t, alice)
+	runLoop(t, bob)
+	waitEvent(t, alice, "the ACK of the held message", func(e engine.Event) bool {
+		return e.Kind == engine.EventReceived && e.Result.Kind == engine.ResultAcknowledgement && e.ID == id && e.Result.Cleared
+	})
+	if n := alice.pendingOut(); n != 0 {
+		t.Fatalf("%d still pending after the ACK", n)
 	}
 }
