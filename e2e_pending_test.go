@@ -65,23 +65,37 @@ func TestCLIReadersBesideHolder(t *testing.T) {
 	bob.sync()
 	bob.ok("commit", "alice/1", first)
 
-	hold := exec.Command(parleyBin, "sync", "--wait", "30s")
-	hold.Env = append(os.Environ(), "PARLEY_PROFILE="+bob.dir, "PARLEY_PASSPHRASE=e2e passphrase")
-	if err := hold.Start(); err != nil {
-		t.Fatal(err)
+	// The holder: a long sync. It is started again when it lost the race
+	// for the lock to one of the probes below.
+	var hold *exec.Cmd
+	var held chan error
+	start := func() {
+		hold = exec.Command(parleyBin, "sync", "--wait", "120s")
+		hold.Env = append(os.Environ(), "PARLEY_PROFILE="+bob.dir, "PARLEY_PASSPHRASE=e2e passphrase")
+		if err := hold.Start(); err != nil {
+			t.Fatal(err)
+		}
+		held = make(chan error, 1)
+		go func(c *exec.Cmd, ch chan error) { ch <- c.Wait() }(hold, held)
 	}
+	start()
 	defer func() {
 		hold.Process.Signal(syscall.SIGTERM)
-		hold.Wait()
+		<-held
 	}()
 	// Held once a writer is refused (an abandon of nothing changes nothing
 	// before that).
 	for try := 0; ; try++ {
+		select {
+		case <-held:
+			start()
+		default:
+		}
 		r := bob.run("", "abandon", "alice/1", "00000000")
 		if r.code == 4 {
 			break
 		}
-		if r.code != 1 || try == 1000 {
+		if r.code != 1 || try == 200 {
 			t.Fatalf("abandon before the holder took the lock: exit %d %q", r.code, r.stderr)
 		}
 	}
@@ -103,12 +117,13 @@ func TestCLIReadersBesideHolder(t *testing.T) {
 		}
 	}
 	hold.Process.Signal(syscall.SIGTERM)
-	if err := hold.Wait(); err != nil {
+	if err := <-held; err != nil {
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) {
 			t.Fatalf("the holder: %v", err)
 		}
 	}
+	held <- nil // for the deferred stop
 	bob.commitAll()
 	if got := historyBodies(bob, "alice/1", "in"); len(got) != 2 {
 		t.Fatalf("bob's history after the holder ended %q", got)
