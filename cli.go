@@ -55,6 +55,10 @@ type flags struct {
 	// network is set for commands that talk to the relay anyway; they also
 	// do the prekey maintenance that is due.
 	network bool
+	// reader is set for commands that only read (history, inbox, outbox,
+	// trace): when another process holds the profile they open it for
+	// reading (profile.OpenReader) instead of failing with exit 4.
+	reader bool
 }
 
 func newFlags(cmd *command, env *cliEnv, withProfile bool) *flags {
@@ -213,6 +217,9 @@ func (f *flags) openWith(ctx context.Context, env *cliEnv, o profile.Options) (*
 		}
 		o.Passphrase = pass
 		p, err := profile.Open(ctx, dir, o)
+		if f.reader && errors.Is(err, engine.ErrProfileOpen) {
+			p, err = profile.OpenReader(ctx, dir, o)
+		}
 		if prompted && try < passphraseTries && errors.Is(err, engine.ErrWrongPassphrase) {
 			fmt.Fprintln(env.stderr, "wrong passphrase, try again")
 			continue
@@ -238,7 +245,8 @@ func warnPlaintext(ctx context.Context, env *cliEnv, dir string, p *profile.Prof
 }
 
 // closeProfile ends a command: what it printed was the presentation of its
-// events, so they are taken off the channel and marked presented.
+// events, so they are taken off the channel and marked presented (not by a
+// reader beside the holder: see profile.PresentAll).
 func closeProfile(p *profile.Profile) {
 	_ = p.PresentAll(context.Background())
 	p.Close()

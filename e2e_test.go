@@ -367,7 +367,8 @@ func TestCLIErrorsAndExitCodes(t *testing.T) {
 	alice := newProfile(t, relay, "alice/1")
 	newProfile(t, relay, "bob/1")
 
-	// A second process on an open profile: exit 4, one line naming it.
+	// A second process that writes to an open profile: exit 4, one line
+	// naming it (the read-only commands read beside it: TestCLIReadersBesideHolder).
 	hold := exec.Command(parleyBin, "sync", "--wait", "20s")
 	hold.Env = append(os.Environ(), "PARLEY_PROFILE="+alice.dir, "PARLEY_PASSPHRASE=e2e passphrase")
 	var holdErr bytes.Buffer
@@ -379,7 +380,7 @@ func TestCLIErrorsAndExitCodes(t *testing.T) {
 	deadline := time.Now().Add(15 * time.Second)
 	var r runResult
 	for time.Now().Before(deadline) {
-		if r = alice.run("", "outbox"); r.code == 4 {
+		if r = alice.run("", "abandon", "alice/1", "00000000"); r.code == 4 {
 			break
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -450,7 +451,8 @@ func TestCLIErrorsAndExitCodes(t *testing.T) {
 		t.Fatalf("init over a profile: exit %d %q", r.code, r.stderr)
 	}
 	// With a session but no relay, a send is stored and stays pending: exit 3.
-	// Without a session it needs a bundle first: exit 1, nothing stored.
+	// Without a session the bundle cannot be fetched: stored too, exit 3
+	// (TestCLIFirstSendWithoutRelay follows it until it is delivered).
 	alice.ok("send", "bob/1", "while the relay is up")
 	relay.stop()
 	r = alice.run("", "send", "bob/1", "nobody listens")
@@ -460,11 +462,11 @@ func TestCLIErrorsAndExitCodes(t *testing.T) {
 	if out := alice.jsonLines("outbox"); len(out) != 2 {
 		t.Fatalf("outbox holds %d messages, want both pending", len(out))
 	}
-	if r := alice.run("", "send", "carol/1", "no bundle"); r.code != 1 {
-		t.Fatalf("send to a new peer without a relay: exit %d %q, want 1", r.code, r.stderr)
+	if r := alice.run("", "send", "carol/1", "no bundle"); r.code != 3 || !strings.Contains(r.stderr, "stays pending") {
+		t.Fatalf("send to a new peer without a relay: exit %d %q, want 3", r.code, r.stderr)
 	}
-	if out := alice.jsonLines("outbox"); len(out) != 2 {
-		t.Fatalf("a send that could not start a session stored something: %d pending", len(out))
+	if out := alice.jsonLines("outbox"); len(out) != 3 {
+		t.Fatalf("outbox holds %d messages, want the one without a session pending too", len(out))
 	}
 }
 

@@ -46,6 +46,7 @@ type peerState struct {
 	session  *Session
 	version  uint64
 	replaces InitiationID // see PeerState.Replaces
+	past     pastChains   // the session's past receiving chains (see PeerState.PastChains)
 }
 
 // Client is one device's engine: the reliability layer over sessions, applied
@@ -300,6 +301,15 @@ func (c *Client) peerLocked(ctx context.Context, peer Address) (*peerState, erro
 	if st.Session != nil {
 		if ps.session, err = UnmarshalSession(st.Session); err != nil {
 			return nil, fmt.Errorf("load session with %s: %w", peer, err)
+		}
+		if st.PastChains != nil {
+			past, err := unmarshalPastChains(st.PastChains)
+			if err != nil {
+				return nil, fmt.Errorf("load past chains of %s: %w", peer, err)
+			}
+			if past.session == ps.session.ID {
+				ps.past = past
+			}
 		}
 	}
 	c.peers[peer] = ps

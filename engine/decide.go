@@ -129,6 +129,11 @@ const (
 	// DecideRefused: any other failure on a chain the session cannot place:
 	// drop it.
 	DecideRefused
+	// DecideDuplicate: it is on a receiving chain the session left, at a
+	// position the session already passed: a copy of a message already
+	// opened (a relay's redelivery after a lost lease acknowledgement),
+	// dropped as ErrDuplicateMessage, never a reason to ask for recovery.
+	DecideDuplicate
 )
 
 var ratchetDecisionNames = [...]string{
@@ -137,6 +142,7 @@ var ratchetDecisionNames = [...]string{
 	DecideForgery:   "failed on a known chain: forgery",
 	DecideDiverged:  "failed on a new chain, ask for recovery",
 	DecideRefused:   "refused",
+	DecideDuplicate: "a copy from a past chain: duplicate",
 }
 
 // String names the decision.
@@ -153,7 +159,21 @@ type RatchetDecisionInput struct {
 	Receiving *[32]byte           // the peer's ratchet key of the session's receiving chain; nil if none yet
 	Skipped   func([32]byte) bool // whether the session kept skipped keys of the chain of a ratchet key
 	Key       [32]byte            // the ratchet key in the message's header
-	Err       error               // what decrypting the message on a copy of the session returned
+	N         uint32              // the message number in the message's header
+	// Past returns how many messages the session's past receiving chain of
+	// a ratchet key held; ok is false for a key it does not remember.
+	Past func([32]byte) (count uint32, ok bool)
+	Err  error // what decrypting the message on a copy of the session returned
+}
+
+// pastHeld reports whether the message's key is that of a past receiving
+// chain that held at least n messages.
+func (in RatchetDecisionInput) pastHeld(n uint64) bool {
+	if in.Past == nil {
+		return false
+	}
+	count, ok := in.Past(in.Key)
+	return ok && uint64(count) >= n
 }
 
 // DecideRatchet applies the rules for an incoming ratchet message in order.
@@ -168,10 +188,14 @@ type RatchetDecisionInput struct {
 //     forgery or a copy;
 //  4. the session kept skipped keys of its chain: likewise a forgery or a
 //     copy;
-//  5. otherwise it is a new chain (the key is neither of the above). Keys
+//  5. its ratchet key is that of a receiving chain the session left: below
+//     the number of messages that chain held, a copy of a message already
+//     opened (a duplicate); at or beyond it, a forgery. Neither asks for
+//     recovery;
+//  6. otherwise it is a new chain (the key is none of the above). Keys
 //     that do not open it (ErrDecrypt) or a skip beyond the bound
 //     (ErrTooManySkipped) say the sides went apart: ask for recovery;
-//  6. any other failure: refused.
+//  7. any other failure: refused.
 func DecideRatchet(in RatchetDecisionInput) RatchetDecision {
 	switch {
 	case !in.Session:
@@ -181,6 +205,10 @@ func DecideRatchet(in RatchetDecisionInput) RatchetDecision {
 	case in.Receiving != nil && *in.Receiving == in.Key:
 		return DecideForgery
 	case in.Skipped != nil && in.Skipped(in.Key):
+		return DecideForgery
+	case in.pastHeld(uint64(in.N) + 1):
+		return DecideDuplicate
+	case in.pastHeld(0):
 		return DecideForgery
 	case errors.Is(in.Err, ErrDecrypt) || errors.Is(in.Err, ErrTooManySkipped):
 		return DecideDiverged

@@ -66,6 +66,10 @@ func TestDecideRatchet(t *testing.T) {
 			return false
 		}
 	}
+	past := [32]byte{0x04}
+	pastOf := func(key [32]byte, count uint32) func([32]byte) (uint32, bool) {
+		return func(k [32]byte) (uint32, bool) { return count, k == key }
+	}
 	decryptErr := fmt.Errorf("wrapped: %w", ErrDecrypt)
 	tooFar := fmt.Errorf("%w: 1001 keys", ErrTooManySkipped)
 	noRandom := errors.New("random source failed")
@@ -84,11 +88,18 @@ func TestDecideRatchet(t *testing.T) {
 		{"3 a duplicate on the receiving chain is a copy", RatchetDecisionInput{Session: true, Key: current, Receiving: &current, Err: ErrDuplicateMessage}, DecideForgery},
 		{"4 bad MAC on a skipped chain is a forgery", RatchetDecisionInput{Session: true, Key: skipped, Receiving: &current, Skipped: skips(skipped), Err: decryptErr}, DecideForgery},
 		{"4 too far a skip on a skipped chain is a forgery", RatchetDecisionInput{Session: true, Key: skipped, Receiving: &current, Skipped: skips(skipped), Err: tooFar}, DecideForgery},
-		{"5 bad MAC on a new chain asks for recovery", RatchetDecisionInput{Session: true, Key: fresh, Receiving: &current, Skipped: skips(skipped), Err: decryptErr}, DecideDiverged},
-		{"5 too far a skip on a new chain asks for recovery", RatchetDecisionInput{Session: true, Key: fresh, Receiving: &current, Err: tooFar}, DecideDiverged},
-		{"5 nothing received yet: every key is new", RatchetDecisionInput{Session: true, Key: fresh, Err: decryptErr}, DecideDiverged},
-		{"6 no next own key on a new chain is refused", RatchetDecisionInput{Session: true, Key: fresh, Receiving: &current, Err: noRandom}, DecideRefused},
-		{"6 any other failure on a new chain is refused", RatchetDecisionInput{Session: true, Key: fresh, Err: ErrBadSignature}, DecideRefused},
+		{"4 a skipped chain comes before a past one", RatchetDecisionInput{Session: true, Key: skipped, Receiving: &current, Skipped: skips(skipped), Past: pastOf(skipped, 9), Err: decryptErr}, DecideForgery},
+		{"5 a copy below a past chain's count is a duplicate", RatchetDecisionInput{Session: true, Key: past, N: 1, Receiving: &current, Past: pastOf(past, 2), Err: decryptErr}, DecideDuplicate},
+		{"5 a past chain's first message again is a duplicate", RatchetDecisionInput{Session: true, Key: past, N: 0, Receiving: &current, Past: pastOf(past, 1), Err: tooFar}, DecideDuplicate},
+		{"5 at a past chain's count is a forgery", RatchetDecisionInput{Session: true, Key: past, N: 2, Receiving: &current, Past: pastOf(past, 2), Err: decryptErr}, DecideForgery},
+		{"5 the largest number on a full past chain is a forgery", RatchetDecisionInput{Session: true, Key: past, N: ^uint32(0), Receiving: &current, Past: pastOf(past, ^uint32(0)), Err: decryptErr}, DecideForgery},
+		{"5 the receiving chain comes before a past one", RatchetDecisionInput{Session: true, Key: current, Receiving: &current, Past: pastOf(current, 5), Err: ErrDuplicateMessage}, DecideForgery},
+		{"6 a key no past chain holds is a new chain", RatchetDecisionInput{Session: true, Key: fresh, Receiving: &current, Past: pastOf(past, 2), Err: decryptErr}, DecideDiverged},
+		{"6 bad MAC on a new chain asks for recovery", RatchetDecisionInput{Session: true, Key: fresh, Receiving: &current, Skipped: skips(skipped), Err: decryptErr}, DecideDiverged},
+		{"6 too far a skip on a new chain asks for recovery", RatchetDecisionInput{Session: true, Key: fresh, Receiving: &current, Err: tooFar}, DecideDiverged},
+		{"6 nothing received yet: every key is new", RatchetDecisionInput{Session: true, Key: fresh, Err: decryptErr}, DecideDiverged},
+		{"7 no next own key on a new chain is refused", RatchetDecisionInput{Session: true, Key: fresh, Receiving: &current, Err: noRandom}, DecideRefused},
+		{"7 any other failure on a new chain is refused", RatchetDecisionInput{Session: true, Key: fresh, Err: ErrBadSignature}, DecideRefused},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

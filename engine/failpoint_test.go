@@ -265,6 +265,9 @@ type fpScenario struct {
 	// noRetry is set when the scenario abandons its message: convergence
 	// then must not resend it.
 	noRetry bool
+	// heal runs before convergence (for example bringing a device's link
+	// back up after a target that needs it down).
+	heal []fpStep
 	// valid, when set, rejects a prepared world (for example a collision
 	// whose random initiation IDs make the other side win); prepare then
 	// starts over.
@@ -322,6 +325,12 @@ func fpScenarios() []fpScenario {
 			target: fpStep{"bob/1", "process"}, want: hello},
 		{name: "retry", devices: ab, setup: append(established(), fpStep{"alice/1", "down"}, fpStep{"alice/1", "send:bob/1:again"}, fpStep{"alice/1", "up"}),
 			target: fpStep{"alice/1", "retry:bob/1"}, want: two},
+		{name: "receive on a new chain", devices: ab, setup: append(established(), fpStep{"alice/1", "send:bob/1:again"}, fpStep{"bob/1", "stage"}),
+			target: fpStep{"bob/1", "process"}, want: two},
+		{name: "held first send", devices: ab, setup: []fpStep{{"alice/1", "down"}}, target: fpStep{"alice/1", "send:bob/1:hello"},
+			heal: []fpStep{{"alice/1", "up"}}, want: hello},
+		{name: "retry of a held send", devices: ab, setup: []fpStep{{"alice/1", "down"}, {"alice/1", "send:bob/1:hello"}, {"alice/1", "up"}},
+			target: fpStep{"alice/1", "retry:bob/1"}, want: hello},
 		{name: "abandon", devices: ab, setup: append(established(), fpStep{"alice/1", "down"}, fpStep{"alice/1", "send:bob/1:again"}, fpStep{"alice/1", "up"}),
 			target: fpStep{"alice/1", "abandonall:bob/1"}, want: hello, noRetry: true},
 		{name: "collision", devices: ab, setup: []fpStep{{"alice/1", "send:bob/1:hello"}, {"bob/1", "send:alice/1:hi"}, {"alice/1", "stage"}, {"bob/1", "stage"}},
@@ -384,6 +393,11 @@ func (sc fpScenario) signatures(t *testing.T, w fpWorld) map[string]signature {
 // converge runs sync, commit and retry rounds until nothing is pending on
 // any device and the relay holds nothing, then checks the histories.
 func (sc fpScenario) converge(t *testing.T, w fpWorld) error {
+	for _, s := range sc.heal {
+		if err := w.do(s.dev, s.op, nil); err != nil {
+			return fmt.Errorf("heal %s %s: %w", s.dev, s.op, err)
+		}
+	}
 	for round := 0; round < 6; round++ {
 		for _, d := range sc.devices {
 			for _, op := range []string{"sync", "commitall"} {

@@ -42,6 +42,12 @@ func (e *SyncError) Error() string { return e.Op + ": " + e.Err.Error() }
 // Unwrap returns the step's error.
 func (e *SyncError) Unwrap() error { return e.Err }
 
+// AckOnly reports whether the round did everything but tell the relay that
+// it staged what it leased: every envelope was staged and processed, and
+// the relay delivers those rows again, which a later round absorbs as
+// duplicates. A cancelled acknowledgement is not one (the round stopped).
+func (e *SyncError) AckOnly() bool { return e.Op == "acknowledge" && !isCancel(e.Err) }
+
 // SyncResult is what one round did.
 type SyncResult struct {
 	// Received has one result per staged envelope processed, in order.

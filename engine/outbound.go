@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/parley-chat/parley/wire"
@@ -25,7 +26,9 @@ type SendResult struct {
 // fetches a bundle if there is no session (outside any transaction), stores
 // the frame as pending with the advanced session in one transaction and hands
 // the envelope to the relay after the commit. A failed hand-off returns
-// *MessageNotSentError: the message stays pending and a retry sends it. Any
+// *MessageNotSentError: the message stays pending and a retry sends it. So
+// does a bundle fetch that could not reach the relay: the message is stored
+// pending, not yet encrypted (Hold), and a retry starts the session. Any
 // other error means nothing was stored.
 func (c *Client) Send(ctx context.Context, peer Address, body []byte) (wire.LogicalID, error) {
 	res, err := c.SendBatch(ctx, []SendRequest{{Peer: peer, Body: body}})
@@ -59,13 +62,14 @@ func (c *Client) SendBatch(ctx context.Context, reqs []SendRequest) ([]SendResul
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
 	work := make(map[Address]*peerState)
+	held := make(map[Address]error) // peers whose messages this batch holds, and why
 	var plans []Plan
 	var planOf []int // request index of each plan
 	for i, r := range reqs {
 		if results[i].Err != nil {
 			continue
 		}
-		p, err := c.prepareSend(ctx, work, r.Peer, results[i].ID, frames[i], r.Body)
+		p, err := c.prepareSend(ctx, work, held, r.Peer, results[i].ID, frames[i], r.Body)
 		if err != nil {
 			results[i].Err = err
 			continue
@@ -83,35 +87,75 @@ func (c *Client) SendBatch(ctx context.Context, reqs []SendRequest) ([]SendResul
 	if err := c.fail("pairwise-send", "after-swap"); err != nil {
 		return nil, err
 	}
-	envs := make([]wire.Envelope, len(plans))
-	for k, p := range plans {
-		envs[k] = p.(Send).Out.Envelope
+	var envs []wire.Envelope
+	for _, p := range plans {
+		if sp, ok := p.(Send); ok {
+			envs = append(envs, sp.Out.Envelope)
+		}
 	}
 	peers := make([]Address, 0, len(work))
 	for peer := range work {
 		peers = append(peers, peer)
 	}
+	for peer := range held {
+		if work[peer] == nil {
+			peers = append(peers, peer)
+		}
+	}
 	c.noteSent(peers)
 	errs := c.handOffAll(ctx, "pairwise-send", HandoffMessage, envs)
-	for k, p := range plans {
-		sp := p.(Send)
-		i := planOf[k]
-		if errs[k] != nil {
-			results[i].Err = &MessageNotSentError{ID: sp.ID, Err: errs[k]}
-			c.emit(Event{Kind: EventNotSent, At: c.cfg.Now(), Peer: sp.Recipient, ID: sp.ID, Err: errs[k], marker: receipts[k].Marker})
+	k := 0
+	for j, p := range plans {
+		i := planOf[j]
+		var (
+			peer    Address
+			id      wire.LogicalID
+			sendErr error
+		)
+		switch p := p.(type) {
+		case Send:
+			peer, id, sendErr = p.Recipient, p.ID, errs[k]
+			k++
+		case Hold:
+			peer, id, sendErr = p.Recipient, p.ID, held[p.Recipient]
+		}
+		if sendErr != nil {
+			results[i].Err = &MessageNotSentError{ID: id, Err: sendErr}
+			c.emit(Event{Kind: EventNotSent, At: c.cfg.Now(), Peer: peer, ID: id, Err: sendErr, marker: receipts[j].Marker})
 			continue
 		}
-		c.emit(Event{Kind: EventSent, At: c.cfg.Now(), Peer: sp.Recipient, ID: sp.ID, marker: receipts[k].Marker})
+		c.emit(Event{Kind: EventSent, At: c.cfg.Now(), Peer: peer, ID: id, marker: receipts[j].Marker})
 	}
 	return results, nil
 }
 
-// prepareSend builds the Send plan of one message on the working state. The
-// working state changes only when the plan is complete, so that a message
-// that fails leaves nothing behind for the rest of the batch.
-func (c *Client) prepareSend(ctx context.Context, work map[Address]*peerState, peer Address, id wire.LogicalID, frame, body []byte) (Plan, error) {
+// prepareSend builds the plan of one message on the working state: a Send,
+// or a Hold when the peer has no session and its bundle could not be fetched
+// because the relay was out of reach. Messages held earlier go first: with
+// no session and messages pending, the peer is retried before this one is
+// prepared, and this one is held too when they stay pending. The working
+// state changes only when the plan is complete, so that a message that fails
+// leaves nothing behind for the rest of the batch.
+func (c *Client) prepareSend(ctx context.Context, work map[Address]*peerState, held map[Address]error, peer Address, id wire.LogicalID, frame, body []byte) (Plan, error) {
 	if peer == c.self {
 		return nil, fmt.Errorf("send: %w: cannot send to the own device", ErrInvalidAddress)
+	}
+	hold := func(cause error) (Plan, error) {
+		if err := c.fail("pairwise-hold", "before-plan"); err != nil {
+			return nil, err
+		}
+		held[peer] = cause
+		return Hold{Recipient: peer, ID: id, Frame: frame, Body: body, At: c.cfg.Now()}, nil
+	}
+	if cause := held[peer]; cause != nil {
+		return hold(cause)
+	}
+	if _, ok := work[peer]; !ok {
+		if cause, err := c.sendHeldFirst(ctx, peer); err != nil {
+			return nil, err
+		} else if cause != nil {
+			return hold(cause)
+		}
 	}
 	shared, err := c.working(ctx, work, peer)
 	if err != nil {
@@ -119,6 +163,9 @@ func (c *Client) prepareSend(ctx context.Context, work map[Address]*peerState, p
 	}
 	ps := *shared
 	pin, err := c.ensureSession(ctx, &ps, peer)
+	if errors.Is(err, ErrRelayUnreachable) {
+		return hold(err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -144,6 +191,28 @@ func (c *Client) prepareSend(ctx context.Context, work map[Address]*peerState, p
 	*shared = ps
 	return Send{Recipient: peer, ID: id, Frame: frame, Body: body, At: c.cfg.Now(), Session: sw, Pin: pin,
 		Out: Outgoing{Envelope: env, Owner: id}}, nil
+}
+
+// sendHeldFirst retries the messages pending to a peer with no session (held
+// by an earlier send, or waiting since a session reset), so that a new
+// message never overtakes them. It returns why they stay pending (a cause
+// for holding the new one behind them), or an error that refuses the send
+// (a changed identity, an unregistered peer, a bad bundle). Callers hold
+// sendMu.
+func (c *Client) sendHeldFirst(ctx context.Context, peer Address) (cause, err error) {
+	if has, err := c.hasSession(ctx, peer); err != nil || has {
+		return nil, err
+	}
+	n, err := c.store.CountOutbound(ctx, &peer)
+	if err != nil || n == 0 {
+		return nil, err
+	}
+	_, err = c.retryLocked(ctx, peer)
+	var notSent *MessageNotSentError
+	if errors.As(err, &notSent) {
+		return notSent.Err, nil
+	}
+	return nil, err
 }
 
 // ensureSession gives ps a session, fetching and verifying a bundle when
@@ -178,6 +247,11 @@ func (c *Client) ensureSession(ctx context.Context, ps *peerState, peer Address)
 func (c *Client) Retry(ctx context.Context, peer Address) ([]wire.LogicalID, error) {
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
+	return c.retryLocked(ctx, peer)
+}
+
+// retryLocked is Retry for callers that hold sendMu.
+func (c *Client) retryLocked(ctx context.Context, peer Address) ([]wire.LogicalID, error) {
 	var sent []wire.LogicalID
 	var after int64
 	for {
@@ -203,6 +277,12 @@ func (c *Client) retryOne(ctx context.Context, peer Address, m OutboundMessage) 
 		return err
 	}
 	pin, err := c.ensureSession(ctx, &ps, peer)
+	if errors.Is(err, ErrRelayUnreachable) {
+		// A held message (or one whose session was reset) waits for a
+		// bundle: still pending, like any hand-off failure.
+		c.emit(Event{Kind: EventNotSent, At: c.cfg.Now(), Peer: peer, ID: m.ID, Err: err})
+		return &MessageNotSentError{ID: m.ID, Err: err}
+	}
 	if err != nil {
 		return err
 	}

@@ -93,6 +93,20 @@ type Send struct {
 	Out       Outgoing
 }
 
+// Hold stores a new application message as pending outbound without
+// encrypting it: the peer has no session and its bundle could not be fetched
+// (the relay was out of reach), or earlier messages to the peer wait the same
+// way and this one must not overtake them. It writes the frame and the
+// history entry; no envelope, no session. A retry encrypts the frame once a
+// bundle can be fetched.
+type Hold struct {
+	Recipient Address
+	ID        wire.LogicalID
+	Frame     []byte // encoded application frame
+	Body      []byte
+	At        time.Time
+}
+
 // Retry stores the session advanced by encrypting a pending message again.
 type Retry struct {
 	Recipient Address
@@ -157,6 +171,12 @@ type Receive struct {
 	Handshake *Handshake
 	Effect    FrameEffect
 	Ack       *Outgoing
+	// PastChains, when set, replaces the record of the session's past
+	// receiving chains: the message turned the peer's ratchet, and the chain
+	// it left is remembered so that a redelivered copy from it is known as
+	// a duplicate. Kept apart from the session record, whose layout is
+	// frozen.
+	PastChains []byte
 }
 
 // CollisionRetire is the one durable effect of a receive that lost to the own
@@ -300,6 +320,7 @@ type MarkPresented struct{ Seq uint64 }
 func (Bootstrap) plan()       {}
 func (PublishPreKeys) plan()  {}
 func (Send) plan()            {}
+func (Hold) plan()            {}
 func (Retry) plan()           {}
 func (Stage) plan()           {}
 func (Receive) plan()         {}
@@ -323,6 +344,9 @@ func (PublishPreKeys) Kind() string { return "prekey-publish" }
 
 // Kind implements Plan.
 func (Send) Kind() string { return "pairwise-send" }
+
+// Kind implements Plan.
+func (Hold) Kind() string { return "pairwise-hold" }
 
 // Kind implements Plan.
 func (Retry) Kind() string { return "retry" }

@@ -72,6 +72,7 @@ type opening struct {
 	session   *Session   // the candidate session, stepped past the message
 	handshake *Handshake // for an accepted initiation
 	plaintext []byte
+	left      *pastChain // the receiving chain the message turned away from
 }
 
 // final is the opening of an envelope that goes no further.
@@ -189,11 +190,14 @@ func (c *Client) prepareRatchet(in *incoming) (opening, error) {
 		return final(in.drop(wire.LogicalID{}, err)), nil
 	}
 	key := rm.Header.RatchetKey
-	dec := RatchetDecisionInput{Key: key}
+	dec := RatchetDecisionInput{Key: key, N: rm.Header.MessageNumber}
 	var cand *Session
 	var plaintext []byte
-	if s := in.ps.session; s != nil {
+	s := in.ps.session
+	if s != nil {
+		past := in.ps.past
 		dec.Session, dec.Receiving, dec.Skipped = true, s.receivingKey(), s.hasSkipped
+		dec.Past = func(k [32]byte) (uint32, bool) { return past.lookup(s.ID, k) }
 		cand = s.Clone()
 		plaintext, dec.Err = cand.Decrypt(c.cfg.Random, in.env.Type, in.env.ID, rm)
 	}
@@ -201,7 +205,14 @@ func (c *Client) prepareRatchet(in *incoming) (opening, error) {
 	case DecideNoSession:
 		return finalOr(c.askRecovery(in, wire.RecoveryChain, key, fmt.Errorf("%s: %w", in.sender, ErrNoSession), nil))
 	case DecideOpened:
-		return opening{session: cand, plaintext: plaintext}, nil
+		op := opening{session: cand, plaintext: plaintext}
+		if left, ok := leftChain(s, cand, rm.Header.PreviousChainLength); ok {
+			op.left = &left
+		}
+		return op, nil
+	case DecideDuplicate:
+		// A copy of a message opened on a chain the session has left.
+		return final(in.drop(wire.LogicalID{}, fmt.Errorf("%w (a past chain's message %d)", ErrDuplicateMessage, rm.Header.MessageNumber))), nil
 	case DecideDiverged:
 		return finalOr(c.askRecovery(in, wire.RecoveryChain, key, dec.Err, nil))
 	default:
@@ -230,9 +241,14 @@ func (c *Client) prepareFrame(ctx context.Context, bs *batchState, in *incoming,
 	}
 	sender, ps, hs := in.sender, in.ps, op.handshake
 	version := ps.version
-	next := peerState{pinned: ps.pinned, session: op.session, version: version + 1, replaces: ps.replaces}
+	next := peerState{pinned: ps.pinned, session: op.session, version: version + 1, replaces: ps.replaces, past: ps.past}
 	if hs != nil && hs.Pin != nil {
 		next.pinned = hs.Pin
+	}
+	var pastRecord []byte
+	if op.left != nil {
+		next.past = ps.past.with(op.session.ID, *op.left)
+		pastRecord = next.past.marshal()
 	}
 	var effect FrameEffect
 	var ack *Outgoing
@@ -290,7 +306,7 @@ func (c *Client) prepareFrame(ctx context.Context, bs *batchState, in *incoming,
 		bs.retired[retiredKey{sender, hs.Retire.ID}] = true
 	}
 	return prepared{
-		plan:   Receive{StagedRow: in.row.Row, Peer: sender, Session: sw, Handshake: hs, Effect: effect, Ack: ack},
+		plan:   Receive{StagedRow: in.row.Row, Peer: sender, Session: sw, Handshake: hs, Effect: effect, Ack: ack, PastChains: pastRecord},
 		result: res,
 		ack:    ack,
 	}, nil

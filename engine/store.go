@@ -104,6 +104,10 @@ type PeerState struct {
 	// Replaces is the peer's initiation that the next own initiation names
 	// as replaced (set by a session reset); zero for none.
 	Replaces InitiationID
+	// PastChains is the record of the session's past receiving chains
+	// (Receive.PastChains); nil when there is none. A record of another
+	// session than the current one is ignored.
+	PastChains []byte
 }
 
 // PageQuery selects a page of pending messages: after sequence After, at

@@ -63,6 +63,21 @@ func (c *Client) snapshot(ctx context.Context, peer Address) (peerState, error) 
 	return cp, nil
 }
 
+// hasSession reports whether there is a session with peer, without copying
+// it (see snapshot).
+func (c *Client) hasSession(ctx context.Context, peer Address) (bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false, ErrClosed
+	}
+	ps, err := c.peerLocked(ctx, peer)
+	if err != nil {
+		return false, err
+	}
+	return ps.session != nil, nil
+}
+
 // swap installs committed state for a peer.
 func (c *Client) swap(peer Address, ps peerState) {
 	c.mu.Lock()

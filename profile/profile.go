@@ -172,7 +172,12 @@ func (p *Profile) Close() error {
 
 // PresentAll takes every waiting event off the client's channel and marks
 // them presented: for a command whose printed output was the presentation.
+// A reader (OpenReader) marks nothing: the events are the holder's to
+// present.
 func (p *Profile) PresentAll(ctx context.Context) error {
+	if p.ReadOnly() {
+		return nil
+	}
 	for {
 		select {
 		case <-p.Client.Events():
@@ -243,6 +248,30 @@ func Open(ctx context.Context, dir string, o Options) (*Profile, error) {
 	}
 	return p, nil
 }
+
+// OpenReader opens the profile in dir for reading only, beside the process
+// that holds it (a running parley tui): no lock, no migration, no write,
+// and the relay is never contacted (ConnectOnUse, and nothing that reads
+// needs it). Any write fails with engine.ErrProfileOpen; PresentAll does
+// nothing, so that the holder's resync is not swallowed. For the commands
+// that only read (history, inbox, outbox, trace) when Open found the
+// profile held.
+func OpenReader(ctx context.Context, dir string, o Options) (*Profile, error) {
+	st, err := store.OpenReader(ctx, dir, o.Passphrase)
+	if err != nil {
+		return nil, describe(dir, err)
+	}
+	o.Connect, o.Wrap = ConnectOnUse, nil
+	p, err := attach(ctx, dir, st, o)
+	if err != nil {
+		st.Close()
+		return nil, describe(dir, err)
+	}
+	return p, nil
+}
+
+// ReadOnly reports whether the profile was opened by OpenReader.
+func (p *Profile) ReadOnly() bool { return p.st.ReadOnly() }
 
 // attach connects an open store to its relay and opens the engine on both.
 func attach(ctx context.Context, dir string, st *store.DB, o Options) (*Profile, error) {

@@ -105,6 +105,8 @@ func (t *tx) apply(ctx context.Context, p engine.Plan) (engine.Receipt, error) {
 		return t.rosterUpdate(ctx, p)
 	case engine.Send:
 		return t.send(ctx, p)
+	case engine.Hold:
+		return t.hold(ctx, p)
 	case engine.Retry:
 		return t.retry(ctx, p)
 	case engine.Stage:

@@ -73,6 +73,9 @@ type DB struct {
 
 	closeMu sync.Mutex
 	closed  atomic.Bool
+	// readOnly is set for a store opened by OpenReader: no lock, no
+	// writes, no checkpoints.
+	readOnly bool
 
 	// The batched scrub of the write-ahead log (scrub.go).
 	scrubDelay    time.Duration
@@ -375,6 +378,13 @@ func (db *DB) Close() error {
 		return nil
 	}
 	db.stopScrub()
+	if db.readOnly {
+		db.closed.Store(true)
+		if err := db.sql.Close(); err != nil {
+			return fmt.Errorf("store: close profile %s: %w", db.dir, mapErr(err))
+		}
+		return nil
+	}
 	// Best effort: SQLite checkpoints and removes the log when its last
 	// connection closes anyway; this makes the truncation explicit.
 	_ = db.Scrub(context.Background())

@@ -40,20 +40,19 @@ func TestDrafts(t *testing.T) {
 	}
 }
 
-// insertFixtureV8 is fixture 5 with a draft to the peer (0006 and 0007 are
-// another change's; this branch holds placeholders for them).
-func insertFixtureV8(t *testing.T, db *sql.DB, s *sealer) {
+// insertFixtureV7 is fixture 6 with a draft to the peer.
+func insertFixtureV7(t *testing.T, db *sql.DB, s *sealer) {
 	t.Helper()
-	insertFixtureV5(t, db, s)
+	insertFixtureV6(t, db, s)
 	if _, err := db.Exec("INSERT INTO draft (address, sealed_text) VALUES (?, ?)", fixturePeer,
 		s.seal(kindDraft, []byte(fixturePeer), []byte("see you at"))); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func checkFixtureV8(t *testing.T, db *DB) {
+func checkFixtureV7(t *testing.T, db *DB) {
 	t.Helper()
-	checkFixtureV5(t, db)
+	checkFixtureV6(t, db)
 	got, err := db.Drafts(context.Background())
 	if err != nil || got[engine.MustParseAddress(fixturePeer)] != "see you at" || len(got) != 1 {
 		t.Fatalf("drafts %q, %v; want bob/7's draft", got, err)

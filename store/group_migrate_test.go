@@ -9,27 +9,13 @@ import (
 	"github.com/parley-chat/parley/wire"
 )
 
-// Fixtures for the reserved placeholders 0006 to 0008 (they change nothing)
-// and for 0009, groups.
-func init() {
-	for v := 6; v <= 8; v++ {
-		if _, ok := fixtures[v]; !ok {
-			fixtures[v] = fixtures[5]
-		}
-	}
-	fixtures[9] = struct {
-		insert func(t *testing.T, db *sql.DB, s *sealer)
-		check  func(t *testing.T, db *DB)
-	}{insertFixtureV9, checkFixtureV9}
-}
-
 var fixtureGroup = wire.GroupID{0x99}
 
-// insertFixtureV9 is fixture 5 with a group of two, one roster change, a
+// insertFixtureV8 is fixture 7 with a group of two, one roster change, a
 // pending lane and a group message.
-func insertFixtureV9(t *testing.T, db *sql.DB, s *sealer) {
+func insertFixtureV8(t *testing.T, db *sql.DB, s *sealer) {
 	t.Helper()
-	insertFixtureV5(t, db, s)
+	insertFixtureV7(t, db, s)
 	frame, err := wire.EncodeRoster(wire.Roster{ID: wire.LogicalID{0x91}, Group: fixtureGroup, Generation: 1, Name: "pair",
 		Changes: []wire.RosterChange{{Op: wire.RosterAdd, Address: fixturePeer}},
 		Members: []wire.RosterMember{{Address: "alice/1", Admin: true}, {Address: fixturePeer}}})
@@ -53,9 +39,9 @@ func insertFixtureV9(t *testing.T, db *sql.DB, s *sealer) {
 	}
 }
 
-func checkFixtureV9(t *testing.T, db *DB) {
+func checkFixtureV8(t *testing.T, db *DB) {
 	t.Helper()
-	checkFixtureV5(t, db)
+	checkFixtureV7(t, db)
 	g, err := db.Group(context.Background(), fixtureGroup)
 	if err != nil || g.Roster.Generation != 1 || len(g.Roster.Members) != 2 || g.Name != "pair" {
 		t.Fatalf("group %+v, %v; want pair at generation 1 with two members", g, err)

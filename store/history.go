@@ -23,10 +23,12 @@ const (
 	sqlHistory = `SELECT seq, direction, id, at, state, sealed_body FROM history
 		WHERE peer = ?1 AND (at < ?2 OR (at = ?2 AND seq < ?3)) ORDER BY at DESC, seq DESC LIMIT ?4`
 	sqlHistoryAt = "SELECT at FROM history WHERE seq = ? AND peer = ?"
-	// sqlConversations lists every pinned peer with a history or pending
-	// messages. Every such peer is pinned: a message is stored only with a
-	// session, a session only with a pin, and pins are never deleted. Each
-	// subquery is an index lookup; only the peer table is scanned.
+	// sqlConversations lists every peer with a history or pending messages.
+	// Such a peer is pinned (a message is stored with a session, a session
+	// only with a pin, and pins are never deleted), except one whose first
+	// messages are held (engine.Hold) until its bundle can be fetched: those
+	// peers come from the outbound table. Each subquery is an index lookup;
+	// only the peer table and the pending outbound messages are scanned.
 	sqlConversations = `SELECT address, pending_in, pending_out, last_at FROM (
 		SELECT p.address AS address,
 			(SELECT count(*) FROM inbound WHERE sender = p.address) AS pending_in,
@@ -35,7 +37,7 @@ const (
 				coalesce((SELECT max(received_at) FROM inbound WHERE sender = p.address), 0),
 				coalesce((SELECT max(created_at) FROM outbound WHERE recipient = p.address), 0)) AS last_at,
 			EXISTS (SELECT 1 FROM history WHERE peer = p.address) AS has_history
-		FROM peer p)
+		FROM (SELECT address FROM peer UNION SELECT recipient FROM outbound) p)
 		WHERE has_history OR pending_in > 0 OR pending_out > 0
 		ORDER BY last_at DESC, address`
 )

@@ -45,6 +45,11 @@ func (t *tx) receive(ctx context.Context, p engine.Receive) (engine.Receipt, err
 	if err := t.writeSession(ctx, p.Session); err != nil {
 		return engine.Receipt{}, err
 	}
+	if p.PastChains != nil {
+		if err := t.writePastChains(ctx, p.Peer, p.PastChains); err != nil {
+			return engine.Receipt{}, err
+		}
+	}
 	if h := p.Handshake; h != nil {
 		if h.ConsumeOneTime != nil {
 			if err := t.consumeOneTime(ctx, *h.ConsumeOneTime); err != nil {

@@ -69,9 +69,37 @@ var fixtures = map[int]struct {
 	3: {insertFixtureV3, checkFixtureV3},
 	4: {insertFixtureV4, checkFixtureV4},
 	5: {insertFixtureV5, checkFixtureV5},
-	6: {insertFixtureV5, checkFixtureV5}, // 0006 and 0007 are placeholders here (draft_test.go)
-	7: {insertFixtureV5, checkFixtureV5},
+	6: {insertFixtureV6, checkFixtureV6},
+	7: {insertFixtureV7, checkFixtureV7},
 	8: {insertFixtureV8, checkFixtureV8},
+}
+
+// fixtureV6PastChains is a past chains record (its layout is the engine's;
+// the store keeps it sealed and whole).
+var fixtureV6PastChains = append([]byte{1}, append(bytes.Repeat([]byte{0x66}, 32), 0, 0)...)
+
+// insertFixtureV6 is fixture 5 with a record of the session's past chains.
+func insertFixtureV6(t *testing.T, db *sql.DB, s *sealer) {
+	t.Helper()
+	insertFixtureV5(t, db, s)
+	peer := engine.MustParseAddress(fixturePeer)
+	if _, err := db.Exec("INSERT INTO past_chain (peer, sealed) VALUES (?, ?)", fixturePeer,
+		s.seal(kindPastChains, sessionKey(peer), fixtureV6PastChains)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func checkFixtureV6(t *testing.T, db *DB) {
+	t.Helper()
+	checkFixtureV5(t, db)
+	var sealed []byte
+	if err := db.sql.QueryRow("SELECT sealed FROM past_chain WHERE peer = ?", fixturePeer).Scan(&sealed); err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.seal.open(kindPastChains, sessionKey(engine.MustParseAddress(fixturePeer)), sealed)
+	if err != nil || !bytes.Equal(got, fixtureV6PastChains) {
+		t.Fatalf("past chains %x, %v; want %x", got, err, fixtureV6PastChains)
+	}
 }
 
 // insertFixtureV5 is fixture 4 with two attempts logged for a message.

@@ -57,6 +57,27 @@ func (t *tx) send(ctx context.Context, p engine.Send) (engine.Receipt, error) {
 	return engine.Receipt{Seq: seq, Marker: m}, err
 }
 
+// hold stores a new message as pending outbound with its history entry, not
+// yet encrypted: no attempt, no session (see engine.Hold). Its sequence
+// number places it in the peer's send order like any other.
+func (t *tx) hold(ctx context.Context, p engine.Hold) (engine.Receipt, error) {
+	to := p.Recipient.String()
+	r, err := t.runOne(ctx, "outbound-insert", engine.ErrConflict, sqlInsertOutbound,
+		to, p.ID[:], p.At.UnixNano(), t.db.seal.seal(kindOutboundFrame, messageKey(p.Recipient, p.ID), p.Frame))
+	if err != nil {
+		return engine.Receipt{}, fmt.Errorf("hold message %x to %s (already there?): %w", p.ID[:], to, err)
+	}
+	seq, err := r.LastInsertId()
+	if err != nil {
+		return engine.Receipt{}, fmt.Errorf("hold message %x to %s: %w", p.ID[:], to, mapErr(err))
+	}
+	if err := t.insertHistory(ctx, p.Recipient, engine.DirectionOut, p.ID, p.At, engine.SentPending, p.Body); err != nil {
+		return engine.Receipt{}, err
+	}
+	m, err := t.bumpMarker(ctx)
+	return engine.Receipt{Seq: seq, Marker: m}, err
+}
+
 // retry stores the session advanced by encrypting a pending message again;
 // the message must still be pending.
 func (t *tx) retry(ctx context.Context, p engine.Retry) (engine.Receipt, error) {

@@ -233,7 +233,10 @@ func TestQueryPlans(t *testing.T) {
 		{sqlInbound, []any{"bob/1", idSent[:]}, nil},
 		{sqlFinalized, []any{"bob/1", idSent[:]}, nil},
 		{sqlPeer, []any{"bob/1"}, nil},
-		{sqlConversations, nil, []string{"SCAN p", "USE TEMP B-TREE FOR ORDER BY"}},
+		// The peers, and the recipients of pending messages (a held first
+		// message's peer is not pinned yet): both through covering indexes.
+		{sqlConversations, nil, []string{"SCAN p", "USE TEMP B-TREE FOR ORDER BY",
+			"SCAN peer USING COVERING INDEX", "SCAN outbound USING COVERING INDEX outbound_recipient_seq"}},
 		// Statements of the transitions.
 		{sqlSetSentState, []any{2, "bob/1", idSent[:]}, nil},
 		{sqlDeleteOutbound, []any{"bob/1", idSent[:]}, nil},

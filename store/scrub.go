@@ -69,8 +69,27 @@ func (db *DB) Scrub(ctx context.Context) error {
 	if err := db.checkOpen("scrub"); err != nil {
 		return err
 	}
+	if db.readOnly {
+		return db.errReadOnly("scrub")
+	}
+	// The checkpoint runs without the busy timeout: a reader in another
+	// process (OpenReader) holding a snapshot would otherwise stall the
+	// writer's one connection for up to busy_timeout. Blocked, it reports
+	// busy and scheduleScrub tries again after ScrubDelay.
+	conn, err := db.sql.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("store: scrub: %w", mapErr(err))
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "PRAGMA busy_timeout = 0"); err != nil {
+		return fmt.Errorf("store: scrub: %w", mapErr(err))
+	}
 	var busy, logFrames, done int
-	if err := db.sql.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logFrames, &done); err != nil {
+	err = conn.QueryRowContext(ctx, "PRAGMA wal_checkpoint(TRUNCATE)").Scan(&busy, &logFrames, &done)
+	if _, rerr := conn.ExecContext(context.Background(), "PRAGMA busy_timeout = 5000"); rerr != nil && err == nil {
+		err = rerr
+	}
+	if err != nil {
 		return fmt.Errorf("store: scrub: %w", mapErr(err))
 	}
 	if busy != 0 {

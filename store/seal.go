@@ -28,6 +28,7 @@ const (
 	kindStaged          = "inbox"            // row key: row
 	kindContactName     = "contact-name"     // row key: address
 	kindAttempt         = "attempt"          // row key: peer, id, number
+	kindPastChains      = "past-chains"      // row key: peer
 	kindDraft           = "draft"            // row key: address
 )
 
@@ -47,6 +48,7 @@ var sealedColumns = map[string]string{
 	"inbox.sealed":            kindStaged,
 	"contact.sealed_name":     kindContactName,
 	"attempt.sealed":          kindAttempt,
+	"past_chain.sealed":       kindPastChains,
 	"draft.sealed_text":       kindDraft,
 	// A quarantined row keeps its inbox record and row number verbatim.
 	"quarantine.sealed": kindStaged,

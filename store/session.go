@@ -37,6 +37,10 @@ const (
 	sqlPeer = `SELECT p.pinned_identity, p.replaces, s.version, s.sealed FROM peer p LEFT JOIN session s ON s.peer = p.address
 		WHERE p.address = ?`
 	sqlRetired = "SELECT 1 FROM retired_initiation WHERE peer = ? AND initiation_id = ?"
+
+	sqlPastChains       = "SELECT sealed FROM past_chain WHERE peer = ?"
+	sqlUpsertPastChains = `INSERT INTO past_chain (peer, sealed) VALUES (?1, ?2)
+		ON CONFLICT (peer) DO UPDATE SET sealed = excluded.sealed`
 )
 
 // identityKeySize is a pinned identity in clear: signing key, DH key and
@@ -257,8 +261,28 @@ func (db *DB) Peer(ctx context.Context, peer engine.Address) (engine.PeerState, 
 			return engine.PeerState{}, fmt.Errorf("store: read session with %s: %w", peer, err)
 		}
 		st.Session, st.SessionVersion = rec, uint64(version.Int64)
+		var past []byte
+		err = db.queryRow(ctx, sqlPastChains, peer.String()).Scan(&past)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
+			return engine.PeerState{}, db.readErr("read past chains of "+peer.String(), err)
+		default:
+			if st.PastChains, err = db.seal.open(kindPastChains, sessionKey(peer), past); err != nil {
+				return engine.PeerState{}, fmt.Errorf("store: read past chains of %s: %w", peer, err)
+			}
+		}
 	}
 	return st, nil
+}
+
+// writePastChains replaces the record of a peer's past receiving chains.
+func (t *tx) writePastChains(ctx context.Context, peer engine.Address, rec []byte) error {
+	if _, err := t.run(ctx, "past-chain-upsert", sqlUpsertPastChains, peer.String(),
+		t.db.seal.seal(kindPastChains, sessionKey(peer), rec)); err != nil {
+		return fmt.Errorf("store past chains of %s: %w", peer, err)
+	}
+	return nil
 }
 
 // Retired reports whether the initiation id with peer was retired.

@@ -90,6 +90,9 @@ func (db *DB) beginImmediate(ctx context.Context) (*tx, error) {
 	if db.closed.Load() {
 		return nil, fmt.Errorf("store: begin transaction: %w", engine.ErrClosed)
 	}
+	if db.readOnly {
+		return nil, db.errReadOnly("begin transaction")
+	}
 	t, err := db.sql.BeginTx(ctx, nil)
 	if err != nil {
 		if db.closed.Load() {

@@ -30,6 +30,8 @@ func validate(p engine.Plan) error {
 		err = validateRosterUpdate(p)
 	case engine.Send:
 		err = validateSend(p)
+	case engine.Hold:
+		err = validateHold(p)
 	case engine.Retry:
 		err = validateRetry(p)
 	case engine.Stage:
@@ -232,6 +234,18 @@ func validateSend(p engine.Send) error {
 		checkFrame(p.Frame, p.ID, body),
 		checkSession(p.Session, p.Recipient),
 		checkOutgoing(p.Out, p.ID, p.Recipient),
+	)
+}
+
+func validateHold(p engine.Hold) error {
+	body := p.Body
+	if body == nil {
+		body = []byte{}
+	}
+	return errors.Join(
+		checkAddress("recipient", p.Recipient),
+		checkTime("at", p.At),
+		checkFrame(p.Frame, p.ID, body),
 	)
 }
 

@@ -5,7 +5,6 @@ package enginetest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 
@@ -13,8 +12,9 @@ import (
 	"github.com/parley-chat/parley/wire"
 )
 
-// ErrRelayDown is what Submit returns while a device is cut off.
-var ErrRelayDown = errors.New("fake relay: unreachable")
+// ErrRelayDown is what the relay's calls return while a device is cut off;
+// it matches engine.ErrRelayUnreachable, as the real transport's errors do.
+var ErrRelayDown = fmt.Errorf("fake relay: %w", engine.ErrRelayUnreachable)
 
 type row struct {
 	id  uint64

@@ -1,4 +1,4 @@
--- 0009: groups. A group message or a roster change is pending to each member
+-- 0008: groups. A group message or a roster change is pending to each member
 -- as an ordinary outbound row (its lane keeps today's pairwise semantics:
 -- FIFO with everything else pending to that member, retried, acknowledged,
 -- abandoned); group_lane says which group a lane belongs to and how it ended.

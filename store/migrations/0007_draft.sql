@@ -1,4 +1,4 @@
--- 0008: the text being written in each conversation (the composer's draft),
+-- 0007: the text being written in each conversation (the composer's draft),
 -- kept across restarts, one per peer, sealed like a message body: it is
 -- what the owner was about to say.
 CREATE TABLE draft (
