@@ -173,7 +173,7 @@ type Done struct{}
 // closes the connection.
 type Error struct {
 	Code    ErrorCode
-	Message string // UTF-8, at most MaxErrorMessageSize bytes
+	Message string // UTF-8 without control characters (IsControl), at most MaxErrorMessageSize bytes
 }
 
 // PrekeyPool tells a client how many of its one-time prekeys the relay
@@ -410,6 +410,9 @@ func appendRelayBody(b []byte, m RelayMessage) ([]byte, error) {
 		if !utf8.ValidString(m.Message) {
 			return nil, fmt.Errorf("message is not UTF-8: %w", ErrMalformed)
 		}
+		if HasControl(m.Message) {
+			return nil, fmt.Errorf("message holds a control character: %w", ErrMalformed)
+		}
 		b = binary.BigEndian.AppendUint16(b, uint16(m.Code))
 		b = binary.BigEndian.AppendUint16(b, uint16(len(m.Message)))
 		return append(b, m.Message...), nil
@@ -563,6 +566,9 @@ func (r *reader) relayBody(kind RelayKind) RelayMessage {
 		p := r.take(n, "message")
 		if r.err == nil && !utf8.Valid(p) {
 			r.fail(fmt.Errorf("message is not UTF-8: %w", ErrMalformed))
+		}
+		if r.err == nil && HasControl(string(p)) {
+			r.fail(fmt.Errorf("message holds a control character: %w", ErrMalformed))
 		}
 		e.Message = string(p)
 		return ok(r, e)
