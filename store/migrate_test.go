@@ -64,14 +64,16 @@ var fixtures = map[int]struct {
 	insert func(t *testing.T, db *sql.DB, s *sealer)
 	check  func(t *testing.T, db *DB)
 }{
-	1: {insertFixtureV1, checkFixtureV1},
-	2: {insertFixtureV2, checkFixtureV2},
-	3: {insertFixtureV3, checkFixtureV3},
-	4: {insertFixtureV4, checkFixtureV4},
-	5: {insertFixtureV5, checkFixtureV5},
-	6: {insertFixtureV5, checkFixtureV5}, // 0006 and 0007 are placeholders here (draft_test.go)
-	7: {insertFixtureV5, checkFixtureV5},
-	8: {insertFixtureV8, checkFixtureV8},
+	1:  {insertFixtureV1, checkFixtureV1},
+	2:  {insertFixtureV2, checkFixtureV2},
+	3:  {insertFixtureV3, checkFixtureV3},
+	4:  {insertFixtureV4, checkFixtureV4},
+	5:  {insertFixtureV5, checkFixtureV5},
+	6:  {insertFixtureV5, checkFixtureV5}, // 0006 and 0007 are placeholders here (draft_test.go)
+	7:  {insertFixtureV5, checkFixtureV5},
+	8:  {insertFixtureV8, checkFixtureV8},
+	9:  {insertFixtureV8, checkFixtureV8}, // 0009 is a placeholder here (refused_test.go)
+	10: {insertFixtureV10, checkFixtureV10},
 }
 
 // insertFixtureV5 is fixture 4 with two attempts logged for a message.
