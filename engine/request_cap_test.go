@@ -111,6 +111,21 @@ func TestStrangerCannotFillAProfile(t *testing.T) {
 		t.Fatalf("bob's profile grew from %d to %d bytes, over %d", before, got, bound)
 	}
 	t.Logf("bob's profile: %d bytes before, %d after", before, dirSize(t, bob.dir))
+	// Repeats of the messages already pending are never capped: a retry
+	// before bob commits is capped for the 168 new ones only.
+	mallory.retry(bob)
+	repeats, again := 0, 0
+	for _, r := range bob.sync() {
+		switch {
+		case r.Kind == engine.ResultDelivery:
+			repeats++
+		case errors.Is(r.Err, engine.ErrPendingCap):
+			again++
+		}
+	}
+	if repeats != engine.MaxPendingPerStranger || again != 200-engine.MaxPendingPerStranger {
+		t.Fatalf("a retry at the cap: %d repeats delivered, %d capped; want %d and %d", repeats, again, engine.MaxPendingPerStranger, 200-engine.MaxPendingPerStranger)
+	}
 	// Room again: mallory's retries deliver more.
 	bob.commitAll()
 	mallory.retry(bob)
