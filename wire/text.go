@@ -3,6 +3,7 @@ package wire
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // IsControl reports whether r is a character that a terminal may act on
@@ -28,6 +29,18 @@ func IsControl(r rune) bool {
 // HasControl reports whether s holds a character IsControl names.
 func HasControl(s string) bool {
 	return strings.IndexFunc(s, IsControl) >= 0
+}
+
+// checkErrorText checks an Error message: UTF-8 without control
+// characters, since it is meant for a person's terminal.
+func checkErrorText(s string) error {
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("message is not UTF-8: %w", ErrMalformed)
+	}
+	if HasControl(s) {
+		return fmt.Errorf("message holds a control character: %w", ErrMalformed)
+	}
+	return nil
 }
 
 // EscapeControls returns s with each character IsControl names written as
