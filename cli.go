@@ -285,8 +285,11 @@ type printer struct {
 
 func (p printer) record(fields []kv) {
 	if p.json {
+		// encoding/json escapes C0 controls but leaves DEL, C1 and the
+		// bidirectional controls raw; they can only stand inside strings,
+		// where \uXXXX decodes to the same value.
 		b, _ := json.Marshal(orderedJSON(fields))
-		fmt.Fprintln(p.w, string(b))
+		fmt.Fprintln(p.w, wire.EscapeControls(string(b)))
 		return
 	}
 	var parts []string
@@ -324,16 +327,20 @@ func (o orderedJSON) MarshalJSON() ([]byte, error) {
 	return []byte(b.String()), nil
 }
 
+// textValue is a value in the text form: a string with spaces, quotes or
+// control characters is quoted as a JSON string, with every control
+// character (wire.IsControl) escaped, so that a body or a relay's message
+// never drives the terminal (clear it, hide text, write the clipboard).
 func textValue(v any) string {
 	switch x := v.(type) {
 	case string:
-		if x == "" || strings.ContainsAny(x, " \t\n\"") {
+		if x == "" || strings.ContainsAny(x, " \t\n\"") || wire.HasControl(x) {
 			q, _ := json.Marshal(x)
-			return string(q)
+			return wire.EscapeControls(string(q))
 		}
 		return x
 	}
-	return fmt.Sprint(v)
+	return wire.EscapeControls(fmt.Sprint(v))
 }
 
 // bodyFields returns the body as text (when it is UTF-8) and base64.

@@ -96,6 +96,7 @@ func cmdInit(ctx context.Context, env *cliEnv, cmd *command, args []string) erro
 	relayFlag := f.String("relay", "", "relay URL, ws://HOST:PORT or wss://HOST")
 	caFlag := f.String("relay-ca", "", "verify the relay's TLS certificate with the CA certificates in this PEM file (a private CA)")
 	insecure := f.Bool("insecure-relay", false, "accept a plaintext ws:// relay URL to a host that is not loopback")
+	acceptAll := f.Bool("accept-all", false, "treat every device alike, without the tighter limits for devices not accepted (the old behaviour, for bots)")
 	if _, err := f.parse(env, args, 0, 0); err != nil {
 		return err
 	}
@@ -132,6 +133,9 @@ func cmdInit(ctx context.Context, env *cliEnv, cmd *command, args []string) erro
 		if err := profile.AllowInsecureRelay(dir, *relayFlag); err != nil {
 			return fmt.Errorf("record --insecure-relay: %w", err)
 		}
+	}
+	if err := profile.SetAcceptAll(dir, *acceptAll); err != nil {
+		return fmt.Errorf("record --accept-all: %w", err)
 	}
 	key := p.Client.Identity()
 	published := true

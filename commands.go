@@ -20,7 +20,7 @@ type command struct {
 // the one place a command is added; "parley help" lists it by name.
 var commandTable = []*command{
 	// cmd_profile.go
-	{name: "init", args: "--address ADDR --relay URL [--relay-ca FILE]", summary: "make a profile and publish its prekey bundle; prints the identity fingerprint", run: cmdInit},
+	{name: "init", args: "--address ADDR --relay URL [--relay-ca FILE] [--accept-all]", summary: "make a profile and publish its prekey bundle; prints the identity fingerprint", run: cmdInit},
 	{name: "identity", args: "", summary: "print the own address and identity fingerprint", run: cmdIdentity},
 	{name: "safety-number", args: "PEER", summary: "print the safety number with PEER's pinned identity", run: cmdSafetyNumber},
 	{name: "trust", args: "PEER", summary: "accept PEER's changed identity (then retry to resend)", run: cmdTrust},
@@ -28,6 +28,8 @@ var commandTable = []*command{
 	{name: "prune", args: "--older-than DUR", summary: "delete finalized records older than DUR", run: cmdPrune},
 	{name: "relay-settings", args: "[--url URL] [--ca FILE | --system-roots] [--accept-new-id]",
 		summary: "show or change how this profile reaches its relay: URL, private CA, pinned relay ID", run: cmdRelaySettings},
+	{name: "request-settings", args: "[--accept-all true|false]",
+		summary: "show or change whether devices not accepted are held to the stranger limits", run: cmdRequestSettings},
 
 	// cmd_message.go
 	{name: "send", args: "PEER TEXT|-", summary: "send a message; prints its logical ID (exit 3: kept pending)", run: cmdSend},

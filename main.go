@@ -19,6 +19,8 @@ import (
 	"syscall"
 
 	"golang.org/x/term"
+
+	"github.com/parley-chat/parley/wire"
 )
 
 // Exit codes of the command-line contract.
@@ -133,7 +135,8 @@ func versionLine() string {
 	return line
 }
 
-// oneLine keeps an error message to one line.
+// oneLine keeps an error message to one line, its control characters
+// escaped: an error can carry text a relay or a peer chose.
 func oneLine(err error) string {
-	return strings.ReplaceAll(err.Error(), "\n", " ")
+	return wire.EscapeControls(strings.ReplaceAll(err.Error(), "\n", " "))
 }

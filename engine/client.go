@@ -38,6 +38,11 @@ type Config struct {
 	// is due, besides after every new relay connection
 	// (DefaultMaintainEvery).
 	MaintainEvery time.Duration
+	// CapStrangers holds peers this device has not accepted (Store.Accepted)
+	// to the tighter caps on pending messages (MaxPendingPerStranger,
+	// MaxPendingStrangers). Unset, every peer is held to
+	// MaxPendingPerPeer alone.
+	CapStrangers bool
 }
 
 // peerState is the live, committed state of one peer.
@@ -47,6 +52,7 @@ type peerState struct {
 	version  uint64
 	replaces InitiationID // see PeerState.Replaces
 	past     pastChains   // the session's past receiving chains (see PeerState.PastChains)
+	refused  []uint32     // see PeerState.RefusedOneTime
 }
 
 // Client is one device's engine: the reliability layer over sessions, applied
@@ -297,7 +303,7 @@ func (c *Client) peerLocked(ctx context.Context, peer Address) (*peerState, erro
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", peer, err)
 	}
-	ps := &peerState{pinned: st.Pinned, version: st.SessionVersion, replaces: st.Replaces}
+	ps := &peerState{pinned: st.Pinned, version: st.SessionVersion, replaces: st.Replaces, refused: st.RefusedOneTime}
 	if st.Session != nil {
 		if ps.session, err = UnmarshalSession(st.Session); err != nil {
 			return nil, fmt.Errorf("load session with %s: %w", peer, err)

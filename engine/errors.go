@@ -138,6 +138,7 @@ var errorNames = []struct {
 	{ErrStaleSessionInitiation, "stale_session_initiation"},
 	{ErrNoSession, "no_session"},
 	{ErrStaleRecovery, "stale_recovery_request"},
+	{ErrPendingCap, "pending_cap"},
 	{ErrDecrypt, "decryption_failed"},
 	{ErrDuplicateMessage, "duplicate_message"},
 	{ErrTooManySkipped, "too_many_skipped"},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/parley-chat/parley/wire"
 )
@@ -228,6 +229,12 @@ func (c *Client) ensureSession(ctx context.Context, ps *peerState, peer Address)
 	}
 	if ps.pinned != nil && !ps.pinned.Equal(key) {
 		return nil, fmt.Errorf("%s: %w", peer, ErrIdentityChanged)
+	}
+	if otk := bundle.OneTimePreKey; otk != nil && slices.Contains(ps.refused, otk.ID) {
+		// The peer refused this one-time prekey before: the relay hands
+		// out a consumed one again (a replay, or a lost pool). The signed
+		// prekeys alone still make a session the peer accepts.
+		bundle.OneTimePreKey = nil
 	}
 	s, err := InitiateReplacing(c.cfg.Random, c.self, c.id, bundle, c.cfg.Now(), ps.replaces)
 	if err != nil {

@@ -238,6 +238,10 @@ type ResetSession struct {
 	SessionVersion uint64 // the session removed
 	Retire         []RetiredInitiation
 	Replaces       InitiationID // the peer's current initiation; zero when it has none
+	// RefusedOneTime is the peer's one-time prekey that the refused
+	// initiation used (none or one), never to be used with the peer again
+	// (PeerState.RefusedOneTime).
+	RefusedOneTime []uint32
 	At             time.Time
 }
 

@@ -26,6 +26,7 @@ type batchState struct {
 	delivered map[inboundKey][32]byte
 	retired   map[retiredKey]bool
 	consumed  map[uint32]bool
+	caps      *capState // pending messages counted against the caps
 }
 
 type inboundKey struct {
@@ -40,7 +41,7 @@ type retiredKey struct {
 
 func newBatchState() *batchState {
 	return &batchState{work: make(map[Address]*peerState), delivered: make(map[inboundKey][32]byte),
-		retired: make(map[retiredKey]bool), consumed: make(map[uint32]bool)}
+		retired: make(map[retiredKey]bool), consumed: make(map[uint32]bool), caps: newCapState()}
 }
 
 // prepared is one staged row's plan and the result it reports once committed.
@@ -241,7 +242,7 @@ func (c *Client) prepareFrame(ctx context.Context, bs *batchState, in *incoming,
 	}
 	sender, ps, hs := in.sender, in.ps, op.handshake
 	version := ps.version
-	next := peerState{pinned: ps.pinned, session: op.session, version: version + 1, replaces: ps.replaces, past: ps.past}
+	next := peerState{pinned: ps.pinned, session: op.session, version: version + 1, replaces: ps.replaces, past: ps.past, refused: ps.refused}
 	if hs != nil && hs.Pin != nil {
 		next.pinned = hs.Pin
 	}
@@ -274,6 +275,11 @@ func (c *Client) prepareFrame(ctx context.Context, bs *batchState, in *incoming,
 		case ResultDelivery:
 			res.Body = frame.Body
 			if _, ok := effect.(DeliverEffect); ok {
+				if err := c.admitPending(ctx, bs.caps, sender); errors.Is(err, ErrPendingCap) {
+					return in.drop(frame.ID, err), nil
+				} else if err != nil {
+					return prepared{}, err
+				}
 				// A message arrived when its envelope was staged on this
 				// device; the conversation shows and orders it by that.
 				at := in.row.ReceivedAt

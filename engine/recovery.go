@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/parley-chat/parley/wire"
@@ -260,7 +261,15 @@ func (c *Client) prepareRecovery(bs *batchState, in *incoming) prepared {
 		plan.Retire = append(plan.Retire, RetiredInitiation{ID: r.Current, RetiredAt: now.Unix()})
 		bs.retired[retiredKey{sender, r.Current}] = true
 	}
-	*ps = peerState{pinned: ps.pinned, replaces: r.Current}
+	refused := ps.refused
+	if h := s.Initiation; r.Kind == wire.RecoveryInitiation && h != nil && h.HasOneTimePreKey && !slices.Contains(refused, h.OneTimePreKeyID) {
+		// The peer refused an initiation that used this one-time prekey
+		// (unknown to it, or stale): a relay replaying it must not get
+		// the next initiation refused the same way.
+		plan.RefusedOneTime = []uint32{h.OneTimePreKeyID}
+		refused = append(slices.Clip(refused), h.OneTimePreKeyID)
+	}
+	*ps = peerState{pinned: ps.pinned, replaces: r.Current, refused: refused}
 	return prepared{plan: plan, result: ReceiveResult{Kind: ResultSessionReset, Sender: sender}}
 }
 
@@ -286,7 +295,7 @@ func (c *Client) ResetSession(ctx context.Context, peer Address) error {
 	now := c.cfg.Now()
 	plan := ResetSession{Peer: peer, SessionVersion: ps.version, At: now,
 		Retire: []RetiredInitiation{{ID: s.ID, SignedPreKeyID: s.SignedPreKeyID, RetiredAt: now.Unix()}}}
-	*ps = peerState{pinned: ps.pinned}
+	*ps = peerState{pinned: ps.pinned, refused: ps.refused}
 	rs, err := c.commitWork(ctx, work, []Plan{plan})
 	if err != nil {
 		return fmt.Errorf("reset the session with %s: %w", peer, err)

@@ -50,6 +50,12 @@ type Store interface {
 	PendingInbound(ctx context.Context, q PageQuery) ([]InboundMessage, error)
 	// CountInbound counts pending received messages (from Peer, when set).
 	CountInbound(ctx context.Context, peer *Address) (int, error)
+	// Accepted reports whether peer is one this device accepted: a
+	// contact, or a peer it has written to.
+	Accepted(ctx context.Context, peer Address) (bool, error)
+	// CountInboundStrangers counts the pending received messages from
+	// peers that are not accepted.
+	CountInboundStrangers(ctx context.Context) (int, error)
 	// History pages a conversation, newest first, before sequence Before
 	// (0: from the newest).
 	History(ctx context.Context, peer Address, before int64, limit int) ([]HistoryEntry, error)
@@ -108,6 +114,11 @@ type PeerState struct {
 	// (Receive.PastChains); nil when there is none. A record of another
 	// session than the current one is ignored.
 	PastChains []byte
+	// RefusedOneTime lists the peer's one-time prekeys that an initiation
+	// of this device used and the peer refused (a recovery request about
+	// it reset the session): a relay that hands one out again is not
+	// believed, and the next initiation uses the signed prekeys alone.
+	RefusedOneTime []uint32
 }
 
 // PageQuery selects a page of pending messages: after sequence After, at

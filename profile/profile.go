@@ -298,6 +298,9 @@ func attach(ctx context.Context, dir string, st *store.DB, o Options) (*Profile,
 	}
 	cfg := o.Engine
 	cfg.Store, cfg.Relay = st, conn
+	if !AcceptsAll(dir) {
+		cfg.CapStrangers = true
+	}
 	if o.Wrap != nil {
 		cfg.Relay = o.Wrap(conn)
 	}
@@ -386,6 +389,9 @@ func Create(ctx context.Context, dir string, self engine.Address, relayURL strin
 func Remove(dir string) error {
 	var errs []error
 	if err := forgetInsecureRelay(dir); err != nil {
+		errs = append(errs, err)
+	}
+	if err := forgetStrangers(dir); err != nil {
 		errs = append(errs, err)
 	}
 	for _, f := range store.Files() {

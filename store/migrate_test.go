@@ -72,6 +72,7 @@ var fixtures = map[int]struct {
 	6: {insertFixtureV6, checkFixtureV6},
 	7: {insertFixtureV7, checkFixtureV7},
 	8: {insertFixtureV8, checkFixtureV8},
+	9: {insertFixtureV9, checkFixtureV9},
 }
 
 // fixtureV6PastChains is a past chains record (its layout is the engine's;

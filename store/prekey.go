@@ -18,6 +18,9 @@ const (
 	// sqlKeepOneTime deletes all but the newest ? one-time prekeys.
 	sqlKeepOneTime  = "DELETE FROM one_time_prekey WHERE id NOT IN (SELECT id FROM one_time_prekey ORDER BY id DESC LIMIT ?)"
 	sqlPruneRetired = "DELETE FROM retired_initiation WHERE retired_at < ?"
+	// sqlPruneRefused forgets refused one-time prekeys with the retired
+	// initiations: by then the peer has long used up its pool past them.
+	sqlPruneRefused = "DELETE FROM refused_one_time_prekey WHERE refused_at < ?"
 
 	sqlIdentity       = "SELECT sealed FROM identity WHERE singleton = 1"
 	sqlSignedPreKeys  = "SELECT kind, id, created_at, expires_at, sealed FROM signed_prekey ORDER BY kind, id"
@@ -101,6 +104,9 @@ func (t *tx) publishPreKeys(ctx context.Context, p engine.PublishPreKeys) error 
 	if !p.RetiredBefore.IsZero() {
 		if _, err := t.run(ctx, "retired-prune", sqlPruneRetired, p.RetiredBefore.Unix()); err != nil {
 			return fmt.Errorf("delete retired initiations: %w", err)
+		}
+		if _, err := t.run(ctx, "refused-prune", sqlPruneRefused, p.RetiredBefore.Unix()); err != nil {
+			return fmt.Errorf("delete refused one-time prekeys: %w", err)
 		}
 	}
 	if p.NextPreKeyID != 0 {

@@ -41,6 +41,9 @@ const (
 	sqlPastChains       = "SELECT sealed FROM past_chain WHERE peer = ?"
 	sqlUpsertPastChains = `INSERT INTO past_chain (peer, sealed) VALUES (?1, ?2)
 		ON CONFLICT (peer) DO UPDATE SET sealed = excluded.sealed`
+	sqlInsertRefusedOneTime = `INSERT INTO refused_one_time_prekey (peer, key_id, refused_at) VALUES (?, ?, ?)
+		ON CONFLICT (peer, key_id) DO NOTHING`
+	sqlRefusedOneTime = "SELECT key_id FROM refused_one_time_prekey WHERE peer = ? ORDER BY key_id"
 )
 
 // identityKeySize is a pinned identity in clear: signing key, DH key and
@@ -215,6 +218,11 @@ func (t *tx) resetSession(ctx context.Context, p engine.ResetSession) (engine.Re
 			return engine.Receipt{}, fmt.Errorf("retire initiation %x with %s: %w", r.ID[:4], peer, err)
 		}
 	}
+	for _, id := range p.RefusedOneTime {
+		if _, err := t.run(ctx, "refused-one-time-insert", sqlInsertRefusedOneTime, peer, int64(id), p.At.Unix()); err != nil {
+			return engine.Receipt{}, fmt.Errorf("record one-time prekey %d refused by %s: %w", id, peer, err)
+		}
+	}
 	var replaces any
 	if p.Replaces != (engine.InitiationID{}) {
 		replaces = p.Replaces[:]
@@ -273,6 +281,9 @@ func (db *DB) Peer(ctx context.Context, peer engine.Address) (engine.PeerState, 
 			}
 		}
 	}
+	if st.RefusedOneTime, err = db.refusedOneTime(ctx, peer); err != nil {
+		return engine.PeerState{}, err
+	}
 	return st, nil
 }
 
@@ -283,6 +294,27 @@ func (t *tx) writePastChains(ctx context.Context, peer engine.Address, rec []byt
 		return fmt.Errorf("store past chains of %s: %w", peer, err)
 	}
 	return nil
+}
+
+// refusedOneTime reads the peer's one-time prekeys that it refused.
+func (db *DB) refusedOneTime(ctx context.Context, peer engine.Address) ([]uint32, error) {
+	rows, err := db.query(ctx, sqlRefusedOneTime, peer.String())
+	if err != nil {
+		return nil, db.readErr("read refused one-time prekeys of "+peer.String(), err)
+	}
+	defer rows.Close()
+	var ids []uint32
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, db.readErr("read refused one-time prekeys of "+peer.String(), err)
+		}
+		ids = append(ids, uint32(id))
+	}
+	if err := rows.Err(); err != nil {
+		return nil, db.readErr("read refused one-time prekeys of "+peer.String(), err)
+	}
+	return ids, nil
 }
 
 // Retired reports whether the initiation id with peer was retired.

@@ -26,12 +26,14 @@ type ServerError struct {
 	Message string
 }
 
-// Error returns the relay's message, or its code when it sent none.
+// Error returns the relay's message, or its code when it sent none. The
+// decoder refuses a message with control characters; one built by hand is
+// escaped all the same, since this text reaches stderr and the TUI.
 func (e *ServerError) Error() string {
 	if e.Message == "" {
 		return "relay: " + e.Code.String()
 	}
-	return e.Message
+	return wire.EscapeControls(e.Message)
 }
 
 // Is lets errors.Is match a ServerError against the sentinel of its code:

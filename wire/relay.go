@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
-	"unicode/utf8"
 )
 
 // RelayKind names the kind of a relay message.
@@ -173,7 +172,7 @@ type Done struct{}
 // closes the connection.
 type Error struct {
 	Code    ErrorCode
-	Message string // UTF-8, at most MaxErrorMessageSize bytes
+	Message string // UTF-8 without control characters (IsControl), at most MaxErrorMessageSize bytes
 }
 
 // PrekeyPool tells a client how many of its one-time prekeys the relay
@@ -407,8 +406,8 @@ func appendRelayBody(b []byte, m RelayMessage) ([]byte, error) {
 		if len(m.Message) > MaxErrorMessageSize {
 			return nil, fmt.Errorf("message of %d bytes over %d: %w", len(m.Message), MaxErrorMessageSize, ErrMessageTooLarge)
 		}
-		if !utf8.ValidString(m.Message) {
-			return nil, fmt.Errorf("message is not UTF-8: %w", ErrMalformed)
+		if err := checkErrorText(m.Message); err != nil {
+			return nil, err
 		}
 		b = binary.BigEndian.AppendUint16(b, uint16(m.Code))
 		b = binary.BigEndian.AppendUint16(b, uint16(len(m.Message)))
@@ -561,8 +560,8 @@ func (r *reader) relayBody(kind RelayKind) RelayMessage {
 			r.fail(fmt.Errorf("message length %d over %d: %w", n, MaxErrorMessageSize, ErrMalformed))
 		}
 		p := r.take(n, "message")
-		if r.err == nil && !utf8.Valid(p) {
-			r.fail(fmt.Errorf("message is not UTF-8: %w", ErrMalformed))
+		if err := checkErrorText(string(p)); r.err == nil && err != nil {
+			r.fail(err)
 		}
 		e.Message = string(p)
 		return ok(r, e)

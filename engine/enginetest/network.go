@@ -45,6 +45,9 @@ type Network struct {
 	// accepted, and the devices whose next one-time prekey goes out twice.
 	seen       [][]byte
 	repeatOTPK map[string]bool
+	// replayOTPK holds, per device, the one-time prekey handed out again
+	// on every fetch (ReplayOneTime); nil until the first fetch after.
+	replayOTPK map[string]*wire.OneTimePreKeyPublic
 }
 
 // NewNetwork returns an empty network.
@@ -135,8 +138,15 @@ func (e *Endpoint) FetchBundle(ctx context.Context, peer engine.Address) (wire.B
 		return wire.Bundle{}, fmt.Errorf("fake relay: no bundle for %s", peer)
 	}
 	b := p.bundle
+	if k, ok := e.n.replayOTPK[peer.String()]; ok && k != nil {
+		b.OneTimePreKey = k
+		return b, nil
+	}
 	if len(p.oneTime) > 0 {
 		k := p.oneTime[0]
+		if _, ok := e.n.replayOTPK[peer.String()]; ok {
+			e.n.replayOTPK[peer.String()] = &k // handed out from now on, for ever
+		}
 		if e.n.repeatOTPK[peer.String()] {
 			delete(e.n.repeatOTPK, peer.String()) // this one goes out again
 		} else {
@@ -288,6 +298,18 @@ func (n *Network) RepeatOneTime(device engine.Address) {
 		n.repeatOTPK = map[string]bool{}
 	}
 	n.repeatOTPK[device.String()] = true
+}
+
+// ReplayOneTime makes the relay hand out device's next one-time prekey on
+// that fetch and on every later one, for ever: a relay replaying a consumed
+// key.
+func (n *Network) ReplayOneTime(device engine.Address) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.replayOTPK == nil {
+		n.replayOTPK = map[string]*wire.OneTimePreKeyPublic{}
+	}
+	n.replayOTPK[device.String()] = nil
 }
 
 // Seen returns every envelope the relay ever accepted, in order (copies may

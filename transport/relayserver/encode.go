@@ -16,8 +16,10 @@ func encode(req uint32, m wire.RelayMessage) []byte {
 	return b
 }
 
-// errorMsg encodes an Error reply, its message cut to the limit.
+// errorMsg encodes an Error reply, its message escaped (the wire refuses
+// control characters) and cut to the limit.
 func errorMsg(req uint32, code wire.ErrorCode, msg string) []byte {
+	msg = wire.EscapeControls(msg)
 	if len(msg) > wire.MaxErrorMessageSize {
 		msg = msg[:wire.MaxErrorMessageSize]
 	}

@@ -54,7 +54,7 @@ type Entry struct {
 
 // String is the entry as one plain line (for the log file).
 func (e Entry) String() string {
-	return fmt.Sprintf("%s %s %s", layout.Clock(e.At), e.Name, e.Text)
+	return fmt.Sprintf("%s %s %s", layout.Clock(e.At), e.Name, layout.Clean([]byte(e.Text)))
 }
 
 // Model is the event log panel.
@@ -286,8 +286,9 @@ func (m Model) line(e Entry) string {
 		name = st.Demo
 	}
 	// One row per entry: a text of several lines (a message's life) is
-	// joined here and shown whole when opened.
-	return st.Time.Render(layout.Clock(e.At)) + " " + name.Render(e.Name) + " " + strings.ReplaceAll(e.Text, "\n", " · ")
+	// joined here and shown whole when opened. The text can hold a relay's
+	// or a peer's words (an error's message): cleaned like a body.
+	return st.Time.Render(layout.Clock(e.At)) + " " + name.Render(e.Name) + " " + strings.ReplaceAll(layout.Clean([]byte(e.Text)), "\n", " · ")
 }
 
 // againMark starts what a repeated delivery adds to the first one's line.
