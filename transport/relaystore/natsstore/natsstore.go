@@ -99,6 +99,7 @@ type Store struct {
 	ipreg   jetstream.KeyValue
 	bundles jetstream.KeyValue
 	usage   jetstream.KeyValue
+	usageW  *usageWriter
 	otk     jetstream.Stream
 	mbox    jetstream.Stream
 	limits  relaystore.Limits
@@ -194,6 +195,7 @@ func (s *Store) setup(ctx context.Context, replicas int) error {
 		Storage: jetstream.FileStorage, LimitMarkerTTL: usageMarkerTTL}); err != nil {
 		return err
 	}
+	s.usageW = newUsageWriter(s.usage, s.timeout)
 	meta, err := kv(s.names.meta)
 	if err != nil {
 		return err
@@ -593,20 +595,6 @@ func (s *Store) readUsage(ctx context.Context, key string) (relaystore.Usage, er
 	return relaystore.Usage{Envelopes: n, Bytes: b}, nil
 }
 
-// addUsage adds n envelopes of size bytes (negative to remove) to key; a
-// count back at zero is removed.
-func (s *Store) addUsage(ctx context.Context, key string, n int, size int64) error {
-	return s.update(ctx, s.usage, key, func(v []byte) ([]byte, error) {
-		have, bytes := decodeUsage(v)
-		have, bytes = max(have+n, 0), max(bytes+size, 0)
-		if have == 0 && bytes == 0 {
-			return nil, nil
-		}
-		out := binary.BigEndian.AppendUint64(nil, uint64(have))
-		return binary.BigEndian.AppendUint64(out, uint64(bytes)), nil
-	})
-}
-
 func usageKeys(recipient string, from relaystore.Origin) []string {
 	keys := []string{mailboxKey(recipient), senderKey(recipient, from.Address)}
 	if from.IP != "" {
@@ -671,14 +659,14 @@ func (s *Store) Append(ctx context.Context, recipient string, env []byte, copies
 	return rows, nil
 }
 
+// charge adds n envelopes of size bytes (negative to remove) to every key
+// and returns once all are written.
 func (s *Store) charge(ctx context.Context, keys []string, n int, size int64) error {
-	var errs []error
+	held := make(map[string]relaystore.Usage, len(keys))
 	for _, k := range keys {
-		if err := s.addUsage(ctx, k, n, size); err != nil {
-			errs = append(errs, err)
-		}
+		held[k] = relaystore.Usage{Envelopes: -n, Bytes: -size}
 	}
-	return errors.Join(errs...)
+	return s.release(ctx, held)
 }
 
 // isPerSubjectFull reports the stream's refusal of a message past its
@@ -697,12 +685,19 @@ func (s *Store) Release(_ context.Context, recipient, holder string) error {
 // Ack implements relaystore.Store. A row counts only when it is one of the
 // recipient's own, and its deletion succeeded here: a row acknowledged
 // through two relays at once lowers the totals once.
-func (s *Store) Ack(ctx context.Context, recipient string, rows []uint64) ([]relaystore.Removed, error) {
+func (s *Store) Ack(ctx context.Context, recipient string, rows []uint64) (out []relaystore.Removed, err error) {
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
 	subj := s.names.mbox + hexKey(recipient)
 	known := s.leases.Leased(recipient, rows)
-	var out []relaystore.Removed
+	// What the deleted rows held, summed per usage key and charged once
+	// at the end, whatever happens between: those rows are gone.
+	held := map[string]relaystore.Usage{}
+	defer func() {
+		if cerr := s.release(ctx, held); cerr != nil && err == nil {
+			err = fmt.Errorf("acknowledge rows of %s: count it: %w", recipient, cerr)
+		}
+	}()
 	for _, row := range rows {
 		// A row leased here is the recipient's own, and what it holds is
 		// known; any other is read first (its subject says whose it is).
@@ -724,8 +719,9 @@ func (s *Store) Ack(ctx context.Context, recipient string, rows []uint64) ([]rel
 		}
 		s.noteTotal(-1, -int64(l.Size))
 		out = append(out, relaystore.Removed{Recipient: recipient, Row: row, Sender: l.From.Address, Envelope: l.From.Envelope})
-		if err := s.charge(ctx, usageKeys(recipient, l.From), -1, -int64(l.Size)); err != nil {
-			return out, fmt.Errorf("acknowledge rows of %s: count it: %w", recipient, err)
+		for _, k := range usageKeys(recipient, l.From) {
+			d := held[k]
+			held[k] = relaystore.Usage{Envelopes: d.Envelopes + 1, Bytes: d.Bytes + int64(l.Size)}
 		}
 	}
 	s.leases.Forget(recipient, rows)
