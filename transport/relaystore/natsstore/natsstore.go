@@ -619,14 +619,7 @@ func (s *Store) Append(ctx context.Context, recipient string, env []byte, copies
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
 	keys := usageKeys(recipient, from)
-	var u [3]relaystore.Usage
-	for i, k := range keys {
-		var err error
-		if u[i], err = s.readUsage(ctx, k); err != nil {
-			return nil, fmt.Errorf("append to %s: %w", recipient, err)
-		}
-	}
-	total, err := s.total(ctx)
+	u, total, err := s.readQuotas(ctx, keys)
 	if err != nil {
 		return nil, fmt.Errorf("append to %s: %w", recipient, err)
 	}

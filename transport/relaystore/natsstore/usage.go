@@ -179,3 +179,22 @@ func (s *Store) release(ctx context.Context, held map[string]relaystore.Usage) e
 	}
 	return errors.Join(errs...)
 }
+
+// readQuotas reads the usage under keys (mailbox, sender, IP when known)
+// and the stream's totals, all at once: an append waits for the slowest
+// read instead of their sum.
+func (s *Store) readQuotas(ctx context.Context, keys []string) (u [3]relaystore.Usage, total relaystore.Usage, err error) {
+	var errs [4]error
+	var wg sync.WaitGroup
+	for i, k := range keys[1:] {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			u[i+1], errs[i+1] = s.readUsage(ctx, k)
+		}()
+	}
+	u[0], errs[0] = s.readUsage(ctx, keys[0])
+	total, errs[3] = s.total(ctx)
+	wg.Wait()
+	return u, total, errors.Join(errs[:]...)
+}
