@@ -84,6 +84,11 @@ type Options struct {
 	Timeout time.Duration
 	// Name names the connection in the cluster's monitoring.
 	Name string
+	// Shards is how many mailbox streams the mailboxes are spread over
+	// (0 or 1: one, PARLEY_MAILBOX); see shard.go. Every relay on a cluster
+	// must be given the same number: the first stores it, and Open refuses
+	// another (ErrShards).
+	Shards int
 	// Prefix is put before every stream, bucket and subject name, so that
 	// several independent stores can share one cluster (tests). Letters,
 	// digits and underscores only.
@@ -101,7 +106,8 @@ type Store struct {
 	usage   jetstream.KeyValue
 	usageW  *usageWriter
 	otk     jetstream.Stream
-	mbox    jetstream.Stream
+	shards  []shard // the mailbox streams (shard.go)
+	nShards int
 	limits  relaystore.Limits
 	timeout time.Duration
 	relayID [32]byte
@@ -150,7 +156,7 @@ func Open(ctx context.Context, urls []string, o Options) (*Store, error) {
 		return nil, fmt.Errorf("natsstore: connect to %s: %w", strings.Join(urls, ","), err)
 	}
 	s := &Store{names: namesFor(o.Prefix), nc: nc, limits: o.Limits.WithDefaults(), timeout: o.Timeout,
-		owners: make(map[string]owner)}
+		owners: make(map[string]owner), nShards: max(o.Shards, 1)}
 	// A cluster that is still forming (no meta leader yet, too few peers
 	// up for the replicas) refuses for a while: try again until ctx ends.
 	for {
@@ -159,6 +165,10 @@ func Open(ctx context.Context, urls []string, o Options) (*Store, error) {
 		cancel()
 		if err == nil {
 			return s, nil
+		}
+		if errors.Is(err, ErrShards) {
+			nc.Close()
+			return nil, fmt.Errorf("natsstore: %w", err)
 		}
 		select {
 		case <-ctx.Done():
@@ -205,23 +215,7 @@ func (s *Store) setup(ctx context.Context, replicas int) error {
 		MaxMsgsPerSubject: int64(s.limits.OneTimePreKeys), Discard: jetstream.DiscardNew, DiscardNewPerSubject: true}); err != nil {
 		return err
 	}
-	// Rows start from the wall clock (see relaystore.NewMemory): a cluster
-	// whose streams were wiped must not reuse row numbers that clients may
-	// still acknowledge. FirstSeq only counts when the stream is created.
-	mboxCfg := jetstream.StreamConfig{Name: s.names.mboxStream, Subjects: []string{s.names.mbox + "*"},
-		Retention: jetstream.LimitsPolicy, Storage: jetstream.FileStorage, Replicas: replicas,
-		MaxMsgsPerSubject: int64(s.limits.MailboxEnvelopes), Discard: jetstream.DiscardNew, DiscardNewPerSubject: true,
-		MaxMsgSize: int32(wire.MaxEnvelopeSize + 1024)}
-	if s.mbox, err = js.Stream(ctx, s.names.mboxStream); errors.Is(err, jetstream.ErrStreamNotFound) {
-		mboxCfg.FirstSeq = uint64(time.Now().UnixNano())
-		s.mbox, err = js.CreateStream(ctx, mboxCfg)
-		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-			s.mbox, err = js.Stream(ctx, s.names.mboxStream)
-		}
-	} else if err == nil {
-		s.mbox, err = js.UpdateStream(ctx, mboxCfg)
-	}
-	if err != nil {
+	if err := s.setupShards(ctx, meta, replicas); err != nil {
 		return err
 	}
 	var id [32]byte
@@ -556,13 +550,18 @@ func (s *Store) total(ctx context.Context) (relaystore.Usage, error) {
 	s.totalMu.Unlock()
 	// Not under the lock: a slow cluster must not stall the appends that
 	// would find the cache fresh meanwhile.
-	info, err := s.mbox.Info(ctx)
-	if err != nil {
-		return relaystore.Usage{}, err
+	var all relaystore.Usage
+	for _, sh := range s.shards {
+		info, err := sh.stream.Info(ctx)
+		if err != nil {
+			return relaystore.Usage{}, err
+		}
+		all.Envelopes += int(info.State.Msgs)
+		all.Bytes += int64(info.State.Bytes)
 	}
 	s.totalMu.Lock()
 	defer s.totalMu.Unlock()
-	s.totalUse = relaystore.Usage{Envelopes: int(info.State.Msgs), Bytes: int64(info.State.Bytes)}
+	s.totalUse = all
 	s.totalAt = time.Now()
 	return s.totalUse, nil
 }
@@ -629,7 +628,7 @@ func (s *Store) Append(ctx context.Context, recipient string, env []byte, copies
 	}
 	rows := make([]uint64, 0, copies)
 	for range copies {
-		msg := &nats.Msg{Subject: s.names.mbox + hexKey(recipient), Data: env, Header: nats.Header{}}
+		msg := &nats.Msg{Subject: s.shardOf(recipient).root + hexKey(recipient), Data: env, Header: nats.Header{}}
 		msg.Header.Set(hdrSender, from.Address)
 		msg.Header.Set(hdrIP, from.IP)
 		msg.Header.Set(hdrEnv, hex.EncodeToString(from.Envelope[:]))
@@ -681,7 +680,8 @@ func (s *Store) Release(_ context.Context, recipient, holder string) error {
 func (s *Store) Ack(ctx context.Context, recipient string, rows []uint64) (out []relaystore.Removed, err error) {
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
-	subj := s.names.mbox + hexKey(recipient)
+	sh := s.shardOf(recipient)
+	subj := sh.root + hexKey(recipient)
 	known := s.leases.Leased(recipient, rows)
 	// What the deleted rows held, summed per usage key and charged once
 	// at the end, whatever happens between: those rows are gone.
@@ -696,7 +696,7 @@ func (s *Store) Ack(ctx context.Context, recipient string, rows []uint64) (out [
 		// known; any other is read first (its subject says whose it is).
 		l, ok := known[row]
 		if !ok {
-			m, err := s.mbox.GetMsg(ctx, row)
+			m, err := sh.stream.GetMsg(ctx, row)
 			if errors.Is(err, jetstream.ErrMsgNotFound) {
 				continue
 			} else if err != nil {
@@ -707,7 +707,7 @@ func (s *Store) Ack(ctx context.Context, recipient string, rows []uint64) (out [
 			}
 			l = relaystore.Lease{Size: len(m.Data), From: origin(m.Header)}
 		}
-		if err := s.mbox.DeleteMsg(ctx, row); err != nil {
+		if err := sh.stream.DeleteMsg(ctx, row); err != nil {
 			continue // deleted meanwhile
 		}
 		s.noteTotal(-1, -int64(l.Size))
