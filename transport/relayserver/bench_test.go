@@ -18,7 +18,8 @@ import (
 // the next and receives and acknowledges what the previous one sent. An
 // envelope counts once its recipient acknowledged it. One run per store: in
 // memory, SQLite (synchronous=FULL), and NATS JetStream with one node (R1)
-// and three (R3), the nodes in this process. Beside each it reports the
+// and three (R3), the nodes in this process, and R3 with the mailboxes over
+// three shards (--nats-shards 3). Beside each it reports the
 // process's CPU per envelope (clients, relay and NATS nodes together), and
 // for NATS what JetStream alone does on the same cluster (rawJetStream),
 // with the relay's ratio to it.
@@ -35,12 +36,17 @@ func BenchmarkRelayThroughput(b *testing.B) {
 		b.ReportMetric(float64(cpu.Microseconds()), "raw-cpu-µs/commit")
 		b.ReportMetric(rate/raw, "ratio")
 	})
-	for _, n := range []int{1, 3} {
-		b.Run(fmt.Sprintf("nats-r%d", n), func(b *testing.B) {
+	for _, run := range []struct{ replicas, shards int }{{1, 1}, {3, 1}, {3, 3}} {
+		name := fmt.Sprintf("nats-r%d", run.replicas)
+		if run.shards > 1 {
+			name += fmt.Sprintf("-shards%d", run.shards)
+		}
+		n := run.replicas
+		b.Run(name, func(b *testing.B) {
 			c := natstest.StartCluster(b, n)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			st, err := natsstore.Open(ctx, c.URLs(), natsstore.Options{Replicas: n, Limits: lim.Limits})
+			st, err := natsstore.Open(ctx, c.URLs(), natsstore.Options{Replicas: n, Shards: run.shards, Limits: lim.Limits})
 			if err != nil {
 				b.Fatal(err)
 			}
