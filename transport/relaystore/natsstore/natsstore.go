@@ -12,15 +12,16 @@
 //	KV PARLEY_IPREG    ip -> addresses first registered from it
 //	KV PARLEY_BUNDLE   addr -> bundle (without a one-time prekey)
 //	KV PARLEY_USAGE    m.addr, s.addr.sender, i.ip -> envelopes and bytes held
-//	KV PARLEY_META     relay-id
+//	KV PARLEY_META     relay-id, mailbox-shards
 //	stream PARLEY_OTK      subjects parley.otk.<addr>: one message per one-time prekey
 //	stream PARLEY_MAILBOX  subjects parley.mbox.<addr>: one message per envelope
+//	  (with Options.Shards K > 1: PARLEY_MAILBOX_<i> on parley.mbox.s<i>.<addr>, shard.go)
 //	subjects parley.wake.<addr> (core NATS): signals between relays
 //
 // A mailbox row is its envelope's stream sequence. The mailbox stream
 // refuses a message past the mailbox's count (DiscardNewPerSubject) and the
 // relay's other quotas are counted in PARLEY_USAGE with compare-and-set
-// updates. Leases live in the relay process that took them
+// updates, coalesced per key (usage.go). Leases live in the relay process that took them
 // (relaystore.Leases).
 //
 // natsstore.go stays one file (over 600 lines) on purpose: the layout above,
