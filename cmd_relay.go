@@ -92,6 +92,7 @@ func cmdRelay(ctx context.Context, env *cliEnv, cmd *command, args []string) err
 	seed := f.Uint64("fault-seed", 0, "seed of the fault injection (0: random)")
 	natsURLs := f.String("nats", "", "keep everything in this NATS JetStream cluster (comma-separated URLs), shared with other relays")
 	natsReplicas := f.Int("nats-replicas", 1, "replication factor of the JetStream streams and buckets (3 survives the loss of a node)")
+	natsShards := f.Int("nats-shards", 1, "spread the mailboxes over this many JetStream streams; fixed when the cluster is first used, every relay on it must be given the same")
 	tlsCert := f.String("tls-cert", "", "serve wss:// with this PEM certificate (chain); needs --tls-key")
 	tlsKey := f.String("tls-key", "", "the PEM private key of --tls-cert")
 	logLevel := f.String("log-level", "info", "least level logged to stderr: debug, info, warn or error")
@@ -111,6 +112,9 @@ func cmdRelay(ctx context.Context, env *cliEnv, cmd *command, args []string) err
 	}
 	if *natsReplicas < 1 {
 		return usagef("--nats-replicas must be positive")
+	}
+	if *natsShards < 1 {
+		return usagef("--nats-shards must be positive")
 	}
 	limits, proxies, err := lim.resolve()
 	if err != nil {
@@ -133,7 +137,7 @@ func cmdRelay(ctx context.Context, env *cliEnv, cmd *command, args []string) err
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", *listen, err)
 	}
-	store, err := openRelayStore(ctx, *data, *natsURLs, *natsReplicas, limits.StoreLimits())
+	store, err := openRelayStore(ctx, *data, *natsURLs, natsstore.Options{Replicas: *natsReplicas, Shards: *natsShards, Limits: limits.StoreLimits()})
 	if err != nil {
 		ln.Close()
 		return err
@@ -199,14 +203,16 @@ func cmdRelay(ctx context.Context, env *cliEnv, cmd *command, args []string) err
 }
 
 // openRelayStore opens what the relay keeps: in the NATS JetStream cluster
-// at natsURLs (comma-separated) when set, in SQLite in dataDir when set, in
-// memory otherwise. The caller closes it.
-func openRelayStore(ctx context.Context, dataDir, natsURLs string, natsReplicas int, lim relaystore.Limits) (relaystore.Store, error) {
+// at natsURLs (comma-separated, with natsOpts's replicas and shards) when set,
+// in SQLite in dataDir when set, in memory otherwise, each with natsOpts's
+// limits. The caller closes it.
+func openRelayStore(ctx context.Context, dataDir, natsURLs string, natsOpts natsstore.Options) (relaystore.Store, error) {
+	lim := natsOpts.Limits
 	switch {
 	case natsURLs != "":
 		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		return natsstore.Open(sctx, strings.Split(natsURLs, ","), natsstore.Options{Replicas: natsReplicas, Limits: lim})
+		return natsstore.Open(sctx, strings.Split(natsURLs, ","), natsOpts)
 	case dataDir != "":
 		return relaystore.OpenSQLite(context.Background(), dataDir, lim)
 	}

@@ -18,28 +18,51 @@ import (
 // the next and receives and acknowledges what the previous one sent. An
 // envelope counts once its recipient acknowledged it. One run per store: in
 // memory, SQLite (synchronous=FULL), and NATS JetStream with one node (R1)
-// and three (R3), the nodes in this process.
+// and three (R3), the nodes in this process, and R3 with the mailboxes over
+// three shards (--nats-shards 3). Beside each it reports the
+// process's CPU per envelope (clients, relay and NATS nodes together), and
+// for NATS what JetStream alone does on the same cluster (rawJetStream),
+// with the relay's ratio to it.
 //
 //	go test -run '^$' -bench RelayThroughput -benchtime 20000x ./transport/relayserver
 func BenchmarkRelayThroughput(b *testing.B) {
 	lim := Limits{MessageRate: -1, ByteRate: -1, MaxConnectionsPerIP: 1000, MaxUnauthenticatedPerIP: 1000, RegistrationBurst: 1000}
 	b.Run("memory", func(b *testing.B) { benchRelay(b, startRelay(b, Config{Limits: lim})) })
-	b.Run("sqlite", func(b *testing.B) { benchRelay(b, startSQLiteRelay(b, b.TempDir(), Config{Limits: lim})) })
-	for _, n := range []int{1, 3} {
-		b.Run(fmt.Sprintf("nats-r%d", n), func(b *testing.B) {
+	b.Run("sqlite", func(b *testing.B) {
+		dir := b.TempDir()
+		rate := benchRelay(b, startSQLiteRelay(b, dir, Config{Limits: lim}))
+		raw, cpu := rawSQLiteCommits(b, dir, b.N)
+		b.ReportMetric(raw, "raw-commits/s")
+		b.ReportMetric(float64(cpu.Microseconds()), "raw-cpu-µs/commit")
+		b.ReportMetric(rate/raw, "ratio")
+	})
+	for _, run := range []struct{ replicas, shards int }{{1, 1}, {3, 1}, {3, 3}} {
+		name := fmt.Sprintf("nats-r%d", run.replicas)
+		if run.shards > 1 {
+			name += fmt.Sprintf("-shards%d", run.shards)
+		}
+		n := run.replicas
+		b.Run(name, func(b *testing.B) {
 			c := natstest.StartCluster(b, n)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			st, err := natsstore.Open(ctx, c.URLs(), natsstore.Options{Replicas: n, Limits: lim.Limits})
+			st, err := natsstore.Open(ctx, c.URLs(), natsstore.Options{Replicas: n, Shards: run.shards, Limits: lim.Limits})
 			if err != nil {
 				b.Fatal(err)
 			}
-			benchRelay(b, startStoreRelay(b, "127.0.0.1:0", st, Config{Limits: lim})) // stop closes st
+			r := startStoreRelay(b, "127.0.0.1:0", st, Config{Limits: lim}) // stop closes st
+			rate := benchRelay(b, r)
+			r.stop()
+			raw, cpu := rawJetStream(b, c, n, b.N)
+			b.ReportMetric(raw, "raw-msgs/s")
+			b.ReportMetric(float64(cpu.Microseconds()), "raw-cpu-µs/msg")
+			b.ReportMetric(rate/raw, "ratio")
 		})
 	}
 }
 
-func benchRelay(b *testing.B, r *testRelay) {
+// benchRelay runs b.N envelopes through r and returns envelopes per second.
+func benchRelay(b *testing.B, r *testRelay) float64 {
 	const clients = 100
 	devs := make([]*device, clients)
 	conns := make([]*transport.Conn, clients)
@@ -74,7 +97,7 @@ func benchRelay(b *testing.B, r *testRelay) {
 	}
 
 	b.ResetTimer()
-	start := time.Now()
+	cpu0, start := cpuTime(), time.Now()
 	var send sync.WaitGroup
 	for i, c := range conns {
 		n := b.N / clients
@@ -97,9 +120,12 @@ func benchRelay(b *testing.B, r *testRelay) {
 	if b.N > 0 {
 		<-all
 	}
-	elapsed := time.Since(start)
+	elapsed, used := time.Since(start), cpuTime()-cpu0
 	b.StopTimer()
-	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "envelopes/s")
+	rate := float64(b.N) / elapsed.Seconds()
+	b.ReportMetric(rate, "envelopes/s")
+	b.ReportMetric(float64((used / time.Duration(max(b.N, 1))).Microseconds()), "cpu-µs/env")
 	cancel()
 	recv.Wait()
+	return rate
 }

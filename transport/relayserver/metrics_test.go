@@ -100,6 +100,13 @@ func TestMetricsExposition(t *testing.T) {
 	c.send(3, wire.Submit{Envelope: []byte{1}})
 	c.reply(3)
 	c.expectClose(websocket.ClosePolicyViolation)
+	// A connection counts as authenticated once its goroutine is past the
+	// answer its client waits for: on a loaded machine, give it that moment.
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if r1.metric(t, `parley_relay_connections{state="authenticated"}`) == 2 {
+			break
+		}
+	}
 	for _, m := range []struct {
 		series string
 		want   float64

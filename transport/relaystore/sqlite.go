@@ -24,7 +24,8 @@ var schema string
 // FileName is the database file SQLite keeps in its directory.
 const FileName = "relay.db"
 
-// maxGroup is the most appends one transaction commits together.
+// maxGroup is the most appends and acknowledgements one transaction
+// commits together.
 const maxGroup = 256
 
 // SQLite is a Store in one SQLite file (WAL, synchronous=FULL): every append,
@@ -68,6 +69,8 @@ type appendReq struct {
 	rows      []uint64
 	err       error
 	done      chan struct{}
+
+	ack *ackWork // set: an acknowledgement of rows, not an append (sqliteack.go)
 }
 
 var _ Store = (*SQLite)(nil)
@@ -450,7 +453,8 @@ func (s *SQLite) failQueued() {
 	}
 }
 
-// commitGroup appends every request of the group in one transaction. A
+// commitGroup appends every request of the group, and deletes the rows of
+// every acknowledgement in it (sqliteack.go), in one transaction. A
 // request refused on its own (unknown recipient, full mailbox) stores
 // nothing and does not affect the others; a database error fails them all.
 func (s *SQLite) commitGroup(group []*appendReq) {
@@ -468,6 +472,12 @@ func (s *SQLite) commitGroup(group []*appendReq) {
 		defer ins.Close()
 		for _, r := range group {
 			r.rows, r.err = nil, nil
+			if r.ack != nil {
+				if err := r.ack.run(ctx, tx, r.recipient); err != nil {
+					return err
+				}
+				continue
+			}
 			if err := s.appendTx(ctx, tx, ins, r); err != nil {
 				if errors.Is(err, ErrNotRegistered) || errors.Is(err, ErrMailboxFull) || errors.Is(err, ErrSenderQuota) || errors.Is(err, ErrStoreFull) {
 					r.err = err
@@ -479,9 +489,12 @@ func (s *SQLite) commitGroup(group []*appendReq) {
 		return tx.Commit()
 	}()
 	for _, r := range group {
-		if err != nil {
+		switch {
+		case err != nil:
 			r.rows, r.err = nil, err
-		} else if r.err == nil {
+		case r.ack != nil:
+			s.acked(r)
+		case r.err == nil:
 			s.counts.add(0, Usage{len(r.rows), int64(len(r.env)) * int64(len(r.rows))})
 		}
 		close(r.done)

@@ -12,26 +12,6 @@ import (
 // expired by the relay's sweep. Both go through deleteRows, which keeps the
 // running totals.
 
-// Ack implements Store.
-func (s *SQLite) Ack(ctx context.Context, recipient string, rows []uint64) ([]Removed, error) {
-	if len(rows) == 0 {
-		return nil, nil
-	}
-	var out []Removed
-	var freed Usage
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		var err error
-		out, freed, err = deleteRows(ctx, tx, recipient, rows)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("acknowledge rows of %s: %w", recipient, err)
-	}
-	s.counts.add(0, Usage{-freed.Envelopes, -freed.Bytes})
-	s.leases.Forget(recipient, rows)
-	return out, nil
-}
-
 // Expire implements Store: the oldest rows by acceptance time (an index),
 // skipping those this process leased until after now.
 func (s *SQLite) Expire(ctx context.Context, now, before time.Time, max int) ([]Removed, error) {

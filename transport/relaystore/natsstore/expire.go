@@ -19,21 +19,37 @@ import (
 // process leased until after now is passed over; a row another relay leased
 // may go, and its recipient's acknowledgement then finds nothing. Several
 // relays may sweep at once: a row deleted by another is skipped, and each
-// row lowers the totals once.
+// row lowers the totals once. With several shards each is swept in turn,
+// within the one bound.
 func (s *Store) Expire(ctx context.Context, now, before time.Time, max int) ([]relaystore.Removed, error) {
+	var out []relaystore.Removed
+	for _, sh := range s.shards {
+		if len(out) >= max {
+			break
+		}
+		got, err := s.expireShard(ctx, sh, now, before, max-len(out))
+		out = append(out, got...)
+		if err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+func (s *Store) expireShard(ctx context.Context, sh shard, now, before time.Time, max int) ([]relaystore.Removed, error) {
 	if max <= 0 {
 		return nil, nil
 	}
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
-	info, err := s.mbox.Info(ctx)
+	info, err := sh.stream.Info(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("expire envelopes: %w", err)
 	}
 	var out []relaystore.Removed
 	// Leased rows are passed over, so bound the messages read in one call.
 	for seq, read := info.State.FirstSeq, 0; len(out) < max && read < 4*max; read++ {
-		m, err := s.mbox.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(s.names.mbox+"*"))
+		m, err := sh.stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(sh.root+"*"))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			break
 		} else if err != nil {
@@ -43,7 +59,7 @@ func (s *Store) Expire(ctx context.Context, now, before time.Time, max int) ([]r
 			break
 		}
 		seq = m.Sequence + 1
-		hexRecipient := strings.TrimPrefix(m.Subject, s.names.mbox)
+		hexRecipient := strings.TrimPrefix(m.Subject, sh.root)
 		r, err := hex.DecodeString(hexRecipient)
 		if err != nil {
 			continue
@@ -52,7 +68,7 @@ func (s *Store) Expire(ctx context.Context, now, before time.Time, max int) ([]r
 		if l, ok := s.leases.Leased(recipient, []uint64{m.Sequence})[m.Sequence]; ok && now.Before(l.Until) {
 			continue
 		}
-		if err := s.mbox.DeleteMsg(ctx, m.Sequence); err != nil {
+		if err := sh.stream.DeleteMsg(ctx, m.Sequence); err != nil {
 			continue // deleted meanwhile
 		}
 		from := origin(m.Header)

@@ -20,13 +20,14 @@ func (s *Store) Lease(ctx context.Context, recipient, holder string, max int, no
 	}
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
-	subj := s.names.mbox + hexKey(recipient)
+	sh := s.shardOf(recipient)
+	subj := sh.root + hexKey(recipient)
 	held, after, gen := s.leases.Begin(recipient, now)
 	var rows []relaystore.Row
 	var cands []relaystore.Candidate
 	readTo := after
 	for seq := after + 1; len(rows) < max; {
-		m, err := s.mbox.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subj))
+		m, err := sh.stream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(subj))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			break
 		} else if err != nil {

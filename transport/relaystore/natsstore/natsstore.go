@@ -12,15 +12,16 @@
 //	KV PARLEY_IPREG    ip -> addresses first registered from it
 //	KV PARLEY_BUNDLE   addr -> bundle (without a one-time prekey)
 //	KV PARLEY_USAGE    m.addr, s.addr.sender, i.ip -> envelopes and bytes held
-//	KV PARLEY_META     relay-id
+//	KV PARLEY_META     relay-id, mailbox-shards
 //	stream PARLEY_OTK      subjects parley.otk.<addr>: one message per one-time prekey
 //	stream PARLEY_MAILBOX  subjects parley.mbox.<addr>: one message per envelope
+//	  (with Options.Shards K > 1: PARLEY_MAILBOX_<i> on parley.mbox.s<i>.<addr>, shard.go)
 //	subjects parley.wake.<addr> (core NATS): signals between relays
 //
 // A mailbox row is its envelope's stream sequence. The mailbox stream
 // refuses a message past the mailbox's count (DiscardNewPerSubject) and the
 // relay's other quotas are counted in PARLEY_USAGE with compare-and-set
-// updates. Leases live in the relay process that took them
+// updates, coalesced per key (usage.go). Leases live in the relay process that took them
 // (relaystore.Leases).
 //
 // natsstore.go stays one file (over 600 lines) on purpose: the layout above,
@@ -84,6 +85,11 @@ type Options struct {
 	Timeout time.Duration
 	// Name names the connection in the cluster's monitoring.
 	Name string
+	// Shards is how many mailbox streams the mailboxes are spread over
+	// (0 or 1: one, PARLEY_MAILBOX); see shard.go. Every relay on a cluster
+	// must be given the same number: the first stores it, and Open refuses
+	// another (ErrShards).
+	Shards int
 	// Prefix is put before every stream, bucket and subject name, so that
 	// several independent stores can share one cluster (tests). Letters,
 	// digits and underscores only.
@@ -99,8 +105,10 @@ type Store struct {
 	ipreg   jetstream.KeyValue
 	bundles jetstream.KeyValue
 	usage   jetstream.KeyValue
+	usageW  *usageWriter
 	otk     jetstream.Stream
-	mbox    jetstream.Stream
+	shards  []shard // the mailbox streams (shard.go)
+	nShards int
 	limits  relaystore.Limits
 	timeout time.Duration
 	relayID [32]byte
@@ -149,7 +157,7 @@ func Open(ctx context.Context, urls []string, o Options) (*Store, error) {
 		return nil, fmt.Errorf("natsstore: connect to %s: %w", strings.Join(urls, ","), err)
 	}
 	s := &Store{names: namesFor(o.Prefix), nc: nc, limits: o.Limits.WithDefaults(), timeout: o.Timeout,
-		owners: make(map[string]owner)}
+		owners: make(map[string]owner), nShards: max(o.Shards, 1)}
 	// A cluster that is still forming (no meta leader yet, too few peers
 	// up for the replicas) refuses for a while: try again until ctx ends.
 	for {
@@ -158,6 +166,10 @@ func Open(ctx context.Context, urls []string, o Options) (*Store, error) {
 		cancel()
 		if err == nil {
 			return s, nil
+		}
+		if errors.Is(err, ErrShards) {
+			nc.Close()
+			return nil, fmt.Errorf("natsstore: %w", err)
 		}
 		select {
 		case <-ctx.Done():
@@ -194,6 +206,7 @@ func (s *Store) setup(ctx context.Context, replicas int) error {
 		Storage: jetstream.FileStorage, LimitMarkerTTL: usageMarkerTTL}); err != nil {
 		return err
 	}
+	s.usageW = newUsageWriter(s.usage, s.timeout)
 	meta, err := kv(s.names.meta)
 	if err != nil {
 		return err
@@ -203,23 +216,7 @@ func (s *Store) setup(ctx context.Context, replicas int) error {
 		MaxMsgsPerSubject: int64(s.limits.OneTimePreKeys), Discard: jetstream.DiscardNew, DiscardNewPerSubject: true}); err != nil {
 		return err
 	}
-	// Rows start from the wall clock (see relaystore.NewMemory): a cluster
-	// whose streams were wiped must not reuse row numbers that clients may
-	// still acknowledge. FirstSeq only counts when the stream is created.
-	mboxCfg := jetstream.StreamConfig{Name: s.names.mboxStream, Subjects: []string{s.names.mbox + "*"},
-		Retention: jetstream.LimitsPolicy, Storage: jetstream.FileStorage, Replicas: replicas,
-		MaxMsgsPerSubject: int64(s.limits.MailboxEnvelopes), Discard: jetstream.DiscardNew, DiscardNewPerSubject: true,
-		MaxMsgSize: int32(wire.MaxEnvelopeSize + 1024)}
-	if s.mbox, err = js.Stream(ctx, s.names.mboxStream); errors.Is(err, jetstream.ErrStreamNotFound) {
-		mboxCfg.FirstSeq = uint64(time.Now().UnixNano())
-		s.mbox, err = js.CreateStream(ctx, mboxCfg)
-		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-			s.mbox, err = js.Stream(ctx, s.names.mboxStream)
-		}
-	} else if err == nil {
-		s.mbox, err = js.UpdateStream(ctx, mboxCfg)
-	}
-	if err != nil {
+	if err := s.setupShards(ctx, meta, replicas); err != nil {
 		return err
 	}
 	var id [32]byte
@@ -554,13 +551,18 @@ func (s *Store) total(ctx context.Context) (relaystore.Usage, error) {
 	s.totalMu.Unlock()
 	// Not under the lock: a slow cluster must not stall the appends that
 	// would find the cache fresh meanwhile.
-	info, err := s.mbox.Info(ctx)
-	if err != nil {
-		return relaystore.Usage{}, err
+	var all relaystore.Usage
+	for _, sh := range s.shards {
+		info, err := sh.stream.Info(ctx)
+		if err != nil {
+			return relaystore.Usage{}, err
+		}
+		all.Envelopes += int(info.State.Msgs)
+		all.Bytes += int64(info.State.Bytes)
 	}
 	s.totalMu.Lock()
 	defer s.totalMu.Unlock()
-	s.totalUse = relaystore.Usage{Envelopes: int(info.State.Msgs), Bytes: int64(info.State.Bytes)}
+	s.totalUse = all
 	s.totalAt = time.Now()
 	return s.totalUse, nil
 }
@@ -593,20 +595,6 @@ func (s *Store) readUsage(ctx context.Context, key string) (relaystore.Usage, er
 	return relaystore.Usage{Envelopes: n, Bytes: b}, nil
 }
 
-// addUsage adds n envelopes of size bytes (negative to remove) to key; a
-// count back at zero is removed.
-func (s *Store) addUsage(ctx context.Context, key string, n int, size int64) error {
-	return s.update(ctx, s.usage, key, func(v []byte) ([]byte, error) {
-		have, bytes := decodeUsage(v)
-		have, bytes = max(have+n, 0), max(bytes+size, 0)
-		if have == 0 && bytes == 0 {
-			return nil, nil
-		}
-		out := binary.BigEndian.AppendUint64(nil, uint64(have))
-		return binary.BigEndian.AppendUint64(out, uint64(bytes)), nil
-	})
-}
-
 func usageKeys(recipient string, from relaystore.Origin) []string {
 	keys := []string{mailboxKey(recipient), senderKey(recipient, from.Address)}
 	if from.IP != "" {
@@ -631,14 +619,7 @@ func (s *Store) Append(ctx context.Context, recipient string, env []byte, copies
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
 	keys := usageKeys(recipient, from)
-	var u [3]relaystore.Usage
-	for i, k := range keys {
-		var err error
-		if u[i], err = s.readUsage(ctx, k); err != nil {
-			return nil, fmt.Errorf("append to %s: %w", recipient, err)
-		}
-	}
-	total, err := s.total(ctx)
+	u, total, err := s.readQuotas(ctx, keys)
 	if err != nil {
 		return nil, fmt.Errorf("append to %s: %w", recipient, err)
 	}
@@ -648,7 +629,7 @@ func (s *Store) Append(ctx context.Context, recipient string, env []byte, copies
 	}
 	rows := make([]uint64, 0, copies)
 	for range copies {
-		msg := &nats.Msg{Subject: s.names.mbox + hexKey(recipient), Data: env, Header: nats.Header{}}
+		msg := &nats.Msg{Subject: s.shardOf(recipient).root + hexKey(recipient), Data: env, Header: nats.Header{}}
 		msg.Header.Set(hdrSender, from.Address)
 		msg.Header.Set(hdrIP, from.IP)
 		msg.Header.Set(hdrEnv, hex.EncodeToString(from.Envelope[:]))
@@ -671,14 +652,14 @@ func (s *Store) Append(ctx context.Context, recipient string, env []byte, copies
 	return rows, nil
 }
 
+// charge adds n envelopes of size bytes (negative to remove) to every key
+// and returns once all are written.
 func (s *Store) charge(ctx context.Context, keys []string, n int, size int64) error {
-	var errs []error
+	held := make(map[string]relaystore.Usage, len(keys))
 	for _, k := range keys {
-		if err := s.addUsage(ctx, k, n, size); err != nil {
-			errs = append(errs, err)
-		}
+		held[k] = relaystore.Usage{Envelopes: -n, Bytes: -size}
 	}
-	return errors.Join(errs...)
+	return s.release(ctx, held)
 }
 
 // isPerSubjectFull reports the stream's refusal of a message past its
@@ -697,18 +678,26 @@ func (s *Store) Release(_ context.Context, recipient, holder string) error {
 // Ack implements relaystore.Store. A row counts only when it is one of the
 // recipient's own, and its deletion succeeded here: a row acknowledged
 // through two relays at once lowers the totals once.
-func (s *Store) Ack(ctx context.Context, recipient string, rows []uint64) ([]relaystore.Removed, error) {
+func (s *Store) Ack(ctx context.Context, recipient string, rows []uint64) (out []relaystore.Removed, err error) {
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
-	subj := s.names.mbox + hexKey(recipient)
+	sh := s.shardOf(recipient)
+	subj := sh.root + hexKey(recipient)
 	known := s.leases.Leased(recipient, rows)
-	var out []relaystore.Removed
+	// What the deleted rows held, summed per usage key and charged once
+	// at the end, whatever happens between: those rows are gone.
+	held := map[string]relaystore.Usage{}
+	defer func() {
+		if cerr := s.release(ctx, held); cerr != nil && err == nil {
+			err = fmt.Errorf("acknowledge rows of %s: count it: %w", recipient, cerr)
+		}
+	}()
 	for _, row := range rows {
 		// A row leased here is the recipient's own, and what it holds is
 		// known; any other is read first (its subject says whose it is).
 		l, ok := known[row]
 		if !ok {
-			m, err := s.mbox.GetMsg(ctx, row)
+			m, err := sh.stream.GetMsg(ctx, row)
 			if errors.Is(err, jetstream.ErrMsgNotFound) {
 				continue
 			} else if err != nil {
@@ -719,13 +708,14 @@ func (s *Store) Ack(ctx context.Context, recipient string, rows []uint64) ([]rel
 			}
 			l = relaystore.Lease{Size: len(m.Data), From: origin(m.Header)}
 		}
-		if err := s.mbox.DeleteMsg(ctx, row); err != nil {
+		if err := sh.stream.DeleteMsg(ctx, row); err != nil {
 			continue // deleted meanwhile
 		}
 		s.noteTotal(-1, -int64(l.Size))
 		out = append(out, relaystore.Removed{Recipient: recipient, Row: row, Sender: l.From.Address, Envelope: l.From.Envelope})
-		if err := s.charge(ctx, usageKeys(recipient, l.From), -1, -int64(l.Size)); err != nil {
-			return out, fmt.Errorf("acknowledge rows of %s: count it: %w", recipient, err)
+		for _, k := range usageKeys(recipient, l.From) {
+			d := held[k]
+			held[k] = relaystore.Usage{Envelopes: d.Envelopes + 1, Bytes: d.Bytes + int64(l.Size)}
 		}
 	}
 	s.leases.Forget(recipient, rows)

@@ -1,0 +1,55 @@
+package relaystore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// ackWork is an acknowledgement queued for the group commit: its rows are
+// deleted in the same transaction as the appends and acknowledgements of
+// other clients that arrived with it, so that one fsync serves them all.
+type ackWork struct {
+	rows    []uint64
+	removed []Removed
+	freed   Usage
+}
+
+func (a *ackWork) run(ctx context.Context, tx *sql.Tx, recipient string) error {
+	var err error
+	a.removed, a.freed, err = deleteRows(ctx, tx, recipient, a.rows)
+	return err
+}
+
+// acked applies a committed acknowledgement to the running totals and the
+// leases.
+func (s *SQLite) acked(r *appendReq) {
+	s.counts.add(0, Usage{-r.ack.freed.Envelopes, -r.ack.freed.Bytes})
+	s.leases.Forget(r.recipient, r.ack.rows)
+}
+
+// Ack implements Store. The request joins the next group commit (see
+// Append), and returns once it is committed.
+func (s *SQLite) Ack(ctx context.Context, recipient string, rows []uint64) ([]Removed, error) {
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	r := &appendReq{recipient: recipient, ack: &ackWork{rows: rows}, done: make(chan struct{})}
+	s.sendMu.RLock()
+	if s.closed {
+		s.sendMu.RUnlock()
+		return nil, ErrClosed
+	}
+	select {
+	case s.appends <- r:
+		s.sendMu.RUnlock()
+	case <-ctx.Done():
+		s.sendMu.RUnlock()
+		return nil, ctx.Err()
+	}
+	<-r.done
+	if r.err != nil {
+		return nil, fmt.Errorf("acknowledge rows of %s: %w", recipient, r.err)
+	}
+	return r.ack.removed, nil
+}
