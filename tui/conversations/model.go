@@ -66,6 +66,10 @@ type Model struct {
 	err    string
 
 	loading, again bool
+
+	groups        []engine.GroupInfo
+	groupUnread   map[wire.GroupID]map[wire.LogicalID]bool
+	groupsLoading bool
 }
 
 // New returns the panel reading from src; ctx bounds its reads.
@@ -80,14 +84,15 @@ func New(ctx context.Context, src Source, th themes.Theme) Model {
 	in.Cursor.Style = th.Composer.Cursor
 	in.Cursor.SetMode(cursor.CursorStatic) // a blink redraws the screen twice a second for nothing
 	return Model{src: src, ctx: ctx, th: th, keys: DefaultKeyMap(), input: in,
-		unread: map[engine.Address]map[wire.LogicalID]bool{}, change: map[engine.Address]bool{}}
+		unread: map[engine.Address]map[wire.LogicalID]bool{}, change: map[engine.Address]bool{},
+		groupUnread: map[wire.GroupID]map[wire.LogicalID]bool{}}
 }
 
 // SetSource replaces the source (after a profile was reopened); the next
 // Reload reads from it.
 func (m *Model) SetSource(src Source) {
 	m.src = src
-	m.loading, m.again = false, false
+	m.loading, m.again, m.groupsLoading = false, false, false
 }
 
 // SetSize sets the panel's size in cells, title included.
@@ -172,10 +177,19 @@ func (m *Model) Reload() tea.Cmd {
 	}
 	m.loading = true
 	src, ctx := m.src, m.ctx
-	return func() tea.Msg {
+	read := func() tea.Msg {
 		l, err := src.Conversations(ctx)
 		return LoadedMsg{List: l, Err: err}
 	}
+	if m.groupsLoading {
+		return read
+	}
+	groups := m.reloadGroups()
+	if groups == nil {
+		return read
+	}
+	m.groupsLoading = true
+	return tea.Batch(read, groups)
 }
 
 // Update handles the panel's messages, keys (when focused) and engine
@@ -201,6 +215,14 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 			return m, tea.Batch(cmd, m.Reload())
 		}
 		return m, cmd
+	case GroupsLoadedMsg:
+		m.groupsLoading = false
+		if msg.Err != nil {
+			m.err = engine.ErrorName(msg.Err) + ": " + msg.Err.Error()
+		} else {
+			m.groups = msg.List
+		}
+		return m, nil
 	case engine.Event:
 		return m.event(msg)
 	case tea.KeyMsg:
@@ -220,7 +242,9 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 func (m Model) event(e engine.Event) (Model, tea.Cmd) {
 	switch e.Kind {
 	case engine.EventReceived:
-		if r := e.Result; r != nil && r.Kind == engine.ResultDelivery && r.Sender != m.sel {
+		if r := e.Result; r != nil && r.Group != nil {
+			m.groupDelivered(r)
+		} else if r != nil && r.Kind == engine.ResultDelivery && r.Sender != m.sel {
 			if m.unread[r.Sender] == nil {
 				m.unread[r.Sender] = map[wire.LogicalID]bool{}
 			}
@@ -346,14 +370,14 @@ func (m Model) View() string {
 	}
 	st := m.th.Conversations
 	items := m.Items()
-	lines := []string{layout.Title(m.th.Panel.Title, m.th.Panel.TitleFocused, m.focus, "Conversations", fmt.Sprint(len(items)), m.w)}
+	lines := []string{layout.Title(m.th.Panel.Title, m.th.Panel.TitleFocused, m.focus, "Conversations", fmt.Sprint(len(items)+len(m.groups)), m.w)}
 	if m.adding || m.naming {
 		lines = append(lines, layout.Line(m.input.View(), m.w))
 	}
 	if m.err != "" {
 		lines = append(lines, m.th.Panel.Error.Render(layout.Line(m.err, m.w)))
 	}
-	if len(items) == 0 {
+	if len(items) == 0 && len(m.groups) == 0 {
 		lines = append(lines, m.th.Panel.Empty.Render(layout.Line(" none yet: n starts one", m.w)))
 	}
 	body := m.h - len(lines)
@@ -363,6 +387,11 @@ func (m Model) View() string {
 	}
 	for i := first; i < len(items) && len(lines) < m.h; i++ {
 		lines = append(lines, m.row(items[i], st))
+	}
+	for _, g := range m.groupRows(st) {
+		if len(lines) < m.h {
+			lines = append(lines, g)
+		}
 	}
 	return layout.Fit(lines, m.w, m.h)
 }
