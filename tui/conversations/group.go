@@ -59,7 +59,7 @@ func (m Model) reloadGroups() tea.Cmd {
 
 // groupDelivered counts a group delivery as unread.
 func (m *Model) groupDelivered(r *engine.ReceiveResult) {
-	if r.Group == nil || r.Kind != engine.ResultDelivery {
+	if r.Group == nil || r.Kind != engine.ResultDelivery || (m.selGroup != nil && *m.selGroup == *r.Group) {
 		return
 	}
 	if m.groupUnread[*r.Group] == nil {
@@ -68,11 +68,51 @@ func (m *Model) groupDelivered(r *engine.ReceiveResult) {
 	m.groupUnread[*r.Group][r.ID] = true
 }
 
+// SelectedGroup returns the group chosen, if one is.
+func (m Model) SelectedGroup() (wire.GroupID, bool) {
+	if m.selGroup == nil {
+		return wire.GroupID{}, false
+	}
+	return *m.selGroup, true
+}
+
+// cursor is the place of the choice in the list: peers, then groups.
+func (m Model) cursor(items []Item) int {
+	if m.selGroup != nil {
+		for i, g := range m.groups {
+			if g.ID == *m.selGroup {
+				return len(items) + i
+			}
+		}
+	}
+	return m.index(items)
+}
+
+// chooseAt chooses the entry at place i of the list: peers, then groups.
+func (m *Model) chooseAt(items []Item, i int) tea.Cmd {
+	if i < len(items) {
+		return m.choose(items[i].Peer)
+	}
+	g := m.groups[i-len(items)]
+	id := g.ID
+	m.selGroup = &id
+	delete(m.groupUnread, id)
+	peer := m.sel
+	return func() tea.Msg { return SelectedMsg{Peer: peer, Group: &id, Name: g.Name} }
+}
+
 // groupRows draws the groups under the peers: "# name · 3 members new 2".
 func (m Model) groupRows(st themes.ConversationStyles) []string {
 	var out []string
 	for _, g := range m.GroupItems() {
-		s := st.Item.Render("  # "+g.Name) + st.Counts.Render(fmt.Sprintf(" · %d members", g.Members))
+		mark, name := "  ", st.Item
+		if m.selGroup != nil && *m.selGroup == g.ID {
+			mark, name = "▸ ", st.Selected
+			if m.focus {
+				name = st.Cursor
+			}
+		}
+		s := name.Render(mark+"# "+g.Name) + st.Counts.Render(fmt.Sprintf(" · %d members", g.Members))
 		if g.Unread > 0 {
 			s += st.Unread.Render(fmt.Sprintf(" new %d", g.Unread))
 		}

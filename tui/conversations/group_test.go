@@ -55,3 +55,38 @@ func TestGroupsListed(t *testing.T) {
 		t.Fatalf("a source without groups should list peers only:\n%s", v)
 	}
 }
+
+// TestChooseGroup: down past the peers chooses a group, reported with its
+// name; up comes back to the peer.
+func TestChooseGroup(t *testing.T) {
+	gid := wire.GroupID{7}
+	src := &groupSource{fakeSource: fakeSource{list: []engine.Conversation{{Peer: bob}}},
+		groups: []engine.GroupInfo{{ID: gid, Name: "team"}}}
+	m := New(context.Background(), src, themes.MustGet("dark"))
+	m.SetSize(40, 8)
+	m.Focus()
+	for _, msg := range run(m.Reload()) {
+		m, _ = m.Update(msg)
+	}
+	m.Select(bob)
+	m, cmd := m.Update(keyMsg("down"))
+	var got SelectedMsg
+	for _, msg := range run(cmd) {
+		if s, ok := msg.(SelectedMsg); ok {
+			got = s
+		}
+	}
+	if got.Group == nil || *got.Group != gid || got.Name != "team" {
+		t.Fatalf("got %+v, want the group team chosen", got)
+	}
+	if id, ok := m.SelectedGroup(); !ok || id != gid || !strings.Contains(m.View(), "▸ # team") {
+		t.Fatalf("the group is not shown chosen:\n%s", m.View())
+	}
+	m, cmd = m.Update(keyMsg("up"))
+	if p, ok := selected(run(cmd)); !ok || p != bob {
+		t.Fatalf("up should choose bob/1 again, got %v %v", p, ok)
+	}
+	if _, ok := m.SelectedGroup(); ok {
+		t.Fatal("a group is still chosen after up")
+	}
+}

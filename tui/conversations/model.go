@@ -29,8 +29,13 @@ type LoadedMsg struct {
 	Err  error
 }
 
-// SelectedMsg reports that the chosen conversation changed.
-type SelectedMsg struct{ Peer engine.Address }
+// SelectedMsg reports that the chosen conversation changed: a peer, or a
+// group (Group set, Name its name, Peer the peer chosen before).
+type SelectedMsg struct {
+	Peer  engine.Address
+	Group *wire.GroupID
+	Name  string
+}
 
 // NameMsg asks for a device to be given a name ("" forgets it); the panel
 // shows names set with SetNames.
@@ -70,6 +75,7 @@ type Model struct {
 	groups        []engine.GroupInfo
 	groupUnread   map[wire.GroupID]map[wire.LogicalID]bool
 	groupsLoading bool
+	selGroup      *wire.GroupID // the group chosen, if one is
 }
 
 // New returns the panel reading from src; ctx bounds its reads.
@@ -291,15 +297,15 @@ func (m Model) key(k tea.KeyMsg) (Model, tea.Cmd) {
 		return m, cmd
 	}
 	items := m.Items()
-	i := m.index(items)
+	i := m.cursor(items)
 	switch {
 	case input.Matches(k, m.keys.Up):
 		if i > 0 {
-			return m, m.choose(items[i-1].Peer)
+			return m, m.chooseAt(items, i-1)
 		}
 	case input.Matches(k, m.keys.Down):
-		if i+1 < len(items) {
-			return m, m.choose(items[i+1].Peer)
+		if i+1 < len(items)+len(m.groups) {
+			return m, m.chooseAt(items, i+1)
 		}
 	case input.Matches(k, m.keys.New):
 		m.adding = true
@@ -340,7 +346,7 @@ func (m *Model) stopAdding() {
 }
 
 func (m *Model) choose(peer engine.Address) tea.Cmd {
-	m.sel = peer
+	m.sel, m.selGroup = peer, nil
 	delete(m.unread, peer)
 	return func() tea.Msg { return SelectedMsg{Peer: peer} }
 }
@@ -399,7 +405,7 @@ func (m Model) View() string {
 func (m Model) row(it Item, st themes.ConversationStyles) string {
 	mark := "  "
 	name := st.Item
-	if it.Peer == m.sel {
+	if it.Peer == m.sel && m.selGroup == nil {
 		mark = "▸ "
 		name = st.Selected
 		if m.focus {
