@@ -52,6 +52,12 @@ func NewGroup(ctx context.Context, src GroupSource, th themes.Theme) Group {
 		toggle: key.NewBinding(key.WithKeys("l"), key.WithHelp("l", "lanes"))}
 }
 
+// SetSource replaces the source (after a profile was reopened).
+func (g *Group) SetSource(src GroupSource) {
+	g.src = src
+	g.loading, g.again = false, false
+}
+
 // Toggle is the key that opens and closes the lanes, for the help line.
 func (g Group) Toggle() key.Binding { return g.toggle }
 
