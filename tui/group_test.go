@@ -71,4 +71,3 @@ func TestGroupScreens(t *testing.T) {
 		t.Run(name, func(t *testing.T) { golden.RequireEqual(t, []byte(screens[name])) })
 	}
 }
-
