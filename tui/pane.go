@@ -238,6 +238,10 @@ func (p pane) Update(msg tea.Msg) (pane, tea.Cmd) {
 		cmd := p.setFocus(panelEvents)
 		p.ev().Show(eventlog.Entry{At: p.now(), Name: "life", Text: msg.text, Level: eventlog.Info})
 		return p, cmd
+	case conversations.GroupCommandMsg:
+		return p, p.runGroupCommand(msg)
+	case groupDoneMsg:
+		return p, p.groupDone(msg)
 	case conversations.NameMsg:
 		return p, p.setName(msg.Peer, msg.Name)
 	case namedMsg:

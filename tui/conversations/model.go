@@ -68,6 +68,7 @@ type Model struct {
 	input  textinput.Model
 	adding bool
 	naming bool // the input holds a name for sel, not an address
+	group  bool // the input holds a group command
 	err    string
 
 	loading, again bool
@@ -119,7 +120,7 @@ func (m *Model) Blur() {
 // Capturing reports whether typed text goes to the panel (an address or a
 // name is being entered), so that global single-letter keys stay out of its
 // way.
-func (m Model) Capturing() bool { return m.adding || m.naming }
+func (m Model) Capturing() bool { return m.adding || m.naming || m.group }
 
 // SetNames sets the names shown next to addresses.
 func (m *Model) SetNames(names map[engine.Address]string) { m.names = names }
@@ -237,7 +238,7 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 		}
 		return m.key(msg)
 	}
-	if m.adding || m.naming {
+	if m.adding || m.naming || m.group {
 		var cmd tea.Cmd
 		m.input, cmd = m.input.Update(msg)
 		return m, cmd
@@ -263,11 +264,20 @@ func (m Model) event(e engine.Event) (Model, tea.Cmd) {
 }
 
 func (m Model) key(k tea.KeyMsg) (Model, tea.Cmd) {
-	if m.adding || m.naming {
+	if m.adding || m.naming || m.group {
 		switch {
 		case input.Matches(k, m.keys.Cancel):
 			m.stopAdding()
 			return m, nil
+		case m.group && input.Matches(k, m.keys.Add):
+			c, err := ParseGroupCommand(m.input.Value(), m.groups)
+			if err != nil {
+				m.err = "invalid_group_command: " + err.Error()
+				return m, nil
+			}
+			m.err = ""
+			m.stopAdding()
+			return m, func() tea.Msg { return c }
 		case m.naming && input.Matches(k, m.keys.Add):
 			name := strings.TrimSpace(m.input.Value())
 			if err := engine.CheckContactName(name); err != nil {
@@ -312,6 +322,11 @@ func (m Model) key(k tea.KeyMsg) (Model, tea.Cmd) {
 		m.input.Prompt, m.input.Placeholder, m.input.CharLimit = "address: ", "user/device", 80
 		m.input.Reset()
 		return m, m.startInput()
+	case input.Matches(k, m.keys.Group):
+		m.group = true
+		m.input.Prompt, m.input.Placeholder, m.input.CharLimit = "group: ", "create NAME MEMBER… | add/remove GROUP MEMBER…", 400
+		m.input.Reset()
+		return m, m.startInput()
 	case input.Matches(k, m.keys.Name):
 		if m.sel.IsZero() {
 			return m, nil
@@ -333,16 +348,18 @@ func (m *Model) startInput() tea.Cmd {
 	m.keys.Cancel.SetEnabled(true)
 	m.keys.New.SetEnabled(false)
 	m.keys.Name.SetEnabled(false)
+	m.keys.Group.SetEnabled(false)
 	return m.input.Focus()
 }
 
 func (m *Model) stopAdding() {
-	m.adding, m.naming = false, false
+	m.adding, m.naming, m.group = false, false, false
 	m.input.Blur()
 	m.keys.Add.SetEnabled(false)
 	m.keys.Cancel.SetEnabled(false)
 	m.keys.New.SetEnabled(true)
 	m.keys.Name.SetEnabled(true)
+	m.keys.Group.SetEnabled(true)
 }
 
 func (m *Model) choose(peer engine.Address) tea.Cmd {
@@ -377,7 +394,7 @@ func (m Model) View() string {
 	st := m.th.Conversations
 	items := m.Items()
 	lines := []string{layout.Title(m.th.Panel.Title, m.th.Panel.TitleFocused, m.focus, "Conversations", fmt.Sprint(len(items)+len(m.groups)), m.w)}
-	if m.adding || m.naming {
+	if m.adding || m.naming || m.group {
 		lines = append(lines, layout.Line(m.input.View(), m.w))
 	}
 	if m.err != "" {
