@@ -1,6 +1,7 @@
 package conversations
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -25,7 +26,7 @@ type GroupCommandMsg struct {
 func ParseGroupCommand(line string, groups []engine.GroupInfo) (GroupCommandMsg, error) {
 	f := strings.Fields(line)
 	if len(f) < 3 {
-		return GroupCommandMsg{}, fmt.Errorf("write create NAME MEMBER..., add GROUP MEMBER... or remove GROUP MEMBER...")
+		return GroupCommandMsg{}, errors.New("write create NAME MEMBER, add GROUP MEMBER or remove GROUP MEMBER (one member or more)")
 	}
 	members := make([]engine.Address, 0, len(f)-2)
 	for _, s := range f[2:] {
