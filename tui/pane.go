@@ -79,7 +79,7 @@ func newPane(ctx context.Context, idx int, self engine.Address, th themes.Theme,
 		idx: idx, self: self, ctx: ctx, th: th, keys: defaultPaneKeys(), log: log, now: now,
 		panels: [panelCount]panel{
 			panelConversations: &convPanel{conversations.New(ctx, nil, th)},
-			panelTimeline:      &timelinePanel{timeline.New(ctx, nil, th)},
+			panelTimeline:      newTimelinePanel(timeline.New(ctx, nil, th), timeline.NewGroup(ctx, nil, th), now),
 			panelComposer:      &composerPanel{composer.New(ctx, nil, th)},
 			panelInbox:         &inboxPanel{inbox.New(ctx, nil, th)},
 			panelOutbox:        &outboxPanel{outbox.New(ctx, nil, th)},
@@ -100,7 +100,7 @@ func (p *pane) attach(s *Attachment) tea.Cmd {
 	p.readState()
 	c := s.Client
 	p.conv().SetSource(c)
-	p.tl().SetSource(c)
+	p.tl().setSource(c)
 	p.comp().SetSource(c)
 	p.in().SetSource(c)
 	p.out().SetSource(c)
@@ -218,7 +218,13 @@ func (p pane) Update(msg tea.Msg) (pane, tea.Cmd) {
 	case TickMsg:
 		return p.tick(time.Time(msg))
 	case conversations.SelectedMsg:
-		cmd := p.selectPeer(msg.Peer)
+		var cmd tea.Cmd
+		if msg.Group != nil {
+			cmd = p.tl().showGroup(*msg.Group, msg.Name)
+		} else {
+			p.tl().showPeer()
+			cmd = p.selectPeer(msg.Peer)
+		}
 		var c2 tea.Cmd
 		p.panels[panelConversations], c2 = p.conv().Update(msg)
 		return p, tea.Batch(cmd, c2)
@@ -232,6 +238,10 @@ func (p pane) Update(msg tea.Msg) (pane, tea.Cmd) {
 		cmd := p.setFocus(panelEvents)
 		p.ev().Show(eventlog.Entry{At: p.now(), Name: "life", Text: msg.text, Level: eventlog.Info})
 		return p, cmd
+	case conversations.GroupCommandMsg:
+		return p, p.runGroupCommand(msg)
+	case groupDoneMsg:
+		return p, p.groupDone(msg)
 	case conversations.NameMsg:
 		return p, p.setName(msg.Peer, msg.Name)
 	case namedMsg:
@@ -253,7 +263,7 @@ func (p pane) Update(msg tea.Msg) (pane, tea.Cmd) {
 			names[a] = n
 		}
 		p.conv().SetNames(names)
-		p.tl().SetNames(names)
+		p.tl().setNames(names)
 		return p, nil
 	case safetyMsg:
 		if msg.peer == p.peer {

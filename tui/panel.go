@@ -8,7 +8,6 @@ import (
 	"github.com/parley-chat/parley/tui/eventlog"
 	"github.com/parley-chat/parley/tui/inbox"
 	"github.com/parley-chat/parley/tui/outbox"
-	"github.com/parley-chat/parley/tui/timeline"
 )
 
 // panelID names a profile's panels, in tab order: their place in a pane's
@@ -54,7 +53,6 @@ type panel interface {
 // Focus return a command whether or not the panel has one).
 type (
 	convPanel     struct{ conversations.Model }
-	timelinePanel struct{ timeline.Model }
 	composerPanel struct{ composer.Model }
 	inboxPanel    struct{ inbox.Model }
 	outboxPanel   struct{ outbox.Model }
@@ -78,15 +76,6 @@ func (c *convPanel) Update(msg tea.Msg) (panel, tea.Cmd) {
 func (c *convPanel) SetSize(w, h int) tea.Cmd { c.Model.SetSize(w, h); return nil }
 func (c *convPanel) Focus() tea.Cmd           { c.Model.Focus(); return nil }
 func (c *convPanel) KeyMap() help.KeyMap      { return c.Model.KeyMap() }
-
-func (t *timelinePanel) Update(msg tea.Msg) (panel, tea.Cmd) {
-	var cmd tea.Cmd
-	t.Model, cmd = t.Model.Update(msg)
-	return t, cmd
-}
-func (t *timelinePanel) SetSize(w, h int) tea.Cmd { t.Model.SetSize(w, h); return nil }
-func (t *timelinePanel) Focus() tea.Cmd           { t.Model.Focus(); return nil }
-func (t *timelinePanel) KeyMap() help.KeyMap      { return t.Model.KeyMap() }
 
 func (c *composerPanel) Update(msg tea.Msg) (panel, tea.Cmd) {
 	var cmd tea.Cmd

@@ -8,6 +8,7 @@ type KeyMap struct {
 	Down   key.Binding
 	New    key.Binding
 	Name   key.Binding // names the chosen device
+	Group  key.Binding // opens the group command line
 	Add    key.Binding // confirms the address or name being typed
 	Cancel key.Binding
 }
@@ -19,6 +20,7 @@ func DefaultKeyMap() KeyMap {
 		Down:   key.NewBinding(key.WithKeys("down", "j"), key.WithHelp("↓/j", "next")),
 		New:    key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "new conversation")),
 		Name:   key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "name it")),
+		Group:  key.NewBinding(key.WithKeys("g"), key.WithHelp("g", "group create/add/remove")),
 		Add:    key.NewBinding(key.WithKeys("enter"), key.WithHelp("enter", "done"), key.WithDisabled()),
 		Cancel: key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel"), key.WithDisabled()),
 	}
@@ -26,10 +28,10 @@ func DefaultKeyMap() KeyMap {
 
 // ShortHelp implements help.KeyMap.
 func (k KeyMap) ShortHelp() []key.Binding {
-	return []key.Binding{k.Up, k.Down, k.New, k.Name, k.Add, k.Cancel}
+	return []key.Binding{k.Up, k.Down, k.New, k.Name, k.Group, k.Add, k.Cancel}
 }
 
 // FullHelp implements help.KeyMap.
 func (k KeyMap) FullHelp() [][]key.Binding {
-	return [][]key.Binding{{k.Up, k.Down}, {k.New, k.Name, k.Add, k.Cancel}}
+	return [][]key.Binding{{k.Up, k.Down}, {k.New, k.Name, k.Group, k.Add, k.Cancel}}
 }

@@ -29,8 +29,13 @@ type LoadedMsg struct {
 	Err  error
 }
 
-// SelectedMsg reports that the chosen conversation changed.
-type SelectedMsg struct{ Peer engine.Address }
+// SelectedMsg reports that the chosen conversation changed: a peer, or a
+// group (Group set, Name its name, Peer the peer chosen before).
+type SelectedMsg struct {
+	Peer  engine.Address
+	Group *wire.GroupID
+	Name  string
+}
 
 // NameMsg asks for a device to be given a name ("" forgets it); the panel
 // shows names set with SetNames.
@@ -63,9 +68,15 @@ type Model struct {
 	input  textinput.Model
 	adding bool
 	naming bool // the input holds a name for sel, not an address
+	group  bool // the input holds a group command
 	err    string
 
 	loading, again bool
+
+	groups        []engine.GroupInfo
+	groupUnread   map[wire.GroupID]map[wire.LogicalID]bool
+	groupsLoading bool
+	selGroup      *wire.GroupID // the group chosen, if one is
 }
 
 // New returns the panel reading from src; ctx bounds its reads.
@@ -80,14 +91,15 @@ func New(ctx context.Context, src Source, th themes.Theme) Model {
 	in.Cursor.Style = th.Composer.Cursor
 	in.Cursor.SetMode(cursor.CursorStatic) // a blink redraws the screen twice a second for nothing
 	return Model{src: src, ctx: ctx, th: th, keys: DefaultKeyMap(), input: in,
-		unread: map[engine.Address]map[wire.LogicalID]bool{}, change: map[engine.Address]bool{}}
+		unread: map[engine.Address]map[wire.LogicalID]bool{}, change: map[engine.Address]bool{},
+		groupUnread: map[wire.GroupID]map[wire.LogicalID]bool{}}
 }
 
 // SetSource replaces the source (after a profile was reopened); the next
 // Reload reads from it.
 func (m *Model) SetSource(src Source) {
 	m.src = src
-	m.loading, m.again = false, false
+	m.loading, m.again, m.groupsLoading = false, false, false
 }
 
 // SetSize sets the panel's size in cells, title included.
@@ -108,7 +120,7 @@ func (m *Model) Blur() {
 // Capturing reports whether typed text goes to the panel (an address or a
 // name is being entered), so that global single-letter keys stay out of its
 // way.
-func (m Model) Capturing() bool { return m.adding || m.naming }
+func (m Model) Capturing() bool { return m.adding || m.naming || m.group }
 
 // SetNames sets the names shown next to addresses.
 func (m *Model) SetNames(names map[engine.Address]string) { m.names = names }
@@ -172,10 +184,19 @@ func (m *Model) Reload() tea.Cmd {
 	}
 	m.loading = true
 	src, ctx := m.src, m.ctx
-	return func() tea.Msg {
+	read := func() tea.Msg {
 		l, err := src.Conversations(ctx)
 		return LoadedMsg{List: l, Err: err}
 	}
+	if m.groupsLoading {
+		return read
+	}
+	groups := m.reloadGroups()
+	if groups == nil {
+		return read
+	}
+	m.groupsLoading = true
+	return tea.Batch(read, groups)
 }
 
 // Update handles the panel's messages, keys (when focused) and engine
@@ -201,6 +222,14 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 			return m, tea.Batch(cmd, m.Reload())
 		}
 		return m, cmd
+	case GroupsLoadedMsg:
+		m.groupsLoading = false
+		if msg.Err != nil {
+			m.err = engine.ErrorName(msg.Err) + ": " + msg.Err.Error()
+		} else {
+			m.groups = msg.List
+		}
+		return m, nil
 	case engine.Event:
 		return m.event(msg)
 	case tea.KeyMsg:
@@ -209,7 +238,7 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 		}
 		return m.key(msg)
 	}
-	if m.adding || m.naming {
+	if m.adding || m.naming || m.group {
 		var cmd tea.Cmd
 		m.input, cmd = m.input.Update(msg)
 		return m, cmd
@@ -220,7 +249,9 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 func (m Model) event(e engine.Event) (Model, tea.Cmd) {
 	switch e.Kind {
 	case engine.EventReceived:
-		if r := e.Result; r != nil && r.Kind == engine.ResultDelivery && r.Sender != m.sel {
+		if r := e.Result; r != nil && r.Group != nil {
+			m.groupDelivered(r)
+		} else if r != nil && r.Kind == engine.ResultDelivery && r.Sender != m.sel {
 			if m.unread[r.Sender] == nil {
 				m.unread[r.Sender] = map[wire.LogicalID]bool{}
 			}
@@ -233,11 +264,20 @@ func (m Model) event(e engine.Event) (Model, tea.Cmd) {
 }
 
 func (m Model) key(k tea.KeyMsg) (Model, tea.Cmd) {
-	if m.adding || m.naming {
+	if m.adding || m.naming || m.group {
 		switch {
 		case input.Matches(k, m.keys.Cancel):
 			m.stopAdding()
 			return m, nil
+		case m.group && input.Matches(k, m.keys.Add):
+			c, err := ParseGroupCommand(m.input.Value(), m.groups)
+			if err != nil {
+				m.err = "invalid_group_command: " + err.Error()
+				return m, nil
+			}
+			m.err = ""
+			m.stopAdding()
+			return m, func() tea.Msg { return c }
 		case m.naming && input.Matches(k, m.keys.Add):
 			name := strings.TrimSpace(m.input.Value())
 			if err := engine.CheckContactName(name); err != nil {
@@ -267,19 +307,24 @@ func (m Model) key(k tea.KeyMsg) (Model, tea.Cmd) {
 		return m, cmd
 	}
 	items := m.Items()
-	i := m.index(items)
+	i := m.cursor(items)
 	switch {
 	case input.Matches(k, m.keys.Up):
 		if i > 0 {
-			return m, m.choose(items[i-1].Peer)
+			return m, m.chooseAt(items, i-1)
 		}
 	case input.Matches(k, m.keys.Down):
-		if i+1 < len(items) {
-			return m, m.choose(items[i+1].Peer)
+		if i+1 < len(items)+len(m.groups) {
+			return m, m.chooseAt(items, i+1)
 		}
 	case input.Matches(k, m.keys.New):
 		m.adding = true
 		m.input.Prompt, m.input.Placeholder, m.input.CharLimit = "address: ", "user/device", 80
+		m.input.Reset()
+		return m, m.startInput()
+	case input.Matches(k, m.keys.Group):
+		m.group = true
+		m.input.Prompt, m.input.Placeholder, m.input.CharLimit = "group: ", "create NAME MEMBER… | add/remove GROUP MEMBER…", 400
 		m.input.Reset()
 		return m, m.startInput()
 	case input.Matches(k, m.keys.Name):
@@ -303,20 +348,22 @@ func (m *Model) startInput() tea.Cmd {
 	m.keys.Cancel.SetEnabled(true)
 	m.keys.New.SetEnabled(false)
 	m.keys.Name.SetEnabled(false)
+	m.keys.Group.SetEnabled(false)
 	return m.input.Focus()
 }
 
 func (m *Model) stopAdding() {
-	m.adding, m.naming = false, false
+	m.adding, m.naming, m.group = false, false, false
 	m.input.Blur()
 	m.keys.Add.SetEnabled(false)
 	m.keys.Cancel.SetEnabled(false)
 	m.keys.New.SetEnabled(true)
 	m.keys.Name.SetEnabled(true)
+	m.keys.Group.SetEnabled(true)
 }
 
 func (m *Model) choose(peer engine.Address) tea.Cmd {
-	m.sel = peer
+	m.sel, m.selGroup = peer, nil
 	delete(m.unread, peer)
 	return func() tea.Msg { return SelectedMsg{Peer: peer} }
 }
@@ -346,14 +393,14 @@ func (m Model) View() string {
 	}
 	st := m.th.Conversations
 	items := m.Items()
-	lines := []string{layout.Title(m.th.Panel.Title, m.th.Panel.TitleFocused, m.focus, "Conversations", fmt.Sprint(len(items)), m.w)}
-	if m.adding || m.naming {
+	lines := []string{layout.Title(m.th.Panel.Title, m.th.Panel.TitleFocused, m.focus, "Conversations", fmt.Sprint(len(items)+len(m.groups)), m.w)}
+	if m.adding || m.naming || m.group {
 		lines = append(lines, layout.Line(m.input.View(), m.w))
 	}
 	if m.err != "" {
 		lines = append(lines, m.th.Panel.Error.Render(layout.Line(m.err, m.w)))
 	}
-	if len(items) == 0 {
+	if len(items) == 0 && len(m.groups) == 0 {
 		lines = append(lines, m.th.Panel.Empty.Render(layout.Line(" none yet: n starts one", m.w)))
 	}
 	body := m.h - len(lines)
@@ -364,13 +411,18 @@ func (m Model) View() string {
 	for i := first; i < len(items) && len(lines) < m.h; i++ {
 		lines = append(lines, m.row(items[i], st))
 	}
+	for _, g := range m.groupRows(st) {
+		if len(lines) < m.h {
+			lines = append(lines, g)
+		}
+	}
 	return layout.Fit(lines, m.w, m.h)
 }
 
 func (m Model) row(it Item, st themes.ConversationStyles) string {
 	mark := "  "
 	name := st.Item
-	if it.Peer == m.sel {
+	if it.Peer == m.sel && m.selGroup == nil {
 		mark = "▸ "
 		name = st.Selected
 		if m.focus {

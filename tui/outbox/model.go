@@ -344,6 +344,9 @@ func (m Model) View() string {
 }
 
 func (m Model) row(i int, msg engine.OutboundMessage, st themes.ListStyles) string {
+	if msg.Group != nil {
+		return m.laneRow(i, msg, st)
+	}
 	mark := "  "
 	if i == m.list.Cursor() {
 		mark = "▸ "

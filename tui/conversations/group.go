@@ -1,0 +1,122 @@
+package conversations
+
+import (
+	"context"
+	"fmt"
+
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/themes"
+	"github.com/parley-chat/parley/wire"
+)
+
+// GroupSource is what the panel reads of groups when its Source has them:
+// *engine.Client implements it. A Source without groups (a test double)
+// lists peers only.
+type GroupSource interface {
+	Groups(ctx context.Context) ([]engine.GroupInfo, error)
+}
+
+// GroupsLoadedMsg carries a fresh read of the groups.
+type GroupsLoadedMsg struct {
+	List []engine.GroupInfo
+	Err  error
+}
+
+// GroupItem is one group as shown: its name, its members (this device
+// included) and the messages delivered to it since the panel last showed
+// it as read.
+type GroupItem struct {
+	engine.GroupInfo
+	Members int
+	Unread  int
+}
+
+// GroupItems returns the groups as shown, in the order the store lists them.
+func (m Model) GroupItems() []GroupItem {
+	out := make([]GroupItem, 0, len(m.groups))
+	for _, g := range m.groups {
+		out = append(out, GroupItem{GroupInfo: g, Members: len(g.Roster.Members), Unread: len(m.groupUnread[g.ID])})
+	}
+	return out
+}
+
+// MarkGroupRead forgets the unread count of group id.
+func (m *Model) MarkGroupRead(id wire.GroupID) { delete(m.groupUnread, id) }
+
+// reloadGroups reads the groups when the source has them.
+func (m Model) reloadGroups() tea.Cmd {
+	gs, ok := m.src.(GroupSource)
+	if !ok {
+		return nil
+	}
+	ctx := m.ctx
+	return func() tea.Msg {
+		l, err := gs.Groups(ctx)
+		return GroupsLoadedMsg{List: l, Err: err}
+	}
+}
+
+// groupDelivered counts a group delivery as unread.
+func (m *Model) groupDelivered(r *engine.ReceiveResult) {
+	if r.Group == nil || r.Kind != engine.ResultDelivery || (m.selGroup != nil && *m.selGroup == *r.Group) {
+		return
+	}
+	if m.groupUnread[*r.Group] == nil {
+		m.groupUnread[*r.Group] = map[wire.LogicalID]bool{}
+	}
+	m.groupUnread[*r.Group][r.ID] = true
+}
+
+// SelectedGroup returns the group chosen, if one is.
+func (m Model) SelectedGroup() (wire.GroupID, bool) {
+	if m.selGroup == nil {
+		return wire.GroupID{}, false
+	}
+	return *m.selGroup, true
+}
+
+// cursor is the place of the choice in the list: peers, then groups.
+func (m Model) cursor(items []Item) int {
+	if m.selGroup != nil {
+		for i, g := range m.groups {
+			if g.ID == *m.selGroup {
+				return len(items) + i
+			}
+		}
+	}
+	return m.index(items)
+}
+
+// chooseAt chooses the entry at place i of the list: peers, then groups.
+func (m *Model) chooseAt(items []Item, i int) tea.Cmd {
+	if i < len(items) {
+		return m.choose(items[i].Peer)
+	}
+	g := m.groups[i-len(items)]
+	id := g.ID
+	m.selGroup = &id
+	delete(m.groupUnread, id)
+	peer := m.sel
+	return func() tea.Msg { return SelectedMsg{Peer: peer, Group: &id, Name: g.Name} }
+}
+
+// groupRows draws the groups under the peers: "# name · 3 members new 2".
+func (m Model) groupRows(st themes.ConversationStyles) []string {
+	var out []string
+	for _, g := range m.GroupItems() {
+		mark, name := "  ", st.Item
+		if m.selGroup != nil && *m.selGroup == g.ID {
+			mark, name = "▸ ", st.Selected
+			if m.focus {
+				name = st.Cursor
+			}
+		}
+		s := name.Render(mark+"# "+g.Name) + st.Counts.Render(fmt.Sprintf(" · %d members", g.Members))
+		if g.Unread > 0 {
+			s += st.Unread.Render(fmt.Sprintf(" new %d", g.Unread))
+		}
+		out = append(out, s)
+	}
+	return out
+}

@@ -1,0 +1,103 @@
+package tui
+
+import (
+	"time"
+
+	"github.com/charmbracelet/bubbles/help"
+	"github.com/charmbracelet/bubbles/key"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/tui/timeline"
+	"github.com/parley-chat/parley/wire"
+)
+
+// timelinePanel is the timeline's place in a pane: a peer's conversation
+// (timeline.Model), or a group's when one is chosen in the conversations
+// (timeline.Group). Messages other than keys reach both, so that the one
+// not shown stays current.
+type timelinePanel struct {
+	timeline.Model
+	group   timeline.Group
+	inGroup bool
+	focused bool
+	now     func() time.Time
+}
+
+var _ panel = (*timelinePanel)(nil)
+
+func newTimelinePanel(m timeline.Model, g timeline.Group, now func() time.Time) *timelinePanel {
+	return &timelinePanel{Model: m, group: g, now: now}
+}
+
+// setSource gives both views the reopened client; a client without groups
+// leaves the group view without a source, and groups are then never
+// chosen (the conversations list none).
+func (t *timelinePanel) setSource(c PaneSource) {
+	t.Model.SetSource(c)
+	if gs, ok := c.(timeline.GroupSource); ok {
+		t.group.SetSource(gs)
+	}
+}
+
+// showGroup shows group id; showPeer goes back to the peer's conversation.
+func (t *timelinePanel) showGroup(id wire.GroupID, name string) tea.Cmd {
+	t.inGroup = true
+	return t.group.SetGroup(id, name)
+}
+
+func (t *timelinePanel) showPeer() { t.inGroup = false }
+
+func (t *timelinePanel) setNames(names map[engine.Address]string) {
+	t.Model.SetNames(names)
+	t.group.SetNames(names)
+}
+
+func (t *timelinePanel) Update(msg tea.Msg) (panel, tea.Cmd) {
+	var cmd, gcmd tea.Cmd
+	switch msg.(type) {
+	case timeline.GroupLoadedMsg:
+		t.group, cmd = t.group.Update(msg)
+		return t, cmd
+	case tea.KeyMsg:
+		if t.inGroup {
+			t.group, cmd = t.group.Update(msg)
+			return t, cmd
+		}
+	case engine.Event:
+		if t.inGroup {
+			t.group, gcmd = t.group.Update(msg)
+		}
+	}
+	t.Model, cmd = t.Model.Update(msg)
+	return t, tea.Batch(cmd, gcmd)
+}
+
+func (t *timelinePanel) View() string {
+	if t.inGroup {
+		return t.group.View(t.now(), t.focused)
+	}
+	return t.Model.View()
+}
+
+func (t *timelinePanel) SetSize(w, h int) tea.Cmd {
+	t.Model.SetSize(w, h)
+	t.group.SetSize(w, h)
+	return nil
+}
+
+func (t *timelinePanel) Focus() tea.Cmd { t.focused = true; t.Model.Focus(); return nil }
+
+func (t *timelinePanel) Blur() { t.focused = false; t.Model.Blur() }
+
+func (t *timelinePanel) KeyMap() help.KeyMap {
+	if t.inGroup {
+		return groupKeys{t.group.Toggle()}
+	}
+	return t.Model.KeyMap()
+}
+
+// groupKeys are the group view's keys, for the help.
+type groupKeys struct{ toggle key.Binding }
+
+func (k groupKeys) ShortHelp() []key.Binding  { return []key.Binding{k.toggle} }
+func (k groupKeys) FullHelp() [][]key.Binding { return [][]key.Binding{{k.toggle}} }
