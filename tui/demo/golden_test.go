@@ -6,7 +6,6 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
-	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/golden"
 	"github.com/muesli/termenv"
 )
@@ -129,12 +128,9 @@ func themeDrive(d *demoRun) {
 	d.key(tea.KeyCtrlO)
 	d.alt('4')
 	d.typeText("c")
-	// Not "acknowledged": the first message's own text holds the word, so
-	// the wait could end before alice processed bob's ACK, and the second
-	// send would overtake it in her event log.
-	d.waitUntil("alice processing bob's ACK", func(s string) bool {
-		return strings.Contains(ansi.Strip(s), "acknowledgement from bob/1")
-	})
+	// The first message's own text holds the word "acknowledged": wait for
+	// alice's processing of the ACK, or the second send could overtake it.
+	d.waitForAckProcessed()
 	d.key(tea.KeyCtrlO)
 	d.send("waiting in bob's inbox")
 	// Not "1 pending received" alone: under load bob's inbox can still show

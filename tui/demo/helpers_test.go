@@ -6,6 +6,7 @@ import (
 	"crypto/mlkem"
 	"crypto/mlkem/mlkemtest"
 	"crypto/sha256"
+	"github.com/charmbracelet/x/ansi"
 	"log/slog"
 	"math/rand/v2"
 	"os"
@@ -168,6 +169,16 @@ func (d *demoRun) waitFor(want ...string) string {
 }
 
 // waitUntil waits until ok holds for the screen.
+// waitForAckProcessed waits until alice's event log says she processed
+// bob's ACK. The word "acknowledged" alone is not enough: a message's own
+// text or the status lines can hold it before the ACK came back.
+func (d *demoRun) waitForAckProcessed() {
+	d.t.Helper()
+	d.waitUntil("alice processing bob's ACK", func(s string) bool {
+		return strings.Contains(ansi.Strip(s), "acknowledgement from bob/1")
+	})
+}
+
 func (d *demoRun) waitUntil(what string, ok func(string) bool) string {
 	d.t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
