@@ -124,7 +124,6 @@ func (c *Client) noteEnvelopeStatuses(now time.Time) {
 		if !ok {
 			continue
 		}
-		delete(c.envelopes, st.EnvelopeID)
 		rs := c.retryFor(peer)
 		switch st.State {
 		case wire.EnvelopeTaken:
