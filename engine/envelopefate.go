@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"time"
 
 	"github.com/parley-chat/parley/wire"
@@ -107,8 +108,10 @@ func (c *Client) noteHandedOff(envs []wire.Envelope, errs []error) {
 
 // noteEnvelopeStatuses drains what the relay said of sent envelopes and
 // moves the schedules of their peers: a taken envelope waits
-// TakenRetryAfter for its acknowledgement, a lost one is due at once.
-func (c *Client) noteEnvelopeStatuses(now time.Time) {
+// TakenRetryAfter for its acknowledgement (and is recorded in the attempt
+// log, so that the message shows as on the device), a lost one is due at
+// once.
+func (c *Client) noteEnvelopeStatuses(ctx context.Context, now time.Time) {
 	n, ok := c.relay.(EnvelopeNews)
 	if !ok {
 		return
@@ -117,8 +120,8 @@ func (c *Client) noteEnvelopeStatuses(now time.Time) {
 	if len(sts) == 0 {
 		return
 	}
+	var taken []takenEnvelope
 	c.loopMu.Lock()
-	defer c.loopMu.Unlock()
 	for _, st := range sts {
 		peer, ok := c.envelopes[st.EnvelopeID]
 		if !ok {
@@ -129,9 +132,51 @@ func (c *Client) noteEnvelopeStatuses(now time.Time) {
 		case wire.EnvelopeTaken:
 			rs.fate = FateTaken
 			rs.at = now.Add(DecideRetryWait(true, FateTaken, rs.backoff, c.policy))
+			taken = append(taken, takenEnvelope{peer, st.EnvelopeID})
 		case wire.EnvelopeExpired:
 			rs.fate = FateExpired
 			rs.at = now
 		}
+	}
+	c.loopMu.Unlock()
+	for _, t := range taken {
+		if ctx.Err() != nil {
+			return
+		}
+		c.recordTaken(ctx, t.peer, t.env)
+	}
+}
+
+type takenEnvelope struct {
+	peer Address
+	env  wire.EnvelopeID
+}
+
+// recordTaken finds, through the attempt log, the pending message to peer
+// whose latest attempt is env, and records it taken. A status for an older
+// attempt, or for a message no longer pending, records nothing: the
+// message's place is then what its latest envelope says.
+func (c *Client) recordTaken(ctx context.Context, peer Address, env wire.EnvelopeID) {
+	for after := int64(0); ; {
+		page, err := c.store.PendingOutbound(ctx, PageQuery{After: after, Limit: c.cfg.BatchSize})
+		if err != nil || len(page) == 0 {
+			return
+		}
+		for _, m := range page {
+			if m.Recipient != peer {
+				continue
+			}
+			as, err := c.store.Attempts(ctx, peer, m.ID)
+			if err != nil || len(as) == 0 || as[len(as)-1].Envelope != env {
+				continue
+			}
+			last := as[len(as)-1]
+			rs, err := c.applyAll(ctx, []Plan{MarkTaken{Peer: peer, ID: m.ID, N: last.N, At: c.cfg.Now()}})
+			if err == nil {
+				c.emit(Event{Kind: EventTaken, At: c.cfg.Now(), Peer: peer, ID: m.ID, marker: rs[0].Marker})
+			}
+			return
+		}
+		after = page[len(page)-1].Seq
 	}
 }

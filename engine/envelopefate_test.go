@@ -101,8 +101,9 @@ func waitNextRetry(t *testing.T, d *device, peer *device, what string, ok func(l
 
 // TestRunRetryByEnvelopeFate: with a relay that reports envelope status, a
 // lost message is not resent on the policy's short backoff but waits the
-// hour for an envelope never reported taken; "taken" moves the retry to
-// ten minutes away, and "expired" resends it at once.
+// hour for an envelope never reported taken; "taken" is recorded (the
+// message is on the device) and moves the retry to ten minutes away, and
+// "expired" resends it at once.
 func TestRunRetryByEnvelopeFate(t *testing.T) {
 	w := newWorld(t)
 	relays := map[engine.Address]*newsRelay{}
@@ -133,7 +134,14 @@ func TestRunRetryByEnvelopeFate(t *testing.T) {
 	env := life.Attempts[0].Envelope
 
 	news.push(wire.EnvelopeStatus{EnvelopeID: env, State: wire.EnvelopeTaken})
+	alice.c.SyncNow()
+	waitEvent(t, alice, "the message on bob's device", func(e engine.Event) bool {
+		return e.Kind == engine.EventTaken && e.Peer == bob.addr && e.ID == id
+	})
 	waitNextRetry(t, alice, bob, "about ten minutes", func(left time.Duration) bool { return left > 5*time.Minute && left <= 10*time.Minute })
+	if life, err := alice.c.Life(w.ctx, bob.addr, id, engine.DirectionOut); err != nil || life.State != "on_device" || life.Attempts[0].TakenAt.IsZero() {
+		t.Fatalf("Life after taken: state %q, attempts %+v (%v); want on_device, taken", life.State, life.Attempts, err)
+	}
 
 	news.push(wire.EnvelopeStatus{EnvelopeID: env, State: wire.EnvelopeExpired})
 	alice.c.SyncNow()

@@ -256,7 +256,7 @@ func (c *Client) retryFor(peer Address) *retryState {
 // retryByPolicy retries the peers that are due under Policy.AutoRetry and
 // returns the earliest next retry (false when none is scheduled).
 func (c *Client) retryByPolicy(ctx context.Context) (time.Time, bool) {
-	c.noteEnvelopeStatuses(time.Now())
+	c.noteEnvelopeStatuses(ctx, time.Now())
 	c.loopMu.Lock()
 	p := c.policy
 	epoch := c.retryEpoch
