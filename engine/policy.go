@@ -57,7 +57,10 @@ type Policy struct {
 	// once after a reconnection, after a convergence (a collision resolved,
 	// an identity accepted) and otherwise with a backoff that doubles from
 	// RetryMin to RetryMax, with jitter, and starts again from RetryMin
-	// when an ACK clears something.
+	// when an ACK clears something. With a relay that reports envelope
+	// status the backoff gives way to the envelope's fate
+	// (DecideRetryWait): a message is not resent on a short timer while
+	// its envelope waits in a mailbox.
 	AutoRetry bool
 	// RetryMin and RetryMax bound the backoff (defaults 2s and 5m).
 	RetryMin, RetryMax time.Duration
