@@ -171,6 +171,11 @@ func cmdOutbox(ctx context.Context, env *cliEnv, cmd *command, args []string) er
 			if m.Group != nil {
 				recs[i] = append(recs[i], kv{"group", hex.EncodeToString(m.Group[:])})
 			}
+			// Only a message the relay saw taken says so: the records of
+			// the others stay as they were.
+			if as, aerr := p.Client.Attempts(ctx, m.Recipient, m.ID); aerr == nil && len(as) > 0 && !as[len(as)-1].TakenAt.IsZero() {
+				recs[i] = append(recs[i], kv{"state", "on_device"}, kv{"taken_at", stamp(as[len(as)-1].TakenAt)})
+			}
 		}
 		return recs, err
 	})
@@ -407,6 +412,9 @@ func cmdTrace(ctx context.Context, env *cliEnv, cmd *command, args []string) err
 	for i, a := range l.Attempts {
 		attempts[i] = map[string]any{"n": a.N, "at": a.At.UTC().Format(time.RFC3339Nano), "envelope": hex.EncodeToString(a.Envelope[:]),
 			"type": strings.ToLower(a.Type.String()), "initiation": hex.EncodeToString(a.Initiation[:])}
+		if !a.TakenAt.IsZero() {
+			attempts[i]["taken_at"] = a.TakenAt.UTC().Format(time.RFC3339Nano)
+		}
 	}
 	dir := "out"
 	if l.Direction == engine.DirectionIn {

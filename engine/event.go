@@ -40,6 +40,10 @@ const (
 	// device's own request (Client.ResetSession); the next message starts
 	// a new one.
 	EventSessionReset
+	// EventTaken: the relay reported the latest envelope of pending sent
+	// message ID taken by Peer's device; it is on that device, not yet
+	// acknowledged.
+	EventTaken
 )
 
 // Event reports one committed change. Events are emitted only after their

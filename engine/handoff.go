@@ -26,10 +26,14 @@ func (c *Client) handOffAll(ctx context.Context, kind string, what Handoff, envs
 		return errs
 	}
 	if bs, ok := c.relay.(BatchSubmitter); ok && len(envs) > 1 {
-		return bs.SubmitBatch(ctx, envs)
+		errs = bs.SubmitBatch(ctx, envs)
+	} else {
+		for i, env := range envs {
+			errs[i] = c.relay.Submit(ctx, env)
+		}
 	}
-	for i, env := range envs {
-		errs[i] = c.relay.Submit(ctx, env)
+	if what == HandoffMessage && len(errs) == len(envs) {
+		c.noteHandedOff(envs, errs)
 	}
 	return errs
 }

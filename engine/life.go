@@ -15,8 +15,10 @@ type Life struct {
 	Peer      Address
 	ID        wire.LogicalID
 	Direction Direction
-	// State is, for a sent message, "pending", "acknowledged", "abandoned"
-	// or "unknown" (never sent here, or pruned); for a received one,
+	// State is, for a sent message, "pending", "on_device" (pending, and
+	// the relay reported its latest envelope taken by the recipient's
+	// device), "acknowledged", "abandoned" or "unknown" (never sent here,
+	// or pruned); for a received one,
 	// "pending", "committed", "discarded" or "unknown".
 	State    string
 	At       time.Time // sent, or arrived; zero when unknown
@@ -41,6 +43,9 @@ func (c *Client) Life(ctx context.Context, peer Address, id wire.LogicalID, dir 
 			l.State = e.State.String()
 		}
 		l.Attempts, err = c.store.Attempts(ctx, peer, id)
+		if n := len(l.Attempts); err == nil && l.State == SentPending.String() && n > 0 && !l.Attempts[n-1].TakenAt.IsZero() {
+			l.State = "on_device"
+		}
 		return l, err
 	}
 	if m, err := c.store.Inbound(ctx, peer, id); err == nil {

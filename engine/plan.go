@@ -274,6 +274,17 @@ type Abandon struct {
 	At        time.Time
 }
 
+// MarkTaken records that the relay reported attempt N of message ID to Peer
+// taken by the recipient's device (the message is on that device, not yet
+// acknowledged). The store refuses it with ErrNotPending when the attempt
+// is not logged or was marked already.
+type MarkTaken struct {
+	Peer Address
+	ID   wire.LogicalID
+	N    int
+	At   time.Time
+}
+
 // AcceptIdentity pins a changed identity for a peer and removes the session
 // with it; pending messages and processed IDs stay.
 type AcceptIdentity struct {
@@ -348,6 +359,11 @@ func (PublishPreKeys) Kind() string { return "prekey-publish" }
 
 // Kind implements Plan.
 func (Send) Kind() string { return "pairwise-send" }
+
+func (MarkTaken) plan() {}
+
+// Kind implements Plan.
+func (MarkTaken) Kind() string { return "mark-taken" }
 
 // Kind implements Plan.
 func (Hold) Kind() string { return "pairwise-hold" }

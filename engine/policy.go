@@ -57,7 +57,10 @@ type Policy struct {
 	// once after a reconnection, after a convergence (a collision resolved,
 	// an identity accepted) and otherwise with a backoff that doubles from
 	// RetryMin to RetryMax, with jitter, and starts again from RetryMin
-	// when an ACK clears something.
+	// when an ACK clears something. With a relay that reports envelope
+	// status the backoff gives way to the envelope's fate
+	// (DecideRetryWait): a message is not resent on a short timer while
+	// its envelope waits in a mailbox.
 	AutoRetry bool
 	// RetryMin and RetryMax bound the backoff (defaults 2s and 5m).
 	RetryMin, RetryMax time.Duration
@@ -82,7 +85,8 @@ func (p Policy) withDefaults() Policy {
 type retryState struct {
 	at      time.Time
 	backoff time.Duration
-	blocked bool // identity changed: nothing goes out until it is accepted
+	blocked bool         // identity changed: nothing goes out until it is accepted
+	fate    EnvelopeFate // what the relay said of the latest envelope
 }
 
 // Policy returns the loop's current policy.
@@ -186,6 +190,7 @@ func (c *Client) noteReceived(res []ReceiveResult) {
 		return
 	}
 	now := time.Now()
+	status := c.envelopeStatusSupported()
 	c.loopMu.Lock()
 	defer c.loopMu.Unlock()
 	for _, r := range res {
@@ -193,7 +198,13 @@ func (c *Client) noteReceived(res []ReceiveResult) {
 		case r.Kind == ResultAcknowledgement && r.Cleared:
 			rs := c.retryFor(r.Sender)
 			rs.backoff = 0
-			rs.at = now.Add(c.policy.RetryMin)
+			if status {
+				// What is still pending may wait in the mailbox: not a
+				// short timer, but the one its envelope's fate calls for.
+				rs.at = now.Add(DecideRetryWait(true, rs.fate, 0, c.policy))
+			} else {
+				rs.at = now.Add(c.policy.RetryMin)
+			}
 		case r.converged:
 			c.retryFor(r.Sender).at = now
 		}
@@ -206,12 +217,18 @@ func (c *Client) noteReceived(res []ReceiveResult) {
 // noteSent schedules an automatic retry for peers that now have a pending
 // message (a send), and wakes the loop so that it counts them in.
 func (c *Client) noteSent(peers []Address) {
+	status := c.envelopeStatusSupported()
 	c.loopMu.Lock()
 	auto := c.policy.AutoRetry
 	now := time.Now()
 	for _, peer := range peers {
 		if rs := c.retries[peer]; rs == nil {
-			c.retryFor(peer).at = now.Add(c.policy.RetryMin)
+			rs = c.retryFor(peer)
+			rs.backoff = DecideRetryWait(status, FateUnreported, 0, c.policy)
+			rs.at = now.Add(rs.backoff)
+			if !status {
+				rs.backoff = 0 // as before: the first retry waits RetryMin
+			}
 		}
 	}
 	c.loopMu.Unlock()
@@ -242,6 +259,7 @@ func (c *Client) retryFor(peer Address) *retryState {
 // retryByPolicy retries the peers that are due under Policy.AutoRetry and
 // returns the earliest next retry (false when none is scheduled).
 func (c *Client) retryByPolicy(ctx context.Context) (time.Time, bool) {
+	c.noteEnvelopeStatuses(ctx, time.Now())
 	c.loopMu.Lock()
 	p := c.policy
 	epoch := c.retryEpoch
@@ -258,6 +276,7 @@ func (c *Client) retryByPolicy(ctx context.Context) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	now := time.Now()
+	status := c.envelopeStatusSupported()
 	var due []Address
 	var next time.Time
 	c.loopMu.Lock()
@@ -280,10 +299,17 @@ func (c *Client) retryByPolicy(ctx context.Context) (time.Time, bool) {
 			rs.at, rs.backoff = now, 0
 		}
 		if !now.Before(rs.at) {
-			rs.backoff = min(max(rs.backoff*2, p.RetryMin), p.RetryMax)
-			// Jitter: the upper half of the interval, so that devices cut
-			// off together do not come back together.
-			rs.at = now.Add(rs.backoff/2 + mrand.N(rs.backoff/2+1))
+			// The envelope this retry sends is new: nothing is heard of it
+			// yet, whatever was said of the one before.
+			rs.backoff = DecideRetryWait(status, FateUnreported, rs.backoff, p)
+			rs.fate = FateUnreported
+			if status {
+				rs.at = now.Add(rs.backoff)
+			} else {
+				// Jitter: the upper half of the interval, so that devices
+				// cut off together do not come back together.
+				rs.at = now.Add(rs.backoff/2 + mrand.N(rs.backoff/2+1))
+			}
 			due = append(due, cv.Peer)
 		}
 		if next.IsZero() || rs.at.Before(next) {

@@ -222,6 +222,9 @@ type Attempt struct {
 	Envelope   wire.EnvelopeID
 	Type       wire.EnvelopeType
 	Initiation InitiationID
+	// TakenAt is when the relay reported the envelope taken by the
+	// recipient's device; zero when it never did.
+	TakenAt time.Time
 }
 
 // Conversation summarizes one peer.

@@ -49,6 +49,8 @@ type world struct {
 	// source (keys, IDs, encapsulations), so that a simulation's seed
 	// replays the same case.
 	seed *uint64
+	// relay, when set, wraps the endpoint each device opens with.
+	relay func(engine.Address, *enginetest.Endpoint) engine.Relay
 }
 
 // detRandom is a deterministic engine.Randomness for simulations.
@@ -133,7 +135,11 @@ func (d *device) open() {
 	if err != nil {
 		d.w.t.Fatal(err)
 	}
-	c, err := engine.Open(d.w.ctx, engine.Config{Store: st, Relay: d.w.net.Endpoint(d.addr), Now: d.w.clock.Now, Random: d.random, PollInterval: 10 * time.Millisecond})
+	var relay engine.Relay = d.w.net.Endpoint(d.addr)
+	if d.w.relay != nil {
+		relay = d.w.relay(d.addr, d.w.net.Endpoint(d.addr))
+	}
+	c, err := engine.Open(d.w.ctx, engine.Config{Store: st, Relay: relay, Now: d.w.clock.Now, Random: d.random, PollInterval: 10 * time.Millisecond})
 	if err != nil {
 		d.w.t.Fatal(err)
 	}

@@ -121,6 +121,8 @@ func (t *tx) apply(ctx context.Context, p engine.Plan) (engine.Receipt, error) {
 		return t.finalize(ctx, p)
 	case engine.Abandon:
 		return t.abandon(ctx, p)
+	case engine.MarkTaken:
+		return t.markTaken(ctx, p)
 	case engine.AcceptIdentity:
 		return t.acceptIdentity(ctx, p)
 	case engine.Prune:

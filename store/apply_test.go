@@ -351,6 +351,19 @@ func planCases() []planCase {
 			},
 		},
 		{
+			name:  "mark-taken",
+			setup: withSession,
+			plan: func(t testing.TB, f *fixture) engine.Plan {
+				return engine.MarkTaken{Peer: bob, ID: idSent, N: 1, At: planAt}
+			},
+			check: func(t *testing.T, f *fixture, r engine.Receipt) {
+				got, err := f.db.Attempts(ctx, bob, idSent)
+				if err != nil || len(got) != 1 || !got[0].TakenAt.Equal(planAt) {
+					t.Errorf("attempts %+v, %v; want one, taken at %v", got, err, planAt)
+				}
+			},
+		},
+		{
 			name:  "identity-change",
 			setup: withInbound,
 			plan: func(t testing.TB, f *fixture) engine.Plan {
@@ -469,7 +482,7 @@ func TestApplyPlans(t *testing.T) {
 func TestApplyKinds(t *testing.T) {
 	want := []string{"bootstrap", "prekey-publish", "pairwise-send", "retry", "stage", "handshake-receive", "ack-receive",
 		"repeat-receive", "pairwise-receive", "collision-retire", "quarantine", "commit", "discard", "abandon",
-		"identity-change", "prune", "presented"}
+		"mark-taken", "identity-change", "prune", "presented"}
 	got := map[string]bool{}
 	for _, c := range planCases() {
 		_, p := c.prepare(t)

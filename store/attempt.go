@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/binary"
 	"fmt"
 	"time"
@@ -18,7 +19,8 @@ const (
 	sqlInsertAttempt = "INSERT INTO attempt (peer, id, n, at, sealed) VALUES (?, ?, ?, ?, ?)"
 	sqlLastAttempt   = "SELECT COALESCE(MAX(n), 0) FROM attempt WHERE peer = ? AND id = ?"
 	sqlTrimAttempts  = "DELETE FROM attempt WHERE peer = ? AND id = ? AND n > 1 AND n <= ?"
-	sqlAttempts      = "SELECT n, at, sealed FROM attempt WHERE peer = ? AND id = ? ORDER BY n"
+	sqlAttempts      = "SELECT n, at, sealed, taken_at FROM attempt WHERE peer = ? AND id = ? ORDER BY n"
+	sqlMarkTaken     = "UPDATE attempt SET taken_at = ? WHERE peer = ? AND id = ? AND n = ? AND taken_at IS NULL"
 	// A message still pending keeps its whole log, however old.
 	sqlPruneAttempts = "DELETE FROM attempt WHERE at < ? AND NOT EXISTS (SELECT 1 FROM outbound o WHERE o.recipient = attempt.peer AND o.id = attempt.id)"
 )
@@ -78,7 +80,8 @@ func (db *DB) Attempts(ctx context.Context, peer engine.Address, id wire.Logical
 	for rows.Next() {
 		var n, at int64
 		var sealed []byte
-		if err := rows.Scan(&n, &at, &sealed); err != nil {
+		var taken sql.NullInt64
+		if err := rows.Scan(&n, &at, &sealed, &taken); err != nil {
 			return nil, db.readErr("read attempts", err)
 		}
 		rec, err := db.seal.open(kindAttempt, attemptKey(peer, id, n), sealed)
@@ -91,10 +94,22 @@ func (db *DB) Attempts(ctx context.Context, peer engine.Address, id wire.Logical
 		a := engine.Attempt{N: int(n), At: nsTime(at), Type: wire.EnvelopeType(rec[16])}
 		copy(a.Envelope[:], rec[:16])
 		copy(a.Initiation[:], rec[17:])
+		if taken.Valid {
+			a.TakenAt = nsTime(taken.Int64)
+		}
 		out = append(out, a)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, db.readErr("read attempts", err)
 	}
 	return out, nil
+}
+
+// markTaken stamps the attempt the relay reported taken.
+func (t *tx) markTaken(ctx context.Context, p engine.MarkTaken) (engine.Receipt, error) {
+	if _, err := t.runOne(ctx, "attempt-taken", engine.ErrNotPending, sqlMarkTaken, p.At.UnixNano(), p.Peer.String(), p.ID[:], p.N); err != nil {
+		return engine.Receipt{}, fmt.Errorf("mark attempt %d of %x to %s taken: %w", p.N, p.ID[:4], p.Peer, err)
+	}
+	// Visible: the outbox shows the message on the device.
+	return t.visible(ctx)
 }

@@ -64,15 +64,16 @@ var fixtures = map[int]struct {
 	insert func(t *testing.T, db *sql.DB, s *sealer)
 	check  func(t *testing.T, db *DB)
 }{
-	1: {insertFixtureV1, checkFixtureV1},
-	2: {insertFixtureV2, checkFixtureV2},
-	3: {insertFixtureV3, checkFixtureV3},
-	4: {insertFixtureV4, checkFixtureV4},
-	5: {insertFixtureV5, checkFixtureV5},
-	6: {insertFixtureV6, checkFixtureV6},
-	7: {insertFixtureV7, checkFixtureV7},
-	8: {insertFixtureV8, checkFixtureV8},
-	9: {insertFixtureV9, checkFixtureV9},
+	1:  {insertFixtureV1, checkFixtureV1},
+	2:  {insertFixtureV2, checkFixtureV2},
+	3:  {insertFixtureV3, checkFixtureV3},
+	4:  {insertFixtureV4, checkFixtureV4},
+	5:  {insertFixtureV5, checkFixtureV5},
+	6:  {insertFixtureV6, checkFixtureV6},
+	7:  {insertFixtureV7, checkFixtureV7},
+	8:  {insertFixtureV8, checkFixtureV8},
+	9:  {insertFixtureV9, checkFixtureV9},
+	10: {insertFixtureV10, checkFixtureV10},
 }
 
 // fixtureV6PastChains is a past chains record (its layout is the engine's;

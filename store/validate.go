@@ -52,6 +52,11 @@ func validate(p engine.Plan) error {
 		err = validateFinalize(p)
 	case engine.Abandon:
 		err = checkAddress("recipient", p.Recipient)
+	case engine.MarkTaken:
+		err = errors.Join(checkAddress("peer", p.Peer), checkTime("at", p.At))
+		if p.N < 1 {
+			err = errors.Join(err, invalid("attempt %d", p.N))
+		}
 	case engine.AcceptIdentity:
 		err = errors.Join(checkAddress("peer", p.Peer), checkTime("at", p.At), checkVersion(p.SessionVersion))
 		if p.Identity == (engine.IdentityKey{}) {

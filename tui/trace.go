@@ -54,6 +54,9 @@ func TraceText(self engine.Address, own engine.Life, peer *engine.Life) string {
 		if a.Initiation != last {
 			note = " (a session since replaced: a collision or a reset)"
 		}
+		if !a.TakenAt.IsZero() {
+			note += " · taken " + layout.Clock(a.TakenAt)
+		}
 		fmt.Fprintf(&b, " %s envelope %s %s on initiation %s · %s%s\n", branch,
 			hex.EncodeToString(a.Envelope[:4]), kind, hex.EncodeToString(a.Initiation[:4]), layout.Clock(a.At), note)
 	}
@@ -87,6 +90,8 @@ func TraceText(self engine.Address, own engine.Life, peer *engine.Life) string {
 			fmt.Fprintf(&b, " at %s: ACK received ─▶ cleared (acknowledged)\n", from)
 		case "pending":
 			fmt.Fprintf(&b, " at %s: pending until %s's ACK (relay accepted is not delivered)\n", from, to)
+		case "on_device":
+			fmt.Fprintf(&b, " at %s: on %s's device, pending until its ACK (the relay saw it taken)\n", from, to)
 		case "abandoned":
 			fmt.Fprintf(&b, " at %s: abandoned (removed here; not a recall)\n", from)
 		default:

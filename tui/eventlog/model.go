@@ -351,6 +351,8 @@ func FromEvent(e engine.Event) Entry {
 			ack, lvl = "ACK not sent (the sender's next retry brings another)", Warn
 		}
 		return Entry{At: e.At, Name: name, Text: "from " + e.Peer.String() + " " + id + ", " + ack, Level: lvl, msg: msgKey(e.Peer, e.ID), final: true}
+	case engine.EventTaken:
+		return Entry{At: e.At, Name: "on_device", Text: "to " + e.Peer.String() + " " + id + " (on " + e.Peer.String() + "'s device; pending until its ACK)", Level: Info}
 	case engine.EventAbandoned:
 		return Entry{At: e.At, Name: "abandoned", Text: "to " + e.Peer.String() + " " + id + " (dropped locally; not a recall)", Level: Warn}
 	case engine.EventIdentityAccepted:

@@ -184,6 +184,8 @@ func (m *Model) outState(e engine.HistoryEntry) string {
 		return st.Accepted.Render(s.String())
 	case sent.NotSent:
 		return st.NotSent.Render(s.String())
+	case sent.OnDevice:
+		return st.Accepted.Render("on " + m.label(m.peer) + "'s device")
 	}
 	return st.Pending.Render("pending")
 }

@@ -20,6 +20,9 @@ const (
 	Accepted
 	// NotSent: the last hand-off failed; a retry sends it.
 	NotSent
+	// OnDevice: the relay reported the envelope taken by the recipient's
+	// device (not yet acknowledged).
+	OnDevice
 )
 
 // String is the word the panels show (greppable on the screen).
@@ -29,6 +32,8 @@ func (s State) String() string {
 		return "relay accepted"
 	case NotSent:
 		return "not sent"
+	case OnDevice:
+		return "on the device"
 	}
 	return "pending"
 }
@@ -55,6 +60,9 @@ func (s States) Apply(e engine.Event) bool {
 		if e.Err != nil {
 			s.cause[e.ID] = e.Err.Error()
 		}
+	case engine.EventTaken:
+		s.m[e.ID] = OnDevice
+		delete(s.cause, e.ID)
 	case engine.EventAbandoned:
 		delete(s.m, e.ID)
 		delete(s.cause, e.ID)

@@ -1,0 +1,151 @@
+package engine_test
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/engine/enginetest"
+	"github.com/parley-chat/parley/wire"
+)
+
+// TestDecideRetryWait: without envelope status the backoff is today's;
+// with it, a lost envelope is due at once, a taken one waits for its ACK
+// ten minutes, and one never reported taken waits an hour, doubling to a
+// day, however short the policy's own backoff is.
+func TestDecideRetryWait(t *testing.T) {
+	p := engine.Policy{AutoRetry: true, RetryMin: 2 * time.Second, RetryMax: 5 * time.Minute}
+	tests := []struct {
+		status bool
+		fate   engine.EnvelopeFate
+		prev   time.Duration
+		want   time.Duration
+	}{
+		// No envelope status: doubling from RetryMin to RetryMax.
+		{false, engine.FateUnreported, 0, 2 * time.Second},
+		{false, engine.FateUnreported, 2 * time.Second, 4 * time.Second},
+		{false, engine.FateUnreported, 4 * time.Minute, 5 * time.Minute},
+		{false, engine.FateUnreported, 5 * time.Minute, 5 * time.Minute},
+		// A fate heard from a relay that does not announce the feature
+		// changes nothing.
+		{false, engine.FateTaken, 0, 2 * time.Second},
+		{false, engine.FateExpired, 2 * time.Second, 4 * time.Second},
+		// Envelope status: never reported taken.
+		{true, engine.FateUnreported, 0, time.Hour},
+		{true, engine.FateUnreported, 2 * time.Second, time.Hour},
+		{true, engine.FateUnreported, time.Hour, 2 * time.Hour},
+		{true, engine.FateUnreported, 16 * time.Hour, 24 * time.Hour},
+		{true, engine.FateUnreported, 24 * time.Hour, 24 * time.Hour},
+		// Taken, not acknowledged.
+		{true, engine.FateTaken, 0, 10 * time.Minute},
+		{true, engine.FateTaken, 8 * time.Hour, 10 * time.Minute},
+		// Expired: lost, resent at the next opportunity.
+		{true, engine.FateExpired, 0, 0},
+		{true, engine.FateExpired, 8 * time.Hour, 0},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("status=%v/fate=%d/prev=%v", tt.status, tt.fate, tt.prev), func(t *testing.T) {
+			got := engine.DecideRetryWait(tt.status, tt.fate, tt.prev, p)
+			if got != tt.want {
+				t.Fatalf("DecideRetryWait = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// newsRelay is an in-process relay that announces envelope status and
+// reports what the test pushes.
+type newsRelay struct {
+	*enginetest.Endpoint
+	mu       sync.Mutex
+	statuses []wire.EnvelopeStatus
+}
+
+func (r *newsRelay) RelayFeatures() (wire.FeatureSet, bool) {
+	return wire.FeatureEnvelopeStatus, true
+}
+
+func (r *newsRelay) EnvelopeStatuses() []wire.EnvelopeStatus {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.statuses
+	r.statuses = nil
+	return out
+}
+
+func (r *newsRelay) push(st wire.EnvelopeStatus) {
+	r.mu.Lock()
+	r.statuses = append(r.statuses, st)
+	r.mu.Unlock()
+}
+
+// waitNextRetry polls d's schedule for peer until ok holds for the time
+// left before the next retry.
+func waitNextRetry(t *testing.T, d *device, peer *device, what string, ok func(left time.Duration) bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		next := d.c.NextRetry(peer.addr)
+		if !next.IsZero() && ok(time.Until(next)) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: next retry to %s in %v, want %s", d.addr, peer.addr, time.Until(next), what)
+		}
+		d.c.SyncNow()
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestRunRetryByEnvelopeFate: with a relay that reports envelope status, a
+// lost message is not resent on the policy's short backoff but waits the
+// hour for an envelope never reported taken; "taken" is recorded (the
+// message is on the device) and moves the retry to ten minutes away, and
+// "expired" resends it at once.
+func TestRunRetryByEnvelopeFate(t *testing.T) {
+	w := newWorld(t)
+	relays := map[engine.Address]*newsRelay{}
+	var relaysMu sync.Mutex
+	w.relay = func(a engine.Address, e *enginetest.Endpoint) engine.Relay {
+		r := &newsRelay{Endpoint: e}
+		relaysMu.Lock()
+		relays[a] = r
+		relaysMu.Unlock()
+		return r
+	}
+	alice, bob := w.device("alice/1"), w.device("bob/1")
+	relaysMu.Lock()
+	news := relays[alice.addr]
+	relaysMu.Unlock()
+	alice.c.SetPolicy(engine.Policy{AutoRetry: true, RetryMin: 20 * time.Millisecond, RetryMax: 80 * time.Millisecond})
+	bob.c.SetPolicy(engine.Policy{Commit: engine.CommitOnArrival})
+	w.net.DropNext(alice.addr, bob.addr, 1)
+	id := alice.send(bob, "lost in the mailbox")
+	runLoop(t, alice)
+	runLoop(t, bob)
+	waitNextRetry(t, alice, bob, "about an hour", func(left time.Duration) bool { return left > 50*time.Minute })
+
+	life, err := alice.c.Life(w.ctx, bob.addr, id, engine.DirectionOut)
+	if err != nil || len(life.Attempts) != 1 {
+		t.Fatalf("Life: %d attempts (%v), want 1", len(life.Attempts), err)
+	}
+	env := life.Attempts[0].Envelope
+
+	news.push(wire.EnvelopeStatus{EnvelopeID: env, State: wire.EnvelopeTaken})
+	alice.c.SyncNow()
+	waitEvent(t, alice, "the message on bob's device", func(e engine.Event) bool {
+		return e.Kind == engine.EventTaken && e.Peer == bob.addr && e.ID == id
+	})
+	waitNextRetry(t, alice, bob, "about ten minutes", func(left time.Duration) bool { return left > 5*time.Minute && left <= 10*time.Minute })
+	if life, err := alice.c.Life(w.ctx, bob.addr, id, engine.DirectionOut); err != nil || life.State != "on_device" || life.Attempts[0].TakenAt.IsZero() {
+		t.Fatalf("Life after taken: state %q, attempts %+v (%v); want on_device, taken", life.State, life.Attempts, err)
+	}
+
+	news.push(wire.EnvelopeStatus{EnvelopeID: env, State: wire.EnvelopeExpired})
+	alice.c.SyncNow()
+	waitEvent(t, alice, "the ACK of the message resent after expiry", func(e engine.Event) bool {
+		return e.Kind == engine.EventReceived && e.Result.Kind == engine.ResultAcknowledgement && e.ID == id && e.Result.Cleared
+	})
+}
