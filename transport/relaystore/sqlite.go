@@ -395,23 +395,8 @@ func (s *SQLite) Append(ctx context.Context, recipient string, env []byte, copie
 		return nil, fmt.Errorf("append to %s: %d copies", recipient, copies)
 	}
 	r := &appendReq{recipient: recipient, env: env, copies: copies, from: from, done: make(chan struct{})}
-	s.sendMu.RLock()
-	if s.closed {
-		s.sendMu.RUnlock()
-		return nil, ErrClosed
-	}
-	select {
-	case s.appends <- r:
-		s.sendMu.RUnlock()
-	case <-ctx.Done():
-		s.sendMu.RUnlock()
-		return nil, ctx.Err()
-	}
-	// Once queued, the request is committed or failed whatever ctx says: the
-	// caller must not report it refused while it may be on disk.
-	<-r.done
-	if r.err != nil {
-		return nil, fmt.Errorf("append to %s: %w", recipient, r.err)
+	if err := s.groupCommit(ctx, r); err != nil {
+		return nil, fmt.Errorf("append to %s: %w", recipient, err)
 	}
 	return r.rows, nil
 }

@@ -35,21 +35,29 @@ func (s *SQLite) Ack(ctx context.Context, recipient string, rows []uint64) ([]Re
 		return nil, nil
 	}
 	r := &appendReq{recipient: recipient, ack: &ackWork{rows: rows}, done: make(chan struct{})}
+	if err := s.groupCommit(ctx, r); err != nil {
+		return nil, fmt.Errorf("acknowledge rows of %s: %w", recipient, err)
+	}
+	return r.ack.removed, nil
+}
+
+// groupCommit queues r for the next group commit and waits for it. Once
+// queued, the request is committed or failed whatever ctx says: the caller
+// must not report it refused while it may be on disk. A request never
+// queued fails with ErrClosed or ctx's error.
+func (s *SQLite) groupCommit(ctx context.Context, r *appendReq) error {
 	s.sendMu.RLock()
 	if s.closed {
 		s.sendMu.RUnlock()
-		return nil, ErrClosed
+		return ErrClosed
 	}
 	select {
 	case s.appends <- r:
 		s.sendMu.RUnlock()
 	case <-ctx.Done():
 		s.sendMu.RUnlock()
-		return nil, ctx.Err()
+		return ctx.Err()
 	}
 	<-r.done
-	if r.err != nil {
-		return nil, fmt.Errorf("acknowledge rows of %s: %w", recipient, r.err)
-	}
-	return r.ack.removed, nil
+	return r.err
 }
