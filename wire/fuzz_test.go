@@ -99,6 +99,13 @@ func FuzzDecodeRelay(f *testing.F) {
 	}
 	f.Add(relayBytes(wire.RelayEnvelopeStatus, make([]byte, 16), []byte{3})) // an unknown envelope state
 	f.Add(relayBytes(17))                                                    // a kind past the last one
+	for _, v := range relayBlobVectors() {
+		f.Add(mustEncode(encodeRelay, v.v)) // the blob kinds, 18 to 25
+	}
+	f.Add(relayBytes(wire.RelayBlobPut, make([]byte, 16), u64(0), u32(-1))) // a forged chunk length
+	f.Add(relayBytes(wire.RelayBlobHeld, make([]byte, 16), u64(2), u64(1))) // held past the size
+	f.Add(relayBytes(wire.RelayBlobCreate, u64(1<<63)))                     // a size that is negative as an int64
+	f.Add(relayBytes(26))                                                   // a kind past the blob kinds
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fuzzRoundTrip(t, b, decodeRelay, encodeRelay)
 	})

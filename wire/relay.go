@@ -54,6 +54,9 @@ func (k RelayKind) String() string {
 	if int(k) < len(relayKindNames) && relayKindNames[k] != "" {
 		return relayKindNames[k]
 	}
+	if k >= relayBlobFirst && k <= relayBlobLast {
+		return relayBlobKindNames[k-relayBlobFirst]
+	}
 	return fmt.Sprintf("relay kind %d", uint8(k))
 }
 
@@ -321,6 +324,9 @@ func EncodeRelay(request uint32, m RelayMessage) ([]byte, error) {
 	case Challenge, Auth, AuthOK, PublishBundle, FetchBundle, BundleReply, Submit,
 		Accepted, Refused, Deliver, AckRows, Done, Error, PrekeyPool, EnvelopeStatus, Features:
 	default:
+		if isRelayBlob(m) {
+			break
+		}
 		// Before m.RelayKind: a nil pointer would panic there.
 		return nil, fmt.Errorf("wire: encode relay message: unsupported type %T: %w", m, ErrMalformed)
 	}
@@ -415,6 +421,9 @@ func appendRelayBody(b []byte, m RelayMessage) ([]byte, error) {
 	case PrekeyPool:
 		return binary.BigEndian.AppendUint32(b, m.Count), nil
 	}
+	if isRelayBlob(m) {
+		return appendRelayBlob(b, m)
+	}
 	return appendRelayPush(b, m)
 }
 
@@ -458,7 +467,7 @@ func DecodeRelay(b []byte) (request uint32, m RelayMessage, err error) {
 	r := reader{b: b}
 	r.version(RelayVersion)
 	kind := RelayKind(r.u8("kind"))
-	if r.err == nil && (kind < RelayChallenge || kind > RelayFeatures) {
+	if r.err == nil && (kind < RelayChallenge || kind > relayBlobLast) {
 		r.fail(fmt.Errorf("kind %d: %w", kind, ErrUnknownRelayKind))
 	}
 	request = r.u32("request ID")
@@ -567,6 +576,9 @@ func (r *reader) relayBody(kind RelayKind) RelayMessage {
 		return ok(r, e)
 	case RelayPrekeyPool:
 		return ok(r, PrekeyPool{Count: r.u32("count")})
+	}
+	if kind >= relayBlobFirst && kind <= relayBlobLast {
+		return r.relayBlob(kind)
 	}
 	return r.relayPush(kind)
 }
