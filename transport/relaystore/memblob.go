@@ -1,0 +1,175 @@
+package relaystore
+
+import (
+	"context"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/parley-chat/parley/wire"
+)
+
+// MemoryBlobs is a BlobStore in memory: the demo's, the benchmark's and
+// most tests'. Chunks are kept as written, each with its offset.
+type MemoryBlobs struct {
+	limits BlobLimits
+
+	mu      sync.Mutex
+	blobs   map[wire.BlobID]*memBlob
+	byAddr  map[string]int64 // charged per owner address
+	byIP    map[string]int64 // charged per owner IP
+	charged int64
+	held    int64
+}
+
+type memBlob struct {
+	owner   BlobOwner
+	size    int64
+	charge  int64
+	expires time.Time
+	gone    bool // expired and swept: a record alone
+	offsets []int64
+	chunks  [][]byte
+	held    int64
+}
+
+var _ BlobStore = (*MemoryBlobs)(nil)
+
+// NewMemoryBlobs returns an empty blob store with the limits l.
+func NewMemoryBlobs(l BlobLimits) *MemoryBlobs {
+	return &MemoryBlobs{limits: l.WithDefaults(), blobs: make(map[wire.BlobID]*memBlob),
+		byAddr: make(map[string]int64), byIP: make(map[string]int64)}
+}
+
+// CreateBlob implements BlobStore.
+func (m *MemoryBlobs) CreateBlob(_ context.Context, size int64, from BlobOwner, expires time.Time) (wire.BlobID, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if err := m.limits.QuotaError(m.byAddr[from.Address], m.byIP[from.IP], m.charged, from, size); err != nil {
+		return wire.BlobID{}, err
+	}
+	id := newBlobID()
+	for m.blobs[id] != nil {
+		id = newBlobID()
+	}
+	b := &memBlob{owner: from, size: size, charge: m.limits.Charge(size), expires: expires}
+	m.blobs[id] = b
+	m.byAddr[from.Address] += b.charge
+	if from.IP != "" {
+		m.byIP[from.IP] += b.charge
+	}
+	m.charged += b.charge
+	return id, nil
+}
+
+// find returns the live blob id, or why there is none.
+func (m *MemoryBlobs) find(id wire.BlobID, now time.Time) (*memBlob, error) {
+	b := m.blobs[id]
+	if b == nil {
+		return nil, ErrBlobNotFound
+	}
+	return b, checkBlob(b.expires, b.gone, now)
+}
+
+// BlobInfo implements BlobStore.
+func (m *MemoryBlobs) BlobInfo(_ context.Context, id wire.BlobID, now time.Time) (BlobInfo, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b, err := m.find(id, now)
+	if err != nil {
+		return BlobInfo{}, err
+	}
+	return BlobInfo{Held: b.held, Size: b.size, Expires: b.expires}, nil
+}
+
+// PutBlob implements BlobStore.
+func (m *MemoryBlobs) PutBlob(_ context.Context, id wire.BlobID, owner string, offset int64, data []byte, now time.Time) (int64, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b, err := m.find(id, now)
+	if err != nil {
+		return 0, err
+	}
+	if err := checkPut(owner, b.owner.Address, offset, b.held, b.size, len(data)); err != nil {
+		return 0, err
+	}
+	b.offsets = append(b.offsets, offset)
+	b.chunks = append(b.chunks, append([]byte(nil), data...))
+	b.held += int64(len(data))
+	m.held += int64(len(data))
+	return b.held, nil
+}
+
+// GetBlob implements BlobStore.
+func (m *MemoryBlobs) GetBlob(_ context.Context, id wire.BlobID, offset int64, n int, now time.Time) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b, err := m.find(id, now)
+	if err != nil {
+		return nil, err
+	}
+	n, err = checkGet(offset, n, b.held, b.size)
+	if err != nil || n == 0 {
+		return nil, err
+	}
+	// The last chunk that starts at or before offset.
+	i := sort.Search(len(b.offsets), func(i int) bool { return b.offsets[i] > offset }) - 1
+	out := make([]byte, 0, n)
+	for ; len(out) < n; i++ {
+		c := b.chunks[i][offset-b.offsets[i]:]
+		c = c[:min(len(c), n-len(out))]
+		out = append(out, c...)
+		offset += int64(len(c))
+	}
+	return out, nil
+}
+
+// ExpireBlobs implements BlobStore.
+func (m *MemoryBlobs) ExpireBlobs(_ context.Context, now, forget time.Time, max int) (int, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for id, b := range m.blobs {
+		if !b.gone && n < max && !now.Before(b.expires) {
+			m.release(b)
+			n++
+		}
+		if b.gone && b.expires.Before(forget) {
+			delete(m.blobs, id)
+		}
+	}
+	return n, nil
+}
+
+// release deletes b's data and frees its charge, keeping its record.
+func (m *MemoryBlobs) release(b *memBlob) {
+	b.gone = true
+	m.held -= b.held
+	b.chunks, b.offsets, b.held = nil, nil, 0
+	m.charged -= b.charge
+	unchargeMap(m.byAddr, b.owner.Address, b.charge)
+	if b.owner.IP != "" {
+		unchargeMap(m.byIP, b.owner.IP, b.charge)
+	}
+}
+
+func unchargeMap(m map[string]int64, k string, v int64) {
+	if m[k] <= v {
+		delete(m, k)
+		return
+	}
+	m[k] -= v
+}
+
+// BlobStats implements BlobStore.
+func (m *MemoryBlobs) BlobStats(context.Context) (BlobStats, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	live := 0
+	for _, b := range m.blobs {
+		if !b.gone {
+			live++
+		}
+	}
+	return BlobStats{Blobs: live, Charged: m.charged, Held: m.held}, nil
+}
