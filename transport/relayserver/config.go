@@ -32,6 +32,10 @@ type Config struct {
 	// client named in X-Forwarded-For. Empty: every connection is charged to
 	// its TCP peer.
 	TrustedProxies []netip.Prefix
+	// Blobs is the relay's blob store (wire.FeatureBlobs), which the caller
+	// opened with Limits.Blobs and closes after Shutdown. Nil: the relay
+	// keeps no blobs, except that NewMemory makes a memory one.
+	Blobs relaystore.BlobStore
 	// SeparateAdmin serves /healthz and /metrics only on AdminHandler (an
 	// admin listener), not on the relay's own.
 	SeparateAdmin bool
@@ -58,6 +62,14 @@ type Limits struct {
 	// sweep runs every SweepInterval (1 minute).
 	EnvelopeLifetime time.Duration
 	SweepInterval    time.Duration
+	// Blobs are the blob store's quotas (its defaults: the largest blob
+	// 128 MiB, an address's and an IP's share 256 MiB each, 1 GiB in
+	// all), separate from the envelope quotas; NewMemory hands them to its
+	// blob store, and a caller opening its own passes them to it.
+	// BlobLifetime is how long a blob lives from its creation (7 days);
+	// the sweep deletes it then.
+	Blobs        relaystore.BlobLimits
+	BlobLifetime time.Duration
 	// MaxConnections caps open websockets; MaxUnauthenticated caps those
 	// that have not authenticated yet. Beyond either the upgrade is refused
 	// with 503.
@@ -179,6 +191,7 @@ const (
 	DefaultEnvelopeLifetime      = 7 * 24 * time.Hour
 	DefaultIPv6PrefixBits        = 64
 	DefaultSweepInterval         = time.Minute
+	DefaultBlobLifetime          = 7 * 24 * time.Hour
 )
 
 // withDefaults fills zero fields and checks the rest.
@@ -234,6 +247,8 @@ func (l Limits) withDefaults() (Limits, error) {
 	setDur(&l.HTTPIdleTimeout, DefaultHTTPIdleTimeout)
 	setDur(&l.EnvelopeLifetime, DefaultEnvelopeLifetime)
 	setDur(&l.SweepInterval, DefaultSweepInterval)
+	setDur(&l.BlobLifetime, DefaultBlobLifetime)
+	l.Blobs = l.Blobs.WithDefaults()
 	l.Limits = l.StoreLimits()
 	l.ByteBurst = max(l.ByteBurst, wire.MaxRelayMessageSize)
 
@@ -251,8 +266,8 @@ func (l Limits) withDefaults() (Limits, error) {
 		return l, errors.New("bursts must be positive")
 	case l.IPv6PrefixBits < 1 || l.IPv6PrefixBits > 128:
 		return l, errors.New("the IPv6 prefix must be 1..128 bits")
-	case l.EnvelopeLifetime <= 0 || l.SweepInterval <= 0:
-		return l, errors.New("the envelope lifetime and the sweep interval must be positive")
+	case l.EnvelopeLifetime <= 0 || l.SweepInterval <= 0 || l.BlobLifetime <= 0:
+		return l, errors.New("the envelope and blob lifetimes and the sweep interval must be positive")
 	case l.MaxEnvelopeSize < 1 || l.MaxEnvelopeSize > wire.MaxEnvelopeSize:
 		return l, fmt.Errorf("max envelope size must be 1..%d", wire.MaxEnvelopeSize)
 	}

@@ -120,7 +120,7 @@ func (c *conn) handshake() bool {
 	c.phaseMu.Unlock()
 	// Features right after AuthOK, which is frozen and empty: before any
 	// other push, so that a client knows them before it hears a status.
-	if stopped || !c.writeNow(encode(req, wire.AuthOK{})) || !c.writeNow(encode(0, wire.Features{Set: features})) {
+	if stopped || !c.writeNow(encode(req, wire.AuthOK{})) || !c.writeNow(encode(0, wire.Features{Set: s.features()})) {
 		return false
 	}
 	c.ws.SetReadDeadline(time.Now().Add(s.lim.ReadTimeout))

@@ -22,17 +22,19 @@ import (
 // Server is a parley relay: one websocket path (wire.WebSocketPath), /healthz and
 // /metrics on one listener.
 type Server struct {
-	cfg      Config
-	lim      Limits
-	log      *slog.Logger
-	now      func() time.Time
-	store    relaystore.Store
-	ownStore bool // made by NewMemory: Shutdown closes it
-	relayID  [32]byte
-	instance string // prefix of this process's lease holders
-	metrics  *metrics
-	http     *http.Server
-	upgrader websocket.Upgrader
+	cfg         Config
+	lim         Limits
+	log         *slog.Logger
+	now         func() time.Time
+	store       relaystore.Store
+	blobs       relaystore.BlobStore // nil: no blob store
+	ownStore    bool                 // made by NewMemory: Shutdown closes it
+	relayID     [32]byte
+	instance    string // prefix of this process's lease holders
+	metrics     *metrics
+	blobMetrics *blobMetrics
+	http        *http.Server
+	upgrader    websocket.Upgrader
 
 	conns   atomic.Int64 // open websockets, counted from before the upgrade
 	unauth  atomic.Int64 // of those, not yet authenticated
@@ -76,7 +78,7 @@ func New(store relaystore.Store, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("relay limits: %w", err)
 	}
-	s := &Server{cfg: cfg, lim: lim, log: cfg.Logger, now: cfg.Now, store: store,
+	s := &Server{cfg: cfg, lim: lim, log: cfg.Logger, now: cfg.Now, store: store, blobs: cfg.Blobs,
 		all: make(map[*conn]struct{}), byAddr: make(map[string]map[*conn]struct{}), watches: make(map[string]func()),
 		ipSlots:       newIPSlots(),
 		registrations: newKeyedLimiters(lim.RegistrationRate, lim.RegistrationBurst),
@@ -104,6 +106,7 @@ func New(store relaystore.Store, cfg Config) (*Server, error) {
 	// Stats gets half the /metrics write deadline, so that a slow store
 	// still leaves time to write the other series.
 	s.metrics = newMetrics(newGaugeCollector(&s.conns, &s.unauth, &s.sockets.all, s.store, lim.HTTPReadTimeout/2, s.log), s.store)
+	s.blobMetrics = newBlobMetrics(s.metrics.reg, s.blobs, lim.HTTPReadTimeout/2, s.log)
 	// An idle connection should cost little (a relay holds tens of
 	// thousands): reads go through a small buffer of the connection's own
 	// (not the HTTP server's, which would keep the server's per-request
@@ -145,6 +148,9 @@ func NewMemory(cfg Config) (*Server, error) {
 	lim, err := cfg.Limits.withDefaults()
 	if err != nil {
 		return nil, fmt.Errorf("relay limits: %w", err)
+	}
+	if cfg.Blobs == nil {
+		cfg.Blobs = relaystore.NewMemoryBlobs(lim.Blobs)
 	}
 	s, err := New(relaystore.NewMemory(lim.Limits), cfg)
 	if err != nil {

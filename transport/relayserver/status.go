@@ -11,7 +11,13 @@ import (
 // what it tells every client it supports (wire.Features).
 
 // features is what this relay announces after AuthOK.
-const features = wire.FeatureEnvelopeStatus
+func (s *Server) features() wire.FeatureSet {
+	f := wire.FeatureEnvelopeStatus
+	if s.blobs != nil {
+		f |= wire.FeatureBlobs
+	}
+	return f
+}
 
 // tellStatus tells the senders of removed rows, best effort, that their
 // envelopes left the mailbox in state: on this relay and, through the

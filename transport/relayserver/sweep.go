@@ -35,6 +35,7 @@ func (s *Server) sweeper(ctx context.Context, done chan<- struct{}) {
 
 // sweep expires what outlived its lifetime.
 func (s *Server) sweep(ctx context.Context) {
+	s.sweepBlobs(ctx)
 	for ctx.Err() == nil {
 		now := s.now()
 		gone, err := s.store.Expire(ctx, now, now.Add(-s.lim.EnvelopeLifetime), sweepBatch)

@@ -32,11 +32,11 @@ type BlobStore interface {
 	// BlobInfo tells how much of the blob the store holds.
 	BlobInfo(ctx context.Context, id wire.BlobID, now time.Time) (BlobInfo, error)
 
-	// PutBlob writes data at offset and returns how much the store then
-	// holds. It fails with ErrBlobNotOwner when owner did not create the
+	// PutBlob writes data at offset and returns what the store then holds
+	// of the blob. It fails with ErrBlobNotOwner when owner did not create the
 	// blob, and with ErrBlobOffset when offset is not what the store holds
 	// or the data would pass the blob's size.
-	PutBlob(ctx context.Context, id wire.BlobID, owner string, offset int64, data []byte, now time.Time) (held int64, err error)
+	PutBlob(ctx context.Context, id wire.BlobID, owner string, offset int64, data []byte, now time.Time) (BlobInfo, error)
 
 	// GetBlob reads at most n bytes of a complete blob from offset: fewer
 	// at its end, none at or past it. It fails with ErrBlobIncomplete

@@ -83,21 +83,21 @@ func (m *MemoryBlobs) BlobInfo(_ context.Context, id wire.BlobID, now time.Time)
 }
 
 // PutBlob implements BlobStore.
-func (m *MemoryBlobs) PutBlob(_ context.Context, id wire.BlobID, owner string, offset int64, data []byte, now time.Time) (int64, error) {
+func (m *MemoryBlobs) PutBlob(_ context.Context, id wire.BlobID, owner string, offset int64, data []byte, now time.Time) (BlobInfo, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	b, err := m.find(id, now)
 	if err != nil {
-		return 0, err
+		return BlobInfo{}, err
 	}
 	if err := checkPut(owner, b.owner.Address, offset, b.held, b.size, len(data)); err != nil {
-		return 0, err
+		return BlobInfo{}, err
 	}
 	b.offsets = append(b.offsets, offset)
 	b.chunks = append(b.chunks, append([]byte(nil), data...))
 	b.held += int64(len(data))
 	m.held += int64(len(data))
-	return b.held, nil
+	return BlobInfo{Held: b.held, Size: b.size, Expires: b.expires}, nil
 }
 
 // GetBlob implements BlobStore.

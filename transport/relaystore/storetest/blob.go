@@ -39,9 +39,9 @@ func mustCreate(t *testing.T, s relaystore.BlobStore, size int64, from relaystor
 
 func mustPut(t *testing.T, s relaystore.BlobStore, id wire.BlobID, offset int64, data []byte, wantHeld int64) {
 	t.Helper()
-	held, err := s.PutBlob(context.Background(), id, owner.Address, offset, data, t0)
-	if err != nil || held != wantHeld {
-		t.Fatalf("put %d bytes at %d: held %d, %v; want %d", len(data), offset, held, err, wantHeld)
+	info, err := s.PutBlob(context.Background(), id, owner.Address, offset, data, t0)
+	if err != nil || info.Held != wantHeld {
+		t.Fatalf("put %d bytes at %d: %+v, %v; want held %d", len(data), offset, info, err, wantHeld)
 	}
 }
 
@@ -73,8 +73,8 @@ func testBlobUpload(t *testing.T, open OpenBlobs) {
 		{"by another address", "mallory/1", 7, content[7:14], relaystore.ErrBlobNotOwner},
 	}
 	for _, r := range refusals {
-		if held, err := s.PutBlob(ctx, id, r.owner, r.offset, r.data, t0); !errors.Is(err, r.want) || held != 0 {
-			t.Errorf("put %s: %d, %v; want %v", r.name, held, err, r.want)
+		if info, err := s.PutBlob(ctx, id, r.owner, r.offset, r.data, t0); !errors.Is(err, r.want) || info != (relaystore.BlobInfo{}) {
+			t.Errorf("put %s: %+v, %v; want %v", r.name, info, err, r.want)
 		}
 	}
 	if _, err := s.GetBlob(ctx, id, 0, 5, t0); !errors.Is(err, relaystore.ErrBlobIncomplete) {
@@ -105,8 +105,8 @@ func testBlobUpload(t *testing.T, open OpenBlobs) {
 			t.Errorf("read %d at %d: %q, %v; want %q", r.n, r.offset, got, err, r.want)
 		}
 	}
-	if held, err := s.PutBlob(ctx, id, owner.Address, 20, []byte{1}, t0); !errors.Is(err, relaystore.ErrBlobOffset) || held != 0 {
-		t.Errorf("write to a complete blob: %d, %v; want ErrBlobOffset", held, err)
+	if _, err := s.PutBlob(ctx, id, owner.Address, 20, []byte{1}, t0); !errors.Is(err, relaystore.ErrBlobOffset) {
+		t.Errorf("write to a complete blob: %v, want ErrBlobOffset", err)
 	}
 	unknown := wire.BlobID{0xee}
 	if _, err := s.BlobInfo(ctx, unknown, t0); !errors.Is(err, relaystore.ErrBlobNotFound) {

@@ -1,0 +1,233 @@
+package relayserver
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/transport"
+	"github.com/parley-chat/parley/transport/relaystore"
+	"github.com/parley-chat/parley/wire"
+)
+
+// The blob store end to end: transport.Conn's engine.BlobRelay against a
+// real relay over real websockets.
+
+func randomBytes(n int) []byte {
+	b := make([]byte, n)
+	rand.Read(b)
+	return b
+}
+
+// upload writes data to id from offset in chunks of chunk bytes.
+func upload(tb testing.TB, c *transport.Conn, id wire.BlobID, offset int64, data []byte, chunk int) {
+	tb.Helper()
+	for len(data) > 0 {
+		n := min(chunk, len(data))
+		if err := c.PutBlob(ctxT(tb), id, offset, data[:n]); err != nil {
+			tb.Fatalf("put %d bytes at %d: %v", n, offset, err)
+		}
+		offset += int64(n)
+		data = data[n:]
+	}
+}
+
+func wantHeld(tb testing.TB, c *transport.Conn, id wire.BlobID, held, size int64) {
+	tb.Helper()
+	h, s, err := c.BlobHeld(ctxT(tb), id)
+	if err != nil || h != held || s != size {
+		tb.Fatalf("BlobHeld: %d of %d, %v; want %d of %d", h, s, err, held, size)
+	}
+}
+
+// TestBlobUploadResumeDownload: alice uploads in chunks, loses her
+// connection halfway, asks what the relay holds and resumes there; bob
+// reads the blob by ranges once, and only once, it is complete.
+func TestBlobUploadResumeDownload(t *testing.T) {
+	r := startRelay(t, Config{})
+	alice, bob := newDevice(t, "alice/1"), newDevice(t, "bob/1")
+	// Over one chunk of the protocol, so that PutBlob and GetBlob split it.
+	content := randomBytes(wire.MaxBlobChunk + 3000)
+	ca := dial(t, r, alice)
+	id, err := ca.CreateBlob(ctxT(t), int64(len(content)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Features come before any reply on a connection.
+	if f, ok := ca.RelayFeatures(); !ok || !f.Has(wire.FeatureBlobs) {
+		t.Fatalf("features %v (known %v): want blobs", f, ok)
+	}
+	half := int64(len(content) / 2)
+	upload(t, ca, id, 0, content[:half], 4096)
+	cb := dial(t, r, bob)
+	if _, err := cb.GetBlob(ctxT(t), id, 0, 10); !errors.Is(err, engine.ErrBlobIncomplete) {
+		t.Fatalf("read of a half-uploaded blob: %v, want engine.ErrBlobIncomplete", err)
+	}
+	ca.Close()
+
+	ca = dial(t, r, alice) // a new connection, as after a crash
+	wantHeld(t, ca, id, half, int64(len(content)))
+	if err := ca.PutBlob(ctxT(t), id, 0, content[:10]); !errors.Is(err, engine.ErrBlobOffset) {
+		t.Fatalf("a write before what the relay holds: %v, want engine.ErrBlobOffset", err)
+	}
+	var refused *transport.BlobRefusedError
+	if err := cb.PutBlob(ctxT(t), id, half, content[half:half+10]); !errors.As(err, &refused) || refused.Reason != wire.BlobNotOwner {
+		t.Fatalf("bob writes alice's blob: %v, want a refusal for blob_not_owner", err)
+	}
+	if err := ca.PutBlob(ctxT(t), id, half, content[half:]); err != nil { // one call, several requests
+		t.Fatal(err)
+	}
+	wantHeld(t, cb, id, int64(len(content)), int64(len(content)))
+
+	got, err := cb.GetBlob(ctxT(t), id, 0, len(content)+100)
+	if err != nil || !bytes.Equal(got, content) {
+		t.Fatalf("read of the whole blob: %d bytes, %v; want the %d uploaded", len(got), err, len(content))
+	}
+	ranges := []struct{ off, n int }{{0, 1}, {4095, 2}, {int(half) - 5, 10}, {len(content) - 7, 100}, {len(content), 5}}
+	for _, rg := range ranges {
+		got, err := cb.GetBlob(ctxT(t), id, int64(rg.off), rg.n)
+		want := content[min(rg.off, len(content)):min(rg.off+rg.n, len(content))]
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("read %d at %d: %d bytes, %v; want %d", rg.n, rg.off, len(got), err, len(want))
+		}
+	}
+	if _, err := cb.GetBlob(ctxT(t), wire.BlobID{1}, 0, 1); !errors.Is(err, engine.ErrBlobNotFound) {
+		t.Fatalf("read of an unknown blob: %v, want engine.ErrBlobNotFound", err)
+	}
+	r.waitMetric(t, `parley_relay_blob_refused_total{reason="not_owner"}`, 1)
+	if got := r.metric(t, "parley_relay_blob_bytes_held"); got != float64(len(content)) {
+		t.Errorf("parley_relay_blob_bytes_held %v, want %d", got, len(content))
+	}
+}
+
+// clock is a test clock that moves only when told.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// TestBlobExpires: past its lifetime a blob is refused as expired, before
+// the sweep and after it, and the sweep frees its quota.
+func TestBlobExpires(t *testing.T) {
+	clk := &clock{now: time.Now()}
+	r := startRelay(t, Config{Now: clk.Now, Limits: Limits{BlobLifetime: time.Hour,
+		Blobs: relaystore.BlobLimits{TotalBytes: 100 << 10, MinCharge: 1}}})
+	alice := newDevice(t, "alice/1")
+	c := dial(t, r, alice)
+	id, err := c.CreateBlob(ctxT(t), 60<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	upload(t, c, id, 0, randomBytes(60<<10), 16<<10)
+	if _, err := c.CreateBlob(ctxT(t), 60<<10); !errors.Is(err, engine.ErrBlobQuota) {
+		t.Fatalf("a second blob over the total: %v, want engine.ErrBlobQuota", err)
+	}
+	clk.add(time.Hour)
+	if _, err := c.GetBlob(ctxT(t), id, 0, 10); !errors.Is(err, engine.ErrBlobExpired) {
+		t.Fatalf("read at the end of the lifetime: %v, want engine.ErrBlobExpired", err)
+	}
+	r.srv.sweep(context.Background())
+	if _, _, err := c.BlobHeld(ctxT(t), id); !errors.Is(err, engine.ErrBlobExpired) {
+		t.Fatalf("stat after the sweep: %v, want engine.ErrBlobExpired", err)
+	}
+	if got := r.metric(t, "parley_relay_blobs_expired_total"); got != 1 {
+		t.Fatalf("parley_relay_blobs_expired_total %v, want 1", got)
+	}
+	if _, err := c.CreateBlob(ctxT(t), 60<<10); err != nil {
+		t.Fatalf("a blob once the expired one was swept: %v", err)
+	}
+}
+
+// TestBlobQuotaVictim: two addresses from one IP exhaust its blob share,
+// one of them its own share first; an address on another IP still uploads.
+func TestBlobQuotaVictim(t *testing.T) {
+	r := startRelay(t, Config{Limits: Limits{Blobs: relaystore.BlobLimits{
+		MaxSize: 64 << 10, AddressBytes: 96 << 10, IPBytes: 128 << 10, TotalBytes: 1 << 20, MinCharge: 1}}})
+	mallory := mustDialFrom(t, r, newDevice(t, "mallory/1"), "127.0.0.1")
+	mallory2 := mustDialFrom(t, r, newDevice(t, "mallory/2"), "127.0.0.1")
+	victim := mustDialFrom(t, r, newDevice(t, "victim/1"), "127.0.0.2")
+	create := func(c *transport.Conn, size int64) (wire.BlobID, error) { return c.CreateBlob(ctxT(t), size) }
+	if _, err := create(mallory, 64<<10+1); !errors.Is(err, engine.ErrBlobQuota) {
+		t.Fatalf("a blob over the largest: %v, want engine.ErrBlobQuota", err)
+	}
+	if _, err := create(mallory, 64<<10); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := create(mallory, 64<<10); !errors.Is(err, engine.ErrBlobQuota) {
+		t.Fatalf("past the address's share: %v, want engine.ErrBlobQuota", err)
+	}
+	if _, err := create(mallory2, 64<<10); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := create(mallory2, 1); !errors.Is(err, engine.ErrBlobQuota) {
+		t.Fatalf("past the IP's share: %v, want engine.ErrBlobQuota", err)
+	}
+	content := randomBytes(64 << 10)
+	id, err := create(victim, int64(len(content)))
+	if err != nil {
+		t.Fatalf("the victim on another IP: %v", err)
+	}
+	upload(t, victim, id, 0, content, 8<<10)
+	if got, err := victim.GetBlob(ctxT(t), id, 0, len(content)); err != nil || !bytes.Equal(got, content) {
+		t.Fatalf("the victim reads back %d bytes, %v", len(got), err)
+	}
+	for reason, want := range map[string]float64{"too_large": 1, "address_share": 1, "ip_share": 1, "store_full": 0} {
+		if got := r.metric(t, `parley_relay_blob_refused_total{reason="`+reason+`"}`); got != want {
+			t.Errorf("refusals for %s: %v, want %v", reason, got, want)
+		}
+	}
+}
+
+// TestBlobGetPaysItsBytes: a read pays the bytes it asks for to the
+// connection's byte bucket, as if it had sent them, so that small requests
+// cannot draw large replies for free.
+func TestBlobGetPaysItsBytes(t *testing.T) {
+	r := startRelay(t, Config{Limits: Limits{ByteRate: 1, ByteBurst: wire.MaxRelayMessageSize}})
+	c := dial(t, r, newDevice(t, "alice/1"))
+	id, err := c.CreateBlob(ctxT(t), 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	upload(t, c, id, 0, randomBytes(1000), 1000)
+	if _, err := c.GetBlob(ctxT(t), id, 0, 200_000); err != nil {
+		t.Fatalf("a first read within the burst: %v", err)
+	}
+	var se *transport.ServerError
+	if _, err := c.GetBlob(ctxT(t), id, 0, 200_000); !errors.As(err, &se) || se.Code != wire.ErrorRateLimited {
+		t.Fatalf("a second read of 200,000 bytes past the burst: %v, want rate limited", err)
+	}
+	if got := r.metric(t, `parley_relay_rate_limited_total{bucket="bytes"}`); got != 1 {
+		t.Fatalf("byte bucket refusals %v, want 1", got)
+	}
+}
+
+// TestNoBlobStore: a relay made by New without a blob store announces no
+// blobs and turns blob requests down.
+func TestNoBlobStore(t *testing.T) {
+	r := startStoreRelay(t, "127.0.0.1:0", relaystore.NewMemory(relaystore.Limits{}), Config{})
+	c := dial(t, r, newDevice(t, "alice/1"))
+	var se *transport.ServerError
+	if _, err := c.CreateBlob(ctxT(t), 10); !errors.As(err, &se) || se.Code != wire.ErrorBadRequest {
+		t.Fatalf("CreateBlob: %v, want a bad request", err)
+	}
+	if f, ok := c.RelayFeatures(); !ok || f.Has(wire.FeatureBlobs) || !f.Has(wire.FeatureEnvelopeStatus) {
+		t.Fatalf("features %v (known %v): want envelope status alone", f, ok)
+	}
+}
