@@ -98,6 +98,7 @@ func cmdRelay(ctx context.Context, env *cliEnv, cmd *command, args []string) err
 	logLevel := f.String("log-level", "info", "least level logged to stderr: debug, info, warn or error")
 	adminListen := f.String("admin-listen", "", "serve /healthz and /metrics on this address only (default: on --listen)")
 	lim := relayLimitFlags(f)
+	blobFlags := relayBlobFlags(f)
 	if _, err := f.parse(env, args, 0, 0); err != nil {
 		return err
 	}
@@ -118,6 +119,9 @@ func cmdRelay(ctx context.Context, env *cliEnv, cmd *command, args []string) err
 	}
 	limits, proxies, err := lim.resolve()
 	if err != nil {
+		return err
+	}
+	if err := blobFlags.resolve(&limits); err != nil {
 		return err
 	}
 	var level slog.Level
@@ -143,6 +147,12 @@ func cmdRelay(ctx context.Context, env *cliEnv, cmd *command, args []string) err
 		return err
 	}
 	defer store.Close() // after the server's Shutdown
+	blobs, closeBlobs, err := openRelayBlobs(ctx, *data, *natsURLs, limits.Blobs)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer closeBlobs()
 	store, err = relaystore.WithFaults(store, relaystore.Faults{Drop: *drop, Dup: *dup, Seed: *seed})
 	if err != nil {
 		ln.Close()
@@ -160,7 +170,7 @@ func cmdRelay(ctx context.Context, env *cliEnv, cmd *command, args []string) err
 		}
 	}
 	srv, err := relayserver.New(store, relayserver.Config{RelayID: relayID, AllowReregister: *rereg, Limits: limits, TrustedProxies: proxies,
-		SeparateAdmin: *adminListen != "", Logger: logger})
+		Blobs: blobs, SeparateAdmin: *adminListen != "", Logger: logger})
 	if err != nil {
 		ln.Close()
 		return err
