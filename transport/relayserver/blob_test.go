@@ -231,3 +231,38 @@ func TestNoBlobStore(t *testing.T) {
 		t.Fatalf("features %v (known %v): want envelope status alone", f, ok)
 	}
 }
+
+// TestBlobResumeAfterRelayRestart: on --data, what the relay said it held
+// survives its restart, and the upload resumes there.
+func TestBlobResumeAfterRelayRestart(t *testing.T) {
+	dir := t.TempDir()
+	openBlobs := func() *relaystore.SQLiteBlobs {
+		b, err := relaystore.OpenSQLiteBlobs(context.Background(), dir, relaystore.BlobLimits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Close() })
+		return b
+	}
+	blobs := openBlobs()
+	r := startSQLiteRelay(t, dir, Config{Blobs: blobs})
+	alice := newDevice(t, "alice/1")
+	content := randomBytes(40 << 10)
+	c := dial(t, r, alice)
+	id, err := c.CreateBlob(ctxT(t), int64(len(content)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	upload(t, c, id, 0, content[:24<<10], 8<<10)
+	c.Close()
+	r.stop()
+	blobs.Close()
+
+	r = startSQLiteRelayOn(t, r.addr, dir, Config{Blobs: openBlobs()})
+	c = dial(t, r, alice)
+	wantHeld(t, c, id, 24<<10, int64(len(content)))
+	upload(t, c, id, 24<<10, content[24<<10:], 8<<10)
+	if got, err := dial(t, r, newDevice(t, "bob/1")).GetBlob(ctxT(t), id, 0, len(content)); err != nil || !bytes.Equal(got, content) {
+		t.Fatalf("bob reads %d bytes, %v; want the %d uploaded", len(got), err, len(content))
+	}
+}
