@@ -147,7 +147,7 @@ func cmdRelay(ctx context.Context, env *cliEnv, cmd *command, args []string) err
 		return err
 	}
 	defer store.Close() // after the server's Shutdown
-	blobs, closeBlobs, err := openRelayBlobs(ctx, *data, *natsURLs, limits.Blobs)
+	blobs, closeBlobs, err := openRelayBlobs(ctx, *data, store, *natsReplicas, limits.Blobs)
 	if err != nil {
 		ln.Close()
 		return err

@@ -7,6 +7,7 @@ import (
 	"github.com/dustin/go-humanize"
 	"github.com/parley-chat/parley/transport/relayserver"
 	"github.com/parley-chat/parley/transport/relaystore"
+	"github.com/parley-chat/parley/transport/relaystore/natsstore"
 )
 
 // The blob store of parley relay: its flags and the store each backend
@@ -49,14 +50,19 @@ func (r *relayBlobs) resolve(l *relayserver.Limits) error {
 	return nil
 }
 
-// openRelayBlobs opens the relay's blob store: in SQLite beside the relay
-// database when dataDir is set, in memory otherwise. A relay on NATS keeps
-// none yet (it announces no blobs). The caller calls close after the
-// server's Shutdown.
-func openRelayBlobs(ctx context.Context, dataDir, natsURLs string, l relaystore.BlobLimits) (relaystore.BlobStore, func() error, error) {
+// openRelayBlobs opens the relay's blob store: on the cluster of store when
+// it is a NATS one (with replicas copies), in SQLite beside the relay
+// database when dataDir is set, in memory otherwise. The caller calls close
+// after the server's Shutdown.
+func openRelayBlobs(ctx context.Context, dataDir string, store relaystore.Store, replicas int, l relaystore.BlobLimits) (relaystore.BlobStore, func() error, error) {
+	if ns, ok := store.(*natsstore.Store); ok {
+		b, err := natsstore.OpenBlobs(ctx, ns, replicas, l)
+		if err != nil {
+			return nil, nil, err
+		}
+		return b, func() error { return nil }, nil // the store's connection
+	}
 	switch {
-	case natsURLs != "":
-		return nil, func() error { return nil }, nil
 	case dataDir != "":
 		s, err := relaystore.OpenSQLiteBlobs(ctx, dataDir, l)
 		if err != nil {

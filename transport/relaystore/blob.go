@@ -168,23 +168,25 @@ var (
 	ErrBlobStoreFull = fmt.Errorf("%w: the relay's blob storage is full", ErrBlobQuota)
 )
 
-// newBlobID returns 16 random bytes.
-func newBlobID() wire.BlobID {
+// NewBlobID returns a new blob ID: 16 random bytes.
+func NewBlobID() wire.BlobID {
 	var id wire.BlobID
 	rand.Read(id[:]) // never fails (crypto/rand)
 	return id
 }
 
-// checkBlob is the state check every blob method starts with.
-func checkBlob(expires time.Time, gone bool, now time.Time) error {
+// CheckBlob is the check every blob method of a backend starts with: a
+// blob that expired at now (swept or not, gone) is ErrBlobExpired.
+func CheckBlob(expires time.Time, gone bool, now time.Time) error {
 	if gone || !now.Before(expires) {
 		return ErrBlobExpired
 	}
 	return nil
 }
 
-// checkPut checks a write against what the store holds of the blob.
-func checkPut(owner, creator string, offset, held, size int64, n int) error {
+// CheckPut checks a write by owner at offset of n bytes against what the
+// store holds of a blob of size that creator made.
+func CheckPut(owner, creator string, offset, held, size int64, n int) error {
 	switch {
 	case owner != creator:
 		return ErrBlobNotOwner
@@ -194,9 +196,9 @@ func checkPut(owner, creator string, offset, held, size int64, n int) error {
 	return nil
 }
 
-// checkGet checks a read against what the store holds of the blob, and
-// returns how many bytes it reads.
-func checkGet(offset int64, n int, held, size int64) (int, error) {
+// CheckGet checks a read of n bytes at offset against what the store holds
+// of a blob of size, and returns how many bytes it reads.
+func CheckGet(offset int64, n int, held, size int64) (int, error) {
 	switch {
 	case held < size:
 		return 0, ErrBlobIncomplete

@@ -48,9 +48,9 @@ func (m *MemoryBlobs) CreateBlob(_ context.Context, size int64, from BlobOwner, 
 	if err := m.limits.QuotaError(m.byAddr[from.Address], m.byIP[from.IP], m.charged, from, size); err != nil {
 		return wire.BlobID{}, err
 	}
-	id := newBlobID()
+	id := NewBlobID()
 	for m.blobs[id] != nil {
-		id = newBlobID()
+		id = NewBlobID()
 	}
 	b := &memBlob{owner: from, size: size, charge: m.limits.Charge(size), expires: expires}
 	m.blobs[id] = b
@@ -68,7 +68,7 @@ func (m *MemoryBlobs) find(id wire.BlobID, now time.Time) (*memBlob, error) {
 	if b == nil {
 		return nil, ErrBlobNotFound
 	}
-	return b, checkBlob(b.expires, b.gone, now)
+	return b, CheckBlob(b.expires, b.gone, now)
 }
 
 // BlobInfo implements BlobStore.
@@ -90,7 +90,7 @@ func (m *MemoryBlobs) PutBlob(_ context.Context, id wire.BlobID, owner string, o
 	if err != nil {
 		return BlobInfo{}, err
 	}
-	if err := checkPut(owner, b.owner.Address, offset, b.held, b.size, len(data)); err != nil {
+	if err := CheckPut(owner, b.owner.Address, offset, b.held, b.size, len(data)); err != nil {
 		return BlobInfo{}, err
 	}
 	b.offsets = append(b.offsets, offset)
@@ -108,7 +108,7 @@ func (m *MemoryBlobs) GetBlob(_ context.Context, id wire.BlobID, offset int64, n
 	if err != nil {
 		return nil, err
 	}
-	n, err = checkGet(offset, n, b.held, b.size)
+	n, err = CheckGet(offset, n, b.held, b.size)
 	if err != nil || n == 0 {
 		return nil, err
 	}

@@ -149,7 +149,7 @@ func charged(ctx context.Context, tx *sql.Tx, where string, args ...any) (int64,
 
 // CreateBlob implements BlobStore.
 func (s *SQLiteBlobs) CreateBlob(ctx context.Context, size int64, from BlobOwner, expires time.Time) (wire.BlobID, error) {
-	id := newBlobID()
+	id := NewBlobID()
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		addr, err := charged(ctx, tx, " AND owner = ?", from.Address)
 		if err != nil {
@@ -199,7 +199,7 @@ func findBlob(ctx context.Context, tx *sql.Tx, id wire.BlobID, now time.Time) (s
 		return b, err
 	}
 	b.expires = time.Unix(0, expires)
-	return b, checkBlob(b.expires, gone, now)
+	return b, CheckBlob(b.expires, gone, now)
 }
 
 // BlobInfo implements BlobStore.
@@ -224,7 +224,7 @@ func (s *SQLiteBlobs) PutBlob(ctx context.Context, id wire.BlobID, owner string,
 		if err != nil {
 			return err
 		}
-		if err := checkPut(owner, b.owner, offset, b.held, b.size, len(data)); err != nil {
+		if err := CheckPut(owner, b.owner, offset, b.held, b.size, len(data)); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, "INSERT INTO blob_chunks (blob, offset, data) VALUES (?, ?, ?)", id[:], offset, data); err != nil {
@@ -251,7 +251,7 @@ func (s *SQLiteBlobs) GetBlob(ctx context.Context, id wire.BlobID, offset int64,
 		if err != nil {
 			return err
 		}
-		if n, err = checkGet(offset, n, b.held, b.size); err != nil || n == 0 {
+		if n, err = CheckGet(offset, n, b.held, b.size); err != nil || n == 0 {
 			return err
 		}
 		// From the last chunk that starts at or before offset.
