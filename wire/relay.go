@@ -322,11 +322,9 @@ func (c ErrorCode) valid() bool { return c >= ErrorBadRequest && c <= ErrorExpir
 func EncodeRelay(request uint32, m RelayMessage) ([]byte, error) {
 	switch m.(type) {
 	case Challenge, Auth, AuthOK, PublishBundle, FetchBundle, BundleReply, Submit,
-		Accepted, Refused, Deliver, AckRows, Done, Error, PrekeyPool, EnvelopeStatus, Features:
+		Accepted, Refused, Deliver, AckRows, Done, Error, PrekeyPool, EnvelopeStatus, Features,
+		BlobCreate, BlobCreated, BlobPut, BlobStat, BlobHeld, BlobGet, BlobData, BlobRefused:
 	default:
-		if isRelayBlob(m) {
-			break
-		}
 		// Before m.RelayKind: a nil pointer would panic there.
 		return nil, fmt.Errorf("wire: encode relay message: unsupported type %T: %w", m, ErrMalformed)
 	}
@@ -420,9 +418,6 @@ func appendRelayBody(b []byte, m RelayMessage) ([]byte, error) {
 		return append(b, m.Message...), nil
 	case PrekeyPool:
 		return binary.BigEndian.AppendUint32(b, m.Count), nil
-	}
-	if isRelayBlob(m) {
-		return appendRelayBlob(b, m)
 	}
 	return appendRelayPush(b, m)
 }
@@ -576,9 +571,6 @@ func (r *reader) relayBody(kind RelayKind) RelayMessage {
 		return ok(r, e)
 	case RelayPrekeyPool:
 		return ok(r, PrekeyPool{Count: r.u32("count")})
-	}
-	if kind >= relayBlobFirst && kind <= relayBlobLast {
-		return r.relayBlob(kind)
 	}
 	return r.relayPush(kind)
 }

@@ -102,6 +102,9 @@ func (Features) isRelayMessage()       {}
 
 // appendRelayPush appends the body of a kind added after version 1.
 func appendRelayPush(b []byte, m RelayMessage) ([]byte, error) {
+	if isRelayBlob(m) {
+		return appendRelayBlob(b, m)
+	}
 	switch m := m.(type) {
 	case EnvelopeStatus:
 		if !m.State.valid() {
@@ -117,6 +120,9 @@ func appendRelayPush(b []byte, m RelayMessage) ([]byte, error) {
 
 // relayPush reads the body of a kind added after version 1.
 func (r *reader) relayPush(kind RelayKind) RelayMessage {
+	if kind >= relayBlobFirst && kind <= relayBlobLast {
+		return r.relayBlob(kind)
+	}
 	switch kind {
 	case RelayEnvelopeStatus:
 		var s EnvelopeStatus
