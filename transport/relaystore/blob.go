@@ -20,7 +20,9 @@ import (
 // of what the store holds, so an interrupted upload resumes there. Its owner
 // (the address that created it) alone writes it; anyone who knows its ID
 // reads it once it is complete. Its quota charge is taken whole at creation,
-// so that an upload that started always has room to finish.
+// so that an upload that started always has room to finish. Errors never
+// carry a blob's ID: the relay logs them, and an ID is the capability to
+// read its blob.
 type BlobStore interface {
 	// CreateBlob reserves a blob of size bytes owned by from, living until
 	// expires, and returns its ID: 16 random bytes. It fails with

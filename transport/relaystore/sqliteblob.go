@@ -278,7 +278,7 @@ func (s *SQLiteBlobs) GetBlob(ctx context.Context, id wire.BlobID, offset int64,
 			return err
 		}
 		if len(out) != n {
-			return fmt.Errorf("blob %s: %d bytes of its chunks found, want %d", id, len(out), n)
+			return fmt.Errorf("%d bytes of the blob's chunks found, want %d", len(out), n)
 		}
 		return nil
 	})

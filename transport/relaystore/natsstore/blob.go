@@ -181,7 +181,7 @@ func (b *Blobs) record(ctx context.Context, id wire.BlobID) (blobMeta, uint64, e
 	}
 	var m blobMeta
 	if err := json.Unmarshal(e.Value(), &m); err != nil {
-		return blobMeta{}, 0, fmt.Errorf("blob %s: its record: %w", id, err)
+		return blobMeta{}, 0, fmt.Errorf("a blob's record: %w", err)
 	}
 	return m, e.Revision(), nil
 }
@@ -207,7 +207,7 @@ func (b *Blobs) chunkOf(m *jetstream.RawStreamMsg) (chunk, error) {
 	i, err1 := strconv.Atoi(m.Subject[strings.LastIndexByte(m.Subject, '.')+1:])
 	off, err2 := strconv.ParseInt(m.Header.Get(hdrOffset), 10, 64)
 	if err := errors.Join(err1, err2); err != nil {
-		return chunk{}, fmt.Errorf("chunk %s: %w", m.Subject, err)
+		return chunk{}, fmt.Errorf("a chunk's index or offset: %w", err)
 	}
 	return chunk{index: i, offset: off, data: m.Data}, nil
 }
@@ -228,7 +228,7 @@ func (b *Blobs) last(ctx context.Context, id wire.BlobID) (chunk, error) {
 func (b *Blobs) at(ctx context.Context, id wire.BlobID, index int) (chunk, error) {
 	m, err := b.stream.GetLastMsgForSubject(ctx, b.root+idKey(id)+"."+strconv.Itoa(index))
 	if err != nil {
-		return chunk{}, fmt.Errorf("blob %s: chunk %d: %w", id, index, err)
+		return chunk{}, fmt.Errorf("chunk %d: %w", index, err)
 	}
 	return b.chunkOf(m)
 }
@@ -351,7 +351,7 @@ func (b *Blobs) find(ctx context.Context, id wire.BlobID, offset int64, last chu
 			return c, nil
 		}
 	}
-	return chunk{}, fmt.Errorf("blob %s: no chunk holds offset %d", id, offset)
+	return chunk{}, fmt.Errorf("no chunk holds offset %d", offset)
 }
 
 // ExpireBlobs implements relaystore.BlobStore. It reads every record: the
@@ -386,7 +386,7 @@ func (b *Blobs) ExpireBlobs(ctx context.Context, now, forget time.Time, max int)
 				return n, err
 			}
 			if err := b.meta.Purge(ctx, idKey(id), jetstream.LastRevision(rev)); err != nil && !isConflict(err) {
-				return n, fmt.Errorf("expire blobs: forget %s: %w", id, err)
+				return n, fmt.Errorf("expire blobs: forget one: %w", err)
 			}
 		case !m.Gone && n < max && !now.Before(expires):
 			ok, err := b.expire(ctx, id, m, rev)
@@ -406,7 +406,7 @@ func (b *Blobs) ExpireBlobs(ctx context.Context, now, forget time.Time, max int)
 func (b *Blobs) expire(ctx context.Context, id wire.BlobID, m blobMeta, rev uint64) (bool, error) {
 	l, err := b.last(ctx, id)
 	if err != nil {
-		return false, fmt.Errorf("expire blob %s: %w", id, err)
+		return false, fmt.Errorf("expire a blob: %w", err)
 	}
 	gone := m
 	gone.Gone = true
@@ -415,10 +415,10 @@ func (b *Blobs) expire(ctx context.Context, id wire.BlobID, m blobMeta, rev uint
 		if isConflict(err) {
 			return false, nil // another relay's sweep
 		}
-		return false, fmt.Errorf("expire blob %s: %w", id, err)
+		return false, fmt.Errorf("expire a blob: %w", err)
 	}
 	if err := b.uncharge(ctx, m, max(l.end(), 0), true); err != nil {
-		return true, fmt.Errorf("expire blob %s: %w", id, err)
+		return true, fmt.Errorf("expire a blob: %w", err)
 	}
 	return true, b.purge(ctx, id)
 }
@@ -426,7 +426,7 @@ func (b *Blobs) expire(ctx context.Context, id wire.BlobID, m blobMeta, rev uint
 // purge deletes every chunk of a blob.
 func (b *Blobs) purge(ctx context.Context, id wire.BlobID) error {
 	if err := b.stream.Purge(ctx, jetstream.WithPurgeSubject(b.root+idKey(id)+".*")); err != nil {
-		return fmt.Errorf("delete the chunks of blob %s: %w", id, err)
+		return fmt.Errorf("delete a blob's chunks: %w", err)
 	}
 	return nil
 }
