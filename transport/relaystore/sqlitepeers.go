@@ -1,0 +1,72 @@
+package relaystore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// The peers each owner accepts and the senders it blocks, on SQLite
+// (peers.go says what they are for).
+
+// Accept implements Store.
+func (s *SQLite) Accept(ctx context.Context, owner, peer string, now time.Time) error {
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO accepted_peers (owner, peer, seen) VALUES (?, ?, ?)
+			ON CONFLICT (owner, peer) DO UPDATE SET seen = excluded.seen`, owner, peer, now.UnixNano()); err != nil {
+			return err
+		}
+		// Past the limit, the least recently seen go (ties by address, so
+		// that every backend forgets the same ones).
+		_, err := tx.ExecContext(ctx, `DELETE FROM accepted_peers WHERE owner = ? AND peer NOT IN
+			(SELECT peer FROM accepted_peers WHERE owner = ? ORDER BY seen DESC, peer DESC LIMIT ?)`, owner, owner, s.limits.AcceptedPeers)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("record that %s accepts %s: %w", owner, peer, err)
+	}
+	return nil
+}
+
+// Block implements Store.
+func (s *SQLite) Block(ctx context.Context, owner, sender string, blocked bool) error {
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		if !blocked {
+			_, err := tx.ExecContext(ctx, "DELETE FROM blocked_senders WHERE owner = ? AND sender = ?", owner, sender)
+			return err
+		}
+		var listed, n int
+		if err := tx.QueryRowContext(ctx, "SELECT count(*), coalesce(sum(sender = ?), 0) FROM blocked_senders WHERE owner = ?", sender, owner).Scan(&n, &listed); err != nil {
+			return err
+		}
+		switch {
+		case listed > 0:
+			return nil
+		case n >= s.limits.BlockedSenders:
+			return ErrBlockListFull
+		}
+		_, err := tx.ExecContext(ctx, "INSERT INTO blocked_senders (owner, sender, since) VALUES (?, ?, ?)", owner, sender, time.Now().UnixNano())
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("block %s for %s: %w", sender, owner, err)
+	}
+	return nil
+}
+
+// Relation implements Store.
+func (s *SQLite) Relation(ctx context.Context, owner, sender string) (Relation, error) {
+	var r Relation
+	err := s.db.QueryRowContext(ctx, `SELECT
+		EXISTS (SELECT 1 FROM accepted_peers WHERE owner = ? AND peer = ?),
+		EXISTS (SELECT 1 FROM blocked_senders WHERE owner = ? AND sender = ?)`, owner, sender, owner, sender).Scan(&r.Accepted, &r.Blocked)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Relation{}, nil
+	}
+	if err != nil {
+		return Relation{}, fmt.Errorf("relation of %s to %s: %w", owner, sender, err)
+	}
+	return r, nil
+}
