@@ -26,7 +26,7 @@ type Memory struct {
 	boxes   map[string]*memBox
 	total   Usage
 	byIP    map[string]*Usage
-	regIP   map[string]int // addresses first registered from each IP
+	regIP   map[string]int      // addresses first registered from each IP
 	accepts map[string]PeerList // by owner
 	blocks  map[string]PeerList // by owner
 }
