@@ -11,7 +11,7 @@ import (
 // what it tells every client it supports (wire.Features).
 
 // features is what this relay announces after AuthOK.
-const features = wire.FeatureEnvelopeStatus
+const features = wire.FeatureEnvelopeStatus | wire.FeatureSenderBlock
 
 // tellStatus tells the senders of removed rows, best effort, that their
 // envelopes left the mailbox in state: on this relay and, through the

@@ -394,13 +394,14 @@ func (m *Memory) Expire(_ context.Context, now, before time.Time, max int) ([]Re
 }
 
 // Accept implements Store.
-func (m *Memory) Accept(_ context.Context, owner, peer string, now time.Time) error {
+func (m *Memory) Accept(_ context.Context, owner, peer string, now time.Time) (int, error) {
 	if err := m.lock(); err != nil {
-		return err
+		return 0, err
 	}
 	defer m.mu.Unlock()
-	m.accepts[owner] = m.accepts[owner].Record(peer, now, m.limits.AcceptedPeers)
-	return nil
+	var forgot int
+	m.accepts[owner], forgot = m.accepts[owner].Record(peer, now, m.limits.AcceptedPeers)
+	return forgot, nil
 }
 
 // Block implements Store.

@@ -87,14 +87,16 @@ func (l PeerList) Has(address string) bool {
 }
 
 // Record returns l with address recorded at now, moved to the end when it
-// was there already, and the oldest entries dropped past limit.
-func (l PeerList) Record(address string, now time.Time, limit int) PeerList {
+// was there already, and the oldest entries dropped past limit; forgot
+// says how many were.
+func (l PeerList) Record(address string, now time.Time, limit int) (_ PeerList, forgot int) {
 	l = l.Remove(address)
 	l = append(l, Peer{Address: address, Seen: now})
 	if n := len(l) - limit; n > 0 {
 		l = slices.Delete(l, 0, n)
+		forgot = n
 	}
-	return l
+	return l, forgot
 }
 
 // Remove returns l without address.

@@ -12,7 +12,8 @@ import (
 // (peers.go says what they are for).
 
 // Accept implements Store.
-func (s *SQLite) Accept(ctx context.Context, owner, peer string, now time.Time) error {
+func (s *SQLite) Accept(ctx context.Context, owner, peer string, now time.Time) (int, error) {
+	var forgot int64
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO accepted_peers (owner, peer, seen) VALUES (?, ?, ?)
 			ON CONFLICT (owner, peer) DO UPDATE SET seen = excluded.seen`, owner, peer, now.UnixNano()); err != nil {
@@ -20,14 +21,18 @@ func (s *SQLite) Accept(ctx context.Context, owner, peer string, now time.Time) 
 		}
 		// Past the limit, the least recently seen go (ties by address, so
 		// that every backend forgets the same ones).
-		_, err := tx.ExecContext(ctx, `DELETE FROM accepted_peers WHERE owner = ? AND peer NOT IN
+		res, err := tx.ExecContext(ctx, `DELETE FROM accepted_peers WHERE owner = ? AND peer NOT IN
 			(SELECT peer FROM accepted_peers WHERE owner = ? ORDER BY seen DESC, peer DESC LIMIT ?)`, owner, owner, s.limits.AcceptedPeers)
+		if err != nil {
+			return err
+		}
+		forgot, err = res.RowsAffected()
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("record that %s accepts %s: %w", owner, peer, err)
+		return 0, fmt.Errorf("record that %s accepts %s: %w", owner, peer, err)
 	}
-	return nil
+	return int(forgot), nil
 }
 
 // Block implements Store.

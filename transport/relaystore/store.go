@@ -104,8 +104,9 @@ type Store interface {
 	// peer an envelope), so that peer's envelopes to owner are not charged
 	// to the room kept for strangers (Origin.Stranger). Recording a peer
 	// already there refreshes it; past Limits.AcceptedPeers the least
-	// recently recorded peer of owner is forgotten. See peers.go.
-	Accept(ctx context.Context, owner, peer string, now time.Time) error
+	// recently recorded peer of owner is forgotten; forgot says how many
+	// were. See peers.go.
+	Accept(ctx context.Context, owner, peer string, now time.Time) (forgot int, err error)
 
 	// Block adds sender to owner's block list, or removes it (blocked
 	// false). Adding a sender already listed or removing one that is not

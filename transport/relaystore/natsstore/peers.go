@@ -54,16 +54,19 @@ func acceptedKey(owner string) string { return "a." + hexKey(owner) }
 func blockedKey(owner string) string  { return "b." + hexKey(owner) }
 
 // Accept implements relaystore.Store.
-func (s *Store) Accept(ctx context.Context, owner, peer string, now time.Time) error {
+func (s *Store) Accept(ctx context.Context, owner, peer string, now time.Time) (int, error) {
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
+	var forgot int
 	err := s.update(ctx, s.peers, acceptedKey(owner), func(old []byte) ([]byte, error) {
-		return encodePeers(decodePeers(old).Record(peer, now, s.limits.AcceptedPeers)), nil
+		var l relaystore.PeerList
+		l, forgot = decodePeers(old).Record(peer, now, s.limits.AcceptedPeers)
+		return encodePeers(l), nil
 	})
 	if err != nil {
-		return fmt.Errorf("record that %s accepts %s: %w", owner, peer, err)
+		return 0, fmt.Errorf("record that %s accepts %s: %w", owner, peer, err)
 	}
-	return nil
+	return forgot, nil
 }
 
 // Block implements relaystore.Store.

@@ -31,8 +31,8 @@ func testAcceptedPeers(t *testing.T, open Open) {
 			t.Fatalf("a fresh store: %+v, want nothing", got)
 		}
 		for i, p := range []string{"p/1", "p/2", "p/3"} {
-			if err := s.Accept(ctx, "bob/1", p, t0.Add(time.Duration(i)*time.Second)); err != nil {
-				t.Fatal(err)
+			if forgot, err := s.Accept(ctx, "bob/1", p, t0.Add(time.Duration(i)*time.Second)); err != nil || forgot != 0 {
+				t.Fatalf("Accept(%s) = %d, %v; want nothing forgotten within the bound", p, forgot, err)
 			}
 		}
 		if !relation(t, s, "bob/1", "p/1").Accepted {
@@ -42,11 +42,11 @@ func testAcceptedPeers(t *testing.T, open Open) {
 			t.Fatal("bob accepting p/1 made p/1 accept bob; the record is one way")
 		}
 		// p/1 seen again: p/2 is now the least recent, and goes first.
-		if err := s.Accept(ctx, "bob/1", "p/1", t0.Add(10*time.Second)); err != nil {
-			t.Fatal(err)
+		if forgot, err := s.Accept(ctx, "bob/1", "p/1", t0.Add(10*time.Second)); err != nil || forgot != 0 {
+			t.Fatalf("Accept(p/1) again = %d, %v; want a refresh", forgot, err)
 		}
-		if err := s.Accept(ctx, "bob/1", "p/4", t0.Add(11*time.Second)); err != nil {
-			t.Fatal(err)
+		if forgot, err := s.Accept(ctx, "bob/1", "p/4", t0.Add(11*time.Second)); err != nil || forgot != 1 {
+			t.Fatalf("Accept(p/4) past the bound = %d, %v; want one peer forgotten", forgot, err)
 		}
 		for p, want := range map[string]bool{"p/1": true, "p/2": false, "p/3": true, "p/4": true} {
 			if got := relation(t, s, "bob/1", p).Accepted; got != want {
