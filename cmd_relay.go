@@ -234,6 +234,7 @@ type relayLimits struct {
 	strangerEnvelopes, strangerIPEnvelopes                         *int
 	strangerBytes, strangerIPBytes                                 *string
 	acceptedPeers, blockedSenders                                  *int
+	acceptedLifetime                                               *time.Duration
 	envelopeLifetime, sweepInterval, httpIdle                      *time.Duration
 	messageRate                                                    *float64
 	messageBurst                                                   *int
@@ -270,6 +271,7 @@ func relayLimitFlags(f *flags) *relayLimits {
 		strangerIPEnvelopes: f.Int("stranger-ip-envelopes", 0, "envelopes such senders behind one remote IP hold in one mailbox (default a quarter of --stranger-envelopes)"),
 		strangerIPBytes:     f.String("stranger-ip-bytes", "", "bytes such senders behind one remote IP hold in one mailbox (default a quarter of --stranger-bytes)"),
 		acceptedPeers:       f.Int("accepted-peers", relaystore.DefaultAcceptedPeers, "peers the relay remembers one address writing to, whose envelopes skip the stranger limits (least recently seen forgotten first)"),
+		acceptedLifetime:    f.Duration("accepted-lifetime", relaystore.DefaultAcceptedLifetime, "how long the relay remembers one address writing to another without seeing it again"),
 		blockedSenders:      f.Int("blocked-senders", relaystore.DefaultBlockedSenders, "senders one address may block at the relay"),
 		envelopeLifetime:    f.Duration("envelope-lifetime", relayserver.DefaultEnvelopeLifetime, "how long an unacknowledged envelope is kept before it expires"),
 		httpIdle:            f.Duration("http-idle-timeout", relayserver.DefaultHTTPIdleTimeout, "how long a kept-alive plain HTTP connection may sit idle"),
@@ -291,15 +293,15 @@ func (r *relayLimits) resolve() (relayserver.Limits, []netip.Prefix, error) {
 			MailboxEnvelopes: *r.mailboxEnvelopes, SenderEnvelopes: *r.senderEnvelopes, IPEnvelopes: *r.ipEnvelopes, TotalEnvelopes: *r.totalEnvelopes,
 			ReserveEnvelopes:  *r.reserveEnvelopes,
 			StrangerEnvelopes: *r.strangerEnvelopes, StrangerIPEnvelopes: *r.strangerIPEnvelopes,
-			AcceptedPeers: *r.acceptedPeers, BlockedSenders: *r.blockedSenders},
+			AcceptedPeers: *r.acceptedPeers, BlockedSenders: *r.blockedSenders, AcceptedLifetime: *r.acceptedLifetime},
 		EnvelopeLifetime: *r.envelopeLifetime, SweepInterval: *r.sweepInterval,
 		HTTPIdleTimeout: *r.httpIdle, MessageRate: *r.messageRate, MessageBurst: *r.messageBurst,
 	}
 	if *r.httpIdle <= 0 || *r.messageRate <= 0 || *r.messageBurst < 1 {
 		return l, nil, usagef("--http-idle-timeout, --message-rate and --message-burst must be positive")
 	}
-	if *r.envelopeLifetime <= 0 || *r.sweepInterval <= 0 {
-		return l, nil, usagef("--envelope-lifetime and --sweep-interval must be positive")
+	if *r.envelopeLifetime <= 0 || *r.sweepInterval <= 0 || *r.acceptedLifetime <= 0 {
+		return l, nil, usagef("--envelope-lifetime, --accepted-lifetime and --sweep-interval must be positive")
 	}
 	if *r.reserveBytes == "0B" || *r.reserveBytes == "0" {
 		l.ReserveBytes = -1

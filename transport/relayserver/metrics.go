@@ -155,7 +155,7 @@ func newMetrics(g *gaugeCollector, faults relaystore.Store) *metrics {
 		blockChanges:     counterVec("parley_relay_sender_blocks_total", "SenderBlock requests served, by what they asked.", "change", "block", "unblock"),
 		acceptRecorded: counter("parley_relay_accepted_peers_recorded_total",
 			"Writes of an accepted peer (an owner's envelope to a peer, recorded at most once an hour per pair and relay process)."),
-		acceptForgotten: counter("parley_relay_accepted_peers_forgotten_total", "Accepted peers forgotten past the per-address bound (least recently seen first)."),
+		acceptForgotten: counter("parley_relay_accepted_peers_forgotten_total", "Accepted peers forgotten: past the per-address bound (least recently seen first) or the accepted lifetime."),
 		statuses: counterVec("parley_relay_envelope_status_total", "Envelope statuses told to senders (best effort), by state.", "state",
 			wire.EnvelopeTaken.String(), wire.EnvelopeExpired.String()),
 	}

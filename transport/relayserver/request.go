@@ -33,7 +33,7 @@ func (c *conn) submit(req uint32, m wire.Submit) bool {
 	if a, err := engine.ParseAddress(env.Recipient); err != nil || a.String() != env.Recipient {
 		return c.refused(req, id, wire.RefuseMalformed)
 	}
-	rel, err := s.store.Relation(c.ctx, env.Recipient, c.addr)
+	rel, err := s.store.Relation(c.ctx, env.Recipient, c.addr, s.now())
 	if err != nil {
 		s.log.Error("relation", "err", cause(err))
 		return c.reply(errorMsg(req, wire.ErrorInternal, "the relay could not store the envelope"))

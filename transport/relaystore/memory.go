@@ -423,12 +423,32 @@ func (m *Memory) Block(_ context.Context, owner, sender string, blocked bool) er
 }
 
 // Relation implements Store.
-func (m *Memory) Relation(_ context.Context, owner, sender string) (Relation, error) {
+func (m *Memory) Relation(_ context.Context, owner, sender string, now time.Time) (Relation, error) {
 	if err := m.lock(); err != nil {
 		return Relation{}, err
 	}
 	defer m.mu.Unlock()
-	return Relation{Accepted: m.accepts[owner].Has(sender), Blocked: m.blocks[owner].Has(sender)}, nil
+	since := now.Add(-m.limits.AcceptedLifetime)
+	return Relation{Accepted: m.accepts[owner].HasSince(sender, since), Blocked: m.blocks[owner].Has(sender)}, nil
+}
+
+// ForgetAccepted implements Store.
+func (m *Memory) ForgetAccepted(_ context.Context, before time.Time) (int, error) {
+	if err := m.lock(); err != nil {
+		return 0, err
+	}
+	defer m.mu.Unlock()
+	all := 0
+	for owner, l := range m.accepts {
+		l, n := l.Forget(before)
+		all += n
+		if len(l) == 0 {
+			delete(m.accepts, owner)
+		} else {
+			m.accepts[owner] = l
+		}
+	}
+	return all, nil
 }
 
 // Stats implements Store.

@@ -22,6 +22,11 @@ const (
 	// that needs more rotates its address rather than grow the relay's
 	// state without bound.
 	DefaultBlockedSenders = 1000
+	// DefaultAcceptedLifetime is how long the relay keeps a record of one
+	// address writing to another: long enough to span a holiday, short
+	// enough that a seized relay's record of who talks to whom is a
+	// season's, not a lifetime's.
+	DefaultAcceptedLifetime = 90 * 24 * time.Hour
 )
 
 // Relation is what owner's records say of one sender.
@@ -50,6 +55,9 @@ func (l Limits) peerDefaults() Limits {
 	}
 	if l.BlockedSenders <= 0 {
 		l.BlockedSenders = DefaultBlockedSenders
+	}
+	if l.AcceptedLifetime <= 0 {
+		l.AcceptedLifetime = DefaultAcceptedLifetime
 	}
 	return l
 }
@@ -84,6 +92,19 @@ type PeerList []Peer
 // Has reports whether address is in l.
 func (l PeerList) Has(address string) bool {
 	return slices.ContainsFunc(l, func(p Peer) bool { return p.Address == address })
+}
+
+// HasSince reports whether address is in l, recorded at since or later.
+func (l PeerList) HasSince(address string, since time.Time) bool {
+	return slices.ContainsFunc(l, func(p Peer) bool { return p.Address == address && !p.Seen.Before(since) })
+}
+
+// Forget returns l without the entries recorded before before, and how
+// many those were.
+func (l PeerList) Forget(before time.Time) (PeerList, int) {
+	n := len(l)
+	l = slices.DeleteFunc(l, func(p Peer) bool { return p.Seen.Before(before) })
+	return l, n - len(l)
 }
 
 // Record returns l with address recorded at now, moved to the end when it

@@ -65,14 +65,15 @@ CREATE TABLE IF NOT EXISTS usage (
 
 -- The peers each owner accepts (it sent them an envelope), seen being when
 -- that was last recorded (Unix nanoseconds); the least recently seen go
--- first past the limit.
+-- first past the limit, and the relay's sweep deletes those older than
+-- the accepted lifetime.
 CREATE TABLE IF NOT EXISTS accepted_peers (
 	owner TEXT NOT NULL,
 	peer  TEXT NOT NULL,
 	seen  INTEGER NOT NULL,
 	PRIMARY KEY (owner, peer)
 ) STRICT;
-CREATE INDEX IF NOT EXISTS accepted_peers_by_seen ON accepted_peers (owner, seen);
+CREATE INDEX IF NOT EXISTS accepted_peers_by_seen ON accepted_peers (seen);
 
 -- The senders each owner blocks.
 CREATE TABLE IF NOT EXISTS blocked_senders (

@@ -52,7 +52,7 @@ CREATE TABLE accepted_peers (
 	seen  INTEGER NOT NULL,
 	PRIMARY KEY (owner, peer)
 ) STRICT;
-CREATE INDEX accepted_peers_by_seen ON accepted_peers (owner, seen);
+CREATE INDEX accepted_peers_by_seen ON accepted_peers (seen);
 CREATE TABLE blocked_senders (
 	owner  TEXT NOT NULL,
 	sender TEXT NOT NULL,

@@ -62,11 +62,12 @@ func (s *SQLite) Block(ctx context.Context, owner, sender string, blocked bool) 
 }
 
 // Relation implements Store.
-func (s *SQLite) Relation(ctx context.Context, owner, sender string) (Relation, error) {
+func (s *SQLite) Relation(ctx context.Context, owner, sender string, now time.Time) (Relation, error) {
 	var r Relation
+	since := now.Add(-s.limits.AcceptedLifetime).UnixNano()
 	err := s.db.QueryRowContext(ctx, `SELECT
-		EXISTS (SELECT 1 FROM accepted_peers WHERE owner = ? AND peer = ?),
-		EXISTS (SELECT 1 FROM blocked_senders WHERE owner = ? AND sender = ?)`, owner, sender, owner, sender).Scan(&r.Accepted, &r.Blocked)
+		EXISTS (SELECT 1 FROM accepted_peers WHERE owner = ? AND peer = ? AND seen >= ?),
+		EXISTS (SELECT 1 FROM blocked_senders WHERE owner = ? AND sender = ?)`, owner, sender, since, owner, sender).Scan(&r.Accepted, &r.Blocked)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Relation{}, nil
 	}
@@ -74,4 +75,21 @@ func (s *SQLite) Relation(ctx context.Context, owner, sender string) (Relation, 
 		return Relation{}, fmt.Errorf("relation of %s to %s: %w", owner, sender, err)
 	}
 	return r, nil
+}
+
+// ForgetAccepted implements Store.
+func (s *SQLite) ForgetAccepted(ctx context.Context, before time.Time) (int, error) {
+	var n int64
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, "DELETE FROM accepted_peers WHERE seen < ?", before.UnixNano())
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("forget accepted peers: %w", err)
+	}
+	return int(n), nil
 }

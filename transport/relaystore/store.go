@@ -114,8 +114,14 @@ type Store interface {
 	// ErrBlockListFull.
 	Block(ctx context.Context, owner, sender string, blocked bool) error
 
-	// Relation says whether owner accepts sender and whether it blocks it.
-	Relation(ctx context.Context, owner, sender string) (Relation, error)
+	// Relation says whether owner accepts sender (recorded within
+	// Limits.AcceptedLifetime before now) and whether it blocks it.
+	Relation(ctx context.Context, owner, sender string, now time.Time) (Relation, error)
+
+	// ForgetAccepted deletes the accepted peers last recorded before
+	// before, and returns how many it deleted (a backend whose records
+	// expire on their own, NATS, returns 0): the relay's sweep.
+	ForgetAccepted(ctx context.Context, before time.Time) (int, error)
 
 	// Stats counts what the relay holds, for its metrics.
 	Stats(ctx context.Context) (Stats, error)
@@ -245,6 +251,9 @@ type Limits struct {
 	// the most senders one address blocks (1,000; past it Block fails).
 	AcceptedPeers  int
 	BlockedSenders int
+	// AcceptedLifetime is how long a recorded accepted peer counts, and is
+	// kept, without being recorded again (90 days).
+	AcceptedLifetime time.Duration
 }
 
 // Default limits.

@@ -63,14 +63,15 @@ const (
 // names are the buckets, streams and subject roots of a store.
 type names struct {
 	reg, ipreg, bundle, usage, meta, otkStream, mboxStream string
-	peers                                                  string
+	accepted, blocked                                      string
 	otk, mbox, wake                                        string // subject roots, with the trailing dot
 }
 
 func namesFor(prefix string) names {
 	return names{
 		reg: prefix + "PARLEY_REG", ipreg: prefix + "PARLEY_IPREG", bundle: prefix + "PARLEY_BUNDLE",
-		usage: prefix + "PARLEY_USAGE", meta: prefix + "PARLEY_META", peers: prefix + "PARLEY_PEERS",
+		usage: prefix + "PARLEY_USAGE", meta: prefix + "PARLEY_META",
+		accepted: prefix + "PARLEY_ACCEPTED", blocked: prefix + "PARLEY_BLOCKED",
 		otkStream: prefix + "PARLEY_OTK", mboxStream: prefix + "PARLEY_MAILBOX",
 		otk: prefix + "parley.otk.", mbox: prefix + "parley.mbox.", wake: prefix + "parley.wake.",
 	}
@@ -109,7 +110,8 @@ type Store struct {
 	bundles jetstream.KeyValue
 	usage   jetstream.KeyValue
 	usageW  *usageWriter
-	peers   jetstream.KeyValue // accepted peers and block lists (peers.go)
+	accepted jetstream.KeyValue // accepted peers (peers.go)
+	blocked  jetstream.KeyValue // block lists
 	otk     jetstream.Stream
 	shards  []shard // the mailbox streams (shard.go)
 	nShards int
@@ -211,7 +213,7 @@ func (s *Store) setup(ctx context.Context, replicas int) error {
 		return err
 	}
 	s.usageW = newUsageWriter(s.usage, s.timeout)
-	if s.peers, err = kv(s.names.peers); err != nil {
+	if err := s.setupPeers(ctx, replicas); err != nil {
 		return err
 	}
 	meta, err := kv(s.names.meta)

@@ -14,9 +14,25 @@ import (
 
 // The room for strangers in each mailbox, and the peers each owner accepts
 // and the senders it blocks (relaystore/peers.go), on the cluster. Each
-// owner's accepted peers are one value of the PARLEY_PEERS bucket ("a."
-// and the owner), its block list another ("b."), both updated by
-// compare-and-set, so that every relay sees the same lists.
+// owner's accepted peers are one value of the PARLEY_ACCEPTED bucket, its
+// block list one of PARLEY_BLOCKED, both updated by compare-and-set, so
+// that every relay sees the same lists. PARLEY_ACCEPTED's values expire
+// after the accepted lifetime (the bucket's TTL): an owner that records
+// nothing for that long loses its list at once, and within a list that is
+// still written, the entries past the lifetime are ignored when read and
+// dropped at the next write.
+
+// setupPeers creates the two buckets.
+func (s *Store) setupPeers(ctx context.Context, replicas int) error {
+	var err error
+	if s.accepted, err = s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: s.names.accepted, History: 1, Replicas: replicas,
+		Storage: jetstream.FileStorage, TTL: s.limits.AcceptedLifetime}); err != nil {
+		return err
+	}
+	s.blocked, err = s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: s.names.blocked, History: 1, Replicas: replicas,
+		Storage: jetstream.FileStorage})
+	return err
+}
 
 // strangerKeys names the counts a stranger's envelope is also charged to:
 // the mailbox's room for strangers and, when the IP is known, the IP's
@@ -50,17 +66,16 @@ func (s *Store) strangerQuota(ctx context.Context, recipient string, from relays
 	return s.limits.StrangerError(u[0], u[1], from, copies, size)
 }
 
-func acceptedKey(owner string) string { return "a." + hexKey(owner) }
-func blockedKey(owner string) string  { return "b." + hexKey(owner) }
+func ownerKey(owner string) string { return hexKey(owner) }
 
 // Accept implements relaystore.Store.
 func (s *Store) Accept(ctx context.Context, owner, peer string, now time.Time) (int, error) {
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
 	var forgot int
-	err := s.update(ctx, s.peers, acceptedKey(owner), func(old []byte) ([]byte, error) {
-		var l relaystore.PeerList
-		l, forgot = decodePeers(old).Record(peer, now, s.limits.AcceptedPeers)
+	err := s.update(ctx, s.accepted, ownerKey(owner), func(old []byte) ([]byte, error) {
+		l, _ := decodePeers(old).Forget(now.Add(-s.limits.AcceptedLifetime))
+		l, forgot = l.Record(peer, now, s.limits.AcceptedPeers)
 		return encodePeers(l), nil
 	})
 	if err != nil {
@@ -73,7 +88,7 @@ func (s *Store) Accept(ctx context.Context, owner, peer string, now time.Time) (
 func (s *Store) Block(ctx context.Context, owner, sender string, blocked bool) error {
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
-	err := s.update(ctx, s.peers, blockedKey(owner), func(old []byte) ([]byte, error) {
+	err := s.update(ctx, s.blocked, ownerKey(owner), func(old []byte) ([]byte, error) {
 		l, err := decodePeers(old).SetBlocked(sender, blocked, time.Now(), s.limits.BlockedSenders)
 		if err != nil {
 			return nil, err
@@ -87,25 +102,34 @@ func (s *Store) Block(ctx context.Context, owner, sender string, blocked bool) e
 }
 
 // Relation implements relaystore.Store.
-func (s *Store) Relation(ctx context.Context, owner, sender string) (relaystore.Relation, error) {
+func (s *Store) Relation(ctx context.Context, owner, sender string, now time.Time) (relaystore.Relation, error) {
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
 	var r relaystore.Relation
+	since := now.Add(-s.limits.AcceptedLifetime)
 	for _, q := range []struct {
-		key string
+		kv  jetstream.KeyValue
 		out *bool
-	}{{acceptedKey(owner), &r.Accepted}, {blockedKey(owner), &r.Blocked}} {
-		e, err := s.peers.Get(ctx, q.key)
+		has func(relaystore.PeerList) bool
+	}{
+		{s.accepted, &r.Accepted, func(l relaystore.PeerList) bool { return l.HasSince(sender, since) }},
+		{s.blocked, &r.Blocked, func(l relaystore.PeerList) bool { return l.Has(sender) }},
+	} {
+		e, err := q.kv.Get(ctx, ownerKey(owner))
 		switch {
 		case errors.Is(err, jetstream.ErrKeyNotFound):
 		case err != nil:
 			return relaystore.Relation{}, fmt.Errorf("relation of %s to %s: %w", owner, sender, err)
 		default:
-			*q.out = decodePeers(e.Value()).Has(sender)
+			*q.out = q.has(decodePeers(e.Value()))
 		}
 	}
 	return r, nil
 }
+
+// ForgetAccepted implements relaystore.Store: the bucket's TTL and the
+// pruning at each write forget on their own, so there is nothing to sweep.
+func (s *Store) ForgetAccepted(context.Context, time.Time) (int, error) { return 0, nil }
 
 // encodePeers lays l out as, for each peer, its time (Unix nanoseconds,
 // 8 bytes), its address's length (1 byte) and the address; an empty list

@@ -13,7 +13,13 @@ import (
 // relation reads Relation and fails the test on an error.
 func relation(t *testing.T, s relaystore.Store, owner, sender string) relaystore.Relation {
 	t.Helper()
-	r, err := s.Relation(context.Background(), owner, sender)
+	return relationAt(t, s, owner, sender, time.Now())
+}
+
+// relationAt reads Relation at now.
+func relationAt(t *testing.T, s relaystore.Store, owner, sender string, now time.Time) relaystore.Relation {
+	t.Helper()
+	r, err := s.Relation(context.Background(), owner, sender, now)
 	if err != nil {
 		t.Fatalf("Relation(%s, %s): %v", owner, sender, err)
 	}
@@ -26,7 +32,7 @@ func relation(t *testing.T, s relaystore.Store, owner, sender string) relaystore
 func testAcceptedPeers(t *testing.T, open Open) {
 	run(t, open, relaystore.Limits{AcceptedPeers: 3}, func(t *testing.T, s relaystore.Store) {
 		ctx := context.Background()
-		t0 := time.Unix(1_700_000_000, 0)
+		t0 := time.Now().Add(-time.Minute)
 		if got := relation(t, s, "bob/1", "alice/1"); got.Accepted || got.Blocked {
 			t.Fatalf("a fresh store: %+v, want nothing", got)
 		}
@@ -137,6 +143,36 @@ func testStrangerRoom(t *testing.T, open Open) {
 		}
 		if _, err := s.Append(ctx, "bob/1", []byte("spam"), 1, stranger(9, "192.0.2.7")); err != nil {
 			t.Fatalf("a stranger from the first IP after one of its envelopes was acknowledged: %v", err)
+		}
+	})
+}
+
+// testAcceptedLifetime: a peer counts as accepted for AcceptedLifetime
+// after it was last recorded, and ForgetAccepted deletes the older
+// records (a backend whose records expire on their own reports none).
+func testAcceptedLifetime(t *testing.T, open Open) {
+	run(t, open, relaystore.Limits{AcceptedLifetime: time.Hour}, func(t *testing.T, s relaystore.Store) {
+		ctx := context.Background()
+		t0 := time.Now()
+		if _, err := s.Accept(ctx, "bob/1", "alice/1", t0); err != nil {
+			t.Fatal(err)
+		}
+		if !relationAt(t, s, "bob/1", "alice/1", t0.Add(59*time.Minute)).Accepted {
+			t.Fatal("within the lifetime: not accepted")
+		}
+		if relationAt(t, s, "bob/1", "alice/1", t0.Add(61*time.Minute)).Accepted {
+			t.Fatal("past the lifetime: still accepted")
+		}
+		n, err := s.ForgetAccepted(ctx, t0.Add(-time.Second))
+		if err != nil || n != 0 {
+			t.Fatalf("ForgetAccepted before the record = %d, %v; want nothing forgotten", n, err)
+		}
+		n, err = s.ForgetAccepted(ctx, t0.Add(time.Second))
+		if err != nil || n > 1 {
+			t.Fatalf("ForgetAccepted after the record = %d, %v", n, err)
+		}
+		if n == 1 && relationAt(t, s, "bob/1", "alice/1", t0).Accepted {
+			t.Fatal("a forgotten record still counts")
 		}
 	})
 }
