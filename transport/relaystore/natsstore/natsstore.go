@@ -102,22 +102,23 @@ type Options struct {
 
 // Store is a relaystore.Store on a JetStream cluster.
 type Store struct {
-	names    names
-	nc       *nats.Conn
-	js       jetstream.JetStream
-	reg      jetstream.KeyValue
-	ipreg    jetstream.KeyValue
-	bundles  jetstream.KeyValue
-	usage    jetstream.KeyValue
-	usageW   *usageWriter
+	names   names
+	nc      *nats.Conn
+	js      jetstream.JetStream
+	reg     jetstream.KeyValue
+	ipreg   jetstream.KeyValue
+	bundles jetstream.KeyValue
+	usage   jetstream.KeyValue
+	usageW  *usageWriter
+	otk     jetstream.Stream
+	shards  []shard // the mailbox streams (shard.go)
+	nShards int
+	limits  relaystore.Limits
+	timeout time.Duration
+	relayID [32]byte
+
 	accepted jetstream.KeyValue // accepted peers (peers.go)
 	blocked  jetstream.KeyValue // block lists
-	otk      jetstream.Stream
-	shards   []shard // the mailbox streams (shard.go)
-	nShards  int
-	limits   relaystore.Limits
-	timeout  time.Duration
-	relayID  [32]byte
 
 	leases relaystore.Leases // this process's, with what each row held
 
