@@ -36,13 +36,13 @@ type acceptCache struct {
 
 func newAcceptCache() *acceptCache { return &acceptCache{seen: make(map[[2]string]time.Time)} }
 
-// due reports whether the pair should be written at now, and notes it
-// written when so.
-func (a *acceptCache) due(owner, peer string, now time.Time) bool {
+// due reports whether the pair should be written at now, given that a
+// record lives lifetime, and notes it written when so.
+func (a *acceptCache) due(owner, peer string, now time.Time, lifetime time.Duration) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	k := [2]string{owner, peer}
-	if at, ok := a.seen[k]; ok && now.Sub(at) < acceptRefresh {
+	if at, ok := a.seen[k]; ok && now.Sub(at) < min(acceptRefresh, lifetime/2) {
 		return false
 	}
 	if len(a.seen) >= maxAcceptCache {
@@ -68,7 +68,7 @@ func (c *conn) recordAccept(peer string) {
 		return
 	}
 	now := s.now()
-	if !s.accepts.due(c.addr, peer, now) {
+	if !s.accepts.due(c.addr, peer, now, s.lim.AcceptedLifetime) {
 		return
 	}
 	forgot, err := s.store.Accept(c.ctx, c.addr, peer, now)
