@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -203,5 +205,60 @@ func TestBlockSender(t *testing.T) {
 				t.Fatalf("block_list = %v, want 1", got)
 			}
 		})
+	}
+}
+
+// TestStrangerShareByForwardedPrefix: behind a trusted proxy, the IP a
+// stranger's envelope is charged to is the forwarded client, an IPv6 one
+// by its /64, as every per-IP limit: eight fresh addresses from eight
+// addresses of one /64 share one IP's part of bob's stranger room, and a
+// stranger from another /64 through the same proxy still delivers.
+func TestStrangerShareByForwardedPrefix(t *testing.T) {
+	r := startRelay(t, Config{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.2/32")}, Limits: roomLimits})
+	lim := roomLimits.StoreLimits()
+	bob := newDevice(t, "bob/1")
+	mustDialFrom(t, r, bob, "127.0.0.1").Close()
+	viaProxy := func(d *device, forwarded string) *raw {
+		ws, resp, err := from("127.0.0.2").Dial(r.url+wire.WebSocketPath, http.Header{"X-Forwarded-For": {forwarded}})
+		if resp != nil && resp.Body != nil {
+			resp.Body.Close()
+		}
+		if err != nil {
+			t.Fatalf("dial as %s for %s: %v", d.addr, forwarded, err)
+		}
+		t.Cleanup(func() { ws.Close() })
+		c := &raw{tb: t, ws: ws}
+		c.login(d)
+		return c
+	}
+	// submit sends one envelope and says whether it was accepted.
+	submit := func(c *raw, d *device, req uint32) bool {
+		b, _ := wire.EncodeEnvelope(envelope(d, bob, "junk"))
+		c.send(req, wire.Submit{Envelope: b})
+		switch m := c.reply(req).(type) {
+		case wire.Accepted:
+			return true
+		case wire.Refused:
+			return false
+		default:
+			t.Fatalf("submit: %v", m)
+			return false
+		}
+	}
+	stored := 0
+	for i := range 8 {
+		d := newDevice(t, fmt.Sprintf("sybil%d/1", i))
+		c := viaProxy(d, fmt.Sprintf("2001:db8:1:2::%x", i+1))
+		for req := uint32(1); submit(c, d, req); req++ {
+			stored++
+		}
+		c.ws.Close()
+	}
+	if stored != lim.StrangerIPEnvelopes {
+		t.Fatalf("one /64 stored %d envelopes in bob's mailbox, want its share %d", stored, lim.StrangerIPEnvelopes)
+	}
+	carol := newDevice(t, "carol/1")
+	if !submit(viaProxy(carol, "2001:db8:9::1"), carol, 1) {
+		t.Fatal("a stranger from another /64 was refused")
 	}
 }
