@@ -1,6 +1,7 @@
 // Package relaystore holds what a parley relay keeps: which identity key owns
 // each device address, each address's prekey bundle and pool of one-time
-// prekeys, and each recipient's mailbox of envelopes with its leases.
+// prekeys, each recipient's mailbox of envelopes with its leases, and the
+// peers each address accepts and the senders it blocks (peers.go).
 //
 // The relay server (package relayserver) talks to storage only through
 // Store, so that another backend can replace the two kept here: Memory, the
