@@ -168,11 +168,12 @@ func TestBlockSender(t *testing.T) {
 			r := be.start(t)
 			alice, bob, mallory := newDevice(t, "alice/1"), newDevice(t, "bob/1"), newDevice(t, "mallory/1")
 			ca, cb, cm := dial(t, r, alice), dial(t, r, bob), dial(t, r, mallory)
-			if f, ok := cb.RelayFeatures(); !ok || !f.Has(wire.FeatureSenderBlock) {
-				t.Fatalf("relay features %v (%v), want sender block announced", f, ok)
-			}
 			if err := cb.BlockSender(ctxT(t), mallory.addr, true); err != nil {
 				t.Fatalf("BlockSender: %v", err)
+			}
+			// The features come before any reply: known by now.
+			if f, ok := cb.RelayFeatures(); !ok || !f.Has(wire.FeatureSenderBlock) {
+				t.Fatalf("relay features %v (%v), want sender block announced", f, ok)
 			}
 			if err := cm.Submit(ctxT(t), envelope(mallory, bob, "from mallory, blocked")); err != nil {
 				t.Fatalf("a blocked sender's submit: %v, want Accepted like any other", err)
