@@ -241,6 +241,10 @@ type relayLimits struct {
 	mailboxBytes, senderBytes, ipBytes, totalBytes                 *string
 	reserveEnvelopes                                               *int
 	reserveBytes                                                   *string
+	strangerEnvelopes, strangerIPEnvelopes                         *int
+	strangerBytes, strangerIPBytes                                 *string
+	acceptedPeers, blockedSenders                                  *int
+	acceptedLifetime                                               *time.Duration
 	envelopeLifetime, sweepInterval, httpIdle                      *time.Duration
 	messageRate                                                    *float64
 	messageBurst                                                   *int
@@ -249,35 +253,42 @@ type relayLimits struct {
 
 func relayLimitFlags(f *flags) *relayLimits {
 	return &relayLimits{
-		maxConns:           f.Int("max-connections", relayserver.DefaultMaxConnections, "open websockets in all"),
-		maxHandshakes:      f.Int("max-handshakes", relayserver.DefaultMaxUnauthenticated, "websockets not yet authenticated, in all"),
-		maxConnsPerIP:      f.Int("max-connections-per-ip", relayserver.DefaultMaxConnectionsPerIP, "open websockets from one remote IP"),
-		maxHandshakesPerIP: f.Int("max-handshakes-per-ip", relayserver.DefaultMaxUnauthPerIP, "websockets from one remote IP not yet authenticated"),
-		maxConnsPerAddr:    f.Int("max-connections-per-address", relayserver.DefaultMaxConnectionsPerAddr, "authenticated connections of one address"),
-		maxSockets:         f.Int("max-sockets", relayserver.DefaultMaxConnections+relayserver.DefaultMaxUnauthenticated, "TCP connections open in all, whatever they carry, counted at accept"),
-		ipv6Prefix:         f.Int("ipv6-prefix", relayserver.DefaultIPv6PrefixBits, "bits of an IPv6 client's address that every per-IP limit keys it by"),
-		maxSocketsPerIP:    f.Int("max-sockets-per-ip", relayserver.DefaultMaxConnectionsPerIP+16, "TCP connections open from one remote IP, counted at accept (behind --trusted-proxy: plain requests per forwarded IP)"),
-		regsPerHour:        f.Int("registrations-per-ip-hour", relayserver.DefaultRegistrationBurst, "new addresses one remote IP may register per hour"),
-		regsPerIP:          f.Int("registrations-per-ip", relaystore.DefaultRegistrationsPerIP, "new addresses one remote IP may register in all"),
-		fetchRate:          f.Float64("fetch-rate", relayserver.DefaultFetchRate, "bundle fetches per second one address may make"),
-		targetFetchRate:    f.Float64("target-fetch-rate", relayserver.DefaultTargetFetchRate, "fetches per second of one address's bundle"),
-		oneTimeBurst:       f.Int("one-time-burst", relayserver.DefaultTargetOneTimeBurst, "one-time prekeys of one address handed out at once (then one a minute)"),
-		mailboxEnvelopes:   f.Int("mailbox-envelopes", relaystore.DefaultMailboxEnvelopes, "envelopes one mailbox holds"),
-		mailboxBytes:       f.String("mailbox-bytes", "64MiB", "bytes one mailbox holds"),
-		senderEnvelopes:    f.Int("sender-envelopes", 0, "envelopes one sender holds in one mailbox (default a quarter of --mailbox-envelopes)"),
-		senderBytes:        f.String("sender-bytes", "", "bytes one sender holds in one mailbox (default a quarter of --mailbox-bytes)"),
-		ipEnvelopes:        f.Int("ip-envelopes", relaystore.DefaultIPEnvelopes, "envelopes submitted from one remote IP the relay holds"),
-		ipBytes:            f.String("ip-bytes", "256MiB", "bytes submitted from one remote IP the relay holds"),
-		totalEnvelopes:     f.Int("total-envelopes", relaystore.DefaultTotalEnvelopes, "envelopes the relay holds in all"),
-		totalBytes:         f.String("total-bytes", "1GiB", "bytes the relay holds in all"),
-		reserveEnvelopes:   f.Int("reserve-envelopes", 0, "envelopes of the total kept for recipients that read their mail (default a quarter of --total-envelopes; -1: none)"),
-		reserveBytes:       f.String("reserve-bytes", "", "bytes of the total kept for recipients that read their mail (default a quarter of --total-bytes; 0B: none)"),
-		envelopeLifetime:   f.Duration("envelope-lifetime", relayserver.DefaultEnvelopeLifetime, "how long an unacknowledged envelope is kept before it expires"),
-		httpIdle:           f.Duration("http-idle-timeout", relayserver.DefaultHTTPIdleTimeout, "how long a kept-alive plain HTTP connection may sit idle"),
-		messageRate:        f.Float64("message-rate", relayserver.DefaultMessageRate, "messages (and control frames) per second one connection may send; an AckRows costs one per row, a PublishBundle one per prekey"),
-		messageBurst:       f.Int("message-burst", relayserver.DefaultMessageBurst, "burst of --message-rate"),
-		sweepInterval:      f.Duration("sweep-interval", relayserver.DefaultSweepInterval, "how often expired envelopes are deleted"),
-		trustedProxies:     f.String("trusted-proxy", "", "comma-separated CIDRs of proxies whose X-Forwarded-For names the client IP"),
+		maxConns:            f.Int("max-connections", relayserver.DefaultMaxConnections, "open websockets in all"),
+		maxHandshakes:       f.Int("max-handshakes", relayserver.DefaultMaxUnauthenticated, "websockets not yet authenticated, in all"),
+		maxConnsPerIP:       f.Int("max-connections-per-ip", relayserver.DefaultMaxConnectionsPerIP, "open websockets from one remote IP"),
+		maxHandshakesPerIP:  f.Int("max-handshakes-per-ip", relayserver.DefaultMaxUnauthPerIP, "websockets from one remote IP not yet authenticated"),
+		maxConnsPerAddr:     f.Int("max-connections-per-address", relayserver.DefaultMaxConnectionsPerAddr, "authenticated connections of one address"),
+		maxSockets:          f.Int("max-sockets", relayserver.DefaultMaxConnections+relayserver.DefaultMaxUnauthenticated, "TCP connections open in all, whatever they carry, counted at accept"),
+		ipv6Prefix:          f.Int("ipv6-prefix", relayserver.DefaultIPv6PrefixBits, "bits of an IPv6 client's address that every per-IP limit keys it by"),
+		maxSocketsPerIP:     f.Int("max-sockets-per-ip", relayserver.DefaultMaxConnectionsPerIP+16, "TCP connections open from one remote IP, counted at accept (behind --trusted-proxy: plain requests per forwarded IP)"),
+		regsPerHour:         f.Int("registrations-per-ip-hour", relayserver.DefaultRegistrationBurst, "new addresses one remote IP may register per hour"),
+		regsPerIP:           f.Int("registrations-per-ip", relaystore.DefaultRegistrationsPerIP, "new addresses one remote IP may register in all"),
+		fetchRate:           f.Float64("fetch-rate", relayserver.DefaultFetchRate, "bundle fetches per second one address may make"),
+		targetFetchRate:     f.Float64("target-fetch-rate", relayserver.DefaultTargetFetchRate, "fetches per second of one address's bundle"),
+		oneTimeBurst:        f.Int("one-time-burst", relayserver.DefaultTargetOneTimeBurst, "one-time prekeys of one address handed out at once (then one a minute)"),
+		mailboxEnvelopes:    f.Int("mailbox-envelopes", relaystore.DefaultMailboxEnvelopes, "envelopes one mailbox holds"),
+		mailboxBytes:        f.String("mailbox-bytes", "64MiB", "bytes one mailbox holds"),
+		senderEnvelopes:     f.Int("sender-envelopes", 0, "envelopes one sender holds in one mailbox (default a quarter of --mailbox-envelopes)"),
+		senderBytes:         f.String("sender-bytes", "", "bytes one sender holds in one mailbox (default a quarter of --mailbox-bytes)"),
+		ipEnvelopes:         f.Int("ip-envelopes", relaystore.DefaultIPEnvelopes, "envelopes submitted from one remote IP the relay holds"),
+		ipBytes:             f.String("ip-bytes", "256MiB", "bytes submitted from one remote IP the relay holds"),
+		totalEnvelopes:      f.Int("total-envelopes", relaystore.DefaultTotalEnvelopes, "envelopes the relay holds in all"),
+		totalBytes:          f.String("total-bytes", "1GiB", "bytes the relay holds in all"),
+		reserveEnvelopes:    f.Int("reserve-envelopes", 0, "envelopes of the total kept for recipients that read their mail (default a quarter of --total-envelopes; -1: none)"),
+		reserveBytes:        f.String("reserve-bytes", "", "bytes of the total kept for recipients that read their mail (default a quarter of --total-bytes; 0B: none)"),
+		strangerEnvelopes:   f.Int("stranger-envelopes", 0, "envelopes the senders a recipient has not written to hold in its mailbox, together (default half of --mailbox-envelopes)"),
+		strangerBytes:       f.String("stranger-bytes", "", "bytes the senders a recipient has not written to hold in its mailbox, together (default half of --mailbox-bytes)"),
+		strangerIPEnvelopes: f.Int("stranger-ip-envelopes", 0, "envelopes such senders behind one remote IP hold in one mailbox (default a quarter of --stranger-envelopes)"),
+		strangerIPBytes:     f.String("stranger-ip-bytes", "", "bytes such senders behind one remote IP hold in one mailbox (default a quarter of --stranger-bytes)"),
+		acceptedPeers:       f.Int("accepted-peers", relaystore.DefaultAcceptedPeers, "peers the relay remembers one address writing to, whose envelopes skip the stranger limits (least recently seen forgotten first)"),
+		acceptedLifetime:    f.Duration("accepted-lifetime", relaystore.DefaultAcceptedLifetime, "how long the relay remembers one address writing to another without seeing it again"),
+		blockedSenders:      f.Int("blocked-senders", relaystore.DefaultBlockedSenders, "senders one address may block at the relay"),
+		envelopeLifetime:    f.Duration("envelope-lifetime", relayserver.DefaultEnvelopeLifetime, "how long an unacknowledged envelope is kept before it expires"),
+		httpIdle:            f.Duration("http-idle-timeout", relayserver.DefaultHTTPIdleTimeout, "how long a kept-alive plain HTTP connection may sit idle"),
+		messageRate:         f.Float64("message-rate", relayserver.DefaultMessageRate, "messages (and control frames) per second one connection may send; an AckRows costs one per row, a PublishBundle one per prekey"),
+		messageBurst:        f.Int("message-burst", relayserver.DefaultMessageBurst, "burst of --message-rate"),
+		sweepInterval:       f.Duration("sweep-interval", relayserver.DefaultSweepInterval, "how often expired envelopes are deleted"),
+		trustedProxies:      f.String("trusted-proxy", "", "comma-separated CIDRs of proxies whose X-Forwarded-For names the client IP"),
 	}
 }
 
@@ -290,15 +301,17 @@ func (r *relayLimits) resolve() (relayserver.Limits, []netip.Prefix, error) {
 		FetchRate: *r.fetchRate, TargetFetchRate: *r.targetFetchRate, TargetOneTimeBurst: *r.oneTimeBurst,
 		Limits: relaystore.Limits{RegistrationsPerIP: *r.regsPerIP,
 			MailboxEnvelopes: *r.mailboxEnvelopes, SenderEnvelopes: *r.senderEnvelopes, IPEnvelopes: *r.ipEnvelopes, TotalEnvelopes: *r.totalEnvelopes,
-			ReserveEnvelopes: *r.reserveEnvelopes},
+			ReserveEnvelopes:  *r.reserveEnvelopes,
+			StrangerEnvelopes: *r.strangerEnvelopes, StrangerIPEnvelopes: *r.strangerIPEnvelopes,
+			AcceptedPeers: *r.acceptedPeers, BlockedSenders: *r.blockedSenders, AcceptedLifetime: *r.acceptedLifetime},
 		EnvelopeLifetime: *r.envelopeLifetime, SweepInterval: *r.sweepInterval,
 		HTTPIdleTimeout: *r.httpIdle, MessageRate: *r.messageRate, MessageBurst: *r.messageBurst,
 	}
 	if *r.httpIdle <= 0 || *r.messageRate <= 0 || *r.messageBurst < 1 {
 		return l, nil, usagef("--http-idle-timeout, --message-rate and --message-burst must be positive")
 	}
-	if *r.envelopeLifetime <= 0 || *r.sweepInterval <= 0 {
-		return l, nil, usagef("--envelope-lifetime and --sweep-interval must be positive")
+	if *r.envelopeLifetime <= 0 || *r.sweepInterval <= 0 || *r.acceptedLifetime <= 0 {
+		return l, nil, usagef("--envelope-lifetime, --accepted-lifetime and --sweep-interval must be positive")
 	}
 	if *r.reserveBytes == "0B" || *r.reserveBytes == "0" {
 		l.ReserveBytes = -1
@@ -309,7 +322,8 @@ func (r *relayLimits) resolve() (relayserver.Limits, []netip.Prefix, error) {
 		in   string
 		out  *int64
 	}{{"mailbox-bytes", *r.mailboxBytes, &l.MailboxBytes}, {"sender-bytes", *r.senderBytes, &l.SenderBytes},
-		{"ip-bytes", *r.ipBytes, &l.IPBytes}, {"total-bytes", *r.totalBytes, &l.TotalBytes}, {"reserve-bytes", *r.reserveBytes, &l.ReserveBytes}} {
+		{"ip-bytes", *r.ipBytes, &l.IPBytes}, {"total-bytes", *r.totalBytes, &l.TotalBytes}, {"reserve-bytes", *r.reserveBytes, &l.ReserveBytes},
+		{"stranger-bytes", *r.strangerBytes, &l.StrangerBytes}, {"stranger-ip-bytes", *r.strangerIPBytes, &l.StrangerIPBytes}} {
 		if b.in == "" {
 			continue
 		}
@@ -323,7 +337,8 @@ func (r *relayLimits) resolve() (relayserver.Limits, []netip.Prefix, error) {
 		"max-handshakes-per-ip": l.MaxUnauthenticatedPerIP, "max-connections-per-address": l.MaxConnectionsPerAddress,
 		"max-sockets": l.MaxSockets, "max-sockets-per-ip": l.MaxSocketsPerIP, "ipv6-prefix": l.IPv6PrefixBits,
 		"registrations-per-ip-hour": l.RegistrationBurst, "registrations-per-ip": l.RegistrationsPerIP, "one-time-burst": l.TargetOneTimeBurst,
-		"mailbox-envelopes": l.MailboxEnvelopes, "ip-envelopes": l.IPEnvelopes, "total-envelopes": l.TotalEnvelopes} {
+		"mailbox-envelopes": l.MailboxEnvelopes, "ip-envelopes": l.IPEnvelopes, "total-envelopes": l.TotalEnvelopes,
+		"accepted-peers": l.AcceptedPeers, "blocked-senders": l.BlockedSenders} {
 		if v < 1 {
 			return l, nil, usagef("--%s must be positive", name)
 		}

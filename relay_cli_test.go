@@ -17,6 +17,8 @@ func TestRelayHelpShowsDefaults(t *testing.T) {
 		"--max-sockets-per-ip", "(default 80)", "--envelope-lifetime", "(default 168h0m0s)",
 		"--total-bytes", "(default 1GiB)", "--ipv6-prefix", "(default 64)", "--log-level", "(default info)",
 		"--reserve-bytes", "default a quarter of --total-bytes",
+		"--stranger-envelopes", "default half of --mailbox-envelopes", "--stranger-ip-envelopes", "default a quarter of --stranger-envelopes",
+		"--stranger-bytes", "--stranger-ip-bytes", "--accepted-peers", "--blocked-senders", "--accepted-lifetime", "(default 2160h0m0s)",
 	} {
 		if !strings.Contains(stdout.String(), want) {
 			t.Errorf("relay --help does not show %q:\n%s", want, stdout)

@@ -132,7 +132,11 @@ func dirSize(t *testing.T, dir string) int64 {
 // its bound of the junk (saying so), and his profile stays well under 40
 // MiB.
 func TestFloodKeepsTheProfileSmall(t *testing.T) {
-	url := startTestRelay(t, relaystore.NewMemory(relaystore.Limits{}), relayserver.Config{Limits: relayserver.Limits{MessageRate: -1, ByteRate: -1}})
+	// The relay's room for strangers is as large as the mailbox: this test
+	// is about bob's client, and wants the whole sender's share of junk
+	// (transport/relayserver's room_test.go tests the room).
+	room := relaystore.Limits{StrangerBytes: relaystore.DefaultMailboxBytes, StrangerIPBytes: relaystore.DefaultMailboxBytes}
+	url := startTestRelay(t, relaystore.NewMemory(room), relayserver.Config{Limits: relayserver.Limits{Limits: room, MessageRate: -1, ByteRate: -1}})
 	bob := newTestProfile(t, "bob/1", url, engine.Policy{})
 	alice := newTestProfile(t, "alice/1", url, engine.Policy{})
 	mallory, addr := stranger(t, url, "mallory/1")

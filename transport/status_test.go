@@ -72,7 +72,7 @@ func TestFeaturesAndStatuses(t *testing.T) {
 	url := scriptedRelay(t,
 		mustEncodeRelay(t, wire.Features{Set: wire.FeatureEnvelopeStatus | 1<<7}),
 		mustEncodeRelay(t, taken),
-		[]byte{wire.RelayVersion, 17, 0, 0, 0, 0, 0xaa}, // a later relay's push
+		[]byte{wire.RelayVersion, 0xfe, 0, 0, 0, 0, 0xaa}, // a later relay's push
 		mustEncodeRelay(t, expired),
 	)
 	id, err := engine.NewIdentity(engine.SystemRandom{})

@@ -98,7 +98,11 @@ func FuzzDecodeRelay(f *testing.F) {
 		f.Add(mustEncode(encodeRelay, v.v)) // the kinds added later, 15 and 16
 	}
 	f.Add(relayBytes(wire.RelayEnvelopeStatus, make([]byte, 16), []byte{3})) // an unknown envelope state
-	f.Add(relayBytes(17))                                                    // a kind past the last one
+	f.Add(relayBytes(0xfe))                                                  // a kind past the last one
+	for _, v := range senderBlockVectors() {
+		f.Add(mustEncode(encodeRelay, v.v)) // kind 17
+	}
+	f.Add(relayBytes(wire.RelaySenderBlock, []byte{3}, []byte("a/1"), []byte{2})) // a blocked byte neither 0 nor 1
 	for _, v := range relayBlobVectors() {
 		f.Add(mustEncode(encodeRelay, v.v)) // the blob kinds, 18 to 25
 	}

@@ -28,6 +28,7 @@ const (
 	// Added after version 1 was frozen (relaystatus.go).
 	RelayEnvelopeStatus RelayKind = 15 // server → client
 	RelayFeatures       RelayKind = 16 // server → client
+	RelaySenderBlock    RelayKind = 17 // client → server (senderblock.go)
 )
 
 var relayKindNames = [...]string{
@@ -47,6 +48,7 @@ var relayKindNames = [...]string{
 	RelayPrekeyPool:     "prekey pool",
 	RelayEnvelopeStatus: "envelope status",
 	RelayFeatures:       "features",
+	RelaySenderBlock:    "sender block",
 }
 
 // String returns a short lowercase name such as "submit".
@@ -323,7 +325,7 @@ func EncodeRelay(request uint32, m RelayMessage) ([]byte, error) {
 	switch m.(type) {
 	case Challenge, Auth, AuthOK, PublishBundle, FetchBundle, BundleReply, Submit,
 		Accepted, Refused, Deliver, AckRows, Done, Error, PrekeyPool, EnvelopeStatus, Features,
-		BlobCreate, BlobCreated, BlobPut, BlobStat, BlobHeld, BlobGet, BlobData, BlobRefused:
+		BlobCreate, BlobCreated, BlobPut, BlobStat, BlobHeld, BlobGet, BlobData, BlobRefused, SenderBlock:
 	default:
 		// Before m.RelayKind: a nil pointer would panic there.
 		return nil, fmt.Errorf("wire: encode relay message: unsupported type %T: %w", m, ErrMalformed)

@@ -247,7 +247,7 @@ func TestDecodeRelayRejects(t *testing.T) {
 		{"version 2 alone", []byte{2}, wire.ErrUnsupportedVersion},
 		{"over the limit", make([]byte, wire.MaxRelayMessageSize+1), wire.ErrMessageTooLarge},
 		{"kind 0", relayBytes(0), wire.ErrMalformed},
-		{"kind 17", relayBytes(17), wire.ErrMalformed},
+		{"kind 17 without a body", relayBytes(17), wire.ErrMalformed},
 		{"kind ff", relayBytes(0xff), wire.ErrMalformed},
 		{"header without request ID", []byte{1, 3, 0, 0, 0}, wire.ErrMalformed},
 		{"auth ok with a body", relayBytes(wire.RelayAuthOK, []byte{0}), wire.ErrMalformed},
@@ -328,6 +328,7 @@ func TestRelayKinds(t *testing.T) {
 		{wire.PrekeyPool{}, 14, "prekey pool"},
 		{wire.EnvelopeStatus{}, 15, "envelope status"},
 		{wire.Features{}, 16, "features"},
+		{wire.SenderBlock{}, 17, "sender block"},
 	}
 	for _, tt := range tests {
 		if got := tt.msg.RelayKind(); got != tt.kind {
@@ -337,8 +338,8 @@ func TestRelayKinds(t *testing.T) {
 			t.Errorf("RelayKind(%d).String() = %q, want %q", tt.kind, got, tt.name)
 		}
 	}
-	if got, want := wire.RelayKind(17).String(), "relay kind 17"; got != want {
-		t.Errorf("RelayKind(17).String() = %q, want %q", got, want)
+	if got, want := wire.RelayKind(0xfe).String(), "relay kind 254"; got != want {
+		t.Errorf("RelayKind(0xfe).String() = %q, want %q", got, want)
 	}
 }
 

@@ -166,7 +166,7 @@ func TestRelayBlobNames(t *testing.T) {
 	tests := []struct{ got, want string }{
 		{wire.RelayBlobCreate.String(), "blob create"},
 		{wire.RelayBlobRefused.String(), "blob refused"},
-		{wire.RelayKind(17).String(), "relay kind 17"},
+		{wire.RelayKind(17).String(), "sender block"},
 		{wire.RelayKind(26).String(), "relay kind 26"},
 		{wire.BlobExpired.String(), "blob_expired"},
 		{wire.BlobRefuseReason(9).String(), "blob refuse reason 9"},

@@ -62,6 +62,8 @@ type FeatureSet uint32
 const (
 	// FeatureEnvelopeStatus: the relay sends EnvelopeStatus.
 	FeatureEnvelopeStatus FeatureSet = 1 << 0
+	// FeatureSenderBlock: the relay serves SenderBlock (senderblock.go).
+	FeatureSenderBlock FeatureSet = 1 << 1
 )
 
 // Has reports whether every feature of f is in s.
@@ -71,9 +73,14 @@ func (s FeatureSet) Has(f FeatureSet) bool { return s&f == f }
 // unknown bits in hex.
 func (s FeatureSet) String() string {
 	var names []string
-	if s.Has(FeatureEnvelopeStatus) {
-		names = append(names, "envelope status")
-		s &^= FeatureEnvelopeStatus
+	for _, f := range []struct {
+		bit  FeatureSet
+		name string
+	}{{FeatureEnvelopeStatus, "envelope status"}, {FeatureSenderBlock, "sender block"}, {FeatureBlobs, "blobs"}} {
+		if s.Has(f.bit) {
+			names = append(names, f.name)
+			s &^= f.bit
+		}
 	}
 	if s != 0 {
 		names = append(names, fmt.Sprintf("0x%x", uint32(s)))
@@ -114,6 +121,8 @@ func appendRelayPush(b []byte, m RelayMessage) ([]byte, error) {
 		return append(b, byte(m.State)), nil
 	case Features:
 		return binary.BigEndian.AppendUint32(b, uint32(m.Set)), nil
+	case SenderBlock:
+		return appendSenderBlock(b, m)
 	}
 	return nil, fmt.Errorf("unsupported type %T: %w", m, ErrMalformed)
 }
@@ -134,6 +143,8 @@ func (r *reader) relayPush(kind RelayKind) RelayMessage {
 		return ok(r, s)
 	case RelayFeatures:
 		return ok(r, Features{Set: FeatureSet(r.u32("features"))})
+	case RelaySenderBlock:
+		return r.senderBlock()
 	}
 	r.fail(fmt.Errorf("kind %d: %w", kind, ErrUnknownRelayKind))
 	return nil

@@ -100,7 +100,7 @@ func TestDecodeRelayPushRejects(t *testing.T) {
 // ErrUnknownRelayKind, itself an ErrMalformed, so that a client can skip a
 // later relay's pushes without skipping a broken message of a known kind.
 func TestUnknownRelayKind(t *testing.T) {
-	for _, k := range []wire.RelayKind{0, 17, 0xff} {
+	for _, k := range []wire.RelayKind{0, 0xfe, 0xff} {
 		_, m, err := wire.DecodeRelay(relayBytes(k))
 		if m != nil || !errors.Is(err, wire.ErrUnknownRelayKind) || !errors.Is(err, wire.ErrMalformed) {
 			t.Errorf("kind %d: %v, %v; want ErrUnknownRelayKind and ErrMalformed", k, m, err)

@@ -231,7 +231,10 @@ func waitPool(t *testing.T, c *transport.Conn, n int) {
 // TestSenderShareOfAMailbox: one sender fills its share of bob's mailbox and
 // is refused; alice's next message to bob is still accepted.
 func TestSenderShareOfAMailbox(t *testing.T) {
-	r := startRelay(t, Config{Limits: Limits{Limits: relaystore.Limits{MailboxEnvelopes: 100}, MessageRate: -1, ByteRate: -1}})
+	// The room for strangers as large as the mailbox, so that the sender's
+	// share alone bites (room_test.go tests the room).
+	r := startRelay(t, Config{Limits: Limits{Limits: relaystore.Limits{MailboxEnvelopes: 100, StrangerEnvelopes: 100, StrangerIPEnvelopes: 100},
+		MessageRate: -1, ByteRate: -1}})
 	alice, bob, mallory := newDevice(t, "alice/1"), newDevice(t, "bob/1"), newDevice(t, "mallory/1")
 	ca, cm := dial(t, r, alice), dial(t, r, mallory)
 	dial(t, r, bob)

@@ -40,13 +40,16 @@ const (
 	limitReserve            limit = "reserve"
 	limitSockets            limit = "sockets"
 	limitIPSockets          limit = "ip_sockets"
+	limitStrangerRoom       limit = "stranger_room"
+	limitStrangerIPShare    limit = "stranger_ip_share"
+	limitBlockList          limit = "block_list"
 )
 
 // limits lists every limit, so that each series shows from the first
 // scrape.
 var limits = []limit{limitConnections, limitHandshakes, limitIPConnections, limitIPHandshakes, limitAddressConnections, limitIPRegistrations,
 	limitIPRegistered, limitFetchRequester, limitFetchTarget, limitOneTimeTarget, limitSenderQuota, limitIPShare, limitStoreFull, limitReserve,
-	limitSockets, limitIPSockets}
+	limitSockets, limitIPSockets, limitStrangerRoom, limitStrangerIPShare, limitBlockList}
 
 // keyedLimiters is one token bucket per key (an IP, an address), made on
 // first use. A bucket that has refilled completely is forgotten at the next

@@ -38,6 +38,10 @@ type metrics struct {
 	leaseToAck       prometheus.Histogram
 	statuses         *prometheus.CounterVec
 	expired          prometheus.Counter
+	blockedDiscarded prometheus.Counter // envelopes of blocked senders, answered Accepted
+	blockChanges     *prometheus.CounterVec
+	acceptRecorded   prometheus.Counter
+	acceptForgotten  prometheus.Counter
 }
 
 // authFailure is why a connection was refused at authentication: the
@@ -147,13 +151,18 @@ func newMetrics(g *gaugeCollector, faults relaystore.Store) *metrics {
 		bundlesFetched:   counter("parley_relay_bundles_fetched_total", "Bundles handed out."),
 		oneTimeHandedOut: counter("parley_relay_one_time_prekeys_handed_out_total", "One-time prekeys handed out (each once)."),
 		expired:          counter("parley_relay_envelopes_expired_total", "Envelopes deleted unacknowledged at the end of their lifetime."),
+		blockedDiscarded: counter("parley_relay_envelopes_blocked_total", "Envelopes of senders their recipient blocks: answered Accepted and discarded."),
+		blockChanges:     counterVec("parley_relay_sender_blocks_total", "SenderBlock requests served, by what they asked.", "change", "block", "unblock"),
+		acceptRecorded: counter("parley_relay_accepted_peers_recorded_total",
+			"Writes of an accepted peer (an owner's envelope to a peer, recorded at most once an hour per pair and relay process)."),
+		acceptForgotten: counter("parley_relay_accepted_peers_forgotten_total", "Accepted peers forgotten: past the per-address bound (least recently seen first) or the accepted lifetime."),
 		statuses: counterVec("parley_relay_envelope_status_total", "Envelope statuses told to senders (best effort), by state.", "state",
 			wire.EnvelopeTaken.String(), wire.EnvelopeExpired.String()),
 	}
 	m.reg.MustRegister(
 		m.connectionsTotal, m.authFailures, m.disconnects, m.accepted, m.refused, m.delivered, m.acknowledged,
 		m.dropped, m.duplicated, m.rateLimited, m.bundlesPublished, m.bundlesFetched, m.oneTimeHandedOut, m.limited,
-		m.acceptToDeliver, m.leaseToAck, m.statuses, m.expired,
+		m.acceptToDeliver, m.leaseToAck, m.statuses, m.expired, m.blockedDiscarded, m.blockChanges, m.acceptRecorded, m.acceptForgotten,
 		g,
 	)
 	return m

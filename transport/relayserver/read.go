@@ -69,6 +69,8 @@ func (c *conn) handle(data []byte) bool {
 		return c.publish(req, m)
 	case wire.BlobCreate, wire.BlobPut, wire.BlobStat, wire.BlobGet:
 		return c.blob(req, m)
+	case wire.SenderBlock:
+		return c.block(req, m)
 	case wire.Auth:
 		c.finish(dropProtocol, errorMsg(req, wire.ErrorAuthFailed, "already authenticated: a challenge is answered once"), websocket.ClosePolicyViolation, "already authenticated")
 		return false

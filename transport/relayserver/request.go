@@ -33,13 +33,30 @@ func (c *conn) submit(req uint32, m wire.Submit) bool {
 	if a, err := engine.ParseAddress(env.Recipient); err != nil || a.String() != env.Recipient {
 		return c.refused(req, id, wire.RefuseMalformed)
 	}
+	rel, err := s.store.Relation(c.ctx, env.Recipient, c.addr, s.now())
+	if err != nil {
+		s.log.Error("relation", "err", cause(err))
+		return c.reply(errorMsg(req, wire.ErrorInternal, "the relay could not store the envelope"))
+	}
+	if rel.Blocked {
+		// Silent: the blocked sender hears what any sender hears.
+		s.metrics.blockedDiscarded.Inc()
+		return c.reply(encode(req, wire.Accepted{EnvelopeID: env.ID}))
+	}
 	// The store decides how many copies it keeps: one, or none or two when
 	// it injects faults (relaystore.WithFaults); either way the sender hears
 	// Accepted.
-	rows, err := s.store.Append(c.ctx, env.Recipient, m.Envelope, 1, relaystore.Origin{Address: c.addr, IP: c.ip, Envelope: env.ID, ToReader: s.reads(env.Recipient)})
+	rows, err := s.store.Append(c.ctx, env.Recipient, m.Envelope, 1, relaystore.Origin{Address: c.addr, IP: c.ip, Envelope: env.ID,
+		ToReader: s.reads(env.Recipient), Stranger: !rel.Accepted && env.Recipient != c.addr})
 	switch {
 	case errors.Is(err, relaystore.ErrNotRegistered):
 		return c.refused(req, id, wire.RefuseUnknownRecipient)
+	case errors.Is(err, relaystore.ErrStrangerRoom):
+		s.metrics.limitedBy(limitStrangerRoom)
+		return c.refused(req, id, wire.RefuseMailboxFull)
+	case errors.Is(err, relaystore.ErrStrangerIPShare):
+		s.metrics.limitedBy(limitStrangerIPShare)
+		return c.refused(req, id, wire.RefuseSenderQuota)
 	case errors.Is(err, relaystore.ErrMailboxFull):
 		return c.refused(req, id, wire.RefuseMailboxFull)
 	case errors.Is(err, relaystore.ErrSenderQuota):
@@ -62,6 +79,7 @@ func (c *conn) submit(req uint32, m wire.Submit) bool {
 	if len(rows) > 0 {
 		s.notify(env.Recipient)
 	}
+	c.recordAccept(env.Recipient)
 	return c.reply(encode(req, wire.Accepted{EnvelopeID: env.ID}))
 }
 

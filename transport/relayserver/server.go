@@ -47,6 +47,7 @@ type Server struct {
 	fetchesOf     *keyedLimiters // bundle fetches per target address
 	oneTimeOf     *keyedLimiters // one-time prekeys handed out per target
 	readers       *readers       // addresses that read their mail lately
+	accepts       *acceptCache   // accepted peers recorded lately (peers.go)
 	sockets       *socketCount   // TCP connections, counted at accept
 	proxied       *socketCount   // plain requests in flight per forwarded IP
 	counting      atomic.Bool    // a listener counts the connections (CountConnections)
@@ -86,6 +87,7 @@ func New(store relaystore.Store, cfg Config) (*Server, error) {
 		fetchesOf:     newKeyedLimiters(lim.TargetFetchRate, lim.TargetFetchBurst),
 		oneTimeOf:     newKeyedLimiters(lim.TargetOneTimeRate, lim.TargetOneTimeBurst),
 		readers:       newReaders(lim.EnvelopeLifetime),
+		accepts:       newAcceptCache(),
 		sockets:       newSocketCount(),
 		proxied:       newSocketCount()}
 	if s.log == nil {

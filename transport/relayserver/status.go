@@ -12,7 +12,7 @@ import (
 
 // features is what this relay announces after AuthOK.
 func (s *Server) features() wire.FeatureSet {
-	f := wire.FeatureEnvelopeStatus
+	f := wire.FeatureEnvelopeStatus | wire.FeatureSenderBlock
 	if s.blobs != nil {
 		f |= wire.FeatureBlobs
 	}

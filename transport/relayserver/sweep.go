@@ -33,9 +33,17 @@ func (s *Server) sweeper(ctx context.Context, done chan<- struct{}) {
 	}
 }
 
-// sweep expires what outlived its lifetime.
+// sweep expires what outlived its lifetime: envelopes, and the records of
+// accepted peers (peers.go).
 func (s *Server) sweep(ctx context.Context) {
 	s.sweepBlobs(ctx)
+	if n, err := s.store.ForgetAccepted(ctx, s.now().Add(-s.lim.AcceptedLifetime)); err != nil {
+		if ctx.Err() == nil {
+			s.log.Error("forget accepted peers", "err", cause(err))
+		}
+	} else {
+		s.metrics.acceptForgotten.Add(float64(n))
+	}
 	for ctx.Err() == nil {
 		now := s.now()
 		gone, err := s.store.Expire(ctx, now, now.Add(-s.lim.EnvelopeLifetime), sweepBatch)

@@ -26,7 +26,9 @@ type Memory struct {
 	boxes   map[string]*memBox
 	total   Usage
 	byIP    map[string]*Usage
-	regIP   map[string]int // addresses first registered from each IP
+	regIP   map[string]int      // addresses first registered from each IP
+	accepts map[string]PeerList // by owner
+	blocks  map[string]PeerList // by owner
 }
 
 type memBundle struct {
@@ -36,9 +38,11 @@ type memBundle struct {
 }
 
 type memBox struct {
-	rows     []*memRow // ascending IDs: FIFO
-	bytes    int64
-	bySender map[string]*Usage
+	rows       []*memRow // ascending IDs: FIFO
+	bytes      int64
+	bySender   map[string]*Usage
+	strangers  Usage             // what senders the recipient did not accept hold
+	strangerIP map[string]*Usage // of that, by IP
 }
 
 type memRow struct {
@@ -68,6 +72,8 @@ func NewMemory(l Limits) *Memory {
 		boxes:   make(map[string]*memBox),
 		byIP:    make(map[string]*Usage),
 		regIP:   make(map[string]int),
+		accepts: make(map[string]PeerList),
+		blocks:  make(map[string]PeerList),
 	}
 	rand.Read(m.relayID[:])
 	return m
@@ -202,7 +208,7 @@ func (m *Memory) Append(_ context.Context, recipient string, env []byte, copies 
 	}
 	box := m.boxes[recipient]
 	if box == nil {
-		box = &memBox{bySender: make(map[string]*Usage)}
+		box = &memBox{bySender: make(map[string]*Usage), strangerIP: make(map[string]*Usage)}
 	}
 	size := int64(len(env)) * int64(copies)
 	var sender, ip Usage
@@ -213,6 +219,13 @@ func (m *Memory) Append(_ context.Context, recipient string, env []byte, copies 
 		ip = *u
 	}
 	if err := m.limits.QuotaError(Usage{len(box.rows), box.bytes}, sender, ip, m.total, from, copies, size); err != nil {
+		return nil, fmt.Errorf("append to %s: %w", recipient, err)
+	}
+	var strangerIP Usage
+	if u := box.strangerIP[from.IP]; u != nil {
+		strangerIP = *u
+	}
+	if err := m.limits.StrangerError(box.strangers, strangerIP, from, copies, size); err != nil {
 		return nil, fmt.Errorf("append to %s: %w", recipient, err)
 	}
 	m.boxes[recipient] = box
@@ -247,6 +260,13 @@ func (m *Memory) charge(box *memBox, from Origin, n int, size int64) {
 	add(box.bySender, from.Address)
 	if from.IP != "" {
 		add(m.byIP, from.IP)
+	}
+	if from.Stranger {
+		box.strangers.Envelopes += n
+		box.strangers.Bytes += size
+		if from.IP != "" {
+			add(box.strangerIP, from.IP)
+		}
 	}
 	m.total.Envelopes += n
 	m.total.Bytes += size
@@ -371,6 +391,64 @@ func (m *Memory) Expire(_ context.Context, now, before time.Time, max int) ([]Re
 		}
 	}
 	return out, nil
+}
+
+// Accept implements Store.
+func (m *Memory) Accept(_ context.Context, owner, peer string, now time.Time) (int, error) {
+	if err := m.lock(); err != nil {
+		return 0, err
+	}
+	defer m.mu.Unlock()
+	var forgot int
+	m.accepts[owner], forgot = m.accepts[owner].Record(peer, now, m.limits.AcceptedPeers)
+	return forgot, nil
+}
+
+// Block implements Store.
+func (m *Memory) Block(_ context.Context, owner, sender string, blocked bool) error {
+	if err := m.lock(); err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	l, err := m.blocks[owner].SetBlocked(sender, blocked, time.Now(), m.limits.BlockedSenders)
+	if err != nil {
+		return fmt.Errorf("block %s for %s: %w", sender, owner, err)
+	}
+	if len(l) == 0 {
+		delete(m.blocks, owner)
+	} else {
+		m.blocks[owner] = l
+	}
+	return nil
+}
+
+// Relation implements Store.
+func (m *Memory) Relation(_ context.Context, owner, sender string, now time.Time) (Relation, error) {
+	if err := m.lock(); err != nil {
+		return Relation{}, err
+	}
+	defer m.mu.Unlock()
+	since := now.Add(-m.limits.AcceptedLifetime)
+	return Relation{Accepted: m.accepts[owner].HasSince(sender, since), Blocked: m.blocks[owner].Has(sender)}, nil
+}
+
+// ForgetAccepted implements Store.
+func (m *Memory) ForgetAccepted(_ context.Context, before time.Time) (int, error) {
+	if err := m.lock(); err != nil {
+		return 0, err
+	}
+	defer m.mu.Unlock()
+	all := 0
+	for owner, l := range m.accepts {
+		l, n := l.Forget(before)
+		all += n
+		if len(l) == 0 {
+			delete(m.accepts, owner)
+		} else {
+			m.accepts[owner] = l
+		}
+	}
+	return all, nil
 }
 
 // Stats implements Store.

@@ -1,4 +1,4 @@
--- The relay's durable state, version 3 (sqlitemigrate.go migrates versions 1 and 2).
+-- The relay's durable state, version 4 (sqlitemigrate.go migrates versions 1 to 3).
 -- Every statement is idempotent.
 
 -- meta holds the relay's identity ("relay_id", 32 bytes).
@@ -43,7 +43,8 @@ CREATE TABLE IF NOT EXISTS envelopes (
 	sender    TEXT NOT NULL DEFAULT '',
 	ip        TEXT NOT NULL DEFAULT '',
 	accepted  INTEGER NOT NULL DEFAULT 0, -- Unix nanoseconds, 0 for rows of version 1
-	envelope_id BLOB NOT NULL DEFAULT x''
+	envelope_id BLOB NOT NULL DEFAULT x'',
+	stranger  INTEGER NOT NULL DEFAULT 0 -- 1: charged to the room for strangers
 );
 CREATE INDEX IF NOT EXISTS envelopes_by_recipient ON envelopes (recipient, row);
 -- The expiry sweep takes the oldest envelopes first.
@@ -51,12 +52,33 @@ CREATE INDEX IF NOT EXISTS envelopes_by_accepted ON envelopes (accepted);
 
 -- Running totals, so that every limit costs one lookup. scope is 'mailbox'
 -- (key: the recipient), 'sender' (key: the recipient, a space, the sender),
--- 'ip' (key: the remote IP) or 'total' (key: ''). A row with nothing left is
--- deleted.
+-- 'ip' (key: the remote IP), 'total' (key: ''), 'stranger' (key: the
+-- recipient) or 'stranger_ip' (key: the recipient, a space, the IP). A row
+-- with nothing left is deleted.
 CREATE TABLE IF NOT EXISTS usage (
 	scope     TEXT NOT NULL,
 	key       TEXT NOT NULL,
 	envelopes INTEGER NOT NULL,
 	bytes     INTEGER NOT NULL,
 	PRIMARY KEY (scope, key)
+) STRICT;
+
+-- The peers each owner accepts (it sent them an envelope), seen being when
+-- that was last recorded (Unix nanoseconds); the least recently seen go
+-- first past the limit, and the relay's sweep deletes those older than
+-- the accepted lifetime.
+CREATE TABLE IF NOT EXISTS accepted_peers (
+	owner TEXT NOT NULL,
+	peer  TEXT NOT NULL,
+	seen  INTEGER NOT NULL,
+	PRIMARY KEY (owner, peer)
+) STRICT;
+CREATE INDEX IF NOT EXISTS accepted_peers_by_seen ON accepted_peers (seen);
+
+-- The senders each owner blocks.
+CREATE TABLE IF NOT EXISTS blocked_senders (
+	owner  TEXT NOT NULL,
+	sender TEXT NOT NULL,
+	since  INTEGER NOT NULL,
+	PRIMARY KEY (owner, sender)
 ) STRICT;

@@ -450,7 +450,7 @@ func (s *SQLite) commitGroup(group []*appendReq) {
 			return err
 		}
 		defer tx.Rollback()
-		ins, err := tx.PrepareContext(ctx, "INSERT INTO envelopes (recipient, envelope, sender, ip, accepted, envelope_id) VALUES (?, ?, ?, ?, ?, ?) RETURNING row")
+		ins, err := tx.PrepareContext(ctx, "INSERT INTO envelopes (recipient, envelope, sender, ip, accepted, envelope_id, stranger) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING row")
 		if err != nil {
 			return err
 		}
@@ -487,11 +487,18 @@ func (s *SQLite) commitGroup(group []*appendReq) {
 }
 
 // usageScopes names the running totals an envelope from from to recipient
-// counts in: its mailbox, its sender within the mailbox, its IP, and all.
+// counts in: its mailbox, its sender within the mailbox, all, its IP, and a
+// stranger's the mailbox's room for strangers and its IP's share of it.
 func usageScopes(recipient string, from Origin) [][2]string {
 	sc := [][2]string{{"mailbox", recipient}, {"sender", recipient + " " + from.Address}, {"total", ""}}
 	if from.IP != "" {
 		sc = append(sc, [2]string{"ip", from.IP})
+	}
+	if from.Stranger {
+		sc = append(sc, [2]string{"stranger", recipient})
+		if from.IP != "" {
+			sc = append(sc, [2]string{"stranger_ip", recipient + " " + from.IP})
+		}
 	}
 	return sc
 }
@@ -528,20 +535,24 @@ func (s *SQLite) appendTx(ctx context.Context, tx *sql.Tx, ins *sql.Stmt, r *app
 		return err
 	}
 	scopes := usageScopes(r.recipient, r.from)
-	var u [4]Usage
-	for i, sc := range scopes {
-		var err error
-		if u[i], err = readUsage(ctx, tx, sc[0], sc[1]); err != nil {
+	u := make(map[string]Usage, len(scopes))
+	for _, sc := range scopes {
+		v, err := readUsage(ctx, tx, sc[0], sc[1])
+		if err != nil {
 			return err
 		}
+		u[sc[0]] = v
 	}
 	size := int64(len(r.env)) * int64(r.copies)
-	if err := s.limits.QuotaError(u[0], u[1], u[3], u[2], r.from, r.copies, size); err != nil {
+	if err := s.limits.QuotaError(u["mailbox"], u["sender"], u["ip"], u["total"], r.from, r.copies, size); err != nil {
+		return err
+	}
+	if err := s.limits.StrangerError(u["stranger"], u["stranger_ip"], r.from, r.copies, size); err != nil {
 		return err
 	}
 	for range r.copies {
 		var row int64
-		if err := ins.QueryRowContext(ctx, r.recipient, r.env, r.from.Address, r.from.IP, time.Now().UnixNano(), r.from.Envelope[:]).Scan(&row); err != nil {
+		if err := ins.QueryRowContext(ctx, r.recipient, r.env, r.from.Address, r.from.IP, time.Now().UnixNano(), r.from.Envelope[:], r.from.Stranger).Scan(&row); err != nil {
 			return err
 		}
 		r.rows = append(r.rows, uint64(row))

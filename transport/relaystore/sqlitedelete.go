@@ -75,7 +75,7 @@ func (s *SQLite) Expire(ctx context.Context, now, before time.Time, max int) ([]
 // totals they were charged to; it returns them and what they held.
 func deleteRows(ctx context.Context, tx *sql.Tx, recipient string, rows []uint64) ([]Removed, Usage, error) {
 	var all Usage
-	del, err := tx.PrepareContext(ctx, "DELETE FROM envelopes WHERE row = ? AND recipient = ? RETURNING length(envelope), sender, ip, envelope_id")
+	del, err := tx.PrepareContext(ctx, "DELETE FROM envelopes WHERE row = ? AND recipient = ? RETURNING length(envelope), sender, ip, envelope_id, stranger")
 	if err != nil {
 		return nil, all, err
 	}
@@ -89,7 +89,7 @@ func deleteRows(ctx context.Context, tx *sql.Tx, recipient string, rows []uint64
 		var size int64
 		var from Origin
 		var id []byte
-		err := del.QueryRowContext(ctx, int64(row), recipient).Scan(&size, &from.Address, &from.IP, &id)
+		err := del.QueryRowContext(ctx, int64(row), recipient).Scan(&size, &from.Address, &from.IP, &id, &from.Stranger)
 		if errors.Is(err, sql.ErrNoRows) {
 			continue
 		} else if err != nil {

@@ -8,7 +8,7 @@ import (
 )
 
 // schemaVersion is stored in PRAGMA user_version.
-const schemaVersion = 3
+const schemaVersion = 4
 
 // migrations[v] brings a database of version v to version v+1, in the
 // transaction that opens it.
@@ -41,6 +41,24 @@ DROP TABLE mailboxes`,
 ALTER TABLE envelopes ADD COLUMN envelope_id BLOB NOT NULL DEFAULT x'';
 UPDATE envelopes SET envelope_id = substr(envelope, 3, 16) WHERE length(envelope) >= 18;
 CREATE INDEX envelopes_by_accepted ON envelopes (accepted)`,
+	// Whether each envelope is charged to the room for strangers (none of
+	// those already held), the peers each owner accepts and the senders
+	// it blocks (peers.go).
+	3: `
+ALTER TABLE envelopes ADD COLUMN stranger INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE accepted_peers (
+	owner TEXT NOT NULL,
+	peer  TEXT NOT NULL,
+	seen  INTEGER NOT NULL,
+	PRIMARY KEY (owner, peer)
+) STRICT;
+CREATE INDEX accepted_peers_by_seen ON accepted_peers (seen);
+CREATE TABLE blocked_senders (
+	owner  TEXT NOT NULL,
+	sender TEXT NOT NULL,
+	since  INTEGER NOT NULL,
+	PRIMARY KEY (owner, sender)
+) STRICT`,
 }
 
 // migrate brings a database of version from to schemaVersion.

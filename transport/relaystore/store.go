@@ -1,6 +1,7 @@
 // Package relaystore holds what a parley relay keeps: which identity key owns
 // each device address, each address's prekey bundle and pool of one-time
-// prekeys, and each recipient's mailbox of envelopes with its leases.
+// prekeys, each recipient's mailbox of envelopes with its leases, and the
+// peers each address accepts and the senders it blocks (peers.go).
 //
 // The relay server (package relayserver) talks to storage only through
 // Store, so that another backend can replace the two kept here: Memory, the
@@ -100,6 +101,29 @@ type Store interface {
 	// lifetime. A row that another relay process leased may go too.
 	Expire(ctx context.Context, now, before time.Time, max int) ([]Removed, error)
 
+	// Accept records that owner accepts peer (the relay saw owner send
+	// peer an envelope), so that peer's envelopes to owner are not charged
+	// to the room kept for strangers (Origin.Stranger). Recording a peer
+	// already there refreshes it; past Limits.AcceptedPeers the least
+	// recently recorded peer of owner is forgotten; forgot says how many
+	// were. See peers.go.
+	Accept(ctx context.Context, owner, peer string, now time.Time) (forgot int, err error)
+
+	// Block adds sender to owner's block list, or removes it (blocked
+	// false). Adding a sender already listed or removing one that is not
+	// changes nothing; adding one past Limits.BlockedSenders fails with
+	// ErrBlockListFull.
+	Block(ctx context.Context, owner, sender string, blocked bool) error
+
+	// Relation says whether owner accepts sender (recorded within
+	// Limits.AcceptedLifetime before now) and whether it blocks it.
+	Relation(ctx context.Context, owner, sender string, now time.Time) (Relation, error)
+
+	// ForgetAccepted deletes the accepted peers last recorded before
+	// before, and returns how many it deleted (a backend whose records
+	// expire on their own, NATS, returns 0): the relay's sweep.
+	ForgetAccepted(ctx context.Context, before time.Time) (int, error)
+
 	// Stats counts what the relay holds, for its metrics.
 	Stats(ctx context.Context) (Stats, error)
 
@@ -140,12 +164,15 @@ type StatusNotice struct {
 // kept with the row so that the sender can be told when the row leaves
 // the mailbox. ToReader says the recipient reads its mail (the relay saw
 // it connected or acknowledging lately), so that the envelope may use the
-// reserve. Neither is charged for.
+// reserve. Neither is charged for. Stranger says the recipient has not
+// accepted the sender (Store.Relation): the envelope is also charged to
+// the mailbox's room for strangers and, within it, to its IP's share.
 type Origin struct {
 	Address  string
 	IP       string // empty: charged to no IP
 	Envelope wire.EnvelopeID
 	ToReader bool
+	Stranger bool
 }
 
 // Removed is a row that left a mailbox, with what its sender is told by:
@@ -210,6 +237,24 @@ type Limits struct {
 	// OneTimePreKeys is the most one-time prekeys one address's pool holds
 	// (1,000).
 	OneTimePreKeys int
+	// StrangerEnvelopes and StrangerBytes bound what the senders a
+	// recipient has not accepted hold in its mailbox, together (default
+	// half of the mailbox's limits): the rest is kept for the peers it
+	// talks to. StrangerIPEnvelopes and StrangerIPBytes bound what such
+	// senders behind one IP hold in one mailbox (default a quarter of the
+	// stranger room), since addresses are free and IPs are not.
+	StrangerEnvelopes   int
+	StrangerBytes       int64
+	StrangerIPEnvelopes int
+	StrangerIPBytes     int64
+	// AcceptedPeers is the most peers one address is recorded to accept
+	// (1,000; the least recently seen is forgotten first), BlockedSenders
+	// the most senders one address blocks (1,000; past it Block fails).
+	AcceptedPeers  int
+	BlockedSenders int
+	// AcceptedLifetime is how long a recorded accepted peer counts, and is
+	// kept, without being recorded again (90 days).
+	AcceptedLifetime time.Duration
 }
 
 // Default limits.
@@ -258,7 +303,7 @@ func (l Limits) WithDefaults() Limits {
 	if l.OneTimePreKeys <= 0 {
 		l.OneTimePreKeys = DefaultOneTimePreKeys
 	}
-	return l
+	return l.peerDefaults()
 }
 
 // Usage is what a scope holds: envelopes and their bytes.
@@ -321,4 +366,13 @@ var (
 	ErrRegistrationQuota = errors.New("too many addresses registered from this IP")
 	// ErrClosed means the store was closed.
 	ErrClosed = errors.New("relay store closed")
+	// ErrStrangerRoom means the senders the recipient has not accepted
+	// hold the mailbox's room for strangers; it is an ErrMailboxFull.
+	ErrStrangerRoom = fmt.Errorf("%w: the room for senders the recipient has not accepted is full", ErrMailboxFull)
+	// ErrStrangerIPShare means such senders behind the sender's IP hold
+	// that IP's share of the room; it is an ErrSenderQuota.
+	ErrStrangerIPShare = fmt.Errorf("%w: the sender's IP holds its share of the room for strangers", ErrSenderQuota)
+	// ErrBlockListFull means the owner blocks Limits.BlockedSenders
+	// senders already.
+	ErrBlockListFull = errors.New("block list full")
 )

@@ -218,6 +218,10 @@ func TestSQLiteMigratesVersion2(t *testing.T) {
 	for _, q := range []string{
 		"DROP INDEX envelopes_by_accepted",
 		"ALTER TABLE envelopes DROP COLUMN envelope_id",
+		// What version 3 added (the stranger room, accepted peers, block lists).
+		"ALTER TABLE envelopes DROP COLUMN stranger",
+		"DROP TABLE accepted_peers",
+		"DROP TABLE blocked_senders",
 		"INSERT INTO envelopes (recipient, envelope, sender) VALUES ('bob/1', x'" + hex.EncodeToString(append(env, 'x')) + "', 'alice/1'), ('bob/1', 'short', 'carol/1')",
 		"PRAGMA user_version = 2",
 	} {

@@ -56,11 +56,14 @@ const (
 	hdrIP     = "Parley-IP"
 	hdrEnv    = "Parley-Envelope" // the envelope's ID, hex
 	hdrOTK    = "Parley-OTK"
+	// hdrStranger is "1" on an envelope charged to the room for strangers.
+	hdrStranger = "Parley-Stranger"
 )
 
 // names are the buckets, streams and subject roots of a store.
 type names struct {
 	reg, ipreg, bundle, usage, meta, otkStream, mboxStream string
+	accepted, blocked                                      string
 	otk, mbox, wake                                        string // subject roots, with the trailing dot
 }
 
@@ -68,6 +71,7 @@ func namesFor(prefix string) names {
 	return names{
 		reg: prefix + "PARLEY_REG", ipreg: prefix + "PARLEY_IPREG", bundle: prefix + "PARLEY_BUNDLE",
 		usage: prefix + "PARLEY_USAGE", meta: prefix + "PARLEY_META",
+		accepted: prefix + "PARLEY_ACCEPTED", blocked: prefix + "PARLEY_BLOCKED",
 		otkStream: prefix + "PARLEY_OTK", mboxStream: prefix + "PARLEY_MAILBOX",
 		otk: prefix + "parley.otk.", mbox: prefix + "parley.mbox.", wake: prefix + "parley.wake.",
 	}
@@ -112,6 +116,9 @@ type Store struct {
 	limits  relaystore.Limits
 	timeout time.Duration
 	relayID [32]byte
+
+	accepted jetstream.KeyValue // accepted peers (peers.go)
+	blocked  jetstream.KeyValue // block lists
 
 	leases relaystore.Leases // this process's, with what each row held
 
@@ -207,6 +214,9 @@ func (s *Store) setup(ctx context.Context, replicas int) error {
 		return err
 	}
 	s.usageW = newUsageWriter(s.usage, s.timeout)
+	if err := s.setupPeers(ctx, replicas); err != nil {
+		return err
+	}
 	meta, err := kv(s.names.meta)
 	if err != nil {
 		return err
@@ -595,12 +605,14 @@ func (s *Store) readUsage(ctx context.Context, key string) (relaystore.Usage, er
 	return relaystore.Usage{Envelopes: n, Bytes: b}, nil
 }
 
+// usageKeys names the counts an envelope is charged to: its mailbox, its
+// sender there, its IP, and a stranger's those of strangerKeys after them.
 func usageKeys(recipient string, from relaystore.Origin) []string {
 	keys := []string{mailboxKey(recipient), senderKey(recipient, from.Address)}
 	if from.IP != "" {
 		keys = append(keys, ipKey(from.IP))
 	}
-	return keys
+	return append(keys, strangerKeys(recipient, from)...)
 }
 
 // Append implements relaystore.Store. The quotas are read, then the
@@ -619,12 +631,16 @@ func (s *Store) Append(ctx context.Context, recipient string, env []byte, copies
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
 	keys := usageKeys(recipient, from)
-	u, total, err := s.readQuotas(ctx, keys)
+	nStranger := len(strangerKeys(recipient, from))
+	u, total, err := s.readQuotas(ctx, keys[:len(keys)-nStranger])
 	if err != nil {
 		return nil, fmt.Errorf("append to %s: %w", recipient, err)
 	}
 	size := int64(len(env)) * int64(copies)
 	if err := s.limits.QuotaError(u[0], u[1], u[2], total, from, copies, size); err != nil {
+		return nil, fmt.Errorf("append to %s: %w", recipient, err)
+	}
+	if err := s.strangerQuota(ctx, recipient, from, copies, size); err != nil {
 		return nil, fmt.Errorf("append to %s: %w", recipient, err)
 	}
 	rows := make([]uint64, 0, copies)
@@ -633,6 +649,9 @@ func (s *Store) Append(ctx context.Context, recipient string, env []byte, copies
 		msg.Header.Set(hdrSender, from.Address)
 		msg.Header.Set(hdrIP, from.IP)
 		msg.Header.Set(hdrEnv, hex.EncodeToString(from.Envelope[:]))
+		if from.Stranger {
+			msg.Header.Set(hdrStranger, "1")
+		}
 		ack, err := s.js.PublishMsg(ctx, msg)
 		if err != nil {
 			if isPerSubjectFull(err) {

@@ -15,7 +15,7 @@ import (
 // origin reads who a mailbox message is charged to, and its envelope's ID
 // (zero for a message stored before the header existed, or a bad one).
 func origin(h nats.Header) relaystore.Origin {
-	o := relaystore.Origin{Address: h.Get(hdrSender), IP: h.Get(hdrIP)}
+	o := relaystore.Origin{Address: h.Get(hdrSender), IP: h.Get(hdrIP), Stranger: h.Get(hdrStranger) == "1"}
 	if id, err := hex.DecodeString(h.Get(hdrEnv)); err == nil && len(id) == len(o.Envelope) {
 		copy(o.Envelope[:], id)
 	}

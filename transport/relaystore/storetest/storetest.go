@@ -28,6 +28,10 @@ func Run(t *testing.T, open Open) {
 	t.Run("bundle without a one-time prekey", func(t *testing.T) { testTakeBundleWithoutOneTime(t, open) })
 	t.Run("removed rows name their senders", func(t *testing.T) { testRemovedSenders(t, open) })
 	t.Run("expire", func(t *testing.T) { testExpire(t, open) })
+	t.Run("accepted peers", func(t *testing.T) { testAcceptedPeers(t, open) })
+	t.Run("accepted lifetime", func(t *testing.T) { testAcceptedLifetime(t, open) })
+	t.Run("block list", func(t *testing.T) { testBlockList(t, open) })
+	t.Run("room for strangers", func(t *testing.T) { testStrangerRoom(t, open) })
 }
 
 // testExpire: Expire deletes rows accepted before its bound, oldest first

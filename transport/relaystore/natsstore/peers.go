@@ -1,0 +1,169 @@
+package natsstore
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/parley-chat/parley/transport/relaystore"
+)
+
+// The room for strangers in each mailbox, and the peers each owner accepts
+// and the senders it blocks (relaystore/peers.go), on the cluster. Each
+// owner's accepted peers are one value of the PARLEY_ACCEPTED bucket, its
+// block list one of PARLEY_BLOCKED, both updated by compare-and-set, so
+// that every relay sees the same lists. PARLEY_ACCEPTED's values expire
+// after the accepted lifetime (the bucket's TTL): an owner that records
+// nothing for that long loses its list at once, and within a list that is
+// still written, the entries past the lifetime are ignored when read and
+// dropped at the next write.
+
+// setupPeers creates the two buckets.
+func (s *Store) setupPeers(ctx context.Context, replicas int) error {
+	var err error
+	if s.accepted, err = s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: s.names.accepted, History: 1, Replicas: replicas,
+		Storage: jetstream.FileStorage, TTL: s.limits.AcceptedLifetime}); err != nil {
+		return err
+	}
+	s.blocked, err = s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: s.names.blocked, History: 1, Replicas: replicas,
+		Storage: jetstream.FileStorage})
+	return err
+}
+
+// strangerKeys names the counts a stranger's envelope is also charged to:
+// the mailbox's room for strangers and, when the IP is known, the IP's
+// share of it.
+func strangerKeys(recipient string, from relaystore.Origin) []string {
+	if !from.Stranger {
+		return nil
+	}
+	keys := []string{"x." + hexKey(recipient)}
+	if from.IP != "" {
+		keys = append(keys, "y."+hexKey(recipient)+"."+hexKey(from.IP))
+	}
+	return keys
+}
+
+// strangerQuota checks the stranger limits of an append (nil for a peer
+// the recipient accepts). Like the other quotas it is read, then charged:
+// appends racing through several relays may pass it by what they carry.
+func (s *Store) strangerQuota(ctx context.Context, recipient string, from relaystore.Origin, copies int, size int64) error {
+	keys := strangerKeys(recipient, from)
+	if len(keys) == 0 {
+		return nil
+	}
+	var u [2]relaystore.Usage
+	for i, k := range keys {
+		var err error
+		if u[i], err = s.readUsage(ctx, k); err != nil {
+			return err
+		}
+	}
+	return s.limits.StrangerError(u[0], u[1], from, copies, size)
+}
+
+func ownerKey(owner string) string { return hexKey(owner) }
+
+// Accept implements relaystore.Store.
+func (s *Store) Accept(ctx context.Context, owner, peer string, now time.Time) (int, error) {
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	var forgot int
+	err := s.update(ctx, s.accepted, ownerKey(owner), func(old []byte) ([]byte, error) {
+		l, _ := decodePeers(old).Forget(now.Add(-s.limits.AcceptedLifetime))
+		l, forgot = l.Record(peer, now, s.limits.AcceptedPeers)
+		return encodePeers(l), nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("record that %s accepts %s: %w", owner, peer, err)
+	}
+	return forgot, nil
+}
+
+// Block implements relaystore.Store.
+func (s *Store) Block(ctx context.Context, owner, sender string, blocked bool) error {
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	err := s.update(ctx, s.blocked, ownerKey(owner), func(old []byte) ([]byte, error) {
+		l, err := decodePeers(old).SetBlocked(sender, blocked, time.Now(), s.limits.BlockedSenders)
+		if err != nil {
+			return nil, err
+		}
+		return encodePeers(l), nil
+	})
+	if err != nil {
+		return fmt.Errorf("block %s for %s: %w", sender, owner, err)
+	}
+	return nil
+}
+
+// Relation implements relaystore.Store. It is on every append: the two
+// lists are read at once, so that it costs one round trip, not two.
+func (s *Store) Relation(ctx context.Context, owner, sender string, now time.Time) (relaystore.Relation, error) {
+	ctx, cancel := s.ctx(ctx)
+	defer cancel()
+	var r relaystore.Relation
+	since := now.Add(-s.limits.AcceptedLifetime)
+	read := func(kv jetstream.KeyValue) (relaystore.PeerList, error) {
+		e, err := kv.Get(ctx, ownerKey(owner))
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			return nil, nil
+		} else if err != nil {
+			return nil, err
+		}
+		return decodePeers(e.Value()), nil
+	}
+	var blocked relaystore.PeerList
+	var errBlocked error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		blocked, errBlocked = read(s.blocked)
+	}()
+	accepted, err := read(s.accepted)
+	<-done
+	if err = errors.Join(err, errBlocked); err != nil {
+		return relaystore.Relation{}, fmt.Errorf("relation of %s to %s: %w", owner, sender, err)
+	}
+	r.Accepted, r.Blocked = accepted.HasSince(sender, since), blocked.Has(sender)
+	return r, nil
+}
+
+// ForgetAccepted implements relaystore.Store: the bucket's TTL and the
+// pruning at each write forget on their own, so there is nothing to sweep.
+func (s *Store) ForgetAccepted(context.Context, time.Time) (int, error) { return 0, nil }
+
+// encodePeers lays l out as, for each peer, its time (Unix nanoseconds,
+// 8 bytes), its address's length (1 byte) and the address; an empty list
+// is nil, which removes the key.
+func encodePeers(l relaystore.PeerList) []byte {
+	if len(l) == 0 {
+		return nil
+	}
+	var b []byte
+	for _, p := range l {
+		b = binary.BigEndian.AppendUint64(b, uint64(p.Seen.UnixNano()))
+		b = append(b, byte(len(p.Address)))
+		b = append(b, p.Address...)
+	}
+	return b
+}
+
+// decodePeers reads what encodePeers wrote, stopping at the first entry
+// that does not fit.
+func decodePeers(b []byte) relaystore.PeerList {
+	var l relaystore.PeerList
+	for len(b) >= 9 {
+		n := int(b[8])
+		if len(b) < 9+n {
+			break
+		}
+		l = append(l, relaystore.Peer{Address: string(b[9 : 9+n]), Seen: time.Unix(0, int64(binary.BigEndian.Uint64(b)))})
+		b = b[9+n:]
+	}
+	return l
+}
