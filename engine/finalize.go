@@ -19,6 +19,9 @@ type FinalizeRequest struct {
 	ID      wire.LogicalID
 	Outcome Outcome
 	Reason  DiscardReason // for a discard; DiscardRejected when unset
+	// fetched is set by FetchFile alone: a file is committed once it was
+	// downloaded, verified and saved (ErrFileNotFetched otherwise).
+	fetched bool
 }
 
 // FinalizeResult reports one finalized message: whether its ACK was handed
@@ -83,6 +86,10 @@ func (c *Client) finalizeBatch(ctx context.Context, reqs []FinalizeRequest, know
 				continue
 			}
 			m = &stored
+		}
+		if r.Outcome == OutcomeCommitted && m.Content == wire.ContentFile && !r.fetched {
+			results[i].Err = fmt.Errorf("commit %x from %s: %w", r.ID[:], r.Sender, ErrFileNotFetched)
+			continue
 		}
 		seen[key] = true
 		ps, err := c.working(ctx, work, r.Sender)
