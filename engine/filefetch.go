@@ -113,7 +113,11 @@ func (c *Client) download(ctx context.Context, blobs BlobRelay, m wire.FileManif
 	for done < m.Chunks && chunkOffset(m, done)+int64(chunkCipherSize(m, done)) <= fi.Size() {
 		done++
 	}
-	if err := f.Truncate(chunkOffset(m, done)); err != nil {
+	keep := chunkOffset(m, done)
+	if done == m.Chunks {
+		keep = m.CipherSize() // the last chunk is shorter than a stride
+	}
+	if err := f.Truncate(keep); err != nil {
 		return err
 	}
 	plain := make([]byte, 0, m.ChunkSize)
