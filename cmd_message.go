@@ -16,9 +16,16 @@ import (
 func cmdSend(ctx context.Context, env *cliEnv, cmd *command, args []string) error {
 	f := newFlags(cmd, env, true)
 	f.network = true
-	ops, err := f.parse(env, args, 2, 2)
+	file := f.String("file", "", "send the file at this path (instead of TEXT or -)")
+	ops, err := f.parse(env, args, 1, 2)
 	if err != nil {
 		return err
+	}
+	if (*file != "") == (len(ops) == 2) {
+		return usagef("give exactly one body: TEXT, - or --file PATH")
+	}
+	if *file != "" {
+		return sendFile(ctx, env, f, ops[0], *file)
 	}
 	if isGroupOperand(ops[0]) {
 		body, err := readBody(env, ops[1])
@@ -112,7 +119,7 @@ func resultFields(r engine.ReceiveResult) []kv {
 	}
 	switch r.Kind {
 	case engine.ResultDelivery:
-		fields = append(fields, bodyFields(r.Body)...)
+		fields = append(fields, messageFields(r.Content, r.Body)...)
 	case engine.ResultAcknowledgement:
 		fields = append(fields, kv{"cleared", r.Cleared})
 	case engine.ResultAlreadyCommitted, engine.ResultAlreadyDiscarded:
@@ -153,7 +160,7 @@ func cmdInbox(ctx context.Context, env *cliEnv, cmd *command, args []string) err
 		msgs, err := p.Client.PendingInbound(ctx, q)
 		recs := make([][]kv, len(msgs))
 		for i, m := range msgs {
-			recs[i] = append([]kv{{"sender", m.Sender.String()}, {"id", hexID(m.ID)}, {"seq", m.Seq}, {"received_at", stamp(m.ReceivedAt)}}, bodyFields(m.Body)...)
+			recs[i] = append([]kv{{"sender", m.Sender.String()}, {"id", hexID(m.ID)}, {"seq", m.Seq}, {"received_at", stamp(m.ReceivedAt)}}, messageFields(m.Content, m.Body)...)
 			if m.Group != nil {
 				recs[i] = append(recs[i], kv{"group", hex.EncodeToString(m.Group[:])})
 			}
@@ -251,11 +258,16 @@ func cmdFinalize(outcome engine.Outcome) func(context.Context, *cliEnv, *command
 		if outcome == engine.OutcomeCommitted {
 			sent, err = p.Client.Commit(ctx, sender, id)
 		} else {
-			sent, err = p.Client.Discard(ctx, sender, id, why)
+			if sent, err = p.Client.Discard(ctx, sender, id, why); err == nil {
+				err = p.Client.DropPartial(sender, id) // a file's partial download goes with it
+			}
 		}
 		if err != nil {
 			if errors.Is(err, engine.ErrNotPending) {
 				return fmt.Errorf("no pending message %s from %s", hexID(id), sender)
+			}
+			if errors.Is(err, engine.ErrFileNotFetched) {
+				return fmt.Errorf("file_not_fetched: message %s is a file; \"parley fetch %s %s\" downloads, saves and commits it", hexID(id), sender, hexID(id))
 			}
 			return err
 		}

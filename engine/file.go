@@ -153,7 +153,7 @@ func FileOf(content wire.ContentType, body []byte) (wire.FileManifest, bool) {
 // (fileKey), so the record holds no secret. The relay's BlobHeld is the
 // durable per-chunk progress.
 type uploadRecord struct {
-	Peer      string `json:"peer"`
+	To        string `json:"to"`
 	Path      string `json:"path"`
 	Size      int64  `json:"size"`
 	ModTime   int64  `json:"mod_time"`
@@ -177,7 +177,7 @@ func uploadRecordPath(dir string, salt []byte) string {
 
 // findUpload returns the record of an interrupted upload of this file to
 // this peer, if any.
-func findUpload(dir, peer, path string) (*uploadRecord, string, error) {
+func findUpload(dir, to, path string) (*uploadRecord, string, error) {
 	names, err := filepath.Glob(filepath.Join(dir, "upload-*.json"))
 	if err != nil {
 		return nil, "", err
@@ -191,7 +191,7 @@ func findUpload(dir, peer, path string) (*uploadRecord, string, error) {
 		if json.Unmarshal(b, &r) != nil {
 			continue // a torn record: written before any chunk, ignore it
 		}
-		if r.Peer == peer && r.Path == path {
+		if r.To == to && r.Path == path {
 			return &r, n, nil
 		}
 	}
@@ -254,6 +254,54 @@ func removeDurable(path string) error {
 // send never makes a second message. A file changed meanwhile fails with
 // ErrFileChanged and starts afresh on the next send.
 func (c *Client) SendFile(ctx context.Context, peer Address, path string, progress Progress) (wire.LogicalID, error) {
+	return c.sendFile(ctx, fileTarget{
+		key:  peer.String(),
+		sent: func(id wire.LogicalID) bool { return c.alreadySent(ctx, peer, id) },
+		send: func(id wire.LogicalID, body []byte) error {
+			res, err := c.SendBatch(ctx, []SendRequest{{Peer: peer, Body: body, file: true, id: &id}})
+			if err != nil {
+				return err
+			}
+			return res[0].Err
+		},
+	}, path, progress)
+}
+
+// SendGroupFile is SendFile to a group: one upload, and the manifest as a
+// group message (content wire.ContentFile) on every member's lane. Members
+// whose lane stays pending are in the result's error, as for SendGroup.
+func (c *Client) SendGroupFile(ctx context.Context, group wire.GroupID, path string, progress Progress) (wire.LogicalID, error) {
+	return c.sendFile(ctx, fileTarget{
+		key: "group:" + hex.EncodeToString(group[:]),
+		sent: func(id wire.LogicalID) bool {
+			gs, err := c.groupStore()
+			if err != nil {
+				return false
+			}
+			lanes, err := gs.Lanes(ctx, group, id)
+			return err == nil && len(lanes) > 0
+		},
+		send: func(id wire.LogicalID, body []byte) error {
+			res, err := c.sendGroup(ctx, group, &id, wire.ContentFile, body)
+			if err != nil {
+				return err
+			}
+			if len(res.Unsent) > 0 {
+				return &MessageNotSentError{ID: id, Err: fmt.Errorf("%d lanes pending", len(res.Unsent))}
+			}
+			return nil
+		},
+	}, path, progress)
+}
+
+// fileTarget is where a file's manifest goes: a peer or a group.
+type fileTarget struct {
+	key  string // the upload record's recipient
+	sent func(id wire.LogicalID) bool
+	send func(id wire.LogicalID, body []byte) error // nil or *MessageNotSentError: stored
+}
+
+func (c *Client) sendFile(ctx context.Context, to fileTarget, path string, progress Progress) (wire.LogicalID, error) {
 	blobs, fc, err := c.fileSetup()
 	if err != nil {
 		return wire.LogicalID{}, err
@@ -280,7 +328,7 @@ func (c *Client) SendFile(ctx context.Context, peer Address, path string, progre
 	case fi.Size() > fc.MaxSize:
 		return wire.LogicalID{}, fmt.Errorf("send file %s of %d bytes (at most %d): %w", path, fi.Size(), fc.MaxSize, ErrFileTooLarge)
 	}
-	rec, recPath, err := findUpload(fc.Dir, peer.String(), path)
+	rec, recPath, err := findUpload(fc.Dir, to.key, path)
 	if err != nil {
 		return wire.LogicalID{}, fmt.Errorf("send file: %w", err)
 	}
@@ -292,7 +340,7 @@ func (c *Client) SendFile(ctx context.Context, peer Address, path string, progre
 		return wire.LogicalID{}, fmt.Errorf("send file %s: %w", path, ErrFileChanged)
 	}
 	if rec == nil {
-		if rec, recPath, err = c.newUpload(ctx, blobs, fc, peer, path, fi); err != nil {
+		if rec, recPath, err = c.newUpload(ctx, blobs, fc, to.key, path, fi); err != nil {
 			return wire.LogicalID{}, err
 		}
 	}
@@ -308,12 +356,12 @@ func (c *Client) SendFile(ctx context.Context, peer Address, path string, progre
 		_ = removeDurable(recPath)
 		return wire.LogicalID{}, fmt.Errorf("send file %s: %w", path, ErrFileChanged)
 	}
-	return c.sendManifest(ctx, peer, id, m, recPath)
+	return c.sendManifest(to, id, m, recPath)
 }
 
 // newUpload reserves a blob and records the upload durably before its
 // first chunk.
-func (c *Client) newUpload(ctx context.Context, blobs BlobRelay, fc FileConfig, peer Address, path string, fi os.FileInfo) (*uploadRecord, string, error) {
+func (c *Client) newUpload(ctx context.Context, blobs BlobRelay, fc FileConfig, to string, path string, fi os.FileInfo) (*uploadRecord, string, error) {
 	salt := make([]byte, 32)
 	var id wire.LogicalID
 	if _, err := c.cfg.Random.Read(salt); err != nil {
@@ -327,7 +375,7 @@ func (c *Client) newUpload(ctx context.Context, blobs BlobRelay, fc FileConfig, 
 	if err != nil {
 		return nil, "", fmt.Errorf("send file: create blob: %w", err)
 	}
-	rec := &uploadRecord{Peer: peer.String(), Path: path, Size: fi.Size(), ModTime: fi.ModTime().UnixNano(),
+	rec := &uploadRecord{To: to, Path: path, Size: fi.Size(), ModTime: fi.ModTime().UnixNano(),
 		Salt: hex.EncodeToString(salt), Blob: blob.String(), ID: hex.EncodeToString(id[:]), ChunkSize: fc.ChunkSize}
 	b, err := json.Marshal(rec)
 	if err != nil {
@@ -418,7 +466,7 @@ func (c *Client) upload(ctx context.Context, blobs BlobRelay, f *os.File, rec *u
 
 // sendManifest stores and sends the manifest of a complete upload (unless
 // an earlier, killed run already stored it), then forgets the upload.
-func (c *Client) sendManifest(ctx context.Context, peer Address, id wire.LogicalID, m wire.FileManifest, recPath string) (wire.LogicalID, error) {
+func (c *Client) sendManifest(to fileTarget, id wire.LogicalID, m wire.FileManifest, recPath string) (wire.LogicalID, error) {
 	body, err := wire.EncodeManifest(m)
 	if err != nil {
 		return id, err
@@ -427,15 +475,9 @@ func (c *Client) sendManifest(ctx context.Context, peer Address, id wire.Logical
 		return id, err
 	}
 	var sendErr error
-	if c.alreadySent(ctx, peer, id) {
-		sendErr = nil
-	} else {
-		res, err := c.SendBatch(ctx, []SendRequest{{Peer: peer, Body: body, file: true, id: &id}})
-		if err != nil {
-			return id, err
-		}
+	if !to.sent(id) {
 		var mns *MessageNotSentError
-		if sendErr = res[0].Err; sendErr != nil && !errors.As(sendErr, &mns) {
+		if sendErr = to.send(id, body); sendErr != nil && !errors.As(sendErr, &mns) {
 			return id, sendErr // nothing stored: the record stays for a resend
 		}
 	}
