@@ -117,3 +117,22 @@ type fileJSON struct {
 
 // String is the text form (key=value lines).
 func (f fileJSON) String() string { return fmt.Sprintf("%q/%d/%s", f.Name, f.Size, f.Type) }
+
+// fileTraceText is a file transfer's line under a trace.
+func fileTraceText(fs engine.FileStatus) string {
+	s := fmt.Sprintf("file %s: %d bytes, %s, blob %s, %d chunks of %d", wire.EscapeControls(fs.Name), fs.Size, fs.MediaType, fs.Blob, fs.Chunks, fs.ChunkSize)
+	if fs.Direction == engine.DirectionIn {
+		s += fmt.Sprintf(", %d fetched and verified", fs.Fetched)
+	}
+	return s
+}
+
+// fileTraceJSON is a file transfer in trace --json.
+func fileTraceJSON(fs engine.FileStatus) map[string]any {
+	m := map[string]any{"name": fs.Name, "size": fs.Size, "type": fs.MediaType, "blob": fs.Blob.String(),
+		"chunks": fs.Chunks, "chunk_size": fs.ChunkSize}
+	if fs.Direction == engine.DirectionIn {
+		m["fetched"] = fs.Fetched
+	}
+	return m
+}

@@ -416,8 +416,15 @@ func cmdTrace(ctx context.Context, env *cliEnv, cmd *command, args []string) err
 			return fmt.Errorf("no message %s to or from %s here (pruned, or never seen)", hexID(id), peer)
 		}
 	}
+	fs, isFile, err := p.Client.FileTransfer(ctx, peer, id)
+	if err != nil {
+		return err
+	}
 	if !*f.json {
 		fmt.Fprintln(env.stdout, tui.TraceText(p.Client.Self(), l, nil))
+		if isFile {
+			fmt.Fprintln(env.stdout, fileTraceText(fs))
+		}
 		return nil
 	}
 	attempts := make([]map[string]any, len(l.Attempts))
@@ -440,6 +447,9 @@ func cmdTrace(ctx context.Context, env *cliEnv, cmd *command, args []string) err
 		rec = append(rec, kv{"finalized_at", l.Done.UTC().Format(time.RFC3339Nano)})
 	}
 	rec = append(rec, kv{"attempts", attempts})
+	if isFile {
+		rec = append(rec, kv{"file", fileTraceJSON(fs)})
+	}
 	printer{env.stdout, true}.record(rec)
 	return nil
 }

@@ -252,6 +252,12 @@ func TestFetchFileHostileRelay(t *testing.T) {
 			if fi, _ := os.Stat(parts[0]); fi.Size() != int64(ce.Index)*stride {
 				t.Fatalf("partial download of %d bytes, want the %d chunks before the bad one", fi.Size(), ce.Index)
 			}
+			w.with(t, "bob/1", func(c *engine.Client) {
+				fs, ok, err := c.FileTransfer(context.Background(), engine.MustParseAddress("alice/1"), id)
+				if err != nil || !ok || fs.Fetched != ce.Index || fs.Chunks != 7 || fs.Direction != engine.DirectionIn {
+					t.Fatalf("FileTransfer = %+v, %v, %v; want %d of 7 chunks fetched", fs, ok, err, ce.Index)
+				}
+			})
 			saved, err := w.fetch(id, dir)
 			if err != nil || fileSum(t, saved) != sum {
 				t.Fatalf("retry from an honest relay: %s, %v", saved, err)

@@ -255,3 +255,52 @@ func (c *Client) PendingFile(ctx context.Context, sender Address, id wire.Logica
 	}
 	return msg, m, nil
 }
+
+// FileStatus is a file message's transfer as a trace shows it: its
+// manifest (key left out), and for a received file how many chunks the
+// partial download holds.
+type FileStatus struct {
+	Name, MediaType string
+	Size            int64
+	ChunkSize       uint32
+	Chunks          uint32
+	Blob            wire.BlobID
+	Direction       Direction
+	// Fetched is the chunks verified and kept so far (received files).
+	Fetched uint32
+}
+
+// FileTransfer returns the status of the pending file message id received
+// from or sent to peer; false when there is none.
+func (c *Client) FileTransfer(ctx context.Context, peer Address, id wire.LogicalID) (FileStatus, bool, error) {
+	var m wire.FileManifest
+	var st FileStatus
+	if in, err := c.store.Inbound(ctx, peer, id); err == nil {
+		mf, ok := FileOf(in.Content, in.Body)
+		if !ok {
+			return st, false, nil
+		}
+		m, st.Direction = mf, DirectionIn
+		if dir := c.cfg.Files.Dir; dir != "" {
+			if fi, err := os.Stat(partialPath(dir, peer, id)); err == nil {
+				for st.Fetched < m.Chunks && chunkOffset(m, st.Fetched)+int64(chunkCipherSize(m, st.Fetched)) <= fi.Size() {
+					st.Fetched++
+				}
+			}
+		}
+	} else if !errors.Is(err, ErrNotPending) {
+		return st, false, err
+	} else if out, err := c.store.Outbound(ctx, peer, id); err == nil {
+		mf, ok := FileOf(out.Content, out.Body)
+		if !ok {
+			return st, false, nil
+		}
+		m, st.Direction = mf, DirectionOut
+	} else if errors.Is(err, ErrNotPending) {
+		return st, false, nil
+	} else {
+		return st, false, err
+	}
+	st.Name, st.MediaType, st.Size, st.ChunkSize, st.Chunks, st.Blob = m.Name, m.MediaType, m.Size, m.ChunkSize, m.Chunks, m.Blob
+	return st, true, nil
+}
