@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
 	"errors"
@@ -99,6 +100,35 @@ func killChild(t *testing.T, w fileWorld, op, kill string) {
 	}
 }
 
+// noPlaintextAtRest fails when any file of the profile holds 64 bytes of
+// the original in clear (the partial download is ciphertext; the key is
+// only in the sealed manifest).
+func noPlaintextAtRest(t *testing.T, profile, src string) {
+	t.Helper()
+	orig, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = filepath.WalkDir(profile, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for _, off := range []int{0, len(orig) / 2, len(orig) - 64} {
+			if bytes.Contains(b, orig[off:off+64]) {
+				t.Errorf("%s holds the file's bytes at %d in clear", p, off)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestFileTransferSurvivesSIGKILL kills the sender mid-upload and the
 // receiver mid-download (real processes, SIGKILL at a chunk boundary or
 // around the manifest and the commit); each resumes from the last durable
@@ -143,6 +173,7 @@ func TestFileTransferSurvivesSIGKILL(t *testing.T) {
 					t.Fatalf("a killed fetch left %v in the destination", left)
 				}
 			}
+			noPlaintextAtRest(t, w.profile("bob/1"), src)
 			saved, err := w.fetch(id, dir)
 			if err != nil {
 				t.Fatalf("resumed fetch: %v", err)
