@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/parley-chat/parley/engine"
@@ -339,5 +340,103 @@ func TestSendFileNeedsABlobStore(t *testing.T) {
 	defer c.Close()
 	if _, err := c.SendFile(context.Background(), engine.MustParseAddress("bob/1"), src, nil); !errors.Is(err, engine.ErrNoBlobStore) {
 		t.Fatalf("SendFile through a relay without blobs: %v, want ErrNoBlobStore", err)
+	}
+}
+
+// TestFileFailpointsAsErrors: an error at every file failpoint fails the
+// transfer, and running it again completes it once: one manifest, one
+// saved file with the original's SHA-256, bob's history holding it once.
+func TestFileFailpointsAsErrors(t *testing.T) {
+	injected := errors.New("injected")
+	for _, point := range []string{
+		"file-upload/after-record", "file-upload/before-chunk", "file-upload/after-chunk",
+		"file-upload/before-manifest", "file-upload/after-manifest",
+		"file-fetch/before-chunk", "file-fetch/after-chunk", "file-fetch/before-commit",
+	} {
+		t.Run(point, func(t *testing.T) {
+			w := newFileWorld(t, t.TempDir())
+			src, sum := writeRandomFile(t, t.TempDir(), "a.bin", 5*testChunk+1, 8)
+			hits := 0
+			fp := func(p string) error {
+				if p == point {
+					if hits++; hits == 3 || hits == 1 && !strings.HasSuffix(p, "-chunk") {
+						return injected
+					}
+				}
+				return nil
+			}
+			ctx := context.Background()
+			alice, bob := engine.MustParseAddress("alice/1"), engine.MustParseAddress("bob/1")
+			run := func(addr string, f func(c *engine.Client) error) error {
+				c, closeFn, err := w.open(addr, fp)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer closeFn()
+				return f(c)
+			}
+			send := func(c *engine.Client) error { _, err := c.SendFile(ctx, bob, src, nil); return err }
+			var id wire.LogicalID
+			if strings.HasPrefix(point, "file-upload/") {
+				if err := run("alice/1", send); !errors.Is(err, injected) {
+					t.Fatalf("SendFile with %s failing: %v", point, err)
+				}
+			}
+			if err := run("alice/1", func(c *engine.Client) (err error) { id, err = c.SendFile(ctx, bob, src, nil); return err }); err != nil {
+				t.Fatalf("SendFile again: %v", err)
+			}
+			w.deliver(t, id)
+			dir := t.TempDir()
+			fetch := func(c *engine.Client) error { _, err := c.FetchFile(ctx, alice, id, dir, nil); return err }
+			if strings.HasPrefix(point, "file-fetch/") {
+				if err := run("bob/1", fetch); !errors.Is(err, injected) {
+					t.Fatalf("FetchFile with %s failing: %v", point, err)
+				}
+			}
+			if err := run("bob/1", fetch); err != nil {
+				t.Fatalf("FetchFile again: %v", err)
+			}
+			if got := fileSum(t, filepath.Join(dir, "a.bin")); got != sum {
+				t.Fatal("the saved file differs from the original")
+			}
+			if left, _ := os.ReadDir(dir); len(left) != 1 {
+				t.Fatalf("destination holds %v, want one file", left)
+			}
+			w.with(t, "bob/1", func(c *engine.Client) {
+				h, err := c.History(ctx, alice, 0, 10)
+				if err != nil || len(h) != 1 || h[0].ID != id {
+					t.Fatalf("bob's history %+v, %v; want the file once", h, err)
+				}
+			})
+		})
+	}
+}
+
+// TestSendGroupFile: one upload, the manifest as a group message of
+// content file, fetched and committed like a one-to-one file.
+func TestSendGroupFile(t *testing.T) {
+	w := newFileWorld(t, t.TempDir())
+	if err := w.do("alice/1", "groupcreate:friends:bob/1", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.do("bob/1", "sync", nil); err != nil {
+		t.Fatal(err)
+	}
+	src, sum := writeRandomFile(t, t.TempDir(), "g.dat", 3*testChunk, 9)
+	ctx := context.Background()
+	var id wire.LogicalID
+	w.with(t, "alice/1", func(c *engine.Client) {
+		g, err := groupNamed(ctx, c, "friends")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if id, err = c.SendGroupFile(ctx, g.ID, src, nil); err != nil {
+			t.Fatalf("SendGroupFile: %v", err)
+		}
+	})
+	w.deliver(t, id)
+	saved, err := w.fetch(id, t.TempDir())
+	if err != nil || fileSum(t, saved) != sum {
+		t.Fatalf("fetch of a group file: %s, %v", saved, err)
 	}
 }
