@@ -12,7 +12,6 @@ import (
 	"mime"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 
 	"github.com/parley-chat/parley/wire"
@@ -500,7 +499,8 @@ func (c *Client) alreadySent(ctx context.Context, peer Address, id wire.LogicalI
 	return err == nil && ok
 }
 
-// FileLabel is a manifest shown in one line: name, size and type.
-func FileLabel(m wire.FileManifest) string {
-	return strings.Join([]string{m.Name, fmt.Sprint(m.Size), m.MediaType}, " ")
+// fileHistoryBody is what the history keeps of a fetched file: its name,
+// size and type, not the manifest (whose key would outlive the transfer).
+func fileHistoryBody(m wire.FileManifest) []byte {
+	return []byte(fmt.Sprintf("[file] %s (%d bytes, %s)", m.Name, m.Size, m.MediaType))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -189,6 +190,10 @@ func TestSendFetchFile(t *testing.T) {
 	w.with(t, "bob/1", func(c *engine.Client) {
 		if n, _ := c.CountInbound(context.Background(), nil); n != 0 {
 			t.Fatalf("%d pending after the fetch, want the manifest committed", n)
+		}
+		h, err := c.History(context.Background(), alice, 0, 10)
+		if want := fmt.Sprintf("[file] photo.jpg (%d bytes, image/jpeg)", 10*testChunk+123); err != nil || len(h) != 1 || string(h[0].Body) != want {
+			t.Fatalf("bob's history %+v, %v; want %q (never the manifest and its key)", h, err, want)
 		}
 	})
 	w.with(t, "alice/1", func(c *engine.Client) {

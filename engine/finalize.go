@@ -99,6 +99,9 @@ func (c *Client) finalizeBatch(ctx context.Context, reqs []FinalizeRequest, know
 		p := Finalize{Sender: r.Sender, ID: r.ID, Digest: m.Digest, Outcome: r.Outcome, At: c.cfg.Now(), Arrived: m.ReceivedAt, Group: m.Group}
 		if r.Outcome == OutcomeCommitted {
 			p.Body = m.Body
+			if f, ok := FileOf(m.Content, m.Body); ok {
+				p.Body = fileHistoryBody(f) // the history never keeps a file's key
+			}
 		} else {
 			p.Reason = r.Reason
 			if p.Reason == DiscardNone {
