@@ -258,9 +258,7 @@ func cmdFinalize(outcome engine.Outcome) func(context.Context, *cliEnv, *command
 		if outcome == engine.OutcomeCommitted {
 			sent, err = p.Client.Commit(ctx, sender, id)
 		} else {
-			if sent, err = p.Client.Discard(ctx, sender, id, why); err == nil {
-				err = p.Client.DropPartial(sender, id) // a file's partial download goes with it
-			}
+			sent, err = p.Client.Discard(ctx, sender, id, why)
 		}
 		if err != nil {
 			if errors.Is(err, engine.ErrNotPending) {

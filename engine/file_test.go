@@ -286,12 +286,22 @@ func TestFetchFileExpired(t *testing.T) {
 	if len(ids) != 1 {
 		t.Fatalf("blobs %v, want one", ids)
 	}
+	// A partial download first (two chunks), then the expiry.
+	h := &enginetest.Hostile{Stride: testChunk + wire.FileTagSize, At: 2, Mode: enginetest.CorruptFlip}
+	w.wrap = func(b *enginetest.Blobs) engine.BlobRelay { h.Blobs = b; return h }
+	h.Arm(1)
+	if _, err := w.fetch(id, t.TempDir()); !errors.Is(err, engine.ErrChunkAuth) {
+		t.Fatalf("fetch: %v", err)
+	}
 	if err := b.Expire(ids[0]); err != nil {
 		t.Fatal(err)
 	}
 	_, err = w.fetch(id, t.TempDir())
 	if !errors.Is(err, engine.ErrBlobExpired) || engine.ErrorName(err) != "blob_expired" {
 		t.Fatalf("fetch of an expired blob: %v (%s)", err, engine.ErrorName(err))
+	}
+	if parts, _ := filepath.Glob(filepath.Join(w.root, "bob_1", "files", "*.part")); len(parts) != 0 {
+		t.Fatalf("an expired blob's partial download stays: %v", parts)
 	}
 	w.with(t, "bob/1", func(c *engine.Client) {
 		if _, err := c.Discard(context.Background(), engine.MustParseAddress("alice/1"), id, engine.DiscardOther); err != nil {
@@ -443,5 +453,30 @@ func TestSendGroupFile(t *testing.T) {
 	saved, err := w.fetch(id, t.TempDir())
 	if err != nil || fileSum(t, saved) != sum {
 		t.Fatalf("fetch of a group file: %s, %v", saved, err)
+	}
+}
+
+// TestDiscardFileDropsPartial: declining a file removes what a fetch kept.
+func TestDiscardFileDropsPartial(t *testing.T) {
+	w := newFileWorld(t, t.TempDir())
+	src, _ := writeRandomFile(t, t.TempDir(), "d.bin", 4*testChunk, 10)
+	id := w.sendAndDeliver(t, src)
+	h := &enginetest.Hostile{Stride: testChunk + wire.FileTagSize, At: 2, Mode: enginetest.CorruptFlip}
+	w.wrap = func(b *enginetest.Blobs) engine.BlobRelay { h.Blobs = b; return h }
+	h.Arm(1)
+	if _, err := w.fetch(id, t.TempDir()); !errors.Is(err, engine.ErrChunkAuth) {
+		t.Fatalf("fetch: %v", err)
+	}
+	parts := filepath.Join(w.root, "bob_1", "files", "*.part")
+	if got, _ := filepath.Glob(parts); len(got) != 1 {
+		t.Fatalf("partial downloads %v, want one", got)
+	}
+	w.with(t, "bob/1", func(c *engine.Client) {
+		if _, err := c.Discard(context.Background(), engine.MustParseAddress("alice/1"), id, engine.DiscardRejected); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if got, _ := filepath.Glob(parts); len(got) != 0 {
+		t.Fatalf("a discarded file's partial download stays: %v", got)
 	}
 }

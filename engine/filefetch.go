@@ -78,7 +78,8 @@ func (c *Client) FetchFile(ctx context.Context, sender Address, id wire.LogicalI
 	return saved, removeDurable(part)
 }
 
-// DropPartial removes what a fetch of the message kept (after a discard).
+// DropPartial removes what a fetch of the message kept; a discard of a
+// file does it.
 func (c *Client) DropPartial(sender Address, id wire.LogicalID) error {
 	if c.cfg.Files.Dir == "" {
 		return nil

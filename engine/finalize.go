@@ -72,6 +72,7 @@ func (c *Client) finalizeBatch(ctx context.Context, reqs []FinalizeRequest, know
 	var plans []Plan
 	var planOf []int
 	seen := make(map[inboundKey]bool)
+	var declined []inboundKey // discarded files, whose partial downloads go
 	for i, r := range reqs {
 		key := inboundKey{r.Sender, r.ID}
 		if seen[key] {
@@ -107,6 +108,9 @@ func (c *Client) finalizeBatch(ctx context.Context, reqs []FinalizeRequest, know
 			if p.Reason == DiscardNone {
 				p.Reason = DiscardRejected
 			}
+			if m.Content == wire.ContentFile {
+				declined = append(declined, key)
+			}
 		}
 		if p.Session, p.Ack, err = c.prepareAck(ps, r.Sender, r.ID); err != nil {
 			return nil, err
@@ -120,6 +124,9 @@ func (c *Client) finalizeBatch(ctx context.Context, reqs []FinalizeRequest, know
 	receipts, err := c.commitWork(ctx, work, plans)
 	if err != nil {
 		return nil, fmt.Errorf("finalize: %w", err)
+	}
+	for _, k := range declined {
+		_ = c.DropPartial(k.peer, k.id) // best effort: a leftover is ciphertext whose key is gone
 	}
 	acks := make([]*Outgoing, len(plans))
 	for k, p := range plans {
