@@ -174,7 +174,7 @@ func cmdOutbox(ctx context.Context, env *cliEnv, cmd *command, args []string) er
 		msgs, err := p.Client.PendingOutbound(ctx, q)
 		recs := make([][]kv, len(msgs))
 		for i, m := range msgs {
-			recs[i] = append([]kv{{"recipient", m.Recipient.String()}, {"id", hexID(m.ID)}, {"seq", m.Seq}, {"created_at", stamp(m.CreatedAt)}}, bodyFields(m.Body)...)
+			recs[i] = append([]kv{{"recipient", m.Recipient.String()}, {"id", hexID(m.ID)}, {"seq", m.Seq}, {"created_at", stamp(m.CreatedAt)}}, messageFields(m.Content, m.Body)...)
 			if m.Group != nil {
 				recs[i] = append(recs[i], kv{"group", hex.EncodeToString(m.Group[:])})
 			}

@@ -197,6 +197,10 @@ func TestSendFetchFile(t *testing.T) {
 		}
 	})
 	w.with(t, "alice/1", func(c *engine.Client) {
+		h, err := c.History(context.Background(), bob, 0, 10)
+		if want := fmt.Sprintf("[file] photo.jpg (%d bytes, image/jpeg)", 10*testChunk+123); err != nil || len(h) != 1 || string(h[0].Body) != want {
+			t.Fatalf("alice's history %+v, %v; want %q (never the manifest and its key)", h, err, want)
+		}
 		res, err := c.Sync(context.Background())
 		if err != nil || len(res.Received) != 1 || !res.Received[0].Cleared {
 			t.Fatalf("alice's sync: %+v, %v; want the ACK", res.Received, err)

@@ -101,7 +101,7 @@ func (c *Client) finalizeBatch(ctx context.Context, reqs []FinalizeRequest, know
 		if r.Outcome == OutcomeCommitted {
 			p.Body = m.Body
 			if f, ok := FileOf(m.Content, m.Body); ok {
-				p.Body = fileHistoryBody(f) // the history never keeps a file's key
+				p.Body = fileHistoryBody(f) // as StoredFrame.HistoryBody: never a file's key
 			}
 		} else {
 			p.Reason = r.Reason

@@ -129,6 +129,16 @@ type StoredFrame struct {
 	Content wire.ContentType
 }
 
+// HistoryBody is what the history keeps of the frame's message: its body,
+// or for a file its name, size and type (the manifest's key does not
+// outlive the transfer).
+func (f StoredFrame) HistoryBody() []byte {
+	if m, ok := FileOf(f.Content, f.Body); ok {
+		return fileHistoryBody(m)
+	}
+	return f.Body
+}
+
 // DecodeStoredFrame decodes a frame kept pending: an application frame, a
 // group message or a roster change. Stores use it where they used
 // wire.DecodeFrame, so that group lanes read like any pending message.

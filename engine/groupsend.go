@@ -198,6 +198,9 @@ func (c *Client) sendGroup(ctx context.Context, id wire.GroupID, chosen *wire.Lo
 	if err != nil {
 		return GroupSendResult{}, err
 	}
+	if m, ok := FileOf(content, body); ok {
+		body = fileHistoryBody(m)
+	}
 	plan := GroupSend{Sender: c.self, Group: id, ID: mid, Frame: frame, Body: body, At: c.cfg.Now(), Lanes: lanes}
 	return c.commitLanes(ctx, work, plan, mid, lanes)
 }

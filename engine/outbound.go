@@ -77,7 +77,13 @@ func (c *Client) SendBatch(ctx context.Context, reqs []SendRequest) ([]SendResul
 		if results[i].Err != nil {
 			continue
 		}
-		p, err := c.prepareSend(ctx, work, held, r.Peer, results[i].ID, frames[i], r.Body)
+		body := r.Body // what the history keeps
+		if r.file {
+			if m, ok := FileOf(wire.ContentFile, r.Body); ok {
+				body = fileHistoryBody(m)
+			}
+		}
+		p, err := c.prepareSend(ctx, work, held, r.Peer, results[i].ID, frames[i], body)
 		if err != nil {
 			results[i].Err = err
 			continue
