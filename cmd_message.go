@@ -16,9 +16,16 @@ import (
 func cmdSend(ctx context.Context, env *cliEnv, cmd *command, args []string) error {
 	f := newFlags(cmd, env, true)
 	f.network = true
-	ops, err := f.parse(env, args, 2, 2)
+	file := f.String("file", "", "send the file at this path (instead of TEXT or -)")
+	ops, err := f.parse(env, args, 1, 2)
 	if err != nil {
 		return err
+	}
+	if (*file != "") == (len(ops) == 2) {
+		return usagef("give exactly one body: TEXT, - or --file PATH")
+	}
+	if *file != "" {
+		return sendFile(ctx, env, f, ops[0], *file)
 	}
 	if isGroupOperand(ops[0]) {
 		body, err := readBody(env, ops[1])
@@ -112,7 +119,7 @@ func resultFields(r engine.ReceiveResult) []kv {
 	}
 	switch r.Kind {
 	case engine.ResultDelivery:
-		fields = append(fields, bodyFields(r.Body)...)
+		fields = append(fields, messageFields(r.Content, r.Body)...)
 	case engine.ResultAcknowledgement:
 		fields = append(fields, kv{"cleared", r.Cleared})
 	case engine.ResultAlreadyCommitted, engine.ResultAlreadyDiscarded:
@@ -153,7 +160,7 @@ func cmdInbox(ctx context.Context, env *cliEnv, cmd *command, args []string) err
 		msgs, err := p.Client.PendingInbound(ctx, q)
 		recs := make([][]kv, len(msgs))
 		for i, m := range msgs {
-			recs[i] = append([]kv{{"sender", m.Sender.String()}, {"id", hexID(m.ID)}, {"seq", m.Seq}, {"received_at", stamp(m.ReceivedAt)}}, bodyFields(m.Body)...)
+			recs[i] = append([]kv{{"sender", m.Sender.String()}, {"id", hexID(m.ID)}, {"seq", m.Seq}, {"received_at", stamp(m.ReceivedAt)}}, messageFields(m.Content, m.Body)...)
 			if m.Group != nil {
 				recs[i] = append(recs[i], kv{"group", hex.EncodeToString(m.Group[:])})
 			}
@@ -167,7 +174,7 @@ func cmdOutbox(ctx context.Context, env *cliEnv, cmd *command, args []string) er
 		msgs, err := p.Client.PendingOutbound(ctx, q)
 		recs := make([][]kv, len(msgs))
 		for i, m := range msgs {
-			recs[i] = append([]kv{{"recipient", m.Recipient.String()}, {"id", hexID(m.ID)}, {"seq", m.Seq}, {"created_at", stamp(m.CreatedAt)}}, bodyFields(m.Body)...)
+			recs[i] = append([]kv{{"recipient", m.Recipient.String()}, {"id", hexID(m.ID)}, {"seq", m.Seq}, {"created_at", stamp(m.CreatedAt)}}, messageFields(m.Content, m.Body)...)
 			if m.Group != nil {
 				recs[i] = append(recs[i], kv{"group", hex.EncodeToString(m.Group[:])})
 			}
@@ -256,6 +263,9 @@ func cmdFinalize(outcome engine.Outcome) func(context.Context, *cliEnv, *command
 		if err != nil {
 			if errors.Is(err, engine.ErrNotPending) {
 				return fmt.Errorf("no pending message %s from %s", hexID(id), sender)
+			}
+			if errors.Is(err, engine.ErrFileNotFetched) {
+				return fmt.Errorf("file_not_fetched: message %s is a file; \"parley fetch %s %s\" downloads, saves and commits it", hexID(id), sender, hexID(id))
 			}
 			return err
 		}
@@ -404,8 +414,15 @@ func cmdTrace(ctx context.Context, env *cliEnv, cmd *command, args []string) err
 			return fmt.Errorf("no message %s to or from %s here (pruned, or never seen)", hexID(id), peer)
 		}
 	}
+	fs, isFile, err := p.Client.FileTransfer(ctx, peer, id)
+	if err != nil {
+		return err
+	}
 	if !*f.json {
 		fmt.Fprintln(env.stdout, tui.TraceText(p.Client.Self(), l, nil))
+		if isFile {
+			fmt.Fprintln(env.stdout, fileTraceText(fs))
+		}
 		return nil
 	}
 	attempts := make([]map[string]any, len(l.Attempts))
@@ -428,6 +445,9 @@ func cmdTrace(ctx context.Context, env *cliEnv, cmd *command, args []string) err
 		rec = append(rec, kv{"finalized_at", l.Done.UTC().Format(time.RFC3339Nano)})
 	}
 	rec = append(rec, kv{"attempts", attempts})
+	if isFile {
+		rec = append(rec, kv{"file", fileTraceJSON(fs)})
+	}
 	printer{env.stdout, true}.record(rec)
 	return nil
 }

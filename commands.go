@@ -32,7 +32,8 @@ var commandTable = []*command{
 		summary: "show or change whether devices not accepted are held to the stranger limits", run: cmdRequestSettings},
 
 	// cmd_message.go
-	{name: "send", args: "PEER TEXT|-", summary: "send a message; prints its logical ID (exit 3: kept pending)", run: cmdSend},
+	{name: "send", args: "(PEER|GROUP) (TEXT | - | --file PATH)", summary: "send a message or a file; prints its logical ID (exit 3: kept pending)", run: cmdSend},
+	{name: "fetch", args: "SENDER ID [--to DIR]", summary: "download, verify and save a received file, then commit it (exit 1 names the cause)", run: cmdFetch},
 	{name: "sync", args: "[--wait DUR]", summary: "stage, acknowledge and process the mailbox until idle; one line per result", run: cmdSync},
 	{name: "inbox", args: "[--sender PEER] [--after SEQ] [--limit N]", summary: "list pending received messages", run: cmdInbox},
 	{name: "outbox", args: "[--recipient PEER] [--after SEQ] [--limit N]", summary: "list pending sent messages", run: cmdOutbox},

@@ -43,6 +43,8 @@ type Config struct {
 	// MaxPendingStrangers). Unset, every peer is held to
 	// MaxPendingPerPeer alone.
 	CapStrangers bool
+	// Files configures file transfers (file.go).
+	Files FileConfig
 }
 
 // peerState is the live, committed state of one peer.
@@ -97,6 +99,8 @@ type Client struct {
 	// Recovery requests sent lately (recovery.go).
 	recoveryMu sync.Mutex
 	recovery   recoveryLimits
+
+	transfers transferSlots // file transfers at once (file.go)
 
 	events    chan Event
 	eventMu   sync.Mutex

@@ -162,6 +162,18 @@ var errorNames = []struct {
 	{ErrRelayUnreachable, "relay_unreachable"},
 	{ErrPeerNotRegistered, "peer_not_registered"},
 	{ErrInvalidContactName, "invalid_contact_name"},
+	{ErrBlobExpired, "blob_expired"},
+	{ErrBlobNotFound, "blob_not_found"},
+	{ErrBlobIncomplete, "blob_incomplete"},
+	{ErrBlobQuota, "blob_quota"},
+	{ErrBlobOffset, "blob_offset"},
+	{ErrChunkAuth, "chunk_auth"},
+	{ErrChunkSize, "chunk_size"},
+	{ErrFileDigest, "file_digest"},
+	{ErrFileNotFetched, "file_not_fetched"},
+	{ErrFileTooLarge, "file_too_large"},
+	{ErrNoBlobStore, "no_blob_store"},
+	{ErrFileChanged, "file_changed"},
 }
 
 // ErrProfileExposed means a profile's directory or files are readable by

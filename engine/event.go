@@ -165,6 +165,9 @@ type ReceiveResult struct {
 	// not_a_member; Generation for a roster change (the merged roster's).
 	Group      *wire.GroupID
 	Generation uint64
+	// Content is what Body holds on a delivery (wire.ContentFile: a file
+	// manifest, see FileOf).
+	Content wire.ContentType
 
 	// For the loop's schedules: the session with Sender converged (an
 	// announcement, or a session replaced by the peer's initiation), and

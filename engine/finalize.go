@@ -19,6 +19,9 @@ type FinalizeRequest struct {
 	ID      wire.LogicalID
 	Outcome Outcome
 	Reason  DiscardReason // for a discard; DiscardRejected when unset
+	// fetched is set by FetchFile alone: a file is committed once it was
+	// downloaded, verified and saved (ErrFileNotFetched otherwise).
+	fetched bool
 }
 
 // FinalizeResult reports one finalized message: whether its ACK was handed
@@ -69,6 +72,7 @@ func (c *Client) finalizeBatch(ctx context.Context, reqs []FinalizeRequest, know
 	var plans []Plan
 	var planOf []int
 	seen := make(map[inboundKey]bool)
+	var declined []inboundKey // discarded files, whose partial downloads go
 	for i, r := range reqs {
 		key := inboundKey{r.Sender, r.ID}
 		if seen[key] {
@@ -84,6 +88,10 @@ func (c *Client) finalizeBatch(ctx context.Context, reqs []FinalizeRequest, know
 			}
 			m = &stored
 		}
+		if r.Outcome == OutcomeCommitted && m.Content == wire.ContentFile && !r.fetched {
+			results[i].Err = fmt.Errorf("commit %x from %s: %w", r.ID[:], r.Sender, ErrFileNotFetched)
+			continue
+		}
 		seen[key] = true
 		ps, err := c.working(ctx, work, r.Sender)
 		if err != nil {
@@ -92,10 +100,16 @@ func (c *Client) finalizeBatch(ctx context.Context, reqs []FinalizeRequest, know
 		p := Finalize{Sender: r.Sender, ID: r.ID, Digest: m.Digest, Outcome: r.Outcome, At: c.cfg.Now(), Arrived: m.ReceivedAt, Group: m.Group}
 		if r.Outcome == OutcomeCommitted {
 			p.Body = m.Body
+			if f, ok := FileOf(m.Content, m.Body); ok {
+				p.Body = fileHistoryBody(f) // as StoredFrame.HistoryBody: never a file's key
+			}
 		} else {
 			p.Reason = r.Reason
 			if p.Reason == DiscardNone {
 				p.Reason = DiscardRejected
+			}
+			if m.Content == wire.ContentFile {
+				declined = append(declined, key)
 			}
 		}
 		if p.Session, p.Ack, err = c.prepareAck(ps, r.Sender, r.ID); err != nil {
@@ -110,6 +124,9 @@ func (c *Client) finalizeBatch(ctx context.Context, reqs []FinalizeRequest, know
 	receipts, err := c.commitWork(ctx, work, plans)
 	if err != nil {
 		return nil, fmt.Errorf("finalize: %w", err)
+	}
+	for _, k := range declined {
+		_ = c.DropPartial(k.peer, k.id) // best effort: a leftover is ciphertext whose key is gone
 	}
 	acks := make([]*Outgoing, len(plans))
 	for k, p := range plans {

@@ -124,6 +124,19 @@ type StoredFrame struct {
 	Body   []byte
 	Group  *wire.GroupID
 	Roster bool
+	// Content is what Body holds: wire.ContentText, or wire.ContentFile
+	// for a file manifest (a content frame or a group message of files).
+	Content wire.ContentType
+}
+
+// HistoryBody is what the history keeps of the frame's message: its body,
+// or for a file its name, size and type (the manifest's key does not
+// outlive the transfer).
+func (f StoredFrame) HistoryBody() []byte {
+	if m, ok := FileOf(f.Content, f.Body); ok {
+		return fileHistoryBody(m)
+	}
+	return f.Body
 }
 
 // DecodeStoredFrame decodes a frame kept pending: an application frame, a
@@ -140,13 +153,19 @@ func DecodeStoredFrame(b []byte) (StoredFrame, error) {
 		if err != nil {
 			return StoredFrame{}, err
 		}
-		return StoredFrame{ID: m.ID, Body: m.Body, Group: &m.Group}, nil
+		return StoredFrame{ID: m.ID, Body: m.Body, Group: &m.Group, Content: m.Content}, nil
 	case wire.FrameRoster:
 		r, err := wire.DecodeRoster(b)
 		if err != nil {
 			return StoredFrame{}, err
 		}
 		return StoredFrame{ID: r.ID, Body: []byte{}, Group: &r.Group, Roster: true}, nil
+	case wire.FrameContent:
+		m, err := wire.DecodeContentMessage(b)
+		if err != nil {
+			return StoredFrame{}, err
+		}
+		return StoredFrame{ID: m.ID, Body: m.Body, Content: m.Content}, nil
 	}
 	f, err := wire.DecodeFrame(b)
 	if err != nil {
@@ -155,5 +174,5 @@ func DecodeStoredFrame(b []byte) (StoredFrame, error) {
 	if f.Kind != wire.FrameApplication {
 		return StoredFrame{}, wire.ErrMalformed
 	}
-	return StoredFrame{ID: f.ID, Body: f.Body}, nil
+	return StoredFrame{ID: f.ID, Body: f.Body, Content: wire.ContentText}, nil
 }

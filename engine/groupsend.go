@@ -164,6 +164,12 @@ func (c *Client) changeRoster(ctx context.Context, gid wire.GroupID, g GroupInfo
 // roster: one logical ID, one lane per member, all stored in one
 // transaction. Members without a session get a pending lane.
 func (c *Client) SendGroup(ctx context.Context, id wire.GroupID, body []byte) (GroupSendResult, error) {
+	return c.sendGroup(ctx, id, nil, wire.ContentText, body)
+}
+
+// sendGroup is SendGroup of any content, with the logical ID chosen by the
+// caller when chosen is set (a file's, recorded before its upload).
+func (c *Client) sendGroup(ctx context.Context, id wire.GroupID, chosen *wire.LogicalID, content wire.ContentType, body []byte) (GroupSendResult, error) {
 	g, err := c.Group(ctx, id)
 	if err != nil {
 		return GroupSendResult{}, err
@@ -172,10 +178,12 @@ func (c *Client) SendGroup(ctx context.Context, id wire.GroupID, body []byte) (G
 		return GroupSendResult{}, fmt.Errorf("send to group %x: %w", id[:], ErrNotMember)
 	}
 	var mid wire.LogicalID
-	if _, err := c.cfg.Random.Read(mid[:]); err != nil {
+	if chosen != nil {
+		mid = *chosen
+	} else if _, err := c.cfg.Random.Read(mid[:]); err != nil {
 		return GroupSendResult{}, fmt.Errorf("send to group: logical id: %w", err)
 	}
-	frame, err := wire.EncodeGroupMessage(wire.GroupMessage{ID: mid, Group: id, Generation: g.Roster.Generation, Content: wire.ContentText, Body: body})
+	frame, err := wire.EncodeGroupMessage(wire.GroupMessage{ID: mid, Group: id, Generation: g.Roster.Generation, Content: content, Body: body})
 	if err != nil {
 		return GroupSendResult{}, fmt.Errorf("send to group %x: %w", id[:], err)
 	}
@@ -189,6 +197,9 @@ func (c *Client) SendGroup(ctx context.Context, id wire.GroupID, body []byte) (G
 	lanes, err := c.prepareLanes(ctx, work, "group-send", recipients, frame)
 	if err != nil {
 		return GroupSendResult{}, err
+	}
+	if m, ok := FileOf(content, body); ok {
+		body = fileHistoryBody(m)
 	}
 	plan := GroupSend{Sender: c.self, Group: id, ID: mid, Frame: frame, Body: body, At: c.cfg.Now(), Lanes: lanes}
 	return c.commitLanes(ctx, work, plan, mid, lanes)

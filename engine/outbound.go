@@ -13,6 +13,11 @@ import (
 type SendRequest struct {
 	Peer Address
 	Body []byte
+	// file and id are set by SendFile alone: Body is a file manifest
+	// (sent as a content frame) and its logical ID was chosen and recorded
+	// before the upload, so that a resumed send cannot make it twice.
+	file bool
+	id   *wire.LogicalID
 }
 
 // SendResult is the outcome of one message of a batch: its logical ID, and
@@ -49,10 +54,12 @@ func (c *Client) SendBatch(ctx context.Context, reqs []SendRequest) ([]SendResul
 	results := make([]SendResult, len(reqs))
 	frames := make([][]byte, len(reqs))
 	for i, r := range reqs {
-		if _, err := c.cfg.Random.Read(results[i].ID[:]); err != nil {
+		if r.id != nil {
+			results[i].ID = *r.id
+		} else if _, err := c.cfg.Random.Read(results[i].ID[:]); err != nil {
 			return nil, fmt.Errorf("send: logical id: %w", err)
 		}
-		f, err := wire.EncodeFrame(wire.Frame{Kind: wire.FrameApplication, ID: results[i].ID, Body: r.Body})
+		f, err := encodeSendFrame(results[i].ID, r)
 		if err != nil {
 			results[i].Err = fmt.Errorf("send to %s: %w", r.Peer, err)
 			continue
@@ -70,7 +77,13 @@ func (c *Client) SendBatch(ctx context.Context, reqs []SendRequest) ([]SendResul
 		if results[i].Err != nil {
 			continue
 		}
-		p, err := c.prepareSend(ctx, work, held, r.Peer, results[i].ID, frames[i], r.Body)
+		body := r.Body // what the history keeps
+		if r.file {
+			if m, ok := FileOf(wire.ContentFile, r.Body); ok {
+				body = fileHistoryBody(m)
+			}
+		}
+		p, err := c.prepareSend(ctx, work, held, r.Peer, results[i].ID, frames[i], body)
 		if err != nil {
 			results[i].Err = err
 			continue

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	mrand "math/rand/v2"
 	"time"
+
+	"github.com/parley-chat/parley/wire"
 )
 
 // The loop's policies: what Run does on its own between rounds. The commit
@@ -142,6 +144,9 @@ func (c *Client) commitByPolicy(ctx context.Context, received []ReceiveResult) (
 				break
 			}
 			for _, m := range page {
+				if m.Content == wire.ContentFile {
+					continue // a file is committed by its fetch, never by policy
+				}
 				reqs = append(reqs, FinalizeRequest{Sender: m.Sender, ID: m.ID, Outcome: OutcomeCommitted})
 			}
 			after = page[len(page)-1].Seq
@@ -149,7 +154,7 @@ func (c *Client) commitByPolicy(ctx context.Context, received []ReceiveResult) (
 	} else {
 		known = make(map[inboundKey]*InboundMessage)
 		for _, r := range received {
-			if r.Kind == ResultDelivery {
+			if r.Kind == ResultDelivery && r.Content != wire.ContentFile {
 				reqs = append(reqs, FinalizeRequest{Sender: r.Sender, ID: r.ID, Outcome: OutcomeCommitted})
 				if r.fresh != nil {
 					known[inboundKey{r.Sender, r.ID}] = r.fresh

@@ -229,13 +229,18 @@ func (c *Client) prepareRatchet(in *incoming) (opening, error) {
 func (c *Client) prepareFrame(ctx context.Context, bs *batchState, in *incoming, op opening) (prepared, error) {
 	frame, err := wire.DecodeFrame(op.plaintext)
 	var group *wire.GroupID
-	if kind, _ := wire.PeekFrameKind(op.plaintext); kind >= wire.FrameGroupMessage {
+	content := wire.ContentText
+	if kind, _ := wire.PeekFrameKind(op.plaintext); kind == wire.FrameContent {
+		// file.go: a file manifest is delivered as an application frame.
+		frame, content, err = contentFrame(op.plaintext)
+	} else if kind >= wire.FrameGroupMessage {
 		// groupframe.go: a roster change or a refusal is its own verdict; a
 		// group message to accept goes on below as an application frame.
 		var done *prepared
 		if frame, group, done, err = c.groupFrame(ctx, bs, in, op, kind); done != nil || err != nil {
 			return derefPrepared(done), err
 		}
+		content = groupContent(op.plaintext)
 	}
 	if err != nil {
 		return in.drop(wire.LogicalID{}, err), nil
@@ -255,7 +260,7 @@ func (c *Client) prepareFrame(ctx context.Context, bs *batchState, in *incoming,
 	var ack *Outgoing
 	// A session the peer set up, or an announcement of the session that
 	// won, is where the own pending messages must now go.
-	res := ReceiveResult{Sender: sender, ID: frame.ID, Group: group, handshake: hs != nil, converged: hs != nil}
+	res := ReceiveResult{Sender: sender, ID: frame.ID, Group: group, Content: content, handshake: hs != nil, converged: hs != nil}
 	switch frame.Kind {
 	case wire.FrameAck:
 		effect = AckEffect{ID: frame.ID}
@@ -288,7 +293,7 @@ func (c *Client) prepareFrame(ctx context.Context, bs *batchState, in *incoming,
 				}
 				effect = DeliverEffect{ID: frame.ID, Frame: op.plaintext, Digest: d, At: at}
 				bs.delivered[key] = d
-				res.fresh = &InboundMessage{Sender: sender, ID: frame.ID, ReceivedAt: at, Digest: d, Body: frame.Body, Group: group}
+				res.fresh = &InboundMessage{Sender: sender, ID: frame.ID, ReceivedAt: at, Digest: d, Body: frame.Body, Group: group, Content: content}
 			}
 		case ResultAlreadyCommitted, ResultAlreadyDiscarded:
 			// The ACK's encryption step commits with this receive.

@@ -139,6 +139,8 @@ type OutboundMessage struct {
 	Body      []byte
 	// Group is the group of a group lane (nil for a one-to-one message).
 	Group *wire.GroupID
+	// Content is what Body holds (wire.ContentFile: a file manifest).
+	Content wire.ContentType
 }
 
 // InboundMessage is a pending received message.
@@ -151,6 +153,9 @@ type InboundMessage struct {
 	Body       []byte
 	// Group is the group of a group message (nil for a one-to-one one).
 	Group *wire.GroupID
+	// Content is what Body holds (wire.ContentFile: a file manifest, which
+	// only a fetch commits).
+	Content wire.ContentType
 }
 
 // FinalizedRecord is the terminal record of a received message.

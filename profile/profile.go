@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/parley-chat/parley/engine"
@@ -300,6 +301,15 @@ func attach(ctx context.Context, dir string, st *store.DB, o Options) (*Profile,
 	cfg.Store, cfg.Relay = st, conn
 	if !AcceptsAll(dir) {
 		cfg.CapStrangers = true
+	}
+	// Files: partial downloads and upload records live in the profile
+	// (0700, files 0600); the blob store is the relay connection's, once
+	// it has one.
+	if cfg.Files.Dir == "" {
+		cfg.Files.Dir = filepath.Join(dir, "files")
+	}
+	if b, ok := any(conn).(engine.BlobRelay); ok && cfg.Files.Blobs == nil {
+		cfg.Files.Blobs = b
 	}
 	if o.Wrap != nil {
 		cfg.Relay = o.Wrap(conn)

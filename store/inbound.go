@@ -197,7 +197,7 @@ func (db *DB) openInbound(m *engine.InboundMessage, sealedDigest, sealedFrame []
 	if err != nil {
 		return fmt.Errorf("store: read message %x from %s: %w: %w", m.ID[:], m.Sender, engine.ErrMalformedState, err)
 	}
-	m.Body, m.Group = f.Body, f.Group
+	m.Body, m.Group, m.Content = f.Body, f.Group, f.Content
 	return nil
 }
 

@@ -175,7 +175,7 @@ func (db *DB) openOutbound(m *engine.OutboundMessage, sealed []byte) error {
 	if err != nil {
 		return fmt.Errorf("store: read message %x to %s: %w: %w", m.ID[:], m.Recipient, engine.ErrMalformedState, err)
 	}
-	m.Frame, m.Body, m.Group = frame, f.Body, f.Group
+	m.Frame, m.Body, m.Group, m.Content = frame, f.Body, f.Group, f.Content
 	return nil
 }
 

@@ -187,7 +187,7 @@ func checkFrame(frame []byte, id wire.LogicalID, body []byte) error {
 		return invalid("frame of message %x is not an application or group message frame", id[:])
 	case f.ID != id:
 		return invalid("frame of message %x carries %x", id[:], f.ID[:])
-	case body != nil && !bytes.Equal(f.Body, body):
+	case body != nil && !bytes.Equal(f.HistoryBody(), body):
 		return invalid("frame of message %x carries another body", id[:])
 	}
 	return nil

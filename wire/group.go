@@ -23,7 +23,7 @@ type GroupID [16]byte
 // ContentType says what a group message's body holds.
 type ContentType uint8
 
-// Content types. Only text exists today; a file manifest comes with files.
+// Content types: text, and a file manifest (ContentFile, in file.go).
 const (
 	ContentText ContentType = 1
 )
@@ -129,7 +129,7 @@ func PeekFrameKind(b []byte) (FrameKind, error) {
 		return 0, ErrMalformed
 	}
 	switch k := FrameKind(b[1]); k {
-	case FrameApplication, FrameAck, FrameGroupMessage, FrameRoster, FrameNotAMember:
+	case FrameApplication, FrameAck, FrameGroupMessage, FrameRoster, FrameNotAMember, FrameContent:
 		return k, nil
 	}
 	return 0, fmt.Errorf("frame kind %d: %w", b[1], ErrMalformed)
@@ -139,7 +139,7 @@ func PeekFrameKind(b []byte) (FrameKind, error) {
 // MaxGroupBodySize fails with ErrMessageTooLarge; an unknown content type with
 // ErrMalformed.
 func EncodeGroupMessage(m GroupMessage) ([]byte, error) {
-	if m.Content != ContentText {
+	if m.Content != ContentText && m.Content != ContentFile {
 		return nil, fmt.Errorf("content type %d: %w", m.Content, ErrMalformed)
 	}
 	if len(m.Body) > MaxGroupBodySize {
@@ -169,7 +169,7 @@ func DecodeGroupMessage(b []byte) (GroupMessage, error) {
 	r.array(m.Group[:], "group")
 	m.Generation = r.u64("generation")
 	m.Content = ContentType(r.u8("content type"))
-	if r.err == nil && m.Content != ContentText {
+	if r.err == nil && m.Content != ContentText && m.Content != ContentFile {
 		r.fail(fmt.Errorf("content type %d: %w", m.Content, ErrMalformed))
 	}
 	body := r.sized("body", 0, MaxGroupBodySize)

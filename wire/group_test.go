@@ -127,7 +127,7 @@ func TestDecodeFrameStillRefusesGroupKinds(t *testing.T) {
 		{[]byte{1}, wire.ErrMalformed},
 		{[]byte{2, 3}, wire.ErrUnsupportedVersion},
 		{[]byte{1, 0}, wire.ErrMalformed},
-		{[]byte{1, 6}, wire.ErrMalformed},
+		{[]byte{1, 7}, wire.ErrMalformed},
 		{make([]byte, wire.MaxFrameSize+1), wire.ErrMessageTooLarge},
 	} {
 		if _, err := wire.PeekFrameKind(tt.in); !errors.Is(err, tt.want) {
@@ -172,7 +172,7 @@ func TestDecodeGroupMessageRejects(t *testing.T) {
 		{"kind 1", with(1, 1), wire.ErrMalformed},
 		{"kind 4", with(1, 4), wire.ErrMalformed},
 		{"content type 0", with(42, 0), wire.ErrMalformed},
-		{"content type 2", with(42, 2), wire.ErrMalformed},
+		{"content type 3", with(42, 3), wire.ErrMalformed},
 		{"length over remaining", length(3), wire.ErrMalformed},
 		{"length under remaining", length(1), wire.ErrMalformed},
 		{"length over limit", length(wire.MaxGroupBodySize + 1), wire.ErrMalformed},

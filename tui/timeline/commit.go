@@ -6,6 +6,7 @@ package timeline
 import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/wire"
 )
 
 // firstWaiting is the oldest received message still pending that no
@@ -58,8 +59,8 @@ func (m *Model) CommitShown() tea.Cmd {
 	top, bottom := m.vp.YOffset, m.vp.YOffset+m.vp.Height-1
 	var shown []engine.InboundMessage
 	for i, it := range m.items {
-		if it.wait == nil || i >= len(m.spans) {
-			continue
+		if it.wait == nil || i >= len(m.spans) || it.wait.Content == wire.ContentFile {
+			continue // a file is committed by its fetch, never on read
 		}
 		if sp := m.spans[i]; sp[1] >= top && sp[0] <= bottom {
 			shown = append(shown, *it.wait)

@@ -1,0 +1,506 @@
+package engine
+
+import (
+	"context"
+	"crypto/hkdf"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/parley-chat/parley/wire"
+)
+
+// File transfer bounds.
+const (
+	// DefaultFileChunkSize is the plaintext chunk of an upload: 64 KiB, a
+	// websocket message well under the relay's read limit, and small enough
+	// that a killed transfer loses little, large enough that a 100 MiB file
+	// is 1,600 durable steps.
+	DefaultFileChunkSize = 64 << 10
+	// DefaultMaxFileSize is the largest file sent or fetched unless
+	// FileConfig says otherwise: 256 MiB, a relay's default blob share per
+	// IP, so that one file never needs more than a relay gives.
+	DefaultMaxFileSize = 256 << 20
+	// MaxConcurrentTransfers is how many uploads and downloads one client
+	// runs at once; more wait. Each holds a chunk buffer and a share of the
+	// relay connection, and the relay's quotas count per address.
+	MaxConcurrentTransfers = 4
+)
+
+// File errors (the blob store's own are ErrBlob*, the stream's ErrChunk*).
+var (
+	// ErrFileNotFetched means a commit of a file message that was not
+	// downloaded, verified and saved: only FetchFile commits a file.
+	ErrFileNotFetched = errors.New("file not fetched: a file is committed by fetching it")
+	// ErrNotAFile means a fetch named a pending message that is not a file.
+	ErrNotAFile = errors.New("message is not a file")
+	// ErrFileTooLarge means a file over the client's largest file size.
+	ErrFileTooLarge = errors.New("file too large")
+	// ErrNoBlobStore means the relay has no blob store (or FileConfig.Dir
+	// is not set).
+	ErrNoBlobStore = errors.New("relay has no blob store")
+	// ErrFileChanged means the file being sent changed during its upload,
+	// or since an interrupted upload of it began.
+	ErrFileChanged = errors.New("file changed during upload")
+)
+
+// FileConfig configures file transfers.
+type FileConfig struct {
+	// Dir holds upload records and partial downloads (the profile's
+	// files directory, 0700; files in it are 0600). Required for files.
+	Dir string
+	// ChunkSize is the plaintext chunk of uploads (DefaultFileChunkSize),
+	// between wire.MinFileChunkSize and wire.MaxFileChunkSize.
+	ChunkSize uint32
+	// MaxSize is the largest file sent or fetched (DefaultMaxFileSize).
+	MaxSize int64
+	// Blobs is the blob store; by default the Relay, when it implements
+	// BlobRelay.
+	Blobs BlobRelay
+}
+
+// Progress reports a transfer's bytes done of total (plaintext).
+type Progress func(done, total int64)
+
+// transferSlots bounds concurrent transfers per client.
+type transferSlots struct {
+	once  sync.Once
+	slots chan struct{}
+}
+
+func (c *Client) acquireTransfer(ctx context.Context) (func(), error) {
+	c.transfers.once.Do(func() { c.transfers.slots = make(chan struct{}, MaxConcurrentTransfers) })
+	select {
+	case c.transfers.slots <- struct{}{}:
+		return func() { <-c.transfers.slots }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// fileSetup returns the blob store, the files directory and the bounds.
+func (c *Client) fileSetup() (BlobRelay, FileConfig, error) {
+	fc := c.cfg.Files
+	if fc.ChunkSize == 0 {
+		fc.ChunkSize = DefaultFileChunkSize
+	}
+	if fc.MaxSize == 0 {
+		fc.MaxSize = DefaultMaxFileSize
+	}
+	if fc.Blobs == nil {
+		fc.Blobs, _ = c.relay.(BlobRelay)
+	}
+	if fc.Blobs == nil || fc.Dir == "" {
+		return nil, fc, ErrNoBlobStore
+	}
+	if err := os.MkdirAll(fc.Dir, 0o700); err != nil {
+		return nil, fc, fmt.Errorf("files directory: %w", err)
+	}
+	return fc.Blobs, fc, nil
+}
+
+// encodeSendFrame encodes a send's frame: a content frame for a file
+// manifest, an application frame otherwise.
+func encodeSendFrame(id wire.LogicalID, r SendRequest) ([]byte, error) {
+	if r.file {
+		return wire.EncodeContentMessage(wire.ContentMessage{ID: id, Content: wire.ContentFile, Body: r.Body})
+	}
+	return wire.EncodeFrame(wire.Frame{Kind: wire.FrameApplication, ID: id, Body: r.Body})
+}
+
+// contentFrame decodes a received content frame as the application frame
+// it is delivered as, and its content type.
+func contentFrame(b []byte) (wire.Frame, wire.ContentType, error) {
+	m, err := wire.DecodeContentMessage(b)
+	if err != nil {
+		return wire.Frame{}, 0, err
+	}
+	return wire.Frame{Kind: wire.FrameApplication, ID: m.ID, Body: m.Body}, m.Content, nil
+}
+
+// groupContent is the content type of a group message frame that
+// DecodeGroupMessage accepted (text for anything else).
+func groupContent(b []byte) wire.ContentType {
+	if f, err := DecodeStoredFrame(b); err == nil && f.Content != 0 {
+		return f.Content
+	}
+	return wire.ContentText
+}
+
+// FileOf returns the manifest of a file message's body (content
+// wire.ContentFile), or false for anything else.
+func FileOf(content wire.ContentType, body []byte) (wire.FileManifest, bool) {
+	if content != wire.ContentFile {
+		return wire.FileManifest{}, false
+	}
+	m, err := wire.DecodeManifest(body)
+	return m, err == nil
+}
+
+// uploadRecord is what survives a killed upload so that sending the same
+// file again resumes it: the recipient, the file (path, size and change
+// time, to notice a changed file), the blob, the logical ID chosen for the
+// manifest, and the salt of the file key. The key itself is never written
+// in clear: it is derived from the identity key and the salt
+// (fileKey), so the record holds no secret. The relay's BlobHeld is the
+// durable per-chunk progress.
+type uploadRecord struct {
+	To        string `json:"to"`
+	Path      string `json:"path"`
+	Size      int64  `json:"size"`
+	ModTime   int64  `json:"mod_time"`
+	Salt      string `json:"salt"`
+	Blob      string `json:"blob"`
+	ID        string `json:"id"`
+	ChunkSize uint32 `json:"chunk_size"`
+}
+
+// fileKey derives an upload's file key from the identity and a fresh salt.
+func (c *Client) fileKey(salt []byte) ([32]byte, error) {
+	var key [32]byte
+	k, err := hkdf.Key(sha256.New, c.id.signing.Seed(), salt, "parley file key v1", len(key))
+	copy(key[:], k)
+	return key, err
+}
+
+func uploadRecordPath(dir string, salt []byte) string {
+	return filepath.Join(dir, "upload-"+hex.EncodeToString(salt[:16])+".json")
+}
+
+// findUpload returns the record of an interrupted upload of this file to
+// this peer, if any.
+func findUpload(dir, to, path string) (*uploadRecord, string, error) {
+	names, err := filepath.Glob(filepath.Join(dir, "upload-*.json"))
+	if err != nil {
+		return nil, "", err
+	}
+	for _, n := range names {
+		b, err := os.ReadFile(n)
+		if err != nil {
+			return nil, "", err
+		}
+		var r uploadRecord
+		if json.Unmarshal(b, &r) != nil {
+			continue // a torn record: written before any chunk, ignore it
+		}
+		if r.To == to && r.Path == path {
+			return &r, n, nil
+		}
+	}
+	return nil, "", nil
+}
+
+// writeDurable writes a small file whole and durably: a temporary file,
+// fsync, rename, fsync of the directory.
+func writeDurable(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, ".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return err
+	}
+	return syncDir(dir)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// removeDurable removes a file and makes the removal durable.
+func removeDurable(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+// SendFile encrypts the file at path under a fresh key, uploads it to the
+// relay's blob store chunk by chunk, then sends its manifest to peer as a
+// message through the exactly-once path (Send's results: the logical ID,
+// and *MessageNotSentError when the manifest stays pending). The file is
+// read as a stream and never copied.
+//
+// A killed upload resumes where the relay's copy ends when the same file
+// is sent to the same peer again: an upload record (no secret in it) is
+// written before the first chunk and removed once the manifest is stored
+// pending, and the manifest's logical ID is chosen up front, so a resumed
+// send never makes a second message. A file changed meanwhile fails with
+// ErrFileChanged and starts afresh on the next send.
+func (c *Client) SendFile(ctx context.Context, peer Address, path string, progress Progress) (wire.LogicalID, error) {
+	return c.sendFile(ctx, fileTarget{
+		key:  peer.String(),
+		sent: func(id wire.LogicalID) bool { return c.alreadySent(ctx, peer, id) },
+		send: func(id wire.LogicalID, body []byte) error {
+			res, err := c.SendBatch(ctx, []SendRequest{{Peer: peer, Body: body, file: true, id: &id}})
+			if err != nil {
+				return err
+			}
+			return res[0].Err
+		},
+	}, path, progress)
+}
+
+// SendGroupFile is SendFile to a group: one upload, and the manifest as a
+// group message (content wire.ContentFile) on every member's lane. Members
+// whose lane stays pending are in the result's error, as for SendGroup.
+func (c *Client) SendGroupFile(ctx context.Context, group wire.GroupID, path string, progress Progress) (wire.LogicalID, error) {
+	return c.sendFile(ctx, fileTarget{
+		key: "group:" + hex.EncodeToString(group[:]),
+		sent: func(id wire.LogicalID) bool {
+			gs, err := c.groupStore()
+			if err != nil {
+				return false
+			}
+			lanes, err := gs.Lanes(ctx, group, id)
+			return err == nil && len(lanes) > 0
+		},
+		send: func(id wire.LogicalID, body []byte) error {
+			res, err := c.sendGroup(ctx, group, &id, wire.ContentFile, body)
+			if err != nil {
+				return err
+			}
+			if len(res.Unsent) > 0 {
+				return &MessageNotSentError{ID: id, Err: fmt.Errorf("%d lanes pending", len(res.Unsent))}
+			}
+			return nil
+		},
+	}, path, progress)
+}
+
+// fileTarget is where a file's manifest goes: a peer or a group.
+type fileTarget struct {
+	key  string // the upload record's recipient
+	sent func(id wire.LogicalID) bool
+	send func(id wire.LogicalID, body []byte) error // nil or *MessageNotSentError: stored
+}
+
+func (c *Client) sendFile(ctx context.Context, to fileTarget, path string, progress Progress) (wire.LogicalID, error) {
+	blobs, fc, err := c.fileSetup()
+	if err != nil {
+		return wire.LogicalID{}, err
+	}
+	release, err := c.acquireTransfer(ctx)
+	if err != nil {
+		return wire.LogicalID{}, err
+	}
+	defer release()
+	if path, err = filepath.Abs(path); err != nil {
+		return wire.LogicalID{}, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return wire.LogicalID{}, fmt.Errorf("send file: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	switch {
+	case err != nil:
+		return wire.LogicalID{}, fmt.Errorf("send file: %w", err)
+	case !fi.Mode().IsRegular():
+		return wire.LogicalID{}, fmt.Errorf("send file %s: not a regular file", path)
+	case fi.Size() > fc.MaxSize:
+		return wire.LogicalID{}, fmt.Errorf("send file %s of %d bytes (at most %d): %w", path, fi.Size(), fc.MaxSize, ErrFileTooLarge)
+	}
+	rec, recPath, err := findUpload(fc.Dir, to.key, path)
+	if err != nil {
+		return wire.LogicalID{}, fmt.Errorf("send file: %w", err)
+	}
+	if rec != nil && (rec.Size != fi.Size() || rec.ModTime != fi.ModTime().UnixNano()) {
+		// The file changed since its upload began: that upload is lost.
+		if err := removeDurable(recPath); err != nil {
+			return wire.LogicalID{}, err
+		}
+		return wire.LogicalID{}, fmt.Errorf("send file %s: %w", path, ErrFileChanged)
+	}
+	if rec == nil {
+		if rec, recPath, err = c.newUpload(ctx, blobs, fc, to.key, path, fi); err != nil {
+			return wire.LogicalID{}, err
+		}
+	}
+	m, id, err := c.upload(ctx, blobs, f, rec, progress)
+	if errors.Is(err, ErrBlobExpired) || errors.Is(err, ErrBlobNotFound) {
+		// The relay let the unfinished blob go: start again next time.
+		_ = removeDurable(recPath)
+	}
+	if err != nil {
+		return wire.LogicalID{}, err
+	}
+	if after, err := f.Stat(); err != nil || after.Size() != fi.Size() || after.ModTime() != fi.ModTime() {
+		_ = removeDurable(recPath)
+		return wire.LogicalID{}, fmt.Errorf("send file %s: %w", path, ErrFileChanged)
+	}
+	return c.sendManifest(to, id, m, recPath)
+}
+
+// newUpload reserves a blob and records the upload durably before its
+// first chunk.
+func (c *Client) newUpload(ctx context.Context, blobs BlobRelay, fc FileConfig, to string, path string, fi os.FileInfo) (*uploadRecord, string, error) {
+	salt := make([]byte, 32)
+	var id wire.LogicalID
+	if _, err := c.cfg.Random.Read(salt); err != nil {
+		return nil, "", err
+	}
+	if _, err := c.cfg.Random.Read(id[:]); err != nil {
+		return nil, "", err
+	}
+	chunks := wire.FileChunks(fi.Size(), fc.ChunkSize)
+	blob, err := blobs.CreateBlob(ctx, fi.Size()+int64(chunks)*wire.FileTagSize)
+	if err != nil {
+		return nil, "", fmt.Errorf("send file: create blob: %w", err)
+	}
+	rec := &uploadRecord{To: to, Path: path, Size: fi.Size(), ModTime: fi.ModTime().UnixNano(),
+		Salt: hex.EncodeToString(salt), Blob: blob.String(), ID: hex.EncodeToString(id[:]), ChunkSize: fc.ChunkSize}
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return nil, "", err
+	}
+	recPath := uploadRecordPath(fc.Dir, salt)
+	if err := writeDurable(recPath, b); err != nil {
+		return nil, "", fmt.Errorf("send file: record upload: %w", err)
+	}
+	return rec, recPath, c.fail("file-upload", "after-record")
+}
+
+// manifestOf rebuilds an upload's manifest (without its digest) from its
+// record.
+func (c *Client) manifestOf(rec *uploadRecord) (wire.FileManifest, wire.LogicalID, error) {
+	var m wire.FileManifest
+	var id wire.LogicalID
+	salt, err1 := hex.DecodeString(rec.Salt)
+	blob, err2 := hex.DecodeString(rec.Blob)
+	rawID, err3 := hex.DecodeString(rec.ID)
+	if err := errors.Join(err1, err2, err3); err != nil || len(blob) != len(m.Blob) || len(rawID) != len(id) {
+		return m, id, fmt.Errorf("upload record %s: %w", rec.Path, ErrMalformedState)
+	}
+	copy(m.Blob[:], blob)
+	copy(id[:], rawID)
+	key, err := c.fileKey(salt)
+	if err != nil {
+		return m, id, err
+	}
+	name := filepath.Base(rec.Path)
+	media := mime.TypeByExtension(filepath.Ext(name))
+	if media == "" || len(media) > wire.MaxMediaTypeSize {
+		media = "application/octet-stream"
+	}
+	m = wire.FileManifest{Name: wire.CleanFileName(name), Size: rec.Size, MediaType: media,
+		ChunkSize: rec.ChunkSize, Chunks: wire.FileChunks(rec.Size, rec.ChunkSize), Key: key, Blob: m.Blob}
+	return m, id, nil
+}
+
+// upload seals every chunk of f, hashing all of them and putting those the
+// relay does not hold yet, and returns the manifest with its digest.
+func (c *Client) upload(ctx context.Context, blobs BlobRelay, f *os.File, rec *uploadRecord, progress Progress) (wire.FileManifest, wire.LogicalID, error) {
+	m, id, err := c.manifestOf(rec)
+	if err != nil {
+		return m, id, err
+	}
+	s, err := newFileStream(m)
+	if err != nil {
+		return m, id, err
+	}
+	held, size, err := blobs.BlobHeld(ctx, m.Blob)
+	if err != nil {
+		return m, id, fmt.Errorf("send file: blob %s: %w", m.Blob, err)
+	}
+	if size != m.CipherSize() {
+		return m, id, fmt.Errorf("send file: blob %s of %d bytes, want %d: %w", m.Blob, size, m.CipherSize(), ErrBlobOffset)
+	}
+	h := sha256.New()
+	plain := make([]byte, m.ChunkSize)
+	ct := make([]byte, 0, int(m.ChunkSize)+wire.FileTagSize)
+	for i := uint32(0); i < m.Chunks; i++ {
+		n := m.ChunkPlainSize(i)
+		if _, err := io.ReadFull(f, plain[:n]); err != nil {
+			return m, id, fmt.Errorf("send file %s: %w (%w)", rec.Path, ErrFileChanged, err)
+		}
+		ct = s.seal(ct[:0], i, plain[:n])
+		h.Write(ct)
+		off := chunkOffset(m, i)
+		if off < held {
+			continue // the relay holds it: only the digest needs it
+		}
+		if err := c.fail("file-upload", "before-chunk"); err != nil {
+			return m, id, err
+		}
+		if err := blobs.PutBlob(ctx, m.Blob, off, ct); err != nil {
+			return m, id, fmt.Errorf("send file: chunk %d: %w", i, err)
+		}
+		if err := c.fail("file-upload", "after-chunk"); err != nil {
+			return m, id, err
+		}
+		if progress != nil {
+			progress(int64(i)*int64(m.ChunkSize)+int64(n), m.Size)
+		}
+	}
+	copy(m.Digest[:], h.Sum(nil))
+	return m, id, nil
+}
+
+// sendManifest stores and sends the manifest of a complete upload (unless
+// an earlier, killed run already stored it), then forgets the upload.
+func (c *Client) sendManifest(to fileTarget, id wire.LogicalID, m wire.FileManifest, recPath string) (wire.LogicalID, error) {
+	body, err := wire.EncodeManifest(m)
+	if err != nil {
+		return id, err
+	}
+	if err := c.fail("file-upload", "before-manifest"); err != nil {
+		return id, err
+	}
+	var sendErr error
+	if !to.sent(id) {
+		var mns *MessageNotSentError
+		if sendErr = to.send(id, body); sendErr != nil && !errors.As(sendErr, &mns) {
+			return id, sendErr // nothing stored: the record stays for a resend
+		}
+	}
+	if err := c.fail("file-upload", "after-manifest"); err != nil {
+		return id, err
+	}
+	if err := removeDurable(recPath); err != nil {
+		return id, err
+	}
+	return id, sendErr
+}
+
+// alreadySent reports whether the message id to peer was stored: pending,
+// or in the history.
+func (c *Client) alreadySent(ctx context.Context, peer Address, id wire.LogicalID) bool {
+	if _, err := c.store.Outbound(ctx, peer, id); err == nil {
+		return true
+	}
+	_, ok, err := c.store.HistoryEntry(ctx, peer, DirectionOut, id)
+	return err == nil && ok
+}
+
+// fileHistoryBody is what the history keeps of a fetched file: its name,
+// size and type, not the manifest (whose key would outlive the transfer).
+func fileHistoryBody(m wire.FileManifest) []byte {
+	return []byte(fmt.Sprintf("[file] %s (%d bytes, %s)", m.Name, m.Size, m.MediaType))
+}
