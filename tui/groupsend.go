@@ -131,3 +131,14 @@ func (p *pane) sentGroup(m composer.SentMsg) tea.Cmd {
 	}
 	return nil
 }
+
+// SelectGroup chooses the group named name in pane i's conversations, as
+// ↓ past the peers would (the demo's scripted steps); nil when the pane
+// lists no such group.
+func (m *Model) SelectGroup(i int, name string) tea.Cmd {
+	if i < 0 || i >= len(m.panes) {
+		return nil
+	}
+	q := &m.panes[i]
+	return tag(i, q.gen, q.conv().SelectGroup(name))
+}
