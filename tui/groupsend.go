@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"github.com/parley-chat/parley/tui/composer"
 	"github.com/parley-chat/parley/tui/eventlog"
 	"github.com/parley-chat/parley/tui/internal/layout"
+	"github.com/parley-chat/parley/tui/outbox"
 
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/wire"
@@ -141,4 +143,32 @@ func (m *Model) SelectGroup(i int, name string) tea.Cmd {
 	}
 	q := &m.panes[i]
 	return tag(i, q.gen, q.conv().SelectGroup(name))
+}
+
+// retryGroupLanes is ctrl+r while a group is chosen: each member with a
+// pending lane of the group is retried, in that member's order with
+// everything else pending to it (FIFO per member), as parley retry GROUP
+// does.
+func retryGroupLanes(ctx context.Context, src PaneSource, id wire.GroupID) tea.Cmd {
+	return func() tea.Msg {
+		msgs, err := src.PendingOutbound(ctx, engine.PageQuery{Limit: 1000})
+		if err != nil {
+			return outbox.RetriedMsg{Err: err}
+		}
+		var out outbox.RetriedMsg
+		seen := map[engine.Address]bool{}
+		for _, m := range msgs {
+			if m.Group == nil || *m.Group != id || seen[m.Recipient] {
+				continue
+			}
+			seen[m.Recipient] = true
+			out.Peers = append(out.Peers, m.Recipient)
+			ids, err := src.Retry(ctx, m.Recipient)
+			out.Sent += len(ids)
+			if err != nil && out.Err == nil {
+				out.Peer, out.Err = m.Recipient, err
+			}
+		}
+		return out
+	}
 }

@@ -12,11 +12,18 @@ import (
 	"github.com/parley-chat/parley/themes"
 	"github.com/parley-chat/parley/tui/composer"
 	"github.com/parley-chat/parley/tui/conversations"
+	"github.com/parley-chat/parley/tui/outbox"
 )
 
 // sentOf runs cmd (and the commands it batches) until one answers with the
 // composer's SentMsg.
 func sentOf(t *testing.T, cmd tea.Cmd) composer.SentMsg {
+	t.Helper()
+	return msgOf[composer.SentMsg](t, cmd)
+}
+
+// msgOf runs cmd (and the commands it batches) until one answers with a T.
+func msgOf[T any](t *testing.T, cmd tea.Cmd) T {
 	t.Helper()
 	queue := []tea.Cmd{cmd}
 	for len(queue) > 0 {
@@ -26,14 +33,15 @@ func sentOf(t *testing.T, cmd tea.Cmd) composer.SentMsg {
 			continue
 		}
 		switch msg := c().(type) {
-		case composer.SentMsg:
+		case T:
 			return msg
 		case tea.BatchMsg:
 			queue = append(queue, msg...)
 		}
 	}
-	t.Fatal("no send was started")
-	return composer.SentMsg{}
+	var zero T
+	t.Fatalf("no command answered with a %T", zero)
+	return zero
 }
 
 // TestComposerSendsToGroup: with a group chosen the composer writes to the
@@ -101,6 +109,15 @@ func TestComposerSendsToGroup(t *testing.T) {
 	}
 	if !strings.Contains(log.String(), "group_send") || !strings.Contains(log.String(), "#team") {
 		t.Errorf("the events do not tell the group send:\n%s", log.String())
+	}
+
+	// ctrl+r with the group chosen retries the members with pending lanes
+	// of the group (no member acknowledged anything here): to each, in its
+	// order, the group's creation and the message.
+	*p, cmd = p.Update(tea.KeyMsg{Type: tea.KeyCtrlR})
+	retried := msgOf[outbox.RetriedMsg](t, cmd)
+	if retried.Err != nil || retried.Sent != 4 || len(retried.Peers) != 2 {
+		t.Errorf("ctrl+r on the group: %+v; want its lane to bob and to carol handed off again", retried)
 	}
 
 	p.comp().SetValue("half written")

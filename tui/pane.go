@@ -335,6 +335,9 @@ func (p pane) key(k tea.KeyMsg) (pane, tea.Cmd) {
 	case input.Matches(k, p.keys.Accept):
 		return p, p.accept()
 	case input.Matches(k, p.keys.Retry):
+		if p.att != nil && p.group != nil {
+			return p, retryGroupLanes(p.ctx, p.att.Client, *p.group)
+		}
 		if p.att != nil && !p.peer.IsZero() {
 			return p, outbox.Retry(p.ctx, p.att.Client, p.peer, false)
 		}
