@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/parley-chat/parley/bench"
@@ -17,8 +19,22 @@ func cmdBench(ctx context.Context, env *cliEnv, cmd *command, args []string) err
 	pairs := f.Int("pairs", 1, "conversations, each between two profiles of its own, on one relay")
 	window := f.Int("window", 64, "at most this many messages in flight per pair")
 	cpuProfile := f.String("cpuprofile", "", "write a CPU profile of the measured part of the run to this file")
+	group := f.String("group", "", "measure group sends instead: comma-separated group sizes, the sender included (2,10,50), each run in turn")
 	if _, err := f.parse(env, args, 0, 0); err != nil {
 		return err
+	}
+	if *group != "" {
+		if *pairs != 1 || *cpuProfile != "" {
+			return usagef("--group measures one sender: --pairs and --cpuprofile do not apply")
+		}
+		sizes, err := parseSizes(*group)
+		if err != nil {
+			return err
+		}
+		if *n < 0 || *window < 1 || *duration < 0 || *n == 0 && *duration == 0 {
+			return usagef("--window must be positive, and --messages or --duration must be")
+		}
+		return benchGroup(ctx, env, *f.json, bench.GroupOptions{Sizes: sizes, Messages: *n, Duration: *duration, Window: *window})
 	}
 	if *n < 0 || *window < 1 || *pairs < 1 || *duration < 0 || *n == 0 && *duration == 0 {
 		return usagef("--window and --pairs must be positive, and --messages or --duration must be")
@@ -55,5 +71,45 @@ func cmdBench(ctx context.Context, env *cliEnv, cmd *command, args []string) err
 	fmt.Fprintf(w, "CPU per message          %.0f µs (both clients, the relay and the cryptography)\n", res.CPUMicrosPerMsg)
 	fmt.Fprintf(w, "durable commits/s        %.0f (synchronous=%s, same disk)\n", res.DurableCommitsPerSec, res.Synchronous)
 	fmt.Fprintf(w, "ratio                    %.2f\n", res.Ratio)
+	return nil
+}
+
+// parseSizes reads --group's list of sizes.
+func parseSizes(list string) ([]int, error) {
+	var sizes []int
+	for _, f := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 2 {
+			return nil, usagef("--group %q: want sizes of at least 2, such as 2,10,50", list)
+		}
+		sizes = append(sizes, n)
+	}
+	return sizes, nil
+}
+
+// benchGroup is parley bench --group: one line (or JSON record) per size.
+func benchGroup(ctx context.Context, env *cliEnv, asJSON bool, o bench.GroupOptions) error {
+	o.Progress = env.stderr
+	if asJSON {
+		o.Progress = io.Discard
+	}
+	results, err := bench.RunGroup(ctx, o)
+	if err != nil {
+		return err
+	}
+	w := env.stdout
+	if !asJSON {
+		fmt.Fprintf(w, "%7s %8s %7s %7s %9s %11s %14s\n", "members", "messages", "lanes", "msgs/s", "lanes/s", "p50/p99 ms", "CPU/lane µs")
+	}
+	for _, r := range results {
+		if asJSON {
+			printer{w, true}.record([]kv{{"members", r.Members}, {"messages", r.Messages}, {"lanes", r.Lanes}, {"seconds", r.Seconds},
+				{"msgs_per_sec", r.MsgsPerSec}, {"lanes_per_sec", r.LanesPerSec}, {"p50_ms", r.P50ms}, {"p99_ms", r.P99ms},
+				{"cpu_us_per_lane", r.CPUMicrosPerLane}, {"window", r.Window}})
+			continue
+		}
+		fmt.Fprintf(w, "%7d %8d %7d %7.0f %9.0f %11s %14.0f\n", r.Members, r.Messages, r.Lanes, r.MsgsPerSec, r.LanesPerSec,
+			fmt.Sprintf("%.0f/%.0f", r.P50ms, r.P99ms), r.CPUMicrosPerLane)
+	}
 	return nil
 }

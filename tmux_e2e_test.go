@@ -326,20 +326,30 @@ func TestTerminalScenarios(t *testing.T) {
 		name  string
 		steps int
 		want  string
+		// after, when set, is what each step shows once it is done,
+		// waited for instead of a settled screen (the group matrix's age
+		// changes every second).
+		after []string
 	}{
-		{"collision", 7, "alice→bob 1 sent: 1 once · bob→alice 1 sent: 1 once"},
-		{"lost envelope", 5, "alice→bob 1 sent: 1 once · bob→alice 0 sent"},
-		{"lost ACK", 4, "alice→bob 1 sent: 1 once · bob→alice 0 sent"},
-		{"crash between commit and event", 5, "alice→bob 1 sent: 1 once · bob→alice 0 sent"},
-		{"identity change", 6, "alice→bob 0 sent: 0 once · bob→alice 1 sent: 1 once"},
-		{"pruned message retried", 6, "alice→bob 1 sent: 1 once · bob→alice 0 sent"},
+		{"collision", 7, "alice→bob 1 sent: 1 once · bob→alice 1 sent: 1 once", nil},
+		{"lost envelope", 5, "alice→bob 1 sent: 1 once · bob→alice 0 sent", nil},
+		{"lost ACK", 4, "alice→bob 1 sent: 1 once · bob→alice 0 sent", nil},
+		{"crash between commit and event", 5, "alice→bob 1 sent: 1 once · bob→alice 0 sent", nil},
+		{"identity change", 6, "alice→bob 0 sent: 0 once · bob→alice 1 sent: 1 once", nil},
+		{"pruned message retried", 6, "alice→bob 1 sent: 1 once · bob→alice 0 sent", nil},
+		{"group lane lost", 7, "#trio alice→bob 1 sent: 1 once · #trio alice→carol 1 sent: 1 once",
+			[]string{"carol/1 joined", "# trio · 3", "Composer → #trio", "#trio alice→carol 1 sent: 0 once, 1 pending", "✓ 1/2", "✓ 2/2", "✓ 2/2"}},
 	} {
 		t.Run(strings.ReplaceAll(sc.name, " ", "_"), func(t *testing.T) {
 			d := startDemo(t)
 			d.keys("C-x", fmt.Sprint(n+1))
 			for i := 1; i <= sc.steps; i++ {
 				d.waitFor(fmt.Sprintf("[%d %s · %d/%d]", n+1, sc.name, i, sc.steps), 20*time.Second)
-				d.settle()
+				if sc.after != nil {
+					d.waitFor(sc.after[i-1], 20*time.Second)
+				} else {
+					d.settle()
+				}
 				if i < sc.steps {
 					d.keys("Space")
 				}

@@ -7,6 +7,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/wire"
 )
 
 // DraftSource keeps the composer's text across restarts, one draft per
@@ -37,6 +38,9 @@ type drafts struct {
 	loaded bool                      // read from the current client
 	text   map[engine.Address]string // by conversation, "" for none
 	saved  map[engine.Address]string // as last written to the profile
+	// groups are the texts written to groups, kept while the program
+	// runs (the profile keeps drafts by peer only).
+	groups map[wire.GroupID]string
 }
 
 // draftSource is the pane's client as a DraftSource, or nil.
@@ -104,7 +108,7 @@ func (p *pane) changedDrafts() map[engine.Address]string {
 	if !p.draft.loaded {
 		return nil // a save now could replace a draft not read yet
 	}
-	if !p.peer.IsZero() {
+	if !p.peer.IsZero() && p.group == nil {
 		p.draft.text[p.peer] = p.comp().Value()
 	}
 	var out map[engine.Address]string
@@ -139,18 +143,22 @@ func (p *pane) saveDrafts() tea.Cmd {
 // engine yet) into their conversations' drafts, after what is there: a
 // quit that does not wait for them keeps their text.
 func (p *pane) keepQueued() {
-	peers, bodies := p.comp().TakeQueued()
+	peers, groups, bodies := p.comp().TakeQueued()
 	if p.draft.text == nil {
 		p.draft.text = map[engine.Address]string{}
 	}
 	for i, peer := range peers {
+		if groups[i] != nil {
+			p.keepQueuedGroup(*groups[i], bodies[i])
+			continue
+		}
 		t := p.draft.text[peer]
-		if peer == p.peer {
+		if peer == p.peer && p.group == nil {
 			t = p.comp().Value()
 		}
 		t = strings.TrimLeft(t+"\n"+string(bodies[i]), "\n")
 		p.draft.text[peer] = t
-		if peer == p.peer {
+		if peer == p.peer && p.group == nil {
 			p.comp().SetValue(t)
 		}
 	}

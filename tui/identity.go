@@ -75,7 +75,7 @@ func (p *pane) markChanged(peer engine.Address) tea.Cmd {
 
 func (p *pane) updateBlocked() {
 	reason := ""
-	if p.changed[p.peer] != nil {
+	if p.changed[p.peer] != nil && p.group == nil {
 		reason = fmt.Sprintf("identity_changed: %s has a new identity; sending is blocked until you accept it (ctrl+t)", p.peer)
 	}
 	p.comp().SetBlocked(reason)

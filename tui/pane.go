@@ -43,6 +43,7 @@ type pane struct {
 	panels [panelCount]panel
 
 	peer    engine.Address
+	group   *wire.GroupID // the group the composer writes to (groupsend.go)
 	safety  string
 	safeErr string
 	changed map[engine.Address]*identityChange
@@ -220,8 +221,10 @@ func (p pane) Update(msg tea.Msg) (pane, tea.Cmd) {
 	case conversations.SelectedMsg:
 		var cmd tea.Cmd
 		if msg.Group != nil {
+			p.chooseGroup(*msg.Group, msg.Name)
 			cmd = p.tl().showGroup(*msg.Group, msg.Name)
 		} else {
+			p.leaveGroup()
 			p.tl().showPeer()
 			cmd = p.selectPeer(msg.Peer)
 		}
@@ -332,6 +335,9 @@ func (p pane) key(k tea.KeyMsg) (pane, tea.Cmd) {
 	case input.Matches(k, p.keys.Accept):
 		return p, p.accept()
 	case input.Matches(k, p.keys.Retry):
+		if p.att != nil && p.group != nil {
+			return p, retryGroupLanes(p.ctx, p.att.Client, *p.group)
+		}
 		if p.att != nil && !p.peer.IsZero() {
 			return p, outbox.Retry(p.ctx, p.att.Client, p.peer, false)
 		}
@@ -479,6 +485,8 @@ func (p pane) readTrace(peer engine.Address, id wire.LogicalID, dir engine.Direc
 func (p *pane) sent(m composer.SentMsg) tea.Cmd {
 	var nse *engine.MessageNotSentError
 	switch {
+	case m.Group != nil:
+		return p.sentGroup(m)
 	case m.Err == nil, errors.As(m.Err, &nse):
 		return nil // the engine's events tell the rest
 	case errors.Is(m.Err, engine.ErrIdentityChanged):

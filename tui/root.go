@@ -268,15 +268,21 @@ func (m Model) View() string {
 func (m Model) draft() string {
 	for _, p := range m.panes {
 		if strings.TrimSpace(p.comp().Value()) != "" {
+			if p.group != nil {
+				return fmt.Sprintf("%s's draft to #%s", p.self, p.comp().GroupName())
+			}
 			return fmt.Sprintf("%s's draft to %s", p.self, p.comp().Peer())
 		}
 	}
 	// Drafts of the conversations not in view.
 	for _, p := range m.panes {
 		for peer, t := range p.draft.text {
-			if peer != p.peer && strings.TrimSpace(t) != "" {
+			if (peer != p.peer || p.group != nil) && strings.TrimSpace(t) != "" {
 				return fmt.Sprintf("%s's draft to %s", p.self, peer)
 			}
+		}
+		if p.groupText() {
+			return fmt.Sprintf("%s's draft to a group", p.self)
 		}
 	}
 	return ""

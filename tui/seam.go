@@ -68,7 +68,7 @@ func (m *Model) Quit(k tea.KeyMsg) (handled, quit bool) {
 			m.quitWait = true
 			return true, false
 		}
-		if m.draft() == "" || m.keepsDrafts() {
+		if m.draft() == "" || m.keepsDrafts() && !m.groupText() {
 			return true, true
 		}
 		m.quitAsk = true

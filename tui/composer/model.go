@@ -27,14 +27,31 @@ type Source interface {
 	Send(ctx context.Context, peer engine.Address, body []byte) (wire.LogicalID, error)
 }
 
-// SentMsg reports one send: Err nil means the relay accepted it; a
-// *engine.MessageNotSentError means it is stored and pending (a retry sends
-// it); any other error means nothing was stored.
+// GroupSource is what the composer sends to a group through:
+// *engine.Client implements it. A source without it cannot write to a
+// group (the composer says so).
+type GroupSource interface {
+	SendGroup(ctx context.Context, id wire.GroupID, body []byte) (engine.GroupSendResult, error)
+}
+
+// SentMsg reports one send: Err nil means the relay accepted it (every
+// lane, for a group); a *engine.MessageNotSentError means it is stored and
+// pending (a retry sends it; for a group, Unsent names the lanes still
+// unsent); any other error means nothing was stored. Group is set when
+// the message went to a group (Peer is then zero).
 type SentMsg struct {
-	Peer engine.Address
-	ID   wire.LogicalID
-	Body []byte
-	Err  error
+	Peer   engine.Address
+	Group  *wire.GroupID
+	ID     wire.LogicalID
+	Body   []byte
+	Unsent []engine.Address
+	Err    error
+}
+
+// target is where one queued message goes: a peer, or a group.
+type target struct {
+	peer  engine.Address
+	group *wire.GroupID
 }
 
 // Model is the composer.
@@ -47,11 +64,13 @@ type Model struct {
 	w, h    int
 	focus   bool
 	peer    engine.Address
+	group   *wire.GroupID // set while writing to a group (group.go)
+	gname   string
 	blocked string // why sending to peer is refused, if it is
 	err     string
 	size    int      // bytes in the editor
 	queue   [][]byte // bodies waiting for the send in flight, in order
-	queueTo []engine.Address
+	queueTo []target
 	busy    bool
 	// pend are printable keys gathered for one insertion, armed a burstMsg
 	// on its way, lines the lines the text wants (burst.go).
@@ -161,11 +180,16 @@ func (m Model) Unsent() int {
 
 // TakeQueued empties the queue of messages waiting behind the send in
 // flight (never handed to the engine) and returns them, in order, with the
-// peer each was written to.
-func (m *Model) TakeQueued() ([]engine.Address, [][]byte) {
-	peers, bodies := m.queueTo, m.queue
+// peer each was written to. A message written to a group has a zero peer
+// and its group in groups (nil for a peer's).
+func (m *Model) TakeQueued() (peers []engine.Address, groups []*wire.GroupID, bodies [][]byte) {
+	for _, t := range m.queueTo {
+		peers = append(peers, t.peer)
+		groups = append(groups, t.group)
+	}
+	bodies = m.queue
 	m.queue, m.queueTo = nil, nil
-	return peers, bodies
+	return peers, groups, bodies
 }
 
 // Peer returns the address messages go to.
@@ -182,9 +206,10 @@ func (m *Model) SetValue(text string) {
 	m.changed()
 }
 
-// SetPeer addresses the composer to peer.
+// SetPeer addresses the composer to peer (and no longer to a group).
 func (m *Model) SetPeer(peer engine.Address) {
 	m.peer = peer
+	m.group, m.gname = nil, ""
 	m.err = ""
 	m.placeholder()
 }
@@ -193,6 +218,10 @@ func (m *Model) SetPeer(peer engine.Address) {
 func (m *Model) SetBlocked(reason string) { m.blocked = reason }
 
 func (m *Model) placeholder() {
+	if m.group != nil {
+		m.ta.Placeholder = "write to #" + m.gname + " · enter sends to every member"
+		return
+	}
 	if m.peer.IsZero() {
 		m.ta.Placeholder = "choose a conversation first"
 		return
@@ -210,7 +239,7 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 			if !errors.As(msg.Err, &nse) {
 				// Nothing was stored: give the text back to edit.
 				m.err = engine.ErrorName(msg.Err) + ": " + msg.Err.Error()
-				if m.Value() == "" && msg.Peer == m.peer {
+				if m.Value() == "" && msg.Peer == m.peer && sameGroup(msg.Group, m.group) {
 					m.SetValue(string(msg.Body))
 				}
 			}
@@ -252,6 +281,13 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 // Check reports why body cannot be sent to the current peer, or nil.
 func (m Model) Check(body string) error {
 	switch {
+	case m.group != nil:
+		if _, ok := m.src.(GroupSource); !ok {
+			return errors.New("this profile's client cannot write to groups")
+		}
+		if len(body) > MaxGroupBody {
+			return fmt.Errorf("message_too_large: %d bytes, the limit for a group is %d", len(body), MaxGroupBody)
+		}
 	case m.peer.IsZero():
 		return errors.New("no conversation chosen: pick one or press n in conversations")
 	case m.blocked != "":
@@ -275,7 +311,10 @@ func (m Model) submit() (Model, tea.Cmd) {
 	m.ta.Reset()
 	m.changed()
 	m.queue = append(m.queue, []byte(body))
-	m.queueTo = append(m.queueTo, m.peer)
+	m.queueTo = append(m.queueTo, target{peer: m.peer, group: m.group})
+	if m.group != nil {
+		m.queueTo[len(m.queueTo)-1].peer = engine.Address{}
+	}
 	if m.busy {
 		return m, nil
 	}
@@ -288,10 +327,14 @@ func (m *Model) next() tea.Cmd {
 	if m.busy || len(m.queue) == 0 {
 		return nil
 	}
-	body, peer := m.queue[0], m.queueTo[0]
+	body, to := m.queue[0], m.queueTo[0]
 	m.queue, m.queueTo = m.queue[1:], m.queueTo[1:]
 	m.busy = true
 	src, ctx := m.src, m.ctx
+	if to.group != nil {
+		return sendGroup(ctx, src, *to.group, body)
+	}
+	peer := to.peer
 	return func() tea.Msg {
 		id, err := src.Send(ctx, peer, body)
 		return SentMsg{Peer: peer, ID: id, Body: body, Err: err}
@@ -319,7 +362,10 @@ func (m Model) View() string {
 // draw renders the composer.
 func (m Model) draw() string {
 	to := "Composer"
-	if !m.peer.IsZero() {
+	switch {
+	case m.group != nil:
+		to += " → #" + m.gname
+	case !m.peer.IsZero():
 		to += " → " + m.peer.String()
 	}
 	detail := fmt.Sprintf("%s / 192 KiB", size(m.size))

@@ -120,3 +120,15 @@ func (m Model) groupRows(st themes.ConversationStyles) []string {
 	}
 	return out
 }
+
+// SelectGroup chooses the group named name, as ↓ past the peers reaches it
+// (a wrapper's scripted step); nil when no group has that name.
+func (m *Model) SelectGroup(name string) tea.Cmd {
+	items := m.Items()
+	for i, g := range m.groups {
+		if g.Name == name {
+			return m.chooseAt(items, len(items)+i)
+		}
+	}
+	return nil
+}

@@ -151,6 +151,7 @@ func scenarios() []scenario {
 			{on: 1, keys: showInbox, do: commitHere, say: "bob commits again. His history keeps the message once, and the ACK clears alice's."},
 			{on: 0, say: verdictSay},
 		}},
+		groupScenario(),
 	}
 }
 

@@ -30,6 +30,7 @@ type flow struct {
 	lost     int // acknowledged to the sender, yet neither committed nor discarded
 	wiped    int // acknowledged before the receiver was reinstalled (its old profile is gone)
 	partial  bool
+	group    string // the group's name, for a member's count of a group's messages (group.go)
 }
 
 // verdictMsg carries the verdict of both directions.
@@ -58,6 +59,13 @@ func (w *world) verdictCmd(a, b engine.Address) tea.Cmd {
 				return verdictMsg{err: err}
 			}
 			flows = append(flows, f)
+		}
+		for _, c := range []*engine.Client{ca, cb} {
+			gf, err := w.groupFlows(w.ctx, c)
+			if err != nil {
+				return verdictMsg{err: err}
+			}
+			flows = append(flows, gf...)
 		}
 		return verdictMsg{flows: flows}
 	}
@@ -149,7 +157,7 @@ func (m Model) verdictView() []string {
 	parts := make([]string, 0, len(m.verdict.flows))
 	bad := false
 	for _, f := range m.verdict.flows {
-		s := fmt.Sprintf("%s→%s %d sent: %d once", f.from.User, f.to.User, f.sent, f.once)
+		s := fmt.Sprintf("%s %d sent: %d once", flowName(f), f.sent, f.once)
 		for _, c := range []struct {
 			n    int
 			name string

@@ -153,7 +153,8 @@ func (g Group) View(now time.Time, focused bool) string {
 		if e.Own {
 			who = st.Own.Render("you")
 		}
-		lines = append(lines, st.Time.Render(e.At.Format("15:04"))+" "+who+" "+st.Body.Render(string(e.Body)))
+		// A peer's text never drives the terminal: cleaned, on one line.
+		lines = append(lines, st.Time.Render(e.At.Format("15:04"))+" "+who+" "+st.Body.Render(layout.OneLine(e.Body, max(g.w, 1)*4)))
 		if !e.Own || len(e.Lanes) == 0 {
 			continue
 		}
