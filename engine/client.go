@@ -43,6 +43,10 @@ type Config struct {
 	// MaxPendingStrangers). Unset, every peer is held to
 	// MaxPendingPerPeer alone.
 	CapStrangers bool
+	// Requests stages the first messages from peers this device has not
+	// accepted as message requests (request.go): nothing goes back to
+	// them until the owner accepts. Unset, every peer is accepted.
+	Requests bool
 }
 
 // peerState is the live, committed state of one peer.

@@ -75,6 +75,12 @@ func (c *Client) finalizeBatch(ctx context.Context, reqs []FinalizeRequest, know
 			results[i].Err = fmt.Errorf("finalize %x from %s: %w", r.ID[:], r.Sender, ErrNotPending)
 			continue
 		}
+		if open, err := c.requestOpen(ctx, r.Sender); err != nil {
+			return nil, err
+		} else if open {
+			results[i].Err = fmt.Errorf("finalize %x from %s: %w", r.ID[:], r.Sender, ErrRequestPending)
+			continue
+		}
 		m := known[key]
 		if m == nil {
 			stored, err := c.store.Inbound(ctx, r.Sender, r.ID)
