@@ -299,7 +299,7 @@ func attach(ctx context.Context, dir string, st *store.DB, o Options) (*Profile,
 	cfg := o.Engine
 	cfg.Store, cfg.Relay = st, conn
 	if !AcceptsAll(dir) {
-		cfg.CapStrangers = true
+		cfg.CapStrangers, cfg.Requests = true, true
 	}
 	if o.Wrap != nil {
 		cfg.Relay = o.Wrap(conn)
