@@ -55,6 +55,10 @@ const (
 	// EventRequestsSwept: the maintenance deleted Count requests older than
 	// RequestLifetime.
 	EventRequestsSwept
+	// EventRequestAccepted: Peer's request was accepted; its Count
+	// messages are now pending deliveries (the lists of pending messages
+	// changed).
+	EventRequestAccepted
 )
 
 // Event reports one committed change. Events are emitted only after their
@@ -69,7 +73,7 @@ type Event struct {
 	AckSent bool           // EventFinalized
 	Err     error          // EventNotSent, EventResync, EventSyncFailed
 	Op      string         // EventSyncFailed
-	Count   int            // EventQuarantineEvicted, EventRequestBound, EventRequestsSwept
+	Count   int            // EventQuarantineEvicted and the request events
 
 	marker uint64 // presentation marker of the commit this event reports
 }

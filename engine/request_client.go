@@ -46,7 +46,7 @@ func (c *Client) acceptLocked(ctx context.Context, peer Address) (int, error) {
 		c.loopMu.Lock()
 		c.commitPending = true
 		c.loopMu.Unlock()
-		c.emit(Event{Kind: EventResync, At: c.cfg.Now(), Peer: peer})
+		c.emit(Event{Kind: EventRequestAccepted, At: c.cfg.Now(), Peer: peer, Count: r.Count})
 	}
 	return r.Count, nil
 }
