@@ -282,6 +282,15 @@ func (c *Client) prepareFrame(ctx context.Context, bs *batchState, in *incoming,
 		switch res.Kind {
 		case ResultDelivery:
 			res.Body = frame.Body
+			if _, ok := effect.(RepeatEffect); ok {
+				// A copy of a message that waits in a request is no
+				// delivery either.
+				if open, err := c.inRequest(ctx, bs, sender); err != nil {
+					return prepared{}, err
+				} else if open {
+					res.Kind, res.Body = ResultRequest, nil
+				}
+			}
 			if _, ok := effect.(DeliverEffect); ok {
 				if err := c.admitPending(ctx, bs.caps, sender); errors.Is(err, ErrPendingCap) {
 					return in.drop(frame.ID, err), nil

@@ -241,3 +241,12 @@ func (c *Client) stageRequest(ctx context.Context, bs *batchState, sender Addres
 	st.bytes += int64(len(body))
 	return stage, nil
 }
+
+// inRequest reports whether sender has an open request, as this batch
+// knows it.
+func (c *Client) inRequest(ctx context.Context, bs *batchState, sender Address) (bool, error) {
+	if open, known := bs.requests.open[sender]; known {
+		return open, nil
+	}
+	return c.requestOpen(ctx, sender)
+}

@@ -72,7 +72,10 @@ func TestRequestSilentUntilAccept(t *testing.T) {
 		t.Fatalf("bob's sync: %v, want two requests and no delivery", k)
 	}
 	alice.sync()
-	bob.sync()
+	alice.retry(bob) // copies of a request's messages are no deliveries either
+	if k := kindsOf(bob.sync()); k[engine.ResultRequest] != 2 || k[engine.ResultDelivery] != 0 {
+		t.Fatalf("bob's sync of the copies: %v, want two requests and no delivery", k)
+	}
 	if n := sentBy(t, w.net, bob); n != 0 {
 		t.Fatalf("bob sent %d envelopes to the relay before accepting, want none", n)
 	}
