@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -176,5 +177,51 @@ func TestRequestBlockAndSweep(t *testing.T) {
 	}
 	if reqs, err := bob.c.Requests(w.ctx); len(reqs) != 0 || err != nil || bob.pendingIn() != 0 {
 		t.Fatalf("after the lifetime: requests %+v, %v; %d pending", reqs, err, bob.pendingIn())
+	}
+}
+
+// TestRequestBound: past MaxRequests open requests, a new stranger's
+// message is dropped (requests_full) with an EventRequestBound, and nothing
+// goes back to it; once a request is dealt with, its retry opens one.
+func TestRequestBound(t *testing.T) {
+	w := newWorld(t)
+	bob := w.device("bob/1")
+	bob.withRequests(nil)
+	var strangers []*device
+	for i := 0; i <= engine.MaxRequests; i++ {
+		s := w.device(fmt.Sprintf("s%d/1", i))
+		s.send(bob, "hello")
+		strangers = append(strangers, s)
+	}
+	full := 0
+	for _, r := range bob.sync() {
+		if r.Kind == engine.ResultError && errors.Is(r.Err, engine.ErrRequestBound) {
+			full++
+		}
+	}
+	bound := 0
+	for drained := false; !drained; {
+		select {
+		case e := <-bob.c.Events():
+			if e.Kind == engine.EventRequestBound && e.Op == "requests" {
+				bound++
+			}
+		default:
+			drained = true
+		}
+	}
+	reqs, err := bob.c.Requests(w.ctx)
+	if err != nil || len(reqs) != engine.MaxRequests || full != 1 || bound != 1 {
+		t.Fatalf("%d requests (%v), %d dropped as full, %d bound events; want %d, 1, 1", len(reqs), err, full, bound, engine.MaxRequests)
+	}
+	if n := sentBy(t, w.net, bob); n != 0 {
+		t.Fatalf("bob sent %d envelopes", n)
+	}
+	if err := bob.c.RejectRequest(w.ctx, reqs[0].Peer, false); err != nil {
+		t.Fatal(err)
+	}
+	strangers[engine.MaxRequests].retry(bob)
+	if k := kindsOf(bob.sync()); k[engine.ResultRequest] != 1 {
+		t.Fatalf("the retry after a reject made room: %v, want a request", k)
 	}
 }
