@@ -95,7 +95,7 @@ func (c *Client) prepareReceive(ctx context.Context, bs *batchState, row StagedE
 	if verdict != nil {
 		return dropRow(row, now, sender, wire.LogicalID{}, verdict), nil
 	}
-	if blocked, err := c.blocked(ctx, sender); err != nil {
+	if blocked, err := c.blockedIn(ctx, bs, sender); err != nil {
 		return prepared{}, err
 	} else if blocked {
 		// Dropped unopened: no session step, no recovery request.

@@ -157,13 +157,14 @@ func requestPreview(body []byte) string {
 
 // requestState is what one batch of receives counted of the requests.
 type requestState struct {
-	open  map[Address]bool // peer has an open request (read or staged)
-	count int              // open requests; -1 until read
-	bytes int64
+	blocked map[Address]bool // peer is blocked (read)
+	open    map[Address]bool // peer has an open request (read or staged)
+	count   int              // open requests; -1 until read
+	bytes   int64
 }
 
 func newRequestState() *requestState {
-	return &requestState{open: map[Address]bool{}, count: -1}
+	return &requestState{blocked: map[Address]bool{}, open: map[Address]bool{}, count: -1}
 }
 
 // requests returns the store's request side when request mode is on.
@@ -175,14 +176,21 @@ func (c *Client) requests() (RequestStore, bool) {
 	return rs, ok
 }
 
-// blocked reports whether sender is blocked (false with a Store that keeps
-// no requests).
-func (c *Client) blocked(ctx context.Context, sender Address) (bool, error) {
+// blockedIn reports whether sender is blocked (false with a Store that
+// keeps no requests), read once per batch.
+func (c *Client) blockedIn(ctx context.Context, bs *batchState, sender Address) (bool, error) {
 	rs, ok := c.store.(RequestStore)
 	if !ok {
 		return false, nil
 	}
-	return rs.Blocked(ctx, sender)
+	if b, known := bs.requests.blocked[sender]; known {
+		return b, nil
+	}
+	b, err := rs.Blocked(ctx, sender)
+	if err == nil {
+		bs.requests.blocked[sender] = b
+	}
+	return b, err
 }
 
 // stageRequest decides whether a new delivery from sender is (or joins) a
