@@ -154,7 +154,9 @@ func requestPlanCases() []planCase {
 		{
 			name:  "request-block",
 			setup: withRequest,
-			plan:  func(t testing.TB, f *fixture) engine.Plan { return engine.RejectRequest{Peer: carol, Block: true, At: planAt} },
+			plan: func(t testing.TB, f *fixture) engine.Plan {
+				return engine.RejectRequest{Peer: carol, Block: true, At: planAt}
+			},
 			check: func(t *testing.T, f *fixture, r engine.Receipt) {
 				wantRejected(t, f, true)
 				if untold, err := f.db.BlocksUntold(ctx); len(untold) != 1 || untold[0] != carol || err != nil {
