@@ -110,3 +110,20 @@ func cmdReject(ctx context.Context, env *cliEnv, cmd *command, args []string) er
 	printer{env.stdout, *f.json}.record([]kv{{"peer", peer.String()}, {"rejected", true}, {"blocked", *block}})
 	return nil
 }
+
+// cmdUnblock ends the block of PEER: its later envelopes are opened again
+// (a first message is a request), here and at the relay.
+func cmdUnblock(ctx context.Context, env *cliEnv, cmd *command, args []string) error {
+	f := newFlags(cmd, env, true)
+	f.network = true
+	peer, _, p, err := f.peerCommand(ctx, env, args, 1)
+	if err != nil {
+		return err
+	}
+	defer closeProfile(p)
+	if err := p.Client.Unblock(ctx, peer); err != nil {
+		return err
+	}
+	printer{env.stdout, *f.json}.record([]kv{{"peer", peer.String()}, {"blocked", false}})
+	return nil
+}

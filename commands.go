@@ -33,6 +33,7 @@ var commandTable = []*command{
 	{name: "requests", args: "", summary: "list message requests: devices not accepted whose messages wait for an answer", run: cmdRequests},
 	{name: "accept", args: "PEER...", summary: "accept PEER: its request's messages become pending deliveries (before it writes, too)", run: cmdAccept},
 	{name: "reject", args: "PEER [--block]", summary: "delete PEER's request, unseen by PEER; --block also drops its later envelopes", run: cmdReject},
+	{name: "unblock", args: "PEER", summary: "end the block of PEER: its later messages arrive again, as a request", run: cmdUnblock},
 
 	// cmd_message.go
 	{name: "send", args: "PEER TEXT|-", summary: "send a message; prints its logical ID (exit 3: kept pending)", run: cmdSend},

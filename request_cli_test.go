@@ -118,6 +118,12 @@ func TestCLIRequests(t *testing.T) {
 	if reqs, in := bob.jsonLines("requests"), bob.jsonLines("inbox"); len(reqs)+len(in) != 0 {
 		t.Fatalf("after a blocked sender wrote: requests %v, inbox %v", reqs, in)
 	}
+	if r := bob.jsonLines("unblock", "carol/1"); len(r) != 1 || r[0]["blocked"] != false {
+		t.Fatalf("unblock printed %v", r)
+	}
+	if r := bob.run("", "unblock", "carol/1"); r.code == 0 {
+		t.Fatalf("unblock of a device not blocked: exit 0 %q", r.stdout)
+	}
 	if r := bob.run("", "reject", "alice/1"); r.code == 0 {
 		t.Fatalf("reject without a request: exit 0 %q", r.stdout)
 	}

@@ -88,7 +88,7 @@ func (w fpWorld) do(addr, op string, fp engine.Failpoint) (err error) {
 	name, arg, _ := strings.Cut(op, ":")
 	if ok, err := groupOp(ctx, c, name, arg); ok {
 		return err
-	} else if ok, err := requestOp(ctx, w, addr, c, name); ok {
+	} else if ok, err := requestOp(ctx, w, addr, c, name, arg); ok {
 		return err
 	}
 	peerArg, body, _ := strings.Cut(arg, ":")

@@ -90,13 +90,35 @@ type RejectRequest struct {
 // first seen before Before.
 type SweepRequests struct{ Before time.Time }
 
-// MarkBlockTold records that the relay heard of the block of Peer.
-type MarkBlockTold struct{ Peer Address }
+// MarkBlockTold records that the relay heard of the block of Peer
+// (Blocked) or of its unblock.
+type MarkBlockTold struct {
+	Peer    Address
+	Blocked bool
+}
+
+// Unblock ends the block of Peer: its envelopes are opened again, and the
+// relay, if it heard of the block, is told (MarkBlockTold). It fails with
+// ErrNotPending when Peer is not blocked.
+type Unblock struct {
+	Peer Address
+	At   time.Time
+}
+
+// BlockChange is a block (Blocked) or an unblock the relay has not heard of.
+type BlockChange struct {
+	Peer    Address
+	Blocked bool
+}
 
 func (AcceptRequest) plan() {}
 func (RejectRequest) plan() {}
 func (SweepRequests) plan() {}
 func (MarkBlockTold) plan() {}
+func (Unblock) plan()       {}
+
+// Kind implements Plan.
+func (Unblock) Kind() string { return "unblock" }
 
 // Kind implements Plan.
 func (AcceptRequest) Kind() string { return "request-accept" }
@@ -137,8 +159,11 @@ type RequestStore interface {
 	RequestTotals(ctx context.Context) (count int, bytes int64, err error)
 	// Blocked reports whether peer is blocked.
 	Blocked(ctx context.Context, peer Address) (bool, error)
-	// BlocksUntold lists the blocked senders the relay has not heard of.
-	BlocksUntold(ctx context.Context) ([]Address, error)
+	// Blocks lists the blocked senders.
+	Blocks(ctx context.Context) ([]Address, error)
+	// BlocksUntold lists the blocks and unblocks the relay has not heard
+	// of.
+	BlocksUntold(ctx context.Context) ([]BlockChange, error)
 }
 
 // requestPreview is the preview of a request: the start of body, cut at a

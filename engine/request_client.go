@@ -119,14 +119,37 @@ func (c *Client) tellBlocks(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, peer := range untold {
-		if err := sb.BlockSender(ctx, peer, true); err != nil {
-			return fmt.Errorf("tell the relay to block %s: %w", peer, err)
+	for _, ch := range untold {
+		if err := sb.BlockSender(ctx, ch.Peer, ch.Blocked); err != nil {
+			return fmt.Errorf("tell the relay of the block of %s (blocked %v): %w", ch.Peer, ch.Blocked, err)
 		}
-		if _, err := c.store.Apply(ctx, MarkBlockTold{Peer: peer}); err != nil {
-			return fmt.Errorf("record the block of %s told: %w", peer, err)
+		if _, err := c.store.Apply(ctx, MarkBlockTold{Peer: ch.Peer, Blocked: ch.Blocked}); err != nil {
+			return fmt.Errorf("record the block of %s told: %w", ch.Peer, err)
 		}
 	}
+	return nil
+}
+
+// Blocks lists the blocked senders.
+func (c *Client) Blocks(ctx context.Context) ([]Address, error) {
+	rs, ok := c.store.(RequestStore)
+	if !ok {
+		return nil, nil
+	}
+	return rs.Blocks(ctx)
+}
+
+// Unblock ends the block of peer: its later envelopes are opened again
+// (a first one is a request), and the relay is told as for a block. It
+// fails with ErrNotPending when peer is not blocked.
+func (c *Client) Unblock(ctx context.Context, peer Address) error {
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	if _, err := c.store.Apply(ctx, Unblock{Peer: peer, At: c.cfg.Now()}); err != nil {
+		return fmt.Errorf("unblock %s: %w", peer, err)
+	}
+	// Durable; the maintenance tells the relay when this fails.
+	_ = c.tellBlocks(ctx)
 	return nil
 }
 

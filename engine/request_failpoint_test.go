@@ -22,9 +22,10 @@ func (w fpWorld) requestMode(addr string) bool {
 }
 
 // requestOp runs the request operations of fpWorld.do: "requests" (request
-// mode on), "acceptall", "rejectall", "blockall" and "sweepall". It reports
+// mode on), "acceptall", "rejectall", "blockall", "sweepall" and
+// "unblock:PEER". It reports
 // false for any other op.
-func requestOp(ctx context.Context, w fpWorld, addr string, c *engine.Client, name string) (bool, error) {
+func requestOp(ctx context.Context, w fpWorld, addr string, c *engine.Client, name, arg string) (bool, error) {
 	switch name {
 	case "requests":
 		return true, os.WriteFile(w.profile(addr)+".requests", nil, 0o600)
@@ -44,6 +45,8 @@ func requestOp(ctx context.Context, w fpWorld, addr string, c *engine.Client, na
 			}
 		}
 		return true, nil
+	case "unblock":
+		return true, c.Unblock(ctx, engine.MustParseAddress(arg))
 	case "sweepall":
 		_, err := c.SweepRequestsBefore(ctx, time.Now().Add(time.Hour))
 		return true, err
@@ -63,7 +66,7 @@ func requestSignature(ctx context.Context, st *store.DB) ([]string, error) {
 	}
 	untold, err := st.BlocksUntold(ctx)
 	for _, a := range untold {
-		out = append(out, "untold block "+a.String())
+		out = append(out, fmt.Sprintf("untold block %s %v", a.Peer, a.Blocked))
 	}
 	return out, err
 }
@@ -82,6 +85,8 @@ func requestScenarios() []fpScenario {
 		{name: "request accept", devices: ab, setup: asked, target: fpStep{"bob/1", "acceptall"}, want: hello},
 		{name: "request reject", devices: ab, setup: asked, target: fpStep{"bob/1", "rejectall"}, heal: giveUp, want: none, noRetry: true},
 		{name: "request block", devices: ab, setup: asked, target: fpStep{"bob/1", "blockall"}, heal: giveUp, want: none, noRetry: true},
+		{name: "unblock", devices: ab, setup: append(asked, fpStep{"bob/1", "blockall"}), target: fpStep{"bob/1", "unblock:alice/1"},
+			heal: giveUp, want: none, noRetry: true},
 		{name: "request sweep", devices: ab, setup: asked, target: fpStep{"bob/1", "sweepall"}, heal: giveUp, want: none, noRetry: true},
 	}
 }

@@ -164,6 +164,18 @@ func TestRequestBlockAndSweep(t *testing.T) {
 	if n := sentBy(t, w.net, bob); n != 0 {
 		t.Fatalf("bob sent %d envelopes, want none", n)
 	}
+	if err := bob.c.Unblock(w.ctx, mallory.addr); err != nil {
+		t.Fatal(err)
+	}
+	if blocks, err := bob.c.Blocks(w.ctx); len(blocks) != 0 || err != nil || relay.Blocked(mallory.addr) {
+		t.Fatalf("after unblock: blocks %v, %v; relay blocks mallory: %v", blocks, err, relay.Blocked(mallory.addr))
+	}
+	mallory.send(bob, "sorry")
+	for _, r := range bob.sync() {
+		if errors.Is(r.Err, engine.ErrBlocked) {
+			t.Fatalf("after unblock: %+v", r)
+		}
+	}
 
 	carol.send(bob, "hello?")
 	bob.sync()

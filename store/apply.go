@@ -147,6 +147,8 @@ func (t *tx) apply(ctx context.Context, p engine.Plan) (engine.Receipt, error) {
 		return t.sweepRequests(ctx, p)
 	case engine.MarkBlockTold:
 		return engine.Receipt{}, t.markBlockTold(ctx, p)
+	case engine.Unblock:
+		return engine.Receipt{}, t.unblock(ctx, p)
 	}
 	// validate refuses every other type first.
 	panic(fmt.Sprintf("store: apply %T: unknown plan", p))

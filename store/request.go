@@ -38,9 +38,15 @@ const (
 	sqlDeleteRequested = "DELETE FROM inbound WHERE sender = ?"
 	sqlDropSession     = "DELETE FROM session WHERE peer = ?"
 	sqlDropPastChains  = "DELETE FROM past_chain WHERE peer = ?"
-	sqlInsertBlocked   = `INSERT INTO blocked (address, at, relay_told) VALUES (?, ?, 0)
-		ON CONFLICT (address) DO UPDATE SET at = excluded.at, relay_told = 0`
-	sqlBlockTold = "UPDATE blocked SET relay_told = 1 WHERE address = ? AND relay_told = 0"
+	sqlInsertBlocked   = `INSERT INTO blocked (address, at, blocked, relay_told) VALUES (?, ?, 1, 0)
+		ON CONFLICT (address) DO UPDATE SET at = excluded.at, blocked = 1, relay_told = 0`
+	sqlBlockTold = "UPDATE blocked SET relay_told = 1 WHERE address = ? AND blocked = 1 AND relay_told = 0"
+	// The relay heard of an unblock: the row ends.
+	sqlUnblockTold = "DELETE FROM blocked WHERE address = ? AND blocked = 0"
+	// An unblock: a block the relay never heard of just ends; one it heard
+	// of waits for the relay to hear of the unblock.
+	sqlUnblockUntold = "DELETE FROM blocked WHERE address = ? AND blocked = 1 AND relay_told = 0"
+	sqlUnblockHeard  = "UPDATE blocked SET blocked = 0, relay_told = 0, at = ? WHERE address = ? AND blocked = 1 AND relay_told = 1"
 	// The sweep deletes what a reject deletes, for every old request.
 	sqlSweepInbound  = "DELETE FROM inbound WHERE sender IN (SELECT peer FROM request WHERE first_seen < ?)"
 	sqlSweepSessions = "DELETE FROM session WHERE peer IN (SELECT peer FROM request WHERE first_seen < ?)"
@@ -50,8 +56,9 @@ const (
 	sqlRequests      = "SELECT peer, first_seen, last_seen, count, bytes, sealed_preview FROM request ORDER BY first_seen, peer"
 	sqlRequest       = "SELECT peer, first_seen, last_seen, count, bytes, sealed_preview FROM request WHERE peer = ?"
 	sqlRequestTotals = "SELECT count(*), coalesce(sum(bytes), 0) FROM request"
-	sqlBlocked       = "SELECT EXISTS (SELECT 1 FROM blocked WHERE address = ?)"
-	sqlBlocksUntold  = "SELECT address FROM blocked WHERE relay_told = 0 ORDER BY at LIMIT 100"
+	sqlBlocked       = "SELECT EXISTS (SELECT 1 FROM blocked WHERE address = ? AND blocked = 1)"
+	sqlBlocksUntold  = "SELECT address, blocked FROM blocked WHERE relay_told = 0 ORDER BY at, address LIMIT 100"
+	sqlBlocks        = "SELECT address FROM blocked WHERE blocked = 1 ORDER BY address"
 )
 
 // Accepted reports whether peer is accepted.
@@ -156,10 +163,32 @@ func (t *tx) sweepRequests(ctx context.Context, p engine.SweepRequests) (engine.
 	return engine.Receipt{Pruned: n}, nil
 }
 
-// markBlockTold records that the relay heard of a block.
+// markBlockTold records that the relay heard of a block or an unblock.
 func (t *tx) markBlockTold(ctx context.Context, p engine.MarkBlockTold) error {
-	if _, err := t.runOne(ctx, "blocked-update", engine.ErrNotPending, sqlBlockTold, p.Peer.String()); err != nil {
-		return fmt.Errorf("record the block of %s told: %w", p.Peer, err)
+	name, query := "blocked-update", sqlBlockTold
+	if !p.Blocked {
+		name, query = "blocked-delete", sqlUnblockTold
+	}
+	if _, err := t.runOne(ctx, name, engine.ErrNotPending, query, p.Peer.String()); err != nil {
+		return fmt.Errorf("record the change of %s's block told: %w", p.Peer, err)
+	}
+	return nil
+}
+
+// unblock ends a block: at once when the relay never heard of it, else
+// once the relay hears of the unblock (markBlockTold).
+func (t *tx) unblock(ctx context.Context, p engine.Unblock) error {
+	addr := p.Peer.String()
+	n, err := t.run(ctx, "blocked-delete", sqlUnblockUntold, addr)
+	if err != nil {
+		return fmt.Errorf("unblock %s: %w", addr, err)
+	}
+	m, err := t.run(ctx, "blocked-update", sqlUnblockHeard, p.At.UnixNano(), addr)
+	if err != nil {
+		return fmt.Errorf("unblock %s: %w", addr, err)
+	}
+	if n+m != 1 {
+		return fmt.Errorf("unblock %s: not blocked: %w", addr, engine.ErrNotPending)
 	}
 	return nil
 }
@@ -248,31 +277,56 @@ func (db *DB) Blocked(ctx context.Context, peer engine.Address) (bool, error) {
 	return ok, nil
 }
 
-// BlocksUntold lists (at most 100 of) the blocked senders the relay has not
-// heard of, oldest first.
-func (db *DB) BlocksUntold(ctx context.Context) ([]engine.Address, error) {
+// Blocks lists the blocked senders.
+func (db *DB) Blocks(ctx context.Context) ([]engine.Address, error) {
+	var out []engine.Address
+	err := db.scanBlocks(ctx, sqlBlocks, func(a engine.Address, _ bool) { out = append(out, a) })
+	return out, err
+}
+
+// BlocksUntold lists (at most 100 of) the blocks and unblocks the relay has
+// not heard of, oldest first.
+func (db *DB) BlocksUntold(ctx context.Context) ([]engine.BlockChange, error) {
+	var out []engine.BlockChange
+	err := db.scanBlocks(ctx, sqlBlocksUntold, func(a engine.Address, b bool) {
+		out = append(out, engine.BlockChange{Peer: a, Blocked: b})
+	})
+	return out, err
+}
+
+// scanBlocks runs a query of blocked rows (address, and blocked when it
+// has two columns).
+func (db *DB) scanBlocks(ctx context.Context, query string, each func(engine.Address, bool)) error {
 	if err := db.checkOpen("read blocks"); err != nil {
-		return nil, err
+		return err
 	}
-	rows, err := db.query(ctx, sqlBlocksUntold)
+	rows, err := db.query(ctx, query)
 	if err != nil {
-		return nil, db.readErr("read blocks", err)
+		return db.readErr("read blocks", err)
 	}
 	defer rows.Close()
-	var out []engine.Address
+	cols, err := rows.Columns()
+	if err != nil {
+		return db.readErr("read blocks", err)
+	}
 	for rows.Next() {
 		var addr string
-		if err := rows.Scan(&addr); err != nil {
-			return nil, db.readErr("read blocks", err)
+		blocked := true
+		dest := []any{&addr}
+		if len(cols) == 2 {
+			dest = append(dest, &blocked)
+		}
+		if err := rows.Scan(dest...); err != nil {
+			return db.readErr("read blocks", err)
 		}
 		a, err := engine.ParseAddress(addr)
 		if err != nil {
-			return nil, fmt.Errorf("store: blocked %q: %w: %w", addr, engine.ErrMalformedState, err)
+			return fmt.Errorf("store: blocked %q: %w: %w", addr, engine.ErrMalformedState, err)
 		}
-		out = append(out, a)
+		each(a, blocked)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, db.readErr("read blocks", err)
+		return db.readErr("read blocks", err)
 	}
-	return out, nil
+	return nil
 }

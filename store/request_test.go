@@ -159,8 +159,8 @@ func requestPlanCases() []planCase {
 			},
 			check: func(t *testing.T, f *fixture, r engine.Receipt) {
 				wantRejected(t, f, true)
-				if untold, err := f.db.BlocksUntold(ctx); len(untold) != 1 || untold[0] != carol || err != nil {
-					t.Errorf("BlocksUntold = %v, %v; want carol", untold, err)
+				if untold, err := f.db.BlocksUntold(ctx); len(untold) != 1 || untold[0] != (engine.BlockChange{Peer: carol, Blocked: true}) || err != nil {
+					t.Errorf("BlocksUntold = %v, %v; want carol's block", untold, err)
 				}
 			},
 		},
@@ -170,7 +170,7 @@ func requestPlanCases() []planCase {
 				withRequest(t, f)
 				f.apply(t, engine.RejectRequest{Peer: carol, Block: true, At: planAt})
 			},
-			plan: func(t testing.TB, f *fixture) engine.Plan { return engine.MarkBlockTold{Peer: carol} },
+			plan: func(t testing.TB, f *fixture) engine.Plan { return engine.MarkBlockTold{Peer: carol, Blocked: true} },
 			check: func(t *testing.T, f *fixture, r engine.Receipt) {
 				if untold, err := f.db.BlocksUntold(ctx); len(untold) != 0 || err != nil {
 					t.Errorf("BlocksUntold = %v, %v; want none", untold, err)
@@ -178,6 +178,37 @@ func requestPlanCases() []planCase {
 				if ok, _ := f.db.Blocked(ctx, carol); !ok {
 					t.Error("carol is no longer blocked")
 				}
+			},
+		},
+		{
+			name:  "unblock before the relay heard",
+			setup: withBlock,
+			plan:  func(t testing.TB, f *fixture) engine.Plan { return engine.Unblock{Peer: carol, At: planAt} },
+			check: func(t *testing.T, f *fixture, r engine.Receipt) {
+				wantBlock(t, f, false)
+			},
+		},
+		{
+			name: "unblock after the relay heard",
+			setup: func(t testing.TB, f *fixture) {
+				withBlock(t, f)
+				f.apply(t, engine.MarkBlockTold{Peer: carol, Blocked: true})
+			},
+			plan: func(t testing.TB, f *fixture) engine.Plan { return engine.Unblock{Peer: carol, At: planAt} },
+			check: func(t *testing.T, f *fixture, r engine.Receipt) {
+				wantBlock(t, f, false, engine.BlockChange{Peer: carol})
+			},
+		},
+		{
+			name: "block-told of an unblock",
+			setup: func(t testing.TB, f *fixture) {
+				withBlock(t, f)
+				f.apply(t, engine.MarkBlockTold{Peer: carol, Blocked: true})
+				f.apply(t, engine.Unblock{Peer: carol, At: planAt})
+			},
+			plan: func(t testing.TB, f *fixture) engine.Plan { return engine.MarkBlockTold{Peer: carol} },
+			check: func(t *testing.T, f *fixture, r engine.Receipt) {
+				wantBlock(t, f, false)
 			},
 		},
 		{
@@ -193,6 +224,28 @@ func requestPlanCases() []planCase {
 				wantRejected(t, f, false)
 			},
 		},
+	}
+}
+
+// withBlock stages carol's request and blocks her.
+func withBlock(tb testing.TB, f *fixture) {
+	withRequest(tb, f)
+	f.apply(tb, engine.RejectRequest{Peer: carol, Block: true, At: planAt})
+}
+
+// wantBlock checks whether carol is blocked and what the relay must hear.
+func wantBlock(t *testing.T, f *fixture, blocked bool, untold ...engine.BlockChange) {
+	t.Helper()
+	ctx := context.Background()
+	if ok, err := f.db.Blocked(ctx, carol); ok != blocked || err != nil {
+		t.Errorf("Blocked(carol) = %v, %v; want %v", ok, err, blocked)
+	}
+	got, err := f.db.BlocksUntold(ctx)
+	if err != nil || len(got) != len(untold) || (len(got) == 1 && got[0] != untold[0]) {
+		t.Errorf("BlocksUntold = %v, %v; want %v", got, err, untold)
+	}
+	if all, err := f.db.Blocks(ctx); err != nil || len(all) != map[bool]int{true: 1}[blocked] {
+		t.Errorf("Blocks = %v, %v", all, err)
 	}
 }
 
@@ -233,6 +286,12 @@ func TestRequestRefusals(t *testing.T) {
 	if _, err := f.db.Apply(ctx, engine.RejectRequest{Peer: bob, At: planAt}); !errors.Is(err, engine.ErrNotPending) {
 		t.Errorf("reject without a request: %v, want ErrNotPending", err)
 	}
+	if _, err := f.db.Apply(ctx, engine.Unblock{Peer: bob, At: planAt}); !errors.Is(err, engine.ErrNotPending) {
+		t.Errorf("unblock of a peer not blocked: %v, want ErrNotPending", err)
+	}
+	if _, err := f.db.Apply(ctx, engine.MarkBlockTold{Peer: bob, Blocked: true}); !errors.Is(err, engine.ErrNotPending) {
+		t.Errorf("block told of a peer not blocked: %v, want ErrNotPending", err)
+	}
 	if f.state(t) != before {
 		t.Error("a refused plan changed the database")
 	}
@@ -248,7 +307,7 @@ func insertFixtureV11(t *testing.T, db *sql.DB, s *sealer) {
 		args []any
 	}{
 		{"INSERT INTO request VALUES ('carol/3', 10, 20, 2, 7, ?)", []any{s.seal(kindRequestPreview, []byte("carol/3"), []byte("hello"))}},
-		{"INSERT INTO blocked VALUES ('dave/4', 30, 0)", nil},
+		{"INSERT INTO blocked VALUES ('dave/4', 30, 1, 0)", nil},
 		// What the migration writes for a conversation older than requests.
 		{"INSERT INTO accepted_peer VALUES (?, 0)", []any{fixturePeer}},
 	} {
@@ -266,7 +325,7 @@ func checkFixtureV11(t *testing.T, db *DB) {
 	if err != nil || r.Count != 2 || r.Bytes != 7 || r.Preview != "hello" || !r.FirstSeen.Equal(nsTime(10)) {
 		t.Fatalf("request %+v, %v", r, err)
 	}
-	if untold, err := db.BlocksUntold(ctx); err != nil || len(untold) != 1 || untold[0].String() != "dave/4" {
+	if untold, err := db.BlocksUntold(ctx); err != nil || len(untold) != 1 || untold[0].Peer.String() != "dave/4" || !untold[0].Blocked {
 		t.Fatalf("blocks untold %v, %v", untold, err)
 	}
 	// A conversation older than requests stays accepted.

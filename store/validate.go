@@ -99,6 +99,8 @@ func validate(p engine.Plan) error {
 		err = checkTime("before", p.Before)
 	case engine.MarkBlockTold:
 		err = checkAddress("peer", p.Peer)
+	case engine.Unblock:
+		err = errors.Join(checkAddress("peer", p.Peer), checkTime("at", p.At))
 	default:
 		return fmt.Errorf("store: apply %T: %w", p, invalid("unknown plan"))
 	}

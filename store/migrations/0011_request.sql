@@ -23,10 +23,14 @@ CREATE TABLE accepted_peer (
 ) STRICT;
 INSERT INTO accepted_peer (address, at) SELECT DISTINCT peer, 0 FROM history;
 
--- Blocked senders: their envelopes are dropped unopened. relay_told is 1
--- once the relay heard of the block (engine.SenderBlocker).
+-- Blocked senders: while blocked is 1 their envelopes are dropped
+-- unopened. relay_told is 1 once the relay heard of the last change
+-- (engine.SenderBlocker); an unblocked row stays until the relay heard of
+-- the unblock.
 CREATE TABLE blocked (
     address    TEXT PRIMARY KEY,
     at         INTEGER NOT NULL,
-    relay_told INTEGER NOT NULL CHECK (relay_told IN (0, 1))
+    blocked    INTEGER NOT NULL CHECK (blocked IN (0, 1)),
+    relay_told INTEGER NOT NULL CHECK (relay_told IN (0, 1)),
+    CHECK (blocked = 1 OR relay_told = 0)
 ) STRICT;
