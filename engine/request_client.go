@@ -123,7 +123,7 @@ func (c *Client) tellBlocks(ctx context.Context) error {
 		if err := sb.BlockSender(ctx, ch.Peer, ch.Blocked); err != nil {
 			return fmt.Errorf("tell the relay of the block of %s (blocked %v): %w", ch.Peer, ch.Blocked, err)
 		}
-		if _, err := c.store.Apply(ctx, MarkBlockTold{Peer: ch.Peer, Blocked: ch.Blocked}); err != nil {
+		if _, err := c.store.Apply(ctx, MarkBlockTold(ch)); err != nil {
 			return fmt.Errorf("record the block of %s told: %w", ch.Peer, err)
 		}
 	}
