@@ -29,7 +29,11 @@ var commandTable = []*command{
 	{name: "relay-settings", args: "[--url URL] [--ca FILE | --system-roots] [--accept-new-id]",
 		summary: "show or change how this profile reaches its relay: URL, private CA, pinned relay ID", run: cmdRelaySettings},
 	{name: "request-settings", args: "[--accept-all true|false]",
-		summary: "show or change whether devices not accepted are held to the stranger limits", run: cmdRequestSettings},
+		summary: "show or change whether messages from devices not accepted wait as requests", run: cmdRequestSettings},
+	{name: "requests", args: "", summary: "list message requests: devices not accepted whose messages wait for an answer", run: cmdRequests},
+	{name: "accept", args: "PEER...", summary: "accept PEER: its request's messages become pending deliveries (before it writes, too)", run: cmdAccept},
+	{name: "reject", args: "PEER [--block]", summary: "delete PEER's request, unseen by PEER; --block also drops its later envelopes", run: cmdReject},
+	{name: "unblock", args: "PEER", summary: "end the block of PEER: its later messages arrive again, as a request", run: cmdUnblock},
 
 	// cmd_message.go
 	{name: "send", args: "(PEER|GROUP) (TEXT | - | --file PATH)", summary: "send a message or a file; prints its logical ID (exit 3: kept pending)", run: cmdSend},

@@ -174,6 +174,7 @@ func TestCLIRedeliveryAfterLostAck(t *testing.T) {
 	alice := newProfile(t, relay, "alice/1")
 	bob := &cliProfile{t: t, dir: t.TempDir() + "/bob", addr: "bob/1"}
 	bob.ok("init", "--address", "bob/1", "--relay", proxy.url())
+	acquaint(bob, alice)
 
 	// A round trip, then alice's second chain (p1), bob's reply with a new
 	// key, p2 still on her second chain, and q1 on her third.

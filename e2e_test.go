@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -51,6 +52,9 @@ type relayProc struct {
 	cmd  *exec.Cmd
 	url  string
 	home string // XDG_DATA_HOME: where a relay without --data keeps its ID
+
+	mu       sync.Mutex
+	profiles []*cliProfile // made by newProfile: they accept each other
 }
 
 func startRelay(t *testing.T, args ...string) *relayProc {
@@ -157,11 +161,40 @@ func (p *cliProfile) jsonLines(args ...string) []map[string]any {
 	return recs
 }
 
+// newProfile makes a profile at relay that accepts, and is accepted by,
+// every profile newProfile made there before (message requests are for
+// strangers; newStranger makes a profile that accepts nobody).
 func newProfile(t *testing.T, relay *relayProc, addr string) *cliProfile {
+	t.Helper()
+	p := newStranger(t, relay, addr)
+	relay.mu.Lock()
+	defer relay.mu.Unlock()
+	acquaint(p, relay.profiles...)
+	relay.profiles = append(relay.profiles, p)
+	return p
+}
+
+// newStranger makes a profile at relay as parley init does, in request mode
+// and accepting nobody.
+func newStranger(t *testing.T, relay *relayProc, addr string) *cliProfile {
 	t.Helper()
 	p := &cliProfile{t: t, dir: filepath.Join(t.TempDir(), strings.ReplaceAll(addr, "/", "_")), addr: addr}
 	p.ok("init", "--address", addr, "--relay", relay.url)
 	return p
+}
+
+// acquaint makes p and each of others accept each other.
+func acquaint(p *cliProfile, others ...*cliProfile) {
+	p.t.Helper()
+	if len(others) == 0 {
+		return
+	}
+	args := []string{"accept"}
+	for _, o := range others {
+		args = append(args, o.addr)
+		o.ok("accept", p.addr)
+	}
+	p.ok(args...)
 }
 
 func (p *cliProfile) sync() []map[string]any { return p.jsonLines("sync", "--wait", "300ms") }
@@ -619,6 +652,7 @@ func TestCLIOverTLS(t *testing.T) {
 		t.Fatalf("sync without the CA: exit %d %q, want exit 1 naming the certificate", r.code, r.stderr)
 	}
 	bob.ok("relay-settings", "--ca", caFile)
+	acquaint(bob, alice)
 	bob.sync() // publishes bob's bundle
 	alice.ok("send", "bob/1", "over TLS")
 	if recs := bob.sync(); len(recs) != 1 || recs[0]["body"] != "over TLS" {

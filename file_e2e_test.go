@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"crypto/sha256"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -71,5 +72,33 @@ func TestCLIFileThroughRelay(t *testing.T) {
 	}
 	if in := bob.jsonLines("inbox"); len(in) != 0 {
 		t.Fatalf("bob still has %v pending after the fetch", in)
+	}
+}
+
+// TestCLIFileFromAStranger: a file from a device bob has not accepted is a
+// request whose preview names the file (never the manifest and its key),
+// and bob fetches it once he accepts.
+func TestCLIFileFromAStranger(t *testing.T) {
+	relay := startRelay(t)
+	bob := newProfile(t, relay, "bob/1")
+	mallory := newStranger(t, relay, "mallory/1")
+	data := []byte("a short file from someone bob does not know\n")
+	src := filepath.Join(t.TempDir(), "hello.txt")
+	if err := os.WriteFile(src, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	id := strings.TrimSpace(mallory.ok("send", "bob/1", "--file", src))
+	if recs := bob.sync(); len(recs) != 1 || recs[0]["kind"] != "request" {
+		t.Fatalf("bob's sync: %v, want one request", recs)
+	}
+	reqs := bob.jsonLines("requests")
+	if len(reqs) != 1 || reqs[0]["preview"] != fmt.Sprintf("[file] hello.txt (%d bytes, text/plain; charset=utf-8)", len(data)) {
+		t.Fatalf("bob's requests: %v, want one whose preview names the file", reqs)
+	}
+	bob.ok("accept", "mallory/1")
+	dir := t.TempDir()
+	bob.ok("fetch", "mallory/1", id, "--to", dir)
+	if got, err := os.ReadFile(filepath.Join(dir, "hello.txt")); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("saved %q, %v; want the original", got, err)
 	}
 }

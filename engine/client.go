@@ -45,6 +45,10 @@ type Config struct {
 	CapStrangers bool
 	// Files configures file transfers (file.go).
 	Files FileConfig
+	// Requests stages the first messages from peers this device has not
+	// accepted as message requests (request.go): nothing goes back to
+	// them until the owner accepts. Unset, every peer is accepted.
+	Requests bool
 }
 
 // peerState is the live, committed state of one peer.

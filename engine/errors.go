@@ -131,6 +131,9 @@ var errorNames = []struct {
 	name string
 }{
 	{ErrIdentityChanged, "identity_changed"},
+	{ErrRequestPending, "request_pending"},
+	{ErrRequestBound, "requests_full"},
+	{ErrBlocked, "sender_blocked"},
 	{ErrExpiredSignedPreKey, "expired_signed_prekey"},
 	{ErrUnknownPreKey, "unknown_prekey"},
 	{ErrBadSignature, "bad_signature"},

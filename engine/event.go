@@ -44,6 +44,21 @@ const (
 	// message ID taken by Peer's device; it is on that device, not yet
 	// acknowledged.
 	EventTaken
+	// EventRequest: a message from Peer, a device this profile has not
+	// accepted, opened a message request (Config.Requests); nothing went
+	// back to Peer.
+	EventRequest
+	// EventRequestBound: a message from Peer was dropped because a bound
+	// on requests bit: Op "requests" (MaxRequests, Count open) or "bytes"
+	// (MaxRequestBytes).
+	EventRequestBound
+	// EventRequestsSwept: the maintenance deleted Count requests older than
+	// RequestLifetime.
+	EventRequestsSwept
+	// EventRequestAccepted: Peer's request was accepted; its Count
+	// messages are now pending deliveries (the lists of pending messages
+	// changed).
+	EventRequestAccepted
 )
 
 // Event reports one committed change. Events are emitted only after their
@@ -58,7 +73,7 @@ type Event struct {
 	AckSent bool           // EventFinalized
 	Err     error          // EventNotSent, EventResync, EventSyncFailed
 	Op      string         // EventSyncFailed
-	Count   int            // EventQuarantineEvicted
+	Count   int            // EventQuarantineEvicted and the request events
 
 	marker uint64 // presentation marker of the commit this event reports
 }
@@ -125,6 +140,9 @@ const (
 	// ResultNotAMember: Sender's roster of Group does not hold this device;
 	// the lane of message ID to Sender ended.
 	ResultNotAMember
+	// ResultRequest: a message from Sender, a device not accepted, opened
+	// or joined a message request; it is not a delivery until accepted.
+	ResultRequest
 )
 
 // String returns the snake_case name used on the command line.
@@ -144,6 +162,8 @@ func (k ResultKind) String() string {
 		return "group_changed"
 	case ResultNotAMember:
 		return "not_a_member"
+	case ResultRequest:
+		return "request"
 	}
 	return "error"
 }
@@ -177,4 +197,6 @@ type ReceiveResult struct {
 	// and arrival), so that a commit in the same round need not read it
 	// back; nil otherwise.
 	fresh *InboundMessage
+	// opened is set on a ResultRequest that opened a new request.
+	opened bool
 }

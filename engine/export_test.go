@@ -1,6 +1,9 @@
 package engine
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // CommitRound runs the loop's commit-on-arrival step on what a round
 // received, as Sync does after processing.
@@ -9,4 +12,12 @@ func (c *Client) CommitRound(ctx context.Context, received []ReceiveResult) (int
 	c.policy.Commit, c.commitPending = CommitOnArrival, false
 	c.loopMu.Unlock()
 	return c.commitByPolicy(ctx, received)
+}
+
+// SweepRequestsBefore sweeps the requests first seen before before, as the
+// maintenance does with RequestLifetime.
+func (c *Client) SweepRequestsBefore(ctx context.Context, before time.Time) (int, error) {
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	return c.sweepLocked(ctx, before)
 }

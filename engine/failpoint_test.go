@@ -75,7 +75,7 @@ func (w fpWorld) do(addr, op string, fp engine.Failpoint) (err error) {
 		st.Close()
 		return err
 	}
-	c, err := engine.Open(ctx, engine.Config{Store: st, Relay: ep, Failpoint: fp})
+	c, err := engine.Open(ctx, engine.Config{Store: st, Relay: ep, Failpoint: fp, Requests: w.requestMode(addr)})
 	if err != nil {
 		st.Close()
 		return err
@@ -87,6 +87,8 @@ func (w fpWorld) do(addr, op string, fp engine.Failpoint) (err error) {
 	}()
 	name, arg, _ := strings.Cut(op, ":")
 	if ok, err := groupOp(ctx, c, name, arg); ok {
+		return err
+	} else if ok, err := requestOp(ctx, w, addr, c, name, arg); ok {
 		return err
 	}
 	peerArg, body, _ := strings.Cut(arg, ":")
@@ -188,6 +190,7 @@ type signature struct {
 	Published                                                      uint32
 	MarkerPresented                                                uint64
 	Groups                                                         []string // groupSignature
+	Requests                                                       []string // requestSignature
 }
 
 func (w fpWorld) signature(addr string, peers []string) (signature, error) {
@@ -244,7 +247,10 @@ func (w fpWorld) signature(addr string, peers []string) (signature, error) {
 		return s, err
 	}
 	s.OneTime, s.Signed, s.Published, s.MarkerPresented = prof.OneTimeCount, len(prof.SignedPreKeys), prof.OneTimePublished, prof.MarkerPresented
-	s.Groups, err = groupSignature(ctx, st)
+	if s.Groups, err = groupSignature(ctx, st); err != nil {
+		return s, err
+	}
+	s.Requests, err = requestSignature(ctx, st)
 	return s, err
 }
 
@@ -345,7 +351,7 @@ func fpScenarios() []fpScenario {
 			target: fpStep{"alice/1", "process"}, want: two},
 		{name: "prekey publish", devices: ab, setup: []fpStep{{"alice/1", "send:bob/1:hello"}}, target: fpStep{"bob/1", "maintain"}, want: hello},
 		{name: "presented", devices: ab, setup: []fpStep{{"alice/1", "send:bob/1:hello"}}, target: fpStep{"alice/1", "present"}, want: hello},
-	}, groupScenarios()...)
+	}, append(groupScenarios(), requestScenarios()...)...)
 }
 
 // prepare builds the scenario's world up to its target.

@@ -73,6 +73,7 @@ func (c *Client) finalizeBatch(ctx context.Context, reqs []FinalizeRequest, know
 	var planOf []int
 	seen := make(map[inboundKey]bool)
 	var declined []inboundKey // discarded files, whose partial downloads go
+	inRequest := make(map[Address]bool) // senders with an open request
 	for i, r := range reqs {
 		key := inboundKey{r.Sender, r.ID}
 		if seen[key] {
@@ -81,6 +82,19 @@ func (c *Client) finalizeBatch(ctx context.Context, reqs []FinalizeRequest, know
 		}
 		m := known[key]
 		if m == nil {
+			// A delivery of this round (known) is never a request's.
+			open, known := inRequest[r.Sender]
+			if !known {
+				var err error
+				if open, err = c.requestOpen(ctx, r.Sender); err != nil {
+					return nil, err
+				}
+				inRequest[r.Sender] = open
+			}
+			if open {
+				results[i].Err = fmt.Errorf("finalize %x from %s: %w", r.ID[:], r.Sender, ErrRequestPending)
+				continue
+			}
 			stored, err := c.store.Inbound(ctx, r.Sender, r.ID)
 			if err != nil {
 				results[i].Err = fmt.Errorf("finalize %x from %s: %w", r.ID[:], r.Sender, err)

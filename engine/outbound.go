@@ -69,6 +69,14 @@ func (c *Client) SendBatch(ctx context.Context, reqs []SendRequest) ([]SendResul
 
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
+	// Writing to a device with an open request accepts it first.
+	for i, r := range reqs {
+		if results[i].Err == nil {
+			if err := c.acceptIfRequested(ctx, r.Peer); err != nil {
+				return nil, fmt.Errorf("send to %s: %w", r.Peer, err)
+			}
+		}
+	}
 	work := make(map[Address]*peerState)
 	held := make(map[Address]error) // peers whose messages this batch holds, and why
 	var plans []Plan

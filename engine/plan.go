@@ -177,6 +177,9 @@ type Receive struct {
 	// a duplicate. Kept apart from the session record, whose layout is
 	// frozen.
 	PastChains []byte
+	// Request, for a DeliverEffect from a peer not accepted, opens or joins
+	// that peer's message request (request.go).
+	Request *RequestStage
 }
 
 // CollisionRetire is the one durable effect of a receive that lost to the own
@@ -378,6 +381,8 @@ func (Stage) Kind() string { return "stage" }
 // repeat or a plain pairwise receive.
 func (p Receive) Kind() string {
 	switch {
+	case p.Request != nil:
+		return "request-stage"
 	case p.Handshake != nil:
 		return "handshake-receive"
 	case isAck(p.Effect):

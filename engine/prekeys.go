@@ -81,7 +81,15 @@ func (c *Client) Maintain(ctx context.Context) error {
 			return err
 		}
 	}
-	return c.publishLocked(ctx, prof.OneTimePublished)
+	if err := c.publishLocked(ctx, prof.OneTimePublished); err != nil {
+		return err
+	}
+	// Requests: the old ones are swept, and the relay hears of the blocks
+	// it missed.
+	if _, err := c.sweepLocked(ctx, now.Add(-RequestLifetime)); err != nil {
+		return err
+	}
+	return c.tellBlocks(ctx)
 }
 
 func (c *Client) installPreKeys(add []PreKeyRecord, delSigned, delKEM []uint32, next uint32) error {

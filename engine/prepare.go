@@ -26,7 +26,8 @@ type batchState struct {
 	delivered map[inboundKey][32]byte
 	retired   map[retiredKey]bool
 	consumed  map[uint32]bool
-	caps      *capState // pending messages counted against the caps
+	caps      *capState     // pending messages counted against the caps
+	requests  *requestState // open requests counted against their bounds
 }
 
 type inboundKey struct {
@@ -41,7 +42,7 @@ type retiredKey struct {
 
 func newBatchState() *batchState {
 	return &batchState{work: make(map[Address]*peerState), delivered: make(map[inboundKey][32]byte),
-		retired: make(map[retiredKey]bool), consumed: make(map[uint32]bool), caps: newCapState()}
+		retired: make(map[retiredKey]bool), consumed: make(map[uint32]bool), caps: newCapState(), requests: newRequestState()}
 }
 
 // prepared is one staged row's plan and the result it reports once committed.
@@ -93,6 +94,12 @@ func (c *Client) prepareReceive(ctx context.Context, bs *batchState, row StagedE
 	env, sender, verdict := c.openEnvelope(row)
 	if verdict != nil {
 		return dropRow(row, now, sender, wire.LogicalID{}, verdict), nil
+	}
+	if blocked, err := c.blockedIn(ctx, bs, sender); err != nil {
+		return prepared{}, err
+	} else if blocked {
+		// Dropped unopened: no session step, no recovery request.
+		return dropRow(row, now, sender, wire.LogicalID{}, fmt.Errorf("%s: %w", sender, ErrBlocked)), nil
 	}
 	ps, err := c.working(ctx, bs.work, sender)
 	if err != nil {
@@ -258,6 +265,7 @@ func (c *Client) prepareFrame(ctx context.Context, bs *batchState, in *incoming,
 	}
 	var effect FrameEffect
 	var ack *Outgoing
+	var request *RequestStage
 	// A session the peer set up, or an announcement of the session that
 	// won, is where the own pending messages must now go.
 	res := ReceiveResult{Sender: sender, ID: frame.ID, Group: group, Content: content, handshake: hs != nil, converged: hs != nil}
@@ -279,6 +287,15 @@ func (c *Client) prepareFrame(ctx context.Context, bs *batchState, in *incoming,
 		switch res.Kind {
 		case ResultDelivery:
 			res.Body = frame.Body
+			if _, ok := effect.(RepeatEffect); ok {
+				// A copy of a message that waits in a request is no
+				// delivery either.
+				if open, err := c.inRequest(ctx, bs, sender); err != nil {
+					return prepared{}, err
+				} else if open {
+					res.Kind, res.Body = ResultRequest, nil
+				}
+			}
 			if _, ok := effect.(DeliverEffect); ok {
 				if err := c.admitPending(ctx, bs.caps, sender); errors.Is(err, ErrPendingCap) {
 					return in.drop(frame.ID, err), nil
@@ -291,9 +308,20 @@ func (c *Client) prepareFrame(ctx context.Context, bs *batchState, in *incoming,
 				if at.IsZero() {
 					at = in.now
 				}
+				if request, err = c.stageRequest(ctx, bs, sender, requestBody(content, frame.Body), len(frame.Body), at); errors.Is(err, ErrRequestBound) {
+					return in.drop(frame.ID, err), nil
+				} else if err != nil {
+					return prepared{}, err
+				}
 				effect = DeliverEffect{ID: frame.ID, Frame: op.plaintext, Digest: d, At: at}
 				bs.delivered[key] = d
-				res.fresh = &InboundMessage{Sender: sender, ID: frame.ID, ReceivedAt: at, Digest: d, Body: frame.Body, Group: group, Content: content}
+				if request != nil {
+					// Not a delivery until accepted: the policy does not
+					// commit it, and nothing goes back to the sender.
+					res.Kind, res.opened = ResultRequest, !request.Join
+				} else {
+					res.fresh = &InboundMessage{Sender: sender, ID: frame.ID, ReceivedAt: at, Digest: d, Body: frame.Body, Group: group, Content: content}
+				}
 			}
 		case ResultAlreadyCommitted, ResultAlreadyDiscarded:
 			// The ACK's encryption step commits with this receive.
@@ -317,7 +345,7 @@ func (c *Client) prepareFrame(ctx context.Context, bs *batchState, in *incoming,
 		bs.retired[retiredKey{sender, hs.Retire.ID}] = true
 	}
 	return prepared{
-		plan:   Receive{StagedRow: in.row.Row, Peer: sender, Session: sw, Handshake: hs, Effect: effect, Ack: ack, PastChains: pastRecord},
+		plan:   Receive{StagedRow: in.row.Row, Peer: sender, Session: sw, Handshake: hs, Effect: effect, Ack: ack, PastChains: pastRecord, Request: request},
 		result: res,
 		ack:    ack,
 	}, nil

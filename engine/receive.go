@@ -162,6 +162,9 @@ func (c *Client) finishRows(ctx context.Context, preps []prepared, plans []Plan,
 		}
 		r := res
 		c.emit(Event{Kind: EventReceived, At: c.cfg.Now(), Peer: res.Sender, ID: res.ID, Result: &r, marker: receipts[i].Marker})
+		if res.opened {
+			c.emit(Event{Kind: EventRequest, At: c.cfg.Now(), Peer: res.Sender})
+		}
 	}
 	if handErr != nil {
 		return results, &afterCommitError{handErr}

@@ -300,7 +300,7 @@ func attach(ctx context.Context, dir string, st *store.DB, o Options) (*Profile,
 	cfg := o.Engine
 	cfg.Store, cfg.Relay = st, conn
 	if !AcceptsAll(dir) {
-		cfg.CapStrangers = true
+		cfg.CapStrangers, cfg.Requests = true, true
 	}
 	// Files: partial downloads and upload records live in the profile
 	// (0700, files 0600); the blob store is the relay connection's, once

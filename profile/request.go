@@ -8,8 +8,9 @@ import (
 )
 
 // strangersFile records, in the profile's directory, how the profile treats
-// devices it has not accepted: "requests" holds them to the stranger caps
-// (engine.Config.CapStrangers); "accept-all", or no file (profiles made
+// devices it has not accepted: "requests" stages their first messages as
+// message requests and holds them to the stranger caps
+// (engine.Config.Requests, CapStrangers); "accept-all", or no file (profiles made
 // before, or outside parley init), treats everyone alike, the old
 // behaviour that bots want. It holds no secret.
 const strangersFile = "strangers"

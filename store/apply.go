@@ -139,6 +139,16 @@ func (t *tx) apply(ctx context.Context, p engine.Plan) (engine.Receipt, error) {
 		return engine.Receipt{}, t.setContact(ctx, p)
 	case engine.SetDraft:
 		return engine.Receipt{}, t.setDraft(ctx, p)
+	case engine.AcceptRequest:
+		return engine.Receipt{}, t.acceptRequest(ctx, p)
+	case engine.RejectRequest:
+		return engine.Receipt{}, t.rejectRequest(ctx, p)
+	case engine.SweepRequests:
+		return t.sweepRequests(ctx, p)
+	case engine.MarkBlockTold:
+		return engine.Receipt{}, t.markBlockTold(ctx, p)
+	case engine.Unblock:
+		return engine.Receipt{}, t.unblock(ctx, p)
 	}
 	// validate refuses every other type first.
 	panic(fmt.Sprintf("store: apply %T: unknown plan", p))

@@ -29,7 +29,7 @@ type planCase struct {
 // without a handshake).
 func planCases() []planCase {
 	ctx := context.Background()
-	return []planCase{
+	return append([]planCase{
 		{
 			name: "bootstrap", raw: true,
 			plan: func(t testing.TB, f *fixture) engine.Plan { return bootstrapPlan() },
@@ -412,7 +412,7 @@ func planCases() []planCase {
 				}
 			},
 		},
-	}
+	}, requestPlanCases()...)
 }
 
 func wantPeer(t *testing.T, f *fixture, peer engine.Address, key engine.IdentityKey, version uint64, tag string) {

@@ -22,12 +22,16 @@ const (
 		ON CONFLICT (sender, id) DO NOTHING`
 	sqlPruneFinalized = "DELETE FROM finalized WHERE at < ?"
 
-	sqlInbound            = "SELECT seq, received_at, sealed_digest, sealed_frame FROM inbound WHERE sender = ? AND id = ?"
-	sqlPendingInbound     = "SELECT seq, sender, id, received_at, sealed_digest, sealed_frame FROM inbound WHERE seq > ? ORDER BY seq LIMIT ?"
-	sqlPendingInboundPeer = "SELECT seq, sender, id, received_at, sealed_digest, sealed_frame FROM inbound WHERE sender = ? AND seq > ? ORDER BY seq LIMIT ?"
-	sqlCountInbound       = "SELECT count(*) FROM inbound"
-	sqlCountInboundPeer   = "SELECT count(*) FROM inbound WHERE sender = ?"
-	sqlFinalized          = "SELECT outcome, reason, at, sealed_digest FROM finalized WHERE sender = ? AND id = ?"
+	sqlInbound = "SELECT seq, received_at, sealed_digest, sealed_frame FROM inbound WHERE sender = ? AND id = ?"
+	// The messages of an open request are not pending deliveries until it
+	// is accepted.
+	sqlPendingInbound = `SELECT seq, sender, id, received_at, sealed_digest, sealed_frame FROM inbound
+		WHERE seq > ? AND sender NOT IN (SELECT peer FROM request) ORDER BY seq LIMIT ?`
+	sqlPendingInboundPeer = `SELECT seq, sender, id, received_at, sealed_digest, sealed_frame FROM inbound
+		WHERE sender = ? AND seq > ? AND sender NOT IN (SELECT peer FROM request) ORDER BY seq LIMIT ?`
+	sqlCountInbound     = "SELECT count(*) FROM inbound"
+	sqlCountInboundPeer = "SELECT count(*) FROM inbound WHERE sender = ?"
+	sqlFinalized        = "SELECT outcome, reason, at, sealed_digest FROM finalized WHERE sender = ? AND id = ?"
 )
 
 // receive applies the processing of one staged envelope: its inbox row is
@@ -74,6 +78,11 @@ func (t *tx) receive(ctx context.Context, p engine.Receive) (engine.Receipt, err
 		}
 		if rc.Seq, err = r.LastInsertId(); err != nil {
 			return engine.Receipt{}, fmt.Errorf("store message %x from %s: %w", e.ID[:], p.Peer, mapErr(err))
+		}
+		if p.Request != nil {
+			if err := t.stageRequest(ctx, p.Peer, p.Request); err != nil {
+				return engine.Receipt{}, err
+			}
 		}
 	case engine.AckEffect:
 		var err error

@@ -74,6 +74,7 @@ var fixtures = map[int]struct {
 	8:  {insertFixtureV8, checkFixtureV8},
 	9:  {insertFixtureV9, checkFixtureV9},
 	10: {insertFixtureV10, checkFixtureV10},
+	11: {insertFixtureV11, checkFixtureV11},
 }
 
 // fixtureV6PastChains is a past chains record (its layout is the engine's;

@@ -30,6 +30,7 @@ const (
 	kindAttempt         = "attempt"          // row key: peer, id, number
 	kindPastChains      = "past-chains"      // row key: peer
 	kindDraft           = "draft"            // row key: address
+	kindRequestPreview  = "request-preview"  // row key: address
 )
 
 // sealedColumns names the record kind of every sealed column of the schema
@@ -50,6 +51,7 @@ var sealedColumns = map[string]string{
 	"attempt.sealed":          kindAttempt,
 	"past_chain.sealed":       kindPastChains,
 	"draft.sealed_text":       kindDraft,
+	"request.sealed_preview":  kindRequestPreview,
 	// A quarantined row keeps its inbox record and row number verbatim.
 	"quarantine.sealed": kindStaged,
 }

@@ -88,6 +88,19 @@ func validate(p engine.Plan) error {
 	case engine.SetDraft:
 		err = errors.Join(checkAddress("peer", p.Peer), engine.CheckDraft(p.Text))
 	case engine.MarkPresented:
+	case engine.AcceptRequest:
+		err = errors.Join(checkAddress("peer", p.Peer), checkTime("at", p.At))
+		if p.Count < 0 {
+			err = errors.Join(err, invalid("count %d", p.Count))
+		}
+	case engine.RejectRequest:
+		err = errors.Join(checkAddress("peer", p.Peer), checkTime("at", p.At))
+	case engine.SweepRequests:
+		err = checkTime("before", p.Before)
+	case engine.MarkBlockTold:
+		err = checkAddress("peer", p.Peer)
+	case engine.Unblock:
+		err = errors.Join(checkAddress("peer", p.Peer), checkTime("at", p.At))
 	default:
 		return fmt.Errorf("store: apply %T: %w", p, invalid("unknown plan"))
 	}
@@ -293,6 +306,12 @@ func validateReceive(p engine.Receive) error {
 	switch e := p.Effect.(type) {
 	case engine.DeliverEffect:
 		err = errors.Join(err, checkTime("at", e.At), checkFrame(e.Frame, e.ID, nil))
+		if r := p.Request; r != nil {
+			err = errors.Join(err, checkTime("request at", r.At))
+			if r.Bytes < 0 || len(r.Preview) > 4*engine.MaxRequestPreview {
+				err = errors.Join(err, invalid("request of %d bytes, preview of %d", r.Bytes, len(r.Preview)))
+			}
+		}
 	case engine.AckEffect, engine.RepeatEffect, engine.NotAMemberEffect:
 	case engine.RosterEffect:
 		if _, err2 := wire.DecodeRoster(e.Frame); err2 != nil {
@@ -300,6 +319,9 @@ func validateReceive(p engine.Receive) error {
 		}
 	default:
 		err = errors.Join(err, invalid("frame effect %T", p.Effect))
+	}
+	if _, ok := p.Effect.(engine.DeliverEffect); p.Request != nil && (!ok || p.Ack != nil) {
+		err = errors.Join(err, invalid("a request with a %T", p.Effect))
 	}
 	if p.Ack != nil {
 		// An ACK sent again answers the repeat of a finalized message; its
