@@ -72,7 +72,7 @@ func (c *Client) finalizeBatch(ctx context.Context, reqs []FinalizeRequest, know
 	var plans []Plan
 	var planOf []int
 	seen := make(map[inboundKey]bool)
-	var declined []inboundKey // discarded files, whose partial downloads go
+	var declined []inboundKey           // discarded files, whose partial downloads go
 	inRequest := make(map[Address]bool) // senders with an open request
 	for i, r := range reqs {
 		key := inboundKey{r.Sender, r.ID}
