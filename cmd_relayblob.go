@@ -56,7 +56,9 @@ func (r *relayBlobs) resolve(l *relayserver.Limits) error {
 // after the server's Shutdown.
 func openRelayBlobs(ctx context.Context, dataDir string, store relaystore.Store, replicas int, l relaystore.BlobLimits) (relaystore.BlobStore, func() error, error) {
 	if ns, ok := store.(*natsstore.Store); ok {
-		b, err := natsstore.OpenBlobs(ctx, ns, replicas, l)
+		bctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		b, err := natsstore.OpenBlobs(bctx, ns, replicas, l)
 		if err != nil {
 			return nil, nil, err
 		}

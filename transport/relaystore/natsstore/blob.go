@@ -51,24 +51,41 @@ const hdrOffset = "Parley-Offset"
 func OpenBlobs(ctx context.Context, s *Store, replicas int, l relaystore.BlobLimits) (*Blobs, error) {
 	prefix := strings.TrimSuffix(s.names.reg, "PARLEY_REG")
 	b := &Blobs{s: s, limits: l.WithDefaults(), root: prefix + "parley.blob."}
-	ctx, cancel := context.WithTimeout(ctx, 4*s.timeout)
-	defer cancel()
 	replicas = max(replicas, 1)
+	// A cluster that lost a node a moment ago may take longer than one
+	// request's timeout to place new assets: try again until ctx ends, as
+	// Open does.
+	for {
+		actx, cancel := context.WithTimeout(ctx, 4*s.timeout)
+		err := b.setup(actx, prefix, replicas)
+		cancel()
+		if err == nil {
+			return b, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+func (b *Blobs) setup(ctx context.Context, prefix string, replicas int) error {
 	var err error
-	if b.meta, err = s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: prefix + "PARLEY_BLOBMETA", History: 1,
+	if b.meta, err = b.s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: prefix + "PARLEY_BLOBMETA", History: 1,
 		Replicas: replicas, Storage: jetstream.FileStorage}); err != nil {
-		return nil, fmt.Errorf("natsstore: blob records: %w", err)
+		return fmt.Errorf("natsstore: blob records: %w", err)
 	}
-	if b.usage, err = s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: prefix + "PARLEY_BLOBUSAGE", History: 1,
+	if b.usage, err = b.s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: prefix + "PARLEY_BLOBUSAGE", History: 1,
 		Replicas: replicas, Storage: jetstream.FileStorage, LimitMarkerTTL: usageMarkerTTL}); err != nil {
-		return nil, fmt.Errorf("natsstore: blob usage: %w", err)
+		return fmt.Errorf("natsstore: blob usage: %w", err)
 	}
-	if b.stream, err = s.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: prefix + "PARLEY_BLOB", Subjects: []string{b.root + ">"},
+	if b.stream, err = b.s.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: prefix + "PARLEY_BLOB", Subjects: []string{b.root + ">"},
 		Retention: jetstream.LimitsPolicy, Storage: jetstream.FileStorage, Replicas: replicas,
 		MaxMsgSize: wire.MaxBlobChunk + 1024}); err != nil {
-		return nil, fmt.Errorf("natsstore: blob stream: %w", err)
+		return fmt.Errorf("natsstore: blob stream: %w", err)
 	}
-	return b, nil
+	return nil
 }
 
 // blobMeta is a blob's record.
