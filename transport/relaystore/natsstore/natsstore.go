@@ -117,8 +117,10 @@ type Store struct {
 	timeout time.Duration
 	relayID [32]byte
 
-	accepted jetstream.KeyValue // accepted peers (peers.go)
-	blocked  jetstream.KeyValue // block lists
+	accepted  jetstream.KeyValue // accepted peers (peers.go)
+	blocked   jetstream.KeyValue // block lists
+	relations relationCache      // both, as last read (relation.go)
+	stopWatch context.CancelFunc // ends the watch of both
 
 	leases relaystore.Leases // this process's, with what each row held
 
@@ -172,6 +174,9 @@ func Open(ctx context.Context, urls []string, o Options) (*Store, error) {
 		err := s.setup(actx, o.Replicas)
 		cancel()
 		if err == nil {
+			if err := s.startWatch(); err != nil {
+				return nil, err
+			}
 			return s, nil
 		}
 		if errors.Is(err, ErrShards) {
@@ -543,68 +548,6 @@ func mailboxKey(r string) string        { return "m." + hexKey(r) }
 func senderKey(r, sender string) string { return "s." + hexKey(r) + "." + hexKey(sender) }
 func ipKey(ip string) string            { return "i." + hexKey(ip) }
 
-// totalEvery is how old the cached totals of the mailbox stream may be:
-// every append checks them, and reading them is a request to the stream's
-// leader.
-const totalEvery = 250 * time.Millisecond
-
-// total returns what the mailbox stream holds in all (its messages and
-// bytes, headers included), from a cache at most totalEvery old. The total
-// quota is a bound on the cluster, not an exact count: a counter updated by
-// every append would make every relay contend on one key.
-func (s *Store) total(ctx context.Context) (relaystore.Usage, error) {
-	s.totalMu.Lock()
-	if time.Since(s.totalAt) < totalEvery {
-		defer s.totalMu.Unlock()
-		return s.totalUse, nil
-	}
-	s.totalMu.Unlock()
-	// Not under the lock: a slow cluster must not stall the appends that
-	// would find the cache fresh meanwhile.
-	var all relaystore.Usage
-	for _, sh := range s.shards {
-		info, err := sh.stream.Info(ctx)
-		if err != nil {
-			return relaystore.Usage{}, err
-		}
-		all.Envelopes += int(info.State.Msgs)
-		all.Bytes += int64(info.State.Bytes)
-	}
-	s.totalMu.Lock()
-	defer s.totalMu.Unlock()
-	s.totalUse = all
-	s.totalAt = time.Now()
-	return s.totalUse, nil
-}
-
-// noteTotal adds what this relay just appended or deleted to the cached
-// totals, so that its own changes count at once; the other relays' count at
-// the next refresh.
-func (s *Store) noteTotal(n int, size int64) {
-	s.totalMu.Lock()
-	defer s.totalMu.Unlock()
-	s.totalUse.Envelopes = max(s.totalUse.Envelopes+n, 0)
-	s.totalUse.Bytes = max(s.totalUse.Bytes+size, 0)
-}
-
-func decodeUsage(v []byte) (n int, bytes int64) {
-	if len(v) != 16 {
-		return 0, 0
-	}
-	return int(binary.BigEndian.Uint64(v)), int64(binary.BigEndian.Uint64(v[8:]))
-}
-
-func (s *Store) readUsage(ctx context.Context, key string) (relaystore.Usage, error) {
-	e, err := s.usage.Get(ctx, key)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return relaystore.Usage{}, nil
-	} else if err != nil {
-		return relaystore.Usage{}, err
-	}
-	n, b := decodeUsage(e.Value())
-	return relaystore.Usage{Envelopes: n, Bytes: b}, nil
-}
-
 // usageKeys names the counts an envelope is charged to: its mailbox, its
 // sender there, its IP, and a stranger's those of strangerKeys after them.
 func usageKeys(recipient string, from relaystore.Origin) []string {
@@ -775,6 +718,9 @@ func (s *Store) Watch(address string, fn func(relaystore.Signal)) (func(), error
 
 // Close implements relaystore.Store.
 func (s *Store) Close() error {
+	if s.stopWatch != nil {
+		s.stopWatch()
+	}
 	s.nc.Close()
 	return nil
 }

@@ -198,3 +198,65 @@ func (s *Store) readQuotas(ctx context.Context, keys []string) (u [3]relaystore.
 	wg.Wait()
 	return u, total, errors.Join(errs[:]...)
 }
+
+// totalEvery is how old the cached totals of the mailbox stream may be:
+// every append checks them, and reading them is a request to the stream's
+// leader.
+const totalEvery = 250 * time.Millisecond
+
+// total returns what the mailbox stream holds in all (its messages and
+// bytes, headers included), from a cache at most totalEvery old. The total
+// quota is a bound on the cluster, not an exact count: a counter updated by
+// every append would make every relay contend on one key.
+func (s *Store) total(ctx context.Context) (relaystore.Usage, error) {
+	s.totalMu.Lock()
+	if time.Since(s.totalAt) < totalEvery {
+		defer s.totalMu.Unlock()
+		return s.totalUse, nil
+	}
+	s.totalMu.Unlock()
+	// Not under the lock: a slow cluster must not stall the appends that
+	// would find the cache fresh meanwhile.
+	var all relaystore.Usage
+	for _, sh := range s.shards {
+		info, err := sh.stream.Info(ctx)
+		if err != nil {
+			return relaystore.Usage{}, err
+		}
+		all.Envelopes += int(info.State.Msgs)
+		all.Bytes += int64(info.State.Bytes)
+	}
+	s.totalMu.Lock()
+	defer s.totalMu.Unlock()
+	s.totalUse = all
+	s.totalAt = time.Now()
+	return s.totalUse, nil
+}
+
+// noteTotal adds what this relay just appended or deleted to the cached
+// totals, so that its own changes count at once; the other relays' count at
+// the next refresh.
+func (s *Store) noteTotal(n int, size int64) {
+	s.totalMu.Lock()
+	defer s.totalMu.Unlock()
+	s.totalUse.Envelopes = max(s.totalUse.Envelopes+n, 0)
+	s.totalUse.Bytes = max(s.totalUse.Bytes+size, 0)
+}
+
+func decodeUsage(v []byte) (n int, bytes int64) {
+	if len(v) != 16 {
+		return 0, 0
+	}
+	return int(binary.BigEndian.Uint64(v)), int64(binary.BigEndian.Uint64(v[8:]))
+}
+
+func (s *Store) readUsage(ctx context.Context, key string) (relaystore.Usage, error) {
+	e, err := s.usage.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return relaystore.Usage{}, nil
+	} else if err != nil {
+		return relaystore.Usage{}, err
+	}
+	n, b := decodeUsage(e.Value())
+	return relaystore.Usage{Envelopes: n, Bytes: b}, nil
+}
