@@ -218,7 +218,7 @@ func (s *Store) setup(ctx context.Context, replicas int) error {
 		Storage: jetstream.FileStorage, LimitMarkerTTL: usageMarkerTTL}); err != nil {
 		return err
 	}
-	s.usageW = newUsageWriter(s.usage, s.timeout)
+	s.usageW = newUsageWriter(js, s.usage, s.names.usage, s.timeout)
 	if err := s.setupPeers(ctx, replicas); err != nil {
 		return err
 	}

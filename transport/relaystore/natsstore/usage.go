@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/parley-chat/parley/transport/relaystore"
@@ -27,6 +28,8 @@ import (
 // that update fail as a conflict, and the key is read again.
 type usageWriter struct {
 	kv      jetstream.KeyValue
+	js      jetstream.JetStream
+	subject string // the bucket's subject prefix, for purgeAt
 	timeout time.Duration
 
 	mu   sync.Mutex
@@ -49,8 +52,8 @@ type usageKey struct {
 // maxUsageKeys bounds the kept revisions; past it idle keys are dropped.
 const maxUsageKeys = 100000
 
-func newUsageWriter(kv jetstream.KeyValue, timeout time.Duration) *usageWriter {
-	return &usageWriter{kv: kv, timeout: timeout, keys: make(map[string]*usageKey)}
+func newUsageWriter(js jetstream.JetStream, kv jetstream.KeyValue, bucket string, timeout time.Duration) *usageWriter {
+	return &usageWriter{kv: kv, js: js, subject: "$KV." + bucket + ".", timeout: timeout, keys: make(map[string]*usageKey)}
 }
 
 // add queues n envelopes of size bytes (negative to remove) for key and
@@ -133,7 +136,7 @@ func (w *usageWriter) write(ctx context.Context, key string, n int, size int64, 
 		case nh == 0 && nb == 0 && rev == 0:
 			return 0, 0, 0, nil
 		case nh == 0 && nb == 0:
-			err = w.kv.Purge(ctx, key, jetstream.LastRevision(rev), jetstream.PurgeTTL(usageMarkerTTL))
+			newRev, err = w.purgeAt(ctx, key, rev)
 		case rev == 0:
 			newRev, err = w.kv.Create(ctx, key, encodeUsage(nh, nb))
 		default:
@@ -152,6 +155,22 @@ func (w *usageWriter) write(ctx context.Context, key string, n int, size int64, 
 			return 0, 0, 0, fmt.Errorf("%w (after %d conflicts)", ctx.Err(), attempt+1)
 		}
 	}
+}
+
+// purgeAt purges key at rev, as KeyValue.Purge with LastRevision and
+// PurgeTTL does, and returns the marker's revision, which Purge does not:
+// with it the next write of the key (a mailbox that fills again) is an
+// update at that revision, one request, instead of a read, a create that
+// fails on the marker, a read and an update.
+func (w *usageWriter) purgeAt(ctx context.Context, key string, rev uint64) (uint64, error) {
+	m := nats.NewMsg(w.subject + key)
+	m.Header.Set("KV-Operation", "PURGE")
+	m.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
+	ack, err := w.js.PublishMsg(ctx, m, jetstream.WithExpectLastSequencePerSubject(rev), jetstream.WithMsgTTL(usageMarkerTTL))
+	if err != nil {
+		return 0, err
+	}
+	return ack.Sequence, nil
 }
 
 func encodeUsage(n int, bytes int64) []byte {
