@@ -87,7 +87,7 @@ func TestRequestsPerEnvelope(t *testing.T) {
 		budget   uint64
 	}{
 		{"peer", "alice/1", false, 9},
-		{"stranger", "mallory/1", true, 13},
+		{"stranger", "mallory/1", true, 14},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			measureEnvelopes(t, s, tc.sender, tc.stranger, 3) // warm the caches

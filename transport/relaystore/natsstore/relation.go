@@ -141,12 +141,13 @@ func (s *Store) readPeerLists(ctx context.Context, key string) (peerLists, error
 	return l, errors.Join(err, errBlocked)
 }
 
-// startWatch starts the watch of the peer lists once the store is set up;
+// startWatch starts the watches of the peer lists and of the usage counts
+// (usagewatch.go) once the store is set up;
 // on failure it closes the store.
 func (s *Store) startWatch() error {
 	ctx, stop := context.WithCancel(context.Background())
 	s.stopWatch = stop
-	if err := s.watchPeers(ctx); err != nil {
+	if err := errors.Join(s.watchPeers(ctx), s.watchUsage(ctx)); err != nil {
 		s.Close()
 		return fmt.Errorf("natsstore: %w", err)
 	}

@@ -32,8 +32,9 @@ type usageWriter struct {
 	subject string // the bucket's subject prefix, for purgeAt
 	timeout time.Duration
 
-	mu   sync.Mutex
-	keys map[string]*usageKey
+	mu       sync.Mutex
+	keys     map[string]*usageKey
+	watching bool // the watch of the bucket runs (usagewatch.go)
 }
 
 // usageKey is one key's state in a usageWriter.
@@ -47,6 +48,8 @@ type usageKey struct {
 	rev   uint64
 	have  int
 	hold  int64
+	at    time.Time // when known was set
+	seen  uint64    // the highest revision the watch reported (usagewatch.go)
 }
 
 // maxUsageKeys bounds the kept revisions; past it idle keys are dropped.
@@ -103,7 +106,9 @@ func (w *usageWriter) run(key string, k *usageKey) {
 		cancel()
 
 		w.mu.Lock()
-		k.known, k.rev, k.have, k.hold = err == nil && rev != 0, rev, have, hold
+		// A later revision the watch already reported is another
+		// relay's write after this one: the value is not known then.
+		k.known, k.rev, k.have, k.hold, k.at = err == nil && rev != 0 && k.seen <= rev, rev, have, hold, time.Now()
 		w.mu.Unlock()
 		for _, c := range waiters {
 			c <- err
@@ -269,7 +274,13 @@ func decodeUsage(v []byte) (n int, bytes int64) {
 	return int(binary.BigEndian.Uint64(v)), int64(binary.BigEndian.Uint64(v[8:]))
 }
 
+// readUsage returns the count under key: the value this process wrote
+// last when the watch says no relay wrote it since (usagewatch.go),
+// otherwise read from the cluster.
 func (s *Store) readUsage(ctx context.Context, key string) (relaystore.Usage, error) {
+	if u, ok := s.usageW.known(key, time.Now()); ok {
+		return u, nil
+	}
 	e, err := s.usage.Get(ctx, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return relaystore.Usage{}, nil
