@@ -3,6 +3,7 @@ package natsstore_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -20,29 +21,34 @@ type envelopeCost struct{ relation, append, lease, ack uint64 }
 func (c envelopeCost) total() uint64 { return c.relation + c.append + c.lease + c.ack }
 
 // measureEnvelopes sends n envelopes from sender (a stranger or not) to
-// bob/1 one at a time, each through the four steps, and returns the most
-// each step cost.
+// bob/1 one at a time, each through the four steps, and returns the median
+// cost of each step: a fallback read now and then (a watch's event that
+// arrived late) is correct, and not what an envelope costs.
 func measureEnvelopes(t *testing.T, s *natsstore.Store, sender string, stranger bool, n int) envelopeCost {
 	t.Helper()
 	ctx := context.Background()
-	var most envelopeCost
-	step := func(to *uint64, f func() error) {
+	var costs [4][]uint64
+	step := func(i int, f func() error) {
 		t.Helper()
 		before := s.Requests()
 		if err := f(); err != nil {
 			t.Fatal(err)
 		}
-		*to = max(*to, s.Requests()-before)
+		costs[i] = append(costs[i], s.Requests()-before)
+	}
+	median := func(xs []uint64) uint64 {
+		slices.Sort(xs)
+		return xs[len(xs)/2]
 	}
 	for i := range n {
 		var rows []relaystore.Row
-		step(&most.relation, func() error { _, err := s.Relation(ctx, "bob/1", sender, time.Now()); return err })
-		step(&most.append, func() error {
+		step(0, func() error { _, err := s.Relation(ctx, "bob/1", sender, time.Now()); return err })
+		step(1, func() error {
 			_, err := s.Append(ctx, "bob/1", []byte(fmt.Sprint("env", i)), 1,
 				relaystore.Origin{Address: sender, IP: "192.0.2.1", Envelope: [16]byte{byte(i)}, Stranger: stranger})
 			return err
 		})
-		step(&most.lease, func() error {
+		step(2, func() error {
 			var err error
 			now := time.Now()
 			rows, err = s.Lease(ctx, "bob/1", "h", 1, now, now.Add(time.Minute))
@@ -51,7 +57,7 @@ func measureEnvelopes(t *testing.T, s *natsstore.Store, sender string, stranger 
 			}
 			return err
 		})
-		step(&most.ack, func() error {
+		step(3, func() error {
 			removed, err := s.Ack(ctx, "bob/1", []uint64{rows[0].ID})
 			if err == nil && len(removed) != 1 {
 				err = fmt.Errorf("acknowledged %d rows, want 1", len(removed))
@@ -59,7 +65,7 @@ func measureEnvelopes(t *testing.T, s *natsstore.Store, sender string, stranger 
 			return err
 		})
 	}
-	return most
+	return envelopeCost{median(costs[0]), median(costs[1]), median(costs[2]), median(costs[3])}
 }
 
 // TestRequestsPerEnvelope counts the requests the store's connection sends
@@ -67,8 +73,9 @@ func measureEnvelopes(t *testing.T, s *natsstore.Store, sender string, stranger 
 // on a cluster of three with every stream and bucket replicated three
 // times (a client's count does not depend on the replicas; the nodes'
 // work does), and logs them for docs/performance.md. It fails when an
-// envelope costs more than its budget: the relation is read from the
-// relay's cache once it holds the recipient's lists.
+// envelope's median costs more than its budget (23 and 35 before the
+// caches and the usage watch): the relation is read from the relay's cache
+// once it holds the recipient's lists.
 func TestRequestsPerEnvelope(t *testing.T) {
 	c := natstest.StartCluster(t, 3)
 	s := open(t, c, relaystore.Limits{})
@@ -87,7 +94,7 @@ func TestRequestsPerEnvelope(t *testing.T) {
 		budget   uint64
 	}{
 		{"peer", "alice/1", false, 9},
-		{"stranger", "mallory/1", true, 14},
+		{"stranger", "mallory/1", true, 13},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			measureEnvelopes(t, s, tc.sender, tc.stranger, 3) // warm the caches
