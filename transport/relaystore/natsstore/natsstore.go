@@ -172,9 +172,10 @@ func Open(ctx context.Context, urls []string, o Options) (*Store, error) {
 		err := s.setup(actx, o.Replicas)
 		cancel()
 		if err == nil {
-			if err := s.startWatch(); err != nil {
-				return nil, err
-			}
+			// The watches too wait for a cluster that is still forming.
+			err = s.startWatch()
+		}
+		if err == nil {
 			return s, nil
 		}
 		if errors.Is(err, ErrShards) {

@@ -35,6 +35,7 @@ type relationCache struct {
 	mu    sync.Mutex
 	gen   uint64 // bumped by every drop, so that a read racing one is not kept
 	lists map[string]peerLists
+	live  int // the watches running; the cache answers only while both do
 }
 
 // peerLists is one owner's two lists and when they were read.
@@ -49,7 +50,7 @@ func (c *relationCache) get(owner string, now time.Time) (peerLists, bool, uint6
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	l, ok := c.lists[owner]
-	if ok && now.Sub(l.at) >= relationTTL {
+	if ok && (c.live < 2 || now.Sub(l.at) >= relationTTL) {
 		delete(c.lists, owner)
 		ok = false
 	}
@@ -69,6 +70,18 @@ func (c *relationCache) put(owner string, l peerLists, gen uint64) {
 	c.lists[owner] = l
 }
 
+// watching counts a watch that starts (+1) or ends (-1); when one ends,
+// every cached list goes, since nothing would drop it any more.
+func (c *relationCache) watching(d int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.live += d
+	if d < 0 {
+		c.gen++
+		clear(c.lists)
+	}
+}
+
 // drop forgets owner's lists (the key of either bucket, ownerKey).
 func (c *relationCache) drop(owner string) {
 	c.mu.Lock()
@@ -86,7 +99,9 @@ func (s *Store) watchPeers(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("watch peer lists: %w", err)
 		}
+		s.relations.watching(1)
 		go func() {
+			defer s.relations.watching(-1)
 			for e := range w.Updates() {
 				if e != nil {
 					s.relations.drop(e.Key())
@@ -142,14 +157,33 @@ func (s *Store) readPeerLists(ctx context.Context, key string) (peerLists, error
 }
 
 // startWatch starts the watches of the peer lists and of the usage counts
-// (usagewatch.go) once the store is set up;
-// on failure it closes the store.
+// (usagewatch.go) once the store is set up; on failure it stops any it
+// started, so that Open can try again. Creating a watch is bounded by the
+// store's timeout, though the watch lives on: its context cannot carry a
+// deadline, since the client library ends a watch with its context.
 func (s *Store) startWatch() error {
 	ctx, stop := context.WithCancel(context.Background())
-	s.stopWatch = stop
-	if err := errors.Join(s.watchPeers(ctx), s.watchUsage(ctx)); err != nil {
-		s.Close()
-		return fmt.Errorf("natsstore: %w", err)
+	var mu sync.Mutex
+	finished := false
+	t := time.AfterFunc(s.timeout, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !finished {
+			stop()
+		}
+	})
+	err := errors.Join(s.watchPeers(ctx), s.watchUsage(ctx))
+	mu.Lock()
+	finished = true
+	mu.Unlock()
+	t.Stop()
+	if err == nil {
+		err = ctx.Err() // the timer stopped them as they were made
 	}
+	if err != nil {
+		stop()
+		return err
+	}
+	s.stopWatch = stop
 	return nil
 }

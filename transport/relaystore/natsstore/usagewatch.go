@@ -67,12 +67,13 @@ func (s *Store) watchUsage(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("watch usage: %w", err)
 	}
-	s.usageW.setWatching(true)
+	w := s.usageW // Open may set up another after a failed start
+	w.setWatching(true)
 	go func() {
-		defer s.usageW.setWatching(false)
+		defer w.setWatching(false)
 		for e := range wt.Updates() {
 			if e != nil {
-				s.usageW.saw(e.Key(), e.Revision())
+				w.saw(e.Key(), e.Revision())
 			}
 		}
 	}()
