@@ -57,8 +57,10 @@ type SQLite struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	leases Leases // this process's: a lease is not durable
-	counts counts // running totals for Stats (sqlitestats.go)
+	leases    Leases       // this process's: a lease is not durable
+	counts    counts       // running totals for Stats (sqlitestats.go)
+	stmts     sqliteStmts  // the append path's, prepared once (sqliteappend.go)
+	relations sqliteRelMap // Relation's answers (sqlitepeers.go)
 }
 
 type appendReq struct {
@@ -180,7 +182,10 @@ func (s *SQLite) init(ctx context.Context) error {
 	if err := s.counts.load(ctx, tx); err != nil {
 		return fmt.Errorf("count what is held: %w", err)
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	return s.stmts.prepare(ctx, s.db)
 }
 
 func stripComments(sql string) string {
@@ -281,7 +286,7 @@ func (s *SQLite) Registered(ctx context.Context, address string) ([32]byte, erro
 
 func registeredKey(ctx context.Context, tx *sql.Tx, address string) ([]byte, error) {
 	var k []byte
-	err := tx.QueryRowContext(ctx, "SELECT signing_key FROM registrations WHERE address = ?", address).Scan(&k)
+	err := tx.QueryRowContext(ctx, selectKey, address).Scan(&k)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, ErrNotRegistered
 	}
@@ -450,20 +455,15 @@ func (s *SQLite) commitGroup(group []*appendReq) {
 			return err
 		}
 		defer tx.Rollback()
-		ins, err := tx.PrepareContext(ctx, "INSERT INTO envelopes (recipient, envelope, sender, ip, accepted, envelope_id, stranger) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING row")
-		if err != nil {
-			return err
-		}
-		defer ins.Close()
 		for _, r := range group {
 			r.rows, r.err = nil, nil
 			if r.ack != nil {
-				if err := r.ack.run(ctx, tx, r.recipient); err != nil {
+				if err := r.ack.run(ctx, s, tx, r.recipient); err != nil {
 					return err
 				}
 				continue
 			}
-			if err := s.appendTx(ctx, tx, ins, r); err != nil {
+			if err := s.appendTx(ctx, tx, r); err != nil {
 				if errors.Is(err, ErrNotRegistered) || errors.Is(err, ErrMailboxFull) || errors.Is(err, ErrSenderQuota) || errors.Is(err, ErrStoreFull) {
 					r.err = err
 					continue
@@ -484,80 +484,6 @@ func (s *SQLite) commitGroup(group []*appendReq) {
 		}
 		close(r.done)
 	}
-}
-
-// usageScopes names the running totals an envelope from from to recipient
-// counts in: its mailbox, its sender within the mailbox, all, its IP, and a
-// stranger's the mailbox's room for strangers and its IP's share of it.
-func usageScopes(recipient string, from Origin) [][2]string {
-	sc := [][2]string{{"mailbox", recipient}, {"sender", recipient + " " + from.Address}, {"total", ""}}
-	if from.IP != "" {
-		sc = append(sc, [2]string{"ip", from.IP})
-	}
-	if from.Stranger {
-		sc = append(sc, [2]string{"stranger", recipient})
-		if from.IP != "" {
-			sc = append(sc, [2]string{"stranger_ip", recipient + " " + from.IP})
-		}
-	}
-	return sc
-}
-
-func readUsage(ctx context.Context, tx *sql.Tx, scope, key string) (Usage, error) {
-	var u Usage
-	err := tx.QueryRowContext(ctx, "SELECT envelopes, bytes FROM usage WHERE scope = ? AND key = ?", scope, key).Scan(&u.Envelopes, &u.Bytes)
-	if errors.Is(err, sql.ErrNoRows) {
-		return Usage{}, nil
-	}
-	return u, err
-}
-
-// addUsage adds n envelopes of size bytes (negative to remove) to each
-// scope, deleting a total that reaches nothing.
-func addUsage(ctx context.Context, tx *sql.Tx, scopes [][2]string, n int, size int64) error {
-	for _, sc := range scopes {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO usage (scope, key, envelopes, bytes) VALUES (?, ?, ?, ?)
-			ON CONFLICT (scope, key) DO UPDATE SET envelopes = envelopes + excluded.envelopes, bytes = bytes + excluded.bytes`,
-			sc[0], sc[1], n, size); err != nil {
-			return err
-		}
-		if n < 0 {
-			if _, err := tx.ExecContext(ctx, "DELETE FROM usage WHERE scope = ? AND key = ? AND envelopes <= 0", sc[0], sc[1]); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-func (s *SQLite) appendTx(ctx context.Context, tx *sql.Tx, ins *sql.Stmt, r *appendReq) error {
-	if _, err := registeredKey(ctx, tx, r.recipient); err != nil {
-		return err
-	}
-	scopes := usageScopes(r.recipient, r.from)
-	u := make(map[string]Usage, len(scopes))
-	for _, sc := range scopes {
-		v, err := readUsage(ctx, tx, sc[0], sc[1])
-		if err != nil {
-			return err
-		}
-		u[sc[0]] = v
-	}
-	size := int64(len(r.env)) * int64(r.copies)
-	if err := s.limits.QuotaError(u["mailbox"], u["sender"], u["ip"], u["total"], r.from, r.copies, size); err != nil {
-		return err
-	}
-	if err := s.limits.StrangerError(u["stranger"], u["stranger_ip"], r.from, r.copies, size); err != nil {
-		return err
-	}
-	for range r.copies {
-		var row int64
-		if err := ins.QueryRowContext(ctx, r.recipient, r.env, r.from.Address, r.from.IP, time.Now().UnixNano(), r.from.Envelope[:], r.from.Stranger).Scan(&row); err != nil {
-			return err
-		}
-		r.rows = append(r.rows, uint64(row))
-	}
-	return addUsage(ctx, tx, scopes, r.copies, size)
 }
 
 // Lease implements Store.

@@ -15,9 +15,9 @@ type ackWork struct {
 	freed   Usage
 }
 
-func (a *ackWork) run(ctx context.Context, tx *sql.Tx, recipient string) error {
+func (a *ackWork) run(ctx context.Context, s *SQLite, tx *sql.Tx, recipient string) error {
 	var err error
-	a.removed, a.freed, err = deleteRows(ctx, tx, recipient, a.rows)
+	a.removed, a.freed, err = s.deleteRows(ctx, tx, recipient, a.rows)
 	return err
 }
 

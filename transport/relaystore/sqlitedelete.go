@@ -51,7 +51,7 @@ func (s *SQLite) Expire(ctx context.Context, now, before time.Time, max int) ([]
 			return err
 		}
 		for _, recipient := range order {
-			gone, u, err := deleteRows(ctx, tx, recipient, byRecipient[recipient])
+			gone, u, err := s.deleteRows(ctx, tx, recipient, byRecipient[recipient])
 			if err != nil {
 				return err
 			}
@@ -73,7 +73,7 @@ func (s *SQLite) Expire(ctx context.Context, now, before time.Time, max int) ([]
 
 // deleteRows deletes those of rows that are recipient's and lowers the
 // totals they were charged to; it returns them and what they held.
-func deleteRows(ctx context.Context, tx *sql.Tx, recipient string, rows []uint64) ([]Removed, Usage, error) {
+func (s *SQLite) deleteRows(ctx context.Context, tx *sql.Tx, recipient string, rows []uint64) ([]Removed, Usage, error) {
 	var all Usage
 	del, err := tx.PrepareContext(ctx, "DELETE FROM envelopes WHERE row = ? AND recipient = ? RETURNING length(envelope), sender, ip, envelope_id, stranger")
 	if err != nil {
@@ -106,7 +106,7 @@ func deleteRows(ctx context.Context, tx *sql.Tx, recipient string, rows []uint64
 		freed[from] = u
 	}
 	for from, u := range freed {
-		if err := addUsage(ctx, tx, usageScopes(recipient, from), -u.Envelopes, -u.Bytes); err != nil {
+		if err := s.addUsage(ctx, tx, usageScopes(recipient, from), -u.Envelopes, -u.Bytes); err != nil {
 			return nil, all, err
 		}
 	}

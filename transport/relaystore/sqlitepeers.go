@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -29,6 +30,11 @@ func (s *SQLite) Accept(ctx context.Context, owner, peer string, now time.Time) 
 		forgot, err = res.RowsAffected()
 		return err
 	})
+	// Dropped whatever the outcome: a failed commit may have happened.
+	s.relations.drop(owner, peer)
+	if forgot > 0 || err != nil {
+		s.relations.drop("", "")
+	}
 	if err != nil {
 		return 0, fmt.Errorf("record that %s accepts %s: %w", owner, peer, err)
 	}
@@ -55,26 +61,82 @@ func (s *SQLite) Block(ctx context.Context, owner, sender string, blocked bool) 
 		_, err := tx.ExecContext(ctx, "INSERT INTO blocked_senders (owner, sender, since) VALUES (?, ?, ?)", owner, sender, time.Now().UnixNano())
 		return err
 	})
+	s.relations.drop(owner, sender)
 	if err != nil {
 		return fmt.Errorf("block %s for %s: %w", sender, owner, err)
 	}
 	return nil
 }
 
-// Relation implements Store.
+// Relation implements Store. It is on every append, and a query on the
+// store's one connection waits for the group commit in flight, so the
+// answers are cached per owner and sender (sqliteRelMap): this process is
+// the tables' only writer, and each of its writes drops what it changes.
 func (s *SQLite) Relation(ctx context.Context, owner, sender string, now time.Time) (Relation, error) {
-	var r Relation
 	since := now.Add(-s.limits.AcceptedLifetime).UnixNano()
-	err := s.db.QueryRowContext(ctx, `SELECT
-		EXISTS (SELECT 1 FROM accepted_peers WHERE owner = ? AND peer = ? AND seen >= ?),
-		EXISTS (SELECT 1 FROM blocked_senders WHERE owner = ? AND sender = ?)`, owner, sender, since, owner, sender).Scan(&r.Accepted, &r.Blocked)
-	if errors.Is(err, sql.ErrNoRows) {
-		return Relation{}, nil
+	e, ok, gen := s.relations.get(owner, sender)
+	if !ok {
+		var seen sql.NullInt64
+		err := s.db.QueryRowContext(ctx, `SELECT
+			(SELECT seen FROM accepted_peers WHERE owner = ? AND peer = ?),
+			EXISTS (SELECT 1 FROM blocked_senders WHERE owner = ? AND sender = ?)`, owner, sender, owner, sender).Scan(&seen, &e.blocked)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return Relation{}, fmt.Errorf("relation of %s to %s: %w", owner, sender, err)
+		}
+		e.seen = seen.Int64
+		e.accepted = seen.Valid
+		s.relations.put(owner, sender, e, gen)
 	}
-	if err != nil {
-		return Relation{}, fmt.Errorf("relation of %s to %s: %w", owner, sender, err)
+	return Relation{Accepted: e.accepted && e.seen >= since, Blocked: e.blocked}, nil
+}
+
+// maxRelEntries bounds the cached pairs; past it the cache is dropped.
+const maxRelEntries = 100000
+
+// sqliteRelMap caches what the tables say of pairs of owner and sender.
+type sqliteRelMap struct {
+	mu  sync.Mutex
+	gen uint64 // bumped by every drop, so that a read racing one is not kept
+	m   map[[2]string]relEntry
+}
+
+// relEntry is one pair: when owner last sent to sender (when accepted)
+// and whether owner blocks sender.
+type relEntry struct {
+	accepted, blocked bool
+	seen              int64
+}
+
+func (c *sqliteRelMap) get(owner, sender string) (relEntry, bool, uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[[2]string{owner, sender}]
+	return e, ok, c.gen
+}
+
+func (c *sqliteRelMap) put(owner, sender string, e relEntry, gen uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen != gen {
+		return
 	}
-	return r, nil
+	if c.m == nil || len(c.m) >= maxRelEntries {
+		c.m = make(map[[2]string]relEntry)
+	}
+	c.m[[2]string{owner, sender}] = e
+}
+
+// drop forgets one pair, or every pair when owner is "" (a write that
+// may change many: an accept that forgot peers, the sweep).
+func (c *sqliteRelMap) drop(owner, sender string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.gen++
+	if owner == "" {
+		clear(c.m)
+		return
+	}
+	delete(c.m, [2]string{owner, sender})
 }
 
 // ForgetAccepted implements Store.
@@ -88,6 +150,7 @@ func (s *SQLite) ForgetAccepted(ctx context.Context, before time.Time) (int, err
 		n, err = res.RowsAffected()
 		return err
 	})
+	s.relations.drop("", "")
 	if err != nil {
 		return 0, fmt.Errorf("forget accepted peers: %w", err)
 	}

@@ -38,7 +38,6 @@ import (
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -47,7 +46,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/parley-chat/parley/transport/relaystore"
-	"github.com/parley-chat/parley/wire"
 )
 
 // Headers of the stored messages.
@@ -117,8 +115,10 @@ type Store struct {
 	timeout time.Duration
 	relayID [32]byte
 
-	accepted jetstream.KeyValue // accepted peers (peers.go)
-	blocked  jetstream.KeyValue // block lists
+	accepted  jetstream.KeyValue // accepted peers (peers.go)
+	blocked   jetstream.KeyValue // block lists
+	relations relationCache      // both, as last read (relation.go)
+	stopWatch context.CancelFunc // ends the watch of both
 
 	leases relaystore.Leases // this process's, with what each row held
 
@@ -172,6 +172,10 @@ func Open(ctx context.Context, urls []string, o Options) (*Store, error) {
 		err := s.setup(actx, o.Replicas)
 		cancel()
 		if err == nil {
+			// The watches too wait for a cluster that is still forming.
+			err = s.startWatch()
+		}
+		if err == nil {
 			return s, nil
 		}
 		if errors.Is(err, ErrShards) {
@@ -213,7 +217,7 @@ func (s *Store) setup(ctx context.Context, replicas int) error {
 		Storage: jetstream.FileStorage, LimitMarkerTTL: usageMarkerTTL}); err != nil {
 		return err
 	}
-	s.usageW = newUsageWriter(s.usage, s.timeout)
+	s.usageW = newUsageWriter(js, s.usage, s.names.usage, s.timeout)
 	if err := s.setupPeers(ctx, replicas); err != nil {
 		return err
 	}
@@ -410,200 +414,10 @@ func (s *Store) cacheOwner(address string, key [32]byte) {
 	s.owners[address] = owner{key: key, at: time.Now()}
 }
 
-// PutBundle implements relaystore.Store.
-func (s *Store) PutBundle(ctx context.Context, address string, key [32]byte, b wire.Bundle, oneTime []wire.OneTimePreKeyPublic) (int, error) {
-	k, err := s.Registered(ctx, address)
-	if errors.Is(err, relaystore.ErrNotRegistered) || err == nil && k != key {
-		return 0, fmt.Errorf("publish bundle of %s: %w", address, relaystore.ErrKeyMismatch)
-	} else if err != nil {
-		return 0, err
-	}
-	ctx, cancel := s.ctx(ctx)
-	defer cancel()
-	b.OneTimePreKey = nil
-	enc, err := wire.EncodeBundle(b)
-	if err != nil {
-		return 0, fmt.Errorf("publish bundle of %s: %w", address, err)
-	}
-	hk := hexKey(address)
-	if _, err := s.bundles.Put(ctx, hk, enc); err != nil {
-		return 0, fmt.Errorf("publish bundle of %s: %w", address, err)
-	}
-	if len(oneTime) == 0 {
-		return 0, nil
-	}
-	// Counted first (one request): a full pool takes nothing, and is not
-	// read key by key to find that out.
-	if n, err := s.OneTimePreKeys(ctx, address); err != nil {
-		return 0, err
-	} else if n >= s.limits.OneTimePreKeys {
-		return 0, nil
-	}
-	have, err := s.poolIDs(ctx, hk)
-	if err != nil {
-		return 0, fmt.Errorf("publish one-time prekeys of %s: %w", address, err)
-	}
-	added := 0
-	for _, otk := range oneTime {
-		if len(have) >= s.limits.OneTimePreKeys {
-			break
-		}
-		if have[otk.ID] {
-			continue
-		}
-		msg := &nats.Msg{Subject: s.names.otk + hk, Data: otk.PublicKey[:], Header: nats.Header{}}
-		msg.Header.Set(hdrOTK, strconv.FormatUint(uint64(otk.ID), 10))
-		if _, err := s.js.PublishMsg(ctx, msg); err != nil {
-			if isPerSubjectFull(err) {
-				break
-			}
-			return added, fmt.Errorf("publish one-time prekeys of %s: %w", address, err)
-		}
-		have[otk.ID] = true
-		added++
-	}
-	return added, nil
-}
-
-// poolIDs reads the IDs of the one-time prekeys in an address's pool.
-func (s *Store) poolIDs(ctx context.Context, hk string) (map[uint32]bool, error) {
-	ids := map[uint32]bool{}
-	for seq := uint64(1); ; {
-		m, err := s.otk.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(s.names.otk+hk))
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			return ids, nil
-		} else if err != nil {
-			return nil, err
-		}
-		if id, err := strconv.ParseUint(m.Header.Get(hdrOTK), 10, 32); err == nil {
-			ids[uint32(id)] = true
-		}
-		seq = m.Sequence + 1
-	}
-}
-
-// TakeBundle implements relaystore.Store. The oldest one-time prekey is the
-// first message of the address's subject; deleting it is what hands it out,
-// and only one of several relays racing for it succeeds.
-func (s *Store) TakeBundle(ctx context.Context, address string, oneTime bool) (wire.Bundle, int, error) {
-	ctx, cancel := s.ctx(ctx)
-	defer cancel()
-	hk := hexKey(address)
-	e, err := s.bundles.Get(ctx, hk)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return wire.Bundle{}, 0, fmt.Errorf("fetch bundle of %s: %w", address, relaystore.ErrNoBundle)
-	} else if err != nil {
-		return wire.Bundle{}, 0, fmt.Errorf("fetch bundle of %s: %w", address, err)
-	}
-	b, err := wire.DecodeBundle(e.Value())
-	if err != nil {
-		return wire.Bundle{}, 0, fmt.Errorf("fetch bundle of %s: %w", address, err)
-	}
-	for seq := uint64(1); oneTime; {
-		m, err := s.otk.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(s.names.otk+hk))
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			break
-		} else if err != nil {
-			return wire.Bundle{}, 0, fmt.Errorf("fetch bundle of %s: %w", address, err)
-		}
-		if err := s.otk.DeleteMsg(ctx, m.Sequence); err != nil {
-			seq = m.Sequence + 1 // another relay took it
-			continue
-		}
-		id, err := strconv.ParseUint(m.Header.Get(hdrOTK), 10, 32)
-		if err != nil || len(m.Data) != 32 {
-			continue // not one of ours: gone now
-		}
-		k := wire.OneTimePreKeyPublic{ID: uint32(id)}
-		copy(k.PublicKey[:], m.Data)
-		b.OneTimePreKey = &k
-		break
-	}
-	pool, err := s.OneTimePreKeys(ctx, address)
-	if err != nil {
-		return wire.Bundle{}, 0, err
-	}
-	return b, pool, nil
-}
-
-// OneTimePreKeys implements relaystore.Store.
-func (s *Store) OneTimePreKeys(ctx context.Context, address string) (int, error) {
-	ctx, cancel := s.ctx(ctx)
-	defer cancel()
-	subj := s.names.otk + hexKey(address)
-	info, err := s.otk.Info(ctx, jetstream.WithSubjectFilter(subj))
-	if err != nil {
-		return 0, fmt.Errorf("count one-time prekeys of %s: %w", address, err)
-	}
-	return int(info.State.Subjects[subj]), nil
-}
-
 // usage keys.
 func mailboxKey(r string) string        { return "m." + hexKey(r) }
 func senderKey(r, sender string) string { return "s." + hexKey(r) + "." + hexKey(sender) }
 func ipKey(ip string) string            { return "i." + hexKey(ip) }
-
-// totalEvery is how old the cached totals of the mailbox stream may be:
-// every append checks them, and reading them is a request to the stream's
-// leader.
-const totalEvery = 250 * time.Millisecond
-
-// total returns what the mailbox stream holds in all (its messages and
-// bytes, headers included), from a cache at most totalEvery old. The total
-// quota is a bound on the cluster, not an exact count: a counter updated by
-// every append would make every relay contend on one key.
-func (s *Store) total(ctx context.Context) (relaystore.Usage, error) {
-	s.totalMu.Lock()
-	if time.Since(s.totalAt) < totalEvery {
-		defer s.totalMu.Unlock()
-		return s.totalUse, nil
-	}
-	s.totalMu.Unlock()
-	// Not under the lock: a slow cluster must not stall the appends that
-	// would find the cache fresh meanwhile.
-	var all relaystore.Usage
-	for _, sh := range s.shards {
-		info, err := sh.stream.Info(ctx)
-		if err != nil {
-			return relaystore.Usage{}, err
-		}
-		all.Envelopes += int(info.State.Msgs)
-		all.Bytes += int64(info.State.Bytes)
-	}
-	s.totalMu.Lock()
-	defer s.totalMu.Unlock()
-	s.totalUse = all
-	s.totalAt = time.Now()
-	return s.totalUse, nil
-}
-
-// noteTotal adds what this relay just appended or deleted to the cached
-// totals, so that its own changes count at once; the other relays' count at
-// the next refresh.
-func (s *Store) noteTotal(n int, size int64) {
-	s.totalMu.Lock()
-	defer s.totalMu.Unlock()
-	s.totalUse.Envelopes = max(s.totalUse.Envelopes+n, 0)
-	s.totalUse.Bytes = max(s.totalUse.Bytes+size, 0)
-}
-
-func decodeUsage(v []byte) (n int, bytes int64) {
-	if len(v) != 16 {
-		return 0, 0
-	}
-	return int(binary.BigEndian.Uint64(v)), int64(binary.BigEndian.Uint64(v[8:]))
-}
-
-func (s *Store) readUsage(ctx context.Context, key string) (relaystore.Usage, error) {
-	e, err := s.usage.Get(ctx, key)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return relaystore.Usage{}, nil
-	} else if err != nil {
-		return relaystore.Usage{}, err
-	}
-	n, b := decodeUsage(e.Value())
-	return relaystore.Usage{Envelopes: n, Bytes: b}, nil
-}
 
 // usageKeys names the counts an envelope is charged to: its mailbox, its
 // sender there, its IP, and a stranger's those of strangerKeys after them.
@@ -775,6 +589,9 @@ func (s *Store) Watch(address string, fn func(relaystore.Signal)) (func(), error
 
 // Close implements relaystore.Store.
 func (s *Store) Close() error {
+	if s.stopWatch != nil {
+		s.stopWatch()
+	}
 	s.nc.Close()
 	return nil
 }

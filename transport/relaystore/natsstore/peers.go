@@ -3,7 +3,6 @@ package natsstore
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"time"
 
@@ -29,8 +28,10 @@ func (s *Store) setupPeers(ctx context.Context, replicas int) error {
 		Storage: jetstream.FileStorage, TTL: s.limits.AcceptedLifetime}); err != nil {
 		return err
 	}
+	// An emptied block list is purged with a marker that expires (update),
+	// which the bucket must allow, or unblocking the last sender fails.
 	s.blocked, err = s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: s.names.blocked, History: 1, Replicas: replicas,
-		Storage: jetstream.FileStorage})
+		Storage: jetstream.FileStorage, LimitMarkerTTL: usageMarkerTTL})
 	return err
 }
 
@@ -78,6 +79,7 @@ func (s *Store) Accept(ctx context.Context, owner, peer string, now time.Time) (
 		l, forgot = l.Record(peer, now, s.limits.AcceptedPeers)
 		return encodePeers(l), nil
 	})
+	s.relations.drop(ownerKey(owner))
 	if err != nil {
 		return 0, fmt.Errorf("record that %s accepts %s: %w", owner, peer, err)
 	}
@@ -95,42 +97,11 @@ func (s *Store) Block(ctx context.Context, owner, sender string, blocked bool) e
 		}
 		return encodePeers(l), nil
 	})
+	s.relations.drop(ownerKey(owner))
 	if err != nil {
 		return fmt.Errorf("block %s for %s: %w", sender, owner, err)
 	}
 	return nil
-}
-
-// Relation implements relaystore.Store. It is on every append: the two
-// lists are read at once, so that it costs one round trip, not two.
-func (s *Store) Relation(ctx context.Context, owner, sender string, now time.Time) (relaystore.Relation, error) {
-	ctx, cancel := s.ctx(ctx)
-	defer cancel()
-	var r relaystore.Relation
-	since := now.Add(-s.limits.AcceptedLifetime)
-	read := func(kv jetstream.KeyValue) (relaystore.PeerList, error) {
-		e, err := kv.Get(ctx, ownerKey(owner))
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			return nil, nil
-		} else if err != nil {
-			return nil, err
-		}
-		return decodePeers(e.Value()), nil
-	}
-	var blocked relaystore.PeerList
-	var errBlocked error
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		blocked, errBlocked = read(s.blocked)
-	}()
-	accepted, err := read(s.accepted)
-	<-done
-	if err = errors.Join(err, errBlocked); err != nil {
-		return relaystore.Relation{}, fmt.Errorf("relation of %s to %s: %w", owner, sender, err)
-	}
-	r.Accepted, r.Blocked = accepted.HasSince(sender, since), blocked.Has(sender)
-	return r, nil
 }
 
 // ForgetAccepted implements relaystore.Store: the bucket's TTL and the

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/parley-chat/parley/transport/relaystore"
@@ -27,10 +28,13 @@ import (
 // that update fail as a conflict, and the key is read again.
 type usageWriter struct {
 	kv      jetstream.KeyValue
+	js      jetstream.JetStream
+	subject string // the bucket's subject prefix, for purgeAt
 	timeout time.Duration
 
-	mu   sync.Mutex
-	keys map[string]*usageKey
+	mu       sync.Mutex
+	keys     map[string]*usageKey
+	watching bool // the watch of the bucket runs (usagewatch.go)
 }
 
 // usageKey is one key's state in a usageWriter.
@@ -44,13 +48,15 @@ type usageKey struct {
 	rev   uint64
 	have  int
 	hold  int64
+	at    time.Time // when known was set
+	seen  uint64    // the highest revision the watch reported (usagewatch.go)
 }
 
 // maxUsageKeys bounds the kept revisions; past it idle keys are dropped.
 const maxUsageKeys = 100000
 
-func newUsageWriter(kv jetstream.KeyValue, timeout time.Duration) *usageWriter {
-	return &usageWriter{kv: kv, timeout: timeout, keys: make(map[string]*usageKey)}
+func newUsageWriter(js jetstream.JetStream, kv jetstream.KeyValue, bucket string, timeout time.Duration) *usageWriter {
+	return &usageWriter{kv: kv, js: js, subject: "$KV." + bucket + ".", timeout: timeout, keys: make(map[string]*usageKey)}
 }
 
 // add queues n envelopes of size bytes (negative to remove) for key and
@@ -100,7 +106,9 @@ func (w *usageWriter) run(key string, k *usageKey) {
 		cancel()
 
 		w.mu.Lock()
-		k.known, k.rev, k.have, k.hold = err == nil && rev != 0, rev, have, hold
+		// A later revision the watch already reported is another
+		// relay's write after this one: the value is not known then.
+		k.known, k.rev, k.have, k.hold, k.at = err == nil && rev != 0 && k.seen <= rev, rev, have, hold, time.Now()
 		w.mu.Unlock()
 		for _, c := range waiters {
 			c <- err
@@ -133,7 +141,7 @@ func (w *usageWriter) write(ctx context.Context, key string, n int, size int64, 
 		case nh == 0 && nb == 0 && rev == 0:
 			return 0, 0, 0, nil
 		case nh == 0 && nb == 0:
-			err = w.kv.Purge(ctx, key, jetstream.LastRevision(rev), jetstream.PurgeTTL(usageMarkerTTL))
+			newRev, err = w.purgeAt(ctx, key, rev)
 		case rev == 0:
 			newRev, err = w.kv.Create(ctx, key, encodeUsage(nh, nb))
 		default:
@@ -152,6 +160,22 @@ func (w *usageWriter) write(ctx context.Context, key string, n int, size int64, 
 			return 0, 0, 0, fmt.Errorf("%w (after %d conflicts)", ctx.Err(), attempt+1)
 		}
 	}
+}
+
+// purgeAt purges key at rev, as KeyValue.Purge with LastRevision and
+// PurgeTTL does, and returns the marker's revision, which Purge does not:
+// with it the next write of the key (a mailbox that fills again) is an
+// update at that revision, one request, instead of a read, a create that
+// fails on the marker, a read and an update.
+func (w *usageWriter) purgeAt(ctx context.Context, key string, rev uint64) (uint64, error) {
+	m := nats.NewMsg(w.subject + key)
+	m.Header.Set("KV-Operation", "PURGE")
+	m.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
+	ack, err := w.js.PublishMsg(ctx, m, jetstream.WithExpectLastSequencePerSubject(rev), jetstream.WithMsgTTL(usageMarkerTTL))
+	if err != nil {
+		return 0, err
+	}
+	return ack.Sequence, nil
 }
 
 func encodeUsage(n int, bytes int64) []byte {
@@ -197,4 +221,72 @@ func (s *Store) readQuotas(ctx context.Context, keys []string) (u [3]relaystore.
 	total, errs[3] = s.total(ctx)
 	wg.Wait()
 	return u, total, errors.Join(errs[:]...)
+}
+
+// totalEvery is how old the cached totals of the mailbox stream may be:
+// every append checks them, and reading them is a request to the stream's
+// leader.
+const totalEvery = 250 * time.Millisecond
+
+// total returns what the mailbox stream holds in all (its messages and
+// bytes, headers included), from a cache at most totalEvery old. The total
+// quota is a bound on the cluster, not an exact count: a counter updated by
+// every append would make every relay contend on one key.
+func (s *Store) total(ctx context.Context) (relaystore.Usage, error) {
+	s.totalMu.Lock()
+	if time.Since(s.totalAt) < totalEvery {
+		defer s.totalMu.Unlock()
+		return s.totalUse, nil
+	}
+	s.totalMu.Unlock()
+	// Not under the lock: a slow cluster must not stall the appends that
+	// would find the cache fresh meanwhile.
+	var all relaystore.Usage
+	for _, sh := range s.shards {
+		info, err := sh.stream.Info(ctx)
+		if err != nil {
+			return relaystore.Usage{}, err
+		}
+		all.Envelopes += int(info.State.Msgs)
+		all.Bytes += int64(info.State.Bytes)
+	}
+	s.totalMu.Lock()
+	defer s.totalMu.Unlock()
+	s.totalUse = all
+	s.totalAt = time.Now()
+	return s.totalUse, nil
+}
+
+// noteTotal adds what this relay just appended or deleted to the cached
+// totals, so that its own changes count at once; the other relays' count at
+// the next refresh.
+func (s *Store) noteTotal(n int, size int64) {
+	s.totalMu.Lock()
+	defer s.totalMu.Unlock()
+	s.totalUse.Envelopes = max(s.totalUse.Envelopes+n, 0)
+	s.totalUse.Bytes = max(s.totalUse.Bytes+size, 0)
+}
+
+func decodeUsage(v []byte) (n int, bytes int64) {
+	if len(v) != 16 {
+		return 0, 0
+	}
+	return int(binary.BigEndian.Uint64(v)), int64(binary.BigEndian.Uint64(v[8:]))
+}
+
+// readUsage returns the count under key: the value this process wrote
+// last when the watch says no relay wrote it since (usagewatch.go),
+// otherwise read from the cluster.
+func (s *Store) readUsage(ctx context.Context, key string) (relaystore.Usage, error) {
+	if u, ok := s.usageW.known(key, time.Now()); ok {
+		return u, nil
+	}
+	e, err := s.usage.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return relaystore.Usage{}, nil
+	} else if err != nil {
+		return relaystore.Usage{}, err
+	}
+	n, b := decodeUsage(e.Value())
+	return relaystore.Usage{Envelopes: n, Bytes: b}, nil
 }

@@ -36,6 +36,11 @@ func testAcceptedPeers(t *testing.T, open Open) {
 		if got := relation(t, s, "bob/1", "alice/1"); got.Accepted || got.Blocked {
 			t.Fatalf("a fresh store: %+v, want nothing", got)
 		}
+		// Read before it changes, so that a backend answering from a cache
+		// must see the change.
+		if relation(t, s, "bob/1", "p/1").Accepted {
+			t.Fatal("a fresh store accepts p/1")
+		}
 		for i, p := range []string{"p/1", "p/2", "p/3"} {
 			if forgot, err := s.Accept(ctx, "bob/1", p, t0.Add(time.Duration(i)*time.Second)); err != nil || forgot != 0 {
 				t.Fatalf("Accept(%s) = %d, %v; want nothing forgotten within the bound", p, forgot, err)
@@ -46,6 +51,9 @@ func testAcceptedPeers(t *testing.T, open Open) {
 		}
 		if relation(t, s, "p/1", "bob/1").Accepted {
 			t.Fatal("bob accepting p/1 made p/1 accept bob; the record is one way")
+		}
+		if !relation(t, s, "bob/1", "p/2").Accepted {
+			t.Fatal("bob accepts p/2: not recorded")
 		}
 		// p/1 seen again: p/2 is now the least recent, and goes first.
 		if forgot, err := s.Accept(ctx, "bob/1", "p/1", t0.Add(10*time.Second)); err != nil || forgot != 0 {
