@@ -238,9 +238,10 @@ func openFilePeer(ctx context.Context, dir, addr, url string, files engine.FileC
 	return p, nil
 }
 
-// awaitFile syncs p until the file message id from sender is pending.
+// awaitFile syncs p until the file message id from sender is pending, for
+// at most a minute (a loaded machine may take a while to relay it).
 func awaitFile(ctx context.Context, p *profile.Profile, sender engine.Address, id wire.LogicalID) error {
-	for range 100 {
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		if _, err := p.Client.Sync(ctx); err != nil {
 			return fmt.Errorf("receive the manifest: %w", err)
 		}
@@ -248,7 +249,7 @@ func awaitFile(ctx context.Context, p *profile.Profile, sender engine.Address, i
 			return nil
 		}
 	}
-	return fmt.Errorf("the manifest of %x never arrived", id[:])
+	return fmt.Errorf("the manifest of %x did not arrive within a minute", id[:])
 }
 
 // syncedWrites writes total bytes to a file in dir in blocks of size
