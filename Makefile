@@ -4,7 +4,7 @@ STATICCHECK_VERSION := v0.8.2
 PKGS := ./...
 FUZZTIME ?= 20s
 
-.PHONY: all build run test lint fuzz bench golden soak adversary cluster connload abuse clean
+.PHONY: all build run test lint fuzz bench files-bench golden soak adversary cluster connload abuse clean
 
 all: build
 
@@ -48,6 +48,16 @@ fuzz:
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
 	./bin/parley bench
+
+# files-bench measures file transfers (docs/performance.md, "Files"): a
+# 100 MiB file with the relay's rate limits off and with its defaults, then
+# a 1 GiB file (the blob quotas raised to fit) for the memory growth. Each
+# makes its file in a temporary directory and removes it; the 1 GiB run
+# needs about 3 GiB of free disk there. Never part of make test.
+files-bench: build
+	./bin/parley bench --file 100MiB
+	./bin/parley bench --file 100MiB --default-limits
+	./bin/parley bench --file 1GiB
 
 # golden refreshes the TUI's golden screens.
 golden:

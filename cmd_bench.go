@@ -9,7 +9,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dustin/go-humanize"
+
 	"github.com/parley-chat/parley/bench"
+	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/wire"
 )
 
 func cmdBench(ctx context.Context, env *cliEnv, cmd *command, args []string) error {
@@ -20,8 +24,24 @@ func cmdBench(ctx context.Context, env *cliEnv, cmd *command, args []string) err
 	window := f.Int("window", 64, "at most this many messages in flight per pair")
 	cpuProfile := f.String("cpuprofile", "", "write a CPU profile of the measured part of the run to this file")
 	group := f.String("group", "", "measure group sends instead: comma-separated group sizes, the sender included (2,10,50), each run in turn")
+	file := f.String("file", "", "measure a file transfer instead: one file of this size (100MiB, 1GiB) sent and fetched through a relay on SQLite, against raw websocket loopback")
+	fileChunk := f.Int("chunk", engine.DefaultFileChunkSize, "with --file: the upload's chunk size in bytes")
+	defaultLimits := f.Bool("default-limits", false, "with --file: run the relay with its default rate limits (byte buckets on) instead of with them off")
 	if _, err := f.parse(env, args, 0, 0); err != nil {
 		return err
+	}
+	if *file != "" {
+		if *group != "" || *pairs != 1 || *n != 0 {
+			return usagef("--file measures one transfer: --group, --pairs and --messages do not apply")
+		}
+		size, err := humanize.ParseBytes(*file)
+		if err != nil || size == 0 || size > 1<<40 {
+			return usagef("--file %q: want a size such as 100MiB, at most 1TiB", *file)
+		}
+		if *fileChunk < wire.MinFileChunkSize || *fileChunk > wire.MaxFileChunkSize {
+			return usagef("--chunk %d: want %d to %d bytes", *fileChunk, wire.MinFileChunkSize, wire.MaxFileChunkSize)
+		}
+		return benchFile(ctx, env, *f.json, *cpuProfile, bench.FileOptions{Size: int64(size), ChunkSize: uint32(*fileChunk), DefaultLimits: *defaultLimits})
 	}
 	if *group != "" {
 		if *pairs != 1 || *cpuProfile != "" {
@@ -111,5 +131,47 @@ func benchGroup(ctx context.Context, env *cliEnv, asJSON bool, o bench.GroupOpti
 		fmt.Fprintf(w, "%7d %8d %7d %7.0f %9.0f %11s %14.0f\n", r.Members, r.Messages, r.Lanes, r.MsgsPerSec, r.LanesPerSec,
 			fmt.Sprintf("%.0f/%.0f", r.P50ms, r.P99ms), r.CPUMicrosPerLane)
 	}
+	return nil
+}
+
+// benchFile is parley bench --file: one transfer's rates, the raw
+// websocket rates of the same run, and the memory growth.
+func benchFile(ctx context.Context, env *cliEnv, asJSON bool, cpuProfile string, o bench.FileOptions) error {
+	o.Progress = env.stderr
+	if asJSON {
+		o.Progress = io.Discard
+	}
+	if cpuProfile != "" {
+		out, err := os.Create(cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer out.Close()
+		o.CPUProfile = out
+	}
+	r, err := bench.RunFile(ctx, o)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		printer{env.stdout, true}.record([]kv{{"bytes", r.Bytes}, {"chunk_size", r.ChunkSize}, {"limits", r.Limits},
+			{"upload_mb_per_sec", r.UploadMBs}, {"download_mb_per_sec", r.DownloadMBs}, {"end_to_end_mb_per_sec", r.EndToEndMBs},
+			{"raw_ws_stream_mb_per_sec", r.RawStreamMBs}, {"raw_ws_round_trip_mb_per_sec", r.RawRoundTripMBs},
+			{"synced_write_mb_per_sec", r.SyncedWriteMBs},
+			{"upload_ratio", r.UploadRatio}, {"download_ratio", r.DownloadRatio},
+			{"rss_growth_mib", r.RSSGrowthMiB}, {"rss_measured", r.RSSMeasured}, {"cpu_seconds", r.CPUSeconds}})
+		return nil
+	}
+	w := env.stdout
+	fmt.Fprintf(w, "file                     %s in chunks of %d, relay on SQLite, rate limits %s\n", humanize.IBytes(uint64(r.Bytes)), r.ChunkSize, r.Limits)
+	fmt.Fprintf(w, "upload                   %.1f MB/s (%.2f of raw)\n", r.UploadMBs, r.UploadRatio)
+	fmt.Fprintf(w, "download, verify, save   %.1f MB/s (%.2f of raw)\n", r.DownloadMBs, r.DownloadRatio)
+	fmt.Fprintf(w, "end to end               %.1f MB/s (send to saved and committed)\n", r.EndToEndMBs)
+	fmt.Fprintf(w, "raw websocket loopback   %.1f MB/s streamed, %.1f MB/s one message at a time\n", r.RawStreamMBs, r.RawRoundTripMBs)
+	fmt.Fprintf(w, "chunk writes, each synced %.1f MB/s (same disk: the bound durability sets)\n", r.SyncedWriteMBs)
+	if r.RSSMeasured {
+		fmt.Fprintf(w, "resident memory growth   %.1f MiB (clients and relay, one process)\n", r.RSSGrowthMiB)
+	}
+	fmt.Fprintf(w, "CPU                      %.1f s\n", r.CPUSeconds)
 	return nil
 }

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 
 	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/profile"
 	"github.com/parley-chat/parley/wire"
 )
 
@@ -21,7 +23,11 @@ func sendFile(ctx context.Context, env *cliEnv, f *flags, to, path string) error
 			return err
 		}
 	}
-	p, err := f.open(ctx, env)
+	chunk, err := fileChunkSize(env)
+	if err != nil {
+		return err
+	}
+	p, err := f.openWith(ctx, env, profile.Options{Maintain: f.network, Engine: engine.Config{Files: engine.FileConfig{ChunkSize: chunk}}})
 	if err != nil {
 		return err
 	}
@@ -49,6 +55,26 @@ func sendFile(ctx context.Context, env *cliEnv, f *flags, to, path string) error
 		return fmt.Errorf("file %s to %s stays pending: %w", hexID(id), to, err)
 	}
 	return nil
+}
+
+// fileChunkEnv names the plaintext chunk size of an upload, in bytes. It is
+// for tests and measurements (many small chunks make a short file a long
+// transfer; a larger chunk is fewer round trips): a fresh upload uses it,
+// a resumed one keeps the chunk size it began with. Unset, it is
+// engine.DefaultFileChunkSize.
+const fileChunkEnv = "PARLEY_FILE_CHUNK_SIZE"
+
+// fileChunkSize reads fileChunkEnv (0 when unset).
+func fileChunkSize(env *cliEnv) (uint32, error) {
+	v := env.getenv(fileChunkEnv)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseUint(v, 10, 32)
+	if err != nil || n < wire.MinFileChunkSize || n > wire.MaxFileChunkSize {
+		return 0, usagef("%s=%q: want a number of bytes from %d to %d", fileChunkEnv, v, wire.MinFileChunkSize, wire.MaxFileChunkSize)
+	}
+	return uint32(n), nil
 }
 
 // fileError names a transfer's cause first (blob_expired, chunk_auth,

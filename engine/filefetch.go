@@ -94,7 +94,8 @@ func chunkCipherSize(m wire.FileManifest, i uint32) int {
 
 // download completes the partial ciphertext at part: it keeps the whole
 // chunks already there, fetches the rest one by one, appending each only
-// once it authenticated, with an fsync, and checks the digest at the end.
+// once it authenticated, with an fsync, and checks the digest of the whole
+// at the end (taken as it goes).
 func (c *Client) download(ctx context.Context, blobs BlobRelay, m wire.FileManifest, part string, progress Progress) error {
 	s, err := newFileStream(m)
 	if err != nil {
@@ -121,6 +122,15 @@ func (c *Client) download(ctx context.Context, blobs BlobRelay, m wire.FileManif
 	if err := f.Truncate(keep); err != nil {
 		return err
 	}
+	// The digest is taken as the chunks are kept: the kept ones read once
+	// here, each new one as it is appended, so the ciphertext is never
+	// read back whole after the download.
+	h := sha256.New()
+	if n, err := io.Copy(h, io.NewSectionReader(f, 0, keep)); err != nil {
+		return err
+	} else if n != keep {
+		return &ChunkError{Index: done, Err: ErrChunkSize}
+	}
 	plain := make([]byte, 0, m.ChunkSize)
 	for i := done; i < m.Chunks; i++ {
 		if err := c.fail("file-fetch", "before-chunk"); err != nil {
@@ -137,6 +147,7 @@ func (c *Client) download(ctx context.Context, blobs BlobRelay, m wire.FileManif
 		if _, err := f.WriteAt(ct, off); err != nil {
 			return err
 		}
+		h.Write(ct)
 		if err := f.Sync(); err != nil {
 			return err
 		}
@@ -146,15 +157,6 @@ func (c *Client) download(ctx context.Context, blobs BlobRelay, m wire.FileManif
 		if progress != nil {
 			progress(int64(i)*int64(m.ChunkSize)+int64(m.ChunkPlainSize(i)), m.Size)
 		}
-	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return err
-	}
-	h := sha256.New()
-	if n, err := io.Copy(h, f); err != nil {
-		return err
-	} else if n != m.CipherSize() {
-		return &ChunkError{Index: m.Chunks - 1, Err: ErrChunkSize}
 	}
 	if !bytes.Equal(h.Sum(nil), m.Digest[:]) {
 		return ErrFileDigest

@@ -2,7 +2,9 @@ package transport
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/wire"
@@ -49,17 +51,49 @@ func (e *BlobRefusedError) Unwrap() error {
 	return nil
 }
 
+// Pauses before a blob request the relay's rate limits turned away is sent
+// again: the first, then doubled each time up to the longest. A put of the
+// largest chunk needs 8 ms of the default byte bucket's refill (32 MiB/s).
+const (
+	blobRetryPause    = 10 * time.Millisecond
+	blobRetryMaxPause = time.Second
+)
+
 // blobCall makes one blob request and returns its reply, or the relay's
-// refusal as a *BlobRefusedError.
+// refusal as a *BlobRefusedError. A request the relay turned away over its
+// rate limits (it did nothing with it) is sent again after a pause, for as
+// long as ctx lasts: a transfer faster than the relay's byte bucket is
+// slowed down to it, not failed. When ctx ends first, the error is the
+// relay's rate limiting (a *ServerError) and ctx's.
 func (c *Conn) blobCall(ctx context.Context, m wire.RelayMessage) (wire.RelayMessage, error) {
-	r, err := c.call(ctx, m)
-	if err != nil {
-		return nil, err
+	pause := blobRetryPause
+	var limited error
+	for {
+		r, err := c.call(ctx, m)
+		var se *ServerError
+		if errors.As(err, &se) && se.Code == wire.ErrorRateLimited {
+			limited = err
+			t := time.NewTimer(pause)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return nil, fmt.Errorf("%w (%w)", limited, ctx.Err())
+			}
+			pause = min(2*pause, blobRetryMaxPause)
+			continue
+		}
+		if err != nil && limited != nil && ctx.Err() != nil {
+			return nil, fmt.Errorf("%w (%w)", limited, ctx.Err())
+		}
+		if err != nil {
+			return nil, err
+		}
+		if f, ok := r.(wire.BlobRefused); ok {
+			return nil, &BlobRefusedError{ID: f.ID, Reason: f.Reason}
+		}
+		return r, nil
 	}
-	if f, ok := r.(wire.BlobRefused); ok {
-		return nil, &BlobRefusedError{ID: f.ID, Reason: f.Reason}
-	}
-	return r, nil
 }
 
 // CreateBlob implements engine.BlobRelay.

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/transport"
 	"github.com/parley-chat/parley/transport/relaystore"
@@ -211,12 +213,16 @@ func TestBlobGetPaysItsBytes(t *testing.T) {
 	if _, err := c.GetBlob(ctxT(t), id, 0, 200_000); err != nil {
 		t.Fatalf("a first read within the burst: %v", err)
 	}
+	// The client sends a request turned away as rate limited again until
+	// its context ends, and then reports the relay's refusal.
+	ctx, cancel := context.WithTimeout(ctxT(t), 200*time.Millisecond)
+	defer cancel()
 	var se *transport.ServerError
-	if _, err := c.GetBlob(ctxT(t), id, 0, 200_000); !errors.As(err, &se) || se.Code != wire.ErrorRateLimited {
-		t.Fatalf("a second read of 200,000 bytes past the burst: %v, want rate limited", err)
+	if _, err := c.GetBlob(ctx, id, 0, 200_000); !errors.As(err, &se) || se.Code != wire.ErrorRateLimited || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a second read of 200,000 bytes past the burst: %v, want rate limited until the deadline", err)
 	}
-	if got := r.metric(t, `parley_relay_rate_limited_total{bucket="bytes"}`); got != 1 {
-		t.Fatalf("byte bucket refusals %v, want 1", got)
+	if got := r.metric(t, `parley_relay_rate_limited_total{bucket="bytes"}`); got < 1 {
+		t.Fatalf("byte bucket refusals %v, want at least 1", got)
 	}
 }
 
@@ -266,5 +272,31 @@ func TestBlobResumeAfterRelayRestart(t *testing.T) {
 	upload(t, c, id, 24<<10, content[24<<10:], 8<<10)
 	if got, err := dial(t, r, newDevice(t, "bob/1")).GetBlob(ctxT(t), id, 0, len(content)); err != nil || !bytes.Equal(got, content) {
 		t.Fatalf("bob reads %d bytes, %v; want the %d uploaded", len(got), err, len(content))
+	}
+}
+
+// TestBlobPutsWaitForTheByteBucket: an upload faster than the relay's byte
+// bucket is slowed down to it, not failed: the client sends a put the relay
+// turned away as rate limited again after a pause, and every byte arrives.
+func TestBlobPutsWaitForTheByteBucket(t *testing.T) {
+	// A burst of one message and 4 MiB/s: eight puts of the largest chunk
+	// are over the bucket from the second on.
+	r := startRelay(t, Config{Limits: Limits{ByteRate: 4 << 20, ByteBurst: 1}})
+	alice := newDevice(t, "alice/1")
+	content := randomBytes(8 * wire.MaxBlobChunk)
+	c := dial(t, r, alice)
+	id, err := c.CreateBlob(ctxT(t), int64(len(content)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	upload(t, c, id, 0, content, wire.MaxBlobChunk)
+	wantHeld(t, c, id, int64(len(content)), int64(len(content)))
+	got, err := c.GetBlob(ctxT(t), id, 0, len(content))
+	if err != nil || !bytes.Equal(got, content) {
+		t.Fatalf("the blob read back differs from what was put (%v)", err)
+	}
+	var m dto.Metric
+	if err := r.srv.metrics.rateLimited.WithLabelValues(bucketBytes).Write(&m); err != nil || m.GetCounter().GetValue() == 0 {
+		t.Fatalf("no message was rate limited: the test did not exercise the retry")
 	}
 }
