@@ -94,18 +94,18 @@ type Model struct {
 	err     string
 	status  string
 
-	onRead  bool                    // the policy commits what was shown
-	busy    map[wire.LogicalID]bool // finalizations in flight
+	onRead bool                    // the policy commits what was shown
+	busy   map[wire.LogicalID]bool // finalizations in flight
 	// fetching are the files being downloaded; saved is the last file
 	// saved from this conversation in this run (file.go).
 	fetching map[wire.LogicalID]bool
 	saved    string
-	discard bool                    // x asked once: x again discards
-	search  textinput.Model         // the query being typed
-	typing  bool                    // the search prompt has the keyboard
-	query   string                  // the query searched for
-	matches []int                   // items that match, oldest first
-	current int                     // index into matches
+	discard  bool            // x asked once: x again discards
+	search   textinput.Model // the query being typed
+	typing   bool            // the search prompt has the keyboard
+	query    string          // the query searched for
+	matches  []int           // items that match, oldest first
+	current  int             // index into matches
 
 	loading, again, older bool
 }
