@@ -131,3 +131,7 @@ func (m *Model) completed(msg CompletedMsg) {
 		m.note = fmt.Sprintf("%d match: %s", len(msg.Choices), strings.Join(msg.Choices, "  "))
 	}
 }
+
+// SetError shows err under the composer's title (an attachment that
+// failed after the line left the composer).
+func (m *Model) SetError(err string) { m.err = err }

@@ -113,9 +113,10 @@ func (m *Model) Percent(key int) (float64, bool) {
 	return 0, false
 }
 
-// View draws the strip w cells wide, one line per transfer.
-func (m *Model) View(w int) string {
-	n := m.Lines()
+// View draws the strip w cells wide, one line per transfer, in at most h
+// lines.
+func (m *Model) View(w, h int) string {
+	n := min(m.Lines(), h)
 	if n == 0 || w <= 0 {
 		return ""
 	}

@@ -15,7 +15,7 @@ func TestStripFollowsReports(t *testing.T) {
 	}
 	m := New(th)
 	k, report := m.Start(false, "big\x1b[31m.bin", "alice/1")
-	if got := m.View(80); !strings.Contains(got, "waiting for a transfer slot") {
+	if got := m.View(80, MaxLines); !strings.Contains(got, "waiting for a transfer slot") {
 		t.Fatalf("before any report the strip shows %q, want the wait for a slot", got)
 	}
 	report(4<<20, 10<<20)
@@ -28,13 +28,13 @@ func TestStripFollowsReports(t *testing.T) {
 	if p, ok := m.Percent(k); !ok || p != 0.4 {
 		t.Fatalf("Percent = %v, %v; want 0.4, true", p, ok)
 	}
-	got := ansi.Strip(m.View(80))
+	got := ansi.Strip(m.View(80, MaxLines))
 	for _, want := range []string{"↓ big[31m.bin ← alice/1", " 40% 4.0 MiB / 10.0 MiB", "█", "░"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("strip %q lacks %q", got, want)
 		}
 	}
-	if strings.Contains(m.View(80), "\x1b[31m") {
+	if strings.Contains(m.View(80, MaxLines), "\x1b[31m") {
 		t.Error("the file's name drives the terminal: its escape reached the screen")
 	}
 	if w := ansi.StringWidth(got); w != 80 {
@@ -46,7 +46,7 @@ func TestStripFollowsReports(t *testing.T) {
 	if got, want := m.Lines(), MaxLines; got != want {
 		t.Errorf("Lines = %d with %d transfers, want %d", got, m.Len(), want)
 	}
-	if got := m.View(80); !strings.Contains(got, "and 3 more transfers") {
+	if got := m.View(80, MaxLines); !strings.Contains(got, "and 3 more transfers") {
 		t.Errorf("the last line does not count the rest: %q", got)
 	}
 	m.Finish(k)
