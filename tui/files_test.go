@@ -142,3 +142,63 @@ func TestFileThroughPanes(t *testing.T) {
 		t.Fatalf("a missing opener is not reported:\n%s", v)
 	}
 }
+
+// TestAttachToGroup: with a group chosen, a /file line sends the file to
+// the group (SendGroupFile): each member holds one file message from
+// alice, waiting in alice's conversation where d downloads it.
+func TestAttachToGroup(t *testing.T) {
+	ctx := context.Background()
+	net := enginetest.NewNetwork()
+	blobs, err := enginetest.NewBlobs(filepath.Join(t.TempDir(), "blobs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice, bob, carol := openFileClient(t, net, blobs, demoAlice), openFileClient(t, net, blobs, demoBob), openFileClient(t, net, blobs, demoCarol)
+	for _, c := range []*engine.Client{alice, bob, carol} {
+		if err := c.Maintain(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	team, _, err := alice.CreateGroup(ctx, "team", []engine.Address{demoBob, demoCarol})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []*engine.Client{bob, carol} { // they learn the group
+		if _, err := c.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src := filepath.Join(t.TempDir(), "minutes.txt")
+	if err := os.WriteFile(src, []byte("the team's minutes"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ap := filePane(t, alice, demoAlice, demoBob, PaneOptions{Compose: true})
+	*ap, _ = ap.Update(conversations.SelectedMsg{Peer: demoBob, Group: &team.ID, Name: "team"})
+	ap.comp().SetValue(composer.AttachPrefix + src)
+	var cmd tea.Cmd
+	*ap, cmd = ap.Update(tea.KeyMsg{Type: tea.KeyEnter})
+	attach := msgOf[composer.AttachMsg](t, cmd)
+	if attach.Group == nil || *attach.Group != team.ID {
+		t.Fatalf("the /file line went to %+v, want #team", attach)
+	}
+	*ap, cmd = ap.Update(attach)
+	if got := ansi.Strip(ap.View()); !strings.Contains(got, "↑ minutes.txt → #team") {
+		t.Fatalf("the upload to the group has no line in the strip:\n%s", got)
+	}
+	sent := msgOf[fileSentMsg](t, cmd)
+	if sent.err != nil {
+		t.Fatalf("attach to the group: %v", sent.err)
+	}
+	for _, c := range []*engine.Client{bob, carol} {
+		if _, err := c.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		p, err := c.PendingInbound(ctx, engine.PageQuery{Peer: &demoAlice, Limit: 10})
+		if err != nil || len(p) != 1 || p[0].ID != sent.id {
+			t.Fatalf("%s's pending from alice: %d, %v; want the file once", c.Self(), len(p), err)
+		}
+		if f, ok := engine.FileOf(p[0].Content, p[0].Body); !ok || f.Name != "minutes.txt" {
+			t.Fatalf("%s's pending message is not the file: %+v", c.Self(), f)
+		}
+	}
+}
