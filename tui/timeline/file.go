@@ -48,19 +48,7 @@ func fileOf(w *engine.InboundMessage) (wire.FileManifest, bool) {
 // fileText is how a waiting file reads in the conversation; the name and
 // type come from the peer and are cleaned when drawn, like a body.
 func fileText(f wire.FileManifest) []byte {
-	return []byte(fmt.Sprintf("[file] %s · %s · %s", f.Name, size(f.Size), f.MediaType))
-}
-
-func size(n int64) string {
-	switch {
-	case n < 1<<10:
-		return fmt.Sprintf("%d B", n)
-	case n < 1<<20:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	case n < 1<<30:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	}
-	return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	return []byte(fmt.Sprintf("[file] %s · %s · %s", f.Name, layout.Size(f.Size), f.MediaType))
 }
 
 // firstFile is the oldest waiting file no download or decision is in
@@ -78,7 +66,7 @@ func (m Model) firstFile() (engine.InboundMessage, wire.FileManifest, bool) {
 // fetch asks for w's file.
 func (m *Model) fetch(w engine.InboundMessage, f wire.FileManifest) tea.Cmd {
 	m.fetching[w.ID] = true
-	m.status = fmt.Sprintf("downloading %s (%s)", layout.OneLine([]byte(f.Name), 40), size(f.Size))
+	m.status = fmt.Sprintf("downloading %s (%s)", layout.OneLine([]byte(f.Name), 40), layout.Size(f.Size))
 	m.resizeViewport()
 	m.render(m.vp.AtBottom())
 	req := FetchMsg{Sender: w.Sender, ID: w.ID, Name: f.Name, Size: f.Size}

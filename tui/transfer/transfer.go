@@ -142,7 +142,7 @@ func (m *Model) line(it item, w int) string {
 	case it.total <= 0:
 		figures = " waiting for a transfer slot"
 	default:
-		figures = fmt.Sprintf(" %3d%% %s / %s", it.done*100/it.total, Size(it.done), Size(it.total))
+		figures = fmt.Sprintf(" %3d%% %s / %s", it.done*100/it.total, layout.Size(it.done), layout.Size(it.total))
 	}
 	barW := w - layout.Width(label) - layout.Width(figures)
 	if barW < 8 {
@@ -157,17 +157,4 @@ func (m *Model) line(it item, w int) string {
 		bar = strings.Repeat(" ", barW)
 	}
 	return layout.Line(m.th.Panel.Count.Render(label)+bar+m.th.Panel.Count.Render(figures), w)
-}
-
-// Size is a byte count as people read it: 512 B, 3.4 KiB, 20.0 MiB.
-func Size(n int64) string {
-	switch {
-	case n < 1<<10:
-		return fmt.Sprintf("%d B", n)
-	case n < 1<<20:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	case n < 1<<30:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	}
-	return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
 }

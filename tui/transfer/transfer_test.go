@@ -54,11 +54,3 @@ func TestStripFollowsReports(t *testing.T) {
 		t.Error("a finished transfer is still in the strip")
 	}
 }
-
-func TestSize(t *testing.T) {
-	for n, want := range map[int64]string{512: "512 B", 3 << 10: "3.0 KiB", 20 << 20: "20.0 MiB", 3 << 30: "3.0 GiB"} {
-		if got := Size(n); got != want {
-			t.Errorf("Size(%d) = %q, want %q", n, got, want)
-		}
-	}
-}
