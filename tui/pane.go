@@ -122,6 +122,7 @@ func (p *pane) attach(s *Attachment) tea.Cmd {
 // detach marks the pane closed (crashed, reinstalling): results of the old
 // client are dropped from now on.
 func (p *pane) detach(why string) {
+	p.xfer.Sync() // the transfers stop where the client did, shown until it is back
 	p.gen++
 	p.att = nil
 	p.closed = why
