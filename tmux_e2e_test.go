@@ -339,6 +339,10 @@ func TestTerminalScenarios(t *testing.T) {
 		{"pruned message retried", 6, "alice→bob 1 sent: 1 once · bob→alice 0 sent", nil},
 		{"group lane lost", 7, "#trio alice→bob 1 sent: 1 once · #trio alice→carol 1 sent: 1 once",
 			[]string{"carol/1 joined", "# trio · 3", "Composer → #trio", "#trio alice→carol 1 sent: 0 once, 1 pending", "✓ 1/2", "✓ 2/2", "✓ 2/2"}},
+		// The 20 MiB file's transfers move the bars: each step waits for
+		// its result.
+		{"file resumed after a kill", 6, "alice→bob 1 sent: 1 once · bob→alice 0 sent",
+			[]string{"demo_file", "waiting · d download", "CRASHED", "reopened", "file_saved", "file_saved"}},
 	} {
 		t.Run(strings.ReplaceAll(sc.name, " ", "_"), func(t *testing.T) {
 			d := startDemo(t)

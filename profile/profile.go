@@ -302,17 +302,22 @@ func attach(ctx context.Context, dir string, st *store.DB, o Options) (*Profile,
 	if !AcceptsAll(dir) {
 		cfg.CapStrangers, cfg.Requests = true, true
 	}
+	if o.Wrap != nil {
+		cfg.Relay = o.Wrap(conn)
+	}
 	// Files: partial downloads and upload records live in the profile
 	// (0700, files 0600); the blob store is the relay connection's, once
-	// it has one.
+	// it has one, or the wrapper's when it wraps blobs too (the demo's
+	// fault relay).
 	if cfg.Files.Dir == "" {
 		cfg.Files.Dir = filepath.Join(dir, "files")
 	}
-	if b, ok := any(conn).(engine.BlobRelay); ok && cfg.Files.Blobs == nil {
-		cfg.Files.Blobs = b
-	}
-	if o.Wrap != nil {
-		cfg.Relay = o.Wrap(conn)
+	if cfg.Files.Blobs == nil {
+		if b, ok := cfg.Relay.(engine.BlobRelay); ok && o.Wrap != nil {
+			cfg.Files.Blobs = b
+		} else if b, ok := any(conn).(engine.BlobRelay); ok {
+			cfg.Files.Blobs = b
+		}
 	}
 	c, err := engine.Open(ctx, cfg)
 	if err != nil {

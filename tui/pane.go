@@ -21,6 +21,7 @@ import (
 	"github.com/parley-chat/parley/tui/internal/trace"
 	"github.com/parley-chat/parley/tui/outbox"
 	"github.com/parley-chat/parley/tui/timeline"
+	"github.com/parley-chat/parley/tui/transfer"
 )
 
 // pane is one profile: its panels, its status bar and what it knows of the
@@ -67,6 +68,10 @@ type pane struct {
 	// (Model.SetFlags).
 	flags []string
 
+	// xfer is the strip of file transfers in flight (files.go), shared by
+	// copies of the pane.
+	xfer *transfer.Model
+
 	// draft is the text of each conversation, kept across restarts when
 	// the client keeps drafts (draft.go).
 	draft drafts
@@ -87,6 +92,7 @@ func newPane(ctx context.Context, idx int, self engine.Address, th themes.Theme,
 			panelEvents:        &eventsPanel{eventlog.New(th)},
 		},
 		changed: map[engine.Address]*identityChange{},
+		xfer:    transfer.New(th),
 	}
 }
 
@@ -98,6 +104,7 @@ func (p *pane) attach(s *Attachment) tea.Cmd {
 	p.closed = ""
 	p.holdPresented = false
 	p.present = false
+	p.xfer = transfer.New(p.th) // the old client's transfers report nothing more
 	p.readState()
 	c := s.Client
 	p.conv().SetSource(c)
@@ -115,6 +122,7 @@ func (p *pane) attach(s *Attachment) tea.Cmd {
 // detach marks the pane closed (crashed, reinstalling): results of the old
 // client are dropped from now on.
 func (p *pane) detach(why string) {
+	p.xfer.Sync() // the transfers stop where the client did, shown until it is back
 	p.gen++
 	p.att = nil
 	p.closed = why
@@ -300,6 +308,23 @@ func (p pane) Update(msg tea.Msg) (pane, tea.Cmd) {
 		var c2 tea.Cmd
 		p.panels[panelComposer], c2 = p.comp().Update(msg)
 		return p, tea.Batch(cmd, c2)
+	case composer.AttachMsg:
+		return p, p.attachFile(msg)
+	case fileSentMsg:
+		return p, p.fileSent(msg)
+	case timeline.FetchMsg:
+		return p, p.fetch(msg)
+	case fetchDoneMsg:
+		p.fetched(msg)
+		cmd := p.layout()
+		var c2 tea.Cmd
+		p.panels[panelTimeline], c2 = p.tl().Update(msg.res)
+		return p, tea.Batch(cmd, c2)
+	case timeline.OpenMsg:
+		return p, p.open(msg.Path)
+	case openedMsg:
+		p.opened(msg)
+		return p, nil
 	case inbox.FinalizedMsg:
 		p.finalized(msg)
 	case timeline.FinalizedMsg:
@@ -328,6 +353,11 @@ func (p pane) broadcast(msg tea.Msg) (pane, tea.Cmd) {
 
 func (p pane) key(k tea.KeyMsg) (pane, tea.Cmd) {
 	switch {
+	case p.focus == panelComposer && k.Type == tea.KeyTab:
+		if cmd, ok := p.comp().Complete(); ok {
+			return p, cmd
+		}
+		return p, p.setFocus((p.focus + 1) % panelCount)
 	case input.Matches(k, p.keys.Next):
 		return p, p.setFocus((p.focus + 1) % panelCount)
 	case input.Matches(k, p.keys.Prev):
@@ -418,6 +448,7 @@ func (p *pane) tick(now time.Time) (pane, tea.Cmd) {
 		return *p, nil
 	}
 	p.readState()
+	p.xfer.Sync()
 	p.in().ExpireStatus(now)
 	p.out().ExpireStatus(now)
 	// Under the on-read policy, what the conversation in view shows is

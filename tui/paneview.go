@@ -19,6 +19,7 @@ import (
 // the focus (tab, or alt+4, alt+5, alt+6).
 type paneLayout struct {
 	statusH, topH, compH, listH, evH int
+	xferH                            int // the transfer strip, over the composer
 	convW, tlW, inW, outW            int
 	compact                          bool
 }
@@ -55,6 +56,8 @@ func (p *pane) layout() tea.Cmd {
 		l.compH = 2
 	}
 	rest = max(rest-l.compH, 0)
+	l.xferH = min(p.xfer.Lines(), rest/4)
+	rest -= l.xferH
 	l.topH = rest * 4 / 10
 	l.compact = l.topH-1 < roomyTimeline || p.hooks.ChatFirst && l.topH-1 < chatTimeline
 	l.convW = layout.Clamp(w/4, 14, 28)
@@ -99,6 +102,7 @@ func (p pane) View() string {
 	parts := []string{
 		p.statusView(),
 		layout.Beside(p.conv().View(), sep(l.topH), p.tl().View()),
+		p.xfer.View(p.w, l.xferH),
 		p.comp().View(),
 		layout.Beside(p.in().View(), sep(l.listH), p.out().View()),
 		p.ev().View(),
@@ -109,7 +113,7 @@ func (p pane) View() string {
 		case panelInbox, panelOutbox, panelEvents:
 			top = p.panels[p.focus].View()
 		}
-		parts = []string{p.statusView(), top, p.comp().View()}
+		parts = []string{p.statusView(), top, p.xfer.View(p.w, l.xferH), p.comp().View()}
 	}
 	out := make([]string, 0, len(parts))
 	for _, s := range parts {

@@ -102,6 +102,12 @@ type PaneOptions struct {
 	// the focus (alt+4, alt+5, alt+6), as in a small terminal. parley tui
 	// sets it; the demo shows every panel.
 	ChatFirst bool
+	// Downloads is where fetched files are saved (DefaultDownloads when
+	// empty).
+	Downloads string
+	// Opener is the program that opens a saved file (xdg-open, or open on
+	// macOS, when empty).
+	Opener string
 }
 
 // AddPane adds a profile with its open client and returns its index. The

@@ -57,6 +57,9 @@ type Options struct {
 	ConnState func() string
 	// Now is the clock (default time.Now); tests fix it.
 	Now func() time.Time
+	// Downloads is where fetched files are saved (Run; DefaultDownloads,
+	// the XDG download directory, when empty).
+	Downloads string
 	// Emoji is how clusters terminals measure differently are drawn:
 	// whole, plain, or (the zero value) as the terminal is known to do.
 	Emoji Emoji
@@ -160,7 +163,7 @@ func Run(ctx context.Context, client *engine.Client, opts Options) error {
 	if m.bellOut == nil {
 		m.bellOut = os.Stdout
 	}
-	po := PaneOptions{ChatFirst: true}
+	po := PaneOptions{ChatFirst: true, Downloads: opts.Downloads}
 	if opts.Peer != "" {
 		peer, err := engine.ParseAddress(opts.Peer)
 		if err != nil {

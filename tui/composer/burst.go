@@ -76,6 +76,9 @@ func (m *Model) changed() {
 // once the text is within the limit.
 func (m *Model) edited() {
 	m.changed()
+	if m.note != "" && !strings.HasPrefix(m.ta.Value(), AttachPrefix) {
+		m.note = ""
+	}
 	if m.size <= MaxBody && m.err != "" && !m.busy {
 		m.err = ""
 	}
@@ -135,10 +138,10 @@ type viewKey struct {
 	rev, w, h, size, queued int
 	focus                   bool
 	peer                    engine.Address
-	blocked, err            string
+	blocked, err, note      string
 }
 
 func (m Model) viewKey() viewKey {
 	return viewKey{rev: m.rev, w: m.w, h: m.h, size: m.size, queued: len(m.queue), focus: m.focus,
-		peer: m.peer, blocked: m.blocked, err: m.err}
+		peer: m.peer, blocked: m.blocked, err: m.err, note: m.note}
 }

@@ -68,6 +68,7 @@ type Model struct {
 	gname   string
 	blocked string // why sending to peer is refused, if it is
 	err     string
+	note    string   // the names a path completion found (attach.go)
 	size    int      // bytes in the editor
 	queue   [][]byte // bodies waiting for the send in flight, in order
 	queueTo []target
@@ -245,6 +246,9 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 			}
 		}
 		return m, m.next()
+	case CompletedMsg:
+		m.completed(msg)
+		return m, nil
 	case burstMsg:
 		m.armed = false
 		m.flush()
@@ -302,6 +306,9 @@ func (m Model) submit() (Model, tea.Cmd) {
 	body := m.ta.Value()
 	if body == "" {
 		return m, nil
+	}
+	if cmd, ok := m.attach(body); ok {
+		return m, cmd
 	}
 	if err := m.Check(body); err != nil {
 		m.err = err.Error()
@@ -379,6 +386,8 @@ func (m Model) draw() string {
 		lines = append(lines, m.th.Composer.Blocked.Render(layout.Line(" "+m.blocked, m.w)))
 	case m.err != "":
 		lines = append(lines, m.th.Composer.Error.Render(layout.Line(" "+m.err, m.w)))
+	case m.note != "":
+		lines = append(lines, m.th.Composer.Placeholder.Render(layout.Line(" "+layout.Clean([]byte(m.note)), m.w)))
 	}
 	lines = append(lines, layout.Split(m.ta.View())...)
 	return layout.Fit(lines, m.w, m.h)

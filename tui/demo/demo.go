@@ -20,6 +20,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -51,6 +52,9 @@ type Options struct {
 	Record io.Writer
 	// Script is played one action at a time (ParseScript).
 	Script []ScriptAction
+	// FileSize is the size of the file scenario 8 sends (DemoFileSize
+	// when 0; tests send a smaller one).
+	FileSize int64
 }
 
 // Run makes two fresh profiles, alice/1 and bob/1, through profiles, and
@@ -140,6 +144,9 @@ type Model struct {
 	script     []ScriptAction
 	scriptAt   int
 	scriptNext time.Time
+
+	// fileSize is the size of scenario 8's file (file.go).
+	fileSize int64
 }
 
 // demoFlags are the demo switches of one profile.
@@ -151,7 +158,10 @@ type demoFlags struct {
 // newModel creates alice/1 and bob/1 in w and the model showing them.
 func newModel(ctx context.Context, w *world, th themes.Theme, log *slog.Logger, opts Options) (Model, error) {
 	m := Model{chat: tui.New(ctx, th, log, opts.Clock()), world: w, th: th, keys: defaultDemoKeys(),
-		w: 80, h: 24, verdictStale: true, script: opts.Script}
+		w: 80, h: 24, verdictStale: true, script: opts.Script, fileSize: opts.FileSize}
+	if m.fileSize <= 0 {
+		m.fileSize = DemoFileSize
+	}
 	m.chat.SetPrefixKey(m.keys.Prefix)
 	var rec *recorder
 	if opts.Record != nil {
@@ -162,7 +172,8 @@ func newModel(ctx context.Context, w *world, th themes.Theme, log *slog.Logger, 
 		if err != nil {
 			return Model{}, fmt.Errorf("demo: %w", err)
 		}
-		po := tui.PaneOptions{Compose: i == 0, Peer: demoBob, Peers: w.client, ClosedHint: "ctrl+x o reopens", NoDrafts: true}
+		po := tui.PaneOptions{Compose: i == 0, Peer: demoBob, Peers: w.client, ClosedHint: "ctrl+x o reopens", NoDrafts: true,
+			Downloads: filepath.Join(w.dir, "downloads", addr.User)}
 		if i == 1 {
 			po.Peer = demoAlice
 		}
@@ -223,6 +234,8 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case demoMsg:
 		m.verdictStale = true
 		cmd = tea.Batch(m.demoResult(msg), m.countVerdict(), m.playQueued())
+	case killMsg:
+		cmd = m.killed(msg)
 	case verdictMsg:
 		m.verdict, m.verdictBusy = msg, false
 		cmd = m.countVerdict() // what changed while it was read

@@ -33,6 +33,11 @@ type faultRelay struct {
 	dropAck   map[engine.Address]int
 	held      bool
 	unplugged bool
+	// kill is the download kill armed (file.go); released is closed when
+	// the profile is closed.
+	kill       *killPoint
+	released   chan struct{}
+	isReleased bool
 }
 
 var (
@@ -42,7 +47,8 @@ var (
 )
 
 func newFaultRelay(inner engine.Relay, self engine.Address, notes chan<- eventlog.Entry, now func() time.Time) *faultRelay {
-	return &faultRelay{inner: inner, self: self, notes: notes, now: now, dropMsg: map[engine.Address]int{}, dropAck: map[engine.Address]int{}}
+	return &faultRelay{inner: inner, self: self, notes: notes, now: now, dropMsg: map[engine.Address]int{}, dropAck: map[engine.Address]int{},
+		released: make(chan struct{})}
 }
 
 func (f *faultRelay) down() bool {

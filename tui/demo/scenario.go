@@ -152,6 +152,7 @@ func scenarios() []scenario {
 			{on: 0, say: verdictSay},
 		}},
 		groupScenario(),
+		fileScenario(),
 	}
 }
 

@@ -199,7 +199,7 @@ func (w *world) close(addr engine.Address, clean bool) error {
 		w.mu.Unlock()
 		return nil
 	}
-	prof, done, run := d.prof, d.done, d.run
+	prof, done, run, faults := d.prof, d.done, d.run, d.faults
 	d.prof, d.faults, d.done, d.run = nil, nil, nil, nil
 	closed := make(chan struct{})
 	d.closing = closed
@@ -211,6 +211,9 @@ func (w *world) close(addr engine.Address, clean bool) error {
 		if err := c.MarkPresented(context.Background()); err != nil {
 			w.log.Warn("mark presented", "self", addr.String(), "err", err)
 		}
+	}
+	if faults != nil {
+		faults.release() // a download held at a kill fails now
 	}
 	err := prof.Close()
 	<-run

@@ -389,7 +389,7 @@ func fromResult(at time.Time, r engine.ReceiveResult) Entry {
 	id := layout.ShortID(r.ID)
 	switch r.Kind {
 	case engine.ResultDelivery:
-		return Entry{At: at, Name: "delivery", Text: fmt.Sprintf("%s %s %s (pending: commit or discard)", from, id, layout.Quote(layout.OneLine(r.Body, 40))), Level: Good,
+		return Entry{At: at, Name: "delivery", Text: fmt.Sprintf("%s %s %s (pending: commit or discard)", from, id, layout.Quote(layout.OneLine(layout.Shown(r.Content, r.Body), 40))), Level: Good,
 			msg: msgKey(r.Sender, r.ID)}
 	case engine.ResultAlreadyCommitted, engine.ResultAlreadyDiscarded:
 		ack, lvl := "ACK sent again", Warn

@@ -313,7 +313,7 @@ func (m Model) row(i int, msg engine.InboundMessage, st themes.ListStyles) strin
 		clock = " " + layout.Clock(msg.ReceivedAt)
 	}
 	bodyW := max(m.w-len(head)-len(clock), 4)
-	body := layout.OneLine(msg.Body, bodyW)
+	body := layout.OneLine(layout.Shown(msg.Content, msg.Body), bodyW)
 	if i == m.list.Cursor() && m.focus {
 		return st.Selected.Render(layout.Line(head+body+pad(bodyW, body)+clock, m.w))
 	}

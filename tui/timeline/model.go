@@ -94,14 +94,18 @@ type Model struct {
 	err     string
 	status  string
 
-	onRead  bool                    // the policy commits what was shown
-	busy    map[wire.LogicalID]bool // finalizations in flight
-	discard bool                    // x asked once: x again discards
-	search  textinput.Model         // the query being typed
-	typing  bool                    // the search prompt has the keyboard
-	query   string                  // the query searched for
-	matches []int                   // items that match, oldest first
-	current int                     // index into matches
+	onRead bool                    // the policy commits what was shown
+	busy   map[wire.LogicalID]bool // finalizations in flight
+	// fetching are the files being downloaded; saved is the last file
+	// saved from this conversation in this run (file.go).
+	fetching map[wire.LogicalID]bool
+	saved    string
+	discard  bool            // x asked once: x again discards
+	search   textinput.Model // the query being typed
+	typing   bool            // the search prompt has the keyboard
+	query    string          // the query searched for
+	matches  []int           // items that match, oldest first
+	current  int             // index into matches
 
 	loading, again, older bool
 }
@@ -115,7 +119,7 @@ func New(ctx context.Context, src Source, th themes.Theme) Model {
 	in.CharLimit = 200
 	in.Cursor.SetMode(cursor.CursorStatic) // a blink redraws the screen twice a second for nothing
 	return Model{src: src, ctx: ctx, th: th, keys: DefaultKeyMap(), states: sent.New(), vp: vp, self: "you",
-		search: in, busy: map[wire.LogicalID]bool{}}
+		search: in, busy: map[wire.LogicalID]bool{}, fetching: map[wire.LogicalID]bool{}}
 }
 
 // SetSource replaces the source (after a reopen).
@@ -123,6 +127,7 @@ func (m *Model) SetSource(src Source) {
 	m.src = src
 	m.loading, m.again, m.older = false, false, false
 	m.busy = map[wire.LogicalID]bool{}
+	m.fetching = map[wire.LogicalID]bool{}
 }
 
 // SetSize sets the panel's size, title included.
@@ -185,6 +190,9 @@ func (m Model) KeyMap() KeyMap {
 	k := m.keys
 	k.Commit.SetEnabled(len(m.waiting) > 0 && !m.onRead)
 	k.Discard.SetEnabled(len(m.waiting) > 0)
+	_, _, file := m.firstFile()
+	k.Download.SetEnabled(file)
+	k.Open.SetEnabled(m.saved != "")
 	k.Confirm.SetEnabled(m.discard)
 	k.Next.SetEnabled(m.query != "")
 	k.Prev.SetEnabled(m.query != "")
@@ -222,7 +230,7 @@ func (m *Model) SetPeer(peer engine.Address) tea.Cmd {
 		return nil
 	}
 	m.peer = peer
-	m.entries, m.waiting, m.more, m.err, m.status = nil, nil, false, "", ""
+	m.entries, m.waiting, m.more, m.err, m.status, m.saved = nil, nil, false, "", "", ""
 	m.loading, m.again, m.older, m.discard = false, false, false, false
 	m.clearSearch()
 	m.render(true)
@@ -272,6 +280,8 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 		return m.loaded(msg)
 	case FinalizedMsg:
 		return m.finalized(msg)
+	case FetchedMsg:
+		return m.fetched(msg)
 	case engine.Event:
 		return m.event(msg)
 	case tea.KeyMsg:
@@ -384,13 +394,30 @@ func (m Model) key(k tea.KeyMsg) (Model, tea.Cmd) {
 		m.vp.GotoBottom()
 	case input.Matches(k, m.keys.Commit) && !m.onRead:
 		if w, ok := m.firstWaiting(); ok {
+			if f, file := fileOf(&w); file {
+				// A file is committed by downloading it.
+				if m.fetching[w.ID] {
+					return m, nil
+				}
+				return m, m.fetch(w, f)
+			}
 			return m, m.finalize([]engine.InboundMessage{w}, engine.OutcomeCommitted, false)
 		}
+	case input.Matches(k, m.keys.Download):
+		if w, f, ok := m.firstFile(); ok {
+			return m, m.fetch(w, f)
+		}
+	case input.Matches(k, m.keys.Open):
+		return m, m.open()
 	case input.Matches(k, m.keys.Discard):
 		w, ok := m.firstWaiting()
 		if ok {
 			m.discard = true
-			m.status = fmt.Sprintf("discard %s from %s for good? y discards it, any other key keeps it", layout.Quote(layout.OneLine(w.Body, 24)), m.label(w.Sender))
+			body := w.Body
+			if f, file := fileOf(&w); file {
+				body = fileText(f)
+			}
+			m.status = fmt.Sprintf("discard %s from %s for good? y discards it, any other key keeps it", layout.Quote(layout.OneLine(body, 24)), m.label(w.Sender))
 			m.resizeViewport()
 		}
 	case input.Matches(k, m.keys.Life):

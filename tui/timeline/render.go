@@ -13,6 +13,7 @@ import (
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/tui/internal/layout"
 	"github.com/parley-chat/parley/tui/internal/sent"
+	"github.com/parley-chat/parley/wire"
 )
 
 func (it item) body() []byte {
@@ -105,9 +106,12 @@ func (m *Model) entry(b *strings.Builder, it item, peerLabel string, labelW int,
 		body = it.hist.Body
 	default:
 		who = st.Peer.Render(fit(peerLabel, labelW))
+		f, file := fileOf(it.wait)
 		switch {
 		case m.busy[it.wait.ID]:
 			state = st.Waiting.Render("…")
+		case file:
+			state = st.Waiting.Render(m.fileState(it.wait.ID, first))
 		case m.onRead:
 			state = st.Waiting.Render("waiting")
 		case first:
@@ -116,6 +120,9 @@ func (m *Model) entry(b *strings.Builder, it item, peerLabel string, labelW int,
 			state = st.Waiting.Render("waiting")
 		}
 		body = it.wait.Body
+		if file {
+			body = fileText(f)
+		}
 	}
 	stamp := layout.Clock(time.Unix(0, it.at()))
 	prefix := st.Time.Render(stamp) + " " + who + " "
@@ -161,6 +168,22 @@ func (m *Model) entry(b *strings.Builder, it item, peerLabel string, labelW int,
 		n++
 	}
 	return n
+}
+
+// fileState is a waiting file's state: downloading, or the keys that
+// act on it (d on the oldest file, x on the oldest message).
+func (m *Model) fileState(id wire.LogicalID, first bool) string {
+	if m.fetching[id] {
+		return "downloading"
+	}
+	s := "waiting"
+	if w, _, ok := m.firstFile(); ok && w.ID == id {
+		s += " · d download"
+	}
+	if first {
+		s += " · x discard"
+	}
+	return s
 }
 
 // fit pads or cuts s to w cells.

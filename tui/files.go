@@ -1,0 +1,190 @@
+// Files in a pane: the composer's attachments and the timeline's downloads
+// run the engine's transfers in commands (never on the UI goroutine), each
+// with a line in the transfer strip; a saved file opens with the system's
+// opener.
+
+package tui
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+
+	"github.com/adrg/xdg"
+	tea "github.com/charmbracelet/bubbletea"
+	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/tui/composer"
+	"github.com/parley-chat/parley/tui/eventlog"
+	"github.com/parley-chat/parley/tui/timeline"
+	"github.com/parley-chat/parley/wire"
+)
+
+// FileSource is what a pane sends and fetches files through:
+// *engine.Client implements it. A client without it cannot attach or
+// download (the pane says so).
+type FileSource interface {
+	SendFile(ctx context.Context, peer engine.Address, path string, progress engine.Progress) (wire.LogicalID, error)
+	SendGroupFile(ctx context.Context, group wire.GroupID, path string, progress engine.Progress) (wire.LogicalID, error)
+	FetchFile(ctx context.Context, sender engine.Address, id wire.LogicalID, dir string, progress engine.Progress) (string, error)
+}
+
+var _ FileSource = (*engine.Client)(nil)
+
+var errNoFiles = errors.New("this profile's client cannot transfer files")
+
+// DefaultDownloads is where downloads are saved unless told otherwise: the
+// XDG download directory (~/Downloads on most systems).
+func DefaultDownloads() string {
+	if d := xdg.UserDirs.Download; d != "" {
+		return d
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, "Downloads")
+}
+
+// fileSentMsg reports an attachment's upload and manifest.
+type fileSentMsg struct {
+	key  int
+	to   string
+	name string
+	id   wire.LogicalID
+	err  error
+}
+
+// openedMsg reports the system's opener started on a saved file.
+type openedMsg struct {
+	path string
+	err  error
+}
+
+// attachFile uploads the file a composer line named, to its peer or group.
+func (p *pane) attachFile(a composer.AttachMsg) tea.Cmd {
+	fs, ok := p.files()
+	if !ok {
+		p.noteErr("file_not_sent", errNoFiles, "attach "+a.Path)
+		return nil
+	}
+	to := a.Peer.String()
+	if a.Group != nil {
+		to = "#" + p.comp().GroupName()
+	}
+	name := filepath.Base(a.Path)
+	key, progress := p.xfer.Start(true, name, to)
+	ctx, path := p.ctx, composer.ExpandPath(a.Path)
+	var group *wire.GroupID
+	if a.Group != nil {
+		g := *a.Group
+		group = &g
+	}
+	peer := a.Peer
+	return tea.Batch(p.layout(), func() tea.Msg {
+		var id wire.LogicalID
+		var err error
+		if group != nil {
+			id, err = fs.SendGroupFile(ctx, *group, path, progress)
+		} else {
+			id, err = fs.SendFile(ctx, peer, path, progress)
+		}
+		return fileSentMsg{key: key, to: to, name: name, id: id, err: err}
+	})
+}
+
+func (p *pane) fileSent(m fileSentMsg) tea.Cmd {
+	p.xfer.Finish(m.key)
+	var nse *engine.MessageNotSentError
+	switch {
+	case m.err == nil:
+		p.note(eventlog.Entry{Name: "file_sent", Text: fmt.Sprintf("%s uploaded to the relay, its manifest %x sent to %s (pending until the ACK)", m.name, m.id[:4], m.to), Level: eventlog.Info})
+	case errors.As(m.err, &nse):
+		p.note(eventlog.Entry{Name: "file_sent", Text: fmt.Sprintf("%s uploaded, its manifest to %s stored pending: %v (a retry sends it)", m.name, m.to, nse.Err), Level: eventlog.Info})
+	default:
+		p.noteErr(engine.ErrorName(m.err), m.err, "file "+m.name+" to "+m.to+" not sent (sending it again resumes the upload)")
+		p.comp().SetError(engine.ErrorName(m.err) + ": " + m.err.Error())
+	}
+	return p.layout()
+}
+
+// fetch downloads a waiting file into the downloads directory; the
+// engine commits it once saved.
+func (p *pane) fetch(f timeline.FetchMsg) tea.Cmd {
+	fs, ok := p.files()
+	if !ok {
+		return func() tea.Msg { return timeline.FetchedMsg{Sender: f.Sender, ID: f.ID, Name: f.Name, Err: errNoFiles} }
+	}
+	key, progress := p.xfer.Start(false, f.Name, f.Sender.String())
+	ctx, dir := p.ctx, p.downloads()
+	return tea.Batch(p.layout(), func() tea.Msg {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fetchDoneMsg{key: key, res: timeline.FetchedMsg{Sender: f.Sender, ID: f.ID, Name: f.Name, Err: err}}
+		}
+		path, err := fs.FetchFile(ctx, f.Sender, f.ID, dir, progress)
+		return fetchDoneMsg{key: key, res: timeline.FetchedMsg{Sender: f.Sender, ID: f.ID, Name: f.Name, Path: path, Err: err}}
+	})
+}
+
+// fetchDoneMsg is a download's end: its strip line goes, its result goes to
+// the timeline.
+type fetchDoneMsg struct {
+	key int
+	res timeline.FetchedMsg
+}
+
+func (p *pane) fetched(m fetchDoneMsg) {
+	p.xfer.Finish(m.key)
+	r := m.res
+	if r.Err != nil {
+		p.noteErr(engine.ErrorName(r.Err), r.Err, "download of "+r.Name+" from "+r.Sender.String())
+		return
+	}
+	p.note(eventlog.Entry{Name: "file_saved", Text: fmt.Sprintf("%s from %s verified and saved as %s, committed", r.Name, r.Sender, r.Path), Level: eventlog.Info})
+}
+
+// open starts the system's opener on path without waiting for it.
+func (p *pane) open(path string) tea.Cmd {
+	opener := "xdg-open"
+	if runtime.GOOS == "darwin" {
+		opener = "open"
+	}
+	if p.hooks.Opener != "" {
+		opener = p.hooks.Opener
+	}
+	return func() tea.Msg {
+		bin, err := exec.LookPath(opener)
+		if err != nil {
+			return openedMsg{path: path, err: fmt.Errorf("no %s on this system to open it: %w", opener, err)}
+		}
+		cmd := exec.Command(bin, path)
+		if err := cmd.Start(); err != nil {
+			return openedMsg{path: path, err: err}
+		}
+		go func() { _ = cmd.Wait() }() // reaped; the opener outlives nothing of ours
+		return openedMsg{path: path}
+	}
+}
+
+func (p *pane) opened(m openedMsg) {
+	if m.err != nil {
+		p.note(eventlog.Entry{Name: "open_failed", Text: m.err.Error() + "; the file is at " + m.path, Level: eventlog.Error})
+		return
+	}
+	p.note(eventlog.Entry{Name: "file_opened", Text: m.path + " handed to the system's opener", Level: eventlog.Info})
+}
+
+func (p *pane) files() (FileSource, bool) {
+	if p.att == nil {
+		return nil, false
+	}
+	fs, ok := p.att.Client.(FileSource)
+	return fs, ok
+}
+
+func (p *pane) downloads() string {
+	if p.hooks.Downloads != "" {
+		return p.hooks.Downloads
+	}
+	return DefaultDownloads()
+}
