@@ -35,7 +35,7 @@ func TestTerminalRequest(t *testing.T) {
 	d.keys("a")
 	d.waitFor("accepted carol/1: 1 message now in the conversation", 10*time.Second)
 	d.keys("M-1")
-	s = d.waitFor("Timeline · carol/1", 10*time.Second)
+	d.waitFor("Timeline · carol/1", 10*time.Second)
 	s = d.waitFor("hello from a stranger", 10*time.Second)
 	if strings.Contains(s, "request (alt+7)") {
 		t.Fatalf("the status bar still counts a request after the accept:\n%s", s)
