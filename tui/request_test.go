@@ -254,3 +254,20 @@ func runAll(cmd tea.Cmd) {
 		}
 	}
 }
+
+// TestAcceptElsewhereRefreshes: a request accepted outside the panel (the
+// engine's AcceptRequest, as writing to the requester does) reaches the
+// conversations, the timeline and the status bar through the engine's
+// event alone.
+func TestAcceptElsewhereRefreshes(t *testing.T) {
+	r := startRequestRun(t)
+	r.strangerWrites("hello again")
+	r.waitFor("1 request (alt+7)", "none yet")
+	if n, err := r.bob.AcceptRequest(context.Background(), engine.MustParseAddress("carol/1")); n != 1 || err != nil {
+		t.Fatalf("AcceptRequest = %d, %v; want 1 message", n, err)
+	}
+	s := r.waitFor("carol/1 in 1", "hello again", "waiting", "in 1 · out 0 (alt+4/5)")
+	if strings.Contains(s, "request (alt+7)") {
+		t.Fatalf("the status bar still counts the accepted request:\n%s", s)
+	}
+}
