@@ -29,6 +29,8 @@ const (
 	// messages are held (engine.Hold) until its bundle can be fetched: those
 	// peers come from the outbound table. Each subquery is an index lookup;
 	// only the peer table and the pending outbound messages are scanned.
+	// A peer with an open message request is not a conversation until the
+	// request is accepted (engine/request.go).
 	sqlConversations = `SELECT address, pending_in, pending_out, last_at FROM (
 		SELECT p.address AS address,
 			(SELECT count(*) FROM inbound WHERE sender = p.address) AS pending_in,
@@ -37,7 +39,8 @@ const (
 				coalesce((SELECT max(received_at) FROM inbound WHERE sender = p.address), 0),
 				coalesce((SELECT max(created_at) FROM outbound WHERE recipient = p.address), 0)) AS last_at,
 			EXISTS (SELECT 1 FROM history WHERE peer = p.address) AS has_history
-		FROM (SELECT address FROM peer UNION SELECT recipient FROM outbound) p)
+		FROM (SELECT address FROM peer UNION SELECT recipient FROM outbound) p
+		WHERE p.address NOT IN (SELECT peer FROM request))
 		WHERE has_history OR pending_in > 0 OR pending_out > 0
 		ORDER BY last_at DESC, address`
 )

@@ -29,7 +29,9 @@ const (
 		WHERE seq > ? AND sender NOT IN (SELECT peer FROM request) ORDER BY seq LIMIT ?`
 	sqlPendingInboundPeer = `SELECT seq, sender, id, received_at, sealed_digest, sealed_frame FROM inbound
 		WHERE sender = ? AND seq > ? AND sender NOT IN (SELECT peer FROM request) ORDER BY seq LIMIT ?`
-	sqlCountInbound     = "SELECT count(*) FROM inbound"
+	// The count of every pending delivery leaves the open requests out, as
+	// sqlPendingInbound does; a peer's count holds them (the caps count them).
+	sqlCountInbound     = "SELECT count(*) FROM inbound WHERE sender NOT IN (SELECT peer FROM request)"
 	sqlCountInboundPeer = "SELECT count(*) FROM inbound WHERE sender = ?"
 	sqlFinalized        = "SELECT outcome, reason, at, sealed_digest FROM finalized WHERE sender = ? AND id = ?"
 )
@@ -244,7 +246,8 @@ func (db *DB) PendingInbound(ctx context.Context, q engine.PageQuery) ([]engine.
 	return out, nil
 }
 
-// CountInbound counts pending received messages, from peer when it is set.
+// CountInbound counts pending received messages: every pending delivery
+// (open requests left out), or every message from peer when it is set.
 func (db *DB) CountInbound(ctx context.Context, peer *engine.Address) (int, error) {
 	if err := db.checkOpen("count pending messages"); err != nil {
 		return 0, err

@@ -69,6 +69,27 @@ func pendingFrom(t *testing.T, f *fixture) (listed, all int) {
 	return len(ms), n
 }
 
+// conversationWith is peer's pending count in the conversations (-1 when
+// it is not one) and the count of every pending delivery.
+func conversationWith(t *testing.T, f *fixture, peer engine.Address) (in, total int) {
+	t.Helper()
+	ctx := context.Background()
+	convs, err := f.db.Conversations(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in = -1
+	for _, c := range convs {
+		if c.Peer == peer {
+			in = c.PendingIn
+		}
+	}
+	if total, err = f.db.CountInbound(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	return in, total
+}
+
 func hasSession(t *testing.T, f *fixture, peer engine.Address) bool {
 	t.Helper()
 	var one int
@@ -91,6 +112,9 @@ func requestPlanCases() []planCase {
 				wantRequest(t, f, 1)
 				if listed, all := pendingFrom(t, f); listed != 0 || all != 1 {
 					t.Errorf("carol's pending: %d listed of %d, want 0 of 1 (a request is no delivery)", listed, all)
+				}
+				if in, total := conversationWith(t, f, carol); in >= 0 || total != 0 {
+					t.Errorf("a request is a conversation (pending in %d) and counts %d in the inbox; want neither", in, total)
 				}
 				if _, err := f.db.OneTimePreKey(ctx, 3); !errors.Is(err, engine.ErrUnknownPreKey) {
 					t.Errorf("one-time prekey 3 after the stage: %v, want consumed", err)
@@ -125,6 +149,9 @@ func requestPlanCases() []planCase {
 				wantRequest(t, f, 0)
 				if listed, all := pendingFrom(t, f); listed != 1 || all != 1 {
 					t.Errorf("carol's pending: %d listed of %d, want 1 of 1", listed, all)
+				}
+				if in, total := conversationWith(t, f, carol); in != 1 || total != 1 {
+					t.Errorf("after the accept: conversation pending in %d, inbox %d; want 1 and 1", in, total)
 				}
 				if ok, err := f.db.Accepted(ctx, carol); !ok || err != nil {
 					t.Errorf("Accepted(carol) = %v, %v; want true", ok, err)

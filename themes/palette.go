@@ -107,8 +107,9 @@ func build(p palette) Theme {
 			Text: fg, Placeholder: faint, Prompt: s().Foreground(p.own), Cursor: s().Reverse(true),
 			Counter: muted, Error: state(p.bad), Blocked: state(p.bad).Bold(true),
 		},
-		Inbox:  list,
-		Outbox: list,
+		Inbox:    list,
+		Outbox:   list,
+		Requests: list,
 		Events: EventStyles{
 			Time: muted, Info: s().Foreground(p.info), Good: state(p.good), Warn: state(p.warn), Error: state(p.bad).Bold(true),
 			Demo: s().Foreground(p.peer).Italic(true), Marked: cursorRow,

@@ -41,6 +41,7 @@ type Theme struct {
 	Composer      ComposerStyles
 	Inbox         ListStyles
 	Outbox        ListStyles
+	Requests      ListStyles // message requests from devices not accepted
 	Events        EventStyles
 	Help          HelpStyles
 }

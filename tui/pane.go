@@ -20,6 +20,7 @@ import (
 	"github.com/parley-chat/parley/tui/internal/layout"
 	"github.com/parley-chat/parley/tui/internal/trace"
 	"github.com/parley-chat/parley/tui/outbox"
+	"github.com/parley-chat/parley/tui/requests"
 	"github.com/parley-chat/parley/tui/timeline"
 	"github.com/parley-chat/parley/tui/transfer"
 )
@@ -90,6 +91,7 @@ func newPane(ctx context.Context, idx int, self engine.Address, th themes.Theme,
 			panelInbox:         &inboxPanel{inbox.New(ctx, nil, th)},
 			panelOutbox:        &outboxPanel{outbox.New(ctx, nil, th)},
 			panelEvents:        &eventsPanel{eventlog.New(th)},
+			panelRequests:      &requestsPanel{requests.New(ctx, nil, th)},
 		},
 		changed: map[engine.Address]*identityChange{},
 		xfer:    transfer.New(th),
@@ -112,7 +114,7 @@ func (p *pane) attach(s *Attachment) tea.Cmd {
 	p.comp().SetSource(c)
 	p.in().SetSource(c)
 	p.out().SetSource(c)
-	cmds := []tea.Cmd{p.conv().Reload(), p.tl().Reload(), p.in().Reload(), p.out().Reload(), p.loadNames(), p.loadDrafts(), listen(s)}
+	cmds := []tea.Cmd{p.conv().Reload(), p.tl().Reload(), p.in().Reload(), p.out().Reload(), p.loadNames(), p.loadDrafts(), p.attachRequests(c), listen(s)}
 	if !p.peer.IsZero() {
 		cmds = append(cmds, p.loadSafety())
 	}
@@ -334,6 +336,11 @@ func (p pane) Update(msg tea.Msg) (pane, tea.Cmd) {
 		var c2 tea.Cmd
 		p.panels[panelOutbox], c2 = p.out().Update(msg)
 		return p, tea.Batch(cmd, c2)
+	case requests.DoneMsg:
+		cmd := p.requestDone(msg)
+		var c2 tea.Cmd
+		p.panels[panelRequests], c2 = p.req().Update(msg)
+		return p, tea.Batch(cmd, c2)
 	case outbox.AbandonedMsg:
 		if msg.Err != nil {
 			p.noteErr(engine.ErrorName(msg.Err), msg.Err, "abandon")
@@ -417,6 +424,8 @@ func (p pane) events(evs []engine.Event) (pane, tea.Cmd) {
 			}
 		case engine.EventResync:
 			cmds = append(cmds, p.conv().Reload(), p.tl().Reload(), p.in().Reload(), p.out().Reload())
+		case engine.EventRequestAccepted:
+			cmds = append(cmds, p.requestAccepted(e))
 		}
 		var cmd tea.Cmd
 		p, cmd = p.broadcast(e)

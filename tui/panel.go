@@ -21,11 +21,12 @@ const (
 	panelInbox
 	panelOutbox
 	panelEvents
+	panelRequests // requests.go
 	panelCount
 )
 
 func (p panelID) String() string {
-	return [...]string{"conversations", "timeline", "composer", "inbox", "outbox", "events"}[p]
+	return [...]string{"conversations", "timeline", "composer", "inbox", "outbox", "events", "requests"}[p]
 }
 
 // panel is what a pane does with every one of its panels alike: route a
@@ -66,6 +67,7 @@ var (
 	_ panel = (*inboxPanel)(nil)
 	_ panel = (*outboxPanel)(nil)
 	_ panel = (*eventsPanel)(nil)
+	_ panel = (*requestsPanel)(nil)
 )
 
 func (c *convPanel) Update(msg tea.Msg) (panel, tea.Cmd) {

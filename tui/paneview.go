@@ -82,6 +82,7 @@ func (p *pane) layout() tea.Cmd {
 		panelInbox:         {l.inW, l.listH},
 		panelOutbox:        {l.outW, l.listH},
 		panelEvents:        {w, l.evH},
+		panelRequests:      {w, l.topH},
 	}
 	var cmds [panelCount]tea.Cmd
 	for i, pn := range p.panels {
@@ -106,6 +107,9 @@ func (p pane) View() string {
 		p.comp().View(),
 		layout.Beside(p.in().View(), sep(l.listH), p.out().View()),
 		p.ev().View(),
+	}
+	if p.focus == panelRequests {
+		parts[1] = p.req().View()
 	}
 	if l.compact {
 		top := parts[1]
@@ -159,6 +163,9 @@ func (p pane) statusView() string {
 	line += st.Bar.Render(" │ ") + auto
 	for _, f := range p.flags {
 		seg(f, st.FlagOn)
+	}
+	if n := p.requestCount(); n != "" {
+		seg(n, st.FlagOn)
 	}
 	if p.lay.compact {
 		// The panels a small terminal hides, with what they hold.

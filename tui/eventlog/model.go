@@ -363,6 +363,8 @@ func FromEvent(e engine.Event) Entry {
 		return Entry{At: e.At, Name: "session_reset", Text: "the session with " + e.Peer.String() + " was forgotten here; the next message starts a new one", Level: Warn}
 	case engine.EventQuarantineEvicted:
 		return Entry{At: e.At, Name: "quarantine_evicted", Text: fmt.Sprintf("%d of the oldest unreadable envelopes dropped: the quarantine is full", e.Count), Level: Warn}
+	case engine.EventRequest, engine.EventRequestBound, engine.EventRequestsSwept, engine.EventRequestAccepted:
+		return fromRequest(e)
 	case engine.EventSyncFailed:
 		name := e.Op + "_failed"
 		if e.Op == "" {
@@ -407,6 +409,8 @@ func fromResult(at time.Time, r engine.ReceiveResult) Entry {
 			return Entry{At: at, Name: "acknowledgement", Text: from + " " + id + ", cleared the pending message", Level: Good}
 		}
 		return Entry{At: at, Name: "acknowledgement", Text: from + " " + id + ", not cleared (unknown or repeated)", Level: Warn}
+	case engine.ResultRequest:
+		return requestResult(at, r)
 	case engine.ResultSessionReset:
 		return Entry{At: at, Name: "session_reset", Text: from + " asked for a fresh session (ours could not work there); pending messages go out again on a new one", Level: Warn}
 	}
