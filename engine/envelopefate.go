@@ -80,19 +80,33 @@ func (c *Client) envelopeStatusSupported() bool {
 }
 
 // noteHandedOff remembers the peer of each message envelope the relay
-// accepted, so that a status about it finds its peer's schedule.
+// accepted, so that a status about it finds its peer's schedule, and brings
+// a peer whose envelope the relay did not accept (it was down, did not know
+// the recipient yet, had the mailbox full) within the policy's short
+// backoff: nothing waits in a mailbox then, so the long waits that envelope
+// status sets for one that does never apply to it.
 func (c *Client) noteHandedOff(envs []wire.Envelope, errs []error) {
-	if _, ok := c.relay.(EnvelopeNews); !ok {
-		return
-	}
+	_, news := c.relay.(EnvelopeNews)
 	c.loopMu.Lock()
 	defer c.loopMu.Unlock()
+	now := time.Now()
 	for i, env := range envs {
-		if errs[i] != nil {
-			continue
-		}
 		peer, err := ParseAddress(env.Recipient)
 		if err != nil {
+			continue
+		}
+		if errs[i] != nil {
+			rs := c.retryFor(peer)
+			rs.refused = min(max(rs.refused*2, c.policy.RetryMin), c.policy.RetryMax)
+			if at := now.Add(rs.refused); rs.at.IsZero() || at.Before(rs.at) {
+				rs.at = at
+			}
+			continue
+		}
+		if rs := c.retries[peer]; rs != nil {
+			rs.refused = 0
+		}
+		if !news {
 			continue
 		}
 		if len(c.envelopes) >= maxTrackedEnvelopes {

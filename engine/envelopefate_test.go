@@ -1,8 +1,11 @@
 package engine_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -146,6 +149,60 @@ func TestRunRetryByEnvelopeFate(t *testing.T) {
 	news.push(wire.EnvelopeStatus{EnvelopeID: env, State: wire.EnvelopeExpired})
 	alice.c.SyncNow()
 	waitEvent(t, alice, "the ACK of the message resent after expiry", func(e engine.Event) bool {
+		return e.Kind == engine.EventReceived && e.Result.Kind == engine.ResultAcknowledgement && e.ID == id && e.Result.Cleared
+	})
+}
+
+// refusingRelay reports envelope status and refuses every submit while
+// refuse is set, as a relay restarted without its registrations refuses a
+// recipient it does not know yet.
+type refusingRelay struct {
+	*newsRelay
+	refuse atomic.Bool
+}
+
+var errUnknownRecipient = errors.New("unknown recipient")
+
+func (r *refusingRelay) Submit(ctx context.Context, env wire.Envelope) error {
+	if r.refuse.Load() {
+		return errUnknownRecipient
+	}
+	return r.newsRelay.Submit(ctx, env)
+}
+
+// TestRunRetryAfterRefusal: a retry the relay refused put nothing in the
+// mailbox, so it is tried again on the policy's short backoff, not after
+// the hour an envelope in the mailbox waits for news; once the relay
+// accepts, the message arrives with no key pressed.
+func TestRunRetryAfterRefusal(t *testing.T) {
+	w := newWorld(t)
+	relays := map[engine.Address]*refusingRelay{}
+	var relaysMu sync.Mutex
+	w.relay = func(a engine.Address, e *enginetest.Endpoint) engine.Relay {
+		r := &refusingRelay{newsRelay: &newsRelay{Endpoint: e}}
+		relaysMu.Lock()
+		relays[a] = r
+		relaysMu.Unlock()
+		return r
+	}
+	alice, bob := w.device("alice/1"), w.device("bob/1")
+	relaysMu.Lock()
+	relay := relays[alice.addr]
+	relaysMu.Unlock()
+	alice.c.SetPolicy(engine.Policy{AutoRetry: true, RetryMin: 20 * time.Millisecond, RetryMax: 80 * time.Millisecond})
+	bob.c.SetPolicy(engine.Policy{Commit: engine.CommitOnArrival})
+
+	relay.refuse.Store(true)
+	id, err := alice.c.Send(w.ctx, bob.addr, []byte("refused at first"))
+	var notSent *engine.MessageNotSentError
+	if !errors.As(err, &notSent) {
+		t.Fatalf("Send to a refusing relay: %v, want MessageNotSentError", err)
+	}
+	runLoop(t, alice)
+	runLoop(t, bob)
+	waitNextRetry(t, alice, bob, "within RetryMax", func(left time.Duration) bool { return left <= 80*time.Millisecond })
+	relay.refuse.Store(false)
+	waitEvent(t, alice, "the ACK of the message once the relay accepts", func(e engine.Event) bool {
 		return e.Kind == engine.EventReceived && e.Result.Kind == engine.ResultAcknowledgement && e.ID == id && e.Result.Cleared
 	})
 }

@@ -89,6 +89,12 @@ type retryState struct {
 	backoff time.Duration
 	blocked bool         // identity changed: nothing goes out until it is accepted
 	fate    EnvelopeFate // what the relay said of the latest envelope
+	// refused is the wait after a retry the relay did not accept (it was
+	// down, refused the recipient as unknown, had its mailbox full):
+	// nothing waits in a mailbox then, so the long waits of envelope
+	// status do not apply; it doubles from RetryMin to RetryMax and is
+	// reset when the relay accepts an envelope to the peer.
+	refused time.Duration
 }
 
 // Policy returns the loop's current policy.
@@ -339,6 +345,16 @@ func (c *Client) retryByPolicy(ctx context.Context) (time.Time, bool) {
 				c.loopMu.Unlock()
 			}
 		}
+	}
+	if len(due) > 0 {
+		// A refused hand-off brought its peer's retry forward.
+		c.loopMu.Lock()
+		for _, peer := range due {
+			if rs := c.retries[peer]; rs != nil && rs.at.Before(next) {
+				next = rs.at
+			}
+		}
+		c.loopMu.Unlock()
 	}
 	return next, !next.IsZero()
 }
