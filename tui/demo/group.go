@@ -225,7 +225,7 @@ func groupScenario() scenario {
 		{on: 0, keys: []tea.KeyMsg{alt('1')}, do: chooseTrio,
 			say: "alice chooses #trio: her composer writes to the group. The next envelope alice → carol will be lost after the relay accepts it."},
 		{on: 0, keys: write("lunch at noon?"), say: "alice writes to #trio: one logical ID, a lane per member. The relay accepted both envelopes; carol's is lost, so her lane stays pending."},
-		{on: 1, keys: showInbox, do: commitHere, say: "bob commits: his ACK clears his lane only. alice's matrix says ✓ 1/2 · carol pending."},
+		{on: 1, keys: showInbox, do: commitArrived, say: "bob commits: his ACK clears his lane only. alice's matrix says ✓ 1/2 · carol pending."},
 		{on: 0, do: retryCarol, say: "alice retries carol's lane (r on the lane in her outbox): only that lane goes again, with the same logical ID; carol commits on arrival and her ACK completes the matrix."},
 		{on: 0, say: groupVerdictSay},
 	}}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/tui/eventlog"
 )
 
@@ -165,6 +166,37 @@ func retryOther(m *Model) tea.Cmd { return m.typeOn(1, []tea.KeyMsg{ctrl(tea.Key
 func commitHere(m *Model) tea.Cmd {
 	i := m.chat.Active()
 	return m.world.commitAllCmd(i, m.chat.Pane(i).Self)
+}
+
+// arrivalWait bounds how long commitArrived waits for a message on its way:
+// long enough for a loaded machine, short enough that a lost envelope does
+// not hold the scenario.
+const arrivalWait = 20 * time.Second
+
+// commitArrived commits everything pending on the active profile once
+// something is pending there, so that a step pressed while the envelope is
+// still on its way commits it instead of nothing.
+func commitArrived(m *Model) tea.Cmd {
+	w, i := m.world, m.chat.Active()
+	self := m.chat.Pane(i).Self
+	commit := w.commitAllCmd(i, self)
+	return func() tea.Msg {
+		for deadline := time.Now().Add(arrivalWait); time.Now().Before(deadline); {
+			c := w.client(self)
+			if c == nil {
+				break
+			}
+			if page, err := c.PendingInbound(w.ctx, engine.PageQuery{Limit: 1}); err != nil || len(page) > 0 {
+				break
+			}
+			select {
+			case <-w.ctx.Done():
+				return demoMsg{pane: i, what: "commit", err: w.ctx.Err()}
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+		return commit()
+	}
 }
 
 // commitBoth commits everything pending on both profiles.
