@@ -290,9 +290,11 @@ func (c *Client) prepareFrame(ctx context.Context, bs *batchState, in *incoming,
 			if _, ok := effect.(RepeatEffect); ok {
 				// A copy of a message that waits in a request is no
 				// delivery either.
-				if open, err := c.inRequest(ctx, bs, sender); err != nil {
+				if vouched, err := c.groupVouched(ctx, group); err != nil {
 					return prepared{}, err
-				} else if open {
+				} else if open, err := c.inRequest(ctx, bs, sender); err != nil {
+					return prepared{}, err
+				} else if open && !vouched {
 					res.Kind, res.Body = ResultRequest, nil
 				}
 			}
@@ -308,10 +310,19 @@ func (c *Client) prepareFrame(ctx context.Context, bs *batchState, in *incoming,
 				if at.IsZero() {
 					at = in.now
 				}
-				if request, err = c.stageRequest(ctx, bs, sender, requestBody(content, frame.Body), len(frame.Body), at); errors.Is(err, ErrRequestBound) {
-					return in.drop(frame.ID, err), nil
-				} else if err != nil {
+				// A group message passed DecideGroupMessage: its sender is
+				// in the roster of a group this device is in. A group an
+				// accepted peer runs accepts its members for its messages.
+				vouched, err := c.groupVouched(ctx, group)
+				if err != nil {
 					return prepared{}, err
+				}
+				if !vouched {
+					if request, err = c.stageRequest(ctx, bs, sender, requestBody(content, frame.Body), len(frame.Body), at); errors.Is(err, ErrRequestBound) {
+						return in.drop(frame.ID, err), nil
+					} else if err != nil {
+						return prepared{}, err
+					}
 				}
 				effect = DeliverEffect{ID: frame.ID, Frame: op.plaintext, Digest: d, At: at}
 				bs.delivered[key] = d

@@ -285,6 +285,47 @@ func (c *Client) stageRequest(ctx context.Context, bs *batchState, sender Addres
 	return stage, nil
 }
 
+// groupVouched reports whether a message of group (nil for a one-to-one
+// message) skips the requests because a person this device accepted runs
+// the group: an admin of its roster is this device or a peer it accepted.
+// Being in a group that someone accepted made accepts its members for that
+// group's messages; a group a stranger made (any device with a session can
+// add this one) vouches for nobody, so its messages stay requests of their
+// senders.
+func (c *Client) groupVouched(ctx context.Context, group *wire.GroupID) (bool, error) {
+	if group == nil {
+		return false, nil
+	}
+	if _, ok := c.requests(); !ok {
+		return false, nil
+	}
+	gs, err := c.groupStore()
+	if err != nil {
+		return false, nil
+	}
+	g, known, err := lookupGroup(ctx, gs, *group)
+	if err != nil || !known {
+		return false, err
+	}
+	for _, m := range g.Roster.Members {
+		if !m.Admin {
+			continue
+		}
+		if m.Address == c.self.String() {
+			return true, nil
+		}
+		peer, err := ParseAddress(m.Address)
+		if err != nil {
+			continue
+		}
+		ok, err := c.store.Accepted(ctx, peer)
+		if err != nil || ok {
+			return ok, err
+		}
+	}
+	return false, nil
+}
+
 // inRequest reports whether sender has an open request, as this batch
 // knows it.
 func (c *Client) inRequest(ctx context.Context, bs *batchState, sender Address) (bool, error) {

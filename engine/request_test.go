@@ -237,3 +237,59 @@ func TestRequestBound(t *testing.T) {
 		t.Fatalf("the retry after a reject made room: %v, want a request", k)
 	}
 }
+
+// TestRequestGroupMembersAccepted: a group run by a peer bob accepted
+// accepts its members for the group's messages: carol, whom bob never
+// accepted, writes to alice's group and bob gets a delivery (committed and
+// acknowledged as any), while her one-to-one message still waits as a
+// request; a group a stranger made accepts nobody.
+func TestRequestGroupMembersAccepted(t *testing.T) {
+	w := newWorld(t)
+	alice, bob, carol := w.device("alice/1"), w.device("bob/1"), w.device("carol/1")
+	bob.withRequests(nil)
+	if _, err := bob.c.AcceptRequest(w.ctx, alice.addr); err != nil {
+		t.Fatal(err)
+	}
+	info, _, err := alice.c.CreateGroup(w.ctx, "friends", []engine.Address{bob.addr, carol.addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	settle(t, 5, alice, bob, carol)
+	sent, err := carol.c.SendGroup(w.ctx, info.ID, []byte("hi from carol"))
+	if err != nil || len(sent.Unsent) != 0 {
+		t.Fatalf("carol's group send: %v, unsent %v", err, sent.Unsent)
+	}
+	if k := kindsOf(bob.sync()); k[engine.ResultDelivery] != 1 || k[engine.ResultRequest] != 0 {
+		t.Fatalf("bob's sync of carol's group message: %v, want one delivery and no request", k)
+	}
+	settle(t, 5, alice, bob, carol)
+	if got := carol.lanes(info.ID, sent.ID); got["bob/1"] != "acknowledged" {
+		t.Fatalf("carol's lanes %v, want bob's acknowledged", got)
+	}
+	if h := bob.groupHistory(info.ID); !slices.Contains(h, "carol/1:hi from carol") {
+		t.Fatalf("bob's group history %v", h)
+	}
+	carol.send(bob, "and privately")
+	if k := kindsOf(bob.sync()); k[engine.ResultRequest] != 1 || k[engine.ResultDelivery] != 0 {
+		t.Fatalf("bob's sync of carol's one-to-one message: %v, want a request", k)
+	}
+
+	// A group a stranger made vouches for nobody: dave adds bob to his own
+	// group, and dave's message to it waits as dave's request.
+	dave := w.device("dave/1")
+	spam, _, err := dave.c.CreateGroup(w.ctx, "offers", []engine.Address{bob.addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob.sync()
+	dave.sync()
+	if _, err := dave.c.SendGroup(w.ctx, spam.ID, []byte("buy now")); err != nil {
+		t.Fatal(err)
+	}
+	if k := kindsOf(bob.sync()); k[engine.ResultRequest] != 1 || k[engine.ResultDelivery] != 0 {
+		t.Fatalf("bob's sync of a stranger's group message: %v, want a request", k)
+	}
+	if h := bob.groupHistory(spam.ID); len(h) != 0 {
+		t.Fatalf("bob's history of the stranger's group: %v, want nothing before accept", h)
+	}
+}
