@@ -90,9 +90,9 @@ type Client struct {
 	policy          Policy
 	commitPending   bool // commit everything pending at the next round
 	retries         map[Address]*retryState
-	envelopes       map[wire.EnvelopeID]Address // message envelopes handed off, by ID (envelopefate.go)
-	retryEpoch      uint64                      // relay link epoch the retry schedule last saw
-	maintainedEpoch uint64                      // relay link epoch of the last maintenance check
+	envelopes       map[wire.EnvelopeID]sentEnvelope // message envelopes handed off, by ID (envelopefate.go)
+	retryEpoch      uint64                           // relay link epoch the retry schedule last saw
+	maintainedEpoch uint64                           // relay link epoch of the last maintenance check
 	nextMaintain    time.Time
 	nextPoolTopUp   time.Time
 	kick            chan struct{} // SyncNow
@@ -149,7 +149,7 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 		peers: make(map[Address]*peerState), spks: make(map[uint32]*SignedPreKey), kems: make(map[uint32]*KEMPreKey),
 		nextPKID: prof.NextPreKeyID, events: make(chan Event, cfg.EventBuffer),
 		marker: prof.MarkerWritten, presented: prof.MarkerPresented,
-		policy: cfg.Policy.withDefaults(), retries: make(map[Address]*retryState), envelopes: make(map[wire.EnvelopeID]Address), kick: make(chan struct{}, 1),
+		policy: cfg.Policy.withDefaults(), retries: make(map[Address]*retryState), envelopes: make(map[wire.EnvelopeID]sentEnvelope), kick: make(chan struct{}, 1),
 	}
 	c.life, c.endLife = context.WithCancel(context.Background())
 	for _, r := range prof.SignedPreKeys {

@@ -85,7 +85,7 @@ func (c *Client) envelopeStatusSupported() bool {
 // the recipient yet, had the mailbox full) within the policy's short
 // backoff: nothing waits in a mailbox then, so the long waits that envelope
 // status sets for one that does never apply to it.
-func (c *Client) noteHandedOff(envs []wire.Envelope, errs []error) {
+func (c *Client) noteHandedOff(envs []wire.Envelope, ids []wire.LogicalID, errs []error) {
 	_, news := c.relay.(EnvelopeNews)
 	c.loopMu.Lock()
 	defer c.loopMu.Unlock()
@@ -112,12 +112,19 @@ func (c *Client) noteHandedOff(envs []wire.Envelope, errs []error) {
 		if len(c.envelopes) >= maxTrackedEnvelopes {
 			clear(c.envelopes)
 		}
-		c.envelopes[env.ID] = peer
+		c.envelopes[env.ID] = sentEnvelope{peer: peer, id: ids[i]}
 		// A new envelope: nothing is known of it yet.
 		if rs := c.retries[peer]; rs != nil {
 			rs.fate = FateUnreported
 		}
 	}
+}
+
+// sentEnvelope is what the loop remembers of a message envelope it handed
+// off: the peer it went to and the message it carried.
+type sentEnvelope struct {
+	peer Address
+	id   wire.LogicalID
 }
 
 // noteEnvelopeStatuses drains what the relay said of sent envelopes and
@@ -137,60 +144,80 @@ func (c *Client) noteEnvelopeStatuses(ctx context.Context, now time.Time) {
 	var taken []takenEnvelope
 	c.loopMu.Lock()
 	for _, st := range sts {
-		peer, ok := c.envelopes[st.EnvelopeID]
+		sent, ok := c.envelopes[st.EnvelopeID]
 		if !ok {
 			continue
 		}
-		rs := c.retryFor(peer)
+		rs := c.retryFor(sent.peer)
 		switch st.State {
 		case wire.EnvelopeTaken:
 			rs.fate = FateTaken
 			rs.at = now.Add(DecideRetryWait(true, FateTaken, rs.backoff, c.policy))
-			taken = append(taken, takenEnvelope{peer, st.EnvelopeID})
+			taken = append(taken, takenEnvelope{sent, st.EnvelopeID})
 		case wire.EnvelopeExpired:
 			rs.fate = FateExpired
 			rs.at = now
 		}
 	}
 	c.loopMu.Unlock()
+	c.recordTaken(ctx, taken)
+}
+
+type takenEnvelope struct {
+	sentEnvelope
+	env wire.EnvelopeID
+}
+
+// recordTaken records in the attempt log, in one transaction, each taken
+// envelope that is the latest attempt of a message still pending. A status
+// for an older attempt, or for a message no longer pending, records
+// nothing: the message's place is then what its latest envelope says.
+func (c *Client) recordTaken(ctx context.Context, taken []takenEnvelope) {
+	var plans []Plan
+	var marks []takenEnvelope
+	seen := make(map[wire.EnvelopeID]bool, len(taken))
 	for _, t := range taken {
 		if ctx.Err() != nil {
 			return
 		}
-		c.recordTaken(ctx, t.peer, t.env)
+		if seen[t.env] {
+			continue
+		}
+		seen[t.env] = true
+		if _, err := c.store.Outbound(ctx, t.peer, t.id); err != nil {
+			continue
+		}
+		as, err := c.store.Attempts(ctx, t.peer, t.id)
+		if err != nil || len(as) == 0 {
+			continue
+		}
+		if last := as[len(as)-1]; last.Envelope == t.env && last.TakenAt.IsZero() {
+			plans = append(plans, MarkTaken{Peer: t.peer, ID: t.id, N: last.N, At: c.cfg.Now()})
+			marks = append(marks, t)
+		}
 	}
-}
-
-type takenEnvelope struct {
-	peer Address
-	env  wire.EnvelopeID
-}
-
-// recordTaken finds, through the attempt log, the pending message to peer
-// whose latest attempt is env, and records it taken. A status for an older
-// attempt, or for a message no longer pending, records nothing: the
-// message's place is then what its latest envelope says.
-func (c *Client) recordTaken(ctx context.Context, peer Address, env wire.EnvelopeID) {
-	for after := int64(0); ; {
-		page, err := c.store.PendingOutbound(ctx, PageQuery{After: after, Limit: c.cfg.BatchSize})
-		if err != nil || len(page) == 0 {
-			return
-		}
-		for _, m := range page {
-			if m.Recipient != peer {
+	if len(plans) == 0 {
+		return
+	}
+	rs, err := c.applyAll(ctx, plans)
+	if err != nil && len(plans) > 1 {
+		// One refusal (a message acknowledged meanwhile) undoes the
+		// batch: record the others one by one.
+		rs = make([]Receipt, len(plans))
+		for i, p := range plans {
+			r, err := c.applyAll(ctx, []Plan{p})
+			if err != nil {
+				marks[i].env = wire.EnvelopeID{}
 				continue
 			}
-			as, err := c.store.Attempts(ctx, peer, m.ID)
-			if err != nil || len(as) == 0 || as[len(as)-1].Envelope != env {
-				continue
-			}
-			last := as[len(as)-1]
-			rs, err := c.applyAll(ctx, []Plan{MarkTaken{Peer: peer, ID: m.ID, N: last.N, At: c.cfg.Now()}})
-			if err == nil {
-				c.emit(Event{Kind: EventTaken, At: c.cfg.Now(), Peer: peer, ID: m.ID, marker: rs[0].Marker})
-			}
-			return
+			rs[i] = r[0]
 		}
-		after = page[len(page)-1].Seq
+	} else if err != nil {
+		return
+	}
+	for i, t := range marks {
+		if t.env != (wire.EnvelopeID{}) {
+			c.emit(Event{Kind: EventTaken, At: c.cfg.Now(), Peer: t.peer, ID: t.id, marker: rs[i].Marker})
+		}
 	}
 }

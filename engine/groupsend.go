@@ -259,6 +259,7 @@ func (c *Client) commitLanes(ctx context.Context, work map[Address]*peerState, p
 	}
 	res := GroupSendResult{ID: id}
 	var envs []wire.Envelope
+	var ids []wire.LogicalID
 	var sent []Address
 	for _, l := range lanes {
 		if l.Out == nil {
@@ -266,10 +267,11 @@ func (c *Client) commitLanes(ctx context.Context, work map[Address]*peerState, p
 			continue
 		}
 		envs = append(envs, l.Out.Envelope)
+		ids = append(ids, id)
 		sent = append(sent, l.Recipient)
 	}
 	c.noteSent(sent)
-	errs := c.handOffAll(ctx, plan.Kind(), HandoffMessage, envs)
+	errs := c.handOffMessages(ctx, plan.Kind(), envs, ids)
 	for k, peer := range sent {
 		if errs[k] != nil {
 			res.Unsent = append(res.Unsent, peer)

@@ -14,6 +14,17 @@ func (c *Client) handOff(ctx context.Context, kind string, what Handoff, env wir
 	return c.handOffAll(ctx, kind, what, []wire.Envelope{env})[0]
 }
 
+// handOffMessages gives the envelopes of application messages to the relay
+// in order (ids[i] is the message envs[i] carries) and returns one result
+// each, remembering which message each accepted envelope carries.
+func (c *Client) handOffMessages(ctx context.Context, kind string, envs []wire.Envelope, ids []wire.LogicalID) []error {
+	errs := c.handOffAll(ctx, kind, HandoffMessage, envs)
+	if len(errs) == len(envs) && len(ids) == len(envs) {
+		c.noteHandedOff(envs, ids, errs)
+	}
+	return errs
+}
+
 // handOffAll gives envelopes to the relay in order and returns one result
 // each; what says what they carry (HandoffOf).
 func (c *Client) handOffAll(ctx context.Context, kind string, what Handoff, envs []wire.Envelope) []error {
@@ -31,9 +42,6 @@ func (c *Client) handOffAll(ctx context.Context, kind string, what Handoff, envs
 		for i, env := range envs {
 			errs[i] = c.relay.Submit(ctx, env)
 		}
-	}
-	if what == HandoffMessage && len(errs) == len(envs) {
-		c.noteHandedOff(envs, errs)
 	}
 	return errs
 }

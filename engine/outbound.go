@@ -110,9 +110,11 @@ func (c *Client) SendBatch(ctx context.Context, reqs []SendRequest) ([]SendResul
 		return nil, err
 	}
 	var envs []wire.Envelope
+	var ids []wire.LogicalID
 	for _, p := range plans {
 		if sp, ok := p.(Send); ok {
 			envs = append(envs, sp.Out.Envelope)
+			ids = append(ids, sp.ID)
 		}
 	}
 	peers := make([]Address, 0, len(work))
@@ -125,7 +127,7 @@ func (c *Client) SendBatch(ctx context.Context, reqs []SendRequest) ([]SendResul
 		}
 	}
 	c.noteSent(peers)
-	errs := c.handOffAll(ctx, "pairwise-send", HandoffMessage, envs)
+	errs := c.handOffMessages(ctx, "pairwise-send", envs, ids)
 	k := 0
 	for j, p := range plans {
 		i := planOf[j]
@@ -340,7 +342,7 @@ func (c *Client) retryOne(ctx context.Context, peer Address, m OutboundMessage) 
 	if err := c.fail("retry", "after-swap"); err != nil {
 		return err
 	}
-	if err := c.handOff(ctx, "retry", HandoffMessage, env); err != nil {
+	if err := c.handOffMessages(ctx, "retry", []wire.Envelope{env}, []wire.LogicalID{m.ID})[0]; err != nil {
 		c.emit(Event{Kind: EventNotSent, At: c.cfg.Now(), Peer: peer, ID: m.ID, Err: err})
 		return &MessageNotSentError{ID: m.ID, Err: err}
 	}
