@@ -92,7 +92,7 @@ func cmdRelay(ctx context.Context, env *cliEnv, cmd *command, args []string) err
 	seed := f.Uint64("fault-seed", 0, "seed of the fault injection (0: random)")
 	natsURLs := f.String("nats", "", "keep everything in this NATS JetStream cluster (comma-separated URLs), shared with other relays")
 	natsReplicas := f.Int("nats-replicas", 1, "replication factor of the JetStream streams and buckets (3 survives the loss of a node)")
-	natsShards := f.Int("nats-shards", 1, "spread the mailboxes over this many JetStream streams; fixed when the cluster is first used, every relay on it must be given the same")
+	natsShards := f.Int("nats-shards", 1, "spread the mailboxes over this many JetStream streams (and, on a new cluster, the usage counts over as many buckets); fixed when the cluster is first used, every relay on it must be given the same")
 	tlsCert := f.String("tls-cert", "", "serve wss:// with this PEM certificate (chain); needs --tls-key")
 	tlsKey := f.String("tls-key", "", "the PEM private key of --tls-cert")
 	logLevel := f.String("log-level", "info", "least level logged to stderr: debug, info, warn or error")

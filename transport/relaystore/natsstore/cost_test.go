@@ -75,11 +75,27 @@ func measureEnvelopes(t *testing.T, s *natsstore.Store, sender string, stranger 
 // work does), and logs them for docs/performance.md. It fails when an
 // envelope's median costs more than its budget (23 and 35 before the
 // caches and the usage watch): the relation is read from the relay's cache
-// once it holds the recipient's lists.
+// once it holds the recipient's lists. With three shards the budget is the
+// same: spreading the mailboxes and the usage counts over several streams
+// and buckets moves the writes to other leaders and adds none.
 func TestRequestsPerEnvelope(t *testing.T) {
 	c := natstest.StartCluster(t, 3)
-	s := open(t, c, relaystore.Limits{})
-	defer s.Close()
+	for _, shards := range []int{1, 3} {
+		t.Run(fmt.Sprintf("shards=%d", shards), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			s, err := natsstore.Open(ctx, c.URLs(), natsstore.Options{Replicas: 3, Shards: shards, Prefix: fmt.Sprintf("T%d_", next.Add(1))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			requestsPerEnvelope(t, s)
+		})
+	}
+}
+
+func requestsPerEnvelope(t *testing.T, s *natsstore.Store) {
+	t.Helper()
 	ctx := context.Background()
 	if _, err := s.Register(ctx, "bob/1", [32]byte{2}, false, ""); err != nil {
 		t.Fatal(err)

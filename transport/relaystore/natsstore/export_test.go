@@ -12,3 +12,10 @@ func (s *Store) SenderUsageKnown(recipient, sender string) bool {
 	_, ok := s.usageW.known(senderKey(recipient, sender), time.Now())
 	return ok
 }
+
+// IPUsageKnown reports whether the store would check what ip holds from
+// its own last write, without a read.
+func (s *Store) IPUsageKnown(ip string) bool {
+	_, ok := s.usageW.known(ipKey(ip), time.Now())
+	return ok
+}

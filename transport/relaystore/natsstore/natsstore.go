@@ -12,7 +12,8 @@
 //	KV PARLEY_IPREG    ip -> addresses first registered from it
 //	KV PARLEY_BUNDLE   addr -> bundle (without a one-time prekey)
 //	KV PARLEY_USAGE    m.addr, s.addr.sender, i.ip -> envelopes and bytes held
-//	KV PARLEY_META     relay-id, mailbox-shards
+//	  (with K > 1 usage shards: PARLEY_USAGE_<i>, a key in one, usageshard.go)
+//	KV PARLEY_META     relay-id, mailbox-shards, usage-shards
 //	stream PARLEY_OTK      subjects parley.otk.<addr>: one message per one-time prekey
 //	stream PARLEY_MAILBOX  subjects parley.mbox.<addr>: one message per envelope
 //	  (with Options.Shards K > 1: PARLEY_MAILBOX_<i> on parley.mbox.s<i>.<addr>, shard.go)
@@ -20,7 +21,7 @@
 //
 // A mailbox row is its envelope's stream sequence. The mailbox stream
 // refuses a message past the mailbox's count (DiscardNewPerSubject) and the
-// relay's other quotas are counted in PARLEY_USAGE with compare-and-set
+// relay's other quotas are counted in the usage buckets with compare-and-set
 // updates, coalesced per key (usage.go). Leases live in the relay process that took them
 // (relaystore.Leases).
 //
@@ -90,7 +91,8 @@ type Options struct {
 	// Shards is how many mailbox streams the mailboxes are spread over
 	// (0 or 1: one, PARLEY_MAILBOX); see shard.go. Every relay on a cluster
 	// must be given the same number: the first stores it, and Open refuses
-	// another (ErrShards).
+	// another (ErrShards). A new cluster spreads its usage counts over as
+	// many buckets (usageshard.go).
 	Shards int
 	// Prefix is put before every stream, bucket and subject name, so that
 	// several independent stores can share one cluster (tests). Letters,
@@ -106,8 +108,7 @@ type Store struct {
 	reg     jetstream.KeyValue
 	ipreg   jetstream.KeyValue
 	bundles jetstream.KeyValue
-	usage   jetstream.KeyValue
-	usageW  *usageWriter
+	usageW  *usageWriter // the usage buckets and their writes (usage.go, usageshard.go)
 	otk     jetstream.Stream
 	shards  []shard // the mailbox streams (shard.go)
 	nShards int
@@ -209,15 +210,6 @@ func (s *Store) setup(ctx context.Context, replicas int) error {
 	if s.bundles, err = kv(s.names.bundle); err != nil {
 		return err
 	}
-	// A count that falls to zero is purged, and the purge's marker expires
-	// (LimitMarkerTTL), so that the bucket holds a key only for a mailbox,
-	// a sender in it or an IP that holds something now, not for every one
-	// that ever did.
-	if s.usage, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: s.names.usage, History: 1, Replicas: replicas,
-		Storage: jetstream.FileStorage, LimitMarkerTTL: usageMarkerTTL}); err != nil {
-		return err
-	}
-	s.usageW = newUsageWriter(js, s.usage, s.names.usage, s.timeout)
 	if err := s.setupPeers(ctx, replicas); err != nil {
 		return err
 	}
@@ -233,6 +225,13 @@ func (s *Store) setup(ctx context.Context, replicas int) error {
 	if err := s.setupShards(ctx, meta, replicas); err != nil {
 		return err
 	}
+	// After the mailbox shards: a relay given the wrong number of them
+	// creates no usage bucket before it refuses.
+	buckets, err := s.setupUsage(ctx, meta, replicas)
+	if err != nil {
+		return err
+	}
+	s.usageW = newUsageWriter(js, buckets, s.timeout)
 	var id [32]byte
 	rand.Read(id[:])
 	if _, err := meta.Create(ctx, "relay-id", id[:]); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {

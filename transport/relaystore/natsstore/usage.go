@@ -27,14 +27,13 @@ import (
 // without reading the key first; a write by another relay meanwhile makes
 // that update fail as a conflict, and the key is read again.
 type usageWriter struct {
-	kv      jetstream.KeyValue
+	buckets []usageBucket // the usage shards (usageshard.go)
 	js      jetstream.JetStream
-	subject string // the bucket's subject prefix, for purgeAt
 	timeout time.Duration
 
 	mu       sync.Mutex
 	keys     map[string]*usageKey
-	watching bool // the watch of the bucket runs (usagewatch.go)
+	watching []bool // per bucket: its watch runs (usagewatch.go)
 }
 
 // usageKey is one key's state in a usageWriter.
@@ -55,8 +54,14 @@ type usageKey struct {
 // maxUsageKeys bounds the kept revisions; past it idle keys are dropped.
 const maxUsageKeys = 100000
 
-func newUsageWriter(js jetstream.JetStream, kv jetstream.KeyValue, bucket string, timeout time.Duration) *usageWriter {
-	return &usageWriter{kv: kv, js: js, subject: "$KV." + bucket + ".", timeout: timeout, keys: make(map[string]*usageKey)}
+func newUsageWriter(js jetstream.JetStream, buckets []usageBucket, timeout time.Duration) *usageWriter {
+	return &usageWriter{buckets: buckets, js: js, timeout: timeout, keys: make(map[string]*usageKey),
+		watching: make([]bool, len(buckets))}
+}
+
+// bucket returns the bucket that holds key.
+func (w *usageWriter) bucket(key string) usageBucket {
+	return w.buckets[usageShardOf(key, len(w.buckets))]
 }
 
 // add queues n envelopes of size bytes (negative to remove) for key and
@@ -120,10 +125,11 @@ func (w *usageWriter) run(key string, k *usageKey) {
 // returns the revision and value written (rev 0 when the count fell to
 // zero and was purged).
 func (w *usageWriter) write(ctx context.Context, key string, n int, size int64, known bool, rev uint64, have int, hold int64) (uint64, int, int64, error) {
+	kv := w.bucket(key).kv
 	for attempt := 0; ; attempt++ {
 		if !known {
 			rev, have, hold = 0, 0, 0
-			e, err := w.kv.Get(ctx, key)
+			e, err := kv.Get(ctx, key)
 			switch {
 			case errors.Is(err, jetstream.ErrKeyNotFound):
 			case err != nil:
@@ -143,9 +149,9 @@ func (w *usageWriter) write(ctx context.Context, key string, n int, size int64, 
 		case nh == 0 && nb == 0:
 			newRev, err = w.purgeAt(ctx, key, rev)
 		case rev == 0:
-			newRev, err = w.kv.Create(ctx, key, encodeUsage(nh, nb))
+			newRev, err = kv.Create(ctx, key, encodeUsage(nh, nb))
 		default:
-			newRev, err = w.kv.Update(ctx, key, encodeUsage(nh, nb), rev)
+			newRev, err = kv.Update(ctx, key, encodeUsage(nh, nb), rev)
 		}
 		if err == nil {
 			return newRev, nh, nb, nil
@@ -168,7 +174,7 @@ func (w *usageWriter) write(ctx context.Context, key string, n int, size int64, 
 // update at that revision, one request, instead of a read, a create that
 // fails on the marker, a read and an update.
 func (w *usageWriter) purgeAt(ctx context.Context, key string, rev uint64) (uint64, error) {
-	m := nats.NewMsg(w.subject + key)
+	m := nats.NewMsg(w.bucket(key).subject + key)
 	m.Header.Set("KV-Operation", "PURGE")
 	m.Header.Set(jetstream.MsgRollup, jetstream.MsgRollupSubject)
 	ack, err := w.js.PublishMsg(ctx, m, jetstream.WithExpectLastSequencePerSubject(rev), jetstream.WithMsgTTL(usageMarkerTTL))
@@ -281,7 +287,7 @@ func (s *Store) readUsage(ctx context.Context, key string) (relaystore.Usage, er
 	if u, ok := s.usageW.known(key, time.Now()); ok {
 		return u, nil
 	}
-	e, err := s.usage.Get(ctx, key)
+	e, err := s.usageW.bucket(key).kv.Get(ctx, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return relaystore.Usage{}, nil
 	} else if err != nil {

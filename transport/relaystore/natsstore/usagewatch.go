@@ -13,7 +13,7 @@ import (
 // Every append checks the mailbox's, the sender's and the IP's counts
 // (and a stranger's two more), which were a read each. The usage writer
 // already keeps the value and revision of this process's last write of a
-// key; a watch of the usage bucket (metadata only: key and revision)
+// key; a watch of each usage bucket (metadata only: key and revision)
 // reports every write of every relay, and a revision other than this
 // process's own marks the key unknown, so that the next check reads it.
 // A check that trusts a known value therefore misses only what another
@@ -33,7 +33,7 @@ func (w *usageWriter) known(key string, now time.Time) (relaystore.Usage, bool) 
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	k := w.keys[key]
-	if !w.watching || k == nil || !k.known || now.Sub(k.at) >= usageTrust {
+	if !w.watching[usageShardOf(key, len(w.buckets))] || k == nil || !k.known || now.Sub(k.at) >= usageTrust {
 		return relaystore.Usage{}, false
 	}
 	return relaystore.Usage{Envelopes: k.have, Bytes: k.hold}, true
@@ -53,29 +53,32 @@ func (w *usageWriter) saw(key string, rev uint64) {
 	}
 }
 
-// setWatching says whether the watch runs; when it stops, no value is
-// trusted until it runs again.
-func (w *usageWriter) setWatching(on bool) {
+// setWatching says whether the watch of bucket i runs; when it stops, no
+// value of that bucket's keys is trusted until it runs again.
+func (w *usageWriter) setWatching(i int, on bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.watching = on
+	w.watching[i] = on
 }
 
-// watchUsage starts the watch of the usage bucket; it lives as long as ctx.
+// watchUsage starts a watch of every usage bucket (one per usage shard);
+// they live as long as ctx.
 func (s *Store) watchUsage(ctx context.Context) error {
-	wt, err := s.usage.WatchAll(ctx, jetstream.UpdatesOnly(), jetstream.MetaOnly())
-	if err != nil {
-		return fmt.Errorf("watch usage: %w", err)
-	}
 	w := s.usageW // Open may set up another after a failed start
-	w.setWatching(true)
-	go func() {
-		defer w.setWatching(false)
-		for e := range wt.Updates() {
-			if e != nil {
-				w.saw(e.Key(), e.Revision())
-			}
+	for i, b := range w.buckets {
+		wt, err := b.kv.WatchAll(ctx, jetstream.UpdatesOnly(), jetstream.MetaOnly())
+		if err != nil {
+			return fmt.Errorf("watch usage in %s: %w", b.name, err)
 		}
-	}()
+		w.setWatching(i, true)
+		go func() {
+			defer w.setWatching(i, false)
+			for e := range wt.Updates() {
+				if e != nil {
+					w.saw(e.Key(), e.Revision())
+				}
+			}
+		}()
+	}
 	return nil
 }
