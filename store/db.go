@@ -63,10 +63,9 @@ type DB struct {
 	lock *flock.Flock
 	sql  *sql.DB
 	seal *sealer
-	// stmts are the hot statements, prepared once at open on the one
-	// connection and shared by every transaction (see tx.stmt). Read-only
-	// after open.
-	stmts map[string]*sql.Stmt
+	// stmts are the prepared statements, the hot ones prepared at open on
+	// the one connection, and shared by every transaction (see tx.stmt).
+	stmts stmtCache
 	// failpoint and now come from Options; read-only after open.
 	failpoint engine.Failpoint
 	now       func() time.Time
@@ -351,7 +350,7 @@ func finishOpen(ctx context.Context, dir string, lock *flock.Flock, sqldb *sql.D
 	if err != nil {
 		return nil, err
 	}
-	db := &DB{dir: dir, lock: lock, sql: sqldb, seal: seal, stmts: make(map[string]*sql.Stmt, len(hotStatements)),
+	db := &DB{dir: dir, lock: lock, sql: sqldb, seal: seal, stmts: stmtCache{m: make(map[string]*sql.Stmt, len(hotStatements))},
 		failpoint: opts.Failpoint, now: opts.Now, scrubDelay: opts.ScrubDelay}
 	if db.now == nil {
 		db.now = time.Now
@@ -364,7 +363,7 @@ func finishOpen(ctx context.Context, dir string, lock *flock.Flock, sqldb *sql.D
 		if err != nil {
 			return nil, fmt.Errorf("store: open profile %s: prepare %q: %w", dir, q, mapErr(err))
 		}
-		db.stmts[q] = s
+		db.stmts.m[q] = s
 	}
 	return db, nil
 }

@@ -268,11 +268,44 @@ func TestClosed(t *testing.T) {
 	}
 }
 
+// TestStatementsPreparedOnFirstUse: a statement that is not hot is prepared
+// at its first read outside a transaction, and one first met inside a
+// transaction (whose connection is the only one) runs as text and is
+// prepared before the next transaction.
+func TestStatementsPreparedOnFirstUse(t *testing.T) {
+	ctx := context.Background()
+	db := MustOpenDB(t)
+	const read = "SELECT count(*) FROM meta WHERE k <> 'a-statement-no-plan-uses'"
+	var n int
+	if err := db.queryRow(ctx, read).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if db.stmts.m[read] == nil {
+		t.Errorf("read outside a transaction not prepared")
+	}
+	const write = "UPDATE meta SET v = v WHERE k = 'a-statement-no-plan-uses'"
+	for i := range 2 {
+		err := withTx(t, db, func(ctx context.Context, w *tx) error {
+			_, err := w.exec(ctx, write)
+			return err
+		})
+		if err != nil {
+			t.Fatalf("transaction %d: %v", i, err)
+		}
+		if i == 0 && (db.stmts.m[write] != nil || !db.stmts.want[write]) {
+			t.Errorf("statement met in a transaction: prepared %v, wanted %v; want not yet, wanted", db.stmts.m[write] != nil, db.stmts.want[write])
+		}
+	}
+	if db.stmts.m[write] == nil || db.stmts.want[write] {
+		t.Errorf("statement met in a transaction not prepared by the next one")
+	}
+}
+
 func TestPreparedStatements(t *testing.T) {
 	ctx := context.Background()
 	db := MustOpenDB(t)
 	for _, q := range hotStatements {
-		if db.stmts[q] == nil {
+		if db.stmts.m[q] == nil {
 			t.Errorf("hot statement %q not prepared", q)
 		}
 	}

@@ -40,7 +40,8 @@ func (db *DB) readErr(what string, err error) error {
 // queryRow runs a one-row read outside any write transaction, on the
 // prepared statement when the query is a hot one.
 func (db *DB) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
-	if s, ok := db.stmts[query]; ok {
+	ctx = quiet(ctx)
+	if s := db.stmts.get(ctx, db.sql, query); s != nil {
 		return s.QueryRowContext(ctx, args...)
 	}
 	return db.sql.QueryRowContext(ctx, query, args...)
@@ -48,7 +49,8 @@ func (db *DB) queryRow(ctx context.Context, query string, args ...any) *sql.Row 
 
 // query runs a read outside any write transaction. Errors are not mapped.
 func (db *DB) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	if s, ok := db.stmts[query]; ok {
+	ctx = quiet(ctx)
+	if s := db.stmts.get(ctx, db.sql, query); s != nil {
 		return s.QueryContext(ctx, args...)
 	}
 	return db.sql.QueryContext(ctx, query, args...)

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"path/filepath"
 	"time"
@@ -58,7 +57,7 @@ func OpenReader(ctx context.Context, dir string, passphrase []byte) (_ *DB, err 
 	if err != nil {
 		return nil, err
 	}
-	return &DB{dir: dir, sql: sqldb, seal: seal, stmts: map[string]*sql.Stmt{}, now: time.Now, readOnly: true, scrubDelay: DefaultScrubDelay}, nil
+	return &DB{dir: dir, sql: sqldb, seal: seal, now: time.Now, readOnly: true, scrubDelay: DefaultScrubDelay}, nil
 }
 
 // ReadOnly reports whether the store was opened by OpenReader.

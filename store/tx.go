@@ -93,6 +93,13 @@ func (db *DB) beginImmediate(ctx context.Context) (*tx, error) {
 	if db.readOnly {
 		return nil, db.errReadOnly("begin transaction")
 	}
+	if err := ctx.Err(); err != nil {
+		// Refused before it starts; once begun, a transaction runs to its
+		// commit or rollback whatever ctx does (quiet).
+		return nil, fmt.Errorf("store: begin transaction: %w", err)
+	}
+	ctx = quiet(ctx)
+	db.stmts.prepareWanted(ctx, db.sql)
 	t, err := db.sql.BeginTx(ctx, nil)
 	if err != nil {
 		if db.closed.Load() {
@@ -115,11 +122,11 @@ func (t *tx) commit() error {
 	return nil
 }
 
-// stmt returns the transaction's use of a prepared hot statement, or nil if
-// query is not one.
+// stmt returns the transaction's use of query's prepared statement, or nil
+// if it is not prepared yet.
 func (t *tx) stmt(ctx context.Context, query string) *sql.Stmt {
-	s, ok := t.db.stmts[query]
-	if !ok {
+	s := t.db.stmts.get(ctx, nil, query)
+	if s == nil {
 		return nil
 	}
 	// The statement was prepared on the transaction's connection (there is
@@ -129,6 +136,7 @@ func (t *tx) stmt(ctx context.Context, query string) *sql.Stmt {
 
 // exec runs a statement that returns no rows. Errors come back mapped.
 func (t *tx) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	ctx = quiet(ctx)
 	var (
 		r   sql.Result
 		err error
@@ -144,6 +152,7 @@ func (t *tx) exec(ctx context.Context, query string, args ...any) (sql.Result, e
 // QueryRowContext runs a statement that returns at most one row; it makes tx
 // a querier. Scan's error is not mapped: callers pass it through mapErr.
 func (t *tx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	ctx = quiet(ctx)
 	if s := t.stmt(ctx, query); s != nil {
 		return s.QueryRowContext(ctx, args...)
 	}
@@ -152,6 +161,7 @@ func (t *tx) QueryRowContext(ctx context.Context, query string, args ...any) *sq
 
 // query runs a statement that returns rows. Errors come back mapped.
 func (t *tx) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	ctx = quiet(ctx)
 	var (
 		rows *sql.Rows
 		err  error
