@@ -184,9 +184,6 @@ func (c *Client) recordTaken(ctx context.Context, taken []takenEnvelope) {
 			continue
 		}
 		seen[t.env] = true
-		if _, err := c.store.Outbound(ctx, t.peer, t.id); err != nil {
-			continue
-		}
 		as, err := c.store.Attempts(ctx, t.peer, t.id)
 		if err != nil || len(as) == 0 {
 			continue

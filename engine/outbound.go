@@ -70,8 +70,10 @@ func (c *Client) SendBatch(ctx context.Context, reqs []SendRequest) ([]SendResul
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
 	// Writing to a device with an open request accepts it first.
+	accepted := make(map[Address]bool)
 	for i, r := range reqs {
-		if results[i].Err == nil {
+		if results[i].Err == nil && !accepted[r.Peer] {
+			accepted[r.Peer] = true
 			if err := c.acceptIfRequested(ctx, r.Peer); err != nil {
 				return nil, fmt.Errorf("send to %s: %w", r.Peer, err)
 			}

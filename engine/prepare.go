@@ -373,6 +373,22 @@ func (c *Client) classify(ctx context.Context, bs *batchState, key inboundKey, d
 		return RepeatEffect{}, ResultDelivery, nil
 	}
 	id := key.id
+	if sr, ok := c.store.(SeenReader); ok {
+		seen, err := sr.Seen(ctx, key.peer, id)
+		switch {
+		case err != nil:
+			return nil, 0, err
+		case seen.Pending && seen.Digest != d, seen.Finalized && seen.Outcome != OutcomeDiscarded && seen.Digest != d:
+			return nil, 0, ErrLogicalMessageConflict
+		case seen.Pending:
+			return RepeatEffect{}, ResultDelivery, nil
+		case seen.Finalized && seen.Outcome == OutcomeDiscarded:
+			return RepeatEffect{}, ResultAlreadyDiscarded, nil
+		case seen.Finalized:
+			return RepeatEffect{}, ResultAlreadyCommitted, nil
+		}
+		return DeliverEffect{}, ResultDelivery, nil
+	}
 	if m, err := c.store.Inbound(ctx, key.peer, id); err == nil {
 		if m.Digest != d {
 			return nil, 0, ErrLogicalMessageConflict
@@ -393,4 +409,20 @@ func (c *Client) classify(ctx context.Context, bs *batchState, key inboundKey, d
 		return nil, 0, ErrLogicalMessageConflict
 	}
 	return RepeatEffect{}, ResultAlreadyCommitted, nil
+}
+
+// SeenMessage is what a profile holds of one received logical message: a
+// pending delivery, a finalized record, or nothing (both false).
+type SeenMessage struct {
+	Pending   bool
+	Finalized bool
+	Outcome   Outcome // when Finalized
+	Digest    [32]byte
+}
+
+// SeenReader answers, in one lookup, whether a received logical message is
+// pending or finalized; implemented by a Store that can (store.DB does).
+// Without it classify asks for each in turn.
+type SeenReader interface {
+	Seen(ctx context.Context, sender Address, id wire.LogicalID) (SeenMessage, error)
 }

@@ -20,7 +20,10 @@ const (
 	sqlLastAttempt   = "SELECT COALESCE(MAX(n), 0) FROM attempt WHERE peer = ? AND id = ?"
 	sqlTrimAttempts  = "DELETE FROM attempt WHERE peer = ? AND id = ? AND n > 1 AND n <= ?"
 	sqlAttempts      = "SELECT n, at, sealed, taken_at FROM attempt WHERE peer = ? AND id = ? ORDER BY n"
-	sqlMarkTaken     = "UPDATE attempt SET taken_at = ? WHERE peer = ? AND id = ? AND n = ? AND taken_at IS NULL"
+	// Only a pending message's attempt is marked: one acknowledged meanwhile
+	// has its place already.
+	sqlMarkTaken = `UPDATE attempt SET taken_at = ?1 WHERE peer = ?2 AND id = ?3 AND n = ?4 AND taken_at IS NULL
+		AND EXISTS (SELECT 1 FROM outbound o WHERE o.recipient = ?2 AND o.id = ?3)`
 	// A message still pending keeps its whole log, however old.
 	sqlPruneAttempts = "DELETE FROM attempt WHERE at < ? AND NOT EXISTS (SELECT 1 FROM outbound o WHERE o.recipient = attempt.peer AND o.id = attempt.id)"
 )

@@ -34,6 +34,10 @@ const (
 	sqlCountInbound     = "SELECT count(*) FROM inbound WHERE sender NOT IN (SELECT peer FROM request)"
 	sqlCountInboundPeer = "SELECT count(*) FROM inbound WHERE sender = ?"
 	sqlFinalized        = "SELECT outcome, reason, at, sealed_digest FROM finalized WHERE sender = ? AND id = ?"
+	// sqlSeen finds a received message pending or finalized in one lookup
+	// (a message is never both: finalizing deletes the pending row).
+	sqlSeen = `SELECT 0, 0, sealed_digest FROM inbound WHERE sender = ?1 AND id = ?2
+		UNION ALL SELECT 1, outcome, sealed_digest FROM finalized WHERE sender = ?1 AND id = ?2 LIMIT 1`
 )
 
 // receive applies the processing of one staged envelope: its inbox row is
@@ -291,4 +295,35 @@ func (db *DB) Finalized(ctx context.Context, sender engine.Address, id wire.Logi
 	}
 	copy(f.Digest[:], d)
 	return f, nil
+}
+
+// Seen reports whether a received message is pending or finalized, in one
+// lookup (engine.SeenReader).
+func (db *DB) Seen(ctx context.Context, sender engine.Address, id wire.LogicalID) (engine.SeenMessage, error) {
+	if err := db.checkOpen("read a received message"); err != nil {
+		return engine.SeenMessage{}, err
+	}
+	var final, outcome int64
+	var sealed []byte
+	err := db.queryRow(ctx, sqlSeen, sender.String(), id[:]).Scan(&final, &outcome, &sealed)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return engine.SeenMessage{}, nil
+	case err != nil:
+		return engine.SeenMessage{}, db.readErr("read a received message", err)
+	}
+	s := engine.SeenMessage{Pending: final == 0, Finalized: final == 1, Outcome: engine.Outcome(outcome)}
+	kind := kindInboundDigest
+	if s.Finalized {
+		kind = kindFinalizedDigest
+	}
+	d, err := db.seal.open(kind, messageKey(sender, id), sealed)
+	if err != nil {
+		return engine.SeenMessage{}, fmt.Errorf("store: read received message %x from %s: %w", id[:], sender, err)
+	}
+	if len(d) != len(s.Digest) {
+		return engine.SeenMessage{}, fmt.Errorf("store: read received message %x from %s: digest of %d bytes: %w", id[:], sender, len(d), engine.ErrMalformedState)
+	}
+	copy(s.Digest[:], d)
+	return s, nil
 }

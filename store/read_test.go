@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"strings"
@@ -275,5 +276,28 @@ func TestQueryPlans(t *testing.T) {
 				t.Errorf("%s\n  plan %q: want an index, not %q", qq.q, plan, d)
 			}
 		}
+	}
+}
+
+// TestSeen: one lookup tells a message never received, pending (with its
+// digest) and finalized (with its outcome and digest) apart.
+func TestSeen(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, false)
+	digest := sha256.Sum256([]byte("hi PLAINTEXT-MARKER-received"))
+	if s, err := f.db.Seen(ctx, bob, idRecv); err != nil || s.Pending || s.Finalized {
+		t.Fatalf("Seen before delivery = %+v, %v; want nothing", s, err)
+	}
+	withInbound(t, f)
+	if s, err := f.db.Seen(ctx, bob, idRecv); err != nil || !s.Pending || s.Finalized || s.Digest != digest {
+		t.Fatalf("Seen pending = %+v, %v; want pending with the digest", s, err)
+	}
+	if s, err := f.db.Seen(ctx, carol, idRecv); err != nil || s.Pending || s.Finalized {
+		t.Fatalf("Seen of another sender = %+v, %v; want nothing", s, err)
+	}
+	f.apply(t, commitPlan(t, 2))
+	s, err := f.db.Seen(ctx, bob, idRecv)
+	if err != nil || s.Pending || !s.Finalized || s.Outcome != engine.OutcomeCommitted || s.Digest != digest {
+		t.Fatalf("Seen committed = %+v, %v; want finalized, committed, with the digest", s, err)
 	}
 }

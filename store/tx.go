@@ -42,6 +42,7 @@ var hotStatements = []string{
 	sqlOutbound,
 	sqlInbound,
 	sqlFinalized,
+	sqlSeen,
 	sqlPendingOutbound,
 	sqlPendingOutboundPeer,
 	sqlPendingInbound,
