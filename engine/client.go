@@ -91,6 +91,7 @@ type Client struct {
 	commitPending   bool // commit everything pending at the next round
 	retries         map[Address]*retryState
 	envelopes       map[wire.EnvelopeID]sentEnvelope // message envelopes handed off, by ID (envelopefate.go)
+	taken           []takenEnvelope                  // taken envelopes not recorded yet, oldest first (envelopefate.go)
 	retryEpoch      uint64                           // relay link epoch the retry schedule last saw
 	maintainedEpoch uint64                           // relay link epoch of the last maintenance check
 	nextMaintain    time.Time

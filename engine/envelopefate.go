@@ -127,21 +127,22 @@ type sentEnvelope struct {
 	id   wire.LogicalID
 }
 
+// takenRecordDelay is how long a taken envelope waits before it is recorded
+// in the attempt log: a message acknowledged within it (most are) needs no
+// record of its stay on the device, and no durable transaction of its own.
+const takenRecordDelay = 500 * time.Millisecond
+
 // noteEnvelopeStatuses drains what the relay said of sent envelopes and
 // moves the schedules of their peers: a taken envelope waits
 // TakenRetryAfter for its acknowledgement (and is recorded in the attempt
-// log, so that the message shows as on the device), a lost one is due at
-// once.
-func (c *Client) noteEnvelopeStatuses(ctx context.Context, now time.Time) {
-	n, ok := c.relay.(EnvelopeNews)
-	if !ok {
-		return
+// log after takenRecordDelay, so that a message still pending shows as on
+// the device), a lost one is due at once. It returns when the next taken
+// envelope is due to be recorded (false when none waits).
+func (c *Client) noteEnvelopeStatuses(ctx context.Context, now time.Time) (time.Time, bool) {
+	var sts []wire.EnvelopeStatus
+	if n, ok := c.relay.(EnvelopeNews); ok {
+		sts = n.EnvelopeStatuses()
 	}
-	sts := n.EnvelopeStatuses()
-	if len(sts) == 0 {
-		return
-	}
-	var taken []takenEnvelope
 	c.loopMu.Lock()
 	for _, st := range sts {
 		sent, ok := c.envelopes[st.EnvelopeID]
@@ -153,19 +154,33 @@ func (c *Client) noteEnvelopeStatuses(ctx context.Context, now time.Time) {
 		case wire.EnvelopeTaken:
 			rs.fate = FateTaken
 			rs.at = now.Add(DecideRetryWait(true, FateTaken, rs.backoff, c.policy))
-			taken = append(taken, takenEnvelope{sent, st.EnvelopeID})
+			if len(c.taken) < maxTrackedEnvelopes {
+				c.taken = append(c.taken, takenEnvelope{sent, st.EnvelopeID, now.Add(takenRecordDelay)})
+			}
 		case wire.EnvelopeExpired:
 			rs.fate = FateExpired
 			rs.at = now
 		}
 	}
+	k := 0
+	for k < len(c.taken) && !now.Before(c.taken[k].due) {
+		k++
+	}
+	due := append([]takenEnvelope(nil), c.taken[:k]...)
+	c.taken = append(c.taken[:0], c.taken[k:]...)
+	var next time.Time
+	if len(c.taken) > 0 {
+		next = c.taken[0].due
+	}
 	c.loopMu.Unlock()
-	c.recordTaken(ctx, taken)
+	c.recordTaken(ctx, due)
+	return next, !next.IsZero()
 }
 
 type takenEnvelope struct {
 	sentEnvelope
 	env wire.EnvelopeID
+	due time.Time // when it is recorded
 }
 
 // recordTaken records in the attempt log, in one transaction, each taken
@@ -173,6 +188,9 @@ type takenEnvelope struct {
 // for an older attempt, or for a message no longer pending, records
 // nothing: the message's place is then what its latest envelope says.
 func (c *Client) recordTaken(ctx context.Context, taken []takenEnvelope) {
+	if len(taken) == 0 {
+		return
+	}
 	var plans []Plan
 	var marks []takenEnvelope
 	seen := make(map[wire.EnvelopeID]bool, len(taken))
@@ -184,6 +202,9 @@ func (c *Client) recordTaken(ctx context.Context, taken []takenEnvelope) {
 			continue
 		}
 		seen[t.env] = true
+		if _, err := c.store.Outbound(ctx, t.peer, t.id); err != nil {
+			continue // acknowledged meanwhile, or gone
+		}
 		as, err := c.store.Attempts(ctx, t.peer, t.id)
 		if err != nil || len(as) == 0 {
 			continue

@@ -267,10 +267,21 @@ func (c *Client) retryFor(peer Address) *retryState {
 	return rs
 }
 
-// retryByPolicy retries the peers that are due under Policy.AutoRetry and
-// returns the earliest next retry (false when none is scheduled).
+// retryByPolicy records the taken envelopes that are due, retries the
+// peers that are due under Policy.AutoRetry and returns when the loop next
+// has either to do (false when nothing is scheduled).
 func (c *Client) retryByPolicy(ctx context.Context) (time.Time, bool) {
-	c.noteEnvelopeStatuses(ctx, time.Now())
+	takenAt, taken := c.noteEnvelopeStatuses(ctx, time.Now())
+	next, ok := c.retryDue(ctx)
+	if taken && (!ok || takenAt.Before(next)) {
+		return takenAt, true
+	}
+	return next, ok
+}
+
+// retryDue retries the peers that are due under Policy.AutoRetry and
+// returns the earliest next retry (false when none is scheduled).
+func (c *Client) retryDue(ctx context.Context) (time.Time, bool) {
 	c.loopMu.Lock()
 	p := c.policy
 	epoch := c.retryEpoch
