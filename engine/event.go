@@ -199,4 +199,7 @@ type ReceiveResult struct {
 	fresh *InboundMessage
 	// opened is set on a ResultRequest that opened a new request.
 	opened bool
+	// committed is set on a delivery committed in the transaction that
+	// received it (CommitEffect): it is never pending.
+	committed bool
 }

@@ -21,3 +21,10 @@ func (c *Client) SweepRequestsBefore(ctx context.Context, before time.Time) (int
 	defer c.sendMu.Unlock()
 	return c.sweepLocked(ctx, before)
 }
+
+// ProcessStagedCommitting processes the staged rows as the loop does under
+// CommitOnArrival: each new delivery is committed in the transaction that
+// receives it.
+func (c *Client) ProcessStagedCommitting(ctx context.Context) ([]ReceiveResult, error) {
+	return c.processStaged(ctx, true)
+}

@@ -129,6 +129,9 @@ func (w fpWorld) do(addr, op string, fp engine.Failpoint) (err error) {
 	case "process":
 		_, err := c.ProcessStaged(ctx)
 		return err
+	case "processcommit":
+		_, err := c.ProcessStagedCommitting(ctx)
+		return err
 	case "commitall", "discardall":
 		msgs, err := c.PendingInbound(ctx, engine.PageQuery{Limit: 100})
 		if err != nil {
@@ -322,6 +325,10 @@ func fpScenarios() []fpScenario {
 		{name: "handshake receive", devices: ab, setup: []fpStep{{"alice/1", "send:bob/1:hello"}, {"bob/1", "stage"}}, target: fpStep{"bob/1", "process"}, want: hello},
 		{name: "pairwise receive", devices: ab, setup: []fpStep{{"alice/1", "send:bob/1:hello"}, {"bob/1", "sync"}, {"alice/1", "send:bob/1:again"}, {"bob/1", "stage"}},
 			target: fpStep{"bob/1", "process"}, want: two},
+		{name: "receive and commit", devices: ab, setup: append(established(), fpStep{"alice/1", "send:bob/1:again"}, fpStep{"bob/1", "stage"}),
+			target: fpStep{"bob/1", "processcommit"}, want: two},
+		{name: "first receive and commit", devices: ab, setup: []fpStep{{"alice/1", "send:bob/1:hello"}, {"bob/1", "stage"}},
+			target: fpStep{"bob/1", "processcommit"}, want: hello},
 		{name: "commit", devices: ab, setup: []fpStep{{"alice/1", "send:bob/1:hello"}, {"bob/1", "sync"}}, target: fpStep{"bob/1", "commitall"}, want: hello},
 		{name: "discard", devices: ab, setup: []fpStep{{"alice/1", "send:bob/1:hello"}, {"bob/1", "sync"}}, target: fpStep{"bob/1", "discardall"},
 			want: map[string]map[string][]string{}},

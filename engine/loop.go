@@ -86,7 +86,8 @@ func (c *Client) Sync(ctx context.Context) (SyncResult, error) {
 		}
 		return nil
 	}
-	res, err := c.ProcessStaged(ctx)
+	commit := c.Policy().Commit == CommitOnArrival
+	res, err := c.processStaged(ctx, commit)
 	if err != nil {
 		out.Received = append(out.Received, res...)
 		return out, &SyncError{Op: "process", Err: err}
@@ -127,7 +128,7 @@ func (c *Client) Sync(ctx context.Context) (SyncResult, error) {
 				}
 				ackErr = &SyncError{Op: "acknowledge", Err: err}
 			}
-			res, err := c.ProcessStaged(ctx)
+			res, err := c.processStaged(ctx, commit)
 			if err != nil {
 				out.Received = append(out.Received, res...)
 				return out, &SyncError{Op: "process", Err: err}

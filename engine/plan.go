@@ -148,6 +148,22 @@ type DeliverEffect struct {
 	At     time.Time
 }
 
+// CommitEffect stores a new application message as committed at once,
+// never pending: its finalized record and its history entry, in the
+// transaction that receives it. The loop uses it under CommitOnArrival for
+// what that policy would commit right after anyway (not a file, not a
+// request), saving a transaction and the pending record's insert and
+// delete. The Receive's session already carries the ACK's encryption step.
+type CommitEffect struct {
+	ID      wire.LogicalID
+	Digest  [32]byte
+	Arrived time.Time // when the envelope was staged: the history entry's time
+	At      time.Time // when it was committed
+	Body    []byte    // the history body
+	// Group, for a group message: the entry goes to the group's history.
+	Group *wire.GroupID
+}
+
 // AckEffect clears the pending outbound message (recipient = the peer, ID).
 type AckEffect struct{ ID wire.LogicalID }
 
@@ -157,6 +173,7 @@ type AckEffect struct{ ID wire.LogicalID }
 type RepeatEffect struct{}
 
 func (DeliverEffect) effect() {}
+func (CommitEffect) effect()  {}
 func (AckEffect) effect()     {}
 func (RepeatEffect) effect()  {}
 
@@ -383,6 +400,8 @@ func (p Receive) Kind() string {
 	switch {
 	case p.Request != nil:
 		return "request-stage"
+	case isCommit(p.Effect):
+		return "receive-commit"
 	case p.Handshake != nil:
 		return "handshake-receive"
 	case isAck(p.Effect):
@@ -394,6 +413,7 @@ func (p Receive) Kind() string {
 }
 
 func isAck(e FrameEffect) bool    { _, ok := e.(AckEffect); return ok }
+func isCommit(e FrameEffect) bool { _, ok := e.(CommitEffect); return ok }
 func isRepeat(e FrameEffect) bool { _, ok := e.(RepeatEffect); return ok }
 
 // Kind implements Plan.

@@ -135,8 +135,14 @@ func (c *Client) commitByPolicy(ctx context.Context, received []ReceiveResult) (
 	policy, all := c.policy.Commit, c.commitPending
 	c.commitPending = false
 	c.loopMu.Unlock()
+	done := 0
+	for _, r := range received {
+		if r.committed {
+			done++ // committed as it arrived (CommitEffect)
+		}
+	}
 	if policy != CommitOnArrival {
-		return 0, nil
+		return done, nil
 	}
 	var reqs []FinalizeRequest
 	var known map[inboundKey]*InboundMessage
@@ -160,7 +166,7 @@ func (c *Client) commitByPolicy(ctx context.Context, received []ReceiveResult) (
 	} else {
 		known = make(map[inboundKey]*InboundMessage)
 		for _, r := range received {
-			if r.Kind == ResultDelivery && r.Content != wire.ContentFile {
+			if r.Kind == ResultDelivery && r.Content != wire.ContentFile && !r.committed {
 				reqs = append(reqs, FinalizeRequest{Sender: r.Sender, ID: r.ID, Outcome: OutcomeCommitted})
 				if r.fresh != nil {
 					known[inboundKey{r.Sender, r.ID}] = r.fresh
@@ -168,7 +174,6 @@ func (c *Client) commitByPolicy(ctx context.Context, received []ReceiveResult) (
 			}
 		}
 	}
-	done := 0
 	for len(reqs) > 0 {
 		n := min(len(reqs), c.cfg.BatchSize)
 		res, err := c.finalizeBatch(ctx, reqs[:n], known)

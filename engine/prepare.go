@@ -28,6 +28,9 @@ type batchState struct {
 	consumed  map[uint32]bool
 	caps      *capState     // pending messages counted against the caps
 	requests  *requestState // open requests counted against their bounds
+	// commit: the batch commits what CommitOnArrival would right after it
+	// (CommitEffect), in its own transaction.
+	commit bool
 }
 
 type inboundKey struct {
@@ -326,7 +329,17 @@ func (c *Client) prepareFrame(ctx context.Context, bs *batchState, in *incoming,
 				}
 				effect = DeliverEffect{ID: frame.ID, Frame: op.plaintext, Digest: d, At: at}
 				bs.delivered[key] = d
-				if request != nil {
+				if request == nil && bs.commit && content != wire.ContentFile {
+					// Committed as it arrives; the ACK's encryption step
+					// commits with it.
+					tmp := next
+					if _, ack, err = c.prepareAck(&tmp, sender, frame.ID); err != nil {
+						return prepared{}, err
+					}
+					next.session = tmp.session
+					effect = CommitEffect{ID: frame.ID, Digest: d, Arrived: at, At: in.now, Body: frame.Body, Group: group}
+					res.committed = true
+				} else if request != nil {
 					// Not a delivery until accepted: the policy does not
 					// commit it, and nothing goes back to the sender.
 					res.Kind, res.opened = ResultRequest, !request.Join

@@ -40,6 +40,13 @@ func (c *Client) Stage(ctx context.Context, leased []Leased) ([]int64, error) {
 // processed row. After the commit it hands off the ACKs of repeated finalized
 // messages and emits the events.
 func (c *Client) ProcessStaged(ctx context.Context) ([]ReceiveResult, error) {
+	return c.processStaged(ctx, false)
+}
+
+// processStaged is ProcessStaged; with commit, each new delivery that
+// CommitOnArrival would commit is committed in the transaction that
+// receives it (CommitEffect).
+func (c *Client) processStaged(ctx context.Context, commit bool) ([]ReceiveResult, error) {
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
 	var results []ReceiveResult
@@ -53,7 +60,7 @@ func (c *Client) ProcessStaged(ctx context.Context) ([]ReceiveResult, error) {
 			return results, c.forwardRosterChanges(ctx, results)
 		}
 		after = rows[len(rows)-1].Row
-		rs, err := c.processRows(ctx, rows)
+		rs, err := c.processRows(ctx, rows, commit)
 		var late *afterCommitError
 		if errors.As(err, &late) {
 			// The page committed; what failed came after (an ACK hand-off
@@ -65,7 +72,7 @@ func (c *Client) ProcessStaged(ctx context.Context) ([]ReceiveResult, error) {
 			// each row again, alone, from durable state.
 			rs = nil
 			for _, row := range rows {
-				one, err := c.processRows(ctx, []StagedEnvelope{row})
+				one, err := c.processRows(ctx, []StagedEnvelope{row}, commit)
 				rs = append(rs, one...)
 				if err != nil {
 					return append(results, rs...), err
@@ -80,8 +87,9 @@ func (c *Client) ProcessStaged(ctx context.Context) ([]ReceiveResult, error) {
 
 // processRows prepares a page of staged rows and applies their plans in one
 // transaction; only then does it report them (finishRows).
-func (c *Client) processRows(ctx context.Context, rows []StagedEnvelope) ([]ReceiveResult, error) {
+func (c *Client) processRows(ctx context.Context, rows []StagedEnvelope, commit bool) ([]ReceiveResult, error) {
 	bs := newBatchState()
+	bs.commit = commit
 	preps := make([]prepared, 0, len(rows))
 	for _, row := range rows {
 		p, err := c.prepareReceive(ctx, bs, row)
@@ -161,6 +169,13 @@ func (c *Client) finishRows(ctx context.Context, preps []prepared, plans []Plan,
 			return results[:i+1], &afterCommitError{err}
 		}
 		r := res
+		if res.committed {
+			// One receipt, two events: the delivery, then its commit (the
+			// store raised the marker once for each).
+			c.emit(Event{Kind: EventReceived, At: c.cfg.Now(), Peer: res.Sender, ID: res.ID, Result: &r, marker: receipts[i].Marker - 1})
+			c.emit(Event{Kind: EventFinalized, At: c.cfg.Now(), Peer: res.Sender, ID: res.ID, Outcome: OutcomeCommitted, AckSent: res.AckSent, marker: receipts[i].Marker})
+			continue
+		}
 		c.emit(Event{Kind: EventReceived, At: c.cfg.Now(), Peer: res.Sender, ID: res.ID, Result: &r, marker: receipts[i].Marker})
 		if res.opened {
 			c.emit(Event{Kind: EventRequest, At: c.cfg.Now(), Peer: res.Sender})

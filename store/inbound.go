@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/wire"
@@ -90,6 +91,16 @@ func (t *tx) receive(ctx context.Context, p engine.Receive) (engine.Receipt, err
 				return engine.Receipt{}, err
 			}
 		}
+	case engine.CommitEffect:
+		// The delivery and its commit are two visible transitions in one:
+		// the marker is raised for each, and the receipt carries the
+		// second.
+		if _, err := t.bumpMarker(ctx); err != nil {
+			return engine.Receipt{}, err
+		}
+		if err := t.insertFinalized(ctx, p.Peer, e.ID, engine.OutcomeCommitted, engine.DiscardNone, e.At, e.Digest, e.Arrived, e.Body, e.Group); err != nil {
+			return engine.Receipt{}, err
+		}
 	case engine.AckEffect:
 		var err error
 		if rc.Cleared, err = t.clearOutbound(ctx, p.Peer, e.ID); err != nil {
@@ -133,23 +144,8 @@ func (t *tx) finalize(ctx context.Context, p engine.Finalize) (engine.Receipt, e
 	if _, err := t.runOne(ctx, "inbound-delete", engine.ErrConflict, sqlDeleteInbound, from, p.ID[:], sealed); err != nil {
 		return engine.Receipt{}, fmt.Errorf("finalize message %x from %s: %w", p.ID[:], from, err)
 	}
-	_, err = t.runOne(ctx, "finalized-insert", engine.ErrConflict, sqlInsertFinalized,
-		from, p.ID[:], int64(p.Outcome), int64(p.Reason), p.At.UnixNano(), t.db.seal.seal(kindFinalizedDigest, key, p.Digest[:]))
-	if err != nil {
-		return engine.Receipt{}, fmt.Errorf("finalize message %x from %s (finalized already?): %w", p.ID[:], from, err)
-	}
-	if p.Outcome == engine.OutcomeCommitted {
-		at := p.Arrived
-		if at.IsZero() {
-			at = p.At
-		}
-		if p.Group != nil {
-			if err := t.insertGroupEntry(ctx, *p.Group, from, p.ID, at, p.Body); err != nil {
-				return engine.Receipt{}, err
-			}
-		} else if err := t.insertHistory(ctx, p.Sender, engine.DirectionIn, p.ID, at, 0, p.Body); err != nil {
-			return engine.Receipt{}, err
-		}
+	if err := t.insertFinalized(ctx, p.Sender, p.ID, p.Outcome, p.Reason, p.At, p.Digest, p.Arrived, p.Body, p.Group); err != nil {
+		return engine.Receipt{}, err
 	}
 	if p.Session != nil {
 		if err := t.writeSession(ctx, *p.Session); err != nil {
@@ -157,6 +153,29 @@ func (t *tx) finalize(ctx context.Context, p engine.Finalize) (engine.Receipt, e
 		}
 	}
 	return t.visible(ctx)
+}
+
+// insertFinalized stores a received message's finalized record and, for a
+// commit, its history entry (at arrived, or at when arrived is zero), in the
+// group's history for a group message.
+func (t *tx) insertFinalized(ctx context.Context, sender engine.Address, id wire.LogicalID, outcome engine.Outcome, reason engine.DiscardReason,
+	at time.Time, digest [32]byte, arrived time.Time, body []byte, group *wire.GroupID) error {
+	from := sender.String()
+	_, err := t.runOne(ctx, "finalized-insert", engine.ErrConflict, sqlInsertFinalized,
+		from, id[:], int64(outcome), int64(reason), at.UnixNano(), t.db.seal.seal(kindFinalizedDigest, messageKey(sender, id), digest[:]))
+	if err != nil {
+		return fmt.Errorf("finalize message %x from %s (finalized already?): %w", id[:], from, err)
+	}
+	if outcome != engine.OutcomeCommitted {
+		return nil
+	}
+	if arrived.IsZero() {
+		arrived = at
+	}
+	if group != nil {
+		return t.insertGroupEntry(ctx, *group, from, id, arrived, body)
+	}
+	return t.insertHistory(ctx, sender, engine.DirectionIn, id, arrived, 0, body)
 }
 
 // prune deletes the finalized records older than p.Before.

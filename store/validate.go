@@ -312,6 +312,11 @@ func validateReceive(p engine.Receive) error {
 				err = errors.Join(err, invalid("request of %d bytes, preview of %d", r.Bytes, len(r.Preview)))
 			}
 		}
+	case engine.CommitEffect:
+		err = errors.Join(err, checkTime("arrived", e.Arrived), checkTime("at", e.At))
+		if p.Ack == nil {
+			err = errors.Join(err, invalid("a commit on arrival without its ACK"))
+		}
 	case engine.AckEffect, engine.RepeatEffect, engine.NotAMemberEffect:
 	case engine.RosterEffect:
 		if _, err2 := wire.DecodeRoster(e.Frame); err2 != nil {
@@ -327,7 +332,7 @@ func validateReceive(p engine.Receive) error {
 		// An ACK sent again answers the repeat of a finalized message; its
 		// session step is in p.Session.
 		switch p.Effect.(type) {
-		case engine.RepeatEffect, engine.RosterEffect:
+		case engine.RepeatEffect, engine.RosterEffect, engine.CommitEffect:
 		default:
 			err = errors.Join(err, invalid("ACK with a %T", p.Effect))
 		}
