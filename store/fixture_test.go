@@ -87,22 +87,29 @@ func (f *fixture) apply(tb testing.TB, p engine.Plan) engine.Receipt {
 func (f *fixture) state(tb testing.TB) string {
 	tb.Helper()
 	ctx := context.Background()
-	rows, err := f.db.sql.QueryContext(ctx, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+	rows, err := f.db.sql.QueryContext(ctx, "SELECT name, sql LIKE '%WITHOUT ROWID%' FROM sqlite_master WHERE type = 'table' ORDER BY name")
 	if err != nil {
 		tb.Fatal(err)
 	}
 	var names []string
+	keyed := map[string]bool{} // WITHOUT ROWID: read in key order
 	for rows.Next() {
 		var n string
-		if err := rows.Scan(&n); err != nil {
+		var noRowid bool
+		if err := rows.Scan(&n, &noRowid); err != nil {
 			tb.Fatal(err)
 		}
 		names = append(names, n)
+		keyed[n] = noRowid
 	}
 	rows.Close()
 	h := sha256.New()
 	for _, n := range names {
-		rows, err := f.db.sql.QueryContext(ctx, fmt.Sprintf("SELECT * FROM %q ORDER BY rowid", n))
+		order := " ORDER BY rowid"
+		if keyed[n] {
+			order = ""
+		}
+		rows, err := f.db.sql.QueryContext(ctx, fmt.Sprintf("SELECT * FROM %q%s", n, order))
 		if err != nil {
 			tb.Fatal(err)
 		}

@@ -75,6 +75,33 @@ var fixtures = map[int]struct {
 	9:  {insertFixtureV9, checkFixtureV9},
 	10: {insertFixtureV10, checkFixtureV10},
 	11: {insertFixtureV11, checkFixtureV11},
+	12: {insertFixtureV12, checkFixtureV12},
+}
+
+// insertFixtureV12 is fixture 11: version 12 changed how finalized records
+// and attempts are stored (WITHOUT ROWID) and dropped an index, not what a
+// row holds.
+func insertFixtureV12(t *testing.T, db *sql.DB, s *sealer) {
+	t.Helper()
+	insertFixtureV11(t, db, s)
+}
+
+func checkFixtureV12(t *testing.T, db *DB) {
+	t.Helper()
+	checkFixtureV11(t, db)
+	for _, table := range []string{"finalized", "attempt"} {
+		var sql string
+		if err := db.sql.QueryRow("SELECT sql FROM sqlite_schema WHERE type = 'table' AND name = ?", table).Scan(&sql); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(sql, "WITHOUT ROWID") {
+			t.Errorf("table %s after migration: %s; want WITHOUT ROWID", table, sql)
+		}
+	}
+	var n int
+	if err := db.sql.QueryRow("SELECT count(*) FROM sqlite_schema WHERE name = 'history_peer_seq'").Scan(&n); err != nil || n != 0 {
+		t.Errorf("history_peer_seq after migration: %d, %v; want dropped", n, err)
+	}
 }
 
 // fixtureV6PastChains is a past chains record (its layout is the engine's;
