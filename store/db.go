@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
+	"modernc.org/sqlite" // registers the "sqlite" driver
 
 	"github.com/parley-chat/parley/engine"
 )
@@ -426,9 +426,17 @@ func dsn(path string) string {
 		"&_txlock=immediate"
 }
 
+// syncData makes SQLite commit with fdatasync(2) instead of fsync(2), once
+// per process. fdatasync writes the data and the metadata needed to read it
+// back (the size) but not the file's times, which is what SQLite's own
+// builds for Linux do; the pure-Go build keeps fsync unless asked. Where it
+// is not available (macOS, Windows) commits keep fsync.
+var syncData = sync.OnceFunc(func() { _, _ = sqlite.Fdatasync(true) })
+
 // openSQL opens the database at path on one connection, so that all reads and
 // writes of a store are serialised on it, and checks that WAL took effect.
 func openSQL(ctx context.Context, path string) (*sql.DB, error) {
+	syncData()
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, err

@@ -65,6 +65,7 @@ var _ BlobStore = (*SQLiteBlobs)(nil)
 // OpenSQLiteBlobs opens or creates the blob database in dir (created if
 // needed) with the limits l.
 func OpenSQLiteBlobs(ctx context.Context, dir string, l BlobLimits) (*SQLiteBlobs, error) {
+	syncData()
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("relaystore: create %s: %w", dir, err)
 	}
