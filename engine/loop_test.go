@@ -3,6 +3,8 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -241,5 +243,50 @@ func TestCommitPolicyNames(t *testing.T) {
 	}
 	if _, err := engine.ParseCommitPolicy("sometimes"); err == nil {
 		t.Error("ParseCommitPolicy accepted an unknown name")
+	}
+}
+
+// TestSyncCommitsInTheReceive: under CommitOnArrival a new delivery is
+// committed by the plan that receives it (receive-commit): the store never
+// runs a separate commit plan for it, and the delivery's event comes before
+// its commit's.
+func TestSyncCommitsInTheReceive(t *testing.T) {
+	w := newWorld(t)
+	alice, bob := w.device("alice/1"), w.device("bob/1")
+	alice.c.SetPolicy(engine.Policy{Commit: engine.CommitOnArrival})
+	bob.send(alice, "hello")
+	if _, err := alice.c.Sync(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	bob.sync()
+	// The session exists now: this message is a plain pairwise receive.
+	id := bob.send(alice, "committed as it arrives")
+	var kinds []string
+	alice.fp.Store(func(p string) error {
+		if k, rest, ok := strings.Cut(p, "/"); ok && strings.HasPrefix(rest, "stmt-") {
+			kinds = append(kinds, k)
+		}
+		return nil
+	})
+	res, err := alice.c.Sync(w.ctx)
+	alice.fp.Store(nil)
+	if err != nil || res.Committed != 1 || alice.pendingIn() != 0 {
+		t.Fatalf("round: committed %d, %d pending, %v; want 1, 0", res.Committed, alice.pendingIn(), err)
+	}
+	if !slices.Contains(kinds, "receive-commit") || slices.Contains(kinds, "commit") || slices.Contains(kinds, "pairwise-receive") {
+		t.Fatalf("plans the store ran: %q; want receive-commit and no separate receive or commit", slices.Compact(kinds))
+	}
+	var order []engine.EventKind
+	for len(order) < 2 {
+		e := waitEvent(t, alice, "the message's events", func(e engine.Event) bool {
+			return e.ID == id && (e.Kind == engine.EventReceived || e.Kind == engine.EventFinalized)
+		})
+		order = append(order, e.Kind)
+	}
+	if order[0] != engine.EventReceived || order[1] != engine.EventFinalized {
+		t.Fatalf("events %v; want the delivery, then the commit", order)
+	}
+	if r := bob.sync(); count(r, engine.ResultAcknowledgement) != 1 || bob.pendingOut() != 0 {
+		t.Fatalf("bob's round: %+v, %d pending", r, bob.pendingOut())
 	}
 }

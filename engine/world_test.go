@@ -83,6 +83,30 @@ type device struct {
 	c      *engine.Client
 	st     *store.DB
 	random engine.Randomness // nil: the system's
+	fp     failpointHook     // what the store's failpoints call, when set
+}
+
+// failpointHook is a failpoint function a test may set and clear while the
+// device runs.
+type failpointHook struct {
+	mu sync.Mutex
+	f  func(string) error
+}
+
+// Store sets the hook (nil clears it).
+func (h *failpointHook) Store(f func(string) error) {
+	h.mu.Lock()
+	h.f = f
+	h.mu.Unlock()
+}
+
+func (h *failpointHook) call(p string) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.f == nil {
+		return nil
+	}
+	return h.f(p)
 }
 
 // sessionID returns the initiation ID of d's current session with peer.
@@ -131,7 +155,7 @@ func (w *world) device(addr string) *device {
 
 func (d *device) open() {
 	d.w.t.Helper()
-	st, err := store.Open(d.w.ctx, d.dir, passphrase, store.Options{})
+	st, err := store.Open(d.w.ctx, d.dir, passphrase, store.Options{Failpoint: d.fp.call})
 	if err != nil {
 		d.w.t.Fatal(err)
 	}
