@@ -176,6 +176,27 @@ func TestRosterRecipients(t *testing.T) {
 	}
 }
 
+// TestStrandedLane: a lane of this device's message is stranded only when
+// the merged roster omits this device and the message names a generation
+// past the merged one.
+func TestStrandedLane(t *testing.T) {
+	merged := Roster{Generation: 3, Members: rosterOf("c/1")}
+	for _, tt := range []struct {
+		self string
+		gen  uint64
+		want bool
+	}{
+		{"b/1", 4, true},  // removed, and generation 4 existed only in b's view
+		{"b/1", 3, false}, // the member decides: accept or not_a_member
+		{"b/1", 2, false}, // sent while a member: a removal is not retroactive
+		{"c/1", 4, false}, // still a member: an admin's change at 4 can still come
+	} {
+		if got := StrandedLane(merged, tt.self, tt.gen); got != tt.want {
+			t.Errorf("StrandedLane(%s at %d) = %v, want %v", tt.self, tt.gen, got, tt.want)
+		}
+	}
+}
+
 func TestLaneStateNames(t *testing.T) {
 	want := []string{"pending", "relay_accepted", "acknowledged", "abandoned", "removed", "not_a_member"}
 	for i, w := range want {

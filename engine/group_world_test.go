@@ -354,3 +354,57 @@ func TestGroupMemberWithoutBundle(t *testing.T) {
 		t.Fatalf("%d pending, want ghost's two lanes (the creation and the message)", n)
 	}
 }
+
+// TestGroupStrandedLaneAbandoned: two admins remove each other at once, and
+// one of them, before it learns of the other's change, makes another change
+// and sends at the generation that change creates. The merge removes both,
+// so that change does not count: carol holds the message for a generation
+// that will not come, and the sender's lane would stay pending for ever.
+// Once the sender merges its own removal it abandons that lane.
+func TestGroupStrandedLaneAbandoned(t *testing.T) {
+	w := newWorld(t)
+	alice, bob, carol := w.device("alice/1"), w.device("bob/1"), w.device("carol/1")
+	info, _, err := alice.c.CreateGroup(w.ctx, "duel", []engine.Address{bob.addr, carol.addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := info.ID
+	if _, err := alice.c.ChangeRoster(w.ctx, g, []wire.RosterChange{{Op: wire.RosterAdmin, Address: "bob/1"}}); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, 5, alice, bob, carol)
+
+	if _, err := alice.c.ChangeRoster(w.ctx, g, []wire.RosterChange{{Op: wire.RosterRemove, Address: "bob/1"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bob.c.ChangeRoster(w.ctx, g, []wire.RosterChange{{Op: wire.RosterRemove, Address: "alice/1"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bob.c.ChangeRoster(w.ctx, g, []wire.RosterChange{{Op: wire.RosterAdmin, Address: "carol/1"}}); err != nil {
+		t.Fatal(err)
+	}
+	sent, err := bob.c.SendGroup(w.ctx, g, []byte("at a generation that will not be"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 4 {
+		for _, d := range []*device{alice, bob, carol} {
+			d.sync()
+			d.commitAll()
+		}
+	}
+	for _, d := range []*device{alice, bob, carol} {
+		if gen, ms := d.members(g); gen != 3 || !reflect.DeepEqual(ms, []string{"carol/1"}) {
+			t.Fatalf("%s sees generation %d %v, want 3 [carol/1]", d.addr, gen, ms)
+		}
+	}
+	if got := bob.lanes(g, sent.ID)["carol/1"]; got != "abandoned" {
+		t.Fatalf("bob's lane to carol is %q, want abandoned: it names generation 4, which no member will merge", got)
+	}
+	if n := bob.pendingOut(); n != 0 {
+		t.Fatalf("bob has %d pending out", n)
+	}
+	if got := carol.groupHistory(g); len(got) != 0 {
+		t.Fatalf("carol's history %v, want nothing from bob at generation 4", got)
+	}
+}

@@ -325,7 +325,9 @@ func parseAddresses(as []string) ([]Address, error) {
 // of a concurrent add did not reach the member added. It runs after a page
 // of receives brought roster changes, under the send mutex, one RosterUpdate
 // per change with only the missing lanes (the change's log row is already
-// there; its frame re-encodes to the same bytes).
+// there; its frame re-encodes to the same bytes). Then, when the merge
+// removed this device, it abandons its lanes that can no longer be answered
+// (abandonStrandedLanes).
 func (c *Client) forwardRosterChanges(ctx context.Context, results []ReceiveResult) error {
 	gs, err := c.groupStore()
 	if err != nil {
@@ -349,6 +351,9 @@ func (c *Client) forwardRosterChanges(ctx context.Context, results []ReceiveResu
 			if err := c.forwardChange(ctx, gs, g, own); err != nil {
 				return err
 			}
+		}
+		if err := c.abandonStrandedLanes(ctx, gs, g); err != nil {
+			return err
 		}
 	}
 	return nil
