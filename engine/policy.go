@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/parley-chat/parley/wire"
@@ -209,9 +210,16 @@ func (c *Client) noteReceived(res []ReceiveResult) {
 	status := c.envelopeStatusSupported()
 	c.loopMu.Lock()
 	defer c.loopMu.Unlock()
+	var acked map[sentEnvelope]bool
 	for _, r := range res {
 		switch {
 		case r.Kind == ResultAcknowledgement && r.Cleared:
+			if len(c.taken) > 0 {
+				if acked == nil {
+					acked = make(map[sentEnvelope]bool)
+				}
+				acked[sentEnvelope{r.Sender, r.ID}] = true
+			}
 			rs := c.retryFor(r.Sender)
 			rs.backoff = 0
 			if status {
@@ -227,6 +235,11 @@ func (c *Client) noteReceived(res []ReceiveResult) {
 		if r.handshake {
 			c.nextMaintain = now
 		}
+	}
+	if acked != nil {
+		// An acknowledged message needs no record of its stay on the
+		// device: its taken envelopes are not recorded.
+		c.taken = slices.DeleteFunc(c.taken, func(t takenEnvelope) bool { return acked[t.sentEnvelope] })
 	}
 }
 
