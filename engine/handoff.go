@@ -9,11 +9,6 @@ import (
 // Hand-offs: what goes to the relay after a transition committed, and the
 // encryption of the ACKs that such transitions carry.
 
-// handOff gives an envelope to the relay.
-func (c *Client) handOff(ctx context.Context, kind string, what Handoff, env wire.Envelope) error {
-	return c.handOffAll(ctx, kind, what, []wire.Envelope{env})[0]
-}
-
 // handOffMessages gives the envelopes of application messages to the relay
 // in order (ids[i] is the message envs[i] carries) and returns one result
 // each, remembering which message each accepted envelope carries.
