@@ -144,6 +144,10 @@ type ratchet struct {
 
 	skipped map[skippedKey]messageKey
 	order   []skippedKey // insertion order, oldest first, for eviction
+
+	// ad is scratch space for a message's associated data
+	// (Session.messageAD), never part of the state.
+	ad [len(labelMessageAD) + 32 + 1 + 16 + wire.RatchetHeaderSize]byte
 }
 
 func (r *ratchet) setDHS(k *x25519Key) {

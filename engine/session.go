@@ -54,8 +54,13 @@ func (s *Session) setID(id InitiationID) { s.ID = id }
 // the initiation ID (which binds both identities and addresses), and the
 // envelope's type and ID, so that a relay can neither relabel a ciphertext nor
 // move it to another envelope.
+//
+// It is built in the ratchet's own buffer, with room for the header that
+// encrypt and decrypt append, so that a message allocates no AD: a session
+// (and its ratchet) is never used by two goroutines at once, and a clone
+// copies the buffer.
 func (s *Session) messageAD(typ wire.EnvelopeType, envID wire.EnvelopeID) []byte {
-	ad := make([]byte, 0, len(labelMessageAD)+32+1+16+wire.RatchetHeaderSize)
+	ad := s.r.ad[:0]
 	ad = append(ad, labelMessageAD...)
 	ad = append(ad, s.ID[:]...)
 	ad = append(ad, byte(typ))
