@@ -325,9 +325,10 @@ func parseAddresses(as []string) ([]Address, error) {
 // of a concurrent add did not reach the member added. It runs after a page
 // of receives brought roster changes, under the send mutex, one RosterUpdate
 // per change with only the missing lanes (the change's log row is already
-// there; its frame re-encodes to the same bytes). Then, when the merge
-// removed this device, it abandons its lanes that can no longer be answered
-// (abandonStrandedLanes).
+// there; its frame re-encodes to the same bytes). Then it restates the
+// roster at a generation whose newcomers start from a stale one
+// (restateRosters), and, when the merge removed this device, it abandons its
+// lanes that can no longer be answered (abandonStrandedLanes).
 func (c *Client) forwardRosterChanges(ctx context.Context, results []ReceiveResult) error {
 	gs, err := c.groupStore()
 	if err != nil {
@@ -351,6 +352,9 @@ func (c *Client) forwardRosterChanges(ctx context.Context, results []ReceiveResu
 			if err := c.forwardChange(ctx, gs, g, own); err != nil {
 				return err
 			}
+		}
+		if err := c.restateRosters(ctx, g); err != nil {
+			return err
 		}
 		if err := c.abandonStrandedLanes(ctx, gs, g); err != nil {
 			return err
