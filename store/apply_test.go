@@ -210,6 +210,35 @@ func planCases() []planCase {
 			},
 		},
 		{
+			name:  "receive-commit",
+			setup: func(t testing.TB, f *fixture) { withSession(t, f); f.stage(t) },
+			plan: func(t testing.TB, f *fixture) engine.Plan {
+				p := receivePlan(1, bob, 1, engine.CommitEffect{ID: idRecv, Digest: sha256.Sum256([]byte("reply")),
+					Arrived: planAt, At: planAt.Add(time.Second), Body: []byte("reply")})
+				p.Ack = ackOut(bob)
+				return p
+			},
+			check: func(t *testing.T, f *fixture, r engine.Receipt) {
+				// Two visible transitions, the delivery and its commit.
+				if r.Marker != 3 {
+					t.Errorf("Receipt = %+v, want Marker 3", r)
+				}
+				if got, err := f.db.PendingInbound(ctx, engine.PageQuery{}); err != nil || len(got) != 0 {
+					t.Errorf("PendingInbound = %+v, %v; want nothing pending", got, err)
+				}
+				fr, err := f.db.Finalized(ctx, bob, idRecv)
+				if err != nil || fr.Outcome != engine.OutcomeCommitted || fr.Digest != sha256.Sum256([]byte("reply")) || !fr.At.Equal(planAt.Add(time.Second)) {
+					t.Errorf("Finalized = %+v, %v; want committed at the plan's At", fr, err)
+				}
+				// The history entry is at the arrival.
+				wantHistory(t, f, bob, engine.DirectionIn, "reply", 0)
+				if got, err := f.db.Staged(ctx, 0, 10); err != nil || len(got) != 0 {
+					t.Errorf("Staged = %+v, %v; want the row consumed", got, err)
+				}
+				wantPeer(t, f, bob, identityKey('b'), 2, "receive")
+			},
+		},
+		{
 			name:  "ack-receive",
 			setup: func(t testing.TB, f *fixture) { withSession(t, f); f.stage(t) },
 			plan: func(t testing.TB, f *fixture) engine.Plan {
@@ -481,7 +510,7 @@ func TestApplyPlans(t *testing.T) {
 // TestApplyKinds checks that the cases cover every plan kind.
 func TestApplyKinds(t *testing.T) {
 	want := []string{"bootstrap", "prekey-publish", "pairwise-send", "retry", "stage", "handshake-receive", "ack-receive",
-		"repeat-receive", "pairwise-receive", "collision-retire", "quarantine", "commit", "discard", "abandon",
+		"repeat-receive", "pairwise-receive", "receive-commit", "collision-retire", "quarantine", "commit", "discard", "abandon",
 		"mark-taken", "identity-change", "prune", "presented"}
 	got := map[string]bool{}
 	for _, c := range planCases() {
