@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/parley-chat/parley/wire"
@@ -218,9 +219,11 @@ func (c *Client) recordTaken(ctx context.Context, taken []takenEnvelope) {
 		return
 	}
 	rs, err := c.applyAll(ctx, plans)
-	if err != nil && len(plans) > 1 {
-		// One refusal (a message acknowledged meanwhile) undoes the
-		// batch: record the others one by one.
+	var refused *BatchError
+	if err != nil && len(plans) > 1 && errors.As(err, &refused) {
+		// One plan's refusal (a message acknowledged meanwhile) undoes
+		// the batch: record the others one by one. A failure of the
+		// transaction itself is not retried plan by plan.
 		rs = make([]Receipt, len(plans))
 		for i, p := range plans {
 			r, err := c.applyAll(ctx, []Plan{p})

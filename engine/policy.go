@@ -151,7 +151,7 @@ func (c *Client) commitByPolicy(ctx context.Context, received []ReceiveResult) (
 		for after := int64(0); ; {
 			page, err := c.store.PendingInbound(ctx, PageQuery{After: after, Limit: c.cfg.BatchSize})
 			if err != nil {
-				return 0, err
+				return done, err
 			}
 			if len(page) == 0 {
 				break
