@@ -128,6 +128,25 @@ type Limits struct {
 	MessageBurst int
 	ByteRate     float64
 	ByteBurst    int
+	// RefusalRate/RefusalBurst bound what a connection sends over those
+	// buckets: each message or control frame refused by them takes a token
+	// here, and a connection with none left is closed (disconnect reason
+	// over_budget), so that a flood of refused frames ends instead of
+	// costing the relay a read and a refusal each. Default 250/s, burst
+	// 1,000: a client that pauses after a refusal (the transport client
+	// waits at least 10 ms) stays far below.
+	RefusalRate  float64
+	RefusalBurst int
+	// FloodRate/FloodBurst bound the connections of one remote IP that the
+	// relay closes for flooding (a control frame before authentication, or
+	// frames past the refusal allowance): past them every new connection
+	// from that IP is closed where it is accepted (429 before the upgrade
+	// behind a trusted proxy) until the bucket refills. Without it a
+	// flooder would dial again and again, and the relay would pay a new
+	// handshake each time. Default 4 at once, then one a minute; an honest
+	// client is never closed for flooding.
+	FloodRate  float64
+	FloodBurst int
 	// FetchRate/FetchBurst bound the bundle fetches one address makes,
 	// across all its connections; TargetFetchRate/TargetFetchBurst the
 	// fetches of one address's bundle, whoever asks.
@@ -183,6 +202,10 @@ const (
 	DefaultMessageBurst          = 2000
 	DefaultByteRate              = 32 << 20
 	DefaultByteBurst             = 32 << 20
+	DefaultRefusalRate           = 250
+	DefaultRefusalBurst          = 1000
+	DefaultFloodRate             = 1.0 / 60
+	DefaultFloodBurst            = 4
 	DefaultFetchRate             = 5
 	DefaultFetchBurst            = 50
 	DefaultHTTPReadHeaderTimeout = 5 * time.Second
@@ -239,6 +262,10 @@ func (l Limits) withDefaults() (Limits, error) {
 	setInt(&l.MessageBurst, DefaultMessageBurst)
 	setRate(&l.ByteRate, DefaultByteRate)
 	setInt(&l.ByteBurst, DefaultByteBurst)
+	setRate(&l.RefusalRate, DefaultRefusalRate)
+	setInt(&l.RefusalBurst, DefaultRefusalBurst)
+	setRate(&l.FloodRate, DefaultFloodRate)
+	setInt(&l.FloodBurst, DefaultFloodBurst)
 	setRate(&l.FetchRate, DefaultFetchRate)
 	setInt(&l.FetchBurst, DefaultFetchBurst)
 	setInt(&l.MaxEnvelopeSize, wire.MaxEnvelopeSize)
@@ -262,7 +289,7 @@ func (l Limits) withDefaults() (Limits, error) {
 		return l, fmt.Errorf("read timeout %v must exceed the ping interval %v", l.ReadTimeout, l.PingInterval)
 	case l.SendQueue < 1 || l.Window < 1 || l.Page < 1:
 		return l, errors.New("queue, window and page must be positive")
-	case l.MessageBurst < 1 || l.FetchBurst < 1 || l.TargetFetchBurst < 1 || l.TargetOneTimeBurst < 1 || l.RegistrationBurst < 1:
+	case l.MessageBurst < 1 || l.RefusalBurst < 1 || l.FloodBurst < 1 || l.FetchBurst < 1 || l.TargetFetchBurst < 1 || l.TargetOneTimeBurst < 1 || l.RegistrationBurst < 1:
 		return l, errors.New("bursts must be positive")
 	case l.IPv6PrefixBits < 1 || l.IPv6PrefixBits > 128:
 		return l, errors.New("the IPv6 prefix must be 1..128 bits")
