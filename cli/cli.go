@@ -252,6 +252,24 @@ func closeProfile(p *profile.Profile) {
 	p.Close()
 }
 
+// peerCommand parses a command whose first of n operands is a device address
+// and opens the profile; the caller closes it.
+func (f *flags) peerCommand(ctx context.Context, env *cliEnv, args []string, n int) (engine.Address, []string, *profile.Profile, error) {
+	ops, err := f.parse(env, args, n, n)
+	if err != nil {
+		return engine.Address{}, nil, nil, err
+	}
+	peer, err := parsePeer(ops[0])
+	if err != nil {
+		return engine.Address{}, nil, nil, err
+	}
+	p, err := f.open(ctx, env)
+	if err != nil {
+		return engine.Address{}, nil, nil, err
+	}
+	return peer, ops, p, nil
+}
+
 // parsePeer parses a device address operand.
 func parsePeer(s string) (engine.Address, error) {
 	a, err := engine.ParseAddress(s)

@@ -28,6 +28,8 @@ var commandTable = []*command{
 	{name: "prune", args: "--older-than DUR", summary: "delete finalized records older than DUR", run: cmdPrune},
 	{name: "relay-settings", args: "[--url URL] [--ca FILE | --system-roots] [--accept-new-id]",
 		summary: "show or change how this profile reaches its relay: URL, private CA, pinned relay ID", run: cmdRelaySettings},
+
+	// cmd_request.go
 	{name: "request-settings", args: "[--accept-all true|false]",
 		summary: "show or change whether messages from devices not accepted wait as requests", run: cmdRequestSettings},
 	{name: "requests", args: "", summary: "list message requests: devices not accepted whose messages wait for an answer", run: cmdRequests},
@@ -35,7 +37,8 @@ var commandTable = []*command{
 	{name: "reject", args: "PEER [--block]", summary: "delete PEER's request, unseen by PEER; --block also drops its later envelopes", run: cmdReject},
 	{name: "unblock", args: "PEER", summary: "end the block of PEER: its later messages arrive again, as a request", run: cmdUnblock},
 
-	// cmd_message.go
+	// cmd_send.go: send, retry, abandon; cmd_receive.go: sync, commit,
+	// discard; cmd_read.go: inbox, outbox, trace, history; cmd_file.go: fetch
 	{name: "send", args: "(PEER|GROUP) (TEXT | - | --file PATH)", summary: "send a message or a file; prints its logical ID (exit 3: kept pending)", run: cmdSend},
 	{name: "fetch", args: "SENDER ID [--to DIR]", summary: "download, verify and save a received file, then commit it (exit 1 names the cause)", run: cmdFetch},
 	{name: "sync", args: "[--wait DUR]", summary: "stage, acknowledge and process the mailbox until idle; one line per result", run: cmdSync},
