@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/internal/tracetext"
 	"github.com/parley-chat/parley/profile"
-	"github.com/parley-chat/parley/tui"
 )
 
 // Reading, from a reader beside the profile's holder as well (flags.reader):
@@ -172,7 +172,7 @@ func cmdTrace(ctx context.Context, env *cliEnv, cmd *command, args []string) err
 		return err
 	}
 	if !*f.json {
-		fmt.Fprintln(env.stdout, tui.TraceText(p.Client.Self(), l, nil))
+		fmt.Fprintln(env.stdout, tracetext.Draw(p.Client.Self(), l, nil))
 		if isFile {
 			fmt.Fprintln(env.stdout, fileTraceText(fs))
 		}

@@ -1,6 +1,9 @@
-// Package layout holds the small rendering helpers the panels share: fitting
-// lines into a fixed box, panel titles, short IDs and clock times. It draws
-// with the styles it is given and defines none.
+// Package layout holds the small rendering helpers the chat's panels share:
+// fitting lines into a fixed box, panel titles, short IDs and clock times,
+// and untrusted text made safe to draw (Clean, Quote). It draws with the
+// styles it is given and defines none. It sits outside tui so that the trace
+// text (internal/tracetext), which the command line prints too, draws a body
+// and a time as the chat does; it imports nothing of the chat or the engine.
 package layout
 
 import (
