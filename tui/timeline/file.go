@@ -104,7 +104,3 @@ func (m *Model) open() tea.Cmd {
 	path := m.saved
 	return func() tea.Msg { return OpenMsg{Path: path} }
 }
-
-// Saved is the last file saved from this conversation in this run ("" when
-// none).
-func (m Model) Saved() string { return m.saved }
