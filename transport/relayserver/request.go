@@ -95,7 +95,7 @@ func (c *conn) ack(req uint32, m wire.AckRows) bool {
 	}
 	c.s.metrics.acknowledged.Add(float64(len(removed)))
 	c.s.readers.read(c.addr, c.s.now())
-	c.s.tellStatus(removed, wire.EnvelopeTaken)
+	c.s.tellStatus(c.ctx, removed, wire.EnvelopeTaken)
 	now := time.Now()
 	c.mu.Lock()
 	for _, r := range m.Rows {
