@@ -154,6 +154,19 @@ type Limits struct {
 	FetchBurst       int
 	TargetFetchRate  float64
 	TargetFetchBurst int
+	// WriteRate/WriteBurst bound the changes one address makes to its own
+	// records at the relay (SenderBlock, PublishBundle), across its
+	// connections; IPWriteRate/IPWriteBurst the same from one remote IP.
+	// Each is a durable write (a cluster write on NATS) and a publish
+	// checks three signatures, while a client makes a few an hour: one
+	// token per request was a write a millisecond per connection (issue
+	// 30, finding 5). Defaults: 1/s, burst 20 per address; 10/s, burst
+	// 200 per IP (a NAT's clients all publishing as a restarted relay
+	// comes back).
+	WriteRate    float64
+	WriteBurst   int
+	IPWriteRate  float64
+	IPWriteBurst int
 	// TargetOneTimeRate/TargetOneTimeBurst bound the one-time prekeys handed
 	// out of one address's pool (per second; default 20 at once, then one a
 	// minute). Beyond them a fetch gets the bundle without one, so a burst
@@ -207,6 +220,10 @@ const (
 	DefaultFloodRate             = 1.0 / 60
 	DefaultFloodBurst            = 4
 	DefaultFetchRate             = 5
+	DefaultWriteRate             = 1
+	DefaultWriteBurst            = 20
+	DefaultIPWriteRate           = 10
+	DefaultIPWriteBurst          = 200
 	DefaultFetchBurst            = 50
 	DefaultHTTPReadHeaderTimeout = 5 * time.Second
 	DefaultHTTPReadTimeout       = 10 * time.Second
@@ -268,6 +285,10 @@ func (l Limits) withDefaults() (Limits, error) {
 	setInt(&l.FloodBurst, DefaultFloodBurst)
 	setRate(&l.FetchRate, DefaultFetchRate)
 	setInt(&l.FetchBurst, DefaultFetchBurst)
+	setRate(&l.WriteRate, DefaultWriteRate)
+	setInt(&l.WriteBurst, DefaultWriteBurst)
+	setRate(&l.IPWriteRate, DefaultIPWriteRate)
+	setInt(&l.IPWriteBurst, DefaultIPWriteBurst)
 	setInt(&l.MaxEnvelopeSize, wire.MaxEnvelopeSize)
 	setDur(&l.HTTPReadHeaderTimeout, DefaultHTTPReadHeaderTimeout)
 	setDur(&l.HTTPReadTimeout, DefaultHTTPReadTimeout)
@@ -289,7 +310,7 @@ func (l Limits) withDefaults() (Limits, error) {
 		return l, fmt.Errorf("read timeout %v must exceed the ping interval %v", l.ReadTimeout, l.PingInterval)
 	case l.SendQueue < 1 || l.Window < 1 || l.Page < 1:
 		return l, errors.New("queue, window and page must be positive")
-	case l.MessageBurst < 1 || l.RefusalBurst < 1 || l.FloodBurst < 1 || l.FetchBurst < 1 || l.TargetFetchBurst < 1 || l.TargetOneTimeBurst < 1 || l.RegistrationBurst < 1:
+	case l.MessageBurst < 1 || l.RefusalBurst < 1 || l.FloodBurst < 1 || l.WriteBurst < 1 || l.IPWriteBurst < 1 || l.FetchBurst < 1 || l.TargetFetchBurst < 1 || l.TargetOneTimeBurst < 1 || l.RegistrationBurst < 1:
 		return l, errors.New("bursts must be positive")
 	case l.IPv6PrefixBits < 1 || l.IPv6PrefixBits > 128:
 		return l, errors.New("the IPv6 prefix must be 1..128 bits")

@@ -44,13 +44,16 @@ const (
 	limitStrangerIPShare    limit = "stranger_ip_share"
 	limitBlockList          limit = "block_list"
 	limitIPFloods           limit = "ip_floods"
+	limitAddressWrites      limit = "address_writes"
+	limitIPWrites           limit = "ip_writes"
 )
 
 // limits lists every limit, so that each series shows from the first
 // scrape.
 var limits = []limit{limitConnections, limitHandshakes, limitIPConnections, limitIPHandshakes, limitAddressConnections, limitIPRegistrations,
 	limitIPRegistered, limitFetchRequester, limitFetchTarget, limitOneTimeTarget, limitSenderQuota, limitIPShare, limitStoreFull, limitReserve,
-	limitSockets, limitIPSockets, limitStrangerRoom, limitStrangerIPShare, limitBlockList, limitIPFloods}
+	limitSockets, limitIPSockets, limitStrangerRoom, limitStrangerIPShare, limitBlockList, limitIPFloods,
+	limitAddressWrites, limitIPWrites}
 
 // keyedLimiters is one token bucket per key (an IP, an address), made on
 // first use. A bucket that has refilled completely is forgotten at the next

@@ -109,6 +109,18 @@ func (c *conn) limited(bucket string, kind wire.RelayKind, req uint32, data []by
 	return c.reply(errorMsg(req, wire.ErrorRateLimited, "rate limited: slow down"))
 }
 
+// limitedBy answers a request that a rate limit of the requester's own
+// (its address's or its IP's) refused with Error{rate limited}: a refused
+// frame like one over the buckets, which ends the connection once its
+// refusal allowance is spent.
+func (c *conn) limitedBy(req uint32, msg string) bool {
+	if c.refusedFrame(time.Now()) != nil {
+		c.overBudget(req)
+		return false
+	}
+	return c.reply(errorMsg(req, wire.ErrorRateLimited, msg))
+}
+
 // overBudget ends a connection that kept sending over its buckets: an
 // Error{rate limited}, then a close frame (1008). The reader stops at once;
 // nothing more it sent is read.

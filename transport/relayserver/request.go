@@ -160,6 +160,9 @@ func (c *conn) publish(req uint32, m wire.PublishBundle) bool {
 	if b.IdentitySigningKey != c.key {
 		return c.reply(errorMsg(req, wire.ErrorAuthFailed, "bundle identity is not the key that authenticated"))
 	}
+	if msg := c.overWrites(); msg != "" {
+		return c.limitedBy(req, msg)
+	}
 	if _, _, err := engine.VerifyBundle(b, s.now()); err != nil {
 		if errors.Is(err, engine.ErrExpiredSignedPreKey) {
 			return c.reply(errorMsg(req, wire.ErrorExpired, err.Error()))

@@ -47,6 +47,8 @@ type Server struct {
 	fetchesOf     *keyedLimiters // bundle fetches per target address
 	oneTimeOf     *keyedLimiters // one-time prekeys handed out per target
 	floods        *keyedLimiters // connections closed for flooding, per remote IP
+	writesBy      *keyedLimiters // changes to its own records per address (allowWrite)
+	writesFrom    *keyedLimiters // the same per remote IP
 	readers       *readers       // addresses that read their mail lately
 	accepts       *acceptCache   // accepted peers recorded lately (peers.go)
 	sockets       *socketCount   // TCP connections, counted at accept
@@ -88,6 +90,8 @@ func New(store relaystore.Store, cfg Config) (*Server, error) {
 		fetchesOf:     newKeyedLimiters(lim.TargetFetchRate, lim.TargetFetchBurst),
 		oneTimeOf:     newKeyedLimiters(lim.TargetOneTimeRate, lim.TargetOneTimeBurst),
 		floods:        newKeyedLimiters(lim.FloodRate, lim.FloodBurst),
+		writesBy:      newKeyedLimiters(lim.WriteRate, lim.WriteBurst),
+		writesFrom:    newKeyedLimiters(lim.IPWriteRate, lim.IPWriteBurst),
 		readers:       newReaders(lim.EnvelopeLifetime),
 		accepts:       newAcceptCache(),
 		sockets:       newSocketCount(),
