@@ -63,9 +63,10 @@ type Limits struct {
 	EnvelopeLifetime time.Duration
 	SweepInterval    time.Duration
 	// Blobs are the blob store's quotas (its defaults: the largest blob
-	// 128 MiB, an address's and an IP's share 256 MiB each, 1 GiB in
-	// all), separate from the envelope quotas; NewMemory hands them to its
-	// blob store, and a caller opening its own passes them to it.
+	// 128 MiB, an address's and an IP's share 256 MiB each, 1 GiB in all
+	// with a quarter kept in reserve, an incomplete blob idle for an hour
+	// expired), separate from the envelope quotas; NewMemory hands them to
+	// its blob store, and a caller opening its own passes them to it.
 	// BlobLifetime is how long a blob lives from its creation (7 days);
 	// the sweep deletes it then.
 	Blobs        relaystore.BlobLimits
