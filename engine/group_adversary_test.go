@@ -267,7 +267,7 @@ func (s *groupSim) roster() engine.Roster {
 			all = append(all, g.Changes...)
 		}
 	}
-	r, _ := engine.MergeRoster(all, 0)
+	r, _ := engine.MergeRoster(engine.LegacyStart(all), all, 0)
 	return r
 }
 

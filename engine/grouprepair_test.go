@@ -45,7 +45,7 @@ func TestRosterRestatements(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := RosterRestatements(tt.changes, tt.self); !reflect.DeepEqual(got, tt.want) {
+			if got := RosterRestatements(GroupStart{Change: create.ID}, tt.changes, tt.self); !reflect.DeepEqual(got, tt.want) {
 				t.Fatalf("restatements %+v, want %+v", got, tt.want)
 			}
 		})
@@ -53,16 +53,18 @@ func TestRosterRestatements(t *testing.T) {
 
 	// The restatement changes nothing for whoever has everything, and the
 	// newcomer, which holds only generation 4 and later, merges the same.
-	all, _ := MergeRoster(stale, 0)
-	with, _ := MergeRoster(append(append([]RosterChange(nil), stale...), restated), 0)
+	fromCreate := GroupStart{Change: create.ID}
+	all, _ := MergeRoster(fromCreate, stale, 0)
+	with, _ := MergeRoster(fromCreate, append(append([]RosterChange(nil), stale...), restated), 0)
 	if !reflect.DeepEqual(all, with) {
 		t.Fatalf("restating changed the merge: %+v, was %+v", with, all)
 	}
-	before, _ := MergeRoster([]RosterChange{addE}, 0)
+	fromAdd := GroupStart{Change: addE.ID}
+	before, _ := MergeRoster(fromAdd, []RosterChange{addE}, 0)
 	if reflect.DeepEqual(before.Members, all.Members) {
 		t.Fatalf("the newcomer's start %v already agrees: the case tests nothing", before.Members)
 	}
-	newcomer, _ := MergeRoster([]RosterChange{addE, restated}, 0)
+	newcomer, _ := MergeRoster(fromAdd, []RosterChange{addE, restated}, 0)
 	if !reflect.DeepEqual(newcomer, all) {
 		t.Fatalf("the newcomer merges %+v, the others %+v", newcomer, all)
 	}

@@ -74,6 +74,11 @@ type AcceptRequest struct {
 	Peer  Address
 	Count int
 	At    time.Time
+	// Rosters are the roster changes that waited in the request, each
+	// applied (or only deleted) as RosterAdoption says; Sessions the
+	// session steps of their ACKs, in order.
+	Rosters  []RosterAdoption
+	Sessions []SessionWrite
 }
 
 // RejectRequest deletes an open request: its pending messages and the

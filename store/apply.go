@@ -162,7 +162,7 @@ func (db *DB) point(kind, name string) error {
 	}
 	full := kind + "/" + name
 	if err := db.failpoint(full); err != nil {
-		return fmt.Errorf("failpoint %s: %w", full, err)
+		return fmt.Errorf("failpoint %s: %w: %w", full, engine.ErrInjected, err)
 	}
 	return nil
 }
