@@ -30,7 +30,7 @@ func (c *Client) groupFrame(ctx context.Context, bs *batchState, in *incoming, o
 			p := in.drop(wire.LogicalID{}, err)
 			return wire.Frame{}, nil, &p, nil
 		}
-		g, known, err := lookupGroup(ctx, gs, m.Group)
+		g, known, err := bs.group(ctx, gs, m.Group)
 		if err != nil {
 			return wire.Frame{}, nil, nil, err
 		}
@@ -66,6 +66,44 @@ func (c *Client) groupFrame(ctx context.Context, bs *batchState, in *incoming, o
 		p, err := c.groupVerdict(bs, in, op, NotAMemberEffect{Group: n.Group, ID: n.ID}, nil, res)
 		return wire.Frame{}, nil, &p, err
 	}
+}
+
+// batchGroup is a group as the rows a batch prepared so far leave it: later
+// rows of the batch must see the roster changes of earlier ones, which
+// commit together with them.
+type batchGroup struct {
+	info  GroupInfo
+	known bool
+}
+
+// group returns a group as this batch sees it, reading it once.
+func (bs *batchState) group(ctx context.Context, gs GroupStore, id wire.GroupID) (GroupInfo, bool, error) {
+	if g, ok := bs.groupsSeen[id]; ok {
+		return g.info, g.known, nil
+	}
+	g, known, err := lookupGroup(ctx, gs, id)
+	if err != nil {
+		return GroupInfo{}, false, err
+	}
+	bs.groupsSeen[id] = &batchGroup{info: g, known: known}
+	return g, known, nil
+}
+
+// changed records that a prepared plan of the batch makes group g's log
+// changes, merged to roster, compacted to compact when that is set.
+func (bs *batchState) changed(g GroupInfo, changes []RosterChange, roster Roster, compact *GroupStart) {
+	g.Changes, g.Roster = changes, roster
+	if compact != nil {
+		g.Start = *compact
+		kept := g.Changes[:0:0]
+		for _, c := range changes {
+			if c.Generation > compact.Snapshot.Generation {
+				kept = append(kept, c)
+			}
+		}
+		g.Changes = kept
+	}
+	bs.groupsSeen[g.ID] = &batchGroup{info: g, known: true}
 }
 
 // heldFor is how long a row has been staged (0 when its time is unknown).
@@ -140,7 +178,7 @@ func (c *Client) receiveRoster(ctx context.Context, bs *batchState, gs GroupStor
 	if err := VerifyRosterChange(op.plaintext, sr, key); err != nil {
 		return in.drop(sr.ID, err), nil
 	}
-	g, known, err := lookupGroup(ctx, gs, sr.Group)
+	g, known, err := bs.group(ctx, gs, sr.Group)
 	if err != nil {
 		return prepared{}, err
 	}
@@ -178,7 +216,11 @@ func (c *Client) receiveRoster(ctx context.Context, bs *batchState, gs GroupStor
 	}
 	res.Generation = next.Generation
 	effect := RosterEffect{Group: sr.Group, Change: change, Frame: op.plaintext, Removed: removed, Compact: compaction(g.Start, all, next)}
-	return c.groupVerdict(bs, in, op, effect, ack, res)
+	p, err := c.groupVerdict(bs, in, op, effect, ack, res)
+	if err == nil {
+		bs.changed(g, all, next, effect.Compact)
+	}
+	return p, err
 }
 
 // startBelow reports whether a change at gen lies below g's start: below
@@ -272,7 +314,11 @@ func (c *Client) startGroup(ctx context.Context, bs *batchState, gs GroupStore, 
 	}
 	res.Generation = r.Generation
 	effect := RosterEffect{Group: *res.Group, Change: change, Frame: op.plaintext, Start: &start}
-	return c.groupVerdict(bs, in, op, effect, ack, res)
+	p, err := c.groupVerdict(bs, in, op, effect, ack, res)
+	if err == nil {
+		bs.changed(GroupInfo{ID: *res.Group, Name: change.Name, Start: start}, []RosterChange{change}, r, nil)
+	}
+	return p, err
 }
 
 // addsDevice reports whether a change adds self: the creation (generation

@@ -31,6 +31,8 @@ type batchState struct {
 	// groups is the number of groups kept (-1 until read) and newGroups
 	// the groups this batch starts, against MaxGroupsPerProfile.
 	groups, newGroups int
+	// groupsSeen are the groups the batch read, as its plans leave them.
+	groupsSeen map[wire.GroupID]*batchGroup
 	// commit: the batch commits what CommitOnArrival would right after it
 	// (CommitEffect), in its own transaction.
 	commit bool
@@ -49,7 +51,7 @@ type retiredKey struct {
 func newBatchState() *batchState {
 	return &batchState{work: make(map[Address]*peerState), delivered: make(map[inboundKey][32]byte),
 		retired: make(map[retiredKey]bool), consumed: make(map[uint32]bool), caps: newCapState(), requests: newRequestState(),
-		groups: -1}
+		groups: -1, groupsSeen: make(map[wire.GroupID]*batchGroup)}
 }
 
 // prepared is one staged row's plan and the result it reports once
@@ -307,7 +309,7 @@ func (c *Client) prepareFrame(ctx context.Context, bs *batchState, in *incoming,
 			if _, ok := effect.(RepeatEffect); ok {
 				// A copy of a message that waits in a request is no
 				// delivery either.
-				if vouched, err := c.groupVouched(ctx, group); err != nil {
+				if vouched, err := c.groupVouched(ctx, bs, group); err != nil {
 					return prepared{}, err
 				} else if open, err := c.inRequest(ctx, bs, sender); err != nil {
 					return prepared{}, err
@@ -330,7 +332,7 @@ func (c *Client) prepareFrame(ctx context.Context, bs *batchState, in *incoming,
 				// A group message passed DecideGroupMessage: its sender is
 				// in the roster of a group this device is in. A group an
 				// accepted peer runs accepts its members for its messages.
-				vouched, err := c.groupVouched(ctx, group)
+				vouched, err := c.groupVouched(ctx, bs, group)
 				if err != nil {
 					return prepared{}, err
 				}
