@@ -2,8 +2,10 @@ package engine_test
 
 import (
 	"bytes"
+	"database/sql"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -373,5 +375,48 @@ func TestRosterLogCompacts(t *testing.T) {
 	}
 	if a.Roster.Generation != b.Roster.Generation || !slices.Equal(a.Roster.Members, b.Roster.Members) {
 		t.Fatalf("alice merges %+v, bob %+v", a.Roster, b.Roster)
+	}
+}
+
+// TestUnreadableStateDoesNotStopTheLoop: a row whose preparation fails for
+// a reason that is neither the store's failure nor a cancellation (here the
+// sealed session with its sender no longer opens) gets a verdict: it goes
+// to quarantine with its reason, and the rows after it are processed.
+func TestUnreadableStateDoesNotStopTheLoop(t *testing.T) {
+	w := newWorld(t)
+	alice, bob, carol := w.device("alice/1"), w.device("bob/1"), w.device("carol/1")
+	alice.send(bob, "first")
+	settle(t, 5, alice, bob)
+	if err := bob.c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", filepath.Join(bob.dir, "parley.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("UPDATE session SET sealed = x'00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff' WHERE peer = 'alice/1'"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	bob.open()
+	alice.send(bob, "second")
+	carol.send(bob, "from carol")
+	res, err := bob.c.Sync(w.ctx)
+	if err != nil {
+		t.Fatalf("bob's sync with an unreadable session: %v", err)
+	}
+	var quarantined bool
+	for _, e := range errorsIn(res.Received) {
+		quarantined = quarantined || errors.Is(e, engine.ErrSealedRecord) || errors.Is(e, engine.ErrMalformedState)
+	}
+	if !quarantined {
+		t.Fatalf("bob's sync reported %v, want alice's envelope quarantined for its unreadable session", errorsIn(res.Received))
+	}
+	if n, _ := bob.c.StagedCount(w.ctx); n != 0 {
+		t.Fatalf("%d rows left staged", n)
+	}
+	bob.commitAll()
+	if got := bob.received(carol); !slices.Equal(got, []string{"from carol"}) {
+		t.Fatalf("bob received %v from carol", got)
 	}
 }
