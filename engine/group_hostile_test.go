@@ -228,6 +228,23 @@ func TestNoFrameStopsTheReceiveLoop(t *testing.T) {
 	if got := bob.received(alice); !slices.Contains(got, "are you still there?") {
 		t.Fatalf("bob received %v from alice", got)
 	}
+	// What was dropped is in quarantine, each with its reason, for bob to
+	// look at and clear.
+	q, err := bob.c.Quarantine(w.ctx, 0, 100)
+	if err != nil || len(q) < 5 {
+		t.Fatalf("quarantine %+v, %v; want the five hostile envelopes", q, err)
+	}
+	for _, e := range q {
+		if e.Sender != "eve/1" || e.Reason == "" || e.Size == 0 {
+			t.Fatalf("quarantined %+v, want eve's envelope with a reason", e)
+		}
+	}
+	if n, err := bob.c.ClearQuarantine(w.ctx, 0); err != nil || n != len(q) {
+		t.Fatalf("cleared %d (%v), want %d", n, err, len(q))
+	}
+	if q, _ := bob.c.Quarantine(w.ctx, 0, 100); len(q) != 0 {
+		t.Fatalf("quarantine after clearing: %+v", q)
+	}
 }
 
 // TestStrangersGroupIsARequest (finding 3): a stranger's first envelope is a

@@ -69,6 +69,8 @@ type Store interface {
 	// Staged pages the durable staging area in arrival order after row After. A row
 	// that fails to unseal comes back with Err set, for quarantine.
 	Staged(ctx context.Context, after int64, limit int) ([]StagedEnvelope, error)
+	// Quarantined pages the quarantine in row order after row After.
+	Quarantined(ctx context.Context, after int64, limit int) ([]QuarantinedRow, error)
 
 	// Close releases the profile lock.
 	Close() error

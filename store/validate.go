@@ -110,6 +110,10 @@ func validate(p engine.Plan) error {
 		err = checkTime("before", p.Before)
 	case engine.MarkBlockTold:
 		err = checkAddress("peer", p.Peer)
+	case engine.ClearQuarantine:
+		if p.Through < 0 {
+			err = invalid("quarantine row %d", p.Through)
+		}
 	case engine.Unblock:
 		err = errors.Join(checkAddress("peer", p.Peer), checkTime("at", p.At))
 	default:
