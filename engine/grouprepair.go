@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"sort"
 
 	"github.com/parley-chat/parley/wire"
@@ -60,7 +61,11 @@ func RosterRestatements(start GroupStart, changes []RosterChange, self string) [
 		remove := make(map[string]bool)
 		stale := false
 		for _, adder := range f.byGen[g] {
-			if !addsAnyone(adder) {
+			// Only a change that counted here can have added a newcomer:
+			// one whose author was an admin at g-1 and that adds a member
+			// of the roster at g. A change that does not count starts no
+			// newcomer this device must answer for.
+			if !prev.IsAdmin(adder.Author) || !addsNewcomer(adder, prev, cur) {
 				continue
 			}
 			st, counted := StartRoster(adder, f.byGen[g])
@@ -85,16 +90,41 @@ func RosterRestatements(start GroupStart, changes []RosterChange, self string) [
 		if len(rm) > wire.MaxRosterChanges {
 			rm = rm[:wire.MaxRosterChanges]
 		}
+		if restated(f.byGen[g], self, cur, rm) {
+			// Said once already: a newcomer's start that still differs
+			// is not one a restatement can mend (its adder does not see
+			// this device as an admin), and saying it again would not.
+			continue
+		}
 		out = append(out, RosterRestatement{Generation: g, Remove: rm, Roster: cur})
 	}
 	return out
 }
 
-// addsAnyone reports whether a change adds a member: it can be a
-// newcomer's start.
-func addsAnyone(c RosterChange) bool {
+// addsNewcomer reports whether a change adds a member of next that prev
+// lacks: it can be that newcomer's start.
+func addsNewcomer(c RosterChange, prev, next Roster) bool {
 	for _, op := range c.Ops {
-		if op.Op == wire.RosterAdd {
+		if op.Op == wire.RosterAdd && next.Has(op.Address) && !prev.Has(op.Address) {
+			return true
+		}
+	}
+	return false
+}
+
+// restated reports whether self already made, at this generation, a
+// restatement of roster r that removes at least remove.
+func restated(atGen []RosterChange, self string, r Roster, remove []string) bool {
+	for _, c := range atGen {
+		if c.Author != self || !reflect.DeepEqual(c.Members, r.Members) {
+			continue
+		}
+		removes := removedBy([]RosterChange{c})
+		all := true
+		for _, a := range remove {
+			all = all && removes[a]
+		}
+		if all {
 			return true
 		}
 	}
