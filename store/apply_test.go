@@ -441,7 +441,7 @@ func planCases() []planCase {
 				}
 			},
 		},
-	}, requestPlanCases()...)
+	}, append(requestPlanCases(), uploadPlanCases()...)...)
 }
 
 func wantPeer(t *testing.T, f *fixture, peer engine.Address, key engine.IdentityKey, version uint64, tag string) {

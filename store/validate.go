@@ -110,6 +110,9 @@ func validate(p engine.Plan) error {
 		err = checkTime("before", p.Before)
 	case engine.MarkBlockTold:
 		err = checkAddress("peer", p.Peer)
+	case engine.UploadBegin:
+		err = validateUploadBegin(p)
+	case engine.UploadEnd:
 	case engine.ClearQuarantine:
 		if p.Through < 0 {
 			err = invalid("quarantine row %d", p.Through)
