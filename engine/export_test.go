@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"time"
+
+	"github.com/parley-chat/parley/wire"
 )
 
 // CommitRound runs the loop's commit-on-arrival step on what a round
@@ -27,4 +29,19 @@ func (c *Client) SweepRequestsBefore(ctx context.Context, before time.Time) (int
 // receives it.
 func (c *Client) ProcessStagedCommitting(ctx context.Context) ([]ReceiveResult, error) {
 	return c.processStaged(ctx, true)
+}
+
+// RetryWithBody resends the pending message id to peer with another body
+// under the same logical ID, as a modified client could.
+func (c *Client) RetryWithBody(ctx context.Context, peer Address, id wire.LogicalID, body []byte) error {
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	m, err := c.store.Outbound(ctx, peer, id)
+	if err != nil {
+		return err
+	}
+	if m.Frame, err = wire.EncodeFrame(wire.Frame{Kind: wire.FrameApplication, ID: id, Body: body}); err != nil {
+		return err
+	}
+	return c.retryOne(ctx, peer, m)
 }
