@@ -54,6 +54,10 @@ var (
 	// ErrNotPending means a commit, discard or abandon named a message that is
 	// not pending.
 	ErrNotPending = errors.New("message is not pending")
+	// ErrAlreadyCommitted means a discard named a message committed before.
+	ErrAlreadyCommitted = errors.New("message was committed")
+	// ErrAlreadyDiscarded means a commit named a message discarded before.
+	ErrAlreadyDiscarded = errors.New("message was discarded")
 	// ErrProfileOpen means the profile is held by another store, in this or
 	// another process.
 	ErrProfileOpen = errors.New("profile is open in another process")
@@ -149,6 +153,8 @@ var errorNames = []struct {
 	{ErrMalformedState, "malformed_state"},
 	{ErrUnsupportedStateVersion, "unsupported_state_version"},
 	{ErrNotPending, "not_pending"},
+	{ErrAlreadyCommitted, "already_committed"},
+	{ErrAlreadyDiscarded, "already_discarded"},
 	{ErrProfileOpen, "profile_open"},
 	{ErrProfileExists, "profile_exists"},
 	{ErrNoProfile, "no_profile"},

@@ -287,6 +287,20 @@ type Finalize struct {
 	Group *wire.GroupID
 }
 
+// AckAgain acknowledges again a received message finalized before, when a
+// person commits or discards it a second time with the same outcome: the
+// ACK's session step, on condition that the message is still finalized
+// with Outcome (ErrNotPending otherwise). Nothing else changes; the ACK is
+// handed off after the commit.
+type AckAgain struct {
+	Sender  Address
+	ID      wire.LogicalID
+	Outcome Outcome
+	Session SessionWrite
+	Ack     Outgoing
+	At      time.Time
+}
+
 // Abandon removes a pending outbound message locally. It is not a recall.
 type Abandon struct {
 	Recipient Address
@@ -362,6 +376,7 @@ func (Receive) plan()         {}
 func (CollisionRetire) plan() {}
 func (DropStaged) plan()      {}
 func (Finalize) plan()        {}
+func (AckAgain) plan()        {}
 func (Abandon) plan()         {}
 func (AcceptIdentity) plan()  {}
 func (Prune) plan()           {}
@@ -437,6 +452,9 @@ func (p Finalize) Kind() string {
 	}
 	return "commit"
 }
+
+// Kind implements Plan.
+func (AckAgain) Kind() string { return "ack-again" }
 
 // Kind implements Plan.
 func (Abandon) Kind() string { return "abandon" }

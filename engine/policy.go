@@ -177,12 +177,12 @@ func (c *Client) commitByPolicy(ctx context.Context, received []ReceiveResult) (
 	}
 	for len(reqs) > 0 {
 		n := min(len(reqs), c.cfg.BatchSize)
-		res, err := c.finalizeBatch(ctx, reqs[:n], known)
+		res, err := c.finalizeBatch(ctx, reqs[:n], known, false)
 		if known != nil && (errors.Is(err, ErrNotPending) || errors.Is(err, ErrConflict)) {
 			// A message of this round was finalized meanwhile (by the
 			// person, between the round and this commit): read them all
 			// back, so that only that one is refused.
-			res, err = c.finalizeBatch(ctx, reqs[:n], nil)
+			res, err = c.finalizeBatch(ctx, reqs[:n], nil, false)
 		}
 		for _, r := range res {
 			if r.Err == nil {

@@ -50,6 +50,12 @@ func validate(p engine.Plan) error {
 		}
 	case engine.Finalize:
 		err = validateFinalize(p)
+	case engine.AckAgain:
+		err = errors.Join(checkAddress("sender", p.Sender), checkTime("at", p.At),
+			checkSession(p.Session, p.Sender), checkAck(&p.Ack, p.Sender))
+		if p.Outcome != engine.OutcomeCommitted && p.Outcome != engine.OutcomeDiscarded {
+			err = errors.Join(err, invalid("outcome %d", p.Outcome))
+		}
 	case engine.Abandon:
 		err = checkAddress("recipient", p.Recipient)
 	case engine.MarkTaken:
