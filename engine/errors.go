@@ -14,6 +14,10 @@ var (
 	// ErrIdentityChanged means a bundle or handshake carried an identity other
 	// than the one pinned for that address; the user must accept the change.
 	ErrIdentityChanged = errors.New("identity changed")
+	// ErrFingerprintMismatch means an identity was to be accepted by a
+	// fingerprint that is not the one the relay's bundle carries (the relay
+	// served another key since it was shown), or by no fingerprint at all.
+	ErrFingerprintMismatch = errors.New("not the identity shown")
 	// ErrExpiredSignedPreKey means a bundle or PreKeyMessage relies on a signed
 	// prekey (X25519 or ML-KEM) whose expiry time has passed.
 	ErrExpiredSignedPreKey = errors.New("expired signed prekey")
@@ -135,6 +139,7 @@ var errorNames = []struct {
 	name string
 }{
 	{ErrIdentityChanged, "identity_changed"},
+	{ErrFingerprintMismatch, "fingerprint_mismatch"},
 	{ErrRequestPending, "request_pending"},
 	{ErrRequestBound, "requests_full"},
 	{ErrBlocked, "sender_blocked"},

@@ -183,7 +183,11 @@ func (w fpWorld) do(addr, op string, fp engine.Failpoint) (err error) {
 		}
 		return nil
 	case "trust":
-		_, err := c.AcceptIdentity(ctx, peer)
+		k, err := c.RelayIdentity(ctx, peer)
+		if err != nil {
+			return err
+		}
+		_, err = c.AcceptIdentity(ctx, peer, k.Fingerprint())
 		return err
 	case "prune":
 		_, err := c.Prune(ctx, -1)

@@ -320,12 +320,22 @@ type MarkTaken struct {
 }
 
 // AcceptIdentity pins a changed identity for a peer and removes the session
-// with it; pending messages and processed IDs stay.
+// with it, retiring that session's initiation; pending messages and
+// processed IDs stay.
 type AcceptIdentity struct {
 	Peer           Address
 	Identity       IdentityKey
 	SessionVersion uint64 // the session removed (0: none)
-	At             time.Time
+	// Retire is the removed session's initiation (nil with no session): a
+	// replay of its PreKeyMessage is stale once the old identity is pinned
+	// again, as after a reset.
+	Retire *RetiredInitiation
+	// Replaces is the initiation the next own one names as the session it
+	// replaces (zero: none): the removed session's, so that a device that
+	// still holds it (the identity did not change after all) replaces it
+	// at once, and with no session whatever was recorded before.
+	Replaces InitiationID
+	At       time.Time
 }
 
 // RelaySettings is how a profile reaches its relay.

@@ -415,12 +415,19 @@ func planCases() []planCase {
 			name:  "identity-change",
 			setup: withInbound,
 			plan: func(t testing.TB, f *fixture) engine.Plan {
-				return engine.AcceptIdentity{Peer: bob, Identity: identityKey('x'), SessionVersion: 2, At: planAt}
+				return engine.AcceptIdentity{Peer: bob, Identity: identityKey('x'), SessionVersion: 2, At: planAt,
+					Retire: &engine.RetiredInitiation{ID: initiation(7), SignedPreKeyID: 1, RetiredAt: planAt.Unix()}, Replaces: initiation(7)}
 			},
 			check: func(t *testing.T, f *fixture, r engine.Receipt) {
 				ps, err := f.db.Peer(ctx, bob)
 				if err != nil || ps.Pinned == nil || *ps.Pinned != identityKey('x') || ps.Session != nil || ps.SessionVersion != 0 {
 					t.Errorf("Peer = %+v, %v; want the new identity and no session", ps, err)
+				}
+				if ok, err := f.db.Retired(ctx, bob, initiation(7)); !ok || err != nil {
+					t.Errorf("Retired(the removed session's initiation) = %v, %v; want true", ok, err)
+				}
+				if ps.Replaces != initiation(7) {
+					t.Errorf("Peer.Replaces = %x, want the removed session's initiation", ps.Replaces[:4])
 				}
 				in, _ := f.db.CountInbound(ctx, nil)
 				out, _ := f.db.CountOutbound(ctx, nil)
@@ -631,7 +638,7 @@ func missCases() []missCase {
 		}, want: engine.ErrConflict},
 		{name: "abandon nothing pending", setup: withSession, plan: func(t testing.TB) engine.Plan { return engine.Abandon{Recipient: bob, ID: idRecv} }, want: engine.ErrNotPending},
 		{name: "accept identity with a stale session", setup: withInbound, plan: func(t testing.TB) engine.Plan {
-			return engine.AcceptIdentity{Peer: bob, Identity: identityKey('x'), SessionVersion: 1, At: planAt}
+			return engine.AcceptIdentity{Peer: bob, Identity: identityKey('x'), SessionVersion: 1, At: planAt, Retire: &engine.RetiredInitiation{ID: initiation(7)}}
 		}, want: engine.ErrConflict},
 		{name: "accept identity missing a session", setup: withSession, plan: func(t testing.TB) engine.Plan {
 			return engine.AcceptIdentity{Peer: bob, Identity: identityKey('x'), At: planAt}
@@ -687,6 +694,9 @@ func missCases() []missCase {
 		{name: "discard without a reason", plan: commitWith(func(p *engine.Finalize) { p.Outcome, p.Body = engine.OutcomeDiscarded, nil }), want: engine.ErrConflict, early: true},
 		{name: "ack again without an ACK", plan: func(t testing.TB) engine.Plan {
 			return engine.AckAgain{Sender: bob, ID: idRecv, Outcome: engine.OutcomeCommitted, Session: sessionWrite(bob, 3, "ack"), At: planAt}
+		}, want: engine.ErrConflict, early: true},
+		{name: "accept identity keeping the old initiation", plan: func(t testing.TB) engine.Plan {
+			return engine.AcceptIdentity{Peer: bob, Identity: identityKey('x'), SessionVersion: 2, At: planAt}
 		}, want: engine.ErrConflict, early: true},
 		{name: "quarantine without a reason", plan: func(t testing.TB) engine.Plan { return engine.DropStaged{StagedRow: 1, At: planAt} }, want: engine.ErrConflict, early: true},
 		{name: "stage more than the quota", plan: func(t testing.TB) engine.Plan {

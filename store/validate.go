@@ -68,6 +68,9 @@ func validate(p engine.Plan) error {
 		if p.Identity == (engine.IdentityKey{}) {
 			err = errors.Join(err, invalid("no identity"))
 		}
+		if (p.Retire != nil) != (p.SessionVersion > 0) {
+			err = errors.Join(err, invalid("a removed session's initiation is retired with it, and only then"))
+		}
 	case engine.Prune:
 		err = checkTime("before", p.Before)
 	case engine.ResetSession:
