@@ -86,6 +86,11 @@ var (
 	ErrStateResyncRequired = errors.New("state resync required")
 	// ErrClosed means the client or store was closed.
 	ErrClosed = errors.New("closed")
+	// ErrSendWindow means the sending chain with a peer carries SendWindow
+	// messages that the peer is not known to have received: a further one
+	// waits (pending, like a hand-off failure) until the peer's next message
+	// turns the chain, rather than go where the peer would have to refuse it.
+	ErrSendWindow = errors.New("sending window full: waiting for the peer")
 	// ErrRelayUnreachable means the relay could not be reached (or is not
 	// connected right now); what needed it stays to be done.
 	ErrRelayUnreachable = errors.New("relay unreachable")
@@ -174,6 +179,7 @@ var errorNames = []struct {
 	{ErrProfileTooNew, "profile_too_new"},
 	{ErrProfileExposed, "profile_exposed"},
 	{ErrRelayUnreachable, "relay_unreachable"},
+	{ErrSendWindow, "send_window_full"},
 	{ErrPeerNotRegistered, "peer_not_registered"},
 	{ErrInvalidContactName, "invalid_contact_name"},
 	{ErrBlobExpired, "blob_expired"},

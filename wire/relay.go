@@ -29,26 +29,32 @@ const (
 	RelayEnvelopeStatus RelayKind = 15 // server → client
 	RelayFeatures       RelayKind = 16 // server → client
 	RelaySenderBlock    RelayKind = 17 // client → server (senderblock.go)
+	// Kinds 18 to 25 are the blob store's (relayblob.go).
+	RelayEnvelopeLifetime RelayKind = 26 // server → client (relaystatus.go)
 )
 
+// relayLastKind is the highest kind this package knows.
+const relayLastKind = RelayEnvelopeLifetime
+
 var relayKindNames = [...]string{
-	RelayChallenge:      "challenge",
-	RelayAuth:           "auth",
-	RelayAuthOK:         "auth ok",
-	RelayPublishBundle:  "publish bundle",
-	RelayFetchBundle:    "fetch bundle",
-	RelayBundleReply:    "bundle reply",
-	RelaySubmit:         "submit",
-	RelayAccepted:       "accepted",
-	RelayRefused:        "refused",
-	RelayDeliver:        "deliver",
-	RelayAckRows:        "ack rows",
-	RelayDone:           "done",
-	RelayError:          "error",
-	RelayPrekeyPool:     "prekey pool",
-	RelayEnvelopeStatus: "envelope status",
-	RelayFeatures:       "features",
-	RelaySenderBlock:    "sender block",
+	RelayChallenge:        "challenge",
+	RelayAuth:             "auth",
+	RelayAuthOK:           "auth ok",
+	RelayPublishBundle:    "publish bundle",
+	RelayFetchBundle:      "fetch bundle",
+	RelayBundleReply:      "bundle reply",
+	RelaySubmit:           "submit",
+	RelayAccepted:         "accepted",
+	RelayRefused:          "refused",
+	RelayDeliver:          "deliver",
+	RelayAckRows:          "ack rows",
+	RelayDone:             "done",
+	RelayError:            "error",
+	RelayPrekeyPool:       "prekey pool",
+	RelayEnvelopeStatus:   "envelope status",
+	RelayFeatures:         "features",
+	RelaySenderBlock:      "sender block",
+	RelayEnvelopeLifetime: "envelope lifetime",
 }
 
 // String returns a short lowercase name such as "submit".
@@ -86,7 +92,7 @@ const (
 		relayHeaderSize+8+4+MaxEnvelopeSize,      // Deliver
 		relayHeaderSize+2+MaxAckRows*8,           // AckRows
 		relayHeaderSize+2+2+MaxErrorMessageSize,  // Error
-		relayHeaderSize+4,                        // PrekeyPool and Features
+		relayHeaderSize+4,                        // PrekeyPool, Features and EnvelopeLifetime
 		relayHeaderSize+16+1,                     // EnvelopeStatus
 	)
 
@@ -325,7 +331,7 @@ func EncodeRelay(request uint32, m RelayMessage) ([]byte, error) {
 	switch m.(type) {
 	case Challenge, Auth, AuthOK, PublishBundle, FetchBundle, BundleReply, Submit,
 		Accepted, Refused, Deliver, AckRows, Done, Error, PrekeyPool, EnvelopeStatus, Features,
-		BlobCreate, BlobCreated, BlobPut, BlobStat, BlobHeld, BlobGet, BlobData, BlobRefused, SenderBlock:
+		BlobCreate, BlobCreated, BlobPut, BlobStat, BlobHeld, BlobGet, BlobData, BlobRefused, SenderBlock, EnvelopeLifetime:
 	default:
 		// Before m.RelayKind: a nil pointer would panic there.
 		return nil, fmt.Errorf("wire: encode relay message: unsupported type %T: %w", m, ErrMalformed)
@@ -464,7 +470,7 @@ func DecodeRelay(b []byte) (request uint32, m RelayMessage, err error) {
 	r := reader{b: b}
 	r.version(RelayVersion)
 	kind := RelayKind(r.u8("kind"))
-	if r.err == nil && (kind < RelayChallenge || kind > relayBlobLast) {
+	if r.err == nil && (kind < RelayChallenge || kind > relayLastKind) {
 		r.fail(fmt.Errorf("kind %d: %w", kind, ErrUnknownRelayKind))
 	}
 	request = r.u32("request ID")
