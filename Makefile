@@ -66,7 +66,7 @@ golden:
 # soak runs the soak test with SOAK_MESSAGES messages (default 5000).
 SOAK_MESSAGES ?= 5000
 soak:
-	SOAK_MESSAGES=$(SOAK_MESSAGES) $(GO) test -count=1 -timeout 0 -run '^TestSoak$$' -v .
+	SOAK_MESSAGES=$(SOAK_MESSAGES) $(GO) test -count=1 -timeout 0 -run '^TestSoak$$' -v ./e2e
 
 # cluster runs a local 3-node NATS JetStream cluster and two relays on it
 # (ports 4222-4224 and 7001-7002) until ctrl+c.

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/parley-chat/parley/internal/layout"
 	"github.com/parley-chat/parley/tui"
-	"github.com/parley-chat/parley/tui/internal/layout"
 )
 
 // maxHintLines is the most lines the hint takes; a narration longer than

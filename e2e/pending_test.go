@@ -1,0 +1,131 @@
+package e2e
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestCLIFirstSendWithoutRelay: a first message to a peer (no session yet)
+// while the relay cannot be reached is kept pending (exit 3, listed by
+// outbox), and once the relay is back a retry delivers it exactly once.
+func TestCLIFirstSendWithoutRelay(t *testing.T) {
+	data := t.TempDir()
+	relay := startRelay(t, "--data", data)
+	alice, bob := newProfile(t, relay, "alice/1"), newProfile(t, relay, "bob/1")
+	relay.stop()
+
+	r := alice.run("", "send", "bob/1", "kept while offline")
+	if r.code != 3 || !strings.Contains(r.stderr, "stays pending") || strings.Count(r.stderr, "\n") != 1 {
+		t.Fatalf("first send without a relay: exit %d, stderr %q; want 3 and one line", r.code, r.stderr)
+	}
+	id := strings.TrimSpace(r.stdout)
+	out := alice.jsonLines("outbox")
+	if len(out) != 1 || out[0]["id"] != id || out[0]["body"] != "kept while offline" {
+		t.Fatalf("outbox %v, want the message %s", out, id)
+	}
+	if r := alice.run("", "retry", "bob/1"); r.code != 3 {
+		t.Fatalf("retry without a relay: exit %d %q, want 3", r.code, r.stderr)
+	}
+
+	restartRelay(t, relay, "--data", data)
+	if ids := strings.Fields(alice.ok("retry", "bob/1")); len(ids) != 1 || ids[0] != id {
+		t.Fatalf("retry handed off %v, want %s", ids, id)
+	}
+	if k := kinds(bob.sync()); k["delivery"] != 1 || len(k) != 1 {
+		t.Fatalf("bob got %v, want one delivery", k)
+	}
+	bob.commitAll()
+	if k := kinds(alice.sync()); k["acknowledgement"] != 1 {
+		t.Fatalf("alice got %v, want the ACK", k)
+	}
+	if out := alice.jsonLines("outbox"); len(out) != 0 {
+		t.Fatalf("still pending after the ACK: %v", out)
+	}
+	if k := kinds(bob.sync()); len(k) != 0 {
+		t.Fatalf("bob got more: %v", k)
+	}
+	if got := historyBodies(bob, "alice/1", "in"); len(got) != 1 || got[0] != "kept while offline" {
+		t.Fatalf("bob's history %q, want the message once", got)
+	}
+}
+
+// TestCLIReadersBesideHolder: while another process holds the profile (a
+// long sync, as a running TUI would), history, inbox, outbox and trace read
+// it (exit 0), and a command that writes is refused (exit 4). The holder is
+// not disturbed: once it ends, its profile opens as before.
+func TestCLIReadersBesideHolder(t *testing.T) {
+	relay := startRelay(t)
+	alice, bob := newProfile(t, relay, "alice/1"), newProfile(t, relay, "bob/1")
+	first := strings.TrimSpace(alice.ok("send", "bob/1", "first"))
+	id := strings.TrimSpace(alice.ok("send", "bob/1", "hello"))
+	bob.sync()
+	bob.ok("commit", "alice/1", first)
+
+	// The holder: a long sync. It is started again when it lost the race
+	// for the lock to one of the probes below.
+	var hold *exec.Cmd
+	var held chan error
+	start := func() {
+		hold = exec.Command(parleyBin, "sync", "--wait", "120s")
+		hold.Env = append(os.Environ(), "PARLEY_PROFILE="+bob.dir, "PARLEY_PASSPHRASE=e2e passphrase")
+		if err := hold.Start(); err != nil {
+			t.Fatal(err)
+		}
+		held = make(chan error, 1)
+		go func(c *exec.Cmd, ch chan error) { ch <- c.Wait() }(hold, held)
+	}
+	start()
+	defer func() {
+		hold.Process.Signal(syscall.SIGTERM)
+		<-held
+	}()
+	// Held once a writer is refused (an abandon of nothing changes nothing
+	// before that).
+	for try := 0; ; try++ {
+		select {
+		case <-held:
+			start()
+		default:
+		}
+		r := bob.run("", "abandon", "alice/1", "00000000")
+		if r.code == 4 {
+			break
+		}
+		if r.code != 1 || try == 200 {
+			t.Fatalf("abandon before the holder took the lock: exit %d %q", r.code, r.stderr)
+		}
+	}
+
+	in := bob.jsonLines("inbox")
+	if len(in) != 1 || in[0]["id"] != id || in[0]["body"] != "hello" {
+		t.Fatalf("inbox beside the holder: %v", in)
+	}
+	if h := bob.jsonLines("history", "alice/1"); len(h) != 1 || h[0]["body"] != "first" {
+		t.Fatalf("history beside the holder: %v, want the committed message", h)
+	}
+	bob.jsonLines("outbox")
+	if tr := bob.jsonLines("trace", "alice/1", id); len(tr) != 1 || tr[0]["id"] != id {
+		t.Fatalf("trace beside the holder: %v", tr)
+	}
+	for _, args := range [][]string{{"send", "alice/1", "no"}, {"commit", "alice/1", id}} {
+		if r := bob.run("", args...); r.code != 4 || !strings.Contains(r.stderr, "open in another process") {
+			t.Fatalf("%v beside the holder: exit %d %q, want 4", args, r.code, r.stderr)
+		}
+	}
+	hold.Process.Signal(syscall.SIGTERM)
+	if err := <-held; err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			t.Fatalf("the holder: %v", err)
+		}
+	}
+	held <- nil // for the deferred stop
+	bob.commitAll()
+	if got := historyBodies(bob, "alice/1", "in"); len(got) != 2 {
+		t.Fatalf("bob's history after the holder ended %q", got)
+	}
+}
