@@ -29,32 +29,26 @@ const (
 	RelayEnvelopeStatus RelayKind = 15 // server → client
 	RelayFeatures       RelayKind = 16 // server → client
 	RelaySenderBlock    RelayKind = 17 // client → server (senderblock.go)
-	// Kinds 18 to 25 are the blob store's (relayblob.go).
-	RelayEnvelopeLifetime RelayKind = 26 // server → client (relaystatus.go)
 )
 
-// relayLastKind is the highest kind this package knows.
-const relayLastKind = RelayEnvelopeLifetime
-
 var relayKindNames = [...]string{
-	RelayChallenge:        "challenge",
-	RelayAuth:             "auth",
-	RelayAuthOK:           "auth ok",
-	RelayPublishBundle:    "publish bundle",
-	RelayFetchBundle:      "fetch bundle",
-	RelayBundleReply:      "bundle reply",
-	RelaySubmit:           "submit",
-	RelayAccepted:         "accepted",
-	RelayRefused:          "refused",
-	RelayDeliver:          "deliver",
-	RelayAckRows:          "ack rows",
-	RelayDone:             "done",
-	RelayError:            "error",
-	RelayPrekeyPool:       "prekey pool",
-	RelayEnvelopeStatus:   "envelope status",
-	RelayFeatures:         "features",
-	RelaySenderBlock:      "sender block",
-	RelayEnvelopeLifetime: "envelope lifetime",
+	RelayChallenge:      "challenge",
+	RelayAuth:           "auth",
+	RelayAuthOK:         "auth ok",
+	RelayPublishBundle:  "publish bundle",
+	RelayFetchBundle:    "fetch bundle",
+	RelayBundleReply:    "bundle reply",
+	RelaySubmit:         "submit",
+	RelayAccepted:       "accepted",
+	RelayRefused:        "refused",
+	RelayDeliver:        "deliver",
+	RelayAckRows:        "ack rows",
+	RelayDone:           "done",
+	RelayError:          "error",
+	RelayPrekeyPool:     "prekey pool",
+	RelayEnvelopeStatus: "envelope status",
+	RelayFeatures:       "features",
+	RelaySenderBlock:    "sender block",
 }
 
 // String returns a short lowercase name such as "submit".
@@ -62,8 +56,8 @@ func (k RelayKind) String() string {
 	if int(k) < len(relayKindNames) && relayKindNames[k] != "" {
 		return relayKindNames[k]
 	}
-	if k >= relayBlobFirst && k <= relayBlobLast {
-		return relayBlobKindNames[k-relayBlobFirst]
+	if name := laterKindName(k); name != "" {
+		return name
 	}
 	return fmt.Sprintf("relay kind %d", uint8(k))
 }

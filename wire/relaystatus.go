@@ -14,6 +14,25 @@ import (
 // frozen kind; a client that predates them sees an unknown kind
 // (ErrUnknownRelayKind).
 
+// RelayEnvelopeLifetime is the kind of EnvelopeLifetime, server → client:
+// the first after the blob kinds (18 to 25, relayblob.go).
+const RelayEnvelopeLifetime RelayKind = 26
+
+// relayLastKind is the highest kind this package knows.
+const relayLastKind = RelayEnvelopeLifetime
+
+// laterKindName names the kinds past the first table (relay.go): the blob
+// kinds and the envelope lifetime; "" for any other.
+func laterKindName(k RelayKind) string {
+	switch {
+	case k >= relayBlobFirst && k <= relayBlobLast:
+		return relayBlobKindNames[k-relayBlobFirst]
+	case k == RelayEnvelopeLifetime:
+		return "envelope lifetime"
+	}
+	return ""
+}
+
 // ErrUnknownRelayKind is the error of DecodeRelay for a kind this package
 // does not know. It is an ErrMalformed; a client may skip such a message
 // when it is a push (request ID 0), since a newer relay announces what it
