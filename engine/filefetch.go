@@ -68,7 +68,7 @@ func (c *Client) FetchFile(ctx context.Context, sender Address, id wire.LogicalI
 	if err := c.fail("file-fetch", "before-commit"); err != nil {
 		return saved, err
 	}
-	res, err := c.finalizeBatch(ctx, []FinalizeRequest{{Sender: sender, ID: id, Outcome: OutcomeCommitted, fetched: true}}, nil)
+	res, err := c.finalizeBatch(ctx, []FinalizeRequest{{Sender: sender, ID: id, Outcome: OutcomeCommitted, fetched: true}}, nil, false)
 	if err == nil {
 		err = res[0].Err
 	}
