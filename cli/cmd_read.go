@@ -148,7 +148,7 @@ func cmdTrace(ctx context.Context, env *cliEnv, cmd *command, args []string) err
 	defer closeProfile(p)
 	idOp, err := parseIDOperand(ops[1])
 	if err != nil {
-		return usagef("%s", err)
+		return err
 	}
 	id, err := idOp.resolve(ctx, "messages with "+peer.String(), conversationIDs(p.Client, peer))
 	if err != nil {

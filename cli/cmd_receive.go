@@ -109,7 +109,7 @@ func cmdFinalize(outcome engine.Outcome) func(context.Context, *cliEnv, *command
 		defer closeProfile(p)
 		id, err := idOp.resolve(ctx, "pending messages from "+sender.String(), pendingInboundIDs(p.Client, sender))
 		if err != nil {
-			return err
+			return requestHint(ctx, p, sender, err)
 		}
 		var sent bool
 		if outcome == engine.OutcomeCommitted {
@@ -119,7 +119,10 @@ func cmdFinalize(outcome engine.Outcome) func(context.Context, *cliEnv, *command
 		}
 		if err != nil {
 			if errors.Is(err, engine.ErrNotPending) {
-				return fmt.Errorf("no pending message %s from %s", hexID(id), sender)
+				return requestHint(ctx, p, sender, fmt.Errorf("no pending message %s from %s", hexID(id), sender))
+			}
+			if errors.Is(err, engine.ErrRequestPending) {
+				return fmt.Errorf("message %s from %s is a message request: \"parley accept %s\" first", hexID(id), sender, sender)
 			}
 			if errors.Is(err, engine.ErrFileNotFetched) {
 				return fmt.Errorf("file_not_fetched: message %s is a file; \"parley fetch %s %s\" downloads, saves and commits it", hexID(id), sender, hexID(id))

@@ -14,6 +14,9 @@ type command struct {
 	args    string
 	summary string
 	run     func(ctx context.Context, env *cliEnv, cmd *command, args []string) error
+	// noJSON is set for a command that prints no records (the interfaces,
+	// the relay): it offers no --json.
+	noJSON bool
 }
 
 // commandTable is every subcommand, grouped by the file that runs it. It is
@@ -55,12 +58,12 @@ var commandTable = []*command{
 	{name: "group", args: groupUsage, summary: "make and change groups: members, admins, generation", run: cmdGroup},
 
 	// cmd_tui.go
-	{name: "tui", args: "[--theme NAME] [--commit POLICY] [--auto-retry=BOOL] [--config FILE] [PEER]", summary: "the terminal interface for one profile (open at the conversation with PEER)", run: cmdTUI},
-	{name: "demo", args: "[--theme NAME] [--config FILE] [--record FILE] [--script FILE]", summary: "an embedded relay and two fresh profiles, alice/1 and bob/1, side by side", run: cmdDemo},
+	{name: "tui", args: "[--theme NAME] [--commit POLICY] [--auto-retry=BOOL] [--config FILE] [PEER]", summary: "the terminal interface for one profile (open at the conversation with PEER)", run: cmdTUI, noJSON: true},
+	{name: "demo", args: "[--theme NAME] [--config FILE] [--record FILE] [--script FILE]", summary: "an embedded relay and two fresh profiles, alice/1 and bob/1, side by side", run: cmdDemo, noJSON: true},
 
 	// cmd_relay.go
 	{name: "relay", args: "[--listen ADDR] [--data DIR] [--tls-cert FILE --tls-key FILE] [limits]",
-		summary: "run a relay; the first line on stdout is \"listening on ws://HOST:PORT\" (wss:// with TLS)", run: cmdRelay},
+		summary: "run a relay; the first line on stdout is \"listening on ws://HOST:PORT\" (wss:// with TLS)", run: cmdRelay, noJSON: true},
 
 	// cmd_bench.go
 	{name: "bench", args: "[--duration D] [--messages N] [--pairs N | --group 2,10,50] [--window W] [--json]", summary: "end-to-end benchmark on loopback with production durability", run: cmdBench},
