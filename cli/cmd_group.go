@@ -247,12 +247,12 @@ func retryGroup(ctx context.Context, env *cliEnv, f *flags, p *profile.Profile, 
 
 // groupHistory is "parley history GROUP": each message once with its
 // sender; own messages with their lanes.
-func groupHistory(ctx context.Context, env *cliEnv, f *flags, p *profile.Profile, group string) error {
+func groupHistory(ctx context.Context, env *cliEnv, f *flags, p *profile.Profile, group string, limit int) error {
 	g, err := resolveGroup(ctx, p.Client, group)
 	if err != nil {
 		return err
 	}
-	h, err := p.Client.GroupHistory(ctx, g.ID, 0, 1000)
+	h, err := p.Client.GroupHistory(ctx, g.ID, 0, limit)
 	if err != nil {
 		return err
 	}

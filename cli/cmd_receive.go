@@ -20,6 +20,9 @@ func cmdSync(ctx context.Context, env *cliEnv, cmd *command, args []string) erro
 	if _, err := f.parse(env, args, 0, 0); err != nil {
 		return err
 	}
+	if *wait < 0 {
+		return usagef("--wait must not be negative")
+	}
 	p, err := f.open(ctx, env)
 	if err != nil {
 		return err

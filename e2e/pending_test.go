@@ -54,9 +54,12 @@ func TestCLIFirstSendWithoutRelay(t *testing.T) {
 }
 
 // TestCLIReadersBesideHolder: while another process holds the profile (a
-// long sync, as a running TUI would), history, inbox, outbox and trace read
-// it (exit 0), and a command that writes is refused (exit 4). The holder is
-// not disturbed: once it ends, its profile opens as before.
+// long sync, as a running TUI would), every command that only reads
+// (history, inbox, outbox, trace, requests, identity, safety-number,
+// contact and group show|list without changes, relay-settings and
+// request-settings without flags) reads it (exit 0), and a command that
+// writes is refused (exit 4). The holder is not disturbed: once it ends,
+// its profile opens as before.
 func TestCLIReadersBesideHolder(t *testing.T) {
 	relay := startRelay(t)
 	alice, bob := newProfile(t, relay, "alice/1"), newProfile(t, relay, "bob/1")
@@ -64,6 +67,8 @@ func TestCLIReadersBesideHolder(t *testing.T) {
 	id := strings.TrimSpace(alice.ok("send", "bob/1", "hello"))
 	bob.sync()
 	bob.ok("commit", "alice/1", first)
+	bob.ok("contact", "Alice", "alice/1")
+	bob.ok("group", "create", "pair", "alice/1")
 
 	// The holder: a long sync. It is started again when it lost the race
 	// for the lock to one of the probes below.
@@ -111,7 +116,26 @@ func TestCLIReadersBesideHolder(t *testing.T) {
 	if tr := bob.jsonLines("trace", "alice/1", id); len(tr) != 1 || tr[0]["id"] != id {
 		t.Fatalf("trace beside the holder: %v", tr)
 	}
-	for _, args := range [][]string{{"send", "alice/1", "no"}, {"commit", "alice/1", id}} {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"requests"}, ""},
+		{[]string{"identity"}, "address=bob/1 "},
+		{[]string{"safety-number", "alice/1"}, "peer=alice/1 safety_number="},
+		{[]string{"contact"}, "peer=alice/1 name=Alice"},
+		{[]string{"group", "list"}, "name=pair"},
+		{[]string{"group", "show", "pair"}, "name=pair"},
+		{[]string{"relay-settings"}, "url=" + relay.url},
+		{[]string{"request-settings"}, "accept_all=false"},
+	} {
+		r := bob.run("", c.args...)
+		if r.code != 0 || !strings.Contains(r.stdout, c.want) {
+			t.Fatalf("parley %s beside the holder: exit %d, stdout %q, stderr %q; want exit 0 and %q", strings.Join(c.args, " "), r.code, r.stdout, r.stderr, c.want)
+		}
+	}
+	for _, args := range [][]string{{"send", "alice/1", "no"}, {"commit", "alice/1", id}, {"contact", "Al", "alice/1"},
+		{"group", "add", "pair", "carol/1"}, {"relay-settings", "--system-roots"}} {
 		if r := bob.run("", args...); r.code != 4 || !strings.Contains(r.stderr, "open in another process") {
 			t.Fatalf("%v beside the holder: exit %d %q, want 4", args, r.code, r.stderr)
 		}
