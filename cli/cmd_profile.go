@@ -78,7 +78,7 @@ func cmdRelaySettings(ctx context.Context, env *cliEnv, cmd *command, args []str
 		}
 		// A replaced relay holds nothing of this device yet.
 		if err := p.Client.Maintain(ctx); err != nil {
-			fmt.Fprintf(env.stderr, "parley relay-settings: bundle not published yet (%s); the next command that reaches the relay publishes it\n", oneLine(err))
+			fmt.Fprintf(env.stderr, "parley relay-settings: bundle not published yet: %s; the next command that reaches the relay publishes it\n", textLine(explain(env, err)))
 		}
 	}
 	if s, err = p.RelaySettings(ctx); err != nil {
@@ -154,7 +154,8 @@ func cmdInit(ctx context.Context, env *cliEnv, cmd *command, args []string) erro
 			return fmt.Errorf("%s is registered at the relay to another identity: choose another address (nothing was kept)", self)
 		}
 		published = false
-		fmt.Fprintf(env.stderr, "parley init: bundle not published yet (%s); the first command that reaches the relay publishes it\n", oneLine(err))
+		env.relayURL = *relayFlag
+		fmt.Fprintf(env.stderr, "parley init: bundle not published yet: %s; the first command that reaches the relay publishes it\n", textLine(explain(env, err)))
 	}
 	defer closeProfile(p)
 	printer{env.stdout, *f.json}.record([]kv{{"address", self.String()}, {"fingerprint", key.Fingerprint()}, {"published", published}})

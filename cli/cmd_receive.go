@@ -40,7 +40,7 @@ func cmdSync(ctx context.Context, env *cliEnv, cmd *command, args []string) erro
 	if errors.As(err, &se) && se.AckOnly() {
 		// Only the relay's lease acknowledgement failed: what was printed
 		// is stored here, so the run did its work (exit 0).
-		fmt.Fprintf(env.stderr, "parley sync: warning: the relay did not get the acknowledgement (%s); everything printed is kept on this device, and what the relay delivers again is absorbed as duplicates by the next sync\n", oneLine(se.Err))
+		fmt.Fprintf(env.stderr, "parley sync: warning: the relay did not get the acknowledgement (%s); everything printed is kept on this device, and what the relay delivers again is absorbed as duplicates by the next sync\n", textLine(explain(env, se.Err)))
 		return nil
 	}
 	return err

@@ -43,7 +43,7 @@ var commandTable = []*command{
 	// cmd_send.go: send, retry, abandon; cmd_receive.go: sync, commit,
 	// discard; cmd_read.go: inbox, outbox, trace, history; cmd_file.go: fetch
 	{name: "send", args: "(PEER|GROUP) (TEXT | - | --file PATH)", summary: "send a message or a file; prints its logical ID (exit 3: kept pending)", run: cmdSend},
-	{name: "fetch", args: "SENDER ID [--to DIR]", summary: "download, verify and save a received file, then commit it (exit 1 names the cause)", run: cmdFetch},
+	{name: "fetch", args: "SENDER ID [--to DIR]", summary: "download, verify and save a received file, then commit it (exit 1 names the cause); again, say where it is", run: cmdFetch},
 	{name: "sync", args: "[--wait DUR]", summary: "stage, acknowledge and process the mailbox until idle; one line per result", run: cmdSync},
 	{name: "inbox", args: "[--sender PEER] [--after SEQ] [--limit N]", summary: "list pending received messages", run: cmdInbox},
 	{name: "outbox", args: "[--recipient PEER] [--after SEQ] [--limit N]", summary: "list pending sent messages", run: cmdOutbox},
