@@ -40,6 +40,9 @@ var commandTable = []*command{
 	{name: "reject", args: "PEER [--block]", summary: "delete PEER's request, unseen by PEER; --block also drops its later envelopes", run: cmdReject},
 	{name: "unblock", args: "PEER", summary: "end the block of PEER: its later messages arrive again, as a request", run: cmdUnblock},
 
+	// cmd_quarantine.go
+	{name: "quarantine", args: "[--clear]", summary: "list the envelopes that could not be processed, with why; --clear deletes them", run: cmdQuarantine},
+
 	// cmd_send.go: send, retry, abandon; cmd_receive.go: sync, commit,
 	// discard; cmd_read.go: inbox, outbox, trace, history; cmd_file.go: fetch
 	{name: "send", args: "(PEER|GROUP) (TEXT | - | --file PATH)", summary: "send a message or a file; prints its logical ID (exit 3: kept pending)", run: cmdSend},

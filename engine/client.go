@@ -300,7 +300,10 @@ func (c *Client) fail(kind, point string) error {
 	if c.cfg.Failpoint == nil {
 		return nil
 	}
-	return c.cfg.Failpoint(kind + "/" + point)
+	if err := c.cfg.Failpoint(kind + "/" + point); err != nil {
+		return fmt.Errorf("failpoint %s/%s: %w: %w", kind, point, ErrInjected, err)
+	}
+	return nil
 }
 
 // peer returns the live state of a peer, loading it from the store once.

@@ -70,6 +70,13 @@ var (
 	ErrStorageFull = errors.New("storage full")
 	// ErrStagingFull means the durable staging area reached its quota.
 	ErrStagingFull = errors.New("inbox full")
+	// ErrStorage means the store failed for a reason of its own (a disk or
+	// driver error with no other meaning): what was being done stays to be
+	// done.
+	ErrStorage = errors.New("storage failed")
+	// ErrInjected marks a failure a failpoint injected (tests): like a store
+	// failure, it leaves what was being done to be done again.
+	ErrInjected = errors.New("injected failure")
 	// ErrConflict means the durable state was not what a plan expected; nothing
 	// was applied.
 	ErrConflict = errors.New("state changed underneath the plan")
@@ -157,6 +164,8 @@ var errorNames = []struct {
 	{ErrStorageFull, "storage_full"},
 	{ErrStagingFull, "inbox_full"},
 	{ErrConflict, "conflict"},
+	{ErrStorage, "storage_failed"},
+	{ErrInjected, "injected"},
 	{ErrStateResyncRequired, "state_resync_required"},
 	{ErrInvalidAddress, "invalid_address"},
 	{ErrClosed, "closed"},

@@ -170,6 +170,9 @@ func (w fpWorld) do(addr, op string, fp engine.Failpoint) (err error) {
 		return err
 	case "present":
 		return c.MarkPresented(ctx)
+	case "clearquarantine":
+		_, err := c.ClearQuarantine(ctx, 0)
+		return err
 	case "down", "up":
 		ep.Network().SetDown(self, name == "down")
 		return ep.Save()
@@ -349,6 +352,8 @@ func fpScenarios() []fpScenario {
 		{name: "collision", devices: ab, setup: []fpStep{{"alice/1", "send:bob/1:hello"}, {"bob/1", "send:alice/1:hi"}, {"alice/1", "stage"}, {"bob/1", "stage"}},
 			target: fpStep{"bob/1", "process"}, want: map[string]map[string][]string{"bob/1": {"alice/1": {"hello"}}, "alice/1": {"bob/1": {"hi"}}}, valid: bobWins},
 		{name: "quarantine", devices: ab, setup: []fpStep{{"alice/1", "corrupt:bob/1"}, {"bob/1", "stage"}}, target: fpStep{"bob/1", "process"},
+			want: map[string]map[string][]string{}},
+		{name: "quarantine clear", devices: ab, setup: []fpStep{{"alice/1", "corrupt:bob/1"}, {"bob/1", "sync"}}, target: fpStep{"bob/1", "clearquarantine"},
 			want: map[string]map[string][]string{}},
 		{name: "identity change", devices: ab, setup: []fpStep{{"alice/1", "send:bob/1:hello"}, {"bob/1", "sync"}, {"bob/1", "commitall"}, {"alice/1", "sync"}}, target: fpStep{"alice/1", "trust:bob/1"}, want: hello},
 		{name: "prune", devices: ab, setup: []fpStep{{"alice/1", "send:bob/1:hello"}, {"bob/1", "sync"}, {"bob/1", "commitall"}, {"alice/1", "sync"}}, target: fpStep{"bob/1", "prune"}, want: hello},

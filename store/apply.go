@@ -149,6 +149,8 @@ func (t *tx) apply(ctx context.Context, p engine.Plan) (engine.Receipt, error) {
 		return engine.Receipt{}, t.markBlockTold(ctx, p)
 	case engine.Unblock:
 		return engine.Receipt{}, t.unblock(ctx, p)
+	case engine.ClearQuarantine:
+		return t.clearQuarantine(ctx, p)
 	}
 	// validate refuses every other type first.
 	panic(fmt.Sprintf("store: apply %T: unknown plan", p))
@@ -162,7 +164,7 @@ func (db *DB) point(kind, name string) error {
 	}
 	full := kind + "/" + name
 	if err := db.failpoint(full); err != nil {
-		return fmt.Errorf("failpoint %s: %w", full, err)
+		return fmt.Errorf("failpoint %s: %w: %w", full, engine.ErrInjected, err)
 	}
 	return nil
 }

@@ -23,6 +23,10 @@ type driverError struct {
 
 func (e *driverError) Error() string { return "sqlite: " + e.msg }
 
+// Unwrap makes every driver failure an engine.ErrStorage: the engine leaves
+// what it was doing to be done again rather than judging its input.
+func (e *driverError) Unwrap() error { return engine.ErrStorage }
+
 // mappedError is an SQLite failure that callers branch on: errors.Is matches
 // the engine sentinel, the message keeps the driver's words.
 type mappedError struct {

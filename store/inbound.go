@@ -30,6 +30,10 @@ const (
 		WHERE seq > ? AND sender NOT IN (SELECT peer FROM request) ORDER BY seq LIMIT ?`
 	sqlPendingInboundPeer = `SELECT seq, sender, id, received_at, sealed_digest, sealed_frame FROM inbound
 		WHERE sender = ? AND seq > ? AND sender NOT IN (SELECT peer FROM request) ORDER BY seq LIMIT ?`
+	// sqlPendingInboundAll pages everything pending from one peer, the
+	// messages of its open request included.
+	sqlPendingInboundAll = `SELECT seq, sender, id, received_at, sealed_digest, sealed_frame FROM inbound
+		WHERE sender = ? AND seq > ? ORDER BY seq LIMIT ?`
 	// The count of every pending delivery leaves the open requests out, as
 	// sqlPendingInbound does; a peer's count holds them (the caps count them).
 	sqlCountInbound     = "SELECT count(*) FROM inbound WHERE sender NOT IN (SELECT peer FROM request)"
@@ -232,6 +236,9 @@ func (db *DB) openInbound(m *engine.InboundMessage, sealedDigest, sealedFrame []
 		return fmt.Errorf("store: read message %x from %s: %w: %w", m.ID[:], m.Sender, engine.ErrMalformedState, err)
 	}
 	m.Body, m.Group, m.Content = f.Body, f.Group, f.Content
+	if f.Roster {
+		m.Roster = frame
+	}
 	return nil
 }
 
@@ -239,7 +246,11 @@ func (db *DB) openInbound(m *engine.InboundMessage, sealedDigest, sealedFrame []
 // sequence numbers above q.After, only from q.Peer when set, at most q.Limit
 // (at most 1000).
 func (db *DB) PendingInbound(ctx context.Context, q engine.PageQuery) ([]engine.InboundMessage, error) {
-	rows, err := db.pendingPage(ctx, q, sqlPendingInboundPeer, sqlPendingInbound)
+	byPeer := sqlPendingInboundPeer
+	if q.Requests {
+		byPeer = sqlPendingInboundAll
+	}
+	rows, err := db.pendingPage(ctx, q, byPeer, sqlPendingInbound)
 	if err != nil {
 		return nil, err
 	}

@@ -76,6 +76,7 @@ var fixtures = map[int]struct {
 	10: {insertFixtureV10, checkFixtureV10},
 	11: {insertFixtureV11, checkFixtureV11},
 	12: {insertFixtureV12, checkFixtureV12},
+	13: {insertFixtureV13, checkFixtureV13},
 }
 
 // insertFixtureV12 is fixture 11: version 12 changed how finalized records
