@@ -55,7 +55,7 @@ func TestCLIFirstSendWithoutRelay(t *testing.T) {
 
 // TestCLIReadersBesideHolder: while another process holds the profile (a
 // long sync, as a running TUI would), every command that only reads
-// (history, inbox, outbox, trace, requests, identity, safety-number,
+// (history, inbox, outbox, trace, requests, quarantine, identity, safety-number,
 // contact and group show|list without changes, relay-settings and
 // request-settings without flags) reads it (exit 0), and a command that
 // writes is refused (exit 4). The holder is not disturbed: once it ends,
@@ -121,6 +121,7 @@ func TestCLIReadersBesideHolder(t *testing.T) {
 		want string
 	}{
 		{[]string{"requests"}, ""},
+		{[]string{"quarantine"}, ""},
 		{[]string{"identity"}, "address=bob/1 "},
 		{[]string{"safety-number", "alice/1"}, "peer=alice/1 safety_number="},
 		{[]string{"contact"}, "peer=alice/1 name=Alice"},
