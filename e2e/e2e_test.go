@@ -467,7 +467,7 @@ func TestCLIErrorsAndExitCodes(t *testing.T) {
 		why  string
 	}{
 		{[]string{"send", "Bob/1", "x"}, `"Bob/1" is not a device address: the user must be lowercase (bob)`},
-		{[]string{"send", "bob", "x"}, `"bob" is not a device address: no device`},
+		{[]string{"send", "bob", "x"}, "parley send: no group bob here"},
 		{[]string{"send", "bob/0", "x"}, `"bob/0" is not a device address: device numbers start at 1`},
 		{[]string{"send", "bo b/1", "x"}, `may not hold spaces`},
 		{[]string{"send", "carol/1", "x"}, "parley send: carol/1 is not registered at the relay\n"},
