@@ -2,13 +2,10 @@ package e2e
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 )
 
 // errorCase is one bad command line: who runs it, what it is, and what the
@@ -44,21 +41,7 @@ func TestCLIErrorTable(t *testing.T) {
 
 	// A profile another process holds (a long sync, as a running parley tui).
 	held := newProfile(t, relay, "held/1")
-	hold := exec.Command(parleyBin, "sync", "--wait", "120s")
-	hold.Env = append(os.Environ(), "PARLEY_PROFILE="+held.dir, "PARLEY_PASSPHRASE=e2e passphrase")
-	if err := hold.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		hold.Process.Signal(syscall.SIGTERM)
-		hold.Wait()
-	})
-	for deadline := time.Now().Add(20 * time.Second); held.run("", "abandon", "alice/1", "00000000").code != 4; {
-		if time.Now().After(deadline) {
-			t.Fatal("the holding process never took the profile's lock")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	holdProfile(t, held)
 
 	file := filepath.Join(t.TempDir(), "note.txt")
 	if err := os.WriteFile(file, []byte("a note"), 0o600); err != nil {
