@@ -211,20 +211,55 @@ func cmdSafetyNumber(ctx context.Context, env *cliEnv, cmd *command, args []stri
 	return nil
 }
 
+// cmdTrust shows the identity PEER's relay bundle carries and pins exactly
+// that one, only when told to: --yes pins what this run shows, --fingerprint
+// pins the key with that fingerprint (and refuses another, as a relay that
+// changed the key since it was shown would serve).
 func cmdTrust(ctx context.Context, env *cliEnv, cmd *command, args []string) error {
 	f := newFlags(cmd, env, true)
 	f.network = true
-	peer, _, p, err := f.peerCommand(ctx, env, args, 1)
+	yes := f.Bool("yes", false, "pin the identity this run shows")
+	shown := f.String("fingerprint", "", "pin the identity only if its fingerprint is this one (as shown, spaces optional)")
+	ops, err := f.parse(env, args, 1, 1)
+	if err != nil {
+		return err
+	}
+	peer, err := parsePeer(ops[0])
+	if err != nil {
+		return err
+	}
+	if *yes && *shown != "" {
+		return usagef("give --yes or --fingerprint, not both")
+	}
+	want := ""
+	if *shown != "" {
+		if want, err = engine.ParseFingerprint(*shown); err != nil {
+			return usagef("--fingerprint wants 32 hex digits, as shown in groups of four")
+		}
+	}
+	p, err := f.open(ctx, env)
 	if err != nil {
 		return err
 	}
 	defer closeProfile(p)
-	key, err := p.Client.AcceptIdentity(ctx, peer)
+	if want == "" {
+		key, err := p.Client.RelayIdentity(ctx, peer)
+		if err != nil {
+			return err
+		}
+		want = key.Fingerprint()
+		if !*yes {
+			n := engine.SafetyNumber(p.Client.Self(), p.Client.Identity(), peer, key)
+			printer{env.stdout, *f.json}.record([]kv{{"peer", peer.String()}, {"fingerprint", want}, {"safety_number", n}, {"pinned", false}})
+			return fmt.Errorf("not pinned: compare the safety number with %s, then run parley trust --fingerprint %q %s (or --yes)", peer, want, peer)
+		}
+	}
+	key, err := p.Client.AcceptIdentity(ctx, peer, want)
 	if err != nil {
 		return err
 	}
-	n, _ := p.Client.SafetyNumber(ctx, peer)
-	printer{env.stdout, *f.json}.record([]kv{{"peer", peer.String()}, {"fingerprint", key.Fingerprint()}, {"safety_number", n}})
+	n := engine.SafetyNumber(p.Client.Self(), p.Client.Identity(), peer, key)
+	printer{env.stdout, *f.json}.record([]kv{{"peer", peer.String()}, {"fingerprint", key.Fingerprint()}, {"safety_number", n}, {"pinned", true}})
 	return nil
 }
 

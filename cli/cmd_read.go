@@ -34,6 +34,9 @@ func pageQuery(peer string, after int64, limit int) (engine.PageQuery, error) {
 	if limit < 1 || limit > 1000 {
 		return q, usagef("--limit must be 1 to 1000")
 	}
+	if after < 0 {
+		return q, usagef("--after must be 0 or more")
+	}
 	return q, nil
 }
 

@@ -114,11 +114,11 @@ func cmdFinalize(outcome engine.Outcome) func(context.Context, *cliEnv, *command
 		if err != nil {
 			return requestHint(ctx, p, sender, err)
 		}
-		var sent bool
-		if outcome == engine.OutcomeCommitted {
-			sent, err = p.Client.Commit(ctx, sender, id)
-		} else {
-			sent, err = p.Client.Discard(ctx, sender, id, why)
+		// A message finalized before with this outcome is acknowledged
+		// again (exit 0, "already"); with the other one it is refused.
+		res, err := p.Client.FinalizeBatch(ctx, []engine.FinalizeRequest{{Sender: sender, ID: id, Outcome: outcome, Reason: why}})
+		if err == nil {
+			err = res[0].Err
 		}
 		if err != nil {
 			if errors.Is(err, engine.ErrNotPending) {
@@ -130,9 +130,16 @@ func cmdFinalize(outcome engine.Outcome) func(context.Context, *cliEnv, *command
 			if errors.Is(err, engine.ErrFileNotFetched) {
 				return fmt.Errorf("file_not_fetched: message %s is a file; \"parley fetch %s %s\" downloads, saves and commits it", hexID(id), sender, hexID(id))
 			}
+			if errors.Is(err, engine.ErrAlreadyCommitted) || errors.Is(err, engine.ErrAlreadyDiscarded) {
+				return fmt.Errorf("%s: message %s from %s was finalized the other way; nothing changed", engine.ErrorName(err), hexID(id), sender)
+			}
 			return err
 		}
-		printer{env.stdout, *f.json}.record([]kv{{"ack_sent", sent}})
+		rec := []kv{{"ack_sent", res[0].AckSent}}
+		if res[0].Already {
+			rec = append(rec, kv{"already", map[engine.Outcome]string{engine.OutcomeCommitted: "committed", engine.OutcomeDiscarded: "discarded"}[outcome]})
+		}
+		printer{env.stdout, *f.json}.record(rec)
 		return nil
 	}
 }

@@ -101,9 +101,11 @@ type Client struct {
 	endLife         context.CancelFunc // Close: ends every Run
 	loops           sync.WaitGroup     // running Run calls
 
-	// Recovery requests sent lately (recovery.go).
+	// Recovery requests sent lately (recovery.go), and since when the
+	// sending window of a peer has been full (window.go).
 	recoveryMu sync.Mutex
 	recovery   recoveryLimits
+	windowFull map[Address]time.Time
 
 	transfers transferSlots // file transfers at once (file.go)
 

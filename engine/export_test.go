@@ -94,3 +94,51 @@ func (c *Client) StagedCount(ctx context.Context) (int, error) {
 	rows, err := c.store.Staged(ctx, 0, 100000)
 	return len(rows), err
 }
+
+// RetryWithBody resends the pending message id to peer with another body
+// under the same logical ID, as a modified client could.
+func (c *Client) RetryWithBody(ctx context.Context, peer Address, id wire.LogicalID, body []byte) error {
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	m, err := c.store.Outbound(ctx, peer, id)
+	if err != nil {
+		return err
+	}
+	if m.Frame, err = wire.EncodeFrame(wire.Frame{Kind: wire.FrameApplication, ID: id, Body: body}); err != nil {
+		return err
+	}
+	return c.retryOne(ctx, peer, m)
+}
+
+// SpendSendWindow encrypts the pending message id to peer again and again
+// on a copy of the session until its sending chain is full (SendWindow),
+// and stores the advanced session with the last envelope as one retry that
+// never reaches the relay: what a relay that lost a whole window of
+// envelopes leaves behind, in one transaction.
+func (c *Client) SpendSendWindow(ctx context.Context, peer Address, id wire.LogicalID) error {
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	m, err := c.store.Outbound(ctx, peer, id)
+	if err != nil {
+		return err
+	}
+	ps, err := c.snapshot(ctx, peer)
+	if err != nil {
+		return err
+	}
+	cand := ps.session.Clone()
+	var env wire.Envelope
+	for cand.canSend() {
+		if env, err = c.seal(cand, peer, m.Frame); err != nil {
+			return err
+		}
+	}
+	sw, err := sessionWrite(peer, ps.version, cand)
+	if err != nil {
+		return err
+	}
+	ps.session, ps.version = cand, ps.version+1
+	plan := Retry{Recipient: peer, ID: id, Session: sw, Out: Outgoing{Envelope: env, Owner: id}, At: c.cfg.Now()}
+	_, err = c.commitWork(ctx, map[Address]*peerState{peer: &ps}, []Plan{plan})
+	return err
+}

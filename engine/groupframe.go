@@ -447,7 +447,9 @@ func (c *Client) groupVerdict(bs *batchState, in *incoming, op opening, effect F
 		next.pinned = hs.Pin
 	}
 	var out *Outgoing
-	if reply != nil {
+	// A reply is encrypted only within the sending window; past it, it is
+	// owed, and the sender's retry asks for it again.
+	if reply != nil && next.session.canSend() {
 		cand := next.session.Clone()
 		env, err := c.seal(cand, in.sender, reply)
 		if err != nil {

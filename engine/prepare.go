@@ -407,7 +407,7 @@ func (c *Client) classify(ctx context.Context, bs *batchState, key inboundKey, d
 		switch {
 		case err != nil:
 			return nil, 0, err
-		case seen.Pending && seen.Digest != d, seen.Finalized && seen.Outcome != OutcomeDiscarded && seen.Digest != d:
+		case seen.Digest != d && (seen.Pending || seen.Finalized && knownDigest(seen.Outcome, seen.Digest)):
 			return nil, 0, ErrLogicalMessageConflict
 		case seen.Pending:
 			return RepeatEffect{}, ResultDelivery, nil
@@ -432,12 +432,21 @@ func (c *Client) classify(ctx context.Context, bs *batchState, key inboundKey, d
 		return DeliverEffect{}, ResultDelivery, nil
 	case err != nil:
 		return nil, 0, err
+	case !bytes.Equal(f.Digest[:], d[:]) && knownDigest(f.Outcome, f.Digest):
+		return nil, 0, ErrLogicalMessageConflict
 	case f.Outcome == OutcomeDiscarded:
 		return RepeatEffect{}, ResultAlreadyDiscarded, nil
-	case !bytes.Equal(f.Digest[:], d[:]):
-		return nil, 0, ErrLogicalMessageConflict
 	}
 	return RepeatEffect{}, ResultAlreadyCommitted, nil
+}
+
+// knownDigest reports whether a finalized record's digest is the body's: a
+// discard keeps it as a commit does (a tombstone that still says which body
+// the ID carried), so a different body under a discarded ID is a conflict
+// too. Only a discarded record with no digest (all zero) says nothing, and
+// then a repeat is taken as the discarded message.
+func knownDigest(o Outcome, d [32]byte) bool {
+	return o != OutcomeDiscarded || d != [32]byte{}
 }
 
 // SeenMessage is what a profile holds of one received logical message: a

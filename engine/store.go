@@ -69,6 +69,9 @@ type Store interface {
 	// Staged pages the durable staging area in arrival order after row After. A row
 	// that fails to unseal comes back with Err set, for quarantine.
 	Staged(ctx context.Context, after int64, limit int) ([]StagedEnvelope, error)
+	// Uploads lists the upload records of one recipient key (Upload.To;
+	// every record for "").
+	Uploads(ctx context.Context, to string) ([]Upload, error)
 	// Quarantined pages the quarantine in row order after row After.
 	Quarantined(ctx context.Context, after int64, limit int) ([]QuarantinedRow, error)
 

@@ -119,6 +119,8 @@ func (t *tx) apply(ctx context.Context, p engine.Plan) (engine.Receipt, error) {
 		return t.dropStaged(ctx, p)
 	case engine.Finalize:
 		return t.finalize(ctx, p)
+	case engine.AckAgain:
+		return t.ackAgain(ctx, p)
 	case engine.Abandon:
 		return t.abandon(ctx, p)
 	case engine.MarkTaken:
@@ -151,6 +153,10 @@ func (t *tx) apply(ctx context.Context, p engine.Plan) (engine.Receipt, error) {
 		return engine.Receipt{}, t.unblock(ctx, p)
 	case engine.ClearQuarantine:
 		return t.clearQuarantine(ctx, p)
+	case engine.UploadBegin:
+		return engine.Receipt{}, t.uploadBegin(ctx, p)
+	case engine.UploadEnd:
+		return engine.Receipt{}, t.uploadEnd(ctx, p)
 	}
 	// validate refuses every other type first.
 	panic(fmt.Sprintf("store: apply %T: unknown plan", p))

@@ -39,6 +39,7 @@ const (
 	sqlCountInbound     = "SELECT count(*) FROM inbound WHERE sender NOT IN (SELECT peer FROM request)"
 	sqlCountInboundPeer = "SELECT count(*) FROM inbound WHERE sender = ?"
 	sqlFinalized        = "SELECT outcome, reason, at, sealed_digest FROM finalized WHERE sender = ? AND id = ?"
+	sqlFinalizedAs      = "SELECT 1 FROM finalized WHERE sender = ? AND id = ? AND outcome = ?"
 	// sqlSeen finds a received message pending or finalized in one lookup
 	// (a message is never both: finalizing deletes the pending row).
 	sqlSeen = `SELECT 0, 0, sealed_digest FROM inbound WHERE sender = ?1 AND id = ?2
@@ -157,6 +158,21 @@ func (t *tx) finalize(ctx context.Context, p engine.Finalize) (engine.Receipt, e
 		}
 	}
 	return t.visible(ctx)
+}
+
+// ackAgain writes the session step of an ACK sent again for a message
+// finalized before, on condition that it is still finalized with the
+// plan's outcome (pruned, or finalized otherwise: ErrNotPending).
+func (t *tx) ackAgain(ctx context.Context, p engine.AckAgain) (engine.Receipt, error) {
+	var one int
+	found, err := t.scan(ctx, "finalized-read", sqlFinalizedAs, []any{p.Sender.String(), p.ID[:], int64(p.Outcome)}, &one)
+	if err != nil {
+		return engine.Receipt{}, err
+	}
+	if !found {
+		return engine.Receipt{}, fmt.Errorf("acknowledge message %x from %s again: not finalized as %d: %w", p.ID[:], p.Sender, p.Outcome, engine.ErrNotPending)
+	}
+	return engine.Receipt{}, t.writeSession(ctx, p.Session)
 }
 
 // insertFinalized stores a received message's finalized record and, for a

@@ -50,6 +50,12 @@ func validate(p engine.Plan) error {
 		}
 	case engine.Finalize:
 		err = validateFinalize(p)
+	case engine.AckAgain:
+		err = errors.Join(checkAddress("sender", p.Sender), checkTime("at", p.At),
+			checkSession(p.Session, p.Sender), checkAck(&p.Ack, p.Sender))
+		if p.Outcome != engine.OutcomeCommitted && p.Outcome != engine.OutcomeDiscarded {
+			err = errors.Join(err, invalid("outcome %d", p.Outcome))
+		}
 	case engine.Abandon:
 		err = checkAddress("recipient", p.Recipient)
 	case engine.MarkTaken:
@@ -61,6 +67,9 @@ func validate(p engine.Plan) error {
 		err = errors.Join(checkAddress("peer", p.Peer), checkTime("at", p.At), checkVersion(p.SessionVersion))
 		if p.Identity == (engine.IdentityKey{}) {
 			err = errors.Join(err, invalid("no identity"))
+		}
+		if (p.Retire != nil) != (p.SessionVersion > 0) {
+			err = errors.Join(err, invalid("a removed session's initiation is retired with it, and only then"))
 		}
 	case engine.Prune:
 		err = checkTime("before", p.Before)
@@ -110,6 +119,9 @@ func validate(p engine.Plan) error {
 		err = checkTime("before", p.Before)
 	case engine.MarkBlockTold:
 		err = checkAddress("peer", p.Peer)
+	case engine.UploadBegin:
+		err = validateUploadBegin(p)
+	case engine.UploadEnd:
 	case engine.ClearQuarantine:
 		if p.Through < 0 {
 			err = invalid("quarantine row %d", p.Through)
@@ -352,10 +364,10 @@ func validateReceive(p engine.Receive) error {
 			}
 		}
 	case engine.CommitEffect:
+		// Its ACK commits with it, but for a session whose sending window is
+		// full (engine.SendWindow): then the ACK is owed, and the sender's
+		// retry gets it, as after a crash between a commit and its ACK.
 		err = errors.Join(err, checkTime("arrived", e.Arrived), checkTime("at", e.At))
-		if p.Ack == nil {
-			err = errors.Join(err, invalid("a commit on arrival without its ACK"))
-		}
 	case engine.AckEffect, engine.RepeatEffect, engine.NotAMemberEffect:
 	case engine.RosterEffect:
 		err = errors.Join(err, checkRosterFrame(e.Frame, e.Change.ID))

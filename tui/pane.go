@@ -300,6 +300,11 @@ func (p pane) Update(msg tea.Msg) (pane, tea.Cmd) {
 		if msg.err != nil {
 			p.noteErr(engine.ErrorName(msg.err), msg.err, "accepting "+msg.peer.String()+"'s new identity")
 		}
+		if errors.Is(msg.err, engine.ErrFingerprintMismatch) && p.changed[msg.peer] != nil {
+			// The relay serves another key than the one shown: show that
+			// one, to be compared before it can be accepted.
+			return p, p.readNewIdentity(msg.peer)
+		}
 		return p, nil
 	case presentedMsg:
 		if msg.err != nil {
