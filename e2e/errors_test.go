@@ -71,6 +71,8 @@ func TestCLIErrorTable(t *testing.T) {
 		{"trace with an unknown peer", alice, nil, []string{"trace", "zed/1", id}, 1, "no message " + id + " to or from zed/1"},
 		{"reject without a request", bob, nil, []string{"reject", "zed/1"}, 1, "no request from zed/1"},
 		{"unblock of a device not blocked", bob, nil, []string{"unblock", "zed/1"}, 1, "zed/1 is not blocked"},
+		{"trust an unregistered peer", alice, nil, []string{"trust", "zed/1"}, 1, "zed/1 is not registered at the relay"},
+		{"trust a bad fingerprint", alice, nil, []string{"trust", "bob/1", "--fingerprint", "abcd"}, 2, "--fingerprint wants 32 hex digits"},
 
 		// A group this profile does not have.
 		{"send to an unknown group", alice, nil, []string{"send", "nosuch", "hi"}, 1, "no group nosuch here"},
@@ -110,6 +112,7 @@ func TestCLIErrorTable(t *testing.T) {
 		{"outbox --limit 5000", alice, nil, []string{"outbox", "--limit", "5000"}, 2, "--limit must be 1 to 1000"},
 		{"inbox --limit x", alice, nil, []string{"inbox", "--limit", "x"}, 2, "--limit x is not a whole number"},
 		{"inbox --after huge", alice, nil, []string{"inbox", "--after", "99999999999999999999"}, 2, "--after 99999999999999999999 is out of range"},
+		{"outbox --after -1", alice, nil, []string{"outbox", "--after", "-1"}, 2, "--after must be 0 or more"},
 		{"history --limit -5", alice, nil, []string{"history", "bob/1", "--limit", "-5"}, 2, "--limit must be 1 to 1000"},
 		{"history --limit huge", alice, nil, []string{"history", "bob/1", "--limit", "1000000"}, 2, "--limit must be 1 to 1000"},
 		{"sync --wait -1s", alice, nil, []string{"sync", "--wait", "-1s"}, 2, "--wait must not be negative"},
