@@ -51,33 +51,39 @@ type flags struct {
 	cmd            *command
 	profile        *string
 	passphraseFile *string
-	json           *bool
+	// json is --json, for the commands that print records (false for the
+	// others, which do not offer it).
+	json *bool
 	// network is set for commands that talk to the relay anyway; they also
 	// do the prekey maintenance that is due.
 	network bool
-	// reader is set for commands that only read (history, inbox, outbox,
-	// trace): when another process holds the profile they open it for
-	// reading (profile.OpenReader) instead of failing with exit 4.
+	// reader is set for a command (or a form of one) that only reads: when
+	// another process holds the profile (a running parley tui), or the disk
+	// is too full to open it for writing, it opens the profile for reading
+	// (profile.OpenReader) instead of failing.
 	reader bool
 }
 
 func newFlags(cmd *command, env *cliEnv, withProfile bool) *flags {
 	fs := flag.NewFlagSet(cmd.name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	f := &flags{FlagSet: fs, cmd: cmd}
+	f := &flags{FlagSet: fs, cmd: cmd, json: new(bool)}
 	if withProfile {
 		f.profile = fs.String("profile", "", "profile directory (default $PARLEY_PROFILE, else under the XDG data directory)")
 		f.passphraseFile = fs.String("passphrase-file", "", "read the passphrase from this file (default $PARLEY_PASSPHRASE, else a prompt)")
 	}
-	f.json = fs.Bool("json", false, "print one JSON object per line")
+	if !cmd.noJSON {
+		f.json = fs.Bool("json", false, "print one JSON object per line")
+	}
 	return f
 }
 
 // parse parses flags anywhere among the arguments (flags follow the
 // subcommand, before or after its operands; "--" ends them) and checks the
-// operand count.
+// operand count. A flag's value that does not parse is a usage error naming
+// the flag and what it wants.
 func (f *flags) parse(env *cliEnv, args []string, minArgs, maxArgs int) ([]string, error) {
-	var flagArgs, operands []string
+	var operands []string
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if a == "--" {
@@ -88,41 +94,66 @@ func (f *flags) parse(env *cliEnv, args []string, minArgs, maxArgs int) ([]strin
 			f.printHelp(env.stdout)
 			return nil, errHelp
 		}
-		if len(a) > 1 && a[0] == '-' {
-			flagArgs = append(flagArgs, a)
-			name := strings.TrimLeft(a, "-")
-			if strings.Contains(name, "=") {
-				continue
-			}
-			fl := f.Lookup(name)
-			if fl == nil {
-				return nil, usagef("unknown flag %s", a)
-			}
-			if bf, ok := fl.Value.(interface{ IsBoolFlag() bool }); ok && bf.IsBoolFlag() {
-				continue
-			}
-			if i+1 >= len(args) {
-				return nil, usagef("flag %s needs a value", a)
-			}
-			i++
-			flagArgs = append(flagArgs, args[i])
+		if len(a) < 2 || a[0] != '-' {
+			operands = append(operands, a)
 			continue
 		}
-		operands = append(operands, a)
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		fl := f.Lookup(name)
+		if fl == nil {
+			return nil, usagef("unknown flag --%s", name)
+		}
+		if !hasValue {
+			if bf, ok := fl.Value.(interface{ IsBoolFlag() bool }); ok && bf.IsBoolFlag() {
+				value = "true"
+			} else if i+1 >= len(args) {
+				return nil, usagef("flag --%s needs a value", name)
+			} else {
+				i++
+				value = args[i]
+			}
+		}
+		if err := f.Set(name, value); err != nil {
+			return nil, flagValueError(fl, value, err)
+		}
 	}
-	if err := f.Parse(flagArgs); err != nil {
-		return nil, usagef("%v", err)
-	}
-	if len(operands) < minArgs || maxArgs >= 0 && len(operands) > maxArgs {
-		return nil, usagef("wrong number of arguments")
+	switch {
+	case len(operands) < minArgs:
+		return nil, usagef("too few arguments")
+	case maxArgs >= 0 && len(operands) > maxArgs:
+		return nil, usagef("unexpected argument %s", textValue(operands[maxArgs]))
 	}
 	return operands, nil
 }
 
+// flagValueError is the usage error of a flag's value that did not parse:
+// what the flag wants, in the words of its type.
+func flagValueError(fl *flag.Flag, value string, err error) error {
+	got := textValue(value)
+	if g, ok := fl.Value.(flag.Getter); ok {
+		switch g.Get().(type) {
+		case int, int64, uint, uint64:
+			if err.Error() == "value out of range" {
+				return usagef("--%s %s is out of range", fl.Name, got)
+			}
+			return usagef("--%s %s is not a whole number", fl.Name, got)
+		case float64:
+			return usagef("--%s %s is not a number", fl.Name, got)
+		case time.Duration:
+			return usagef("--%s %s is not a duration (like 30s, 5m or 720h)", fl.Name, got)
+		case bool:
+			return usagef("--%s=%s: want true or false", fl.Name, got)
+		}
+	}
+	return usagef("--%s %s: %v", fl.Name, got, err)
+}
+
 func (f *flags) printHelp(w io.Writer) {
 	fmt.Fprintf(w, "usage: parley %s [flags] %s\n\n%s\n\nflags:\n", f.cmd.name, f.cmd.args, f.cmd.summary)
+	width := 0
+	f.VisitAll(func(fl *flag.Flag) { width = max(width, len(fl.Name)) })
 	f.VisitAll(func(fl *flag.Flag) {
-		fmt.Fprintf(w, "  --%-18s %s%s\n", fl.Name, fl.Usage, defaultNote(fl))
+		fmt.Fprintf(w, "  --%-*s  %s%s\n", width, fl.Name, fl.Usage, defaultNote(fl))
 	})
 }
 
@@ -141,13 +172,15 @@ func defaultNote(fl *flag.Flag) string {
 
 // profileDir resolves --profile, $PARLEY_PROFILE or the default profile.
 func (f *flags) profileDir(env *cliEnv) string {
-	if *f.profile != "" {
-		return *f.profile
+	dir := *f.profile
+	if dir == "" {
+		dir = env.getenv("PARLEY_PROFILE")
 	}
-	if p := env.getenv("PARLEY_PROFILE"); p != "" {
-		return p
+	if dir == "" {
+		dir = filepath.Join(xdg.DataHome, "parley", "default")
 	}
-	return filepath.Join(xdg.DataHome, "parley", "default")
+	env.profileDir = dir
+	return dir
 }
 
 // passphraseTries is how many times a prompt asks again after a wrong
@@ -162,7 +195,7 @@ func (f *flags) passphrase(env *cliEnv, dir string, confirm bool) (pass []byte, 
 	if *f.passphraseFile != "" {
 		b, err := os.ReadFile(*f.passphraseFile)
 		if err != nil {
-			return nil, false, fmt.Errorf("read passphrase file: %w", err)
+			return nil, false, readError("the passphrase file ", *f.passphraseFile, err)
 		}
 		return []byte(strings.TrimRight(string(b), "\r\n")), false, nil
 	}
@@ -217,7 +250,9 @@ func (f *flags) openWith(ctx context.Context, env *cliEnv, o profile.Options) (*
 		}
 		o.Passphrase = pass
 		p, err := profile.Open(ctx, dir, o)
-		if f.reader && errors.Is(err, engine.ErrProfileOpen) {
+		if f.reader && (errors.Is(err, engine.ErrProfileOpen) || errors.Is(err, engine.ErrStorageFull)) {
+			// Held by another process, or the disk too full to open it
+			// for writing: read it as it is.
 			p, err = profile.OpenReader(ctx, dir, o)
 		}
 		if prompted && try < passphraseTries && errors.Is(err, engine.ErrWrongPassphrase) {
@@ -225,6 +260,7 @@ func (f *flags) openWith(ctx context.Context, env *cliEnv, o profile.Options) (*
 			continue
 		}
 		if err == nil {
+			env.relayURL = p.Relay.URL
 			warnPlaintext(ctx, env, dir, p)
 		}
 		return p, err

@@ -3,9 +3,15 @@ package cli
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
+	"syscall"
+	"time"
 
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/profile"
@@ -22,6 +28,12 @@ func sendFile(ctx context.Context, env *cliEnv, f *flags, to, path string) error
 		if peer, err = parsePeer(to); err != nil {
 			return err
 		}
+	}
+	switch fi, err := os.Stat(path); {
+	case err != nil:
+		return readError("", path, err)
+	case !fi.Mode().IsRegular():
+		return fmt.Errorf("%s is not a regular file", path)
 	}
 	chunk, err := fileChunkSize(env)
 	if err != nil {
@@ -44,7 +56,7 @@ func sendFile(ctx context.Context, env *cliEnv, f *flags, to, path string) error
 	}
 	var notSent *engine.MessageNotSentError
 	if err != nil && !errors.As(err, &notSent) {
-		return fileError("send", err)
+		return fileError(err)
 	}
 	if *f.json {
 		printer{env.stdout, true}.record([]kv{{"id", hexID(id)}, {"recipient", to}, {"accepted", err == nil}})
@@ -52,9 +64,20 @@ func sendFile(ctx context.Context, env *cliEnv, f *flags, to, path string) error
 		fmt.Fprintln(env.stdout, hexID(id))
 	}
 	if err != nil {
-		return fmt.Errorf("file %s to %s stays pending: %w", hexID(id), to, err)
+		return wordedf(err, "the file stays pending: %s; \"parley retry %s\" sends it again", pendingCause(env, err), to)
 	}
 	return nil
+}
+
+// readError words a file that could not be read: what it is ("the CA file
+// ", or nothing for the file itself), its path and the system's cause,
+// each once.
+func readError(what, path string, err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return fmt.Errorf("cannot read %s%s: %v", what, path, err)
 }
 
 // fileChunkEnv names the plaintext chunk size of an upload, in bytes. It is
@@ -78,12 +101,18 @@ func fileChunkSize(env *cliEnv) (uint32, error) {
 }
 
 // fileError names a transfer's cause first (blob_expired, chunk_auth,
-// file_digest...), as the contract wants of exit 1.
-func fileError(verb string, err error) error {
-	return fmt.Errorf("%s: %s: %w", engine.ErrorName(err), verb, err)
+// file_digest...), as the contract wants of exit 1; a relay that cannot be
+// reached and a full disk are worded by explain.
+func fileError(err error) error {
+	name := engine.ErrorName(err)
+	if name == "error" || errors.Is(err, engine.ErrRelayUnreachable) || errors.Is(err, engine.ErrStorageFull) || errors.Is(err, syscall.ENOSPC) {
+		return err
+	}
+	return fmt.Errorf("%s: %w", name, err)
 }
 
-// cmdFetch is "parley fetch SENDER ID [--to DIR]".
+// cmdFetch is "parley fetch SENDER ID [--to DIR]". A file fetched before
+// is not pending any more: a second fetch says where it was saved.
 func cmdFetch(ctx context.Context, env *cliEnv, cmd *command, args []string) error {
 	f := newFlags(cmd, env, true)
 	f.network = true
@@ -103,25 +132,100 @@ func cmdFetch(ctx context.Context, env *cliEnv, cmd *command, args []string) err
 	if fi, err := os.Stat(*dir); err != nil || !fi.IsDir() {
 		return usagef("--to %s is not a directory", *dir)
 	}
+	toSet := false
+	f.Visit(func(fl *flag.Flag) { toSet = toSet || fl.Name == "to" })
 	p, err := f.open(ctx, env)
 	if err != nil {
 		return err
 	}
 	defer closeProfile(p)
+	out := printer{env.stdout, *f.json}
 	id, err := idOp.resolve(ctx, "pending messages from "+sender.String(), pendingInboundIDs(p.Client, sender))
-	if err != nil {
-		return err
-	}
-	saved, err := p.Client.FetchFile(ctx, sender, id, *dir, nil)
-	if err != nil {
+	if err == nil {
+		var saved string
+		if saved, err = p.Client.FetchFile(ctx, sender, id, *dir, nil); err == nil {
+			out.record([]kv{{"saved", saved}, {"id", hexID(id)}})
+			return nil
+		}
 		if errors.Is(err, engine.ErrBlobExpired) {
 			return fmt.Errorf("blob_expired: the relay no longer holds file %s; it can only be discarded (\"parley discard %s %s\")", hexID(id), sender, hexID(id))
 		}
-		return fileError("fetch", err)
+		if !errors.Is(err, engine.ErrNotPending) {
+			return fileError(err)
+		}
 	}
-	printer{env.stdout, *f.json}.record([]kv{{"saved", saved}, {"id", hexID(id)}})
-	return nil
+	// Not pending: fetched before, a message request, or nothing.
+	dirs := []string{*dir}
+	if !toSet {
+		dirs = append(dirs, downloadsDir())
+	}
+	if rec, ferr := fetchedBefore(ctx, p, sender, idOp, dirs); rec != nil || ferr != nil {
+		if ferr != nil {
+			return ferr
+		}
+		out.record(rec)
+		return nil
+	}
+	if idOp.full != nil {
+		err = fmt.Errorf("no pending message %s from %s", hexID(*idOp.full), sender)
+	}
+	return requestHint(ctx, p, sender, err)
 }
+
+// fetchedBefore looks for a file from sender that was fetched and committed
+// (its history entry) under the ID operand, and for where it was saved: a
+// file of its name, or of a name a save gives when that one is taken
+// ("notes (1).txt"), and of its size, in dirs. It returns the record a
+// fetch prints (the newest such file), an error naming the file when none
+// is there any more, or neither when no file was fetched under that ID.
+func fetchedBefore(ctx context.Context, p *profile.Profile, sender engine.Address, idOp idOperand, dirs []string) ([]kv, error) {
+	var entry *engine.HistoryEntry
+	for before := int64(0); entry == nil; {
+		page, err := p.Client.History(ctx, sender, before, 1000)
+		if err != nil || len(page) == 0 {
+			return nil, err
+		}
+		for i, e := range page {
+			if e.Direction == engine.DirectionIn && idOp.matches(e.ID) {
+				entry = &page[i]
+				break
+			}
+		}
+		before = page[len(page)-1].Seq
+	}
+	name, size, ok := engine.FileOfHistory(entry.Body)
+	if !ok {
+		return nil, fmt.Errorf("message %s from %s is not a file, and was committed on %s", hexID(entry.ID), sender, entry.At.Format(time.DateOnly))
+	}
+	var found string
+	var newest time.Time
+	ext := filepath.Ext(name)
+	for _, dir := range dirs {
+		for k := 0; k < maxSavedNames; k++ {
+			path := filepath.Join(dir, name)
+			if k > 0 {
+				path = filepath.Join(dir, fmt.Sprintf("%s (%d)%s", strings.TrimSuffix(name, ext), k, ext))
+			}
+			fi, err := os.Stat(path)
+			if err != nil {
+				continue
+			}
+			if fi.Mode().IsRegular() && fi.Size() == size && fi.ModTime().After(newest) {
+				found, newest = path, fi.ModTime()
+			}
+		}
+	}
+	if found == "" {
+		return nil, fmt.Errorf("file %s from %s was fetched and committed on %s, and is not in %s under its name (saved elsewhere with --to, moved or deleted); its key is not kept, so it cannot be fetched again",
+			textValue(name), sender, entry.At.Format(time.DateOnly), strings.Join(dirs, " or "))
+	}
+	return []kv{{"saved", found}, {"id", hexID(entry.ID)}, {"fetched_before", true}}, nil
+}
+
+// maxSavedNames bounds the names a fetch looks at for a file saved before:
+// a save takes the first free one of "name", "name (1)", ... as the
+// engine's does, which stops there too.
+const maxSavedNames = 1000
 
 // messageFields are a message's body fields, and for a file its "file"
 // field (name, size and type) with an empty body: the manifest holds the

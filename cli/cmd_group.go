@@ -17,6 +17,21 @@ import (
 // address: addresses hold '/', group names cannot.
 func isGroupOperand(s string) bool { return !strings.Contains(s, "/") }
 
+// peerHint is " (did you mean bob/1?)" for a group operand that is the user
+// of a device this profile talks to: a device address without its device.
+func peerHint(ctx context.Context, c *engine.Client, s string) string {
+	convs, err := c.Conversations(ctx)
+	if err != nil {
+		return ""
+	}
+	for _, cv := range convs {
+		if cv.Peer.User == s {
+			return fmt.Sprintf(" (did you mean %s?)", cv.Peer)
+		}
+	}
+	return ""
+}
+
 // resolveGroup finds a group by its 32-hex ID or its unique local name.
 func resolveGroup(ctx context.Context, c *engine.Client, s string) (engine.GroupInfo, error) {
 	if b, err := hex.DecodeString(s); err == nil && len(b) == len(wire.GroupID{}) {
@@ -37,11 +52,7 @@ func resolveGroup(ctx context.Context, c *engine.Client, s string) (engine.Group
 	}
 	switch len(found) {
 	case 0:
-		// Perhaps a device address without its device: say both.
-		if _, perr := parsePeer(s); perr != nil {
-			return engine.GroupInfo{}, fmt.Errorf("%w, and no group %q here: %w", perr, s, engine.ErrUnknownGroup)
-		}
-		return engine.GroupInfo{}, fmt.Errorf("no group %q here: %w", s, engine.ErrUnknownGroup)
+		return engine.GroupInfo{}, wordedf(engine.ErrUnknownGroup, "no group %s here%s", textValue(s), peerHint(ctx, c, s))
 	case 1:
 		return found[0], nil
 	}
@@ -68,24 +79,30 @@ func orEmpty(s []string) []string {
 }
 
 // groupUsage is the subcommands of "parley group".
-const groupUsage = "group create NAME MEMBER... | add GROUP MEMBER... | remove GROUP MEMBER... | admin GROUP MEMBER | leave GROUP | show GROUP | list"
+const groupUsage = "create NAME MEMBER... | add GROUP MEMBER... | remove GROUP MEMBER... | admin GROUP MEMBER | leave GROUP | show GROUP | list"
 
 // cmdGroup runs "parley group SUBCOMMAND ...".
 func cmdGroup(ctx context.Context, env *cliEnv, cmd *command, args []string) error {
 	f := newFlags(cmd, env, true)
-	ops, err := f.parse(env, args, 1, 1+wire.MaxGroupMembers)
+	ops, err := f.parse(env, args, 0, 1+wire.MaxGroupMembers)
 	if err != nil {
 		return err
+	}
+	if len(ops) == 0 {
+		return usagef("say what to do: create, add, remove, admin, leave, show or list")
 	}
 	sub, rest := ops[0], ops[1:]
 	need := map[string][2]int{"create": {2, 1 + wire.MaxGroupMembers}, "add": {2, 1 + wire.MaxGroupMembers},
 		"remove": {2, 1 + wire.MaxGroupMembers}, "admin": {2, 2}, "leave": {1, 1}, "show": {1, 1}, "list": {0, 0}}
 	n, ok := need[sub]
 	if !ok {
-		return usagef("parley %s", groupUsage)
+		return usagef("unknown subcommand %s: create, add, remove, admin, leave, show or list", textValue(sub))
 	}
-	if len(rest) < n[0] || len(rest) > n[1] {
-		return usagef("parley %s", groupUsage)
+	if len(rest) < n[0] {
+		return usagef("too few arguments for %s", sub)
+	}
+	if len(rest) > n[1] {
+		return usagef("unexpected argument %s for %s", textValue(rest[n[1]]), sub)
 	}
 	var members []engine.Address
 	if sub == "create" || sub == "add" || sub == "remove" || sub == "admin" {
@@ -103,6 +120,7 @@ func cmdGroup(ctx context.Context, env *cliEnv, cmd *command, args []string) err
 		}
 	}
 	f.network = sub != "show" && sub != "list"
+	f.reader = !f.network
 	p, err := f.open(ctx, env)
 	if err != nil {
 		return err
@@ -120,7 +138,7 @@ func cmdGroup(ctx context.Context, env *cliEnv, cmd *command, args []string) err
 		} else {
 			fmt.Fprintln(env.stdout, hex.EncodeToString(g.ID[:]))
 		}
-		return unsent(res)
+		return unsent(res, "the new roster", hex.EncodeToString(g.ID[:]))
 	case "list":
 		all, err := p.Client.Groups(ctx)
 		if err != nil {
@@ -156,11 +174,13 @@ func cmdGroup(ctx context.Context, env *cliEnv, cmd *command, args []string) err
 		return err
 	}
 	out.record(groupFields(g))
-	return unsent(res)
+	return unsent(res, "the roster change", rest[0])
 }
 
-// unsent is the error (exit 3) for lanes that stay pending.
-func unsent(res engine.GroupSendResult) error {
+// unsent is the error (exit 3) for lanes of what (the message, the roster
+// change) that stay pending, and how to send them again; its ID went to
+// stdout already.
+func unsent(res engine.GroupSendResult, what, group string) error {
 	if len(res.Unsent) == 0 {
 		return nil
 	}
@@ -168,7 +188,8 @@ func unsent(res engine.GroupSendResult) error {
 	for i, a := range res.Unsent {
 		names[i] = a.String()
 	}
-	return &engine.MessageNotSentError{ID: res.ID, Err: fmt.Errorf("lanes to %s stay pending", strings.Join(names, ", "))}
+	err := &engine.MessageNotSentError{ID: res.ID, Err: fmt.Errorf("lanes to %s stay pending", strings.Join(names, ", "))}
+	return wordedf(err, "%s stays pending for %s (the relay did not take it); \"parley retry %s\" sends it again", what, strings.Join(names, ", "), group)
 }
 
 // sendGroup is "parley send GROUP TEXT".
@@ -191,7 +212,7 @@ func sendGroup(ctx context.Context, env *cliEnv, f *flags, group string, body []
 	} else {
 		fmt.Fprintln(env.stdout, hexID(res.ID))
 	}
-	return unsent(res)
+	return unsent(res, "the message", group)
 }
 
 // retryGroup is "parley retry GROUP": each member with a pending lane of the
@@ -218,7 +239,7 @@ func retryGroup(ctx context.Context, env *cliEnv, f *flags, p *profile.Profile, 
 			printer{env.stdout, *f.json}.record([]kv{{"id", hexID(id)}, {"recipient", m.Recipient.String()}})
 		}
 		if err != nil && firstErr == nil {
-			firstErr = err
+			firstErr = describeSendError(env, m.Recipient, err)
 		}
 	}
 	return firstErr
@@ -226,12 +247,12 @@ func retryGroup(ctx context.Context, env *cliEnv, f *flags, p *profile.Profile, 
 
 // groupHistory is "parley history GROUP": each message once with its
 // sender; own messages with their lanes.
-func groupHistory(ctx context.Context, env *cliEnv, f *flags, p *profile.Profile, group string) error {
+func groupHistory(ctx context.Context, env *cliEnv, f *flags, p *profile.Profile, group string, limit int) error {
 	g, err := resolveGroup(ctx, p.Client, group)
 	if err != nil {
 		return err
 	}
-	h, err := p.Client.GroupHistory(ctx, g.ID, 0, 1000)
+	h, err := p.Client.GroupHistory(ctx, g.ID, 0, limit)
 	if err != nil {
 		return err
 	}
@@ -259,7 +280,7 @@ func groupTrace(ctx context.Context, env *cliEnv, f *flags, p *profile.Profile, 
 	}
 	id, err := parseID(idText)
 	if err != nil {
-		return usagef("%s", err)
+		return err
 	}
 	h, err := p.Client.GroupHistory(ctx, g.ID, 0, 1000)
 	if err != nil {

@@ -27,6 +27,9 @@ func cmdRelaySettings(ctx context.Context, env *cliEnv, cmd *command, args []str
 		return err
 	}
 	if *url != "" {
+		if err := transport.CheckURL(*url); err != nil {
+			return usagef("--url %s is not a relay URL: want ws://HOST:PORT or wss://HOST", textValue(*url))
+		}
 		if err := checkPlaintext(env, "relay-settings", *url, *insecure); err != nil {
 			return err
 		}
@@ -34,6 +37,8 @@ func cmdRelaySettings(ctx context.Context, env *cliEnv, cmd *command, args []str
 	if *caFile != "" && *systemRoots {
 		return usagef("--ca and --system-roots exclude each other")
 	}
+	// Without a flag it only shows them.
+	f.reader = *url == "" && *caFile == "" && !*systemRoots && !*accept && !*insecure
 	p, err := f.open(ctx, env)
 	if err != nil {
 		return err
@@ -50,7 +55,7 @@ func cmdRelaySettings(ctx context.Context, env *cliEnv, cmd *command, args []str
 	if *caFile != "" {
 		pem, err := os.ReadFile(*caFile)
 		if err != nil {
-			return fmt.Errorf("read CA file: %w", err)
+			return readError("the CA file ", *caFile, err)
 		}
 		s.CA, changed = pem, true
 	}
@@ -73,7 +78,7 @@ func cmdRelaySettings(ctx context.Context, env *cliEnv, cmd *command, args []str
 		}
 		// A replaced relay holds nothing of this device yet.
 		if err := p.Client.Maintain(ctx); err != nil {
-			fmt.Fprintf(env.stderr, "parley relay-settings: bundle not published yet (%s); the next command that reaches the relay publishes it\n", oneLine(err))
+			fmt.Fprintf(env.stderr, "parley relay-settings: bundle not published yet: %s; the next command that reaches the relay publishes it\n", textLine(explain(env, err)))
 		}
 	}
 	if s, err = p.RelaySettings(ctx); err != nil {
@@ -104,7 +109,7 @@ func cmdInit(ctx context.Context, env *cliEnv, cmd *command, args []string) erro
 		return usagef("--address and --relay are required")
 	}
 	if err := transport.CheckURL(*relayFlag); err != nil {
-		return usagef("--relay: %v", err)
+		return usagef("--relay %s is not a relay URL: want ws://HOST:PORT or wss://HOST", textValue(*relayFlag))
 	}
 	if err := checkPlaintext(env, "init", *relayFlag, *insecure); err != nil {
 		return err
@@ -113,7 +118,7 @@ func cmdInit(ctx context.Context, env *cliEnv, cmd *command, args []string) erro
 	if *caFlag != "" {
 		var err error
 		if ca, err = os.ReadFile(*caFlag); err != nil {
-			return fmt.Errorf("read --relay-ca: %w", err)
+			return readError("the CA file ", *caFlag, err)
 		}
 	}
 	self, err := parsePeer(*addrFlag)
@@ -149,7 +154,8 @@ func cmdInit(ctx context.Context, env *cliEnv, cmd *command, args []string) erro
 			return fmt.Errorf("%s is registered at the relay to another identity: choose another address (nothing was kept)", self)
 		}
 		published = false
-		fmt.Fprintf(env.stderr, "parley init: bundle not published yet (%s); the first command that reaches the relay publishes it\n", oneLine(err))
+		env.relayURL = *relayFlag
+		fmt.Fprintf(env.stderr, "parley init: bundle not published yet: %s; the first command that reaches the relay publishes it\n", textLine(explain(env, err)))
 	}
 	defer closeProfile(p)
 	printer{env.stdout, *f.json}.record([]kv{{"address", self.String()}, {"fingerprint", key.Fingerprint()}, {"published", published}})
@@ -173,6 +179,7 @@ func checkPlaintext(env *cliEnv, cmdName, url string, accepted bool) error {
 
 func cmdIdentity(ctx context.Context, env *cliEnv, cmd *command, args []string) error {
 	f := newFlags(cmd, env, true)
+	f.reader = true
 	if _, err := f.parse(env, args, 0, 0); err != nil {
 		return err
 	}
@@ -187,11 +194,15 @@ func cmdIdentity(ctx context.Context, env *cliEnv, cmd *command, args []string) 
 
 func cmdSafetyNumber(ctx context.Context, env *cliEnv, cmd *command, args []string) error {
 	f := newFlags(cmd, env, true)
+	f.reader = true
 	peer, _, p, err := f.peerCommand(ctx, env, args, 1)
 	if err != nil {
 		return err
 	}
 	defer closeProfile(p)
+	if key, err := p.Client.PinnedIdentity(ctx, peer); err == nil && key == nil {
+		return fmt.Errorf("no identity of %s known yet: a first message to or from it brings one", peer)
+	}
 	n, err := p.Client.SafetyNumber(ctx, peer)
 	if err != nil {
 		return err
@@ -311,6 +322,7 @@ func cmdContact(ctx context.Context, env *cliEnv, cmd *command, args []string) e
 			return usagef("%s", err)
 		}
 	}
+	f.reader = len(ops) == 0 // listing the names only reads
 	p, err := f.open(ctx, env)
 	if err != nil {
 		return err

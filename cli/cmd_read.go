@@ -105,13 +105,19 @@ func pageCommand(ctx context.Context, env *cliEnv, cmd *command, args []string, 
 func cmdHistory(ctx context.Context, env *cliEnv, cmd *command, args []string) error {
 	f := newFlags(cmd, env, true)
 	f.reader = true
-	limit := f.Int("limit", 1000, "at most this many of the newest messages")
+	limit := f.Int("limit", 1000, "at most this many of the newest messages (1 to 1000)")
+	if _, err := f.parse(env, args, 1, 1); err != nil {
+		return err
+	}
+	if *limit < 1 || *limit > 1000 {
+		return usagef("--limit must be 1 to 1000")
+	}
 	if p, ops, err := f.groupCommand(ctx, env, args, 1); p != nil || err != nil {
 		if err != nil {
 			return err
 		}
 		defer closeProfile(p)
-		return groupHistory(ctx, env, f, p, ops[0])
+		return groupHistory(ctx, env, f, p, ops[0], *limit)
 	}
 	peer, _, p, err := f.peerCommand(ctx, env, args, 1)
 	if err != nil {
@@ -151,7 +157,7 @@ func cmdTrace(ctx context.Context, env *cliEnv, cmd *command, args []string) err
 	defer closeProfile(p)
 	idOp, err := parseIDOperand(ops[1])
 	if err != nil {
-		return usagef("%s", err)
+		return err
 	}
 	id, err := idOp.resolve(ctx, "messages with "+peer.String(), conversationIDs(p.Client, peer))
 	if err != nil {

@@ -20,6 +20,9 @@ func cmdSync(ctx context.Context, env *cliEnv, cmd *command, args []string) erro
 	if _, err := f.parse(env, args, 0, 0); err != nil {
 		return err
 	}
+	if *wait < 0 {
+		return usagef("--wait must not be negative")
+	}
 	p, err := f.open(ctx, env)
 	if err != nil {
 		return err
@@ -37,7 +40,7 @@ func cmdSync(ctx context.Context, env *cliEnv, cmd *command, args []string) erro
 	if errors.As(err, &se) && se.AckOnly() {
 		// Only the relay's lease acknowledgement failed: what was printed
 		// is stored here, so the run did its work (exit 0).
-		fmt.Fprintf(env.stderr, "parley sync: warning: the relay did not get the acknowledgement (%s); everything printed is kept on this device, and what the relay delivers again is absorbed as duplicates by the next sync\n", oneLine(se.Err))
+		fmt.Fprintf(env.stderr, "parley sync: warning: the relay did not get the acknowledgement (%s); everything printed is kept on this device, and what the relay delivers again is absorbed as duplicates by the next sync\n", textLine(explain(env, se.Err)))
 		return nil
 	}
 	return err
@@ -109,7 +112,7 @@ func cmdFinalize(outcome engine.Outcome) func(context.Context, *cliEnv, *command
 		defer closeProfile(p)
 		id, err := idOp.resolve(ctx, "pending messages from "+sender.String(), pendingInboundIDs(p.Client, sender))
 		if err != nil {
-			return err
+			return requestHint(ctx, p, sender, err)
 		}
 		// A message finalized before with this outcome is acknowledged
 		// again (exit 0, "already"); with the other one it is refused.
@@ -119,7 +122,10 @@ func cmdFinalize(outcome engine.Outcome) func(context.Context, *cliEnv, *command
 		}
 		if err != nil {
 			if errors.Is(err, engine.ErrNotPending) {
-				return fmt.Errorf("no pending message %s from %s", hexID(id), sender)
+				return requestHint(ctx, p, sender, fmt.Errorf("no pending message %s from %s", hexID(id), sender))
+			}
+			if errors.Is(err, engine.ErrRequestPending) {
+				return fmt.Errorf("message %s from %s is a message request: \"parley accept %s\" first", hexID(id), sender, sender)
 			}
 			if errors.Is(err, engine.ErrFileNotFetched) {
 				return fmt.Errorf("file_not_fetched: message %s is a file; \"parley fetch %s %s\" downloads, saves and commits it", hexID(id), sender, hexID(id))

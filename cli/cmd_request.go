@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 
@@ -38,6 +39,7 @@ func cmdRequestSettings(ctx context.Context, env *cliEnv, cmd *command, args []s
 // messages wait for the owner's answer, oldest first.
 func cmdRequests(ctx context.Context, env *cliEnv, cmd *command, args []string) error {
 	f := newFlags(cmd, env, true)
+	f.reader = true
 	if _, err := f.parse(env, args, 0, 0); err != nil {
 		return err
 	}
@@ -105,6 +107,9 @@ func cmdReject(ctx context.Context, env *cliEnv, cmd *command, args []string) er
 	}
 	defer closeProfile(p)
 	if err := p.Client.RejectRequest(ctx, peer, *block); err != nil {
+		if errors.Is(err, engine.ErrNotPending) {
+			return fmt.Errorf("no request from %s (parley requests lists them)", peer)
+		}
 		return err
 	}
 	printer{env.stdout, *f.json}.record([]kv{{"peer", peer.String()}, {"rejected", true}, {"blocked", *block}})
@@ -122,8 +127,35 @@ func cmdUnblock(ctx context.Context, env *cliEnv, cmd *command, args []string) e
 	}
 	defer closeProfile(p)
 	if err := p.Client.Unblock(ctx, peer); err != nil {
+		if errors.Is(err, engine.ErrNotPending) {
+			return fmt.Errorf("%s is not blocked", peer)
+		}
 		return err
 	}
 	printer{env.stdout, *f.json}.record([]kv{{"peer", peer.String()}, {"blocked", false}})
 	return nil
+}
+
+// requestHint adds to err, a message not found among those pending from
+// sender, that sender's messages wait as a message request when they do:
+// they are not pending until sender is accepted.
+func requestHint(ctx context.Context, p *profile.Profile, sender engine.Address, err error) error {
+	reqs, rerr := p.Client.Requests(ctx)
+	if rerr != nil {
+		return err
+	}
+	for _, r := range reqs {
+		if r.Peer == sender {
+			return fmt.Errorf("%v: %s is not accepted, and its %s as a message request (\"parley accept %s\" first)", err, sender, plural(r.Count, "message waits", "messages wait"), sender)
+		}
+	}
+	return err
+}
+
+// plural is "1 message waits" or "3 messages wait".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }

@@ -48,7 +48,7 @@ func cmdSend(ctx context.Context, env *cliEnv, cmd *command, args []string) erro
 	id, err := p.Client.Send(ctx, peer, body)
 	var notSent *engine.MessageNotSentError
 	if err != nil && !errors.As(err, &notSent) {
-		return describeSendError(peer, err)
+		return describeSendError(env, peer, err)
 	}
 	if *f.json {
 		printer{env.stdout, true}.record([]kv{{"id", hexID(id)}, {"recipient", peer.String()}, {"accepted", err == nil}})
@@ -56,16 +56,22 @@ func cmdSend(ctx context.Context, env *cliEnv, cmd *command, args []string) erro
 		fmt.Fprintln(env.stdout, hexID(id))
 	}
 	if err != nil {
-		return fmt.Errorf("message %s to %s stays pending: %w", hexID(id), peer, err)
+		// The ID went to stdout: the line says why and what to do.
+		return wordedf(err, "the message stays pending: %s; \"parley retry %s\" sends it again", pendingCause(env, err), peer)
 	}
 	return nil
 }
 
-// describeSendError names the cause of a refused send.
-func describeSendError(peer engine.Address, err error) error {
+// describeSendError names the cause of a refused send, or of a retried
+// message that stays pending (exit 3), by its ID: retry printed only the
+// ones it handed off.
+func describeSendError(env *cliEnv, peer engine.Address, err error) error {
+	var notSent *engine.MessageNotSentError
 	switch {
 	case errors.Is(err, engine.ErrIdentityChanged):
 		return fmt.Errorf("%s has a new identity; compare the safety number, then \"parley trust %s\"", peer, peer)
+	case errors.As(err, &notSent):
+		return wordedf(err, "message %s stays pending: %s", hexID(notSent.ID), pendingCause(env, err))
 	}
 	return err
 }
@@ -94,7 +100,7 @@ func cmdRetry(ctx context.Context, env *cliEnv, cmd *command, args []string) err
 		}
 	}
 	if err != nil {
-		return describeSendError(peer, err)
+		return describeSendError(env, peer, err)
 	}
 	return nil
 }

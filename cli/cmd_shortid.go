@@ -37,6 +37,15 @@ func parseIDOperand(s string) (idOperand, error) {
 	return idOperand{prefix: s}, nil
 }
 
+// matches reports whether id is the operand's: the same full ID, or one
+// its prefix starts.
+func (o idOperand) matches(id wire.LogicalID) bool {
+	if o.full != nil {
+		return *o.full == id
+	}
+	return strings.HasPrefix(hexID(id), o.prefix)
+}
+
 // idCandidates pages the IDs a command could mean, handing each to yield.
 type idCandidates func(ctx context.Context, yield func(wire.LogicalID)) error
 
@@ -50,7 +59,7 @@ func (o idOperand) resolve(ctx context.Context, what string, cands idCandidates)
 	}
 	seen := map[wire.LogicalID]bool{}
 	err := cands(ctx, func(id wire.LogicalID) {
-		if strings.HasPrefix(hexID(id), o.prefix) {
+		if o.matches(id) {
 			seen[id] = true
 		}
 	})

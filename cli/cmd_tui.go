@@ -269,3 +269,7 @@ type demoProfile struct{ p *profile.Profile }
 func (d demoProfile) Engine() *engine.Client { return d.p.Client }
 func (d demoProfile) RelayState() string     { return d.p.RelayState().Conn.String() }
 func (d demoProfile) Close() error           { return d.p.Close() }
+
+// downloadsDir is where the chat saves a downloaded file (its d key), for a
+// fetch that looks for a file saved before.
+func downloadsDir() string { return tui.DefaultDownloads() }

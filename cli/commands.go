@@ -14,6 +14,9 @@ type command struct {
 	args    string
 	summary string
 	run     func(ctx context.Context, env *cliEnv, cmd *command, args []string) error
+	// noJSON is set for a command that prints no records (the interfaces,
+	// the relay): it offers no --json.
+	noJSON bool
 }
 
 // commandTable is every subcommand, grouped by the file that runs it. It is
@@ -43,7 +46,7 @@ var commandTable = []*command{
 	// cmd_send.go: send, retry, abandon; cmd_receive.go: sync, commit,
 	// discard; cmd_read.go: inbox, outbox, trace, history; cmd_file.go: fetch
 	{name: "send", args: "(PEER|GROUP) (TEXT | - | --file PATH)", summary: "send a message or a file; prints its logical ID (exit 3: kept pending)", run: cmdSend},
-	{name: "fetch", args: "SENDER ID [--to DIR]", summary: "download, verify and save a received file, then commit it (exit 1 names the cause)", run: cmdFetch},
+	{name: "fetch", args: "SENDER ID [--to DIR]", summary: "download, verify and save a received file, then commit it (exit 1 names the cause); again, say where it is", run: cmdFetch},
 	{name: "sync", args: "[--wait DUR]", summary: "stage, acknowledge and process the mailbox until idle; one line per result", run: cmdSync},
 	{name: "inbox", args: "[--sender PEER] [--after SEQ] [--limit N]", summary: "list pending received messages", run: cmdInbox},
 	{name: "outbox", args: "[--recipient PEER] [--after SEQ] [--limit N]", summary: "list pending sent messages", run: cmdOutbox},
@@ -58,12 +61,12 @@ var commandTable = []*command{
 	{name: "group", args: groupUsage, summary: "make and change groups: members, admins, generation", run: cmdGroup},
 
 	// cmd_tui.go
-	{name: "tui", args: "[--theme NAME] [--commit POLICY] [--auto-retry=BOOL] [--config FILE] [PEER]", summary: "the terminal interface for one profile (open at the conversation with PEER)", run: cmdTUI},
-	{name: "demo", args: "[--theme NAME] [--config FILE] [--record FILE] [--script FILE]", summary: "an embedded relay and two fresh profiles, alice/1 and bob/1, side by side", run: cmdDemo},
+	{name: "tui", args: "[--theme NAME] [--commit POLICY] [--auto-retry=BOOL] [--config FILE] [PEER]", summary: "the terminal interface for one profile (open at the conversation with PEER)", run: cmdTUI, noJSON: true},
+	{name: "demo", args: "[--theme NAME] [--config FILE] [--record FILE] [--script FILE]", summary: "an embedded relay and two fresh profiles, alice/1 and bob/1, side by side", run: cmdDemo, noJSON: true},
 
 	// cmd_relay.go
 	{name: "relay", args: "[--listen ADDR] [--data DIR] [--tls-cert FILE --tls-key FILE] [limits]",
-		summary: "run a relay; the first line on stdout is \"listening on ws://HOST:PORT\" (wss:// with TLS)", run: cmdRelay},
+		summary: "run a relay; the first line on stdout is \"listening on ws://HOST:PORT\" (wss:// with TLS)", run: cmdRelay, noJSON: true},
 
 	// cmd_bench.go
 	{name: "bench", args: "[--duration D] [--messages N] [--pairs N | --group 2,10,50] [--window W] [--json]", summary: "end-to-end benchmark on loopback with production durability", run: cmdBench},

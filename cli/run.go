@@ -40,6 +40,10 @@ type cliEnv struct {
 	// readSecret reads one line from the terminal without echoing it; nil
 	// when stdin is not a terminal, and then no command prompts.
 	readSecret func() ([]byte, error)
+
+	// profileDir and relayURL are the profile the command named and its
+	// relay, once it resolved them: explain names them in an error.
+	profileDir, relayURL string
 }
 
 // Main runs the command line args (without the program's name) with the
@@ -85,10 +89,10 @@ func run(ctx context.Context, env *cliEnv, args []string) int {
 	case errors.Is(err, errHelp):
 		return exitOK
 	case errors.As(err, &ue):
-		fmt.Fprintf(env.stderr, "parley %s: %s\nusage: parley %s %s\n", cmd.name, ue.msg, cmd.name, cmd.args)
+		fmt.Fprintf(env.stderr, "parley %s: %s\nusage: parley %s %s\n", cmd.name, textLine(ue.msg), cmd.name, cmd.args)
 		return exitUsage
 	}
-	fmt.Fprintf(env.stderr, "parley %s: %s\n", cmd.name, oneLine(err))
+	fmt.Fprintf(env.stderr, "parley %s: %s\n", cmd.name, textLine(explain(env, err)))
 	return exitCode(err)
 }
 
@@ -97,39 +101,73 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "\nusage: parley COMMAND [flags] [args]\n\ncommands:")
 	sorted := slices.Clone(commandTable)
 	slices.SortFunc(sorted, func(a, b *command) int { return strings.Compare(a.name, b.name) })
+	width := 0
 	for _, c := range sorted {
-		fmt.Fprintf(w, "  %-14s %s\n", c.name, c.summary)
+		width = max(width, len(c.name))
+	}
+	for _, c := range sorted {
+		fmt.Fprintf(w, "  %-*s  %s\n", width, c.name, c.summary)
 	}
 	fmt.Fprintln(w, "\nRun \"parley COMMAND --help\" for a command's flags, \"parley version\" for this build.")
 	fmt.Fprintln(w, "Exit codes: 0 done, 1 error, 2 usage, 3 message kept pending, 4 profile open in another process.")
 }
 
-// versionLine names this build: the module version when it was built from
-// a release, the commit it was built from otherwise, and the Go version.
+// version is this build's version as the Makefile stamps it (make build:
+// -ldflags "-X github.com/parley-chat/parley/cli.version=..."; git describe
+// of the tree it was built from); empty in a build that did not stamp it.
+var version string
+
+// versionLine names this build, so that a bug report says what was run.
 func versionLine() string {
-	v, rev, dirty := "(devel)", "", false
 	bi, ok := debug.ReadBuildInfo()
-	if ok {
-		if bi.Main.Version != "" {
-			v = bi.Main.Version
-		}
+	if !ok {
+		bi = nil
+	}
+	return describeBuild(version, bi)
+}
+
+// describeBuild names a build: the stamped version; else the module version
+// of a release built with go install; else the commit the go command
+// recorded (with its time, and +modified for a tree with changes); else
+// "(devel)", saying that nothing was stamped. The Go version ends the line.
+func describeBuild(stamped string, bi *debug.BuildInfo) string {
+	v := stamped
+	var rev, at string
+	dirty := false
+	if bi != nil {
 		for _, s := range bi.Settings {
 			switch s.Key {
 			case "vcs.revision":
 				rev = s.Value
+			case "vcs.time":
+				at = s.Value
 			case "vcs.modified":
 				dirty = s.Value == "true"
 			}
 		}
-	}
-	line := "parley " + v
-	if len(rev) >= 12 {
-		line += " " + rev[:12]
-		if dirty {
-			line += "+modified"
+		if v == "" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+			v = bi.Main.Version
 		}
 	}
-	if ok {
+	line := "parley "
+	switch {
+	case v != "":
+		line += v
+	case rev != "":
+		if len(rev) > 12 {
+			rev = rev[:12]
+		}
+		if dirty {
+			rev += "+modified"
+		}
+		line += "devel " + rev
+		if at != "" {
+			line += " " + at
+		}
+	default:
+		line += "(devel, no version stamped: build with make build)"
+	}
+	if bi != nil && bi.GoVersion != "" {
 		line += " " + bi.GoVersion
 	}
 	return line
@@ -137,6 +175,9 @@ func versionLine() string {
 
 // oneLine keeps an error message to one line, its control characters
 // escaped: an error can carry text a relay or a peer chose.
-func oneLine(err error) string {
-	return wire.EscapeControls(strings.ReplaceAll(err.Error(), "\n", " "))
+func oneLine(err error) string { return textLine(err.Error()) }
+
+// textLine is s on one line, its control characters escaped.
+func textLine(s string) string {
+	return wire.EscapeControls(strings.ReplaceAll(s, "\n", " "))
 }

@@ -73,6 +73,23 @@ func TestCLIFileThroughRelay(t *testing.T) {
 	if in := bob.jsonLines("inbox"); len(in) != 0 {
 		t.Fatalf("bob still has %v pending after the fetch", in)
 	}
+
+	// A second fetch of the file says where it is (exit 0), by its full ID
+	// or as the chat shows it; once the file is gone, it says so, in one
+	// line naming it.
+	for _, ref := range []string{id, id[:8]} {
+		again := bob.jsonLines("fetch", "alice/1", ref, "--to", dir)
+		if len(again) != 1 || again[0]["saved"] != filepath.Join(dir, "notes.txt") || again[0]["id"] != id || again[0]["fetched_before"] != true {
+			t.Fatalf("a second fetch of %s printed %v, want where the file was saved", ref, again)
+		}
+	}
+	if err := os.Remove(filepath.Join(dir, "notes.txt")); err != nil {
+		t.Fatal(err)
+	}
+	r = bob.run("", "fetch", "alice/1", id[:8], "--to", dir)
+	if r.code != 1 || !strings.Contains(r.stderr, "file notes.txt from alice/1 was fetched and committed on") || strings.Count(r.stderr, "\n") != 1 {
+		t.Fatalf("a fetch of a file fetched and then removed: exit %d %q, want 1 and one line naming it", r.code, r.stderr)
+	}
 }
 
 // TestCLIFileFromAStranger: a file from a device bob has not accepted is a

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 )
@@ -54,9 +55,12 @@ func TestCLIFirstSendWithoutRelay(t *testing.T) {
 }
 
 // TestCLIReadersBesideHolder: while another process holds the profile (a
-// long sync, as a running TUI would), history, inbox, outbox and trace read
-// it (exit 0), and a command that writes is refused (exit 4). The holder is
-// not disturbed: once it ends, its profile opens as before.
+// long sync, as a running TUI would), every command that only reads
+// (history, inbox, outbox, trace, requests, quarantine, identity, safety-number,
+// contact and group show|list without changes, relay-settings and
+// request-settings without flags) reads it (exit 0), and a command that
+// writes is refused (exit 4). The holder is not disturbed: once it ends,
+// its profile opens as before.
 func TestCLIReadersBesideHolder(t *testing.T) {
 	relay := startRelay(t)
 	alice, bob := newProfile(t, relay, "alice/1"), newProfile(t, relay, "bob/1")
@@ -64,41 +68,10 @@ func TestCLIReadersBesideHolder(t *testing.T) {
 	id := strings.TrimSpace(alice.ok("send", "bob/1", "hello"))
 	bob.sync()
 	bob.ok("commit", "alice/1", first)
+	bob.ok("contact", "Alice", "alice/1")
+	bob.ok("group", "create", "pair", "alice/1")
 
-	// The holder: a long sync. It is started again when it lost the race
-	// for the lock to one of the probes below.
-	var hold *exec.Cmd
-	var held chan error
-	start := func() {
-		hold = exec.Command(parleyBin, "sync", "--wait", "120s")
-		hold.Env = append(os.Environ(), "PARLEY_PROFILE="+bob.dir, "PARLEY_PASSPHRASE=e2e passphrase")
-		if err := hold.Start(); err != nil {
-			t.Fatal(err)
-		}
-		held = make(chan error, 1)
-		go func(c *exec.Cmd, ch chan error) { ch <- c.Wait() }(hold, held)
-	}
-	start()
-	defer func() {
-		hold.Process.Signal(syscall.SIGTERM)
-		<-held
-	}()
-	// Held once a writer is refused (an abandon of nothing changes nothing
-	// before that).
-	for try := 0; ; try++ {
-		select {
-		case <-held:
-			start()
-		default:
-		}
-		r := bob.run("", "abandon", "alice/1", "00000000")
-		if r.code == 4 {
-			break
-		}
-		if r.code != 1 || try == 200 {
-			t.Fatalf("abandon before the holder took the lock: exit %d %q", r.code, r.stderr)
-		}
-	}
+	stop := holdProfile(t, bob)
 
 	in := bob.jsonLines("inbox")
 	if len(in) != 1 || in[0]["id"] != id || in[0]["body"] != "hello" {
@@ -111,21 +84,84 @@ func TestCLIReadersBesideHolder(t *testing.T) {
 	if tr := bob.jsonLines("trace", "alice/1", id); len(tr) != 1 || tr[0]["id"] != id {
 		t.Fatalf("trace beside the holder: %v", tr)
 	}
-	for _, args := range [][]string{{"send", "alice/1", "no"}, {"commit", "alice/1", id}} {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"requests"}, ""},
+		{[]string{"quarantine"}, ""},
+		{[]string{"identity"}, "address=bob/1 "},
+		{[]string{"safety-number", "alice/1"}, "peer=alice/1 safety_number="},
+		{[]string{"contact"}, "peer=alice/1 name=Alice"},
+		{[]string{"group", "list"}, "name=pair"},
+		{[]string{"group", "show", "pair"}, "name=pair"},
+		{[]string{"relay-settings"}, "url=" + relay.url},
+		{[]string{"request-settings"}, "accept_all=false"},
+	} {
+		r := bob.run("", c.args...)
+		if r.code != 0 || !strings.Contains(r.stdout, c.want) {
+			t.Fatalf("parley %s beside the holder: exit %d, stdout %q, stderr %q; want exit 0 and %q", strings.Join(c.args, " "), r.code, r.stdout, r.stderr, c.want)
+		}
+	}
+	for _, args := range [][]string{{"send", "alice/1", "no"}, {"commit", "alice/1", id}, {"contact", "Al", "alice/1"},
+		{"group", "add", "pair", "carol/1"}, {"relay-settings", "--system-roots"}} {
 		if r := bob.run("", args...); r.code != 4 || !strings.Contains(r.stderr, "open in another process") {
 			t.Fatalf("%v beside the holder: exit %d %q, want 4", args, r.code, r.stderr)
 		}
 	}
-	hold.Process.Signal(syscall.SIGTERM)
-	if err := <-held; err != nil {
+	if err := stop(); err != nil {
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) {
 			t.Fatalf("the holder: %v", err)
 		}
 	}
-	held <- nil // for the deferred stop
 	bob.commitAll()
 	if got := historyBodies(bob, "alice/1", "in"); len(got) != 2 {
 		t.Fatalf("bob's history after the holder ended %q", got)
+	}
+}
+
+// holdProfile starts a process that holds p's profile (a long sync, as a
+// running parley tui would) and returns once it does; stop ends it (also
+// when the test ends) and returns how it ended. The holder is started
+// again when it lost the race for the lock to the probe that asks whether
+// it holds it yet (an abandon of nothing, which changes nothing).
+func holdProfile(t *testing.T, p *cliProfile) (stop func() error) {
+	t.Helper()
+	var hold *exec.Cmd
+	var held chan error
+	start := func() {
+		hold = exec.Command(parleyBin, "sync", "--wait", "120s")
+		hold.Env = append(os.Environ(), "PARLEY_PROFILE="+p.dir, "PARLEY_PASSPHRASE=e2e passphrase")
+		if err := hold.Start(); err != nil {
+			t.Fatal(err)
+		}
+		held = make(chan error, 1)
+		go func(c *exec.Cmd, ch chan error) { ch <- c.Wait() }(hold, held)
+	}
+	var once sync.Once
+	var result error
+	stop = func() error {
+		once.Do(func() {
+			hold.Process.Signal(syscall.SIGTERM)
+			result = <-held
+		})
+		return result
+	}
+	start()
+	t.Cleanup(func() { stop() })
+	for try := 0; ; try++ {
+		select {
+		case <-held:
+			start()
+		default:
+		}
+		r := p.run("", "abandon", "alice/1", "00000000")
+		if r.code == 4 {
+			return stop
+		}
+		if r.code != 1 || try == 200 {
+			t.Fatalf("abandon before the holder took the lock: exit %d %q", r.code, r.stderr)
+		}
 	}
 }

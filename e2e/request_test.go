@@ -83,6 +83,17 @@ func TestCLIRequests(t *testing.T) {
 	if out := bob.ok("requests"); strings.ContainsAny(out, "\x1b\a") || !strings.Contains(out, "sender=alice/1") {
 		t.Fatalf("requests in text form: %q", out)
 	}
+	// Its message is not pending until bob accepts: commit says so, by
+	// the full ID or as the chat shows it.
+	reqID := got[0]["id"].(string)
+	for _, c := range []struct{ ref, want string }{
+		{reqID[:8], "none of the pending messages from alice/1 has an ID starting with " + reqID[:8] + ": alice/1 is not accepted, and its 1 message waits as a message request (\"parley accept alice/1\" first)"},
+		{reqID, "message " + reqID + " from alice/1 is a message request: \"parley accept alice/1\" first"},
+	} {
+		if r := bob.run("", "commit", "alice/1", c.ref); r.code != 1 || r.stderr != "parley commit: "+c.want+"\n" {
+			t.Fatalf("commit of a request's message by %s: exit %d %q, want 1 and %q", c.ref, r.code, r.stderr, c.want)
+		}
+	}
 	// Nothing went back to alice: her message stays pending.
 	if k := kinds(alice.sync()); k["acknowledgement"] != 0 {
 		t.Fatalf("alice received %v before bob accepted", k)

@@ -11,6 +11,8 @@ import (
 	"mime"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/parley-chat/parley/wire"
@@ -427,4 +429,28 @@ func (c *Client) alreadySent(ctx context.Context, peer Address, id wire.LogicalI
 // size and type, not the manifest (whose key would outlive the transfer).
 func fileHistoryBody(m wire.FileManifest) []byte {
 	return []byte(fmt.Sprintf("[file] %s (%d bytes, %s)", m.Name, m.Size, m.MediaType))
+}
+
+// FileOfHistory reads back the name and size of a file from its history
+// body (fileHistoryBody). A text message may look the same: the caller
+// reads it as a file's only where a file is meant (a fetch of a message no
+// longer pending). The name is one a file could have been saved under
+// (wire.CleanFileName).
+func FileOfHistory(body []byte) (name string, size int64, ok bool) {
+	s, found := strings.CutPrefix(string(body), "[file] ")
+	if !found || !strings.HasSuffix(s, ")") {
+		return "", 0, false
+	}
+	// The media type holds no " bytes, " of its own; the name may.
+	i := strings.LastIndex(s, " bytes, ")
+	j := strings.LastIndex(s[:max(i, 0)], " (")
+	if i < 0 || j < 0 {
+		return "", 0, false
+	}
+	n, err := strconv.ParseInt(s[j+2:i], 10, 64)
+	name = s[:j]
+	if err != nil || n < 0 || name == "" || wire.CleanFileName(name) != name {
+		return "", 0, false
+	}
+	return name, n, true
 }

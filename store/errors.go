@@ -46,6 +46,11 @@ func mapErr(err error) error {
 		return err
 	}
 	code := se.Code()
+	if code == sqlite3.SQLITE_IOERR_SHMSIZE {
+		// The shared-memory index of the write-ahead log could not
+		// grow: the disk is full (ENOSPC on the -shm file).
+		return &mappedError{engine.ErrStorageFull, se.Error()}
+	}
 	// Extended result codes are on in modernc.org/sqlite: the primary code is
 	// the low byte (SQLITE_CONSTRAINT_UNIQUE = SQLITE_CONSTRAINT | 8<<8).
 	switch code & 0xff {
