@@ -11,19 +11,23 @@
 //	KV PARLEY_REG      addr -> signing key and registering IP
 //	KV PARLEY_IPREG    ip -> addresses first registered from it
 //	KV PARLEY_BUNDLE   addr -> bundle (without a one-time prekey)
-//	KV PARLEY_USAGE    m.addr, s.addr.sender, i.ip -> envelopes and bytes held
+//	KV PARLEY_USAGE    m.addr, s.addr.sender, i.ip, x.addr, y.addr.ip -> envelopes and
+//	  bytes held, and each relay's grant of them (grant.go, grantrecord.go)
 //	  (with K > 1 usage shards: PARLEY_USAGE_<i>, a key in one, usageshard.go)
 //	KV PARLEY_META     relay-id, mailbox-shards, usage-shards
 //	stream PARLEY_OTK      subjects parley.otk.<addr>: one message per one-time prekey
 //	stream PARLEY_MAILBOX  subjects parley.mbox.<addr>: one message per envelope
 //	  (with Options.Shards K > 1: PARLEY_MAILBOX_<i> on parley.mbox.s<i>.<addr>, shard.go)
 //	subjects parley.wake.<addr> (core NATS): signals between relays
+//	subject parley.grant.ask (core NATS): a relay asks the others to return
+//	  their grants of a count
 //
 // A mailbox row is its envelope's stream sequence. The mailbox stream
 // refuses a message past the mailbox's count (DiscardNewPerSubject) and the
-// relay's other quotas are counted in the usage buckets with compare-and-set
-// updates, coalesced per key (usage.go). Leases live in the relay process that took them
-// (relaystore.Leases).
+// relay's other quotas are counted in the usage buckets, from which each
+// relay takes grants (slices of a count's room, one compare-and-set each)
+// that it spends in memory (grant.go, quota.go). Leases of rows live in
+// the relay process that took them (relaystore.Leases).
 //
 // natsstore.go stays one file (over 600 lines) on purpose: the layout above,
 // the compare-and-set quota accounting and the mailbox stream are one unit
@@ -64,6 +68,7 @@ type names struct {
 	reg, ipreg, bundle, usage, meta, otkStream, mboxStream string
 	accepted, blocked                                      string
 	otk, mbox, wake                                        string // subject roots, with the trailing dot
+	ask                                                    string // the grants' ask subject
 }
 
 func namesFor(prefix string) names {
@@ -73,6 +78,7 @@ func namesFor(prefix string) names {
 		accepted: prefix + "PARLEY_ACCEPTED", blocked: prefix + "PARLEY_BLOCKED",
 		otkStream: prefix + "PARLEY_OTK", mboxStream: prefix + "PARLEY_MAILBOX",
 		otk: prefix + "parley.otk.", mbox: prefix + "parley.mbox.", wake: prefix + "parley.wake.",
+		ask: prefix + "parley.grant.ask",
 	}
 }
 
@@ -98,6 +104,10 @@ type Options struct {
 	// several independent stores can share one cluster (tests). Letters,
 	// digits and underscores only.
 	Prefix string
+	// GrantLife is how long a grant of a usage count lives from its last
+	// write (DefaultGrantLife); tests shorten it to see a dead relay's
+	// grants lapse.
+	GrantLife time.Duration
 }
 
 // Store is a relaystore.Store on a JetStream cluster.
@@ -108,12 +118,13 @@ type Store struct {
 	reg     jetstream.KeyValue
 	ipreg   jetstream.KeyValue
 	bundles jetstream.KeyValue
-	usageW  *usageWriter // the usage buckets and their writes (usage.go, usageshard.go)
+	ledger  *ledger // this relay's grants of the usage counts (grant.go, usageshard.go)
 	otk     jetstream.Stream
 	shards  []shard // the mailbox streams (shard.go)
 	nShards int
 	limits  relaystore.Limits
 	timeout time.Duration
+	life    time.Duration // of grants
 	relayID [32]byte
 
 	accepted  jetstream.KeyValue // accepted peers (peers.go)
@@ -165,7 +176,7 @@ func Open(ctx context.Context, urls []string, o Options) (*Store, error) {
 		return nil, fmt.Errorf("natsstore: connect to %s: %w", strings.Join(urls, ","), err)
 	}
 	s := &Store{names: namesFor(o.Prefix), nc: nc, limits: o.Limits.WithDefaults(), timeout: o.Timeout,
-		owners: make(map[string]owner), nShards: max(o.Shards, 1)}
+		owners: make(map[string]owner), nShards: max(o.Shards, 1), life: o.GrantLife}
 	// A cluster that is still forming (no meta leader yet, too few peers
 	// up for the replicas) refuses for a while: try again until ctx ends.
 	for {
@@ -175,6 +186,11 @@ func Open(ctx context.Context, urls []string, o Options) (*Store, error) {
 		if err == nil {
 			// The watches too wait for a cluster that is still forming.
 			err = s.startWatch()
+		}
+		if err == nil {
+			if err = s.ledger.start(); err != nil {
+				s.stopWatch()
+			}
 		}
 		if err == nil {
 			return s, nil
@@ -231,7 +247,7 @@ func (s *Store) setup(ctx context.Context, replicas int) error {
 	if err != nil {
 		return err
 	}
-	s.usageW = newUsageWriter(js, buckets, s.timeout)
+	s.ledger = newLedger(js, s.nc, buckets, s.names.ask, s.life, s.timeout)
 	var id [32]byte
 	rand.Read(id[:])
 	if _, err := meta.Create(ctx, "relay-id", id[:]); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
@@ -428,12 +444,11 @@ func usageKeys(recipient string, from relaystore.Origin) []string {
 	return append(keys, strangerKeys(recipient, from)...)
 }
 
-// Append implements relaystore.Store. The quotas are read, then the
-// envelope published, then the totals raised: appends racing through
-// several relays can pass a quota by what they carry, and a relay that
-// stops between the publish and the totals leaves them short by that
-// envelope. The mailbox's count itself is the stream's own per-subject
-// limit, which refuses past it whatever the totals say.
+// Append implements relaystore.Store. The quotas are spent from this
+// relay's grants of the counts (quota.go), then the envelope published;
+// a publish that fails gives them back. The mailbox's count itself is
+// also the stream's own per-subject limit, which refuses past it whatever
+// the counts say.
 func (s *Store) Append(ctx context.Context, recipient string, env []byte, copies int, from relaystore.Origin) ([]uint64, error) {
 	if copies < 1 {
 		return nil, fmt.Errorf("append to %s: %d copies", recipient, copies)
@@ -443,55 +458,49 @@ func (s *Store) Append(ctx context.Context, recipient string, env []byte, copies
 	}
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
-	keys := usageKeys(recipient, from)
-	nStranger := len(strangerKeys(recipient, from))
-	u, total, err := s.readQuotas(ctx, keys[:len(keys)-nStranger])
-	if err != nil {
-		return nil, fmt.Errorf("append to %s: %w", recipient, err)
-	}
 	size := int64(len(env)) * int64(copies)
-	if err := s.limits.QuotaError(u[0], u[1], u[2], total, from, copies, size); err != nil {
-		return nil, fmt.Errorf("append to %s: %w", recipient, err)
-	}
-	if err := s.strangerQuota(ctx, recipient, from, copies, size); err != nil {
+	refund, err := s.spendQuotas(ctx, recipient, from, copies, size)
+	if err != nil {
 		return nil, fmt.Errorf("append to %s: %w", recipient, err)
 	}
 	rows := make([]uint64, 0, copies)
 	for range copies {
-		msg := &nats.Msg{Subject: s.shardOf(recipient).root + hexKey(recipient), Data: env, Header: nats.Header{}}
-		msg.Header.Set(hdrSender, from.Address)
-		msg.Header.Set(hdrIP, from.IP)
-		msg.Header.Set(hdrEnv, hex.EncodeToString(from.Envelope[:]))
-		if from.Stranger {
-			msg.Header.Set(hdrStranger, "1")
-		}
-		ack, err := s.js.PublishMsg(ctx, msg)
+		ack, err := s.js.PublishMsg(ctx, s.envelopeMsg(recipient, env, from))
 		if err != nil {
 			if isPerSubjectFull(err) {
 				err = relaystore.ErrMailboxFull
 			}
-			if len(rows) > 0 {
-				s.charge(ctx, keys, len(rows), int64(len(env))*int64(len(rows)))
+			if len(rows) == 0 {
+				refund()
+			} else {
+				s.refundPart(recipient, from, copies-len(rows), int64(len(env))*int64(copies-len(rows)))
 			}
 			return nil, fmt.Errorf("append to %s: %w", recipient, err)
 		}
 		rows = append(rows, ack.Sequence)
 		s.noteTotal(1, int64(len(env)))
 	}
-	if err := s.charge(ctx, keys, copies, size); err != nil {
-		return rows, fmt.Errorf("append to %s: count it: %w", recipient, err)
-	}
 	return rows, nil
 }
 
-// charge adds n envelopes of size bytes (negative to remove) to every key
-// and returns once all are written.
-func (s *Store) charge(ctx context.Context, keys []string, n int, size int64) error {
-	held := make(map[string]relaystore.Usage, len(keys))
-	for _, k := range keys {
-		held[k] = relaystore.Usage{Envelopes: -n, Bytes: -size}
+// envelopeMsg is the message that stores env in recipient's mailbox.
+func (s *Store) envelopeMsg(recipient string, env []byte, from relaystore.Origin) *nats.Msg {
+	msg := &nats.Msg{Subject: s.shardOf(recipient).root + hexKey(recipient), Data: env, Header: nats.Header{}}
+	msg.Header.Set(hdrSender, from.Address)
+	msg.Header.Set(hdrIP, from.IP)
+	msg.Header.Set(hdrEnv, hex.EncodeToString(from.Envelope[:]))
+	if from.Stranger {
+		msg.Header.Set(hdrStranger, "1")
 	}
-	return s.release(ctx, held)
+	return msg
+}
+
+// refundPart gives back what n envelopes of size bytes in all, of an
+// append of several copies, spent of their counts.
+func (s *Store) refundPart(recipient string, from relaystore.Origin, n int, size int64) {
+	for _, k := range usageKeys(recipient, from) {
+		s.ledger.refund(k, relaystore.Usage{Envelopes: n, Bytes: size})
+	}
 }
 
 // isPerSubjectFull reports the stream's refusal of a message past its
@@ -520,7 +529,7 @@ func (s *Store) Ack(ctx context.Context, recipient string, rows []uint64) (out [
 	// at the end, whatever happens between: those rows are gone.
 	held := map[string]relaystore.Usage{}
 	defer func() {
-		if cerr := s.release(ctx, held); cerr != nil && err == nil {
+		if cerr := s.freeQuotas(ctx, held); cerr != nil && err == nil {
 			err = fmt.Errorf("acknowledge rows of %s: count it: %w", recipient, cerr)
 		}
 	}()
@@ -586,8 +595,10 @@ func (s *Store) Watch(address string, fn func(relaystore.Signal)) (func(), error
 	return func() { sub.Unsubscribe() }, nil
 }
 
-// Close implements relaystore.Store.
+// Close implements relaystore.Store. It returns this relay's grants
+// first, so that the other relays may spend them at once.
 func (s *Store) Close() error {
+	s.ledger.close()
 	if s.stopWatch != nil {
 		s.stopWatch()
 	}
