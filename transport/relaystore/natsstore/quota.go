@@ -154,4 +154,3 @@ func (s *Store) noteTotal(n int, size int64) {
 	s.totalUse.Envelopes = max(s.totalUse.Envelopes+n, 0)
 	s.totalUse.Bytes = max(s.totalUse.Bytes+size, 0)
 }
-
