@@ -69,7 +69,7 @@ func (m Model) hint() string {
 		}
 	}
 	if n > 1 && panes[0].Shown == 0 && panes[1].Shown == 0 {
-		return fmt.Sprintf("Type a message and press Enter: it goes to %s and waits in its inbox · ctrl+x 1…6 plays a guided scenario · f1 help", panes[0].Peer)
+		return fmt.Sprintf("Type a message and press Enter: it goes to %s and waits in its inbox · ctrl+x 1…%d plays a guided scenario · f1 help", panes[0].Peer, len(scenarios()))
 	}
 	return "All settled. A guided scenario: ctrl+x then " + scenarioMenu()
 }
