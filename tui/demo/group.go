@@ -173,6 +173,9 @@ func countGroupFlow(ctx context.Context, id wire.GroupID, sender engine.Address,
 		switch n := copies[e.ID]; {
 		case n == 1:
 			f.once++
+			if lane == engine.LanePending || lane == engine.LaneRelayAccepted {
+				f.unacked++
+			}
 		case n > 1:
 			f.dup++
 		case lane == engine.LanePending || lane == engine.LaneRelayAccepted:

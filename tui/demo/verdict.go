@@ -24,13 +24,17 @@ type flow struct {
 	sent     int // distinct messages in the sender's history
 	once     int // in the receiver's history exactly once
 	pending  int // not in the receiver's history yet, still pending on a side
-	dropped  int // discarded by the receiver
-	given    int // abandoned by the sender and never committed
-	dup      int // in the receiver's history more than once
-	lost     int // acknowledged to the sender, yet neither committed nor discarded
-	wiped    int // acknowledged before the receiver was reinstalled (its old profile is gone)
-	partial  bool
-	group    string // the group's name, for a member's count of a group's messages (group.go)
+	// unacked counts messages in the receiver's history once that the
+	// sender still holds pending: the receiver's ACK was lost or is on its
+	// way. They count in once too: the line says both.
+	unacked int
+	dropped int // discarded by the receiver
+	given   int // abandoned by the sender and never committed
+	dup     int // in the receiver's history more than once
+	lost    int // acknowledged to the sender, yet neither committed nor discarded
+	wiped   int // acknowledged before the receiver was reinstalled (its old profile is gone)
+	partial bool
+	group   string // the group's name, for a member's count of a group's messages (group.go)
 }
 
 // verdictMsg carries the verdict of both directions.
@@ -97,6 +101,9 @@ func countFlow(ctx context.Context, sender, receiver *engine.Client, reinstalled
 			continue
 		}
 		f.sent++
+		if e.State == engine.SentPending && copies[e.ID] == 1 {
+			f.unacked++
+		}
 		switch n := copies[e.ID]; {
 		case n == 1:
 			f.once++
@@ -114,6 +121,9 @@ func countFlow(ctx context.Context, sender, receiver *engine.Client, reinstalled
 		switch {
 		case l.State == "committed":
 			f.once++
+			if e.State == engine.SentPending {
+				f.unacked++
+			}
 		case l.State == "discarded":
 			f.dropped++
 		case l.State == "pending":
@@ -161,7 +171,7 @@ func (m Model) verdictView() []string {
 		for _, c := range []struct {
 			n    int
 			name string
-		}{{f.pending, "pending"}, {f.dropped, "discarded"}, {f.given, "abandoned"}, {f.wiped, "gone with a reinstall"}, {f.dup, "DUPLICATED"}, {f.lost, "LOST"}} {
+		}{{f.unacked, "ACK pending"}, {f.pending, "pending"}, {f.dropped, "discarded"}, {f.given, "abandoned"}, {f.wiped, "gone with a reinstall"}, {f.dup, "DUPLICATED"}, {f.lost, "LOST"}} {
 			if c.n > 0 {
 				s += fmt.Sprintf(", %d %s", c.n, c.name)
 			}
