@@ -17,8 +17,12 @@ const maxHintLines = 4
 // before its point.
 func (m Model) hintView() []string {
 	text := m.hint()
+	style := m.th.App.Hint
+	if m.scen != nil && m.scen.failed != "" {
+		style = m.th.Panel.Error // a step did not happen: said, not narrated past
+	}
 	if m.w < 8 {
-		return []string{layout.Pad(m.th.App.Hint, " "+text, m.w)}
+		return []string{layout.Pad(style, " "+text, m.w)}
 	}
 	wrapped := layout.Wrap(text, m.w-1)
 	if len(wrapped) > maxHintLines {
@@ -26,7 +30,7 @@ func (m Model) hintView() []string {
 	}
 	lines := make([]string, len(wrapped))
 	for i, l := range wrapped {
-		lines[i] = layout.Pad(m.th.App.Hint, " "+strings.TrimRight(l, " "), m.w)
+		lines[i] = layout.Pad(style, " "+strings.TrimRight(l, " "), m.w)
 	}
 	return lines
 }
