@@ -134,7 +134,6 @@ func (p *pane) sentGroup(m composer.SentMsg) tea.Cmd {
 	return nil
 }
 
-
 // retryGroupLanes is ctrl+r while a group is chosen: each member with a
 // pending lane of the group is retried, in that member's order with
 // everything else pending to it (FIFO per member), as parley retry GROUP
