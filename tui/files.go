@@ -166,12 +166,15 @@ func (p *pane) open(path string) tea.Cmd {
 	}
 }
 
-func (p *pane) opened(m openedMsg) {
+func (p *pane) opened(m openedMsg) tea.Cmd {
+	var cmd tea.Cmd
+	p.panels[panelTimeline], cmd = p.tl().Update(timeline.OpenedMsg{Path: m.path, Err: m.err})
 	if m.err != nil {
 		p.note(eventlog.Entry{Name: "open_failed", Text: m.err.Error() + "; the file is at " + m.path, Level: eventlog.Error})
-		return
+		return cmd
 	}
 	p.note(eventlog.Entry{Name: "file_opened", Text: m.path + " handed to the system's opener", Level: eventlog.Info})
+	return cmd
 }
 
 func (p *pane) files() (FileSource, bool) {

@@ -325,8 +325,7 @@ func (p pane) Update(msg tea.Msg) (pane, tea.Cmd) {
 	case timeline.OpenMsg:
 		return p, p.open(msg.Path)
 	case openedMsg:
-		p.opened(msg)
-		return p, nil
+		return p, p.opened(msg)
 	case inbox.FinalizedMsg:
 		p.finalized(msg)
 	case timeline.FinalizedMsg:
@@ -528,6 +527,9 @@ func (p *pane) sent(m composer.SentMsg) tea.Cmd {
 	case m.Group != nil:
 		return p.sentGroup(m)
 	case m.Err == nil, errors.As(m.Err, &nse):
+		if m.Peer == p.peer {
+			p.tl().ShowNewest() // what was just sent is on screen, whatever was scrolled to
+		}
 		return nil // the engine's events tell the rest
 	case errors.Is(m.Err, engine.ErrIdentityChanged):
 		p.noteErr("identity_changed", m.Err, "send to "+m.Peer.String()+" refused, nothing stored")
@@ -556,13 +558,17 @@ func (p *pane) finalized(m inbox.FinalizedMsg) {
 // finalizedHere logs what the conversation committed or discarded, and why
 // not when it failed.
 func (p *pane) finalizedHere(m timeline.FinalizedMsg) {
+	where := "in the conversation with " + m.Peer.String()
+	if m.Group != nil {
+		where = "in a group's view"
+	}
 	if m.Err != nil {
-		p.noteErr(engine.ErrorName(m.Err), m.Err, "finalize in the conversation with "+m.Peer.String())
+		p.noteErr(engine.ErrorName(m.Err), m.Err, "finalize "+where)
 		return
 	}
 	for i, r := range m.Results {
 		if r.Err != nil {
-			p.noteErr(engine.ErrorName(r.Err), r.Err, "finalize "+layout.ShortID(m.Reqs[i].ID)+" from "+m.Peer.String())
+			p.noteErr(engine.ErrorName(r.Err), r.Err, "finalize "+layout.ShortID(m.Reqs[i].ID)+" from "+m.Reqs[i].Sender.String())
 		}
 	}
 }
