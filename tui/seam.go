@@ -39,6 +39,10 @@ type PaneState struct {
 // Panes is the number of panes.
 func (m Model) Panes() int { return len(m.panes) }
 
+// FullHelp reports whether the full help is shown (f1): a wrapper that
+// keeps its own lines short on a small screen shows them whole then.
+func (m Model) FullHelp() bool { return m.full }
+
 // Active is the index of the pane with the keyboard.
 func (m Model) Active() int { return m.active }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/charmbracelet/x/ansi"
 	"github.com/parley-chat/parley/tui"
 	"github.com/parley-chat/parley/tui/internal/layout"
 )
@@ -11,6 +12,25 @@ import (
 // maxHintLines is the most lines the hint takes; a narration longer than
 // that at a narrow width is cut at the end of the last one.
 const maxHintLines = 4
+
+// compactBelow is the window height under which the hint and the
+// exactly-once line take one line each, the rest shown with the full help
+// (f1): at 80x24 the four lines they could take left each conversation
+// three rows.
+const compactBelow = 30
+
+// compact reports whether the header keeps to one line each.
+func (m Model) compact() bool { return m.h < compactBelow && !m.chat.FullHelp() }
+
+// oneLine is text on one line of the window: whole when it fits, else cut
+// with a word that says where the rest is.
+func oneLine(text string, w int) string {
+	const more = "… (f1: all)"
+	if layout.Width(text) <= w || w <= layout.Width(more)+8 {
+		return text
+	}
+	return ansi.Truncate(text, w-layout.Width(more), "") + more
+}
 
 // hintView is the demo's line saying what to try next, from what the panes
 // show now, wrapped to the width: a scenario's narration is never cut
@@ -23,6 +43,9 @@ func (m Model) hintView() []string {
 	}
 	if m.w < 8 {
 		return []string{layout.Pad(style, " "+text, m.w)}
+	}
+	if m.compact() {
+		return []string{layout.Pad(style, " "+oneLine(text, m.w-1), m.w)}
 	}
 	wrapped := layout.Wrap(text, m.w-1)
 	if len(wrapped) > maxHintLines {

@@ -141,7 +141,7 @@ func TestDeBruijnPairs(t *testing.T) {
 func TestScenarioAfterGroupAndMess(t *testing.T) {
 	t.Parallel()
 	d := startDemo(t, demoConfig{w: 80, h: 24, mutate: func(o *Options) { o.FileSize = 1 << 20 }})
-	d.waitFor("exactly once ·")
+	d.waitFor("exactly once")
 	d.playScenario(7)
 	d.key(tea.KeySpace) // after the end: text in the composer, to #trio
 	d.waitUntil("alice's composer on the group", func(s string) bool { return strings.Contains(flat(s), "Composer → #trio") })
