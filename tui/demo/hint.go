@@ -44,11 +44,18 @@ func (m Model) hintView() []string {
 	if m.w < 8 {
 		return []string{layout.Pad(style, " "+text, m.w)}
 	}
-	if m.compact() {
-		return []string{layout.Pad(style, " "+oneLine(text, m.w-1), m.w)}
-	}
 	wrapped := layout.Wrap(text, m.w-1)
-	if len(wrapped) > maxHintLines {
+	switch {
+	case m.compact():
+		// One line; a scenario's narration, its point, two.
+		n := 1
+		if m.scen != nil {
+			n = 2
+		}
+		if len(wrapped) > n {
+			wrapped = append(wrapped[:n-1], oneLine(strings.Join(wrapped[n-1:], " "), m.w-1))
+		}
+	case len(wrapped) > maxHintLines:
 		wrapped = append(wrapped[:maxHintLines-1], strings.Join(wrapped[maxHintLines-1:], " "))
 	}
 	lines := make([]string, len(wrapped))
