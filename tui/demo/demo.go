@@ -67,7 +67,7 @@ type Options struct {
 // ended) before Run returns. The relay behind profiles is the caller's to
 // stop afterwards.
 func Run(ctx context.Context, profiles Profiles, opts Options) error {
-	th, err := themes.Get(opts.Theme)
+	th, err := tui.Theme(opts.Options)
 	if err != nil {
 		return err
 	}
