@@ -7,6 +7,7 @@ package tui
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -20,6 +21,7 @@ import (
 	"github.com/parley-chat/parley/tui/composer"
 	"github.com/parley-chat/parley/tui/eventlog"
 	"github.com/parley-chat/parley/tui/timeline"
+	"github.com/parley-chat/parley/tui/transfer"
 	"github.com/parley-chat/parley/wire"
 )
 
@@ -30,6 +32,7 @@ type FileSource interface {
 	SendFile(ctx context.Context, peer engine.Address, path string, progress engine.Progress) (wire.LogicalID, error)
 	SendGroupFile(ctx context.Context, group wire.GroupID, path string, progress engine.Progress) (wire.LogicalID, error)
 	FetchFile(ctx context.Context, sender engine.Address, id wire.LogicalID, dir string, progress engine.Progress) (string, error)
+	Uploads() ([]engine.Upload, error)
 }
 
 var _ FileSource = (*engine.Client)(nil)
@@ -49,6 +52,7 @@ func DefaultDownloads() string {
 // fileSentMsg reports an attachment's upload and manifest.
 type fileSentMsg struct {
 	key  int
+	path string
 	to   string
 	name string
 	id   wire.LogicalID
@@ -81,6 +85,15 @@ func (p *pane) attachFile(a composer.AttachMsg) tea.Cmd {
 		group = &g
 	}
 	peer := a.Peer
+	if p.sending == nil {
+		p.sending = map[string]bool{}
+	}
+	abs := path // as the engine records it
+	if a, err := filepath.Abs(path); err == nil {
+		abs = a
+	}
+	p.sending[abs] = true
+	p.showStopped()
 	return tea.Batch(p.layout(), func() tea.Msg {
 		var id wire.LogicalID
 		var err error
@@ -89,12 +102,86 @@ func (p *pane) attachFile(a composer.AttachMsg) tea.Cmd {
 		} else {
 			id, err = fs.SendFile(ctx, peer, path, progress)
 		}
-		return fileSentMsg{key: key, to: to, name: name, id: id, err: err}
+		return fileSentMsg{key: key, path: abs, to: to, name: name, id: id, err: err}
 	})
+}
+
+// uploadsMsg carries the uploads begun and not finished (Uploads).
+type uploadsMsg struct {
+	list []engine.Upload
+	err  error
+}
+
+// readUploads reads the uploads a run left unfinished: after an attach
+// (a killed run left them), and after each upload ends.
+func (p *pane) readUploads() tea.Cmd {
+	fs, ok := p.files()
+	if !ok {
+		return nil
+	}
+	return func() tea.Msg {
+		l, err := fs.Uploads()
+		return uploadsMsg{list: l, err: err}
+	}
+}
+
+// gotUploads keeps the uploads read and shows those not in flight here.
+func (p *pane) gotUploads(m uploadsMsg) tea.Cmd {
+	if m.err != nil {
+		p.noteErr(engine.ErrorName(m.err), m.err, "reading the interrupted uploads")
+		return nil
+	}
+	p.uploads = m.list
+	p.showStopped()
+	return p.layout()
+}
+
+// showStopped shows in the strip the uploads begun and not finished that
+// no command of this pane is running.
+func (p *pane) showStopped() {
+	var st []transfer.Stopped
+	for _, u := range p.uploads {
+		if p.sending[u.Path] {
+			continue
+		}
+		st = append(st, transfer.Stopped{Name: filepath.Base(u.Path), Other: p.uploadTarget(u), Size: u.Size})
+	}
+	p.xfer.SetStopped(st)
+}
+
+// uploadTarget names an upload's peer, or its group as the conversations
+// list it.
+func (p *pane) uploadTarget(u engine.Upload) string {
+	if u.Group == nil {
+		return u.Peer.String()
+	}
+	for _, g := range p.conv().GroupItems() {
+		if g.ID == *u.Group {
+			return "#" + g.Name
+		}
+	}
+	return "#" + hex.EncodeToString(u.Group[:4])
+}
+
+// resumeUploads starts again the interrupted uploads to the conversation
+// chosen (ctrl+r): sending the same file resumes from what the relay holds.
+func (p *pane) resumeUploads() tea.Cmd {
+	var cmds []tea.Cmd
+	for _, u := range p.uploads {
+		switch {
+		case p.sending[u.Path]:
+		case p.group != nil && u.Group != nil && *u.Group == *p.group:
+			cmds = append(cmds, p.attachFile(composer.AttachMsg{Path: u.Path, Group: u.Group}))
+		case p.group == nil && u.Group == nil && u.Peer == p.peer:
+			cmds = append(cmds, p.attachFile(composer.AttachMsg{Path: u.Path, Peer: u.Peer}))
+		}
+	}
+	return tea.Batch(cmds...)
 }
 
 func (p *pane) fileSent(m fileSentMsg) tea.Cmd {
 	p.xfer.Finish(m.key)
+	delete(p.sending, m.path)
 	var nse *engine.MessageNotSentError
 	switch {
 	case m.err == nil:
@@ -105,7 +192,7 @@ func (p *pane) fileSent(m fileSentMsg) tea.Cmd {
 		p.noteErr(engine.ErrorName(m.err), m.err, "file "+m.name+" to "+m.to+" not sent (sending it again resumes the upload)")
 		p.comp().SetError(engine.ErrorName(m.err) + ": " + m.err.Error())
 	}
-	return p.layout()
+	return tea.Batch(p.layout(), p.readUploads())
 }
 
 // fetch downloads a waiting file into the downloads directory; the

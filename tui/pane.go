@@ -77,6 +77,11 @@ type pane struct {
 	// the client keeps drafts (draft.go).
 	draft drafts
 
+	// uploads are the uploads begun and not finished, as last read;
+	// sending are the files this pane is uploading now (files.go).
+	uploads []engine.Upload
+	sending map[string]bool
+
 	w, h int
 	lay  paneLayout
 }
@@ -114,7 +119,8 @@ func (p *pane) attach(s *Attachment) tea.Cmd {
 	p.comp().SetSource(c)
 	p.in().SetSource(c)
 	p.out().SetSource(c)
-	cmds := []tea.Cmd{p.conv().Reload(), p.tl().Reload(), p.in().Reload(), p.out().Reload(), p.loadNames(), p.loadDrafts(), p.attachRequests(c), listen(s)}
+	p.sending = nil // the old client's uploads report nothing more
+	cmds := []tea.Cmd{p.conv().Reload(), p.tl().Reload(), p.in().Reload(), p.out().Reload(), p.loadNames(), p.loadDrafts(), p.attachRequests(c), p.readUploads(), listen(s)}
 	if !p.peer.IsZero() {
 		cmds = append(cmds, p.loadSafety())
 	}
@@ -314,6 +320,8 @@ func (p pane) Update(msg tea.Msg) (pane, tea.Cmd) {
 		return p, p.attachFile(msg)
 	case fileSentMsg:
 		return p, p.fileSent(msg)
+	case uploadsMsg:
+		return p, p.gotUploads(msg)
 	case timeline.FetchMsg:
 		return p, p.fetch(msg)
 	case fetchDoneMsg:
@@ -371,11 +379,13 @@ func (p pane) key(k tea.KeyMsg) (pane, tea.Cmd) {
 	case input.Matches(k, p.keys.Accept):
 		return p, p.accept()
 	case input.Matches(k, p.keys.Retry):
+		// The conversation's pending messages, and its uploads a killed
+		// run left unfinished.
 		if p.att != nil && p.group != nil {
-			return p, retryGroupLanes(p.ctx, p.att.Client, *p.group)
+			return p, tea.Batch(retryGroupLanes(p.ctx, p.att.Client, *p.group), p.resumeUploads())
 		}
 		if p.att != nil && !p.peer.IsZero() {
-			return p, outbox.Retry(p.ctx, p.att.Client, p.peer, false)
+			return p, tea.Batch(outbox.Retry(p.ctx, p.att.Client, p.peer, false), p.resumeUploads())
 		}
 		return p, nil
 	}
