@@ -3,15 +3,24 @@ GO ?= go
 STATICCHECK_VERSION := v0.8.2
 PKGS := ./...
 FUZZTIME ?= 20s
+# VERSION is stamped into the binary (parley version): git describe of this
+# tree, "-dirty" when it has changes. Without git it is empty, and parley
+# version names what the go command recorded instead.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+LDFLAGS := -X github.com/parley-chat/parley/cli.version=$(VERSION)
 
 .PHONY: all build run test lint fuzz bench files-bench golden soak adversary cluster connload abuse clean
 
 all: build
 
+# build says what it does first: a first build compiles every dependency,
+# which takes minutes with nothing else on the screen.
 build:
-	CGO_ENABLED=0 $(GO) build -o bin/parley .
+	@echo "building bin/parley $(VERSION) (a first build compiles every dependency and can take a few minutes; later ones take seconds)"
+	CGO_ENABLED=0 $(GO) build -ldflags '$(LDFLAGS)' -o bin/parley .
 
 run: build
+	@echo "starting parley demo (ctrl+c quits)"
 	./bin/parley demo
 
 # test runs the suite with the race detector, then the failpoint matrix and
@@ -66,7 +75,7 @@ golden:
 # soak runs the soak test with SOAK_MESSAGES messages (default 5000).
 SOAK_MESSAGES ?= 5000
 soak:
-	SOAK_MESSAGES=$(SOAK_MESSAGES) $(GO) test -count=1 -timeout 0 -run '^TestSoak$$' -v .
+	SOAK_MESSAGES=$(SOAK_MESSAGES) $(GO) test -count=1 -timeout 0 -run '^TestSoak$$' -v ./e2e
 
 # cluster runs a local 3-node NATS JetStream cluster and two relays on it
 # (ports 4222-4224 and 7001-7002) until ctrl+c.

@@ -101,9 +101,11 @@ type Client struct {
 	endLife         context.CancelFunc // Close: ends every Run
 	loops           sync.WaitGroup     // running Run calls
 
-	// Recovery requests sent lately (recovery.go).
+	// Recovery requests sent lately (recovery.go), and since when the
+	// sending window of a peer has been full (window.go).
 	recoveryMu sync.Mutex
 	recovery   recoveryLimits
+	windowFull map[Address]time.Time
 
 	transfers transferSlots // file transfers at once (file.go)
 
@@ -300,7 +302,10 @@ func (c *Client) fail(kind, point string) error {
 	if c.cfg.Failpoint == nil {
 		return nil
 	}
-	return c.cfg.Failpoint(kind + "/" + point)
+	if err := c.cfg.Failpoint(kind + "/" + point); err != nil {
+		return fmt.Errorf("failpoint %s/%s: %w: %w", kind, point, ErrInjected, err)
+	}
+	return nil
 }
 
 // peer returns the live state of a peer, loading it from the store once.

@@ -171,8 +171,8 @@ func TestDiscardAndAbandon(t *testing.T) {
 	if got := bob.received(alice); len(got) != 0 {
 		t.Fatalf("a discarded message entered the history: %q", got)
 	}
-	if _, err := bob.c.Commit(w.ctx, alice.addr, id); !errors.Is(err, engine.ErrNotPending) {
-		t.Fatalf("commit after discard: %v, want ErrNotPending", err)
+	if _, err := bob.c.Commit(w.ctx, alice.addr, id); !errors.Is(err, engine.ErrAlreadyDiscarded) {
+		t.Fatalf("commit after discard: %v, want ErrAlreadyDiscarded", err)
 	}
 
 	gone := alice.send(bob, "to abandon")

@@ -26,6 +26,12 @@ const (
 	// TakenRetryAfter is the wait for an envelope the recipient's device
 	// took but has not acknowledged.
 	TakenRetryAfter = 10 * time.Minute
+	// ReportRetryFloor is the shortest time between a message's hand-off
+	// and the resend that a report of its envelope brings forward: after
+	// any report a message goes again at most six times an hour, so a relay
+	// that answers every envelope "expired" gets a trickle, not a storm of
+	// encryptions, transactions and submits.
+	ReportRetryFloor = 10 * time.Minute
 	// maxTrackedEnvelopes bounds the envelopes whose peer the loop
 	// remembers, so that a long session does not grow it without end.
 	maxTrackedEnvelopes = 4096
@@ -69,6 +75,23 @@ func DecideRetryWait(statusSupported bool, fate EnvelopeFate, prev time.Duration
 	}
 }
 
+// DecideExpiredRetry says when a message whose envelope the relay reports
+// expired goes again, given when that envelope was handed off (sent), now
+// and the envelope lifetime the relay announced (zero when it announced
+// none). An envelope younger than the announced lifetime cannot have
+// expired: the report is not believed (false) and changes nothing. A
+// believed one makes the message due at once, but never sooner than
+// ReportRetryFloor after the hand-off.
+func DecideExpiredRetry(sent, now time.Time, lifetime time.Duration) (time.Time, bool) {
+	if lifetime > 0 && now.Sub(sent) < lifetime {
+		return time.Time{}, false
+	}
+	if floor := sent.Add(ReportRetryFloor); now.Before(floor) {
+		return floor, true
+	}
+	return now, true
+}
+
 // envelopeStatusSupported reports whether the relay of the current
 // connection reports envelope status.
 func (c *Client) envelopeStatusSupported() bool {
@@ -78,6 +101,17 @@ func (c *Client) envelopeStatusSupported() bool {
 	}
 	fs, known := n.RelayFeatures()
 	return known && fs.Has(wire.FeatureEnvelopeStatus)
+}
+
+// envelopeLifetime returns the envelope lifetime the relay of the current
+// connection announced; zero when it announced none.
+func (c *Client) envelopeLifetime() time.Duration {
+	if n, ok := c.relay.(EnvelopeNews); ok {
+		if d, known := n.EnvelopeLifetime(); known {
+			return d
+		}
+	}
+	return 0
 }
 
 // noteHandedOff remembers the peer of each message envelope the relay
@@ -113,7 +147,7 @@ func (c *Client) noteHandedOff(envs []wire.Envelope, ids []wire.LogicalID, errs 
 		if len(c.envelopes) >= maxTrackedEnvelopes {
 			clear(c.envelopes)
 		}
-		c.envelopes[env.ID] = sentEnvelope{peer: peer, id: ids[i]}
+		c.envelopes[env.ID] = sentEnvelope{peer: peer, id: ids[i], at: now}
 		// A new envelope: nothing is known of it yet.
 		if rs := c.retries[peer]; rs != nil {
 			rs.fate = FateUnreported
@@ -122,10 +156,12 @@ func (c *Client) noteHandedOff(envs []wire.Envelope, ids []wire.LogicalID, errs 
 }
 
 // sentEnvelope is what the loop remembers of a message envelope it handed
-// off: the peer it went to and the message it carried.
+// off: the peer it went to, the message it carried and when (the wall
+// clock, as the schedules).
 type sentEnvelope struct {
 	peer Address
 	id   wire.LogicalID
+	at   time.Time
 }
 
 // takenRecordDelay is how long a taken envelope waits before it is recorded
@@ -137,13 +173,15 @@ const takenRecordDelay = 500 * time.Millisecond
 // moves the schedules of their peers: a taken envelope waits
 // TakenRetryAfter for its acknowledgement (and is recorded in the attempt
 // log after takenRecordDelay, so that a message still pending shows as on
-// the device), a lost one is due at once. It returns when the next taken
-// envelope is due to be recorded (false when none waits).
+// the device), a lost one is due as DecideExpiredRetry says. It returns
+// when the next taken envelope is due to be recorded (false when none
+// waits).
 func (c *Client) noteEnvelopeStatuses(ctx context.Context, now time.Time) (time.Time, bool) {
 	var sts []wire.EnvelopeStatus
 	if n, ok := c.relay.(EnvelopeNews); ok {
 		sts = n.EnvelopeStatuses()
 	}
+	lifetime := c.envelopeLifetime()
 	c.loopMu.Lock()
 	for _, st := range sts {
 		sent, ok := c.envelopes[st.EnvelopeID]
@@ -159,8 +197,14 @@ func (c *Client) noteEnvelopeStatuses(ctx context.Context, now time.Time) (time.
 				c.taken = append(c.taken, takenEnvelope{sent, st.EnvelopeID, now.Add(takenRecordDelay)})
 			}
 		case wire.EnvelopeExpired:
+			at, believed := DecideExpiredRetry(sent.at, now, lifetime)
+			if !believed {
+				continue // a relay that says so early is not heard
+			}
 			rs.fate = FateExpired
-			rs.at = now
+			if rs.at.IsZero() || at.Before(rs.at) {
+				rs.at = at
+			}
 		}
 	}
 	k := 0

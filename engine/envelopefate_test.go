@@ -64,10 +64,17 @@ type newsRelay struct {
 	*enginetest.Endpoint
 	mu       sync.Mutex
 	statuses []wire.EnvelopeStatus
+	lifetime time.Duration // announced when set
 }
 
 func (r *newsRelay) RelayFeatures() (wire.FeatureSet, bool) {
 	return wire.FeatureEnvelopeStatus, true
+}
+
+func (r *newsRelay) EnvelopeLifetime() (time.Duration, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lifetime, r.lifetime > 0
 }
 
 func (r *newsRelay) EnvelopeStatuses() []wire.EnvelopeStatus {
@@ -106,7 +113,8 @@ func waitNextRetry(t *testing.T, d *device, peer *device, what string, ok func(l
 // lost message is not resent on the policy's short backoff but waits the
 // hour for an envelope never reported taken; "taken" is recorded (the
 // message is on the device) and moves the retry to ten minutes away, and
-// "expired" resends it at once.
+// "expired" makes it due again, but not sooner than ReportRetryFloor after
+// its hand-off (TestDecideExpiredRetry, TestExpiredStormIsATrickle).
 func TestRunRetryByEnvelopeFate(t *testing.T) {
 	w := newWorld(t)
 	relays := map[engine.Address]*newsRelay{}
@@ -148,9 +156,100 @@ func TestRunRetryByEnvelopeFate(t *testing.T) {
 
 	news.push(wire.EnvelopeStatus{EnvelopeID: env, State: wire.EnvelopeExpired})
 	alice.c.SyncNow()
-	waitEvent(t, alice, "the ACK of the message resent after expiry", func(e engine.Event) bool {
-		return e.Kind == engine.EventReceived && e.Result.Kind == engine.ResultAcknowledgement && e.ID == id && e.Result.Cleared
-	})
+	waitNextRetry(t, alice, bob, "within ten minutes of the hand-off", func(left time.Duration) bool { return left > 5*time.Minute && left <= engine.ReportRetryFloor })
+	time.Sleep(100 * time.Millisecond)
+	if life, err := alice.c.Life(w.ctx, bob.addr, id, engine.DirectionOut); err != nil || len(life.Attempts) != 1 {
+		t.Fatalf("Life after expired: %d attempts (%v), want still 1: not resent at once", len(life.Attempts), err)
+	}
+}
+
+// TestDecideExpiredRetry: an expiry reported before the announced lifetime
+// has passed is not believed; a believed one makes the message due at once,
+// but never sooner than ReportRetryFloor after the envelope's hand-off.
+func TestDecideExpiredRetry(t *testing.T) {
+	sent := time.Date(2026, 11, 2, 12, 0, 0, 0, time.UTC)
+	week := 7 * 24 * time.Hour
+	tests := []struct {
+		name     string
+		now      time.Time
+		lifetime time.Duration
+		want     time.Time
+		believed bool
+	}{
+		{"no lifetime, at once", sent, 0, sent.Add(engine.ReportRetryFloor), true},
+		{"no lifetime, a minute on", sent.Add(time.Minute), 0, sent.Add(engine.ReportRetryFloor), true},
+		{"no lifetime, past the floor", sent.Add(time.Hour), 0, sent.Add(time.Hour), true},
+		{"before the lifetime", sent.Add(week - time.Second), week, time.Time{}, false},
+		{"at once with a lifetime", sent, week, time.Time{}, false},
+		{"at the lifetime", sent.Add(week), week, sent.Add(week), true},
+		{"after the lifetime", sent.Add(week + time.Hour), week, sent.Add(week + time.Hour), true},
+		{"a lifetime shorter than the floor", sent.Add(2 * time.Second), time.Second, sent.Add(engine.ReportRetryFloor), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, believed := engine.DecideExpiredRetry(sent, tt.now, tt.lifetime)
+			if believed != tt.believed || !got.Equal(tt.want) {
+				t.Fatalf("DecideExpiredRetry = %v, %v; want %v, %v", got, believed, tt.want, tt.believed)
+			}
+		})
+	}
+}
+
+// expiringRelay is a hostile relay: it accepts every envelope, delivers
+// none and reports each expired at once.
+type expiringRelay struct {
+	*newsRelay
+	submits atomic.Int64
+}
+
+func (r *expiringRelay) Submit(ctx context.Context, env wire.Envelope) error {
+	r.submits.Add(1)
+	r.push(wire.EnvelopeStatus{EnvelopeID: env.ID, State: wire.EnvelopeExpired})
+	return nil
+}
+
+// TestExpiredStormIsATrickle: a relay that answers every envelope
+// "expired" made the automatic retry resend one message thousands of times
+// a second (each an encryption, a transaction and a submit). After a report
+// a message goes again at most once per ReportRetryFloor; and a relay that
+// announced its envelope lifetime is not believed at all before it passed.
+func TestExpiredStormIsATrickle(t *testing.T) {
+	for _, lifetime := range []time.Duration{0, time.Hour} {
+		t.Run(fmt.Sprintf("lifetime %v", lifetime), func(t *testing.T) {
+			w := newWorld(t)
+			relays := map[engine.Address]*expiringRelay{}
+			var relaysMu sync.Mutex
+			w.relay = func(a engine.Address, e *enginetest.Endpoint) engine.Relay {
+				r := &expiringRelay{newsRelay: &newsRelay{Endpoint: e, lifetime: lifetime}}
+				relaysMu.Lock()
+				relays[a] = r
+				relaysMu.Unlock()
+				return r
+			}
+			alice, bob := w.device("alice/1"), w.device("bob/1")
+			relaysMu.Lock()
+			relay := relays[alice.addr]
+			relaysMu.Unlock()
+			alice.c.SetPolicy(engine.Policy{AutoRetry: true, RetryMin: 10 * time.Millisecond, RetryMax: 20 * time.Millisecond})
+			id := alice.send(bob, "reported lost for ever")
+			runLoop(t, alice)
+			time.Sleep(2 * time.Second)
+			if n := relay.submits.Load(); n > 1 {
+				t.Fatalf("%d submits in 2 s, want the send alone", n)
+			}
+			want := func(left time.Duration) bool { return left > 5*time.Minute && left <= engine.ReportRetryFloor }
+			what := "within ten minutes of the hand-off"
+			if lifetime > 0 {
+				// Not believed: the hour an unreported envelope waits.
+				want, what = func(left time.Duration) bool { return left > 50*time.Minute }, "about an hour"
+			}
+			waitNextRetry(t, alice, bob, what, want)
+			life, err := alice.c.Life(w.ctx, bob.addr, id, engine.DirectionOut)
+			if err != nil || len(life.Attempts) != 1 {
+				t.Fatalf("Life: %d attempts (%v), want 1", len(life.Attempts), err)
+			}
+		})
+	}
 }
 
 // refusingRelay reports envelope status and refuses every submit while

@@ -14,6 +14,10 @@ var (
 	// ErrIdentityChanged means a bundle or handshake carried an identity other
 	// than the one pinned for that address; the user must accept the change.
 	ErrIdentityChanged = errors.New("identity changed")
+	// ErrFingerprintMismatch means an identity was to be accepted by a
+	// fingerprint that is not the one the relay's bundle carries (the relay
+	// served another key since it was shown), or by no fingerprint at all.
+	ErrFingerprintMismatch = errors.New("not the identity shown")
 	// ErrExpiredSignedPreKey means a bundle or PreKeyMessage relies on a signed
 	// prekey (X25519 or ML-KEM) whose expiry time has passed.
 	ErrExpiredSignedPreKey = errors.New("expired signed prekey")
@@ -54,6 +58,10 @@ var (
 	// ErrNotPending means a commit, discard or abandon named a message that is
 	// not pending.
 	ErrNotPending = errors.New("message is not pending")
+	// ErrAlreadyCommitted means a discard named a message committed before.
+	ErrAlreadyCommitted = errors.New("message was committed")
+	// ErrAlreadyDiscarded means a commit named a message discarded before.
+	ErrAlreadyDiscarded = errors.New("message was discarded")
 	// ErrProfileOpen means the profile is held by another store, in this or
 	// another process.
 	ErrProfileOpen = errors.New("profile is open in another process")
@@ -70,6 +78,13 @@ var (
 	ErrStorageFull = errors.New("storage full")
 	// ErrStagingFull means the durable staging area reached its quota.
 	ErrStagingFull = errors.New("inbox full")
+	// ErrStorage means the store failed for a reason of its own (a disk or
+	// driver error with no other meaning): what was being done stays to be
+	// done.
+	ErrStorage = errors.New("storage failed")
+	// ErrInjected marks a failure a failpoint injected (tests): like a store
+	// failure, it leaves what was being done to be done again.
+	ErrInjected = errors.New("injected failure")
 	// ErrConflict means the durable state was not what a plan expected; nothing
 	// was applied.
 	ErrConflict = errors.New("state changed underneath the plan")
@@ -78,6 +93,11 @@ var (
 	ErrStateResyncRequired = errors.New("state resync required")
 	// ErrClosed means the client or store was closed.
 	ErrClosed = errors.New("closed")
+	// ErrSendWindow means the sending chain with a peer carries SendWindow
+	// messages that the peer is not known to have received: a further one
+	// waits (pending, like a hand-off failure) until the peer's next message
+	// turns the chain, rather than go where the peer would have to refuse it.
+	ErrSendWindow = errors.New("sending window full: waiting for the peer")
 	// ErrRelayUnreachable means the relay could not be reached (or is not
 	// connected right now); what needed it stays to be done.
 	ErrRelayUnreachable = errors.New("relay unreachable")
@@ -131,6 +151,7 @@ var errorNames = []struct {
 	name string
 }{
 	{ErrIdentityChanged, "identity_changed"},
+	{ErrFingerprintMismatch, "fingerprint_mismatch"},
 	{ErrRequestPending, "request_pending"},
 	{ErrRequestBound, "requests_full"},
 	{ErrBlocked, "sender_blocked"},
@@ -149,6 +170,8 @@ var errorNames = []struct {
 	{ErrMalformedState, "malformed_state"},
 	{ErrUnsupportedStateVersion, "unsupported_state_version"},
 	{ErrNotPending, "not_pending"},
+	{ErrAlreadyCommitted, "already_committed"},
+	{ErrAlreadyDiscarded, "already_discarded"},
 	{ErrProfileOpen, "profile_open"},
 	{ErrProfileExists, "profile_exists"},
 	{ErrNoProfile, "no_profile"},
@@ -157,12 +180,15 @@ var errorNames = []struct {
 	{ErrStorageFull, "storage_full"},
 	{ErrStagingFull, "inbox_full"},
 	{ErrConflict, "conflict"},
+	{ErrStorage, "storage_failed"},
+	{ErrInjected, "injected"},
 	{ErrStateResyncRequired, "state_resync_required"},
 	{ErrInvalidAddress, "invalid_address"},
 	{ErrClosed, "closed"},
 	{ErrProfileTooNew, "profile_too_new"},
 	{ErrProfileExposed, "profile_exposed"},
 	{ErrRelayUnreachable, "relay_unreachable"},
+	{ErrSendWindow, "send_window_full"},
 	{ErrPeerNotRegistered, "peer_not_registered"},
 	{ErrInvalidContactName, "invalid_contact_name"},
 	{ErrBlobExpired, "blob_expired"},

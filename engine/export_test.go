@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"time"
+
+	"github.com/parley-chat/parley/wire"
 )
 
 // CommitRound runs the loop's commit-on-arrival step on what a round
@@ -27,4 +29,116 @@ func (c *Client) SweepRequestsBefore(ctx context.Context, before time.Time) (int
 // receives it.
 func (c *Client) ProcessStagedCommitting(ctx context.Context) ([]ReceiveResult, error) {
 	return c.processStaged(ctx, true)
+}
+
+// SendRawFrame is a hostile client's send: frame, whatever it holds, is
+// sealed on the session with peer (set up as a send would) and handed to
+// the relay. What the store keeps is an empty application message under a
+// fresh ID, so that the session steps stay consistent.
+func (c *Client) SendRawFrame(ctx context.Context, peer Address, frame []byte) error {
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	work := make(map[Address]*peerState)
+	ps, err := c.working(ctx, work, peer)
+	if err != nil {
+		return err
+	}
+	pin, err := c.ensureSession(ctx, ps, peer)
+	if err != nil {
+		return err
+	}
+	cand := ps.session.Clone()
+	env, err := c.seal(cand, peer, frame)
+	if err != nil {
+		return err
+	}
+	sw, err := sessionWrite(peer, ps.version, cand)
+	if err != nil {
+		return err
+	}
+	ps.session, ps.version = cand, ps.version+1
+	if pin != nil {
+		ps.pinned = pin
+	}
+	var id wire.LogicalID
+	if _, err := c.cfg.Random.Read(id[:]); err != nil {
+		return err
+	}
+	cover, _ := wire.EncodeFrame(wire.Frame{Kind: wire.FrameApplication, ID: id, Body: []byte{}})
+	plan := Send{Recipient: peer, ID: id, Frame: cover, Body: []byte{}, At: c.cfg.Now(), Session: sw, Pin: pin, Out: Outgoing{Envelope: env, Owner: id}}
+	if _, err := c.commitWork(ctx, work, []Plan{plan}); err != nil {
+		return err
+	}
+	if errs := c.handOffMessages(ctx, "raw", []wire.Envelope{env}, []wire.LogicalID{id}); errs[0] != nil {
+		return errs[0]
+	}
+	// The cover message is never acknowledged: it is no pending message.
+	_, err = c.store.Apply(ctx, Abandon{Recipient: peer, ID: id, At: c.cfg.Now()})
+	return err
+}
+
+// SignRosterChange signs ch for group as this device, whatever it says,
+// and returns the frame: a hostile member's forged change.
+func (c *Client) SignRosterChange(group wire.GroupID, ch RosterChange) ([]byte, error) {
+	return c.signRoster(group, &ch)
+}
+
+// SignFrameBody signs body as the body of a signed roster frame (a frame
+// the encoder would refuse) and returns the frame.
+func (c *Client) SignFrameBody(body []byte) []byte {
+	return append(append([]byte(nil), body...), c.id.Sign(append([]byte(labelRosterChange), body...))...)
+}
+
+// StagedCount counts the rows in the staging area.
+func (c *Client) StagedCount(ctx context.Context) (int, error) {
+	rows, err := c.store.Staged(ctx, 0, 100000)
+	return len(rows), err
+}
+
+// RetryWithBody resends the pending message id to peer with another body
+// under the same logical ID, as a modified client could.
+func (c *Client) RetryWithBody(ctx context.Context, peer Address, id wire.LogicalID, body []byte) error {
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	m, err := c.store.Outbound(ctx, peer, id)
+	if err != nil {
+		return err
+	}
+	if m.Frame, err = wire.EncodeFrame(wire.Frame{Kind: wire.FrameApplication, ID: id, Body: body}); err != nil {
+		return err
+	}
+	return c.retryOne(ctx, peer, m)
+}
+
+// SpendSendWindow encrypts the pending message id to peer again and again
+// on a copy of the session until its sending chain is full (SendWindow),
+// and stores the advanced session with the last envelope as one retry that
+// never reaches the relay: what a relay that lost a whole window of
+// envelopes leaves behind, in one transaction.
+func (c *Client) SpendSendWindow(ctx context.Context, peer Address, id wire.LogicalID) error {
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	m, err := c.store.Outbound(ctx, peer, id)
+	if err != nil {
+		return err
+	}
+	ps, err := c.snapshot(ctx, peer)
+	if err != nil {
+		return err
+	}
+	cand := ps.session.Clone()
+	var env wire.Envelope
+	for cand.canSend() {
+		if env, err = c.seal(cand, peer, m.Frame); err != nil {
+			return err
+		}
+	}
+	sw, err := sessionWrite(peer, ps.version, cand)
+	if err != nil {
+		return err
+	}
+	ps.session, ps.version = cand, ps.version+1
+	plan := Retry{Recipient: peer, ID: id, Session: sw, Out: Outgoing{Envelope: env, Owner: id}, At: c.cfg.Now()}
+	_, err = c.commitWork(ctx, map[Address]*peerState{peer: &ps}, []Plan{plan})
+	return err
 }

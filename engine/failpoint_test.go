@@ -148,6 +148,26 @@ func (w fpWorld) do(addr, op string, fp engine.Failpoint) (err error) {
 			}
 		}
 		return nil
+	case "commitagain":
+		// A person commits again what is committed from peer: the ACK
+		// goes again (ack-again), nothing else changes.
+		h, err := c.History(ctx, peer, 0, 100)
+		if err != nil {
+			return err
+		}
+		for _, e := range h {
+			if e.Direction != engine.DirectionIn {
+				continue
+			}
+			res, err := c.FinalizeBatch(ctx, []engine.FinalizeRequest{{Sender: peer, ID: e.ID, Outcome: engine.OutcomeCommitted}})
+			if err != nil {
+				return err
+			}
+			if res[0].Err != nil {
+				return res[0].Err
+			}
+		}
+		return nil
 	case "retry":
 		_, err := c.Retry(ctx, peer)
 		return err
@@ -163,13 +183,20 @@ func (w fpWorld) do(addr, op string, fp engine.Failpoint) (err error) {
 		}
 		return nil
 	case "trust":
-		_, err := c.AcceptIdentity(ctx, peer)
+		k, err := c.RelayIdentity(ctx, peer)
+		if err != nil {
+			return err
+		}
+		_, err = c.AcceptIdentity(ctx, peer, k.Fingerprint())
 		return err
 	case "prune":
 		_, err := c.Prune(ctx, -1)
 		return err
 	case "present":
 		return c.MarkPresented(ctx)
+	case "clearquarantine":
+		_, err := c.ClearQuarantine(ctx, 0)
+		return err
 	case "down", "up":
 		ep.Network().SetDown(self, name == "down")
 		return ep.Save()
@@ -330,6 +357,8 @@ func fpScenarios() []fpScenario {
 		{name: "first receive and commit", devices: ab, setup: []fpStep{{"alice/1", "send:bob/1:hello"}, {"bob/1", "stage"}},
 			target: fpStep{"bob/1", "processcommit"}, want: hello},
 		{name: "commit", devices: ab, setup: []fpStep{{"alice/1", "send:bob/1:hello"}, {"bob/1", "sync"}}, target: fpStep{"bob/1", "commitall"}, want: hello},
+		{name: "commit again", devices: ab, setup: []fpStep{{"alice/1", "send:bob/1:hello"}, {"bob/1", "sync"}, {"bob/1", "commitall"}},
+			target: fpStep{"bob/1", "commitagain:alice/1"}, want: hello},
 		{name: "discard", devices: ab, setup: []fpStep{{"alice/1", "send:bob/1:hello"}, {"bob/1", "sync"}}, target: fpStep{"bob/1", "discardall"},
 			want: map[string]map[string][]string{}},
 		{name: "ack receive", devices: ab, setup: []fpStep{{"alice/1", "send:bob/1:hello"}, {"bob/1", "sync"}, {"bob/1", "commitall"}, {"alice/1", "stage"}},
@@ -349,6 +378,8 @@ func fpScenarios() []fpScenario {
 		{name: "collision", devices: ab, setup: []fpStep{{"alice/1", "send:bob/1:hello"}, {"bob/1", "send:alice/1:hi"}, {"alice/1", "stage"}, {"bob/1", "stage"}},
 			target: fpStep{"bob/1", "process"}, want: map[string]map[string][]string{"bob/1": {"alice/1": {"hello"}}, "alice/1": {"bob/1": {"hi"}}}, valid: bobWins},
 		{name: "quarantine", devices: ab, setup: []fpStep{{"alice/1", "corrupt:bob/1"}, {"bob/1", "stage"}}, target: fpStep{"bob/1", "process"},
+			want: map[string]map[string][]string{}},
+		{name: "quarantine clear", devices: ab, setup: []fpStep{{"alice/1", "corrupt:bob/1"}, {"bob/1", "sync"}}, target: fpStep{"bob/1", "clearquarantine"},
 			want: map[string]map[string][]string{}},
 		{name: "identity change", devices: ab, setup: []fpStep{{"alice/1", "send:bob/1:hello"}, {"bob/1", "sync"}, {"bob/1", "commitall"}, {"alice/1", "sync"}}, target: fpStep{"alice/1", "trust:bob/1"}, want: hello},
 		{name: "prune", devices: ab, setup: []fpStep{{"alice/1", "send:bob/1:hello"}, {"bob/1", "sync"}, {"bob/1", "commitall"}, {"alice/1", "sync"}}, target: fpStep{"bob/1", "prune"}, want: hello},

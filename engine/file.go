@@ -5,13 +5,14 @@ import (
 	"crypto/hkdf"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/parley-chat/parley/wire"
@@ -148,100 +149,12 @@ func FileOf(content wire.ContentType, body []byte) (wire.FileManifest, bool) {
 	return m, err == nil
 }
 
-// uploadRecord is what survives a killed upload so that sending the same
-// file again resumes it: the recipient, the file (path, size and change
-// time, to notice a changed file), the blob, the logical ID chosen for the
-// manifest, and the salt of the file key. The key itself is never written
-// in clear: it is derived from the identity key and the salt
-// (fileKey), so the record holds no secret. The relay's BlobHeld is the
-// durable per-chunk progress.
-type uploadRecord struct {
-	To        string `json:"to"`
-	Path      string `json:"path"`
-	Size      int64  `json:"size"`
-	ModTime   int64  `json:"mod_time"`
-	Salt      string `json:"salt"`
-	Blob      string `json:"blob"`
-	ID        string `json:"id"`
-	ChunkSize uint32 `json:"chunk_size"`
-}
-
 // fileKey derives an upload's file key from the identity and a fresh salt.
 func (c *Client) fileKey(salt []byte) ([32]byte, error) {
 	var key [32]byte
 	k, err := hkdf.Key(sha256.New, c.id.signing.Seed(), salt, "parley file key v1", len(key))
 	copy(key[:], k)
 	return key, err
-}
-
-func uploadRecordPath(dir string, salt []byte) string {
-	return filepath.Join(dir, "upload-"+hex.EncodeToString(salt[:16])+".json")
-}
-
-// findUpload returns the record of an interrupted upload of this file to
-// this peer, if any.
-func findUpload(dir, to, path string) (*uploadRecord, string, error) {
-	names, err := filepath.Glob(filepath.Join(dir, "upload-*.json"))
-	if err != nil {
-		return nil, "", err
-	}
-	for _, n := range names {
-		b, err := os.ReadFile(n)
-		if err != nil {
-			return nil, "", err
-		}
-		var r uploadRecord
-		if json.Unmarshal(b, &r) != nil {
-			continue // a torn record: written before any chunk, ignore it
-		}
-		if r.To == to && r.Path == path {
-			return &r, n, nil
-		}
-	}
-	return nil, "", nil
-}
-
-// writeDurable writes a small file whole and durably: a temporary file,
-// fsync, rename, fsync of the directory.
-func writeDurable(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, ".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return err
-	}
-	return syncDir(dir)
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
-
-// removeDurable removes a file and makes the removal durable.
-func removeDurable(path string) error {
-	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	return syncDir(filepath.Dir(path))
 }
 
 // SendFile encrypts the file at path under a fresh key, uploads it to the
@@ -331,80 +244,66 @@ func (c *Client) sendFile(ctx context.Context, to fileTarget, path string, progr
 	case fi.Size() > fc.MaxSize:
 		return wire.LogicalID{}, fmt.Errorf("send file %s of %d bytes (at most %d): %w", path, fi.Size(), fc.MaxSize, ErrFileTooLarge)
 	}
-	rec, recPath, err := findUpload(fc.Dir, to.key, path)
+	rec, err := c.findUpload(ctx, to.key, path)
 	if err != nil {
 		return wire.LogicalID{}, fmt.Errorf("send file: %w", err)
 	}
 	if rec != nil && (rec.Size != fi.Size() || rec.ModTime != fi.ModTime().UnixNano()) {
 		// The file changed since its upload began: that upload is lost.
-		if err := removeDurable(recPath); err != nil {
+		if err := c.endUpload(ctx, rec); err != nil {
 			return wire.LogicalID{}, err
 		}
 		return wire.LogicalID{}, fmt.Errorf("send file %s: %w", path, ErrFileChanged)
 	}
 	if rec == nil {
-		if rec, recPath, err = c.newUpload(ctx, blobs, fc, to.key, path, fi); err != nil {
+		if rec, err = c.newUpload(ctx, blobs, fc, to.key, path, fi); err != nil {
 			return wire.LogicalID{}, err
 		}
 	}
 	m, id, err := c.upload(ctx, blobs, f, rec, progress)
 	if errors.Is(err, ErrBlobExpired) || errors.Is(err, ErrBlobNotFound) {
 		// The relay let the unfinished blob go: start again next time.
-		_ = removeDurable(recPath)
+		_ = c.endUpload(ctx, rec)
 	}
 	if err != nil {
 		return wire.LogicalID{}, err
 	}
 	if after, err := f.Stat(); err != nil || after.Size() != fi.Size() || after.ModTime() != fi.ModTime() {
-		_ = removeDurable(recPath)
+		_ = c.endUpload(ctx, rec)
 		return wire.LogicalID{}, fmt.Errorf("send file %s: %w", path, ErrFileChanged)
 	}
-	return c.sendManifest(to, id, m, recPath)
+	return c.sendManifest(ctx, to, id, m, rec)
 }
 
 // newUpload reserves a blob and records the upload durably before its
 // first chunk.
-func (c *Client) newUpload(ctx context.Context, blobs BlobRelay, fc FileConfig, to string, path string, fi os.FileInfo) (*uploadRecord, string, error) {
-	salt := make([]byte, 32)
-	var id wire.LogicalID
-	if _, err := c.cfg.Random.Read(salt); err != nil {
-		return nil, "", err
+func (c *Client) newUpload(ctx context.Context, blobs BlobRelay, fc FileConfig, to string, path string, fi os.FileInfo) (*Upload, error) {
+	rec := &Upload{To: to, Path: path, Size: fi.Size(), ModTime: fi.ModTime().UnixNano(), ChunkSize: fc.ChunkSize, At: c.cfg.Now()}
+	if _, err := c.cfg.Random.Read(rec.Salt[:]); err != nil {
+		return nil, err
 	}
-	if _, err := c.cfg.Random.Read(id[:]); err != nil {
-		return nil, "", err
+	if _, err := c.cfg.Random.Read(rec.ID[:]); err != nil {
+		return nil, err
 	}
 	chunks := wire.FileChunks(fi.Size(), fc.ChunkSize)
 	blob, err := blobs.CreateBlob(ctx, fi.Size()+int64(chunks)*wire.FileTagSize)
 	if err != nil {
-		return nil, "", fmt.Errorf("send file: create blob: %w", err)
+		return nil, fmt.Errorf("send file: create blob: %w", err)
 	}
-	rec := &uploadRecord{To: to, Path: path, Size: fi.Size(), ModTime: fi.ModTime().UnixNano(),
-		Salt: hex.EncodeToString(salt), Blob: blob.String(), ID: hex.EncodeToString(id[:]), ChunkSize: fc.ChunkSize}
-	b, err := json.Marshal(rec)
-	if err != nil {
-		return nil, "", err
+	rec.Blob = blob
+	if _, err := c.store.Apply(ctx, UploadBegin{Upload: *rec}); err != nil {
+		return nil, fmt.Errorf("send file: record upload: %w", err)
 	}
-	recPath := uploadRecordPath(fc.Dir, salt)
-	if err := writeDurable(recPath, b); err != nil {
-		return nil, "", fmt.Errorf("send file: record upload: %w", err)
-	}
-	return rec, recPath, c.fail("file-upload", "after-record")
+	return rec, c.fail("file-upload", "after-record")
 }
 
 // manifestOf rebuilds an upload's manifest (without its digest) from its
 // record.
-func (c *Client) manifestOf(rec *uploadRecord) (wire.FileManifest, wire.LogicalID, error) {
+func (c *Client) manifestOf(rec *Upload) (wire.FileManifest, wire.LogicalID, error) {
 	var m wire.FileManifest
-	var id wire.LogicalID
-	salt, err1 := hex.DecodeString(rec.Salt)
-	blob, err2 := hex.DecodeString(rec.Blob)
-	rawID, err3 := hex.DecodeString(rec.ID)
-	if err := errors.Join(err1, err2, err3); err != nil || len(blob) != len(m.Blob) || len(rawID) != len(id) {
-		return m, id, fmt.Errorf("upload record %s: %w", rec.Path, ErrMalformedState)
-	}
-	copy(m.Blob[:], blob)
-	copy(id[:], rawID)
-	key, err := c.fileKey(salt)
+	id := rec.ID
+	m.Blob = rec.Blob
+	key, err := c.fileKey(rec.Salt[:])
 	if err != nil {
 		return m, id, err
 	}
@@ -420,7 +319,7 @@ func (c *Client) manifestOf(rec *uploadRecord) (wire.FileManifest, wire.LogicalI
 
 // upload seals every chunk of f, hashing all of them and putting those the
 // relay does not hold yet, and returns the manifest with its digest.
-func (c *Client) upload(ctx context.Context, blobs BlobRelay, f *os.File, rec *uploadRecord, progress Progress) (wire.FileManifest, wire.LogicalID, error) {
+func (c *Client) upload(ctx context.Context, blobs BlobRelay, f *os.File, rec *Upload, progress Progress) (wire.FileManifest, wire.LogicalID, error) {
 	m, id, err := c.manifestOf(rec)
 	if err != nil {
 		return m, id, err
@@ -469,7 +368,7 @@ func (c *Client) upload(ctx context.Context, blobs BlobRelay, f *os.File, rec *u
 
 // sendManifest stores and sends the manifest of a complete upload (unless
 // an earlier, killed run already stored it), then forgets the upload.
-func (c *Client) sendManifest(to fileTarget, id wire.LogicalID, m wire.FileManifest, recPath string) (wire.LogicalID, error) {
+func (c *Client) sendManifest(ctx context.Context, to fileTarget, id wire.LogicalID, m wire.FileManifest, rec *Upload) (wire.LogicalID, error) {
 	body, err := wire.EncodeManifest(m)
 	if err != nil {
 		return id, err
@@ -487,7 +386,7 @@ func (c *Client) sendManifest(to fileTarget, id wire.LogicalID, m wire.FileManif
 	if err := c.fail("file-upload", "after-manifest"); err != nil {
 		return id, err
 	}
-	if err := removeDurable(recPath); err != nil {
+	if err := c.endUpload(ctx, rec); err != nil {
 		return id, err
 	}
 	return id, sendErr
@@ -507,4 +406,28 @@ func (c *Client) alreadySent(ctx context.Context, peer Address, id wire.LogicalI
 // size and type, not the manifest (whose key would outlive the transfer).
 func fileHistoryBody(m wire.FileManifest) []byte {
 	return []byte(fmt.Sprintf("[file] %s (%d bytes, %s)", m.Name, m.Size, m.MediaType))
+}
+
+// FileOfHistory reads back the name and size of a file from its history
+// body (fileHistoryBody). A text message may look the same: the caller
+// reads it as a file's only where a file is meant (a fetch of a message no
+// longer pending). The name is one a file could have been saved under
+// (wire.CleanFileName).
+func FileOfHistory(body []byte) (name string, size int64, ok bool) {
+	s, found := strings.CutPrefix(string(body), "[file] ")
+	if !found || !strings.HasSuffix(s, ")") {
+		return "", 0, false
+	}
+	// The media type holds no " bytes, " of its own; the name may.
+	i := strings.LastIndex(s, " bytes, ")
+	j := strings.LastIndex(s[:max(i, 0)], " (")
+	if i < 0 || j < 0 {
+		return "", 0, false
+	}
+	n, err := strconv.ParseInt(s[j+2:i], 10, 64)
+	name = s[:j]
+	if err != nil || n < 0 || name == "" || wire.CleanFileName(name) != name {
+		return "", 0, false
+	}
+	return name, n, true
 }

@@ -208,6 +208,9 @@ func TestSendFetchFile(t *testing.T) {
 		if n, _ := c.CountOutbound(context.Background(), &bob); n != 0 {
 			t.Fatalf("alice has %d pending", n)
 		}
+		if ups, err := c.Uploads(context.Background()); err != nil || len(ups) != 0 {
+			t.Fatalf("alice keeps upload records %+v (%v) after the transfer", ups, err)
+		}
 	})
 	for _, who := range []string{"alice_1", "bob_1"} {
 		left, _ := filepath.Glob(filepath.Join(w.root, who, "files", "*"))

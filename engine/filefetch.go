@@ -68,7 +68,7 @@ func (c *Client) FetchFile(ctx context.Context, sender Address, id wire.LogicalI
 	if err := c.fail("file-fetch", "before-commit"); err != nil {
 		return saved, err
 	}
-	res, err := c.finalizeBatch(ctx, []FinalizeRequest{{Sender: sender, ID: id, Outcome: OutcomeCommitted, fetched: true}}, nil)
+	res, err := c.finalizeBatch(ctx, []FinalizeRequest{{Sender: sender, ID: id, Outcome: OutcomeCommitted, fetched: true}}, nil, false)
 	if err == nil {
 		err = res[0].Err
 	}
@@ -306,4 +306,22 @@ func (c *Client) FileTransfer(ctx context.Context, peer Address, id wire.Logical
 	}
 	st.Name, st.MediaType, st.Size, st.ChunkSize, st.Chunks, st.Blob = m.Name, m.MediaType, m.Size, m.ChunkSize, m.Chunks, m.Blob
 	return st, true, nil
+}
+
+// syncDir makes a directory's entries durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// removeDurable removes a file and makes the removal durable.
+func removeDurable(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return syncDir(filepath.Dir(path))
 }

@@ -188,3 +188,22 @@ func TestFileStreamVector(t *testing.T) {
 		t.Fatalf("%d chunks in the file, want %d", n, len(chunks))
 	}
 }
+
+// TestFileOfHistory: the name and size of a file come back from its
+// history body, whatever its name holds; a body that is not one, or whose
+// name could not have been saved under, is no file.
+func TestFileOfHistory(t *testing.T) {
+	for _, name := range []string{"notes.txt", "a (1).txt", "odd (5 bytes, x) name.bin", "x"} {
+		body := fileHistoryBody(wire.FileManifest{Name: name, Size: 1234, MediaType: "text/plain; charset=utf-8"})
+		got, size, ok := FileOfHistory(body)
+		if !ok || got != name || size != 1234 {
+			t.Errorf("FileOfHistory(%q) = %q, %d, %v; want %q, 1234, true", body, got, size, ok, name)
+		}
+	}
+	for _, body := range []string{"hello", "[file] x", "[file] x (12 bytes)", "[file]  (12 bytes, a)", "[file] ../x (12 bytes, a)",
+		"[file] x (-1 bytes, a)", "[file] x (twelve bytes, a)", "[file] a\x1bb (1 bytes, a)"} {
+		if name, size, ok := FileOfHistory([]byte(body)); ok {
+			t.Errorf("FileOfHistory(%q) = %q, %d, true; want no file", body, name, size)
+		}
+	}
+}

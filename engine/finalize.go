@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -29,19 +30,28 @@ type FinalizeRequest struct {
 type FinalizeResult struct {
 	AckSent bool
 	Err     error
+	// Already is set when the message had been finalized with the asked
+	// outcome before: nothing changed but its ACK, sent again (AckSent
+	// says whether it went). Asking for the other outcome is refused with
+	// ErrAlreadyCommitted or ErrAlreadyDiscarded.
+	Already bool
 }
 
 // Commit finalizes a pending received message as committed: it becomes a
 // finalized record and enters the history in one transaction, so the
 // application's effect happens once. Then the ACK goes out on the existing
 // session only; ackSent is false when that failed (the sender's next retry
-// triggers a new ACK).
+// triggers a new ACK). Committing a message committed before sends its ACK
+// again and changes nothing else (FinalizeBatch says so in Already); one
+// discarded before is refused with ErrAlreadyDiscarded.
 func (c *Client) Commit(ctx context.Context, sender Address, id wire.LogicalID) (bool, error) {
 	return c.finalizeOne(ctx, FinalizeRequest{Sender: sender, ID: id, Outcome: OutcomeCommitted})
 }
 
 // Discard finalizes a pending received message as discarded: the body is
 // deleted, the reason stays local, and the ACK goes out as for a commit.
+// As for Commit, a second discard sends the ACK again, and a message
+// committed before is refused with ErrAlreadyCommitted.
 func (c *Client) Discard(ctx context.Context, sender Address, id wire.LogicalID, reason DiscardReason) (bool, error) {
 	return c.finalizeOne(ctx, FinalizeRequest{Sender: sender, ID: id, Outcome: OutcomeDiscarded, Reason: reason})
 }
@@ -55,16 +65,21 @@ func (c *Client) finalizeOne(ctx context.Context, r FinalizeRequest) (bool, erro
 }
 
 // FinalizeBatch commits or discards several pending received messages in one
-// transaction, each on its own, then hands off their ACKs in order.
+// transaction, each on its own, then hands off their ACKs in order. A
+// message finalized before with the asked outcome is acknowledged again
+// (Already, an ack-again plan in the same transaction); with the other
+// outcome it is refused (ErrAlreadyCommitted, ErrAlreadyDiscarded).
 func (c *Client) FinalizeBatch(ctx context.Context, reqs []FinalizeRequest) ([]FinalizeResult, error) {
-	return c.finalizeBatch(ctx, reqs, nil)
+	return c.finalizeBatch(ctx, reqs, nil, true)
 }
 
 // finalizeBatch is FinalizeBatch with the pending records the caller knows
 // already (the deliveries of this round): those are not read back. The
 // plan still checks the stored digest, so a record finalized meanwhile
-// fails its plan as it would have.
-func (c *Client) finalizeBatch(ctx context.Context, reqs []FinalizeRequest, known map[inboundKey]*InboundMessage) ([]FinalizeResult, error) {
+// fails its plan as it would have. again says whether a message finalized
+// before is acknowledged again (a person asked) or not pending (the
+// commit policy and a file's fetch, which never finalize twice).
+func (c *Client) finalizeBatch(ctx context.Context, reqs []FinalizeRequest, known map[inboundKey]*InboundMessage, again bool) ([]FinalizeResult, error) {
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
 	results := make([]FinalizeResult, len(reqs))
@@ -96,6 +111,18 @@ func (c *Client) finalizeBatch(ctx context.Context, reqs []FinalizeRequest, know
 				continue
 			}
 			stored, err := c.store.Inbound(ctx, r.Sender, r.ID)
+			if errors.Is(err, ErrNotPending) && again {
+				seen[key] = true
+				p, err := c.finalizeAgain(ctx, work, r, &results[i])
+				if err != nil {
+					return nil, err
+				}
+				if p != nil {
+					plans = append(plans, *p)
+					planOf = append(planOf, i)
+				}
+				continue
+			}
 			if err != nil {
 				results[i].Err = fmt.Errorf("finalize %x from %s: %w", r.ID[:], r.Sender, err)
 				continue
@@ -144,21 +171,62 @@ func (c *Client) finalizeBatch(ctx context.Context, reqs []FinalizeRequest, know
 	}
 	acks := make([]*Outgoing, len(plans))
 	for k, p := range plans {
-		acks[k] = p.(Finalize).Ack
+		switch p := p.(type) {
+		case Finalize:
+			acks[k] = p.Ack
+		case AckAgain:
+			acks[k] = &p.Ack
+		}
 	}
 	// The finalizations are durable: a cancelled hand-off leaves the rest
 	// of the ACKs unsent (ackSent false), never the commits unreported.
 	sent, ackErr := c.sendAcks(ctx, plans[0].Kind(), acks)
 	for k, p := range plans {
-		f := p.(Finalize)
 		i := planOf[k]
 		results[i].AckSent = sent[k]
-		c.emit(Event{Kind: EventFinalized, At: c.cfg.Now(), Peer: f.Sender, ID: f.ID, Outcome: f.Outcome, AckSent: sent[k], marker: receipts[k].Marker})
+		if f, ok := p.(Finalize); ok {
+			c.emit(Event{Kind: EventFinalized, At: c.cfg.Now(), Peer: f.Sender, ID: f.ID, Outcome: f.Outcome, AckSent: sent[k], marker: receipts[k].Marker})
+		}
 	}
 	if ackErr != nil {
 		return results, ackErr
 	}
 	return results, nil
+}
+
+// finalizeAgain answers a commit or discard of a message that is no longer
+// pending: finalized before with the asked outcome, it is acknowledged
+// again (res.Already, and the AckAgain plan of the ACK's session step,
+// none when there is no session); with the other outcome it is refused;
+// unknown, it is not pending.
+func (c *Client) finalizeAgain(ctx context.Context, work map[Address]*peerState, r FinalizeRequest, res *FinalizeResult) (*Plan, error) {
+	f, err := c.store.Finalized(ctx, r.Sender, r.ID)
+	switch {
+	case errors.Is(err, ErrNotPending):
+		res.Err = fmt.Errorf("finalize %x from %s: %w", r.ID[:], r.Sender, ErrNotPending)
+		return nil, nil
+	case err != nil:
+		res.Err = fmt.Errorf("finalize %x from %s: %w", r.ID[:], r.Sender, err)
+		return nil, nil
+	case f.Outcome != r.Outcome:
+		refused := ErrAlreadyCommitted
+		if f.Outcome == OutcomeDiscarded {
+			refused = ErrAlreadyDiscarded
+		}
+		res.Err = fmt.Errorf("finalize %x from %s: %w", r.ID[:], r.Sender, refused)
+		return nil, nil
+	}
+	res.Already = true
+	ps, err := c.working(ctx, work, r.Sender)
+	if err != nil {
+		return nil, err
+	}
+	sw, ack, err := c.prepareAck(ps, r.Sender, r.ID)
+	if err != nil || sw == nil {
+		return nil, err
+	}
+	var p Plan = AckAgain{Sender: r.Sender, ID: r.ID, Outcome: f.Outcome, Session: *sw, Ack: *ack, At: c.cfg.Now()}
+	return &p, nil
 }
 
 // Prune deletes finalized records older than olderThan. A retry of a pruned

@@ -33,17 +33,47 @@ const (
 	// dropped (quarantined). Held messages also count against the staging
 	// inbox's quota.
 	MaxGroupHold = 14 * 24 * time.Hour
-	// MaxHeldGroupFrames bounds the group frames held because they name a
-	// generation this device has not seen yet (FIFO holds per pair only);
-	// past it, a held frame stays staged and unacknowledged until the
-	// roster arrives, so nothing is lost and the hold stays bounded.
+	// MaxHeldGroupFrames bounds the group frames held in all (they name a
+	// group or a generation this device has not seen yet, and FIFO holds
+	// per pair only): each held frame stays staged and is opened again on
+	// every pass, and the staging inbox must keep room for friends. Past
+	// it the oldest held frame is dropped (quarantined, unacknowledged: its
+	// sender's lane stays pending, so nothing is lost), with an event.
 	MaxHeldGroupFrames = 256
+	// MaxHeldPerSender bounds the frames one sender has held: a member's
+	// honest backlog while one roster change is in flight is a few
+	// messages; past it that sender's oldest held frame is dropped, so
+	// that one sender (a stranger naming groups that do not exist) cannot
+	// take the room the others' held frames need.
+	MaxHeldPerSender = 32
+	// MaxChangesAheadPerAuthor bounds the roster changes one author can
+	// have stored past the merged generation: they wait for a gap to fill,
+	// and an honest author has one per generation in flight. Past it a new
+	// change from that author is dropped unacknowledged.
+	MaxChangesAheadPerAuthor = MaxGenerationsAhead
+	// MaxChangesPerAuthorGeneration bounds the changes one author makes at
+	// one generation: its own change and a few restatements; more is
+	// dropped unacknowledged, so that an admin cannot grow the log that
+	// every group frame merges without bound.
+	MaxChangesPerAuthorGeneration = 4
+	// MaxRosterLog is how many changes a group's log keeps before it is
+	// compacted: every received group frame reads and merges the log.
+	MaxRosterLog = 128
+	// KeepGenerations is how many generations below the merged one a
+	// compaction keeps as changes (older ones become one snapshot): a
+	// change concurrent with one that far back can still merge, and a
+	// message naming a generation that old is still judged by its own
+	// roster. A change or message older than that is judged by the
+	// snapshot.
+	KeepGenerations = 32
 )
 
 // RosterChange is one roster change as a device received or made it: the
-// change's ID (the roster frame's logical ID), its author (authenticated by
-// the pairwise session it arrived on), the generation it creates, the name,
-// the operations, and the full roster that resulted as its author saw it.
+// change's ID (the roster frame's logical ID), its author, the generation
+// it creates, the name, the operations, the full roster that resulted as
+// its author saw it, and what the author signed: the digest of the roster
+// at Generation-1 it was made on (Parent), its identity signing key and the
+// signature (zero in changes kept from before signatures).
 type RosterChange struct {
 	ID         wire.LogicalID
 	Author     string
@@ -51,6 +81,9 @@ type RosterChange struct {
 	Name       string
 	Ops        []wire.RosterChange
 	Members    []wire.RosterMember
+	Parent     [32]byte
+	AuthorKey  [32]byte
+	Signature  [64]byte
 }
 
 // Roster is a group's roster at one generation: the members, sorted by
@@ -75,21 +108,54 @@ func (r Roster) find(addr string) (int, bool) {
 	return i, i < len(r.Members) && r.Members[i].Address == addr
 }
 
-// MergeRoster folds a set of roster changes into the roster at generation
-// upTo (0: as far as the changes reach). It is pure and depends only on the
-// set: the order of changes does not matter, and a change repeated counts
-// once. The rule, by generation, then admin, then change ID:
+// GroupStart is where a device's view of a group begins. Until the device
+// compacts its roster log it is Change, the change that added this device
+// to the group (for the creator, the creation); nothing below that change's
+// generation is ever applied. Once compacted it is Snapshot, the roster the
+// device had merged at the snapshot's generation, with Vouchers, the authors
+// of the changes counted up to it; no change at or below that generation
+// applies any more.
+type GroupStart struct {
+	Change   wire.LogicalID
+	Snapshot *Roster
+	Vouchers []string
+}
+
+// StartGeneration is the generation of the start: the snapshot's, or the
+// start change's among changes (0 when it is not there).
+func (s GroupStart) StartGeneration(changes []RosterChange) uint64 {
+	if s.Snapshot != nil {
+		return s.Snapshot.Generation
+	}
+	for _, c := range changes {
+		if c.ID == s.Change {
+			return c.Generation
+		}
+	}
+	return 0
+}
+
+// MergeRoster folds a set of roster changes, from a device's start, into
+// the roster at generation upTo (0: as far as the changes reach). It is
+// pure and depends only on the start and the set: the order of changes does
+// not matter, and a change repeated counts once. The rules (docs/protocol.md,
+// "The merge rule"):
 //
-//  1. The roster starts at the lowest generation present. Generation 1 is
-//     the creation; a device added later starts from the generation that
-//     added it, as the union of the full rosters its changes carry, less
-//     what they remove.
+//  1. The fold starts at the start. From a snapshot, the roster is the
+//     snapshot. From the change that added this device (the adder's change,
+//     at generation s), it is the roster that change carries, joined by the
+//     other changes at s whose author is an admin of that roster (their
+//     carried rosters added, their removes applied). A start change whose
+//     author is not an admin of the roster it carries starts nothing.
+//     Changes below s (or at and below a snapshot) never apply.
 //  2. Each later generation g applies only if some change names it; the
 //     first missing generation stops the fold, and changes past it are
 //     returned as held, to be merged when the gap fills.
 //  3. At g, a change counts when its author is an admin of the roster at
-//     g-1, or when it only removes its author (leaving). Changes that do
-//     not count are ignored.
+//     g-1 as this fold computed it, or when it only removes its author, a
+//     member at g-1 (leaving). Nothing a change carries about itself (its
+//     author's admin flag, its roster) gives it authority. A change that
+//     does not count does nothing, its removes included.
 //  4. The counted changes at g apply together to the roster at g-1, in the
 //     order (author, change ID): an add adds a member unless any counted
 //     change at g removes it (remove beats add), an admin op names a member
@@ -97,46 +163,87 @@ func (r Roster) find(addr string) (int, bool) {
 //     name is the last counted change's.
 //  5. A generation whose changes all fail rule 3 stops the fold like a gap:
 //     an admin's change for it can still arrive.
-func MergeRoster(changes []RosterChange, upTo uint64) (r Roster, held []RosterChange) {
-	byGen := make(map[uint64][]RosterChange)
+//  6. No roster holds more than wire.MaxGroupMembers members: when the
+//     counted changes at a generation (or at the start) would make more,
+//     the last of them in (author, change ID) order stop counting until the
+//     roster fits; the start change itself always counts.
+func MergeRoster(start GroupStart, changes []RosterChange, upTo uint64) (r Roster, held []RosterChange) {
+	f := foldRoster(start, changes, upTo, nil)
+	return f.roster, f.held
+}
+
+// rosterFold is what a fold computed: the roster it reached, the changes
+// held past it, and the authors of the changes it counted.
+type rosterFold struct {
+	roster   Roster
+	held     []RosterChange
+	vouchers map[string]bool
+	byGen    map[uint64][]RosterChange
+}
+
+// foldRoster is MergeRoster's fold; visit, when set, sees the roster at
+// every generation the fold reaches, from the start on.
+func foldRoster(start GroupStart, changes []RosterChange, upTo uint64, visit func(Roster)) rosterFold {
+	f := rosterFold{vouchers: make(map[string]bool), byGen: make(map[uint64][]RosterChange)}
 	seen := make(map[wire.LogicalID]bool)
-	var lowest uint64
 	for _, c := range changes {
 		if c.Generation == 0 || seen[c.ID] {
 			continue
 		}
 		seen[c.ID] = true
-		byGen[c.Generation] = append(byGen[c.Generation], c)
-		if lowest == 0 || c.Generation < lowest {
-			lowest = c.Generation
-		}
+		f.byGen[c.Generation] = append(f.byGen[c.Generation], c)
 	}
-	if lowest == 0 {
-		return Roster{}, nil
-	}
-	for _, cs := range byGen {
+	for _, cs := range f.byGen {
 		sortChanges(cs)
 	}
-	r = bootstrap(byGen[lowest], lowest)
-	g := lowest + 1
+	var r Roster
+	switch {
+	case start.Snapshot != nil:
+		r = *start.Snapshot
+		for _, a := range start.Vouchers {
+			f.vouchers[a] = true
+		}
+	default:
+		var ok bool
+		if r, ok = startRoster(start.Change, f.byGen, f.vouchers); !ok {
+			return f
+		}
+	}
+	if upTo != 0 && r.Generation > upTo {
+		// Asked for a generation below the start: the start is the oldest
+		// roster this device can tell.
+		f.roster = r
+		return f
+	}
+	if visit != nil {
+		visit(r)
+	}
+	g := r.Generation + 1
 	for ; upTo == 0 || g <= upTo; g++ {
-		cs, ok := byGen[g]
+		cs, ok := f.byGen[g]
 		if !ok {
 			break
 		}
-		next, ok := applyGeneration(r, cs, g)
-		if !ok {
+		next, counted := applyGeneration(r, cs, g)
+		if len(counted) == 0 {
 			break
+		}
+		for _, c := range counted {
+			f.vouchers[c.Author] = true
 		}
 		r = next
-	}
-	for gen, cs := range byGen {
-		if gen >= g && (upTo == 0 || gen <= upTo) {
-			held = append(held, cs...)
+		if visit != nil {
+			visit(r)
 		}
 	}
-	sortChanges(held)
-	return r, held
+	for gen, cs := range f.byGen {
+		if gen >= g && (upTo == 0 || gen <= upTo) {
+			f.held = append(f.held, cs...)
+		}
+	}
+	sortChanges(f.held)
+	f.roster = r
+	return f
 }
 
 // sortChanges orders changes by generation, author and change ID.
@@ -153,26 +260,74 @@ func sortChanges(cs []RosterChange) {
 	})
 }
 
-// bootstrap is rule 1: the roster at the lowest generation a device knows,
-// from the full rosters its changes carry. A change whose author is not an
-// admin of its own roster (and is not only leaving) does not count.
-func bootstrap(cs []RosterChange, gen uint64) Roster {
-	admin := make(map[string]bool)
-	member := make(map[string]bool)
-	removed := removedBy(cs, func(c RosterChange) bool { return true })
-	name := ""
-	for _, c := range cs {
-		own := Roster{Members: c.Members}
-		if !own.IsAdmin(c.Author) && !onlyLeaves(c) {
-			continue
+// startRoster is rule 1 from the change that added this device: the
+// roster at its generation, and whether there is one.
+func startRoster(id wire.LogicalID, byGen map[uint64][]RosterChange, vouchers map[string]bool) (Roster, bool) {
+	for _, cs := range byGen {
+		for _, c := range cs {
+			if c.ID == id {
+				r, counted := StartRoster(c, cs)
+				if len(counted) == 0 {
+					return Roster{}, false
+				}
+				for _, cc := range counted {
+					vouchers[cc.Author] = true
+				}
+				return r, true
+			}
 		}
+	}
+	return Roster{}, false
+}
+
+// StartRoster is the roster a device added by adder starts from (rule 1):
+// the roster adder carries, joined by the changes of atStart (the changes
+// at adder's generation) whose author is an admin of it, and the changes
+// that counted (none when adder's author is not an admin of its own
+// roster).
+func StartRoster(adder RosterChange, atStart []RosterChange) (Roster, []RosterChange) {
+	base := Roster{Members: adder.Members}
+	if !base.IsAdmin(adder.Author) {
+		return Roster{}, nil
+	}
+	counted := []RosterChange{adder}
+	for _, c := range atStart {
+		if c.ID != adder.ID && c.Generation == adder.Generation && (base.IsAdmin(c.Author) || (base.Has(c.Author) && onlyLeaves(c))) {
+			counted = append(counted, c)
+		}
+	}
+	sortChanges(counted)
+	for {
+		r := joinRosters(adder, counted)
+		if len(r.Members) <= wire.MaxGroupMembers || len(counted) == 1 {
+			return r, counted
+		}
+		counted = dropLastBut(counted, adder.ID)
+	}
+}
+
+// joinRosters is the start's roster from the counted changes: the union of
+// the rosters they carry and of their adds and admin ops, less what they
+// remove. The name is the adder's.
+func joinRosters(adder RosterChange, counted []RosterChange) Roster {
+	removed := removedBy(counted)
+	member := make(map[string]bool)
+	admin := make(map[string]bool)
+	for _, c := range counted {
 		for _, m := range c.Members {
 			member[m.Address] = true
 			admin[m.Address] = admin[m.Address] || m.Admin
 		}
-		name = c.Name
+		for _, op := range c.Ops {
+			switch op.Op {
+			case wire.RosterAdd:
+				member[op.Address] = true
+			case wire.RosterAdmin:
+				admin[op.Address] = true
+			}
+		}
 	}
-	r := Roster{Generation: gen, Name: name}
+	r := Roster{Generation: adder.Generation, Name: adder.Name}
 	for a := range member {
 		if !removed[a] {
 			r.Members = append(r.Members, wire.RosterMember{Address: a, Admin: admin[a]})
@@ -182,22 +337,45 @@ func bootstrap(cs []RosterChange, gen uint64) Roster {
 	return r
 }
 
-// applyGeneration is rules 3 and 4: the counted changes at g applied to
-// prev. It reports false when no change counts.
-func applyGeneration(prev Roster, cs []RosterChange, g uint64) (Roster, bool) {
-	counts := func(c RosterChange) bool { return prev.IsAdmin(c.Author) || (prev.Has(c.Author) && onlyLeaves(c)) }
-	removed := removedBy(cs, counts)
+// dropLastBut removes the last change of counted that is not keep.
+func dropLastBut(counted []RosterChange, keep wire.LogicalID) []RosterChange {
+	for i := len(counted) - 1; i >= 0; i-- {
+		if counted[i].ID != keep {
+			return append(counted[:i:i], counted[i+1:]...)
+		}
+	}
+	return counted
+}
+
+// applyGeneration is rules 3, 4 and 6: the counted changes at g applied to
+// prev, and which changes counted (none: the generation does not apply).
+func applyGeneration(prev Roster, cs []RosterChange, g uint64) (Roster, []RosterChange) {
+	var counted []RosterChange
+	for _, c := range cs {
+		if prev.IsAdmin(c.Author) || (prev.Has(c.Author) && onlyLeaves(c)) {
+			counted = append(counted, c)
+		}
+	}
+	for len(counted) > 0 {
+		r := applyCounted(prev, counted, g)
+		if len(r.Members) <= wire.MaxGroupMembers {
+			return r, counted
+		}
+		counted = counted[:len(counted)-1]
+	}
+	return prev, nil
+}
+
+// applyCounted is rule 4: counted (in order) applied to prev at g.
+func applyCounted(prev Roster, counted []RosterChange, g uint64) Roster {
+	removed := removedBy(counted)
 	member := make(map[string]bool, len(prev.Members))
 	admin := make(map[string]bool, len(prev.Members))
 	for _, m := range prev.Members {
 		member[m.Address], admin[m.Address] = true, m.Admin
 	}
-	name, counted := prev.Name, false
-	for _, c := range cs {
-		if !counts(c) {
-			continue
-		}
-		counted = true
+	name := prev.Name
+	for _, c := range counted {
 		name = c.Name
 		for _, op := range c.Ops {
 			if op.Op == wire.RosterAdd && !removed[op.Address] {
@@ -205,13 +383,7 @@ func applyGeneration(prev Roster, cs []RosterChange, g uint64) (Roster, bool) {
 			}
 		}
 	}
-	if !counted {
-		return prev, false
-	}
-	for _, c := range cs {
-		if !counts(c) {
-			continue
-		}
+	for _, c := range counted {
 		for _, op := range c.Ops {
 			if op.Op == wire.RosterAdmin && member[op.Address] {
 				admin[op.Address] = true
@@ -225,16 +397,13 @@ func applyGeneration(prev Roster, cs []RosterChange, g uint64) (Roster, bool) {
 		}
 	}
 	sortMembers(r.Members)
-	return r, true
+	return r
 }
 
-// removedBy collects the addresses removed by the changes that count.
-func removedBy(cs []RosterChange, counts func(RosterChange) bool) map[string]bool {
+// removedBy collects the addresses the changes remove.
+func removedBy(cs []RosterChange) map[string]bool {
 	removed := make(map[string]bool)
 	for _, c := range cs {
-		if !counts(c) {
-			continue
-		}
 		for _, op := range c.Ops {
 			if op.Op == wire.RosterRemove {
 				removed[op.Address] = true
@@ -403,4 +572,19 @@ func RemovedLanes(old, next Roster) []string {
 		}
 	}
 	return out
+}
+
+// LegacyStart is the start of a group kept from before starts were
+// recorded: the change at the lowest generation whose author is an admin of
+// the roster it carries (the first in (author, change ID) order), as the
+// merge once began.
+func LegacyStart(changes []RosterChange) GroupStart {
+	cs := append([]RosterChange(nil), changes...)
+	sortChanges(cs)
+	for _, c := range cs {
+		if (Roster{Members: c.Members}).IsAdmin(c.Author) {
+			return GroupStart{Change: c.ID}
+		}
+	}
+	return GroupStart{}
 }

@@ -1,10 +1,12 @@
 package engine_test
 
 import (
+	"errors"
 	"fmt"
 	mrand "math/rand/v2"
 	"os"
 	"reflect"
+	"sort"
 	"strconv"
 	"testing"
 	"time"
@@ -15,7 +17,14 @@ import (
 
 // The group adversary: groups of three to five devices, members sending and
 // admins changing the roster at once, over a relay that withholds every
-// envelope and then delivers, reorders, drops and replays them as it likes.
+// envelope and then delivers, reorders, drops and replays them as it likes;
+// beside them a hostile member (mallory, in the group from its creation and
+// never made an admin) and a hostile stranger (eve) forge roster changes
+// signed with their own keys, group messages naming groups and generations
+// that do not exist, and frames of no known layout. After every step
+// forgeries have changed nothing: no roster any device merged holds a
+// member no honest admin added or an admin no honest admin named, and no
+// receive loop stopped.
 // After every step: no device holds a group message twice, and none holds
 // one that was not sent to it (a member added later gets nothing sent
 // before). Once the adversary stops, a bounded number of rounds ends every
@@ -38,8 +47,12 @@ type groupSim struct {
 	w       *world
 	devs    []*device
 	g       wire.GroupID
+	start   engine.GroupStart // the creation
 	msgs    map[wire.LogicalID]groupMsg
 	joined  map[string]bool // ever a member (never added twice)
+	admins  map[string]bool // ever named an admin by an honest admin
+	mallory *device         // a member, hostile
+	eve     *device         // a stranger, hostile
 	serial  int
 	actions map[string]int
 }
@@ -82,7 +95,11 @@ func (s *groupSim) retryAll(d *device) {
 // step is one move of the members or of the adversary.
 func (s *groupSim) step() {
 	d := s.devs[s.rng.IntN(len(s.devs))]
-	switch k := s.rng.IntN(10); {
+	switch k := s.rng.IntN(12); {
+	case k == 10:
+		s.forge(s.mallory)
+	case k == 11:
+		s.forge(s.eve)
 	case k < 2: // a member sends
 		g, ok := s.group(d)
 		if !ok || !g.Roster.Has(d.addr.String()) {
@@ -126,7 +143,11 @@ func (s *groupSim) step() {
 			op = wire.RosterChange{Op: wire.RosterRemove, Address: m.Address}
 		default:
 			m := g.Roster.Members[s.rng.IntN(len(g.Roster.Members))]
+			if m.Address == s.mallory.addr.String() {
+				return // mallory stays a plain member: her forgeries must count for nothing
+			}
 			op = wire.RosterChange{Op: wire.RosterAdmin, Address: m.Address}
+			s.admins[m.Address] = true
 		}
 		if _, err := d.c.ChangeRoster(s.w.ctx, s.g, []wire.RosterChange{op}); err != nil {
 			s.t.Fatalf("%s changes the roster: %v", d.addr, err)
@@ -161,9 +182,86 @@ func (s *groupSim) step() {
 	}
 }
 
-// checkSafety: no message twice, none that was not sent to the device.
+// forge is one hostile move of h: a roster change signed by h that names a
+// generation near the merged one and removes, adds or crowns whom it likes;
+// a group message naming a group or a generation that does not exist; or
+// bytes of no known layout. Each goes to one honest device.
+func (s *groupSim) forge(h *device) {
+	victim := s.devs[s.rng.IntN(len(s.devs))]
+	if victim == h {
+		return
+	}
+	var gen uint64 = 1
+	if g, ok := s.group(victim); ok {
+		gen = g.Roster.Generation
+	}
+	var frame []byte
+	switch s.rng.IntN(4) {
+	case 0, 1:
+		ops := []wire.RosterChange{{Op: wire.RosterAdmin, Address: h.addr.String()}}
+		members := []wire.RosterMember{{Address: h.addr.String(), Admin: true}}
+		for _, d := range s.devs {
+			if d != h && s.rng.IntN(2) == 0 {
+				ops = append(ops, wire.RosterChange{Op: wire.RosterRemove, Address: d.addr.String()})
+			} else if d != h {
+				members = append(members, wire.RosterMember{Address: d.addr.String()})
+			}
+		}
+		ops = append(ops, wire.RosterChange{Op: wire.RosterAdd, Address: "intruder/1"})
+		members = append(members, wire.RosterMember{Address: "intruder/1", Admin: true})
+		sort.Slice(ops, func(i, j int) bool { return ops[i].Address < ops[j].Address })
+		sort.Slice(members, func(i, j int) bool { return members[i].Address < members[j].Address })
+		at := gen + uint64(s.rng.IntN(3))
+		if at > 1 && s.rng.IntN(3) == 0 {
+			at -= 1
+		}
+		var id wire.LogicalID
+		s.rng.Uint64()
+		for i := range id {
+			id[i] = byte(s.rng.UintN(256))
+		}
+		var err error
+		if frame, err = h.c.SignRosterChange(s.g, engine.RosterChange{ID: id, Generation: at, Name: "sim", Ops: ops, Members: members}); err != nil {
+			s.t.Fatal(err)
+		}
+		s.actions["forge-roster"]++
+	case 2:
+		group := s.g
+		if s.rng.IntN(2) == 0 {
+			group = wire.GroupID{byte(s.rng.UintN(256)), 0xee}
+		}
+		frame, _ = wire.EncodeGroupMessage(wire.GroupMessage{ID: wire.LogicalID{byte(s.rng.UintN(256)), 0xee}, Group: group,
+			Generation: gen + engine.MaxGenerationsAhead + 1 + uint64(s.rng.IntN(5)), Content: wire.ContentText, Body: []byte("forged")})
+		s.actions["forge-message"]++
+	default:
+		frame = make([]byte, 1+s.rng.IntN(64))
+		for i := range frame {
+			frame[i] = byte(s.rng.UintN(256))
+		}
+		frame[0] = wire.FrameVersion
+		s.actions["forge-bytes"]++
+	}
+	if err := h.c.SendRawFrame(s.w.ctx, victim.addr, frame); err != nil && !errors.Is(err, engine.ErrRelayUnreachable) {
+		s.t.Fatalf("%s forges to %s: %v", h.addr, victim.addr, err)
+	}
+}
+
+// checkSafety: no message twice, none that was not sent to the device, and
+// no roster holding a member or an admin that only a forgery named.
 func (s *groupSim) checkSafety() {
 	s.t.Helper()
+	for _, d := range s.devs {
+		if g, ok := s.group(d); ok {
+			for _, m := range g.Roster.Members {
+				if !s.joined[m.Address] {
+					s.t.Fatalf("safety: %s's roster holds %s, whom no honest admin added", d.addr, m.Address)
+				}
+				if m.Admin && !s.admins[m.Address] {
+					s.t.Fatalf("safety: %s's roster makes %s an admin, which no honest admin did", d.addr, m.Address)
+				}
+			}
+		}
+	}
 	for _, d := range s.devs {
 		h, err := d.c.GroupHistory(s.w.ctx, s.g, 0, 1000)
 		if err != nil {
@@ -267,7 +365,7 @@ func (s *groupSim) roster() engine.Roster {
 			all = append(all, g.Changes...)
 		}
 	}
-	r, _ := engine.MergeRoster(all, 0)
+	r, _ := engine.MergeRoster(s.start, all, 0)
 	return r
 }
 
@@ -314,24 +412,29 @@ func runGroupCase(t *testing.T, seed uint64, total map[string]int) int {
 	keySeed := seed
 	w.seed = &keySeed
 	n := 3 + rng.IntN(3)
-	s := &groupSim{t: t, rng: rng, w: w, msgs: map[wire.LogicalID]groupMsg{}, joined: map[string]bool{}, actions: total}
+	s := &groupSim{t: t, rng: rng, w: w, msgs: map[wire.LogicalID]groupMsg{}, joined: map[string]bool{}, admins: map[string]bool{}, actions: total}
 	for i := 0; i < n; i++ {
 		s.devs = append(s.devs, w.device(fmt.Sprintf("d%d/1", i)))
 	}
-	// The creator starts with all but the last device, names a second
-	// admin, and the relay turns hostile.
+	s.mallory, s.eve = w.device("mallory/1"), w.device("eve/1")
+	// The creator starts with all but the last device and mallory, names
+	// a second admin, and the relay turns hostile.
 	var members []engine.Address
 	for _, d := range s.devs[1 : n-1] {
 		members = append(members, d.addr)
 	}
-	info, _, err := s.devs[0].c.CreateGroup(w.ctx, "sim", members)
+	members = append(members, s.mallory.addr)
+	info, created, err := s.devs[0].c.CreateGroup(w.ctx, "sim", members)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.g = info.ID
+	s.g, s.start = info.ID, engine.GroupStart{Change: created.ID}
 	for _, d := range s.devs[:n-1] {
 		s.joined[d.addr.String()] = true
 	}
+	s.joined[s.mallory.addr.String()] = true
+	s.admins[s.devs[0].addr.String()], s.admins[s.devs[1].addr.String()] = true, true
+	s.devs = append(s.devs, s.mallory)
 	for _, d := range s.devs {
 		s.syncCommit(d)
 	}
@@ -341,6 +444,7 @@ func runGroupCase(t *testing.T, seed uint64, total map[string]int) int {
 	for _, d := range s.devs {
 		w.net.Hold(d.addr)
 	}
+	w.net.Hold(s.eve.addr)
 	for range 40 {
 		s.step()
 		s.checkSafety()

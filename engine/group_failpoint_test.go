@@ -136,5 +136,9 @@ func groupScenarios() []fpScenario {
 		{name: "group send", devices: abc, setup: created, target: fpStep{"alice/1", "groupsend:g:hi"}, wantGroup: hi},
 		{name: "group receive", devices: abc, setup: append(append([]fpStep(nil), created...), fpStep{"alice/1", "groupsend:g:hi"}, fpStep{"bob/1", "stage"}),
 			target: fpStep{"bob/1", "process"}, wantGroup: hi},
+		// A group from a device bob has not accepted waits in its request;
+		// accepting alice applies the creation and acknowledges it.
+		{name: "group request accept", devices: abc, setup: []fpStep{{"bob/1", "requests"}, create, {"bob/1", "sync"}, {"carol/1", "sync"}},
+			target: fpStep{"bob/1", "acceptall"}, wantGroup: none},
 	}
 }

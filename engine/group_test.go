@@ -37,60 +37,95 @@ func change(id byte, author string, gen uint64, ops, members string) RosterChang
 		Ops: opsOf(ops), Members: rosterOf(members)}
 }
 
-// TestMergeRoster walks the merge rule of docs/protocol.md ("Roster") in
-// order; each row names the rule that decides it.
+// TestMergeRoster walks the merge rule of docs/protocol.md ("The merge
+// rule") in order; each row names the rule that decides it. The hostile
+// rows are the findings of an attack on the rule that counted a start's
+// authority from the roster a change carried.
 func TestMergeRoster(t *testing.T) {
 	create := change(1, "a/1", 1, "+b/1 +c/1", "a/1* b/1 c/1")
+	fromCreate := GroupStart{Change: create.ID}
+	big := make([]string, 0, wire.MaxGroupMembers)
+	for i := 0; len(big) < wire.MaxGroupMembers-1; i++ {
+		big = append(big, fmt.Sprintf("+n%02d/1", i))
+	}
 	tests := []struct {
 		name     string
+		start    GroupStart
 		changes  []RosterChange
 		upTo     uint64
 		want     string // members, "addr*" for an admin
 		wantGen  uint64
 		wantHeld int
 	}{
-		{"nothing", nil, 0, "", 0, 0},
-		{"1 creation", []RosterChange{create}, 0, "a/1* b/1 c/1", 1, 0},
-		{"1 a device added later starts from its roster",
+		{"nothing", fromCreate, nil, 0, "", 0, 0},
+		{"1 creation", fromCreate, []RosterChange{create}, 0, "a/1* b/1 c/1", 1, 0},
+		{"1 a device added later starts from its adder's roster", GroupStart{Change: wire.LogicalID{5}},
 			[]RosterChange{change(5, "a/1", 4, "+d/1", "a/1* b/1 d/1")}, 0, "a/1* b/1 d/1", 4, 0},
-		{"1 a newcomer's two concurrent changes: union less removes",
-			[]RosterChange{change(5, "a/1", 4, "+d/1", "a/1* b/1 c/1 d/1"), change(6, "b/1", 4, "-c/1", "a/1* b/1* d/1")}, 0, "a/1* b/1* d/1", 4, 0},
-		{"1 a bootstrap change from a non-admin does not count",
-			[]RosterChange{change(5, "a/1", 4, "+d/1", "a/1* d/1"), change(6, "x/1", 4, "+e/1", "x/1 d/1 e/1")}, 0, "a/1* d/1", 4, 0},
-		{"2 a gap stops the fold and holds what is past it",
+		{"1 a concurrent change by an admin of the adder's roster joins the start", GroupStart{Change: wire.LogicalID{5}},
+			[]RosterChange{change(5, "a/1", 4, "+d/1", "a/1* b/1* c/1 d/1"), change(6, "b/1", 4, "-c/1", "a/1* b/1* d/1")}, 0, "a/1* b/1* d/1", 4, 0},
+		{"1 a change at the start by a member the adder's roster makes no admin does not count", GroupStart{Change: wire.LogicalID{5}},
+			[]RosterChange{change(5, "a/1", 4, "+d/1", "a/1* b/1 c/1 d/1"), change(6, "b/1", 4, "-c/1 @b/1", "a/1* b/1* d/1")}, 0, "a/1* b/1 c/1 d/1", 4, 0},
+		{"1 a start by a stranger to the adder's roster does not count", GroupStart{Change: wire.LogicalID{5}},
+			[]RosterChange{change(5, "a/1", 4, "+d/1", "a/1* d/1"), change(6, "x/1", 4, "+e/1", "x/1* d/1 e/1")}, 0, "a/1* d/1", 4, 0},
+		{"1 a start change whose author is no admin of its own roster starts nothing", GroupStart{Change: wire.LogicalID{5}},
+			[]RosterChange{change(5, "a/1", 4, "+d/1", "a/1 d/1")}, 0, "", 0, 0},
+		{"1 hostile: a removed member's change at the start generation neither removes nor crowns", fromCreate,
+			[]RosterChange{change(1, "a/1", 1, "+b/1 +m/1", "a/1* b/1 m/1"), change(2, "a/1", 2, "-m/1", "a/1* b/1"),
+				change(9, "m/1", 1, "-a/1 @m/1", "b/1 m/1*")}, 0, "a/1* b/1", 2, 0},
+		{"1 hostile: a change below the start never applies", GroupStart{Change: wire.LogicalID{5}},
+			[]RosterChange{change(5, "a/1", 4, "+d/1", "a/1* b/1 d/1"), change(9, "a/1", 2, "-b/1 -d/1", "a/1*")}, 0, "a/1* b/1 d/1", 4, 0},
+		{"1 a snapshot start ignores changes at and below it", GroupStart{Snapshot: &Roster{Generation: 3, Name: "s", Members: rosterOf("a/1* b/1")}},
+			[]RosterChange{change(9, "a/1", 3, "+x/1", "a/1* b/1 x/1"), change(4, "a/1", 4, "+d/1", "a/1* b/1 d/1")}, 0, "a/1* b/1 d/1", 4, 0},
+		{"2 a gap stops the fold and holds what is past it", fromCreate,
 			[]RosterChange{create, change(3, "a/1", 3, "-b/1", "a/1* c/1")}, 0, "a/1* b/1 c/1", 1, 1},
-		{"2 the gap filled",
+		{"2 the gap filled", fromCreate,
 			[]RosterChange{create, change(3, "a/1", 3, "-b/1", "a/1* c/1"), change(2, "a/1", 2, "+d/1", "a/1* b/1 c/1 d/1")}, 0, "a/1* c/1 d/1", 3, 0},
-		{"2 upTo stops early, nothing held past it",
+		{"2 upTo stops early, nothing held past it", fromCreate,
 			[]RosterChange{create, change(2, "a/1", 2, "+d/1", "a/1* b/1 c/1 d/1"), change(3, "a/1", 3, "-b/1", "a/1* c/1 d/1")}, 2, "a/1* b/1 c/1 d/1", 2, 0},
-		{"3 a non-admin's change does not count",
+		{"3 a non-admin's change does not count", fromCreate,
 			[]RosterChange{create, change(2, "b/1", 2, "+d/1", "a/1* b/1 c/1 d/1")}, 0, "a/1* b/1 c/1", 1, 1},
-		{"3 a member may leave",
+		{"3 hostile: a non-admin calling itself admin in the roster it carries does not count", fromCreate,
+			[]RosterChange{create, change(2, "b/1", 2, "-a/1 -c/1", "b/1*")}, 0, "a/1* b/1 c/1", 1, 1},
+		{"3 a member may leave", fromCreate,
 			[]RosterChange{create, change(2, "b/1", 2, "-b/1", "a/1* c/1")}, 0, "a/1* c/1", 2, 0},
-		{"3 a member may not remove another",
+		{"3 hostile: a member may not remove another", fromCreate,
 			[]RosterChange{create, change(2, "b/1", 2, "-c/1", "a/1* b/1")}, 0, "a/1* b/1 c/1", 1, 1},
-		{"3 a removed admin's later change does not count",
+		{"3 hostile: a non-admin's remove does not count beside an admin's change", fromCreate,
+			[]RosterChange{create, change(2, "a/1", 2, "+d/1", "a/1* b/1 c/1 d/1"), change(3, "c/1", 2, "-b/1", "a/1* c/1")}, 0, "a/1* b/1 c/1 d/1", 2, 0},
+		{"3 hostile: a removed admin's later change does not count", fromCreate,
 			[]RosterChange{create, change(2, "a/1", 2, "@b/1", "a/1* b/1* c/1"), change(3, "b/1", 3, "-a/1", "b/1* c/1"), change(4, "a/1", 4, "+e/1", "a/1* b/1* c/1 e/1")}, 0, "b/1* c/1", 3, 1},
-		{"4 concurrent add and remove both apply",
+		{"3 hostile: a removed member's change does not count", fromCreate,
+			[]RosterChange{create, change(2, "a/1", 2, "-c/1", "a/1* b/1"), change(3, "c/1", 3, "-c/1", "a/1* b/1")}, 0, "a/1* b/1", 2, 1},
+		{"4 concurrent add and remove both apply", fromCreate,
 			[]RosterChange{create, change(2, "a/1", 2, "@b/1", "a/1* b/1* c/1"), change(3, "a/1", 3, "+d/1", "a/1* b/1* c/1 d/1"), change(4, "b/1", 3, "-c/1", "a/1* b/1*")}, 0, "a/1* b/1* d/1", 3, 0},
-		{"4 remove beats add of the same member",
+		{"4 remove beats add of the same member", fromCreate,
 			[]RosterChange{create, change(2, "a/1", 2, "@b/1", "a/1* b/1* c/1"), change(3, "a/1", 3, "+d/1", "a/1* b/1* c/1 d/1"), change(4, "b/1", 3, "-d/1", "a/1* b/1* c/1")}, 0, "a/1* b/1* c/1", 3, 0},
-		{"4 an admin op on a member added in the same generation",
+		{"4 an admin op on a member added in the same generation", fromCreate,
 			[]RosterChange{create, change(2, "a/1", 2, "+d/1 @d/1", "a/1* b/1 c/1 d/1*")}, 0, "a/1* b/1 c/1 d/1*", 2, 0},
-		{"4 an admin op on a non-member is ignored",
+		{"4 an admin op on a non-member is ignored", fromCreate,
 			[]RosterChange{create, change(2, "a/1", 2, "@z/1", "a/1* b/1 c/1")}, 0, "a/1* b/1 c/1", 2, 0},
-		{"4 admins removing each other at once: both go",
+		{"4 admins removing each other at once: both go", fromCreate,
 			[]RosterChange{create, change(2, "a/1", 2, "@b/1", "a/1* b/1* c/1"), change(3, "a/1", 3, "-b/1", "a/1* c/1"), change(4, "b/1", 3, "-a/1", "b/1* c/1")}, 0, "c/1", 3, 0},
-		{"5 a generation with no counted change stops the fold",
+		{"5 a generation with no counted change stops the fold", fromCreate,
 			[]RosterChange{create, change(2, "c/1", 2, "+x/1", "a/1* b/1 c/1 x/1"), change(3, "a/1", 3, "+d/1", "a/1* b/1 c/1 d/1")}, 0, "a/1* b/1 c/1", 1, 2},
-		{"a repeated change counts once",
+		{"6 hostile: a change that would pass the member bound does not count", fromCreate,
+			[]RosterChange{create, change(2, "a/1", 2, strings.Join(big, " "), "a/1*")}, 0, "a/1* b/1 c/1", 1, 1},
+		{"6 two changes past the bound together: the last stops counting", fromCreate,
+			[]RosterChange{create, change(2, "a/1", 2, strings.Join(big[:40], " "), "a/1*"), change(3, "a/1", 2, strings.Join(big[40:], " "), "a/1*")}, 0, "", 2, 0},
+		{"a repeated change counts once", fromCreate,
 			[]RosterChange{create, create, change(2, "a/1", 2, "+d/1", "a/1* b/1 c/1 d/1")}, 0, "a/1* b/1 c/1 d/1", 2, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			// A change that does not count stays with the held ones: a
 			// late change below it can still change who is an admin.
-			r, held := MergeRoster(tt.changes, tt.upTo)
+			r, held := MergeRoster(tt.start, tt.changes, tt.upTo)
+			if tt.name == "6 two changes past the bound together: the last stops counting" {
+				if len(r.Members) != 3+40 || r.Generation != 2 {
+					t.Fatalf("%d members at %d, want 43 at 2 (the first change only)", len(r.Members), r.Generation)
+				}
+				return
+			}
 			if got, want := r.Members, rosterOf(tt.want); !reflect.DeepEqual(got, want) {
 				t.Fatalf("members %v, want %v", got, want)
 			}
@@ -101,6 +136,31 @@ func TestMergeRoster(t *testing.T) {
 				t.Fatalf("%d changes held, want %d", len(held), tt.wantHeld)
 			}
 		})
+	}
+}
+
+// TestMergeRosterNeverPassesTheMemberBound: whatever admins add, at the
+// start or later, no merged roster holds more than wire.MaxGroupMembers.
+func TestMergeRosterNeverPassesTheMemberBound(t *testing.T) {
+	rng := rand.New(rand.NewSource(7))
+	for trial := range 200 {
+		var cs []RosterChange
+		start := change(1, "a/1", 1, "+b/1", "a/1* b/1*")
+		cs = append(cs, start)
+		for i := 0; i < 6; i++ {
+			var ops []string
+			for range 1 + rng.Intn(40) {
+				ops = append(ops, fmt.Sprintf("+m%03d/1", rng.Intn(300)))
+			}
+			author := []string{"a/1", "b/1"}[rng.Intn(2)]
+			c := change(byte(10+i), author, uint64(1+rng.Intn(3)), strings.Join(ops, " "), "a/1* b/1*")
+			c.Ops = normalizeOps(c.Ops)
+			cs = append(cs, c)
+		}
+		r, _ := MergeRoster(GroupStart{Change: start.ID}, cs, 0)
+		if len(r.Members) > wire.MaxGroupMembers {
+			t.Fatalf("trial %d: %d members", trial, len(r.Members))
+		}
 	}
 }
 
@@ -115,8 +175,10 @@ func TestMergeRosterIsAFunctionOfTheSet(t *testing.T) {
 		change(5, "b/1", 3, "-e/1", "a/1* b/1* d/1"),
 		change(6, "d/1", 4, "-d/1", "a/1* b/1* f/1"),
 		change(7, "a/1", 6, "+g/1", "a/1* b/1* g/1"),
+		change(8, "f/1", 2, "-a/1", "b/1 f/1*"),
 	}
-	want, wantHeld := MergeRoster(changes, 0)
+	start := GroupStart{Change: changes[0].ID}
+	want, wantHeld := MergeRoster(start, changes, 0)
 	if got := rosterOf("a/1* b/1* f/1"); !reflect.DeepEqual(want.Members, got) || want.Generation != 4 || len(wantHeld) != 1 {
 		t.Fatalf("merged %+v, held %d; want %v at 4, one held", want, len(wantHeld), got)
 	}
@@ -125,7 +187,7 @@ func TestMergeRosterIsAFunctionOfTheSet(t *testing.T) {
 		cs := append([]RosterChange(nil), changes...)
 		cs = append(cs, changes[rng.Intn(len(changes))])
 		rng.Shuffle(len(cs), func(i, j int) { cs[i], cs[j] = cs[j], cs[i] })
-		got, held := MergeRoster(cs, 0)
+		got, held := MergeRoster(start, cs, 0)
 		if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(held, wantHeld) {
 			t.Fatalf("order %d merged %+v (held %d), want %+v (held %d)", i, got, len(held), want, len(wantHeld))
 		}

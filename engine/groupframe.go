@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/parley-chat/parley/wire"
@@ -14,7 +15,8 @@ import (
 // group, to be delivered and deduplicated by (sender, ID) like any message;
 // every other outcome is the row's verdict (done): a held message has no
 // plan (its row stays staged), a refused one answers not_a_member, a roster
-// change is recorded and acknowledged, a not_a_member ends a lane.
+// change is recorded and acknowledged (or joins its sender's request), a
+// not_a_member ends a lane.
 func (c *Client) groupFrame(ctx context.Context, bs *batchState, in *incoming, op opening, kind wire.FrameKind) (wire.Frame, *wire.GroupID, *prepared, error) {
 	gs, err := c.groupStore()
 	if err != nil {
@@ -28,7 +30,7 @@ func (c *Client) groupFrame(ctx context.Context, bs *batchState, in *incoming, o
 			p := in.drop(wire.LogicalID{}, err)
 			return wire.Frame{}, nil, &p, nil
 		}
-		g, known, err := lookupGroup(ctx, gs, m.Group)
+		g, known, err := bs.group(ctx, gs, m.Group)
 		if err != nil {
 			return wire.Frame{}, nil, nil, err
 		}
@@ -36,7 +38,8 @@ func (c *Client) groupFrame(ctx context.Context, bs *batchState, in *incoming, o
 			AtMessage: rosterAt(g, m.Generation), Sender: in.sender.String(), Self: c.self.String(), HeldFor: heldFor(in)})
 		switch verdict {
 		case GroupHold:
-			return wire.Frame{}, nil, &prepared{}, nil
+			p := in.hold()
+			return wire.Frame{}, nil, &p, nil
 		case GroupDrop:
 			p := in.drop(m.ID, fmt.Errorf("group %x generation %d: %w", m.Group[:], m.Generation, ErrGroupHoldExpired))
 			return wire.Frame{}, nil, &p, nil
@@ -46,12 +49,12 @@ func (c *Client) groupFrame(ctx context.Context, bs *batchState, in *incoming, o
 		}
 		return wire.Frame{Kind: wire.FrameApplication, ID: m.ID, Body: m.Body}, &m.Group, nil, nil
 	case wire.FrameRoster:
-		r, err := wire.DecodeRoster(op.plaintext)
-		if err != nil {
-			p := in.drop(wire.LogicalID{}, err)
-			return wire.Frame{}, nil, &p, nil
-		}
-		p, err := c.receiveRoster(ctx, bs, gs, in, op, r)
+		// The unsigned layout of before signatures: nobody can check who
+		// made it, so it changes nothing and is not acknowledged.
+		p := in.drop(wire.LogicalID{}, fmt.Errorf("unsigned roster change: %w", ErrRosterUnverified))
+		return wire.Frame{}, nil, &p, nil
+	case wire.FrameSignedRoster:
+		p, err := c.receiveRoster(ctx, bs, gs, in, op)
 		return wire.Frame{}, nil, &p, err
 	default:
 		n, err := wire.DecodeNotAMember(op.plaintext)
@@ -63,6 +66,44 @@ func (c *Client) groupFrame(ctx context.Context, bs *batchState, in *incoming, o
 		p, err := c.groupVerdict(bs, in, op, NotAMemberEffect{Group: n.Group, ID: n.ID}, nil, res)
 		return wire.Frame{}, nil, &p, err
 	}
+}
+
+// batchGroup is a group as the rows a batch prepared so far leave it: later
+// rows of the batch must see the roster changes of earlier ones, which
+// commit together with them.
+type batchGroup struct {
+	info  GroupInfo
+	known bool
+}
+
+// group returns a group as this batch sees it, reading it once.
+func (bs *batchState) group(ctx context.Context, gs GroupStore, id wire.GroupID) (GroupInfo, bool, error) {
+	if g, ok := bs.groupsSeen[id]; ok {
+		return g.info, g.known, nil
+	}
+	g, known, err := lookupGroup(ctx, gs, id)
+	if err != nil {
+		return GroupInfo{}, false, err
+	}
+	bs.groupsSeen[id] = &batchGroup{info: g, known: known}
+	return g, known, nil
+}
+
+// changed records that a prepared plan of the batch makes group g's log
+// changes, merged to roster, compacted to compact when that is set.
+func (bs *batchState) changed(g GroupInfo, changes []RosterChange, roster Roster, compact *GroupStart) {
+	g.Changes, g.Roster = changes, roster
+	if compact != nil {
+		g.Start = *compact
+		kept := g.Changes[:0:0]
+		for _, c := range changes {
+			if c.Generation > compact.Snapshot.Generation {
+				kept = append(kept, c)
+			}
+		}
+		g.Changes = kept
+	}
+	bs.groupsSeen[g.ID] = &batchGroup{info: g, known: true}
 }
 
 // heldFor is how long a row has been staged (0 when its time is unknown).
@@ -86,12 +127,12 @@ func lookupGroup(ctx context.Context, gs GroupStore, id wire.GroupID) (GroupInfo
 }
 
 // rosterAt is the group's roster at generation gen (the merged roster when
-// gen is not above it).
+// gen is not above it; the start's for a generation below the start).
 func rosterAt(g GroupInfo, gen uint64) Roster {
 	if gen >= g.Roster.Generation {
 		return g.Roster
 	}
-	r, _ := MergeRoster(g.Changes, gen)
+	r, _ := MergeRoster(g.Start, g.Changes, gen)
 	return r
 }
 
@@ -108,33 +149,292 @@ func (c *Client) refuseGroupMessage(bs *batchState, in *incoming, op opening, m 
 	return c.groupVerdict(bs, in, op, RepeatEffect{}, frame, res)
 }
 
-// receiveRoster records a roster change from its author (the sender) and
-// acknowledges it; a change already recorded is acknowledged again.
-func (c *Client) receiveRoster(ctx context.Context, bs *batchState, gs GroupStore, in *incoming, op opening, r wire.Roster) (prepared, error) {
-	ack, err := wire.EncodeFrame(wire.Frame{Kind: wire.FrameAck, ID: r.ID})
+// receiveRoster decides what a signed roster change does, in order:
+//
+//  1. it must decode and verify under the key pinned for its author;
+//  2. from a sender this device has not accepted, for a group that vouches
+//     for nobody here (unknown, or no change a person this device accepted
+//     made counts in it), it joins the sender's message request and is not
+//     acknowledged: accepting the sender applies it;
+//  3. a change already recorded is acknowledged again; one at or below the
+//     start (it can never apply) is acknowledged and not stored;
+//  4. one too far ahead of the merged generation, or from an author with
+//     too many changes waiting, is dropped unacknowledged;
+//  5. for a group this device does not keep, only a change that adds this
+//     device starts it (one that does not is held until one that does
+//     arrives), within MaxGroupsPerProfile;
+//  6. otherwise it is recorded, the roster merged again, and acknowledged.
+func (c *Client) receiveRoster(ctx context.Context, bs *batchState, gs GroupStore, in *incoming, op opening) (prepared, error) {
+	sr, err := wire.DecodeSignedRoster(op.plaintext)
+	if err != nil {
+		return in.drop(wire.LogicalID{}, err), nil
+	}
+	key, err := c.rosterAuthorKey(ctx, bs, in, op, sr.Author)
+	if errors.Is(err, ErrRosterUnverified) {
+		return in.drop(sr.ID, err), nil
+	} else if err != nil {
+		return prepared{}, err
+	}
+	if err := VerifyRosterChange(op.plaintext, sr, key); err != nil {
+		return in.drop(sr.ID, err), nil
+	}
+	g, known, err := bs.group(ctx, gs, sr.Group)
 	if err != nil {
 		return prepared{}, err
 	}
-	g, _, err := lookupGroup(ctx, gs, r.Group)
+	if ok, err := c.rosterAccepted(ctx, bs, in.sender, g, known); err != nil {
+		return prepared{}, err
+	} else if !ok {
+		return c.rosterRequest(ctx, bs, in, op, sr)
+	}
+	change := changeOf(sr)
+	res := ReceiveResult{Kind: ResultGroupChanged, Sender: in.sender, ID: sr.ID, Group: &sr.Group, Generation: g.Roster.Generation}
+	if !known {
+		return c.startGroup(ctx, bs, gs, in, op, change, res)
+	}
+	ack, err := wire.EncodeFrame(wire.Frame{Kind: wire.FrameAck, ID: sr.ID})
 	if err != nil {
 		return prepared{}, err
 	}
-	change := RosterChange{ID: r.ID, Author: in.sender.String(), Generation: r.Generation, Name: r.Name, Ops: r.Changes, Members: r.Members}
-	res := ReceiveResult{Kind: ResultGroupChanged, Sender: in.sender, ID: r.ID, Group: &r.Group}
 	for _, have := range g.Changes {
 		if have.ID == change.ID {
-			res.Generation = g.Roster.Generation
 			return c.groupVerdict(bs, in, op, RepeatEffect{}, ack, res)
 		}
 	}
-	next, _ := MergeRoster(append(append([]RosterChange(nil), g.Changes...), change), 0)
+	if startBelow(g, change.Generation) {
+		// Below where this device's view begins: it can never apply.
+		return c.groupVerdict(bs, in, op, RepeatEffect{}, ack, res)
+	}
+	if err := changeAdmitted(g, change); err != nil {
+		return in.drop(sr.ID, err), nil
+	}
+	all := append(append([]RosterChange(nil), g.Changes...), change)
+	next, _ := MergeRoster(g.Start, all, 0)
 	removed, err := parseAddresses(RemovedLanes(g.Roster, next))
+	if err != nil {
+		return in.drop(sr.ID, err), nil
+	}
+	res.Generation = next.Generation
+	effect := RosterEffect{Group: sr.Group, Change: change, Frame: op.plaintext, Removed: removed, Compact: compaction(g.Start, all, next)}
+	p, err := c.groupVerdict(bs, in, op, effect, ack, res)
+	if err == nil {
+		bs.changed(g, all, next, effect.Compact)
+	}
+	return p, err
+}
+
+// startBelow reports whether a change at gen lies below g's start: below
+// the start change's generation, or at or below a snapshot's.
+func startBelow(g GroupInfo, gen uint64) bool {
+	if g.Start.Snapshot != nil {
+		return gen <= g.Start.Snapshot.Generation
+	}
+	return gen < g.Start.StartGeneration(g.Changes)
+}
+
+// changeAdmitted applies the bounds on what a group's log takes: no change
+// more than MaxGenerationsAhead past the merged generation, at most
+// MaxChangesAheadPerAuthor changes of one author past it, and at most
+// MaxChangesPerAuthorGeneration changes of one author at one generation.
+func changeAdmitted(g GroupInfo, ch RosterChange) error {
+	merged := g.Roster.Generation
+	if ch.Generation > merged+MaxGenerationsAhead {
+		return fmt.Errorf("group %x: change at generation %d, merged %d: %w", g.ID[:], ch.Generation, merged, ErrRosterAhead)
+	}
+	ahead, atGen := 0, 0
+	for _, c := range g.Changes {
+		if c.Author != ch.Author {
+			continue
+		}
+		if c.Generation > merged {
+			ahead++
+		}
+		if c.Generation == ch.Generation {
+			atGen++
+		}
+	}
+	switch {
+	case ch.Generation > merged && ahead >= MaxChangesAheadPerAuthor:
+		return fmt.Errorf("group %x: %s has %d changes waiting: %w", g.ID[:], ch.Author, ahead, ErrRosterAhead)
+	case atGen >= MaxChangesPerAuthorGeneration:
+		return fmt.Errorf("group %x: %s made %d changes at generation %d: %w", g.ID[:], ch.Author, atGen, ch.Generation, ErrRosterAhead)
+	}
+	return nil
+}
+
+// compaction is the snapshot that replaces the oldest changes of a log
+// grown past MaxRosterLog: the roster merged at KeepGenerations below the
+// merged one, with the authors that vouched for it. It is nil while the log
+// is small or the fold does not reach that generation.
+func compaction(start GroupStart, changes []RosterChange, merged Roster) *GroupStart {
+	if len(changes) <= MaxRosterLog || merged.Generation <= KeepGenerations {
+		return nil
+	}
+	at := merged.Generation - KeepGenerations
+	if at <= start.StartGeneration(changes) {
+		return nil
+	}
+	f := foldRoster(start, changes, at, nil)
+	if f.roster.Generation != at {
+		return nil
+	}
+	snap := f.roster
+	vouchers := make([]string, 0, len(f.vouchers))
+	for a := range f.vouchers {
+		vouchers = append(vouchers, a)
+	}
+	sort.Strings(vouchers)
+	return &GroupStart{Snapshot: &snap, Vouchers: vouchers}
+}
+
+// startGroup handles a change for a group this device does not keep: one
+// that adds this device starts the group here, from that change (rule 1 of
+// MergeRoster); any other is held until one that does arrives.
+func (c *Client) startGroup(ctx context.Context, bs *batchState, gs GroupStore, in *incoming, op opening, change RosterChange, res ReceiveResult) (prepared, error) {
+	if !addsDevice(change, c.self.String()) {
+		if heldFor(in) > MaxGroupHold {
+			return in.drop(change.ID, fmt.Errorf("roster change for unknown group: %w", ErrGroupHoldExpired)), nil
+		}
+		return in.hold(), nil
+	}
+	start := GroupStart{Change: change.ID}
+	r, counted := StartRoster(change, []RosterChange{change})
+	if len(counted) == 0 {
+		return in.drop(change.ID, fmt.Errorf("group started by %s, not an admin of its own roster: %w", change.Author, ErrNotAdmin)), nil
+	}
+	if full, err := c.groupsFull(ctx, bs, gs); err != nil {
+		return prepared{}, err
+	} else if full {
+		return in.drop(change.ID, fmt.Errorf("%d groups kept: %w", MaxGroupsPerProfile, ErrGroupsFull)), nil
+	}
+	bs.newGroups++
+	ack, err := wire.EncodeFrame(wire.Frame{Kind: wire.FrameAck, ID: change.ID})
 	if err != nil {
 		return prepared{}, err
 	}
-	res.Generation = next.Generation
-	effect := RosterEffect{Group: r.Group, Change: change, Frame: op.plaintext, Removed: removed}
-	return c.groupVerdict(bs, in, op, effect, ack, res)
+	res.Generation = r.Generation
+	effect := RosterEffect{Group: *res.Group, Change: change, Frame: op.plaintext, Start: &start}
+	p, err := c.groupVerdict(bs, in, op, effect, ack, res)
+	if err == nil {
+		bs.changed(GroupInfo{ID: *res.Group, Name: change.Name, Start: start}, []RosterChange{change}, r, nil)
+	}
+	return p, err
+}
+
+// addsDevice reports whether a change adds self: the creation (generation
+// 1) naming it, or an add of it.
+func addsDevice(c RosterChange, self string) bool {
+	for _, op := range c.Ops {
+		if op.Op == wire.RosterAdd && op.Address == self {
+			return true
+		}
+	}
+	return false
+}
+
+// groupsFull reports whether a new group would pass MaxGroupsPerProfile,
+// counting the groups this batch starts.
+func (c *Client) groupsFull(ctx context.Context, bs *batchState, gs GroupStore) (bool, error) {
+	if bs.groups < 0 {
+		all, err := gs.Groups(ctx)
+		if err != nil {
+			return false, err
+		}
+		bs.groups = len(all)
+	}
+	return bs.groups+bs.newGroups >= MaxGroupsPerProfile, nil
+}
+
+// rosterAccepted reports whether a roster change from sender is processed
+// as one (true) or joins sender's message request: it is processed when
+// requests are off, when sender is accepted, or when the group vouches for
+// its members (a change made by this device or by a person it accepted
+// counts in it).
+func (c *Client) rosterAccepted(ctx context.Context, bs *batchState, sender Address, g GroupInfo, known bool) (bool, error) {
+	if _, ok := c.requests(); !ok {
+		return true, nil
+	}
+	if known {
+		if ok, err := c.vouches(ctx, g); err != nil || ok {
+			return ok, err
+		}
+	}
+	return c.acceptedIn(ctx, bs, sender)
+}
+
+// acceptedIn reports whether sender is accepted, read once per batch.
+func (c *Client) acceptedIn(ctx context.Context, bs *batchState, sender Address) (bool, error) {
+	if open, known := bs.requests.open[sender]; known && !open {
+		return true, nil
+	}
+	return c.store.Accepted(ctx, sender)
+}
+
+// vouches reports whether group g vouches for its members here: a change
+// that counts in its roster (or in the snapshot it starts from) was made by
+// this device or by a peer it accepted. Only a change the accepted person
+// signed vouches; an admin flag a stranger's roster gives an accepted peer
+// does not.
+func (c *Client) vouches(ctx context.Context, g GroupInfo) (bool, error) {
+	for author := range foldRoster(g.Start, g.Changes, 0, nil).vouchers {
+		if author == c.self.String() {
+			return true, nil
+		}
+		peer, err := ParseAddress(author)
+		if err != nil {
+			continue
+		}
+		if ok, err := c.store.Accepted(ctx, peer); err != nil || ok {
+			return ok, err
+		}
+	}
+	return false, nil
+}
+
+// rosterRequest makes a roster change from a sender this device has not
+// accepted part of the sender's message request, exactly as its first
+// message would be: stored with the request (bounded by the stranger caps
+// and the request bounds), not acknowledged, applied when the sender is
+// accepted (AcceptRequest) and deleted with the request otherwise.
+func (c *Client) rosterRequest(ctx context.Context, bs *batchState, in *incoming, op opening, sr wire.SignedRoster) (prepared, error) {
+	d := digest(op.plaintext)
+	key := inboundKey{in.sender, sr.ID}
+	effect, kind, err := c.classify(ctx, bs, key, d)
+	if errors.Is(err, ErrLogicalMessageConflict) {
+		return in.drop(sr.ID, err), nil
+	} else if err != nil {
+		return prepared{}, err
+	}
+	res := ReceiveResult{Kind: ResultRequest, Sender: in.sender, ID: sr.ID, Group: &sr.Group}
+	if _, ok := effect.(DeliverEffect); !ok || kind != ResultDelivery {
+		return c.groupVerdict(bs, in, op, RepeatEffect{}, nil, res)
+	}
+	if err := c.admitPending(ctx, bs.caps, in.sender); errors.Is(err, ErrPendingCap) {
+		return in.drop(sr.ID, err), nil
+	} else if err != nil {
+		return prepared{}, err
+	}
+	at := in.row.ReceivedAt
+	if at.IsZero() {
+		at = in.now
+	}
+	shown := []byte(fmt.Sprintf("[group] invites you to %q", sr.Name))
+	request, err := c.stageRequest(ctx, bs, in.sender, shown, len(op.plaintext), at)
+	if errors.Is(err, ErrRequestBound) {
+		return in.drop(sr.ID, err), nil
+	} else if err != nil {
+		return prepared{}, err
+	}
+	bs.delivered[key] = d
+	res.opened = request != nil && !request.Join
+	p, err := c.groupVerdict(bs, in, op, DeliverEffect{ID: sr.ID, Frame: op.plaintext, Digest: d, At: at}, nil, res)
+	if err != nil {
+		return prepared{}, err
+	}
+	rc := p.plan.(Receive)
+	rc.Request = request
+	p.plan = rc
+	return p, nil
 }
 
 // groupVerdict makes the Receive plan of a group frame: the session step
@@ -147,7 +447,9 @@ func (c *Client) groupVerdict(bs *batchState, in *incoming, op opening, effect F
 		next.pinned = hs.Pin
 	}
 	var out *Outgoing
-	if reply != nil {
+	// A reply is encrypted only within the sending window; past it, it is
+	// owed, and the sender's retry asks for it again.
+	if reply != nil && next.session.canSend() {
 		cand := next.session.Clone()
 		env, err := c.seal(cand, in.sender, reply)
 		if err != nil {

@@ -34,18 +34,24 @@ type GroupSend struct {
 
 // RosterUpdate records a roster change (made here, or the creation) in the
 // group's change log and makes it pending on every lane that must receive
-// it; the pending lanes of members it removes end as removed.
+// it; the pending lanes of members it removes end as removed. A creation
+// sets the group's start (Start); Compact, when set, replaces the changes at
+// and below its snapshot's generation by the snapshot.
 type RosterUpdate struct {
 	Group   wire.GroupID
 	Change  RosterChange
-	Frame   []byte // encoded roster frame
+	Frame   []byte // encoded signed roster frame
 	At      time.Time
 	Lanes   []GroupLane
 	Removed []Address
+	Start   *GroupStart
+	Compact *GroupStart
 }
 
 // RosterEffect records a roster change received from a peer; like a repeat
-// of a finalized message it is acknowledged at once (Receive.Ack).
+// of a finalized message it is acknowledged at once (Receive.Ack). Start is
+// set when the change adds this device to a group it did not keep: the
+// group begins here, from that change. Compact is as in RosterUpdate.
 type RosterEffect struct {
 	Group  wire.GroupID
 	Change RosterChange
@@ -53,6 +59,8 @@ type RosterEffect struct {
 	// Removed lanes: members the merged roster no longer holds, whose
 	// pending lanes end as removed.
 	Removed []Address
+	Start   *GroupStart
+	Compact *GroupStart
 }
 
 // NotAMemberEffect ends this device's lane of message ID to the peer: the
@@ -74,11 +82,13 @@ func (GroupSend) Kind() string { return "group-send" }
 // Kind implements Plan.
 func (RosterUpdate) Kind() string { return "roster-change" }
 
-// GroupInfo is a group as this device knows it.
+// GroupInfo is a group as this device knows it: its start, the changes in
+// its log and the roster they merge to.
 type GroupInfo struct {
 	ID      wire.GroupID
 	Name    string
 	Roster  Roster
+	Start   GroupStart
 	Changes []RosterChange
 }
 
@@ -156,6 +166,12 @@ func DecodeStoredFrame(b []byte) (StoredFrame, error) {
 		return StoredFrame{ID: m.ID, Body: m.Body, Group: &m.Group, Content: m.Content}, nil
 	case wire.FrameRoster:
 		r, err := wire.DecodeRoster(b)
+		if err != nil {
+			return StoredFrame{}, err
+		}
+		return StoredFrame{ID: r.ID, Body: []byte{}, Group: &r.Group, Roster: true}, nil
+	case wire.FrameSignedRoster:
+		r, err := wire.DecodeSignedRoster(b)
 		if err != nil {
 			return StoredFrame{}, err
 		}

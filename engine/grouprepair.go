@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"sort"
 
 	"github.com/parley-chat/parley/wire"
@@ -28,21 +29,22 @@ type RosterRestatement struct {
 	Roster Roster
 }
 
-// RosterRestatements returns the restatements self should make, given the
-// changes it has: one for each generation g that added a member, where self
-// is an admin at g-1 and at g, and where the start a member added at g
-// computes from the changes at g (self's earlier restatements included)
-// lacks a member or an admin flag of self's roster at g, or shows a member
-// that left at g-1. It is pure and depends only on the set of changes; a
-// restatement once made is part of that set, so the same difference is
-// restated once.
+// RosterRestatements returns the restatements self should make, given its
+// start and the changes it has: one for each generation g that added a
+// member, where self is an admin at g-1 and at g, and where the start a
+// member added at g computes (StartRoster, from any change at g that adds
+// someone, self's earlier restatements included) lacks a member or an admin
+// flag of self's roster at g, or shows a member that left at g-1. It is pure
+// and depends only on the start and the set of changes; a restatement once
+// made is part of that set, so the same difference is restated once.
 //
 // Only what self can tell is stale is restated: a member that a carried
 // roster shows but that self's fold does not, without a removal at g-1 in
 // self's fold to explain it, is left alone, since self may be the one that
 // has not seen a change yet.
-func RosterRestatements(changes []RosterChange, self string) []RosterRestatement {
-	rosters, byGen := rostersByGeneration(changes)
+func RosterRestatements(start GroupStart, changes []RosterChange, self string) []RosterRestatement {
+	rosters := make(map[uint64]Roster)
+	f := foldRoster(start, changes, 0, func(r Roster) { rosters[r.Generation] = r })
 	var gens []uint64
 	for g := range rosters {
 		gens = append(gens, g)
@@ -56,63 +58,77 @@ func RosterRestatements(changes []RosterChange, self string) []RosterRestatement
 			continue
 		}
 		before := rosters[g-2] // the zero roster when g-1 is the first known
-		start := bootstrap(byGen[g], g)
-		var remove []string
-		for _, m := range start.Members {
-			if !cur.Has(m.Address) && !prev.Has(m.Address) && before.Has(m.Address) {
-				remove = append(remove, m.Address)
+		remove := make(map[string]bool)
+		stale := false
+		for _, adder := range f.byGen[g] {
+			// Only a change that counted here can have added a newcomer:
+			// one whose author was an admin at g-1 and that adds a member
+			// of the roster at g. A change that does not count starts no
+			// newcomer this device must answer for.
+			if !prev.IsAdmin(adder.Author) || !addsNewcomer(adder, prev, cur) {
+				continue
 			}
+			st, counted := StartRoster(adder, f.byGen[g])
+			if len(counted) == 0 {
+				continue
+			}
+			for _, m := range st.Members {
+				if !cur.Has(m.Address) && !prev.Has(m.Address) && before.Has(m.Address) {
+					remove[m.Address] = true
+				}
+			}
+			stale = stale || lacksAny(st, cur)
 		}
-		if len(remove) == 0 && !lacksAny(start, cur) {
+		if len(remove) == 0 && !stale {
 			continue
 		}
-		if len(remove) > wire.MaxRosterChanges {
-			remove = remove[:wire.MaxRosterChanges]
+		var rm []string
+		for a := range remove {
+			rm = append(rm, a)
 		}
-		out = append(out, RosterRestatement{Generation: g, Remove: remove, Roster: cur})
+		sort.Strings(rm)
+		if len(rm) > wire.MaxRosterChanges {
+			rm = rm[:wire.MaxRosterChanges]
+		}
+		if restated(f.byGen[g], self, cur, rm) {
+			// Said once already: a newcomer's start that still differs
+			// is not one a restatement can mend (its adder does not see
+			// this device as an admin), and saying it again would not.
+			continue
+		}
+		out = append(out, RosterRestatement{Generation: g, Remove: rm, Roster: cur})
 	}
 	return out
 }
 
-// rostersByGeneration folds changes as MergeRoster does and returns the
-// roster at every generation the fold reaches, with the changes by
-// generation.
-func rostersByGeneration(changes []RosterChange) (map[uint64]Roster, map[uint64][]RosterChange) {
-	byGen := make(map[uint64][]RosterChange)
-	seen := make(map[wire.LogicalID]bool)
-	var lowest uint64
-	for _, c := range changes {
-		if c.Generation == 0 || seen[c.ID] {
+// addsNewcomer reports whether a change adds a member of next that prev
+// lacks: it can be that newcomer's start.
+func addsNewcomer(c RosterChange, prev, next Roster) bool {
+	for _, op := range c.Ops {
+		if op.Op == wire.RosterAdd && next.Has(op.Address) && !prev.Has(op.Address) {
+			return true
+		}
+	}
+	return false
+}
+
+// restated reports whether self already made, at this generation, a
+// restatement of roster r that removes at least remove.
+func restated(atGen []RosterChange, self string, r Roster, remove []string) bool {
+	for _, c := range atGen {
+		if c.Author != self || !reflect.DeepEqual(c.Members, r.Members) {
 			continue
 		}
-		seen[c.ID] = true
-		byGen[c.Generation] = append(byGen[c.Generation], c)
-		if lowest == 0 || c.Generation < lowest {
-			lowest = c.Generation
+		removes := removedBy([]RosterChange{c})
+		all := true
+		for _, a := range remove {
+			all = all && removes[a]
+		}
+		if all {
+			return true
 		}
 	}
-	out := make(map[uint64]Roster)
-	if lowest == 0 {
-		return out, byGen
-	}
-	for _, cs := range byGen {
-		sortChanges(cs)
-	}
-	r := bootstrap(byGen[lowest], lowest)
-	out[lowest] = r
-	for g := lowest + 1; ; g++ {
-		cs, ok := byGen[g]
-		if !ok {
-			break
-		}
-		next, ok := applyGeneration(r, cs, g)
-		if !ok {
-			break
-		}
-		r = next
-		out[g] = r
-	}
-	return out, byGen
+	return false
 }
 
 // addsMember reports whether next has a member prev lacks.
@@ -142,18 +158,18 @@ func lacksAny(start, want Roster) bool {
 // roster changes to g.
 func (c *Client) restateRosters(ctx context.Context, g GroupInfo) error {
 	self := c.self.String()
-	for _, rs := range RosterRestatements(g.Changes, self) {
+	for _, rs := range RosterRestatements(g.Start, g.Changes, self) {
 		var ops []wire.RosterChange
 		for _, a := range rs.Remove {
 			ops = append(ops, wire.RosterChange{Op: wire.RosterRemove, Address: a})
 		}
 		ops = normalizeOps(ops)
-		change := RosterChange{Author: self, Generation: rs.Generation, Name: rs.Roster.Name, Ops: ops, Members: rs.Roster.Members}
+		change := RosterChange{Generation: rs.Generation, Name: rs.Roster.Name, Ops: ops, Members: rs.Roster.Members,
+			Parent: RosterDigest(g.ID, rosterAt(g, rs.Generation-1))}
 		if _, err := c.cfg.Random.Read(change.ID[:]); err != nil {
 			return fmt.Errorf("restate roster: id: %w", err)
 		}
-		frame, err := wire.EncodeRoster(wire.Roster{ID: change.ID, Group: g.ID, Generation: change.Generation,
-			Name: change.Name, Changes: change.Ops, Members: change.Members})
+		frame, err := c.signRoster(g.ID, &change)
 		if err != nil {
 			return fmt.Errorf("restate group %x at %d: %w", g.ID[:], rs.Generation, err)
 		}

@@ -25,6 +25,16 @@ func TestRosterRestatements(t *testing.T) {
 	addE2 := change(5, "b/1", 4, "+e/1", "a/1* b/1* c/1 d/1 e/1")
 	// b's roster at 4 shows x, a member nobody a knows of ever had.
 	unknown := change(5, "b/1", 4, "+e/1", "a/1* b/1* c/1* d/1 e/1 x/1")
+	// c, no admin, forges a change at 3 adding x with a roster that crowns
+	// itself: it counts for nothing, so it starts no newcomer to restate
+	// for (else every sync would answer it with another restatement).
+	addD := change(3, "a/1", 3, "+e/1", "a/1* b/1* c/1 d/1 e/1")
+	forged := change(7, "c/1", 3, "+x/1", "c/1* x/1*")
+	// b adds e at 4 with a roster that does not show a as an admin: a's
+	// restatement does not count for e's start, so it cannot mend it, and
+	// once made it is not made again.
+	noAdminA := change(5, "b/1", 4, "+e/1", "a/1 b/1* c/1 d/1 e/1")
+	once := change(6, "a/1", 4, "", "a/1* b/1* c/1* d/1 e/1")
 
 	tests := []struct {
 		name    string
@@ -42,10 +52,15 @@ func TestRosterRestatements(t *testing.T) {
 		{"a missed admin flag, nobody to remove", []RosterChange{create, admin, grantC, noop, addE2}, "a/1",
 			[]RosterRestatement{{Generation: 4, Roster: Roster{Generation: 4, Name: "g5", Members: rosterOf("a/1* b/1* c/1* d/1 e/1")}}}},
 		{"a member it cannot explain is left alone", []RosterChange{create, admin, grantC, unknown}, "a/1", nil},
+		{"a forged change adding a member starts no newcomer", []RosterChange{create, admin, addD, forged}, "a/1", nil},
+		{"a restatement that cannot mend is made once",
+			[]RosterChange{create, admin, grantC, noop, noAdminA}, "a/1",
+			[]RosterRestatement{{Generation: 4, Roster: Roster{Generation: 4, Name: "g5", Members: rosterOf("a/1* b/1* c/1* d/1 e/1")}}}},
+		{"and not again", []RosterChange{create, admin, grantC, noop, noAdminA, once}, "a/1", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := RosterRestatements(tt.changes, tt.self); !reflect.DeepEqual(got, tt.want) {
+			if got := RosterRestatements(GroupStart{Change: create.ID}, tt.changes, tt.self); !reflect.DeepEqual(got, tt.want) {
 				t.Fatalf("restatements %+v, want %+v", got, tt.want)
 			}
 		})
@@ -53,16 +68,18 @@ func TestRosterRestatements(t *testing.T) {
 
 	// The restatement changes nothing for whoever has everything, and the
 	// newcomer, which holds only generation 4 and later, merges the same.
-	all, _ := MergeRoster(stale, 0)
-	with, _ := MergeRoster(append(append([]RosterChange(nil), stale...), restated), 0)
+	fromCreate := GroupStart{Change: create.ID}
+	all, _ := MergeRoster(fromCreate, stale, 0)
+	with, _ := MergeRoster(fromCreate, append(append([]RosterChange(nil), stale...), restated), 0)
 	if !reflect.DeepEqual(all, with) {
 		t.Fatalf("restating changed the merge: %+v, was %+v", with, all)
 	}
-	before, _ := MergeRoster([]RosterChange{addE}, 0)
+	fromAdd := GroupStart{Change: addE.ID}
+	before, _ := MergeRoster(fromAdd, []RosterChange{addE}, 0)
 	if reflect.DeepEqual(before.Members, all.Members) {
 		t.Fatalf("the newcomer's start %v already agrees: the case tests nothing", before.Members)
 	}
-	newcomer, _ := MergeRoster([]RosterChange{addE, restated}, 0)
+	newcomer, _ := MergeRoster(fromAdd, []RosterChange{addE, restated}, 0)
 	if !reflect.DeepEqual(newcomer, all) {
 		t.Fatalf("the newcomer merges %+v, the others %+v", newcomer, all)
 	}

@@ -117,6 +117,7 @@ func (c *Client) changeRoster(ctx context.Context, gid wire.GroupID, g GroupInfo
 		return GroupSendResult{}, fmt.Errorf("roster change: id: %w", err)
 	}
 	old := g.Roster
+	var start, compact *GroupStart
 	if create {
 		change.Generation = 1
 		change.Members = []wire.RosterMember{{Address: self, Admin: true}}
@@ -124,19 +125,25 @@ func (c *Client) changeRoster(ctx context.Context, gid wire.GroupID, g GroupInfo
 			change.Members = append(change.Members, wire.RosterMember{Address: op.Address})
 		}
 		sortMembers(change.Members)
+		start = &GroupStart{Change: change.ID}
 	} else {
 		if !old.IsAdmin(self) && !(old.Has(self) && onlyLeaves(change)) {
 			return GroupSendResult{}, fmt.Errorf("change group %x: %w", gid[:], ErrNotAdmin)
 		}
 		change.Generation = old.Generation + 1
-		next, _ := MergeRoster(append(append([]RosterChange(nil), g.Changes...), change), change.Generation)
+		change.Parent = RosterDigest(gid, old)
+		all := append(append([]RosterChange(nil), g.Changes...), change)
+		next, _ := MergeRoster(g.Start, all, change.Generation)
+		if next.Generation != change.Generation {
+			return GroupSendResult{}, fmt.Errorf("change group %x: more than %d members: %w", gid[:], wire.MaxGroupMembers, wire.ErrMessageTooLarge)
+		}
 		change.Members = next.Members
+		compact = compaction(g.Start, all, next)
 	}
 	if len(change.Members) > wire.MaxGroupMembers {
 		return GroupSendResult{}, fmt.Errorf("change group %x: %d members: %w", gid[:], len(change.Members), wire.ErrMessageTooLarge)
 	}
-	frame, err := wire.EncodeRoster(wire.Roster{ID: change.ID, Group: gid, Generation: change.Generation,
-		Name: change.Name, Changes: change.Ops, Members: change.Members})
+	frame, err := c.signRoster(gid, &change)
 	if err != nil {
 		return GroupSendResult{}, fmt.Errorf("change group %x: %w", gid[:], err)
 	}
@@ -156,7 +163,7 @@ func (c *Client) changeRoster(ctx context.Context, gid wire.GroupID, g GroupInfo
 	if err != nil {
 		return GroupSendResult{}, err
 	}
-	plan := RosterUpdate{Group: gid, Change: change, Frame: frame, At: c.cfg.Now(), Lanes: lanes, Removed: removed}
+	plan := RosterUpdate{Group: gid, Change: change, Frame: frame, At: c.cfg.Now(), Lanes: lanes, Removed: removed, Start: start, Compact: compact}
 	return c.commitLanes(ctx, work, plan, change.ID, lanes)
 }
 
@@ -386,7 +393,14 @@ func (c *Client) forwardChange(ctx context.Context, gs GroupStore, g GroupInfo, 
 	if err != nil {
 		return err
 	}
-	frame, err := wire.EncodeRoster(wire.Roster{ID: own.ID, Group: g.ID, Generation: own.Generation, Name: own.Name, Changes: own.Ops, Members: own.Members})
+	var frame []byte
+	if own.Signature == ([64]byte{}) {
+		// Made before changes were signed: sign it now, as it stands.
+		own.Parent = RosterDigest(g.ID, rosterAt(g, own.Generation-1))
+		frame, err = c.signRoster(g.ID, &own)
+	} else {
+		frame, err = wire.EncodeSignedRoster(signedRosterOf(g.ID, own))
+	}
 	if err != nil {
 		return err
 	}

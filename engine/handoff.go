@@ -74,9 +74,12 @@ func (c *Client) handOffOutgoing(ctx context.Context, kind string, what Handoff,
 }
 
 // prepareAck encrypts an ACK for id on the existing session with peer (never
-// starting one). It returns nil when there is no session.
+// starting one). It returns nil when there is no session, or when its
+// sending window is full (window.go): the peer could not read the ACK, and
+// its next retry of the message brings the repeat that is acknowledged
+// again.
 func (c *Client) prepareAck(ps *peerState, peer Address, id wire.LogicalID) (*SessionWrite, *Outgoing, error) {
-	if ps.session == nil {
+	if ps.session == nil || !ps.session.canSend() {
 		return nil, nil, nil
 	}
 	frame, _ := wire.EncodeFrame(wire.Frame{Kind: wire.FrameAck, ID: id})

@@ -44,7 +44,7 @@ func TestIdentityChangeAcceptedAndResent(t *testing.T) {
 	}
 	// Sending to a new session is refused until the change is accepted.
 	// (alice still has the old session, so the refusal comes on receive.)
-	key, err := alice.c.AcceptIdentity(w.ctx, bob.addr)
+	key, err := alice.c.AcceptIdentity(w.ctx, bob.addr, newBob.c.Identity().Fingerprint())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestIdentityChangeOnBundle(t *testing.T) {
 	alice.sync()
 	// Drop alice's session by accepting bob's (unchanged) identity, then let
 	// bob reinstall: the next send fetches a bundle with a new identity.
-	if _, err := alice.c.AcceptIdentity(w.ctx, bob.addr); err != nil {
+	if _, err := alice.c.AcceptIdentity(w.ctx, bob.addr, bob.c.Identity().Fingerprint()); err != nil {
 		t.Fatal(err)
 	}
 	bob.c.Close()

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"go/ast"
-	"go/build"
 	"go/parser"
 	"go/token"
 	"io/fs"
@@ -10,70 +9,6 @@ import (
 	"strings"
 	"testing"
 )
-
-// TestEngineImports keeps the domain free of storage, network and UI
-// libraries: engine may import only the standard library, wire and the few
-// pure libraries listed here (curve arithmetic).
-func TestEngineImports(t *testing.T) {
-	pkg, err := build.Default.ImportDir(".", 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	allowed := map[string]bool{
-		"github.com/parley-chat/parley/wire": true,
-		"filippo.io/edwards25519":            true,
-		"filippo.io/edwards25519/field":      true,
-		// the file stream's AEAD (filestream.go), as age's STREAM uses it
-		"golang.org/x/crypto/chacha20poly1305": true,
-	}
-	for _, imp := range pkg.Imports {
-		first := strings.SplitN(imp, "/", 2)[0]
-		if !strings.Contains(first, ".") { // standard library
-			continue
-		}
-		if !allowed[imp] {
-			t.Errorf("engine imports %s; it must not depend on storage, network or UI packages", imp)
-		}
-	}
-}
-
-// TestTUIImports keeps the interface above the engine only: no package of
-// tui (tests aside) imports the store, the transport or the profile wiring;
-// main hands the demo what it needs.
-func TestTUIImports(t *testing.T) {
-	forbidden := []string{
-		"github.com/parley-chat/parley/store",
-		"github.com/parley-chat/parley/transport",
-		"github.com/parley-chat/parley/profile",
-	}
-	n := 0
-	err := filepath.WalkDir("../tui", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || !d.IsDir() || d.Name() == "testdata" {
-			return err
-		}
-		pkg, err := build.Default.ImportDir(path, 0)
-		if _, ok := err.(*build.NoGoError); ok {
-			return nil
-		} else if err != nil {
-			return err
-		}
-		n++
-		for _, imp := range pkg.Imports {
-			for _, f := range forbidden {
-				if imp == f || strings.HasPrefix(imp, f+"/") {
-					t.Errorf("%s imports %s; tui must not depend on it", path, imp)
-				}
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n < 2 {
-		t.Fatalf("found %d tui packages; the walk is broken", n)
-	}
-}
 
 // TestOnlyTheEngineAcknowledges keeps the protocol's ordering in one place:
 // outside package engine, no code calls a relay's Acknowledge, except a

@@ -189,7 +189,7 @@ func (c *Client) prepareSend(ctx context.Context, work map[Address]*peerState, h
 	}
 	ps := *shared
 	pin, err := c.ensureSession(ctx, &ps, peer)
-	if errors.Is(err, ErrRelayUnreachable) {
+	if errors.Is(err, ErrRelayUnreachable) || windowHeld(err) {
 		return hold(err)
 	}
 	if err != nil {
@@ -241,11 +241,17 @@ func (c *Client) sendHeldFirst(ctx context.Context, peer Address) (cause, err er
 	return nil, err
 }
 
-// ensureSession gives ps a session, fetching and verifying a bundle when
-// there is none (outside any transaction). It returns the identity to pin
-// when this is the peer's first.
+// ensureSession gives ps a session to send on, fetching and verifying a
+// bundle when there is none (outside any transaction). It returns the
+// identity to pin when this is the peer's first, and ErrSendWindow when the
+// session it has may carry no further message yet (window.go).
 func (c *Client) ensureSession(ctx context.Context, ps *peerState, peer Address) (*IdentityKey, error) {
 	if ps.session != nil {
+		full := !ps.session.canSend()
+		c.noteWindow(peer, full)
+		if full {
+			return nil, fmt.Errorf("%s: %d messages since the peer was last heard on this chain: %w", peer, SendWindow, ErrSendWindow)
+		}
 		return nil, nil
 	}
 	bundle, key, err := c.fetchBundle(ctx, peer)
@@ -286,6 +292,9 @@ func (c *Client) Retry(ctx context.Context, peer Address) ([]wire.LogicalID, err
 func (c *Client) retryLocked(ctx context.Context, peer Address) ([]wire.LogicalID, error) {
 	var sent []wire.LogicalID
 	var after int64
+	if err := c.resetFullWindow(ctx, peer); err != nil {
+		return nil, fmt.Errorf("retry %s: %w", peer, err)
+	}
 	for {
 		page, err := c.store.PendingOutbound(ctx, PageQuery{After: after, Limit: 1, Peer: &peer})
 		if err != nil {
@@ -309,9 +318,10 @@ func (c *Client) retryOne(ctx context.Context, peer Address, m OutboundMessage) 
 		return err
 	}
 	pin, err := c.ensureSession(ctx, &ps, peer)
-	if errors.Is(err, ErrRelayUnreachable) {
+	if errors.Is(err, ErrRelayUnreachable) || windowHeld(err) {
 		// A held message (or one whose session was reset) waits for a
-		// bundle: still pending, like any hand-off failure.
+		// bundle, or for the peer to turn the sending chain: still
+		// pending, like any hand-off failure.
 		c.emit(Event{Kind: EventNotSent, At: c.cfg.Now(), Peer: peer, ID: m.ID, Err: err})
 		return &MessageNotSentError{ID: m.ID, Err: err}
 	}

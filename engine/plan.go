@@ -287,6 +287,20 @@ type Finalize struct {
 	Group *wire.GroupID
 }
 
+// AckAgain acknowledges again a received message finalized before, when a
+// person commits or discards it a second time with the same outcome: the
+// ACK's session step, on condition that the message is still finalized
+// with Outcome (ErrNotPending otherwise). Nothing else changes; the ACK is
+// handed off after the commit.
+type AckAgain struct {
+	Sender  Address
+	ID      wire.LogicalID
+	Outcome Outcome
+	Session SessionWrite
+	Ack     Outgoing
+	At      time.Time
+}
+
 // Abandon removes a pending outbound message locally. It is not a recall.
 type Abandon struct {
 	Recipient Address
@@ -306,12 +320,22 @@ type MarkTaken struct {
 }
 
 // AcceptIdentity pins a changed identity for a peer and removes the session
-// with it; pending messages and processed IDs stay.
+// with it, retiring that session's initiation; pending messages and
+// processed IDs stay.
 type AcceptIdentity struct {
 	Peer           Address
 	Identity       IdentityKey
 	SessionVersion uint64 // the session removed (0: none)
-	At             time.Time
+	// Retire is the removed session's initiation (nil with no session): a
+	// replay of its PreKeyMessage is stale once the old identity is pinned
+	// again, as after a reset.
+	Retire *RetiredInitiation
+	// Replaces is the initiation the next own one names as the session it
+	// replaces (zero: none): the removed session's, so that a device that
+	// still holds it (the identity did not change after all) replaces it
+	// at once, and with no session whatever was recorded before.
+	Replaces InitiationID
+	At       time.Time
 }
 
 // RelaySettings is how a profile reaches its relay.
@@ -362,6 +386,7 @@ func (Receive) plan()         {}
 func (CollisionRetire) plan() {}
 func (DropStaged) plan()      {}
 func (Finalize) plan()        {}
+func (AckAgain) plan()        {}
 func (Abandon) plan()         {}
 func (AcceptIdentity) plan()  {}
 func (Prune) plan()           {}
@@ -437,6 +462,9 @@ func (p Finalize) Kind() string {
 	}
 	return "commit"
 }
+
+// Kind implements Plan.
+func (AckAgain) Kind() string { return "ack-again" }
 
 // Kind implements Plan.
 func (Abandon) Kind() string { return "abandon" }

@@ -90,6 +90,10 @@ type retryState struct {
 	backoff time.Duration
 	blocked bool         // identity changed: nothing goes out until it is accepted
 	fate    EnvelopeFate // what the relay said of the latest envelope
+	// windowed is set when the peer's messages wait for the sending
+	// window (window.go): anything heard from the peer may have turned
+	// the chain, and makes them due at once.
+	windowed bool
 	// refused is the wait after a retry the relay did not accept (it was
 	// down, refused the recipient as unknown, had its mailbox full):
 	// nothing waits in a mailbox then, so the long waits of envelope
@@ -177,12 +181,12 @@ func (c *Client) commitByPolicy(ctx context.Context, received []ReceiveResult) (
 	}
 	for len(reqs) > 0 {
 		n := min(len(reqs), c.cfg.BatchSize)
-		res, err := c.finalizeBatch(ctx, reqs[:n], known)
+		res, err := c.finalizeBatch(ctx, reqs[:n], known, false)
 		if known != nil && (errors.Is(err, ErrNotPending) || errors.Is(err, ErrConflict)) {
 			// A message of this round was finalized meanwhile (by the
 			// person, between the round and this commit): read them all
 			// back, so that only that one is refused.
-			res, err = c.finalizeBatch(ctx, reqs[:n], nil)
+			res, err = c.finalizeBatch(ctx, reqs[:n], nil, false)
 		}
 		for _, r := range res {
 			if r.Err == nil {
@@ -210,15 +214,19 @@ func (c *Client) noteReceived(res []ReceiveResult) {
 	status := c.envelopeStatusSupported()
 	c.loopMu.Lock()
 	defer c.loopMu.Unlock()
-	var acked map[sentEnvelope]bool
+	type message struct {
+		peer Address
+		id   wire.LogicalID
+	}
+	var acked map[message]bool
 	for _, r := range res {
 		switch {
 		case r.Kind == ResultAcknowledgement && r.Cleared:
 			if len(c.taken) > 0 {
 				if acked == nil {
-					acked = make(map[sentEnvelope]bool)
+					acked = make(map[message]bool)
 				}
-				acked[sentEnvelope{r.Sender, r.ID}] = true
+				acked[message{r.Sender, r.ID}] = true
 			}
 			rs := c.retryFor(r.Sender)
 			rs.backoff = 0
@@ -232,6 +240,10 @@ func (c *Client) noteReceived(res []ReceiveResult) {
 		case r.converged:
 			c.retryFor(r.Sender).at = now
 		}
+		if rs := c.retries[r.Sender]; rs != nil && rs.windowed {
+			// The peer wrote: the sending chain may have turned.
+			rs.at, rs.windowed = now, false
+		}
 		if r.handshake {
 			c.nextMaintain = now
 		}
@@ -239,7 +251,7 @@ func (c *Client) noteReceived(res []ReceiveResult) {
 	if acked != nil {
 		// An acknowledged message needs no record of its stay on the
 		// device: its taken envelopes are not recorded.
-		c.taken = slices.DeleteFunc(c.taken, func(t takenEnvelope) bool { return acked[t.sentEnvelope] })
+		c.taken = slices.DeleteFunc(c.taken, func(t takenEnvelope) bool { return acked[message{t.peer, t.id}] })
 	}
 }
 
@@ -371,6 +383,11 @@ func (c *Client) retryDue(ctx context.Context) (time.Time, bool) {
 			if errors.Is(err, ErrIdentityChanged) {
 				c.loopMu.Lock()
 				c.retryFor(peer).blocked = true
+				c.loopMu.Unlock()
+			}
+			if windowHeld(err) {
+				c.loopMu.Lock()
+				c.retryFor(peer).windowed = true
 				c.loopMu.Unlock()
 			}
 		}

@@ -218,7 +218,7 @@ func (c *Client) announce(ps *peerState, peer Address) (*Announcement, error) {
 		return nil, nil
 	}
 	sw, out, err := c.prepareAck(ps, peer, wire.LogicalID{})
-	if err != nil {
+	if err != nil || sw == nil {
 		return nil, err
 	}
 	return &Announcement{Session: *sw, Ack: *out}, nil

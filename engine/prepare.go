@@ -28,6 +28,11 @@ type batchState struct {
 	consumed  map[uint32]bool
 	caps      *capState     // pending messages counted against the caps
 	requests  *requestState // open requests counted against their bounds
+	// groups is the number of groups kept (-1 until read) and newGroups
+	// the groups this batch starts, against MaxGroupsPerProfile.
+	groups, newGroups int
+	// groupsSeen are the groups the batch read, as its plans leave them.
+	groupsSeen map[wire.GroupID]*batchGroup
 	// commit: the batch commits what CommitOnArrival would right after it
 	// (CommitEffect), in its own transaction.
 	commit bool
@@ -45,16 +50,20 @@ type retiredKey struct {
 
 func newBatchState() *batchState {
 	return &batchState{work: make(map[Address]*peerState), delivered: make(map[inboundKey][32]byte),
-		retired: make(map[retiredKey]bool), consumed: make(map[uint32]bool), caps: newCapState(), requests: newRequestState()}
+		retired: make(map[retiredKey]bool), consumed: make(map[uint32]bool), caps: newCapState(), requests: newRequestState(),
+		groups: -1, groupsSeen: make(map[wire.GroupID]*batchGroup)}
 }
 
-// prepared is one staged row's plan and the result it reports once committed.
+// prepared is one staged row's plan and the result it reports once
+// committed. A row held for a roster it waits on has no plan: it stays
+// staged, counted in held.
 type prepared struct {
 	plan     Plan
 	result   ReceiveResult
 	ack      *Outgoing
 	recovery *Outgoing      // a recovery request to the sender
 	ticket   recoveryTicket // its slot in the limits, refunded if it does not go out
+	held     *heldRow
 }
 
 // incoming is one staged envelope opened far enough to be prepared: decoded,
@@ -164,6 +173,13 @@ func dropRow(row StagedEnvelope, now time.Time, sender Address, id wire.LogicalI
 		plan:   DropStaged{StagedRow: row.Row, Reason: ErrorName(verdict), At: now},
 		result: ReceiveResult{Kind: ResultError, Sender: sender, ID: id, Err: verdict},
 	}
+}
+
+// hold is the verdict that keeps a row staged, unopened for good and
+// unanswered, until what it waits for (a group, a generation) arrives; the
+// holds are bounded (holds.go).
+func (in *incoming) hold() prepared {
+	return prepared{held: &heldRow{row: in.row.Row, sender: in.sender}}
 }
 
 // drop is dropRow for an opened envelope.
@@ -293,7 +309,7 @@ func (c *Client) prepareFrame(ctx context.Context, bs *batchState, in *incoming,
 			if _, ok := effect.(RepeatEffect); ok {
 				// A copy of a message that waits in a request is no
 				// delivery either.
-				if vouched, err := c.groupVouched(ctx, group); err != nil {
+				if vouched, err := c.groupVouched(ctx, bs, group); err != nil {
 					return prepared{}, err
 				} else if open, err := c.inRequest(ctx, bs, sender); err != nil {
 					return prepared{}, err
@@ -316,7 +332,7 @@ func (c *Client) prepareFrame(ctx context.Context, bs *batchState, in *incoming,
 				// A group message passed DecideGroupMessage: its sender is
 				// in the roster of a group this device is in. A group an
 				// accepted peer runs accepts its members for its messages.
-				vouched, err := c.groupVouched(ctx, group)
+				vouched, err := c.groupVouched(ctx, bs, group)
 				if err != nil {
 					return prepared{}, err
 				}
@@ -391,7 +407,7 @@ func (c *Client) classify(ctx context.Context, bs *batchState, key inboundKey, d
 		switch {
 		case err != nil:
 			return nil, 0, err
-		case seen.Pending && seen.Digest != d, seen.Finalized && seen.Outcome != OutcomeDiscarded && seen.Digest != d:
+		case seen.Digest != d && (seen.Pending || seen.Finalized && knownDigest(seen.Outcome, seen.Digest)):
 			return nil, 0, ErrLogicalMessageConflict
 		case seen.Pending:
 			return RepeatEffect{}, ResultDelivery, nil
@@ -416,12 +432,21 @@ func (c *Client) classify(ctx context.Context, bs *batchState, key inboundKey, d
 		return DeliverEffect{}, ResultDelivery, nil
 	case err != nil:
 		return nil, 0, err
+	case !bytes.Equal(f.Digest[:], d[:]) && knownDigest(f.Outcome, f.Digest):
+		return nil, 0, ErrLogicalMessageConflict
 	case f.Outcome == OutcomeDiscarded:
 		return RepeatEffect{}, ResultAlreadyDiscarded, nil
-	case !bytes.Equal(f.Digest[:], d[:]):
-		return nil, 0, ErrLogicalMessageConflict
 	}
 	return RepeatEffect{}, ResultAlreadyCommitted, nil
+}
+
+// knownDigest reports whether a finalized record's digest is the body's: a
+// discard keeps it as a commit does (a tombstone that still says which body
+// the ID carried), so a different body under a discarded ID is a conflict
+// too. Only a discarded record with no digest (all zero) says nothing, and
+// then a repeat is taken as the discarded message.
+func knownDigest(o Outcome, d [32]byte) bool {
+	return o != OutcomeDiscarded || d != [32]byte{}
 }
 
 // SeenMessage is what a profile holds of one received logical message: a

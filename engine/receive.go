@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/parley-chat/parley/wire"
 )
 
 // Receiving. Staged envelopes come in through Stage (durable before the
@@ -51,6 +53,7 @@ func (c *Client) processStaged(ctx context.Context, commit bool) ([]ReceiveResul
 	defer c.sendMu.Unlock()
 	var results []ReceiveResult
 	var after int64
+	holds := newHoldState()
 	for {
 		rows, err := c.store.Staged(ctx, after, c.cfg.BatchSize)
 		if err != nil {
@@ -60,7 +63,8 @@ func (c *Client) processStaged(ctx context.Context, commit bool) ([]ReceiveResul
 			return results, c.forwardRosterChanges(ctx, results)
 		}
 		after = rows[len(rows)-1].Row
-		rs, err := c.processRows(ctx, rows, commit)
+		before := holds.clone()
+		rs, err := c.processRows(ctx, rows, commit, holds)
 		var late *afterCommitError
 		if errors.As(err, &late) {
 			// The page committed; what failed came after (an ACK hand-off
@@ -70,9 +74,9 @@ func (c *Client) processStaged(ctx context.Context, commit bool) ([]ReceiveResul
 		if err != nil && len(rows) > 1 {
 			// The batch as a whole failed: nothing of it applied. Prepare
 			// each row again, alone, from durable state.
-			rs = nil
+			rs, holds = nil, before
 			for _, row := range rows {
-				one, err := c.processRows(ctx, []StagedEnvelope{row}, commit)
+				one, err := c.processRows(ctx, []StagedEnvelope{row}, commit, holds)
 				rs = append(rs, one...)
 				if err != nil {
 					return append(results, rs...), err
@@ -85,41 +89,98 @@ func (c *Client) processStaged(ctx context.Context, commit bool) ([]ReceiveResul
 	}
 }
 
+// transient reports whether a failure to process a staged row is this
+// device's own (the store, a cancellation, a closed client, an injected
+// failure): the row then stays staged and is processed again. Any other
+// failure, whatever the envelope made the engine do, is a verdict on the
+// row: no input may stop the rows after it (SPEC 6, "No input stops the
+// receive loop").
+func transient(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, ErrClosed) || errors.Is(err, ErrStorage) || errors.Is(err, ErrStorageFull) ||
+		errors.Is(err, ErrProfileOpen) || errors.Is(err, ErrInjected)
+}
+
 // processRows prepares a page of staged rows and applies their plans in one
-// transaction; only then does it report them (finishRows).
-func (c *Client) processRows(ctx context.Context, rows []StagedEnvelope, commit bool) ([]ReceiveResult, error) {
-	bs := newBatchState()
-	bs.commit = commit
-	preps := make([]prepared, 0, len(rows))
-	for _, row := range rows {
-		p, err := c.prepareReceive(ctx, bs, row)
+// transaction; only then does it report them (finishRows). A row whose
+// preparation fails for a reason that is not transient is dropped to
+// quarantine with that reason, and the page is prepared again without it;
+// a single row whose plan the store refuses for such a reason likewise.
+func (c *Client) processRows(ctx context.Context, rows []StagedEnvelope, commit bool, holds *holdState) ([]ReceiveResult, error) {
+	dropped := make(map[int64]error)
+	for attempt := 0; ; attempt++ {
+		pageHolds := holds.clone()
+		preps, work, err := c.preparePage(ctx, rows, commit, pageHolds, dropped)
 		if err != nil {
-			// Not a verdict on the envelope (storage, cancellation): stop
-			// here; the row stays staged.
-			for peer := range bs.work {
-				c.forget(peer)
-			}
-			c.refundRecoveries(preps)
 			return nil, err
 		}
-		if p.plan == nil {
-			continue // held (a group frame naming a generation not seen yet): the row stays staged
+		if len(preps) == 0 {
+			*holds = *pageHolds
+			return nil, nil
 		}
-		preps = append(preps, p)
+		plans := make([]Plan, len(preps))
+		for i, p := range preps {
+			plans[i] = p.plan
+		}
+		receipts, err := c.commitWork(ctx, work, plans)
+		if err != nil {
+			c.refundRecoveries(preps)
+			if len(rows) == 1 && !transient(err) && dropped[rows[0].Row] == nil && attempt == 0 {
+				dropped[rows[0].Row] = fmt.Errorf("store refused its receive: %w", err)
+				continue
+			}
+			return nil, fmt.Errorf("apply %d receives: %w", len(plans), err)
+		}
+		*holds = *pageHolds
+		return c.finishRows(ctx, preps, plans, receipts)
 	}
-	if len(preps) == 0 {
-		return nil, nil
+}
+
+// preparePage prepares one plan per row of a page (none for a held row),
+// with the drops the hold bounds add. A row in dropped is dropped with its
+// reason; a row whose preparation fails for a reason that is not transient
+// joins dropped and the page is prepared again from the start, so that
+// nothing the failed row began is in the batch.
+func (c *Client) preparePage(ctx context.Context, rows []StagedEnvelope, commit bool, holds *holdState, dropped map[int64]error) ([]prepared, map[Address]*peerState, error) {
+restart:
+	for {
+		bs := newBatchState()
+		bs.commit = commit
+		h := holds.clone()
+		preps := make([]prepared, 0, len(rows))
+		for _, row := range rows {
+			if why, ok := dropped[row.Row]; ok {
+				_, sender, _ := c.openEnvelope(row)
+				preps = append(preps, dropRow(row, c.cfg.Now(), sender, wire.LogicalID{}, why))
+				continue
+			}
+			p, err := c.prepareReceive(ctx, bs, row)
+			if err != nil {
+				for peer := range bs.work {
+					c.forget(peer)
+				}
+				c.refundRecoveries(preps)
+				if transient(err) {
+					// Not a verdict on the envelope: stop here; the row
+					// stays staged.
+					return nil, nil, err
+				}
+				dropped[row.Row] = err
+				continue restart
+			}
+			if p.plan == nil {
+				if p.held != nil {
+					for _, d := range h.add(*p.held) {
+						preps = append(preps, dropHeld(d, c.cfg.Now()))
+					}
+				}
+				continue // held: the row stays staged
+			}
+			preps = append(preps, p)
+		}
+		*holds = *h
+		return preps, bs.work, nil
 	}
-	plans := make([]Plan, len(preps))
-	for i, p := range preps {
-		plans[i] = p.plan
-	}
-	receipts, err := c.commitWork(ctx, bs.work, plans)
-	if err != nil {
-		c.refundRecoveries(preps)
-		return nil, fmt.Errorf("apply %d receives: %w", len(plans), err)
-	}
-	return c.finishRows(ctx, preps, plans, receipts)
 }
 
 // refundRecoveries gives back the slots of the recovery requests of a page

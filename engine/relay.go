@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"time"
 
 	"github.com/parley-chat/parley/wire"
 )
@@ -75,6 +76,11 @@ type EnvelopeNews interface {
 	// oldest first, and forgets them. Wake receives a value when new ones
 	// arrive.
 	EnvelopeStatuses() []wire.EnvelopeStatus
+	// EnvelopeLifetime returns how long the relay of the current
+	// connection keeps an envelope unacknowledged before it expires, as it
+	// announced (wire.Lifetimes), and false while it has not: an envelope
+	// reported expired sooner is not believed (DecideExpiredRetry).
+	EnvelopeLifetime() (time.Duration, bool)
 }
 
 // Leased is one envelope the relay delivered under a lease.

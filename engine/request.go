@@ -74,6 +74,11 @@ type AcceptRequest struct {
 	Peer  Address
 	Count int
 	At    time.Time
+	// Rosters are the roster changes that waited in the request, each
+	// applied (or only deleted) as RosterAdoption says; Sessions the
+	// session steps of their ACKs, in order.
+	Rosters  []RosterAdoption
+	Sessions []SessionWrite
 }
 
 // RejectRequest deletes an open request: its pending messages and the
@@ -287,12 +292,12 @@ func (c *Client) stageRequest(ctx context.Context, bs *batchState, sender Addres
 
 // groupVouched reports whether a message of group (nil for a one-to-one
 // message) skips the requests because a person this device accepted runs
-// the group: an admin of its roster is this device or a peer it accepted.
-// Being in a group that someone accepted made accepts its members for that
-// group's messages; a group a stranger made (any device with a session can
-// add this one) vouches for nobody, so its messages stay requests of their
-// senders.
-func (c *Client) groupVouched(ctx context.Context, group *wire.GroupID) (bool, error) {
+// the group: a change this device or a peer it accepted signed counts in
+// its roster (vouches). Being in a group that someone accepted made accepts
+// its members for that group's messages; a group a stranger made, whoever
+// its roster names as admins, vouches for nobody, so its messages stay
+// requests of their senders.
+func (c *Client) groupVouched(ctx context.Context, bs *batchState, group *wire.GroupID) (bool, error) {
 	if group == nil {
 		return false, nil
 	}
@@ -303,27 +308,11 @@ func (c *Client) groupVouched(ctx context.Context, group *wire.GroupID) (bool, e
 	if err != nil {
 		return false, nil
 	}
-	g, known, err := lookupGroup(ctx, gs, *group)
+	g, known, err := bs.group(ctx, gs, *group)
 	if err != nil || !known {
 		return false, err
 	}
-	for _, m := range g.Roster.Members {
-		if !m.Admin {
-			continue
-		}
-		if m.Address == c.self.String() {
-			return true, nil
-		}
-		peer, err := ParseAddress(m.Address)
-		if err != nil {
-			continue
-		}
-		ok, err := c.store.Accepted(ctx, peer)
-		if err != nil || ok {
-			return ok, err
-		}
-	}
-	return false, nil
+	return c.vouches(ctx, g)
 }
 
 // inRequest reports whether sender has an open request, as this batch

@@ -38,9 +38,18 @@ func (c *Client) acceptLocked(ctx context.Context, peer Address) (int, error) {
 	if err != nil && !errors.Is(err, ErrNotPending) {
 		return 0, fmt.Errorf("accept %s: %w", peer, err)
 	}
-	if _, err := c.store.Apply(ctx, AcceptRequest{Peer: peer, Count: r.Count, At: c.cfg.Now()}); err != nil {
+	work := make(map[Address]*peerState)
+	ad, err := c.prepareAdoptions(ctx, work, peer)
+	if err != nil {
 		return 0, fmt.Errorf("accept %s: %w", peer, err)
 	}
+	plan := AcceptRequest{Peer: peer, Count: r.Count, At: c.cfg.Now(), Rosters: ad.rosters, Sessions: ad.sessions}
+	if _, err := c.commitWork(ctx, work, []Plan{plan}); err != nil {
+		return 0, fmt.Errorf("accept %s: %w", peer, err)
+	}
+	// An ACK that does not go out now goes out when the author sends the
+	// change again (a repeat is acknowledged again).
+	_ = c.adoptionsAck(ctx, ad.acks)
 	if r.Count > 0 {
 		// The policy commits what is pending at its next round.
 		c.loopMu.Lock()

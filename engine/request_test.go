@@ -275,21 +275,55 @@ func TestRequestGroupMembersAccepted(t *testing.T) {
 	}
 
 	// A group a stranger made vouches for nobody: dave adds bob to his own
-	// group, and dave's message to it waits as dave's request.
+	// group, and the roster change itself waits as dave's request,
+	// unacknowledged; dave's message to the group is held (bob keeps no such
+	// group) and never reaches bob's history before he accepts dave.
 	dave := w.device("dave/1")
-	spam, _, err := dave.c.CreateGroup(w.ctx, "offers", []engine.Address{bob.addr})
+	spam, created, err := dave.c.CreateGroup(w.ctx, "offers", []engine.Address{bob.addr})
 	if err != nil {
 		t.Fatal(err)
 	}
-	bob.sync()
-	dave.sync()
+	if k := kindsOf(bob.sync()); k[engine.ResultRequest] != 1 || k[engine.ResultGroupChanged] != 0 {
+		t.Fatalf("bob's sync of a stranger's group creation: %v, want a request", k)
+	}
+	if acked(dave.sync(), created.ID) {
+		t.Fatalf("dave's creation was acknowledged by bob before he accepted dave")
+	}
+	if _, err := bob.c.Group(w.ctx, spam.ID); !errors.Is(err, engine.ErrUnknownGroup) {
+		t.Fatalf("bob keeps the stranger's group before accepting: %v", err)
+	}
 	if _, err := dave.c.SendGroup(w.ctx, spam.ID, []byte("buy now")); err != nil {
 		t.Fatal(err)
 	}
-	if k := kindsOf(bob.sync()); k[engine.ResultRequest] != 1 || k[engine.ResultDelivery] != 0 {
-		t.Fatalf("bob's sync of a stranger's group message: %v, want a request", k)
+	if k := kindsOf(bob.sync()); k[engine.ResultDelivery] != 0 {
+		t.Fatalf("bob's sync of a stranger's group message: %v, want nothing delivered", k)
 	}
 	if h := bob.groupHistory(spam.ID); len(h) != 0 {
 		t.Fatalf("bob's history of the stranger's group: %v, want nothing before accept", h)
 	}
+	// Accepting dave applies the creation that waited (and acknowledges
+	// it); the held message is then delivered.
+	if _, err := bob.c.AcceptRequest(w.ctx, dave.addr); err != nil {
+		t.Fatal(err)
+	}
+	g, err := bob.c.Group(w.ctx, spam.ID)
+	if err != nil || !g.Roster.Has("bob/1") || !g.Roster.IsAdmin("dave/1") {
+		t.Fatalf("bob's group after accepting dave: %+v, %v", g.Roster, err)
+	}
+	if k := kindsOf(bob.sync()); k[engine.ResultDelivery] != 1 {
+		t.Fatalf("bob's sync after accepting dave: %v, want the held message delivered", k)
+	}
+	if !acked(dave.sync(), created.ID) {
+		t.Fatalf("dave's creation was not acknowledged once bob accepted dave")
+	}
+}
+
+// acked reports whether rs clears the pending message id.
+func acked(rs []engine.ReceiveResult, id wire.LogicalID) bool {
+	for _, r := range rs {
+		if r.Kind == engine.ResultAcknowledgement && r.ID == id && r.Cleared {
+			return true
+		}
+	}
+	return false
 }

@@ -69,6 +69,11 @@ type Store interface {
 	// Staged pages the durable staging area in arrival order after row After. A row
 	// that fails to unseal comes back with Err set, for quarantine.
 	Staged(ctx context.Context, after int64, limit int) ([]StagedEnvelope, error)
+	// Uploads lists the upload records of one recipient key (Upload.To;
+	// every record for "").
+	Uploads(ctx context.Context, to string) ([]Upload, error)
+	// Quarantined pages the quarantine in row order after row After.
+	Quarantined(ctx context.Context, after int64, limit int) ([]QuarantinedRow, error)
 
 	// Close releases the profile lock.
 	Close() error
@@ -122,11 +127,13 @@ type PeerState struct {
 }
 
 // PageQuery selects a page of pending messages: after sequence After, at
-// most Limit, optionally only with Peer.
+// most Limit, optionally only with Peer. PendingInbound leaves out the
+// messages of open requests unless Requests is set (with Peer).
 type PageQuery struct {
-	After int64
-	Limit int
-	Peer  *Address
+	After    int64
+	Limit    int
+	Peer     *Address
+	Requests bool
 }
 
 // OutboundMessage is a pending sent message.
@@ -156,6 +163,10 @@ type InboundMessage struct {
 	// Content is what Body holds (wire.ContentFile: a file manifest, which
 	// only a fetch commits).
 	Content wire.ContentType
+	// Roster is the signed roster frame of a roster change that waits in
+	// its sender's request (nil for a message): accepting the sender
+	// applies it.
+	Roster []byte
 }
 
 // FinalizedRecord is the terminal record of a received message.

@@ -1,70 +1,71 @@
 package engine
 
 import (
-	"encoding/hex"
-	"encoding/json"
-	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
+	"context"
+	"time"
 
 	"github.com/parley-chat/parley/wire"
 )
 
-// Upload is an upload begun and not finished: the run that made it was
-// killed, or it failed before its manifest was stored. Sending the same
-// file to the same peer or group again resumes it from what the relay
-// holds (SendFile, SendGroupFile).
+// Upload is what survives a killed upload so that sending the same file
+// again resumes it: the recipient (a device address, or "group:" and the
+// group's ID in hex), the file (path, size and change time, to notice a
+// changed file), the blob, the logical ID chosen for the manifest, the
+// chunk size and the salt of the file key. The key itself is never stored:
+// it is derived from the identity key and the salt, so the record holds no
+// secret. The relay's BlobHeld is the upload's durable progress.
 type Upload struct {
-	Peer  Address       // the recipient; zero for a group's
-	Group *wire.GroupID // the group, for a group's
-	Path  string        // the file, as it was sent
-	Size  int64         // its size then
-	ID    wire.LogicalID
+	Salt      [32]byte
+	To        string
+	Path      string
+	Size      int64
+	ModTime   int64 // Unix nanoseconds
+	Blob      wire.BlobID
+	ID        wire.LogicalID
+	ChunkSize uint32
+	At        time.Time
 }
 
-// Uploads lists the uploads begun and not finished (one in flight now is
-// listed too), read from their records in the files directory; a profile
-// without files has none. A record that does not read (torn when its run
-// was killed before the first chunk) is left out, as sending does.
-func (c *Client) Uploads() ([]Upload, error) {
-	dir := c.cfg.Files.Dir
-	if dir == "" {
-		return nil, nil
-	}
-	names, err := filepath.Glob(filepath.Join(dir, "upload-*.json"))
+// UploadBegin records an upload before its first chunk.
+type UploadBegin struct{ Upload Upload }
+
+// UploadEnd forgets an upload: its manifest is stored, or it cannot go on
+// (the file changed, the relay let the blob go). Forgetting one that is not
+// there changes nothing.
+type UploadEnd struct{ Salt [32]byte }
+
+func (UploadBegin) plan() {}
+func (UploadEnd) plan()   {}
+
+// Kind implements Plan.
+func (UploadBegin) Kind() string { return "upload-begin" }
+
+// Kind implements Plan.
+func (UploadEnd) Kind() string { return "upload-end" }
+
+// Uploads lists the uploads a killed run left: sending the same file to
+// the same recipient again resumes each.
+func (c *Client) Uploads(ctx context.Context) ([]Upload, error) {
+	return c.store.Uploads(ctx, "")
+}
+
+// findUpload returns the record of an interrupted upload of path to the
+// recipient key to, if there is one.
+func (c *Client) findUpload(ctx context.Context, to, path string) (*Upload, error) {
+	ups, err := c.store.Uploads(ctx, to)
 	if err != nil {
-		return nil, fmt.Errorf("list uploads: %w", err)
+		return nil, err
 	}
-	var out []Upload
-	for _, n := range names {
-		b, err := os.ReadFile(n)
-		if err != nil {
-			if os.IsNotExist(err) {
-				continue // finished meanwhile
-			}
-			return nil, fmt.Errorf("list uploads: %w", err)
+	for i := range ups {
+		if ups[i].Path == path {
+			return &ups[i], nil
 		}
-		var r uploadRecord
-		if json.Unmarshal(b, &r) != nil {
-			continue
-		}
-		u := Upload{Path: r.Path, Size: r.Size}
-		if id, err := hex.DecodeString(r.ID); err == nil && len(id) == len(u.ID) {
-			copy(u.ID[:], id)
-		}
-		if g, ok := strings.CutPrefix(r.To, "group:"); ok {
-			var gid wire.GroupID
-			if b, err := hex.DecodeString(g); err != nil || len(b) != len(gid) {
-				continue
-			} else {
-				copy(gid[:], b)
-			}
-			u.Group = &gid
-		} else if u.Peer, err = ParseAddress(r.To); err != nil {
-			continue
-		}
-		out = append(out, u)
 	}
-	return out, nil
+	return nil, nil
+}
+
+// endUpload forgets an upload.
+func (c *Client) endUpload(ctx context.Context, u *Upload) error {
+	_, err := c.store.Apply(ctx, UploadEnd{Salt: u.Salt})
+	return err
 }

@@ -4,6 +4,6 @@
 // vocabulary of errors (wrong passphrase, open in another process, written
 // by a newer parley, no profile, relay unreachable).
 //
-// It sits above engine, store and transport and below package main; tui
-// never imports it (the demo is handed an opener by main).
+// It sits above engine, store and transport and below package cli; tui
+// never imports it (the demo is handed an opener by cli).
 package profile

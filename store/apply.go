@@ -119,6 +119,8 @@ func (t *tx) apply(ctx context.Context, p engine.Plan) (engine.Receipt, error) {
 		return t.dropStaged(ctx, p)
 	case engine.Finalize:
 		return t.finalize(ctx, p)
+	case engine.AckAgain:
+		return t.ackAgain(ctx, p)
 	case engine.Abandon:
 		return t.abandon(ctx, p)
 	case engine.MarkTaken:
@@ -149,6 +151,12 @@ func (t *tx) apply(ctx context.Context, p engine.Plan) (engine.Receipt, error) {
 		return engine.Receipt{}, t.markBlockTold(ctx, p)
 	case engine.Unblock:
 		return engine.Receipt{}, t.unblock(ctx, p)
+	case engine.ClearQuarantine:
+		return t.clearQuarantine(ctx, p)
+	case engine.UploadBegin:
+		return engine.Receipt{}, t.uploadBegin(ctx, p)
+	case engine.UploadEnd:
+		return engine.Receipt{}, t.uploadEnd(ctx, p)
 	}
 	// validate refuses every other type first.
 	panic(fmt.Sprintf("store: apply %T: unknown plan", p))
@@ -162,7 +170,7 @@ func (db *DB) point(kind, name string) error {
 	}
 	full := kind + "/" + name
 	if err := db.failpoint(full); err != nil {
-		return fmt.Errorf("failpoint %s: %w", full, err)
+		return fmt.Errorf("failpoint %s: %w: %w", full, engine.ErrInjected, err)
 	}
 	return nil
 }

@@ -364,6 +364,25 @@ func planCases() []planCase {
 			},
 		},
 		{
+			name:  "ack-again",
+			setup: withCommitted,
+			plan: func(t testing.TB, f *fixture) engine.Plan {
+				return engine.AckAgain{Sender: bob, ID: idRecv, Outcome: engine.OutcomeCommitted, Session: sessionWrite(bob, 3, "ack again"),
+					Ack: *ackOut(bob), At: planAt}
+			},
+			check: func(t *testing.T, f *fixture, r engine.Receipt) {
+				if r.Marker != 0 {
+					t.Errorf("Receipt = %+v, want no marker: nothing visible changed", r)
+				}
+				fr, err := f.db.Finalized(ctx, bob, idRecv)
+				if err != nil || fr.Outcome != engine.OutcomeCommitted || !fr.At.Equal(planAt) {
+					t.Errorf("Finalized = %+v, %v; want the commit as it was", fr, err)
+				}
+				wantHistory(t, f, bob, engine.DirectionIn, "hi PLAINTEXT-MARKER-received", 0)
+				wantPeer(t, f, bob, identityKey('b'), 4, "ack again")
+			},
+		},
+		{
 			name:  "abandon",
 			setup: withSession,
 			plan: func(t testing.TB, f *fixture) engine.Plan {
@@ -396,12 +415,19 @@ func planCases() []planCase {
 			name:  "identity-change",
 			setup: withInbound,
 			plan: func(t testing.TB, f *fixture) engine.Plan {
-				return engine.AcceptIdentity{Peer: bob, Identity: identityKey('x'), SessionVersion: 2, At: planAt}
+				return engine.AcceptIdentity{Peer: bob, Identity: identityKey('x'), SessionVersion: 2, At: planAt,
+					Retire: &engine.RetiredInitiation{ID: initiation(7), SignedPreKeyID: 1, RetiredAt: planAt.Unix()}, Replaces: initiation(7)}
 			},
 			check: func(t *testing.T, f *fixture, r engine.Receipt) {
 				ps, err := f.db.Peer(ctx, bob)
 				if err != nil || ps.Pinned == nil || *ps.Pinned != identityKey('x') || ps.Session != nil || ps.SessionVersion != 0 {
 					t.Errorf("Peer = %+v, %v; want the new identity and no session", ps, err)
+				}
+				if ok, err := f.db.Retired(ctx, bob, initiation(7)); !ok || err != nil {
+					t.Errorf("Retired(the removed session's initiation) = %v, %v; want true", ok, err)
+				}
+				if ps.Replaces != initiation(7) {
+					t.Errorf("Peer.Replaces = %x, want the removed session's initiation", ps.Replaces[:4])
 				}
 				in, _ := f.db.CountInbound(ctx, nil)
 				out, _ := f.db.CountOutbound(ctx, nil)
@@ -441,7 +467,7 @@ func planCases() []planCase {
 				}
 			},
 		},
-	}, requestPlanCases()...)
+	}, append(requestPlanCases(), uploadPlanCases()...)...)
 }
 
 func wantPeer(t *testing.T, f *fixture, peer engine.Address, key engine.IdentityKey, version uint64, tag string) {
@@ -510,7 +536,7 @@ func TestApplyPlans(t *testing.T) {
 // TestApplyKinds checks that the cases cover every plan kind.
 func TestApplyKinds(t *testing.T) {
 	want := []string{"bootstrap", "prekey-publish", "pairwise-send", "retry", "stage", "handshake-receive", "ack-receive",
-		"repeat-receive", "pairwise-receive", "receive-commit", "collision-retire", "quarantine", "commit", "discard", "abandon",
+		"repeat-receive", "pairwise-receive", "receive-commit", "collision-retire", "quarantine", "commit", "discard", "ack-again", "abandon",
 		"mark-taken", "identity-change", "prune", "presented"}
 	got := map[string]bool{}
 	for _, c := range planCases() {
@@ -601,9 +627,18 @@ func missCases() []missCase {
 		{name: "finalize nothing pending", setup: withSession, plan: commitWith(func(*engine.Finalize) {}), want: engine.ErrNotPending},
 		{name: "finalize twice", setup: withCommitted, plan: commitWith(func(p *engine.Finalize) { s := sessionWrite(bob, 3, "ack"); p.Session = &s }), want: engine.ErrNotPending},
 		{name: "finalize another digest", setup: withInbound, plan: commitWith(func(p *engine.Finalize) { p.Digest[0] ^= 1 }), want: engine.ErrConflict},
+		{name: "ack again of nothing finalized", setup: withInbound, plan: func(t testing.TB) engine.Plan {
+			return engine.AckAgain{Sender: bob, ID: idRecv, Outcome: engine.OutcomeCommitted, Session: sessionWrite(bob, 2, "ack"), Ack: *ackOut(bob), At: planAt}
+		}, want: engine.ErrNotPending},
+		{name: "ack again of another outcome", setup: withCommitted, plan: func(t testing.TB) engine.Plan {
+			return engine.AckAgain{Sender: bob, ID: idRecv, Outcome: engine.OutcomeDiscarded, Session: sessionWrite(bob, 3, "ack"), Ack: *ackOut(bob), At: planAt}
+		}, want: engine.ErrNotPending},
+		{name: "ack again with a stale session", setup: withCommitted, plan: func(t testing.TB) engine.Plan {
+			return engine.AckAgain{Sender: bob, ID: idRecv, Outcome: engine.OutcomeCommitted, Session: sessionWrite(bob, 2, "ack"), Ack: *ackOut(bob), At: planAt}
+		}, want: engine.ErrConflict},
 		{name: "abandon nothing pending", setup: withSession, plan: func(t testing.TB) engine.Plan { return engine.Abandon{Recipient: bob, ID: idRecv} }, want: engine.ErrNotPending},
 		{name: "accept identity with a stale session", setup: withInbound, plan: func(t testing.TB) engine.Plan {
-			return engine.AcceptIdentity{Peer: bob, Identity: identityKey('x'), SessionVersion: 1, At: planAt}
+			return engine.AcceptIdentity{Peer: bob, Identity: identityKey('x'), SessionVersion: 1, At: planAt, Retire: &engine.RetiredInitiation{ID: initiation(7)}}
 		}, want: engine.ErrConflict},
 		{name: "accept identity missing a session", setup: withSession, plan: func(t testing.TB) engine.Plan {
 			return engine.AcceptIdentity{Peer: bob, Identity: identityKey('x'), At: planAt}
@@ -657,6 +692,12 @@ func missCases() []missCase {
 		{name: "session step without its ACK", plan: commitWith(func(p *engine.Finalize) { p.Ack = nil }), want: engine.ErrConflict, early: true},
 		{name: "commit with a discard reason", plan: commitWith(func(p *engine.Finalize) { p.Reason = engine.DiscardOther }), want: engine.ErrConflict, early: true},
 		{name: "discard without a reason", plan: commitWith(func(p *engine.Finalize) { p.Outcome, p.Body = engine.OutcomeDiscarded, nil }), want: engine.ErrConflict, early: true},
+		{name: "ack again without an ACK", plan: func(t testing.TB) engine.Plan {
+			return engine.AckAgain{Sender: bob, ID: idRecv, Outcome: engine.OutcomeCommitted, Session: sessionWrite(bob, 3, "ack"), At: planAt}
+		}, want: engine.ErrConflict, early: true},
+		{name: "accept identity keeping the old initiation", plan: func(t testing.TB) engine.Plan {
+			return engine.AcceptIdentity{Peer: bob, Identity: identityKey('x'), SessionVersion: 2, At: planAt}
+		}, want: engine.ErrConflict, early: true},
 		{name: "quarantine without a reason", plan: func(t testing.TB) engine.Plan { return engine.DropStaged{StagedRow: 1, At: planAt} }, want: engine.ErrConflict, early: true},
 		{name: "stage more than the quota", plan: func(t testing.TB) engine.Plan {
 			return engine.Stage{Envelopes: make([]engine.StagedInput, StagingQuota+1), At: planAt}

@@ -251,7 +251,7 @@ func Open(ctx context.Context, dir string, passphrase []byte, opts Options) (*DB
 	if err := secureProfile(dir, false); err != nil {
 		return nil, err
 	}
-	key, err := unlock(ctx, dir, path, passphrase)
+	key, err := unlock(ctx, dir, path, passphrase, false)
 	if err != nil {
 		return nil, err
 	}
@@ -282,9 +282,9 @@ func profileExists(dir, path string) error {
 // returns the storage key. It reads through a read-only connection: a
 // read-write one would, on closing, checkpoint into the database file what a
 // crashed process left in the write-ahead log, and a wrong passphrase must
-// not write anything.
-func unlock(ctx context.Context, dir, path string, passphrase []byte) (key []byte, err error) {
-	sqldb, err := openReadOnly(path)
+// not write anything. immutable is openReadOnly's.
+func unlock(ctx context.Context, dir, path string, passphrase []byte, immutable bool) (key []byte, err error) {
+	sqldb, err := openReadOnly(path, immutable)
 	if err != nil {
 		return nil, fmt.Errorf("store: open profile %s: %w", dir, err)
 	}
@@ -379,10 +379,16 @@ func (db *DB) Close() error {
 	db.stopScrub()
 	if db.readOnly {
 		db.closed.Store(true)
-		if err := db.sql.Close(); err != nil {
-			return fmt.Errorf("store: close profile %s: %w", db.dir, mapErr(err))
+		err := db.sql.Close()
+		if err != nil {
+			err = fmt.Errorf("store: close profile %s: %w", db.dir, mapErr(err))
 		}
-		return nil
+		if db.lock != nil { // a reader of a full disk (openFullReader)
+			if uerr := db.lock.Unlock(); uerr != nil && err == nil {
+				err = fmt.Errorf("store: unlock profile %s: %w", db.dir, uerr)
+			}
+		}
+		return err
 	}
 	// Best effort: SQLite checkpoints and removes the log when its last
 	// connection closes anyway; this makes the truncation explicit.
@@ -462,14 +468,21 @@ func openSQL(ctx context.Context, path string) (*sql.DB, error) {
 }
 
 // openReadOnly opens the database at path for reading only (SQLite's
-// mode=ro URI parameter), on one connection.
-func openReadOnly(path string) (*sql.DB, error) {
+// mode=ro URI parameter), on one connection. immutable reads the database
+// file alone, with no write-ahead log and no shared memory (SQLite's
+// immutable=1): for a profile nothing else can write whose log is empty
+// (see openFullReader).
+func openReadOnly(path string, immutable bool) (*sql.DB, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, err
 	}
 	u := url.URL{Path: abs}
-	sqldb, err := sql.Open("sqlite", "file:"+u.EscapedPath()+"?mode=ro&_pragma=busy_timeout(5000)")
+	query := "?mode=ro&_pragma=busy_timeout(5000)"
+	if immutable {
+		query = "?mode=ro&immutable=1"
+	}
+	sqldb, err := sql.Open("sqlite", "file:"+u.EscapedPath()+query)
 	if err != nil {
 		return nil, mapErr(err)
 	}

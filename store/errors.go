@@ -23,6 +23,10 @@ type driverError struct {
 
 func (e *driverError) Error() string { return "sqlite: " + e.msg }
 
+// Unwrap makes every driver failure an engine.ErrStorage: the engine leaves
+// what it was doing to be done again rather than judging its input.
+func (e *driverError) Unwrap() error { return engine.ErrStorage }
+
 // mappedError is an SQLite failure that callers branch on: errors.Is matches
 // the engine sentinel, the message keeps the driver's words.
 type mappedError struct {
@@ -42,6 +46,11 @@ func mapErr(err error) error {
 		return err
 	}
 	code := se.Code()
+	if code == sqlite3.SQLITE_IOERR_SHMSIZE {
+		// The shared-memory index of the write-ahead log could not
+		// grow: the disk is full (ENOSPC on the -shm file).
+		return &mappedError{engine.ErrStorageFull, se.Error()}
+	}
 	// Extended result codes are on in modernc.org/sqlite: the primary code is
 	// the low byte (SQLITE_CONSTRAINT_UNIQUE = SQLITE_CONSTRAINT | 8<<8).
 	switch code & 0xff {

@@ -35,7 +35,7 @@ func TestMapErr(t *testing.T) {
 	tests := []struct {
 		name string
 		f    func(context.Context, *tx) error
-		want error // nil: an opaque error matching no sentinel
+		want error // engine.ErrStorage: an opaque error matching no other sentinel
 	}{
 		{"unique", insertOutbound, engine.ErrConflict},
 		{"primary key", exec("INSERT INTO meta (k, v) VALUES ('kdf', x'00')"), engine.ErrConflict},
@@ -44,7 +44,7 @@ func TestMapErr(t *testing.T) {
 		{"strict type", exec("INSERT INTO meta (k, v) VALUES ('x', 'text')"), engine.ErrConflict},
 		// The session's reference to its peer is deferred: it fails at commit.
 		{"deferred foreign key", exec("INSERT INTO session VALUES ('carol/1', 1, ?, 0, 1, x'00')", bytes.Repeat([]byte{1}, 32)), engine.ErrConflict},
-		{"syntax", exec("INSERT INTO nosuch VALUES (1)"), nil},
+		{"syntax", exec("INSERT INTO nosuch VALUES (1)"), engine.ErrStorage},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -59,8 +59,8 @@ func TestMapErr(t *testing.T) {
 			if tt.want != nil && !errors.Is(err, tt.want) {
 				t.Errorf("error = %v, want %v", err, tt.want)
 			}
-			if tt.want == nil && engine.ErrorName(err) != "error" {
-				t.Errorf("error = %v, matches %s; want no sentinel", err, engine.ErrorName(err))
+			if tt.want == engine.ErrStorage && engine.ErrorName(err) != "storage_failed" {
+				t.Errorf("error = %v, matches %s; want only storage_failed", err, engine.ErrorName(err))
 			}
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/parley-chat/parley/engine"
@@ -17,6 +18,9 @@ const (
 	kindGroupBody = "group-body" // row key: group, sender, id
 
 	sqlInsertGroup      = "INSERT INTO grp (id, name, created_at) VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET name = excluded.name"
+	sqlSetGroupStart    = "UPDATE grp SET start_change = ? WHERE id = ? AND start_change IS NULL AND snapshot IS NULL"
+	sqlSetSnapshot      = "UPDATE grp SET snapshot = ?, vouchers = ? WHERE id = ?"
+	sqlCompactChanges   = "DELETE FROM group_change WHERE grp = ? AND generation <= ?"
 	sqlInsertChange     = "INSERT INTO group_change (grp, id, author, generation, frame, at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
 	sqlInsertLane       = "INSERT INTO group_lane (recipient, id, grp, state) VALUES (?, ?, ?, 1)"
 	sqlInsertGroupEntry = "INSERT INTO group_history (grp, sender, id, at, sealed_body) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
@@ -28,7 +32,7 @@ const (
 	sqlPendingLanesOf = `SELECT id FROM group_lane WHERE grp = ?1 AND recipient = ?2 AND state = 1
 		AND id NOT IN (SELECT id FROM group_change WHERE grp = ?1)`
 	sqlGroups            = "SELECT id, name FROM grp ORDER BY name, id"
-	sqlGroup             = "SELECT name FROM grp WHERE id = ?"
+	sqlGroup             = "SELECT name, start_change, snapshot, vouchers FROM grp WHERE id = ?"
 	sqlGroupChanges      = "SELECT frame, author FROM group_change WHERE grp = ?"
 	sqlGroupHistory      = "SELECT seq, sender, id, at, sealed_body FROM group_history WHERE grp = ? AND seq > ? ORDER BY seq LIMIT ?"
 	sqlLanesOfMessage    = "SELECT recipient, state FROM group_lane WHERE grp = ? AND id = ? ORDER BY recipient"
@@ -60,6 +64,9 @@ func (t *tx) rosterUpdate(ctx context.Context, p engine.RosterUpdate) (engine.Re
 	if err := t.insertChange(ctx, p.Group, p.Change, p.Frame, p.At); err != nil {
 		return engine.Receipt{}, err
 	}
+	if err := t.groupStart(ctx, p.Group, p.Start, p.Compact); err != nil {
+		return engine.Receipt{}, err
+	}
 	if err := t.endLanes(ctx, p.Group, p.Removed, engine.LaneRemoved); err != nil {
 		return engine.Receipt{}, err
 	}
@@ -77,7 +84,35 @@ func (t *tx) receiveRoster(ctx context.Context, e engine.RosterEffect) error {
 	if err := t.insertChange(ctx, e.Group, e.Change, e.Frame, t.now); err != nil {
 		return err
 	}
+	if err := t.groupStart(ctx, e.Group, e.Start, e.Compact); err != nil {
+		return err
+	}
 	return t.endLanes(ctx, e.Group, e.Removed, engine.LaneRemoved)
+}
+
+// groupStart records where this device's view of group g begins: the change
+// that started it here (start, once), and a compaction's snapshot, which
+// replaces every change at or below its generation.
+func (t *tx) groupStart(ctx context.Context, g wire.GroupID, start, compact *engine.GroupStart) error {
+	if start != nil {
+		if _, err := t.run(ctx, "group-start", sqlSetGroupStart, start.Change[:], g[:]); err != nil {
+			return fmt.Errorf("start group %x: %w", g[:], err)
+		}
+	}
+	if compact == nil || compact.Snapshot == nil {
+		return nil
+	}
+	snap, err := wire.EncodeRoster(wire.Roster{Group: g, Generation: compact.Snapshot.Generation, Name: compact.Snapshot.Name, Members: compact.Snapshot.Members})
+	if err != nil {
+		return fmt.Errorf("compact group %x: %w: %w", g[:], engine.ErrMalformedState, err)
+	}
+	if _, err := t.run(ctx, "group-snapshot", sqlSetSnapshot, snap, strings.Join(compact.Vouchers, " "), g[:]); err != nil {
+		return fmt.Errorf("compact group %x: %w", g[:], err)
+	}
+	if _, err := t.run(ctx, "group-compact", sqlCompactChanges, g[:], int64(compact.Snapshot.Generation)); err != nil {
+		return fmt.Errorf("compact group %x: %w", g[:], err)
+	}
+	return nil
 }
 
 // notAMember ends this device's lane of a message to peer.
@@ -216,7 +251,9 @@ func (db *DB) Group(ctx context.Context, id wire.GroupID) (engine.GroupInfo, err
 		return engine.GroupInfo{}, err
 	}
 	g := engine.GroupInfo{ID: id}
-	if err := db.queryRow(ctx, sqlGroup, id[:]).Scan(&g.Name); err != nil {
+	var start, snapshot []byte
+	var vouchers sql.NullString
+	if err := db.queryRow(ctx, sqlGroup, id[:]).Scan(&g.Name, &start, &snapshot, &vouchers); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return engine.GroupInfo{}, fmt.Errorf("store: group %x: %w", id[:], engine.ErrUnknownGroup)
 		}
@@ -233,21 +270,51 @@ func (db *DB) Group(ctx context.Context, id wire.GroupID) (engine.GroupInfo, err
 		if err := rows.Scan(&frame, &author); err != nil {
 			return engine.GroupInfo{}, db.readErr("read roster", err)
 		}
-		r, err := wire.DecodeRoster(frame)
-		if err != nil {
-			return engine.GroupInfo{}, fmt.Errorf("store: roster of group %x: %w: %w", id[:], engine.ErrMalformedState, err)
+		if c, ok := decodeChange(frame, author); ok {
+			g.Changes = append(g.Changes, c)
 		}
-		g.Changes = append(g.Changes, engine.RosterChange{ID: r.ID, Author: author, Generation: r.Generation,
-			Name: r.Name, Ops: r.Changes, Members: r.Members})
 	}
 	if err := rows.Err(); err != nil {
 		return engine.GroupInfo{}, db.readErr("read roster", err)
 	}
-	g.Roster, _ = engine.MergeRoster(g.Changes, 0)
+	switch {
+	case snapshot != nil:
+		r, err := wire.DecodeRoster(snapshot)
+		if err != nil {
+			return engine.GroupInfo{}, fmt.Errorf("store: snapshot of group %x: %w: %w", id[:], engine.ErrMalformedState, err)
+		}
+		g.Start = engine.GroupStart{Snapshot: &engine.Roster{Generation: r.Generation, Name: r.Name, Members: r.Members},
+			Vouchers: strings.Fields(vouchers.String)}
+	case start != nil:
+		g.Start = engine.GroupStart{Change: wire.LogicalID(start)}
+	default:
+		g.Start = engine.LegacyStart(g.Changes)
+	}
+	g.Roster, _ = engine.MergeRoster(g.Start, g.Changes, 0)
 	if g.Roster.Name != "" {
 		g.Name = g.Roster.Name
 	}
 	return g, nil
+}
+
+// decodeChange decodes a change of the log: a signed roster frame, or one of
+// the unsigned layout kept from before signatures (its author as recorded
+// when it arrived). A row that no longer decodes (written before roster
+// addresses had to be canonical) is skipped: it could never count.
+func decodeChange(frame []byte, author string) (engine.RosterChange, bool) {
+	if kind, err := wire.PeekFrameKind(frame); err == nil && kind == wire.FrameSignedRoster {
+		sr, err := wire.DecodeSignedRoster(frame)
+		if err != nil || sr.Author != author {
+			return engine.RosterChange{}, false
+		}
+		return engine.RosterChange{ID: sr.ID, Author: sr.Author, Generation: sr.Generation, Name: sr.Name, Ops: sr.Changes,
+			Members: sr.Members, Parent: sr.Parent, AuthorKey: sr.AuthorKey, Signature: sr.Signature}, true
+	}
+	r, err := wire.DecodeRoster(frame)
+	if err != nil {
+		return engine.RosterChange{}, false
+	}
+	return engine.RosterChange{ID: r.ID, Author: author, Generation: r.Generation, Name: r.Name, Ops: r.Changes, Members: r.Members}, true
 }
 
 // GroupHistory pages a group's history, oldest first; own messages carry
@@ -367,11 +434,11 @@ func validateGroupSend(p engine.GroupSend) error {
 }
 
 func validateRosterUpdate(p engine.RosterUpdate) error {
-	r, err := wire.DecodeRoster(p.Frame)
+	r, err := wire.DecodeSignedRoster(p.Frame)
 	switch {
 	case err != nil:
 		return invalid("roster frame: %v", err)
-	case r.Group != p.Group || r.ID != p.Change.ID || r.Generation != p.Change.Generation:
+	case r.Group != p.Group || r.ID != p.Change.ID || r.Generation != p.Change.Generation || r.Author != p.Change.Author:
 		return invalid("roster frame of change %x is not that change's", p.Change.ID[:])
 	}
 	errs := []error{checkTime("at", p.At), checkLanes(p.Lanes, p.Change.ID)}

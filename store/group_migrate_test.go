@@ -27,7 +27,7 @@ func insertFixtureV8(t *testing.T, db *sql.DB, s *sealer) {
 		sql  string
 		args []any
 	}{
-		{"INSERT INTO grp VALUES (?, 'pair', 1)", []any{fixtureGroup[:]}},
+		{"INSERT INTO grp (id, name, created_at) VALUES (?, 'pair', 1)", []any{fixtureGroup[:]}},
 		{"INSERT INTO group_change VALUES (?, ?, 'alice/1', 1, ?, 1)", []any{fixtureGroup[:], frame[2:18], frame}},
 		{"INSERT INTO group_lane VALUES (?, ?, ?, 1)", []any{fixturePeer, id[:], fixtureGroup[:]}},
 		{"INSERT INTO group_history (grp, sender, id, at, sealed_body) VALUES (?, 'alice/1', ?, 5, ?)",
@@ -52,5 +52,65 @@ func checkFixtureV8(t *testing.T, db *DB) {
 	}
 	if _, ok, err := db.LaneGroup(context.Background(), engine.MustParseAddress(fixturePeer), wire.LogicalID{0x92}); err != nil || !ok {
 		t.Fatalf("lane: %v, %v; want the fixture's lane", ok, err)
+	}
+}
+
+var (
+	fixtureStartedGroup   = wire.GroupID{0xa0}
+	fixtureCompactedGroup = wire.GroupID{0xb0}
+)
+
+// insertFixtureV13 is fixture 12 with a group started from the change that
+// added this device (a signed change) and a compacted group: a snapshot at
+// generation 5, its vouchers, and one signed change past it.
+func insertFixtureV13(t *testing.T, db *sql.DB, s *sealer) {
+	t.Helper()
+	insertFixtureV12(t, db, s)
+	signed := func(id byte, g wire.GroupID, gen uint64, ops []wire.RosterChange, ms []wire.RosterMember) []byte {
+		b, err := wire.EncodeSignedRoster(wire.SignedRoster{Roster: wire.Roster{ID: wire.LogicalID{id}, Group: g, Generation: gen,
+			Name: "crew", Changes: ops, Members: ms}, Author: "bob/1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	start := signed(0xa1, fixtureStartedGroup, 3, []wire.RosterChange{{Op: wire.RosterAdd, Address: "alice/1"}},
+		[]wire.RosterMember{{Address: "alice/1"}, {Address: "bob/1", Admin: true}})
+	snap, err := wire.EncodeRoster(wire.Roster{Group: fixtureCompactedGroup, Generation: 5, Name: "crew",
+		Members: []wire.RosterMember{{Address: "alice/1"}, {Address: "bob/1", Admin: true}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := signed(0xb6, fixtureCompactedGroup, 6, []wire.RosterChange{{Op: wire.RosterAdd, Address: "carol/1"}},
+		[]wire.RosterMember{{Address: "alice/1"}, {Address: "bob/1", Admin: true}, {Address: "carol/1"}})
+	for _, q := range []struct {
+		sql  string
+		args []any
+	}{
+		{"INSERT INTO grp (id, name, created_at, start_change) VALUES (?, 'crew', 1, ?)", []any{fixtureStartedGroup[:], start[2:18]}},
+		{"INSERT INTO group_change VALUES (?, ?, 'bob/1', 3, ?, 1)", []any{fixtureStartedGroup[:], start[2:18], start}},
+		{"INSERT INTO grp (id, name, created_at, snapshot, vouchers) VALUES (?, 'crew', 1, ?, 'bob/1')", []any{fixtureCompactedGroup[:], snap}},
+		{"INSERT INTO group_change VALUES (?, ?, 'bob/1', 6, ?, 1)", []any{fixtureCompactedGroup[:], later[2:18], later}},
+	} {
+		if _, err := db.Exec(q.sql, q.args...); err != nil {
+			t.Fatalf("%s: %v", q.sql, err)
+		}
+	}
+}
+
+func checkFixtureV13(t *testing.T, db *DB) {
+	t.Helper()
+	checkFixtureV12(t, db)
+	ctx := context.Background()
+	g, err := db.Group(ctx, fixtureStartedGroup)
+	if err != nil || g.Start.Change != (wire.LogicalID{0xa1}) || g.Roster.Generation != 3 || !g.Roster.IsAdmin("bob/1") || !g.Roster.Has("alice/1") {
+		t.Fatalf("started group %+v, %v; want generation 3 from change a1", g, err)
+	}
+	g, err = db.Group(ctx, fixtureCompactedGroup)
+	if err != nil || g.Start.Snapshot == nil || g.Start.Snapshot.Generation != 5 || g.Roster.Generation != 6 || !g.Roster.Has("carol/1") {
+		t.Fatalf("compacted group %+v, %v; want the snapshot at 5 and carol added at 6", g, err)
+	}
+	if len(g.Start.Vouchers) != 1 || g.Start.Vouchers[0] != "bob/1" {
+		t.Fatalf("vouchers %v, want bob/1", g.Start.Vouchers)
 	}
 }

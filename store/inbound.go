@@ -30,11 +30,16 @@ const (
 		WHERE seq > ? AND sender NOT IN (SELECT peer FROM request) ORDER BY seq LIMIT ?`
 	sqlPendingInboundPeer = `SELECT seq, sender, id, received_at, sealed_digest, sealed_frame FROM inbound
 		WHERE sender = ? AND seq > ? AND sender NOT IN (SELECT peer FROM request) ORDER BY seq LIMIT ?`
+	// sqlPendingInboundAll pages everything pending from one peer, the
+	// messages of its open request included.
+	sqlPendingInboundAll = `SELECT seq, sender, id, received_at, sealed_digest, sealed_frame FROM inbound
+		WHERE sender = ? AND seq > ? ORDER BY seq LIMIT ?`
 	// The count of every pending delivery leaves the open requests out, as
 	// sqlPendingInbound does; a peer's count holds them (the caps count them).
 	sqlCountInbound     = "SELECT count(*) FROM inbound WHERE sender NOT IN (SELECT peer FROM request)"
 	sqlCountInboundPeer = "SELECT count(*) FROM inbound WHERE sender = ?"
 	sqlFinalized        = "SELECT outcome, reason, at, sealed_digest FROM finalized WHERE sender = ? AND id = ?"
+	sqlFinalizedAs      = "SELECT 1 FROM finalized WHERE sender = ? AND id = ? AND outcome = ?"
 	// sqlSeen finds a received message pending or finalized in one lookup
 	// (a message is never both: finalizing deletes the pending row).
 	sqlSeen = `SELECT 0, 0, sealed_digest FROM inbound WHERE sender = ?1 AND id = ?2
@@ -155,6 +160,21 @@ func (t *tx) finalize(ctx context.Context, p engine.Finalize) (engine.Receipt, e
 	return t.visible(ctx)
 }
 
+// ackAgain writes the session step of an ACK sent again for a message
+// finalized before, on condition that it is still finalized with the
+// plan's outcome (pruned, or finalized otherwise: ErrNotPending).
+func (t *tx) ackAgain(ctx context.Context, p engine.AckAgain) (engine.Receipt, error) {
+	var one int
+	found, err := t.scan(ctx, "finalized-read", sqlFinalizedAs, []any{p.Sender.String(), p.ID[:], int64(p.Outcome)}, &one)
+	if err != nil {
+		return engine.Receipt{}, err
+	}
+	if !found {
+		return engine.Receipt{}, fmt.Errorf("acknowledge message %x from %s again: not finalized as %d: %w", p.ID[:], p.Sender, p.Outcome, engine.ErrNotPending)
+	}
+	return engine.Receipt{}, t.writeSession(ctx, p.Session)
+}
+
 // insertFinalized stores a received message's finalized record and, for a
 // commit, its history entry (at arrived, or at when arrived is zero), in the
 // group's history for a group message.
@@ -232,6 +252,9 @@ func (db *DB) openInbound(m *engine.InboundMessage, sealedDigest, sealedFrame []
 		return fmt.Errorf("store: read message %x from %s: %w: %w", m.ID[:], m.Sender, engine.ErrMalformedState, err)
 	}
 	m.Body, m.Group, m.Content = f.Body, f.Group, f.Content
+	if f.Roster {
+		m.Roster = frame
+	}
 	return nil
 }
 
@@ -239,7 +262,11 @@ func (db *DB) openInbound(m *engine.InboundMessage, sealedDigest, sealedFrame []
 // sequence numbers above q.After, only from q.Peer when set, at most q.Limit
 // (at most 1000).
 func (db *DB) PendingInbound(ctx context.Context, q engine.PageQuery) ([]engine.InboundMessage, error) {
-	rows, err := db.pendingPage(ctx, q, sqlPendingInboundPeer, sqlPendingInbound)
+	byPeer := sqlPendingInboundPeer
+	if q.Requests {
+		byPeer = sqlPendingInboundAll
+	}
+	rows, err := db.pendingPage(ctx, q, byPeer, sqlPendingInbound)
 	if err != nil {
 		return nil, err
 	}

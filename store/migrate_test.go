@@ -76,6 +76,28 @@ var fixtures = map[int]struct {
 	10: {insertFixtureV10, checkFixtureV10},
 	11: {insertFixtureV11, checkFixtureV11},
 	12: {insertFixtureV12, checkFixtureV12},
+	13: {insertFixtureV13, checkFixtureV13},
+	14: {insertFixtureV14, checkFixtureV14},
+}
+
+// insertFixtureV14 is fixture 13 with an upload's record.
+func insertFixtureV14(t *testing.T, db *sql.DB, s *sealer) {
+	t.Helper()
+	insertFixtureV13(t, db, s)
+	salt := bytes.Repeat([]byte{0x14}, 32)
+	if _, err := db.Exec("INSERT INTO upload VALUES (?, 'bob/1', ?, 10, 20, ?, ?, 4096, 30)", salt,
+		s.seal(kindUploadPath, salt, []byte("/home/a/photo.jpg")), bytes.Repeat([]byte{0x15}, 16), bytes.Repeat([]byte{0x16}, 16)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func checkFixtureV14(t *testing.T, db *DB) {
+	t.Helper()
+	checkFixtureV13(t, db)
+	ups, err := db.Uploads(context.Background(), "bob/1")
+	if err != nil || len(ups) != 1 || ups[0].Path != "/home/a/photo.jpg" || ups[0].Size != 10 || ups[0].ChunkSize != 4096 {
+		t.Fatalf("uploads %+v, %v; want the fixture's", ups, err)
+	}
 }
 
 // insertFixtureV12 is fixture 11: version 12 changed how finalized records

@@ -233,6 +233,7 @@ func TestQueryPlans(t *testing.T) {
 		{sqlOutbound, []any{"bob/1", idSent[:]}, nil},
 		{sqlInbound, []any{"bob/1", idSent[:]}, nil},
 		{sqlFinalized, []any{"bob/1", idSent[:]}, nil},
+		{sqlFinalizedAs, []any{"bob/1", idSent[:], 1}, nil},
 		{sqlPeer, []any{"bob/1"}, nil},
 		// The peers, and the recipients of pending messages (a held first
 		// message's peer is not pinned yet): both through covering indexes.

@@ -30,6 +30,9 @@ const (
 	sqlStageRequest = `INSERT INTO request (peer, first_seen, last_seen, count, bytes, sealed_preview) VALUES (?1, ?2, ?2, 1, ?3, ?4)
 		ON CONFLICT (peer) DO UPDATE SET last_seen = excluded.last_seen, count = count + 1, bytes = bytes + excluded.bytes`
 	sqlJoinRequest = `UPDATE request SET last_seen = ?2, count = count + 1, bytes = bytes + ?3 WHERE peer = ?1`
+	// sqlDropRequested deletes one pending message of a request (a roster
+	// change the accept applies).
+	sqlDropRequested = "DELETE FROM inbound WHERE sender = ? AND id = ?"
 	// sqlAcceptRequest deletes exactly the request that was shown.
 	sqlAcceptRequest   = "DELETE FROM request WHERE peer = ? AND count = ?"
 	sqlRequestExists   = "SELECT 1 FROM request WHERE peer = ?"
@@ -120,6 +123,23 @@ func (t *tx) acceptRequest(ctx context.Context, p engine.AcceptRequest) error {
 	}
 	if _, err := t.run(ctx, "accepted-insert", sqlInsertAccepted, addr, p.At.UnixNano()); err != nil {
 		return fmt.Errorf("accept %s: %w", addr, err)
+	}
+	// The roster changes that waited in the request leave the pending
+	// messages: applied, or only dropped.
+	for _, a := range p.Rosters {
+		if _, err := t.runOne(ctx, "inbound-delete", engine.ErrConflict, sqlDropRequested, addr, a.ID[:]); err != nil {
+			return fmt.Errorf("accept %s: roster change %x (gone since read?): %w", addr, a.ID[:], err)
+		}
+		if a.Effect != nil {
+			if err := t.receiveRoster(ctx, *a.Effect); err != nil {
+				return err
+			}
+		}
+	}
+	for _, w := range p.Sessions {
+		if err := t.writeSession(ctx, w); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -165,9 +165,10 @@ func (t *tx) insertRetired(ctx context.Context, peer engine.Address, r engine.Re
 	return nil
 }
 
-// acceptIdentity pins the accepted identity and removes the session the plan
-// names (or checks that there is none). Pending messages and finalized
-// records stay.
+// acceptIdentity pins the accepted identity, removes the session the plan
+// names (or checks that there is none), retires its initiation and records
+// which initiation the next own one names as replaced. Pending messages and
+// finalized records stay.
 func (t *tx) acceptIdentity(ctx context.Context, p engine.AcceptIdentity) (engine.Receipt, error) {
 	if _, err := t.flushSessions(ctx); err != nil {
 		return engine.Receipt{}, err
@@ -188,8 +189,21 @@ func (t *tx) acceptIdentity(ctx context.Context, p engine.AcceptIdentity) (engin
 			return engine.Receipt{}, fmt.Errorf("a session with %s is there, the plan knows none: %w", peer, engine.ErrConflict)
 		}
 	}
+	if r := p.Retire; r != nil {
+		// Retired already (a collision, a reset): the insert does nothing.
+		if _, err := t.run(ctx, "retired-insert", sqlInsertRetired, peer, r.ID[:], int64(r.SignedPreKeyID), r.RetiredAt); err != nil {
+			return engine.Receipt{}, fmt.Errorf("retire initiation %x with %s: %w", r.ID[:4], peer, err)
+		}
+	}
 	if _, err := t.runOne(ctx, "pin-upsert", engine.ErrConflict, sqlUpsertPin, peer, encodeIdentityKey(p.Identity), p.At.UnixNano()); err != nil {
 		return engine.Receipt{}, fmt.Errorf("pin identity of %s: %w", peer, err)
+	}
+	var replaces any
+	if p.Replaces != (engine.InitiationID{}) {
+		replaces = p.Replaces[:]
+	}
+	if _, err := t.runOne(ctx, "replaces-update", engine.ErrConflict, sqlSetReplaces, replaces, peer); err != nil {
+		return engine.Receipt{}, fmt.Errorf("record the initiation that replaces the session with %s: %w", peer, err)
 	}
 	return t.visible(ctx)
 }

@@ -38,6 +38,9 @@ const (
 
 	sqlStaged = "SELECT row, relay_row, received_at, sealed FROM inbox WHERE row > ? ORDER BY row LIMIT ?"
 
+	sqlQuarantined     = "SELECT row, received_at, quarantined_at, reason, sealed FROM quarantine WHERE row > ? ORDER BY row LIMIT ?"
+	sqlClearQuarantine = "DELETE FROM quarantine WHERE ?1 = 0 OR row <= ?1"
+
 	// sqlQuarantineEvict deletes the oldest quarantined rows beyond the
 	// bounds: a row goes when newer ones already fill the row count or,
 	// with it, the byte budget.
@@ -114,6 +117,46 @@ func (t *tx) announce(ctx context.Context, a *engine.Announcement) error {
 		return nil
 	}
 	return t.writeSession(ctx, a.Session)
+}
+
+// Quarantined pages the quarantine in row order: each row with its reason
+// and, when its record still unseals, its envelope.
+func (db *DB) Quarantined(ctx context.Context, after int64, limit int) ([]engine.QuarantinedRow, error) {
+	if err := db.checkOpen("read quarantine"); err != nil {
+		return nil, err
+	}
+	rows, err := db.query(ctx, sqlQuarantined, after, pageLimit(limit))
+	if err != nil {
+		return nil, db.readErr("read quarantine", err)
+	}
+	defer rows.Close()
+	var out []engine.QuarantinedRow
+	for rows.Next() {
+		var q engine.QuarantinedRow
+		var received, quarantined int64
+		var sealed []byte
+		if err := rows.Scan(&q.Row, &received, &quarantined, &q.Reason, &sealed); err != nil {
+			return nil, db.readErr("read quarantine", err)
+		}
+		q.ReceivedAt, q.QuarantinedAt, q.Size = nsTime(received), nsTime(quarantined), len(sealed)
+		if env, err := db.seal.open(kindStaged, stagedKey(q.Row), sealed); err == nil {
+			q.Envelope, q.Size = env, len(env)
+		}
+		out = append(out, q)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, db.readErr("read quarantine", err)
+	}
+	return out, nil
+}
+
+// clearQuarantine deletes the quarantined rows up to p.Through (all for 0).
+func (t *tx) clearQuarantine(ctx context.Context, p engine.ClearQuarantine) (engine.Receipt, error) {
+	n, err := t.run(ctx, "quarantine-clear", sqlClearQuarantine, p.Through)
+	if err != nil {
+		return engine.Receipt{}, fmt.Errorf("clear the quarantine: %w", err)
+	}
+	return engine.Receipt{Evicted: int(n)}, nil
 }
 
 // dropStaged moves a staged envelope that can never be processed to

@@ -50,6 +50,12 @@ func validate(p engine.Plan) error {
 		}
 	case engine.Finalize:
 		err = validateFinalize(p)
+	case engine.AckAgain:
+		err = errors.Join(checkAddress("sender", p.Sender), checkTime("at", p.At),
+			checkSession(p.Session, p.Sender), checkAck(&p.Ack, p.Sender))
+		if p.Outcome != engine.OutcomeCommitted && p.Outcome != engine.OutcomeDiscarded {
+			err = errors.Join(err, invalid("outcome %d", p.Outcome))
+		}
 	case engine.Abandon:
 		err = checkAddress("recipient", p.Recipient)
 	case engine.MarkTaken:
@@ -61,6 +67,9 @@ func validate(p engine.Plan) error {
 		err = errors.Join(checkAddress("peer", p.Peer), checkTime("at", p.At), checkVersion(p.SessionVersion))
 		if p.Identity == (engine.IdentityKey{}) {
 			err = errors.Join(err, invalid("no identity"))
+		}
+		if (p.Retire != nil) != (p.SessionVersion > 0) {
+			err = errors.Join(err, invalid("a removed session's initiation is retired with it, and only then"))
 		}
 	case engine.Prune:
 		err = checkTime("before", p.Before)
@@ -93,12 +102,30 @@ func validate(p engine.Plan) error {
 		if p.Count < 0 {
 			err = errors.Join(err, invalid("count %d", p.Count))
 		}
+		for _, a := range p.Rosters {
+			if a.Effect != nil {
+				err = errors.Join(err, checkRosterFrame(a.Effect.Frame, a.ID))
+			}
+		}
+		for _, w := range p.Sessions {
+			if w.Peer != p.Peer {
+				err = errors.Join(err, invalid("session step with %s in an accept of %s", w.Peer, p.Peer))
+			}
+			err = errors.Join(err, checkSession(w, p.Peer))
+		}
 	case engine.RejectRequest:
 		err = errors.Join(checkAddress("peer", p.Peer), checkTime("at", p.At))
 	case engine.SweepRequests:
 		err = checkTime("before", p.Before)
 	case engine.MarkBlockTold:
 		err = checkAddress("peer", p.Peer)
+	case engine.UploadBegin:
+		err = validateUploadBegin(p)
+	case engine.UploadEnd:
+	case engine.ClearQuarantine:
+		if p.Through < 0 {
+			err = invalid("quarantine row %d", p.Through)
+		}
 	case engine.Unblock:
 		err = errors.Join(checkAddress("peer", p.Peer), checkTime("at", p.At))
 	default:
@@ -206,6 +233,24 @@ func checkFrame(frame []byte, id wire.LogicalID, body []byte) error {
 	return nil
 }
 
+// isRosterFrame reports whether frame is a signed roster change.
+func isRosterFrame(frame []byte) bool {
+	kind, err := wire.PeekFrameKind(frame)
+	return err == nil && kind == wire.FrameSignedRoster
+}
+
+// checkRosterFrame checks a signed roster frame of change id.
+func checkRosterFrame(frame []byte, id wire.LogicalID) error {
+	r, err := wire.DecodeSignedRoster(frame)
+	switch {
+	case err != nil:
+		return invalid("roster frame: %v", err)
+	case r.ID != id:
+		return invalid("roster frame of change %x carries %x", id[:], r.ID[:])
+	}
+	return nil
+}
+
 func checkPreKeys(recs []engine.PreKeyRecord) error {
 	var err error
 	for _, r := range recs {
@@ -305,7 +350,13 @@ func validateReceive(p engine.Receive) error {
 	err := errors.Join(checkAddress("peer", p.Peer), checkRow(p.StagedRow), checkSession(p.Session, p.Peer))
 	switch e := p.Effect.(type) {
 	case engine.DeliverEffect:
-		err = errors.Join(err, checkTime("at", e.At), checkFrame(e.Frame, e.ID, nil))
+		if p.Request != nil && isRosterFrame(e.Frame) {
+			// A roster change from a device not accepted waits in its
+			// sender's request.
+			err = errors.Join(err, checkTime("at", e.At), checkRosterFrame(e.Frame, e.ID))
+		} else {
+			err = errors.Join(err, checkTime("at", e.At), checkFrame(e.Frame, e.ID, nil))
+		}
 		if r := p.Request; r != nil {
 			err = errors.Join(err, checkTime("request at", r.At))
 			if r.Bytes < 0 || len(r.Preview) > 4*engine.MaxRequestPreview {
@@ -313,15 +364,13 @@ func validateReceive(p engine.Receive) error {
 			}
 		}
 	case engine.CommitEffect:
+		// Its ACK commits with it, but for a session whose sending window is
+		// full (engine.SendWindow): then the ACK is owed, and the sender's
+		// retry gets it, as after a crash between a commit and its ACK.
 		err = errors.Join(err, checkTime("arrived", e.Arrived), checkTime("at", e.At))
-		if p.Ack == nil {
-			err = errors.Join(err, invalid("a commit on arrival without its ACK"))
-		}
 	case engine.AckEffect, engine.RepeatEffect, engine.NotAMemberEffect:
 	case engine.RosterEffect:
-		if _, err2 := wire.DecodeRoster(e.Frame); err2 != nil {
-			err = errors.Join(err, invalid("roster frame: %v", err2))
-		}
+		err = errors.Join(err, checkRosterFrame(e.Frame, e.Change.ID))
 	default:
 		err = errors.Join(err, invalid("frame effect %T", p.Effect))
 	}

@@ -139,6 +139,7 @@ type Conn struct {
 	statusMu      sync.Mutex
 	features      wire.FeatureSet
 	featuresKnown bool
+	lifetime      time.Duration // announced envelope lifetime; 0 until announced
 	statuses      []wire.EnvelopeStatus
 }
 

@@ -114,6 +114,8 @@ func (cc *socket) readLoop() {
 			cc.c.setPool(int(m.Count))
 		case wire.Features:
 			cc.c.setFeatures(m.Set)
+		case wire.EnvelopeLifetime:
+			cc.c.setLifetime(m.Lifetime)
 		case wire.EnvelopeStatus:
 			cc.c.addStatus(m)
 		case wire.Error:

@@ -1,10 +1,15 @@
 package transport
 
-import "github.com/parley-chat/parley/wire"
+import (
+	"time"
 
-// What the relay announces it supports (wire.Features) and what it tells
-// this device of the envelopes it sent (wire.EnvelopeStatus), kept for the
-// engine (engine.EnvelopeNews).
+	"github.com/parley-chat/parley/wire"
+)
+
+// What the relay announces it supports (wire.Features) and how long it keeps
+// an envelope (wire.EnvelopeLifetime), and what it tells this device of the
+// envelopes it sent (wire.EnvelopeStatus), kept for the engine
+// (engine.EnvelopeNews).
 
 // maxStatuses bounds the statuses kept between two EnvelopeStatuses calls:
 // beyond it the oldest are dropped, as the relay drops them for a slow
@@ -30,12 +35,28 @@ func (c *Conn) EnvelopeStatuses() []wire.EnvelopeStatus {
 	return out
 }
 
-// resetFeatures forgets the last connection's features: each connection's
-// relay announces its own.
+// EnvelopeLifetime implements engine.EnvelopeNews: the envelope lifetime the
+// relay of the current connection announced, and false until it did (a
+// relay that predates wire.EnvelopeLifetime never does).
+func (c *Conn) EnvelopeLifetime() (time.Duration, bool) {
+	c.statusMu.Lock()
+	defer c.statusMu.Unlock()
+	return c.lifetime, c.lifetime > 0
+}
+
+// resetFeatures forgets the last connection's features and lifetime: each
+// connection's relay announces its own.
 func (c *Conn) resetFeatures() {
 	c.statusMu.Lock()
 	defer c.statusMu.Unlock()
-	c.features, c.featuresKnown = 0, false
+	c.features, c.featuresKnown, c.lifetime = 0, false, 0
+}
+
+func (c *Conn) setLifetime(d time.Duration) {
+	c.statusMu.Lock()
+	c.lifetime = d
+	c.statusMu.Unlock()
+	c.log.Debug("relay envelope lifetime", "lifetime", d)
 }
 
 func (c *Conn) setFeatures(f wire.FeatureSet) {

@@ -70,7 +70,8 @@ func TestFeaturesAndStatuses(t *testing.T) {
 	taken := wire.EnvelopeStatus{EnvelopeID: wire.EnvelopeID{1}, State: wire.EnvelopeTaken}
 	expired := wire.EnvelopeStatus{EnvelopeID: wire.EnvelopeID{2}, State: wire.EnvelopeExpired}
 	url := scriptedRelay(t,
-		mustEncodeRelay(t, wire.Features{Set: wire.FeatureEnvelopeStatus | 1<<7}),
+		mustEncodeRelay(t, wire.Features{Set: wire.FeatureEnvelopeStatus | wire.FeatureEnvelopeLifetime | 1<<7}),
+		mustEncodeRelay(t, wire.EnvelopeLifetime{Lifetime: 48 * time.Hour}),
 		mustEncodeRelay(t, taken),
 		[]byte{wire.RelayVersion, 0xfe, 0, 0, 0, 0, 0xaa}, // a later relay's push
 		mustEncodeRelay(t, expired),
@@ -101,8 +102,11 @@ func TestFeaturesAndStatuses(t *testing.T) {
 	if want := []wire.EnvelopeStatus{taken, expired}; !slices.Equal(got, want) {
 		t.Fatalf("statuses %v, want %v", got, want)
 	}
-	if f, ok := c.RelayFeatures(); !ok || f != wire.FeatureEnvelopeStatus|1<<7 {
-		t.Fatalf("RelayFeatures: %v, %v; want envelope status and bit 7", f, ok)
+	if f, ok := c.RelayFeatures(); !ok || f != wire.FeatureEnvelopeStatus|wire.FeatureEnvelopeLifetime|1<<7 {
+		t.Fatalf("RelayFeatures: %v, %v; want envelope status, envelope lifetime and bit 7", f, ok)
+	}
+	if d, ok := c.EnvelopeLifetime(); !ok || d != 48*time.Hour {
+		t.Fatalf("EnvelopeLifetime: %v, %v; want the 48h announced", d, ok)
 	}
 	if s := c.State(); s.Conn != StateConnected {
 		t.Fatalf("state %v after an unknown push, want connected", s)

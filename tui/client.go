@@ -28,7 +28,7 @@ type PaneSource interface {
 	ResyncRequired() bool
 	MarkPresented(ctx context.Context) error
 	SafetyNumber(ctx context.Context, peer engine.Address) (string, error)
-	AcceptIdentity(ctx context.Context, peer engine.Address) (engine.IdentityKey, error)
+	AcceptIdentity(ctx context.Context, peer engine.Address, fingerprint string) (engine.IdentityKey, error)
 	RelayIdentity(ctx context.Context, peer engine.Address) (engine.IdentityKey, error)
 	Policy() engine.Policy
 	Contacts(ctx context.Context) (map[engine.Address]string, error)

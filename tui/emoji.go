@@ -5,7 +5,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/parley-chat/parley/tui/internal/layout"
+	"github.com/parley-chat/parley/internal/layout"
 )
 
 // Emoji says how clusters that terminals measure differently (a skin tone,

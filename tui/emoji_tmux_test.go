@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/charmbracelet/x/ansi"
-	"github.com/parley-chat/parley/tui/internal/layout"
+	"github.com/parley-chat/parley/internal/layout"
 )
 
 // plainSamples are clusters terminals disagree on, each with what its

@@ -7,9 +7,9 @@ import (
 	"strings"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/parley-chat/parley/internal/layout"
 	"github.com/parley-chat/parley/tui/composer"
 	"github.com/parley-chat/parley/tui/eventlog"
-	"github.com/parley-chat/parley/tui/internal/layout"
 	"github.com/parley-chat/parley/tui/outbox"
 
 	"github.com/parley-chat/parley/engine"

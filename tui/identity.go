@@ -60,6 +60,12 @@ func (p *pane) markChanged(peer engine.Address) tea.Cmd {
 	p.changed[peer] = &identityChange{}
 	p.conv().SetChanged(peer, true)
 	p.updateBlocked()
+	return p.readNewIdentity(peer)
+}
+
+// readNewIdentity reads what the relay's bundle says of peer's identity:
+// the safety number and fingerprint shown, which ctrl+t accepts.
+func (p *pane) readNewIdentity(peer engine.Address) tea.Cmd {
 	if p.att == nil {
 		return nil
 	}
@@ -84,13 +90,21 @@ func (p *pane) updateBlocked() {
 	// after every message.
 }
 
+// accept accepts the new identity shown, and only that one: its
+// fingerprint goes with the request, and the engine refuses it when the
+// relay serves another key by then (fingerprint_mismatch). Nothing is
+// accepted before a fingerprint was shown.
 func (p pane) accept() tea.Cmd {
-	if p.att == nil || p.changed[p.peer] == nil {
+	ch := p.changed[p.peer]
+	if p.att == nil || ch == nil {
 		return nil
 	}
-	c, ctx, peer := p.att.Client, p.ctx, p.peer
+	c, ctx, peer, fp := p.att.Client, p.ctx, p.peer, ch.fingerprint
 	return func() tea.Msg {
-		_, err := c.AcceptIdentity(ctx, peer)
+		if fp == "" {
+			return acceptedMsg{peer: peer, err: fmt.Errorf("no new identity of %s shown yet: %w", peer, engine.ErrFingerprintMismatch)}
+		}
+		_, err := c.AcceptIdentity(ctx, peer, fp)
 		return acceptedMsg{peer: peer, err: err}
 	}
 }

@@ -50,7 +50,7 @@ type noteMsg struct{ entry eventlog.Entry }
 // clientEndedMsg says the listener stopped: the client was closed.
 type clientEndedMsg struct{}
 
-// traceMsg carries a message's trace, drawn (TraceText).
+// traceMsg carries a message's trace, drawn (tracetext.Draw).
 type traceMsg struct {
 	id   wire.LogicalID
 	envs []wire.EnvelopeID // the envelopes that carried it, as far as known

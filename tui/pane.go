@@ -11,13 +11,14 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/internal/layout"
+	"github.com/parley-chat/parley/internal/tracetext"
 	"github.com/parley-chat/parley/themes"
 	"github.com/parley-chat/parley/tui/composer"
 	"github.com/parley-chat/parley/tui/conversations"
 	"github.com/parley-chat/parley/tui/eventlog"
 	"github.com/parley-chat/parley/tui/inbox"
 	"github.com/parley-chat/parley/tui/internal/input"
-	"github.com/parley-chat/parley/tui/internal/layout"
 	"github.com/parley-chat/parley/tui/internal/trace"
 	"github.com/parley-chat/parley/tui/outbox"
 	"github.com/parley-chat/parley/tui/requests"
@@ -305,6 +306,11 @@ func (p pane) Update(msg tea.Msg) (pane, tea.Cmd) {
 		if msg.err != nil {
 			p.noteErr(engine.ErrorName(msg.err), msg.err, "accepting "+msg.peer.String()+"'s new identity")
 		}
+		if errors.Is(msg.err, engine.ErrFingerprintMismatch) && p.changed[msg.peer] != nil {
+			// The relay serves another key than the one shown: show that
+			// one, to be compared before it can be accepted.
+			return p, p.readNewIdentity(msg.peer)
+		}
 		return p, nil
 	case presentedMsg:
 		if msg.err != nil {
@@ -519,7 +525,7 @@ func (p pane) readTrace(peer engine.Address, id wire.LogicalID, dir engine.Direc
 				}
 			}
 		}
-		msg := traceMsg{id: id, text: TraceText(self, own, theirs)}
+		msg := traceMsg{id: id, text: tracetext.Draw(self, own, theirs)}
 		for _, l := range []*engine.Life{&own, theirs} {
 			if l != nil {
 				for _, a := range l.Attempts {

@@ -9,8 +9,8 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/internal/layout"
 	"github.com/parley-chat/parley/themes"
-	"github.com/parley-chat/parley/tui/internal/layout"
 )
 
 // paneLayout is where each panel goes. A compact pane (a small terminal)

@@ -12,10 +12,10 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/internal/layout"
 	"github.com/parley-chat/parley/themes"
 	"github.com/parley-chat/parley/tui/eventlog"
 	"github.com/parley-chat/parley/tui/internal/input"
-	"github.com/parley-chat/parley/tui/internal/layout"
 )
 
 // sideBySide is the narrowest terminal where two profiles show next to

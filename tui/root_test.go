@@ -20,6 +20,10 @@ type fakeClient struct {
 	events chan engine.Event
 	sent   []string
 	names  map[engine.Address]string
+	// relayKey is what RelayIdentity answers; accepted, the fingerprints
+	// AcceptIdentity was asked to pin.
+	relayKey engine.IdentityKey
+	accepted []string
 }
 
 func (f *fakeClient) Conversations(context.Context) ([]engine.Conversation, error) { return nil, nil }
@@ -70,9 +74,10 @@ func (f *fakeClient) SetContact(_ context.Context, peer engine.Address, name str
 	return nil
 }
 func (f *fakeClient) RelayIdentity(context.Context, engine.Address) (engine.IdentityKey, error) {
-	return engine.IdentityKey{}, nil
+	return f.relayKey, nil
 }
-func (f *fakeClient) AcceptIdentity(context.Context, engine.Address) (engine.IdentityKey, error) {
+func (f *fakeClient) AcceptIdentity(_ context.Context, _ engine.Address, fingerprint string) (engine.IdentityKey, error) {
+	f.accepted = append(f.accepted, fingerprint)
 	return engine.IdentityKey{}, nil
 }
 

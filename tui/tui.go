@@ -10,10 +10,11 @@
 // command listening on the client's channel. Every style comes from themes.
 //
 // The demo (package tui/demo) wraps this model and reaches it only through
-// the seam in seam.go; tui imports nothing of it (TestNoDemoImport). tui
+// the seam in seam.go; tui imports nothing of it, tests included. tui
 // imports engine, themes and the charmbracelet libraries, never the store,
-// the transport or the profile wiring (engine/imports_test.go holds it to
-// that): the receive loop is the engine's (engine.Client.Run).
+// the transport or the profile wiring: the receive loop is the engine's
+// (engine.Client.Run). TestArchitectureTable holds it to both, from the
+// package table in docs/architecture.md.
 package tui
 
 import (

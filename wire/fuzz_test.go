@@ -109,7 +109,11 @@ func FuzzDecodeRelay(f *testing.F) {
 	f.Add(relayBytes(wire.RelayBlobPut, make([]byte, 16), u64(0), u32(-1))) // a forged chunk length
 	f.Add(relayBytes(wire.RelayBlobHeld, make([]byte, 16), u64(2), u64(1))) // held past the size
 	f.Add(relayBytes(wire.RelayBlobCreate, u64(1<<63)))                     // a size that is negative as an int64
-	f.Add(relayBytes(26))                                                   // a kind past the blob kinds
+	for _, v := range envelopeLifetimeVectors() {
+		f.Add(mustEncode(encodeRelay, v.v)) // kind 26
+	}
+	f.Add(relayBytes(wire.RelayEnvelopeLifetime, u32(0))) // a lifetime of 0 s
+	f.Add(relayBytes(27))                                 // a kind past the last one
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fuzzRoundTrip(t, b, decodeRelay, encodeRelay)
 	})

@@ -14,6 +14,10 @@ const (
 	FrameGroupMessage FrameKind = 3
 	FrameRoster       FrameKind = 4
 	FrameNotAMember   FrameKind = 5
+	// FrameSignedRoster is a roster change signed by its author. The
+	// unsigned FrameRoster is no longer accepted from a peer; it is decoded
+	// only to read roster logs written before signatures.
+	FrameSignedRoster FrameKind = 7
 )
 
 // GroupID names a group: 16 random bytes chosen by its creator. Any 16 bytes
@@ -62,6 +66,14 @@ const (
 	// most changes and the most members, every address at its longest.
 	MaxRosterFrameSize = rosterHeaderSize + 1 + MaxGroupNameSize + 1 + MaxRosterChanges*rosterEntryMax + 2 + MaxGroupMembers*rosterEntryMax
 
+	signedRosterExtra = 32 + 1 + MaxAddressSize + 32 + ed25519SignatureSize
+	// MaxSignedRosterFrameSize is the largest signed roster frame: the
+	// largest roster frame with the parent digest, the author, its key and
+	// the signature.
+	MaxSignedRosterFrameSize = MaxRosterFrameSize + signedRosterExtra
+
+	ed25519SignatureSize = 64
+
 	// NotAMemberSize is the size of a not_a_member frame.
 	NotAMemberSize = 1 + 1 + 16 + 16 + 8
 )
@@ -102,6 +114,20 @@ type Roster struct {
 	Members    []RosterMember
 }
 
+// SignedRoster is a roster change as its author signed it: the change
+// (Roster), the digest of the roster at Generation-1 on which the author
+// made it (all zero at generation 1), the author's device address and
+// Ed25519 identity key, and the signature by that key over a label and
+// every byte of the frame before the signature (SignedRosterBody). A change
+// forwarded by anyone can be checked by whoever knows the author's key.
+type SignedRoster struct {
+	Roster
+	Parent    [32]byte
+	Author    string
+	AuthorKey [32]byte
+	Signature [64]byte
+}
+
 // NotAMember refuses a group message: the refuser's roster at Generation (the
 // message's generation or a later one) omits the sender. ID is the refused
 // message's logical ID.
@@ -129,7 +155,7 @@ func PeekFrameKind(b []byte) (FrameKind, error) {
 		return 0, ErrMalformed
 	}
 	switch k := FrameKind(b[1]); k {
-	case FrameApplication, FrameAck, FrameGroupMessage, FrameRoster, FrameNotAMember, FrameContent:
+	case FrameApplication, FrameAck, FrameGroupMessage, FrameRoster, FrameNotAMember, FrameContent, FrameSignedRoster:
 		return k, nil
 	}
 	return 0, fmt.Errorf("frame kind %d: %w", b[1], ErrMalformed)
@@ -182,20 +208,36 @@ func DecodeGroupMessage(b []byte) (GroupMessage, error) {
 
 // EncodeRoster returns a roster frame's bytes. More than MaxRosterChanges
 // changes or MaxGroupMembers members fail with ErrMessageTooLarge; a bad
-// name, generation 0, an unknown operation, a bad address, or changes or
-// members out of address order or repeated fail with ErrMalformed.
+// name, generation 0, an unknown operation, an address that is not a
+// canonical device address, or changes or members out of address order or
+// repeated fail with ErrMalformed.
 func EncodeRoster(ro Roster) ([]byte, error) {
-	if len(ro.Changes) > MaxRosterChanges || len(ro.Members) > MaxGroupMembers {
-		return nil, ErrMessageTooLarge
-	}
-	if err := checkRoster(ro); err != nil {
+	if err := checkRosterSize(ro); err != nil {
 		return nil, err
 	}
-	b := make([]byte, 0, rosterHeaderSize+1+len(ro.Name)+1+len(ro.Changes)*rosterEntryMax+2+len(ro.Members)*rosterEntryMax)
+	b := make([]byte, 0, rosterHeaderSize+rosterListsSize(ro))
 	b = append(b, FrameVersion, byte(FrameRoster))
 	b = append(b, ro.ID[:]...)
 	b = append(b, ro.Group[:]...)
 	b = binary.BigEndian.AppendUint64(b, ro.Generation)
+	return appendRosterLists(b, ro), nil
+}
+
+// checkRosterSize checks the counts, then checkRoster.
+func checkRosterSize(ro Roster) error {
+	if len(ro.Changes) > MaxRosterChanges || len(ro.Members) > MaxGroupMembers {
+		return ErrMessageTooLarge
+	}
+	return checkRoster(ro)
+}
+
+func rosterListsSize(ro Roster) int {
+	return 1 + len(ro.Name) + 1 + len(ro.Changes)*rosterEntryMax + 2 + len(ro.Members)*rosterEntryMax
+}
+
+// appendRosterLists appends the name, the changes and the members, the
+// part both roster layouts share.
+func appendRosterLists(b []byte, ro Roster) []byte {
 	b = append(append(b, byte(len(ro.Name))), ro.Name...)
 	b = append(b, byte(len(ro.Changes)))
 	for _, c := range ro.Changes {
@@ -209,7 +251,78 @@ func EncodeRoster(ro Roster) ([]byte, error) {
 		}
 		b = appendAddress(append(b, role), m.Address)
 	}
-	return b, nil
+	return b
+}
+
+// SignedRosterBody returns the bytes of a signed roster frame before its
+// signature: what the author signs (behind a label of the engine's). It
+// checks what EncodeSignedRoster checks.
+func SignedRosterBody(sr SignedRoster) ([]byte, error) {
+	if err := checkRosterSize(sr.Roster); err != nil {
+		return nil, err
+	}
+	if err := CheckDeviceAddress(sr.Author); err != nil {
+		return nil, fmt.Errorf("roster author: %w", err)
+	}
+	b := make([]byte, 0, rosterHeaderSize+signedRosterExtra+rosterListsSize(sr.Roster))
+	b = append(b, FrameVersion, byte(FrameSignedRoster))
+	b = append(b, sr.ID[:]...)
+	b = append(b, sr.Group[:]...)
+	b = binary.BigEndian.AppendUint64(b, sr.Generation)
+	b = append(b, sr.Parent[:]...)
+	b = appendAddress(b, sr.Author)
+	b = append(b, sr.AuthorKey[:]...)
+	return appendRosterLists(b, sr.Roster), nil
+}
+
+// EncodeSignedRoster returns a signed roster frame's bytes:
+// SignedRosterBody followed by the signature. It refuses what EncodeRoster
+// refuses, and an author that is not a canonical device address.
+func EncodeSignedRoster(sr SignedRoster) ([]byte, error) {
+	b, err := SignedRosterBody(sr)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, sr.Signature[:]...), nil
+}
+
+// DecodeSignedRoster parses a signed roster frame: input over
+// MaxSignedRosterFrameSize is ErrMessageTooLarge, another version
+// ErrUnsupportedVersion, and anything EncodeSignedRoster refuses, truncation
+// or trailing bytes ErrMalformed. It does not verify the signature: that
+// needs the author's key as the reader knows it. The signed bytes are
+// b[:len(b)-64].
+func DecodeSignedRoster(b []byte) (SignedRoster, error) {
+	r, err := groupReader(b, FrameSignedRoster, MaxSignedRosterFrameSize)
+	if err != nil {
+		return SignedRoster{}, err
+	}
+	var sr SignedRoster
+	r.array(sr.ID[:], "id")
+	r.array(sr.Group[:], "group")
+	sr.Generation = r.u64("generation")
+	r.array(sr.Parent[:], "parent digest")
+	sr.Author = r.address("author")
+	r.array(sr.AuthorKey[:], "author key")
+	if r.err == nil && len(r.b) < ed25519SignatureSize {
+		r.fail(fmt.Errorf("signature: truncated: %w", ErrMalformed))
+	}
+	if r.err != nil {
+		return SignedRoster{}, r.err
+	}
+	lists := &reader{b: r.b[:len(r.b)-ed25519SignatureSize]}
+	lists.rosterLists(&sr.Roster)
+	if err := lists.end(); err != nil {
+		return SignedRoster{}, err
+	}
+	copy(sr.Signature[:], r.b[len(r.b)-ed25519SignatureSize:])
+	if err := checkRoster(sr.Roster); err != nil {
+		return SignedRoster{}, err
+	}
+	if err := CheckDeviceAddress(sr.Author); err != nil {
+		return SignedRoster{}, fmt.Errorf("roster author: %w", err)
+	}
+	return sr, nil
 }
 
 // DecodeRoster parses a roster frame: input over MaxRosterFrameSize is
@@ -225,6 +338,19 @@ func DecodeRoster(b []byte) (Roster, error) {
 	r.array(ro.ID[:], "id")
 	r.array(ro.Group[:], "group")
 	ro.Generation = r.u64("generation")
+	r.rosterLists(&ro)
+	if err := r.end(); err != nil {
+		return Roster{}, err
+	}
+	if err := checkRoster(ro); err != nil {
+		return Roster{}, err
+	}
+	return ro, nil
+}
+
+// rosterLists reads the name, the changes and the members into ro, counts
+// checked before anything is allocated.
+func (r *reader) rosterLists(ro *Roster) {
 	name := r.take(int(r.u8("name length")), "name")
 	nc := int(r.u8("change count"))
 	if r.err == nil && nc > MaxRosterChanges {
@@ -256,14 +382,9 @@ func DecodeRoster(b []byte) (Roster, error) {
 		ro.Members[i].Admin = r.flag("member role")
 		ro.Members[i].Address = r.address("member address")
 	}
-	if err := r.end(); err != nil {
-		return Roster{}, err
+	if r.err == nil {
+		ro.Name = string(name)
 	}
-	ro.Name = string(name)
-	if err := checkRoster(ro); err != nil {
-		return Roster{}, err
-	}
-	return ro, nil
 }
 
 // EncodeNotAMember returns a not_a_member frame's bytes.
@@ -307,8 +428,8 @@ func groupReader(b []byte, kind FrameKind, max int) (*reader, error) {
 }
 
 // checkRoster checks what the encoder and the decoder both require beyond
-// lengths: a name, a generation of at least 1, known operations, valid
-// addresses, and changes and members each in strictly increasing address
+// lengths: a name, a generation of at least 1, known operations, canonical
+// device addresses, and changes and members each in strictly increasing address
 // order (so each address once, and one encoding per roster).
 func checkRoster(ro Roster) error {
 	if err := CheckGroupName(ro.Name); err != nil {
@@ -321,7 +442,7 @@ func checkRoster(ro Roster) error {
 		if c.Op < RosterAdd || c.Op > RosterAdmin {
 			return fmt.Errorf("roster op %d: %w", c.Op, ErrMalformed)
 		}
-		if err := checkAddress(c.Address); err != nil {
+		if err := CheckDeviceAddress(c.Address); err != nil {
 			return fmt.Errorf("change address: %w", err)
 		}
 		if i > 0 && ro.Changes[i-1].Address >= c.Address {
@@ -329,7 +450,7 @@ func checkRoster(ro Roster) error {
 		}
 	}
 	for i, m := range ro.Members {
-		if err := checkAddress(m.Address); err != nil {
+		if err := CheckDeviceAddress(m.Address); err != nil {
 			return fmt.Errorf("member address: %w", err)
 		}
 		if i > 0 && ro.Members[i-1].Address >= m.Address {
@@ -340,8 +461,9 @@ func checkRoster(ro Roster) error {
 }
 
 // CheckGroupName checks a group name: 1 to MaxGroupNameSize bytes of valid
-// UTF-8 with no control character and no '/', so that a name is never taken
-// for an address.
+// UTF-8 with no character IsControl names (so no name can act on a terminal
+// or turn a line around) and no '/', so that a name is never taken for an
+// address.
 func CheckGroupName(name string) error {
 	if len(name) < 1 || len(name) > MaxGroupNameSize {
 		return fmt.Errorf("group name length %d outside 1..%d: %w", len(name), MaxGroupNameSize, ErrMalformed)
@@ -350,7 +472,7 @@ func CheckGroupName(name string) error {
 		return fmt.Errorf("group name is not UTF-8: %w", ErrMalformed)
 	}
 	for _, c := range name {
-		if c < 0x20 || c == 0x7f || (c >= 0x80 && c < 0xa0) || c == '/' {
+		if IsControl(c) || c == '/' {
 			return fmt.Errorf("group name holds %q: %w", c, ErrMalformed)
 		}
 	}

@@ -27,6 +27,14 @@ var rosterFormat = format[wire.Roster]{
 	decode: wire.DecodeRoster,
 }
 
+var signedRosterFormat = format[wire.SignedRoster]{
+	file:   "signed-roster.txt",
+	title:  "signed roster frame (frame version 1, kind 7)",
+	fuzz:   "FuzzDecodeSignedRoster",
+	encode: wire.EncodeSignedRoster,
+	decode: wire.DecodeSignedRoster,
+}
+
 var notAMemberFormat = format[wire.NotAMember]{
 	file:   "not-a-member.txt",
 	title:  "not_a_member frame (frame version 1, kind 5)",
@@ -80,6 +88,41 @@ func rosterVectors() []vector[wire.Roster] {
 	}
 }
 
+func signedRosterVectors() []vector[wire.SignedRoster] {
+	return []vector[wire.SignedRoster]{
+		{
+			name: "create",
+			doc: `signed roster (kind 7), change ID bytes 20.., group bytes 10.., generation 1,
+				parent all 00, author alice/1, author key bytes 40.., name "friends",
+				changes: add bob/1, add carol/1;
+				members: alice/1 admin, bob/1, carol/1;
+				signature bytes 80.. (not a real signature: the wire does not verify)`,
+			v: wire.SignedRoster{Roster: wire.Roster{ID: seq16(0x20), Group: seq16(0x10), Generation: 1, Name: "friends",
+				Changes: []wire.RosterChange{{Op: wire.RosterAdd, Address: "bob/1"}, {Op: wire.RosterAdd, Address: "carol/1"}},
+				Members: []wire.RosterMember{{Address: "alice/1", Admin: true}, {Address: "bob/1"}, {Address: "carol/1"}}},
+				Author: "alice/1", AuthorKey: seq32(0x40), Signature: seq64(0x80)},
+		},
+		{
+			name: "remove-and-admin",
+			doc: `signed roster (kind 7), change ID bytes 30.., group bytes 10.., generation 3,
+				parent bytes a0.., author alice/1, author key bytes 40.., name "été",
+				changes: admin bob/1, remove carol/1;
+				members: alice/1 admin, bob/1 admin;
+				signature bytes c0..`,
+			v: wire.SignedRoster{Roster: wire.Roster{ID: seq16(0x30), Group: seq16(0x10), Generation: 3, Name: "été",
+				Changes: []wire.RosterChange{{Op: wire.RosterAdmin, Address: "bob/1"}, {Op: wire.RosterRemove, Address: "carol/1"}},
+				Members: []wire.RosterMember{{Address: "alice/1", Admin: true}, {Address: "bob/1", Admin: true}}},
+				Parent: seq32(0xa0), Author: "alice/1", AuthorKey: seq32(0x40), Signature: seq64(0xc0)},
+		},
+		{
+			name: "empty-lists",
+			doc: `signed roster (kind 7), change ID all 00, group all 00, generation 2, parent all 00,
+				author x/2147483647, key all 00, name "x", no changes, no members, signature all 00`,
+			v: wire.SignedRoster{Roster: wire.Roster{Generation: 2, Name: "x"}, Author: "x/2147483647"},
+		},
+	}
+}
+
 func notAMemberVectors() []vector[wire.NotAMember] {
 	return []vector[wire.NotAMember]{
 		{
@@ -94,6 +137,7 @@ func TestGroupVectors(t *testing.T) {
 	t.Run("group-message", func(t *testing.T) { checkVectors(t, groupMessageFormat, groupMessageVectors()) })
 	t.Run("roster", func(t *testing.T) { checkVectors(t, rosterFormat, rosterVectors()) })
 	t.Run("not-a-member", func(t *testing.T) { checkVectors(t, notAMemberFormat, notAMemberVectors()) })
+	t.Run("signed-roster", func(t *testing.T) { checkVectors(t, signedRosterFormat, signedRosterVectors()) })
 }
 
 // TestDecodeFrameStillRefusesGroupKinds: Frame has no room for a group, so
@@ -104,6 +148,7 @@ func TestDecodeFrameStillRefusesGroupKinds(t *testing.T) {
 		wire.FrameGroupMessage: mustEncode(wire.EncodeGroupMessage, groupMessageVectors()[0].v),
 		wire.FrameRoster:       mustEncode(wire.EncodeRoster, rosterVectors()[0].v),
 		wire.FrameNotAMember:   mustEncode(wire.EncodeNotAMember, notAMemberVectors()[0].v),
+		wire.FrameSignedRoster: mustEncode(wire.EncodeSignedRoster, signedRosterVectors()[0].v),
 		wire.FrameApplication:  mustHex("0101000102030405060708090a0b0c0d0e0f000000026869"),
 		wire.FrameAck:          mustHex("0102000102030405060708090a0b0c0d0e0f"),
 	}
@@ -127,7 +172,7 @@ func TestDecodeFrameStillRefusesGroupKinds(t *testing.T) {
 		{[]byte{1}, wire.ErrMalformed},
 		{[]byte{2, 3}, wire.ErrUnsupportedVersion},
 		{[]byte{1, 0}, wire.ErrMalformed},
-		{[]byte{1, 7}, wire.ErrMalformed},
+		{[]byte{1, 8}, wire.ErrMalformed},
 		{make([]byte, wire.MaxFrameSize+1), wire.ErrMessageTooLarge},
 	} {
 		if _, err := wire.PeekFrameKind(tt.in); !errors.Is(err, tt.want) {
@@ -200,6 +245,13 @@ func TestRosterRejects(t *testing.T) {
 		{"op 0", func(r *wire.Roster) { r.Changes[0].Op = 0 }, wire.ErrMalformed},
 		{"op 4", func(r *wire.Roster) { r.Changes[0].Op = 4 }, wire.ErrMalformed},
 		{"bad change address", func(r *wire.Roster) { r.Changes[0].Address = "a b" }, wire.ErrMalformed},
+		{"change address without a device", func(r *wire.Roster) { r.Changes[0].Address = "zz" }, wire.ErrMalformed},
+		{"member address in capitals", func(r *wire.Roster) { r.Members[0].Address = "Alice/1" }, wire.ErrMalformed},
+		{"member device with a leading zero", func(r *wire.Roster) { r.Members[0].Address = "alice/01" }, wire.ErrMalformed},
+		{"member device above 2^31-1", func(r *wire.Roster) { r.Members[0].Address = "alice/2147483648" }, wire.ErrMalformed},
+		{"name with a right-to-left override", func(r *wire.Roster) { r.Name = "a\u202eb" }, wire.ErrMalformed},
+		{"name with an isolate", func(r *wire.Roster) { r.Name = "a\u2066b" }, wire.ErrMalformed},
+		{"name with a left-to-right mark", func(r *wire.Roster) { r.Name = "a\u200eb" }, wire.ErrMalformed},
 		{"changes out of order", func(r *wire.Roster) { r.Changes[0], r.Changes[1] = r.Changes[1], r.Changes[0] }, wire.ErrMalformed},
 		{"a change twice", func(r *wire.Roster) { r.Changes[1] = r.Changes[0] }, wire.ErrMalformed},
 		{"empty member address", func(r *wire.Roster) { r.Members[0].Address = "" }, wire.ErrMalformed},
@@ -280,7 +332,7 @@ func TestDecodeNotAMemberRejects(t *testing.T) {
 // longMember returns the i-th of a run of addresses of MaxAddressSize bytes
 // in increasing order.
 func longMember(i int) string {
-	return fmt.Sprintf("%s/%010d", strings.Repeat("u", wire.MaxAddressSize-11), i)
+	return fmt.Sprintf("%s/%d", strings.Repeat("u", wire.MaxUserSize), 1000000000+i)
 }
 
 func members(n int) []wire.RosterMember {
@@ -323,6 +375,54 @@ func FuzzDecodeRoster(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fuzzRoundTrip(t, b, wire.DecodeRoster, wire.EncodeRoster)
 	})
+}
+
+func FuzzDecodeSignedRoster(f *testing.F) {
+	for _, v := range signedRosterVectors() {
+		b := mustEncode(wire.EncodeSignedRoster, v.v)
+		f.Add(b)             // a frozen vector
+		f.Add(b[:len(b)-1])  // the signature cut short
+		f.Add(append(b, 0))  // a trailing byte
+		f.Add(b[:len(b)-64]) // no signature at all
+	}
+	f.Add(mustEncode(wire.EncodeSignedRoster, wire.SignedRoster{Roster: wire.Roster{Generation: 1, Name: "n", Members: members(3)}, Author: longMember(9)}))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		fuzzRoundTrip(t, b, wire.DecodeSignedRoster, wire.EncodeSignedRoster)
+	})
+}
+
+// TestSignedRosterRejects: what the unsigned layout refuses, the signed one
+// refuses too, and an author that is not a canonical device address.
+func TestSignedRosterRejects(t *testing.T) {
+	base := signedRosterVectors()[0].v
+	for _, tt := range []struct {
+		name   string
+		change func(*wire.SignedRoster)
+	}{
+		{"author without a device", func(r *wire.SignedRoster) { r.Author = "alice" }},
+		{"author in capitals", func(r *wire.SignedRoster) { r.Author = "Alice/1" }},
+		{"member without a device", func(r *wire.SignedRoster) { r.Members[1].Address = "zz" }},
+		{"name with an override", func(r *wire.SignedRoster) { r.Name = "\u202e" }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := base
+			r.Members = append([]wire.RosterMember(nil), base.Members...)
+			tt.change(&r)
+			wantEncodeError(t, wire.EncodeSignedRoster, r, wire.ErrMalformed)
+		})
+	}
+	valid := mustEncode(wire.EncodeSignedRoster, base)
+	// Offsets: header 42, parent 42..73, author length 74, author 75..81.
+	with := func(i int, c byte) []byte { b := bytes.Clone(valid); b[i] = c; return b }
+	wantReject(t, wire.DecodeSignedRoster, with(75, 'A'), wire.ErrMalformed)
+	wantReject(t, wire.DecodeSignedRoster, with(1, 4), wire.ErrMalformed)
+	wantReject(t, wire.DecodeSignedRoster, valid[:len(valid)-65], wire.ErrMalformed)
+	wantReject(t, wire.DecodeSignedRoster, make([]byte, wire.MaxSignedRosterFrameSize+1), wire.ErrMessageTooLarge)
+	largest := wire.SignedRoster{Roster: wire.Roster{Generation: 1, Name: strings.Repeat("n", wire.MaxGroupNameSize),
+		Changes: adds(wire.MaxRosterChanges), Members: members(wire.MaxGroupMembers)}, Author: longMember(99)}
+	if b := mustEncode(wire.EncodeSignedRoster, largest); len(b) != wire.MaxSignedRosterFrameSize || len(b) > wire.MaxFrameSize {
+		t.Fatalf("largest signed roster is %d bytes, want MaxSignedRosterFrameSize %d within MaxFrameSize", len(b), wire.MaxSignedRosterFrameSize)
+	}
 }
 
 func FuzzDecodeNotAMember(f *testing.F) {

@@ -56,8 +56,8 @@ func (k RelayKind) String() string {
 	if int(k) < len(relayKindNames) && relayKindNames[k] != "" {
 		return relayKindNames[k]
 	}
-	if k >= relayBlobFirst && k <= relayBlobLast {
-		return relayBlobKindNames[k-relayBlobFirst]
+	if name := laterKindName(k); name != "" {
+		return name
 	}
 	return fmt.Sprintf("relay kind %d", uint8(k))
 }
@@ -86,7 +86,7 @@ const (
 		relayHeaderSize+8+4+MaxEnvelopeSize,      // Deliver
 		relayHeaderSize+2+MaxAckRows*8,           // AckRows
 		relayHeaderSize+2+2+MaxErrorMessageSize,  // Error
-		relayHeaderSize+4,                        // PrekeyPool and Features
+		relayHeaderSize+4,                        // PrekeyPool, Features and EnvelopeLifetime
 		relayHeaderSize+16+1,                     // EnvelopeStatus
 	)
 
@@ -325,7 +325,7 @@ func EncodeRelay(request uint32, m RelayMessage) ([]byte, error) {
 	switch m.(type) {
 	case Challenge, Auth, AuthOK, PublishBundle, FetchBundle, BundleReply, Submit,
 		Accepted, Refused, Deliver, AckRows, Done, Error, PrekeyPool, EnvelopeStatus, Features,
-		BlobCreate, BlobCreated, BlobPut, BlobStat, BlobHeld, BlobGet, BlobData, BlobRefused, SenderBlock:
+		BlobCreate, BlobCreated, BlobPut, BlobStat, BlobHeld, BlobGet, BlobData, BlobRefused, SenderBlock, EnvelopeLifetime:
 	default:
 		// Before m.RelayKind: a nil pointer would panic there.
 		return nil, fmt.Errorf("wire: encode relay message: unsupported type %T: %w", m, ErrMalformed)
@@ -464,7 +464,7 @@ func DecodeRelay(b []byte) (request uint32, m RelayMessage, err error) {
 	r := reader{b: b}
 	r.version(RelayVersion)
 	kind := RelayKind(r.u8("kind"))
-	if r.err == nil && (kind < RelayChallenge || kind > relayBlobLast) {
+	if r.err == nil && (kind < RelayChallenge || kind > relayLastKind) {
 		r.fail(fmt.Errorf("kind %d: %w", kind, ErrUnknownRelayKind))
 	}
 	request = r.u32("request ID")

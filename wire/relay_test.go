@@ -329,6 +329,7 @@ func TestRelayKinds(t *testing.T) {
 		{wire.EnvelopeStatus{}, 15, "envelope status"},
 		{wire.Features{}, 16, "features"},
 		{wire.SenderBlock{}, 17, "sender block"},
+		{wire.EnvelopeLifetime{}, 26, "envelope lifetime"},
 	}
 	for _, tt := range tests {
 		if got := tt.msg.RelayKind(); got != tt.kind {

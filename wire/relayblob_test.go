@@ -167,7 +167,8 @@ func TestRelayBlobNames(t *testing.T) {
 		{wire.RelayBlobCreate.String(), "blob create"},
 		{wire.RelayBlobRefused.String(), "blob refused"},
 		{wire.RelayKind(17).String(), "sender block"},
-		{wire.RelayKind(26).String(), "relay kind 26"},
+		{wire.RelayKind(26).String(), "envelope lifetime"},
+		{wire.RelayKind(27).String(), "relay kind 27"},
 		{wire.BlobExpired.String(), "blob_expired"},
 		{wire.BlobRefuseReason(9).String(), "blob refuse reason 9"},
 	}

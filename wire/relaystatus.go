@@ -3,13 +3,35 @@ package wire
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"strings"
+	"time"
 )
 
 // The relay's pushes added after version 1 was frozen: kind 15 tells a sender
 // what became of an envelope it submitted, kind 16 tells a client what the
-// relay supports. Neither changes a frozen kind; a client that predates them
-// sees an unknown kind (ErrUnknownRelayKind).
+// relay supports, kind 26 how long it keeps an envelope. None changes a
+// frozen kind; a client that predates them sees an unknown kind
+// (ErrUnknownRelayKind).
+
+// RelayEnvelopeLifetime is the kind of EnvelopeLifetime, server → client:
+// the first after the blob kinds (18 to 25, relayblob.go).
+const RelayEnvelopeLifetime RelayKind = 26
+
+// relayLastKind is the highest kind this package knows.
+const relayLastKind = RelayEnvelopeLifetime
+
+// laterKindName names the kinds past the first table (relay.go): the blob
+// kinds and the envelope lifetime; "" for any other.
+func laterKindName(k RelayKind) string {
+	switch {
+	case k >= relayBlobFirst && k <= relayBlobLast:
+		return relayBlobKindNames[k-relayBlobFirst]
+	case k == RelayEnvelopeLifetime:
+		return "envelope lifetime"
+	}
+	return ""
+}
 
 // ErrUnknownRelayKind is the error of DecodeRelay for a kind this package
 // does not know. It is an ErrMalformed; a client may skip such a message
@@ -64,6 +86,9 @@ const (
 	FeatureEnvelopeStatus FeatureSet = 1 << 0
 	// FeatureSenderBlock: the relay serves SenderBlock (senderblock.go).
 	FeatureSenderBlock FeatureSet = 1 << 1
+	// FeatureEnvelopeLifetime: the relay pushes EnvelopeLifetime right
+	// after Features.
+	FeatureEnvelopeLifetime FeatureSet = 1 << 3
 )
 
 // Has reports whether every feature of f is in s.
@@ -76,7 +101,7 @@ func (s FeatureSet) String() string {
 	for _, f := range []struct {
 		bit  FeatureSet
 		name string
-	}{{FeatureEnvelopeStatus, "envelope status"}, {FeatureSenderBlock, "sender block"}, {FeatureBlobs, "blobs"}} {
+	}{{FeatureEnvelopeStatus, "envelope status"}, {FeatureSenderBlock, "sender block"}, {FeatureBlobs, "blobs"}, {FeatureEnvelopeLifetime, "envelope lifetime"}} {
 		if s.Has(f.bit) {
 			names = append(names, f.name)
 			s &^= f.bit
@@ -98,14 +123,36 @@ type Features struct {
 	Set FeatureSet
 }
 
+// EnvelopeLifetime announces how long the relay keeps an envelope
+// unacknowledged before it expires (EnvelopeExpired), so that a sender need
+// not believe an expiry reported sooner. The relay pushes it right after
+// Features, which then carries FeatureEnvelopeLifetime.
+type EnvelopeLifetime struct {
+	// Lifetime is a whole number of seconds, from 1 s to 2^32-1 s, sent
+	// as a u32 of seconds.
+	Lifetime time.Duration
+}
+
 // RelayKind implements RelayMessage.
 func (EnvelopeStatus) RelayKind() RelayKind { return RelayEnvelopeStatus }
 
 // RelayKind implements RelayMessage.
 func (Features) RelayKind() RelayKind { return RelayFeatures }
 
-func (EnvelopeStatus) isRelayMessage() {}
-func (Features) isRelayMessage()       {}
+// RelayKind implements RelayMessage.
+func (EnvelopeLifetime) RelayKind() RelayKind { return RelayEnvelopeLifetime }
+
+func (EnvelopeStatus) isRelayMessage()   {}
+func (Features) isRelayMessage()         {}
+func (EnvelopeLifetime) isRelayMessage() {}
+
+// lifetimeSeconds checks d as EnvelopeLifetime carries it.
+func lifetimeSeconds(d time.Duration) (uint32, error) {
+	if d < time.Second || d%time.Second != 0 || d/time.Second > math.MaxUint32 {
+		return 0, fmt.Errorf("envelope lifetime %v: want whole seconds from 1 to %d: %w", d, uint32(math.MaxUint32), ErrMalformed)
+	}
+	return uint32(d / time.Second), nil
+}
 
 // appendRelayPush appends the body of a kind added after version 1.
 func appendRelayPush(b []byte, m RelayMessage) ([]byte, error) {
@@ -123,6 +170,12 @@ func appendRelayPush(b []byte, m RelayMessage) ([]byte, error) {
 		return binary.BigEndian.AppendUint32(b, uint32(m.Set)), nil
 	case SenderBlock:
 		return appendSenderBlock(b, m)
+	case EnvelopeLifetime:
+		secs, err := lifetimeSeconds(m.Lifetime)
+		if err != nil {
+			return nil, err
+		}
+		return binary.BigEndian.AppendUint32(b, secs), nil
 	}
 	return nil, fmt.Errorf("unsupported type %T: %w", m, ErrMalformed)
 }
@@ -145,6 +198,12 @@ func (r *reader) relayPush(kind RelayKind) RelayMessage {
 		return ok(r, Features{Set: FeatureSet(r.u32("features"))})
 	case RelaySenderBlock:
 		return r.senderBlock()
+	case RelayEnvelopeLifetime:
+		secs := r.u32("envelope lifetime")
+		if r.err == nil && secs == 0 {
+			r.fail(fmt.Errorf("envelope lifetime 0: %w", ErrMalformed))
+		}
+		return ok(r, EnvelopeLifetime{Lifetime: time.Duration(secs) * time.Second})
 	}
 	r.fail(fmt.Errorf("kind %d: %w", kind, ErrUnknownRelayKind))
 	return nil

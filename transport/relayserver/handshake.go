@@ -118,9 +118,13 @@ func (c *conn) handshake() bool {
 	stopped := c.stopped
 	c.authed = !stopped
 	c.phaseMu.Unlock()
-	// Features right after AuthOK, which is frozen and empty: before any
-	// other push, so that a client knows them before it hears a status.
+	// Features right after AuthOK, which is frozen and empty, then the
+	// envelope lifetime: before any other push, so that a client knows
+	// them before it hears a status.
 	if stopped || !c.writeNow(encode(req, wire.AuthOK{})) || !c.writeNow(encode(0, wire.Features{Set: s.features()})) {
+		return false
+	}
+	if l, ok := s.announcedLifetime(); ok && !c.writeNow(encode(0, l)) {
 		return false
 	}
 	c.ws.SetReadDeadline(time.Now().Add(s.lim.ReadTimeout))

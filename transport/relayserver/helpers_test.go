@@ -323,8 +323,9 @@ type raw struct {
 	tb testing.TB
 	ws *websocket.Conn
 
-	features []wire.Features       // pushed, in order
-	statuses []wire.EnvelopeStatus // pushed, in order
+	features  []wire.Features         // pushed, in order
+	lifetimes []wire.EnvelopeLifetime // pushed, in order
+	statuses  []wire.EnvelopeStatus   // pushed, in order
 }
 
 func dialRaw(tb testing.TB, r *testRelay) *raw {
@@ -348,7 +349,8 @@ func dialRawWith(tb testing.TB, r *testRelay, d *websocket.Dialer, h http.Header
 
 // next reads one message, or the error that ended the connection. It
 // skips the relay's prekey pool pushes, which come on their own, and keeps
-// its feature and envelope status pushes in r.features and r.statuses.
+// its feature, lifetime and envelope status pushes in r.features,
+// r.lifetimes and r.statuses.
 func (r *raw) next() (uint32, wire.RelayMessage, error) {
 	for {
 		r.ws.SetReadDeadline(time.Now().Add(10 * time.Second))
@@ -365,6 +367,9 @@ func (r *raw) next() (uint32, wire.RelayMessage, error) {
 			continue
 		case wire.Features:
 			r.features = append(r.features, m)
+			continue
+		case wire.EnvelopeLifetime:
+			r.lifetimes = append(r.lifetimes, m)
 			continue
 		case wire.EnvelopeStatus:
 			r.statuses = append(r.statuses, m)

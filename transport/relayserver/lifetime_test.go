@@ -157,3 +157,30 @@ func TestEnvelopesExpire(t *testing.T) {
 		})
 	}
 }
+
+// TestEnvelopeLifetimeAnnounced: right after Features the relay announces
+// its envelope lifetime (FeatureEnvelopeLifetime and wire.EnvelopeLifetime,
+// whole seconds rounded down), so that a client does not believe an expiry
+// reported before it; a lifetime under a second is not announced.
+func TestEnvelopeLifetimeAnnounced(t *testing.T) {
+	for _, tt := range []struct {
+		lifetime, want time.Duration
+	}{
+		{90*time.Minute + 500*time.Millisecond, 90 * time.Minute},
+		{time.Second, time.Second},
+		{500 * time.Millisecond, 0},
+	} {
+		t.Run(tt.lifetime.String(), func(t *testing.T) {
+			r := startRelay(t, Config{Limits: Limits{EnvelopeLifetime: tt.lifetime}})
+			alice, bob := newDevice(t, "alice/1"), newDevice(t, "bob/1")
+			dial(t, r, bob)
+			c := dial(t, r, alice)
+			mustSubmit(t, c, envelope(alice, bob, "x")) // a reply: the pushes came before it
+			f, _ := c.RelayFeatures()
+			d, ok := c.EnvelopeLifetime()
+			if f.Has(wire.FeatureEnvelopeLifetime) != (tt.want > 0) || ok != (tt.want > 0) || d != tt.want {
+				t.Fatalf("features %v, lifetime %v (%v); want %v", f, d, ok, tt.want)
+			}
+		})
+	}
+}

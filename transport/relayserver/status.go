@@ -2,13 +2,16 @@ package relayserver
 
 import (
 	"context"
+	"math"
+	"time"
 
 	"github.com/parley-chat/parley/transport/relaystore"
 	"github.com/parley-chat/parley/wire"
 )
 
 // What the relay tells a sender of its envelopes (wire.EnvelopeStatus) and
-// what it tells every client it supports (wire.Features).
+// what it tells every client it supports (wire.Features) and how long it
+// keeps an envelope (wire.EnvelopeLifetime).
 
 // features is what this relay announces after AuthOK.
 func (s *Server) features() wire.FeatureSet {
@@ -16,7 +19,21 @@ func (s *Server) features() wire.FeatureSet {
 	if s.blobs != nil {
 		f |= wire.FeatureBlobs
 	}
+	if _, ok := s.announcedLifetime(); ok {
+		f |= wire.FeatureEnvelopeLifetime
+	}
 	return f
+}
+
+// announcedLifetime is the envelope lifetime the relay announces: whole
+// seconds, rounded down so that no expiry it reports comes before it (a
+// lifetime under a second, for tests, is not announced).
+func (s *Server) announcedLifetime() (wire.EnvelopeLifetime, bool) {
+	d := s.lim.EnvelopeLifetime.Truncate(time.Second)
+	if d < time.Second {
+		return wire.EnvelopeLifetime{}, false
+	}
+	return wire.EnvelopeLifetime{Lifetime: min(d, math.MaxUint32*time.Second)}, true
 }
 
 // tellStatus tells the senders of removed rows, best effort, that their

@@ -79,8 +79,11 @@ func TestEnvelopeStatusTaken(t *testing.T) {
 			mustSubmit(t, ca, e1)
 			mustSubmit(t, ca, e2)
 			// Features come before any reply on a connection.
-			if f, ok := ca.RelayFeatures(); !ok || !f.Has(wire.FeatureEnvelopeStatus) {
-				t.Fatalf("RelayFeatures after a reply: %v, %v; want envelope status", f, ok)
+			if f, ok := ca.RelayFeatures(); !ok || !f.Has(wire.FeatureEnvelopeStatus|wire.FeatureEnvelopeLifetime) {
+				t.Fatalf("RelayFeatures after a reply: %v, %v; want envelope status and lifetime", f, ok)
+			}
+			if d, ok := ca.EnvelopeLifetime(); !ok || d != DefaultEnvelopeLifetime {
+				t.Fatalf("EnvelopeLifetime after a reply: %v, %v; want the default %v", d, ok, DefaultEnvelopeLifetime)
 			}
 			got := receiveN(t, cb, 2)
 			if err := cb.Acknowledge(ctxT(t), []uint64{got[0].Row}); err != nil {

@@ -3,9 +3,11 @@ package conversations
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/internal/layout"
 	"github.com/parley-chat/parley/themes"
 	"github.com/parley-chat/parley/wire"
 )
@@ -167,7 +169,10 @@ func (m Model) groupRows(st themes.ConversationStyles) []string {
 				name = st.Cursor
 			}
 		}
-		s := name.Render(mark + "# " + g.Name)
+		// A name from a log kept before names were checked may still hold
+		// a control or bidirectional character: drawn cleaned, on one line.
+		shown := strings.ReplaceAll(layout.Clean([]byte(g.Name)), "\n", " ")
+		s := name.Render(mark + "# " + shown)
 		counts := ""
 		if g.In > 0 {
 			counts += fmt.Sprintf(" in %d", g.In)

@@ -148,3 +148,21 @@ func TestGroupPendingCounted(t *testing.T) {
 		t.Errorf("at 14 columns the group's counts are cut:\n%s", v)
 	}
 }
+
+// TestGroupNameDrawnClean: a group name kept from before names were checked
+// (a right-to-left override, an escape) is drawn without the characters
+// that would act on the terminal.
+func TestGroupNameDrawnClean(t *testing.T) {
+	odd := engine.GroupInfo{ID: wire.GroupID{9}, Name: "ev\u202eil\x1b[2J", Roster: engine.Roster{Generation: 1,
+		Members: []wire.RosterMember{{Address: "alice/1"}}}}
+	src := &groupSource{fakeSource: fakeSource{list: nil}, groups: []engine.GroupInfo{odd}}
+	m := New(context.Background(), src, themes.MustGet("dark"))
+	m.SetSize(40, 8)
+	for _, msg := range run(m.Reload()) {
+		m, _ = m.Update(msg)
+	}
+	v := m.View()
+	if strings.ContainsRune(v, '\u202e') || strings.Contains(v, "\x1b[2J") || !strings.Contains(v, "# evil[2J") {
+		t.Fatalf("the group name is drawn raw:\n%q", v)
+	}
+}

@@ -10,7 +10,7 @@
 // pages: it handles ctrl+x, its scenarios' keys and its own messages, and
 // passes everything else on, changing the chat only through tui's seam
 // (tui/seam.go). The chat imports nothing of this package. Like tui, demo
-// never imports the store, the transport or the profile wiring: main hands
+// never imports the store, the transport or the profile wiring: cli hands
 // it its profiles (Profiles).
 package demo
 
@@ -28,10 +28,10 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/internal/layout"
 	"github.com/parley-chat/parley/themes"
 	"github.com/parley-chat/parley/tui"
 	"github.com/parley-chat/parley/tui/internal/input"
-	"github.com/parley-chat/parley/tui/internal/layout"
 )
 
 // The demo's two profiles.

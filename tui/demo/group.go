@@ -7,8 +7,8 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/internal/layout"
 	"github.com/parley-chat/parley/tui/eventlog"
-	"github.com/parley-chat/parley/tui/internal/layout"
 	"github.com/parley-chat/parley/wire"
 )
 

@@ -5,8 +5,8 @@ import (
 	"strings"
 
 	"github.com/charmbracelet/x/ansi"
+	"github.com/parley-chat/parley/internal/layout"
 	"github.com/parley-chat/parley/tui"
-	"github.com/parley-chat/parley/tui/internal/layout"
 )
 
 // maxHintLines is the most lines the hint takes; a narration longer than

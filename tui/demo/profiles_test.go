@@ -15,7 +15,7 @@ import (
 )
 
 // The demo's profiles in tests: package profile on a real relay on
-// 127.0.0.1:0, as main wires them.
+// 127.0.0.1:0, as cli wires them.
 
 var (
 	demoPassphrase = []byte("parley demo")

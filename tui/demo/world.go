@@ -18,7 +18,7 @@ import (
 )
 
 // Profiles makes and opens the demo's profiles, all on one relay that lets
-// a new identity take over an address (the reinstall control). main builds
+// a new identity take over an address (the reinstall control). cli builds
 // it on package profile and an embedded relay, so that the demo imports
 // neither the store nor the transport.
 type Profiles interface {

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/parley-chat/parley/engine"
-	"github.com/parley-chat/parley/tui/internal/layout"
+	"github.com/parley-chat/parley/internal/layout"
 )
 
 // fromRequest describes the events of message requests. A stranger's text

@@ -4,8 +4,8 @@ import (
 	"encoding/hex"
 
 	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/internal/layout"
 	"github.com/parley-chat/parley/themes"
-	"github.com/parley-chat/parley/tui/internal/layout"
 	"github.com/parley-chat/parley/tui/internal/sent"
 )
 

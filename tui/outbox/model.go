@@ -11,9 +11,9 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/internal/layout"
 	"github.com/parley-chat/parley/themes"
 	"github.com/parley-chat/parley/tui/internal/input"
-	"github.com/parley-chat/parley/tui/internal/layout"
 	"github.com/parley-chat/parley/tui/internal/pagedlist"
 	"github.com/parley-chat/parley/tui/internal/sent"
 	"github.com/parley-chat/parley/tui/internal/trace"

@@ -10,9 +10,9 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/internal/layout"
 	"github.com/parley-chat/parley/themes"
 	"github.com/parley-chat/parley/tui/internal/input"
-	"github.com/parley-chat/parley/tui/internal/layout"
 )
 
 // Source is what the panel reads and acts on: *engine.Client implements it.

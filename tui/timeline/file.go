@@ -11,7 +11,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/parley-chat/parley/engine"
-	"github.com/parley-chat/parley/tui/internal/layout"
+	"github.com/parley-chat/parley/internal/layout"
 	"github.com/parley-chat/parley/wire"
 )
 
@@ -120,10 +120,6 @@ func (m *Model) open() tea.Cmd {
 	path := m.saved
 	return func() tea.Msg { return OpenMsg{Path: path} }
 }
-
-// Saved is the last file saved from this conversation in this run ("" when
-// none).
-func (m Model) Saved() string { return m.saved }
 
 // isWaiting reports whether the conversation shows id waiting.
 func (m Model) isWaiting(id wire.LogicalID) bool {

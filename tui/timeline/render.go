@@ -11,7 +11,7 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 	"github.com/parley-chat/parley/engine"
-	"github.com/parley-chat/parley/tui/internal/layout"
+	"github.com/parley-chat/parley/internal/layout"
 	"github.com/parley-chat/parley/tui/internal/sent"
 	"github.com/parley-chat/parley/wire"
 )

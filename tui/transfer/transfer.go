@@ -15,8 +15,8 @@ import (
 	"github.com/charmbracelet/bubbles/progress"
 	"github.com/muesli/termenv"
 	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/internal/layout"
 	"github.com/parley-chat/parley/themes"
-	"github.com/parley-chat/parley/tui/internal/layout"
 )
 
 // MaxLines is the most lines the strip takes; further transfers are

@@ -14,8 +14,8 @@ import (
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
+	"github.com/parley-chat/parley/internal/layout"
 	"github.com/parley-chat/parley/tui/internal/input"
-	"github.com/parley-chat/parley/tui/internal/layout"
 	"github.com/parley-chat/parley/tui/internal/pager"
 )
 

@@ -1,0 +1,76 @@
+package cli
+
+import (
+	"context"
+	"time"
+
+	"github.com/dustin/go-humanize"
+	"github.com/parley-chat/parley/transport/relayserver"
+	"github.com/parley-chat/parley/transport/relaystore"
+	"github.com/parley-chat/parley/transport/relaystore/natsstore"
+)
+
+// The blob store of parley relay: its flags and the store each backend
+// keeps blobs in (docs/relay.md, "Blob store").
+
+// relayBlobs are the blob flags of parley relay.
+type relayBlobs struct {
+	maxSize, addressBytes, ipBytes, totalBytes *string
+	lifetime                                   *time.Duration
+}
+
+func relayBlobFlags(f *flags) *relayBlobs {
+	return &relayBlobs{
+		maxSize:      f.String("blob-max-size", "128MiB", "the largest blob (an encrypted file) the relay takes"),
+		addressBytes: f.String("blob-address-bytes", "256MiB", "blob bytes one address may have on the relay (charged whole at creation)"),
+		ipBytes:      f.String("blob-ip-bytes", "256MiB", "blob bytes created from one remote IP the relay holds"),
+		totalBytes:   f.String("blob-total-bytes", "1GiB", "blob bytes the relay holds in all, apart from the envelopes' --total-bytes"),
+		lifetime:     f.Duration("blob-lifetime", relayserver.DefaultBlobLifetime, "how long a blob is kept from its creation"),
+	}
+}
+
+// resolve sets the blob limits of l from the flags.
+func (r *relayBlobs) resolve(l *relayserver.Limits) error {
+	if *r.lifetime <= 0 {
+		return usagef("--blob-lifetime must be positive")
+	}
+	l.BlobLifetime = *r.lifetime
+	for _, b := range []struct {
+		flag string
+		in   string
+		out  *int64
+	}{{"blob-max-size", *r.maxSize, &l.Blobs.MaxSize}, {"blob-address-bytes", *r.addressBytes, &l.Blobs.AddressBytes},
+		{"blob-ip-bytes", *r.ipBytes, &l.Blobs.IPBytes}, {"blob-total-bytes", *r.totalBytes, &l.Blobs.TotalBytes}} {
+		n, err := humanize.ParseBytes(b.in)
+		if err != nil || n == 0 || n > 1<<40 {
+			return usagef("--%s %q: want a size such as 256MiB, at most 1TiB", b.flag, b.in)
+		}
+		*b.out = int64(n)
+	}
+	return nil
+}
+
+// openRelayBlobs opens the relay's blob store: on the cluster of store when
+// it is a NATS one (with replicas copies), in SQLite beside the relay
+// database when dataDir is set, in memory otherwise. The caller calls close
+// after the server's Shutdown.
+func openRelayBlobs(ctx context.Context, dataDir string, store relaystore.Store, replicas int, l relaystore.BlobLimits) (relaystore.BlobStore, func() error, error) {
+	if ns, ok := store.(*natsstore.Store); ok {
+		bctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		b, err := natsstore.OpenBlobs(bctx, ns, replicas, l)
+		if err != nil {
+			return nil, nil, err
+		}
+		return b, func() error { return nil }, nil // the store's connection
+	}
+	switch {
+	case dataDir != "":
+		s, err := relaystore.OpenSQLiteBlobs(ctx, dataDir, l)
+		if err != nil {
+			return nil, nil, err
+		}
+		return s, s.Close, nil
+	}
+	return relaystore.NewMemoryBlobs(l), func() error { return nil }, nil
+}

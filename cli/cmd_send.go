@@ -1,0 +1,131 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/parley-chat/parley/engine"
+)
+
+// Sending: send (a file: cmd_file.go; to a group: cmd_group.go), retry and
+// abandon.
+
+func cmdSend(ctx context.Context, env *cliEnv, cmd *command, args []string) error {
+	f := newFlags(cmd, env, true)
+	f.network = true
+	file := f.String("file", "", "send the file at this path (instead of TEXT or -)")
+	ops, err := f.parse(env, args, 1, 2)
+	if err != nil {
+		return err
+	}
+	if (*file != "") == (len(ops) == 2) {
+		return usagef("give exactly one body: TEXT, - or --file PATH")
+	}
+	if *file != "" {
+		return sendFile(ctx, env, f, ops[0], *file)
+	}
+	if isGroupOperand(ops[0]) {
+		body, err := readBody(env, ops[1])
+		if err != nil {
+			return err
+		}
+		return sendGroup(ctx, env, f, ops[0], body)
+	}
+	peer, err := parsePeer(ops[0])
+	if err != nil {
+		return err
+	}
+	body, err := readBody(env, ops[1])
+	if err != nil {
+		return err
+	}
+	p, err := f.open(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer closeProfile(p)
+	id, err := p.Client.Send(ctx, peer, body)
+	var notSent *engine.MessageNotSentError
+	if err != nil && !errors.As(err, &notSent) {
+		return describeSendError(env, peer, err)
+	}
+	if *f.json {
+		printer{env.stdout, true}.record([]kv{{"id", hexID(id)}, {"recipient", peer.String()}, {"accepted", err == nil}})
+	} else {
+		fmt.Fprintln(env.stdout, hexID(id))
+	}
+	if err != nil {
+		// The ID went to stdout: the line says why and what to do.
+		return wordedf(err, "the message stays pending: %s; \"parley retry %s\" sends it again", pendingCause(env, err), peer)
+	}
+	return nil
+}
+
+// describeSendError names the cause of a refused send, or of a retried
+// message that stays pending (exit 3), by its ID: retry printed only the
+// ones it handed off.
+func describeSendError(env *cliEnv, peer engine.Address, err error) error {
+	var notSent *engine.MessageNotSentError
+	switch {
+	case errors.Is(err, engine.ErrIdentityChanged):
+		return fmt.Errorf("%s has a new identity; compare the safety number, then \"parley trust %s\"", peer, peer)
+	case errors.As(err, &notSent):
+		return wordedf(err, "message %s stays pending: %s", hexID(notSent.ID), pendingCause(env, err))
+	}
+	return err
+}
+
+func cmdRetry(ctx context.Context, env *cliEnv, cmd *command, args []string) error {
+	f := newFlags(cmd, env, true)
+	f.network = true
+	if p, ops, err := f.groupCommand(ctx, env, args, 1); p != nil || err != nil {
+		if err != nil {
+			return err
+		}
+		defer closeProfile(p)
+		return retryGroup(ctx, env, f, p, ops[0])
+	}
+	peer, _, p, err := f.peerCommand(ctx, env, args, 1)
+	if err != nil {
+		return err
+	}
+	defer closeProfile(p)
+	ids, err := p.Client.Retry(ctx, peer)
+	for _, id := range ids {
+		if *f.json {
+			printer{env.stdout, true}.record([]kv{{"id", hexID(id)}, {"recipient", peer.String()}})
+		} else {
+			fmt.Fprintln(env.stdout, hexID(id))
+		}
+	}
+	if err != nil {
+		return describeSendError(env, peer, err)
+	}
+	return nil
+}
+
+func cmdAbandon(ctx context.Context, env *cliEnv, cmd *command, args []string) error {
+	f := newFlags(cmd, env, true)
+	peer, ops, p, err := f.peerCommand(ctx, env, args, 2)
+	if err != nil {
+		return err
+	}
+	defer closeProfile(p)
+	idOp, err := parseIDOperand(ops[1])
+	if err != nil {
+		return err
+	}
+	id, err := idOp.resolve(ctx, "pending messages to "+peer.String(), pendingOutboundIDs(p.Client, peer))
+	if err != nil {
+		return err
+	}
+	if err := p.Client.Abandon(ctx, peer, id); err != nil {
+		if errors.Is(err, engine.ErrNotPending) {
+			return fmt.Errorf("no pending message %s to %s", hexID(id), peer)
+		}
+		return err
+	}
+	printer{env.stdout, *f.json}.record([]kv{{"abandoned", hexID(id)}})
+	return nil
+}

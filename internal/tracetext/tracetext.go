@@ -1,0 +1,118 @@
+// Package tracetext draws a message's trace (what engine.Life says of it at
+// one end or both) as the text that parley trace prints and the chat's trace
+// view shows, so that the command line has it without the chat. It imports
+// engine and the shared text layout (internal/layout), nothing of the chat.
+package tracetext
+
+import (
+	"encoding/hex"
+	"fmt"
+	"strings"
+
+	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/internal/layout"
+)
+
+// Draw draws a message's trace (its engine.Life at each end known) as
+// a small diagram: the envelopes that carried it (on which session
+// initiation), where it stands at each end, and the ACK. own is what the device showing it knows; peer, when known
+// (the demo holds both profiles), is the other end's view of the same
+// message. self is the device showing it.
+func Draw(self engine.Address, own engine.Life, peer *engine.Life) string {
+	from, to := self, own.Peer
+	if own.Direction == engine.DirectionIn {
+		from, to = own.Peer, self
+	}
+	var b strings.Builder
+	id := hex.EncodeToString(own.ID[:])
+	fmt.Fprintf(&b, "M %s… %s → %s", id[:8], from, to)
+	if len(own.Body) > 0 {
+		fmt.Fprintf(&b, " %s", layout.Quote(layout.Clean(own.Body)))
+	}
+	b.WriteString("\n")
+	sent := own
+	if own.Direction == engine.DirectionIn {
+		if peer == nil {
+			fmt.Fprintf(&b, " at %s (the sender): not known here\n", from)
+			sent = engine.Life{}
+		} else {
+			sent = *peer
+		}
+	}
+	last := engine.InitiationID{}
+	if n := len(sent.Attempts); n > 0 {
+		last = sent.Attempts[n-1].Initiation
+	}
+	for i, a := range sent.Attempts {
+		branch := "├─"
+		if i == len(sent.Attempts)-1 {
+			branch = "└─"
+		}
+		kind := "ratchet"
+		if a.Type.String() != "" {
+			kind = strings.ToLower(a.Type.String())
+		}
+		note := ""
+		if a.Initiation != last {
+			note = " (a session since replaced: a collision or a reset)"
+		}
+		if !a.TakenAt.IsZero() {
+			note += " · taken " + layout.Clock(a.TakenAt)
+		}
+		fmt.Fprintf(&b, " %s envelope %s %s on initiation %s · %s%s\n", branch,
+			hex.EncodeToString(a.Envelope[:4]), kind, hex.EncodeToString(a.Initiation[:4]), layout.Clock(a.At), note)
+	}
+	if own.Direction == engine.DirectionOut && len(sent.Attempts) == 0 {
+		b.WriteString(" no envelope logged (sent before the log, or pruned)\n")
+	}
+	// The receiving end.
+	recv := peer
+	if own.Direction == engine.DirectionIn {
+		recv = &own
+	}
+	switch {
+	case recv == nil:
+		fmt.Fprintf(&b, " at %s: not known here\n", to)
+	case recv.State == "unknown" && sent.State == "acknowledged":
+		// Its ACK came back, so it was committed or discarded there; a
+		// store that no longer knows it was replaced (a reinstall) or
+		// pruned since.
+		fmt.Fprintf(&b, " at %s: unknown (reinstalled, or pruned: its ACK says it was finalized)\n", to)
+	default:
+		line := " at " + to.String() + ": " + recvState(*recv)
+		if recv.State == "committed" || recv.State == "discarded" {
+			line += " ─▶ ACK"
+		}
+		b.WriteString(line + "\n")
+	}
+	// The sending end.
+	if own.Direction == engine.DirectionOut || peer != nil {
+		switch sent.State {
+		case "acknowledged":
+			fmt.Fprintf(&b, " at %s: ACK received ─▶ cleared (acknowledged)\n", from)
+		case "pending":
+			fmt.Fprintf(&b, " at %s: pending until %s's ACK (relay accepted is not delivered)\n", from, to)
+		case "on_device":
+			fmt.Fprintf(&b, " at %s: on %s's device, pending until its ACK (the relay saw it taken)\n", from, to)
+		case "abandoned":
+			fmt.Fprintf(&b, " at %s: abandoned (removed here; not a recall)\n", from)
+		default:
+			fmt.Fprintf(&b, " at %s: not found (pruned, or not sent from here)\n", from)
+		}
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+func recvState(l engine.Life) string {
+	switch l.State {
+	case "pending":
+		return "delivered, pending a decision (commit or discard)"
+	case "committed", "discarded":
+		s := "delivered ─▶ " + l.State
+		if !l.Done.IsZero() {
+			s += " " + layout.Clock(l.Done)
+		}
+		return s
+	}
+	return "not delivered yet"
+}
