@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"testing"
 
@@ -21,7 +22,7 @@ func TestUploadsListsTheInterrupted(t *testing.T) {
 	src, _ := writeRandomFile(t, t.TempDir(), "big.dat", 8*testChunk, 3)
 	bob := engine.MustParseAddress("bob/1")
 	w.with(t, "alice/1", func(c *engine.Client) {
-		if got, err := c.Uploads(); err != nil || len(got) != 0 {
+		if got, err := c.Uploads(context.Background()); err != nil || len(got) != 0 {
 			t.Fatalf("uploads before any: %+v, %v", got, err)
 		}
 		ctx, cancel := context.WithCancel(context.Background())
@@ -33,15 +34,15 @@ func TestUploadsListsTheInterrupted(t *testing.T) {
 		if !errors.Is(err, context.Canceled) {
 			t.Fatalf("the cut upload returned %v", err)
 		}
-		got, err := c.Uploads()
-		if err != nil || len(got) != 1 || got[0].Peer != bob || got[0].Group != nil || got[0].Path != src || got[0].Size != 8*testChunk {
+		got, err := c.Uploads(context.Background())
+		if err != nil || len(got) != 1 || got[0].To != bob.String() || got[0].Path != src || got[0].Size != 8*testChunk {
 			t.Fatalf("uploads after the cut: %+v, %v; want the file to bob", got, err)
 		}
 		id, err := c.SendFile(context.Background(), bob, src, nil)
 		if err != nil || id != got[0].ID {
 			t.Fatalf("the resumed upload: %x, %v; want the listed ID %x", id, err, got[0].ID)
 		}
-		if left, err := c.Uploads(); err != nil || len(left) != 0 {
+		if left, err := c.Uploads(context.Background()); err != nil || len(left) != 0 {
 			t.Fatalf("uploads after the resume: %+v, %v", left, err)
 		}
 
@@ -55,8 +56,8 @@ func TestUploadsListsTheInterrupted(t *testing.T) {
 				cancel()
 			}
 		})
-		got, err = c.Uploads()
-		if err != nil || len(got) != 1 || got[0].Group == nil || *got[0].Group != g.ID || !got[0].Peer.IsZero() {
+		got, err = c.Uploads(context.Background())
+		if err != nil || len(got) != 1 || got[0].To != "group:"+hex.EncodeToString(g.ID[:]) {
 			t.Fatalf("uploads after a cut group upload: %+v, %v; want the group's", got, err)
 		}
 	})

@@ -14,10 +14,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 
 	"github.com/adrg/xdg"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/internal/layout"
 	"github.com/parley-chat/parley/tui/composer"
 	"github.com/parley-chat/parley/tui/eventlog"
 	"github.com/parley-chat/parley/tui/timeline"
@@ -32,7 +34,7 @@ type FileSource interface {
 	SendFile(ctx context.Context, peer engine.Address, path string, progress engine.Progress) (wire.LogicalID, error)
 	SendGroupFile(ctx context.Context, group wire.GroupID, path string, progress engine.Progress) (wire.LogicalID, error)
 	FetchFile(ctx context.Context, sender engine.Address, id wire.LogicalID, dir string, progress engine.Progress) (string, error)
-	Uploads() ([]engine.Upload, error)
+	Uploads(ctx context.Context) ([]engine.Upload, error)
 }
 
 var _ FileSource = (*engine.Client)(nil)
@@ -119,10 +121,27 @@ func (p *pane) readUploads() tea.Cmd {
 	if !ok {
 		return nil
 	}
+	ctx := p.ctx
 	return func() tea.Msg {
-		l, err := fs.Uploads()
+		l, err := fs.Uploads(ctx)
 		return uploadsMsg{list: l, err: err}
 	}
+}
+
+// uploadTo reads an upload's recipient: a device, or a group ("group:"
+// and its ID in hex); false when it is neither.
+func uploadTo(u engine.Upload) (engine.Address, *wire.GroupID, bool) {
+	if g, ok := strings.CutPrefix(u.To, "group:"); ok {
+		var gid wire.GroupID
+		b, err := hex.DecodeString(g)
+		if err != nil || len(b) != len(gid) {
+			return engine.Address{}, nil, false
+		}
+		copy(gid[:], b)
+		return engine.Address{}, &gid, true
+	}
+	a, err := engine.ParseAddress(u.To)
+	return a, nil, err == nil
 }
 
 // gotUploads keeps the uploads read and shows those not in flight here.
@@ -144,23 +163,29 @@ func (p *pane) showStopped() {
 		if p.sending[u.Path] {
 			continue
 		}
-		st = append(st, transfer.Stopped{Name: filepath.Base(u.Path), Other: p.uploadTarget(u), Size: u.Size})
+		if other, ok := p.uploadTarget(u); ok {
+			st = append(st, transfer.Stopped{Name: filepath.Base(u.Path), Other: other, Size: u.Size})
+		}
 	}
 	p.xfer.SetStopped(st)
 }
 
 // uploadTarget names an upload's peer, or its group as the conversations
 // list it.
-func (p *pane) uploadTarget(u engine.Upload) string {
-	if u.Group == nil {
-		return u.Peer.String()
+func (p *pane) uploadTarget(u engine.Upload) (string, bool) {
+	peer, group, ok := uploadTo(u)
+	switch {
+	case !ok:
+		return "", false
+	case group == nil:
+		return peer.String(), true
 	}
 	for _, g := range p.conv().GroupItems() {
-		if g.ID == *u.Group {
-			return "#" + g.Name
+		if g.ID == *group {
+			return "#" + layout.OneLine([]byte(g.Name), 32), true
 		}
 	}
-	return "#" + hex.EncodeToString(u.Group[:4])
+	return "#" + hex.EncodeToString(group[:4]), true
 }
 
 // resumeUploads starts again the interrupted uploads to the conversation
@@ -168,12 +193,13 @@ func (p *pane) uploadTarget(u engine.Upload) string {
 func (p *pane) resumeUploads() tea.Cmd {
 	var cmds []tea.Cmd
 	for _, u := range p.uploads {
+		peer, group, ok := uploadTo(u)
 		switch {
-		case p.sending[u.Path]:
-		case p.group != nil && u.Group != nil && *u.Group == *p.group:
-			cmds = append(cmds, p.attachFile(composer.AttachMsg{Path: u.Path, Group: u.Group}))
-		case p.group == nil && u.Group == nil && u.Peer == p.peer:
-			cmds = append(cmds, p.attachFile(composer.AttachMsg{Path: u.Path, Peer: u.Peer}))
+		case !ok || p.sending[u.Path]:
+		case p.group != nil && group != nil && *group == *p.group:
+			cmds = append(cmds, p.attachFile(composer.AttachMsg{Path: u.Path, Group: group}))
+		case p.group == nil && group == nil && peer == p.peer:
+			cmds = append(cmds, p.attachFile(composer.AttachMsg{Path: u.Path, Peer: peer}))
 		}
 	}
 	return tea.Batch(cmds...)

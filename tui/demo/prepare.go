@@ -110,7 +110,7 @@ func (m *Model) readStage() tea.Cmd {
 				why = "pinned " + peer.Self().String() + "'s identity from the relay, as a first message would (an identity changes only once pinned)"
 			}
 			if why != "" {
-				if _, err := c.AcceptIdentity(w.ctx, peer.Self()); err != nil {
+				if _, err := c.AcceptIdentity(w.ctx, peer.Self(), peer.Identity().Fingerprint()); err != nil {
 					msg.err = err
 					return msg
 				}
