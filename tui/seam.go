@@ -22,8 +22,11 @@ type PaneState struct {
 	Closed     string         // why not, as the status bar says ("crashed"), or ""
 	Active     bool           // the pane has the keyboard
 	// IdentityChanged: the chosen peer's identity changed and is not
-	// accepted yet.
+	// accepted yet; NewFingerprint is the new identity's fingerprint once
+	// its safety number is shown ("" before: ctrl+t accepts only what was
+	// shown).
 	IdentityChanged bool
+	NewFingerprint  string
 	Inbound         int // messages pending a decision (the inbox's total)
 	Outbound        int // messages pending an ACK (the outbox's total)
 	Shown           int // entries the conversation in view shows
@@ -54,6 +57,9 @@ func (m Model) Pane(i int) PaneState {
 	p := &m.panes[i]
 	st := PaneState{Self: p.self, Peer: p.peer, Open: p.att != nil, Closed: p.closed, Active: p.active,
 		IdentityChanged: p.changed[p.peer] != nil, Inbound: p.in().Total(), Outbound: p.out().Total(), Shown: len(p.tl().Entries())}
+	if ch := p.changed[p.peer]; ch != nil {
+		st.NewFingerprint = ch.fingerprint
+	}
 	if p.group != nil {
 		st.Group = p.comp().GroupName()
 	} else {

@@ -343,6 +343,10 @@ func changedShown(i int, shown bool) check {
 			return fmt.Errorf("%s has not accepted %s's new identity", p.Self, p.Peer)
 		}
 		if shown {
+			// ctrl+t accepts the key whose safety number is shown: it must be.
+			if p.NewFingerprint == "" {
+				return fmt.Errorf("%s does not show the safety number of %s's new identity yet", p.Self, p.Peer)
+			}
 			return nil
 		}
 		c, err := v.client(p.Self)
