@@ -99,6 +99,7 @@ func cmdRelay(ctx context.Context, env *cliEnv, cmd *command, args []string) err
 	adminListen := f.String("admin-listen", "", "serve /healthz and /metrics on this address only (default: on --listen)")
 	lim := relayLimitFlags(f)
 	blobFlags := relayBlobFlags(f)
+	floodFlags := relayFloodFlags(f)
 	if _, err := f.parse(env, args, 0, 0); err != nil {
 		return err
 	}
@@ -119,6 +120,9 @@ func cmdRelay(ctx context.Context, env *cliEnv, cmd *command, args []string) err
 	}
 	limits, proxies, err := lim.resolve()
 	if err != nil {
+		return err
+	}
+	if err := floodFlags.resolve(&limits); err != nil {
 		return err
 	}
 	if err := blobFlags.resolve(&limits); err != nil {
@@ -354,4 +358,33 @@ func (r *relayLimits) resolve() (relayserver.Limits, []netip.Prefix, error) {
 		}
 	}
 	return l, proxies, nil
+}
+
+// relayFloods are the flags of parley relay against floods: of refused
+// frames, and of changes to an address's records (docs/relay.md, Limits).
+type relayFloods struct {
+	refusalRate            *float64
+	refusalBurst           *int
+	floodsPerIP            *int
+	writeRate, ipWriteRate *float64
+}
+
+func relayFloodFlags(f *flags) *relayFloods {
+	return &relayFloods{
+		refusalRate:  f.Float64("refusal-rate", relayserver.DefaultRefusalRate, "messages and control frames per second one connection may send over its buckets (refused) before it is closed"),
+		refusalBurst: f.Int("refusal-burst", relayserver.DefaultRefusalBurst, "burst of --refusal-rate"),
+		floodsPerIP:  f.Int("floods-per-ip", relayserver.DefaultFloodBurst, "connections of one remote IP closed for flooding before the relay refuses its new ones at accept (then one more a minute)"),
+		writeRate:    f.Float64("write-rate", relayserver.DefaultWriteRate, "block-list changes and bundle publications per second one address may make (burst 20)"),
+		ipWriteRate:  f.Float64("ip-write-rate", relayserver.DefaultIPWriteRate, "block-list changes and bundle publications per second from one remote IP (burst 200)"),
+	}
+}
+
+// resolve sets the flood limits of l from the flags.
+func (r *relayFloods) resolve(l *relayserver.Limits) error {
+	if *r.refusalRate <= 0 || *r.refusalBurst < 1 || *r.floodsPerIP < 1 || *r.writeRate <= 0 || *r.ipWriteRate <= 0 {
+		return usagef("--refusal-rate, --refusal-burst, --floods-per-ip, --write-rate and --ip-write-rate must be positive")
+	}
+	l.RefusalRate, l.RefusalBurst, l.FloodBurst = *r.refusalRate, *r.refusalBurst, *r.floodsPerIP
+	l.WriteRate, l.IPWriteRate = *r.writeRate, *r.ipWriteRate
+	return nil
 }

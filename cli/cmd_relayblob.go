@@ -15,26 +15,39 @@ import (
 
 // relayBlobs are the blob flags of parley relay.
 type relayBlobs struct {
-	maxSize, addressBytes, ipBytes, totalBytes *string
-	lifetime                                   *time.Duration
+	maxSize, addressBytes, ipBytes, totalBytes, reserveBytes *string
+	lifetime, idleLifetime                                   *time.Duration
 }
 
 func relayBlobFlags(f *flags) *relayBlobs {
 	return &relayBlobs{
 		maxSize:      f.String("blob-max-size", "128MiB", "the largest blob (an encrypted file) the relay takes"),
-		addressBytes: f.String("blob-address-bytes", "256MiB", "blob bytes one address may have on the relay (charged whole at creation)"),
+		addressBytes: f.String("blob-address-bytes", "256MiB", "blob bytes one address may have on the relay (charged as uploaded, 64KiB from creation)"),
 		ipBytes:      f.String("blob-ip-bytes", "256MiB", "blob bytes created from one remote IP the relay holds"),
 		totalBytes:   f.String("blob-total-bytes", "1GiB", "blob bytes the relay holds in all, apart from the envelopes' --total-bytes"),
+		reserveBytes: f.String("blob-reserve-bytes", "", "blob bytes of the total kept for IPs holding little: past the rest, an IP may hold a sixteenth of it (default a quarter of --blob-total-bytes; 0B: none)"),
 		lifetime:     f.Duration("blob-lifetime", relayserver.DefaultBlobLifetime, "how long a blob is kept from its creation"),
+		idleLifetime: f.Duration("blob-idle-lifetime", relaystore.DefaultBlobIdleLifetime, "how long an incomplete blob is kept without an upload"),
 	}
 }
 
 // resolve sets the blob limits of l from the flags.
 func (r *relayBlobs) resolve(l *relayserver.Limits) error {
-	if *r.lifetime <= 0 {
-		return usagef("--blob-lifetime must be positive")
+	if *r.lifetime <= 0 || *r.idleLifetime <= 0 {
+		return usagef("--blob-lifetime and --blob-idle-lifetime must be positive")
 	}
-	l.BlobLifetime = *r.lifetime
+	l.BlobLifetime, l.Blobs.IdleLifetime = *r.lifetime, *r.idleLifetime
+	switch *r.reserveBytes {
+	case "":
+	case "0", "0B":
+		l.Blobs.ReserveBytes = -1
+	default:
+		n, err := humanize.ParseBytes(*r.reserveBytes)
+		if err != nil || n > 1<<40 {
+			return usagef("--blob-reserve-bytes %q: want a size such as 256MiB, at most 1TiB", *r.reserveBytes)
+		}
+		l.Blobs.ReserveBytes = int64(n)
+	}
 	for _, b := range []struct {
 		flag string
 		in   string

@@ -337,17 +337,23 @@ func (c *Client) upload(ctx context.Context, blobs BlobRelay, f *os.File, rec *U
 	}
 	h := sha256.New()
 	plain := make([]byte, m.ChunkSize)
-	ct := make([]byte, 0, int(m.ChunkSize)+wire.FileTagSize)
+	per := uint32(chunksPerPut(m, held))
+	ct := make([]byte, 0, int(per)*(int(m.ChunkSize)+wire.FileTagSize))
 	for i := uint32(0); i < m.Chunks; i++ {
 		n := m.ChunkPlainSize(i)
 		if _, err := io.ReadFull(f, plain[:n]); err != nil {
 			return m, id, fmt.Errorf("send file %s: %w (%w)", rec.Path, ErrFileChanged, err)
 		}
-		ct = s.seal(ct[:0], i, plain[:n])
-		h.Write(ct)
-		off := chunkOffset(m, i)
-		if off < held {
-			continue // the relay holds it: only the digest needs it
+		first := i - i%per // the put's first chunk
+		if i == first {
+			ct = ct[:0]
+		}
+		sealed := len(ct)
+		ct = s.seal(ct, i, plain[:n])
+		h.Write(ct[sealed:])
+		off := chunkOffset(m, first)
+		if i+1 < m.Chunks && i+1 < first+per || off < held {
+			continue // the put is not full yet, or the relay holds it: only the digest needs it
 		}
 		if err := c.fail("file-upload", "before-chunk"); err != nil {
 			return m, id, err
@@ -364,6 +370,23 @@ func (c *Client) upload(ctx context.Context, blobs BlobRelay, f *os.File, rec *U
 	}
 	copy(m.Digest[:], h.Sum(nil))
 	return m, id, nil
+}
+
+// chunksPerPut is how many sealed chunks one put of an upload carries: as
+// many as make it wire.MinBlobChunk, the least a relay takes in a write that
+// does not complete its blob, and never past wire.MaxBlobChunk (a sealed
+// chunk is at most that, so a put of chunks under MinBlobChunk stays
+// under twice MinBlobChunk). Every put but the last then has one size, the
+// blob's chunk size to the relay. An upload a relay already holds in part
+// at another boundary (one begun by a build that put a chunk at a time)
+// goes on a chunk at a time.
+func chunksPerPut(m wire.FileManifest, held int64) int64 {
+	sealed := int64(m.ChunkSize) + wire.FileTagSize
+	per := max(1, (wire.MinBlobChunk+sealed-1)/sealed)
+	if held%(per*sealed) != 0 && held < m.CipherSize() {
+		return 1
+	}
+	return per
 }
 
 // sendManifest stores and sends the manifest of a complete upload (unless

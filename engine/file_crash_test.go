@@ -20,15 +20,16 @@ import (
 	"github.com/parley-chat/parley/wire"
 )
 
-// countingBlobs counts the chunks put and got, to see where a transfer
-// resumed.
+// countingBlobs counts the chunks put (several a put: chunksPerPut) and
+// got, to see where a transfer resumed.
 type countingBlobs struct {
 	*enginetest.Blobs
 	puts, gets atomic.Int64
 }
 
 func (c *countingBlobs) PutBlob(ctx context.Context, id wire.BlobID, off int64, data []byte) error {
-	c.puts.Add(1)
+	const sealed = testChunk + wire.FileTagSize
+	c.puts.Add(int64(len(data)+sealed-1) / sealed)
 	return c.Blobs.PutBlob(ctx, id, off, data)
 }
 
@@ -143,7 +144,7 @@ func TestFileTransferSurvivesSIGKILL(t *testing.T) {
 		name, upKill, downKill string
 		upDone, downDone       int64 // chunks durable at the kill
 	}{
-		{"mid-chunks", "file-upload/after-chunk#40", "file-fetch/after-chunk#50", 40, 50},
+		{"mid-chunks", "file-upload/after-chunk#4", "file-fetch/after-chunk#50", 4 * chunksPerPut, 50},
 		{"before a chunk", "file-upload/before-chunk#1", "file-fetch/before-chunk#1", 0, 0},
 		{"around manifest and commit", "file-upload/after-manifest#1", "file-fetch/before-commit#1", chunks, chunks},
 	} {

@@ -21,6 +21,10 @@ import (
 // few hundred KiB has many chunk boundaries to fail at.
 const testChunk = 4096
 
+// chunksPerPut is how many of them go in one put: as many as make
+// wire.MinBlobChunk, the least write a relay takes but the last.
+const chunksPerPut = (wire.MinBlobChunk + testChunk + wire.FileTagSize - 1) / (testChunk + wire.FileTagSize)
+
 // fileWorld is fpWorld with a blob store in the same directory, so that a
 // child process and its parent share profiles, relay and blobs.
 type fileWorld struct {
@@ -377,7 +381,9 @@ func TestFileFailpointsAsErrors(t *testing.T) {
 	} {
 		t.Run(point, func(t *testing.T) {
 			w := newFileWorld(t, t.TempDir())
-			src, sum := writeRandomFile(t, t.TempDir(), "a.bin", 5*testChunk+1, 8)
+			// Three puts (and 33 chunks to fetch): the chunk failpoints fail
+			// the third.
+			src, sum := writeRandomFile(t, t.TempDir(), "a.bin", 2*chunksPerPut*testChunk+1, 8)
 			hits := 0
 			fp := func(p string) error {
 				if p == point {

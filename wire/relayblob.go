@@ -51,6 +51,14 @@ const (
 	// carries: 256 KiB less 64 bytes, so that the message with its header
 	// (34 bytes) fits MaxRelayMessageSize, the websocket read limit.
 	MaxBlobChunk = 256<<10 - 64
+	// MinBlobChunk is the least a BlobPut writes unless it completes its
+	// blob: the first put of a blob sets the blob's chunk size (at least
+	// this, at most MaxBlobChunk), and every later one writes exactly that
+	// many bytes, but the last, which may write fewer. So a relay keeps at
+	// most one chunk's overhead per 64 KiB and finds the chunk holding any
+	// offset by a division. A put that breaks the rule is Error{bad
+	// request}; nothing else of the layout changes.
+	MinBlobChunk = 64 << 10
 	// MaxBlobSize bounds every size and offset of the protocol (1 TiB), so
 	// that each fits an int64 with room to add a chunk. A relay's own
 	// limit is far lower.

@@ -26,7 +26,7 @@ func (c *conn) blob(req uint32, m wire.RelayMessage) bool {
 	case wire.BlobCreate:
 		s.blobMetrics.requests.WithLabelValues(blobOpCreate).Inc()
 		expires := now.Add(s.lim.BlobLifetime)
-		id, err := s.blobs.CreateBlob(c.ctx, m.Size, relaystore.BlobOwner{Address: c.addr, IP: c.ip}, expires)
+		id, err := s.blobs.CreateBlob(c.ctx, m.Size, relaystore.BlobOwner{Address: c.addr, IP: c.ip}, now, expires)
 		if err != nil {
 			return c.blobFailed(req, wire.BlobID{}, "create blob", err)
 		}
@@ -77,17 +77,25 @@ var blobRefusals = []struct {
 	{relaystore.ErrBlobAddressQuota, wire.BlobQuota, "address_share"},
 	{relaystore.ErrBlobIPQuota, wire.BlobQuota, "ip_share"},
 	{relaystore.ErrBlobStoreFull, wire.BlobQuota, "store_full"},
+	{relaystore.ErrBlobReserve, wire.BlobQuota, "reserve"},
 	{relaystore.ErrBlobQuota, wire.BlobQuota, "quota"},
+	// No reason of the protocol: an Error{bad request} (blobFailed).
+	{relaystore.ErrBlobChunk, 0, "chunk_size"},
 }
 
 // blobFailed answers a blob request the store failed: a BlobRefused for a
 // refusal, an internal error for anything else.
 func (c *conn) blobFailed(req uint32, id wire.BlobID, what string, err error) bool {
 	for _, r := range blobRefusals {
-		if errors.Is(err, r.err) {
-			c.s.blobMetrics.refused.WithLabelValues(r.label).Inc()
-			return c.reply(encode(req, wire.BlobRefused{ID: id, Reason: r.reason}))
+		if !errors.Is(err, r.err) {
+			continue
 		}
+		c.s.blobMetrics.refused.WithLabelValues(r.label).Inc()
+		if r.reason == 0 {
+			// A client that breaks the chunk rule is not one of ours.
+			return c.reply(errorMsg(req, wire.ErrorBadRequest, err.Error()))
+		}
+		return c.reply(encode(req, wire.BlobRefused{ID: id, Reason: r.reason}))
 	}
 	c.s.log.Error(what, "err", cause(err))
 	return c.reply(errorMsg(req, wire.ErrorInternal, "the relay could not "+what))

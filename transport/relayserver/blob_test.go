@@ -53,8 +53,8 @@ func wantHeld(tb testing.TB, c *transport.Conn, id wire.BlobID, held, size int64
 func TestBlobUploadResumeDownload(t *testing.T) {
 	r := startRelay(t, Config{})
 	alice, bob := newDevice(t, "alice/1"), newDevice(t, "bob/1")
-	// Over one chunk of the protocol, so that PutBlob and GetBlob split it.
-	content := randomBytes(wire.MaxBlobChunk + 3000)
+	// Over two chunks of the protocol, so that PutBlob and GetBlob split it.
+	content := randomBytes(2*wire.MaxBlobChunk + 3000)
 	ca := dial(t, r, alice)
 	id, err := ca.CreateBlob(ctxT(t), int64(len(content)))
 	if err != nil {
@@ -64,8 +64,8 @@ func TestBlobUploadResumeDownload(t *testing.T) {
 	if f, ok := ca.RelayFeatures(); !ok || !f.Has(wire.FeatureBlobs) {
 		t.Fatalf("features %v (known %v): want blobs", f, ok)
 	}
-	half := int64(len(content) / 2)
-	upload(t, ca, id, 0, content[:half], 4096)
+	half := int64(wire.MaxBlobChunk) // the blob's chunk size, from its first write
+	upload(t, ca, id, 0, content[:half], wire.MaxBlobChunk)
 	cb := dial(t, r, bob)
 	if _, err := cb.GetBlob(ctxT(t), id, 0, 10); !errors.Is(err, engine.ErrBlobIncomplete) {
 		t.Fatalf("read of a half-uploaded blob: %v, want engine.ErrBlobIncomplete", err)
@@ -90,7 +90,7 @@ func TestBlobUploadResumeDownload(t *testing.T) {
 	if err != nil || !bytes.Equal(got, content) {
 		t.Fatalf("read of the whole blob: %d bytes, %v; want the %d uploaded", len(got), err, len(content))
 	}
-	ranges := []struct{ off, n int }{{0, 1}, {4095, 2}, {int(half) - 5, 10}, {len(content) - 7, 100}, {len(content), 5}}
+	ranges := []struct{ off, n int }{{0, 1}, {4095, 2}, {int(half) - 5, 10}, {int(half) + 5, wire.MaxBlobChunk}, {len(content) - 7, 100}, {len(content), 5}}
 	for _, rg := range ranges {
 		got, err := cb.GetBlob(ctxT(t), id, int64(rg.off), rg.n)
 		want := content[min(rg.off, len(content)):min(rg.off+rg.n, len(content))]
@@ -130,16 +130,20 @@ func (c *clock) add(d time.Duration) {
 func TestBlobExpires(t *testing.T) {
 	clk := &clock{now: time.Now()}
 	r := startRelay(t, Config{Now: clk.Now, Limits: Limits{BlobLifetime: time.Hour,
-		Blobs: relaystore.BlobLimits{TotalBytes: 100 << 10, MinCharge: 1}}})
+		Blobs: relaystore.BlobLimits{TotalBytes: 100 << 10, MinCharge: 1, ReserveBytes: -1}}})
 	alice := newDevice(t, "alice/1")
 	c := dial(t, r, alice)
 	id, err := c.CreateBlob(ctxT(t), 60<<10)
 	if err != nil {
 		t.Fatal(err)
 	}
-	upload(t, c, id, 0, randomBytes(60<<10), 16<<10)
-	if _, err := c.CreateBlob(ctxT(t), 60<<10); !errors.Is(err, engine.ErrBlobQuota) {
-		t.Fatalf("a second blob over the total: %v, want engine.ErrBlobQuota", err)
+	upload(t, c, id, 0, randomBytes(60<<10), 60<<10)
+	second, err := c.CreateBlob(ctxT(t), 60<<10)
+	if err != nil {
+		t.Fatal(err) // charged one byte
+	}
+	if err := c.PutBlob(ctxT(t), second, 0, randomBytes(60<<10)); !errors.Is(err, engine.ErrBlobQuota) {
+		t.Fatalf("a second blob's bytes over the total: %v, want engine.ErrBlobQuota", err)
 	}
 	// The blob quotas are apart from the envelopes': mail still flows.
 	mustSubmit(t, c, envelope(alice, alice, "a full blob store takes no mail away"))
@@ -151,44 +155,56 @@ func TestBlobExpires(t *testing.T) {
 	if _, _, err := c.BlobHeld(ctxT(t), id); !errors.Is(err, engine.ErrBlobExpired) {
 		t.Fatalf("stat after the sweep: %v, want engine.ErrBlobExpired", err)
 	}
-	if got := r.metric(t, "parley_relay_blobs_expired_total"); got != 1 {
-		t.Fatalf("parley_relay_blobs_expired_total %v, want 1", got)
+	if got := r.metric(t, "parley_relay_blobs_expired_total"); got != 2 {
+		t.Fatalf("parley_relay_blobs_expired_total %v, want 2 (the second, refused, expired too)", got)
 	}
-	if _, err := c.CreateBlob(ctxT(t), 60<<10); err != nil {
-		t.Fatalf("a blob once the expired one was swept: %v", err)
+	third, err := c.CreateBlob(ctxT(t), 60<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.PutBlob(ctxT(t), third, 0, randomBytes(60<<10)); err != nil {
+		t.Fatalf("a blob's bytes once the expired ones were swept: %v", err)
 	}
 }
 
-// TestBlobQuotaVictim: two addresses from one IP exhaust its blob share,
-// one of them its own share first; an address on another IP still uploads.
+// TestBlobQuotaVictim: two addresses from one IP exhaust its blob share by
+// uploading, one of them its own share first; an address on another IP
+// still uploads.
 func TestBlobQuotaVictim(t *testing.T) {
 	r := startRelay(t, Config{Limits: Limits{Blobs: relaystore.BlobLimits{
 		MaxSize: 64 << 10, AddressBytes: 96 << 10, IPBytes: 128 << 10, TotalBytes: 1 << 20, MinCharge: 1}}})
 	mallory := mustDialFrom(t, r, newDevice(t, "mallory/1"), "127.0.0.1")
 	mallory2 := mustDialFrom(t, r, newDevice(t, "mallory/2"), "127.0.0.1")
 	victim := mustDialFrom(t, r, newDevice(t, "victim/1"), "127.0.0.2")
-	create := func(c *transport.Conn, size int64) (wire.BlobID, error) { return c.CreateBlob(ctxT(t), size) }
-	if _, err := create(mallory, 64<<10+1); !errors.Is(err, engine.ErrBlobQuota) {
+	// fill creates a blob of size bytes and uploads it in one write.
+	fill := func(c *transport.Conn, size int64) error {
+		id, err := c.CreateBlob(ctxT(t), size)
+		if err != nil {
+			return err
+		}
+		return c.PutBlob(ctxT(t), id, 0, randomBytes(int(size)))
+	}
+	if _, err := mallory.CreateBlob(ctxT(t), 64<<10+1); !errors.Is(err, engine.ErrBlobQuota) {
 		t.Fatalf("a blob over the largest: %v, want engine.ErrBlobQuota", err)
 	}
-	if _, err := create(mallory, 64<<10); err != nil {
+	if err := fill(mallory, 64<<10); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := create(mallory, 64<<10); !errors.Is(err, engine.ErrBlobQuota) {
+	if err := fill(mallory, 64<<10); !errors.Is(err, engine.ErrBlobQuota) {
 		t.Fatalf("past the address's share: %v, want engine.ErrBlobQuota", err)
 	}
-	if _, err := create(mallory2, 64<<10); err != nil {
+	if err := fill(mallory2, 63<<10); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := create(mallory2, 1); !errors.Is(err, engine.ErrBlobQuota) {
+	if err := fill(mallory2, 2<<10); !errors.Is(err, engine.ErrBlobQuota) {
 		t.Fatalf("past the IP's share: %v, want engine.ErrBlobQuota", err)
 	}
 	content := randomBytes(64 << 10)
-	id, err := create(victim, int64(len(content)))
+	id, err := victim.CreateBlob(ctxT(t), int64(len(content)))
 	if err != nil {
 		t.Fatalf("the victim on another IP: %v", err)
 	}
-	upload(t, victim, id, 0, content, 8<<10)
+	upload(t, victim, id, 0, content, wire.MinBlobChunk)
 	if got, err := victim.GetBlob(ctxT(t), id, 0, len(content)); err != nil || !bytes.Equal(got, content) {
 		t.Fatalf("the victim reads back %d bytes, %v", len(got), err)
 	}
@@ -255,21 +271,22 @@ func TestBlobResumeAfterRelayRestart(t *testing.T) {
 	blobs := openBlobs()
 	r := startSQLiteRelay(t, dir, Config{Blobs: blobs})
 	alice := newDevice(t, "alice/1")
-	content := randomBytes(40 << 10)
+	content := randomBytes(3*wire.MinBlobChunk + 5000)
 	c := dial(t, r, alice)
 	id, err := c.CreateBlob(ctxT(t), int64(len(content)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	upload(t, c, id, 0, content[:24<<10], 8<<10)
+	held := 2 * wire.MinBlobChunk
+	upload(t, c, id, 0, content[:held], wire.MinBlobChunk)
 	c.Close()
 	r.stop()
 	blobs.Close()
 
 	r = startSQLiteRelayOn(t, r.addr, dir, Config{Blobs: openBlobs()})
 	c = dial(t, r, alice)
-	wantHeld(t, c, id, 24<<10, int64(len(content)))
-	upload(t, c, id, 24<<10, content[24<<10:], 8<<10)
+	wantHeld(t, c, id, int64(held), int64(len(content)))
+	upload(t, c, id, int64(held), content[held:], wire.MinBlobChunk)
 	if got, err := dial(t, r, newDevice(t, "bob/1")).GetBlob(ctxT(t), id, 0, len(content)); err != nil || !bytes.Equal(got, content) {
 		t.Fatalf("bob reads %d bytes, %v; want the %d uploaded", len(got), err, len(content))
 	}

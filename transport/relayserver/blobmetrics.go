@@ -48,7 +48,7 @@ func newBlobMetrics(reg *prometheus.Registry, blobs relaystore.BlobStore, timeou
 	if blobs != nil {
 		reg.MustRegister(&blobGauges{store: blobs, timeout: timeout, log: log,
 			blobs:   prometheus.NewDesc("parley_relay_blobs", "Blobs held, complete or not.", nil, nil),
-			charged: prometheus.NewDesc("parley_relay_blob_bytes_charged", "Blob bytes charged against the total blob quota (reserved at creation).", nil, nil),
+			charged: prometheus.NewDesc("parley_relay_blob_bytes_charged", "Blob bytes charged against the total blob quota (what the blobs hold, at least 64 KiB each).", nil, nil),
 			held:    prometheus.NewDesc("parley_relay_blob_bytes_held", "Blob bytes uploaded.", nil, nil),
 		})
 	}

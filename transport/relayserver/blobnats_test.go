@@ -11,6 +11,7 @@ import (
 	"github.com/parley-chat/parley/transport/relaystore"
 	"github.com/parley-chat/parley/transport/relaystore/natsstore"
 	"github.com/parley-chat/parley/transport/relaystore/natsstore/natstest"
+	"github.com/parley-chat/parley/wire"
 )
 
 // TestBlobAcrossNATSRelays: two relays on one JetStream cluster share one
@@ -36,19 +37,21 @@ func TestBlobAcrossNATSRelays(t *testing.T) {
 	}
 	ra, rb := open(), open()
 	alice := newDevice(t, "alice/1")
-	content := randomBytes(50 << 10)
+	const chunk = wire.MinBlobChunk
+	content := randomBytes(5*chunk + 1000)
 	ca := dial(t, ra, alice)
 	id, err := ca.CreateBlob(ctxT(t), int64(len(content)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	upload(t, ca, id, 0, content[:20<<10], 10<<10)
+	upload(t, ca, id, 0, content[:2*chunk], chunk)
 	ca.Close()
 	ca = dial(t, rb, alice)
-	wantHeld(t, ca, id, 20<<10, int64(len(content)))
-	upload(t, ca, id, 20<<10, content[20<<10:], 10<<10)
+	wantHeld(t, ca, id, 2*chunk, int64(len(content)))
+	upload(t, ca, id, 2*chunk, content[2*chunk:], chunk)
 	cb := dial(t, ra, newDevice(t, "bob/1"))
-	if got, err := cb.GetBlob(ctxT(t), id, 15<<10, 30<<10); err != nil || !bytes.Equal(got, content[15<<10:45<<10]) {
+	// The largest read, across five chunks.
+	if got, err := cb.GetBlob(ctxT(t), id, chunk/2, wire.MaxBlobChunk); err != nil || !bytes.Equal(got, content[chunk/2:chunk/2+wire.MaxBlobChunk]) {
 		t.Fatalf("bob reads a range through the other relay: %d bytes, %v", len(got), err)
 	}
 	clk.add(time.Hour)

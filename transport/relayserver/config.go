@@ -63,9 +63,10 @@ type Limits struct {
 	EnvelopeLifetime time.Duration
 	SweepInterval    time.Duration
 	// Blobs are the blob store's quotas (its defaults: the largest blob
-	// 128 MiB, an address's and an IP's share 256 MiB each, 1 GiB in
-	// all), separate from the envelope quotas; NewMemory hands them to its
-	// blob store, and a caller opening its own passes them to it.
+	// 128 MiB, an address's and an IP's share 256 MiB each, 1 GiB in all
+	// with a quarter kept in reserve, an incomplete blob idle for an hour
+	// expired), separate from the envelope quotas; NewMemory hands them to
+	// its blob store, and a caller opening its own passes them to it.
 	// BlobLifetime is how long a blob lives from its creation (7 days);
 	// the sweep deletes it then.
 	Blobs        relaystore.BlobLimits
@@ -128,6 +129,25 @@ type Limits struct {
 	MessageBurst int
 	ByteRate     float64
 	ByteBurst    int
+	// RefusalRate/RefusalBurst bound what a connection sends over those
+	// buckets: each message or control frame refused by them takes a token
+	// here, and a connection with none left is closed (disconnect reason
+	// over_budget), so that a flood of refused frames ends instead of
+	// costing the relay a read and a refusal each. Default 250/s, burst
+	// 1,000: a client that pauses after a refusal (the transport client
+	// waits at least 10 ms) stays far below.
+	RefusalRate  float64
+	RefusalBurst int
+	// FloodRate/FloodBurst bound the connections of one remote IP that the
+	// relay closes for flooding (a control frame before authentication, or
+	// frames past the refusal allowance): past them every new connection
+	// from that IP is closed where it is accepted (429 before the upgrade
+	// behind a trusted proxy) until the bucket refills. Without it a
+	// flooder would dial again and again, and the relay would pay a new
+	// handshake each time. Default 4 at once, then one a minute; an honest
+	// client is never closed for flooding.
+	FloodRate  float64
+	FloodBurst int
 	// FetchRate/FetchBurst bound the bundle fetches one address makes,
 	// across all its connections; TargetFetchRate/TargetFetchBurst the
 	// fetches of one address's bundle, whoever asks.
@@ -135,6 +155,19 @@ type Limits struct {
 	FetchBurst       int
 	TargetFetchRate  float64
 	TargetFetchBurst int
+	// WriteRate/WriteBurst bound the changes one address makes to its own
+	// records at the relay (SenderBlock, PublishBundle), across its
+	// connections; IPWriteRate/IPWriteBurst the same from one remote IP.
+	// Each is a durable write (a cluster write on NATS) and a publish
+	// checks three signatures, while a client makes a few an hour: one
+	// token per request was a write a millisecond per connection (issue
+	// 30, finding 5). Defaults: 1/s, burst 20 per address; 10/s, burst
+	// 200 per IP (a NAT's clients all publishing as a restarted relay
+	// comes back).
+	WriteRate    float64
+	WriteBurst   int
+	IPWriteRate  float64
+	IPWriteBurst int
 	// TargetOneTimeRate/TargetOneTimeBurst bound the one-time prekeys handed
 	// out of one address's pool (per second; default 20 at once, then one a
 	// minute). Beyond them a fetch gets the bundle without one, so a burst
@@ -183,7 +216,15 @@ const (
 	DefaultMessageBurst          = 2000
 	DefaultByteRate              = 32 << 20
 	DefaultByteBurst             = 32 << 20
+	DefaultRefusalRate           = 250
+	DefaultRefusalBurst          = 1000
+	DefaultFloodRate             = 1.0 / 60
+	DefaultFloodBurst            = 4
 	DefaultFetchRate             = 5
+	DefaultWriteRate             = 1
+	DefaultWriteBurst            = 20
+	DefaultIPWriteRate           = 10
+	DefaultIPWriteBurst          = 200
 	DefaultFetchBurst            = 50
 	DefaultHTTPReadHeaderTimeout = 5 * time.Second
 	DefaultHTTPReadTimeout       = 10 * time.Second
@@ -239,8 +280,16 @@ func (l Limits) withDefaults() (Limits, error) {
 	setInt(&l.MessageBurst, DefaultMessageBurst)
 	setRate(&l.ByteRate, DefaultByteRate)
 	setInt(&l.ByteBurst, DefaultByteBurst)
+	setRate(&l.RefusalRate, DefaultRefusalRate)
+	setInt(&l.RefusalBurst, DefaultRefusalBurst)
+	setRate(&l.FloodRate, DefaultFloodRate)
+	setInt(&l.FloodBurst, DefaultFloodBurst)
 	setRate(&l.FetchRate, DefaultFetchRate)
 	setInt(&l.FetchBurst, DefaultFetchBurst)
+	setRate(&l.WriteRate, DefaultWriteRate)
+	setInt(&l.WriteBurst, DefaultWriteBurst)
+	setRate(&l.IPWriteRate, DefaultIPWriteRate)
+	setInt(&l.IPWriteBurst, DefaultIPWriteBurst)
 	setInt(&l.MaxEnvelopeSize, wire.MaxEnvelopeSize)
 	setDur(&l.HTTPReadHeaderTimeout, DefaultHTTPReadHeaderTimeout)
 	setDur(&l.HTTPReadTimeout, DefaultHTTPReadTimeout)
@@ -262,7 +311,7 @@ func (l Limits) withDefaults() (Limits, error) {
 		return l, fmt.Errorf("read timeout %v must exceed the ping interval %v", l.ReadTimeout, l.PingInterval)
 	case l.SendQueue < 1 || l.Window < 1 || l.Page < 1:
 		return l, errors.New("queue, window and page must be positive")
-	case l.MessageBurst < 1 || l.FetchBurst < 1 || l.TargetFetchBurst < 1 || l.TargetOneTimeBurst < 1 || l.RegistrationBurst < 1:
+	case l.MessageBurst < 1 || l.RefusalBurst < 1 || l.FloodBurst < 1 || l.WriteBurst < 1 || l.IPWriteBurst < 1 || l.FetchBurst < 1 || l.TargetFetchBurst < 1 || l.TargetOneTimeBurst < 1 || l.RegistrationBurst < 1:
 		return l, errors.New("bursts must be positive")
 	case l.IPv6PrefixBits < 1 || l.IPv6PrefixBits > 128:
 		return l, errors.New("the IPv6 prefix must be 1..128 bits")

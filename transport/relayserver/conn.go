@@ -2,10 +2,12 @@ package relayserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -21,7 +23,24 @@ const (
 	// that the peer's last frames do not turn the close into a reset that
 	// would swallow the close frame (a 1009 after an oversized frame, say).
 	lingerBytes = 2 * wire.MaxRelayMessageSize
+	// controlRate and controlBurst bound the pings and pongs a connection
+	// sends, on top of the message and byte buckets they also pay from:
+	// a client pings every 20 s and answers the relay's pings, which come
+	// as often, so one a second with a burst of 8 is room to spare, and a
+	// flood of pings costs the relay at most that many pongs before its
+	// frames are refused.
+	controlRate  = 1
+	controlBurst = 8
 )
+
+// errControlBeforeAuth ends a connection that sends a ping or a pong before
+// it authenticated: the relay serves nothing but the auth exchange then, and
+// reading frames for a connection that proved nothing must end at once.
+var errControlBeforeAuth = errors.New("control frame before authentication")
+
+// errOverBudget ends a connection that kept sending over its buckets
+// (Limits.RefusalRate).
+var errOverBudget = errors.New("over budget: frames refused past the refusal allowance")
 
 // conn is one client's websocket on the relay. Its handler goroutine
 // authenticates and then reads; once authenticated, every write is made by
@@ -68,7 +87,14 @@ type conn struct {
 	closeCode  int
 	closeText  string
 
+	// flooded: the connection ends for frames it should not have sent (a
+	// control frame before authentication, frames past its refusal
+	// allowance), and closes without lingering over what it still sends.
+	flooded atomic.Bool
+
 	msgs, bytes *rate.Limiter
+	control     *rate.Limiter // pings and pongs (controlRate)
+	refusals    *rate.Limiter // frames refused by the buckets (Limits.RefusalRate)
 
 	mu          sync.Mutex
 	outstanding map[uint64]leased // leased, unacknowledged rows
@@ -89,6 +115,8 @@ func newConn(s *Server, ws *websocket.Conn, ip string) *conn {
 		writerDone:  make(chan struct{}),
 		msgs:        limiter(lim.MessageRate, lim.MessageBurst),
 		bytes:       limiter(lim.ByteRate, lim.ByteBurst),
+		control:     rate.NewLimiter(controlRate, controlBurst),
+		refusals:    limiter(lim.RefusalRate, lim.RefusalBurst),
 		outstanding: make(map[uint64]leased),
 	}
 }
@@ -99,10 +127,26 @@ func newConn(s *Server, ws *websocket.Conn, ip string) *conn {
 func (c *conn) run(authenticated func()) {
 	s := c.s
 	defer c.cancel()
-	defer lingerClose(c.ws.NetConn())
-	// Before authentication only the auth exchange is served: a ping gets
-	// no pong (gorilla's default handler would answer every one).
-	c.ws.SetPingHandler(func(string) error { return nil })
+	defer func() {
+		if c.flooded.Load() {
+			// A flood the relay refused: what the peer still sends is
+			// not worth reading, nor the close frame worth saving, and
+			// its IP is a step nearer to being refused at accept.
+			s.floods.allow(c.ip, time.Now())
+			c.ws.NetConn().Close()
+			return
+		}
+		lingerClose(c.ws.NetConn())
+	}()
+	// Before authentication only the auth exchange is served: a ping or a
+	// pong ends the connection (gorilla's default handler would answer
+	// every ping, and ignoring them would still read a flood for free).
+	refuseControl := func(string) error {
+		c.flooded.Store(true)
+		return errControlBeforeAuth
+	}
+	c.ws.SetPingHandler(refuseControl)
+	c.ws.SetPongHandler(refuseControl)
 	ok := c.handshake()
 	if c.attached {
 		// Listed under its address by the handshake: unlisted at the end,
@@ -123,12 +167,13 @@ func (c *conn) run(authenticated func()) {
 		s.metrics.disconnected(dropKicked)
 		return
 	}
-	// Control frames pay from the connection's buckets like messages: a
-	// ping over them gets no pong, a pong over them does not count as
-	// life.
+	// Control frames pay from the connection's buckets like messages, and
+	// from a small bucket of their own: a ping over them gets no pong, a
+	// pong over them does not count as life, and either counts against the
+	// refusal allowance, past which the connection ends.
 	c.ws.SetPingHandler(func(data string) error {
-		if !c.allowControl(len(data)) {
-			return nil
+		if now := time.Now(); !c.allowControl(now, len(data)) {
+			return c.refusedFrame(now)
 		}
 		err := c.ws.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(s.lim.WriteTimeout))
 		if err == websocket.ErrCloseSent {
@@ -137,9 +182,10 @@ func (c *conn) run(authenticated func()) {
 		return err
 	})
 	c.ws.SetPongHandler(func(data string) error {
-		if c.allowControl(len(data)) {
-			c.ws.SetReadDeadline(time.Now().Add(s.lim.ReadTimeout))
+		if now := time.Now(); !c.allowControl(now, len(data)) {
+			return c.refusedFrame(now)
 		}
+		c.ws.SetReadDeadline(time.Now().Add(s.lim.ReadTimeout))
 		return nil
 	})
 	// The owner learns its one-time prekey pool at once, to top it up
@@ -167,16 +213,29 @@ func (c *conn) run(authenticated func()) {
 
 // allowControl takes a control frame of n bytes of payload from the
 // connection's buckets, counting a refusal as a message's.
-func (c *conn) allowControl(n int) bool {
+func (c *conn) allowControl(now time.Time, n int) bool {
 	switch {
-	case !c.msgs.Allow():
-		c.s.metrics.rateLimited.WithLabelValues(bucketMessages).Inc()
+	case !c.control.AllowN(now, 1):
+		c.s.metrics.rateLimitedIn(bucketControl)
 		return false
-	case !c.bytes.AllowN(time.Now(), n):
-		c.s.metrics.rateLimited.WithLabelValues(bucketBytes).Inc()
+	case !c.msgs.AllowN(now, 1):
+		c.s.metrics.rateLimitedIn(bucketMessages)
+		return false
+	case !c.bytes.AllowN(now, n):
+		c.s.metrics.rateLimitedIn(bucketBytes)
 		return false
 	}
 	return true
+}
+
+// refusedFrame counts a frame the buckets refused against the refusal
+// allowance: errOverBudget once it is spent, which ends the connection.
+func (c *conn) refusedFrame(now time.Time) error {
+	if c.refusals.AllowN(now, 1) {
+		return nil
+	}
+	c.flooded.Store(true)
+	return errOverBudget
 }
 
 // stop ends the connection from outside (shutdown).

@@ -43,13 +43,17 @@ const (
 	limitStrangerRoom       limit = "stranger_room"
 	limitStrangerIPShare    limit = "stranger_ip_share"
 	limitBlockList          limit = "block_list"
+	limitIPFloods           limit = "ip_floods"
+	limitAddressWrites      limit = "address_writes"
+	limitIPWrites           limit = "ip_writes"
 )
 
 // limits lists every limit, so that each series shows from the first
 // scrape.
 var limits = []limit{limitConnections, limitHandshakes, limitIPConnections, limitIPHandshakes, limitAddressConnections, limitIPRegistrations,
 	limitIPRegistered, limitFetchRequester, limitFetchTarget, limitOneTimeTarget, limitSenderQuota, limitIPShare, limitStoreFull, limitReserve,
-	limitSockets, limitIPSockets, limitStrangerRoom, limitStrangerIPShare, limitBlockList}
+	limitSockets, limitIPSockets, limitStrangerRoom, limitStrangerIPShare, limitBlockList, limitIPFloods,
+	limitAddressWrites, limitIPWrites}
 
 // keyedLimiters is one token bucket per key (an IP, an address), made on
 // first use. A bucket that has refilled completely is forgotten at the next
@@ -87,6 +91,18 @@ func (k *keyedLimiters) allow(key string, now time.Time) bool {
 		k.m[key] = l
 	}
 	return l.AllowN(now, 1)
+}
+
+// spent reports whether key's bucket is empty at now, without taking from
+// it (a key never charged has a full one).
+func (k *keyedLimiters) spent(key string, now time.Time) bool {
+	if k.r == rate.Inf {
+		return false
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	l := k.m[key]
+	return l != nil && l.TokensAt(now) < 1
 }
 
 // sweep forgets the buckets that are full again; callers hold mu.

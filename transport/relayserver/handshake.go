@@ -41,6 +41,8 @@ func (c *conn) handshake() bool {
 			c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.ClosePolicyViolation, "authentication timeout"), time.Now().Add(s.lim.WriteTimeout))
 		case errors.Is(err, websocket.ErrReadLimit):
 			s.metrics.authFailed(authMalformed)
+		case errors.Is(err, errControlBeforeAuth):
+			s.metrics.authFailed(authControl) // cut: nothing more is read or written
 		default:
 			s.metrics.authFailed(authProtocol)
 		}

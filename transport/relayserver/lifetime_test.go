@@ -114,7 +114,9 @@ func TestStrangersLeaveRoomForReaders(t *testing.T) {
 
 // TestEnvelopesExpire (finding 1): envelopes nobody reads go after their
 // lifetime (1 s here), on every backend; each is counted, its sender's live
-// connection hears it expired, and every quota is free again.
+// connection hears it expired (the sink wrote to mallory once, so mallory
+// is no stranger: a stranger hears nothing, TestStatusTellsStrangersNothing),
+// and every quota is free again.
 func TestEnvelopesExpire(t *testing.T) {
 	lim := Limits{EnvelopeLifetime: time.Second, SweepInterval: 50 * time.Millisecond, MessageRate: -1, ByteRate: -1}
 	for _, be := range []struct {
@@ -137,8 +139,13 @@ func TestEnvelopesExpire(t *testing.T) {
 		t.Run(be.name, func(t *testing.T) {
 			r := be.start(t)
 			sink, mallory := newDevice(t, "sink/1"), newDevice(t, "mallory/1")
-			mustDialFrom(t, r, sink, "127.0.0.2").Close()
+			cs := mustDialFrom(t, r, sink, "127.0.0.2")
 			cm := mustDialFrom(t, r, mallory, "127.0.0.2")
+			mustSubmit(t, cs, envelope(sink, mallory, "hello mallory"))
+			if err := cm.Acknowledge(ctxT(t), rowsOf(receiveN(t, cm, 1))); err != nil {
+				t.Fatal(err)
+			}
+			cs.Close()
 			const n = 5
 			sent := map[wire.EnvelopeID]bool{}
 			for i := range n {

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Every TCP connection is counted where it is accepted, whatever it then
@@ -61,6 +62,12 @@ func (l *countingListener) Accept() (net.Conn, error) {
 				a = a.Unmap()
 				ip, perIP = ipKey(a, s.lim.IPv6PrefixBits), !isTrusted(a, s.cfg.TrustedProxies)
 			}
+		}
+		if perIP && s.floods.spent(ip, time.Now()) {
+			// An IP that flooded lately: not worth a handshake.
+			s.metrics.limitedBy(limitIPFloods)
+			c.Close()
+			continue
 		}
 		if refused := s.sockets.acquire(ip, perIP, s.lim.MaxSockets, s.lim.MaxSocketsPerIP); refused != "" {
 			s.metrics.limitedBy(refused)

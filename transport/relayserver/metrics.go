@@ -29,6 +29,7 @@ type metrics struct {
 	dropped          prometheus.CounterFunc // read from the store's FaultCounter
 	duplicated       prometheus.CounterFunc
 	rateLimited      *prometheus.CounterVec
+	limitedByBucket  map[string]prometheus.Counter // rateLimited's series, looked up once
 	disconnects      *prometheus.CounterVec
 	bundlesPublished prometheus.Counter
 	bundlesFetched   prometheus.Counter
@@ -58,9 +59,11 @@ const (
 	authProtocol     authFailure = "protocol"
 	authInternal     authFailure = "internal"
 	authRateLimited  authFailure = "rate_limited"
+	authControl      authFailure = "control_frame" // a ping or pong before the Auth
 )
 
-var authFailures = []authFailure{authMalformed, authBadSignature, authExpired, authTaken, authTimeout, authProtocol, authInternal, authRateLimited}
+var authFailures = []authFailure{authMalformed, authBadSignature, authExpired, authTaken, authTimeout, authProtocol, authInternal, authRateLimited,
+	authControl}
 
 // authFailed counts a connection refused at authentication for r.
 func (m *metrics) authFailed(r authFailure) {
@@ -77,7 +80,14 @@ func (m *metrics) limitedBy(l limit) {
 const (
 	bucketMessages = "messages"
 	bucketBytes    = "bytes"
+	bucketControl  = "control" // pings and pongs, on top of the other two
 )
+
+// rateLimitedIn counts a message or control frame refused by a bucket: on
+// the path of a flood, so the series is not looked up by its label.
+func (m *metrics) rateLimitedIn(bucket string) {
+	m.limitedByBucket[bucket].Inc()
+}
 
 // dropReason is why a connection ended: the reason label of
 // parley_relay_disconnects_total.
@@ -93,11 +103,14 @@ const (
 	dropProtocol  dropReason = "protocol"
 	dropKicked    dropReason = "reregistered"
 	dropShutdown  dropReason = "shutdown"
+	// dropOverBudget: frames refused by the buckets past the connection's
+	// refusal allowance (Limits.RefusalRate).
+	dropOverBudget dropReason = "over_budget"
 )
 
 // dropReasons lists every drop reason, so that each series shows from the
 // first scrape.
-var dropReasons = []dropReason{dropPeer, dropReadLimit, dropTimeout, dropSlow, dropWrite, dropProtocol, dropKicked, dropShutdown}
+var dropReasons = []dropReason{dropPeer, dropReadLimit, dropTimeout, dropSlow, dropWrite, dropProtocol, dropKicked, dropShutdown, dropOverBudget}
 
 // disconnected counts a connection that ended for reason.
 func (m *metrics) disconnected(reason dropReason) {
@@ -141,7 +154,8 @@ func newMetrics(g *gaugeCollector, faults relaystore.Store) *metrics {
 			Help: "Accepted envelopes dropped by fault injection."}, dropped),
 		duplicated: prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "parley_relay_fault_duplicated_total",
 			Help: "Accepted envelopes stored twice by fault injection."}, duplicated),
-		rateLimited: counterVec("parley_relay_rate_limited_total", "Messages refused by a per-connection token bucket.", "bucket", bucketMessages, bucketBytes),
+		rateLimited: counterVec("parley_relay_rate_limited_total", "Messages and control frames refused by a per-connection token bucket.", "bucket",
+			bucketMessages, bucketBytes, bucketControl),
 		acceptToDeliver: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "parley_relay_accept_to_deliver_seconds",
 			Help: "From an envelope's acceptance to each delivery of it.", Buckets: latencyBuckets}),
 		leaseToAck: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "parley_relay_lease_to_ack_seconds",
@@ -158,6 +172,10 @@ func newMetrics(g *gaugeCollector, faults relaystore.Store) *metrics {
 		acceptForgotten: counter("parley_relay_accepted_peers_forgotten_total", "Accepted peers forgotten: past the per-address bound (least recently seen first) or the accepted lifetime."),
 		statuses: counterVec("parley_relay_envelope_status_total", "Envelope statuses told to senders (best effort), by state.", "state",
 			wire.EnvelopeTaken.String(), wire.EnvelopeExpired.String()),
+	}
+	m.limitedByBucket = make(map[string]prometheus.Counter)
+	for _, b := range []string{bucketMessages, bucketBytes, bucketControl} {
+		m.limitedByBucket[b] = m.rateLimited.WithLabelValues(b)
 	}
 	m.reg.MustRegister(
 		m.connectionsTotal, m.authFailures, m.disconnects, m.accepted, m.refused, m.delivered, m.acknowledged,

@@ -81,6 +81,23 @@ func (c *conn) recordAccept(peer string) {
 	s.metrics.acceptForgotten.Add(float64(forgot))
 }
 
+// overWrites takes a token for a change the authenticated address makes
+// to its own records (a block list, a bundle) from its bucket and its IP's;
+// when either has none it counts the refusal and returns what to tell the
+// client.
+func (c *conn) overWrites() string {
+	now := time.Now()
+	switch {
+	case !c.s.writesBy.allow(c.addr, now):
+		c.s.metrics.limitedBy(limitAddressWrites)
+		return "too many changes from " + c.addr + " lately: slow down"
+	case !c.s.writesFrom.allow(c.ip, now):
+		c.s.metrics.limitedBy(limitIPWrites)
+		return "too many changes from your IP lately: slow down"
+	}
+	return ""
+}
+
 // block adds a sender to the authenticated address's block list, or takes
 // it off, and answers Done.
 func (c *conn) block(req uint32, m wire.SenderBlock) bool {
@@ -90,6 +107,9 @@ func (c *conn) block(req uint32, m wire.SenderBlock) bool {
 	}
 	if m.Sender == c.addr {
 		return c.reply(errorMsg(req, wire.ErrorBadRequest, "an address does not block itself"))
+	}
+	if msg := c.overWrites(); msg != "" {
+		return c.limitedBy(req, msg)
 	}
 	err := s.store.Block(c.ctx, c.addr, m.Sender, m.Blocked)
 	switch {

@@ -23,6 +23,9 @@ func (c *conn) readLoop() dropReason {
 			switch {
 			case errors.Is(err, websocket.ErrReadLimit):
 				return dropReadLimit // gorilla has sent the 1009 close
+			case errors.Is(err, errOverBudget):
+				c.overBudget(0)
+				return dropOverBudget
 			case errors.As(err, &ne) && ne.Timeout():
 				return dropTimeout
 			}
@@ -91,14 +94,39 @@ func cost(m wire.RelayMessage) int {
 	return 1
 }
 
-// limited answers a message over a token bucket without acting on it.
+// limited answers a message over a token bucket without acting on it, or
+// ends the connection once its refusal allowance is spent.
 func (c *conn) limited(bucket string, kind wire.RelayKind, req uint32, data []byte) bool {
-	c.s.metrics.rateLimited.WithLabelValues(bucket).Inc()
+	c.s.metrics.rateLimitedIn(bucket)
+	if c.refusedFrame(time.Now()) != nil {
+		c.overBudget(req)
+		return false
+	}
 	if kind == wire.RelaySubmit {
 		c.s.metrics.refused.WithLabelValues(refuseLabel(wire.RefuseRateLimited)).Inc()
 		return c.reply(encode(req, wire.Refused{EnvelopeID: peekEnvelopeID(data), Reason: wire.RefuseRateLimited}))
 	}
 	return c.reply(errorMsg(req, wire.ErrorRateLimited, "rate limited: slow down"))
+}
+
+// limitedBy answers a request that a rate limit of the requester's own
+// (its address's or its IP's) refused with Error{rate limited}: a refused
+// frame like one over the buckets, which ends the connection once its
+// refusal allowance is spent.
+func (c *conn) limitedBy(req uint32, msg string) bool {
+	if c.refusedFrame(time.Now()) != nil {
+		c.overBudget(req)
+		return false
+	}
+	return c.reply(errorMsg(req, wire.ErrorRateLimited, msg))
+}
+
+// overBudget ends a connection that kept sending over its buckets: an
+// Error{rate limited}, then a close frame (1008). The reader stops at once;
+// nothing more it sent is read.
+func (c *conn) overBudget(req uint32) {
+	c.finish(dropOverBudget, errorMsg(req, wire.ErrorRateLimited, "over budget: too many messages refused, closing"),
+		websocket.ClosePolicyViolation, "over budget")
 }
 
 // push queues a message the relay sends on its own (not a reply): when the

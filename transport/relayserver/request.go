@@ -95,7 +95,7 @@ func (c *conn) ack(req uint32, m wire.AckRows) bool {
 	}
 	c.s.metrics.acknowledged.Add(float64(len(removed)))
 	c.s.readers.read(c.addr, c.s.now())
-	c.s.tellStatus(removed, wire.EnvelopeTaken)
+	c.s.tellStatus(c.ctx, removed, wire.EnvelopeTaken)
 	now := time.Now()
 	c.mu.Lock()
 	for _, r := range m.Rows {
@@ -159,6 +159,9 @@ func (c *conn) publish(req uint32, m wire.PublishBundle) bool {
 	}
 	if b.IdentitySigningKey != c.key {
 		return c.reply(errorMsg(req, wire.ErrorAuthFailed, "bundle identity is not the key that authenticated"))
+	}
+	if msg := c.overWrites(); msg != "" {
+		return c.limitedBy(req, msg)
 	}
 	if _, _, err := engine.VerifyBundle(b, s.now()); err != nil {
 		if errors.Is(err, engine.ErrExpiredSignedPreKey) {

@@ -46,6 +46,9 @@ type Server struct {
 	fetchesBy     *keyedLimiters // bundle fetches per requesting address
 	fetchesOf     *keyedLimiters // bundle fetches per target address
 	oneTimeOf     *keyedLimiters // one-time prekeys handed out per target
+	floods        *keyedLimiters // connections closed for flooding, per remote IP
+	writesBy      *keyedLimiters // changes to its own records per address (allowWrite)
+	writesFrom    *keyedLimiters // the same per remote IP
 	readers       *readers       // addresses that read their mail lately
 	accepts       *acceptCache   // accepted peers recorded lately (peers.go)
 	sockets       *socketCount   // TCP connections, counted at accept
@@ -86,6 +89,9 @@ func New(store relaystore.Store, cfg Config) (*Server, error) {
 		fetchesBy:     newKeyedLimiters(lim.FetchRate, lim.FetchBurst),
 		fetchesOf:     newKeyedLimiters(lim.TargetFetchRate, lim.TargetFetchBurst),
 		oneTimeOf:     newKeyedLimiters(lim.TargetOneTimeRate, lim.TargetOneTimeBurst),
+		floods:        newKeyedLimiters(lim.FloodRate, lim.FloodBurst),
+		writesBy:      newKeyedLimiters(lim.WriteRate, lim.WriteBurst),
+		writesFrom:    newKeyedLimiters(lim.IPWriteRate, lim.IPWriteBurst),
 		readers:       newReaders(lim.EnvelopeLifetime),
 		accepts:       newAcceptCache(),
 		sockets:       newSocketCount(),
@@ -340,6 +346,11 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 // gives the slots back, told whether the connection authenticated (and so
 // gave its handshake slot back already).
 func (s *Server) admit(w http.ResponseWriter, ip string) (release func(authed bool), ok bool) {
+	if s.floods.spent(ip, time.Now()) {
+		s.metrics.limitedBy(limitIPFloods)
+		http.Error(w, "too many connections closed for flooding from your address: try again later", http.StatusTooManyRequests)
+		return nil, false
+	}
 	if refused := s.ipSlots.acquire(ip, s.lim.MaxConnectionsPerIP, s.lim.MaxUnauthenticatedPerIP); refused != "" {
 		s.metrics.limitedBy(refused)
 		http.Error(w, "too many connections from your address", http.StatusTooManyRequests)

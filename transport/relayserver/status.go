@@ -39,13 +39,18 @@ func (s *Server) announcedLifetime() (wire.EnvelopeLifetime, bool) {
 // tellStatus tells the senders of removed rows, best effort, that their
 // envelopes left the mailbox in state: on this relay and, through the
 // store's Notifier, on every relay sharing it. Nothing is stored: a sender
-// with no live connection hears nothing.
-func (s *Server) tellStatus(removed []relaystore.Removed, state wire.EnvelopeState) {
+// with no live connection hears nothing. Only senders the recipient accepts
+// and does not block hear anything (toldOf).
+func (s *Server) tellStatus(ctx context.Context, removed []relaystore.Removed, state wire.EnvelopeState) {
 	bySender := make(map[string][]relaystore.StatusNotice)
 	var order []string
+	told := s.toldOf(ctx)
 	for _, r := range removed {
 		if r.Sender == "" || r.Envelope == (wire.EnvelopeID{}) {
 			continue // kept by an older version: nothing to tell it by
+		}
+		if !told(r.Recipient, r.Sender) {
+			continue
 		}
 		if bySender[r.Sender] == nil {
 			order = append(order, r.Sender)
@@ -65,6 +70,40 @@ func (s *Server) tellStatus(removed []relaystore.Removed, state wire.EnvelopeSta
 			}
 		}
 		s.tellStatusLocal(sender, st)
+	}
+}
+
+// toldOf returns the rule of who hears what became of an envelope: its
+// sender, if the recipient accepts it (wrote to it within the accepted
+// lifetime) and does not block it, or is the sender itself. Anyone else
+// would learn from a status what the recipient does: a stranger that its
+// request was taken (the recipient's device is online and reading), a
+// blocked sender that it was blocked (its envelopes, discarded, would never
+// be taken nor expire while a fresh address's were). So a stranger hears
+// nothing, neither taken nor expired (an expiry alone would tell it, by its
+// absence, that the others were taken), and a blocked sender hears what a
+// stranger hears. Such a sender's retries follow the timer for envelopes
+// never reported (an hour, doubling to a day), well inside the envelope
+// lifetime. The answers are kept for the call's pairs; a store error
+// tells nothing.
+func (s *Server) toldOf(ctx context.Context) func(recipient, sender string) bool {
+	known := make(map[[2]string]bool)
+	now := s.now()
+	return func(recipient, sender string) bool {
+		if recipient == sender {
+			return true
+		}
+		k := [2]string{recipient, sender}
+		if ok, seen := known[k]; seen {
+			return ok
+		}
+		rel, err := s.store.Relation(ctx, recipient, sender, now)
+		if err != nil {
+			s.log.Error("relation", "err", cause(err))
+		}
+		ok := err == nil && rel.Accepted && !rel.Blocked
+		known[k] = ok
+		return ok
 	}
 }
 

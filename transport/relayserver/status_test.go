@@ -31,9 +31,9 @@ func waitStatuses(tb testing.TB, c *transport.Conn, n int) []wire.EnvelopeStatus
 }
 
 // TestEnvelopeStatusTaken: the relay announces the feature after AuthOK, and
-// once the recipient acknowledges a row, the envelope's sender hears it was
-// taken, on every backend and across two relays sharing a NATS store. The
-// recipient and a third party hear nothing.
+// once the recipient acknowledges a row, the envelope's sender, whom the
+// recipient accepts, hears it was taken, on every backend and across two
+// relays sharing a NATS store. The recipient and a third party hear nothing.
 func TestEnvelopeStatusTaken(t *testing.T) {
 	type pair struct{ a, b *testRelay } // the sender's relay and the recipient's
 	backends := []struct {
@@ -75,6 +75,8 @@ func TestEnvelopeStatusTaken(t *testing.T) {
 			cb := dial(t, p.b, bob)
 			ca := dial(t, p.a, alice)
 			cc := dial(t, p.a, carol)
+			// bob writes to alice first: she is no stranger to him.
+			mustSubmit(t, cb, envelope(bob, alice, "hello alice"))
 			e1, e2 := envelope(alice, bob, "one"), envelope(alice, bob, "two")
 			mustSubmit(t, ca, e1)
 			mustSubmit(t, ca, e2)
@@ -112,6 +114,97 @@ func TestEnvelopeStatusTaken(t *testing.T) {
 			}
 			// Counted by the relay that saw the acknowledgement.
 			p.b.waitMetric(t, `parley_relay_envelope_status_total{state="taken"}`, 2)
+		})
+	}
+}
+
+// TestStatusTellsStrangersNothing (issue 30, finding 4): bob accepts alice
+// and eve (he wrote to each), then blocks eve; mallory, from 127.0.0.2, is a
+// stranger to him, and eve sends from 127.0.0.3. Envelopes bob takes tell
+// alice taken and mallory nothing; envelopes that wait unread until they
+// expire tell alice expired and mallory nothing; eve, blocked, hears
+// nothing either way, as a stranger whose envelopes wait unread. On memory,
+// SQLite and NATS.
+func TestStatusTellsStrangersNothing(t *testing.T) {
+	lim := Limits{EnvelopeLifetime: time.Second, SweepInterval: 50 * time.Millisecond}
+	for _, be := range []struct {
+		name  string
+		start func(t *testing.T) *testRelay
+	}{
+		{"memory", func(t *testing.T) *testRelay { return startRelay(t, Config{Limits: lim}) }},
+		{"sqlite", func(t *testing.T) *testRelay { return startSQLiteRelay(t, t.TempDir(), Config{Limits: lim}) }},
+		{"nats", func(t *testing.T) *testRelay {
+			c := natstest.StartCluster(t, 1)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			st, err := natsstore.Open(ctx, c.URLs(), natsstore.Options{Limits: lim.StoreLimits()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return startStoreRelay(t, "127.0.0.1:0", st, Config{Limits: lim})
+		}},
+	} {
+		t.Run(be.name, func(t *testing.T) {
+			r := be.start(t)
+			alice, bob, eve, mallory := newDevice(t, "alice/1"), newDevice(t, "bob/1"), newDevice(t, "eve/1"), newDevice(t, "mallory/1")
+			ca, cb := mustDialFrom(t, r, alice, "127.0.0.1"), mustDialFrom(t, r, bob, "127.0.0.1")
+			cm, ce := mustDialFrom(t, r, mallory, "127.0.0.2"), mustDialFrom(t, r, eve, "127.0.0.3")
+			for _, to := range []struct {
+				d *device
+				c *transport.Conn
+			}{{alice, ca}, {eve, ce}} {
+				mustSubmit(t, cb, envelope(bob, to.d, "hello"))
+				if err := to.c.Acknowledge(ctxT(t), rowsOf(receiveN(t, to.c, 1))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := cb.BlockSender(ctxT(t), eve.addr, true); err != nil {
+				t.Fatal(err)
+			}
+			// quiet checks that c heard no status, a moment after the
+			// victim heard hers (statuses of one sweep or acknowledgement
+			// are told together).
+			quiet := func(who string, c *transport.Conn) {
+				t.Helper()
+				time.Sleep(200 * time.Millisecond)
+				if st := c.EnvelopeStatuses(); len(st) != 0 {
+					t.Errorf("%s heard %v, want nothing", who, st)
+				}
+			}
+
+			// Taken.
+			ea, em := envelope(alice, bob, "from alice"), envelope(mallory, bob, "from mallory")
+			mustSubmit(t, ca, ea)
+			mustSubmit(t, cm, em)
+			mustSubmit(t, ce, envelope(eve, bob, "from eve, blocked"))
+			got := receiveN(t, cb, 2)
+			if p := payloads(t, got); p[0] != "from alice" || p[1] != "from mallory" {
+				t.Fatalf("bob received %q", p)
+			}
+			if err := cb.Acknowledge(ctxT(t), rowsOf(got)); err != nil {
+				t.Fatal(err)
+			}
+			if st := waitStatuses(t, ca, 1); st[0] != (wire.EnvelopeStatus{EnvelopeID: ea.ID, State: wire.EnvelopeTaken}) {
+				t.Fatalf("alice heard %v, want her envelope taken", st)
+			}
+			quiet("mallory, a stranger, of an envelope taken", cm)
+			quiet("eve, blocked", ce)
+
+			// Expired: bob goes away and nothing is read.
+			cb.Close()
+			ea, em = envelope(alice, bob, "unread"), envelope(mallory, bob, "unread")
+			mustSubmit(t, ca, ea)
+			mustSubmit(t, cm, em)
+			mustSubmit(t, ce, envelope(eve, bob, "unread, blocked"))
+			if st := waitStatuses(t, ca, 1); st[0] != (wire.EnvelopeStatus{EnvelopeID: ea.ID, State: wire.EnvelopeExpired}) {
+				t.Fatalf("alice heard %v, want her envelope expired", st)
+			}
+			quiet("mallory, a stranger, of an envelope expired", cm)
+			quiet("eve, blocked", ce)
+			r.waitMetric(t, "parley_relay_envelopes_expired_total", 2)
+			if got := r.metric(t, `parley_relay_envelope_status_total{state="expired"}`); got != 1 {
+				t.Errorf("expired statuses told: %v, want 1 (alice's)", got)
+			}
 		})
 	}
 }

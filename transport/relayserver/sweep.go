@@ -49,7 +49,7 @@ func (s *Server) sweep(ctx context.Context) {
 		gone, err := s.store.Expire(ctx, now, now.Add(-s.lim.EnvelopeLifetime), sweepBatch)
 		if len(gone) > 0 {
 			s.metrics.expired.Add(float64(len(gone)))
-			s.tellStatus(gone, wire.EnvelopeExpired)
+			s.tellStatus(ctx, gone, wire.EnvelopeExpired)
 		}
 		if err != nil {
 			if ctx.Err() == nil {

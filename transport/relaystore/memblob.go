@@ -2,7 +2,6 @@ package relaystore
 
 import (
 	"context"
-	"sort"
 	"sync"
 	"time"
 
@@ -10,7 +9,9 @@ import (
 )
 
 // MemoryBlobs is a BlobStore in memory: the demo's, the benchmark's and
-// most tests'. Chunks are kept as written, each with its offset.
+// most tests'. Chunks are kept as written, each a slice of its own; since
+// all of a blob's chunks but the last have one size, the chunk holding an
+// offset is found by a division.
 type MemoryBlobs struct {
 	limits BlobLimits
 
@@ -23,14 +24,15 @@ type MemoryBlobs struct {
 }
 
 type memBlob struct {
-	owner   BlobOwner
-	size    int64
-	charge  int64
-	expires time.Time
-	gone    bool // expired and swept: a record alone
-	offsets []int64
-	chunks  [][]byte
-	held    int64
+	owner    BlobOwner
+	size     int64
+	charge   int64
+	expires  time.Time
+	progress time.Time // creation or last write
+	gone     bool      // expired and swept: a record alone
+	chunk    int64     // the size of every chunk but the last; 0 before the first
+	chunks   [][]byte
+	held     int64
 }
 
 var _ BlobStore = (*MemoryBlobs)(nil)
@@ -42,24 +44,36 @@ func NewMemoryBlobs(l BlobLimits) *MemoryBlobs {
 }
 
 // CreateBlob implements BlobStore.
-func (m *MemoryBlobs) CreateBlob(_ context.Context, size int64, from BlobOwner, expires time.Time) (wire.BlobID, error) {
+func (m *MemoryBlobs) CreateBlob(_ context.Context, size int64, from BlobOwner, now, expires time.Time) (wire.BlobID, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if err := m.limits.QuotaError(m.byAddr[from.Address], m.byIP[from.IP], m.charged, from, size); err != nil {
+	if err := m.limits.CheckSize(size); err != nil {
+		return wire.BlobID{}, err
+	}
+	b := &memBlob{owner: from, size: size, charge: m.limits.Charge(0, 0), expires: expires, progress: now}
+	if err := m.charge(b, b.charge); err != nil {
 		return wire.BlobID{}, err
 	}
 	id := NewBlobID()
 	for m.blobs[id] != nil {
 		id = NewBlobID()
 	}
-	b := &memBlob{owner: from, size: size, charge: m.limits.Charge(size), expires: expires}
 	m.blobs[id] = b
-	m.byAddr[from.Address] += b.charge
-	if from.IP != "" {
-		m.byIP[from.IP] += b.charge
-	}
-	m.charged += b.charge
 	return id, nil
+}
+
+// charge charges b's owner delta more bytes, or names the limit that
+// refuses them.
+func (m *MemoryBlobs) charge(b *memBlob, delta int64) error {
+	if err := m.limits.QuotaError(m.byAddr[b.owner.Address], m.byIP[b.owner.IP], m.charged, b.owner, delta); err != nil {
+		return err
+	}
+	m.byAddr[b.owner.Address] += delta
+	if b.owner.IP != "" {
+		m.byIP[b.owner.IP] += delta
+	}
+	m.charged += delta
+	return nil
 }
 
 // find returns the live blob id, or why there is none.
@@ -68,7 +82,7 @@ func (m *MemoryBlobs) find(id wire.BlobID, now time.Time) (*memBlob, error) {
 	if b == nil {
 		return nil, ErrBlobNotFound
 	}
-	return b, CheckBlob(b.expires, b.gone, now)
+	return b, m.limits.CheckBlob(b.expires, b.progress, b.held, b.size, b.gone, now)
 }
 
 // BlobInfo implements BlobStore.
@@ -90,12 +104,18 @@ func (m *MemoryBlobs) PutBlob(_ context.Context, id wire.BlobID, owner string, o
 	if err != nil {
 		return BlobInfo{}, err
 	}
-	if err := CheckPut(owner, b.owner.Address, offset, b.held, b.size, len(data)); err != nil {
+	chunk, err := m.limits.CheckPut(owner, b.owner.Address, offset, b.held, b.size, b.chunk, len(data))
+	if err != nil {
 		return BlobInfo{}, err
 	}
-	b.offsets = append(b.offsets, offset)
+	held := b.held + int64(len(data))
+	charge := m.limits.Charge(b.charge, held)
+	if err := m.charge(b, charge-b.charge); err != nil {
+		return BlobInfo{}, err
+	}
+	b.charge, b.chunk, b.progress = charge, chunk, now
 	b.chunks = append(b.chunks, append([]byte(nil), data...))
-	b.held += int64(len(data))
+	b.held = held
 	m.held += int64(len(data))
 	return BlobInfo{Held: b.held, Size: b.size, Expires: b.expires}, nil
 }
@@ -112,11 +132,9 @@ func (m *MemoryBlobs) GetBlob(_ context.Context, id wire.BlobID, offset int64, n
 	if err != nil || n == 0 {
 		return nil, err
 	}
-	// The last chunk that starts at or before offset.
-	i := sort.Search(len(b.offsets), func(i int) bool { return b.offsets[i] > offset }) - 1
 	out := make([]byte, 0, n)
-	for ; len(out) < n; i++ {
-		c := b.chunks[i][offset-b.offsets[i]:]
+	for i := offset / b.chunk; len(out) < n; i++ {
+		c := b.chunks[i][offset-i*b.chunk:]
 		c = c[:min(len(c), n-len(out))]
 		out = append(out, c...)
 		offset += int64(len(c))
@@ -130,7 +148,7 @@ func (m *MemoryBlobs) ExpireBlobs(_ context.Context, now, forget time.Time, max 
 	defer m.mu.Unlock()
 	n := 0
 	for id, b := range m.blobs {
-		if !b.gone && n < max && !now.Before(b.expires) {
+		if !b.gone && n < max && m.limits.CheckBlob(b.expires, b.progress, b.held, b.size, false, now) != nil {
 			m.release(b)
 			n++
 		}
@@ -145,7 +163,7 @@ func (m *MemoryBlobs) ExpireBlobs(_ context.Context, now, forget time.Time, max 
 func (m *MemoryBlobs) release(b *memBlob) {
 	b.gone = true
 	m.held -= b.held
-	b.chunks, b.offsets, b.held = nil, nil, 0
+	b.chunks, b.held = nil, 0
 	m.charged -= b.charge
 	unchargeMap(m.byAddr, b.owner.Address, b.charge)
 	if b.owner.IP != "" {

@@ -12,9 +12,9 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
-	"github.com/parley-chat/parley/wire"
 	"modernc.org/sqlite" // the "sqlite" database/sql driver, pure Go
 )
 
@@ -36,11 +36,9 @@ const maxGroup = 256
 //
 // Appends arriving together are committed in one transaction (group commit):
 // one fsync for many senders, and each still returns only after its commit.
-//
-// The backend stays in one file (over 600 lines) on purpose: its schema,
-// migrations, group commit and quota accounting are one unit that the
-// coming relay issues (blobs, shards) rewrite together, and a cut now would
-// be undone by them. Its leases are the shared Leases table.
+// Every other write a client can repeat at will (acknowledgements, accepted
+// peers, block lists, bundles, one-time prekeys taken) joins the same
+// commit (sqliteack.go). Its leases are the shared Leases table.
 type SQLite struct {
 	db      *sql.DB
 	limits  Limits
@@ -61,6 +59,7 @@ type SQLite struct {
 	counts    counts       // running totals for Stats (sqlitestats.go)
 	stmts     sqliteStmts  // the append path's, prepared once (sqliteappend.go)
 	relations sqliteRelMap // Relation's answers (sqlitepeers.go)
+	commits   atomic.Int64 // transactions committed, each a sync: for tests
 }
 
 type appendReq struct {
@@ -72,7 +71,7 @@ type appendReq struct {
 	err       error
 	done      chan struct{}
 
-	ack *ackWork // set: an acknowledgement of rows, not an append (sqliteack.go)
+	work groupWork // set: another write than an append (sqliteack.go)
 }
 
 var _ Store = (*SQLite)(nil)
@@ -224,7 +223,11 @@ func (s *SQLite) inTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	if err := fn(tx); err != nil {
 		return err
 	}
-	return tx.Commit()
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	s.commits.Add(1)
+	return nil
 }
 
 // Register implements Store.
@@ -288,107 +291,6 @@ func (s *SQLite) Registered(ctx context.Context, address string) ([32]byte, erro
 	}
 	copy(k[:], b)
 	return k, nil
-}
-
-func registeredKey(ctx context.Context, tx *sql.Tx, address string) ([]byte, error) {
-	var k []byte
-	err := tx.QueryRowContext(ctx, selectKey, address).Scan(&k)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, ErrNotRegistered
-	}
-	return k, err
-}
-
-// PutBundle implements Store.
-func (s *SQLite) PutBundle(ctx context.Context, address string, key [32]byte, b wire.Bundle, oneTime []wire.OneTimePreKeyPublic) (int, error) {
-	b.OneTimePreKey = nil
-	enc, err := wire.EncodeBundle(b)
-	if err != nil {
-		return 0, fmt.Errorf("publish bundle of %s: %w", address, err)
-	}
-	added := 0
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
-		k, err := registeredKey(ctx, tx, address)
-		if errors.Is(err, ErrNotRegistered) || err == nil && string(k) != string(key[:]) {
-			return ErrKeyMismatch
-		} else if err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, "INSERT INTO bundles (address, bundle) VALUES (?, ?) ON CONFLICT (address) DO UPDATE SET bundle = excluded.bundle", address, enc); err != nil {
-			return err
-		}
-		var n int
-		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM one_time_prekeys WHERE address = ?", address).Scan(&n); err != nil {
-			return err
-		}
-		ins, err := tx.PrepareContext(ctx, "INSERT INTO one_time_prekeys (address, id, public_key) VALUES (?, ?, ?) ON CONFLICT (address, id) DO NOTHING")
-		if err != nil {
-			return err
-		}
-		defer ins.Close()
-		for _, otk := range oneTime {
-			if n >= s.limits.OneTimePreKeys {
-				break
-			}
-			res, err := ins.ExecContext(ctx, address, otk.ID, otk.PublicKey[:])
-			if err != nil {
-				return err
-			}
-			if c, _ := res.RowsAffected(); c > 0 {
-				n++
-				added++
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return 0, fmt.Errorf("publish bundle of %s: %w", address, err)
-	}
-	return added, nil
-}
-
-// TakeBundle implements Store.
-func (s *SQLite) TakeBundle(ctx context.Context, address string, oneTime bool) (wire.Bundle, int, error) {
-	var b wire.Bundle
-	pool := 0
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		var enc []byte
-		err := tx.QueryRowContext(ctx, "SELECT bundle FROM bundles WHERE address = ?", address).Scan(&enc)
-		if errors.Is(err, sql.ErrNoRows) {
-			return ErrNoBundle
-		} else if err != nil {
-			return err
-		}
-		if b, err = wire.DecodeBundle(enc); err != nil {
-			return err
-		}
-		if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM one_time_prekeys WHERE address = ?", address).Scan(&pool); err != nil {
-			return err
-		}
-		if !oneTime {
-			return nil
-		}
-		var seq int64
-		var k wire.OneTimePreKeyPublic
-		var pub []byte
-		err = tx.QueryRowContext(ctx, "SELECT seq, id, public_key FROM one_time_prekeys WHERE address = ? ORDER BY seq LIMIT 1", address).Scan(&seq, &k.ID, &pub)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil
-		} else if err != nil {
-			return err
-		}
-		copy(k.PublicKey[:], pub)
-		if _, err := tx.ExecContext(ctx, "DELETE FROM one_time_prekeys WHERE seq = ?", seq); err != nil {
-			return err
-		}
-		b.OneTimePreKey = &k
-		pool--
-		return nil
-	})
-	if err != nil {
-		return wire.Bundle{}, 0, fmt.Errorf("fetch bundle of %s: %w", address, err)
-	}
-	return b, pool, nil
 }
 
 // OneTimePreKeys implements Store.
@@ -463,28 +365,31 @@ func (s *SQLite) commitGroup(group []*appendReq) {
 		defer tx.Rollback()
 		for _, r := range group {
 			r.rows, r.err = nil, nil
-			if r.ack != nil {
-				if err := r.ack.run(ctx, s, tx, r.recipient); err != nil {
-					return err
-				}
-				continue
+			var err error
+			if r.work != nil {
+				err = r.work.run(ctx, s, tx)
+			} else {
+				err = s.appendTx(ctx, tx, r)
 			}
-			if err := s.appendTx(ctx, tx, r); err != nil {
-				if errors.Is(err, ErrNotRegistered) || errors.Is(err, ErrMailboxFull) || errors.Is(err, ErrSenderQuota) || errors.Is(err, ErrStoreFull) {
-					r.err = err
-					continue
-				}
+			if refused(err) {
+				r.err = err
+			} else if err != nil {
 				return err
 			}
 		}
-		return tx.Commit()
+		if err := tx.Commit(); err != nil {
+			return err
+		}
+		s.commits.Add(1)
+		return nil
 	}()
 	for _, r := range group {
-		switch {
-		case err != nil:
+		if err != nil {
 			r.rows, r.err = nil, err
-		case r.ack != nil:
-			s.acked(r)
+		}
+		switch {
+		case r.work != nil:
+			r.work.done(s, r.err)
 		case r.err == nil:
 			s.counts.add(0, Usage{len(r.rows), int64(len(r.env)) * int64(len(r.rows))})
 		}

@@ -3,29 +3,60 @@ package relaystore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 )
 
-// ackWork is an acknowledgement queued for the group commit: its rows are
-// deleted in the same transaction as the appends and acknowledgements of
-// other clients that arrived with it, so that one fsync serves them all.
-type ackWork struct {
-	rows    []uint64
-	removed []Removed
-	freed   Usage
+// groupWork is a write other than an append that joins the group commit
+// (see Append): it runs in the group's transaction, so that one fsync
+// serves it with every append and other write that arrived with it. A
+// request that writes on its own transaction would cost a sync each, and a
+// client could send thousands a second (issue 30, finding 5: SenderBlock).
+type groupWork interface {
+	// run does the write within tx. A refusal (refused says which
+	// errors are) must leave nothing written: it fails this request
+	// alone; any other error fails the whole group.
+	run(ctx context.Context, s *SQLite, tx *sql.Tx) error
+	// done is called once the group's transaction ended, with the
+	// request's outcome: nil when it is committed.
+	done(s *SQLite, err error)
 }
 
-func (a *ackWork) run(ctx context.Context, s *SQLite, tx *sql.Tx, recipient string) error {
+// refused reports whether err is a refusal of one request that wrote
+// nothing, as opposed to a failure of the database.
+func refused(err error) bool {
+	for _, r := range []error{ErrNotRegistered, ErrMailboxFull, ErrSenderQuota, ErrStoreFull, ErrBlockListFull, ErrKeyMismatch, ErrNoBundle} {
+		if errors.Is(err, r) {
+			return true
+		}
+	}
+	return false
+}
+
+// ackWork is an acknowledgement queued for the group commit: its rows are
+// deleted in the same transaction as the appends and acknowledgements of
+// other clients that arrived with it.
+type ackWork struct {
+	recipient string
+	rows      []uint64
+	removed   []Removed
+	freed     Usage
+}
+
+func (a *ackWork) run(ctx context.Context, s *SQLite, tx *sql.Tx) error {
 	var err error
-	a.removed, a.freed, err = s.deleteRows(ctx, tx, recipient, a.rows)
+	a.removed, a.freed, err = s.deleteRows(ctx, tx, a.recipient, a.rows)
 	return err
 }
 
-// acked applies a committed acknowledgement to the running totals and the
+// done applies a committed acknowledgement to the running totals and the
 // leases.
-func (s *SQLite) acked(r *appendReq) {
-	s.counts.add(0, Usage{-r.ack.freed.Envelopes, -r.ack.freed.Bytes})
-	s.leases.Forget(r.recipient, r.ack.rows)
+func (a *ackWork) done(s *SQLite, err error) {
+	if err != nil {
+		return
+	}
+	s.counts.add(0, Usage{-a.freed.Envelopes, -a.freed.Bytes})
+	s.leases.Forget(a.recipient, a.rows)
 }
 
 // Ack implements Store. The request joins the next group commit (see
@@ -34,11 +65,16 @@ func (s *SQLite) Ack(ctx context.Context, recipient string, rows []uint64) ([]Re
 	if len(rows) == 0 {
 		return nil, nil
 	}
-	r := &appendReq{recipient: recipient, ack: &ackWork{rows: rows}, done: make(chan struct{})}
-	if err := s.groupCommit(ctx, r); err != nil {
+	a := &ackWork{recipient: recipient, rows: rows}
+	if err := s.commitWork(ctx, a); err != nil {
 		return nil, fmt.Errorf("acknowledge rows of %s: %w", recipient, err)
 	}
-	return r.ack.removed, nil
+	return a.removed, nil
+}
+
+// commitWork queues w for the next group commit and waits for it.
+func (s *SQLite) commitWork(ctx context.Context, w groupWork) error {
+	return s.groupCommit(ctx, &appendReq{work: w, done: make(chan struct{})})
 }
 
 // groupCommit queues r for the next group commit and waits for it. Once

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -18,13 +19,12 @@ import (
 // relay's data directory, beside FileName.
 const BlobFileName = "blobs.db"
 
-// blobSchemaVersion is stored in the blob database's PRAGMA user_version;
-// its migrations, when it has some, follow the relay database's
-// (sqlitemigrate.go).
-const blobSchemaVersion = 1
+// blobSchemaVersion is stored in the blob database's PRAGMA user_version.
+const blobSchemaVersion = 2
 
 // blobSchema: one row per blob (kept, without its data, after it expired,
-// so that a reader hears it expired) and one row per chunk as written.
+// so that a reader hears it expired) and one row per chunk as written. It
+// is version 1; blobMigrations bring it to blobSchemaVersion.
 const blobSchema = `
 CREATE TABLE blobs (
 	id      BLOB PRIMARY KEY,
@@ -46,18 +46,47 @@ CREATE TABLE blob_chunks (
 ) STRICT;
 CREATE UNIQUE INDEX blob_chunks_by_offset ON blob_chunks (blob, offset)`
 
+// blobMigrations[v] brings a blob database of version v to v+1, in the
+// transaction that opens it; ?1 is the time of the opening (Unix
+// nanoseconds).
+var blobMigrations = map[int]string{
+	// When each blob was last written (its creation, at first), for the
+	// lifetime of an idle upload: the blobs already held start their idle
+	// time now. And each blob's chunk size, which the chunk rule fixes at
+	// the first write: for the blobs already held, their first chunk's.
+	1: `
+ALTER TABLE blobs ADD COLUMN progress INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE blobs ADD COLUMN chunk INTEGER NOT NULL DEFAULT 0;
+UPDATE blobs SET progress = ?1;
+UPDATE blobs SET chunk = coalesce((SELECT length(data) FROM blob_chunks WHERE blob = blobs.id AND offset = 0), 0);
+CREATE INDEX blobs_by_progress ON blobs (gone, progress)`,
+}
+
 // SQLiteBlobs is a BlobStore in its own SQLite file (WAL,
 // synchronous=FULL) in the relay's data directory: a chunk is on disk
 // before its write is answered, so an upload resumes after a crash where
 // the relay said it held. The file is apart from the relay database so that
 // a large upload never holds that database's one writer, which the
-// envelopes' group commit needs.
+// envelopes' group commit needs. The charges are running totals kept in
+// memory (this process is the file's only writer), read once at opening.
 type SQLiteBlobs struct {
 	db     *sql.DB
 	limits BlobLimits
 
 	mu     sync.Mutex // guards closed
 	closed bool
+
+	// wmu is held across each write, from the quota check to the update
+	// of usage after the commit.
+	wmu   sync.Mutex
+	usage blobUsage
+}
+
+// blobUsage is what the live blobs are charged and hold.
+type blobUsage struct {
+	byAddr, byIP  map[string]int64
+	charged, held int64
+	blobs         int
 }
 
 var _ BlobStore = (*SQLiteBlobs)(nil)
@@ -98,17 +127,56 @@ func (s *SQLiteBlobs) init(ctx context.Context) error {
 		switch {
 		case version > blobSchemaVersion:
 			return fmt.Errorf("blob schema version %d is newer than this build's %d", version, blobSchemaVersion)
-		case version == blobSchemaVersion:
-			return nil
+		case version == 0:
+			for _, stmt := range strings.Split(blobSchema, ";") {
+				if _, err := tx.ExecContext(ctx, stmt); err != nil {
+					return fmt.Errorf("create blob schema: %w", err)
+				}
+			}
+			version = 1
 		}
-		for _, stmt := range strings.Split(blobSchema, ";") {
-			if _, err := tx.ExecContext(ctx, stmt); err != nil {
-				return fmt.Errorf("create blob schema: %w", err)
+		for v := version; v < blobSchemaVersion; v++ {
+			for _, stmt := range strings.Split(blobMigrations[v], ";") {
+				stmt = strings.ReplaceAll(stmt, "?1", strconv.FormatInt(time.Now().UnixNano(), 10))
+				if _, err := tx.ExecContext(ctx, stmt); err != nil {
+					return fmt.Errorf("migrate the blob schema to version %d: %w", v+1, err)
+				}
 			}
 		}
-		_, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", blobSchemaVersion))
-		return err
+		if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", blobSchemaVersion)); err != nil {
+			return err
+		}
+		return s.loadUsage(ctx, tx)
 	})
+}
+
+// loadUsage reads the running totals from the live blobs' rows.
+func (s *SQLiteBlobs) loadUsage(ctx context.Context, tx *sql.Tx) error {
+	u := blobUsage{byAddr: make(map[string]int64), byIP: make(map[string]int64)}
+	rows, err := tx.QueryContext(ctx, "SELECT owner, ip, charge, held FROM blobs WHERE gone = 0")
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var owner, ip string
+		var charge, held int64
+		if err := rows.Scan(&owner, &ip, &charge, &held); err != nil {
+			return err
+		}
+		u.byAddr[owner] += charge
+		if ip != "" {
+			u.byIP[ip] += charge
+		}
+		u.charged += charge
+		u.held += held
+		u.blobs++
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	s.usage = u
+	return nil
 }
 
 // inTx runs fn in one BEGIN IMMEDIATE transaction.
@@ -141,73 +209,85 @@ func (s *SQLiteBlobs) Close() error {
 	return s.db.Close()
 }
 
-// charged sums the live blobs' charges matching where.
-func charged(ctx context.Context, tx *sql.Tx, where string, args ...any) (int64, error) {
-	var n int64
-	err := tx.QueryRowContext(ctx, "SELECT coalesce(sum(charge), 0) FROM blobs WHERE gone = 0"+where, args...).Scan(&n)
-	return n, err
+// charge checks a further charge of delta bytes to from against the
+// running totals; callers hold wmu.
+func (s *SQLiteBlobs) charge(from BlobOwner, delta int64) error {
+	return s.limits.QuotaError(s.usage.byAddr[from.Address], s.usage.byIP[from.IP], s.usage.charged, from, delta)
+}
+
+// charged applies a committed change of a blob's charge and of what it
+// holds to the running totals; callers hold wmu.
+func (s *SQLiteBlobs) charged(from BlobOwner, charge, held int64, blobs int) {
+	u := &s.usage
+	u.byAddr[from.Address] += charge
+	if u.byAddr[from.Address] <= 0 {
+		delete(u.byAddr, from.Address)
+	}
+	if from.IP != "" {
+		u.byIP[from.IP] += charge
+		if u.byIP[from.IP] <= 0 {
+			delete(u.byIP, from.IP)
+		}
+	}
+	u.charged += charge
+	u.held += held
+	u.blobs += blobs
 }
 
 // CreateBlob implements BlobStore.
-func (s *SQLiteBlobs) CreateBlob(ctx context.Context, size int64, from BlobOwner, expires time.Time) (wire.BlobID, error) {
+func (s *SQLiteBlobs) CreateBlob(ctx context.Context, size int64, from BlobOwner, now, expires time.Time) (wire.BlobID, error) {
+	if err := s.limits.CheckSize(size); err != nil {
+		return wire.BlobID{}, fmt.Errorf("create blob: %w", err)
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	c := s.limits.Charge(0, 0)
+	if err := s.charge(from, c); err != nil {
+		return wire.BlobID{}, fmt.Errorf("create blob: %w", err)
+	}
 	id := NewBlobID()
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		addr, err := charged(ctx, tx, " AND owner = ?", from.Address)
-		if err != nil {
-			return err
-		}
-		var ip int64
-		if from.IP != "" {
-			if ip, err = charged(ctx, tx, " AND ip = ?", from.IP); err != nil {
-				return err
-			}
-		}
-		total, err := charged(ctx, tx, "")
-		if err != nil {
-			return err
-		}
-		if err := s.limits.QuotaError(addr, ip, total, from, size); err != nil {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO blobs (id, owner, ip, size, charge, held, expires, gone) VALUES (?, ?, ?, ?, ?, 0, ?, 0)`,
-			id[:], from.Address, from.IP, size, s.limits.Charge(size), expires.UnixNano())
+		_, err := tx.ExecContext(ctx, `INSERT INTO blobs (id, owner, ip, size, charge, held, expires, gone, progress, chunk)
+			VALUES (?, ?, ?, ?, ?, 0, ?, 0, ?, 0)`,
+			id[:], from.Address, from.IP, size, c, expires.UnixNano(), now.UnixNano())
 		return err
 	})
 	if err != nil {
 		return wire.BlobID{}, fmt.Errorf("create blob: %w", err)
 	}
+	s.charged(from, c, 0, 1)
 	return id, nil
 }
 
 // sqlBlob is a blob's row.
 type sqlBlob struct {
-	owner      string
-	size, held int64
-	expires    time.Time
+	owner                     BlobOwner
+	size, held, charge, chunk int64
+	expires, progress         time.Time
+	gone                      bool
 }
 
-// find reads the live blob id, or why there is none.
-func findBlob(ctx context.Context, tx *sql.Tx, id wire.BlobID, now time.Time) (sqlBlob, error) {
+// findBlob reads the blob id, and fails when it is not live at now.
+func (s *SQLiteBlobs) findBlob(ctx context.Context, tx *sql.Tx, id wire.BlobID, now time.Time) (sqlBlob, error) {
 	var b sqlBlob
-	var expires int64
-	var gone bool
-	err := tx.QueryRowContext(ctx, "SELECT owner, size, held, expires, gone FROM blobs WHERE id = ?", id[:]).
-		Scan(&b.owner, &b.size, &b.held, &expires, &gone)
+	var expires, progress int64
+	err := tx.QueryRowContext(ctx, "SELECT owner, ip, size, held, charge, chunk, expires, progress, gone FROM blobs WHERE id = ?", id[:]).
+		Scan(&b.owner.Address, &b.owner.IP, &b.size, &b.held, &b.charge, &b.chunk, &expires, &progress, &b.gone)
 	if errors.Is(err, sql.ErrNoRows) {
 		return b, ErrBlobNotFound
 	}
 	if err != nil {
 		return b, err
 	}
-	b.expires = time.Unix(0, expires)
-	return b, CheckBlob(b.expires, gone, now)
+	b.expires, b.progress = time.Unix(0, expires), time.Unix(0, progress)
+	return b, s.limits.CheckBlob(b.expires, b.progress, b.held, b.size, b.gone, now)
 }
 
 // BlobInfo implements BlobStore.
 func (s *SQLiteBlobs) BlobInfo(ctx context.Context, id wire.BlobID, now time.Time) (BlobInfo, error) {
 	var info BlobInfo
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		b, err := findBlob(ctx, tx, id, now)
+		b, err := s.findBlob(ctx, tx, id, now)
 		info = BlobInfo{Held: b.held, Size: b.size, Expires: b.expires}
 		return err
 	})
@@ -219,20 +299,30 @@ func (s *SQLiteBlobs) BlobInfo(ctx context.Context, id wire.BlobID, now time.Tim
 
 // PutBlob implements BlobStore.
 func (s *SQLiteBlobs) PutBlob(ctx context.Context, id wire.BlobID, owner string, offset int64, data []byte, now time.Time) (BlobInfo, error) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
 	var info BlobInfo
+	var b sqlBlob
+	var charge int64
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		b, err := findBlob(ctx, tx, id, now)
+		var err error
+		if b, err = s.findBlob(ctx, tx, id, now); err != nil {
+			return err
+		}
+		chunk, err := s.limits.CheckPut(owner, b.owner.Address, offset, b.held, b.size, b.chunk, len(data))
 		if err != nil {
 			return err
 		}
-		if err := CheckPut(owner, b.owner, offset, b.held, b.size, len(data)); err != nil {
+		held := offset + int64(len(data))
+		charge = s.limits.Charge(b.charge, held)
+		if err := s.charge(b.owner, charge-b.charge); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, "INSERT INTO blob_chunks (blob, offset, data) VALUES (?, ?, ?)", id[:], offset, data); err != nil {
 			return err
 		}
-		held := offset + int64(len(data))
-		if _, err := tx.ExecContext(ctx, "UPDATE blobs SET held = ? WHERE id = ? AND held = ?", held, id[:], offset); err != nil {
+		if _, err := tx.ExecContext(ctx, "UPDATE blobs SET held = ?, charge = ?, chunk = ?, progress = ? WHERE id = ? AND held = ?",
+			held, charge, chunk, now.UnixNano(), id[:], offset); err != nil {
 			return err
 		}
 		info = BlobInfo{Held: held, Size: b.size, Expires: b.expires}
@@ -241,14 +331,15 @@ func (s *SQLiteBlobs) PutBlob(ctx context.Context, id wire.BlobID, owner string,
 	if err != nil {
 		return BlobInfo{}, fmt.Errorf("put blob: %w", err)
 	}
+	s.charged(b.owner, charge-b.charge, int64(len(data)), 0)
 	return info, nil
 }
 
-// GetBlob implements BlobStore.
+// GetBlob implements BlobStore: one query, whatever the chunks.
 func (s *SQLiteBlobs) GetBlob(ctx context.Context, id wire.BlobID, offset int64, n int, now time.Time) ([]byte, error) {
 	var out []byte
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		b, err := findBlob(ctx, tx, id, now)
+		b, err := s.findBlob(ctx, tx, id, now)
 		if err != nil {
 			return err
 		}
@@ -291,20 +382,27 @@ func (s *SQLiteBlobs) GetBlob(ctx context.Context, id wire.BlobID, offset int64,
 
 // ExpireBlobs implements BlobStore.
 func (s *SQLiteBlobs) ExpireBlobs(ctx context.Context, now, forget time.Time, max int) (int, error) {
-	n := 0
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	var gone []sqlBlob
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, "SELECT id FROM blobs WHERE gone = 0 AND expires <= ? ORDER BY expires LIMIT ?", now.UnixNano(), max)
+		gone = gone[:0]
+		rows, err := tx.QueryContext(ctx, `SELECT id, owner, ip, charge, held FROM blobs WHERE gone = 0 AND expires <= ?1
+			UNION SELECT id, owner, ip, charge, held FROM blobs WHERE gone = 0 AND progress <= ?2 AND held < size
+			LIMIT ?3`, now.UnixNano(), now.Add(-s.limits.IdleLifetime).UnixNano(), max)
 		if err != nil {
 			return err
 		}
 		var ids [][]byte
 		for rows.Next() {
 			var id []byte
-			if err := rows.Scan(&id); err != nil {
+			var b sqlBlob
+			if err := rows.Scan(&id, &b.owner.Address, &b.owner.IP, &b.charge, &b.held); err != nil {
 				rows.Close()
 				return err
 			}
 			ids = append(ids, id)
+			gone = append(gone, b)
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
@@ -318,26 +416,21 @@ func (s *SQLiteBlobs) ExpireBlobs(ctx context.Context, now, forget time.Time, ma
 				return err
 			}
 		}
-		n = len(ids)
 		_, err = tx.ExecContext(ctx, "DELETE FROM blobs WHERE gone = 1 AND expires < ?", forget.UnixNano())
 		return err
 	})
 	if err != nil {
 		return 0, fmt.Errorf("expire blobs: %w", err)
 	}
-	return n, nil
+	for _, b := range gone {
+		s.charged(b.owner, -b.charge, -b.held, -1)
+	}
+	return len(gone), nil
 }
 
-// BlobStats implements BlobStore. It sums over the blobs' rows (not their
-// chunks), of which the quotas allow few: at most TotalBytes/MinCharge live.
-func (s *SQLiteBlobs) BlobStats(ctx context.Context) (BlobStats, error) {
-	var st BlobStats
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		return tx.QueryRowContext(ctx, "SELECT count(*), coalesce(sum(charge), 0), coalesce(sum(held), 0) FROM blobs WHERE gone = 0").
-			Scan(&st.Blobs, &st.Charged, &st.Held)
-	})
-	if err != nil {
-		return BlobStats{}, fmt.Errorf("blob stats: %w", err)
-	}
-	return st, nil
+// BlobStats implements BlobStore, from the running totals.
+func (s *SQLiteBlobs) BlobStats(context.Context) (BlobStats, error) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	return BlobStats{Blobs: s.usage.blobs, Charged: s.usage.charged, Held: s.usage.held}, nil
 }

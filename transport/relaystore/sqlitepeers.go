@@ -12,57 +12,82 @@ import (
 // The peers each owner accepts and the senders it blocks, on SQLite
 // (peers.go says what they are for).
 
-// Accept implements Store.
-func (s *SQLite) Accept(ctx context.Context, owner, peer string, now time.Time) (int, error) {
-	var forgot int64
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO accepted_peers (owner, peer, seen) VALUES (?, ?, ?)
-			ON CONFLICT (owner, peer) DO UPDATE SET seen = excluded.seen`, owner, peer, now.UnixNano()); err != nil {
-			return err
-		}
-		// Past the limit, the least recently seen go (ties by address, so
-		// that every backend forgets the same ones).
-		res, err := tx.ExecContext(ctx, `DELETE FROM accepted_peers WHERE owner = ? AND peer NOT IN
-			(SELECT peer FROM accepted_peers WHERE owner = ? ORDER BY seen DESC, peer DESC LIMIT ?)`, owner, owner, s.limits.AcceptedPeers)
-		if err != nil {
-			return err
-		}
-		forgot, err = res.RowsAffected()
-		return err
-	})
-	// Dropped whatever the outcome: a failed commit may have happened.
-	s.relations.drop(owner, peer)
-	if forgot > 0 || err != nil {
-		s.relations.drop("", "")
-	}
-	if err != nil {
-		return 0, fmt.Errorf("record that %s accepts %s: %w", owner, peer, err)
-	}
-	return int(forgot), nil
+// Accept and Block join the group commit (sqliteack.go): each is a write
+// a client can cause many times a second, which on a transaction of its
+// own would cost a sync each.
+
+// acceptWork records that owner accepts peer.
+type acceptWork struct {
+	owner, peer string
+	now         time.Time
+	forgot      int64
 }
 
-// Block implements Store.
-func (s *SQLite) Block(ctx context.Context, owner, sender string, blocked bool) error {
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		if !blocked {
-			_, err := tx.ExecContext(ctx, "DELETE FROM blocked_senders WHERE owner = ? AND sender = ?", owner, sender)
-			return err
-		}
-		var listed, n int
-		if err := tx.QueryRowContext(ctx, "SELECT count(*), coalesce(sum(sender = ?), 0) FROM blocked_senders WHERE owner = ?", sender, owner).Scan(&n, &listed); err != nil {
-			return err
-		}
-		switch {
-		case listed > 0:
-			return nil
-		case n >= s.limits.BlockedSenders:
-			return ErrBlockListFull
-		}
-		_, err := tx.ExecContext(ctx, "INSERT INTO blocked_senders (owner, sender, since) VALUES (?, ?, ?)", owner, sender, time.Now().UnixNano())
+func (a *acceptWork) run(ctx context.Context, s *SQLite, tx *sql.Tx) error {
+	if _, err := tx.ExecContext(ctx, `INSERT INTO accepted_peers (owner, peer, seen) VALUES (?, ?, ?)
+		ON CONFLICT (owner, peer) DO UPDATE SET seen = excluded.seen`, a.owner, a.peer, a.now.UnixNano()); err != nil {
 		return err
-	})
-	s.relations.drop(owner, sender)
+	}
+	// Past the limit, the least recently seen go (ties by address, so
+	// that every backend forgets the same ones).
+	res, err := tx.ExecContext(ctx, `DELETE FROM accepted_peers WHERE owner = ? AND peer NOT IN
+		(SELECT peer FROM accepted_peers WHERE owner = ? ORDER BY seen DESC, peer DESC LIMIT ?)`, a.owner, a.owner, s.limits.AcceptedPeers)
 	if err != nil {
+		return err
+	}
+	a.forgot, err = res.RowsAffected()
+	return err
+}
+
+// done drops what the cache knew of the pair whatever the outcome (a
+// failed commit may have happened), and all of it when peers were
+// forgotten.
+func (a *acceptWork) done(s *SQLite, err error) {
+	s.relations.drop(a.owner, a.peer)
+	if a.forgot > 0 || err != nil {
+		s.relations.drop("", "")
+	}
+}
+
+// Accept implements Store. The write joins the next group commit.
+func (s *SQLite) Accept(ctx context.Context, owner, peer string, now time.Time) (int, error) {
+	a := &acceptWork{owner: owner, peer: peer, now: now}
+	if err := s.commitWork(ctx, a); err != nil {
+		return 0, fmt.Errorf("record that %s accepts %s: %w", owner, peer, err)
+	}
+	return int(a.forgot), nil
+}
+
+// blockWork adds sender to owner's block list, or takes it off.
+type blockWork struct {
+	owner, sender string
+	blocked       bool
+}
+
+func (b *blockWork) run(ctx context.Context, s *SQLite, tx *sql.Tx) error {
+	if !b.blocked {
+		_, err := tx.ExecContext(ctx, "DELETE FROM blocked_senders WHERE owner = ? AND sender = ?", b.owner, b.sender)
+		return err
+	}
+	var listed, n int
+	if err := tx.QueryRowContext(ctx, "SELECT count(*), coalesce(sum(sender = ?), 0) FROM blocked_senders WHERE owner = ?", b.sender, b.owner).Scan(&n, &listed); err != nil {
+		return err
+	}
+	switch {
+	case listed > 0:
+		return nil
+	case n >= s.limits.BlockedSenders:
+		return ErrBlockListFull // nothing written: a refusal of this request alone
+	}
+	_, err := tx.ExecContext(ctx, "INSERT INTO blocked_senders (owner, sender, since) VALUES (?, ?, ?)", b.owner, b.sender, time.Now().UnixNano())
+	return err
+}
+
+func (b *blockWork) done(s *SQLite, _ error) { s.relations.drop(b.owner, b.sender) }
+
+// Block implements Store. The write joins the next group commit.
+func (s *SQLite) Block(ctx context.Context, owner, sender string, blocked bool) error {
+	if err := s.commitWork(ctx, &blockWork{owner: owner, sender: sender, blocked: blocked}); err != nil {
 		return fmt.Errorf("block %s for %s: %w", sender, owner, err)
 	}
 	return nil

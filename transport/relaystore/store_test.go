@@ -151,6 +151,64 @@ func TestSQLiteGroupCommit(t *testing.T) {
 	}
 }
 
+// TestSQLiteWritesShareCommits (issue 30, finding 5): block-list changes,
+// accepted peers and bundle publications from many clients at once join
+// the group commit instead of syncing a transaction each. 48 clients each
+// block and unblock, record a peer and publish 10 times: 1,920 writes in
+// far fewer transactions, every one applied.
+func TestSQLiteWritesShareCommits(t *testing.T) {
+	s := mustOpenSQLite(t, t.TempDir(), Limits{})
+	defer s.Close()
+	ctx := context.Background()
+	const clients, rounds = 48, 10
+	for i := range clients {
+		mustRegister(t, s, fmt.Sprintf("c%d/1", i), key(byte(i)))
+	}
+	before := s.commits.Load()
+	errs := make(chan error, clients)
+	for i := range clients {
+		go func() {
+			owner := fmt.Sprintf("c%d/1", i)
+			b := wire.Bundle{Address: owner}
+			var err error
+			for j := 0; j < rounds && err == nil; j++ {
+				err = errors.Join(s.Block(ctx, owner, "mallory/1", true), s.Block(ctx, owner, "mallory/1", false))
+				if err == nil {
+					_, err = s.Accept(ctx, owner, fmt.Sprintf("p%d/1", j), time.Now())
+				}
+				if err == nil {
+					_, err = s.PutBundle(ctx, owner, key(byte(i)), b, []wire.OneTimePreKeyPublic{{ID: uint32(j)}})
+				}
+			}
+			errs <- err
+		}()
+	}
+	for range clients {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	writes := int64(clients * rounds * 4)
+	commits := s.commits.Load() - before
+	t.Logf("%d writes in %d transactions", writes, commits)
+	if commits > writes/4 {
+		t.Errorf("%d writes took %d transactions, want at most a quarter: they should share the group commit", writes, commits)
+	}
+	for i := range clients {
+		owner := fmt.Sprintf("c%d/1", i)
+		rel, err := s.Relation(ctx, owner, fmt.Sprintf("p%d/1", rounds-1), time.Now())
+		if err != nil || !rel.Accepted {
+			t.Fatalf("%s accepts its last peer: %+v, %v", owner, rel, err)
+		}
+		if rel, err := s.Relation(ctx, owner, "mallory/1", time.Now()); err != nil || rel.Blocked {
+			t.Fatalf("%s blocks mallory after the last unblock: %+v, %v", owner, rel, err)
+		}
+		if n, err := s.OneTimePreKeys(ctx, owner); err != nil || n != rounds {
+			t.Fatalf("%s's pool: %d, %v; want %d", owner, n, err, rounds)
+		}
+	}
+}
+
 // TestSQLiteMigratesVersion1: a version-1 database keeps its registrations
 // and envelopes, which count in the totals (charged to no sender or IP).
 func TestSQLiteMigratesVersion1(t *testing.T) {

@@ -22,16 +22,22 @@ import (
 // object store writes an object whole, so it cannot take an upload at
 // offsets; a blob is instead one stream message per chunk as written:
 //
-//	KV PARLEY_BLOBMETA    id -> owner, IP, size, charge, expiry, expired flag
+//	KV PARLEY_BLOBMETA    id -> owner, IP, size, first charge, creation, expiry, flags
 //	KV PARLEY_BLOBUSAGE   a.addr, i.ip, t -> bytes charged; n -> live blobs; h -> bytes held
 //	stream PARLEY_BLOB    subjects parley.blob.<id>.<index>: chunk index (0, 1, ...),
-//	                      its offset in the header Parley-Offset
+//	                      its offset and time in the headers Parley-Offset, Parley-Time
 //
 // A write is committed by its chunk's publication, which expects no message
 // on its subject yet: of two writers at one offset (two relays, a client
 // that retried) one wins. What the store holds is the last chunk's offset
-// and length. The relay's sweep expires blobs: a compare-and-set of the
-// meta record first, so that of several relays sweeping one frees the
+// and length, and the last chunk's time is the blob's last progress. Every
+// chunk but the last has the blob's chunk size (the chunk rule), so a read
+// finds the chunk holding an offset by a division: a range is a bounded
+// number of requests, whatever the upload was. The charge follows what the
+// blob holds and is taken, before the chunk is published, from the
+// address's, the IP's and the total count in turn, each by compare-and-set
+// within its limit. The relay's sweep expires blobs: a compare-and-set of
+// the meta record first, so that of several relays sweeping one frees the
 // charge, then a purge of the blob's subjects.
 type Blobs struct {
 	s      *Store
@@ -44,7 +50,12 @@ type Blobs struct {
 
 var _ relaystore.BlobStore = (*Blobs)(nil)
 
-const hdrOffset = "Parley-Offset"
+// Headers of a chunk message: its offset in the blob, and the time of the
+// write (Unix nanoseconds, the caller's clock), the blob's last progress.
+const (
+	hdrOffset = "Parley-Offset"
+	hdrTime   = "Parley-Time"
+)
 
 // OpenBlobs makes the blob store of s's cluster (its names under s's
 // prefix), creating what is missing with replicas copies.
@@ -88,54 +99,38 @@ func (b *Blobs) setup(ctx context.Context, prefix string, replicas int) error {
 	return nil
 }
 
-// blobMeta is a blob's record.
+// blobMeta is a blob's record. Charge is what it was charged at creation
+// (the least charge; a record from before charges followed uploads holds
+// the whole size); Created is zero in such a record.
 type blobMeta struct {
 	Owner   string `json:"o"`
 	IP      string `json:"i"`
 	Size    int64  `json:"s"`
 	Charge  int64  `json:"c"`
-	Expires int64  `json:"e"` // Unix nanoseconds
+	Created int64  `json:"t,omitempty"` // Unix nanoseconds
+	Expires int64  `json:"e"`           // Unix nanoseconds
 	Gone    bool   `json:"g"`
+	Done    bool   `json:"d,omitempty"` // seen complete by a sweep: never idle
+}
+
+func (m blobMeta) owner() relaystore.BlobOwner {
+	return relaystore.BlobOwner{Address: m.Owner, IP: m.IP}
 }
 
 func idKey(id wire.BlobID) string { return hex.EncodeToString(id[:]) }
 
-// CreateBlob implements relaystore.BlobStore. The charge is taken from the
-// address's, the IP's and the total count in turn, each by compare-and-set
-// within its limit; a refusal gives back what was taken.
-func (b *Blobs) CreateBlob(ctx context.Context, size int64, from relaystore.BlobOwner, expires time.Time) (wire.BlobID, error) {
+// CreateBlob implements relaystore.BlobStore.
+func (b *Blobs) CreateBlob(ctx context.Context, size int64, from relaystore.BlobOwner, now, expires time.Time) (wire.BlobID, error) {
 	ctx, cancel := b.s.ctx(ctx)
 	defer cancel()
-	if size < 1 || size > b.limits.MaxSize {
-		return wire.BlobID{}, fmt.Errorf("create blob: %w: %d bytes, the largest is %d", relaystore.ErrBlobTooLarge, size, b.limits.MaxSize)
+	if err := b.limits.CheckSize(size); err != nil {
+		return wire.BlobID{}, fmt.Errorf("create blob: %w", err)
 	}
-	c := b.limits.Charge(size)
-	steps := []struct {
-		key   string
-		limit int64
-		err   error
-	}{{"a." + hexKey(from.Address), b.limits.AddressBytes, relaystore.ErrBlobAddressQuota}}
-	if from.IP != "" {
-		steps = append(steps, struct {
-			key   string
-			limit int64
-			err   error
-		}{"i." + hexKey(from.IP), b.limits.IPBytes, relaystore.ErrBlobIPQuota})
+	c := b.limits.Charge(0, 0)
+	if err := b.charge(ctx, from, c); err != nil {
+		return wire.BlobID{}, fmt.Errorf("create blob: %w", err)
 	}
-	steps = append(steps, struct {
-		key   string
-		limit int64
-		err   error
-	}{"t", b.limits.TotalBytes, relaystore.ErrBlobStoreFull})
-	for i, st := range steps {
-		if err := b.add(ctx, st.key, c, st.limit, st.err); err != nil {
-			for _, done := range steps[:i] {
-				b.add(ctx, done.key, -c, 0, nil)
-			}
-			return wire.BlobID{}, fmt.Errorf("create blob: %w", err)
-		}
-	}
-	m, _ := json.Marshal(blobMeta{Owner: from.Address, IP: from.IP, Size: size, Charge: c, Expires: expires.UnixNano()})
+	m, _ := json.Marshal(blobMeta{Owner: from.Address, IP: from.IP, Size: size, Charge: c, Created: now.UnixNano(), Expires: expires.UnixNano()})
 	for {
 		id := relaystore.NewBlobID()
 		_, err := b.meta.Create(ctx, idKey(id), m)
@@ -143,48 +138,104 @@ func (b *Blobs) CreateBlob(ctx context.Context, size int64, from relaystore.Blob
 			continue
 		}
 		if err != nil {
-			b.uncharge(ctx, blobMeta{Owner: from.Address, IP: from.IP, Charge: c}, 0, false)
+			b.uncharge(ctx, from, c)
 			return wire.BlobID{}, fmt.Errorf("create blob: %w", err)
 		}
-		b.add(ctx, "n", 1, 0, nil)
+		b.add(ctx, "n", 1, nil)
 		return id, nil
 	}
 }
 
-// add moves the count under key by delta, refusing with over when it would
-// pass limit (0: no limit).
-func (b *Blobs) add(ctx context.Context, key string, delta, limit int64, over error) error {
+// charge takes delta bytes from the owner's address, its IP and the total,
+// in turn, each within its limit (lowered to the owner's share of the
+// reserve when the store reaches into it, as relaystore.BlobLimits
+// says); a refusal gives back what was taken. The total is read first to
+// know whether the reserve is reached: across relays this is approximate
+// by the charges racing it, as the envelope quotas are.
+func (b *Blobs) charge(ctx context.Context, from relaystore.BlobOwner, delta int64) error {
+	if delta <= 0 {
+		return nil
+	}
+	total, err := b.count(ctx, "t")
+	if err != nil {
+		return err
+	}
+	l := b.limits
+	within := func(limit, share int64, overShare error) func(int64) error {
+		return func(n int64) error {
+			switch {
+			case n > share:
+				return overShare
+			case n > limit:
+				return relaystore.ErrBlobReserve
+			}
+			return nil
+		}
+	}
+	type step struct {
+		key   string
+		check func(int64) error
+	}
+	steps := []step{{"a." + hexKey(from.Address), within(l.AddressLimitAt(total, delta, from), l.AddressBytes, relaystore.ErrBlobAddressQuota)}}
+	if from.IP != "" {
+		steps = append(steps, step{"i." + hexKey(from.IP), within(l.IPLimitAt(total, delta), l.IPBytes, relaystore.ErrBlobIPQuota)})
+	}
+	steps = append(steps, step{"t", within(l.TotalBytes, l.TotalBytes, relaystore.ErrBlobStoreFull)})
+	for i, st := range steps {
+		if err := b.add(ctx, st.key, delta, st.check); err != nil {
+			for _, done := range steps[:i] {
+				b.add(ctx, done.key, -delta, nil)
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// uncharge gives back delta bytes of the owner's charge.
+func (b *Blobs) uncharge(ctx context.Context, from relaystore.BlobOwner, delta int64) error {
+	keys := []string{"a." + hexKey(from.Address), "t"}
+	if from.IP != "" {
+		keys = append(keys, "i."+hexKey(from.IP))
+	}
+	var errs []error
+	for _, k := range keys {
+		errs = append(errs, b.add(ctx, k, -delta, nil))
+	}
+	return errors.Join(errs...)
+}
+
+// add moves the count under key by delta; when check is set, a rise is
+// refused with what check says of the new count.
+func (b *Blobs) add(ctx context.Context, key string, delta int64, check func(int64) error) error {
 	return b.s.update(ctx, b.usage, key, func(v []byte) ([]byte, error) {
 		var n int64
 		if len(v) == 8 {
 			n = int64(binary.BigEndian.Uint64(v))
 		}
 		n += delta
-		switch {
-		case delta > 0 && limit > 0 && n > limit:
-			return nil, over
-		case n <= 0:
+		if delta > 0 && check != nil {
+			if err := check(n); err != nil {
+				return nil, err
+			}
+		}
+		if n <= 0 {
 			return nil, nil
 		}
 		return binary.BigEndian.AppendUint64(nil, uint64(n)), nil
 	})
 }
 
-// uncharge gives back a blob's charge and, when counted, its place among
-// the live blobs and the bytes it held.
-func (b *Blobs) uncharge(ctx context.Context, m blobMeta, held int64, counted bool) error {
-	keys := []string{"a." + hexKey(m.Owner), "t"}
-	if m.IP != "" {
-		keys = append(keys, "i."+hexKey(m.IP))
+// count reads one usage count (0 when there is none).
+func (b *Blobs) count(ctx context.Context, key string) (int64, error) {
+	e, err := b.usage.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return 0, nil
 	}
-	var errs []error
-	for _, k := range keys {
-		errs = append(errs, b.add(ctx, k, -m.Charge, 0, nil))
+	if err != nil || len(e.Value()) != 8 {
+		return 0, errors.Join(err, errors.New("a count is not 8 bytes"))
 	}
-	if counted {
-		errs = append(errs, b.add(ctx, "n", -1, 0, nil), b.add(ctx, "h", -held, 0, nil))
-	}
-	return errors.Join(errs...)
+	return int64(binary.BigEndian.Uint64(e.Value())), nil
 }
 
 // record reads a blob's record and its revision.
@@ -203,20 +254,56 @@ func (b *Blobs) record(ctx context.Context, id wire.BlobID) (blobMeta, uint64, e
 	return m, e.Revision(), nil
 }
 
-// live reads the record of a blob that has not expired at now.
-func (b *Blobs) live(ctx context.Context, id wire.BlobID, now time.Time) (blobMeta, error) {
-	m, _, err := b.record(ctx, id)
-	if err != nil {
-		return m, err
-	}
-	return m, relaystore.CheckBlob(time.Unix(0, m.Expires), m.Gone, now)
+// blobState is a blob's record with what the stream holds of it.
+type blobState struct {
+	blobMeta
+	last chunk
 }
 
-// chunk is one stored chunk: its index, offset and data.
+func (st blobState) held() int64 { return max(st.last.end(), 0) }
+
+// progress is when the blob was last written, or created.
+func (st blobState) progress() time.Time {
+	if created := time.Unix(0, st.Created); created.After(st.last.at) {
+		return created
+	}
+	return st.last.at
+}
+
+// chunkSize is the size of every chunk but the last (0 before the first):
+// chunk 0's, which the last chunk's place tells.
+func (st blobState) chunkSize() int64 {
+	switch {
+	case st.last.index < 0:
+		return 0
+	case st.last.index == 0:
+		return int64(len(st.last.data))
+	}
+	return st.last.offset / int64(st.last.index)
+}
+
+// live reads a blob's record and its last chunk, and fails when the blob
+// is not live at now.
+func (b *Blobs) live(ctx context.Context, id wire.BlobID, now time.Time) (blobState, error) {
+	m, _, err := b.record(ctx, id)
+	if err != nil {
+		return blobState{}, err
+	}
+	l, err := b.last(ctx, id)
+	if err != nil {
+		return blobState{}, err
+	}
+	st := blobState{m, l}
+	return st, b.limits.CheckBlob(time.Unix(0, m.Expires), st.progress(), st.held(), m.Size, m.Gone, now)
+}
+
+// chunk is one stored chunk: its index, offset, data and when it was
+// written.
 type chunk struct {
 	index  int
 	offset int64
 	data   []byte
+	at     time.Time
 }
 
 // chunkOf reads a chunk message.
@@ -226,7 +313,11 @@ func (b *Blobs) chunkOf(m *jetstream.RawStreamMsg) (chunk, error) {
 	if err := errors.Join(err1, err2); err != nil {
 		return chunk{}, fmt.Errorf("a chunk's index or offset: %w", err)
 	}
-	return chunk{index: i, offset: off, data: m.Data}, nil
+	at := m.Time // a chunk written before the header: the stream's clock
+	if ns, err := strconv.ParseInt(m.Header.Get(hdrTime), 10, 64); err == nil {
+		at = time.Unix(0, ns)
+	}
+	return chunk{index: i, offset: off, data: m.Data, at: at}, nil
 }
 
 // last reads the blob's last chunk; index -1 when it has none.
@@ -256,123 +347,83 @@ func (c chunk) end() int64 { return c.offset + int64(len(c.data)) }
 func (b *Blobs) BlobInfo(ctx context.Context, id wire.BlobID, now time.Time) (relaystore.BlobInfo, error) {
 	ctx, cancel := b.s.ctx(ctx)
 	defer cancel()
-	m, err := b.live(ctx, id, now)
+	st, err := b.live(ctx, id, now)
 	if err != nil {
 		return relaystore.BlobInfo{}, fmt.Errorf("blob info: %w", err)
 	}
-	l, err := b.last(ctx, id)
-	if err != nil {
-		return relaystore.BlobInfo{}, fmt.Errorf("blob info: %w", err)
-	}
-	return relaystore.BlobInfo{Held: max(l.end(), 0), Size: m.Size, Expires: time.Unix(0, m.Expires)}, nil
+	return relaystore.BlobInfo{Held: st.held(), Size: st.Size, Expires: time.Unix(0, st.Expires)}, nil
 }
 
 // PutBlob implements relaystore.BlobStore.
 func (b *Blobs) PutBlob(ctx context.Context, id wire.BlobID, owner string, offset int64, data []byte, now time.Time) (relaystore.BlobInfo, error) {
 	ctx, cancel := b.s.ctx(ctx)
 	defer cancel()
-	m, err := b.live(ctx, id, now)
+	st, err := b.live(ctx, id, now)
 	if err != nil {
 		return relaystore.BlobInfo{}, fmt.Errorf("put blob: %w", err)
 	}
-	l, err := b.last(ctx, id)
-	if err != nil {
+	held := st.held()
+	if _, err := b.limits.CheckPut(owner, st.Owner, offset, held, st.Size, st.chunkSize(), len(data)); err != nil {
 		return relaystore.BlobInfo{}, fmt.Errorf("put blob: %w", err)
 	}
-	held := max(l.end(), 0)
-	if err := relaystore.CheckPut(owner, m.Owner, offset, held, m.Size, len(data)); err != nil {
+	after := held + int64(len(data))
+	delta := b.limits.Charge(st.Charge, after) - b.limits.Charge(st.Charge, held)
+	if err := b.charge(ctx, st.owner(), delta); err != nil {
 		return relaystore.BlobInfo{}, fmt.Errorf("put blob: %w", err)
 	}
-	msg := &nats.Msg{Subject: b.root + idKey(id) + "." + strconv.Itoa(l.index+1), Header: nats.Header{}, Data: data}
+	msg := &nats.Msg{Subject: b.root + idKey(id) + "." + strconv.Itoa(st.last.index+1), Header: nats.Header{}, Data: data}
 	msg.Header.Set(hdrOffset, strconv.FormatInt(offset, 10))
+	msg.Header.Set(hdrTime, strconv.FormatInt(now.UnixNano(), 10))
 	if _, err := b.s.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(0)); err != nil {
+		b.uncharge(ctx, st.owner(), delta)
 		if isConflict(err) {
 			err = fmt.Errorf("%w: another write at %d came first", relaystore.ErrBlobOffset, offset)
 		}
 		return relaystore.BlobInfo{}, fmt.Errorf("put blob: %w", err)
 	}
-	if err := b.add(ctx, "h", int64(len(data)), 0, nil); err != nil {
+	if err := b.add(ctx, "h", int64(len(data)), nil); err != nil {
 		return relaystore.BlobInfo{}, fmt.Errorf("put blob: count it: %w", err)
 	}
-	return relaystore.BlobInfo{Held: held + int64(len(data)), Size: m.Size, Expires: time.Unix(0, m.Expires)}, nil
+	return relaystore.BlobInfo{Held: after, Size: st.Size, Expires: time.Unix(0, st.Expires)}, nil
 }
 
-// GetBlob implements relaystore.BlobStore. The chunk holding offset is
-// guessed from the first chunk's length (clients write chunks of one size),
-// and searched for by halves otherwise.
+// GetBlob implements relaystore.BlobStore: the record, the last chunk, and
+// the chunks of the range, found by a division (at most five for the
+// largest read of chunks of the least size).
 func (b *Blobs) GetBlob(ctx context.Context, id wire.BlobID, offset int64, n int, now time.Time) ([]byte, error) {
 	ctx, cancel := b.s.ctx(ctx)
 	defer cancel()
-	m, err := b.live(ctx, id, now)
+	st, err := b.live(ctx, id, now)
 	if err != nil {
 		return nil, fmt.Errorf("get blob: %w", err)
 	}
-	l, err := b.last(ctx, id)
-	if err != nil {
-		return nil, fmt.Errorf("get blob: %w", err)
-	}
-	if n, err = relaystore.CheckGet(offset, n, max(l.end(), 0), m.Size); err != nil || n == 0 {
+	if n, err = relaystore.CheckGet(offset, n, st.held(), st.Size); err != nil || n == 0 {
 		return nil, err
 	}
-	c, err := b.find(ctx, id, offset, l)
-	if err != nil {
-		return nil, fmt.Errorf("get blob: %w", err)
-	}
+	size := st.chunkSize()
 	out := make([]byte, 0, n)
-	for {
+	for i := int(offset / size); len(out) < n; i++ {
+		c := st.last
+		if i != c.index {
+			if c, err = b.at(ctx, id, i); err != nil {
+				return nil, fmt.Errorf("get blob: %w", err)
+			}
+		}
+		if c.offset != int64(i)*size || offset < c.offset || offset >= c.end() {
+			return nil, fmt.Errorf("get blob: chunk %d at %d of %d bytes does not hold %d (chunks of %d)", i, c.offset, len(c.data), offset, size)
+		}
 		p := c.data[offset-c.offset:]
 		p = p[:min(len(p), n-len(out))]
 		out = append(out, p...)
 		offset += int64(len(p))
-		if len(out) == n {
-			return out, nil
-		}
-		if c, err = b.at(ctx, id, c.index+1); err != nil {
-			return nil, fmt.Errorf("get blob: %w", err)
-		}
 	}
-}
-
-// find returns the chunk holding offset, which lies before last's end.
-func (b *Blobs) find(ctx context.Context, id wire.BlobID, offset int64, last chunk) (chunk, error) {
-	if offset >= last.offset {
-		return last, nil
-	}
-	first, err := b.at(ctx, id, 0)
-	if err != nil || offset < first.end() {
-		return first, err
-	}
-	lo, hi := 1, last.index-1 // the chunk lies within
-	if guess := int(offset / int64(len(first.data))); guess >= lo && guess <= hi {
-		c, err := b.at(ctx, id, guess)
-		if err != nil || (c.offset <= offset && offset < c.end()) {
-			return c, err
-		}
-		if offset < c.offset {
-			hi = guess - 1
-		} else {
-			lo = guess + 1
-		}
-	}
-	for lo <= hi {
-		mid := (lo + hi) / 2
-		c, err := b.at(ctx, id, mid)
-		switch {
-		case err != nil:
-			return c, err
-		case offset < c.offset:
-			hi = mid - 1
-		case offset >= c.end():
-			lo = mid + 1
-		default:
-			return c, nil
-		}
-	}
-	return chunk{}, fmt.Errorf("no chunk holds offset %d", offset)
+	return out, nil
 }
 
 // ExpireBlobs implements relaystore.BlobStore. It reads every record: the
-// quotas allow few live blobs (at most TotalBytes/MinCharge).
+// quotas allow few live blobs (at most TotalBytes/MinCharge), and an
+// incomplete one past its idle lifetime costs a read of its last chunk too
+// (a complete one is marked so at its first sweep, and not read again).
 func (b *Blobs) ExpireBlobs(ctx context.Context, now, forget time.Time, max int) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, 4*b.s.timeout)
 	defer cancel()
@@ -405,8 +456,9 @@ func (b *Blobs) ExpireBlobs(ctx context.Context, now, forget time.Time, max int)
 			if err := b.meta.Purge(ctx, idKey(id), jetstream.LastRevision(rev)); err != nil && !isConflict(err) {
 				return n, fmt.Errorf("expire blobs: forget one: %w", err)
 			}
-		case !m.Gone && n < max && !now.Before(expires):
-			ok, err := b.expire(ctx, id, m, rev)
+		case m.Gone || n >= max:
+		case !now.Before(expires) || !m.Done && !now.Before(time.Unix(0, m.Created).Add(b.limits.IdleLifetime)):
+			ok, err := b.expire(ctx, id, m, rev, now)
 			if err != nil {
 				return n, err
 			}
@@ -418,12 +470,23 @@ func (b *Blobs) ExpireBlobs(ctx context.Context, now, forget time.Time, max int)
 	return n, nil
 }
 
-// expire marks one blob expired, by compare-and-set so that one sweeper
-// alone frees its charge, and deletes its chunks.
-func (b *Blobs) expire(ctx context.Context, id wire.BlobID, m blobMeta, rev uint64) (bool, error) {
+// expire deletes one blob when it is no longer live at now (its record, by
+// compare-and-set, so that one sweeper alone frees its charge, then its
+// chunks), or marks it complete; it reports whether it deleted it.
+func (b *Blobs) expire(ctx context.Context, id wire.BlobID, m blobMeta, rev uint64, now time.Time) (bool, error) {
 	l, err := b.last(ctx, id)
 	if err != nil {
 		return false, fmt.Errorf("expire a blob: %w", err)
+	}
+	st := blobState{m, l}
+	if b.limits.CheckBlob(time.Unix(0, m.Expires), st.progress(), st.held(), m.Size, false, now) == nil {
+		if st.held() == m.Size {
+			done := m
+			done.Done = true
+			v, _ := json.Marshal(done)
+			b.meta.Update(ctx, idKey(id), v, rev) // a conflict: another sweep, or a later one will
+		}
+		return false, nil
 	}
 	gone := m
 	gone.Gone = true
@@ -434,7 +497,8 @@ func (b *Blobs) expire(ctx context.Context, id wire.BlobID, m blobMeta, rev uint
 		}
 		return false, fmt.Errorf("expire a blob: %w", err)
 	}
-	if err := b.uncharge(ctx, m, max(l.end(), 0), true); err != nil {
+	errs := []error{b.uncharge(ctx, m.owner(), b.limits.Charge(m.Charge, st.held())), b.add(ctx, "n", -1, nil), b.add(ctx, "h", -st.held(), nil)}
+	if err := errors.Join(errs...); err != nil {
 		return true, fmt.Errorf("expire a blob: %w", err)
 	}
 	return true, b.purge(ctx, id)
@@ -452,19 +516,9 @@ func (b *Blobs) purge(ctx context.Context, id wire.BlobID) error {
 func (b *Blobs) BlobStats(ctx context.Context) (relaystore.BlobStats, error) {
 	ctx, cancel := b.s.ctx(ctx)
 	defer cancel()
-	get := func(key string) (int64, error) {
-		e, err := b.usage.Get(ctx, key)
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			return 0, nil
-		}
-		if err != nil || len(e.Value()) != 8 {
-			return 0, errors.Join(err, errors.New("a count is not 8 bytes"))
-		}
-		return int64(binary.BigEndian.Uint64(e.Value())), nil
-	}
-	n, err1 := get("n")
-	t, err2 := get("t")
-	h, err3 := get("h")
+	n, err1 := b.count(ctx, "n")
+	t, err2 := b.count(ctx, "t")
+	h, err3 := b.count(ctx, "h")
 	if err := errors.Join(err1, err2, err3); err != nil {
 		return relaystore.BlobStats{}, fmt.Errorf("blob stats: %w", err)
 	}
