@@ -205,12 +205,17 @@ func (m *Model) killed(msg killMsg) tea.Cmd {
 }
 
 func fileScenario() scenario {
+	const key = "[file] " + demoFileName
 	return scenario{name: "file resumed after a kill", steps: []step{
-		{on: 0, do: makeFileCmd, say: "alice has a 20 MiB file to send (written in the demo's directory)."},
-		{on: 0, do: attachFile, say: "alice types /file PATH: the file is encrypted in 64 KiB chunks and uploaded to the relay's blob store (the bar), then its manifest goes to bob like a message."},
-		{on: 1, do: killBobAt40, say: "bob presses d to download it; at about 40% he is killed: his client and store are closed abruptly. The chunks he verified are fsynced in his profile."},
-		{on: 1, keys: demoCtl('o'), say: "bob reopens: the file is still waiting (a file is committed only by its download)."},
-		{on: 1, do: downloadAgain, say: "bob presses d again: the download resumes from the last chunk he kept, verifies the whole digest, saves the file and commits; the ACK clears alice's."},
-		{on: 0, say: verdictSay},
+		{on: 0, do: makeFileCmd, done: fileMade, say: "alice has a 20 MiB file to send (written in the demo's directory)."},
+		{on: 0, do: attachFile, done: all(stored(demoAlice, demoBob, key, key, true), at(key, "pending"), shownWaiting(1, key)),
+			say: "alice types /file PATH: the file is encrypted in 64 KiB chunks and uploaded to the relay's blob store (the bar), then its manifest goes to bob like a message."},
+		{on: 1, do: killBobAt40, done: paneIs(1, "crashed"),
+			say: "bob presses d to download it; at about 40% he is killed: his client and store are closed abruptly. The chunks he verified are fsynced in his profile."},
+		{on: 1, keys: demoCtl('o'), done: all(paneIs(1, ""), at(key, "pending"), shownWaiting(1, key)),
+			say: "bob reopens: the file is still waiting (a file is committed only by its download)."},
+		{on: 1, do: downloadAgain, done: all(at(key, "committed"), sender(key, engine.SentAcknowledged)),
+			say: "bob presses d again: the download resumes from the last chunk he kept, verifies the whole digest, saves the file and commits; the ACK clears alice's."},
+		{on: 0, done: onceEach, say: verdictSay},
 	}}
 }

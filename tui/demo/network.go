@@ -226,3 +226,19 @@ func (f *faultRelay) armed() (msg, ack int) {
 	}
 	return msg, ack
 }
+
+// disarm forgets every armed loss and a download's kill; it reports
+// whether one was armed.
+func (f *faultRelay) disarm() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	any := f.kill != nil
+	for _, m := range []map[engine.Address]int{f.dropMsg, f.dropAck} {
+		for to, n := range m {
+			any = any || n > 0
+			delete(m, to)
+		}
+	}
+	f.kill = nil
+	return any
+}
