@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/engine/session"
 	"github.com/parley-chat/parley/engine/enginetest"
 	"github.com/parley-chat/parley/store"
 )
@@ -325,7 +326,7 @@ func bobWins(w fpWorld) bool {
 		if err != nil || ps.Session == nil {
 			return false
 		}
-		s, err := engine.UnmarshalSession(ps.Session)
+		s, err := session.UnmarshalSession(ps.Session)
 		if err != nil {
 			return false
 		}

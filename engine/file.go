@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"crypto/hkdf"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -152,7 +151,7 @@ func FileOf(content wire.ContentType, body []byte) (wire.FileManifest, bool) {
 // fileKey derives an upload's file key from the identity and a fresh salt.
 func (c *Client) fileKey(salt []byte) ([32]byte, error) {
 	var key [32]byte
-	k, err := hkdf.Key(sha256.New, c.id.signing.Seed(), salt, "parley file key v1", len(key))
+	k, err := c.id.DeriveKey("parley file key v1", salt, len(key))
 	copy(key[:], k)
 	return key, err
 }

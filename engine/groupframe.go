@@ -449,7 +449,7 @@ func (c *Client) groupVerdict(bs *batchState, in *incoming, op opening, effect F
 	var out *Outgoing
 	// A reply is encrypted only within the sending window; past it, it is
 	// owed, and the sender's retry asks for it again.
-	if reply != nil && next.session.canSend() {
+	if reply != nil && canSend(next.session) {
 		cand := next.session.Clone()
 		env, err := c.seal(cand, in.sender, reply)
 		if err != nil {

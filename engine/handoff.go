@@ -79,7 +79,7 @@ func (c *Client) handOffOutgoing(ctx context.Context, kind string, what Handoff,
 // its next retry of the message brings the repeat that is acknowledged
 // again.
 func (c *Client) prepareAck(ps *peerState, peer Address, id wire.LogicalID) (*SessionWrite, *Outgoing, error) {
-	if ps.session == nil || !ps.session.canSend() {
+	if ps.session == nil || !canSend(ps.session) {
 		return nil, nil, nil
 	}
 	frame, _ := wire.EncodeFrame(wire.Frame{Kind: wire.FrameAck, ID: id})
