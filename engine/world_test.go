@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/parley-chat/parley/engine"
-	"github.com/parley-chat/parley/engine/session"
 	"github.com/parley-chat/parley/engine/enginetest"
+	"github.com/parley-chat/parley/engine/session"
 	"github.com/parley-chat/parley/store"
 	"github.com/parley-chat/parley/wire"
 )
