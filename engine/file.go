@@ -99,7 +99,7 @@ func (c *Client) fileSetup() (BlobRelay, FileConfig, error) {
 		fc.MaxSize = DefaultMaxFileSize
 	}
 	if fc.Blobs == nil {
-		fc.Blobs, _ = c.relay.(BlobRelay)
+		fc.Blobs = c.relay
 	}
 	if fc.Blobs == nil || fc.Dir == "" {
 		return nil, fc, ErrNoBlobStore
@@ -189,10 +189,7 @@ func (c *Client) SendGroupFile(ctx context.Context, group wire.GroupID, path str
 	return c.sendFile(ctx, fileTarget{
 		key: "group:" + hex.EncodeToString(group[:]),
 		sent: func(id wire.LogicalID) bool {
-			gs, err := c.groupStore()
-			if err != nil {
-				return false
-			}
+			gs := c.store
 			lanes, err := gs.Lanes(ctx, group, id)
 			return err == nil && len(lanes) > 0
 		},

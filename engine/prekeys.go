@@ -172,22 +172,15 @@ func (c *Client) publishLocked(ctx context.Context, published uint32) error {
 // relayPoolLow reports whether the relay said it holds fewer than
 // OneTimePreKeyLow of this device's one-time prekeys.
 func (c *Client) relayPoolLow() bool {
-	if p, ok := c.relay.(PreKeyPool); ok {
-		n, known := p.OneTimePreKeyPool()
-		return known && n < OneTimePreKeyLow
-	}
-	return false
+	n, known := c.relay.OneTimePreKeyPool()
+	return known && n < OneTimePreKeyLow
 }
 
 // relayNeedsOneTime reports whether the relay's pool runs low even with the
 // one-time prekeys this device holds but has not published yet (those above
 // published): then a fresh batch is due.
 func (c *Client) relayNeedsOneTime(ctx context.Context, published uint32) (bool, error) {
-	p, ok := c.relay.(PreKeyPool)
-	if !ok {
-		return false, nil
-	}
-	n, known := p.OneTimePreKeyPool()
+	n, known := c.relay.OneTimePreKeyPool()
 	if !known || n >= OneTimePreKeyLow {
 		return false, nil
 	}

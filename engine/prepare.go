@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -402,43 +401,20 @@ func (c *Client) classify(ctx context.Context, bs *batchState, key inboundKey, d
 		}
 		return RepeatEffect{}, ResultDelivery, nil
 	}
-	id := key.id
-	if sr, ok := c.store.(SeenReader); ok {
-		seen, err := sr.Seen(ctx, key.peer, id)
-		switch {
-		case err != nil:
-			return nil, 0, err
-		case seen.Digest != d && (seen.Pending || seen.Finalized && knownDigest(seen.Outcome, seen.Digest)):
-			return nil, 0, ErrLogicalMessageConflict
-		case seen.Pending:
-			return RepeatEffect{}, ResultDelivery, nil
-		case seen.Finalized && seen.Outcome == OutcomeDiscarded:
-			return RepeatEffect{}, ResultAlreadyDiscarded, nil
-		case seen.Finalized:
-			return RepeatEffect{}, ResultAlreadyCommitted, nil
-		}
-		return DeliverEffect{}, ResultDelivery, nil
-	}
-	if m, err := c.store.Inbound(ctx, key.peer, id); err == nil {
-		if m.Digest != d {
-			return nil, 0, ErrLogicalMessageConflict
-		}
-		return RepeatEffect{}, ResultDelivery, nil
-	} else if !errors.Is(err, ErrNotPending) {
-		return nil, 0, err
-	}
-	f, err := c.store.Finalized(ctx, key.peer, id)
+	seen, err := c.store.Seen(ctx, key.peer, key.id)
 	switch {
-	case errors.Is(err, ErrNotPending):
-		return DeliverEffect{}, ResultDelivery, nil
 	case err != nil:
 		return nil, 0, err
-	case !bytes.Equal(f.Digest[:], d[:]) && knownDigest(f.Outcome, f.Digest):
+	case seen.Digest != d && (seen.Pending || seen.Finalized && knownDigest(seen.Outcome, seen.Digest)):
 		return nil, 0, ErrLogicalMessageConflict
-	case f.Outcome == OutcomeDiscarded:
+	case seen.Pending:
+		return RepeatEffect{}, ResultDelivery, nil
+	case seen.Finalized && seen.Outcome == OutcomeDiscarded:
 		return RepeatEffect{}, ResultAlreadyDiscarded, nil
+	case seen.Finalized:
+		return RepeatEffect{}, ResultAlreadyCommitted, nil
 	}
-	return RepeatEffect{}, ResultAlreadyCommitted, nil
+	return DeliverEffect{}, ResultDelivery, nil
 }
 
 // knownDigest reports whether a finalized record's digest is the body's: a
@@ -457,11 +433,4 @@ type SeenMessage struct {
 	Finalized bool
 	Outcome   Outcome // when Finalized
 	Digest    [32]byte
-}
-
-// SeenReader answers, in one lookup, whether a received logical message is
-// pending or finalized; implemented by a Store that can (store.DB does).
-// Without it classify asks for each in turn.
-type SeenReader interface {
-	Seen(ctx context.Context, sender Address, id wire.LogicalID) (SeenMessage, error)
 }
