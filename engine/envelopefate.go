@@ -169,6 +169,9 @@ const takenRecordDelay = 500 * time.Millisecond
 func (c *Client) noteEnvelopeStatuses(ctx context.Context, now time.Time) (time.Time, bool) {
 	sts := c.relay.EnvelopeStatuses()
 	lifetime := c.envelopeLifetime()
+	// A relay that passes statuses on without announcing them (the demo's)
+	// gets them shown, not obeyed: the schedule keeps its plain backoff.
+	obeyed := c.envelopeStatusSupported()
 	c.loopMu.Lock()
 	for _, st := range sts {
 		sent, ok := c.envelopes[st.EnvelopeID]
@@ -178,12 +181,17 @@ func (c *Client) noteEnvelopeStatuses(ctx context.Context, now time.Time) (time.
 		rs := c.retryFor(sent.peer)
 		switch st.State {
 		case wire.EnvelopeTaken:
-			rs.fate = FateTaken
-			rs.at = now.Add(DecideRetryWait(true, FateTaken, rs.backoff, c.policy))
+			if obeyed {
+				rs.fate = FateTaken
+				rs.at = now.Add(DecideRetryWait(true, FateTaken, rs.backoff, c.policy))
+			}
 			if len(c.taken) < maxTrackedEnvelopes {
 				c.taken = append(c.taken, takenEnvelope{sent, st.EnvelopeID, now.Add(takenRecordDelay)})
 			}
 		case wire.EnvelopeExpired:
+			if !obeyed {
+				continue
+			}
 			at, believed := DecideExpiredRetry(sent.at, now, lifetime)
 			if !believed {
 				continue // a relay that says so early is not heard

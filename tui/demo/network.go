@@ -23,11 +23,8 @@ var errUnplugged = fmt.Errorf("demo: link unplugged: %w", engine.ErrRelayUnreach
 // (engine.HandoffOf), so "the next ACK" is exact although envelopes are
 // opaque. It embeds the connection it wraps, so that every part of
 // engine.Relay it does not change (the pool's count, blobs) reaches the
-// connection. It announces no envelope news: a loss it stages happens after
-// the engine was told the relay took the envelope, which the relay never
-// saw, so the relay's word on its envelopes would contradict the staged
-// fault (the engine then retries on the demo's backoff, as it does with a
-// relay that gives no such word).
+// connection, except that it does not announce envelope status
+// (RelayFeatures).
 type faultRelay struct {
 	engine.Relay
 	self  engine.Address
@@ -211,13 +208,13 @@ func (f *faultRelay) armed() (msg, ack int) {
 	return msg, ack
 }
 
-// RelayFeatures implements engine.EnvelopeNews: none announced (see
-// faultRelay).
-func (f *faultRelay) RelayFeatures() (wire.FeatureSet, bool) { return 0, false }
-
-// EnvelopeStatuses implements engine.EnvelopeNews: none (see faultRelay).
-func (f *faultRelay) EnvelopeStatuses() []wire.EnvelopeStatus { return nil }
-
-// EnvelopeLifetime implements engine.EnvelopeNews: none announced (see
-// faultRelay).
-func (f *faultRelay) EnvelopeLifetime() (time.Duration, bool) { return 0, false }
+// RelayFeatures implements engine.EnvelopeNews: the connection's, without
+// envelope status. The statuses themselves pass on (so a timeline shows a
+// message on the peer's device), but the engine does not time its retries
+// by them: the losses this relay stages happen after the engine was told
+// the relay took the envelope, where no status could ever report them, and
+// the demo retries them on its own short backoff.
+func (f *faultRelay) RelayFeatures() (wire.FeatureSet, bool) {
+	fs, known := f.Relay.RelayFeatures()
+	return fs &^ wire.FeatureEnvelopeStatus, known
+}

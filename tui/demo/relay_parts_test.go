@@ -5,9 +5,12 @@ import (
 	"testing"
 	"time"
 
+	tea "github.com/charmbracelet/bubbletea"
+
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/engine/enginetest"
 	"github.com/parley-chat/parley/tui/eventlog"
+	"github.com/parley-chat/parley/wire"
 )
 
 // TestFaultRelayBlocksAtTheRelay: a block the engine tells the demo's relay
@@ -27,15 +30,41 @@ func TestFaultRelayBlocksAtTheRelay(t *testing.T) {
 	}
 }
 
-// TestFaultRelayNoEnvelopeNews: the demo's relay announces no envelope news
-// even over a connection that has it, so a loss it stages is retried on the
-// demo's backoff rather than waited out as an envelope in a mailbox.
-func TestFaultRelayNoEnvelopeNews(t *testing.T) {
-	f := newFaultRelay(enginetest.NewNetwork().Endpoint(engine.MustParseAddress("bob/1")), engine.MustParseAddress("bob/1"), make(chan eventlog.Entry, 8), time.Now)
-	if _, known := f.RelayFeatures(); known {
-		t.Fatal("the demo's relay announced features")
+// TestFaultRelayHidesTheStatusFeature: the demo's relay passes the
+// connection's features on without envelope status, so the engine retries
+// the losses it stages on the demo's backoff.
+func TestFaultRelayHidesTheStatusFeature(t *testing.T) {
+	inner := newsRelay{enginetest.NewNetwork().Endpoint(engine.MustParseAddress("bob/1"))}
+	f := newFaultRelay(inner, engine.MustParseAddress("bob/1"), make(chan eventlog.Entry, 8), time.Now)
+	fs, known := f.RelayFeatures()
+	if !known || fs.Has(wire.FeatureEnvelopeStatus) || !fs.Has(wire.FeatureSenderBlock) {
+		t.Fatalf("features %v (known %v), want the connection's without envelope status", fs, known)
 	}
-	if _, known := f.EnvelopeLifetime(); known {
-		t.Fatal("the demo's relay announced a lifetime")
-	}
+}
+
+// newsRelay announces envelope status and sender blocks.
+type newsRelay struct{ *enginetest.Endpoint }
+
+func (newsRelay) RelayFeatures() (wire.FeatureSet, bool) {
+	return wire.FeatureEnvelopeStatus | wire.FeatureSenderBlock, true
+}
+
+// TestDemoOnDevice: once bob has answered alice (the relay then counts her
+// as a sender bob accepts), a message of hers that bob's device took shows
+// "on bob/1's device" in her timeline: the demo's relay passes the
+// connection's envelope statuses on.
+func TestDemoOnDevice(t *testing.T) {
+	t.Parallel()
+	d := startDemo(t, demoConfig{})
+	d.waitFor("Composer → bob/1")
+	d.send("first")
+	d.waitFor("1 pending received", "relay accepted")
+	d.key(tea.KeyCtrlO)
+	d.alt('4')
+	d.typeText("c")
+	d.waitFor("acknowledged")
+	d.key(tea.KeyCtrlO)
+	d.alt('3')
+	d.send("second")
+	d.waitFor("'s device")
 }
