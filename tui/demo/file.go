@@ -27,42 +27,23 @@ const DemoFileSize = 20 << 20
 // demoFileName is the file's name, in the demo's directory.
 const demoFileName = "holiday-video.mp4"
 
-var _ engine.BlobRelay = (*faultRelay)(nil)
-
 var errKilled = errors.New("demo: the profile was killed during this request")
-
-func (f *faultRelay) blobs() (engine.BlobRelay, error) {
-	b, ok := f.inner.(engine.BlobRelay)
-	if !ok {
-		return nil, engine.ErrNoBlobStore
-	}
-	return b, nil
-}
 
 // CreateBlob implements engine.BlobRelay.
 func (f *faultRelay) CreateBlob(ctx context.Context, size int64) (wire.BlobID, error) {
-	b, err := f.blobs()
-	if err != nil {
-		return wire.BlobID{}, err
-	}
+	b := f.Relay
 	return b.CreateBlob(ctx, size)
 }
 
 // BlobHeld implements engine.BlobRelay.
 func (f *faultRelay) BlobHeld(ctx context.Context, id wire.BlobID) (int64, int64, error) {
-	b, err := f.blobs()
-	if err != nil {
-		return 0, 0, err
-	}
+	b := f.Relay
 	return b.BlobHeld(ctx, id)
 }
 
 // PutBlob implements engine.BlobRelay.
 func (f *faultRelay) PutBlob(ctx context.Context, id wire.BlobID, offset int64, data []byte) error {
-	b, err := f.blobs()
-	if err != nil {
-		return err
-	}
+	b := f.Relay
 	return b.PutBlob(ctx, id, offset, data)
 }
 
@@ -70,10 +51,7 @@ func (f *faultRelay) PutBlob(ctx context.Context, id wire.BlobID, offset int64, 
 // from that offset on announces it (reached) and waits until the profile
 // is closed (released), then fails: nothing past the kill is kept.
 func (f *faultRelay) GetBlob(ctx context.Context, id wire.BlobID, offset int64, n int) ([]byte, error) {
-	b, err := f.blobs()
-	if err != nil {
-		return nil, err
-	}
+	b := f.Relay
 	f.mu.Lock()
 	kill := f.kill
 	if kill != nil && offset >= kill.at {
