@@ -138,7 +138,10 @@ func newLedger(js jetstream.JetStream, nc *nats.Conn, buckets []usageBucket, ask
 // start listens for the other relays' asks and tends the grants.
 func (l *ledger) start() error {
 	sub, err := l.nc.Subscribe(l.askSubj, func(m *nats.Msg) {
-		key := string(m.Data)
+		if len(m.Data) < len(l.self) || [8]byte(m.Data) == l.self {
+			return // this relay's own ask
+		}
+		key := string(m.Data[len(l.self):])
 		l.mu.Lock()
 		c := l.counts[key]
 		holds := c != nil && c.granted != (relaystore.Usage{})
@@ -172,6 +175,12 @@ func (l *ledger) close() {
 	}
 	l.mu.Unlock()
 	l.each(keys, func(k string) { l.tend(k, true) })
+}
+
+// ask asks the other relays to return their grants of key: the message is
+// this relay's ID and the key.
+func (l *ledger) ask(key string) {
+	l.nc.Publish(l.askSubj, append(l.self[:len(l.self):len(l.self)], key...))
 }
 
 // each runs fn on every key, tendParallel at a time.
@@ -395,7 +404,7 @@ func (l *ledger) write(ctx context.Context, key string, c *count, op grantOp) er
 					return op.full
 				}
 				if asked == 0 {
-					l.nc.Publish(l.askSubj, []byte(key))
+					l.ask(key)
 				}
 				if err := sleepCtx(ctx, time.Duration(1<<asked)*time.Millisecond); err != nil {
 					return err
@@ -511,7 +520,7 @@ func (l *ledger) check(ctx context.Context, key string, lim relaystore.Usage, fu
 		case others == (relaystore.Usage{}) || asked >= askPolls:
 			return full
 		case asked == 0:
-			l.nc.Publish(l.askSubj, []byte(key))
+			l.ask(key)
 		}
 		if err := sleepCtx(ctx, time.Duration(1<<asked)*time.Millisecond); err != nil {
 			return err

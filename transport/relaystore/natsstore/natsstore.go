@@ -43,6 +43,7 @@ import (
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -61,6 +62,12 @@ const (
 	hdrOTK    = "Parley-OTK"
 	// hdrStranger is "1" on an envelope charged to the room for strangers.
 	hdrStranger = "Parley-Stranger"
+	// hdrRow, on a wake-up for mail, is the newest row the waking relay
+	// appended to the address's mailbox (lease.go: tails).
+	hdrRow = "Parley-Row"
+	// hdrFrom, on a wake-up for mail, is the waking relay process's ID
+	// (hex), so that it does not wake its own connections twice.
+	hdrFrom = "Parley-From"
 )
 
 // names are the buckets, streams and subject roots of a store.
@@ -133,6 +140,8 @@ type Store struct {
 	stopWatch context.CancelFunc // ends the watch of both
 
 	leases relaystore.Leases // this process's, with what each row held
+	direct *directGets       // leases' batch reads (directget.go)
+	tails  tails             // the newest row known per mailbox (lease.go)
 
 	totalMu  sync.Mutex
 	totalAt  time.Time
@@ -177,6 +186,10 @@ func Open(ctx context.Context, urls []string, o Options) (*Store, error) {
 	}
 	s := &Store{names: namesFor(o.Prefix), nc: nc, limits: o.Limits.WithDefaults(), timeout: o.Timeout,
 		owners: make(map[string]owner), nShards: max(o.Shards, 1), life: o.GrantLife}
+	if s.direct, err = newDirectGets(nc); err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("natsstore: %w", err)
+	}
 	// A cluster that is still forming (no meta leader yet, too few peers
 	// up for the replicas) refuses for a while: try again until ctx ends.
 	for {
@@ -479,6 +492,7 @@ func (s *Store) Append(ctx context.Context, recipient string, env []byte, copies
 		}
 		rows = append(rows, ack.Sequence)
 		s.noteTotal(1, int64(len(env)))
+		s.tails.note(recipient, ack.Sequence)
 	}
 	return rows, nil
 }
@@ -538,16 +552,15 @@ func (s *Store) Ack(ctx context.Context, recipient string, rows []uint64) (out [
 		// known; any other is read first (its subject says whose it is).
 		l, ok := known[row]
 		if !ok {
-			m, err := sh.stream.GetMsg(ctx, row)
-			if errors.Is(err, jetstream.ErrMsgNotFound) {
-				continue
-			} else if err != nil {
+			// From the leader: a replica that lags may not have it yet.
+			m, found, err := s.leaderGet(ctx, sh.name, subj, row)
+			if err != nil {
 				return out, fmt.Errorf("acknowledge rows of %s: %w", recipient, err)
 			}
-			if m.Subject != subj {
-				continue
+			if !found || m.seq != row {
+				continue // gone, or another mailbox's
 			}
-			l = relaystore.Lease{Size: len(m.Data), From: origin(m.Header)}
+			l = relaystore.Lease{Size: len(m.data), From: origin(m.header)}
 		}
 		if err := sh.stream.DeleteMsg(ctx, row); err != nil {
 			continue // deleted meanwhile
@@ -563,23 +576,40 @@ func (s *Store) Ack(ctx context.Context, recipient string, rows []uint64) (out [
 	return out, nil
 }
 
-// Notify implements relaystore.Notifier over a core NATS subject.
+// Notify implements relaystore.Notifier over a core NATS subject. A
+// wake-up for mail names, in headers, this relay process and the newest
+// row it appended to the mailbox, so that a relay whose lease a lagging
+// replica answers reads the rest from the leader.
 func (s *Store) Notify(_ context.Context, address string, sig relaystore.Signal) error {
-	data := []byte("m")
+	m := &nats.Msg{Subject: s.names.wake + hexKey(address), Data: []byte("m")}
 	switch {
 	case len(sig.Statuses) > 0 && !sig.Mail:
-		data = encodeStatuses(sig.Statuses)
+		m.Data = encodeStatuses(sig.Statuses)
 	case !sig.Mail:
-		data = binary.BigEndian.AppendUint32([]byte("p"), uint32(max(sig.Pool, 0)))
+		m.Data = binary.BigEndian.AppendUint32([]byte("p"), uint32(max(sig.Pool, 0)))
+	default:
+		m.Header = nats.Header{hdrFrom: []string{hex.EncodeToString(s.ledger.self[:])}}
+		if row := s.tails.get(address); row != 0 {
+			m.Header.Set(hdrRow, strconv.FormatUint(row, 10))
+		}
 	}
-	return s.nc.Publish(s.names.wake+hexKey(address), data)
+	return s.nc.PublishMsg(m)
 }
 
-// Watch implements relaystore.Notifier.
+// Watch implements relaystore.Notifier. A wake-up for mail this relay
+// process sent is not passed on: the relay woke its connections itself,
+// and one more wake-up would make each lease again for nothing.
 func (s *Store) Watch(address string, fn func(relaystore.Signal)) (func(), error) {
+	self := hex.EncodeToString(s.ledger.self[:])
 	sub, err := s.nc.Subscribe(s.names.wake+hexKey(address), func(m *nats.Msg) {
 		switch {
 		case len(m.Data) == 1 && m.Data[0] == 'm':
+			if m.Header.Get(hdrFrom) == self {
+				return
+			}
+			if row, err := strconv.ParseUint(m.Header.Get(hdrRow), 10, 64); err == nil {
+				s.tails.note(address, row)
+			}
 			fn(relaystore.Signal{Mail: true, Pool: -1})
 		case len(m.Data) == 5 && m.Data[0] == 'p':
 			fn(relaystore.Signal{Pool: int(binary.BigEndian.Uint32(m.Data[1:]))})
