@@ -105,9 +105,10 @@ type ledger struct {
 	mu     sync.Mutex
 	counts map[string]*count
 
-	sub  *nats.Subscription
-	stop chan struct{}
-	done chan struct{}
+	closeMu sync.Mutex // held by close
+	sub     *nats.Subscription
+	stop    chan struct{}
+	done    chan struct{}
 }
 
 // count is one usage count as this relay knows it.
@@ -158,12 +159,16 @@ func (l *ledger) start() error {
 	return nil
 }
 
-// close stops tending and returns every grant.
+// close stops tending and returns every grant; a second close does
+// nothing.
 func (l *ledger) close() {
+	l.closeMu.Lock()
+	defer l.closeMu.Unlock()
 	if l.sub == nil {
 		return
 	}
 	l.sub.Unsubscribe()
+	l.sub = nil
 	close(l.stop)
 	<-l.done
 	l.mu.Lock()

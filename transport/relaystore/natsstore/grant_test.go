@@ -164,3 +164,66 @@ func TestGrantsFillAQuotaThroughTwoRelays(t *testing.T) {
 		t.Fatalf("appends of 100 bytes through two relays against an IP's 6,400 bytes stored %d, want 64", stored)
 	}
 }
+
+// TestGrantsReturned: a relay returns its grant of a count once the grant
+// has been unused for a while (the idle time, 3/10 of its life), and when
+// it closes. The other relay then fills the quota exactly without asking:
+// the grant's life here is a minute, so nothing but the return can have
+// freed the room in time, and an ask would show as a slower fill only, so
+// the test reads the record's grants through SenderGrant instead.
+func TestGrantsReturned(t *testing.T) {
+	c := natstest.StartCluster(t, 1)
+	ctx := context.Background()
+	prefix := fmt.Sprintf("R%d_", next.Add(1))
+	const quota = 64
+	open := func(life time.Duration) *natsstore.Store {
+		s, err := natsstore.Open(ctx, c.URLs(), natsstore.Options{Replicas: 1, Prefix: prefix, GrantLife: life,
+			Limits: relaystore.Limits{MailboxEnvelopes: 4 * quota, SenderEnvelopes: quota}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	from := relaystore.Origin{Address: "alice/1"}
+	idle := open(time.Second) // idle after 300 ms
+	if _, err := idle.Register(ctx, "bob/1", [32]byte{2}, false, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := idle.Append(ctx, "bob/1", []byte("x"), 1, from); err != nil {
+		t.Fatal(err)
+	}
+	if g := idle.SenderGrant("bob/1", "alice/1"); g.Envelopes != 2 {
+		t.Fatalf("a grant of %d envelopes, want 2 (the envelope and a 64th of %d)", g.Envelopes, quota)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for idle.SenderGrant("bob/1", "alice/1") != (relaystore.Usage{}) {
+		if time.Now().After(deadline) {
+			t.Fatal("an unused grant was not returned within 5 s (its idle time is 300 ms)")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	closing := open(time.Minute)
+	if _, err := closing.Append(ctx, "bob/1", []byte("x"), 1, from); err != nil {
+		t.Fatal(err)
+	}
+	if g := closing.SenderGrant("bob/1", "alice/1"); g.Envelopes != 2 {
+		t.Fatalf("a grant of %d envelopes, want 2", g.Envelopes)
+	}
+	closing.Close()
+	other := open(time.Minute)
+	stored := 0
+	for {
+		_, err := other.Append(ctx, "bob/1", []byte("x"), 1, from)
+		if errors.Is(err, relaystore.ErrSenderQuota) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		stored++
+	}
+	if stored != quota-2 {
+		t.Fatalf("after the others returned their grants a relay stored %d envelopes, want %d (the quota less the 2 the others spent)", stored, quota-2)
+	}
+}
