@@ -21,12 +21,11 @@ import (
 const (
 	// DefaultFileChunkSize is the plaintext chunk of an upload: the largest
 	// (wire.MaxFileChunkSize, 255 KiB), so that its sealed chunk and the
-	// put's header still fit one websocket message. Every chunk is one
-	// durable step on the relay (a put) and on the receiver (a fetch), each
-	// with an fsync, and that fsync, not the network, bounds a transfer:
-	// 255 KiB chunks moved a 100 MiB file twice as fast as 64 KiB ones on
-	// the same disk (docs/performance.md, "Files"). A killed transfer
-	// still loses at most one chunk, and a 100 MiB file is 402 steps.
+	// put's header still fit one websocket message. The relay's puts are
+	// not cut at chunks (an upload puts wire.MaxBlobChunk at a time, 8 in
+	// flight, and the relay commits those that arrive together in one
+	// write; a download fetches 1 MiB windows), so the chunk bounds what a
+	// reader authenticates at once, not the transfer's rate.
 	DefaultFileChunkSize = wire.MaxFileChunkSize
 	// DefaultMaxFileSize is the largest file sent or fetched unless
 	// FileConfig says otherwise: 256 MiB, a relay's default blob share per

@@ -138,8 +138,8 @@ func TestFileTransferSurvivesSIGKILL(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills child processes")
 	}
-	// Three windows to put and to fetch.
-	const chunks = 2*fetchWindow + 100
+	// Three windows to put, five to fetch.
+	const chunks = 4*fetchWindow + 100
 	const sealed = testChunk + wire.FileTagSize
 	const cipher = chunks*sealed - 100 // the last chunk 100 bytes short
 	for _, tt := range []struct {

@@ -29,7 +29,7 @@ const putWindow = 8 * wire.MaxBlobChunk
 // fetchWindow is what a download asks for at a time (engine.fetchWindow),
 // in whole chunks: its before-chunk failpoint is reached once a window, its
 // after-chunk one once a chunk.
-const fetchWindow = (2 << 20) / (testChunk + wire.FileTagSize)
+const fetchWindow = (1 << 20) / (testChunk + wire.FileTagSize)
 
 // fileWorld is fpWorld with a blob store in the same directory, so that a
 // child process and its parent share profiles, relay and blobs.
@@ -387,9 +387,9 @@ func TestFileFailpointsAsErrors(t *testing.T) {
 	} {
 		t.Run(point, func(t *testing.T) {
 			w := newFileWorld(t, t.TempDir())
-			// Three windows to put and to fetch: the chunk failpoints
+			// Three windows to put, five to fetch: the chunk failpoints
 			// fail the third.
-			src, sum := writeRandomFile(t, t.TempDir(), "a.bin", 2*fetchWindow*testChunk+1, 8)
+			src, sum := writeRandomFile(t, t.TempDir(), "a.bin", 2*putWindow+1, 8)
 			hits := 0
 			fp := func(p string) error {
 				if p == point {
