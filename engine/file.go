@@ -22,9 +22,9 @@ const (
 	// DefaultFileChunkSize is the plaintext chunk of an upload: the largest
 	// (wire.MaxFileChunkSize, 255 KiB), so that its sealed chunk and the
 	// put's header still fit one websocket message. The relay's puts are
-	// not cut at chunks (an upload puts wire.MaxBlobChunk at a time, 8 in
+	// not cut at chunks (an upload puts wire.MaxBlobChunk at a time, 4 in
 	// flight, and the relay commits those that arrive together in one
-	// write; a download fetches 1 MiB windows), so the chunk bounds what a
+	// write; a download fetches 512 KiB windows), so the chunk bounds what a
 	// reader authenticates at once, not the transfer's rate.
 	DefaultFileChunkSize = wire.MaxFileChunkSize
 	// DefaultMaxFileSize is the largest file sent or fetched unless
@@ -315,9 +315,9 @@ func (c *Client) manifestOf(rec *Upload) (wire.FileManifest, wire.LogicalID, err
 // uploadPuts is how many puts of wire.MaxBlobChunk one window of an upload
 // holds: the relay client keeps them in flight together (the relay commits
 // the puts that arrive together in one durable write), and the next window
-// is read and sealed while one is put. Two windows of 2 MiB are what an
+// is read and sealed while one is put. Two windows of 1 MiB are what an
 // upload holds in memory.
-const uploadPuts = 8
+const uploadPuts = 4
 
 // upload seals every chunk of f, hashing all of them, and puts the
 // ciphertext the relay does not hold yet, a window at a time, while the next

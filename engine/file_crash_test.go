@@ -146,7 +146,7 @@ func TestFileTransferSurvivesSIGKILL(t *testing.T) {
 		name, upKill, downKill string
 		upDone, downDone       int64 // ciphertext bytes kept at the kill
 	}{
-		{"mid-chunks", "file-upload/after-chunk#1", "file-fetch/after-chunk#600", putWindow, 600 * sealed},
+		{"mid-chunks", "file-upload/after-chunk#1", "file-fetch/after-chunk#300", putWindow, 300 * sealed},
 		{"before a chunk", "file-upload/before-chunk#1", "file-fetch/before-chunk#1", 0, 0},
 		{"around manifest and commit", "file-upload/after-manifest#1", "file-fetch/before-commit#1", cipher, cipher},
 	} {

@@ -21,15 +21,15 @@ import (
 // few hundred KiB has many chunk boundaries to fail at.
 const testChunk = 4096
 
-// putWindow is what an upload hands the relay client at a time (8 puts of
+// putWindow is what an upload hands the relay client at a time (4 puts of
 // wire.MaxBlobChunk, engine.uploadPuts): the upload's chunk failpoints are
 // reached once a window.
-const putWindow = 8 * wire.MaxBlobChunk
+const putWindow = 4 * wire.MaxBlobChunk
 
 // fetchWindow is what a download asks for at a time (engine.fetchWindow),
 // in whole chunks: its before-chunk failpoint is reached once a window, its
 // after-chunk one once a chunk.
-const fetchWindow = (1 << 20) / (testChunk + wire.FileTagSize)
+const fetchWindow = (512 << 10) / (testChunk + wire.FileTagSize)
 
 // fileWorld is fpWorld with a blob store in the same directory, so that a
 // child process and its parent share profiles, relay and blobs.

@@ -94,11 +94,11 @@ func chunkCipherSize(m wire.FileManifest, i uint32) int {
 
 // fetchWindow is how much ciphertext a download asks for at once (whole
 // chunks, at least one): the relay client keeps the window's gets in
-// flight together (4 of wire.MaxBlobChunk), the next window is fetched
+// flight together (2 of wire.MaxBlobChunk), the next window is fetched
 // while one is verified and appended, and a window's chunks are made
 // durable with one fsync. Two windows are what a download holds in memory;
 // a kill loses at most the window in flight.
-const fetchWindow = 1 << 20
+const fetchWindow = 512 << 10
 
 // download completes the partial ciphertext at part: it keeps the whole
 // chunks already there that authenticate, fetches the rest a window at a

@@ -187,8 +187,9 @@ func (c *Conn) PutBlob(ctx context.Context, id wire.BlobID, offset int64, data [
 // flight: enough that the relay has the next puts in hand while it commits
 // (it commits the puts that arrived together at once), and that a get's
 // reply is on its way while the next is read from the store; few enough
-// that a transfer has 2 MiB in flight at most.
-const blobWindow = 8
+// that a transfer has 1 MiB in flight at most (and the process's memory
+// stays flat: 8 in flight grew a 1 GiB transfer's RSS past 32 MiB).
+const blobWindow = 4
 
 // pipeline sends ms in order, at most blobWindow of them unanswered, and
 // calls each with every reply (or the request's own error, a relay's

@@ -45,7 +45,7 @@ func newBlobMetrics(reg *prometheus.Registry, blobs relaystore.BlobStore, timeou
 		sent:     counter("parley_relay_blob_bytes_sent_total", "Blob bytes read by downloads."),
 		expired:  counter("parley_relay_blobs_expired_total", "Blobs deleted at the end of their lifetime."),
 		putGroup: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "parley_relay_blob_put_group",
-			Help:    "Blob puts of one connection written together in one durable write (at most 8 queued per connection).",
+			Help:    "Blob puts of one connection written together in one durable write (at most 4 queued per connection).",
 			Buckets: []float64{1, 2, 4, 8}}),
 	}
 	reg.MustRegister(m.requests, m.refused, m.received, m.sent, m.expired, m.putGroup)

@@ -15,10 +15,10 @@ import (
 // in the order it sent them.
 
 // maxPutsQueued bounds a connection's puts that wait for the store or are
-// being written: 8 of at most 256 KiB, 2 MiB per uploading connection, as
+// being written: 4 of at most 256 KiB, 1 MiB per uploading connection, as
 // many as a client keeps in flight (transport's blobWindow). Past it the
 // reader waits, and the client's further puts wait in its socket.
-const maxPutsQueued = 8
+const maxPutsQueued = 4
 
 // putQueue is a connection's puts waiting for the store.
 type putQueue struct {
