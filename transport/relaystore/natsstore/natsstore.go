@@ -192,8 +192,15 @@ func Open(ctx context.Context, urls []string, o Options) (*Store, error) {
 	}
 	// A cluster that is still forming (no meta leader yet, too few peers
 	// up for the replicas) refuses for a while: try again until ctx ends.
+	// An attempt gets a second at first, doubled after each failure up to
+	// the timeout: a request to a leader that just went down is not
+	// answered, and waiting the whole timeout for it made a relay restart
+	// while a node is down take 5.3 s where the cluster had new leaders
+	// within a second or two (BenchmarkRestartNodeDown, docs/relay.md).
+	attempt := min(time.Second, o.Timeout)
 	for {
-		actx, cancel := context.WithTimeout(ctx, o.Timeout)
+		actx, cancel := context.WithTimeout(ctx, attempt)
+		attempt = min(2*attempt, o.Timeout)
 		err := s.setup(actx, o.Replicas)
 		cancel()
 		if err == nil {
