@@ -29,7 +29,7 @@ type uiFlags struct {
 
 func tuiFlags(f *flags) uiFlags {
 	return uiFlags{
-		theme:      f.String("theme", "", "colour theme: dark (the default), light or high-contrast; NO_COLOR turns colours off"),
+		theme:      f.String("theme", "", "colour theme: dark, light or high-contrast (default: light or dark as the terminal's background); NO_COLOR turns colours off"),
 		logFile:    f.String("log", "", "log file (default under the XDG state directory)"),
 		configFile: f.String("config", "", "settings file (default $PARLEY_CONFIG, else "+config.DefaultPath()+")"),
 		debug:      f.Bool("debug", false, "log more"),

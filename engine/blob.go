@@ -7,7 +7,7 @@ import (
 	"github.com/parley-chat/parley/wire"
 )
 
-// BlobRelay is implemented by a Relay with a blob store: where an encrypted
+// BlobRelay is the part of Relay that is a blob store: where an encrypted
 // file's chunks wait for its recipients. A blob is written once, from its
 // start, in order (the relay says how much it holds, so an upload resumes
 // there), and read by anyone who knows its unguessable ID, by ranges, until

@@ -2,7 +2,7 @@ package engine
 
 import "context"
 
-// SenderBlocker is implemented by a Relay that can stop one sender's
+// SenderBlocker is the part of Relay that stops one sender's
 // envelopes to this device at the relay: a blocked sender's submissions are
 // answered as accepted and discarded, so the sender learns nothing. The
 // block list lives at the relay and is bounded there; the engine keeps its

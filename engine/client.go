@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"github.com/parley-chat/parley/engine/session"
 	"sync"
 	"time"
 
@@ -54,11 +55,11 @@ type Config struct {
 // peerState is the live, committed state of one peer.
 type peerState struct {
 	pinned   *IdentityKey
-	session  *Session
+	session  *session.Session
 	version  uint64
-	replaces InitiationID // see PeerState.Replaces
-	past     pastChains   // the session's past receiving chains (see PeerState.PastChains)
-	refused  []uint32     // see PeerState.RefusedOneTime
+	replaces InitiationID       // see PeerState.Replaces
+	past     session.PastChains // the session's past receiving chains (see PeerState.PastChains)
+	refused  []uint32           // see PeerState.RefusedOneTime
 }
 
 // Client is one device's engine: the reliability layer over sessions, applied
@@ -78,8 +79,8 @@ type Client struct {
 
 	mu       sync.Mutex
 	peers    map[Address]*peerState
-	spks     map[uint32]*SignedPreKey
-	kems     map[uint32]*KEMPreKey
+	spks     map[uint32]*session.SignedPreKey
+	kems     map[uint32]*session.KEMPreKey
 	nextPKID uint32
 	closed   bool
 
@@ -143,13 +144,13 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open profile: %w", err)
 	}
-	id, err := UnmarshalIdentity(prof.Identity)
+	id, err := session.UnmarshalIdentity(prof.Identity)
 	if err != nil {
 		return nil, fmt.Errorf("open profile: %w", err)
 	}
 	c := &Client{
 		cfg: cfg, self: prof.Self, id: id, relay: cfg.Relay, store: cfg.Store,
-		peers: make(map[Address]*peerState), spks: make(map[uint32]*SignedPreKey), kems: make(map[uint32]*KEMPreKey),
+		peers: make(map[Address]*peerState), spks: make(map[uint32]*session.SignedPreKey), kems: make(map[uint32]*session.KEMPreKey),
 		nextPKID: prof.NextPreKeyID, events: make(chan Event, cfg.EventBuffer),
 		marker: prof.MarkerWritten, presented: prof.MarkerPresented,
 		policy: cfg.Policy.withDefaults(), retries: make(map[Address]*retryState), envelopes: make(map[wire.EnvelopeID]sentEnvelope), kick: make(chan struct{}, 1),
@@ -158,13 +159,13 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 	for _, r := range prof.SignedPreKeys {
 		switch r.Kind {
 		case PreKeySigned:
-			k, err := UnmarshalSignedPreKey(r.Record)
+			k, err := session.UnmarshalSignedPreKey(r.Record)
 			if err != nil {
 				return nil, fmt.Errorf("open profile: %w", err)
 			}
 			c.spks[k.ID] = k
 		case PreKeyKEM:
-			k, err := UnmarshalKEMPreKey(r.Record)
+			k, err := session.UnmarshalKEMPreKey(r.Record)
 			if err != nil {
 				return nil, fmt.Errorf("open profile: %w", err)
 			}
@@ -203,11 +204,11 @@ func CreateProfile(ctx context.Context, st Store, self Address, relayURL string,
 // and first+1) and, when oneTime is set, a batch of one-time prekeys after
 // them.
 func freshPreKeys(r Randomness, id *Identity, first uint32, now time.Time, oneTime bool) ([]PreKeyRecord, error) {
-	spk, err := NewSignedPreKey(r, id, first, now)
+	spk, err := session.NewSignedPreKey(r, id, first, now)
 	if err != nil {
 		return nil, err
 	}
-	kem, err := NewKEMPreKey(r, id, first+1, now)
+	kem, err := session.NewKEMPreKey(r, id, first+1, now)
 	if err != nil {
 		return nil, err
 	}
@@ -219,7 +220,7 @@ func freshPreKeys(r Randomness, id *Identity, first uint32, now time.Time, oneTi
 	}
 	if oneTime {
 		for i := uint32(0); i < OneTimePreKeyBatch; i++ {
-			k, err := NewOneTimePreKey(r, first+2+i)
+			k, err := session.NewOneTimePreKey(r, first+2+i)
 			if err != nil {
 				return nil, err
 			}
@@ -320,15 +321,15 @@ func (c *Client) peerLocked(ctx context.Context, peer Address) (*peerState, erro
 	}
 	ps := &peerState{pinned: st.Pinned, version: st.SessionVersion, replaces: st.Replaces, refused: st.RefusedOneTime}
 	if st.Session != nil {
-		if ps.session, err = UnmarshalSession(st.Session); err != nil {
+		if ps.session, err = session.UnmarshalSession(st.Session); err != nil {
 			return nil, fmt.Errorf("load session with %s: %w", peer, err)
 		}
 		if st.PastChains != nil {
-			past, err := unmarshalPastChains(st.PastChains)
+			past, err := session.UnmarshalPastChains(st.PastChains)
 			if err != nil {
 				return nil, fmt.Errorf("load past chains of %s: %w", peer, err)
 			}
-			if past.session == ps.session.ID {
+			if past.Session() == ps.session.ID {
 				ps.past = past
 			}
 		}
@@ -347,7 +348,7 @@ func (c *Client) newEnvelopeID() (wire.EnvelopeID, error) {
 }
 
 // seal encrypts a frame on s for peer and returns the envelope.
-func (c *Client) seal(s *Session, peer Address, frame []byte) (wire.Envelope, error) {
+func (c *Client) seal(s *session.Session, peer Address, frame []byte) (wire.Envelope, error) {
 	envID, err := c.newEnvelopeID()
 	if err != nil {
 		return wire.Envelope{}, err
@@ -397,7 +398,7 @@ func LoadIdentity(ctx context.Context, st Store) (Address, RelaySettings, *Ident
 	if err != nil {
 		return Address{}, RelaySettings{}, nil, fmt.Errorf("read profile: %w", err)
 	}
-	id, err := UnmarshalIdentity(prof.Identity)
+	id, err := session.UnmarshalIdentity(prof.Identity)
 	if err != nil {
 		return Address{}, RelaySettings{}, nil, fmt.Errorf("read profile: %w", err)
 	}

@@ -29,8 +29,7 @@ func (SetDraft) plan() {}
 // Kind implements Plan.
 func (SetDraft) Kind() string { return "draft" }
 
-// DraftStore is the read side of drafts, implemented by a Store that keeps
-// them (store.DB does); a Store without it keeps none.
+// DraftStore is the read side of drafts, a part of Store.
 type DraftStore interface {
 	// Drafts returns the draft of each conversation that has one.
 	Drafts(ctx context.Context) (map[Address]string, error)
@@ -60,12 +59,7 @@ func (c *Client) SaveDraft(ctx context.Context, peer Address, text string) error
 	return nil
 }
 
-// Drafts returns the draft of each conversation that has one (none when
-// the store keeps no drafts).
+// Drafts returns the draft of each conversation that has one.
 func (c *Client) Drafts(ctx context.Context) (map[Address]string, error) {
-	ds, ok := c.store.(DraftStore)
-	if !ok {
-		return map[Address]string{}, nil
-	}
-	return ds.Drafts(ctx)
+	return c.store.Drafts(ctx)
 }

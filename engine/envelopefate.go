@@ -95,21 +95,15 @@ func DecideExpiredRetry(sent, now time.Time, lifetime time.Duration) (time.Time,
 // envelopeStatusSupported reports whether the relay of the current
 // connection reports envelope status.
 func (c *Client) envelopeStatusSupported() bool {
-	n, ok := c.relay.(EnvelopeNews)
-	if !ok {
-		return false
-	}
-	fs, known := n.RelayFeatures()
+	fs, known := c.relay.RelayFeatures()
 	return known && fs.Has(wire.FeatureEnvelopeStatus)
 }
 
 // envelopeLifetime returns the envelope lifetime the relay of the current
 // connection announced; zero when it announced none.
 func (c *Client) envelopeLifetime() time.Duration {
-	if n, ok := c.relay.(EnvelopeNews); ok {
-		if d, known := n.EnvelopeLifetime(); known {
-			return d
-		}
+	if d, known := c.relay.EnvelopeLifetime(); known {
+		return d
 	}
 	return 0
 }
@@ -121,7 +115,6 @@ func (c *Client) envelopeLifetime() time.Duration {
 // backoff: nothing waits in a mailbox then, so the long waits that envelope
 // status sets for one that does never apply to it.
 func (c *Client) noteHandedOff(envs []wire.Envelope, ids []wire.LogicalID, errs []error) {
-	_, news := c.relay.(EnvelopeNews)
 	c.loopMu.Lock()
 	defer c.loopMu.Unlock()
 	now := time.Now()
@@ -140,9 +133,6 @@ func (c *Client) noteHandedOff(envs []wire.Envelope, ids []wire.LogicalID, errs 
 		}
 		if rs := c.retries[peer]; rs != nil {
 			rs.refused = 0
-		}
-		if !news {
-			continue
 		}
 		if len(c.envelopes) >= maxTrackedEnvelopes {
 			clear(c.envelopes)
@@ -177,11 +167,11 @@ const takenRecordDelay = 500 * time.Millisecond
 // when the next taken envelope is due to be recorded (false when none
 // waits).
 func (c *Client) noteEnvelopeStatuses(ctx context.Context, now time.Time) (time.Time, bool) {
-	var sts []wire.EnvelopeStatus
-	if n, ok := c.relay.(EnvelopeNews); ok {
-		sts = n.EnvelopeStatuses()
-	}
+	sts := c.relay.EnvelopeStatuses()
 	lifetime := c.envelopeLifetime()
+	// A relay that passes statuses on without announcing them (the demo's)
+	// gets them shown, not obeyed: the schedule keeps its plain backoff.
+	obeyed := c.envelopeStatusSupported()
 	c.loopMu.Lock()
 	for _, st := range sts {
 		sent, ok := c.envelopes[st.EnvelopeID]
@@ -191,12 +181,17 @@ func (c *Client) noteEnvelopeStatuses(ctx context.Context, now time.Time) (time.
 		rs := c.retryFor(sent.peer)
 		switch st.State {
 		case wire.EnvelopeTaken:
-			rs.fate = FateTaken
-			rs.at = now.Add(DecideRetryWait(true, FateTaken, rs.backoff, c.policy))
+			if obeyed {
+				rs.fate = FateTaken
+				rs.at = now.Add(DecideRetryWait(true, FateTaken, rs.backoff, c.policy))
+			}
 			if len(c.taken) < maxTrackedEnvelopes {
 				c.taken = append(c.taken, takenEnvelope{sent, st.EnvelopeID, now.Add(takenRecordDelay)})
 			}
 		case wire.EnvelopeExpired:
+			if !obeyed {
+				continue
+			}
 			at, believed := DecideExpiredRetry(sent.at, now, lifetime)
 			if !believed {
 				continue // a relay that says so early is not heard

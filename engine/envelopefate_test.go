@@ -202,6 +202,10 @@ type expiringRelay struct {
 	submits atomic.Int64
 }
 
+func (r *expiringRelay) SubmitBatch(ctx context.Context, envs []wire.Envelope) []error {
+	return enginetest.SubmitEach(ctx, r.Submit, envs)
+}
+
 func (r *expiringRelay) Submit(ctx context.Context, env wire.Envelope) error {
 	r.submits.Add(1)
 	r.push(wire.EnvelopeStatus{EnvelopeID: env.ID, State: wire.EnvelopeExpired})
@@ -261,6 +265,10 @@ type refusingRelay struct {
 }
 
 var errUnknownRecipient = errors.New("unknown recipient")
+
+func (r *refusingRelay) SubmitBatch(ctx context.Context, envs []wire.Envelope) []error {
+	return enginetest.SubmitEach(ctx, r.Submit, envs)
+}
 
 func (r *refusingRelay) Submit(ctx context.Context, env wire.Envelope) error {
 	if r.refuse.Load() {

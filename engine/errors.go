@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/parley-chat/parley/engine/session"
 	"github.com/parley-chat/parley/wire"
 )
 
@@ -20,11 +21,11 @@ var (
 	ErrFingerprintMismatch = errors.New("not the identity shown")
 	// ErrExpiredSignedPreKey means a bundle or PreKeyMessage relies on a signed
 	// prekey (X25519 or ML-KEM) whose expiry time has passed.
-	ErrExpiredSignedPreKey = errors.New("expired signed prekey")
+	ErrExpiredSignedPreKey = session.ErrExpiredSignedPreKey
 	// ErrUnknownPreKey means a PreKeyMessage names a prekey this device does not hold.
-	ErrUnknownPreKey = errors.New("unknown prekey")
+	ErrUnknownPreKey = session.ErrUnknownPreKey
 	// ErrBadSignature means a signature in a bundle or handshake did not verify.
-	ErrBadSignature = errors.New("bad signature")
+	ErrBadSignature = session.ErrBadSignature
 	// ErrSessionCollision means the own pending initiation won a simultaneous
 	// start; the incoming message was authenticated and dropped unread, its
 	// initiation retired, and its sender must retry.
@@ -41,20 +42,20 @@ var (
 	ErrNoSession = errors.New("no session")
 	// ErrDecrypt means a message failed to authenticate. It says nothing more on
 	// purpose.
-	ErrDecrypt = errors.New("message failed to decrypt")
+	ErrDecrypt = session.ErrDecrypt
 	// ErrDuplicateMessage means a ratchet message key was already used: the
 	// envelope is a replay of one already decrypted.
-	ErrDuplicateMessage = errors.New("duplicate ratchet message")
+	ErrDuplicateMessage = session.ErrDuplicateMessage
 	// ErrTooManySkipped means a message would skip more message keys than the
 	// ratchet keeps.
-	ErrTooManySkipped = errors.New("too many skipped messages")
+	ErrTooManySkipped = session.ErrTooManySkipped
 	// ErrLogicalMessageConflict means a logical ID arrived again with another body.
 	ErrLogicalMessageConflict = errors.New("logical message conflict")
 	// ErrMalformedState means a persisted state record failed to decode.
-	ErrMalformedState = errors.New("malformed state record")
+	ErrMalformedState = session.ErrMalformedState
 	// ErrUnsupportedStateVersion means a persisted state record has a version
 	// this build does not know.
-	ErrUnsupportedStateVersion = errors.New("unsupported state record version")
+	ErrUnsupportedStateVersion = session.ErrUnsupportedStateVersion
 	// ErrNotPending means a commit, discard or abandon named a message that is
 	// not pending.
 	ErrNotPending = errors.New("message is not pending")

@@ -128,7 +128,7 @@ func (c *Client) SpendSendWindow(ctx context.Context, peer Address, id wire.Logi
 	}
 	cand := ps.session.Clone()
 	var env wire.Envelope
-	for cand.canSend() {
+	for canSend(cand) {
 		if env, err = c.seal(cand, peer, m.Frame); err != nil {
 			return err
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/engine/enginetest"
+	"github.com/parley-chat/parley/engine/session"
 	"github.com/parley-chat/parley/store"
 )
 
@@ -325,7 +326,7 @@ func bobWins(w fpWorld) bool {
 		if err != nil || ps.Session == nil {
 			return false
 		}
-		s, err := engine.UnmarshalSession(ps.Session)
+		s, err := session.UnmarshalSession(ps.Session)
 		if err != nil {
 			return false
 		}
@@ -464,6 +465,9 @@ func (sc fpScenario) converge(t *testing.T, w fpWorld) error {
 			pending += s.PendingOut + s.PendingIn + s.Staged
 		}
 		if pending == 0 {
+			if err := w.allBlocksTold(sc.devices); err != nil {
+				return err
+			}
 			if err := sc.checkHistories(w); err != nil {
 				return err
 			}
@@ -482,6 +486,30 @@ func (sc fpScenario) converge(t *testing.T, w fpWorld) error {
 		}
 	}
 	return errors.New("no convergence after 6 rounds")
+}
+
+// allBlocksTold runs maintenance on every device and checks that the relay
+// then heard of every block and unblock.
+func (w fpWorld) allBlocksTold(devices []string) error {
+	ctx := context.Background()
+	for _, d := range devices {
+		if err := w.do(d, "maintain", nil); err != nil {
+			return fmt.Errorf("maintain %s: %w", d, err)
+		}
+		st, err := store.Open(ctx, w.profile(d), passphrase, store.Options{})
+		if err != nil {
+			return err
+		}
+		untold, err := st.BlocksUntold(ctx)
+		st.Close()
+		if err != nil {
+			return err
+		}
+		if len(untold) > 0 {
+			return fmt.Errorf("%s: the relay never heard of %d block changes", d, len(untold))
+		}
+	}
+	return nil
 }
 
 func (sc fpScenario) checkHistories(w fpWorld) error {

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"crypto/hkdf"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -100,7 +99,7 @@ func (c *Client) fileSetup() (BlobRelay, FileConfig, error) {
 		fc.MaxSize = DefaultMaxFileSize
 	}
 	if fc.Blobs == nil {
-		fc.Blobs, _ = c.relay.(BlobRelay)
+		fc.Blobs = c.relay
 	}
 	if fc.Blobs == nil || fc.Dir == "" {
 		return nil, fc, ErrNoBlobStore
@@ -152,7 +151,7 @@ func FileOf(content wire.ContentType, body []byte) (wire.FileManifest, bool) {
 // fileKey derives an upload's file key from the identity and a fresh salt.
 func (c *Client) fileKey(salt []byte) ([32]byte, error) {
 	var key [32]byte
-	k, err := hkdf.Key(sha256.New, c.id.signing.Seed(), salt, "parley file key v1", len(key))
+	k, err := c.id.DeriveKey("parley file key v1", salt, len(key))
 	copy(key[:], k)
 	return key, err
 }
@@ -190,10 +189,7 @@ func (c *Client) SendGroupFile(ctx context.Context, group wire.GroupID, path str
 	return c.sendFile(ctx, fileTarget{
 		key: "group:" + hex.EncodeToString(group[:]),
 		sent: func(id wire.LogicalID) bool {
-			gs, err := c.groupStore()
-			if err != nil {
-				return false
-			}
+			gs := c.store
 			lanes, err := gs.Lanes(ctx, group, id)
 			return err == nil && len(lanes) > 0
 		},

@@ -18,11 +18,7 @@ import (
 // change is recorded and acknowledged (or joins its sender's request), a
 // not_a_member ends a lane.
 func (c *Client) groupFrame(ctx context.Context, bs *batchState, in *incoming, op opening, kind wire.FrameKind) (wire.Frame, *wire.GroupID, *prepared, error) {
-	gs, err := c.groupStore()
-	if err != nil {
-		p := in.drop(wire.LogicalID{}, err)
-		return wire.Frame{}, nil, &p, nil
-	}
+	gs := c.store
 	switch kind {
 	case wire.FrameGroupMessage:
 		m, err := wire.DecodeGroupMessage(op.plaintext)
@@ -449,7 +445,7 @@ func (c *Client) groupVerdict(bs *batchState, in *incoming, op opening, effect F
 	var out *Outgoing
 	// A reply is encrypted only within the sending window; past it, it is
 	// owed, and the sender's retry asks for it again.
-	if reply != nil && next.session.canSend() {
+	if reply != nil && canSend(next.session) {
 		cand := next.session.Clone()
 		env, err := c.seal(cand, in.sender, reply)
 		if err != nil {

@@ -109,8 +109,7 @@ type GroupEntry struct {
 	Lanes  []Lane // own messages only
 }
 
-// GroupStore is what a Store adds for groups. It is its own interface so
-// that stores without groups (test doubles) keep implementing Store.
+// GroupStore is the read side of groups, a part of Store.
 type GroupStore interface {
 	// Groups lists the groups this profile keeps.
 	Groups(ctx context.Context) ([]GroupInfo, error)

@@ -37,10 +37,7 @@ type adoptions struct {
 // working state in work.
 func (c *Client) prepareAdoptions(ctx context.Context, work map[Address]*peerState, peer Address) (adoptions, error) {
 	var ad adoptions
-	gs, err := c.groupStore()
-	if err != nil {
-		return ad, nil
-	}
+	gs := c.store
 	var waiting []InboundMessage
 	for after := int64(0); ; {
 		page, err := c.store.PendingInbound(ctx, PageQuery{After: after, Limit: 500, Peer: &peer, Requests: true})

@@ -20,8 +20,6 @@ var (
 	// ErrGroupHoldExpired means a group message waited for its roster too
 	// long, or named a generation too far ahead: it was dropped.
 	ErrGroupHoldExpired = errors.New("group message held too long for its roster")
-	// ErrGroupsUnsupported means the store keeps no groups.
-	ErrGroupsUnsupported = errors.New("the store keeps no groups")
 )
 
 // GroupSendResult is the outcome of a group send or a roster change: the
@@ -32,39 +30,19 @@ type GroupSendResult struct {
 	Unsent []Address
 }
 
-func (c *Client) groupStore() (GroupStore, error) {
-	gs, ok := c.store.(GroupStore)
-	if !ok {
-		return nil, ErrGroupsUnsupported
-	}
-	return gs, nil
-}
-
 // Group returns a group this device keeps.
 func (c *Client) Group(ctx context.Context, id wire.GroupID) (GroupInfo, error) {
-	gs, err := c.groupStore()
-	if err != nil {
-		return GroupInfo{}, err
-	}
-	return gs.Group(ctx, id)
+	return c.store.Group(ctx, id)
 }
 
 // Groups lists the groups this device keeps.
 func (c *Client) Groups(ctx context.Context) ([]GroupInfo, error) {
-	gs, err := c.groupStore()
-	if err != nil {
-		return nil, err
-	}
-	return gs.Groups(ctx)
+	return c.store.Groups(ctx)
 }
 
 // GroupHistory pages a group's history, oldest first.
 func (c *Client) GroupHistory(ctx context.Context, id wire.GroupID, after int64, limit int) ([]GroupEntry, error) {
-	gs, err := c.groupStore()
-	if err != nil {
-		return nil, err
-	}
-	return gs.GroupHistory(ctx, id, after, limit)
+	return c.store.GroupHistory(ctx, id, after, limit)
 }
 
 // CreateGroup makes a group with this device as its first admin and the
@@ -77,9 +55,7 @@ func (c *Client) CreateGroup(ctx context.Context, name string, members []Address
 	if _, err := c.cfg.Random.Read(gid[:]); err != nil {
 		return GroupInfo{}, GroupSendResult{}, fmt.Errorf("create group: id: %w", err)
 	}
-	if gs, err := c.groupStore(); err != nil {
-		return GroupInfo{}, GroupSendResult{}, err
-	} else if all, err := gs.Groups(ctx); err != nil {
+	if all, err := c.store.Groups(ctx); err != nil {
 		return GroupInfo{}, GroupSendResult{}, err
 	} else if len(all) >= MaxGroupsPerProfile {
 		return GroupInfo{}, GroupSendResult{}, fmt.Errorf("create group: %d groups already: %w", len(all), wire.ErrMessageTooLarge)
@@ -337,10 +313,7 @@ func parseAddresses(as []string) ([]Address, error) {
 // (restateRosters), and, when the merge removed this device, it abandons its
 // lanes that can no longer be answered (abandonStrandedLanes).
 func (c *Client) forwardRosterChanges(ctx context.Context, results []ReceiveResult) error {
-	gs, err := c.groupStore()
-	if err != nil {
-		return nil
-	}
+	gs := c.store
 	done := make(map[wire.GroupID]bool)
 	self := c.self.String()
 	for _, r := range results {

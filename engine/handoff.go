@@ -31,14 +31,14 @@ func (c *Client) handOffAll(ctx context.Context, kind string, what Handoff, envs
 		}
 		return errs
 	}
-	if bs, ok := c.relay.(BatchSubmitter); ok && len(envs) > 1 {
-		errs = bs.SubmitBatch(ctx, envs)
-	} else {
-		for i, env := range envs {
-			errs[i] = c.relay.Submit(ctx, env)
-		}
+	switch len(envs) {
+	case 0:
+		return errs
+	case 1:
+		errs[0] = c.relay.Submit(ctx, envs[0])
+		return errs
 	}
-	return errs
+	return c.relay.SubmitBatch(ctx, envs)
 }
 
 // sendAcks hands off ACKs whose session steps already committed, in order
@@ -79,7 +79,7 @@ func (c *Client) handOffOutgoing(ctx context.Context, kind string, what Handoff,
 // its next retry of the message brings the repeat that is acknowledged
 // again.
 func (c *Client) prepareAck(ps *peerState, peer Address, id wire.LogicalID) (*SessionWrite, *Outgoing, error) {
-	if ps.session == nil || !ps.session.canSend() {
+	if ps.session == nil || !canSend(ps.session) {
 		return nil, nil, nil
 	}
 	frame, _ := wire.EncodeFrame(wire.Frame{Kind: wire.FrameAck, ID: id})

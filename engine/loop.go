@@ -184,10 +184,7 @@ func (c *Client) SyncUntilIdle(ctx context.Context, idle time.Duration, each fun
 // waitForRelay waits up to d for the relay's signal (or the poll interval
 // when it gives none); false when d ran out or ctx ended.
 func (c *Client) waitForRelay(ctx context.Context, d time.Duration) bool {
-	var wake <-chan struct{}
-	if l, ok := c.relay.(RelayLink); ok {
-		wake = l.Wake()
-	}
+	wake := c.relay.Wake()
 	if wake == nil {
 		d = min(d, c.cfg.PollInterval)
 	}
@@ -269,7 +266,7 @@ func (c *Client) Run(ctx context.Context) error {
 // signals (bounded by the maintenance check), or the poll interval for a
 // relay that does not signal.
 func (c *Client) idleWait() time.Duration {
-	if l, ok := c.relay.(RelayLink); ok && l.Wake() != nil {
+	if c.relay.Wake() != nil {
 		return c.cfg.MaintainEvery
 	}
 	return c.cfg.PollInterval
@@ -278,10 +275,7 @@ func (c *Client) idleWait() time.Duration {
 // sleepForRelay waits d, or less when the relay signals or SyncNow is
 // called.
 func (c *Client) sleepForRelay(ctx context.Context, d time.Duration) {
-	var wake <-chan struct{}
-	if l, ok := c.relay.(RelayLink); ok {
-		wake = l.Wake()
-	}
+	wake := c.relay.Wake()
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -309,14 +303,8 @@ func (c *Client) emitSyncFailed(err error) {
 	c.emit(Event{Kind: EventSyncFailed, At: c.cfg.Now(), Op: op, Err: err})
 }
 
-// link reports the relay's connection; a relay that does not know it is
-// taken to be up.
-func (c *Client) link() Link {
-	if l, ok := c.relay.(RelayLink); ok {
-		return l.Link()
-	}
-	return Link{Up: true}
-}
+// link reports the relay's connection.
+func (c *Client) link() Link { return c.relay.Link() }
 
 // maintainByLoop runs prekey maintenance when it is due: checked after every
 // new relay connection, after a handshake used a one-time prekey, and every

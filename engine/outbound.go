@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/parley-chat/parley/engine/session"
 	"slices"
 
 	"github.com/parley-chat/parley/wire"
@@ -247,7 +248,7 @@ func (c *Client) sendHeldFirst(ctx context.Context, peer Address) (cause, err er
 // session it has may carry no further message yet (window.go).
 func (c *Client) ensureSession(ctx context.Context, ps *peerState, peer Address) (*IdentityKey, error) {
 	if ps.session != nil {
-		full := !ps.session.canSend()
+		full := !canSend(ps.session)
 		c.noteWindow(peer, full)
 		if full {
 			return nil, fmt.Errorf("%s: %d messages since the peer was last heard on this chain: %w", peer, SendWindow, ErrSendWindow)
@@ -267,7 +268,7 @@ func (c *Client) ensureSession(ctx context.Context, ps *peerState, peer Address)
 		// prekeys alone still make a session the peer accepts.
 		bundle.OneTimePreKey = nil
 	}
-	s, err := InitiateReplacing(c.cfg.Random, c.self, c.id, bundle, c.cfg.Now(), ps.replaces)
+	s, err := session.InitiateReplacing(c.cfg.Random, c.self.String(), c.id, bundle, c.cfg.Now(), ps.replaces)
 	if err != nil {
 		return nil, err
 	}

@@ -4,33 +4,34 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/parley-chat/parley/engine/session"
 
 	"github.com/parley-chat/parley/wire"
 )
 
-// Incoming initiations. A PreKeyMessage is decided by DecidePreKeyMessage
+// Incoming initiations. A PreKeyMessage is decided by session.DecidePreKeyMessage
 // before any cryptographic work; what the decision says is done here, on
 // copies: the message is opened on the current session, its initiation is
 // accepted (a handshake, whose frame prepareFrame decides), refused for good
 // (stale or superseded), or loses a collision to the own initiation.
 
-// preparePreKey prepares a PreKeyMessage as DecidePreKeyMessage decides.
+// preparePreKey prepares a PreKeyMessage as session.DecidePreKeyMessage decides.
 func (c *Client) preparePreKey(ctx context.Context, bs *batchState, in *incoming) (opening, error) {
 	pm, err := wire.DecodePreKeyMessage(in.env.Payload)
 	if err != nil {
 		return final(in.drop(wire.LogicalID{}, err)), nil
 	}
-	id := IncomingInitiationID(c.self, c.id, in.sender, &pm.Initiation)
+	id := session.IncomingInitiationID(c.self.String(), c.id, in.sender.String(), &pm.Initiation)
 	decision, err := c.decidePreKey(ctx, bs, in, &pm.Initiation, id)
 	if err != nil {
 		return opening{}, err
 	}
 	switch decision {
-	case DecideIdentityChanged:
+	case session.DecideIdentityChanged:
 		return final(in.drop(wire.LogicalID{}, fmt.Errorf("%s: %w", in.sender, ErrIdentityChanged))), nil
-	case DecideSuperseded, DecideStale:
+	case session.DecideSuperseded, session.DecideStale:
 		return finalOr(c.refuseInitiation(ctx, bs, in, &pm, id, decision))
-	case DecideDecryptCurrent:
+	case session.DecideDecryptCurrent:
 		// The current session opens what it sent: a failure here is a
 		// forgery or a copy, never a reason to start again.
 		cand := in.ps.session.Clone()
@@ -44,13 +45,13 @@ func (c *Client) preparePreKey(ctx context.Context, bs *batchState, in *incoming
 	}
 }
 
-// decidePreKey gathers what DecidePreKeyMessage looks at, the initiations
+// decidePreKey gathers what session.DecidePreKeyMessage looks at, the initiations
 // this batch retired included, and applies it.
-func (c *Client) decidePreKey(ctx context.Context, bs *batchState, in *incoming, h *wire.InitiationHeader, id InitiationID) (Decision, error) {
+func (c *Client) decidePreKey(ctx context.Context, bs *batchState, in *incoming, h *wire.InitiationHeader, id InitiationID) (session.Decision, error) {
 	ps, sender := in.ps, in.sender
-	dec := PreKeyDecisionInput{Pinned: ps.pinned, Identity: InitiationIdentity(h), ID: id, Replaces: InitiationID(h.Replaces)}
+	dec := session.PreKeyDecisionInput{Pinned: ps.pinned, Identity: session.InitiationIdentity(h), ID: id, Replaces: InitiationID(h.Replaces)}
 	if ps.session != nil {
-		dec.Current = &CurrentSession{ID: ps.session.ID, AwaitingReply: ps.session.Initiator && ps.session.AwaitingReply}
+		dec.Current = &session.CurrentSession{ID: ps.session.ID, AwaitingReply: ps.session.Initiator && ps.session.AwaitingReply}
 	}
 	var retiredErr error
 	dec.Retired = func(id InitiationID) bool {
@@ -63,7 +64,7 @@ func (c *Client) decidePreKey(ctx context.Context, bs *batchState, in *incoming,
 		}
 		return ok
 	}
-	decision := DecidePreKeyMessage(dec)
+	decision := session.DecidePreKeyMessage(dec)
 	if retiredErr != nil {
 		return 0, retiredErr
 	}
@@ -75,17 +76,17 @@ func (c *Client) decidePreKey(ctx context.Context, bs *batchState, in *incoming,
 // (see abandonedInitiation for what the drop cleans up), and the own
 // session is announced or, with nothing to announce, the peer is asked for
 // recovery.
-func (c *Client) refuseInitiation(ctx context.Context, bs *batchState, in *incoming, pm *wire.PreKeyMessage, id InitiationID, decision Decision) (prepared, error) {
+func (c *Client) refuseInitiation(ctx context.Context, bs *batchState, in *incoming, pm *wire.PreKeyMessage, id InitiationID, decision session.Decision) (prepared, error) {
 	sender := in.sender
 	verdict := fmt.Errorf("%s: %w", sender, ErrStaleSessionInitiation)
-	if decision == DecideSuperseded {
+	if decision == session.DecideSuperseded {
 		verdict = fmt.Errorf("%s: superseded by the established session: %w", sender, ErrStaleSessionInitiation)
 	}
 	plan := DropStaged{StagedRow: in.row.Row, Reason: ErrorName(verdict), At: in.now}
-	if err := c.abandonedInitiation(ctx, bs, sender, &pm.Initiation, id, in.env, pm.Message, decision == DecideSuperseded, &plan); err != nil {
+	if err := c.abandonedInitiation(ctx, bs, sender, &pm.Initiation, id, in.env, pm.Message, decision == session.DecideSuperseded, &plan); err != nil {
 		return prepared{}, err
 	}
-	if decision == DecideStale {
+	if decision == session.DecideStale {
 		var err error
 		if plan.Announce, err = c.announce(in.ps, sender, id); err != nil {
 			return prepared{}, err
@@ -102,7 +103,7 @@ func (c *Client) refuseInitiation(ctx context.Context, bs *batchState, in *incom
 
 // acceptInitiation responds to an initiation with the prekeys it names and
 // opens its message: a handshake, unless the initiation loses a collision.
-func (c *Client) acceptInitiation(ctx context.Context, bs *batchState, in *incoming, pm *wire.PreKeyMessage, id InitiationID, decision Decision) (opening, error) {
+func (c *Client) acceptInitiation(ctx context.Context, bs *batchState, in *incoming, pm *wire.PreKeyMessage, id InitiationID, decision session.Decision) (opening, error) {
 	h := &pm.Initiation
 	keys, err := c.responderKeys(ctx, bs, h)
 	if err != nil {
@@ -116,7 +117,7 @@ func (c *Client) acceptInitiation(ctx context.Context, bs *batchState, in *incom
 	}
 	// Prekeys this device holds that do not open the initiation or its
 	// message: a forgery, not a reason to start again.
-	cand, err := Respond(c.self, c.id, in.sender, h, keys, in.now)
+	cand, err := session.Respond(c.self.String(), c.id, in.sender.String(), h, keys, in.now)
 	if err != nil {
 		return final(in.drop(wire.LogicalID{}, err)), nil
 	}
@@ -124,7 +125,7 @@ func (c *Client) acceptInitiation(ctx context.Context, bs *batchState, in *incom
 	if err != nil {
 		return final(in.drop(wire.LogicalID{}, err)), nil
 	}
-	if decision == DecideCollision {
+	if decision == session.DecideCollision {
 		return finalOr(c.loseCollision(bs, in, h, id, keys))
 	}
 	hs := &Handshake{}
@@ -136,7 +137,7 @@ func (c *Client) acceptInitiation(ctx context.Context, bs *batchState, in *incom
 		id := keys.OneTimePreKey.ID
 		hs.ConsumeOneTime = &id
 	}
-	if decision == DecideAcceptReplace || decision == DecideReplaceNamed {
+	if decision == session.DecideAcceptReplace || decision == session.DecideReplaceNamed {
 		s := in.ps.session
 		hs.Retire = &RetiredInitiation{ID: s.ID, SignedPreKeyID: s.SignedPreKeyID, RetiredAt: in.now.Unix()}
 	}
@@ -146,7 +147,7 @@ func (c *Client) acceptInitiation(ctx context.Context, bs *batchState, in *incom
 // loseCollision is the verdict on an authenticated initiation that lost a
 // collision to the own one: its plaintext is dropped unread, its initiation
 // retired and its one-time prekey consumed, and the own session announced.
-func (c *Client) loseCollision(bs *batchState, in *incoming, h *wire.InitiationHeader, id InitiationID, keys ResponderKeys) (prepared, error) {
+func (c *Client) loseCollision(bs *batchState, in *incoming, h *wire.InitiationHeader, id InitiationID, keys session.ResponderKeys) (prepared, error) {
 	sender := in.sender
 	bs.retired[retiredKey{sender, id}] = true
 	ann, err := c.announce(in.ps, sender, id)
@@ -187,7 +188,7 @@ func (c *Client) abandonedInitiation(ctx context.Context, bs *batchState, sender
 	} else if err != nil {
 		return err
 	}
-	cand, err := Respond(c.self, c.id, sender, h, keys, c.cfg.Now())
+	cand, err := session.Respond(c.self.String(), c.id, sender.String(), h, keys, c.cfg.Now())
 	if err != nil {
 		return nil
 	}
@@ -217,7 +218,7 @@ func (c *Client) abandonedInitiation(ctx context.Context, bs *batchState, sender
 // settles the peer.
 func (c *Client) announce(ps *peerState, peer Address, theirs InitiationID) (*Announcement, error) {
 	s := ps.session
-	if s == nil || !s.Initiator || !s.AwaitingReply || s.r.ns >= MaxSkip/2 || !takesOver(s, theirs) {
+	if s == nil || !s.Initiator || !s.AwaitingReply || s.SendingCount() >= MaxSkip/2 || !takesOver(s, theirs) {
 		return nil, nil
 	}
 	sw, out, err := c.prepareAck(ps, peer, wire.LogicalID{})
@@ -238,7 +239,7 @@ func (c *Client) announce(ps *peerState, peer Address, theirs InitiationID) (*An
 // a collision, retiring it: each side holds an initiation the other
 // retired, and announcing s would only make the peer announce theirs back,
 // stale here in turn. Only a recovery request about theirs settles that.
-func takesOver(s *Session, theirs InitiationID) bool {
+func takesOver(s *session.Session, theirs InitiationID) bool {
 	if s.Initiation != nil && InitiationID(s.Initiation.Replaces) == theirs {
 		return true
 	}
@@ -246,28 +247,28 @@ func takesOver(s *Session, theirs InitiationID) bool {
 }
 
 // responderKeys finds the private prekeys an initiation names.
-func (c *Client) responderKeys(ctx context.Context, bs *batchState, h *wire.InitiationHeader) (ResponderKeys, error) {
+func (c *Client) responderKeys(ctx context.Context, bs *batchState, h *wire.InitiationHeader) (session.ResponderKeys, error) {
 	c.mu.Lock()
 	spk, kem, next := c.spks[h.SignedPreKeyID], c.kems[h.KEMPreKeyID], c.nextPKID
 	c.mu.Unlock()
 	if spk == nil || kem == nil {
 		// An ID this device once issued has been deleted at its expiry.
 		if h.SignedPreKeyID < next && h.KEMPreKeyID < next {
-			return ResponderKeys{}, ErrExpiredSignedPreKey
+			return session.ResponderKeys{}, ErrExpiredSignedPreKey
 		}
-		return ResponderKeys{}, ErrUnknownPreKey
+		return session.ResponderKeys{}, ErrUnknownPreKey
 	}
-	keys := ResponderKeys{SignedPreKey: spk, KEMPreKey: kem}
+	keys := session.ResponderKeys{SignedPreKey: spk, KEMPreKey: kem}
 	if h.HasOneTimePreKey {
 		if bs.consumed[h.OneTimePreKeyID] {
-			return ResponderKeys{}, ErrUnknownPreKey
+			return session.ResponderKeys{}, ErrUnknownPreKey
 		}
 		rec, err := c.store.OneTimePreKey(ctx, h.OneTimePreKeyID)
 		if err != nil {
-			return ResponderKeys{}, err
+			return session.ResponderKeys{}, err
 		}
-		if keys.OneTimePreKey, err = UnmarshalOneTimePreKey(rec); err != nil {
-			return ResponderKeys{}, err
+		if keys.OneTimePreKey, err = session.UnmarshalOneTimePreKey(rec); err != nil {
+			return session.ResponderKeys{}, err
 		}
 	}
 	return keys, nil

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"github.com/parley-chat/parley/engine/session"
 
 	"github.com/parley-chat/parley/wire"
 )
@@ -57,7 +58,7 @@ func (c *Client) Maintain(ctx context.Context) error {
 	}
 	if prof.OneTimeCount < OneTimePreKeyLow || topUp {
 		for i := 0; i < OneTimePreKeyBatch; i++ {
-			k, err := NewOneTimePreKey(c.cfg.Random, next)
+			k, err := session.NewOneTimePreKey(c.cfg.Random, next)
 			if err != nil {
 				return err
 			}
@@ -98,13 +99,13 @@ func (c *Client) installPreKeys(add []PreKeyRecord, delSigned, delKEM []uint32, 
 	for _, r := range add {
 		switch r.Kind {
 		case PreKeySigned:
-			k, err := UnmarshalSignedPreKey(r.Record)
+			k, err := session.UnmarshalSignedPreKey(r.Record)
 			if err != nil {
 				return err
 			}
 			c.spks[k.ID] = k
 		case PreKeyKEM:
-			k, err := UnmarshalKEMPreKey(r.Record)
+			k, err := session.UnmarshalKEMPreKey(r.Record)
 			if err != nil {
 				return err
 			}
@@ -125,8 +126,8 @@ func (c *Client) installPreKeys(add []PreKeyRecord, delSigned, delKEM []uint32, 
 // one-time prekeys above published, then records them as published.
 func (c *Client) publishLocked(ctx context.Context, published uint32) error {
 	c.mu.Lock()
-	var spk *SignedPreKey
-	var kem *KEMPreKey
+	var spk *session.SignedPreKey
+	var kem *session.KEMPreKey
 	for _, k := range c.spks {
 		if spk == nil || k.Created > spk.Created || k.Created == spk.Created && k.ID > spk.ID {
 			spk = k
@@ -148,7 +149,7 @@ func (c *Client) publishLocked(ctx context.Context, published uint32) error {
 	var pubs []wire.OneTimePreKeyPublic
 	top := published
 	for _, r := range recs {
-		k, err := UnmarshalOneTimePreKey(r.Record)
+		k, err := session.UnmarshalOneTimePreKey(r.Record)
 		if err != nil {
 			return fmt.Errorf("publish: %w", err)
 		}
@@ -171,22 +172,15 @@ func (c *Client) publishLocked(ctx context.Context, published uint32) error {
 // relayPoolLow reports whether the relay said it holds fewer than
 // OneTimePreKeyLow of this device's one-time prekeys.
 func (c *Client) relayPoolLow() bool {
-	if p, ok := c.relay.(PreKeyPool); ok {
-		n, known := p.OneTimePreKeyPool()
-		return known && n < OneTimePreKeyLow
-	}
-	return false
+	n, known := c.relay.OneTimePreKeyPool()
+	return known && n < OneTimePreKeyLow
 }
 
 // relayNeedsOneTime reports whether the relay's pool runs low even with the
 // one-time prekeys this device holds but has not published yet (those above
 // published): then a fresh batch is due.
 func (c *Client) relayNeedsOneTime(ctx context.Context, published uint32) (bool, error) {
-	p, ok := c.relay.(PreKeyPool)
-	if !ok {
-		return false, nil
-	}
-	n, known := p.OneTimePreKeyPool()
+	n, known := c.relay.OneTimePreKeyPool()
 	if !known || n >= OneTimePreKeyLow {
 		return false, nil
 	}

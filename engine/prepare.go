@@ -1,10 +1,10 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"github.com/parley-chat/parley/engine/session"
 	"time"
 
 	"github.com/parley-chat/parley/wire"
@@ -83,10 +83,10 @@ type incoming struct {
 // rest.
 type opening struct {
 	verdict   *prepared
-	session   *Session   // the candidate session, stepped past the message
-	handshake *Handshake // for an accepted initiation
+	session   *session.Session // the candidate session, stepped past the message
+	handshake *Handshake       // for an accepted initiation
 	plaintext []byte
-	left      *pastChain // the receiving chain the message turned away from
+	left      *session.PastChain // the receiving chain the message turned away from
 }
 
 // final is the opening of an envelope that goes no further.
@@ -210,37 +210,37 @@ func (c *Client) askRecovery(in *incoming, kind wire.RecoveryKind, ref [32]byte,
 }
 
 // prepareRatchet opens a ratchet message on a copy of the current session;
-// DecideRatchet says what the outcome means.
+// session.DecideRatchet says what the outcome means.
 func (c *Client) prepareRatchet(in *incoming) (opening, error) {
 	rm, err := wire.DecodeRatchetMessage(in.env.Payload)
 	if err != nil {
 		return final(in.drop(wire.LogicalID{}, err)), nil
 	}
 	key := rm.Header.RatchetKey
-	dec := RatchetDecisionInput{Key: key, N: rm.Header.MessageNumber}
-	var cand *Session
+	dec := session.RatchetDecisionInput{Key: key, N: rm.Header.MessageNumber}
+	var cand *session.Session
 	var plaintext []byte
 	s := in.ps.session
 	if s != nil {
 		past := in.ps.past
-		dec.Session, dec.Receiving, dec.Skipped = true, s.receivingKey(), s.hasSkipped
-		dec.Past = func(k [32]byte) (uint32, bool) { return past.lookup(s.ID, k) }
+		dec.Session, dec.Receiving, dec.Skipped = true, s.ReceivingKey(), s.HasSkipped
+		dec.Past = func(k [32]byte) (uint32, bool) { return past.Lookup(s.ID, k) }
 		cand = s.Clone()
 		plaintext, dec.Err = cand.Decrypt(c.cfg.Random, in.env.Type, in.env.ID, rm)
 	}
-	switch DecideRatchet(dec) {
-	case DecideNoSession:
+	switch session.DecideRatchet(dec) {
+	case session.DecideNoSession:
 		return finalOr(c.askRecovery(in, wire.RecoveryChain, key, fmt.Errorf("%s: %w", in.sender, ErrNoSession), nil))
-	case DecideOpened:
+	case session.DecideOpened:
 		op := opening{session: cand, plaintext: plaintext}
-		if left, ok := leftChain(s, cand, rm.Header.PreviousChainLength); ok {
+		if left, ok := session.LeftChain(s, cand, rm.Header.PreviousChainLength); ok {
 			op.left = &left
 		}
 		return op, nil
-	case DecideDuplicate:
+	case session.DecideDuplicate:
 		// A copy of a message opened on a chain the session has left.
 		return final(in.drop(wire.LogicalID{}, fmt.Errorf("%w (a past chain's message %d)", ErrDuplicateMessage, rm.Header.MessageNumber))), nil
-	case DecideDiverged:
+	case session.DecideDiverged:
 		return finalOr(c.askRecovery(in, wire.RecoveryChain, key, dec.Err, nil))
 	default:
 		return final(in.drop(wire.LogicalID{}, dec.Err)), nil
@@ -279,8 +279,8 @@ func (c *Client) prepareFrame(ctx context.Context, bs *batchState, in *incoming,
 	}
 	var pastRecord []byte
 	if op.left != nil {
-		next.past = ps.past.with(op.session.ID, *op.left)
-		pastRecord = next.past.marshal()
+		next.past = ps.past.With(op.session.ID, *op.left)
+		pastRecord = next.past.Marshal()
 	}
 	var effect FrameEffect
 	var ack *Outgoing
@@ -401,43 +401,20 @@ func (c *Client) classify(ctx context.Context, bs *batchState, key inboundKey, d
 		}
 		return RepeatEffect{}, ResultDelivery, nil
 	}
-	id := key.id
-	if sr, ok := c.store.(SeenReader); ok {
-		seen, err := sr.Seen(ctx, key.peer, id)
-		switch {
-		case err != nil:
-			return nil, 0, err
-		case seen.Digest != d && (seen.Pending || seen.Finalized && knownDigest(seen.Outcome, seen.Digest)):
-			return nil, 0, ErrLogicalMessageConflict
-		case seen.Pending:
-			return RepeatEffect{}, ResultDelivery, nil
-		case seen.Finalized && seen.Outcome == OutcomeDiscarded:
-			return RepeatEffect{}, ResultAlreadyDiscarded, nil
-		case seen.Finalized:
-			return RepeatEffect{}, ResultAlreadyCommitted, nil
-		}
-		return DeliverEffect{}, ResultDelivery, nil
-	}
-	if m, err := c.store.Inbound(ctx, key.peer, id); err == nil {
-		if m.Digest != d {
-			return nil, 0, ErrLogicalMessageConflict
-		}
-		return RepeatEffect{}, ResultDelivery, nil
-	} else if !errors.Is(err, ErrNotPending) {
-		return nil, 0, err
-	}
-	f, err := c.store.Finalized(ctx, key.peer, id)
+	seen, err := c.store.Seen(ctx, key.peer, key.id)
 	switch {
-	case errors.Is(err, ErrNotPending):
-		return DeliverEffect{}, ResultDelivery, nil
 	case err != nil:
 		return nil, 0, err
-	case !bytes.Equal(f.Digest[:], d[:]) && knownDigest(f.Outcome, f.Digest):
+	case seen.Digest != d && (seen.Pending || seen.Finalized && knownDigest(seen.Outcome, seen.Digest)):
 		return nil, 0, ErrLogicalMessageConflict
-	case f.Outcome == OutcomeDiscarded:
+	case seen.Pending:
+		return RepeatEffect{}, ResultDelivery, nil
+	case seen.Finalized && seen.Outcome == OutcomeDiscarded:
 		return RepeatEffect{}, ResultAlreadyDiscarded, nil
+	case seen.Finalized:
+		return RepeatEffect{}, ResultAlreadyCommitted, nil
 	}
-	return RepeatEffect{}, ResultAlreadyCommitted, nil
+	return DeliverEffect{}, ResultDelivery, nil
 }
 
 // knownDigest reports whether a finalized record's digest is the body's: a
@@ -456,11 +433,4 @@ type SeenMessage struct {
 	Finalized bool
 	Outcome   Outcome // when Finalized
 	Digest    [32]byte
-}
-
-// SeenReader answers, in one lookup, whether a received logical message is
-// pending or finalized; implemented by a Store that can (store.DB does).
-// Without it classify asks for each in turn.
-type SeenReader interface {
-	Seen(ctx context.Context, sender Address, id wire.LogicalID) (SeenMessage, error)
 }

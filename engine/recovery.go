@@ -21,7 +21,7 @@ import (
 // reset: the session is removed and retired, and its next initiation,
 // fresh from a new bundle, names the requester's current session as the one
 // it replaces, which the requester accepts in place of an established
-// session (DecidePreKeyMessage rule 5). The pending messages go out again
+// session (session.DecidePreKeyMessage rule 5). The pending messages go out again
 // with their logical IDs. A request that names anything else (a session
 // already replaced, a replay) changes nothing; a forged one fails the
 // signature.
@@ -242,7 +242,7 @@ func (c *Client) prepareRecovery(bs *batchState, in *incoming) prepared {
 	// awaits its first reply; one about a chain only while this device
 	// sends on it.
 	names := s != nil && (r.Kind == wire.RecoveryInitiation && r.Ref == s.ID && s.Initiator && s.AwaitingReply ||
-		r.Kind == wire.RecoveryChain && r.Ref == s.r.dhsPub)
+		r.Kind == wire.RecoveryChain && r.Ref == s.SendingKey())
 	if !names {
 		return in.drop(wire.LogicalID{}, fmt.Errorf("%s: %w", sender, ErrStaleRecovery))
 	}

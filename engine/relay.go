@@ -7,9 +7,21 @@ import (
 	"github.com/parley-chat/parley/wire"
 )
 
-// Relay is what the engine needs from the relay. The websocket client in
-// transport implements it; tests use an in-process one (enginetest).
+// Relay is everything the engine needs from the relay, in one interface, so
+// that the compiler (not a type assertion at run time) says what an
+// implementation or a wrapper lacks: a wrapper embeds the Relay it wraps and
+// overrides what it changes. The websocket client in transport implements
+// it; tests use an in-process one (enginetest). A relay that cannot do a
+// part says so through that part's own answers (no wake channel, features
+// not known, ErrNoBlobStore), never by lacking the method.
 type Relay interface {
+	RelayLink
+	PreKeyPool
+	EnvelopeNews
+	BatchSubmitter
+	BlobRelay
+	SenderBlocker
+
 	// FetchBundle returns the peer's current prekey bundle (with at most one
 	// one-time prekey, handed out once).
 	FetchBundle(ctx context.Context, peer Address) (wire.Bundle, error)
@@ -27,9 +39,10 @@ type Relay interface {
 	Acknowledge(ctx context.Context, rows []uint64) error
 }
 
-// RelayLink is implemented by a Relay that knows its own connection. The
-// engine's loop then waits on Wake instead of polling, and runs what a new
-// connection calls for (maintenance, automatic retries) when Epoch moves.
+// RelayLink is the part of Relay that knows its own connection. The
+// engine's loop waits on Wake instead of polling (a nil Wake: it polls), and
+// runs what a new connection calls for (maintenance, automatic retries) when
+// Epoch moves.
 type RelayLink interface {
 	// Wake receives a value (the relay never blocks on it) when Receive
 	// may return something new or the connection changed. It may be nil
@@ -50,7 +63,7 @@ type Link struct {
 	Err error
 }
 
-// PreKeyPool is implemented by a Relay that knows how many of this device's
+// PreKeyPool is the part of Relay that knows how many of this device's
 // one-time prekeys the relay holds (the relay tells its owner). The engine
 // then tops the pool up against that count: prekeys handed out to others,
 // honest or not, are gone from the relay even though this device still
@@ -61,7 +74,7 @@ type PreKeyPool interface {
 	OneTimePreKeyPool() (count int, known bool)
 }
 
-// EnvelopeNews is implemented by a Relay that hears what became of the
+// EnvelopeNews is the part of Relay that hears what became of the
 // envelopes this device sent: the relay pushes wire.EnvelopeStatus (taken
 // by the recipient's device, or expired) to the sender's live connections,
 // best effort, when it announced wire.FeatureEnvelopeStatus. A status
@@ -89,9 +102,9 @@ type Leased struct {
 	Envelope []byte
 }
 
-// BatchSubmitter is a Relay that can pipeline hand-offs: it writes every
-// envelope in order and then waits for each answer. Every envelope of one
-// batch carries the same Handoff kind.
+// BatchSubmitter is the part of Relay that hands off several envelopes: in
+// order, each with its own answer (pipelined where the relay can, one by one
+// otherwise). Every envelope of one batch carries the same Handoff kind.
 type BatchSubmitter interface {
 	SubmitBatch(ctx context.Context, envs []wire.Envelope) []error
 }

@@ -152,9 +152,7 @@ type Request struct {
 	Preview   string // the start of the first message, cleaned
 }
 
-// RequestStore is the read side of requests, implemented by a Store that
-// keeps them (store.DB does); with a Store without it, every peer is
-// accepted.
+// RequestStore is the read side of requests, a part of Store.
 type RequestStore interface {
 	// Requests lists the open requests, oldest first.
 	Requests(ctx context.Context) ([]Request, error)
@@ -209,20 +207,12 @@ func newRequestState() *requestState {
 
 // requests returns the store's request side when request mode is on.
 func (c *Client) requests() (RequestStore, bool) {
-	if !c.cfg.Requests {
-		return nil, false
-	}
-	rs, ok := c.store.(RequestStore)
-	return rs, ok
+	return c.store, c.cfg.Requests
 }
 
-// blockedIn reports whether sender is blocked (false with a Store that
-// keeps no requests), read once per batch.
+// blockedIn reports whether sender is blocked, read once per batch.
 func (c *Client) blockedIn(ctx context.Context, bs *batchState, sender Address) (bool, error) {
-	rs, ok := c.store.(RequestStore)
-	if !ok {
-		return false, nil
-	}
+	rs := c.store
 	if b, known := bs.requests.blocked[sender]; known {
 		return b, nil
 	}
@@ -304,10 +294,7 @@ func (c *Client) groupVouched(ctx context.Context, bs *batchState, group *wire.G
 	if _, ok := c.requests(); !ok {
 		return false, nil
 	}
-	gs, err := c.groupStore()
-	if err != nil {
-		return false, nil
-	}
+	gs := c.store
 	g, known, err := bs.group(ctx, gs, *group)
 	if err != nil || !known {
 		return false, err

@@ -12,10 +12,7 @@ import (
 // Requests lists the open message requests, oldest first (none when the
 // store keeps no requests).
 func (c *Client) Requests(ctx context.Context) ([]Request, error) {
-	rs, ok := c.store.(RequestStore)
-	if !ok {
-		return nil, nil
-	}
+	rs := c.store
 	return rs.Requests(ctx)
 }
 
@@ -30,10 +27,7 @@ func (c *Client) AcceptRequest(ctx context.Context, peer Address) (int, error) {
 }
 
 func (c *Client) acceptLocked(ctx context.Context, peer Address) (int, error) {
-	rs, ok := c.store.(RequestStore)
-	if !ok {
-		return 0, nil
-	}
+	rs := c.store
 	r, err := rs.Request(ctx, peer)
 	if err != nil && !errors.Is(err, ErrNotPending) {
 		return 0, fmt.Errorf("accept %s: %w", peer, err)
@@ -63,10 +57,7 @@ func (c *Client) acceptLocked(ctx context.Context, peer Address) (int, error) {
 // acceptIfRequested accepts peer's open request before this device writes
 // to it: writing to a requester is accepting it.
 func (c *Client) acceptIfRequested(ctx context.Context, peer Address) error {
-	rs, ok := c.store.(RequestStore)
-	if !ok {
-		return nil
-	}
+	rs := c.store
 	if _, err := rs.Request(ctx, peer); errors.Is(err, ErrNotPending) {
 		return nil
 	} else if err != nil {
@@ -78,10 +69,7 @@ func (c *Client) acceptIfRequested(ctx context.Context, peer Address) error {
 
 // requestOpen reports whether peer has an open request.
 func (c *Client) requestOpen(ctx context.Context, peer Address) (bool, error) {
-	rs, ok := c.store.(RequestStore)
-	if !ok {
-		return false, nil
-	}
+	rs := c.store
 	_, err := rs.Request(ctx, peer)
 	switch {
 	case err == nil:
@@ -116,14 +104,8 @@ func (c *Client) RejectRequest(ctx context.Context, peer Address, block bool) er
 // tellBlocks tells the relay of every block it has not heard of, when the
 // relay can stop senders (SenderBlocker).
 func (c *Client) tellBlocks(ctx context.Context) error {
-	rs, ok := c.store.(RequestStore)
-	if !ok {
-		return nil
-	}
-	sb, ok := c.relay.(SenderBlocker)
-	if !ok {
-		return nil
-	}
+	rs := c.store
+	sb := c.relay
 	untold, err := rs.BlocksUntold(ctx)
 	if err != nil {
 		return err
@@ -141,10 +123,7 @@ func (c *Client) tellBlocks(ctx context.Context) error {
 
 // Blocks lists the blocked senders.
 func (c *Client) Blocks(ctx context.Context) ([]Address, error) {
-	rs, ok := c.store.(RequestStore)
-	if !ok {
-		return nil, nil
-	}
+	rs := c.store
 	return rs.Blocks(ctx)
 }
 
@@ -171,10 +150,7 @@ func (c *Client) SweepRequests(ctx context.Context) (int, error) {
 }
 
 func (c *Client) sweepLocked(ctx context.Context, before time.Time) (int, error) {
-	rs, ok := c.store.(RequestStore)
-	if !ok {
-		return 0, nil
-	}
+	rs := c.store
 	open, err := rs.Requests(ctx)
 	if err != nil {
 		return 0, err

@@ -75,6 +75,14 @@ type Store interface {
 	// Quarantined pages the quarantine in row order after row After.
 	Quarantined(ctx context.Context, after int64, limit int) ([]QuarantinedRow, error)
 
+	// Seen answers, in one lookup, whether a received logical message is
+	// pending or finalized.
+	Seen(ctx context.Context, sender Address, id wire.LogicalID) (SeenMessage, error)
+
+	GroupStore
+	RequestStore
+	DraftStore
+
 	// Close releases the profile lock.
 	Close() error
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"github.com/parley-chat/parley/engine/session"
 )
 
 // Transitions: a plan is prepared on working copies of peer state, applied
@@ -96,7 +97,7 @@ func (c *Client) forget(peer Address) {
 
 // sessionWrite describes storing s as the session with peer, prepared from
 // version.
-func sessionWrite(peer Address, version uint64, s *Session) (SessionWrite, error) {
+func sessionWrite(peer Address, version uint64, s *session.Session) (SessionWrite, error) {
 	rec, err := s.MarshalBinary()
 	if err != nil {
 		return SessionWrite{}, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/parley-chat/parley/engine/session"
 	"time"
 )
 
@@ -39,7 +40,7 @@ const (
 
 // canSend reports whether the sending chain has room for one more message
 // (SendWindow).
-func (s *Session) canSend() bool { return s.r.ns < SendWindow }
+func canSend(s *session.Session) bool { return s.SendingCount() < SendWindow }
 
 // noteWindow records whether the window of the session with peer was full
 // when a message was to go (full), keeping the time it was first found full
@@ -78,7 +79,7 @@ func (c *Client) resetFullWindow(ctx context.Context, peer Address) error {
 		return err
 	}
 	s := ps.session
-	if s == nil || s.canSend() {
+	if s == nil || canSend(s) {
 		c.noteWindow(peer, false)
 		return nil
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/engine/enginetest"
+	"github.com/parley-chat/parley/engine/session"
 	"github.com/parley-chat/parley/store"
 	"github.com/parley-chat/parley/wire"
 )
@@ -116,7 +117,7 @@ func (d *device) sessionID(peer *device) engine.InitiationID {
 	if err != nil || ps.Session == nil {
 		d.w.t.Fatalf("%s has no session with %s (%v)", d.addr, peer.addr, err)
 	}
-	s, err := engine.UnmarshalSession(ps.Session)
+	s, err := session.UnmarshalSession(ps.Session)
 	if err != nil {
 		d.w.t.Fatal(err)
 	}

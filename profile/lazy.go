@@ -3,6 +3,7 @@ package profile
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/transport"
@@ -22,12 +23,32 @@ type lazyRelay struct {
 	conn *transport.Conn
 }
 
-var (
-	_ engine.Relay          = (*lazyRelay)(nil)
-	_ engine.RelayLink      = (*lazyRelay)(nil)
-	_ engine.BatchSubmitter = (*lazyRelay)(nil)
-	_ engine.PreKeyPool     = (*lazyRelay)(nil)
-)
+var _ engine.Relay = (*lazyRelay)(nil)
+
+// RelayFeatures implements engine.EnvelopeNews: unknown until the first
+// connection, then the connection's.
+func (l *lazyRelay) RelayFeatures() (wire.FeatureSet, bool) {
+	if c := l.current(); c != nil {
+		return c.RelayFeatures()
+	}
+	return 0, false
+}
+
+// EnvelopeStatuses implements engine.EnvelopeNews.
+func (l *lazyRelay) EnvelopeStatuses() []wire.EnvelopeStatus {
+	if c := l.current(); c != nil {
+		return c.EnvelopeStatuses()
+	}
+	return nil
+}
+
+// EnvelopeLifetime implements engine.EnvelopeNews.
+func (l *lazyRelay) EnvelopeLifetime() (time.Duration, bool) {
+	if c := l.current(); c != nil {
+		return c.EnvelopeLifetime()
+	}
+	return 0, false
+}
 
 // OneTimePreKeyPool implements engine.PreKeyPool: unknown until the first
 // connection.

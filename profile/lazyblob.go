@@ -10,10 +10,6 @@ import (
 // The blob store and the sender block go through the lazy connection like
 // everything else: a command that sends a file or blocks a sender connects
 // on first use.
-var (
-	_ engine.BlobRelay     = (*lazyRelay)(nil)
-	_ engine.SenderBlocker = (*lazyRelay)(nil)
-)
 
 // CreateBlob implements engine.BlobRelay.
 func (l *lazyRelay) CreateBlob(ctx context.Context, size int64) (wire.BlobID, error) {

@@ -61,7 +61,6 @@ type Options struct {
 // made on first use.
 type relayConn interface {
 	engine.Relay
-	engine.RelayLink
 	State() transport.State
 	RelayID() [32]byte
 	Close() error

@@ -20,7 +20,8 @@ const (
 	Dark         = "dark"
 	Light        = "light"
 	HighContrast = "high-contrast"
-	// Default is the theme used when none is named.
+	// Default is the theme Get gives for "" (the interface asks the
+	// terminal first: ForBackground).
 	Default = Dark
 )
 
@@ -150,6 +151,16 @@ type HelpStyles struct {
 	Desc      lipgloss.Style
 	Separator lipgloss.Style
 	Ellipsis  lipgloss.Style
+}
+
+// ForBackground is the theme that reads on a terminal's background when
+// none is named: Dark on a dark background, Light on a light one (the
+// dark theme's pale greys do not read on white).
+func ForBackground(dark bool) string {
+	if dark {
+		return Dark
+	}
+	return Light
 }
 
 // Names returns the theme names, sorted.

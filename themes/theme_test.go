@@ -112,3 +112,14 @@ func eachStyle(th Theme, fn func(string, lipgloss.Style)) {
 	}
 	walk("Theme", reflect.ValueOf(th))
 }
+
+// TestForBackground: with no theme named, a light background gets the
+// light theme and a dark one the dark theme.
+func TestForBackground(t *testing.T) {
+	if got := ForBackground(false); got != Light {
+		t.Errorf("a light background gets %q, want %q", got, Light)
+	}
+	if got := ForBackground(true); got != Dark {
+		t.Errorf("a dark background gets %q, want %q", got, Dark)
+	}
+}

@@ -12,10 +12,11 @@ import (
 // a ZWJ family, a keycap, a flag of tags) are drawn. The layout measures
 // every cluster as one glyph (👍🏽 takes two cells); a terminal that
 // measures code point by code point (tmux 3.3, xterm) would draw it in
-// four and break the screen, so there such a cluster is drawn as its first
-// code point padded to the same cells (👍🏽 as 👍, a family as its first
-// member). Where the terminal measures as the layout does, the whole
-// cluster is drawn and keeps its meaning.
+// four and break the screen, so there such a cluster is drawn in a plain
+// form padded to the same cells (layout.Cells: 👍🏽 as 👍, a family as the
+// replacement character, never as its first member). Where the terminal
+// measures as the layout does, the whole cluster is drawn and keeps its
+// meaning.
 type Emoji string
 
 // The emoji modes.

@@ -7,19 +7,23 @@ package tui
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 
 	"github.com/adrg/xdg"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/internal/layout"
 	"github.com/parley-chat/parley/tui/composer"
 	"github.com/parley-chat/parley/tui/eventlog"
 	"github.com/parley-chat/parley/tui/timeline"
+	"github.com/parley-chat/parley/tui/transfer"
 	"github.com/parley-chat/parley/wire"
 )
 
@@ -30,6 +34,7 @@ type FileSource interface {
 	SendFile(ctx context.Context, peer engine.Address, path string, progress engine.Progress) (wire.LogicalID, error)
 	SendGroupFile(ctx context.Context, group wire.GroupID, path string, progress engine.Progress) (wire.LogicalID, error)
 	FetchFile(ctx context.Context, sender engine.Address, id wire.LogicalID, dir string, progress engine.Progress) (string, error)
+	Uploads(ctx context.Context) ([]engine.Upload, error)
 }
 
 var _ FileSource = (*engine.Client)(nil)
@@ -49,6 +54,7 @@ func DefaultDownloads() string {
 // fileSentMsg reports an attachment's upload and manifest.
 type fileSentMsg struct {
 	key  int
+	path string
 	to   string
 	name string
 	id   wire.LogicalID
@@ -81,6 +87,15 @@ func (p *pane) attachFile(a composer.AttachMsg) tea.Cmd {
 		group = &g
 	}
 	peer := a.Peer
+	if p.sending == nil {
+		p.sending = map[string]bool{}
+	}
+	abs := path // as the engine records it
+	if a, err := filepath.Abs(path); err == nil {
+		abs = a
+	}
+	p.sending[abs] = true
+	p.showStopped()
 	return tea.Batch(p.layout(), func() tea.Msg {
 		var id wire.LogicalID
 		var err error
@@ -89,12 +104,110 @@ func (p *pane) attachFile(a composer.AttachMsg) tea.Cmd {
 		} else {
 			id, err = fs.SendFile(ctx, peer, path, progress)
 		}
-		return fileSentMsg{key: key, to: to, name: name, id: id, err: err}
+		return fileSentMsg{key: key, path: abs, to: to, name: name, id: id, err: err}
 	})
+}
+
+// uploadsMsg carries the uploads begun and not finished (Uploads).
+type uploadsMsg struct {
+	list []engine.Upload
+	err  error
+}
+
+// readUploads reads the uploads a run left unfinished: after an attach
+// (a killed run left them), and after each upload ends.
+func (p *pane) readUploads() tea.Cmd {
+	fs, ok := p.files()
+	if !ok {
+		return nil
+	}
+	ctx := p.ctx
+	return func() tea.Msg {
+		l, err := fs.Uploads(ctx)
+		return uploadsMsg{list: l, err: err}
+	}
+}
+
+// uploadTo reads an upload's recipient: a device, or a group ("group:"
+// and its ID in hex); false when it is neither.
+func uploadTo(u engine.Upload) (engine.Address, *wire.GroupID, bool) {
+	if g, ok := strings.CutPrefix(u.To, "group:"); ok {
+		var gid wire.GroupID
+		b, err := hex.DecodeString(g)
+		if err != nil || len(b) != len(gid) {
+			return engine.Address{}, nil, false
+		}
+		copy(gid[:], b)
+		return engine.Address{}, &gid, true
+	}
+	a, err := engine.ParseAddress(u.To)
+	return a, nil, err == nil
+}
+
+// gotUploads keeps the uploads read and shows those not in flight here.
+func (p *pane) gotUploads(m uploadsMsg) tea.Cmd {
+	if m.err != nil {
+		p.noteErr(engine.ErrorName(m.err), m.err, "reading the interrupted uploads")
+		return nil
+	}
+	p.uploads = m.list
+	p.showStopped()
+	return p.layout()
+}
+
+// showStopped shows in the strip the uploads begun and not finished that
+// no command of this pane is running.
+func (p *pane) showStopped() {
+	var st []transfer.Stopped
+	for _, u := range p.uploads {
+		if p.sending[u.Path] {
+			continue
+		}
+		if other, ok := p.uploadTarget(u); ok {
+			st = append(st, transfer.Stopped{Name: filepath.Base(u.Path), Other: other, Size: u.Size})
+		}
+	}
+	p.xfer.SetStopped(st)
+}
+
+// uploadTarget names an upload's peer, or its group as the conversations
+// list it.
+func (p *pane) uploadTarget(u engine.Upload) (string, bool) {
+	peer, group, ok := uploadTo(u)
+	switch {
+	case !ok:
+		return "", false
+	case group == nil:
+		return peer.String(), true
+	}
+	for _, g := range p.conv().GroupItems() {
+		if g.ID == *group {
+			return "#" + layout.OneLine([]byte(g.Name), 32), true
+		}
+	}
+	return "#" + hex.EncodeToString(group[:4]), true
+}
+
+// resumeUploads starts again the interrupted uploads to the conversation
+// chosen (ctrl+r): sending the same file resumes from what the relay holds.
+func (p *pane) resumeUploads() tea.Cmd {
+	var cmds []tea.Cmd
+	for _, u := range p.uploads {
+		peer, group, ok := uploadTo(u)
+		switch {
+		case !ok || p.sending[u.Path]:
+		case p.group != nil && group != nil && *group == *p.group:
+			cmds = append(cmds, p.attachFile(composer.AttachMsg{Path: u.Path, Group: group}))
+		case p.group == nil && group == nil && peer == p.peer:
+			cmds = append(cmds, p.attachFile(composer.AttachMsg{Path: u.Path, Peer: peer}))
+		}
+	}
+	return tea.Batch(cmds...)
 }
 
 func (p *pane) fileSent(m fileSentMsg) tea.Cmd {
 	p.xfer.Finish(m.key)
+	delete(p.sending, m.path)
 	var nse *engine.MessageNotSentError
 	switch {
 	case m.err == nil:
@@ -105,7 +218,7 @@ func (p *pane) fileSent(m fileSentMsg) tea.Cmd {
 		p.noteErr(engine.ErrorName(m.err), m.err, "file "+m.name+" to "+m.to+" not sent (sending it again resumes the upload)")
 		p.comp().SetError(engine.ErrorName(m.err) + ": " + m.err.Error())
 	}
-	return p.layout()
+	return tea.Batch(p.layout(), p.readUploads())
 }
 
 // fetch downloads a waiting file into the downloads directory; the
@@ -166,12 +279,15 @@ func (p *pane) open(path string) tea.Cmd {
 	}
 }
 
-func (p *pane) opened(m openedMsg) {
+func (p *pane) opened(m openedMsg) tea.Cmd {
+	var cmd tea.Cmd
+	p.panels[panelTimeline], cmd = p.tl().Update(timeline.OpenedMsg{Path: m.path, Err: m.err})
 	if m.err != nil {
 		p.note(eventlog.Entry{Name: "open_failed", Text: m.err.Error() + "; the file is at " + m.path, Level: eventlog.Error})
-		return
+		return cmd
 	}
 	p.note(eventlog.Entry{Name: "file_opened", Text: m.path + " handed to the system's opener", Level: eventlog.Info})
+	return cmd
 }
 
 func (p *pane) files() (FileSource, bool) {

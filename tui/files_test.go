@@ -129,7 +129,7 @@ func TestFileThroughPanes(t *testing.T) {
 		t.Fatalf("saved file: %d bytes, %v; want the %d sent", len(got), err, len(data))
 	}
 	if v := ansi.Strip(bp.View()); !strings.Contains(v, "file_saved") || !strings.Contains(v, "o opens it") || strings.Contains(v, "↓ holiday") ||
-		strings.Contains(v, "waiting") || !strings.Contains(v, "[file] holiday-photos.tar (520000 bytes") {
+		strings.Contains(v, "waiting") || !strings.Contains(v, "[file] holiday-photos.tar · 507.8 KiB · application/x-tar") {
 		t.Fatalf("after the download:\n%s", v)
 	}
 	if n, err := bob.PendingInbound(ctx, engine.PageQuery{Limit: 10}); err != nil || len(n) != 0 {
@@ -141,11 +141,16 @@ func TestFileThroughPanes(t *testing.T) {
 	if v := ansi.Strip(bp.View()); !strings.Contains(v, "no parley-no-such-opener on this system") {
 		t.Fatalf("a missing opener is not reported:\n%s", v)
 	}
+	// ...where o was pressed too, not only in the events.
+	if v := ansi.Strip(bp.tl().View()); !strings.Contains(v, "open_failed: no parley-no-such-opener on this system") {
+		t.Fatalf("the conversation does not say that opening failed:\n%s", v)
+	}
 }
 
 // TestAttachToGroup: with a group chosen, a /file line sends the file to
 // the group (SendGroupFile): each member holds one file message from
-// alice, waiting in alice's conversation where d downloads it.
+// alice, waiting in the group's view (not in alice's conversation), where
+// d downloads it.
 func TestAttachToGroup(t *testing.T) {
 	ctx := context.Background()
 	net := enginetest.NewNetwork()
@@ -200,5 +205,19 @@ func TestAttachToGroup(t *testing.T) {
 		if f, ok := engine.FileOf(p[0].Content, p[0].Body); !ok || f.Name != "minutes.txt" {
 			t.Fatalf("%s's pending message is not the file: %+v", c.Self(), f)
 		}
+	}
+	bp := filePane(t, bob, demoBob, demoAlice, PaneOptions{Downloads: filepath.Join(t.TempDir(), "dl")})
+	if v := ansi.Strip(bp.View()); strings.Contains(v, "minutes.txt") {
+		t.Fatalf("the group's file waits in bob's conversation with alice:\n%s", v)
+	}
+	*bp, cmd = bp.Update(conversations.SelectedMsg{Peer: demoAlice, Group: &team.ID, Name: "team"})
+	*bp, _ = bp.Update(msgOf[timeline.GroupLoadedMsg](t, cmd))
+	if v := ansi.Strip(bp.View()); !strings.Contains(v, "alice/1 [file] minutes.txt · 18 B · text/plain") || !strings.Contains(v, "waiting · d download · x discard") {
+		t.Fatalf("the group's view does not show the file waiting:\n%s", v)
+	}
+	*bp, _ = bp.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'2'}, Alt: true})
+	*bp, cmd = bp.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'d'}})
+	if f := msgOf[timeline.FetchMsg](t, cmd); f.ID != sent.id {
+		t.Fatalf("d in the group's view asked for %+v, want the file", f)
 	}
 }

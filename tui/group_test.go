@@ -51,14 +51,14 @@ func TestGroupScreens(t *testing.T) {
 		t.Fatalf("down chose %#v, want the group", chosen)
 	}
 	m, _ = update(m, chosen)
-	m, _ = update(m, to(timeline.GroupLoadedMsg{Group: teamID, Entries: teamHistory()}))
+	m, _ = update(m, to(timeline.GroupLoadedMsg{Group: teamID, Entries: teamHistory(), Members: 3}))
 	screens["timeline"] = m.View()
 	m, _ = update(m, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'2'}, Alt: true})
 	m, _ = update(m, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune{'l'}})
 	screens["lanes"] = m.View()
 	for name, want := range map[string][]string{
 		"list":     {"# team · 3 members"},
-		"timeline": {"bob/1 lunch at noon?", "you yes, the usual place", "✓ 1/2 · carol/1 pending 2h"},
+		"timeline": {"# team · 3 members · 2 shown", "09:55:00 bob/1 lunch at noon?", "09:56:00 you yes, the usual place", "✓ 1/2 · carol/1 pending 2h"},
 		"lanes":    {"✓ bob/1 acknowledged", "· carol/1 pending"},
 	} {
 		for _, w := range want {

@@ -134,17 +134,6 @@ func (p *pane) sentGroup(m composer.SentMsg) tea.Cmd {
 	return nil
 }
 
-// SelectGroup chooses the group named name in pane i's conversations, as
-// ↓ past the peers would (the demo's scripted steps); nil when the pane
-// lists no such group.
-func (m *Model) SelectGroup(i int, name string) tea.Cmd {
-	if i < 0 || i >= len(m.panes) {
-		return nil
-	}
-	q := &m.panes[i]
-	return tag(i, q.gen, q.conv().SelectGroup(name))
-}
-
 // retryGroupLanes is ctrl+r while a group is chosen: each member with a
 // pending lane of the group is retried, in that member's order with
 // everything else pending to it (FIFO per member), as parley retry GROUP

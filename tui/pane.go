@@ -3,7 +3,6 @@ package tui
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -11,7 +10,6 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/parley-chat/parley/engine"
-	"github.com/parley-chat/parley/internal/layout"
 	"github.com/parley-chat/parley/internal/tracetext"
 	"github.com/parley-chat/parley/themes"
 	"github.com/parley-chat/parley/tui/composer"
@@ -78,6 +76,11 @@ type pane struct {
 	// the client keeps drafts (draft.go).
 	draft drafts
 
+	// uploads are the uploads begun and not finished, as last read;
+	// sending are the files this pane is uploading now (files.go).
+	uploads []engine.Upload
+	sending map[string]bool
+
 	w, h int
 	lay  paneLayout
 }
@@ -115,7 +118,8 @@ func (p *pane) attach(s *Attachment) tea.Cmd {
 	p.comp().SetSource(c)
 	p.in().SetSource(c)
 	p.out().SetSource(c)
-	cmds := []tea.Cmd{p.conv().Reload(), p.tl().Reload(), p.in().Reload(), p.out().Reload(), p.loadNames(), p.loadDrafts(), p.attachRequests(c), listen(s)}
+	p.sending = nil // the old client's uploads report nothing more
+	cmds := []tea.Cmd{p.conv().Reload(), p.tl().Reload(), p.in().Reload(), p.out().Reload(), p.loadNames(), p.loadDrafts(), p.attachRequests(c), p.readUploads(), listen(s)}
 	if !p.peer.IsZero() {
 		cmds = append(cmds, p.loadSafety())
 	}
@@ -320,6 +324,8 @@ func (p pane) Update(msg tea.Msg) (pane, tea.Cmd) {
 		return p, p.attachFile(msg)
 	case fileSentMsg:
 		return p, p.fileSent(msg)
+	case uploadsMsg:
+		return p, p.gotUploads(msg)
 	case timeline.FetchMsg:
 		return p, p.fetch(msg)
 	case fetchDoneMsg:
@@ -331,8 +337,7 @@ func (p pane) Update(msg tea.Msg) (pane, tea.Cmd) {
 	case timeline.OpenMsg:
 		return p, p.open(msg.Path)
 	case openedMsg:
-		p.opened(msg)
-		return p, nil
+		return p, p.opened(msg)
 	case inbox.FinalizedMsg:
 		p.finalized(msg)
 	case timeline.FinalizedMsg:
@@ -378,11 +383,13 @@ func (p pane) key(k tea.KeyMsg) (pane, tea.Cmd) {
 	case input.Matches(k, p.keys.Accept):
 		return p, p.accept()
 	case input.Matches(k, p.keys.Retry):
+		// The conversation's pending messages, and its uploads a killed
+		// run left unfinished.
 		if p.att != nil && p.group != nil {
-			return p, retryGroupLanes(p.ctx, p.att.Client, *p.group)
+			return p, tea.Batch(retryGroupLanes(p.ctx, p.att.Client, *p.group), p.resumeUploads())
 		}
 		if p.att != nil && !p.peer.IsZero() {
-			return p, outbox.Retry(p.ctx, p.att.Client, p.peer, false)
+			return p, tea.Batch(outbox.Retry(p.ctx, p.att.Client, p.peer, false), p.resumeUploads())
 		}
 		return p, nil
 	}
@@ -526,65 +533,4 @@ func (p pane) readTrace(peer engine.Address, id wire.LogicalID, dir engine.Direc
 		}
 		return msg
 	}
-}
-
-func (p *pane) sent(m composer.SentMsg) tea.Cmd {
-	var nse *engine.MessageNotSentError
-	switch {
-	case m.Group != nil:
-		return p.sentGroup(m)
-	case m.Err == nil, errors.As(m.Err, &nse):
-		return nil // the engine's events tell the rest
-	case errors.Is(m.Err, engine.ErrIdentityChanged):
-		p.noteErr("identity_changed", m.Err, "send to "+m.Peer.String()+" refused, nothing stored")
-		return p.markChanged(m.Peer)
-	}
-	p.noteErr(engine.ErrorName(m.Err), m.Err, "send to "+m.Peer.String()+" failed, nothing stored")
-	return nil
-}
-
-func (p *pane) finalized(m inbox.FinalizedMsg) {
-	if m.All && m.Done > 0 {
-		verb := "commit"
-		if m.Outcome == engine.OutcomeDiscarded {
-			verb = "discard"
-		}
-		p.note(eventlog.Entry{Name: verb + "_all", Text: fmt.Sprintf("%d finalized, %d ACK sent", m.Done, m.AcksSent), Level: eventlog.Info})
-	}
-	for _, f := range m.Failed {
-		p.noteErr(engine.ErrorName(f.Err), f.Err, "finalize "+layout.ShortID(f.ID)+" from "+f.Sender.String())
-	}
-	if m.Err != nil {
-		p.noteErr(engine.ErrorName(m.Err), m.Err, "finalize")
-	}
-}
-
-// finalizedHere logs what the conversation committed or discarded, and why
-// not when it failed.
-func (p *pane) finalizedHere(m timeline.FinalizedMsg) {
-	if m.Err != nil {
-		p.noteErr(engine.ErrorName(m.Err), m.Err, "finalize in the conversation with "+m.Peer.String())
-		return
-	}
-	for i, r := range m.Results {
-		if r.Err != nil {
-			p.noteErr(engine.ErrorName(r.Err), r.Err, "finalize "+layout.ShortID(m.Reqs[i].ID)+" from "+m.Peer.String())
-		}
-	}
-}
-
-func (p *pane) retried(m outbox.RetriedMsg) tea.Cmd {
-	// A retry that had nothing to send says so in the outbox's status line
-	// only; the log keeps what happened.
-	if (!m.Auto && m.Sent > 0) || m.Err != nil {
-		lvl := eventlog.Info
-		if m.Err != nil {
-			lvl = eventlog.Error
-		}
-		p.note(eventlog.Entry{Name: "retry", Text: outbox.DescribeRetry(m), Level: lvl})
-	}
-	if errors.Is(m.Err, engine.ErrIdentityChanged) {
-		return p.markChanged(m.Peer)
-	}
-	return nil
 }

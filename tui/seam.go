@@ -6,6 +6,7 @@ import (
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/tui/eventlog"
 	"github.com/parley-chat/parley/tui/internal/input"
+	"github.com/parley-chat/parley/wire"
 )
 
 // The seam: what a model wrapping the chat (the demo, package tui/demo)
@@ -21,15 +22,29 @@ type PaneState struct {
 	Closed     string         // why not, as the status bar says ("crashed"), or ""
 	Active     bool           // the pane has the keyboard
 	// IdentityChanged: the chosen peer's identity changed and is not
-	// accepted yet.
+	// accepted yet; NewFingerprint is the new identity's fingerprint once
+	// its safety number is shown ("" before: ctrl+t accepts only what was
+	// shown).
 	IdentityChanged bool
+	NewFingerprint  string
 	Inbound         int // messages pending a decision (the inbox's total)
 	Outbound        int // messages pending an ACK (the outbox's total)
 	Shown           int // entries the conversation in view shows
+	// Waiting are the received messages the conversation in view shows
+	// waiting for a decision, oldest first.
+	Waiting []wire.LogicalID
+	// Group is the name of the group the composer writes to ("" when it
+	// writes to Peer); Groups are the names of the groups listed.
+	Group  string
+	Groups []string
 }
 
 // Panes is the number of panes.
 func (m Model) Panes() int { return len(m.panes) }
+
+// FullHelp reports whether the full help is shown (f1): a wrapper that
+// keeps its own lines short on a small screen shows them whole then.
+func (m Model) FullHelp() bool { return m.full }
 
 // Active is the index of the pane with the keyboard.
 func (m Model) Active() int { return m.active }
@@ -40,8 +55,59 @@ func (m Model) Pane(i int) PaneState {
 		return PaneState{}
 	}
 	p := &m.panes[i]
-	return PaneState{Self: p.self, Peer: p.peer, Open: p.att != nil, Closed: p.closed, Active: p.active,
+	st := PaneState{Self: p.self, Peer: p.peer, Open: p.att != nil, Closed: p.closed, Active: p.active,
 		IdentityChanged: p.changed[p.peer] != nil, Inbound: p.in().Total(), Outbound: p.out().Total(), Shown: len(p.tl().Entries())}
+	if ch := p.changed[p.peer]; ch != nil {
+		st.NewFingerprint = ch.fingerprint
+	}
+	if p.group != nil {
+		st.Group = p.comp().GroupName()
+	} else {
+		for _, w := range p.tl().Waiting() {
+			st.Waiting = append(st.Waiting, w.ID)
+		}
+	}
+	for _, g := range p.conv().GroupItems() {
+		st.Groups = append(st.Groups, g.Name)
+	}
+	return st
+}
+
+// ChoosePeer chooses peer in pane i's conversations and addresses the
+// composer to it (with that conversation's draft) at once, where choosing
+// it with the keys does so when the choice comes back: keys a wrapper
+// types through Update right after go to that conversation.
+func (m *Model) ChoosePeer(i int, peer engine.Address) tea.Cmd {
+	if i < 0 || i >= len(m.panes) || peer.IsZero() {
+		return nil
+	}
+	return m.chosen(i, m.panes[i].conv().Select(peer))
+}
+
+// ChooseGroup is ChoosePeer for the group named name, as ↓ past the peers
+// reaches it; false when pane i lists no such group (yet: the list is read
+// after each change).
+func (m *Model) ChooseGroup(i int, name string) (tea.Cmd, bool) {
+	if i < 0 || i >= len(m.panes) {
+		return nil, false
+	}
+	sel := m.panes[i].conv().SelectGroup(name)
+	if sel == nil {
+		return nil, false
+	}
+	return m.chosen(i, sel), true
+}
+
+// chosen applies the choice the conversations' command reports (a
+// conversations.SelectedMsg, made without I/O) to pane i now.
+func (m *Model) chosen(i int, sel tea.Cmd) tea.Cmd {
+	if sel == nil {
+		return nil
+	}
+	q := &m.panes[i]
+	next, cmd := q.Update(sel())
+	*q = next
+	return tag(i, q.gen, cmd)
 }
 
 // Quit applies the quit key to k: handled reports that k was the quit key

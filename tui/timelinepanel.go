@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/charmbracelet/bubbles/help"
-	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/tui/timeline"
@@ -67,9 +66,28 @@ func (t *timelinePanel) Update(msg tea.Msg) (panel, tea.Cmd) {
 		if t.inGroup {
 			t.group, gcmd = t.group.Update(msg)
 		}
+	case timeline.FinalizedMsg, timeline.FetchedMsg, timeline.OpenedMsg:
+		// Each view takes the results of what it asked for.
+		t.group, gcmd = t.group.Update(msg)
 	}
 	t.Model, cmd = t.Model.Update(msg)
 	return t, tea.Batch(cmd, gcmd)
+}
+
+// CommitShown commits, under the on-read policy, what the view in place
+// shows waiting.
+func (t *timelinePanel) CommitShown() tea.Cmd {
+	if t.inGroup {
+		return t.group.CommitShown()
+	}
+	return t.Model.CommitShown()
+}
+
+// SetCommitOnRead tells both views whether the policy commits what they
+// show.
+func (t *timelinePanel) SetCommitOnRead(on bool) {
+	t.Model.SetCommitOnRead(on)
+	t.group.SetCommitOnRead(on)
 }
 
 func (t *timelinePanel) View() string {
@@ -91,13 +109,7 @@ func (t *timelinePanel) Blur() { t.focused = false; t.Model.Blur() }
 
 func (t *timelinePanel) KeyMap() help.KeyMap {
 	if t.inGroup {
-		return groupKeys{t.group.Toggle()}
+		return t.group.KeyMap()
 	}
 	return t.Model.KeyMap()
 }
-
-// groupKeys are the group view's keys, for the help.
-type groupKeys struct{ toggle key.Binding }
-
-func (k groupKeys) ShortHelp() []key.Binding  { return []key.Binding{k.toggle} }
-func (k groupKeys) FullHelp() [][]key.Binding { return [][]key.Binding{{k.toggle}} }

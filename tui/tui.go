@@ -28,14 +28,14 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/parley-chat/parley/engine"
-	"github.com/parley-chat/parley/themes"
 	"github.com/parley-chat/parley/tui/eventlog"
 )
 
 // Options configure Run (and, embedded, the demo's Run). The zero value is
 // usable.
 type Options struct {
-	// Theme is a themes name: "dark" (default), "light", "high-contrast".
+	// Theme is a themes name: "dark", "light", "high-contrast"; by
+	// default the one that reads on the terminal's background (Theme).
 	// NO_COLOR in the environment turns colours off whatever the theme.
 	Theme string
 	// LogFile is where the interface logs; default
@@ -124,7 +124,7 @@ func runProgram(ctx context.Context, m tea.Model, o Options) (tea.Model, error) 
 // closes the client afterwards. Options.ConnState shows the relay
 // connection.
 func Run(ctx context.Context, client *engine.Client, opts Options) error {
-	th, err := themes.Get(opts.Theme)
+	th, err := Theme(opts)
 	if err != nil {
 		return err
 	}

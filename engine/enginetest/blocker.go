@@ -22,7 +22,7 @@ type Blocker struct {
 	blocked map[engine.Address]bool
 }
 
-var _ engine.SenderBlocker = (*Blocker)(nil)
+var _ engine.Relay = (*Blocker)(nil)
 
 // NewBlocker wraps e.
 func NewBlocker(e *Endpoint) *Blocker {

@@ -16,9 +16,14 @@ import (
 // width wraps, pushing the whole screen down until the next resize. The
 // clusters they disagree on are those joined by a zero-width joiner, a
 // variation selector, a skin-tone modifier, a keycap or tag characters.
-// Cells rewrites those clusters, in a finished frame, into their first code
-// point padded with spaces to the cluster's width, which every terminal
-// measures alike; the layout computed for the frame stays exact.
+// Cells rewrites those clusters, in a finished frame, into a form every
+// terminal measures alike, padded with spaces to the cluster's width, so
+// that the layout computed for the frame stays exact: a skin tone, a
+// variation selector or a keycap into its first code point (👍🏽 as 👍,
+// the same emoji in its default colour; 1️⃣ as 1), and a cluster joined by
+// a zero-width joiner or tag characters into the replacement character
+// (U+FFFD): its first code point would be another emoji (a family's is a
+// man, 👩‍💻's a woman, England's flag a black one).
 
 // joining reports whether r makes its cluster width-ambiguous.
 func joining(r rune) bool {
@@ -70,14 +75,26 @@ func Cells(frame string) string {
 	return b.String()
 }
 
+// replacement stands for a cluster whose first code point is another
+// emoji: it says that something is there which this terminal cannot be
+// trusted to draw (the event log quotes it whole).
+const replacement = "\ufffd"
+
+// composes reports whether r joins emoji into another one: a zero-width
+// joiner or a tag character.
+func composes(r rune) bool { return r == 0x200d || r >= 0xe0020 && r <= 0xe007f }
+
 // plainCluster is cluster itself, or, when it joins several code points in
-// a width-ambiguous way, its first code point padded to w cells.
+// a width-ambiguous way, its plain form (above) padded to w cells.
 func plainCluster(cluster string, w int) string {
 	first, size := utf8.DecodeRuneInString(cluster)
 	if size == len(cluster) || strings.IndexFunc(cluster, joining) < 0 {
 		return cluster
 	}
 	head := string(first)
+	if strings.ContainsFunc(cluster, composes) {
+		head = replacement
+	}
 	if joining(first) || ansi.StringWidth(head) > w || ansi.StringWidth(head) == 0 {
 		head = ""
 	}

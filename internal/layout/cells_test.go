@@ -58,3 +58,27 @@ func TestCellsLeavesPlainFramesAlone(t *testing.T) {
 		t.Fatalf("changed %q into %q", s, out)
 	}
 }
+
+// TestPlainNeverAnotherEmoji: the plain form of a cluster is the same emoji
+// (a skin tone or a variation selector dropped, a keycap's character) or
+// the replacement character, never the first code point of a joined
+// sequence, which is another emoji.
+func TestPlainNeverAnotherEmoji(t *testing.T) {
+	for _, tc := range []struct{ in, want, never string }{
+		{"👍🏽", "👍", ""},
+		{"👨\u200d👩\u200d👧", "\ufffd ", "👨"},
+		{"👩🏽\u200d💻", "\ufffd ", "👩"},
+		{"🏳️\u200d🌈", "\ufffd ", "🏳"},
+		{"🏴\U000e0067\U000e0062\U000e0065\U000e006e\U000e0067\U000e007f", "\ufffd ", "🏴"},
+		{"❤️", "❤ ", ""},
+		{"1️⃣", "1", ""},
+	} {
+		out := Cells("a " + tc.in + " b")
+		if want := "a " + tc.want + " b"; out != want {
+			t.Errorf("%q is drawn %q, want %q", tc.in, out, want)
+		}
+		if tc.never != "" && strings.Contains(out, tc.never) {
+			t.Errorf("%q is drawn as another emoji, %q: %q", tc.in, tc.never, out)
+		}
+	}
+}

@@ -35,3 +35,19 @@ func TestShown(t *testing.T) {
 		t.Error("a manifest's bytes reached the screen")
 	}
 }
+
+// TestStored: a file in the history reads as a waiting one does, its size
+// in the same unit; any other body is left as it is.
+func TestStored(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"[file] holiday-video.mp4 (20971520 bytes, video/mp4)", "[file] holiday-video.mp4 · 20.0 MiB · video/mp4"},
+		{"[file] a (b) c (512 bytes, text/plain)", "[file] a (b) c · 512 B · text/plain"},
+		{"[file] report.pdf (many bytes, application/pdf)", "[file] report.pdf (many bytes, application/pdf)"},
+		{"hello (3 bytes, x)", "hello (3 bytes, x)"},
+		{"", ""},
+	} {
+		if got := string(Stored([]byte(tc.in))); got != tc.want {
+			t.Errorf("Stored(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/engine/session"
 	"github.com/parley-chat/parley/transport"
 	"github.com/parley-chat/parley/transport/relaystore"
 	"github.com/parley-chat/parley/wire"
@@ -183,18 +184,18 @@ func (d *device) withBundle(tb testing.TB, n int) *device {
 	tb.Helper()
 	r := engine.SystemRandom{}
 	now := time.Now()
-	spk, err := engine.NewSignedPreKey(r, d.id, 1, now)
+	spk, err := session.NewSignedPreKey(r, d.id, 1, now)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	kem, err := engine.NewKEMPreKey(r, d.id, 2, now)
+	kem, err := session.NewKEMPreKey(r, d.id, 2, now)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	d.bundle = engine.BuildBundle(d.addr, d.id, spk, kem)
 	d.oneTime = nil
 	for i := range n {
-		k, err := engine.NewOneTimePreKey(r, uint32(3+i))
+		k, err := session.NewOneTimePreKey(r, uint32(3+i))
 		if err != nil {
 			tb.Fatal(err)
 		}

@@ -14,9 +14,61 @@ import (
 
 // GroupSource is what the panel reads of groups when its Source has them:
 // *engine.Client implements it. A Source without groups (a test double)
-// lists peers only.
+// lists peers only. The pending messages are read to count a group's
+// messages with the group, not with their sender or recipient.
 type GroupSource interface {
 	Groups(ctx context.Context) ([]engine.GroupInfo, error)
+	PendingInbound(ctx context.Context, q engine.PageQuery) ([]engine.InboundMessage, error)
+	PendingOutbound(ctx context.Context, q engine.PageQuery) ([]engine.OutboundMessage, error)
+}
+
+// groupScan bounds the pending messages of one peer read to find the
+// group's among them: a peer with more pending than that keeps the group
+// messages past them in its own counts (a read costs a row each, on every
+// reload of the list).
+const groupScan = 256
+
+// GroupPending counts a group's pending messages: received and waiting
+// for a decision (In), and lanes of sent ones not acknowledged (Out).
+type GroupPending struct{ In, Out int }
+
+// splitGroups moves the group messages out of the peers' counts in list
+// and returns them by group.
+func splitGroups(ctx context.Context, gs GroupSource, list []engine.Conversation) (map[wire.GroupID]GroupPending, error) {
+	out := map[wire.GroupID]GroupPending{}
+	for i := range list {
+		c := &list[i]
+		peer := c.Peer
+		if c.PendingIn > 0 {
+			ws, err := gs.PendingInbound(ctx, engine.PageQuery{Peer: &peer, Limit: min(c.PendingIn, groupScan)})
+			if err != nil {
+				return nil, err
+			}
+			for _, w := range ws {
+				if w.Group != nil {
+					c.PendingIn--
+					p := out[*w.Group]
+					p.In++
+					out[*w.Group] = p
+				}
+			}
+		}
+		if c.PendingOut > 0 {
+			ms, err := gs.PendingOutbound(ctx, engine.PageQuery{Peer: &peer, Limit: min(c.PendingOut, groupScan)})
+			if err != nil {
+				return nil, err
+			}
+			for _, m := range ms {
+				if m.Group != nil {
+					c.PendingOut--
+					p := out[*m.Group]
+					p.Out++
+					out[*m.Group] = p
+				}
+			}
+		}
+	}
+	return out, nil
 }
 
 // GroupsLoadedMsg carries a fresh read of the groups.
@@ -32,13 +84,14 @@ type GroupItem struct {
 	engine.GroupInfo
 	Members int
 	Unread  int
+	GroupPending
 }
 
 // GroupItems returns the groups as shown, in the order the store lists them.
 func (m Model) GroupItems() []GroupItem {
 	out := make([]GroupItem, 0, len(m.groups))
 	for _, g := range m.groups {
-		out = append(out, GroupItem{GroupInfo: g, Members: len(g.Roster.Members), Unread: len(m.groupUnread[g.ID])})
+		out = append(out, GroupItem{GroupInfo: g, Members: len(g.Roster.Members), Unread: len(m.groupUnread[g.ID]), GroupPending: m.groupPending[g.ID]})
 	}
 	return out
 }
@@ -103,7 +156,9 @@ func (m *Model) chooseAt(items []Item, i int) tea.Cmd {
 	return func() tea.Msg { return SelectedMsg{Peer: peer, Group: &id, Name: g.Name} }
 }
 
-// groupRows draws the groups under the peers: "# name · 3 members new 2".
+// groupRows draws the groups under the peers: "# name in 1 out 2 new 3 ·
+// 3 members", the counts first, as a peer's are, so that a narrow column
+// cuts the member count and never them.
 func (m Model) groupRows(st themes.ConversationStyles) []string {
 	var out []string
 	for _, g := range m.GroupItems() {
@@ -117,11 +172,19 @@ func (m Model) groupRows(st themes.ConversationStyles) []string {
 		// A name from a log kept before names were checked may still hold
 		// a control or bidirectional character: drawn cleaned, on one line.
 		shown := strings.ReplaceAll(layout.Clean([]byte(g.Name)), "\n", " ")
-		s := name.Render(mark+"# "+shown) + st.Counts.Render(fmt.Sprintf(" · %d members", g.Members))
+		s := name.Render(mark + "# " + shown)
+		counts := ""
+		if g.In > 0 {
+			counts += fmt.Sprintf(" in %d", g.In)
+		}
+		if g.Out > 0 {
+			counts += fmt.Sprintf(" out %d", g.Out)
+		}
+		s += st.Counts.Render(counts)
 		if g.Unread > 0 {
 			s += st.Unread.Render(fmt.Sprintf(" new %d", g.Unread))
 		}
-		out = append(out, s)
+		out = append(out, s+st.Counts.Render(fmt.Sprintf(" · %d members", g.Members)))
 	}
 	return out
 }

@@ -23,10 +23,12 @@ type Source interface {
 	Conversations(ctx context.Context) ([]engine.Conversation, error)
 }
 
-// LoadedMsg carries a fresh read of the conversations.
+// LoadedMsg carries a fresh read of the conversations: the peers, with
+// the group messages counted in Groups rather than with their peer.
 type LoadedMsg struct {
-	List []engine.Conversation
-	Err  error
+	List   []engine.Conversation
+	Groups map[wire.GroupID]GroupPending
+	Err    error
 }
 
 // SelectedMsg reports that the chosen conversation changed: a peer, or a
@@ -74,6 +76,7 @@ type Model struct {
 	loading, again bool
 
 	groups        []engine.GroupInfo
+	groupPending  map[wire.GroupID]GroupPending
 	groupUnread   map[wire.GroupID]map[wire.LogicalID]bool
 	groupsLoading bool
 	selGroup      *wire.GroupID // the group chosen, if one is
@@ -186,7 +189,13 @@ func (m *Model) Reload() tea.Cmd {
 	src, ctx := m.src, m.ctx
 	read := func() tea.Msg {
 		l, err := src.Conversations(ctx)
-		return LoadedMsg{List: l, Err: err}
+		msg := LoadedMsg{List: l, Err: err}
+		if gs, ok := src.(GroupSource); ok && err == nil {
+			if groups, err := gs.Groups(ctx); err == nil && len(groups) > 0 {
+				msg.Groups, msg.Err = splitGroups(ctx, gs, l)
+			}
+		}
+		return msg
 	}
 	if m.groupsLoading {
 		return read
@@ -209,7 +218,7 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 			m.err = engine.ErrorName(msg.Err) + ": " + msg.Err.Error()
 		} else {
 			m.err = ""
-			m.stored = msg.List
+			m.stored, m.groupPending = msg.List, msg.Groups
 		}
 		var cmd tea.Cmd
 		if m.sel.IsZero() {

@@ -21,7 +21,9 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -65,7 +67,7 @@ type Options struct {
 // ended) before Run returns. The relay behind profiles is the caller's to
 // stop afterwards.
 func Run(ctx context.Context, profiles Profiles, opts Options) error {
-	th, err := themes.Get(opts.Theme)
+	th, err := tui.Theme(opts.Options)
 	if err != nil {
 		return err
 	}
@@ -133,9 +135,15 @@ type Model struct {
 
 	// scen is the guided scenario being played (ctrl+x then a digit);
 	// scripted is set while it types its keys, which are not its own
-	// space and enter.
+	// space and enter. serial numbers the runs; stepWait bounds how long a
+	// step's effect may take (stepWait, shorter in tests).
 	scen     *scenarioRun
 	scripted bool
+	serial   int
+	stepWait time.Duration
+	// facts is what the panes show, published after every update for the
+	// steps' checks, which run in commands (check.go).
+	facts *atomic.Pointer[demoFacts]
 	// forgetting counts ctrl+x s still resetting the sessions.
 	forgetting int
 
@@ -158,7 +166,8 @@ type demoFlags struct {
 // newModel creates alice/1 and bob/1 in w and the model showing them.
 func newModel(ctx context.Context, w *world, th themes.Theme, log *slog.Logger, opts Options) (Model, error) {
 	m := Model{chat: tui.New(ctx, th, log, opts.Clock()), world: w, th: th, keys: defaultDemoKeys(),
-		w: 80, h: 24, verdictStale: true, script: opts.Script, fileSize: opts.FileSize}
+		w: 80, h: 24, verdictStale: true, script: opts.Script, fileSize: opts.FileSize,
+		stepWait: stepWait, facts: new(atomic.Pointer[demoFacts])}
 	if m.fileSize <= 0 {
 		m.fileSize = DemoFileSize
 	}
@@ -207,8 +216,19 @@ func (m Model) passOn(msg tea.Msg) (Model, tea.Cmd) {
 
 // Update handles what is the demo's (its keys, its results, the crash
 // before a draw, the verdict and the script on each tick) and passes
-// everything else on to the chat.
+// everything else on to the chat; then it publishes what the panes show
+// for the scenario's checks.
 func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	m, cmd := m.update(msg)
+	f := &demoFacts{crashArmed: slices.Clone(m.crashArmed)}
+	for i := range m.chat.Panes() {
+		f.panes = append(f.panes, m.chat.Pane(i))
+	}
+	m.facts.Store(f)
+	return m, cmd
+}
+
+func (m Model) update(msg tea.Msg) (Model, tea.Cmd) {
 	var cmd tea.Cmd
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
@@ -230,7 +250,11 @@ func (m Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		if m.chat.Panes() == 2 {
 			cmds = append(cmds, m.playScript(time.Time(msg)))
 		}
-		cmd = tea.Batch(append(cmds, m.countVerdict())...)
+		cmd = tea.Batch(append(cmds, m.countVerdict(), m.playQueued())...)
+	case stageMsg:
+		cmd = m.staged(msg)
+	case checkMsg:
+		cmd = m.checked(msg)
 	case demoMsg:
 		m.verdictStale = true
 		cmd = tea.Batch(m.demoResult(msg), m.countVerdict(), m.playQueued())
@@ -271,6 +295,10 @@ func (m *Model) key(k tea.KeyMsg) (tea.Cmd, bool) {
 	if m.scen != nil && !m.scripted && !m.prefix {
 		switch k.Type {
 		case tea.KeySpace, tea.KeyEnter:
+			if m.scen.failed != "" {
+				m.scen = nil // a stopped run ends here
+				return nil, false
+			}
 			return m.nextStep(), false
 		case tea.KeyEsc:
 			m.scen = nil

@@ -27,42 +27,23 @@ const DemoFileSize = 20 << 20
 // demoFileName is the file's name, in the demo's directory.
 const demoFileName = "holiday-video.mp4"
 
-var _ engine.BlobRelay = (*faultRelay)(nil)
-
 var errKilled = errors.New("demo: the profile was killed during this request")
-
-func (f *faultRelay) blobs() (engine.BlobRelay, error) {
-	b, ok := f.inner.(engine.BlobRelay)
-	if !ok {
-		return nil, engine.ErrNoBlobStore
-	}
-	return b, nil
-}
 
 // CreateBlob implements engine.BlobRelay.
 func (f *faultRelay) CreateBlob(ctx context.Context, size int64) (wire.BlobID, error) {
-	b, err := f.blobs()
-	if err != nil {
-		return wire.BlobID{}, err
-	}
+	b := f.Relay
 	return b.CreateBlob(ctx, size)
 }
 
 // BlobHeld implements engine.BlobRelay.
 func (f *faultRelay) BlobHeld(ctx context.Context, id wire.BlobID) (int64, int64, error) {
-	b, err := f.blobs()
-	if err != nil {
-		return 0, 0, err
-	}
+	b := f.Relay
 	return b.BlobHeld(ctx, id)
 }
 
 // PutBlob implements engine.BlobRelay.
 func (f *faultRelay) PutBlob(ctx context.Context, id wire.BlobID, offset int64, data []byte) error {
-	b, err := f.blobs()
-	if err != nil {
-		return err
-	}
+	b := f.Relay
 	return b.PutBlob(ctx, id, offset, data)
 }
 
@@ -70,10 +51,7 @@ func (f *faultRelay) PutBlob(ctx context.Context, id wire.BlobID, offset int64, 
 // from that offset on announces it (reached) and waits until the profile
 // is closed (released), then fails: nothing past the kill is kept.
 func (f *faultRelay) GetBlob(ctx context.Context, id wire.BlobID, offset int64, n int) ([]byte, error) {
-	b, err := f.blobs()
-	if err != nil {
-		return nil, err
-	}
+	b := f.Relay
 	f.mu.Lock()
 	kill := f.kill
 	if kill != nil && offset >= kill.at {
@@ -205,12 +183,17 @@ func (m *Model) killed(msg killMsg) tea.Cmd {
 }
 
 func fileScenario() scenario {
+	const key = "[file] " + demoFileName
 	return scenario{name: "file resumed after a kill", steps: []step{
-		{on: 0, do: makeFileCmd, say: "alice has a 20 MiB file to send (written in the demo's directory)."},
-		{on: 0, do: attachFile, say: "alice types /file PATH: the file is encrypted in 64 KiB chunks and uploaded to the relay's blob store (the bar), then its manifest goes to bob like a message."},
-		{on: 1, do: killBobAt40, say: "bob presses d to download it; at about 40% he is killed: his client and store are closed abruptly. The chunks he verified are fsynced in his profile."},
-		{on: 1, keys: demoCtl('o'), say: "bob reopens: the file is still waiting (a file is committed only by its download)."},
-		{on: 1, do: downloadAgain, say: "bob presses d again: the download resumes from the last chunk he kept, verifies the whole digest, saves the file and commits; the ACK clears alice's."},
-		{on: 0, say: verdictSay},
+		{on: 0, do: makeFileCmd, done: fileMade, say: "alice has a 20 MiB file to send (written in the demo's directory)."},
+		{on: 0, do: attachFile, done: all(stored(demoAlice, demoBob, key, key, true), at(key, "pending"), shownWaiting(1, key)),
+			say: "alice types /file PATH: the file is encrypted in 64 KiB chunks and uploaded to the relay's blob store (the bar), then its manifest goes to bob like a message."},
+		{on: 1, do: killBobAt40, done: paneIs(1, "crashed"),
+			say: "bob presses d to download it; at about 40% he is killed: his client and store are closed abruptly. The chunks he verified are fsynced in his profile."},
+		{on: 1, keys: demoCtl('o'), done: all(paneIs(1, ""), at(key, "pending"), shownWaiting(1, key)),
+			say: "bob reopens: the file is still waiting (a file is committed only by its download)."},
+		{on: 1, do: downloadAgain, done: all(at(key, "committed"), sender(key, engine.SentAcknowledged)),
+			say: "bob presses d again: the download resumes from the last chunk he kept, verifies the whole digest, saves the file and commits; the ACK clears alice's."},
+		{on: 0, done: onceEach, say: verdictSay},
 	}}
 }

@@ -3,6 +3,7 @@ package demo
 import (
 	"context"
 	"fmt"
+	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/parley-chat/parley/engine"
@@ -67,29 +68,36 @@ func joinCarol(m *Model) tea.Cmd {
 
 // dropToCarol arms the loss of alice's next envelope to carol (and only to
 // her: the other lanes of the same group message pass).
-func dropToCarol(m *Model) tea.Cmd {
+func dropToCarol(m *Model) {
 	w, self := m.world, m.chat.Pane(0).Self
 	d := w.device(self)
 	if d == nil {
-		return nil
+		return
 	}
 	w.mu.Lock()
 	faults := d.faults
 	w.mu.Unlock()
 	if faults == nil {
-		return nil
+		return
 	}
 	faults.arm(carol, false)
 	m.readFlags(0)
 	m.chat.Note(0, eventlog.Entry{Name: "demo", Level: eventlog.Demo,
 		Text: fmt.Sprintf("the next envelope %s → %s will be lost after the relay accepts it", self, carol)})
-	return nil
 }
 
-// chooseTrio chooses #trio in alice's conversations (↓ past her peers)
-// and arms the loss of her next envelope to carol.
+// createGroup types, in alice's conversations, the group command that
+// creates the run's group with bob and carol.
+func createGroup(m *Model) tea.Cmd {
+	return m.typeOn(0, []tea.KeyMsg{alt('1'), runes("g"), runes("create " + m.scen.group + " bob/1 carol/1"), ctrl(tea.KeyEnter)})
+}
+
+// chooseTrio chooses the run's group in alice's conversations (↓ past her
+// peers) and arms the loss of her next envelope to carol.
 func chooseTrio(m *Model) tea.Cmd {
-	return tea.Batch(m.chat.SelectGroup(0, "trio"), dropToCarol(m))
+	cmd, _ := m.chat.ChooseGroup(0, m.scen.group)
+	dropToCarol(m)
+	return cmd
 }
 
 // retryCarol retries alice's pending messages to carol: her lane of the
@@ -134,7 +142,13 @@ func (w *world) groupFlows(ctx context.Context, sender *engine.Client) ([]flow, 
 			if rc == nil {
 				continue
 			}
-			f, err := countGroupFlow(ctx, g.ID, sender.Self(), out, rc)
+			var since time.Time
+			w.mu.Lock()
+			if d := w.devs[to]; d != nil {
+				since = d.reinstalled
+			}
+			w.mu.Unlock()
+			f, err := countGroupFlow(ctx, g.ID, sender.Self(), out, rc, since)
 			if err != nil {
 				return nil, err
 			}
@@ -148,8 +162,10 @@ func (w *world) groupFlows(ctx context.Context, sender *engine.Client) ([]flow, 
 }
 
 // countGroupFlow counts sender's messages of group id (out, its history)
-// in receiver's history of the group.
-func countGroupFlow(ctx context.Context, id wire.GroupID, sender engine.Address, out []engine.GroupEntry, receiver *engine.Client) (flow, error) {
+// in receiver's history of the group; reinstalled is when the receiver was
+// last reinstalled (zero: never): what it had acknowledged before is gone
+// with its old profile, not lost.
+func countGroupFlow(ctx context.Context, id wire.GroupID, sender engine.Address, out []engine.GroupEntry, receiver *engine.Client, reinstalled time.Time) (flow, error) {
 	f := flow{from: sender, to: receiver.Self(), partial: len(out) == verdictScan}
 	in, err := receiver.GroupHistory(ctx, id, 0, verdictScan)
 	if err != nil {
@@ -173,6 +189,9 @@ func countGroupFlow(ctx context.Context, id wire.GroupID, sender engine.Address,
 		switch n := copies[e.ID]; {
 		case n == 1:
 			f.once++
+			if lane == engine.LanePending || lane == engine.LaneRelayAccepted {
+				f.unacked++
+			}
 		case n > 1:
 			f.dup++
 		case lane == engine.LanePending || lane == engine.LaneRelayAccepted:
@@ -184,6 +203,8 @@ func countGroupFlow(ctx context.Context, id wire.GroupID, sender engine.Address,
 				f.dropped++
 			case err == nil && l.State == "pending":
 				f.pending++
+			case !reinstalled.IsZero() && !e.At.After(reinstalled):
+				f.wiped++
 			default:
 				f.lost++
 			}
@@ -216,17 +237,200 @@ func flowName(f flow) string {
 // groupVerdictSay is the last narration of the group scenario.
 const groupVerdictSay = "Done. The exactly-once line counts #trio per member: alice's message is in bob's and carol's group history once each, and only carol's lane was sent twice."
 
-// groupScenario is the lost envelope in a group of three.
+// groupScenario is the lost envelope in a group of three. The group is
+// new on each run (#trio, then #trio-2…): a group made by an earlier run
+// may predate a reinstall that its members' profiles do not know of.
 func groupScenario() scenario {
-	return scenario{name: "group lane lost", steps: []step{
-		{on: 0, do: joinCarol, say: "carol joins: a third profile, made on demand, without a pane; her loop commits what arrives."},
-		{on: 0, keys: []tea.KeyMsg{alt('1'), runes("g"), runes("create trio bob/1 carol/1"), ctrl(tea.KeyEnter)},
+	const body = "lunch at noon?"
+	return scenario{name: "group lane lost", group: "trio", steps: []step{
+		{on: 0, do: joinCarol, done: joined(carol),
+			say: "carol joins: a third profile, made on demand, without a pane; her loop commits what arrives."},
+		{on: 0, do: createGroup, done: groupMade,
 			say: "alice creates #trio with bob and carol (g in the conversations): the roster goes to each member once, on each pairwise session."},
-		{on: 0, keys: []tea.KeyMsg{alt('1')}, do: chooseTrio,
+		{on: 0, keys: []tea.KeyMsg{alt('1')}, do: chooseTrio, done: all(groupChosen, switches(demoAlice, false, 1, 0)),
 			say: "alice chooses #trio: her composer writes to the group. The next envelope alice → carol will be lost after the relay accepts it."},
-		{on: 0, keys: write("lunch at noon?"), say: "alice writes to #trio: one logical ID, a lane per member. The relay accepted both envelopes; carol's is lost, so her lane stays pending."},
-		{on: 1, keys: showInbox, do: commitArrived, say: "bob commits: his ACK clears his lane only. alice's matrix says ✓ 1/2 · carol pending."},
-		{on: 0, do: retryCarol, say: "alice retries carol's lane (r on the lane in her outbox): only that lane goes again, with the same logical ID; carol commits on arrival and her ACK completes the matrix."},
-		{on: 0, say: groupVerdictSay},
+		{on: 0, group: true, keys: write(body), done: all(groupStored(body), switches(demoAlice, false, 0, 0), groupAt(body, demoBob, "pending", "committed")),
+			say: "alice writes to #trio: one logical ID, a lane per member. The relay accepted both envelopes; carol's is lost, so her lane stays pending."},
+		{on: 1, keys: showInbox, do: commitArrived, done: all(lane(body, demoBob, engine.LaneAcknowledged), lane(body, carol, engine.LanePending, engine.LaneRelayAccepted)),
+			say: "bob commits: his ACK clears his lane only. alice's matrix says ✓ 1/2 · carol pending."},
+		{on: 0, group: true, do: retryCarol, done: lane(body, carol, engine.LaneAcknowledged),
+			say: "alice retries carol's lane (r on the lane in her outbox): only that lane goes again, with the same logical ID; carol commits on arrival and her ACK completes the matrix."},
+		{on: 0, done: onceEach, say: groupVerdictSay},
 	}}
+}
+
+// joined: a's profile is open in the demo.
+func joined(a engine.Address) check {
+	return func(v *checkView) error {
+		_, err := v.client(a)
+		return err
+	}
+}
+
+// runGroup is the run's group at alice.
+func (v *checkView) runGroup() (engine.GroupInfo, error) {
+	c, err := v.client(demoAlice)
+	if err != nil {
+		return engine.GroupInfo{}, err
+	}
+	gs, err := c.Groups(v.ctx)
+	if err != nil {
+		return engine.GroupInfo{}, err
+	}
+	for _, g := range gs {
+		if g.Name == v.group {
+			return g, nil
+		}
+	}
+	return engine.GroupInfo{}, fmt.Errorf("alice has no group #%s", v.group)
+}
+
+// groupMade: alice keeps the run's group with bob and carol, and her
+// conversations list it (the next step chooses it there).
+func groupMade(v *checkView) error {
+	g, err := v.runGroup()
+	if err != nil {
+		return err
+	}
+	if n := len(g.Roster.Members); n != 3 {
+		return fmt.Errorf("#%s has %d members, want alice, bob and carol", v.group, n)
+	}
+	for _, name := range v.pane(0).Groups {
+		if name == v.group {
+			return nil
+		}
+	}
+	return fmt.Errorf("alice's conversations do not list #%s", v.group)
+}
+
+// groupChosen: alice's composer writes to the run's group.
+func groupChosen(v *checkView) error {
+	if g := v.pane(0).Group; g != v.group {
+		return fmt.Errorf("alice's composer writes to %q, not #%s", g, v.group)
+	}
+	return nil
+}
+
+// groupStored: alice's group history holds her message body, marked as
+// body.
+func groupStored(body string) check {
+	return func(v *checkView) error {
+		if _, ok := v.mark(body); ok {
+			return nil
+		}
+		g, err := v.runGroup()
+		if err != nil {
+			return err
+		}
+		c, err := v.client(demoAlice)
+		if err != nil {
+			return err
+		}
+		h, err := c.GroupHistory(v.ctx, g.ID, 0, verdictScan)
+		if err != nil {
+			return err
+		}
+		for _, e := range h {
+			if e.Own && string(e.Body) == body {
+				v.found[body] = mark{from: demoAlice, id: e.ID, group: g.ID, inGroup: true}
+				return nil
+			}
+		}
+		return fmt.Errorf("alice's message %q to #%s was not stored", body, v.group)
+	}
+}
+
+// groupLanes are the lanes of the group message marked key, at alice.
+func (v *checkView) groupLanes(key string) (mark, []engine.Lane, error) {
+	m, err := v.marked(key)
+	if err != nil {
+		return m, nil, err
+	}
+	c, err := v.client(m.from)
+	if err != nil {
+		return m, nil, err
+	}
+	h, err := c.GroupHistory(v.ctx, m.group, 0, verdictScan)
+	if err != nil {
+		return m, nil, err
+	}
+	for _, e := range h {
+		if e.Own && e.ID == m.id {
+			return m, e.Lanes, nil
+		}
+	}
+	return m, nil, fmt.Errorf("%q is not in %s's group history", key, m.from)
+}
+
+// lane: the lane of the group message key to member is in one of states.
+func lane(key string, member engine.Address, states ...engine.LaneState) check {
+	return func(v *checkView) error {
+		_, lanes, err := v.groupLanes(key)
+		if err != nil {
+			return err
+		}
+		got, ok := laneOf(lanes, member)
+		for _, s := range states {
+			if ok && got == s {
+				return nil
+			}
+		}
+		return fmt.Errorf("the lane of %q to %s is %s (want %s)", key, member, got, states[0])
+	}
+}
+
+// groupAt: the group message key is in one of states at member.
+func groupAt(key string, member engine.Address, states ...string) check {
+	return func(v *checkView) error {
+		m, err := v.marked(key)
+		if err != nil {
+			return err
+		}
+		c, err := v.client(member)
+		if err != nil {
+			return err
+		}
+		l, err := c.Life(v.ctx, m.from, m.id, engine.DirectionIn)
+		if err != nil {
+			return err
+		}
+		for _, s := range states {
+			if l.State == s {
+				return nil
+			}
+		}
+		return fmt.Errorf("%q is %s at %s", key, l.State, member)
+	}
+}
+
+// groupOnce: the group message key is in each member's group history once
+// and every lane is acknowledged.
+func groupOnce(v *checkView, key string, m mark) error {
+	_, lanes, err := v.groupLanes(key)
+	if err != nil {
+		return err
+	}
+	for _, l := range lanes {
+		if l.State != engine.LaneAcknowledged {
+			return fmt.Errorf("the lane of %q to %s is %s", key, l.Recipient, l.State)
+		}
+		c, err := v.client(l.Recipient)
+		if err != nil {
+			return err
+		}
+		h, err := c.GroupHistory(v.ctx, m.group, 0, verdictScan)
+		if err != nil {
+			return err
+		}
+		n := 0
+		for _, e := range h {
+			if !e.Own && e.Sender == m.from && e.ID == m.id {
+				n++
+			}
+		}
+		if n != 1 {
+			return fmt.Errorf("%q is in %s's group history %d times, not once", key, l.Recipient, n)
+		}
+	}
+	return nil
 }

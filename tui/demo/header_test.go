@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/x/ansi"
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/themes"
@@ -47,4 +48,42 @@ func TestHeaderNeverCutsItsPoint(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestHeaderCompactAt80x24: at 80x24 the hint and the exactly-once line
+// take one line each, so that alice's conversation keeps five rows; f1
+// shows both whole.
+func TestHeaderCompactAt80x24(t *testing.T) {
+	t.Parallel()
+	d := startDemo(t, demoConfig{w: 80, h: 24})
+	d.waitFor("Composer → bob/1", "exactly once")
+	d.send("a message on a small screen")
+	s := d.waitFor("1 pending received", "no loss, no duplicate")
+	lines := strings.Split(ansi.Strip(s), "\n")
+	if !strings.Contains(lines[2], "alice/1") || !strings.Contains(lines[2], "relay") {
+		t.Fatalf("the header takes more than two lines:\n%s", s)
+	}
+	if !strings.Contains(lines[0], "(f1: all)") {
+		t.Fatalf("the cut hint does not say where the rest is:\n%s", s)
+	}
+	rows := 0
+	for i, l := range lines {
+		if strings.Contains(l, "Timeline · bob/1") {
+			for _, r := range lines[i+1:] {
+				if strings.Contains(r, "Composer → bob/1") {
+					break
+				}
+				rows++
+			}
+			break
+		}
+	}
+	if rows < 5 {
+		t.Fatalf("alice's conversation has %d rows at 80x24, want at least 5:\n%s", rows, s)
+	}
+	d.key(tea.KeyF1)
+	d.waitUntil("the whole hint and line with f1", func(s string) bool {
+		f := flat(s)
+		return strings.Contains(f, "(ctrl+x a first loses the ACK)") && strings.Contains(f, "alice→bob 1 sent: 0 once, 1 pending · bob→alice 0 sent: 0 once")
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/mlkem"
 	"crypto/mlkem/mlkemtest"
 	"crypto/sha256"
+	"fmt"
 	"github.com/charmbracelet/x/ansi"
 	"log/slog"
 	"math/rand/v2"
@@ -95,6 +96,8 @@ type demoConfig struct {
 	theme  string
 	w, h   int
 	mutate func(*Options)
+	// stepWait bounds a scenario step's check (stepWait when zero).
+	stepWait time.Duration
 }
 
 // startDemo starts the demo at 160x48 (or cfg's size) with a fixed clock
@@ -110,8 +113,20 @@ func startDemo(t *testing.T, cfg demoConfig) *demoRun {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	w := newWorld(ctx, t.TempDir(), startTestRelay(t, fixedClock), discard, fixedClock)
+	// A stream per opening: a profile reopened after a crash must not draw
+	// the keys it drew before (its ratchet keys would repeat).
+	var mu sync.Mutex
+	opened := map[string]int{}
 	w.random = func(a engine.Address, install int) engine.Randomness {
-		return newDetRand(a.String() + "#" + string(rune('0'+install)))
+		seed := a.String() + "#" + string(rune('0'+install))
+		mu.Lock()
+		defer mu.Unlock()
+		if n := opened[seed]; n > 0 {
+			opened[seed]++
+			return newDetRand(fmt.Sprintf("%s reopened %d", seed, n))
+		}
+		opened[seed] = 1
+		return newDetRand(seed)
 	}
 	opts := Options{Options: tui.Options{Now: fixedClock}}
 	if cfg.mutate != nil {
@@ -122,6 +137,9 @@ func startDemo(t *testing.T, cfg demoConfig) *demoRun {
 	if err != nil {
 		w.Close()
 		t.Fatal(err)
+	}
+	if cfg.stepWait > 0 {
+		m.stepWait = cfg.stepWait
 	}
 	var screen atomic.Pointer[string]
 	tm := teatest.NewTestModel(t, probe{Model: m, screen: &screen}, teatest.WithInitialTermSize(cfg.w, cfg.h))

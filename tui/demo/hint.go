@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/charmbracelet/x/ansi"
 	"github.com/parley-chat/parley/internal/layout"
 	"github.com/parley-chat/parley/tui"
 )
@@ -12,21 +13,54 @@ import (
 // that at a narrow width is cut at the end of the last one.
 const maxHintLines = 4
 
+// compactBelow is the window height under which the hint and the
+// exactly-once line take one line each, the rest shown with the full help
+// (f1): at 80x24 the four lines they could take left each conversation
+// three rows.
+const compactBelow = 30
+
+// compact reports whether the header keeps to one line each.
+func (m Model) compact() bool { return m.h < compactBelow && !m.chat.FullHelp() }
+
+// oneLine is text on one line of the window: whole when it fits, else cut
+// with a word that says where the rest is.
+func oneLine(text string, w int) string {
+	const more = "… (f1: all)"
+	if layout.Width(text) <= w || w <= layout.Width(more)+8 {
+		return text
+	}
+	return ansi.Truncate(text, w-layout.Width(more), "") + more
+}
+
 // hintView is the demo's line saying what to try next, from what the panes
 // show now, wrapped to the width: a scenario's narration is never cut
 // before its point.
 func (m Model) hintView() []string {
 	text := m.hint()
+	style := m.th.App.Hint
+	if m.scen != nil && m.scen.failed != "" {
+		style = m.th.Panel.Error // a step did not happen: said, not narrated past
+	}
 	if m.w < 8 {
-		return []string{layout.Pad(m.th.App.Hint, " "+text, m.w)}
+		return []string{layout.Pad(style, " "+text, m.w)}
 	}
 	wrapped := layout.Wrap(text, m.w-1)
-	if len(wrapped) > maxHintLines {
+	switch {
+	case m.compact():
+		// One line; a scenario's narration, its point, two.
+		n := 1
+		if m.scen != nil {
+			n = 2
+		}
+		if len(wrapped) > n {
+			wrapped = append(wrapped[:n-1], oneLine(strings.Join(wrapped[n-1:], " "), m.w-1))
+		}
+	case len(wrapped) > maxHintLines:
 		wrapped = append(wrapped[:maxHintLines-1], strings.Join(wrapped[maxHintLines-1:], " "))
 	}
 	lines := make([]string, len(wrapped))
 	for i, l := range wrapped {
-		lines[i] = layout.Pad(m.th.App.Hint, " "+strings.TrimRight(l, " "), m.w)
+		lines[i] = layout.Pad(style, " "+strings.TrimRight(l, " "), m.w)
 	}
 	return lines
 }
@@ -69,7 +103,7 @@ func (m Model) hint() string {
 		}
 	}
 	if n > 1 && panes[0].Shown == 0 && panes[1].Shown == 0 {
-		return fmt.Sprintf("Type a message and press Enter: it goes to %s and waits in its inbox · ctrl+x 1…6 plays a guided scenario · f1 help", panes[0].Peer)
+		return fmt.Sprintf("Type a message and press Enter: it goes to %s and waits in its inbox · ctrl+x 1…%d plays a guided scenario · f1 help", panes[0].Peer, len(scenarios()))
 	}
 	return "All settled. A guided scenario: ctrl+x then " + scenarioMenu()
 }

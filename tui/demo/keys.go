@@ -1,6 +1,10 @@
 package demo
 
-import "github.com/charmbracelet/bubbles/key"
+import (
+	"fmt"
+
+	"github.com/charmbracelet/bubbles/key"
+)
 
 // demoKeys are the demo's: its prefix, and the controls that follow it and
 // act on the focused profile.
@@ -43,7 +47,14 @@ func defaultDemoKeys() demoKeys {
 	}
 }
 
-// all are the controls that follow the prefix, in the help's order.
+// all are the controls that follow the prefix, in the help's order, then
+// the guided scenarios by their digits, so that the menu ctrl+x opens
+// names every one.
 func (k demoKeys) all() []key.Binding {
-	return []key.Binding{k.Hold, k.HoldBoth, k.Drop, k.DropAck, k.Crash, k.CrashNext, k.Reopen, k.Reinstall, k.Forget, k.AutoCommit, k.AutoRetry, k.Unplug, k.Cancel}
+	out := []key.Binding{k.Hold, k.HoldBoth, k.Drop, k.DropAck, k.Crash, k.CrashNext, k.Reopen, k.Reinstall, k.Forget, k.AutoCommit, k.AutoRetry, k.Unplug, k.Cancel}
+	for i, sc := range scenarios() {
+		d := fmt.Sprint(i + 1)
+		out = append(out, key.NewBinding(key.WithKeys(d), key.WithHelp(d, "scenario: "+sc.name)))
+	}
+	return out
 }

@@ -21,9 +21,12 @@ var errUnplugged = fmt.Errorf("demo: link unplugged: %w", engine.ErrRelayUnreach
 // is gone), and unplug the link (every call fails, so a send is stored and
 // reported not sent). The engine says what each hand-off carries
 // (engine.HandoffOf), so "the next ACK" is exact although envelopes are
-// opaque.
+// opaque. It embeds the connection it wraps, so that every part of
+// engine.Relay it does not change (the pool's count, blobs) reaches the
+// connection, except that it does not announce envelope status
+// (RelayFeatures).
 type faultRelay struct {
-	inner engine.Relay
+	engine.Relay
 	self  engine.Address
 	notes chan<- eventlog.Entry
 	now   func() time.Time
@@ -40,14 +43,10 @@ type faultRelay struct {
 	isReleased bool
 }
 
-var (
-	_ engine.Relay          = (*faultRelay)(nil)
-	_ engine.RelayLink      = (*faultRelay)(nil)
-	_ engine.BatchSubmitter = (*faultRelay)(nil)
-)
+var _ engine.Relay = (*faultRelay)(nil)
 
 func newFaultRelay(inner engine.Relay, self engine.Address, notes chan<- eventlog.Entry, now func() time.Time) *faultRelay {
-	return &faultRelay{inner: inner, self: self, notes: notes, now: now, dropMsg: map[engine.Address]int{}, dropAck: map[engine.Address]int{},
+	return &faultRelay{Relay: inner, self: self, notes: notes, now: now, dropMsg: map[engine.Address]int{}, dropAck: map[engine.Address]int{},
 		released: make(chan struct{})}
 }
 
@@ -62,7 +61,7 @@ func (f *faultRelay) FetchBundle(ctx context.Context, peer engine.Address) (wire
 	if f.down() {
 		return wire.Bundle{}, errUnplugged
 	}
-	return f.inner.FetchBundle(ctx, peer)
+	return f.Relay.FetchBundle(ctx, peer)
 }
 
 // PublishPreKeys implements engine.Relay.
@@ -70,7 +69,7 @@ func (f *faultRelay) PublishPreKeys(ctx context.Context, b wire.Bundle, oneTime 
 	if f.down() {
 		return errUnplugged
 	}
-	return f.inner.PublishPreKeys(ctx, b, oneTime)
+	return f.Relay.PublishPreKeys(ctx, b, oneTime)
 }
 
 // Submit implements engine.Relay, losing the envelope when a loss is armed
@@ -80,7 +79,7 @@ func (f *faultRelay) Submit(ctx context.Context, env wire.Envelope) error {
 	if lost || err != nil {
 		return err
 	}
-	return f.inner.Submit(ctx, env)
+	return f.Relay.Submit(ctx, env)
 }
 
 // SubmitBatch implements engine.BatchSubmitter: the switches apply to each
@@ -100,15 +99,7 @@ func (f *faultRelay) SubmitBatch(ctx context.Context, envs []wire.Envelope) []er
 	if len(pass) == 0 {
 		return errs
 	}
-	var res []error
-	if bs, ok := f.inner.(engine.BatchSubmitter); ok {
-		res = bs.SubmitBatch(ctx, pass)
-	} else {
-		res = make([]error, len(pass))
-		for k, env := range pass {
-			res[k] = f.inner.Submit(ctx, env)
-		}
-	}
+	res := f.Relay.SubmitBatch(ctx, pass)
 	for k, i := range idx {
 		errs[i] = res[k]
 	}
@@ -155,7 +146,7 @@ func (f *faultRelay) Receive(ctx context.Context) ([]engine.Leased, error) {
 	case held:
 		return nil, nil
 	}
-	return f.inner.Receive(ctx)
+	return f.Relay.Receive(ctx)
 }
 
 // Acknowledge implements engine.Relay by forwarding to the connection.
@@ -163,23 +154,7 @@ func (f *faultRelay) Acknowledge(ctx context.Context, rows []uint64) error {
 	if f.down() {
 		return errUnplugged
 	}
-	return f.inner.Acknowledge(ctx, rows)
-}
-
-// Wake implements engine.RelayLink with the connection's signal.
-func (f *faultRelay) Wake() <-chan struct{} {
-	if l, ok := f.inner.(engine.RelayLink); ok {
-		return l.Wake()
-	}
-	return nil
-}
-
-// OneTimePreKeyPool implements engine.PreKeyPool by forwarding.
-func (f *faultRelay) OneTimePreKeyPool() (int, bool) {
-	if p, ok := f.inner.(engine.PreKeyPool); ok {
-		return p.OneTimePreKeyPool()
-	}
-	return 0, false
+	return f.Relay.Acknowledge(ctx, rows)
 }
 
 // Link implements engine.RelayLink: down while unplugged.
@@ -187,10 +162,16 @@ func (f *faultRelay) Link() engine.Link {
 	if f.down() {
 		return engine.Link{Err: errUnplugged}
 	}
-	if l, ok := f.inner.(engine.RelayLink); ok {
-		return l.Link()
+	return f.Relay.Link()
+}
+
+// BlockSender implements engine.SenderBlocker: the block reaches the relay,
+// unless the link is unplugged (then the engine tells it again later).
+func (f *faultRelay) BlockSender(ctx context.Context, sender engine.Address, blocked bool) error {
+	if f.down() {
+		return errUnplugged
 	}
-	return engine.Link{Up: true}
+	return f.Relay.BlockSender(ctx, sender, blocked)
 }
 
 func (f *faultRelay) arm(to engine.Address, ack bool) {
@@ -225,4 +206,31 @@ func (f *faultRelay) armed() (msg, ack int) {
 		ack += n
 	}
 	return msg, ack
+}
+
+// disarm forgets every armed loss and a download's kill; it reports
+// whether one was armed.
+func (f *faultRelay) disarm() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	any := f.kill != nil
+	for _, m := range []map[engine.Address]int{f.dropMsg, f.dropAck} {
+		for to, n := range m {
+			any = any || n > 0
+			delete(m, to)
+		}
+	}
+	f.kill = nil
+	return any
+}
+
+// RelayFeatures implements engine.EnvelopeNews: the connection's, without
+// envelope status. The statuses themselves pass on (so a timeline shows a
+// message on the peer's device), but the engine does not time its retries
+// by them: the losses this relay stages happen after the engine was told
+// the relay took the envelope, where no status could ever report them, and
+// the demo retries them on its own short backoff.
+func (f *faultRelay) RelayFeatures() (wire.FeatureSet, bool) {
+	fs, known := f.Relay.RelayFeatures()
+	return fs &^ wire.FeatureEnvelopeStatus, known
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -24,13 +25,17 @@ type flow struct {
 	sent     int // distinct messages in the sender's history
 	once     int // in the receiver's history exactly once
 	pending  int // not in the receiver's history yet, still pending on a side
-	dropped  int // discarded by the receiver
-	given    int // abandoned by the sender and never committed
-	dup      int // in the receiver's history more than once
-	lost     int // acknowledged to the sender, yet neither committed nor discarded
-	wiped    int // acknowledged before the receiver was reinstalled (its old profile is gone)
-	partial  bool
-	group    string // the group's name, for a member's count of a group's messages (group.go)
+	// unacked counts messages in the receiver's history once that the
+	// sender still holds pending: the receiver's ACK was lost or is on its
+	// way. They count in once too: the line says both.
+	unacked int
+	dropped int // discarded by the receiver
+	given   int // abandoned by the sender and never committed
+	dup     int // in the receiver's history more than once
+	lost    int // acknowledged to the sender, yet neither committed nor discarded
+	wiped   int // acknowledged before the receiver was reinstalled (its old profile is gone)
+	partial bool
+	group   string // the group's name, for a member's count of a group's messages (group.go)
 }
 
 // verdictMsg carries the verdict of both directions.
@@ -97,6 +102,9 @@ func countFlow(ctx context.Context, sender, receiver *engine.Client, reinstalled
 			continue
 		}
 		f.sent++
+		if e.State == engine.SentPending && copies[e.ID] == 1 {
+			f.unacked++
+		}
 		switch n := copies[e.ID]; {
 		case n == 1:
 			f.once++
@@ -114,6 +122,9 @@ func countFlow(ctx context.Context, sender, receiver *engine.Client, reinstalled
 		switch {
 		case l.State == "committed":
 			f.once++
+			if e.State == engine.SentPending {
+				f.unacked++
+			}
 		case l.State == "discarded":
 			f.dropped++
 		case l.State == "pending":
@@ -156,27 +167,32 @@ func (m Model) verdictView() []string {
 	}
 	parts := make([]string, 0, len(m.verdict.flows))
 	bad := false
+	var all flow
 	for _, f := range m.verdict.flows {
-		s := fmt.Sprintf("%s %d sent: %d once", flowName(f), f.sent, f.once)
-		for _, c := range []struct {
-			n    int
-			name string
-		}{{f.pending, "pending"}, {f.dropped, "discarded"}, {f.given, "abandoned"}, {f.wiped, "gone with a reinstall"}, {f.dup, "DUPLICATED"}, {f.lost, "LOST"}} {
-			if c.n > 0 {
-				s += fmt.Sprintf(", %d %s", c.n, c.name)
-			}
-		}
-		if f.partial {
-			s += fmt.Sprintf(" (newest %d)", verdictScan)
-		}
+		parts = append(parts, flowName(f)+" "+counts(f))
 		bad = bad || f.dup > 0 || f.lost > 0
-		parts = append(parts, s)
+		all.sent, all.once, all.unacked, all.pending = all.sent+f.sent, all.once+f.once, all.unacked+f.unacked, all.pending+f.pending
+		all.dropped, all.given, all.wiped, all.dup, all.lost = all.dropped+f.dropped, all.given+f.given, all.wiped+f.wiped, all.dup+f.dup, all.lost+f.lost
 	}
 	style := st.Hint
 	if bad {
 		style = m.th.Panel.Error
 	} else {
 		parts = append(parts, "no loss, no duplicate")
+	}
+	if m.compact() {
+		// One line: the whole line when it fits, else the verdict first.
+		line := " exactly once · " + strings.Join(parts, " · ")
+		if layout.Width(line) > m.w {
+			// The verdict first, then the counts of every direction
+			// together, cut where the window ends.
+			line = " exactly once: no loss, no duplicate · all " + counts(all)
+			if bad {
+				line = " exactly once: " + strings.Join(problems(m.verdict.flows), " · ")
+			}
+			line = oneLine(line+" · f1: each", m.w-1)
+		}
+		return []string{layout.Pad(style, line, m.w)}
 	}
 	lines := wrapParts(" exactly once", parts, m.w)
 	for i, l := range lines {
@@ -198,4 +214,36 @@ func wrapParts(head string, parts []string, w int) []string {
 		lines = append(lines, "   "+p)
 	}
 	return lines
+}
+
+// counts is what became of a flow's messages: "3 sent: 1 once, 1 pending".
+func counts(f flow) string {
+	s := fmt.Sprintf("%d sent: %d once", f.sent, f.once)
+	for _, c := range []struct {
+		n    int
+		name string
+	}{{f.unacked, "ACK pending"}, {f.pending, "pending"}, {f.dropped, "discarded"}, {f.given, "abandoned"}, {f.wiped, "gone with a reinstall"}, {f.dup, "DUPLICATED"}, {f.lost, "LOST"}} {
+		if c.n > 0 {
+			s += fmt.Sprintf(", %d %s", c.n, c.name)
+		}
+	}
+	if f.partial {
+		s += fmt.Sprintf(" (newest %d)", verdictScan)
+	}
+	return s
+}
+
+// problems names the flows with a loss or a duplicate, for a line too
+// short for every count.
+func problems(flows []flow) []string {
+	var out []string
+	for _, f := range flows {
+		if f.dup > 0 {
+			out = append(out, fmt.Sprintf("%s %d DUPLICATED", flowName(f), f.dup))
+		}
+		if f.lost > 0 {
+			out = append(out, fmt.Sprintf("%s %d LOST", flowName(f), f.lost))
+		}
+	}
+	return out
 }

@@ -292,6 +292,16 @@ func (w *world) devicePolicy(d *device) engine.Policy {
 	return d.policy
 }
 
+// policyOf is addr's loop policy.
+func (w *world) policyOf(addr engine.Address) engine.Policy {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if d := w.devs[addr]; d != nil {
+		return d.policy
+	}
+	return engine.Policy{}
+}
+
 // setPolicy changes a device's loop policy, on the device (it outlives a
 // crash) and on its open client.
 func (w *world) setPolicy(addr engine.Address, change func(*engine.Policy)) engine.Policy {

@@ -8,6 +8,7 @@
 package eventlog
 
 import (
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -413,6 +414,14 @@ func fromResult(at time.Time, r engine.ReceiveResult) Entry {
 		return requestResult(at, r)
 	case engine.ResultSessionReset:
 		return Entry{At: at, Name: "session_reset", Text: from + " asked for a fresh session (ours could not work there); pending messages go out again on a new one", Level: Warn}
+	case engine.ResultGroupChanged:
+		return Entry{At: at, Name: "group_changed", Text: fmt.Sprintf("%s: the roster of group %s changed (generation %d)", from, groupID(r.Group), r.Generation), Level: Info}
+	case engine.ResultNotAMember:
+		return Entry{At: at, Name: "not_a_member", Text: fmt.Sprintf("%s: this device is not in %s's roster of group %s; the lane of %s to it ended", from, r.Sender, groupID(r.Group), id), Level: Warn}
+	}
+	if r.Err == nil {
+		// A result this log does not know by name yet: its kind names it.
+		return Entry{At: at, Name: r.Kind.String(), Text: from + " " + id, Level: Info}
 	}
 	name := engine.ErrorName(r.Err)
 	why := errText(r.Err)
@@ -432,6 +441,14 @@ func fromResult(at time.Time, r engine.ReceiveResult) Entry {
 		why += "; asked " + r.Sender.String() + " for a fresh session"
 	}
 	return Entry{At: at, Name: name, Text: from + ": " + why, Level: Error}
+}
+
+// groupID is a group as the outbox names it: its first four bytes.
+func groupID(g *wire.GroupID) string {
+	if g == nil {
+		return "(none)"
+	}
+	return "#" + hex.EncodeToString(g[:4])
 }
 
 func errText(err error) string {

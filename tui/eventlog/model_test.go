@@ -37,6 +37,8 @@ func TestNames(t *testing.T) {
 		{received(engine.ReceiveResult{Kind: engine.ResultAcknowledgement, ID: id, Cleared: true}), "acknowledgement", "cleared"},
 		{received(engine.ReceiveResult{Kind: engine.ResultAcknowledgement, ID: id}), "acknowledgement", "not cleared"},
 		{received(engine.ReceiveResult{Kind: engine.ResultAcknowledgement}), "acknowledgement", "winning session is announced"},
+		{received(engine.ReceiveResult{Kind: engine.ResultGroupChanged, Group: &wire.GroupID{0x03, 0x8b, 0, 0x17}, Generation: 1}), "group_changed", "from bob/1: the roster of group #038b0017 changed (generation 1)"},
+		{received(engine.ReceiveResult{Kind: engine.ResultNotAMember, ID: id, Group: &wire.GroupID{0x03, 0x8b, 0, 0x17}}), "not_a_member", "not in bob/1's roster of group #038b0017; the lane of abcdef01 to it ended"},
 		{received(engine.ReceiveResult{Kind: engine.ResultError, Err: fmt.Errorf("x: %w", engine.ErrSessionCollision)}), "session_collision", "ours won"},
 		{received(engine.ReceiveResult{Kind: engine.ResultError, Err: engine.ErrStaleSessionInitiation}), "stale_session_initiation", "must retry"},
 		{received(engine.ReceiveResult{Kind: engine.ResultError, Err: engine.ErrIdentityChanged}), "identity_changed", "new identity"},

@@ -356,7 +356,7 @@ func (m Model) row(i int, msg engine.OutboundMessage, st themes.ListStyles) stri
 	head := mark + msg.Recipient.String() + " " + layout.ShortID(msg.ID) + " "
 	tail := " " + stateText
 	bodyW := max(m.w-len(head)-layout.Width(tail), 4)
-	body := layout.OneLine(msg.Body, bodyW)
+	body := layout.OneLine(layout.Shown(msg.Content, msg.Body), bodyW)
 	fill := layout.Spaces(bodyW - layout.Width(body))
 	if i == m.list.Cursor() && m.focus {
 		return st.Selected.Render(layout.Line(head+body+fill+tail, m.w))

@@ -211,3 +211,29 @@ func TestStatusExpires(t *testing.T) {
 		t.Fatalf("the status stayed:\n%s", m.View())
 	}
 }
+
+// TestFileRowsShowTheFile: a pending file message (its body is the
+// manifest, binary) is listed as the file's name, size and type, one to
+// one and on a group lane, never as its raw bytes.
+func TestFileRowsShowTheFile(t *testing.T) {
+	body, err := wire.EncodeManifest(wire.FileManifest{Name: "holiday-video.mp4", Size: 20 << 20, MediaType: "video/mp4",
+		ChunkSize: 64 << 10, Chunks: 320, Key: [32]byte{0x40, 0xfe}, Blob: wire.BlobID{0xd2, 0x51}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := wire.GroupID{3, 0x8b}
+	s := &sentList{retryErr: map[engine.Address]error{}, msgs: []engine.OutboundMessage{
+		{Seq: 1, Recipient: bob, ID: wire.LogicalID{1}, Body: body, Content: wire.ContentFile},
+		{Seq: 2, Recipient: bob, ID: wire.LogicalID{2}, Body: body, Content: wire.ContentFile, Group: &g},
+	}}
+	m := New(context.Background(), s, themes.MustGet("dark"))
+	m = step(m, m.SetSize(120, 8))
+	m = step(m, m.Reload())
+	v := m.View()
+	if n := strings.Count(v, "[file] holiday-video.mp4 · 20.0 MiB · video/mp4"); n != 2 {
+		t.Fatalf("the file is listed by its name, size and type %d times, want 2 (one to one, and the lane):\n%s", n, v)
+	}
+	if strings.ContainsRune(v, '\ufffd') {
+		t.Fatalf("the manifest's bytes are drawn:\n%s", v)
+	}
+}

@@ -37,6 +37,13 @@ type FetchedMsg struct {
 // OpenMsg asks for a saved file to be opened with the system's opener.
 type OpenMsg struct{ Path string }
 
+// OpenedMsg reports the opener's start: Err says why the file was not
+// handed to it, shown where o was pressed.
+type OpenedMsg struct {
+	Path string
+	Err  error
+}
+
 // fileOf is the manifest of a waiting file message.
 func fileOf(w *engine.InboundMessage) (wire.FileManifest, bool) {
 	if w == nil {
@@ -76,22 +83,31 @@ func (m *Model) fetch(w engine.InboundMessage, f wire.FileManifest) tea.Cmd {
 // fetched takes a download's result: the file's place, or why it failed in
 // one line.
 func (m Model) fetched(msg FetchedMsg) (Model, tea.Cmd) {
+	if !m.fetching[msg.ID] && !m.isWaiting(msg.ID) {
+		return m, nil // a download this view did not ask for (a group's)
+	}
 	delete(m.fetching, msg.ID)
 	if msg.Sender != m.peer {
 		return m, nil
 	}
+	if msg.Err == nil {
+		m.saved = msg.Path
+	}
+	m.status = fetchStatus(msg)
+	m.resizeViewport()
+	return m, m.Reload()
+}
+
+// fetchStatus says where a download was saved, or why it was not.
+func fetchStatus(msg FetchedMsg) string {
 	name := layout.OneLine([]byte(msg.Name), 40)
 	switch {
 	case msg.Err == nil:
-		m.saved = msg.Path
-		m.status = fmt.Sprintf("saved %s as %s · o opens it", name, layout.OneLine([]byte(msg.Path), 80))
+		return fmt.Sprintf("saved %s as %s · o opens it", name, layout.OneLine([]byte(msg.Path), 80))
 	case errors.Is(msg.Err, engine.ErrBlobExpired):
-		m.status = fmt.Sprintf("blob_expired: %s is gone from the relay; only x (discard) is left", name)
-	default:
-		m.status = fmt.Sprintf("%s: %s not saved: %s", engine.ErrorName(msg.Err), name, layout.OneLine([]byte(msg.Err.Error()), 120))
+		return fmt.Sprintf("blob_expired: %s is gone from the relay; only x (discard) is left", name)
 	}
-	m.resizeViewport()
-	return m, m.Reload()
+	return fmt.Sprintf("%s: %s not saved: %s", engine.ErrorName(msg.Err), name, layout.OneLine([]byte(msg.Err.Error()), 120))
 }
 
 // open asks for the last file saved from this conversation to be opened.
@@ -103,4 +119,14 @@ func (m *Model) open() tea.Cmd {
 	}
 	path := m.saved
 	return func() tea.Msg { return OpenMsg{Path: path} }
+}
+
+// isWaiting reports whether the conversation shows id waiting.
+func (m Model) isWaiting(id wire.LogicalID) bool {
+	for _, w := range m.waiting {
+		if w.ID == id {
+			return true
+		}
+	}
+	return false
 }

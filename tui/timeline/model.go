@@ -56,9 +56,11 @@ type LoadedMsg struct {
 	Err     error
 }
 
-// FinalizedMsg reports commits or discards made from the conversation.
+// FinalizedMsg reports commits or discards made from the conversation
+// (Peer), or from a group's view (Group).
 type FinalizedMsg struct {
 	Peer    engine.Address
+	Group   *wire.GroupID
 	Outcome engine.Outcome
 	Auto    bool // committed because the policy commits what was shown
 	Reqs    []engine.FinalizeRequest
@@ -108,6 +110,9 @@ type Model struct {
 	current  int             // index into matches
 
 	loading, again, older bool
+	// newest: the next read of the newest page shows its end, wherever
+	// the view was (a message was just sent).
+	newest bool
 }
 
 // New returns the panel; ctx bounds its reads.
@@ -224,6 +229,14 @@ func (m *Model) SetCommitOnRead(on bool) {
 	}
 }
 
+// ShowNewest goes to the newest entry now and again once the next read
+// brings what was just sent: a message sent after a search or a scroll
+// is on screen.
+func (m *Model) ShowNewest() {
+	m.newest = true
+	m.vp.GotoBottom()
+}
+
 // SetPeer shows another conversation and reads its newest page.
 func (m *Model) SetPeer(peer engine.Address) tea.Cmd {
 	if peer == m.peer && (len(m.entries) > 0 || m.loading) {
@@ -267,7 +280,13 @@ func (m Model) read(older bool, before int64, limit int) tea.Cmd {
 		es, err := src.History(ctx, peer, before, limit)
 		msg := LoadedMsg{Peer: peer, Older: older, Before: before, Limit: limit, Entries: es, Err: err}
 		if err == nil && !older {
-			msg.Waiting, msg.Err = src.PendingInbound(ctx, engine.PageQuery{Peer: &peer, Limit: MaxWaiting})
+			var ws []engine.InboundMessage
+			ws, msg.Err = src.PendingInbound(ctx, engine.PageQuery{Peer: &peer, Limit: MaxWaiting})
+			for _, w := range ws {
+				if w.Group == nil { // a group message waits in its group's view
+					msg.Waiting = append(msg.Waiting, w)
+				}
+			}
 		}
 		return msg
 	}
@@ -282,6 +301,12 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 		return m.finalized(msg)
 	case FetchedMsg:
 		return m.fetched(msg)
+	case OpenedMsg:
+		if msg.Err != nil && msg.Path == m.saved {
+			m.status = "open_failed: " + msg.Err.Error()
+			m.resizeViewport()
+		}
+		return m, nil
 	case engine.Event:
 		return m.event(msg)
 	case tea.KeyMsg:
@@ -316,13 +341,17 @@ func (m Model) loaded(msg LoadedMsg) (Model, tea.Cmd) {
 			m.render(false)
 			m.vp.SetYOffset(off + m.vp.TotalLineCount() - prevLines)
 		} else {
-			atBottom := m.vp.AtBottom() || len(m.items) == 0
+			atBottom := m.vp.AtBottom() || len(m.items) == 0 || m.newest
 			m.entries, m.waiting = page, msg.Waiting
 			m.more = len(msg.Entries) == msg.Limit
 			m.render(atBottom)
 		}
 		if m.query != "" {
 			m.findMatches(msg.Older)
+		}
+		if m.newest && !msg.Older {
+			m.newest = false
+			m.vp.GotoBottom() // over the search's match: what was sent shows
 		}
 	}
 	if m.again {

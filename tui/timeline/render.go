@@ -99,11 +99,11 @@ func (m *Model) entry(b *strings.Builder, it item, peerLabel string, labelW int,
 	case it.hist != nil && it.hist.Direction == engine.DirectionOut:
 		who = st.Own.Render(fit(m.self, labelW))
 		state = m.outState(*it.hist)
-		body = it.hist.Body
+		body = layout.Stored(it.hist.Body)
 	case it.hist != nil:
 		who = st.Peer.Render(fit(peerLabel, labelW))
 		state = st.Received.Render("delivered")
-		body = it.hist.Body
+		body = layout.Stored(it.hist.Body)
 	default:
 		who = st.Peer.Render(fit(peerLabel, labelW))
 		f, file := fileOf(it.wait)

@@ -51,7 +51,20 @@ type Model struct {
 	items []item
 	next  int
 	bar   progress.Model
+	// stopped are uploads begun and not finished (a run killed during
+	// one): a line each after those in flight, with the key that resumes
+	// them.
+	stopped []Stopped
 }
+
+// Stopped is an upload begun and not finished, as the strip shows it.
+type Stopped struct {
+	Name, Other string // the file's name, and the peer or group it goes to
+	Size        int64
+}
+
+// SetStopped replaces the uploads shown as interrupted.
+func (m *Model) SetStopped(s []Stopped) { m.stopped = s }
 
 // New returns an empty strip.
 func New(th themes.Theme) *Model {
@@ -84,7 +97,7 @@ func (m *Model) Finish(key int) {
 func (m *Model) Len() int { return len(m.items) }
 
 // Lines is how many lines the strip takes.
-func (m *Model) Lines() int { return min(len(m.items), MaxLines) }
+func (m *Model) Lines() int { return min(len(m.items)+len(m.stopped), MaxLines) }
 
 // Sync reads every transfer's newest report; it says whether any moved.
 func (m *Model) Sync() bool {
@@ -121,12 +134,19 @@ func (m *Model) View(w, h int) string {
 		return ""
 	}
 	lines := make([]string, 0, n)
-	for i, it := range m.items[:n] {
-		if i == n-1 && len(m.items) > n {
-			lines = append(lines, m.th.Panel.Count.Render(layout.Line(fmt.Sprintf(" … and %d more transfers", len(m.items)-n+1), w)))
+	all := len(m.items) + len(m.stopped)
+	for i := range n {
+		if i == n-1 && all > n {
+			lines = append(lines, m.th.Panel.Count.Render(layout.Line(fmt.Sprintf(" … and %d more transfers", all-n+1), w)))
 			break
 		}
-		lines = append(lines, m.line(it, w))
+		if i < len(m.items) {
+			lines = append(lines, m.line(m.items[i], w))
+			continue
+		}
+		st := m.stopped[i-len(m.items)]
+		lines = append(lines, m.th.Timeline.NotSent.Render(layout.Line(fmt.Sprintf(" ↑ %s → %s · interrupted (%s) · ctrl+r on %s resumes",
+			layout.OneLine([]byte(st.Name), 32), st.Other, layout.Size(st.Size), st.Other), w)))
 	}
 	return strings.Join(lines, "\n")
 }

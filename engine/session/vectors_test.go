@@ -1,4 +1,4 @@
-package engine
+package session
 
 import (
 	"encoding/hex"
@@ -98,7 +98,7 @@ func buildSessionVector(t *testing.T) sessionVector {
 // TestFrozenSessionVector pins version 2 of the key schedule (PreKeyMessage
 // version 2, message keys bound to the envelope ID).
 func TestFrozenSessionVector(t *testing.T) {
-	path := filepath.Join("..", "testdata", "engine", "session_vector_v2.json")
+	path := filepath.Join("..", "..", "testdata", "engine", "session_vector_v2.json")
 	got := buildSessionVector(t)
 	if *update {
 		if _, err := os.Stat(path); err == nil {
@@ -130,7 +130,7 @@ func TestFrozenSessionVector(t *testing.T) {
 // the same states, and its state records, whose format did not change, still
 // decode.
 func TestRetiredSessionVector(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join("..", "testdata", "engine", "session_vector.json"))
+	raw, err := os.ReadFile(filepath.Join("..", "..", "testdata", "engine", "session_vector.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

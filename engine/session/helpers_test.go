@@ -1,4 +1,4 @@
-package engine
+package session
 
 import (
 	"crypto/mlkem"
@@ -34,7 +34,7 @@ var testNow = time.Date(2026, 11, 2, 12, 0, 0, 0, time.UTC)
 
 // device is one side's keys for session tests.
 type device struct {
-	addr Address
+	addr string
 	id   *Identity
 	spk  *SignedPreKey
 	kem  *KEMPreKey
@@ -43,7 +43,7 @@ type device struct {
 
 func newDevice(t testing.TB, r Randomness, addr string) *device {
 	t.Helper()
-	d := &device{addr: MustParseAddress(addr)}
+	d := &device{addr: addr}
 	var err error
 	if d.id, err = NewIdentity(r); err != nil {
 		t.Fatal(err)

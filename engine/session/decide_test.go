@@ -1,4 +1,4 @@
-package engine
+package session
 
 import (
 	"errors"
@@ -145,7 +145,7 @@ func TestDecideRatchetOnSessions(t *testing.T) {
 		return m
 	}
 	decide := func(m sealed) RatchetDecision {
-		in := RatchetDecisionInput{Session: true, Receiving: bs.receivingKey(), Skipped: bs.hasSkipped, Key: m.m.Header.RatchetKey}
+		in := RatchetDecisionInput{Session: true, Receiving: bs.ReceivingKey(), Skipped: bs.HasSkipped, Key: m.m.Header.RatchetKey}
 		_, in.Err = m.open(bs.Clone())
 		return DecideRatchet(in)
 	}
@@ -168,5 +168,29 @@ func TestDecideRatchetOnSessions(t *testing.T) {
 				t.Fatalf("got %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// Both winners of a simultaneous start, with real sessions: the side whose
+// initiation has the smaller ID wins on both devices.
+func TestCollisionBothWinners(t *testing.T) {
+	for i := 0; i < 8; i++ {
+		a, b := newDevice(t, SystemRandom{}, "alice/1"), newDevice(t, SystemRandom{}, "bob/1")
+		aOwn, err := Initiate(SystemRandom{}, a.addr, a.id, b.bundle(false), testNow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bOwn, err := Initiate(SystemRandom{}, b.addr, b.id, a.bundle(false), testNow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// What each side decides about the other's initiation.
+		atBob := DecidePreKeyMessage(PreKeyDecisionInput{Identity: a.id.Public(), ID: IncomingInitiationID(b.addr, b.id, a.addr, aOwn.Initiation), Current: &CurrentSession{ID: bOwn.ID, AwaitingReply: true}})
+		atAlice := DecidePreKeyMessage(PreKeyDecisionInput{Identity: b.id.Public(), ID: IncomingInitiationID(a.addr, a.id, b.addr, bOwn.Initiation), Current: &CurrentSession{ID: aOwn.ID, AwaitingReply: true}})
+		aliceWins := aOwn.ID.Compare(bOwn.ID) < 0
+		if aliceWins && (atBob != DecideAcceptReplace || atAlice != DecideCollision) ||
+			!aliceWins && (atBob != DecideCollision || atAlice != DecideAcceptReplace) {
+			t.Fatalf("alice wins=%v: bob decides %v, alice decides %v", aliceWins, atBob, atAlice)
+		}
 	}
 }

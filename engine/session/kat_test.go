@@ -1,4 +1,4 @@
-package engine
+package session
 
 import (
 	"bytes"
@@ -10,6 +10,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"testing"
+
+	"github.com/parley-chat/parley/engine/session/internal/x25519"
 )
 
 func unhex(t testing.TB, s string) []byte {
@@ -52,17 +54,17 @@ func TestKATX25519Function(t *testing.T) {
 func TestKATX25519DH(t *testing.T) {
 	alice, _ := x25519From(unhex(t, "77076d0a7318a57d3c16c17251b26645df4c2f87ebc0992ab177fba51db92c2a"), "test")
 	bob, _ := x25519From(unhex(t, "5dab087e624a8a4b79e17f8b83800ee66f3bb1292618b6fd1c2f8b27ff88e0eb"), "test")
-	if got, want := alice.pub[:], unhex(t, "8520f0098930a754748b7ddcb43ef75a0dbf3a0d26381af4eba4a98eaa9b4e6a"); !bytes.Equal(got, want) {
+	if got, want := pubOf(alice), unhex(t, "8520f0098930a754748b7ddcb43ef75a0dbf3a0d26381af4eba4a98eaa9b4e6a"); !bytes.Equal(got, want) {
 		t.Errorf("alice public: got %x, want %x", got, want)
 	}
-	if got, want := bob.pub[:], unhex(t, "de9edb7d7b7dc1b4d35b61c2ece435373f8343c85b78674dadfc7e146f882b4f"); !bytes.Equal(got, want) {
+	if got, want := pubOf(bob), unhex(t, "de9edb7d7b7dc1b4d35b61c2ece435373f8343c85b78674dadfc7e146f882b4f"); !bytes.Equal(got, want) {
 		t.Errorf("bob public: got %x, want %x", got, want)
 	}
 	want := unhex(t, "4a5d9d5ba4ce2de1728e3bf480350f25e07e21c947d19e3376f09b3c1e161742")
 	for name, k := range map[string]struct {
-		priv *x25519Key
+		priv *x25519.Key
 		pub  []byte
-	}{"alice": {alice, bob.pub[:]}, "bob": {bob, alice.pub[:]}} {
+	}{"alice": {alice, pubOf(bob)}, "bob": {bob, pubOf(alice)}} {
 		got, err := dh(k.priv, k.pub)
 		if err != nil || !bytes.Equal(got, want) {
 			t.Errorf("%s shared: got %x (%v), want %x", name, got, err, want)

@@ -1,4 +1,4 @@
-package engine
+package session
 
 import (
 	"encoding/binary"
@@ -17,27 +17,30 @@ import (
 // session cannot place, as before.
 const MaxPastChains = 64
 
-// pastChain is one receiving chain the session left: the peer's ratchet key
+// PastChain is one receiving chain the session left: the peer's ratchet key
 // and the number of messages the chain held (every position below it was
 // opened or kept as a skipped key).
-type pastChain struct {
+type PastChain struct {
 	key   [32]byte
 	count uint32
 }
 
-// pastChains is what a peer's session remembers of its past receiving
+// PastChains is what a peer's session remembers of its past receiving
 // chains. It belongs to one session (its initiation ID) and is kept in its
 // own sealed record, so that the session record keeps its frozen layout. It
 // is never changed in place: with returns a new value, so that copies of a
 // peer's state share it safely.
-type pastChains struct {
+type PastChains struct {
 	session InitiationID
-	chains  []pastChain // oldest first
+	chains  []PastChain // oldest first
 }
 
-// lookup returns how many messages the past chain of key held, for the
+// Session is the initiation ID of the session the chains belong to.
+func (p PastChains) Session() InitiationID { return p.session }
+
+// Lookup returns how many messages the past chain of key held, for the
 // session id.
-func (p pastChains) lookup(id InitiationID, key [32]byte) (uint32, bool) {
+func (p PastChains) Lookup(id InitiationID, key [32]byte) (uint32, bool) {
 	if p.session != id {
 		return 0, false
 	}
@@ -49,27 +52,27 @@ func (p pastChains) lookup(id InitiationID, key [32]byte) (uint32, bool) {
 	return 0, false
 }
 
-// with returns p with c added for session id (a list of another session is
+// With returns p with c added for session id (a list of another session is
 // dropped), bounded to MaxPastChains.
-func (p pastChains) with(id InitiationID, c pastChain) pastChains {
-	var old []pastChain
+func (p PastChains) With(id InitiationID, c PastChain) PastChains {
+	var old []PastChain
 	if p.session == id {
 		old = p.chains
 	}
 	if len(old) >= MaxPastChains {
 		old = old[len(old)-MaxPastChains+1:]
 	}
-	chains := make([]pastChain, 0, len(old)+1)
+	chains := make([]PastChain, 0, len(old)+1)
 	chains = append(append(chains, old...), c)
-	return pastChains{session: id, chains: chains}
+	return PastChains{session: id, chains: chains}
 }
 
 const pastChainsVersion = 1
 
-// marshal encodes the record: a version byte, the session's initiation ID,
+// Marshal encodes the record: a version byte, the session's initiation ID,
 // a big-endian uint16 count, then each chain's ratchet key and big-endian
 // uint32 count, oldest first.
-func (p pastChains) marshal() []byte {
+func (p PastChains) Marshal() []byte {
 	b := make([]byte, 0, 1+32+2+len(p.chains)*36)
 	b = append(b, pastChainsVersion)
 	b = append(b, p.session[:]...)
@@ -81,8 +84,10 @@ func (p pastChains) marshal() []byte {
 	return b
 }
 
-func unmarshalPastChains(b []byte) (pastChains, error) {
-	var p pastChains
+// UnmarshalPastChains decodes a record Marshal wrote; anything else is
+// ErrMalformedState.
+func UnmarshalPastChains(b []byte) (PastChains, error) {
+	var p PastChains
 	if len(b) < 35 || b[0] != pastChainsVersion {
 		return p, fmt.Errorf("past chains record: %w", ErrMalformedState)
 	}
@@ -92,7 +97,7 @@ func unmarshalPastChains(b []byte) (pastChains, error) {
 	if n > MaxPastChains || len(rest) != n*36 {
 		return p, fmt.Errorf("past chains record of %d chains in %d bytes: %w", n, len(rest), ErrMalformedState)
 	}
-	p.chains = make([]pastChain, n)
+	p.chains = make([]PastChain, n)
 	for i := range p.chains {
 		copy(p.chains[i].key[:], rest[:32])
 		p.chains[i].count = binary.BigEndian.Uint32(rest[32:36])
@@ -111,17 +116,17 @@ func (s *Session) receivingChain() (key [32]byte, n uint32, ok bool) {
 	return s.r.dhr, s.r.nr, true
 }
 
-// leftChain reports the receiving chain that opening a message with header
+// LeftChain reports the receiving chain that opening a message with header
 // h on before moved past: the peer turned its ratchet, so the chain before
 // held max(what was passed, the header's previous chain length) messages.
-func leftChain(before, after *Session, previousLength uint32) (pastChain, bool) {
+func LeftChain(before, after *Session, previousLength uint32) (PastChain, bool) {
 	oldKey, nr, ok := before.receivingChain()
 	if !ok || before.ID != after.ID {
-		return pastChain{}, false
+		return PastChain{}, false
 	}
 	newKey, _, _ := after.receivingChain()
 	if newKey == oldKey {
-		return pastChain{}, false
+		return PastChain{}, false
 	}
-	return pastChain{key: oldKey, count: max(nr, previousLength)}, true
+	return PastChain{key: oldKey, count: max(nr, previousLength)}, true
 }

@@ -1,4 +1,4 @@
-package engine
+package session
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/parley-chat/parley/engine/session/internal/x25519"
 	"github.com/parley-chat/parley/wire"
 )
 
@@ -67,6 +68,14 @@ func (s *Session) messageAD(typ wire.EnvelopeType, envID wire.EnvelopeID) []byte
 	return append(ad, envID[:]...)
 }
 
+// SendingCount is how many messages the current sending chain carried: the
+// sending window's measure (package engine never encrypts past its bound).
+func (s *Session) SendingCount() uint32 { return s.r.ns }
+
+// SendingKey is this device's ratchet public key of the current sending
+// chain: what a peer's recovery request names.
+func (s *Session) SendingKey() [32]byte { return s.r.dhsPub }
+
 // Clone returns a deep copy to prepare a transition on.
 func (s *Session) Clone() *Session {
 	c := *s
@@ -107,7 +116,7 @@ func (s *Session) Encrypt(envID wire.EnvelopeID, plaintext []byte) (wire.Envelop
 // type typ and ID envID on this session. It changes the session only when it
 // succeeds.
 func (s *Session) Decrypt(r Randomness, typ wire.EnvelopeType, envID wire.EnvelopeID, m wire.RatchetMessage) ([]byte, error) {
-	pt, err := s.r.decrypt(s.messageAD(typ, envID), envID, m, func() (*x25519Key, error) { return newX25519(r) })
+	pt, err := s.r.decrypt(s.messageAD(typ, envID), envID, m, func() (*x25519.Key, error) { return x25519.New(r) })
 	if err != nil {
 		return nil, err
 	}
@@ -117,9 +126,9 @@ func (s *Session) Decrypt(r Randomness, typ wire.EnvelopeType, envID wire.Envelo
 	return pt, nil
 }
 
-// receivingKey returns the peer's ratchet key of the receiving chain; nil
+// ReceivingKey returns the peer's ratchet key of the receiving chain; nil
 // before the session received anything.
-func (s *Session) receivingKey() *[32]byte {
+func (s *Session) ReceivingKey() *[32]byte {
 	if !s.r.hasDHR {
 		return nil
 	}
@@ -127,9 +136,9 @@ func (s *Session) receivingKey() *[32]byte {
 	return &k
 }
 
-// hasSkipped reports whether the session kept skipped message keys of the
+// HasSkipped reports whether the session kept skipped message keys of the
 // chain of the peer's ratchet key.
-func (s *Session) hasSkipped(key [32]byte) bool {
+func (s *Session) HasSkipped(key [32]byte) bool {
 	for k := range s.r.skipped {
 		if k.ratchetKey == key {
 			return true
@@ -141,10 +150,10 @@ func (s *Session) hasSkipped(key [32]byte) bool {
 // initiationID computes the ID over both addresses, both identities (with the
 // initiator's identity signature, which travels in the header), the ephemeral
 // key, the prekey IDs, the KEM ciphertext and the initiation it replaces.
-func initiationID(initiator Address, initiatorKey IdentityKey, responder Address, responderKey IdentityKey, h *wire.InitiationHeader) InitiationID {
+func initiationID(initiator string, initiatorKey IdentityKey, responder string, responderKey IdentityKey, h *wire.InitiationHeader) InitiationID {
 	d := sha256.New()
 	d.Write([]byte(labelInitiationID))
-	for _, a := range []string{initiator.String(), responder.String()} {
+	for _, a := range []string{initiator, responder} {
 		d.Write([]byte{byte(len(a))})
 		d.Write([]byte(a))
 	}
@@ -195,19 +204,19 @@ func sessionRoot(dhs [][]byte, kemSecret []byte, id InitiationID) [32]byte {
 // Initiate starts a session from a verified peer bundle: X3DH over X25519
 // (identity, signed prekey, ephemeral and, when the bundle has one, one-time
 // prekey) plus one ML-KEM-768 encapsulation to the peer's signed KEM prekey.
-func Initiate(r Randomness, self Address, id *Identity, bundle wire.Bundle, now time.Time) (*Session, error) {
+func Initiate(r Randomness, self string, id *Identity, bundle wire.Bundle, now time.Time) (*Session, error) {
 	return InitiateReplacing(r, self, id, bundle, now, InitiationID{})
 }
 
 // InitiateReplacing is Initiate for a session that deliberately replaces the
 // peer's session replaces (see DecidePreKeyMessage): the initiation names it,
 // so that the peer accepts it in place of an established session.
-func InitiateReplacing(r Randomness, self Address, id *Identity, bundle wire.Bundle, now time.Time, replaces InitiationID) (*Session, error) {
+func InitiateReplacing(r Randomness, self string, id *Identity, bundle wire.Bundle, now time.Time, replaces InitiationID) (*Session, error) {
 	peer, peerKey, err := VerifyBundle(bundle, now)
 	if err != nil {
 		return nil, err
 	}
-	ek, err := newX25519(r)
+	ek, err := x25519.New(r)
 	if err != nil {
 		return nil, err
 	}
@@ -228,7 +237,7 @@ func InitiateReplacing(r Randomness, self Address, id *Identity, bundle wire.Bun
 		KEMPreKeyID:        bundle.KEMPreKey.ID,
 		Replaces:           replaces,
 	}
-	copy(h.EphemeralKey[:], ek.pub[:])
+	copy(h.EphemeralKey[:], pubOf(ek))
 	copy(h.KEMCiphertext[:], kemCT)
 
 	dh1, err1 := dh(id.dh, spk)
@@ -252,7 +261,7 @@ func InitiateReplacing(r Randomness, self Address, id *Identity, bundle wire.Bun
 	s.setID(initiationID(self, id.public, peer, peerKey, h))
 	root := sessionRoot(parts, kemSecret, s.ID)
 
-	rk, err := newX25519(r)
+	rk, err := x25519.New(r)
 	if err != nil {
 		return nil, err
 	}
@@ -281,7 +290,7 @@ func InitiationIdentity(h *wire.InitiationHeader) IdentityKey {
 // IncomingInitiationID computes the ID of an incoming initiation without any
 // Diffie-Hellman work, so that the decision of DecidePreKeyMessage can be made
 // before it.
-func IncomingInitiationID(self Address, id *Identity, peer Address, h *wire.InitiationHeader) InitiationID {
+func IncomingInitiationID(self string, id *Identity, peer string, h *wire.InitiationHeader) InitiationID {
 	return initiationID(peer, InitiationIdentity(h), self, id.public, h)
 }
 
@@ -289,7 +298,7 @@ func IncomingInitiationID(self Address, id *Identity, peer Address, h *wire.Init
 // It checks the initiator's identity signature and the prekeys' expiry; the
 // caller has already matched the prekey IDs to keys it holds. The session
 // starts with no chains: its first decrypt performs the first ratchet step.
-func Respond(self Address, id *Identity, peer Address, h *wire.InitiationHeader, keys ResponderKeys, now time.Time) (*Session, error) {
+func Respond(self string, id *Identity, peer string, h *wire.InitiationHeader, keys ResponderKeys, now time.Time) (*Session, error) {
 	peerKey := InitiationIdentity(h)
 	if err := peerKey.Verify(); err != nil {
 		return nil, fmt.Errorf("initiation from %s: %w", peer, err)

@@ -1,4 +1,8 @@
-package engine
+// Package x25519 is the X25519 function as the ratchet needs it: keys whose
+// public half is computed once, by a fixed-base multiplication, and the RFC
+// 7748 ladder for Diffie-Hellman. It knows nothing of sessions; package
+// session is its only user.
+package x25519
 
 import (
 	"crypto/subtle"
@@ -18,67 +22,64 @@ import (
 // ladder over that library's field arithmetic. Both are checked against the
 // RFC 7748 vectors and against crypto/ecdh on random keys (x25519_test.go).
 
-// x25519Key is an X25519 private key with its public key, computed once.
-type x25519Key struct {
+// Key is an X25519 private key with its public key, computed once.
+type Key struct {
 	scalar [32]byte // as generated; clamped when used, as RFC 7748 says
 	pub    [32]byte
 }
 
-// newX25519 makes an X25519 key from 32 bytes of r.
-func newX25519(r io.Reader) (*x25519Key, error) {
+// New makes an X25519 key from 32 bytes of r.
+func New(r io.Reader) (*Key, error) {
 	var seed [32]byte
 	if _, err := io.ReadFull(r, seed[:]); err != nil {
 		return nil, fmt.Errorf("generate X25519 key: %w", err)
 	}
-	return x25519FromScalar(seed), nil
+	return FromScalar(seed), nil
 }
 
-func x25519FromScalar(seed [32]byte) *x25519Key {
+// FromScalar makes the key of a private scalar (as generated: it is
+// clamped when used).
+func FromScalar(seed [32]byte) *Key {
 	s, err := new(edwards25519.Scalar).SetBytesWithClamping(seed[:])
 	if err != nil {
-		panic("engine: clamping 32 bytes failed: " + err.Error())
+		panic("x25519: clamping 32 bytes failed: " + err.Error())
 	}
-	k := &x25519Key{scalar: seed}
+	k := &Key{scalar: seed}
 	copy(k.pub[:], new(edwards25519.Point).ScalarBaseMult(s).BytesMontgomery())
 	return k
 }
 
-// x25519From parses a stored private key.
-func x25519From(b []byte, what string) (*x25519Key, error) {
-	if len(b) != 32 {
-		return nil, fmt.Errorf("decode %s: %w", what, ErrMalformedState)
-	}
-	return x25519FromScalar([32]byte(b)), nil
-}
-
 // Bytes returns the private scalar as generated.
-func (k *x25519Key) Bytes() []byte { return append([]byte(nil), k.scalar[:]...) }
+func (k *Key) Bytes() []byte { return append([]byte(nil), k.scalar[:]...) }
 
-// dh computes X25519(k, pub). A point of small order, whose output is all
-// zero, is refused and reported as a decryption failure.
-func dh(k *x25519Key, pub []byte) ([]byte, error) {
+// Public returns the public key.
+func (k *Key) Public() [32]byte { return k.pub }
+
+// DH computes X25519(k, pub). A public key of the wrong length, or a point
+// of small order, whose output is all zero, is refused (false).
+func DH(k *Key, pub []byte) ([]byte, bool) {
 	if len(pub) != 32 {
-		return nil, ErrDecrypt
+		return nil, false
 	}
-	out := ladder(&k.scalar, (*[32]byte)(pub))
+	out := Ladder(&k.scalar, (*[32]byte)(pub))
 	var zero [32]byte
 	if subtle.ConstantTimeCompare(out[:], zero[:]) == 1 {
-		return nil, ErrDecrypt
+		return nil, false
 	}
-	return out[:], nil
+	return out[:], true
 }
 
-// ladder is the X25519 function of RFC 7748 section 5: the Montgomery ladder
+// Ladder is the X25519 function of RFC 7748 section 5: the Montgomery ladder
 // over the u-coordinate, in constant time (conditional swaps, no branch or
 // index on secret bits).
-func ladder(scalar, u *[32]byte) [32]byte {
+func Ladder(scalar, u *[32]byte) [32]byte {
 	k := *scalar
 	k[0] &= 248
 	k[31] &= 127
 	k[31] |= 64
 	var x1, x2, z2, x3, z3, t0, t1 field.Element
 	if _, err := x1.SetBytes(u[:]); err != nil { // ignores the top bit, as the RFC asks
-		panic("engine: 32-byte field element refused: " + err.Error())
+		panic("x25519: 32-byte field element refused: " + err.Error())
 	}
 	x2.One()
 	z2.Zero()

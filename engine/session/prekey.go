@@ -1,4 +1,4 @@
-package engine
+package session
 
 import (
 	"crypto/ed25519"
@@ -8,6 +8,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/parley-chat/parley/engine/session/internal/x25519"
 	"github.com/parley-chat/parley/wire"
 )
 
@@ -20,16 +21,6 @@ const (
 	SignedPreKeyRotation = 7 * 24 * time.Hour
 	SignedPreKeyGrace    = 7 * 24 * time.Hour
 	SignedPreKeyLifetime = SignedPreKeyRotation + SignedPreKeyGrace
-	// OneTimePreKeyBatch is how many one-time prekeys a device publishes at a
-	// time; it publishes another batch when the relay holds fewer than
-	// OneTimePreKeyLow.
-	OneTimePreKeyBatch = 100
-	OneTimePreKeyLow   = 20
-	// OneTimePreKeyMax is the most one-time prekeys a device keeps. When
-	// the relay keeps handing its keys out (to initiators that may never
-	// use them), the oldest go first; an initiation that names one deleted
-	// is answered with a recovery request.
-	OneTimePreKeyMax = 1000
 )
 
 const (
@@ -42,7 +33,7 @@ type SignedPreKey struct {
 	ID        uint32
 	Created   int64 // unix seconds
 	Expires   int64 // unix seconds
-	key       *x25519Key
+	key       *x25519.Key
 	Signature [64]byte
 }
 
@@ -59,7 +50,7 @@ type KEMPreKey struct {
 // OneTimePreKey is an X25519 prekey that the relay hands out at most once.
 type OneTimePreKey struct {
 	ID  uint32
-	key *x25519Key
+	key *x25519.Key
 }
 
 func prekeySigningMessage(label string, id uint32, created, expires int64, pub []byte) []byte {
@@ -74,19 +65,19 @@ func prekeySigningMessage(label string, id uint32, created, expires int64, pub [
 // NewSignedPreKey makes and signs an X25519 prekey valid from now for
 // SignedPreKeyLifetime.
 func NewSignedPreKey(r io.Reader, id *Identity, keyID uint32, now time.Time) (*SignedPreKey, error) {
-	k, err := newX25519(r)
+	k, err := x25519.New(r)
 	if err != nil {
 		return nil, fmt.Errorf("generate signed prekey: %w", err)
 	}
 	spk := &SignedPreKey{ID: keyID, Created: now.Unix(), Expires: now.Add(SignedPreKeyLifetime).Unix(), key: k}
-	copy(spk.Signature[:], id.Sign(prekeySigningMessage(labelSignedPreKey, keyID, spk.Created, spk.Expires, k.pub[:])))
+	copy(spk.Signature[:], id.Sign(prekeySigningMessage(labelSignedPreKey, keyID, spk.Created, spk.Expires, pubOf(k))))
 	return spk, nil
 }
 
 // Public returns the prekey as published in a bundle.
 func (k *SignedPreKey) Public() wire.SignedPreKeyPublic {
 	p := wire.SignedPreKeyPublic{ID: k.ID, Created: k.Created, Expires: k.Expires, Signature: k.Signature}
-	copy(p.PublicKey[:], k.key.pub[:])
+	copy(p.PublicKey[:], pubOf(k.key))
 	return p
 }
 
@@ -115,7 +106,7 @@ func (k *KEMPreKey) Public() wire.KEMPreKeyPublic {
 
 // NewOneTimePreKey makes a one-time X25519 prekey.
 func NewOneTimePreKey(r io.Reader, keyID uint32) (*OneTimePreKey, error) {
-	k, err := newX25519(r)
+	k, err := x25519.New(r)
 	if err != nil {
 		return nil, fmt.Errorf("generate one-time prekey: %w", err)
 	}
@@ -125,16 +116,16 @@ func NewOneTimePreKey(r io.Reader, keyID uint32) (*OneTimePreKey, error) {
 // Public returns the prekey as published.
 func (k *OneTimePreKey) Public() wire.OneTimePreKeyPublic {
 	p := wire.OneTimePreKeyPublic{ID: k.ID}
-	copy(p.PublicKey[:], k.key.pub[:])
+	copy(p.PublicKey[:], pubOf(k.key))
 	return p
 }
 
 // BuildBundle assembles the bundle a device publishes (without a one-time
 // prekey: the relay adds one per fetch).
-func BuildBundle(self Address, id *Identity, spk *SignedPreKey, kem *KEMPreKey) wire.Bundle {
+func BuildBundle(self string, id *Identity, spk *SignedPreKey, kem *KEMPreKey) wire.Bundle {
 	pub := id.Public()
 	return wire.Bundle{
-		Address:            self.String(),
+		Address:            self,
 		IdentitySigningKey: pub.SigningKey,
 		IdentityDHKey:      pub.DHKey,
 		IdentitySignature:  pub.Signature,
@@ -148,28 +139,29 @@ func BundleIdentity(b wire.Bundle) IdentityKey {
 	return IdentityKey{SigningKey: b.IdentitySigningKey, DHKey: b.IdentityDHKey, Signature: b.IdentitySignature}
 }
 
-// VerifyBundle checks a fetched bundle: its address, the identity's signature
-// over its DH key, and both signed prekeys' signatures and expiry times. A
-// signed prekey that expired at now fails with ErrExpiredSignedPreKey.
-func VerifyBundle(b wire.Bundle, now time.Time) (Address, IdentityKey, error) {
-	addr, err := ParseAddress(b.Address)
-	if err != nil {
-		return Address{}, IdentityKey{}, fmt.Errorf("verify bundle: %w", err)
+// VerifyBundle checks a fetched bundle: its address (a canonical device
+// address, wire.CheckDeviceAddress), the identity's signature over its DH
+// key, and both signed prekeys' signatures and expiry times. A signed prekey
+// that expired at now fails with ErrExpiredSignedPreKey.
+func VerifyBundle(b wire.Bundle, now time.Time) (string, IdentityKey, error) {
+	addr := b.Address
+	if err := wire.CheckDeviceAddress(addr); err != nil {
+		return "", IdentityKey{}, fmt.Errorf("verify bundle: %w", err)
 	}
 	ik := BundleIdentity(b)
 	if err := ik.Verify(); err != nil {
-		return Address{}, IdentityKey{}, fmt.Errorf("verify bundle of %s: %w", addr, err)
+		return "", IdentityKey{}, fmt.Errorf("verify bundle of %s: %w", addr, err)
 	}
 	s := b.SignedPreKey
 	if !ed25519.Verify(ik.SigningKey[:], prekeySigningMessage(labelSignedPreKey, s.ID, s.Created, s.Expires, s.PublicKey[:]), s.Signature[:]) {
-		return Address{}, IdentityKey{}, fmt.Errorf("verify signed prekey of %s: %w", addr, ErrBadSignature)
+		return "", IdentityKey{}, fmt.Errorf("verify signed prekey of %s: %w", addr, ErrBadSignature)
 	}
 	k := b.KEMPreKey
 	if !ed25519.Verify(ik.SigningKey[:], prekeySigningMessage(labelKEMPreKey, k.ID, k.Created, k.Expires, k.PublicKey[:]), k.Signature[:]) {
-		return Address{}, IdentityKey{}, fmt.Errorf("verify kem prekey of %s: %w", addr, ErrBadSignature)
+		return "", IdentityKey{}, fmt.Errorf("verify kem prekey of %s: %w", addr, ErrBadSignature)
 	}
 	if now.Unix() >= s.Expires || now.Unix() >= k.Expires {
-		return Address{}, IdentityKey{}, fmt.Errorf("bundle of %s: %w", addr, ErrExpiredSignedPreKey)
+		return "", IdentityKey{}, fmt.Errorf("bundle of %s: %w", addr, ErrExpiredSignedPreKey)
 	}
 	return addr, ik, nil
 }

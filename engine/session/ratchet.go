@@ -1,4 +1,4 @@
-package engine
+package session
 
 import (
 	"crypto/aes"
@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 
+	"github.com/parley-chat/parley/engine/session/internal/x25519"
 	"github.com/parley-chat/parley/wire"
 )
 
@@ -130,7 +131,7 @@ type skippedKey struct {
 // ratchet is the Double Ratchet state of one session.
 type ratchet struct {
 	root   [32]byte
-	dhs    *x25519Key // own ratchet key
+	dhs    *x25519.Key // own ratchet key
 	dhsPub [32]byte
 	dhr    [32]byte // peer's ratchet key; valid when hasDHR
 	hasDHR bool
@@ -150,9 +151,9 @@ type ratchet struct {
 	ad [len(labelMessageAD) + 32 + 1 + 16 + wire.RatchetHeaderSize]byte
 }
 
-func (r *ratchet) setDHS(k *x25519Key) {
+func (r *ratchet) setDHS(k *x25519.Key) {
 	r.dhs = k
-	copy(r.dhsPub[:], k.pub[:])
+	copy(r.dhsPub[:], pubOf(k))
 }
 
 // clone returns a deep copy.
@@ -191,7 +192,7 @@ func (r *ratchet) encrypt(adPrefix []byte, envID wire.EnvelopeID, plaintext []by
 // decrypt authenticates and decrypts m. It changes r only when it succeeds: a
 // forged, duplicate or out-of-bounds message leaves the state as it was.
 // newKey makes the next own ratchet key when m starts a new peer chain.
-func (r *ratchet) decrypt(adPrefix []byte, envID wire.EnvelopeID, m wire.RatchetMessage, newKey func() (*x25519Key, error)) ([]byte, error) {
+func (r *ratchet) decrypt(adPrefix []byte, envID wire.EnvelopeID, m wire.RatchetMessage, newKey func() (*x25519.Key, error)) ([]byte, error) {
 	h := m.Header
 	ad, _ := h.AppendBinary(adPrefix)
 	if mk, ok := r.skipped[skippedKey{h.RatchetKey, h.MessageNumber}]; ok {
@@ -313,4 +314,28 @@ func (r *ratchet) forget(k skippedKey) {
 			break
 		}
 	}
+}
+
+// pubOf returns k's public key as a slice.
+func pubOf(k *x25519.Key) []byte {
+	p := k.Public()
+	return p[:]
+}
+
+// dh is X25519(k, pub); a refused point (wrong length, small order) is a
+// decryption failure.
+func dh(k *x25519.Key, pub []byte) ([]byte, error) {
+	out, ok := x25519.DH(k, pub)
+	if !ok {
+		return nil, ErrDecrypt
+	}
+	return out, nil
+}
+
+// x25519From parses a stored private key.
+func x25519From(b []byte, what string) (*x25519.Key, error) {
+	if len(b) != 32 {
+		return nil, fmt.Errorf("decode %s: %w", what, ErrMalformedState)
+	}
+	return x25519.FromScalar([32]byte(b)), nil
 }

@@ -1,8 +1,9 @@
-package engine
+package session
 
 import (
 	"bytes"
 	"crypto/ed25519"
+	"crypto/hkdf"
 	"crypto/sha256"
 	"crypto/sha512"
 	"encoding/binary"
@@ -10,6 +11,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/parley-chat/parley/engine/session/internal/x25519"
 )
 
 // Domain labels: every signature, digest and derivation in parley names its
@@ -65,7 +68,7 @@ func (k IdentityKey) Fingerprint() string {
 // Identity is a device's own identity with its private keys.
 type Identity struct {
 	signing ed25519.PrivateKey
-	dh      *x25519Key
+	dh      *x25519.Key
 	public  IdentityKey
 }
 
@@ -76,17 +79,17 @@ func NewIdentity(r io.Reader) (*Identity, error) {
 	if _, err := io.ReadFull(r, seed[:]); err != nil {
 		return nil, fmt.Errorf("generate identity: %w", err)
 	}
-	dhKey, err := newX25519(r)
+	dhKey, err := x25519.New(r)
 	if err != nil {
 		return nil, fmt.Errorf("generate identity: %w", err)
 	}
 	return identityFrom(ed25519.NewKeyFromSeed(seed[:]), dhKey), nil
 }
 
-func identityFrom(signing ed25519.PrivateKey, dhKey *x25519Key) *Identity {
+func identityFrom(signing ed25519.PrivateKey, dhKey *x25519.Key) *Identity {
 	id := &Identity{signing: signing, dh: dhKey}
 	copy(id.public.SigningKey[:], signing.Public().(ed25519.PublicKey))
-	copy(id.public.DHKey[:], dhKey.pub[:])
+	copy(id.public.DHKey[:], pubOf(dhKey))
 	msg := append([]byte(labelIdentityDH), id.public.DHKey[:]...)
 	copy(id.public.Signature[:], ed25519.Sign(signing, msg))
 	return id
@@ -99,6 +102,14 @@ func (id *Identity) Public() IdentityKey { return id.public }
 // domain label of their own.
 func (id *Identity) Sign(msg []byte) []byte { return ed25519.Sign(id.signing, msg) }
 
+// DeriveKey derives n bytes for one purpose (label, a domain label of the
+// caller's) from the identity's private signing seed and salt with
+// HKDF-SHA256, so that a key can be re-created from a record that holds
+// only the salt (an upload's file key). No caller ever sees the seed.
+func (id *Identity) DeriveKey(label string, salt []byte, n int) ([]byte, error) {
+	return hkdf.Key(sha256.New, id.signing.Seed(), salt, label, n)
+}
+
 // SafetyNumber returns the 60-digit number that two people compare out of band
 // to check that each holds the other's real identity. Each side contributes 30
 // digits: SHA-512 over a label, the side's address and both of its public keys,
@@ -106,7 +117,7 @@ func (id *Identity) Sign(msg []byte) []byte { return ed25519.Sign(id.signing, ms
 // modulo 100000 to five digits. The two halves are ordered by comparing them as
 // strings, so both devices compute the same number. It is shown as twelve
 // groups of five digits.
-func SafetyNumber(a Address, ak IdentityKey, b Address, bk IdentityKey) string {
+func SafetyNumber(a string, ak IdentityKey, b string, bk IdentityKey) string {
 	x, y := safetyHalf(a, ak), safetyHalf(b, bk)
 	if y < x {
 		x, y = y, x
@@ -122,10 +133,9 @@ func SafetyNumber(a Address, ak IdentityKey, b Address, bk IdentityKey) string {
 	return out.String()
 }
 
-func safetyHalf(a Address, k IdentityKey) string {
+func safetyHalf(addr string, k IdentityKey) string {
 	h := sha512.New()
 	h.Write([]byte(labelSafetyNumber))
-	addr := a.String()
 	h.Write([]byte{byte(len(addr))})
 	h.Write([]byte(addr))
 	h.Write(k.SigningKey[:])
