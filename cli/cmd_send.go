@@ -15,6 +15,7 @@ func cmdSend(ctx context.Context, env *cliEnv, cmd *command, args []string) erro
 	f := newFlags(cmd, env, true)
 	f.network = true
 	file := f.String("file", "", "send the file at this path (instead of TEXT or -)")
+	noWait := f.Bool("no-wait", false, "return once the message is stored, before any network (exit 0); the TUI's or the next run's loop, or \"parley retry\", hands it to the relay")
 	ops, err := f.parse(env, args, 1, 2)
 	if err != nil {
 		return err
@@ -45,6 +46,9 @@ func cmdSend(ctx context.Context, env *cliEnv, cmd *command, args []string) erro
 		return err
 	}
 	defer closeProfile(p)
+	if *noWait {
+		return enqueue(env, f, p.Client, peer, body)
+	}
 	id, err := p.Client.Send(ctx, peer, body)
 	var notSent *engine.MessageNotSentError
 	if err != nil && !errors.As(err, &notSent) {
@@ -58,6 +62,24 @@ func cmdSend(ctx context.Context, env *cliEnv, cmd *command, args []string) erro
 	if err != nil {
 		// The ID went to stdout: the line says why and what to do.
 		return wordedf(err, "the message stays pending: %s; \"parley retry %s\" sends it again", pendingCause(env, err), peer)
+	}
+	return nil
+}
+
+// enqueue stores one message as pending and prints its ID; nothing goes to
+// the network (send --no-wait).
+func enqueue(env *cliEnv, f *flags, c *engine.Client, peer engine.Address, body []byte) error {
+	res, err := c.Enqueue(context.Background(), []engine.SendRequest{{Peer: peer, Body: body}})
+	if err == nil {
+		err = res[0].Err
+	}
+	if err != nil {
+		return describeSendError(env, peer, err)
+	}
+	if *f.json {
+		printer{env.stdout, true}.record([]kv{{"id", hexID(res[0].ID)}, {"recipient", peer.String()}, {"accepted", false}, {"stored", true}})
+	} else {
+		fmt.Fprintln(env.stdout, hexID(res[0].ID))
 	}
 	return nil
 }

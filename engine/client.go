@@ -76,6 +76,10 @@ type Client struct {
 	// ACKs) and serialises receive processing, which may produce ACKs. It is
 	// taken before mu.
 	sendMu sync.Mutex
+	// pumpMu makes the outbox pump (outbox.go) run one at a time, so that
+	// each peer's unsent messages leave in the order they were stored. It
+	// is taken before sendMu and is never held by receive processing.
+	pumpMu sync.Mutex
 
 	mu       sync.Mutex
 	peers    map[Address]*peerState
@@ -98,6 +102,8 @@ type Client struct {
 	nextMaintain    time.Time
 	nextPoolTopUp   time.Time
 	kick            chan struct{} // SyncNow
+	pumpWanted      bool          // stored messages wait for the pump (outbox.go)
+	pumpEpoch       uint64        // relay link epoch the pump last ran on
 	life            context.Context
 	endLife         context.CancelFunc // Close: ends every Run
 	loops           sync.WaitGroup     // running Run calls
