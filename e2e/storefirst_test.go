@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"net"
+	"strings"
 	"testing"
 	"time"
 )
@@ -71,5 +72,40 @@ func TestTerminalStoreFirst(t *testing.T) {
 	want := []string{"typed-1", "typed-2", "typed-3", "typed-4", "typed-5"}
 	if fmt.Sprint(bodies) != fmt.Sprint(want) {
 		t.Fatalf("pending after quitting: %q, want %q in the order typed", bodies, want)
+	}
+}
+
+// TestCLISendWaitAndNoWait: send --no-wait exits 0 once the message is
+// stored, with nothing on the network; a send whose relay never answers
+// exits 3 after --wait, the message pending; once the relay answers again a
+// retry hands both off and the peer receives each once.
+func TestCLISendWaitAndNoWait(t *testing.T) {
+	relay := startRelay(t)
+	alice := newProfile(t, relay, "alice/1")
+	bob := newProfile(t, relay, "bob/1")
+	alice.ok("send", "bob/1", "hello")
+	alice.ok("relay-settings", "--url", "ws://"+blackhole(t))
+	if r := alice.run("", "send", "--no-wait", "bob/1", "stored only"); r.code != 0 || len(strings.TrimSpace(r.stdout)) != 32 {
+		t.Fatalf("send --no-wait: exit %d, stdout %q, stderr %q; want 0 and the ID", r.code, r.stdout, r.stderr)
+	}
+	if r := alice.run("", "send", "--wait", "1s", "bob/1", "waited"); r.code != 3 || !strings.Contains(r.stderr, "stays pending") {
+		t.Fatalf("send --wait 1s to a relay that never answers: exit %d, stderr %q; want 3, pending", r.code, r.stderr)
+	}
+	var bodies []string
+	for _, m := range alice.jsonLines("outbox") {
+		bodies = append(bodies, fmt.Sprint(m["body"]))
+	}
+	if fmt.Sprint(bodies) != fmt.Sprint([]string{"hello", "stored only", "waited"}) {
+		t.Fatalf("pending: %q", bodies)
+	}
+	alice.ok("relay-settings", "--url", relay.url)
+	alice.ok("retry", "bob/1")
+	bob.sync()
+	got := map[string]int{}
+	for _, m := range bob.jsonLines("inbox") {
+		got[fmt.Sprint(m["body"])]++
+	}
+	if len(got) != 3 || got["hello"] != 1 || got["stored only"] != 1 || got["waited"] != 1 {
+		t.Fatalf("bob's inbox: %v, want each of the three once", got)
 	}
 }

@@ -87,6 +87,8 @@ type Client struct {
 	kems     map[uint32]*session.KEMPreKey
 	nextPKID uint32
 	closed   bool
+	// prefetched are bundles CheckPeer fetched for the pump (outbox.go).
+	prefetched map[Address]*fetchedBundle
 
 	// The receive loop (loop.go, policy.go). syncMu makes rounds one at a time;
 	// loopMu guards the policy and the schedules.

@@ -129,17 +129,19 @@ func (c *Client) pumpPeer(ctx context.Context, peer Address, msgs []OutboundMess
 		}
 		return out
 	}
-	var pre *fetchedBundle
+	pre := c.takePrefetched(peer)
 	has, err := c.hasSession(ctx, peer)
 	if err != nil {
 		return nil, err
 	}
-	if !has {
+	if !has && pre == nil {
 		b, key, err := c.fetchBundle(ctx, peer)
-		if isCancel(err) {
+		if transient(err) {
 			return nil, err
 		}
 		if err != nil {
+			// Out of reach, or refused (an unregistered peer, a bad
+			// bundle): the messages wait; other peers' go on.
 			return notSent(msgs, err), nil
 		}
 		pre = &fetchedBundle{bundle: b, key: key}
@@ -156,6 +158,11 @@ func (c *Client) pumpPeer(ctx context.Context, peer Address, msgs []OutboundMess
 		var held *heldError
 		if errors.As(err, &held) {
 			return notSent(msgs, held.cause), nil
+		}
+		if !transient(err) {
+			// A changed identity, say: this peer's messages wait for the
+			// person, and the other peers' go on.
+			return notSent(msgs, err), nil
 		}
 		return nil, fmt.Errorf("pump to %s: %w", peer, err)
 	}
@@ -259,4 +266,53 @@ func (c *Client) pumpByLoop(ctx context.Context) {
 	if _, err := c.Pump(ctx); err != nil && !isCancel(err) {
 		c.emit(Event{Kind: EventSyncFailed, At: c.cfg.Now(), Op: "pump", Err: err})
 	}
+}
+
+// CheckPeer refuses what Send refuses before it stores anything, for a
+// caller that stores with Enqueue: with no session with peer, it fetches
+// and verifies peer's bundle and compares its identity with the pinned one
+// (ErrPeerNotRegistered, a bad bundle, ErrIdentityChanged). A relay out of
+// reach is not a refusal: it returns nil, and the message is held like any
+// other until the pump reaches the relay.
+func (c *Client) CheckPeer(ctx context.Context, peer Address) error {
+	if peer == c.self {
+		return fmt.Errorf("send: %w: cannot send to the own device", ErrInvalidAddress)
+	}
+	ps, err := c.snapshot(ctx, peer)
+	if err != nil || ps.session != nil {
+		return err
+	}
+	b, key, err := c.fetchBundle(ctx, peer)
+	switch {
+	case errors.Is(err, ErrRelayUnreachable), errors.Is(err, context.DeadlineExceeded):
+		return nil
+	case err != nil:
+		return err
+	case ps.pinned != nil && !ps.pinned.Equal(key):
+		return fmt.Errorf("%s: %w", peer, ErrIdentityChanged)
+	}
+	// The pump starts the session from this bundle: a one-time prekey the
+	// relay handed out is not spent twice.
+	c.mu.Lock()
+	if c.prefetched == nil {
+		c.prefetched = make(map[Address]*fetchedBundle)
+	}
+	if len(c.prefetched) < maxPrefetched {
+		c.prefetched[peer] = &fetchedBundle{bundle: b, key: key}
+	}
+	c.mu.Unlock()
+	return nil
+}
+
+// maxPrefetched bounds the bundles CheckPeer keeps for the pump.
+const maxPrefetched = 64
+
+// takePrefetched returns (and forgets) the bundle CheckPeer fetched for
+// peer, nil when there is none.
+func (c *Client) takePrefetched(peer Address) *fetchedBundle {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	pre := c.prefetched[peer]
+	delete(c.prefetched, peer)
+	return pre
 }
