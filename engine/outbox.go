@@ -31,7 +31,6 @@ const pumpPage = 256
 func (c *Client) Enqueue(ctx context.Context, reqs []SendRequest) ([]SendResult, error) {
 	results := make([]SendResult, len(reqs))
 	var plans []Plan
-	var planOf []int
 	accepted := make(map[Address]bool)
 	now := c.cfg.Now()
 	for i, r := range reqs {
@@ -54,7 +53,6 @@ func (c *Client) Enqueue(ctx context.Context, reqs []SendRequest) ([]SendResult,
 			}
 		}
 		plans = append(plans, Hold{Recipient: r.Peer, ID: results[i].ID, Frame: f, Body: r.Body, At: now, ClearDraft: r.ClearDraft})
-		planOf = append(planOf, i)
 	}
 	if len(plans) == 0 {
 		return results, nil
@@ -70,7 +68,6 @@ func (c *Client) Enqueue(ctx context.Context, reqs []SendRequest) ([]SendResult,
 		h := p.(Hold)
 		c.emit(Event{Kind: EventStored, At: now, Peer: h.Recipient, ID: h.ID, marker: receipts[j].Marker})
 	}
-	_ = planOf
 	c.loopMu.Lock()
 	c.pumpWanted = true
 	c.loopMu.Unlock()
