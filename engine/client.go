@@ -104,6 +104,7 @@ type Client struct {
 	nextMaintain    time.Time
 	nextPoolTopUp   time.Time
 	kick            chan struct{} // SyncNow
+	pumpKick        chan struct{} // wakes the pump's goroutine (outbox.go)
 	pumpWanted      bool          // stored messages wait for the pump (outbox.go)
 	pumpEpoch       uint64        // relay link epoch the pump last ran on
 	life            context.Context
@@ -161,7 +162,7 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 		peers: make(map[Address]*peerState), spks: make(map[uint32]*session.SignedPreKey), kems: make(map[uint32]*session.KEMPreKey),
 		nextPKID: prof.NextPreKeyID, events: make(chan Event, cfg.EventBuffer),
 		marker: prof.MarkerWritten, presented: prof.MarkerPresented,
-		policy: cfg.Policy.withDefaults(), retries: make(map[Address]*retryState), envelopes: make(map[wire.EnvelopeID]sentEnvelope), kick: make(chan struct{}, 1),
+		policy: cfg.Policy.withDefaults(), retries: make(map[Address]*retryState), envelopes: make(map[wire.EnvelopeID]sentEnvelope), kick: make(chan struct{}, 1), pumpKick: make(chan struct{}, 1),
 	}
 	c.life, c.endLife = context.WithCancel(context.Background())
 	for _, r := range prof.SignedPreKeys {

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 )
 
@@ -229,10 +230,21 @@ func (c *Client) Run(ctx context.Context) error {
 	if c.policy.Commit == CommitOnArrival {
 		c.commitPending = true
 	}
-	c.pumpWanted = true // what an earlier process stored and never sent
 	c.loopMu.Unlock()
+	// The pump hands off what is stored on a goroutine of its own, so that
+	// a relay slow to take an envelope never holds up receiving; it starts
+	// with what an earlier process stored and never sent.
+	var pump sync.WaitGroup
+	pump.Add(1)
+	go func() {
+		defer pump.Done()
+		c.pumpLoop(ctx)
+	}()
+	defer pump.Wait()
+	defer cancel()
+	c.wantPump()
 	for {
-		c.pumpByLoop(ctx)
+		c.notePumpEpoch()
 		_, err := c.Sync(ctx)
 		if ctx.Err() != nil {
 			return nil

@@ -72,6 +72,19 @@ func (c *Client) SendBatch(ctx context.Context, reqs []SendRequest) ([]SendResul
 		frames[i] = f
 	}
 
+	// Messages stored earlier and never sent go first: the pump hands
+	// them off before this batch is prepared (and prepareSend holds a
+	// message behind any that are still waiting).
+	for _, r := range reqs {
+		if waiting, err := c.hasUnsent(ctx, r.Peer); err != nil {
+			return nil, err
+		} else if waiting {
+			if _, err := c.Pump(ctx); err != nil {
+				return nil, err
+			}
+			break
+		}
+	}
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
 	// Writing to a device with an open request accepts it first.
@@ -186,6 +199,13 @@ func (c *Client) prepareSend(ctx context.Context, work map[Address]*peerState, h
 			return nil, err
 		} else if cause != nil {
 			return hold(cause)
+		}
+		// Messages the store-first send stored and the pump has not sent
+		// yet go first: this one waits behind them.
+		if waiting, err := c.hasUnsent(ctx, peer); err != nil {
+			return nil, err
+		} else if waiting {
+			return hold(fmt.Errorf("%s: %w", peer, ErrQueuedBehind))
 		}
 	}
 	shared, err := c.working(ctx, work, peer)

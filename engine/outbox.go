@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/parley-chat/parley/wire"
 )
@@ -15,9 +16,17 @@ import (
 // session is fetched before sendMu is taken, and the hand-off happens after
 // it is released, so a slow relay never holds up receive processing.
 
-// pumpPage bounds the messages one pump pass reads; a full page makes the
-// loop pump again at its next turn.
-const pumpPage = 256
+const (
+	// pumpPage is how many unsent messages the pump reads at a time.
+	pumpPage = 256
+	// pumpPeerTimeout bounds the network calls of one peer's pass (its
+	// bundle fetch, its hand-off): a relay that never answers holds that
+	// peer's messages, pending, not the pump.
+	pumpPeerTimeout = 30 * time.Second
+	// pumpRetryAfter is the wait before the pump runs again after a pass
+	// that failed on a transient error (the store, say).
+	pumpRetryAfter = 2 * time.Second
+)
 
 // Enqueue stores messages as pending, each with its history entry, in one
 // transaction, and returns their IDs; nothing goes to the network here. A
@@ -48,7 +57,12 @@ func (c *Client) Enqueue(ctx context.Context, reqs []SendRequest) ([]SendResult,
 		}
 		if !accepted[r.Peer] {
 			accepted[r.Peer] = true
-			if err := c.acceptIfRequested(ctx, r.Peer); err != nil {
+			// Accepting writes sessions (adopted rosters' ACKs): under
+			// sendMu, as every session write.
+			c.sendMu.Lock()
+			err := c.acceptIfRequested(ctx, r.Peer)
+			c.sendMu.Unlock()
+			if err != nil {
 				return nil, fmt.Errorf("send to %s: %w", r.Peer, err)
 			}
 		}
@@ -68,11 +82,19 @@ func (c *Client) Enqueue(ctx context.Context, reqs []SendRequest) ([]SendResult,
 		h := p.(Hold)
 		c.emit(Event{Kind: EventStored, At: now, Peer: h.Recipient, ID: h.ID, marker: receipts[j].Marker})
 	}
+	c.wantPump()
+	return results, nil
+}
+
+// wantPump marks the pump wanted and wakes it (never blocks).
+func (c *Client) wantPump() {
 	c.loopMu.Lock()
 	c.pumpWanted = true
 	c.loopMu.Unlock()
-	c.SyncNow()
-	return results, nil
+	select {
+	case c.pumpKick <- struct{}{}:
+	default:
+	}
 }
 
 // Pump encrypts the pending messages that were stored and never sent
@@ -86,38 +108,38 @@ func (c *Client) Enqueue(ctx context.Context, reqs []SendRequest) ([]SendResult,
 func (c *Client) Pump(ctx context.Context) ([]SendResult, error) {
 	c.pumpMu.Lock()
 	defer c.pumpMu.Unlock()
-	msgs, err := c.store.Unsent(ctx, pumpPage)
-	if err != nil {
-		return nil, fmt.Errorf("pump: %w", err)
-	}
-	var order []Address
-	byPeer := make(map[Address][]OutboundMessage)
-	for _, m := range msgs {
-		if byPeer[m.Recipient] == nil {
-			order = append(order, m.Recipient)
-		}
-		byPeer[m.Recipient] = append(byPeer[m.Recipient], m)
-	}
 	var out []SendResult
-	for _, peer := range order {
-		res, err := c.pumpPeer(ctx, peer, byPeer[peer])
-		out = append(out, res...)
+	done := make(map[Address]bool) // peers this pass served or found held
+	var after int64
+	for {
+		page, err := c.store.Unsent(ctx, PageQuery{After: after, Limit: pumpPage})
 		if err != nil {
-			return out, err
+			return out, fmt.Errorf("pump: %w", err)
+		}
+		if len(page) == 0 {
+			return out, nil
+		}
+		after = page[len(page)-1].Seq
+		for _, m := range page {
+			if done[m.Recipient] {
+				continue
+			}
+			done[m.Recipient] = true
+			res, err := c.pumpPeer(ctx, m.Recipient)
+			out = append(out, res...)
+			if err != nil {
+				return out, err
+			}
 		}
 	}
-	if len(msgs) == pumpPage {
-		c.loopMu.Lock()
-		c.pumpWanted = true
-		c.loopMu.Unlock()
-	}
-	return out, nil
 }
 
-// pumpPeer encrypts msgs (peer's unsent messages, in store order) on the
-// session with peer in one transaction and hands them off. Only the
-// encryption and its commit run under sendMu.
-func (c *Client) pumpPeer(ctx context.Context, peer Address, msgs []OutboundMessage) ([]SendResult, error) {
+// pumpPeer encrypts peer's unsent messages, in store order, on the session
+// with peer in one transaction and hands them off. Only reading them again,
+// the encryption and its commit run under sendMu; the bundle fetch and the
+// hand-off are bounded by pumpPeerTimeout, so that a relay that never
+// answers holds up one peer for that long, not the pump for ever.
+func (c *Client) pumpPeer(ctx context.Context, peer Address) ([]SendResult, error) {
 	notSent := func(ms []OutboundMessage, cause error) []SendResult {
 		out := make([]SendResult, len(ms))
 		for i, m := range ms {
@@ -126,27 +148,60 @@ func (c *Client) pumpPeer(ctx context.Context, peer Address, msgs []OutboundMess
 		}
 		return out
 	}
+	unsent := func() ([]OutboundMessage, error) {
+		return c.store.Unsent(ctx, PageQuery{Peer: &peer, Limit: pumpPage})
+	}
+	if l := c.link(); !l.Up && l.Err != nil {
+		// Known down: encrypting now would spend session steps on
+		// envelopes that cannot leave, and a later pump would skip them.
+		msgs, err := unsent()
+		if err != nil {
+			return nil, err
+		}
+		return notSent(msgs, l.Err), nil
+	}
+	nctx, cancel := context.WithTimeout(ctx, pumpPeerTimeout)
+	defer cancel()
 	pre := c.takePrefetched(peer)
 	has, err := c.hasSession(ctx, peer)
 	if err != nil {
 		return nil, err
 	}
 	if !has && pre == nil {
-		b, key, err := c.fetchBundle(ctx, peer)
-		if transient(err) {
+		b, key, err := c.fetchBundle(nctx, peer)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if transient(err) && !errors.Is(err, context.DeadlineExceeded) {
 			return nil, err
 		}
 		if err != nil {
-			// Out of reach, or refused (an unregistered peer, a bad
-			// bundle): the messages wait; other peers' go on.
+			// Out of reach, too slow, or refused (an unregistered peer, a
+			// bad bundle): the messages wait; other peers' go on.
+			msgs, rerr := unsent()
+			if rerr != nil {
+				return nil, rerr
+			}
 			return notSent(msgs, err), nil
 		}
 		pre = &fetchedBundle{bundle: b, key: key}
 	}
 
 	c.sendMu.Lock()
-	plans, envs, ids, work, stopped, err := c.sealUnsent(ctx, peer, msgs, pre)
-	var receipts []Receipt
+	// Read again under the lock: a retry may have sent some meanwhile,
+	// and an abandon removed them.
+	msgs, err := unsent()
+	var (
+		plans    []Plan
+		envs     []wire.Envelope
+		ids      []wire.LogicalID
+		work     map[Address]*peerState
+		stopped  error
+		receipts []Receipt
+	)
+	if err == nil && len(msgs) > 0 {
+		plans, envs, ids, work, stopped, err = c.sealUnsent(ctx, peer, msgs, pre)
+	}
 	if err == nil && len(plans) > 0 {
 		receipts, err = c.commitWork(ctx, work, plans)
 	}
@@ -163,11 +218,14 @@ func (c *Client) pumpPeer(ctx context.Context, peer Address, msgs []OutboundMess
 		}
 		return nil, fmt.Errorf("pump to %s: %w", peer, err)
 	}
+	if len(plans) == 0 {
+		return nil, nil
+	}
 	if err := c.fail("pump", "after-swap"); err != nil {
 		return nil, err
 	}
 	c.noteSent([]Address{peer})
-	errs := c.handOffMessages(ctx, "pump", envs, ids)
+	errs := c.handOffMessages(nctx, "pump", envs, ids)
 	out := make([]SendResult, 0, len(msgs))
 	for k, id := range ids {
 		if errs[k] != nil {
@@ -180,6 +238,9 @@ func (c *Client) pumpPeer(ctx context.Context, peer Address, msgs []OutboundMess
 	}
 	if stopped != nil {
 		out = append(out, notSent(msgs[len(ids):], stopped)...)
+	}
+	if ctx.Err() != nil {
+		return out, ctx.Err()
 	}
 	return out, nil
 }
@@ -240,28 +301,52 @@ func (c *Client) sealUnsent(ctx context.Context, peer Address, msgs []OutboundMe
 	return plans, envs, ids, map[Address]*peerState{peer: &ps}, stopped, nil
 }
 
-// pumpByLoop runs the pump when stored messages wait for it: after an
-// Enqueue, at the loop's start, and after every new connection. A failure leaves the messages pending for the next reason to
-// pump (or the retry policy).
-func (c *Client) pumpByLoop(ctx context.Context) {
+// pumpLoop runs the pump on its own goroutine for Run, whenever it is
+// wanted (after an Enqueue, at the start, after every new connection:
+// notePumpEpoch), until ctx ends; so a hand-off that waits on the relay
+// never holds up receiving. A pass that failed on a transient error is
+// tried again after pumpRetryAfter.
+func (c *Client) pumpLoop(ctx context.Context) {
+	for {
+		c.loopMu.Lock()
+		due := c.pumpWanted
+		c.pumpWanted = false
+		c.loopMu.Unlock()
+		if due {
+			if _, err := c.Pump(ctx); err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				c.emit(Event{Kind: EventSyncFailed, At: c.cfg.Now(), Op: "pump", Err: err})
+				t := time.NewTimer(pumpRetryAfter)
+				select {
+				case <-t.C:
+				case <-ctx.Done():
+					t.Stop()
+					return
+				}
+				c.wantPump()
+			}
+			continue
+		}
+		select {
+		case <-c.pumpKick:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// notePumpEpoch wants the pump after every new relay connection: what
+// waited for the relay goes then.
+func (c *Client) notePumpEpoch() {
 	l := c.link()
 	c.loopMu.Lock()
-	if l.Epoch != c.pumpEpoch {
-		c.pumpEpoch = l.Epoch
-		c.pumpWanted = true
-	}
-	// Wanted after an Enqueue even with the link down: the attempt then
-	// says at once why the messages stay pending.
-	due := c.pumpWanted
-	if due {
-		c.pumpWanted = false
-	}
+	changed := l.Epoch != c.pumpEpoch
+	c.pumpEpoch = l.Epoch
 	c.loopMu.Unlock()
-	if !due {
-		return
-	}
-	if _, err := c.Pump(ctx); err != nil && !isCancel(err) {
-		c.emit(Event{Kind: EventSyncFailed, At: c.cfg.Now(), Op: "pump", Err: err})
+	if changed {
+		c.wantPump()
 	}
 }
 
@@ -312,4 +397,14 @@ func (c *Client) takePrefetched(peer Address) *fetchedBundle {
 	pre := c.prefetched[peer]
 	delete(c.prefetched, peer)
 	return pre
+}
+
+// ErrQueuedBehind means a message was stored pending behind earlier ones to
+// the same peer that the pump has not handed off yet: it leaves after them.
+var ErrQueuedBehind = errors.New("earlier messages to the peer are not handed off yet")
+
+// hasUnsent reports whether messages to peer wait for the pump.
+func (c *Client) hasUnsent(ctx context.Context, peer Address) (bool, error) {
+	ms, err := c.store.Unsent(ctx, PageQuery{Peer: &peer, Limit: 1})
+	return len(ms) > 0, err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -213,4 +214,161 @@ func (d *delayRelay) Submit(ctx context.Context, env wire.Envelope) error {
 
 func (d *delayRelay) SubmitBatch(ctx context.Context, envs []wire.Envelope) []error {
 	return enginetest.SubmitEach(ctx, d.Submit, envs)
+}
+
+// TestSendDoesNotOvertakeEnqueued: a Send on an established session (a
+// file's manifest, say) leaves after the messages Enqueue stored before it.
+func TestSendDoesNotOvertakeEnqueued(t *testing.T) {
+	w := newWorld(t)
+	alice, bob := w.device("alice/1"), w.device("bob/1")
+	alice.send(bob, "hello")
+	bob.sync()
+	bob.commitAll()
+	alice.sync()
+	ctx := context.Background()
+	if _, err := alice.c.Enqueue(ctx, []engine.SendRequest{{Peer: bob.addr, Body: []byte("first")}}); err != nil {
+		t.Fatal(err)
+	}
+	alice.send(bob, "second") // e.g. SendFile's manifest
+	if _, err := alice.c.Pump(ctx); err != nil {
+		t.Fatal(err)
+	}
+	bob.sync()
+	bob.commitAll()
+	if got := bob.received(alice); !reflect.DeepEqual(got, []string{"hello", "first", "second"}) {
+		t.Fatalf("bob received %q, want hello first second", got)
+	}
+}
+
+// TestPumpDoesNotStarve: a full page of unsent messages to a peer the pump
+// cannot serve (never registered) does not keep the pump from the others.
+func TestPumpDoesNotStarve(t *testing.T) {
+	w := newWorld(t)
+	alice, bob := w.device("alice/1"), w.device("bob/1")
+	carol := engine.MustParseAddress("carol/1") // never registered
+	ctx := context.Background()
+	var reqs []engine.SendRequest
+	for i := 0; i < 256; i++ {
+		reqs = append(reqs, engine.SendRequest{Peer: carol, Body: []byte("x")})
+	}
+	if _, err := alice.c.Enqueue(ctx, reqs); err != nil {
+		t.Fatal(err)
+	}
+	res, err := alice.c.Enqueue(ctx, []engine.SendRequest{{Peer: bob.addr, Body: []byte("to bob")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		out, err := alice.c.Pump(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range out {
+			if r.ID == res[0].ID {
+				return
+			}
+		}
+	}
+	t.Fatal("three pumps never tried bob's message: a held peer's full page starves the others")
+}
+
+// stallRelay blocks FetchBundle for one peer until release (or ctx ends).
+type stallRelay struct {
+	*enginetest.Endpoint
+	peer    engine.Address
+	skip    atomic.Int32 // calls let through before stalling
+	entered chan struct{}
+	release chan struct{}
+	submits atomic.Int32
+}
+
+func (s *stallRelay) FetchBundle(ctx context.Context, peer engine.Address) (wire.Bundle, error) {
+	if peer == s.peer && s.skip.Add(-1) < 0 {
+		select {
+		case s.entered <- struct{}{}:
+		default:
+		}
+		select {
+		case <-s.release:
+		case <-ctx.Done():
+			return wire.Bundle{}, ctx.Err()
+		}
+	}
+	return s.Endpoint.FetchBundle(ctx, peer)
+}
+
+func (s *stallRelay) Submit(ctx context.Context, env wire.Envelope) error {
+	s.submits.Add(1)
+	return s.Endpoint.Submit(ctx, env)
+}
+
+func (s *stallRelay) SubmitBatch(ctx context.Context, envs []wire.Envelope) []error {
+	return enginetest.SubmitEach(ctx, s.Submit, envs)
+}
+
+// TestStalledBundleDoesNotStopReceiving: while one bundle fetch of the
+// pump never returns, the loop still receives.
+func TestStalledBundleDoesNotStopReceiving(t *testing.T) {
+	w := newWorld(t)
+	var sr *stallRelay
+	carol := engine.MustParseAddress("carol/1")
+	w.relay = func(a engine.Address, e *enginetest.Endpoint) engine.Relay {
+		if a.String() != "alice/1" {
+			return e
+		}
+		sr = &stallRelay{Endpoint: e, peer: carol, entered: make(chan struct{}, 1), release: make(chan struct{})}
+		return sr
+	}
+	alice, bob := w.device("alice/1"), w.device("bob/1")
+	w.device("carol/1")
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); alice.c.Run(ctx) }()
+	defer func() { cancel(); wg.Wait() }()
+	if _, err := alice.c.Enqueue(ctx, []engine.SendRequest{{Peer: carol, Body: []byte("hi carol")}}); err != nil {
+		t.Fatal(err)
+	}
+	<-sr.entered
+	defer close(sr.release)
+	bob.send(alice, "from bob")
+	alice.c.SyncNow()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if n, _ := alice.c.CountInbound(context.Background(), nil); n > 0 {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatal("alice's loop received nothing in 5s while one bundle fetch hangs")
+}
+
+// TestRetryDuringPumpSendsOnce: a Retry while the pump waits for a bundle
+// sends the message; the pump then finds it sent and does not send it again.
+func TestRetryDuringPumpSendsOnce(t *testing.T) {
+	w := newWorld(t)
+	var sr *stallRelay
+	w.relay = func(a engine.Address, e *enginetest.Endpoint) engine.Relay {
+		if a.String() != "alice/1" {
+			return e
+		}
+		sr = &stallRelay{Endpoint: e, peer: engine.MustParseAddress("bob/1"), entered: make(chan struct{}, 1), release: make(chan struct{})}
+		return sr
+	}
+	alice, bob := w.device("alice/1"), w.device("bob/1")
+	ctx := context.Background()
+	if _, err := alice.c.Enqueue(ctx, []engine.SendRequest{{Peer: bob.addr, Body: []byte("once")}}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan []engine.SendResult, 1)
+	go func() { r, _ := alice.c.Pump(ctx); done <- r }()
+	<-sr.entered     // the pump read Unsent and waits on the bundle
+	sr.skip.Store(1) // the retry's fetch passes
+	before := sr.submits.Load()
+	alice.retry(bob)
+	close(sr.release)
+	<-done
+	if n := sr.submits.Load() - before; n != 1 {
+		t.Fatalf("one message, %d envelopes handed off (retry + pump)", n)
+	}
 }

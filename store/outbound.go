@@ -18,7 +18,8 @@ const (
 	sqlOutbound            = "SELECT seq, created_at, sealed_frame FROM outbound WHERE recipient = ? AND id = ?"
 	sqlPendingOutbound     = "SELECT seq, recipient, id, created_at, sealed_frame FROM outbound WHERE seq > ? ORDER BY seq LIMIT ?"
 	sqlPendingOutboundPeer = "SELECT seq, recipient, id, created_at, sealed_frame FROM outbound WHERE recipient = ? AND seq > ? ORDER BY seq LIMIT ?"
-	sqlUnsentOutbound      = "SELECT seq, recipient, id, created_at, sealed_frame FROM outbound o WHERE NOT EXISTS (SELECT 1 FROM attempt a WHERE a.peer = o.recipient AND a.id = o.id) ORDER BY seq LIMIT ?"
+	sqlUnsentOutbound      = "SELECT seq, recipient, id, created_at, sealed_frame FROM outbound o WHERE seq > ? AND NOT EXISTS (SELECT 1 FROM attempt a WHERE a.peer = o.recipient AND a.id = o.id) ORDER BY seq LIMIT ?"
+	sqlUnsentOutboundPeer  = "SELECT seq, recipient, id, created_at, sealed_frame FROM outbound o WHERE recipient = ? AND seq > ? AND NOT EXISTS (SELECT 1 FROM attempt a WHERE a.peer = o.recipient AND a.id = o.id) ORDER BY seq LIMIT ?"
 	sqlCountOutbound       = "SELECT count(*) FROM outbound"
 	sqlCountOutboundPeer   = "SELECT count(*) FROM outbound WHERE recipient = ?"
 )
@@ -196,15 +197,13 @@ func (db *DB) PendingOutbound(ctx context.Context, q engine.PageQuery) ([]engine
 	return db.scanOutbound(rows)
 }
 
-// Unsent returns up to limit (at most 1000) pending messages that were never
-// encrypted, oldest first: stored by a Hold, with no attempt yet.
-func (db *DB) Unsent(ctx context.Context, limit int) ([]engine.OutboundMessage, error) {
-	if err := db.checkOpen("read unsent messages"); err != nil {
-		return nil, err
-	}
-	rows, err := db.query(ctx, sqlUnsentOutbound, pageLimit(limit))
+// Unsent pages the pending messages that were never encrypted (stored by a
+// Hold, with no attempt yet) in send order: sequence numbers above q.After,
+// only to q.Peer when set, at most q.Limit (at most 1000).
+func (db *DB) Unsent(ctx context.Context, q engine.PageQuery) ([]engine.OutboundMessage, error) {
+	rows, err := db.pendingPage(ctx, q, sqlUnsentOutboundPeer, sqlUnsentOutbound)
 	if err != nil {
-		return nil, db.readErr("read unsent messages", err)
+		return nil, err
 	}
 	return db.scanOutbound(rows)
 }

@@ -225,7 +225,8 @@ func TestQueryPlans(t *testing.T) {
 		// The pending messages are read in send order, each checked by
 		// key for an attempt: the scan is of what is pending, which the
 		// caps bound.
-		{sqlUnsentOutbound, []any{10}, []string{"SCAN o"}},
+		{sqlUnsentOutbound, []any{0, 10}, []string{"SCAN o"}},
+		{sqlUnsentOutboundPeer, []any{"bob/1", 0, 10}, nil},
 		{sqlPendingInbound, []any{0, 10}, nil},
 		{sqlPendingInboundPeer, []any{"bob/1", 0, 10}, nil},
 		{sqlHistory, []any{"bob/1", 1 << 62, 100, 10}, nil},
