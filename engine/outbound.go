@@ -21,6 +21,20 @@ type SendRequest struct {
 	id   *wire.LogicalID
 }
 
+// encode encodes the request's frame under id: a text message's frame
+// here, a file manifest's by the file code.
+func (r SendRequest) encode(id wire.LogicalID) ([]byte, error) {
+	if r.file {
+		return encodeManifestFrame(id, r.Body)
+	}
+	return encodeTextFrame(id, r.Body)
+}
+
+// encodeTextFrame encodes a text message's frame: an application frame.
+func encodeTextFrame(id wire.LogicalID, body []byte) ([]byte, error) {
+	return wire.EncodeFrame(wire.Frame{Kind: wire.FrameApplication, ID: id, Body: body})
+}
+
 // SendResult is the outcome of one message of a batch: its logical ID, and
 // Err when it was not stored (any error but *MessageNotSentError) or stored
 // but not handed off (*MessageNotSentError: it stays pending).
@@ -60,7 +74,7 @@ func (c *Client) SendBatch(ctx context.Context, reqs []SendRequest) ([]SendResul
 		} else if _, err := c.cfg.Random.Read(results[i].ID[:]); err != nil {
 			return nil, fmt.Errorf("send: logical id: %w", err)
 		}
-		f, err := encodeSendFrame(results[i].ID, r)
+		f, err := r.encode(results[i].ID)
 		if err != nil {
 			results[i].Err = fmt.Errorf("send to %s: %w", r.Peer, err)
 			continue
