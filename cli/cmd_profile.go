@@ -77,7 +77,7 @@ func cmdRelaySettings(ctx context.Context, env *cliEnv, cmd *command, args []str
 			return err
 		}
 		// A replaced relay holds nothing of this device yet.
-		if err := p.Client.Maintain(ctx); err != nil {
+		if err := p.Client.RefreshPreKeys(ctx); err != nil {
 			fmt.Fprintf(env.stderr, "parley relay-settings: bundle not published yet: %s; the next command that reaches the relay publishes it\n", textLine(explain(env, err)))
 		}
 	}
@@ -144,7 +144,7 @@ func cmdInit(ctx context.Context, env *cliEnv, cmd *command, args []string) erro
 	}
 	key := p.Client.Identity()
 	published := true
-	if err := p.Client.Maintain(ctx); err != nil {
+	if err := p.Client.RefreshPreKeys(ctx); err != nil {
 		if errors.Is(err, transport.ErrAddressTaken) {
 			// The relay says so: this profile could never connect.
 			p.Close()

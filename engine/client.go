@@ -98,8 +98,8 @@ type Client struct {
 	nextMaintain    time.Time
 	nextPoolTopUp   time.Time
 	kick            chan struct{} // SyncNow
-	life            context.Context
-	endLife         context.CancelFunc // Close: ends every Run
+	lifetime        context.Context
+	endLifetime     context.CancelFunc // Close: ends every Run
 	loops           sync.WaitGroup     // running Run calls
 
 	// Recovery requests sent lately (recovery.go), and since when the
@@ -155,7 +155,7 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 		marker: prof.MarkerWritten, presented: prof.MarkerPresented,
 		policy: cfg.Policy.withDefaults(), retries: make(map[Address]*retryState), envelopes: make(map[wire.EnvelopeID]sentEnvelope), kick: make(chan struct{}, 1),
 	}
-	c.life, c.endLife = context.WithCancel(context.Background())
+	c.lifetime, c.endLifetime = context.WithCancel(context.Background())
 	for _, r := range prof.SignedPreKeys {
 		switch r.Kind {
 		case PreKeySigned:
@@ -260,7 +260,7 @@ func (c *Client) Close() error {
 	}
 	c.closed = true
 	c.mu.Unlock()
-	c.endLife()
+	c.endLifetime()
 	c.loops.Wait()
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()

@@ -66,7 +66,7 @@ func (c *Client) SendRawFrame(ctx context.Context, peer Address, frame []byte) e
 	}
 	cover, _ := wire.EncodeFrame(wire.Frame{Kind: wire.FrameApplication, ID: id, Body: []byte{}})
 	plan := Send{Recipient: peer, ID: id, Frame: cover, Body: []byte{}, At: c.cfg.Now(), Session: sw, Pin: pin, Out: Outgoing{Envelope: env, Owner: id}}
-	if _, err := c.commitWork(ctx, work, []Plan{plan}); err != nil {
+	if _, err := c.applyWork(ctx, work, []Plan{plan}); err != nil {
 		return err
 	}
 	if errs := c.handOffMessages(ctx, "raw", []wire.Envelope{env}, []wire.LogicalID{id}); errs[0] != nil {
@@ -139,6 +139,6 @@ func (c *Client) SpendSendWindow(ctx context.Context, peer Address, id wire.Logi
 	}
 	ps.session, ps.version = cand, ps.version+1
 	plan := Retry{Recipient: peer, ID: id, Session: sw, Out: Outgoing{Envelope: env, Owner: id}, At: c.cfg.Now()}
-	_, err = c.commitWork(ctx, map[Address]*peerState{peer: &ps}, []Plan{plan})
+	_, err = c.applyWork(ctx, map[Address]*peerState{peer: &ps}, []Plan{plan})
 	return err
 }

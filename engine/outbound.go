@@ -119,7 +119,7 @@ func (c *Client) SendBatch(ctx context.Context, reqs []SendRequest) ([]SendResul
 	if len(plans) == 0 {
 		return results, nil
 	}
-	receipts, err := c.commitWork(ctx, work, plans)
+	receipts, err := c.applyWork(ctx, work, plans)
 	if err != nil {
 		return nil, err
 	}
@@ -363,7 +363,7 @@ func (c *Client) retryOne(ctx context.Context, peer Address, m OutboundMessage) 
 		ps.pinned = pin
 	}
 	plan := Retry{Recipient: peer, ID: m.ID, Session: sw, Pin: pin, Out: Outgoing{Envelope: env, Owner: m.ID}, At: c.cfg.Now()}
-	if _, err := c.commitWork(ctx, map[Address]*peerState{peer: &ps}, []Plan{plan}); err != nil {
+	if _, err := c.applyWork(ctx, map[Address]*peerState{peer: &ps}, []Plan{plan}); err != nil {
 		return fmt.Errorf("retry %x to %s: %w", m.ID[:], peer, err)
 	}
 	if err := c.fail("retry", "after-swap"); err != nil {

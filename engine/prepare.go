@@ -12,7 +12,7 @@ import (
 // Preparing. Each staged row becomes one plan, prepared in memory on copies
 // of the state with every cryptographic step done first. prepareReceive
 // opens the envelope and hands it, by its type, to prepareRecovery
-// (recovery.go), preparePreKey (prekeymessage.go) or prepareRatchet; an
+// (recovery.go), preparePreKey (initiation.go) or prepareRatchet; an
 // envelope that a session step opened goes on to prepareFrame. Each returns
 // one verdict value. A verdict on the envelope (malformed, forged, stale,
 // collision...) is a plan with an error result; only a failure to prepare

@@ -788,7 +788,7 @@ func TestApplyBatch(t *testing.T) {
 		}
 	}
 	if !slices.Equal(begins, []string{"pairwise-send/before-begin"}) ||
-		!slices.Equal(commits, []string{"pairwise-send/before-commit", "pairwise-send/after-commit"}) {
+		!slices.Equal(commits, []string{"pairwise-send/before-persist", "pairwise-send/after-persist"}) {
 		t.Errorf("batch transaction points = %v %v, want them once with the first plan's kind", begins, commits)
 	}
 	if !slices.Contains(points, "ack-receive/stmt-outbound-delete-after") || !slices.Contains(points, "stage/stmt-inbox-insert-before") {

@@ -135,7 +135,7 @@ func (w *world) create(ctx context.Context, addr engine.Address) (*tui.Attachmen
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", addr, err)
 	}
-	if err := prof.Engine().Maintain(ctx); err != nil {
+	if err := prof.Engine().RefreshPreKeys(ctx); err != nil {
 		prof.Close()
 		return nil, fmt.Errorf("publish prekeys of %s: %w", addr, err)
 	}
