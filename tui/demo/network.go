@@ -27,9 +27,10 @@ var errUnplugged = fmt.Errorf("demo: link unplugged: %w", engine.ErrRelayUnreach
 // (RelayFeatures).
 type faultRelay struct {
 	engine.Relay
-	self  engine.Address
-	notes chan<- eventlog.Entry
-	now   func() time.Time
+	noStatuses bool // envelope statuses stop here (world.noDeviceWord)
+	self       engine.Address
+	notes      chan<- eventlog.Entry
+	now        func() time.Time
 
 	mu        sync.Mutex
 	dropMsg   map[engine.Address]int
@@ -233,4 +234,14 @@ func (f *faultRelay) disarm() bool {
 func (f *faultRelay) RelayFeatures() (wire.FeatureSet, bool) {
 	fs, known := f.Relay.RelayFeatures()
 	return fs &^ wire.FeatureEnvelopeStatus, known
+}
+
+// EnvelopeStatuses implements engine.EnvelopeNews: the connection's, unless
+// they are stopped here.
+func (f *faultRelay) EnvelopeStatuses() []wire.EnvelopeStatus {
+	sts := f.Relay.EnvelopeStatuses()
+	if f.noStatuses {
+		return nil
+	}
+	return sts
 }

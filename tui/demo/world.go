@@ -60,6 +60,10 @@ type world struct {
 	now      func() time.Time
 	random   func(self engine.Address, install int) engine.Randomness
 	policy   engine.Policy
+	// noDeviceWord stops the relay's envelope statuses at the demo's
+	// relay (the golden frames, which must not depend on when a push
+	// arrives).
+	noDeviceWord bool
 
 	mu   sync.Mutex
 	devs map[engine.Address]*device
@@ -107,6 +111,7 @@ func (w *world) openOptions(d *device, install int) (OpenOptions, func() *faultR
 		Engine: engine.Config{Now: w.now, Random: w.random(d.addr, install), Policy: w.devicePolicy(d)},
 		Wrap: func(r engine.Relay) engine.Relay {
 			faults = newFaultRelay(r, d.addr, d.notes, w.now)
+			faults.noStatuses = w.noDeviceWord
 			w.mu.Lock()
 			held, un := d.held, d.unplugged
 			w.mu.Unlock()
