@@ -13,7 +13,10 @@ import (
 // TestOnlyTheEngineReleases keeps the protocol's ordering in one place:
 // outside package engine, no code calls a relay's Release, except a method
 // named Release that forwards it (a relay wrapper) and tests. The engine's
-// loop releases exactly the leases it staged.
+// loop releases exactly the leases it staged. Only files that import the
+// engine or the relay client (transport) can hold a relay to release
+// leases on; the relay server's own lease table (relaystore) has a Release
+// of its own, the other side of the same lease, which this does not bind.
 func TestOnlyTheEngineReleases(t *testing.T) {
 	fset := token.NewFileSet()
 	checked := 0
@@ -35,6 +38,9 @@ func TestOnlyTheEngineReleases(t *testing.T) {
 			return err
 		}
 		checked++
+		if !importsClient(f) {
+			return nil
+		}
 		for _, decl := range f.Decls {
 			fn, ok := decl.(*ast.FuncDecl)
 			if !ok || fn.Body == nil || (fn.Recv != nil && fn.Name.Name == "Release") {
@@ -59,4 +65,15 @@ func TestOnlyTheEngineReleases(t *testing.T) {
 	if checked < 20 {
 		t.Fatalf("checked %d files; the walk is broken", checked)
 	}
+}
+
+// importsClient reports whether f imports the engine or the relay client.
+func importsClient(f *ast.File) bool {
+	for _, imp := range f.Imports {
+		switch strings.Trim(imp.Path.Value, `"`) {
+		case "github.com/parley-chat/parley/engine", "github.com/parley-chat/parley/transport":
+			return true
+		}
+	}
+	return false
 }
