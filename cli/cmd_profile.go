@@ -200,11 +200,10 @@ func cmdSafetyNumber(ctx context.Context, env *cliEnv, cmd *command, args []stri
 		return err
 	}
 	defer closeProfile(p)
-	if key, err := p.Client.PinnedIdentity(ctx, peer); err == nil && key == nil {
-		return fmt.Errorf("no identity of %s known yet: a first message to or from it brings one", peer)
-	}
 	n, err := p.Client.SafetyNumber(ctx, peer)
-	if err != nil {
+	if errors.Is(err, engine.ErrNoIdentityPinned) {
+		return fmt.Errorf("no identity of %s known yet: a first message to or from it brings one", peer)
+	} else if err != nil {
 		return err
 	}
 	printer{env.stdout, *f.json}.record([]kv{{"peer", peer.String()}, {"safety_number", n}})

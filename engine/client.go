@@ -370,19 +370,15 @@ func (c *Client) SafetyNumber(ctx context.Context, peer Address) (string, error)
 		return "", err
 	}
 	if ps.pinned == nil {
-		return "", fmt.Errorf("safety number with %s: no identity pinned yet", peer)
+		return "", fmt.Errorf("safety number with %s: %w", peer, ErrNoIdentityPinned)
 	}
 	return SafetyNumber(c.self, c.id.Public(), peer, *ps.pinned), nil
 }
 
-// PinnedIdentity returns the identity pinned for a peer, or nil.
-func (c *Client) PinnedIdentity(ctx context.Context, peer Address) (*IdentityKey, error) {
-	ps, err := c.snapshot(ctx, peer)
-	if err != nil {
-		return nil, err
-	}
-	return ps.pinned, nil
-}
+// ErrNoIdentityPinned means a safety number was asked of a peer whose
+// identity this device has not pinned yet: no message went either way, and
+// no identity was accepted.
+var ErrNoIdentityPinned = errors.New("no identity pinned yet")
 
 // isCancel reports whether err is a cancellation, which propagates instead of
 // being reported as a failed ACK.

@@ -24,6 +24,27 @@ func (c *Client) SweepRequestsBefore(ctx context.Context, before time.Time) (int
 	return c.sweepLocked(ctx, before)
 }
 
+// Stage is the loop's durable stage of leased envelopes, for tests that
+// run the receive steps one by one.
+func (c *Client) Stage(ctx context.Context, leased []Leased) ([]int64, error) {
+	return c.stage(ctx, leased)
+}
+
+// ProcessStaged processes the staged rows as the loop does under a policy
+// that does not commit on arrival.
+func (c *Client) ProcessStaged(ctx context.Context) ([]ReceiveResult, error) {
+	return c.processStaged(ctx, false)
+}
+
+// PinnedIdentity returns the identity pinned for a peer, or nil.
+func (c *Client) PinnedIdentity(ctx context.Context, peer Address) (*IdentityKey, error) {
+	ps, err := c.snapshot(ctx, peer)
+	if err != nil {
+		return nil, err
+	}
+	return ps.pinned, nil
+}
+
 // ProcessStagedCommitting processes the staged rows as the loop does under
 // CommitOnArrival: each new delivery is committed in the transaction that
 // receives it.

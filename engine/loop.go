@@ -115,7 +115,7 @@ func (c *Client) Sync(ctx context.Context) (SyncResult, error) {
 			}
 			leased := all[:n]
 			all = all[n:]
-			if _, err := c.Stage(ctx, leased); err != nil {
+			if _, err := c.stage(ctx, leased); err != nil {
 				return out, &SyncError{Op: "stage", Err: err}
 			}
 			rows := make([]uint64, len(leased))

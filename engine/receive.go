@@ -8,15 +8,19 @@ import (
 	"github.com/parley-chat/parley/wire"
 )
 
-// Receiving. Staged envelopes come in through Stage (durable before the
-// relay's leases are released) and leave through ProcessStaged, which
+// Receiving. Staged envelopes come in through stage (durable before the
+// relay's leases are released) and leave through processStaged, which
 // prepares one plan per row (prepare.go) and applies a page of them in one
 // transaction; only after that commit do the session copies become live,
-// the ACKs and recovery requests go out and the events are emitted.
+// the ACKs and recovery requests go out and the events are emitted. Both
+// are unexported: only the loop (Sync) runs them, in that order, so that no
+// caller can run the receive steps out of order (tests reach them through
+// export_test.go).
 
-// Stage writes leased envelopes, complete and unparsed, to the durable staging area.
-// Only after it returns may their leases be released at the relay.
-func (c *Client) Stage(ctx context.Context, leased []Leased) ([]int64, error) {
+// stage writes leased envelopes, complete and unparsed, to the durable
+// staging area. Only after it returns may their leases be released at the
+// relay.
+func (c *Client) stage(ctx context.Context, leased []Leased) ([]int64, error) {
 	if len(leased) == 0 {
 		return nil, nil
 	}
@@ -34,18 +38,13 @@ func (c *Client) Stage(ctx context.Context, leased []Leased) ([]int64, error) {
 	return r.Rows, nil
 }
 
-// ProcessStaged processes the durable staging area in arrival order, in bounded
-// pages, each page applied in one transaction (group commit) with every
+// processStaged processes the durable staging area in arrival order, in
+// bounded pages, each page applied in one transaction (group commit) with every
 // receive all-or-nothing on its own. A receive that fails rolls back
 // entirely; its row is then quarantined (with the durable retirement, for a
 // collision) so that it does not block later rows. It returns one result per
 // processed row. After the commit it hands off the ACKs of repeated finalized
-// messages and emits the events.
-func (c *Client) ProcessStaged(ctx context.Context) ([]ReceiveResult, error) {
-	return c.processStaged(ctx, false)
-}
-
-// processStaged is ProcessStaged; with commit, each new delivery that
+// messages and emits the events. With commit, each new delivery that
 // CommitOnArrival would commit is committed in the transaction that
 // receives it (CommitEffect).
 func (c *Client) processStaged(ctx context.Context, commit bool) ([]ReceiveResult, error) {

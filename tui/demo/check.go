@@ -357,7 +357,7 @@ func changedShown(i int, shown bool) check {
 		if err != nil {
 			return err
 		}
-		if pin, err := c.PinnedIdentity(v.ctx, p.Peer); err != nil || pin == nil || !pin.Equal(peer.Identity()) {
+		if pin, err := pinOf(v.ctx, c, peer); err != nil || pin != pinCurrent {
 			return fmt.Errorf("%s has not pinned %s's new identity (%v)", p.Self, p.Peer, err)
 		}
 		return nil

@@ -28,7 +28,7 @@ func (w *world) joinHeadless(ctx context.Context, addr engine.Address) (bool, er
 	if d == nil {
 		pol := w.policy
 		pol.Commit = engine.CommitOnArrival
-		d = &device{addr: addr, notes: make(chan eventlog.Entry, 64), policy: pol.WithDefaults()}
+		d = &device{addr: addr, notes: make(chan eventlog.Entry, 64), policy: pol}
 		w.devs[addr] = d
 	}
 	w.mu.Unlock()
