@@ -72,12 +72,14 @@ type Client struct {
 	relay Relay
 	store Store
 
-	// sendMu orders every envelope the client produces (sends, retries and
-	// ACKs) and serialises receive processing, which may produce ACKs. It is
-	// taken before mu.
-	sendMu sync.Mutex
+	// The six mutexes are taken in one order (lockorder.go): syncMu,
+	// sendMu, loopMu, mu, recoveryMu, eventMu.
 
-	mu       sync.Mutex
+	// sendMu orders every envelope the client produces (sends, retries and
+	// ACKs) and serialises receive processing, which may produce ACKs.
+	sendMu rankedMutex
+
+	mu       rankedMutex
 	peers    map[Address]*peerState
 	spks     map[uint32]*session.SignedPreKey
 	kems     map[uint32]*session.KEMPreKey
@@ -86,8 +88,8 @@ type Client struct {
 
 	// The receive loop (loop.go, policy.go). syncMu makes rounds one at a time;
 	// loopMu guards the policy and the schedules.
-	syncMu          sync.Mutex
-	loopMu          sync.Mutex
+	syncMu          rankedMutex
+	loopMu          rankedMutex
 	policy          Policy
 	commitPending   bool // commit everything pending at the next round
 	retries         map[Address]*retryState
@@ -104,14 +106,14 @@ type Client struct {
 
 	// Recovery requests sent lately (recovery.go), and since when the
 	// sending window of a peer has been full (window.go).
-	recoveryMu sync.Mutex
+	recoveryMu rankedMutex
 	recovery   recoveryLimits
 	windowFull map[Address]time.Time
 
 	transfers transferSlots // file transfers at once (file.go)
 
 	events    chan Event
-	eventMu   sync.Mutex
+	eventMu   rankedMutex
 	lost      bool   // an event was dropped: the next one is a resync
 	marker    uint64 // presentation marker of the last visible commit
 	emitted   uint64 // marker as of the last event put on the channel
@@ -155,6 +157,7 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 		marker: prof.MarkerWritten, presented: prof.MarkerPresented,
 		policy: cfg.Policy.withDefaults(), retries: make(map[Address]*retryState), envelopes: make(map[wire.EnvelopeID]sentEnvelope), kick: make(chan struct{}, 1),
 	}
+	c.rankLocks()
 	c.lifetime, c.endLifetime = context.WithCancel(context.Background())
 	for _, r := range prof.SignedPreKeys {
 		switch r.Kind {

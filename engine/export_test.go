@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/parley-chat/parley/wire"
@@ -162,4 +163,34 @@ func (c *Client) SpendSendWindow(ctx context.Context, peer Address, id wire.Logi
 	plan := Retry{Recipient: peer, ID: id, Session: sw, Out: Outgoing{Envelope: env, Owner: id}, At: c.cfg.Now()}
 	_, err = c.applyWork(ctx, map[Address]*peerState{peer: &ps}, []Plan{plan})
 	return err
+}
+
+// CheckLockOrder switches the lock-order checker (lockorder.go) on until
+// the returned function is called; that reports the pairs of a client's
+// mutexes seen nested ("held → taken") and every violation of the order.
+func CheckLockOrder() func() (nested, violations []string) {
+	lockOrder.mu.Lock()
+	lockOrder.held, lockOrder.nested, lockOrder.violations = nil, nil, nil
+	lockOrder.mu.Unlock()
+	lockOrder.on.Store(true)
+	return func() ([]string, []string) {
+		lockOrder.on.Store(false)
+		lockOrder.mu.Lock()
+		defer lockOrder.mu.Unlock()
+		var nested []string
+		for p := range lockOrder.nested {
+			nested = append(nested, p[0].String()+" → "+p[1].String())
+		}
+		slices.Sort(nested)
+		return nested, lockOrder.violations
+	}
+}
+
+// LockBackwards takes eventMu, then syncMu, against the order: the checker
+// must report it.
+func (c *Client) LockBackwards() {
+	c.eventMu.Lock()
+	c.syncMu.Lock()
+	c.syncMu.Unlock()
+	c.eventMu.Unlock()
 }
