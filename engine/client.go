@@ -72,8 +72,13 @@ type Client struct {
 	relay Relay
 	store Store
 
-	// The six mutexes are taken in one order (lockorder.go): syncMu,
-	// sendMu, loopMu, mu, recoveryMu, eventMu.
+	// The seven mutexes are taken in one order (lockorder.go): syncMu,
+	// pumpMu, sendMu, loopMu, mu, recoveryMu, eventMu.
+
+	// pumpMu makes the outbox pump (outbox.go) run one at a time, so that
+	// each peer's unsent messages leave in the order they were stored. It
+	// is never held by receive processing.
+	pumpMu rankedMutex
 
 	// sendMu orders every envelope the client produces (sends, retries and
 	// ACKs) and serialises receive processing, which may produce ACKs.
@@ -85,6 +90,8 @@ type Client struct {
 	kems     map[uint32]*session.KEMPreKey
 	nextPKID uint32
 	closed   bool
+	// prefetched are bundles CheckPeer fetched for the pump (outbox.go).
+	prefetched map[Address]*fetchedBundle
 
 	// The receive loop (loop.go, policy.go). syncMu makes rounds one at a time;
 	// loopMu guards the policy and the schedules.
@@ -100,6 +107,8 @@ type Client struct {
 	nextMaintain    time.Time
 	nextPoolTopUp   time.Time
 	kick            chan struct{} // SyncNow
+	pumpWanted      bool          // stored messages wait for the pump (outbox.go)
+	pumpEpoch       uint64        // relay link epoch the pump last ran on
 	lifetime        context.Context
 	endLifetime     context.CancelFunc // Close: ends every Run
 	loops           sync.WaitGroup     // running Run calls

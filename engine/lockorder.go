@@ -9,21 +9,24 @@ import (
 	"sync/atomic"
 )
 
-// The lock order. A Client has six mutexes, and a goroutine takes them only
-// in this order: while it holds one, it never takes one listed above it.
+// The lock order. A Client has seven mutexes, and a goroutine takes them
+// only in this order: while it holds one, it never takes one listed above
+// it.
 //
 //  1. syncMu: one receive round at a time (Sync, SyncUntilIdle).
-//  2. sendMu: every envelope the client produces (sends, retries, ACKs,
+//  2. pumpMu: one pass of the outbox pump at a time (outbox.go); never held
+//     by receive processing.
+//  3. sendMu: every envelope the client produces (sends, retries, ACKs,
 //     group lanes, recovery requests) and receive processing, which
-//     produces ACKs. It is held across a bundle fetch and Submit, so a slow
-//     relay stalls receive processing too (the store-first send takes the
-//     network out from under it).
-//  3. loopMu: the loop's policy and schedules (retries, envelopes handed
-//     off, maintenance times).
-//  4. mu: the live peer states and the own prekeys.
-//  5. recoveryMu: the recovery requests sent lately and the full sending
+//     produces ACKs. The pump fetches bundles before it takes sendMu and
+//     hands envelopes off after it lets it go; Send, Retry and group sends
+//     still hold it across the network.
+//  4. loopMu: the loop's policy and schedules (retries, envelopes handed
+//     off, maintenance times, the pump's wish).
+//  5. mu: the live peer states and the own prekeys.
+//  6. recoveryMu: the recovery requests sent lately and the full sending
 //     windows.
-//  6. eventMu: the presentation markers and the event channel; emit takes
+//  7. eventMu: the presentation markers and the event channel; emit takes
 //     it from under any of the others, so it takes none.
 //
 // rankedMutex carries each mutex's place in the order. Tests switch a
@@ -39,6 +42,7 @@ type lockRank uint8
 
 const (
 	rankSync lockRank = iota + 1
+	rankPump
 	rankSend
 	rankLoop
 	rankPeers
@@ -46,7 +50,7 @@ const (
 	rankEvent
 )
 
-var rankNames = [...]string{rankSync: "syncMu", rankSend: "sendMu", rankLoop: "loopMu", rankPeers: "mu", rankRecovery: "recoveryMu", rankEvent: "eventMu"}
+var rankNames = [...]string{rankSync: "syncMu", rankPump: "pumpMu", rankSend: "sendMu", rankLoop: "loopMu", rankPeers: "mu", rankRecovery: "recoveryMu", rankEvent: "eventMu"}
 
 func (r lockRank) String() string {
 	if int(r) < len(rankNames) && rankNames[r] != "" {
@@ -83,7 +87,7 @@ func (c *Client) rankLocks() {
 	for _, m := range []struct {
 		m *rankedMutex
 		r lockRank
-	}{{&c.syncMu, rankSync}, {&c.sendMu, rankSend}, {&c.loopMu, rankLoop}, {&c.mu, rankPeers}, {&c.recoveryMu, rankRecovery}, {&c.eventMu, rankEvent}} {
+	}{{&c.syncMu, rankSync}, {&c.pumpMu, rankPump}, {&c.sendMu, rankSend}, {&c.loopMu, rankLoop}, {&c.mu, rankPeers}, {&c.recoveryMu, rankRecovery}, {&c.eventMu, rankEvent}} {
 		m.m.rank, m.m.owner = m.r, c
 	}
 }

@@ -10,7 +10,7 @@ import (
 )
 
 // TestLockOrder runs what takes a client's mutexes at once (sends both
-// ways, syncs, commits, retries, prekey refreshes, policy changes, a running
+// ways, stored first and pumped or not, syncs, commits, retries, prekey refreshes, policy changes, a running
 // loop) with the lock-order checker on: no goroutine may take a mutex while
 // it holds one at the same place in the order or later (lockorder.go). Run
 // it under -race too.
@@ -48,6 +48,10 @@ func TestLockOrder(t *testing.T) {
 	for _, d := range []struct{ me, peer *device }{{alice, bob}, {bob, alice}} {
 		c, peer := d.me.c, d.peer.addr
 		run(func(int) { _, _ = c.Send(w.ctx, peer, []byte("hello")) })
+		run(func(int) {
+			_, _ = c.Enqueue(w.ctx, []engine.SendRequest{{Peer: peer, Body: []byte("stored first")}})
+			_, _ = c.Pump(w.ctx)
+		})
 		run(func(int) { _, _ = c.Sync(w.ctx) })
 		run(func(int) {
 			msgs, _ := c.PendingInbound(w.ctx, engine.PageQuery{Limit: 10})
@@ -83,7 +87,7 @@ func TestLockOrder(t *testing.T) {
 	t.Logf("nested: %s", strings.Join(nested, ", "))
 	// The checker saw the nesting that matters; a checker that saw none
 	// would pass anything.
-	for _, want := range []string{"syncMu → sendMu", "sendMu → mu"} {
+	for _, want := range []string{"syncMu → sendMu", "pumpMu → sendMu", "sendMu → mu"} {
 		if !strings.Contains(strings.Join(nested, ","), want) {
 			t.Errorf("the checker never saw %s nested (saw %v)", want, nested)
 		}

@@ -225,12 +225,14 @@ func (c *Client) Run(ctx context.Context) error {
 
 	var lastFailure string
 	failures := 0
-	if c.Policy().Commit == CommitOnArrival {
-		c.loopMu.Lock()
+	c.loopMu.Lock()
+	if c.policy.Commit == CommitOnArrival {
 		c.commitPending = true
-		c.loopMu.Unlock()
 	}
+	c.pumpWanted = true // what an earlier process stored and never sent
+	c.loopMu.Unlock()
 	for {
+		c.pumpByLoop(ctx)
 		_, err := c.Sync(ctx)
 		if ctx.Err() != nil {
 			return nil

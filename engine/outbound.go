@@ -19,6 +19,10 @@ type SendRequest struct {
 	// before the upload, so that a resumed send cannot make it twice.
 	file bool
 	id   *wire.LogicalID
+	// ClearDraft forgets the draft to Peer in the transaction that stores
+	// the message (Enqueue): the composer's text is then the stored message
+	// or the draft, never both.
+	ClearDraft bool
 }
 
 // encode encodes the request's frame under id: a text message's frame
@@ -261,6 +265,12 @@ func (c *Client) sendHeldFirst(ctx context.Context, peer Address) (cause, err er
 // identity to pin when this is the peer's first, and ErrSendWindow when the
 // session it has may carry no further message yet (window.go).
 func (c *Client) ensureSession(ctx context.Context, ps *peerState, peer Address) (*IdentityKey, error) {
+	return c.ensureSessionFrom(ctx, ps, peer, nil)
+}
+
+// ensureSessionFrom is ensureSession with a bundle fetched before (pre, nil
+// when none was: then it fetches one when it needs it).
+func (c *Client) ensureSessionFrom(ctx context.Context, ps *peerState, peer Address, pre *fetchedBundle) (*IdentityKey, error) {
 	if ps.session != nil {
 		full := !canSend(ps.session)
 		c.noteWindow(peer, full)
@@ -269,8 +279,14 @@ func (c *Client) ensureSession(ctx context.Context, ps *peerState, peer Address)
 		}
 		return nil, nil
 	}
-	bundle, key, err := c.fetchBundle(ctx, peer)
-	if err != nil {
+	var (
+		bundle wire.Bundle
+		key    IdentityKey
+		err    error
+	)
+	if pre != nil {
+		bundle, key = pre.bundle, pre.key
+	} else if bundle, key, err = c.fetchBundle(ctx, peer); err != nil {
 		return nil, err
 	}
 	if ps.pinned != nil && !ps.pinned.Equal(key) {

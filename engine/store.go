@@ -44,6 +44,9 @@ type Store interface {
 
 	// PendingOutbound pages pending sent messages in send order.
 	PendingOutbound(ctx context.Context, q PageQuery) ([]OutboundMessage, error)
+	// Unsent returns up to limit pending messages never encrypted (stored
+	// by Hold, no attempt yet), oldest first: what the pump hands off.
+	Unsent(ctx context.Context, limit int) ([]OutboundMessage, error)
 	// CountOutbound counts pending sent messages (to Peer, when set).
 	CountOutbound(ctx context.Context, peer *Address) (int, error)
 	// PendingInbound pages pending received messages in arrival order.

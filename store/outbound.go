@@ -18,6 +18,7 @@ const (
 	sqlOutbound            = "SELECT seq, created_at, sealed_frame FROM outbound WHERE recipient = ? AND id = ?"
 	sqlPendingOutbound     = "SELECT seq, recipient, id, created_at, sealed_frame FROM outbound WHERE seq > ? ORDER BY seq LIMIT ?"
 	sqlPendingOutboundPeer = "SELECT seq, recipient, id, created_at, sealed_frame FROM outbound WHERE recipient = ? AND seq > ? ORDER BY seq LIMIT ?"
+	sqlUnsentOutbound      = "SELECT seq, recipient, id, created_at, sealed_frame FROM outbound o WHERE NOT EXISTS (SELECT 1 FROM attempt a WHERE a.peer = o.recipient AND a.id = o.id) ORDER BY seq LIMIT ?"
 	sqlCountOutbound       = "SELECT count(*) FROM outbound"
 	sqlCountOutboundPeer   = "SELECT count(*) FROM outbound WHERE recipient = ?"
 )
@@ -73,6 +74,11 @@ func (t *tx) hold(ctx context.Context, p engine.Hold) (engine.Receipt, error) {
 	}
 	if err := t.insertHistory(ctx, p.Recipient, engine.DirectionOut, p.ID, p.At, engine.SentPending, p.Body); err != nil {
 		return engine.Receipt{}, err
+	}
+	if p.ClearDraft {
+		if err := t.setDraft(ctx, engine.SetDraft{Peer: p.Recipient}); err != nil {
+			return engine.Receipt{}, err
+		}
 	}
 	m, err := t.bumpMarker(ctx)
 	return engine.Receipt{Seq: seq, Marker: m}, err
@@ -187,6 +193,25 @@ func (db *DB) PendingOutbound(ctx context.Context, q engine.PageQuery) ([]engine
 	if err != nil {
 		return nil, err
 	}
+	return db.scanOutbound(rows)
+}
+
+// Unsent returns up to limit (at most 1000) pending messages that were never
+// encrypted, oldest first: stored by a Hold, with no attempt yet.
+func (db *DB) Unsent(ctx context.Context, limit int) ([]engine.OutboundMessage, error) {
+	if err := db.checkOpen("read unsent messages"); err != nil {
+		return nil, err
+	}
+	rows, err := db.query(ctx, sqlUnsentOutbound, pageLimit(limit))
+	if err != nil {
+		return nil, db.readErr("read unsent messages", err)
+	}
+	return db.scanOutbound(rows)
+}
+
+// scanOutbound reads pending messages from rows of (seq, recipient, id,
+// created_at, sealed_frame), and closes rows.
+func (db *DB) scanOutbound(rows *sql.Rows) ([]engine.OutboundMessage, error) {
 	defer rows.Close()
 	var out []engine.OutboundMessage
 	for rows.Next() {
@@ -197,6 +222,7 @@ func (db *DB) PendingOutbound(ctx context.Context, q engine.PageQuery) ([]engine
 		if err := rows.Scan(&m.Seq, &to, &id, &created, &sealed); err != nil {
 			return nil, db.readErr("read pending messages", err)
 		}
+		var err error
 		if m.Recipient, err = engine.ParseAddress(to); err != nil {
 			return nil, fmt.Errorf("store: read pending message %d: %w: %w", m.Seq, engine.ErrMalformedState, err)
 		}

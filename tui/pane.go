@@ -142,16 +142,29 @@ func listen(s *Attachment) tea.Cmd {
 		case <-s.Done:
 			return clientEndedMsg{}
 		case e := <-s.Events:
+			// A note the demo's relay made during a hand-off is sent
+			// before the event that reports the hand-off: read the notes
+			// already waiting first, so that the log keeps that order.
+			var notes []eventlog.Entry
+		drain:
+			for len(notes) < 64 {
+				select {
+				case n := <-s.Notes:
+					notes = append(notes, n)
+				default:
+					break drain
+				}
+			}
 			batch := []engine.Event{e}
 			for len(batch) < 256 {
 				select {
 				case e := <-s.Events:
 					batch = append(batch, e)
 				default:
-					return eventsMsg{events: batch}
+					return eventsMsg{notes: notes, events: batch}
 				}
 			}
-			return eventsMsg{events: batch}
+			return eventsMsg{notes: notes, events: batch}
 		case n := <-s.Notes:
 			return noteMsg{entry: n}
 		}
@@ -214,6 +227,9 @@ func (p pane) Update(msg tea.Msg) (pane, tea.Cmd) {
 	case tea.KeyMsg:
 		return p.key(msg)
 	case eventsMsg:
+		for _, n := range msg.notes {
+			p.note(n)
+		}
 		return p.events(msg.events)
 	case noteMsg:
 		p.note(msg.entry)
@@ -407,7 +423,11 @@ func (p pane) key(k tea.KeyMsg) (pane, tea.Cmd) {
 func (p pane) events(evs []engine.Event) (pane, tea.Cmd) {
 	var cmds []tea.Cmd
 	for _, e := range evs {
-		p.note(eventlog.FromEvent(e))
+		if e.Kind != engine.EventStored {
+			// A stored message is in the outbox at once; the log waits
+			// for what the relay said of it.
+			p.note(eventlog.FromEvent(e))
+		}
 		switch e.Kind {
 		case engine.EventReceived:
 			r := e.Result

@@ -30,9 +30,13 @@ func (f *fakeClient) Conversations(context.Context) ([]engine.Conversation, erro
 func (f *fakeClient) History(context.Context, engine.Address, int64, int) ([]engine.HistoryEntry, error) {
 	return nil, nil
 }
-func (f *fakeClient) Send(_ context.Context, p engine.Address, b []byte) (wire.LogicalID, error) {
-	f.sent = append(f.sent, string(b))
-	return wire.LogicalID{1}, nil
+func (f *fakeClient) Enqueue(_ context.Context, reqs []engine.SendRequest) ([]engine.SendResult, error) {
+	out := make([]engine.SendResult, len(reqs))
+	for i, r := range reqs {
+		f.sent = append(f.sent, string(r.Body))
+		out[i].ID = wire.LogicalID{1}
+	}
+	return out, nil
 }
 func (f *fakeClient) PendingInbound(context.Context, engine.PageQuery) ([]engine.InboundMessage, error) {
 	return nil, nil

@@ -340,6 +340,8 @@ func FromEvent(e engine.Event) Entry {
 		}
 	case engine.EventSent:
 		return Entry{At: e.At, Name: "relay_accepted", Text: "to " + e.Peer.String() + " " + id + " (stays pending until " + e.Peer.String() + "'s ACK)", Level: Info}
+	case engine.EventStored:
+		return Entry{At: e.At, Name: "stored", Text: "to " + e.Peer.String() + " " + id + " (pending; handed to the relay next)", Level: Info}
 	case engine.EventNotSent:
 		return Entry{At: e.At, Name: "message_not_sent", Text: "to " + e.Peer.String() + " " + id + ": " + errText(e.Err) + " (pending; a retry sends it)", Level: Error}
 	case engine.EventFinalized:

@@ -161,7 +161,7 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 	case engine.Event:
 		m.states.Apply(msg)
 		switch msg.Kind {
-		case engine.EventSent, engine.EventNotSent, engine.EventAbandoned, engine.EventIdentityAccepted, engine.EventResync:
+		case engine.EventStored, engine.EventSent, engine.EventNotSent, engine.EventAbandoned, engine.EventIdentityAccepted, engine.EventResync:
 			return m, m.Reload()
 		case engine.EventReceived:
 			if msg.Result != nil && msg.Result.Kind == engine.ResultAcknowledgement {

@@ -371,7 +371,7 @@ func (m Model) event(e engine.Event) (Model, tea.Cmd) {
 		if r := e.Result; r != nil {
 			mine = r.Sender == m.peer && (r.Kind == engine.ResultAcknowledgement || r.Kind == engine.ResultDelivery)
 		}
-	case engine.EventSent, engine.EventTaken, engine.EventNotSent, engine.EventAbandoned, engine.EventIdentityAccepted, engine.EventFinalized:
+	case engine.EventStored, engine.EventSent, engine.EventTaken, engine.EventNotSent, engine.EventAbandoned, engine.EventIdentityAccepted, engine.EventFinalized:
 		mine = e.Peer == m.peer
 	}
 	if mine {
