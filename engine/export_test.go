@@ -186,11 +186,12 @@ func CheckLockOrder() func() (nested, violations []string) {
 	}
 }
 
-// LockBackwards takes eventMu, then syncMu, against the order: the checker
-// must report it.
-func (c *Client) LockBackwards() {
+// LockBackwards takes eventMu, then syncMu, against the order (reading the
+// policy under both): the checker must report it.
+func (c *Client) LockBackwards() Policy {
 	c.eventMu.Lock()
+	defer c.eventMu.Unlock()
 	c.syncMu.Lock()
-	c.syncMu.Unlock()
-	c.eventMu.Unlock()
+	defer c.syncMu.Unlock()
+	return c.policy
 }

@@ -95,7 +95,7 @@ func TestLockOrder(t *testing.T) {
 
 	// And it catches a mutex taken against the order.
 	stop = engine.CheckLockOrder()
-	alice.c.LockBackwards()
+	_ = alice.c.LockBackwards()
 	_, violations = stop()
 	stop = nil
 	if len(violations) != 1 || !strings.HasPrefix(violations[0], "syncMu taken while eventMu is held") {
