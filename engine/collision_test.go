@@ -160,7 +160,7 @@ func TestCollisionWinnerWithNothingPending(t *testing.T) {
 			for i, l := range leased {
 				rows[i] = l.Row
 			}
-			ep.Acknowledge(w.ctx, rows)
+			ep.Release(w.ctx, rows)
 			if r := winner.sync(); !hasError(r, engine.ErrSessionCollision) {
 				t.Fatalf("winner: %+v", r)
 			}
@@ -211,7 +211,7 @@ func TestStaleReplayCannotBreakTheSession(t *testing.T) {
 	for i, l := range lost {
 		rows[i] = l.Row
 	}
-	lep.Acknowledge(w.ctx, rows)
+	lep.Release(w.ctx, rows)
 	converge(t, alice, bob)
 	if got := winner.received(loser); len(got) != 1 {
 		t.Fatalf("the winner holds %q from the loser, want its message once", got)

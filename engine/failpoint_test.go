@@ -99,7 +99,7 @@ func (w fpWorld) do(addr, op string, fp engine.Failpoint) (err error) {
 	}
 	switch name {
 	case "maintain":
-		return c.Maintain(ctx)
+		return c.RefreshPreKeys(ctx)
 	case "draft":
 		return c.SaveDraft(ctx, peer, body)
 	case "enqueue":
@@ -130,7 +130,7 @@ func (w fpWorld) do(addr, op string, fp engine.Failpoint) (err error) {
 		for i, l := range leased {
 			rows[i] = l.Row
 		}
-		if err := ep.Acknowledge(ctx, rows); err != nil {
+		if err := ep.Release(ctx, rows); err != nil {
 			return err
 		}
 		if name == "stage" {

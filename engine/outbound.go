@@ -25,6 +25,20 @@ type SendRequest struct {
 	ClearDraft bool
 }
 
+// encode encodes the request's frame under id: a text message's frame
+// here, a file manifest's by the file code.
+func (r SendRequest) encode(id wire.LogicalID) ([]byte, error) {
+	if r.file {
+		return encodeManifestFrame(id, r.Body)
+	}
+	return encodeTextFrame(id, r.Body)
+}
+
+// encodeTextFrame encodes a text message's frame: an application frame.
+func encodeTextFrame(id wire.LogicalID, body []byte) ([]byte, error) {
+	return wire.EncodeFrame(wire.Frame{Kind: wire.FrameApplication, ID: id, Body: body})
+}
+
 // SendResult is the outcome of one message of a batch: its logical ID, and
 // Err when it was not stored (any error but *MessageNotSentError) or stored
 // but not handed off (*MessageNotSentError: it stays pending).
@@ -64,7 +78,7 @@ func (c *Client) SendBatch(ctx context.Context, reqs []SendRequest) ([]SendResul
 		} else if _, err := c.cfg.Random.Read(results[i].ID[:]); err != nil {
 			return nil, fmt.Errorf("send: logical id: %w", err)
 		}
-		f, err := encodeSendFrame(results[i].ID, r)
+		f, err := r.encode(results[i].ID)
 		if err != nil {
 			results[i].Err = fmt.Errorf("send to %s: %w", r.Peer, err)
 			continue
@@ -122,7 +136,7 @@ func (c *Client) SendBatch(ctx context.Context, reqs []SendRequest) ([]SendResul
 	if len(plans) == 0 {
 		return results, nil
 	}
-	receipts, err := c.commitWork(ctx, work, plans)
+	receipts, err := c.applyWork(ctx, work, plans)
 	if err != nil {
 		return nil, err
 	}
@@ -385,7 +399,7 @@ func (c *Client) retryOne(ctx context.Context, peer Address, m OutboundMessage) 
 		ps.pinned = pin
 	}
 	plan := Retry{Recipient: peer, ID: m.ID, Session: sw, Pin: pin, Out: Outgoing{Envelope: env, Owner: m.ID}, At: c.cfg.Now()}
-	if _, err := c.commitWork(ctx, map[Address]*peerState{peer: &ps}, []Plan{plan}); err != nil {
+	if _, err := c.applyWork(ctx, map[Address]*peerState{peer: &ps}, []Plan{plan}); err != nil {
 		return fmt.Errorf("retry %x to %s: %w", m.ID[:], peer, err)
 	}
 	if err := c.fail("retry", "after-swap"); err != nil {

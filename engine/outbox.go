@@ -50,7 +50,7 @@ func (c *Client) Enqueue(ctx context.Context, reqs []SendRequest) ([]SendResult,
 			results[i].Err = fmt.Errorf("send: %w: cannot send to the own device", ErrInvalidAddress)
 			continue
 		}
-		f, err := encodeSendFrame(results[i].ID, r)
+		f, err := r.encode(results[i].ID)
 		if err != nil {
 			results[i].Err = fmt.Errorf("send to %s: %w", r.Peer, err)
 			continue
@@ -203,7 +203,7 @@ func (c *Client) pumpPeer(ctx context.Context, peer Address) ([]SendResult, erro
 		plans, envs, ids, work, stopped, err = c.sealUnsent(ctx, peer, msgs, pre)
 	}
 	if err == nil && len(plans) > 0 {
-		receipts, err = c.commitWork(ctx, work, plans)
+		receipts, err = c.applyWork(ctx, work, plans)
 	}
 	c.sendMu.Unlock()
 	if err != nil {

@@ -121,7 +121,7 @@ type Retry struct {
 }
 
 // Stage writes complete envelopes, as received, to the durable staging area before
-// any parsing; only after its commit may the relay's leases be acknowledged.
+// any parsing; only after its commit may the relay's leases be released.
 type Stage struct {
 	Envelopes []StagedInput
 	At        time.Time

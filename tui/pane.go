@@ -266,11 +266,11 @@ func (p pane) Update(msg tea.Msg) (pane, tea.Cmd) {
 		return p, p.readTrace(msg.Peer, msg.ID, msg.Direction)
 	case traceMsg:
 		if msg.err != nil {
-			p.noteErr(engine.ErrorName(msg.err), msg.err, "reading a message's life")
+			p.noteErr(engine.ErrorName(msg.err), msg.err, "reading a message's trace")
 			return p, nil
 		}
 		cmd := p.setFocus(panelEvents)
-		p.ev().Show(eventlog.Entry{At: p.now(), Name: "life", Text: msg.text, Level: eventlog.Info})
+		p.ev().Show(eventlog.Entry{At: p.now(), Name: "trace", Text: msg.text, Level: eventlog.Info})
 		return p, cmd
 	case conversations.GroupCommandMsg:
 		return p, p.runGroupCommand(msg)
@@ -527,24 +527,24 @@ func (p pane) readTrace(peer engine.Address, id wire.LogicalID, dir engine.Direc
 	}
 	c, ctx, self, other := p.att.Client, p.ctx, p.self, p.hooks.Peers
 	return func() tea.Msg {
-		own, err := c.Life(ctx, peer, id, dir)
+		own, err := c.Trace(ctx, peer, id, dir)
 		if err != nil {
 			return traceMsg{err: err}
 		}
-		var theirs *engine.Life
+		var theirs *engine.Trace
 		if other != nil {
 			if oc := other(peer); oc != nil {
 				back := engine.DirectionIn
 				if dir == engine.DirectionIn {
 					back = engine.DirectionOut
 				}
-				if l, err := oc.Life(ctx, self, id, back); err == nil {
+				if l, err := oc.Trace(ctx, self, id, back); err == nil {
 					theirs = &l
 				}
 			}
 		}
 		msg := traceMsg{id: id, text: tracetext.Draw(self, own, theirs)}
-		for _, l := range []*engine.Life{&own, theirs} {
+		for _, l := range []*engine.Trace{&own, theirs} {
 			if l != nil {
 				for _, a := range l.Attempts {
 					msg.envs = append(msg.envs, a.Envelope)

@@ -60,8 +60,8 @@ func (f *fakeClient) ResyncRequired() bool                                      
 func (f *fakeClient) MarkPresented(context.Context) error                           { return nil }
 func (f *fakeClient) SafetyNumber(context.Context, engine.Address) (string, error)  { return "", nil }
 func (f *fakeClient) Policy() engine.Policy                                         { return engine.Policy{} }
-func (f *fakeClient) Life(_ context.Context, peer engine.Address, id wire.LogicalID, dir engine.Direction) (engine.Life, error) {
-	return engine.Life{Peer: peer, ID: id, Direction: dir, State: "unknown"}, nil
+func (f *fakeClient) Trace(_ context.Context, peer engine.Address, id wire.LogicalID, dir engine.Direction) (engine.Trace, error) {
+	return engine.Trace{Peer: peer, ID: id, Direction: dir, State: "unknown"}, nil
 }
 func (f *fakeClient) Contacts(context.Context) (map[engine.Address]string, error) {
 	return f.names, nil

@@ -88,7 +88,7 @@ func TestGolden(t *testing.T) {
 			d.typeText("n")
 			d.waitFor("match 2 of 2")
 		}},
-		{name: "life_after_collision", alice: true, drive: func(d *demoRun) {
+		{name: "trace_after_collision", alice: true, drive: func(d *demoRun) {
 			d.playCollision()
 			d.alt('2')
 			d.typeText("/")
@@ -96,7 +96,7 @@ func TestGolden(t *testing.T) {
 			d.key(tea.KeyEnter)
 			d.waitFor("match 1 of 2")
 			d.typeText("t")
-			d.waitFor("Event · life")
+			d.waitFor("Event · trace")
 		}},
 		{name: "theme_dark", theme: "dark", color: true, drive: themeDrive},
 		{name: "theme_light", theme: "light", color: true, drive: themeDrive},

@@ -137,7 +137,7 @@ func startDemo(t *testing.T, cfg demoConfig) *demoRun {
 	if cfg.mutate != nil {
 		cfg.mutate(&opts)
 	}
-	w.policy = opts.Policy.WithDefaults()
+	w.policy = retryBounds(opts.Policy)
 	m, err := newModel(ctx, w, th, discard, opts)
 	if err != nil {
 		w.Close()

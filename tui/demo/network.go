@@ -136,7 +136,7 @@ func (f *faultRelay) lose(ctx context.Context, env wire.Envelope) (bool, error) 
 
 // Receive implements engine.Relay: nothing while delivery is held (the
 // envelopes stay at the relay, leased to this connection and not
-// acknowledged, until release).
+// released, until delivery resumes).
 func (f *faultRelay) Receive(ctx context.Context) ([]engine.Leased, error) {
 	f.mu.Lock()
 	held, down := f.held, f.unplugged
@@ -150,12 +150,12 @@ func (f *faultRelay) Receive(ctx context.Context) ([]engine.Leased, error) {
 	return f.Relay.Receive(ctx)
 }
 
-// Acknowledge implements engine.Relay by forwarding to the connection.
-func (f *faultRelay) Acknowledge(ctx context.Context, rows []uint64) error {
+// Release implements engine.Relay by forwarding to the connection.
+func (f *faultRelay) Release(ctx context.Context, rows []uint64) error {
 	if f.down() {
 		return errUnplugged
 	}
-	return f.Relay.Acknowledge(ctx, rows)
+	return f.Relay.Release(ctx, rows)
 }
 
 // Link implements engine.RelayLink: down while unplugged.

@@ -145,7 +145,7 @@ func (m *Model) Add(es ...Entry) {
 	m.follow()
 }
 
-// Show adds an entry and opens it in full (a message's life, say): esc
+// Show adds an entry and opens it in full (a message's trace, say): esc
 // goes back to the list.
 func (m *Model) Show(e Entry) {
 	m.Add(e)
@@ -286,7 +286,7 @@ func (m Model) line(e Entry) string {
 	case Demo:
 		name = st.Demo
 	}
-	// One row per entry: a text of several lines (a message's life) is
+	// One row per entry: a text of several lines (a message's trace) is
 	// joined here and shown whole when opened. The text can hold a relay's
 	// or a peer's words (an error's message): cleaned like a body.
 	return st.Time.Render(layout.Clock(e.At)) + " " + name.Render(e.Name) + " " + strings.ReplaceAll(layout.Clean([]byte(e.Text)), "\n", " · ")

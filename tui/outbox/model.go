@@ -198,7 +198,7 @@ func (m Model) key(k tea.KeyMsg) (Model, tea.Cmd) {
 		if msg, ok := m.Selected(); ok && m.list.Start() {
 			return m, Retry(m.ctx, m.src, msg.Recipient, false)
 		}
-	case input.Matches(k, m.keys.Life):
+	case input.Matches(k, m.keys.Trace):
 		if msg, ok := m.Selected(); ok {
 			return m, func() tea.Msg { return trace.Request{Peer: msg.Recipient, ID: msg.ID, Direction: engine.DirectionOut} }
 		}
