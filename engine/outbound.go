@@ -45,6 +45,8 @@ func encodeTextFrame(id wire.LogicalID, body []byte) ([]byte, error) {
 type SendResult struct {
 	ID  wire.LogicalID
 	Err error
+	// Peer is the message's recipient (set by Pump).
+	Peer Address
 }
 
 // Send sends one message: it makes the logical ID, encodes the frame,
@@ -89,12 +91,20 @@ func (c *Client) SendBatch(ctx context.Context, reqs []SendRequest) ([]SendResul
 	// Messages stored earlier and never sent go first: the pump hands
 	// them off before this batch is prepared (and prepareSend holds a
 	// message behind any that are still waiting).
+	waitCause := make(map[Address]error) // why a peer's earlier messages still wait
 	for _, r := range reqs {
 		if waiting, err := c.hasUnsent(ctx, r.Peer); err != nil {
 			return nil, err
 		} else if waiting {
-			if _, err := c.Pump(ctx); err != nil {
+			pumped, err := c.Pump(ctx)
+			if err != nil {
 				return nil, err
+			}
+			for _, p := range pumped {
+				var notSent *MessageNotSentError
+				if errors.As(p.Err, &notSent) && waitCause[p.Peer] == nil {
+					waitCause[p.Peer] = notSent.Err
+				}
 			}
 			break
 		}
@@ -113,6 +123,9 @@ func (c *Client) SendBatch(ctx context.Context, reqs []SendRequest) ([]SendResul
 	}
 	work := make(map[Address]*peerState)
 	held := make(map[Address]error) // peers whose messages this batch holds, and why
+	for peer, cause := range waitCause {
+		held[peer] = cause // behind messages the pump could not send
+	}
 	var plans []Plan
 	var planOf []int // request index of each plan
 	for i, r := range reqs {

@@ -143,7 +143,7 @@ func (c *Client) pumpPeer(ctx context.Context, peer Address) ([]SendResult, erro
 	notSent := func(ms []OutboundMessage, cause error) []SendResult {
 		out := make([]SendResult, len(ms))
 		for i, m := range ms {
-			out[i] = SendResult{ID: m.ID, Err: &MessageNotSentError{ID: m.ID, Err: cause}}
+			out[i] = SendResult{ID: m.ID, Err: &MessageNotSentError{ID: m.ID, Err: cause}, Peer: peer}
 			c.emit(Event{Kind: EventNotSent, At: c.cfg.Now(), Peer: peer, ID: m.ID, Err: cause})
 		}
 		return out
@@ -229,11 +229,11 @@ func (c *Client) pumpPeer(ctx context.Context, peer Address) ([]SendResult, erro
 	out := make([]SendResult, 0, len(msgs))
 	for k, id := range ids {
 		if errs[k] != nil {
-			out = append(out, SendResult{ID: id, Err: &MessageNotSentError{ID: id, Err: errs[k]}})
+			out = append(out, SendResult{ID: id, Err: &MessageNotSentError{ID: id, Err: errs[k]}, Peer: peer})
 			c.emit(Event{Kind: EventNotSent, At: c.cfg.Now(), Peer: peer, ID: id, Err: errs[k], marker: receipts[k].Marker})
 			continue
 		}
-		out = append(out, SendResult{ID: id})
+		out = append(out, SendResult{ID: id, Peer: peer})
 		c.emit(Event{Kind: EventSent, At: c.cfg.Now(), Peer: peer, ID: id, marker: receipts[k].Marker})
 	}
 	if stopped != nil {
