@@ -88,7 +88,7 @@ func openBenchPeer(ctx context.Context, dir string, self engine.Address, url str
 	if err != nil {
 		return nil, err
 	}
-	if err := p.Client.Maintain(ctx); err != nil {
+	if err := p.Client.RefreshPreKeys(ctx); err != nil {
 		p.Close()
 		return nil, err
 	}

@@ -235,7 +235,7 @@ func openFilePeer(ctx context.Context, dir, addr, url string, files engine.FileC
 	if err != nil {
 		return nil, err
 	}
-	if err := p.Client.Maintain(ctx); err != nil {
+	if err := p.Client.RefreshPreKeys(ctx); err != nil {
 		p.Close()
 		return nil, err
 	}

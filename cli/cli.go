@@ -236,7 +236,7 @@ func (env *cliEnv) secret(prompt string) ([]byte, error) {
 // first use; commands marked network also run the prekey maintenance that
 // is due.
 func (f *flags) open(ctx context.Context, env *cliEnv) (*profile.Profile, error) {
-	return f.openWith(ctx, env, profile.Options{Maintain: f.network})
+	return f.openWith(ctx, env, profile.Options{RefreshPreKeys: f.network})
 }
 
 // openWith opens the profile named by the flags with o and the passphrase;

@@ -39,7 +39,7 @@ func sendFile(ctx context.Context, env *cliEnv, f *flags, to, path string) error
 	if err != nil {
 		return err
 	}
-	p, err := f.openWith(ctx, env, profile.Options{Maintain: f.network, Engine: engine.Config{Files: engine.FileConfig{ChunkSize: chunk}}})
+	p, err := f.openWith(ctx, env, profile.Options{RefreshPreKeys: f.network, Engine: engine.Config{Files: engine.FileConfig{ChunkSize: chunk}}})
 	if err != nil {
 		return err
 	}

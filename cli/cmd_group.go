@@ -292,12 +292,12 @@ func groupTrace(ctx context.Context, env *cliEnv, f *flags, p *profile.Profile, 
 			continue
 		}
 		for _, l := range e.Lanes {
-			life, err := p.Client.Life(ctx, l.Recipient, id, engine.DirectionOut)
+			trace, err := p.Client.Trace(ctx, l.Recipient, id, engine.DirectionOut)
 			if err != nil {
 				return err
 			}
-			attempts := make([]map[string]any, len(life.Attempts))
-			for i, a := range life.Attempts {
+			attempts := make([]map[string]any, len(trace.Attempts))
+			for i, a := range trace.Attempts {
 				attempts[i] = map[string]any{"n": a.N, "at": a.At.UTC().Format(time.RFC3339Nano), "envelope": hex.EncodeToString(a.Envelope[:]),
 					"type": strings.ToLower(a.Type.String()), "initiation": hex.EncodeToString(a.Initiation[:])}
 			}

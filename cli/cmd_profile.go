@@ -77,7 +77,7 @@ func cmdRelaySettings(ctx context.Context, env *cliEnv, cmd *command, args []str
 			return err
 		}
 		// A replaced relay holds nothing of this device yet.
-		if err := p.Client.Maintain(ctx); err != nil {
+		if err := p.Client.RefreshPreKeys(ctx); err != nil {
 			fmt.Fprintf(env.stderr, "parley relay-settings: bundle not published yet: %s; the next command that reaches the relay publishes it\n", textLine(explain(env, err)))
 		}
 	}
@@ -144,7 +144,7 @@ func cmdInit(ctx context.Context, env *cliEnv, cmd *command, args []string) erro
 	}
 	key := p.Client.Identity()
 	published := true
-	if err := p.Client.Maintain(ctx); err != nil {
+	if err := p.Client.RefreshPreKeys(ctx); err != nil {
 		if errors.Is(err, transport.ErrAddressTaken) {
 			// The relay says so: this profile could never connect.
 			p.Close()
@@ -200,11 +200,10 @@ func cmdSafetyNumber(ctx context.Context, env *cliEnv, cmd *command, args []stri
 		return err
 	}
 	defer closeProfile(p)
-	if key, err := p.Client.PinnedIdentity(ctx, peer); err == nil && key == nil {
-		return fmt.Errorf("no identity of %s known yet: a first message to or from it brings one", peer)
-	}
 	n, err := p.Client.SafetyNumber(ctx, peer)
-	if err != nil {
+	if errors.Is(err, engine.ErrNoIdentityPinned) {
+		return fmt.Errorf("no identity of %s known yet: a first message to or from it brings one", peer)
+	} else if err != nil {
 		return err
 	}
 	printer{env.stdout, *f.json}.record([]kv{{"peer", peer.String()}, {"safety_number", n}})

@@ -164,12 +164,12 @@ func cmdTrace(ctx context.Context, env *cliEnv, cmd *command, args []string) err
 		return err
 	}
 	// A message sent to PEER, else one received from it.
-	l, err := p.Client.Life(ctx, peer, id, engine.DirectionOut)
+	l, err := p.Client.Trace(ctx, peer, id, engine.DirectionOut)
 	if err != nil {
 		return err
 	}
 	if l.State == "unknown" && len(l.Attempts) == 0 {
-		if l, err = p.Client.Life(ctx, peer, id, engine.DirectionIn); err != nil {
+		if l, err = p.Client.Trace(ctx, peer, id, engine.DirectionIn); err != nil {
 			return err
 		}
 		if l.State == "unknown" {

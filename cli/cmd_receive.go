@@ -37,10 +37,10 @@ func cmdSync(ctx context.Context, env *cliEnv, cmd *command, args []string) erro
 		}
 	})
 	var se *engine.SyncError
-	if errors.As(err, &se) && se.AckOnly() {
-		// Only the relay's lease acknowledgement failed: what was printed
+	if errors.As(err, &se) && se.ReleaseOnly() {
+		// Only the release of the relay's leases failed: what was printed
 		// is stored here, so the run did its work (exit 0).
-		fmt.Fprintf(env.stderr, "parley sync: warning: the relay did not get the acknowledgement (%s); everything printed is kept on this device, and what the relay delivers again is absorbed as duplicates by the next sync\n", textLine(explain(env, se.Err)))
+		fmt.Fprintf(env.stderr, "parley sync: warning: the relay did not hear that its leases were released (%s); everything printed is kept on this device, and what the relay delivers again is absorbed as duplicates by the next sync\n", textLine(explain(env, se.Err)))
 		return nil
 	}
 	return err

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/wire"
 )
 
 // Sending: send (a file: cmd_file.go; to a group: cmd_group.go), retry and
@@ -15,6 +17,8 @@ func cmdSend(ctx context.Context, env *cliEnv, cmd *command, args []string) erro
 	f := newFlags(cmd, env, true)
 	f.network = true
 	file := f.String("file", "", "send the file at this path (instead of TEXT or -)")
+	noWait := f.Bool("no-wait", false, "return once the message is stored, before any network (exit 0); the TUI's or the next run's loop, or \"parley retry\", hands it to the relay")
+	wait := f.Duration("wait", 5*time.Second, "how long the relay may take to accept the message before it is left pending (exit 3)")
 	ops, err := f.parse(env, args, 1, 2)
 	if err != nil {
 		return err
@@ -45,7 +49,10 @@ func cmdSend(ctx context.Context, env *cliEnv, cmd *command, args []string) erro
 		return err
 	}
 	defer closeProfile(p)
-	id, err := p.Client.Send(ctx, peer, body)
+	if *noWait {
+		return enqueue(ctx, env, f, p.Client, peer, body)
+	}
+	id, err := sendWithin(ctx, p.Client, peer, body, *wait)
 	var notSent *engine.MessageNotSentError
 	if err != nil && !errors.As(err, &notSent) {
 		return describeSendError(env, peer, err)
@@ -58,6 +65,55 @@ func cmdSend(ctx context.Context, env *cliEnv, cmd *command, args []string) erro
 	if err != nil {
 		// The ID went to stdout: the line says why and what to do.
 		return wordedf(err, "the message stays pending: %s; \"parley retry %s\" sends it again", pendingCause(env, err), peer)
+	}
+	return nil
+}
+
+// sendWithin is send's store-first path: what Send would refuse is refused
+// with nothing stored (engine.Client.CheckPeer), the message is stored
+// (Enqueue), and the pump hands it to the relay, the network bounded by
+// wait. It returns the message's ID with nil when the relay accepted it, or
+// with a *engine.MessageNotSentError when it stays pending.
+func sendWithin(ctx context.Context, c *engine.Client, peer engine.Address, body []byte, wait time.Duration) (wire.LogicalID, error) {
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	if err := c.CheckPeer(wctx, peer); err != nil {
+		return wire.LogicalID{}, err
+	}
+	res, err := c.Enqueue(ctx, []engine.SendRequest{{Peer: peer, Body: body}})
+	if err == nil {
+		err = res[0].Err
+	}
+	if err != nil {
+		return wire.LogicalID{}, err
+	}
+	id := res[0].ID
+	pumped, err := c.Pump(wctx)
+	for _, r := range pumped {
+		if r.ID == id {
+			return id, r.Err
+		}
+	}
+	if err == nil || errors.Is(err, context.DeadlineExceeded) {
+		err = fmt.Errorf("the relay did not take it within --wait %v: %w", wait, engine.ErrRelayUnreachable)
+	}
+	return id, &engine.MessageNotSentError{ID: id, Err: err}
+}
+
+// enqueue stores one message as pending and prints its ID; nothing goes to
+// the network (send --no-wait).
+func enqueue(ctx context.Context, env *cliEnv, f *flags, c *engine.Client, peer engine.Address, body []byte) error {
+	res, err := c.Enqueue(ctx, []engine.SendRequest{{Peer: peer, Body: body}})
+	if err == nil {
+		err = res[0].Err
+	}
+	if err != nil {
+		return describeSendError(env, peer, err)
+	}
+	if *f.json {
+		printer{env.stdout, true}.record([]kv{{"id", hexID(res[0].ID)}, {"recipient", peer.String()}, {"accepted", false}, {"stored", true}})
+	} else {
+		fmt.Fprintln(env.stdout, hexID(res[0].ID))
 	}
 	return nil
 }

@@ -54,7 +54,7 @@ var commandTable = []*command{
 	{name: "discard", args: "SENDER ID", summary: "discard a pending received message and acknowledge it", run: cmdFinalize(engine.OutcomeDiscarded)},
 	{name: "retry", args: "PEER", summary: "send the messages pending for PEER again, in order (exit 3: one stays pending)", run: cmdRetry},
 	{name: "abandon", args: "PEER ID", summary: "drop a pending sent message locally (not a recall)", run: cmdAbandon},
-	{name: "trace", args: "PEER ID", summary: "a message's life: the envelopes that carried it, on which session, and where it stands", run: cmdTrace},
+	{name: "trace", args: "PEER ID", summary: "a message's trace: the envelopes that carried it, on which session, and where it stands", run: cmdTrace},
 	{name: "history", args: "PEER [--limit N]", summary: "print the conversation with PEER, oldest first", run: cmdHistory},
 
 	// cmd_group.go (send, retry, history and trace take a GROUP too)

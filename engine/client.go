@@ -72,22 +72,31 @@ type Client struct {
 	relay Relay
 	store Store
 
-	// sendMu orders every envelope the client produces (sends, retries and
-	// ACKs) and serialises receive processing, which may produce ACKs. It is
-	// taken before mu.
-	sendMu sync.Mutex
+	// The seven mutexes are taken in one order (lockorder.go): syncMu,
+	// pumpMu, sendMu, loopMu, mu, recoveryMu, eventMu.
 
-	mu       sync.Mutex
+	// pumpMu makes the outbox pump (outbox.go) run one at a time, so that
+	// each peer's unsent messages leave in the order they were stored. It
+	// is never held by receive processing.
+	pumpMu rankedMutex
+
+	// sendMu orders every envelope the client produces (sends, retries and
+	// ACKs) and serialises receive processing, which may produce ACKs.
+	sendMu rankedMutex
+
+	mu       rankedMutex
 	peers    map[Address]*peerState
 	spks     map[uint32]*session.SignedPreKey
 	kems     map[uint32]*session.KEMPreKey
 	nextPKID uint32
 	closed   bool
+	// prefetched are bundles CheckPeer fetched for the pump (outbox.go).
+	prefetched map[Address]*fetchedBundle
 
 	// The receive loop (loop.go, policy.go). syncMu makes rounds one at a time;
 	// loopMu guards the policy and the schedules.
-	syncMu          sync.Mutex
-	loopMu          sync.Mutex
+	syncMu          rankedMutex
+	loopMu          rankedMutex
 	policy          Policy
 	commitPending   bool // commit everything pending at the next round
 	retries         map[Address]*retryState
@@ -98,20 +107,23 @@ type Client struct {
 	nextMaintain    time.Time
 	nextPoolTopUp   time.Time
 	kick            chan struct{} // SyncNow
-	life            context.Context
-	endLife         context.CancelFunc // Close: ends every Run
+	pumpKick        chan struct{} // wakes the pump's goroutine (outbox.go)
+	pumpWanted      bool          // stored messages wait for the pump (outbox.go)
+	pumpEpoch       uint64        // relay link epoch the pump last ran on
+	lifetime        context.Context
+	endLifetime     context.CancelFunc // Close: ends every Run
 	loops           sync.WaitGroup     // running Run calls
 
 	// Recovery requests sent lately (recovery.go), and since when the
 	// sending window of a peer has been full (window.go).
-	recoveryMu sync.Mutex
+	recoveryMu rankedMutex
 	recovery   recoveryLimits
 	windowFull map[Address]time.Time
 
 	transfers transferSlots // file transfers at once (file.go)
 
 	events    chan Event
-	eventMu   sync.Mutex
+	eventMu   rankedMutex
 	lost      bool   // an event was dropped: the next one is a resync
 	marker    uint64 // presentation marker of the last visible commit
 	emitted   uint64 // marker as of the last event put on the channel
@@ -153,9 +165,10 @@ func Open(ctx context.Context, cfg Config) (*Client, error) {
 		peers: make(map[Address]*peerState), spks: make(map[uint32]*session.SignedPreKey), kems: make(map[uint32]*session.KEMPreKey),
 		nextPKID: prof.NextPreKeyID, events: make(chan Event, cfg.EventBuffer),
 		marker: prof.MarkerWritten, presented: prof.MarkerPresented,
-		policy: cfg.Policy.withDefaults(), retries: make(map[Address]*retryState), envelopes: make(map[wire.EnvelopeID]sentEnvelope), kick: make(chan struct{}, 1),
+		policy: cfg.Policy.withDefaults(), retries: make(map[Address]*retryState), envelopes: make(map[wire.EnvelopeID]sentEnvelope), kick: make(chan struct{}, 1), pumpKick: make(chan struct{}, 1),
 	}
-	c.life, c.endLife = context.WithCancel(context.Background())
+	c.rankLocks()
+	c.lifetime, c.endLifetime = context.WithCancel(context.Background())
 	for _, r := range prof.SignedPreKeys {
 		switch r.Kind {
 		case PreKeySigned:
@@ -260,7 +273,7 @@ func (c *Client) Close() error {
 	}
 	c.closed = true
 	c.mu.Unlock()
-	c.endLife()
+	c.endLifetime()
 	c.loops.Wait()
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
@@ -370,19 +383,15 @@ func (c *Client) SafetyNumber(ctx context.Context, peer Address) (string, error)
 		return "", err
 	}
 	if ps.pinned == nil {
-		return "", fmt.Errorf("safety number with %s: no identity pinned yet", peer)
+		return "", fmt.Errorf("safety number with %s: %w", peer, ErrNoIdentityPinned)
 	}
 	return SafetyNumber(c.self, c.id.Public(), peer, *ps.pinned), nil
 }
 
-// PinnedIdentity returns the identity pinned for a peer, or nil.
-func (c *Client) PinnedIdentity(ctx context.Context, peer Address) (*IdentityKey, error) {
-	ps, err := c.snapshot(ctx, peer)
-	if err != nil {
-		return nil, err
-	}
-	return ps.pinned, nil
-}
+// ErrNoIdentityPinned means a safety number was asked of a peer whose
+// identity this device has not pinned yet: no message went either way, and
+// no identity was accepted.
+var ErrNoIdentityPinned = errors.New("no identity pinned yet")
 
 // isCancel reports whether err is a cancellation, which propagates instead of
 // being reported as a failed ACK.

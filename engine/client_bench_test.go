@@ -73,7 +73,7 @@ func benchReceive(b *testing.B, batch int) {
 		for i, l := range leased {
 			rows[i] = l.Row
 		}
-		ep.Acknowledge(w.ctx, rows)
+		ep.Release(w.ctx, rows)
 		res, err := bob.c.ProcessStaged(w.ctx)
 		if err != nil {
 			b.Fatal(err)

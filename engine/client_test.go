@@ -285,9 +285,9 @@ func TestAttemptLog(t *testing.T) {
 	bob.sync()
 	bob.commitAll()
 	alice.sync()
-	l, err := alice.c.Life(w.ctx, bob.addr, id, engine.DirectionOut)
+	l, err := alice.c.Trace(w.ctx, bob.addr, id, engine.DirectionOut)
 	if err != nil || l.State != "acknowledged" || len(l.Attempts) != 3 {
-		t.Fatalf("life %+v, %v; want acknowledged with three attempts", l, err)
+		t.Fatalf("trace %+v, %v; want acknowledged with three attempts", l, err)
 	}
 	w.clock.Advance(time.Hour)
 	if _, err := alice.c.Prune(w.ctx, time.Minute); err != nil {

@@ -160,7 +160,7 @@ func TestCollisionWinnerWithNothingPending(t *testing.T) {
 			for i, l := range leased {
 				rows[i] = l.Row
 			}
-			ep.Acknowledge(w.ctx, rows)
+			ep.Release(w.ctx, rows)
 			if r := winner.sync(); !hasError(r, engine.ErrSessionCollision) {
 				t.Fatalf("winner: %+v", r)
 			}
@@ -211,7 +211,7 @@ func TestStaleReplayCannotBreakTheSession(t *testing.T) {
 	for i, l := range lost {
 		rows[i] = l.Row
 	}
-	lep.Acknowledge(w.ctx, rows)
+	lep.Release(w.ctx, rows)
 	converge(t, alice, bob)
 	if got := winner.received(loser); len(got) != 1 {
 		t.Fatalf("the winner holds %q from the loser, want its message once", got)
@@ -256,5 +256,69 @@ func TestResetSessionCollidesAgain(t *testing.T) {
 	}
 	if got := alice.received(bob); !reflect.DeepEqual(got, []string{"reply", "from bob"}) {
 		t.Fatalf("alice's history %q", got)
+	}
+}
+
+// TestCollisionWinnerResetBeforeTheLoserHeard: the winner of a collision
+// loses its session to a recovery request before the loser ever heard of
+// it. bob's initiation beats alice's, so bob retires hers; then alice's
+// request about bob's initiation (its one-time prekey was handed out twice,
+// and alice had no session with bob when it failed) resets it, and bob's
+// next initiation, which cannot name alice's, loses to hers at alice, who
+// retires it. Each side then holds an initiation the other retired. Before,
+// each stale PreKeyMessage was answered with an announcement that the peer
+// refused as stale in turn, an echo that only ended after MaxSkip/2
+// announcements; now bob, whose session alice would not take in place of
+// hers, asks for recovery instead of announcing, and the pair converges.
+func TestCollisionWinnerResetBeforeTheLoserHeard(t *testing.T) {
+	// The case needs two orders of random IDs (bob's first initiation
+	// below alice's, bob's second above it): seeds are tried in turn until
+	// one gives both, about one in six.
+	for attempt := uint64(1); ; attempt++ {
+		if attempt > 100 {
+			t.Fatal("no seed gave the order of initiation IDs the case needs")
+		}
+		w := newWorld(t)
+		seed := attempt << 8
+		w.seed = &seed
+		alice, bob, carol := w.device("alice/1"), w.device("bob/1"), w.device("carol/1")
+		w.net.RepeatOneTime(alice.addr)
+		w.net.Hold(alice.addr)
+		w.net.Hold(bob.addr)
+		carol.send(alice, "from carol")
+		bob.send(alice, "from bob") // with the one-time prekey carol's initiation used
+		w.net.Release(alice.addr)
+		if r := alice.sync(); !hasError(r, engine.ErrUnknownPreKey) {
+			t.Fatalf("alice's results %+v: want bob's initiation refused (unknown prekey)", r)
+		}
+		w.net.Hold(alice.addr)
+		alice.send(bob, "from alice")
+		first, hers := bob.sessionID(alice), alice.sessionID(bob)
+		if hers.Compare(first) < 0 {
+			continue // bob's initiation must win the collision
+		}
+		// The relay hands bob alice's initiation before her request.
+		if held := w.net.Held(bob.addr); len(held) != 2 {
+			t.Fatalf("%d envelopes held for bob, want alice's request and her initiation", len(held))
+		}
+		w.net.DeliverHeld(bob.addr, 1)
+		w.net.DeliverHeld(bob.addr, 0)
+		r := bob.sync()
+		if !hasError(r, engine.ErrSessionCollision) || count(r, engine.ResultSessionReset) != 1 {
+			t.Fatalf("bob's results %+v: want the collision won, then the reset", r)
+		}
+		if bob.sessionID(alice).Compare(hers) < 0 {
+			continue // bob's next initiation must lose to alice's
+		}
+		t.Logf("seed %d", attempt<<8)
+		w.net.Heal()
+		converge(t, alice, bob)
+		if got := bob.received(alice); !reflect.DeepEqual(got, []string{"from alice"}) {
+			t.Fatalf("bob's history %q", got)
+		}
+		if got := alice.received(bob); !reflect.DeepEqual(got, []string{"from bob"}) {
+			t.Fatalf("alice's history %q", got)
+		}
+		return
 	}
 }

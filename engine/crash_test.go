@@ -31,11 +31,11 @@ func TestCrashWindows(t *testing.T) {
 		// absent (false).
 		wantAfter bool
 	}{
-		{"send: before the commit (nothing stored, nothing sent)", "send on a session", "pairwise-send/before-commit", false},
+		{"send: before the commit (nothing stored, nothing sent)", "send on a session", "pairwise-send/before-persist", false},
 		{"send: after the commit, before the hand-off (pending; a retry sends fresh ciphertext)", "send on a session", "pairwise-send/before-handoff", true},
 		{"send: after the hand-off, before the ACK (pending; the recipient dedups)", "send on a session", "pairwise-send/after-swap", true},
 		{"receive: inside the transaction (rolled back, processed again)", "pairwise receive", "pairwise-receive/stmt-inbound-insert-after", false},
-		{"receive: after pending inbound was stored (delivered again until committed)", "pairwise receive", "pairwise-receive/after-commit", true},
+		{"receive: after pending inbound was stored (delivered again until committed)", "pairwise receive", "pairwise-receive/after-persist", true},
 		{"commit: after the commit, before the ACK (the sender's retry brings the ACK)", "commit", "commit/before-handoff", true},
 	}
 	for _, win := range windows {
@@ -83,7 +83,7 @@ func TestStateResyncAfterCrash(t *testing.T) {
 	}
 	// The child exits after the send committed, before any event.
 	cmd := exec.Command(os.Args[0], "-test.run=^TestFailpointChild$")
-	cmd.Env = append(os.Environ(), "PARLEY_FP_ROOT="+w.root, "PARLEY_FP_POINT=pairwise-send/after-commit",
+	cmd.Env = append(os.Environ(), "PARLEY_FP_ROOT="+w.root, "PARLEY_FP_POINT=pairwise-send/after-persist",
 		"PARLEY_FP_DEV=alice/1", "PARLEY_FP_OP=send:bob/1:hello")
 	if out, err := cmd.CombinedOutput(); err == nil {
 		t.Fatalf("child did not stop: %s", out)

@@ -138,11 +138,11 @@ func TestRunRetryByEnvelopeFate(t *testing.T) {
 	runLoop(t, bob)
 	waitNextRetry(t, alice, bob, "about an hour", func(left time.Duration) bool { return left > 50*time.Minute })
 
-	life, err := alice.c.Life(w.ctx, bob.addr, id, engine.DirectionOut)
-	if err != nil || len(life.Attempts) != 1 {
-		t.Fatalf("Life: %d attempts (%v), want 1", len(life.Attempts), err)
+	tr, err := alice.c.Trace(w.ctx, bob.addr, id, engine.DirectionOut)
+	if err != nil || len(tr.Attempts) != 1 {
+		t.Fatalf("Trace: %d attempts (%v), want 1", len(tr.Attempts), err)
 	}
-	env := life.Attempts[0].Envelope
+	env := tr.Attempts[0].Envelope
 
 	news.push(wire.EnvelopeStatus{EnvelopeID: env, State: wire.EnvelopeTaken})
 	alice.c.SyncNow()
@@ -150,16 +150,16 @@ func TestRunRetryByEnvelopeFate(t *testing.T) {
 		return e.Kind == engine.EventTaken && e.Peer == bob.addr && e.ID == id
 	})
 	waitNextRetry(t, alice, bob, "about ten minutes", func(left time.Duration) bool { return left > 5*time.Minute && left <= 10*time.Minute })
-	if life, err := alice.c.Life(w.ctx, bob.addr, id, engine.DirectionOut); err != nil || life.State != "on_device" || life.Attempts[0].TakenAt.IsZero() {
-		t.Fatalf("Life after taken: state %q, attempts %+v (%v); want on_device, taken", life.State, life.Attempts, err)
+	if tr, err := alice.c.Trace(w.ctx, bob.addr, id, engine.DirectionOut); err != nil || tr.State != "on_device" || tr.Attempts[0].TakenAt.IsZero() {
+		t.Fatalf("Trace after taken: state %q, attempts %+v (%v); want on_device, taken", tr.State, tr.Attempts, err)
 	}
 
 	news.push(wire.EnvelopeStatus{EnvelopeID: env, State: wire.EnvelopeExpired})
 	alice.c.SyncNow()
 	waitNextRetry(t, alice, bob, "within ten minutes of the hand-off", func(left time.Duration) bool { return left > 5*time.Minute && left <= engine.ReportRetryFloor })
 	time.Sleep(100 * time.Millisecond)
-	if life, err := alice.c.Life(w.ctx, bob.addr, id, engine.DirectionOut); err != nil || len(life.Attempts) != 1 {
-		t.Fatalf("Life after expired: %d attempts (%v), want still 1: not resent at once", len(life.Attempts), err)
+	if tr, err := alice.c.Trace(w.ctx, bob.addr, id, engine.DirectionOut); err != nil || len(tr.Attempts) != 1 {
+		t.Fatalf("Trace after expired: %d attempts (%v), want still 1: not resent at once", len(tr.Attempts), err)
 	}
 }
 
@@ -248,9 +248,9 @@ func TestExpiredStormIsATrickle(t *testing.T) {
 				want, what = func(left time.Duration) bool { return left > 50*time.Minute }, "about an hour"
 			}
 			waitNextRetry(t, alice, bob, what, want)
-			life, err := alice.c.Life(w.ctx, bob.addr, id, engine.DirectionOut)
-			if err != nil || len(life.Attempts) != 1 {
-				t.Fatalf("Life: %d attempts (%v), want 1", len(life.Attempts), err)
+			tr, err := alice.c.Trace(w.ctx, bob.addr, id, engine.DirectionOut)
+			if err != nil || len(tr.Attempts) != 1 {
+				t.Fatalf("Trace: %d attempts (%v), want 1", len(tr.Attempts), err)
 			}
 		})
 	}

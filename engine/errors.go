@@ -190,6 +190,7 @@ var errorNames = []struct {
 	{ErrProfileExposed, "profile_exposed"},
 	{ErrRelayUnreachable, "relay_unreachable"},
 	{ErrSendWindow, "send_window_full"},
+	{ErrQueuedBehind, "queued_behind"},
 	{ErrPeerNotRegistered, "peer_not_registered"},
 	{ErrInvalidContactName, "invalid_contact_name"},
 	{ErrBlobExpired, "blob_expired"},

@@ -59,6 +59,10 @@ const (
 	// messages are now pending deliveries (the lists of pending messages
 	// changed).
 	EventRequestAccepted
+	// EventStored: message ID to Peer was stored as pending by the
+	// store-first send (Client.Enqueue); the pump hands it to the relay
+	// (EventSent or EventNotSent follow).
+	EventStored
 )
 
 // Event reports one committed change. Events are emitted only after their

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/parley-chat/parley/wire"
@@ -22,6 +23,27 @@ func (c *Client) SweepRequestsBefore(ctx context.Context, before time.Time) (int
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
 	return c.sweepLocked(ctx, before)
+}
+
+// Stage is the loop's durable stage of leased envelopes, for tests that
+// run the receive steps one by one.
+func (c *Client) Stage(ctx context.Context, leased []Leased) ([]int64, error) {
+	return c.stage(ctx, leased)
+}
+
+// ProcessStaged processes the staged rows as the loop does under a policy
+// that does not commit on arrival.
+func (c *Client) ProcessStaged(ctx context.Context) ([]ReceiveResult, error) {
+	return c.processStaged(ctx, false)
+}
+
+// PinnedIdentity returns the identity pinned for a peer, or nil.
+func (c *Client) PinnedIdentity(ctx context.Context, peer Address) (*IdentityKey, error) {
+	ps, err := c.snapshot(ctx, peer)
+	if err != nil {
+		return nil, err
+	}
+	return ps.pinned, nil
 }
 
 // ProcessStagedCommitting processes the staged rows as the loop does under
@@ -66,7 +88,7 @@ func (c *Client) SendRawFrame(ctx context.Context, peer Address, frame []byte) e
 	}
 	cover, _ := wire.EncodeFrame(wire.Frame{Kind: wire.FrameApplication, ID: id, Body: []byte{}})
 	plan := Send{Recipient: peer, ID: id, Frame: cover, Body: []byte{}, At: c.cfg.Now(), Session: sw, Pin: pin, Out: Outgoing{Envelope: env, Owner: id}}
-	if _, err := c.commitWork(ctx, work, []Plan{plan}); err != nil {
+	if _, err := c.applyWork(ctx, work, []Plan{plan}); err != nil {
 		return err
 	}
 	if errs := c.handOffMessages(ctx, "raw", []wire.Envelope{env}, []wire.LogicalID{id}); errs[0] != nil {
@@ -139,6 +161,37 @@ func (c *Client) SpendSendWindow(ctx context.Context, peer Address, id wire.Logi
 	}
 	ps.session, ps.version = cand, ps.version+1
 	plan := Retry{Recipient: peer, ID: id, Session: sw, Out: Outgoing{Envelope: env, Owner: id}, At: c.cfg.Now()}
-	_, err = c.commitWork(ctx, map[Address]*peerState{peer: &ps}, []Plan{plan})
+	_, err = c.applyWork(ctx, map[Address]*peerState{peer: &ps}, []Plan{plan})
 	return err
+}
+
+// CheckLockOrder switches the lock-order checker (lockorder.go) on until
+// the returned function is called; that reports the pairs of a client's
+// mutexes seen nested ("held → taken") and every violation of the order.
+func CheckLockOrder() func() (nested, violations []string) {
+	lockOrder.mu.Lock()
+	lockOrder.held, lockOrder.nested, lockOrder.violations = nil, nil, nil
+	lockOrder.mu.Unlock()
+	lockOrder.on.Store(true)
+	return func() ([]string, []string) {
+		lockOrder.on.Store(false)
+		lockOrder.mu.Lock()
+		defer lockOrder.mu.Unlock()
+		var nested []string
+		for p := range lockOrder.nested {
+			nested = append(nested, p[0].String()+" → "+p[1].String())
+		}
+		slices.Sort(nested)
+		return nested, lockOrder.violations
+	}
+}
+
+// LockBackwards takes eventMu, then syncMu, against the order (reading the
+// policy under both): the checker must report it.
+func (c *Client) LockBackwards() Policy {
+	c.eventMu.Lock()
+	defer c.eventMu.Unlock()
+	c.syncMu.Lock()
+	defer c.syncMu.Unlock()
+	return c.policy
 }

@@ -99,7 +99,18 @@ func (w fpWorld) do(addr, op string, fp engine.Failpoint) (err error) {
 	}
 	switch name {
 	case "maintain":
-		return c.Maintain(ctx)
+		return c.RefreshPreKeys(ctx)
+	case "draft":
+		return c.SaveDraft(ctx, peer, body)
+	case "enqueue":
+		res, err := c.Enqueue(ctx, []engine.SendRequest{{Peer: peer, Body: []byte(body), ClearDraft: true}})
+		if err != nil {
+			return err
+		}
+		return res[0].Err
+	case "pump":
+		_, err := c.Pump(ctx)
+		return err
 	case "send":
 		_, err := c.Send(ctx, peer, []byte(body))
 		var notSent *engine.MessageNotSentError
@@ -119,7 +130,7 @@ func (w fpWorld) do(addr, op string, fp engine.Failpoint) (err error) {
 		for i, l := range leased {
 			rows[i] = l.Row
 		}
-		if err := ep.Acknowledge(ctx, rows); err != nil {
+		if err := ep.Release(ctx, rows); err != nil {
 			return err
 		}
 		if name == "stage" {
@@ -222,6 +233,7 @@ type signature struct {
 	MarkerPresented                                                uint64
 	Groups                                                         []string // groupSignature
 	Requests                                                       []string // requestSignature
+	Drafts                                                         []string // "peer=text", sorted
 }
 
 func (w fpWorld) signature(addr string, peers []string) (signature, error) {
@@ -281,6 +293,14 @@ func (w fpWorld) signature(addr string, peers []string) (signature, error) {
 	if s.Groups, err = groupSignature(ctx, st); err != nil {
 		return s, err
 	}
+	drafts, err := st.Drafts(ctx)
+	if err != nil {
+		return s, err
+	}
+	for p, text := range drafts {
+		s.Drafts = append(s.Drafts, p.String()+"="+text)
+	}
+	sort.Strings(s.Drafts)
 	s.Requests, err = requestSignature(ctx, st)
 	return s, err
 }
@@ -350,6 +370,11 @@ func fpScenarios() []fpScenario {
 		{name: "send on a session", devices: ab, setup: []fpStep{{"alice/1", "send:bob/1:hello"}, {"bob/1", "sync"}, {"bob/1", "commitall"}, {"alice/1", "sync"}},
 			target: fpStep{"alice/1", "send:bob/1:again"}, want: two},
 		{name: "stage", devices: ab, setup: []fpStep{{"alice/1", "send:bob/1:hello"}}, target: fpStep{"bob/1", "stage"}, want: hello},
+		// The store-first send: the message and the draft's end in one
+		// transaction, then the pump's encryption and hand-off.
+		{name: "store-first send", devices: ab, setup: []fpStep{{"alice/1", "draft:bob/1:hello"}}, target: fpStep{"alice/1", "enqueue:bob/1:hello"}, want: hello},
+		{name: "pump", devices: ab, setup: []fpStep{{"alice/1", "enqueue:bob/1:hello"}, {"alice/1", "enqueue:bob/1:again"}}, target: fpStep{"alice/1", "pump"}, want: two},
+		{name: "pump on a session", devices: ab, setup: append(established(), fpStep{"alice/1", "enqueue:bob/1:again"}), target: fpStep{"alice/1", "pump"}, want: two},
 		{name: "handshake receive", devices: ab, setup: []fpStep{{"alice/1", "send:bob/1:hello"}, {"bob/1", "stage"}}, target: fpStep{"bob/1", "process"}, want: hello},
 		{name: "pairwise receive", devices: ab, setup: []fpStep{{"alice/1", "send:bob/1:hello"}, {"bob/1", "sync"}, {"alice/1", "send:bob/1:again"}, {"bob/1", "stage"}},
 			target: fpStep{"bob/1", "process"}, want: two},

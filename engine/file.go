@@ -109,13 +109,10 @@ func (c *Client) fileSetup() (BlobRelay, FileConfig, error) {
 	return fc.Blobs, fc, nil
 }
 
-// encodeSendFrame encodes a send's frame: a content frame for a file
-// manifest, an application frame otherwise.
-func encodeSendFrame(id wire.LogicalID, r SendRequest) ([]byte, error) {
-	if r.file {
-		return wire.EncodeContentMessage(wire.ContentMessage{ID: id, Content: wire.ContentFile, Body: r.Body})
-	}
-	return wire.EncodeFrame(wire.Frame{Kind: wire.FrameApplication, ID: id, Body: r.Body})
+// encodeManifestFrame encodes a file message's frame: a content frame
+// whose body is the file's manifest.
+func encodeManifestFrame(id wire.LogicalID, manifest []byte) ([]byte, error) {
+	return wire.EncodeContentMessage(wire.ContentMessage{ID: id, Content: wire.ContentFile, Body: manifest})
 }
 
 // contentFrame decodes a received content frame as the application frame

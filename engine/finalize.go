@@ -162,7 +162,7 @@ func (c *Client) finalizeBatch(ctx context.Context, reqs []FinalizeRequest, know
 	if len(plans) == 0 {
 		return results, nil
 	}
-	receipts, err := c.commitWork(ctx, work, plans)
+	receipts, err := c.applyWork(ctx, work, plans)
 	if err != nil {
 		return nil, fmt.Errorf("finalize: %w", err)
 	}

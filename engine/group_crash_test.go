@@ -53,7 +53,7 @@ func TestGroupCrashWindows(t *testing.T) {
 		{"group send: after the commit, before the hand-off (every lane pending)", "group send", "group-send/before-handoff", true},
 		{"group send: after the hand-off (every lane pending until its ACK)", "group send", "group-send/after-swap", true},
 		{"group receive: inside the transaction (processed again)", "group receive", "pairwise-receive/stmt-inbound-insert-after", false},
-		{"group receive: after the commit (delivered again until committed)", "group receive", "pairwise-receive/after-commit", true},
+		{"group receive: after the commit (delivered again until committed)", "group receive", "pairwise-receive/after-persist", true},
 		{"roster receive: after the commit, before the ACK (the retry brings it)", "roster receive", "handshake-receive/before-handoff", true},
 	}
 	for _, win := range windows {

@@ -183,7 +183,7 @@ func (c *Client) restateRosters(ctx context.Context, g GroupInfo) error {
 			return err
 		}
 		plan := RosterUpdate{Group: g.ID, Change: change, Frame: frame, At: c.cfg.Now(), Lanes: lanes}
-		if _, err := c.commitLanes(ctx, work, plan, change.ID, lanes); err != nil {
+		if _, err := c.applyLanes(ctx, work, plan, change.ID, lanes); err != nil {
 			return err
 		}
 	}

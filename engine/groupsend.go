@@ -140,7 +140,7 @@ func (c *Client) changeRoster(ctx context.Context, gid wire.GroupID, g GroupInfo
 		return GroupSendResult{}, err
 	}
 	plan := RosterUpdate{Group: gid, Change: change, Frame: frame, At: c.cfg.Now(), Lanes: lanes, Removed: removed, Start: start, Compact: compact}
-	return c.commitLanes(ctx, work, plan, change.ID, lanes)
+	return c.applyLanes(ctx, work, plan, change.ID, lanes)
 }
 
 // SendGroup sends a message to every other member of the group's current
@@ -185,7 +185,7 @@ func (c *Client) sendGroup(ctx context.Context, id wire.GroupID, chosen *wire.Lo
 		body = fileHistoryBody(m)
 	}
 	plan := GroupSend{Sender: c.self, Group: id, ID: mid, Frame: frame, Body: body, At: c.cfg.Now(), Lanes: lanes}
-	return c.commitLanes(ctx, work, plan, mid, lanes)
+	return c.applyLanes(ctx, work, plan, mid, lanes)
 }
 
 // prepareLanes encrypts frame for each recipient on the working state. A
@@ -231,9 +231,9 @@ func (c *Client) prepareLanes(ctx context.Context, work map[Address]*peerState, 
 	return lanes, nil
 }
 
-// commitLanes commits a group plan and hands its envelopes off.
-func (c *Client) commitLanes(ctx context.Context, work map[Address]*peerState, plan Plan, id wire.LogicalID, lanes []GroupLane) (GroupSendResult, error) {
-	receipts, err := c.commitWork(ctx, work, []Plan{plan})
+// applyLanes applies a group plan and hands its envelopes off.
+func (c *Client) applyLanes(ctx context.Context, work map[Address]*peerState, plan Plan, id wire.LogicalID, lanes []GroupLane) (GroupSendResult, error) {
+	receipts, err := c.applyWork(ctx, work, []Plan{plan})
 	if err != nil {
 		return GroupSendResult{}, err
 	}
@@ -382,7 +382,7 @@ func (c *Client) forwardChange(ctx context.Context, gs GroupStore, g GroupInfo, 
 	if err != nil {
 		return err
 	}
-	_, err = c.commitLanes(ctx, work, RosterUpdate{Group: g.ID, Change: own, Frame: frame, At: c.cfg.Now(), Lanes: newLanes}, own.ID, newLanes)
+	_, err = c.applyLanes(ctx, work, RosterUpdate{Group: g.ID, Change: own, Frame: frame, At: c.cfg.Now(), Lanes: newLanes}, own.ID, newLanes)
 	return err
 }
 

@@ -93,7 +93,7 @@ func (c *Client) AcceptIdentity(ctx context.Context, peer Address, fingerprint s
 		plan.Replaces = ps.replaces
 	}
 	next := &peerState{pinned: &key, replaces: plan.Replaces, refused: ps.refused}
-	if _, err := c.commitWork(ctx, map[Address]*peerState{peer: next}, []Plan{plan}); err != nil {
+	if _, err := c.applyWork(ctx, map[Address]*peerState{peer: next}, []Plan{plan}); err != nil {
 		return IdentityKey{}, fmt.Errorf("accept identity of %s: %w", peer, err)
 	}
 	c.noteConverged(peer)

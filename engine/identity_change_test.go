@@ -108,7 +108,7 @@ func TestExpiredSignedPreKey(t *testing.T) {
 		t.Fatal("the refused send stored a message")
 	}
 	// Bob rotates: a fresh bundle works again.
-	if err := bob.c.Maintain(w.ctx); err != nil {
+	if err := bob.c.RefreshPreKeys(w.ctx); err != nil {
 		t.Fatal(err)
 	}
 	alice.send(bob, "after rotation")

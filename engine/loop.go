@@ -3,11 +3,12 @@ package engine
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 )
 
 // The receive loop. The ordering at the heart of the protocol lives here and
-// nowhere else: lease what the relay holds, stage it durably, acknowledge
+// nowhere else: lease what the relay holds, stage it durably, release
 // exactly those leases, then process the staged rows. Sync does one round;
 // Run repeats it, and applies the commit and retry policies (policy.go).
 
@@ -22,14 +23,14 @@ const (
 	// maxFailureBackoff bounds the wait after a failed round.
 	maxFailureBackoff = 5 * time.Second
 	// stageChunkBytes bounds the envelope bytes one step of a round stages
-	// before it acknowledges and processes them.
+	// before it releases and processes them.
 	stageChunkBytes = 4 << 20
 	// poolTopUpEvery bounds how often the relay's word that the one-time
 	// pool runs low makes a round top it up.
 	poolTopUpEvery = 30 * time.Second
 )
 
-// SyncError is a round that failed at one step: receive, stage, acknowledge,
+// SyncError is a round that failed at one step: receive, stage, release,
 // process, commit or maintain. What the round did before it is in the
 // SyncResult returned with it.
 type SyncError struct {
@@ -42,11 +43,11 @@ func (e *SyncError) Error() string { return e.Op + ": " + e.Err.Error() }
 // Unwrap returns the step's error.
 func (e *SyncError) Unwrap() error { return e.Err }
 
-// AckOnly reports whether the round did everything but tell the relay that
-// it staged what it leased: every envelope was staged and processed, and
-// the relay delivers those rows again, which a later round absorbs as
-// duplicates. A cancelled acknowledgement is not one (the round stopped).
-func (e *SyncError) AckOnly() bool { return e.Op == "acknowledge" && !isCancel(e.Err) }
+// ReleaseOnly reports whether the round did everything but release its
+// leases (tell the relay that it staged what it leased): every envelope was
+// staged and processed, and the relay delivers those rows again, which a
+// later round absorbs as duplicates. A cancelled release is not one (the round stopped).
+func (e *SyncError) ReleaseOnly() bool { return e.Op == "release" && !isCancel(e.Err) }
 
 // SyncResult is what one round did.
 type SyncResult struct {
@@ -60,14 +61,14 @@ type SyncResult struct {
 
 // Sync does one full round: the rows staged before (by a process that
 // stopped) are processed first; then, until the relay has nothing more, it
-// leases what the relay delivered, stages it durably, acknowledges exactly
+// leases what the relay delivered, stages it durably, releases exactly
 // those leases and processes the staged rows, each page in one transaction;
 // the commit policy commits each processed batch as soon as it is done.
 // Then prekey maintenance runs when it is due (never while the relay is known to be down). Events go
 // out as each transition commits.
 //
 // A failure is a *SyncError naming the step; the result still holds what
-// the round did. A lease that could not be acknowledged does not stop the
+// the round did. A lease that could not be released does not stop the
 // round: the row is staged, and its redelivery is absorbed by the dedup.
 func (c *Client) Sync(ctx context.Context) (SyncResult, error) {
 	c.syncMu.Lock()
@@ -95,7 +96,7 @@ func (c *Client) Sync(ctx context.Context) (SyncResult, error) {
 	if err := settle(res); err != nil {
 		return out, err
 	}
-	var ackErr error
+	var releaseErr error
 	for {
 		all, err := c.relay.Receive(ctx)
 		if err != nil {
@@ -115,18 +116,18 @@ func (c *Client) Sync(ctx context.Context) (SyncResult, error) {
 			}
 			leased := all[:n]
 			all = all[n:]
-			if _, err := c.Stage(ctx, leased); err != nil {
+			if _, err := c.stage(ctx, leased); err != nil {
 				return out, &SyncError{Op: "stage", Err: err}
 			}
 			rows := make([]uint64, len(leased))
 			for i, l := range leased {
 				rows[i] = l.Row
 			}
-			if err := c.relay.Acknowledge(ctx, rows); err != nil && ackErr == nil {
+			if err := c.relay.Release(ctx, rows); err != nil && releaseErr == nil {
 				if isCancel(err) {
-					return out, &SyncError{Op: "acknowledge", Err: err}
+					return out, &SyncError{Op: "release", Err: err}
 				}
-				ackErr = &SyncError{Op: "acknowledge", Err: err}
+				releaseErr = &SyncError{Op: "release", Err: err}
 			}
 			res, err := c.processStaged(ctx, commit)
 			if err != nil {
@@ -138,12 +139,12 @@ func (c *Client) Sync(ctx context.Context) (SyncResult, error) {
 			}
 		}
 	}
-	ran, err := c.maintainByLoop(ctx)
+	ran, err := c.refreshOnSchedule(ctx)
 	out.Maintained = ran
 	if err != nil {
 		return out, &SyncError{Op: "maintain", Err: err}
 	}
-	return out, ackErr
+	return out, releaseErr
 }
 
 // SyncNow asks a running loop for a round at once (a demo control that
@@ -220,17 +221,30 @@ func (c *Client) Run(ctx context.Context) error {
 	defer c.loops.Done()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stop := context.AfterFunc(c.life, cancel)
+	stop := context.AfterFunc(c.lifetime, cancel)
 	defer stop()
 
 	var lastFailure string
 	failures := 0
-	if c.Policy().Commit == CommitOnArrival {
-		c.loopMu.Lock()
+	c.loopMu.Lock()
+	if c.policy.Commit == CommitOnArrival {
 		c.commitPending = true
-		c.loopMu.Unlock()
 	}
+	c.loopMu.Unlock()
+	// The pump hands off what is stored on a goroutine of its own, so that
+	// a relay slow to take an envelope never holds up receiving; it starts
+	// with what an earlier process stored and never sent.
+	var pump sync.WaitGroup
+	pump.Add(1)
+	go func() {
+		defer pump.Done()
+		c.pumpLoop(ctx)
+	}()
+	defer pump.Wait()
+	defer cancel()
+	c.wantPump()
 	for {
+		c.notePumpEpoch()
 		_, err := c.Sync(ctx)
 		if ctx.Err() != nil {
 			return nil
@@ -306,10 +320,11 @@ func (c *Client) emitSyncFailed(err error) {
 // link reports the relay's connection.
 func (c *Client) link() Link { return c.relay.Link() }
 
-// maintainByLoop runs prekey maintenance when it is due: checked after every
-// new relay connection, after a handshake used a one-time prekey, and every
-// MaintainEvery; never while the relay is known to be down.
-func (c *Client) maintainByLoop(ctx context.Context) (bool, error) {
+// refreshOnSchedule is the loop's schedule for RefreshPreKeysIfStale: it
+// checks for stale prekeys after every new relay connection, after a
+// handshake used a one-time prekey, and every MaintainEvery; never while
+// the relay is known to be down.
+func (c *Client) refreshOnSchedule(ctx context.Context) (bool, error) {
 	l := c.link()
 	if !l.Up {
 		return false, nil
@@ -328,7 +343,7 @@ func (c *Client) maintainByLoop(ctx context.Context) (bool, error) {
 	if !check {
 		return false, nil
 	}
-	ran, err := c.MaintainIfDue(ctx)
+	ran, err := c.RefreshPreKeysIfStale(ctx)
 	c.loopMu.Lock()
 	if err != nil {
 		// Try again in a minute, or at the next connection.
@@ -341,12 +356,12 @@ func (c *Client) maintainByLoop(ctx context.Context) (bool, error) {
 	return ran, err
 }
 
-// MaintainIfDue runs Maintain when MaintenanceDue says so, and reports
+// RefreshPreKeysIfStale runs RefreshPreKeys when PreKeysStale says so, and reports
 // whether it ran.
-func (c *Client) MaintainIfDue(ctx context.Context) (bool, error) {
-	due, err := c.MaintenanceDue(ctx)
+func (c *Client) RefreshPreKeysIfStale(ctx context.Context) (bool, error) {
+	due, err := c.PreKeysStale(ctx)
 	if err != nil || !due {
 		return false, err
 	}
-	return true, c.Maintain(ctx)
+	return true, c.RefreshPreKeys(ctx)
 }

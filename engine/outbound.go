@@ -19,6 +19,24 @@ type SendRequest struct {
 	// before the upload, so that a resumed send cannot make it twice.
 	file bool
 	id   *wire.LogicalID
+	// ClearDraft forgets the draft to Peer in the transaction that stores
+	// the message (Enqueue): the composer's text is then the stored message
+	// or the draft, never both.
+	ClearDraft bool
+}
+
+// encode encodes the request's frame under id: a text message's frame
+// here, a file manifest's by the file code.
+func (r SendRequest) encode(id wire.LogicalID) ([]byte, error) {
+	if r.file {
+		return encodeManifestFrame(id, r.Body)
+	}
+	return encodeTextFrame(id, r.Body)
+}
+
+// encodeTextFrame encodes a text message's frame: an application frame.
+func encodeTextFrame(id wire.LogicalID, body []byte) ([]byte, error) {
+	return wire.EncodeFrame(wire.Frame{Kind: wire.FrameApplication, ID: id, Body: body})
 }
 
 // SendResult is the outcome of one message of a batch: its logical ID, and
@@ -27,6 +45,8 @@ type SendRequest struct {
 type SendResult struct {
 	ID  wire.LogicalID
 	Err error
+	// Peer is the message's recipient (set by Pump).
+	Peer Address
 }
 
 // Send sends one message: it makes the logical ID, encodes the frame,
@@ -60,7 +80,7 @@ func (c *Client) SendBatch(ctx context.Context, reqs []SendRequest) ([]SendResul
 		} else if _, err := c.cfg.Random.Read(results[i].ID[:]); err != nil {
 			return nil, fmt.Errorf("send: logical id: %w", err)
 		}
-		f, err := encodeSendFrame(results[i].ID, r)
+		f, err := r.encode(results[i].ID)
 		if err != nil {
 			results[i].Err = fmt.Errorf("send to %s: %w", r.Peer, err)
 			continue
@@ -68,6 +88,27 @@ func (c *Client) SendBatch(ctx context.Context, reqs []SendRequest) ([]SendResul
 		frames[i] = f
 	}
 
+	// Messages stored earlier and never sent go first: the pump hands
+	// them off before this batch is prepared (and prepareSend holds a
+	// message behind any that are still waiting).
+	waitCause := make(map[Address]error) // why a peer's earlier messages still wait
+	for _, r := range reqs {
+		if waiting, err := c.hasUnsent(ctx, r.Peer); err != nil {
+			return nil, err
+		} else if waiting {
+			pumped, err := c.Pump(ctx)
+			if err != nil {
+				return nil, err
+			}
+			for _, p := range pumped {
+				var notSent *MessageNotSentError
+				if errors.As(p.Err, &notSent) && waitCause[p.Peer] == nil {
+					waitCause[p.Peer] = notSent.Err
+				}
+			}
+			break
+		}
+	}
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
 	// Writing to a device with an open request accepts it first.
@@ -82,6 +123,9 @@ func (c *Client) SendBatch(ctx context.Context, reqs []SendRequest) ([]SendResul
 	}
 	work := make(map[Address]*peerState)
 	held := make(map[Address]error) // peers whose messages this batch holds, and why
+	for peer, cause := range waitCause {
+		held[peer] = cause // behind messages the pump could not send
+	}
 	var plans []Plan
 	var planOf []int // request index of each plan
 	for i, r := range reqs {
@@ -105,7 +149,7 @@ func (c *Client) SendBatch(ctx context.Context, reqs []SendRequest) ([]SendResul
 	if len(plans) == 0 {
 		return results, nil
 	}
-	receipts, err := c.commitWork(ctx, work, plans)
+	receipts, err := c.applyWork(ctx, work, plans)
 	if err != nil {
 		return nil, err
 	}
@@ -183,6 +227,13 @@ func (c *Client) prepareSend(ctx context.Context, work map[Address]*peerState, h
 		} else if cause != nil {
 			return hold(cause)
 		}
+		// Messages the store-first send stored and the pump has not sent
+		// yet go first: this one waits behind them.
+		if waiting, err := c.hasUnsent(ctx, peer); err != nil {
+			return nil, err
+		} else if waiting {
+			return hold(fmt.Errorf("%s: %w", peer, ErrQueuedBehind))
+		}
 	}
 	shared, err := c.working(ctx, work, peer)
 	if err != nil {
@@ -247,6 +298,12 @@ func (c *Client) sendHeldFirst(ctx context.Context, peer Address) (cause, err er
 // identity to pin when this is the peer's first, and ErrSendWindow when the
 // session it has may carry no further message yet (window.go).
 func (c *Client) ensureSession(ctx context.Context, ps *peerState, peer Address) (*IdentityKey, error) {
+	return c.ensureSessionFrom(ctx, ps, peer, nil)
+}
+
+// ensureSessionFrom is ensureSession with a bundle fetched before (pre, nil
+// when none was: then it fetches one when it needs it).
+func (c *Client) ensureSessionFrom(ctx context.Context, ps *peerState, peer Address, pre *fetchedBundle) (*IdentityKey, error) {
 	if ps.session != nil {
 		full := !canSend(ps.session)
 		c.noteWindow(peer, full)
@@ -255,8 +312,14 @@ func (c *Client) ensureSession(ctx context.Context, ps *peerState, peer Address)
 		}
 		return nil, nil
 	}
-	bundle, key, err := c.fetchBundle(ctx, peer)
-	if err != nil {
+	var (
+		bundle wire.Bundle
+		key    IdentityKey
+		err    error
+	)
+	if pre != nil {
+		bundle, key = pre.bundle, pre.key
+	} else if bundle, key, err = c.fetchBundle(ctx, peer); err != nil {
 		return nil, err
 	}
 	if ps.pinned != nil && !ps.pinned.Equal(key) {
@@ -349,7 +412,7 @@ func (c *Client) retryOne(ctx context.Context, peer Address, m OutboundMessage) 
 		ps.pinned = pin
 	}
 	plan := Retry{Recipient: peer, ID: m.ID, Session: sw, Pin: pin, Out: Outgoing{Envelope: env, Owner: m.ID}, At: c.cfg.Now()}
-	if _, err := c.commitWork(ctx, map[Address]*peerState{peer: &ps}, []Plan{plan}); err != nil {
+	if _, err := c.applyWork(ctx, map[Address]*peerState{peer: &ps}, []Plan{plan}); err != nil {
 		return fmt.Errorf("retry %x to %s: %w", m.ID[:], peer, err)
 	}
 	if err := c.fail("retry", "after-swap"); err != nil {

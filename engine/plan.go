@@ -94,17 +94,20 @@ type Send struct {
 }
 
 // Hold stores a new application message as pending outbound without
-// encrypting it: the peer has no session and its bundle could not be fetched
-// (the relay was out of reach), or earlier messages to the peer wait the same
-// way and this one must not overtake them. It writes the frame and the
-// history entry; no envelope, no session. A retry encrypts the frame once a
-// bundle can be fetched.
+// encrypting it: the store-first send (Enqueue), whose pump encrypts it and
+// hands it off later; or a send whose peer has no session and whose bundle
+// could not be fetched (the relay was out of reach), or whose earlier
+// messages wait the same way and must not be overtaken. It writes the frame
+// and the history entry; no envelope, no session. With ClearDraft the
+// draft to Recipient is forgotten in the same transaction: after a crash the
+// text is the stored message or the draft, never both, never neither.
 type Hold struct {
-	Recipient Address
-	ID        wire.LogicalID
-	Frame     []byte // encoded application frame
-	Body      []byte
-	At        time.Time
+	Recipient  Address
+	ID         wire.LogicalID
+	Frame      []byte // encoded application frame
+	Body       []byte
+	At         time.Time
+	ClearDraft bool
 }
 
 // Retry stores the session advanced by encrypting a pending message again.
@@ -118,7 +121,7 @@ type Retry struct {
 }
 
 // Stage writes complete envelopes, as received, to the durable staging area before
-// any parsing; only after its commit may the relay's leases be acknowledged.
+// any parsing; only after its commit may the relay's leases be released.
 type Stage struct {
 	Envelopes []StagedInput
 	At        time.Time

@@ -69,15 +69,19 @@ type Policy struct {
 	RetryMin, RetryMax time.Duration
 }
 
-// WithDefaults returns p with zero bounds set to their defaults.
-func (p Policy) WithDefaults() Policy { return p.withDefaults() }
+// The automatic retries' backoff bounds when a Policy gives none.
+const (
+	DefaultRetryMin = 2 * time.Second
+	DefaultRetryMax = 5 * time.Minute
+)
 
+// withDefaults returns p with zero bounds set to their defaults.
 func (p Policy) withDefaults() Policy {
 	if p.RetryMin <= 0 {
-		p.RetryMin = 2 * time.Second
+		p.RetryMin = DefaultRetryMin
 	}
 	if p.RetryMax < p.RetryMin {
-		p.RetryMax = max(5*time.Minute, p.RetryMin)
+		p.RetryMax = max(DefaultRetryMax, p.RetryMin)
 	}
 	return p
 }

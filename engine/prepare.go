@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"github.com/parley-chat/parley/engine/session"
 	"time"
@@ -13,7 +12,7 @@ import (
 // Preparing. Each staged row becomes one plan, prepared in memory on copies
 // of the state with every cryptographic step done first. prepareReceive
 // opens the envelope and hands it, by its type, to prepareRecovery
-// (recovery.go), preparePreKey (prekeymessage.go) or prepareRatchet; an
+// (recovery.go), preparePreKey (initiation.go) or prepareRatchet; an
 // envelope that a session step opened goes on to prepareFrame. Each returns
 // one verdict value. A verdict on the envelope (malformed, forged, stale,
 // collision...) is a plan with an error result; only a failure to prepare
@@ -245,150 +244,6 @@ func (c *Client) prepareRatchet(in *incoming) (opening, error) {
 	default:
 		return final(in.drop(wire.LogicalID{}, dec.Err)), nil
 	}
-}
-
-// prepareFrame decides what the frame of an opened envelope does and makes
-// the row's Receive plan: the session step (with the handshake of an
-// accepted initiation) and the frame's effect. An ACK clears a sent
-// message; an application frame is delivered, repeated (with the ACK again
-// when it was finalized) or refused as a conflict.
-func (c *Client) prepareFrame(ctx context.Context, bs *batchState, in *incoming, op opening) (prepared, error) {
-	frame, err := wire.DecodeFrame(op.plaintext)
-	var group *wire.GroupID
-	content := wire.ContentText
-	if kind, _ := wire.PeekFrameKind(op.plaintext); kind == wire.FrameContent {
-		// file.go: a file manifest is delivered as an application frame.
-		frame, content, err = contentFrame(op.plaintext)
-	} else if kind >= wire.FrameGroupMessage {
-		// groupframe.go: a roster change or a refusal is its own verdict; a
-		// group message to accept goes on below as an application frame.
-		var done *prepared
-		if frame, group, done, err = c.groupFrame(ctx, bs, in, op, kind); done != nil || err != nil {
-			return derefPrepared(done), err
-		}
-		content = groupContent(op.plaintext)
-	}
-	if err != nil {
-		return in.drop(wire.LogicalID{}, err), nil
-	}
-	sender, ps, hs := in.sender, in.ps, op.handshake
-	version := ps.version
-	next := peerState{pinned: ps.pinned, session: op.session, version: version + 1, replaces: ps.replaces, past: ps.past, refused: ps.refused}
-	if hs != nil && hs.Pin != nil {
-		next.pinned = hs.Pin
-	}
-	var pastRecord []byte
-	if op.left != nil {
-		next.past = ps.past.With(op.session.ID, *op.left)
-		pastRecord = next.past.Marshal()
-	}
-	var effect FrameEffect
-	var ack *Outgoing
-	var request *RequestStage
-	// A session the peer set up, or an announcement of the session that
-	// won, is where the own pending messages must now go.
-	res := ReceiveResult{Sender: sender, ID: frame.ID, Group: group, Content: content, handshake: hs != nil, converged: hs != nil}
-	switch frame.Kind {
-	case wire.FrameAck:
-		effect = AckEffect{ID: frame.ID}
-		res.Kind = ResultAcknowledgement
-		res.converged = res.converged || frame.ID == (wire.LogicalID{})
-	default:
-		d := digest(frame.Body)
-		key := inboundKey{sender, frame.ID}
-		effect, res.Kind, err = c.classify(ctx, bs, key, d)
-		if err != nil {
-			if errors.Is(err, ErrLogicalMessageConflict) {
-				return in.drop(frame.ID, err), nil
-			}
-			return prepared{}, err
-		}
-		switch res.Kind {
-		case ResultDelivery:
-			res.Body = frame.Body
-			if _, ok := effect.(RepeatEffect); ok {
-				// A copy of a message that waits in a request is no
-				// delivery either.
-				if vouched, err := c.groupVouched(ctx, bs, group); err != nil {
-					return prepared{}, err
-				} else if open, err := c.inRequest(ctx, bs, sender); err != nil {
-					return prepared{}, err
-				} else if open && !vouched {
-					res.Kind, res.Body = ResultRequest, nil
-				}
-			}
-			if _, ok := effect.(DeliverEffect); ok {
-				if err := c.admitPending(ctx, bs.caps, sender); errors.Is(err, ErrPendingCap) {
-					return in.drop(frame.ID, err), nil
-				} else if err != nil {
-					return prepared{}, err
-				}
-				// A message arrived when its envelope was staged on this
-				// device; the conversation shows and orders it by that.
-				at := in.row.ReceivedAt
-				if at.IsZero() {
-					at = in.now
-				}
-				// A group message passed DecideGroupMessage: its sender is
-				// in the roster of a group this device is in. A group an
-				// accepted peer runs accepts its members for its messages.
-				vouched, err := c.groupVouched(ctx, bs, group)
-				if err != nil {
-					return prepared{}, err
-				}
-				if !vouched {
-					if request, err = c.stageRequest(ctx, bs, sender, requestBody(content, frame.Body), len(frame.Body), at); errors.Is(err, ErrRequestBound) {
-						return in.drop(frame.ID, err), nil
-					} else if err != nil {
-						return prepared{}, err
-					}
-				}
-				effect = DeliverEffect{ID: frame.ID, Frame: op.plaintext, Digest: d, At: at}
-				bs.delivered[key] = d
-				if request == nil && bs.commit && content != wire.ContentFile {
-					// Committed as it arrives; the ACK's encryption step
-					// commits with it.
-					tmp := next
-					if _, ack, err = c.prepareAck(&tmp, sender, frame.ID); err != nil {
-						return prepared{}, err
-					}
-					next.session = tmp.session
-					effect = CommitEffect{ID: frame.ID, Digest: d, Arrived: at, At: in.now, Body: frame.Body, Group: group}
-					res.committed = true
-				} else if request != nil {
-					// Not a delivery until accepted: the policy does not
-					// commit it, and nothing goes back to the sender.
-					res.Kind, res.opened = ResultRequest, !request.Join
-				} else {
-					res.fresh = &InboundMessage{Sender: sender, ID: frame.ID, ReceivedAt: at, Digest: d, Body: frame.Body, Group: group, Content: content}
-				}
-			}
-		case ResultAlreadyCommitted, ResultAlreadyDiscarded:
-			// The ACK's encryption step commits with this receive.
-			tmp := next
-			if _, ack, err = c.prepareAck(&tmp, sender, frame.ID); err != nil {
-				return prepared{}, err
-			}
-			next.session = tmp.session
-		}
-	}
-	sw, err := sessionWrite(sender, version, next.session)
-	if err != nil {
-		return prepared{}, err
-	}
-	*ps = next
-	// Later rows of the batch see what this one consumes and retires.
-	if hs != nil && hs.ConsumeOneTime != nil {
-		bs.consumed[*hs.ConsumeOneTime] = true
-	}
-	if hs != nil && hs.Retire != nil {
-		bs.retired[retiredKey{sender, hs.Retire.ID}] = true
-	}
-	return prepared{
-		plan:   Receive{StagedRow: in.row.Row, Peer: sender, Session: sw, Handshake: hs, Effect: effect, Ack: ack, PastChains: pastRecord, Request: request},
-		result: res,
-		ack:    ack,
-	}, nil
 }
 
 // classify decides what an application frame with this key and digest is:

@@ -8,15 +8,19 @@ import (
 	"github.com/parley-chat/parley/wire"
 )
 
-// Receiving. Staged envelopes come in through Stage (durable before the
-// relay's leases are acknowledged) and leave through ProcessStaged, which
+// Receiving. Staged envelopes come in through stage (durable before the
+// relay's leases are released) and leave through processStaged, which
 // prepares one plan per row (prepare.go) and applies a page of them in one
 // transaction; only after that commit do the session copies become live,
-// the ACKs and recovery requests go out and the events are emitted.
+// the ACKs and recovery requests go out and the events are emitted. Both
+// are unexported: only the loop (Sync) runs them, in that order, so that no
+// caller can run the receive steps out of order (tests reach them through
+// export_test.go).
 
-// Stage writes leased envelopes, complete and unparsed, to the durable staging area.
-// Only after it returns may their leases be acknowledged to the relay.
-func (c *Client) Stage(ctx context.Context, leased []Leased) ([]int64, error) {
+// stage writes leased envelopes, complete and unparsed, to the durable
+// staging area. Only after it returns may their leases be released at the
+// relay.
+func (c *Client) stage(ctx context.Context, leased []Leased) ([]int64, error) {
 	if len(leased) == 0 {
 		return nil, nil
 	}
@@ -34,18 +38,13 @@ func (c *Client) Stage(ctx context.Context, leased []Leased) ([]int64, error) {
 	return r.Rows, nil
 }
 
-// ProcessStaged processes the durable staging area in arrival order, in bounded
-// pages, each page applied in one transaction (group commit) with every
+// processStaged processes the durable staging area in arrival order, in
+// bounded pages, each page applied in one transaction (group commit) with every
 // receive all-or-nothing on its own. A receive that fails rolls back
 // entirely; its row is then quarantined (with the durable retirement, for a
 // collision) so that it does not block later rows. It returns one result per
 // processed row. After the commit it hands off the ACKs of repeated finalized
-// messages and emits the events.
-func (c *Client) ProcessStaged(ctx context.Context) ([]ReceiveResult, error) {
-	return c.processStaged(ctx, false)
-}
-
-// processStaged is ProcessStaged; with commit, each new delivery that
+// messages and emits the events. With commit, each new delivery that
 // CommitOnArrival would commit is committed in the transaction that
 // receives it (CommitEffect).
 func (c *Client) processStaged(ctx context.Context, commit bool) ([]ReceiveResult, error) {
@@ -65,7 +64,7 @@ func (c *Client) processStaged(ctx context.Context, commit bool) ([]ReceiveResul
 		after = rows[len(rows)-1].Row
 		before := holds.clone()
 		rs, err := c.processRows(ctx, rows, commit, holds)
-		var late *afterCommitError
+		var late *afterApplyError
 		if errors.As(err, &late) {
 			// The page committed; what failed came after (an ACK hand-off
 			// cancelled, a failpoint): report what was done.
@@ -122,7 +121,7 @@ func (c *Client) processRows(ctx context.Context, rows []StagedEnvelope, commit 
 		for i, p := range preps {
 			plans[i] = p.plan
 		}
-		receipts, err := c.commitWork(ctx, work, plans)
+		receipts, err := c.applyWork(ctx, work, plans)
 		if err != nil {
 			c.refundRecoveries(preps)
 			if len(rows) == 1 && !transient(err) && dropped[rows[0].Row] == nil && attempt == 0 {
@@ -195,7 +194,7 @@ func (c *Client) refundRecoveries(preps []prepared) {
 // finishRows does what follows the commit of a page of receives: it records
 // the session resets, hands off the ACKs and recovery requests the page
 // produced, and emits one EventReceived per row with its result. Any
-// failure here is an *afterCommitError.
+// failure here is an *afterApplyError.
 func (c *Client) finishRows(ctx context.Context, preps []prepared, plans []Plan, receipts []Receipt) ([]ReceiveResult, error) {
 	for _, p := range preps {
 		if p.result.Kind == ResultSessionReset {
@@ -203,7 +202,7 @@ func (c *Client) finishRows(ctx context.Context, preps []prepared, plans []Plan,
 		}
 	}
 	if err := c.fail(plans[0].Kind(), "after-swap"); err != nil {
-		return nil, &afterCommitError{err}
+		return nil, &afterApplyError{err}
 	}
 	evicted := 0
 	for _, r := range receipts {
@@ -227,7 +226,7 @@ func (c *Client) finishRows(ctx context.Context, preps []prepared, plans []Plan,
 		}
 		results[i] = res
 		if err := c.fail(plans[i].Kind(), "before-event"); err != nil {
-			return results[:i+1], &afterCommitError{err}
+			return results[:i+1], &afterApplyError{err}
 		}
 		r := res
 		if res.committed {
@@ -243,7 +242,7 @@ func (c *Client) finishRows(ctx context.Context, preps []prepared, plans []Plan,
 		}
 	}
 	if handErr != nil {
-		return results, &afterCommitError{handErr}
+		return results, &afterApplyError{handErr}
 	}
 	return results, nil
 }
@@ -275,9 +274,9 @@ func (c *Client) handOffReplies(ctx context.Context, kind string, preps []prepar
 	return sent, asked, err
 }
 
-// afterCommitError is a failure after a page of receives committed: the
+// afterApplyError is a failure after a page of receives was applied: the
 // page must not be prepared again.
-type afterCommitError struct{ err error }
+type afterApplyError struct{ err error }
 
-func (e *afterCommitError) Error() string { return e.err.Error() }
-func (e *afterCommitError) Unwrap() error { return e.err }
+func (e *afterApplyError) Error() string { return e.err.Error() }
+func (e *afterApplyError) Unwrap() error { return e.err }

@@ -296,7 +296,7 @@ func (c *Client) ResetSession(ctx context.Context, peer Address) error {
 	plan := ResetSession{Peer: peer, SessionVersion: ps.version, At: now,
 		Retire: []RetiredInitiation{{ID: s.ID, SignedPreKeyID: s.SignedPreKeyID, RetiredAt: now.Unix()}}}
 	*ps = peerState{pinned: ps.pinned, refused: ps.refused}
-	rs, err := c.commitWork(ctx, work, []Plan{plan})
+	rs, err := c.applyWork(ctx, work, []Plan{plan})
 	if err != nil {
 		return fmt.Errorf("reset the session with %s: %w", peer, err)
 	}

@@ -32,11 +32,12 @@ type Relay interface {
 	Submit(ctx context.Context, env wire.Envelope) error
 	// Receive returns the envelopes the relay delivered that no earlier call
 	// returned, oldest first, without waiting for more: an empty result
-	// means nothing is waiting now. Each stays leased until acknowledged.
+	// means nothing is waiting now. Each stays leased until released.
 	Receive(ctx context.Context) ([]Leased, error)
-	// Acknowledge releases leased rows after they were staged durably. Only
-	// the engine's loop calls it, and only for rows it staged.
-	Acknowledge(ctx context.Context, rows []uint64) error
+	// Release ends the leases of rows staged durably: the relay deletes
+	// them. Only the engine's loop calls it, and only for rows it staged.
+	// (Acknowledging is the end-to-end ACK between devices, never this.)
+	Release(ctx context.Context, rows []uint64) error
 }
 
 // RelayLink is the part of Relay that knows its own connection. The

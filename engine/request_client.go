@@ -38,7 +38,7 @@ func (c *Client) acceptLocked(ctx context.Context, peer Address) (int, error) {
 		return 0, fmt.Errorf("accept %s: %w", peer, err)
 	}
 	plan := AcceptRequest{Peer: peer, Count: r.Count, At: c.cfg.Now(), Rosters: ad.rosters, Sessions: ad.sessions}
-	if _, err := c.commitWork(ctx, work, []Plan{plan}); err != nil {
+	if _, err := c.applyWork(ctx, work, []Plan{plan}); err != nil {
 		return 0, fmt.Errorf("accept %s: %w", peer, err)
 	}
 	// An ACK that does not go out now goes out when the author sends the

@@ -148,7 +148,7 @@ func TestRequestBlockAndSweep(t *testing.T) {
 		t.Fatalf("BlocksUntold with the relay down = %v, %v; want mallory", untold, err)
 	}
 	relay.SetDown(false)
-	if err := bob.c.Maintain(w.ctx); err != nil {
+	if err := bob.c.RefreshPreKeys(w.ctx); err != nil {
 		t.Fatal(err)
 	}
 	if untold, err := bob.st.BlocksUntold(w.ctx); len(untold) != 0 || err != nil || !relay.Blocked(mallory.addr) {
@@ -184,7 +184,7 @@ func TestRequestBlockAndSweep(t *testing.T) {
 		t.Fatalf("SweepRequests before the lifetime = %d, %v", n, err)
 	}
 	w.clock.Advance(2 * time.Hour)
-	if err := bob.c.Maintain(w.ctx); err != nil {
+	if err := bob.c.RefreshPreKeys(w.ctx); err != nil {
 		t.Fatal(err)
 	}
 	if reqs, err := bob.c.Requests(w.ctx); len(reqs) != 0 || err != nil || bob.pendingIn() != 0 {

@@ -44,6 +44,10 @@ type Store interface {
 
 	// PendingOutbound pages pending sent messages in send order.
 	PendingOutbound(ctx context.Context, q PageQuery) ([]OutboundMessage, error)
+	// Unsent pages the pending messages never encrypted (stored by Hold,
+	// no attempt yet) in send order, as PendingOutbound does: what the
+	// pump hands off.
+	Unsent(ctx context.Context, q PageQuery) ([]OutboundMessage, error)
 	// CountOutbound counts pending sent messages (to Peer, when set).
 	CountOutbound(ctx context.Context, peer *Address) (int, error)
 	// PendingInbound pages pending received messages in arrival order.

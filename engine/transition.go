@@ -7,7 +7,7 @@ import (
 
 // Transitions: a plan is prepared on working copies of peer state, applied
 // by the store in one transaction, and only then do the copies become the
-// live state (commitWork).
+// live state (applyWork).
 
 // working returns the batch's working copy of a peer's state.
 func (c *Client) working(ctx context.Context, work map[Address]*peerState, peer Address) (*peerState, error) {
@@ -105,10 +105,10 @@ func sessionWrite(peer Address, version uint64, s *session.Session) (SessionWrit
 	return SessionWrite{Peer: peer, Version: version, ID: s.ID, AwaitingReply: s.AwaitingReply, Record: rec}, nil
 }
 
-// commitWork applies plans prepared on the working states in work. On
+// applyWork applies plans prepared on the working states in work. On
 // failure the candidates are dropped: every peer they touched is reloaded
 // from the store at its next use. On success they become the live state.
-func (c *Client) commitWork(ctx context.Context, work map[Address]*peerState, plans []Plan) ([]Receipt, error) {
+func (c *Client) applyWork(ctx context.Context, work map[Address]*peerState, plans []Plan) ([]Receipt, error) {
 	receipts, err := c.applyAll(ctx, plans)
 	if err != nil {
 		for peer := range work {

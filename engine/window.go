@@ -86,7 +86,7 @@ func (c *Client) resetFullWindow(ctx context.Context, peer Address) error {
 	plan := ResetSession{Peer: peer, SessionVersion: ps.version, At: now, Replaces: s.ID,
 		Retire: []RetiredInitiation{{ID: s.ID, SignedPreKeyID: s.SignedPreKeyID, RetiredAt: now.Unix()}}}
 	*ps = peerState{pinned: ps.pinned, replaces: s.ID, refused: ps.refused}
-	rs, err := c.commitWork(ctx, work, []Plan{plan})
+	rs, err := c.applyWork(ctx, work, []Plan{plan})
 	if err != nil {
 		return fmt.Errorf("reset the session with %s after its window stayed full: %w", peer, err)
 	}

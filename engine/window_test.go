@@ -69,8 +69,11 @@ func TestSendWindow(t *testing.T) {
 	if _, err := alice.c.Send(w.ctx, bob.addr, []byte("after the turn")); err != nil {
 		t.Fatalf("send after the peer's ACK: %v", err)
 	}
-	if w.net.Accepted() != before+1 {
-		t.Fatal("the send after the turn did not go out")
+	// The two messages held for the window go first (the pump, before
+	// the send), then the new one: three envelopes, in the order they were
+	// stored.
+	if got := w.net.Accepted(); got != before+3 {
+		t.Fatalf("%d envelopes after the turn, want the two held messages and the new one", got-before)
 	}
 }
 

@@ -143,7 +143,7 @@ func (w *world) device(addr string) *device {
 		w.t.Fatal(err)
 	}
 	d.open()
-	if err := d.c.Maintain(w.ctx); err != nil {
+	if err := d.c.RefreshPreKeys(w.ctx); err != nil {
 		w.t.Fatal(err)
 	}
 	w.t.Cleanup(func() {

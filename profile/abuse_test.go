@@ -49,7 +49,7 @@ func newTestProfile(t *testing.T, addr, url string, policy engine.Policy) *Profi
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Close() })
-	if err := p.Client.Maintain(ctx); err != nil {
+	if err := p.Client.RefreshPreKeys(ctx); err != nil {
 		t.Fatal(err)
 	}
 	return p

@@ -140,13 +140,13 @@ func (l *lazyRelay) Receive(ctx context.Context) ([]engine.Leased, error) {
 	return c.Receive(ctx)
 }
 
-// Acknowledge implements engine.Relay by forwarding to the connection.
-func (l *lazyRelay) Acknowledge(ctx context.Context, rows []uint64) error {
+// Release implements engine.Relay by forwarding to the connection.
+func (l *lazyRelay) Release(ctx context.Context, rows []uint64) error {
 	c, err := l.get(ctx)
 	if err != nil {
 		return err
 	}
-	return c.Acknowledge(ctx, rows)
+	return c.Release(ctx, rows)
 }
 
 // Wake implements engine.RelayLink: nil until the first connection.

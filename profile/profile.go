@@ -50,11 +50,11 @@ type Options struct {
 	// RelayCA, for Create: PEM certificates of a private CA that signs the
 	// relay's TLS certificate (default: the system's roots).
 	RelayCA []byte
-	// Maintain runs the prekey maintenance that is due right after the
-	// open, best effort: for commands that talk to the relay anyway, so that
+	// RefreshPreKeys refreshes the prekeys right after the open when they
+	// are stale (Client.RefreshPreKeysIfStale), best effort: for commands that talk to the relay anyway, so that
 	// a bundle that could not be published at init goes out and rotation
 	// happens without a long-running process.
-	Maintain bool
+	RefreshPreKeys bool
 }
 
 // relayConn is the connection a profile holds: a transport.Conn, or one
@@ -241,10 +241,10 @@ func Open(ctx context.Context, dir string, o Options) (*Profile, error) {
 		st.Close()
 		return nil, describe(dir, err)
 	}
-	if o.Maintain {
+	if o.RefreshPreKeys {
 		// Best effort: the command itself reports whether the relay is
 		// reachable.
-		_, _ = p.Client.MaintainIfDue(ctx)
+		_, _ = p.Client.RefreshPreKeysIfStale(ctx)
 	}
 	return p, nil
 }
@@ -360,7 +360,7 @@ func transportOptions(st *store.DB, relay engine.RelaySettings, o transport.Clie
 
 // Create makes a new profile for self in dir, its identity and first
 // prekeys, with relayURL as its relay, and opens it. Nothing is published:
-// the first connection (or Maintain) does that. A failure leaves no profile
+// the first connection (or RefreshPreKeys) does that. A failure leaves no profile
 // behind.
 func Create(ctx context.Context, dir string, self engine.Address, relayURL string, o Options) (*Profile, error) {
 	st, err := store.Create(ctx, dir, o.Passphrase, o.Store)

@@ -29,7 +29,7 @@ func (db *DB) Apply(ctx context.Context, p engine.Plan) (engine.Receipt, error) 
 // receipt (group commit). If a plan fails, nothing of the batch is applied
 // and the error is an *engine.BatchError naming it. A failure of the
 // transaction itself (begin, commit, a failpoint at before-begin,
-// before-commit or after-commit) names no plan and comes back unwrapped.
+// before-persist or after-persist) names no plan and comes back unwrapped.
 func (db *DB) ApplyBatch(ctx context.Context, plans []engine.Plan) ([]engine.Receipt, error) {
 	if len(plans) == 0 {
 		return nil, nil
@@ -77,16 +77,16 @@ func (db *DB) applyPlans(ctx context.Context, plans []engine.Plan) (_ []engine.R
 		return nil, i, fmt.Errorf("store: apply %s: %w", plans[i].Kind(), err)
 	}
 	t.kind = kind
-	if err := t.point("before-commit"); err != nil {
+	if err := t.point("before-persist"); err != nil {
 		return nil, -1, fmt.Errorf("store: apply %s: %w", kind, err)
 	}
-	if err := t.commit(); err != nil {
+	if err := t.persist(); err != nil {
 		return nil, -1, err
 	}
 	// The transition is durable: an error from here on is that of a process
 	// that stopped right after its commit.
 	db.scheduleScrub()
-	if err := db.point(kind, "after-commit"); err != nil {
+	if err := db.point(kind, "after-persist"); err != nil {
 		return nil, -1, fmt.Errorf("store: apply %s: committed, then %w", kind, err)
 	}
 	return rs, -1, nil

@@ -778,18 +778,18 @@ func TestApplyBatch(t *testing.T) {
 		}
 	}
 	wantPeer(t, f, bob, identityKey('b'), 4, "receive")
-	var begins, commits []string
+	var begins, persists []string
 	for _, p := range points {
 		if strings.HasSuffix(p, "/before-begin") {
 			begins = append(begins, p)
 		}
-		if strings.HasSuffix(p, "-commit") {
-			commits = append(commits, p)
+		if strings.HasSuffix(p, "-persist") {
+			persists = append(persists, p)
 		}
 	}
 	if !slices.Equal(begins, []string{"pairwise-send/before-begin"}) ||
-		!slices.Equal(commits, []string{"pairwise-send/before-commit", "pairwise-send/after-commit"}) {
-		t.Errorf("batch transaction points = %v %v, want them once with the first plan's kind", begins, commits)
+		!slices.Equal(persists, []string{"pairwise-send/before-persist", "pairwise-send/after-persist"}) {
+		t.Errorf("batch transaction points = %v %v, want them once with the first plan's kind", begins, persists)
 	}
 	if !slices.Contains(points, "ack-receive/stmt-outbound-delete-after") || !slices.Contains(points, "stage/stmt-inbox-insert-before") {
 		t.Errorf("batch points %v miss the statements of later plans", points)

@@ -42,8 +42,8 @@ type Options struct {
 	KDF KDFParams
 	// Failpoint, when set, is called at every named point of every
 	// transition as "<plan kind>/<point>": before-begin, before and after
-	// each statement (stmt-<name>-before, stmt-<name>-after), before-commit
-	// and after-commit. An error aborts the transition there (after-commit:
+	// each statement (stmt-<name>-before, stmt-<name>-after), before-persist
+	// and after-persist. An error aborts the transition there (after-persist:
 	// it was durable already). Tests use it to inject errors and process
 	// exits; production code leaves it nil.
 	Failpoint engine.Failpoint

@@ -15,8 +15,8 @@ import (
 var errInjected = errors.New("injected failure")
 
 // recordPoints applies p with a hook that records every point and fails at
-// before-commit, so that nothing is applied, and returns the points in the
-// order they were first reached, after-commit included.
+// before-persist, so that nothing is applied, and returns the points in the
+// order they were first reached, after-persist included.
 func recordPoints(t *testing.T, f *fixture, apply func() error) []string {
 	t.Helper()
 	var points []string
@@ -24,17 +24,17 @@ func recordPoints(t *testing.T, f *fixture, apply func() error) []string {
 		if !slices.Contains(points, p) {
 			points = append(points, p)
 		}
-		if strings.HasSuffix(p, "/before-commit") {
+		if strings.HasSuffix(p, "/before-persist") {
 			return errInjected
 		}
 		return nil
 	}
 	defer func() { f.hook = nil }()
 	if err := apply(); !errors.Is(err, errInjected) {
-		t.Fatalf("apply failing at before-commit = %v, want the injected error", err)
+		t.Fatalf("apply failing at before-persist = %v, want the injected error", err)
 	}
 	last := points[len(points)-1]
-	return append(points, strings.TrimSuffix(last, "before-commit")+"after-commit")
+	return append(points, strings.TrimSuffix(last, "before-persist")+"after-persist")
 }
 
 // failAt runs apply with a hook that fails the first time it reaches point.
@@ -52,7 +52,7 @@ func failAt(f *fixture, point string, apply func() error) (hit bool, err error) 
 
 // TestFailpointErrors is the in-process half of the failpoint matrix: for
 // every plan case it fails the plan at each of its points in turn and checks
-// that the database is exactly as before (at after-commit: that the plan was
+// that the database is exactly as before (at after-persist: that the plan was
 // applied), and that the plan then applies.
 func TestFailpointErrors(t *testing.T) {
 	ctx := context.Background()
@@ -79,7 +79,7 @@ func TestFailpointErrors(t *testing.T) {
 				if !hit || !errors.Is(err, errInjected) {
 					t.Fatalf("failing at %s: reached %v, Apply = %v; want the injected error", point, hit, err)
 				}
-				if strings.HasSuffix(point, "/after-commit") {
+				if strings.HasSuffix(point, "/after-persist") {
 					if f.state(t) == before {
 						t.Errorf("failing at %s: the plan was not applied, want it committed", point)
 					}
@@ -131,7 +131,7 @@ func TestFailpointErrorsBatch(t *testing.T) {
 		if !hit || !errors.Is(err, errInjected) {
 			t.Fatalf("failing at %s: reached %v, ApplyBatch = %v", point, hit, err)
 		}
-		if strings.HasSuffix(point, "/after-commit") {
+		if strings.HasSuffix(point, "/after-persist") {
 			continue
 		}
 		var be *engine.BatchError

@@ -100,5 +100,5 @@ func withTx(tb testing.TB, db *DB, f func(ctx context.Context, t *tx) error) err
 	if err := f(ctx, t); err != nil {
 		return err
 	}
-	return t.commit()
+	return t.persist()
 }

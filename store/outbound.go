@@ -18,6 +18,8 @@ const (
 	sqlOutbound            = "SELECT seq, created_at, sealed_frame FROM outbound WHERE recipient = ? AND id = ?"
 	sqlPendingOutbound     = "SELECT seq, recipient, id, created_at, sealed_frame FROM outbound WHERE seq > ? ORDER BY seq LIMIT ?"
 	sqlPendingOutboundPeer = "SELECT seq, recipient, id, created_at, sealed_frame FROM outbound WHERE recipient = ? AND seq > ? ORDER BY seq LIMIT ?"
+	sqlUnsentOutbound      = "SELECT seq, recipient, id, created_at, sealed_frame FROM outbound o WHERE seq > ? AND NOT EXISTS (SELECT 1 FROM attempt a WHERE a.peer = o.recipient AND a.id = o.id) ORDER BY seq LIMIT ?"
+	sqlUnsentOutboundPeer  = "SELECT seq, recipient, id, created_at, sealed_frame FROM outbound o WHERE recipient = ? AND seq > ? AND NOT EXISTS (SELECT 1 FROM attempt a WHERE a.peer = o.recipient AND a.id = o.id) ORDER BY seq LIMIT ?"
 	sqlCountOutbound       = "SELECT count(*) FROM outbound"
 	sqlCountOutboundPeer   = "SELECT count(*) FROM outbound WHERE recipient = ?"
 )
@@ -73,6 +75,11 @@ func (t *tx) hold(ctx context.Context, p engine.Hold) (engine.Receipt, error) {
 	}
 	if err := t.insertHistory(ctx, p.Recipient, engine.DirectionOut, p.ID, p.At, engine.SentPending, p.Body); err != nil {
 		return engine.Receipt{}, err
+	}
+	if p.ClearDraft {
+		if err := t.setDraft(ctx, engine.SetDraft{Peer: p.Recipient}); err != nil {
+			return engine.Receipt{}, err
+		}
 	}
 	m, err := t.bumpMarker(ctx)
 	return engine.Receipt{Seq: seq, Marker: m}, err
@@ -187,6 +194,23 @@ func (db *DB) PendingOutbound(ctx context.Context, q engine.PageQuery) ([]engine
 	if err != nil {
 		return nil, err
 	}
+	return db.scanOutbound(rows)
+}
+
+// Unsent pages the pending messages that were never encrypted (stored by a
+// Hold, with no attempt yet) in send order: sequence numbers above q.After,
+// only to q.Peer when set, at most q.Limit (at most 1000).
+func (db *DB) Unsent(ctx context.Context, q engine.PageQuery) ([]engine.OutboundMessage, error) {
+	rows, err := db.pendingPage(ctx, q, sqlUnsentOutboundPeer, sqlUnsentOutbound)
+	if err != nil {
+		return nil, err
+	}
+	return db.scanOutbound(rows)
+}
+
+// scanOutbound reads pending messages from rows of (seq, recipient, id,
+// created_at, sealed_frame), and closes rows.
+func (db *DB) scanOutbound(rows *sql.Rows) ([]engine.OutboundMessage, error) {
 	defer rows.Close()
 	var out []engine.OutboundMessage
 	for rows.Next() {
@@ -197,6 +221,7 @@ func (db *DB) PendingOutbound(ctx context.Context, q engine.PageQuery) ([]engine
 		if err := rows.Scan(&m.Seq, &to, &id, &created, &sealed); err != nil {
 			return nil, db.readErr("read pending messages", err)
 		}
+		var err error
 		if m.Recipient, err = engine.ParseAddress(to); err != nil {
 			return nil, fmt.Errorf("store: read pending message %d: %w: %w", m.Seq, engine.ErrMalformedState, err)
 		}

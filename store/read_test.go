@@ -222,6 +222,11 @@ func TestQueryPlans(t *testing.T) {
 	}{
 		{sqlPendingOutbound, []any{0, 10}, nil},
 		{sqlPendingOutboundPeer, []any{"bob/1", 0, 10}, nil},
+		// The pending messages are read in send order, each checked by
+		// key for an attempt: the scan is of what is pending, which the
+		// caps bound.
+		{sqlUnsentOutbound, []any{0, 10}, []string{"SCAN o"}},
+		{sqlUnsentOutboundPeer, []any{"bob/1", 0, 10}, nil},
 		{sqlPendingInbound, []any{0, 10}, nil},
 		{sqlPendingInboundPeer, []any{"bob/1", 0, 10}, nil},
 		{sqlHistory, []any{"bob/1", 1 << 62, 100, 10}, nil},

@@ -111,14 +111,17 @@ func (db *DB) beginImmediate(ctx context.Context) (*tx, error) {
 	return &tx{db: db, tx: t}, nil
 }
 
-// rollback ends the transaction without its changes; after a commit it does
+// rollback ends the transaction without its changes; after persist it does
 // nothing. Deferred by every caller of beginImmediate.
 func (t *tx) rollback() { _ = t.tx.Rollback() }
 
-// commit makes the transaction durable (synchronous=FULL: the log is synced).
-func (t *tx) commit() error {
+// persist makes the transaction durable: the SQL COMMIT (synchronous=FULL:
+// the log is synced). In parley's code "commit" is a message's finalization;
+// the SQL commit is "persist" (and the failpoints before-persist and
+// after-persist).
+func (t *tx) persist() error {
 	if err := t.tx.Commit(); err != nil {
-		return fmt.Errorf("store: commit: %w", mapErr(err))
+		return fmt.Errorf("store: persist: %w", mapErr(err))
 	}
 	return nil
 }

@@ -133,7 +133,7 @@ func (c *Conn) Submit(ctx context.Context, env wire.Envelope) error {
 // Receive implements engine.Relay: it returns the envelopes the relay has
 // delivered since the last call, oldest first, at most MaxReceive, without
 // waiting (Wake says when there may be more). Each stays leased until
-// acknowledged; after a reconnect or the relay's lease timeout it may be
+// released; after a reconnect or the relay's lease timeout it may be
 // delivered again. After Close, or once the client gave up for good, it
 // fails.
 func (c *Conn) Receive(ctx context.Context) ([]engine.Leased, error) {
@@ -188,14 +188,14 @@ func (c *Conn) deliver(d wire.Deliver) {
 	c.signal()
 }
 
-// Acknowledge implements engine.Relay: the relay deletes the rows, in
+// Release implements engine.Relay: the relay deletes the rows, in
 // batches of wire.MaxAckRows.
-func (c *Conn) Acknowledge(ctx context.Context, rows []uint64) error {
+func (c *Conn) Release(ctx context.Context, rows []uint64) error {
 	for len(rows) > 0 {
 		n := min(len(rows), wire.MaxAckRows)
 		r, err := c.call(ctx, wire.AckRows{Rows: rows[:n]})
 		if err != nil {
-			return fmt.Errorf("acknowledge %d rows: %w", n, err)
+			return fmt.Errorf("release %d rows: %w", n, err)
 		}
 		if _, ok := r.(wire.Done); !ok {
 			return unexpected(wire.RelayAckRows, r)

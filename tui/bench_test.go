@@ -47,7 +47,7 @@ func newBenchDevice(b *testing.B, net *enginetest.Network, dir string, addr engi
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := c.Maintain(ctx); err != nil {
+	if err := c.RefreshPreKeys(ctx); err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { c.Close() })

@@ -32,7 +32,7 @@ type PaneSource interface {
 	RelayIdentity(ctx context.Context, peer engine.Address) (engine.IdentityKey, error)
 	Policy() engine.Policy
 	Contacts(ctx context.Context) (map[engine.Address]string, error)
-	Life(ctx context.Context, peer engine.Address, id wire.LogicalID, dir engine.Direction) (engine.Life, error)
+	Trace(ctx context.Context, peer engine.Address, id wire.LogicalID, dir engine.Direction) (engine.Trace, error)
 	SetContact(ctx context.Context, peer engine.Address, name string) error
 }
 

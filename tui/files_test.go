@@ -73,7 +73,7 @@ func TestFileThroughPanes(t *testing.T) {
 	}
 	alice, bob := openFileClient(t, net, blobs, demoAlice), openFileClient(t, net, blobs, demoBob)
 	for _, c := range []*engine.Client{alice, bob} {
-		if err := c.Maintain(ctx); err != nil {
+		if err := c.RefreshPreKeys(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -160,7 +160,7 @@ func TestAttachToGroup(t *testing.T) {
 	}
 	alice, bob, carol := openFileClient(t, net, blobs, demoAlice), openFileClient(t, net, blobs, demoBob), openFileClient(t, net, blobs, demoCarol)
 	for _, c := range []*engine.Client{alice, bob, carol} {
-		if err := c.Maintain(ctx); err != nil {
+		if err := c.RefreshPreKeys(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}

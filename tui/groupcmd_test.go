@@ -19,7 +19,7 @@ func TestGroupCommandOnTheEngine(t *testing.T) {
 	ctx := context.Background()
 	alice := openTestClient(t, net, demoAlice)
 	for _, c := range []*engine.Client{alice, openTestClient(t, net, demoBob), openTestClient(t, net, demoCarol)} {
-		if err := c.Maintain(ctx); err != nil {
+		if err := c.RefreshPreKeys(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}

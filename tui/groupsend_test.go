@@ -53,7 +53,7 @@ func TestComposerSendsToGroup(t *testing.T) {
 	ctx := context.Background()
 	alice := openTestClient(t, net, demoAlice)
 	for _, c := range []*engine.Client{alice, openTestClient(t, net, demoBob), openTestClient(t, net, demoCarol)} {
-		if err := c.Maintain(ctx); err != nil {
+		if err := c.RefreshPreKeys(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}

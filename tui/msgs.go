@@ -41,8 +41,12 @@ func tag(pane, gen int, cmd tea.Cmd) tea.Cmd {
 	}
 }
 
-// eventsMsg is a run of engine events read from a client's channel.
-type eventsMsg struct{ events []engine.Event }
+// eventsMsg is a run of engine events read from a client's channel, with
+// the notes that were waiting when the first was read (they came first).
+type eventsMsg struct {
+	notes  []eventlog.Entry
+	events []engine.Event
+}
 
 // noteMsg is something the pump or the demo wants in the event log.
 type noteMsg struct{ entry eventlog.Entry }

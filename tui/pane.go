@@ -142,16 +142,29 @@ func listen(s *Attachment) tea.Cmd {
 		case <-s.Done:
 			return clientEndedMsg{}
 		case e := <-s.Events:
+			// A note the demo's relay made during a hand-off is sent
+			// before the event that reports the hand-off: read the notes
+			// already waiting first, so that the log keeps that order.
+			var notes []eventlog.Entry
+		drain:
+			for len(notes) < 64 {
+				select {
+				case n := <-s.Notes:
+					notes = append(notes, n)
+				default:
+					break drain
+				}
+			}
 			batch := []engine.Event{e}
 			for len(batch) < 256 {
 				select {
 				case e := <-s.Events:
 					batch = append(batch, e)
 				default:
-					return eventsMsg{events: batch}
+					return eventsMsg{notes: notes, events: batch}
 				}
 			}
-			return eventsMsg{events: batch}
+			return eventsMsg{notes: notes, events: batch}
 		case n := <-s.Notes:
 			return noteMsg{entry: n}
 		}
@@ -214,6 +227,9 @@ func (p pane) Update(msg tea.Msg) (pane, tea.Cmd) {
 	case tea.KeyMsg:
 		return p.key(msg)
 	case eventsMsg:
+		for _, n := range msg.notes {
+			p.note(n)
+		}
 		return p.events(msg.events)
 	case noteMsg:
 		p.note(msg.entry)
@@ -250,11 +266,11 @@ func (p pane) Update(msg tea.Msg) (pane, tea.Cmd) {
 		return p, p.readTrace(msg.Peer, msg.ID, msg.Direction)
 	case traceMsg:
 		if msg.err != nil {
-			p.noteErr(engine.ErrorName(msg.err), msg.err, "reading a message's life")
+			p.noteErr(engine.ErrorName(msg.err), msg.err, "reading a message's trace")
 			return p, nil
 		}
 		cmd := p.setFocus(panelEvents)
-		p.ev().Show(eventlog.Entry{At: p.now(), Name: "life", Text: msg.text, Level: eventlog.Info})
+		p.ev().Show(eventlog.Entry{At: p.now(), Name: "trace", Text: msg.text, Level: eventlog.Info})
 		return p, cmd
 	case conversations.GroupCommandMsg:
 		return p, p.runGroupCommand(msg)
@@ -407,7 +423,11 @@ func (p pane) key(k tea.KeyMsg) (pane, tea.Cmd) {
 func (p pane) events(evs []engine.Event) (pane, tea.Cmd) {
 	var cmds []tea.Cmd
 	for _, e := range evs {
-		p.note(eventlog.FromEvent(e))
+		if e.Kind != engine.EventStored {
+			// A stored message is in the outbox at once; the log waits
+			// for what the relay said of it.
+			p.note(eventlog.FromEvent(e))
+		}
 		switch e.Kind {
 		case engine.EventReceived:
 			r := e.Result
@@ -507,24 +527,24 @@ func (p pane) readTrace(peer engine.Address, id wire.LogicalID, dir engine.Direc
 	}
 	c, ctx, self, other := p.att.Client, p.ctx, p.self, p.hooks.Peers
 	return func() tea.Msg {
-		own, err := c.Life(ctx, peer, id, dir)
+		own, err := c.Trace(ctx, peer, id, dir)
 		if err != nil {
 			return traceMsg{err: err}
 		}
-		var theirs *engine.Life
+		var theirs *engine.Trace
 		if other != nil {
 			if oc := other(peer); oc != nil {
 				back := engine.DirectionIn
 				if dir == engine.DirectionIn {
 					back = engine.DirectionOut
 				}
-				if l, err := oc.Life(ctx, self, id, back); err == nil {
+				if l, err := oc.Trace(ctx, self, id, back); err == nil {
 					theirs = &l
 				}
 			}
 		}
 		msg := traceMsg{id: id, text: tracetext.Draw(self, own, theirs)}
-		for _, l := range []*engine.Life{&own, theirs} {
+		for _, l := range []*engine.Trace{&own, theirs} {
 			if l != nil {
 				for _, a := range l.Attempts {
 					msg.envs = append(msg.envs, a.Envelope)

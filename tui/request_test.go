@@ -74,7 +74,7 @@ func startRequestRun(t *testing.T) *requestRun {
 	net := enginetest.NewNetwork()
 	bob := openRequestClient(t, net, demoBob)
 	carol := openTestClient(t, net, engine.MustParseAddress("carol/1"))
-	if err := bob.Maintain(context.Background()); err != nil {
+	if err := bob.RefreshPreKeys(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan struct{})

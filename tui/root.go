@@ -83,7 +83,7 @@ type PaneOptions struct {
 	// Peer, when set, is the conversation chosen at start.
 	Peer engine.Address
 	// Peers returns the open client of another device this process holds
-	// (the demo's peer), so that a message's life shows both ends; nil
+	// (the demo's peer), so that a message's trace shows both ends; nil
 	// when there is none.
 	Peers func(engine.Address) *engine.Client
 	// OnNote sees every entry added to the pane's event log, in Update

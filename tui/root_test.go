@@ -30,9 +30,13 @@ func (f *fakeClient) Conversations(context.Context) ([]engine.Conversation, erro
 func (f *fakeClient) History(context.Context, engine.Address, int64, int) ([]engine.HistoryEntry, error) {
 	return nil, nil
 }
-func (f *fakeClient) Send(_ context.Context, p engine.Address, b []byte) (wire.LogicalID, error) {
-	f.sent = append(f.sent, string(b))
-	return wire.LogicalID{1}, nil
+func (f *fakeClient) Enqueue(_ context.Context, reqs []engine.SendRequest) ([]engine.SendResult, error) {
+	out := make([]engine.SendResult, len(reqs))
+	for i, r := range reqs {
+		f.sent = append(f.sent, string(r.Body))
+		out[i].ID = wire.LogicalID{1}
+	}
+	return out, nil
 }
 func (f *fakeClient) PendingInbound(context.Context, engine.PageQuery) ([]engine.InboundMessage, error) {
 	return nil, nil
@@ -56,8 +60,8 @@ func (f *fakeClient) ResyncRequired() bool                                      
 func (f *fakeClient) MarkPresented(context.Context) error                           { return nil }
 func (f *fakeClient) SafetyNumber(context.Context, engine.Address) (string, error)  { return "", nil }
 func (f *fakeClient) Policy() engine.Policy                                         { return engine.Policy{} }
-func (f *fakeClient) Life(_ context.Context, peer engine.Address, id wire.LogicalID, dir engine.Direction) (engine.Life, error) {
-	return engine.Life{Peer: peer, ID: id, Direction: dir, State: "unknown"}, nil
+func (f *fakeClient) Trace(_ context.Context, peer engine.Address, id wire.LogicalID, dir engine.Direction) (engine.Trace, error) {
+	return engine.Trace{Peer: peer, ID: id, Direction: dir, State: "unknown"}, nil
 }
 func (f *fakeClient) Contacts(context.Context) (map[engine.Address]string, error) {
 	return f.names, nil

@@ -64,7 +64,7 @@ func TestRun(t *testing.T) {
 	net := enginetest.NewNetwork()
 	alice := openTestClient(t, net, demoAlice)
 	bob := openTestClient(t, net, demoBob)
-	if err := alice.Maintain(context.Background()); err != nil {
+	if err := alice.RefreshPreKeys(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := bob.Send(context.Background(), demoAlice, []byte("hi alice")); err != nil {

@@ -11,7 +11,7 @@ import (
 	"github.com/parley-chat/parley/tui/eventlog"
 )
 
-// traceEvents adds to a message's life what the event logs of every profile
+// traceEvents adds to a message's trace what the event logs of every profile
 // shown said about it, in order: relay acceptances, losses the demo
 // caused, deliveries, repeats, commits and ACKs. These are kept in memory
 // only (the durable log has the envelopes).
@@ -35,7 +35,7 @@ func (m Model) traceEvents(lm traceMsg) traceMsg {
 	var all []seen
 	for _, p := range m.panes {
 		for _, e := range p.ev().Entries() {
-			if e.Name != "life" && mentions(e.Text) {
+			if e.Name != "trace" && mentions(e.Text) {
 				all = append(all, seen{e, p.self})
 			}
 		}

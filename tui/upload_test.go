@@ -27,7 +27,7 @@ func TestInterruptedUploadShown(t *testing.T) {
 	}
 	alice, bob := openFileClient(t, net, blobs, demoAlice), openFileClient(t, net, blobs, demoBob)
 	for _, c := range []*engine.Client{alice, bob} {
-		if err := c.Maintain(ctx); err != nil {
+		if err := c.RefreshPreKeys(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}

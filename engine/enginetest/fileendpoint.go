@@ -55,9 +55,9 @@ func (e *FileEndpoint) Submit(ctx context.Context, env wire.Envelope) error {
 	return e.Save()
 }
 
-// Acknowledge implements engine.Relay.
-func (e *FileEndpoint) Acknowledge(ctx context.Context, rows []uint64) error {
-	if err := e.Endpoint.Acknowledge(ctx, rows); err != nil {
+// Release implements engine.Relay.
+func (e *FileEndpoint) Release(ctx context.Context, rows []uint64) error {
+	if err := e.Endpoint.Release(ctx, rows); err != nil {
 		return err
 	}
 	return e.Save()

@@ -237,8 +237,8 @@ func (e *Endpoint) Receive(ctx context.Context) ([]engine.Leased, error) {
 	return out, nil
 }
 
-// Acknowledge removes leased rows of this device's mailbox.
-func (e *Endpoint) Acknowledge(ctx context.Context, rows []uint64) error {
+// Release removes leased rows of this device's mailbox.
+func (e *Endpoint) Release(ctx context.Context, rows []uint64) error {
 	e.n.mu.Lock()
 	defer e.n.mu.Unlock()
 	ack := map[uint64]bool{}
@@ -258,7 +258,7 @@ func (e *Endpoint) Acknowledge(ctx context.Context, rows []uint64) error {
 	return nil
 }
 
-// Reconnect drops this device's leases, so that unacknowledged envelopes are
+// Reconnect drops this device's leases, so that envelopes not released are
 // delivered again (as after a reconnect).
 func (e *Endpoint) Reconnect() {
 	e.n.mu.Lock()

@@ -1,4 +1,4 @@
-// Package tracetext draws a message's trace (what engine.Life says of it at
+// Package tracetext draws a message's trace (what engine.Trace says of it at
 // one end or both) as the text that parley trace prints and the chat's trace
 // view shows, so that the command line has it without the chat. It imports
 // engine and the shared text layout (internal/layout), nothing of the chat.
@@ -13,12 +13,12 @@ import (
 	"github.com/parley-chat/parley/internal/layout"
 )
 
-// Draw draws a message's trace (its engine.Life at each end known) as
+// Draw draws a message's trace (its engine.Trace at each end known) as
 // a small diagram: the envelopes that carried it (on which session
 // initiation), where it stands at each end, and the ACK. own is what the device showing it knows; peer, when known
 // (the demo holds both profiles), is the other end's view of the same
 // message. self is the device showing it.
-func Draw(self engine.Address, own engine.Life, peer *engine.Life) string {
+func Draw(self engine.Address, own engine.Trace, peer *engine.Trace) string {
 	from, to := self, own.Peer
 	if own.Direction == engine.DirectionIn {
 		from, to = own.Peer, self
@@ -34,7 +34,7 @@ func Draw(self engine.Address, own engine.Life, peer *engine.Life) string {
 	if own.Direction == engine.DirectionIn {
 		if peer == nil {
 			fmt.Fprintf(&b, " at %s (the sender): not known here\n", from)
-			sent = engine.Life{}
+			sent = engine.Trace{}
 		} else {
 			sent = *peer
 		}
@@ -103,7 +103,7 @@ func Draw(self engine.Address, own engine.Life, peer *engine.Life) string {
 	return strings.TrimSuffix(b.String(), "\n")
 }
 
-func recvState(l engine.Life) string {
+func recvState(l engine.Trace) string {
 	switch l.State {
 	case "pending":
 		return "delivered, pending a decision (commit or discard)"

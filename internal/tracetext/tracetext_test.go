@@ -14,12 +14,12 @@ var (
 )
 
 // TestTraceAfterReinstall: a message bob acknowledged before he was
-// reinstalled is unknown to his new store; its life says so, not "not
+// reinstalled is unknown to his new store; its trace says so, not "not
 // delivered yet", which only a message without an ACK can be.
 func TestTraceAfterReinstall(t *testing.T) {
 	id := wire.LogicalID{0xe1, 0x81}
-	own := engine.Life{Peer: demoBob, ID: id, Direction: engine.DirectionOut, State: "acknowledged", Body: []byte("hello")}
-	bob := engine.Life{Peer: demoAlice, ID: id, Direction: engine.DirectionIn, State: "unknown"}
+	own := engine.Trace{Peer: demoBob, ID: id, Direction: engine.DirectionOut, State: "acknowledged", Body: []byte("hello")}
+	bob := engine.Trace{Peer: demoAlice, ID: id, Direction: engine.DirectionIn, State: "unknown"}
 	got := Draw(demoAlice, own, &bob)
 	if !strings.Contains(got, "at bob/1: unknown (reinstalled") || strings.Contains(got, "not delivered yet") {
 		t.Fatalf("an acknowledged message unknown to its receiver:\n%s", got)

@@ -86,7 +86,7 @@ func benchRelay(b *testing.B, r *testRelay) float64 {
 				if err != nil {
 					return
 				}
-				if err := c.Acknowledge(ctx, rowsOf(ls)); err != nil {
+				if err := c.Release(ctx, rowsOf(ls)); err != nil {
 					return
 				}
 				if received.Add(int64(len(ls))) == int64(b.N) {

@@ -53,7 +53,7 @@ func TestRequestsPayByCost(t *testing.T) {
 			ca, cb := mustDialFrom(t, r, alice, "127.0.0.1"), mustDialFrom(t, r, bob, "127.0.0.1")
 			mustSubmit(t, ca, envelope(alice, bob, "hi"))
 			got := receiveN(t, cb, 1)
-			if err := cb.Acknowledge(ctxT(t), rowsOf(got)); err != nil {
+			if err := cb.Release(ctxT(t), rowsOf(got)); err != nil {
 				t.Fatal(err)
 			}
 		})

@@ -196,7 +196,7 @@ func TestControlFloodCPU(t *testing.T) {
 			for ctx.Err() == nil {
 				mustSubmit(t, ca, envelope(alice, bob, "during the flood"))
 				got := receiveAtLeast(t, cb, 1)
-				if err := cb.Acknowledge(ctxT(t), rowsOf(got)); err != nil {
+				if err := cb.Release(ctxT(t), rowsOf(got)); err != nil {
 					t.Fatal(err)
 				}
 				trips++

@@ -102,7 +102,7 @@ func TestStrangersLeaveRoomForReaders(t *testing.T) {
 				mustSubmit(t, ca, envelope(alice, carol, "hello carol"))
 				for _, c := range []*transport.Conn{cb, cc} {
 					got := receiveN(t, c, 1)
-					if err := c.Acknowledge(ctxT(t), rowsOf(got)); err != nil {
+					if err := c.Release(ctxT(t), rowsOf(got)); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -142,7 +142,7 @@ func TestEnvelopesExpire(t *testing.T) {
 			cs := mustDialFrom(t, r, sink, "127.0.0.2")
 			cm := mustDialFrom(t, r, mallory, "127.0.0.2")
 			mustSubmit(t, cs, envelope(sink, mallory, "hello mallory"))
-			if err := cm.Acknowledge(ctxT(t), rowsOf(receiveN(t, cm, 1))); err != nil {
+			if err := cm.Release(ctxT(t), rowsOf(receiveN(t, cm, 1))); err != nil {
 				t.Fatal(err)
 			}
 			cs.Close()

@@ -163,7 +163,7 @@ func TestLatencyHistograms(t *testing.T) {
 	ca, cb := dial(t, r, alice), dial(t, r, bob)
 	mustSubmit(t, ca, envelope(alice, bob, "timed"))
 	got := receiveN(t, cb, 1)
-	if err := cb.Acknowledge(ctxT(t), rowsOf(got)); err != nil {
+	if err := cb.Release(ctxT(t), rowsOf(got)); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(5 * time.Second)

@@ -190,7 +190,7 @@ func TestFaults(t *testing.T) {
 				t.Fatalf("received %d of %d: %v", len(got), want, err)
 			}
 			got = append(got, ls...)
-			if err := cb.Acknowledge(ctxT(t), rowsOf(ls)); err != nil {
+			if err := cb.Release(ctxT(t), rowsOf(ls)); err != nil {
 				t.Fatal(err)
 			}
 		}

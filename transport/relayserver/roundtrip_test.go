@@ -65,8 +65,8 @@ func TestRoundTrip(t *testing.T) {
 	if !slices.IsSorted(rowsOf(got)) {
 		t.Fatalf("rows not increasing: %v", rowsOf(got))
 	}
-	if err := cb.Acknowledge(ctx, rowsOf(got)); err != nil {
-		t.Fatalf("Acknowledge: %v", err)
+	if err := cb.Release(ctx, rowsOf(got)); err != nil {
+		t.Fatalf("Release: %v", err)
 	}
 	expectNothing(t, cb, 200*time.Millisecond)
 
@@ -105,7 +105,7 @@ func TestRedeliveryAfterReconnect(t *testing.T) {
 		mustSubmit(t, ca, envelope(alice, bob, fmt.Sprint(i)))
 	}
 	first := receiveN(t, cb, 4)
-	if err := cb.Acknowledge(ctxT(t), rowsOf(first[:1])); err != nil {
+	if err := cb.Release(ctxT(t), rowsOf(first[:1])); err != nil {
 		t.Fatal(err)
 	}
 	cb.Close()
@@ -114,7 +114,7 @@ func TestRedeliveryAfterReconnect(t *testing.T) {
 	if !slices.Equal(rowsOf(again), rowsOf(first[1:])) {
 		t.Fatalf("redelivered rows %v, want %v", rowsOf(again), rowsOf(first[1:]))
 	}
-	if err := cb.Acknowledge(ctxT(t), rowsOf(again)); err != nil {
+	if err := cb.Release(ctxT(t), rowsOf(again)); err != nil {
 		t.Fatal(err)
 	}
 	expectNothing(t, cb, 100*time.Millisecond)
@@ -136,7 +136,7 @@ func TestLeaseTimeout(t *testing.T) {
 	if d := time.Since(start); d < 150*time.Millisecond {
 		t.Fatalf("redelivered after %v, before the lease ran out", d)
 	}
-	if err := cb.Acknowledge(ctxT(t), rowsOf(first)); err != nil {
+	if err := cb.Release(ctxT(t), rowsOf(first)); err != nil {
 		t.Fatal(err)
 	}
 	expectNothing(t, cb, 400*time.Millisecond)
@@ -156,7 +156,7 @@ func TestWindow(t *testing.T) {
 		got := receiveN(t, cb, min(4, 10-len(all)))
 		expectNothing(t, cb, 100*time.Millisecond)
 		all = append(all, payloads(t, got)...)
-		if err := cb.Acknowledge(ctxT(t), rowsOf(got)); err != nil {
+		if err := cb.Release(ctxT(t), rowsOf(got)); err != nil {
 			t.Fatal(err)
 		}
 	}

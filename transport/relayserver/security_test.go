@@ -225,7 +225,7 @@ func TestAckOthersRows(t *testing.T) {
 	for i := range uint64(50) {
 		guess = append(guess, rows[0]-25+i)
 	}
-	if err := ce.Acknowledge(ctxT(t), guess); err != nil {
+	if err := ce.Release(ctxT(t), guess); err != nil {
 		t.Fatalf("eve's acknowledgement: got %v, want the same Done as any", err)
 	}
 	if got := r.metric(t, "parley_relay_envelopes_acknowledged_total"); got != 0 {
@@ -276,7 +276,7 @@ func TestSubmitRefused(t *testing.T) {
 		}
 		refused(t, ca.Submit(ctxT(t), envelope(alice, bob, "fourth")), wire.RefuseMailboxFull)
 		got := receiveN(t, cb, 3)
-		if err := cb.Acknowledge(ctxT(t), rowsOf(got[:1])); err != nil {
+		if err := cb.Release(ctxT(t), rowsOf(got[:1])); err != nil {
 			t.Fatal(err)
 		}
 		mustSubmit(t, ca, envelope(alice, bob, "room again"))
@@ -408,7 +408,7 @@ func TestSlowReader(t *testing.T) {
 			}()
 			got := receiveN(t, cb, 5)
 			wg.Wait()
-			if err := cb.Acknowledge(ctxT(t), rowsOf(got)); err != nil {
+			if err := cb.Release(ctxT(t), rowsOf(got)); err != nil {
 				t.Fatal(err)
 			}
 			r.waitMetric(t, fmt.Sprintf(`parley_relay_disconnects_total{reason=%q}`, tt.reason), 1)

@@ -88,14 +88,14 @@ func TestEnvelopeStatusTaken(t *testing.T) {
 				t.Fatalf("EnvelopeLifetime after a reply: %v, %v; want the default %v", d, ok, DefaultEnvelopeLifetime)
 			}
 			got := receiveN(t, cb, 2)
-			if err := cb.Acknowledge(ctxT(t), []uint64{got[0].Row}); err != nil {
+			if err := cb.Release(ctxT(t), []uint64{got[0].Row}); err != nil {
 				t.Fatal(err)
 			}
 			st := waitStatuses(t, ca, 1)
 			if want := (wire.EnvelopeStatus{EnvelopeID: e1.ID, State: wire.EnvelopeTaken}); !slices.Equal(st, []wire.EnvelopeStatus{want}) {
 				t.Fatalf("alice heard %v, want %v", st, want)
 			}
-			if err := cb.Acknowledge(ctxT(t), []uint64{got[1].Row, got[0].Row}); err != nil {
+			if err := cb.Release(ctxT(t), []uint64{got[1].Row, got[0].Row}); err != nil {
 				t.Fatal(err)
 			}
 			st = waitStatuses(t, ca, 1)
@@ -154,7 +154,7 @@ func TestStatusTellsStrangersNothing(t *testing.T) {
 				c *transport.Conn
 			}{{alice, ca}, {eve, ce}} {
 				mustSubmit(t, cb, envelope(bob, to.d, "hello"))
-				if err := to.c.Acknowledge(ctxT(t), rowsOf(receiveN(t, to.c, 1))); err != nil {
+				if err := to.c.Release(ctxT(t), rowsOf(receiveN(t, to.c, 1))); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -181,7 +181,7 @@ func TestStatusTellsStrangersNothing(t *testing.T) {
 			if p := payloads(t, got); p[0] != "from alice" || p[1] != "from mallory" {
 				t.Fatalf("bob received %q", p)
 			}
-			if err := cb.Acknowledge(ctxT(t), rowsOf(got)); err != nil {
+			if err := cb.Release(ctxT(t), rowsOf(got)); err != nil {
 				t.Fatal(err)
 			}
 			if st := waitStatuses(t, ca, 1); st[0] != (wire.EnvelopeStatus{EnvelopeID: ea.ID, State: wire.EnvelopeTaken}) {

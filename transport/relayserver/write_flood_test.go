@@ -111,7 +111,7 @@ func TestSenderBlockFlood(t *testing.T) {
 					if err != nil {
 						return
 					}
-					if cb.Acknowledge(readCtx, rowsOf(ls)) != nil {
+					if cb.Release(readCtx, rowsOf(ls)) != nil {
 						return
 					}
 				}

@@ -23,8 +23,10 @@ import (
 const MaxBody = wire.MaxBodySize
 
 // Source is what the composer sends through: *engine.Client implements it.
+// Enqueue stores a message (and forgets the conversation's draft in the same
+// transaction) and returns at once; the client's loop hands it to the relay.
 type Source interface {
-	Send(ctx context.Context, peer engine.Address, body []byte) (wire.LogicalID, error)
+	Enqueue(ctx context.Context, reqs []engine.SendRequest) ([]engine.SendResult, error)
 }
 
 // GroupSource is what the composer sends to a group through:
@@ -34,11 +36,12 @@ type GroupSource interface {
 	SendGroup(ctx context.Context, id wire.GroupID, body []byte) (engine.GroupSendResult, error)
 }
 
-// SentMsg reports one send: Err nil means the relay accepted it (every
-// lane, for a group); a *engine.MessageNotSentError means it is stored and
-// pending (a retry sends it; for a group, Unsent names the lanes still
-// unsent); any other error means nothing was stored. Group is set when
-// the message went to a group (Peer is then zero).
+// SentMsg reports one send: for a peer, Err nil means the message is stored
+// as pending (the client's loop hands it to the relay; its events tell
+// when); for a group, Err nil means the relay accepted every lane, and a
+// *engine.MessageNotSentError that it is stored and pending (Unsent names
+// the lanes still unsent). Any other error means nothing was stored. Group
+// is set when the message went to a group (Peer is then zero).
 type SentMsg struct {
 	Peer   engine.Address
 	Group  *wire.GroupID
@@ -343,8 +346,11 @@ func (m *Model) next() tea.Cmd {
 	}
 	peer := to.peer
 	return func() tea.Msg {
-		id, err := src.Send(ctx, peer, body)
-		return SentMsg{Peer: peer, ID: id, Body: body, Err: err}
+		res, err := src.Enqueue(ctx, []engine.SendRequest{{Peer: peer, Body: body, ClearDraft: true}})
+		if err != nil {
+			return SentMsg{Peer: peer, Body: body, Err: err}
+		}
+		return SentMsg{Peer: peer, ID: res[0].ID, Body: body, Err: res[0].Err}
 	}
 }
 

@@ -20,12 +20,19 @@ type sender struct {
 	err  error
 }
 
-func (s *sender) Send(_ context.Context, peer engine.Address, body []byte) (wire.LogicalID, error) {
+func (s *sender) Enqueue(_ context.Context, reqs []engine.SendRequest) ([]engine.SendResult, error) {
 	if s.err != nil {
-		return wire.LogicalID{}, s.err
+		return nil, s.err
 	}
-	s.sent = append(s.sent, peer.String()+":"+string(body))
-	return wire.LogicalID{byte(len(s.sent))}, nil
+	out := make([]engine.SendResult, len(reqs))
+	for i, r := range reqs {
+		if !r.ClearDraft {
+			return nil, errors.New("the composer's send must forget the draft in its transaction")
+		}
+		s.sent = append(s.sent, r.Peer.String()+":"+string(r.Body))
+		out[i].ID = wire.LogicalID{byte(len(s.sent))}
+	}
+	return out, nil
 }
 
 func newComposer(src *sender) Model {

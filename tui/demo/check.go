@@ -182,7 +182,7 @@ func (v *checkView) receiverState(key string) (mark, string, error) {
 	if err != nil {
 		return m, "", err
 	}
-	l, err := c.Life(v.ctx, m.from, m.id, engine.DirectionIn)
+	l, err := c.Trace(v.ctx, m.from, m.id, engine.DirectionIn)
 	return m, l.State, err
 }
 
@@ -216,7 +216,7 @@ func sender(key string, state engine.SentState) check {
 		if err != nil {
 			return err
 		}
-		l, err := c.Life(v.ctx, m.to, m.id, engine.DirectionOut)
+		l, err := c.Trace(v.ctx, m.to, m.id, engine.DirectionOut)
 		if err != nil {
 			return err
 		}
@@ -357,7 +357,7 @@ func changedShown(i int, shown bool) check {
 		if err != nil {
 			return err
 		}
-		if pin, err := c.PinnedIdentity(v.ctx, p.Peer); err != nil || pin == nil || !pin.Equal(peer.Identity()) {
+		if pin, err := pinOf(v.ctx, c, peer); err != nil || pin != pinCurrent {
 			return fmt.Errorf("%s has not pinned %s's new identity (%v)", p.Self, p.Peer, err)
 		}
 		return nil

@@ -86,7 +86,7 @@ func Run(ctx context.Context, profiles Profiles, opts Options) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	w := newWorld(ctx, dir, profiles, log, opts.Clock())
-	w.policy = opts.Policy.WithDefaults()
+	w.policy = retryBounds(opts.Policy)
 	defer func() {
 		if err := w.Close(); err != nil {
 			log.Warn("demo close", "err", err)

@@ -431,11 +431,11 @@ func firstWords(s string, n int) string {
 	return strings.Join(w[:min(n, len(w))], " ")
 }
 
-// TestDemoLifeAfterACollision: after the guided collision, the life of
+// TestDemoTraceAfterACollision: after the guided collision, the trace of
 // each message (t on a search match in the timeline) shows its envelopes;
 // the one that lost went out on two initiations, and both were committed
 // at the other end and cleared by an ACK.
-func TestDemoLifeAfterACollision(t *testing.T) {
+func TestDemoTraceAfterACollision(t *testing.T) {
 	t.Parallel()
 	d := startDemo(t, demoConfig{})
 	d.playCollision()
@@ -450,10 +450,10 @@ func TestDemoLifeAfterACollision(t *testing.T) {
 		d.key(tea.KeyEnter)
 		d.waitFor("match 1 of 1")
 		d.typeText("t")
-		s := d.waitFor("Event · life", "ACK received ─▶ cleared (acknowledged)", "delivered ─▶ committed")
+		s := d.waitFor("Event · trace", "ACK received ─▶ cleared (acknowledged)", "delivered ─▶ committed")
 		a, _ := halves(s)
 		if !strings.Contains(a, body) {
-			t.Fatalf("the life shown is not that of %q:\n%s", body, a)
+			t.Fatalf("the trace shown is not that of %q:\n%s", body, a)
 		}
 		replaced += strings.Count(a, "since replaced")
 		d.key(tea.KeyEsc)
@@ -519,9 +519,9 @@ func TestParseScript(t *testing.T) {
 	}
 }
 
-// TestDemoLifeOfALostEnvelope: the life of a message whose first envelope
+// TestDemoTraceOfALostEnvelope: the trace of a message whose first envelope
 // the demo lost lists both envelopes and the loss, by envelope ID.
-func TestDemoLifeOfALostEnvelope(t *testing.T) {
+func TestDemoTraceOfALostEnvelope(t *testing.T) {
 	t.Parallel()
 	d := startDemo(t, demoConfig{})
 	d.waitFor("Composer → bob/1")
@@ -532,9 +532,9 @@ func TestDemoLifeOfALostEnvelope(t *testing.T) {
 	d.waitFor("1 pending received")
 	d.alt('5')
 	d.typeText("t")
-	s := d.waitFor("Event · life", "├─ envelope", "└─ envelope", "demo_lost_envelope")
+	s := d.waitFor("Event · trace", "├─ envelope", "└─ envelope", "demo_lost_envelope")
 	a, _ := halves(s)
 	if !strings.Contains(a, "at bob/1: delivered, pending a decision") || !strings.Contains(a, "pending until bob/1's ACK") {
-		t.Fatalf("the life of a message delivered on its second envelope:\n%s", a)
+		t.Fatalf("the trace of a message delivered on its second envelope:\n%s", a)
 	}
 }

@@ -28,7 +28,7 @@ func (w *world) joinHeadless(ctx context.Context, addr engine.Address) (bool, er
 	if d == nil {
 		pol := w.policy
 		pol.Commit = engine.CommitOnArrival
-		d = &device{addr: addr, notes: make(chan eventlog.Entry, 64), policy: pol.WithDefaults()}
+		d = &device{addr: addr, notes: make(chan eventlog.Entry, 64), policy: pol}
 		w.devs[addr] = d
 	}
 	w.mu.Unlock()
@@ -197,7 +197,7 @@ func countGroupFlow(ctx context.Context, id wire.GroupID, sender engine.Address,
 		case lane == engine.LanePending || lane == engine.LaneRelayAccepted:
 			f.pending++
 		case lane == engine.LaneAcknowledged:
-			l, err := receiver.Life(ctx, sender, e.ID, engine.DirectionIn)
+			l, err := receiver.Trace(ctx, sender, e.ID, engine.DirectionIn)
 			switch {
 			case err == nil && l.State == "discarded":
 				f.dropped++
@@ -390,7 +390,7 @@ func groupAt(key string, member engine.Address, states ...string) check {
 		if err != nil {
 			return err
 		}
-		l, err := c.Life(v.ctx, m.from, m.id, engine.DirectionIn)
+		l, err := c.Trace(v.ctx, m.from, m.id, engine.DirectionIn)
 		if err != nil {
 			return err
 		}

@@ -45,7 +45,7 @@ func TestDemoGroupLaneLost(t *testing.T) {
 		t.Fatalf("the verdict found a loss or a duplicate:\n%s", s)
 	}
 
-	// The lanes' lives on alice's side: bob's envelope went once, carol's
+	// The lanes' traces on alice's side: bob's envelope went once, carol's
 	// twice (the lost one and the retry).
 	alice := d.w.client(engine.MustParseAddress("alice/1"))
 	gs, err := alice.Groups(context.Background())
@@ -58,9 +58,9 @@ func TestDemoGroupLaneLost(t *testing.T) {
 	}
 	msg := hist[len(hist)-1]
 	for who, want := range map[string]int{"bob/1": 1, "carol/1": 2} {
-		l, err := alice.Life(context.Background(), engine.MustParseAddress(who), msg.ID, engine.DirectionOut)
+		l, err := alice.Trace(context.Background(), engine.MustParseAddress(who), msg.ID, engine.DirectionOut)
 		if err != nil {
-			t.Fatalf("the life of the lane to %s: %v", who, err)
+			t.Fatalf("the trace of the lane to %s: %v", who, err)
 		}
 		if len(l.Attempts) != want {
 			t.Errorf("the lane to %s went %d times, want %d: %+v", who, len(l.Attempts), want, l.Attempts)

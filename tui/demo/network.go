@@ -27,9 +27,10 @@ var errUnplugged = fmt.Errorf("demo: link unplugged: %w", engine.ErrRelayUnreach
 // (RelayFeatures).
 type faultRelay struct {
 	engine.Relay
-	self  engine.Address
-	notes chan<- eventlog.Entry
-	now   func() time.Time
+	noStatuses bool // envelope statuses stop here (world.noDeviceWord)
+	self       engine.Address
+	notes      chan<- eventlog.Entry
+	now        func() time.Time
 
 	mu        sync.Mutex
 	dropMsg   map[engine.Address]int
@@ -135,7 +136,7 @@ func (f *faultRelay) lose(ctx context.Context, env wire.Envelope) (bool, error) 
 
 // Receive implements engine.Relay: nothing while delivery is held (the
 // envelopes stay at the relay, leased to this connection and not
-// acknowledged, until release).
+// released, until delivery resumes).
 func (f *faultRelay) Receive(ctx context.Context) ([]engine.Leased, error) {
 	f.mu.Lock()
 	held, down := f.held, f.unplugged
@@ -149,12 +150,12 @@ func (f *faultRelay) Receive(ctx context.Context) ([]engine.Leased, error) {
 	return f.Relay.Receive(ctx)
 }
 
-// Acknowledge implements engine.Relay by forwarding to the connection.
-func (f *faultRelay) Acknowledge(ctx context.Context, rows []uint64) error {
+// Release implements engine.Relay by forwarding to the connection.
+func (f *faultRelay) Release(ctx context.Context, rows []uint64) error {
 	if f.down() {
 		return errUnplugged
 	}
-	return f.Relay.Acknowledge(ctx, rows)
+	return f.Relay.Release(ctx, rows)
 }
 
 // Link implements engine.RelayLink: down while unplugged.
@@ -233,4 +234,14 @@ func (f *faultRelay) disarm() bool {
 func (f *faultRelay) RelayFeatures() (wire.FeatureSet, bool) {
 	fs, known := f.Relay.RelayFeatures()
 	return fs &^ wire.FeatureEnvelopeStatus, known
+}
+
+// EnvelopeStatuses implements engine.EnvelopeNews: the connection's, unless
+// they are stopped here.
+func (f *faultRelay) EnvelopeStatuses() []wire.EnvelopeStatus {
+	sts := f.Relay.EnvelopeStatuses()
+	if f.noStatuses {
+		return nil
+	}
+	return sts
 }

@@ -3,6 +3,8 @@
 package demo
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -97,16 +99,16 @@ func (m *Model) readStage() tea.Cmd {
 		for _, pair := range [][2]*engine.Client{{ca, cb}, {cb, ca}} {
 			c, peer := pair[0], pair[1]
 			msg.idents[c.Self()] = c.Identity()
-			pin, err := c.PinnedIdentity(w.ctx, peer.Self())
+			pin, err := pinOf(w.ctx, c, peer)
 			if err != nil {
 				msg.err = err
 				return msg
 			}
 			var why string
 			switch {
-			case pin != nil && !pin.Equal(peer.Identity()):
+			case pin == pinStale:
 				why = "accepted " + peer.Self().String() + "'s new identity (a reinstall no scenario saw through)"
-			case pin == nil && pinned:
+			case pin == pinNone && pinned:
 				why = "pinned " + peer.Self().String() + "'s identity from the relay, as a first message would (an identity changes only once pinned)"
 			}
 			if why != "" {
@@ -167,4 +169,29 @@ func (m *Model) staged(msg stageMsg) tea.Cmd {
 	// act on what their pane shows.
 	a, b := m.chat.Pane(0).Self, m.chat.Pane(1).Self
 	return tea.Batch(m.chat.ChoosePeer(0, b), m.chat.ChoosePeer(1, a), m.playQueued())
+}
+
+// pin is what a device has pinned of a peer's identity.
+type pin int
+
+const (
+	pinNone    pin = iota // nothing yet
+	pinCurrent            // the peer's identity now
+	pinStale              // another: the peer was reinstalled since
+)
+
+// pinOf says what c has pinned of peer's identity: the safety number c
+// computes with its pin is the one of peer's identity now only when the pin
+// is that identity.
+func pinOf(ctx context.Context, c, peer *engine.Client) (pin, error) {
+	n, err := c.SafetyNumber(ctx, peer.Self())
+	switch {
+	case errors.Is(err, engine.ErrNoIdentityPinned):
+		return pinNone, nil
+	case err != nil:
+		return pinNone, err
+	case n == engine.SafetyNumber(c.Self(), c.Identity(), peer.Self(), peer.Identity()):
+		return pinCurrent, nil
+	}
+	return pinStale, nil
 }

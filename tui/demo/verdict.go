@@ -115,7 +115,7 @@ func countFlow(ctx context.Context, sender, receiver *engine.Client, reinstalled
 		}
 		// Not in the receiver's page: ask its store about this ID
 		// (pending, finalized, or in the history further back).
-		l, err := receiver.Life(ctx, f.from, e.ID, engine.DirectionIn)
+		l, err := receiver.Trace(ctx, f.from, e.ID, engine.DirectionIn)
 		if err != nil {
 			return f, err
 		}

@@ -60,6 +60,10 @@ type world struct {
 	now      func() time.Time
 	random   func(self engine.Address, install int) engine.Randomness
 	policy   engine.Policy
+	// noDeviceWord stops the relay's envelope statuses at the demo's
+	// relay (the golden frames, which must not depend on when a push
+	// arrives).
+	noDeviceWord bool
 
 	mu   sync.Mutex
 	devs map[engine.Address]*device
@@ -107,6 +111,7 @@ func (w *world) openOptions(d *device, install int) (OpenOptions, func() *faultR
 		Engine: engine.Config{Now: w.now, Random: w.random(d.addr, install), Policy: w.devicePolicy(d)},
 		Wrap: func(r engine.Relay) engine.Relay {
 			faults = newFaultRelay(r, d.addr, d.notes, w.now)
+			faults.noStatuses = w.noDeviceWord
 			w.mu.Lock()
 			held, un := d.held, d.unplugged
 			w.mu.Unlock()
@@ -135,7 +140,7 @@ func (w *world) create(ctx context.Context, addr engine.Address) (*tui.Attachmen
 	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", addr, err)
 	}
-	if err := prof.Engine().Maintain(ctx); err != nil {
+	if err := prof.Engine().RefreshPreKeys(ctx); err != nil {
 		prof.Close()
 		return nil, fmt.Errorf("publish prekeys of %s: %w", addr, err)
 	}
@@ -302,6 +307,16 @@ func (w *world) policyOf(addr engine.Address) engine.Policy {
 	return engine.Policy{}
 }
 
+// retryBounds gives a policy without retry bounds the engine's defaults, so
+// that the demo can say which bounds it runs with (the controls' auto-retry
+// line); the engine applies the same defaults to a policy without them.
+func retryBounds(p engine.Policy) engine.Policy {
+	if p.RetryMin <= 0 && p.RetryMax <= 0 {
+		p.RetryMin, p.RetryMax = engine.DefaultRetryMin, engine.DefaultRetryMax
+	}
+	return p
+}
+
 // setPolicy changes a device's loop policy, on the device (it outlives a
 // crash) and on its open client.
 func (w *world) setPolicy(addr engine.Address, change func(*engine.Policy)) engine.Policy {
@@ -312,7 +327,6 @@ func (w *world) setPolicy(addr engine.Address, change func(*engine.Policy)) engi
 		return engine.Policy{}
 	}
 	change(&d.policy)
-	d.policy = d.policy.WithDefaults()
 	p, prof := d.policy, d.prof
 	w.mu.Unlock()
 	if prof != nil {

@@ -145,7 +145,7 @@ func (m *Model) Add(es ...Entry) {
 	m.follow()
 }
 
-// Show adds an entry and opens it in full (a message's life, say): esc
+// Show adds an entry and opens it in full (a message's trace, say): esc
 // goes back to the list.
 func (m *Model) Show(e Entry) {
 	m.Add(e)
@@ -286,7 +286,7 @@ func (m Model) line(e Entry) string {
 	case Demo:
 		name = st.Demo
 	}
-	// One row per entry: a text of several lines (a message's life) is
+	// One row per entry: a text of several lines (a message's trace) is
 	// joined here and shown whole when opened. The text can hold a relay's
 	// or a peer's words (an error's message): cleaned like a body.
 	return st.Time.Render(layout.Clock(e.At)) + " " + name.Render(e.Name) + " " + strings.ReplaceAll(layout.Clean([]byte(e.Text)), "\n", " · ")
@@ -340,6 +340,8 @@ func FromEvent(e engine.Event) Entry {
 		}
 	case engine.EventSent:
 		return Entry{At: e.At, Name: "relay_accepted", Text: "to " + e.Peer.String() + " " + id + " (stays pending until " + e.Peer.String() + "'s ACK)", Level: Info}
+	case engine.EventStored:
+		return Entry{At: e.At, Name: "stored", Text: "to " + e.Peer.String() + " " + id + " (pending; handed to the relay next)", Level: Info}
 	case engine.EventNotSent:
 		return Entry{At: e.At, Name: "message_not_sent", Text: "to " + e.Peer.String() + " " + id + ": " + errText(e.Err) + " (pending; a retry sends it)", Level: Error}
 	case engine.EventFinalized:

@@ -10,16 +10,16 @@ import (
 )
 
 // TestOpenEntryScrolls: an entry shown in full that is longer than the
-// panel (a message's life) says which lines show, and the list's keys
+// panel (a message's trace) says which lines show, and the list's keys
 // scroll it to its last line and back; esc closes it.
 func TestOpenEntryScrolls(t *testing.T) {
 	m := New(themes.MustGet("dark"))
 	m.SetSize(60, 8) // a title, six lines of text, a footer
 	var text []string
 	for i := 1; i <= 20; i++ {
-		text = append(text, fmt.Sprintf("line %02d of the life", i))
+		text = append(text, fmt.Sprintf("line %02d of the trace", i))
 	}
-	m.Show(Entry{At: at, Name: "life", Text: strings.Join(text, "\n")})
+	m.Show(Entry{At: at, Name: "trace", Text: strings.Join(text, "\n")})
 	m.Focus()
 	key := func(k tea.KeyMsg) { m, _ = m.Update(k) }
 	v := m.View()

@@ -12,7 +12,7 @@ type KeyMap struct {
 	Discard        key.Binding
 	CommitAll      key.Binding
 	DiscardAll     key.Binding
-	Life           key.Binding
+	Trace          key.Binding
 }
 
 // DefaultKeyMap returns the inbox keys.
@@ -23,7 +23,7 @@ func DefaultKeyMap() KeyMap {
 		Discard:    key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "discard")),
 		CommitAll:  key.NewBinding(key.WithKeys("C"), key.WithHelp("C", "commit all")),
 		DiscardAll: key.NewBinding(key.WithKeys("D"), key.WithHelp("D", "discard all (asks)")),
-		Life:       key.NewBinding(key.WithKeys("t"), key.WithHelp("t", "its life")),
+		Trace:      key.NewBinding(key.WithKeys("t"), key.WithHelp("t", "its trace")),
 	}
 }
 
@@ -32,10 +32,10 @@ func (k KeyMap) ShortHelp() []key.Binding {
 	if k.Confirm.Enabled() {
 		return []key.Binding{k.Confirm, k.Cancel}
 	}
-	return []key.Binding{k.Commit, k.Discard, k.CommitAll, k.DiscardAll, k.Life, k.NextPage}
+	return []key.Binding{k.Commit, k.Discard, k.CommitAll, k.DiscardAll, k.Trace, k.NextPage}
 }
 
 // FullHelp implements help.KeyMap.
 func (k KeyMap) FullHelp() [][]key.Binding {
-	return [][]key.Binding{{k.Up, k.Down, k.NextPage, k.PrevPage}, {k.Commit, k.Discard}, {k.CommitAll, k.DiscardAll, k.Confirm, k.Cancel}, {k.Life}}
+	return [][]key.Binding{{k.Up, k.Down, k.NextPage, k.PrevPage}, {k.Commit, k.Discard}, {k.CommitAll, k.DiscardAll, k.Confirm, k.Cancel}, {k.Trace}}
 }

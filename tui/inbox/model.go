@@ -173,7 +173,7 @@ func (m Model) key(k tea.KeyMsg) (Model, tea.Cmd) {
 	switch {
 	case input.Matches(k, m.keys.Commit):
 		return m, m.finalizeOne(engine.OutcomeCommitted)
-	case input.Matches(k, m.keys.Life):
+	case input.Matches(k, m.keys.Trace):
 		if msg, ok := m.Selected(); ok {
 			return m, func() tea.Msg { return trace.Request{Peer: msg.Sender, ID: msg.ID, Direction: engine.DirectionIn} }
 		}

@@ -12,7 +12,7 @@ type KeyMap struct {
 	RetryAll       key.Binding
 	Abandon        key.Binding
 	AbandonAll     key.Binding
-	Life           key.Binding
+	Trace          key.Binding
 }
 
 // DefaultKeyMap returns the outbox keys.
@@ -23,7 +23,7 @@ func DefaultKeyMap() KeyMap {
 		RetryAll:   key.NewBinding(key.WithKeys("R"), key.WithHelp("R", "retry all peers")),
 		Abandon:    key.NewBinding(key.WithKeys("x"), key.WithHelp("x", "abandon (asks)")),
 		AbandonAll: key.NewBinding(key.WithKeys("X"), key.WithHelp("X", "abandon all (asks)")),
-		Life:       key.NewBinding(key.WithKeys("t"), key.WithHelp("t", "its life")),
+		Trace:      key.NewBinding(key.WithKeys("t"), key.WithHelp("t", "its trace")),
 	}
 }
 
@@ -32,10 +32,10 @@ func (k KeyMap) ShortHelp() []key.Binding {
 	if k.Confirm.Enabled() {
 		return []key.Binding{k.Confirm, k.Cancel}
 	}
-	return []key.Binding{k.Retry, k.RetryAll, k.Abandon, k.AbandonAll, k.Life, k.NextPage}
+	return []key.Binding{k.Retry, k.RetryAll, k.Abandon, k.AbandonAll, k.Trace, k.NextPage}
 }
 
 // FullHelp implements help.KeyMap.
 func (k KeyMap) FullHelp() [][]key.Binding {
-	return [][]key.Binding{{k.Up, k.Down, k.NextPage, k.PrevPage}, {k.Retry, k.RetryAll}, {k.Abandon, k.AbandonAll, k.Confirm, k.Cancel}, {k.Life}}
+	return [][]key.Binding{{k.Up, k.Down, k.NextPage, k.PrevPage}, {k.Retry, k.RetryAll}, {k.Abandon, k.AbandonAll, k.Confirm, k.Cancel}, {k.Trace}}
 }

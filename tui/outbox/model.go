@@ -161,7 +161,7 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 	case engine.Event:
 		m.states.Apply(msg)
 		switch msg.Kind {
-		case engine.EventSent, engine.EventNotSent, engine.EventAbandoned, engine.EventIdentityAccepted, engine.EventResync:
+		case engine.EventStored, engine.EventSent, engine.EventNotSent, engine.EventAbandoned, engine.EventIdentityAccepted, engine.EventResync:
 			return m, m.Reload()
 		case engine.EventReceived:
 			if msg.Result != nil && msg.Result.Kind == engine.ResultAcknowledgement {
@@ -198,7 +198,7 @@ func (m Model) key(k tea.KeyMsg) (Model, tea.Cmd) {
 		if msg, ok := m.Selected(); ok && m.list.Start() {
 			return m, Retry(m.ctx, m.src, msg.Recipient, false)
 		}
-	case input.Matches(k, m.keys.Life):
+	case input.Matches(k, m.keys.Trace):
 		if msg, ok := m.Selected(); ok {
 			return m, func() tea.Msg { return trace.Request{Peer: msg.Recipient, ID: msg.ID, Direction: engine.DirectionOut} }
 		}

@@ -17,7 +17,7 @@ type KeyMap struct {
 	Next        key.Binding
 	Prev        key.Binding
 	ClearSearch key.Binding
-	Life        key.Binding
+	Trace       key.Binding
 	Download    key.Binding
 	Open        key.Binding
 }
@@ -38,7 +38,7 @@ func DefaultKeyMap() KeyMap {
 		Next:        key.NewBinding(key.WithKeys("n"), key.WithHelp("n", "older match")),
 		Prev:        key.NewBinding(key.WithKeys("N"), key.WithHelp("N", "newer match")),
 		ClearSearch: key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "clear the search")),
-		Life:        key.NewBinding(key.WithKeys("t"), key.WithHelp("t", "life of the match (else the newest)")),
+		Trace:       key.NewBinding(key.WithKeys("t"), key.WithHelp("t", "trace of the match (else the newest)")),
 		Download:    key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "download the oldest waiting file")),
 		Open:        key.NewBinding(key.WithKeys("o"), key.WithHelp("o", "open the file saved last")),
 	}
@@ -49,10 +49,10 @@ func (k KeyMap) ShortHelp() []key.Binding {
 	if k.Confirm.Enabled() {
 		return []key.Binding{k.Confirm}
 	}
-	return []key.Binding{k.Commit, k.Discard, k.Download, k.Open, k.Search, k.Next, k.Prev, k.Life, k.Up, k.Down, k.PageUp}
+	return []key.Binding{k.Commit, k.Discard, k.Download, k.Open, k.Search, k.Next, k.Prev, k.Trace, k.Up, k.Down, k.PageUp}
 }
 
 // FullHelp implements help.KeyMap.
 func (k KeyMap) FullHelp() [][]key.Binding {
-	return [][]key.Binding{{k.Up, k.Down}, {k.PageUp, k.PageDown}, {k.Top, k.Bottom}, {k.Commit, k.Discard, k.Confirm}, {k.Download, k.Open}, {k.Search, k.Next, k.Prev, k.ClearSearch}, {k.Life}}
+	return [][]key.Binding{{k.Up, k.Down}, {k.PageUp, k.PageDown}, {k.Top, k.Bottom}, {k.Commit, k.Discard, k.Confirm}, {k.Download, k.Open}, {k.Search, k.Next, k.Prev, k.ClearSearch}, {k.Trace}}
 }

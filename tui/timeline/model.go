@@ -371,7 +371,7 @@ func (m Model) event(e engine.Event) (Model, tea.Cmd) {
 		if r := e.Result; r != nil {
 			mine = r.Sender == m.peer && (r.Kind == engine.ResultAcknowledgement || r.Kind == engine.ResultDelivery)
 		}
-	case engine.EventSent, engine.EventTaken, engine.EventNotSent, engine.EventAbandoned, engine.EventIdentityAccepted, engine.EventFinalized:
+	case engine.EventStored, engine.EventSent, engine.EventTaken, engine.EventNotSent, engine.EventAbandoned, engine.EventIdentityAccepted, engine.EventFinalized:
 		mine = e.Peer == m.peer
 	}
 	if mine {
@@ -449,8 +449,8 @@ func (m Model) key(k tea.KeyMsg) (Model, tea.Cmd) {
 			m.status = fmt.Sprintf("discard %s from %s for good? y discards it, any other key keeps it", layout.Quote(layout.OneLine(body, 24)), m.label(w.Sender))
 			m.resizeViewport()
 		}
-	case input.Matches(k, m.keys.Life):
-		return m, m.lifeOfCurrent()
+	case input.Matches(k, m.keys.Trace):
+		return m, m.traceOfCurrent()
 	case input.Matches(k, m.keys.Search):
 		m.typing = true
 		m.search.SetValue("")

@@ -118,9 +118,9 @@ func (m *Model) showCurrent() {
 	}
 }
 
-// lifeOfCurrent asks for the life of the current search match, or of the
+// traceOfCurrent asks for the trace of the current search match, or of the
 // newest message shown.
-func (m Model) lifeOfCurrent() tea.Cmd {
+func (m Model) traceOfCurrent() tea.Cmd {
 	i := len(m.items) - 1
 	if m.current >= 0 && m.current < len(m.matches) {
 		i = m.matches[m.current]

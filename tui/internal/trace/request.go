@@ -1,6 +1,6 @@
 // Package trace is how a panel asks for the trace of a message it shows (t
 // in the inbox, the outbox and the timeline): what the durable records of
-// both ends say of it (engine.Life), which the profile's pane reads and
+// both ends say of it (engine.Trace), which the profile's pane reads and
 // draws (internal/tracetext). It imports only engine and wire.
 package trace
 

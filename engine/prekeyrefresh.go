@@ -8,13 +8,13 @@ import (
 	"github.com/parley-chat/parley/wire"
 )
 
-// Maintain keeps the published prekeys fresh: it rotates the signed prekeys
+// RefreshPreKeys keeps the published prekeys fresh: it rotates the signed prekeys
 // when the newest is SignedPreKeyRotation old, deletes expired ones (and the
 // retired initiations that could name them), tops the one-time prekeys up to
 // a batch when fewer than OneTimePreKeyLow are left, and publishes the bundle
 // with every one-time prekey the relay does not have yet. New keys commit
 // before anything is published.
-func (c *Client) Maintain(ctx context.Context) error {
+func (c *Client) RefreshPreKeys(ctx context.Context) error {
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
 	prof, err := c.store.Profile(ctx)
@@ -191,12 +191,12 @@ func (c *Client) relayNeedsOneTime(ctx context.Context, published uint32) (bool,
 	return n+len(waiting) < OneTimePreKeyLow, nil
 }
 
-// MaintenanceDue reports whether Maintain has work to do: the bundle was
+// PreKeysStale reports whether RefreshPreKeys has work to do: the bundle was
 // never published, the signed prekeys are due for rotation or have expired,
 // or the one-time prekeys run low. A command-line client checks it at open,
 // so that a bundle that could not be published at init goes out with the
 // first connection and rotation happens without a long-running process.
-func (c *Client) MaintenanceDue(ctx context.Context) (bool, error) {
+func (c *Client) PreKeysStale(ctx context.Context) (bool, error) {
 	prof, err := c.store.Profile(ctx)
 	if err != nil {
 		return false, err

@@ -8,10 +8,11 @@ import (
 	"github.com/parley-chat/parley/wire"
 )
 
-// Life is what this device knows of one message exchanged with Peer: for a
-// message it sent, the envelopes that carried it and where it stands; for
-// one it received, where it stands.
-type Life struct {
+// Trace is what this device knows of one message exchanged with Peer: for
+// a message it sent, the envelopes that carried it and where it stands; for
+// one it received, where it stands. `parley trace` and the chat's trace view
+// draw it (internal/tracetext).
+type Trace struct {
 	Peer      Address
 	ID        wire.LogicalID
 	Direction Direction
@@ -27,10 +28,10 @@ type Life struct {
 	Attempts []Attempt // sent messages: oldest first
 }
 
-// Life returns what this device knows of message id exchanged with peer in
-// direction dir.
-func (c *Client) Life(ctx context.Context, peer Address, id wire.LogicalID, dir Direction) (Life, error) {
-	l := Life{Peer: peer, ID: id, Direction: dir, State: "unknown"}
+// Trace returns what this device knows of message id exchanged with peer
+// in direction dir.
+func (c *Client) Trace(ctx context.Context, peer Address, id wire.LogicalID, dir Direction) (Trace, error) {
+	l := Trace{Peer: peer, ID: id, Direction: dir, State: "unknown"}
 	e, inHistory, err := c.store.HistoryEntry(ctx, peer, dir, id)
 	if err != nil {
 		return l, err

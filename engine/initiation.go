@@ -88,13 +88,14 @@ func (c *Client) refuseInitiation(ctx context.Context, bs *batchState, in *incom
 	}
 	if decision == session.DecideStale {
 		var err error
-		if plan.Announce, err = c.announce(in.ps, sender); err != nil {
+		if plan.Announce, err = c.announce(in.ps, sender, id); err != nil {
 			return prepared{}, err
 		}
 	}
 	if plan.Announce == nil {
-		// Nothing to announce: a peer that still sends on this initiation
-		// abandoned it, or lost what replaced it.
+		// Nothing to announce, or nothing the peer would take in place of
+		// this initiation: a peer that still sends on it abandoned it, lost
+		// what replaced it, or holds it against an own session it retired.
 		return c.askRecovery(in, wire.RecoveryInitiation, id, verdict, &plan)
 	}
 	return prepared{plan: plan, result: ReceiveResult{Kind: ResultError, Sender: sender, Err: verdict}, ack: &plan.Announce.Ack}, nil
@@ -149,7 +150,7 @@ func (c *Client) acceptInitiation(ctx context.Context, bs *batchState, in *incom
 func (c *Client) loseCollision(bs *batchState, in *incoming, h *wire.InitiationHeader, id InitiationID, keys session.ResponderKeys) (prepared, error) {
 	sender := in.sender
 	bs.retired[retiredKey{sender, id}] = true
-	ann, err := c.announce(in.ps, sender)
+	ann, err := c.announce(in.ps, sender, id)
 	if err != nil {
 		return prepared{}, err
 	}
@@ -206,16 +207,18 @@ func (c *Client) abandonedInitiation(ctx context.Context, bs *batchState, sender
 }
 
 // announce prepares an Announcement on the working state of a peer whose
-// PreKeyMessage lost to the own initiation (a collision or a stale retry),
-// when the own session still awaits its first reply: see Announcement. It
-// returns nil when there is nothing to announce.
+// PreKeyMessage of the initiation theirs lost to the own initiation (a
+// collision or a stale retry), when the own session still awaits its first
+// reply: see Announcement. It returns nil when there is nothing to
+// announce, or when the announcement could not settle the peer (takesOver).
 //
 // Announcements stop once the own session has sent MaxSkip/2 messages: a
 // relay replaying a stale envelope must not push the session beyond what the
 // peer can skip to. Before that bound, each announcement that gets through
 // settles the peer.
-func (c *Client) announce(ps *peerState, peer Address) (*Announcement, error) {
-	if ps.session == nil || !ps.session.Initiator || !ps.session.AwaitingReply || ps.session.SendingCount() >= MaxSkip/2 {
+func (c *Client) announce(ps *peerState, peer Address, theirs InitiationID) (*Announcement, error) {
+	s := ps.session
+	if s == nil || !s.Initiator || !s.AwaitingReply || s.SendingCount() >= MaxSkip/2 || !takesOver(s, theirs) {
 		return nil, nil
 	}
 	sw, out, err := c.prepareAck(ps, peer, wire.LogicalID{})
@@ -223,6 +226,24 @@ func (c *Client) announce(ps *peerState, peer Address) (*Announcement, error) {
 		return nil, err
 	}
 	return &Announcement{Session: *sw, Ack: *out}, nil
+}
+
+// takesOver reports whether a peer that sends on its initiation theirs,
+// still awaiting its first reply, takes the own session s in its place: s
+// names theirs as the one it replaces (rule 5 there), or s has the smaller
+// ID (rule 8 there). A collision this device won always passes: the losing
+// ID is the greater. A stale initiation need not: when the session it lost
+// to is gone (reset by a recovery request before the peer heard of it), the
+// own next initiation names what the request named, and has the greater ID
+// half the time. The peer then keeps theirs, and refuses s as the loser of
+// a collision, retiring it: each side holds an initiation the other
+// retired, and announcing s would only make the peer announce theirs back,
+// stale here in turn. Only a recovery request about theirs settles that.
+func takesOver(s *session.Session, theirs InitiationID) bool {
+	if s.Initiation != nil && InitiationID(s.Initiation.Replaces) == theirs {
+		return true
+	}
+	return s.ID.Compare(theirs) < 0
 }
 
 // responderKeys finds the private prekeys an initiation names.

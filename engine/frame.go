@@ -1,0 +1,248 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/parley-chat/parley/wire"
+)
+
+// Receiving by frame kind. prepareFrame dispatches an opened envelope's
+// frame to one function per kind: an ACK (prepareAckFrame), a text message
+// (prepareMessage), a file manifest (prepareContent, file.go's layout), a
+// group frame (prepareGroupFrame, groupframe.go). Text, files and accepted
+// group messages then share one delivery (prepareMessage); only a group
+// message reads its group, and only a delivery reads the requests.
+
+// prepareFrame decides what the frame of an opened envelope does, by its
+// kind, and makes the row's Receive plan: the session step (with the
+// handshake of an accepted initiation) and the frame's effect.
+func (c *Client) prepareFrame(ctx context.Context, bs *batchState, in *incoming, op opening) (prepared, error) {
+	switch kind, _ := wire.PeekFrameKind(op.plaintext); {
+	case kind == wire.FrameContent:
+		return c.prepareContent(ctx, bs, in, op)
+	case kind >= wire.FrameGroupMessage:
+		return c.prepareGroupFrame(ctx, bs, in, op, kind)
+	}
+	frame, err := wire.DecodeFrame(op.plaintext)
+	if err != nil {
+		return in.drop(wire.LogicalID{}, err), nil
+	}
+	if frame.Kind == wire.FrameAck {
+		return in.receive(bs, op, prepareAckFrame(in, op, frame))
+	}
+	return c.prepareMessage(ctx, bs, in, op, arrival{frame: frame, content: wire.ContentText})
+}
+
+// prepareAckFrame is an ACK's step: it clears a sent message. An ACK of no
+// message (the zero ID) announces the session that won, where the own
+// pending messages must now go.
+func prepareAckFrame(in *incoming, op opening, frame wire.Frame) frameStep {
+	step := in.step(op, frame.ID, nil, wire.ContentText)
+	step.effect = AckEffect{ID: frame.ID}
+	step.res.Kind = ResultAcknowledgement
+	step.res.converged = step.res.converged || frame.ID == (wire.LogicalID{})
+	return step
+}
+
+// prepareContent receives a content frame: a file manifest, delivered as an
+// application frame of its content type.
+func (c *Client) prepareContent(ctx context.Context, bs *batchState, in *incoming, op opening) (prepared, error) {
+	frame, content, err := contentFrame(op.plaintext)
+	if err != nil {
+		return in.drop(wire.LogicalID{}, err), nil
+	}
+	return c.prepareMessage(ctx, bs, in, op, arrival{frame: frame, content: content})
+}
+
+// prepareGroupFrame receives a group frame: a roster change or a refusal is
+// its own verdict (groupFrame); a group message to accept goes on as an
+// application frame of its group.
+func (c *Client) prepareGroupFrame(ctx context.Context, bs *batchState, in *incoming, op opening, kind wire.FrameKind) (prepared, error) {
+	frame, group, done, err := c.groupFrame(ctx, bs, in, op, kind)
+	if done != nil || err != nil {
+		return derefPrepared(done), err
+	}
+	return c.prepareMessage(ctx, bs, in, op, arrival{frame: frame, group: group, content: groupContent(op.plaintext)})
+}
+
+// arrival is an application frame to deliver: a text message, a file
+// manifest or a group message, with its group (nil for one-to-one).
+type arrival struct {
+	frame   wire.Frame
+	group   *wire.GroupID
+	content wire.ContentType
+}
+
+// prepareMessage delivers an application frame: new, repeated (with the
+// ACK again when it was finalized) or refused as a conflict.
+func (c *Client) prepareMessage(ctx context.Context, bs *batchState, in *incoming, op opening, a arrival) (prepared, error) {
+	id, body := a.frame.ID, a.frame.Body
+	d := digest(body)
+	effect, kind, err := c.classify(ctx, bs, inboundKey{in.sender, id}, d)
+	if errors.Is(err, ErrLogicalMessageConflict) {
+		return in.drop(id, err), nil
+	} else if err != nil {
+		return prepared{}, err
+	}
+	step := in.step(op, id, a.group, a.content)
+	step.effect, step.res.Kind = effect, kind
+	switch _, repeat := effect.(RepeatEffect); {
+	case kind == ResultDelivery && repeat:
+		step.res.Body = body
+		// A copy of a message that waits in a request is no delivery
+		// either.
+		if waits, err := c.repeatInRequest(ctx, bs, in.sender, a.group); err != nil {
+			return prepared{}, err
+		} else if waits {
+			step.res.Kind, step.res.Body = ResultRequest, nil
+		}
+	case kind == ResultDelivery:
+		step.res.Body = body
+		err = c.deliverNew(ctx, bs, in, op, a, d, &step)
+		if errors.Is(err, ErrPendingCap) || errors.Is(err, ErrRequestBound) {
+			return in.drop(id, err), nil
+		}
+	case kind == ResultAlreadyCommitted || kind == ResultAlreadyDiscarded:
+		// The ACK's encryption step commits with this receive.
+		step.ack, err = c.ackOnNext(&step.next, in.sender, id)
+	}
+	if err != nil {
+		return prepared{}, err
+	}
+	return in.receive(bs, op, step)
+}
+
+// deliverNew prepares a new delivery: counted against the pending caps
+// (ErrPendingCap), staged as its sender's request unless the sender or its
+// group is accepted (ErrRequestBound), then committed as it arrives when the
+// batch commits what CommitOnArrival would, or left pending.
+func (c *Client) deliverNew(ctx context.Context, bs *batchState, in *incoming, op opening, a arrival, d [32]byte, step *frameStep) error {
+	sender, id, body := in.sender, a.frame.ID, a.frame.Body
+	if err := c.admitPending(ctx, bs.caps, sender); err != nil {
+		return err
+	}
+	// A message arrived when its envelope was staged on this device; the
+	// conversation shows and orders it by that.
+	at := in.row.ReceivedAt
+	if at.IsZero() {
+		at = in.now
+	}
+	request, err := c.requestOf(ctx, bs, sender, a, at)
+	if err != nil {
+		return err
+	}
+	step.request = request
+	step.effect = DeliverEffect{ID: id, Frame: op.plaintext, Digest: d, At: at}
+	bs.delivered[inboundKey{sender, id}] = d
+	switch {
+	case request != nil:
+		// Not a delivery until accepted: the policy does not commit it,
+		// and nothing goes back to the sender.
+		step.res.Kind, step.res.opened = ResultRequest, !request.Join
+	case bs.commit && a.content != wire.ContentFile:
+		// Committed as it arrives; the ACK's encryption step commits with
+		// it.
+		if step.ack, err = c.ackOnNext(&step.next, sender, id); err != nil {
+			return err
+		}
+		step.effect = CommitEffect{ID: id, Digest: d, Arrived: at, At: in.now, Body: body, Group: a.group}
+		step.res.committed = true
+	default:
+		step.res.fresh = &InboundMessage{Sender: sender, ID: id, ReceivedAt: at, Digest: d, Body: body, Group: a.group, Content: a.content}
+	}
+	return nil
+}
+
+// requestOf stages a new delivery as its sender's request, or into the one
+// open: nil when the sender is accepted or request mode is off, and for a
+// group message when the group vouches for its members (groupVouched: a
+// group message passed DecideGroupMessage, so its sender is in the roster
+// of a group this device is in).
+func (c *Client) requestOf(ctx context.Context, bs *batchState, sender Address, a arrival, at time.Time) (*RequestStage, error) {
+	if a.group != nil {
+		if vouched, err := c.groupVouched(ctx, bs, a.group); err != nil || vouched {
+			return nil, err
+		}
+	}
+	return c.stageRequest(ctx, bs, sender, requestBody(a.content, a.frame.Body), len(a.frame.Body), at)
+}
+
+// repeatInRequest reports whether a repeat of a pending message waits in
+// its sender's request: the sender's request is open and, for a group
+// message, the group does not vouch for it.
+func (c *Client) repeatInRequest(ctx context.Context, bs *batchState, sender Address, group *wire.GroupID) (bool, error) {
+	if group != nil {
+		if vouched, err := c.groupVouched(ctx, bs, group); err != nil || vouched {
+			return false, err
+		}
+	}
+	return c.inRequest(ctx, bs, sender)
+}
+
+// ackOnNext encrypts the ACK of id on the session next will hold, and
+// advances that session by the ACK's step, so that both commit with the
+// receive.
+func (c *Client) ackOnNext(next *peerState, sender Address, id wire.LogicalID) (*Outgoing, error) {
+	tmp := *next
+	_, ack, err := c.prepareAck(&tmp, sender, id)
+	if err != nil {
+		return nil, err
+	}
+	next.session = tmp.session
+	return ack, nil
+}
+
+// frameStep is what receiving one frame writes: the sender's state after
+// the session step, the frame's effect, the ACK that goes back and the
+// request the delivery joins, and the result it reports.
+type frameStep struct {
+	next       peerState
+	pastRecord []byte // the past chains, when the message left one
+	effect     FrameEffect
+	ack        *Outgoing
+	request    *RequestStage
+	res        ReceiveResult
+}
+
+// step starts a frame's step from the session step that opened it. A
+// session the peer set up is where the own pending messages must now go.
+func (in *incoming) step(op opening, id wire.LogicalID, group *wire.GroupID, content wire.ContentType) frameStep {
+	ps, hs := in.ps, op.handshake
+	next := peerState{pinned: ps.pinned, session: op.session, version: ps.version + 1, replaces: ps.replaces, past: ps.past, refused: ps.refused}
+	if hs != nil && hs.Pin != nil {
+		next.pinned = hs.Pin
+	}
+	step := frameStep{next: next,
+		res: ReceiveResult{Sender: in.sender, ID: id, Group: group, Content: content, handshake: hs != nil, converged: hs != nil}}
+	if op.left != nil {
+		step.next.past = ps.past.With(op.session.ID, *op.left)
+		step.pastRecord = step.next.past.Marshal()
+	}
+	return step
+}
+
+// receive makes the row's Receive plan from a frame's step and moves the
+// sender's working state on; later rows of the batch see what this one
+// consumes and retires.
+func (in *incoming) receive(bs *batchState, op opening, step frameStep) (prepared, error) {
+	ps, hs := in.ps, op.handshake
+	sw, err := sessionWrite(in.sender, ps.version, step.next.session)
+	if err != nil {
+		return prepared{}, err
+	}
+	*ps = step.next
+	if hs != nil && hs.ConsumeOneTime != nil {
+		bs.consumed[*hs.ConsumeOneTime] = true
+	}
+	if hs != nil && hs.Retire != nil {
+		bs.retired[retiredKey{in.sender, hs.Retire.ID}] = true
+	}
+	return prepared{
+		plan: Receive{StagedRow: in.row.Row, Peer: in.sender, Session: sw, Handshake: hs, Effect: step.effect,
+			Ack: step.ack, PastChains: step.pastRecord, Request: step.request},
+		result: step.res,
+		ack:    step.ack,
+	}, nil
+}
