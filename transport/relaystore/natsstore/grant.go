@@ -17,6 +17,10 @@ import (
 // Quota grants (the "quota leases"; "lease" here means a mailbox
 // row leased to a connection, so the quota's slices are grants).
 //
+// This file is over 600 lines on purpose: spend, free, refund, write and
+// tend are one protocol around one count's single writer (count.writing),
+// and read apart they would hide the order that keeps a limit exact.
+//
 // Every envelope is charged to three to five counts in the usage buckets
 // (its mailbox, its sender there, its IP, and a stranger's room and IP
 // share) and every acknowledgement or expiry lowers them. Written each
