@@ -187,7 +187,11 @@ func fileRelay(ctx context.Context, dir string, o FileOptions) (url string, stop
 	need := o.Size + int64(wire.FileChunks(o.Size, o.ChunkSize))*wire.FileTagSize
 	limits.Blobs = relaystore.BlobLimits{MaxSize: max(need, relaystore.DefaultBlobMaxSize),
 		AddressBytes: max(need, relaystore.DefaultBlobAddressBytes), IPBytes: max(need, relaystore.DefaultBlobIPBytes),
-		TotalBytes: max(need, relaystore.DefaultBlobTotalBytes)}
+		TotalBytes: max(need, relaystore.DefaultBlobTotalBytes),
+		// No reserve: the bench's one sender would otherwise be refused
+		// once the file takes the store past three quarters of its total
+		// (1 GiB stopped at 768 MiB).
+		ReserveBytes: -1}
 	st, err := relaystore.OpenSQLite(ctx, dir, limits.StoreLimits())
 	if err != nil {
 		return "", nil, err

@@ -21,12 +21,11 @@ import (
 const (
 	// DefaultFileChunkSize is the plaintext chunk of an upload: the largest
 	// (wire.MaxFileChunkSize, 255 KiB), so that its sealed chunk and the
-	// put's header still fit one websocket message. Every chunk is one
-	// durable step on the relay (a put) and on the receiver (a fetch), each
-	// with an fsync, and that fsync, not the network, bounds a transfer:
-	// 255 KiB chunks moved a 100 MiB file twice as fast as 64 KiB ones on
-	// the same disk (docs/performance.md, "Files"). A killed transfer
-	// still loses at most one chunk, and a 100 MiB file is 402 steps.
+	// put's header still fit one websocket message. The relay's puts are
+	// not cut at chunks (an upload puts wire.MaxBlobChunk at a time, 4 in
+	// flight, and the relay commits those that arrive together in one
+	// write; a download fetches 512 KiB windows), so the chunk bounds what a
+	// reader authenticates at once, not the transfer's rate.
 	DefaultFileChunkSize = wire.MaxFileChunkSize
 	// DefaultMaxFileSize is the largest file sent or fetched unless
 	// FileConfig says otherwise: 256 MiB, a relay's default blob share per
@@ -310,8 +309,18 @@ func (c *Client) manifestOf(rec *Upload) (wire.FileManifest, wire.LogicalID, err
 	return m, id, nil
 }
 
-// upload seals every chunk of f, hashing all of them and putting those the
-// relay does not hold yet, and returns the manifest with its digest.
+// uploadPuts is how many puts of wire.MaxBlobChunk one window of an upload
+// holds: the relay client keeps them in flight together (the relay commits
+// the puts that arrive together in one durable write), and the next window
+// is read and sealed while one is put. Two windows of 1 MiB are what an
+// upload holds in memory.
+const uploadPuts = 4
+
+// upload seals every chunk of f, hashing all of them, and puts the
+// ciphertext the relay does not hold yet, a window at a time, while the next
+// window is sealed; it returns the manifest with its digest. The relay holds
+// the blob in puts of putSize; an interrupted upload resumes at what it
+// holds, which is where a put ended.
 func (c *Client) upload(ctx context.Context, blobs BlobRelay, f *os.File, rec *Upload, progress Progress) (wire.FileManifest, wire.LogicalID, error) {
 	m, id, err := c.manifestOf(rec)
 	if err != nil {
@@ -328,58 +337,126 @@ func (c *Client) upload(ctx context.Context, blobs BlobRelay, f *os.File, rec *U
 	if size != m.CipherSize() {
 		return m, id, fmt.Errorf("send file: blob %s of %d bytes, want %d: %w", m.Blob, size, m.CipherSize(), ErrBlobOffset)
 	}
-	h := sha256.New()
-	plain := make([]byte, m.ChunkSize)
-	per := uint32(chunksPerPut(m, held))
-	ct := make([]byte, 0, int(per)*(int(m.ChunkSize)+wire.FileTagSize))
-	for i := uint32(0); i < m.Chunks; i++ {
-		n := m.ChunkPlainSize(i)
-		if _, err := io.ReadFull(f, plain[:n]); err != nil {
-			return m, id, fmt.Errorf("send file %s: %w (%w)", rec.Path, ErrFileChanged, err)
+	put := putSize(m, held)
+	span := put // a window: one PutBlob
+	if put == wire.MaxBlobChunk {
+		span *= uploadPuts
+	}
+	// The putter puts each full window and hands its buffer back.
+	type window struct {
+		off  int64
+		data []byte
+		done int64 // plaintext bytes sealed once it is put
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	full := make(chan window, 1)
+	free := make(chan []byte, 2)
+	free <- make([]byte, 0, span)
+	free <- make([]byte, 0, span)
+	putErr := make(chan error, 1)
+	go func() {
+		for w := range full {
+			err := c.fail("file-upload", "before-chunk")
+			if err == nil {
+				if err = blobs.PutBlob(ctx, m.Blob, w.off, w.data); err != nil {
+					err = fmt.Errorf("send file: put at %d: %w", w.off, err)
+				}
+			}
+			if err == nil {
+				err = c.fail("file-upload", "after-chunk")
+			}
+			if err != nil {
+				putErr <- err
+				cancel()
+				for range full {
+				}
+				return
+			}
+			if progress != nil {
+				progress(w.done, m.Size)
+			}
+			free <- w.data[:0]
 		}
-		first := i - i%per // the put's first chunk
-		if i == first {
-			ct = ct[:0]
-		}
-		sealed := len(ct)
-		ct = s.seal(ct, i, plain[:n])
-		h.Write(ct[sealed:])
-		off := chunkOffset(m, first)
-		if i+1 < m.Chunks && i+1 < first+per || off < held {
-			continue // the put is not full yet, or the relay holds it: only the digest needs it
-		}
-		if err := c.fail("file-upload", "before-chunk"); err != nil {
-			return m, id, err
-		}
-		if err := blobs.PutBlob(ctx, m.Blob, off, ct); err != nil {
-			return m, id, fmt.Errorf("send file: chunk %d: %w", i, err)
-		}
-		if err := c.fail("file-upload", "after-chunk"); err != nil {
-			return m, id, err
-		}
-		if progress != nil {
-			progress(int64(i)*int64(m.ChunkSize)+int64(n), m.Size)
+		putErr <- nil
+	}()
+	// send hands the window to the putter; false when it failed.
+	send := func(w window) bool {
+		select {
+		case full <- w:
+			return true
+		case <-ctx.Done():
+			return false
 		}
 	}
-	copy(m.Digest[:], h.Sum(nil))
+	sealErr := func() error {
+		defer close(full)
+		h := sha256.New()
+		plain := make([]byte, m.ChunkSize)
+		ct := make([]byte, 0, int(m.ChunkSize)+wire.FileTagSize)
+		var buf []byte
+		at, pos := held, int64(0) // the window's offset; the ciphertext's end so far
+		var done int64
+		for i := uint32(0); i < m.Chunks; i++ {
+			n := m.ChunkPlainSize(i)
+			if _, err := io.ReadFull(f, plain[:n]); err != nil {
+				return fmt.Errorf("send file %s: %w (%w)", rec.Path, ErrFileChanged, err)
+			}
+			ct = s.seal(ct[:0], i, plain[:n])
+			h.Write(ct)
+			done += int64(n)
+			rest := ct
+			if pos < held {
+				rest = rest[min(held-pos, int64(len(rest))):] // the relay holds the part before held
+			}
+			pos += int64(len(ct))
+			for len(rest) > 0 {
+				if buf == nil {
+					select {
+					case buf = <-free:
+					case <-ctx.Done():
+						return nil
+					}
+				}
+				k := min(len(rest), int(span)-len(buf))
+				buf, rest = append(buf, rest[:k]...), rest[k:]
+				if int64(len(buf)) == span || pos == m.CipherSize() && len(rest) == 0 {
+					if !send(window{off: at, data: buf, done: done}) {
+						return nil
+					}
+					at += int64(len(buf))
+					buf = nil
+				}
+			}
+		}
+		copy(m.Digest[:], h.Sum(nil))
+		return nil
+	}()
+	if err := <-putErr; err != nil {
+		return m, id, err
+	}
+	if sealErr != nil {
+		return m, id, sealErr
+	}
 	return m, id, nil
 }
 
-// chunksPerPut is how many sealed chunks one put of an upload carries: as
-// many as make it wire.MinBlobChunk, the least a relay takes in a write that
-// does not complete its blob, and never past wire.MaxBlobChunk (a sealed
-// chunk is at most that, so a put of chunks under MinBlobChunk stays
-// under twice MinBlobChunk). Every put but the last then has one size, the
-// blob's chunk size to the relay. An upload a relay already holds in part
-// at another boundary (one begun by a build that put a chunk at a time)
-// goes on a chunk at a time.
-func chunksPerPut(m wire.FileManifest, held int64) int64 {
+// putSize is the size of every put of an upload but the last, the blob's
+// chunk to the relay (BlobLimits' chunk rule): wire.MaxBlobChunk, cut
+// through sealed chunks as it falls, for an upload begun by this build. An
+// upload an earlier build began goes on in that build's puts, which what
+// the relay holds tells apart: as many sealed chunks as make
+// wire.MinBlobChunk, or one.
+func putSize(m wire.FileManifest, held int64) int64 {
+	if held == 0 || held >= m.CipherSize() || held%wire.MaxBlobChunk == 0 {
+		return wire.MaxBlobChunk
+	}
 	sealed := int64(m.ChunkSize) + wire.FileTagSize
 	per := max(1, (wire.MinBlobChunk+sealed-1)/sealed)
-	if held%(per*sealed) != 0 && held < m.CipherSize() {
-		return 1
+	if held%(per*sealed) == 0 {
+		return per * sealed
 	}
-	return per
+	return sealed
 }
 
 // sendManifest stores and sends the manifest of a complete upload (unless

@@ -20,21 +20,20 @@ import (
 	"github.com/parley-chat/parley/wire"
 )
 
-// countingBlobs counts the chunks put (several a put: chunksPerPut) and
-// got, to see where a transfer resumed.
+// countingBlobs counts the ciphertext bytes put and asked for, to see
+// where a transfer resumed.
 type countingBlobs struct {
 	*enginetest.Blobs
 	puts, gets atomic.Int64
 }
 
 func (c *countingBlobs) PutBlob(ctx context.Context, id wire.BlobID, off int64, data []byte) error {
-	const sealed = testChunk + wire.FileTagSize
-	c.puts.Add(int64(len(data)+sealed-1) / sealed)
+	c.puts.Add(int64(len(data)))
 	return c.Blobs.PutBlob(ctx, id, off, data)
 }
 
 func (c *countingBlobs) GetBlob(ctx context.Context, id wire.BlobID, off int64, n int) ([]byte, error) {
-	c.gets.Add(1)
+	c.gets.Add(int64(n))
 	return c.Blobs.GetBlob(ctx, id, off, n)
 }
 
@@ -139,14 +138,17 @@ func TestFileTransferSurvivesSIGKILL(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills child processes")
 	}
-	const chunks = 96
+	// Three windows to put, five to fetch.
+	const chunks = 4*fetchWindow + 100
+	const sealed = testChunk + wire.FileTagSize
+	const cipher = chunks*sealed - 100 // the last chunk 100 bytes short
 	for _, tt := range []struct {
 		name, upKill, downKill string
-		upDone, downDone       int64 // chunks durable at the kill
+		upDone, downDone       int64 // ciphertext bytes kept at the kill
 	}{
-		{"mid-chunks", "file-upload/after-chunk#4", "file-fetch/after-chunk#50", 4 * chunksPerPut, 50},
+		{"mid-chunks", "file-upload/after-chunk#1", "file-fetch/after-chunk#300", putWindow, 300 * sealed},
 		{"before a chunk", "file-upload/before-chunk#1", "file-fetch/before-chunk#1", 0, 0},
-		{"around manifest and commit", "file-upload/after-manifest#1", "file-fetch/before-commit#1", chunks, chunks},
+		{"around manifest and commit", "file-upload/after-manifest#1", "file-fetch/before-commit#1", cipher, cipher},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			w := newFileWorld(t, t.TempDir())
@@ -162,8 +164,8 @@ func TestFileTransferSurvivesSIGKILL(t *testing.T) {
 					t.Fatalf("resumed SendFile: %v", err)
 				}
 			})
-			if got := cb.puts.Load(); got != chunks-tt.upDone {
-				t.Fatalf("the resumed upload put %d chunks, want %d", got, chunks-tt.upDone)
+			if got := cb.puts.Load(); got != cipher-tt.upDone {
+				t.Fatalf("the resumed upload put %d bytes, want %d", got, cipher-tt.upDone)
 			}
 			w.deliver(t, id)
 
@@ -179,8 +181,8 @@ func TestFileTransferSurvivesSIGKILL(t *testing.T) {
 			if err != nil {
 				t.Fatalf("resumed fetch: %v", err)
 			}
-			if got := cb.gets.Load(); got != chunks-tt.downDone {
-				t.Fatalf("the resumed download got %d chunks, want %d", got, chunks-tt.downDone)
+			if got := cb.gets.Load(); got != cipher-tt.downDone {
+				t.Fatalf("the resumed download asked for %d bytes, want %d", got, cipher-tt.downDone)
 			}
 			if fileSum(t, saved) != sum || filepath.Base(saved) != "video.mp4" {
 				t.Fatalf("saved %s does not match the original", saved)

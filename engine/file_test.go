@@ -21,9 +21,15 @@ import (
 // few hundred KiB has many chunk boundaries to fail at.
 const testChunk = 4096
 
-// chunksPerPut is how many of them go in one put: as many as make
-// wire.MinBlobChunk, the least write a relay takes but the last.
-const chunksPerPut = (wire.MinBlobChunk + testChunk + wire.FileTagSize - 1) / (testChunk + wire.FileTagSize)
+// putWindow is what an upload hands the relay client at a time (4 puts of
+// wire.MaxBlobChunk, engine.uploadPuts): the upload's chunk failpoints are
+// reached once a window.
+const putWindow = 4 * wire.MaxBlobChunk
+
+// fetchWindow is what a download asks for at a time (engine.fetchWindow),
+// in whole chunks: its before-chunk failpoint is reached once a window, its
+// after-chunk one once a chunk.
+const fetchWindow = (512 << 10) / (testChunk + wire.FileTagSize)
 
 // fileWorld is fpWorld with a blob store in the same directory, so that a
 // child process and its parent share profiles, relay and blobs.
@@ -381,9 +387,9 @@ func TestFileFailpointsAsErrors(t *testing.T) {
 	} {
 		t.Run(point, func(t *testing.T) {
 			w := newFileWorld(t, t.TempDir())
-			// Three puts (and 33 chunks to fetch): the chunk failpoints fail
-			// the third.
-			src, sum := writeRandomFile(t, t.TempDir(), "a.bin", 2*chunksPerPut*testChunk+1, 8)
+			// Three windows to put, five to fetch: the chunk failpoints
+			// fail the third.
+			src, sum := writeRandomFile(t, t.TempDir(), "a.bin", 2*putWindow+1, 8)
 			hits := 0
 			fp := func(p string) error {
 				if p == point {

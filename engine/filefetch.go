@@ -92,10 +92,21 @@ func chunkCipherSize(m wire.FileManifest, i uint32) int {
 	return m.ChunkPlainSize(i) + wire.FileTagSize
 }
 
+// fetchWindow is how much ciphertext a download asks for at once (whole
+// chunks, at least one): the relay client keeps the window's gets in
+// flight together (2 of wire.MaxBlobChunk), the next window is fetched
+// while one is verified and appended, and a window's chunks are made
+// durable with one fsync. Two windows are what a download holds in memory;
+// a kill loses at most the window in flight.
+const fetchWindow = 512 << 10
+
 // download completes the partial ciphertext at part: it keeps the whole
-// chunks already there, fetches the rest one by one, appending each only
-// once it authenticated, with an fsync, and checks the digest of the whole
-// at the end (taken as it goes).
+// chunks already there that authenticate, fetches the rest a window at a
+// time (the next while one is kept), appends each chunk only once it
+// authenticated, syncs the file once per window, and checks the digest of
+// the whole at the end (taken as it goes). A kill loses nothing appended;
+// a power loss at most the window being synced, whose chunks then fail to
+// authenticate at the next fetch and are fetched again.
 func (c *Client) download(ctx context.Context, blobs BlobRelay, m wire.FileManifest, part string, progress Progress) error {
 	s, err := newFileStream(m)
 	if err != nil {
@@ -110,10 +121,24 @@ func (c *Client) download(ctx context.Context, blobs BlobRelay, m wire.FileManif
 	if err != nil {
 		return err
 	}
-	// Whole chunks only: a chunk cut by a kill is fetched again.
+	// Whole chunks that authenticate: a chunk cut by a kill, or not yet on
+	// the disk at a power loss, is fetched again. The digest is taken as
+	// the chunks are kept: the kept ones read once here, each new one as
+	// it is appended, so the ciphertext is never read back whole.
+	h := sha256.New()
+	plain := make([]byte, 0, m.ChunkSize)
+	ct := make([]byte, int(m.ChunkSize)+wire.FileTagSize)
 	done := uint32(0)
-	for done < m.Chunks && chunkOffset(m, done)+int64(chunkCipherSize(m, done)) <= fi.Size() {
-		done++
+	r := io.NewSectionReader(f, 0, fi.Size())
+	for ; done < m.Chunks && chunkOffset(m, done)+int64(chunkCipherSize(m, done)) <= fi.Size(); done++ {
+		n := chunkCipherSize(m, done)
+		if _, err := io.ReadFull(r, ct[:n]); err != nil {
+			return err
+		}
+		if _, err := s.open(plain[:0], done, ct[:n]); err != nil {
+			break
+		}
+		h.Write(ct[:n])
 	}
 	keep := chunkOffset(m, done)
 	if done == m.Chunks {
@@ -122,40 +147,72 @@ func (c *Client) download(ctx context.Context, blobs BlobRelay, m wire.FileManif
 	if err := f.Truncate(keep); err != nil {
 		return err
 	}
-	// The digest is taken as the chunks are kept: the kept ones read once
-	// here, each new one as it is appended, so the ciphertext is never
-	// read back whole after the download.
-	h := sha256.New()
-	if n, err := io.Copy(h, io.NewSectionReader(f, 0, keep)); err != nil {
-		return err
-	} else if n != keep {
-		return &ChunkError{Index: done, Err: ErrChunkSize}
+	per := uint32(max(1, fetchWindow/(int(m.ChunkSize)+wire.FileTagSize)))
+	// The fetcher gets each window, the next while this goroutine keeps
+	// the one before.
+	type window struct {
+		first, end uint32 // its chunks, end excluded
+		data       []byte
+		err        error
 	}
-	plain := make([]byte, 0, m.ChunkSize)
-	for i := done; i < m.Chunks; i++ {
-		if err := c.fail("file-fetch", "before-chunk"); err != nil {
-			return err
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	got := make(chan window, 1)
+	go func() {
+		defer close(got)
+		for first := done; first < m.Chunks; first += per {
+			last := min(first+per, m.Chunks) - 1
+			off := chunkOffset(m, first)
+			n := int(chunkOffset(m, last) + int64(chunkCipherSize(m, last)) - off)
+			w := window{first: first, end: last + 1}
+			if w.err = c.fail("file-fetch", "before-chunk"); w.err == nil {
+				if w.data, w.err = blobs.GetBlob(ctx, m.Blob, off, n); w.err != nil {
+					w.err = fmt.Errorf("chunk %d: %w", first, w.err)
+				}
+			}
+			select {
+			case got <- w:
+			case <-ctx.Done():
+				return
+			}
+			if w.err != nil {
+				return
+			}
 		}
-		off := chunkOffset(m, i)
-		ct, err := blobs.GetBlob(ctx, m.Blob, off, chunkCipherSize(m, i))
-		if err != nil {
-			return fmt.Errorf("chunk %d: %w", i, err)
+	}()
+	for w := range got {
+		if w.err != nil {
+			return w.err
 		}
-		if _, err := s.open(plain[:0], i, ct); err != nil {
-			return err
+		data := w.data
+		i := w.first
+		for ; len(data) > 0 && i < w.end; i++ {
+			n := chunkCipherSize(m, i)
+			if len(data) < n {
+				return &ChunkError{Index: i, Err: ErrChunkSize}
+			}
+			if _, err := s.open(plain[:0], i, data[:n]); err != nil {
+				return err
+			}
+			if _, err := f.WriteAt(data[:n], chunkOffset(m, i)); err != nil {
+				return err
+			}
+			h.Write(data[:n])
+			data = data[n:]
+			if err := c.fail("file-fetch", "after-chunk"); err != nil {
+				return err
+			}
 		}
-		if _, err := f.WriteAt(ct, off); err != nil {
-			return err
-		}
-		h.Write(ct)
 		if err := f.Sync(); err != nil {
 			return err
 		}
-		if err := c.fail("file-fetch", "after-chunk"); err != nil {
-			return err
+		if i < w.end || len(data) > 0 {
+			// The relay served less than the window, or more: the chunks
+			// that authenticated are kept (synced above).
+			return &ChunkError{Index: i, Err: ErrChunkSize}
 		}
 		if progress != nil {
-			progress(int64(i)*int64(m.ChunkSize)+int64(m.ChunkPlainSize(i)), m.Size)
+			progress(int64(i-1)*int64(m.ChunkSize)+int64(m.ChunkPlainSize(i-1)), m.Size)
 		}
 	}
 	if !bytes.Equal(h.Sum(nil), m.Digest[:]) {

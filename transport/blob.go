@@ -123,20 +123,141 @@ func (c *Conn) BlobHeld(ctx context.Context, id wire.BlobID) (held, size int64, 
 }
 
 // PutBlob implements engine.BlobRelay: data of more than wire.MaxBlobChunk
-// bytes goes in several requests, each at the end of the one before.
+// bytes goes in puts of wire.MaxBlobChunk bytes (the last shorter), each at
+// the end of the one before, blobWindow of them in flight: the relay
+// commits the puts it holds together in one durable write. It returns once
+// every put was answered. A refusal is returned as it came; from the
+// first put the relay's rate limits turned away the rest go one at a time,
+// as blobCall sends them (a put sent after one that was turned away was
+// refused for its offset, and is sent again).
 func (c *Conn) PutBlob(ctx context.Context, id wire.BlobID, offset int64, data []byte) error {
+	var puts []wire.RelayMessage
 	for first := true; first || len(data) > 0; first = false {
 		n := min(len(data), wire.MaxBlobChunk)
-		r, err := c.blobCall(ctx, wire.BlobPut{ID: id, Offset: offset, Data: data[:n]})
-		if err != nil {
-			return fmt.Errorf("put %d bytes of blob %x at %d: %w", n, id[:4], offset, err)
-		}
-		h, ok := r.(wire.BlobHeld)
-		if !ok || h.ID != id || h.Held != offset+int64(n) {
-			return unexpected(wire.RelayBlobPut, r)
-		}
+		puts = append(puts, wire.BlobPut{ID: id, Offset: offset, Data: data[:n]})
 		offset += int64(n)
 		data = data[n:]
+	}
+	check := func(p wire.BlobPut, r wire.RelayMessage) error {
+		h, ok := r.(wire.BlobHeld)
+		if !ok || h.ID != id || h.Held != p.Offset+int64(len(p.Data)) {
+			return unexpected(wire.RelayBlobPut, r)
+		}
+		return nil
+	}
+	failed, refused := len(puts), error(nil)
+	err := c.pipeline(ctx, puts, func(i int, r wire.RelayMessage, err error) bool {
+		p := puts[i].(wire.BlobPut)
+		switch f, ok := r.(wire.BlobRefused); {
+		case err != nil:
+		case ok:
+			err = &BlobRefusedError{ID: f.ID, Reason: f.Reason}
+		default:
+			err = check(p, r)
+		}
+		if err != nil {
+			failed, refused = i, fmt.Errorf("put %d bytes of blob %x at %d: %w", len(p.Data), id[:4], p.Offset, err)
+			var se *ServerError
+			if errors.As(err, &se) && se.Code == wire.ErrorRateLimited {
+				refused = nil // sent again below
+			}
+		}
+		return err == nil
+	})
+	if err != nil {
+		return fmt.Errorf("put blob %x: %w", id[:4], err)
+	}
+	if refused != nil {
+		return refused
+	}
+	for _, m := range puts[failed:] {
+		p := m.(wire.BlobPut)
+		r, err := c.blobCall(ctx, p)
+		if err != nil {
+			return fmt.Errorf("put %d bytes of blob %x at %d: %w", len(p.Data), id[:4], p.Offset, err)
+		}
+		if err := check(p, r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// blobWindow is how many blob requests one PutBlob or GetBlob keeps in
+// flight: enough that the relay has the next puts in hand while it commits
+// (it commits the puts that arrived together at once), and that a get's
+// reply is on its way while the next is read from the store; few enough
+// that a transfer has 1 MiB in flight at most (and the process's memory
+// stays flat: 8 in flight grew a 1 GiB transfer's RSS past 32 MiB).
+const blobWindow = 4
+
+// pipeline sends ms in order, at most blobWindow of them unanswered, and
+// calls each with every reply (or the request's own error, a relay's
+// Error as a *ServerError) in order, until each returns false; then it
+// stops sending and returns nil once the requests sent are answered. An
+// error is returned only when the connection could not take a request or
+// ctx ended.
+func (c *Conn) pipeline(ctx context.Context, ms []wire.RelayMessage, each func(i int, r wire.RelayMessage, err error) bool) error {
+	cc, err := c.conn()
+	if err != nil {
+		return err
+	}
+	type sent struct {
+		req   uint32
+		reply chan wire.RelayMessage
+	}
+	var inFlight []sent
+	defer func() {
+		for _, s := range inFlight {
+			cc.forget(s.req)
+		}
+	}()
+	next, stop := 0, false
+	for i := range ms {
+		for !stop && next < len(ms) && len(inFlight) < blobWindow {
+			req := c.nextReq()
+			b, err := wire.EncodeRelay(req, ms[next])
+			if err != nil {
+				return fmt.Errorf("encode %s: %w", ms[next].RelayKind(), err)
+			}
+			s := sent{req: req, reply: make(chan wire.RelayMessage, 1)}
+			if !cc.await(req, s.reply) {
+				return cc.lost()
+			}
+			inFlight = append(inFlight, s)
+			select {
+			case cc.out <- b:
+			case <-cc.done:
+				return cc.lost()
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			next++
+		}
+		if len(inFlight) == 0 {
+			return nil
+		}
+		s := inFlight[0]
+		var r wire.RelayMessage
+		select {
+		case r = <-s.reply:
+		case <-cc.done:
+			return cc.lost()
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		cc.forget(s.req)
+		inFlight = inFlight[1:]
+		var rerr error
+		if e, ok := r.(wire.Error); ok {
+			r, rerr = nil, &ServerError{Code: e.Code, Message: e.Message}
+		}
+		if !stop && !each(i, r, rerr) {
+			stop = true
+		}
+		if stop && len(inFlight) == 0 {
+			return nil
+		}
 	}
 	return nil
 }
@@ -148,25 +269,77 @@ func (c *Conn) GetBlob(ctx context.Context, id wire.BlobID, offset int64, n int)
 	if n < 0 || offset < 0 {
 		return nil, fmt.Errorf("get blob %x: %d bytes at %d: %w", id[:4], n, offset, engine.ErrBlobOffset)
 	}
-	var out []byte
-	for len(out) < n {
-		ask := min(n-len(out), wire.MaxBlobChunk)
-		r, err := c.blobCall(ctx, wire.BlobGet{ID: id, Offset: offset, Length: uint32(ask)})
-		if err != nil {
-			return nil, fmt.Errorf("get %d bytes of blob %x at %d: %w", ask, id[:4], offset, err)
+	if n == 0 {
+		return nil, nil
+	}
+	var gets []wire.RelayMessage
+	for at := 0; at < n; at += wire.MaxBlobChunk {
+		gets = append(gets, wire.BlobGet{ID: id, Offset: offset + int64(at), Length: uint32(min(n-at, wire.MaxBlobChunk))})
+	}
+	if len(gets) == 1 {
+		return c.getOne(ctx, gets[0].(wire.BlobGet))
+	}
+	// blobWindow gets in flight; from the first that fails (the relay's
+	// rate limits, most likely) one at a time, as blobCall sends them.
+	out := make([]byte, 0, n)
+	failed, end := len(gets), false
+	var refused error
+	err := c.pipeline(ctx, gets, func(i int, r wire.RelayMessage, err error) bool {
+		g := gets[i].(wire.BlobGet)
+		if err == nil {
+			if f, ok := r.(wire.BlobRefused); ok {
+				err = &BlobRefusedError{ID: f.ID, Reason: f.Reason}
+			}
 		}
 		d, ok := r.(wire.BlobData)
-		if !ok || d.Offset != offset || len(d.Data) > ask {
-			return nil, unexpected(wire.RelayBlobGet, r)
+		if err == nil && (!ok || d.Offset != g.Offset || len(d.Data) > int(g.Length)) {
+			err = unexpected(wire.RelayBlobGet, r)
 		}
-		if out == nil && len(d.Data) == ask && ask == n {
-			return d.Data, nil // one request: no copy
+		if err != nil {
+			failed, refused = i, fmt.Errorf("get %d bytes of blob %x at %d: %w", g.Length, id[:4], g.Offset, err)
+			var se *ServerError
+			if errors.As(err, &se) && se.Code == wire.ErrorRateLimited {
+				refused = nil // sent again below
+			}
+			return false
 		}
 		out = append(out, d.Data...)
-		offset += int64(len(d.Data))
-		if len(d.Data) < ask {
-			break // the blob's end
+		if len(d.Data) < int(g.Length) {
+			end = true // the blob's end
+			return false
 		}
+		return true
+	})
+	if err != nil {
+		return nil, fmt.Errorf("get %d bytes of blob %x at %d: %w", n, id[:4], offset, err)
+	}
+	if refused != nil {
+		return nil, refused
+	}
+	for _, m := range gets[min(failed, len(gets)):] {
+		if end {
+			break
+		}
+		g := m.(wire.BlobGet)
+		d, err := c.getOne(ctx, g)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d...)
+		end = len(d) < int(g.Length)
 	}
 	return out, nil
+}
+
+// getOne makes one get of at most wire.MaxBlobChunk bytes.
+func (c *Conn) getOne(ctx context.Context, g wire.BlobGet) ([]byte, error) {
+	r, err := c.blobCall(ctx, g)
+	if err != nil {
+		return nil, fmt.Errorf("get %d bytes of blob %x at %d: %w", g.Length, g.ID[:4], g.Offset, err)
+	}
+	d, ok := r.(wire.BlobData)
+	if !ok || d.Offset != g.Offset || len(d.Data) > int(g.Length) {
+		return nil, unexpected(wire.RelayBlobGet, r)
+	}
+	return d.Data, nil
 }

@@ -162,15 +162,15 @@ func (b *Blobs) IDs() ([]wire.BlobID, error) {
 // Corruption is one way a hostile relay changes what it serves.
 type Corruption int
 
-// Corruptions of a chunk read (a read of stride bytes at a multiple of
-// stride, as a download reads chunk by chunk).
+// Corruptions of a chunk in a read (from a multiple of stride, as a
+// download reads a chunk or a window of chunks).
 const (
 	CorruptFlip     Corruption = iota + 1 // flip one bit of the chunk
-	CorruptTruncate                       // serve the chunk without its last byte
+	CorruptTruncate                       // serve the chunk without its last byte, and nothing after it
 	CorruptSwap                           // serve the next chunk instead (the previous for the last)
 	CorruptReorder                        // serve the first chunk for every later one
-	CorruptDropLast                       // serve nothing for the last chunk
-	CorruptExtend                         // serve a byte more than the chunk
+	CorruptDropLast                       // serve nothing from the last chunk on
+	CorruptExtend                         // serve a byte more after the chunk, and nothing after that
 )
 
 // Hostile is a BlobRelay that corrupts the reads of one chunk index (At)
@@ -201,7 +201,9 @@ func (h *Hostile) Served() bool {
 	return h.times == 0
 }
 
-// GetBlob serves the chunk, corrupted when armed.
+// GetBlob serves the range, with the chosen chunk in it corrupted when
+// armed: a read of that chunk alone, or of several chunks from one before
+// it (a download reads a window of chunks at a time).
 func (h *Hostile) GetBlob(ctx context.Context, id wire.BlobID, offset int64, n int) ([]byte, error) {
 	_, size, err := h.Blobs.BlobHeld(ctx, id)
 	if err != nil {
@@ -212,41 +214,44 @@ func (h *Hostile) GetBlob(ctx context.Context, id wire.BlobID, offset int64, n i
 	if at < 0 {
 		at = chunks - 1
 	}
+	start := at * h.Stride
 	h.mu.Lock()
-	hit := h.times > 0 && offset == at*h.Stride
+	hit := h.times > 0 && offset <= start && start < offset+int64(n)
 	if hit {
 		h.times--
 	}
 	h.mu.Unlock()
-	if !hit {
-		return h.Blobs.GetBlob(ctx, id, offset, n)
+	b, err := h.Blobs.GetBlob(ctx, id, offset, n)
+	if !hit || err != nil {
+		return b, err
 	}
+	rel := int(start - offset)
+	end := min(rel+int(h.Stride), len(b)) // the chunk is b[rel:end]
 	switch h.Mode {
 	case CorruptFlip:
-		b, err := h.Blobs.GetBlob(ctx, id, offset, n)
-		if err == nil && len(b) > 0 {
-			b[len(b)/2] ^= 0x10
-		}
-		return b, err
+		b[(rel+end)/2] ^= 0x10
 	case CorruptTruncate:
-		b, err := h.Blobs.GetBlob(ctx, id, offset, n)
-		if err == nil && len(b) > 0 {
-			b = b[:len(b)-1]
-		}
-		return b, err
+		b = b[:end-1]
 	case CorruptSwap:
-		other := offset + h.Stride
+		other := start + h.Stride
 		if at == chunks-1 {
-			other = offset - h.Stride
+			other = start - h.Stride
 		}
-		return h.Blobs.GetBlob(ctx, id, other, n)
+		o, err := h.Blobs.GetBlob(ctx, id, other, end-rel)
+		if err != nil {
+			return nil, err
+		}
+		copy(b[rel:end], o)
 	case CorruptReorder:
-		return h.Blobs.GetBlob(ctx, id, 0, n)
+		o, err := h.Blobs.GetBlob(ctx, id, 0, end-rel)
+		if err != nil {
+			return nil, err
+		}
+		copy(b[rel:end], o)
 	case CorruptDropLast:
-		return []byte{}, nil
+		b = b[:rel]
 	case CorruptExtend:
-		b, err := h.Blobs.GetBlob(ctx, id, offset, n)
-		return append(b, 0), err
+		b = append(b[:end:end], 0)
 	}
-	return h.Blobs.GetBlob(ctx, id, offset, n)
+	return b, nil
 }

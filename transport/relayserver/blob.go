@@ -33,12 +33,8 @@ func (c *conn) blob(req uint32, m wire.RelayMessage) bool {
 		return c.reply(encode(req, wire.BlobCreated{ID: id, Expires: expires.Unix()}))
 	case wire.BlobPut:
 		s.blobMetrics.requests.WithLabelValues(blobOpPut).Inc()
-		info, err := s.blobs.PutBlob(c.ctx, m.ID, c.addr, m.Offset, m.Data, now)
-		if err != nil {
-			return c.blobFailed(req, m.ID, "put blob", err)
-		}
-		s.blobMetrics.received.Add(float64(len(m.Data)))
-		return c.reply(encode(req, wire.BlobHeld{ID: m.ID, Held: info.Held, Size: info.Size}))
+		c.queuePut(req, m) // answered by the put worker (blobput.go)
+		return true
 	case wire.BlobStat:
 		s.blobMetrics.requests.WithLabelValues(blobOpStat).Inc()
 		info, err := s.blobs.BlobInfo(c.ctx, m.ID, now)

@@ -19,6 +19,7 @@ type blobMetrics struct {
 	received prometheus.Counter
 	sent     prometheus.Counter
 	expired  prometheus.Counter
+	putGroup prometheus.Histogram // puts written together (blobput.go)
 }
 
 // Label values of parley_relay_blob_requests_total.
@@ -43,8 +44,11 @@ func newBlobMetrics(reg *prometheus.Registry, blobs relaystore.BlobStore, timeou
 		received: counter("parley_relay_blob_bytes_received_total", "Blob bytes written by uploads."),
 		sent:     counter("parley_relay_blob_bytes_sent_total", "Blob bytes read by downloads."),
 		expired:  counter("parley_relay_blobs_expired_total", "Blobs deleted at the end of their lifetime."),
+		putGroup: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "parley_relay_blob_put_group",
+			Help:    "Blob puts of one connection written together in one durable write (at most 4 queued per connection).",
+			Buckets: []float64{1, 2, 4, 8}}),
 	}
-	reg.MustRegister(m.requests, m.refused, m.received, m.sent, m.expired)
+	reg.MustRegister(m.requests, m.refused, m.received, m.sent, m.expired, m.putGroup)
 	if blobs != nil {
 		reg.MustRegister(&blobGauges{store: blobs, timeout: timeout, log: log,
 			blobs:   prometheus.NewDesc("parley_relay_blobs", "Blobs held, complete or not.", nil, nil),

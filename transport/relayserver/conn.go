@@ -98,6 +98,8 @@ type conn struct {
 
 	mu          sync.Mutex
 	outstanding map[uint64]leased // leased, unacknowledged rows
+
+	putq putQueue // blob puts waiting for the store (blobput.go)
 }
 
 // leased is a row this connection delivered and waits to hear back about.
@@ -196,6 +198,7 @@ func (c *conn) run(authenticated func()) {
 	c.startWriter()
 	reason := c.readLoop()
 	c.finish(reason, nil, 0, "")
+	c.waitPuts()
 	<-c.writerDone
 	label := c.reason
 	if reason == dropReadLimit {

@@ -61,6 +61,9 @@ func (c *conn) handle(data []byte) bool {
 	if extra := cost(m) - 1; extra > 0 && !c.msgs.AllowN(time.Now(), extra) {
 		return c.limited(bucketMessages, kind, req, data)
 	}
+	if _, ok := m.(wire.BlobPut); !ok {
+		c.waitPuts() // every put before this request is answered first
+	}
 	switch m := m.(type) {
 	case wire.Submit:
 		return c.submit(req, m)

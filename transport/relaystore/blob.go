@@ -46,6 +46,14 @@ type BlobStore interface {
 	// the chunk rule, and with an ErrBlobQuota as CreateBlob.
 	PutBlob(ctx context.Context, id wire.BlobID, owner string, offset int64, data []byte, now time.Time) (BlobInfo, error)
 
+	// PutBlobs writes chunks one after another from offset, as PutBlob
+	// would each in turn, in one durable write: the group commit of the
+	// puts of one upload that reached the relay together. It returns what
+	// the store holds after each chunk written; at the first chunk refused
+	// it stops, and returns the chunks written before it (durably) with
+	// PutBlob's error for that one.
+	PutBlobs(ctx context.Context, id wire.BlobID, owner string, offset int64, chunks [][]byte, now time.Time) ([]BlobInfo, error)
+
 	// GetBlob reads at most n bytes of a complete blob from offset: fewer
 	// at its end, none at or past it. It fails with ErrBlobIncomplete
 	// while the upload has not finished. Whatever the upload's pattern,

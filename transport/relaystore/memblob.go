@@ -100,6 +100,27 @@ func (m *MemoryBlobs) BlobInfo(_ context.Context, id wire.BlobID, now time.Time)
 func (m *MemoryBlobs) PutBlob(_ context.Context, id wire.BlobID, owner string, offset int64, data []byte, now time.Time) (BlobInfo, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.put(id, owner, offset, data, now)
+}
+
+// PutBlobs implements BlobStore.
+func (m *MemoryBlobs) PutBlobs(_ context.Context, id wire.BlobID, owner string, offset int64, chunks [][]byte, now time.Time) ([]BlobInfo, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []BlobInfo
+	for _, c := range chunks {
+		info, err := m.put(id, owner, offset, c, now)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, info)
+		offset += int64(len(c))
+	}
+	return out, nil
+}
+
+// put is PutBlob under m.mu.
+func (m *MemoryBlobs) put(id wire.BlobID, owner string, offset int64, data []byte, now time.Time) (BlobInfo, error) {
 	b, err := m.find(id, now)
 	if err != nil {
 		return BlobInfo{}, err

@@ -299,40 +299,64 @@ func (s *SQLiteBlobs) BlobInfo(ctx context.Context, id wire.BlobID, now time.Tim
 
 // PutBlob implements BlobStore.
 func (s *SQLiteBlobs) PutBlob(ctx context.Context, id wire.BlobID, owner string, offset int64, data []byte, now time.Time) (BlobInfo, error) {
+	infos, err := s.PutBlobs(ctx, id, owner, offset, [][]byte{data}, now)
+	if err != nil {
+		return BlobInfo{}, err
+	}
+	return infos[0], nil
+}
+
+// PutBlobs implements BlobStore: one transaction, one fsync, for every
+// chunk; a chunk refused ends the group, and those before it commit.
+func (s *SQLiteBlobs) PutBlobs(ctx context.Context, id wire.BlobID, owner string, offset int64, chunks [][]byte, now time.Time) ([]BlobInfo, error) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	var info BlobInfo
+	var infos []BlobInfo
 	var b sqlBlob
-	var charge int64
+	var charge, written int64
+	var refused error
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		infos, charge, written, refused = infos[:0], 0, 0, nil
 		var err error
 		if b, err = s.findBlob(ctx, tx, id, now); err != nil {
 			return err
 		}
-		chunk, err := s.limits.CheckPut(owner, b.owner.Address, offset, b.held, b.size, b.chunk, len(data))
-		if err != nil {
-			return err
+		held, chunk, cur := b.held, b.chunk, b.charge
+		at := offset
+		for _, data := range chunks {
+			c, err := s.limits.CheckPut(owner, b.owner.Address, at, held, b.size, chunk, len(data))
+			if err != nil {
+				refused = err
+				break
+			}
+			next := s.limits.Charge(cur, at+int64(len(data)))
+			if err := s.charge(b.owner, next-b.charge); err != nil {
+				refused = err
+				break
+			}
+			if _, err := tx.ExecContext(ctx, "INSERT INTO blob_chunks (blob, offset, data) VALUES (?, ?, ?)", id[:], at, data); err != nil {
+				return err
+			}
+			held, chunk, cur = at+int64(len(data)), c, next
+			at = held
+			infos = append(infos, BlobInfo{Held: held, Size: b.size, Expires: b.expires})
 		}
-		held := offset + int64(len(data))
-		charge = s.limits.Charge(b.charge, held)
-		if err := s.charge(b.owner, charge-b.charge); err != nil {
-			return err
+		if len(infos) == 0 {
+			return refused
 		}
-		if _, err := tx.ExecContext(ctx, "INSERT INTO blob_chunks (blob, offset, data) VALUES (?, ?, ?)", id[:], offset, data); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, "UPDATE blobs SET held = ?, charge = ?, chunk = ?, progress = ? WHERE id = ? AND held = ?",
-			held, charge, chunk, now.UnixNano(), id[:], offset); err != nil {
-			return err
-		}
-		info = BlobInfo{Held: held, Size: b.size, Expires: b.expires}
-		return nil
+		written, charge = held-b.held, cur
+		_, err = tx.ExecContext(ctx, "UPDATE blobs SET held = ?, charge = ?, chunk = ?, progress = ? WHERE id = ? AND held = ?",
+			held, charge, chunk, now.UnixNano(), id[:], b.held)
+		return err
 	})
 	if err != nil {
-		return BlobInfo{}, fmt.Errorf("put blob: %w", err)
+		return nil, fmt.Errorf("put blob: %w", err)
 	}
-	s.charged(b.owner, charge-b.charge, int64(len(data)), 0)
-	return info, nil
+	s.charged(b.owner, charge-b.charge, written, 0)
+	if refused != nil {
+		return infos, fmt.Errorf("put blob: %w", refused)
+	}
+	return infos, nil
 }
 
 // GetBlob implements BlobStore: one query, whatever the chunks.

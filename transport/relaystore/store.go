@@ -138,8 +138,10 @@ type Store interface {
 type Notifier interface {
 	// Notify tells every relay that s concerns address.
 	Notify(ctx context.Context, address string, s Signal) error
-	// Watch calls fn with every Signal for address, from any relay, until
-	// stop is called.
+	// Watch calls fn with every Signal for address, from any relay, this
+	// one's included (a relay tells its own connections of statuses
+	// through it), until stop is called. A Mail signal this relay sent may
+	// be left out: a relay wakes its own connections itself.
 	Watch(address string, fn func(Signal)) (stop func(), err error)
 }
 

@@ -387,6 +387,77 @@ func (b *Blobs) PutBlob(ctx context.Context, id wire.BlobID, owner string, offse
 	return relaystore.BlobInfo{Held: after, Size: st.Size, Expires: time.Unix(0, st.Expires)}, nil
 }
 
+// PutBlobs implements relaystore.BlobStore: the record and the last chunk
+// read once, the charge of every chunk taken together (one compare-and-set
+// per count), the chunks published in turn, and what the store holds
+// counted once. A group that a rule or the charge refuses goes a chunk at
+// a time, so that the chunks before the refused one are written.
+func (b *Blobs) PutBlobs(ctx context.Context, id wire.BlobID, owner string, offset int64, chunks [][]byte, now time.Time) ([]relaystore.BlobInfo, error) {
+	one := func() ([]relaystore.BlobInfo, error) {
+		var out []relaystore.BlobInfo
+		for _, c := range chunks {
+			info, err := b.PutBlob(ctx, id, owner, offset, c, now)
+			if err != nil {
+				return out, err
+			}
+			out = append(out, info)
+			offset += int64(len(c))
+		}
+		return out, nil
+	}
+	if len(chunks) < 2 {
+		return one()
+	}
+	cctx, cancel := b.s.ctx(ctx)
+	defer cancel()
+	st, err := b.live(cctx, id, now)
+	if err != nil {
+		return nil, fmt.Errorf("put blob: %w", err)
+	}
+	held, size := st.held(), st.chunkSize()
+	at := offset
+	for _, c := range chunks {
+		if size, err = b.limits.CheckPut(owner, st.Owner, at, held, st.Size, size, len(c)); err != nil {
+			return one()
+		}
+		at += int64(len(c))
+		held = at
+	}
+	start := st.held()
+	delta := b.limits.Charge(st.Charge, held) - b.limits.Charge(st.Charge, start)
+	if err := b.charge(cctx, st.owner(), delta); err != nil {
+		return one()
+	}
+	var out []relaystore.BlobInfo
+	at = offset
+	for i, c := range chunks {
+		msg := &nats.Msg{Subject: b.root + idKey(id) + "." + strconv.Itoa(st.last.index+1+i), Header: nats.Header{}, Data: c}
+		msg.Header.Set(hdrOffset, strconv.FormatInt(at, 10))
+		msg.Header.Set(hdrTime, strconv.FormatInt(now.UnixNano(), 10))
+		if _, err = b.s.js.PublishMsg(cctx, msg, jetstream.WithExpectLastSequencePerSubject(0)); err != nil {
+			if isConflict(err) {
+				err = fmt.Errorf("%w: another write at %d came first", relaystore.ErrBlobOffset, at)
+			}
+			break
+		}
+		at += int64(len(c))
+		out = append(out, relaystore.BlobInfo{Held: at, Size: st.Size, Expires: time.Unix(0, st.Expires)})
+	}
+	if at < held {
+		// Give back the charge of what was not written.
+		b.uncharge(cctx, st.owner(), delta-(b.limits.Charge(st.Charge, at)-b.limits.Charge(st.Charge, start)))
+	}
+	if at > offset {
+		if aerr := b.add(cctx, "h", at-offset, nil); aerr != nil && err == nil {
+			err = fmt.Errorf("count it: %w", aerr)
+		}
+	}
+	if err != nil {
+		return out, fmt.Errorf("put blob: %w", err)
+	}
+	return out, nil
+}
+
 // GetBlob implements relaystore.BlobStore: the record, the last chunk, and
 // the chunks of the range, found by a division (at most five for the
 // largest read of chunks of the least size).

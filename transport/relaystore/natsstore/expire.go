@@ -75,7 +75,11 @@ func (s *Store) expireShard(ctx context.Context, sh shard, now, before time.Time
 		s.noteTotal(-1, -int64(len(m.Data)))
 		s.leases.Forget(recipient, []uint64{m.Sequence})
 		out = append(out, relaystore.Removed{Recipient: recipient, Row: m.Sequence, Sender: from.Address, Envelope: from.Envelope})
-		if err := s.charge(ctx, usageKeys(recipient, from), -1, -int64(len(m.Data))); err != nil {
+		held := map[string]relaystore.Usage{}
+		for _, k := range usageKeys(recipient, from) {
+			held[k] = relaystore.Usage{Envelopes: 1, Bytes: int64(len(m.Data))}
+		}
+		if err := s.freeQuotas(ctx, held); err != nil {
 			return out, fmt.Errorf("expire envelopes: count it: %w", err)
 		}
 	}

@@ -11,19 +11,23 @@
 //	KV PARLEY_REG      addr -> signing key and registering IP
 //	KV PARLEY_IPREG    ip -> addresses first registered from it
 //	KV PARLEY_BUNDLE   addr -> bundle (without a one-time prekey)
-//	KV PARLEY_USAGE    m.addr, s.addr.sender, i.ip -> envelopes and bytes held
+//	KV PARLEY_USAGE    m.addr, s.addr.sender, i.ip, x.addr, y.addr.ip -> envelopes and
+//	  bytes held, and each relay's grant of them (grant.go, grantrecord.go)
 //	  (with K > 1 usage shards: PARLEY_USAGE_<i>, a key in one, usageshard.go)
 //	KV PARLEY_META     relay-id, mailbox-shards, usage-shards
 //	stream PARLEY_OTK      subjects parley.otk.<addr>: one message per one-time prekey
 //	stream PARLEY_MAILBOX  subjects parley.mbox.<addr>: one message per envelope
 //	  (with Options.Shards K > 1: PARLEY_MAILBOX_<i> on parley.mbox.s<i>.<addr>, shard.go)
 //	subjects parley.wake.<addr> (core NATS): signals between relays
+//	subject parley.grant.ask (core NATS): a relay asks the others to return
+//	  their grants of a count
 //
 // A mailbox row is its envelope's stream sequence. The mailbox stream
 // refuses a message past the mailbox's count (DiscardNewPerSubject) and the
-// relay's other quotas are counted in the usage buckets with compare-and-set
-// updates, coalesced per key (usage.go). Leases live in the relay process that took them
-// (relaystore.Leases).
+// relay's other quotas are counted in the usage buckets, from which each
+// relay takes grants (slices of a count's room, one compare-and-set each)
+// that it spends in memory (grant.go, quota.go). Leases of rows live in
+// the relay process that took them (relaystore.Leases).
 //
 // natsstore.go stays one file (over 600 lines) on purpose: the layout above,
 // the compare-and-set quota accounting and the mailbox stream are one unit
@@ -39,6 +43,7 @@ import (
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -57,6 +62,12 @@ const (
 	hdrOTK    = "Parley-OTK"
 	// hdrStranger is "1" on an envelope charged to the room for strangers.
 	hdrStranger = "Parley-Stranger"
+	// hdrRow, on a wake-up for mail, is the newest row the waking relay
+	// appended to the address's mailbox (lease.go: tails).
+	hdrRow = "Parley-Row"
+	// hdrFrom, on a wake-up for mail, is the waking relay process's ID
+	// (hex), so that it does not wake its own connections twice.
+	hdrFrom = "Parley-From"
 )
 
 // names are the buckets, streams and subject roots of a store.
@@ -64,6 +75,7 @@ type names struct {
 	reg, ipreg, bundle, usage, meta, otkStream, mboxStream string
 	accepted, blocked                                      string
 	otk, mbox, wake                                        string // subject roots, with the trailing dot
+	ask                                                    string // the grants' ask subject
 }
 
 func namesFor(prefix string) names {
@@ -73,6 +85,7 @@ func namesFor(prefix string) names {
 		accepted: prefix + "PARLEY_ACCEPTED", blocked: prefix + "PARLEY_BLOCKED",
 		otkStream: prefix + "PARLEY_OTK", mboxStream: prefix + "PARLEY_MAILBOX",
 		otk: prefix + "parley.otk.", mbox: prefix + "parley.mbox.", wake: prefix + "parley.wake.",
+		ask: prefix + "parley.grant.ask",
 	}
 }
 
@@ -98,6 +111,10 @@ type Options struct {
 	// several independent stores can share one cluster (tests). Letters,
 	// digits and underscores only.
 	Prefix string
+	// GrantLife is how long a grant of a usage count lives from its last
+	// write (DefaultGrantLife); tests shorten it to see a dead relay's
+	// grants lapse.
+	GrantLife time.Duration
 }
 
 // Store is a relaystore.Store on a JetStream cluster.
@@ -108,12 +125,13 @@ type Store struct {
 	reg     jetstream.KeyValue
 	ipreg   jetstream.KeyValue
 	bundles jetstream.KeyValue
-	usageW  *usageWriter // the usage buckets and their writes (usage.go, usageshard.go)
+	ledger  *ledger // this relay's grants of the usage counts (grant.go, usageshard.go)
 	otk     jetstream.Stream
 	shards  []shard // the mailbox streams (shard.go)
 	nShards int
 	limits  relaystore.Limits
 	timeout time.Duration
+	life    time.Duration // of grants
 	relayID [32]byte
 
 	accepted  jetstream.KeyValue // accepted peers (peers.go)
@@ -122,6 +140,8 @@ type Store struct {
 	stopWatch context.CancelFunc // ends the watch of both
 
 	leases relaystore.Leases // this process's, with what each row held
+	direct *directGets       // leases' batch reads (directget.go)
+	tails  tails             // the newest row known per mailbox (lease.go)
 
 	totalMu  sync.Mutex
 	totalAt  time.Time
@@ -165,16 +185,32 @@ func Open(ctx context.Context, urls []string, o Options) (*Store, error) {
 		return nil, fmt.Errorf("natsstore: connect to %s: %w", strings.Join(urls, ","), err)
 	}
 	s := &Store{names: namesFor(o.Prefix), nc: nc, limits: o.Limits.WithDefaults(), timeout: o.Timeout,
-		owners: make(map[string]owner), nShards: max(o.Shards, 1)}
+		owners: make(map[string]owner), nShards: max(o.Shards, 1), life: o.GrantLife}
+	if s.direct, err = newDirectGets(nc); err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("natsstore: %w", err)
+	}
 	// A cluster that is still forming (no meta leader yet, too few peers
 	// up for the replicas) refuses for a while: try again until ctx ends.
+	// An attempt gets a second at first, doubled after each failure up to
+	// the timeout: a request to a leader that just went down is not
+	// answered, and waiting the whole timeout for it made a relay restart
+	// while a node is down take 5.3 s where the cluster had new leaders
+	// within a second or two (BenchmarkRestartNodeDown, docs/relay.md).
+	attempt := min(time.Second, o.Timeout)
 	for {
-		actx, cancel := context.WithTimeout(ctx, o.Timeout)
+		actx, cancel := context.WithTimeout(ctx, attempt)
+		attempt = min(2*attempt, o.Timeout)
 		err := s.setup(actx, o.Replicas)
 		cancel()
 		if err == nil {
 			// The watches too wait for a cluster that is still forming.
 			err = s.startWatch()
+		}
+		if err == nil {
+			if err = s.ledger.start(); err != nil {
+				s.stopWatch()
+			}
 		}
 		if err == nil {
 			return s, nil
@@ -231,7 +267,7 @@ func (s *Store) setup(ctx context.Context, replicas int) error {
 	if err != nil {
 		return err
 	}
-	s.usageW = newUsageWriter(js, buckets, s.timeout)
+	s.ledger = newLedger(js, s.nc, buckets, s.names.ask, s.life, s.timeout)
 	var id [32]byte
 	rand.Read(id[:])
 	if _, err := meta.Create(ctx, "relay-id", id[:]); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
@@ -428,12 +464,11 @@ func usageKeys(recipient string, from relaystore.Origin) []string {
 	return append(keys, strangerKeys(recipient, from)...)
 }
 
-// Append implements relaystore.Store. The quotas are read, then the
-// envelope published, then the totals raised: appends racing through
-// several relays can pass a quota by what they carry, and a relay that
-// stops between the publish and the totals leaves them short by that
-// envelope. The mailbox's count itself is the stream's own per-subject
-// limit, which refuses past it whatever the totals say.
+// Append implements relaystore.Store. The quotas are spent from this
+// relay's grants of the counts (quota.go), then the envelope published;
+// a publish that fails gives them back. The mailbox's count itself is
+// also the stream's own per-subject limit, which refuses past it whatever
+// the counts say.
 func (s *Store) Append(ctx context.Context, recipient string, env []byte, copies int, from relaystore.Origin) ([]uint64, error) {
 	if copies < 1 {
 		return nil, fmt.Errorf("append to %s: %d copies", recipient, copies)
@@ -443,55 +478,50 @@ func (s *Store) Append(ctx context.Context, recipient string, env []byte, copies
 	}
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
-	keys := usageKeys(recipient, from)
-	nStranger := len(strangerKeys(recipient, from))
-	u, total, err := s.readQuotas(ctx, keys[:len(keys)-nStranger])
-	if err != nil {
-		return nil, fmt.Errorf("append to %s: %w", recipient, err)
-	}
 	size := int64(len(env)) * int64(copies)
-	if err := s.limits.QuotaError(u[0], u[1], u[2], total, from, copies, size); err != nil {
-		return nil, fmt.Errorf("append to %s: %w", recipient, err)
-	}
-	if err := s.strangerQuota(ctx, recipient, from, copies, size); err != nil {
+	refund, err := s.spendQuotas(ctx, recipient, from, copies, size)
+	if err != nil {
 		return nil, fmt.Errorf("append to %s: %w", recipient, err)
 	}
 	rows := make([]uint64, 0, copies)
 	for range copies {
-		msg := &nats.Msg{Subject: s.shardOf(recipient).root + hexKey(recipient), Data: env, Header: nats.Header{}}
-		msg.Header.Set(hdrSender, from.Address)
-		msg.Header.Set(hdrIP, from.IP)
-		msg.Header.Set(hdrEnv, hex.EncodeToString(from.Envelope[:]))
-		if from.Stranger {
-			msg.Header.Set(hdrStranger, "1")
-		}
-		ack, err := s.js.PublishMsg(ctx, msg)
+		ack, err := s.js.PublishMsg(ctx, s.envelopeMsg(recipient, env, from))
 		if err != nil {
 			if isPerSubjectFull(err) {
 				err = relaystore.ErrMailboxFull
 			}
-			if len(rows) > 0 {
-				s.charge(ctx, keys, len(rows), int64(len(env))*int64(len(rows)))
+			if len(rows) == 0 {
+				refund()
+			} else {
+				s.refundPart(recipient, from, copies-len(rows), int64(len(env))*int64(copies-len(rows)))
 			}
 			return nil, fmt.Errorf("append to %s: %w", recipient, err)
 		}
 		rows = append(rows, ack.Sequence)
 		s.noteTotal(1, int64(len(env)))
-	}
-	if err := s.charge(ctx, keys, copies, size); err != nil {
-		return rows, fmt.Errorf("append to %s: count it: %w", recipient, err)
+		s.tails.note(recipient, ack.Sequence)
 	}
 	return rows, nil
 }
 
-// charge adds n envelopes of size bytes (negative to remove) to every key
-// and returns once all are written.
-func (s *Store) charge(ctx context.Context, keys []string, n int, size int64) error {
-	held := make(map[string]relaystore.Usage, len(keys))
-	for _, k := range keys {
-		held[k] = relaystore.Usage{Envelopes: -n, Bytes: -size}
+// envelopeMsg is the message that stores env in recipient's mailbox.
+func (s *Store) envelopeMsg(recipient string, env []byte, from relaystore.Origin) *nats.Msg {
+	msg := &nats.Msg{Subject: s.shardOf(recipient).root + hexKey(recipient), Data: env, Header: nats.Header{}}
+	msg.Header.Set(hdrSender, from.Address)
+	msg.Header.Set(hdrIP, from.IP)
+	msg.Header.Set(hdrEnv, hex.EncodeToString(from.Envelope[:]))
+	if from.Stranger {
+		msg.Header.Set(hdrStranger, "1")
 	}
-	return s.release(ctx, held)
+	return msg
+}
+
+// refundPart gives back what n envelopes of size bytes in all, of an
+// append of several copies, spent of their counts.
+func (s *Store) refundPart(recipient string, from relaystore.Origin, n int, size int64) {
+	for _, k := range usageKeys(recipient, from) {
+		s.ledger.refund(k, relaystore.Usage{Envelopes: n, Bytes: size})
+	}
 }
 
 // isPerSubjectFull reports the stream's refusal of a message past its
@@ -520,7 +550,7 @@ func (s *Store) Ack(ctx context.Context, recipient string, rows []uint64) (out [
 	// at the end, whatever happens between: those rows are gone.
 	held := map[string]relaystore.Usage{}
 	defer func() {
-		if cerr := s.release(ctx, held); cerr != nil && err == nil {
+		if cerr := s.freeQuotas(ctx, held); cerr != nil && err == nil {
 			err = fmt.Errorf("acknowledge rows of %s: count it: %w", recipient, cerr)
 		}
 	}()
@@ -529,16 +559,15 @@ func (s *Store) Ack(ctx context.Context, recipient string, rows []uint64) (out [
 		// known; any other is read first (its subject says whose it is).
 		l, ok := known[row]
 		if !ok {
-			m, err := sh.stream.GetMsg(ctx, row)
-			if errors.Is(err, jetstream.ErrMsgNotFound) {
-				continue
-			} else if err != nil {
+			// From the leader: a replica that lags may not have it yet.
+			m, found, err := s.leaderGet(ctx, sh.name, subj, row)
+			if err != nil {
 				return out, fmt.Errorf("acknowledge rows of %s: %w", recipient, err)
 			}
-			if m.Subject != subj {
-				continue
+			if !found || m.seq != row {
+				continue // gone, or another mailbox's
 			}
-			l = relaystore.Lease{Size: len(m.Data), From: origin(m.Header)}
+			l = relaystore.Lease{Size: len(m.data), From: origin(m.header)}
 		}
 		if err := sh.stream.DeleteMsg(ctx, row); err != nil {
 			continue // deleted meanwhile
@@ -554,23 +583,40 @@ func (s *Store) Ack(ctx context.Context, recipient string, rows []uint64) (out [
 	return out, nil
 }
 
-// Notify implements relaystore.Notifier over a core NATS subject.
+// Notify implements relaystore.Notifier over a core NATS subject. A
+// wake-up for mail names, in headers, this relay process and the newest
+// row it appended to the mailbox, so that a relay whose lease a lagging
+// replica answers reads the rest from the leader.
 func (s *Store) Notify(_ context.Context, address string, sig relaystore.Signal) error {
-	data := []byte("m")
+	m := &nats.Msg{Subject: s.names.wake + hexKey(address), Data: []byte("m")}
 	switch {
 	case len(sig.Statuses) > 0 && !sig.Mail:
-		data = encodeStatuses(sig.Statuses)
+		m.Data = encodeStatuses(sig.Statuses)
 	case !sig.Mail:
-		data = binary.BigEndian.AppendUint32([]byte("p"), uint32(max(sig.Pool, 0)))
+		m.Data = binary.BigEndian.AppendUint32([]byte("p"), uint32(max(sig.Pool, 0)))
+	default:
+		m.Header = nats.Header{hdrFrom: []string{hex.EncodeToString(s.ledger.self[:])}}
+		if row := s.tails.get(address); row != 0 {
+			m.Header.Set(hdrRow, strconv.FormatUint(row, 10))
+		}
 	}
-	return s.nc.Publish(s.names.wake+hexKey(address), data)
+	return s.nc.PublishMsg(m)
 }
 
-// Watch implements relaystore.Notifier.
+// Watch implements relaystore.Notifier. A wake-up for mail this relay
+// process sent is not passed on: the relay woke its connections itself,
+// and one more wake-up would make each lease again for nothing.
 func (s *Store) Watch(address string, fn func(relaystore.Signal)) (func(), error) {
+	self := hex.EncodeToString(s.ledger.self[:])
 	sub, err := s.nc.Subscribe(s.names.wake+hexKey(address), func(m *nats.Msg) {
 		switch {
 		case len(m.Data) == 1 && m.Data[0] == 'm':
+			if m.Header.Get(hdrFrom) == self {
+				return
+			}
+			if row, err := strconv.ParseUint(m.Header.Get(hdrRow), 10, 64); err == nil {
+				s.tails.note(address, row)
+			}
 			fn(relaystore.Signal{Mail: true, Pool: -1})
 		case len(m.Data) == 5 && m.Data[0] == 'p':
 			fn(relaystore.Signal{Pool: int(binary.BigEndian.Uint32(m.Data[1:]))})
@@ -586,8 +632,10 @@ func (s *Store) Watch(address string, fn func(relaystore.Signal)) (func(), error
 	return func() { sub.Unsubscribe() }, nil
 }
 
-// Close implements relaystore.Store.
+// Close implements relaystore.Store. It returns this relay's grants
+// first, so that the other relays may spend them at once.
 func (s *Store) Close() error {
+	s.ledger.close()
 	if s.stopWatch != nil {
 		s.stopWatch()
 	}

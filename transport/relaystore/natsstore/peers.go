@@ -49,24 +49,6 @@ func strangerKeys(recipient string, from relaystore.Origin) []string {
 	return keys
 }
 
-// strangerQuota checks the stranger limits of an append (nil for a peer
-// the recipient accepts). Like the other quotas it is read, then charged:
-// appends racing through several relays may pass it by what they carry.
-func (s *Store) strangerQuota(ctx context.Context, recipient string, from relaystore.Origin, copies int, size int64) error {
-	keys := strangerKeys(recipient, from)
-	if len(keys) == 0 {
-		return nil
-	}
-	var u [2]relaystore.Usage
-	for i, k := range keys {
-		var err error
-		if u[i], err = s.readUsage(ctx, k); err != nil {
-			return err
-		}
-	}
-	return s.limits.StrangerError(u[0], u[1], from, copies, size)
-}
-
 func ownerKey(owner string) string { return hexKey(owner) }
 
 // Accept implements relaystore.Store.

@@ -156,8 +156,8 @@ func (s *Store) readPeerLists(ctx context.Context, key string) (peerLists, error
 	return l, errors.Join(err, errBlocked)
 }
 
-// startWatch starts the watches of the peer lists and of the usage counts
-// (usagewatch.go) once the store is set up; on failure it stops any it
+// startWatch starts the watches of the peer lists once the store is set
+// up; on failure it stops any it
 // started, so that Open can try again. Creating a watch is bounded by the
 // store's timeout, though the watch lives on: its context cannot carry a
 // deadline, since the client library ends a watch with its context.
@@ -172,7 +172,7 @@ func (s *Store) startWatch() error {
 			stop()
 		}
 	})
-	err := errors.Join(s.watchPeers(ctx), s.watchUsage(ctx))
+	err := s.watchPeers(ctx)
 	mu.Lock()
 	finished = true
 	mu.Unlock()

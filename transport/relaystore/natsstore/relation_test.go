@@ -2,7 +2,6 @@ package natsstore_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -73,46 +72,4 @@ func TestRelationCacheAcrossRelays(t *testing.T) {
 		t.Fatalf("right after its own accept, a relay answers %+v, want accepted", got)
 	}
 	eventually("accept", b, relaystore.Relation{Accepted: true})
-}
-
-// TestUsageWatchAcrossRelays: a relay checks a sender's quota from its own
-// last write of the count, until the watch reports another relay's write;
-// then it reads the count again and refuses what the other relay's appends
-// took past the quota.
-func TestUsageWatchAcrossRelays(t *testing.T) {
-	c := natstest.StartCluster(t, 3)
-	ctx := context.Background()
-	prefix := fmt.Sprintf("U%d_", next.Add(1))
-	openShared := func() *natsstore.Store {
-		s, err := natsstore.Open(ctx, c.URLs(), natsstore.Options{Replicas: 3, Prefix: prefix, Limits: relaystore.Limits{SenderEnvelopes: 3}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	}
-	a, b := openShared(), openShared()
-	if _, err := a.Register(ctx, "bob/1", [32]byte{2}, false, ""); err != nil {
-		t.Fatal(err)
-	}
-	from := relaystore.Origin{Address: "alice/1"}
-	if _, err := b.Append(ctx, "bob/1", []byte("1"), 1, from); err != nil {
-		t.Fatal(err)
-	}
-	if !b.SenderUsageKnown("bob/1", "alice/1") {
-		t.Fatal("after its own append a relay does not know the sender's count")
-	}
-	if _, err := a.Append(ctx, "bob/1", []byte("2"), 2, from); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for b.SenderUsageKnown("bob/1", "alice/1") {
-		if time.Now().After(deadline) {
-			t.Fatal("the other relay's append never made this relay's count unknown")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if _, err := b.Append(ctx, "bob/1", []byte("4"), 1, from); !errors.Is(err, relaystore.ErrSenderQuota) {
-		t.Fatalf("a fourth envelope past a quota of 3 through the other relay: %v, want ErrSenderQuota", err)
-	}
 }

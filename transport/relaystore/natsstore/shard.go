@@ -32,6 +32,7 @@ const shardsKey = "mailbox-shards"
 // Raft leadership and disk work spread over the cluster with the streams.
 type shard struct {
 	stream jetstream.Stream
+	name   string // the stream's
 	root   string // with the trailing dot
 }
 
@@ -62,7 +63,7 @@ func (s *Store) setupShards(ctx context.Context, meta jetstream.KeyValue, replic
 		if err != nil {
 			return err
 		}
-		s.shards = append(s.shards, shard{stream: st, root: root})
+		s.shards = append(s.shards, shard{stream: st, name: name, root: root})
 	}
 	return nil
 }
@@ -97,7 +98,8 @@ func (s *Store) checkShards(ctx context.Context, meta jetstream.KeyValue) error 
 	return nil
 }
 
-// mailboxStream creates or updates one mailbox stream. Rows start from the
+// mailboxStream creates or updates one mailbox stream, allowing direct
+// gets (a lease's batch read, directget.go). Rows start from the
 // wall clock (see relaystore.NewMemory): a cluster whose streams were wiped
 // must not reuse row numbers that clients may still acknowledge. FirstSeq
 // only counts when the stream is created.
@@ -105,7 +107,7 @@ func (s *Store) mailboxStream(ctx context.Context, name, root string, replicas i
 	cfg := jetstream.StreamConfig{Name: name, Subjects: []string{root + "*"},
 		Retention: jetstream.LimitsPolicy, Storage: jetstream.FileStorage, Replicas: replicas,
 		MaxMsgsPerSubject: int64(s.limits.MailboxEnvelopes), Discard: jetstream.DiscardNew, DiscardNewPerSubject: true,
-		MaxMsgSize: int32(wire.MaxEnvelopeSize + 1024)}
+		MaxMsgSize: int32(wire.MaxEnvelopeSize + 1024), AllowDirect: true}
 	st, err := s.js.Stream(ctx, name)
 	switch {
 	case errors.Is(err, jetstream.ErrStreamNotFound):

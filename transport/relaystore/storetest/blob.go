@@ -20,6 +20,7 @@ type OpenBlobs func(t *testing.T, l relaystore.BlobLimits) relaystore.BlobStore
 func RunBlobs(t *testing.T, open OpenBlobs) {
 	t.Run("upload and ranges", func(t *testing.T) { testBlobUpload(t, open) })
 	t.Run("chunk rule", func(t *testing.T) { testBlobChunks(t, open) })
+	t.Run("puts together", func(t *testing.T) { testBlobPuts(t, open) })
 	t.Run("quotas", func(t *testing.T) { testBlobQuotas(t, open) })
 	t.Run("reserve", func(t *testing.T) { testBlobReserve(t, open) })
 	t.Run("lifetime", func(t *testing.T) { testBlobLifetime(t, open) })
@@ -191,6 +192,63 @@ func testBlobChunks(t *testing.T, open OpenBlobs) {
 	}
 	if info, err := s.BlobInfo(ctx, d, t0); err != nil || info.Held != 8 {
 		t.Fatalf("after a refused write: %+v, %v; want held 8", info, err)
+	}
+}
+
+// testBlobPuts: PutBlobs writes several chunks as that many PutBlob calls
+// would, saying what the store holds after each; at a chunk that breaks a
+// rule (the chunk rule, the offset, a quota) it stops, keeping the chunks
+// before it, charged, and the store holds exactly those.
+func testBlobPuts(t *testing.T, open OpenBlobs) {
+	ctx := context.Background()
+	s := open(t, relaystore.BlobLimits{MinChunk: 8, MinCharge: 8, AddressBytes: 60, IPBytes: 1 << 20, TotalBytes: 1 << 20, ReserveBytes: -1})
+	chunks := func(sizes ...int) [][]byte {
+		var out [][]byte
+		for i, n := range sizes {
+			out = append(out, bytes.Repeat([]byte{byte('a' + i)}, n))
+		}
+		return out
+	}
+	held := func(infos []relaystore.BlobInfo) []int64 {
+		var out []int64
+		for _, in := range infos {
+			out = append(out, in.Held)
+		}
+		return out
+	}
+	a := mustCreate(t, s, 35, owner, t0.Add(time.Hour))
+	infos, err := s.PutBlobs(ctx, a, owner.Address, 0, chunks(10, 10, 10), t0)
+	if err != nil || len(infos) != 3 || infos[2].Held != 30 || infos[0].Held != 10 || infos[2].Size != 35 {
+		t.Fatalf("three chunks together: %v, %v; want held 10, 20, 30", held(infos), err)
+	}
+	infos, err = s.PutBlobs(ctx, a, owner.Address, 30, chunks(5), t0)
+	if err != nil || len(infos) != 1 || infos[0].Held != 35 {
+		t.Fatalf("the last chunk: %v, %v; want held 35", held(infos), err)
+	}
+	got, err := s.GetBlob(ctx, a, 0, 35, t0)
+	if err != nil || !bytes.Equal(got, bytes.Join(append(chunks(10, 10, 10), bytes.Repeat([]byte{'a'}, 5)), nil)) {
+		t.Fatalf("read back: %q, %v", got, err)
+	}
+
+	// The second chunk breaks the chunk rule: the first is kept.
+	b := mustCreate(t, s, 40, owner, t0.Add(time.Hour))
+	infos, err = s.PutBlobs(ctx, b, owner.Address, 0, chunks(10, 9, 10), t0)
+	if !errors.Is(err, relaystore.ErrBlobChunk) || len(infos) != 1 || infos[0].Held != 10 {
+		t.Fatalf("a group whose second chunk breaks the rule: %v, %v; want held 10 and ErrBlobChunk", held(infos), err)
+	}
+	if info, err := s.BlobInfo(ctx, b, t0); err != nil || info.Held != 10 {
+		t.Fatalf("after it: %+v, %v; want held 10", info, err)
+	}
+	// A group past the address's 60 bytes (a's 35, b's 10 held): the
+	// chunk that fits is written, the next refused.
+	infos, err = s.PutBlobs(ctx, b, owner.Address, 10, chunks(10, 10), t0)
+	if !errors.Is(err, relaystore.ErrBlobAddressQuota) || len(infos) != 1 || infos[0].Held != 20 {
+		t.Fatalf("a group past the address's share: %v, %v; want held 20 and ErrBlobAddressQuota", held(infos), err)
+	}
+	wantStats(t, s, relaystore.BlobStats{Blobs: 2, Charged: 55, Held: 55})
+	// A group at the wrong offset writes nothing.
+	if infos, err := s.PutBlobs(ctx, b, owner.Address, 10, chunks(10), t0); !errors.Is(err, relaystore.ErrBlobOffset) || len(infos) != 0 {
+		t.Fatalf("a group at the wrong offset: %v, %v; want ErrBlobOffset and nothing", held(infos), err)
 	}
 }
 
