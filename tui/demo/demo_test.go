@@ -64,6 +64,7 @@ func TestDemoCollision(t *testing.T) {
 	})
 	d.demo('H')
 	d.waitFor("session_collision")
+	waitLoserAdopted(d)
 	// Whoever lost retries; retrying both is harmless (the peer dedups).
 	d.key(tea.KeyCtrlR)
 	d.key(tea.KeyCtrlO)
@@ -86,6 +87,16 @@ func TestDemoCollision(t *testing.T) {
 		strings.Count(a, "acknowledged") != 1 || strings.Count(b, "acknowledged") != 1 {
 		t.Fatalf("want one delivered and one acknowledged message on each side:\n%s", s)
 	}
+}
+
+// waitLoserAdopted waits until the loser of a collision holds the winner's
+// message pending: only then has it taken the winning session, and only a
+// retry after that reaches the winner (one before goes on the retired
+// session, which the winner refuses as stale).
+func waitLoserAdopted(d *demoRun) {
+	d.waitUntil("the loser holds the winner's message", func(s string) bool {
+		return strings.Count(s, "Inbox · 1 pending received") == 1
+	})
 }
 
 // TestDemoCollisionAfterAnExchange: once alice and bob have exchanged a
@@ -120,6 +131,7 @@ func TestDemoCollisionAfterAnExchange(t *testing.T) {
 	})
 	d.demo('H')
 	d.waitFor("session_collision")
+	waitLoserAdopted(d)
 	d.key(tea.KeyCtrlR)
 	d.key(tea.KeyCtrlO)
 	d.key(tea.KeyCtrlR)
