@@ -110,6 +110,8 @@ type Client struct {
 	pumpKick        chan struct{} // wakes the pump's goroutine (outbox.go)
 	pumpWanted      bool          // stored messages wait for the pump (outbox.go)
 	pumpEpoch       uint64        // relay link epoch the pump last ran on
+	pumpLoops       int           // pump goroutines running (Run's), outbox.go
+	lanesStored     bool          // receive processing stored group lanes for the pump
 	lifetime        context.Context
 	endLifetime     context.CancelFunc // Close: ends every Run
 	loops           sync.WaitGroup     // running Run calls

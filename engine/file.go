@@ -155,8 +155,9 @@ func (c *Client) fileKey(salt []byte) ([32]byte, error) {
 // SendFile encrypts the file at path under a fresh key, uploads it to the
 // relay's blob store chunk by chunk, then sends its manifest to peer as a
 // message through the exactly-once path (Send's results: the logical ID,
-// and *MessageNotSentError when the manifest stays pending). The file is
-// read as a stream and never copied.
+// and *MessageNotSentError when the manifest stays pending). The manifest
+// is stored pending first and handed off by the pump (sendManifestTo). The
+// file is read as a stream and never copied.
 //
 // A killed upload resumes where the relay's copy ends when the same file
 // is sent to the same peer again: an upload record (no secret in it) is
@@ -169,13 +170,37 @@ func (c *Client) SendFile(ctx context.Context, peer Address, path string, progre
 		key:  peer.String(),
 		sent: func(id wire.LogicalID) bool { return c.alreadySent(ctx, peer, id) },
 		send: func(id wire.LogicalID, body []byte) error {
-			res, err := c.SendBatch(ctx, []SendRequest{{Peer: peer, Body: body, file: true, id: &id}})
-			if err != nil {
-				return err
-			}
-			return res[0].Err
+			return c.sendManifestTo(ctx, peer, id, body)
 		},
 	}, path, progress)
+}
+
+// sendManifestTo stores a file's manifest to peer pending (Enqueue, under
+// the ID chosen before the upload), then runs the pump for peer: nil when
+// the relay accepted it, *MessageNotSentError when it stays pending (the
+// pump or a retry sends it), any other error when nothing was stored. What
+// Send refuses (a changed identity, an unregistered peer) is refused
+// first, by CheckPeer. The store and the pump's pass are made under pumpMu,
+// so that the pass that hands the manifest off is this one.
+func (c *Client) sendManifestTo(ctx context.Context, peer Address, id wire.LogicalID, body []byte) error {
+	if err := c.CheckPeer(ctx, peer); err != nil {
+		return err
+	}
+	c.pumpMu.Lock()
+	defer c.pumpMu.Unlock()
+	res, err := c.Enqueue(ctx, []SendRequest{{Peer: peer, Body: body, file: true, id: &id}})
+	if err != nil {
+		return err
+	}
+	if res[0].Err != nil {
+		return res[0].Err
+	}
+	cause := c.pumpFor(ctx, id, []Address{peer})[0]
+	var notSent *MessageNotSentError
+	if cause == nil || errors.As(cause, &notSent) {
+		return cause
+	}
+	return &MessageNotSentError{ID: id, Err: cause}
 }
 
 // SendGroupFile is SendFile to a group: one upload, and the manifest as a

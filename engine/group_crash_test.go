@@ -48,10 +48,12 @@ func TestGroupCrashWindows(t *testing.T) {
 		name, scenario, point string
 		wantAfter             bool
 	}{
-		{"group send: between two lanes' encryptions (nothing stored)", "group send", "group-send/after-crypto", false},
+		{"group send: before the store (nothing stored)", "group send", "group-send/before-plan", false},
 		{"group send: inside the transaction (nothing stored)", "group send", "group-send/stmt-lane-insert-after", false},
-		{"group send: after the commit, before the hand-off (every lane pending)", "group send", "group-send/before-handoff", true},
-		{"group send: after the hand-off (every lane pending until its ACK)", "group send", "group-send/after-swap", true},
+		{"group send: after the store, before the pump (every lane pending, none encrypted)", "group send", "group-send/after-swap", true},
+		{"group send: before the pump encrypts a lane (every lane pending)", "group send", "pump/before-crypto", true},
+		{"group send: after the pump's commit of a lane (every lane pending)", "group send", "pump/after-swap", true},
+		{"group send: after that, before its hand-off (every lane pending)", "group send", "pump/before-handoff", true},
 		{"group receive: inside the transaction (processed again)", "group receive", "pairwise-receive/stmt-inbound-insert-after", false},
 		{"group receive: after the commit (delivered again until committed)", "group receive", "pairwise-receive/after-persist", true},
 		{"roster receive: after the commit, before the ACK (the retry brings it)", "roster receive", "handshake-receive/before-handoff", true},

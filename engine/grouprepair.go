@@ -154,8 +154,8 @@ func lacksAny(start, want Roster) bool {
 
 // restateRosters makes the restatements RosterRestatements asks of this
 // device for group g, each sent to every member of the roster at its
-// generation. It runs under the send mutex after a page of receives brought
-// roster changes to g.
+// generation, its lanes stored pending for the pump. It runs under the send
+// mutex after a page of receives brought roster changes to g.
 func (c *Client) restateRosters(ctx context.Context, g GroupInfo) error {
 	self := c.self.String()
 	for _, rs := range RosterRestatements(g.Start, g.Changes, self) {
@@ -177,15 +177,15 @@ func (c *Client) restateRosters(ctx context.Context, g GroupInfo) error {
 		if err != nil {
 			return err
 		}
-		work := make(map[Address]*peerState)
-		lanes, err := c.prepareLanes(ctx, work, "roster-change", recipients, frame)
+		lanes, err := pendingLanes("roster-change", recipients)
 		if err != nil {
 			return err
 		}
 		plan := RosterUpdate{Group: g.ID, Change: change, Frame: frame, At: c.cfg.Now(), Lanes: lanes}
-		if _, err := c.applyLanes(ctx, work, plan, change.ID, lanes); err != nil {
+		if err := c.storeLanes(ctx, plan, change.ID, recipients); err != nil {
 			return err
 		}
+		c.wantLanesPumped()
 	}
 	return nil
 }

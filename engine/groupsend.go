@@ -132,138 +132,153 @@ func (c *Client) changeRoster(ctx context.Context, gid wire.GroupID, g GroupInfo
 	if err != nil {
 		return GroupSendResult{}, err
 	}
-	c.sendMu.Lock()
-	defer c.sendMu.Unlock()
-	work := make(map[Address]*peerState)
-	lanes, err := c.prepareLanes(ctx, work, "roster-change", recipients, frame)
+	lanes, err := pendingLanes("roster-change", recipients)
 	if err != nil {
 		return GroupSendResult{}, err
 	}
 	plan := RosterUpdate{Group: gid, Change: change, Frame: frame, At: c.cfg.Now(), Lanes: lanes, Removed: removed, Start: start, Compact: compact}
-	return c.applyLanes(ctx, work, plan, change.ID, lanes)
+	// Stored and pumped under pumpMu: no other pass of the pump takes
+	// these lanes first, so that the result says what became of each.
+	c.pumpMu.Lock()
+	defer c.pumpMu.Unlock()
+	c.sendMu.Lock()
+	err = c.storeLanes(ctx, plan, change.ID, recipients)
+	c.sendMu.Unlock()
+	if err != nil {
+		return GroupSendResult{}, err
+	}
+	return GroupSendResult{ID: change.ID, Unsent: c.pumpLanes(ctx, change.ID, recipients)}, nil
 }
 
 // SendGroup sends a message to every other member of the group's current
-// roster: one logical ID, one lane per member, all stored in one
-// transaction. Members without a session get a pending lane.
+// roster: one logical ID, one lane per member. The message and every lane
+// are stored pending in one transaction first, not yet encrypted, with no
+// network in the way (EnqueueGroup); then the pump encrypts each lane on
+// its member's session (starting one where there is none) and hands it off,
+// after whatever was pending to that member before. Unsent names the lanes
+// the relay did not take: they stay pending and the pump or a retry sends
+// them. An error means nothing was stored.
 func (c *Client) SendGroup(ctx context.Context, id wire.GroupID, body []byte) (GroupSendResult, error) {
 	return c.sendGroup(ctx, id, nil, wire.ContentText, body)
+}
+
+// EnqueueGroup stores a message to the group as SendGroup does and
+// returns: nothing goes to the network here. The loop's pump (Run), or a
+// call of Pump, encrypts and hands off its lanes. The result's Unsent names
+// every lane: none is handed off yet.
+func (c *Client) EnqueueGroup(ctx context.Context, id wire.GroupID, body []byte) (GroupSendResult, error) {
+	mid, lanes, err := c.storeGroup(ctx, id, nil, wire.ContentText, body)
+	if err != nil {
+		return GroupSendResult{}, err
+	}
+	c.wantPump()
+	return GroupSendResult{ID: mid, Unsent: lanes}, nil
 }
 
 // sendGroup is SendGroup of any content, with the logical ID chosen by the
 // caller when chosen is set (a file's, recorded before its upload).
 func (c *Client) sendGroup(ctx context.Context, id wire.GroupID, chosen *wire.LogicalID, content wire.ContentType, body []byte) (GroupSendResult, error) {
-	g, err := c.Group(ctx, id)
+	// Stored and pumped under pumpMu: no other pass of the pump takes
+	// these lanes first, so that the result says what became of each.
+	c.pumpMu.Lock()
+	defer c.pumpMu.Unlock()
+	mid, lanes, err := c.storeGroup(ctx, id, chosen, content, body)
 	if err != nil {
 		return GroupSendResult{}, err
 	}
-	if !g.Roster.Has(c.self.String()) {
-		return GroupSendResult{}, fmt.Errorf("send to group %x: %w", id[:], ErrNotMember)
-	}
+	return GroupSendResult{ID: mid, Unsent: c.pumpLanes(ctx, mid, lanes)}, nil
+}
+
+// storeGroup stores a group message with a pending lane to every other
+// member of the roster, in one transaction (plan group-send), and returns
+// its logical ID and the lanes' recipients. The roster is read and the plan
+// applied under sendMu, so that a roster change received meanwhile comes
+// before or after the whole of it; nothing in it touches the network.
+func (c *Client) storeGroup(ctx context.Context, id wire.GroupID, chosen *wire.LogicalID, content wire.ContentType, body []byte) (wire.LogicalID, []Address, error) {
 	var mid wire.LogicalID
 	if chosen != nil {
 		mid = *chosen
 	} else if _, err := c.cfg.Random.Read(mid[:]); err != nil {
-		return GroupSendResult{}, fmt.Errorf("send to group: logical id: %w", err)
-	}
-	frame, err := wire.EncodeGroupMessage(wire.GroupMessage{ID: mid, Group: id, Generation: g.Roster.Generation, Content: content, Body: body})
-	if err != nil {
-		return GroupSendResult{}, fmt.Errorf("send to group %x: %w", id[:], err)
-	}
-	recipients, err := parseAddresses(LaneRecipients(g.Roster, c.self.String()))
-	if err != nil {
-		return GroupSendResult{}, err
+		return mid, nil, fmt.Errorf("send to group: logical id: %w", err)
 	}
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
-	work := make(map[Address]*peerState)
-	lanes, err := c.prepareLanes(ctx, work, "group-send", recipients, frame)
+	g, err := c.Group(ctx, id)
 	if err != nil {
-		return GroupSendResult{}, err
+		return mid, nil, err
+	}
+	if !g.Roster.Has(c.self.String()) {
+		return mid, nil, fmt.Errorf("send to group %x: %w", id[:], ErrNotMember)
+	}
+	frame, err := wire.EncodeGroupMessage(wire.GroupMessage{ID: mid, Group: id, Generation: g.Roster.Generation, Content: content, Body: body})
+	if err != nil {
+		return mid, nil, fmt.Errorf("send to group %x: %w", id[:], err)
+	}
+	recipients, err := parseAddresses(LaneRecipients(g.Roster, c.self.String()))
+	if err != nil {
+		return mid, nil, err
+	}
+	lanes, err := pendingLanes("group-send", recipients)
+	if err != nil {
+		return mid, nil, err
 	}
 	if m, ok := FileOf(content, body); ok {
 		body = fileHistoryBody(m)
 	}
 	plan := GroupSend{Sender: c.self, Group: id, ID: mid, Frame: frame, Body: body, At: c.cfg.Now(), Lanes: lanes}
-	return c.applyLanes(ctx, work, plan, mid, lanes)
+	if err := c.storeLanes(ctx, plan, mid, recipients); err != nil {
+		return mid, nil, err
+	}
+	return mid, recipients, nil
 }
 
-// prepareLanes encrypts frame for each recipient on the working state. A
-// recipient whose session cannot be set up gets a lane without an envelope.
-func (c *Client) prepareLanes(ctx context.Context, work map[Address]*peerState, kind string, recipients []Address, frame []byte) ([]GroupLane, error) {
+// pendingLanes makes a lane per recipient, pending and not yet encrypted:
+// the pump encrypts each on its member's session and hands it off.
+func pendingLanes(kind string, recipients []Address) ([]GroupLane, error) {
 	if len(recipients) > MaxLanesPerTransaction {
 		return nil, fmt.Errorf("%s: %d lanes: %w", kind, len(recipients), wire.ErrMessageTooLarge)
 	}
-	lanes := make([]GroupLane, 0, len(recipients))
-	for _, peer := range recipients {
-		shared, err := c.working(ctx, work, peer)
-		if err != nil {
-			return nil, err
-		}
-		ps := *shared
-		pin, err := c.ensureSession(ctx, &ps, peer)
-		if err != nil {
-			lanes = append(lanes, GroupLane{Recipient: peer})
-			continue
-		}
-		if err := c.fail(kind, "before-crypto"); err != nil {
-			return nil, err
-		}
-		cand := ps.session.Clone()
-		env, err := c.seal(cand, peer, frame)
-		if err != nil {
-			return nil, err
-		}
-		if err := c.fail(kind, "after-crypto"); err != nil {
-			return nil, err
-		}
-		sw, err := sessionWrite(peer, ps.version, cand)
-		if err != nil {
-			return nil, err
-		}
-		ps.session, ps.version = cand, ps.version+1
-		if pin != nil {
-			ps.pinned = pin
-		}
-		*shared = ps
-		lanes = append(lanes, GroupLane{Recipient: peer, Session: &sw, Pin: pin, Out: &Outgoing{Envelope: env, Owner: frameID(frame)}})
+	lanes := make([]GroupLane, len(recipients))
+	for i, peer := range recipients {
+		lanes[i] = GroupLane{Recipient: peer}
 	}
 	return lanes, nil
 }
 
-// applyLanes applies a group plan and hands its envelopes off.
-func (c *Client) applyLanes(ctx context.Context, work map[Address]*peerState, plan Plan, id wire.LogicalID, lanes []GroupLane) (GroupSendResult, error) {
-	receipts, err := c.applyWork(ctx, work, []Plan{plan})
+// storeLanes applies a group plan (a group send or a roster change) whose
+// lanes to recipients are pending and not yet encrypted, and reports each
+// lane stored. It writes no session: callers hold sendMu only to order it
+// with receive processing (roster changes).
+func (c *Client) storeLanes(ctx context.Context, plan Plan, id wire.LogicalID, recipients []Address) error {
+	if err := c.fail(plan.Kind(), "before-plan"); err != nil {
+		return err
+	}
+	receipts, err := c.applyAll(ctx, []Plan{plan})
 	if err != nil {
-		return GroupSendResult{}, err
+		return err
 	}
 	if err := c.fail(plan.Kind(), "after-swap"); err != nil {
-		return GroupSendResult{}, err
+		return err
 	}
-	res := GroupSendResult{ID: id}
-	var envs []wire.Envelope
-	var ids []wire.LogicalID
-	var sent []Address
-	for _, l := range lanes {
-		if l.Out == nil {
-			res.Unsent = append(res.Unsent, l.Recipient)
-			continue
+	now := c.cfg.Now()
+	for _, peer := range recipients {
+		c.emit(Event{Kind: EventStored, At: now, Peer: peer, ID: id, marker: receipts[0].Marker})
+	}
+	return nil
+}
+
+// pumpLanes runs the pump's pass for each lane's member and returns the
+// members whose lane of message id the relay did not take (it stays
+// pending). Callers hold pumpMu, taken before the lanes were stored: no
+// other pass took them first.
+func (c *Client) pumpLanes(ctx context.Context, id wire.LogicalID, recipients []Address) []Address {
+	var unsent []Address
+	for i, err := range c.pumpFor(ctx, id, recipients) {
+		if err != nil {
+			unsent = append(unsent, recipients[i])
 		}
-		envs = append(envs, l.Out.Envelope)
-		ids = append(ids, id)
-		sent = append(sent, l.Recipient)
 	}
-	c.noteSent(sent)
-	errs := c.handOffMessages(ctx, plan.Kind(), envs, ids)
-	for k, peer := range sent {
-		if errs[k] != nil {
-			res.Unsent = append(res.Unsent, peer)
-			c.emit(Event{Kind: EventNotSent, At: c.cfg.Now(), Peer: peer, ID: id, Err: errs[k], marker: receipts[0].Marker})
-			continue
-		}
-		c.emit(Event{Kind: EventSent, At: c.cfg.Now(), Peer: peer, ID: id, marker: receipts[0].Marker})
-	}
-	return res, nil
+	return unsent
 }
 
 // frameID returns the logical ID of an encoded frame (bytes 2..18 of every
@@ -307,8 +322,9 @@ func parseAddresses(as []string) ([]Address, error) {
 // merged roster at its generation, and a change made before its author knew
 // of a concurrent add did not reach the member added. It runs after a page
 // of receives brought roster changes, under the send mutex, one RosterUpdate
-// per change with only the missing lanes (the change's log row is already
-// there; its frame re-encodes to the same bytes). Then it restates the
+// per change with only the missing lanes, stored pending for the pump (the
+// change's log row is already there; its frame re-encodes to the same
+// bytes). Then it restates the
 // roster at a generation whose newcomers start from a stale one
 // (restateRosters), and, when the merge removed this device, it abandons its
 // lanes that can no longer be answered (abandonStrandedLanes).
@@ -377,13 +393,17 @@ func (c *Client) forwardChange(ctx context.Context, gs GroupStore, g GroupInfo, 
 	if err != nil {
 		return err
 	}
-	work := make(map[Address]*peerState)
-	newLanes, err := c.prepareLanes(ctx, work, "roster-change", recipients, frame)
+	newLanes, err := pendingLanes("roster-change", recipients)
 	if err != nil {
 		return err
 	}
-	_, err = c.applyLanes(ctx, work, RosterUpdate{Group: g.ID, Change: own, Frame: frame, At: c.cfg.Now(), Lanes: newLanes}, own.ID, newLanes)
-	return err
+	// Stored pending: the pump encrypts and hands the lanes off, so that
+	// receive processing (which runs this) waits on no bundle or relay.
+	if err := c.storeLanes(ctx, RosterUpdate{Group: g.ID, Change: own, Frame: frame, At: c.cfg.Now(), Lanes: newLanes}, own.ID, recipients); err != nil {
+		return err
+	}
+	c.wantLanesPumped()
+	return nil
 }
 
 func init() {

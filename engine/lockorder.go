@@ -19,8 +19,9 @@ import (
 //  3. sendMu: every envelope the client produces (sends, retries, ACKs,
 //     group lanes, recovery requests) and receive processing, which
 //     produces ACKs. The pump fetches bundles before it takes sendMu and
-//     hands envelopes off after it lets it go; Send, Retry and group sends
-//     still hold it across the network.
+//     hands envelopes off after it lets it go; group sends and roster
+//     changes hold it only to store their lanes (the pump encrypts them);
+//     Send and Retry still hold it across the network.
 //  4. loopMu: the loop's policy and schedules (retries, envelopes handed
 //     off, maintenance times, the pump's wish).
 //  5. mu: the live peer states and the own prekeys.

@@ -144,6 +144,9 @@ func (c *Client) Sync(ctx context.Context) (SyncResult, error) {
 	if err != nil {
 		return out, &SyncError{Op: "maintain", Err: err}
 	}
+	if err := c.pumpStoredLanes(ctx); err != nil {
+		return out, &SyncError{Op: "pump", Err: err}
+	}
 	return out, releaseErr
 }
 

@@ -43,7 +43,9 @@ func (c *Client) Enqueue(ctx context.Context, reqs []SendRequest) ([]SendResult,
 	accepted := make(map[Address]bool)
 	now := c.cfg.Now()
 	for i, r := range reqs {
-		if _, err := c.cfg.Random.Read(results[i].ID[:]); err != nil {
+		if r.id != nil {
+			results[i].ID = *r.id
+		} else if _, err := c.cfg.Random.Read(results[i].ID[:]); err != nil {
 			return nil, fmt.Errorf("send: logical id: %w", err)
 		}
 		if r.Peer == c.self {
@@ -66,7 +68,13 @@ func (c *Client) Enqueue(ctx context.Context, reqs []SendRequest) ([]SendResult,
 				return nil, fmt.Errorf("send to %s: %w", r.Peer, err)
 			}
 		}
-		plans = append(plans, Hold{Recipient: r.Peer, ID: results[i].ID, Frame: f, Body: r.Body, At: now, ClearDraft: r.ClearDraft})
+		body := r.Body // what the history keeps: a file's name, size and type, not its key
+		if r.file {
+			if m, ok := FileOf(wire.ContentFile, r.Body); ok {
+				body = fileHistoryBody(m)
+			}
+		}
+		plans = append(plans, Hold{Recipient: r.Peer, ID: results[i].ID, Frame: f, Body: body, At: now, ClearDraft: r.ClearDraft})
 	}
 	if len(plans) == 0 {
 		return results, nil
@@ -245,6 +253,32 @@ func (c *Client) pumpPeer(ctx context.Context, peer Address) ([]SendResult, erro
 	return out, nil
 }
 
+// pumpFor runs the pump's pass for each of peers (pumpPeer) and returns,
+// in their order, why message id stays pending to each: nil when the relay
+// accepted its envelope. Callers hold pumpMu, taken before id was stored,
+// so that no other pass of the pump took it first; a retry may have (it
+// holds sendMu, not pumpMu), and then, as for a message beyond the pass's
+// page, the pass does not report it and it counts as pending
+// (ErrQueuedBehind).
+func (c *Client) pumpFor(ctx context.Context, id wire.LogicalID, peers []Address) []error {
+	out := make([]error, len(peers))
+	for i, peer := range peers {
+		res, err := c.pumpPeer(ctx, peer)
+		cause := err
+		if cause == nil {
+			cause = fmt.Errorf("%s: %w", peer, ErrQueuedBehind)
+		}
+		for _, r := range res {
+			if r.ID == id {
+				cause = r.Err
+				break
+			}
+		}
+		out[i] = cause
+	}
+	return out
+}
+
 // fetchedBundle is a bundle fetched and verified before sendMu was taken.
 type fetchedBundle struct {
 	bundle wire.Bundle
@@ -307,6 +341,14 @@ func (c *Client) sealUnsent(ctx context.Context, peer Address, msgs []OutboundMe
 // never holds up receiving. A pass that failed on a transient error is
 // tried again after pumpRetryAfter.
 func (c *Client) pumpLoop(ctx context.Context) {
+	c.loopMu.Lock()
+	c.pumpLoops++
+	c.loopMu.Unlock()
+	defer func() {
+		c.loopMu.Lock()
+		c.pumpLoops--
+		c.loopMu.Unlock()
+	}()
 	for {
 		c.loopMu.Lock()
 		due := c.pumpWanted
@@ -335,6 +377,33 @@ func (c *Client) pumpLoop(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// wantLanesPumped wants the pump for group lanes that receive processing
+// stored (a roster change forwarded to a member a concurrent change added,
+// a restatement): Run's pump hands them off; without it, the Sync that
+// stored them does (pumpStoredLanes).
+func (c *Client) wantLanesPumped() {
+	c.loopMu.Lock()
+	c.lanesStored = true
+	c.loopMu.Unlock()
+	c.wantPump()
+}
+
+// pumpStoredLanes runs the pump at the end of a Sync that stored group
+// lanes when no loop's pump runs (a command-line sync): they would wait
+// for the next command that pumps otherwise. With a loop, its pump has
+// been woken already and Sync does not wait on the network.
+func (c *Client) pumpStoredLanes(ctx context.Context) error {
+	c.loopMu.Lock()
+	due := c.lanesStored && c.pumpLoops == 0
+	c.lanesStored = false
+	c.loopMu.Unlock()
+	if !due {
+		return nil
+	}
+	_, err := c.Pump(ctx)
+	return err
 }
 
 // notePumpEpoch wants the pump after every new relay connection: what
