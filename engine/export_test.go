@@ -195,3 +195,20 @@ func (c *Client) LockBackwards() Policy {
 	defer c.syncMu.Unlock()
 	return c.policy
 }
+
+// StoreGroupCreation is CreateGroup without the pump's pass: the creation
+// is stored with every lane pending (one plan, roster-change), for the
+// failpoint matrix.
+func (c *Client) StoreGroupCreation(ctx context.Context, name string, members []Address) error {
+	_, _, err := c.createGroup(ctx, name, members, false)
+	return err
+}
+
+// PumpPeer is one peer's pass of the pump (one transaction), for the
+// failpoint matrix: Pump runs one per peer.
+func (c *Client) PumpPeer(ctx context.Context, peer Address) error {
+	c.pumpMu.Lock()
+	defer c.pumpMu.Unlock()
+	_, err := c.pumpPeer(ctx, peer)
+	return err
+}

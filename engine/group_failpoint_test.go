@@ -18,14 +18,19 @@ import (
 // PARLEY_FP_GROUPS=0 leaves them out.
 
 // groupOp runs the group operations of fpWorld.do: "groupcreate:NAME:A,B"
-// and "groupsend:NAME:BODY". It reports false for any other op.
+// ("groupstore:NAME:A,B" stores the creation only),
+// "groupsend:NAME:BODY" and "groupenqueue:NAME:BODY" (stored only: the
+// "pump" op hands its lanes off). It reports false for any other op.
 func groupOp(ctx context.Context, c *engine.Client, name, arg string) (bool, error) {
 	switch name {
-	case "groupcreate":
+	case "groupcreate", "groupstore":
 		gname, list, _ := strings.Cut(arg, ":")
 		var members []engine.Address
 		for _, m := range strings.Split(list, ",") {
 			members = append(members, engine.MustParseAddress(m))
+		}
+		if name == "groupstore" {
+			return true, c.StoreGroupCreation(ctx, gname, members)
 		}
 		_, _, err := c.CreateGroup(ctx, gname, members)
 		return true, err
@@ -36,6 +41,14 @@ func groupOp(ctx context.Context, c *engine.Client, name, arg string) (bool, err
 			return true, err
 		}
 		_, err = c.SendGroup(ctx, g.ID, []byte(body))
+		return true, err
+	case "groupenqueue":
+		gname, body, _ := strings.Cut(arg, ":")
+		g, err := groupNamed(ctx, c, gname)
+		if err != nil {
+			return true, err
+		}
+		_, err = c.EnqueueGroup(ctx, g.ID, []byte(body))
 		return true, err
 	}
 	return false, nil
@@ -130,10 +143,18 @@ func groupScenarios() []fpScenario {
 	created := []fpStep{create, {"bob/1", "sync"}, {"carol/1", "sync"}, {"alice/1", "sync"}}
 	none := map[string][]string{}
 	hi := map[string][]string{"alice/1": {"alice/1:hi"}, "bob/1": {"alice/1:hi"}, "carol/1": {"alice/1:hi"}}
+	enqueued := append(append([]fpStep(nil), created...), fpStep{"alice/1", "groupenqueue:g:hi"})
+	// Each target is one plan: a group's creation and a group send store
+	// their lanes pending (CreateGroup and SendGroup then run the pump's
+	// pass, one transaction per member: "pumppeer" here, whose scenarios
+	// follow each; the other lane is left to convergence).
 	return []fpScenario{
-		{name: "group create", devices: abc, target: create, wantGroup: none},
+		{name: "group create", devices: abc, target: fpStep{"alice/1", "groupstore:g:bob/1,carol/1"}, wantGroup: none},
+		{name: "group create pump", devices: abc, setup: []fpStep{{"alice/1", "groupstore:g:bob/1,carol/1"}}, target: fpStep{"alice/1", "pumppeer:bob/1"}, wantGroup: none},
 		{name: "roster receive", devices: abc, setup: []fpStep{create, {"bob/1", "stage"}}, target: fpStep{"bob/1", "process"}, wantGroup: none},
-		{name: "group send", devices: abc, setup: created, target: fpStep{"alice/1", "groupsend:g:hi"}, wantGroup: hi},
+		{name: "group send", devices: abc, setup: created, target: fpStep{"alice/1", "groupsend:g:hi"}, wantGroup: hi, composite: true},
+		{name: "store-first group send", devices: abc, setup: created, target: fpStep{"alice/1", "groupenqueue:g:hi"}, wantGroup: hi},
+		{name: "group pump", devices: abc, setup: enqueued, target: fpStep{"alice/1", "pumppeer:carol/1"}, wantGroup: hi},
 		{name: "group receive", devices: abc, setup: append(append([]fpStep(nil), created...), fpStep{"alice/1", "groupsend:g:hi"}, fpStep{"bob/1", "stage"}),
 			target: fpStep{"bob/1", "process"}, wantGroup: hi},
 		// A group from a device bob has not accepted waits in its request;

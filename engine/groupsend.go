@@ -48,6 +48,12 @@ func (c *Client) GroupHistory(ctx context.Context, id wire.GroupID, after int64,
 // CreateGroup makes a group with this device as its first admin and the
 // members, and sends the creation to each of them in one transaction.
 func (c *Client) CreateGroup(ctx context.Context, name string, members []Address) (GroupInfo, GroupSendResult, error) {
+	return c.createGroup(ctx, name, members, true)
+}
+
+// createGroup is CreateGroup; without pump, the creation is stored and
+// its lanes left pending for the pump (the failpoint matrix's target).
+func (c *Client) createGroup(ctx context.Context, name string, members []Address, pump bool) (GroupInfo, GroupSendResult, error) {
 	if err := wire.CheckGroupName(name); err != nil {
 		return GroupInfo{}, GroupSendResult{}, fmt.Errorf("create group: %w", err)
 	}
@@ -66,7 +72,7 @@ func (c *Client) CreateGroup(ctx context.Context, name string, members []Address
 			ops = append(ops, wire.RosterChange{Op: wire.RosterAdd, Address: m.String()})
 		}
 	}
-	res, err := c.changeRoster(ctx, gid, GroupInfo{ID: gid, Name: name}, ops, true)
+	res, err := c.changeRoster(ctx, gid, GroupInfo{ID: gid, Name: name}, ops, true, pump)
 	if err != nil {
 		return GroupInfo{}, GroupSendResult{}, err
 	}
@@ -82,10 +88,14 @@ func (c *Client) ChangeRoster(ctx context.Context, id wire.GroupID, ops []wire.R
 	if err != nil {
 		return GroupSendResult{}, err
 	}
-	return c.changeRoster(ctx, id, g, ops, false)
+	return c.changeRoster(ctx, id, g, ops, false, true)
 }
 
-func (c *Client) changeRoster(ctx context.Context, gid wire.GroupID, g GroupInfo, ops []wire.RosterChange, create bool) (GroupSendResult, error) {
+// changeRoster makes a roster change (or, with create, a group's creation)
+// and stores it pending on its lanes in one transaction; with pump it then
+// runs the pump's pass for those lanes and reports the ones the relay did
+// not take.
+func (c *Client) changeRoster(ctx context.Context, gid wire.GroupID, g GroupInfo, ops []wire.RosterChange, create, pump bool) (GroupSendResult, error) {
 	self := c.self.String()
 	ops = normalizeOps(ops)
 	change := RosterChange{Author: self, Name: g.Name, Ops: ops}
@@ -146,6 +156,10 @@ func (c *Client) changeRoster(ctx context.Context, gid wire.GroupID, g GroupInfo
 	c.sendMu.Unlock()
 	if err != nil {
 		return GroupSendResult{}, err
+	}
+	if !pump {
+		c.wantPump()
+		return GroupSendResult{ID: change.ID, Unsent: recipients}, nil
 	}
 	return GroupSendResult{ID: change.ID, Unsent: c.pumpLanes(ctx, change.ID, recipients)}, nil
 }
