@@ -192,8 +192,11 @@ func unsent(res engine.GroupSendResult, what, group string) error {
 	return wordedf(err, "%s stays pending for %s (the relay did not take it); \"parley retry %s\" sends it again", what, strings.Join(names, ", "), group)
 }
 
-// sendGroup is "parley send GROUP TEXT".
-func sendGroup(ctx context.Context, env *cliEnv, f *flags, group string, body []byte) error {
+// sendGroup is "parley send GROUP TEXT": the message is stored with every
+// lane pending (store-first), then the pump hands the lanes off, bounded by
+// wait (exit 3 names the lanes the relay did not take by then); with
+// noWait it returns once stored.
+func sendGroup(ctx context.Context, env *cliEnv, f *flags, group string, body []byte, wait time.Duration, noWait bool) error {
 	p, err := f.open(ctx, env)
 	if err != nil {
 		return err
@@ -203,16 +206,55 @@ func sendGroup(ctx context.Context, env *cliEnv, f *flags, group string, body []
 	if err != nil {
 		return err
 	}
-	res, err := p.Client.SendGroup(ctx, g.ID, body)
+	var res engine.GroupSendResult
+	if noWait {
+		res, err = p.Client.EnqueueGroup(ctx, g.ID, body)
+	} else {
+		res, err = sendGroupWithin(ctx, p.Client, g.ID, body, wait)
+	}
 	if err != nil {
 		return err
 	}
+	rec := []kv{{"id", hexID(res.ID)}, {"group", hex.EncodeToString(g.ID[:])}, {"accepted", !noWait && len(res.Unsent) == 0}}
+	if noWait {
+		rec = append(rec, kv{"stored", true})
+	}
 	if *f.json {
-		printer{env.stdout, true}.record([]kv{{"id", hexID(res.ID)}, {"group", hex.EncodeToString(g.ID[:])}, {"accepted", len(res.Unsent) == 0}})
+		printer{env.stdout, true}.record(rec)
 	} else {
 		fmt.Fprintln(env.stdout, hexID(res.ID))
 	}
+	if noWait {
+		return nil
+	}
 	return unsent(res, "the message", group)
+}
+
+// sendGroupWithin stores the message (EnqueueGroup, with no deadline but
+// ctx's) and runs the pump for its lanes bounded by wait: the lanes the
+// relay did not take by then are in Unsent.
+func sendGroupWithin(ctx context.Context, c *engine.Client, id wire.GroupID, body []byte, wait time.Duration) (engine.GroupSendResult, error) {
+	res, err := c.EnqueueGroup(ctx, id, body)
+	if err != nil {
+		return res, err
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	pumped, _ := c.Pump(wctx)
+	taken := make(map[engine.Address]bool)
+	for _, r := range pumped {
+		if r.ID == res.ID && r.Err == nil {
+			taken[r.Peer] = true
+		}
+	}
+	lanes := res.Unsent
+	res.Unsent = nil
+	for _, a := range lanes {
+		if !taken[a] {
+			res.Unsent = append(res.Unsent, a)
+		}
+	}
+	return res, nil
 }
 
 // retryGroup is "parley retry GROUP": each member with a pending lane of the

@@ -34,7 +34,7 @@ func cmdSend(ctx context.Context, env *cliEnv, cmd *command, args []string) erro
 		if err != nil {
 			return err
 		}
-		return sendGroup(ctx, env, f, ops[0], body)
+		return sendGroup(ctx, env, f, ops[0], body, *wait, *noWait)
 	}
 	peer, err := parsePeer(ops[0])
 	if err != nil {
