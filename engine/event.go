@@ -28,7 +28,7 @@ const (
 	// commit and its event, or when events were dropped).
 	EventResync
 	// EventSyncFailed: a round of the receive loop failed at step Op
-	// (receive, stage, acknowledge, process, commit, maintain) or an
+	// (receive, stage, acknowledge, process, commit, maintain, pump) or an
 	// automatic retry to Peer failed (Op "retry"); Err says why. Run reports
 	// a failure once, and again only when it changes.
 	EventSyncFailed

@@ -31,7 +31,8 @@ const (
 )
 
 // SyncError is a round that failed at one step: receive, stage, release,
-// process, commit or maintain. What the round did before it is in the
+// process, commit, maintain, or pump (handing off the group lanes the round
+// stored, when no loop runs). What the round did before it is in the
 // SyncResult returned with it.
 type SyncError struct {
 	Op  string

@@ -372,3 +372,39 @@ func TestRetryDuringPumpSendsOnce(t *testing.T) {
 		t.Fatalf("one message, %d envelopes handed off (retry + pump)", n)
 	}
 }
+
+// TestAckNotHandedOffIsRecovered: an ACK the relay did not take after a
+// commit is not kept for a later hand-off of its own; what brings it back
+// is durable on the sender's side, the message's pending row: the sender's
+// retry (the loop's, by its policy) brings a repeat, the receiver
+// acknowledges it again from its finalized record, and the row clears.
+func TestAckNotHandedOffIsRecovered(t *testing.T) {
+	w := newWorld(t)
+	alice, bob := w.device("alice/1"), w.device("bob/1")
+	id := alice.send(bob, "hello")
+	bob.sync()
+	w.net.SetDown(bob.addr, true)
+	acked, err := bob.c.Commit(w.ctx, alice.addr, id)
+	if err != nil || acked {
+		t.Fatalf("commit with the relay down: ACK sent %v, %v; want committed, ACK not sent", acked, err)
+	}
+	w.net.SetDown(bob.addr, false)
+	alice.sync()
+	if n := alice.pendingOut(); n != 1 {
+		t.Fatalf("%d pending at alice without the ACK, want 1", n)
+	}
+	if ids := alice.retry(bob); len(ids) != 1 {
+		t.Fatalf("retry handed off %d", len(ids))
+	}
+	res := bob.sync()
+	if len(res) != 1 || res[0].Kind == engine.ResultDelivery {
+		t.Fatalf("bob's results for the repeat %+v: want it answered from the finalized record, not delivered again", res)
+	}
+	alice.sync()
+	if n := alice.pendingOut(); n != 0 {
+		t.Fatalf("%d pending at alice after the repeat's ACK", n)
+	}
+	if got := bob.received(alice); !reflect.DeepEqual(got, []string{"hello"}) {
+		t.Fatalf("bob's history %q, want hello once", got)
+	}
+}
