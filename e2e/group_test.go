@@ -6,8 +6,8 @@ import (
 )
 
 // TestCLIGroup drives the group contract: create (ID and JSON), show, list,
-// send to a group, sync with "group", outbox lanes, history with lanes,
-// trace, add, remove and leave.
+// send to a group (and with --no-wait, stored only), sync with "group",
+// outbox lanes, history with lanes, trace, add, remove and leave.
 func TestCLIGroup(t *testing.T) {
 	relay := startRelay(t)
 	alice, bob, carol := newProfile(t, relay, "alice/1"), newProfile(t, relay, "bob/1"), newProfile(t, relay, "carol/1")
@@ -65,6 +65,24 @@ func TestCLIGroup(t *testing.T) {
 	if out := alice.jsonLines("outbox"); len(out) != 0 {
 		t.Fatalf("outbox after the ACKs: %v", out)
 	}
+
+	// --no-wait stores the message with both lanes pending and nothing
+	// encrypted; the next send's pump hands those lanes off first.
+	stored := strings.TrimSpace(alice.ok("send", "--no-wait", "friends", "stored first"))
+	if tr := alice.jsonLines("trace", "friends", stored); len(tr) != 2 {
+		t.Fatalf("trace of a stored group message: %v", tr)
+	} else if attempts, _ := tr[0]["attempts"].([]any); len(attempts) != 0 {
+		t.Fatalf("a --no-wait group send encrypted a lane: %v", tr)
+	}
+	alice.ok("send", "friends", "sent after")
+	for _, p := range []*cliProfile{bob, carol} {
+		recs := p.sync()
+		if len(recs) != 2 || recs[0]["body"] != "stored first" || recs[1]["body"] != "sent after" {
+			t.Fatalf("%s's sync after a stored and a sent group message: %v", p.addr, recs)
+		}
+		p.commitAll()
+	}
+	alice.sync()
 
 	// Remove carol; bob leaves; alice alone stays.
 	if r := alice.jsonLines("group", "remove", "friends", "carol/1"); r[0]["generation"] != 2.0 || len(r[0]["members"].([]any)) != 2 {

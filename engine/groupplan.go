@@ -8,10 +8,10 @@ import (
 )
 
 // GroupLane is one member's lane of a group send or a roster change: the
-// frame pending to that member with, when a session could be set up, the
-// session step and the envelope that carry it. A lane without a session
-// (the member's bundle could not be fetched) is stored pending all the same
-// and sent by the next retry.
+// frame pending to that member with, optionally, the session step and the
+// envelope that carry it. The engine stores every lane without them (the
+// store-first group send): the pump encrypts each lane later, as it does a
+// held message.
 type GroupLane struct {
 	Recipient Address
 	Session   *SessionWrite
@@ -20,8 +20,8 @@ type GroupLane struct {
 }
 
 // GroupSend stores a group message in the group's history and pending on
-// every lane, with every lane's session step and envelope, in one
-// transaction: the whole fan-out or none of it.
+// every lane (with a lane's session step and envelope when it has them), in
+// one transaction: the whole fan-out or none of it.
 type GroupSend struct {
 	Sender Address // this device, the history entry's sender
 	Group  wire.GroupID

@@ -23,8 +23,9 @@ var (
 )
 
 // GroupSendResult is the outcome of a group send or a roster change: the
-// logical ID and the lanes that stay unsent (no session could be set up, or
-// the hand-off failed); they are pending and a retry sends them.
+// logical ID and the lanes the relay did not take (no session could be set
+// up, the relay was out of reach, the hand-off failed; after EnqueueGroup,
+// every lane): they are pending, and the pump or a retry sends them.
 type GroupSendResult struct {
 	ID     wire.LogicalID
 	Unsent []Address
