@@ -74,8 +74,8 @@ type Model struct {
 	gname   string
 	blocked string // why sending to peer is refused, if it is
 	err     string
-	note    string   // the names a path completion found (attach.go)
-	size    int // bytes in the editor
+	note    string // the names a path completion found (attach.go)
+	size    int    // bytes in the editor
 	// line runs the sends in the order they were entered, with the
 	// drafts' saves (Line); entered counts the sends not answered yet.
 	line    *line.Line
