@@ -162,8 +162,3 @@ func (c *conn) reply(b []byte) bool {
 	c.abort(dropSlow)
 	return false
 }
-
-func (c *conn) refused(req uint32, id wire.EnvelopeID, r wire.RefuseReason) bool {
-	c.s.metrics.refused.WithLabelValues(refuseLabel(r)).Inc()
-	return c.reply(encode(req, wire.Refused{EnvelopeID: id, Reason: r}))
-}
