@@ -330,6 +330,8 @@ func TestRelayKinds(t *testing.T) {
 		{wire.Features{}, 16, "features"},
 		{wire.SenderBlock{}, 17, "sender block"},
 		{wire.EnvelopeLifetime{}, 26, "envelope lifetime"},
+		{wire.SubmitBatch{}, 27, "submit batch"},
+		{wire.BatchResults{}, 28, "batch results"},
 	}
 	for _, tt := range tests {
 		if got := tt.msg.RelayKind(); got != tt.kind {

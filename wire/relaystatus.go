@@ -18,17 +18,22 @@ import (
 // the first after the blob kinds (18 to 25, relayblob.go).
 const RelayEnvelopeLifetime RelayKind = 26
 
-// relayLastKind is the highest kind this package knows.
-const relayLastKind = RelayEnvelopeLifetime
+// relayLastKind is the highest kind this package knows: the batch kinds
+// (relaybatch.go) follow the envelope lifetime.
+const relayLastKind = RelayBatchResults
 
 // laterKindName names the kinds past the first table (relay.go): the blob
-// kinds and the envelope lifetime; "" for any other.
+// kinds, the envelope lifetime and the batch kinds; "" for any other.
 func laterKindName(k RelayKind) string {
 	switch {
 	case k >= relayBlobFirst && k <= relayBlobLast:
 		return relayBlobKindNames[k-relayBlobFirst]
 	case k == RelayEnvelopeLifetime:
 		return "envelope lifetime"
+	case k == RelaySubmitBatch:
+		return "submit batch"
+	case k == RelayBatchResults:
+		return "batch results"
 	}
 	return ""
 }
@@ -101,7 +106,7 @@ func (s FeatureSet) String() string {
 	for _, f := range []struct {
 		bit  FeatureSet
 		name string
-	}{{FeatureEnvelopeStatus, "envelope status"}, {FeatureSenderBlock, "sender block"}, {FeatureBlobs, "blobs"}, {FeatureEnvelopeLifetime, "envelope lifetime"}} {
+	}{{FeatureEnvelopeStatus, "envelope status"}, {FeatureSenderBlock, "sender block"}, {FeatureBlobs, "blobs"}, {FeatureEnvelopeLifetime, "envelope lifetime"}, {FeatureSubmitBatch, "submit batch"}} {
 		if s.Has(f.bit) {
 			names = append(names, f.name)
 			s &^= f.bit
@@ -176,6 +181,10 @@ func appendRelayPush(b []byte, m RelayMessage) ([]byte, error) {
 			return nil, err
 		}
 		return binary.BigEndian.AppendUint32(b, secs), nil
+	case SubmitBatch:
+		return appendSubmitBatch(b, m)
+	case BatchResults:
+		return appendBatchResults(b, m)
 	}
 	return nil, fmt.Errorf("unsupported type %T: %w", m, ErrMalformed)
 }
@@ -204,6 +213,10 @@ func (r *reader) relayPush(kind RelayKind) RelayMessage {
 			r.fail(fmt.Errorf("envelope lifetime 0: %w", ErrMalformed))
 		}
 		return ok(r, EnvelopeLifetime{Lifetime: time.Duration(secs) * time.Second})
+	case RelaySubmitBatch:
+		return r.submitBatch()
+	case RelayBatchResults:
+		return r.batchResults()
 	}
 	r.fail(fmt.Errorf("kind %d: %w", kind, ErrUnknownRelayKind))
 	return nil

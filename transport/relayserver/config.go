@@ -44,6 +44,10 @@ type Config struct {
 	// Now is the clock of challenges, bundle checks and leases (default
 	// time.Now).
 	Now func() time.Time
+
+	// withoutSubmitBatch: tests play a relay that predates SubmitBatch
+	// (no wire.FeatureSubmitBatch; a batch is a bad request).
+	withoutSubmitBatch bool
 }
 
 // Limits are the relay's bounds. A zero field takes its default (the

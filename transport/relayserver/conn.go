@@ -99,7 +99,8 @@ type conn struct {
 	mu          sync.Mutex
 	outstanding map[uint64]leased // leased, unacknowledged rows
 
-	putq putQueue // blob puts waiting for the store (blobput.go)
+	putq putQueue    // blob puts waiting for the store (blobput.go)
+	subq submitQueue // envelopes waiting for the store (submit.go)
 }
 
 // leased is a row this connection delivered and waits to hear back about.
@@ -199,6 +200,7 @@ func (c *conn) run(authenticated func()) {
 	reason := c.readLoop()
 	c.finish(reason, nil, 0, "")
 	c.waitPuts()
+	c.waitSubmits()
 	<-c.writerDone
 	label := c.reason
 	if reason == dropReadLimit {

@@ -55,6 +55,11 @@ func (c *countingStore) Append(ctx context.Context, r string, env []byte, n int,
 	return c.Store.Append(ctx, r, env, n, from)
 }
 
+func (c *countingStore) AppendBatch(ctx context.Context, items []relaystore.AppendItem) []relaystore.AppendResult {
+	c.calls.Add(1)
+	return c.Store.AppendBatch(ctx, items)
+}
+
 func (c *countingStore) Lease(ctx context.Context, r, h string, max int, now, until time.Time) ([]relaystore.Row, error) {
 	c.calls.Add(1)
 	return c.Store.Lease(ctx, r, h, max, now, until)

@@ -22,6 +22,14 @@ func (f failingStore) Append(_ context.Context, recipient string, _ []byte, _ in
 	return nil, fmt.Errorf("append to %s: %w", recipient, errors.New("disk on fire"))
 }
 
+func (f failingStore) AppendBatch(ctx context.Context, items []relaystore.AppendItem) []relaystore.AppendResult {
+	out := make([]relaystore.AppendResult, len(items))
+	for i, it := range items {
+		out[i].Rows, out[i].Err = f.Append(ctx, it.Recipient, it.Env, it.Copies, it.From)
+	}
+	return out
+}
+
 // syncBuffer is a bytes.Buffer safe for the relay's goroutines.
 type syncBuffer struct {
 	mu sync.Mutex

@@ -57,16 +57,32 @@ func (c *conn) handle(data []byte) bool {
 		return c.reply(errorMsg(req, wire.ErrorBadRequest, "malformed message: "+err.Error()))
 	}
 	// A request that makes the store work once per item pays per item
-	// beyond the one token it paid to be read.
+	// beyond the one token it paid to be read (a SubmitBatch item by item:
+	// submitBatch).
 	if extra := cost(m) - 1; extra > 0 && !c.msgs.AllowN(time.Now(), extra) {
 		return c.limited(bucketMessages, kind, req, data)
 	}
-	if _, ok := m.(wire.BlobPut); !ok {
-		c.waitPuts() // every put before this request is answered first
+	// Every put and every envelope before this request is answered first,
+	// but for a put after puts and an envelope after envelopes, which
+	// their workers take in order (blobput.go, submit.go).
+	switch m.(type) {
+	case wire.BlobPut:
+		c.waitSubmits()
+	case wire.Submit, wire.SubmitBatch:
+		c.waitPuts()
+	default:
+		c.waitPuts()
+		c.waitSubmits()
 	}
 	switch m := m.(type) {
 	case wire.Submit:
-		return c.submit(req, m)
+		c.queueSubmit(queuedSubmit{req: req, envs: [][]byte{m.Envelope}})
+		return true
+	case wire.SubmitBatch:
+		if c.s.cfg.withoutSubmitBatch {
+			break
+		}
+		return c.submitBatch(req, m)
 	case wire.AckRows:
 		return c.ack(req, m)
 	case wire.FetchBundle:
@@ -145,9 +161,4 @@ func (c *conn) reply(b []byte) bool {
 	c.s.log.Info("send queue full: disconnecting a client")
 	c.abort(dropSlow)
 	return false
-}
-
-func (c *conn) refused(req uint32, id wire.EnvelopeID, r wire.RefuseReason) bool {
-	c.s.metrics.refused.WithLabelValues(refuseLabel(r)).Inc()
-	return c.reply(encode(req, wire.Refused{EnvelopeID: id, Reason: r}))
 }

@@ -10,78 +10,10 @@ import (
 	"github.com/parley-chat/parley/wire"
 )
 
-// The requests of an authenticated client: Submit, AckRows, FetchBundle
-// and PublishBundle. Each checks the protocol, asks the store, maps its
-// errors to replies and counts what happened.
-
-// submit checks an envelope against the protocol (size, form, sender,
-// recipient) and appends it to its recipient's mailbox, mapping the store's
-// refusals to the protocol's.
-func (c *conn) submit(req uint32, m wire.Submit) bool {
-	s := c.s
-	id := envelopeID(m.Envelope)
-	if len(m.Envelope) > s.lim.MaxEnvelopeSize {
-		return c.refused(req, id, wire.RefuseTooLarge)
-	}
-	env, err := wire.DecodeEnvelope(m.Envelope)
-	if err != nil {
-		return c.refused(req, id, wire.RefuseMalformed)
-	}
-	if env.Sender != c.addr {
-		return c.refused(req, id, wire.RefuseWrongSender)
-	}
-	if a, err := engine.ParseAddress(env.Recipient); err != nil || a.String() != env.Recipient {
-		return c.refused(req, id, wire.RefuseMalformed)
-	}
-	rel, err := s.store.Relation(c.ctx, env.Recipient, c.addr, s.now())
-	if err != nil {
-		s.log.Error("relation", "err", cause(err))
-		return c.reply(errorMsg(req, wire.ErrorInternal, "the relay could not store the envelope"))
-	}
-	if rel.Blocked {
-		// Silent: the blocked sender hears what any sender hears.
-		s.metrics.blockedDiscarded.Inc()
-		return c.reply(encode(req, wire.Accepted{EnvelopeID: env.ID}))
-	}
-	// The store decides how many copies it keeps: one, or none or two when
-	// it injects faults (relaystore.WithFaults); either way the sender hears
-	// Accepted.
-	rows, err := s.store.Append(c.ctx, env.Recipient, m.Envelope, 1, relaystore.Origin{Address: c.addr, IP: c.ip, Envelope: env.ID,
-		ToReader: s.reads(env.Recipient), Stranger: !rel.Accepted && env.Recipient != c.addr})
-	switch {
-	case errors.Is(err, relaystore.ErrNotRegistered):
-		return c.refused(req, id, wire.RefuseUnknownRecipient)
-	case errors.Is(err, relaystore.ErrStrangerRoom):
-		s.metrics.limitedBy(limitStrangerRoom)
-		return c.refused(req, id, wire.RefuseMailboxFull)
-	case errors.Is(err, relaystore.ErrStrangerIPShare):
-		s.metrics.limitedBy(limitStrangerIPShare)
-		return c.refused(req, id, wire.RefuseSenderQuota)
-	case errors.Is(err, relaystore.ErrMailboxFull):
-		return c.refused(req, id, wire.RefuseMailboxFull)
-	case errors.Is(err, relaystore.ErrSenderQuota):
-		s.metrics.limitedBy(limitSenderQuota)
-		return c.refused(req, id, wire.RefuseSenderQuota)
-	case errors.Is(err, relaystore.ErrIPQuota):
-		s.metrics.limitedBy(limitIPShare)
-		return c.refused(req, id, wire.RefuseStoreFull)
-	case errors.Is(err, relaystore.ErrReserve):
-		s.metrics.limitedBy(limitReserve)
-		return c.refused(req, id, wire.RefuseStoreFull)
-	case errors.Is(err, relaystore.ErrStoreFull):
-		s.metrics.limitedBy(limitStoreFull)
-		return c.refused(req, id, wire.RefuseStoreFull)
-	case err != nil:
-		s.log.Error("append", "err", cause(err))
-		return c.reply(errorMsg(req, wire.ErrorInternal, "the relay could not store the envelope"))
-	}
-	s.metrics.accepted.Inc()
-	if len(rows) > 0 {
-		s.notify(env.Recipient)
-	}
-	c.recordAccept(env.Recipient)
-	return c.reply(encode(req, wire.Accepted{EnvelopeID: env.ID}))
-}
+// The requests of an authenticated client: AckRows, FetchBundle and
+// PublishBundle (Submit and SubmitBatch in submit.go). Each checks the
+// protocol, asks the store, maps its errors to replies and counts what
+// happened.
 
 // ack deletes rows of the authenticated address's own mailbox and tells
 // their senders the envelopes were taken. Rows of other mailboxes are

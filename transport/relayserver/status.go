@@ -22,6 +22,9 @@ func (s *Server) features() wire.FeatureSet {
 	if _, ok := s.announcedLifetime(); ok {
 		f |= wire.FeatureEnvelopeLifetime
 	}
+	if !s.cfg.withoutSubmitBatch {
+		f |= wire.FeatureSubmitBatch
+	}
 	return f
 }
 

@@ -117,6 +117,12 @@ func (f *faultStore) Append(ctx context.Context, recipient string, env []byte, c
 	return f.Store.Append(ctx, recipient, env, copies, from)
 }
 
+// AppendBatch implements Store: each item goes through Append, so that
+// every envelope of a batch draws its faults as a single one does.
+func (f *faultStore) AppendBatch(ctx context.Context, items []AppendItem) []AppendResult {
+	return appendEach(ctx, f, items)
+}
+
 // FaultCounts implements FaultCounter.
 func (f *faultStore) FaultCounts() (dropped, duplicated uint64) {
 	return f.dropped.Load(), f.duplicated.Load()

@@ -242,6 +242,12 @@ func (m *Memory) Append(_ context.Context, recipient string, env []byte, copies 
 	return rows, nil
 }
 
+// AppendBatch implements Store: Append of each item, in order (nothing
+// in memory is made durable, so there is nothing to group).
+func (m *Memory) AppendBatch(ctx context.Context, items []AppendItem) []AppendResult {
+	return appendEach(ctx, m, items)
+}
+
 // charge adds (or, with negative amounts, removes) what from holds in box,
 // for its IP and in all; callers hold mu.
 func (m *Memory) charge(box *memBox, from Origin, n int, size int64) {

@@ -314,6 +314,39 @@ func (s *SQLite) Append(ctx context.Context, recipient string, env []byte, copie
 	return r.rows, nil
 }
 
+// AppendBatch implements Store: the whole batch joins the next group
+// commit as one piece of work, so that it is one transaction and one sync
+// however many items it has.
+func (s *SQLite) AppendBatch(ctx context.Context, items []AppendItem) []AppendResult {
+	out := make([]AppendResult, len(items))
+	w := &batchWork{}
+	var idx []int
+	for i, it := range items {
+		if it.Copies < 1 {
+			out[i].Err = fmt.Errorf("append to %s: %d copies", it.Recipient, it.Copies)
+			continue
+		}
+		w.reqs = append(w.reqs, &appendReq{recipient: it.Recipient, env: it.Env, copies: it.Copies, from: it.From})
+		idx = append(idx, i)
+	}
+	if len(w.reqs) == 0 {
+		return out
+	}
+	err := s.commitWork(ctx, w)
+	for j, r := range w.reqs {
+		i := idx[j]
+		switch {
+		case err != nil:
+			out[i].Err = fmt.Errorf("append to %s: %w", r.recipient, err)
+		case r.err != nil:
+			out[i].Err = fmt.Errorf("append to %s: %w", r.recipient, r.err)
+		default:
+			out[i].Rows = r.rows
+		}
+	}
+	return out
+}
+
 // commitLoop commits queued appends in groups until Close.
 func (s *SQLite) commitLoop() {
 	defer close(s.done)

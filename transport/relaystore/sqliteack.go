@@ -33,6 +33,39 @@ func refused(err error) bool {
 	return false
 }
 
+// batchWork is an AppendBatch queued for the group commit: its appends run
+// in order in the group's transaction, each checked as Append checks it
+// before it writes, so that a refused item writes nothing and leaves the
+// others; one fsync makes the whole batch durable.
+type batchWork struct {
+	reqs []*appendReq
+}
+
+func (w *batchWork) run(ctx context.Context, s *SQLite, tx *sql.Tx) error {
+	for _, r := range w.reqs {
+		r.rows, r.err = nil, nil
+		if err := s.appendTx(ctx, tx, r); refused(err) {
+			r.rows, r.err = nil, err
+		} else if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// done counts the committed appends, or fails every item with the
+// transaction's error.
+func (w *batchWork) done(s *SQLite, err error) {
+	for _, r := range w.reqs {
+		switch {
+		case err != nil:
+			r.rows, r.err = nil, err
+		case r.err == nil:
+			s.counts.add(0, Usage{len(r.rows), int64(len(r.env)) * int64(len(r.rows))})
+		}
+	}
+}
+
 // ackWork is an acknowledgement queued for the group commit: its rows are
 // deleted in the same transaction as the appends and acknowledgements of
 // other clients that arrived with it.

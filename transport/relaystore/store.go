@@ -77,6 +77,16 @@ type Store interface {
 	// what from.IP's envelopes hold, past its limit.
 	Append(ctx context.Context, recipient string, env []byte, copies int, from Origin) ([]uint64, error)
 
+	// AppendBatch appends every item, in order, each as Append would on
+	// its own, and returns one result per item: its rows, or the error
+	// Append would have returned. An item refused (an unknown recipient, a
+	// quota) stores nothing and leaves the others as they are; the items
+	// of one mailbox keep their order. Backends write the batch together
+	// where they can (one transaction on SQLite, publishes in flight
+	// together on NATS); each item's result is final only once it is as
+	// durable as Append makes it.
+	AppendBatch(ctx context.Context, items []AppendItem) []AppendResult
+
 	// Lease returns up to max rows of recipient's mailbox in FIFO order,
 	// skipping those under a lease that has not expired at now, and leases
 	// them to holder until until. A lease is not durable: after a restart
@@ -175,6 +185,31 @@ type Origin struct {
 	Envelope wire.EnvelopeID
 	ToReader bool
 	Stranger bool
+}
+
+// AppendItem is one envelope of an AppendBatch, with what Append takes.
+type AppendItem struct {
+	Recipient string
+	Env       []byte
+	Copies    int
+	From      Origin
+}
+
+// AppendResult is what became of one AppendItem: the rows of its copies,
+// or the error Append would have returned.
+type AppendResult struct {
+	Rows []uint64
+	Err  error
+}
+
+// appendEach is AppendBatch for a backend without a faster way: Append of
+// each item, in order.
+func appendEach(ctx context.Context, s Store, items []AppendItem) []AppendResult {
+	out := make([]AppendResult, len(items))
+	for i, it := range items {
+		out[i].Rows, out[i].Err = s.Append(ctx, it.Recipient, it.Env, it.Copies, it.From)
+	}
+	return out
 }
 
 // Removed is a row that left a mailbox, with what its sender is told by:

@@ -346,3 +346,33 @@ func TestSQLiteStatsRunningCounts(t *testing.T) {
 		t.Fatalf("Stats after reopening: %+v, %v; want %+v", st, err, want)
 	}
 }
+
+// TestSQLiteAppendBatchOneCommit: a batch of appends, refused items
+// among them, is one transaction (one sync), not one per item.
+func TestSQLiteAppendBatchOneCommit(t *testing.T) {
+	s := mustOpenSQLite(t, t.TempDir(), Limits{})
+	defer s.Close()
+	ctx := context.Background()
+	mustRegister(t, s, "bob/1", key(2))
+	var items []AppendItem
+	for i := range 64 {
+		to := "bob/1"
+		if i%8 == 7 {
+			to = "nobody/1"
+		}
+		items = append(items, AppendItem{Recipient: to, Env: []byte(fmt.Sprint("e", i)), Copies: 1, From: Origin{Address: "alice/1"}})
+	}
+	before := s.commits.Load()
+	stored := 0
+	for i, r := range s.AppendBatch(ctx, items) {
+		if (r.Err == nil) != (i%8 != 7) {
+			t.Fatalf("item %d: %v, %v", i, r.Rows, r.Err)
+		}
+		if r.Err == nil {
+			stored++
+		}
+	}
+	if got := s.commits.Load() - before; got != 1 || stored != 56 {
+		t.Fatalf("a batch of 64 (56 stored, got %d) took %d transactions, want 1", stored, got)
+	}
+}

@@ -32,6 +32,8 @@ func Run(t *testing.T, open Open) {
 	t.Run("accepted lifetime", func(t *testing.T) { testAcceptedLifetime(t, open) })
 	t.Run("block list", func(t *testing.T) { testBlockList(t, open) })
 	t.Run("room for strangers", func(t *testing.T) { testStrangerRoom(t, open) })
+	t.Run("append batch", func(t *testing.T) { testAppendBatch(t, open) })
+	t.Run("append batch of the largest count", func(t *testing.T) { testAppendBatchLarge(t, open) })
 }
 
 // testExpire: Expire deletes rows accepted before its bound, oldest first
