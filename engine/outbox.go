@@ -66,7 +66,8 @@ func (c *Client) Enqueue(ctx context.Context, reqs []SendRequest) ([]SendResult,
 				return nil, fmt.Errorf("send to %s: %w", r.Peer, err)
 			}
 		}
-		plans = append(plans, Hold{Recipient: r.Peer, ID: results[i].ID, Frame: f, Body: r.Body, At: now, ClearDraft: r.ClearDraft})
+		plans = append(plans, Hold{Recipient: r.Peer, ID: results[i].ID, Frame: f, Body: r.Body, At: now, ClearDraft: r.ClearDraft,
+			Action: c.ownApply(r, results[i].ID, now)})
 	}
 	if len(plans) == 0 {
 		return results, nil
