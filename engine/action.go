@@ -148,17 +148,10 @@ type ActionApply struct {
 }
 
 // targetDirection is the direction in which an action's target is looked
-// up: a received message for an edit or a delete from the peer, a sent one
-// for the own, either (0) for a reaction or a reply.
-func targetDirection(content wire.ContentType, byPeer bool) Direction {
-	switch {
-	case content != wire.ContentEdit && content != wire.ContentDelete:
-		return 0
-	case byPeer:
-		return DirectionIn
-	}
-	return DirectionOut
-}
+// up: either (0, the earliest entry with the ID), so that an edit of a
+// message its sender did not write is found, and refused as not its
+// author's, rather than waiting for a message that will never come.
+func targetDirection(wire.ContentType, bool) Direction { return 0 }
 
 // actionHistoryBody is what the history keeps of an action message: a
 // reply's text; nothing for the others, whose entries are not shown.

@@ -17,6 +17,10 @@ import (
 // discards is discarded with its reason, and its ACK ends the sender's
 // lane. A person's commit of one still waiting is refused (ErrTargetPending).
 
+// waitsAsAction reports whether a pending message of content type c is an
+// action that settleActions finalizes (a reply is committed as any text).
+func waitsAsAction(c wire.ContentType) bool { return wire.IsAction(c) && c != wire.ContentReply }
+
 // heldActionsPage is how many waiting actions one pass reads at a time.
 const heldActionsPage = 256
 
