@@ -195,3 +195,12 @@ func (c *Client) LockBackwards() Policy {
 	defer c.syncMu.Unlock()
 	return c.policy
 }
+
+// SettleActions runs the pass over the actions that wait for their target
+// under CommitOnArrival, as Sync does after each batch.
+func (c *Client) SettleActions(ctx context.Context) ([]ReceiveResult, error) {
+	c.loopMu.Lock()
+	c.policy.Commit, c.commitPending = CommitOnArrival, false
+	c.loopMu.Unlock()
+	return c.settleActions(ctx)
+}

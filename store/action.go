@@ -38,11 +38,11 @@ const (
 		ON CONFLICT DO NOTHING`
 	sqlSetDeleted = `INSERT INTO message_extra (peer, direction, id, deleted) VALUES (?, ?, ?, 1)
 		ON CONFLICT (peer, direction, id) DO UPDATE SET deleted = 1`
-	sqlDeleteVersions = "DELETE FROM message_version WHERE peer = ? AND direction = ? AND id = ?"
+	sqlDeleteVersions  = "DELETE FROM message_version WHERE peer = ? AND direction = ? AND id = ?"
 	sqlDeleteReactions = "DELETE FROM reaction WHERE peer = ? AND direction = ? AND id = ?"
-	sqlSetReaction    = `INSERT INTO reaction (peer, direction, id, reactor, at, sealed_emoji) VALUES (?, ?, ?, ?, ?, ?)
+	sqlSetReaction     = `INSERT INTO reaction (peer, direction, id, reactor, at, sealed_emoji) VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (peer, direction, id, reactor) DO UPDATE SET at = excluded.at, sealed_emoji = excluded.sealed_emoji`
-	sqlRemoveReaction = "DELETE FROM reaction WHERE peer = ? AND direction = ? AND id = ? AND reactor = ?"
+	sqlRemoveReaction    = "DELETE FROM reaction WHERE peer = ? AND direction = ? AND id = ? AND reactor = ?"
 	sqlMarkInboundAction = "UPDATE inbound SET action = ? WHERE sender = ? AND id = ?"
 
 	// sqlActionTarget finds a conversation's entry by ID in one direction
