@@ -47,6 +47,9 @@ type Settings struct {
 	// measure differently: "auto" (as the terminal is known to),
 	// "whole" or "plain".
 	Emoji string `toml:"emoji"`
+	// Previews draws a received picture (PNG, JPEG, GIF) in the
+	// conversation once it is downloaded and verified; on by default.
+	Previews *bool `toml:"previews"`
 }
 
 // Notify are the notification settings.
@@ -168,6 +171,9 @@ func (s Settings) Over(o Settings) Settings {
 	}
 	if o.AutoRetry != nil {
 		s.AutoRetry = o.AutoRetry
+	}
+	if o.Previews != nil {
+		s.Previews = o.Previews
 	}
 	if o.Notify.Bell != nil {
 		s.Notify.Bell = o.Notify.Bell

@@ -3,7 +3,10 @@ package e2e
 import (
 	"fmt"
 	"net"
+	"os"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -108,4 +111,84 @@ func TestCLISendWaitAndNoWait(t *testing.T) {
 	if len(got) != 3 || got["hello"] != 1 || got["stored only"] != 1 || got["waited"] != 1 {
 		t.Fatalf("bob's inbox: %v, want each of the three once", got)
 	}
+}
+
+// TestTerminalKillAfterEnter: with the text saved as the draft, Enter and
+// then SIGKILL at a sweep of delays (E2E_KILL_DELAYS, milliseconds, comma
+// separated, overrides the default): every run ends with the text stored
+// exactly once or kept as the draft, never both and never neither. The
+// send clears the draft in the transaction that stores the text, and the
+// draft saves run in order with the sends.
+func TestTerminalKillAfterEnter(t *testing.T) {
+	delays := []int{0, 5, 10, 25, 50, 75, 100, 150, 200, 300}
+	if s := os.Getenv("E2E_KILL_DELAYS"); s != "" {
+		delays = nil
+		for _, f := range strings.Split(s, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil {
+				t.Fatalf("E2E_KILL_DELAYS: %v", err)
+			}
+			delays = append(delays, n)
+		}
+	}
+	relay := startRelay(t)
+	alice := newProfile(t, relay, "alice/1")
+	newProfile(t, relay, "bob/1")
+	env := []string{"PARLEY_PROFILE=" + alice.dir, "PARLEY_PASSPHRASE=e2e passphrase"}
+	open := func() *tmuxDemo {
+		d := startTerminal(t, 160, 48, env, "tui", "--bell=false", "bob/1")
+		d.waitFor("Composer → bob/1", 20*time.Second)
+		return d
+	}
+	d := open()
+	for i, delay := range delays {
+		text := fmt.Sprintf("sweep-%d-%dms", i, delay)
+		d.text(text)
+		time.Sleep(1500 * time.Millisecond) // the tick saves the draft
+		pid := d.panePID()
+		if err := d.tmux("send-keys", "-t", d.session, "Enter").Run(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(delay) * time.Millisecond)
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatalf("kill the TUI: %v", err)
+		}
+		d.tmux("kill-server").Run()
+		stored := 0
+		for _, m := range alice.jsonLines("outbox") {
+			if m["body"] == text {
+				stored++
+			}
+		}
+		d = open()
+		drafted := strings.Contains(d.screen(), "› "+text)
+		t.Logf("kill %d ms after Enter: stored %d, draft %v", delay, stored, drafted)
+		switch {
+		case stored > 1:
+			t.Fatalf("kill %d ms after Enter: %q stored %d times", delay, text, stored)
+		case stored == 1 && drafted:
+			t.Fatalf("kill %d ms after Enter: %q is stored and still the draft (the next Enter sends it twice)", delay, text)
+		case stored == 0 && !drafted:
+			t.Fatalf("kill %d ms after Enter: %q is neither stored nor the draft:\n%s", delay, text, d.screen())
+		}
+		if drafted {
+			d.keys("Enter") // store it, so that the next text starts an empty composer
+			d.waitFor("› write to bob/1", 10*time.Second)
+		}
+	}
+}
+
+// panePID returns the process ID of the program running in the session's
+// pane (the parley process: env execs it).
+func (d *tmuxDemo) panePID() int {
+	d.t.Helper()
+	out, err := d.tmux("display-message", "-p", "-t", d.session, "#{pane_pid}").Output()
+	if err != nil {
+		d.t.Fatalf("pane pid: %v", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		d.t.Fatalf("pane pid %q: %v", out, err)
+	}
+	return pid
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"os"
 	"path/filepath"
@@ -27,9 +28,11 @@ func partialPath(dir string, sender Address, id wire.LogicalID) string {
 // FetchFile downloads the file of a pending file message from sender,
 // verifies every chunk as it arrives and the whole ciphertext's digest,
 // decrypts it into dir, and commits the message; it returns the saved
-// file's path. Nothing appears in dir before the digest verified: the file
-// is written under a temporary name in dir and linked to its own name (or
-// "name (N).ext" when that is taken) once complete.
+// file's path. Nothing appears in dir before the digest verified: where the
+// system has files without a name (Linux's O_TMPFILE) the plaintext is
+// written into one in dir as the chunks authenticate, else under a
+// temporary name in dir once the download is complete; either is linked to
+// its own name (or "name (N).ext" when that is taken) once complete.
 //
 // Verified chunks are kept, fsynced one by one, in the profile's files
 // directory, so a killed or failed fetch resumes at the last durable
@@ -55,13 +58,23 @@ func (c *Client) FetchFile(ctx context.Context, sender Address, id wire.LogicalI
 	}
 	defer release()
 	part := partialPath(fc.Dir, sender, id)
-	if err := c.download(ctx, blobs, m, part, progress); err != nil {
+	var out *plainOut
+	if f, ok := openUnnamed(dir); ok {
+		out = &plainOut{f: f, h: sha256.New()}
+		defer f.Close()
+	}
+	if err := c.download(ctx, blobs, m, part, out, progress); err != nil {
 		if errors.Is(err, ErrBlobExpired) || errors.Is(err, ErrFileDigest) {
 			_ = removeDurable(part)
 		}
 		return "", fmt.Errorf("fetch %s: %w", m.Name, err)
 	}
-	saved, err := saveFile(m, part, dir)
+	var saved string
+	if out != nil {
+		saved, err = out.save(m, dir)
+	} else {
+		saved, err = saveFile(m, part, dir)
+	}
 	if err != nil {
 		return "", fmt.Errorf("fetch %s: %w", m.Name, err)
 	}
@@ -106,8 +119,10 @@ const fetchWindow = 512 << 10
 // authenticated, syncs the file once per window, and checks the digest of
 // the whole at the end (taken as it goes). A kill loses nothing appended;
 // a power loss at most the window being synced, whose chunks then fail to
-// authenticate at the next fetch and are fetched again.
-func (c *Client) download(ctx context.Context, blobs BlobRelay, m wire.FileManifest, part string, progress Progress) error {
+// authenticate at the next fetch and are fetched again. The plaintext of
+// every chunk kept, the ones already there and each new one, goes to out in
+// order (when out is not nil).
+func (c *Client) download(ctx context.Context, blobs BlobRelay, m wire.FileManifest, part string, out *plainOut, progress Progress) error {
 	s, err := newFileStream(m)
 	if err != nil {
 		return err
@@ -135,8 +150,12 @@ func (c *Client) download(ctx context.Context, blobs BlobRelay, m wire.FileManif
 		if _, err := io.ReadFull(r, ct[:n]); err != nil {
 			return err
 		}
-		if _, err := s.open(plain[:0], done, ct[:n]); err != nil {
+		p, err := s.open(plain[:0], done, ct[:n])
+		if err != nil {
 			break
+		}
+		if err := out.write(p); err != nil {
+			return err
 		}
 		h.Write(ct[:n])
 	}
@@ -191,10 +210,14 @@ func (c *Client) download(ctx context.Context, blobs BlobRelay, m wire.FileManif
 			if len(data) < n {
 				return &ChunkError{Index: i, Err: ErrChunkSize}
 			}
-			if _, err := s.open(plain[:0], i, data[:n]); err != nil {
+			p, err := s.open(plain[:0], i, data[:n])
+			if err != nil {
 				return err
 			}
 			if _, err := f.WriteAt(data[:n], chunkOffset(m, i)); err != nil {
+				return err
+			}
+			if err := out.write(p); err != nil {
 				return err
 			}
 			h.Write(data[:n])
@@ -261,7 +284,14 @@ func saveFile(m wire.FileManifest, part, dir string) (string, error) {
 	if err := tmp.Sync(); err != nil {
 		return "", err
 	}
-	sum := h.Sum(nil)
+	return nameFile(m, dir, h.Sum(nil), func(dst string) error { return os.Link(tmp.Name(), dst) })
+}
+
+// nameFile gives the complete plaintext, whose SHA-256 is sum, the
+// manifest's name in dir through link, or the first free "name (N).ext"; a
+// file already there with the same contents is a save from a fetch killed
+// before its commit, used again rather than copied.
+func nameFile(m wire.FileManifest, dir string, sum []byte, link func(dst string) error) (string, error) {
 	ext := filepath.Ext(m.Name)
 	stem := strings.TrimSuffix(m.Name, ext)
 	for k := 0; k < 1000; k++ {
@@ -270,7 +300,7 @@ func saveFile(m wire.FileManifest, part, dir string) (string, error) {
 			name = fmt.Sprintf("%s (%d)%s", stem, k, ext)
 		}
 		dst := filepath.Join(dir, name)
-		err := os.Link(tmp.Name(), dst)
+		err := link(dst)
 		if err == nil {
 			return dst, syncDir(dir)
 		}
@@ -282,6 +312,38 @@ func saveFile(m wire.FileManifest, part, dir string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("no free name for %s in %s", m.Name, dir)
+}
+
+// plainOut is the plaintext of a download, written as its chunks
+// authenticate into a file without a name in the destination (openUnnamed),
+// with its SHA-256 and length taken as it goes. It saves the reading back
+// and the second decryption of the partial download that saveFile does.
+type plainOut struct {
+	f *os.File
+	h hash.Hash
+	n int64
+}
+
+// write appends p; on a nil plainOut it does nothing.
+func (o *plainOut) write(p []byte) error {
+	if o == nil {
+		return nil
+	}
+	o.h.Write(p)
+	n, err := o.f.Write(p)
+	o.n += int64(n)
+	return err
+}
+
+// save makes the complete plaintext durable and names it in dir.
+func (o *plainOut) save(m wire.FileManifest, dir string) (string, error) {
+	if o.n != m.Size {
+		return "", fmt.Errorf("the plaintext written is %d bytes, the manifest says %d", o.n, m.Size)
+	}
+	if err := o.f.Sync(); err != nil {
+		return "", err
+	}
+	return nameFile(m, dir, o.h.Sum(nil), func(dst string) error { return linkUnnamed(o.f, dst) })
 }
 
 // sameContents reports whether the file at path has size bytes with this

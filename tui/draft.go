@@ -3,7 +3,9 @@ package tui
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/parley-chat/parley/engine"
@@ -19,6 +21,11 @@ type DraftSource interface {
 }
 
 var _ DraftSource = (*engine.Client)(nil)
+
+// drainWait bounds how long the end of the program waits for the sends and
+// saves it asked for: storing a message takes milliseconds, but a group
+// send may still wait on the relay.
+const drainWait = 10 * time.Second
 
 // draftsMsg carries the drafts read from the profile.
 type draftsMsg struct {
@@ -134,7 +141,9 @@ func (p *pane) saveDrafts() tea.Cmd {
 	}
 	var cmds []tea.Cmd
 	for peer, t := range p.changedDrafts() {
-		cmds = append(cmds, func() tea.Msg { return draftSavedMsg{peer: peer, err: ds.SaveDraft(ctx, peer, t)} })
+		// On the composer's line: after the sends entered before this
+		// save, before those entered after it.
+		cmds = append(cmds, p.comp().Line().Cmd(nil, func() tea.Msg { return draftSavedMsg{peer: peer, err: ds.SaveDraft(ctx, peer, t)} }))
 	}
 	return tea.Batch(cmds...)
 }
@@ -186,6 +195,14 @@ func (m *Model) SaveDrafts(ctx context.Context) error {
 		if ds == nil {
 			continue
 		}
+		// What the program asked for and did not see done (a send, a
+		// save) is done first, in its order, so that the saves below come
+		// last.
+		dctx, cancel := context.WithTimeout(ctx, drainWait)
+		if err := p.comp().Line().Drain(dctx); err != nil {
+			errs = append(errs, fmt.Errorf("finish the sends and saves in flight: %w", err))
+		}
+		cancel()
 		if !p.draft.loaded {
 			// The program ended before the stored drafts were read: read
 			// them now, so that what was typed is kept and a stored draft

@@ -89,7 +89,8 @@ func TestDraftPerConversation(t *testing.T) {
 
 // TestQuitKeepsQueuedAsDrafts: with a profile that keeps drafts, a second
 // ctrl+c while messages wait behind a send in flight moves them into the
-// draft, so that quitting at once loses no text.
+// draft, so that quitting at once loses no text; the sends taken back never
+// run.
 func TestQuitKeepsQueuedAsDrafts(t *testing.T) {
 	m, fc, _ := newTestRoot(t)
 	m.panes[0].att.Client = &draftClient{fakeClient: fc}
@@ -106,11 +107,12 @@ func TestQuitKeepsQueuedAsDrafts(t *testing.T) {
 	if !isQuit(cmd) {
 		t.Fatal("a second ctrl+c did not quit")
 	}
-	if got := m.panes[0].comp().Value(); got != "two\nthree" {
-		t.Fatalf("the composer holds %q, want the two queued messages", got)
+	// None of the sends' commands ran: all three are taken back.
+	if got := m.panes[0].comp().Value(); got != "one\ntwo\nthree" {
+		t.Fatalf("the composer holds %q, want the three messages not stored", got)
 	}
 	dc := m.panes[0].att.Client.(*draftClient)
-	if err := m.SaveDrafts(context.Background()); err != nil || dc.saved[demoBob] != "two\nthree" {
+	if err := m.SaveDrafts(context.Background()); err != nil || dc.saved[demoBob] != "one\ntwo\nthree" {
 		t.Fatalf("saved %q, %v; want bob/1's draft", dc.saved, err)
 	}
 }
@@ -131,4 +133,44 @@ func (d *draftClient) SaveDraft(_ context.Context, peer engine.Address, text str
 	}
 	d.saved[peer] = text
 	return nil
+}
+
+// clearingClient is a draftClient whose Enqueue forgets the draft as the
+// engine does, in the same step that stores the message.
+type clearingClient struct{ *draftClient }
+
+func (c *clearingClient) Enqueue(ctx context.Context, reqs []engine.SendRequest) ([]engine.SendResult, error) {
+	for _, r := range reqs {
+		if r.ClearDraft {
+			c.SaveDraft(ctx, r.Peer, "")
+		}
+	}
+	return c.fakeClient.Enqueue(ctx, reqs)
+}
+
+// TestDraftSaveBeforeEnterLandsFirst: a save of the typed text asked for
+// just before Enter lands before the send that stores the text and clears
+// the draft, even when the send's command runs first; the text is then the
+// stored message only, not the draft too.
+func TestDraftSaveBeforeEnterLandsFirst(t *testing.T) {
+	m, fc, _ := newTestRoot(t)
+	dc := &clearingClient{&draftClient{fakeClient: fc}}
+	m.panes[0].att.Client = dc
+	m.panes[0].comp().SetSource(dc)
+	m.panes[0].gotDrafts(draftsMsg{})
+	m, _ = update(m, tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("hello")})
+	m.panes[0].comp().Flush()
+	save := m.panes[0].saveDrafts()
+	if save == nil {
+		t.Fatal("no draft save for the typed text")
+	}
+	m, send := update(m, tea.KeyMsg{Type: tea.KeyEnter})
+	runAll(send)
+	runAll(save)
+	if len(fc.sent) != 1 || fc.sent[0] != "hello" {
+		t.Fatalf("sent %q, want hello once", fc.sent)
+	}
+	if d := dc.saved[demoBob]; d != "" {
+		t.Fatalf("the draft is %q after the send stored it: the text would be sent twice", d)
+	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/parley-chat/parley/internal/layout"
 	"github.com/parley-chat/parley/tui/composer"
 	"github.com/parley-chat/parley/tui/eventlog"
+	"github.com/parley-chat/parley/tui/internal/picture"
 	"github.com/parley-chat/parley/tui/timeline"
 	"github.com/parley-chat/parley/tui/transfer"
 	"github.com/parley-chat/parley/wire"
@@ -229,14 +230,36 @@ func (p *pane) fetch(f timeline.FetchMsg) tea.Cmd {
 		return func() tea.Msg { return timeline.FetchedMsg{Sender: f.Sender, ID: f.ID, Name: f.Name, Err: errNoFiles} }
 	}
 	key, progress := p.xfer.Start(false, f.Name, f.Sender.String())
-	ctx, dir := p.ctx, p.downloads()
+	ctx, dir, noPreview := p.ctx, p.downloads(), p.hooks.NoPreviews
 	return tea.Batch(p.layout(), func() tea.Msg {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return fetchDoneMsg{key: key, res: timeline.FetchedMsg{Sender: f.Sender, ID: f.ID, Name: f.Name, Err: err}}
 		}
 		path, err := fs.FetchFile(ctx, f.Sender, f.ID, dir, progress)
-		return fetchDoneMsg{key: key, res: timeline.FetchedMsg{Sender: f.Sender, ID: f.ID, Name: f.Name, Path: path, Err: err}}
+		res := timeline.FetchedMsg{Sender: f.Sender, ID: f.ID, Name: f.Name, Path: path, Err: err}
+		if err == nil && !noPreview {
+			res.Preview = preview(path)
+		}
+		return fetchDoneMsg{key: key, res: res}
 	})
+}
+
+// Preview size in cells: a picture is drawn in at most this many columns
+// and rows under its message.
+const (
+	previewCols = 40
+	previewRows = 12
+)
+
+// preview draws the picture saved at path, which FetchFile wrote after its
+// digest verified, in half blocks: nil when it is not a PNG, JPEG or GIF
+// by its bytes, or beyond the bounds package picture checks first.
+func preview(path string) []string {
+	img, err := picture.Load(path)
+	if err != nil {
+		return nil
+	}
+	return picture.HalfBlocks(img, previewCols, previewRows)
 }
 
 // fetchDoneMsg is a download's end: its strip line goes, its result goes to

@@ -105,6 +105,8 @@ type PaneOptions struct {
 	// Downloads is where fetched files are saved (DefaultDownloads when
 	// empty).
 	Downloads string
+	// NoPreviews draws no picture in the conversation after a download.
+	NoPreviews bool
 	// Opener is the program that opens a saved file (xdg-open, or open on
 	// macOS, when empty).
 	Opener string

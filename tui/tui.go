@@ -61,6 +61,9 @@ type Options struct {
 	// Downloads is where fetched files are saved (Run; DefaultDownloads,
 	// the XDG download directory, when empty).
 	Downloads string
+	// NoPreviews draws no picture in the conversation after a download
+	// (the settings' previews = false).
+	NoPreviews bool
 	// Emoji is how clusters terminals measure differently are drawn:
 	// whole, plain, or (the zero value) as the terminal is known to do.
 	Emoji Emoji
@@ -164,7 +167,7 @@ func Run(ctx context.Context, client *engine.Client, opts Options) error {
 	if m.bellOut == nil {
 		m.bellOut = os.Stdout
 	}
-	po := PaneOptions{ChatFirst: true, Downloads: opts.Downloads}
+	po := PaneOptions{ChatFirst: true, Downloads: opts.Downloads, NoPreviews: opts.NoPreviews}
 	if opts.Peer != "" {
 		peer, err := engine.ParseAddress(opts.Peer)
 		if err != nil {

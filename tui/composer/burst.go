@@ -79,7 +79,7 @@ func (m *Model) edited() {
 	if m.note != "" && !strings.HasPrefix(m.ta.Value(), AttachPrefix) {
 		m.note = ""
 	}
-	if m.size <= MaxBody && m.err != "" && !m.busy {
+	if m.size <= MaxBody && m.err != "" && m.entered == 0 {
 		m.err = ""
 	}
 }
@@ -142,6 +142,6 @@ type viewKey struct {
 }
 
 func (m Model) viewKey() viewKey {
-	return viewKey{rev: m.rev, w: m.w, h: m.h, size: m.size, queued: len(m.queue), focus: m.focus,
+	return viewKey{rev: m.rev, w: m.w, h: m.h, size: m.size, queued: m.entered, focus: m.focus,
 		peer: m.peer, blocked: m.blocked, err: m.err, note: m.note}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/parley-chat/parley/internal/layout"
 	"github.com/parley-chat/parley/themes"
 	"github.com/parley-chat/parley/tui/internal/input"
+	"github.com/parley-chat/parley/tui/internal/line"
 	"github.com/parley-chat/parley/wire"
 )
 
@@ -51,10 +52,12 @@ type SentMsg struct {
 	Err    error
 }
 
-// target is where one queued message goes: a peer, or a group.
-type target struct {
+// entry is one message entered and not stored yet: the text, and the peer
+// or group it goes to.
+type entry struct {
 	peer  engine.Address
 	group *wire.GroupID
+	body  []byte
 }
 
 // Model is the composer.
@@ -71,11 +74,12 @@ type Model struct {
 	gname   string
 	blocked string // why sending to peer is refused, if it is
 	err     string
-	note    string   // the names a path completion found (attach.go)
-	size    int      // bytes in the editor
-	queue   [][]byte // bodies waiting for the send in flight, in order
-	queueTo []target
-	busy    bool
+	note    string // the names a path completion found (attach.go)
+	size    int    // bytes in the editor
+	// line runs the sends in the order they were entered, with the
+	// drafts' saves (Line); entered counts the sends not answered yet.
+	line    *line.Line
+	entered int
 	// pend are printable keys gathered for one insertion, armed a burstMsg
 	// on its way, lines the lines the text wants (burst.go).
 	pend  []rune
@@ -104,13 +108,18 @@ func New(ctx context.Context, src Source, th themes.Theme) Model {
 	ta.Cursor.Style = th.Composer.Cursor
 	ta.Cursor.TextStyle = th.Composer.Text
 	ta.Cursor.SetMode(cursor.CursorStatic)
-	m := Model{src: src, ctx: ctx, th: th, keys: DefaultKeyMap(), ta: ta, lines: 2, vc: &viewCache{}}
+	m := Model{src: src, ctx: ctx, th: th, keys: DefaultKeyMap(), ta: ta, lines: 2, vc: &viewCache{}, line: &line.Line{}}
 	m.placeholder()
 	return m
 }
 
 // SetSource replaces the source (after a reopen).
-func (m *Model) SetSource(src Source) { m.src = src; m.busy = false; m.queue, m.queueTo = nil, nil }
+func (m *Model) SetSource(src Source) { m.src = src; m.entered = 0 }
+
+// Line returns the line the composer's sends run on: the pane queues its
+// draft saves on it too, so that a save asked for before Enter lands
+// before the send that clears the draft, and one asked for after, after.
+func (m Model) Line() *line.Line { return m.line }
 
 // SetSize sets the composer's size, title included.
 func (m *Model) SetSize(w, h int) {
@@ -171,28 +180,22 @@ func (m *Model) Blur() {
 // KeyMap returns the composer's keys.
 func (m Model) KeyMap() KeyMap { return m.keys }
 
-// Unsent is how many entered messages the engine has not answered for yet:
-// the send in flight and those queued behind it. Until a send returns, its
-// message may not be stored; quitting then would lose it.
-func (m Model) Unsent() int {
-	n := len(m.queue)
-	if m.busy {
-		n++
-	}
-	return n
-}
+// Unsent is how many entered messages the engine has not answered for yet.
+// A send stores the message and returns (the client's loop hands it to the
+// relay), so this is rarely more than the one being stored.
+func (m Model) Unsent() int { return m.entered }
 
-// TakeQueued empties the queue of messages waiting behind the send in
-// flight (never handed to the engine) and returns them, in order, with the
-// peer each was written to. A message written to a group has a zero peer
-// and its group in groups (nil for a peer's).
+// TakeQueued takes back the entered messages whose send has not started
+// (a group send waiting on the network holds those behind it) and returns
+// them, in order, with the peer each was written to: they are never sent.
+// A message written to a group has a zero peer and its group in groups
+// (nil for a peer's).
 func (m *Model) TakeQueued() (peers []engine.Address, groups []*wire.GroupID, bodies [][]byte) {
-	for _, t := range m.queueTo {
-		peers = append(peers, t.peer)
-		groups = append(groups, t.group)
+	for _, t := range m.line.Take(func(tag any) bool { _, ok := tag.(entry); return ok }) {
+		e := t.(entry)
+		peers, groups, bodies = append(peers, e.peer), append(groups, e.group), append(bodies, e.body)
 	}
-	bodies = m.queue
-	m.queue, m.queueTo = nil, nil
+	m.entered = max(0, m.entered-len(bodies))
 	return peers, groups, bodies
 }
 
@@ -237,7 +240,7 @@ func (m *Model) placeholder() {
 func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case SentMsg:
-		m.busy = false
+		m.entered = max(0, m.entered-1)
 		if msg.Err != nil {
 			var nse *engine.MessageNotSentError
 			if !errors.As(msg.Err, &nse) {
@@ -248,7 +251,7 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 				}
 			}
 		}
-		return m, m.next()
+		return m, nil
 	case CompletedMsg:
 		m.completed(msg)
 		return m, nil
@@ -320,38 +323,29 @@ func (m Model) submit() (Model, tea.Cmd) {
 	m.err = ""
 	m.ta.Reset()
 	m.changed()
-	m.queue = append(m.queue, []byte(body))
-	m.queueTo = append(m.queueTo, target{peer: m.peer, group: m.group})
+	e := entry{peer: m.peer, group: m.group, body: []byte(body)}
 	if m.group != nil {
-		m.queueTo[len(m.queueTo)-1].peer = engine.Address{}
+		e.peer = engine.Address{}
 	}
-	if m.busy {
-		return m, nil
-	}
-	return m, m.next()
+	m.entered++
+	return m, m.send(e)
 }
 
-// next starts the oldest queued send: sends go one at a time so that they
-// reach the engine in the order they were written.
-func (m *Model) next() tea.Cmd {
-	if m.busy || len(m.queue) == 0 {
-		return nil
-	}
-	body, to := m.queue[0], m.queueTo[0]
-	m.queue, m.queueTo = m.queue[1:], m.queueTo[1:]
-	m.busy = true
+// send queues the send of e on the line, now: sends reach the engine in
+// the order they were entered, and each after the draft saves asked for
+// before it.
+func (m *Model) send(e entry) tea.Cmd {
 	src, ctx := m.src, m.ctx
-	if to.group != nil {
-		return sendGroup(ctx, src, *to.group, body)
+	if e.group != nil {
+		return m.line.Cmd(e, sendGroup(ctx, src, *e.group, e.body))
 	}
-	peer := to.peer
-	return func() tea.Msg {
-		res, err := src.Enqueue(ctx, []engine.SendRequest{{Peer: peer, Body: body, ClearDraft: true}})
+	return m.line.Cmd(e, func() tea.Msg {
+		res, err := src.Enqueue(ctx, []engine.SendRequest{{Peer: e.peer, Body: e.body, ClearDraft: true}})
 		if err != nil {
-			return SentMsg{Peer: peer, Body: body, Err: err}
+			return SentMsg{Peer: e.peer, Body: e.body, Err: err}
 		}
-		return SentMsg{Peer: peer, ID: res[0].ID, Body: body, Err: res[0].Err}
-	}
+		return SentMsg{Peer: e.peer, ID: res[0].ID, Body: e.body, Err: res[0].Err}
+	})
 }
 
 // View draws the composer in exactly its size. A frame is drawn again
@@ -382,8 +376,8 @@ func (m Model) draw() string {
 		to += " → " + m.peer.String()
 	}
 	detail := fmt.Sprintf("%s / 192 KiB", size(m.size))
-	if n := len(m.queue); n > 0 {
-		detail = fmt.Sprintf("%d queued · %s", n, detail)
+	if n := m.entered; n > 1 {
+		detail = fmt.Sprintf("%d storing · %s", n, detail)
 	}
 	title := layout.Title(m.th.Panel.Title, m.th.Panel.TitleFocused, m.focus, to, detail, m.w)
 	lines := []string{title}

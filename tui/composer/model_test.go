@@ -68,8 +68,9 @@ func TestSend(t *testing.T) {
 	}
 }
 
-// TestSendsInOrder: lines written while a send is in flight go out after
-// it, in order.
+// TestSendsInOrder: each Enter stores at once (no queue in memory), and
+// the sends reach the source in the order they were entered whichever
+// command runs first.
 func TestSendsInOrder(t *testing.T) {
 	src := &sender{}
 	m := newComposer(src)
@@ -77,11 +78,18 @@ func TestSendsInOrder(t *testing.T) {
 	m, first := m.Update(enter)
 	m = typeText(m, "two")
 	m, second := m.Update(enter)
-	if second != nil {
-		t.Fatal("a second send started while the first was in flight")
+	if first == nil || second == nil {
+		t.Fatal("an Enter did not start its send at once")
 	}
-	_, next := m.Update(first())
-	next()
+	if m.Unsent() != 2 {
+		t.Fatalf("Unsent = %d, want 2", m.Unsent())
+	}
+	if msg, ok := second().(SentMsg); !ok || string(msg.Body) != "two" {
+		t.Fatalf("the second command returned %v, want the send of two", msg)
+	}
+	if msg, ok := first().(SentMsg); !ok || string(msg.Body) != "one" {
+		t.Fatalf("the first command returned %v, want the send of one", msg)
+	}
 	if want := []string{"bob/1:one", "bob/1:two"}; strings.Join(src.sent, ",") != strings.Join(want, ",") {
 		t.Fatalf("sent %q, want %q", src.sent, want)
 	}

@@ -246,6 +246,9 @@ func TestDemoIdentityChange(t *testing.T) {
 	d.key(tea.KeyCtrlO)
 	d.send("blocked?")
 	d.waitFor("sending is blocked")
+	// ctrl+t accepts the key shown: wait until it is shown, not "reading
+	// it from the relay…" (ctrl+t then refuses, as nothing was compared).
+	d.waitFor("new safety 42347")
 	d.key(tea.KeyCtrlT)
 	d.waitFor("identity_accepted", "safety 42347")
 	// Bob's message was refused by alice before she accepted: his retry

@@ -32,6 +32,9 @@ type FetchedMsg struct {
 	Name   string
 	Path   string
 	Err    error
+	// Preview is the saved picture drawn in cells, one string a row
+	// (none for a file that is not a picture, or with previews off).
+	Preview []string
 }
 
 // OpenMsg asks for a saved file to be opened with the system's opener.
@@ -92,6 +95,7 @@ func (m Model) fetched(msg FetchedMsg) (Model, tea.Cmd) {
 	}
 	if msg.Err == nil {
 		m.saved = msg.Path
+		m.previews.add(msg.ID, msg.Preview)
 	}
 	m.status = fetchStatus(msg)
 	m.resizeViewport()

@@ -105,3 +105,35 @@ func TestCommitOnAFileFetchesIt(t *testing.T) {
 		t.Fatalf("on-read committed a file: %v", h.finalized)
 	}
 }
+
+// TestPreviewUnderTheSavedPicture: a download that brings a picture draws
+// it under its message once committed; one without (not a picture, or
+// previews off) draws nothing more.
+func TestPreviewUnderTheSavedPicture(t *testing.T) {
+	h := &history{waiting: []engine.InboundMessage{waitingFile(t, 4, "cat.png"), waitingFile(t, 5, "notes.pdf")}}
+	m := New(context.Background(), h, themes.MustGet("dark"))
+	m.SetSize(100, 20)
+	m.Focus()
+	m = load(t, m, m.SetPeer(bob))
+	m, cmd := m.Update(press("d"))
+	req := cmd().(FetchMsg)
+	// The engine commits what it fetched: the file is history now.
+	h.waiting = h.waiting[1:]
+	h.entries = append(h.entries, engine.HistoryEntry{Seq: 1, Peer: bob, Direction: engine.DirectionIn, ID: req.ID, At: at, Body: []byte("[file] cat.png")})
+	m, cmd = m.Update(FetchedMsg{Sender: bob, ID: req.ID, Name: req.Name, Path: "/tmp/dl/cat.png", Preview: []string{"PIXELS-ROW-1", "PIXELS-ROW-2"}})
+	m = load(t, m, cmd)
+	v := m.View()
+	row := strings.Index(v, "[file] cat.png")
+	if row < 0 || !strings.Contains(v[row:], "PIXELS-ROW-1") || !strings.Contains(v[row:], "PIXELS-ROW-2") {
+		t.Fatalf("the picture is not drawn under its message:\n%s", v)
+	}
+	m, cmd = m.Update(press("d"))
+	req = cmd().(FetchMsg)
+	h.waiting = nil
+	h.entries = append(h.entries, engine.HistoryEntry{Seq: 2, Peer: bob, Direction: engine.DirectionIn, ID: req.ID, At: at, Body: []byte("[file] notes.pdf")})
+	m, cmd = m.Update(FetchedMsg{Sender: bob, ID: req.ID, Name: req.Name, Path: "/tmp/dl/notes.pdf"})
+	m = load(t, m, cmd)
+	if v := m.View(); strings.Count(v, "PIXELS-ROW") != 2 {
+		t.Fatalf("a file without a picture drew one:\n%s", v)
+	}
+}

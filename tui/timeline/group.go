@@ -15,6 +15,7 @@ import (
 
 	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/x/ansi"
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/internal/layout"
 	"github.com/parley-chat/parley/themes"
@@ -67,13 +68,14 @@ type Group struct {
 	fetching map[wire.LogicalID]bool // downloads in flight
 	saved    string                  // the last file saved from the group in this run
 	discard  bool                    // x asked once: y discards
+	previews *previews               // the pictures downloaded in this run (preview.go)
 }
 
 // NewGroup returns the view reading from src; ctx bounds its reads.
 func NewGroup(ctx context.Context, src GroupSource, th themes.Theme) Group {
 	return Group{src: src, ctx: ctx, th: th, keys: DefaultKeyMap(),
 		toggle: key.NewBinding(key.WithKeys("l"), key.WithHelp("l", "lanes")),
-		busy:   map[wire.LogicalID]bool{}, fetching: map[wire.LogicalID]bool{}}
+		busy:   map[wire.LogicalID]bool{}, fetching: map[wire.LogicalID]bool{}, previews: &previews{}}
 }
 
 // SetSource replaces the source (after a profile was reopened).
@@ -229,6 +231,7 @@ func (g Group) Update(msg tea.Msg) (Group, tea.Cmd) {
 		g.status = fetchStatus(msg)
 		if msg.Err == nil {
 			g.saved = msg.Path
+			g.previews.add(msg.ID, msg.Preview)
 		}
 		return g, g.Reload()
 	case OpenedMsg:
@@ -382,6 +385,9 @@ func (g Group) View(now time.Time, focused bool) string {
 		}
 		// A peer's text never drives the terminal: cleaned, on one line.
 		r := row{at: e.At, lines: []string{st.Time.Render(layout.Clock(e.At)) + " " + who + " " + st.Body.Render(layout.OneLine(layout.Stored(e.Body), max(g.w, 1)*4))}}
+		for _, l := range g.previews.of(e.ID) {
+			r.lines = append(r.lines, indent+ansi.Truncate(l, max(g.w-len(indent), 0), ""))
+		}
 		if e.Own && len(e.Lanes) > 0 {
 			r.lines = append(r.lines, indent+st.Accepted.Render(Matrix(e.Lanes, e.At, now, g.label)))
 			if g.open {

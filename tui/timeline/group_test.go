@@ -152,3 +152,23 @@ func TestGroupViewWaiting(t *testing.T) {
 		t.Fatalf("a failed open is not said on screen:\n%s", v)
 	}
 }
+
+// TestGroupPreviewUnderThePicture: a picture downloaded in a group is
+// drawn under its message.
+func TestGroupPreviewUnderThePicture(t *testing.T) {
+	at := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
+	gid := wire.GroupID{7}
+	id := wire.LogicalID{9}
+	src := groupHistory{members: []string{"alice/1", "bob/1"}, finalized: &[]engine.FinalizeRequest{},
+		entries: []engine.GroupEntry{{Seq: 1, Sender: engine.MustParseAddress("bob/1"), ID: id, At: at, Body: []byte("[file] cat.png")}}}
+	g := NewGroup(context.Background(), src, themes.MustGet("dark"))
+	g.SetSize(90, 12)
+	g, _ = g.Update(g.SetGroup(gid, "team")())
+	g.fetching[id] = true
+	g, _ = g.Update(FetchedMsg{Sender: engine.MustParseAddress("bob/1"), ID: id, Name: "cat.png", Path: "/tmp/dl/cat.png", Preview: []string{"PIXELS-ROW-1", "PIXELS-ROW-2"}})
+	v := ansi.Strip(g.View(at, true))
+	row := strings.Index(v, "[file] cat.png")
+	if row < 0 || !strings.Contains(v[row:], "PIXELS-ROW-1") || !strings.Contains(v[row:], "PIXELS-ROW-2") {
+		t.Fatalf("the picture is not drawn under its message:\n%s", v)
+	}
+}

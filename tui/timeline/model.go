@@ -102,6 +102,8 @@ type Model struct {
 	// saved from this conversation in this run (file.go).
 	fetching map[wire.LogicalID]bool
 	saved    string
+	// previews are the pictures downloaded in this run (preview.go).
+	previews *previews
 	discard  bool            // x asked once: x again discards
 	search   textinput.Model // the query being typed
 	typing   bool            // the search prompt has the keyboard
@@ -124,7 +126,7 @@ func New(ctx context.Context, src Source, th themes.Theme) Model {
 	in.CharLimit = 200
 	in.Cursor.SetMode(cursor.CursorStatic) // a blink redraws the screen twice a second for nothing
 	return Model{src: src, ctx: ctx, th: th, keys: DefaultKeyMap(), states: sent.New(), vp: vp, self: "you",
-		search: in, busy: map[wire.LogicalID]bool{}, fetching: map[wire.LogicalID]bool{}}
+		search: in, busy: map[wire.LogicalID]bool{}, fetching: map[wire.LogicalID]bool{}, previews: &previews{}}
 }
 
 // SetSource replaces the source (after a reopen).

@@ -167,6 +167,13 @@ func (m *Model) entry(b *strings.Builder, it item, peerLabel string, labelW int,
 		b.WriteString(pad + state)
 		n++
 	}
+	if it.hist != nil {
+		for _, l := range m.previews.of(it.hist.ID) {
+			b.WriteByte('\n')
+			b.WriteString(pad + ansi.Truncate(l, max(m.w-prefixW, 0), ""))
+			n++
+		}
+	}
 	return n
 }
 
