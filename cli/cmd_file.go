@@ -231,6 +231,9 @@ const maxSavedNames = 1000
 // field (name, size and type) with an empty body: the manifest holds the
 // file's key, which never goes to the terminal or a log.
 func messageFields(content wire.ContentType, body []byte) []kv {
+	if fields, ok := actionFields(content, body); ok {
+		return fields
+	}
 	m, ok := engine.FileOf(content, body)
 	if !ok {
 		return bodyFields(body)

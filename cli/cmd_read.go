@@ -135,7 +135,7 @@ func cmdHistory(ctx context.Context, env *cliEnv, cmd *command, args []string) e
 		if e.Direction == engine.DirectionOut {
 			rec = append(rec, kv{"state", e.State.String()})
 		}
-		out.record(append(rec, bodyFields(e.Body)...))
+		out.record(append(append(rec, bodyFields(e.Body)...), historyActionFields(e)...))
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/wire"
 )
 
 // Receiving: sync, and commit and discard, which finalize a received
@@ -49,6 +50,26 @@ func cmdSync(ctx context.Context, env *cliEnv, cmd *command, args []string) erro
 // resultFields renders one receive result with the contract's field names.
 func resultFields(r engine.ReceiveResult) []kv {
 	fields := []kv{{"kind", r.Kind.String()}}
+	// An action is reported as what it does, naming its target: applied
+	// (on arrival or once its target came) or still pending.
+	if k := actionKind(r.Content); k != "" && (r.Kind == engine.ResultDelivery || r.Kind == engine.ResultApplied) {
+		fields = []kv{{"kind", k}, {"sender", r.Sender.String()}, {"id", hexID(r.ID)}, {"applied", r.Action != nil}}
+		if r.Kind == engine.ResultDelivery {
+			return append(fields, messageFields(r.Content, r.Body)...)
+		}
+		a := r.Action
+		fields = append(fields, kv{"action", engine.ActionName(a.Content)}, kv{"target", hexID(a.Target)})
+		switch a.Content {
+		case wire.ContentReaction:
+			fields = append(fields, kv{"emoji", a.Emoji}, kv{"remove", a.Remove})
+		case wire.ContentEdit:
+			fields = append(fields, bodyFields(a.Text)...)
+		}
+		return fields
+	}
+	if r.Kind == engine.ResultActionDiscarded {
+		return append(fields, kv{"sender", r.Sender.String()}, kv{"id", hexID(r.ID)}, kv{"action", engine.ActionName(r.Content)}, kv{"reason", r.Reason.String()})
+	}
 	if r.Kind == engine.ResultGroupChanged {
 		return append(fields, kv{"group", hex.EncodeToString(r.Group[:])}, kv{"generation", r.Generation}, kv{"sender", r.Sender.String()})
 	}
@@ -127,6 +148,9 @@ func cmdFinalize(outcome engine.Outcome) func(context.Context, *cliEnv, *command
 			if errors.Is(err, engine.ErrRequestPending) {
 				return fmt.Errorf("message %s from %s is a message request: \"parley accept %s\" first", hexID(id), sender, sender)
 			}
+			if errors.Is(err, engine.ErrTargetPending) {
+				return fmt.Errorf("target_pending: message %s from %s acts on a message not committed here yet; it waits and is applied once that one is", hexID(id), sender)
+			}
 			if errors.Is(err, engine.ErrFileNotFetched) {
 				return fmt.Errorf("file_not_fetched: message %s is a file; \"parley fetch %s %s\" downloads, saves and commits it", hexID(id), sender, hexID(id))
 			}
@@ -136,6 +160,12 @@ func cmdFinalize(outcome engine.Outcome) func(context.Context, *cliEnv, *command
 			return err
 		}
 		rec := []kv{{"ack_sent", res[0].AckSent}}
+		if a := res[0].Action; a != nil {
+			rec = append(rec, kv{"applied", actionKind(a.Content)}, kv{"target", hexID(a.Target)})
+		}
+		if why := res[0].Discarded; why != engine.DiscardNone {
+			rec = append(rec, kv{"discarded", why.String()})
+		}
 		if res[0].Already {
 			rec = append(rec, kv{"already", map[engine.Outcome]string{engine.OutcomeCommitted: "committed", engine.OutcomeDiscarded: "discarded"}[outcome]})
 		}

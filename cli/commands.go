@@ -45,7 +45,11 @@ var commandTable = []*command{
 
 	// cmd_send.go: send, retry, abandon; cmd_receive.go: sync, commit,
 	// discard; cmd_read.go: inbox, outbox, trace, history; cmd_file.go: fetch
-	{name: "send", args: "(PEER|GROUP) (TEXT | - | --file PATH)", summary: "send a message or a file; prints its logical ID (exit 3: kept pending)", run: cmdSend},
+	{name: "send", args: "(PEER|GROUP) (TEXT | - | --file PATH) [--reply-to ID]", summary: "send a message or a file; prints its logical ID (exit 3: kept pending)", run: cmdSend},
+	// cmd_action.go (and send --reply-to)
+	{name: "react", args: "PEER ID (EMOJI | --remove)", summary: "react to a message (one reaction per person; --remove takes it back); prints the action's ID", run: cmdReact},
+	{name: "edit", args: "PEER ID (TEXT | -)", summary: "replace the text of an own message (within 24 h); prints the action's ID", run: cmdEdit},
+	{name: "delete", args: "PEER ID", summary: "delete an own message for everyone (within 24 h); prints the action's ID", run: cmdDelete},
 	{name: "fetch", args: "SENDER ID [--to DIR]", summary: "download, verify and save a received file, then commit it (exit 1 names the cause); again, say where it is", run: cmdFetch},
 	{name: "sync", args: "[--wait DUR]", summary: "stage, acknowledge and process the mailbox until idle; one line per result", run: cmdSync},
 	{name: "inbox", args: "[--sender PEER] [--after SEQ] [--limit N]", summary: "list pending received messages", run: cmdInbox},

@@ -147,6 +147,13 @@ const (
 	// ResultRequest: a message from Sender, a device not accepted, opened
 	// or joined a message request; it is not a delivery until accepted.
 	ResultRequest
+	// ResultApplied: an action from Sender that waited for its target
+	// (Action says what it did) was committed and applied.
+	ResultApplied
+	// ResultActionDiscarded: an action from Sender was discarded by the
+	// engine with Reason (its target discarded, missing, deleted; not its
+	// author's; past its window; over the hold's bound).
+	ResultActionDiscarded
 )
 
 // String returns the snake_case name used on the command line.
@@ -164,6 +171,10 @@ func (k ResultKind) String() string {
 		return "session_reset"
 	case ResultGroupChanged:
 		return "group_changed"
+	case ResultApplied:
+		return "applied"
+	case ResultActionDiscarded:
+		return "action_discarded"
 	case ResultNotAMember:
 		return "not_a_member"
 	case ResultRequest:
@@ -192,6 +203,10 @@ type ReceiveResult struct {
 	// Content is what Body holds on a delivery (wire.ContentFile: a file
 	// manifest, see FileOf).
 	Content wire.ContentType
+	// Action is set on an action committed and applied in the round (on
+	// arrival, or ResultApplied); Reason on ResultActionDiscarded.
+	Action *AppliedAction
+	Reason DiscardReason
 
 	// For the loop's schedules: the session with Sender converged (an
 	// announcement, or a session replaced by the peer's initiation), and

@@ -212,3 +212,12 @@ func (c *Client) PumpPeer(ctx context.Context, peer Address) error {
 	_, err := c.pumpPeer(ctx, peer)
 	return err
 }
+
+// SettleActions runs the pass over the actions that wait for their target
+// under CommitOnArrival, as Sync does after each batch.
+func (c *Client) SettleActions(ctx context.Context) ([]ReceiveResult, error) {
+	c.loopMu.Lock()
+	c.policy.Commit, c.commitPending = CommitOnArrival, false
+	c.loopMu.Unlock()
+	return c.settleActions(ctx)
+}

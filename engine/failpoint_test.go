@@ -91,6 +91,8 @@ func (w fpWorld) do(addr, op string, fp engine.Failpoint) (err error) {
 		return err
 	} else if ok, err := requestOp(ctx, w, addr, c, name, arg); ok {
 		return err
+	} else if ok, err := actionOp(ctx, c, name, arg); ok {
+		return err
 	}
 	peerArg, body, _ := strings.Cut(arg, ":")
 	var peer engine.Address
@@ -236,6 +238,7 @@ type signature struct {
 	Groups                                                         []string // groupSignature
 	Requests                                                       []string // requestSignature
 	Drafts                                                         []string // "peer=text", sorted
+	Actions                                                        []string // what actions did to entries
 }
 
 func (w fpWorld) signature(addr string, peers []string) (signature, error) {
@@ -262,6 +265,9 @@ func (w fpWorld) signature(addr string, peers []string) (signature, error) {
 			return s, err
 		}
 		for _, e := range h {
+			if e.Edits > 0 || e.Deleted || e.ReplyTo != nil || len(e.Reactions) > 0 {
+				s.Actions = append(s.Actions, fmt.Sprintf("%s %d %t %t %v", e.Body, e.Edits, e.Deleted, e.ReplyTo != nil, e.Reactions))
+			}
 			switch {
 			case e.Direction == engine.DirectionIn:
 				s.HistoryIn++
@@ -423,7 +429,7 @@ func fpScenarios() []fpScenario {
 			target: fpStep{"alice/1", "process"}, want: two},
 		{name: "prekey publish", devices: ab, setup: []fpStep{{"alice/1", "send:bob/1:hello"}}, target: fpStep{"bob/1", "maintain"}, want: hello},
 		{name: "presented", devices: ab, setup: []fpStep{{"alice/1", "send:bob/1:hello"}}, target: fpStep{"alice/1", "present"}, want: hello},
-	}, append(groupScenarios(), requestScenarios()...)...)
+	}, append(append(groupScenarios(), requestScenarios()...), actionScenarios()...)...)
 }
 
 // prepare builds the scenario's world up to its target.

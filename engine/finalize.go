@@ -35,6 +35,10 @@ type FinalizeResult struct {
 	// says whether it went). Asking for the other outcome is refused with
 	// ErrAlreadyCommitted or ErrAlreadyDiscarded.
 	Already bool
+	// Action is what a committed action did; Discarded the reason an
+	// action asked to be committed was discarded instead (DecideAction).
+	Action    *AppliedAction
+	Discarded DiscardReason
 }
 
 // Commit finalizes a pending received message as committed: it becomes a
@@ -133,6 +137,13 @@ func (c *Client) finalizeBatch(ctx context.Context, reqs []FinalizeRequest, know
 			results[i].Err = fmt.Errorf("commit %x from %s: %w", r.ID[:], r.Sender, ErrFileNotFetched)
 			continue
 		}
+		act, err := c.finalizingAction(ctx, m, &r, &results[i])
+		if err != nil {
+			return nil, err
+		}
+		if results[i].Err != nil {
+			continue
+		}
 		seen[key] = true
 		ps, err := c.working(ctx, work, r.Sender)
 		if err != nil {
@@ -143,6 +154,9 @@ func (c *Client) finalizeBatch(ctx context.Context, reqs []FinalizeRequest, know
 			p.Body = m.Body
 			if f, ok := FileOf(m.Content, m.Body); ok {
 				p.Body = fileHistoryBody(f) // as StoredFrame.HistoryBody: never a file's key
+			}
+			if act != nil {
+				p.Body, p.Action = actionHistoryBody(wire.Action{Content: act.Content, Text: act.Text}), act
 			}
 		} else {
 			p.Reason = r.Reason

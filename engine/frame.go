@@ -136,18 +136,35 @@ func (c *Client) deliverNew(ctx context.Context, bs *batchState, in *incoming, o
 	step.request = request
 	step.effect = DeliverEffect{ID: id, Frame: op.plaintext, Digest: d, At: at}
 	bs.delivered[inboundKey{sender, id}] = d
+	// An action commits on arrival only when it applies now; one that
+	// waits for its target, or is to be discarded, stays pending for the
+	// hold's pass (actionhold.go).
+	var act *ActionApply
+	waits := false
+	if wire.IsAction(a.content) && request == nil && bs.commit {
+		var v ActionVerdict
+		act, v, err = c.receivedAction(ctx, &InboundMessage{Sender: sender, ID: id, ReceivedAt: at, Body: body, Content: a.content}, in.now)
+		if err != nil {
+			return err
+		}
+		waits = act == nil || v.Hold
+	}
 	switch {
 	case request != nil:
 		// Not a delivery until accepted: the policy does not commit it,
 		// and nothing goes back to the sender.
 		step.res.Kind, step.res.opened = ResultRequest, !request.Join
-	case bs.commit && a.content != wire.ContentFile:
+	case bs.commit && a.content != wire.ContentFile && !waits:
 		// Committed as it arrives; the ACK's encryption step commits with
 		// it.
 		if step.ack, err = c.ackOnNext(&step.next, sender, id); err != nil {
 			return err
 		}
-		step.effect = CommitEffect{ID: id, Digest: d, Arrived: at, At: in.now, Body: body, Group: a.group}
+		step.effect = CommitEffect{ID: id, Digest: d, Arrived: at, At: in.now, Body: body, Group: a.group, Action: act}
+		if act != nil {
+			step.effect = CommitEffect{ID: id, Digest: d, Arrived: at, At: in.now, Body: actionHistoryBody(wire.Action{Content: act.Content, Text: act.Text}), Action: act}
+			step.res.Action = appliedOf(act)
+		}
 		step.res.committed = true
 	default:
 		step.res.fresh = &InboundMessage{Sender: sender, ID: id, ReceivedAt: at, Digest: d, Body: body, Group: a.group, Content: a.content}

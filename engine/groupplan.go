@@ -145,6 +145,10 @@ func (f StoredFrame) HistoryBody() []byte {
 	if m, ok := FileOf(f.Content, f.Body); ok {
 		return fileHistoryBody(m)
 	}
+	if wire.IsAction(f.Content) {
+		a, _ := wire.DecodeAction(f.Content, f.Body)
+		return actionHistoryBody(a)
+	}
 	return f.Body
 }
 

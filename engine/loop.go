@@ -86,6 +86,13 @@ func (c *Client) Sync(ctx context.Context) (SyncResult, error) {
 		if err != nil {
 			return &SyncError{Op: "commit", Err: err}
 		}
+		// The actions that waited for what this batch committed
+		// (actionhold.go).
+		settled, err := c.settleActions(ctx)
+		out.Received = append(out.Received, settled...)
+		if err != nil {
+			return &SyncError{Op: "commit", Err: err}
+		}
 		return nil
 	}
 	commit := c.Policy().Commit == CommitOnArrival

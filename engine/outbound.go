@@ -19,6 +19,11 @@ type SendRequest struct {
 	// before the upload, so that a resumed send cannot make it twice.
 	file bool
 	id   *wire.LogicalID
+	// action and target are set by Act alone: Body is the action's
+	// history body, the frame a content frame of the action, and target
+	// what was known of its target (action.go).
+	action *wire.Action
+	target ActionTarget
 	// ClearDraft forgets the draft to Peer in the transaction that stores
 	// the message (Enqueue): the composer's text is then the stored message
 	// or the draft, never both.
@@ -30,6 +35,9 @@ type SendRequest struct {
 func (r SendRequest) encode(id wire.LogicalID) ([]byte, error) {
 	if r.file {
 		return encodeManifestFrame(id, r.Body)
+	}
+	if r.action != nil {
+		return encodeActionFrame(id, *r.action)
 	}
 	return encodeTextFrame(id, r.Body)
 }

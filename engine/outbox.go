@@ -74,7 +74,8 @@ func (c *Client) Enqueue(ctx context.Context, reqs []SendRequest) ([]SendResult,
 				body = fileHistoryBody(m)
 			}
 		}
-		plans = append(plans, Hold{Recipient: r.Peer, ID: results[i].ID, Frame: f, Body: body, At: now, ClearDraft: r.ClearDraft})
+		plans = append(plans, Hold{Recipient: r.Peer, ID: results[i].ID, Frame: f, Body: body, At: now, ClearDraft: r.ClearDraft,
+			Action: c.ownApply(r, results[i].ID, now)})
 	}
 	if len(plans) == 0 {
 		return results, nil

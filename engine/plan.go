@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/parley-chat/parley/wire"
@@ -108,6 +109,9 @@ type Hold struct {
 	Body       []byte
 	At         time.Time
 	ClearDraft bool
+	// Action, for an action of this device, is applied here in the same
+	// transaction (action.go).
+	Action *ActionApply
 }
 
 // Retry stores the session advanced by encrypting a pending message again.
@@ -165,6 +169,8 @@ type CommitEffect struct {
 	Body    []byte    // the history body
 	// Group, for a group message: the entry goes to the group's history.
 	Group *wire.GroupID
+	// Action, for an action, is applied in the same transaction.
+	Action *ActionApply
 }
 
 // AckEffect clears the pending outbound message (recipient = the peer, ID).
@@ -288,6 +294,9 @@ type Finalize struct {
 	// Group, for a group message: a commit goes to the group's history,
 	// never to the conversation with the sender.
 	Group *wire.GroupID
+	// Action, for a commit of an action, is applied in the same
+	// transaction (action.go).
+	Action *ActionApply
 }
 
 // AckAgain acknowledges again a received message finalized before, when a
@@ -509,7 +518,26 @@ const (
 	DiscardUnsupported DiscardReason = 2 // unsupported content
 	DiscardPolicy      DiscardReason = 3
 	DiscardOther       DiscardReason = 4
+	// The reasons of an action the engine discards (action.go).
+	DiscardTargetDiscarded DiscardReason = 5  // its target was discarded here
+	DiscardTargetMissing   DiscardReason = 6  // its target never came within ActionHold, or is no message
+	DiscardNotAuthor       DiscardReason = 7  // an edit or delete of another's message
+	DiscardTargetDeleted   DiscardReason = 8  // its target was deleted for everyone
+	DiscardWindowPassed    DiscardReason = 9  // an edit or delete past ActionWindow
+	DiscardHoldFull        DiscardReason = 10 // over MaxHeldActionsPerSender
 )
+
+var discardReasonNames = [...]string{DiscardNone: "none", DiscardRejected: "rejected", DiscardUnsupported: "unsupported",
+	DiscardPolicy: "policy", DiscardOther: "other", DiscardTargetDiscarded: "target_discarded", DiscardTargetMissing: "target_missing",
+	DiscardNotAuthor: "not_author", DiscardTargetDeleted: "target_deleted", DiscardWindowPassed: "window_passed", DiscardHoldFull: "hold_full"}
+
+// String returns the reason's snake_case name.
+func (r DiscardReason) String() string {
+	if int(r) < len(discardReasonNames) {
+		return discardReasonNames[r]
+	}
+	return fmt.Sprintf("discard reason %d", uint8(r))
+}
 
 // Receipt is what a store returns for an applied plan; events are built from
 // it, never from the plan alone.

@@ -165,8 +165,8 @@ func (c *Client) commitByPolicy(ctx context.Context, received []ReceiveResult) (
 				break
 			}
 			for _, m := range page {
-				if m.Content == wire.ContentFile {
-					continue // a file is committed by its fetch, never by policy
+				if m.Content == wire.ContentFile || waitsAsAction(m.Content) {
+					continue // a file is committed by its fetch, never by policy; an action by settleActions
 				}
 				reqs = append(reqs, FinalizeRequest{Sender: m.Sender, ID: m.ID, Outcome: OutcomeCommitted})
 			}
@@ -175,7 +175,7 @@ func (c *Client) commitByPolicy(ctx context.Context, received []ReceiveResult) (
 	} else {
 		known = make(map[inboundKey]*InboundMessage)
 		for _, r := range received {
-			if r.Kind == ResultDelivery && r.Content != wire.ContentFile && !r.committed {
+			if r.Kind == ResultDelivery && r.Content != wire.ContentFile && !waitsAsAction(r.Content) && !r.committed {
 				reqs = append(reqs, FinalizeRequest{Sender: r.Sender, ID: r.ID, Outcome: OutcomeCommitted})
 				if r.fresh != nil {
 					known[inboundKey{r.Sender, r.ID}] = r.fresh

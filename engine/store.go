@@ -86,6 +86,7 @@ type Store interface {
 	GroupStore
 	RequestStore
 	DraftStore
+	ActionStore
 
 	// Close releases the profile lock.
 	Close() error
@@ -239,6 +240,13 @@ type HistoryEntry struct {
 	At        time.Time
 	Body      []byte
 	State     SentState // for DirectionOut
+	// ReplyTo is the message a reply quotes; Edits the number of the
+	// latest edit applied (0: never edited); Deleted a tombstone (Body
+	// empty); Reactions one per person (action.go).
+	ReplyTo   *wire.LogicalID
+	Edits     uint32
+	Deleted   bool
+	Reactions []Reaction
 }
 
 // Attempt is one envelope that carried a sent message: its send (N 1) or a

@@ -20,8 +20,12 @@ const (
 
 	// sqlHistory pages a conversation by time, newest first, before the
 	// entry (at, seq); seq orders entries of one instant.
-	sqlHistory = `SELECT seq, direction, id, at, state, sealed_body FROM history
-		WHERE peer = ?1 AND (at < ?2 OR (at = ?2 AND seq < ?3)) ORDER BY at DESC, seq DESC LIMIT ?4`
+	// The entries of reactions, edits and deletes are not shown: what
+	// they did is (message_extra, reaction; store/action.go).
+	sqlHistory = `SELECT h.seq, h.direction, h.id, h.at, h.state, h.sealed_body, x.reply_to, coalesce(x.edits, 0), coalesce(x.deleted, 0)
+		FROM history h LEFT JOIN message_extra x ON x.peer = h.peer AND x.direction = h.direction AND x.id = h.id
+		WHERE h.peer = ?1 AND (h.at < ?2 OR (h.at = ?2 AND h.seq < ?3)) AND coalesce(x.action, 0) NOT IN (4, 5, 6)
+		ORDER BY h.at DESC, h.seq DESC LIMIT ?4`
 	sqlHistoryAt = "SELECT at FROM history WHERE seq = ? AND peer = ?"
 	// sqlConversations lists every peer with a history or pending messages.
 	// Such a peer is pinned (a message is stored with a session, a session
@@ -103,12 +107,14 @@ func (db *DB) History(ctx context.Context, peer engine.Address, before int64, li
 	for rows.Next() {
 		e := engine.HistoryEntry{Peer: peer}
 		var dir, state, at int64
-		var id, sealed []byte
-		if err := rows.Scan(&e.Seq, &dir, &id, &at, &state, &sealed); err != nil {
+		var id, sealed, replyTo []byte
+		var edits, deleted int64
+		if err := rows.Scan(&e.Seq, &dir, &id, &at, &state, &sealed, &replyTo, &edits, &deleted); err != nil {
 			return nil, db.readErr("read history", err)
 		}
 		e.Direction, e.State, e.At = engine.Direction(dir), engine.SentState(state), nsTime(at)
 		copy(e.ID[:], id)
+		setExtra(&e, replyTo, edits, deleted)
 		if e.Body, err = db.seal.open(kindHistoryBody, historyKey(peer, e.Direction, e.ID), sealed); err != nil {
 			return nil, fmt.Errorf("store: read history entry %d with %s: %w", e.Seq, peer, err)
 		}
@@ -117,7 +123,21 @@ func (db *DB) History(ctx context.Context, peer engine.Address, before int64, li
 	if err := rows.Err(); err != nil {
 		return nil, db.readErr("read history", err)
 	}
+	rows.Close()
+	if err := db.addReactions(ctx, peer, out); err != nil {
+		return nil, err
+	}
 	return out, nil
+}
+
+// setExtra fills an entry's reply, edit and tombstone columns.
+func setExtra(e *engine.HistoryEntry, replyTo []byte, edits, deleted int64) {
+	if len(replyTo) == len(wire.LogicalID{}) {
+		var r wire.LogicalID
+		copy(r[:], replyTo)
+		e.ReplyTo = &r
+	}
+	e.Edits, e.Deleted = uint32(edits), deleted == 1
 }
 
 // Conversations lists every peer with a history or pending messages, with
@@ -152,7 +172,9 @@ func (db *DB) Conversations(ctx context.Context) ([]engine.Conversation, error) 
 	return out, nil
 }
 
-const sqlHistoryEntry = "SELECT seq, at, state, sealed_body FROM history WHERE peer = ? AND direction = ? AND id = ?"
+const sqlHistoryEntry = `SELECT h.seq, h.at, h.state, h.sealed_body, x.reply_to, coalesce(x.edits, 0), coalesce(x.deleted, 0)
+	FROM history h LEFT JOIN message_extra x ON x.peer = h.peer AND x.direction = h.direction AND x.id = h.id
+	WHERE h.peer = ? AND h.direction = ? AND h.id = ?`
 
 // HistoryEntry returns the history entry of message id exchanged with peer
 // in direction dir, and whether there is one.
@@ -162,8 +184,9 @@ func (db *DB) HistoryEntry(ctx context.Context, peer engine.Address, dir engine.
 	}
 	e := engine.HistoryEntry{Peer: peer, Direction: dir, ID: id}
 	var at, state int64
-	var sealed []byte
-	err := db.queryRow(ctx, sqlHistoryEntry, peer.String(), int64(dir), id[:]).Scan(&e.Seq, &at, &state, &sealed)
+	var sealed, replyTo []byte
+	var edits, deleted int64
+	err := db.queryRow(ctx, sqlHistoryEntry, peer.String(), int64(dir), id[:]).Scan(&e.Seq, &at, &state, &sealed, &replyTo, &edits, &deleted)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return engine.HistoryEntry{}, false, nil
@@ -171,8 +194,13 @@ func (db *DB) HistoryEntry(ctx context.Context, peer engine.Address, dir engine.
 		return engine.HistoryEntry{}, false, db.readErr("read history", err)
 	}
 	e.At, e.State = nsTime(at), engine.SentState(state)
+	setExtra(&e, replyTo, edits, deleted)
 	if e.Body, err = db.seal.open(kindHistoryBody, historyKey(peer, dir, id), sealed); err != nil {
 		return engine.HistoryEntry{}, false, fmt.Errorf("store: read history entry %d with %s: %w", e.Seq, peer, err)
 	}
-	return e, true, nil
+	page := []engine.HistoryEntry{e}
+	if err := db.addReactions(ctx, peer, page); err != nil {
+		return engine.HistoryEntry{}, false, err
+	}
+	return page[0], true, nil
 }

@@ -91,6 +91,9 @@ func (t *tx) receive(ctx context.Context, p engine.Receive) (engine.Receipt, err
 		if rc.Seq, err = r.LastInsertId(); err != nil {
 			return engine.Receipt{}, fmt.Errorf("store message %x from %s: %w", e.ID[:], p.Peer, mapErr(err))
 		}
+		if err := t.markInboundAction(ctx, p.Peer, e.ID, e.Frame); err != nil {
+			return engine.Receipt{}, err
+		}
 		if p.Request != nil {
 			if err := t.stageRequest(ctx, p.Peer, p.Request); err != nil {
 				return engine.Receipt{}, err
@@ -105,6 +108,11 @@ func (t *tx) receive(ctx context.Context, p engine.Receive) (engine.Receipt, err
 		}
 		if err := t.insertFinalized(ctx, p.Peer, e.ID, engine.OutcomeCommitted, engine.DiscardNone, e.At, e.Digest, e.Arrived, e.Body, e.Group); err != nil {
 			return engine.Receipt{}, err
+		}
+		if e.Action != nil {
+			if err := t.applyAction(ctx, *e.Action); err != nil {
+				return engine.Receipt{}, err
+			}
 		}
 	case engine.AckEffect:
 		var err error
@@ -151,6 +159,11 @@ func (t *tx) finalize(ctx context.Context, p engine.Finalize) (engine.Receipt, e
 	}
 	if err := t.insertFinalized(ctx, p.Sender, p.ID, p.Outcome, p.Reason, p.At, p.Digest, p.Arrived, p.Body, p.Group); err != nil {
 		return engine.Receipt{}, err
+	}
+	if p.Action != nil && p.Outcome == engine.OutcomeCommitted {
+		if err := t.applyAction(ctx, *p.Action); err != nil {
+			return engine.Receipt{}, err
+		}
 	}
 	if p.Session != nil {
 		if err := t.writeSession(ctx, *p.Session); err != nil {

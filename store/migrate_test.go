@@ -78,6 +78,48 @@ var fixtures = map[int]struct {
 	12: {insertFixtureV12, checkFixtureV12},
 	13: {insertFixtureV13, checkFixtureV13},
 	14: {insertFixtureV14, checkFixtureV14},
+	15: {insertFixtureV15, checkFixtureV15},
+}
+
+// insertFixtureV15 is fixture 14 with the sent message edited once (its
+// original kept as version 0), a reaction to it, and the pending received
+// message marked as a reaction.
+func insertFixtureV15(t *testing.T, db *sql.DB, s *sealer) {
+	t.Helper()
+	insertFixtureV14(t, db, s)
+	peer := []byte(fixturePeer)
+	for _, st := range []struct {
+		q    string
+		args []any
+	}{
+		{"INSERT INTO message_extra (peer, direction, id, action, reply_to, edits, deleted) VALUES (?, 2, ?, 0, NULL, 1, 0)", []any{fixturePeer, fixtureID}},
+		{"INSERT INTO message_version VALUES (?, 2, ?, 0, 20, ?)", []any{fixturePeer, fixtureID,
+			s.seal(kindMessageVersion, rowKey(peer, []byte{2}, fixtureID, rowKeyInt(0)), []byte("first"))}},
+		{"INSERT INTO reaction VALUES (?, 2, ?, ?, 21, ?)", []any{fixturePeer, fixtureID, fixturePeer,
+			s.seal(kindReactionEmoji, rowKey(peer, []byte{2}, fixtureID, peer), []byte("\U0001F44D"))}},
+		{"UPDATE inbound SET action = 4", nil},
+	} {
+		if _, err := db.Exec(st.q, st.args...); err != nil {
+			t.Fatalf("%s: %v", st.q, err)
+		}
+	}
+}
+
+func checkFixtureV15(t *testing.T, db *DB) {
+	t.Helper()
+	checkFixtureV14(t, db)
+	ctx := context.Background()
+	peer := engine.MustParseAddress(fixturePeer)
+	var id wire.LogicalID
+	copy(id[:], fixtureID)
+	e, ok, err := db.HistoryEntry(ctx, peer, engine.DirectionOut, id)
+	if err != nil || !ok || e.Edits != 1 || len(e.Reactions) != 1 || e.Reactions[0].Emoji != "\U0001F44D" || e.Reactions[0].From != peer {
+		t.Fatalf("entry %+v, %v, %v; want edited once with bob's reaction", e, ok, err)
+	}
+	vs, err := db.MessageVersions(ctx, peer, engine.DirectionOut, id)
+	if err != nil || len(vs) != 1 || string(vs[0].Body) != "first" {
+		t.Fatalf("versions %+v, %v; want the original", vs, err)
+	}
 }
 
 // insertFixtureV14 is fixture 13 with an upload's record.

@@ -76,6 +76,11 @@ func (t *tx) hold(ctx context.Context, p engine.Hold) (engine.Receipt, error) {
 	if err := t.insertHistory(ctx, p.Recipient, engine.DirectionOut, p.ID, p.At, engine.SentPending, p.Body); err != nil {
 		return engine.Receipt{}, err
 	}
+	if p.Action != nil {
+		if err := t.applyAction(ctx, *p.Action); err != nil {
+			return engine.Receipt{}, err
+		}
+	}
 	if p.ClearDraft {
 		if err := t.setDraft(ctx, engine.SetDraft{Peer: p.Recipient}); err != nil {
 			return engine.Receipt{}, err

@@ -32,6 +32,9 @@ func validate(p engine.Plan) error {
 		err = validateSend(p)
 	case engine.Hold:
 		err = validateHold(p)
+		if p.Action != nil {
+			err = errors.Join(err, checkActionApply(*p.Action, p.Recipient, engine.DirectionOut, p.ID))
+		}
 	case engine.Retry:
 		err = validateRetry(p)
 	case engine.Stage:
@@ -368,6 +371,9 @@ func validateReceive(p engine.Receive) error {
 		// full (engine.SendWindow): then the ACK is owed, and the sender's
 		// retry gets it, as after a crash between a commit and its ACK.
 		err = errors.Join(err, checkTime("arrived", e.Arrived), checkTime("at", e.At))
+		if e.Action != nil {
+			err = errors.Join(err, checkActionApply(*e.Action, p.Peer, engine.DirectionIn, e.ID))
+		}
 	case engine.AckEffect, engine.RepeatEffect, engine.NotAMemberEffect:
 	case engine.RosterEffect:
 		err = errors.Join(err, checkRosterFrame(e.Frame, e.Change.ID))
@@ -398,7 +404,7 @@ func validateFinalize(p engine.Finalize) error {
 			err = errors.Join(err, invalid("commit with discard reason %d", p.Reason))
 		}
 	case engine.OutcomeDiscarded:
-		if p.Reason < engine.DiscardRejected || p.Reason > engine.DiscardOther {
+		if p.Reason < engine.DiscardRejected || p.Reason > engine.DiscardHoldFull {
 			err = errors.Join(err, invalid("discard reason %d", p.Reason))
 		}
 		if len(p.Body) != 0 {
@@ -406,6 +412,12 @@ func validateFinalize(p engine.Finalize) error {
 		}
 	default:
 		err = errors.Join(err, invalid("outcome %d", p.Outcome))
+	}
+	if p.Action != nil {
+		err = errors.Join(err, checkActionApply(*p.Action, p.Sender, engine.DirectionIn, p.ID))
+		if p.Outcome != engine.OutcomeCommitted {
+			err = errors.Join(err, invalid("an action applied by a discard"))
+		}
 	}
 	// The ACK's session step commits with it, and only with it.
 	switch {

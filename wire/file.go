@@ -20,8 +20,8 @@ const FrameContent FrameKind = 6
 const ContentFile ContentType = 2
 
 // ContentMessage is a one-to-one message with a content type (FrameContent).
-// Content is ContentFile: text travels as kind 1, so that each message has
-// one encoding.
+// Content is ContentFile or an action (action.go): text travels as kind 1,
+// so that each message has one encoding.
 type ContentMessage struct {
 	ID      LogicalID
 	Content ContentType
@@ -32,10 +32,10 @@ const contentHeaderSize = 1 + 1 + 16 + 1 + 4
 
 // EncodeContentMessage returns a content frame's bytes. A body over
 // MaxGroupBodySize fails with ErrMessageTooLarge (a content frame is never
-// larger than a group message); a content type other than ContentFile with
-// ErrMalformed.
+// larger than a group message); a content type other than ContentFile or an
+// action (IsAction) with ErrMalformed.
 func EncodeContentMessage(m ContentMessage) ([]byte, error) {
-	if m.Content != ContentFile {
+	if m.Content != ContentFile && !IsAction(m.Content) {
 		return nil, fmt.Errorf("content type %d: %w", m.Content, ErrMalformed)
 	}
 	if len(m.Body) > MaxGroupBodySize {
@@ -51,7 +51,7 @@ func EncodeContentMessage(m ContentMessage) ([]byte, error) {
 
 // DecodeContentMessage parses a content frame, rejecting as DecodeFrame
 // does: input over MaxFrameSize, another version, another kind, a content
-// type other than ContentFile, a length over MaxGroupBodySize, truncation or
+// type other than ContentFile or an action, a length over MaxGroupBodySize, truncation or
 // trailing bytes. The body is a copy.
 func DecodeContentMessage(b []byte) (ContentMessage, error) {
 	r, err := groupReader(b, FrameContent, MaxFrameSize)
@@ -61,7 +61,7 @@ func DecodeContentMessage(b []byte) (ContentMessage, error) {
 	var m ContentMessage
 	r.array(m.ID[:], "id")
 	m.Content = ContentType(r.u8("content type"))
-	if r.err == nil && m.Content != ContentFile {
+	if r.err == nil && m.Content != ContentFile && !IsAction(m.Content) {
 		r.fail(fmt.Errorf("content type %d: %w", m.Content, ErrMalformed))
 	}
 	body := r.sized("body", 0, MaxGroupBodySize)

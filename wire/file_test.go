@@ -138,7 +138,7 @@ func TestCleanFileName(t *testing.T) {
 }
 
 func TestContentMessageRefuses(t *testing.T) {
-	for _, c := range []wire.ContentType{0, wire.ContentText, 3} {
+	for _, c := range []wire.ContentType{0, wire.ContentText, 7} {
 		if _, err := wire.EncodeContentMessage(wire.ContentMessage{Content: c}); !errors.Is(err, wire.ErrMalformed) {
 			t.Errorf("content type %d: %v, want ErrMalformed", c, err)
 		}

@@ -1,0 +1,340 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/wire"
+)
+
+// Actions (engine/action.go): what a reply, a reaction, an edit and a
+// delete for everyone do to a conversation's entries, applied inside the
+// plan that commits the action (hold, a receive's commit, finalize), and
+// the reads the engine's rules and the history need.
+
+const (
+	kindMessageVersion = "message-version" // row key: peer, direction, id, edit
+	kindReactionEmoji  = "reaction-emoji"  // row key: peer, direction, id, reactor
+)
+
+func init() {
+	sealedColumns["message_version.sealed_body"] = kindMessageVersion
+	sealedColumns["reaction.sealed_emoji"] = kindReactionEmoji
+}
+
+const (
+	sqlMarkAction = `INSERT INTO message_extra (peer, direction, id, action, reply_to) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT (peer, direction, id) DO UPDATE SET action = excluded.action, reply_to = excluded.reply_to`
+	sqlExtraState   = "SELECT edits, deleted FROM message_extra WHERE peer = ? AND direction = ? AND id = ?"
+	sqlEntryBody    = "SELECT sealed_body FROM history WHERE peer = ? AND direction = ? AND id = ?"
+	sqlSetEntryBody = "UPDATE history SET sealed_body = ? WHERE peer = ? AND direction = ? AND id = ?"
+	sqlSetEdits     = `INSERT INTO message_extra (peer, direction, id, edits) VALUES (?, ?, ?, ?)
+		ON CONFLICT (peer, direction, id) DO UPDATE SET edits = excluded.edits WHERE edits < excluded.edits AND deleted = 0`
+	sqlInsertVersion = `INSERT INTO message_version (peer, direction, id, edit, at, sealed_body) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT DO NOTHING`
+	sqlSetDeleted = `INSERT INTO message_extra (peer, direction, id, deleted) VALUES (?, ?, ?, 1)
+		ON CONFLICT (peer, direction, id) DO UPDATE SET deleted = 1`
+	sqlDeleteVersions  = "DELETE FROM message_version WHERE peer = ? AND direction = ? AND id = ?"
+	sqlDeleteReactions = "DELETE FROM reaction WHERE peer = ? AND direction = ? AND id = ?"
+	sqlSetReaction     = `INSERT INTO reaction (peer, direction, id, reactor, at, sealed_emoji) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (peer, direction, id, reactor) DO UPDATE SET at = excluded.at, sealed_emoji = excluded.sealed_emoji`
+	sqlRemoveReaction    = "DELETE FROM reaction WHERE peer = ? AND direction = ? AND id = ? AND reactor = ?"
+	sqlMarkInboundAction = "UPDATE inbound SET action = ? WHERE sender = ? AND id = ?"
+
+	// sqlActionTarget finds a conversation's entry by ID in one direction
+	// (?3) or either (0), the earliest first: a peer that reuses an ID of
+	// this device's cannot take a reaction meant for the original.
+	sqlActionTarget = `SELECT h.direction, h.at, coalesce(x.action, 0), coalesce(x.edits, 0), coalesce(x.deleted, 0)
+		FROM history h LEFT JOIN message_extra x ON x.peer = h.peer AND x.direction = h.direction AND x.id = h.id
+		WHERE h.peer = ?1 AND h.id = ?2 AND (?3 = 0 OR h.direction = ?3) ORDER BY h.seq LIMIT 1`
+	sqlHeldActions = `SELECT seq, sender, id, received_at, sealed_digest, sealed_frame FROM inbound
+		WHERE action > 0 AND seq > ? AND sender NOT IN (SELECT peer FROM request) ORDER BY seq LIMIT ?`
+	sqlVersions = "SELECT edit, at, sealed_body FROM message_version WHERE peer = ? AND direction = ? AND id = ? ORDER BY edit"
+)
+
+func versionKey(peer engine.Address, dir engine.Direction, id wire.LogicalID, edit uint32) []byte {
+	return rowKey([]byte(peer.String()), []byte{byte(dir)}, id[:], rowKeyInt(int64(edit)))
+}
+
+func reactionKey(peer engine.Address, dir engine.Direction, id wire.LogicalID, reactor engine.Address) []byte {
+	return rowKey([]byte(peer.String()), []byte{byte(dir)}, id[:], []byte(reactor.String()))
+}
+
+// markInboundAction records a pending received action's content type, so
+// that HeldActions finds it without opening every pending message.
+func (t *tx) markInboundAction(ctx context.Context, sender engine.Address, id wire.LogicalID, frame []byte) error {
+	if k, err := wire.PeekFrameKind(frame); err != nil || k != wire.FrameContent {
+		return nil
+	}
+	f, err := engine.DecodeStoredFrame(frame)
+	if err != nil || !wire.IsAction(f.Content) || f.Content == wire.ContentReply {
+		return nil
+	}
+	_, err = t.runOne(ctx, "inbound-action", engine.ErrConflict, sqlMarkInboundAction, int64(f.Content), sender.String(), id[:])
+	return err
+}
+
+// applyAction applies an action whose own history entry was just written:
+// it marks that entry (a reply's quote; the others are not shown), then
+// changes the target's entry. On a tombstone nothing changes; an edit
+// replaces the body only over an older edit, and keeps what it replaces.
+func (t *tx) applyAction(ctx context.Context, a engine.ActionApply) error {
+	peer := a.Peer.String()
+	var replyTo any
+	if a.Content == wire.ContentReply {
+		replyTo = a.Target[:]
+	}
+	if _, err := t.run(ctx, "action-mark", sqlMarkAction, peer, int64(a.Dir), a.ID[:], int64(a.Content), replyTo); err != nil {
+		return fmt.Errorf("mark action %x: %w", a.ID[:], err)
+	}
+	if a.Content == wire.ContentReply {
+		return nil
+	}
+	target := []any{peer, int64(a.TargetDir), a.Target[:]}
+	var edits, deleted int64
+	if _, err := t.scan(ctx, "action-target", sqlExtraState, target, &edits, &deleted); err != nil {
+		return err
+	}
+	if deleted == 1 {
+		return nil
+	}
+	switch a.Content {
+	case wire.ContentReaction:
+		if a.Remove {
+			_, err := t.run(ctx, "reaction-remove", sqlRemoveReaction, peer, int64(a.TargetDir), a.Target[:], a.Reactor.String())
+			return err
+		}
+		_, err := t.run(ctx, "reaction-set", sqlSetReaction, peer, int64(a.TargetDir), a.Target[:], a.Reactor.String(), a.At.UnixNano(),
+			t.db.seal.seal(kindReactionEmoji, reactionKey(a.Peer, a.TargetDir, a.Target, a.Reactor), []byte(a.Emoji)))
+		return err
+	case wire.ContentEdit:
+		return t.applyEdit(ctx, a, uint32(edits))
+	case wire.ContentDelete:
+		return t.applyDelete(ctx, a)
+	}
+	return fmt.Errorf("apply action %x: content type %d: %w", a.ID[:], a.Content, engine.ErrConflict)
+}
+
+// applyEdit applies edit a over the target's latest edit number edits: a
+// later edit moves the shown body into the versions and replaces it; an
+// earlier one only joins the versions.
+func (t *tx) applyEdit(ctx context.Context, a engine.ActionApply, edits uint32) error {
+	peer := a.Peer.String()
+	if a.Edit <= edits {
+		_, err := t.run(ctx, "version-insert", sqlInsertVersion, peer, int64(a.TargetDir), a.Target[:], int64(a.Edit), a.At.UnixNano(),
+			t.db.seal.seal(kindMessageVersion, versionKey(a.Peer, a.TargetDir, a.Target, a.Edit), a.Text))
+		return err
+	}
+	var sealed []byte
+	found, err := t.scan(ctx, "entry-read", sqlEntryBody, []any{peer, int64(a.TargetDir), a.Target[:]}, &sealed)
+	if err != nil {
+		return err
+	}
+	if !found {
+		return fmt.Errorf("edit %x of %x: no entry: %w", a.ID[:], a.Target[:], engine.ErrConflict)
+	}
+	body, err := t.db.seal.open(kindHistoryBody, historyKey(a.Peer, a.TargetDir, a.Target), sealed)
+	if err != nil {
+		return fmt.Errorf("edit %x of %x: %w", a.ID[:], a.Target[:], err)
+	}
+	if _, err := t.run(ctx, "version-insert", sqlInsertVersion, peer, int64(a.TargetDir), a.Target[:], int64(edits), a.At.UnixNano(),
+		t.db.seal.seal(kindMessageVersion, versionKey(a.Peer, a.TargetDir, a.Target, edits), body)); err != nil {
+		return err
+	}
+	text := a.Text
+	if text == nil {
+		text = []byte{}
+	}
+	if _, err := t.runOne(ctx, "entry-edit", engine.ErrConflict, sqlSetEntryBody,
+		t.db.seal.seal(kindHistoryBody, historyKey(a.Peer, a.TargetDir, a.Target), text), peer, int64(a.TargetDir), a.Target[:]); err != nil {
+		return fmt.Errorf("edit %x of %x: %w", a.ID[:], a.Target[:], err)
+	}
+	_, err = t.runOne(ctx, "edits-set", engine.ErrConflict, sqlSetEdits, peer, int64(a.TargetDir), a.Target[:], int64(a.Edit))
+	return err
+}
+
+// applyDelete replaces the target's body by a tombstone and removes its
+// reactions and its previous versions.
+func (t *tx) applyDelete(ctx context.Context, a engine.ActionApply) error {
+	peer := a.Peer.String()
+	target := []any{peer, int64(a.TargetDir), a.Target[:]}
+	if _, err := t.runOne(ctx, "entry-delete", engine.ErrConflict, sqlSetEntryBody,
+		append([]any{t.db.seal.seal(kindHistoryBody, historyKey(a.Peer, a.TargetDir, a.Target), []byte{})}, target...)...); err != nil {
+		return fmt.Errorf("delete %x of %x: %w", a.ID[:], a.Target[:], err)
+	}
+	if _, err := t.run(ctx, "deleted-set", sqlSetDeleted, target...); err != nil {
+		return err
+	}
+	if _, err := t.run(ctx, "reactions-delete", sqlDeleteReactions, target...); err != nil {
+		return err
+	}
+	_, err := t.run(ctx, "versions-delete", sqlDeleteVersions, target...)
+	return err
+}
+
+// ActionTarget implements engine.ActionStore.
+func (db *DB) ActionTarget(ctx context.Context, peer engine.Address, id wire.LogicalID, dir engine.Direction) (engine.ActionTarget, error) {
+	if err := db.checkOpen("read an action's target"); err != nil {
+		return engine.ActionTarget{}, err
+	}
+	var t engine.ActionTarget
+	var d, at, action, edits, deleted int64
+	err := db.queryRow(ctx, sqlActionTarget, peer.String(), id[:], int64(dir)).Scan(&d, &at, &action, &edits, &deleted)
+	switch {
+	case err == nil:
+		t.Found, t.Direction, t.At = true, engine.Direction(d), nsTime(at)
+		t.Action, t.Edits, t.Deleted = wire.ContentType(action), uint32(edits), deleted == 1
+		return t, nil
+	case !errors.Is(err, sql.ErrNoRows):
+		return t, db.readErr("read an action's target", err)
+	}
+	if dir == engine.DirectionOut {
+		return t, nil
+	}
+	seen, err := db.Seen(ctx, peer, id)
+	if err != nil {
+		return t, err
+	}
+	t.Pending = seen.Pending
+	t.Discarded = seen.Finalized && seen.Outcome == engine.OutcomeDiscarded
+	return t, nil
+}
+
+// HeldActions implements engine.ActionStore.
+func (db *DB) HeldActions(ctx context.Context, after int64, limit int) ([]engine.InboundMessage, error) {
+	if err := db.checkOpen("read waiting actions"); err != nil {
+		return nil, err
+	}
+	rows, err := db.query(ctx, sqlHeldActions, after, pageLimit(limit))
+	if err != nil {
+		return nil, db.readErr("read waiting actions", err)
+	}
+	defer rows.Close()
+	var out []engine.InboundMessage
+	for rows.Next() {
+		var m engine.InboundMessage
+		var from string
+		var id, digest, frame []byte
+		var received int64
+		if err := rows.Scan(&m.Seq, &from, &id, &received, &digest, &frame); err != nil {
+			return nil, db.readErr("read waiting actions", err)
+		}
+		if m.Sender, err = engine.ParseAddress(from); err != nil {
+			return nil, fmt.Errorf("store: read waiting action %d: %w: %w", m.Seq, engine.ErrMalformedState, err)
+		}
+		copy(m.ID[:], id)
+		m.ReceivedAt = nsTime(received)
+		if err := db.openInbound(&m, digest, frame); err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, db.readErr("read waiting actions", err)
+	}
+	return out, nil
+}
+
+// MessageVersions implements engine.ActionStore.
+func (db *DB) MessageVersions(ctx context.Context, peer engine.Address, dir engine.Direction, id wire.LogicalID) ([]engine.MessageVersion, error) {
+	if err := db.checkOpen("read versions"); err != nil {
+		return nil, err
+	}
+	rows, err := db.query(ctx, sqlVersions, peer.String(), int64(dir), id[:])
+	if err != nil {
+		return nil, db.readErr("read versions", err)
+	}
+	defer rows.Close()
+	var out []engine.MessageVersion
+	for rows.Next() {
+		var v engine.MessageVersion
+		var edit, at int64
+		var sealed []byte
+		if err := rows.Scan(&edit, &at, &sealed); err != nil {
+			return nil, db.readErr("read versions", err)
+		}
+		v.Edit, v.At = uint32(edit), nsTime(at)
+		if v.Body, err = db.seal.open(kindMessageVersion, versionKey(peer, dir, id, v.Edit), sealed); err != nil {
+			return nil, fmt.Errorf("store: read version %d of %x: %w", edit, id[:], err)
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, db.readErr("read versions", err)
+	}
+	return out, nil
+}
+
+// addReactions fills the reactions of a page of one conversation's
+// entries, in one query.
+func (db *DB) addReactions(ctx context.Context, peer engine.Address, page []engine.HistoryEntry) error {
+	if len(page) == 0 {
+		return nil
+	}
+	type key struct {
+		dir engine.Direction
+		id  wire.LogicalID
+	}
+	at := make(map[key]int, len(page))
+	args := []any{peer.String()}
+	for i, e := range page {
+		at[key{e.Direction, e.ID}] = i
+		args = append(args, e.ID[:])
+	}
+	q := "SELECT direction, id, reactor, sealed_emoji FROM reaction WHERE peer = ? AND id IN (?" +
+		strings.Repeat(", ?", len(page)-1) + ") ORDER BY at, reactor"
+	rows, err := db.query(ctx, q, args...)
+	if err != nil {
+		return db.readErr("read reactions", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var d int64
+		var id, sealed []byte
+		var reactor string
+		if err := rows.Scan(&d, &id, &reactor, &sealed); err != nil {
+			return db.readErr("read reactions", err)
+		}
+		var k key
+		k.dir = engine.Direction(d)
+		copy(k.id[:], id)
+		i, ok := at[k]
+		if !ok {
+			continue
+		}
+		from, err := engine.ParseAddress(reactor)
+		if err != nil {
+			return fmt.Errorf("store: read reactions: %w: %w", engine.ErrMalformedState, err)
+		}
+		emoji, err := db.seal.open(kindReactionEmoji, reactionKey(peer, k.dir, k.id, from), sealed)
+		if err != nil {
+			return fmt.Errorf("store: read reactions: %w", err)
+		}
+		page[i].Reactions = append(page[i].Reactions, engine.Reaction{From: from, Emoji: string(emoji)})
+	}
+	if err := rows.Err(); err != nil {
+		return db.readErr("read reactions", err)
+	}
+	return nil
+}
+
+// checkActionApply checks that an action belongs to the plan that applies
+// it: its conversation, its own entry, a content type of an action and a
+// target's direction.
+func checkActionApply(a engine.ActionApply, peer engine.Address, dir engine.Direction, id wire.LogicalID) error {
+	switch {
+	case a.Peer != peer || a.Dir != dir || a.ID != id:
+		return invalid("action %x of %s (%s) with a plan of %x of %s (%s)", a.ID[:], a.Peer, a.Dir, id[:], peer, dir)
+	case !wire.IsAction(a.Content):
+		return invalid("action of content type %d", a.Content)
+	case a.Content != wire.ContentReply && a.TargetDir != engine.DirectionIn && a.TargetDir != engine.DirectionOut:
+		return invalid("action's target in direction %d", a.TargetDir)
+	case a.Content == wire.ContentReaction && !a.Remove && wire.CheckEmoji(a.Emoji) != nil:
+		return invalid("reaction %q", a.Emoji)
+	}
+	return checkTime("action at", a.At)
+}
