@@ -296,15 +296,6 @@ func (c *Client) pumpLanes(ctx context.Context, id wire.LogicalID, recipients []
 	return unsent
 }
 
-// frameID returns the logical ID of an encoded frame (bytes 2..18 of every
-// kind of version 0x01).
-func frameID(frame []byte) (id wire.LogicalID) {
-	if len(frame) >= 18 {
-		copy(id[:], frame[2:18])
-	}
-	return id
-}
-
 // normalizeOps sorts operations by address and keeps the last for each
 // address, as the roster frame wants them.
 func normalizeOps(ops []wire.RosterChange) []wire.RosterChange {
