@@ -295,6 +295,16 @@ func groupMade(v *checkView) error {
 	if n := len(g.Roster.Members); n != 3 {
 		return fmt.Errorf("#%s has %d members, want alice, bob and carol", v.group, n)
 	}
+	// The creation is stored first and its lanes go out after: carol must
+	// have the roster before the next step arms the loss of alice's next
+	// envelope to her, or the loss would take the roster instead.
+	c, err := v.client(carol)
+	if err != nil {
+		return err
+	}
+	if _, err := c.Group(v.ctx, g.ID); err != nil {
+		return fmt.Errorf("carol has not received #%s yet: %w", v.group, err)
+	}
 	for _, name := range v.pane(0).Groups {
 		if name == v.group {
 			return nil
