@@ -147,6 +147,18 @@ type ActionApply struct {
 	At   time.Time
 }
 
+// actionTargetKey names an action's target in one conversation.
+type actionTargetKey struct {
+	peer Address
+	dir  Direction
+	id   wire.LogicalID
+}
+
+// targetKey is the key of a's target.
+func (a *ActionApply) targetKey() actionTargetKey {
+	return actionTargetKey{a.Peer, a.TargetDir, a.Target}
+}
+
 // targetDirection is the direction in which an action's target is looked
 // up: either (0, the earliest entry with the ID), so that an edit of a
 // message its sender did not write is found, and refused as not its

@@ -148,6 +148,14 @@ func (c *Client) deliverNew(ctx context.Context, bs *batchState, in *incoming, o
 			return err
 		}
 		waits = act == nil || v.Hold
+		if act != nil && act.Content != wire.ContentReply && bs.deleted[act.targetKey()] {
+			// Deleted earlier in this batch: not applied over the
+			// tombstone but discarded by the hold's pass.
+			waits = true
+		}
+		if act != nil && !waits && act.Content == wire.ContentDelete {
+			bs.deleted[act.targetKey()] = true
+		}
 	}
 	switch {
 	case request != nil:
