@@ -31,9 +31,9 @@ const (
 	// a removal can lose the merge to a concurrent change.
 	sqlPendingLanesOf = `SELECT id FROM group_lane WHERE grp = ?1 AND recipient = ?2 AND state = 1
 		AND id NOT IN (SELECT id FROM group_change WHERE grp = ?1)`
-	sqlGroups            = "SELECT id, name FROM grp ORDER BY name, id"
-	sqlGroup             = "SELECT name, start_change, snapshot, vouchers FROM grp WHERE id = ?"
-	sqlGroupChanges      = "SELECT frame, author FROM group_change WHERE grp = ?"
+	sqlGroups       = "SELECT id, name FROM grp ORDER BY name, id"
+	sqlGroup        = "SELECT name, start_change, snapshot, vouchers FROM grp WHERE id = ?"
+	sqlGroupChanges = "SELECT frame, author FROM group_change WHERE grp = ?"
 	// sqlGroupHistory leaves out the entries of reactions, edits and
 	// deletes: what they did shows (group_extra, group_reaction).
 	sqlGroupHistory = `SELECT h.seq, h.sender, h.id, h.at, h.sealed_body, x.reply_to, coalesce(x.edits, 0), coalesce(x.deleted, 0)
