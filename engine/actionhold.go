@@ -117,7 +117,8 @@ func (c *Client) settleActions(ctx context.Context) ([]ReceiveResult, error) {
 			if r.Err != nil {
 				continue
 			}
-			rr := ReceiveResult{Kind: ResultApplied, Sender: q.Sender, ID: q.ID, Content: known[inboundKey{q.Sender, q.ID}].Content, Action: r.Action}
+			m := known[inboundKey{q.Sender, q.ID}]
+			rr := ReceiveResult{Kind: ResultApplied, Sender: q.Sender, ID: q.ID, Content: m.Content, Group: m.Group, Action: r.Action}
 			if q.Outcome == OutcomeDiscarded || r.Discarded != DiscardNone {
 				rr.Kind, rr.Reason, rr.Action = ResultActionDiscarded, max(q.Reason, r.Discarded), nil
 			}

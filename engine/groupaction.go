@@ -106,18 +106,37 @@ func (c *Client) groupApplyOf(g wire.GroupID, author Address, id wire.LogicalID,
 // the actor), then stored with a pending lane per member and applied here
 // in the same transaction, for the pump to send.
 func (c *Client) actInGroup(ctx context.Context, g wire.GroupID, a wire.Action) (wire.LogicalID, error) {
+	res, err := c.enqueueGroupAction(ctx, g, a)
+	return res.ID, err
+}
+
+// EnqueueGroupAction is Act for an action in group r.Group, returning as
+// EnqueueGroup does: the action's ID and every lane in Unsent (stored,
+// none handed off yet; the pump sends them).
+func (c *Client) EnqueueGroupAction(ctx context.Context, r ActionRequest) (GroupSendResult, error) {
+	if r.Group == nil {
+		return GroupSendResult{}, fmt.Errorf("%s: %w", ActionName(r.Content), ErrUnknownGroup)
+	}
+	a := wire.Action{Content: r.Content, Target: r.Target, Text: r.Text, Emoji: r.Emoji, Remove: r.Remove}
+	if len(a.Text) == 0 {
+		a.Text = nil
+	}
+	return c.enqueueGroupAction(ctx, *r.Group, a)
+}
+
+func (c *Client) enqueueGroupAction(ctx context.Context, g wire.GroupID, a wire.Action) (GroupSendResult, error) {
 	var targetAuthor Address
 	if a.Content != wire.ContentReply {
 		t, author, err := c.groupTarget(ctx, g, c.self, a)
 		if err != nil {
-			return wire.LogicalID{}, fmt.Errorf("%s: %w", ActionName(a.Content), err)
+			return GroupSendResult{}, fmt.Errorf("%s: %w", ActionName(a.Content), err)
 		}
 		if !t.Found {
-			return wire.LogicalID{}, fmt.Errorf("%s %x: %w", ActionName(a.Content), a.Target[:], ErrTargetNotFound)
+			return GroupSendResult{}, fmt.Errorf("%s %x: %w", ActionName(a.Content), a.Target[:], ErrTargetNotFound)
 		}
 		now := c.cfg.Now()
 		if v := DecideAction(t, a.Content, true, now, now); v.Hold || v.Reason != DiscardNone {
-			return wire.LogicalID{}, fmt.Errorf("%s %x: %w", ActionName(a.Content), a.Target[:], &ActionRefusedError{Reason: v.Reason})
+			return GroupSendResult{}, fmt.Errorf("%s %x: %w", ActionName(a.Content), a.Target[:], &ActionRefusedError{Reason: v.Reason})
 		}
 		if a.Content == wire.ContentEdit {
 			a.Edit = t.Edits + 1
@@ -126,16 +145,16 @@ func (c *Client) actInGroup(ctx context.Context, g wire.GroupID, a wire.Action) 
 	}
 	body, err := wire.EncodeAction(a)
 	if err != nil {
-		return wire.LogicalID{}, fmt.Errorf("%s: %w", ActionName(a.Content), err)
+		return GroupSendResult{}, fmt.Errorf("%s: %w", ActionName(a.Content), err)
 	}
-	mid, _, err := c.storeGroupWith(ctx, g, nil, a.Content, body, func(id wire.LogicalID, at time.Time) *ActionApply {
+	mid, lanes, err := c.storeGroupWith(ctx, g, nil, a.Content, body, func(id wire.LogicalID, at time.Time) *ActionApply {
 		return c.groupApplyOf(g, c.self, id, a, targetAuthor, at)
 	})
 	if err != nil {
-		return wire.LogicalID{}, err
+		return GroupSendResult{}, err
 	}
 	c.wantPump()
-	return mid, nil
+	return GroupSendResult{ID: mid, Unsent: lanes}, nil
 }
 
 // receivedGroupAction is receivedAction for a group message m carrying
