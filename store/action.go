@@ -37,7 +37,7 @@ const (
 	sqlInsertVersion = `INSERT INTO message_version (peer, direction, id, edit, at, sealed_body) VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT DO NOTHING`
 	sqlSetDeleted = `INSERT INTO message_extra (peer, direction, id, deleted) VALUES (?, ?, ?, 1)
-		ON CONFLICT (peer, direction, id) DO UPDATE SET deleted = 1`
+		ON CONFLICT (peer, direction, id) DO UPDATE SET deleted = 1, edits = 0`
 	sqlDeleteVersions  = "DELETE FROM message_version WHERE peer = ? AND direction = ? AND id = ?"
 	sqlDeleteReactions = "DELETE FROM reaction WHERE peer = ? AND direction = ? AND id = ?"
 	sqlSetReaction     = `INSERT INTO reaction (peer, direction, id, reactor, at, sealed_emoji) VALUES (?, ?, ?, ?, ?, ?)

@@ -37,7 +37,7 @@ const (
 	sqlGroupInsertVersion = `INSERT INTO group_version (grp, sender, id, edit, at, sealed_body) VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT DO NOTHING`
 	sqlGroupSetDeleted = `INSERT INTO group_extra (grp, sender, id, deleted) VALUES (?, ?, ?, 1)
-		ON CONFLICT (grp, sender, id) DO UPDATE SET deleted = 1`
+		ON CONFLICT (grp, sender, id) DO UPDATE SET deleted = 1, edits = 0`
 	sqlGroupDeleteVersions  = "DELETE FROM group_version WHERE grp = ? AND sender = ? AND id = ?"
 	sqlGroupDeleteReactions = "DELETE FROM group_reaction WHERE grp = ? AND sender = ? AND id = ?"
 	sqlGroupSetReaction     = `INSERT INTO group_reaction (grp, sender, id, reactor, at, sealed_emoji) VALUES (?, ?, ?, ?, ?, ?)
