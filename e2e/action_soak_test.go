@@ -18,14 +18,14 @@ import (
 // everything synced, committed and retried until nothing is pending, every
 // participant's history --json agrees row for row (bodies, edited flags,
 // reactions, tombstones, quotes) and holds each message and each reply
-// exactly once. ACTION_SOAK_OPS sets the number of operations (default 16).
+// exactly once. ACTION_SOAK_OPS sets the number of operations (default 12).
 //
 // A person reacts at most once per message here: a reaction carries no
 // order of its own (unlike an edit's number), so a reaction replaced or
 // taken back and overtaken by the change on a lossy relay is known to
 // leave the two sides with different reactions (docs/reliability.md).
 func TestActionSoak(t *testing.T) {
-	n := 16
+	n := 12
 	if s := os.Getenv("ACTION_SOAK_OPS"); s != "" {
 		v, err := strconv.Atoi(s)
 		if err != nil || v < 1 {
