@@ -38,9 +38,10 @@ const (
 	// ChainMessageVersion is the version byte of a chain message.
 	ChainMessageVersion = 1
 	// ChainMessageHeaderSize is the size of a chain message's header: the
-	// version, the group, the generation, the chain and the position. The
-	// header is what the associated data binds (ChainMessage.Header).
-	ChainMessageHeaderSize = 1 + 16 + 8 + 16 + 4
+	// version, the group, the generation, the chain, the position and the
+	// salt. The header is what the associated data binds
+	// (ChainMessage.Header).
+	ChainMessageHeaderSize = 1 + 16 + 8 + 16 + 4 + 16
 	// ChainTagSize is the AEAD tag a chain message's ciphertext ends with.
 	ChainTagSize = 16
 	// MaxChainCiphertextSize is the largest chain message ciphertext: a
@@ -77,13 +78,17 @@ type NeedChain struct {
 }
 
 // ChainMessage is the payload of an EnvelopeChain: the header in clear, the
-// ciphertext of a group message frame under the position's message key, and
-// the chain's signature over the associated data and the ciphertext.
+// ciphertext of a group message frame under a key derived from the
+// position's message key and the salt (random, new for every encryption, so
+// that a profile restored from a copy that seals a position again never
+// reuses a key and nonce), and the chain's signature over the associated
+// data and the ciphertext.
 type ChainMessage struct {
 	Group      GroupID
 	Generation uint64
 	Chain      ChainID
 	Position   uint32
+	Salt       [16]byte
 	Ciphertext []byte
 	Signature  [64]byte
 }
@@ -163,7 +168,8 @@ func (m ChainMessage) appendHeader(b []byte) []byte {
 	b = append(b, m.Group[:]...)
 	b = binary.BigEndian.AppendUint64(b, m.Generation)
 	b = append(b, m.Chain[:]...)
-	return binary.BigEndian.AppendUint32(b, m.Position)
+	b = binary.BigEndian.AppendUint32(b, m.Position)
+	return append(b, m.Salt[:]...)
 }
 
 // EncodeChainMessage returns a chain message's bytes. A ciphertext shorter
@@ -199,6 +205,7 @@ func DecodeChainMessage(b []byte) (ChainMessage, error) {
 	m.Generation = r.u64("generation")
 	r.array(m.Chain[:], "chain")
 	m.Position = r.u32("position")
+	r.array(m.Salt[:], "salt")
 	ct := r.sized("ciphertext", ChainTagSize, MaxChainCiphertextSize)
 	r.array(m.Signature[:], "signature")
 	if err := r.end(); err != nil {
