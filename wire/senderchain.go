@@ -38,10 +38,11 @@ const (
 	// ChainMessageVersion is the version byte of a chain message.
 	ChainMessageVersion = 1
 	// ChainMessageHeaderSize is the size of a chain message's header: the
-	// version, the group, the generation, the chain, the position and the
-	// salt. The header is what the associated data binds
-	// (ChainMessage.Header).
-	ChainMessageHeaderSize = 1 + 16 + 8 + 16 + 4 + 16
+	// version, the chain, the position and the salt. The header is what the
+	// associated data binds (ChainMessage.Header), with the group and the
+	// generation the receiver keeps for the chain: neither travels in
+	// clear, so nothing outside the encryption says "group".
+	ChainMessageHeaderSize = 1 + 16 + 4 + 16
 	// ChainTagSize is the AEAD tag a chain message's ciphertext ends with.
 	ChainTagSize = 16
 	// MaxChainCiphertextSize is the largest chain message ciphertext: a
@@ -77,15 +78,14 @@ type NeedChain struct {
 	Position   uint32
 }
 
-// ChainMessage is the payload of an EnvelopeChain: the header in clear, the
+// ChainMessage is the payload of an EnvelopeChain: the header in clear (the
+// chain and the position, which name the group only to who holds the chain), the
 // ciphertext of a group message frame under a key derived from the
 // position's message key and the salt (random, new for every encryption, so
 // that a profile restored from a copy that seals a position again never
 // reuses a key and nonce), and the chain's signature over the associated
 // data and the ciphertext.
 type ChainMessage struct {
-	Group      GroupID
-	Generation uint64
 	Chain      ChainID
 	Position   uint32
 	Salt       [16]byte
@@ -165,8 +165,6 @@ func (m ChainMessage) Header() []byte {
 
 func (m ChainMessage) appendHeader(b []byte) []byte {
 	b = append(b, ChainMessageVersion)
-	b = append(b, m.Group[:]...)
-	b = binary.BigEndian.AppendUint64(b, m.Generation)
 	b = append(b, m.Chain[:]...)
 	b = binary.BigEndian.AppendUint32(b, m.Position)
 	return append(b, m.Salt[:]...)
@@ -201,8 +199,6 @@ func DecodeChainMessage(b []byte) (ChainMessage, error) {
 	r := reader{b: b}
 	r.version(ChainMessageVersion)
 	var m ChainMessage
-	r.array(m.Group[:], "group")
-	m.Generation = r.u64("generation")
 	r.array(m.Chain[:], "chain")
 	m.Position = r.u32("position")
 	r.array(m.Salt[:], "salt")

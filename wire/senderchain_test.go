@@ -64,16 +64,16 @@ func chainMessageVectors() []vector[wire.ChainMessage] {
 	return []vector[wire.ChainMessage]{
 		{
 			name: "chain-message-empty",
-			doc: `version 1, group bytes 10.., generation 3, chain bytes 20.., position 0, salt bytes 30..,
+			doc: `version 1, chain bytes 20.., position 0, salt bytes 30..,
 				ciphertext bytes 40.. (16 bytes: a tag alone), signature bytes 80..`,
-			v: wire.ChainMessage{Group: seq16(0x10), Generation: 3, Chain: seq16(0x20), Position: 0, Salt: seq16(0x30),
+			v: wire.ChainMessage{Chain: seq16(0x20), Position: 0, Salt: seq16(0x30),
 				Ciphertext: seq(0x40, 16), Signature: seq64(0x80)},
 		},
 		{
 			name: "chain-message",
-			doc: `version 1, group bytes 10.., generation 0x0102030405060708, chain bytes 20.., position 0xfffffffe,
+			doc: `version 1, chain bytes 20.., position 0xfffffffe,
 				salt bytes f0.., ciphertext bytes 40.. (21 bytes), signature bytes 80..`,
-			v: wire.ChainMessage{Group: seq16(0x10), Generation: 0x0102030405060708, Chain: seq16(0x20), Position: 0xfffffffe,
+			v: wire.ChainMessage{Chain: seq16(0x20), Position: 0xfffffffe,
 				Salt: seq16(0xf0), Ciphertext: seq(0x40, 21), Signature: seq64(0x80)},
 		},
 	}
@@ -138,9 +138,9 @@ func TestDecodeSenderChainRejects(t *testing.T) {
 	wantReject(t, wire.DecodeNeedChain, with(n, 1, byte(wire.FrameChainAnnounce)), wire.ErrMalformed)
 	m := mustEncode(wire.EncodeChainMessage, chainMessageVectors()[0].v)
 	wantReject(t, wire.DecodeChainMessage, with(m, 0, 2), wire.ErrUnsupportedVersion)
-	// Offsets: header 61, ciphertext length 61..64.
-	wantReject(t, wire.DecodeChainMessage, with(m, 64, 15), wire.ErrMalformed)
-	wantReject(t, wire.DecodeChainMessage, with(m, 61, 0xff), wire.ErrMalformed)
+	// Offsets: header 37, ciphertext length 37..40.
+	wantReject(t, wire.DecodeChainMessage, with(m, 40, 15), wire.ErrMalformed)
+	wantReject(t, wire.DecodeChainMessage, with(m, 37, 0xff), wire.ErrMalformed)
 	wantReject(t, wire.DecodeChainMessage, make([]byte, wire.MaxChainMessageSize+1), wire.ErrMessageTooLarge)
 	// Kinds 8 and 9 are not reported until the engine handles them.
 	if _, err := wire.PeekFrameKind(a); err == nil {

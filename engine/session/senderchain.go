@@ -140,12 +140,12 @@ func (c *SenderChain) Seal(rnd io.Reader, sender string, plaintext []byte) (wire
 	if len(plaintext)+wire.ChainTagSize > wire.MaxChainCiphertextSize {
 		return wire.ChainMessage{}, fmt.Errorf("seal chain message: %w", wire.ErrMessageTooLarge)
 	}
-	m := wire.ChainMessage{Group: c.group, Generation: c.generation, Chain: c.id, Position: c.next}
+	m := wire.ChainMessage{Chain: c.id, Position: c.next}
 	if _, err := io.ReadFull(rnd, m.Salt[:]); err != nil {
 		return wire.ChainMessage{}, fmt.Errorf("seal chain message: %w", err)
 	}
 	mk, next := chainStep(&c.key)
-	ad := chainAD(sender, m)
+	ad := chainAD(sender, c.group, c.generation, m)
 	key, nonce := chainSealKey(&mk, m.Salt)
 	m.Ciphertext = newAEAD(&key).Seal(nil, nonce[:], plaintext, ad)
 	copy(m.Signature[:], ed25519.Sign(c.signing, chainSignedBody(ad, m.Ciphertext)))
@@ -216,10 +216,10 @@ func (r *ReceiverChain) Check(sender string, a wire.ChainAnnounce) error {
 // next (ErrTooManySkipped); a ciphertext that fails to authenticate
 // (ErrDecrypt).
 func (r *ReceiverChain) Open(sender string, m wire.ChainMessage) ([]byte, error) {
-	if sender != r.sender || m.Group != r.group || m.Generation != r.generation || m.Chain != r.id {
+	if sender != r.sender || m.Chain != r.id {
 		return nil, ErrChainMismatch
 	}
-	ad := chainAD(sender, m)
+	ad := chainAD(sender, r.group, r.generation, m)
 	if !ed25519.Verify(r.signingKey[:], chainSignedBody(ad, m.Ciphertext), m.Signature[:]) {
 		return nil, ErrBadSignature
 	}
@@ -301,15 +301,18 @@ func chainSealKey(mk *messageKey, salt [16]byte) (key [32]byte, nonce [12]byte) 
 }
 
 // chainAD is a chain message's associated data: the label, the sender's
-// address (u8 length and bytes) and the message's header (version, group,
-// generation, chain, position and salt). The logical ID is inside the
-// plaintext, a group message frame, which the engine checks names the
-// header's group and generation.
-func chainAD(sender string, m wire.ChainMessage) []byte {
-	b := make([]byte, 0, len(labelChainAD)+1+len(sender)+wire.ChainMessageHeaderSize)
+// address (u8 length and bytes), the chain's group and generation (which
+// the receiver keeps from the announcement; they do not travel in clear)
+// and the message's header (version, chain, position and salt). The
+// logical ID is inside the plaintext, a group message frame, which the
+// engine checks names the chain's group and generation.
+func chainAD(sender string, group wire.GroupID, generation uint64, m wire.ChainMessage) []byte {
+	b := make([]byte, 0, len(labelChainAD)+1+len(sender)+16+8+wire.ChainMessageHeaderSize)
 	b = append(b, labelChainAD...)
 	b = append(b, byte(len(sender)))
 	b = append(b, sender...)
+	b = append(b, group[:]...)
+	b = binary.BigEndian.AppendUint64(b, generation)
 	return append(b, m.Header()...)
 }
 

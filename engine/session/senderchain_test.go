@@ -116,8 +116,6 @@ func TestSenderChainRefusesTampering(t *testing.T) {
 		want   error
 	}{
 		{"another sender", "mallory/1", func(*wire.ChainMessage) {}, ErrChainMismatch},
-		{"another group", chainSender, func(m *wire.ChainMessage) { m.Group[0] ^= 1 }, ErrChainMismatch},
-		{"another generation", chainSender, func(m *wire.ChainMessage) { m.Generation++ }, ErrChainMismatch},
 		{"another chain", chainSender, func(m *wire.ChainMessage) { m.Chain[0] ^= 1 }, ErrChainMismatch},
 		{"another position", chainSender, func(m *wire.ChainMessage) { m.Position++ }, ErrBadSignature},
 		{"another salt", chainSender, func(m *wire.ChainMessage) { m.Salt[0] ^= 1 }, ErrBadSignature},
@@ -130,6 +128,16 @@ func TestSenderChainRefusesTampering(t *testing.T) {
 			tt.change(&x)
 			wantOpenError(t, r, tt.sender, x, tt.want)
 		})
+	}
+	// The group and the generation are bound though they do not travel:
+	// the same chain kept for another group or generation opens nothing.
+	for _, change := range []func(*wire.ChainAnnounce){
+		func(a *wire.ChainAnnounce) { a.Group[0] ^= 1 },
+		func(a *wire.ChainAnnounce) { a.Generation++ },
+	} {
+		a := c.Announce(wire.LogicalID{})
+		change(&a)
+		wantOpenError(t, NewReceiverChain(chainSender, a), chainSender, m, ErrBadSignature)
 	}
 	// A member holds the chain key: it can encrypt a valid ciphertext at
 	// the next position, but not sign it with the sender's key.
@@ -150,8 +158,8 @@ func forge(t *testing.T, a wire.ChainAnnounce, pos uint32, key ed25519.PrivateKe
 	for p := a.Position; p <= pos; p++ {
 		mk, ck = chainStep(&ck)
 	}
-	m := wire.ChainMessage{Group: a.Group, Generation: a.Generation, Chain: a.Chain, Position: pos}
-	ad := chainAD(chainSender, m)
+	m := wire.ChainMessage{Chain: a.Chain, Position: pos}
+	ad := chainAD(chainSender, a.Group, a.Generation, m)
 	k, nonce := chainSealKey(&mk, m.Salt)
 	m.Ciphertext = newAEAD(&k).Seal(nil, nonce[:], []byte(body), ad)
 	copy(m.Signature[:], ed25519.Sign(key, chainSignedBody(ad, m.Ciphertext)))
@@ -217,8 +225,8 @@ func TestSenderChainSkipBounds(t *testing.T) {
 	wantOpenError(t, r, chainSender, forge(t, a, 0, signer, "old"), ErrDuplicateMessage)
 	openChain(t, r, forge(t, a, 3*MaxChainSkip+1, signer, "kept"), "kept")
 	// Past the last position: signed, so the position is what is refused.
-	last := wire.ChainMessage{Group: a.Group, Generation: a.Generation, Chain: a.Chain, Position: MaxChainPosition + 1, Ciphertext: make([]byte, wire.ChainTagSize)}
-	copy(last.Signature[:], ed25519.Sign(signer, chainSignedBody(chainAD(chainSender, last), last.Ciphertext)))
+	last := wire.ChainMessage{Chain: a.Chain, Position: MaxChainPosition + 1, Ciphertext: make([]byte, wire.ChainTagSize)}
+	copy(last.Signature[:], ed25519.Sign(signer, chainSignedBody(chainAD(chainSender, a.Group, a.Generation, last), last.Ciphertext)))
 	wantOpenError(t, r, chainSender, last, ErrChainExhausted)
 }
 
