@@ -3,8 +3,10 @@ package relayserver
 import (
 	"bytes"
 	"crypto/rand"
+	"fmt"
 	"testing"
 
+	"github.com/parley-chat/parley/transport"
 	"github.com/parley-chat/parley/transport/relaystore"
 	"github.com/parley-chat/parley/wire"
 )
@@ -162,5 +164,51 @@ func TestSubmitMultiRefusals(t *testing.T) {
 	}
 	if got := payloads(t, receiveN(t, cb, 1)); len(got) != 1 || len(got[0]) != per {
 		t.Fatalf("bob received %d envelopes, want only the one at the bound", len(got))
+	}
+}
+
+// TestClientSubmitMulti: the client's SubmitMulti reaches every mailbox
+// through kind 29 on a relay that serves it and through envelopes on one
+// that does not, with one result per mailbox either way; a payload past
+// the relay's copy bound falls back to envelopes.
+func TestClientSubmitMulti(t *testing.T) {
+	for _, on := range []bool{true, false} {
+		t.Run(fmt.Sprint("feature ", on), func(t *testing.T) {
+			r := startRelay(t, Config{SubmitMulti: on})
+			alice, bob, carol, nobody := newDevice(t, "alice/1"), newDevice(t, "bob/1"), newDevice(t, "carol/1"), newDevice(t, "nobody/1")
+			ca, cb, cc := dial(t, r, alice), dial(t, r, bob), dial(t, r, carol)
+			if f := waitFeatures(t, ca); f.Has(wire.FeatureSubmitMulti) != on {
+				t.Fatalf("features %s", f)
+			}
+			errs := ca.SubmitMulti(ctxT(t), multi(alice, []byte("to all"), bob, carol, nobody))
+			if len(errs) != 3 || errs[0] != nil || errs[1] != nil {
+				t.Fatalf("SubmitMulti: %v", errs)
+			}
+			wantRefused(t, "to an unregistered recipient", errs[2], wire.RefuseUnknownRecipient)
+			for _, c := range []*transport.Conn{cb, cc} {
+				if got := payloads(t, receiveN(t, c, 1)); got[0] != "to all" {
+					t.Fatalf("received %q", got)
+				}
+			}
+			to := []*device{bob, carol}
+			for _, a := range []string{"dave/1", "erin/1", "frank/1"} {
+				d := newDevice(t, a)
+				dial(t, r, d)
+				to = append(to, d)
+			}
+			big := make([]byte, maxMultiCopyBytes/len(to)+1)
+			for i, err := range ca.SubmitMulti(ctxT(t), multi(alice, big, to...)) {
+				if err != nil {
+					t.Fatalf("SubmitMulti past the copy bound, mailbox %d: %v, want the envelopes sent one by one", i, err)
+				}
+			}
+			want := 0.0
+			if on {
+				want = 2
+			}
+			if got := r.metric(t, "parley_relay_submit_multi_mailboxes_count"); got != want {
+				t.Errorf("%v SubmitMultis counted, want %v", got, want)
+			}
+		})
 	}
 }
