@@ -77,12 +77,12 @@ func simulate(t *testing.T, seed uint64, optimistic bool) {
 		cur        *SenderChain
 		chains     = map[wire.ChainID]*SenderChain{}
 		ann        = map[wire.ChainID]map[string]wire.ChainAnnounce{} // what each entitled device is announced
-		acked      = map[simLane]bool{}                                // announcement lanes acknowledged
-		sent       = map[simLane]bool{}                                // announcement lanes sent once
-		lanes      = map[simLane]simPacket{}                           // pending lanes and what they carry
-		want       = map[string]map[string]bool{}                      // member → bodies it must get
-		bodies     = map[simLane]string{}                              // (chain, position) → body
-		allowed    = map[string]map[string]bool{}                      // member → bodies sent while it was one
+		acked      = map[simLane]bool{}                               // announcement lanes acknowledged
+		sent       = map[simLane]bool{}                               // announcement lanes sent once
+		lanes      = map[simLane]simPacket{}                          // pending lanes and what they carry
+		want       = map[string]map[string]bool{}                     // member → bodies it must get
+		bodies     = map[simLane]string{}                             // (chain, position) → body
+		allowed    = map[string]map[string]bool{}                     // member → bodies sent while it was one
 		lossy      = true
 		net        []simPacket
 	)
