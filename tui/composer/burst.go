@@ -135,9 +135,9 @@ type viewCache struct {
 // viewKey is everything a frame depends on: the textarea by its revision,
 // the rest by value.
 type viewKey struct {
-	rev, w, h, size, queued int
-	focus                   bool
-	peer                    engine.Address
+	rev, w, h, size, queued  int
+	focus                    bool
+	peer                     engine.Address
 	blocked, err, note, mode string
 }
 

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/internal/layout"
@@ -311,4 +312,15 @@ func readQuotes(ctx context.Context, ms MessageSource, peer engine.Address, es [
 		out[id] = e
 	}
 	return out
+}
+
+// IsActionKey reports whether k is one of the action keys (r, +, e, D,
+// v): a group's view, which has none yet, says so.
+func (m Model) IsActionKey(k tea.KeyMsg) bool {
+	for _, b := range []key.Binding{m.keys.Reply, m.keys.React, m.keys.Edit, m.keys.Delete, m.keys.Versions} {
+		if input.Matches(k, b) {
+			return true
+		}
+	}
+	return false
 }
