@@ -46,11 +46,11 @@ func DefaultKeyMap() KeyMap {
 		Trace:       key.NewBinding(key.WithKeys("t"), key.WithHelp("t", "trace of the match (else the newest)")),
 		Download:    key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "download the oldest waiting file")),
 		Open:        key.NewBinding(key.WithKeys("o"), key.WithHelp("o", "open the file saved last")),
-		Reply:       key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "reply to the match (else the newest)")),
-		React:       key.NewBinding(key.WithKeys("+"), key.WithHelp("+", "react to the match (else the newest)")),
-		Edit:        key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "edit your match (else your newest)")),
-		Delete:      key.NewBinding(key.WithKeys("D"), key.WithHelp("D", "delete your match for everyone")),
-		Versions:    key.NewBinding(key.WithKeys("v"), key.WithHelp("v", "earlier versions of an edited message")),
+		Reply:       key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "reply")),
+		React:       key.NewBinding(key.WithKeys("+"), key.WithHelp("+", "react")),
+		Edit:        key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "edit yours")),
+		Delete:      key.NewBinding(key.WithKeys("D"), key.WithHelp("D", "delete yours for everyone")),
+		Versions:    key.NewBinding(key.WithKeys("v"), key.WithHelp("v", "versions of an edit")),
 	}
 }
 
@@ -59,7 +59,7 @@ func (k KeyMap) ShortHelp() []key.Binding {
 	if k.Confirm.Enabled() {
 		return []key.Binding{k.Confirm}
 	}
-	return []key.Binding{k.Commit, k.Discard, k.Reply, k.React, k.Edit, k.Delete, k.Download, k.Open, k.Search, k.Next, k.Prev, k.Trace, k.Up, k.Down, k.PageUp}
+	return []key.Binding{k.Commit, k.Discard, k.Download, k.Open, k.Reply, k.React, k.Edit, k.Delete, k.Search, k.Next, k.Prev, k.Trace, k.Up, k.Down, k.PageUp}
 }
 
 // FullHelp implements help.KeyMap.
