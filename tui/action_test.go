@@ -14,6 +14,7 @@ import (
 	"github.com/parley-chat/parley/themes"
 	"github.com/parley-chat/parley/tui/composer"
 	"github.com/parley-chat/parley/tui/inbox"
+	"github.com/parley-chat/parley/tui/outbox"
 	"github.com/parley-chat/parley/tui/timeline"
 	"github.com/parley-chat/parley/wire"
 )
@@ -210,6 +211,13 @@ func TestReactFromTimeline(t *testing.T) {
 	reload(t, bp)
 	if v := screen(bp); !strings.Contains(v, "👍 you") {
 		t.Fatalf("bob's reaction is not shown:\n%s", v)
+	}
+
+	// Bob's outbox says what the pending reaction is, not its encoding.
+	out := outbox.New(ap.ctx, ap.bob, themes.MustGet("dark"))
+	out, _ = out.Update(msgOf[outbox.LoadedMsg](t, out.SetSize(70, 10)))
+	if v := ansi.Strip(out.View()); !strings.Contains(v, "alice/1") || !strings.Contains(v, "reaction 👍") {
+		t.Fatalf("bob's outbox does not say what the reaction is:\n%s", v)
 	}
 
 	// Alice sees it waiting, in the inbox and in the conversation.

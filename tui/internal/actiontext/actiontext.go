@@ -79,3 +79,30 @@ func Targets(msgs []engine.InboundMessage) []wire.LogicalID {
 	}
 	return out
 }
+
+// Own says what an action this device sends does, for a list of sent
+// messages: "reaction 👍", "reaction taken back", "edit “…”", "delete
+// for everyone", "reply “…”"; false when c is no action.
+func Own(c wire.ContentType, body []byte) (string, bool) {
+	if !wire.IsAction(c) {
+		return "", false
+	}
+	a, err := wire.DecodeAction(c, body)
+	if err != nil {
+		return engine.ActionName(c) + " (unreadable)", true
+	}
+	switch c {
+	case wire.ContentReply:
+		return "reply “" + layout.OneLine(a.Text, 4*QuoteWidth) + "”", true
+	case wire.ContentReaction:
+		if a.Remove {
+			return "reaction taken back", true
+		}
+		return "reaction " + layout.OneLine([]byte(a.Emoji), 8), true
+	case wire.ContentEdit:
+		return "edit “" + layout.OneLine(a.Text, 4*QuoteWidth) + "”", true
+	case wire.ContentDelete:
+		return "delete for everyone", true
+	}
+	return engine.ActionName(c), true
+}
