@@ -93,7 +93,7 @@ func refusal(c wire.ContentType, err error) string {
 		case engine.DiscardNotAuthor:
 			why = "only its author edits or deletes a message"
 		case engine.DiscardWindowPassed:
-			why = fmt.Sprintf("more than %v after the message", engine.ActionWindow)
+			why = fmt.Sprintf("more than %d hours after the message", int(engine.ActionWindow.Hours()))
 		case engine.DiscardTargetDeleted:
 			why = "the message was deleted"
 		case engine.DiscardTargetMissing:

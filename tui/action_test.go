@@ -428,3 +428,35 @@ func TestActionKeysInGroup(t *testing.T) {
 		}
 	}
 }
+
+// TestActionsFitAt80x24: the picker, a reply's quote over the composer
+// and a refusal in the status bar keep the screen at 80x24.
+func TestActionsFitAt80x24(t *testing.T) {
+	ap := newActionPair(t)
+	bp := filePane(t, ap.bob, demoBob, demoAlice, PaneOptions{Compose: true, ChatFirst: true})
+	*bp, _ = bp.Update(msgOf[timeline.LoadedMsg](t, tea.Batch(bp.SetSize(80, 24), bp.tl().Reload())))
+	fits := func(what, want string) {
+		t.Helper()
+		v := bp.View()
+		lines := strings.Split(v, "\n")
+		if len(lines) != 24 {
+			t.Fatalf("%s: %d lines, want 24:\n%s", what, len(lines), ansi.Strip(v))
+		}
+		for i, l := range lines {
+			if w := ansi.StringWidth(l); w != 80 {
+				t.Fatalf("%s: line %d is %d cells wide, want 80:\n%s", what, i, w, ansi.Strip(v))
+			}
+		}
+		if !strings.Contains(ansi.Strip(v), want) {
+			t.Fatalf("%s: %q not on screen:\n%s", what, want, ansi.Strip(v))
+		}
+	}
+	press(bp, alt('2'), runes("+"))
+	fits("the picker", "react[1👍]")
+	press(bp, esc)
+	*bp, _ = bp.Update(msgOf[timeline.ActionMsg](t, press(bp, runes("r"))))
+	fits("a reply", "↪ replying to you: “hi alice”")
+	*bp, _ = bp.Update(composer.ActedMsg{Req: engine.ActionRequest{Peer: demoAlice, Content: wire.ContentReaction, Emoji: "👍"},
+		Err: &engine.ActionRefusedError{Reason: engine.DiscardWindowPassed}})
+	fits("a refusal", "reaction refused: more than 24 hours after the message")
+}
