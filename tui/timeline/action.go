@@ -89,8 +89,17 @@ func (m Model) selectedOwn() (engine.HistoryEntry, bool) {
 
 func notice(s string) tea.Cmd { return func() tea.Msg { return NoticeMsg{Text: s} } }
 
+// matchWaiting reports whether the search's match is a received message
+// not committed yet: nothing acts on it before it is.
+func (m Model) matchWaiting() bool {
+	return m.current >= 0 && m.current < len(m.matches) && m.items[m.matches[m.current]].wait != nil
+}
+
 // actionKey handles the action keys; ok false means k is none of them.
 func (m Model) actionKey(k tea.KeyMsg) (Model, tea.Cmd, bool) {
+	if m.matchWaiting() && (input.Matches(k, m.keys.Reply) || input.Matches(k, m.keys.React)) {
+		return m, notice("the match is waiting: commit it (c) before replying or reacting"), true
+	}
 	switch {
 	case input.Matches(k, m.keys.Reply):
 		t, ok := m.selected()
