@@ -120,6 +120,7 @@ func cmdTUI(ctx context.Context, env *cliEnv, cmd *command, args []string) error
 		Names:      s.DeviceNames(),
 		Emoji:      tui.Emoji(s.Emoji),
 		NoPreviews: !config.Bool(s.Previews, true),
+		Graphics:   s.Graphics,
 		Notify: tui.Notify{
 			Bell:    pick("bell", *bell, s.Notify.Bell),
 			Desktop: pick("desktop-notify", *desktop, s.Notify.Desktop),

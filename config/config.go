@@ -50,6 +50,10 @@ type Settings struct {
 	// Previews draws a received picture (PNG, JPEG, GIF) in the
 	// conversation once it is downloaded and verified; on by default.
 	Previews *bool `toml:"previews"`
+	// Graphics is how a picture is drawn: "auto" (the kitty graphics
+	// protocol on kitty and Ghostty, half blocks elsewhere), "kitty" or
+	// "blocks".
+	Graphics string `toml:"graphics"`
 }
 
 // Notify are the notification settings.
@@ -94,7 +98,7 @@ func Load(path string) (File, error) {
 			keys[i] = k.String()
 		}
 		sort.Strings(keys)
-		return File{}, fmt.Errorf("settings file %s: unknown setting %s (known: theme, commit, auto_retry, emoji, notify.bell, notify.desktop, notify.title, names, and the same under [profiles.\"user/device\"])",
+		return File{}, fmt.Errorf("settings file %s: unknown setting %s (known: theme, commit, auto_retry, emoji, previews, graphics, notify.bell, notify.desktop, notify.title, names, and the same under [profiles.\"user/device\"])",
 			path, strings.Join(keys, ", "))
 	}
 	if err := f.Settings.check(""); err != nil {
@@ -129,6 +133,11 @@ func (s Settings) check(prefix string) error {
 	case "", "auto", "whole", "plain":
 	default:
 		return fmt.Errorf("%semoji: %q is not auto, whole or plain", prefix, s.Emoji)
+	}
+	switch s.Graphics {
+	case "", "auto", "kitty", "blocks":
+	default:
+		return fmt.Errorf("%sgraphics: %q is not auto, kitty or blocks", prefix, s.Graphics)
 	}
 	for addr, name := range s.Names {
 		if _, err := engine.ParseAddress(addr); err != nil {
@@ -174,6 +183,9 @@ func (s Settings) Over(o Settings) Settings {
 	}
 	if o.Previews != nil {
 		s.Previews = o.Previews
+	}
+	if o.Graphics != "" {
+		s.Graphics = o.Graphics
 	}
 	if o.Notify.Bell != nil {
 		s.Notify.Bell = o.Notify.Bell

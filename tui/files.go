@@ -231,6 +231,7 @@ func (p *pane) fetch(f timeline.FetchMsg) tea.Cmd {
 	}
 	key, progress := p.xfer.Start(false, f.Name, f.Sender.String())
 	ctx, dir, noPreview := p.ctx, p.downloads(), p.hooks.NoPreviews
+	kitty := p.hooks.Graphics.Kitty(os.Getenv)
 	return tea.Batch(p.layout(), func() tea.Msg {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return fetchDoneMsg{key: key, res: timeline.FetchedMsg{Sender: f.Sender, ID: f.ID, Name: f.Name, Err: err}}
@@ -238,7 +239,7 @@ func (p *pane) fetch(f timeline.FetchMsg) tea.Cmd {
 		path, err := fs.FetchFile(ctx, f.Sender, f.ID, dir, progress)
 		res := timeline.FetchedMsg{Sender: f.Sender, ID: f.ID, Name: f.Name, Path: path, Err: err}
 		if err == nil && !noPreview {
-			res.Preview = preview(path)
+			res.Preview = preview(path, kitty)
 		}
 		return fetchDoneMsg{key: key, res: res}
 	})
@@ -252,12 +253,16 @@ const (
 )
 
 // preview draws the picture saved at path, which FetchFile wrote after its
-// digest verified, in half blocks: nil when it is not a PNG, JPEG or GIF
-// by its bytes, or beyond the bounds package picture checks first.
-func preview(path string) []string {
+// digest verified, with the kitty graphics protocol or in half blocks: nil
+// when it is not a PNG, JPEG or GIF by its bytes, or beyond the bounds
+// package picture checks first.
+func preview(path string, kitty bool) []string {
 	img, err := picture.Load(path)
 	if err != nil {
 		return nil
+	}
+	if kitty {
+		return picture.KittyCells(img, previewCols, previewRows)
 	}
 	return picture.HalfBlocks(img, previewCols, previewRows)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/parley-chat/parley/themes"
 	"github.com/parley-chat/parley/tui/eventlog"
 	"github.com/parley-chat/parley/tui/internal/input"
+	"github.com/parley-chat/parley/tui/internal/picture"
 )
 
 // sideBySide is the narrowest terminal where two profiles show next to
@@ -107,6 +108,9 @@ type PaneOptions struct {
 	Downloads string
 	// NoPreviews draws no picture in the conversation after a download.
 	NoPreviews bool
+	// Graphics is how a downloaded picture is drawn (the zero value: as
+	// the terminal is known to show it).
+	Graphics picture.Mode
 	// Opener is the program that opens a saved file (xdg-open, or open on
 	// macOS, when empty).
 	Opener string

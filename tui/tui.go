@@ -29,6 +29,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/tui/eventlog"
+	"github.com/parley-chat/parley/tui/internal/picture"
 )
 
 // Options configure Run (and, embedded, the demo's Run). The zero value is
@@ -64,6 +65,9 @@ type Options struct {
 	// NoPreviews draws no picture in the conversation after a download
 	// (the settings' previews = false).
 	NoPreviews bool
+	// Graphics is how a picture is drawn: "auto" (or ""), "kitty" or
+	// "blocks" (the settings' graphics).
+	Graphics string
 	// Emoji is how clusters terminals measure differently are drawn:
 	// whole, plain, or (the zero value) as the terminal is known to do.
 	Emoji Emoji
@@ -167,7 +171,11 @@ func Run(ctx context.Context, client *engine.Client, opts Options) error {
 	if m.bellOut == nil {
 		m.bellOut = os.Stdout
 	}
-	po := PaneOptions{ChatFirst: true, Downloads: opts.Downloads, NoPreviews: opts.NoPreviews}
+	graphics, err := picture.ParseMode(opts.Graphics)
+	if err != nil {
+		return fmt.Errorf("tui: %w", err)
+	}
+	po := PaneOptions{ChatFirst: true, Downloads: opts.Downloads, NoPreviews: opts.NoPreviews, Graphics: graphics}
 	if opts.Peer != "" {
 		peer, err := engine.ParseAddress(opts.Peer)
 		if err != nil {

@@ -1,9 +1,11 @@
 // Package picture turns a received image file into a preview the
 // terminal can draw: it decodes PNG, JPEG and GIF (the first frame) within
-// bounds checked before any pixel is decoded, and draws the image in
-// half-block cells (the upper half the cell's foreground, the lower half
-// its background), which every colour terminal shows and which the
-// interface's line-based renderer can place like text.
+// bounds checked before any pixel is decoded, and draws the image either
+// in half-block cells (the upper half the cell's foreground, the lower half
+// its background), which every colour terminal shows, or as the kitty
+// graphics protocol's Unicode placeholders, which kitty and Ghostty replace
+// by the image itself. Both are rows of text that the interface's
+// line-based renderer places, clips and redraws like any other line.
 //
 // It decodes only what the caller hands it: the interface calls it on a
 // file the engine saved after its digest verified, never on bytes that did
