@@ -339,6 +339,27 @@ func TestDeleteFromTimeline(t *testing.T) {
 	if v := screen(bp); !strings.Contains(v, "message deleted") || strings.Contains(v, "hi bob") {
 		t.Fatalf("bob's timeline shows no tombstone:\n%s", v)
 	}
+
+	// An edit of the deleted message (asked before the delete landed) is
+	// refused: the text comes back to the composer, still an edit.
+	var gone engine.HistoryEntry
+	for _, e := range alp.tl().Entries() {
+		if e.Deleted {
+			gone = e
+		}
+	}
+	*alp, _ = alp.Update(timeline.ActionMsg{Peer: demoBob, Content: wire.ContentEdit, Target: gone})
+	alp.comp().SetValue("hi bob!")
+	acted = msgOf[composer.ActedMsg](t, press(alp, enter))
+	*alp, _ = alp.Update(acted)
+	v = screen(alp)
+	if acted.Err == nil || alp.comp().Value() != "hi bob!" || alp.comp().Mode() != "edit" || !strings.Contains(v, "edit refused: the message was deleted") {
+		t.Fatalf("a refused edit (%v) left the composer with %q in mode %q:\n%s", acted.Err, alp.comp().Value(), alp.comp().Mode(), v)
+	}
+	press(alp, esc)
+	if alp.comp().Value() != "" || alp.comp().Mode() != "" {
+		t.Fatalf("esc left %q in mode %q", alp.comp().Value(), alp.comp().Mode())
+	}
 }
 
 // TestActionRefusedInStatusBar: the engine's refusal (an edit of the
@@ -353,14 +374,13 @@ func TestActionRefusedInStatusBar(t *testing.T) {
 			theirs = e
 		}
 	}
-	*bp, _ = bp.Update(timeline.ActionMsg{Peer: demoAlice, Content: wire.ContentDelete, Target: theirs})
-	_ = act
-	acted := msgOf[composer.ActedMsg](t, bp.comp().Act(engine.ActionRequest{Peer: demoAlice, Content: wire.ContentDelete, Target: theirs.ID}))
+	// The keys never choose another's message for a delete: ask as they
+	// would.
+	acted := act(t, bp, func() tea.Msg { return timeline.ActionMsg{Peer: demoAlice, Content: wire.ContentDelete, Target: theirs} })
 	var re *engine.ActionRefusedError
 	if !errors.As(acted.Err, &re) || re.Reason != engine.DiscardNotAuthor {
 		t.Fatalf("the engine answered %v, want not_author", acted.Err)
 	}
-	*bp, _ = bp.Update(acted)
 	if v := screen(bp); !strings.Contains(v, "delete refused: only its author edits or deletes a message") {
 		t.Fatalf("the refusal is not in the status bar:\n%s", v)
 	}
