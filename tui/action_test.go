@@ -376,7 +376,9 @@ func TestActionRefusedInStatusBar(t *testing.T) {
 	}
 	// The keys never choose another's message for a delete: ask as they
 	// would.
-	acted := act(t, bp, func() tea.Msg { return timeline.ActionMsg{Peer: demoAlice, Content: wire.ContentDelete, Target: theirs} })
+	acted := act(t, bp, func() tea.Msg {
+		return timeline.ActionMsg{Peer: demoAlice, Content: wire.ContentDelete, Target: theirs}
+	})
 	var re *engine.ActionRefusedError
 	if !errors.As(acted.Err, &re) || re.Reason != engine.DiscardNotAuthor {
 		t.Fatalf("the engine answered %v, want not_author", acted.Err)
