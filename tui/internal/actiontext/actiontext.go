@@ -31,7 +31,7 @@ type Lookup func(id wire.LogicalID) (engine.HistoryEntry, bool)
 
 // Describe says what the action of content c with encoded body does, and
 // whether c is an action at all (false: body is a message's own text).
-// lookup may be nil (every target is then "a message not here").
+// lookup may be nil: the target is then named by its short ID.
 func Describe(c wire.ContentType, body []byte, lookup Lookup) (string, bool) {
 	if !wire.IsAction(c) {
 		return "", false
@@ -40,12 +40,13 @@ func Describe(c wire.ContentType, body []byte, lookup Lookup) (string, bool) {
 	if err != nil {
 		return engine.ActionName(c) + " (unreadable)", true
 	}
-	var t engine.HistoryEntry
-	found := false
-	if lookup != nil {
-		t, found = lookup(a.Target)
+	var q string
+	if lookup == nil {
+		q = "message " + layout.ShortID(a.Target)
+	} else {
+		t, found := lookup(a.Target)
+		q = Quote(t, found)
 	}
-	q := Quote(t, found)
 	switch c {
 	case wire.ContentReply:
 		return "replies to " + q + ": " + layout.OneLine(a.Text, 4*QuoteWidth), true
@@ -105,4 +106,24 @@ func Own(c wire.ContentType, body []byte) (string, bool) {
 		return "delete for everyone", true
 	}
 	return engine.ActionName(c), true
+}
+
+// Applied says what an action committed in a round did, for the event
+// log: "reaction 👍 to message 1a2b3c4d".
+func Applied(a engine.AppliedAction) string {
+	q := "message " + layout.ShortID(a.Target)
+	switch a.Content {
+	case wire.ContentReaction:
+		if a.Remove {
+			return "reaction to " + q + " taken back"
+		}
+		return "reaction " + layout.OneLine([]byte(a.Emoji), 8) + " to " + q
+	case wire.ContentEdit:
+		return "edit of " + q + " to “" + layout.OneLine(a.Text, 2*QuoteWidth) + "”"
+	case wire.ContentDelete:
+		return q + " deleted for everyone"
+	case wire.ContentReply:
+		return "reply to " + q
+	}
+	return engine.ActionName(a.Content) + " of " + q
 }

@@ -39,7 +39,9 @@ func TestDescribe(t *testing.T) {
 		{wire.Action{Content: wire.ContentReaction, Target: target, Remove: true}, known("hi", false), "takes back the reaction to “hi”"},
 		{wire.Action{Content: wire.ContentEdit, Target: target, Edit: 1, Text: []byte("new \x1b[2Jtext")}, known("old", false), "edits “old” to “new [2Jtext”"},
 		{wire.Action{Content: wire.ContentDelete, Target: target}, known("bye", false), "deletes “bye” for everyone"},
-		{wire.Action{Content: wire.ContentReply, Target: target, Text: []byte("sure")}, nil, "replies to a message not here: sure"},
+		{wire.Action{Content: wire.ContentReply, Target: target, Text: []byte("sure")}, nil, "replies to message 07000000: sure"},
+		{wire.Action{Content: wire.ContentReply, Target: target, Text: []byte("sure")}, known("", false), "replies to “”: sure"},
+		{wire.Action{Content: wire.ContentReply, Target: wire.LogicalID{8}, Text: []byte("eh")}, known("x", false), "replies to a message not here: eh"},
 		{wire.Action{Content: wire.ContentReaction, Target: target, Emoji: "🎉"}, known("", true), "reacts 🎉 to a deleted message"},
 	} {
 		got, ok := Describe(tc.a.Content, encode(t, tc.a), tc.lookup)
@@ -76,5 +78,23 @@ func TestOwn(t *testing.T) {
 	}
 	if _, ok := Own(wire.ContentText, []byte("x")); ok {
 		t.Error("a text message was described as an action")
+	}
+}
+
+// TestApplied: an applied action in the event log's words.
+func TestApplied(t *testing.T) {
+	target := wire.LogicalID{0xab, 0xcd}
+	for _, tc := range []struct {
+		a    engine.AppliedAction
+		want string
+	}{
+		{engine.AppliedAction{Content: wire.ContentReaction, Target: target, Emoji: "👍"}, "reaction 👍 to message abcd0000"},
+		{engine.AppliedAction{Content: wire.ContentReaction, Target: target, Remove: true}, "reaction to message abcd0000 taken back"},
+		{engine.AppliedAction{Content: wire.ContentEdit, Target: target, Text: []byte("x\x1by")}, "edit of message abcd0000 to “xy”"},
+		{engine.AppliedAction{Content: wire.ContentDelete, Target: target}, "message abcd0000 deleted for everyone"},
+	} {
+		if got := Applied(tc.a); got != tc.want {
+			t.Errorf("Applied(%v) = %q, want %q", tc.a.Content, got, tc.want)
+		}
 	}
 }
