@@ -34,7 +34,7 @@ var (
 	_ timeline.MessageSource = (*engine.Client)(nil)
 )
 
-// errGroupActions is what the action keys say in a group's view: the
+// groupActions is what the action keys say in a group's view: the
 // engine acts in conversations with a device only.
 const groupActions = "replies, reactions, edits and deletes are not available in groups yet"
 

@@ -22,8 +22,8 @@ type ActionSource interface {
 }
 
 // ActedMsg reports one action: Err nil means it is stored as pending and
-// applied here. Text is the reply's or the edit's text, given back to the
-// composer when nothing was stored.
+// applied here; any error means nothing was stored (a reply's or an
+// edit's Req.Text is then given back to the composer).
 type ActedMsg struct {
 	Req engine.ActionRequest
 	ID  wire.LogicalID
