@@ -58,7 +58,7 @@ func (p *pane) act(a timeline.ActionMsg) tea.Cmd {
 	case wire.ContentReply:
 		who := "you"
 		if a.Target.Direction == engine.DirectionIn {
-			who = a.Peer.String()
+			who = p.tl().Label(a.Peer)
 		}
 		p.comp().Reply(a.Peer, a.Target.ID, who+": "+actiontext.Quote(a.Target, true))
 		return p.setFocus(panelComposer)

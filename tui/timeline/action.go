@@ -333,3 +333,7 @@ func (m Model) IsActionKey(k tea.KeyMsg) bool {
 	}
 	return false
 }
+
+// Label is how the panel names a device: its nickname and address, or
+// the address.
+func (m Model) Label(a engine.Address) string { return m.label(a) }
