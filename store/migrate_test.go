@@ -79,6 +79,7 @@ var fixtures = map[int]struct {
 	13: {insertFixtureV13, checkFixtureV13},
 	14: {insertFixtureV14, checkFixtureV14},
 	15: {insertFixtureV15, checkFixtureV15},
+	16: {insertFixtureV16, checkFixtureV16},
 }
 
 // insertFixtureV15 is fixture 14 with the sent message edited once (its
