@@ -22,6 +22,13 @@ const RelayEnvelopeLifetime RelayKind = 26
 // (relaybatch.go) follow the envelope lifetime.
 const relayLastKind = RelayBatchResults
 
+// knownRelayKind reports whether this package knows kind: 1 to
+// relayLastKind, and the device list kinds (relaydevice.go), numbered from 40
+// so that kinds added alongside them on other branches need not move.
+func knownRelayKind(kind RelayKind) bool {
+	return (kind >= RelayChallenge && kind <= relayLastKind) || (kind >= relayDeviceFirst && kind <= relayDeviceLast)
+}
+
 // laterKindName names the kinds past the first table (relay.go): the blob
 // kinds, the envelope lifetime and the batch kinds; "" for any other.
 func laterKindName(k RelayKind) string {
@@ -34,6 +41,8 @@ func laterKindName(k RelayKind) string {
 		return "submit batch"
 	case k == RelayBatchResults:
 		return "batch results"
+	case k >= relayDeviceFirst && k <= relayDeviceLast:
+		return relayDeviceKindNames[k-relayDeviceFirst]
 	}
 	return ""
 }
@@ -106,7 +115,7 @@ func (s FeatureSet) String() string {
 	for _, f := range []struct {
 		bit  FeatureSet
 		name string
-	}{{FeatureEnvelopeStatus, "envelope status"}, {FeatureSenderBlock, "sender block"}, {FeatureBlobs, "blobs"}, {FeatureEnvelopeLifetime, "envelope lifetime"}, {FeatureSubmitBatch, "submit batch"}} {
+	}{{FeatureEnvelopeStatus, "envelope status"}, {FeatureSenderBlock, "sender block"}, {FeatureBlobs, "blobs"}, {FeatureEnvelopeLifetime, "envelope lifetime"}, {FeatureSubmitBatch, "submit batch"}, {FeatureDeviceLists, "device lists"}} {
 		if s.Has(f.bit) {
 			names = append(names, f.name)
 			s &^= f.bit
@@ -164,6 +173,9 @@ func appendRelayPush(b []byte, m RelayMessage) ([]byte, error) {
 	if isRelayBlob(m) {
 		return appendRelayBlob(b, m)
 	}
+	if isRelayDevice(m) {
+		return appendRelayDevice(b, m)
+	}
 	switch m := m.(type) {
 	case EnvelopeStatus:
 		if !m.State.valid() {
@@ -193,6 +205,9 @@ func appendRelayPush(b []byte, m RelayMessage) ([]byte, error) {
 func (r *reader) relayPush(kind RelayKind) RelayMessage {
 	if kind >= relayBlobFirst && kind <= relayBlobLast {
 		return r.relayBlob(kind)
+	}
+	if kind >= relayDeviceFirst && kind <= relayDeviceLast {
+		return r.relayDevice(kind)
 	}
 	switch kind {
 	case RelayEnvelopeStatus:
