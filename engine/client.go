@@ -209,7 +209,13 @@ func CreateProfile(ctx context.Context, st Store, self Address, relayURL string,
 	}
 	idRec, _ := id.MarshalBinary()
 	p := Bootstrap{Self: self, RelayURL: relayURL, Identity: idRec, PreKeys: recs}
-	if _, err := st.Apply(ctx, p); err != nil {
+	// The account key is drawn last, so that the identity and prekeys are
+	// what the same randomness gave before accounts existed.
+	acc, err := newAccount(r, id, self, now)
+	if err != nil {
+		return IdentityKey{}, err
+	}
+	if _, err := st.ApplyBatch(ctx, []Plan{p, acc}); err != nil {
 		return IdentityKey{}, fmt.Errorf("bootstrap %s: %w", self, err)
 	}
 	return id.Public(), nil

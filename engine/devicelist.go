@@ -1,12 +1,15 @@
 package engine
 
 import (
+	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
+	"github.com/parley-chat/parley/engine/session"
 	"github.com/parley-chat/parley/wire"
 )
 
@@ -243,3 +246,83 @@ func ActiveDevice(l wire.DeviceList, number uint32, key [32]byte) bool {
 	e, ok := findEntry(&l, number)
 	return ok && e.State == wire.DeviceActive && e.SigningKey == key
 }
+
+// newAccount makes an account key and generation 1 of its list, naming
+// self, and returns the plan that stores them.
+func newAccount(r Randomness, id *Identity, self Address, now time.Time) (CreateAccount, error) {
+	k, err := NewAccountKey(r)
+	if err != nil {
+		return CreateAccount{}, err
+	}
+	l, err := FirstDeviceList(k, id, self, now.Unix())
+	if err != nil {
+		return CreateAccount{}, err
+	}
+	enc, err := wire.EncodeDeviceList(l)
+	if err != nil {
+		return CreateAccount{}, fmt.Errorf("encode device list: %w", err)
+	}
+	rec, _ := k.MarshalBinary()
+	return CreateAccount{Key: rec, List: enc}, nil
+}
+
+// EnsureAccount gives a profile made before accounts existed its account:
+// a new key and generation 1 of its list naming this device, stored in one
+// transaction (CreateAccount). A profile that has one is left as it is. It
+// reports whether it made one.
+func EnsureAccount(ctx context.Context, st Store, r Randomness, now time.Time) (bool, error) {
+	prof, err := st.Profile(ctx)
+	if err != nil {
+		return false, fmt.Errorf("read profile: %w", err)
+	}
+	if prof.DeviceList != nil {
+		return false, nil
+	}
+	if r == nil {
+		r = SystemRandom{}
+	}
+	id, err := session.UnmarshalIdentity(prof.Identity)
+	if err != nil {
+		return false, fmt.Errorf("read profile: %w", err)
+	}
+	p, err := newAccount(r, id, prof.Self, now)
+	if err != nil {
+		return false, err
+	}
+	if _, err := st.Apply(ctx, p); err != nil {
+		return false, fmt.Errorf("create the account of %s: %w", prof.Self, err)
+	}
+	return true, nil
+}
+
+// Account is what a profile knows of its account.
+type Account struct {
+	Key  *AccountKey // nil on a device that does not hold it
+	List wire.DeviceList
+}
+
+// LoadAccount reads the profile's account; ErrNoAccount when it has none
+// yet (a profile made before accounts, opened read-only).
+func LoadAccount(ctx context.Context, st Store) (Account, error) {
+	prof, err := st.Profile(ctx)
+	if err != nil {
+		return Account{}, fmt.Errorf("read profile: %w", err)
+	}
+	if prof.DeviceList == nil {
+		return Account{}, ErrNoAccount
+	}
+	var a Account
+	if prof.AccountKey != nil {
+		if a.Key, err = UnmarshalAccountKey(prof.AccountKey); err != nil {
+			return Account{}, err
+		}
+	}
+	if a.List, err = wire.DecodeDeviceList(prof.DeviceList); err != nil {
+		return Account{}, fmt.Errorf("read device list: %w: %w", ErrMalformedState, err)
+	}
+	return a, nil
+}
+
+// ErrNoAccount means the profile has no account yet: it was made before
+// accounts existed and has not been opened for writing since.
+var ErrNoAccount = errors.New("profile has no account yet")

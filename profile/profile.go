@@ -275,6 +275,17 @@ func (p *Profile) ReadOnly() bool { return p.st.ReadOnly() }
 
 // attach connects an open store to its relay and opens the engine on both.
 func attach(ctx context.Context, dir string, st *store.DB, o Options) (*Profile, error) {
+	if !st.ReadOnly() {
+		// A profile made before accounts existed gets its account here,
+		// in one transaction (engine.EnsureAccount).
+		now := time.Now
+		if o.Engine.Now != nil {
+			now = o.Engine.Now
+		}
+		if _, err := engine.EnsureAccount(ctx, st, o.Engine.Random, now()); err != nil {
+			return nil, err
+		}
+	}
 	self, relay, id, err := engine.LoadIdentity(ctx, st)
 	if err != nil {
 		return nil, err

@@ -79,6 +79,25 @@ var fixtures = map[int]struct {
 	13: {insertFixtureV13, checkFixtureV13},
 	14: {insertFixtureV14, checkFixtureV14},
 	15: {insertFixtureV15, checkFixtureV15},
+	16: {insertFixtureV16, checkFixtureV16},
+}
+
+// insertFixtureV16 is fixture 15 with an account: its sealed key and list.
+func insertFixtureV16(t *testing.T, db *sql.DB, s *sealer) {
+	t.Helper()
+	insertFixtureV15(t, db, s)
+	if _, err := db.Exec("INSERT INTO account VALUES (1, ?, ?)", s.seal(kindAccountKey, nil, bytes.Repeat([]byte{0x16}, 32)), []byte("list 16")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func checkFixtureV16(t *testing.T, db *DB) {
+	t.Helper()
+	checkFixtureV15(t, db)
+	prof, err := db.Profile(context.Background())
+	if err != nil || !bytes.Equal(prof.AccountKey, bytes.Repeat([]byte{0x16}, 32)) || string(prof.DeviceList) != "list 16" {
+		t.Fatalf("account %x %q, %v; want fixture 16's", prof.AccountKey, prof.DeviceList, err)
+	}
 }
 
 // insertFixtureV15 is fixture 14 with the sent message edited once (its
