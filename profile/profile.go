@@ -432,3 +432,10 @@ func Remove(dir string) error {
 	}
 	return errors.Join(errs...)
 }
+
+// Account returns what the profile knows of its account: its key (on the
+// device that made it) and the device list it holds. A profile made before
+// accounts and opened read-only since has none (engine.ErrNoAccount).
+func (p *Profile) Account(ctx context.Context) (engine.Account, error) {
+	return engine.LoadAccount(ctx, p.st)
+}
