@@ -20,9 +20,13 @@ const (
 	// EnvelopeRecovery carries a RecoveryRequest: the recipient's session
 	// with the sender cannot work, and the sender asks it to start afresh.
 	EnvelopeRecovery EnvelopeType = 3
+	// EnvelopeChain carries a ChainMessage: a group message encrypted once
+	// under its sender's chain (senderchain.go), the same payload for every
+	// member.
+	EnvelopeChain EnvelopeType = 4
 )
 
-// String returns "prekey", "ratchet" or "recovery".
+// String returns "prekey", "ratchet", "recovery" or "chain".
 func (t EnvelopeType) String() string {
 	switch t {
 	case EnvelopePreKey:
@@ -31,12 +35,14 @@ func (t EnvelopeType) String() string {
 		return "ratchet"
 	case EnvelopeRecovery:
 		return "recovery"
+	case EnvelopeChain:
+		return "chain"
 	}
 	return fmt.Sprintf("envelope type %d", uint8(t))
 }
 
 func (t EnvelopeType) valid() bool {
-	return t == EnvelopePreKey || t == EnvelopeRatchet || t == EnvelopeRecovery
+	return t >= EnvelopePreKey && t <= EnvelopeChain
 }
 
 // EnvelopeID is the random ID of one encryption: new for the first send, for

@@ -327,7 +327,7 @@ func EncodeRelay(request uint32, m RelayMessage) ([]byte, error) {
 	case Challenge, Auth, AuthOK, PublishBundle, FetchBundle, BundleReply, Submit,
 		Accepted, Refused, Deliver, AckRows, Done, Error, PrekeyPool, EnvelopeStatus, Features,
 		BlobCreate, BlobCreated, BlobPut, BlobStat, BlobHeld, BlobGet, BlobData, BlobRefused, SenderBlock, EnvelopeLifetime,
-		SubmitBatch, BatchResults, PublishDeviceList, FetchDeviceList, DeviceListReply, DeviceListRefused:
+		SubmitBatch, BatchResults, SubmitMulti, PublishDeviceList, FetchDeviceList, DeviceListReply, DeviceListRefused:
 	default:
 		// Before m.RelayKind: a nil pointer would panic there.
 		return nil, fmt.Errorf("wire: encode relay message: unsupported type %T: %w", m, ErrMalformed)

@@ -168,7 +168,7 @@ func TestRelayBlobNames(t *testing.T) {
 		{wire.RelayBlobRefused.String(), "blob refused"},
 		{wire.RelayKind(17).String(), "sender block"},
 		{wire.RelayKind(26).String(), "envelope lifetime"},
-		{wire.RelayKind(29).String(), "relay kind 29"},
+		{wire.RelayKind(30).String(), "relay kind 30"},
 		{wire.BlobExpired.String(), "blob_expired"},
 		{wire.BlobRefuseReason(9).String(), "blob refuse reason 9"},
 	}

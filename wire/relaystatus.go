@@ -19,8 +19,9 @@ import (
 const RelayEnvelopeLifetime RelayKind = 26
 
 // relayLastKind is the highest kind this package knows: the batch kinds
-// (relaybatch.go) follow the envelope lifetime.
-const relayLastKind = RelayBatchResults
+// (relaybatch.go) follow the envelope lifetime, and the multi-mailbox submit
+// (relaymulti.go) follows them.
+const relayLastKind = RelaySubmitMulti
 
 // knownRelayKind reports whether this package knows kind: 1 to
 // relayLastKind, and the device list kinds (relaydevice.go), numbered from 40
@@ -30,7 +31,8 @@ func knownRelayKind(kind RelayKind) bool {
 }
 
 // laterKindName names the kinds past the first table (relay.go): the blob
-// kinds, the envelope lifetime and the batch kinds; "" for any other.
+// kinds, the envelope lifetime, the batch kinds and the multi-mailbox
+// submit; "" for any other.
 func laterKindName(k RelayKind) string {
 	switch {
 	case k >= relayBlobFirst && k <= relayBlobLast:
@@ -41,6 +43,8 @@ func laterKindName(k RelayKind) string {
 		return "submit batch"
 	case k == RelayBatchResults:
 		return "batch results"
+	case k == RelaySubmitMulti:
+		return "submit multi"
 	case k >= relayDeviceFirst && k <= relayDeviceLast:
 		return relayDeviceKindNames[k-relayDeviceFirst]
 	}
@@ -115,7 +119,7 @@ func (s FeatureSet) String() string {
 	for _, f := range []struct {
 		bit  FeatureSet
 		name string
-	}{{FeatureEnvelopeStatus, "envelope status"}, {FeatureSenderBlock, "sender block"}, {FeatureBlobs, "blobs"}, {FeatureEnvelopeLifetime, "envelope lifetime"}, {FeatureSubmitBatch, "submit batch"}, {FeatureDeviceLists, "device lists"}} {
+	}{{FeatureEnvelopeStatus, "envelope status"}, {FeatureSenderBlock, "sender block"}, {FeatureBlobs, "blobs"}, {FeatureEnvelopeLifetime, "envelope lifetime"}, {FeatureSubmitBatch, "submit batch"}, {FeatureSubmitMulti, "submit multi"}, {FeatureDeviceLists, "device lists"}} {
 		if s.Has(f.bit) {
 			names = append(names, f.name)
 			s &^= f.bit
@@ -197,6 +201,8 @@ func appendRelayPush(b []byte, m RelayMessage) ([]byte, error) {
 		return appendSubmitBatch(b, m)
 	case BatchResults:
 		return appendBatchResults(b, m)
+	case SubmitMulti:
+		return appendSubmitMulti(b, m)
 	}
 	return nil, fmt.Errorf("unsupported type %T: %w", m, ErrMalformed)
 }
@@ -232,6 +238,8 @@ func (r *reader) relayPush(kind RelayKind) RelayMessage {
 		return r.submitBatch()
 	case RelayBatchResults:
 		return r.batchResults()
+	case RelaySubmitMulti:
+		return r.submitMulti()
 	}
 	r.fail(fmt.Errorf("kind %d: %w", kind, ErrUnknownRelayKind))
 	return nil

@@ -47,6 +47,7 @@ type metrics struct {
 	acceptRecorded     prometheus.Counter
 	acceptForgotten    prometheus.Counter
 	submitBatch        prometheus.Histogram // envelopes per SubmitBatch (submit.go)
+	submitMulti        prometheus.Histogram // mailboxes per SubmitMulti (submit.go)
 	appendGroup        prometheus.Histogram // envelopes per append to the store
 }
 
@@ -178,6 +179,8 @@ func newMetrics(g *gaugeCollector, faults relaystore.Store) *metrics {
 		acceptForgotten: counter("parley_relay_accepted_peers_forgotten_total", "Accepted peers forgotten: past the per-address bound (least recently seen first) or the accepted lifetime."),
 		submitBatch: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "parley_relay_submit_batch_envelopes",
 			Help: "Envelopes per SubmitBatch received (at most 64).", Buckets: []float64{1, 2, 4, 8, 16, 32, 64}}),
+		submitMulti: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "parley_relay_submit_multi_mailboxes",
+			Help: "Mailboxes per SubmitMulti received (at most 64).", Buckets: []float64{1, 2, 4, 8, 16, 32, 64}}),
 		appendGroup: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "parley_relay_append_group_envelopes",
 			Help: "Envelopes of one connection appended to the store together (its consecutive Submits and SubmitBatches, at most 64).", Buckets: []float64{1, 2, 4, 8, 16, 32, 64}}),
 		deviceListsStored: counter("parley_relay_device_lists_stored_total", "Device lists stored (a new generation of an account's list)."),
@@ -194,7 +197,7 @@ func newMetrics(g *gaugeCollector, faults relaystore.Store) *metrics {
 		m.connectionsTotal, m.authFailures, m.disconnects, m.accepted, m.refused, m.delivered, m.acknowledged,
 		m.dropped, m.duplicated, m.rateLimited, m.bundlesPublished, m.bundlesFetched, m.oneTimeHandedOut, m.limited,
 		m.acceptToDeliver, m.leaseToAck, m.statuses, m.expired, m.blockedDiscarded, m.blockChanges, m.acceptRecorded, m.acceptForgotten,
-		m.submitBatch, m.appendGroup, m.deviceListsStored, m.deviceListsRefused, g,
+		m.submitBatch, m.submitMulti, m.appendGroup, m.deviceListsStored, m.deviceListsRefused, g,
 	)
 	return m
 }

@@ -68,7 +68,7 @@ func (c *conn) handle(data []byte) bool {
 	switch m.(type) {
 	case wire.BlobPut:
 		c.waitSubmits()
-	case wire.Submit, wire.SubmitBatch:
+	case wire.Submit, wire.SubmitBatch, wire.SubmitMulti:
 		c.waitPuts()
 	default:
 		c.waitPuts()
@@ -83,6 +83,11 @@ func (c *conn) handle(data []byte) bool {
 			break
 		}
 		return c.submitBatch(req, m)
+	case wire.SubmitMulti:
+		if !c.s.cfg.SubmitMulti {
+			break
+		}
+		return c.submitMulti(req, m)
 	case wire.AckRows:
 		return c.ack(req, m)
 	case wire.FetchBundle:

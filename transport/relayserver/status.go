@@ -25,6 +25,9 @@ func (s *Server) features() wire.FeatureSet {
 	if !s.cfg.withoutSubmitBatch {
 		f |= wire.FeatureSubmitBatch
 	}
+	if s.cfg.SubmitMulti {
+		f |= wire.FeatureSubmitMulti
+	}
 	if s.cfg.DeviceLists {
 		f |= wire.FeatureDeviceLists
 	}

@@ -283,12 +283,51 @@ func (c *conn) answerSubmit(r queuedSubmit, vs []checked) {
 	c.reply(encode(r.req, res))
 }
 
-// submitBatch takes a SubmitBatch's envelopes from the message bucket one
+// submitBatch queues a SubmitBatch's envelopes (submitEnvelopes).
+func (c *conn) submitBatch(req uint32, m wire.SubmitBatch) bool {
+	c.s.metrics.submitBatch.Observe(float64(len(m.Envelopes)))
+	return c.submitEnvelopes(req, m.Envelopes)
+}
+
+// maxMultiCopyBytes bounds the envelopes one SubmitMulti expands to (its
+// payload once per mailbox), as maxSubmitBytesQueued bounds a connection's
+// queue: the store keeps one envelope per mailbox for now, so a payload of
+// 256 KiB to 64 mailboxes would hold 16 MiB of the relay's memory. Past it
+// every mailbox is refused as too large, and the client sends the
+// envelopes one by one.
+const maxMultiCopyBytes = maxSubmitBytesQueued
+
+// submitMulti expands a SubmitMulti into one envelope per mailbox, each
+// then checked, charged (message tokens, the mailbox's, the sender's and
+// the IP's quotas) and answered as an envelope of a SubmitBatch.
+func (c *conn) submitMulti(req uint32, m wire.SubmitMulti) bool {
+	s := c.s
+	s.metrics.submitMulti.Observe(float64(len(m.Mailboxes)))
+	if len(m.Payload)*len(m.Mailboxes) > maxMultiCopyBytes {
+		res := wire.BatchResults{Results: make([]wire.SubmitResult, len(m.Mailboxes))}
+		for i, mb := range m.Mailboxes {
+			s.metrics.refused.WithLabelValues(refuseLabel(wire.RefuseTooLarge)).Inc()
+			res.Results[i] = wire.SubmitResult{EnvelopeID: mb.EnvelopeID, Outcome: wire.Refusal(wire.RefuseTooLarge)}
+		}
+		return c.reply(encode(req, res))
+	}
+	envs := make([][]byte, len(m.Mailboxes))
+	for i := range m.Mailboxes {
+		b, err := wire.EncodeEnvelope(m.Envelope(i))
+		if err != nil { // the decoder checked every field an envelope has
+			return c.reply(errorMsg(req, wire.ErrorBadRequest, "malformed message: "+err.Error()))
+		}
+		envs[i] = b
+	}
+	return c.submitEnvelopes(req, envs)
+}
+
+// submitEnvelopes takes a batch's envelopes from the message bucket one
 // token each (the first paid when the message was read), refuses those it
 // cannot pay for as rate limited, and queues the rest.
-func (c *conn) submitBatch(req uint32, m wire.SubmitBatch) bool {
+func (c *conn) submitEnvelopes(req uint32, envelopes [][]byte) bool {
 	s := c.s
-	s.metrics.submitBatch.Observe(float64(len(m.Envelopes)))
+	m := wire.SubmitBatch{Envelopes: envelopes}
 	paid := 1
 	for paid < len(m.Envelopes) && c.msgs.Allow() {
 		paid++
