@@ -1,12 +1,14 @@
 package relayserver
 
 import (
+	"errors"
 	"net/http"
 	"net/netip"
 	"strings"
 	"testing"
 
 	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/transport"
 	"github.com/parley-chat/parley/wire"
 )
 
@@ -190,5 +192,42 @@ func TestDeviceListQuotaSparesVictim(t *testing.T) {
 	}
 	if n := r.metric(t, `parley_relay_limited_total{limit="ip_device_lists"}`); n != 1 {
 		t.Fatalf("ip_device_lists refusals: %v, want 1", n)
+	}
+}
+
+// TestDeviceListClient: through transport.Conn, device 1 publishes
+// generation 1 (twice: the second is Done too), fetches it back, and a
+// stale list comes back as a *DeviceListRefusedError carrying the list
+// held; against a relay without device lists the calls say so.
+func TestDeviceListClient(t *testing.T) {
+	r := startRelay(t, Config{DeviceLists: true})
+	acc := newAccount(t)
+	a1 := newDevice(t, "alice/1")
+	c := dial(t, r, a1)
+	ctx := ctxT(t)
+	g1 := acc.list(nil, a1)
+	for range 2 {
+		if err := c.PublishDeviceList(ctx, g1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := c.FetchDeviceList(ctx, "alice")
+	if err != nil || got.Signature != g1.Signature {
+		t.Fatalf("fetch: %+v, %v", got, err)
+	}
+	var refused *transport.DeviceListRefusedError
+	err = c.PublishDeviceList(ctx, acc.list(nil, a1, newDevice(t, "alice/2")))
+	if !errors.As(err, &refused) || refused.Reason != wire.DeviceListStale || refused.Current == nil || refused.Current.Signature != g1.Signature {
+		t.Fatalf("stale publish: %v, want a refusal carrying generation 1", err)
+	}
+	var se *transport.ServerError
+	if _, err := c.FetchDeviceList(ctx, "nobody"); !errors.As(err, &se) || se.Code != wire.ErrorNotFound {
+		t.Fatalf("fetch of nobody: %v, want not found", err)
+	}
+
+	off := startRelay(t, Config{})
+	c2 := dial(t, off, newDevice(t, "bob/1"))
+	if err := c2.PublishDeviceList(ctx, g1); !errors.Is(err, transport.ErrDeviceListsUnsupported) {
+		t.Fatalf("publish to a relay without device lists: %v", err)
 	}
 }
