@@ -81,6 +81,10 @@ type pane struct {
 	uploads []engine.Upload
 	sending map[string]bool
 
+	// notice is a line for the status bar (an action refused), until
+	// the next key.
+	notice string
+
 	w, h int
 	lay  paneLayout
 }
@@ -116,6 +120,7 @@ func (p *pane) attach(s *Attachment) tea.Cmd {
 	p.conv().SetSource(c)
 	p.tl().setSource(c)
 	p.comp().SetSource(c)
+	p.tl().SetSelf(p.self)
 	p.in().SetSource(c)
 	p.out().SetSource(c)
 	p.sending = nil // the old client's uploads report nothing more
@@ -331,6 +336,20 @@ func (p pane) Update(msg tea.Msg) (pane, tea.Cmd) {
 			p.noteErr(engine.ErrorName(msg.err), msg.err, "marking the events presented")
 		}
 		return p, nil
+	case timeline.ActionMsg:
+		return p, p.act(msg)
+	case timeline.NoticeMsg:
+		p.notice = msg.Text
+		return p, nil
+	case timeline.VersionsMsg:
+		return p, p.readVersions(msg)
+	case versionsMsg:
+		return p, p.versions(msg)
+	case composer.ActedMsg:
+		p.acted(msg)
+		var c2 tea.Cmd
+		p.panels[panelComposer], c2 = p.comp().Update(msg)
+		return p, c2
 	case composer.SentMsg:
 		cmd := p.sent(msg)
 		var c2 tea.Cmd
@@ -386,6 +405,7 @@ func (p pane) broadcast(msg tea.Msg) (pane, tea.Cmd) {
 }
 
 func (p pane) key(k tea.KeyMsg) (pane, tea.Cmd) {
+	p.notice = ""
 	switch {
 	case p.focus == panelComposer && k.Type == tea.KeyTab:
 		if cmd, ok := p.comp().Complete(); ok {

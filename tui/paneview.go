@@ -194,6 +194,8 @@ func (p pane) statusView() string {
 				st.WarningKey.Render("ctrl+t")+st.Warning.Render(" accepts"), p.w),
 			layout.Line(" new safety "+st.Safety.Render(first), p.w),
 			layout.Line("            "+st.Safety.Render(second)+" · then ctrl+r retries", p.w))
+	} else if p.notice != "" {
+		lines = append(lines, layout.Pad(st.Warning, " "+layout.OneLine([]byte(p.notice), max(p.w-2, 1)), p.w))
 	} else {
 		text := " safety —"
 		switch {

@@ -53,11 +53,14 @@ func (t *timelinePanel) setNames(names map[engine.Address]string) {
 
 func (t *timelinePanel) Update(msg tea.Msg) (panel, tea.Cmd) {
 	var cmd, gcmd tea.Cmd
-	switch msg.(type) {
+	switch msg := msg.(type) {
 	case timeline.GroupLoadedMsg:
 		t.group, cmd = t.group.Update(msg)
 		return t, cmd
 	case tea.KeyMsg:
+		if t.inGroup && t.Model.IsActionKey(msg) {
+			return t, func() tea.Msg { return timeline.NoticeMsg{Text: groupActions} }
+		}
 		if t.inGroup {
 			t.group, cmd = t.group.Update(msg)
 			return t, cmd

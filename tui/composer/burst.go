@@ -135,13 +135,13 @@ type viewCache struct {
 // viewKey is everything a frame depends on: the textarea by its revision,
 // the rest by value.
 type viewKey struct {
-	rev, w, h, size, queued int
-	focus                   bool
-	peer                    engine.Address
-	blocked, err, note      string
+	rev, w, h, size, queued  int
+	focus                    bool
+	peer                     engine.Address
+	blocked, err, note, mode string
 }
 
 func (m Model) viewKey() viewKey {
 	return viewKey{rev: m.rev, w: m.w, h: m.h, size: m.size, queued: m.entered, focus: m.focus,
-		peer: m.peer, blocked: m.blocked, err: m.err, note: m.note}
+		peer: m.peer, blocked: m.blocked, err: m.err, note: m.note, mode: m.mode.quote}
 }

@@ -89,6 +89,8 @@ type Model struct {
 	// and what it was drawn from (view.go).
 	rev int
 	vc  *viewCache
+	// mode is the reply or the edit Enter sends (action.go).
+	mode mode
 }
 
 // New returns the composer; ctx bounds its sends.
@@ -215,6 +217,9 @@ func (m *Model) SetValue(text string) {
 
 // SetPeer addresses the composer to peer (and no longer to a group).
 func (m *Model) SetPeer(peer engine.Address) {
+	if peer != m.peer {
+		m.mode = mode{}
+	}
 	m.peer = peer
 	m.group, m.gname = nil, ""
 	m.err = ""
@@ -252,6 +257,9 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 			}
 		}
 		return m, nil
+	case ActedMsg:
+		m.acted(msg)
+		return m, nil
 	case CompletedMsg:
 		m.completed(msg)
 		return m, nil
@@ -269,6 +277,10 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 		m.flush() // what was typed before this key comes first
 		if input.Matches(msg, m.keys.Send) {
 			return m.submit()
+		}
+		if msg.Type == tea.KeyEsc && m.mode.content != 0 {
+			m.CancelMode()
+			return m, nil
 		}
 	}
 	if !m.focus {
@@ -312,6 +324,12 @@ func (m Model) submit() (Model, tea.Cmd) {
 	body := m.ta.Value()
 	if body == "" {
 		return m, nil
+	}
+	if m.mode.content != 0 {
+		if m.mode.peer == m.peer && m.group == nil {
+			return m.submitAction(body)
+		}
+		m.mode = mode{} // the conversation changed: a plain message
 	}
 	if cmd, ok := m.attach(body); ok {
 		return m, cmd
@@ -388,6 +406,8 @@ func (m Model) draw() string {
 		lines = append(lines, m.th.Composer.Error.Render(layout.Line(" "+m.err, m.w)))
 	case m.note != "":
 		lines = append(lines, m.th.Composer.Placeholder.Render(layout.Line(" "+layout.Clean([]byte(m.note)), m.w)))
+	case m.mode.content != 0:
+		lines = append(lines, m.th.Composer.Placeholder.Render(layout.Line(" "+m.mode.quote, m.w)))
 	}
 	lines = append(lines, layout.Split(m.ta.View())...)
 	return layout.Fit(lines, m.w, m.h)

@@ -19,6 +19,7 @@ import (
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/internal/layout"
 	"github.com/parley-chat/parley/themes"
+	"github.com/parley-chat/parley/tui/internal/actiontext"
 	"github.com/parley-chat/parley/tui/internal/input"
 	"github.com/parley-chat/parley/wire"
 )
@@ -394,8 +395,25 @@ func fromResult(at time.Time, r engine.ReceiveResult) Entry {
 	id := layout.ShortID(r.ID)
 	switch r.Kind {
 	case engine.ResultDelivery:
-		return Entry{At: at, Name: "delivery", Text: fmt.Sprintf("%s %s %s (pending: commit or discard)", from, id, layout.Quote(layout.OneLine(layout.Shown(r.Content, r.Body), 40))), Level: Good,
+		what := layout.Quote(layout.OneLine(layout.Shown(r.Content, r.Body), 40))
+		if s, ok := actiontext.Describe(r.Content, r.Body, nil); ok {
+			what = layout.OneLine([]byte(s), 60) // an action: what it does
+		}
+		if r.Action != nil && r.Action.Content != wire.ContentReply {
+			// Committed and applied on arrival.
+			return Entry{At: at, Name: "applied", Text: fmt.Sprintf("%s %s: %s", from, id, actiontext.Applied(*r.Action)), Level: Good,
+				msg: msgKey(r.Sender, r.ID)}
+		}
+		return Entry{At: at, Name: "delivery", Text: fmt.Sprintf("%s %s %s (pending: commit or discard)", from, id, what), Level: Good,
 			msg: msgKey(r.Sender, r.ID)}
+	case engine.ResultApplied:
+		text := from + " " + id + ": the action waited for its target, now applied"
+		if r.Action != nil {
+			text = from + " " + id + ": " + actiontext.Applied(*r.Action) + " (waited for its target)"
+		}
+		return Entry{At: at, Name: "applied", Text: text, Level: Good, msg: msgKey(r.Sender, r.ID)}
+	case engine.ResultActionDiscarded:
+		return Entry{At: at, Name: "action_discarded", Text: from + " " + id + ": discarded (" + r.Reason.String() + ")", Level: Warn, msg: msgKey(r.Sender, r.ID)}
 	case engine.ResultAlreadyCommitted, engine.ResultAlreadyDiscarded:
 		ack, lvl := "ACK sent again", Warn
 		if !r.AckSent {

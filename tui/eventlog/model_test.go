@@ -26,11 +26,20 @@ func received(r engine.ReceiveResult) engine.Event {
 
 // TestNames: every receive result and error is logged by its name.
 func TestNames(t *testing.T) {
+	react, err := wire.EncodeAction(wire.Action{Content: wire.ContentReaction, Target: id, Emoji: "👍"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	applied := &engine.AppliedAction{Content: wire.ContentReaction, Target: id, Emoji: "👍"}
 	for _, tc := range []struct {
 		ev         engine.Event
 		name, text string
 	}{
 		{received(engine.ReceiveResult{Kind: engine.ResultDelivery, ID: id, Body: []byte("hi")}), "delivery", `from bob/1 abcdef01 "hi"`},
+		{received(engine.ReceiveResult{Kind: engine.ResultDelivery, ID: id, Content: wire.ContentReaction, Body: react}), "delivery", "from bob/1 abcdef01 reacts 👍 to message abcdef01 (pending"},
+		{received(engine.ReceiveResult{Kind: engine.ResultDelivery, ID: id, Content: wire.ContentReaction, Body: react, Action: applied}), "applied", "from bob/1 abcdef01: reaction 👍 to message abcdef01"},
+		{received(engine.ReceiveResult{Kind: engine.ResultApplied, ID: id, Action: applied}), "applied", "reaction 👍 to message abcdef01 (waited for its target)"},
+		{received(engine.ReceiveResult{Kind: engine.ResultActionDiscarded, ID: id, Reason: engine.DiscardNotAuthor}), "action_discarded", "discarded (not_author)"},
 		{received(engine.ReceiveResult{Kind: engine.ResultAlreadyCommitted, ID: id, AckSent: true}), "already_committed", "ACK sent again"},
 		{received(engine.ReceiveResult{Kind: engine.ResultAlreadyCommitted, ID: id}), "already_committed", "ACK not sent"},
 		{received(engine.ReceiveResult{Kind: engine.ResultAlreadyDiscarded, ID: id, AckSent: true}), "already_discarded", "ACK sent again"},

@@ -12,6 +12,7 @@ import (
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/internal/layout"
 	"github.com/parley-chat/parley/themes"
+	"github.com/parley-chat/parley/tui/internal/actiontext"
 	"github.com/parley-chat/parley/tui/internal/input"
 	"github.com/parley-chat/parley/tui/internal/pagedlist"
 	"github.com/parley-chat/parley/tui/internal/trace"
@@ -60,7 +61,25 @@ type Model struct {
 	// list is the page, the cursor, the reads; its question is the
 	// engine.Outcome of "all" waiting for confirmation.
 	list pagedlist.List[engine.InboundMessage]
+	// quotes are the messages the page's actions name, by sender and ID
+	// (read when the source is a MessageSource).
+	quotes map[quoteKey]engine.HistoryEntry
 }
+
+// MessageSource finds one message of a conversation: *engine.Client
+// implements it. The inbox quotes the message a pending action names
+// with it.
+type MessageSource interface {
+	Message(ctx context.Context, peer engine.Address, id wire.LogicalID) (engine.HistoryEntry, bool, error)
+}
+
+type quoteKey struct {
+	peer engine.Address
+	id   wire.LogicalID
+}
+
+// quotesMsg carries the messages the page's actions name.
+type quotesMsg map[quoteKey]engine.HistoryEntry
 
 // New returns the inbox; ctx bounds its calls.
 func New(ctx context.Context, src Source, th themes.Theme) Model {
@@ -139,6 +158,9 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 		if m.list.Loaded(msg, errText) {
 			return m, m.Reload()
 		}
+		return m, m.readQuotes(msg.Page)
+	case quotesMsg:
+		m.quotes = msg
 		return m, nil
 	case FinalizedMsg:
 		m.list.Finish(describe(msg))
@@ -313,7 +335,15 @@ func (m Model) row(i int, msg engine.InboundMessage, st themes.ListStyles) strin
 		clock = " " + layout.Clock(msg.ReceivedAt)
 	}
 	bodyW := max(m.w-len(head)-len(clock), 4)
-	body := layout.OneLine(layout.Shown(msg.Content, msg.Body), bodyW)
+	shown := layout.Shown(msg.Content, msg.Body)
+	lookup := func(id wire.LogicalID) (engine.HistoryEntry, bool) {
+		e, ok := m.quotes[quoteKey{msg.Sender, id}]
+		return e, ok
+	}
+	if s, ok := actiontext.Describe(msg.Content, msg.Body, lookup); ok {
+		shown = []byte(s)
+	}
+	body := layout.OneLine(shown, bodyW)
 	if i == m.list.Cursor() && m.focus {
 		return st.Selected.Render(layout.Line(head+body+pad(bodyW, body)+clock, m.w))
 	}
@@ -327,4 +357,37 @@ func pad(w int, s string) string {
 		return ""
 	}
 	return layout.Spaces(n)
+}
+
+// readQuotes reads the messages the actions among page name.
+func (m Model) readQuotes(page []engine.InboundMessage) tea.Cmd {
+	ms, ok := m.src.(MessageSource)
+	if !ok {
+		return nil
+	}
+	type want struct {
+		peer engine.Address
+		ids  []wire.LogicalID
+	}
+	var ws []want
+	for _, msg := range page {
+		if ids := actiontext.Targets([]engine.InboundMessage{msg}); len(ids) > 0 {
+			ws = append(ws, want{msg.Sender, ids})
+		}
+	}
+	if len(ws) == 0 {
+		return nil
+	}
+	ctx := m.ctx
+	return func() tea.Msg {
+		out := quotesMsg{}
+		for _, w := range ws {
+			for _, id := range w.ids {
+				if e, ok, err := ms.Message(ctx, w.peer, id); err == nil && ok {
+					out[quoteKey{w.peer, id}] = e
+				}
+			}
+		}
+		return out
+	}
 }

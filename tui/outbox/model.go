@@ -13,6 +13,7 @@ import (
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/internal/layout"
 	"github.com/parley-chat/parley/themes"
+	"github.com/parley-chat/parley/tui/internal/actiontext"
 	"github.com/parley-chat/parley/tui/internal/input"
 	"github.com/parley-chat/parley/tui/internal/pagedlist"
 	"github.com/parley-chat/parley/tui/internal/sent"
@@ -356,7 +357,11 @@ func (m Model) row(i int, msg engine.OutboundMessage, st themes.ListStyles) stri
 	head := mark + msg.Recipient.String() + " " + layout.ShortID(msg.ID) + " "
 	tail := " " + stateText
 	bodyW := max(m.w-len(head)-layout.Width(tail), 4)
-	body := layout.OneLine(layout.Shown(msg.Content, msg.Body), bodyW)
+	shown := layout.Shown(msg.Content, msg.Body)
+	if s, ok := actiontext.Own(msg.Content, msg.Body); ok {
+		shown = []byte(s) // an action: what it does, not its encoding
+	}
+	body := layout.OneLine(shown, bodyW)
 	fill := layout.Spaces(bodyW - layout.Width(body))
 	if i == m.list.Cursor() && m.focus {
 		return st.Selected.Render(layout.Line(head+body+fill+tail, m.w))

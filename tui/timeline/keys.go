@@ -20,6 +20,11 @@ type KeyMap struct {
 	Trace       key.Binding
 	Download    key.Binding
 	Open        key.Binding
+	Reply       key.Binding
+	React       key.Binding
+	Edit        key.Binding
+	Delete      key.Binding
+	Versions    key.Binding
 }
 
 // DefaultKeyMap returns the timeline keys.
@@ -41,6 +46,11 @@ func DefaultKeyMap() KeyMap {
 		Trace:       key.NewBinding(key.WithKeys("t"), key.WithHelp("t", "trace of the match (else the newest)")),
 		Download:    key.NewBinding(key.WithKeys("d"), key.WithHelp("d", "download the oldest waiting file")),
 		Open:        key.NewBinding(key.WithKeys("o"), key.WithHelp("o", "open the file saved last")),
+		Reply:       key.NewBinding(key.WithKeys("r"), key.WithHelp("r", "reply")),
+		React:       key.NewBinding(key.WithKeys("+"), key.WithHelp("+", "react")),
+		Edit:        key.NewBinding(key.WithKeys("e"), key.WithHelp("e", "edit yours")),
+		Delete:      key.NewBinding(key.WithKeys("D"), key.WithHelp("D", "delete yours for everyone")),
+		Versions:    key.NewBinding(key.WithKeys("v"), key.WithHelp("v", "versions of an edit")),
 	}
 }
 
@@ -49,10 +59,10 @@ func (k KeyMap) ShortHelp() []key.Binding {
 	if k.Confirm.Enabled() {
 		return []key.Binding{k.Confirm}
 	}
-	return []key.Binding{k.Commit, k.Discard, k.Download, k.Open, k.Search, k.Next, k.Prev, k.Trace, k.Up, k.Down, k.PageUp}
+	return []key.Binding{k.Commit, k.Discard, k.Download, k.Open, k.Reply, k.React, k.Edit, k.Delete, k.Search, k.Next, k.Prev, k.Trace, k.Up, k.Down, k.PageUp}
 }
 
 // FullHelp implements help.KeyMap.
 func (k KeyMap) FullHelp() [][]key.Binding {
-	return [][]key.Binding{{k.Up, k.Down}, {k.PageUp, k.PageDown}, {k.Top, k.Bottom}, {k.Commit, k.Discard, k.Confirm}, {k.Download, k.Open}, {k.Search, k.Next, k.Prev, k.ClearSearch}, {k.Trace}}
+	return [][]key.Binding{{k.Up, k.Down}, {k.PageUp, k.PageDown}, {k.Top, k.Bottom}, {k.Commit, k.Discard, k.Confirm}, {k.Download, k.Open}, {k.Search, k.Next, k.Prev, k.ClearSearch}, {k.Reply, k.React, k.Edit, k.Delete, k.Versions}, {k.Trace}}
 }

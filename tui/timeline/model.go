@@ -53,7 +53,18 @@ type LoadedMsg struct {
 	Limit   int
 	Entries []engine.HistoryEntry
 	Waiting []engine.InboundMessage // oldest first
-	Err     error
+	// Quotes are the messages the page's replies and the waiting actions
+	// name that the page does not hold (read when the source is a
+	// MessageSource).
+	Quotes map[wire.LogicalID]engine.HistoryEntry
+	Err    error
+}
+
+// MessageSource finds one message of a conversation, sent or received:
+// *engine.Client implements it. The panel quotes a reply's target with it
+// when the target is not loaded.
+type MessageSource interface {
+	Message(ctx context.Context, peer engine.Address, id wire.LogicalID) (engine.HistoryEntry, bool, error)
 }
 
 // FinalizedMsg reports commits or discards made from the conversation
@@ -111,6 +122,14 @@ type Model struct {
 	matches  []int           // items that match, oldest first
 	current  int             // index into matches
 
+	// pick is the reaction picker, deleting the message a delete for
+	// everyone asks about, quotes the messages replies quote that are
+	// not loaded (action.go); selfAddr this device's address.
+	pick     picker
+	deleting *engine.HistoryEntry
+	quotes   map[wire.LogicalID]engine.HistoryEntry
+	selfAddr engine.Address
+
 	loading, again, older bool
 	// newest: the next read of the newest page shows its end, wherever
 	// the view was (a message was just sent).
@@ -150,6 +169,8 @@ func (m *Model) SetSize(w, h int) {
 // search's or a decision's status.
 func (m Model) footerLines() int {
 	switch {
+	case m.pick.on:
+		return 1
 	case m.typing || m.query != "":
 		return 1
 	case m.status != "":
@@ -187,7 +208,12 @@ func (m *Model) Blur() {
 	m.typing = false
 	m.search.Blur()
 	m.discard = false
+	m.deleting = nil
+	m.pick = picker{}
 }
+
+// SetSelf names this device's address (its reactions read "you").
+func (m *Model) SetSelf(a engine.Address) { m.selfAddr = a }
 
 // Capturing reports whether typed characters belong to the search prompt.
 func (m Model) Capturing() bool { return m.typing }
@@ -200,7 +226,16 @@ func (m Model) KeyMap() KeyMap {
 	_, _, file := m.firstFile()
 	k.Download.SetEnabled(file)
 	k.Open.SetEnabled(m.saved != "")
-	k.Confirm.SetEnabled(m.discard)
+	k.Confirm.SetEnabled(m.discard || m.deleting != nil)
+	k.Confirm.SetHelp("y", "yes, discard it")
+	if m.deleting != nil {
+		k.Confirm.SetHelp("y", "yes, delete it for everyone")
+	}
+	hist := len(m.entries) > 0
+	k.Reply.SetEnabled(hist)
+	k.React.SetEnabled(hist)
+	k.Edit.SetEnabled(hist)
+	k.Delete.SetEnabled(hist)
 	k.Next.SetEnabled(m.query != "")
 	k.Prev.SetEnabled(m.query != "")
 	return k
@@ -247,6 +282,7 @@ func (m *Model) SetPeer(peer engine.Address) tea.Cmd {
 	m.peer = peer
 	m.entries, m.waiting, m.more, m.err, m.status, m.saved = nil, nil, false, "", "", ""
 	m.loading, m.again, m.older, m.discard = false, false, false, false
+	m.deleting, m.pick, m.quotes = nil, picker{}, nil
 	m.clearSearch()
 	m.render(true)
 	return m.Reload()
@@ -289,6 +325,9 @@ func (m Model) read(older bool, before int64, limit int) tea.Cmd {
 					msg.Waiting = append(msg.Waiting, w)
 				}
 			}
+		}
+		if ms, ok := src.(MessageSource); ok && msg.Err == nil {
+			msg.Quotes = readQuotes(ctx, ms, peer, es, msg.Waiting)
 		}
 		return msg
 	}
@@ -345,6 +384,7 @@ func (m Model) loaded(msg LoadedMsg) (Model, tea.Cmd) {
 		} else {
 			atBottom := m.vp.AtBottom() || len(m.items) == 0 || m.newest
 			m.entries, m.waiting = page, msg.Waiting
+			m.quotes = msg.Quotes
 			m.more = len(msg.Entries) == msg.Limit
 			m.render(atBottom)
 		}
@@ -385,6 +425,21 @@ func (m Model) event(e engine.Event) (Model, tea.Cmd) {
 func (m Model) key(k tea.KeyMsg) (Model, tea.Cmd) {
 	if m.typing {
 		return m.searchKey(k)
+	}
+	if m.pick.on {
+		return m.pickKey(k)
+	}
+	if m.deleting != nil {
+		// y deletes; any other key keeps the message and then acts as usual.
+		t := *m.deleting
+		m.deleting, m.status = nil, ""
+		m.resizeViewport()
+		if input.Matches(k, m.keys.Confirm) {
+			return m, m.ask(ActionMsg{Peer: m.peer, Content: wire.ContentDelete, Target: t})
+		}
+	}
+	if mm, cmd, ok := m.actionKey(k); ok {
+		return mm, cmd
 	}
 	if m.discard {
 		// y confirms, as everywhere; x again leaves the question up; any

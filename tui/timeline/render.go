@@ -123,6 +123,26 @@ func (m *Model) entry(b *strings.Builder, it item, peerLabel string, labelW int,
 		if file {
 			body = fileText(f)
 		}
+		if t, ok := m.waitingText(it.wait); ok {
+			body = t
+		}
+	}
+	var quote, reactions string
+	bodyStyle := st.Body
+	if h := it.hist; h != nil {
+		switch {
+		case h.Deleted:
+			body = []byte("message deleted")
+			bodyStyle = st.More
+		case h.Edits > 0:
+			state = st.More.Render("edited ") + state
+		}
+		if h.ReplyTo != nil && !h.Deleted {
+			quote = "r"
+		}
+		if len(h.Reactions) > 0 && !h.Deleted {
+			reactions = m.reactionLine(h.Reactions)
+		}
 	}
 	stamp := layout.Clock(time.Unix(0, it.at()))
 	prefix := st.Time.Render(stamp) + " " + who + " "
@@ -138,7 +158,11 @@ func (m *Model) entry(b *strings.Builder, it item, peerLabel string, labelW int,
 	if len(lines) == 0 {
 		lines = []string{""}
 	}
-	bodyStyle := st.Body
+	quoted := 0
+	if quote != "" {
+		lines = append([]string{m.quoteLine(*it.hist.ReplyTo, bodyW)}, lines...)
+		quoted = 1
+	}
 	switch {
 	case match >= 0 && match == m.current:
 		bodyStyle = st.Current
@@ -154,6 +178,9 @@ func (m *Model) entry(b *strings.Builder, it item, peerLabel string, labelW int,
 			b.WriteString(prefix)
 		}
 		text := bodyStyle.Render(l)
+		if i < quoted {
+			text = st.More.Render(l)
+		}
 		if i == 0 && stateW >= 0 {
 			gap := m.w - prefixW - ansi.StringWidth(l) - stateW
 			b.WriteString(text + strings.Repeat(" ", max(gap, 1)) + state)
@@ -167,7 +194,12 @@ func (m *Model) entry(b *strings.Builder, it item, peerLabel string, labelW int,
 		b.WriteString(pad + state)
 		n++
 	}
-	if it.hist != nil {
+	if reactions != "" {
+		b.WriteByte('\n')
+		b.WriteString(pad + st.More.Render(layout.OneLine([]byte(reactions), max(m.w-prefixW, 1))))
+		n++
+	}
+	if it.hist != nil && !it.hist.Deleted {
 		for _, l := range m.previews.of(it.hist.ID) {
 			b.WriteByte('\n')
 			b.WriteString(pad + ansi.Truncate(l, max(m.w-prefixW, 0), ""))
@@ -258,6 +290,8 @@ func (m Model) View() string {
 
 func (m Model) footer() string {
 	switch {
+	case m.pick.on:
+		return m.th.Panel.Count.Render(layout.Line(m.pickerLine(), m.w))
 	case m.typing:
 		return m.search.View()
 	case m.status != "":
