@@ -209,9 +209,11 @@ func CreateProfile(ctx context.Context, st Store, self Address, relayURL string,
 	}
 	idRec, _ := id.MarshalBinary()
 	p := Bootstrap{Self: self, RelayURL: relayURL, Identity: idRec, PreKeys: recs}
-	// The account key is drawn last, so that the identity and prekeys are
-	// what the same randomness gave before accounts existed.
-	acc, err := newAccount(r, id, self, now)
+	// The account key comes from the system's randomness, not r: a
+	// deterministic r (the demo's, tests') then gives the identity, the
+	// prekeys and every later draw exactly as before accounts existed, and
+	// the account key, shown nowhere yet, stays independent of them.
+	acc, err := newAccount(SystemRandom{}, id, self, now)
 	if err != nil {
 		return IdentityKey{}, err
 	}

@@ -282,7 +282,9 @@ func attach(ctx context.Context, dir string, st *store.DB, o Options) (*Profile,
 		if o.Engine.Now != nil {
 			now = o.Engine.Now
 		}
-		if _, err := engine.EnsureAccount(ctx, st, o.Engine.Random, now()); err != nil {
+		// The system's randomness, as at init (engine.CreateProfile): a
+		// deterministic Engine.Random keeps giving what it gave before.
+		if _, err := engine.EnsureAccount(ctx, st, nil, now()); err != nil {
 			return nil, err
 		}
 	}
