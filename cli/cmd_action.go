@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -69,7 +70,7 @@ func actionFlags(cmd *command, env *cliEnv) (*flags, *time.Duration) {
 // ops[0], stores the action and hands it to the relay within wait.
 func runAction(ctx context.Context, env *cliEnv, f *flags, ops []string, r engine.ActionRequest, wait time.Duration) error {
 	if isGroupOperand(ops[0]) {
-		return fmt.Errorf("%ss in groups are not supported yet: only in a conversation with a device", engine.ActionName(r.Content))
+		return runGroupAction(ctx, env, f, ops, r, wait)
 	}
 	peer, err := parsePeer(ops[0])
 	if err != nil {
@@ -89,6 +90,58 @@ func runAction(ctx context.Context, env *cliEnv, f *flags, ops []string, r engin
 	}
 	r.Peer = peer
 	return printAction(env, f, peer, r, wait, p.Client)
+}
+
+// runGroupAction is runAction for a group: the target is a message of the
+// group's history; the action is stored with a pending lane per member and
+// its lanes handed off within wait, as "send GROUP" does (exit 3 names the
+// lanes the relay did not take).
+func runGroupAction(ctx context.Context, env *cliEnv, f *flags, ops []string, r engine.ActionRequest, wait time.Duration) error {
+	idOp, err := parseIDOperand(ops[1])
+	if err != nil {
+		return err
+	}
+	p, err := f.open(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer closeProfile(p)
+	g, err := resolveGroup(ctx, p.Client, ops[0])
+	if err != nil {
+		return err
+	}
+	if r.Target, err = idOp.resolve(ctx, "messages of group "+ops[0], groupIDs(p.Client, g.ID)); err != nil {
+		return err
+	}
+	r.Group = &g.ID
+	res, err := p.Client.EnqueueGroupAction(ctx, r)
+	if err != nil {
+		return describeActionError(r, err)
+	}
+	res = pumpGroupLanes(ctx, p.Client, res, wait)
+	if *f.json {
+		printer{env.stdout, true}.record([]kv{{"id", hexID(res.ID)}, {"group", hex.EncodeToString(g.ID[:])}, {"action", engine.ActionName(r.Content)},
+			{"target", hexID(r.Target)}, {"accepted", len(res.Unsent) == 0}})
+	} else {
+		fmt.Fprintln(env.stdout, hexID(res.ID))
+	}
+	return unsent(res, "the "+engine.ActionName(r.Content), ops[0])
+}
+
+// groupIDs are the IDs of a group's history.
+func groupIDs(c *engine.Client, g wire.GroupID) idCandidates {
+	return func(ctx context.Context, yield func(wire.LogicalID)) error {
+		for after := int64(0); ; {
+			page, err := c.GroupHistory(ctx, g, after, 1000)
+			if err != nil || len(page) == 0 {
+				return err
+			}
+			for _, e := range page {
+				yield(e.ID)
+			}
+			after = page[len(page)-1].Seq
+		}
+	}
 }
 
 // printAction is send's store-first path for an action: checked, stored
@@ -134,6 +187,8 @@ func printAction(env *cliEnv, f *flags, peer engine.Address, r engine.ActionRequ
 func describeActionError(r engine.ActionRequest, err error) error {
 	var refused *engine.ActionRefusedError
 	switch {
+	case errors.Is(err, engine.ErrTargetNotFound) && r.Group != nil:
+		return fmt.Errorf("target_not_found: no message %s in the group", hexID(r.Target))
 	case errors.Is(err, engine.ErrTargetNotFound):
 		return fmt.Errorf("target_not_found: no message %s with %s", hexID(r.Target), r.Peer)
 	case errors.As(err, &refused):

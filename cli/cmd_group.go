@@ -238,6 +238,12 @@ func sendGroupWithin(ctx context.Context, c *engine.Client, id wire.GroupID, bod
 	if err != nil {
 		return res, err
 	}
+	return pumpGroupLanes(ctx, c, res, wait), nil
+}
+
+// pumpGroupLanes runs the pump for a stored group message's lanes bounded
+// by wait: the lanes the relay did not take by then stay in Unsent.
+func pumpGroupLanes(ctx context.Context, c *engine.Client, res engine.GroupSendResult, wait time.Duration) engine.GroupSendResult {
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	pumped, _ := c.Pump(wctx)
@@ -254,7 +260,7 @@ func sendGroupWithin(ctx context.Context, c *engine.Client, id wire.GroupID, bod
 			res.Unsent = append(res.Unsent, a)
 		}
 	}
-	return res, nil
+	return res
 }
 
 // retryGroup is "parley retry GROUP": each member with a pending lane of the
@@ -302,6 +308,7 @@ func groupHistory(ctx context.Context, env *cliEnv, f *flags, p *profile.Profile
 	for _, e := range h {
 		rec := []kv{{"group", hex.EncodeToString(g.ID[:])}, {"sender", e.Sender.String()}, {"id", hexID(e.ID)}, {"at", stamp(e.At)}}
 		rec = append(rec, bodyFields(e.Body)...)
+		rec = append(rec, historyActionFields(engine.HistoryEntry{ReplyTo: e.ReplyTo, Edits: e.Edits, Deleted: e.Deleted, Reactions: e.Reactions})...)
 		if e.Own {
 			lanes := make(map[string]string, len(e.Lanes))
 			for _, l := range e.Lanes {

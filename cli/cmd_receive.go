@@ -54,6 +54,9 @@ func resultFields(r engine.ReceiveResult) []kv {
 	// (on arrival or once its target came) or still pending.
 	if k := actionKind(r.Content); k != "" && (r.Kind == engine.ResultDelivery || r.Kind == engine.ResultApplied) {
 		fields = []kv{{"kind", k}, {"sender", r.Sender.String()}, {"id", hexID(r.ID)}, {"applied", r.Action != nil}}
+		if r.Group != nil {
+			fields = append(fields, kv{"group", hex.EncodeToString(r.Group[:])})
+		}
 		if r.Kind == engine.ResultDelivery {
 			return append(fields, messageFields(r.Content, r.Body)...)
 		}
@@ -68,6 +71,9 @@ func resultFields(r engine.ReceiveResult) []kv {
 		return fields
 	}
 	if r.Kind == engine.ResultActionDiscarded {
+		if r.Group != nil {
+			fields = append(fields, kv{"group", hex.EncodeToString(r.Group[:])})
+		}
 		return append(fields, kv{"sender", r.Sender.String()}, kv{"id", hexID(r.ID)}, kv{"action", engine.ActionName(r.Content)}, kv{"reason", r.Reason.String()})
 	}
 	if r.Kind == engine.ResultGroupChanged {

@@ -19,7 +19,7 @@ func cmdSend(ctx context.Context, env *cliEnv, cmd *command, args []string) erro
 	file := f.String("file", "", "send the file at this path (instead of TEXT or -)")
 	noWait := f.Bool("no-wait", false, "return once the message is stored, before any network (exit 0); the TUI's or the next run's loop, or \"parley retry\", hands it to the relay")
 	wait := f.Duration("wait", 5*time.Second, "how long the relay may take to accept the message before it is left pending (exit 3)")
-	replyTo := f.String("reply-to", "", "quote the message with this ID (a reply; not with --file or to a group)")
+	replyTo := f.String("reply-to", "", "quote the message with this ID (a reply; not with --file)")
 	ops, err := f.parse(env, args, 1, 2)
 	if err != nil {
 		return err

@@ -93,3 +93,89 @@ func TestCLIActions(t *testing.T) {
 		t.Fatalf("alice still has %v pending", out)
 	}
 }
+
+// groupRow returns the history GROUP --json row of message id.
+func groupRow(p *cliProfile, gid, id string) map[string]any {
+	p.t.Helper()
+	for _, h := range p.jsonLines("history", gid) {
+		if h["id"] == id {
+			return h
+		}
+	}
+	p.t.Fatalf("%s's group history has no message %s", p.addr, id)
+	return nil
+}
+
+// TestCLIGroupActions: react, edit, delete and send --reply-to take a
+// GROUP; each prints the action's own ID; every member's history GROUP
+// --json shows the reply, the edit, the reaction and the tombstone; a
+// member's edit of another's message is refused (exit 1, not_author).
+func TestCLIGroupActions(t *testing.T) {
+	relay := startRelay(t)
+	alice, bob, carol := newProfile(t, relay, "alice/1"), newProfile(t, relay, "bob/1"), newProfile(t, relay, "carol/1")
+	devs := []*cliProfile{alice, bob, carol}
+	gid := alice.jsonLines("group", "create", "lunch", "bob/1", "carol/1")[0]["id"].(string)
+	settle := func() {
+		for range 6 {
+			pending := 0
+			for _, d := range devs {
+				d.sync()
+				for _, m := range d.jsonLines("inbox") {
+					d.run("", "commit", m["sender"].(string), m["id"].(string))
+				}
+			}
+			for _, d := range devs {
+				d.sync()
+				pending += len(d.jsonLines("outbox")) + len(d.jsonLines("inbox"))
+			}
+			if pending == 0 {
+				return
+			}
+			for _, d := range devs {
+				for _, p := range devs {
+					if p != d {
+						d.run("", "retry", p.addr)
+					}
+				}
+			}
+		}
+		t.Fatal("the group did not settle")
+	}
+	settle()
+	m := strings.TrimSpace(alice.ok("send", gid, "lunch at noon"))
+	settle()
+
+	react := strings.TrimSpace(bob.ok("react", gid, m[:8], "\U0001F44D"))
+	edit := strings.TrimSpace(alice.ok("edit", gid, m, "lunch at one"))
+	reply := strings.TrimSpace(carol.ok("send", gid, "see you", "--reply-to", m))
+	for _, id := range []string{react, edit, reply} {
+		if len(id) != 32 || id == m {
+			t.Fatalf("an action printed %q, want its own logical ID", id)
+		}
+	}
+	if r := bob.run("", "edit", gid, m, "mine"); r.code != 1 || !strings.Contains(r.stderr, "not_author") {
+		t.Fatalf("bob edits alice's group message: exit %d %q, want 1 and not_author", r.code, r.stderr)
+	}
+	settle()
+	for _, p := range devs {
+		e := groupRow(p, gid, m)
+		rs, _ := e["reactions"].([]any)
+		if e["body"] != "lunch at one" || e["edited"] != true || e["deleted"] != false || len(rs) != 1 ||
+			rs[0].(map[string]any)["from"] != "bob/1" || rs[0].(map[string]any)["emoji"] != "\U0001F44D" {
+			t.Fatalf("%s's group row of the message: %v", p.addr, e)
+		}
+		if e := groupRow(p, gid, reply); e["reply_to"] != m || e["body"] != "see you" || e["sender"] != "carol/1" {
+			t.Fatalf("%s's group row of the reply: %v", p.addr, e)
+		}
+		if n := len(p.jsonLines("history", gid)); n != 2 {
+			t.Fatalf("%s's group history shows %d rows, want the message and the reply", p.addr, n)
+		}
+	}
+	alice.ok("delete", gid, m)
+	settle()
+	for _, p := range devs {
+		if e := groupRow(p, gid, m); e["deleted"] != true || e["body"] != "" || e["edited"] != false || len(e["reactions"].([]any)) != 0 {
+			t.Fatalf("%s's group row after the delete: %v", p.addr, e)
+		}
+	}
+}

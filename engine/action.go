@@ -145,6 +145,27 @@ type ActionApply struct {
 	Edit uint32
 	Text []byte
 	At   time.Time
+	// Group is set for an action in a group: its own entry is the group's
+	// (Group, Peer = its author, ID), its target's (Group, TargetAuthor,
+	// Target); Dir and TargetDir say only whether each was written here.
+	Group        *wire.GroupID
+	TargetAuthor Address
+}
+
+// actionTargetKey names an action's target in one conversation or group.
+type actionTargetKey struct {
+	group wire.GroupID
+	peer  Address
+	dir   Direction
+	id    wire.LogicalID
+}
+
+// targetKey is the key of a's target.
+func (a *ActionApply) targetKey() actionTargetKey {
+	if a.Group != nil {
+		return actionTargetKey{group: *a.Group, peer: a.TargetAuthor, id: a.Target}
+	}
+	return actionTargetKey{peer: a.Peer, dir: a.TargetDir, id: a.Target}
 }
 
 // targetDirection is the direction in which an action's target is looked
@@ -173,7 +194,10 @@ func applyOf(peer, author Address, id wire.LogicalID, dir Direction, a wire.Acti
 // Peer: a reply (Text, quoting Target), a reaction (Emoji, or Remove), an
 // edit (Text) or a delete for everyone.
 type ActionRequest struct {
-	Peer    Address
+	Peer Address
+	// Group, when set, makes it an action in that group (Peer unused):
+	// sent on the group's store-first path, one lane per member.
+	Group   *wire.GroupID
 	Content wire.ContentType
 	Target  wire.LogicalID
 	Text    []byte
@@ -193,6 +217,9 @@ func (c *Client) Act(ctx context.Context, r ActionRequest) (wire.LogicalID, erro
 	a := wire.Action{Content: r.Content, Target: r.Target, Text: r.Text, Emoji: r.Emoji, Remove: r.Remove}
 	if len(a.Text) == 0 {
 		a.Text = nil
+	}
+	if r.Group != nil {
+		return c.actInGroup(ctx, *r.Group, a)
 	}
 	var t ActionTarget
 	if r.Content != wire.ContentReply {
@@ -249,6 +276,9 @@ func (c *Client) receivedAction(ctx context.Context, m *InboundMessage, now time
 		// unsupported content.
 		return nil, ActionVerdict{Reason: DiscardUnsupported}, nil
 	}
+	if m.Group != nil {
+		return c.receivedGroupAction(ctx, m, a, now)
+	}
 	var t ActionTarget
 	if a.Content != wire.ContentReply {
 		if t, err = c.store.ActionTarget(ctx, m.Sender, a.Target, targetDirection(a.Content, true)); err != nil {
@@ -304,6 +334,14 @@ type ActionStore interface {
 	HeldActions(ctx context.Context, after int64, limit int) ([]InboundMessage, error)
 	// MessageVersions returns the bodies edits replaced, oldest first.
 	MessageVersions(ctx context.Context, peer Address, dir Direction, id wire.LogicalID) ([]MessageVersion, error)
+	// GroupActionTarget returns what group g's history holds of message
+	// id by author (by any sender, the earliest, for the zero address),
+	// and the entry's author. Direction, Pending and Discarded are not
+	// set: the engine tells them.
+	GroupActionTarget(ctx context.Context, g wire.GroupID, author Address, id wire.LogicalID) (ActionTarget, Address, error)
+	// GroupMessageVersions returns the bodies edits of a group message
+	// replaced, oldest first.
+	GroupMessageVersions(ctx context.Context, g wire.GroupID, author Address, id wire.LogicalID) ([]MessageVersion, error)
 }
 
 // MessageVersions returns the previous bodies of an edited message, kept on

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/parley-chat/parley/engine"
@@ -15,7 +16,8 @@ import (
 
 // actionOp runs the failpoint world's action operations: react:PEER:EMOJI
 // reacts to the newest message with PEER, edit:PEER:TEXT edits the newest
-// message sent to PEER, commitfirst commits the oldest pending message,
+// message sent to PEER, groupreact:GROUP:EMOJI and groupedit:GROUP:TEXT
+// do the same in a group (stored with their lanes pending), commitfirst commits the oldest pending message,
 // settle runs the pass over waiting actions under CommitOnArrival.
 func actionOp(ctx context.Context, c *engine.Client, name, arg string) (bool, error) {
 	peerArg, text, _ := strings.Cut(arg, ":")
@@ -38,6 +40,29 @@ func actionOp(ctx context.Context, c *engine.Client, name, arg string) (bool, er
 			return true, err
 		}
 		return true, fmt.Errorf("%s: no message with %s", name, peer)
+	case "groupreact", "groupedit":
+		gname, text, _ := strings.Cut(arg, ":")
+		g, err := groupNamed(ctx, c, gname)
+		if err != nil {
+			return true, err
+		}
+		h, err := c.GroupHistory(ctx, g.ID, 0, 100)
+		if err != nil {
+			return true, err
+		}
+		for i := len(h) - 1; i >= 0; i-- {
+			e := h[i]
+			r := engine.ActionRequest{Group: &g.ID, Content: wire.ContentReaction, Target: e.ID, Emoji: text}
+			if name == "groupedit" {
+				if !e.Own {
+					continue
+				}
+				r = engine.ActionRequest{Group: &g.ID, Content: wire.ContentEdit, Target: e.ID, Text: []byte(text)}
+			}
+			_, err := c.Act(ctx, r)
+			return true, err
+		}
+		return true, fmt.Errorf("%s: no message in group %s", name, gname)
 	case "commitfirst":
 		msgs, err := c.PendingInbound(ctx, engine.PageQuery{Limit: 1})
 		if err != nil || len(msgs) == 0 {
@@ -65,5 +90,32 @@ func actionScenarios() []fpScenario {
 			target: fpStep{"bob/1", "commitall"}, want: hello},
 		{name: "waiting action settled", devices: ab, setup: []fpStep{{"alice/1", "send:bob/1:hello"}, {"alice/1", "react:bob/1:+1"}, {"alice/1", "pump"},
 			{"bob/1", "sync"}, {"bob/1", "commitfirst"}}, target: fpStep{"bob/1", "settle"}, want: hello},
+	}
+}
+
+// groupActionScenarios are the action plans in a group of three: an own
+// action (the group send's plan, with every lane), a received one applied
+// on arrival, by a person's commit, and by the pass over waiting actions.
+func groupActionScenarios() []fpScenario {
+	if os.Getenv("PARLEY_FP_GROUPS") == "0" {
+		return nil
+	}
+	abc := []string{"alice/1", "bob/1", "carol/1"}
+	sent := []fpStep{{"alice/1", "groupcreate:g:bob/1,carol/1"}, {"bob/1", "sync"}, {"carol/1", "sync"}, {"alice/1", "sync"},
+		{"alice/1", "groupsend:g:hi"}, {"bob/1", "sync"}, {"carol/1", "sync"}, {"bob/1", "commitall"}, {"carol/1", "commitall"}, {"alice/1", "sync"}}
+	with := func(steps ...fpStep) []fpStep { return append(append([]fpStep(nil), sent...), steps...) }
+	hi := map[string][]string{"alice/1": {"alice/1:hi"}, "bob/1": {"alice/1:hi"}, "carol/1": {"alice/1:hi"}}
+	edited := map[string][]string{"alice/1": {"alice/1:hi all"}, "bob/1": {"alice/1:hi all"}, "carol/1": {"alice/1:hi all"}}
+	return []fpScenario{
+		{name: "own group action", devices: abc, setup: sent, target: fpStep{"bob/1", "groupreact:g:+1"}, wantGroup: hi},
+		{name: "own group edit", devices: abc, setup: sent, target: fpStep{"alice/1", "groupedit:g:hi all"}, wantGroup: edited},
+		{name: "group action on arrival", devices: abc, setup: with(fpStep{"alice/1", "groupedit:g:hi all"}, fpStep{"alice/1", "pump"}, fpStep{"bob/1", "stage"}),
+			target: fpStep{"bob/1", "processcommit"}, wantGroup: edited},
+		{name: "group action commit", devices: abc, setup: with(fpStep{"carol/1", "groupreact:g:+1"}, fpStep{"carol/1", "pump"}, fpStep{"bob/1", "sync"}),
+			target: fpStep{"bob/1", "commitall"}, wantGroup: hi},
+		{name: "waiting group action settled", devices: abc,
+			setup: []fpStep{{"alice/1", "groupcreate:g:bob/1,carol/1"}, {"bob/1", "sync"}, {"carol/1", "sync"}, {"alice/1", "sync"},
+				{"alice/1", "groupsend:g:hi"}, {"alice/1", "groupedit:g:hi all"}, {"alice/1", "pump"}, {"bob/1", "sync"}, {"bob/1", "commitfirst"}},
+			target: fpStep{"bob/1", "settle"}, wantGroup: edited},
 	}
 }

@@ -195,6 +195,50 @@ func TestActionOrdering(t *testing.T) {
 		}
 	})
 
+	t.Run("edit after a delete in one batch", func(t *testing.T) {
+		w, alice, bob, m := actionPair(t)
+		// The edit is lost, the delete arrives; alice's retry puts the
+		// edit after the delete in bob's mailbox: one round takes both.
+		w.net.DropNext(alice.addr, bob.addr, 1)
+		edit := alice.act(bob, engine.ActionRequest{Content: wire.ContentEdit, Target: m, Text: []byte("lunch at one")})
+		alice.act(bob, engine.ActionRequest{Content: wire.ContentDelete, Target: m})
+		alice.retry(bob)
+		got := kinds(bob.sync())
+		if !slices.Contains(got, "action_discarded target_deleted") {
+			t.Fatalf("bob's round: %v, want the edit discarded as target_deleted", got)
+		}
+		if f, err := bob.c.Finalized(w.ctx, alice.addr, edit); err != nil || f.Outcome != engine.OutcomeDiscarded || f.Reason != engine.DiscardTargetDeleted {
+			t.Fatalf("the edit's record: %+v (%v), want discarded target_deleted", f, err)
+		}
+		if e := bob.entry(alice, m); !e.Deleted || len(e.Body) != 0 || e.Edits != 0 {
+			t.Fatalf("bob's entry: %+v, want the tombstone", e)
+		}
+		alice.sync()
+		if alice.pendingOut() != 0 || bob.pendingIn() != 0 {
+			t.Fatalf("pending: alice %d out, bob %d in; want none", alice.pendingOut(), bob.pendingIn())
+		}
+	})
+
+	t.Run("edit after a delete, both waiting", func(t *testing.T) {
+		w, alice, bob, _ := actionPair(t)
+		// The message and its edit are lost, the delete waits; the retry
+		// brings the message and the edit: the hold's pass applies the
+		// delete and must not apply the edit over its tombstone.
+		w.net.DropNext(alice.addr, bob.addr, 2)
+		m := alice.send(bob, "lunch at noon")
+		edit := alice.act(bob, engine.ActionRequest{Content: wire.ContentEdit, Target: m, Text: []byte("lunch at one")})
+		alice.act(bob, engine.ActionRequest{Content: wire.ContentDelete, Target: m})
+		bob.sync()
+		alice.retry(bob)
+		bob.sync()
+		if f, err := bob.c.Finalized(w.ctx, alice.addr, edit); err != nil || f.Outcome != engine.OutcomeDiscarded || f.Reason != engine.DiscardTargetDeleted {
+			t.Fatalf("the edit's record: %+v (%v), want discarded target_deleted", f, err)
+		}
+		if e := bob.entry(alice, m); !e.Deleted || len(e.Body) != 0 || e.Edits != 0 {
+			t.Fatalf("bob's entry: %+v, want the tombstone", e)
+		}
+	})
+
 	t.Run("two edits reordered", func(t *testing.T) {
 		w, alice, bob, m := actionPair(t)
 		w.net.DropNext(alice.addr, bob.addr, 1)

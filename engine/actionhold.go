@@ -73,6 +73,7 @@ func (c *Client) settleActions(ctx context.Context) ([]ReceiveResult, error) {
 	waiting := make(map[Address][]int) // per sender, the actions that wait, oldest first
 	var reqs []FinalizeRequest
 	known := make(map[inboundKey]*InboundMessage)
+	deleted := make(map[actionTargetKey]bool) // by the deletes this pass commits
 	for i := range held {
 		m := &held[i]
 		act, v, err := c.receivedAction(ctx, m, now)
@@ -84,8 +85,15 @@ func (c *Client) settleActions(ctx context.Context) ([]ReceiveResult, error) {
 			waiting[m.Sender] = append(waiting[m.Sender], i)
 		case v.Reason != DiscardNone:
 			reqs = append(reqs, FinalizeRequest{Sender: m.Sender, ID: m.ID, Outcome: OutcomeDiscarded, Reason: v.Reason})
+		case act != nil && act.Content != wire.ContentReply && deleted[act.targetKey()]:
+			// A delete earlier in this pass takes the target: the
+			// action would apply over its tombstone.
+			reqs = append(reqs, FinalizeRequest{Sender: m.Sender, ID: m.ID, Outcome: OutcomeDiscarded, Reason: DiscardTargetDeleted})
 		case act != nil && commit:
 			reqs = append(reqs, FinalizeRequest{Sender: m.Sender, ID: m.ID, Outcome: OutcomeCommitted})
+			if act.Content == wire.ContentDelete {
+				deleted[act.targetKey()] = true
+			}
 		default:
 			continue
 		}
@@ -109,7 +117,8 @@ func (c *Client) settleActions(ctx context.Context) ([]ReceiveResult, error) {
 			if r.Err != nil {
 				continue
 			}
-			rr := ReceiveResult{Kind: ResultApplied, Sender: q.Sender, ID: q.ID, Content: known[inboundKey{q.Sender, q.ID}].Content, Action: r.Action}
+			m := known[inboundKey{q.Sender, q.ID}]
+			rr := ReceiveResult{Kind: ResultApplied, Sender: q.Sender, ID: q.ID, Content: m.Content, Group: m.Group, Action: r.Action}
 			if q.Outcome == OutcomeDiscarded || r.Discarded != DiscardNone {
 				rr.Kind, rr.Reason, rr.Action = ResultActionDiscarded, max(q.Reason, r.Discarded), nil
 			}

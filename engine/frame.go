@@ -143,11 +143,19 @@ func (c *Client) deliverNew(ctx context.Context, bs *batchState, in *incoming, o
 	waits := false
 	if wire.IsAction(a.content) && request == nil && bs.commit {
 		var v ActionVerdict
-		act, v, err = c.receivedAction(ctx, &InboundMessage{Sender: sender, ID: id, ReceivedAt: at, Body: body, Content: a.content}, in.now)
+		act, v, err = c.receivedAction(ctx, &InboundMessage{Sender: sender, ID: id, ReceivedAt: at, Body: body, Content: a.content, Group: a.group}, in.now)
 		if err != nil {
 			return err
 		}
 		waits = act == nil || v.Hold
+		if act != nil && act.Content != wire.ContentReply && bs.deleted[act.targetKey()] {
+			// Deleted earlier in this batch: not applied over the
+			// tombstone but discarded by the hold's pass.
+			waits = true
+		}
+		if act != nil && !waits && act.Content == wire.ContentDelete {
+			bs.deleted[act.targetKey()] = true
+		}
 	}
 	switch {
 	case request != nil:
@@ -162,7 +170,7 @@ func (c *Client) deliverNew(ctx context.Context, bs *batchState, in *incoming, o
 		}
 		step.effect = CommitEffect{ID: id, Digest: d, Arrived: at, At: in.now, Body: body, Group: a.group, Action: act}
 		if act != nil {
-			step.effect = CommitEffect{ID: id, Digest: d, Arrived: at, At: in.now, Body: actionHistoryBody(wire.Action{Content: act.Content, Text: act.Text}), Action: act}
+			step.effect = CommitEffect{ID: id, Digest: d, Arrived: at, At: in.now, Body: actionHistoryBody(wire.Action{Content: act.Content, Text: act.Text}), Group: a.group, Action: act}
 			step.res.Action = appliedOf(act)
 		}
 		step.res.committed = true

@@ -55,6 +55,9 @@ type groupSim struct {
 	eve     *device         // a stranger, hostile
 	serial  int
 	actions map[string]int
+	// heldForged: the adversary sent actions for messages that never
+	// come; they wait until engine.ActionHold passes.
+	heldForged bool
 }
 
 func (s *groupSim) dev(addr string) *device {
@@ -79,7 +82,17 @@ func (s *groupSim) syncCommit(d *device) {
 	if _, err := d.c.Sync(s.w.ctx); err != nil {
 		s.t.Fatalf("%s syncs: %v", d.addr, err)
 	}
-	d.commitAll()
+	// Every pending message is committed, but for an action whose target
+	// is not committed: it waits (the hold's pass settles it).
+	msgs, err := d.c.PendingInbound(s.w.ctx, engine.PageQuery{Limit: 1000})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	for _, m := range msgs {
+		if _, err := d.c.Commit(s.w.ctx, m.Sender, m.ID); err != nil && !errors.Is(err, engine.ErrTargetPending) {
+			s.t.Fatalf("%s commits %x: %v", d.addr, m.ID[:4], err)
+		}
+	}
 }
 
 func (s *groupSim) retryAll(d *device) {
@@ -95,11 +108,25 @@ func (s *groupSim) retryAll(d *device) {
 // step is one move of the members or of the adversary.
 func (s *groupSim) step() {
 	d := s.devs[s.rng.IntN(len(s.devs))]
-	switch k := s.rng.IntN(12); {
+	switch k := s.rng.IntN(14); {
 	case k == 10:
 		s.forge(s.mallory)
 	case k == 11:
 		s.forge(s.eve)
+	case k == 12:
+		s.forgeActions(s.mallory)
+	case k == 13: // a member reacts to a message it holds
+		h, err := d.c.GroupHistory(s.w.ctx, s.g, 0, 1000)
+		if err != nil || len(h) == 0 {
+			return
+		}
+		g := s.g
+		_, err = d.c.Act(s.w.ctx, engine.ActionRequest{Group: &g, Content: wire.ContentReaction, Target: h[s.rng.IntN(len(h))].ID, Emoji: "+1"})
+		var refused *engine.ActionRefusedError
+		if err != nil && !errors.Is(err, engine.ErrNotMember) && !errors.As(err, &refused) {
+			s.t.Fatalf("%s reacts: %v", d.addr, err)
+		}
+		s.actions["react"]++
 	case k < 2: // a member sends
 		g, ok := s.group(d)
 		if !ok || !g.Roster.Has(d.addr.String()) {
@@ -246,6 +273,62 @@ func (s *groupSim) forge(h *device) {
 	}
 }
 
+// forgeActions is a hostile member's move with actions, to one honest
+// device: an edit or a delete for everyone of another member's message
+// (the rules refuse it: not_author), or a flood of reactions and edits
+// naming messages that do not exist (they wait, at most
+// MaxHeldActionsPerSender of them, until the hold ends).
+func (s *groupSim) forgeActions(h *device) {
+	victim := s.devs[s.rng.IntN(len(s.devs))]
+	if victim == h {
+		return
+	}
+	var gen uint64 = 1
+	if g, ok := s.group(victim); ok {
+		gen = g.Roster.Generation
+	}
+	randomID := func() (id wire.LogicalID) {
+		for i := range id {
+			id[i] = byte(s.rng.UintN(256))
+		}
+		return id
+	}
+	var acts []wire.Action
+	var others []wire.LogicalID
+	for id, m := range s.msgs {
+		if m.sender != h.addr.String() {
+			others = append(others, id)
+		}
+	}
+	sort.Slice(others, func(i, j int) bool { return string(others[i][:]) < string(others[j][:]) })
+	if len(others) > 0 && s.rng.IntN(2) == 0 {
+		target := others[s.rng.IntN(len(others))]
+		acts = append(acts, wire.Action{Content: wire.ContentEdit, Target: target, Edit: 1 + uint32(s.rng.IntN(3)), Text: []byte("hijacked")},
+			wire.Action{Content: wire.ContentDelete, Target: target})
+		s.actions["forge-edit"]++
+	} else {
+		for range 1 + s.rng.IntN(engine.MaxHeldActionsPerSender+8) {
+			acts = append(acts, wire.Action{Content: wire.ContentReaction, Target: randomID(), Emoji: "x"})
+		}
+		acts = append(acts, wire.Action{Content: wire.ContentEdit, Target: randomID(), Edit: 1, Text: []byte("never")})
+		s.heldForged = true
+		s.actions["forge-held"]++
+	}
+	for _, a := range acts {
+		body, err := wire.EncodeAction(a)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		frame, err := wire.EncodeGroupMessage(wire.GroupMessage{ID: randomID(), Group: s.g, Generation: gen, Content: a.Content, Body: body})
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		if err := h.c.SendRawFrame(s.w.ctx, victim.addr, frame); err != nil && !errors.Is(err, engine.ErrRelayUnreachable) {
+			s.t.Fatalf("%s forges actions to %s: %v", h.addr, victim.addr, err)
+		}
+	}
+}
+
 // checkSafety: no message twice, none that was not sent to the device, and
 // no roster holding a member or an admin that only a forgery named.
 func (s *groupSim) checkSafety() {
@@ -280,6 +363,18 @@ func (s *groupSim) checkSafety() {
 			if !e.Own && !m.lanes[d.addr.String()] {
 				s.t.Fatalf("safety: %s holds %q, sent before it joined", d.addr, e.Body)
 			}
+			// Nobody edits or deletes here but the adversary, whose
+			// actions name others' messages: none may apply.
+			if e.Edits != 0 || e.Deleted {
+				s.t.Fatalf("safety: %s shows %x by %s edited %d times, deleted %v", d.addr, e.ID[:4], e.Sender, e.Edits, e.Deleted)
+			}
+			reactors := map[string]bool{}
+			for _, r := range e.Reactions {
+				if !s.joined[r.From.String()] || reactors[r.From.String()] {
+					s.t.Fatalf("safety: %s shows a reaction by %s on %x (twice or by a stranger)", d.addr, r.From, e.ID[:4])
+				}
+				reactors[r.From.String()] = true
+			}
 		}
 	}
 }
@@ -296,6 +391,11 @@ func (s *groupSim) converge(rounds int) int {
 	}
 	s.w.net.Heal()
 	for round := 1; round <= rounds; round++ {
+		if round == 2 && s.heldForged {
+			// Past the hold, the forged actions for messages that never
+			// come are discarded (target_missing) and end.
+			s.w.clock.Advance(engine.ActionHold + time.Minute)
+		}
 		for _, d := range s.devs {
 			s.syncCommit(d)
 		}

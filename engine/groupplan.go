@@ -30,6 +30,9 @@ type GroupSend struct {
 	Body   []byte
 	At     time.Time
 	Lanes  []GroupLane
+	// Action, for an action (groupaction.go), is applied here in the same
+	// transaction.
+	Action *ActionApply
 }
 
 // RosterUpdate records a roster change (made here, or the creation) in the
@@ -107,6 +110,12 @@ type GroupEntry struct {
 	Body   []byte
 	Own    bool
 	Lanes  []Lane // own messages only
+	// ReplyTo, Edits, Deleted and Reactions are as in HistoryEntry. The
+	// entries of reactions, edits and deletes are not in the history.
+	ReplyTo   *wire.LogicalID
+	Edits     uint32
+	Deleted   bool
+	Reactions []Reaction
 }
 
 // GroupStore is the read side of groups, a part of Store.

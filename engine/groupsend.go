@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/parley-chat/parley/wire"
 )
@@ -210,6 +211,13 @@ func (c *Client) sendGroup(ctx context.Context, id wire.GroupID, chosen *wire.Lo
 // applied under sendMu, so that a roster change received meanwhile comes
 // before or after the whole of it; nothing in it touches the network.
 func (c *Client) storeGroup(ctx context.Context, id wire.GroupID, chosen *wire.LogicalID, content wire.ContentType, body []byte) (wire.LogicalID, []Address, error) {
+	return c.storeGroupWith(ctx, id, chosen, content, body, nil)
+}
+
+// storeGroupWith is storeGroup; for an action, apply makes what the plan
+// applies here with it (from the message's ID and time).
+func (c *Client) storeGroupWith(ctx context.Context, id wire.GroupID, chosen *wire.LogicalID, content wire.ContentType, body []byte,
+	apply func(wire.LogicalID, time.Time) *ActionApply) (wire.LogicalID, []Address, error) {
 	var mid wire.LogicalID
 	if chosen != nil {
 		mid = *chosen
@@ -237,10 +245,15 @@ func (c *Client) storeGroup(ctx context.Context, id wire.GroupID, chosen *wire.L
 	if err != nil {
 		return mid, nil, err
 	}
+	at := c.cfg.Now()
+	plan := GroupSend{Sender: c.self, Group: id, ID: mid, Frame: frame, Body: body, At: at, Lanes: lanes}
 	if m, ok := FileOf(content, body); ok {
-		body = fileHistoryBody(m)
+		plan.Body = fileHistoryBody(m)
 	}
-	plan := GroupSend{Sender: c.self, Group: id, ID: mid, Frame: frame, Body: body, At: c.cfg.Now(), Lanes: lanes}
+	if apply != nil {
+		plan.Action = apply(mid, at)
+		plan.Body = actionHistoryBody(wire.Action{Content: plan.Action.Content, Text: plan.Action.Text})
+	}
 	if err := c.storeLanes(ctx, plan, mid, recipients); err != nil {
 		return mid, nil, err
 	}

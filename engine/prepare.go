@@ -35,6 +35,10 @@ type batchState struct {
 	// commit: the batch commits what CommitOnArrival would right after it
 	// (CommitEffect), in its own transaction.
 	commit bool
+	// deleted are the targets a delete for everyone prepared in this batch
+	// applies: an action after it in the batch waits for the hold's pass,
+	// which finds the tombstone and discards it (target_deleted).
+	deleted map[actionTargetKey]bool
 }
 
 type inboundKey struct {
@@ -50,7 +54,7 @@ type retiredKey struct {
 func newBatchState() *batchState {
 	return &batchState{work: make(map[Address]*peerState), delivered: make(map[inboundKey][32]byte),
 		retired: make(map[retiredKey]bool), consumed: make(map[uint32]bool), caps: newCapState(), requests: newRequestState(),
-		groups: -1, groupsSeen: make(map[wire.GroupID]*batchGroup)}
+		groups: -1, groupsSeen: make(map[wire.GroupID]*batchGroup), deleted: make(map[actionTargetKey]bool)}
 }
 
 // prepared is one staged row's plan and the result it reports once

@@ -37,7 +37,7 @@ const (
 	sqlInsertVersion = `INSERT INTO message_version (peer, direction, id, edit, at, sealed_body) VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT DO NOTHING`
 	sqlSetDeleted = `INSERT INTO message_extra (peer, direction, id, deleted) VALUES (?, ?, ?, 1)
-		ON CONFLICT (peer, direction, id) DO UPDATE SET deleted = 1`
+		ON CONFLICT (peer, direction, id) DO UPDATE SET deleted = 1, edits = 0`
 	sqlDeleteVersions  = "DELETE FROM message_version WHERE peer = ? AND direction = ? AND id = ?"
 	sqlDeleteReactions = "DELETE FROM reaction WHERE peer = ? AND direction = ? AND id = ?"
 	sqlSetReaction     = `INSERT INTO reaction (peer, direction, id, reactor, at, sealed_emoji) VALUES (?, ?, ?, ?, ?, ?)
@@ -67,7 +67,7 @@ func reactionKey(peer engine.Address, dir engine.Direction, id wire.LogicalID, r
 // markInboundAction records a pending received action's content type, so
 // that HeldActions finds it without opening every pending message.
 func (t *tx) markInboundAction(ctx context.Context, sender engine.Address, id wire.LogicalID, frame []byte) error {
-	if k, err := wire.PeekFrameKind(frame); err != nil || k != wire.FrameContent {
+	if k, err := wire.PeekFrameKind(frame); err != nil || k != wire.FrameContent && k != wire.FrameGroupMessage {
 		return nil
 	}
 	f, err := engine.DecodeStoredFrame(frame)
@@ -83,6 +83,9 @@ func (t *tx) markInboundAction(ctx context.Context, sender engine.Address, id wi
 // changes the target's entry. On a tombstone nothing changes; an edit
 // replaces the body only over an older edit, and keeps what it replaces.
 func (t *tx) applyAction(ctx context.Context, a engine.ActionApply) error {
+	if a.Group != nil {
+		return t.applyGroupAction(ctx, a)
+	}
 	peer := a.Peer.String()
 	var replyTo any
 	if a.Content == wire.ContentReply {
@@ -335,6 +338,19 @@ func checkActionApply(a engine.ActionApply, peer engine.Address, dir engine.Dire
 		return invalid("action's target in direction %d", a.TargetDir)
 	case a.Content == wire.ContentReaction && !a.Remove && wire.CheckEmoji(a.Emoji) != nil:
 		return invalid("reaction %q", a.Emoji)
+	case a.Group != nil && a.Content != wire.ContentReply && a.TargetAuthor == (engine.Address{}):
+		return invalid("group action %x without its target's author", a.ID[:])
+	case a.Group == nil && a.TargetAuthor != (engine.Address{}):
+		return invalid("action %x outside a group with a target's author", a.ID[:])
 	}
 	return checkTime("action at", a.At)
+}
+
+// checkActionGroup checks that an action is in the group of the plan that
+// applies it (nil: a conversation's).
+func checkActionGroup(a *engine.ActionApply, g *wire.GroupID) error {
+	if a == nil || (a.Group == nil) == (g == nil) && (g == nil || *a.Group == *g) {
+		return nil
+	}
+	return invalid("action %x in another group than its plan's", a.ID[:])
 }

@@ -31,10 +31,14 @@ const (
 	// a removal can lose the merge to a concurrent change.
 	sqlPendingLanesOf = `SELECT id FROM group_lane WHERE grp = ?1 AND recipient = ?2 AND state = 1
 		AND id NOT IN (SELECT id FROM group_change WHERE grp = ?1)`
-	sqlGroups            = "SELECT id, name FROM grp ORDER BY name, id"
-	sqlGroup             = "SELECT name, start_change, snapshot, vouchers FROM grp WHERE id = ?"
-	sqlGroupChanges      = "SELECT frame, author FROM group_change WHERE grp = ?"
-	sqlGroupHistory      = "SELECT seq, sender, id, at, sealed_body FROM group_history WHERE grp = ? AND seq > ? ORDER BY seq LIMIT ?"
+	sqlGroups       = "SELECT id, name FROM grp ORDER BY name, id"
+	sqlGroup        = "SELECT name, start_change, snapshot, vouchers FROM grp WHERE id = ?"
+	sqlGroupChanges = "SELECT frame, author FROM group_change WHERE grp = ?"
+	// sqlGroupHistory leaves out the entries of reactions, edits and
+	// deletes: what they did shows (group_extra, group_reaction).
+	sqlGroupHistory = `SELECT h.seq, h.sender, h.id, h.at, h.sealed_body, x.reply_to, coalesce(x.edits, 0), coalesce(x.deleted, 0)
+		FROM group_history h LEFT JOIN group_extra x ON x.grp = h.grp AND x.sender = h.sender AND x.id = h.id
+		WHERE h.grp = ? AND h.seq > ? AND coalesce(x.action, 0) NOT IN (4, 5, 6) ORDER BY h.seq LIMIT ?`
 	sqlLanesOfMessage    = "SELECT recipient, state FROM group_lane WHERE grp = ? AND id = ? ORDER BY recipient"
 	maxGroupHistoryLimit = 1000
 )
@@ -51,6 +55,11 @@ func (t *tx) groupSend(ctx context.Context, p engine.GroupSend) (engine.Receipt,
 	}
 	if err := t.insertLanes(ctx, p.Group, p.ID, p.Frame, p.At, p.Lanes); err != nil {
 		return engine.Receipt{}, err
+	}
+	if p.Action != nil {
+		if err := t.applyAction(ctx, *p.Action); err != nil {
+			return engine.Receipt{}, err
+		}
 	}
 	return t.visible(ctx)
 }
@@ -338,13 +347,18 @@ func (db *DB) GroupHistory(ctx context.Context, id wire.GroupID, after int64, li
 	for rows.Next() {
 		var e engine.GroupEntry
 		var sender string
-		var mid, sealed []byte
-		var at int64
-		if err := rows.Scan(&e.Seq, &sender, &mid, &at, &sealed); err != nil {
+		var mid, sealed, replyTo []byte
+		var at, edits, deleted int64
+		if err := rows.Scan(&e.Seq, &sender, &mid, &at, &sealed, &replyTo, &edits, &deleted); err != nil {
 			rows.Close()
 			return nil, db.readErr("read group history", err)
 		}
 		copy(e.ID[:], mid)
+		if len(replyTo) == len(wire.LogicalID{}) {
+			e.ReplyTo = new(wire.LogicalID)
+			copy(e.ReplyTo[:], replyTo)
+		}
+		e.Edits, e.Deleted = uint32(edits), deleted == 1
 		e.At = nsTime(at)
 		if e.Sender, err = engine.ParseAddress(sender); err != nil {
 			rows.Close()
@@ -358,6 +372,9 @@ func (db *DB) GroupHistory(ctx context.Context, id wire.GroupID, after int64, li
 		out = append(out, e)
 	}
 	rows.Close()
+	if err := db.addGroupReactions(ctx, id, out); err != nil {
+		return nil, err
+	}
 	for i := range out {
 		if !out[i].Own {
 			continue

@@ -114,3 +114,39 @@ func checkFixtureV13(t *testing.T, db *DB) {
 		t.Fatalf("vouchers %v, want bob/1", g.Start.Vouchers)
 	}
 }
+
+// insertFixtureV16 is fixture 15 with the group message of fixture 8
+// edited once (its original kept as version 0) and a reaction of bob's.
+func insertFixtureV16(t *testing.T, db *sql.DB, s *sealer) {
+	t.Helper()
+	insertFixtureV15(t, db, s)
+	id := wire.LogicalID{0x92}
+	for _, q := range []struct {
+		sql  string
+		args []any
+	}{
+		{"INSERT INTO group_extra (grp, sender, id, action, reply_to, edits, deleted) VALUES (?, 'alice/1', ?, 0, NULL, 1, 0)", []any{fixtureGroup[:], id[:]}},
+		{"INSERT INTO group_version VALUES (?, 'alice/1', ?, 0, 20, ?)", []any{fixtureGroup[:], id[:],
+			s.seal(kindGroupVersion, groupVersionKey(fixtureGroup, "alice/1", id, 0), []byte("first"))}},
+		{"INSERT INTO group_reaction VALUES (?, 'alice/1', ?, ?, 21, ?)", []any{fixtureGroup[:], id[:], fixturePeer,
+			s.seal(kindGroupReaction, groupReactionKey(fixtureGroup, "alice/1", id, fixturePeer), []byte("\U0001F44D"))}},
+	} {
+		if _, err := db.Exec(q.sql, q.args...); err != nil {
+			t.Fatalf("%s: %v", q.sql, err)
+		}
+	}
+}
+
+func checkFixtureV16(t *testing.T, db *DB) {
+	t.Helper()
+	checkFixtureV15(t, db)
+	ctx := context.Background()
+	h, err := db.GroupHistory(ctx, fixtureGroup, 0, 10)
+	if err != nil || len(h) != 1 || h[0].Edits != 1 || len(h[0].Reactions) != 1 || h[0].Reactions[0].Emoji != "\U0001F44D" {
+		t.Fatalf("group history %+v, %v; want the message edited once with bob's reaction", h, err)
+	}
+	vs, err := db.GroupMessageVersions(ctx, fixtureGroup, engine.MustParseAddress("alice/1"), wire.LogicalID{0x92})
+	if err != nil || len(vs) != 1 || string(vs[0].Body) != "first" {
+		t.Fatalf("versions %+v, %v; want the original", vs, err)
+	}
+}

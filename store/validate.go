@@ -28,6 +28,9 @@ func validate(p engine.Plan) error {
 		err = validatePublish(p)
 	case engine.GroupSend:
 		err = validateGroupSend(p)
+		if p.Action != nil {
+			err = errors.Join(err, checkActionApply(*p.Action, p.Sender, engine.DirectionOut, p.ID), checkActionGroup(p.Action, &p.Group))
+		}
 	case engine.RosterUpdate:
 		err = validateRosterUpdate(p)
 	case engine.Send:
@@ -35,7 +38,7 @@ func validate(p engine.Plan) error {
 	case engine.Hold:
 		err = validateHold(p)
 		if p.Action != nil {
-			err = errors.Join(err, checkActionApply(*p.Action, p.Recipient, engine.DirectionOut, p.ID))
+			err = errors.Join(err, checkActionApply(*p.Action, p.Recipient, engine.DirectionOut, p.ID), checkActionGroup(p.Action, nil))
 		}
 	case engine.Retry:
 		err = validateRetry(p)
@@ -374,7 +377,7 @@ func validateReceive(p engine.Receive) error {
 		// retry gets it, as after a crash between a commit and its ACK.
 		err = errors.Join(err, checkTime("arrived", e.Arrived), checkTime("at", e.At))
 		if e.Action != nil {
-			err = errors.Join(err, checkActionApply(*e.Action, p.Peer, engine.DirectionIn, e.ID))
+			err = errors.Join(err, checkActionApply(*e.Action, p.Peer, engine.DirectionIn, e.ID), checkActionGroup(e.Action, e.Group))
 		}
 	case engine.AckEffect, engine.RepeatEffect, engine.NotAMemberEffect:
 	case engine.RosterEffect:
@@ -416,7 +419,7 @@ func validateFinalize(p engine.Finalize) error {
 		err = errors.Join(err, invalid("outcome %d", p.Outcome))
 	}
 	if p.Action != nil {
-		err = errors.Join(err, checkActionApply(*p.Action, p.Sender, engine.DirectionIn, p.ID))
+		err = errors.Join(err, checkActionApply(*p.Action, p.Sender, engine.DirectionIn, p.ID), checkActionGroup(p.Action, p.Group))
 		if p.Outcome != engine.OutcomeCommitted {
 			err = errors.Join(err, invalid("an action applied by a discard"))
 		}

@@ -21,6 +21,14 @@ func actionFormat(c wire.ContentType, file string) format[wire.Action] {
 	}
 }
 
+var groupActionFormat = format[wire.GroupMessage]{
+	file:   "group-action.txt",
+	title:  "group message frame (frame version 1, kind 3) carrying an action",
+	fuzz:   "FuzzDecodeGroupMessage",
+	encode: wire.EncodeGroupMessage,
+	decode: wire.DecodeGroupMessage,
+}
+
 var contentActionFormat = format[wire.ContentMessage]{
 	file:   "content-action.txt",
 	title:  "content frame (frame version 1, kind 6) carrying an action",
@@ -60,6 +68,30 @@ func TestActionVectors(t *testing.T) {
 				v: wire.ContentMessage{ID: seq16(0x00), Content: wire.ContentReaction, Body: body}},
 		})
 	})
+	t.Run("group-action", func(t *testing.T) {
+		checkVectors(t, groupActionFormat, groupActionVectors())
+	})
+}
+
+// groupActionVectors are group messages carrying each action: the body is
+// the action body, as in a content frame.
+func groupActionVectors() []vector[wire.GroupMessage] {
+	target := seq16(0x10)
+	m := func(c wire.ContentType, a wire.Action) wire.GroupMessage {
+		a.Content = c
+		a.Target = target
+		return wire.GroupMessage{ID: seq16(0x00), Group: seq16(0x20), Generation: 2, Content: c, Body: mustEncode(wire.EncodeAction, a)}
+	}
+	return []vector[wire.GroupMessage]{
+		{name: "reply", doc: `group message (kind 3), ID bytes 00.., group bytes 20.., generation 2, content reply (3), body the reply vector "reply"`,
+			v: m(wire.ContentReply, wire.Action{Text: []byte("yes")})},
+		{name: "reaction", doc: `group message, as "reply", content reaction (4), body the reaction vector "thumbs"`,
+			v: m(wire.ContentReaction, wire.Action{Emoji: "\U0001F44D"})},
+		{name: "edit", doc: `group message, as "reply", content edit (5), body the edit vector "edit"`,
+			v: m(wire.ContentEdit, wire.Action{Edit: 2, Text: []byte("fixed")})},
+		{name: "delete", doc: `group message, as "reply", content delete (6), body the delete vector "delete"`,
+			v: m(wire.ContentDelete, wire.Action{})},
+	}
 }
 
 // TestActionRefuses: every rule of checkAction at the encoder and the
@@ -126,9 +158,13 @@ func TestActionRefuses(t *testing.T) {
 	if _, err := wire.DecodeAction(wire.ContentReaction, mustEncode(wire.EncodeAction, wire.Action{Content: wire.ContentDelete})); !errors.Is(err, wire.ErrMalformed) {
 		t.Fatalf("a delete read as a reaction: %v, want ErrMalformed", err)
 	}
-	// A group message still refuses actions: they travel one to one.
-	if _, err := wire.EncodeGroupMessage(wire.GroupMessage{Content: wire.ContentReaction, Body: []byte("x")}); !errors.Is(err, wire.ErrMalformed) {
-		t.Fatalf("group reaction: %v, want ErrMalformed", err)
+	// A group message carries actions (its body is checked by the
+	// engine, as a content frame's is), and nothing past them.
+	if _, err := wire.EncodeGroupMessage(wire.GroupMessage{Content: wire.ContentReaction, Body: []byte("x")}); err != nil {
+		t.Fatalf("group reaction: %v, want it encoded", err)
+	}
+	if _, err := wire.EncodeGroupMessage(wire.GroupMessage{Content: wire.ContentDelete + 1, Body: []byte("x")}); !errors.Is(err, wire.ErrMalformed) {
+		t.Fatalf("group content type 7: %v, want ErrMalformed", err)
 	}
 }
 

@@ -161,11 +161,18 @@ func PeekFrameKind(b []byte) (FrameKind, error) {
 	return 0, fmt.Errorf("frame kind %d: %w", b[1], ErrMalformed)
 }
 
+// groupContent reports whether a group message may carry content type c:
+// text, a file manifest, or an action (IsAction), whose body is an action
+// body as in a content frame.
+func groupContent(c ContentType) bool {
+	return c == ContentText || c == ContentFile || IsAction(c)
+}
+
 // EncodeGroupMessage returns a group message frame's bytes. A body over
 // MaxGroupBodySize fails with ErrMessageTooLarge; an unknown content type with
 // ErrMalformed.
 func EncodeGroupMessage(m GroupMessage) ([]byte, error) {
-	if m.Content != ContentText && m.Content != ContentFile {
+	if !groupContent(m.Content) {
 		return nil, fmt.Errorf("content type %d: %w", m.Content, ErrMalformed)
 	}
 	if len(m.Body) > MaxGroupBodySize {
@@ -195,7 +202,7 @@ func DecodeGroupMessage(b []byte) (GroupMessage, error) {
 	r.array(m.Group[:], "group")
 	m.Generation = r.u64("generation")
 	m.Content = ContentType(r.u8("content type"))
-	if r.err == nil && m.Content != ContentText && m.Content != ContentFile {
+	if r.err == nil && !groupContent(m.Content) {
 		r.fail(fmt.Errorf("content type %d: %w", m.Content, ErrMalformed))
 	}
 	body := r.sized("body", 0, MaxGroupBodySize)

@@ -217,7 +217,7 @@ func TestDecodeGroupMessageRejects(t *testing.T) {
 		{"kind 1", with(1, 1), wire.ErrMalformed},
 		{"kind 4", with(1, 4), wire.ErrMalformed},
 		{"content type 0", with(42, 0), wire.ErrMalformed},
-		{"content type 3", with(42, 3), wire.ErrMalformed},
+		{"content type 7", with(42, 7), wire.ErrMalformed},
 		{"length over remaining", length(3), wire.ErrMalformed},
 		{"length under remaining", length(1), wire.ErrMalformed},
 		{"length over limit", length(wire.MaxGroupBodySize + 1), wire.ErrMalformed},
@@ -352,7 +352,7 @@ func adds(n int) []wire.RosterChange {
 }
 
 func FuzzDecodeGroupMessage(f *testing.F) {
-	for _, v := range groupMessageVectors() {
+	for _, v := range append(groupMessageVectors(), groupActionVectors()...) {
 		b := mustEncode(wire.EncodeGroupMessage, v.v)
 		f.Add(b)                              // a frozen vector
 		f.Add(b[:len(b)-1])                   // its body one byte short

@@ -1,4 +1,4 @@
--- 0016: the account this device belongs to (issue 33, first layer). Written
+-- 0017: the account this device belongs to (issue 33, first layer). Written
 -- as 0020_devices.sql on its branch; migrations must be numbered without a
 -- gap, so it takes the next free number when it is merged.
 --
