@@ -139,6 +139,15 @@ func TestGroupActionsShowOnMembersTimeline(t *testing.T) {
 		}
 	}
 
+	// v on bob's view: the versions of alice's edited reply.
+	cmd := press(bp, runes("v"))
+	*bp, cmd = bp.Update(msgOf[timeline.VersionsMsg](t, cmd))
+	*bp, _ = bp.Update(msgOf[versionsMsg](t, cmd))
+	if v := screen(bp); !strings.Contains(v, `original "and the schedule"`) || !strings.Contains(v, `edit 1 "and the new schedule"`) {
+		t.Fatalf("v in the group does not show the versions:\n%s", v)
+	}
+	press(bp, esc, alt('2'))
+
 	// D asks; y deletes the newest of alice's own: the reply.
 	groupReload(t, ap)
 	press(ap, alt('2'), runes("D"))
