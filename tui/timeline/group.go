@@ -19,6 +19,7 @@ import (
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/internal/layout"
 	"github.com/parley-chat/parley/themes"
+	"github.com/parley-chat/parley/tui/internal/actiontext"
 	"github.com/parley-chat/parley/tui/internal/input"
 	"github.com/parley-chat/parley/wire"
 )
@@ -381,7 +382,21 @@ func (g Group) shown(w *engine.InboundMessage) []byte {
 	if f, ok := fileOf(w); ok {
 		return fileText(f)
 	}
+	// An action waiting is said in words, its target found in the group.
+	if s, ok := actiontext.Describe(w.Content, w.Body, g.lookup); ok {
+		return []byte(s)
+	}
 	return w.Body
+}
+
+// lookup finds a group message among the loaded entries.
+func (g Group) lookup(id wire.LogicalID) (engine.HistoryEntry, bool) {
+	for i := len(g.entries) - 1; i >= 0; i-- {
+		if g.entries[i].ID == id {
+			return asHistory(g.entries[i]), true
+		}
+	}
+	return engine.HistoryEntry{}, false
 }
 
 // View draws the view at instant now (the matrix says how long a lane has
