@@ -200,3 +200,19 @@ func TestGroupEditDeleteRefusedToNonAuthor(t *testing.T) {
 		t.Fatalf("bob's reaction is not under alice's message:\n%s", v)
 	}
 }
+
+// TestGroupWaitingActionInWords: a member's reaction waiting for carol's
+// decision reads as what it does, not as its encoded body.
+func TestGroupWaitingActionInWords(t *testing.T) {
+	g := newGroupTrio(t)
+	g.carol.SetPolicy(engine.Policy{Commit: engine.CommitManual})
+	bp := g.groupPane(g.bob, demoBob, demoAlice, 120, 40)
+	if a := act(t, bp, press(bp, runes("+"), runes("1"))); a.Err != nil {
+		t.Fatalf("bob's reaction: %+v", a)
+	}
+	g.deliver()
+	cp := g.groupPane(g.carol, demoCarol, demoAlice, 120, 40)
+	if v := screen(cp); !strings.Contains(v, "reacts 👍 to “the plan”") {
+		t.Fatalf("carol's group view does not say what the waiting reaction does:\n%s", v)
+	}
+}
