@@ -34,10 +34,6 @@ var (
 	_ timeline.MessageSource = (*engine.Client)(nil)
 )
 
-// groupActions is what the action keys say in a group's view: the
-// engine acts in conversations with a device only.
-const groupActions = "replies, reactions, edits and deletes are not available in groups yet"
-
 // versionsMsg carries an edited message's earlier versions.
 type versionsMsg struct {
 	target engine.HistoryEntry
@@ -47,18 +43,21 @@ type versionsMsg struct {
 
 // act starts the action the timeline asked for.
 func (p *pane) act(a timeline.ActionMsg) tea.Cmd {
-	if p.group != nil || p.tl().inGroup {
-		p.notice = groupActions
-		return nil
-	}
-	if a.Peer != p.peer || p.att == nil {
+	if a.Group != nil {
+		// An action in the group shown, written through the composer
+		// addressed to it.
+		if p.group == nil || *p.group != *a.Group || p.att == nil {
+			return nil
+		}
+		a.Peer = engine.Address{}
+	} else if p.group != nil || p.tl().inGroup || a.Peer != p.peer || p.att == nil {
 		return nil
 	}
 	switch a.Content {
 	case wire.ContentReply:
 		who := "you"
 		if a.Target.Direction == engine.DirectionIn {
-			who = p.tl().Label(a.Peer)
+			who = p.tl().Label(a.Target.Peer)
 		}
 		p.comp().Reply(a.Peer, a.Target.ID, who+": "+actiontext.Quote(a.Target, true))
 		return p.setFocus(panelComposer)
@@ -66,20 +65,24 @@ func (p *pane) act(a timeline.ActionMsg) tea.Cmd {
 		p.comp().Edit(a.Peer, a.Target.ID, string(a.Target.Body))
 		return p.setFocus(panelComposer)
 	}
-	return p.comp().Act(engine.ActionRequest{Peer: a.Peer, Content: a.Content, Target: a.Target.ID, Emoji: a.Emoji, Remove: a.Remove})
+	return p.comp().Act(engine.ActionRequest{Peer: a.Peer, Group: a.Group, Content: a.Content, Target: a.Target.ID, Emoji: a.Emoji, Remove: a.Remove})
 }
 
 // acted tells what became of an action: a refusal in the status bar and
 // the event log, a stored one on screen.
 func (p *pane) acted(m composer.ActedMsg) {
+	where := "the conversation with " + m.Req.Peer.String()
+	if m.Req.Group != nil {
+		where = "the group #" + p.comp().GroupName()
+	}
 	if m.Err == nil {
-		if m.Req.Peer == p.peer {
+		if m.Req.Group == nil && m.Req.Peer == p.peer {
 			p.tl().ShowNewest()
 		}
 		return
 	}
 	p.notice = refusal(m.Req.Content, m.Err)
-	p.noteErr(engine.ErrorName(m.Err), m.Err, engine.ActionName(m.Req.Content)+" in the conversation with "+m.Req.Peer.String()+" not stored")
+	p.noteErr(engine.ErrorName(m.Err), m.Err, engine.ActionName(m.Req.Content)+" in "+where+" not stored")
 }
 
 // refusal says in one line why the engine refused an action.
@@ -106,8 +109,28 @@ func refusal(c wire.ContentType, err error) string {
 	return what + " failed: " + engine.ErrorName(err) + ": " + err.Error()
 }
 
+// GroupVersionSource reads an edited group message's earlier bodies:
+// *engine.Client implements it.
+type GroupVersionSource interface {
+	GroupMessageVersions(ctx context.Context, g wire.GroupID, author engine.Address, id wire.LogicalID) ([]engine.MessageVersion, error)
+}
+
+var _ GroupVersionSource = (*engine.Client)(nil)
+
 // readVersions reads an edited message's earlier versions.
 func (p *pane) readVersions(v timeline.VersionsMsg) tea.Cmd {
+	if v.Group != nil {
+		gs, ok := p.attClient().(GroupVersionSource)
+		if !ok {
+			p.notice = "versions: this profile's client keeps no versions"
+			return nil
+		}
+		ctx, t, g := p.ctx, v.Target, *v.Group
+		return func() tea.Msg {
+			out, err := gs.GroupMessageVersions(ctx, g, t.Peer, t.ID)
+			return versionsMsg{target: t, vs: out, err: err}
+		}
+	}
 	vs, ok := p.attClient().(VersionSource)
 	if !ok {
 		p.notice = "versions: this profile's client keeps no versions"

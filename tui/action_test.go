@@ -436,21 +436,6 @@ func mustPendingID(t *testing.T, c *engine.Client) wire.LogicalID {
 	return pend[0].ID
 }
 
-// TestActionKeysInGroup: in a group's view the action keys say they are
-// not available rather than act.
-func TestActionKeysInGroup(t *testing.T) {
-	ap := newActionPair(t)
-	bp := filePane(t, ap.bob, demoBob, demoAlice, PaneOptions{})
-	bp.tl().inGroup = true
-	press(bp, alt('2'))
-	for _, k := range []string{"r", "+", "e", "D", "v"} {
-		n := msgOf[timeline.NoticeMsg](t, press(bp, runes(k)))
-		if n.Text != groupActions {
-			t.Fatalf("%s in a group: %q", k, n.Text)
-		}
-	}
-}
-
 // TestActionsFitAt80x24: the picker, a reply's quote over the composer
 // and a refusal in the status bar keep the screen at 80x24.
 func TestActionsFitAt80x24(t *testing.T) {

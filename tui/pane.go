@@ -120,7 +120,7 @@ func (p *pane) attach(s *Attachment) tea.Cmd {
 	p.conv().SetSource(c)
 	p.tl().setSource(c)
 	p.comp().SetSource(c)
-	p.tl().SetSelf(p.self)
+	p.tl().setSelf(p.self)
 	p.in().SetSource(c)
 	p.out().SetSource(c)
 	p.sending = nil // the old client's uploads report nothing more

@@ -46,6 +46,12 @@ func (t *timelinePanel) showGroup(id wire.GroupID, name string) tea.Cmd {
 
 func (t *timelinePanel) showPeer() { t.inGroup = false }
 
+// setSelf names this device's address in both views.
+func (t *timelinePanel) setSelf(a engine.Address) {
+	t.Model.SetSelf(a)
+	t.group.SetSelf(a)
+}
+
 func (t *timelinePanel) setNames(names map[engine.Address]string) {
 	t.Model.SetNames(names)
 	t.group.SetNames(names)
@@ -58,9 +64,6 @@ func (t *timelinePanel) Update(msg tea.Msg) (panel, tea.Cmd) {
 		t.group, cmd = t.group.Update(msg)
 		return t, cmd
 	case tea.KeyMsg:
-		if t.inGroup && t.Model.IsActionKey(msg) {
-			return t, func() tea.Msg { return timeline.NoticeMsg{Text: groupActions} }
-		}
 		if t.inGroup {
 			t.group, cmd = t.group.Update(msg)
 			return t, cmd

@@ -38,6 +38,7 @@ var errNoActions = errors.New("this profile's client cannot reply, react, edit o
 type mode struct {
 	content wire.ContentType // 0: a plain message
 	peer    engine.Address
+	group   *wire.GroupID // the group written to when the mode was set
 	target  wire.LogicalID
 	quote   string // the line shown above the text
 }
@@ -48,7 +49,7 @@ type actEntry struct{ req engine.ActionRequest }
 // Reply makes Enter send a reply to target, a message of the conversation
 // with peer, whose quote is shown above the text; esc cancels it.
 func (m *Model) Reply(peer engine.Address, target wire.LogicalID, quote string) {
-	m.mode = mode{content: wire.ContentReply, peer: peer, target: target, quote: "↪ replying to " + quote + " · esc cancels"}
+	m.mode = mode{content: wire.ContentReply, peer: peer, group: m.group, target: target, quote: "↪ replying to " + quote + " · esc cancels"}
 	m.err = ""
 	m.changed()
 }
@@ -57,7 +58,7 @@ func (m *Model) Reply(peer engine.Address, target wire.LogicalID, quote string) 
 // makes Enter send it as the edit; esc cancels it and empties the
 // composer.
 func (m *Model) Edit(peer engine.Address, target wire.LogicalID, body string) {
-	m.mode = mode{content: wire.ContentEdit, peer: peer, target: target, quote: "✎ editing your message · esc cancels"}
+	m.mode = mode{content: wire.ContentEdit, peer: peer, group: m.group, target: target, quote: "✎ editing your message · esc cancels"}
 	m.err = ""
 	m.SetValue(body)
 }
@@ -94,7 +95,7 @@ func (m Model) submitAction(body string) (Model, tea.Cmd) {
 		m.err = err.Error()
 		return m, nil
 	}
-	r := engine.ActionRequest{Peer: m.peer, Content: m.mode.content, Target: m.mode.target, Text: []byte(body)}
+	r := engine.ActionRequest{Peer: m.peer, Group: m.group, Content: m.mode.content, Target: m.mode.target, Text: []byte(body)}
 	m.err = ""
 	m.mode = mode{}
 	m.ta.Reset()
@@ -111,12 +112,12 @@ func (m *Model) acted(msg ActedMsg) {
 		return
 	}
 	m.entered = max(0, m.entered-1)
-	if msg.Err == nil || m.Value() != "" || r.Peer != m.peer || m.group != nil {
+	if msg.Err == nil || m.Value() != "" || r.Peer != m.peer || !sameGroup(r.Group, m.group) {
 		return
 	}
 	m.err = layout.OneLine([]byte(engine.ErrorName(msg.Err)+": "+msg.Err.Error()), 200)
 	q := "the message"
-	m.mode = mode{content: r.Content, peer: r.Peer, target: r.Target, quote: "↪ replying to " + q + " · esc cancels"}
+	m.mode = mode{content: r.Content, peer: r.Peer, group: m.group, target: r.Target, quote: "↪ replying to " + q + " · esc cancels"}
 	if r.Content == wire.ContentEdit {
 		m.mode.quote = "✎ editing your message · esc cancels"
 	}

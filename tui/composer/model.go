@@ -326,7 +326,7 @@ func (m Model) submit() (Model, tea.Cmd) {
 		return m, nil
 	}
 	if m.mode.content != 0 {
-		if m.mode.peer == m.peer && m.group == nil {
+		if m.mode.peer == m.peer && sameGroup(m.mode.group, m.group) {
 			return m.submitAction(body)
 		}
 		m.mode = mode{} // the conversation changed: a plain message

@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/charmbracelet/bubbles/key"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/internal/layout"
@@ -30,7 +29,11 @@ var Reactions = []string{"👍", "👎", "😂", "😮", "😢", "🎉"}
 // quote or the text, a reaction (Emoji, or Remove) and a delete are sent
 // at once.
 type ActionMsg struct {
-	Peer    engine.Address
+	Peer engine.Address
+	// Group, when set, makes it an action in that group (Peer unused):
+	// Target is then the group message as a history entry (Peer its
+	// sender, DirectionOut one's own).
+	Group   *wire.GroupID
 	Content wire.ContentType
 	Target  engine.HistoryEntry
 	Emoji   string
@@ -40,6 +43,7 @@ type ActionMsg struct {
 // VersionsMsg asks the pane to show an edited message's earlier versions.
 type VersionsMsg struct {
 	Peer   engine.Address
+	Group  *wire.GroupID // a group's message: Target.Peer is its author
 	Target engine.HistoryEntry
 }
 
@@ -161,29 +165,52 @@ func (m Model) ask(a ActionMsg) tea.Cmd { return func() tea.Msg { return a } }
 // pickKey handles a key while the reaction picker is open: arrows or a
 // number choose, enter sends, esc (or any other key) closes it.
 func (m Model) pickKey(k tea.KeyMsg) (Model, tea.Cmd) {
-	n := len(Reactions)
-	if m.pick.own != "" {
-		n++ // the last choice takes the reaction back
+	send, open := m.pick.step(k)
+	if open {
+		return m, nil
 	}
-	switch {
-	case k.Type == tea.KeyLeft:
-		m.pick.at = (m.pick.at + n - 1) % n
-		return m, nil
-	case k.Type == tea.KeyRight:
-		m.pick.at = (m.pick.at + 1) % n
-		return m, nil
-	case k.Type == tea.KeyRunes && len(k.Runes) == 1 && k.Runes[0] >= '1' && int(k.Runes[0]-'1') < len(Reactions):
-		m.pick.at = int(k.Runes[0] - '1')
-		return m.react()
-	case k.Type == tea.KeyRunes && len(k.Runes) == 1 && k.Runes[0] == '0' && m.pick.own != "":
-		m.pick.at = len(Reactions)
-		return m.react()
-	case k.Type == tea.KeyEnter:
+	if send {
 		return m.react()
 	}
 	m.pick = picker{}
 	m.resizeViewport()
 	return m, nil
+}
+
+// step takes a key while the picker is open: send reports that a choice
+// was made, open that the picker stays open.
+func (p *picker) step(k tea.KeyMsg) (send, open bool) {
+	n := len(Reactions)
+	if p.own != "" {
+		n++ // the last choice takes the reaction back
+	}
+	switch {
+	case k.Type == tea.KeyLeft:
+		p.at = (p.at + n - 1) % n
+		return false, true
+	case k.Type == tea.KeyRight:
+		p.at = (p.at + 1) % n
+		return false, true
+	case k.Type == tea.KeyRunes && len(k.Runes) == 1 && k.Runes[0] >= '1' && int(k.Runes[0]-'1') < len(Reactions):
+		p.at = int(k.Runes[0] - '1')
+		return true, false
+	case k.Type == tea.KeyRunes && len(k.Runes) == 1 && k.Runes[0] == '0' && p.own != "":
+		p.at = len(Reactions)
+		return true, false
+	case k.Type == tea.KeyEnter:
+		return true, false
+	}
+	return false, false
+}
+
+// choose fills a's emoji, or its Remove when the choice is the remove one
+// or the emoji already given.
+func (p picker) choose(a *ActionMsg) {
+	if p.at >= len(Reactions) || Reactions[p.at] == p.own {
+		a.Remove = true
+	} else {
+		a.Emoji = Reactions[p.at]
+	}
 }
 
 // react sends the reaction chosen: the same emoji as this device's
@@ -193,30 +220,28 @@ func (m Model) react() (Model, tea.Cmd) {
 	m.pick = picker{}
 	m.resizeViewport()
 	a := ActionMsg{Peer: m.peer, Content: wire.ContentReaction, Target: p.target}
-	if p.at >= len(Reactions) || Reactions[p.at] == p.own {
-		a.Remove = true
-	} else {
-		a.Emoji = Reactions[p.at]
-	}
+	p.choose(&a)
 	return m, m.ask(a)
 }
 
 // pickerLine is the picker as the footer shows it.
-func (m Model) pickerLine() string {
+func (m Model) pickerLine() string { return m.pick.line() }
+
+func (p picker) line() string {
 	var b strings.Builder
 	b.WriteString(" react")
 	for i, e := range Reactions {
 		s := fmt.Sprintf("%d%s", i+1, e)
-		if i == m.pick.at {
+		if i == p.at {
 			s = "[" + s + "]"
 		} else {
 			s = " " + s + " "
 		}
 		b.WriteString(s)
 	}
-	if m.pick.own != "" {
+	if p.own != "" {
 		s := "0 remove"
-		if m.pick.at == len(Reactions) {
+		if p.at == len(Reactions) {
 			s = "[" + s + "]"
 		} else {
 			s = " " + s + " "
@@ -257,6 +282,20 @@ func (m *Model) lookup(id wire.LogicalID) (engine.HistoryEntry, bool) {
 // reactionLine is a message's reactions: each emoji with who gave it,
 // "👍 you, bob/1 · 🎉 bob/1".
 func (m *Model) reactionLine(rs []engine.Reaction) string {
+	return reactionText(rs, func(a engine.Address) string {
+		if a.IsZero() || a == m.selfAddr {
+			return m.self
+		}
+		if n := m.names[a]; n != "" {
+			return n
+		}
+		return m.label(a)
+	})
+}
+
+// reactionText is reactions rs grouped by emoji, each with the names
+// name gives the members who gave it, in the order first given.
+func reactionText(rs []engine.Reaction, name func(engine.Address) string) string {
 	var order []string
 	who := map[string][]string{}
 	for _, r := range rs {
@@ -264,14 +303,7 @@ func (m *Model) reactionLine(rs []engine.Reaction) string {
 		if _, ok := who[e]; !ok {
 			order = append(order, e)
 		}
-		name := m.self
-		if !r.From.IsZero() && r.From != m.selfAddr {
-			name = m.label(r.From)
-			if n := m.names[r.From]; n != "" {
-				name = n
-			}
-		}
-		who[e] = append(who[e], name)
+		who[e] = append(who[e], name(r.From))
 	}
 	parts := make([]string, len(order))
 	for i, e := range order {
@@ -321,17 +353,6 @@ func readQuotes(ctx context.Context, ms MessageSource, peer engine.Address, es [
 		out[id] = e
 	}
 	return out
-}
-
-// IsActionKey reports whether k is one of the action keys (r, +, e, D,
-// v): a group's view, which has none yet, says so.
-func (m Model) IsActionKey(k tea.KeyMsg) bool {
-	for _, b := range []key.Binding{m.keys.Reply, m.keys.React, m.keys.Edit, m.keys.Delete, m.keys.Versions} {
-		if input.Matches(k, b) {
-			return true
-		}
-	}
-	return false
 }
 
 // Label is how the panel names a device: its nickname and address, or

@@ -19,6 +19,7 @@ import (
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/internal/layout"
 	"github.com/parley-chat/parley/themes"
+	"github.com/parley-chat/parley/tui/internal/actiontext"
 	"github.com/parley-chat/parley/tui/internal/input"
 	"github.com/parley-chat/parley/wire"
 )
@@ -69,6 +70,10 @@ type Group struct {
 	saved    string                  // the last file saved from the group in this run
 	discard  bool                    // x asked once: y discards
 	previews *previews               // the pictures downloaded in this run (preview.go)
+
+	self     engine.Address     // this device (its reactions read "you")
+	pick     picker             // the reaction picker (groupaction.go)
+	deleting *engine.GroupEntry // D asked once: y deletes it for everyone
 }
 
 // NewGroup returns the view reading from src; ctx bounds its reads.
@@ -97,13 +102,18 @@ func (g Group) KeyMap() GroupKeys {
 	_, _, file := g.firstFile()
 	k.Download.SetEnabled(file)
 	k.Open.SetEnabled(g.saved != "")
-	k.Confirm.SetEnabled(g.discard)
-	return GroupKeys{Toggle: g.toggle, Commit: k.Commit, Discard: k.Discard, Confirm: k.Confirm, Download: k.Download, Open: k.Open}
+	k.Confirm.SetEnabled(g.discard || g.deleting != nil)
+	if g.deleting != nil {
+		k.Confirm.SetHelp("y", "yes, delete it for everyone")
+	}
+	return GroupKeys{Toggle: g.toggle, Commit: k.Commit, Discard: k.Discard, Confirm: k.Confirm, Download: k.Download, Open: k.Open,
+		Reply: k.Reply, React: k.React, Edit: k.Edit, Delete: k.Delete, Versions: k.Versions}
 }
 
 // GroupKeys are the group view's keys.
 type GroupKeys struct {
 	Toggle, Commit, Discard, Confirm, Download, Open key.Binding
+	Reply, React, Edit, Delete, Versions             key.Binding
 }
 
 // ShortHelp implements help.KeyMap.
@@ -116,7 +126,7 @@ func (k GroupKeys) ShortHelp() []key.Binding {
 
 // FullHelp implements help.KeyMap.
 func (k GroupKeys) FullHelp() [][]key.Binding {
-	return [][]key.Binding{{k.Commit, k.Discard, k.Confirm}, {k.Download, k.Open}, {k.Toggle}}
+	return [][]key.Binding{{k.Commit, k.Discard, k.Confirm}, {k.Download, k.Open}, {k.Reply, k.React, k.Edit, k.Delete, k.Versions}, {k.Toggle}}
 }
 
 // SetSize sets the view's size in cells, title included.
@@ -133,6 +143,7 @@ func (g *Group) SetGroup(id wire.GroupID, name string) tea.Cmd {
 	if id != g.id {
 		g.entries, g.waiting, g.err, g.status, g.saved, g.members = nil, nil, "", "", "", 0
 		g.loading, g.again, g.discard = false, false, false
+		g.pick, g.deleting = picker{}, nil
 	}
 	g.id, g.name = id, name
 	return g.Reload()
@@ -247,6 +258,15 @@ func (g Group) Update(msg tea.Msg) (Group, tea.Cmd) {
 }
 
 func (g Group) key(k tea.KeyMsg) (Group, tea.Cmd) {
+	if g.pick.on {
+		return g.pickKey(k)
+	}
+	if g.deleting != nil {
+		return g.confirmDelete(k)
+	}
+	if g2, cmd, ok := g.actionKey(k); ok {
+		return g2, cmd
+	}
 	if g.discard {
 		g.discard, g.status = false, ""
 		if input.Matches(k, g.keys.Confirm) {
@@ -362,7 +382,21 @@ func (g Group) shown(w *engine.InboundMessage) []byte {
 	if f, ok := fileOf(w); ok {
 		return fileText(f)
 	}
+	// An action waiting is said in words, its target found in the group.
+	if s, ok := actiontext.Describe(w.Content, w.Body, g.lookup); ok {
+		return []byte(s)
+	}
 	return w.Body
+}
+
+// lookup finds a group message among the loaded entries.
+func (g Group) lookup(id wire.LogicalID) (engine.HistoryEntry, bool) {
+	for i := len(g.entries) - 1; i >= 0; i-- {
+		if g.entries[i].ID == id {
+			return asHistory(g.entries[i]), true
+		}
+	}
+	return engine.HistoryEntry{}, false
 }
 
 // View draws the view at instant now (the matrix says how long a lane has
@@ -384,7 +418,21 @@ func (g Group) View(now time.Time, focused bool) string {
 			who = st.Own.Render("you")
 		}
 		// A peer's text never drives the terminal: cleaned, on one line.
-		r := row{at: e.At, lines: []string{st.Time.Render(layout.Clock(e.At)) + " " + who + " " + st.Body.Render(layout.OneLine(layout.Stored(e.Body), max(g.w, 1)*4))}}
+		body := st.Body.Render(layout.OneLine(layout.Stored(e.Body), max(g.w, 1)*4))
+		switch {
+		case e.Deleted:
+			body = st.More.Render("message deleted")
+		case e.Edits > 0:
+			body += " " + st.More.Render("edited")
+		}
+		r := row{at: e.At}
+		if e.ReplyTo != nil && !e.Deleted {
+			r.lines = append(r.lines, indent+st.Time.Render(g.quoteLine(*e.ReplyTo, g.w-len(indent))))
+		}
+		r.lines = append(r.lines, st.Time.Render(layout.Clock(e.At))+" "+who+" "+body)
+		if len(e.Reactions) > 0 && !e.Deleted {
+			r.lines = append(r.lines, indent+layout.OneLine([]byte(g.reactionLine(e.Reactions)), max(g.w-len(indent), 1)))
+		}
 		for _, l := range g.previews.of(e.ID) {
 			r.lines = append(r.lines, indent+ansi.Truncate(l, max(g.w-len(indent), 0), ""))
 		}
