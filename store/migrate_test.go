@@ -80,6 +80,7 @@ var fixtures = map[int]struct {
 	14: {insertFixtureV14, checkFixtureV14},
 	15: {insertFixtureV15, checkFixtureV15},
 	16: {insertFixtureV16, checkFixtureV16},
+	17: {insertFixtureV17, checkFixtureV17},
 }
 
 // insertFixtureV15 is fixture 14 with the sent message edited once (its
@@ -96,7 +97,7 @@ func insertFixtureV15(t *testing.T, db *sql.DB, s *sealer) {
 		{"INSERT INTO message_extra (peer, direction, id, action, reply_to, edits, deleted) VALUES (?, 2, ?, 0, NULL, 1, 0)", []any{fixturePeer, fixtureID}},
 		{"INSERT INTO message_version VALUES (?, 2, ?, 0, 20, ?)", []any{fixturePeer, fixtureID,
 			s.seal(kindMessageVersion, rowKey(peer, []byte{2}, fixtureID, rowKeyInt(0)), []byte("first"))}},
-		{"INSERT INTO reaction VALUES (?, 2, ?, ?, 21, ?)", []any{fixturePeer, fixtureID, fixturePeer,
+		{"INSERT INTO reaction (peer, direction, id, reactor, at, sealed_emoji) VALUES (?, 2, ?, ?, 21, ?)", []any{fixturePeer, fixtureID, fixturePeer,
 			s.seal(kindReactionEmoji, rowKey(peer, []byte{2}, fixtureID, peer), []byte("\U0001F44D"))}},
 		{"UPDATE inbound SET action = 4", nil},
 	} {
