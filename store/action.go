@@ -45,7 +45,7 @@ const (
 	sqlSetReaction = `INSERT INTO reaction (peer, direction, id, reactor, at, sealed_emoji, num, removed) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (peer, direction, id, reactor) DO UPDATE SET at = excluded.at, sealed_emoji = excluded.sealed_emoji,
 		num = excluded.num, removed = excluded.removed WHERE num < excluded.num`
-	sqlReactionNumber = "SELECT num FROM reaction WHERE peer = ? AND direction = ? AND id = ? AND reactor = ?"
+	sqlReactionNumber    = "SELECT num FROM reaction WHERE peer = ? AND direction = ? AND id = ? AND reactor = ?"
 	sqlMarkInboundAction = "UPDATE inbound SET action = ? WHERE sender = ? AND id = ?"
 
 	// sqlActionTarget finds a conversation's entry by ID in one direction
