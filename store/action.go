@@ -40,11 +40,11 @@ const (
 		ON CONFLICT (peer, direction, id) DO UPDATE SET deleted = 1, edits = 0`
 	sqlDeleteVersions  = "DELETE FROM message_version WHERE peer = ? AND direction = ? AND id = ?"
 	sqlDeleteReactions = "DELETE FROM reaction WHERE peer = ? AND direction = ? AND id = ?"
-	// sqlSetReaction sets (or, removed, takes back) a reactor's reaction
-	// over a smaller number only (engine.ReactionApplies).
+	// sqlSetReaction sets (or, removed, takes back) a reactor's reaction,
+	// once engine.ReactionApplies said so.
 	sqlSetReaction = `INSERT INTO reaction (peer, direction, id, reactor, at, sealed_emoji, num, removed) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (peer, direction, id, reactor) DO UPDATE SET at = excluded.at, sealed_emoji = excluded.sealed_emoji,
-		num = excluded.num, removed = excluded.removed WHERE num < excluded.num`
+		num = excluded.num, removed = excluded.removed`
 	sqlReactionNumber    = "SELECT num FROM reaction WHERE peer = ? AND direction = ? AND id = ? AND reactor = ?"
 	sqlMarkInboundAction = "UPDATE inbound SET action = ? WHERE sender = ? AND id = ?"
 
@@ -110,7 +110,12 @@ func (t *tx) applyAction(ctx context.Context, a engine.ActionApply) error {
 	}
 	switch a.Content {
 	case wire.ContentReaction:
-		_, err := t.run(ctx, "reaction-set", sqlSetReaction, peer, int64(a.TargetDir), a.Target[:], a.Reactor.String(), a.At.UnixNano(),
+		var stored int64
+		found, err := t.scan(ctx, "reaction-number", sqlReactionNumber, []any{peer, int64(a.TargetDir), a.Target[:], a.Reactor.String()}, &stored)
+		if err != nil || !engine.ReactionApplies(a.Order, uint32(stored), found) {
+			return err // a reaction the reactor already replaced changes nothing
+		}
+		_, err = t.run(ctx, "reaction-set", sqlSetReaction, peer, int64(a.TargetDir), a.Target[:], a.Reactor.String(), a.At.UnixNano(),
 			t.db.seal.seal(kindReactionEmoji, reactionKey(a.Peer, a.TargetDir, a.Target, a.Reactor), []byte(a.Emoji)),
 			int64(a.Order), boolInt(a.Remove))
 		return err

@@ -43,7 +43,7 @@ const (
 	// sqlGroupSetReaction is sqlSetReaction in a group.
 	sqlGroupSetReaction = `INSERT INTO group_reaction (grp, sender, id, reactor, at, sealed_emoji, num, removed) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (grp, sender, id, reactor) DO UPDATE SET at = excluded.at, sealed_emoji = excluded.sealed_emoji,
-		num = excluded.num, removed = excluded.removed WHERE num < excluded.num`
+		num = excluded.num, removed = excluded.removed`
 	sqlGroupReactionNumber = "SELECT num FROM group_reaction WHERE grp = ? AND sender = ? AND id = ? AND reactor = ?"
 
 	// sqlGroupActionTarget finds a group's entry by ID, of one author
@@ -89,7 +89,12 @@ func (t *tx) applyGroupAction(ctx context.Context, a engine.ActionApply) error {
 	switch a.Content {
 	case wire.ContentReaction:
 		reactor := a.Reactor.String()
-		_, err := t.run(ctx, "group-reaction-set", sqlGroupSetReaction, g[:], author, a.Target[:], reactor, a.At.UnixNano(),
+		var stored int64
+		found, err := t.scan(ctx, "group-reaction-number", sqlGroupReactionNumber, append(target, reactor), &stored)
+		if err != nil || !engine.ReactionApplies(a.Order, uint32(stored), found) {
+			return err // a reaction the reactor already replaced changes nothing
+		}
+		_, err = t.run(ctx, "group-reaction-set", sqlGroupSetReaction, g[:], author, a.Target[:], reactor, a.At.UnixNano(),
 			t.db.seal.seal(kindGroupReaction, groupReactionKey(g, author, a.Target, reactor), []byte(a.Emoji)),
 			int64(a.Order), boolInt(a.Remove))
 		return err
