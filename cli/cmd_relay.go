@@ -87,6 +87,7 @@ func cmdRelay(ctx context.Context, env *cliEnv, cmd *command, args []string) err
 	data := f.String("data", "", "keep mailboxes, bundles and registrations in SQLite in this directory (default: memory)")
 	idFile := f.String("id-file", "", "keep the relay's ID in this file, made at the first start (default: in --data or the NATS cluster, else "+defaultRelayIDFile("HOST:PORT")+")")
 	rereg := f.Bool("allow-reregister", false, "let a new identity key take over a registered address")
+	deviceLists := f.Bool("device-lists", false, "keep each account's device list and refuse devices not in it (issue 33; off until clients send to several devices)")
 	drop := f.Float64("fault-drop", 0, "drop accepted envelopes with this probability (tests and demos)")
 	dup := f.Float64("fault-dup", 0, "duplicate accepted envelopes with this probability (tests and demos)")
 	seed := f.Uint64("fault-seed", 0, "seed of the fault injection (0: random)")
@@ -174,7 +175,7 @@ func cmdRelay(ctx context.Context, env *cliEnv, cmd *command, args []string) err
 		}
 	}
 	srv, err := relayserver.New(store, relayserver.Config{RelayID: relayID, AllowReregister: *rereg, Limits: limits, TrustedProxies: proxies,
-		Blobs: blobs, SeparateAdmin: *adminListen != "", Logger: logger})
+		DeviceLists: *deviceLists, Blobs: blobs, SeparateAdmin: *adminListen != "", Logger: logger})
 	if err != nil {
 		ln.Close()
 		return err
@@ -238,7 +239,7 @@ func openRelayStore(ctx context.Context, dataDir, natsURLs string, natsOpts nats
 type relayLimits struct {
 	maxConns, maxHandshakes, maxConnsPerIP, maxHandshakesPerIP     *int
 	maxConnsPerAddr, maxSockets, maxSocketsPerIP, ipv6Prefix       *int
-	regsPerHour, regsPerIP                                         *int
+	regsPerHour, regsPerIP, deviceListsPerIP                       *int
 	fetchRate, targetFetchRate                                     *float64
 	oneTimeBurst                                                   *int
 	mailboxEnvelopes, senderEnvelopes, ipEnvelopes, totalEnvelopes *int
@@ -267,6 +268,7 @@ func relayLimitFlags(f *flags) *relayLimits {
 		maxSocketsPerIP:     f.Int("max-sockets-per-ip", relayserver.DefaultMaxConnectionsPerIP+16, "TCP connections open from one remote IP, counted at accept (behind --trusted-proxy: plain requests per forwarded IP)"),
 		regsPerHour:         f.Int("registrations-per-ip-hour", relayserver.DefaultRegistrationBurst, "new addresses one remote IP may register per hour"),
 		regsPerIP:           f.Int("registrations-per-ip", relaystore.DefaultRegistrationsPerIP, "new addresses one remote IP may register in all"),
+		deviceListsPerIP:    f.Int("device-lists-per-ip", relaystore.DefaultDeviceListsPerIP, "accounts whose first device list one remote IP may publish (with --device-lists)"),
 		fetchRate:           f.Float64("fetch-rate", relayserver.DefaultFetchRate, "bundle fetches per second one address may make"),
 		targetFetchRate:     f.Float64("target-fetch-rate", relayserver.DefaultTargetFetchRate, "fetches per second of one address's bundle"),
 		oneTimeBurst:        f.Int("one-time-burst", relayserver.DefaultTargetOneTimeBurst, "one-time prekeys of one address handed out at once (then one a minute)"),
@@ -303,7 +305,7 @@ func (r *relayLimits) resolve() (relayserver.Limits, []netip.Prefix, error) {
 		IPv6PrefixBits:   *r.ipv6Prefix,
 		RegistrationRate: float64(*r.regsPerHour) / 3600, RegistrationBurst: *r.regsPerHour,
 		FetchRate: *r.fetchRate, TargetFetchRate: *r.targetFetchRate, TargetOneTimeBurst: *r.oneTimeBurst,
-		Limits: relaystore.Limits{RegistrationsPerIP: *r.regsPerIP,
+		Limits: relaystore.Limits{RegistrationsPerIP: *r.regsPerIP, DeviceListsPerIP: *r.deviceListsPerIP,
 			MailboxEnvelopes: *r.mailboxEnvelopes, SenderEnvelopes: *r.senderEnvelopes, IPEnvelopes: *r.ipEnvelopes, TotalEnvelopes: *r.totalEnvelopes,
 			ReserveEnvelopes:  *r.reserveEnvelopes,
 			StrangerEnvelopes: *r.strangerEnvelopes, StrangerIPEnvelopes: *r.strangerIPEnvelopes,
@@ -340,7 +342,7 @@ func (r *relayLimits) resolve() (relayserver.Limits, []netip.Prefix, error) {
 	for name, v := range map[string]int{"max-connections": l.MaxConnections, "max-handshakes": l.MaxUnauthenticated, "max-connections-per-ip": l.MaxConnectionsPerIP,
 		"max-handshakes-per-ip": l.MaxUnauthenticatedPerIP, "max-connections-per-address": l.MaxConnectionsPerAddress,
 		"max-sockets": l.MaxSockets, "max-sockets-per-ip": l.MaxSocketsPerIP, "ipv6-prefix": l.IPv6PrefixBits,
-		"registrations-per-ip-hour": l.RegistrationBurst, "registrations-per-ip": l.RegistrationsPerIP, "one-time-burst": l.TargetOneTimeBurst,
+		"registrations-per-ip-hour": l.RegistrationBurst, "registrations-per-ip": l.RegistrationsPerIP, "device-lists-per-ip": l.DeviceListsPerIP, "one-time-burst": l.TargetOneTimeBurst,
 		"mailbox-envelopes": l.MailboxEnvelopes, "ip-envelopes": l.IPEnvelopes, "total-envelopes": l.TotalEnvelopes,
 		"accepted-peers": l.AcceptedPeers, "blocked-senders": l.BlockedSenders} {
 		if v < 1 {

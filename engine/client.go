@@ -209,7 +209,15 @@ func CreateProfile(ctx context.Context, st Store, self Address, relayURL string,
 	}
 	idRec, _ := id.MarshalBinary()
 	p := Bootstrap{Self: self, RelayURL: relayURL, Identity: idRec, PreKeys: recs}
-	if _, err := st.Apply(ctx, p); err != nil {
+	// The account key comes from the system's randomness, not r: a
+	// deterministic r (the demo's, tests') then gives the identity, the
+	// prekeys and every later draw exactly as before accounts existed, and
+	// the account key, shown nowhere yet, stays independent of them.
+	acc, err := newAccount(SystemRandom{}, id, self, now)
+	if err != nil {
+		return IdentityKey{}, err
+	}
+	if _, err := st.ApplyBatch(ctx, []Plan{p, acc}); err != nil {
 		return IdentityKey{}, fmt.Errorf("bootstrap %s: %w", self, err)
 	}
 	return id.Public(), nil

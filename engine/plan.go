@@ -55,6 +55,14 @@ type Bootstrap struct {
 	PreKeys  []PreKeyRecord
 }
 
+// CreateAccount stores the account this device belongs to (issue 33): its
+// key on the device that made it, and the device list this device holds.
+// It is refused (ErrConflict) when the profile has an account already.
+type CreateAccount struct {
+	Key  []byte // AccountKey.MarshalBinary; nil on a device that does not hold it
+	List []byte // wire.EncodeDeviceList
+}
+
 // PublishPreKeys stores new prekeys (a rotation or a one-time batch), deletes
 // expired signed prekeys and the retired initiations old enough that no
 // prekey they could name is still held, and records which one-time prekeys
@@ -389,6 +397,7 @@ type SetContact struct {
 type MarkPresented struct{ Seq uint64 }
 
 func (Bootstrap) plan()       {}
+func (CreateAccount) plan()   {}
 func (PublishPreKeys) plan()  {}
 func (Send) plan()            {}
 func (Hold) plan()            {}
@@ -410,6 +419,9 @@ func (MarkPresented) plan()   {}
 
 // Kind implements Plan.
 func (Bootstrap) Kind() string { return "bootstrap" }
+
+// Kind implements Plan.
+func (CreateAccount) Kind() string { return "account-create" }
 
 // Kind implements Plan.
 func (PublishPreKeys) Kind() string { return "prekey-publish" }

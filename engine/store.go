@@ -118,6 +118,12 @@ type Profile struct {
 	// visible transition raises Written; MarkPresented raises Presented.
 	MarkerWritten   uint64
 	MarkerPresented uint64
+	// AccountKey is the account key record (AccountKey.MarshalBinary),
+	// nil on a device that does not hold it; DeviceList is the encoded
+	// device list this device holds, nil before the profile has an
+	// account (EnsureAccount).
+	AccountKey []byte
+	DeviceList []byte
 }
 
 // PeerState is the pinned identity and the current session with a peer.

@@ -275,6 +275,19 @@ func (p *Profile) ReadOnly() bool { return p.st.ReadOnly() }
 
 // attach connects an open store to its relay and opens the engine on both.
 func attach(ctx context.Context, dir string, st *store.DB, o Options) (*Profile, error) {
+	if !st.ReadOnly() {
+		// A profile made before accounts existed gets its account here,
+		// in one transaction (engine.EnsureAccount).
+		now := time.Now
+		if o.Engine.Now != nil {
+			now = o.Engine.Now
+		}
+		// The system's randomness, as at init (engine.CreateProfile): a
+		// deterministic Engine.Random keeps giving what it gave before.
+		if _, err := engine.EnsureAccount(ctx, st, nil, now()); err != nil {
+			return nil, err
+		}
+	}
 	self, relay, id, err := engine.LoadIdentity(ctx, st)
 	if err != nil {
 		return nil, err
@@ -420,4 +433,11 @@ func Remove(dir string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Account returns what the profile knows of its account: its key (on the
+// device that made it) and the device list it holds. A profile made before
+// accounts and opened read-only since has none (engine.ErrNoAccount).
+func (p *Profile) Account(ctx context.Context) (engine.Account, error) {
+	return engine.LoadAccount(ctx, p.st)
 }

@@ -97,6 +97,8 @@ func (t *tx) apply(ctx context.Context, p engine.Plan) (engine.Receipt, error) {
 	switch p := p.(type) {
 	case engine.Bootstrap:
 		return engine.Receipt{}, t.bootstrap(ctx, p)
+	case engine.CreateAccount:
+		return engine.Receipt{}, t.createAccount(ctx, p)
 	case engine.PublishPreKeys:
 		return engine.Receipt{}, t.publishPreKeys(ctx, p)
 	case engine.GroupSend:

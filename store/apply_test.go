@@ -55,6 +55,19 @@ func planCases() []planCase {
 			},
 		},
 		{
+			name: "account-create",
+			plan: func(t testing.TB, f *fixture) engine.Plan { return accountPlan(t) },
+			check: func(t *testing.T, f *fixture, r engine.Receipt) {
+				prof, err := f.db.Profile(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(prof.AccountKey, accountPlan(t).Key) || !bytes.Equal(prof.DeviceList, accountPlan(t).List) {
+					t.Errorf("Profile account = %q, %x; want the plan's", prof.AccountKey, prof.DeviceList)
+				}
+			},
+		},
+		{
 			name: "prekey-publish",
 			setup: func(t testing.TB, f *fixture) {
 				for i, at := range []int64{100, 5000} {
@@ -702,6 +715,13 @@ func missCases() []missCase {
 		{name: "stage more than the quota", plan: func(t testing.TB) engine.Plan {
 			return engine.Stage{Envelopes: make([]engine.StagedInput, StagingQuota+1), At: planAt}
 		}, want: engine.ErrStagingFull, early: true},
+		{name: "second account", setup: func(t testing.TB, f *fixture) { f.apply(t, accountPlan(t)) },
+			plan: func(t testing.TB) engine.Plan { p := accountPlan(t); p.Key = nil; return p }, want: engine.ErrConflict},
+		{name: "account with a malformed list", plan: func(t testing.TB) engine.Plan {
+			p := accountPlan(t)
+			p.List = p.List[:len(p.List)-1]
+			return p
+		}, want: engine.ErrConflict, early: true},
 		{name: "new prekey at the next ID", plan: func(t testing.TB) engine.Plan {
 			return engine.PublishPreKeys{Add: []engine.PreKeyRecord{{Kind: engine.PreKeyOneTime, ID: 20, Record: []byte{1}}}, NextPreKeyID: 20}
 		}, want: engine.ErrConflict, early: true},
@@ -939,4 +959,16 @@ func TestApplyBatchSessionVersions(t *testing.T) {
 	if f.state(t) != before {
 		t.Fatal("a refused batch changed the database")
 	}
+}
+
+// accountPlan stores an account whose key record is a plaintext marker and
+// whose list is well formed (the store does not check signatures).
+func accountPlan(t testing.TB) engine.CreateAccount {
+	t.Helper()
+	l := wire.DeviceList{User: "alice", Generation: 1, Entries: []wire.DeviceEntry{{Number: 1, Linked: 100, State: wire.DeviceActive}}}
+	enc, err := wire.EncodeDeviceList(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return engine.CreateAccount{Key: []byte("PLAINTEXT-MARKER-account-key-32b"), List: enc}
 }

@@ -151,11 +151,11 @@ func checkFixtureV16(t *testing.T, db *DB) {
 	}
 }
 
-// insertFixtureV17 is fixture 16 with alice's removal (number 3) of her
+// insertFixtureV18 is fixture 17 with alice's removal (number 3) of her
 // reaction to the group message of fixture 8, kept as a removed row.
-func insertFixtureV17(t *testing.T, db *sql.DB, s *sealer) {
+func insertFixtureV18(t *testing.T, db *sql.DB, s *sealer) {
 	t.Helper()
-	insertFixtureV16(t, db, s)
+	insertFixtureV17(t, db, s)
 	id := wire.LogicalID{0x92}
 	if _, err := db.Exec("INSERT INTO group_reaction VALUES (?, 'alice/1', ?, 'alice/1', 22, ?, 3, 1)", fixtureGroup[:], id[:],
 		s.seal(kindGroupReaction, groupReactionKey(fixtureGroup, "alice/1", id, "alice/1"), nil)); err != nil {
@@ -163,11 +163,11 @@ func insertFixtureV17(t *testing.T, db *sql.DB, s *sealer) {
 	}
 }
 
-// checkFixtureV17: the reactions of before 0017 are number 0, a removal
+// checkFixtureV18: the reactions of before 0018 are number 0, a removal
 // is not shown and keeps its number.
-func checkFixtureV17(t *testing.T, db *DB) {
+func checkFixtureV18(t *testing.T, db *DB) {
 	t.Helper()
-	checkFixtureV16(t, db)
+	checkFixtureV17(t, db)
 	ctx := context.Background()
 	alice, bob := engine.MustParseAddress("alice/1"), engine.MustParseAddress(fixturePeer)
 	id := wire.LogicalID{0x92}
@@ -175,11 +175,11 @@ func checkFixtureV17(t *testing.T, db *DB) {
 		t.Fatalf("alice's removal: number %d, %v, %v; want 3", n, ok, err)
 	}
 	if n, ok, err := db.GroupReactionNumber(ctx, fixtureGroup, alice, id, bob); err != nil || !ok || n != 0 {
-		t.Fatalf("bob's reaction from before 0017: number %d, %v, %v; want 0", n, ok, err)
+		t.Fatalf("bob's reaction from before 0018: number %d, %v, %v; want 0", n, ok, err)
 	}
 	var target wire.LogicalID
 	copy(target[:], fixtureID)
 	if n, ok, err := db.ReactionNumber(ctx, bob, engine.DirectionOut, target, bob); err != nil || !ok || n != 0 {
-		t.Fatalf("bob's reaction from before 0017: number %d, %v, %v; want 0", n, ok, err)
+		t.Fatalf("bob's reaction from before 0018: number %d, %v, %v; want 0", n, ok, err)
 	}
 }

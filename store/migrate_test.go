@@ -81,6 +81,25 @@ var fixtures = map[int]struct {
 	15: {insertFixtureV15, checkFixtureV15},
 	16: {insertFixtureV16, checkFixtureV16},
 	17: {insertFixtureV17, checkFixtureV17},
+	18: {insertFixtureV18, checkFixtureV18},
+}
+
+// insertFixtureV17 is fixture 16 with an account: its sealed key and list.
+func insertFixtureV17(t *testing.T, db *sql.DB, s *sealer) {
+	t.Helper()
+	insertFixtureV16(t, db, s)
+	if _, err := db.Exec("INSERT INTO account VALUES (1, ?, ?)", s.seal(kindAccountKey, nil, bytes.Repeat([]byte{0x16}, 32)), []byte("list 16")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func checkFixtureV17(t *testing.T, db *DB) {
+	t.Helper()
+	checkFixtureV16(t, db)
+	prof, err := db.Profile(context.Background())
+	if err != nil || !bytes.Equal(prof.AccountKey, bytes.Repeat([]byte{0x16}, 32)) || string(prof.DeviceList) != "list 16" {
+		t.Fatalf("account %x %q, %v; want fixture 17's", prof.AccountKey, prof.DeviceList, err)
+	}
 }
 
 // insertFixtureV15 is fixture 14 with the sent message edited once (its

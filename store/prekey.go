@@ -170,6 +170,9 @@ func (db *DB) readProfile(ctx context.Context, q *sql.Tx) (engine.Profile, error
 	if prof.Identity, err = db.seal.open(kindIdentity, nil, sealed); err != nil {
 		return prof, fmt.Errorf("store: read identity: %w", err)
 	}
+	if err := db.readAccount(ctx, q, &prof); err != nil {
+		return prof, err
+	}
 
 	meta := map[string][]byte{}
 	for _, k := range []string{metaAddress, metaRelayURL, metaRelayID, metaRelayCA, metaNextPreKeyID, metaOneTimePublished, metaMarkerWritten, metaMarkerPresented} {

@@ -22,6 +22,8 @@ func validate(p engine.Plan) error {
 		return fmt.Errorf("store: apply: %w", invalid("no plan"))
 	case engine.Bootstrap:
 		err = validateBootstrap(p)
+	case engine.CreateAccount:
+		err = validateCreateAccount(p)
 	case engine.PublishPreKeys:
 		err = validatePublish(p)
 	case engine.GroupSend:

@@ -88,6 +88,7 @@ const (
 		relayHeaderSize+2+2+MaxErrorMessageSize,  // Error
 		relayHeaderSize+4,                        // PrekeyPool, Features and EnvelopeLifetime
 		relayHeaderSize+16+1,                     // EnvelopeStatus
+		maxDeviceListMessageSize,                 // the device list kinds
 	)
 
 	relayHeaderSize = 1 + 1 + 4 // version, kind, request ID
@@ -326,7 +327,7 @@ func EncodeRelay(request uint32, m RelayMessage) ([]byte, error) {
 	case Challenge, Auth, AuthOK, PublishBundle, FetchBundle, BundleReply, Submit,
 		Accepted, Refused, Deliver, AckRows, Done, Error, PrekeyPool, EnvelopeStatus, Features,
 		BlobCreate, BlobCreated, BlobPut, BlobStat, BlobHeld, BlobGet, BlobData, BlobRefused, SenderBlock, EnvelopeLifetime,
-		SubmitBatch, BatchResults, SubmitMulti:
+		SubmitBatch, BatchResults, SubmitMulti, PublishDeviceList, FetchDeviceList, DeviceListReply, DeviceListRefused:
 	default:
 		// Before m.RelayKind: a nil pointer would panic there.
 		return nil, fmt.Errorf("wire: encode relay message: unsupported type %T: %w", m, ErrMalformed)
@@ -465,7 +466,7 @@ func DecodeRelay(b []byte) (request uint32, m RelayMessage, err error) {
 	r := reader{b: b}
 	r.version(RelayVersion)
 	kind := RelayKind(r.u8("kind"))
-	if r.err == nil && (kind < RelayChallenge || kind > relayLastKind) {
+	if r.err == nil && !knownRelayKind(kind) {
 		r.fail(fmt.Errorf("kind %d: %w", kind, ErrUnknownRelayKind))
 	}
 	request = r.u32("request ID")

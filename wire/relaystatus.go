@@ -23,6 +23,13 @@ const RelayEnvelopeLifetime RelayKind = 26
 // (relaymulti.go) follows them.
 const relayLastKind = RelaySubmitMulti
 
+// knownRelayKind reports whether this package knows kind: 1 to
+// relayLastKind, and the device list kinds (relaydevice.go), numbered from 40
+// so that kinds added alongside them on other branches need not move.
+func knownRelayKind(kind RelayKind) bool {
+	return (kind >= RelayChallenge && kind <= relayLastKind) || (kind >= relayDeviceFirst && kind <= relayDeviceLast)
+}
+
 // laterKindName names the kinds past the first table (relay.go): the blob
 // kinds, the envelope lifetime, the batch kinds and the multi-mailbox
 // submit; "" for any other.
@@ -38,6 +45,8 @@ func laterKindName(k RelayKind) string {
 		return "batch results"
 	case k == RelaySubmitMulti:
 		return "submit multi"
+	case k >= relayDeviceFirst && k <= relayDeviceLast:
+		return relayDeviceKindNames[k-relayDeviceFirst]
 	}
 	return ""
 }
@@ -110,7 +119,7 @@ func (s FeatureSet) String() string {
 	for _, f := range []struct {
 		bit  FeatureSet
 		name string
-	}{{FeatureEnvelopeStatus, "envelope status"}, {FeatureSenderBlock, "sender block"}, {FeatureBlobs, "blobs"}, {FeatureEnvelopeLifetime, "envelope lifetime"}, {FeatureSubmitBatch, "submit batch"}, {FeatureSubmitMulti, "submit multi"}} {
+	}{{FeatureEnvelopeStatus, "envelope status"}, {FeatureSenderBlock, "sender block"}, {FeatureBlobs, "blobs"}, {FeatureEnvelopeLifetime, "envelope lifetime"}, {FeatureSubmitBatch, "submit batch"}, {FeatureSubmitMulti, "submit multi"}, {FeatureDeviceLists, "device lists"}} {
 		if s.Has(f.bit) {
 			names = append(names, f.name)
 			s &^= f.bit
@@ -168,6 +177,9 @@ func appendRelayPush(b []byte, m RelayMessage) ([]byte, error) {
 	if isRelayBlob(m) {
 		return appendRelayBlob(b, m)
 	}
+	if isRelayDevice(m) {
+		return appendRelayDevice(b, m)
+	}
 	switch m := m.(type) {
 	case EnvelopeStatus:
 		if !m.State.valid() {
@@ -199,6 +211,9 @@ func appendRelayPush(b []byte, m RelayMessage) ([]byte, error) {
 func (r *reader) relayPush(kind RelayKind) RelayMessage {
 	if kind >= relayBlobFirst && kind <= relayBlobLast {
 		return r.relayBlob(kind)
+	}
+	if kind >= relayDeviceFirst && kind <= relayDeviceLast {
+		return r.relayDevice(kind)
 	}
 	switch kind {
 	case RelayEnvelopeStatus:

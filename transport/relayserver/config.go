@@ -36,6 +36,12 @@ type Config struct {
 	// opened with Limits.Blobs and closes after Shutdown. Nil: the relay
 	// keeps no blobs, except that NewMemory makes a memory one.
 	Blobs relaystore.BlobStore
+	// DeviceLists makes the relay keep the latest device list of each
+	// account and announce wire.FeatureDeviceLists; a device that is not
+	// active in its account's list is then refused at authentication
+	// (devicelist.go). Off by default: nothing yet sends to several devices
+	// of a person (issue 33).
+	DeviceLists bool
 	// SeparateAdmin serves /healthz and /metrics only on AdminHandler (an
 	// admin listener), not on the relay's own.
 	SeparateAdmin bool

@@ -46,6 +46,7 @@ const (
 	limitIPFloods           limit = "ip_floods"
 	limitAddressWrites      limit = "address_writes"
 	limitIPWrites           limit = "ip_writes"
+	limitIPDeviceLists      limit = "ip_device_lists"
 )
 
 // limits lists every limit, so that each series shows from the first
@@ -53,7 +54,7 @@ const (
 var limits = []limit{limitConnections, limitHandshakes, limitIPConnections, limitIPHandshakes, limitAddressConnections, limitIPRegistrations,
 	limitIPRegistered, limitFetchRequester, limitFetchTarget, limitOneTimeTarget, limitSenderQuota, limitIPShare, limitStoreFull, limitReserve,
 	limitSockets, limitIPSockets, limitStrangerRoom, limitStrangerIPShare, limitBlockList, limitIPFloods,
-	limitAddressWrites, limitIPWrites}
+	limitAddressWrites, limitIPWrites, limitIPDeviceLists}
 
 // keyedLimiters is one token bucket per key (an IP, an address), made on
 // first use. A bucket that has refilled completely is forgotten at the next

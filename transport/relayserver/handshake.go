@@ -79,6 +79,13 @@ func (c *conn) handshake() bool {
 	if !ed25519.Verify(a.SigningKey[:], wire.AuthMessage(nonce, s.relayID, a.Address, a.SigningKey, expires), a.Signature[:]) {
 		return c.refuse(authBadSignature, errorMsg(req, wire.ErrorAuthFailed, "auth signature does not verify"))
 	}
+	switch why, err := s.deviceAllowed(c, a.Address, a.SigningKey); {
+	case err != nil:
+		s.log.Error("read device list", "err", cause(err))
+		return c.refuse(authInternal, errorMsg(req, wire.ErrorInternal, "the relay could not read the device list"))
+	case why != "":
+		return c.refuse(authNotInList, errorMsg(req, wire.ErrorAuthFailed, why))
+	}
 	if _, err := s.store.Registered(c.ctx, a.Address); errors.Is(err, relaystore.ErrNotRegistered) && !s.registrations.allow(c.ip, time.Now()) {
 		s.metrics.limitedBy(limitIPRegistrations)
 		return c.refuse(authRateLimited, errorMsg(req, wire.ErrorRateLimited, "too many new addresses from your IP lately: try again later"))

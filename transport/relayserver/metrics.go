@@ -41,11 +41,14 @@ type metrics struct {
 	expired          prometheus.Counter
 	blockedDiscarded prometheus.Counter // envelopes of blocked senders, answered Accepted
 	blockChanges     *prometheus.CounterVec
-	acceptRecorded   prometheus.Counter
-	acceptForgotten  prometheus.Counter
-	submitBatch      prometheus.Histogram // envelopes per SubmitBatch (submit.go)
-	submitMulti      prometheus.Histogram // mailboxes per SubmitMulti (submit.go)
-	appendGroup      prometheus.Histogram // envelopes per append to the store
+	// Device lists (devicelist.go): stored, and refused by cause.
+	deviceListsStored  prometheus.Counter
+	deviceListsRefused *prometheus.CounterVec
+	acceptRecorded     prometheus.Counter
+	acceptForgotten    prometheus.Counter
+	submitBatch        prometheus.Histogram // envelopes per SubmitBatch (submit.go)
+	submitMulti        prometheus.Histogram // mailboxes per SubmitMulti (submit.go)
+	appendGroup        prometheus.Histogram // envelopes per append to the store
 }
 
 // authFailure is why a connection was refused at authentication: the
@@ -63,10 +66,11 @@ const (
 	authInternal     authFailure = "internal"
 	authRateLimited  authFailure = "rate_limited"
 	authControl      authFailure = "control_frame" // a ping or pong before the Auth
+	authNotInList    authFailure = "not_in_device_list"
 )
 
 var authFailures = []authFailure{authMalformed, authBadSignature, authExpired, authTaken, authTimeout, authProtocol, authInternal, authRateLimited,
-	authControl}
+	authControl, authNotInList}
 
 // authFailed counts a connection refused at authentication for r.
 func (m *metrics) authFailed(r authFailure) {
@@ -179,6 +183,9 @@ func newMetrics(g *gaugeCollector, faults relaystore.Store) *metrics {
 			Help: "Mailboxes per SubmitMulti received (at most 64).", Buckets: []float64{1, 2, 4, 8, 16, 32, 64}}),
 		appendGroup: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "parley_relay_append_group_envelopes",
 			Help: "Envelopes of one connection appended to the store together (its consecutive Submits and SubmitBatches, at most 64).", Buckets: []float64{1, 2, 4, 8, 16, 32, 64}}),
+		deviceListsStored: counter("parley_relay_device_lists_stored_total", "Device lists stored (a new generation of an account's list)."),
+		deviceListsRefused: counterVec("parley_relay_device_lists_refused_total", "Device lists refused, by cause.", "reason",
+			deviceListRefusalLabels()...),
 		statuses: counterVec("parley_relay_envelope_status_total", "Envelope statuses told to senders (best effort), by state.", "state",
 			wire.EnvelopeTaken.String(), wire.EnvelopeExpired.String()),
 	}
@@ -190,7 +197,7 @@ func newMetrics(g *gaugeCollector, faults relaystore.Store) *metrics {
 		m.connectionsTotal, m.authFailures, m.disconnects, m.accepted, m.refused, m.delivered, m.acknowledged,
 		m.dropped, m.duplicated, m.rateLimited, m.bundlesPublished, m.bundlesFetched, m.oneTimeHandedOut, m.limited,
 		m.acceptToDeliver, m.leaseToAck, m.statuses, m.expired, m.blockedDiscarded, m.blockChanges, m.acceptRecorded, m.acceptForgotten,
-		m.submitBatch, m.submitMulti, m.appendGroup, g,
+		m.submitBatch, m.submitMulti, m.appendGroup, m.deviceListsStored, m.deviceListsRefused, g,
 	)
 	return m
 }
@@ -322,4 +329,32 @@ func (g *gaugeCollector) stats() (relaystore.Stats, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.cached, g.ok
+}
+
+// deviceListRefusalLabels are the label values of
+// parley_relay_device_lists_refused_total: "stale", "invalid", "not_yours"
+// and "quota".
+func deviceListRefusalLabels() []string {
+	out := make([]string, 0, 4)
+	for r := wire.DeviceListStale; r <= wire.DeviceListQuota; r++ {
+		out = append(out, deviceListRefusalLabel(r))
+	}
+	return out
+}
+
+func deviceListRefusalLabel(r wire.DeviceListRefusal) string {
+	switch r {
+	case wire.DeviceListStale:
+		return "stale"
+	case wire.DeviceListInvalid:
+		return "invalid"
+	case wire.DeviceListNotYours:
+		return "not_yours"
+	}
+	return "quota"
+}
+
+// deviceListRefused counts a device list refused for r.
+func (m *metrics) deviceListRefused(r wire.DeviceListRefusal) {
+	m.deviceListsRefused.WithLabelValues(deviceListRefusalLabel(r)).Inc()
 }

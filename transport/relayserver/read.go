@@ -98,6 +98,14 @@ func (c *conn) handle(data []byte) bool {
 		return c.blob(req, m)
 	case wire.SenderBlock:
 		return c.block(req, m)
+	case wire.PublishDeviceList:
+		if c.s.cfg.DeviceLists {
+			return c.publishDeviceList(req, m)
+		}
+	case wire.FetchDeviceList:
+		if c.s.cfg.DeviceLists {
+			return c.fetchDeviceList(req, m)
+		}
 	case wire.Auth:
 		c.finish(dropProtocol, errorMsg(req, wire.ErrorAuthFailed, "already authenticated: a challenge is answered once"), websocket.ClosePolicyViolation, "already authenticated")
 		return false

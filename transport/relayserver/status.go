@@ -28,6 +28,9 @@ func (s *Server) features() wire.FeatureSet {
 	if s.cfg.SubmitMulti {
 		f |= wire.FeatureSubmitMulti
 	}
+	if s.cfg.DeviceLists {
+		f |= wire.FeatureDeviceLists
+	}
 	return f
 }
 

@@ -26,9 +26,11 @@ type Memory struct {
 	boxes   map[string]*memBox
 	total   Usage
 	byIP    map[string]*Usage
-	regIP   map[string]int      // addresses first registered from each IP
-	accepts map[string]PeerList // by owner
-	blocks  map[string]PeerList // by owner
+	regIP   map[string]int            // addresses first registered from each IP
+	accepts map[string]PeerList       // by owner
+	blocks  map[string]PeerList       // by owner
+	lists   map[string]HeldDeviceList // device lists by user (devicelist.go)
+	listIP  map[string]int            // device lists started from each IP
 }
 
 type memBundle struct {
@@ -74,6 +76,8 @@ func NewMemory(l Limits) *Memory {
 		regIP:   make(map[string]int),
 		accepts: make(map[string]PeerList),
 		blocks:  make(map[string]PeerList),
+		lists:   make(map[string]HeldDeviceList),
+		listIP:  make(map[string]int),
 	}
 	rand.Read(m.relayID[:])
 	return m

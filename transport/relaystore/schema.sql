@@ -82,3 +82,15 @@ CREATE TABLE IF NOT EXISTS blocked_senders (
 	since  INTEGER NOT NULL,
 	PRIMARY KEY (owner, sender)
 ) STRICT;
+
+-- The latest device list of each account, keyed by the user part of its
+-- addresses, with the IP its first generation came from (devicelist.go).
+CREATE TABLE IF NOT EXISTS device_lists (
+	user       TEXT PRIMARY KEY,
+	generation INTEGER NOT NULL CHECK (generation >= 1),
+	parent     BLOB NOT NULL CHECK (length(parent) = 32),
+	digest     BLOB NOT NULL CHECK (length(digest) = 32),
+	list       BLOB NOT NULL,
+	ip         TEXT NOT NULL
+) STRICT;
+CREATE INDEX IF NOT EXISTS device_lists_by_ip ON device_lists (ip);

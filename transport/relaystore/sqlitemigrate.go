@@ -8,7 +8,7 @@ import (
 )
 
 // schemaVersion is stored in PRAGMA user_version.
-const schemaVersion = 4
+const schemaVersion = 5
 
 // migrations[v] brings a database of version v to version v+1, in the
 // transaction that opens it.
@@ -59,7 +59,22 @@ CREATE TABLE blocked_senders (
 	since  INTEGER NOT NULL,
 	PRIMARY KEY (owner, sender)
 ) STRICT`,
+	// The latest device list of each account (devicelist.go).
+	4: deviceListsTable,
 }
+
+// deviceListsTable holds the latest device list of each user, with the IP
+// its first generation came from (the quota of DeviceListsPerIP).
+const deviceListsTable = `
+CREATE TABLE IF NOT EXISTS device_lists (
+	user       TEXT PRIMARY KEY,
+	generation INTEGER NOT NULL CHECK (generation >= 1),
+	parent     BLOB NOT NULL CHECK (length(parent) = 32),
+	digest     BLOB NOT NULL CHECK (length(digest) = 32),
+	list       BLOB NOT NULL,
+	ip         TEXT NOT NULL
+) STRICT;
+CREATE INDEX IF NOT EXISTS device_lists_by_ip ON device_lists (ip)`
 
 // migrate brings a database of version from to schemaVersion.
 func migrate(ctx context.Context, tx *sql.Tx, from int) error {

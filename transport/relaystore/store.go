@@ -134,6 +134,10 @@ type Store interface {
 	// expire on their own, NATS, returns 0): the relay's sweep.
 	ForgetAccepted(ctx context.Context, before time.Time) (int, error)
 
+	// DeviceLists keeps the latest device list of each account
+	// (devicelist.go).
+	DeviceLists
+
 	// Stats counts what the relay holds, for its metrics.
 	Stats(ctx context.Context) (Stats, error)
 
@@ -292,6 +296,10 @@ type Limits struct {
 	// AcceptedLifetime is how long a recorded accepted peer counts, and is
 	// kept, without being recorded again (90 days).
 	AcceptedLifetime time.Duration
+	// DeviceListsPerIP bounds the accounts whose first device list came
+	// from one remote IP (DefaultDeviceListsPerIP), so that one IP cannot
+	// fill the relay's list storage.
+	DeviceListsPerIP int
 }
 
 // Default limits.
@@ -339,6 +347,9 @@ func (l Limits) WithDefaults() Limits {
 	}
 	if l.OneTimePreKeys <= 0 {
 		l.OneTimePreKeys = DefaultOneTimePreKeys
+	}
+	if l.DeviceListsPerIP <= 0 {
+		l.DeviceListsPerIP = DefaultDeviceListsPerIP
 	}
 	return l.peerDefaults()
 }

@@ -73,6 +73,7 @@ const (
 // names are the buckets, streams and subject roots of a store.
 type names struct {
 	reg, ipreg, bundle, usage, meta, otkStream, mboxStream string
+	lists, listIP                                          string // device lists (devicelist.go)
 	accepted, blocked                                      string
 	otk, mbox, wake                                        string // subject roots, with the trailing dot
 	ask                                                    string // the grants' ask subject
@@ -82,6 +83,7 @@ func namesFor(prefix string) names {
 	return names{
 		reg: prefix + "PARLEY_REG", ipreg: prefix + "PARLEY_IPREG", bundle: prefix + "PARLEY_BUNDLE",
 		usage: prefix + "PARLEY_USAGE", meta: prefix + "PARLEY_META",
+		lists: prefix + "PARLEY_DEVLIST", listIP: prefix + "PARLEY_DEVLISTIP",
 		accepted: prefix + "PARLEY_ACCEPTED", blocked: prefix + "PARLEY_BLOCKED",
 		otkStream: prefix + "PARLEY_OTK", mboxStream: prefix + "PARLEY_MAILBOX",
 		otk: prefix + "parley.otk.", mbox: prefix + "parley.mbox.", wake: prefix + "parley.wake.",
@@ -125,7 +127,9 @@ type Store struct {
 	reg     jetstream.KeyValue
 	ipreg   jetstream.KeyValue
 	bundles jetstream.KeyValue
-	ledger  *ledger // this relay's grants of the usage counts (grant.go, usageshard.go)
+	lists   jetstream.KeyValue // device lists by user (devicelist.go)
+	listIP  jetstream.KeyValue // device lists started per IP
+	ledger  *ledger            // this relay's grants of the usage counts (grant.go, usageshard.go)
 	otk     jetstream.Stream
 	shards  []shard // the mailbox streams (shard.go)
 	nShards int
@@ -244,6 +248,12 @@ func (s *Store) setup(ctx context.Context, replicas int) error {
 		return err
 	}
 	if s.bundles, err = kv(s.names.bundle); err != nil {
+		return err
+	}
+	if s.lists, err = kv(s.names.lists); err != nil {
+		return err
+	}
+	if s.listIP, err = kv(s.names.listIP); err != nil {
 		return err
 	}
 	if err := s.setupPeers(ctx, replicas); err != nil {

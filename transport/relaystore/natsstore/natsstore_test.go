@@ -213,3 +213,49 @@ func TestUsageCountsGoAway(t *testing.T) {
 		}
 	}
 }
+
+// TestDeviceListAcrossRelays: two relays on one 3-node cluster race to
+// store the next generation of one list: exactly one wins, and both then
+// read the winner's.
+func TestDeviceListAcrossRelays(t *testing.T) {
+	c := natstest.StartCluster(t, 3)
+	ctx := context.Background()
+	prefix := fmt.Sprintf("D%d_", next.Add(1))
+	var stores [2]*natsstore.Store
+	for i := range stores {
+		s, err := natsstore.Open(ctx, c.URLs(), natsstore.Options{Replicas: 3, Prefix: prefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		stores[i] = s
+	}
+	g1 := relaystore.HeldDeviceList{Generation: 1, Digest: [32]byte{1}, Encoded: []byte("g1")}
+	if err := stores[0].PutDeviceList(ctx, "alice", g1, ""); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	var errs [2]error
+	for i, s := range stores {
+		wg.Go(func() {
+			errs[i] = s.PutDeviceList(ctx, "alice", relaystore.HeldDeviceList{Generation: 2, Parent: g1.Digest, Digest: [32]byte{2, byte(i)}, Encoded: []byte{byte(i)}}, "")
+		})
+	}
+	wg.Wait()
+	if (errs[0] == nil) == (errs[1] == nil) {
+		t.Fatalf("racing generation 2: %v and %v, want exactly one stored", errs[0], errs[1])
+	}
+	won := 0
+	if errs[0] != nil {
+		won = 1
+	}
+	if !errors.Is(errs[1-won], relaystore.ErrDeviceListStale) {
+		t.Fatalf("the loser got %v, want ErrDeviceListStale", errs[1-won])
+	}
+	for i, s := range stores {
+		got, err := s.DeviceList(ctx, "alice")
+		if err != nil || got.Generation != 2 || got.Digest != [32]byte{2, byte(won)} {
+			t.Fatalf("relay %d reads %+v, %v; want the winner's generation 2", i, got, err)
+		}
+	}
+}

@@ -1,4 +1,4 @@
--- 0017: reactions ordered by their reactor (wire action version 2). Each
+-- 0018: reactions ordered by their reactor (wire action version 2). Each
 -- reaction row keeps the number of the reaction that set it (0 for one
 -- sent without a number), and a removal keeps its row, marked removed, so
 -- that its number still orders the reactor's later and earlier reactions

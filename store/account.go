@@ -1,0 +1,67 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/wire"
+)
+
+// The account this device belongs to (issue 33): one row, its key sealed.
+
+const kindAccountKey = "account-key" // row key: empty
+
+func init() {
+	sealedColumns["account.sealed_key"] = kindAccountKey
+}
+
+const (
+	sqlInsertAccount = "INSERT INTO account (singleton, sealed_key, device_list) SELECT 1, ?, ? WHERE NOT EXISTS (SELECT 1 FROM account)"
+	sqlAccount       = "SELECT sealed_key, device_list FROM account WHERE singleton = 1"
+)
+
+// createAccount stores the account; a profile that has one is refused
+// with ErrConflict, and nothing changes.
+func (t *tx) createAccount(ctx context.Context, p engine.CreateAccount) error {
+	var sealed []byte
+	if p.Key != nil {
+		sealed = t.db.seal.seal(kindAccountKey, nil, p.Key)
+	}
+	if _, err := t.runOne(ctx, "account-insert", engine.ErrConflict, sqlInsertAccount, sealed, p.List); err != nil {
+		return fmt.Errorf("store account (one already there?): %w", err)
+	}
+	return nil
+}
+
+func validateCreateAccount(p engine.CreateAccount) error {
+	if p.Key != nil && len(p.Key) != 32 {
+		return invalid("account key record of %d bytes", len(p.Key))
+	}
+	if _, err := wire.DecodeDeviceList(p.List); err != nil {
+		return invalid("device list: %v", err)
+	}
+	return nil
+}
+
+// readAccount fills the account fields of prof; a profile without an
+// account leaves them nil.
+func (db *DB) readAccount(ctx context.Context, q *sql.Tx, prof *engine.Profile) error {
+	var sealed, list []byte
+	err := q.QueryRowContext(ctx, sqlAccount).Scan(&sealed, &list)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil
+	case err != nil:
+		return db.readErr("read account", err)
+	}
+	if sealed != nil {
+		if prof.AccountKey, err = db.seal.open(kindAccountKey, nil, sealed); err != nil {
+			return fmt.Errorf("store: read account key: %w", err)
+		}
+	}
+	prof.DeviceList = list
+	return nil
+}

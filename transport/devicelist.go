@@ -1,0 +1,77 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/parley-chat/parley/wire"
+)
+
+// Device lists (issue 33): the client's side of kinds 40 to 43. Nothing
+// calls these on its own yet; the relay serves them only with
+// --device-lists.
+
+// ErrDeviceListsUnsupported means the relay of the current connection did
+// not announce wire.FeatureDeviceLists.
+var ErrDeviceListsUnsupported = errors.New("the relay keeps no device lists")
+
+// DeviceListRefusedError is the relay's refusal of a published list. When
+// Reason is wire.DeviceListStale, Current is the list the relay holds.
+type DeviceListRefusedError struct {
+	Reason  wire.DeviceListRefusal
+	Current *wire.DeviceList
+}
+
+func (e *DeviceListRefusedError) Error() string {
+	return "relay refused the device list: " + e.Reason.String()
+}
+
+// deviceListsSupported checks the relay's features when they are known;
+// a request sent before they are is settled by its reply.
+func (c *Conn) deviceListsSupported() error {
+	if f, known := c.RelayFeatures(); known && !f.Has(wire.FeatureDeviceLists) {
+		return ErrDeviceListsUnsupported
+	}
+	return nil
+}
+
+// PublishDeviceList asks the relay to hold l as its account's latest list.
+// It returns nil once the relay holds l (also when it held it already), a
+// *DeviceListRefusedError naming the cause, ErrDeviceListsUnsupported, or
+// another error when the outcome is unknown (publishing again is safe).
+func (c *Conn) PublishDeviceList(ctx context.Context, l wire.DeviceList) error {
+	if err := c.deviceListsSupported(); err != nil {
+		return fmt.Errorf("publish device list: %w", err)
+	}
+	r, err := c.call(ctx, wire.PublishDeviceList{List: l})
+	if err != nil {
+		if c.deviceListsSupported() != nil {
+			err = ErrDeviceListsUnsupported
+		}
+		return fmt.Errorf("publish device list: %w", err)
+	}
+	switch r := r.(type) {
+	case wire.Done:
+		return nil
+	case wire.DeviceListRefused:
+		return &DeviceListRefusedError{Reason: r.Reason, Current: r.Current}
+	}
+	return unexpected(wire.RelayPublishDeviceList, r)
+}
+
+// FetchDeviceList returns the list the relay holds for user; a
+// *ServerError with wire.ErrorNotFound when it holds none.
+func (c *Conn) FetchDeviceList(ctx context.Context, user string) (wire.DeviceList, error) {
+	if err := c.deviceListsSupported(); err != nil {
+		return wire.DeviceList{}, fmt.Errorf("fetch device list: %w", err)
+	}
+	r, err := c.call(ctx, wire.FetchDeviceList{User: user})
+	if err != nil {
+		return wire.DeviceList{}, fmt.Errorf("fetch device list of %s: %w", user, err)
+	}
+	if l, ok := r.(wire.DeviceListReply); ok {
+		return l.List, nil
+	}
+	return wire.DeviceList{}, unexpected(wire.RelayFetchDeviceList, r)
+}

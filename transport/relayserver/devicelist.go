@@ -1,0 +1,142 @@
+package relayserver
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/transport/relaystore"
+	"github.com/parley-chat/parley/wire"
+)
+
+// Device lists (issue 33): with Config.DeviceLists the relay keeps the
+// latest list of each account (wire.FeatureDeviceLists), hands it to anyone
+// authenticated, and lets a device authenticate as one of an account's
+// addresses only when the list it holds names that device as active with
+// the key it signs with.
+//
+// A publish is accepted only when (in this order):
+//
+//  1. the list is of the publisher's user, and names the publisher's
+//     device as active with the key it authenticated with (else
+//     DeviceListNotYours);
+//  2. engine.VerifyDeviceList accepts it after the list held (else
+//     DeviceListStale, with the held list, or DeviceListInvalid);
+//  3. the store takes it by compare-and-set (a racing publisher's win
+//     makes it DeviceListStale), within the IP's quota of first lists
+//     (DeviceListQuota).
+//
+// A list that is the one held already is answered Done, so that a client
+// may publish at every connection.
+
+// heldDeviceList returns the list held for user, nil when none is.
+func (s *Server) heldDeviceList(c *conn, user string) (*wire.DeviceList, [32]byte, error) {
+	held, err := s.store.DeviceList(c.ctx, user)
+	switch {
+	case errors.Is(err, relaystore.ErrNoDeviceList):
+		return nil, [32]byte{}, nil
+	case err != nil:
+		return nil, [32]byte{}, err
+	}
+	l, err := wire.DecodeDeviceList(held.Encoded)
+	if err != nil {
+		return nil, [32]byte{}, fmt.Errorf("held device list of %s: %w", user, err)
+	}
+	return &l, held.Digest, nil
+}
+
+// publishDeviceList serves PublishDeviceList.
+func (c *conn) publishDeviceList(req uint32, m wire.PublishDeviceList) bool {
+	s := c.s
+	refuse := func(r wire.DeviceListRefusal, cur *wire.DeviceList) bool {
+		s.metrics.deviceListRefused(r)
+		return c.reply(encode(req, wire.DeviceListRefused{Reason: r, Current: cur}))
+	}
+	self, err := engine.ParseAddress(c.addr)
+	if err != nil {
+		return c.reply(errorMsg(req, wire.ErrorInternal, "the relay could not read the connection's address"))
+	}
+	l := m.List
+	if l.User != self.User || !engine.ActiveDevice(l, self.Device, c.key) {
+		return refuse(wire.DeviceListNotYours, nil)
+	}
+	if msg := c.overWrites(); msg != "" {
+		return c.limitedBy(req, msg)
+	}
+	internal := func(what string, err error) bool {
+		s.log.Error(what, "err", cause(err))
+		return c.reply(errorMsg(req, wire.ErrorInternal, "the relay could not keep the device list"))
+	}
+	prev, prevDigest, err := s.heldDeviceList(c, l.User)
+	if err != nil {
+		return internal("read device list", err)
+	}
+	digest, err := engine.DeviceListDigest(l)
+	if err != nil {
+		return refuse(wire.DeviceListInvalid, nil)
+	}
+	if prev != nil && digest == prevDigest {
+		return c.reply(encode(req, wire.Done{})) // held already
+	}
+	if err := engine.VerifyDeviceList(l, prev); err != nil {
+		if errors.Is(err, engine.ErrDeviceListStale) {
+			return refuse(wire.DeviceListStale, prev)
+		}
+		return refuse(wire.DeviceListInvalid, nil)
+	}
+	enc, err := wire.EncodeDeviceList(l)
+	if err != nil {
+		return refuse(wire.DeviceListInvalid, nil)
+	}
+	err = s.store.PutDeviceList(c.ctx, l.User, relaystore.HeldDeviceList{Generation: l.Generation, Parent: l.Parent, Digest: digest, Encoded: enc}, c.ip)
+	switch {
+	case errors.Is(err, relaystore.ErrDeviceListStale):
+		cur, _, err := s.heldDeviceList(c, l.User)
+		if err != nil {
+			return internal("read device list", err)
+		}
+		return refuse(wire.DeviceListStale, cur)
+	case errors.Is(err, relaystore.ErrDeviceListQuota):
+		s.metrics.limitedBy(limitIPDeviceLists)
+		return refuse(wire.DeviceListQuota, nil)
+	case err != nil:
+		return internal("store device list", err)
+	}
+	s.metrics.deviceListsStored.Inc()
+	return c.reply(encode(req, wire.Done{}))
+}
+
+// fetchDeviceList serves FetchDeviceList.
+func (c *conn) fetchDeviceList(req uint32, m wire.FetchDeviceList) bool {
+	l, _, err := c.s.heldDeviceList(c, m.User)
+	switch {
+	case err != nil:
+		c.s.log.Error("read device list", "err", cause(err))
+		return c.reply(errorMsg(req, wire.ErrorInternal, "the relay could not read the device list"))
+	case l == nil:
+		return c.reply(errorMsg(req, wire.ErrorNotFound, "no device list for "+m.User))
+	}
+	return c.reply(encode(req, wire.DeviceListReply{List: *l}))
+}
+
+// deviceAllowed reports, at authentication, whether address may
+// authenticate with key: always when the relay keeps no lists or holds
+// none for its user; otherwise only an active device of the list, with the
+// list's key. A refusal's text names the cause in one line.
+func (s *Server) deviceAllowed(c *conn, address string, key [32]byte) (string, error) {
+	if !s.cfg.DeviceLists {
+		return "", nil
+	}
+	a, err := engine.ParseAddress(address)
+	if err != nil {
+		return "", err
+	}
+	l, _, err := s.heldDeviceList(c, a.User)
+	if err != nil || l == nil {
+		return "", err
+	}
+	if !engine.ActiveDevice(*l, a.Device, key) {
+		return fmt.Sprintf("%s is not an active device in the device list of %s (generation %d)", address, a.User, l.Generation), nil
+	}
+	return "", nil
+}

@@ -1,0 +1,233 @@
+package relayserver
+
+import (
+	"errors"
+	"net/http"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/transport"
+	"github.com/parley-chat/parley/wire"
+)
+
+// account is a test account: its key and the devices it lists.
+type account struct {
+	tb  testing.TB
+	key *engine.AccountKey
+}
+
+func newAccount(tb testing.TB) *account {
+	k, err := engine.NewAccountKey(engine.SystemRandom{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &account{tb: tb, key: k}
+}
+
+// list signs the list after prev (nil: generation 1) naming devs, active.
+func (a *account) list(prev *wire.DeviceList, devs ...*device) wire.DeviceList {
+	a.tb.Helper()
+	l := wire.DeviceList{User: devs[0].addr.User, Generation: 1}
+	if prev != nil {
+		d, err := engine.DeviceListDigest(*prev)
+		if err != nil {
+			a.tb.Fatal(err)
+		}
+		l.Generation, l.Parent = prev.Generation+1, d
+	}
+	for _, d := range devs {
+		l.Entries = append(l.Entries, engine.DeviceEntryFor(d.id, d.addr.User, a.key.Public(), d.addr.Device, 1700000000))
+	}
+	l, err := a.key.SignDeviceList(l)
+	if err != nil {
+		a.tb.Fatal(err)
+	}
+	return l
+}
+
+// publishList publishes l and returns the reply.
+func (r *raw) publishList(req uint32, l wire.DeviceList) wire.RelayMessage {
+	r.tb.Helper()
+	r.send(req, wire.PublishDeviceList{List: l})
+	return r.reply(req)
+}
+
+func wantRefusal(tb testing.TB, m wire.RelayMessage, want wire.DeviceListRefusal) wire.DeviceListRefused {
+	tb.Helper()
+	f, ok := m.(wire.DeviceListRefused)
+	if !ok || f.Reason != want {
+		tb.Fatalf("got %+v, want a refusal: %s", m, want)
+	}
+	return f
+}
+
+// TestDeviceLists: a device publishes generation 1 of its account's list
+// (again: Done), anyone fetches it, a device not in the list is refused at
+// authentication with the cause, and is let in once generation 2 names it;
+// stale, invalid and foreign lists are refused by cause.
+func TestDeviceLists(t *testing.T) {
+	r := startRelay(t, Config{DeviceLists: true})
+	acc := newAccount(t)
+	a1, a2, bob := newDevice(t, "alice/1"), newDevice(t, "alice/2"), newDevice(t, "bob/1")
+
+	c1 := dialRaw(t, r)
+	c1.login(a1)
+	g1 := acc.list(nil, a1)
+	for i := range 2 {
+		if m := c1.publishList(uint32(10+i), g1); m.RelayKind() != wire.RelayDone {
+			t.Fatalf("publish generation 1 (time %d): %+v", i+1, m)
+		}
+	}
+	// The features came before the first reply.
+	if len(c1.features) == 0 || !c1.features[0].Set.Has(wire.FeatureDeviceLists) {
+		t.Fatalf("features %v: want device lists", c1.features)
+	}
+	cb := dialRaw(t, r)
+	cb.login(bob)
+	cb.send(20, wire.FetchDeviceList{User: "alice"})
+	if m, ok := cb.reply(20).(wire.DeviceListReply); !ok || m.List.Generation != 1 || m.List.Signature != g1.Signature {
+		t.Fatalf("fetch: %+v, want generation 1", m)
+	}
+	cb.send(21, wire.FetchDeviceList{User: "carol"})
+	cb.expectError(21, wire.ErrorNotFound)
+	if m := cb.publishList(22, g1); m.RelayKind() != wire.RelayDeviceListRefused {
+		t.Fatalf("bob publishes alice's list: %+v", m)
+	} else {
+		wantRefusal(t, m, wire.DeviceListNotYours)
+	}
+
+	// alice/2 is not in the list: refused at authentication, with why.
+	c2 := dialRaw(t, r)
+	c2.send(1, signAuth(c2.challenge(), a2))
+	e := c2.expectError(1, wire.ErrorAuthFailed)
+	if !strings.Contains(e.Message, "alice/2 is not an active device") || strings.Contains(e.Message, "\n") {
+		t.Fatalf("refusal %q: want one line naming the cause", e.Message)
+	}
+	if n := r.metric(t, `parley_relay_auth_failures_total{reason="not_in_device_list"}`); n != 1 {
+		t.Fatalf("not_in_device_list refusals: %v, want 1", n)
+	}
+
+	// A list naming a device with another key: refused as not the list.
+	other := dialRaw(t, r)
+	impostor := newDevice(t, "alice/1")
+	other.send(1, signAuth(other.challenge(), impostor))
+	other.expectError(1, wire.ErrorAuthFailed)
+
+	g2 := acc.list(&g1, a1, a2)
+	bad := g2
+	bad.Signature[0] ^= 1
+	wantRefusal(t, c1.publishList(30, bad), wire.DeviceListInvalid)
+	skip := acc.list(&g2, a1, a2)
+	f := wantRefusal(t, c1.publishList(31, skip), wire.DeviceListStale)
+	if f.Current == nil || f.Current.Generation != 1 {
+		t.Fatalf("stale refusal carries %+v, want generation 1", f.Current)
+	}
+	if m := c1.publishList(32, g2); m.RelayKind() != wire.RelayDone {
+		t.Fatalf("publish generation 2: %+v", m)
+	}
+	f = wantRefusal(t, c1.publishList(33, acc.list(&g1, a1)), wire.DeviceListStale)
+	if f.Current == nil || f.Current.Generation != 2 {
+		t.Fatalf("stale refusal carries %+v, want generation 2", f.Current)
+	}
+	c2 = dialRaw(t, r)
+	c2.login(a2)
+	if n := r.metric(t, `parley_relay_device_lists_refused_total{reason="stale"}`); n != 2 {
+		t.Fatalf("stale refusals: %v, want 2", n)
+	}
+	if n := r.metric(t, `parley_relay_device_lists_stored_total`); n != 2 {
+		t.Fatalf("lists stored: %v, want 2", n)
+	}
+}
+
+// TestDeviceListsOff: by default the relay keeps no lists: it does not
+// announce them, answers a publish as a bad request, and lets any device
+// in.
+func TestDeviceListsOff(t *testing.T) {
+	r := startRelay(t, Config{})
+	a1 := newDevice(t, "alice/1")
+	c := dialRaw(t, r)
+	c.login(a1)
+	c.send(5, wire.PublishDeviceList{List: newAccount(t).list(nil, a1)})
+	c.expectError(5, wire.ErrorBadRequest)
+	if len(c.features) == 0 || c.features[0].Set.Has(wire.FeatureDeviceLists) {
+		t.Fatalf("features %v: want no device lists", c.features)
+	}
+}
+
+// TestDeviceListQuotaSparesVictim: behind a trusted proxy, one IP starts
+// the lists it may and is refused the next; a victim on another IP still
+// starts its own list, and the refusal is counted.
+func TestDeviceListQuotaSparesVictim(t *testing.T) {
+	cfg := Config{DeviceLists: true, TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.2/32")}}
+	cfg.Limits.Limits.DeviceListsPerIP = 2
+	r := startRelay(t, cfg)
+	via := func(ip string) *raw {
+		ws, resp, err := from("127.0.0.2").Dial(r.url+wire.WebSocketPath, http.Header{"X-Forwarded-For": {ip}})
+		if resp != nil && resp.Body != nil {
+			resp.Body.Close()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws.SetReadLimit(wire.MaxRelayMessageSize)
+		t.Cleanup(func() { ws.Close() })
+		return &raw{tb: t, ws: ws}
+	}
+	publish := func(ip, user string) wire.RelayMessage {
+		d := newDevice(t, user+"/1")
+		c := via(ip)
+		c.login(d)
+		return c.publishList(7, newAccount(t).list(nil, d))
+	}
+	for _, user := range []string{"sybil0", "sybil1"} {
+		if m := publish("198.51.100.7", user); m.RelayKind() != wire.RelayDone {
+			t.Fatalf("%s: %+v", user, m)
+		}
+	}
+	wantRefusal(t, publish("198.51.100.7", "sybil2"), wire.DeviceListQuota)
+	if m := publish("203.0.113.9", "victim"); m.RelayKind() != wire.RelayDone {
+		t.Fatalf("the victim's list: %+v", m)
+	}
+	if n := r.metric(t, `parley_relay_limited_total{limit="ip_device_lists"}`); n != 1 {
+		t.Fatalf("ip_device_lists refusals: %v, want 1", n)
+	}
+}
+
+// TestDeviceListClient: through transport.Conn, device 1 publishes
+// generation 1 (twice: the second is Done too), fetches it back, and a
+// stale list comes back as a *DeviceListRefusedError carrying the list
+// held; against a relay without device lists the calls say so.
+func TestDeviceListClient(t *testing.T) {
+	r := startRelay(t, Config{DeviceLists: true})
+	acc := newAccount(t)
+	a1 := newDevice(t, "alice/1")
+	c := dial(t, r, a1)
+	ctx := ctxT(t)
+	g1 := acc.list(nil, a1)
+	for range 2 {
+		if err := c.PublishDeviceList(ctx, g1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := c.FetchDeviceList(ctx, "alice")
+	if err != nil || got.Signature != g1.Signature {
+		t.Fatalf("fetch: %+v, %v", got, err)
+	}
+	var refused *transport.DeviceListRefusedError
+	err = c.PublishDeviceList(ctx, acc.list(nil, a1, newDevice(t, "alice/2")))
+	if !errors.As(err, &refused) || refused.Reason != wire.DeviceListStale || refused.Current == nil || refused.Current.Signature != g1.Signature {
+		t.Fatalf("stale publish: %v, want a refusal carrying generation 1", err)
+	}
+	var se *transport.ServerError
+	if _, err := c.FetchDeviceList(ctx, "nobody"); !errors.As(err, &se) || se.Code != wire.ErrorNotFound {
+		t.Fatalf("fetch of nobody: %v, want not found", err)
+	}
+
+	off := startRelay(t, Config{})
+	c2 := dial(t, off, newDevice(t, "bob/1"))
+	if err := c2.PublishDeviceList(ctx, g1); !errors.Is(err, transport.ErrDeviceListsUnsupported) {
+		t.Fatalf("publish to a relay without device lists: %v", err)
+	}
+}
