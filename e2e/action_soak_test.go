@@ -20,10 +20,10 @@ import (
 // reactions, tombstones, quotes) and holds each message and each reply
 // exactly once. ACTION_SOAK_OPS sets the number of operations (default 12).
 //
-// A person reacts at most once per message here: a reaction carries no
-// order of its own (unlike an edit's number), so a reaction replaced or
-// taken back and overtaken by the change on a lossy relay is known to
-// leave the two sides with different reactions (docs/reliability.md).
+// A person reacts to the same message again (half the time to one they
+// already reacted to), and a quarter of the reactions take theirs back, so
+// that a changed or removed reaction overtaken by a retry of the earlier
+// one is exercised: the reactor's own order decides (docs/reliability.md).
 func TestActionSoak(t *testing.T) {
 	n := 12
 	if s := os.Getenv("ACTION_SOAK_OPS"); s != "" {
@@ -101,7 +101,7 @@ func TestActionSoak(t *testing.T) {
 		return row["direction"] == "out"
 	}
 	emojis := []string{"\U0001F44D", "\u2764\ufe0f", "\U0001F602"}
-	reacted := map[string]bool{} // reactor + target: one reaction each
+	reacted := map[string]bool{} // conversation, reactor, target
 	done := map[string]int{}
 	for i := 0; i < n; i++ {
 		c := []conv{pair, group}[rng.IntN(2)]
@@ -122,13 +122,23 @@ func TestActionSoak(t *testing.T) {
 		switch {
 		case op == "reply" && len(live) > 0:
 			args = []string{"send", to, fmt.Sprintf("reply #%d by %s", i, d.addr), "--reply-to", live[rng.IntN(len(live))]["id"].(string)}
-		case op == "react" && len(live) > 0 && !reacted[d.addr+" "+live[0]["id"].(string)]:
-			target := live[0]["id"].(string)
-			if j := rng.IntN(len(live)); !reacted[d.addr+" "+live[j]["id"].(string)] {
-				target = live[j]["id"].(string)
+		case op == "react" && len(live) > 0:
+			var again []string // live messages d reacted to already
+			for _, row := range live {
+				if id := row["id"].(string); reacted[c.name+" "+d.addr+" "+id] {
+					again = append(again, id)
+				}
 			}
-			reacted[d.addr+" "+target] = true
-			args = []string{"react", to, target, emojis[rng.IntN(len(emojis))]}
+			target := live[rng.IntN(len(live))]["id"].(string)
+			if len(again) > 0 && rng.IntN(2) == 0 {
+				target = again[rng.IntN(len(again))]
+			}
+			reacted[c.name+" "+d.addr+" "+target] = true
+			if rng.IntN(4) == 0 {
+				args = []string{"react", to, target, "--remove"}
+			} else {
+				args = []string{"react", to, target, emojis[rng.IntN(len(emojis))]}
+			}
 		case op == "edit" && len(mine) > 0:
 			args = []string{"edit", to, mine[rng.IntN(len(mine))]["id"].(string), fmt.Sprintf("edit #%d by %s", i, d.addr)}
 		case op == "delete" && len(mine) > 0:

@@ -47,6 +47,9 @@ var (
 	// ErrTargetNotFound means an action of this device names a message
 	// that is not in the conversation.
 	ErrTargetNotFound = errors.New("no such message in the conversation")
+	// ErrReactionNumbers means this device has used every reaction number
+	// for one message (2^32 - 1 reactions to it).
+	ErrReactionNumbers = errors.New("no reaction number left for the message")
 )
 
 // ActionRefusedError is an action of this device that the rules refuse,
@@ -137,10 +140,12 @@ type ActionApply struct {
 	Target    wire.LogicalID
 	TargetDir Direction // for everything but a reply
 	// Reactor is the reaction's author (a reaction); Emoji empty with
-	// Remove takes it back.
+	// Remove takes it back. Order is its number among the reactor's
+	// reactions to the target: it applies by ReactionApplies.
 	Reactor Address
 	Emoji   string
 	Remove  bool
+	Order   uint32
 	// Edit and Text are an edit's number and text.
 	Edit uint32
 	Text []byte
@@ -187,7 +192,30 @@ func actionHistoryBody(a wire.Action) []byte {
 // conversation with peer, whose target is t.
 func applyOf(peer, author Address, id wire.LogicalID, dir Direction, a wire.Action, t ActionTarget, at time.Time) *ActionApply {
 	return &ActionApply{Peer: peer, ID: id, Dir: dir, Content: a.Content, Target: a.Target, TargetDir: t.Direction,
-		Reactor: author, Emoji: a.Emoji, Remove: a.Remove, Edit: a.Edit, Text: a.Text, At: at}
+		Reactor: author, Emoji: a.Emoji, Remove: a.Remove, Order: a.Order, Edit: a.Edit, Text: a.Text, At: at}
+}
+
+// ReactionApplies is the rule that orders one reactor's reactions to one
+// message: a reaction (or its removal) of number order changes what the
+// message shows only over no earlier reaction of that reactor (stored
+// false) or over one of a smaller number. Otherwise it is a reaction the
+// reactor already replaced, delivered late: it is committed (finalized and
+// acknowledged once, like any action) and changes nothing. A reaction of
+// version 1 is number 0, so it applies only where its reactor has none.
+func ReactionApplies(order, storedOrder uint32, stored bool) bool {
+	return !stored || order > storedOrder
+}
+
+// nextReaction is the number of this device's next reaction to a target
+// whose latest one of this device was number last (found false for none).
+func nextReaction(last uint32, found bool) (uint32, error) {
+	if !found {
+		return 1, nil
+	}
+	if last == ^uint32(0) {
+		return 0, fmt.Errorf("reaction number past %d: %w", last, ErrReactionNumbers)
+	}
+	return last + 1, nil
 }
 
 // ActionRequest is one action of this device, in the conversation with
@@ -234,8 +262,17 @@ func (c *Client) Act(ctx context.Context, r ActionRequest) (wire.LogicalID, erro
 		if v := DecideAction(t, r.Content, false, now, now); v.Hold || v.Reason != DiscardNone {
 			return wire.LogicalID{}, fmt.Errorf("%s %x: %w", ActionName(r.Content), r.Target[:], &ActionRefusedError{Reason: v.Reason})
 		}
-		if r.Content == wire.ContentEdit {
+		switch r.Content {
+		case wire.ContentEdit:
 			a.Edit = t.Edits + 1
+		case wire.ContentReaction:
+			last, found, err := c.store.ReactionNumber(ctx, r.Peer, t.Direction, r.Target, c.self)
+			if err != nil {
+				return wire.LogicalID{}, fmt.Errorf("reaction: %w", err)
+			}
+			if a.Order, err = nextReaction(last, found); err != nil {
+				return wire.LogicalID{}, err
+			}
 		}
 	}
 	if _, err := wire.EncodeAction(a); err != nil {
@@ -339,6 +376,12 @@ type ActionStore interface {
 	// and the entry's author. Direction, Pending and Discarded are not
 	// set: the engine tells them.
 	GroupActionTarget(ctx context.Context, g wire.GroupID, author Address, id wire.LogicalID) (ActionTarget, Address, error)
+	// ReactionNumber returns the number of reactor's latest reaction (or
+	// removal) to the entry (peer, dir, id), found false for none.
+	ReactionNumber(ctx context.Context, peer Address, dir Direction, id wire.LogicalID, reactor Address) (uint32, bool, error)
+	// GroupReactionNumber is ReactionNumber for group g's entry (author,
+	// id).
+	GroupReactionNumber(ctx context.Context, g wire.GroupID, author Address, id wire.LogicalID, reactor Address) (uint32, bool, error)
 	// GroupMessageVersions returns the bodies edits of a group message
 	// replaced, oldest first.
 	GroupMessageVersions(ctx context.Context, g wire.GroupID, author Address, id wire.LogicalID) ([]MessageVersion, error)

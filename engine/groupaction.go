@@ -97,7 +97,7 @@ func (c *Client) groupApplyOf(g wire.GroupID, author Address, id wire.LogicalID,
 		tdir = DirectionOut
 	}
 	return &ActionApply{Peer: author, ID: id, Dir: dir, Content: a.Content, Target: a.Target, TargetDir: tdir,
-		Reactor: author, Emoji: a.Emoji, Remove: a.Remove, Edit: a.Edit, Text: a.Text, At: at,
+		Reactor: author, Emoji: a.Emoji, Remove: a.Remove, Order: a.Order, Edit: a.Edit, Text: a.Text, At: at,
 		Group: &g, TargetAuthor: targetAuthor}
 }
 
@@ -138,8 +138,17 @@ func (c *Client) enqueueGroupAction(ctx context.Context, g wire.GroupID, a wire.
 		if v := DecideAction(t, a.Content, true, now, now); v.Hold || v.Reason != DiscardNone {
 			return GroupSendResult{}, fmt.Errorf("%s %x: %w", ActionName(a.Content), a.Target[:], &ActionRefusedError{Reason: v.Reason})
 		}
-		if a.Content == wire.ContentEdit {
+		switch a.Content {
+		case wire.ContentEdit:
 			a.Edit = t.Edits + 1
+		case wire.ContentReaction:
+			last, found, err := c.store.GroupReactionNumber(ctx, g, author, a.Target, c.self)
+			if err != nil {
+				return GroupSendResult{}, fmt.Errorf("reaction: %w", err)
+			}
+			if a.Order, err = nextReaction(last, found); err != nil {
+				return GroupSendResult{}, err
+			}
 		}
 		targetAuthor = author
 	}

@@ -40,9 +40,12 @@ const (
 		ON CONFLICT (peer, direction, id) DO UPDATE SET deleted = 1, edits = 0`
 	sqlDeleteVersions  = "DELETE FROM message_version WHERE peer = ? AND direction = ? AND id = ?"
 	sqlDeleteReactions = "DELETE FROM reaction WHERE peer = ? AND direction = ? AND id = ?"
-	sqlSetReaction     = `INSERT INTO reaction (peer, direction, id, reactor, at, sealed_emoji) VALUES (?, ?, ?, ?, ?, ?)
-		ON CONFLICT (peer, direction, id, reactor) DO UPDATE SET at = excluded.at, sealed_emoji = excluded.sealed_emoji`
-	sqlRemoveReaction    = "DELETE FROM reaction WHERE peer = ? AND direction = ? AND id = ? AND reactor = ?"
+	// sqlSetReaction sets (or, removed, takes back) a reactor's reaction,
+	// once engine.ReactionApplies said so.
+	sqlSetReaction = `INSERT INTO reaction (peer, direction, id, reactor, at, sealed_emoji, num, removed) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (peer, direction, id, reactor) DO UPDATE SET at = excluded.at, sealed_emoji = excluded.sealed_emoji,
+		num = excluded.num, removed = excluded.removed`
+	sqlReactionNumber    = "SELECT num FROM reaction WHERE peer = ? AND direction = ? AND id = ? AND reactor = ?"
 	sqlMarkInboundAction = "UPDATE inbound SET action = ? WHERE sender = ? AND id = ?"
 
 	// sqlActionTarget finds a conversation's entry by ID in one direction
@@ -107,12 +110,14 @@ func (t *tx) applyAction(ctx context.Context, a engine.ActionApply) error {
 	}
 	switch a.Content {
 	case wire.ContentReaction:
-		if a.Remove {
-			_, err := t.run(ctx, "reaction-remove", sqlRemoveReaction, peer, int64(a.TargetDir), a.Target[:], a.Reactor.String())
-			return err
+		var stored int64
+		found, err := t.scan(ctx, "reaction-number", sqlReactionNumber, []any{peer, int64(a.TargetDir), a.Target[:], a.Reactor.String()}, &stored)
+		if err != nil || !engine.ReactionApplies(a.Order, uint32(stored), found) {
+			return err // a reaction the reactor already replaced changes nothing
 		}
-		_, err := t.run(ctx, "reaction-set", sqlSetReaction, peer, int64(a.TargetDir), a.Target[:], a.Reactor.String(), a.At.UnixNano(),
-			t.db.seal.seal(kindReactionEmoji, reactionKey(a.Peer, a.TargetDir, a.Target, a.Reactor), []byte(a.Emoji)))
+		_, err = t.run(ctx, "reaction-set", sqlSetReaction, peer, int64(a.TargetDir), a.Target[:], a.Reactor.String(), a.At.UnixNano(),
+			t.db.seal.seal(kindReactionEmoji, reactionKey(a.Peer, a.TargetDir, a.Target, a.Reactor), []byte(a.Emoji)),
+			int64(a.Order), boolInt(a.Remove))
 		return err
 	case wire.ContentEdit:
 		return t.applyEdit(ctx, a, uint32(edits))
@@ -288,7 +293,7 @@ func (db *DB) addReactions(ctx context.Context, peer engine.Address, page []engi
 		at[key{e.Direction, e.ID}] = i
 		args = append(args, e.ID[:])
 	}
-	q := "SELECT direction, id, reactor, sealed_emoji FROM reaction WHERE peer = ? AND id IN (?" +
+	q := "SELECT direction, id, reactor, sealed_emoji FROM reaction WHERE removed = 0 AND peer = ? AND id IN (?" +
 		strings.Repeat(", ?", len(page)-1) + ") ORDER BY at, reactor"
 	rows, err := db.query(ctx, q, args...)
 	if err != nil {
@@ -323,6 +328,22 @@ func (db *DB) addReactions(ctx context.Context, peer engine.Address, page []engi
 		return db.readErr("read reactions", err)
 	}
 	return nil
+}
+
+// ReactionNumber implements engine.ActionStore.
+func (db *DB) ReactionNumber(ctx context.Context, peer engine.Address, dir engine.Direction, id wire.LogicalID, reactor engine.Address) (uint32, bool, error) {
+	if err := db.checkOpen("read a reaction's number"); err != nil {
+		return 0, false, err
+	}
+	var n int64
+	err := db.queryRow(ctx, sqlReactionNumber, peer.String(), int64(dir), id[:], reactor.String()).Scan(&n)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return 0, false, nil
+	case err != nil:
+		return 0, false, db.readErr("read a reaction's number", err)
+	}
+	return uint32(n), true, nil
 }
 
 // checkActionApply checks that an action belongs to the plan that applies

@@ -128,7 +128,7 @@ func insertFixtureV16(t *testing.T, db *sql.DB, s *sealer) {
 		{"INSERT INTO group_extra (grp, sender, id, action, reply_to, edits, deleted) VALUES (?, 'alice/1', ?, 0, NULL, 1, 0)", []any{fixtureGroup[:], id[:]}},
 		{"INSERT INTO group_version VALUES (?, 'alice/1', ?, 0, 20, ?)", []any{fixtureGroup[:], id[:],
 			s.seal(kindGroupVersion, groupVersionKey(fixtureGroup, "alice/1", id, 0), []byte("first"))}},
-		{"INSERT INTO group_reaction VALUES (?, 'alice/1', ?, ?, 21, ?)", []any{fixtureGroup[:], id[:], fixturePeer,
+		{"INSERT INTO group_reaction (grp, sender, id, reactor, at, sealed_emoji) VALUES (?, 'alice/1', ?, ?, 21, ?)", []any{fixtureGroup[:], id[:], fixturePeer,
 			s.seal(kindGroupReaction, groupReactionKey(fixtureGroup, "alice/1", id, fixturePeer), []byte("\U0001F44D"))}},
 	} {
 		if _, err := db.Exec(q.sql, q.args...); err != nil {
@@ -148,5 +148,38 @@ func checkFixtureV16(t *testing.T, db *DB) {
 	vs, err := db.GroupMessageVersions(ctx, fixtureGroup, engine.MustParseAddress("alice/1"), wire.LogicalID{0x92})
 	if err != nil || len(vs) != 1 || string(vs[0].Body) != "first" {
 		t.Fatalf("versions %+v, %v; want the original", vs, err)
+	}
+}
+
+// insertFixtureV18 is fixture 17 with alice's removal (number 3) of her
+// reaction to the group message of fixture 8, kept as a removed row.
+func insertFixtureV18(t *testing.T, db *sql.DB, s *sealer) {
+	t.Helper()
+	insertFixtureV17(t, db, s)
+	id := wire.LogicalID{0x92}
+	if _, err := db.Exec("INSERT INTO group_reaction VALUES (?, 'alice/1', ?, 'alice/1', 22, ?, 3, 1)", fixtureGroup[:], id[:],
+		s.seal(kindGroupReaction, groupReactionKey(fixtureGroup, "alice/1", id, "alice/1"), nil)); err != nil {
+		t.Fatalf("insert a removed reaction: %v", err)
+	}
+}
+
+// checkFixtureV18: the reactions of before 0018 are number 0, a removal
+// is not shown and keeps its number.
+func checkFixtureV18(t *testing.T, db *DB) {
+	t.Helper()
+	checkFixtureV17(t, db)
+	ctx := context.Background()
+	alice, bob := engine.MustParseAddress("alice/1"), engine.MustParseAddress(fixturePeer)
+	id := wire.LogicalID{0x92}
+	if n, ok, err := db.GroupReactionNumber(ctx, fixtureGroup, alice, id, alice); err != nil || !ok || n != 3 {
+		t.Fatalf("alice's removal: number %d, %v, %v; want 3", n, ok, err)
+	}
+	if n, ok, err := db.GroupReactionNumber(ctx, fixtureGroup, alice, id, bob); err != nil || !ok || n != 0 {
+		t.Fatalf("bob's reaction from before 0018: number %d, %v, %v; want 0", n, ok, err)
+	}
+	var target wire.LogicalID
+	copy(target[:], fixtureID)
+	if n, ok, err := db.ReactionNumber(ctx, bob, engine.DirectionOut, target, bob); err != nil || !ok || n != 0 {
+		t.Fatalf("bob's reaction from before 0018: number %d, %v, %v; want 0", n, ok, err)
 	}
 }

@@ -40,9 +40,11 @@ const (
 		ON CONFLICT (grp, sender, id) DO UPDATE SET deleted = 1, edits = 0`
 	sqlGroupDeleteVersions  = "DELETE FROM group_version WHERE grp = ? AND sender = ? AND id = ?"
 	sqlGroupDeleteReactions = "DELETE FROM group_reaction WHERE grp = ? AND sender = ? AND id = ?"
-	sqlGroupSetReaction     = `INSERT INTO group_reaction (grp, sender, id, reactor, at, sealed_emoji) VALUES (?, ?, ?, ?, ?, ?)
-		ON CONFLICT (grp, sender, id, reactor) DO UPDATE SET at = excluded.at, sealed_emoji = excluded.sealed_emoji`
-	sqlGroupRemoveReaction = "DELETE FROM group_reaction WHERE grp = ? AND sender = ? AND id = ? AND reactor = ?"
+	// sqlGroupSetReaction is sqlSetReaction in a group.
+	sqlGroupSetReaction = `INSERT INTO group_reaction (grp, sender, id, reactor, at, sealed_emoji, num, removed) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (grp, sender, id, reactor) DO UPDATE SET at = excluded.at, sealed_emoji = excluded.sealed_emoji,
+		num = excluded.num, removed = excluded.removed`
+	sqlGroupReactionNumber = "SELECT num FROM group_reaction WHERE grp = ? AND sender = ? AND id = ? AND reactor = ?"
 
 	// sqlGroupActionTarget finds a group's entry by ID, of one author
 	// (?3) or any (''), the earliest first.
@@ -87,12 +89,14 @@ func (t *tx) applyGroupAction(ctx context.Context, a engine.ActionApply) error {
 	switch a.Content {
 	case wire.ContentReaction:
 		reactor := a.Reactor.String()
-		if a.Remove {
-			_, err := t.run(ctx, "group-reaction-remove", sqlGroupRemoveReaction, append(target, reactor)...)
-			return err
+		var stored int64
+		found, err := t.scan(ctx, "group-reaction-number", sqlGroupReactionNumber, append(target, reactor), &stored)
+		if err != nil || !engine.ReactionApplies(a.Order, uint32(stored), found) {
+			return err // a reaction the reactor already replaced changes nothing
 		}
-		_, err := t.run(ctx, "group-reaction-set", sqlGroupSetReaction, g[:], author, a.Target[:], reactor, a.At.UnixNano(),
-			t.db.seal.seal(kindGroupReaction, groupReactionKey(g, author, a.Target, reactor), []byte(a.Emoji)))
+		_, err = t.run(ctx, "group-reaction-set", sqlGroupSetReaction, g[:], author, a.Target[:], reactor, a.At.UnixNano(),
+			t.db.seal.seal(kindGroupReaction, groupReactionKey(g, author, a.Target, reactor), []byte(a.Emoji)),
+			int64(a.Order), boolInt(a.Remove))
 		return err
 	case wire.ContentEdit:
 		return t.applyGroupEdit(ctx, a, uint32(edits))
@@ -208,6 +212,22 @@ func (db *DB) GroupMessageVersions(ctx context.Context, g wire.GroupID, author e
 	return out, nil
 }
 
+// GroupReactionNumber implements engine.ActionStore.
+func (db *DB) GroupReactionNumber(ctx context.Context, g wire.GroupID, author engine.Address, id wire.LogicalID, reactor engine.Address) (uint32, bool, error) {
+	if err := db.checkOpen("read a reaction's number"); err != nil {
+		return 0, false, err
+	}
+	var n int64
+	err := db.queryRow(ctx, sqlGroupReactionNumber, g[:], author.String(), id[:], reactor.String()).Scan(&n)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return 0, false, nil
+	case err != nil:
+		return 0, false, db.readErr("read a reaction's number", err)
+	}
+	return uint32(n), true, nil
+}
+
 // addGroupReactions fills the reactions of a page of group g's entries, in
 // one query.
 func (db *DB) addGroupReactions(ctx context.Context, g wire.GroupID, page []engine.GroupEntry) error {
@@ -224,7 +244,7 @@ func (db *DB) addGroupReactions(ctx context.Context, g wire.GroupID, page []engi
 		at[key{e.Sender.String(), e.ID}] = i
 		args = append(args, e.ID[:])
 	}
-	q := "SELECT sender, id, reactor, sealed_emoji FROM group_reaction WHERE grp = ? AND id IN (?" +
+	q := "SELECT sender, id, reactor, sealed_emoji FROM group_reaction WHERE removed = 0 AND grp = ? AND id IN (?" +
 		strings.Repeat(", ?", len(page)-1) + ") ORDER BY at, reactor"
 	rows, err := db.query(ctx, q, args...)
 	if err != nil {

@@ -81,6 +81,7 @@ var fixtures = map[int]struct {
 	15: {insertFixtureV15, checkFixtureV15},
 	16: {insertFixtureV16, checkFixtureV16},
 	17: {insertFixtureV17, checkFixtureV17},
+	18: {insertFixtureV18, checkFixtureV18},
 }
 
 // insertFixtureV17 is fixture 16 with an account: its sealed key and list.
@@ -115,7 +116,7 @@ func insertFixtureV15(t *testing.T, db *sql.DB, s *sealer) {
 		{"INSERT INTO message_extra (peer, direction, id, action, reply_to, edits, deleted) VALUES (?, 2, ?, 0, NULL, 1, 0)", []any{fixturePeer, fixtureID}},
 		{"INSERT INTO message_version VALUES (?, 2, ?, 0, 20, ?)", []any{fixturePeer, fixtureID,
 			s.seal(kindMessageVersion, rowKey(peer, []byte{2}, fixtureID, rowKeyInt(0)), []byte("first"))}},
-		{"INSERT INTO reaction VALUES (?, 2, ?, ?, 21, ?)", []any{fixturePeer, fixtureID, fixturePeer,
+		{"INSERT INTO reaction (peer, direction, id, reactor, at, sealed_emoji) VALUES (?, 2, ?, ?, 21, ?)", []any{fixturePeer, fixtureID, fixturePeer,
 			s.seal(kindReactionEmoji, rowKey(peer, []byte{2}, fixtureID, peer), []byte("\U0001F44D"))}},
 		{"UPDATE inbound SET action = 4", nil},
 	} {

@@ -17,7 +17,8 @@ const (
 	// the target's ID and the text.
 	ContentReply ContentType = 3
 	// ContentReaction sets (or, with Remove, takes back) the sender's one
-	// reaction to the target.
+	// reaction to the target; Order numbers the sender's reactions to that
+	// target, so that a later one wins whatever the arrival order.
 	ContentReaction ContentType = 4
 	// ContentEdit replaces the text of the sender's own target; Edit
 	// numbers the sender's edits of that target, so that a later edit
@@ -29,8 +30,13 @@ const (
 )
 
 const (
-	// ActionVersion is the only layout of an action body.
+	// ActionVersion is the layout of an action body without a reaction
+	// number: every reply, edit and delete, and a reaction of Order 0 (as
+	// sent before ActionVersionOrdered).
 	ActionVersion = 0x01
+	// ActionVersionOrdered is the layout of a reaction that carries its
+	// number (Order 1 or more) after the target. Only a reaction has it.
+	ActionVersionOrdered = 0x02
 	// MaxEmojiSize bounds a reaction in bytes of UTF-8: the longest emoji
 	// sequences in use (a family of four with skin tones, joined by
 	// zero-width joiners) take about 40 bytes; 64 leaves room and keeps a
@@ -55,7 +61,9 @@ func IsAction(c ContentType) bool { return c >= ContentReply && c <= ContentDele
 // Action is the body of an action message. Target is the logical ID of the
 // message it acts on. Text is a reply's or an edit's text; Edit is an
 // edit's number (1 for the first edit of the target, then 2, ...); Emoji
-// and Remove are a reaction's (Remove with no Emoji takes it back).
+// and Remove are a reaction's (Remove with no Emoji takes it back), and
+// Order its number among the sender's reactions to the target (1, 2, ...;
+// 0 for a reaction of version 1, which carries none).
 type Action struct {
 	Content ContentType
 	Target  LogicalID
@@ -63,6 +71,7 @@ type Action struct {
 	Edit    uint32
 	Emoji   string
 	Remove  bool
+	Order   uint32
 }
 
 // CheckEmoji checks a reaction: 1 to MaxEmojiSize bytes and at most
@@ -93,11 +102,11 @@ func CheckEmoji(s string) error {
 func checkAction(a Action) error {
 	switch a.Content {
 	case ContentReply:
-		if a.Edit != 0 || a.Emoji != "" || a.Remove {
+		if a.Edit != 0 || a.Emoji != "" || a.Remove || a.Order != 0 {
 			return fmt.Errorf("reply with reaction or edit fields: %w", ErrMalformed)
 		}
 	case ContentEdit:
-		if a.Edit == 0 || a.Emoji != "" || a.Remove {
+		if a.Edit == 0 || a.Emoji != "" || a.Remove || a.Order != 0 {
 			return fmt.Errorf("edit number %d: %w", a.Edit, ErrMalformed)
 		}
 	case ContentReaction:
@@ -112,7 +121,7 @@ func checkAction(a Action) error {
 		}
 		return CheckEmoji(a.Emoji)
 	case ContentDelete:
-		if a.Text != nil || a.Edit != 0 || a.Emoji != "" || a.Remove {
+		if a.Text != nil || a.Edit != 0 || a.Emoji != "" || a.Remove || a.Order != 0 {
 			return fmt.Errorf("delete with other fields: %w", ErrMalformed)
 		}
 	default:
@@ -126,10 +135,13 @@ func checkAction(a Action) error {
 
 // EncodeAction returns an action's body:
 //
-//	reply:    version | target | text length u32 | text
-//	reaction: version | target | remove flag | emoji length u8 | emoji
-//	edit:     version | target | edit number u32 | text length u32 | text
-//	delete:   version | target
+//	reply:    version 1 | target | text length u32 | text
+//	reaction: version 1 | target | remove flag | emoji length u8 | emoji
+//	          (Order 0), or
+//	          version 2 | target | order u32 | remove flag | emoji length u8 | emoji
+//	          (Order 1 or more)
+//	edit:     version 1 | target | edit number u32 | text length u32 | text
+//	delete:   version 1 | target
 //
 // A text over MaxActionTextSize fails with ErrMessageTooLarge; anything
 // checkAction refuses (an edit number 0, a reaction that CheckEmoji
@@ -139,13 +151,20 @@ func EncodeAction(a Action) ([]byte, error) {
 		return nil, err
 	}
 	b := make([]byte, 0, actionEditHeader+len(a.Text)+len(a.Emoji))
-	b = append(b, ActionVersion)
+	if a.Order != 0 {
+		b = append(b, ActionVersionOrdered)
+	} else {
+		b = append(b, ActionVersion)
+	}
 	b = append(b, a.Target[:]...)
 	switch a.Content {
 	case ContentReply:
 		b = binary.BigEndian.AppendUint32(b, uint32(len(a.Text)))
 		b = append(b, a.Text...)
 	case ContentReaction:
+		if a.Order != 0 {
+			b = binary.BigEndian.AppendUint32(b, a.Order)
+		}
 		b = append(b, boolByte(a.Remove), byte(len(a.Emoji)))
 		b = append(b, a.Emoji...)
 	case ContentEdit:
@@ -157,7 +176,8 @@ func EncodeAction(a Action) ([]byte, error) {
 }
 
 // DecodeAction parses the body of an action message of content type c,
-// strictly: another version is ErrUnsupportedVersion; an input over
+// strictly: a version other than 1, or than 2 for a reaction, is
+// ErrUnsupportedVersion (a version 1 reaction is Order 0); an input over
 // MaxGroupBodySize ErrMessageTooLarge; truncation, trailing bytes, a
 // content type that is no action and whatever EncodeAction refuses are
 // ErrMalformed. Text is a copy (nil for an empty text, as for the kinds
@@ -170,7 +190,15 @@ func DecodeAction(c ContentType, b []byte) (Action, error) {
 		return Action{}, fmt.Errorf("content type %d is no action: %w", c, ErrMalformed)
 	}
 	r := &reader{b: b}
-	r.version(ActionVersion)
+	v := r.u8("version")
+	switch {
+	case r.err != nil:
+		return Action{}, r.err
+	case v == ActionVersionOrdered && c != ContentReaction:
+		return Action{}, fmt.Errorf("version %d of a %d: %w", v, c, ErrUnsupportedVersion)
+	case v != ActionVersion && v != ActionVersionOrdered:
+		return Action{}, fmt.Errorf("version %d: %w", v, ErrUnsupportedVersion)
+	}
 	a := Action{Content: c}
 	r.array(a.Target[:], "target")
 	var text []byte
@@ -178,6 +206,12 @@ func DecodeAction(c ContentType, b []byte) (Action, error) {
 	case ContentReply:
 		text = r.sized("text", 0, MaxActionTextSize)
 	case ContentReaction:
+		if v == ActionVersionOrdered {
+			// Order 0 is written as version 1: one encoding each.
+			if a.Order = r.u32("reaction number"); r.err == nil && a.Order == 0 {
+				r.fail(fmt.Errorf("reaction number 0 in version 2: %w", ErrMalformed))
+			}
+		}
 		a.Remove = r.flag("remove")
 		a.Emoji = string(r.sized8("emoji", MaxEmojiSize))
 	case ContentEdit:

@@ -12,9 +12,14 @@ import (
 // actionFormat is the body of one action content type: the decoder needs
 // the content type, which travels in the frame around the body.
 func actionFormat(c wire.ContentType, file string) format[wire.Action] {
+	return actionFormatVersion(c, 1, file)
+}
+
+// actionFormatVersion is actionFormat for a body of version v.
+func actionFormatVersion(c wire.ContentType, v int, file string) format[wire.Action] {
 	return format[wire.Action]{
 		file:   file,
-		title:  fmt.Sprintf("action body (content type %d, version 1)", c),
+		title:  fmt.Sprintf("action body (content type %d, version %d)", c, v),
 		fuzz:   "FuzzDecodeAction",
 		encode: wire.EncodeAction,
 		decode: func(b []byte) (wire.Action, error) { return wire.DecodeAction(c, b) },
@@ -49,6 +54,12 @@ func TestActionVectors(t *testing.T) {
 		checkVectors(t, actionFormat(wire.ContentReaction, "action-reaction.txt"), []vector[wire.Action]{
 			{name: "thumbs", doc: `reaction, target bytes 10.., emoji U+1F44D`, v: wire.Action{Content: wire.ContentReaction, Target: target, Emoji: "\U0001F44D"}},
 			{name: "remove", doc: `reaction removed, target bytes 10..`, v: wire.Action{Content: wire.ContentReaction, Target: target, Remove: true}},
+		})
+	})
+	t.Run("reaction-v2", func(t *testing.T) {
+		checkVectors(t, actionFormatVersion(wire.ContentReaction, 2, "action-reaction-v2.txt"), []vector[wire.Action]{
+			{name: "numbered", doc: `reaction number 1, target bytes 10.., emoji U+1F44D`, v: wire.Action{Content: wire.ContentReaction, Target: target, Emoji: "\U0001F44D", Order: 1}},
+			{name: "numbered-remove", doc: `reaction number 0x01020304 removed, target bytes 10..`, v: wire.Action{Content: wire.ContentReaction, Target: target, Remove: true, Order: 0x01020304}},
 		})
 	})
 	t.Run("edit", func(t *testing.T) {
@@ -119,6 +130,11 @@ func TestActionRefuses(t *testing.T) {
 		{"edit with emoji", wire.Action{Content: wire.ContentEdit, Edit: 1, Emoji: "x"}, false},
 		{"reply with edit", wire.Action{Content: wire.ContentReply, Edit: 1}, false},
 		{"delete with text", wire.Action{Content: wire.ContentDelete, Text: []byte("t")}, false},
+		{"numbered reaction", wire.Action{Content: wire.ContentReaction, Emoji: "x", Order: 7}, true},
+		{"numbered removal", wire.Action{Content: wire.ContentReaction, Remove: true, Order: 1 << 31}, true},
+		{"reply with a reaction number", wire.Action{Content: wire.ContentReply, Order: 1}, false},
+		{"edit with a reaction number", wire.Action{Content: wire.ContentEdit, Edit: 1, Order: 1}, false},
+		{"delete with a reaction number", wire.Action{Content: wire.ContentDelete, Order: 1}, false},
 		{"text content", wire.Action{Content: wire.ContentText}, false},
 		{"file content", wire.Action{Content: wire.ContentFile}, false},
 	} {
@@ -131,7 +147,7 @@ func TestActionRefuses(t *testing.T) {
 				return
 			}
 			got, err := wire.DecodeAction(tt.a.Content, b)
-			if err != nil || got.Emoji != tt.a.Emoji {
+			if err != nil || got.Emoji != tt.a.Emoji || got.Order != tt.a.Order || got.Remove != tt.a.Remove {
 				t.Fatalf("DecodeAction = %+v, %v; want %+v", got, err, tt.a)
 			}
 		})
@@ -152,6 +168,24 @@ func TestActionRefuses(t *testing.T) {
 	bad[0] = 2
 	if _, err := wire.DecodeAction(wire.ContentDelete, bad); !errors.Is(err, wire.ErrUnsupportedVersion) {
 		t.Fatalf("version 2: %v, want ErrUnsupportedVersion", err)
+	}
+	// Version 2 is a reaction's only: another kind under it is not
+	// read as version 1, and version 3 is nothing yet.
+	reply := mustEncode(wire.EncodeAction, wire.Action{Content: wire.ContentReply, Text: []byte("yes")})
+	reply[0] = wire.ActionVersionOrdered
+	if _, err := wire.DecodeAction(wire.ContentReply, reply); !errors.Is(err, wire.ErrUnsupportedVersion) {
+		t.Fatalf("reply of version 2: %v, want ErrUnsupportedVersion", err)
+	}
+	ordered := mustEncode(wire.EncodeAction, wire.Action{Content: wire.ContentReaction, Emoji: "x", Order: 1})
+	ordered[0] = 3
+	if _, err := wire.DecodeAction(wire.ContentReaction, ordered); !errors.Is(err, wire.ErrUnsupportedVersion) {
+		t.Fatalf("reaction of version 3: %v, want ErrUnsupportedVersion", err)
+	}
+	// A version 2 reaction of number 0 is refused: Order 0 is version 1.
+	zero := append([]byte{wire.ActionVersionOrdered}, make([]byte, 16+4)...)
+	zero = append(zero, 0, 1, 'x')
+	if _, err := wire.DecodeAction(wire.ContentReaction, zero); !errors.Is(err, wire.ErrMalformed) {
+		t.Fatalf("reaction number 0 in version 2: %v, want ErrMalformed", err)
 	}
 	// An action's body under another action's content type is refused:
 	// a delete's 17 bytes are a truncated reaction.
@@ -174,6 +208,8 @@ func FuzzDecodeAction(f *testing.F) {
 		{Content: wire.ContentReply, Text: []byte("yes")},
 		{Content: wire.ContentReaction, Emoji: "\U0001F44D"},
 		{Content: wire.ContentReaction, Remove: true},
+		{Content: wire.ContentReaction, Emoji: "\u2764\ufe0f", Order: 2},
+		{Content: wire.ContentReaction, Remove: true, Order: 0xffffffff},
 		{Content: wire.ContentEdit, Edit: 3, Text: []byte("x")},
 		{Content: wire.ContentDelete},
 	} {
@@ -181,6 +217,9 @@ func FuzzDecodeAction(f *testing.F) {
 	}
 	// A reaction whose emoji is an escape sequence.
 	f.Add(mustHex("04010000000000000000000000000000000000041b5b324a"))
+	// A version 2 reaction of number 0, and a version 2 delete.
+	f.Add(mustHex("040200000000000000000000000000000000000000000001" + "78"))
+	f.Add(mustHex("0602000000000000000000000000000000000000"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if len(b) == 0 {
 			return
