@@ -1,6 +1,4 @@
--- 0017: the account this device belongs to (issue 33, first layer). Written
--- as 0020_devices.sql on its branch; migrations must be numbered without a
--- gap, so it takes the next free number when it is merged.
+-- 0017: the account this device belongs to.
 --
 -- One row once the profile has an account: the account's Ed25519 signing
 -- key (sealed; on the device that made the account, NULL on a device linked
