@@ -55,9 +55,6 @@ type groupSim struct {
 	eve     *device         // a stranger, hostile
 	serial  int
 	actions map[string]int
-	// heldForged: the adversary sent actions for messages that never
-	// come; they wait until engine.ActionHold passes.
-	heldForged bool
 }
 
 func (s *groupSim) dev(addr string) *device {
@@ -311,7 +308,6 @@ func (s *groupSim) forgeActions(h *device) {
 			acts = append(acts, wire.Action{Content: wire.ContentReaction, Target: randomID(), Emoji: "x"})
 		}
 		acts = append(acts, wire.Action{Content: wire.ContentEdit, Target: randomID(), Edit: 1, Text: []byte("never")})
-		s.heldForged = true
 		s.actions["forge-held"]++
 	}
 	for _, a := range acts {
@@ -391,9 +387,14 @@ func (s *groupSim) converge(rounds int) int {
 	}
 	s.w.net.Heal()
 	for round := 1; round <= rounds; round++ {
-		if round == 2 && s.heldForged {
-			// Past the hold, the forged actions for messages that never
-			// come are discarded (target_missing) and end.
+		if round >= 2 {
+			// Past the hold, the actions whose target never comes are
+			// discarded (target_missing) and end: the adversary's for
+			// messages that do not exist, and any action, honest or
+			// forged, on a message sent before its receiver joined (it
+			// cannot tell that from an action that is early). Every
+			// round, since a retried action's hold starts when it
+			// arrives.
 			s.w.clock.Advance(engine.ActionHold + time.Minute)
 		}
 		for _, d := range s.devs {
