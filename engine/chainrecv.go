@@ -137,9 +137,10 @@ func (c *Client) prepareChain(ctx context.Context, bs *batchState, in *incoming)
 }
 
 // receiveChainAnnounce takes a chain announcement: kept (or, for a repeat,
-// checked against the chain kept) and acknowledged at once. One that names
-// a group or generation not seen yet is held as a group message is; one
-// from a device that is not a member at its generation is refused.
+// checked against the chain kept) and acknowledged at once. It is judged as
+// a group message of its group and generation (DecideGroupMessage): held
+// for a group or generation not seen yet, and from a device that is not a
+// member at its generation refused with not_a_member, which ends its lane.
 func (c *Client) receiveChainAnnounce(ctx context.Context, bs *batchState, in *incoming, op opening) (prepared, error) {
 	a, err := wire.DecodeChainAnnounce(op.plaintext)
 	if err != nil {
@@ -149,14 +150,16 @@ func (c *Client) receiveChainAnnounce(ctx context.Context, bs *batchState, in *i
 	if err != nil {
 		return prepared{}, err
 	}
-	if !known || a.Generation > g.Roster.Generation {
-		if heldFor(in) > MaxGroupHold {
-			return in.drop(a.ID, fmt.Errorf("chain announcement for group %x generation %d: %w", a.Group[:4], a.Generation, ErrGroupHoldExpired)), nil
-		}
+	// Judged as a group message of its group and generation would be.
+	switch DecideGroupMessage(GroupMessageInput{Known: known, Merged: g.Roster.Generation, Generation: a.Generation,
+		AtMessage: rosterAt(g, a.Generation), Sender: in.sender.String(), Self: c.self.String(), HeldFor: heldFor(in)}) {
+	case GroupHold:
 		return in.hold(), nil
-	}
-	if !rosterAt(g, a.Generation).Has(in.sender.String()) {
-		return in.drop(a.ID, fmt.Errorf("chain announcement for group %x generation %d from %s: %w", a.Group[:4], a.Generation, in.sender, ErrNotMember)), nil
+	case GroupDrop:
+		return in.drop(a.ID, fmt.Errorf("chain announcement for group %x generation %d: %w", a.Group[:4], a.Generation, ErrGroupHoldExpired)), nil
+	case GroupRefuse:
+		// Its lane ends as not_a_member on the sender's side.
+		return c.refuseGroupMessage(bs, in, op, wire.GroupMessage{ID: a.ID, Group: a.Group, Generation: a.Generation})
 	}
 	k := chainKey{in.sender, a.Chain}
 	rc, err := c.receivedChain(ctx, bs, k)
