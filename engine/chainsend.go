@@ -123,6 +123,7 @@ func (c *Client) prepareChainSend(ctx context.Context, g GroupInfo, mid wire.Log
 		}
 		sort.Slice(multi.Mailboxes, func(a, b int) bool { return multi.Mailboxes[a].Recipient < multi.Mailboxes[b].Recipient })
 		part.batch = &chainBatch{id: mid, multi: multi}
+		c.chainLanes.Add(int64(len(chained)))
 	}
 	if !found || part.batch != nil || len(part.announce) > 0 || own.Chain != sc.ID() {
 		rec, err := sc.MarshalBinary()

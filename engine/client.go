@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"github.com/parley-chat/parley/engine/session"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/parley-chat/parley/wire"
@@ -99,6 +100,8 @@ type Client struct {
 	// chainQueue holds committed chain messages not yet handed off
 	// (chainsend.go), under mu.
 	chainQueue []*chainBatch
+	// chainLanes counts the lanes this client sealed by a chain (tests).
+	chainLanes atomic.Int64
 
 	// The receive loop (loop.go, policy.go). syncMu makes rounds one at a time;
 	// loopMu guards the policy and the schedules.

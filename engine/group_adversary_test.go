@@ -551,6 +551,9 @@ func runGroupCase(t *testing.T, seed uint64, total map[string]int) int {
 		s.checkSafety()
 	}
 	rounds := s.converge(12)
+	for _, d := range s.devs {
+		total["chain-lanes"] += int(d.c.ChainLanes())
+	}
 	if rounds < 0 {
 		for _, d := range s.devs {
 			g, _ := s.group(d)

@@ -167,11 +167,13 @@ func groupScenarios() []fpScenario {
 // chainScenarios are the sender chain's plans in the failpoint matrix, in a
 // group of four (the smallest that uses a chain): a group send that
 // announces the chain (every lane pairwise, an announcement lane per
-// member), the announcement's receive, a group send by the chain (the
-// chain advanced in the plan that stores the lanes, its envelopes handed
-// off after the commit) and a chain message's receive (the received chain
-// advanced with the delivery). PARLEY_FP_CHAINS=0 (or PARLEY_FP_GROUPS=0)
-// leaves them out.
+// member), a group send by the chain (the chain advanced in the plan that
+// stores the lanes, its envelopes handed off after the commit) and a chain
+// message's receive (the received chain advanced with the delivery). The
+// announcement's receive is not a target of its own: it reaches its member
+// with the message it was stored beside, and a target of two rows is not
+// one transition. PARLEY_FP_CHAINS=0 (or PARLEY_FP_GROUPS=0) leaves them
+// out.
 func chainScenarios() []fpScenario {
 	if os.Getenv("PARLEY_FP_GROUPS") == "0" || os.Getenv("PARLEY_FP_CHAINS") == "0" {
 		return nil
@@ -187,14 +189,11 @@ func chainScenarios() []fpScenario {
 		}
 		return out
 	}
-	announced := append(append([]fpStep(nil), created...), fpStep{"alice/1", "groupsend:g:one"})
-	acked := append(append([]fpStep(nil), announced...), fpStep{"bob/1", "sync"}, fpStep{"carol/1", "sync"}, fpStep{"dave/1", "sync"},
+	acked := append(append([]fpStep(nil), created...), fpStep{"alice/1", "groupsend:g:one"}, fpStep{"bob/1", "sync"}, fpStep{"carol/1", "sync"}, fpStep{"dave/1", "sync"},
 		fpStep{"alice/1", "sync"})
 	chained := append(append([]fpStep(nil), acked...), fpStep{"alice/1", "groupsend:g:two"}, fpStep{"bob/1", "stage"})
 	return []fpScenario{
 		{name: "chain announce send", devices: abcd, setup: created, target: fpStep{"alice/1", "groupenqueue:g:one"}, wantGroup: history("one")},
-		{name: "chain announce receive", devices: abcd, setup: append(append([]fpStep(nil), announced...), fpStep{"bob/1", "stage"}),
-			target: fpStep{"bob/1", "process"}, wantGroup: history("one")},
 		{name: "chain send", devices: abcd, setup: acked, target: fpStep{"alice/1", "groupenqueue:g:two"}, wantGroup: history("one", "two")},
 		{name: "chain receive", devices: abcd, setup: chained, target: fpStep{"bob/1", "process"}, wantGroup: history("one", "two")},
 	}
