@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"github.com/parley-chat/parley/engine/session"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/parley-chat/parley/wire"
@@ -50,6 +51,10 @@ type Config struct {
 	// accepted as message requests (request.go): nothing goes back to
 	// them until the owner accepts. Unset, every peer is accepted.
 	Requests bool
+	// PairwiseGroups sends every group message pairwise, never by a
+	// sender chain (chainsend.go). Unset, a group of ChainMinMembers or
+	// more uses its chain for the members that hold it.
+	PairwiseGroups bool
 }
 
 // peerState is the live, committed state of one peer.
@@ -92,6 +97,11 @@ type Client struct {
 	closed   bool
 	// prefetched are bundles CheckPeer fetched for the pump (outbox.go).
 	prefetched map[Address]*fetchedBundle
+	// chainQueue holds committed chain messages not yet handed off
+	// (chainsend.go), under mu.
+	chainQueue []*chainBatch
+	// chainLanes counts the lanes this client sealed by a chain (tests).
+	chainLanes atomic.Int64
 
 	// The receive loop (loop.go, policy.go). syncMu makes rounds one at a time;
 	// loopMu guards the policy and the schedules.

@@ -154,6 +154,9 @@ const (
 	// engine with Reason (its target discarded, missing, deleted; not its
 	// author's; past its window; over the hold's bound).
 	ResultActionDiscarded
+	// ResultChainAnnounced: Sender announced its chain for Group at
+	// Generation; it is kept here and acknowledged.
+	ResultChainAnnounced
 )
 
 // String returns the snake_case name used on the command line.
@@ -179,6 +182,8 @@ func (k ResultKind) String() string {
 		return "not_a_member"
 	case ResultRequest:
 		return "request"
+	case ResultChainAnnounced:
+		return "chain_announced"
 	}
 	return "error"
 }

@@ -221,3 +221,6 @@ func (c *Client) SettleActions(ctx context.Context) ([]ReceiveResult, error) {
 	c.loopMu.Unlock()
 	return c.settleActions(ctx)
 }
+
+// ChainLanes counts the lanes this client sealed by its sender chains.
+func (c *Client) ChainLanes() int64 { return c.chainLanes.Load() }

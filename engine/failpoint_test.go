@@ -430,7 +430,7 @@ func fpScenarios() []fpScenario {
 			target: fpStep{"alice/1", "process"}, want: two},
 		{name: "prekey publish", devices: ab, setup: []fpStep{{"alice/1", "send:bob/1:hello"}}, target: fpStep{"bob/1", "maintain"}, want: hello},
 		{name: "presented", devices: ab, setup: []fpStep{{"alice/1", "send:bob/1:hello"}}, target: fpStep{"alice/1", "present"}, want: hello},
-	}, append(append(append(groupScenarios(), requestScenarios()...), actionScenarios()...), groupActionScenarios()...)...)
+	}, append(append(append(append(groupScenarios(), chainScenarios()...), requestScenarios()...), actionScenarios()...), groupActionScenarios()...)...)
 }
 
 // clone copies the world into dir, keeping every file's mode (the store

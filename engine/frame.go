@@ -266,7 +266,7 @@ func (in *incoming) receive(bs *batchState, op opening, step frameStep) (prepare
 	}
 	return prepared{
 		plan: Receive{StagedRow: in.row.Row, Peer: in.sender, Session: sw, Handshake: hs, Effect: step.effect,
-			Ack: step.ack, PastChains: step.pastRecord, Request: step.request},
+			Ack: step.ack, PastChains: step.pastRecord, Request: step.request, Chain: bs.commitChain(op)},
 		result: step.res,
 		ack:    step.ack,
 	}, nil

@@ -32,6 +32,10 @@ import (
 // when the merge removed the sender), puts every acknowledged message in its
 // member's history exactly once, and every member agrees on the roster.
 //
+// On odd seeds every member sends once before the relay turns hostile, so
+// that in groups of four or more the later sends go by sender chains (the
+// summary counts the lanes sealed by a chain, chain-lanes).
+//
 // ADVERSARY_GROUP_CASES sets the number of cases (default 10; make test
 // runs at most 30). ADVERSARY_GROUP_SEED replays one case.
 
@@ -125,24 +129,7 @@ func (s *groupSim) step() {
 		}
 		s.actions["react"]++
 	case k < 2: // a member sends
-		g, ok := s.group(d)
-		if !ok || !g.Roster.Has(d.addr.String()) {
-			return
-		}
-		s.serial++
-		body := fmt.Sprintf("m%d from %s", s.serial, d.addr)
-		lanes := map[string]bool{}
-		for _, m := range g.Roster.Members {
-			if m.Address != d.addr.String() {
-				lanes[m.Address] = true
-			}
-		}
-		res, err := d.c.SendGroup(s.w.ctx, s.g, []byte(body))
-		if err != nil {
-			s.t.Fatalf("%s sends: %v", d.addr, err)
-		}
-		s.msgs[res.ID] = groupMsg{sender: d.addr.String(), body: body, lanes: lanes}
-		s.actions["send"]++
+		s.send(d)
 	case k < 3: // an admin changes the roster, maybe at the same time as another
 		g, ok := s.group(d)
 		if !ok || !g.Roster.IsAdmin(d.addr.String()) {
@@ -210,6 +197,29 @@ func (s *groupSim) step() {
 // generation near the merged one and removes, adds or crowns whom it likes;
 // a group message naming a group or a generation that does not exist; or
 // bytes of no known layout. Each goes to one honest device.
+// send makes d send a group message to its roster, recorded for the
+// checks (nothing when d is not a member).
+func (s *groupSim) send(d *device) {
+	g, ok := s.group(d)
+	if !ok || !g.Roster.Has(d.addr.String()) {
+		return
+	}
+	s.serial++
+	body := fmt.Sprintf("m%d from %s", s.serial, d.addr)
+	lanes := map[string]bool{}
+	for _, m := range g.Roster.Members {
+		if m.Address != d.addr.String() {
+			lanes[m.Address] = true
+		}
+	}
+	res, err := d.c.SendGroup(s.w.ctx, s.g, []byte(body))
+	if err != nil {
+		s.t.Fatalf("%s sends: %v", d.addr, err)
+	}
+	s.msgs[res.ID] = groupMsg{sender: d.addr.String(), body: body, lanes: lanes}
+	s.actions["send"]++
+}
+
 func (s *groupSim) forge(h *device) {
 	victim := s.devs[s.rng.IntN(len(s.devs))]
 	if victim == h {
@@ -542,6 +552,19 @@ func runGroupCase(t *testing.T, seed uint64, total map[string]int) int {
 	if _, err := s.devs[0].c.ChangeRoster(w.ctx, s.g, []wire.RosterChange{{Op: wire.RosterAdmin, Address: s.devs[1].addr.String()}}); err != nil {
 		t.Fatal(err)
 	}
+	if seed%2 == 1 {
+		// On odd seeds every member sends once while the relay is still
+		// honest, so that each holds the others' chains (groups of four
+		// or more) and the adversary's sends go by them.
+		for _, d := range s.devs {
+			s.send(d)
+		}
+		for range 3 {
+			for _, d := range s.devs {
+				s.syncCommit(d)
+			}
+		}
+	}
 	for _, d := range s.devs {
 		w.net.Hold(d.addr)
 	}
@@ -551,6 +574,9 @@ func runGroupCase(t *testing.T, seed uint64, total map[string]int) int {
 		s.checkSafety()
 	}
 	rounds := s.converge(12)
+	for _, d := range s.devs {
+		total["chain-lanes"] += int(d.c.ChainLanes())
+	}
 	if rounds < 0 {
 		for _, d := range s.devs {
 			g, _ := s.group(d)

@@ -163,3 +163,38 @@ func groupScenarios() []fpScenario {
 			target: fpStep{"bob/1", "acceptall"}, wantGroup: none},
 	}
 }
+
+// chainScenarios are the sender chain's plans in the failpoint matrix, in a
+// group of four (the smallest that uses a chain): a group send that
+// announces the chain (every lane pairwise, an announcement lane per
+// member), a group send by the chain (the chain advanced in the plan that
+// stores the lanes, its envelopes handed off after the commit) and a chain
+// message's receive (the received chain advanced with the delivery). The
+// announcement's receive is not a target of its own: it reaches its member
+// with the message it was stored beside, and a target of two rows is not
+// one transition. PARLEY_FP_CHAINS=0 (or PARLEY_FP_GROUPS=0) leaves them
+// out.
+func chainScenarios() []fpScenario {
+	if os.Getenv("PARLEY_FP_GROUPS") == "0" || os.Getenv("PARLEY_FP_CHAINS") == "0" {
+		return nil
+	}
+	abcd := []string{"alice/1", "bob/1", "carol/1", "dave/1"}
+	created := []fpStep{{"alice/1", "groupcreate:g:bob/1,carol/1,dave/1"}, {"bob/1", "sync"}, {"carol/1", "sync"}, {"dave/1", "sync"}, {"alice/1", "sync"}}
+	history := func(bodies ...string) map[string][]string {
+		out := map[string][]string{}
+		for _, d := range abcd {
+			for _, b := range bodies {
+				out[d] = append(out[d], "alice/1:"+b)
+			}
+		}
+		return out
+	}
+	acked := append(append([]fpStep(nil), created...), fpStep{"alice/1", "groupsend:g:one"}, fpStep{"bob/1", "sync"}, fpStep{"carol/1", "sync"}, fpStep{"dave/1", "sync"},
+		fpStep{"alice/1", "sync"})
+	chained := append(append([]fpStep(nil), acked...), fpStep{"alice/1", "groupsend:g:two"}, fpStep{"bob/1", "stage"})
+	return []fpScenario{
+		{name: "chain announce send", devices: abcd, setup: created, target: fpStep{"alice/1", "groupenqueue:g:one"}, wantGroup: history("one")},
+		{name: "chain send", devices: abcd, setup: acked, target: fpStep{"alice/1", "groupenqueue:g:two"}, wantGroup: history("one", "two")},
+		{name: "chain receive", devices: abcd, setup: chained, target: fpStep{"bob/1", "process"}, wantGroup: history("one", "two")},
+	}
+}

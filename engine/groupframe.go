@@ -52,6 +52,16 @@ func (c *Client) groupFrame(ctx context.Context, bs *batchState, in *incoming, o
 	case wire.FrameSignedRoster:
 		p, err := c.receiveRoster(ctx, bs, gs, in, op)
 		return wire.Frame{}, nil, &p, err
+	case wire.FrameChainAnnounce:
+		if op.chain != nil {
+			p := in.drop(wire.LogicalID{}, fmt.Errorf("chain announcement inside a chain message: %w", ErrChainMismatch))
+			return wire.Frame{}, nil, &p, nil
+		}
+		p, err := c.receiveChainAnnounce(ctx, bs, in, op)
+		return wire.Frame{}, nil, &p, err
+	case wire.FrameNeedChain:
+		p := c.receiveNeedChain(in, op)
+		return wire.Frame{}, nil, &p, nil
 	default:
 		n, err := wire.DecodeNotAMember(op.plaintext)
 		if err != nil {
@@ -467,7 +477,7 @@ func (c *Client) groupVerdict(bs *batchState, in *incoming, op opening, effect F
 	}
 	res.handshake, res.converged = hs != nil, hs != nil
 	return prepared{
-		plan:   Receive{StagedRow: in.row.Row, Peer: in.sender, Session: sw, Handshake: hs, Effect: effect, Ack: out},
+		plan:   Receive{StagedRow: in.row.Row, Peer: in.sender, Session: sw, Handshake: hs, Effect: effect, Ack: out, Chain: bs.commitChain(op)},
 		result: res,
 		ack:    out,
 	}, nil

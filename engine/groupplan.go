@@ -33,6 +33,12 @@ type GroupSend struct {
 	// Action, for an action (groupaction.go), is applied here in the same
 	// transaction.
 	Action *ActionApply
+	// Chain, when the message goes by this device's sender chain to some
+	// lanes (their Out an envelope of type 4, with no session step), is
+	// the chain advanced past it; Announce are the announcements of that
+	// chain to the members that were never sent it.
+	Chain    *OwnChainWrite
+	Announce []ChainAnnouncement
 }
 
 // RosterUpdate records a roster change (made here, or the creation) in the
@@ -145,6 +151,9 @@ type StoredFrame struct {
 	// Content is what Body holds: wire.ContentText, or wire.ContentFile
 	// for a file manifest (a content frame or a group message of files).
 	Content wire.ContentType
+	// Chain is set for a chain announcement (kind 8), pending on its lane
+	// like a roster change: Roster is set too, and it has no body.
+	Chain bool
 }
 
 // HistoryBody is what the history keeps of the frame's message: its body,
@@ -188,6 +197,12 @@ func DecodeStoredFrame(b []byte) (StoredFrame, error) {
 			return StoredFrame{}, err
 		}
 		return StoredFrame{ID: r.ID, Body: []byte{}, Group: &r.Group, Roster: true}, nil
+	case wire.FrameChainAnnounce:
+		a, err := wire.DecodeChainAnnounce(b)
+		if err != nil {
+			return StoredFrame{}, err
+		}
+		return StoredFrame{ID: a.ID, Body: []byte{}, Group: &a.Group, Roster: true, Chain: true}, nil
 	case wire.FrameContent:
 		m, err := wire.DecodeContentMessage(b)
 		if err != nil {

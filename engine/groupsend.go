@@ -202,7 +202,25 @@ func (c *Client) sendGroup(ctx context.Context, id wire.GroupID, chosen *wire.Lo
 	if err != nil {
 		return GroupSendResult{}, err
 	}
-	return GroupSendResult{ID: mid, Unsent: c.pumpLanes(ctx, mid, lanes)}, nil
+	return GroupSendResult{ID: mid, Unsent: c.pumpGroupLanes(ctx, mid, lanes)}, nil
+}
+
+// pumpGroupLanes hands off the chain lanes of message id (flushChains) and
+// runs the pump's pass for the others; it returns the members whose lane
+// the relay did not take.
+func (c *Client) pumpGroupLanes(ctx context.Context, id wire.LogicalID, recipients []Address) []Address {
+	chained := c.flushChains(ctx)[id]
+	var unsent, rest []Address
+	for _, r := range recipients {
+		err, ok := chained[r]
+		switch {
+		case !ok:
+			rest = append(rest, r)
+		case err != nil:
+			unsent = append(unsent, r)
+		}
+	}
+	return append(unsent, c.pumpLanes(ctx, id, rest)...)
 }
 
 // storeGroup stores a group message with a pending lane to every other
@@ -254,8 +272,18 @@ func (c *Client) storeGroupWith(ctx context.Context, id wire.GroupID, chosen *wi
 		plan.Action = apply(mid, at)
 		plan.Body = actionHistoryBody(wire.Action{Content: plan.Action.Content, Text: plan.Action.Text})
 	}
+	part, err := c.prepareChainSend(ctx, g, mid, frame, plan.Lanes)
+	if err != nil {
+		return mid, nil, err
+	}
+	if part != nil {
+		plan.Chain, plan.Announce = part.write, part.announce
+	}
 	if err := c.storeLanes(ctx, plan, mid, recipients); err != nil {
 		return mid, nil, err
+	}
+	if part != nil {
+		c.queueChain(part.batch)
 	}
 	return mid, recipients, nil
 }
@@ -434,5 +462,9 @@ func init() {
 		{ErrNotAdmin, "not_an_admin"},
 		{ErrNotMember, "not_a_member"},
 		{ErrGroupHoldExpired, "group_hold_expired"},
+		{ErrChainUnknown, "chain_unknown"},
+		{ErrChainMismatch, "chain_mismatch"},
+		{ErrBeforeChainStart, "before_chain_start"},
+		{ErrNeedChainUnanswered, "need_chain_unanswered"},
 	}...)
 }

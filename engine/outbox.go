@@ -118,6 +118,15 @@ func (c *Client) Pump(ctx context.Context) ([]SendResult, error) {
 	c.pumpMu.Lock()
 	defer c.pumpMu.Unlock()
 	var out []SendResult
+	for id, lanes := range c.flushChains(ctx) {
+		for peer, err := range lanes {
+			r := SendResult{ID: id, Peer: peer}
+			if err != nil {
+				r.Err = &MessageNotSentError{ID: id, Err: err}
+			}
+			out = append(out, r)
+		}
+	}
 	done := make(map[Address]bool) // peers this pass served or found held
 	var after int64
 	for {

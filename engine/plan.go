@@ -214,6 +214,9 @@ type Receive struct {
 	// Request, for a DeliverEffect from a peer not accepted, opens or joins
 	// that peer's message request (request.go).
 	Request *RequestStage
+	// Chain, for a chain message opened or a chain announcement taken,
+	// stores the received chain as this receive leaves it.
+	Chain *ReceivedChainWrite
 }
 
 // CollisionRetire is the one durable effect of a receive that lost to the own

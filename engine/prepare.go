@@ -35,6 +35,9 @@ type batchState struct {
 	// commit: the batch commits what CommitOnArrival would right after it
 	// (CommitEffect), in its own transaction.
 	commit bool
+	// chains are the received chains the batch read or changed, as its
+	// plans leave them (chainrecv.go).
+	chains map[chainKey]*session.ReceiverChain
 	// deleted are the targets a delete for everyone prepared in this batch
 	// applies: an action after it in the batch waits for the hold's pass,
 	// which finds the tombstone and discards it (target_deleted).
@@ -54,7 +57,8 @@ type retiredKey struct {
 func newBatchState() *batchState {
 	return &batchState{work: make(map[Address]*peerState), delivered: make(map[inboundKey][32]byte),
 		retired: make(map[retiredKey]bool), consumed: make(map[uint32]bool), caps: newCapState(), requests: newRequestState(),
-		groups: -1, groupsSeen: make(map[wire.GroupID]*batchGroup), deleted: make(map[actionTargetKey]bool)}
+		groups: -1, groupsSeen: make(map[wire.GroupID]*batchGroup), deleted: make(map[actionTargetKey]bool),
+		chains: make(map[chainKey]*session.ReceiverChain)}
 }
 
 // prepared is one staged row's plan and the result it reports once
@@ -90,6 +94,7 @@ type opening struct {
 	handshake *Handshake       // for an accepted initiation
 	plaintext []byte
 	left      *session.PastChain // the receiving chain the message turned away from
+	chain     *chainOpened       // a chain message's chain, or an announcement's, to write
 }
 
 // final is the opening of an envelope that goes no further.
@@ -132,6 +137,8 @@ func (c *Client) prepareReceive(ctx context.Context, bs *batchState, row StagedE
 		op, err = c.preparePreKey(ctx, bs, in)
 	case wire.EnvelopeRatchet:
 		op, err = c.prepareRatchet(in)
+	case wire.EnvelopeChain:
+		op, err = c.prepareChain(ctx, bs, in)
 	default:
 		return in.drop(wire.LogicalID{}, wire.ErrMalformed), nil
 	}

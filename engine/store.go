@@ -84,6 +84,7 @@ type Store interface {
 	Seen(ctx context.Context, sender Address, id wire.LogicalID) (SeenMessage, error)
 
 	GroupStore
+	ChainStore
 	RequestStore
 	DraftStore
 	ActionStore

@@ -131,6 +131,19 @@ func (l *lazyRelay) SubmitBatch(ctx context.Context, envs []wire.Envelope) []err
 	return c.SubmitBatch(ctx, envs)
 }
 
+// SubmitMulti implements engine.MultiSubmitter.
+func (l *lazyRelay) SubmitMulti(ctx context.Context, m wire.SubmitMulti) []error {
+	c, err := l.get(ctx)
+	if err != nil {
+		errs := make([]error, len(m.Mailboxes))
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	return c.SubmitMulti(ctx, m)
+}
+
 // Receive implements engine.Relay.
 func (l *lazyRelay) Receive(ctx context.Context) ([]engine.Leased, error) {
 	c, err := l.get(ctx)

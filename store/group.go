@@ -56,6 +56,14 @@ func (t *tx) groupSend(ctx context.Context, p engine.GroupSend) (engine.Receipt,
 	if err := t.insertLanes(ctx, p.Group, p.ID, p.Frame, p.At, p.Lanes); err != nil {
 		return engine.Receipt{}, err
 	}
+	if err := t.writeOwnChain(ctx, p.Chain, p.Announce, p.At.UnixNano()); err != nil {
+		return engine.Receipt{}, err
+	}
+	for _, a := range p.Announce {
+		if err := t.insertLanes(ctx, p.Group, a.ID, a.Frame, p.At, []engine.GroupLane{{Recipient: a.Recipient}}); err != nil {
+			return engine.Receipt{}, err
+		}
+	}
 	if p.Action != nil {
 		if err := t.applyAction(ctx, *p.Action); err != nil {
 			return engine.Receipt{}, err
@@ -166,6 +174,14 @@ func (t *tx) insertLanes(ctx context.Context, g wire.GroupID, id wire.LogicalID,
 		if l.Out == nil {
 			continue
 		}
+		if l.Session == nil {
+			// A chain lane: its envelope is the chain message, no
+			// session step of this member's.
+			if err := t.recordAttempt(ctx, l.Recipient, id, 1, at, l.Out.Envelope, engine.InitiationID{}); err != nil {
+				return err
+			}
+			continue
+		}
 		if err := t.recordAttempt(ctx, l.Recipient, id, 1, at, l.Out.Envelope, l.Session.ID); err != nil {
 			return err
 		}
@@ -219,8 +235,15 @@ func (t *tx) laneEnded(ctx context.Context, peer engine.Address, id wire.Logical
 	if err != nil || !found {
 		return false, err
 	}
-	_, err = t.run(ctx, "lane-state", sqlSetLaneState, int64(state), peer.String(), id[:])
-	return true, err
+	if _, err = t.run(ctx, "lane-state", sqlSetLaneState, int64(state), peer.String(), id[:]); err != nil {
+		return true, err
+	}
+	if state == engine.LaneAcknowledged {
+		// The lane may be a chain announcement's: the member holds the
+		// chain now.
+		return true, t.chainAcked(ctx, peer, id)
+	}
+	return true, nil
 }
 
 // Groups lists the groups this profile keeps, by name.
@@ -447,7 +470,29 @@ func validateGroupSend(p engine.GroupSend) error {
 	case f.Group == nil || f.Roster || *f.Group != p.Group || f.ID != p.ID:
 		return invalid("group frame of message %x is not that group's message", p.ID[:])
 	}
-	return errors.Join(checkAddress("sender", p.Sender), checkTime("at", p.At), checkFrame(p.Frame, p.ID, body), checkLanes(p.Lanes, p.ID))
+	errs := []error{checkAddress("sender", p.Sender), checkTime("at", p.At), checkFrame(p.Frame, p.ID, body), checkLanes(p.Lanes, p.ID)}
+	for _, l := range p.Lanes {
+		if l.Out != nil && l.Session == nil && p.Chain == nil {
+			errs = append(errs, invalid("chain lane to %s without its chain", l.Recipient))
+		}
+	}
+	if len(p.Announce) > 0 && p.Chain == nil {
+		errs = append(errs, invalid("chain announcements without their chain"))
+	}
+	if p.Chain != nil && (len(p.Chain.Record) == 0 || p.Chain.Group != p.Group) {
+		errs = append(errs, invalid("sender chain of another group, or empty"))
+	}
+	for _, a := range p.Announce {
+		an, err := wire.DecodeChainAnnounce(a.Frame)
+		switch {
+		case err != nil:
+			errs = append(errs, invalid("chain announcement: %v", err))
+		case p.Chain != nil && (an.ID != a.ID || an.Group != p.Group || an.Chain != p.Chain.Chain || an.Generation != p.Chain.Generation):
+			errs = append(errs, invalid("chain announcement %x is not of the plan's chain", a.ID[:]))
+		}
+		errs = append(errs, checkAddress("announced to", a.Recipient))
+	}
+	return errors.Join(errs...)
 }
 
 func validateRosterUpdate(p engine.RosterUpdate) error {
@@ -480,6 +525,9 @@ func checkLanes(lanes []engine.GroupLane, id wire.LogicalID) error {
 		seen[l.Recipient] = true
 		err = errors.Join(err, checkAddress("recipient", l.Recipient))
 		switch {
+		case l.Out != nil && l.Session == nil && l.Pin == nil && l.Out.Envelope.Type == wire.EnvelopeChain:
+			// A chain lane: the chain message, no session step.
+			err = errors.Join(err, checkOutgoing(*l.Out, id, l.Recipient))
 		case (l.Out == nil) != (l.Session == nil):
 			err = errors.Join(err, invalid("lane to %s: an envelope without a session step or the reverse", l.Recipient))
 		case l.Out != nil:

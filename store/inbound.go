@@ -66,6 +66,9 @@ func (t *tx) receive(ctx context.Context, p engine.Receive) (engine.Receipt, err
 			return engine.Receipt{}, err
 		}
 	}
+	if err := t.writeReceivedChain(ctx, p.Chain); err != nil {
+		return engine.Receipt{}, err
+	}
 	if h := p.Handshake; h != nil {
 		if h.ConsumeOneTime != nil {
 			if err := t.consumeOneTime(ctx, *h.ConsumeOneTime); err != nil {

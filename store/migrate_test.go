@@ -82,6 +82,44 @@ var fixtures = map[int]struct {
 	16: {insertFixtureV16, checkFixtureV16},
 	17: {insertFixtureV17, checkFixtureV17},
 	18: {insertFixtureV18, checkFixtureV18},
+	19: {insertFixtureV19, checkFixtureV19},
+}
+
+// insertFixtureV19 is fixture 18 with an own sender chain for the fixture
+// group at generation 1, announced to bob (acknowledged), and a chain bob
+// announced here.
+func insertFixtureV19(t *testing.T, db *sql.DB, s *sealer) {
+	t.Helper()
+	insertFixtureV18(t, db, s)
+	chain, theirs := bytes.Repeat([]byte{0x19}, 16), bytes.Repeat([]byte{0x91}, 16)
+	for _, q := range []struct {
+		sql  string
+		args []any
+	}{
+		{"INSERT INTO own_chain VALUES (?, 1, ?, ?)", []any{fixtureGroup[:], chain, s.seal(kindOwnChain, ownChainKey(fixtureGroup, 1), []byte("own chain 19"))}},
+		{"INSERT INTO chain_member VALUES (?, ?, ?, ?, 1)", []any{fixtureGroup[:], chain, fixturePeer, bytes.Repeat([]byte{0x1a}, 16)}},
+		{"INSERT INTO received_chain VALUES (?, ?, ?, 1, ?)", []any{fixturePeer, theirs, fixtureGroup[:],
+			s.seal(kindReceivedChain, receivedChainKey(fixturePeer, wire.ChainID(theirs)), []byte("their chain 19"))}},
+	} {
+		if _, err := db.Exec(q.sql, q.args...); err != nil {
+			t.Fatalf("%s: %v", q.sql, err)
+		}
+	}
+}
+
+func checkFixtureV19(t *testing.T, db *DB) {
+	t.Helper()
+	checkFixtureV18(t, db)
+	ctx := context.Background()
+	own, ok, err := db.OwnChain(ctx, fixtureGroup, 1)
+	if err != nil || !ok || string(own.Record) != "own chain 19" || len(own.Members) != 1 || !own.Members[0].Acked ||
+		own.Members[0].Member.String() != fixturePeer {
+		t.Fatalf("own chain %+v, %v, %v; want fixture 19's", own, ok, err)
+	}
+	theirs, ok, err := db.ReceivedChain(ctx, engine.MustParseAddress(fixturePeer), wire.ChainID(bytes.Repeat([]byte{0x91}, 16)))
+	if err != nil || !ok || string(theirs.Record) != "their chain 19" || theirs.Generation != 1 || theirs.Group != fixtureGroup {
+		t.Fatalf("received chain %+v, %v, %v; want fixture 19's", theirs, ok, err)
+	}
 }
 
 // insertFixtureV17 is fixture 16 with an account: its sealed key and list.

@@ -356,6 +356,9 @@ func checkAnnounce(a *engine.Announcement, peer *engine.Address) error {
 
 func validateReceive(p engine.Receive) error {
 	err := errors.Join(checkAddress("peer", p.Peer), checkRow(p.StagedRow), checkSession(p.Session, p.Peer))
+	if c := p.Chain; c != nil && (c.Sender != p.Peer || len(c.Record) == 0) {
+		err = errors.Join(err, invalid("received chain of %s in a receive from %s", c.Sender, p.Peer))
+	}
 	switch e := p.Effect.(type) {
 	case engine.DeliverEffect:
 		if p.Request != nil && isRosterFrame(e.Frame) {

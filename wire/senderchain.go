@@ -17,8 +17,8 @@ import (
 // itself is the payload of an envelope of type EnvelopeChain, encrypted and
 // signed by the chain and not by the pairwise session.
 //
-// PeekFrameKind does not report kinds 8 and 9 yet: until the engine handles
-// them, a receiver drops them as it drops any unknown kind.
+// PeekFrameKind reports kinds 8 and 9; the engine takes an announcement
+// (engine/chainrecv.go) and answers a need-chain.
 
 // Sender chain frame kinds.
 const (

@@ -142,9 +142,12 @@ func TestDecodeSenderChainRejects(t *testing.T) {
 	wantReject(t, wire.DecodeChainMessage, with(m, 40, 15), wire.ErrMalformed)
 	wantReject(t, wire.DecodeChainMessage, with(m, 37, 0xff), wire.ErrMalformed)
 	wantReject(t, wire.DecodeChainMessage, make([]byte, wire.MaxChainMessageSize+1), wire.ErrMessageTooLarge)
-	// Kinds 8 and 9 are not reported until the engine handles them.
-	if _, err := wire.PeekFrameKind(a); err == nil {
-		t.Error("PeekFrameKind reports a chain announcement before the engine handles it")
+	// Kinds 8 and 9 are reported: the engine handles them.
+	if k, err := wire.PeekFrameKind(a); err != nil || k != wire.FrameChainAnnounce {
+		t.Errorf("PeekFrameKind(announcement) = %d, %v", k, err)
+	}
+	if k, err := wire.PeekFrameKind(n); err != nil || k != wire.FrameNeedChain {
+		t.Errorf("PeekFrameKind(need chain) = %d, %v", k, err)
 	}
 	if wire.EnvelopeChain.String() != "chain" {
 		t.Errorf("EnvelopeChain.String() = %q", wire.EnvelopeChain.String())

@@ -418,3 +418,11 @@ func UnmarshalReceiverChain(b []byte) (*ReceiverChain, error) {
 	}
 	return rc, nil
 }
+
+// Clone returns a deep copy of the chain, to open a message on while the
+// chain as kept stays unchanged until the open commits.
+func (r *ReceiverChain) Clone() *ReceiverChain {
+	c := *r
+	c.skipped = slices.Clone(r.skipped)
+	return &c
+}

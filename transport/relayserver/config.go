@@ -51,12 +51,13 @@ type Config struct {
 	// time.Now).
 	Now func() time.Time
 
-	// SubmitMulti serves wire.SubmitMulti (one payload for several
-	// mailboxes, kind 29) and announces wire.FeatureSubmitMulti. Off by
-	// default: the stores keep one envelope per mailbox for now, not the
-	// payload once, so a SubmitMulti saves uploads but no storage yet
-	// (docs/relay.md, "One payload for several mailboxes").
-	SubmitMulti bool
+	// NoSubmitMulti stops serving wire.SubmitMulti (one payload for
+	// several mailboxes, kind 29) and announcing wire.FeatureSubmitMulti,
+	// which a relay does by default. The stores keep one envelope per
+	// mailbox for now, not the payload once, so a SubmitMulti saves the
+	// sender's uploads but no storage yet (docs/relay.md, "One payload for
+	// several mailboxes").
+	NoSubmitMulti bool
 
 	// withoutSubmitBatch: tests play a relay that predates SubmitBatch
 	// (no wire.FeatureSubmitBatch; a batch is a bad request).

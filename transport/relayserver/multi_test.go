@@ -12,7 +12,7 @@ import (
 )
 
 // The multi-mailbox submit (issue 38): one payload for several mailboxes,
-// behind Config.SubmitMulti.
+// served unless Config.NoSubmitMulti.
 
 // multi returns a SubmitMulti of payload from d to the recipients (in
 // order), each with a random envelope ID.
@@ -26,10 +26,10 @@ func multi(from *device, payload []byte, to ...*device) wire.SubmitMulti {
 	return m
 }
 
-// TestSubmitMultiOffByDefault: a relay without the switch does not announce
+// TestSubmitMultiSwitchedOff: a relay with NoSubmitMulti does not announce
 // bit 5 and answers kind 29 as a bad request, and the connection goes on.
-func TestSubmitMultiOffByDefault(t *testing.T) {
-	r := startRelay(t, Config{})
+func TestSubmitMultiSwitchedOff(t *testing.T) {
+	r := startRelay(t, Config{NoSubmitMulti: true})
 	alice, bob := newDevice(t, "alice/1"), newDevice(t, "bob/1")
 	if f := waitFeatures(t, dial(t, r, bob)); f.Has(wire.FeatureSubmitMulti) {
 		t.Fatalf("a relay without the switch announces %s", f)
@@ -60,7 +60,7 @@ func TestSubmitMultiOffByDefault(t *testing.T) {
 func TestSubmitMulti(t *testing.T) {
 	for _, backend := range []string{"memory", "sqlite"} {
 		t.Run(backend, func(t *testing.T) {
-			cfg := Config{SubmitMulti: true, Limits: Limits{Limits: relaystore.Limits{SenderEnvelopes: 1}}}
+			cfg := Config{Limits: Limits{Limits: relaystore.Limits{SenderEnvelopes: 1}}}
 			var r *testRelay
 			if backend == "sqlite" {
 				r = startSQLiteRelay(t, t.TempDir(), cfg)
@@ -121,7 +121,7 @@ func TestSubmitMulti(t *testing.T) {
 // is refused as too large for every mailbox and stores nothing; the
 // connection goes on.
 func TestSubmitMultiRefusals(t *testing.T) {
-	r := startRelay(t, Config{SubmitMulti: true})
+	r := startRelay(t, Config{})
 	alice, mallory := newDevice(t, "alice/1"), newDevice(t, "mallory/1")
 	var to []*device
 	for _, a := range []string{"bob/1", "carol/1", "dave/1", "erin/1", "frank/1"} {
@@ -174,7 +174,7 @@ func TestSubmitMultiRefusals(t *testing.T) {
 func TestClientSubmitMulti(t *testing.T) {
 	for _, on := range []bool{true, false} {
 		t.Run(fmt.Sprint("feature ", on), func(t *testing.T) {
-			r := startRelay(t, Config{SubmitMulti: on})
+			r := startRelay(t, Config{NoSubmitMulti: !on})
 			alice, bob, carol, nobody := newDevice(t, "alice/1"), newDevice(t, "bob/1"), newDevice(t, "carol/1"), newDevice(t, "nobody/1")
 			ca, cb, cc := dial(t, r, alice), dial(t, r, bob), dial(t, r, carol)
 			if f := waitFeatures(t, ca); f.Has(wire.FeatureSubmitMulti) != on {

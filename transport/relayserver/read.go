@@ -84,7 +84,7 @@ func (c *conn) handle(data []byte) bool {
 		}
 		return c.submitBatch(req, m)
 	case wire.SubmitMulti:
-		if !c.s.cfg.SubmitMulti {
+		if c.s.cfg.NoSubmitMulti {
 			break
 		}
 		return c.submitMulti(req, m)

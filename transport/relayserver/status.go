@@ -25,7 +25,7 @@ func (s *Server) features() wire.FeatureSet {
 	if !s.cfg.withoutSubmitBatch {
 		f |= wire.FeatureSubmitBatch
 	}
-	if s.cfg.SubmitMulti {
+	if !s.cfg.NoSubmitMulti {
 		f |= wire.FeatureSubmitMulti
 	}
 	if s.cfg.DeviceLists {
