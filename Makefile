@@ -97,7 +97,7 @@ connload: build
 # instead of CI's scaled limits. It needs a gigabyte of memory and an open
 # file limit above 20,000 (ulimit -n).
 abuse:
-	PARLEY_ABUSE_FULL=1 $(GO) test -count=1 -timeout 30m -v -run '^(TestStrangersLeaveRoomForReaders|TestPlainConnectionsCounted)$$' ./transport/relayserver
+	PARLEY_ABUSE_FULL=1 $(GO) test -count=1 -timeout 30m -v -run '^(TestStrangersLeaveRoomForReaders|TestPlainConnectionsCounted|TestSenderBlockFlood)$$' ./transport/relayserver
 
 clean:
 	rm -rf bin

@@ -73,8 +73,9 @@ func floodBlocks(ctx context.Context, c *raw, done, limited *atomic.Int64) {
 // under the flood within 3 times those measured before it, plus 10 and
 // 25 ms of slack for a loaded machine. (Before, 48 connections made about
 // 3,300 transactions a second and the victim's p99 went from 4.5 to
-// 68-98 ms.) 1.5 s of flood here, 10 s with PARLEY_ABUSE_FULL=1; under
-// the race detector the latencies are logged, not judged.
+// 68-98 ms.) 1.5 s of flood here, with the latencies logged and the
+// bound on changes judged; 10 s with PARLEY_ABUSE_FULL=1 (make abuse),
+// where the latencies are judged too, except under the race detector.
 func TestSenderBlockFlood(t *testing.T) {
 	window, n := 1500*time.Millisecond, 100
 	if fullSize() {
@@ -162,8 +163,11 @@ func TestSenderBlockFlood(t *testing.T) {
 			if limited.Load() == 0 {
 				t.Errorf("no change was refused")
 			}
-			if raceEnabled {
-				return // the race detector's latencies are not the relay's
+			if raceEnabled || !fullSize() {
+				// The race detector's latencies are not the relay's, and a
+				// 1.5 s window on a machine busy with other tests judges
+				// the machine: the latencies are judged by make abuse.
+				return
 			}
 			if got, most := quantile(under, 0.5), 3*quantile(base, 0.5)+10*time.Millisecond; got > most {
 				t.Errorf("the victim's p50 under the flood is %v, want at most %v", got, most)
