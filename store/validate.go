@@ -24,6 +24,8 @@ func validate(p engine.Plan) error {
 		err = validateBootstrap(p)
 	case engine.CreateAccount:
 		err = validateCreateAccount(p)
+	case engine.UpdateDeviceList:
+		err = validateUpdateDeviceList(p)
 	case engine.PublishPreKeys:
 		err = validatePublish(p)
 	case engine.GroupSend:
