@@ -84,6 +84,18 @@ func planCases() []planCase {
 			},
 		},
 		{
+			name: "block-import",
+			plan: func(t testing.TB, f *fixture) engine.Plan {
+				return engine.ImportBlock{Peer: bob, At: time.Unix(500, 0)}
+			},
+			check: func(t *testing.T, f *fixture, r engine.Receipt) {
+				blocks, err := f.db.Blocks(ctx)
+				if err != nil || len(blocks) != 1 || blocks[0] != bob {
+					t.Errorf("Blocks = %v, %v; want bob", blocks, err)
+				}
+			},
+		},
+		{
 			name: "prekey-publish",
 			setup: func(t testing.TB, f *fixture) {
 				for i, at := range []int64{100, 5000} {

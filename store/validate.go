@@ -125,6 +125,8 @@ func validate(p engine.Plan) error {
 		}
 	case engine.RejectRequest:
 		err = errors.Join(checkAddress("peer", p.Peer), checkTime("at", p.At))
+	case engine.ImportBlock:
+		err = errors.Join(checkAddress("peer", p.Peer), checkTime("at", p.At))
 	case engine.SweepRequests:
 		err = checkTime("before", p.Before)
 	case engine.MarkBlockTold:
