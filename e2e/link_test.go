@@ -118,6 +118,7 @@ func TestCLILinkSecondDevice(t *testing.T) {
 	alice2.ok("accept", "bob/1")
 	alice2.ok("send", "bob/1", "from the second device")
 	bob.sync()
+	bob.commitAll()
 	if got := historyBodies(bob, "alice/2", "in"); len(got) != 1 || got[0] != "from the second device" {
 		t.Errorf("bob got %v from alice/2", got)
 	}
