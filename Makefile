@@ -23,16 +23,20 @@ run: build
 	@echo "starting parley demo (ctrl+c quits)"
 	./bin/parley demo
 
-# test runs the suite with the race detector, then the failpoint matrix and
-# the adversary simulations (one-to-one, and groups with
-# ADVERSARY_GROUP_CASES cases, 30 here) on their own without it: the matrix kills
-# hundreds of single-threaded child processes and the simulation runs
-# hundreds of single-threaded cases, where the detector finds nothing and
-# costs minutes. The simulation prints its summary line.
+# test runs the suite with the race detector, then, on their own without
+# it, the tests that drive one goroutine through long walks or kill child
+# processes: the failpoint matrix, the crash windows, the property test,
+# the long deterministic walks, the store's plan tables and the adversary
+# simulations (one-to-one, and groups with ADVERSARY_GROUP_CASES cases, 30
+# here). There the detector finds nothing (nothing runs concurrently) and
+# multiplies the time by five to ten. The steps without it build as the
+# end-to-end tests build bin/parley (CGO_ENABLED=0), so that they share
+# its compiled packages. The simulation prints its summary line.
+NORACE := TestFailpointMatrix|TestCrashWindows|TestGroupCrashWindows|TestReliabilityProperties|TestStaleReplayCannotBreakTheSession|TestRequestBound|TestCollisionWalkthrough|TestRosterLogCompacts|TestApplyRefused|TestFailpointErrors|TestApplyPlans|TestApplyKinds
 test:
-	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 20m -skip '^(TestFailpointMatrix|TestAdversary|TestAdversaryGroups)$$' $(PKGS)
-	$(GO) test -count=1 -timeout 20m -run '^TestFailpointMatrix$$' ./engine
-	ADVERSARY_GROUP_CASES=$${ADVERSARY_GROUP_CASES:-30} $(GO) test -count=1 -timeout 20m -run '^(TestAdversary|TestAdversaryGroups)$$' -v ./engine
+	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 20m -skip '^($(NORACE)|TestAdversary|TestAdversaryGroups)$$' $(PKGS)
+	CGO_ENABLED=0 $(GO) test -count=1 -timeout 20m -run '^($(NORACE))$$' ./engine ./store
+	CGO_ENABLED=0 ADVERSARY_GROUP_CASES=$${ADVERSARY_GROUP_CASES:-30} $(GO) test -count=1 -timeout 20m -run '^(TestAdversary|TestAdversaryGroups)$$' -v ./engine
 
 # adversary runs the adversary simulation with ADVERSARY_CASES cases
 # (default 3000); a failure prints the seed that replays it.
@@ -42,8 +46,8 @@ adversary:
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
-	$(GO) vet $(PKGS)
-	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) $(PKGS)
+	CGO_ENABLED=0 $(GO) vet $(PKGS)
+	CGO_ENABLED=0 $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) $(PKGS)
 
 # fuzz runs every fuzz target for FUZZTIME each (FUZZTIME=5m make fuzz for a long run).
 fuzz:

@@ -10,6 +10,7 @@ import (
 
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/profile"
+	"github.com/parley-chat/parley/store"
 	"github.com/parley-chat/parley/transport"
 )
 
@@ -102,8 +103,15 @@ func cmdInit(ctx context.Context, env *cliEnv, cmd *command, args []string) erro
 	caFlag := f.String("relay-ca", "", "verify the relay's TLS certificate with the CA certificates in this PEM file (a private CA)")
 	insecure := f.Bool("insecure-relay", false, "accept a plaintext ws:// relay URL to a host that is not loopback")
 	acceptAll := f.Bool("accept-all", false, "treat every device alike, without the tighter limits for devices not accepted (the old behaviour, for bots)")
+	def := store.DefaultKDF()
+	kdfMemory := f.Uint("kdf-memory", uint(def.MemoryKiB/1024), "Argon2id memory in MiB for the passphrase: less opens the profile faster and makes a stolen profile's passphrase cheaper to guess (for throw-away profiles and tests)")
+	kdfPasses := f.Uint("kdf-passes", uint(def.Time), "Argon2id passes over that memory (fewer: faster, and cheaper to guess)")
 	if _, err := f.parse(env, args, 0, 0); err != nil {
 		return err
+	}
+	kdf := store.KDFParams{Time: uint32(min(*kdfPasses, 1<<31)), MemoryKiB: uint32(min(*kdfMemory, 1<<21) * 1024), Threads: def.Threads}
+	if err := store.CheckKDF(kdf); err != nil {
+		return usagef("--kdf-memory %d --kdf-passes %d: %v", *kdfMemory, *kdfPasses, err)
 	}
 	if *addrFlag == "" || *relayFlag == "" {
 		return usagef("--address and --relay are required")
@@ -130,7 +138,7 @@ func cmdInit(ctx context.Context, env *cliEnv, cmd *command, args []string) erro
 	if err != nil {
 		return err
 	}
-	p, err := profile.Create(ctx, dir, self, *relayFlag, profile.Options{Passphrase: pass, RelayCA: ca})
+	p, err := profile.Create(ctx, dir, self, *relayFlag, profile.Options{Passphrase: pass, RelayCA: ca, Store: store.Options{KDF: kdf}})
 	if err != nil {
 		return err
 	}

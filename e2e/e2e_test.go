@@ -199,12 +199,19 @@ func newProfile(t *testing.T, relay *relayProc, addr string) *cliProfile {
 	return p
 }
 
+// cheapKDF are init's flags for a profile that opens in a millisecond
+// instead of a few hundred: the suite runs thousands of commands, each of
+// which derives the profile's key from its passphrase. Profiles made by
+// init without them (TestCLIFlow's bob, the TLS and error tests) keep
+// the default cost.
+var cheapKDF = []string{"--kdf-memory", "1", "--kdf-passes", "1"}
+
 // newStranger makes a profile at relay as parley init does, in request mode
 // and accepting nobody.
 func newStranger(t *testing.T, relay *relayProc, addr string) *cliProfile {
 	t.Helper()
 	p := &cliProfile{t: t, dir: filepath.Join(t.TempDir(), strings.ReplaceAll(addr, "/", "_")), addr: addr}
-	p.ok("init", "--address", addr, "--relay", relay.url)
+	p.ok(append([]string{"init", "--address", addr, "--relay", relay.url}, cheapKDF...)...)
 	return p
 }
 

@@ -88,6 +88,8 @@ func TestCLIErrorTable(t *testing.T) {
 		{"group add without members", alice, nil, []string{"group", "add", "friends"}, 2, "too few arguments for add"},
 
 		// A relay URL that is not one.
+		{"init with no memory for the KDF", fresh, nil, []string{"init", "--address", "fresh/1", "--relay", relay.url, "--kdf-memory", "0"}, 2, "--kdf-memory 0 --kdf-passes 3: kdf memory 0 KiB out of range"},
+		{"init with no KDF pass", fresh, nil, []string{"init", "--address", "fresh/1", "--relay", relay.url, "--kdf-passes", "0"}, 2, "--kdf-memory 64 --kdf-passes 0: kdf time 0 out of range"},
 		{"init with a bad relay URL", fresh, nil, []string{"init", "--address", "fresh/1", "--relay", "localhost:7777"}, 2, "--relay localhost:7777 is not a relay URL"},
 		{"init with an http relay URL", fresh, nil, []string{"init", "--address", "fresh/1", "--relay", "http://127.0.0.1:7777"}, 2, "is not a relay URL: want ws://HOST:PORT or wss://HOST"},
 		{"relay-settings with a bad URL", alice, nil, []string{"relay-settings", "--url", "foo"}, 2, "--url foo is not a relay URL"},

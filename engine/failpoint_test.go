@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -432,6 +433,44 @@ func fpScenarios() []fpScenario {
 	}, append(append(append(groupScenarios(), requestScenarios()...), actionScenarios()...), groupActionScenarios()...)...)
 }
 
+// clone copies the world into dir, keeping every file's mode (the store
+// refuses a profile others could write to), and returns the copy.
+func (w fpWorld) clone(t *testing.T, dir string) fpWorld {
+	t.Helper()
+	err := filepath.WalkDir(w.root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(w.root, p)
+		if err != nil {
+			return err
+		}
+		dst := filepath.Join(dir, rel)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if err := os.MkdirAll(dst, info.Mode().Perm()); err != nil {
+				return err
+			}
+			return os.Chmod(dst, info.Mode().Perm())
+		}
+		if !info.Mode().IsRegular() {
+			return fmt.Errorf("%s: not a regular file", p)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(dst, b, info.Mode().Perm())
+	})
+	if err != nil {
+		t.Fatalf("copy the world: %v", err)
+	}
+	return fpWorld{root: dir}
+}
+
 // prepare builds the scenario's world up to its target.
 func (sc fpScenario) prepare(t *testing.T, root string) fpWorld {
 	t.Helper()
@@ -628,9 +667,14 @@ func TestFailpointMatrix(t *testing.T) {
 		}
 		t.Run(sc.name, func(t *testing.T) {
 			t.Parallel()
+			// The world is prepared once and copied for the clean run and
+			// for every point: a copy is the same state as a new
+			// preparation (the world is its directory) and costs a few
+			// file copies instead of profiles, prekeys and the setup steps.
+			tmpl := sc.prepare(t, t.TempDir())
 			// A clean run names the points the target passes and the state
 			// before and after it.
-			w := sc.prepare(t, t.TempDir())
+			w := tmpl.clone(t, t.TempDir())
 			pre := sc.signatures(t, w)
 			var seen []string
 			seenSet := map[string]bool{}
@@ -652,7 +696,7 @@ func TestFailpointMatrix(t *testing.T) {
 				for _, mode := range []string{"error", "exit"} {
 					point, mode := point, mode
 					name := fmt.Sprintf("%s/%s", point, mode)
-					w := sc.prepare(t, t.TempDir())
+					w := tmpl.clone(t, t.TempDir())
 					var err error
 					if mode == "error" {
 						err = w.do(sc.target.dev, sc.target.op, func(p string) error {

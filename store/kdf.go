@@ -19,8 +19,17 @@ type KDFParams struct {
 	Threads   uint8  // lanes, at least 1
 }
 
-// defaultKDF is what every real profile uses (Options.KDF left zero).
+// defaultKDF is what a profile uses unless its creator chose otherwise
+// (Options.KDF left zero; parley init --kdf-memory and --kdf-passes).
 var defaultKDF = KDFParams{Time: 3, MemoryKiB: 64 * 1024, Threads: 2}
+
+// DefaultKDF returns the parameters a profile gets when Options.KDF is zero.
+func DefaultKDF() KDFParams { return defaultKDF }
+
+// CheckKDF says why p cannot seal a profile, or nil when it can: at least
+// one pass, at least 1 KiB of memory and one thread, and within the limits
+// an open accepts from a profile's file.
+func CheckKDF(p KDFParams) error { return p.validate() }
 
 // Limits on parameters read back from a profile. The parameters are stored in
 // clear; a tampered file must not make an open run for hours or exhaust
