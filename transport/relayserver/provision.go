@@ -98,8 +98,13 @@ func (c *conn) provision(req uint32, m wire.ProvisionOpen) {
 		return
 	}
 	side := &provisionSide{c: c}
+	// Held until the answer and what waited are written: the other side
+	// may pass a payload the moment this one is in the mailbox, and it
+	// must come after them.
+	side.mu.Lock()
 	mb, at, refusal := s.openMailbox(c, m.Mailbox, side)
 	if refusal != nil {
+		side.mu.Unlock()
 		c.writeNow(refusal(req))
 		c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.ClosePolicyViolation, "no mailbox"), time.Now().Add(s.lim.WriteTimeout))
 		return
@@ -109,13 +114,13 @@ func (c *conn) provision(req uint32, m wire.ProvisionOpen) {
 	defer func() { s.endMailbox(mb, at, reason) }()
 	c.ws.SetReadDeadline(mb.expires)
 	held := s.provisions.opened(mb, at)
-	if !side.write(encode(req, wire.ProvisionOpened{Mailbox: mb.id, Expires: mb.expires.Unix()})) {
-		return
-	}
+	ok := c.writeNow(encode(req, wire.ProvisionOpened{Mailbox: mb.id, Expires: mb.expires.Unix()}))
 	for _, b := range held {
-		if !side.write(b) {
-			return
-		}
+		ok = ok && c.writeNow(b)
+	}
+	side.mu.Unlock()
+	if !ok {
+		return
 	}
 	for {
 		typ, data, err := c.ws.ReadMessage()
