@@ -239,7 +239,7 @@ func openRelayStore(ctx context.Context, dataDir, natsURLs string, natsOpts nats
 type relayLimits struct {
 	maxConns, maxHandshakes, maxConnsPerIP, maxHandshakesPerIP     *int
 	maxConnsPerAddr, maxSockets, maxSocketsPerIP, ipv6Prefix       *int
-	regsPerHour, regsPerIP, deviceListsPerIP                       *int
+	regsPerHour, regsPerIP, deviceListsPerIP, provisioningPerIP    *int
 	fetchRate, targetFetchRate                                     *float64
 	oneTimeBurst                                                   *int
 	mailboxEnvelopes, senderEnvelopes, ipEnvelopes, totalEnvelopes *int
@@ -269,6 +269,7 @@ func relayLimitFlags(f *flags) *relayLimits {
 		regsPerHour:         f.Int("registrations-per-ip-hour", relayserver.DefaultRegistrationBurst, "new addresses one remote IP may register per hour"),
 		regsPerIP:           f.Int("registrations-per-ip", relaystore.DefaultRegistrationsPerIP, "new addresses one remote IP may register in all"),
 		deviceListsPerIP:    f.Int("device-lists-per-ip", relaystore.DefaultDeviceListsPerIP, "accounts whose first device list one remote IP may publish (with --device-lists)"),
+		provisioningPerIP:   f.Int("provisioning-per-ip", relayserver.DefaultProvisioningPerIP, "provisioning mailboxes (linking a device) one remote IP may hold open (with --device-lists)"),
 		fetchRate:           f.Float64("fetch-rate", relayserver.DefaultFetchRate, "bundle fetches per second one address may make"),
 		targetFetchRate:     f.Float64("target-fetch-rate", relayserver.DefaultTargetFetchRate, "fetches per second of one address's bundle"),
 		oneTimeBurst:        f.Int("one-time-burst", relayserver.DefaultTargetOneTimeBurst, "one-time prekeys of one address handed out at once (then one a minute)"),
@@ -302,7 +303,7 @@ func (r *relayLimits) resolve() (relayserver.Limits, []netip.Prefix, error) {
 	l := relayserver.Limits{
 		MaxConnections: *r.maxConns, MaxUnauthenticated: *r.maxHandshakes, MaxConnectionsPerIP: *r.maxConnsPerIP, MaxUnauthenticatedPerIP: *r.maxHandshakesPerIP,
 		MaxConnectionsPerAddress: *r.maxConnsPerAddr, MaxSockets: *r.maxSockets, MaxSocketsPerIP: *r.maxSocketsPerIP,
-		IPv6PrefixBits:   *r.ipv6Prefix,
+		IPv6PrefixBits: *r.ipv6Prefix, ProvisioningPerIP: *r.provisioningPerIP,
 		RegistrationRate: float64(*r.regsPerHour) / 3600, RegistrationBurst: *r.regsPerHour,
 		FetchRate: *r.fetchRate, TargetFetchRate: *r.targetFetchRate, TargetOneTimeBurst: *r.oneTimeBurst,
 		Limits: relaystore.Limits{RegistrationsPerIP: *r.regsPerIP, DeviceListsPerIP: *r.deviceListsPerIP,
@@ -342,7 +343,7 @@ func (r *relayLimits) resolve() (relayserver.Limits, []netip.Prefix, error) {
 	for name, v := range map[string]int{"max-connections": l.MaxConnections, "max-handshakes": l.MaxUnauthenticated, "max-connections-per-ip": l.MaxConnectionsPerIP,
 		"max-handshakes-per-ip": l.MaxUnauthenticatedPerIP, "max-connections-per-address": l.MaxConnectionsPerAddress,
 		"max-sockets": l.MaxSockets, "max-sockets-per-ip": l.MaxSocketsPerIP, "ipv6-prefix": l.IPv6PrefixBits,
-		"registrations-per-ip-hour": l.RegistrationBurst, "registrations-per-ip": l.RegistrationsPerIP, "device-lists-per-ip": l.DeviceListsPerIP, "one-time-burst": l.TargetOneTimeBurst,
+		"registrations-per-ip-hour": l.RegistrationBurst, "registrations-per-ip": l.RegistrationsPerIP, "device-lists-per-ip": l.DeviceListsPerIP, "provisioning-per-ip": l.ProvisioningPerIP, "one-time-burst": l.TargetOneTimeBurst,
 		"mailbox-envelopes": l.MailboxEnvelopes, "ip-envelopes": l.IPEnvelopes, "total-envelopes": l.TotalEnvelopes,
 		"accepted-peers": l.AcceptedPeers, "blocked-senders": l.BlockedSenders} {
 		if v < 1 {

@@ -25,6 +25,8 @@ var commandTable = []*command{
 	// cmd_profile.go
 	{name: "init", args: "--address ADDR --relay URL [--relay-ca FILE] [--accept-all]", summary: "make a profile and publish its prekey bundle; prints the identity fingerprint", run: cmdInit},
 	{name: "identity", args: "", summary: "print the own address and identity fingerprint", run: cmdIdentity},
+	{name: "link", args: "--relay URL [--yes]", summary: "make this profile a new device of an account: prints code=, then check=, then address= once linked", run: cmdLink},
+	{name: "device", args: "add CODE [--yes]", summary: "link the new device that printed CODE to this account (on the device holding the account key)", run: cmdDevice},
 	{name: "devices", args: "", summary: "list the devices of this person's account, from the device list held here", run: cmdDevices},
 	{name: "safety-number", args: "PEER", summary: "print the safety number with PEER's pinned identity", run: cmdSafetyNumber},
 	{name: "trust", args: "PEER", summary: "show PEER's identity at the relay; pin it with --fingerprint or --yes (then retry to resend)", run: cmdTrust},

@@ -114,6 +114,8 @@ type Client struct {
 	taken           []takenEnvelope                  // taken envelopes not recorded yet, oldest first (envelopefate.go)
 	retryEpoch      uint64                           // relay link epoch the retry schedule last saw
 	maintainedEpoch uint64                           // relay link epoch of the last maintenance check
+	listEpoch       uint64                           // relay link epoch the device list was last published on
+	listErr         error                            // the last publishing's error
 	nextMaintain    time.Time
 	nextPoolTopUp   time.Time
 	kick            chan struct{} // SyncNow

@@ -326,3 +326,41 @@ func LoadAccount(ctx context.Context, st Store) (Account, error) {
 // ErrNoAccount means the profile has no account yet: it was made before
 // accounts existed and has not been opened for writing since.
 var ErrNoAccount = errors.New("profile has no account yet")
+
+// NextDeviceNumber is the number a device joining l gets: one above every
+// number l has used, revoked ones included (numbers are never reused).
+func NextDeviceNumber(l wire.DeviceList) uint32 {
+	var top uint32
+	for _, e := range l.Entries {
+		top = max(top, e.Number)
+	}
+	return top + 1
+}
+
+// NextDeviceList returns the generation after prev, which adds e (a
+// countersigned entry, DeviceEntryFor), signed by k. It checks the result
+// as the relay will (VerifyDeviceList), so that a full account
+// (MaxDevicesPerAccount) or a bad entry fails here, before anything is
+// published.
+func NextDeviceList(k *AccountKey, prev wire.DeviceList, e wire.DeviceEntry) (wire.DeviceList, error) {
+	if k == nil {
+		return wire.DeviceList{}, ErrNotAccountHolder
+	}
+	parent, err := DeviceListDigest(prev)
+	if err != nil {
+		return wire.DeviceList{}, fmt.Errorf("next device list: %w", err)
+	}
+	next := wire.DeviceList{User: prev.User, Generation: prev.Generation + 1, Parent: parent,
+		Entries: append(append([]wire.DeviceEntry(nil), prev.Entries...), e)}
+	if next, err = k.SignDeviceList(next); err != nil {
+		return wire.DeviceList{}, err
+	}
+	if err := VerifyDeviceList(next, &prev); err != nil {
+		return wire.DeviceList{}, fmt.Errorf("next device list: %w", err)
+	}
+	return next, nil
+}
+
+// ErrNotAccountHolder means this device does not hold the account key: only
+// the device that made the account (device 1) signs new lists.
+var ErrNotAccountHolder = errors.New("this device does not hold the account key (link from the device that made the account)")

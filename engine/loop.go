@@ -152,6 +152,7 @@ func (c *Client) Sync(ctx context.Context) (SyncResult, error) {
 	if err != nil {
 		return out, &SyncError{Op: "maintain", Err: err}
 	}
+	c.publishDeviceListOnConnect(ctx)
 	if err := c.pumpStoredLanes(ctx); err != nil {
 		return out, &SyncError{Op: "pump", Err: err}
 	}

@@ -21,6 +21,7 @@ type Relay interface {
 	BatchSubmitter
 	BlobRelay
 	SenderBlocker
+	DeviceListPublisher
 
 	// FetchBundle returns the peer's current prekey bundle (with at most one
 	// one-time prekey, handed out once).

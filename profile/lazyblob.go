@@ -55,3 +55,12 @@ func (l *lazyRelay) BlockSender(ctx context.Context, sender engine.Address, bloc
 	}
 	return c.BlockSender(ctx, sender, blocked)
 }
+
+// PublishDeviceList implements engine.DeviceListPublisher.
+func (l *lazyRelay) PublishDeviceList(ctx context.Context, list wire.DeviceList) error {
+	c, err := l.get(ctx)
+	if err != nil {
+		return err
+	}
+	return c.PublishDeviceList(ctx, list)
+}

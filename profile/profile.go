@@ -12,6 +12,7 @@ import (
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/store"
 	"github.com/parley-chat/parley/transport"
+	"github.com/parley-chat/parley/wire"
 )
 
 // Connect says when an opened profile connects to its relay.
@@ -440,4 +441,46 @@ func Remove(dir string) error {
 // accounts and opened read-only since has none (engine.ErrNoAccount).
 func (p *Profile) Account(ctx context.Context) (engine.Account, error) {
 	return engine.LoadAccount(ctx, p.st)
+}
+
+// Exists reports whether dir holds a profile's files.
+func Exists(dir string) bool {
+	for _, f := range store.Files() {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// CreateLinked makes the profile of a device linked to an account in dir,
+// from what the linking gave it (engine.CreateLinkedProfile: one
+// transaction), and records its setting for strangers. A failure leaves no
+// profile behind.
+func CreateLinked(ctx context.Context, dir, relayURL string, id *engine.Identity, number uint32, pkg wire.LinkPackageData, o Options) (engine.Address, error) {
+	if Exists(dir) {
+		return engine.Address{}, describe(dir, fmt.Errorf("%s holds a profile already: link into a new directory", dir))
+	}
+	st, err := store.Create(ctx, dir, o.Passphrase, o.Store)
+	if err != nil {
+		return engine.Address{}, describe(dir, err)
+	}
+	now := time.Now
+	if o.Engine.Now != nil {
+		now = o.Engine.Now
+	}
+	// The setting first: a profile is whole once its transaction commits.
+	err = SetAcceptAll(dir, pkg.AcceptAll)
+	var self engine.Address
+	if err == nil {
+		self, err = engine.CreateLinkedProfile(ctx, st, relayURL, id, number, pkg, o.Engine.Random, now())
+	}
+	if cerr := st.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		Remove(dir)
+		return engine.Address{}, describe(dir, err)
+	}
+	return self, nil
 }

@@ -21,7 +21,28 @@ func init() {
 const (
 	sqlInsertAccount = "INSERT INTO account (singleton, sealed_key, device_list) SELECT 1, ?, ? WHERE NOT EXISTS (SELECT 1 FROM account)"
 	sqlAccount       = "SELECT sealed_key, device_list FROM account WHERE singleton = 1"
+	sqlUpdateList    = "UPDATE account SET device_list = ? WHERE singleton = 1 AND device_list = ?"
 )
+
+// updateDeviceList replaces the list held, only when it is still p.From:
+// a profile whose list changed underneath (or that has no account) is
+// refused with ErrConflict, and nothing changes.
+func (t *tx) updateDeviceList(ctx context.Context, p engine.UpdateDeviceList) error {
+	if _, err := t.runOne(ctx, "account-list-update", engine.ErrConflict, sqlUpdateList, p.List, p.From); err != nil {
+		return fmt.Errorf("replace the device list (changed underneath?): %w", err)
+	}
+	return nil
+}
+
+func validateUpdateDeviceList(p engine.UpdateDeviceList) error {
+	if _, err := wire.DecodeDeviceList(p.From); err != nil {
+		return invalid("device list held: %v", err)
+	}
+	if _, err := wire.DecodeDeviceList(p.List); err != nil {
+		return invalid("device list: %v", err)
+	}
+	return nil
+}
 
 // createAccount stores the account; a profile that has one is refused
 // with ErrConflict, and nothing changes.

@@ -99,6 +99,8 @@ func (t *tx) apply(ctx context.Context, p engine.Plan) (engine.Receipt, error) {
 		return engine.Receipt{}, t.bootstrap(ctx, p)
 	case engine.CreateAccount:
 		return engine.Receipt{}, t.createAccount(ctx, p)
+	case engine.UpdateDeviceList:
+		return engine.Receipt{}, t.updateDeviceList(ctx, p)
 	case engine.PublishPreKeys:
 		return engine.Receipt{}, t.publishPreKeys(ctx, p)
 	case engine.GroupSend:
@@ -147,6 +149,8 @@ func (t *tx) apply(ctx context.Context, p engine.Plan) (engine.Receipt, error) {
 		return engine.Receipt{}, t.acceptRequest(ctx, p)
 	case engine.RejectRequest:
 		return engine.Receipt{}, t.rejectRequest(ctx, p)
+	case engine.ImportBlock:
+		return engine.Receipt{}, t.importBlock(ctx, p)
 	case engine.SweepRequests:
 		return t.sweepRequests(ctx, p)
 	case engine.MarkBlockTold:

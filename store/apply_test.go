@@ -68,6 +68,34 @@ func planCases() []planCase {
 			},
 		},
 		{
+			name:  "account-list-update",
+			setup: func(t testing.TB, f *fixture) { f.apply(t, accountPlan(t)) },
+			plan: func(t testing.TB, f *fixture) engine.Plan {
+				return engine.UpdateDeviceList{From: accountPlan(t).List, List: secondListPlan(t)}
+			},
+			check: func(t *testing.T, f *fixture, r engine.Receipt) {
+				prof, err := f.db.Profile(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(prof.DeviceList, secondListPlan(t)) || !bytes.Equal(prof.AccountKey, accountPlan(t).Key) {
+					t.Errorf("Profile account = %q, %x; want the key kept and generation 2", prof.AccountKey, prof.DeviceList)
+				}
+			},
+		},
+		{
+			name: "block-import",
+			plan: func(t testing.TB, f *fixture) engine.Plan {
+				return engine.ImportBlock{Peer: bob, At: time.Unix(500, 0)}
+			},
+			check: func(t *testing.T, f *fixture, r engine.Receipt) {
+				blocks, err := f.db.Blocks(ctx)
+				if err != nil || len(blocks) != 1 || blocks[0] != bob {
+					t.Errorf("Blocks = %v, %v; want bob", blocks, err)
+				}
+			},
+		},
+		{
 			name: "prekey-publish",
 			setup: func(t testing.TB, f *fixture) {
 				for i, at := range []int64{100, 5000} {
@@ -959,6 +987,18 @@ func TestApplyBatchSessionVersions(t *testing.T) {
 	if f.state(t) != before {
 		t.Fatal("a refused batch changed the database")
 	}
+}
+
+// secondListPlan is a well-formed generation 2 after accountPlan's list.
+func secondListPlan(t testing.TB) []byte {
+	t.Helper()
+	l := wire.DeviceList{User: "alice", Generation: 2, Parent: [32]byte{1}, Entries: []wire.DeviceEntry{
+		{Number: 1, Linked: 100, State: wire.DeviceActive}, {Number: 2, Linked: 200, State: wire.DeviceActive}}}
+	enc, err := wire.EncodeDeviceList(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return enc
 }
 
 // accountPlan stores an account whose key record is a plaintext marker and

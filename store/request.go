@@ -166,6 +166,14 @@ func (t *tx) rejectRequest(ctx context.Context, p engine.RejectRequest) error {
 	return nil
 }
 
+// importBlock records a block a linking package carried.
+func (t *tx) importBlock(ctx context.Context, p engine.ImportBlock) error {
+	if _, err := t.run(ctx, "blocked-insert", sqlInsertBlocked, p.Peer.String(), p.At.UnixNano()); err != nil {
+		return fmt.Errorf("block %s: %w", p.Peer, err)
+	}
+	return nil
+}
+
 // sweepRequests deletes the requests first seen before p.Before.
 func (t *tx) sweepRequests(ctx context.Context, p engine.SweepRequests) (engine.Receipt, error) {
 	before := p.Before.UnixNano()

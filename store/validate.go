@@ -24,6 +24,8 @@ func validate(p engine.Plan) error {
 		err = validateBootstrap(p)
 	case engine.CreateAccount:
 		err = validateCreateAccount(p)
+	case engine.UpdateDeviceList:
+		err = validateUpdateDeviceList(p)
 	case engine.PublishPreKeys:
 		err = validatePublish(p)
 	case engine.GroupSend:
@@ -122,6 +124,8 @@ func validate(p engine.Plan) error {
 			err = errors.Join(err, checkSession(w, p.Peer))
 		}
 	case engine.RejectRequest:
+		err = errors.Join(checkAddress("peer", p.Peer), checkTime("at", p.At))
+	case engine.ImportBlock:
 		err = errors.Join(checkAddress("peer", p.Peer), checkTime("at", p.At))
 	case engine.SweepRequests:
 		err = checkTime("before", p.Before)

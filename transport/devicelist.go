@@ -2,30 +2,25 @@ package transport
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
+	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/wire"
 )
 
-// Device lists (issue 33): the client's side of kinds 40 to 43. Nothing
-// calls these on its own yet; the relay serves them only with
+// Device lists (issue 33): the client's side of kinds 40 to 43. The
+// engine publishes its list at every connection to a relay that keeps
+// them (engine.DeviceListPublisher); the relay serves them only with
 // --device-lists.
 
 // ErrDeviceListsUnsupported means the relay of the current connection did
-// not announce wire.FeatureDeviceLists.
-var ErrDeviceListsUnsupported = errors.New("the relay keeps no device lists")
+// not announce wire.FeatureDeviceLists (engine.ErrDeviceListsUnsupported).
+var ErrDeviceListsUnsupported = engine.ErrDeviceListsUnsupported
 
-// DeviceListRefusedError is the relay's refusal of a published list. When
-// Reason is wire.DeviceListStale, Current is the list the relay holds.
-type DeviceListRefusedError struct {
-	Reason  wire.DeviceListRefusal
-	Current *wire.DeviceList
-}
-
-func (e *DeviceListRefusedError) Error() string {
-	return "relay refused the device list: " + e.Reason.String()
-}
+// DeviceListRefusedError is the relay's refusal of a published list
+// (engine.DeviceListRefusedError). When Reason is wire.DeviceListStale,
+// Current is the list the relay holds.
+type DeviceListRefusedError = engine.DeviceListRefusedError
 
 // deviceListsSupported checks the relay's features when they are known;
 // a request sent before they are is settled by its reply.

@@ -89,6 +89,7 @@ const (
 		relayHeaderSize+4,                        // PrekeyPool, Features and EnvelopeLifetime
 		relayHeaderSize+16+1,                     // EnvelopeStatus
 		maxDeviceListMessageSize,                 // the device list kinds
+		maxProvisionMessageSize,                  // the provisioning kinds
 	)
 
 	relayHeaderSize = 1 + 1 + 4 // version, kind, request ID
@@ -327,7 +328,8 @@ func EncodeRelay(request uint32, m RelayMessage) ([]byte, error) {
 	case Challenge, Auth, AuthOK, PublishBundle, FetchBundle, BundleReply, Submit,
 		Accepted, Refused, Deliver, AckRows, Done, Error, PrekeyPool, EnvelopeStatus, Features,
 		BlobCreate, BlobCreated, BlobPut, BlobStat, BlobHeld, BlobGet, BlobData, BlobRefused, SenderBlock, EnvelopeLifetime,
-		SubmitBatch, BatchResults, SubmitMulti, PublishDeviceList, FetchDeviceList, DeviceListReply, DeviceListRefused:
+		SubmitBatch, BatchResults, SubmitMulti, PublishDeviceList, FetchDeviceList, DeviceListReply, DeviceListRefused,
+		ProvisionOpen, ProvisionOpened, ProvisionMessage, ProvisionClosed:
 	default:
 		// Before m.RelayKind: a nil pointer would panic there.
 		return nil, fmt.Errorf("wire: encode relay message: unsupported type %T: %w", m, ErrMalformed)

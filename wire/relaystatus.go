@@ -27,7 +27,8 @@ const relayLastKind = RelaySubmitMulti
 // relayLastKind, and the device list kinds (relaydevice.go), numbered from 40
 // so that kinds added alongside them on other branches need not move.
 func knownRelayKind(kind RelayKind) bool {
-	return (kind >= RelayChallenge && kind <= relayLastKind) || (kind >= relayDeviceFirst && kind <= relayDeviceLast)
+	return (kind >= RelayChallenge && kind <= relayLastKind) || (kind >= relayDeviceFirst && kind <= relayDeviceLast) ||
+		(kind >= relayProvisionFirst && kind <= relayProvisionLast)
 }
 
 // laterKindName names the kinds past the first table (relay.go): the blob
@@ -47,6 +48,8 @@ func laterKindName(k RelayKind) string {
 		return "submit multi"
 	case k >= relayDeviceFirst && k <= relayDeviceLast:
 		return relayDeviceKindNames[k-relayDeviceFirst]
+	case k >= relayProvisionFirst && k <= relayProvisionLast:
+		return relayProvisionKindNames[k-relayProvisionFirst]
 	}
 	return ""
 }
@@ -180,6 +183,9 @@ func appendRelayPush(b []byte, m RelayMessage) ([]byte, error) {
 	if isRelayDevice(m) {
 		return appendRelayDevice(b, m)
 	}
+	if isRelayProvision(m) {
+		return appendRelayProvision(b, m)
+	}
 	switch m := m.(type) {
 	case EnvelopeStatus:
 		if !m.State.valid() {
@@ -214,6 +220,9 @@ func (r *reader) relayPush(kind RelayKind) RelayMessage {
 	}
 	if kind >= relayDeviceFirst && kind <= relayDeviceLast {
 		return r.relayDevice(kind)
+	}
+	if kind >= relayProvisionFirst && kind <= relayProvisionLast {
+		return r.relayProvision(kind)
 	}
 	switch kind {
 	case RelayEnvelopeStatus:

@@ -86,3 +86,9 @@ func (e *Endpoint) BlockSender(context.Context, engine.Address, bool) error { re
 func (e *FileEndpoint) SubmitBatch(ctx context.Context, envs []wire.Envelope) []error {
 	return SubmitEach(ctx, e.Submit, envs)
 }
+
+// PublishDeviceList implements engine.DeviceListPublisher: the network
+// keeps no device lists.
+func (e *Endpoint) PublishDeviceList(context.Context, wire.DeviceList) error {
+	return engine.ErrDeviceListsUnsupported
+}

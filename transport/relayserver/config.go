@@ -89,6 +89,11 @@ type Limits struct {
 	// the sweep deletes it then.
 	Blobs        relaystore.BlobLimits
 	BlobLifetime time.Duration
+	// ProvisioningLifetime is how long a provisioning mailbox lives (10
+	// minutes); ProvisioningPerIP how many one remote IP may hold open (2).
+	// Both apply with Config.DeviceLists (provision.go).
+	ProvisioningLifetime time.Duration
+	ProvisioningPerIP    int
 	// MaxConnections caps open websockets; MaxUnauthenticated caps those
 	// that have not authenticated yet. Beyond either the upgrade is refused
 	// with 503.
@@ -286,6 +291,8 @@ func (l Limits) withDefaults() (Limits, error) {
 	setInt(&l.TargetOneTimeBurst, DefaultTargetOneTimeBurst)
 	setInt(&l.PrekeyPoolLow, DefaultPrekeyPoolLow)
 	setDur(&l.AuthTimeout, DefaultAuthTimeout)
+	setDur(&l.ProvisioningLifetime, DefaultProvisioningLifetime)
+	setInt(&l.ProvisioningPerIP, DefaultProvisioningPerIP)
 	setDur(&l.ChallengeLifetime, DefaultChallengeLifetime)
 	setDur(&l.PingInterval, DefaultPingInterval)
 	setDur(&l.ReadTimeout, DefaultReadTimeout)

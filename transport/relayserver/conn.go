@@ -99,6 +99,11 @@ type conn struct {
 	mu          sync.Mutex
 	outstanding map[uint64]leased // leased, unacknowledged rows
 
+	// provisionOpen is the ProvisionOpen a connection sent in place of
+	// Auth, and provisionReq its request ID (provision.go).
+	provisionOpen *wire.ProvisionOpen
+	provisionReq  uint32
+
 	putq putQueue    // blob puts waiting for the store (blobput.go)
 	subq submitQueue // envelopes waiting for the store (submit.go)
 }
@@ -158,6 +163,14 @@ func (c *conn) run(authenticated func()) {
 			s.detach(c)
 			s.notify(c.addr)
 		}()
+	}
+	if !ok && c.provisionOpen != nil {
+		// A provisioning connection gives its handshake slot back: it
+		// may stay the mailbox's ten minutes, counted as an open
+		// connection of its IP, and is bounded by ProvisioningPerIP.
+		authenticated()
+		c.provision(c.provisionReq, *c.provisionOpen)
+		return
 	}
 	if !ok {
 		return

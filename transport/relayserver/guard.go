@@ -54,7 +54,7 @@ const (
 var limits = []limit{limitConnections, limitHandshakes, limitIPConnections, limitIPHandshakes, limitAddressConnections, limitIPRegistrations,
 	limitIPRegistered, limitFetchRequester, limitFetchTarget, limitOneTimeTarget, limitSenderQuota, limitIPShare, limitStoreFull, limitReserve,
 	limitSockets, limitIPSockets, limitStrangerRoom, limitStrangerIPShare, limitBlockList, limitIPFloods,
-	limitAddressWrites, limitIPWrites, limitIPDeviceLists}
+	limitAddressWrites, limitIPWrites, limitIPDeviceLists, limitIPProvisioning}
 
 // keyedLimiters is one token bucket per key (an IP, an address), made on
 // first use. A bucket that has refilled completely is forgotten at the next

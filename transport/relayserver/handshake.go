@@ -56,6 +56,11 @@ func (c *conn) handshake() bool {
 		_, req := peek(data)
 		return c.refuse(authMalformed, errorMsg(req, wire.ErrorBadRequest, "malformed auth: "+err.Error()))
 	}
+	if po, ok := m.(wire.ProvisionOpen); ok {
+		// Not an authentication: run serves the mailbox (provision.go).
+		c.provisionReq, c.provisionOpen = req, &po
+		return false
+	}
 	a, ok := m.(wire.Auth)
 	if !ok {
 		if _, ok := m.(wire.Submit); ok {

@@ -42,7 +42,11 @@ type metrics struct {
 	blockedDiscarded prometheus.Counter // envelopes of blocked senders, answered Accepted
 	blockChanges     *prometheus.CounterVec
 	// Device lists (devicelist.go): stored, and refused by cause.
-	deviceListsStored  prometheus.Counter
+	deviceListsStored prometheus.Counter
+	// provisioningOpened counts mailboxes opened; provisioningOpen is
+	// how many are open now.
+	provisioningOpened prometheus.Counter
+	provisioningOpen   prometheus.Gauge
 	deviceListsRefused *prometheus.CounterVec
 	acceptRecorded     prometheus.Counter
 	acceptForgotten    prometheus.Counter
@@ -183,7 +187,10 @@ func newMetrics(g *gaugeCollector, faults relaystore.Store) *metrics {
 			Help: "Mailboxes per SubmitMulti received (at most 64).", Buckets: []float64{1, 2, 4, 8, 16, 32, 64}}),
 		appendGroup: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "parley_relay_append_group_envelopes",
 			Help: "Envelopes of one connection appended to the store together (its consecutive Submits and SubmitBatches, at most 64).", Buckets: []float64{1, 2, 4, 8, 16, 32, 64}}),
-		deviceListsStored: counter("parley_relay_device_lists_stored_total", "Device lists stored (a new generation of an account's list)."),
+		deviceListsStored:  counter("parley_relay_device_lists_stored_total", "Device lists stored (a new generation of an account's list)."),
+		provisioningOpened: counter("parley_relay_provisioning_mailboxes_opened_total", "Provisioning mailboxes opened (linking a device)."),
+		provisioningOpen: prometheus.NewGauge(prometheus.GaugeOpts{Name: "parley_relay_provisioning_mailboxes",
+			Help: "Provisioning mailboxes open now (each lives at most ten minutes)."}),
 		deviceListsRefused: counterVec("parley_relay_device_lists_refused_total", "Device lists refused, by cause.", "reason",
 			deviceListRefusalLabels()...),
 		statuses: counterVec("parley_relay_envelope_status_total", "Envelope statuses told to senders (best effort), by state.", "state",
@@ -197,7 +204,8 @@ func newMetrics(g *gaugeCollector, faults relaystore.Store) *metrics {
 		m.connectionsTotal, m.authFailures, m.disconnects, m.accepted, m.refused, m.delivered, m.acknowledged,
 		m.dropped, m.duplicated, m.rateLimited, m.bundlesPublished, m.bundlesFetched, m.oneTimeHandedOut, m.limited,
 		m.acceptToDeliver, m.leaseToAck, m.statuses, m.expired, m.blockedDiscarded, m.blockChanges, m.acceptRecorded, m.acceptForgotten,
-		m.submitBatch, m.submitMulti, m.appendGroup, m.deviceListsStored, m.deviceListsRefused, g,
+		m.submitBatch, m.submitMulti, m.appendGroup, m.deviceListsStored, m.deviceListsRefused,
+		m.provisioningOpened, m.provisioningOpen, g,
 	)
 	return m
 }

@@ -56,6 +56,7 @@ type Server struct {
 	counting      atomic.Bool    // a listener counts the connections (CountConnections)
 	storeFailing  atomic.Bool    // the last sweep's store call failed
 	admin         http.Handler   // /healthz and /metrics
+	provisions    *mailboxes     // provisioning mailboxes (provision.go)
 
 	sweepOnce   sync.Once
 	stopSweep   context.CancelFunc // nil until Serve
@@ -85,6 +86,7 @@ func New(store relaystore.Store, cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, lim: lim, log: cfg.Logger, now: cfg.Now, store: store, blobs: cfg.Blobs,
 		all: make(map[*conn]struct{}), byAddr: make(map[string]map[*conn]struct{}), watches: make(map[string]func()),
 		ipSlots:       newIPSlots(),
+		provisions:    newMailboxes(),
 		registrations: newKeyedLimiters(lim.RegistrationRate, lim.RegistrationBurst),
 		fetchesBy:     newKeyedLimiters(lim.FetchRate, lim.FetchBurst),
 		fetchesOf:     newKeyedLimiters(lim.TargetFetchRate, lim.TargetFetchBurst),

@@ -1,0 +1,200 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/profile"
+	"github.com/parley-chat/parley/transport"
+	"github.com/parley-chat/parley/wire"
+)
+
+// Linking a second device (issue 33): `parley link` on the new device,
+// `parley device add CODE` on the device that holds the account key. Both
+// print the same six digits; each side changes its profile once, at its
+// end, so that a ceremony that stops leaves both as they were.
+
+// linkWait bounds each wait for the other device: the mailbox's life.
+const linkWait = 10 * time.Minute
+
+// confirmDigits asks the person to compare the digits, unless yes.
+func confirmDigits(env *cliEnv, in *bufio.Reader, yes bool) error {
+	if yes {
+		return nil
+	}
+	fmt.Fprint(env.stderr, "do both screens show the same six digits? [yes/no] ")
+	line, _ := in.ReadString('\n')
+	if strings.TrimSpace(strings.ToLower(line)) != "yes" {
+		return errors.New("not linked: the digits were not confirmed (nothing was changed)")
+	}
+	return nil
+}
+
+func cmdLink(ctx context.Context, env *cliEnv, cmd *command, args []string) error {
+	f := newFlags(cmd, env, true)
+	relayFlag := f.String("relay", "", "the account's relay URL, ws://HOST:PORT or wss://HOST")
+	yes := f.Bool("yes", false, "confirm the six digits without asking")
+	if _, err := f.parse(env, args, 0, 0); err != nil {
+		return err
+	}
+	if *relayFlag == "" {
+		return usagef("--relay is required")
+	}
+	if err := transport.CheckURL(*relayFlag); err != nil {
+		return usagef("--relay %s is not a relay URL: want ws://HOST:PORT or wss://HOST", textValue(*relayFlag))
+	}
+	dir := f.profileDir(env)
+	env.relayURL = *relayFlag
+	if profile.Exists(dir) {
+		return fmt.Errorf("%s holds a profile already: link into a new directory", dir)
+	}
+	pass, _, err := f.passphrase(env, dir, true)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, linkWait)
+	defer cancel()
+	n, err := engine.NewLinkNew(engine.SystemRandom{})
+	if err != nil {
+		return err
+	}
+	box, err := transport.OpenProvisioning(ctx, *relayFlag, wire.MailboxID{}, transport.ClientOptions{})
+	if err != nil {
+		return fmt.Errorf("open a provisioning mailbox: %w", err)
+	}
+	defer box.Close()
+	if err := box.Send(ctx, n.Hello()); err != nil {
+		return err
+	}
+	out := printer{env.stdout, *f.json}
+	out.record([]kv{{"code", n.Code(*relayFlag, box.Mailbox()).String()}})
+	offer, err := box.Receive(ctx)
+	if err != nil {
+		return fmt.Errorf("waiting for the other device: %w", err)
+	}
+	check, o, err := n.TakeOffer(offer)
+	if err != nil {
+		return err
+	}
+	out.record([]kv{{"check", check}})
+	if err := confirmDigits(env, bufio.NewReader(env.stdin), *yes); err != nil {
+		return err
+	}
+	id, err := engine.NewIdentity(engine.SystemRandom{})
+	if err != nil {
+		return err
+	}
+	if err := box.Send(ctx, n.Join(id)); err != nil {
+		return err
+	}
+	pkgMsg, err := box.Receive(ctx)
+	if err != nil {
+		return fmt.Errorf("waiting for the account's package: %w", err)
+	}
+	pkg, err := n.TakePackage(pkgMsg)
+	if err != nil {
+		return err
+	}
+	self, err := profile.CreateLinked(ctx, dir, *relayFlag, id, o.Number, pkg, profile.Options{Passphrase: pass})
+	if err != nil {
+		return err
+	}
+	if _, plain := transport.Plaintext(*relayFlag); plain {
+		if err := profile.AllowInsecureRelay(dir, *relayFlag); err != nil {
+			return fmt.Errorf("record the relay URL: %w", err)
+		}
+	}
+	// Best effort: device 1 is told; the profile is whole already.
+	_ = box.Send(ctx, n.Done())
+	out.record([]kv{{"address", self.String()}})
+	return nil
+}
+
+func cmdDevice(ctx context.Context, env *cliEnv, cmd *command, args []string) error {
+	f := newFlags(cmd, env, true)
+	yes := f.Bool("yes", false, "confirm the six digits without asking")
+	ops, err := f.parse(env, args, 2, 2)
+	if err != nil {
+		return err
+	}
+	if ops[0] != "add" {
+		return usagef("parley device add CODE: %s is not a subcommand", textValue(ops[0]))
+	}
+	code, err := engine.ParseLinkCode(strings.TrimPrefix(strings.TrimSpace(ops[1]), "code="))
+	if err != nil {
+		return usagef("%s is not a code that parley link printed", textValue(ops[1]))
+	}
+	p, err := f.open(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer closeProfile(p)
+	if code.Relay != p.Relay.URL {
+		return fmt.Errorf("the new device uses the relay %s, this profile %s: link it with --relay %s", textValue(code.Relay), textValue(p.Relay.URL), textValue(p.Relay.URL))
+	}
+	offer, err := p.Client.LinkOffer(ctx)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, linkWait)
+	defer cancel()
+	opts := transport.ClientOptions{}
+	box, err := transport.OpenProvisioning(ctx, code.Relay, code.Mailbox, opts)
+	if err != nil {
+		return fmt.Errorf("join the new device's mailbox: %w", err)
+	}
+	defer box.Close()
+	hello, err := box.Receive(ctx)
+	if err != nil {
+		return fmt.Errorf("waiting for the new device: %w", err)
+	}
+	h, err := engine.NewLinkHost(engine.SystemRandom{}, code, hello, offer)
+	if err != nil {
+		return err
+	}
+	if err := box.Send(ctx, h.Offer()); err != nil {
+		return err
+	}
+	out := printer{env.stdout, *f.json}
+	out.record([]kv{{"check", h.Check()}})
+	if err := confirmDigits(env, bufio.NewReader(env.stdin), *yes); err != nil {
+		return err
+	}
+	join, err := box.Receive(ctx)
+	if err != nil {
+		return fmt.Errorf("waiting for the new device to join: %w", err)
+	}
+	entry, err := h.TakeJoin(join, time.Now().Unix())
+	if err != nil {
+		return err
+	}
+	list, err := p.Client.AddDevice(ctx, entry)
+	if err != nil {
+		return err
+	}
+	pkg, err := p.Client.LinkPackage(ctx, list, profile.AcceptsAll(p.Dir))
+	if err != nil {
+		return err
+	}
+	sealed, err := h.Package(pkg)
+	if err != nil {
+		return err
+	}
+	if err := box.Send(ctx, sealed); err != nil {
+		return fmt.Errorf("device %d is in the account's list, but its package did not go out: %w", entry.Number, err)
+	}
+	done, err := box.Receive(ctx)
+	if err != nil {
+		return fmt.Errorf("device %d is in the account's list, but did not say it stored its package: %w", entry.Number, err)
+	}
+	if err := h.TakeDone(done); err != nil {
+		return err
+	}
+	out.record([]kv{{"linked", engine.Address{User: list.User, Device: entry.Number}.String()}, {"generation", list.Generation}})
+	return nil
+}

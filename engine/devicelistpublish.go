@@ -1,0 +1,159 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+
+	"github.com/parley-chat/parley/wire"
+)
+
+// Publishing the account's device list (issue 33, second layer). A device
+// tells its relay the list it holds at every new connection to a relay
+// that announced wire.FeatureDeviceLists: device 1 so that the relay learns
+// generation 1 (or a generation it signed while the relay was out of
+// reach), a linked device so that a relay that lost its lists learns them
+// again. The relay's answer never stops the client: a refusal is reported
+// as EventSyncFailed (Op "device-list") and tried again at the next
+// connection.
+
+// DeviceListPublisher is the part of Relay that keeps the account's device
+// list at the relay (kinds 40 and 41).
+type DeviceListPublisher interface {
+	// PublishDeviceList asks the relay to hold l as its account's latest
+	// list: nil once it does (also when it did already), a
+	// *DeviceListRefusedError, ErrDeviceListsUnsupported, or another
+	// error when the outcome is unknown (publishing again is safe).
+	PublishDeviceList(ctx context.Context, l wire.DeviceList) error
+}
+
+// ErrDeviceListsUnsupported means the relay of the current connection keeps
+// no device lists (it did not announce wire.FeatureDeviceLists).
+var ErrDeviceListsUnsupported = errors.New("the relay keeps no device lists")
+
+// DeviceListRefusedError is the relay's refusal of a published list. When
+// Reason is wire.DeviceListStale, Current is the list the relay holds.
+type DeviceListRefusedError struct {
+	Reason  wire.DeviceListRefusal
+	Current *wire.DeviceList
+}
+
+func (e *DeviceListRefusedError) Error() string {
+	return "relay refused the device list: " + e.Reason.String()
+}
+
+// UpdateDeviceList replaces the device list the profile holds, by
+// compare-and-set: only when the list held is still From (its encoding),
+// else ErrConflict and nothing changes.
+type UpdateDeviceList struct {
+	From []byte // wire.EncodeDeviceList of the list held
+	List []byte // wire.EncodeDeviceList of its successor
+}
+
+func (UpdateDeviceList) plan() {}
+
+// Kind implements Plan.
+func (UpdateDeviceList) Kind() string { return "account-list-update" }
+
+// DecideAdoptDeviceList reports whether a device holding held should take
+// cur, the list a relay holds for its account, in its place. It should
+// when (in this order):
+//
+//  1. cur is of the same user and account key as held;
+//  2. cur's generation is above held's;
+//  3. the account key's signature over cur verifies (only the account's
+//     holder could have made it, so the generations between are its too);
+//  4. cur still names self as an active device with self's signing key.
+//
+// A list that breaks 4 is the account removing this device, which a later
+// layer handles; until then the device keeps what it holds.
+func DecideAdoptDeviceList(held, cur wire.DeviceList, self Address, key [32]byte) bool {
+	if cur.User != held.User || cur.AccountKey != held.AccountKey {
+		return false
+	}
+	if cur.Generation <= held.Generation {
+		return false
+	}
+	msg, err := deviceListMessage(cur)
+	if err != nil || !ed25519.Verify(cur.AccountKey[:], msg, cur.Signature[:]) {
+		return false
+	}
+	return ActiveDevice(cur, self.Device, key)
+}
+
+// PublishDeviceList publishes the list the profile holds to the relay of
+// the current connection. A stale refusal whose held list DecideAdoptDeviceList
+// accepts (a generation device 1 published and then crashed before
+// storing, or one this device missed) is taken in the profile's place, in
+// one transaction, and counts as published.
+func (c *Client) PublishDeviceList(ctx context.Context) error {
+	a, err := LoadAccount(ctx, c.store)
+	if err != nil {
+		return fmt.Errorf("publish device list: %w", err)
+	}
+	err = c.relay.PublishDeviceList(ctx, a.List)
+	var refused *DeviceListRefusedError
+	if !errors.As(err, &refused) || refused.Reason != wire.DeviceListStale || refused.Current == nil {
+		return err
+	}
+	if !DecideAdoptDeviceList(a.List, *refused.Current, c.self, c.id.Public().SigningKey) {
+		return err
+	}
+	from, err := wire.EncodeDeviceList(a.List)
+	if err != nil {
+		return fmt.Errorf("publish device list: %w", err)
+	}
+	to, err := wire.EncodeDeviceList(*refused.Current)
+	if err != nil {
+		return fmt.Errorf("publish device list: %w", err)
+	}
+	if bytes.Equal(from, to) {
+		return nil
+	}
+	if _, err := c.store.Apply(ctx, UpdateDeviceList{From: from, List: to}); err != nil {
+		return fmt.Errorf("adopt the relay's device list (generation %d): %w", refused.Current.Generation, err)
+	}
+	return nil
+}
+
+// publishDeviceListOnConnect publishes the list once per connection to a
+// relay that keeps lists. A failure is reported, never returned: the round
+// goes on, and the next connection tries again.
+func (c *Client) publishDeviceListOnConnect(ctx context.Context) {
+	l := c.link()
+	if !l.Up {
+		return
+	}
+	f, known := c.relay.RelayFeatures()
+	if !known || !f.Has(wire.FeatureDeviceLists) {
+		return
+	}
+	c.loopMu.Lock()
+	due := l.Epoch != c.listEpoch
+	c.loopMu.Unlock()
+	if !due {
+		return
+	}
+	err := c.PublishDeviceList(ctx)
+	if ctx.Err() != nil {
+		return
+	}
+	c.loopMu.Lock()
+	c.listEpoch = l.Epoch
+	c.listErr = err
+	c.loopMu.Unlock()
+	if err != nil && !errors.Is(err, ErrNoAccount) {
+		c.emit(Event{Kind: EventSyncFailed, At: c.cfg.Now(), Op: "device-list", Err: err})
+	}
+}
+
+// DeviceListPublished reports whether the list was published on the
+// current connection, and the error of the last attempt.
+func (c *Client) DeviceListPublished() (bool, error) {
+	l := c.link()
+	c.loopMu.Lock()
+	defer c.loopMu.Unlock()
+	return l.Up && l.Epoch == c.listEpoch && c.listErr == nil, c.listErr
+}
