@@ -102,6 +102,12 @@ func (c *Client) prepareChain(ctx context.Context, bs *batchState, in *incoming)
 	if err != nil {
 		return opening{}, err
 	}
+	if in.ps.session == nil {
+		// No session to acknowledge on: the sender's retry sets one up.
+		// Checked before the hold, so that a sender without a session (or
+		// an address a hostile relay made up) takes no hold slot.
+		return final(in.drop(wire.LogicalID{}, fmt.Errorf("chain message from %s: %w", in.sender, ErrNoSession))), nil
+	}
 	if rc == nil {
 		if heldFor(in) > MaxGroupHold {
 			return final(in.drop(wire.LogicalID{}, fmt.Errorf("chain %x of %s: %w", m.Chain[:4], in.sender, ErrChainUnknown))), nil
@@ -109,10 +115,6 @@ func (c *Client) prepareChain(ctx context.Context, bs *batchState, in *incoming)
 		// Its announcement is late, lost or behind it: held, bounded,
 		// until it arrives; the sender's retry brings it pairwise.
 		return final(in.hold()), nil
-	}
-	if in.ps.session == nil {
-		// No session to acknowledge on: the sender's retry sets one up.
-		return final(in.drop(wire.LogicalID{}, fmt.Errorf("chain message from %s: %w", in.sender, ErrNoSession))), nil
 	}
 	cand := rc.Clone()
 	pt, err := cand.Open(in.sender.String(), m)

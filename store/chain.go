@@ -38,6 +38,13 @@ const (
 	// sqlDropOldReceivedChains forgets a sender's chains of the group at
 	// earlier generations once it announced one at a later generation.
 	sqlDropOldReceivedChains = "DELETE FROM received_chain WHERE sender = ? AND grp = ? AND generation < ?"
+	// sqlReplaceReceivedChains keeps one chain per sender, group and
+	// generation, the one just written: a sender announces a new chain
+	// only when it rotates, after which its old chain's messages come
+	// late if at all (their lanes' retries go pairwise), and a member that
+	// announces chain after chain at one generation replaces its own
+	// instead of filling the table.
+	sqlReplaceReceivedChains = "DELETE FROM received_chain WHERE sender = ? AND grp = ? AND generation = ? AND chain != ?"
 	sqlReceivedChain         = "SELECT grp, generation, sealed_record FROM received_chain WHERE sender = ? AND chain = ?"
 )
 
@@ -96,6 +103,9 @@ func (t *tx) writeReceivedChain(ctx context.Context, c *engine.ReceivedChainWrit
 	}
 	if _, err := t.run(ctx, "received-chain-prune", sqlDropOldReceivedChains, sender, c.Group[:], int64(c.Generation)); err != nil {
 		return fmt.Errorf("prune chains of %s: %w", sender, err)
+	}
+	if _, err := t.run(ctx, "received-chain-replace", sqlReplaceReceivedChains, sender, c.Group[:], int64(c.Generation), c.Chain[:]); err != nil {
+		return fmt.Errorf("bound chains of %s: %w", sender, err)
 	}
 	return nil
 }

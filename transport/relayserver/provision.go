@@ -30,7 +30,8 @@ import (
 // The bounds: each remote IP holds at most ProvisioningPerIP open
 // mailboxes (the opener's IP), each side's messages pay from its
 // connection's buckets, a payload sent before the joiner came waits in a
-// queue of provisionHeld, and the relay holds at most
+// queue of provisionHeld payloads and provisionHeldBytes bytes, a mailbox
+// carries provisionMessages payloads in all, and the relay holds at most
 // MaxUnauthenticated mailboxes in all (each one's opener was a connection
 // that had not authenticated, and stays one).
 
@@ -48,6 +49,16 @@ const (
 	// come yet: the new device says its one opening message before anyone
 	// joins; the rest of the ceremony waits for answers.
 	provisionHeld = 4
+	// provisionHeldBytes bounds the bytes of those payloads: the opening
+	// message is an ML-KEM key of 1,184 bytes and a few more, and nothing
+	// else is said before the joiner comes, so a mailbox opened and left
+	// costs the relay a few KiB, not provisionHeld full payloads.
+	provisionHeldBytes = 8 << 10
+	// provisionMessages bounds the payloads one mailbox carries, both
+	// sides together: the ceremony says five, and a mailbox whose opener
+	// joins it itself must not become a ten-minute tunnel between two
+	// connections that never authenticated.
+	provisionMessages = 16
 )
 
 // limitIPProvisioning is the limit label of a mailbox refused by
@@ -74,6 +85,8 @@ type mailbox struct {
 	expires time.Time
 	sides   [2]*provisionSide // opener, joiner
 	held    [][]byte          // encoded pushes waiting for the joiner
+	heldN   int               // their bytes
+	passed  int               // payloads carried, both sides together
 	ended   bool
 }
 
@@ -153,6 +166,9 @@ func (c *conn) provision(req uint32, m wire.ProvisionOpen) {
 			if !side.write(errorMsg(req, wire.ErrorRateLimited, "the mailbox holds all it may until the other device joins")) {
 				return
 			}
+		case passSpent:
+			side.write(errorMsg(req, wire.ErrorRateLimited, "the mailbox carried all a linking needs: start again"))
+			return
 		case passEnded:
 			return
 		}
@@ -206,7 +222,7 @@ func (p *mailboxes) opened(mb *mailbox, at int) [][]byte {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	held := mb.held
-	mb.held = nil
+	mb.held, mb.heldN = nil, 0
 	return held
 }
 
@@ -216,6 +232,7 @@ const (
 	passSent passResult = iota
 	passHeld
 	passFull
+	passSpent
 	passEnded
 )
 
@@ -227,15 +244,22 @@ func (p *mailboxes) pass(mb *mailbox, to int, push []byte) passResult {
 		p.mu.Unlock()
 		return passEnded
 	}
+	if mb.passed >= provisionMessages {
+		p.mu.Unlock()
+		return passSpent
+	}
 	peer := mb.sides[to]
 	if peer == nil {
 		defer p.mu.Unlock()
-		if len(mb.held) >= provisionHeld {
+		if len(mb.held) >= provisionHeld || mb.heldN+len(push) > provisionHeldBytes {
 			return passFull
 		}
+		mb.passed++
 		mb.held = append(mb.held, push)
+		mb.heldN += len(push)
 		return passHeld
 	}
+	mb.passed++
 	p.mu.Unlock()
 	if !peer.write(push) {
 		peer.c.ws.NetConn().Close()

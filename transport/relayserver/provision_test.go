@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -153,5 +154,41 @@ func TestProvisionNeedsDeviceLists(t *testing.T) {
 	r := startRelay(t, Config{})
 	if _, err := openMailbox(t, r, "127.0.0.1", wire.MailboxID{}); !errors.Is(err, transport.ErrProvisionUnsupported) {
 		t.Fatalf("open at a relay without device lists: %v, want ErrProvisionUnsupported", err)
+	}
+}
+
+// TestProvisionMailboxBudget: before the joiner comes a mailbox holds a few
+// KiB, not four full payloads; and a mailbox whose opener joins it itself
+// carries provisionMessages payloads, then ends, instead of serving as a
+// tunnel between two connections that never authenticated.
+func TestProvisionMailboxBudget(t *testing.T) {
+	r := startRelay(t, Config{DeviceLists: true})
+	ctx := ctxT(t)
+	opener := mustOpenMailbox(t, r, "127.0.0.1", wire.MailboxID{})
+	err := opener.Send(ctx, bytes.Repeat([]byte{1}, provisionHeldBytes+1))
+	if err == nil || !strings.Contains(err.Error(), "holds all it may") {
+		t.Fatalf("a payload over the held bytes before the joiner: %v, want refused", err)
+	}
+	hello := bytes.Repeat([]byte{2}, 1300)
+	if err := opener.Send(ctx, hello); err != nil {
+		t.Fatalf("a hello-sized payload before the joiner: %v", err)
+	}
+	joiner := mustOpenMailbox(t, r, "127.0.0.1", opener.Mailbox())
+	if got := receivePayload(t, joiner); !bytes.Equal(got, hello) {
+		t.Fatalf("joiner heard %d bytes, want the hello", len(got))
+	}
+	sent := 1
+	for ; sent < provisionMessages; sent++ {
+		if err := joiner.Send(ctx, []byte("x")); err != nil {
+			t.Fatalf("payload %d of %d: %v", sent+1, provisionMessages, err)
+		}
+		receivePayload(t, opener)
+	}
+	err = joiner.Send(ctx, []byte("one more"))
+	if err == nil || !strings.Contains(err.Error(), "carried all a linking needs") {
+		t.Fatalf("payload %d: %v, want refused", provisionMessages+1, err)
+	}
+	if _, err := opener.Receive(ctx); err == nil {
+		t.Fatal("the opener still hears after the mailbox was spent")
 	}
 }

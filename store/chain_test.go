@@ -1,0 +1,62 @@
+package store
+
+import (
+	"context"
+	"testing"
+
+	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/wire"
+)
+
+// TestReceivedChainsOnePerGeneration: a sender has one received chain per
+// group and generation. A member announcing chain after chain at one
+// generation replaces its own, a later generation takes the place of the
+// earlier ones, and another sender's chain of the same group is left
+// alone.
+func TestReceivedChainsOnePerGeneration(t *testing.T) {
+	ctx := context.Background()
+	db := MustOpenDB(t)
+	g := wire.GroupID{1}
+	mallory, bob := engine.MustParseAddress("mallory/1"), engine.MustParseAddress("bob/1")
+	write := func(sender engine.Address, chain byte, generation uint64) {
+		t.Helper()
+		tx, err := db.beginImmediate(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.rollback()
+		w := &engine.ReceivedChainWrite{Sender: sender, Chain: wire.ChainID{chain}, Group: g, Generation: generation, Record: []byte{chain}}
+		if err := tx.writeReceivedChain(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.persist(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count := func(sender engine.Address) int {
+		t.Helper()
+		var n int
+		if err := db.sql.QueryRowContext(ctx, "SELECT count(*) FROM received_chain WHERE sender = ?", sender.String()).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	write(bob, 200, 3)
+	for i := range 50 {
+		write(mallory, byte(i+1), 3)
+	}
+	if n := count(mallory); n != 1 {
+		t.Fatalf("mallory has %d chains after announcing 50 at one generation, want 1", n)
+	}
+	if _, ok, err := db.ReceivedChain(ctx, mallory, wire.ChainID{50}); err != nil || !ok {
+		t.Fatalf("the newest chain: %v %v, want kept", ok, err)
+	}
+	write(mallory, 50, 3) // the same chain advanced: still one
+	write(mallory, 51, 4)
+	if n := count(mallory); n != 1 {
+		t.Fatalf("mallory has %d chains after a later generation, want 1", n)
+	}
+	if n := count(bob); n != 1 {
+		t.Fatalf("bob has %d chains, want his one untouched", n)
+	}
+}
