@@ -196,17 +196,11 @@ func unsent(res engine.GroupSendResult, what, group string) error {
 // lane pending (store-first), then the pump hands the lanes off, bounded by
 // wait (exit 3 names the lanes the relay did not take by then); with
 // noWait it returns once stored.
-func sendGroup(ctx context.Context, env *cliEnv, f *flags, group string, body []byte, wait time.Duration, noWait bool) error {
-	p, err := f.open(ctx, env)
-	if err != nil {
-		return err
-	}
-	defer closeProfile(p)
-	g, err := resolveGroup(ctx, p.Client, group)
-	if err != nil {
-		return err
-	}
-	var res engine.GroupSendResult
+func sendGroup(ctx context.Context, env *cliEnv, f *flags, p *profile.Profile, group string, g engine.GroupInfo, body []byte, wait time.Duration, noWait bool) error {
+	var (
+		res engine.GroupSendResult
+		err error
+	)
 	if noWait {
 		res, err = p.Client.EnqueueGroup(ctx, g.ID, body)
 	} else {

@@ -40,16 +40,11 @@ func cmdSend(ctx context.Context, env *cliEnv, cmd *command, args []string) erro
 	if *file != "" {
 		return sendFile(ctx, env, f, ops[0], *file)
 	}
-	if isGroupOperand(ops[0]) {
-		body, err := readBody(env, ops[1])
-		if err != nil {
+	var peer engine.Address
+	if !isGroupOperand(ops[0]) {
+		if peer, err = parsePeer(ops[0]); err != nil {
 			return err
 		}
-		return sendGroup(ctx, env, f, ops[0], body, *wait, *noWait)
-	}
-	peer, err := parsePeer(ops[0])
-	if err != nil {
-		return err
 	}
 	body, err := readBody(env, ops[1])
 	if err != nil {
@@ -60,6 +55,19 @@ func cmdSend(ctx context.Context, env *cliEnv, cmd *command, args []string) erro
 		return err
 	}
 	defer closeProfile(p)
+	if isGroupOperand(ops[0]) {
+		g, err := resolveGroup(ctx, p.Client, ops[0])
+		if err == nil {
+			return sendGroup(ctx, env, f, p, ops[0], g, body, *wait, *noWait)
+		}
+		// No group of that name: a person whose device list is held
+		// (or the relay serves) is written to on every device.
+		person, ok := resolvePerson(ctx, p.Client, ops[0], *wait)
+		if !errors.Is(err, engine.ErrUnknownGroup) || !ok {
+			return err
+		}
+		peer = person
+	}
 	if *noWait {
 		return enqueue(ctx, env, f, p.Client, peer, body)
 	}
@@ -78,6 +86,22 @@ func cmdSend(ctx context.Context, env *cliEnv, cmd *command, args []string) erro
 		return wordedf(err, "the message stays pending: %s; \"parley retry %s\" sends it again", pendingCause(env, err), peer)
 	}
 	return nil
+}
+
+// resolvePerson returns the conversation address of the person named s
+// (a user, no device) when this device holds their device list or the
+// relay serves one (fetched within wait), and false otherwise.
+func resolvePerson(ctx context.Context, c *engine.Client, s string, wait time.Duration) (engine.Address, bool) {
+	if _, err := engine.ParseAddress(s + "/1"); err != nil {
+		return engine.Address{}, false
+	}
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	a, ok, err := c.RefreshPeerList(wctx, s)
+	if err != nil || !ok {
+		return engine.Address{}, false
+	}
+	return a.Conversation, true
 }
 
 // sendWithin is send's store-first path: what Send would refuse is refused
@@ -100,10 +124,20 @@ func sendWithin(ctx context.Context, c *engine.Client, peer engine.Address, body
 	}
 	id := res[0].ID
 	pumped, err := c.Pump(wctx)
+	// A message to a person goes on a lane per device: accepted when the
+	// relay took every lane the pump tried.
+	var laneErr error
+	tried := false
 	for _, r := range pumped {
 		if r.ID == id {
-			return id, r.Err
+			tried = true
+			if laneErr == nil {
+				laneErr = r.Err
+			}
 		}
+	}
+	if tried {
+		return id, laneErr
 	}
 	if err == nil || errors.Is(err, context.DeadlineExceeded) {
 		err = fmt.Errorf("the relay did not take it within --wait %v: %w", wait, engine.ErrRelayUnreachable)

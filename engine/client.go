@@ -105,28 +105,31 @@ type Client struct {
 
 	// The receive loop (loop.go, policy.go). syncMu makes rounds one at a time;
 	// loopMu guards the policy and the schedules.
-	syncMu          rankedMutex
-	loopMu          rankedMutex
-	policy          Policy
-	commitPending   bool // commit everything pending at the next round
-	retries         map[Address]*retryState
-	envelopes       map[wire.EnvelopeID]sentEnvelope // message envelopes handed off, by ID (envelopefate.go)
-	taken           []takenEnvelope                  // taken envelopes not recorded yet, oldest first (envelopefate.go)
-	retryEpoch      uint64                           // relay link epoch the retry schedule last saw
-	maintainedEpoch uint64                           // relay link epoch of the last maintenance check
-	listEpoch       uint64                           // relay link epoch the device list was last published on
-	listErr         error                            // the last publishing's error
-	nextMaintain    time.Time
-	nextPoolTopUp   time.Time
-	kick            chan struct{} // SyncNow
-	pumpKick        chan struct{} // wakes the pump's goroutine (outbox.go)
-	pumpWanted      bool          // stored messages wait for the pump (outbox.go)
-	pumpEpoch       uint64        // relay link epoch the pump last ran on
-	pumpLoops       int           // pump goroutines running (Run's), outbox.go
-	lanesStored     bool          // receive processing stored group lanes for the pump
-	lifetime        context.Context
-	endLifetime     context.CancelFunc // Close: ends every Run
-	loops           sync.WaitGroup     // running Run calls
+	syncMu           rankedMutex
+	loopMu           rankedMutex
+	policy           Policy
+	commitPending    bool // commit everything pending at the next round
+	retries          map[Address]*retryState
+	envelopes        map[wire.EnvelopeID]sentEnvelope // message envelopes handed off, by ID (envelopefate.go)
+	taken            []takenEnvelope                  // taken envelopes not recorded yet, oldest first (envelopefate.go)
+	retryEpoch       uint64                           // relay link epoch the retry schedule last saw
+	maintainedEpoch  uint64                           // relay link epoch of the last maintenance check
+	listEpoch        uint64                           // relay link epoch the device list was last published on
+	listErr          error                            // the last publishing's error
+	peerListEpoch    uint64                           // relay link epoch the peers' device lists were last checked on
+	listChecked      map[string]bool                  // people whose device list was checked on listCheckedEpoch (maxListChecks)
+	listCheckedEpoch uint64
+	nextMaintain     time.Time
+	nextPoolTopUp    time.Time
+	kick             chan struct{} // SyncNow
+	pumpKick         chan struct{} // wakes the pump's goroutine (outbox.go)
+	pumpWanted       bool          // stored messages wait for the pump (outbox.go)
+	pumpEpoch        uint64        // relay link epoch the pump last ran on
+	pumpLoops        int           // pump goroutines running (Run's), outbox.go
+	lanesStored      bool          // receive processing stored group lanes for the pump
+	lifetime         context.Context
+	endLifetime      context.CancelFunc // Close: ends every Run
+	loops            sync.WaitGroup     // running Run calls
 
 	// Recovery requests sent lately (recovery.go), and since when the
 	// sending window of a peer has been full (window.go).

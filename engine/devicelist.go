@@ -158,6 +158,28 @@ func listRule(rule int, format string, args ...any) error {
 // A broken rule is a *DeviceListError (an ErrDeviceListInvalid), except the
 // chain mismatch of rule 6, which is ErrDeviceListStale.
 func VerifyDeviceList(l wire.DeviceList, prev *wire.DeviceList) error {
+	if err := verifyListAlone(l); err != nil {
+		return err
+	}
+	if prev == nil {
+		if l.Generation != 1 {
+			return listRule(5, "generation %d without a previous list", l.Generation)
+		}
+		return nil
+	}
+	parent, err := DeviceListDigest(*prev)
+	if err != nil {
+		return fmt.Errorf("digest of the previous device list: %w", err)
+	}
+	if l.Generation != prev.Generation+1 || l.Parent != parent {
+		return fmt.Errorf("generation %d after %d: %w", l.Generation, prev.Generation, ErrDeviceListStale)
+	}
+	return verifyListFollows(l, prev)
+}
+
+// verifyListAlone checks rules 1 to 4 of VerifyDeviceList: what a list
+// must satisfy whatever it follows.
+func verifyListAlone(l wire.DeviceList) error {
 	msg, err := deviceListMessage(l)
 	if err != nil {
 		return listRule(1, "%v", err)
@@ -182,19 +204,13 @@ func VerifyDeviceList(l wire.DeviceList, prev *wire.DeviceList) error {
 	if active < 1 || active > MaxDevicesPerAccount {
 		return listRule(3, "%d active devices, want 1 to %d", active, MaxDevicesPerAccount)
 	}
-	if prev == nil {
-		if l.Generation != 1 {
-			return listRule(5, "generation %d without a previous list", l.Generation)
-		}
-		return nil
-	}
-	parent, err := DeviceListDigest(*prev)
-	if err != nil {
-		return fmt.Errorf("digest of the previous device list: %w", err)
-	}
-	if l.Generation != prev.Generation+1 || l.Parent != parent {
-		return fmt.Errorf("generation %d after %d: %w", l.Generation, prev.Generation, ErrDeviceListStale)
-	}
+	return nil
+}
+
+// verifyListFollows checks the second part of rule 6 and rules 7 and 8 of
+// VerifyDeviceList: what l keeps of prev, a list of an earlier generation
+// (the one before, or, for a peer's list, any earlier one held).
+func verifyListFollows(l wire.DeviceList, prev *wire.DeviceList) error {
 	if l.User != prev.User || l.AccountKey != prev.AccountKey {
 		return listRule(6, "the user or the account key changed")
 	}

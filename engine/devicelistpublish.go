@@ -20,13 +20,17 @@ import (
 // connection.
 
 // DeviceListPublisher is the part of Relay that keeps the account's device
-// list at the relay (kinds 40 and 41).
+// list at the relay and reads other people's (kinds 40 to 43).
 type DeviceListPublisher interface {
 	// PublishDeviceList asks the relay to hold l as its account's latest
 	// list: nil once it does (also when it did already), a
 	// *DeviceListRefusedError, ErrDeviceListsUnsupported, or another
 	// error when the outcome is unknown (publishing again is safe).
 	PublishDeviceList(ctx context.Context, l wire.DeviceList) error
+	// FetchDeviceList returns the list the relay holds for user: an
+	// ErrNoDeviceList when it holds none, ErrDeviceListsUnsupported when
+	// it keeps none.
+	FetchDeviceList(ctx context.Context, user string) (wire.DeviceList, error)
 }
 
 // ErrDeviceListsUnsupported means the relay of the current connection keeps

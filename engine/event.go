@@ -157,6 +157,10 @@ const (
 	// ResultChainAnnounced: Sender announced its chain for Group at
 	// Generation; it is kept here and acknowledged.
 	ResultChainAnnounced
+	// ResultSentCopy: another device of this person (Sender) sent message
+	// ID to CopyTo's conversation; the copy is in the history here as sent
+	// by this person, and acknowledged.
+	ResultSentCopy
 )
 
 // String returns the snake_case name used on the command line.
@@ -184,6 +188,8 @@ func (k ResultKind) String() string {
 		return "request"
 	case ResultChainAnnounced:
 		return "chain_announced"
+	case ResultSentCopy:
+		return "sent_copy"
 	}
 	return "error"
 }
@@ -212,6 +218,8 @@ type ReceiveResult struct {
 	// arrival, or ResultApplied); Reason on ResultActionDiscarded.
 	Action *AppliedAction
 	Reason DiscardReason
+	// CopyTo is the conversation of a ResultSentCopy.
+	CopyTo *Address
 
 	// For the loop's schedules: the session with Sender converged (an
 	// announcement, or a session replaced by the peer's initiation), and

@@ -22,6 +22,8 @@ func (c *Client) prepareFrame(ctx context.Context, bs *batchState, in *incoming,
 	switch kind, _ := wire.PeekFrameKind(op.plaintext); {
 	case kind == wire.FrameContent:
 		return c.prepareContent(ctx, bs, in, op)
+	case kind == wire.FrameSentCopy:
+		return c.prepareSentCopy(ctx, bs, in, op)
 	case kind >= wire.FrameGroupMessage:
 		return c.prepareGroupFrame(ctx, bs, in, op, kind)
 	}

@@ -154,6 +154,12 @@ type StoredFrame struct {
 	// Chain is set for a chain announcement (kind 8), pending on its lane
 	// like a roster change: Roster is set too, and it has no body.
 	Chain bool
+	// CopyTo, for a sent copy (kind 14) to another device of this person,
+	// is the conversation the copied message belongs to.
+	CopyTo string
+	// Decision is set for a decision (kind 15) told to another device of
+	// this person; Roster is set too (it is no message of its own).
+	Decision *wire.Decision
 }
 
 // HistoryBody is what the history keeps of the frame's message: its body,
@@ -203,6 +209,18 @@ func DecodeStoredFrame(b []byte) (StoredFrame, error) {
 			return StoredFrame{}, err
 		}
 		return StoredFrame{ID: a.ID, Body: []byte{}, Group: &a.Group, Roster: true, Chain: true}, nil
+	case wire.FrameSentCopy:
+		m, err := wire.DecodeSentCopy(b)
+		if err != nil {
+			return StoredFrame{}, err
+		}
+		return StoredFrame{ID: m.ID, Body: m.Body, Content: wire.ContentText, CopyTo: m.To}, nil
+	case wire.FrameDecision:
+		d, err := wire.DecodeDecision(b)
+		if err != nil {
+			return StoredFrame{}, err
+		}
+		return StoredFrame{ID: d.ID, Body: []byte{}, Roster: true, Decision: &d}, nil
 	case wire.FrameContent:
 		m, err := wire.DecodeContentMessage(b)
 		if err != nil {

@@ -153,6 +153,7 @@ func (c *Client) Sync(ctx context.Context) (SyncResult, error) {
 		return out, &SyncError{Op: "maintain", Err: err}
 	}
 	c.publishDeviceListOnConnect(ctx)
+	c.refreshPeerListsOnConnect(ctx)
 	if err := c.pumpStoredLanes(ctx); err != nil {
 		return out, &SyncError{Op: "pump", Err: err}
 	}

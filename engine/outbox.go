@@ -74,6 +74,22 @@ func (c *Client) Enqueue(ctx context.Context, reqs []SendRequest) ([]SendResult,
 				body = fileHistoryBody(m)
 			}
 		}
+		if !r.file && r.action == nil {
+			// A text message to a person with several devices, or from a
+			// person with several, goes on a lane per device (person.go).
+			lanes, conv, err := c.personLanes(ctx, r.Peer, results[i].ID, f, body)
+			if err != nil {
+				return nil, fmt.Errorf("send to %s: %w", r.Peer, err)
+			}
+			if lanes != nil {
+				ps := PersonSend{Conversation: conv, ID: results[i].ID, Body: body, At: now, Lanes: lanes}
+				if r.ClearDraft {
+					ps.ClearDraft = &r.Peer
+				}
+				plans = append(plans, ps)
+				continue
+			}
+		}
 		plans = append(plans, Hold{Recipient: r.Peer, ID: results[i].ID, Frame: f, Body: body, At: now, ClearDraft: r.ClearDraft,
 			Action: c.ownApply(r, results[i].ID, now)})
 	}
@@ -88,8 +104,14 @@ func (c *Client) Enqueue(ctx context.Context, reqs []SendRequest) ([]SendResult,
 		return nil, fmt.Errorf("store: %w", err)
 	}
 	for j, p := range plans {
-		h := p.(Hold)
-		c.emit(Event{Kind: EventStored, At: now, Peer: h.Recipient, ID: h.ID, marker: receipts[j].Marker})
+		switch p := p.(type) {
+		case Hold:
+			c.emit(Event{Kind: EventStored, At: now, Peer: p.Recipient, ID: p.ID, marker: receipts[j].Marker})
+		case PersonSend:
+			for _, l := range p.Lanes {
+				c.emit(Event{Kind: EventStored, At: now, Peer: l.Recipient, ID: p.ID, marker: receipts[j].Marker})
+			}
+		}
 	}
 	c.wantPump()
 	return results, nil
@@ -438,6 +460,11 @@ func (c *Client) notePumpEpoch() {
 func (c *Client) CheckPeer(ctx context.Context, peer Address) error {
 	if peer == c.self {
 		return fmt.Errorf("send: %w: cannot send to the own device", ErrInvalidAddress)
+	}
+	// The person's device list, once per connection: a device they
+	// linked is sent to, a list that breaks the rules refuses the send.
+	if _, _, err := c.RefreshPeerList(ctx, peer.User); err != nil {
+		return err
 	}
 	ps, err := c.snapshot(ctx, peer)
 	if err != nil || ps.session != nil {

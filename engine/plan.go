@@ -179,6 +179,11 @@ type CommitEffect struct {
 	Group *wire.GroupID
 	// Action, for an action, is applied in the same transaction.
 	Action *ActionApply
+	// SentTo, for a sent copy (person.go), is the conversation the
+	// message this person sent from another device belongs to: the
+	// history entry is an own message there (SentCopied), not a received
+	// one.
+	SentTo *Address
 }
 
 // AckEffect clears the pending outbound message (recipient = the peer, ID).

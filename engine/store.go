@@ -63,6 +63,15 @@ type Store interface {
 	// History pages a conversation, newest first, before sequence Before
 	// (0: from the newest).
 	History(ctx context.Context, peer Address, before int64, limit int) ([]HistoryEntry, error)
+	// PeerAccount returns the device list held for a peer person and the
+	// address of their conversation (person.go), ok false when none is.
+	PeerAccount(ctx context.Context, user string) (PeerAccount, bool, error)
+	// PeerAccountUsers returns up to limit people this device holds a
+	// device list for, by name.
+	PeerAccountUsers(ctx context.Context, limit int) ([]string, error)
+	// PersonLanes returns the lanes of an own message to a person, by
+	// recipient: none for a message sent to one device (a Hold).
+	PersonLanes(ctx context.Context, conversation Address, id wire.LogicalID) ([]LaneStatus, error)
 	// HistoryEntry returns the entry of message id exchanged with peer in
 	// direction dir, and whether there is one.
 	HistoryEntry(ctx context.Context, peer Address, dir Direction, id wire.LogicalID) (HistoryEntry, bool, error)
@@ -225,15 +234,20 @@ const (
 	SentPending      SentState = 1
 	SentAcknowledged SentState = 2
 	SentAbandoned    SentState = 3
+	// SentCopied: sent by this person from another of their devices (a
+	// sent copy); that device follows its lanes.
+	SentCopied SentState = 4
 )
 
-// String returns "pending", "acknowledged" or "abandoned".
+// String returns "pending", "acknowledged", "abandoned" or "copied".
 func (s SentState) String() string {
 	switch s {
 	case SentAcknowledged:
 		return "acknowledged"
 	case SentAbandoned:
 		return "abandoned"
+	case SentCopied:
+		return "copied"
 	}
 	return "pending"
 }

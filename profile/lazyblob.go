@@ -64,3 +64,12 @@ func (l *lazyRelay) PublishDeviceList(ctx context.Context, list wire.DeviceList)
 	}
 	return c.PublishDeviceList(ctx, list)
 }
+
+// FetchDeviceList implements engine.DeviceListPublisher.
+func (l *lazyRelay) FetchDeviceList(ctx context.Context, user string) (wire.DeviceList, error) {
+	c, err := l.get(ctx)
+	if err != nil {
+		return wire.DeviceList{}, err
+	}
+	return c.FetchDeviceList(ctx, user)
+}

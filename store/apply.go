@@ -111,6 +111,10 @@ func (t *tx) apply(ctx context.Context, p engine.Plan) (engine.Receipt, error) {
 		return t.send(ctx, p)
 	case engine.Hold:
 		return t.hold(ctx, p)
+	case engine.PersonSend:
+		return t.personSend(ctx, p)
+	case engine.HoldPeerDeviceList:
+		return engine.Receipt{}, t.holdPeerDeviceList(ctx, p)
 	case engine.Retry:
 		return t.retry(ctx, p)
 	case engine.Stage:

@@ -22,11 +22,13 @@ const (
 	// entry (at, seq); seq orders entries of one instant.
 	// The entries of reactions, edits and deletes are not shown: what
 	// they did is (message_extra, reaction; store/action.go).
-	sqlHistory = `SELECT h.seq, h.direction, h.id, h.at, h.state, h.sealed_body, x.reply_to, coalesce(x.edits, 0), coalesce(x.deleted, 0)
+	// A person's conversation (?1) may hold entries kept under the address
+	// asked for (?5) before their list was held (store/person.go).
+	sqlHistory = `SELECT h.seq, h.peer, h.direction, h.id, h.at, h.state, h.sealed_body, x.reply_to, coalesce(x.edits, 0), coalesce(x.deleted, 0)
 		FROM history h LEFT JOIN message_extra x ON x.peer = h.peer AND x.direction = h.direction AND x.id = h.id
-		WHERE h.peer = ?1 AND (h.at < ?2 OR (h.at = ?2 AND h.seq < ?3)) AND coalesce(x.action, 0) NOT IN (4, 5, 6)
+		WHERE h.peer IN (?1, ?5) AND (h.at < ?2 OR (h.at = ?2 AND h.seq < ?3)) AND coalesce(x.action, 0) NOT IN (4, 5, 6)
 		ORDER BY h.at DESC, h.seq DESC LIMIT ?4`
-	sqlHistoryAt = "SELECT at FROM history WHERE seq = ? AND peer = ?"
+	sqlHistoryAt = "SELECT at FROM history WHERE seq = ? AND peer IN (?, ?)"
 	// sqlConversations lists every peer with a history or pending messages.
 	// Such a peer is pinned (a message is stored with a session, a session
 	// only with a pin, and pins are never deleted), except one whose first
@@ -61,6 +63,15 @@ func (t *tx) insertHistory(ctx context.Context, peer engine.Address, dir engine.
 	if body == nil {
 		body = []byte{}
 	}
+	if dir == engine.DirectionIn {
+		// A message from any device of a person goes to their one
+		// conversation.
+		conv, err := t.conversationFor(ctx, peer)
+		if err != nil {
+			return err
+		}
+		peer = conv
+	}
 	args := []any{peer.String(), int64(dir), id[:], at.UnixNano(), int64(state), t.db.seal.seal(kindHistoryBody, historyKey(peer, dir, id), body)}
 	var err error
 	if dir == engine.DirectionIn {
@@ -89,16 +100,21 @@ func (db *DB) History(ctx context.Context, peer engine.Address, before int64, li
 	if err := db.checkOpen("read history"); err != nil {
 		return nil, err
 	}
+	asked := peer
+	peer, err := db.conversationFor(ctx, asked)
+	if err != nil {
+		return nil, err
+	}
 	at := int64(math.MaxInt64)
 	if before <= 0 {
 		before = math.MaxInt64
-	} else if err := db.queryRow(ctx, sqlHistoryAt, before, peer.String()).Scan(&at); err != nil {
+	} else if err := db.queryRow(ctx, sqlHistoryAt, before, peer.String(), asked.String()).Scan(&at); err != nil {
 		if !errors.Is(err, sql.ErrNoRows) {
 			return nil, db.readErr("read history", err)
 		}
 		at = math.MaxInt64 // not an entry of this conversation: from the newest
 	}
-	rows, err := db.query(ctx, sqlHistory, peer.String(), at, before, pageLimit(limit))
+	rows, err := db.query(ctx, sqlHistory, peer.String(), at, before, pageLimit(limit), asked.String())
 	if err != nil {
 		return nil, db.readErr("read history", err)
 	}
@@ -109,14 +125,18 @@ func (db *DB) History(ctx context.Context, peer engine.Address, before int64, li
 		var dir, state, at int64
 		var id, sealed, replyTo []byte
 		var edits, deleted int64
-		if err := rows.Scan(&e.Seq, &dir, &id, &at, &state, &sealed, &replyTo, &edits, &deleted); err != nil {
+		var kept string
+		if err := rows.Scan(&e.Seq, &kept, &dir, &id, &at, &state, &sealed, &replyTo, &edits, &deleted); err != nil {
 			return nil, db.readErr("read history", err)
+		}
+		if kept != peer.String() {
+			e.Peer = asked
 		}
 		e.Direction, e.State, e.At = engine.Direction(dir), engine.SentState(state), nsTime(at)
 		copy(e.ID[:], id)
 		setExtra(&e, replyTo, edits, deleted)
-		if e.Body, err = db.seal.open(kindHistoryBody, historyKey(peer, e.Direction, e.ID), sealed); err != nil {
-			return nil, fmt.Errorf("store: read history entry %d with %s: %w", e.Seq, peer, err)
+		if e.Body, err = db.seal.open(kindHistoryBody, historyKey(e.Peer, e.Direction, e.ID), sealed); err != nil {
+			return nil, fmt.Errorf("store: read history entry %d with %s: %w", e.Seq, e.Peer, err)
 		}
 		out = append(out, e)
 	}
@@ -182,6 +202,22 @@ func (db *DB) HistoryEntry(ctx context.Context, peer engine.Address, dir engine.
 	if err := db.checkOpen("read history"); err != nil {
 		return engine.HistoryEntry{}, false, err
 	}
+	conv, err := db.conversationFor(ctx, peer)
+	if err != nil {
+		return engine.HistoryEntry{}, false, err
+	}
+	if conv != peer {
+		// A person's conversation first, then what was kept under peer
+		// before their list was held.
+		if e, ok, err := db.historyEntry(ctx, conv, dir, id); ok || err != nil {
+			return e, ok, err
+		}
+	}
+	return db.historyEntry(ctx, peer, dir, id)
+}
+
+// historyEntry reads one entry kept under peer.
+func (db *DB) historyEntry(ctx context.Context, peer engine.Address, dir engine.Direction, id wire.LogicalID) (engine.HistoryEntry, bool, error) {
 	e := engine.HistoryEntry{Peer: peer, Direction: dir, ID: id}
 	var at, state int64
 	var sealed, replyTo []byte

@@ -109,7 +109,11 @@ func (t *tx) receive(ctx context.Context, p engine.Receive) (engine.Receipt, err
 		if _, err := t.bumpMarker(ctx); err != nil {
 			return engine.Receipt{}, err
 		}
-		if err := t.insertFinalized(ctx, p.Peer, e.ID, engine.OutcomeCommitted, engine.DiscardNone, e.At, e.Digest, e.Arrived, e.Body, e.Group); err != nil {
+		if e.SentTo != nil {
+			if err := t.insertCopy(ctx, p.Peer, e); err != nil {
+				return engine.Receipt{}, err
+			}
+		} else if err := t.insertFinalized(ctx, p.Peer, e.ID, engine.OutcomeCommitted, engine.DiscardNone, e.At, e.Digest, e.Arrived, e.Body, e.Group); err != nil {
 			return engine.Receipt{}, err
 		}
 		if e.Action != nil {

@@ -133,6 +133,11 @@ func (t *tx) abandon(ctx context.Context, p engine.Abandon) (engine.Receipt, err
 	} else if lane {
 		return t.visible(ctx)
 	}
+	if lane, err := t.personLaneEnded(ctx, p.Recipient, p.ID, engine.LaneAbandoned); err != nil {
+		return engine.Receipt{}, err
+	} else if lane {
+		return t.visible(ctx)
+	}
 	if err := t.setSentState(ctx, "history-abandon", p.Recipient, p.ID, engine.SentAbandoned); err != nil {
 		return engine.Receipt{}, err
 	}
@@ -150,6 +155,9 @@ func (t *tx) clearOutbound(ctx context.Context, peer engine.Address, id wire.Log
 		return false, nil // unknown or repeated ACK
 	}
 	if lane, err := t.laneEnded(ctx, peer, id, engine.LaneAcknowledged); err != nil || lane {
+		return true, err
+	}
+	if lane, err := t.personLaneEnded(ctx, peer, id, engine.LaneAcknowledged); err != nil || lane {
 		return true, err
 	}
 	return true, t.setSentState(ctx, "history-ack", peer, id, engine.SentAcknowledged)

@@ -42,6 +42,10 @@ func validate(p engine.Plan) error {
 		if p.Action != nil {
 			err = errors.Join(err, checkActionApply(*p.Action, p.Recipient, engine.DirectionOut, p.ID), checkActionGroup(p.Action, nil))
 		}
+	case engine.PersonSend:
+		err = validatePersonSend(p)
+	case engine.HoldPeerDeviceList:
+		err = validateHoldPeerDeviceList(p)
 	case engine.Retry:
 		err = validateRetry(p)
 	case engine.Stage:
@@ -385,6 +389,12 @@ func validateReceive(p engine.Receive) error {
 		err = errors.Join(err, checkTime("arrived", e.Arrived), checkTime("at", e.At))
 		if e.Action != nil {
 			err = errors.Join(err, checkActionApply(*e.Action, p.Peer, engine.DirectionIn, e.ID), checkActionGroup(e.Action, e.Group))
+		}
+		if e.SentTo != nil {
+			err = errors.Join(err, checkAddress("sent to", *e.SentTo))
+			if e.Group != nil || e.Action != nil || p.Peer.User != "" && e.SentTo.User == p.Peer.User {
+				err = errors.Join(err, invalid("sent copy %x with a group, an action, or to its own person", e.ID[:]))
+			}
 		}
 	case engine.AckEffect, engine.RepeatEffect, engine.NotAMemberEffect:
 	case engine.RosterEffect:

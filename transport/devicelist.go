@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/parley-chat/parley/engine"
@@ -55,13 +56,18 @@ func (c *Conn) PublishDeviceList(ctx context.Context, l wire.DeviceList) error {
 	return unexpected(wire.RelayPublishDeviceList, r)
 }
 
-// FetchDeviceList returns the list the relay holds for user; a
-// *ServerError with wire.ErrorNotFound when it holds none.
+// FetchDeviceList returns the list the relay holds for user; an
+// engine.ErrNoDeviceList (wrapping the relay's *ServerError with
+// wire.ErrorNotFound) when it holds none.
 func (c *Conn) FetchDeviceList(ctx context.Context, user string) (wire.DeviceList, error) {
 	if err := c.deviceListsSupported(); err != nil {
 		return wire.DeviceList{}, fmt.Errorf("fetch device list: %w", err)
 	}
 	r, err := c.call(ctx, wire.FetchDeviceList{User: user})
+	var se *ServerError
+	if errors.As(err, &se) && se.Code == wire.ErrorNotFound {
+		return wire.DeviceList{}, &noDeviceList{user: user, err: se}
+	}
 	if err != nil {
 		return wire.DeviceList{}, fmt.Errorf("fetch device list of %s: %w", user, err)
 	}
@@ -70,3 +76,17 @@ func (c *Conn) FetchDeviceList(ctx context.Context, user string) (wire.DeviceLis
 	}
 	return wire.DeviceList{}, unexpected(wire.RelayFetchDeviceList, r)
 }
+
+// noDeviceList is the relay's answer that it holds no list for user.
+type noDeviceList struct {
+	user string
+	err  *ServerError
+}
+
+func (e *noDeviceList) Error() string {
+	return fmt.Sprintf("%s: %v", e.user, engine.ErrNoDeviceList)
+}
+
+func (e *noDeviceList) Is(target error) bool { return target == engine.ErrNoDeviceList }
+
+func (e *noDeviceList) Unwrap() error { return e.err }

@@ -92,3 +92,9 @@ func (e *FileEndpoint) SubmitBatch(ctx context.Context, envs []wire.Envelope) []
 func (e *Endpoint) PublishDeviceList(context.Context, wire.DeviceList) error {
 	return engine.ErrDeviceListsUnsupported
 }
+
+// FetchDeviceList implements engine.DeviceListPublisher: the network
+// keeps no device lists.
+func (e *Endpoint) FetchDeviceList(context.Context, string) (wire.DeviceList, error) {
+	return wire.DeviceList{}, engine.ErrDeviceListsUnsupported
+}

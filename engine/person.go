@@ -1,0 +1,389 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/parley-chat/parley/wire"
+)
+
+// Lanes per device (issue 33, third layer). A peer is a person with the
+// devices of the account-signed list this device holds for them
+// (PeerAccount). A message to a person is stored in one transaction
+// (PersonSend) as one pending lane per active device of theirs and one per
+// other active device of this person (a sent copy, wire.SentCopy), each
+// lane an ordinary pending outbound row with today's one-to-one semantics;
+// the history keeps one entry, in the person's conversation. A person
+// whose list this device does not hold, or whose list names one device
+// and who is not copied, is sent to exactly as before.
+
+// PeerAccount is what this device holds of a peer person: the latest
+// device list it verified (DecidePeerDeviceList) and the address under
+// which the conversation with them is kept.
+type PeerAccount struct {
+	List         wire.DeviceList
+	Conversation Address
+	FetchedAt    time.Time
+}
+
+// ErrPeerAccountChanged means a person's relay serves a device list signed
+// by another account key than the one pinned here on first sight: this
+// device refuses it, as it refuses a changed identity, and sends to the
+// devices it knows.
+var ErrPeerAccountChanged = errors.New("the person's account key changed")
+
+// ErrNoDeviceList means the relay holds no device list for a person (an
+// account made before lists, or a relay that lost it): the person is sent
+// to device by device, as before.
+var ErrNoDeviceList = errors.New("the relay holds no device list for this person")
+
+// DecidePeerDeviceList decides whether got, a device list a relay served
+// for user, replaces held, the one this device holds (nil: none). It is
+// taken when, in this order:
+//
+//  1. it is user's list, and rules 1 to 4 of VerifyDeviceList hold (its
+//     signatures, its number of active devices, no shared keys); else
+//     the list is refused (a *DeviceListError);
+//  2. with no held list: always, pinning its account key (first sight, as
+//     an identity is pinned on first use);
+//  3. its account key is the pinned one; else ErrPeerAccountChanged;
+//  4. its generation is above held's; else it is kept as it is (no
+//     error: an older or the same list);
+//  5. it is held's successor (generation + 1) and VerifyDeviceList(got,
+//     held) accepts it; or it is further ahead (generations this device
+//     missed, signed by the same account key) and keeps every device of
+//     held with its keys, revoked ones revoked, new numbers above held's
+//     (rules 7 and 8); else it is refused.
+func DecidePeerDeviceList(user string, held *wire.DeviceList, got wire.DeviceList) (bool, error) {
+	if got.User != user {
+		return false, listRule(6, "list of %q served for %q", got.User, user)
+	}
+	if err := verifyListAlone(got); err != nil {
+		return false, err
+	}
+	if held == nil {
+		return true, nil
+	}
+	if got.AccountKey != held.AccountKey {
+		return false, fmt.Errorf("%s: %w", user, ErrPeerAccountChanged)
+	}
+	if got.Generation <= held.Generation {
+		return false, nil
+	}
+	if got.Generation == held.Generation+1 {
+		if err := VerifyDeviceList(got, held); err != nil {
+			return false, err
+		}
+		return true, nil
+	}
+	if err := verifyListFollows(got, held); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// ActiveAddresses returns the addresses of l's active devices, by number.
+func ActiveAddresses(l wire.DeviceList) []Address {
+	var out []Address
+	for _, e := range l.Entries {
+		if e.State == wire.DeviceActive {
+			out = append(out, Address{User: l.User, Device: e.Number})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Device < out[j].Device })
+	return out
+}
+
+// conversationOf returns the address a person's conversation is kept
+// under when l is the first list held for them: the lowest device number
+// it names, revoked or not (normally device 1, the one that made the
+// account). It never changes afterwards, so the history stays in one place.
+func conversationOf(l wire.DeviceList) Address {
+	a := Address{User: l.User}
+	for _, e := range l.Entries {
+		if a.Device == 0 || e.Number < a.Device {
+			a.Device = e.Number
+		}
+	}
+	return a
+}
+
+// HoldPeerDeviceList stores a peer person's device list, by compare-and-set
+// on the generation held (From, 0 for none): a list stored meanwhile by
+// another pass makes it ErrConflict, and nothing changes. The
+// conversation address is set with the first list and kept after.
+type HoldPeerDeviceList struct {
+	User         string
+	From         uint64
+	AccountKey   [32]byte
+	Generation   uint64
+	List         []byte // wire.EncodeDeviceList
+	Conversation Address
+	At           time.Time
+}
+
+func (HoldPeerDeviceList) plan() {}
+
+// Kind implements Plan.
+func (HoldPeerDeviceList) Kind() string { return "peer-device-list" }
+
+// PersonLane is one lane of a message to a person: to one of their
+// devices, or, Own, a sent copy to another device of this person.
+type PersonLane struct {
+	Recipient Address
+	Frame     []byte // the lane's encoded frame
+	Own       bool
+}
+
+// PersonSend stores a message to a person as pending on every lane, with
+// one history entry in the person's conversation, in one transaction
+// (the store-first send of a person with several devices, or of a sender
+// with several). The pump hands each lane off as any pending message.
+type PersonSend struct {
+	Conversation Address
+	ID           wire.LogicalID
+	Body         []byte
+	At           time.Time
+	Lanes        []PersonLane
+	// ClearDraft, when set, forgets the draft to that address in the same
+	// transaction.
+	ClearDraft *Address
+}
+
+func (PersonSend) plan() {}
+
+// Kind implements Plan.
+func (PersonSend) Kind() string { return "person-send" }
+
+// LaneStatus is where one lane of an own message to a person stands.
+type LaneStatus struct {
+	Recipient Address
+	Own       bool // a sent copy to another device of this person
+	State     LaneState
+}
+
+// maxListChecks bounds the people whose lists one connection checks at
+// the relay: a send to a person checks theirs once per connection, so a
+// profile that writes to many people costs at most this many fetches per
+// connection; beyond it the list held is used as it is.
+const maxListChecks = 256
+
+// PeerAccount returns the device list held for user, if any.
+func (c *Client) PeerAccount(ctx context.Context, user string) (PeerAccount, bool, error) {
+	return c.store.PeerAccount(ctx, user)
+}
+
+// RefreshPeerList fetches user's device list from the relay and holds it
+// when DecidePeerDeviceList takes it, at most once per user and
+// connection (maxListChecks users). It returns the list held afterwards
+// (ok false when none), and the refusal of a list that breaks the rules or
+// names another account key. A relay without lists, out of reach, or
+// holding none for user is no error: the list held (if any) stays.
+func (c *Client) RefreshPeerList(ctx context.Context, user string) (PeerAccount, bool, error) {
+	held, ok, err := c.store.PeerAccount(ctx, user)
+	if err != nil || user == c.self.User {
+		return held, ok, err
+	}
+	// A relay not connected yet is connected by the fetch (the command
+	// line's relay connects on first use); one known to be down, or
+	// known to keep no lists, is not asked.
+	f, known := c.relay.RelayFeatures()
+	l := c.link()
+	if (!l.Up && l.Err != nil) || (known && !f.Has(wire.FeatureDeviceLists)) {
+		return held, ok, nil
+	}
+	c.loopMu.Lock()
+	if c.listChecked == nil || c.listCheckedEpoch != l.Epoch {
+		c.listChecked, c.listCheckedEpoch = make(map[string]bool), l.Epoch
+	}
+	due := !c.listChecked[user] && len(c.listChecked) < maxListChecks
+	if due {
+		c.listChecked[user] = true
+	}
+	c.loopMu.Unlock()
+	if !due {
+		return held, ok, nil
+	}
+	got, err := c.relay.FetchDeviceList(ctx, user)
+	if err != nil {
+		// None held there, no lists, out of reach: the list held (if
+		// any) stays, and the next connection asks again.
+		return held, ok, ctx.Err()
+	}
+	var prev *wire.DeviceList
+	if ok {
+		prev = &held.List
+	}
+	take, err := DecidePeerDeviceList(user, prev, got)
+	if err != nil {
+		return held, ok, fmt.Errorf("device list of %s: %w", user, err)
+	}
+	if !take {
+		return held, ok, nil
+	}
+	enc, err := wire.EncodeDeviceList(got)
+	if err != nil {
+		return held, ok, fmt.Errorf("device list of %s: %w", user, err)
+	}
+	p := HoldPeerDeviceList{User: user, AccountKey: got.AccountKey, Generation: got.Generation, List: enc,
+		Conversation: conversationOf(got), At: c.cfg.Now()}
+	if ok {
+		p.From, p.Conversation = held.List.Generation, held.Conversation
+	}
+	if _, err := c.store.Apply(ctx, p); err != nil {
+		return held, ok, fmt.Errorf("hold the device list of %s: %w", user, err)
+	}
+	return PeerAccount{List: got, Conversation: p.Conversation, FetchedAt: p.At}, true, nil
+}
+
+// refreshPeerListsOnConnect checks, once per connection, the lists of the
+// people this device holds one for (at most maxListChecks): a device they
+// linked since is then sent to. A refusal is reported, never returned.
+func (c *Client) refreshPeerListsOnConnect(ctx context.Context) {
+	l := c.link()
+	if !l.Up {
+		return
+	}
+	f, known := c.relay.RelayFeatures()
+	if !known || !f.Has(wire.FeatureDeviceLists) {
+		return
+	}
+	c.loopMu.Lock()
+	due := l.Epoch != c.peerListEpoch
+	c.peerListEpoch = l.Epoch
+	c.loopMu.Unlock()
+	if !due {
+		return
+	}
+	users, err := c.store.PeerAccountUsers(ctx, maxListChecks)
+	if err != nil {
+		c.emit(Event{Kind: EventSyncFailed, At: c.cfg.Now(), Op: "peer-device-list", Err: err})
+		return
+	}
+	for _, u := range users {
+		if _, _, err := c.RefreshPeerList(ctx, u); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			c.emit(Event{Kind: EventSyncFailed, At: c.cfg.Now(), Op: "peer-device-list", Err: err})
+		}
+	}
+}
+
+// personLanes returns the lanes of a text message to peer's person and the
+// conversation it belongs to: nil lanes when the message goes as before (a
+// single Hold to peer), which is when this device holds no list for the
+// person, or one naming peer alone, and no other device of this person is
+// copied.
+func (c *Client) personLanes(ctx context.Context, peer Address, id wire.LogicalID, frame, body []byte) ([]PersonLane, Address, error) {
+	if peer.User == c.self.User {
+		return nil, peer, nil
+	}
+	held, ok, err := c.store.PeerAccount(ctx, peer.User)
+	if err != nil {
+		return nil, peer, err
+	}
+	conv, recipients := peer, []Address{peer}
+	if ok {
+		conv, recipients = held.Conversation, ActiveAddresses(held.List)
+	}
+	own, err := c.ownOtherDevices(ctx)
+	if err != nil {
+		return nil, peer, err
+	}
+	if len(own) == 0 && len(recipients) == 1 && recipients[0] == peer && conv == peer {
+		return nil, peer, nil
+	}
+	lanes := make([]PersonLane, 0, len(recipients)+len(own))
+	for _, r := range recipients {
+		lanes = append(lanes, PersonLane{Recipient: r, Frame: frame})
+	}
+	if len(own) > 0 {
+		cp, err := wire.EncodeSentCopy(wire.SentCopy{ID: id, To: conv.String(), Body: body})
+		if err != nil {
+			return nil, peer, fmt.Errorf("copy to the own devices: %w", err)
+		}
+		for _, o := range own {
+			lanes = append(lanes, PersonLane{Recipient: o, Frame: cp, Own: true})
+		}
+	}
+	return lanes, conv, nil
+}
+
+// ownOtherDevices returns the other active devices of this person, from
+// the account's list (none on a profile without an account).
+func (c *Client) ownOtherDevices(ctx context.Context) ([]Address, error) {
+	a, err := LoadAccount(ctx, c.store)
+	if errors.Is(err, ErrNoAccount) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []Address
+	for _, d := range ActiveAddresses(a.List) {
+		if d != c.self {
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
+// ErrNotOwnDevice means a frame that only a device of this person may send
+// (a sent copy, a decision) came from another person's device: it is
+// dropped.
+var ErrNotOwnDevice = errors.New("frame only another device of this person may send")
+
+// prepareSentCopy receives a sent copy: a message this person sent from
+// another of their devices. It is committed on arrival into the
+// conversation it names, as a message sent by this person (SentCopied),
+// and acknowledged; a copy seen before is acknowledged again. Only a device
+// of this person's account may send one.
+func (c *Client) prepareSentCopy(ctx context.Context, bs *batchState, in *incoming, op opening) (prepared, error) {
+	cp, err := wire.DecodeSentCopy(op.plaintext)
+	if err != nil {
+		return in.drop(wire.LogicalID{}, err), nil
+	}
+	if in.sender.User != c.self.User {
+		return in.drop(cp.ID, fmt.Errorf("sent copy from %s: %w", in.sender, ErrNotOwnDevice)), nil
+	}
+	to, err := ParseAddress(cp.To)
+	if err != nil {
+		return in.drop(cp.ID, err), nil
+	}
+	d := digest(cp.Body)
+	key := inboundKey{in.sender, cp.ID}
+	effect, kind, err := c.classify(ctx, bs, key, d)
+	if errors.Is(err, ErrLogicalMessageConflict) {
+		return in.drop(cp.ID, err), nil
+	} else if err != nil {
+		return prepared{}, err
+	}
+	step := in.step(op, cp.ID, nil, wire.ContentText)
+	step.effect, step.res.Kind = effect, kind
+	switch _, repeat := effect.(RepeatEffect); {
+	case kind == ResultDelivery && repeat:
+		// The same copy earlier in this batch: it is acknowledged there.
+		step.res.Kind = ResultSentCopy
+	case kind == ResultDelivery:
+		at := in.row.ReceivedAt
+		if at.IsZero() {
+			at = in.now
+		}
+		if step.ack, err = c.ackOnNext(&step.next, in.sender, cp.ID); err != nil {
+			return prepared{}, err
+		}
+		step.effect = CommitEffect{ID: cp.ID, Digest: d, Arrived: at, At: in.now, Body: cp.Body, SentTo: &to}
+		step.res.Kind, step.res.Body, step.res.CopyTo = ResultSentCopy, cp.Body, &to
+		step.res.committed = true
+		bs.delivered[key] = d
+	default:
+		if step.ack, err = c.ackOnNext(&step.next, in.sender, cp.ID); err != nil {
+			return prepared{}, err
+		}
+	}
+	return in.receive(bs, op, step)
+}

@@ -1,0 +1,301 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/wire"
+)
+
+// People and their devices (engine/person.go): the device lists held for
+// peer people, and the lanes of a message sent to a person.
+
+const (
+	sqlInsertPeerAccount = `INSERT INTO peer_account (user, account_key, generation, list, conversation, fetched_at)
+		VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
+	sqlUpdatePeerAccount = `UPDATE peer_account SET generation = ?, list = ?, fetched_at = ?
+		WHERE user = ? AND generation = ? AND account_key = ?`
+	sqlPeerAccount      = "SELECT list, conversation, fetched_at FROM peer_account WHERE user = ?"
+	sqlPeerAccountUsers = "SELECT user FROM peer_account ORDER BY user LIMIT ?"
+	sqlConversation     = "SELECT conversation FROM peer_account WHERE user = ?"
+
+	sqlInsertPersonLane = "INSERT INTO person_lane (recipient, id, conversation, own, state) VALUES (?, ?, ?, ?, 1)"
+	sqlPersonLane       = "SELECT conversation, own FROM person_lane WHERE recipient = ? AND id = ?"
+	sqlSetPersonLane    = "UPDATE person_lane SET state = ? WHERE recipient = ? AND id = ? AND state = 1"
+	sqlPersonLanes      = "SELECT recipient, own, state FROM person_lane WHERE conversation = ? AND id = ? ORDER BY own, recipient"
+	// sqlPersonLanesOpen counts the lanes of a message to the person (not
+	// the sent copies) still pending or acknowledged.
+	sqlPersonLanesOpen = "SELECT count(*) FROM person_lane WHERE conversation = ? AND id = ? AND own = 0 AND state IN (1, 3)"
+	// sqlSetSentStateFrom moves a sent message's entry on from pending, if
+	// it is still pending (an earlier lane may have moved it).
+	sqlSetSentStateFrom = "UPDATE history SET state = ? WHERE peer = ? AND direction = 2 AND id = ? AND state = 1"
+)
+
+// holdPeerDeviceList stores a peer person's list by compare-and-set on the
+// generation held.
+func (t *tx) holdPeerDeviceList(ctx context.Context, p engine.HoldPeerDeviceList) error {
+	if p.From == 0 {
+		if _, err := t.runOne(ctx, "peer-account-insert", engine.ErrConflict, sqlInsertPeerAccount,
+			p.User, p.AccountKey[:], int64(p.Generation), p.List, p.Conversation.String(), p.At.UnixNano()); err != nil {
+			return fmt.Errorf("hold the device list of %s (one held already?): %w", p.User, err)
+		}
+		return nil
+	}
+	if _, err := t.runOne(ctx, "peer-account-update", engine.ErrConflict, sqlUpdatePeerAccount,
+		int64(p.Generation), p.List, p.At.UnixNano(), p.User, int64(p.From), p.AccountKey[:]); err != nil {
+		return fmt.Errorf("replace the device list of %s (changed underneath?): %w", p.User, err)
+	}
+	return nil
+}
+
+func validateHoldPeerDeviceList(p engine.HoldPeerDeviceList) error {
+	l, err := wire.DecodeDeviceList(p.List)
+	switch {
+	case err != nil:
+		return invalid("device list of %s: %v", p.User, err)
+	case l.User != p.User || l.Generation != p.Generation || l.AccountKey != p.AccountKey:
+		return invalid("device list of %s does not match the plan", p.User)
+	case p.Generation <= p.From:
+		return invalid("device list generation %d after %d", p.Generation, p.From)
+	case p.Conversation.User != p.User:
+		return invalid("conversation %s of %s", p.Conversation, p.User)
+	}
+	return errors.Join(checkAddress("conversation", p.Conversation), checkTime("at", p.At))
+}
+
+// personSend stores a message to a person: one history entry in the
+// conversation, one pending outbound row and person_lane row per lane.
+func (t *tx) personSend(ctx context.Context, p engine.PersonSend) (engine.Receipt, error) {
+	var first int64
+	for i, l := range p.Lanes {
+		to := l.Recipient.String()
+		r, err := t.runOne(ctx, "outbound-insert", engine.ErrConflict, sqlInsertOutbound,
+			to, p.ID[:], p.At.UnixNano(), t.db.seal.seal(kindOutboundFrame, messageKey(l.Recipient, p.ID), l.Frame))
+		if err != nil {
+			return engine.Receipt{}, fmt.Errorf("hold message %x to %s (already there?): %w", p.ID[:], to, err)
+		}
+		if i == 0 {
+			if first, err = r.LastInsertId(); err != nil {
+				return engine.Receipt{}, fmt.Errorf("hold message %x to %s: %w", p.ID[:], to, mapErr(err))
+			}
+		}
+		own := 0
+		if l.Own {
+			own = 1
+		}
+		if _, err := t.runOne(ctx, "person-lane-insert", engine.ErrConflict, sqlInsertPersonLane, to, p.ID[:], p.Conversation.String(), own); err != nil {
+			return engine.Receipt{}, fmt.Errorf("lane of message %x to %s: %w", p.ID[:], to, err)
+		}
+	}
+	if err := t.insertHistory(ctx, p.Conversation, engine.DirectionOut, p.ID, p.At, engine.SentPending, p.Body); err != nil {
+		return engine.Receipt{}, err
+	}
+	if p.ClearDraft != nil {
+		if err := t.setDraft(ctx, engine.SetDraft{Peer: *p.ClearDraft}); err != nil {
+			return engine.Receipt{}, err
+		}
+	}
+	m, err := t.bumpMarker(ctx)
+	return engine.Receipt{Seq: first, Marker: m}, err
+}
+
+func validatePersonSend(p engine.PersonSend) error {
+	body := p.Body
+	if body == nil {
+		body = []byte{}
+	}
+	err := errors.Join(checkAddress("conversation", p.Conversation), checkTime("at", p.At))
+	if len(p.Lanes) == 0 {
+		err = errors.Join(err, invalid("message %x to a person on no lane", p.ID[:]))
+	}
+	seen := make(map[engine.Address]bool, len(p.Lanes))
+	for _, l := range p.Lanes {
+		err = errors.Join(err, checkAddress("recipient", l.Recipient), checkFrame(l.Frame, p.ID, body))
+		if seen[l.Recipient] {
+			err = errors.Join(err, invalid("two lanes of message %x to %s", p.ID[:], l.Recipient))
+		}
+		seen[l.Recipient] = true
+		f, ferr := engine.DecodeStoredFrame(l.Frame)
+		if ferr == nil && l.Own != (f.CopyTo != "") {
+			err = errors.Join(err, invalid("lane of message %x to %s: a sent copy on a lane to the person, or the reverse", p.ID[:], l.Recipient))
+		}
+		if ferr == nil && f.CopyTo != "" && f.CopyTo != p.Conversation.String() {
+			err = errors.Join(err, invalid("sent copy of message %x names %s, not its conversation", p.ID[:], f.CopyTo))
+		}
+	}
+	return err
+}
+
+// personLaneEnded records how a lane of a message to a person ended, when
+// (recipient, id) is one, and reports whether it is. The history entry
+// becomes acknowledged at the first ACK from a device of the person (the
+// person decided); abandoned once no lane to the person is pending or
+// acknowledged. Sent copies never move it.
+func (t *tx) personLaneEnded(ctx context.Context, recipient engine.Address, id wire.LogicalID, state engine.LaneState) (bool, error) {
+	var conv string
+	var own int64
+	found, err := t.scan(ctx, "person-lane-read", sqlPersonLane, []any{recipient.String(), id[:]}, &conv, &own)
+	if err != nil || !found {
+		return false, err
+	}
+	if _, err := t.run(ctx, "person-lane-state", sqlSetPersonLane, int64(state), recipient.String(), id[:]); err != nil {
+		return true, err
+	}
+	if own == 1 {
+		return true, nil
+	}
+	switch state {
+	case engine.LaneAcknowledged:
+		_, err = t.run(ctx, "history-ack", sqlSetSentStateFrom, int64(engine.SentAcknowledged), conv, id[:])
+	case engine.LaneAbandoned, engine.LaneRemoved:
+		var open int64
+		if _, err = t.scan(ctx, "person-lane-open", sqlPersonLanesOpen, []any{conv, id[:]}, &open); err == nil && open == 0 {
+			_, err = t.run(ctx, "history-abandon", sqlSetSentStateFrom, int64(engine.SentAbandoned), conv, id[:])
+		}
+	}
+	return true, err
+}
+
+// conversationFor returns the address under which the history with peer's
+// person is kept: the conversation of the list held for them, or peer
+// itself when none is.
+func (t *tx) conversationFor(ctx context.Context, peer engine.Address) (engine.Address, error) {
+	var conv string
+	found, err := t.scan(ctx, "conversation-read", sqlConversation, []any{peer.User}, &conv)
+	if err != nil || !found {
+		return peer, err
+	}
+	return parseStoredAddress(conv)
+}
+
+// conversationFor returns what tx.conversationFor does, outside a plan.
+func (db *DB) conversationFor(ctx context.Context, peer engine.Address) (engine.Address, error) {
+	var conv string
+	err := db.queryRow(ctx, sqlConversation, peer.User).Scan(&conv)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return peer, nil
+	case err != nil:
+		return peer, db.readErr("read conversation", err)
+	}
+	return parseStoredAddress(conv)
+}
+
+func parseStoredAddress(s string) (engine.Address, error) {
+	a, err := engine.ParseAddress(s)
+	if err != nil {
+		return engine.Address{}, fmt.Errorf("store: %w: %w", engine.ErrMalformedState, err)
+	}
+	return a, nil
+}
+
+// PeerAccount returns the device list held for user.
+func (db *DB) PeerAccount(ctx context.Context, user string) (engine.PeerAccount, bool, error) {
+	if err := db.checkOpen("read device list"); err != nil {
+		return engine.PeerAccount{}, false, err
+	}
+	var list []byte
+	var conv string
+	var at int64
+	err := db.queryRow(ctx, sqlPeerAccount, user).Scan(&list, &conv, &at)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return engine.PeerAccount{}, false, nil
+	case err != nil:
+		return engine.PeerAccount{}, false, db.readErr("read device list", err)
+	}
+	var a engine.PeerAccount
+	if a.List, err = wire.DecodeDeviceList(list); err != nil {
+		return engine.PeerAccount{}, false, fmt.Errorf("store: read device list of %s: %w: %w", user, engine.ErrMalformedState, err)
+	}
+	if a.Conversation, err = parseStoredAddress(conv); err != nil {
+		return engine.PeerAccount{}, false, err
+	}
+	a.FetchedAt = nsTime(at)
+	return a, true, nil
+}
+
+// PeerAccountUsers returns up to limit people a list is held for.
+func (db *DB) PeerAccountUsers(ctx context.Context, limit int) ([]string, error) {
+	if err := db.checkOpen("read device lists"); err != nil {
+		return nil, err
+	}
+	rows, err := db.query(ctx, sqlPeerAccountUsers, limit)
+	if err != nil {
+		return nil, db.readErr("read device lists", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var u string
+		if err := rows.Scan(&u); err != nil {
+			return nil, db.readErr("read device lists", err)
+		}
+		out = append(out, u)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, db.readErr("read device lists", err)
+	}
+	return out, nil
+}
+
+// PersonLanes returns the lanes of an own message to a person.
+func (db *DB) PersonLanes(ctx context.Context, conversation engine.Address, id wire.LogicalID) ([]engine.LaneStatus, error) {
+	if err := db.checkOpen("read lanes"); err != nil {
+		return nil, err
+	}
+	rows, err := db.query(ctx, sqlPersonLanes, conversation.String(), id[:])
+	if err != nil {
+		return nil, db.readErr("read lanes", err)
+	}
+	defer rows.Close()
+	var out []engine.LaneStatus
+	for rows.Next() {
+		var to string
+		var own, state int64
+		if err := rows.Scan(&to, &own, &state); err != nil {
+			return nil, db.readErr("read lanes", err)
+		}
+		a, err := parseStoredAddress(to)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, engine.LaneStatus{Recipient: a, Own: own == 1, State: engine.LaneState(state)})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, db.readErr("read lanes", err)
+	}
+	return out, nil
+}
+
+// insertCopy stores a sent copy from another device of this person: its
+// finalized record (so that a copy sent again is a repeat) and the history
+// entry of an own message in the conversation it names.
+func (t *tx) insertCopy(ctx context.Context, from engine.Address, e engine.CommitEffect) error {
+	_, err := t.runOne(ctx, "finalized-insert", engine.ErrConflict, sqlInsertFinalized,
+		from.String(), e.ID[:], int64(engine.OutcomeCommitted), int64(engine.DiscardNone), e.At.UnixNano(),
+		t.db.seal.seal(kindFinalizedDigest, messageKey(from, e.ID), e.Digest[:]))
+	if err != nil {
+		return fmt.Errorf("finalize sent copy %x from %s (finalized already?): %w", e.ID[:], from, err)
+	}
+	conv, err := t.conversationFor(ctx, *e.SentTo)
+	if err != nil {
+		return err
+	}
+	body := e.Body
+	if body == nil {
+		body = []byte{}
+	}
+	at := e.Arrived
+	if at.IsZero() {
+		at = e.At
+	}
+	if _, err := t.run(ctx, "history-insert", sqlInsertHistory, conv.String(), int64(engine.DirectionOut), e.ID[:], at.UnixNano(),
+		int64(engine.SentCopied), t.db.seal.seal(kindHistoryBody, historyKey(conv, engine.DirectionOut, e.ID), body)); err != nil {
+		return fmt.Errorf("append sent copy %x to the history with %s: %w", e.ID[:], conv, err)
+	}
+	return nil
+}
