@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 	"time"
 
 	"github.com/parley-chat/parley/engine"
@@ -22,13 +23,11 @@ const (
 	// entry (at, seq); seq orders entries of one instant.
 	// The entries of reactions, edits and deletes are not shown: what
 	// they did is (message_extra, reaction; store/action.go).
-	// A person's conversation (?1) may hold entries kept under the address
-	// asked for (?5) before their list was held (store/person.go).
-	sqlHistory = `SELECT h.seq, h.peer, h.direction, h.id, h.at, h.state, h.sealed_body, x.reply_to, coalesce(x.edits, 0), coalesce(x.deleted, 0)
+	sqlHistory = `SELECT h.seq, h.direction, h.id, h.at, h.state, h.sealed_body, x.reply_to, coalesce(x.edits, 0), coalesce(x.deleted, 0)
 		FROM history h LEFT JOIN message_extra x ON x.peer = h.peer AND x.direction = h.direction AND x.id = h.id
-		WHERE h.peer IN (?1, ?5) AND (h.at < ?2 OR (h.at = ?2 AND h.seq < ?3)) AND coalesce(x.action, 0) NOT IN (4, 5, 6)
+		WHERE h.peer = ?1 AND (h.at < ?2 OR (h.at = ?2 AND h.seq < ?3)) AND coalesce(x.action, 0) NOT IN (4, 5, 6)
 		ORDER BY h.at DESC, h.seq DESC LIMIT ?4`
-	sqlHistoryAt = "SELECT at FROM history WHERE seq = ? AND peer IN (?, ?)"
+	sqlHistoryAt = "SELECT at FROM history WHERE seq = ? AND peer = ?"
 	// sqlConversations lists every peer with a history or pending messages.
 	// Such a peer is pinned (a message is stored with a session, a session
 	// only with a pin, and pins are never deleted), except one whose first
@@ -95,26 +94,66 @@ func (t *tx) setSentState(ctx context.Context, name string, peer engine.Address,
 
 // History pages the conversation with peer, newest first by the time each
 // message was sent or arrived: the entries before the one whose sequence
-// number is before (0: from the newest), at most limit (at most 1000).
+// number is before (0: from the newest), at most limit (at most 1000). For
+// a person whose device list is held, that is their one conversation
+// (store/person.go), merged with what was kept under peer's own address
+// before the list was held.
 func (db *DB) History(ctx context.Context, peer engine.Address, before int64, limit int) ([]engine.HistoryEntry, error) {
 	if err := db.checkOpen("read history"); err != nil {
 		return nil, err
 	}
-	asked := peer
-	peer, err := db.conversationFor(ctx, asked)
+	conv, err := db.conversationFor(ctx, peer)
 	if err != nil {
 		return nil, err
 	}
-	at := int64(math.MaxInt64)
+	at, err := db.historyAt(ctx, before, conv, peer)
+	if err != nil {
+		return nil, err
+	}
 	if before <= 0 {
 		before = math.MaxInt64
-	} else if err := db.queryRow(ctx, sqlHistoryAt, before, peer.String(), asked.String()).Scan(&at); err != nil {
-		if !errors.Is(err, sql.ErrNoRows) {
-			return nil, db.readErr("read history", err)
-		}
-		at = math.MaxInt64 // not an entry of this conversation: from the newest
 	}
-	rows, err := db.query(ctx, sqlHistory, peer.String(), at, before, pageLimit(limit), asked.String())
+	out, err := db.historyOf(ctx, conv, at, before, limit)
+	if err != nil || conv == peer {
+		return out, err
+	}
+	kept, err := db.historyOf(ctx, peer, at, before, limit)
+	if err != nil || len(kept) == 0 {
+		return out, err
+	}
+	// Each part is newest first and at most limit long: merge them.
+	out = append(out, kept...)
+	sort.SliceStable(out, func(i, j int) bool {
+		if !out[i].At.Equal(out[j].At) {
+			return out[i].At.After(out[j].At)
+		}
+		return out[i].Seq > out[j].Seq
+	})
+	return out[:min(len(out), pageLimit(limit))], nil
+}
+
+// historyAt returns the time of entry before (math.MaxInt64 when it is 0
+// or no entry of these conversations).
+func (db *DB) historyAt(ctx context.Context, before int64, peers ...engine.Address) (int64, error) {
+	if before <= 0 {
+		return math.MaxInt64, nil
+	}
+	for _, p := range peers {
+		var at int64
+		err := db.queryRow(ctx, sqlHistoryAt, before, p.String()).Scan(&at)
+		switch {
+		case err == nil:
+			return at, nil
+		case !errors.Is(err, sql.ErrNoRows):
+			return 0, db.readErr("read history", err)
+		}
+	}
+	return math.MaxInt64, nil // not an entry of this conversation: from the newest
+}
+
+// historyOf pages the entries kept under peer before (at, before).
+func (db *DB) historyOf(ctx context.Context, peer engine.Address, at, before int64, limit int) ([]engine.HistoryEntry, error) {
+	rows, err := db.query(ctx, sqlHistory, peer.String(), at, before, pageLimit(limit))
 	if err != nil {
 		return nil, db.readErr("read history", err)
 	}
@@ -125,18 +164,14 @@ func (db *DB) History(ctx context.Context, peer engine.Address, before int64, li
 		var dir, state, at int64
 		var id, sealed, replyTo []byte
 		var edits, deleted int64
-		var kept string
-		if err := rows.Scan(&e.Seq, &kept, &dir, &id, &at, &state, &sealed, &replyTo, &edits, &deleted); err != nil {
+		if err := rows.Scan(&e.Seq, &dir, &id, &at, &state, &sealed, &replyTo, &edits, &deleted); err != nil {
 			return nil, db.readErr("read history", err)
-		}
-		if kept != peer.String() {
-			e.Peer = asked
 		}
 		e.Direction, e.State, e.At = engine.Direction(dir), engine.SentState(state), nsTime(at)
 		copy(e.ID[:], id)
 		setExtra(&e, replyTo, edits, deleted)
-		if e.Body, err = db.seal.open(kindHistoryBody, historyKey(e.Peer, e.Direction, e.ID), sealed); err != nil {
-			return nil, fmt.Errorf("store: read history entry %d with %s: %w", e.Seq, e.Peer, err)
+		if e.Body, err = db.seal.open(kindHistoryBody, historyKey(peer, e.Direction, e.ID), sealed); err != nil {
+			return nil, fmt.Errorf("store: read history entry %d with %s: %w", e.Seq, peer, err)
 		}
 		out = append(out, e)
 	}

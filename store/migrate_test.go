@@ -83,6 +83,49 @@ var fixtures = map[int]struct {
 	17: {insertFixtureV17, checkFixtureV17},
 	18: {insertFixtureV18, checkFixtureV18},
 	19: {insertFixtureV19, checkFixtureV19},
+	20: {insertFixtureV20, checkFixtureV20},
+}
+
+// fixtureV20List is the device list fixture 20 holds for the fixture
+// peer's person: two active devices, unsigned (the store checks only that
+// it decodes).
+var fixtureV20List = wire.DeviceList{User: "bob", Generation: 2, AccountKey: [32]byte{0x20}, Parent: [32]byte{0x19},
+	Entries: []wire.DeviceEntry{{Number: 7, State: wire.DeviceActive}, {Number: 8, State: wire.DeviceActive}}}
+
+// insertFixtureV20 is fixture 19 with bob's device list held (conversation
+// bob/7) and the fixture message's lane to bob/8, acknowledged.
+func insertFixtureV20(t *testing.T, db *sql.DB, s *sealer) {
+	t.Helper()
+	insertFixtureV19(t, db, s)
+	list, err := wire.EncodeDeviceList(fixtureV20List)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []struct {
+		sql  string
+		args []any
+	}{
+		{"INSERT INTO peer_account VALUES ('bob', ?, 2, ?, ?, 20)", []any{fixtureV20List.AccountKey[:], list, fixturePeer}},
+		{"INSERT INTO person_lane VALUES ('bob/8', ?, ?, 0, 3)", []any{fixtureID, fixturePeer}},
+	} {
+		if _, err := db.Exec(q.sql, q.args...); err != nil {
+			t.Fatalf("%s: %v", q.sql, err)
+		}
+	}
+}
+
+func checkFixtureV20(t *testing.T, db *DB) {
+	t.Helper()
+	checkFixtureV19(t, db)
+	ctx := context.Background()
+	a, ok, err := db.PeerAccount(ctx, "bob")
+	if err != nil || !ok || a.List.Generation != 2 || len(a.List.Entries) != 2 || a.Conversation.String() != fixturePeer {
+		t.Fatalf("peer account %+v, %v, %v; want fixture 20's", a, ok, err)
+	}
+	lanes, err := db.PersonLanes(ctx, engine.MustParseAddress(fixturePeer), wire.LogicalID(fixtureID))
+	if err != nil || len(lanes) != 1 || lanes[0].Recipient.String() != "bob/8" || lanes[0].State != engine.LaneAcknowledged {
+		t.Fatalf("lanes %+v, %v; want fixture 20's", lanes, err)
+	}
 }
 
 // insertFixtureV19 is fixture 18 with an own sender chain for the fixture

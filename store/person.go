@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sort"
 
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/wire"
@@ -25,7 +26,9 @@ const (
 	sqlInsertPersonLane = "INSERT INTO person_lane (recipient, id, conversation, own, state) VALUES (?, ?, ?, ?, 1)"
 	sqlPersonLane       = "SELECT conversation, own FROM person_lane WHERE recipient = ? AND id = ?"
 	sqlSetPersonLane    = "UPDATE person_lane SET state = ? WHERE recipient = ? AND id = ? AND state = 1"
-	sqlPersonLanes      = "SELECT recipient, own, state FROM person_lane WHERE conversation = ? AND id = ? ORDER BY own, recipient"
+	// sqlPersonLanes reads a message's lanes (at most
+	// engine.MaxDevicesPerAccount each way), sorted by the caller.
+	sqlPersonLanes = "SELECT recipient, own, state FROM person_lane WHERE conversation = ? AND id = ?"
 	// sqlPersonLanesOpen counts the lanes of a message to the person (not
 	// the sent copies) still pending or acknowledged.
 	sqlPersonLanesOpen = "SELECT count(*) FROM person_lane WHERE conversation = ? AND id = ? AND own = 0 AND state IN (1, 3)"
@@ -268,6 +271,12 @@ func (db *DB) PersonLanes(ctx context.Context, conversation engine.Address, id w
 	if err := rows.Err(); err != nil {
 		return nil, db.readErr("read lanes", err)
 	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Own != out[j].Own {
+			return !out[i].Own
+		}
+		return out[i].Recipient.Device < out[j].Recipient.Device
+	})
 	return out, nil
 }
 
