@@ -84,6 +84,14 @@ type DB struct {
 	scrubWG       sync.WaitGroup
 	scrubs        atomic.Int64
 	scrubFailures atomic.Int64
+
+	// peopleHeld and personLanesHeld say whether any peer device list, or
+	// any lane of a message to a person, may be stored (store/person.go):
+	// until then a receive and an ACK skip their lookups, so that a
+	// profile that never met a person with several devices pays nothing.
+	// Set at open from the tables, and by the plans that store them.
+	peopleHeld      atomic.Bool
+	personLanesHeld atomic.Bool
 }
 
 // Create makes a new profile in dir (created 0700 if needed, tightened to
@@ -365,6 +373,12 @@ func finishOpen(ctx context.Context, dir string, lock *flock.Flock, sqldb *sql.D
 		}
 		db.stmts.m[q] = s
 	}
+	var people, lanes bool
+	if err := sqldb.QueryRowContext(ctx, sqlPeopleHeld).Scan(&people, &lanes); err != nil {
+		return nil, fmt.Errorf("store: open profile %s: %w", dir, mapErr(err))
+	}
+	db.peopleHeld.Store(people)
+	db.personLanesHeld.Store(lanes)
 	return db, nil
 }
 

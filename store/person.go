@@ -22,6 +22,7 @@ const (
 	sqlPeerAccount      = "SELECT list, conversation, fetched_at FROM peer_account WHERE user = ?"
 	sqlPeerAccountUsers = "SELECT user FROM peer_account ORDER BY user LIMIT ?"
 	sqlConversation     = "SELECT conversation FROM peer_account WHERE user = ?"
+	sqlPeopleHeld       = "SELECT EXISTS (SELECT 1 FROM peer_account), EXISTS (SELECT 1 FROM person_lane)"
 
 	sqlInsertPersonLane = "INSERT INTO person_lane (recipient, id, conversation, own, state) VALUES (?, ?, ?, ?, 1)"
 	sqlPersonLane       = "SELECT conversation, own FROM person_lane WHERE recipient = ? AND id = ?"
@@ -40,6 +41,7 @@ const (
 // holdPeerDeviceList stores a peer person's list by compare-and-set on the
 // generation held.
 func (t *tx) holdPeerDeviceList(ctx context.Context, p engine.HoldPeerDeviceList) error {
+	t.db.peopleHeld.Store(true) // before the insert: a rollback leaves it set, which only costs a lookup
 	if p.From == 0 {
 		if _, err := t.runOne(ctx, "peer-account-insert", engine.ErrConflict, sqlInsertPeerAccount,
 			p.User, p.AccountKey[:], int64(p.Generation), p.List, p.Conversation.String(), p.At.UnixNano()); err != nil {
@@ -72,6 +74,7 @@ func validateHoldPeerDeviceList(p engine.HoldPeerDeviceList) error {
 // personSend stores a message to a person: one history entry in the
 // conversation, one pending outbound row and person_lane row per lane.
 func (t *tx) personSend(ctx context.Context, p engine.PersonSend) (engine.Receipt, error) {
+	t.db.personLanesHeld.Store(true)
 	var first int64
 	for i, l := range p.Lanes {
 		to := l.Recipient.String()
@@ -138,6 +141,9 @@ func validatePersonSend(p engine.PersonSend) error {
 // person decided); abandoned once no lane to the person is pending or
 // acknowledged. Sent copies never move it.
 func (t *tx) personLaneEnded(ctx context.Context, recipient engine.Address, id wire.LogicalID, state engine.LaneState) (bool, error) {
+	if !t.db.personLanesHeld.Load() {
+		return false, nil
+	}
 	var conv string
 	var own int64
 	found, err := t.scan(ctx, "person-lane-read", sqlPersonLane, []any{recipient.String(), id[:]}, &conv, &own)
@@ -166,6 +172,9 @@ func (t *tx) personLaneEnded(ctx context.Context, recipient engine.Address, id w
 // person is kept: the conversation of the list held for them, or peer
 // itself when none is.
 func (t *tx) conversationFor(ctx context.Context, peer engine.Address) (engine.Address, error) {
+	if !t.db.peopleHeld.Load() {
+		return peer, nil
+	}
 	var conv string
 	found, err := t.scan(ctx, "conversation-read", sqlConversation, []any{peer.User}, &conv)
 	if err != nil || !found {
