@@ -135,7 +135,17 @@ func cmdHistory(ctx context.Context, env *cliEnv, cmd *command, args []string) e
 		if e.Direction == engine.DirectionOut {
 			rec = append(rec, kv{"state", e.State.String()})
 		}
-		out.record(append(append(rec, bodyFields(e.Body)...), historyActionFields(e)...))
+		rec = append(append(rec, bodyFields(e.Body)...), historyActionFields(e)...)
+		if e.Direction == engine.DirectionOut {
+			lanes, err := p.Client.PersonLanes(ctx, e.Peer, e.ID)
+			if err != nil {
+				return err
+			}
+			if len(lanes) > 0 {
+				rec = append(rec, kv{"lanes", laneFields(lanes)})
+			}
+		}
+		out.record(rec)
 	}
 	return nil
 }
@@ -212,4 +222,15 @@ func cmdTrace(ctx context.Context, env *cliEnv, cmd *command, args []string) err
 	}
 	printer{env.stdout, true}.record(rec)
 	return nil
+}
+
+// laneFields lists the lanes of an own message to a person: per device,
+// its state, and whether it is a sent copy to another device of this
+// person.
+func laneFields(lanes []engine.LaneStatus) []orderedJSON {
+	out := make([]orderedJSON, len(lanes))
+	for i, l := range lanes {
+		out[i] = orderedJSON{{"device", l.Recipient.String()}, {"state", l.State.String()}, {"copy", l.Own}}
+	}
+	return out
 }

@@ -91,6 +91,11 @@ func resultFields(r engine.ReceiveResult) []kv {
 	switch r.Kind {
 	case engine.ResultDelivery:
 		fields = append(fields, messageFields(r.Content, r.Body)...)
+	case engine.ResultSentCopy:
+		if r.CopyTo != nil {
+			fields = append(fields, kv{"to", r.CopyTo.String()})
+		}
+		fields = append(fields, bodyFields(r.Body)...)
 	case engine.ResultAcknowledgement:
 		fields = append(fields, kv{"cleared", r.Cleared})
 	case engine.ResultAlreadyCommitted, engine.ResultAlreadyDiscarded:

@@ -387,3 +387,39 @@ func (c *Client) prepareSentCopy(ctx context.Context, bs *batchState, in *incomi
 	}
 	return in.receive(bs, op, step)
 }
+
+// PersonLanes returns the lanes of an own message in conversation (a
+// HistoryEntry's Peer and ID): one per device of the person and one per
+// sent copy, none for a message sent to one device alone.
+func (c *Client) PersonLanes(ctx context.Context, conversation Address, id wire.LogicalID) ([]LaneStatus, error) {
+	return c.store.PersonLanes(ctx, conversation, id)
+}
+
+// personAccepted reports whether sender is an active device of a person
+// this device accepted: the list held for them names it, and another of
+// their devices is accepted. A person accepted is accepted on every device
+// their account vouches for; a stranger's second device is no less a
+// stranger.
+func (c *Client) personAccepted(ctx context.Context, sender Address) (bool, error) {
+	held, ok, err := c.store.PeerAccount(ctx, sender.User)
+	if err != nil || !ok {
+		return false, err
+	}
+	devices := ActiveAddresses(held.List)
+	listed := false
+	for _, d := range devices {
+		listed = listed || d == sender
+	}
+	if !listed {
+		return false, nil
+	}
+	for _, d := range devices {
+		if d == sender {
+			continue
+		}
+		if accepted, err := c.store.Accepted(ctx, d); err != nil || accepted {
+			return accepted, err
+		}
+	}
+	return false, nil
+}

@@ -238,6 +238,9 @@ func (c *Client) stageRequest(ctx context.Context, bs *batchState, sender Addres
 	}
 	if !known {
 		accepted, err := c.store.Accepted(ctx, sender)
+		if err == nil && !accepted {
+			accepted, err = c.personAccepted(ctx, sender)
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -1,0 +1,122 @@
+package e2e
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// linkDevice links a new device to owner's account through the relay (as
+// TestCLILinkSecondDevice does) and returns it as addr.
+func linkDevice(t *testing.T, relay *relayProc, owner *cliProfile, addr string) *cliProfile {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), strings.ReplaceAll(addr, "/", "_"))
+	link := startLink(t, dir, relay.url)
+	code := link.line(t, "code")
+	res := make(chan runResult, 1)
+	go func() { res <- owner.run("", "device", "add", code, "--yes") }()
+	if got := link.line(t, "address"); got != addr {
+		t.Fatalf("address=%s, want %s", got, addr)
+	}
+	if err := <-link.done; err != nil {
+		t.Fatalf("parley link: %v (stderr %q)", err, link.stderr.String())
+	}
+	if r := <-res; r.code != 0 {
+		t.Fatalf("parley device add: exit %d, stderr %q", r.code, r.stderr)
+	}
+	return &cliProfile{t: t, dir: dir, addr: addr}
+}
+
+// deliveries returns the bodies of sync records of kind with id.
+func deliveries(recs []map[string]any, kind, id string) []string {
+	var out []string
+	for _, r := range recs {
+		if r["kind"] == kind && r["id"] == id {
+			out = append(out, r["body"].(string))
+		}
+	}
+	return out
+}
+
+// TestCLIPersonTwoDevices: alice writes to bob, a person with two devices
+// (bob/2 linked through the relay): `send bob` stores a lane per device,
+// each device gets the message exactly once, both ACKs clear it, and
+// alice's history shows one row with a lane per device. Then bob writes
+// from bob/2: alice gets it once, and bob/1's history shows it as sent by
+// bob (a sent copy), once.
+func TestCLIPersonTwoDevices(t *testing.T) {
+	relay := startRelay(t, "--device-lists")
+	alice := newProfile(t, relay, "alice/1")
+	bob := newProfile(t, relay, "bob/1")
+	alice.sync()
+	bob.sync() // publishes generation 1
+	bob2 := linkDevice(t, relay, bob, "bob/2")
+	bob2.ok("accept", "alice/1")
+	bob2.sync() // registers bob/2 at the relay
+
+	id := strings.TrimSpace(alice.ok("send", "bob", "to both devices"))
+	if len(id) != 32 {
+		t.Fatalf("send bob printed %q, want a logical ID", id)
+	}
+	for _, p := range []*cliProfile{bob, bob2} {
+		if got := deliveries(p.sync(), "delivery", id); len(got) != 1 || got[0] != "to both devices" {
+			t.Fatalf("%s's sync delivered %q, want the message once", p.addr, got)
+		}
+		p.commitAll()
+		if got := historyBodies(p, "alice/1", "in"); len(got) != 1 || got[0] != "to both devices" {
+			t.Errorf("%s's history with alice/1: %q, want the message once", p.addr, got)
+		}
+	}
+	alice.sync() // both ACKs
+	if out := alice.jsonLines("outbox"); len(out) != 0 {
+		t.Errorf("alice's outbox after both ACKs: %v", out)
+	}
+	for _, who := range []string{"bob/1", "bob/2"} {
+		rows := alice.jsonLines("history", who)
+		if len(rows) != 1 {
+			t.Fatalf("alice's history with %s: %d rows, want the one message (%v)", who, len(rows), rows)
+		}
+		lanes, _ := rows[0]["lanes"].([]any)
+		if rows[0]["id"] != id || rows[0]["state"] != "acknowledged" || len(lanes) != 2 {
+			t.Fatalf("alice's history row %v, want message %s acknowledged with two lanes", rows[0], id)
+		}
+		for i, want := range []string{"bob/1", "bob/2"} {
+			l := lanes[i].(map[string]any)
+			if l["device"] != want || l["state"] != "acknowledged" || l["copy"] != false {
+				t.Errorf("lane %d: %v, want %s acknowledged", i, l, want)
+			}
+		}
+	}
+	// Nothing comes twice.
+	for _, p := range []*cliProfile{bob, bob2} {
+		if recs := p.sync(); len(deliveries(recs, "delivery", id)) != 0 {
+			t.Errorf("%s's second sync: %v", p.addr, recs)
+		}
+	}
+
+	// bob writes from his second device: alice once, bob/1 a sent copy.
+	reply := strings.TrimSpace(bob2.ok("send", "alice", "from the laptop"))
+	if got := deliveries(alice.sync(), "delivery", reply); len(got) != 1 {
+		t.Fatalf("alice got %q of bob/2's reply, want it once", got)
+	}
+	alice.commitAll()
+	if got := deliveries(bob.sync(), "sent_copy", reply); len(got) != 1 || got[0] != "from the laptop" {
+		t.Fatalf("bob/1 got %q as sent copies of its reply, want one", got)
+	}
+	var mine []map[string]any
+	for _, r := range bob.jsonLines("history", "alice/1") {
+		if r["direction"] == "out" {
+			mine = append(mine, r)
+		}
+	}
+	if len(mine) != 1 || mine[0]["id"] != reply || mine[0]["state"] != "copied" || mine[0]["body"] != "from the laptop" {
+		t.Errorf("bob/1's own messages to alice: %v, want the copy of %s", mine, reply)
+	}
+	bob2.sync() // alice's ACK and bob/1's
+	if out := bob2.jsonLines("outbox"); len(out) != 0 {
+		t.Errorf("bob/2's outbox after the ACKs: %v", out)
+	}
+	if recs := bob.sync(); len(deliveries(recs, "sent_copy", reply)) != 0 {
+		t.Errorf("bob/1's second sync: %v", recs)
+	}
+}
