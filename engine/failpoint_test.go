@@ -94,6 +94,8 @@ func (w fpWorld) do(addr, op string, fp engine.Failpoint) (err error) {
 		return err
 	} else if ok, err := actionOp(ctx, c, name, arg); ok {
 		return err
+	} else if ok, err := personOp(ctx, w, st, c, ep, name, arg); ok {
+		return err
 	}
 	peerArg, body, _ := strings.Cut(arg, ":")
 	var peer engine.Address
@@ -240,6 +242,7 @@ type signature struct {
 	Requests                                                       []string // requestSignature
 	Drafts                                                         []string // "peer=text", sorted
 	Actions                                                        []string // what actions did to entries
+	PeerLists                                                      []string // "user:generation" of the device lists held
 }
 
 func (w fpWorld) signature(addr string, peers []string) (signature, error) {
@@ -310,6 +313,17 @@ func (w fpWorld) signature(addr string, peers []string) (signature, error) {
 		s.Drafts = append(s.Drafts, p.String()+"="+text)
 	}
 	sort.Strings(s.Drafts)
+	users, err := st.PeerAccountUsers(ctx, 100)
+	if err != nil {
+		return s, err
+	}
+	for _, u := range users {
+		a, _, err := st.PeerAccount(ctx, u)
+		if err != nil {
+			return s, err
+		}
+		s.PeerLists = append(s.PeerLists, fmt.Sprintf("%s:%d", u, a.List.Generation))
+	}
 	s.Requests, err = requestSignature(ctx, st)
 	return s, err
 }
@@ -430,7 +444,7 @@ func fpScenarios() []fpScenario {
 			target: fpStep{"alice/1", "process"}, want: two},
 		{name: "prekey publish", devices: ab, setup: []fpStep{{"alice/1", "send:bob/1:hello"}}, target: fpStep{"bob/1", "maintain"}, want: hello},
 		{name: "presented", devices: ab, setup: []fpStep{{"alice/1", "send:bob/1:hello"}}, target: fpStep{"alice/1", "present"}, want: hello},
-	}, append(append(append(append(groupScenarios(), chainScenarios()...), requestScenarios()...), actionScenarios()...), groupActionScenarios()...)...)
+	}, append(append(append(append(groupScenarios(), chainScenarios()...), requestScenarios()...), actionScenarios()...), append(groupActionScenarios(), personScenarios()...)...)...)
 }
 
 // clone copies the world into dir, keeping every file's mode (the store

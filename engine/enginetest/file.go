@@ -20,6 +20,7 @@ type snapshot struct {
 	Dup      map[string]int
 	Down     map[string]bool
 	Accepted int
+	Lists    map[string][]byte `json:",omitempty"`
 }
 
 type fileRow struct {
@@ -49,7 +50,7 @@ func (n *Network) SaveFile(path string) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	s := snapshot{Next: n.next, Boxes: map[string][]fileRow{}, Held: map[string][]fileRow{}, Holding: n.holding,
-		Bundles: map[string]*filePublished{}, Drop: map[string]int{}, Dup: map[string]int{}, Down: n.down, Accepted: n.accepted}
+		Bundles: map[string]*filePublished{}, Drop: map[string]int{}, Dup: map[string]int{}, Down: n.down, Accepted: n.accepted, Lists: n.lists}
 	for k, rows := range n.boxes {
 		for _, r := range rows {
 			s.Boxes[k] = append(s.Boxes[k], fileRow{r.id, r.env})
@@ -126,6 +127,7 @@ func LoadNetwork(path string) (*Network, error) {
 	for k, v := range s.Dup {
 		n.dup[splitPair(k)] = v
 	}
+	n.lists = s.Lists
 	for k, v := range s.Down {
 		n.down[k] = v
 	}

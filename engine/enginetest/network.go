@@ -48,6 +48,25 @@ type Network struct {
 	// replayOTPK holds, per device, the one-time prekey handed out again
 	// on every fetch (ReplayOneTime); nil until the first fetch after.
 	replayOTPK map[string]*wire.OneTimePreKeyPublic
+	// lists are the device lists a test set (SetDeviceList), by user: the
+	// network serves them and keeps no others.
+	lists map[string][]byte
+}
+
+// SetDeviceList makes the network serve l as its user's device list
+// (FetchDeviceList). Without one, the network keeps no lists.
+func (n *Network) SetDeviceList(l wire.DeviceList) error {
+	b, err := wire.EncodeDeviceList(l)
+	if err != nil {
+		return err
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.lists == nil {
+		n.lists = map[string][]byte{}
+	}
+	n.lists[l.User] = b
+	return nil
 }
 
 // NewNetwork returns an empty network.

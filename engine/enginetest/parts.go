@@ -93,8 +93,19 @@ func (e *Endpoint) PublishDeviceList(context.Context, wire.DeviceList) error {
 	return engine.ErrDeviceListsUnsupported
 }
 
-// FetchDeviceList implements engine.DeviceListPublisher: the network
-// keeps no device lists.
-func (e *Endpoint) FetchDeviceList(context.Context, string) (wire.DeviceList, error) {
+// FetchDeviceList implements engine.DeviceListPublisher: the list a test
+// set (Network.SetDeviceList); a network that has none keeps no lists, and
+// one that has some holds none for another user.
+func (e *Endpoint) FetchDeviceList(_ context.Context, user string) (wire.DeviceList, error) {
+	e.n.mu.Lock()
+	b, ok := e.n.lists[user]
+	any := len(e.n.lists) > 0
+	e.n.mu.Unlock()
+	switch {
+	case ok:
+		return wire.DecodeDeviceList(b)
+	case any:
+		return wire.DeviceList{}, engine.ErrNoDeviceList
+	}
 	return wire.DeviceList{}, engine.ErrDeviceListsUnsupported
 }

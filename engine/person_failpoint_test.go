@@ -1,0 +1,94 @@
+package engine_test
+
+import (
+	"context"
+	"os"
+
+	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/engine/enginetest"
+	"github.com/parley-chat/parley/engine/session"
+	"github.com/parley-chat/parley/store"
+	"github.com/parley-chat/parley/wire"
+)
+
+// personOp runs the operations of fpWorld.do for people with several
+// devices: "linkfake:DEVICE" (run on the account's first device: its list
+// gains DEVICE, countersigned by DEVICE's identity, stored here and
+// served by the network, as a link ceremony would leave it) and
+// "checkpeer:PEER" (CheckPeer, which holds the person's list). It reports
+// false for any other op.
+func personOp(ctx context.Context, w fpWorld, st *store.DB, c *engine.Client, ep *enginetest.FileEndpoint, name, arg string) (bool, error) {
+	switch name {
+	case "linkfake":
+		return true, w.linkFake(ctx, st, ep, engine.MustParseAddress(arg))
+	case "checkpeer":
+		return true, c.CheckPeer(ctx, engine.MustParseAddress(arg))
+	}
+	return false, nil
+}
+
+func (w fpWorld) linkFake(ctx context.Context, st *store.DB, ep *enginetest.FileEndpoint, dev engine.Address) error {
+	a, err := engine.LoadAccount(ctx, st)
+	if err != nil {
+		return err
+	}
+	other, err := store.Open(ctx, w.profile(dev.String()), passphrase, store.Options{})
+	if err != nil {
+		return err
+	}
+	prof, err := other.Profile(ctx)
+	other.Close()
+	if err != nil {
+		return err
+	}
+	id, err := session.UnmarshalIdentity(prof.Identity)
+	if err != nil {
+		return err
+	}
+	next, err := engine.NextDeviceList(a.Key, a.List, engine.DeviceEntryFor(id, dev.User, a.Key.Public(), dev.Device, realNow().Unix()))
+	if err != nil {
+		return err
+	}
+	from, err := wire.EncodeDeviceList(a.List)
+	if err != nil {
+		return err
+	}
+	to, err := wire.EncodeDeviceList(next)
+	if err != nil {
+		return err
+	}
+	if _, err := st.Apply(ctx, engine.UpdateDeviceList{From: from, List: to}); err != nil {
+		return err
+	}
+	if err := ep.Network().SetDeviceList(next); err != nil {
+		return err
+	}
+	return ep.Save()
+}
+
+// personScenarios are the failpoint matrix's scenarios of lanes per
+// device: holding a person's list, storing a message on a lane per device,
+// the pump's pass over those lanes, and a sent copy's receive. Switched off
+// with PARLEY_FP_PEOPLE=0.
+func personScenarios() []fpScenario {
+	if os.Getenv("PARLEY_FP_PEOPLE") == "0" {
+		return nil
+	}
+	abb := []string{"alice/1", "bob/1", "bob/2"}
+	both := map[string]map[string][]string{"bob/1": {"alice/1": {"hello"}}, "bob/2": {"alice/1": {"hello"}}}
+	linked := []fpStep{{"bob/1", "linkfake:bob/2"}}
+	held := append(linked, fpStep{"alice/1", "checkpeer:bob/1"})
+	return []fpScenario{
+		{name: "peer device list", devices: abb, setup: linked, target: fpStep{"alice/1", "checkpeer:bob/1"},
+			want: map[string]map[string][]string{}},
+		{name: "send to a person", devices: abb, setup: append(held, fpStep{"alice/1", "draft:bob/1:hello"}),
+			target: fpStep{"alice/1", "enqueue:bob/1:hello"}, want: both},
+		// The pump passes each lane in a transaction of its own: the
+		// target is one lane's (Pump over both is composite).
+		{name: "pump a lane to a person", devices: abb, setup: append(held, fpStep{"alice/1", "enqueue:bob/1:hello"}),
+			target: fpStep{"alice/1", "pumppeer:bob/2"}, want: both},
+		{name: "sent copy receive", devices: []string{"alice/1", "alice/2", "bob/1"},
+			setup: []fpStep{{"alice/1", "linkfake:alice/2"}, {"alice/1", "enqueue:bob/1:hello"}, {"alice/1", "pump"}, {"alice/2", "stage"}},
+			target: fpStep{"alice/2", "process"}, want: map[string]map[string][]string{"bob/1": {"alice/1": {"hello"}}}},
+	}
+}
