@@ -174,7 +174,7 @@ func VerifyDeviceList(l wire.DeviceList, prev *wire.DeviceList) error {
 	if l.Generation != prev.Generation+1 || l.Parent != parent {
 		return fmt.Errorf("generation %d after %d: %w", l.Generation, prev.Generation, ErrDeviceListStale)
 	}
-	return verifyListFollows(l, prev)
+	return verifyListFollows(l, prev, true)
 }
 
 // verifyListAlone checks rules 1 to 4 of VerifyDeviceList: what a list
@@ -210,7 +210,11 @@ func verifyListAlone(l wire.DeviceList) error {
 // verifyListFollows checks the second part of rule 6 and rules 7 and 8 of
 // VerifyDeviceList: what l keeps of prev, a list of an earlier generation
 // (the one before, or, for a peer's list, any earlier one held).
-func verifyListFollows(l wire.DeviceList, prev *wire.DeviceList) error {
+//
+// successor is false for a list several generations after prev: a device
+// linked and revoked in between is then new and revoked, which rule 8
+// allows only there.
+func verifyListFollows(l wire.DeviceList, prev *wire.DeviceList, successor bool) error {
 	if l.User != prev.User || l.AccountKey != prev.AccountKey {
 		return listRule(6, "the user or the account key changed")
 	}
@@ -238,7 +242,7 @@ func verifyListFollows(l wire.DeviceList, prev *wire.DeviceList) error {
 		if e.Number <= top {
 			return listRule(8, "new device %d is not above %d, the highest number used", e.Number, top)
 		}
-		if e.State != wire.DeviceActive {
+		if e.State != wire.DeviceActive && successor {
 			return listRule(8, "new device %d is not active", e.Number)
 		}
 	}

@@ -56,7 +56,8 @@ var ErrNoDeviceList = errors.New("the relay holds no device list for this person
 //     held) accepts it; or it is further ahead (generations this device
 //     missed, signed by the same account key) and keeps every device of
 //     held with its keys, revoked ones revoked, new numbers above held's
-//     (rules 7 and 8); else it is refused.
+//     (rules 7 and 8; a new device may be revoked already, linked and
+//     removed in between); else it is refused.
 func DecidePeerDeviceList(user string, held *wire.DeviceList, got wire.DeviceList) (bool, error) {
 	if got.User != user {
 		return false, listRule(6, "list of %q served for %q", got.User, user)
@@ -79,7 +80,7 @@ func DecidePeerDeviceList(user string, held *wire.DeviceList, got wire.DeviceLis
 		}
 		return true, nil
 	}
-	if err := verifyListFollows(got, held); err != nil {
+	if err := verifyListFollows(got, held, false); err != nil {
 		return false, err
 	}
 	return true, nil

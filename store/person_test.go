@@ -1,0 +1,105 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/wire"
+)
+
+// TestHoldPeerDeviceList: a person's list is held by compare-and-set on
+// the generation held, and its conversation is kept from the first.
+func TestHoldPeerDeviceList(t *testing.T) {
+	f := newFixture(t, false)
+	ctx := context.Background()
+	list := func(gen uint64) []byte {
+		l := wire.DeviceList{User: "carol", Generation: gen, AccountKey: [32]byte{1},
+			Entries: []wire.DeviceEntry{{Number: 2, State: wire.DeviceActive}, {Number: 3, State: wire.DeviceActive}}}
+		if gen > 1 {
+			l.Parent = [32]byte{byte(gen)}
+		}
+		b, err := wire.EncodeDeviceList(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	hold := func(from, gen uint64) engine.HoldPeerDeviceList {
+		return engine.HoldPeerDeviceList{User: "carol", From: from, AccountKey: [32]byte{1}, Generation: gen, List: list(gen),
+			Conversation: carol, At: planAt}
+	}
+	f.apply(t, hold(0, 1))
+	if _, err := f.db.Apply(ctx, hold(0, 2)); !errors.Is(err, engine.ErrConflict) {
+		t.Fatalf("a second first list = %v, want ErrConflict", err)
+	}
+	f.apply(t, hold(1, 3))
+	if _, err := f.db.Apply(ctx, hold(1, 4)); !errors.Is(err, engine.ErrConflict) {
+		t.Fatalf("a list after a generation no longer held = %v, want ErrConflict", err)
+	}
+	bad := hold(3, 4)
+	bad.AccountKey = [32]byte{2}
+	if _, err := f.db.Apply(ctx, bad); !errors.Is(err, engine.ErrConflict) {
+		t.Fatalf("a list of another account key = %v, want ErrConflict", err)
+	}
+	a, ok, err := f.db.PeerAccount(ctx, "carol")
+	if err != nil || !ok || a.List.Generation != 3 || a.Conversation != carol {
+		t.Fatalf("PeerAccount = %+v, %v, %v; want generation 3 in conversation %s", a, ok, err, carol)
+	}
+	if users, err := f.db.PeerAccountUsers(ctx, 10); err != nil || len(users) != 1 || users[0] != "carol" {
+		t.Fatalf("PeerAccountUsers = %v, %v", users, err)
+	}
+}
+
+// TestPersonSend: a message to a person is one history entry and a lane
+// per device; the entry becomes abandoned once no lane to the person is
+// left, and a sent copy's lane never moves it.
+func TestPersonSend(t *testing.T) {
+	f := newFixture(t, false)
+	ctx := context.Background()
+	id := wire.LogicalID{0x33}
+	c2, c3 := engine.MustParseAddress("carol/2"), engine.MustParseAddress("carol/3")
+	own := engine.MustParseAddress("alice/2")
+	l, err := wire.EncodeDeviceList(wire.DeviceList{User: "carol", Generation: 1, AccountKey: [32]byte{1},
+		Entries: []wire.DeviceEntry{{Number: 2, State: wire.DeviceActive}, {Number: 3, State: wire.DeviceActive}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.apply(t, engine.HoldPeerDeviceList{User: "carol", AccountKey: [32]byte{1}, Generation: 1, List: l, Conversation: c2, At: planAt})
+	cp, err := wire.EncodeSentCopy(wire.SentCopy{ID: id, To: c2.String(), Body: []byte("hi")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := engine.PersonSend{Conversation: c2, ID: id, Body: []byte("hi"), At: planAt, Lanes: []engine.PersonLane{
+		{Recipient: c2, Frame: frameOf(t, id, "hi")}, {Recipient: c3, Frame: frameOf(t, id, "hi")}, {Recipient: own, Frame: cp, Own: true}}}
+	wrong := p
+	wrong.Lanes = []engine.PersonLane{{Recipient: own, Frame: frameOf(t, id, "hi"), Own: true}}
+	if _, err := f.db.Apply(ctx, wrong); !errors.Is(err, engine.ErrConflict) {
+		t.Fatalf("a copy lane with the person's frame = %v, want ErrConflict", err)
+	}
+	f.apply(t, p)
+	for _, peer := range []engine.Address{c2, c3} {
+		h, err := f.db.History(ctx, peer, 0, 10)
+		if err != nil || len(h) != 1 || h[0].ID != id || h[0].State != engine.SentPending {
+			t.Fatalf("History(%s) = %+v, %v; want the one pending entry", peer, h, err)
+		}
+	}
+	if n, err := f.db.CountOutbound(ctx, nil); err != nil || n != 3 {
+		t.Fatalf("%d pending lanes, %v; want 3", n, err)
+	}
+	f.apply(t, engine.Abandon{Recipient: own, ID: id, At: planAt})
+	f.apply(t, engine.Abandon{Recipient: c2, ID: id, At: planAt})
+	if h, _ := f.db.History(ctx, c2, 0, 10); h[0].State != engine.SentPending {
+		t.Fatalf("state %v with a lane to carol/3 pending, want pending", h[0].State)
+	}
+	f.apply(t, engine.Abandon{Recipient: c3, ID: id, At: planAt})
+	if h, _ := f.db.History(ctx, c2, 0, 10); h[0].State != engine.SentAbandoned {
+		t.Fatalf("state %v with no lane left, want abandoned", h[0].State)
+	}
+	lanes, err := f.db.PersonLanes(ctx, c2, id)
+	if err != nil || len(lanes) != 3 || lanes[0].Recipient != c2 || lanes[2].Recipient != own || !lanes[2].Own ||
+		lanes[0].State != engine.LaneAbandoned {
+		t.Fatalf("PersonLanes = %+v, %v; want carol/2, carol/3, then the copy, abandoned", lanes, err)
+	}
+}
