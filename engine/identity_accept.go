@@ -31,6 +31,9 @@ func (c *Client) fetchBundle(ctx context.Context, peer Address) (wire.Bundle, Id
 	if addr != peer {
 		return wire.Bundle{}, IdentityKey{}, fmt.Errorf("bundle for %s names %s: %w", peer, addr, ErrBadSignature)
 	}
+	if err := c.checkListed(ctx, peer, key); err != nil {
+		return wire.Bundle{}, IdentityKey{}, err
+	}
 	return bundle, key, nil
 }
 

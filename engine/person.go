@@ -424,3 +424,27 @@ func (c *Client) personAccepted(ctx context.Context, sender Address) (bool, erro
 	}
 	return false, nil
 }
+
+// ErrNotInDeviceList means a device's bundle carries keys other than the
+// ones its person's account-signed list names for it: the relay (or
+// someone at it) serves a device the account never vouched for.
+var ErrNotInDeviceList = errors.New("the bundle's identity is not the one the person's device list names")
+
+// checkListed checks a bundle's identity against the device list held for
+// peer's person, when one is held and names peer: the keys must be the
+// entry's. A device the list does not name (a person without lists, a
+// device linked since the list was fetched) is checked by the pin alone.
+func (c *Client) checkListed(ctx context.Context, peer Address, key IdentityKey) error {
+	held, ok, err := c.store.PeerAccount(ctx, peer.User)
+	if err != nil || !ok {
+		return err
+	}
+	e, found := findEntry(&held.List, peer.Device)
+	if !found {
+		return nil
+	}
+	if e.SigningKey != key.SigningKey || e.DHKey != key.DHKey {
+		return fmt.Errorf("%s: %w", peer, ErrNotInDeviceList)
+	}
+	return nil
+}
