@@ -136,6 +136,9 @@ func cmdHistory(ctx context.Context, env *cliEnv, cmd *command, args []string) e
 			rec = append(rec, kv{"state", e.State.String()})
 		}
 		rec = append(append(rec, bodyFields(e.Body)...), historyActionFields(e)...)
+		if e.DecidedOn != nil {
+			rec = append(rec, kv{"decided_on", e.DecidedOn.String()})
+		}
 		if e.Direction == engine.DirectionOut {
 			lanes, err := p.Client.PersonLanes(ctx, e.Peer, e.ID)
 			if err != nil {

@@ -91,6 +91,17 @@ func resultFields(r engine.ReceiveResult) []kv {
 	switch r.Kind {
 	case engine.ResultDelivery:
 		fields = append(fields, messageFields(r.Content, r.Body)...)
+	case engine.ResultDecided, engine.ResultDecisionHeard:
+		if d := r.Decided; d != nil {
+			outcome := "committed"
+			if d.Outcome == engine.OutcomeDiscarded {
+				outcome = "discarded"
+			}
+			if r.Kind == engine.ResultDecisionHeard {
+				fields = append(fields, kv{"message", hexID(d.ID)}, kv{"from", d.Sender.String()})
+			}
+			fields = append(fields, kv{"outcome", outcome}, kv{"on", d.On.String()})
+		}
 	case engine.ResultSentCopy:
 		if r.CopyTo != nil {
 			fields = append(fields, kv{"to", r.CopyTo.String()})

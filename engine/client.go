@@ -119,6 +119,10 @@ type Client struct {
 	peerListEpoch    uint64                           // relay link epoch the peers' device lists were last checked on
 	listChecked      map[string]bool                  // people whose device list was checked on listCheckedEpoch (maxListChecks)
 	listCheckedEpoch uint64
+	// decisionsDue is set when a decision was heard; decisionsKept while
+	// some are kept; decisionsChecked once the kept ones were read
+	// (decision.go).
+	decisionsDue, decisionsKept, decisionsChecked atomic.Bool
 	nextMaintain     time.Time
 	nextPoolTopUp    time.Time
 	kick             chan struct{} // SyncNow

@@ -161,6 +161,13 @@ const (
 	// ID to CopyTo's conversation; the copy is in the history here as sent
 	// by this person, and acknowledged.
 	ResultSentCopy
+	// ResultDecisionHeard: another device of this person (Sender) told
+	// its decision (Decided) about a message; it is kept until the
+	// message is pending here, and acknowledged.
+	ResultDecisionHeard
+	// ResultDecided: a message pending here from Sender was finalized as
+	// another device of this person decided (Decided.On), without asking.
+	ResultDecided
 )
 
 // String returns the snake_case name used on the command line.
@@ -190,6 +197,10 @@ func (k ResultKind) String() string {
 		return "chain_announced"
 	case ResultSentCopy:
 		return "sent_copy"
+	case ResultDecisionHeard:
+		return "decision"
+	case ResultDecided:
+		return "decided"
 	}
 	return "error"
 }
@@ -220,6 +231,8 @@ type ReceiveResult struct {
 	Reason DiscardReason
 	// CopyTo is the conversation of a ResultSentCopy.
 	CopyTo *Address
+	// Decided is the decision of a ResultDecisionHeard or ResultDecided.
+	Decided *KeptDecision
 
 	// For the loop's schedules: the session with Sender converged (an
 	// announcement, or a session replaced by the peer's initiation), and

@@ -23,6 +23,9 @@ type FinalizeRequest struct {
 	// fetched is set by FetchFile alone: a file is committed once it was
 	// downloaded, verified and saved (ErrFileNotFetched otherwise).
 	fetched bool
+	// decidedOn is set when another device of this person decided
+	// (decision.go): this device tells no one in turn.
+	decidedOn *Address
 }
 
 // FinalizeResult reports one finalized message: whether its ACK was handed
@@ -93,6 +96,10 @@ func (c *Client) finalizeBatch(ctx context.Context, reqs []FinalizeRequest, know
 	seen := make(map[inboundKey]bool)
 	var declined []inboundKey           // discarded files, whose partial downloads go
 	inRequest := make(map[Address]bool) // senders with an open request
+	own, err := c.ownOtherDevices(ctx)
+	if err != nil {
+		return nil, err
+	}
 	for i, r := range reqs {
 		key := inboundKey{r.Sender, r.ID}
 		if seen[key] {
@@ -169,6 +176,11 @@ func (c *Client) finalizeBatch(ctx context.Context, reqs []FinalizeRequest, know
 		}
 		if p.Session, p.Ack, err = c.prepareAck(ps, r.Sender, r.ID); err != nil {
 			return nil, err
+		}
+		if p.DecidedOn = r.decidedOn; r.decidedOn == nil && m.Group == nil {
+			if p.Tell, err = c.tellLanes(ctx, own, r.Sender, r.ID, r.Outcome); err != nil {
+				return nil, err
+			}
 		}
 		plans = append(plans, p)
 		planOf = append(planOf, i)

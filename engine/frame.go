@@ -24,6 +24,8 @@ func (c *Client) prepareFrame(ctx context.Context, bs *batchState, in *incoming,
 		return c.prepareContent(ctx, bs, in, op)
 	case kind == wire.FrameSentCopy:
 		return c.prepareSentCopy(ctx, bs, in, op)
+	case kind == wire.FrameDecision:
+		return c.prepareDecision(ctx, bs, in, op)
 	case kind >= wire.FrameGroupMessage:
 		return c.prepareGroupFrame(ctx, bs, in, op, kind)
 	}

@@ -93,6 +93,12 @@ func (c *Client) Sync(ctx context.Context) (SyncResult, error) {
 		if err != nil {
 			return &SyncError{Op: "commit", Err: err}
 		}
+		// What another device of this person decided (decision.go).
+		decided, err := c.applyKeptDecisions(ctx, res)
+		out.Received = append(out.Received, decided...)
+		if err != nil {
+			return &SyncError{Op: "commit", Err: err}
+		}
 		return nil
 	}
 	commit := c.Policy().Commit == CommitOnArrival

@@ -313,6 +313,12 @@ type Finalize struct {
 	// Action, for a commit of an action, is applied in the same
 	// transaction (action.go).
 	Action *ActionApply
+	// Tell are the lanes that tell this person's other devices of the
+	// decision (decision.go): pending in the same transaction.
+	Tell []PersonLane
+	// DecidedOn, when another device of this person decided, names it:
+	// a commit's history entry says so, and the kept decision goes.
+	DecidedOn *Address
 }
 
 // AckAgain acknowledges again a received message finalized before, when a

@@ -72,6 +72,9 @@ type Store interface {
 	// PersonLanes returns the lanes of an own message to a person, by
 	// recipient: none for a message sent to one device (a Hold).
 	PersonLanes(ctx context.Context, conversation Address, id wire.LogicalID) ([]LaneStatus, error)
+	// KeptDecisions returns up to limit decisions other devices of this
+	// person told about messages not finalized here (decision.go).
+	KeptDecisions(ctx context.Context, limit int) ([]KeptDecision, error)
 	// HistoryEntry returns the entry of message id exchanged with peer in
 	// direction dir, and whether there is one.
 	HistoryEntry(ctx context.Context, peer Address, dir Direction, id wire.LogicalID) (HistoryEntry, bool, error)
@@ -261,6 +264,9 @@ type HistoryEntry struct {
 	At        time.Time
 	Body      []byte
 	State     SentState // for DirectionOut
+	// DecidedOn names the device of this person whose commit committed
+	// this received message here (decision.go); nil when this device did.
+	DecidedOn *Address
 	// ReplyTo is the message a reply quotes; Edits the number of the
 	// latest edit applied (0: never edited); Deleted a tombstone (Body
 	// empty); Reactions one per person (action.go).

@@ -92,6 +92,7 @@ type DB struct {
 	// Set at open from the tables, and by the plans that store them.
 	peopleHeld      atomic.Bool
 	personLanesHeld atomic.Bool
+	decisionsHeld   atomic.Bool // any kept decision may be stored
 }
 
 // Create makes a new profile in dir (created 0700 if needed, tightened to
@@ -373,12 +374,13 @@ func finishOpen(ctx context.Context, dir string, lock *flock.Flock, sqldb *sql.D
 		}
 		db.stmts.m[q] = s
 	}
-	var people, lanes bool
-	if err := sqldb.QueryRowContext(ctx, sqlPeopleHeld).Scan(&people, &lanes); err != nil {
+	var people, lanes, decisions bool
+	if err := sqldb.QueryRowContext(ctx, sqlPeopleHeld).Scan(&people, &lanes, &decisions); err != nil {
 		return nil, fmt.Errorf("store: open profile %s: %w", dir, mapErr(err))
 	}
 	db.peopleHeld.Store(people)
 	db.personLanesHeld.Store(lanes)
+	db.decisionsHeld.Store(decisions)
 	return db, nil
 }
 

@@ -23,7 +23,7 @@ const (
 	// entry (at, seq); seq orders entries of one instant.
 	// The entries of reactions, edits and deletes are not shown: what
 	// they did is (message_extra, reaction; store/action.go).
-	sqlHistory = `SELECT h.seq, h.direction, h.id, h.at, h.state, h.sealed_body, x.reply_to, coalesce(x.edits, 0), coalesce(x.deleted, 0)
+	sqlHistory = `SELECT h.seq, h.direction, h.id, h.at, h.state, h.sealed_body, x.reply_to, coalesce(x.edits, 0), coalesce(x.deleted, 0), h.decided_on
 		FROM history h LEFT JOIN message_extra x ON x.peer = h.peer AND x.direction = h.direction AND x.id = h.id
 		WHERE h.peer = ?1 AND (h.at < ?2 OR (h.at = ?2 AND h.seq < ?3)) AND coalesce(x.action, 0) NOT IN (4, 5, 6)
 		ORDER BY h.at DESC, h.seq DESC LIMIT ?4`
@@ -164,8 +164,16 @@ func (db *DB) historyOf(ctx context.Context, peer engine.Address, at, before int
 		var dir, state, at int64
 		var id, sealed, replyTo []byte
 		var edits, deleted int64
-		if err := rows.Scan(&e.Seq, &dir, &id, &at, &state, &sealed, &replyTo, &edits, &deleted); err != nil {
+		var decidedOn sql.NullString
+		if err := rows.Scan(&e.Seq, &dir, &id, &at, &state, &sealed, &replyTo, &edits, &deleted, &decidedOn); err != nil {
 			return nil, db.readErr("read history", err)
+		}
+		if decidedOn.Valid {
+			a, err := parseStoredAddress(decidedOn.String)
+			if err != nil {
+				return nil, err
+			}
+			e.DecidedOn = &a
 		}
 		e.Direction, e.State, e.At = engine.Direction(dir), engine.SentState(state), nsTime(at)
 		copy(e.ID[:], id)

@@ -121,6 +121,10 @@ func (t *tx) receive(ctx context.Context, p engine.Receive) (engine.Receipt, err
 				return engine.Receipt{}, err
 			}
 		}
+	case engine.DecisionEffect:
+		if err := t.decision(ctx, p.Peer, e); err != nil {
+			return engine.Receipt{}, err
+		}
 	case engine.AckEffect:
 		var err error
 		if rc.Cleared, err = t.clearOutbound(ctx, p.Peer, e.ID); err != nil {
@@ -171,6 +175,9 @@ func (t *tx) finalize(ctx context.Context, p engine.Finalize) (engine.Receipt, e
 		if err := t.applyAction(ctx, *p.Action); err != nil {
 			return engine.Receipt{}, err
 		}
+	}
+	if err := t.finalizePerson(ctx, p); err != nil {
+		return engine.Receipt{}, err
 	}
 	if p.Session != nil {
 		if err := t.writeSession(ctx, *p.Session); err != nil {

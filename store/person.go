@@ -22,7 +22,7 @@ const (
 	sqlPeerAccount      = "SELECT list, conversation, fetched_at FROM peer_account WHERE user = ?"
 	sqlPeerAccountUsers = "SELECT user FROM peer_account ORDER BY user LIMIT ?"
 	sqlConversation     = "SELECT conversation FROM peer_account WHERE user = ?"
-	sqlPeopleHeld       = "SELECT EXISTS (SELECT 1 FROM peer_account), EXISTS (SELECT 1 FROM person_lane)"
+	sqlPeopleHeld       = "SELECT EXISTS (SELECT 1 FROM peer_account), EXISTS (SELECT 1 FROM person_lane), EXISTS (SELECT 1 FROM kept_decision)"
 
 	sqlInsertPersonLane = "INSERT INTO person_lane (recipient, id, conversation, own, state) VALUES (?, ?, ?, ?, 1)"
 	sqlPersonLane       = "SELECT conversation, own FROM person_lane WHERE recipient = ? AND id = ?"
@@ -316,4 +316,111 @@ func (t *tx) insertCopy(ctx context.Context, from engine.Address, e engine.Commi
 		return fmt.Errorf("append sent copy %x to the history with %s: %w", e.ID[:], conv, err)
 	}
 	return nil
+}
+
+const (
+	// sqlKeepDecision keeps a decision, merging with one kept before:
+	// commit (1) beats discard (2), and names the device that committed.
+	// Nothing is kept beyond engine.MaxKeptDecisions.
+	sqlKeepDecision = `INSERT INTO kept_decision (sender, id, outcome, on_device, at)
+		SELECT ?1, ?2, ?3, ?4, ?5 WHERE (SELECT count(*) FROM kept_decision) < ?6
+		ON CONFLICT (sender, id) DO UPDATE SET
+			on_device = CASE WHEN excluded.outcome < outcome THEN excluded.on_device ELSE on_device END,
+			outcome = min(outcome, excluded.outcome)`
+	sqlForgetDecision = "DELETE FROM kept_decision WHERE sender = ? AND id = ?"
+	sqlKeptDecisions  = "SELECT sender, id, outcome, on_device FROM kept_decision ORDER BY at, sender, id LIMIT ?"
+	sqlDecidedOn      = "UPDATE history SET decided_on = ? WHERE peer = ? AND direction = 1 AND id = ?"
+)
+
+// decision records a decision heard from another device of this person
+// (the receive's peer): the decision frame's finalized record, so that a
+// repeat is acknowledged again, and, when kept, the decision.
+func (t *tx) decision(ctx context.Context, from engine.Address, e engine.DecisionEffect) error {
+	_, err := t.runOne(ctx, "finalized-insert", engine.ErrConflict, sqlInsertFinalized,
+		from.String(), e.ID[:], int64(engine.OutcomeCommitted), int64(engine.DiscardNone), e.At.UnixNano(),
+		t.db.seal.seal(kindFinalizedDigest, messageKey(from, e.ID), e.Digest[:]))
+	if err != nil {
+		return fmt.Errorf("finalize decision %x from %s (finalized already?): %w", e.ID[:], from, err)
+	}
+	if !e.Keep {
+		return nil
+	}
+	t.db.decisionsHeld.Store(true)
+	if _, err := t.run(ctx, "decision-keep", sqlKeepDecision, e.Sender.String(), e.Message[:], int64(e.Outcome),
+		from.String(), e.At.UnixNano(), engine.MaxKeptDecisions); err != nil {
+		return fmt.Errorf("keep the decision on %x from %s: %w", e.Message[:], e.Sender, err)
+	}
+	return nil
+}
+
+// finalizePerson does what a finalization adds for a person with several
+// devices: the lanes that tell the other devices, and, for a decision made
+// on another device, its name on the history entry and the kept
+// decision's end.
+func (t *tx) finalizePerson(ctx context.Context, p engine.Finalize) error {
+	for _, l := range p.Tell {
+		t.db.personLanesHeld.Store(true)
+		to := l.Recipient.String()
+		f, err := engine.DecodeStoredFrame(l.Frame)
+		if err != nil || f.Decision == nil {
+			return fmt.Errorf("decision lane to %s: %w", to, engine.ErrConflict)
+		}
+		if _, err := t.runOne(ctx, "outbound-insert", engine.ErrConflict, sqlInsertOutbound,
+			to, f.ID[:], p.At.UnixNano(), t.db.seal.seal(kindOutboundFrame, messageKey(l.Recipient, f.ID), l.Frame)); err != nil {
+			return fmt.Errorf("decision lane to %s: %w", to, err)
+		}
+		if _, err := t.runOne(ctx, "person-lane-insert", engine.ErrConflict, sqlInsertPersonLane, to, f.ID[:], p.Sender.String(), 1); err != nil {
+			return fmt.Errorf("decision lane to %s: %w", to, err)
+		}
+	}
+	if !t.db.decisionsHeld.Load() {
+		return nil
+	}
+	if _, err := t.run(ctx, "decision-forget", sqlForgetDecision, p.Sender.String(), p.ID[:]); err != nil {
+		return fmt.Errorf("forget the decision on %x from %s: %w", p.ID[:], p.Sender, err)
+	}
+	if p.DecidedOn != nil && p.Outcome == engine.OutcomeCommitted && p.Group == nil {
+		conv, err := t.conversationFor(ctx, p.Sender)
+		if err != nil {
+			return err
+		}
+		if _, err := t.run(ctx, "history-decided", sqlDecidedOn, p.DecidedOn.String(), conv.String(), p.ID[:]); err != nil {
+			return fmt.Errorf("name the device that decided %x: %w", p.ID[:], err)
+		}
+	}
+	return nil
+}
+
+// KeptDecisions returns up to limit kept decisions, oldest first.
+func (db *DB) KeptDecisions(ctx context.Context, limit int) ([]engine.KeptDecision, error) {
+	if err := db.checkOpen("read decisions"); err != nil {
+		return nil, err
+	}
+	rows, err := db.query(ctx, sqlKeptDecisions, limit)
+	if err != nil {
+		return nil, db.readErr("read decisions", err)
+	}
+	defer rows.Close()
+	var out []engine.KeptDecision
+	for rows.Next() {
+		var sender, on string
+		var id []byte
+		var outcome int64
+		if err := rows.Scan(&sender, &id, &outcome, &on); err != nil {
+			return nil, db.readErr("read decisions", err)
+		}
+		k := engine.KeptDecision{Outcome: engine.Outcome(outcome)}
+		copy(k.ID[:], id)
+		if k.Sender, err = parseStoredAddress(sender); err != nil {
+			return nil, err
+		}
+		if k.On, err = parseStoredAddress(on); err != nil {
+			return nil, err
+		}
+		out = append(out, k)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, db.readErr("read decisions", err)
+	}
+	return out, nil
 }

@@ -64,6 +64,18 @@ func validate(p engine.Plan) error {
 		}
 	case engine.Finalize:
 		err = validateFinalize(p)
+		for _, l := range p.Tell {
+			f, ferr := engine.DecodeStoredFrame(l.Frame)
+			switch {
+			case ferr != nil || f.Decision == nil:
+				err = errors.Join(err, invalid("decision lane to %s without a decision frame", l.Recipient))
+			case !l.Own || f.Decision.Message != p.ID || f.Decision.Sender != p.Sender.String() || l.Recipient.User == p.Sender.User:
+				err = errors.Join(err, invalid("decision lane to %s names another message", l.Recipient))
+			}
+		}
+		if p.DecidedOn != nil && len(p.Tell) > 0 {
+			err = errors.Join(err, invalid("a decision made elsewhere told again"))
+		}
 	case engine.AckAgain:
 		err = errors.Join(checkAddress("sender", p.Sender), checkTime("at", p.At),
 			checkSession(p.Session, p.Sender), checkAck(&p.Ack, p.Sender))
@@ -395,6 +407,11 @@ func validateReceive(p engine.Receive) error {
 			if e.Group != nil || e.Action != nil || p.Peer.User != "" && e.SentTo.User == p.Peer.User {
 				err = errors.Join(err, invalid("sent copy %x with a group, an action, or to its own person", e.ID[:]))
 			}
+		}
+	case engine.DecisionEffect:
+		err = errors.Join(err, checkTime("at", e.At), checkAddress("decided sender", e.Sender))
+		if e.Outcome != engine.OutcomeCommitted && e.Outcome != engine.OutcomeDiscarded {
+			err = errors.Join(err, invalid("decision outcome %d", e.Outcome))
 		}
 	case engine.AckEffect, engine.RepeatEffect, engine.NotAMemberEffect:
 	case engine.RosterEffect:

@@ -30,3 +30,20 @@ CREATE TABLE person_lane (
     PRIMARY KEY (recipient, id)
 ) STRICT;
 CREATE INDEX person_lane_message ON person_lane (conversation, id);
+
+-- Decisions are the person's: a decision another device of this person
+-- told here (frame kind 15) about a message not pending here yet is kept
+-- until the message comes (engine.MaxKeptDecisions at most); two decisions
+-- on one message merge, commit beating discard (outcome 1 beats 2).
+CREATE TABLE kept_decision (
+    sender    TEXT NOT NULL,
+    id        BLOB NOT NULL CHECK (length(id) = 16),
+    outcome   INTEGER NOT NULL CHECK (outcome IN (1, 2)),
+    on_device TEXT NOT NULL,
+    at        INTEGER NOT NULL,
+    PRIMARY KEY (sender, id)
+) STRICT;
+
+-- A received message committed because another device of this person
+-- committed it names that device.
+ALTER TABLE history ADD COLUMN decided_on TEXT;

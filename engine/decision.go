@@ -1,0 +1,227 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/parley-chat/parley/wire"
+)
+
+// Decisions are the person's (issue 33). A device that commits or
+// discards a message from another person tells this person's other active
+// devices, on lanes of their own (frame kind 15, in the Finalize plan's
+// transaction). A device that hears a decision keeps it (DecisionEffect)
+// and, once the message is pending here (at once, or when it comes),
+// finalizes its own copy the same way without asking, in the ordinary
+// Finalize plan, which acknowledges the sender and forgets the kept
+// decision in one transaction. Two decisions on one message merge by
+// MergeDecision: commit beats discard.
+
+// MaxKeptDecisions bounds the decisions kept for messages not here yet:
+// a message that never comes (its sender abandoned it, or it was pruned
+// here) leaves its decision behind, and a person's devices decide at
+// the pace a person reads, so a few hundred cover any real backlog. A
+// decision over the bound is acknowledged and not kept: that copy then
+// waits for the person, as before decisions were shared.
+const MaxKeptDecisions = 1024
+
+// MergeDecision is the rule for two decisions on one message, from two
+// devices of one person deciding at once: commit beats discard (a message
+// a person committed anywhere is one they wanted; a discard elsewhere of
+// the same message is overridden). Outcomes other than these two are
+// taken as discards.
+func MergeDecision(a, b Outcome) Outcome {
+	if a == OutcomeCommitted || b == OutcomeCommitted {
+		return OutcomeCommitted
+	}
+	return OutcomeDiscarded
+}
+
+// DecisionVerdict is what a decision heard from another device does here.
+type DecisionVerdict uint8
+
+// Decision verdicts (DecideHeardDecision).
+const (
+	// DecisionKeep: the message is not here yet, or pending: the decision
+	// is kept and applied when the message is pending (at once if it is).
+	DecisionKeep DecisionVerdict = iota + 1
+	// DecisionSettled: the message was finalized here as the decision
+	// says, or committed here against a discard (commit beats discard):
+	// nothing changes.
+	DecisionSettled
+	// DecisionOverruled: discarded here, committed there. Commit beats
+	// discard, but this device no longer holds the body: nothing changes
+	// here (the history of the device that committed holds it).
+	DecisionOverruled
+)
+
+// DecideHeardDecision says what a decision (outcome) from another device
+// of this person does to the message as this device holds it (seen):
+//
+//  1. neither pending nor finalized here, or pending: keep it;
+//  2. finalized here with the same outcome: settled;
+//  3. committed here, discarded there: settled (commit beats discard);
+//  4. discarded here, committed there: overruled, unchanged here.
+func DecideHeardDecision(seen SeenMessage, outcome Outcome) DecisionVerdict {
+	switch {
+	case !seen.Finalized:
+		return DecisionKeep
+	case seen.Outcome == outcome, seen.Outcome == OutcomeCommitted:
+		return DecisionSettled
+	}
+	return DecisionOverruled
+}
+
+// DecisionEffect records a decision another device of this person (the
+// Receive's peer) made about message Message from Sender: kept
+// (merged by MergeDecision with one kept before) until the message is
+// pending here, unless MaxKeptDecisions are kept. The decision frame's own
+// ID is finalized (committed, no history), so a repeat is acknowledged
+// again and kept no second time.
+type DecisionEffect struct {
+	ID      wire.LogicalID
+	Digest  [32]byte
+	At      time.Time
+	Sender  Address
+	Message wire.LogicalID
+	Outcome Outcome
+	Keep    bool // false: only the frame's record (settled, overruled)
+}
+
+func (DecisionEffect) effect() {}
+
+// KeptDecision is a decision kept for a message.
+type KeptDecision struct {
+	Sender  Address
+	ID      wire.LogicalID
+	Outcome Outcome
+	On      Address
+}
+
+// tellLanes returns the decision lanes of a finalization of message id
+// from sender: one per other active device of this person, none for a
+// message of this person's own devices, of a group, or finalized because
+// another device decided.
+func (c *Client) tellLanes(ctx context.Context, own []Address, sender Address, id wire.LogicalID, outcome Outcome) ([]PersonLane, error) {
+	if len(own) == 0 || sender.User == c.self.User {
+		return nil, nil
+	}
+	o := wire.DecisionCommitted
+	if outcome == OutcomeDiscarded {
+		o = wire.DecisionDiscarded
+	}
+	lanes := make([]PersonLane, 0, len(own))
+	for _, d := range own {
+		var fid wire.LogicalID
+		if _, err := c.cfg.Random.Read(fid[:]); err != nil {
+			return nil, fmt.Errorf("decision: logical id: %w", err)
+		}
+		f, err := wire.EncodeDecision(wire.Decision{ID: fid, Sender: sender.String(), Message: id, Outcome: o})
+		if err != nil {
+			return nil, err
+		}
+		lanes = append(lanes, PersonLane{Recipient: d, Frame: f, Own: true})
+	}
+	return lanes, nil
+}
+
+// prepareDecision receives a decision from another device of this person:
+// its frame is finalized and acknowledged, and the decision kept when
+// DecideHeardDecision says so. Only a device of this account may send one.
+func (c *Client) prepareDecision(ctx context.Context, bs *batchState, in *incoming, op opening) (prepared, error) {
+	d, err := wire.DecodeDecision(op.plaintext)
+	if err != nil {
+		return in.drop(wire.LogicalID{}, err), nil
+	}
+	if in.sender.User != c.self.User {
+		return in.drop(d.ID, fmt.Errorf("decision from %s: %w", in.sender, ErrNotOwnDevice)), nil
+	}
+	sender, err := ParseAddress(d.Sender)
+	if err != nil {
+		return in.drop(d.ID, err), nil
+	}
+	dg := digest(op.plaintext)
+	key := inboundKey{in.sender, d.ID}
+	effect, kind, err := c.classify(ctx, bs, key, dg)
+	if errors.Is(err, ErrLogicalMessageConflict) {
+		return in.drop(d.ID, err), nil
+	} else if err != nil {
+		return prepared{}, err
+	}
+	step := in.step(op, d.ID, nil, wire.ContentText)
+	step.effect, step.res.Kind = effect, ResultDecisionHeard
+	outcome := OutcomeCommitted
+	if d.Outcome == wire.DecisionDiscarded {
+		outcome = OutcomeDiscarded
+	}
+	step.res.Decided = &KeptDecision{Sender: sender, ID: d.Message, Outcome: outcome, On: in.sender}
+	switch _, repeat := effect.(RepeatEffect); {
+	case kind == ResultDelivery && repeat:
+	case kind == ResultDelivery:
+		seen, err := c.store.Seen(ctx, sender, d.Message)
+		if err != nil {
+			return prepared{}, err
+		}
+		if step.ack, err = c.ackOnNext(&step.next, in.sender, d.ID); err != nil {
+			return prepared{}, err
+		}
+		step.effect = DecisionEffect{ID: d.ID, Digest: dg, At: in.now, Sender: sender, Message: d.Message, Outcome: outcome,
+			Keep: DecideHeardDecision(seen, outcome) == DecisionKeep}
+		bs.delivered[key] = dg
+		c.decisionsDue.Store(true)
+	default:
+		if step.ack, err = c.ackOnNext(&step.next, in.sender, d.ID); err != nil {
+			return prepared{}, err
+		}
+	}
+	return in.receive(bs, op, step)
+}
+
+// applyKeptDecisions finalizes every pending message a kept decision
+// names, as the decision says, without asking (the Finalize plan forgets
+// the decision and acknowledges the sender in one transaction), and
+// reports each as a ResultDecided. It runs after a receive batch when
+// decisions may be due: one was heard, or messages arrived while some are
+// kept.
+func (c *Client) applyKeptDecisions(ctx context.Context, res []ReceiveResult) ([]ReceiveResult, error) {
+	due := c.decisionsDue.Load() || !c.decisionsChecked.Load()
+	for _, r := range res {
+		due = due || r.Kind == ResultDelivery && c.decisionsKept.Load()
+	}
+	if !due {
+		return nil, nil
+	}
+	c.decisionsDue.Store(false)
+	kept, err := c.store.KeptDecisions(ctx, MaxKeptDecisions)
+	if err != nil {
+		return nil, err
+	}
+	c.decisionsChecked.Store(true)
+	c.decisionsKept.Store(len(kept) > 0)
+	var reqs []FinalizeRequest
+	var out []ReceiveResult
+	for _, k := range kept {
+		if _, err := c.store.Inbound(ctx, k.Sender, k.ID); errors.Is(err, ErrNotPending) {
+			continue
+		} else if err != nil {
+			return nil, err
+		}
+		on := k.On
+		reqs = append(reqs, FinalizeRequest{Sender: k.Sender, ID: k.ID, Outcome: k.Outcome, Reason: DiscardOther, decidedOn: &on})
+	}
+	if len(reqs) == 0 {
+		return nil, nil
+	}
+	results, err := c.finalizeBatch(ctx, reqs, nil, false)
+	for i, r := range results {
+		if r.Err != nil {
+			continue
+		}
+		k := reqs[i]
+		out = append(out, ReceiveResult{Kind: ResultDecided, Sender: k.Sender, ID: k.ID,
+			Decided: &KeptDecision{Sender: k.Sender, ID: k.ID, Outcome: k.Outcome, On: *k.decidedOn}, AckSent: r.AckSent})
+	}
+	return out, err
+}
