@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -41,9 +42,10 @@ func deliveries(recs []map[string]any, kind, id string) []string {
 // TestCLIPersonTwoDevices: alice writes to bob, a person with two devices
 // (bob/2 linked through the relay): `send bob` stores a lane per device,
 // each device gets the message exactly once, both ACKs clear it, and
-// alice's history shows one row with a lane per device. Then bob writes
-// from bob/2: alice gets it once, and bob/1's history shows it as sent by
-// bob (a sent copy), once.
+// alice's history shows one row with a lane per device. Then bob commits
+// a message on bob/1 and bob/2 finalizes its copy as decided there. Then
+// bob writes from bob/2: alice gets it once, and bob/1's history shows it
+// as sent by bob (a sent copy), once.
 func TestCLIPersonTwoDevices(t *testing.T) {
 	relay := startRelay(t, "--device-lists")
 	alice := newProfile(t, relay, "alice/1")
@@ -94,6 +96,50 @@ func TestCLIPersonTwoDevices(t *testing.T) {
 		}
 	}
 
+	// Both devices committed, and each told the other at once: their
+	// first sessions collide, and retries settle it as for any pair.
+	settleOwn(t, bob, bob2)
+
+	// Decisions are the person's: bob commits on bob/1, and bob/2 shows
+	// it committed without asking.
+	id2 := strings.TrimSpace(alice.ok("send", "bob", "decide once"))
+	if got := deliveries(bob2.sync(), "delivery", id2); len(got) != 1 {
+		t.Fatalf("bob/2 got %q, want the message once", got)
+	}
+	if got := deliveries(bob.sync(), "delivery", id2); len(got) != 1 {
+		t.Fatalf("bob/1 got %q, want the message once", got)
+	}
+	bob.ok("commit", "alice/1", id2) // tells bob/2
+	var decided []map[string]any
+	recs := settleOwn(t, bob, bob2)
+	for _, r := range recs {
+		if r["kind"] == "decided" && r["id"] == id2 {
+			decided = append(decided, r)
+		}
+	}
+	if len(decided) != 1 || decided[0]["outcome"] != "committed" || decided[0]["on"] != "bob/1" || decided[0]["sender"] != "alice/1" {
+		t.Fatalf("bob/2's sync after bob/1's commit: %v, want one decided record (bob/1's outbox %v)", recs, bob.jsonLines("outbox"))
+	}
+	if in := bob2.jsonLines("inbox"); len(in) != 0 {
+		t.Errorf("bob/2's inbox after the decision: %v", in)
+	}
+	var row map[string]any
+	for _, r := range bob2.jsonLines("history", "alice/1") {
+		if r["id"] == id2 {
+			if row != nil {
+				t.Fatalf("bob/2's history holds %s twice", id2)
+			}
+			row = r
+		}
+	}
+	if row == nil || row["decided_on"] != "bob/1" || row["body"] != "decide once" {
+		t.Errorf("bob/2's history row %v, want the message decided on bob/1", row)
+	}
+	alice.sync() // both devices' ACKs
+	if out := alice.jsonLines("outbox"); len(out) != 0 {
+		t.Errorf("alice's outbox after both devices finalized: %v", out)
+	}
+
 	// bob writes from his second device: alice once, bob/1 a sent copy.
 	reply := strings.TrimSpace(bob2.ok("send", "alice", "from the laptop"))
 	if got := deliveries(alice.sync(), "delivery", reply); len(got) != 1 {
@@ -119,4 +165,35 @@ func TestCLIPersonTwoDevices(t *testing.T) {
 	if recs := bob.sync(); len(deliveries(recs, "sent_copy", reply)) != 0 {
 		t.Errorf("bob/1's second sync: %v", recs)
 	}
+}
+
+// settleOwn runs syncs and retries between two devices of one person
+// until neither has anything pending to the other (their lanes of
+// decisions and copies), and returns what the second's syncs reported.
+func settleOwn(t *testing.T, a, b *cliProfile) []map[string]any {
+	t.Helper()
+	var seen []map[string]any
+	for round := 0; round < 8; round++ {
+		ra := a.sync()
+		rb := b.sync()
+		seen = append(seen, rb...)
+		if os.Getenv("PARLEY_E2E_DEBUG") != "" {
+			t.Logf("round %d: %s %v; %s %v; outboxes %v %v", round, a.addr, ra, b.addr, rb, a.jsonLines("outbox"), b.jsonLines("outbox"))
+		}
+		pending := 0
+		for _, p := range []*cliProfile{a, b} {
+			for _, m := range p.jsonLines("outbox") {
+				if r := m["recipient"].(string); r == a.addr || r == b.addr {
+					pending++
+				}
+			}
+		}
+		if pending == 0 {
+			return seen
+		}
+		a.run("", "retry", b.addr)
+		b.run("", "retry", a.addr)
+	}
+	t.Fatalf("%s and %s still have lanes to each other after 8 rounds", a.addr, b.addr)
+	return nil
 }

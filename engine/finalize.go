@@ -76,8 +76,18 @@ func (c *Client) finalizeOne(ctx context.Context, r FinalizeRequest) (bool, erro
 // message finalized before with the asked outcome is acknowledged again
 // (Already, an ack-again plan in the same transaction); with the other
 // outcome it is refused (ErrAlreadyCommitted, ErrAlreadyDiscarded).
+//
+// A finalization that told this person's other devices (decision.go)
+// stored lanes to them: a running loop's pump hands them off; without one,
+// they are pumped here, after the ACKs.
 func (c *Client) FinalizeBatch(ctx context.Context, reqs []FinalizeRequest) ([]FinalizeResult, error) {
-	return c.finalizeBatch(ctx, reqs, nil, true)
+	res, err := c.finalizeBatch(ctx, reqs, nil, true)
+	if err == nil {
+		if perr := c.pumpStoredLanes(ctx); perr != nil && ctx.Err() == nil {
+			c.emit(Event{Kind: EventSyncFailed, At: c.cfg.Now(), Op: "pump", Err: perr})
+		}
+	}
+	return res, err
 }
 
 // finalizeBatch is FinalizeBatch with the pending records the caller knows
@@ -191,6 +201,12 @@ func (c *Client) finalizeBatch(ctx context.Context, reqs []FinalizeRequest, know
 	receipts, err := c.applyWork(ctx, work, plans)
 	if err != nil {
 		return nil, fmt.Errorf("finalize: %w", err)
+	}
+	for _, p := range plans {
+		if f, ok := p.(Finalize); ok && len(f.Tell) > 0 {
+			c.wantLanesPumped()
+			break
+		}
 	}
 	for _, k := range declined {
 		_ = c.DropPartial(k.peer, k.id) // best effort: a leftover is ciphertext whose key is gone

@@ -426,7 +426,7 @@ func validateReceive(p engine.Receive) error {
 		// An ACK sent again answers the repeat of a finalized message; its
 		// session step is in p.Session.
 		switch p.Effect.(type) {
-		case engine.RepeatEffect, engine.RosterEffect, engine.CommitEffect:
+		case engine.RepeatEffect, engine.RosterEffect, engine.CommitEffect, engine.DecisionEffect:
 		default:
 			err = errors.Join(err, invalid("ACK with a %T", p.Effect))
 		}
