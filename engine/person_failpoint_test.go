@@ -88,7 +88,7 @@ func personScenarios() []fpScenario {
 		{name: "pump a lane to a person", devices: abb, setup: append(held, fpStep{"alice/1", "enqueue:bob/1:hello"}),
 			target: fpStep{"alice/1", "pumppeer:bob/2"}, want: both},
 		{name: "sent copy receive", devices: []string{"alice/1", "alice/2", "bob/1"},
-			setup: []fpStep{{"alice/1", "linkfake:alice/2"}, {"alice/1", "enqueue:bob/1:hello"}, {"alice/1", "pump"}, {"alice/2", "stage"}},
+			setup:  []fpStep{{"alice/1", "linkfake:alice/2"}, {"alice/1", "enqueue:bob/1:hello"}, {"alice/1", "pump"}, {"alice/2", "stage"}},
 			target: fpStep{"alice/2", "process"}, want: map[string]map[string][]string{"bob/1": {"alice/1": {"hello"}}}},
 	}
 }

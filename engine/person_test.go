@@ -66,3 +66,31 @@ func TestActiveAddresses(t *testing.T) {
 		t.Fatalf("ActiveAddresses = %v, want alice/1 and alice/3", got)
 	}
 }
+
+// TestDecisionRules: commit beats discard, and what a decision heard does
+// to the copy held here, by table.
+func TestDecisionRules(t *testing.T) {
+	c, d := engine.OutcomeCommitted, engine.OutcomeDiscarded
+	for _, tt := range []struct{ a, b, want engine.Outcome }{{c, c, c}, {c, d, c}, {d, c, c}, {d, d, d}} {
+		if got := engine.MergeDecision(tt.a, tt.b); got != tt.want {
+			t.Errorf("MergeDecision(%v, %v) = %v, want %v", tt.a, tt.b, got, tt.want)
+		}
+	}
+	for _, tt := range []struct {
+		name    string
+		seen    engine.SeenMessage
+		outcome engine.Outcome
+		want    engine.DecisionVerdict
+	}{
+		{"not here yet", engine.SeenMessage{}, c, engine.DecisionKeep},
+		{"pending", engine.SeenMessage{Pending: true}, d, engine.DecisionKeep},
+		{"committed both", engine.SeenMessage{Finalized: true, Outcome: c}, c, engine.DecisionSettled},
+		{"discarded both", engine.SeenMessage{Finalized: true, Outcome: d}, d, engine.DecisionSettled},
+		{"committed here, discarded there", engine.SeenMessage{Finalized: true, Outcome: c}, d, engine.DecisionSettled},
+		{"discarded here, committed there", engine.SeenMessage{Finalized: true, Outcome: d}, c, engine.DecisionOverruled},
+	} {
+		if got := engine.DecideHeardDecision(tt.seen, tt.outcome); got != tt.want {
+			t.Errorf("%s: DecideHeardDecision = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
