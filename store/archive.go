@@ -359,7 +359,6 @@ func optionalID(id *wire.LogicalID) any {
 	return id[:]
 }
 
-
 func validateImportStart(p engine.ImportStart) error {
 	if p.Total < 1 || p.Next > p.Total {
 		return invalid("import start at record %d of %d", p.Next, p.Total)
