@@ -185,8 +185,10 @@ func JoinAccount(ctx context.Context, pub DeviceListPublisher, key *AccountKey, 
 	if key == nil || key.Public() != held.AccountKey {
 		return RestoredDevice{}, fmt.Errorf("restore: the archive's account key does not sign its device list: %w", ErrArchiveDamaged)
 	}
+	var tried uint32
 	for range maxListRaces {
-		number := NextDeviceNumber(held)
+		number := max(NextDeviceNumber(held), tried+1)
+		tried = number
 		e := DeviceEntryFor(id, held.User, held.AccountKey, number, now.Unix())
 		next, err := NextDeviceList(key, held, e)
 		if err != nil {
@@ -198,6 +200,9 @@ func JoinAccount(ctx context.Context, pub DeviceListPublisher, key *AccountKey, 
 		switch {
 		case err == nil, errors.Is(err, ErrDeviceListsUnsupported):
 			return RestoredDevice{Self: self, List: next}, nil
+		case errors.Is(err, ErrDeviceNumberTaken):
+			// A restore that stopped after the relay registered this
+			// number to its identity: the next number is free.
 		case errors.As(err, &refused) && refused.Reason == wire.DeviceListStale && refused.Current != nil:
 			cur := *refused.Current
 			if !laterListOf(cur, held) {
@@ -210,6 +215,11 @@ func JoinAccount(ctx context.Context, pub DeviceListPublisher, key *AccountKey, 
 	}
 	return RestoredDevice{}, errors.New("restore: the account's device list kept changing; try again")
 }
+
+// ErrDeviceNumberTaken means the relay has the address of a new device's
+// number registered to another identity (a restore that stopped after
+// reaching the relay): JoinAccount moves on to the next number.
+var ErrDeviceNumberTaken = errors.New("the relay has this device number registered to another identity")
 
 // laterListOf reports whether cur is a list of the same account as held,
 // signed by its key, of a later generation: one a restore may build on.
