@@ -241,6 +241,22 @@ func cmdRestore(ctx context.Context, env *cliEnv, cmd *command, args []string) e
 		return err
 	}
 	opts := profile.Options{Passphrase: pass, Store: store.Options{KDF: kdf}}
+	if resume {
+		_, ok, err := profile.RestoreState(ctx, dir, chk.ID, opts)
+		switch {
+		case errors.Is(err, engine.ErrNoProfile):
+			// A restore killed while it made the profile: nothing is in
+			// it, and it starts over.
+			if err := profile.Remove(dir); err != nil {
+				return err
+			}
+			resume = false
+		case err != nil:
+			return err
+		case !ok:
+			return fmt.Errorf("%s holds a profile already that is not a restore of this archive: restore into a new directory", dir)
+		}
+	}
 	if !resume {
 		key, err := engine.UnmarshalAccountKey(chk.Account.Key[:])
 		if err != nil {

@@ -30,8 +30,8 @@ func restoreArgs(file, relay string) []string {
 }
 
 // TestCLIBackupRestore: alice/1 backs up; the restore makes alice/2 with
-// alice/1's history with bob, her contact name and her group, the same
-// safety number with bob, listed in both devices' lists; a wrong
+// alice/1's history with bob, her contact name, her group and bob's pin,
+// listed in its device list; a wrong
 // passphrase, a cut or altered file are refused with one line and nothing
 // written; restoring again changes nothing; alice/2 talks to bob.
 func TestCLIBackupRestore(t *testing.T) {
@@ -43,10 +43,12 @@ func TestCLIBackupRestore(t *testing.T) {
 		alice.ok("send", "bob/1", fmt.Sprintf("a%d", i))
 		bob.ok("send", "alice/1", fmt.Sprintf("b%d", i))
 	}
-	bob.sync()
-	bob.commitAll()
-	alice.sync()
-	alice.commitAll()
+	for round := 0; round < 10 && (len(historyBodies(alice, "bob/1", "in")) < 3 || len(historyBodies(bob, "alice/1", "in")) < 3); round++ {
+		bob.sync()
+		bob.commitAll()
+		alice.sync()
+		alice.commitAll()
+	}
 	alice.ok("group", "create", "crew", "bob/1")
 	alice.sync()
 
@@ -116,8 +118,12 @@ func TestCLIBackupRestore(t *testing.T) {
 	if out := alice2.ok("group", "list"); !strings.Contains(out, "crew") {
 		t.Errorf("the restored groups %q lack crew", out)
 	}
-	if a, b := alice.ok("safety-number", "bob/1"), alice2.ok("safety-number", "bob/1"); a != b {
-		t.Errorf("safety number with bob: alice/1 %q, alice/2 %q", a, b)
+	// bob's pin travelled: the restored device has a safety number with
+	// him before any message. (It is computed from the two devices'
+	// identities on this build, so alice/2's half is her own; see
+	// docs/reliability.md, "Backup and restore".)
+	if out := alice2.ok("safety-number", "bob/1"); !strings.Contains(out, "safety_number=") {
+		t.Errorf("safety number with bob on the restored device: %q", out)
 	}
 	// Again: nothing changes, each message once.
 	r = alice2.runWith([]string{backupPass}, "", restoreArgs(file, relay.url)...)
@@ -215,13 +221,13 @@ func checkOnce(t *testing.T, p *cliProfile, n int) int {
 }
 
 // TestCLIRestoreKilled: restores of an archive of PARLEY_E2E_BACKUP_MESSAGES
-// messages (default 300) killed with SIGKILL at PARLEY_E2E_BACKUP_KILLS
+// messages (default 1000, at most the 1000 a history page shows), stored five per transaction, killed with SIGKILL at PARLEY_E2E_BACKUP_KILLS
 // moments (default 4) each leave no profile or a profile holding each
 // message at most once; the run after them completes with every message
 // exactly once. Then backups of that profile killed the same way leave no
 // file at --to or a whole archive, never a part.
 func TestCLIRestoreKilled(t *testing.T) {
-	n, kills := envInt("PARLEY_E2E_BACKUP_MESSAGES", 300), envInt("PARLEY_E2E_BACKUP_KILLS", 4)
+	n, kills := min(envInt("PARLEY_E2E_BACKUP_MESSAGES", 1000), 1000), envInt("PARLEY_E2E_BACKUP_KILLS", 4)
 	relay := startRelay(t)
 	file := filepath.Join(t.TempDir(), "synthetic.parley")
 	syntheticArchive(t, file, n)
@@ -248,16 +254,31 @@ func TestCLIRestoreKilled(t *testing.T) {
 			return true
 		}
 	}
-	args := append(restoreArgs(file, relay.url), "--batch", "25")
+	args := append(restoreArgs(file, relay.url), "--batch", "5")
+	// A clean restore elsewhere times the window the kills land in.
+	scratch := &cliProfile{t: t, dir: filepath.Join(t.TempDir(), "scratch"), addr: "alice/x"}
+	start := time.Now()
+	if r := scratch.runWith([]string{backupPass}, "", args...); r.code != 0 {
+		t.Fatalf("a clean restore: exit %d, stderr %q", r.code, r.stderr)
+	}
+	window := time.Since(start)
+	partial := 0
 	for i := range kills {
-		delay := time.Duration(100+150*i) * time.Millisecond
+		delay := window * time.Duration(i+1) / time.Duration(kills+1)
 		if !killAfter(args, delay) {
 			break // it finished first: later kills would too
 		}
-		if _, err := os.Stat(filepath.Join(dir, "parley.db")); err == nil {
-			checkOnce(t, p, n)
+		if r := p.run("", "history", "bob/1", "--json"); r.code != 0 {
+			if !strings.Contains(r.stderr, "no profile") {
+				t.Fatalf("history after a killed restore: exit %d, stderr %q", r.code, r.stderr)
+			}
+			continue // killed before its profile was whole: none of it
+		}
+		if got := checkOnce(t, p, n); got > 0 && got < n {
+			partial++
 		}
 	}
+	t.Logf("a restore takes %v; %d of %d kills left a partial import", window, partial, kills)
 	r := p.runWith([]string{backupPass}, "", args...)
 	if r.code != 0 {
 		t.Fatalf("the restore after the kills: exit %d, stderr %q", r.code, r.stderr)
@@ -267,8 +288,13 @@ func TestCLIRestoreKilled(t *testing.T) {
 	}
 
 	to := filepath.Join(t.TempDir(), "backup.parley")
+	start = time.Now()
+	if r := scratch.runWith([]string{backupPass}, "", append([]string{"backup", "--to", to + ".timed"}, cheapArchive...)...); r.code != 0 {
+		t.Fatalf("a clean backup: exit %d, stderr %q", r.code, r.stderr)
+	}
+	window = time.Since(start)
 	for i := range kills {
-		delay := time.Duration(50+40*i) * time.Millisecond
+		delay := window * time.Duration(i+1) / time.Duration(kills+1)
 		killAfter(append([]string{"backup", "--to", to}, cheapArchive...), delay)
 		if _, err := os.Stat(to); err != nil {
 			continue // no file: the backup never finished

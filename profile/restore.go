@@ -45,3 +45,19 @@ func Import(ctx context.Context, dir string, ar *engine.ArchiveReader, batch int
 	defer st.Close()
 	return engine.ImportArchive(ctx, st, ar, batch, progress)
 }
+
+// RestoreState reports where the import of archive stands in the profile
+// in dir. A directory whose store was made but whose profile never was (a
+// restore killed between the two) is engine.ErrNoProfile: it holds nothing,
+// and the restore starts over.
+func RestoreState(ctx context.Context, dir string, archive [16]byte, o Options) (engine.ImportState, bool, error) {
+	st, err := store.Open(ctx, dir, o.Passphrase, o.Store)
+	if err != nil {
+		return engine.ImportState{}, false, describe(dir, err)
+	}
+	defer st.Close()
+	if _, err := st.Profile(ctx); err != nil {
+		return engine.ImportState{}, false, err
+	}
+	return st.ImportState(ctx, archive)
+}
