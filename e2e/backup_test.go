@@ -321,3 +321,38 @@ func checkArchivePath(path string) (engine.ArchiveCheck, error) {
 	defer f.Close()
 	return engine.CheckArchive(f, []byte("e2e backup passphrase"), engine.ArchiveKDF{})
 }
+
+// TestCLIRestoreDeviceLists: on a relay that keeps device lists and lets
+// new devices join, the restore publishes the generation that adds it
+// (compare-and-set), and the restored device then reaches the relay as a
+// listed device and talks; alice/1 adopts the new list at its next sync.
+func TestCLIRestoreDeviceLists(t *testing.T) {
+	relay := startRelay(t, "--device-lists", "--device-list-joins")
+	alice := newProfile(t, relay, "alice/1")
+	bob := newProfile(t, relay, "bob/1")
+	alice.sync() // publishes generation 1
+	alice.ok("send", "bob/1", "before the backup")
+	file := filepath.Join(t.TempDir(), "alice.parley")
+	if r := alice.runWith([]string{backupPass}, "", append([]string{"backup", "--to", file}, cheapArchive...)...); r.code != 0 {
+		t.Fatalf("backup: exit %d, stderr %q", r.code, r.stderr)
+	}
+	alice2 := &cliProfile{t: t, dir: filepath.Join(t.TempDir(), "alice_2"), addr: "alice/2"}
+	if r := alice2.runWith([]string{backupPass}, "", restoreArgs(file, relay.url)...); r.code != 0 {
+		t.Fatalf("restore: exit %d, stderr %q", r.code, r.stderr)
+	}
+	devs := alice2.jsonLines("devices")
+	if len(devs) != 2 || devs[1]["device"] != "alice/2" {
+		t.Fatalf("the restored device lists %v, want alice/1 and alice/2", devs)
+	}
+	bob.ok("accept", "alice/2")
+	alice2.ok("send", "bob/1", "after the restore")
+	bob.sync()
+	bob.commitAll()
+	if got := historyBodies(bob, "alice/2", "in"); len(got) != 1 {
+		t.Fatalf("bob got %v from alice/2", got)
+	}
+	alice.sync()
+	if n := len(alice.jsonLines("devices")); n != 2 {
+		t.Errorf("alice/1 lists %d devices after its sync, want 2 (the relay's list adopted)", n)
+	}
+}
