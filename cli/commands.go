@@ -78,7 +78,7 @@ var commandTable = []*command{
 		summary: "run a relay; the first line on stdout is \"listening on ws://HOST:PORT\" (wss:// with TLS)", run: cmdRelay, noJSON: true},
 
 	// cmd_bench.go
-	{name: "bench", args: "[--duration D] [--messages N] [--pairs N | --group 2,10,50] [--window W] [--json]", summary: "end-to-end benchmark on loopback with production durability", run: cmdBench},
+	{name: "bench", args: "[--duration D] [--messages N] [--pairs N | --group 2,10,50 | --history N] [--window W] [--json]", summary: "end-to-end benchmark on loopback with production durability", run: cmdBench},
 }
 
 // findCommand returns the command called name, or nil.
