@@ -192,7 +192,7 @@ func (p listPublisher) PublishDeviceList(ctx context.Context, l wire.DeviceList)
 	}
 	c, err := transport.Dial(ctx, p.url, self, p.id, p.opts)
 	var se *transport.ServerError
-	if errors.As(err, &se) && se.Code == wire.ErrorAddressTaken {
+	if errors.As(err, &se) && (se.Code == wire.ErrorAddressTaken || se.Code == wire.ErrorAuthFailed) {
 		return fmt.Errorf("%s: %w", self, engine.ErrDeviceNumberTaken)
 	}
 	if err != nil {

@@ -361,3 +361,35 @@ func TestCLIRestoreDeviceLists(t *testing.T) {
 		t.Errorf("alice/1 lists %d devices after its sync, want 2 (the relay's list adopted)", n)
 	}
 }
+
+// TestCLIRestoreAfterLink: a device linked after the backup moved the
+// relay's list on; the restore's publish of the generation after the
+// archive's is refused stale (compare-and-set), and the restore joins the
+// relay's list instead, as the next number.
+func TestCLIRestoreAfterLink(t *testing.T) {
+	relay := startRelay(t, "--device-lists", "--device-list-joins")
+	alice := newProfile(t, relay, "alice/1")
+	alice.sync()
+	file := filepath.Join(t.TempDir(), "alice.parley")
+	if r := alice.runWith([]string{backupPass}, "", append([]string{"backup", "--to", file}, cheapArchive...)...); r.code != 0 {
+		t.Fatalf("backup: exit %d, stderr %q", r.code, r.stderr)
+	}
+	link := startLink(t, filepath.Join(t.TempDir(), "alice_2"), relay.url)
+	code := link.line(t, "code")
+	res := make(chan runResult, 1)
+	go func() { res <- alice.run("", "device", "add", code, "--yes") }()
+	if addr := link.line(t, "address"); addr != "alice/2" {
+		t.Fatalf("linked %s, want alice/2", addr)
+	}
+	if r := <-res; r.code != 0 {
+		t.Fatalf("device add: exit %d, stderr %q", r.code, r.stderr)
+	}
+	alice3 := &cliProfile{t: t, dir: filepath.Join(t.TempDir(), "alice_3"), addr: "alice/3"}
+	if r := alice3.runWith([]string{backupPass}, "", restoreArgs(file, relay.url)...); r.code != 0 {
+		t.Fatalf("restore: exit %d, stderr %q", r.code, r.stderr)
+	}
+	devs := alice3.jsonLines("devices")
+	if len(devs) != 3 || devs[2]["device"] != "alice/3" || devs[2]["this"] != true {
+		t.Fatalf("the restored device lists %v, want alice/1, alice/2 and alice/3 (this one)", devs)
+	}
+}

@@ -185,10 +185,9 @@ func JoinAccount(ctx context.Context, pub DeviceListPublisher, key *AccountKey, 
 	if key == nil || key.Public() != held.AccountKey {
 		return RestoredDevice{}, fmt.Errorf("restore: the archive's account key does not sign its device list: %w", ErrArchiveDamaged)
 	}
-	var tried uint32
+	var floor uint32
 	for range maxListRaces {
-		number := max(NextDeviceNumber(held), tried+1)
-		tried = number
+		number := max(NextDeviceNumber(held), floor)
 		e := DeviceEntryFor(id, held.User, held.AccountKey, number, now.Unix())
 		next, err := NextDeviceList(key, held, e)
 		if err != nil {
@@ -202,7 +201,9 @@ func JoinAccount(ctx context.Context, pub DeviceListPublisher, key *AccountKey, 
 			return RestoredDevice{Self: self, List: next}, nil
 		case errors.Is(err, ErrDeviceNumberTaken):
 			// A restore that stopped after the relay registered this
-			// number to its identity: the next number is free.
+			// number to its identity, or a number a later list used:
+			// the next one is tried (a later list then answers stale).
+			floor = number + 1
 		case errors.As(err, &refused) && refused.Reason == wire.DeviceListStale && refused.Current != nil:
 			cur := *refused.Current
 			if !laterListOf(cur, held) {
@@ -216,9 +217,10 @@ func JoinAccount(ctx context.Context, pub DeviceListPublisher, key *AccountKey, 
 	return RestoredDevice{}, errors.New("restore: the account's device list kept changing; try again")
 }
 
-// ErrDeviceNumberTaken means the relay has the address of a new device's
-// number registered to another identity (a restore that stopped after
-// reaching the relay): JoinAccount moves on to the next number.
+// ErrDeviceNumberTaken means the relay will not let a new device in under
+// its number: the address is registered to another identity (a restore
+// that stopped after reaching the relay), or a list later than the
+// archive's used the number. JoinAccount moves on to the next number.
 var ErrDeviceNumberTaken = errors.New("the relay has this device number registered to another identity")
 
 // laterListOf reports whether cur is a list of the same account as held,
