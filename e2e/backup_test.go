@@ -374,7 +374,8 @@ func TestCLIRestoreAfterLink(t *testing.T) {
 	if r := alice.runWith([]string{backupPass}, "", append([]string{"backup", "--to", file}, cheapArchive...)...); r.code != 0 {
 		t.Fatalf("backup: exit %d, stderr %q", r.code, r.stderr)
 	}
-	link := startLink(t, filepath.Join(t.TempDir(), "alice_2"), relay.url)
+	dir2 := filepath.Join(t.TempDir(), "alice_2")
+	link := startLink(t, dir2, relay.url)
 	code := link.line(t, "code")
 	res := make(chan runResult, 1)
 	go func() { res <- alice.run("", "device", "add", code, "--yes") }()
@@ -383,6 +384,15 @@ func TestCLIRestoreAfterLink(t *testing.T) {
 	}
 	if r := <-res; r.code != 0 {
 		t.Fatalf("device add: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if err := <-link.done; err != nil {
+		t.Fatalf("parley link: %v (stderr %q)", err, link.stderr.String())
+	}
+	// A linked device does not hold the account key: it does not back up.
+	alice2 := &cliProfile{t: t, dir: dir2, addr: "alice/2"}
+	r := alice2.runWith([]string{backupPass}, "", append([]string{"backup", "--to", filepath.Join(t.TempDir(), "no.parley")}, cheapArchive...)...)
+	if r.code != 1 || !strings.Contains(r.stderr, "does not hold the account key") {
+		t.Fatalf("backup on a linked device: exit %d, stderr %q", r.code, r.stderr)
 	}
 	alice3 := &cliProfile{t: t, dir: filepath.Join(t.TempDir(), "alice_3"), addr: "alice/3"}
 	if r := alice3.runWith([]string{backupPass}, "", restoreArgs(file, relay.url)...); r.code != 0 {
