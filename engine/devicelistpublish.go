@@ -20,13 +20,18 @@ import (
 // connection.
 
 // DeviceListPublisher is the part of Relay that keeps the account's device
-// list at the relay and reads other people's (kinds 40 to 43).
+// list at the relay (kinds 40 and 41).
 type DeviceListPublisher interface {
 	// PublishDeviceList asks the relay to hold l as its account's latest
 	// list: nil once it does (also when it did already), a
 	// *DeviceListRefusedError, ErrDeviceListsUnsupported, or another
 	// error when the outcome is unknown (publishing again is safe).
 	PublishDeviceList(ctx context.Context, l wire.DeviceList) error
+}
+
+// DeviceListReader is the part of Relay that reads other people's device
+// lists (kinds 42 and 43; person.go).
+type DeviceListReader interface {
 	// FetchDeviceList returns the list the relay holds for user: an
 	// ErrNoDeviceList when it holds none, ErrDeviceListsUnsupported when
 	// it keeps none.

@@ -96,6 +96,8 @@ func (w fpWorld) do(addr, op string, fp engine.Failpoint) (err error) {
 		return err
 	} else if ok, err := personOp(ctx, w, st, c, ep, name, arg); ok {
 		return err
+	} else if ok, err := archiveOp(ctx, w, st, c, name); ok {
+		return err
 	}
 	peerArg, body, _ := strings.Cut(arg, ":")
 	var peer engine.Address
@@ -444,7 +446,7 @@ func fpScenarios() []fpScenario {
 			target: fpStep{"alice/1", "process"}, want: two},
 		{name: "prekey publish", devices: ab, setup: []fpStep{{"alice/1", "send:bob/1:hello"}}, target: fpStep{"bob/1", "maintain"}, want: hello},
 		{name: "presented", devices: ab, setup: []fpStep{{"alice/1", "send:bob/1:hello"}}, target: fpStep{"alice/1", "present"}, want: hello},
-	}, append(append(append(append(groupScenarios(), chainScenarios()...), requestScenarios()...), actionScenarios()...), append(groupActionScenarios(), personScenarios()...)...)...)
+	}, append(append(append(append(append(append(groupScenarios(), chainScenarios()...), requestScenarios()...), actionScenarios()...), groupActionScenarios()...), archiveScenarios()...), personScenarios()...)...)
 }
 
 // clone copies the world into dir, keeping every file's mode (the store

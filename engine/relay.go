@@ -22,6 +22,7 @@ type Relay interface {
 	BlobRelay
 	SenderBlocker
 	DeviceListPublisher
+	DeviceListReader
 
 	// FetchBundle returns the peer's current prekey bundle (with at most one
 	// one-time prekey, handed out once).

@@ -65,7 +65,7 @@ func (l *lazyRelay) PublishDeviceList(ctx context.Context, list wire.DeviceList)
 	return c.PublishDeviceList(ctx, list)
 }
 
-// FetchDeviceList implements engine.DeviceListPublisher.
+// FetchDeviceList implements engine.DeviceListReader.
 func (l *lazyRelay) FetchDeviceList(ctx context.Context, user string) (wire.DeviceList, error) {
 	c, err := l.get(ctx)
 	if err != nil {

@@ -84,6 +84,7 @@ var fixtures = map[int]struct {
 	18: {insertFixtureV18, checkFixtureV18},
 	19: {insertFixtureV19, checkFixtureV19},
 	20: {insertFixtureV20, checkFixtureV20},
+	21: {insertFixtureV21, checkFixtureV21},
 }
 
 // fixtureV20List is the device list fixture 20 holds for the fixture
@@ -125,6 +126,24 @@ func checkFixtureV20(t *testing.T, db *DB) {
 	lanes, err := db.PersonLanes(ctx, engine.MustParseAddress(fixturePeer), wire.LogicalID(fixtureID))
 	if err != nil || len(lanes) != 1 || lanes[0].Recipient.String() != "bob/8" || lanes[0].State != engine.LaneAcknowledged {
 		t.Fatalf("lanes %+v, %v; want fixture 20's", lanes, err)
+	}
+}
+
+// insertFixtureV21 is fixture 20 with a restore's import part way.
+func insertFixtureV21(t *testing.T, db *sql.DB, s *sealer) {
+	t.Helper()
+	insertFixtureV20(t, db, s)
+	if _, err := db.Exec("INSERT INTO import_progress (archive, next, total, messages, started_at) VALUES (?, 7, 40, 5, 21)", bytes.Repeat([]byte{0x21}, 16)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func checkFixtureV21(t *testing.T, db *DB) {
+	t.Helper()
+	checkFixtureV20(t, db)
+	st, ok, err := db.ImportState(context.Background(), [16]byte(bytes.Repeat([]byte{0x21}, 16)))
+	if err != nil || !ok || st != (engine.ImportState{Next: 7, Total: 40, Messages: 5}) {
+		t.Fatalf("import state %+v, %v, %v; want fixture 21's", st, ok, err)
 	}
 }
 

@@ -93,7 +93,7 @@ func (e *Endpoint) PublishDeviceList(context.Context, wire.DeviceList) error {
 	return engine.ErrDeviceListsUnsupported
 }
 
-// FetchDeviceList implements engine.DeviceListPublisher: the list a test
+// FetchDeviceList implements engine.DeviceListReader: the list a test
 // set (Network.SetDeviceList); a network that has none keeps no lists, and
 // one that has some holds none for another user.
 func (e *Endpoint) FetchDeviceList(_ context.Context, user string) (wire.DeviceList, error) {
