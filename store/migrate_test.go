@@ -94,7 +94,8 @@ var fixtureV20List = wire.DeviceList{User: "bob", Generation: 2, AccountKey: [32
 	Entries: []wire.DeviceEntry{{Number: 7, State: wire.DeviceActive}, {Number: 8, State: wire.DeviceActive}}}
 
 // insertFixtureV20 is fixture 19 with bob's device list held (conversation
-// bob/7) and the fixture message's lane to bob/8, acknowledged.
+// bob/7), the fixture message's lane to bob/8, acknowledged, and a
+// decision alice/2 told about a message from carol/2.
 func insertFixtureV20(t *testing.T, db *sql.DB, s *sealer) {
 	t.Helper()
 	insertFixtureV19(t, db, s)
@@ -108,6 +109,7 @@ func insertFixtureV20(t *testing.T, db *sql.DB, s *sealer) {
 	}{
 		{"INSERT INTO peer_account VALUES ('bob', ?, 2, ?, ?, 20)", []any{fixtureV20List.AccountKey[:], list, fixturePeer}},
 		{"INSERT INTO person_lane VALUES ('bob/8', ?, ?, 0, 3)", []any{fixtureID, fixturePeer}},
+		{"INSERT INTO kept_decision VALUES ('carol/2', ?, 1, 'alice/2', 20)", []any{fixtureID}},
 	} {
 		if _, err := db.Exec(q.sql, q.args...); err != nil {
 			t.Fatalf("%s: %v", q.sql, err)
@@ -126,6 +128,10 @@ func checkFixtureV20(t *testing.T, db *DB) {
 	lanes, err := db.PersonLanes(ctx, engine.MustParseAddress(fixturePeer), wire.LogicalID(fixtureID))
 	if err != nil || len(lanes) != 1 || lanes[0].Recipient.String() != "bob/8" || lanes[0].State != engine.LaneAcknowledged {
 		t.Fatalf("lanes %+v, %v; want fixture 20's", lanes, err)
+	}
+	kept, err := db.KeptDecisions(ctx, 10)
+	if err != nil || len(kept) != 1 || kept[0].On.String() != "alice/2" || kept[0].Outcome != engine.OutcomeCommitted {
+		t.Fatalf("kept decisions %+v, %v; want fixture 20's", kept, err)
 	}
 }
 
