@@ -155,7 +155,7 @@ func PeekFrameKind(b []byte) (FrameKind, error) {
 		return 0, ErrMalformed
 	}
 	switch k := FrameKind(b[1]); k {
-	case FrameApplication, FrameAck, FrameGroupMessage, FrameRoster, FrameNotAMember, FrameContent, FrameSignedRoster, FrameChainAnnounce, FrameNeedChain:
+	case FrameApplication, FrameAck, FrameGroupMessage, FrameRoster, FrameNotAMember, FrameContent, FrameSignedRoster, FrameChainAnnounce, FrameNeedChain, FrameChainAcks:
 		return k, nil
 	}
 	return 0, fmt.Errorf("frame kind %d: %w", b[1], ErrMalformed)
