@@ -60,6 +60,8 @@ func validate(p engine.Plan) error {
 		}
 	case engine.Finalize:
 		err = validateFinalize(p)
+	case engine.ChainAck:
+		err = errors.Join(checkAddress("peer", p.Peer), checkSession(p.Session, p.Peer), checkAck(&p.Ack, p.Peer), checkChainAckIDs(p.IDs))
 	case engine.AckAgain:
 		err = errors.Join(checkAddress("sender", p.Sender), checkTime("at", p.At),
 			checkSession(p.Session, p.Sender), checkAck(&p.Ack, p.Sender))
@@ -387,6 +389,12 @@ func validateReceive(p engine.Receive) error {
 			err = errors.Join(err, checkActionApply(*e.Action, p.Peer, engine.DirectionIn, e.ID), checkActionGroup(e.Action, e.Group))
 		}
 	case engine.AckEffect, engine.RepeatEffect, engine.NotAMemberEffect:
+	case engine.ChainAcksEffect:
+		if len(e.IDs) == 0 {
+			err = errors.Join(err, invalid("cumulative acknowledgement of no ID"))
+		} else {
+			err = errors.Join(err, checkChainAckIDs(e.IDs))
+		}
 	case engine.RosterEffect:
 		err = errors.Join(err, checkRosterFrame(e.Frame, e.Change.ID))
 	default:
