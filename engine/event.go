@@ -198,9 +198,9 @@ type ReceiveResult struct {
 	// Acked, on a cumulative acknowledgement (frame kind 10), lists the
 	// messages whose pending lanes it removed; ID is then the first it
 	// named. Each also has an EventReceived of its own, with that ID.
-	Acked []wire.LogicalID
-	AckSent bool   // ResultAlreadyCommitted, ResultAlreadyDiscarded
-	Err     error  // ResultError
+	Acked   []wire.LogicalID
+	AckSent bool  // ResultAlreadyCommitted, ResultAlreadyDiscarded
+	Err     error // ResultError
 	// RecoveryRequested is set on a ResultError when the envelope came from
 	// a peer whose session with this device cannot work and a recovery
 	// request went back to it.

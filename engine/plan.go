@@ -466,7 +466,7 @@ func (p Receive) Kind() string {
 	return "pairwise-receive"
 }
 
-func isAck(e FrameEffect) bool    { _, ok := e.(AckEffect); return ok }
+func isAck(e FrameEffect) bool { _, ok := e.(AckEffect); return ok }
 func isChainAcks(e FrameEffect) bool {
 	_, ok := e.(ChainAcksEffect)
 	return ok
