@@ -27,8 +27,15 @@ func cmdBench(ctx context.Context, env *cliEnv, cmd *command, args []string) err
 	file := f.String("file", "", "measure a file transfer instead: one file of this size (100MiB, 1GiB) sent and fetched through a relay on SQLite, against raw websocket loopback")
 	fileChunk := f.Int("chunk", engine.DefaultFileChunkSize, "with --file: the upload's chunk size in bytes")
 	defaultLimits := f.Bool("default-limits", false, "with --file: run the relay with its default rate limits (byte buckets on) instead of with them off")
+	history := f.Int("history", 0, "measure a backup and its restore instead: a history of this many messages (10000)")
 	if _, err := f.parse(env, args, 0, 0); err != nil {
 		return err
+	}
+	if *history != 0 {
+		if *file != "" || *group != "" || *pairs != 1 || *n != 0 {
+			return usagef("--history measures one backup and restore: --file, --group, --pairs and --messages do not apply")
+		}
+		return benchHistory(ctx, env, *f.json, *history)
 	}
 	if *file != "" {
 		if *group != "" || *pairs != 1 || *n != 0 {
@@ -173,5 +180,31 @@ func benchFile(ctx context.Context, env *cliEnv, asJSON bool, cpuProfile string,
 		fmt.Fprintf(w, "resident memory growth   %.1f MiB (clients and relay, one process)\n", r.RSSGrowthMiB)
 	}
 	fmt.Fprintf(w, "CPU                      %.1f s\n", r.CPUSeconds)
+	return nil
+}
+
+func benchHistory(ctx context.Context, env *cliEnv, asJSON bool, messages int) error {
+	o := bench.HistoryOptions{Messages: messages, Progress: env.stderr}
+	if asJSON {
+		o.Progress = io.Discard
+	}
+	r, err := bench.RunHistory(ctx, o)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		printer{env.stdout, true}.record([]kv{{"messages", r.Messages}, {"archive_bytes", r.ArchiveBytes}, {"backup_seconds", r.ArchiveSecs},
+			{"kdf_seconds", r.BackupKDFSecs}, {"check_seconds", r.CheckSecs}, {"import_seconds", r.ImportSecs},
+			{"import_msgs_per_sec", r.ImportPerSec}, {"rss_growth_mib", r.RSSGrowthMiB}, {"rss_measured", r.RSSMeasured}})
+		return nil
+	}
+	w := env.stdout
+	fmt.Fprintf(w, "history                  %d messages with one peer, bodies of 100 bytes\n", r.Messages)
+	fmt.Fprintf(w, "backup                   %.2f s, %s (Argon2id at the default cost: %.2f s of it)\n", r.ArchiveSecs, humanize.IBytes(uint64(r.ArchiveBytes)), r.BackupKDFSecs)
+	fmt.Fprintf(w, "restore: check           %.2f s (the whole archive read and opened before anything is written)\n", r.CheckSecs)
+	fmt.Fprintf(w, "restore: import          %.2f s, %.0f messages/s (batches of %d, each one transaction)\n", r.ImportSecs, r.ImportPerSec, engine.ImportBatchRecords)
+	if r.RSSMeasured {
+		fmt.Fprintf(w, "resident memory growth   %.1f MiB during the restore\n", r.RSSGrowthMiB)
+	}
 	return nil
 }

@@ -88,6 +88,7 @@ func cmdRelay(ctx context.Context, env *cliEnv, cmd *command, args []string) err
 	idFile := f.String("id-file", "", "keep the relay's ID in this file, made at the first start (default: in --data or the NATS cluster, else "+defaultRelayIDFile("HOST:PORT")+")")
 	rereg := f.Bool("allow-reregister", false, "let a new identity key take over a registered address")
 	deviceLists := f.Bool("device-lists", false, "keep each account's device list and refuse devices not in it (issue 33; off until clients send to several devices)")
+	joins := f.Bool("device-list-joins", false, "with --device-lists, let a device the list has not named yet publish the list that adds it (a restore from a backup, issue 34)")
 	drop := f.Float64("fault-drop", 0, "drop accepted envelopes with this probability (tests and demos)")
 	dup := f.Float64("fault-dup", 0, "duplicate accepted envelopes with this probability (tests and demos)")
 	seed := f.Uint64("fault-seed", 0, "seed of the fault injection (0: random)")
@@ -175,7 +176,7 @@ func cmdRelay(ctx context.Context, env *cliEnv, cmd *command, args []string) err
 		}
 	}
 	srv, err := relayserver.New(store, relayserver.Config{RelayID: relayID, AllowReregister: *rereg, Limits: limits, TrustedProxies: proxies,
-		DeviceLists: *deviceLists, Blobs: blobs, SeparateAdmin: *adminListen != "", Logger: logger})
+		DeviceLists: *deviceLists, DeviceListJoins: *joins, Blobs: blobs, SeparateAdmin: *adminListen != "", Logger: logger})
 	if err != nil {
 		ln.Close()
 		return err

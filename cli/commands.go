@@ -27,6 +27,8 @@ var commandTable = []*command{
 	{name: "identity", args: "", summary: "print the own address and identity fingerprint", run: cmdIdentity},
 	{name: "link", args: "--relay URL [--yes]", summary: "make this profile a new device of an account: prints code=, then check=, then address= once linked", run: cmdLink},
 	{name: "device", args: "add CODE [--yes]", summary: "link the new device that printed CODE to this account (on the device holding the account key)", run: cmdDevice},
+	{name: "backup", args: "--to FILE [--backup-passphrase-file FILE]", summary: "write a sealed archive of the account key and the history (on the device holding the account key)", run: cmdBackup},
+	{name: "restore", args: "FILE --relay URL [--backup-passphrase-file FILE]", summary: "make a new device of the account from a backup in --profile DIR, with its history (run again to resume)", run: cmdRestore},
 	{name: "devices", args: "", summary: "list the devices of this person's account, from the device list held here", run: cmdDevices},
 	{name: "safety-number", args: "PEER", summary: "print the safety number with PEER's pinned identity", run: cmdSafetyNumber},
 	{name: "trust", args: "PEER", summary: "show PEER's identity at the relay; pin it with --fingerprint or --yes (then retry to resend)", run: cmdTrust},
@@ -76,7 +78,7 @@ var commandTable = []*command{
 		summary: "run a relay; the first line on stdout is \"listening on ws://HOST:PORT\" (wss:// with TLS)", run: cmdRelay, noJSON: true},
 
 	// cmd_bench.go
-	{name: "bench", args: "[--duration D] [--messages N] [--pairs N | --group 2,10,50] [--window W] [--json]", summary: "end-to-end benchmark on loopback with production durability", run: cmdBench},
+	{name: "bench", args: "[--duration D] [--messages N] [--pairs N | --group 2,10,50 | --history N] [--window W] [--json]", summary: "end-to-end benchmark on loopback with production durability", run: cmdBench},
 }
 
 // findCommand returns the command called name, or nil.

@@ -40,6 +40,9 @@ type cliEnv struct {
 	// readSecret reads one line from the terminal without echoing it; nil
 	// when stdin is not a terminal, and then no command prompts.
 	readSecret func() ([]byte, error)
+	// stderrTerminal is set when stderr is a terminal: long commands
+	// (backup, restore) draw their progress there.
+	stderrTerminal bool
 
 	// profileDir and relayURL are the profile the command named and its
 	// relay, once it resolved them: explain names them in an error.
@@ -50,7 +53,7 @@ type cliEnv struct {
 // process's standard streams and environment, and returns the exit code;
 // ctx ends a long-running command (relay, tui, demo, sync --wait).
 func Main(ctx context.Context, args []string) int {
-	env := &cliEnv{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}
+	env := &cliEnv{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, stderrTerminal: term.IsTerminal(int(os.Stderr.Fd()))}
 	if fd := int(os.Stdin.Fd()); term.IsTerminal(fd) {
 		env.readSecret = func() ([]byte, error) { return term.ReadPassword(fd) }
 	}

@@ -94,6 +94,8 @@ func (w fpWorld) do(addr, op string, fp engine.Failpoint) (err error) {
 		return err
 	} else if ok, err := actionOp(ctx, c, name, arg); ok {
 		return err
+	} else if ok, err := archiveOp(ctx, w, st, c, name); ok {
+		return err
 	}
 	peerArg, body, _ := strings.Cut(arg, ":")
 	var peer engine.Address
@@ -430,7 +432,7 @@ func fpScenarios() []fpScenario {
 			target: fpStep{"alice/1", "process"}, want: two},
 		{name: "prekey publish", devices: ab, setup: []fpStep{{"alice/1", "send:bob/1:hello"}}, target: fpStep{"bob/1", "maintain"}, want: hello},
 		{name: "presented", devices: ab, setup: []fpStep{{"alice/1", "send:bob/1:hello"}}, target: fpStep{"alice/1", "present"}, want: hello},
-	}, append(append(append(append(groupScenarios(), chainScenarios()...), requestScenarios()...), actionScenarios()...), groupActionScenarios()...)...)
+	}, append(append(append(append(append(groupScenarios(), chainScenarios()...), requestScenarios()...), actionScenarios()...), groupActionScenarios()...), archiveScenarios()...)...)
 }
 
 // clone copies the world into dir, keeping every file's mode (the store

@@ -88,6 +88,7 @@ type Store interface {
 	RequestStore
 	DraftStore
 	ActionStore
+	ArchiveStore
 
 	// Close releases the profile lock.
 	Close() error

@@ -165,6 +165,10 @@ func (t *tx) apply(ctx context.Context, p engine.Plan) (engine.Receipt, error) {
 		return engine.Receipt{}, t.uploadBegin(ctx, p)
 	case engine.UploadEnd:
 		return engine.Receipt{}, t.uploadEnd(ctx, p)
+	case engine.ImportStart:
+		return engine.Receipt{}, t.importStart(ctx, p)
+	case engine.ImportRecords:
+		return t.importRecords(ctx, p)
 	}
 	// validate refuses every other type first.
 	panic(fmt.Sprintf("store: apply %T: unknown plan", p))

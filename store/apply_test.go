@@ -521,7 +521,7 @@ func planCases() []planCase {
 				}
 			},
 		},
-	}, append(requestPlanCases(), uploadPlanCases()...)...)
+	}, append(append(requestPlanCases(), uploadPlanCases()...), archivePlanCases()...)...)
 }
 
 func wantPeer(t *testing.T, f *fixture, peer engine.Address, key engine.IdentityKey, version uint64, tag string) {

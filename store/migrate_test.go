@@ -83,6 +83,26 @@ var fixtures = map[int]struct {
 	17: {insertFixtureV17, checkFixtureV17},
 	18: {insertFixtureV18, checkFixtureV18},
 	19: {insertFixtureV19, checkFixtureV19},
+	20: {insertFixtureV19, checkFixtureV19}, // 0020 is the lanes' (issue 33), a no-op on this branch
+	21: {insertFixtureV21, checkFixtureV21},
+}
+
+// insertFixtureV21 is fixture 20 with a restore's import part way.
+func insertFixtureV21(t *testing.T, db *sql.DB, s *sealer) {
+	t.Helper()
+	insertFixtureV19(t, db, s)
+	if _, err := db.Exec("INSERT INTO import_progress (archive, next, total, messages, started_at) VALUES (?, 7, 40, 5, 21)", bytes.Repeat([]byte{0x21}, 16)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func checkFixtureV21(t *testing.T, db *DB) {
+	t.Helper()
+	checkFixtureV19(t, db)
+	st, ok, err := db.ImportState(context.Background(), [16]byte(bytes.Repeat([]byte{0x21}, 16)))
+	if err != nil || !ok || st != (engine.ImportState{Next: 7, Total: 40, Messages: 5}) {
+		t.Fatalf("import state %+v, %v, %v; want fixture 21's", st, ok, err)
+	}
 }
 
 // insertFixtureV19 is fixture 18 with an own sender chain for the fixture

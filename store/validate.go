@@ -129,6 +129,10 @@ func validate(p engine.Plan) error {
 		err = errors.Join(checkAddress("peer", p.Peer), checkTime("at", p.At))
 	case engine.ImportBlock:
 		err = errors.Join(checkAddress("peer", p.Peer), checkTime("at", p.At))
+	case engine.ImportStart:
+		err = validateImportStart(p)
+	case engine.ImportRecords:
+		err = validateImportRecords(p)
 	case engine.SweepRequests:
 		err = checkTime("before", p.Before)
 	case engine.MarkBlockTold:

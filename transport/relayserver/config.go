@@ -42,6 +42,12 @@ type Config struct {
 	// (devicelist.go). Off by default: nothing yet sends to several devices
 	// of a person (issue 33).
 	DeviceLists bool
+	// DeviceListJoins, with DeviceLists, lets a device whose number the
+	// held list never used authenticate as joining, only to publish the
+	// list that adds it (devicelist.go, "Joining"): how a device restored
+	// from a backup, which has no other device at hand, enters its
+	// account. Off: such a device is refused at authentication.
+	DeviceListJoins bool
 	// SeparateAdmin serves /healthz and /metrics only on AdminHandler (an
 	// admin listener), not on the relay's own.
 	SeparateAdmin bool

@@ -58,8 +58,12 @@ type conn struct {
 	// attached: the handshake listed the connection under its address
 	// (Server.attach); run detaches it at the end.
 	attached bool
-	ctx      context.Context
-	cancel   context.CancelFunc
+	// joining: the address is a device number the account's held list
+	// has never used, authenticated only to publish the list that adds
+	// it (devicelist.go, "Joining"); nothing else is served.
+	joining bool
+	ctx     context.Context
+	cancel  context.CancelFunc
 
 	quit       chan struct{} // closed by finish
 	writerDone chan struct{} // closed when the writer has ended for good
@@ -176,6 +180,14 @@ func (c *conn) run(authenticated func()) {
 		return
 	}
 	authenticated()
+	if c.joining {
+		c.startWriter()
+		reason := c.readLoop()
+		c.finish(reason, nil, 0, "")
+		<-c.writerDone
+		s.metrics.disconnected(c.reason)
+		return
+	}
 	// A registration by another key may have raced this handshake, after its
 	// eviction of the address's connections and before this attach.
 	if k, err := s.store.Registered(c.ctx, c.addr); err != nil || k != c.key {

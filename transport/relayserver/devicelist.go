@@ -29,6 +29,26 @@ import (
 // A list that is the one held already is answered Done, so that a client
 // may publish at every connection.
 
+// Joining (Config.DeviceListJoins). A device that is not in its account's held list cannot
+// authenticate, so a new device cannot publish the list that adds it
+// itself: linking has device 1 publish it, but a restore from a backup
+// (issue 34) has no other device at hand. So a device whose number is
+// above every number the held list has used (never in the list, so never
+// revoked) authenticates as joining: it is not registered, nothing is
+// delivered to it, and it may only publish a list (which rule 1 below
+// makes name it, and the account key must sign) or fetch one. Once a list
+// naming it is held, it authenticates as any device of the list.
+
+// mayJoin reports whether address may authenticate as joining.
+func (s *Server) mayJoin(c *conn, address string) bool {
+	a, err := engine.ParseAddress(address)
+	if err != nil || !s.cfg.DeviceListJoins {
+		return false
+	}
+	l, _, err := s.heldDeviceList(c, a.User)
+	return err == nil && l != nil && a.Device >= engine.NextDeviceNumber(*l)
+}
+
 // heldDeviceList returns the list held for user, nil when none is.
 func (s *Server) heldDeviceList(c *conn, user string) (*wire.DeviceList, [32]byte, error) {
 	held, err := s.store.DeviceList(c.ctx, user)

@@ -231,3 +231,40 @@ func TestDeviceListClient(t *testing.T) {
 		t.Fatalf("publish to a relay without device lists: %v", err)
 	}
 }
+
+// TestDeviceListJoin: with DeviceListJoins, a device whose number the held
+// list never used authenticates as joining: it is served nothing but
+// publishing and fetching lists, publishes the list that adds it (not one
+// that leaves it out), and is then a device like the others. A used number
+// with another key is still refused.
+func TestDeviceListJoin(t *testing.T) {
+	r := startRelay(t, Config{DeviceLists: true, DeviceListJoins: true})
+	acc := newAccount(t)
+	a1, a2 := newDevice(t, "alice/1"), newDevice(t, "alice/2")
+	c1 := dialRaw(t, r)
+	c1.login(a1)
+	g1 := acc.list(nil, a1)
+	if m := c1.publishList(10, g1); m.RelayKind() != wire.RelayDone {
+		t.Fatalf("publish generation 1: %+v", m)
+	}
+	other := dialRaw(t, r)
+	other.send(1, signAuth(other.challenge(), newDevice(t, "alice/1")))
+	other.expectError(1, wire.ErrorAuthFailed)
+
+	c2 := dialRaw(t, r)
+	c2.login(a2)
+	c2.send(5, wire.AckRows{Rows: []uint64{1}})
+	if e := c2.expectError(5, wire.ErrorAuthFailed); !strings.Contains(e.Message, "not in its account's device list yet") {
+		t.Fatalf("a joining device's ack: %q", e.Message)
+	}
+	wantRefusal(t, c2.publishList(6, acc.list(&g1, a1)), wire.DeviceListNotYours)
+	if m := c2.publishList(7, acc.list(&g1, a1, a2)); m.RelayKind() != wire.RelayDone {
+		t.Fatalf("the joining device publishes the list that adds it: %+v", m)
+	}
+	c3 := dialRaw(t, r)
+	c3.login(a2)
+	c3.send(8, wire.AckRows{Rows: []uint64{1}})
+	if m := c3.reply(8); m.RelayKind() != wire.RelayDone {
+		t.Fatalf("alice/2 listed: ack got %+v, want done", m)
+	}
+}

@@ -88,6 +88,17 @@ func (c *conn) handshake() bool {
 	case err != nil:
 		s.log.Error("read device list", "err", cause(err))
 		return c.refuse(authInternal, errorMsg(req, wire.ErrorInternal, "the relay could not read the device list"))
+	case why != "" && s.mayJoin(c, a.Address):
+		c.addr, c.key, c.joining = a.Address, a.SigningKey, true
+		c.phaseMu.Lock()
+		stopped := c.stopped
+		c.authed = !stopped
+		c.phaseMu.Unlock()
+		if stopped || !c.writeNow(encode(req, wire.AuthOK{})) || !c.writeNow(encode(0, wire.Features{Set: s.features()})) {
+			return false
+		}
+		c.ws.SetReadDeadline(time.Now().Add(s.lim.ReadTimeout))
+		return true
 	case why != "":
 		return c.refuse(authNotInList, errorMsg(req, wire.ErrorAuthFailed, why))
 	}

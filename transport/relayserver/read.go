@@ -56,6 +56,13 @@ func (c *conn) handle(data []byte) bool {
 		_, req = peek(data)
 		return c.reply(errorMsg(req, wire.ErrorBadRequest, "malformed message: "+err.Error()))
 	}
+	if c.joining {
+		switch m.(type) {
+		case wire.PublishDeviceList, wire.FetchDeviceList:
+		default:
+			return c.reply(errorMsg(req, wire.ErrorAuthFailed, c.addr+" is not in its account's device list yet: it may only publish the list that adds it"))
+		}
+	}
 	// A request that makes the store work once per item pays per item
 	// beyond the one token it paid to be read (a SubmitBatch item by item:
 	// submitBatch).
