@@ -55,6 +55,11 @@ type Config struct {
 	// sender chain (chainsend.go). Unset, a group of ChainMinMembers or
 	// more uses its chain for the members that hold it.
 	PairwiseGroups bool
+	// PerMessageChainAcks acknowledges every chain message with an ACK of
+	// its own (frame kind 2), as builds before the cumulative ACK did,
+	// instead of one cumulative ACK per sender device and group for each
+	// receive page (chainack.go). For tests and benchmarks.
+	PerMessageChainAcks bool
 }
 
 // peerState is the live, committed state of one peer.

@@ -212,8 +212,12 @@ type ReceiveResult struct {
 	ID      wire.LogicalID
 	Body    []byte // ResultDelivery
 	Cleared bool   // ResultAcknowledgement: a pending message was removed
-	AckSent bool   // ResultAlreadyCommitted, ResultAlreadyDiscarded
-	Err     error  // ResultError
+	// Acked, on a cumulative acknowledgement (frame kind 10), lists the
+	// messages whose pending lanes it removed; ID is then the first it
+	// named. Each also has an EventReceived of its own, with that ID.
+	Acked   []wire.LogicalID
+	AckSent bool  // ResultAlreadyCommitted, ResultAlreadyDiscarded
+	Err     error // ResultError
 	// RecoveryRequested is set on a ResultError when the envelope came from
 	// a peer whose session with this device cannot work and a recovery
 	// request went back to it.
@@ -247,4 +251,7 @@ type ReceiveResult struct {
 	// committed is set on a delivery committed in the transaction that
 	// received it (CommitEffect): it is never pending.
 	committed bool
+	// ackDeferred is set on a chain message whose acknowledgement goes in
+	// the page's cumulative ACK (chainack.go).
+	ackDeferred bool
 }

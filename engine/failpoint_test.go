@@ -774,6 +774,14 @@ func (r *matrixResult) report(t *testing.T, mu *sync.Mutex) {
 		t.Error(v)
 	}
 	summary := fmt.Sprintf("failpoint matrix: %d points, %d plan kinds, %d violations", len(points), len(kinds), len(violations))
+	if testing.Verbose() {
+		names := make([]string, 0, len(kinds))
+		for k := range kinds {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		t.Logf("plan kinds: %s", strings.Join(names, " "))
+	}
 	t.Log(summary)
 	fmt.Println(summary)
 }

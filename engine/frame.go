@@ -26,6 +26,12 @@ func (c *Client) prepareFrame(ctx context.Context, bs *batchState, in *incoming,
 		return c.prepareSentCopy(ctx, bs, in, op)
 	case kind == wire.FrameDecision:
 		return c.prepareDecision(ctx, bs, in, op)
+	case kind == wire.FrameChainAcks:
+		a, err := wire.DecodeChainAcks(op.plaintext)
+		if err != nil {
+			return in.drop(wire.LogicalID{}, err), nil
+		}
+		return in.receive(bs, op, prepareChainAcksFrame(in, op, a))
 	case kind >= wire.FrameGroupMessage:
 		return c.prepareGroupFrame(ctx, bs, in, op, kind)
 	}
@@ -110,7 +116,7 @@ func (c *Client) prepareMessage(ctx context.Context, bs *batchState, in *incomin
 		}
 	case kind == ResultAlreadyCommitted || kind == ResultAlreadyDiscarded:
 		// The ACK's encryption step commits with this receive.
-		step.ack, err = c.ackOnNext(&step.next, in.sender, id)
+		step.ack, err = c.ackStep(bs, in, op, &step, a.group, id)
 	}
 	if err != nil {
 		return prepared{}, err
@@ -169,7 +175,7 @@ func (c *Client) deliverNew(ctx context.Context, bs *batchState, in *incoming, o
 	case bs.commit && a.content != wire.ContentFile && !waits:
 		// Committed as it arrives; the ACK's encryption step commits with
 		// it.
-		if step.ack, err = c.ackOnNext(&step.next, sender, id); err != nil {
+		if step.ack, err = c.ackStep(bs, in, op, step, a.group, id); err != nil {
 			return err
 		}
 		step.effect = CommitEffect{ID: id, Digest: d, Arrived: at, At: in.now, Body: body, Group: a.group, Action: act}

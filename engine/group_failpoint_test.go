@@ -169,7 +169,9 @@ func groupScenarios() []fpScenario {
 // announces the chain (every lane pairwise, an announcement lane per
 // member), a group send by the chain (the chain advanced in the plan that
 // stores the lanes, its envelopes handed off after the commit) and a chain
-// message's receive (the received chain advanced with the delivery). The
+// message's receive (the received chain advanced with the delivery), a
+// page of two chain messages acknowledged by one cumulative ACK and that
+// ACK's receive at the sender (both lanes ended in one transaction). The
 // announcement's receive is not a target of its own: it reaches its member
 // with the message it was stored beside, and a target of two rows is not
 // one transition. PARLEY_FP_CHAINS=0 (or PARLEY_FP_GROUPS=0) leaves them
@@ -192,9 +194,24 @@ func chainScenarios() []fpScenario {
 	acked := append(append([]fpStep(nil), created...), fpStep{"alice/1", "groupsend:g:one"}, fpStep{"bob/1", "sync"}, fpStep{"carol/1", "sync"}, fpStep{"dave/1", "sync"},
 		fpStep{"alice/1", "sync"})
 	chained := append(append([]fpStep(nil), acked...), fpStep{"alice/1", "groupsend:g:two"}, fpStep{"bob/1", "stage"})
+	// Bob commits the first message before the two that he commits on
+	// arrival, so that his history keeps the send order, and alice takes
+	// its ACK, so that the cumulative ACK is alone in her page.
+	twoChained := append(append([]fpStep(nil), acked...), fpStep{"bob/1", "commitall"}, fpStep{"alice/1", "sync"}, fpStep{"alice/1", "groupsend:g:two"}, fpStep{"alice/1", "groupsend:g:three"},
+		fpStep{"bob/1", "stage"})
 	return []fpScenario{
 		{name: "chain announce send", devices: abcd, setup: created, target: fpStep{"alice/1", "groupenqueue:g:one"}, wantGroup: history("one")},
 		{name: "chain send", devices: abcd, setup: acked, target: fpStep{"alice/1", "groupenqueue:g:two"}, wantGroup: history("one", "two")},
 		{name: "chain receive", devices: abcd, setup: chained, target: fpStep{"bob/1", "process"}, wantGroup: history("one", "two")},
+		// A page of two chain messages committed on arrival: one
+		// cumulative ACK (the chain-ack plan) in the page's transaction.
+		{name: "chain cumulative ack", devices: abcd, setup: twoChained, target: fpStep{"bob/1", "processcommit"},
+			wantGroup: history("one", "two", "three")},
+		// The sender ends both lanes from that one ACK
+		// (chain-acks-receive).
+		{name: "chain cumulative ack receive", devices: abcd,
+			setup:     append(append([]fpStep(nil), twoChained...), fpStep{"bob/1", "processcommit"}, fpStep{"alice/1", "stage"}),
+			target:    fpStep{"alice/1", "process"},
+			wantGroup: history("one", "two", "three")},
 	}
 }

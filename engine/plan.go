@@ -469,13 +469,19 @@ func (p Receive) Kind() string {
 		return "handshake-receive"
 	case isAck(p.Effect):
 		return "ack-receive"
+	case isChainAcks(p.Effect):
+		return "chain-acks-receive"
 	case isRepeat(p.Effect):
 		return "repeat-receive"
 	}
 	return "pairwise-receive"
 }
 
-func isAck(e FrameEffect) bool    { _, ok := e.(AckEffect); return ok }
+func isAck(e FrameEffect) bool { _, ok := e.(AckEffect); return ok }
+func isChainAcks(e FrameEffect) bool {
+	_, ok := e.(ChainAcksEffect)
+	return ok
+}
 func isCommit(e FrameEffect) bool { _, ok := e.(CommitEffect); return ok }
 func isRepeat(e FrameEffect) bool { _, ok := e.(RepeatEffect); return ok }
 
@@ -573,8 +579,12 @@ type Receipt struct {
 	Seq int64
 	// Rows are the staging rows a Stage created, in input order.
 	Rows []int64
-	// Cleared is true when an AckEffect removed a pending message.
+	// Cleared is true when an AckEffect removed a pending message, or a
+	// ChainAcksEffect at least one.
 	Cleared bool
+	// Acked are the messages whose pending lanes a ChainAcksEffect
+	// removed, in the order it named them.
+	Acked []wire.LogicalID
 	// Pruned counts the records a Prune deleted.
 	Pruned int64
 	// Marker is the presentation sequence written with a visible transition.

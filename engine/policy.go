@@ -231,6 +231,9 @@ func (c *Client) noteReceived(res []ReceiveResult) {
 					acked = make(map[message]bool)
 				}
 				acked[message{r.Sender, r.ID}] = true
+				for _, id := range r.Acked {
+					acked[message{r.Sender, id}] = true
+				}
 			}
 			rs := c.retryFor(r.Sender)
 			rs.backoff = 0

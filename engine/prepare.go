@@ -42,6 +42,11 @@ type batchState struct {
 	// applies: an action after it in the batch waits for the hold's pass,
 	// which finds the tombstone and discards it (target_deleted).
 	deleted map[actionTargetKey]bool
+	// acks are the chain messages the batch decided, by sender device, to
+	// acknowledge after its rows (chainack.go); ackOrder their senders in
+	// first-seen order.
+	acks     map[Address]*deferredAcks
+	ackOrder []Address
 }
 
 type inboundKey struct {
@@ -58,7 +63,7 @@ func newBatchState() *batchState {
 	return &batchState{work: make(map[Address]*peerState), delivered: make(map[inboundKey][32]byte),
 		retired: make(map[retiredKey]bool), consumed: make(map[uint32]bool), caps: newCapState(), requests: newRequestState(),
 		groups: -1, groupsSeen: make(map[wire.GroupID]*batchGroup), deleted: make(map[actionTargetKey]bool),
-		chains: make(map[chainKey]*session.ReceiverChain)}
+		chains: make(map[chainKey]*session.ReceiverChain), acks: make(map[Address]*deferredAcks)}
 }
 
 // prepared is one staged row's plan and the result it reports once

@@ -177,8 +177,16 @@ restart:
 			}
 			preps = append(preps, p)
 		}
+		acks, err := c.chainAckPlans(bs)
+		if err != nil {
+			for peer := range bs.work {
+				c.forget(peer)
+			}
+			c.refundRecoveries(preps)
+			return nil, nil, err
+		}
 		*holds = *h
-		return preps, bs.work, nil
+		return append(preps, acks...), bs.work, nil
 	}
 }
 
@@ -212,23 +220,54 @@ func (c *Client) finishRows(ctx context.Context, preps []prepared, plans []Plan,
 		c.emit(Event{Kind: EventQuarantineEvicted, At: c.cfg.Now(), Count: evicted})
 	}
 	sent, asked, handErr := c.handOffReplies(ctx, plans[0].Kind(), preps)
-	results := make([]ReceiveResult, len(preps))
+	// The cumulative ACKs (ChainAck) answer rows of the page: whether each
+	// went is its rows' AckSent. They are no rows and have no results.
+	var chainSent map[inboundKey]bool
 	for i, p := range preps {
+		if ca, ok := p.plan.(ChainAck); ok {
+			if chainSent == nil {
+				chainSent = make(map[inboundKey]bool)
+			}
+			for _, id := range ca.IDs {
+				chainSent[inboundKey{ca.Peer, id}] = sent[i]
+			}
+		}
+	}
+	results := make([]ReceiveResult, 0, len(preps))
+	for i, p := range preps {
+		if _, ok := p.plan.(ChainAck); ok {
+			continue
+		}
 		res := p.result
 		if res.Kind == ResultAcknowledgement {
-			res.Cleared = receipts[i].Cleared
+			res.Cleared, res.Acked = receipts[i].Cleared, receipts[i].Acked
 		}
 		if p.ack != nil {
 			res.AckSent = sent[i]
 		}
+		if res.ackDeferred {
+			res.AckSent = chainSent[inboundKey{res.Sender, res.ID}]
+		}
 		if p.recovery != nil && asked != nil {
 			res.RecoveryRequested = asked[i]
 		}
-		results[i] = res
+		results = append(results, res)
 		if err := c.fail(plans[i].Kind(), "before-event"); err != nil {
-			return results[:i+1], &afterApplyError{err}
+			return results, &afterApplyError{err}
 		}
 		r := res
+		if isChainAcks(receivePlanEffect(plans[i])) {
+			// One event per lane it ended, as per-message ACKs give.
+			for _, id := range res.Acked {
+				one := res
+				one.ID, one.Acked = id, nil
+				c.emit(Event{Kind: EventReceived, At: c.cfg.Now(), Peer: res.Sender, ID: id, Result: &one, marker: receipts[i].Marker})
+			}
+			if len(res.Acked) == 0 {
+				c.emit(Event{Kind: EventReceived, At: c.cfg.Now(), Peer: res.Sender, ID: res.ID, Result: &r, marker: receipts[i].Marker})
+			}
+			continue
+		}
 		if res.committed {
 			// One receipt, two events: the delivery, then its commit (the
 			// store raised the marker once for each).

@@ -129,6 +129,8 @@ func (t *tx) apply(ctx context.Context, p engine.Plan) (engine.Receipt, error) {
 		return t.finalize(ctx, p)
 	case engine.AckAgain:
 		return t.ackAgain(ctx, p)
+	case engine.ChainAck:
+		return t.chainAck(ctx, p)
 	case engine.Abandon:
 		return t.abandon(ctx, p)
 	case engine.MarkTaken:

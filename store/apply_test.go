@@ -405,6 +405,19 @@ func planCases() []planCase {
 			},
 		},
 		{
+			name:  "chain-ack",
+			setup: withCommitted,
+			plan: func(t testing.TB, f *fixture) engine.Plan {
+				return engine.ChainAck{Peer: bob, Group: wire.GroupID{1}, IDs: []wire.LogicalID{idRecv}, Session: sessionWrite(bob, 3, "chain ack"), Ack: *ackOut(bob)}
+			},
+			check: func(t *testing.T, f *fixture, r engine.Receipt) {
+				if r.Marker != 0 {
+					t.Errorf("Receipt = %+v, want no marker: nothing visible changed", r)
+				}
+				wantPeer(t, f, bob, identityKey('b'), 4, "chain ack")
+			},
+		},
+		{
 			name:  "ack-again",
 			setup: withCommitted,
 			plan: func(t testing.TB, f *fixture) engine.Plan {
@@ -578,7 +591,7 @@ func TestApplyPlans(t *testing.T) {
 func TestApplyKinds(t *testing.T) {
 	want := []string{"bootstrap", "prekey-publish", "pairwise-send", "retry", "stage", "handshake-receive", "ack-receive",
 		"repeat-receive", "pairwise-receive", "receive-commit", "collision-retire", "quarantine", "commit", "discard", "ack-again", "abandon",
-		"mark-taken", "identity-change", "prune", "presented"}
+		"mark-taken", "chain-ack", "identity-change", "prune", "presented"}
 	got := map[string]bool{}
 	for _, c := range planCases() {
 		_, p := c.prepare(t)
@@ -668,6 +681,12 @@ func missCases() []missCase {
 		{name: "finalize nothing pending", setup: withSession, plan: commitWith(func(*engine.Finalize) {}), want: engine.ErrNotPending},
 		{name: "finalize twice", setup: withCommitted, plan: commitWith(func(p *engine.Finalize) { s := sessionWrite(bob, 3, "ack"); p.Session = &s }), want: engine.ErrNotPending},
 		{name: "finalize another digest", setup: withInbound, plan: commitWith(func(p *engine.Finalize) { p.Digest[0] ^= 1 }), want: engine.ErrConflict},
+		{name: "cumulative ack of nothing finalized", setup: withCommitted, plan: func(t testing.TB) engine.Plan {
+			return engine.ChainAck{Peer: bob, IDs: []wire.LogicalID{idRecv, logicalID(0xee)}, Session: sessionWrite(bob, 3, "ack"), Ack: *ackOut(bob)}
+		}, want: engine.ErrNotPending},
+		{name: "cumulative ack with a stale session", setup: withCommitted, plan: func(t testing.TB) engine.Plan {
+			return engine.ChainAck{Peer: bob, IDs: []wire.LogicalID{idRecv}, Session: sessionWrite(bob, 2, "ack"), Ack: *ackOut(bob)}
+		}, want: engine.ErrConflict},
 		{name: "ack again of nothing finalized", setup: withInbound, plan: func(t testing.TB) engine.Plan {
 			return engine.AckAgain{Sender: bob, ID: idRecv, Outcome: engine.OutcomeCommitted, Session: sessionWrite(bob, 2, "ack"), Ack: *ackOut(bob), At: planAt}
 		}, want: engine.ErrNotPending},
@@ -733,6 +752,15 @@ func missCases() []missCase {
 		{name: "session step without its ACK", plan: commitWith(func(p *engine.Finalize) { p.Ack = nil }), want: engine.ErrConflict, early: true},
 		{name: "commit with a discard reason", plan: commitWith(func(p *engine.Finalize) { p.Reason = engine.DiscardOther }), want: engine.ErrConflict, early: true},
 		{name: "discard without a reason", plan: commitWith(func(p *engine.Finalize) { p.Outcome, p.Body = engine.OutcomeDiscarded, nil }), want: engine.ErrConflict, early: true},
+		{name: "cumulative ack of IDs out of order", plan: func(t testing.TB) engine.Plan {
+			return engine.ChainAck{Peer: bob, IDs: []wire.LogicalID{logicalID(2), logicalID(1)}, Session: sessionWrite(bob, 3, "ack"), Ack: *ackOut(bob)}
+		}, want: engine.ErrConflict, early: true},
+		{name: "cumulative ack of no ID", plan: func(t testing.TB) engine.Plan {
+			return engine.ChainAck{Peer: bob, Session: sessionWrite(bob, 3, "ack"), Ack: *ackOut(bob)}
+		}, want: engine.ErrConflict, early: true},
+		{name: "cumulative ack received naming no ID", plan: func(t testing.TB) engine.Plan {
+			return receivePlan(1, bob, 1, engine.ChainAcksEffect{})
+		}, want: engine.ErrConflict, early: true},
 		{name: "ack again without an ACK", plan: func(t testing.TB) engine.Plan {
 			return engine.AckAgain{Sender: bob, ID: idRecv, Outcome: engine.OutcomeCommitted, Session: sessionWrite(bob, 3, "ack"), At: planAt}
 		}, want: engine.ErrConflict, early: true},

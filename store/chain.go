@@ -46,7 +46,27 @@ const (
 	// instead of filling the table.
 	sqlReplaceReceivedChains = "DELETE FROM received_chain WHERE sender = ? AND grp = ? AND generation = ? AND chain != ?"
 	sqlReceivedChain         = "SELECT grp, generation, sealed_record FROM received_chain WHERE sender = ? AND chain = ?"
+	// sqlForgetChainMember and sqlForgetReceivedChains forget a peer's
+	// announcements of the own chains and the chains it announced here.
+	sqlForgetChainMember    = "DELETE FROM chain_member WHERE member = ?"
+	sqlForgetReceivedChains = "DELETE FROM received_chain WHERE sender = ?"
 )
+
+// forgetChainsOf forgets which own chains peer was announced, so that the
+// next group send announces them again, and with received the chains peer
+// announced here (an identity change: they were the old identity's).
+func (t *tx) forgetChainsOf(ctx context.Context, peer engine.Address, received bool) error {
+	if _, err := t.run(ctx, "chain-member-forget", sqlForgetChainMember, peer.String()); err != nil {
+		return fmt.Errorf("forget the chains announced to %s: %w", peer, err)
+	}
+	if !received {
+		return nil
+	}
+	if _, err := t.run(ctx, "received-chain-forget", sqlForgetReceivedChains, peer.String()); err != nil {
+		return fmt.Errorf("forget the chains %s announced: %w", peer, err)
+	}
+	return nil
+}
 
 func init() {
 	sealedColumns["own_chain.sealed_record"] = kindOwnChain

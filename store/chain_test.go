@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"testing"
 
@@ -58,5 +59,54 @@ func TestReceivedChainsOnePerGeneration(t *testing.T) {
 	}
 	if n := count(bob); n != 1 {
 		t.Fatalf("bob has %d chains, want his one untouched", n)
+	}
+}
+
+// TestIdentityChangeForgetsChains: accepting a peer's new identity forgets
+// the chains its old identity announced here and which own chains it was
+// announced (the next group send announces them again); another member's
+// are kept.
+func TestIdentityChangeForgetsChains(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, false)
+	withInbound(t, f)
+	g := wire.GroupID{7}
+	tx, err := f.db.beginImmediate(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.rollback()
+	for _, peer := range []engine.Address{bob, carol} {
+		w := &engine.ReceivedChainWrite{Sender: peer, Chain: wire.ChainID{peer.String()[0]}, Group: g, Generation: 1, Record: []byte{1}}
+		if err := tx.writeReceivedChain(ctx, w); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.tx.ExecContext(ctx, sqlInsertChainMember, g[:], make([]byte, 16), peer.String(), bytes.Repeat([]byte{peer.String()[0]}, 16)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.persist(); err != nil {
+		t.Fatal(err)
+	}
+	f.apply(t, engine.AcceptIdentity{Peer: bob, Identity: identityKey('x'), SessionVersion: 2, At: planAt,
+		Retire: &engine.RetiredInitiation{ID: initiation(7), SignedPreKeyID: 1, RetiredAt: planAt.Unix()}, Replaces: initiation(7)})
+	count := func(q string, peer engine.Address) int {
+		t.Helper()
+		var n int
+		if err := f.db.sql.QueryRowContext(ctx, q, peer.String()).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for _, tt := range []struct {
+		peer engine.Address
+		want int
+	}{{bob, 0}, {carol, 1}} {
+		if got := count("SELECT count(*) FROM received_chain WHERE sender = ?", tt.peer); got != tt.want {
+			t.Errorf("%s's received chains after bob's identity change: %d, want %d", tt.peer, got, tt.want)
+		}
+		if got := count("SELECT count(*) FROM chain_member WHERE member = ?", tt.peer); got != tt.want {
+			t.Errorf("%s's announcements after bob's identity change: %d, want %d", tt.peer, got, tt.want)
+		}
 	}
 }

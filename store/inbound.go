@@ -130,6 +130,12 @@ func (t *tx) receive(ctx context.Context, p engine.Receive) (engine.Receipt, err
 		if rc.Cleared, err = t.clearOutbound(ctx, p.Peer, e.ID); err != nil {
 			return engine.Receipt{}, err
 		}
+	case engine.ChainAcksEffect:
+		var err error
+		if rc.Acked, err = t.clearChainLanes(ctx, p.Peer, e); err != nil {
+			return engine.Receipt{}, err
+		}
+		rc.Cleared = len(rc.Acked) > 0
 	case engine.RepeatEffect:
 	case engine.RosterEffect:
 		if err := t.receiveRoster(ctx, e); err != nil {

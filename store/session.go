@@ -205,6 +205,11 @@ func (t *tx) acceptIdentity(ctx context.Context, p engine.AcceptIdentity) (engin
 	if _, err := t.runOne(ctx, "replaces-update", engine.ErrConflict, sqlSetReplaces, replaces, peer); err != nil {
 		return engine.Receipt{}, fmt.Errorf("record the initiation that replaces the session with %s: %w", peer, err)
 	}
+	// The chains the old identity announced here are not the new one's,
+	// and the new one holds none of the own: it is announced them again.
+	if err := t.forgetChainsOf(ctx, p.Peer, true); err != nil {
+		return engine.Receipt{}, err
+	}
 	return t.visible(ctx)
 }
 
@@ -236,6 +241,12 @@ func (t *tx) resetSession(ctx context.Context, p engine.ResetSession) (engine.Re
 		if _, err := t.run(ctx, "refused-one-time-insert", sqlInsertRefusedOneTime, peer, int64(id), p.At.Unix()); err != nil {
 			return engine.Receipt{}, fmt.Errorf("record one-time prekey %d refused by %s: %w", id, peer, err)
 		}
+	}
+	// A peer that lost its session may have lost the chains announced to
+	// it too: it is announced them again (a repeat it still holds is
+	// checked and acknowledged).
+	if err := t.forgetChainsOf(ctx, p.Peer, false); err != nil {
+		return engine.Receipt{}, err
 	}
 	var replaces any
 	if p.Replaces != (engine.InitiationID{}) {

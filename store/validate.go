@@ -76,6 +76,8 @@ func validate(p engine.Plan) error {
 		if p.DecidedOn != nil && len(p.Tell) > 0 {
 			err = errors.Join(err, invalid("a decision made elsewhere told again"))
 		}
+	case engine.ChainAck:
+		err = errors.Join(checkAddress("peer", p.Peer), checkSession(p.Session, p.Peer), checkAck(&p.Ack, p.Peer), checkChainAckIDs(p.IDs))
 	case engine.AckAgain:
 		err = errors.Join(checkAddress("sender", p.Sender), checkTime("at", p.At),
 			checkSession(p.Session, p.Sender), checkAck(&p.Ack, p.Sender))
@@ -418,6 +420,12 @@ func validateReceive(p engine.Receive) error {
 			err = errors.Join(err, invalid("decision outcome %d", e.Outcome))
 		}
 	case engine.AckEffect, engine.RepeatEffect, engine.NotAMemberEffect:
+	case engine.ChainAcksEffect:
+		if len(e.IDs) == 0 {
+			err = errors.Join(err, invalid("cumulative acknowledgement of no ID"))
+		} else {
+			err = errors.Join(err, checkChainAckIDs(e.IDs))
+		}
 	case engine.RosterEffect:
 		err = errors.Join(err, checkRosterFrame(e.Frame, e.Change.ID))
 	default:

@@ -172,7 +172,7 @@ func TestDecodeFrameStillRefusesGroupKinds(t *testing.T) {
 		{[]byte{1}, wire.ErrMalformed},
 		{[]byte{2, 3}, wire.ErrUnsupportedVersion},
 		{[]byte{1, 0}, wire.ErrMalformed},
-		{[]byte{1, 10}, wire.ErrMalformed},
+		{[]byte{1, 11}, wire.ErrMalformed}, // kind 11 is reserved
 		{make([]byte, wire.MaxFrameSize+1), wire.ErrMessageTooLarge},
 	} {
 		if _, err := wire.PeekFrameKind(tt.in); !errors.Is(err, tt.want) {

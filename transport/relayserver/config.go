@@ -59,10 +59,10 @@ type Config struct {
 
 	// NoSubmitMulti stops serving wire.SubmitMulti (one payload for
 	// several mailboxes, kind 29) and announcing wire.FeatureSubmitMulti,
-	// which a relay does by default. The stores keep one envelope per
-	// mailbox for now, not the payload once, so a SubmitMulti saves the
-	// sender's uploads but no storage yet (docs/relay.md, "One payload for
-	// several mailboxes").
+	// which a relay does by default. The memory and SQLite stores keep
+	// its payload once with a small entry per mailbox; NATS keeps an
+	// envelope per mailbox (docs/relay.md, "One payload for several
+	// mailboxes").
 	NoSubmitMulti bool
 
 	// withoutSubmitBatch: tests play a relay that predates SubmitBatch

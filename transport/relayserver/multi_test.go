@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/parley-chat/parley/transport"
 	"github.com/parley-chat/parley/transport/relaystore"
@@ -210,5 +211,69 @@ func TestClientSubmitMulti(t *testing.T) {
 				t.Errorf("%v SubmitMultis counted, want %v", got, want)
 			}
 		})
+	}
+}
+
+// TestSubmitMultiStoresPayloadOnce: a SubmitMulti to a group of twelve
+// mailboxes on the SQLite store keeps its payload once and a head of a few
+// dozen bytes per mailbox, while each mailbox is charged (and delivered)
+// the whole envelope; once every recipient took its envelope, nothing is
+// kept.
+func TestSubmitMultiStoresPayloadOnce(t *testing.T) {
+	r := startSQLiteRelay(t, t.TempDir(), Config{})
+	alice := newDevice(t, "alice/1")
+	var to []*device
+	var conns []*transport.Conn
+	for i := range 12 {
+		d := newDevice(t, fmt.Sprintf("member%02d/1", i)) // in address order, as a SubmitMulti wants
+		to = append(to, d)
+		conns = append(conns, dial(t, r, d))
+	}
+	c := dialRaw(t, r)
+	c.login(alice)
+	payload := bytes.Repeat([]byte{0x5a}, 4096)
+	m := multi(alice, payload, to...)
+	c.send(2, m)
+	res, ok := c.reply(2).(wire.BatchResults)
+	if !ok || len(res.Results) != len(to) {
+		t.Fatalf("SubmitMulti: %+v", res)
+	}
+	st, err := r.store.Stats(ctxT(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var whole int64
+	for i := range m.Mailboxes {
+		b, _ := wire.EncodeEnvelope(m.Envelope(i))
+		whole += int64(len(b))
+	}
+	perMailbox := float64(st.Stored-int64(len(payload))) / float64(len(to))
+	if st.Bytes != whole || st.Stored < int64(len(payload)) || perMailbox > 64 {
+		t.Fatalf("Stats %+v: want %d bytes charged and the payload (%d) once with at most 64 bytes per mailbox (%.1f)", st, whole, len(payload), perMailbox)
+	}
+	t.Logf("%d mailboxes, payload %d bytes: %d bytes kept (%.1f per mailbox over the payload), %d charged", len(to), len(payload), st.Stored, perMailbox, st.Bytes)
+	for _, cn := range conns {
+		ls := receiveN(t, cn, 1)
+		if got := payloads(t, ls); got[0] != string(payload) {
+			t.Fatal("a member received another payload")
+		}
+		if err := cn.Release(ctxT(t), []uint64{ls[0].Row}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The members' acknowledgements reach the store after their receive.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, err := r.store.Stats(ctxT(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Stored == 0 && st.Bytes == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after every member took its envelope: %+v, want nothing kept", st)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

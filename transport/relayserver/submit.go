@@ -52,6 +52,9 @@ type queuedSubmit struct {
 	// limited counts the batch's envelopes after envs that the message
 	// bucket did not pay for: each is answered refused (rate limited).
 	limited []wire.EnvelopeID
+	// shared, for a SubmitMulti, is the payload every envelope of envs
+	// ends with: the store keeps it once (relaystore.AppendItem.Shared).
+	shared *relaystore.SharedPayload
 }
 
 func (q queuedSubmit) size() int {
@@ -140,7 +143,7 @@ func (c *conn) submitGroup(group []queuedSubmit) {
 	for i, r := range group {
 		verdicts[i] = make([]checked, len(r.envs))
 		for j, env := range r.envs {
-			verdicts[i][j] = c.checkEnvelope(env, rels, &items)
+			verdicts[i][j] = c.checkEnvelope(env, r.shared, rels, &items)
 		}
 	}
 	var results []relaystore.AppendResult
@@ -176,8 +179,10 @@ func (c *conn) submitGroup(group []queuedSubmit) {
 
 // checkEnvelope checks an envelope against the protocol (size, form,
 // sender, recipient) and the recipient's relation to the sender, and
-// either decides it or adds it to items.
-func (c *conn) checkEnvelope(b []byte, rels map[string]relaystore.Relation, items *[]relaystore.AppendItem) checked {
+// either decides it or adds it to items. An envelope of a SubmitMulti
+// (shared set, its payload) goes to the store as its head and the shared
+// payload, kept once for every mailbox.
+func (c *conn) checkEnvelope(b []byte, shared *relaystore.SharedPayload, rels map[string]relaystore.Relation, items *[]relaystore.AppendItem) checked {
 	s := c.s
 	refuse := func(id wire.EnvelopeID, r wire.RefuseReason) checked {
 		s.metrics.refused.WithLabelValues(refuseLabel(r)).Inc()
@@ -213,9 +218,13 @@ func (c *conn) checkEnvelope(b []byte, rels map[string]relaystore.Relation, item
 	// The store decides how many copies it keeps: one, or none or two when
 	// it injects faults (relaystore.WithFaults); either way the sender hears
 	// Accepted.
-	*items = append(*items, relaystore.AppendItem{Recipient: env.Recipient, Env: b, Copies: 1, From: relaystore.Origin{
+	it := relaystore.AppendItem{Recipient: env.Recipient, Env: b, Copies: 1, From: relaystore.Origin{
 		Address: c.addr, IP: c.ip, Envelope: env.ID,
-		ToReader: s.reads(env.Recipient), Stranger: !rel.Accepted && env.Recipient != c.addr}})
+		ToReader: s.reads(env.Recipient), Stranger: !rel.Accepted && env.Recipient != c.addr}}
+	if shared != nil && len(b) > len(shared.Payload) {
+		it.Env, it.Shared = b[:len(b)-len(shared.Payload)], shared
+	}
+	*items = append(*items, it)
 	return checked{id: env.ID, item: len(*items) - 1, recipient: env.Recipient}
 }
 
@@ -291,8 +300,10 @@ func (c *conn) submitBatch(req uint32, m wire.SubmitBatch) bool {
 
 // maxMultiCopyBytes bounds the envelopes one SubmitMulti expands to (its
 // payload once per mailbox), as maxSubmitBytesQueued bounds a connection's
-// queue: the store keeps one envelope per mailbox for now, so a payload of
-// 256 KiB to 64 mailboxes would hold 16 MiB of the relay's memory. Past it
+// queue: the envelopes are checked one by one, whole, before the store
+// keeps the payload once (memory, SQLite) or per mailbox (NATS), so a
+// payload of 256 KiB to 64 mailboxes would hold 16 MiB of the relay's
+// memory while it waits. Past it
 // every mailbox is refused as too large, and the client sends the
 // envelopes one by one.
 const maxMultiCopyBytes = maxSubmitBytesQueued
@@ -319,20 +330,26 @@ func (c *conn) submitMulti(req uint32, m wire.SubmitMulti) bool {
 		}
 		envs[i] = b
 	}
-	return c.submitEnvelopes(req, envs)
+	return c.queueEnvelopes(req, envs, &relaystore.SharedPayload{Payload: m.Payload})
 }
 
 // submitEnvelopes takes a batch's envelopes from the message bucket one
 // token each (the first paid when the message was read), refuses those it
 // cannot pay for as rate limited, and queues the rest.
 func (c *conn) submitEnvelopes(req uint32, envelopes [][]byte) bool {
+	return c.queueEnvelopes(req, envelopes, nil)
+}
+
+// queueEnvelopes is submitEnvelopes of envelopes that all end with
+// shared's payload, when shared is set (a SubmitMulti's).
+func (c *conn) queueEnvelopes(req uint32, envelopes [][]byte, shared *relaystore.SharedPayload) bool {
 	s := c.s
 	m := wire.SubmitBatch{Envelopes: envelopes}
 	paid := 1
 	for paid < len(m.Envelopes) && c.msgs.Allow() {
 		paid++
 	}
-	r := queuedSubmit{req: req, envs: m.Envelopes[:paid], batch: true}
+	r := queuedSubmit{req: req, envs: m.Envelopes[:paid], batch: true, shared: shared}
 	if paid < len(m.Envelopes) {
 		s.metrics.rateLimitedIn(bucketMessages)
 		if c.refusedFrame(time.Now()) != nil {

@@ -25,6 +25,7 @@ type Memory struct {
 	bundles map[string]*memBundle
 	boxes   map[string]*memBox
 	total   Usage
+	stored  int64 // bytes kept for envelopes, each shared payload once
 	byIP    map[string]*Usage
 	regIP   map[string]int            // addresses first registered from each IP
 	accepts map[string]PeerList       // by owner
@@ -49,12 +50,48 @@ type memBox struct {
 
 type memRow struct {
 	id      uint64
-	env     []byte
+	env     []byte      // the whole envelope, or its head when shared is set
+	shared  *memPayload // the payload that follows env, kept once
 	at      time.Time
 	from    Origin
 	holder  string
 	until   time.Time
 	deleted bool
+}
+
+// memPayload is a payload that several rows share (AppendItem.Shared),
+// with how many rows still point at it.
+type memPayload struct {
+	b    []byte
+	refs int
+}
+
+// size is the row's whole envelope's size, what its quotas were charged.
+func (r *memRow) size() int64 {
+	if r.shared == nil {
+		return int64(len(r.env))
+	}
+	return int64(len(r.env) + len(r.shared.b))
+}
+
+// envelope returns the row's whole envelope.
+func (r *memRow) envelope() []byte {
+	if r.shared == nil {
+		return r.env
+	}
+	b := make([]byte, 0, len(r.env)+len(r.shared.b))
+	return append(append(b, r.env...), r.shared.b...)
+}
+
+// drop forgets a row's bytes, and its shared payload with its last row;
+// callers hold mu.
+func (m *Memory) drop(r *memRow) {
+	m.stored -= int64(len(r.env))
+	if p := r.shared; p != nil {
+		if p.refs--; p.refs == 0 {
+			m.stored -= int64(len(p.b))
+		}
+	}
 }
 
 var _ Store = (*Memory)(nil)
@@ -200,6 +237,12 @@ func (m *Memory) OneTimePreKeys(_ context.Context, address string) (int, error) 
 
 // Append implements Store.
 func (m *Memory) Append(_ context.Context, recipient string, env []byte, copies int, from Origin) ([]uint64, error) {
+	return m.append(recipient, env, copies, from, nil)
+}
+
+// append appends copies of env, or of the head env followed by shared's
+// payload, to recipient's mailbox, as Append describes.
+func (m *Memory) append(recipient string, env []byte, copies int, from Origin, shared *memPayload) ([]uint64, error) {
 	if copies < 1 {
 		return nil, fmt.Errorf("append to %s: %d copies", recipient, copies)
 	}
@@ -214,7 +257,11 @@ func (m *Memory) Append(_ context.Context, recipient string, env []byte, copies 
 	if box == nil {
 		box = &memBox{bySender: make(map[string]*Usage), strangerIP: make(map[string]*Usage)}
 	}
-	size := int64(len(env)) * int64(copies)
+	whole := int64(len(env))
+	if shared != nil {
+		whole += int64(len(shared.b))
+	}
+	size := whole * int64(copies)
 	var sender, ip Usage
 	if u := box.bySender[from.Address]; u != nil {
 		sender = *u
@@ -239,7 +286,14 @@ func (m *Memory) Append(_ context.Context, recipient string, env []byte, copies 
 	for i := range rows {
 		m.next++
 		rows[i] = m.next
-		box.rows = append(box.rows, &memRow{id: m.next, env: env, from: from, at: now})
+		box.rows = append(box.rows, &memRow{id: m.next, env: env, shared: shared, from: from, at: now})
+	}
+	m.stored += int64(len(env)) * int64(copies)
+	if shared != nil {
+		if shared.refs == 0 {
+			m.stored += int64(len(shared.b))
+		}
+		shared.refs += copies
 	}
 	box.bytes += size
 	m.charge(box, from, copies, size)
@@ -247,9 +301,22 @@ func (m *Memory) Append(_ context.Context, recipient string, env []byte, copies 
 }
 
 // AppendBatch implements Store: Append of each item, in order (nothing
-// in memory is made durable, so there is nothing to group).
+// in memory is made durable, so there is nothing to group). The items that
+// share a payload keep it once, with their heads.
 func (m *Memory) AppendBatch(ctx context.Context, items []AppendItem) []AppendResult {
-	return appendEach(ctx, m, items)
+	out := make([]AppendResult, len(items))
+	kept := make(map[*SharedPayload]*memPayload)
+	for i, it := range items {
+		var p *memPayload
+		if it.Shared != nil {
+			if p = kept[it.Shared]; p == nil {
+				p = &memPayload{b: slices.Clone(it.Shared.Payload)}
+				kept[it.Shared] = p
+			}
+		}
+		out[i].Rows, out[i].Err = m.append(it.Recipient, it.Env, it.Copies, it.From, p)
+	}
+	return out
 }
 
 // charge adds (or, with negative amounts, removes) what from holds in box,
@@ -298,7 +365,7 @@ func (m *Memory) Lease(_ context.Context, recipient, holder string, max int, now
 			continue
 		}
 		r.holder, r.until = holder, until
-		out = append(out, Row{ID: r.id, Envelope: r.env, Accepted: r.at})
+		out = append(out, Row{ID: r.id, Envelope: r.envelope(), Accepted: r.at})
 		if len(out) == max {
 			break
 		}
@@ -346,8 +413,9 @@ func (m *Memory) Ack(_ context.Context, recipient string, rows []uint64) ([]Remo
 		if ok && !box.rows[i].deleted {
 			r := box.rows[i]
 			r.deleted = true
-			box.bytes -= int64(len(r.env))
-			m.charge(box, r.from, -1, -int64(len(r.env)))
+			box.bytes -= r.size()
+			m.charge(box, r.from, -1, -r.size())
+			m.drop(r)
 			out = append(out, Removed{Recipient: recipient, Row: r.id, Sender: r.from.Address, Envelope: r.from.Envelope})
 		}
 	}
@@ -388,8 +456,9 @@ func (m *Memory) Expire(_ context.Context, now, before time.Time, max int) ([]Re
 	for _, c := range cands[:min(max, len(cands))] {
 		box, r := m.boxes[c.recipient], c.row
 		r.deleted = true
-		box.bytes -= int64(len(r.env))
-		m.charge(box, r.from, -1, -int64(len(r.env)))
+		box.bytes -= r.size()
+		m.charge(box, r.from, -1, -r.size())
+		m.drop(r)
 		out = append(out, Removed{Recipient: c.recipient, Row: r.id, Sender: r.from.Address, Envelope: r.from.Envelope})
 		touched[c.recipient] = true
 	}
@@ -468,7 +537,7 @@ func (m *Memory) Stats(context.Context) (Stats, error) {
 	}
 	defer m.mu.Unlock()
 	// The running totals: no scan, whatever the store holds.
-	return Stats{Registrations: len(m.keys), Envelopes: m.total.Envelopes, Bytes: m.total.Bytes}, nil
+	return Stats{Registrations: len(m.keys), Envelopes: m.total.Envelopes, Bytes: m.total.Bytes, Stored: m.stored}, nil
 }
 
 // Close implements Store.

@@ -1,4 +1,4 @@
--- The relay's durable state, version 4 (sqlitemigrate.go migrates versions 1 to 3).
+-- The relay's durable state, version 6 (sqlitemigrate.go migrates versions 1 to 5).
 -- Every statement is idempotent.
 
 -- meta holds the relay's identity ("relay_id", 32 bytes).
@@ -44,8 +44,17 @@ CREATE TABLE IF NOT EXISTS envelopes (
 	ip        TEXT NOT NULL DEFAULT '',
 	accepted  INTEGER NOT NULL DEFAULT 0, -- Unix nanoseconds, 0 for rows of version 1
 	envelope_id BLOB NOT NULL DEFAULT x'',
-	stranger  INTEGER NOT NULL DEFAULT 0 -- 1: charged to the room for strangers
+	stranger  INTEGER NOT NULL DEFAULT 0, -- 1: charged to the room for strangers
+	payload   INTEGER NOT NULL DEFAULT 0 -- 0: envelope is whole; else it is the head, and payloads.id names the rest
 );
+-- Payloads that several mailboxes share (a SubmitMulti's), kept once; refs
+-- counts the envelopes rows that point at one, and the last row to go
+-- deletes it.
+CREATE TABLE IF NOT EXISTS payloads (
+	id      INTEGER PRIMARY KEY AUTOINCREMENT,
+	payload BLOB NOT NULL,
+	refs    INTEGER NOT NULL
+) STRICT;
 CREATE INDEX IF NOT EXISTS envelopes_by_recipient ON envelopes (recipient, row);
 -- The expiry sweep takes the oldest envelopes first.
 CREATE INDEX IF NOT EXISTS envelopes_by_accepted ON envelopes (accepted);

@@ -64,11 +64,13 @@ type SQLite struct {
 
 type appendReq struct {
 	recipient string
-	env       []byte
+	env       []byte // the whole envelope, or its head when shared is set
 	copies    int
 	from      Origin
+	shared    *SharedPayload
 	rows      []uint64
 	err       error
+	stored    int64 // the bytes its rows added to the file (a shared payload once)
 	done      chan struct{}
 
 	work groupWork // set: another write than an append (sqliteack.go)
@@ -326,7 +328,7 @@ func (s *SQLite) AppendBatch(ctx context.Context, items []AppendItem) []AppendRe
 			out[i].Err = fmt.Errorf("append to %s: %d copies", it.Recipient, it.Copies)
 			continue
 		}
-		w.reqs = append(w.reqs, &appendReq{recipient: it.Recipient, env: it.Env, copies: it.Copies, from: it.From})
+		w.reqs = append(w.reqs, &appendReq{recipient: it.Recipient, env: it.Env, copies: it.Copies, from: it.From, shared: it.Shared})
 		idx = append(idx, i)
 	}
 	if len(w.reqs) == 0 {
@@ -397,12 +399,12 @@ func (s *SQLite) commitGroup(group []*appendReq) {
 		}
 		defer tx.Rollback()
 		for _, r := range group {
-			r.rows, r.err = nil, nil
+			r.rows, r.err, r.stored = nil, nil, 0
 			var err error
 			if r.work != nil {
 				err = r.work.run(ctx, s, tx)
 			} else {
-				err = s.appendTx(ctx, tx, r)
+				err = s.appendTx(ctx, tx, r, nil)
 			}
 			if refused(err) {
 				r.err = err
@@ -425,6 +427,7 @@ func (s *SQLite) commitGroup(group []*appendReq) {
 			r.work.done(s, r.err)
 		case r.err == nil:
 			s.counts.add(0, Usage{len(r.rows), int64(len(r.env)) * int64(len(r.rows))})
+			s.counts.addStored(r.stored)
 		}
 		close(r.done)
 	}
@@ -438,7 +441,8 @@ func (s *SQLite) Lease(ctx context.Context, recipient, holder string, max int, n
 	var out []Row
 	err := s.leases.Take(recipient, holder, now, until, func(held map[uint64]Lease, take func(uint64, Origin, int)) error {
 		// Rows under a live lease are skipped, so ask for that many more.
-		rows, err := s.db.QueryContext(ctx, "SELECT row, envelope, accepted FROM envelopes WHERE recipient = ? ORDER BY row LIMIT ?", recipient, max+len(held))
+		rows, err := s.db.QueryContext(ctx, `SELECT e.row, e.envelope, e.accepted, p.payload FROM envelopes e
+			LEFT JOIN payloads p ON e.payload != 0 AND p.id = e.payload WHERE e.recipient = ? ORDER BY e.row LIMIT ?`, recipient, max+len(held))
 		if err != nil {
 			return err
 		}
@@ -446,8 +450,13 @@ func (s *SQLite) Lease(ctx context.Context, recipient, holder string, max int, n
 		for rows.Next() && len(out) < max {
 			var r Row
 			var id, accepted int64
-			if err := rows.Scan(&id, &r.Envelope, &accepted); err != nil {
+			var shared []byte
+			if err := rows.Scan(&id, &r.Envelope, &accepted, &shared); err != nil {
 				return err
+			}
+			if shared != nil {
+				// The head, then the payload kept once.
+				r.Envelope = append(r.Envelope, shared...)
 			}
 			r.ID = uint64(id)
 			if accepted > 0 {

@@ -42,9 +42,12 @@ type batchWork struct {
 }
 
 func (w *batchWork) run(ctx context.Context, s *SQLite, tx *sql.Tx) error {
+	// The shared payloads this run inserted, by what the items point at:
+	// each once, with the first item of it that is stored.
+	payloads := make(map[*SharedPayload]int64)
 	for _, r := range w.reqs {
-		r.rows, r.err = nil, nil
-		if err := s.appendTx(ctx, tx, r); refused(err) {
+		r.rows, r.err, r.stored = nil, nil, 0
+		if err := s.appendTx(ctx, tx, r, payloads); refused(err) {
 			r.rows, r.err = nil, err
 		} else if err != nil {
 			return err
@@ -61,7 +64,8 @@ func (w *batchWork) done(s *SQLite, err error) {
 		case err != nil:
 			r.rows, r.err = nil, err
 		case r.err == nil:
-			s.counts.add(0, Usage{len(r.rows), int64(len(r.env)) * int64(len(r.rows))})
+			s.counts.add(0, Usage{len(r.rows), r.size() * int64(len(r.rows))})
+			s.counts.addStored(r.stored)
 		}
 	}
 }
@@ -74,11 +78,12 @@ type ackWork struct {
 	rows      []uint64
 	removed   []Removed
 	freed     Usage
+	unstored  int64
 }
 
 func (a *ackWork) run(ctx context.Context, s *SQLite, tx *sql.Tx) error {
 	var err error
-	a.removed, a.freed, err = s.deleteRows(ctx, tx, a.recipient, a.rows)
+	a.removed, a.freed, a.unstored, err = s.deleteRows(ctx, tx, a.recipient, a.rows)
 	return err
 }
 
@@ -89,6 +94,7 @@ func (a *ackWork) done(s *SQLite, err error) {
 		return
 	}
 	s.counts.add(0, Usage{-a.freed.Envelopes, -a.freed.Bytes})
+	s.counts.addStored(-a.unstored)
 	s.leases.Forget(a.recipient, a.rows)
 }
 

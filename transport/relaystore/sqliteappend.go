@@ -20,7 +20,9 @@ const (
 	upsertUsage = `INSERT INTO usage (scope, key, envelopes, bytes) VALUES (?, ?, ?, ?)
 			ON CONFLICT (scope, key) DO UPDATE SET envelopes = envelopes + excluded.envelopes, bytes = bytes + excluded.bytes`
 	deleteUsage    = "DELETE FROM usage WHERE scope = ? AND key = ? AND envelopes <= 0"
-	insertEnvelope = "INSERT INTO envelopes (recipient, envelope, sender, ip, accepted, envelope_id, stranger) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING row"
+	insertEnvelope = "INSERT INTO envelopes (recipient, envelope, sender, ip, accepted, envelope_id, stranger, payload) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING row"
+	insertPayload  = "INSERT INTO payloads (payload, refs) VALUES (?, 0) RETURNING id"
+	refPayload     = "UPDATE payloads SET refs = refs + ? WHERE id = ?"
 )
 
 // sqliteStmts holds the prepared statements.
@@ -86,8 +88,19 @@ func (s *SQLite) addUsage(ctx context.Context, tx *sql.Tx, scopes [][2]string, n
 	return nil
 }
 
-// appendTx appends one request's copies within tx, or refuses it.
-func (s *SQLite) appendTx(ctx context.Context, tx *sql.Tx, r *appendReq) error {
+// size is the request's whole envelope's size, what each copy is charged.
+func (r *appendReq) size() int64 {
+	if r.shared == nil {
+		return int64(len(r.env))
+	}
+	return int64(len(r.env) + len(r.shared.Payload))
+}
+
+// appendTx appends one request's copies within tx, or refuses it. A
+// request with a shared payload stores its head in each row and the
+// payload once per transaction (payloads: those inserted so far, by what
+// the requests point at; nil when none may be shared).
+func (s *SQLite) appendTx(ctx context.Context, tx *sql.Tx, r *appendReq, payloads map[*SharedPayload]int64) error {
 	var k []byte
 	if err := tx.StmtContext(ctx, s.stmts.key).QueryRowContext(ctx, r.recipient).Scan(&k); errors.Is(err, sql.ErrNoRows) {
 		return ErrNotRegistered
@@ -103,20 +116,35 @@ func (s *SQLite) appendTx(ctx context.Context, tx *sql.Tx, r *appendReq) error {
 		}
 		u[sc[0]] = v
 	}
-	size := int64(len(r.env)) * int64(r.copies)
+	size := r.size() * int64(r.copies)
 	if err := s.limits.QuotaError(u["mailbox"], u["sender"], u["ip"], u["total"], r.from, r.copies, size); err != nil {
 		return err
 	}
 	if err := s.limits.StrangerError(u["stranger"], u["stranger_ip"], r.from, r.copies, size); err != nil {
 		return err
 	}
+	var payload int64
+	if r.shared != nil {
+		var ok bool
+		if payload, ok = payloads[r.shared]; !ok {
+			if err := tx.QueryRowContext(ctx, insertPayload, r.shared.Payload).Scan(&payload); err != nil {
+				return err
+			}
+			payloads[r.shared] = payload
+			r.stored += int64(len(r.shared.Payload))
+		}
+		if _, err := tx.ExecContext(ctx, refPayload, r.copies, payload); err != nil {
+			return err
+		}
+	}
 	ins := tx.StmtContext(ctx, s.stmts.insert)
 	for range r.copies {
 		var row int64
-		if err := ins.QueryRowContext(ctx, r.recipient, r.env, r.from.Address, r.from.IP, time.Now().UnixNano(), r.from.Envelope[:], r.from.Stranger).Scan(&row); err != nil {
+		if err := ins.QueryRowContext(ctx, r.recipient, r.env, r.from.Address, r.from.IP, time.Now().UnixNano(), r.from.Envelope[:], r.from.Stranger, payload).Scan(&row); err != nil {
 			return err
 		}
 		r.rows = append(r.rows, uint64(row))
 	}
+	r.stored += int64(len(r.env)) * int64(r.copies)
 	return s.addUsage(ctx, tx, scopes, r.copies, size)
 }

@@ -20,8 +20,9 @@ func (s *SQLite) Expire(ctx context.Context, now, before time.Time, max int) ([]
 	}
 	var out []Removed
 	var freed Usage
+	var unstored int64
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		out, freed = out[:0], Usage{}
+		out, freed, unstored = out[:0], Usage{}, 0
 		// The cursor is read only as far as it takes to find max rows
 		// not under a live lease.
 		rows, err := tx.QueryContext(ctx, "SELECT row, recipient FROM envelopes WHERE accepted < ? ORDER BY accepted, row", before.UnixNano())
@@ -51,10 +52,11 @@ func (s *SQLite) Expire(ctx context.Context, now, before time.Time, max int) ([]
 			return err
 		}
 		for _, recipient := range order {
-			gone, u, err := s.deleteRows(ctx, tx, recipient, byRecipient[recipient])
+			gone, u, n, err := s.deleteRows(ctx, tx, recipient, byRecipient[recipient])
 			if err != nil {
 				return err
 			}
+			unstored += n
 			out = append(out, gone...)
 			freed.Envelopes += u.Envelopes
 			freed.Bytes += u.Bytes
@@ -65,6 +67,7 @@ func (s *SQLite) Expire(ctx context.Context, now, before time.Time, max int) ([]
 		return nil, fmt.Errorf("expire envelopes: %w", err)
 	}
 	s.counts.add(0, Usage{-freed.Envelopes, -freed.Bytes})
+	s.counts.addStored(-unstored)
 	for _, r := range out {
 		s.leases.Forget(r.Recipient, []uint64{r.Row})
 	}
@@ -72,12 +75,15 @@ func (s *SQLite) Expire(ctx context.Context, now, before time.Time, max int) ([]
 }
 
 // deleteRows deletes those of rows that are recipient's and lowers the
-// totals they were charged to; it returns them and what they held.
-func (s *SQLite) deleteRows(ctx context.Context, tx *sql.Tx, recipient string, rows []uint64) ([]Removed, Usage, error) {
+// totals they were charged to; a shared payload goes with the last row
+// that points at it. It returns the rows, what they were charged (each
+// whole envelope) and the bytes the file no longer keeps.
+func (s *SQLite) deleteRows(ctx context.Context, tx *sql.Tx, recipient string, rows []uint64) ([]Removed, Usage, int64, error) {
 	var all Usage
-	del, err := tx.PrepareContext(ctx, "DELETE FROM envelopes WHERE row = ? AND recipient = ? RETURNING length(envelope), sender, ip, envelope_id, stranger")
+	var unstored int64
+	del, err := tx.PrepareContext(ctx, "DELETE FROM envelopes WHERE row = ? AND recipient = ? RETURNING length(envelope), payload, sender, ip, envelope_id, stranger")
 	if err != nil {
-		return nil, all, err
+		return nil, all, 0, err
 	}
 	defer del.Close()
 	var out []Removed
@@ -86,14 +92,25 @@ func (s *SQLite) deleteRows(ctx context.Context, tx *sql.Tx, recipient string, r
 		if row > 1<<63-1 {
 			continue
 		}
-		var size int64
+		var size, payload int64
 		var from Origin
 		var id []byte
-		err := del.QueryRowContext(ctx, int64(row), recipient).Scan(&size, &from.Address, &from.IP, &id, &from.Stranger)
+		err := del.QueryRowContext(ctx, int64(row), recipient).Scan(&size, &payload, &from.Address, &from.IP, &id, &from.Stranger)
 		if errors.Is(err, sql.ErrNoRows) {
 			continue
 		} else if err != nil {
-			return nil, all, err
+			return nil, all, 0, err
+		}
+		unstored += size
+		if payload != 0 {
+			n, gone, err := s.unrefPayload(ctx, tx, payload)
+			if err != nil {
+				return nil, all, 0, err
+			}
+			size += n
+			if gone {
+				unstored += n
+			}
 		}
 		all.Envelopes++
 		all.Bytes += size
@@ -107,8 +124,26 @@ func (s *SQLite) deleteRows(ctx context.Context, tx *sql.Tx, recipient string, r
 	}
 	for from, u := range freed {
 		if err := s.addUsage(ctx, tx, usageScopes(recipient, from), -u.Envelopes, -u.Bytes); err != nil {
-			return nil, all, err
+			return nil, all, 0, err
 		}
 	}
-	return out, all, nil
+	return out, all, unstored, nil
+}
+
+// unrefPayload drops one row's reference to a shared payload, deleting the
+// payload with its last: it returns the payload's size and whether it
+// went.
+func (s *SQLite) unrefPayload(ctx context.Context, tx *sql.Tx, id int64) (int64, bool, error) {
+	var refs, size int64
+	err := tx.QueryRowContext(ctx, "UPDATE payloads SET refs = refs - 1 WHERE id = ? RETURNING refs, length(payload)", id).Scan(&refs, &size)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, fmt.Errorf("envelope row names payload %d, which is not kept", id)
+	} else if err != nil {
+		return 0, false, err
+	}
+	if refs > 0 {
+		return size, false, nil
+	}
+	_, err = tx.ExecContext(ctx, "DELETE FROM payloads WHERE id = ?", id)
+	return size, true, err
 }

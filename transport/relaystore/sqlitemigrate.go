@@ -8,7 +8,7 @@ import (
 )
 
 // schemaVersion is stored in PRAGMA user_version.
-const schemaVersion = 5
+const schemaVersion = 6
 
 // migrations[v] brings a database of version v to version v+1, in the
 // transaction that opens it.
@@ -61,6 +61,14 @@ CREATE TABLE blocked_senders (
 ) STRICT`,
 	// The latest device list of each account (devicelist.go).
 	4: deviceListsTable,
+	// Payloads that several mailboxes share, kept once (AppendItem.Shared).
+	5: `
+ALTER TABLE envelopes ADD COLUMN payload INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE payloads (
+	id      INTEGER PRIMARY KEY AUTOINCREMENT,
+	payload BLOB NOT NULL,
+	refs    INTEGER NOT NULL
+) STRICT`,
 }
 
 // deviceListsTable holds the latest device list of each user, with the IP

@@ -192,11 +192,48 @@ type Origin struct {
 }
 
 // AppendItem is one envelope of an AppendBatch, with what Append takes.
+//
+// Shared, when set, is a payload that several items of the batch share
+// (a SubmitMulti's: one payload for several mailboxes). Env is then the
+// envelope's head, every byte before the payload (it ends with the
+// payload's length), and the envelope is Env followed by Shared.Payload.
+// Memory and SQLite keep the payload once for all the items of the batch
+// that point at the same SharedPayload, with each item's head as a small
+// entry in its mailbox, and delete it with the last of those entries
+// (acknowledged or expired); NATS keeps a whole envelope per item. Either
+// way every quota is charged each item's whole envelope, as if it were
+// stored alone, and a lease returns the whole envelope.
 type AppendItem struct {
 	Recipient string
 	Env       []byte
 	Copies    int
 	From      Origin
+	Shared    *SharedPayload
+}
+
+// SharedPayload is an envelope payload that several AppendItems of one
+// AppendBatch share; items share it by pointing at the same value.
+type SharedPayload struct {
+	Payload []byte
+}
+
+// Envelope returns the item's whole envelope: Env, followed by the shared
+// payload when there is one (a new slice then).
+func (it AppendItem) Envelope() []byte {
+	if it.Shared == nil {
+		return it.Env
+	}
+	b := make([]byte, 0, len(it.Env)+len(it.Shared.Payload))
+	return append(append(b, it.Env...), it.Shared.Payload...)
+}
+
+// Size returns the size of the item's whole envelope, what quotas charge
+// it for each copy.
+func (it AppendItem) Size() int {
+	if it.Shared == nil {
+		return len(it.Env)
+	}
+	return len(it.Env) + len(it.Shared.Payload)
 }
 
 // AppendResult is what became of one AppendItem: the rows of its copies,
@@ -211,7 +248,7 @@ type AppendResult struct {
 func appendEach(ctx context.Context, s Store, items []AppendItem) []AppendResult {
 	out := make([]AppendResult, len(items))
 	for i, it := range items {
-		out[i].Rows, out[i].Err = s.Append(ctx, it.Recipient, it.Env, it.Copies, it.From)
+		out[i].Rows, out[i].Err = s.Append(ctx, it.Recipient, it.Envelope(), it.Copies, it.From)
 	}
 	return out
 }
@@ -240,7 +277,11 @@ type Row struct {
 type Stats struct {
 	Registrations int
 	Envelopes     int   // in every mailbox
-	Bytes         int64 // of those envelopes
+	Bytes         int64 // of those envelopes, each whole (what quotas charge)
+	// Stored is what the backend keeps of those bytes: a payload shared
+	// by several mailboxes (AppendItem.Shared) counted once, with each
+	// mailbox's head. Equal to Bytes where nothing is shared.
+	Stored int64
 }
 
 // Limits bound what the relay keeps: per mailbox, per sender within a

@@ -280,6 +280,9 @@ func TestSQLiteMigratesVersion2(t *testing.T) {
 		"ALTER TABLE envelopes DROP COLUMN stranger",
 		"DROP TABLE accepted_peers",
 		"DROP TABLE blocked_senders",
+		// What version 5 added (payloads kept once).
+		"ALTER TABLE envelopes DROP COLUMN payload",
+		"DROP TABLE payloads",
 		"INSERT INTO envelopes (recipient, envelope, sender) VALUES ('bob/1', x'" + hex.EncodeToString(append(env, 'x')) + "', 'alice/1'), ('bob/1', 'short', 'carol/1')",
 		"PRAGMA user_version = 2",
 	} {
@@ -335,7 +338,7 @@ func TestSQLiteStatsRunningCounts(t *testing.T) {
 	if _, err := s.Expire(ctx, time.Now(), time.Now().Add(time.Hour), 1); err != nil {
 		t.Fatal(err)
 	}
-	want := Stats{Registrations: 3, Envelopes: 1, Bytes: 3}
+	want := Stats{Registrations: 3, Envelopes: 1, Bytes: 3, Stored: 3}
 	if st, err := s.Stats(ctx); err != nil || st != want {
 		t.Fatalf("Stats: %+v, %v; want %+v", st, err, want)
 	}

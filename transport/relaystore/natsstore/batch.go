@@ -3,6 +3,7 @@ package natsstore
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/parley-chat/parley/transport/relaystore"
@@ -26,6 +27,17 @@ func (s *Store) AppendBatch(ctx context.Context, items []relaystore.AppendItem) 
 		refund  func()
 	}
 	var sent []inFlight
+	// A shared payload (AppendItem.Shared) is not kept once here: each
+	// mailbox's message is a whole envelope, as for an envelope of its
+	// own. Keeping it once would need a stream of payloads and a count of
+	// the entries left on each, which JetStream does not keep atomically
+	// with the entries (docs/relay.md).
+	items = slices.Clone(items)
+	for i := range items {
+		if items[i].Shared != nil {
+			items[i].Env, items[i].Shared = items[i].Envelope(), nil
+		}
+	}
 	for i, it := range items {
 		if it.Copies < 1 {
 			out[i].Err = fmt.Errorf("append to %s: %d copies", it.Recipient, it.Copies)

@@ -45,5 +45,5 @@ func (s *Store) Stats(ctx context.Context) (relaystore.Stats, error) {
 		s.regs.n, s.regs.at = n, time.Now()
 		s.regs.mu.Unlock()
 	}
-	return relaystore.Stats{Registrations: n, Envelopes: t.Envelopes, Bytes: t.Bytes}, nil
+	return relaystore.Stats{Registrations: n, Envelopes: t.Envelopes, Bytes: t.Bytes, Stored: t.Bytes}, nil
 }

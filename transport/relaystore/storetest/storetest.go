@@ -34,6 +34,7 @@ func Run(t *testing.T, open Open) {
 	t.Run("room for strangers", func(t *testing.T) { testStrangerRoom(t, open) })
 	t.Run("append batch", func(t *testing.T) { testAppendBatch(t, open) })
 	t.Run("append batch of the largest count", func(t *testing.T) { testAppendBatchLarge(t, open) })
+	t.Run("shared payload", func(t *testing.T) { testSharedPayload(t, open) })
 	t.Run("device lists", func(t *testing.T) { testDeviceLists(t, open) })
 	t.Run("device list quota", func(t *testing.T) { testDeviceListQuota(t, open) })
 }
