@@ -462,8 +462,11 @@ func (c *Client) CheckPeer(ctx context.Context, peer Address) error {
 		return fmt.Errorf("send: %w: cannot send to the own device", ErrInvalidAddress)
 	}
 	// The person's device list, once per connection: a device they
-	// linked is sent to, a list that breaks the rules refuses the send.
-	if _, _, err := c.RefreshPeerList(ctx, peer.User); err != nil {
+	// linked is sent to, a list that breaks the rules refuses the send. A
+	// relay that does not answer in time refuses nothing: the list held
+	// (if any) decides the lanes, as the bundle below.
+	_, _, err := c.RefreshPeerList(ctx, peer.User)
+	if err != nil && !errors.Is(err, ErrRelayUnreachable) && !errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
 	ps, err := c.snapshot(ctx, peer)
