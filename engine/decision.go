@@ -135,8 +135,10 @@ func (c *Client) prepareDecision(ctx context.Context, bs *batchState, in *incomi
 	if err != nil {
 		return in.drop(wire.LogicalID{}, err), nil
 	}
-	if in.sender.User != c.self.User {
-		return in.drop(d.ID, fmt.Errorf("decision from %s: %w", in.sender, ErrNotOwnDevice)), nil
+	if err := c.checkOwnDevice(ctx, in, op); errors.Is(err, ErrNotOwnDevice) {
+		return in.drop(d.ID, fmt.Errorf("decision: %w", err)), nil
+	} else if err != nil {
+		return prepared{}, err
 	}
 	sender, err := ParseAddress(d.Sender)
 	if err != nil {

@@ -139,7 +139,7 @@ func (c *Client) deliverNew(ctx context.Context, bs *batchState, in *incoming, o
 	if at.IsZero() {
 		at = in.now
 	}
-	request, err := c.requestOf(ctx, bs, sender, a, at)
+	request, err := c.requestOf(ctx, bs, sender, senderKey(in, op), a, at)
 	if err != nil {
 		return err
 	}
@@ -195,13 +195,13 @@ func (c *Client) deliverNew(ctx context.Context, bs *batchState, in *incoming, o
 // group message when the group vouches for its members (groupVouched: a
 // group message passed DecideGroupMessage, so its sender is in the roster
 // of a group this device is in).
-func (c *Client) requestOf(ctx context.Context, bs *batchState, sender Address, a arrival, at time.Time) (*RequestStage, error) {
+func (c *Client) requestOf(ctx context.Context, bs *batchState, sender Address, key *IdentityKey, a arrival, at time.Time) (*RequestStage, error) {
 	if a.group != nil {
 		if vouched, err := c.groupVouched(ctx, bs, a.group); err != nil || vouched {
 			return nil, err
 		}
 	}
-	return c.stageRequest(ctx, bs, sender, requestBody(a.content, a.frame.Body), len(a.frame.Body), at)
+	return c.stageRequest(ctx, bs, sender, key, requestBody(a.content, a.frame.Body), len(a.frame.Body), at)
 }
 
 // repeatInRequest reports whether a repeat of a pending message waits in

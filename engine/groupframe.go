@@ -425,7 +425,7 @@ func (c *Client) rosterRequest(ctx context.Context, bs *batchState, in *incoming
 		at = in.now
 	}
 	shown := []byte(fmt.Sprintf("[group] invites you to %q", sr.Name))
-	request, err := c.stageRequest(ctx, bs, in.sender, shown, len(op.plaintext), at)
+	request, err := c.stageRequest(ctx, bs, in.sender, senderKey(in, op), shown, len(op.plaintext), at)
 	if errors.Is(err, ErrRequestBound) {
 		return in.drop(sr.ID, err), nil
 	} else if err != nil {

@@ -348,8 +348,10 @@ func (c *Client) prepareSentCopy(ctx context.Context, bs *batchState, in *incomi
 	if err != nil {
 		return in.drop(wire.LogicalID{}, err), nil
 	}
-	if in.sender.User != c.self.User {
-		return in.drop(cp.ID, fmt.Errorf("sent copy from %s: %w", in.sender, ErrNotOwnDevice)), nil
+	if err := c.checkOwnDevice(ctx, in, op); errors.Is(err, ErrNotOwnDevice) {
+		return in.drop(cp.ID, fmt.Errorf("sent copy: %w", err)), nil
+	} else if err != nil {
+		return prepared{}, err
 	}
 	to, err := ParseAddress(cp.To)
 	if err != nil {
@@ -398,22 +400,17 @@ func (c *Client) PersonLanes(ctx context.Context, conversation Address, id wire.
 
 // personAccepted reports whether sender is an active device of a person
 // this device accepted: the list held for them names it, and another of
-// their devices is accepted. A person accepted is accepted on every device
+// their devices is accepted, and the sender's session holds the identity
+// the list names for it (a device registered at a relay under a listed
+// address with other keys is a stranger). A person accepted is accepted on every device
 // their account vouches for; a stranger's second device is no less a
 // stranger.
-func (c *Client) personAccepted(ctx context.Context, sender Address) (bool, error) {
+func (c *Client) personAccepted(ctx context.Context, sender Address, key *IdentityKey) (bool, error) {
 	held, ok, err := c.store.PeerAccount(ctx, sender.User)
-	if err != nil || !ok {
+	if err != nil || !ok || !listedWith(held.List, sender, key) {
 		return false, err
 	}
 	devices := ActiveAddresses(held.List)
-	listed := false
-	for _, d := range devices {
-		listed = listed || d == sender
-	}
-	if !listed {
-		return false, nil
-	}
 	for _, d := range devices {
 		if d == sender {
 			continue
@@ -423,6 +420,51 @@ func (c *Client) personAccepted(ctx context.Context, sender Address) (bool, erro
 		}
 	}
 	return false, nil
+}
+
+// senderKey returns the identity of in's sender that the session opening
+// op holds: the pin a first handshake makes, else the one held; nil when
+// neither is known.
+func senderKey(in *incoming, op opening) *IdentityKey {
+	if op.handshake != nil && op.handshake.Pin != nil {
+		return op.handshake.Pin
+	}
+	if in.ps != nil {
+		return in.ps.pinned
+	}
+	return nil
+}
+
+// listedWith reports whether l names device as active with identity key.
+func listedWith(l wire.DeviceList, device Address, key *IdentityKey) bool {
+	if key == nil || device.User != l.User {
+		return false
+	}
+	e, found := findEntry(&l, device.Device)
+	return found && e.State == wire.DeviceActive && e.SigningKey == key.SigningKey && e.DHKey == key.DHKey
+}
+
+// checkOwnDevice checks that in's sender may send a frame only this
+// person's devices send (a sent copy, a decision): a device of this
+// person that the account's own list names as active, with the identity
+// its session holds. A device registered under this person's name at a
+// relay that does not keep device lists, or one revoked, is refused
+// (ErrNotOwnDevice); so is every sender on a profile without an account.
+func (c *Client) checkOwnDevice(ctx context.Context, in *incoming, op opening) error {
+	if in.sender.User != c.self.User {
+		return fmt.Errorf("%s is another person: %w", in.sender, ErrNotOwnDevice)
+	}
+	a, err := LoadAccount(ctx, c.store)
+	if errors.Is(err, ErrNoAccount) {
+		return fmt.Errorf("%s: this profile has no account: %w", in.sender, ErrNotOwnDevice)
+	}
+	if err != nil {
+		return err
+	}
+	if !listedWith(a.List, in.sender, senderKey(in, op)) {
+		return fmt.Errorf("%s is not an active device of this account's list with that identity: %w", in.sender, ErrNotOwnDevice)
+	}
+	return nil
 }
 
 // ErrNotInDeviceList means a device's bundle carries keys other than the

@@ -60,6 +60,12 @@ func (w fpWorld) linkFake(ctx context.Context, st *store.DB, ep *enginetest.File
 	if _, err := st.Apply(ctx, engine.UpdateDeviceList{From: from, List: to}); err != nil {
 		return err
 	}
+	// The new device holds the list too, as the link package leaves it:
+	// its frames to the first device (a sent copy) come from a device of
+	// the account it holds.
+	if err := holdList(ctx, w.profile(dev.String()), to); err != nil {
+		return err
+	}
 	if err := ep.Network().SetDeviceList(next); err != nil {
 		return err
 	}
@@ -91,4 +97,23 @@ func personScenarios() []fpScenario {
 			setup:  []fpStep{{"alice/1", "linkfake:alice/2"}, {"alice/1", "enqueue:bob/1:hello"}, {"alice/1", "pump"}, {"alice/2", "stage"}},
 			target: fpStep{"alice/2", "process"}, want: map[string]map[string][]string{"bob/1": {"alice/1": {"hello"}}}},
 	}
+}
+
+// holdList replaces the device list the profile in dir holds with list.
+func holdList(ctx context.Context, dir string, list []byte) error {
+	st, err := store.Open(ctx, dir, passphrase, store.Options{})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	a, err := engine.LoadAccount(ctx, st)
+	if err != nil {
+		return err
+	}
+	from, err := wire.EncodeDeviceList(a.List)
+	if err != nil {
+		return err
+	}
+	_, err = st.Apply(ctx, engine.UpdateDeviceList{From: from, List: list})
+	return err
 }

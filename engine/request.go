@@ -225,8 +225,10 @@ func (c *Client) blockedIn(ctx context.Context, bs *batchState, sender Address) 
 
 // stageRequest decides whether a new delivery from sender is (or joins) a
 // request. It returns nil for a peer that is accepted, and ErrRequestBound
-// when the delivery would cross a bound.
-func (c *Client) stageRequest(ctx context.Context, bs *batchState, sender Address, shown []byte, size int, at time.Time) (*RequestStage, error) {
+// when the delivery would cross a bound. key is the identity the sender's
+// session holds (senderKey), which another accepted device of the same
+// person vouches for only when the person's list names it (personAccepted).
+func (c *Client) stageRequest(ctx context.Context, bs *batchState, sender Address, key *IdentityKey, shown []byte, size int, at time.Time) (*RequestStage, error) {
 	rs, ok := c.requests()
 	if !ok {
 		return nil, nil
@@ -239,7 +241,7 @@ func (c *Client) stageRequest(ctx context.Context, bs *batchState, sender Addres
 	if !known {
 		accepted, err := c.store.Accepted(ctx, sender)
 		if err == nil && !accepted {
-			accepted, err = c.personAccepted(ctx, sender)
+			accepted, err = c.personAccepted(ctx, sender, key)
 		}
 		if err != nil {
 			return nil, err
