@@ -225,6 +225,11 @@ func (c *Client) RefreshPeerList(ctx context.Context, user string) (PeerAccount,
 	if !take {
 		return held, ok, nil
 	}
+	if !ok {
+		if err := c.checkFirstList(ctx, got); err != nil {
+			return held, ok, err
+		}
+	}
 	enc, err := wire.EncodeDeviceList(got)
 	if err != nil {
 		return held, ok, fmt.Errorf("device list of %s: %w", user, err)
@@ -463,6 +468,39 @@ func (c *Client) checkOwnDevice(ctx context.Context, in *incoming, op opening) e
 	}
 	if !listedWith(a.List, in.sender, senderKey(in, op)) {
 		return fmt.Errorf("%s is not an active device of this account's list with that identity: %w", in.sender, ErrNotOwnDevice)
+	}
+	return nil
+}
+
+// maxPinnedChecked bounds the pinned devices of one person a first list is
+// checked against: more than a list can name (wire.MaxDeviceListEntries)
+// would be refused anyway.
+const maxPinnedChecked = 4 * wire.MaxDeviceListEntries
+
+// checkFirstList checks the first list this device would hold for a
+// person against the identities it pinned for their devices before: every
+// pinned device must be in the list with its pinned keys (active or
+// revoked). Each entry is countersigned by its device, so a list signed by
+// an account key the relay made cannot name a device the person already
+// talks to from here; without this check such a list, taken on first
+// sight, would move every later send to the relay's devices.
+func (c *Client) checkFirstList(ctx context.Context, l wire.DeviceList) error {
+	pinned, err := c.store.PinnedDevices(ctx, l.User, maxPinnedChecked)
+	if err != nil {
+		return err
+	}
+	for _, d := range pinned {
+		ps, err := c.store.Peer(ctx, d)
+		if err != nil {
+			return err
+		}
+		if ps.Pinned == nil {
+			continue
+		}
+		e, found := findEntry(&l, d.Device)
+		if !found || e.SigningKey != ps.Pinned.SigningKey || e.DHKey != ps.Pinned.DHKey {
+			return fmt.Errorf("device list of %s: %s, pinned here, is not in it with its identity: %w", l.User, d, ErrNotInDeviceList)
+		}
 	}
 	return nil
 }

@@ -64,3 +64,47 @@ func TestStrangerUnderOwnNameCannotSpeakForThisPerson(t *testing.T) {
 		}
 	}
 }
+
+// TestFirstListMustNameThePinnedDevices: alice talks to bob/1, then the
+// relay serves, as bob's device list, one that another account signed
+// naming only bob/5 (a device it controls). Alice refuses to hold it
+// (ErrNotInDeviceList): it does not name bob/1 with the identity she
+// pinned, so her sends to bob stay on bob/1 and never reach bob/5.
+func TestFirstListMustNameThePinnedDevices(t *testing.T) {
+	w := newWorld(t)
+	alice, bob, mallory := w.device("alice/1"), w.device("bob/1"), w.device("bob/5")
+	alice.send(bob, "hello bob")
+	bob.sync()
+	fake, err := engine.LoadAccount(w.ctx, mallory.st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fake.List.User != "bob" {
+		t.Fatalf("bob/5's list is of %q", fake.List.User)
+	}
+	if err := w.net.SetDeviceList(fake.List); err != nil {
+		t.Fatal(err)
+	}
+	if err := alice.c.CheckPeer(w.ctx, bob.addr); !errors.Is(err, engine.ErrNotInDeviceList) {
+		t.Fatalf("CheckPeer(bob/1) with a list naming bob/5 alone = %v, want ErrNotInDeviceList", err)
+	}
+	if _, held, err := alice.st.PeerAccount(w.ctx, "bob"); err != nil || held {
+		t.Fatalf("alice holds a list for bob after refusing it (%v, %v)", held, err)
+	}
+
+	// bob's own list, which names bob/1 with his identity, is taken.
+	real, err := engine.LoadAccount(w.ctx, bob.st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.net.SetDeviceList(real.List); err != nil {
+		t.Fatal(err)
+	}
+	alice.reopen() // a new connection asks again
+	if err := alice.c.CheckPeer(w.ctx, bob.addr); err != nil {
+		t.Fatalf("CheckPeer(bob/1) with bob's own list: %v", err)
+	}
+	if _, held, err := alice.st.PeerAccount(w.ctx, "bob"); err != nil || !held {
+		t.Fatalf("alice holds no list for bob after his own (%v, %v)", held, err)
+	}
+}

@@ -69,6 +69,9 @@ type Store interface {
 	// PeerAccountUsers returns up to limit people this device holds a
 	// device list for, by name.
 	PeerAccountUsers(ctx context.Context, limit int) ([]string, error)
+	// PinnedDevices returns up to limit devices of user whose identity
+	// this device pinned, by address.
+	PinnedDevices(ctx context.Context, user string, limit int) ([]Address, error)
 	// PersonLanes returns the lanes of an own message to a person, by
 	// recipient: none for a message sent to one device (a Hold).
 	PersonLanes(ctx context.Context, conversation Address, id wire.LogicalID) ([]LaneStatus, error)

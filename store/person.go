@@ -21,6 +21,7 @@ const (
 		WHERE user = ? AND generation = ? AND account_key = ?`
 	sqlPeerAccount      = "SELECT list, conversation, fetched_at FROM peer_account WHERE user = ?"
 	sqlPeerAccountUsers = "SELECT user FROM peer_account ORDER BY user LIMIT ?"
+	sqlPinnedDevices    = "SELECT address FROM peer WHERE address >= ? AND address < ? ORDER BY address LIMIT ?"
 	sqlConversation     = "SELECT conversation FROM peer_account WHERE user = ?"
 	sqlPeopleHeld       = "SELECT EXISTS (SELECT 1 FROM peer_account), EXISTS (SELECT 1 FROM person_lane), EXISTS (SELECT 1 FROM kept_decision)"
 
@@ -228,6 +229,36 @@ func (db *DB) PeerAccount(ctx context.Context, user string) (engine.PeerAccount,
 	}
 	a.FetchedAt = nsTime(at)
 	return a, true, nil
+}
+
+// PinnedDevices implements engine.Store: the peer rows of user's devices,
+// found by the address prefix "user/" (the range from "user/" up to
+// "user0", '0' following '/').
+func (db *DB) PinnedDevices(ctx context.Context, user string, limit int) ([]engine.Address, error) {
+	if err := db.checkOpen("read pinned devices"); err != nil {
+		return nil, err
+	}
+	rows, err := db.query(ctx, sqlPinnedDevices, user+"/", user+"0", limit)
+	if err != nil {
+		return nil, db.readErr("read pinned devices", err)
+	}
+	defer rows.Close()
+	var out []engine.Address
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, db.readErr("read pinned devices", err)
+		}
+		a, err := engine.ParseAddress(s)
+		if err != nil || a.User != user {
+			continue
+		}
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, db.readErr("read pinned devices", err)
+	}
+	return out, nil
 }
 
 // PeerAccountUsers returns up to limit people a list is held for.
