@@ -27,7 +27,8 @@ run: build
 # it, the tests that drive one goroutine through long walks or kill child
 # processes: the failpoint matrix, the crash windows, the property test,
 # the long deterministic walks, the store's plan tables and the adversary
-# simulations (one-to-one, and groups with ADVERSARY_GROUP_CASES cases, 30
+# simulations (one-to-one with 150 cases, ADVERSARY_CASES_CI, make adversary
+# runs 3000; and groups with ADVERSARY_GROUP_CASES cases, 30
 # here). There the detector finds nothing (nothing runs concurrently) and
 # multiplies the time by five to ten. The steps without it build as the
 # end-to-end tests build bin/parley (CGO_ENABLED=0), so that they share
@@ -36,7 +37,7 @@ NORACE := TestFailpointMatrix|TestCrashWindows|TestGroupCrashWindows|TestReliabi
 test:
 	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 20m -skip '^($(NORACE)|TestAdversary|TestAdversaryGroups)$$' $(PKGS)
 	CGO_ENABLED=0 $(GO) test -count=1 -timeout 20m -run '^($(NORACE))$$' ./engine ./store
-	CGO_ENABLED=0 ADVERSARY_GROUP_CASES=$${ADVERSARY_GROUP_CASES:-30} $(GO) test -count=1 -timeout 20m -run '^(TestAdversary|TestAdversaryGroups)$$' -v ./engine
+	CGO_ENABLED=0 ADVERSARY_CASES=$${ADVERSARY_CASES_CI:-150} ADVERSARY_GROUP_CASES=$${ADVERSARY_GROUP_CASES:-30} $(GO) test -count=1 -timeout 20m -run '^(TestAdversary|TestAdversaryGroups)$$' -v ./engine
 
 # adversary runs the adversary simulation with ADVERSARY_CASES cases
 # (default 3000); a failure prints the seed that replays it.
