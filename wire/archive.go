@@ -365,6 +365,13 @@ func checkArchiveRecord(rec ArchiveRecord) error {
 			return fmt.Errorf("body of %d bytes over %d: %w", len(r.Body), MaxArchiveBody, ErrMessageTooLarge)
 		}
 		return checkArchiveExtras(r.Extras)
+	case ArchiveStaged:
+		if err := checkAddress(r.Sender); err != nil {
+			return err
+		}
+		if len(r.Frame) == 0 || len(r.Frame) > MaxArchiveFrame {
+			return fmt.Errorf("staged frame of %d bytes, want 1..%d: %w", len(r.Frame), MaxArchiveFrame, ErrMalformed)
+		}
 	case ArchiveEnd:
 	case nil:
 		return fmt.Errorf("no record: %w", ErrMalformed)
@@ -459,6 +466,12 @@ func EncodeArchiveRecord(rec ArchiveRecord) ([]byte, error) {
 		b = binary.BigEndian.AppendUint64(b, uint64(r.At))
 		b = appendArchiveExtras(b, r.Extras)
 		b = appendSized32(b, r.Body)
+	case ArchiveStaged:
+		b = appendAddress(b, r.Sender)
+		b = append(b, r.ID[:]...)
+		b = binary.BigEndian.AppendUint64(b, uint64(r.ReceivedAt))
+		b = append(b, r.Digest[:]...)
+		b = appendSized32(b, r.Frame)
 	case ArchiveEnd:
 		b = binary.BigEndian.AppendUint64(b, r.Records)
 		b = binary.BigEndian.AppendUint64(b, r.Messages)
@@ -575,6 +588,13 @@ func DecodeArchiveRecord(b []byte) (ArchiveRecord, error) {
 		m.At = r.i64("at")
 		m.Extras = r.archiveExtras()
 		m.Body = copied(r.sized("body", 0, MaxArchiveBody))
+		rec = m
+	case ArchiveKindStaged:
+		m := ArchiveStaged{Sender: r.address("sender")}
+		r.array(m.ID[:], "message id")
+		m.ReceivedAt = r.i64("received at")
+		r.array(m.Digest[:], "digest")
+		m.Frame = copied(r.sized("staged frame", 1, MaxArchiveFrame))
 		rec = m
 	case ArchiveKindEnd:
 		rec = ArchiveEnd{Records: r.u64("records"), Messages: r.u64("messages"), Groups: r.u32("groups")}

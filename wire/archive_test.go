@@ -119,7 +119,7 @@ func TestArchiveRejects(t *testing.T) {
 	}
 	for name, b := range map[string][]byte{
 		"kind 0":  {0},
-		"kind 10": {10},
+		"kind 11": {11},
 		"empty":   {},
 	} {
 		if _, err := wire.DecodeArchiveRecord(b); !errors.Is(err, wire.ErrMalformed) {

@@ -30,9 +30,28 @@ import (
 //	    (1..MaxLinkNameSize), name (UTF-8)
 //	u16 blocked count (0..MaxLinkBlocked), each: address
 //	u8  settings flags (bit 0: accept everyone; other bits must be 0)
+//
+// LinkPackage version 2 (issue 34: history at link time) is version 1
+// with the version byte 2 and a history section after the flags:
+//
+//	[16] archive ID, [32] archive key (a keyed archive, archivekeyed.go)
+//	u64  records before the archive's end record (1..)
+//	u16  length (1..MaxLinkManifestSize), file manifest of the blob that
+//	     holds the archive (file.go: its blob, chunk key and digest)
+//
+// A package without history is written as version 1, so version 1's
+// vectors hold.
 
 // LinkVersion is the version byte of LinkMessage and LinkPackage.
 const LinkVersion = 1
+
+// LinkPackageHistoryVersion is the version byte of a LinkPackage that
+// carries history (LinkHistory).
+const LinkPackageHistoryVersion = 2
+
+// MaxLinkManifestSize bounds the history's manifest in a package: a
+// manifest with the longest name and media type fits.
+const MaxLinkManifestSize = 1024
 
 // Frame kinds of linking (a kind byte of their own, beside the frame kinds
 // inside the ratchet: they never travel there).
@@ -70,7 +89,7 @@ const (
 	MaxLinkNameSize = 64
 	// MaxLinkPackageSize is the largest encoded LinkPackageData.
 	MaxLinkPackageSize = 2 + 32 + 4 + MaxDeviceListSize + 2 + MaxLinkContacts*(1+MaxAddressSize+1+MaxLinkNameSize) +
-		2 + MaxLinkBlocked*(1+MaxAddressSize) + 1
+		2 + MaxLinkBlocked*(1+MaxAddressSize) + 1 + 16 + 32 + 8 + 2 + MaxLinkManifestSize
 )
 
 // LinkMessage is one payload of the ceremony.
@@ -137,6 +156,18 @@ type LinkPackageData struct {
 	Contacts   []LinkContact
 	Blocked    []string
 	AcceptAll  bool // the profile accepts everyone (no message requests)
+	// History, when set, is the keyed archive of the account's history
+	// that waits for the new device as a blob (version 2 only).
+	History *LinkHistory
+}
+
+// LinkHistory names the history a new device imports: a keyed archive,
+// uploaded as a blob like a file (Manifest), and sealed under Key.
+type LinkHistory struct {
+	Archive  [16]byte
+	Key      [32]byte
+	Records  uint64 // records before the archive's end record
+	Manifest FileManifest
 }
 
 const linkFlagAcceptAll = 1
@@ -161,6 +192,9 @@ func checkLinkPackage(p *LinkPackageData) error {
 			return fmt.Errorf("blocked sender %d: %w", i, err)
 		}
 	}
+	if h := p.History; h != nil && h.Records == 0 {
+		return fmt.Errorf("history of no records: %w", ErrMalformed)
+	}
 	return nil
 }
 
@@ -175,7 +209,18 @@ func EncodeLinkPackage(p LinkPackageData) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("wire: encode link package: %w", err)
 	}
-	b := []byte{LinkVersion, FrameLinkPackage}
+	var manifest []byte
+	version := byte(LinkVersion)
+	if p.History != nil {
+		if manifest, err = EncodeManifest(p.History.Manifest); err != nil {
+			return nil, fmt.Errorf("wire: encode link package: history: %w", err)
+		}
+		if len(manifest) > MaxLinkManifestSize {
+			return nil, fmt.Errorf("wire: encode link package: manifest of %d bytes over %d: %w", len(manifest), MaxLinkManifestSize, ErrMalformed)
+		}
+		version = LinkPackageHistoryVersion
+	}
+	b := []byte{version, FrameLinkPackage}
 	b = append(b, p.AccountKey[:]...)
 	b = binary.BigEndian.AppendUint32(b, uint32(len(list)))
 	b = append(b, list...)
@@ -193,7 +238,15 @@ func EncodeLinkPackage(p LinkPackageData) ([]byte, error) {
 	if p.AcceptAll {
 		flags |= linkFlagAcceptAll
 	}
-	return append(b, flags), nil
+	b = append(b, flags)
+	if h := p.History; h != nil {
+		b = append(b, h.Archive[:]...)
+		b = append(b, h.Key[:]...)
+		b = binary.BigEndian.AppendUint64(b, h.Records)
+		b = binary.BigEndian.AppendUint16(b, uint16(len(manifest)))
+		b = append(b, manifest...)
+	}
+	return b, nil
 }
 
 // DecodeLinkPackage parses a package: over MaxLinkPackageSize is
@@ -205,7 +258,11 @@ func DecodeLinkPackage(b []byte) (LinkPackageData, error) {
 		return LinkPackageData{}, fmt.Errorf("wire: decode link package: %d bytes over %d: %w", len(b), MaxLinkPackageSize, ErrMessageTooLarge)
 	}
 	r := reader{b: b}
-	r.version(LinkVersion)
+	version := LinkVersion
+	if len(b) > 0 && b[0] == LinkPackageHistoryVersion {
+		version = LinkPackageHistoryVersion
+	}
+	r.version(uint8(version))
 	if k := r.u8("kind"); r.err == nil && k != FrameLinkPackage {
 		r.fail(fmt.Errorf("kind %d, want %d: %w", k, FrameLinkPackage, ErrMalformed))
 	}
@@ -233,6 +290,21 @@ func DecodeLinkPackage(b []byte) (LinkPackageData, error) {
 		r.fail(fmt.Errorf("unknown settings flags %#x: %w", flags, ErrMalformed))
 	}
 	p.AcceptAll = flags&linkFlagAcceptAll != 0
+	if version == LinkPackageHistoryVersion && r.err == nil {
+		var h LinkHistory
+		r.array(h.Archive[:], "archive id")
+		r.array(h.Key[:], "archive key")
+		h.Records = r.u64("archive records")
+		manifest := r.sized16b("history manifest", 1, MaxLinkManifestSize)
+		if r.err == nil {
+			m, err := DecodeManifest(manifest)
+			if err != nil {
+				r.fail(fmt.Errorf("history manifest: %w", err))
+			}
+			h.Manifest = m
+		}
+		p.History = &h
+	}
 	if r.err == nil {
 		if err := checkLinkPackage(&p); err != nil {
 			r.fail(err)
@@ -242,4 +314,18 @@ func DecodeLinkPackage(b []byte) (LinkPackageData, error) {
 		return LinkPackageData{}, fmt.Errorf("wire: decode link package: %w", err)
 	}
 	return p, nil
+}
+
+// sized16b reads a u16 length in lo..hi and then that many bytes, without
+// copying them.
+func (r *reader) sized16b(field string, lo, hi int) []byte {
+	n := int(r.u16(field + " length"))
+	if r.err != nil {
+		return nil
+	}
+	if n < lo || n > hi {
+		r.fail(fmt.Errorf("%s length %d outside %d..%d: %w", field, n, lo, hi, ErrMalformed))
+		return nil
+	}
+	return r.take(n, field)
 }
