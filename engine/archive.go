@@ -67,12 +67,18 @@ const maxArchiveSealed = wire.MaxArchiveRecord + chacha20poly1305.Overhead
 func archiveKeys(pass []byte, h wire.ArchiveHeader) (cipher.AEAD, [32]byte, error) {
 	master := argon2.IDKey(pass, h.Salt[:], h.Passes, h.MemoryKiB, h.Threads, 32)
 	defer clear(master)
-	key, err := hkdf.Key(sha256.New, master, h.ID[:], labelArchiveKey, chacha20poly1305.KeySize)
+	return archiveSubkeys(master, h.ID)
+}
+
+// archiveSubkeys splits an archive's master key (Argon2id's output, or a
+// keyed archive's random key) into the records' AEAD and the key check.
+func archiveSubkeys(master []byte, id [16]byte) (cipher.AEAD, [32]byte, error) {
+	key, err := hkdf.Key(sha256.New, master, id[:], labelArchiveKey, chacha20poly1305.KeySize)
 	if err != nil {
 		return nil, [32]byte{}, err
 	}
 	defer clear(key)
-	check, err := hkdf.Key(sha256.New, master, h.ID[:], labelArchiveCheck, 32)
+	check, err := hkdf.Key(sha256.New, master, id[:], labelArchiveCheck, 32)
 	if err != nil {
 		return nil, [32]byte{}, err
 	}
@@ -112,7 +118,28 @@ type ArchiveWriter struct {
 	messages uint64
 	groups   uint32
 	written  int64
+	keyed    bool
 	err      error
+}
+
+// NewKeyedArchiveWriter writes the header of a new keyed archive (history
+// at link time) sealed under key to w, its ID from r. A keyed archive
+// holds no account record: its first record may be of any kind, and it
+// may hold staged messages (wire.ArchiveStaged).
+func NewKeyedArchiveWriter(w io.Writer, key [32]byte, r io.Reader) (*ArchiveWriter, error) {
+	var h wire.ArchiveKeyedHeader
+	if _, err := io.ReadFull(r, h.ID[:]); err != nil {
+		return nil, fmt.Errorf("archive id: %w", err)
+	}
+	aead, check, err := archiveSubkeys(key[:], h.ID)
+	if err != nil {
+		return nil, err
+	}
+	h.Check = check
+	header, _ := wire.EncodeArchiveKeyedHeader(h)
+	a := &ArchiveWriter{w: bufio.NewWriterSize(w, 64<<10), aead: aead, header: header, id: h.ID, keyed: true}
+	a.write(header)
+	return a, a.err
 }
 
 // NewArchiveWriter writes the header of a new archive sealed under
@@ -181,7 +208,7 @@ func (a *ArchiveWriter) Write(rec wire.ArchiveRecord) error {
 	switch {
 	case k == wire.ArchiveKindEnd:
 		return errors.New("archive: the end record is Close's")
-	case (a.index == 0) != (k == wire.ArchiveKindAccount) || k < a.last:
+	case !recordFits(a.keyed, a.index, k, a.last):
 		return fmt.Errorf("archive: record of kind %d after kind %d: out of order", k, a.last)
 	}
 	a.last = k
@@ -201,7 +228,7 @@ func (a *ArchiveWriter) Written() int64 { return a.written }
 // Close writes the end record and flushes, returning what it counts.
 func (a *ArchiveWriter) Close() (wire.ArchiveEnd, error) {
 	end := wire.ArchiveEnd{Records: a.index, Messages: a.messages, Groups: a.groups}
-	if a.err == nil && a.index == 0 {
+	if a.err == nil && a.index == 0 && !a.keyed {
 		a.err = errors.New("archive: no account record")
 	}
 	a.seal(end, true)
@@ -215,6 +242,20 @@ func (a *ArchiveWriter) Close() (wire.ArchiveEnd, error) {
 	}
 	a.err = errors.New("archive: closed")
 	return end, nil
+}
+
+// recordFits reports whether a record of kind k may come at index after
+// a record of kind last: a backup starts with its account record, and
+// only there; a keyed archive holds none, and only it holds staged
+// messages; kinds never go back.
+func recordFits(keyed bool, index uint64, k, last wire.ArchiveKind) bool {
+	switch {
+	case k < last:
+		return false
+	case keyed:
+		return k != wire.ArchiveKindAccount
+	}
+	return (index == 0) == (k == wire.ArchiveKindAccount) && k != wire.ArchiveKindStaged
 }
 
 // ArchiveReader reads the records of an archive in order, each checked
@@ -231,7 +272,36 @@ type ArchiveReader struct {
 	messages uint64
 	groups   uint32
 	end      *wire.ArchiveEnd
+	keyed    bool
 	err      error
+}
+
+// OpenKeyedArchive reads a keyed archive's header from r and checks key
+// against it (ErrArchivePassphrase when it does not open it). A backup's
+// header is ErrArchiveVersion here.
+func OpenKeyedArchive(r io.Reader, key [32]byte) (*ArchiveReader, error) {
+	var hb [wire.ArchiveKeyedHeaderSize]byte
+	if n, err := io.ReadFull(r, hb[:]); err != nil {
+		if n >= len(wire.ArchiveMagic) && [8]byte(hb[:8]) == wire.ArchiveMagic {
+			return nil, fmt.Errorf("%w: the header is cut short", ErrArchiveTruncated)
+		}
+		return nil, fmt.Errorf("%w: not a parley archive", ErrArchiveDamaged)
+	}
+	h, err := wire.DecodeArchiveKeyedHeader(hb[:])
+	switch {
+	case errors.Is(err, wire.ErrUnsupportedVersion):
+		return nil, fmt.Errorf("%w (version %d)", ErrArchiveVersion, hb[8])
+	case err != nil:
+		return nil, fmt.Errorf("%w: %v", ErrArchiveDamaged, err)
+	}
+	aead, check, err := archiveSubkeys(key[:], h.ID)
+	if err != nil {
+		return nil, err
+	}
+	if subtle.ConstantTimeCompare(check[:], h.Check[:]) != 1 {
+		return nil, fmt.Errorf("%w: the link package's key does not open it", ErrArchiveDamaged)
+	}
+	return &ArchiveReader{r: bufio.NewReaderSize(r, 64<<10), aead: aead, header: hb[:], h: wire.ArchiveHeader{ID: h.ID}, keyed: true}, nil
 }
 
 // OpenArchive reads an archive's header from r and checks passphrase
@@ -327,7 +397,7 @@ func (a *ArchiveReader) Next() (wire.ArchiveRecord, error) {
 	switch {
 	case last != (k == wire.ArchiveKindEnd):
 		return nil, a.fail(fmt.Errorf("%w: record %d is misplaced", ErrArchiveDamaged, a.index))
-	case k != wire.ArchiveKindEnd && ((a.index == 0) != (k == wire.ArchiveKindAccount) || k < a.last):
+	case k != wire.ArchiveKindEnd && !recordFits(a.keyed, a.index, k, a.last):
 		return nil, a.fail(fmt.Errorf("%w: record %d (kind %d) out of order", ErrArchiveDamaged, a.index, k))
 	}
 	a.index++
@@ -338,7 +408,7 @@ func (a *ArchiveReader) Next() (wire.ArchiveRecord, error) {
 	case wire.ArchiveGroup:
 		a.groups++
 	case wire.ArchiveEnd:
-		if r != (wire.ArchiveEnd{Records: a.index - 1, Messages: a.messages, Groups: a.groups}) || a.index == 1 {
+		if r != (wire.ArchiveEnd{Records: a.index - 1, Messages: a.messages, Groups: a.groups}) || (a.index == 1 && !a.keyed) {
 			return nil, a.fail(fmt.Errorf("%w: the end record does not count what came before", ErrArchiveDamaged))
 		}
 		if _, err := a.r.ReadByte(); err == nil {

@@ -63,6 +63,12 @@ func (c *Client) LinkOffer(ctx context.Context) (LinkOfferData, error) {
 // adopts the relay's list (PublishDeviceList). The relay must hold the
 // profile's current list first: it is published before.
 func (c *Client) AddDevice(ctx context.Context, e wire.DeviceEntry) (wire.DeviceList, error) {
+	return c.addDevice(ctx, e, nil)
+}
+
+// addDevice is AddDevice, storing more plans (a link's cut) in the
+// transaction that stores the list.
+func (c *Client) addDevice(ctx context.Context, e wire.DeviceEntry, more []Plan) (wire.DeviceList, error) {
 	if err := c.PublishDeviceList(ctx); err != nil {
 		return wire.DeviceList{}, fmt.Errorf("add device %d: %w", e.Number, err)
 	}
@@ -85,7 +91,7 @@ func (c *Client) AddDevice(ctx context.Context, e wire.DeviceEntry) (wire.Device
 	if err != nil {
 		return wire.DeviceList{}, err
 	}
-	if _, err := c.store.Apply(ctx, UpdateDeviceList{From: from, List: to}); err != nil {
+	if _, err := c.store.ApplyBatch(ctx, append([]Plan{UpdateDeviceList{From: from, List: to}}, more...)); err != nil {
 		return next, fmt.Errorf("store the device list the relay took (the next connection adopts it): %w", err)
 	}
 	return next, nil
@@ -141,6 +147,13 @@ func CreateLinkedProfile(ctx context.Context, st Store, relayURL string, id *Ide
 		return Address{}, err
 	}
 	plans := []Plan{Bootstrap{Self: self, RelayURL: relayURL, Identity: idRec, PreKeys: recs}, CreateAccount{List: list}}
+	if p.History != nil {
+		start, err := linkImportStart(*p.History, now)
+		if err != nil {
+			return Address{}, err
+		}
+		plans = append(plans, start)
+	}
 	for _, ct := range p.Contacts {
 		a, err := ParseAddress(ct.Address)
 		if err != nil || CheckContactName(ct.Name) != nil {

@@ -36,6 +36,10 @@ type ImportStart struct {
 	Next    uint64 // the first record the batches store
 	Total   uint64 // records before the end record
 	At      time.Time
+	// Source, for a linked device's history (linkhistory.go), names
+	// where the archive waits and its key: sealed by the store, read back
+	// by a link that resumes. Nil for a restore.
+	Source []byte
 }
 
 // ImportRecords stores records From to To-1 of an archive and moves the
@@ -75,6 +79,16 @@ type ArchiveStore interface {
 	// ImportState returns where the import of archive stands, and false
 	// when this profile never started one.
 	ImportState(ctx context.Context, archive [16]byte) (ImportState, bool, error)
+	// LinkArchiveRecords is ArchiveRecords for a linked device's history:
+	// the same records, then every message received and not decided
+	// (wire.ArchiveStaged), all from one snapshot.
+	LinkArchiveRecords(ctx context.Context, emit func(wire.ArchiveRecord) error) error
+	// LinkCut returns the cut recorded when device was linked.
+	LinkCut(ctx context.Context, device uint32) (LinkCut, bool, error)
+	// PendingLinkImport returns the import of a linked device's history
+	// that has not finished, with its source (ImportStart.Source), and
+	// false when there is none.
+	PendingLinkImport(ctx context.Context) (archive [16]byte, source []byte, ok bool, err error)
 }
 
 // ErrNotRestoring means a profile exists where a restore was asked, and it
@@ -315,6 +329,12 @@ func ImportArchive(ctx context.Context, st Store, ar *ArchiveReader, batch int, 
 		}
 		if ar.Index() < from || rec.ArchiveKind() == wire.ArchiveKindAccount {
 			continue
+		}
+		if m, ok := rec.(wire.ArchiveMessage); ok && ar.keyed && m.Direction == uint8(DirectionOut) && m.State == uint8(SentPending) {
+			// A message the linking device sent and still delivers: its
+			// lanes stay there; here it is a sent copy (docs/reliability.md).
+			m.State = uint8(SentCopied)
+			rec = m
 		}
 		pending = append(pending, rec)
 		size += archiveRecordSize(rec)

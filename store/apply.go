@@ -173,6 +173,8 @@ func (t *tx) apply(ctx context.Context, p engine.Plan) (engine.Receipt, error) {
 		return engine.Receipt{}, t.importStart(ctx, p)
 	case engine.ImportRecords:
 		return t.importRecords(ctx, p)
+	case engine.LinkCut:
+		return engine.Receipt{}, t.linkCut(ctx, p)
 	}
 	// validate refuses every other type first.
 	panic(fmt.Sprintf("store: apply %T: unknown plan", p))

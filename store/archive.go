@@ -49,6 +49,12 @@ const (
 // account's, in the archive's kind order, read in one transaction so that
 // the archive is one moment of the profile. emit must not use the store.
 func (db *DB) ArchiveRecords(ctx context.Context, emit func(wire.ArchiveRecord) error) error {
+	return db.archiveRecords(ctx, emit, false)
+}
+
+// archiveRecords is ArchiveRecords, with the staged messages last when
+// staged (a link's archive).
+func (db *DB) archiveRecords(ctx context.Context, emit func(wire.ArchiveRecord) error, staged bool) error {
 	if err := db.checkOpen("read the archive"); err != nil {
 		return err
 	}
@@ -58,7 +64,11 @@ func (db *DB) ArchiveRecords(ctx context.Context, emit func(wire.ArchiveRecord) 
 	}
 	defer t.Rollback()
 	r := archiveRead{db: db, t: t, ctx: ctx, emit: emit}
-	for _, step := range []func() error{r.contacts, r.pins, r.blocked, r.accepted, r.groups, r.history, r.groupHistory} {
+	steps := []func() error{r.contacts, r.pins, r.blocked, r.accepted, r.groups, r.history, r.groupHistory}
+	if staged {
+		steps = append(steps, r.staged)
+	}
+	for _, step := range steps {
 		if err := step(); err != nil {
 			return err
 		}
@@ -256,7 +266,11 @@ func (db *DB) ImportState(ctx context.Context, archive [16]byte) (engine.ImportS
 
 // importStart records the import an archive starts; one must not be there.
 func (t *tx) importStart(ctx context.Context, p engine.ImportStart) error {
-	if _, err := t.runOne(ctx, "import-insert", engine.ErrConflict, sqlImportStart, p.Archive[:], int64(p.Next), int64(p.Total), p.At.UnixNano()); err != nil {
+	query, args := sqlImportStart, []any{p.Archive[:], int64(p.Next), int64(p.Total), p.At.UnixNano()}
+	if p.Source != nil {
+		query, args = sqlImportStartSource, append(args, t.db.seal.seal(kindImportSource, p.Archive[:], p.Source))
+	}
+	if _, err := t.runOne(ctx, "import-insert", engine.ErrConflict, query, args...); err != nil {
 		return fmt.Errorf("start the import of archive %x: %w", p.Archive[:4], err)
 	}
 	return nil
@@ -345,6 +359,8 @@ func (t *tx) importRecord(ctx context.Context, rec wire.ArchiveRecord) (int64, e
 		_, err = t.run(ctx, "group-extra-import", sqlImportGroupExtra, r.Group[:], r.Sender, r.ID[:], int64(r.Extras.Action),
 			optionalID(r.Extras.ReplyTo), int64(r.Extras.Edits), boolInt(r.Extras.Deleted))
 		return n, err
+	case wire.ArchiveStaged:
+		return 0, t.importStaged(ctx, r)
 	}
 	// validate refuses every other record first.
 	panic(fmt.Sprintf("store: import %T: unknown record", rec))
@@ -394,6 +410,11 @@ func validateImportRecords(p engine.ImportRecords) error {
 		case wire.ArchiveMessage:
 			addrs = []string{r.Peer}
 		case wire.ArchiveGroupMessage:
+			addrs = []string{r.Sender}
+		case wire.ArchiveStaged:
+			if _, err := engine.DecodeStoredFrame(r.Frame); err != nil {
+				return invalid("record %d: staged frame: %v", i, err)
+			}
 			addrs = []string{r.Sender}
 		default:
 			return invalid("record %d: a %T is not imported", i, rec)

@@ -85,6 +85,9 @@ var fixtures = map[int]struct {
 	19: {insertFixtureV19, checkFixtureV19},
 	20: {insertFixtureV20, checkFixtureV20},
 	21: {insertFixtureV21, checkFixtureV21},
+	22: {insertFixtureV21, checkFixtureV21}, // 0022 is a reserved no-op here
+	23: {insertFixtureV21, checkFixtureV21}, // 0023 is a reserved no-op here
+	24: {insertFixtureV24, checkFixtureV24},
 }
 
 // fixtureV20List is the device list fixture 20 holds for the fixture
@@ -150,6 +153,40 @@ func checkFixtureV21(t *testing.T, db *DB) {
 	st, ok, err := db.ImportState(context.Background(), [16]byte(bytes.Repeat([]byte{0x21}, 16)))
 	if err != nil || !ok || st != (engine.ImportState{Next: 7, Total: 40, Messages: 5}) {
 		t.Fatalf("import state %+v, %v, %v; want fixture 21's", st, ok, err)
+	}
+}
+
+// insertFixtureV24 is fixture 21 with a link's cut and a linked device's
+// import naming its source.
+func insertFixtureV24(t *testing.T, db *sql.DB, s *sealer) {
+	t.Helper()
+	insertFixtureV21(t, db, s)
+	archive := bytes.Repeat([]byte{0x24}, 16)
+	for _, q := range []struct {
+		sql  string
+		args []any
+	}{
+		{"INSERT INTO link_cut VALUES (3, 24, 2, 20)", nil},
+		{"INSERT INTO import_progress (archive, next, total, messages, started_at, sealed_source) VALUES (?, 0, 9, 0, 24, ?)",
+			[]any{archive, s.seal(kindImportSource, archive, []byte("source 24"))}},
+	} {
+		if _, err := db.Exec(q.sql, q.args...); err != nil {
+			t.Fatalf("%s: %v", q.sql, err)
+		}
+	}
+}
+
+func checkFixtureV24(t *testing.T, db *DB) {
+	t.Helper()
+	checkFixtureV21(t, db)
+	ctx := context.Background()
+	cut, ok, err := db.LinkCut(ctx, 3)
+	if err != nil || !ok || cut.At.UnixNano() != 24 || cut.History != engine.HistorySince || cut.Since.UnixNano() != 20 {
+		t.Fatalf("link cut %+v, %v, %v; want fixture 24's", cut, ok, err)
+	}
+	src, ok, err := db.ImportSource(ctx, [16]byte(bytes.Repeat([]byte{0x24}, 16)))
+	if err != nil || !ok || string(src) != "source 24" {
+		t.Fatalf("import source %q, %v, %v; want fixture 24's", src, ok, err)
 	}
 }
 

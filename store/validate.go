@@ -149,6 +149,8 @@ func validate(p engine.Plan) error {
 		err = validateImportStart(p)
 	case engine.ImportRecords:
 		err = validateImportRecords(p)
+	case engine.LinkCut:
+		err = validateLinkCut(p)
 	case engine.SweepRequests:
 		err = checkTime("before", p.Before)
 	case engine.MarkBlockTold:

@@ -1,0 +1,340 @@
+package engine
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/parley-chat/parley/wire"
+)
+
+// History at link time (issue 34). The device holding the account key
+// decides what history a new device gets (HistoryChoice: all, none, or
+// the last N days). When the relay has taken the list naming the new
+// device, that device stores the list and the link's cut (LinkCut) in one
+// transaction: from then on every message it sends, and every decision it
+// makes, has a lane to the new device (person.go, decision.go); what came
+// before travels in a keyed archive (archive.go) written from one snapshot
+// taken after the cut, uploaded as a blob through the files machinery
+// (chunked, encrypted, resumable, verified), and named with its key in the
+// sealed link package (wire.LinkHistory). What both the archive and a
+// lane carry is stored once: every import keeps what is there.
+//
+// The new device records the import's start, with the archive's source,
+// in the transaction that creates its profile, then downloads the blob
+// (resumable: the partial download keeps every chunk that authenticates)
+// and imports the archive in bounded transactions (ImportArchive). A link
+// killed at any point after its profile was written goes on with `parley
+// link` again (ImportLinkHistory), at the first record not stored.
+//
+// In flight at the cut (docs/reliability.md):
+//   - a message the linking device sent and still delivers is imported as
+//     a sent copy (SentCopied): its lanes, retries and ticks stay on the
+//     device that sent it;
+//   - a message received and not yet decided there travels as a staged
+//     record and is pending on the new device too: either device may
+//     commit or discard it, and the decision reaches the other over their
+//     self-lanes (decision.go), whichever arrives first.
+
+// HistoryMode is what history a linked device gets.
+type HistoryMode uint8
+
+// History modes, as link_cut keeps them.
+const (
+	HistoryNone  HistoryMode = 0
+	HistoryAll   HistoryMode = 1
+	HistorySince HistoryMode = 2
+)
+
+// MaxHistoryDays bounds --history Nd: ten years.
+const MaxHistoryDays = 3650
+
+// HistoryChoice is the history a person chose for a new device.
+type HistoryChoice struct {
+	Mode HistoryMode
+	Days int // for HistorySince
+}
+
+// ParseHistoryChoice reads "all", "none" or "Nd" (1..MaxHistoryDays).
+func ParseHistoryChoice(s string) (HistoryChoice, error) {
+	switch s {
+	case "all", "":
+		return HistoryChoice{Mode: HistoryAll}, nil
+	case "none":
+		return HistoryChoice{Mode: HistoryNone}, nil
+	}
+	if d, ok := strings.CutSuffix(s, "d"); ok {
+		if n, err := strconv.Atoi(d); err == nil && n >= 1 && n <= MaxHistoryDays {
+			return HistoryChoice{Mode: HistorySince, Days: n}, nil
+		}
+	}
+	return HistoryChoice{}, fmt.Errorf("history %q: want all, none or a number of days such as 30d (1..%d)", s, MaxHistoryDays)
+}
+
+// String returns the choice as ParseHistoryChoice reads it.
+func (h HistoryChoice) String() string {
+	switch h.Mode {
+	case HistoryNone:
+		return "none"
+	case HistorySince:
+		return fmt.Sprintf("%dd", h.Days)
+	}
+	return "all"
+}
+
+// LinkCut records, on the device holding the account key, where the
+// history of a device it links was cut: in the transaction that stores the
+// list naming the device (after an UpdateDeviceList in the same batch).
+type LinkCut struct {
+	Device  uint32
+	At      time.Time
+	History HistoryMode
+	Since   time.Time // HistorySince: the oldest message that travels
+}
+
+func (LinkCut) plan() {}
+
+// Kind implements Plan.
+func (LinkCut) Kind() string { return "link-cut" }
+
+// LinkDevice is AddDevice that also records the link's cut with the list,
+// in one transaction.
+func (c *Client) LinkDevice(ctx context.Context, e wire.DeviceEntry, h HistoryChoice) (wire.DeviceList, error) {
+	now := c.cfg.Now()
+	cut := LinkCut{Device: e.Number, At: now, History: h.Mode}
+	if h.Mode == HistorySince {
+		cut.Since = now.Add(-time.Duration(h.Days) * 24 * time.Hour)
+	}
+	return c.addDevice(ctx, e, []Plan{cut})
+}
+
+// LinkHistoryProgress reports a link's history as it goes: its stage
+// ("archive", "upload", "download", "import") and how far (records or
+// bytes).
+type LinkHistoryProgress func(stage string, done, total int64)
+
+// linkArchiveName is the keyed archive's file in the files directory.
+func linkArchiveName(device uint32) string { return fmt.Sprintf("link-history-%d.archive", device) }
+
+// LinkHistory writes the history the cut of device chose as a keyed
+// archive, uploads it as a blob, and returns what the link package says
+// of it: nil when the person chose none, or there is nothing to carry.
+// The archive is read from one snapshot taken now, after the cut.
+func (c *Client) LinkHistory(ctx context.Context, device uint32, progress LinkHistoryProgress) (*wire.LinkHistory, BackupSummary, error) {
+	cut, ok, err := c.store.LinkCut(ctx, device)
+	switch {
+	case err != nil:
+		return nil, BackupSummary{}, err
+	case !ok:
+		return nil, BackupSummary{}, fmt.Errorf("link history: no cut recorded for device %d", device)
+	case cut.History == HistoryNone:
+		return nil, BackupSummary{}, nil
+	}
+	blobs, fc, err := c.fileSetup()
+	if err != nil {
+		return nil, BackupSummary{}, fmt.Errorf("link history: %w", err)
+	}
+	var key [32]byte
+	if _, err := io.ReadFull(c.cfg.Random, key[:]); err != nil {
+		return nil, BackupSummary{}, err
+	}
+	path := filepath.Join(fc.Dir, linkArchiveName(device))
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, BackupSummary{}, err
+	}
+	defer func() {
+		f.Close()
+		os.Remove(path)
+	}()
+	aw, err := NewKeyedArchiveWriter(f, key, c.cfg.Random)
+	if err != nil {
+		return nil, BackupSummary{}, err
+	}
+	since := cut.Since.UnixNano()
+	var n int64
+	err = c.store.LinkArchiveRecords(ctx, func(r wire.ArchiveRecord) error {
+		if cut.History == HistorySince {
+			switch m := r.(type) {
+			case wire.ArchiveMessage:
+				if m.At < since {
+					return nil
+				}
+			case wire.ArchiveGroupMessage:
+				if m.At < since {
+					return nil
+				}
+			}
+		}
+		if err := aw.Write(r); err != nil {
+			return err
+		}
+		if n++; progress != nil && n%256 == 0 {
+			progress("archive", n, 0)
+		}
+		return ctx.Err()
+	})
+	if err != nil {
+		return nil, BackupSummary{}, fmt.Errorf("link history: %w", err)
+	}
+	end, err := aw.Close()
+	if err != nil {
+		return nil, BackupSummary{}, err
+	}
+	sum := BackupSummary{Records: end.Records, Messages: end.Messages, Groups: end.Groups, Bytes: aw.Written()}
+	if end.Records == 0 {
+		return nil, sum, nil
+	}
+	if err := f.Sync(); err != nil {
+		return nil, sum, err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, sum, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, sum, err
+	}
+	if fi.Size() > fc.MaxSize {
+		return nil, sum, fmt.Errorf("link history of %d bytes (at most %d; link with --history 30d or none): %w", fi.Size(), fc.MaxSize, ErrFileTooLarge)
+	}
+	release, err := c.acquireTransfer(ctx)
+	if err != nil {
+		return nil, sum, err
+	}
+	defer release()
+	rec, err := c.newUpload(ctx, blobs, fc, fmt.Sprintf("link/%d", device), path, fi)
+	if err != nil {
+		return nil, sum, fmt.Errorf("link history: %w", err)
+	}
+	var up Progress
+	if progress != nil {
+		up = func(done, total int64) { progress("upload", done, total) }
+	}
+	m, _, err := c.upload(ctx, blobs, f, rec, up)
+	if eerr := c.endUpload(ctx, rec); err == nil {
+		err = eerr
+	}
+	if err != nil {
+		return nil, sum, fmt.Errorf("link history: upload: %w", err)
+	}
+	return &wire.LinkHistory{Archive: aw.ID(), Key: key, Records: end.Records, Manifest: m}, sum, nil
+}
+
+// encodeLinkSource is what a linked device keeps of its history's source
+// (ImportStart.Source): the archive's key, then the blob's manifest.
+func encodeLinkSource(h wire.LinkHistory) ([]byte, error) {
+	m, err := wire.EncodeManifest(h.Manifest)
+	if err != nil {
+		return nil, err
+	}
+	b := append([]byte(nil), h.Key[:]...)
+	b = binary.BigEndian.AppendUint64(b, h.Records)
+	return append(b, m...), nil
+}
+
+func decodeLinkSource(b []byte) (wire.LinkHistory, error) {
+	var h wire.LinkHistory
+	if len(b) < 40 {
+		return h, fmt.Errorf("link history source of %d bytes: %w", len(b), ErrMalformedState)
+	}
+	copy(h.Key[:], b)
+	h.Records = binary.BigEndian.Uint64(b[32:40])
+	m, err := wire.DecodeManifest(b[40:])
+	if err != nil {
+		return h, fmt.Errorf("link history source: %w: %w", ErrMalformedState, err)
+	}
+	h.Manifest = m
+	return h, nil
+}
+
+// linkImportStart is the ImportStart a linked device's profile records
+// for its history.
+func linkImportStart(h wire.LinkHistory, now time.Time) (ImportStart, error) {
+	src, err := encodeLinkSource(h)
+	if err != nil {
+		return ImportStart{}, err
+	}
+	return ImportStart{Archive: h.Archive, Next: 0, Total: h.Records, At: now, Source: src}, nil
+}
+
+// Names of a linked device's history download in the files directory.
+const (
+	linkHistoryPart  = "link-history.part"
+	linkHistoryPlain = "link-history.archive"
+)
+
+// ErrNoLinkImport means the profile has no history import under way.
+var ErrNoLinkImport = errors.New("no history import under way")
+
+// ImportLinkHistory downloads this linked device's history (resuming a
+// partial download) and imports it from where the import stands, in
+// batches of at most batch records (ImportBatchRecords when 0);
+// ErrNoLinkImport when there is none under way. Once the import is done
+// the downloaded files go.
+func (c *Client) ImportLinkHistory(ctx context.Context, batch int, progress LinkHistoryProgress) (ImportState, error) {
+	archive, src, ok, err := c.store.PendingLinkImport(ctx)
+	if err != nil {
+		return ImportState{}, err
+	}
+	if !ok {
+		return ImportState{}, ErrNoLinkImport
+	}
+	h, err := decodeLinkSource(src)
+	if err != nil {
+		return ImportState{}, err
+	}
+	blobs, fc, err := c.fileSetup()
+	if err != nil {
+		return ImportState{}, fmt.Errorf("link history: %w", err)
+	}
+	part, plain := filepath.Join(fc.Dir, linkHistoryPart), filepath.Join(fc.Dir, linkHistoryPlain)
+	f, err := os.OpenFile(plain, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return ImportState{}, err
+	}
+	defer f.Close()
+	var down Progress
+	if progress != nil {
+		down = func(done, total int64) { progress("download", done, total) }
+	}
+	release, err := c.acquireTransfer(ctx)
+	if err != nil {
+		return ImportState{}, err
+	}
+	err = c.download(ctx, blobs, h.Manifest, part, &plainOut{f: f, h: sha256.New()}, down)
+	release()
+	if err != nil {
+		return ImportState{}, fmt.Errorf("link history: download: %w", err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return ImportState{}, err
+	}
+	ar, err := OpenKeyedArchive(f, h.Key)
+	if err != nil {
+		return ImportState{}, fmt.Errorf("link history: %w", err)
+	}
+	if ar.Header().ID != archive {
+		return ImportState{}, fmt.Errorf("link history: %w: another archive than the package named", ErrArchiveDamaged)
+	}
+	var imp func(ImportState)
+	if progress != nil {
+		imp = func(s ImportState) { progress("import", int64(s.Next), int64(s.Total)) }
+	}
+	st, err := ImportArchive(ctx, c.store, ar, batch, imp)
+	if err != nil {
+		return st, fmt.Errorf("link history: %w", err)
+	}
+	f.Close()
+	os.Remove(plain)
+	os.Remove(part)
+	return st, nil
+}
