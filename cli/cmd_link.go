@@ -39,8 +39,14 @@ func cmdLink(ctx context.Context, env *cliEnv, cmd *command, args []string) erro
 	f := newFlags(cmd, env, true)
 	relayFlag := f.String("relay", "", "the account's relay URL, ws://HOST:PORT or wss://HOST")
 	yes := f.Bool("yes", false, "confirm the six digits without asking")
+	historyFlag := f.String("history", "all", "what history to keep of what the other device sends: all, none, or the last N days (30d); the other device decides what it sends")
+	batch := f.Int("batch", engine.ImportBatchRecords, "history records stored per transaction")
 	if _, err := f.parse(env, args, 0, 0); err != nil {
 		return err
+	}
+	keep, err := engine.ParseHistoryChoice(*historyFlag)
+	if err != nil {
+		return usagef("--history: %v", err)
 	}
 	if *relayFlag == "" {
 		return usagef("--relay is required")
@@ -51,7 +57,9 @@ func cmdLink(ctx context.Context, env *cliEnv, cmd *command, args []string) erro
 	dir := f.profileDir(env)
 	env.relayURL = *relayFlag
 	if profile.Exists(dir) {
-		return fmt.Errorf("%s holds a profile already: link into a new directory", dir)
+		// A link killed after its profile was written goes on with its
+		// history; any other profile is refused.
+		return resumeLinkHistory(ctx, env, f, *batch, keep, fmt.Errorf("%s holds a profile already: link into a new directory", dir))
 	}
 	pass, _, err := f.passphrase(env, dir, true)
 	if err != nil {
@@ -100,6 +108,9 @@ func cmdLink(ctx context.Context, env *cliEnv, cmd *command, args []string) erro
 	if err != nil {
 		return err
 	}
+	if keep.Mode == engine.HistoryNone {
+		pkg.History = nil // this device keeps none of what was sent
+	}
 	self, err := profile.CreateLinked(ctx, dir, *relayFlag, id, o.Number, pkg, profile.Options{Passphrase: pass})
 	if err != nil {
 		return err
@@ -109,18 +120,76 @@ func cmdLink(ctx context.Context, env *cliEnv, cmd *command, args []string) erro
 			return fmt.Errorf("record the relay URL: %w", err)
 		}
 	}
-	// Best effort: device 1 is told; the profile is whole already.
+	// Best effort: device 1 is told; the profile is whole already. The
+	// history comes after, from the relay's blob store, not the mailbox.
 	_ = box.Send(ctx, n.Done())
+	if pkg.History != nil {
+		if err := linkHistory(ctx, env, dir, pass, *batch, keep, *f.json); err != nil {
+			return err
+		}
+	}
 	out.record([]kv{{"address", self.String()}})
+	return nil
+}
+
+// resumeLinkHistory goes on with the history import of a linked profile
+// that a killed link left part way; without one, it returns refused.
+func resumeLinkHistory(ctx context.Context, env *cliEnv, f *flags, batch int, keep engine.HistoryChoice, refused error) error {
+	p, err := f.open(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer closeProfile(p)
+	err = importLinkHistory(ctx, env, p, batch, keep, *f.json)
+	if errors.Is(err, engine.ErrNoLinkImport) {
+		return refused
+	}
+	if err != nil {
+		return err
+	}
+	printer{env.stdout, *f.json}.record([]kv{{"address", p.Client.Self().String()}})
+	return nil
+}
+
+// linkHistory opens the profile just linked and imports its history.
+func linkHistory(ctx context.Context, env *cliEnv, dir string, pass []byte, batch int, keep engine.HistoryChoice, json bool) error {
+	p, err := profile.Open(ctx, dir, profile.Options{Passphrase: pass})
+	if err != nil {
+		return err
+	}
+	defer closeProfile(p)
+	return importLinkHistory(ctx, env, p, batch, keep, json)
+}
+
+// importLinkHistory downloads and imports the history, with progress on
+// stderr when it is a terminal, then prints messages=N groups=G bytes=B.
+func importLinkHistory(ctx context.Context, env *cliEnv, p *profile.Profile, batch int, keep engine.HistoryChoice, json bool) error {
+	bar := &progressLine{env: env}
+	st, err := p.Client.ImportLinkHistory(ctx, batch, keep, func(stage string, done, total int64) {
+		bar.show("history: %s %d of %d", stage, done, total)
+	})
+	bar.done()
+	if err != nil {
+		if errors.Is(err, engine.ErrNoLinkImport) {
+			return err
+		}
+		return fmt.Errorf("linked, but the history stopped (run parley link again to go on): %w", err)
+	}
+	printer{env.stdout, json}.record([]kv{{"messages", st.Messages}, {"groups", st.Groups}, {"bytes", st.Bytes}})
 	return nil
 }
 
 func cmdDevice(ctx context.Context, env *cliEnv, cmd *command, args []string) error {
 	f := newFlags(cmd, env, true)
 	yes := f.Bool("yes", false, "confirm the six digits without asking")
+	historyFlag := f.String("history", "all", "the history the new device gets: all, none, or the last N days (30d); this device decides")
 	ops, err := f.parse(env, args, 2, 2)
 	if err != nil {
 		return err
+	}
+	choice, err := engine.ParseHistoryChoice(*historyFlag)
+	if err != nil {
+		return usagef("--history: %v", err)
 	}
 	if ops[0] != "add" {
 		return usagef("parley device add CODE: %s is not a subcommand", textValue(ops[0]))
@@ -173,7 +242,7 @@ func cmdDevice(ctx context.Context, env *cliEnv, cmd *command, args []string) er
 	if err != nil {
 		return err
 	}
-	list, err := p.Client.AddDevice(ctx, entry)
+	list, err := p.Client.LinkDevice(ctx, entry, choice)
 	if err != nil {
 		return err
 	}
@@ -181,6 +250,15 @@ func cmdDevice(ctx context.Context, env *cliEnv, cmd *command, args []string) er
 	if err != nil {
 		return err
 	}
+	bar := &progressLine{env: env}
+	hist, sum, err := p.Client.LinkHistory(ctx, entry.Number, func(stage string, done, total int64) {
+		bar.show("history: %s %d of %d", stage, done, total)
+	})
+	bar.done()
+	if err != nil {
+		return fmt.Errorf("device %d is in the account's list, but its history did not go out: %w", entry.Number, err)
+	}
+	pkg.History = hist
 	sealed, err := h.Package(pkg)
 	if err != nil {
 		return err
@@ -195,6 +273,7 @@ func cmdDevice(ctx context.Context, env *cliEnv, cmd *command, args []string) er
 	if err := h.TakeDone(done); err != nil {
 		return err
 	}
-	out.record([]kv{{"linked", engine.Address{User: list.User, Device: entry.Number}.String()}, {"generation", list.Generation}})
+	out.record([]kv{{"linked", engine.Address{User: list.User, Device: entry.Number}.String()}, {"generation", list.Generation},
+		{"history", choice.String()}, {"messages", sum.Messages}, {"groups", sum.Groups}, {"bytes", sum.Bytes}})
 	return nil
 }

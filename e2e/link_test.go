@@ -20,9 +20,9 @@ type linkProc struct {
 	done   chan error
 }
 
-func startLink(t *testing.T, dir, relay string) *linkProc {
+func startLink(t *testing.T, dir, relay string, more ...string) *linkProc {
 	t.Helper()
-	cmd := exec.Command(parleyBin, "link", "--relay", relay, "--yes")
+	cmd := exec.Command(parleyBin, append([]string{"link", "--relay", relay, "--yes"}, more...)...)
 	cmd.Env = append(os.Environ(), "PARLEY_PROFILE="+dir, "PARLEY_PASSPHRASE=e2e passphrase")
 	out, err := cmd.StdoutPipe()
 	if err != nil {

@@ -280,26 +280,39 @@ var ErrNoLinkImport = errors.New("no history import under way")
 // batches of at most batch records (ImportBatchRecords when 0);
 // ErrNoLinkImport when there is none under way. Once the import is done
 // the downloaded files go.
-func (c *Client) ImportLinkHistory(ctx context.Context, batch int, progress LinkHistoryProgress) (ImportState, error) {
+func (c *Client) ImportLinkHistory(ctx context.Context, batch int, keep HistoryChoice, progress LinkHistoryProgress) (LinkImportSummary, error) {
+	st, err := c.importLinkHistory(ctx, batch, keep, progress)
+	return st, err
+}
+
+// LinkImportSummary counts what a linked device's history import stored.
+type LinkImportSummary struct {
+	Messages uint64 // history entries stored (those there already are not counted)
+	Groups   uint32 // groups the archive holds
+	Bytes    int64  // the archive's size
+}
+
+func (c *Client) importLinkHistory(ctx context.Context, batch int, keep HistoryChoice, progress LinkHistoryProgress) (LinkImportSummary, error) {
+	var sum LinkImportSummary
 	archive, src, ok, err := c.store.PendingLinkImport(ctx)
 	if err != nil {
-		return ImportState{}, err
+		return sum, err
 	}
 	if !ok {
-		return ImportState{}, ErrNoLinkImport
+		return sum, ErrNoLinkImport
 	}
 	h, err := decodeLinkSource(src)
 	if err != nil {
-		return ImportState{}, err
+		return sum, err
 	}
 	blobs, fc, err := c.fileSetup()
 	if err != nil {
-		return ImportState{}, fmt.Errorf("link history: %w", err)
+		return sum, fmt.Errorf("link history: %w", err)
 	}
 	part, plain := filepath.Join(fc.Dir, linkHistoryPart), filepath.Join(fc.Dir, linkHistoryPlain)
 	f, err := os.OpenFile(plain, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
-		return ImportState{}, err
+		return sum, err
 	}
 	defer f.Close()
 	var down Progress
@@ -308,33 +321,51 @@ func (c *Client) ImportLinkHistory(ctx context.Context, batch int, progress Link
 	}
 	release, err := c.acquireTransfer(ctx)
 	if err != nil {
-		return ImportState{}, err
+		return sum, err
 	}
 	err = c.download(ctx, blobs, h.Manifest, part, &plainOut{f: f, h: sha256.New()}, down)
 	release()
 	if err != nil {
-		return ImportState{}, fmt.Errorf("link history: download: %w", err)
+		return sum, fmt.Errorf("link history: download: %w", err)
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return ImportState{}, err
+		return sum, err
 	}
 	ar, err := OpenKeyedArchive(f, h.Key)
 	if err != nil {
-		return ImportState{}, fmt.Errorf("link history: %w", err)
+		return sum, fmt.Errorf("link history: %w", err)
 	}
 	if ar.Header().ID != archive {
-		return ImportState{}, fmt.Errorf("link history: %w: another archive than the package named", ErrArchiveDamaged)
+		return sum, fmt.Errorf("link history: %w: another archive than the package named", ErrArchiveDamaged)
 	}
 	var imp func(ImportState)
 	if progress != nil {
 		imp = func(s ImportState) { progress("import", int64(s.Next), int64(s.Total)) }
 	}
-	st, err := ImportArchive(ctx, c.store, ar, batch, imp)
+	var filter func(wire.ArchiveRecord) bool
+	if keep.Mode == HistorySince {
+		since := c.cfg.Now().Add(-time.Duration(keep.Days) * 24 * time.Hour).UnixNano()
+		filter = func(r wire.ArchiveRecord) bool {
+			switch m := r.(type) {
+			case wire.ArchiveMessage:
+				return m.At >= since
+			case wire.ArchiveGroupMessage:
+				return m.At >= since
+			}
+			return true
+		}
+	}
+	sum.Bytes = h.Manifest.Size
+	st, err := importArchive(ctx, c.store, ar, batch, imp, filter)
+	sum.Messages = st.Messages
 	if err != nil {
-		return st, fmt.Errorf("link history: %w", err)
+		return sum, fmt.Errorf("link history: %w", err)
+	}
+	if end, ok := ar.End(); ok {
+		sum.Groups = end.Groups
 	}
 	f.Close()
 	os.Remove(plain)
 	os.Remove(part)
-	return st, nil
+	return sum, nil
 }

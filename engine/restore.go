@@ -42,7 +42,8 @@ type ImportStart struct {
 	Source []byte
 }
 
-// ImportRecords stores records From to To-1 of an archive and moves the
+// ImportRecords stores records From to To-1 of an archive (those of them
+// the import keeps: Records, in order, at most To-From) and moves the
 // import's progress from From to To; only when the progress is From (else
 // ErrConflict). Every insert keeps a row that is there already. The last
 // batch (To = Total) marks the import done.
@@ -288,6 +289,12 @@ const (
 // batches of at most batch records (ImportBatchRecords when 0), each one
 // transaction. progress, when set, is called after each batch.
 func ImportArchive(ctx context.Context, st Store, ar *ArchiveReader, batch int, progress func(ImportState)) (ImportState, error) {
+	return importArchive(ctx, st, ar, batch, progress, nil)
+}
+
+// importArchive is ImportArchive storing only the records keep keeps
+// (all when nil); the others count as stored.
+func importArchive(ctx context.Context, st Store, ar *ArchiveReader, batch int, progress func(ImportState), keep func(wire.ArchiveRecord) bool) (ImportState, error) {
 	if batch <= 0 {
 		batch = ImportBatchRecords
 	}
@@ -301,12 +308,12 @@ func ImportArchive(ctx context.Context, st Store, ar *ArchiveReader, batch int, 
 	}
 	var pending []wire.ArchiveRecord
 	var size int
-	from := state.Next
+	from, to := state.Next, state.Next
 	flush := func() error {
-		if len(pending) == 0 && (state.Done || from < state.Total) {
+		if to == from && (state.Done || from < state.Total) {
 			return nil
 		}
-		p := ImportRecords{Archive: id, From: from, To: from + uint64(len(pending)), Total: state.Total, Records: pending}
+		p := ImportRecords{Archive: id, From: from, To: to, Total: state.Total, Records: pending}
 		if _, err := st.Apply(ctx, p); err != nil {
 			return fmt.Errorf("import records %d to %d: %w", p.From, p.To, err)
 		}
@@ -316,7 +323,7 @@ func ImportArchive(ctx context.Context, st Store, ar *ArchiveReader, batch int, 
 		if progress != nil {
 			progress(state)
 		}
-		from, pending, size = state.Next, nil, 0
+		from, to, pending, size = state.Next, state.Next, nil, 0
 		return nil
 	}
 	for {
@@ -336,9 +343,12 @@ func ImportArchive(ctx context.Context, st Store, ar *ArchiveReader, batch int, 
 			m.State = uint8(SentCopied)
 			rec = m
 		}
-		pending = append(pending, rec)
-		size += archiveRecordSize(rec)
-		if len(pending) >= batch || size >= importBatchBytes {
+		to = ar.Index() + 1
+		if keep == nil || keep(rec) {
+			pending = append(pending, rec)
+			size += archiveRecordSize(rec)
+		}
+		if to-from >= uint64(batch) || size >= importBatchBytes {
 			if err := flush(); err != nil {
 				return state, err
 			}

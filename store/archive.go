@@ -386,7 +386,7 @@ func validateImportStart(p engine.ImportStart) error {
 // the store takes (no account or end record, addresses canonical, pins that
 // decode).
 func validateImportRecords(p engine.ImportRecords) error {
-	if p.From > p.To || p.To > p.Total || p.To-p.From != uint64(len(p.Records)) {
+	if p.From > p.To || p.To > p.Total || p.To-p.From < uint64(len(p.Records)) {
 		return invalid("import batch %d to %d of %d with %d records", p.From, p.To, p.Total, len(p.Records))
 	}
 	for i, rec := range p.Records {

@@ -1,0 +1,194 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// linkWith links a new device of p into dir, with the new device's
+// extra flags and device add's, and returns both commands' stdout.
+func linkWith(t *testing.T, p *cliProfile, dir, relay string, newArgs, addArgs []string) (newOut, addOut string) {
+	t.Helper()
+	link := startLink(t, dir, relay, newArgs...)
+	code := link.line(t, "code")
+	res := make(chan runResult, 1)
+	go func() { res <- p.run("", append([]string{"device", "add", code, "--yes"}, addArgs...)...) }()
+	var lines []string
+	for s := range link.lines {
+		lines = append(lines, s)
+	}
+	if err := <-link.done; err != nil {
+		t.Fatalf("parley link: %v (stderr %q)", err, link.stderr.String())
+	}
+	r := <-res
+	if r.code != 0 {
+		t.Fatalf("parley device add: exit %d, stderr %q", r.code, r.stderr)
+	}
+	return strings.Join(lines, "\n"), r.stdout
+}
+
+// TestCLILinkHistory: a new device linked with --history all starts with
+// alice/1's history (each message once), a message received and
+// undecided at the cut pending, and a message sent and still pending at
+// the cut as a sent copy. The new device commits the undecided message
+// and alice/1 follows without asking. A device linked with --history
+// none starts empty.
+func TestCLILinkHistory(t *testing.T) {
+	relay := startRelay(t, "--device-lists")
+	alice := newProfile(t, relay, "alice/1")
+	bob := newProfile(t, relay, "bob/1")
+	alice.ok("contact", "Bob", "bob/1")
+	for i := range 3 {
+		bob.ok("send", "alice/1", "old "+strconv.Itoa(i))
+	}
+	alice.sync()
+	alice.commitAll()
+	alice.ok("send", "bob/1", "acknowledged out")
+	bob.sync()
+	bob.commitAll()
+	alice.sync()
+	// In flight at the cut: one received and undecided, one sent and
+	// not acknowledged.
+	staged := strings.TrimSpace(bob.ok("send", "alice/1", "undecided at the cut"))
+	alice.sync()
+	alice.ok("send", "bob/1", "pending at the cut")
+
+	dir2 := filepath.Join(t.TempDir(), "alice_2")
+	newOut, addOut := linkWith(t, alice, dir2, relay.url, nil, nil)
+	if !strings.Contains(newOut, "address=alice/2") || !strings.Contains(newOut, "messages=5 ") {
+		t.Fatalf("parley link printed %q, want messages=5 and address=alice/2", newOut)
+	}
+	if !strings.Contains(addOut, "history=all messages=5 ") {
+		t.Fatalf("device add printed %q, want history=all messages=5 (four old, one pending)", addOut)
+	}
+	alice2 := &cliProfile{t: t, dir: dir2, addr: "alice/2"}
+	in := historyBodies(alice2, "bob/1", "in")
+	out := historyBodies(alice2, "bob/1", "out")
+	slices.Sort(in)
+	slices.Sort(out)
+	if !slices.Equal(in, []string{"old 0", "old 1", "old 2"}) || !slices.Equal(out, []string{"acknowledged out", "pending at the cut"}) {
+		t.Fatalf("alice/2's history with bob/1: in %v, out %v", in, out)
+	}
+	var pendingOut map[string]any
+	for _, h := range alice2.jsonLines("history", "bob/1") {
+		if h["body"] == "pending at the cut" {
+			pendingOut = h
+		}
+	}
+	t.Logf("the message pending at the cut on alice/2: %v", pendingOut)
+	inbox := alice2.jsonLines("inbox")
+	if len(inbox) != 1 || inbox[0]["id"] != staged {
+		t.Fatalf("alice/2's pending messages %v, want the undecided %s", inbox, staged)
+	}
+	// Decided on the new device; the first device follows.
+	if r := alice2.jsonLines("commit", "bob/1", staged); len(r) != 1 {
+		t.Fatalf("commit on alice/2: %v", r)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for len(alice.jsonLines("inbox")) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("alice/1 still holds %v pending after alice/2 committed it", alice.jsonLines("inbox"))
+		}
+		alice.sync()
+	}
+	if got := historyBodies(alice, "bob/1", "in"); strings.Count(strings.Join(got, "\n"), "undecided at the cut") != 1 {
+		t.Fatalf("alice/1's history from bob/1 %v, want the decided message once", got)
+	}
+	// A second import of the same history holds each message once: the
+	// history import is over, so a link run again is refused and changes
+	// nothing.
+	if r := alice2.run("", "link", "--relay", relay.url, "--yes"); r.code == 0 {
+		t.Fatalf("link into a linked profile whose history is in: exit 0")
+	}
+	if got := historyBodies(alice2, "bob/1", "in"); len(got) != 4 {
+		t.Fatalf("alice/2's history from bob/1 after a link run again: %v", got)
+	}
+
+	dir3 := filepath.Join(t.TempDir(), "alice_3")
+	newOut, addOut = linkWith(t, alice, dir3, relay.url, nil, []string{"--history", "none"})
+	if strings.Contains(newOut, "messages=") || !strings.Contains(addOut, "history=none") {
+		t.Fatalf("with --history none: link printed %q, device add %q", newOut, addOut)
+	}
+	alice3 := &cliProfile{t: t, dir: dir3, addr: "alice/3"}
+	if got := alice3.jsonLines("history", "bob/1"); len(got) != 0 {
+		t.Fatalf("alice/3 linked with --history none holds %v", got)
+	}
+}
+
+// TestCLILinkHistoryKilled: the new device's import of a history of
+// PARLEY_E2E_LINK_MESSAGES messages (default 600), five records per
+// transaction, killed with SIGKILL part way; parley link run again in the
+// same directory goes on, and the history then holds each message once.
+func TestCLILinkHistoryKilled(t *testing.T) {
+	n := min(envInt("PARLEY_E2E_LINK_MESSAGES", 600), 1000)
+	relay := startRelay(t, "--device-lists")
+	// The account's first device is a restore of a synthetic archive:
+	// n messages from bob/1 without sending them one by one.
+	file := filepath.Join(t.TempDir(), "synthetic.parley")
+	syntheticArchive(t, file, n)
+	holder := &cliProfile{t: t, dir: filepath.Join(t.TempDir(), "alice_r"), addr: "alice/2"}
+	if r := holder.runWith([]string{backupPass}, "", restoreArgs(file, relay.url)...); r.code != 0 {
+		t.Fatalf("restore: exit %d, stderr %q", r.code, r.stderr)
+	}
+	holder.sync()
+
+	dir := filepath.Join(t.TempDir(), "alice_new")
+	link := startLink(t, dir, relay.url, "--batch", "5")
+	code := link.line(t, "code")
+	res := make(chan runResult, 1)
+	go func() { res <- holder.run("", "device", "add", code, "--yes") }()
+	link.line(t, "check")
+	// device add exits once the new device stored its package: the
+	// import is under way then.
+	if r := <-res; r.code != 0 {
+		t.Fatalf("device add: exit %d, stderr %q", r.code, r.stderr)
+	}
+	p := &cliProfile{t: t, dir: dir, addr: "alice/3"}
+	var killed bool
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+wait:
+	for deadline := time.After(60 * time.Second); ; {
+		select {
+		case <-link.done:
+			break wait // it finished first
+		case <-deadline:
+			t.Fatal("parley link neither imported nor ended in 60s")
+		case <-tick.C:
+			if importedSoFar(dir) {
+				link.cmd.Process.Signal(syscall.SIGKILL)
+				killed = true
+				<-link.done
+				break wait
+			}
+		}
+	}
+	partial := -1
+	if killed {
+		partial = checkOnce(t, p, n)
+	}
+	t.Logf("killed=%v with %d of %d messages imported", killed, partial, n)
+	cmd := exec.Command(parleyBin, "link", "--relay", relay.url, "--yes", "--batch", "5")
+	cmd.Env = append(os.Environ(), "PARLEY_PROFILE="+dir, "PARLEY_PASSPHRASE=e2e passphrase")
+	outb, err := cmd.Output()
+	if killed && err != nil {
+		t.Fatalf("parley link run again: %v (stdout %q)", err, outb)
+	}
+	if got := checkOnce(t, p, n); got != n {
+		t.Fatalf("after the kill and the rerun the history holds %d messages, want %d", got, n)
+	}
+}
+
+// importedSoFar reports whether the new device's files directory holds
+// the downloaded history: the import is under way.
+func importedSoFar(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, "files", "link-history.archive"))
+	return err == nil
+}
