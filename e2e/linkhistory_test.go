@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"context"
+	"crypto/rand"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +12,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/store"
+	"github.com/parley-chat/parley/wire"
 )
 
 // linkWith links a new device of p into dir, with the new device's
@@ -124,20 +130,16 @@ func TestCLILinkHistory(t *testing.T) {
 
 // TestCLILinkHistoryKilled: the new device's import of a history of
 // PARLEY_E2E_LINK_MESSAGES messages (default 600), five records per
-// transaction, killed with SIGKILL part way; parley link run again in the
-// same directory goes on, and the history then holds each message once.
+// transaction, killed with SIGKILL part way, then run again and killed
+// later PARLEY_E2E_LINK_KILLS times (default 3): after each kill the
+// history holds each message at most once, and parley link run again in
+// the same directory completes it with each message exactly once.
 func TestCLILinkHistoryKilled(t *testing.T) {
-	n := min(envInt("PARLEY_E2E_LINK_MESSAGES", 600), 1000)
+	n, kills := min(envInt("PARLEY_E2E_LINK_MESSAGES", 600), 1000), envInt("PARLEY_E2E_LINK_KILLS", 3)
 	relay := startRelay(t, "--device-lists")
-	// The account's first device is a restore of a synthetic archive:
-	// n messages from bob/1 without sending them one by one.
-	file := filepath.Join(t.TempDir(), "synthetic.parley")
-	syntheticArchive(t, file, n)
-	holder := &cliProfile{t: t, dir: filepath.Join(t.TempDir(), "alice_r"), addr: "alice/2"}
-	if r := holder.runWith([]string{backupPass}, "", restoreArgs(file, relay.url)...); r.code != 0 {
-		t.Fatalf("restore: exit %d, stderr %q", r.code, r.stderr)
-	}
-	holder.sync()
+	holder := newProfile(t, relay, "alice/1")
+	holder.sync() // publishes generation 1
+	seedHistory(t, holder.dir, n)
 
 	dir := filepath.Join(t.TempDir(), "alice_new")
 	link := startLink(t, dir, relay.url, "--batch", "5")
@@ -150,7 +152,7 @@ func TestCLILinkHistoryKilled(t *testing.T) {
 	if r := <-res; r.code != 0 {
 		t.Fatalf("device add: exit %d, stderr %q", r.code, r.stderr)
 	}
-	p := &cliProfile{t: t, dir: dir, addr: "alice/3"}
+	p := &cliProfile{t: t, dir: dir, addr: "alice/2"}
 	var killed bool
 	tick := time.NewTicker(2 * time.Millisecond)
 	defer tick.Stop()
@@ -163,6 +165,9 @@ wait:
 			t.Fatal("parley link neither imported nor ended in 60s")
 		case <-tick.C:
 			if importedSoFar(dir) {
+				// The download is under way or done; the import
+				// follows at once.
+				time.Sleep(30 * time.Millisecond)
 				link.cmd.Process.Signal(syscall.SIGKILL)
 				killed = true
 				<-link.done
@@ -170,19 +175,52 @@ wait:
 			}
 		}
 	}
-	partial := -1
-	if killed {
-		partial = checkOnce(t, p, n)
+	counts := []int{checkOnce(t, p, n)}
+	// Runs again, each killed a little later, each going on from where
+	// the one before stopped.
+	args := []string{"link", "--relay", relay.url, "--yes", "--batch", "5"}
+	for i := range kills {
+		if !killed || counts[len(counts)-1] == n {
+			break
+		}
+		killed = killAfterDelay(t, dir, args, time.Duration(i+1)*250*time.Millisecond)
+		counts = append(counts, checkOnce(t, p, n))
 	}
-	t.Logf("killed=%v with %d of %d messages imported", killed, partial, n)
-	cmd := exec.Command(parleyBin, "link", "--relay", relay.url, "--yes", "--batch", "5")
+	t.Logf("history imported after each kill: %v of %d", counts, n)
+	cmd := exec.Command(parleyBin, args...)
 	cmd.Env = append(os.Environ(), "PARLEY_PROFILE="+dir, "PARLEY_PASSPHRASE=e2e passphrase")
 	outb, err := cmd.Output()
-	if killed && err != nil {
+	if killed && counts[len(counts)-1] < n && (err != nil || !strings.Contains(string(outb), "address=alice/2")) {
 		t.Fatalf("parley link run again: %v (stdout %q)", err, outb)
 	}
 	if got := checkOnce(t, p, n); got != n {
-		t.Fatalf("after the kill and the rerun the history holds %d messages, want %d", got, n)
+		t.Fatalf("after the kills and the rerun the history holds %d messages, want %d", got, n)
+	}
+}
+
+// killAfterDelay runs parley args for the profile in dir and kills it
+// with SIGKILL after delay; false when it ended first.
+func killAfterDelay(t *testing.T, dir string, args []string, delay time.Duration) bool {
+	t.Helper()
+	cmd := exec.Command(parleyBin, args...)
+	cmd.Env = append(os.Environ(), "PARLEY_PROFILE="+dir, "PARLEY_PASSPHRASE=e2e passphrase")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("parley %s ended before its kill: %v (stderr %q)", args[0], err, stderr.String())
+		}
+		return false
+	case <-time.After(delay):
+		cmd.Process.Signal(syscall.SIGKILL)
+		<-done
+		return true
 	}
 }
 
@@ -191,4 +229,30 @@ wait:
 func importedSoFar(dir string) bool {
 	_, err := os.Stat(filepath.Join(dir, "files", "link-history.archive"))
 	return err == nil
+}
+
+// seedHistory stores n messages from bob/1 in the profile in dir, as an
+// import would (a history of n messages without sending them one by one).
+func seedHistory(t *testing.T, dir string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.Open(ctx, dir, []byte("e2e passphrase"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var archive [16]byte
+	rand.Read(archive[:])
+	recs := make([]wire.ArchiveRecord, n)
+	for i := range recs {
+		var id wire.LogicalID
+		rand.Read(id[:])
+		recs[i] = wire.ArchiveMessage{Peer: "bob/1", Direction: 1, ID: id, At: int64(i+1) * 1e9, Body: []byte("m" + strconv.Itoa(i))}
+	}
+	if _, err := st.ApplyBatch(ctx, []engine.Plan{
+		engine.ImportStart{Archive: archive, Total: uint64(n), At: time.Now()},
+		engine.ImportRecords{Archive: archive, From: 0, To: uint64(n), Total: uint64(n), Records: recs},
+	}); err != nil {
+		t.Fatal(err)
+	}
 }
