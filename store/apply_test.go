@@ -521,7 +521,7 @@ func planCases() []planCase {
 				}
 			},
 		},
-	}, append(append(requestPlanCases(), uploadPlanCases()...), archivePlanCases()...)...)
+	}, append(append(append(requestPlanCases(), uploadPlanCases()...), archivePlanCases()...), linkPlanCases()...)...)
 }
 
 func wantPeer(t *testing.T, f *fixture, peer engine.Address, key engine.IdentityKey, version uint64, tag string) {

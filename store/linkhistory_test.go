@@ -1,0 +1,123 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/wire"
+)
+
+var linkArchive = [16]byte{0x24}
+
+func stagedRecord(id byte, body string) wire.ArchiveStaged {
+	mid := wire.LogicalID{id}
+	return wire.ArchiveStaged{Sender: "carol/1", ID: mid, ReceivedAt: 20, Digest: [32]byte{id}, Frame: frameOf(nil, mid, body)}
+}
+
+func linkPlanCases() []planCase {
+	ctx := context.Background()
+	start := engine.ImportStart{Archive: linkArchive, Next: 0, Total: 3, At: time.Unix(100, 0), Source: []byte("where and how")}
+	return []planCase{
+		{
+			name: "link-cut",
+			plan: func(t testing.TB, f *fixture) engine.Plan {
+				return engine.LinkCut{Device: 2, At: time.Unix(50, 0), History: engine.HistorySince, Since: time.Unix(40, 0)}
+			},
+			check: func(t *testing.T, f *fixture, r engine.Receipt) {
+				c, ok, err := f.db.LinkCut(ctx, 2)
+				if err != nil || !ok || c.History != engine.HistorySince || !c.Since.Equal(time.Unix(40, 0)) || !c.At.Equal(time.Unix(50, 0)) {
+					t.Errorf("LinkCut = %+v, %v, %v", c, ok, err)
+				}
+			},
+		},
+		{
+			name: "import-start-linked",
+			plan: func(t testing.TB, f *fixture) engine.Plan { return start },
+			check: func(t *testing.T, f *fixture, r engine.Receipt) {
+				a, src, ok, err := f.db.PendingLinkImport(ctx)
+				if err != nil || !ok || a != linkArchive || string(src) != "where and how" {
+					t.Errorf("PendingLinkImport = %x, %q, %v, %v", a, src, ok, err)
+				}
+			},
+		},
+		{
+			name:  "import-records-staged",
+			setup: func(t testing.TB, f *fixture) { f.apply(t, start) },
+			plan: func(t testing.TB, f *fixture) engine.Plan {
+				// Three records of which the import keeps two.
+				return engine.ImportRecords{Archive: linkArchive, From: 0, To: 3, Total: 3, Records: []wire.ArchiveRecord{
+					wire.ArchiveMessage{Peer: "carol/1", Direction: 2, ID: wire.LogicalID{1}, At: 10, State: uint8(engine.SentCopied), Body: []byte("out")},
+					stagedRecord(2, "undecided"),
+				}}
+			},
+			check: func(t *testing.T, f *fixture, r engine.Receipt) {
+				m, err := f.db.Inbound(ctx, engine.MustParseAddress("carol/1"), wire.LogicalID{2})
+				if err != nil || string(m.Body) != "undecided" || m.Digest != ([32]byte{2}) {
+					t.Errorf("the staged message: %+v, %v", m, err)
+				}
+				if _, _, ok, err := f.db.PendingLinkImport(ctx); ok || err != nil {
+					t.Errorf("a done import still pending: %v, %v", ok, err)
+				}
+			},
+		},
+	}
+}
+
+// TestLinkArchiveRecords: a link's archive holds what a backup holds and
+// every staged message, in the order they arrived; imported elsewhere the
+// staged messages are pending there, once however often they are
+// imported, and not at all where they were decided already.
+func TestLinkArchiveRecords(t *testing.T) {
+	ctx := context.Background()
+	src := newFixture(t, false)
+	src.apply(t, engine.ImportStart{Archive: testArchive, Next: 0, Total: 3, At: time.Unix(100, 0), Source: []byte("s")})
+	staged := []wire.ArchiveRecord{stagedRecord(5, "first"), stagedRecord(6, "second")}
+	src.apply(t, engine.ImportRecords{Archive: testArchive, From: 0, To: 3, Total: 3, Records: append([]wire.ArchiveRecord{
+		wire.ArchiveMessage{Peer: "carol/1", Direction: 1, ID: wire.LogicalID{1}, At: 10, Body: []byte("hi")}}, staged...)})
+	var got []wire.ArchiveRecord
+	if err := src.db.LinkArchiveRecords(ctx, func(r wire.ArchiveRecord) error { got = append(got, r); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 || got[0].ArchiveKind() != wire.ArchiveKindMessage || got[1].(wire.ArchiveStaged).ID != (wire.LogicalID{5}) ||
+		got[2].(wire.ArchiveStaged).ID != (wire.LogicalID{6}) {
+		t.Fatalf("LinkArchiveRecords: %+v", got)
+	}
+	var backup []wire.ArchiveRecord
+	if err := src.db.ArchiveRecords(ctx, func(r wire.ArchiveRecord) error { backup = append(backup, r); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(backup) != 1 {
+		t.Fatalf("a backup holds staged messages: %+v", backup)
+	}
+
+	dst := newFixture(t, false)
+	// Message 6 was decided here already (a decision heard first).
+	dst.apply(t, engine.ImportStart{Archive: linkArchive, Next: 0, Total: 3, At: time.Unix(100, 0), Source: []byte("s")})
+	if _, err := dst.db.sql.ExecContext(ctx, sqlInsertFinalized, "carol/1", []byte{6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+		int64(engine.OutcomeCommitted), 0, int64(1), dst.db.seal.seal(kindFinalizedDigest, messageKey(engine.MustParseAddress("carol/1"), wire.LogicalID{6}), make([]byte, 32))); err != nil {
+		t.Fatal(err)
+	}
+	dst.apply(t, engine.ImportRecords{Archive: linkArchive, From: 0, To: 3, Total: 3, Records: got})
+	// The same archive again, as a retried link would: nothing doubles.
+	again := [16]byte{0x25}
+	dst.apply(t, engine.ImportStart{Archive: again, Next: 0, Total: 3, At: time.Unix(100, 0), Source: []byte("s")})
+	dst.apply(t, engine.ImportRecords{Archive: again, From: 0, To: 3, Total: 3, Records: got})
+	if s, _, _ := dst.db.ImportState(ctx, again); s.Messages != 0 {
+		t.Errorf("the second import stored %d messages, want 0", s.Messages)
+	}
+	pending, err := dst.db.PendingInbound(ctx, engine.PageQuery{Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pending) != 1 || pending[0].ID != (wire.LogicalID{5}) {
+		t.Fatalf("pending after the imports: %+v, want message 5 alone", pending)
+	}
+	// A batch holding more records than its range is refused.
+	_, err = dst.db.Apply(ctx, engine.ImportRecords{Archive: again, From: 0, To: 1, Total: 3, Records: got})
+	if !errors.Is(err, engine.ErrConflict) {
+		t.Errorf("a batch of 3 records over a range of 1: %v", err)
+	}
+}
