@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 
 	"github.com/parley-chat/parley/engine"
@@ -23,8 +24,66 @@ func personOp(ctx context.Context, w fpWorld, st *store.DB, c *engine.Client, ep
 		return true, w.linkFake(ctx, st, ep, engine.MustParseAddress(arg))
 	case "checkpeer":
 		return true, c.CheckPeer(ctx, engine.MustParseAddress(arg))
+	case "linkcut":
+		return true, w.linkCut(ctx, st, engine.MustParseAddress(arg))
+	case "checkcut":
+		return true, checkCut(ctx, st, engine.MustParseAddress(arg))
 	}
 	return false, nil
+}
+
+// linkCut stores, as LinkDevice does after the relay took it, the list
+// that adds dev with the link's cut, in one transaction.
+func (w fpWorld) linkCut(ctx context.Context, st *store.DB, dev engine.Address) error {
+	a, err := engine.LoadAccount(ctx, st)
+	if err != nil {
+		return err
+	}
+	for _, e := range a.List.Entries {
+		if e.Number == dev.Device {
+			return nil // stored by a run before the failure
+		}
+	}
+	id, err := engine.NewIdentity(engine.SystemRandom{})
+	if err != nil {
+		return err
+	}
+	next, err := engine.NextDeviceList(a.Key, a.List, engine.DeviceEntryFor(id, dev.User, a.Key.Public(), dev.Device, realNow().Unix()))
+	if err != nil {
+		return err
+	}
+	from, err := wire.EncodeDeviceList(a.List)
+	if err != nil {
+		return err
+	}
+	to, err := wire.EncodeDeviceList(next)
+	if err != nil {
+		return err
+	}
+	_, err = st.ApplyBatch(ctx, []engine.Plan{engine.UpdateDeviceList{From: from, List: to},
+		engine.LinkCut{Device: dev.Device, At: realNow(), History: engine.HistoryAll}})
+	return err
+}
+
+// checkCut fails unless the list held names dev exactly when a cut for
+// dev is recorded: the two are one transaction.
+func checkCut(ctx context.Context, st *store.DB, dev engine.Address) error {
+	a, err := engine.LoadAccount(ctx, st)
+	if err != nil {
+		return err
+	}
+	listed := false
+	for _, e := range a.List.Entries {
+		listed = listed || e.Number == dev.Device
+	}
+	_, cut, err := st.LinkCut(ctx, dev.Device)
+	if err != nil {
+		return err
+	}
+	if listed != cut {
+		return fmt.Errorf("the list names %s: %v; a cut for it is recorded: %v", dev, listed, cut)
+	}
+	return nil
 }
 
 func (w fpWorld) linkFake(ctx context.Context, st *store.DB, ep *enginetest.FileEndpoint, dev engine.Address) error {
@@ -93,6 +152,11 @@ func personScenarios() []fpScenario {
 		// target is one lane's (Pump over both is composite).
 		{name: "pump a lane to a person", devices: abb, setup: append(held, fpStep{"alice/1", "enqueue:bob/1:hello"}),
 			target: fpStep{"alice/1", "pumppeer:bob/2"}, want: both},
+		// The link's cut is stored with the list that names the new
+		// device, or neither is (heal checks).
+		{name: "link cut", devices: []string{"alice/1", "bob/1"}, setup: established(),
+			target: fpStep{"alice/1", "linkcut:alice/2"}, heal: []fpStep{{"alice/1", "checkcut:alice/2"}},
+			want: map[string]map[string][]string{"bob/1": {"alice/1": {"hello"}}}},
 		{name: "sent copy receive", devices: []string{"alice/1", "alice/2", "bob/1"},
 			setup:  []fpStep{{"alice/1", "linkfake:alice/2"}, {"alice/1", "enqueue:bob/1:hello"}, {"alice/1", "pump"}, {"alice/2", "stage"}},
 			target: fpStep{"alice/2", "process"}, want: map[string]map[string][]string{"bob/1": {"alice/1": {"hello"}}}},
