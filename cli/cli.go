@@ -262,6 +262,9 @@ func (f *flags) openWith(ctx context.Context, env *cliEnv, o profile.Options) (*
 		if err == nil {
 			env.relayURL = p.Relay.URL
 			warnPlaintext(ctx, env, dir, p)
+			if f.cmd == nil || (f.cmd.name != "link" && f.cmd.name != "restore") {
+				warnImport(ctx, env, dir, p)
+			}
 		}
 		return p, err
 	}
@@ -278,6 +281,20 @@ func warnPlaintext(ctx context.Context, env *cliEnv, dir string, p *profile.Prof
 	if host, plain := transport.Plaintext(s.URL); plain && !profile.InsecureRelayAllowed(dir, s.URL) {
 		fmt.Fprintf(env.stderr, "parley: warning: the relay %s is plaintext ws:// to %s: anyone on the path sees who talks to whom and when; switch to wss:// with parley relay-settings --url, or accept it with --insecure-relay there\n", s.URL, host)
 	}
+}
+
+// warnImport warns about a history import that stopped part way: the
+// profile holds part of its history until the import is run again.
+func warnImport(ctx context.Context, env *cliEnv, dir string, p *profile.Profile) {
+	linked, ok, err := p.Client.UnfinishedImport(ctx)
+	if err != nil || !ok {
+		return
+	}
+	again := "parley restore FILE --profile " + dir + " --relay URL"
+	if linked {
+		again = "parley link --profile " + dir + " --relay " + p.Relay.URL
+	}
+	fmt.Fprintf(env.stderr, "parley: warning: this profile's history import stopped part way; run %s again to finish it\n", again)
 }
 
 // closeProfile ends a command: what it printed was the presentation of its

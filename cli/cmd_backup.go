@@ -32,6 +32,9 @@ func backupKDFFlags(f *flags) func() (engine.ArchiveKDF, error) {
 		if err := wire.CheckArchiveKDF(k.Passes, k.MemoryKiB, k.Threads); err != nil {
 			return k, usagef("--kdf-memory %d --kdf-passes %d: %v", *mem, *passes, err)
 		}
+		if lim := engine.RestoreArchiveKDF; k.Exceeds(lim) {
+			return k, usagef("--kdf-memory %d --kdf-passes %d: a restore runs at most %d passes over %d MiB", *mem, *passes, lim.Passes, lim.MemoryKiB/1024)
+		}
 		return k, nil
 	}
 }
@@ -284,7 +287,7 @@ func cmdRestore(ctx context.Context, env *cliEnv, cmd *command, args []string) e
 		return readError("the archive ", file, err)
 	}
 	defer in.Close()
-	ar, err := engine.OpenArchive(in, bpass, engine.ArchiveKDF{})
+	ar, err := engine.OpenArchive(in, bpass, engine.RestoreArchiveKDF)
 	if err != nil {
 		return err
 	}
@@ -314,5 +317,5 @@ func checkArchiveFile(path string, pass []byte) (engine.ArchiveCheck, error) {
 		return engine.ArchiveCheck{}, readError("the archive ", path, err)
 	}
 	defer in.Close()
-	return engine.CheckArchive(in, pass, engine.ArchiveKDF{})
+	return engine.CheckArchive(in, pass, engine.RestoreArchiveKDF)
 }

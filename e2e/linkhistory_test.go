@@ -176,6 +176,12 @@ wait:
 		}
 	}
 	counts := []int{checkOnce(t, p, n)}
+	if killed && counts[0] < n {
+		// Opened part way, the profile says its history is not whole.
+		if r := p.run("", "history", "bob/1"); r.code != 0 || !strings.Contains(r.stderr, "history import stopped part way; run parley link") {
+			t.Fatalf("history after a killed import: exit %d, stderr %q; want the warning", r.code, r.stderr)
+		}
+	}
 	// Runs again, each killed a little later, each going on from where
 	// the one before stopped.
 	args := []string{"link", "--relay", relay.url, "--yes", "--batch", "5"}

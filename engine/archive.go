@@ -60,6 +60,36 @@ type ArchiveKDF struct {
 // profile's own default (store.DefaultKDF).
 var DefaultArchiveKDF = ArchiveKDF{Passes: 3, MemoryKiB: 64 * 1024, Threads: 2}
 
+// RestoreArchiveKDF bounds the Argon2id work a restore runs for an
+// archive's header before its passphrase is checked: the format allows
+// up to 64 passes over 4 GiB (wire.CheckArchiveKDF), which a damaged or
+// hostile file could ask for to make a restore run for hours or exhaust
+// memory. 16 passes over 1 GiB is well above any backup parley writes (a
+// backup refuses more) and still bounded on a small machine.
+var RestoreArchiveKDF = ArchiveKDF{Passes: 16, MemoryKiB: 1 << 20, Threads: 16}
+
+// ArchiveKDFError means an archive's header asks for more Argon2id work
+// than the reader runs (OpenArchive's limit): refused before any
+// derivation. It is an ErrArchiveDamaged.
+type ArchiveKDFError struct {
+	Header, Limit ArchiveKDF
+}
+
+func (e *ArchiveKDFError) Error() string {
+	return fmt.Sprintf("%v: its header asks for Argon2id %d passes over %d MiB with %d threads, over this reader's limit of %d passes over %d MiB with %d threads",
+		ErrArchiveDamaged, e.Header.Passes, e.Header.MemoryKiB/1024, e.Header.Threads, e.Limit.Passes, e.Limit.MemoryKiB/1024, e.Limit.Threads)
+}
+
+// Unwrap makes an ArchiveKDFError an ErrArchiveDamaged.
+func (e *ArchiveKDFError) Unwrap() error { return ErrArchiveDamaged }
+
+// Exceeds reports whether k asks for more than limit (a zero field of
+// limit bounds nothing).
+func (k ArchiveKDF) Exceeds(limit ArchiveKDF) bool {
+	return (limit.Passes != 0 && k.Passes > limit.Passes) || (limit.MemoryKiB != 0 && k.MemoryKiB > limit.MemoryKiB) ||
+		(limit.Threads != 0 && k.Threads > limit.Threads)
+}
+
 // maxArchiveSealed is the longest sealed record.
 const maxArchiveSealed = wire.MaxArchiveRecord + chacha20poly1305.Overhead
 
@@ -323,9 +353,8 @@ func OpenArchive(r io.Reader, passphrase []byte, limit ArchiveKDF) (*ArchiveRead
 	case err != nil:
 		return nil, fmt.Errorf("%w: %v", ErrArchiveDamaged, err)
 	}
-	if (limit.Passes != 0 && h.Passes > limit.Passes) || (limit.MemoryKiB != 0 && h.MemoryKiB > limit.MemoryKiB) ||
-		(limit.Threads != 0 && h.Threads > limit.Threads) {
-		return nil, fmt.Errorf("%w: KDF parameters above the limit", ErrArchiveDamaged)
+	if k := (ArchiveKDF{Passes: h.Passes, MemoryKiB: h.MemoryKiB, Threads: h.Threads}); k.Exceeds(limit) {
+		return nil, &ArchiveKDFError{Header: k, Limit: limit}
 	}
 	aead, check, err := archiveKeys(passphrase, h)
 	if err != nil {

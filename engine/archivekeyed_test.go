@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/wire"
@@ -170,4 +171,31 @@ func FuzzOpenKeyedArchive(f *testing.F) {
 			t.Fatalf("error %v is none of the archive errors", err)
 		}
 	})
+}
+
+// TestArchiveKDFLimit: a header asking for more Argon2id work than the
+// reader's limit (here the most the format allows, which would take
+// minutes and 4 GiB) is refused at once, before any derivation, with an
+// *ArchiveKDFError that is an ErrArchiveDamaged; within the limit the
+// archive opens.
+func TestArchiveKDFLimit(t *testing.T) {
+	h, err := wire.EncodeArchiveHeader(wire.ArchiveHeader{Passes: wire.MaxArchiveKDFPasses, MemoryKiB: wire.MaxArchiveKDFMemoryKiB, Threads: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = engine.OpenArchive(bytes.NewReader(h), archivePass, engine.RestoreArchiveKDF)
+	var kdf *engine.ArchiveKDFError
+	if !errors.As(err, &kdf) || !errors.Is(err, engine.ErrArchiveDamaged) || kdf.Header.Passes != wire.MaxArchiveKDFPasses {
+		t.Fatalf("an absurd KDF: %v, want an *ArchiveKDFError", err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("refusing took %v: it derived first", d)
+	}
+	if (engine.ArchiveKDF{Passes: 17}).Exceeds(engine.RestoreArchiveKDF) != true || engine.DefaultArchiveKDF.Exceeds(engine.RestoreArchiveKDF) {
+		t.Fatal("Exceeds disagrees with RestoreArchiveKDF")
+	}
+	if _, err := readArchive(writeArchive(t, archiveRecords()), archivePass); err != nil {
+		t.Fatalf("an archive within the limit: %v", err)
+	}
 }

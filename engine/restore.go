@@ -90,6 +90,16 @@ type ArchiveStore interface {
 	// that has not finished, with its source (ImportStart.Source), and
 	// false when there is none.
 	PendingLinkImport(ctx context.Context) (archive [16]byte, source []byte, ok bool, err error)
+	// UnfinishedImport reports whether an import stopped part way, and
+	// whether it is a linked device's history (else a restore's).
+	UnfinishedImport(ctx context.Context) (linked, ok bool, err error)
+}
+
+// UnfinishedImport reports whether an import into this profile stopped
+// part way (a restore or a link killed during its history), and whether
+// it is a linked device's history: the profile holds part of it.
+func (c *Client) UnfinishedImport(ctx context.Context) (linked, ok bool, err error) {
+	return c.store.UnfinishedImport(ctx)
 }
 
 // ErrNotRestoring means a profile exists where a restore was asked, and it

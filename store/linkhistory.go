@@ -161,3 +161,20 @@ func (db *DB) PendingLinkImport(ctx context.Context) ([16]byte, []byte, bool, er
 	}
 	return [16]byte(archive), src, true, nil
 }
+
+// UnfinishedImport reports whether an import into this profile stopped
+// part way, and whether it is a linked device's history (else a restore's).
+func (db *DB) UnfinishedImport(ctx context.Context) (linked, ok bool, err error) {
+	if err := db.checkOpen("read the import's progress"); err != nil {
+		return false, false, err
+	}
+	var l int64
+	err = db.queryRow(ctx, "SELECT sealed_source IS NOT NULL FROM import_progress WHERE done = 0 ORDER BY started_at LIMIT 1").Scan(&l)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return false, false, nil
+	case err != nil:
+		return false, false, db.readErr("read the import's progress", err)
+	}
+	return l == 1, true, nil
+}
