@@ -370,7 +370,7 @@ const (
 	// sqlDueDecisions reads the kept decisions whose message is pending.
 	sqlDueDecisions = `SELECT k.sender, k.id, k.outcome, k.on_device FROM kept_decision k
 		JOIN inbound i ON i.sender = k.sender AND i.id = k.id ORDER BY k.at, k.sender, k.id LIMIT ?`
-	sqlAnyDecision = "SELECT EXISTS (SELECT 1 FROM kept_decision)"
+	sqlAnyDecision    = "SELECT EXISTS (SELECT 1 FROM kept_decision)"
 	sqlForgetDecision = "DELETE FROM kept_decision WHERE sender = ? AND id = ?"
 	sqlKeptDecisions  = "SELECT sender, id, outcome, on_device FROM kept_decision ORDER BY at, sender, id LIMIT ?"
 	sqlDecidedOn      = "UPDATE history SET decided_on = ? WHERE peer = ? AND direction = 1 AND id = ?"
