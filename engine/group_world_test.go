@@ -4,7 +4,6 @@ import (
 	"reflect"
 	"sort"
 	"testing"
-	"time"
 
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/wire"
@@ -227,52 +226,6 @@ func TestGroupHoldsAnUnseenGeneration(t *testing.T) {
 	}
 	if got := carol.lanes(info.ID, sent.ID); got["bob/1"] != "acknowledged" || got["alice/1"] != "acknowledged" {
 		t.Fatalf("carol's lanes %v, want both acknowledged", got)
-	}
-}
-
-// TestGroupHeldMessageExpires: a message naming a generation that never
-// reaches this device (its roster change was lost, and nobody retries it)
-// is held for MaxGroupHold and then answered not_a_member, so the sender's
-// lane ends instead of staying pending for ever; it is not delivered.
-func TestGroupHeldMessageExpires(t *testing.T) {
-	w := newWorld(t)
-	alice, bob, carol := w.device("alice/1"), w.device("bob/1"), w.device("carol/1")
-	info, _, err := alice.c.CreateGroup(w.ctx, "lost change", []engine.Address{bob.addr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Carol and bob have a session already (a held initiation would
-	// outlive its signed prekey instead).
-	carol.send(bob, "hello")
-	settle(t, 5, alice, bob, carol)
-	w.net.Hold(bob.addr)
-	if _, err := alice.c.ChangeRoster(w.ctx, info.ID, []wire.RosterChange{{Op: wire.RosterAdd, Address: "carol/1"}}); err != nil {
-		t.Fatal(err)
-	}
-	carol.sync()
-	sent, err := carol.c.SendGroup(w.ctx, info.ID, []byte("does anyone hear me?"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Alice's roster change to bob is lost and never retried; carol's
-	// message reaches bob and is held.
-	w.net.DropHeld(bob.addr, 0)
-	w.net.Release(bob.addr)
-	bob.sync()
-	if got := carol.lanes(info.ID, sent.ID)["bob/1"]; got != "pending" {
-		t.Fatalf("carol's lane to bob is %q while held, want pending", got)
-	}
-	w.clock.Advance(engine.MaxGroupHold + time.Minute)
-	bob.sync()
-	carol.sync()
-	if got := carol.lanes(info.ID, sent.ID)["bob/1"]; got != "not_a_member" {
-		t.Fatalf("carol's lane to bob is %q past the hold, want not_a_member", got)
-	}
-	if n := bob.pendingIn(); n != 0 {
-		t.Fatalf("bob has %d pending: an expired message is not delivered", n)
-	}
-	if got := bob.groupHistory(info.ID); len(got) != 0 {
-		t.Fatalf("bob's history %v, want nothing", got)
 	}
 }
 
