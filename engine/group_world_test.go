@@ -408,3 +408,53 @@ func TestGroupStrandedLaneAbandoned(t *testing.T) {
 		t.Fatalf("carol's history %v, want nothing from bob at generation 4", got)
 	}
 }
+
+// TestGroupStrandedAnnouncementAbandoned: as TestGroupStrandedLaneAbandoned
+// in a group of four, whose messages go by sender chains: bob's message at
+// the generation that will not be comes with the announcement of his chain
+// for it, each pending on a lane of its own. Once bob merges his removal,
+// the announcements' lanes are abandoned with the message's: nothing of
+// his stays pending for ever.
+func TestGroupStrandedAnnouncementAbandoned(t *testing.T) {
+	w := newWorld(t)
+	alice, bob, carol, dave, erin := w.device("alice/1"), w.device("bob/1"), w.device("carol/1"), w.device("dave/1"), w.device("erin/1")
+	all := []*device{alice, bob, carol, dave, erin}
+	info, _, err := alice.c.CreateGroup(w.ctx, "duel of five", []engine.Address{bob.addr, carol.addr, dave.addr, erin.addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := info.ID
+	if _, err := alice.c.ChangeRoster(w.ctx, g, []wire.RosterChange{{Op: wire.RosterAdmin, Address: "bob/1"}}); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, 5, all...)
+	if _, err := alice.c.ChangeRoster(w.ctx, g, []wire.RosterChange{{Op: wire.RosterRemove, Address: "bob/1"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bob.c.ChangeRoster(w.ctx, g, []wire.RosterChange{{Op: wire.RosterRemove, Address: "alice/1"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bob.c.ChangeRoster(w.ctx, g, []wire.RosterChange{{Op: wire.RosterAdmin, Address: "carol/1"}}); err != nil {
+		t.Fatal(err)
+	}
+	before := bob.pendingOut()
+	if _, err := bob.c.SendGroup(w.ctx, g, []byte("at a generation that will not be")); err != nil {
+		t.Fatal(err)
+	}
+	if n := bob.pendingOut() - before; n != 6 {
+		t.Fatalf("bob's send stored %d lanes, want the message and its chain's announcement to carol, dave and erin", n)
+	}
+	for range 4 {
+		for _, d := range all {
+			d.sync()
+			d.commitAll()
+		}
+	}
+	if gen, ms := bob.members(g); gen != 3 || !reflect.DeepEqual(ms, []string{"carol/1", "dave/1", "erin/1"}) {
+		t.Fatalf("bob sees generation %d %v, want 3 [carol/1 dave/1 erin/1]", gen, ms)
+	}
+	if n := bob.pendingOut(); n != 0 {
+		out, _ := bob.c.PendingOutbound(w.ctx, engine.PageQuery{Limit: 10})
+		t.Fatalf("bob has %d pending out after merging his removal, want none: %+v", n, out)
+	}
+}
