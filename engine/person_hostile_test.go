@@ -112,7 +112,9 @@ func TestFirstListMustNameThePinnedDevices(t *testing.T) {
 // TestSafetyNumberFromAccounts: once each holds the other's device list,
 // alice and bob see one safety number computed from their account keys;
 // before, each sees the number of the two devices' identities (its basis
-// says so), so two people can tell why their numbers differ.
+// says so), so two people can tell why their numbers differ; and so does
+// alice once a device under bob's name that his list does not name is
+// pinned here.
 func TestSafetyNumberFromAccounts(t *testing.T) {
 	w := newWorld(t)
 	alice, bob := w.device("alice/1"), w.device("bob/1")
@@ -153,5 +155,16 @@ func TestSafetyNumberFromAccounts(t *testing.T) {
 	}
 	if a.Number == before.Number {
 		t.Fatal("the accounts' number is the devices' one")
+	}
+
+	// A device under bob's name that his list does not name (a relay's,
+	// or a stranger's at a relay without lists) reaches alice and is
+	// pinned on first use: the accounts' number no longer speaks for
+	// every session alice has with bob, so she sees the devices' one.
+	mallory := w.device("bob/9")
+	mallory.send(alice, "it is me, bob")
+	alice.sync()
+	if got, err := alice.c.Safety(w.ctx, bob.addr); err != nil || got.Basis != engine.SafetyDevices {
+		t.Fatalf("alice's safety number with bob once bob/9 is pinned: %+v, %v; want the devices' basis", got, err)
 	}
 }
