@@ -216,3 +216,50 @@ func TestInitiationFromAnUnlistedKeyIsRefused(t *testing.T) {
 		t.Fatalf("alice holds %d pending messages, want none from the impostor", n)
 	}
 }
+
+// TestLaterListMustMatchThePins: a device under bob's name that his list
+// did not name yet (bob/2) was pinned on first use; a later list of bob's
+// names bob/2 with other keys. Alice refuses that list: holding it would
+// send bob's messages to bob/2 on the session with the identity pinned,
+// not with the one bob's account vouched for.
+func TestLaterListMustMatchThePins(t *testing.T) {
+	w := newWorld(t)
+	alice, bob := w.device("alice/1"), w.device("bob/1")
+	alice.send(bob, "hello bob")
+	bob.sync()
+	acct, err := engine.LoadAccount(w.ctx, bob.st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.net.SetDeviceList(acct.List); err != nil {
+		t.Fatal(err)
+	}
+	alice.reopen()
+	if err := alice.c.CheckPeer(w.ctx, bob.addr); err != nil {
+		t.Fatal(err)
+	}
+	early := w.device("bob/2")
+	early.send(alice, "bob/2 here, before any list names me")
+	alice.sync()
+	if _, err := alice.c.Safety(w.ctx, early.addr); err != nil {
+		t.Fatalf("alice pinned nothing for bob/2: %v", err)
+	}
+	real2, err := engine.NewIdentity(engine.SystemRandom{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := engine.NextDeviceList(acct.Key, acct.List, engine.DeviceEntryFor(real2, "bob", acct.List.AccountKey, 2, w.clock.Now().Unix()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.net.SetDeviceList(list); err != nil {
+		t.Fatal(err)
+	}
+	alice.reopen()
+	if err := alice.c.CheckPeer(w.ctx, bob.addr); !errors.Is(err, engine.ErrNotInDeviceList) {
+		t.Fatalf("CheckPeer with a list naming bob/2 with other keys than pinned = %v, want ErrNotInDeviceList", err)
+	}
+	if held, ok, err := alice.st.PeerAccount(w.ctx, "bob"); err != nil || !ok || held.List.Generation != acct.List.Generation {
+		t.Fatalf("alice holds %+v (%v, %v), want bob's first list still", held.List.Generation, ok, err)
+	}
+}
