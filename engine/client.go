@@ -145,6 +145,9 @@ type Client struct {
 	recoveryMu rankedMutex
 	recovery   recoveryLimits
 	windowFull map[Address]time.Time
+	// Need-chain requests sent and answered lately (chainneed.go), also
+	// under recoveryMu.
+	needAsked, needAnswered needMarks
 
 	transfers transferSlots // file transfers at once (file.go)
 
