@@ -54,9 +54,11 @@ type ChainMember struct {
 
 // OwnChain is this device's chain for a group at a generation, as kept.
 type OwnChain struct {
-	Chain   wire.ChainID
-	Record  []byte
-	Members []ChainMember
+	Group      wire.GroupID
+	Generation uint64
+	Chain      wire.ChainID
+	Record     []byte
+	Members    []ChainMember
 }
 
 // ReceivedChain is a chain another device announced here, as kept.
@@ -74,4 +76,8 @@ type ChainStore interface {
 	// ReceivedChain returns the chain sender announced here under that ID,
 	// and whether there is one.
 	ReceivedChain(ctx context.Context, sender Address, chain wire.ChainID) (ReceivedChain, bool, error)
+	// OwnChainByID returns this device's chain of that ID, as OwnChain
+	// does, and whether there is one (a need-chain request names a chain
+	// only by its ID).
+	OwnChainByID(ctx context.Context, chain wire.ChainID) (OwnChain, bool, error)
 }

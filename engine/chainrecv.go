@@ -32,10 +32,6 @@ var (
 	// ErrBeforeChainStart means a chain message was sent before this
 	// device was entitled to the chain.
 	ErrBeforeChainStart = session.ErrBeforeChainStart
-	// ErrNeedChainUnanswered means a need-chain request arrived; this
-	// build answers it by the ordinary retry of the pending announcement
-	// and message, not by a frame of its own.
-	ErrNeedChainUnanswered = errors.New("need-chain request left to the retries")
 )
 
 type chainKey struct {
@@ -113,7 +109,9 @@ func (c *Client) prepareChain(ctx context.Context, bs *batchState, in *incoming)
 			return final(in.drop(wire.LogicalID{}, fmt.Errorf("chain %x of %s: %w", m.Chain[:4], in.sender, ErrChainUnknown))), nil
 		}
 		// Its announcement is late, lost or behind it: held, bounded,
-		// until it arrives; the sender's retry brings it pairwise.
+		// until it arrives, and asked for (chainneed.go); the sender's
+		// retry brings it pairwise meanwhile.
+		bs.noteNeedChain(in.sender, m.Chain, m.Position)
 		return final(in.hold()), nil
 	}
 	cand := rc.Clone()
@@ -180,16 +178,4 @@ func (c *Client) receiveChainAnnounce(ctx context.Context, bs *batchState, in *i
 	ack, _ := wire.EncodeFrame(wire.Frame{Kind: wire.FrameAck, ID: a.ID})
 	res := ReceiveResult{Kind: ResultChainAnnounced, Sender: in.sender, ID: a.ID, Group: &a.Group, Generation: a.Generation}
 	return c.groupVerdict(bs, in, op, RepeatEffect{}, ack, res)
-}
-
-// receiveNeedChain takes a need-chain request. Its member's announcement
-// and message lanes are pending until that member's ACK, and the ordinary
-// retries send both again (a retried message goes pairwise), so the request
-// is recorded as refused (ErrNeedChainUnanswered) and changes nothing but
-// the session step.
-func (c *Client) receiveNeedChain(in *incoming, op opening) prepared {
-	if _, err := wire.DecodeNeedChain(op.plaintext); err != nil {
-		return in.drop(wire.LogicalID{}, err)
-	}
-	return in.drop(wire.LogicalID{}, ErrNeedChainUnanswered)
 }

@@ -168,6 +168,10 @@ const (
 	// ResultDecided: a message pending here from Sender was finalized as
 	// another device of this person decided (Decided.On), without asking.
 	ResultDecided
+	// ResultNeedChain: Sender, a member of Group at Generation, asked for
+	// this device's chain (frame kind 9); ID is the announcement lane
+	// sent it again, when the request was answered (chainneed.go).
+	ResultNeedChain
 )
 
 // String returns the snake_case name used on the command line.
@@ -201,6 +205,8 @@ func (k ResultKind) String() string {
 		return "decision"
 	case ResultDecided:
 		return "decided"
+	case ResultNeedChain:
+		return "need_chain"
 	}
 	return "error"
 }
@@ -254,4 +260,7 @@ type ReceiveResult struct {
 	// ackDeferred is set on a chain message whose acknowledgement goes in
 	// the page's cumulative ACK (chainack.go).
 	ackDeferred bool
+	// needAnnounce is set on a ResultNeedChain answered by sending
+	// announcement ID after the commit (answerNeedChains).
+	needAnnounce bool
 }

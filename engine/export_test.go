@@ -204,6 +204,17 @@ func (c *Client) StoreGroupCreation(ctx context.Context, name string, members []
 	return err
 }
 
+// StoreRosterChange stores a roster change pending on its lanes without
+// the pump's pass (one plan, for the failpoint matrix).
+func (c *Client) StoreRosterChange(ctx context.Context, id wire.GroupID, ops []wire.RosterChange) error {
+	g, err := c.Group(ctx, id)
+	if err != nil {
+		return err
+	}
+	_, err = c.changeRoster(ctx, id, g, ops, false, false)
+	return err
+}
+
 // PumpPeer is one peer's pass of the pump (one transaction), for the
 // failpoint matrix: Pump runs one per peer.
 func (c *Client) PumpPeer(ctx context.Context, peer Address) error {

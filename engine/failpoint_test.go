@@ -68,6 +68,9 @@ func (w fpWorld) create(addr string) error {
 func (w fpWorld) do(addr, op string, fp engine.Failpoint) (err error) {
 	ctx := context.Background()
 	self := engine.MustParseAddress(addr)
+	if op == "losechains" {
+		return loseChains(w.profile(addr))
+	}
 	st, err := store.Open(ctx, w.profile(addr), passphrase, store.Options{Failpoint: fp})
 	if err != nil {
 		return err
@@ -242,6 +245,7 @@ type signature struct {
 	MarkerPresented                                                uint64
 	Groups                                                         []string // groupSignature
 	Requests                                                       []string // requestSignature
+	Chains                                                         string   // chainSignature
 	Drafts                                                         []string // "peer=text", sorted
 	Actions                                                        []string // what actions did to entries
 	PeerLists                                                      []string // "user:generation" of the device lists held
@@ -326,7 +330,10 @@ func (w fpWorld) signature(addr string, peers []string) (signature, error) {
 		}
 		s.PeerLists = append(s.PeerLists, fmt.Sprintf("%s:%d", u, a.List.Generation))
 	}
-	s.Requests, err = requestSignature(ctx, st)
+	if s.Requests, err = requestSignature(ctx, st); err != nil {
+		return s, err
+	}
+	s.Chains, err = chainSignature(w.profile(addr))
 	return s, err
 }
 
@@ -344,6 +351,9 @@ type fpScenario struct {
 	// wantGroup[device] is the device's group history ("sender:body"),
 	// for the group scenarios (group_failpoint_test.go).
 	wantGroup map[string][]string
+	// groupMembers, when set, is how many members group "g" has once
+	// converged (a scenario that removes one); all the devices otherwise.
+	groupMembers int
 	// noRetry is set when the scenario abandons its message: convergence
 	// then must not resend it.
 	noRetry bool

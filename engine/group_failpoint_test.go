@@ -2,15 +2,46 @@ package engine_test
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
+	"path/filepath"
 	"reflect"
 	"sort"
 	"strings"
 
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/store"
+	"github.com/parley-chat/parley/wire"
 )
+
+// chainSignature counts a profile's sender chain rows (own chains, their
+// announcements, received chains), read from its database file.
+func chainSignature(profile string) (string, error) {
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(profile, "parley.db")+"?mode=ro")
+	if err != nil {
+		return "", err
+	}
+	defer db.Close()
+	var own, members, received int
+	err = db.QueryRow("SELECT (SELECT count(*) FROM own_chain), (SELECT count(*) FROM chain_member), (SELECT count(*) FROM received_chain)").
+		Scan(&own, &members, &received)
+	return fmt.Sprintf("own %d members %d received %d", own, members, received), err
+}
+
+// loseChains deletes the chains announced to a profile ("losechains"), as
+// a device restored from an old copy has lost them.
+func loseChains(profile string) error {
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(profile, "parley.db"))
+	if err != nil {
+		return err
+	}
+	if _, err := db.Exec("DELETE FROM received_chain"); err != nil {
+		db.Close()
+		return err
+	}
+	return db.Close()
+}
 
 // The group scenarios of the failpoint matrix: a group's creation (the
 // roster-change plan), a group send (one plan, every lane), the roster's
@@ -20,7 +51,10 @@ import (
 // groupOp runs the group operations of fpWorld.do: "groupcreate:NAME:A,B"
 // ("groupstore:NAME:A,B" stores the creation only),
 // "groupsend:NAME:BODY" and "groupenqueue:NAME:BODY" (stored only: the
-// "pump" op hands its lanes off). It reports false for any other op.
+// "pump" op hands its lanes off) and "groupremove:NAME:ADDR" (a removal, or
+// with the device's own address its leaving; stored only, as
+// "groupenqueue"). It reports false for any
+// other op.
 func groupOp(ctx context.Context, c *engine.Client, name, arg string) (bool, error) {
 	switch name {
 	case "groupcreate", "groupstore":
@@ -42,6 +76,13 @@ func groupOp(ctx context.Context, c *engine.Client, name, arg string) (bool, err
 		}
 		_, err = c.SendGroup(ctx, g.ID, []byte(body))
 		return true, err
+	case "groupremove":
+		gname, who, _ := strings.Cut(arg, ":")
+		g, err := groupNamed(ctx, c, gname)
+		if err != nil {
+			return true, err
+		}
+		return true, c.StoreRosterChange(ctx, g.ID, []wire.RosterChange{{Op: wire.RosterRemove, Address: who}})
 	case "groupenqueue":
 		gname, body, _ := strings.Cut(arg, ":")
 		g, err := groupNamed(ctx, c, gname)
@@ -116,8 +157,12 @@ func (sc fpScenario) checkGroupHistories(w fpWorld) error {
 			for _, e := range h {
 				got = append(got, e.Sender.String()+":"+string(e.Body))
 			}
-			if len(g.Roster.Members) != len(sc.devices) {
-				err = fmt.Errorf("%s sees %d members, want %d", d, len(g.Roster.Members), len(sc.devices))
+			want := len(sc.devices)
+			if sc.groupMembers > 0 {
+				want = sc.groupMembers
+			}
+			if len(g.Roster.Members) != want {
+				err = fmt.Errorf("%s sees %d members, want %d", d, len(g.Roster.Members), want)
 			}
 		}
 		st.Close()
@@ -199,6 +244,18 @@ func chainScenarios() []fpScenario {
 	// its ACK, so that the cumulative ACK is alone in her page.
 	twoChained := append(append([]fpStep(nil), acked...), fpStep{"bob/1", "commitall"}, fpStep{"alice/1", "sync"}, fpStep{"alice/1", "groupsend:g:two"}, fpStep{"alice/1", "groupsend:g:three"},
 		fpStep{"bob/1", "stage"})
+	lost := append(append([]fpStep(nil), acked...), fpStep{"bob/1", "commitall"}, fpStep{"alice/1", "sync"}, fpStep{"bob/1", "losechains"},
+		fpStep{"alice/1", "groupsend:g:two"},
+		fpStep{"bob/1", "stage"})
+	// Dave sends once (his own chain, announced) and every member holds
+	// alice's and his.
+	daveSent := append(append([]fpStep(nil), acked...), fpStep{"bob/1", "commitall"}, fpStep{"carol/1", "commitall"}, fpStep{"dave/1", "commitall"},
+		fpStep{"alice/1", "sync"}, fpStep{"dave/1", "groupsend:g:two"}, fpStep{"alice/1", "sync"}, fpStep{"bob/1", "sync"},
+		fpStep{"carol/1", "sync"}, fpStep{"dave/1", "sync"})
+	leftHistory := map[string][]string{}
+	for _, d := range abcd {
+		leftHistory[d] = []string{"alice/1:one", "dave/1:two"}
+	}
 	return []fpScenario{
 		{name: "chain announce send", devices: abcd, setup: created, target: fpStep{"alice/1", "groupenqueue:g:one"}, wantGroup: history("one")},
 		{name: "chain send", devices: abcd, setup: acked, target: fpStep{"alice/1", "groupenqueue:g:two"}, wantGroup: history("one", "two")},
@@ -213,5 +270,23 @@ func chainScenarios() []fpScenario {
 			setup:     append(append([]fpStep(nil), twoChained...), fpStep{"bob/1", "processcommit"}, fpStep{"alice/1", "stage"}),
 			target:    fpStep{"alice/1", "process"},
 			wantGroup: history("one", "two", "three")},
+		// Bob lost the chain he acknowledged: his page holds the chain
+		// message and asks alice for the chain (need-chain-ask).
+		{name: "need-chain ask", devices: abcd, setup: lost, target: fpStep{"bob/1", "process"}, wantGroup: history("one", "two")},
+		// Alice answers with a fresh announcement lane (need-chain-receive).
+		{name: "need-chain answer", devices: abcd,
+			setup:     append(append([]fpStep(nil), lost...), fpStep{"bob/1", "process"}, fpStep{"alice/1", "stage"}),
+			target:    fpStep{"alice/1", "process"},
+			wantGroup: history("one", "two")},
+		// Dave leaves: his chains of the group go in the roster change's
+		// transaction.
+		{name: "chain leave", devices: abcd, setup: daveSent, target: fpStep{"dave/1", "groupremove:g:dave/1"}, wantGroup: leftHistory,
+			groupMembers: 3},
+		// Alice removes dave: his chains go when he records the removal.
+		{name: "chain removed receive", devices: abcd,
+			setup: append(append([]fpStep(nil), daveSent...), fpStep{"alice/1", "groupremove:g:dave/1"}, fpStep{"alice/1", "pump"},
+				fpStep{"dave/1", "stage"}),
+			target:    fpStep{"dave/1", "process"},
+			wantGroup: leftHistory, groupMembers: 3},
 	}
 }

@@ -60,8 +60,12 @@ func (c *Client) groupFrame(ctx context.Context, bs *batchState, in *incoming, o
 		p, err := c.receiveChainAnnounce(ctx, bs, in, op)
 		return wire.Frame{}, nil, &p, err
 	case wire.FrameNeedChain:
-		p := c.receiveNeedChain(in, op)
-		return wire.Frame{}, nil, &p, nil
+		if op.chain != nil {
+			p := in.drop(wire.LogicalID{}, fmt.Errorf("need-chain request inside a chain message: %w", ErrChainMismatch))
+			return wire.Frame{}, nil, &p, nil
+		}
+		p, err := c.receiveNeedChain(ctx, bs, in, op)
+		return wire.Frame{}, nil, &p, err
 	default:
 		n, err := wire.DecodeNotAMember(op.plaintext)
 		if err != nil {
@@ -221,7 +225,8 @@ func (c *Client) receiveRoster(ctx context.Context, bs *batchState, gs GroupStor
 		return in.drop(sr.ID, err), nil
 	}
 	res.Generation = next.Generation
-	effect := RosterEffect{Group: sr.Group, Change: change, Frame: op.plaintext, Removed: removed, Compact: compaction(g.Start, all, next)}
+	effect := RosterEffect{Group: sr.Group, Change: change, Frame: op.plaintext, Removed: removed, Compact: compaction(g.Start, all, next),
+		Left: !next.Has(c.self.String())}
 	p, err := c.groupVerdict(bs, in, op, effect, ack, res)
 	if err == nil {
 		bs.changed(g, all, next, effect.Compact)

@@ -55,6 +55,11 @@ type RosterUpdate struct {
 	Removed []Address
 	Start   *GroupStart
 	Compact *GroupStart
+	// Left is set when the change leaves this device out of the merged
+	// roster (it left, or was removed): the group's sender chains, its
+	// own and those its members announced here, are deleted with it, so
+	// that nothing kept here opens a later chain message of the group.
+	Left bool
 }
 
 // RosterEffect records a roster change received from a peer; like a repeat
@@ -70,6 +75,8 @@ type RosterEffect struct {
 	Removed []Address
 	Start   *GroupStart
 	Compact *GroupStart
+	// Left: as RosterUpdate's.
+	Left bool
 }
 
 // NotAMemberEffect ends this device's lane of message ID to the peer: the

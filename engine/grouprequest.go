@@ -136,7 +136,8 @@ func (c *Client) adoptRoster(ctx context.Context, bs *batchState, gs GroupStore,
 	if err != nil {
 		return a, g, nil
 	}
-	a.Effect = &RosterEffect{Group: gid, Change: ch, Frame: frame, Removed: removed, Compact: compaction(g.Start, all, next)}
+	a.Effect = &RosterEffect{Group: gid, Change: ch, Frame: frame, Removed: removed, Compact: compaction(g.Start, all, next),
+		Left: !next.Has(c.self.String())}
 	a.Ack = true
 	g.Changes, g.Roster = all, next
 	if a.Effect.Compact != nil {

@@ -148,7 +148,8 @@ func (c *Client) changeRoster(ctx context.Context, gid wire.GroupID, g GroupInfo
 	if err != nil {
 		return GroupSendResult{}, err
 	}
-	plan := RosterUpdate{Group: gid, Change: change, Frame: frame, At: c.cfg.Now(), Lanes: lanes, Removed: removed, Start: start, Compact: compact}
+	plan := RosterUpdate{Group: gid, Change: change, Frame: frame, At: c.cfg.Now(), Lanes: lanes, Removed: removed, Start: start, Compact: compact,
+		Left: !next.Has(self)}
 	// Stored and pumped under pumpMu: no other pass of the pump takes
 	// these lanes first, so that the result says what became of each.
 	c.pumpMu.Lock()
@@ -465,6 +466,6 @@ func init() {
 		{ErrChainUnknown, "chain_unknown"},
 		{ErrChainMismatch, "chain_mismatch"},
 		{ErrBeforeChainStart, "before_chain_start"},
-		{ErrNeedChainUnanswered, "need_chain_unanswered"},
+		{ErrNeedChainUnknown, "need_chain_unknown"},
 	}...)
 }

@@ -81,6 +81,7 @@ func (c *Client) Sync(ctx context.Context) (SyncResult, error) {
 		out.Received = append(out.Received, res...)
 		c.noteReceived(res)
 		c.resendAfterReset(ctx, res)
+		c.answerNeedChains(ctx, res)
 		n, err := c.commitByPolicy(ctx, res)
 		out.Committed += n
 		if err != nil {

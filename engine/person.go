@@ -225,10 +225,8 @@ func (c *Client) RefreshPeerList(ctx context.Context, user string) (PeerAccount,
 	if !take {
 		return held, ok, nil
 	}
-	if !ok {
-		if err := c.checkFirstList(ctx, got); err != nil {
-			return held, ok, err
-		}
+	if err := c.checkListPins(ctx, got, !ok); err != nil {
+		return held, ok, err
 	}
 	enc, err := wire.EncodeDeviceList(got)
 	if err != nil {
@@ -296,7 +294,9 @@ func (c *Client) learnSenderLists(ctx context.Context, res []ReceiveResult) {
 	seen := map[string]bool{}
 	for _, r := range res {
 		u := r.Sender.User
-		if r.Kind != ResultDelivery || u == "" || u == c.self.User || seen[u] {
+		// A group's members are not asked: a large group would spend the
+		// connection's budget (maxListChecks) on people never written to.
+		if r.Kind != ResultDelivery || r.Group != nil || u == "" || u == c.self.User || seen[u] {
 			continue
 		}
 		seen[u] = true
@@ -513,14 +513,18 @@ func (c *Client) checkOwnDevice(ctx context.Context, in *incoming, op opening) e
 // would be refused anyway.
 const maxPinnedChecked = 4 * wire.MaxDeviceListEntries
 
-// checkFirstList checks the first list this device would hold for a
-// person against the identities it pinned for their devices before: every
-// pinned device must be in the list with its pinned keys (active or
-// revoked). Each entry is countersigned by its device, so a list signed by
-// an account key the relay made cannot name a device the person already
-// talks to from here; without this check such a list, taken on first
-// sight, would move every later send to the relay's devices.
-func (c *Client) checkFirstList(ctx context.Context, l wire.DeviceList) error {
+// checkListPins checks a list this device would hold for a person against
+// the identities it pinned for their devices: a pinned device the list
+// names must be named with its pinned keys (active or revoked), and, for
+// the first list (first), every pinned device must be named. Each entry is
+// countersigned by its device, so a list signed by an account key the
+// relay made cannot name a device the person already talks to from here;
+// without this check such a list, taken on first sight, would move every
+// later send to the relay's devices. A later list naming a device pinned
+// here with other keys (pinned on first use before any list named it) is
+// refused as well: the lanes to that device would go on the session with
+// the identity pinned, not the one the account vouched for.
+func (c *Client) checkListPins(ctx context.Context, l wire.DeviceList, first bool) error {
 	pinned, err := c.store.PinnedDevices(ctx, l.User, maxPinnedChecked)
 	if err != nil {
 		return err
@@ -534,7 +538,7 @@ func (c *Client) checkFirstList(ctx context.Context, l wire.DeviceList) error {
 			continue
 		}
 		e, found := findEntry(&l, d.Device)
-		if !found || e.SigningKey != ps.Pinned.SigningKey || e.DHKey != ps.Pinned.DHKey {
+		if found && (e.SigningKey != ps.Pinned.SigningKey || e.DHKey != ps.Pinned.DHKey) || !found && first {
 			return fmt.Errorf("device list of %s: %s, pinned here, is not in it with its identity: %w", l.User, d, ErrNotInDeviceList)
 		}
 	}

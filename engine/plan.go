@@ -471,6 +471,8 @@ func (p Receive) Kind() string {
 		return "ack-receive"
 	case isChainAcks(p.Effect):
 		return "chain-acks-receive"
+	case isNeedChain(p.Effect):
+		return "need-chain-receive"
 	case isRepeat(p.Effect):
 		return "repeat-receive"
 	}
@@ -480,6 +482,10 @@ func (p Receive) Kind() string {
 func isAck(e FrameEffect) bool { _, ok := e.(AckEffect); return ok }
 func isChainAcks(e FrameEffect) bool {
 	_, ok := e.(ChainAcksEffect)
+	return ok
+}
+func isNeedChain(e FrameEffect) bool {
+	_, ok := e.(NeedChainEffect)
 	return ok
 }
 func isCommit(e FrameEffect) bool { _, ok := e.(CommitEffect); return ok }

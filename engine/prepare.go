@@ -47,6 +47,11 @@ type batchState struct {
 	// first-seen order.
 	acks     map[Address]*deferredAcks
 	ackOrder []Address
+	// needs are the chain messages the batch held for want of their
+	// chain, by (sender, chain), with the position of the first;
+	// needOrder in first-seen order (chainneed.go).
+	needs     map[needKey]uint32
+	needOrder []needKey
 }
 
 type inboundKey struct {
@@ -63,7 +68,7 @@ func newBatchState() *batchState {
 	return &batchState{work: make(map[Address]*peerState), delivered: make(map[inboundKey][32]byte),
 		retired: make(map[retiredKey]bool), consumed: make(map[uint32]bool), caps: newCapState(), requests: newRequestState(),
 		groups: -1, groupsSeen: make(map[wire.GroupID]*batchGroup), deleted: make(map[actionTargetKey]bool),
-		chains: make(map[chainKey]*session.ReceiverChain), acks: make(map[Address]*deferredAcks)}
+		chains: make(map[chainKey]*session.ReceiverChain), acks: make(map[Address]*deferredAcks), needs: make(map[needKey]uint32)}
 }
 
 // prepared is one staged row's plan and the result it reports once

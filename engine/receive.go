@@ -178,6 +178,11 @@ restart:
 			preps = append(preps, p)
 		}
 		acks, err := c.chainAckPlans(bs)
+		if err == nil {
+			var needs []prepared
+			needs, err = c.needChainPlans(bs)
+			acks = append(acks, needs...)
+		}
 		if err != nil {
 			for peer := range bs.work {
 				c.forget(peer)
@@ -237,6 +242,9 @@ func (c *Client) finishRows(ctx context.Context, preps []prepared, plans []Plan,
 	for i, p := range preps {
 		if _, ok := p.plan.(ChainAck); ok {
 			continue
+		}
+		if _, ok := p.plan.(NeedChainAsk); ok {
+			continue // no row of its own: it asks for the chain of a held one
 		}
 		res := p.result
 		if res.Kind == ResultAcknowledgement {

@@ -131,6 +131,8 @@ func (t *tx) apply(ctx context.Context, p engine.Plan) (engine.Receipt, error) {
 		return t.ackAgain(ctx, p)
 	case engine.ChainAck:
 		return t.chainAck(ctx, p)
+	case engine.NeedChainAsk:
+		return engine.Receipt{}, t.writeSession(ctx, p.Session)
 	case engine.Abandon:
 		return t.abandon(ctx, p)
 	case engine.MarkTaken:

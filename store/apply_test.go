@@ -405,6 +405,19 @@ func planCases() []planCase {
 			},
 		},
 		{
+			name:  "need-chain-ask",
+			setup: withCommitted,
+			plan: func(t testing.TB, f *fixture) engine.Plan {
+				return engine.NeedChainAsk{Peer: bob, Chain: wire.ChainID{7}, Position: 3, Session: sessionWrite(bob, 3, "need chain"), Request: *ackOut(bob)}
+			},
+			check: func(t *testing.T, f *fixture, r engine.Receipt) {
+				if r.Marker != 0 {
+					t.Errorf("Receipt = %+v, want no marker: nothing visible changed", r)
+				}
+				wantPeer(t, f, bob, identityKey('b'), 4, "need chain")
+			},
+		},
+		{
 			name:  "chain-ack",
 			setup: withCommitted,
 			plan: func(t testing.TB, f *fixture) engine.Plan {

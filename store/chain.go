@@ -32,6 +32,20 @@ const (
 	sqlChainMemberAcked    = "UPDATE chain_member SET acked = 1 WHERE member = ? AND announce_id = ?"
 	sqlOwnChain            = "SELECT chain, sealed_record FROM own_chain WHERE grp = ? AND generation = ?"
 	sqlChainMembers        = "SELECT member, announce_id, acked FROM chain_member WHERE grp = ? AND chain = ? ORDER BY member"
+	// sqlOwnChainByID finds an own chain by its ID: own_chain holds one
+	// row per group kept (a rotation replaces it), so a scan is cheap.
+	sqlOwnChainByID = "SELECT grp, generation FROM own_chain WHERE chain = ?"
+	// sqlReannounceChain records a fresh announcement of a chain to a
+	// member (a need-chain answered): it replaces the one before, so a
+	// member has one announcement of a chain however often it asks.
+	sqlReannounceChain = `INSERT INTO chain_member (grp, chain, member, announce_id, acked) VALUES (?, ?, ?, ?, 0)
+		ON CONFLICT (grp, chain, member) DO UPDATE SET announce_id = excluded.announce_id, acked = 0`
+	// sqlForgetGroupOwnChains, sqlForgetGroupChainMembers and
+	// sqlForgetGroupReceivedChains forget every chain of a group this
+	// device left or was removed from.
+	sqlForgetGroupOwnChains      = "DELETE FROM own_chain WHERE grp = ?"
+	sqlForgetGroupChainMembers   = "DELETE FROM chain_member WHERE grp = ?"
+	sqlForgetGroupReceivedChains = "DELETE FROM received_chain WHERE grp = ?"
 
 	sqlUpsertReceivedChain = `INSERT INTO received_chain (sender, chain, grp, generation, sealed_record) VALUES (?, ?, ?, ?, ?)
 		ON CONFLICT (sender, chain) DO UPDATE SET sealed_record = excluded.sealed_record`
@@ -51,6 +65,37 @@ const (
 	sqlForgetChainMember    = "DELETE FROM chain_member WHERE member = ?"
 	sqlForgetReceivedChains = "DELETE FROM received_chain WHERE sender = ?"
 )
+
+// forgetGroupChains forgets this device's chains of group g, their
+// announcements and the chains members announced here: after this device
+// left g (or was removed), nothing kept here opens a later chain message
+// of g.
+func (t *tx) forgetGroupChains(ctx context.Context, g wire.GroupID) error {
+	for _, q := range []struct{ name, sql string }{
+		{"own-chain-forget", sqlForgetGroupOwnChains},
+		{"chain-member-forget-group", sqlForgetGroupChainMembers},
+		{"received-chain-forget-group", sqlForgetGroupReceivedChains},
+	} {
+		if _, err := t.run(ctx, q.name, q.sql, g[:]); err != nil {
+			return fmt.Errorf("forget the chains of group %x: %w", g[:], err)
+		}
+	}
+	return nil
+}
+
+// reannounceChain stores a need-chain's answer: the chain announced again
+// to its member on a fresh pending lane, recorded as that member's
+// announcement of the chain, not acknowledged.
+func (t *tx) reannounceChain(ctx context.Context, e engine.NeedChainEffect) error {
+	a := e.Announce
+	if err := t.insertLanes(ctx, e.Group, a.ID, a.Frame, t.now, []engine.GroupLane{{Recipient: a.Recipient}}); err != nil {
+		return err
+	}
+	if _, err := t.run(ctx, "chain-member-reannounce", sqlReannounceChain, e.Group[:], e.Chain[:], a.Recipient.String(), a.ID[:]); err != nil {
+		return fmt.Errorf("record the announcement to %s: %w", a.Recipient, err)
+	}
+	return nil
+}
 
 // forgetChainsOf forgets which own chains peer was announced, so that the
 // next group send announces them again, and with received the chains peer
@@ -143,7 +188,7 @@ func (db *DB) OwnChain(ctx context.Context, g wire.GroupID, generation uint64) (
 	case err != nil:
 		return engine.OwnChain{}, false, db.readErr("read sender chain", err)
 	}
-	var out engine.OwnChain
+	out := engine.OwnChain{Group: g, Generation: generation}
 	if len(chain) != len(out.Chain) {
 		return engine.OwnChain{}, false, fmt.Errorf("store: sender chain of %d bytes: %w", len(chain), engine.ErrMalformedState)
 	}
@@ -175,6 +220,28 @@ func (db *DB) OwnChain(ctx context.Context, g wire.GroupID, generation uint64) (
 		return engine.OwnChain{}, false, db.readErr("read chain announcements", err)
 	}
 	return out, true, nil
+}
+
+// OwnChainByID implements engine.ChainStore.
+func (db *DB) OwnChainByID(ctx context.Context, chain wire.ChainID) (engine.OwnChain, bool, error) {
+	if err := db.checkOpen("read sender chain"); err != nil {
+		return engine.OwnChain{}, false, err
+	}
+	var grp []byte
+	var gen int64
+	err := db.queryRow(ctx, sqlOwnChainByID, chain[:]).Scan(&grp, &gen)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return engine.OwnChain{}, false, nil
+	case err != nil:
+		return engine.OwnChain{}, false, db.readErr("read sender chain", err)
+	}
+	var g wire.GroupID
+	if len(grp) != len(g) || gen < 0 {
+		return engine.OwnChain{}, false, fmt.Errorf("store: sender chain %x: %w", chain[:4], engine.ErrMalformedState)
+	}
+	copy(g[:], grp)
+	return db.OwnChain(ctx, g, uint64(gen))
 }
 
 // ReceivedChain implements engine.ChainStore.

@@ -90,6 +90,11 @@ func (t *tx) rosterUpdate(ctx context.Context, p engine.RosterUpdate) (engine.Re
 	if err := t.insertLanes(ctx, p.Group, p.Change.ID, p.Frame, p.At, p.Lanes); err != nil {
 		return engine.Receipt{}, err
 	}
+	if p.Left {
+		if err := t.forgetGroupChains(ctx, p.Group); err != nil {
+			return engine.Receipt{}, err
+		}
+	}
 	return t.visible(ctx)
 }
 
@@ -103,6 +108,11 @@ func (t *tx) receiveRoster(ctx context.Context, e engine.RosterEffect) error {
 	}
 	if err := t.groupStart(ctx, e.Group, e.Start, e.Compact); err != nil {
 		return err
+	}
+	if e.Left {
+		if err := t.forgetGroupChains(ctx, e.Group); err != nil {
+			return err
+		}
 	}
 	return t.endLanes(ctx, e.Group, e.Removed, engine.LaneRemoved)
 }

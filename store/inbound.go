@@ -145,6 +145,10 @@ func (t *tx) receive(ctx context.Context, p engine.Receive) (engine.Receipt, err
 		if err := t.notAMember(ctx, p.Peer, e); err != nil {
 			return engine.Receipt{}, err
 		}
+	case engine.NeedChainEffect:
+		if err := t.reannounceChain(ctx, e); err != nil {
+			return engine.Receipt{}, err
+		}
 	}
 	var err error
 	rc.Marker, err = t.bumpMarker(ctx)

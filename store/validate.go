@@ -78,6 +78,8 @@ func validate(p engine.Plan) error {
 		}
 	case engine.ChainAck:
 		err = errors.Join(checkAddress("peer", p.Peer), checkSession(p.Session, p.Peer), checkAck(&p.Ack, p.Peer), checkChainAckIDs(p.IDs))
+	case engine.NeedChainAsk:
+		err = errors.Join(checkAddress("peer", p.Peer), checkSession(p.Session, p.Peer), checkAck(&p.Request, p.Peer))
 	case engine.AckAgain:
 		err = errors.Join(checkAddress("sender", p.Sender), checkTime("at", p.At),
 			checkSession(p.Session, p.Sender), checkAck(&p.Ack, p.Sender))
@@ -430,6 +432,16 @@ func validateReceive(p engine.Receive) error {
 		}
 	case engine.RosterEffect:
 		err = errors.Join(err, checkRosterFrame(e.Frame, e.Change.ID))
+	case engine.NeedChainEffect:
+		a, aerr := wire.DecodeChainAnnounce(e.Announce.Frame)
+		switch {
+		case aerr != nil:
+			err = errors.Join(err, invalid("chain announcement: %v", aerr))
+		case a.ID != e.Announce.ID || a.Chain != e.Chain || a.Group != e.Group:
+			err = errors.Join(err, invalid("chain announcement %x is not of the effect's chain", e.Announce.ID[:]))
+		case e.Announce.Recipient != p.Peer:
+			err = errors.Join(err, invalid("chain announcement to %s answers %s", e.Announce.Recipient, p.Peer))
+		}
 	default:
 		err = errors.Join(err, invalid("frame effect %T", p.Effect))
 	}
