@@ -88,7 +88,9 @@ func TestCLILinkHistory(t *testing.T) {
 			pendingOut = h
 		}
 	}
-	t.Logf("the message pending at the cut on alice/2: %v", pendingOut)
+	if pendingOut["state"] != "copied" {
+		t.Fatalf("the message pending at the cut shows on alice/2 as %v, want a sent copy (state copied)", pendingOut)
+	}
 	inbox := alice2.jsonLines("inbox")
 	if len(inbox) != 1 || inbox[0]["id"] != staged {
 		t.Fatalf("alice/2's pending messages %v, want the undecided %s", inbox, staged)
