@@ -55,10 +55,13 @@ func (e *DeviceListRefusedError) Error() string {
 
 // UpdateDeviceList replaces the device list the profile holds, by
 // compare-and-set: only when the list held is still From (its encoding),
-// else ErrConflict and nothing changes.
+// else ErrConflict and nothing changes. The pending lanes to the devices
+// of Removed (RevokedSince: devices List revokes) end LaneRemoved in the
+// same transaction.
 type UpdateDeviceList struct {
-	From []byte // wire.EncodeDeviceList of the list held
-	List []byte // wire.EncodeDeviceList of its successor
+	From    []byte // wire.EncodeDeviceList of the list held
+	List    []byte // wire.EncodeDeviceList of its successor
+	Removed []Address
 }
 
 func (UpdateDeviceList) plan() {}
@@ -121,7 +124,8 @@ func (c *Client) PublishDeviceList(ctx context.Context) error {
 	if bytes.Equal(from, to) {
 		return nil
 	}
-	if _, err := c.store.Apply(ctx, UpdateDeviceList{From: from, List: to}); err != nil {
+	removed := RevokedSince(&a.List, *refused.Current)
+	if _, err := c.store.Apply(ctx, UpdateDeviceList{From: from, List: to, Removed: removed}); err != nil {
 		return fmt.Errorf("adopt the relay's device list (generation %d): %w", refused.Current.Generation, err)
 	}
 	return nil

@@ -115,7 +115,10 @@ func conversationOf(l wire.DeviceList) Address {
 // HoldPeerDeviceList stores a peer person's device list, by compare-and-set
 // on the generation held (From, 0 for none): a list stored meanwhile by
 // another pass makes it ErrConflict, and nothing changes. The
-// conversation address is set with the first list and kept after.
+// conversation address is set with the first list and kept after. The
+// pending lanes to the devices of Removed (RevokedSince: devices the list
+// revokes that the one held did not) end LaneRemoved in the same
+// transaction, so no more goes to a device its person removed.
 type HoldPeerDeviceList struct {
 	User         string
 	From         uint64
@@ -124,6 +127,7 @@ type HoldPeerDeviceList struct {
 	List         []byte // wire.EncodeDeviceList
 	Conversation Address
 	At           time.Time
+	Removed      []Address
 }
 
 func (HoldPeerDeviceList) plan() {}
@@ -235,7 +239,7 @@ func (c *Client) RefreshPeerList(ctx context.Context, user string) (PeerAccount,
 		return held, ok, fmt.Errorf("device list of %s: %w", user, err)
 	}
 	p := HoldPeerDeviceList{User: user, AccountKey: got.AccountKey, Generation: got.Generation, List: enc,
-		Conversation: conversationOf(got), At: c.cfg.Now()}
+		Conversation: conversationOf(got), At: c.cfg.Now(), Removed: RevokedSince(prev, got)}
 	if ok {
 		p.From, p.Conversation = held.List.Generation, held.Conversation
 	}

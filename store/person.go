@@ -34,6 +34,9 @@ const (
 	// sqlPersonLanesOpen counts the lanes of a message to the person (not
 	// the sent copies) still pending or acknowledged.
 	sqlPersonLanesOpen = "SELECT count(*) FROM person_lane WHERE conversation = ? AND id = ? AND own = 0 AND state IN (1, 3)"
+	// sqlPendingPersonLanesTo reads the pending lanes to one device (a
+	// device its person removed), at most one per message pending to it.
+	sqlPendingPersonLanesTo = "SELECT id FROM person_lane WHERE recipient = ? AND state = 1"
 	// sqlSetSentStateFrom moves a sent message's entry on from pending, if
 	// it is still pending (an earlier lane may have moved it).
 	sqlSetSentStateFrom = "UPDATE history SET state = ? WHERE peer = ? AND direction = 2 AND id = ? AND state = 1"
@@ -54,6 +57,69 @@ func (t *tx) holdPeerDeviceList(ctx context.Context, p engine.HoldPeerDeviceList
 		int64(p.Generation), p.List, p.At.UnixNano(), p.User, int64(p.From), p.AccountKey[:]); err != nil {
 		return fmt.Errorf("replace the device list of %s (changed underneath?): %w", p.User, err)
 	}
+	return t.endPersonLanesTo(ctx, p.Removed)
+}
+
+// endPersonLanesTo ends every pending lane to the devices of removed (a
+// person removed them from their list): the outbound row goes, the lane
+// ends LaneRemoved, and the history entry moves on as personLaneEnded
+// says.
+func (t *tx) endPersonLanesTo(ctx context.Context, removed []engine.Address) error {
+	if len(removed) == 0 || !t.db.personLanesHeld.Load() {
+		return nil
+	}
+	for _, d := range removed {
+		rows, err := t.tx.QueryContext(ctx, sqlPendingPersonLanesTo, d.String())
+		if err != nil {
+			return fmt.Errorf("read lanes to %s: %w", d, mapErr(err))
+		}
+		var ids []wire.LogicalID
+		for rows.Next() {
+			var id []byte
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return fmt.Errorf("read lanes to %s: %w", d, mapErr(err))
+			}
+			if len(id) == len(wire.LogicalID{}) {
+				ids = append(ids, wire.LogicalID(id))
+			}
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return fmt.Errorf("read lanes to %s: %w", d, mapErr(err))
+		}
+		for _, id := range ids {
+			if _, err := t.run(ctx, "outbound-delete", sqlDeleteOutbound, d.String(), id[:]); err != nil {
+				return err
+			}
+			if _, err := t.personLaneEnded(ctx, d, id, engine.LaneRemoved); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkRemoved checks that every device of removed is one of user's that
+// list revokes.
+func checkRemoved(user string, list []byte, removed []engine.Address) error {
+	if len(removed) == 0 {
+		return nil
+	}
+	l, err := wire.DecodeDeviceList(list)
+	if err != nil {
+		return invalid("device list: %v", err)
+	}
+	for _, d := range removed {
+		revoked := false
+		for _, e := range l.Entries {
+			revoked = revoked || (e.Number == d.Device && e.State == wire.DeviceRevoked)
+		}
+		if d.User != user || l.User != user || !revoked {
+			return invalid("%s is not a device the list of %s revokes", d, user)
+		}
+	}
 	return nil
 }
 
@@ -69,7 +135,7 @@ func validateHoldPeerDeviceList(p engine.HoldPeerDeviceList) error {
 	case p.Conversation.User != p.User:
 		return invalid("conversation %s of %s", p.Conversation, p.User)
 	}
-	return errors.Join(checkAddress("conversation", p.Conversation), checkTime("at", p.At))
+	return errors.Join(checkAddress("conversation", p.Conversation), checkTime("at", p.At), checkRemoved(p.User, p.List, p.Removed))
 }
 
 // personSend stores a message to a person: one history entry in the

@@ -113,6 +113,7 @@ const (
 	dropWrite     dropReason = "write_failed"
 	dropProtocol  dropReason = "protocol"
 	dropKicked    dropReason = "reregistered"
+	dropRemoved   dropReason = "removed"
 	dropShutdown  dropReason = "shutdown"
 	// dropOverBudget: frames refused by the buckets past the connection's
 	// refusal allowance (Limits.RefusalRate).
@@ -121,7 +122,7 @@ const (
 
 // dropReasons lists every drop reason, so that each series shows from the
 // first scrape.
-var dropReasons = []dropReason{dropPeer, dropReadLimit, dropTimeout, dropSlow, dropWrite, dropProtocol, dropKicked, dropShutdown, dropOverBudget}
+var dropReasons = []dropReason{dropPeer, dropReadLimit, dropTimeout, dropSlow, dropWrite, dropProtocol, dropKicked, dropRemoved, dropShutdown, dropOverBudget}
 
 // disconnected counts a connection that ended for reason.
 func (m *metrics) disconnected(reason dropReason) {
