@@ -268,3 +268,54 @@ func TestDeviceListJoin(t *testing.T) {
 		t.Fatalf("alice/2 listed: ack got %+v, want done", m)
 	}
 }
+
+// TestDeviceListRemoval: once the list held revokes alice/2, its open
+// connection reads one line saying it was removed and closes, it cannot
+// authenticate again (not even as joining: its number was used), and a
+// list that makes it active again is refused; alice/1 goes on.
+func TestDeviceListRemoval(t *testing.T) {
+	r := startRelay(t, Config{DeviceLists: true, DeviceListJoins: true})
+	acc := newAccount(t)
+	a1, a2 := newDevice(t, "alice/1"), newDevice(t, "alice/2")
+	c1 := dialRaw(t, r)
+	c1.login(a1)
+	g1 := acc.list(nil, a1)
+	g2 := acc.list(&g1, a1, a2)
+	for i, l := range []wire.DeviceList{g1, g2} {
+		if m := c1.publishList(uint32(10+i), l); m.RelayKind() != wire.RelayDone {
+			t.Fatalf("publish generation %d: %+v", l.Generation, m)
+		}
+	}
+	c2 := dialRaw(t, r)
+	c2.login(a2)
+
+	g3, err := engine.RemovedDeviceList(acc.key, g2, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := c1.publishList(20, g3); m.RelayKind() != wire.RelayDone {
+		t.Fatalf("publish generation 3 (alice/2 removed): %+v", m)
+	}
+	const said = "alice/2 was removed from the devices of alice"
+	_, m := c2.read()
+	if e, ok := m.(wire.Error); !ok || e.Code != wire.ErrorAuthFailed || !strings.Contains(e.Message, said) || strings.Contains(e.Message, "\n") {
+		t.Fatalf("alice/2's connection read %+v, want one line saying it was removed", m)
+	}
+	c2.expectClose(0)
+	if n := r.metric(t, `parley_relay_disconnects_total{reason="removed"}`); n != 1 {
+		t.Errorf("disconnects of removed devices: %v, want 1", n)
+	}
+
+	again := dialRaw(t, r)
+	again.send(1, signAuth(again.challenge(), a2))
+	if e := again.expectError(1, wire.ErrorAuthFailed); !strings.Contains(e.Message, said) {
+		t.Fatalf("alice/2 authenticating again: %q, want it told it was removed", e.Message)
+	}
+	// Active again in a list the account signs: refused as invalid.
+	back := acc.list(&g3, a1, a2)
+	wantRefusal(t, c1.publishList(21, back), wire.DeviceListInvalid)
+	c1.send(22, wire.FetchDeviceList{User: "alice"})
+	if m, ok := c1.reply(22).(wire.DeviceListReply); !ok || m.List.Generation != 3 {
+		t.Fatalf("alice/1 fetches its list: %+v, want generation 3", m)
+	}
+}
