@@ -23,6 +23,8 @@ func personOp(ctx context.Context, w fpWorld, st *store.DB, c *engine.Client, ep
 		return true, w.linkFake(ctx, st, ep, engine.MustParseAddress(arg))
 	case "checkpeer":
 		return true, c.CheckPeer(ctx, engine.MustParseAddress(arg))
+	case "removefake":
+		return true, w.removeFake(ctx, st, ep, engine.MustParseAddress(arg))
 	}
 	return false, nil
 }
@@ -72,6 +74,38 @@ func (w fpWorld) linkFake(ctx context.Context, st *store.DB, ep *enginetest.File
 	return ep.Save()
 }
 
+// removeFake removes dev from the account of the first device as
+// RemoveDevice does, the relay taking the list first: the network holds
+// the next generation with dev revoked, then the profile stores it with
+// its lanes to dev ended (UpdateDeviceList). Run again after a failure, it
+// signs the same list (Ed25519 is deterministic) and completes.
+func (w fpWorld) removeFake(ctx context.Context, st *store.DB, ep *enginetest.FileEndpoint, dev engine.Address) error {
+	a, err := engine.LoadAccount(ctx, st)
+	if err != nil {
+		return err
+	}
+	next, err := engine.RemovedDeviceList(a.Key, a.List, dev.Device)
+	if err != nil {
+		return err
+	}
+	if err := ep.Network().SetDeviceList(next); err != nil {
+		return err
+	}
+	if err := ep.Save(); err != nil {
+		return err
+	}
+	from, err := wire.EncodeDeviceList(a.List)
+	if err != nil {
+		return err
+	}
+	to, err := wire.EncodeDeviceList(next)
+	if err != nil {
+		return err
+	}
+	_, err = st.Apply(ctx, engine.UpdateDeviceList{From: from, List: to, Removed: []engine.Address{dev}})
+	return err
+}
+
 // personScenarios are the failpoint matrix's scenarios of lanes per
 // device: holding a person's list, storing a message on a lane per device,
 // the pump's pass over those lanes, and a sent copy's receive. Switched off
@@ -93,6 +127,14 @@ func personScenarios() []fpScenario {
 		// target is one lane's (Pump over both is composite).
 		{name: "pump a lane to a person", devices: abb, setup: append(held, fpStep{"alice/1", "enqueue:bob/1:hello"}),
 			target: fpStep{"alice/1", "pumppeer:bob/2"}, want: both},
+		// Removing a device: the account's device ends its sent copies
+		// to it; a peer holding the new list ends its lanes to it.
+		{name: "remove an own device", devices: []string{"alice/1", "alice/2", "bob/1"},
+			setup:  []fpStep{{"alice/1", "linkfake:alice/2"}, {"alice/1", "enqueue:bob/1:hello"}},
+			target: fpStep{"alice/1", "removefake:alice/2"}, want: map[string]map[string][]string{"bob/1": {"alice/1": {"hello"}}}},
+		{name: "peer list removes a device", devices: abb,
+			setup:  append(held, fpStep{"alice/1", "enqueue:bob/1:hello"}, fpStep{"bob/1", "removefake:bob/2"}),
+			target: fpStep{"alice/1", "checkpeer:bob/1"}, want: map[string]map[string][]string{"bob/1": {"alice/1": {"hello"}}}},
 		{name: "sent copy receive", devices: []string{"alice/1", "alice/2", "bob/1"},
 			setup:  []fpStep{{"alice/1", "linkfake:alice/2"}, {"alice/1", "enqueue:bob/1:hello"}, {"alice/1", "pump"}, {"alice/2", "stage"}},
 			target: fpStep{"alice/2", "process"}, want: map[string]map[string][]string{"bob/1": {"alice/1": {"hello"}}}},
