@@ -185,3 +185,60 @@ func TestRemoveDeviceEndsLanes(t *testing.T) {
 		t.Errorf("bob/1 received %q, want both messages", got)
 	}
 }
+
+// TestNewerListAddsLanes: alice holds bob's list naming bob/1 alone and
+// sends twice; bob/1 acknowledges the first. bob links bob/2. When alice
+// holds the newer list, the message still pending gets a lane to bob/2 in
+// the same transaction (the one bob/1 acknowledged does not), and bob/2
+// receives it once.
+func TestNewerListAddsLanes(t *testing.T) {
+	w := newWorld(t)
+	alice, bob, bob2 := w.device("alice/1"), w.device("bob/1"), w.device("bob/2")
+	a, err := engine.LoadAccount(w.ctx, bob.st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.net.SetDeviceList(a.List); err != nil {
+		t.Fatal(err)
+	}
+	if err := alice.c.CheckPeer(w.ctx, bob.addr); err != nil {
+		t.Fatal(err)
+	}
+	alice.enqueue(bob, "acknowledged early")
+	bob.sync()
+	bob.commitAll()
+	alice.sync()
+	id := alice.enqueue(bob, "still pending")
+	if n := alice.pendingOut(); n != 1 {
+		t.Fatalf("alice has %d messages pending, want one", n)
+	}
+
+	linkInWorld(t, bob, bob2)
+	alice.reopen()
+	if err := alice.c.CheckPeer(w.ctx, bob.addr); err != nil {
+		t.Fatal(err)
+	}
+	if got := lanesOf(t, alice, bob.addr, id); got["bob/1"] != engine.LanePending || got["bob/2"] != engine.LanePending || len(got) != 2 {
+		t.Fatalf("alice's lanes of the pending message after bob linked bob/2: %v, want bob/1 and bob/2 pending", got)
+	}
+	if n := alice.pendingOut(); n != 2 {
+		t.Fatalf("alice has %d lanes pending, want the message's two", n)
+	}
+	if _, err := alice.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	bob2.sync()
+	bob2.commitAll()
+	if got := bob2.received(alice); len(got) != 1 || got[0] != "still pending" {
+		t.Fatalf("bob/2 received %q, want the pending message once", got)
+	}
+	bob.sync()
+	bob.commitAll()
+	alice.sync()
+	if got := lanesOf(t, alice, bob.addr, id); got["bob/1"] != engine.LaneAcknowledged || got["bob/2"] != engine.LaneAcknowledged {
+		t.Errorf("alice's lanes after both ACKs: %v", got)
+	}
+	if n := alice.pendingOut(); n != 0 {
+		t.Errorf("alice has %d lanes pending after both ACKs", n)
+	}
+}

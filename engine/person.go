@@ -128,6 +128,61 @@ type HoldPeerDeviceList struct {
 	Conversation Address
 	At           time.Time
 	Removed      []Address
+	// Added are lanes to devices the list names that the one held did
+	// not, of messages still pending to the person: each is stored (an
+	// outbound row and its person_lane, beside one for the lane it was
+	// copied from) unless its message ended meanwhile.
+	Added []AddedLane
+}
+
+// AddedLane is a lane of a pending message to a person added for a device
+// their newer list names: the frame of the message's lane From, to
+// Recipient.
+type AddedLane struct {
+	Conversation Address
+	ID           wire.LogicalID
+	From         Address
+	Recipient    Address
+	Frame        []byte
+}
+
+// maxAddedLanes bounds the pending messages that get a lane to a device a
+// newer list names, per list held: the oldest pending ones are reached,
+// the rest go to the devices the person had.
+const maxAddedLanes = 256
+
+// addedLanes returns the lanes that reach the devices next names as active
+// and prev did not, for the text messages pending to the person in
+// conversation conv.
+func (c *Client) addedLanes(ctx context.Context, prev *wire.DeviceList, next wire.DeviceList, conv Address) ([]AddedLane, error) {
+	if prev == nil {
+		return nil, nil
+	}
+	var fresh []Address
+	for _, d := range ActiveAddresses(next) {
+		if e, ok := findEntry(prev, d.Device); !ok || e.State != wire.DeviceActive {
+			fresh = append(fresh, d)
+		}
+	}
+	if len(fresh) == 0 {
+		return nil, nil
+	}
+	pending, err := c.store.PendingToPerson(ctx, next.User, maxAddedLanes)
+	if err != nil {
+		return nil, err
+	}
+	seen := make(map[wire.LogicalID]bool, len(pending))
+	var out []AddedLane
+	for _, m := range pending {
+		if seen[m.ID] || m.Group != nil || m.Content != wire.ContentText {
+			continue
+		}
+		seen[m.ID] = true
+		for _, d := range fresh {
+			out = append(out, AddedLane{Conversation: conv, ID: m.ID, From: m.Recipient, Recipient: d, Frame: m.Frame})
+		}
+	}
+	return out, nil
 }
 
 func (HoldPeerDeviceList) plan() {}
@@ -242,6 +297,9 @@ func (c *Client) RefreshPeerList(ctx context.Context, user string) (PeerAccount,
 		Conversation: conversationOf(got), At: c.cfg.Now(), Removed: RevokedSince(prev, got)}
 	if ok {
 		p.From, p.Conversation = held.List.Generation, held.Conversation
+	}
+	if p.Added, err = c.addedLanes(ctx, prev, got, p.Conversation); err != nil {
+		return held, ok, fmt.Errorf("device list of %s: %w", user, err)
 	}
 	if _, err := c.store.Apply(ctx, p); err != nil {
 		return held, ok, fmt.Errorf("hold the device list of %s: %w", user, err)

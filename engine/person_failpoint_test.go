@@ -15,7 +15,9 @@ import (
 // devices: "linkfake:DEVICE" (run on the account's first device: its list
 // gains DEVICE, countersigned by DEVICE's identity, stored here and
 // served by the network, as a link ceremony would leave it) and
-// "checkpeer:PEER" (CheckPeer, which holds the person's list). It reports
+// "checkpeer:PEER" (CheckPeer, which holds the person's list),
+// "publishfake" (the network serves the account's list as held here) and
+// "removefake:DEVICE" (removeFake). It reports
 // false for any other op.
 func personOp(ctx context.Context, w fpWorld, st *store.DB, c *engine.Client, ep *enginetest.FileEndpoint, name, arg string) (bool, error) {
 	switch name {
@@ -23,6 +25,15 @@ func personOp(ctx context.Context, w fpWorld, st *store.DB, c *engine.Client, ep
 		return true, w.linkFake(ctx, st, ep, engine.MustParseAddress(arg))
 	case "checkpeer":
 		return true, c.CheckPeer(ctx, engine.MustParseAddress(arg))
+	case "publishfake":
+		a, err := engine.LoadAccount(ctx, st)
+		if err != nil {
+			return true, err
+		}
+		if err := ep.Network().SetDeviceList(a.List); err != nil {
+			return true, err
+		}
+		return true, ep.Save()
 	case "removefake":
 		return true, w.removeFake(ctx, st, ep, engine.MustParseAddress(arg))
 	}
@@ -135,6 +146,12 @@ func personScenarios() []fpScenario {
 		{name: "peer list removes a device", devices: abb,
 			setup:  append(held, fpStep{"alice/1", "enqueue:bob/1:hello"}, fpStep{"bob/1", "removefake:bob/2"}),
 			target: fpStep{"alice/1", "checkpeer:bob/1"}, want: map[string]map[string][]string{"bob/1": {"alice/1": {"hello"}}}},
+		// A newer list naming a device linked since: the message pending
+		// to the person gets a lane to it in the hold's transaction.
+		{name: "peer list adds a lane", devices: abb,
+			setup: []fpStep{{"bob/1", "publishfake"}, {"alice/1", "checkpeer:bob/1"}, {"alice/1", "enqueue:bob/1:hello"},
+				{"bob/1", "linkfake:bob/2"}},
+			target: fpStep{"alice/1", "checkpeer:bob/1"}, want: both},
 		{name: "sent copy receive", devices: []string{"alice/1", "alice/2", "bob/1"},
 			setup:  []fpStep{{"alice/1", "linkfake:alice/2"}, {"alice/1", "enqueue:bob/1:hello"}, {"alice/1", "pump"}, {"alice/2", "stage"}},
 			target: fpStep{"alice/2", "process"}, want: map[string]map[string][]string{"bob/1": {"alice/1": {"hello"}}}},
