@@ -208,13 +208,13 @@ func cmdSafetyNumber(ctx context.Context, env *cliEnv, cmd *command, args []stri
 		return err
 	}
 	defer closeProfile(p)
-	n, err := p.Client.SafetyNumber(ctx, peer)
+	n, err := p.Client.Safety(ctx, peer)
 	if errors.Is(err, engine.ErrNoIdentityPinned) {
 		return fmt.Errorf("no identity of %s known yet: a first message to or from it brings one", peer)
 	} else if err != nil {
 		return err
 	}
-	printer{env.stdout, *f.json}.record([]kv{{"peer", peer.String()}, {"safety_number", n}})
+	printer{env.stdout, *f.json}.record([]kv{{"peer", peer.String()}, {"safety_number", n.Number}, {"basis", string(n.Basis)}})
 	return nil
 }
 

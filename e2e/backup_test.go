@@ -124,9 +124,9 @@ func TestCLIBackupRestore(t *testing.T) {
 		t.Errorf("the restored groups %q lack crew", out)
 	}
 	// bob's pin travelled: the restored device has a safety number with
-	// him before any message. (It is computed from the two devices'
-	// identities on this build, so alice/2's half is her own; see
-	// docs/reliability.md, "Backup and restore".)
+	// him before any message (from the two devices' identities until
+	// alice/2 holds bob's device list; docs/reliability.md, "Backup and
+	// restore").
 	if out := alice2.ok("safety-number", "bob/1"); !strings.Contains(out, "safety_number=") {
 		t.Errorf("safety number with bob on the restored device: %q", out)
 	}

@@ -165,6 +165,20 @@ func TestCLIPersonTwoDevices(t *testing.T) {
 	if recs := bob.sync(); len(deliveries(recs, "sent_copy", reply)) != 0 {
 		t.Errorf("bob/1's second sync: %v", recs)
 	}
+
+	// One safety number for the two people, from their accounts: the same
+	// on bob's two devices and on alice's side with either of them.
+	numbers := map[any]bool{}
+	for _, r := range []map[string]any{alice.jsonLines("safety-number", "bob/1")[0], alice.jsonLines("safety-number", "bob/2")[0],
+		bob.jsonLines("safety-number", "alice/1")[0], bob2.jsonLines("safety-number", "alice/1")[0]} {
+		if r["basis"] != "accounts" {
+			t.Errorf("safety number %v, want basis accounts", r)
+		}
+		numbers[r["safety_number"]] = true
+	}
+	if len(numbers) != 1 {
+		t.Errorf("safety numbers %v, want one", numbers)
+	}
 }
 
 // settleOwn runs syncs and retries between two devices of one person

@@ -410,16 +410,63 @@ func (c *Client) seal(s *session.Session, peer Address, frame []byte) (wire.Enve
 // digest is the body digest kept for finalized messages.
 func digest(body []byte) [32]byte { return sha256.Sum256(body) }
 
-// SafetyNumber returns the safety number with a peer's pinned identity.
+// SafetyNumber returns the safety number with a peer (Safety's number).
 func (c *Client) SafetyNumber(ctx context.Context, peer Address) (string, error) {
+	s, err := c.Safety(ctx, peer)
+	return s.Number, err
+}
+
+// SafetyBasis names what a safety number was computed from.
+type SafetyBasis string
+
+// The two bases of a safety number.
+const (
+	// SafetyAccounts: the two people's account keys, once this device
+	// holds the peer's device list: the same number on every device of
+	// either person, unchanged by linking or removing a device.
+	SafetyAccounts SafetyBasis = "accounts"
+	// SafetyDevices: the two devices' identity keys, while this device
+	// holds no list for the peer (or has no account itself).
+	SafetyDevices SafetyBasis = "devices"
+)
+
+// SafetyNumberView is a safety number and its basis. Two people compare
+// numbers of the same basis; a device that shows "devices" while the other
+// shows "accounts" has not fetched the other person's list yet.
+type SafetyNumberView struct {
+	Number string
+	Basis  SafetyBasis
+}
+
+// Safety returns the safety number with peer: from the two account keys
+// when this device holds its own account's list and the peer's, and the
+// peer's list names the peer device as active with the identity pinned
+// here; else from this device's identity and the peer device's pinned one
+// (so a device whose identity changed, or that the list held does not
+// name, is never vouched for by its person's account number).
+func (c *Client) Safety(ctx context.Context, peer Address) (SafetyNumberView, error) {
 	ps, err := c.snapshot(ctx, peer)
 	if err != nil {
-		return "", err
+		return SafetyNumberView{}, err
 	}
 	if ps.pinned == nil {
-		return "", fmt.Errorf("safety number with %s: %w", peer, ErrNoIdentityPinned)
+		return SafetyNumberView{}, fmt.Errorf("safety number with %s: %w", peer, ErrNoIdentityPinned)
 	}
-	return SafetyNumber(c.self, c.id.Public(), peer, *ps.pinned), nil
+	if peer.User != c.self.User {
+		held, ok, err := c.store.PeerAccount(ctx, peer.User)
+		if err != nil {
+			return SafetyNumberView{}, err
+		}
+		own, err := LoadAccount(ctx, c.store)
+		if err != nil && !errors.Is(err, ErrNoAccount) {
+			return SafetyNumberView{}, err
+		}
+		if err == nil && ok && listedWith(held.List, peer, ps.pinned) {
+			return SafetyNumberView{Basis: SafetyAccounts,
+				Number: session.AccountSafetyNumber(c.self.User, own.List.AccountKey, peer.User, held.List.AccountKey)}, nil
+		}
+	}
+	return SafetyNumberView{Basis: SafetyDevices, Number: SafetyNumber(c.self, c.id.Public(), peer, *ps.pinned)}, nil
 }
 
 // ErrNoIdentityPinned means a safety number was asked of a peer whose

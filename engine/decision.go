@@ -20,12 +20,19 @@ import (
 // MergeDecision: commit beats discard.
 
 // MaxKeptDecisions bounds the decisions kept for messages not here yet:
-// a message that never comes (its sender abandoned it, or it was pruned
-// here) leaves its decision behind, and a person's devices decide at
-// the pace a person reads, so a few hundred cover any real backlog. A
-// decision over the bound is acknowledged and not kept: that copy then
+// a message that never comes (its sender abandoned it, sent it to this
+// device only, or it was pruned here) leaves its decision behind, and a
+// person's devices decide at the pace a person reads, so a few hundred
+// cover any real backlog. At the bound the oldest kept decision is
+// forgotten for the new one: that older message's copy, if it ever comes,
 // waits for the person, as before decisions were shared.
 const MaxKeptDecisions = 1024
+
+// MaxDecisionAge is how long a decision is kept for a message that has not
+// come: past it the sender has long stopped retrying (or the message went
+// to another device only), so the decision is forgotten when the next one
+// is kept.
+const MaxDecisionAge = 30 * 24 * time.Hour
 
 // MergeDecision is the rule for two decisions on one message, from two
 // devices of one person deciding at once: commit beats discard (a message
@@ -77,7 +84,7 @@ func DecideHeardDecision(seen SeenMessage, outcome Outcome) DecisionVerdict {
 // DecisionEffect records a decision another device of this person (the
 // Receive's peer) made about message Message from Sender: kept
 // (merged by MergeDecision with one kept before) until the message is
-// pending here, unless MaxKeptDecisions are kept. The decision frame's own
+// pending here (within MaxKeptDecisions and MaxDecisionAge). The decision frame's own
 // ID is finalized (committed, no history), so a repeat is acknowledged
 // again and kept no second time.
 type DecisionEffect struct {
@@ -196,20 +203,15 @@ func (c *Client) applyKeptDecisions(ctx context.Context, res []ReceiveResult) ([
 		return nil, nil
 	}
 	c.decisionsDue.Store(false)
-	kept, err := c.store.KeptDecisions(ctx, MaxKeptDecisions)
+	kept, held, err := c.store.DueDecisions(ctx, MaxKeptDecisions)
 	if err != nil {
 		return nil, err
 	}
 	c.decisionsChecked.Store(true)
-	c.decisionsKept.Store(len(kept) > 0)
-	var reqs []FinalizeRequest
+	c.decisionsKept.Store(held)
+	reqs := make([]FinalizeRequest, 0, len(kept))
 	var out []ReceiveResult
 	for _, k := range kept {
-		if _, err := c.store.Inbound(ctx, k.Sender, k.ID); errors.Is(err, ErrNotPending) {
-			continue
-		} else if err != nil {
-			return nil, err
-		}
 		on := k.On
 		reqs = append(reqs, FinalizeRequest{Sender: k.Sender, ID: k.ID, Outcome: k.Outcome, Reason: DiscardOther, decidedOn: &on})
 	}

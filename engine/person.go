@@ -341,6 +341,42 @@ func (c *Client) refreshPeerListsOnConnect(ctx context.Context) {
 	}
 }
 
+// learnSenderLists fetches the lists of the people whose messages this
+// round delivered, once per person and connection (RefreshPeerList's
+// bound): a person who only ever received from someone then holds their
+// list too, so both compute the safety number from the two accounts and
+// a reply reaches every device of the sender. A refusal is reported,
+// never returned.
+func (c *Client) learnSenderLists(ctx context.Context, res []ReceiveResult) {
+	l := c.link()
+	if !l.Up || len(res) == 0 {
+		return
+	}
+	if f, known := c.relay.RelayFeatures(); !known || !f.Has(wire.FeatureDeviceLists) {
+		return
+	}
+	seen := map[string]bool{}
+	for _, r := range res {
+		u := r.Sender.User
+		if r.Kind != ResultDelivery || u == "" || u == c.self.User || seen[u] {
+			continue
+		}
+		seen[u] = true
+		c.loopMu.Lock()
+		checked := c.listCheckedEpoch == l.Epoch && c.listChecked[u]
+		c.loopMu.Unlock()
+		if checked {
+			continue
+		}
+		if _, _, err := c.RefreshPeerList(ctx, u); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			c.emit(Event{Kind: EventSyncFailed, At: c.cfg.Now(), Op: "peer-device-list", Err: err})
+		}
+	}
+}
+
 // personLanes returns the lanes of a text message to peer's person and the
 // conversation it belongs to: nil lanes when the message goes as before (a
 // single Hold to peer), which is when this device holds no list for the

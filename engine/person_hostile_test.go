@@ -108,3 +108,50 @@ func TestFirstListMustNameThePinnedDevices(t *testing.T) {
 		t.Fatalf("alice holds no list for bob after his own (%v, %v)", held, err)
 	}
 }
+
+// TestSafetyNumberFromAccounts: once each holds the other's device list,
+// alice and bob see one safety number computed from their account keys;
+// before, each sees the number of the two devices' identities (its basis
+// says so), so two people can tell why their numbers differ.
+func TestSafetyNumberFromAccounts(t *testing.T) {
+	w := newWorld(t)
+	alice, bob := w.device("alice/1"), w.device("bob/1")
+	alice.send(bob, "hello bob")
+	bob.sync()
+	bob.send(alice, "hello alice")
+	alice.sync()
+	before, err := alice.c.Safety(w.ctx, bob.addr)
+	if err != nil || before.Basis != engine.SafetyDevices {
+		t.Fatalf("alice's safety number before any list: %+v, %v; want the devices' basis", before, err)
+	}
+	for _, d := range []*device{alice, bob} {
+		a, err := engine.LoadAccount(w.ctx, d.st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.net.SetDeviceList(a.List); err != nil {
+			t.Fatal(err)
+		}
+		d.reopen()
+	}
+	if err := alice.c.CheckPeer(w.ctx, bob.addr); err != nil {
+		t.Fatal(err)
+	}
+	if err := bob.c.CheckPeer(w.ctx, alice.addr); err != nil {
+		t.Fatal(err)
+	}
+	a, err := alice.c.Safety(w.ctx, bob.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := bob.c.Safety(w.ctx, alice.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Basis != engine.SafetyAccounts || a != b {
+		t.Fatalf("safety numbers %+v (alice) and %+v (bob), want one number from the accounts", a, b)
+	}
+	if a.Number == before.Number {
+		t.Fatal("the accounts' number is the devices' one")
+	}
+}

@@ -82,6 +82,9 @@ type Store interface {
 	// KeptDecisions returns up to limit decisions other devices of this
 	// person told about messages not finalized here (decision.go).
 	KeptDecisions(ctx context.Context, limit int) ([]KeptDecision, error)
+	// DueDecisions returns up to limit kept decisions whose message is
+	// pending here, oldest first, and whether any decision is kept at all.
+	DueDecisions(ctx context.Context, limit int) ([]KeptDecision, bool, error)
 	// HistoryEntry returns the entry of message id exchanged with peer in
 	// direction dir, and whether there is one.
 	HistoryEntry(ctx context.Context, peer Address, dir Direction, id wire.LogicalID) (HistoryEntry, bool, error)

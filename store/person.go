@@ -514,12 +514,25 @@ func (t *tx) insertCopy(ctx context.Context, from engine.Address, e engine.Commi
 const (
 	// sqlKeepDecision keeps a decision, merging with one kept before:
 	// commit (1) beats discard (2), and names the device that committed.
-	// Nothing is kept beyond engine.MaxKeptDecisions.
+	// Room is made first (sqlExpireDecisions, sqlEvictDecision).
 	sqlKeepDecision = `INSERT INTO kept_decision (sender, id, outcome, on_device, at)
-		SELECT ?1, ?2, ?3, ?4, ?5 WHERE (SELECT count(*) FROM kept_decision) < ?6
+		VALUES (?1, ?2, ?3, ?4, ?5)
 		ON CONFLICT (sender, id) DO UPDATE SET
 			on_device = CASE WHEN excluded.outcome < outcome THEN excluded.on_device ELSE on_device END,
 			outcome = min(outcome, excluded.outcome)`
+	// sqlExpireDecisions forgets decisions kept longer than
+	// engine.MaxDecisionAge.
+	sqlExpireDecisions = "DELETE FROM kept_decision WHERE at < ?"
+	// sqlEvictDecision forgets the oldest decision when
+	// engine.MaxKeptDecisions are kept and the new one is not among them.
+	sqlEvictDecision = `DELETE FROM kept_decision WHERE rowid IN (
+		SELECT rowid FROM kept_decision ORDER BY at, sender, id LIMIT 1)
+		AND (SELECT count(*) FROM kept_decision) >= ?1
+		AND NOT EXISTS (SELECT 1 FROM kept_decision WHERE sender = ?2 AND id = ?3)`
+	// sqlDueDecisions reads the kept decisions whose message is pending.
+	sqlDueDecisions = `SELECT k.sender, k.id, k.outcome, k.on_device FROM kept_decision k
+		JOIN inbound i ON i.sender = k.sender AND i.id = k.id ORDER BY k.at, k.sender, k.id LIMIT ?`
+	sqlAnyDecision    = "SELECT EXISTS (SELECT 1 FROM kept_decision)"
 	sqlForgetDecision = "DELETE FROM kept_decision WHERE sender = ? AND id = ?"
 	sqlKeptDecisions  = "SELECT sender, id, outcome, on_device FROM kept_decision ORDER BY at, sender, id LIMIT ?"
 	sqlDecidedOn      = "UPDATE history SET decided_on = ? WHERE peer = ? AND direction = 1 AND id = ?"
@@ -539,8 +552,14 @@ func (t *tx) decision(ctx context.Context, from engine.Address, e engine.Decisio
 		return nil
 	}
 	t.db.decisionsHeld.Store(true)
+	if _, err := t.run(ctx, "decision-expire", sqlExpireDecisions, e.At.Add(-engine.MaxDecisionAge).UnixNano()); err != nil {
+		return fmt.Errorf("forget old decisions: %w", err)
+	}
+	if _, err := t.run(ctx, "decision-evict", sqlEvictDecision, engine.MaxKeptDecisions, e.Sender.String(), e.Message[:]); err != nil {
+		return fmt.Errorf("make room for the decision on %x: %w", e.Message[:], err)
+	}
 	if _, err := t.run(ctx, "decision-keep", sqlKeepDecision, e.Sender.String(), e.Message[:], int64(e.Outcome),
-		from.String(), e.At.UnixNano(), engine.MaxKeptDecisions); err != nil {
+		from.String(), e.At.UnixNano()); err != nil {
 		return fmt.Errorf("keep the decision on %x from %s: %w", e.Message[:], e.Sender, err)
 	}
 	return nil
@@ -589,7 +608,28 @@ func (db *DB) KeptDecisions(ctx context.Context, limit int) ([]engine.KeptDecisi
 	if err := db.checkOpen("read decisions"); err != nil {
 		return nil, err
 	}
-	rows, err := db.query(ctx, sqlKeptDecisions, limit)
+	return db.readDecisions(ctx, sqlKeptDecisions, limit)
+}
+
+// DueDecisions returns up to limit kept decisions whose message is pending
+// here, oldest first, and whether any decision is kept.
+func (db *DB) DueDecisions(ctx context.Context, limit int) ([]engine.KeptDecision, bool, error) {
+	if err := db.checkOpen("read decisions"); err != nil {
+		return nil, false, err
+	}
+	var held bool
+	if err := db.queryRow(ctx, sqlAnyDecision).Scan(&held); err != nil {
+		return nil, false, db.readErr("read decisions", err)
+	}
+	if !held {
+		return nil, false, nil
+	}
+	due, err := db.readDecisions(ctx, sqlDueDecisions, limit)
+	return due, true, err
+}
+
+func (db *DB) readDecisions(ctx context.Context, query string, limit int) ([]engine.KeptDecision, error) {
+	rows, err := db.query(ctx, query, limit)
 	if err != nil {
 		return nil, db.readErr("read decisions", err)
 	}

@@ -2,8 +2,10 @@ package store
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/wire"
@@ -101,5 +103,55 @@ func TestPersonSend(t *testing.T) {
 	if err != nil || len(lanes) != 3 || lanes[0].Recipient != c2 || lanes[2].Recipient != own || !lanes[2].Own ||
 		lanes[0].State != engine.LaneAbandoned {
 		t.Fatalf("PersonLanes = %+v, %v; want carol/2, carol/3, then the copy, abandoned", lanes, err)
+	}
+}
+
+// TestKeptDecisionsAreBounded: decisions for messages that never come do
+// not fill the table for good: at MaxKeptDecisions the oldest is forgotten
+// for the new one, a decision older than MaxDecisionAge is forgotten when
+// the next is kept, and only the decisions whose message is pending are
+// due.
+func TestKeptDecisionsAreBounded(t *testing.T) {
+	f := newFixture(t, false)
+	ctx := context.Background()
+	withInbound(t, f) // bob's idRecv pending; session with bob at version 2
+	version := uint64(2)
+	keep := func(n int, message wire.LogicalID, at time.Time) {
+		t.Helper()
+		var fid wire.LogicalID
+		binary.BigEndian.PutUint32(fid[:], uint32(n)+1<<24)
+		row := f.stage(t)
+		f.apply(t, receivePlan(row, bob, version, engine.DecisionEffect{ID: fid, At: at, Sender: bob, Message: message,
+			Outcome: engine.OutcomeCommitted, Keep: true}))
+		version++
+	}
+	unseen := func(n int) wire.LogicalID {
+		var id wire.LogicalID
+		binary.BigEndian.PutUint32(id[:], uint32(n)+2<<24)
+		return id
+	}
+	for n := range engine.MaxKeptDecisions + 2 {
+		keep(n, unseen(n), planAt.Add(time.Duration(n)*time.Second))
+	}
+	kept, err := f.db.KeptDecisions(ctx, 2*engine.MaxKeptDecisions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(kept) != engine.MaxKeptDecisions || kept[0].ID != unseen(2) || kept[len(kept)-1].ID != unseen(engine.MaxKeptDecisions+1) {
+		t.Fatalf("%d kept, oldest %x: want %d, the two oldest forgotten", len(kept), kept[0].ID[:4], engine.MaxKeptDecisions)
+	}
+	if due, held, err := f.db.DueDecisions(ctx, engine.MaxKeptDecisions); err != nil || len(due) != 0 || !held {
+		t.Fatalf("due %v held %v err %v: want none due (no message pending), some held", due, held, err)
+	}
+	// Past the age bound every earlier decision goes; the one for bob's
+	// pending message is due.
+	keep(engine.MaxKeptDecisions+2, idRecv, planAt.Add(engine.MaxDecisionAge+time.Hour))
+	kept, err = f.db.KeptDecisions(ctx, 2*engine.MaxKeptDecisions)
+	if err != nil || len(kept) != 1 {
+		t.Fatalf("%d kept (%v) after the age bound, want 1", len(kept), err)
+	}
+	due, held, err := f.db.DueDecisions(ctx, engine.MaxKeptDecisions)
+	if err != nil || !held || len(due) != 1 || due[0].ID != idRecv || due[0].Sender != bob {
+		t.Fatalf("due %v held %v err %v: want bob's pending message", due, held, err)
 	}
 }

@@ -18,9 +18,10 @@ import (
 // Domain labels: every signature, digest and derivation in parley names its
 // purpose, so that no value made for one use verifies or collides in another.
 const (
-	labelIdentityDH   = "parley/v1/identity-dh-key"
-	labelFingerprint  = "parley/v1/fingerprint"
-	labelSafetyNumber = "parley/v1/safety-number"
+	labelIdentityDH    = "parley/v1/identity-dh-key"
+	labelFingerprint   = "parley/v1/fingerprint"
+	labelSafetyNumber  = "parley/v1/safety-number"
+	labelAccountSafety = "parley/v1/account-safety-number"
 )
 
 // IdentityKey is the public half of a device identity: an Ed25519 signing key
@@ -118,7 +119,22 @@ func (id *Identity) DeriveKey(label string, salt []byte, n int) ([]byte, error) 
 // strings, so both devices compute the same number. It is shown as twelve
 // groups of five digits.
 func SafetyNumber(a string, ak IdentityKey, b string, bk IdentityKey) string {
-	x, y := safetyHalf(a, ak), safetyHalf(b, bk)
+	return joinSafety(safetyHalf(labelSafetyNumber, a, ak.SigningKey[:], ak.DHKey[:]),
+		safetyHalf(labelSafetyNumber, b, bk.SigningKey[:], bk.DHKey[:]))
+}
+
+// AccountSafetyNumber is the safety number of two people from their
+// account keys (the keys that sign their device lists), computed as
+// SafetyNumber is with the person's name in place of the address and the
+// account key in place of the identity keys, under a label of its own. It
+// stays the same when either person links or removes a device.
+func AccountSafetyNumber(a string, ak [32]byte, b string, bk [32]byte) string {
+	return joinSafety(safetyHalf(labelAccountSafety, a, ak[:]), safetyHalf(labelAccountSafety, b, bk[:]))
+}
+
+// joinSafety orders the two halves as strings and prints them in groups
+// of five digits.
+func joinSafety(x, y string) string {
 	if y < x {
 		x, y = y, x
 	}
@@ -133,13 +149,14 @@ func SafetyNumber(a string, ak IdentityKey, b string, bk IdentityKey) string {
 	return out.String()
 }
 
-func safetyHalf(addr string, k IdentityKey) string {
+func safetyHalf(label, name string, keys ...[]byte) string {
 	h := sha512.New()
-	h.Write([]byte(labelSafetyNumber))
-	h.Write([]byte{byte(len(addr))})
-	h.Write([]byte(addr))
-	h.Write(k.SigningKey[:])
-	h.Write(k.DHKey[:])
+	h.Write([]byte(label))
+	h.Write([]byte{byte(len(name))})
+	h.Write([]byte(name))
+	for _, k := range keys {
+		h.Write(k)
+	}
 	sum := h.Sum(nil)
 	var b bytes.Buffer
 	for i := 0; i < 6; i++ {

@@ -261,6 +261,24 @@ func TestSafetyNumber(t *testing.T) {
 	}
 }
 
+// TestAccountSafetyNumber: both people compute the same number from the
+// two account keys, whatever device asks; it is frozen (a vector), and
+// another account key changes it.
+func TestAccountSafetyNumber(t *testing.T) {
+	var a, b [32]byte
+	for i := range a {
+		a[i], b[i] = byte(i), byte(0xff-i)
+	}
+	const want = "60781 45318 65333 12223 60693 01783 73936 92078 36663 33359 36417 47231"
+	if x, y := AccountSafetyNumber("alice", a, "bob", b), AccountSafetyNumber("bob", b, "alice", a); x != want || y != want {
+		t.Fatalf("account safety numbers %q and %q, want %q on both sides", x, y, want)
+	}
+	b[0] ^= 1
+	if z := AccountSafetyNumber("alice", a, "bob", b); z == want {
+		t.Fatal("another account key gave the same safety number")
+	}
+}
+
 // Session.Encrypt builds a ratchet message's encoding itself; it must be
 // exactly what wire encodes.
 func TestEncryptMatchesWireEncoding(t *testing.T) {

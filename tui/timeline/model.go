@@ -33,6 +33,11 @@ const (
 	// MaxWaiting bounds the received messages still pending that the
 	// conversation shows (the inbox lists them all).
 	MaxWaiting = 200
+	// MaxLaneReads bounds the own messages of the newest page whose lanes
+	// to a person's devices one read fetches (one query each): the
+	// messages a person still watches arrive; older ones show their
+	// message state alone.
+	MaxLaneReads = 20
 )
 
 // Source is what the panel reads and acts through: *engine.Client
@@ -57,7 +62,18 @@ type LoadedMsg struct {
 	// name that the page does not hold (read when the source is a
 	// MessageSource).
 	Quotes map[wire.LogicalID]engine.HistoryEntry
-	Err    error
+	// Lanes are the lanes to the person's devices of the newest own
+	// messages (read when the source is a LaneSource; none for a message
+	// that went to one device).
+	Lanes map[wire.LogicalID][]engine.LaneStatus
+	Err   error
+}
+
+// LaneSource reads the lanes of an own message to a person with several
+// devices: *engine.Client implements it. The panel shows how many of the
+// person's devices acknowledged it.
+type LaneSource interface {
+	PersonLanes(ctx context.Context, conversation engine.Address, id wire.LogicalID) ([]engine.LaneStatus, error)
 }
 
 // MessageSource finds one message of a conversation, sent or received:
@@ -129,6 +145,8 @@ type Model struct {
 	deleting *engine.HistoryEntry
 	quotes   map[wire.LogicalID]engine.HistoryEntry
 	selfAddr engine.Address
+	// lanes are the newest own messages' lanes to the person's devices.
+	lanes map[wire.LogicalID][]engine.LaneStatus
 
 	loading, again, older bool
 	// newest: the next read of the newest page shows its end, wherever
@@ -282,7 +300,7 @@ func (m *Model) SetPeer(peer engine.Address) tea.Cmd {
 	m.peer = peer
 	m.entries, m.waiting, m.more, m.err, m.status, m.saved = nil, nil, false, "", "", ""
 	m.loading, m.again, m.older, m.discard = false, false, false, false
-	m.deleting, m.pick, m.quotes = nil, picker{}, nil
+	m.deleting, m.pick, m.quotes, m.lanes = nil, picker{}, nil, nil
 	m.clearSearch()
 	m.render(true)
 	return m.Reload()
@@ -328,6 +346,9 @@ func (m Model) read(older bool, before int64, limit int) tea.Cmd {
 		}
 		if ms, ok := src.(MessageSource); ok && msg.Err == nil {
 			msg.Quotes = readQuotes(ctx, ms, peer, es, msg.Waiting)
+		}
+		if ls, ok := src.(LaneSource); ok && msg.Err == nil && !older {
+			msg.Lanes = readLanes(ctx, ls, peer, es)
 		}
 		return msg
 	}
@@ -384,7 +405,7 @@ func (m Model) loaded(msg LoadedMsg) (Model, tea.Cmd) {
 		} else {
 			atBottom := m.vp.AtBottom() || len(m.items) == 0 || m.newest
 			m.entries, m.waiting = page, msg.Waiting
-			m.quotes = msg.Quotes
+			m.quotes, m.lanes = msg.Quotes, msg.Lanes
 			m.more = len(msg.Entries) == msg.Limit
 			m.render(atBottom)
 		}
@@ -403,6 +424,31 @@ func (m Model) loaded(msg LoadedMsg) (Model, tea.Cmd) {
 	return m, nil
 }
 
+// readLanes reads the lanes of the newest own messages among es (newest
+// first), at most MaxLaneReads, keeping those that went to several devices.
+// A failed read leaves a message without its count; the page still shows.
+func readLanes(ctx context.Context, ls LaneSource, peer engine.Address, es []engine.HistoryEntry) map[wire.LogicalID][]engine.LaneStatus {
+	var out map[wire.LogicalID][]engine.LaneStatus
+	n := 0
+	for _, e := range es {
+		if e.Direction != engine.DirectionOut || e.State == engine.SentCopied {
+			continue
+		}
+		if n++; n > MaxLaneReads {
+			break
+		}
+		lanes, err := ls.PersonLanes(ctx, peer, e.ID)
+		if err != nil || len(lanes) == 0 {
+			continue
+		}
+		if out == nil {
+			out = map[wire.LogicalID][]engine.LaneStatus{}
+		}
+		out[e.ID] = lanes
+	}
+	return out
+}
+
 func (m Model) event(e engine.Event) (Model, tea.Cmd) {
 	m.states.Apply(e)
 	mine := false
@@ -411,7 +457,10 @@ func (m Model) event(e engine.Event) (Model, tea.Cmd) {
 		return m, m.Reload()
 	case engine.EventReceived:
 		if r := e.Result; r != nil {
-			mine = r.Sender == m.peer && (r.Kind == engine.ResultAcknowledgement || r.Kind == engine.ResultDelivery)
+			// Another device of the person counts: its ACK moves a
+			// message's device count, its decision a received one.
+			mine = r.Sender.User == m.peer.User &&
+				(r.Kind == engine.ResultAcknowledgement || r.Kind == engine.ResultDelivery || r.Kind == engine.ResultDecided)
 		}
 	case engine.EventStored, engine.EventSent, engine.EventTaken, engine.EventNotSent, engine.EventAbandoned, engine.EventIdentityAccepted, engine.EventFinalized:
 		mine = e.Peer == m.peer

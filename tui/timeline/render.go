@@ -103,6 +103,9 @@ func (m *Model) entry(b *strings.Builder, it item, peerLabel string, labelW int,
 	case it.hist != nil:
 		who = st.Peer.Render(fit(peerLabel, labelW))
 		state = st.Received.Render("delivered")
+		if on := it.hist.DecidedOn; on != nil {
+			state = st.Received.Render("committed on " + m.label(*on))
+		}
 		body = layout.Stored(it.hist.Body)
 	default:
 		who = st.Peer.Render(fit(peerLabel, labelW))
@@ -235,6 +238,9 @@ func fit(s string, w int) string {
 
 func (m *Model) outState(e engine.HistoryEntry) string {
 	st := m.th.Timeline
+	if lanes := m.lanes[e.ID]; len(lanes) > 0 && e.State != engine.SentAbandoned {
+		return m.devicesState(e, lanes)
+	}
 	switch e.State {
 	case engine.SentAcknowledged:
 		return st.Acked.Render("acknowledged")
@@ -250,6 +256,31 @@ func (m *Model) outState(e engine.HistoryEntry) string {
 		return st.Accepted.Render("on " + m.label(m.peer) + "'s device")
 	}
 	return st.Pending.Render("pending")
+}
+
+// devicesState is an own message's state to a person with several
+// devices: how many of them acknowledged it ("✓ 2/2 devices" once all
+// did), and the message's own state while some have not.
+func (m *Model) devicesState(e engine.HistoryEntry, lanes []engine.LaneStatus) string {
+	st := m.th.Timeline
+	acked, total := 0, 0
+	for _, l := range lanes {
+		if l.Own {
+			continue // a copy to another device of this person
+		}
+		total++
+		if l.State == engine.LaneAcknowledged {
+			acked++
+		}
+	}
+	count := fmt.Sprintf("%d/%d devices", acked, total)
+	if total > 0 && acked == total {
+		return st.Acked.Render("✓ " + count)
+	}
+	if e.State == engine.SentAcknowledged {
+		return st.Acked.Render("acknowledged · " + count)
+	}
+	return st.Pending.Render("pending · " + count)
 }
 
 // View draws the panel in exactly its size.

@@ -1,0 +1,48 @@
+package timeline
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/themes"
+	"github.com/parley-chat/parley/wire"
+)
+
+// personHistory is a conversation with a person of two devices: it also
+// answers the lanes of its own messages.
+type personHistory struct {
+	*history
+	lanes map[wire.LogicalID][]engine.LaneStatus
+}
+
+func (h *personHistory) PersonLanes(_ context.Context, _ engine.Address, id wire.LogicalID) ([]engine.LaneStatus, error) {
+	return h.lanes[id], nil
+}
+
+// TestDeviceTicks: an own message to a person with two devices shows how
+// many acknowledged it, "✓ 2/2 devices" once both did; a copy to this
+// person's other device does not count; a received message committed on
+// another device of this person says which.
+func TestDeviceTicks(t *testing.T) {
+	bob2, self2 := engine.MustParseAddress("bob/2"), engine.MustParseAddress("alice/2")
+	on := self2
+	h := &personHistory{history: &history{entries: []engine.HistoryEntry{
+		{Seq: 1, Peer: bob, Direction: engine.DirectionOut, ID: wire.LogicalID{1}, At: at, Body: []byte("to both"), State: engine.SentAcknowledged},
+		{Seq: 2, Peer: bob, Direction: engine.DirectionOut, ID: wire.LogicalID{2}, At: at, Body: []byte("half way"), State: engine.SentAcknowledged},
+		{Seq: 3, Peer: bob, Direction: engine.DirectionIn, ID: wire.LogicalID{3}, At: at, Body: []byte("decided elsewhere"), DecidedOn: &on},
+	}}, lanes: map[wire.LogicalID][]engine.LaneStatus{
+		{1}: {{Recipient: bob, State: engine.LaneAcknowledged}, {Recipient: bob2, State: engine.LaneAcknowledged}, {Recipient: self2, Own: true, State: engine.LanePending}},
+		{2}: {{Recipient: bob, State: engine.LaneAcknowledged}, {Recipient: bob2, State: engine.LanePending}},
+	}}
+	m := New(context.Background(), h, themes.MustGet("dark"))
+	m.SetSize(90, 12)
+	m = load(t, m, m.SetPeer(bob))
+	v := m.View()
+	for _, want := range []string{"✓ 2/2 devices", "acknowledged · 1/2 devices", "committed on alice/2"} {
+		if !strings.Contains(v, want) {
+			t.Errorf("want %q in:\n%s", want, v)
+		}
+	}
+}
