@@ -36,6 +36,11 @@ type DeviceListReader interface {
 	// ErrNoDeviceList when it holds none, ErrDeviceListsUnsupported when
 	// it keeps none.
 	FetchDeviceList(ctx context.Context, user string) (wire.DeviceList, error)
+	// CheckDeviceList asks whether the relay holds a list of user later
+	// than generation (kind 48, the stale-list answer): nil when it does
+	// not, else that list; ErrDeviceListsUnsupported when the relay did
+	// not announce wire.FeatureDeviceListCheck.
+	CheckDeviceList(ctx context.Context, user string, generation uint64) (*wire.DeviceList, error)
 }
 
 // ErrDeviceListsUnsupported means the relay of the current connection keeps

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/engine/enginetest"
 	"github.com/parley-chat/parley/engine/session"
 	"github.com/parley-chat/parley/wire"
 )
@@ -240,5 +241,54 @@ func TestNewerListAddsLanes(t *testing.T) {
 	}
 	if n := alice.pendingOut(); n != 0 {
 		t.Errorf("alice has %d lanes pending after both ACKs", n)
+	}
+}
+
+// listChecking is a network endpoint that announces the device list kinds
+// and the stale-list answer, as a relay run with --device-lists does.
+type listChecking struct{ *enginetest.Endpoint }
+
+func (listChecking) RelayFeatures() (wire.FeatureSet, bool) {
+	return wire.FeatureDeviceLists | wire.FeatureDeviceListCheck, true
+}
+
+// TestStaleListAnswerAddsLanes: alice holds bob's list naming bob/1 alone.
+// bob links bob/2; on the same connection (no new list check is due)
+// alice sends to bob, and the round after the send tells the relay the
+// generation she holds: the relay's later list comes back, and the
+// message gets its lane to bob/2, which receives it once.
+func TestStaleListAnswerAddsLanes(t *testing.T) {
+	w := newWorld(t)
+	w.relay = func(_ engine.Address, ep *enginetest.Endpoint) engine.Relay { return listChecking{ep} }
+	alice, bob, bob2 := w.device("alice/1"), w.device("bob/1"), w.device("bob/2")
+	a, err := engine.LoadAccount(w.ctx, bob.st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.net.SetDeviceList(a.List); err != nil {
+		t.Fatal(err)
+	}
+	if err := alice.c.CheckPeer(w.ctx, bob.addr); err != nil {
+		t.Fatal(err)
+	}
+	linkInWorld(t, bob, bob2)
+	if err := alice.c.CheckPeer(w.ctx, bob.addr); err != nil {
+		t.Fatal(err)
+	}
+	if held, _, _ := alice.c.PeerAccount(w.ctx, "bob"); held.List.Generation != 1 {
+		t.Fatalf("alice holds generation %d of bob's list before sending, want 1 (checked once per connection)", held.List.Generation)
+	}
+	id := alice.enqueue(bob, "after the link")
+	alice.sync()
+	if held, _, _ := alice.c.PeerAccount(w.ctx, "bob"); held.List.Generation != 2 {
+		t.Fatalf("alice holds generation %d of bob's list after the round, want 2", held.List.Generation)
+	}
+	if got := lanesOf(t, alice, bob.addr, id); got["bob/1"] != engine.LanePending || got["bob/2"] != engine.LanePending {
+		t.Fatalf("alice's lanes after the stale-list answer: %v, want bob/1 and bob/2 pending", got)
+	}
+	bob2.sync()
+	bob2.commitAll()
+	if got := bob2.received(alice); len(got) != 1 || got[0] != "after the link" {
+		t.Fatalf("bob/2 received %q, want the message once", got)
 	}
 }

@@ -273,6 +273,13 @@ func (c *Client) RefreshPeerList(ctx context.Context, user string) (PeerAccount,
 		// any) stays, and the next connection asks again.
 		return held, ok, ctx.Err()
 	}
+	return c.takePeerList(ctx, user, held, ok, got)
+}
+
+// takePeerList holds got, a list of user a relay served, in place of held
+// (ok false: none held) when DecidePeerDeviceList takes it: in one
+// transaction with the lanes it ends and adds (HoldPeerDeviceList).
+func (c *Client) takePeerList(ctx context.Context, user string, held PeerAccount, ok bool, got wire.DeviceList) (PeerAccount, bool, error) {
 	var prev *wire.DeviceList
 	if ok {
 		prev = &held.List
@@ -304,7 +311,65 @@ func (c *Client) RefreshPeerList(ctx context.Context, user string) (PeerAccount,
 	if _, err := c.store.Apply(ctx, p); err != nil {
 		return held, ok, fmt.Errorf("hold the device list of %s: %w", user, err)
 	}
+	if len(p.Added) > 0 {
+		c.wantLanesPumped()
+	}
 	return PeerAccount{List: got, Conversation: p.Conversation, FetchedAt: p.At}, true, nil
+}
+
+// listSentTo notes that a message to user's person was stored: the next
+// round asks the relay whether the list held is still the latest
+// (checkSentLists), at most maxListChecks people per round.
+func (c *Client) listSentTo(user string) {
+	if user == c.self.User {
+		return
+	}
+	c.loopMu.Lock()
+	defer c.loopMu.Unlock()
+	if c.sentLists == nil {
+		c.sentLists = make(map[string]bool)
+	}
+	if len(c.sentLists) < maxListChecks {
+		c.sentLists[user] = true
+	}
+}
+
+// checkSentLists is the sender's side of the stale-list answer: for each
+// person a message was stored to since the last round, it tells a relay
+// that announced wire.FeatureDeviceListCheck the generation held (kind
+// 48); a relay holding a later list sends it back, and the client holds it
+// with the lanes it lacks (takePeerList), which this round's pump then
+// hands off. A device linked since is so reached without waiting for the
+// next connection. A failure is reported, never returned; the next
+// connection's check catches up.
+func (c *Client) checkSentLists(ctx context.Context) {
+	f, known := c.relay.RelayFeatures()
+	if !c.link().Up || !known || !f.Has(wire.FeatureDeviceListCheck) {
+		return
+	}
+	c.loopMu.Lock()
+	users := make([]string, 0, len(c.sentLists))
+	for u := range c.sentLists {
+		users = append(users, u)
+	}
+	c.sentLists = nil
+	c.loopMu.Unlock()
+	sort.Strings(users)
+	for _, u := range users {
+		held, ok, err := c.store.PeerAccount(ctx, u)
+		if err == nil && ok {
+			var got *wire.DeviceList
+			if got, err = c.relay.CheckDeviceList(ctx, u, held.List.Generation); err == nil && got != nil {
+				_, _, err = c.takePeerList(ctx, u, held, ok, *got)
+			}
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			c.emit(Event{Kind: EventSyncFailed, At: c.cfg.Now(), Op: "peer-device-list", Err: err})
+		}
+	}
 }
 
 // refreshPeerListsOnConnect checks, once per connection, the lists of the

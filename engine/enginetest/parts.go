@@ -150,3 +150,23 @@ func (e *Endpoint) FetchDeviceList(_ context.Context, user string) (wire.DeviceL
 	}
 	return wire.DeviceList{}, engine.ErrDeviceListsUnsupported
 }
+
+// CheckDeviceList implements engine.DeviceListReader: the network answers
+// as a relay with FeatureDeviceListCheck would, from the lists it keeps.
+func (e *Endpoint) CheckDeviceList(_ context.Context, user string, generation uint64) (*wire.DeviceList, error) {
+	e.n.mu.Lock()
+	b, ok := e.n.lists[user]
+	any := len(e.n.lists) > 0
+	e.n.mu.Unlock()
+	if !any {
+		return nil, engine.ErrDeviceListsUnsupported
+	}
+	if !ok {
+		return nil, nil
+	}
+	l, err := wire.DecodeDeviceList(b)
+	if err != nil || l.Generation <= generation {
+		return nil, err
+	}
+	return &l, nil
+}

@@ -144,6 +144,23 @@ func (c *conn) fetchDeviceList(req uint32, m wire.FetchDeviceList) bool {
 	return c.reply(encode(req, wire.DeviceListReply{List: *l}))
 }
 
+// checkDeviceList serves CheckDeviceList, the stale-list answer: Done when
+// the relay holds no list of the user later than the generation the
+// sender holds (or none), else the list it holds, so that the sender adds
+// the lanes it lacks without waiting for its next connection.
+func (c *conn) checkDeviceList(req uint32, m wire.CheckDeviceList) bool {
+	l, _, err := c.s.heldDeviceList(c, m.User)
+	switch {
+	case err != nil:
+		c.s.log.Error("read device list", "err", cause(err))
+		return c.reply(errorMsg(req, wire.ErrorInternal, "the relay could not read the device list"))
+	case l == nil || l.Generation <= m.Generation:
+		return c.reply(encode(req, wire.Done{}))
+	}
+	c.s.metrics.staleListAnswered.Inc()
+	return c.reply(encode(req, wire.DeviceListReply{List: *l}))
+}
+
 // deviceAllowed reports, at authentication, whether address may
 // authenticate with key: always when the relay keeps no lists or holds
 // none for its user; otherwise only an active device of the list, with the
