@@ -30,7 +30,7 @@ var commandTable = []*command{
 	{name: "backup", args: "--to FILE [--backup-passphrase-file FILE]", summary: "write a sealed archive of the account key and the history (on the device holding the account key)", run: cmdBackup},
 	{name: "restore", args: "FILE --relay URL [--backup-passphrase-file FILE]", summary: "make a new device of the account from a backup in --profile DIR, with its history (run again to resume)", run: cmdRestore},
 	{name: "devices", args: "", summary: "list the devices of this person's account, from the device list held here", run: cmdDevices},
-	{name: "safety-number", args: "PEER", summary: "print the safety number with PEER's pinned identity", run: cmdSafetyNumber},
+	{name: "safety-number", args: "PEER", summary: "print the safety number with PEER (from the two accounts once each side holds the other's list, else from the devices' identities) and its basis", run: cmdSafetyNumber},
 	{name: "trust", args: "PEER", summary: "show PEER's identity at the relay; pin it with --fingerprint or --yes (then retry to resend)", run: cmdTrust},
 	{name: "contact", args: "[NAME PEER | --remove PEER]", summary: "name a device (shown next to its address), forget a name, or list the names", run: cmdContact},
 	{name: "prune", args: "--older-than DUR", summary: "delete finalized records older than DUR", run: cmdPrune},

@@ -159,14 +159,9 @@ func (c *Client) receiveChainAnnounce(ctx context.Context, bs *batchState, in *i
 		return in.hold(), nil
 	case GroupDrop:
 		return in.drop(a.ID, fmt.Errorf("chain announcement for group %x generation %d: %w", a.Group[:4], a.Generation, ErrGroupHoldExpired)), nil
-	case GroupExpire:
-		// Its lane ends as not_a_member on the sender's side.
-		return c.refuseGroupMessage(bs, in, op, wire.GroupMessage{ID: a.ID, Group: a.Group, Generation: a.Generation},
-			fmt.Errorf("chain announcement for group %x generation %d: %w", a.Group[:4], a.Generation, ErrGroupHoldExpired))
 	case GroupRefuse:
 		// Its lane ends as not_a_member on the sender's side.
-		return c.refuseGroupMessage(bs, in, op, wire.GroupMessage{ID: a.ID, Group: a.Group, Generation: a.Generation},
-			fmt.Errorf("group %x: %s: %w", a.Group[:4], in.sender, ErrNotMember))
+		return c.refuseGroupMessage(bs, in, op, wire.GroupMessage{ID: a.ID, Group: a.Group, Generation: a.Generation})
 	}
 	k := chainKey{in.sender, a.Chain}
 	rc, err := c.receivedChain(ctx, bs, k)

@@ -443,8 +443,8 @@ type SafetyNumberView struct {
 
 // Safety returns the safety number with peer: from the two account keys
 // when this device holds its own account's list and the peer's, and the
-// peer's list names the peer device as active with the identity pinned
-// here; else from this device's identity and the peer device's pinned one
+// peer's list names every device of the person pinned here with its
+// pinned identity (listVouchesForPins); else from this device's identity and the peer device's pinned one
 // (so a device whose identity changed, or that the list held does not
 // name, is never vouched for by its person's account number).
 func (c *Client) Safety(ctx context.Context, peer Address) (SafetyNumberView, error) {
@@ -464,12 +464,52 @@ func (c *Client) Safety(ctx context.Context, peer Address) (SafetyNumberView, er
 		if err != nil && !errors.Is(err, ErrNoAccount) {
 			return SafetyNumberView{}, err
 		}
-		if err == nil && ok && listedWith(held.List, peer, ps.pinned) {
-			return SafetyNumberView{Basis: SafetyAccounts,
-				Number: session.AccountSafetyNumber(c.self.User, own.List.AccountKey, peer.User, held.List.AccountKey)}, nil
+		if err == nil && ok {
+			vouched, err := c.listVouchesForPins(ctx, held.List)
+			if err != nil {
+				return SafetyNumberView{}, err
+			}
+			if vouched {
+				return SafetyNumberView{Basis: SafetyAccounts,
+					Number: session.AccountSafetyNumber(c.self.User, own.List.AccountKey, peer.User, held.List.AccountKey)}, nil
+			}
 		}
 	}
 	return SafetyNumberView{Basis: SafetyDevices, Number: SafetyNumber(c.self, c.id.Public(), peer, *ps.pinned)}, nil
+}
+
+// maxSafetyPins bounds the devices of one person whose pins a safety
+// number checks against the person's list: a list names at most eight
+// active devices, and the revoked ones and those pinned before a removal
+// stay far below this.
+const maxSafetyPins = 64
+
+// listVouchesForPins reports whether l, the person's list held here,
+// names every device of the person pinned here with its pinned identity
+// (active, or revoked since): only then does the accounts' number speak for every session
+// this device has with the person (a device pinned on first use that the
+// list does not name, or names with other keys, could be a relay's).
+func (c *Client) listVouchesForPins(ctx context.Context, l wire.DeviceList) (bool, error) {
+	pinned, err := c.store.PinnedDevices(ctx, l.User, maxSafetyPins+1)
+	if err != nil {
+		return false, err
+	}
+	if len(pinned) == 0 || len(pinned) > maxSafetyPins {
+		return false, nil
+	}
+	for _, d := range pinned {
+		ps, err := c.snapshot(ctx, d)
+		if err != nil {
+			return false, err
+		}
+		// Active or revoked since: either way the account signed for
+		// exactly the identity pinned here.
+		e, found := findEntry(&l, d.Device)
+		if ps.pinned == nil || !found || e.SigningKey != ps.pinned.SigningKey || e.DHKey != ps.pinned.DHKey {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // ErrNoIdentityPinned means a safety number was asked of a peer whose

@@ -28,10 +28,10 @@ import (
 // waits for the person, as before decisions were shared.
 const MaxKeptDecisions = 1024
 
-// MaxDecisionAge is how long a decision is kept for a message that has not
-// come: past it the sender has long stopped retrying (or the message went
-// to another device only), so the decision is forgotten when the next one
-// is kept.
+// MaxDecisionAge is how long a decision is surely kept for a message that
+// has not come: past it the sender has long stopped retrying (or the
+// message went to another device only), so the decision is forgotten when
+// the next one is kept (until then it still applies).
 const MaxDecisionAge = 30 * 24 * time.Hour
 
 // MergeDecision is the rule for two decisions on one message, from two

@@ -436,15 +436,9 @@ const (
 	GroupRefuse
 	// GroupAccept: deliver as any message, deduplicated by (sender, ID).
 	GroupAccept
-	// GroupDrop: a message for a group this device does not keep, held too
-	// long: quarantined, neither delivered nor refused.
+	// GroupDrop: a message held too long, or naming a generation too far
+	// ahead to be in flight: quarantined, neither delivered nor refused.
 	GroupDrop
-	// GroupExpire: a message for a group this device keeps, held too long
-	// or naming a generation too far ahead to be in flight: no roster
-	// change on its way can place it, so it is answered not_a_member (the
-	// sender's lane ends instead of staying pending for ever) and not
-	// delivered.
-	GroupExpire
 )
 
 var groupVerdictNames = [...]string{
@@ -452,7 +446,6 @@ var groupVerdictNames = [...]string{
 	GroupRefuse: "not a member",
 	GroupAccept: "accept",
 	GroupDrop:   "drop",
-	GroupExpire: "expire",
 }
 
 // String names the verdict.
@@ -485,8 +478,7 @@ type GroupMessageInput struct {
 //     message from a member just added can overtake the admin's roster
 //     frame, since FIFO holds per pair only), unless it is more than
 //     MaxGenerationsAhead past the merged generation or was held for
-//     MaxGroupHold already: then expire in a group this device keeps
-//     (answered not_a_member, so the sender's lane ends), drop otherwise;
+//     MaxGroupHold already: drop;
 //  2. the roster at the message's generation omits the sender or this
 //     device: refuse with not_a_member. A later generation that removed
 //     the sender does not refuse a message sent while it was a member;
@@ -495,9 +487,6 @@ func DecideGroupMessage(in GroupMessageInput) GroupVerdict {
 	switch {
 	case !in.Known || in.Generation > in.Merged:
 		if in.HeldFor > MaxGroupHold || in.Generation > in.Merged+MaxGenerationsAhead {
-			if in.Known {
-				return GroupExpire
-			}
 			return GroupDrop
 		}
 		return GroupHold

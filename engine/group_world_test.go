@@ -4,7 +4,6 @@ import (
 	"reflect"
 	"sort"
 	"testing"
-	"time"
 
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/wire"
@@ -230,52 +229,6 @@ func TestGroupHoldsAnUnseenGeneration(t *testing.T) {
 	}
 }
 
-// TestGroupHeldMessageExpires: a message naming a generation that never
-// reaches this device (its roster change was lost, and nobody retries it)
-// is held for MaxGroupHold and then answered not_a_member, so the sender's
-// lane ends instead of staying pending for ever; it is not delivered.
-func TestGroupHeldMessageExpires(t *testing.T) {
-	w := newWorld(t)
-	alice, bob, carol := w.device("alice/1"), w.device("bob/1"), w.device("carol/1")
-	info, _, err := alice.c.CreateGroup(w.ctx, "lost change", []engine.Address{bob.addr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Carol and bob have a session already (a held initiation would
-	// outlive its signed prekey instead).
-	carol.send(bob, "hello")
-	settle(t, 5, alice, bob, carol)
-	w.net.Hold(bob.addr)
-	if _, err := alice.c.ChangeRoster(w.ctx, info.ID, []wire.RosterChange{{Op: wire.RosterAdd, Address: "carol/1"}}); err != nil {
-		t.Fatal(err)
-	}
-	carol.sync()
-	sent, err := carol.c.SendGroup(w.ctx, info.ID, []byte("does anyone hear me?"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Alice's roster change to bob is lost and never retried; carol's
-	// message reaches bob and is held.
-	w.net.DropHeld(bob.addr, 0)
-	w.net.Release(bob.addr)
-	bob.sync()
-	if got := carol.lanes(info.ID, sent.ID)["bob/1"]; got != "pending" {
-		t.Fatalf("carol's lane to bob is %q while held, want pending", got)
-	}
-	w.clock.Advance(engine.MaxGroupHold + time.Minute)
-	bob.sync()
-	carol.sync()
-	if got := carol.lanes(info.ID, sent.ID)["bob/1"]; got != "not_a_member" {
-		t.Fatalf("carol's lane to bob is %q past the hold, want not_a_member", got)
-	}
-	if n := bob.pendingIn(); n != 0 {
-		t.Fatalf("bob has %d pending: an expired message is not delivered", n)
-	}
-	if got := bob.groupHistory(info.ID); len(got) != 0 {
-		t.Fatalf("bob's history %v, want nothing", got)
-	}
-}
-
 // TestGroupNotAMember: two admins change the roster at once, one adding
 // dave and one removing him; remove beats add, so a member that merged
 // both refuses dave's message with not_a_member, and dave's lane ends.
@@ -453,5 +406,55 @@ func TestGroupStrandedLaneAbandoned(t *testing.T) {
 	}
 	if got := carol.groupHistory(g); len(got) != 0 {
 		t.Fatalf("carol's history %v, want nothing from bob at generation 4", got)
+	}
+}
+
+// TestGroupStrandedAnnouncementAbandoned: as TestGroupStrandedLaneAbandoned
+// in a group of four, whose messages go by sender chains: bob's message at
+// the generation that will not be comes with the announcement of his chain
+// for it, each pending on a lane of its own. Once bob merges his removal,
+// the announcements' lanes are abandoned with the message's: nothing of
+// his stays pending for ever.
+func TestGroupStrandedAnnouncementAbandoned(t *testing.T) {
+	w := newWorld(t)
+	alice, bob, carol, dave, erin := w.device("alice/1"), w.device("bob/1"), w.device("carol/1"), w.device("dave/1"), w.device("erin/1")
+	all := []*device{alice, bob, carol, dave, erin}
+	info, _, err := alice.c.CreateGroup(w.ctx, "duel of five", []engine.Address{bob.addr, carol.addr, dave.addr, erin.addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := info.ID
+	if _, err := alice.c.ChangeRoster(w.ctx, g, []wire.RosterChange{{Op: wire.RosterAdmin, Address: "bob/1"}}); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, 5, all...)
+	if _, err := alice.c.ChangeRoster(w.ctx, g, []wire.RosterChange{{Op: wire.RosterRemove, Address: "bob/1"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bob.c.ChangeRoster(w.ctx, g, []wire.RosterChange{{Op: wire.RosterRemove, Address: "alice/1"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bob.c.ChangeRoster(w.ctx, g, []wire.RosterChange{{Op: wire.RosterAdmin, Address: "carol/1"}}); err != nil {
+		t.Fatal(err)
+	}
+	before := bob.pendingOut()
+	if _, err := bob.c.SendGroup(w.ctx, g, []byte("at a generation that will not be")); err != nil {
+		t.Fatal(err)
+	}
+	if n := bob.pendingOut() - before; n != 6 {
+		t.Fatalf("bob's send stored %d lanes, want the message and its chain's announcement to carol, dave and erin", n)
+	}
+	for range 4 {
+		for _, d := range all {
+			d.sync()
+			d.commitAll()
+		}
+	}
+	if gen, ms := bob.members(g); gen != 3 || !reflect.DeepEqual(ms, []string{"carol/1", "dave/1", "erin/1"}) {
+		t.Fatalf("bob sees generation %d %v, want 3 [carol/1 dave/1 erin/1]", gen, ms)
+	}
+	if n := bob.pendingOut(); n != 0 {
+		out, _ := bob.c.PendingOutbound(w.ctx, engine.PageQuery{Limit: 10})
+		t.Fatalf("bob has %d pending out after merging his removal, want none: %+v", n, out)
 	}
 }

@@ -39,11 +39,8 @@ func (c *Client) groupFrame(ctx context.Context, bs *batchState, in *incoming, o
 		case GroupDrop:
 			p := in.drop(m.ID, fmt.Errorf("group %x generation %d: %w", m.Group[:], m.Generation, ErrGroupHoldExpired))
 			return wire.Frame{}, nil, &p, nil
-		case GroupExpire:
-			p, err := c.refuseGroupMessage(bs, in, op, m, fmt.Errorf("group %x generation %d: %w", m.Group[:], m.Generation, ErrGroupHoldExpired))
-			return wire.Frame{}, nil, &p, err
 		case GroupRefuse:
-			p, err := c.refuseGroupMessage(bs, in, op, m, fmt.Errorf("group %x: %s: %w", m.Group[:], in.sender, ErrNotMember))
+			p, err := c.refuseGroupMessage(bs, in, op, m)
 			return wire.Frame{}, nil, &p, err
 		}
 		return wire.Frame{Kind: wire.FrameApplication, ID: m.ID, Body: m.Body}, &m.Group, nil, nil
@@ -148,12 +145,13 @@ func rosterAt(g GroupInfo, gen uint64) Roster {
 // refuseGroupMessage answers a group message from a sender the roster at its
 // generation omits with not_a_member, encrypted on the session like an ACK
 // and never stored as pending.
-func (c *Client) refuseGroupMessage(bs *batchState, in *incoming, op opening, m wire.GroupMessage, why error) (prepared, error) {
+func (c *Client) refuseGroupMessage(bs *batchState, in *incoming, op opening, m wire.GroupMessage) (prepared, error) {
 	frame, err := wire.EncodeNotAMember(wire.NotAMember{ID: m.ID, Group: m.Group, Generation: m.Generation})
 	if err != nil {
 		return prepared{}, err
 	}
-	res := ReceiveResult{Kind: ResultError, Sender: in.sender, ID: m.ID, Group: &m.Group, Err: why}
+	res := ReceiveResult{Kind: ResultError, Sender: in.sender, ID: m.ID, Group: &m.Group,
+		Err: fmt.Errorf("group %x: %s: %w", m.Group[:], in.sender, ErrNotMember)}
 	return c.groupVerdict(bs, in, op, RepeatEffect{}, frame, res)
 }
 

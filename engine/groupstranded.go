@@ -24,8 +24,8 @@ func StrandedLane(merged Roster, self string, gen uint64) bool {
 }
 
 // abandonStrandedLanes ends, as abandoned, the pending lanes of this
-// device's own messages to group g that StrandedLane says can never be
-// answered. It runs, under the send mutex, after a page of receives brought
+// device's own messages to group g, and of its chain announcements, that
+// StrandedLane says can never be answered. It runs, under the send mutex, after a page of receives brought
 // roster changes to g.
 func (c *Client) abandonStrandedLanes(ctx context.Context, gs GroupStore, g GroupInfo) error {
 	self := c.self.String()
@@ -54,6 +54,31 @@ func (c *Client) abandonStrandedLanes(ctx context.Context, gs GroupStore, g Grou
 				if stranded {
 					plans = append(plans, Abandon{Recipient: l.Recipient, ID: e.ID, At: c.cfg.Now()})
 				}
+			}
+		}
+		if len(page) < maxHistoryPage {
+			break
+		}
+	}
+	// The announcements of this device's sender chains are lanes of the
+	// group with no history entry: one naming a generation that exists
+	// only in this device's view is as stranded as a message naming it.
+	for after := int64(0); ; {
+		page, err := c.store.PendingOutbound(ctx, PageQuery{After: after, Limit: maxHistoryPage})
+		if err != nil {
+			return err
+		}
+		for _, o := range page {
+			after = o.Seq
+			if o.Group == nil || *o.Group != g.ID {
+				continue
+			}
+			if kind, _ := wire.PeekFrameKind(o.Frame); kind != wire.FrameChainAnnounce {
+				continue
+			}
+			a, err := wire.DecodeChainAnnounce(o.Frame)
+			if err == nil && StrandedLane(g.Roster, self, a.Generation) {
+				plans = append(plans, Abandon{Recipient: o.Recipient, ID: o.ID, At: c.cfg.Now()})
 			}
 		}
 		if len(page) < maxHistoryPage {

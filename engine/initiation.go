@@ -130,6 +130,15 @@ func (c *Client) acceptInitiation(ctx context.Context, bs *batchState, in *incom
 	}
 	hs := &Handshake{}
 	if in.ps.pinned == nil {
+		// Pinned on first use, unless the person's list held here names
+		// this device with other keys: then it is not theirs (a relay
+		// making up a session under a listed device's address), and no
+		// session is kept with it.
+		if err := c.checkListed(ctx, in.sender, cand.PeerIdentity); errors.Is(err, ErrNotInDeviceList) {
+			return final(in.drop(wire.LogicalID{}, fmt.Errorf("initiation: %w", err))), nil
+		} else if err != nil {
+			return opening{}, err
+		}
 		k := cand.PeerIdentity
 		hs.Pin = &k
 	}

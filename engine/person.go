@@ -423,7 +423,9 @@ func (c *Client) learnSenderLists(ctx context.Context, res []ReceiveResult) {
 	seen := map[string]bool{}
 	for _, r := range res {
 		u := r.Sender.User
-		if r.Kind != ResultDelivery || u == "" || u == c.self.User || seen[u] {
+		// A group's members are not asked: a large group would spend the
+		// connection's budget (maxListChecks) on people never written to.
+		if r.Kind != ResultDelivery || r.Group != nil || u == "" || u == c.self.User || seen[u] {
 			continue
 		}
 		seen[u] = true

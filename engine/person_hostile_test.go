@@ -112,7 +112,9 @@ func TestFirstListMustNameThePinnedDevices(t *testing.T) {
 // TestSafetyNumberFromAccounts: once each holds the other's device list,
 // alice and bob see one safety number computed from their account keys;
 // before, each sees the number of the two devices' identities (its basis
-// says so), so two people can tell why their numbers differ.
+// says so), so two people can tell why their numbers differ; and so does
+// alice once a device under bob's name that his list does not name is
+// pinned here.
 func TestSafetyNumberFromAccounts(t *testing.T) {
 	w := newWorld(t)
 	alice, bob := w.device("alice/1"), w.device("bob/1")
@@ -153,5 +155,64 @@ func TestSafetyNumberFromAccounts(t *testing.T) {
 	}
 	if a.Number == before.Number {
 		t.Fatal("the accounts' number is the devices' one")
+	}
+
+	// A device under bob's name that his list does not name (a relay's,
+	// or a stranger's at a relay without lists) reaches alice and is
+	// pinned on first use: the accounts' number no longer speaks for
+	// every session alice has with bob, so she sees the devices' one.
+	mallory := w.device("bob/9")
+	mallory.send(alice, "it is me, bob")
+	alice.sync()
+	if got, err := alice.c.Safety(w.ctx, bob.addr); err != nil || got.Basis != engine.SafetyDevices {
+		t.Fatalf("alice's safety number with bob once bob/9 is pinned: %+v, %v; want the devices' basis", got, err)
+	}
+}
+
+// TestInitiationFromAnUnlistedKeyIsRefused: alice holds bob's list, which
+// names bob/2 with the keys of bob's real second device. A device with
+// other keys starts a session as bob/2 (a relay making up a session under
+// a listed address): alice refuses it and pins nothing, so her person
+// lanes to bob/2 can never go on a session with the impostor.
+func TestInitiationFromAnUnlistedKeyIsRefused(t *testing.T) {
+	w := newWorld(t)
+	alice, bob := w.device("alice/1"), w.device("bob/1")
+	alice.send(bob, "hello bob")
+	bob.sync()
+	acct, err := engine.LoadAccount(w.ctx, bob.st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	real2, err := engine.NewIdentity(engine.SystemRandom{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := engine.NextDeviceList(acct.Key, acct.List, engine.DeviceEntryFor(real2, "bob", acct.List.AccountKey, 2, w.clock.Now().Unix()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.net.SetDeviceList(list); err != nil {
+		t.Fatal(err)
+	}
+	alice.reopen()
+	if err := alice.c.CheckPeer(w.ctx, bob.addr); err != nil {
+		t.Fatal(err)
+	}
+	impostor := w.device("bob/2")
+	impostor.send(alice, "it is me, bob, on my laptop")
+	refused := 0
+	for _, err := range errorsIn(alice.sync()) {
+		if errors.Is(err, engine.ErrNotInDeviceList) {
+			refused++
+		}
+	}
+	if refused != 1 {
+		t.Fatalf("alice refused %d initiations as not in bob's list, want 1", refused)
+	}
+	if _, err := alice.c.Safety(w.ctx, impostor.addr); !errors.Is(err, engine.ErrNoIdentityPinned) {
+		t.Fatalf("alice's safety number with bob/2 = %v, want no identity pinned", err)
+	}
+	if n := alice.pendingIn(); n != 0 {
+		t.Fatalf("alice holds %d pending messages, want none from the impostor", n)
 	}
 }

@@ -27,7 +27,7 @@ type PaneSource interface {
 	Events() <-chan engine.Event
 	ResyncRequired() bool
 	MarkPresented(ctx context.Context) error
-	SafetyNumber(ctx context.Context, peer engine.Address) (string, error)
+	Safety(ctx context.Context, peer engine.Address) (engine.SafetyNumberView, error)
 	AcceptIdentity(ctx context.Context, peer engine.Address, fingerprint string) (engine.IdentityKey, error)
 	RelayIdentity(ctx context.Context, peer engine.Address) (engine.IdentityKey, error)
 	Policy() engine.Policy

@@ -46,8 +46,8 @@ func (p pane) loadSafety() tea.Cmd {
 	}
 	c, ctx, peer := p.att.Client, p.ctx, p.peer
 	return func() tea.Msg {
-		n, err := c.SafetyNumber(ctx, peer)
-		return safetyMsg{peer: peer, number: n, err: err}
+		n, err := c.Safety(ctx, peer)
+		return safetyMsg{peer: peer, number: n.Number, basis: n.Basis, err: err}
 	}
 }
 

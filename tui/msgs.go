@@ -78,6 +78,7 @@ type namedMsg struct {
 type safetyMsg struct {
 	peer   engine.Address
 	number string
+	basis  engine.SafetyBasis
 	err    error
 }
 

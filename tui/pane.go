@@ -47,7 +47,9 @@ type pane struct {
 	group   *wire.GroupID // the group the composer writes to (groupsend.go)
 	safety  string
 	safeErr string
-	changed map[engine.Address]*identityChange
+	// safeBasis is what the safety number shown was computed from.
+	safeBasis engine.SafetyBasis
+	changed   map[engine.Address]*identityChange
 
 	policy engine.Policy // the client's loop policy, read on each tick
 
@@ -306,9 +308,9 @@ func (p pane) Update(msg tea.Msg) (pane, tea.Cmd) {
 		return p, nil
 	case safetyMsg:
 		if msg.peer == p.peer {
-			p.safety, p.safeErr = msg.number, ""
+			p.safety, p.safeBasis, p.safeErr = msg.number, msg.basis, ""
 			if msg.err != nil {
-				p.safety, p.safeErr = "", msg.err.Error()
+				p.safety, p.safeBasis, p.safeErr = "", "", msg.err.Error()
 			}
 		}
 		return p, nil
@@ -457,11 +459,14 @@ func (p pane) events(evs []engine.Event) (pane, tea.Cmd) {
 			if r.Kind == engine.ResultError && errors.Is(r.Err, engine.ErrIdentityChanged) {
 				cmds = append(cmds, p.markChanged(r.Sender))
 			}
-			if r.Sender == p.peer && p.safety == "" {
+			// Until it comes from the accounts, the number is read again
+			// as the person's messages come: a device list fetched since
+			// may have made it the accounts' one.
+			if r.Sender.User == p.peer.User && p.safeBasis != engine.SafetyAccounts {
 				cmds = append(cmds, p.loadSafety())
 			}
 		case engine.EventSent:
-			if e.Peer == p.peer && p.safety == "" {
+			if e.Peer.User == p.peer.User && p.safeBasis != engine.SafetyAccounts {
 				cmds = append(cmds, p.loadSafety())
 			}
 		case engine.EventIdentityAccepted:
@@ -533,7 +538,7 @@ func (p *pane) selectPeer(peer engine.Address) tea.Cmd {
 	}
 	p.switchDraft(p.peer, peer)
 	p.peer = peer
-	p.safety, p.safeErr = "", ""
+	p.safety, p.safeBasis, p.safeErr = "", "", ""
 	p.comp().SetPeer(peer)
 	p.updateBlocked()
 	return tea.Batch(p.tl().SetPeer(peer), p.loadSafety())

@@ -200,6 +200,8 @@ func (p pane) statusView() string {
 		text := " safety —"
 		switch {
 		case p.peer.IsZero():
+		case p.safety != "" && p.safeBasis == engine.SafetyAccounts:
+			text = " safety " + p.safety + " · accounts"
 		case p.safety != "":
 			text = " safety " + p.safety
 		default:

@@ -16,7 +16,6 @@ import (
 	"github.com/parley-chat/parley/engine/enginetest"
 	"github.com/parley-chat/parley/store"
 	"github.com/parley-chat/parley/themes"
-	"github.com/parley-chat/parley/wire"
 )
 
 // openRequestClient opens a fresh profile in request mode (as parley init
@@ -270,29 +269,5 @@ func TestAcceptElsewhereRefreshes(t *testing.T) {
 	s := r.waitFor("carol/1 in 1", "hello again", "waiting", "in 1 · out 0 (alt+4/5)")
 	if strings.Contains(s, "request (alt+7)") {
 		t.Fatalf("the status bar still counts the accepted request:\n%s", s)
-	}
-}
-
-// TestNoBellForDecidedElsewhere: a message that another device of this
-// person decided before it arrived here (finalized on arrival) rings no
-// bell; one that arrives undecided does.
-func TestNoBellForDecidedElsewhere(t *testing.T) {
-	m, _, _ := newTestRoot(t)
-	var out bytes.Buffer
-	m.bellOut, m.notify = &out, Notify{Bell: true}
-	carol := engine.MustParseAddress("carol/1")
-	id := wire.LogicalID{7}
-	decided := []engine.Event{
-		{Kind: engine.EventReceived, Peer: carol, Result: &engine.ReceiveResult{Kind: engine.ResultDelivery, Sender: carol, ID: id}},
-		{Kind: engine.EventReceived, Peer: carol, Result: &engine.ReceiveResult{Kind: engine.ResultDecided, Sender: carol, ID: id}},
-	}
-	m.blurred = true
-	runAll(m.announce(0, decided))
-	if out.Len() != 0 {
-		t.Fatalf("a message decided on another device rang %q", out.String())
-	}
-	runAll(m.announce(0, decided[:1]))
-	if !strings.Contains(out.String(), "\a") {
-		t.Fatalf("an undecided delivery out of view rang no bell: %q", out.String())
 	}
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/parley-chat/parley/tui/eventlog"
 	"github.com/parley-chat/parley/tui/internal/input"
 	"github.com/parley-chat/parley/tui/internal/picture"
-	"github.com/parley-chat/parley/wire"
 )
 
 // sideBySide is the narrowest terminal where two profiles show next to
@@ -410,21 +409,10 @@ func (m *Model) announce(pane int, evs []engine.Event) tea.Cmd {
 		return nil
 	}
 	p := m.panes[pane]
-	// A message another device of this person decided already (its
-	// decision came first and finalized it here on arrival) rings nothing.
-	decided := map[wire.LogicalID]engine.Address{}
-	for _, e := range evs {
-		if r := e.Result; e.Kind == engine.EventReceived && r != nil && r.Kind == engine.ResultDecided {
-			decided[r.ID] = r.Sender
-		}
-	}
 	var from []engine.Address
 	for _, e := range evs {
 		r := e.Result
 		if e.Kind != engine.EventReceived || r == nil || r.Kind != engine.ResultDelivery {
-			continue
-		}
-		if s, ok := decided[r.ID]; ok && s == r.Sender {
 			continue
 		}
 		if m.blurred && r.Sender == p.peer {

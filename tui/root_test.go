@@ -58,8 +58,10 @@ func (f *fakeClient) Identity() engine.IdentityKey                              
 func (f *fakeClient) Events() <-chan engine.Event                                   { return f.events }
 func (f *fakeClient) ResyncRequired() bool                                          { return false }
 func (f *fakeClient) MarkPresented(context.Context) error                           { return nil }
-func (f *fakeClient) SafetyNumber(context.Context, engine.Address) (string, error)  { return "", nil }
-func (f *fakeClient) Policy() engine.Policy                                         { return engine.Policy{} }
+func (f *fakeClient) Safety(context.Context, engine.Address) (engine.SafetyNumberView, error) {
+	return engine.SafetyNumberView{}, nil
+}
+func (f *fakeClient) Policy() engine.Policy { return engine.Policy{} }
 func (f *fakeClient) Trace(_ context.Context, peer engine.Address, id wire.LogicalID, dir engine.Direction) (engine.Trace, error) {
 	return engine.Trace{Peer: peer, ID: id, Direction: dir, State: "unknown"}, nil
 }

@@ -458,9 +458,8 @@ func (m Model) event(e engine.Event) (Model, tea.Cmd) {
 	case engine.EventReceived:
 		if r := e.Result; r != nil {
 			// Another device of the person counts: its ACK moves a
-			// message's device count, its decision a received one.
-			mine = r.Sender.User == m.peer.User &&
-				(r.Kind == engine.ResultAcknowledgement || r.Kind == engine.ResultDelivery || r.Kind == engine.ResultDecided)
+			// message's device count.
+			mine = r.Sender.User == m.peer.User && (r.Kind == engine.ResultAcknowledgement || r.Kind == engine.ResultDelivery)
 		}
 	case engine.EventStored, engine.EventSent, engine.EventTaken, engine.EventNotSent, engine.EventAbandoned, engine.EventIdentityAccepted, engine.EventFinalized:
 		mine = e.Peer == m.peer

@@ -239,7 +239,9 @@ func fit(s string, w int) string {
 func (m *Model) outState(e engine.HistoryEntry) string {
 	st := m.th.Timeline
 	if lanes := m.lanes[e.ID]; len(lanes) > 0 && e.State != engine.SentAbandoned {
-		return m.devicesState(e, lanes)
+		if s := m.devicesState(e, lanes); s != "" {
+			return s
+		}
 	}
 	switch e.State {
 	case engine.SentAcknowledged:
@@ -260,25 +262,33 @@ func (m *Model) outState(e engine.HistoryEntry) string {
 
 // devicesState is an own message's state to a person with several
 // devices: how many of them acknowledged it ("✓ 2/2 devices" once all
-// did), and the message's own state while some have not.
+// did), after the message's own state while some have not ("not sent"
+// when the last hand-off failed, so that a retry is asked for). It is ""
+// for a message that went to one device of the person (copies to this
+// person's other devices do not count).
 func (m *Model) devicesState(e engine.HistoryEntry, lanes []engine.LaneStatus) string {
 	st := m.th.Timeline
 	acked, total := 0, 0
 	for _, l := range lanes {
 		if l.Own {
-			continue // a copy to another device of this person
+			continue
 		}
 		total++
 		if l.State == engine.LaneAcknowledged {
 			acked++
 		}
 	}
-	count := fmt.Sprintf("%d/%d devices", acked, total)
-	if total > 0 && acked == total {
-		return st.Acked.Render("✓ " + count)
+	if total < 2 {
+		return ""
 	}
-	if e.State == engine.SentAcknowledged {
+	count := fmt.Sprintf("%d/%d devices", acked, total)
+	switch s, _ := m.states.Get(e.ID); {
+	case acked == total:
+		return st.Acked.Render("✓ " + count)
+	case e.State == engine.SentAcknowledged:
 		return st.Acked.Render("acknowledged · " + count)
+	case s == sent.NotSent:
+		return st.NotSent.Render(s.String() + " · " + count)
 	}
 	return st.Pending.Render("pending · " + count)
 }
