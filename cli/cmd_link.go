@@ -117,13 +117,16 @@ func cmdLink(ctx context.Context, env *cliEnv, cmd *command, args []string) erro
 
 func cmdDevice(ctx context.Context, env *cliEnv, cmd *command, args []string) error {
 	f := newFlags(cmd, env, true)
-	yes := f.Bool("yes", false, "confirm the six digits without asking")
+	yes := f.Bool("yes", false, "confirm without asking (the six digits, or the removal)")
 	ops, err := f.parse(env, args, 2, 2)
 	if err != nil {
 		return err
 	}
+	if ops[0] == "remove" {
+		return deviceRemove(ctx, env, f, ops[1], *yes)
+	}
 	if ops[0] != "add" {
-		return usagef("parley device add CODE: %s is not a subcommand", textValue(ops[0]))
+		return usagef("parley device add CODE or parley device remove USER/N: %s is not a subcommand", textValue(ops[0]))
 	}
 	code, err := engine.ParseLinkCode(strings.TrimPrefix(strings.TrimSpace(ops[1]), "code="))
 	if err != nil {
