@@ -181,18 +181,21 @@ func importLinkHistory(ctx context.Context, env *cliEnv, p *profile.Profile, bat
 
 func cmdDevice(ctx context.Context, env *cliEnv, cmd *command, args []string) error {
 	f := newFlags(cmd, env, true)
-	yes := f.Bool("yes", false, "confirm the six digits without asking")
-	historyFlag := f.String("history", "all", "the history the new device gets: all, none, or the last N days (30d); this device decides")
+	yes := f.Bool("yes", false, "confirm without asking (the six digits, or the removal)")
+	historyFlag := f.String("history", "all", "for add: the history the new device gets: all, none, or the last N days (30d); this device decides")
 	ops, err := f.parse(env, args, 2, 2)
 	if err != nil {
 		return err
+	}
+	if ops[0] == "remove" {
+		return deviceRemove(ctx, env, f, ops[1], *yes)
 	}
 	choice, err := engine.ParseHistoryChoice(*historyFlag)
 	if err != nil {
 		return usagef("--history: %v", err)
 	}
 	if ops[0] != "add" {
-		return usagef("parley device add CODE: %s is not a subcommand", textValue(ops[0]))
+		return usagef("parley device add CODE or parley device remove USER/N: %s is not a subcommand", textValue(ops[0]))
 	}
 	code, err := engine.ParseLinkCode(strings.TrimPrefix(strings.TrimSpace(ops[1]), "code="))
 	if err != nil {

@@ -26,7 +26,7 @@ var commandTable = []*command{
 	{name: "init", args: "--address ADDR --relay URL [--relay-ca FILE] [--accept-all]", summary: "make a profile and publish its prekey bundle; prints the identity fingerprint", run: cmdInit},
 	{name: "identity", args: "", summary: "print the own address and identity fingerprint", run: cmdIdentity},
 	{name: "link", args: "--relay URL [--yes]", summary: "make this profile a new device of an account: prints code=, then check=, then address= once linked", run: cmdLink},
-	{name: "device", args: "add CODE [--yes]", summary: "link the new device that printed CODE to this account (on the device holding the account key)", run: cmdDevice},
+	{name: "device", args: "add CODE | remove USER/N [--yes]", summary: "link the new device that printed CODE to this account, or remove one of its devices (on the device holding the account key)", run: cmdDevice},
 	{name: "backup", args: "--to FILE [--backup-passphrase-file FILE]", summary: "write a sealed archive of the account key and the history (on the device holding the account key)", run: cmdBackup},
 	{name: "restore", args: "FILE --relay URL [--backup-passphrase-file FILE]", summary: "make a new device of the account from a backup in --profile DIR, with its history (run again to resume)", run: cmdRestore},
 	{name: "devices", args: "", summary: "list the devices of this person's account, from the device list held here", run: cmdDevices},

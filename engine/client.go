@@ -124,6 +124,9 @@ type Client struct {
 	peerListEpoch    uint64                           // relay link epoch the peers' device lists were last checked on
 	listChecked      map[string]bool                  // people whose device list was checked on listCheckedEpoch (maxListChecks)
 	listCheckedEpoch uint64
+	// sentLists are the people messages were stored to since the last
+	// round, whose list the round checks with the relay (checkSentLists).
+	sentLists map[string]bool
 	// decisionsDue is set when a decision was heard; decisionsKept while
 	// some are kept; decisionsChecked once the kept ones were read
 	// (decision.go).

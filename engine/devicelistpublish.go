@@ -36,6 +36,11 @@ type DeviceListReader interface {
 	// ErrNoDeviceList when it holds none, ErrDeviceListsUnsupported when
 	// it keeps none.
 	FetchDeviceList(ctx context.Context, user string) (wire.DeviceList, error)
+	// CheckDeviceList asks whether the relay holds a list of user later
+	// than generation (kind 48, the stale-list answer): nil when it does
+	// not, else that list; ErrDeviceListsUnsupported when the relay did
+	// not announce wire.FeatureDeviceListCheck.
+	CheckDeviceList(ctx context.Context, user string, generation uint64) (*wire.DeviceList, error)
 }
 
 // ErrDeviceListsUnsupported means the relay of the current connection keeps
@@ -55,10 +60,13 @@ func (e *DeviceListRefusedError) Error() string {
 
 // UpdateDeviceList replaces the device list the profile holds, by
 // compare-and-set: only when the list held is still From (its encoding),
-// else ErrConflict and nothing changes.
+// else ErrConflict and nothing changes. The pending lanes to the devices
+// of Removed (RevokedSince: devices List revokes) end LaneRemoved in the
+// same transaction.
 type UpdateDeviceList struct {
-	From []byte // wire.EncodeDeviceList of the list held
-	List []byte // wire.EncodeDeviceList of its successor
+	From    []byte // wire.EncodeDeviceList of the list held
+	List    []byte // wire.EncodeDeviceList of its successor
+	Removed []Address
 }
 
 func (UpdateDeviceList) plan() {}
@@ -121,7 +129,8 @@ func (c *Client) PublishDeviceList(ctx context.Context) error {
 	if bytes.Equal(from, to) {
 		return nil
 	}
-	if _, err := c.store.Apply(ctx, UpdateDeviceList{From: from, List: to}); err != nil {
+	removed := RevokedSince(&a.List, *refused.Current)
+	if _, err := c.store.Apply(ctx, UpdateDeviceList{From: from, List: to, Removed: removed}); err != nil {
 		return fmt.Errorf("adopt the relay's device list (generation %d): %w", refused.Current.Generation, err)
 	}
 	return nil

@@ -107,10 +107,12 @@ func (c *Client) Enqueue(ctx context.Context, reqs []SendRequest) ([]SendResult,
 		switch p := p.(type) {
 		case Hold:
 			c.emit(Event{Kind: EventStored, At: now, Peer: p.Recipient, ID: p.ID, marker: receipts[j].Marker})
+			c.listSentTo(p.Recipient.User)
 		case PersonSend:
 			for _, l := range p.Lanes {
 				c.emit(Event{Kind: EventStored, At: now, Peer: l.Recipient, ID: p.ID, marker: receipts[j].Marker})
 			}
+			c.listSentTo(p.Conversation.User)
 		}
 	}
 	c.wantPump()

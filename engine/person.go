@@ -115,7 +115,10 @@ func conversationOf(l wire.DeviceList) Address {
 // HoldPeerDeviceList stores a peer person's device list, by compare-and-set
 // on the generation held (From, 0 for none): a list stored meanwhile by
 // another pass makes it ErrConflict, and nothing changes. The
-// conversation address is set with the first list and kept after.
+// conversation address is set with the first list and kept after. The
+// pending lanes to the devices of Removed (RevokedSince: devices the list
+// revokes that the one held did not) end LaneRemoved in the same
+// transaction, so no more goes to a device its person removed.
 type HoldPeerDeviceList struct {
 	User         string
 	From         uint64
@@ -124,6 +127,62 @@ type HoldPeerDeviceList struct {
 	List         []byte // wire.EncodeDeviceList
 	Conversation Address
 	At           time.Time
+	Removed      []Address
+	// Added are lanes to devices the list names that the one held did
+	// not, of messages still pending to the person: each is stored (an
+	// outbound row and its person_lane, beside one for the lane it was
+	// copied from) unless its message ended meanwhile.
+	Added []AddedLane
+}
+
+// AddedLane is a lane of a pending message to a person added for a device
+// their newer list names: the frame of the message's lane From, to
+// Recipient.
+type AddedLane struct {
+	Conversation Address
+	ID           wire.LogicalID
+	From         Address
+	Recipient    Address
+	Frame        []byte
+}
+
+// maxAddedLanes bounds the pending messages that get a lane to a device a
+// newer list names, per list held: the oldest pending ones are reached,
+// the rest go to the devices the person had.
+const maxAddedLanes = 256
+
+// addedLanes returns the lanes that reach the devices next names as active
+// and prev did not, for the text messages pending to the person in
+// conversation conv.
+func (c *Client) addedLanes(ctx context.Context, prev *wire.DeviceList, next wire.DeviceList, conv Address) ([]AddedLane, error) {
+	if prev == nil {
+		return nil, nil
+	}
+	var fresh []Address
+	for _, d := range ActiveAddresses(next) {
+		if e, ok := findEntry(prev, d.Device); !ok || e.State != wire.DeviceActive {
+			fresh = append(fresh, d)
+		}
+	}
+	if len(fresh) == 0 {
+		return nil, nil
+	}
+	pending, err := c.store.PendingToPerson(ctx, next.User, maxAddedLanes)
+	if err != nil {
+		return nil, err
+	}
+	seen := make(map[wire.LogicalID]bool, len(pending))
+	var out []AddedLane
+	for _, m := range pending {
+		if seen[m.ID] || m.Group != nil || m.Content != wire.ContentText {
+			continue
+		}
+		seen[m.ID] = true
+		for _, d := range fresh {
+			out = append(out, AddedLane{Conversation: conv, ID: m.ID, From: m.Recipient, Recipient: d, Frame: m.Frame})
+		}
+	}
+	return out, nil
 }
 
 func (HoldPeerDeviceList) plan() {}
@@ -214,6 +273,13 @@ func (c *Client) RefreshPeerList(ctx context.Context, user string) (PeerAccount,
 		// any) stays, and the next connection asks again.
 		return held, ok, ctx.Err()
 	}
+	return c.takePeerList(ctx, user, held, ok, got)
+}
+
+// takePeerList holds got, a list of user a relay served, in place of held
+// (ok false: none held) when DecidePeerDeviceList takes it: in one
+// transaction with the lanes it ends and adds (HoldPeerDeviceList).
+func (c *Client) takePeerList(ctx context.Context, user string, held PeerAccount, ok bool, got wire.DeviceList) (PeerAccount, bool, error) {
 	var prev *wire.DeviceList
 	if ok {
 		prev = &held.List
@@ -233,14 +299,75 @@ func (c *Client) RefreshPeerList(ctx context.Context, user string) (PeerAccount,
 		return held, ok, fmt.Errorf("device list of %s: %w", user, err)
 	}
 	p := HoldPeerDeviceList{User: user, AccountKey: got.AccountKey, Generation: got.Generation, List: enc,
-		Conversation: conversationOf(got), At: c.cfg.Now()}
+		Conversation: conversationOf(got), At: c.cfg.Now(), Removed: RevokedSince(prev, got)}
 	if ok {
 		p.From, p.Conversation = held.List.Generation, held.Conversation
+	}
+	if p.Added, err = c.addedLanes(ctx, prev, got, p.Conversation); err != nil {
+		return held, ok, fmt.Errorf("device list of %s: %w", user, err)
 	}
 	if _, err := c.store.Apply(ctx, p); err != nil {
 		return held, ok, fmt.Errorf("hold the device list of %s: %w", user, err)
 	}
+	if len(p.Added) > 0 {
+		c.wantLanesPumped()
+	}
 	return PeerAccount{List: got, Conversation: p.Conversation, FetchedAt: p.At}, true, nil
+}
+
+// listSentTo notes that a message to user's person was stored: the next
+// round asks the relay whether the list held is still the latest
+// (checkSentLists), at most maxListChecks people per round.
+func (c *Client) listSentTo(user string) {
+	if user == c.self.User {
+		return
+	}
+	c.loopMu.Lock()
+	defer c.loopMu.Unlock()
+	if c.sentLists == nil {
+		c.sentLists = make(map[string]bool)
+	}
+	if len(c.sentLists) < maxListChecks {
+		c.sentLists[user] = true
+	}
+}
+
+// checkSentLists is the sender's side of the stale-list answer: for each
+// person a message was stored to since the last round, it tells a relay
+// that announced wire.FeatureDeviceListCheck the generation held (kind
+// 48); a relay holding a later list sends it back, and the client holds it
+// with the lanes it lacks (takePeerList), which this round's pump then
+// hands off. A device linked since is so reached without waiting for the
+// next connection. A failure is reported, never returned; the next
+// connection's check catches up.
+func (c *Client) checkSentLists(ctx context.Context) {
+	f, known := c.relay.RelayFeatures()
+	if !c.link().Up || !known || !f.Has(wire.FeatureDeviceListCheck) {
+		return
+	}
+	c.loopMu.Lock()
+	users := make([]string, 0, len(c.sentLists))
+	for u := range c.sentLists {
+		users = append(users, u)
+	}
+	c.sentLists = nil
+	c.loopMu.Unlock()
+	sort.Strings(users)
+	for _, u := range users {
+		held, ok, err := c.store.PeerAccount(ctx, u)
+		if err == nil && ok {
+			var got *wire.DeviceList
+			if got, err = c.relay.CheckDeviceList(ctx, u, held.List.Generation); err == nil && got != nil {
+				_, _, err = c.takePeerList(ctx, u, held, ok, *got)
+			}
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			c.emit(Event{Kind: EventSyncFailed, At: c.cfg.Now(), Op: "peer-device-list", Err: err})
+		}
+	}
 }
 
 // refreshPeerListsOnConnect checks, once per connection, the lists of the

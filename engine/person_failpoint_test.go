@@ -16,7 +16,9 @@ import (
 // devices: "linkfake:DEVICE" (run on the account's first device: its list
 // gains DEVICE, countersigned by DEVICE's identity, stored here and
 // served by the network, as a link ceremony would leave it) and
-// "checkpeer:PEER" (CheckPeer, which holds the person's list). It reports
+// "checkpeer:PEER" (CheckPeer, which holds the person's list),
+// "publishfake" (the network serves the account's list as held here) and
+// "removefake:DEVICE" (removeFake). It reports
 // false for any other op.
 func personOp(ctx context.Context, w fpWorld, st *store.DB, c *engine.Client, ep *enginetest.FileEndpoint, name, arg string) (bool, error) {
 	switch name {
@@ -28,6 +30,17 @@ func personOp(ctx context.Context, w fpWorld, st *store.DB, c *engine.Client, ep
 		return true, w.linkCut(ctx, st, engine.MustParseAddress(arg))
 	case "checkcut":
 		return true, checkCut(ctx, st, engine.MustParseAddress(arg))
+	case "publishfake":
+		a, err := engine.LoadAccount(ctx, st)
+		if err != nil {
+			return true, err
+		}
+		if err := ep.Network().SetDeviceList(a.List); err != nil {
+			return true, err
+		}
+		return true, ep.Save()
+	case "removefake":
+		return true, w.removeFake(ctx, st, ep, engine.MustParseAddress(arg))
 	}
 	return false, nil
 }
@@ -131,6 +144,38 @@ func (w fpWorld) linkFake(ctx context.Context, st *store.DB, ep *enginetest.File
 	return ep.Save()
 }
 
+// removeFake removes dev from the account of the first device as
+// RemoveDevice does, the relay taking the list first: the network holds
+// the next generation with dev revoked, then the profile stores it with
+// its lanes to dev ended (UpdateDeviceList). Run again after a failure, it
+// signs the same list (Ed25519 is deterministic) and completes.
+func (w fpWorld) removeFake(ctx context.Context, st *store.DB, ep *enginetest.FileEndpoint, dev engine.Address) error {
+	a, err := engine.LoadAccount(ctx, st)
+	if err != nil {
+		return err
+	}
+	next, err := engine.RemovedDeviceList(a.Key, a.List, dev.Device)
+	if err != nil {
+		return err
+	}
+	if err := ep.Network().SetDeviceList(next); err != nil {
+		return err
+	}
+	if err := ep.Save(); err != nil {
+		return err
+	}
+	from, err := wire.EncodeDeviceList(a.List)
+	if err != nil {
+		return err
+	}
+	to, err := wire.EncodeDeviceList(next)
+	if err != nil {
+		return err
+	}
+	_, err = st.Apply(ctx, engine.UpdateDeviceList{From: from, List: to, Removed: []engine.Address{dev}})
+	return err
+}
+
 // personScenarios are the failpoint matrix's scenarios of lanes per
 // device: holding a person's list, storing a message on a lane per device,
 // the pump's pass over those lanes, and a sent copy's receive. Switched off
@@ -157,6 +202,20 @@ func personScenarios() []fpScenario {
 		{name: "link cut", devices: []string{"alice/1", "bob/1"}, setup: established(),
 			target: fpStep{"alice/1", "linkcut:alice/2"}, heal: []fpStep{{"alice/1", "checkcut:alice/2"}},
 			want: map[string]map[string][]string{"bob/1": {"alice/1": {"hello"}}}},
+		// Removing a device: the account's device ends its sent copies
+		// to it; a peer holding the new list ends its lanes to it.
+		{name: "remove an own device", devices: []string{"alice/1", "alice/2", "bob/1"},
+			setup:  []fpStep{{"alice/1", "linkfake:alice/2"}, {"alice/1", "enqueue:bob/1:hello"}},
+			target: fpStep{"alice/1", "removefake:alice/2"}, want: map[string]map[string][]string{"bob/1": {"alice/1": {"hello"}}}},
+		{name: "peer list removes a device", devices: abb,
+			setup:  append(held, fpStep{"alice/1", "enqueue:bob/1:hello"}, fpStep{"bob/1", "removefake:bob/2"}),
+			target: fpStep{"alice/1", "checkpeer:bob/1"}, want: map[string]map[string][]string{"bob/1": {"alice/1": {"hello"}}}},
+		// A newer list naming a device linked since: the message pending
+		// to the person gets a lane to it in the hold's transaction.
+		{name: "peer list adds a lane", devices: abb,
+			setup: []fpStep{{"bob/1", "publishfake"}, {"alice/1", "checkpeer:bob/1"}, {"alice/1", "enqueue:bob/1:hello"},
+				{"bob/1", "linkfake:bob/2"}},
+			target: fpStep{"alice/1", "checkpeer:bob/1"}, want: both},
 		{name: "sent copy receive", devices: []string{"alice/1", "alice/2", "bob/1"},
 			setup:  []fpStep{{"alice/1", "linkfake:alice/2"}, {"alice/1", "enqueue:bob/1:hello"}, {"alice/1", "pump"}, {"alice/2", "stage"}},
 			target: fpStep{"alice/2", "process"}, want: map[string]map[string][]string{"bob/1": {"alice/1": {"hello"}}}},

@@ -72,6 +72,10 @@ type Store interface {
 	// PinnedDevices returns up to limit devices of user whose identity
 	// this device pinned, by address.
 	PinnedDevices(ctx context.Context, user string, limit int) ([]Address, error)
+	// PendingToPerson returns up to limit pending sent messages to
+	// devices of user, oldest first (person.go: lanes added for devices a
+	// newer list names).
+	PendingToPerson(ctx context.Context, user string, limit int) ([]OutboundMessage, error)
 	// PersonLanes returns the lanes of an own message to a person, by
 	// recipient: none for a message sent to one device (a Hold).
 	PersonLanes(ctx context.Context, conversation Address, id wire.LogicalID) ([]LaneStatus, error)

@@ -73,3 +73,12 @@ func (l *lazyRelay) FetchDeviceList(ctx context.Context, user string) (wire.Devi
 	}
 	return c.FetchDeviceList(ctx, user)
 }
+
+// CheckDeviceList implements engine.DeviceListReader.
+func (l *lazyRelay) CheckDeviceList(ctx context.Context, user string, generation uint64) (*wire.DeviceList, error) {
+	c, err := l.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return c.CheckDeviceList(ctx, user, generation)
+}

@@ -31,17 +31,18 @@ func (t *tx) updateDeviceList(ctx context.Context, p engine.UpdateDeviceList) er
 	if _, err := t.runOne(ctx, "account-list-update", engine.ErrConflict, sqlUpdateList, p.List, p.From); err != nil {
 		return fmt.Errorf("replace the device list (changed underneath?): %w", err)
 	}
-	return nil
+	return t.endPersonLanesTo(ctx, p.Removed)
 }
 
 func validateUpdateDeviceList(p engine.UpdateDeviceList) error {
 	if _, err := wire.DecodeDeviceList(p.From); err != nil {
 		return invalid("device list held: %v", err)
 	}
-	if _, err := wire.DecodeDeviceList(p.List); err != nil {
+	l, err := wire.DecodeDeviceList(p.List)
+	if err != nil {
 		return invalid("device list: %v", err)
 	}
-	return nil
+	return checkRemoved(l.User, p.List, p.Removed)
 }
 
 // createAccount stores the account; a profile that has one is refused

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/wire"
@@ -34,6 +35,17 @@ const (
 	// sqlPersonLanesOpen counts the lanes of a message to the person (not
 	// the sent copies) still pending or acknowledged.
 	sqlPersonLanesOpen = "SELECT count(*) FROM person_lane WHERE conversation = ? AND id = ? AND own = 0 AND state IN (1, 3)"
+	// sqlPendingPersonLanesTo reads the pending lanes to one device (a
+	// device its person removed), at most one per message pending to it.
+	sqlPendingPersonLanesTo = "SELECT id FROM person_lane WHERE recipient = ? AND state = 1"
+	// sqlPendingToPerson reads the pending sent messages to the devices
+	// of one user (the address range "user/" to "user0"), oldest first.
+	sqlPendingToPerson = "SELECT seq, recipient, id, created_at, sealed_frame FROM outbound WHERE recipient >= ? AND recipient < ? ORDER BY seq LIMIT ?"
+	// sqlSentPending says whether a sent message's entry is still pending.
+	sqlSentPending = "SELECT 1 FROM history WHERE peer = ? AND direction = 2 AND id = ? AND state = 1"
+	// sqlEnsurePersonLane records the lane an added lane was copied from,
+	// for a message that was sent to that device alone (a Hold).
+	sqlEnsurePersonLane = "INSERT INTO person_lane (recipient, id, conversation, own, state) VALUES (?, ?, ?, 0, 1) ON CONFLICT DO NOTHING"
 	// sqlSetSentStateFrom moves a sent message's entry on from pending, if
 	// it is still pending (an earlier lane may have moved it).
 	sqlSetSentStateFrom = "UPDATE history SET state = ? WHERE peer = ? AND direction = 2 AND id = ? AND state = 1"
@@ -54,6 +66,108 @@ func (t *tx) holdPeerDeviceList(ctx context.Context, p engine.HoldPeerDeviceList
 		int64(p.Generation), p.List, p.At.UnixNano(), p.User, int64(p.From), p.AccountKey[:]); err != nil {
 		return fmt.Errorf("replace the device list of %s (changed underneath?): %w", p.User, err)
 	}
+	if err := t.endPersonLanesTo(ctx, p.Removed); err != nil {
+		return err
+	}
+	return t.addPersonLanes(ctx, p.Added, p.At)
+}
+
+// addPersonLanes stores the lanes a newer list adds to messages pending to
+// a person: a message that ended meanwhile (its entry no longer pending)
+// or that has the lane already gets none.
+func (t *tx) addPersonLanes(ctx context.Context, added []engine.AddedLane, at time.Time) error {
+	if len(added) == 0 {
+		return nil
+	}
+	t.db.personLanesHeld.Store(true)
+	for _, l := range added {
+		var one int64
+		found, err := t.scan(ctx, "sent-pending-read", sqlSentPending, []any{l.Conversation.String(), l.ID[:]}, &one)
+		if err != nil {
+			return err
+		}
+		if !found {
+			continue
+		}
+		if _, err := t.run(ctx, "person-lane-source", sqlEnsurePersonLane, l.From.String(), l.ID[:], l.Conversation.String()); err != nil {
+			return err
+		}
+		to := l.Recipient.String()
+		n, err := t.run(ctx, "outbound-insert", sqlInsertOutbound,
+			to, l.ID[:], at.UnixNano(), t.db.seal.seal(kindOutboundFrame, messageKey(l.Recipient, l.ID), l.Frame))
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			continue // the lane is there already
+		}
+		if _, err := t.run(ctx, "person-lane-add", sqlEnsurePersonLane, to, l.ID[:], l.Conversation.String()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// endPersonLanesTo ends every pending lane to the devices of removed (a
+// person removed them from their list): the outbound row goes, the lane
+// ends LaneRemoved, and the history entry moves on as personLaneEnded
+// says.
+func (t *tx) endPersonLanesTo(ctx context.Context, removed []engine.Address) error {
+	if len(removed) == 0 || !t.db.personLanesHeld.Load() {
+		return nil
+	}
+	for _, d := range removed {
+		rows, err := t.tx.QueryContext(ctx, sqlPendingPersonLanesTo, d.String())
+		if err != nil {
+			return fmt.Errorf("read lanes to %s: %w", d, mapErr(err))
+		}
+		var ids []wire.LogicalID
+		for rows.Next() {
+			var id []byte
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return fmt.Errorf("read lanes to %s: %w", d, mapErr(err))
+			}
+			if len(id) == len(wire.LogicalID{}) {
+				ids = append(ids, wire.LogicalID(id))
+			}
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return fmt.Errorf("read lanes to %s: %w", d, mapErr(err))
+		}
+		for _, id := range ids {
+			if _, err := t.run(ctx, "outbound-delete", sqlDeleteOutbound, d.String(), id[:]); err != nil {
+				return err
+			}
+			if _, err := t.personLaneEnded(ctx, d, id, engine.LaneRemoved); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkRemoved checks that every device of removed is one of user's that
+// list revokes.
+func checkRemoved(user string, list []byte, removed []engine.Address) error {
+	if len(removed) == 0 {
+		return nil
+	}
+	l, err := wire.DecodeDeviceList(list)
+	if err != nil {
+		return invalid("device list: %v", err)
+	}
+	for _, d := range removed {
+		revoked := false
+		for _, e := range l.Entries {
+			revoked = revoked || (e.Number == d.Device && e.State == wire.DeviceRevoked)
+		}
+		if d.User != user || l.User != user || !revoked {
+			return invalid("%s is not a device the list of %s revokes", d, user)
+		}
+	}
 	return nil
 }
 
@@ -69,7 +183,55 @@ func validateHoldPeerDeviceList(p engine.HoldPeerDeviceList) error {
 	case p.Conversation.User != p.User:
 		return invalid("conversation %s of %s", p.Conversation, p.User)
 	}
-	return errors.Join(checkAddress("conversation", p.Conversation), checkTime("at", p.At))
+	err = errors.Join(checkAddress("conversation", p.Conversation), checkTime("at", p.At), checkRemoved(p.User, p.List, p.Removed))
+	for _, a := range p.Added {
+		err = errors.Join(err, checkAddress("added lane", a.Recipient), checkAddress("added lane source", a.From))
+		switch {
+		case a.Recipient.User != p.User || a.From.User != p.User:
+			err = errors.Join(err, invalid("added lane of message %x from %s to %s: not devices of %s", a.ID[:], a.From, a.Recipient, p.User))
+		case a.Conversation != p.Conversation:
+			err = errors.Join(err, invalid("added lane of message %x in %s, not %s", a.ID[:], a.Conversation, p.Conversation))
+		}
+		if f, ferr := engine.DecodeStoredFrame(a.Frame); ferr != nil || f.ID != a.ID {
+			err = errors.Join(err, invalid("added lane of message %x: its frame is not the message's", a.ID[:]))
+		}
+	}
+	return err
+}
+
+// PendingToPerson implements engine.Store.
+func (db *DB) PendingToPerson(ctx context.Context, user string, limit int) ([]engine.OutboundMessage, error) {
+	if err := db.checkOpen("read pending messages"); err != nil {
+		return nil, err
+	}
+	rows, err := db.query(ctx, sqlPendingToPerson, user+"/", user+"0", limit)
+	if err != nil {
+		return nil, db.readErr("read pending messages", err)
+	}
+	defer rows.Close()
+	var out []engine.OutboundMessage
+	for rows.Next() {
+		var m engine.OutboundMessage
+		var to string
+		var id, sealed []byte
+		var created int64
+		if err := rows.Scan(&m.Seq, &to, &id, &created, &sealed); err != nil {
+			return nil, db.readErr("read pending messages", err)
+		}
+		a, err := engine.ParseAddress(to)
+		if err != nil || a.User != user || len(id) != len(m.ID) {
+			continue
+		}
+		m.Recipient, m.ID, m.CreatedAt = a, wire.LogicalID(id), nsTime(created)
+		if err := db.openOutbound(&m, sealed); err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, db.readErr("read pending messages", err)
+	}
+	return out, nil
 }
 
 // personSend stores a message to a person: one history entry in the

@@ -90,3 +90,29 @@ func (e *noDeviceList) Error() string {
 func (e *noDeviceList) Is(target error) bool { return target == engine.ErrNoDeviceList }
 
 func (e *noDeviceList) Unwrap() error { return e.err }
+
+// CheckDeviceList asks whether the relay holds a list of user later than
+// generation, the one held here: nil when it does not, else the later list.
+// A relay known not to announce wire.FeatureDeviceListCheck is not asked
+// (ErrDeviceListsUnsupported); one asked before its features came and
+// refusing the request is taken as not serving it.
+func (c *Conn) CheckDeviceList(ctx context.Context, user string, generation uint64) (*wire.DeviceList, error) {
+	if f, known := c.RelayFeatures(); known && !f.Has(wire.FeatureDeviceListCheck) {
+		return nil, fmt.Errorf("check device list: %w", ErrDeviceListsUnsupported)
+	}
+	r, err := c.call(ctx, wire.CheckDeviceList{User: user, Generation: generation})
+	if err != nil {
+		// A request sent before the features came is settled by them.
+		if f, known := c.RelayFeatures(); known && !f.Has(wire.FeatureDeviceListCheck) {
+			err = ErrDeviceListsUnsupported
+		}
+		return nil, fmt.Errorf("check device list of %s: %w", user, err)
+	}
+	switch r := r.(type) {
+	case wire.Done:
+		return nil, nil
+	case wire.DeviceListReply:
+		return &r.List, nil
+	}
+	return nil, unexpected(wire.RelayCheckDeviceList, r)
+}

@@ -329,7 +329,7 @@ func EncodeRelay(request uint32, m RelayMessage) ([]byte, error) {
 		Accepted, Refused, Deliver, AckRows, Done, Error, PrekeyPool, EnvelopeStatus, Features,
 		BlobCreate, BlobCreated, BlobPut, BlobStat, BlobHeld, BlobGet, BlobData, BlobRefused, SenderBlock, EnvelopeLifetime,
 		SubmitBatch, BatchResults, SubmitMulti, PublishDeviceList, FetchDeviceList, DeviceListReply, DeviceListRefused,
-		ProvisionOpen, ProvisionOpened, ProvisionMessage, ProvisionClosed:
+		ProvisionOpen, ProvisionOpened, ProvisionMessage, ProvisionClosed, CheckDeviceList:
 	default:
 		// Before m.RelayKind: a nil pointer would panic there.
 		return nil, fmt.Errorf("wire: encode relay message: unsupported type %T: %w", m, ErrMalformed)

@@ -28,7 +28,7 @@ const relayLastKind = RelaySubmitMulti
 // so that kinds added alongside them on other branches need not move.
 func knownRelayKind(kind RelayKind) bool {
 	return (kind >= RelayChallenge && kind <= relayLastKind) || (kind >= relayDeviceFirst && kind <= relayDeviceLast) ||
-		(kind >= relayProvisionFirst && kind <= relayProvisionLast)
+		(kind >= relayProvisionFirst && kind <= relayProvisionLast) || kind == RelayCheckDeviceList
 }
 
 // laterKindName names the kinds past the first table (relay.go): the blob
@@ -50,6 +50,8 @@ func laterKindName(k RelayKind) string {
 		return relayDeviceKindNames[k-relayDeviceFirst]
 	case k >= relayProvisionFirst && k <= relayProvisionLast:
 		return relayProvisionKindNames[k-relayProvisionFirst]
+	case k == RelayCheckDeviceList:
+		return "check device list"
 	}
 	return ""
 }
@@ -187,6 +189,8 @@ func appendRelayPush(b []byte, m RelayMessage) ([]byte, error) {
 		return appendRelayProvision(b, m)
 	}
 	switch m := m.(type) {
+	case CheckDeviceList:
+		return appendCheckDeviceList(b, m)
 	case EnvelopeStatus:
 		if !m.State.valid() {
 			return nil, fmt.Errorf("unknown envelope state %d: %w", m.State, ErrMalformed)
@@ -225,6 +229,8 @@ func (r *reader) relayPush(kind RelayKind) RelayMessage {
 		return r.relayProvision(kind)
 	}
 	switch kind {
+	case RelayCheckDeviceList:
+		return r.checkDeviceList()
 	case RelayEnvelopeStatus:
 		var s EnvelopeStatus
 		r.array(s.EnvelopeID[:], "envelope ID")

@@ -1,7 +1,9 @@
 package enginetest
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"time"
 
 	"github.com/parley-chat/parley/engine"
@@ -87,10 +89,49 @@ func (e *FileEndpoint) SubmitBatch(ctx context.Context, envs []wire.Envelope) []
 	return SubmitEach(ctx, e.Submit, envs)
 }
 
-// PublishDeviceList implements engine.DeviceListPublisher: the network
-// keeps no device lists.
-func (e *Endpoint) PublishDeviceList(context.Context, wire.DeviceList) error {
-	return engine.ErrDeviceListsUnsupported
+// PublishDeviceList implements engine.DeviceListPublisher. A network that
+// keeps no lists (none was set) says so; one that keeps lists takes l by
+// the relay's rules: the list held again is done, a first list or the
+// held list's successor (engine.VerifyDeviceList) is held, a stale one is
+// refused with the list held, any other refused as invalid.
+func (e *Endpoint) PublishDeviceList(_ context.Context, l wire.DeviceList) error {
+	e.n.mu.Lock()
+	defer e.n.mu.Unlock()
+	if len(e.n.lists) == 0 {
+		return engine.ErrDeviceListsUnsupported
+	}
+	enc, err := wire.EncodeDeviceList(l)
+	if err != nil {
+		return &engine.DeviceListRefusedError{Reason: wire.DeviceListInvalid}
+	}
+	var prev *wire.DeviceList
+	if b, ok := e.n.lists[l.User]; ok {
+		if bytes.Equal(b, enc) {
+			return nil
+		}
+		held, err := wire.DecodeDeviceList(b)
+		if err != nil {
+			return err
+		}
+		prev = &held
+	}
+	switch err := engine.VerifyDeviceList(l, prev); {
+	case errors.Is(err, engine.ErrDeviceListStale):
+		return &engine.DeviceListRefusedError{Reason: wire.DeviceListStale, Current: prev}
+	case err != nil:
+		return &engine.DeviceListRefusedError{Reason: wire.DeviceListInvalid}
+	}
+	e.n.lists[l.User] = enc
+	return nil
+}
+
+// PublishDeviceList implements engine.DeviceListPublisher, saving the
+// network after a list it took.
+func (e *FileEndpoint) PublishDeviceList(ctx context.Context, l wire.DeviceList) error {
+	if err := e.Endpoint.PublishDeviceList(ctx, l); err != nil {
+		return err
+	}
+	return e.Save()
 }
 
 // FetchDeviceList implements engine.DeviceListReader: the list a test
@@ -108,4 +149,24 @@ func (e *Endpoint) FetchDeviceList(_ context.Context, user string) (wire.DeviceL
 		return wire.DeviceList{}, engine.ErrNoDeviceList
 	}
 	return wire.DeviceList{}, engine.ErrDeviceListsUnsupported
+}
+
+// CheckDeviceList implements engine.DeviceListReader: the network answers
+// as a relay with FeatureDeviceListCheck would, from the lists it keeps.
+func (e *Endpoint) CheckDeviceList(_ context.Context, user string, generation uint64) (*wire.DeviceList, error) {
+	e.n.mu.Lock()
+	b, ok := e.n.lists[user]
+	any := len(e.n.lists) > 0
+	e.n.mu.Unlock()
+	if !any {
+		return nil, engine.ErrDeviceListsUnsupported
+	}
+	if !ok {
+		return nil, nil
+	}
+	l, err := wire.DecodeDeviceList(b)
+	if err != nil || l.Generation <= generation {
+		return nil, err
+	}
+	return &l, nil
 }

@@ -127,3 +127,13 @@ func (s *Server) evict(address string, key [32]byte) {
 		}
 	}
 }
+
+// evictRemoved closes the connections of address, a device its account's
+// list now revokes, with why as the last word they read.
+func (s *Server) evictRemoved(address, why string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.byAddr[address] {
+		c.finish(dropRemoved, errorMsg(0, wire.ErrorAuthFailed, why), websocket.ClosePolicyViolation, "device removed")
+	}
+}

@@ -123,6 +123,11 @@ func (c *conn) publishDeviceList(req uint32, m wire.PublishDeviceList) bool {
 		return internal("store device list", err)
 	}
 	s.metrics.deviceListsStored.Inc()
+	// A device the list removes is refused from now on: it cannot
+	// authenticate (deviceAllowed), and its connections here close.
+	for _, d := range engine.RevokedSince(prev, l) {
+		s.evictRemoved(d.String(), removedText(d, l))
+	}
 	return c.reply(encode(req, wire.Done{}))
 }
 
@@ -136,6 +141,23 @@ func (c *conn) fetchDeviceList(req uint32, m wire.FetchDeviceList) bool {
 	case l == nil:
 		return c.reply(errorMsg(req, wire.ErrorNotFound, "no device list for "+m.User))
 	}
+	return c.reply(encode(req, wire.DeviceListReply{List: *l}))
+}
+
+// checkDeviceList serves CheckDeviceList, the stale-list answer: Done when
+// the relay holds no list of the user later than the generation the
+// sender holds (or none), else the list it holds, so that the sender adds
+// the lanes it lacks without waiting for its next connection.
+func (c *conn) checkDeviceList(req uint32, m wire.CheckDeviceList) bool {
+	l, _, err := c.s.heldDeviceList(c, m.User)
+	switch {
+	case err != nil:
+		c.s.log.Error("read device list", "err", cause(err))
+		return c.reply(errorMsg(req, wire.ErrorInternal, "the relay could not read the device list"))
+	case l == nil || l.Generation <= m.Generation:
+		return c.reply(encode(req, wire.Done{}))
+	}
+	c.s.metrics.staleListAnswered.Inc()
 	return c.reply(encode(req, wire.DeviceListReply{List: *l}))
 }
 
@@ -155,8 +177,26 @@ func (s *Server) deviceAllowed(c *conn, address string, key [32]byte) (string, e
 	if err != nil || l == nil {
 		return "", err
 	}
+	if e, ok := entryOf(*l, a.Device); ok && e.State == wire.DeviceRevoked {
+		return removedText(a, *l), nil
+	}
 	if !engine.ActiveDevice(*l, a.Device, key) {
 		return fmt.Sprintf("%s is not an active device in the device list of %s (generation %d)", address, a.User, l.Generation), nil
 	}
 	return "", nil
+}
+
+// removedText is the one line a removed device reads when it is refused.
+func removedText(d engine.Address, l wire.DeviceList) string {
+	return fmt.Sprintf("%s was removed from the devices of %s (device list generation %d): it can no longer connect as %s", d, d.User, l.Generation, d.User)
+}
+
+// entryOf returns the entry of device number in l.
+func entryOf(l wire.DeviceList, number uint32) (wire.DeviceEntry, bool) {
+	for _, e := range l.Entries {
+		if e.Number == number {
+			return e, true
+		}
+	}
+	return wire.DeviceEntry{}, false
 }

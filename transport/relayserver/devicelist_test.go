@@ -268,3 +268,102 @@ func TestDeviceListJoin(t *testing.T) {
 		t.Fatalf("alice/2 listed: ack got %+v, want done", m)
 	}
 }
+
+// TestDeviceListRemoval: once the list held revokes alice/2, its open
+// connection reads one line saying it was removed and closes, it cannot
+// authenticate again (not even as joining: its number was used), and a
+// list that makes it active again is refused; alice/1 goes on.
+func TestDeviceListRemoval(t *testing.T) {
+	r := startRelay(t, Config{DeviceLists: true, DeviceListJoins: true})
+	acc := newAccount(t)
+	a1, a2 := newDevice(t, "alice/1"), newDevice(t, "alice/2")
+	c1 := dialRaw(t, r)
+	c1.login(a1)
+	g1 := acc.list(nil, a1)
+	g2 := acc.list(&g1, a1, a2)
+	for i, l := range []wire.DeviceList{g1, g2} {
+		if m := c1.publishList(uint32(10+i), l); m.RelayKind() != wire.RelayDone {
+			t.Fatalf("publish generation %d: %+v", l.Generation, m)
+		}
+	}
+	c2 := dialRaw(t, r)
+	c2.login(a2)
+
+	g3, err := engine.RemovedDeviceList(acc.key, g2, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := c1.publishList(20, g3); m.RelayKind() != wire.RelayDone {
+		t.Fatalf("publish generation 3 (alice/2 removed): %+v", m)
+	}
+	const said = "alice/2 was removed from the devices of alice"
+	_, m := c2.read()
+	if e, ok := m.(wire.Error); !ok || e.Code != wire.ErrorAuthFailed || !strings.Contains(e.Message, said) || strings.Contains(e.Message, "\n") {
+		t.Fatalf("alice/2's connection read %+v, want one line saying it was removed", m)
+	}
+	c2.expectClose(0)
+	if n := r.metric(t, `parley_relay_disconnects_total{reason="removed"}`); n != 1 {
+		t.Errorf("disconnects of removed devices: %v, want 1", n)
+	}
+
+	again := dialRaw(t, r)
+	again.send(1, signAuth(again.challenge(), a2))
+	if e := again.expectError(1, wire.ErrorAuthFailed); !strings.Contains(e.Message, said) {
+		t.Fatalf("alice/2 authenticating again: %q, want it told it was removed", e.Message)
+	}
+	// Active again in a list the account signs: refused as invalid.
+	back := acc.list(&g3, a1, a2)
+	wantRefusal(t, c1.publishList(21, back), wire.DeviceListInvalid)
+	c1.send(22, wire.FetchDeviceList{User: "alice"})
+	if m, ok := c1.reply(22).(wire.DeviceListReply); !ok || m.List.Generation != 3 {
+		t.Fatalf("alice/1 fetches its list: %+v, want generation 3", m)
+	}
+}
+
+// TestDeviceListCheck: the stale-list answer (kind 48). A sender holding
+// an older generation gets the list held back; one holding the latest, or
+// asking of a user without a list, gets Done. Through transport.Conn the
+// same answers are nil and the later list.
+func TestDeviceListCheck(t *testing.T) {
+	r := startRelay(t, Config{DeviceLists: true})
+	acc := newAccount(t)
+	a1, a2 := newDevice(t, "alice/1"), newDevice(t, "alice/2")
+	c1 := dialRaw(t, r)
+	c1.login(a1)
+	g1 := acc.list(nil, a1)
+	g2 := acc.list(&g1, a1, a2)
+	for i, l := range []wire.DeviceList{g1, g2} {
+		if m := c1.publishList(uint32(10+i), l); m.RelayKind() != wire.RelayDone {
+			t.Fatalf("publish generation %d: %+v", l.Generation, m)
+		}
+	}
+	if len(c1.features) == 0 || !c1.features[0].Set.Has(wire.FeatureDeviceListCheck) {
+		t.Fatalf("features %v: want the device list check", c1.features)
+	}
+	c1.send(20, wire.CheckDeviceList{User: "alice", Generation: 1})
+	if m, ok := c1.reply(20).(wire.DeviceListReply); !ok || m.List.Generation != 2 {
+		t.Fatalf("check with generation 1: %+v, want generation 2 back", m)
+	}
+	for i, c := range []wire.CheckDeviceList{{User: "alice", Generation: 2}, {User: "alice", Generation: 9}, {User: "carol", Generation: 1}} {
+		c1.send(uint32(21+i), c)
+		if m := c1.reply(uint32(21 + i)); m.RelayKind() != wire.RelayDone {
+			t.Fatalf("check %+v: %+v, want done", c, m)
+		}
+	}
+	if n := r.metric(t, `parley_relay_stale_device_lists_total`); n != 1 {
+		t.Errorf("stale answers: %v, want 1", n)
+	}
+
+	bob := dial(t, r, newDevice(t, "bob/1"))
+	ctx := ctxT(t)
+	if l, err := bob.CheckDeviceList(ctx, "alice", 2); err != nil || l != nil {
+		t.Fatalf("client check with the latest: %v, %v", l, err)
+	}
+	if l, err := bob.CheckDeviceList(ctx, "alice", 1); err != nil || l == nil || l.Generation != 2 {
+		t.Fatalf("client check with generation 1: %v, %v; want generation 2", l, err)
+	}
+	off := dial(t, startRelay(t, Config{}), newDevice(t, "bob/1"))
+	if _, err := off.CheckDeviceList(ctx, "alice", 1); !errors.Is(err, transport.ErrDeviceListsUnsupported) {
+		t.Fatalf("check at a relay without lists: %v", err)
+	}
+}

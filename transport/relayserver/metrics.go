@@ -43,6 +43,7 @@ type metrics struct {
 	blockChanges     *prometheus.CounterVec
 	// Device lists (devicelist.go): stored, and refused by cause.
 	deviceListsStored prometheus.Counter
+	staleListAnswered prometheus.Counter
 	// provisioningOpened counts mailboxes opened; provisioningOpen is
 	// how many are open now.
 	provisioningOpened prometheus.Counter
@@ -113,6 +114,7 @@ const (
 	dropWrite     dropReason = "write_failed"
 	dropProtocol  dropReason = "protocol"
 	dropKicked    dropReason = "reregistered"
+	dropRemoved   dropReason = "removed"
 	dropShutdown  dropReason = "shutdown"
 	// dropOverBudget: frames refused by the buckets past the connection's
 	// refusal allowance (Limits.RefusalRate).
@@ -121,7 +123,7 @@ const (
 
 // dropReasons lists every drop reason, so that each series shows from the
 // first scrape.
-var dropReasons = []dropReason{dropPeer, dropReadLimit, dropTimeout, dropSlow, dropWrite, dropProtocol, dropKicked, dropShutdown, dropOverBudget}
+var dropReasons = []dropReason{dropPeer, dropReadLimit, dropTimeout, dropSlow, dropWrite, dropProtocol, dropKicked, dropRemoved, dropShutdown, dropOverBudget}
 
 // disconnected counts a connection that ended for reason.
 func (m *metrics) disconnected(reason dropReason) {
@@ -188,6 +190,7 @@ func newMetrics(g *gaugeCollector, faults relaystore.Store) *metrics {
 		appendGroup: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "parley_relay_append_group_envelopes",
 			Help: "Envelopes of one connection appended to the store together (its consecutive Submits and SubmitBatches, at most 64).", Buckets: []float64{1, 2, 4, 8, 16, 32, 64}}),
 		deviceListsStored:  counter("parley_relay_device_lists_stored_total", "Device lists stored (a new generation of an account's list)."),
+		staleListAnswered:  counter("parley_relay_stale_device_lists_total", "Device list checks answered with a later list than the sender held."),
 		provisioningOpened: counter("parley_relay_provisioning_mailboxes_opened_total", "Provisioning mailboxes opened (linking a device)."),
 		provisioningOpen: prometheus.NewGauge(prometheus.GaugeOpts{Name: "parley_relay_provisioning_mailboxes",
 			Help: "Provisioning mailboxes open now (each lives at most ten minutes)."}),
@@ -204,7 +207,7 @@ func newMetrics(g *gaugeCollector, faults relaystore.Store) *metrics {
 		m.connectionsTotal, m.authFailures, m.disconnects, m.accepted, m.refused, m.delivered, m.acknowledged,
 		m.dropped, m.duplicated, m.rateLimited, m.bundlesPublished, m.bundlesFetched, m.oneTimeHandedOut, m.limited,
 		m.acceptToDeliver, m.leaseToAck, m.statuses, m.expired, m.blockedDiscarded, m.blockChanges, m.acceptRecorded, m.acceptForgotten,
-		m.submitBatch, m.submitMulti, m.appendGroup, m.deviceListsStored, m.deviceListsRefused,
+		m.submitBatch, m.submitMulti, m.appendGroup, m.deviceListsStored, m.staleListAnswered, m.deviceListsRefused,
 		m.provisioningOpened, m.provisioningOpen, g,
 	)
 	return m

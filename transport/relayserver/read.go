@@ -113,6 +113,10 @@ func (c *conn) handle(data []byte) bool {
 		if c.s.cfg.DeviceLists {
 			return c.fetchDeviceList(req, m)
 		}
+	case wire.CheckDeviceList:
+		if c.s.cfg.DeviceLists {
+			return c.checkDeviceList(req, m)
+		}
 	case wire.Auth:
 		c.finish(dropProtocol, errorMsg(req, wire.ErrorAuthFailed, "already authenticated: a challenge is answered once"), websocket.ClosePolicyViolation, "already authenticated")
 		return false

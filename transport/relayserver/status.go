@@ -29,7 +29,7 @@ func (s *Server) features() wire.FeatureSet {
 		f |= wire.FeatureSubmitMulti
 	}
 	if s.cfg.DeviceLists {
-		f |= wire.FeatureDeviceLists | wire.FeatureProvisioning
+		f |= wire.FeatureDeviceLists | wire.FeatureProvisioning | wire.FeatureDeviceListCheck
 	}
 	return f
 }

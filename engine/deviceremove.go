@@ -1,0 +1,126 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/parley-chat/parley/wire"
+)
+
+// Removing a device (issue 33, fourth layer). The device holding the
+// account key signs the generation after the list held with the device's
+// entry revoked (its number is never reused), has the relay take it by
+// compare-and-set, and only then stores it, ending in the same transaction
+// its own pending lanes to the removed device (UpdateDeviceList.Removed).
+// The relay then refuses the removed device outright: it cannot
+// authenticate, and its open connections are closed. A peer ends its lanes
+// to the device when it holds the new list (HoldPeerDeviceList.Removed).
+
+// ErrRemoveSelf means the device holding the account key was asked to
+// remove itself: the account would lose the only key that signs its lists.
+var ErrRemoveSelf = errors.New("this device holds the account key and cannot remove itself")
+
+// ErrNoSuchDevice means the device to remove is not in the account's list,
+// or is removed already.
+var ErrNoSuchDevice = errors.New("no such active device in the account's list")
+
+// RemovedDeviceList returns the generation after prev in which device
+// number is revoked, signed by k, checked as the relay will check it.
+func RemovedDeviceList(k *AccountKey, prev wire.DeviceList, number uint32) (wire.DeviceList, error) {
+	if k == nil {
+		return wire.DeviceList{}, ErrNotAccountHolder
+	}
+	e, ok := findEntry(&prev, number)
+	if !ok || e.State != wire.DeviceActive {
+		return wire.DeviceList{}, fmt.Errorf("%s/%d: %w", prev.User, number, ErrNoSuchDevice)
+	}
+	parent, err := DeviceListDigest(prev)
+	if err != nil {
+		return wire.DeviceList{}, fmt.Errorf("remove device %d: %w", number, err)
+	}
+	next := wire.DeviceList{User: prev.User, Generation: prev.Generation + 1, Parent: parent,
+		Entries: append([]wire.DeviceEntry(nil), prev.Entries...)}
+	for i := range next.Entries {
+		if next.Entries[i].Number == number {
+			next.Entries[i].State = wire.DeviceRevoked
+		}
+	}
+	if next, err = k.SignDeviceList(next); err != nil {
+		return wire.DeviceList{}, err
+	}
+	if err := VerifyDeviceList(next, &prev); err != nil {
+		return wire.DeviceList{}, fmt.Errorf("remove device %d: %w", number, err)
+	}
+	return next, nil
+}
+
+// RevokedSince returns the addresses of the devices next names as revoked
+// that prev (nil: none held) does not: the devices a list change removes.
+func RevokedSince(prev *wire.DeviceList, next wire.DeviceList) []Address {
+	var out []Address
+	for _, e := range next.Entries {
+		if e.State != wire.DeviceRevoked {
+			continue
+		}
+		if prev != nil {
+			if p, ok := findEntry(prev, e.Number); ok && p.State == wire.DeviceRevoked {
+				continue
+			}
+		}
+		out = append(out, Address{User: next.User, Device: e.Number})
+	}
+	return out
+}
+
+// RemoveDevice removes device from this person's account: only on the
+// device holding the account key (ErrNotAccountHolder), never that device
+// itself (ErrRemoveSelf), only an active device of the list
+// (ErrNoSuchDevice). The relay takes the new list first (compare-and-set,
+// after the list held is published); then the profile stores it and ends
+// its pending lanes to the device, in one transaction. A failure to store
+// after the relay took it is mended at the next connection, which adopts
+// the relay's list.
+func (c *Client) RemoveDevice(ctx context.Context, device Address) (wire.DeviceList, error) {
+	if device.User != c.self.User {
+		return wire.DeviceList{}, fmt.Errorf("remove %s: %w: a device of another person", device, ErrNoSuchDevice)
+	}
+	a, err := LoadAccount(ctx, c.store)
+	if err != nil {
+		return wire.DeviceList{}, err
+	}
+	if a.Key == nil {
+		return wire.DeviceList{}, ErrNotAccountHolder
+	}
+	if device == c.self {
+		return wire.DeviceList{}, ErrRemoveSelf
+	}
+	if _, err := RemovedDeviceList(a.Key, a.List, device.Device); err != nil {
+		return wire.DeviceList{}, err
+	}
+	if err := c.PublishDeviceList(ctx); err != nil {
+		return wire.DeviceList{}, fmt.Errorf("remove %s: %w", device, err)
+	}
+	if a, err = LoadAccount(ctx, c.store); err != nil {
+		return wire.DeviceList{}, err
+	}
+	next, err := RemovedDeviceList(a.Key, a.List, device.Device)
+	if err != nil {
+		return wire.DeviceList{}, err
+	}
+	if err := c.relay.PublishDeviceList(ctx, next); err != nil {
+		return wire.DeviceList{}, fmt.Errorf("remove %s: %w", device, err)
+	}
+	from, err := wire.EncodeDeviceList(a.List)
+	if err != nil {
+		return wire.DeviceList{}, err
+	}
+	to, err := wire.EncodeDeviceList(next)
+	if err != nil {
+		return wire.DeviceList{}, err
+	}
+	if _, err := c.store.Apply(ctx, UpdateDeviceList{From: from, List: to, Removed: []Address{device}}); err != nil {
+		return next, fmt.Errorf("store the device list the relay took (the next connection adopts it): %w", err)
+	}
+	return next, nil
+}
