@@ -85,9 +85,7 @@ var fixtures = map[int]struct {
 	19: {insertFixtureV19, checkFixtureV19},
 	20: {insertFixtureV20, checkFixtureV20},
 	21: {insertFixtureV21, checkFixtureV21},
-	22: {insertFixtureV21, checkFixtureV21}, // 0022 is a reserved no-op here
-	23: {insertFixtureV21, checkFixtureV21}, // 0023 is a reserved no-op here
-	24: {insertFixtureV24, checkFixtureV24},
+	22: {insertFixtureV22, checkFixtureV22},
 }
 
 // fixtureV20List is the device list fixture 20 holds for the fixture
@@ -156,9 +154,9 @@ func checkFixtureV21(t *testing.T, db *DB) {
 	}
 }
 
-// insertFixtureV24 is fixture 21 with a link's cut and a linked device's
+// insertFixtureV22 is fixture 21 with a link's cut and a linked device's
 // import naming its source.
-func insertFixtureV24(t *testing.T, db *sql.DB, s *sealer) {
+func insertFixtureV22(t *testing.T, db *sql.DB, s *sealer) {
 	t.Helper()
 	insertFixtureV21(t, db, s)
 	archive := bytes.Repeat([]byte{0x24}, 16)
@@ -176,17 +174,17 @@ func insertFixtureV24(t *testing.T, db *sql.DB, s *sealer) {
 	}
 }
 
-func checkFixtureV24(t *testing.T, db *DB) {
+func checkFixtureV22(t *testing.T, db *DB) {
 	t.Helper()
 	checkFixtureV21(t, db)
 	ctx := context.Background()
 	cut, ok, err := db.LinkCut(ctx, 3)
 	if err != nil || !ok || cut.At.UnixNano() != 24 || cut.History != engine.HistorySince || cut.Since.UnixNano() != 20 {
-		t.Fatalf("link cut %+v, %v, %v; want fixture 24's", cut, ok, err)
+		t.Fatalf("link cut %+v, %v, %v; want fixture 22's", cut, ok, err)
 	}
 	src, ok, err := db.ImportSource(ctx, [16]byte(bytes.Repeat([]byte{0x24}, 16)))
 	if err != nil || !ok || string(src) != "source 24" {
-		t.Fatalf("import source %q, %v, %v; want fixture 24's", src, ok, err)
+		t.Fatalf("import source %q, %v, %v; want fixture 22's", src, ok, err)
 	}
 }
 

@@ -1,4 +1,4 @@
--- 0024: history at link time (issue 34, engine/linkhistory.go).
+-- 0022: history at link time (issue 34, engine/linkhistory.go).
 --
 -- link_cut, on the device that holds the account key: one row per device
 -- it linked, written in the transaction that stores the device list
