@@ -23,20 +23,33 @@ run: build
 	@echo "starting parley demo (ctrl+c quits)"
 	./bin/parley demo
 
-# test runs the suite with the race detector, then, on their own without
-# it, the tests that drive one goroutine through long walks or kill child
-# processes: the failpoint matrix, the crash windows, the property test,
-# the long deterministic walks, the store's plan tables and the adversary
-# simulations (one-to-one with 150 cases, ADVERSARY_CASES_CI, make adversary
-# runs 3000; and groups with ADVERSARY_GROUP_CASES cases, 30
-# here). There the detector finds nothing (nothing runs concurrently) and
-# multiplies the time by five to ten. The steps without it build as the
-# end-to-end tests build bin/parley (CGO_ENABLED=0), so that they share
-# its compiled packages. The simulation prints its summary line.
+# test runs the suite in three steps. First, with the race detector, every
+# package but the end-to-end tests, without the tests that drive one
+# goroutine through long walks or kill child processes (NORACE: the
+# failpoint matrix, the crash windows, the property test, the long
+# deterministic walks, the store's plan tables) and without the adversary
+# simulations: there the detector finds nothing (nothing runs
+# concurrently) and multiplies the time by five to ten. Second, side by
+# side, the NORACE tests and the end-to-end tests, both without the
+# detector: the end-to-end tests' own code is a harness that waits on
+# bin/parley child processes (built without the detector in any case), so
+# they leave the cores to the NORACE tests most of the time; their output
+# follows the NORACE tests'. Third, the adversary simulations (one-to-one
+# with 150 cases, ADVERSARY_CASES_CI, make adversary runs 3000; and groups
+# with ADVERSARY_GROUP_CASES cases, 30 here), which print their summary
+# lines. The steps without the detector build as the end-to-end tests
+# build bin/parley (CGO_ENABLED=0), so that they share its compiled
+# packages.
 NORACE := TestFailpointMatrix|TestCrashWindows|TestGroupCrashWindows|TestReliabilityProperties|TestStaleReplayCannotBreakTheSession|TestRequestBound|TestCollisionWalkthrough|TestRosterLogCompacts|TestApplyRefused|TestFailpointErrors|TestApplyPlans|TestApplyKinds
+E2E_LOG := .e2e-test.log
 test:
-	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 20m -skip '^($(NORACE)|TestAdversary|TestAdversaryGroups)$$' $(PKGS)
-	CGO_ENABLED=0 $(GO) test -count=1 -timeout 20m -run '^($(NORACE))$$' ./engine ./store
+	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 20m -skip '^($(NORACE)|TestAdversary|TestAdversaryGroups)$$' $$($(GO) list $(PKGS) | grep -v '/e2e$$')
+	@echo "running the NORACE tests, and beside them the end-to-end tests (their output follows)"; \
+	CGO_ENABLED=0 $(GO) test -count=1 -timeout 20m ./e2e > $(E2E_LOG) 2>&1 & e2e_pid=$$!; \
+	CGO_ENABLED=0 $(GO) test -count=1 -timeout 20m -run '^($(NORACE))$$' ./engine ./store; norace=$$?; \
+	wait $$e2e_pid; e2e=$$?; \
+	echo "== the end-to-end tests (./e2e), run beside the NORACE tests:"; cat $(E2E_LOG); rm -f $(E2E_LOG); \
+	test $$norace -eq 0 && test $$e2e -eq 0
 	CGO_ENABLED=0 ADVERSARY_CASES=$${ADVERSARY_CASES_CI:-150} ADVERSARY_GROUP_CASES=$${ADVERSARY_GROUP_CASES:-30} $(GO) test -count=1 -timeout 20m -run '^(TestAdversary|TestAdversaryGroups)$$' -v ./engine
 
 # adversary runs the adversary simulation with ADVERSARY_CASES cases
