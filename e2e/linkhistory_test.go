@@ -1,8 +1,9 @@
 package e2e
 
 import (
-	"context"
 	"crypto/rand"
+	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,7 +15,6 @@ import (
 	"time"
 
 	"github.com/parley-chat/parley/engine"
-	"github.com/parley-chat/parley/store"
 	"github.com/parley-chat/parley/wire"
 )
 
@@ -138,10 +138,8 @@ func TestCLILinkHistory(t *testing.T) {
 // the same directory completes it with each message exactly once.
 func TestCLILinkHistoryKilled(t *testing.T) {
 	n, kills := min(envInt("PARLEY_E2E_LINK_MESSAGES", 600), 1000), envInt("PARLEY_E2E_LINK_KILLS", 3)
-	relay := startRelay(t, "--device-lists")
-	holder := newProfile(t, relay, "alice/1")
-	holder.sync() // publishes generation 1
-	seedHistory(t, holder.dir, n)
+	relay := startRelay(t, "--device-lists", "--device-list-joins")
+	holder := seededHolder(t, relay, n)
 
 	dir := filepath.Join(t.TempDir(), "alice_new")
 	link := startLink(t, dir, relay.url, "--batch", "5")
@@ -154,7 +152,7 @@ func TestCLILinkHistoryKilled(t *testing.T) {
 	if r := <-res; r.code != 0 {
 		t.Fatalf("device add: exit %d, stderr %q", r.code, r.stderr)
 	}
-	p := &cliProfile{t: t, dir: dir, addr: "alice/2"}
+	p := &cliProfile{t: t, dir: dir, addr: "alice/3"}
 	var killed bool
 	tick := time.NewTicker(2 * time.Millisecond)
 	defer tick.Stop()
@@ -198,7 +196,7 @@ wait:
 	cmd := exec.Command(parleyBin, args...)
 	cmd.Env = append(os.Environ(), "PARLEY_PROFILE="+dir, "PARLEY_PASSPHRASE=e2e passphrase")
 	outb, err := cmd.Output()
-	if killed && counts[len(counts)-1] < n && (err != nil || !strings.Contains(string(outb), "address=alice/2")) {
+	if killed && counts[len(counts)-1] < n && (err != nil || !strings.Contains(string(outb), "address=alice/3")) {
 		t.Fatalf("parley link run again: %v (stdout %q)", err, outb)
 	}
 	if got := checkOnce(t, p, n); got != n {
@@ -239,28 +237,65 @@ func importedSoFar(dir string) bool {
 	return err == nil
 }
 
-// seedHistory stores n messages from bob/1 in the profile in dir, as an
-// import would (a history of n messages without sending them one by one).
-func seedHistory(t *testing.T, dir string, n int) {
+// seededHolder returns alice/2, holding the account key and a history of
+// n messages from bob/1, without n sends: alice/1 is made and backed up,
+// her archive is written again with the n messages added (the engine's
+// archive writer, as syntheticArchive does) and restored as alice/2,
+// which the relay lists on top of alice/1's list.
+func seededHolder(t *testing.T, relay *relayProc, n int) *cliProfile {
 	t.Helper()
-	ctx := context.Background()
-	st, err := store.Open(ctx, dir, []byte("e2e passphrase"), store.Options{})
+	alice := newProfile(t, relay, "alice/1")
+	alice.sync() // publishes generation 1
+	backup := filepath.Join(t.TempDir(), "alice.parley")
+	if r := alice.runWith([]string{backupPass}, "", append([]string{"backup", "--to", backup}, cheapArchive...)...); r.code != 0 {
+		t.Fatalf("backup: exit %d, stderr %q", r.code, r.stderr)
+	}
+	in, err := os.Open(backup)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer st.Close()
-	var archive [16]byte
-	rand.Read(archive[:])
-	recs := make([]wire.ArchiveRecord, n)
-	for i := range recs {
-		var id wire.LogicalID
-		rand.Read(id[:])
-		recs[i] = wire.ArchiveMessage{Peer: "bob/1", Direction: 1, ID: id, At: int64(i+1) * 1e9, Body: []byte("m" + strconv.Itoa(i))}
-	}
-	if _, err := st.ApplyBatch(ctx, []engine.Plan{
-		engine.ImportStart{Archive: archive, Total: uint64(n), At: time.Now()},
-		engine.ImportRecords{Archive: archive, From: 0, To: uint64(n), Total: uint64(n), Records: recs},
-	}); err != nil {
+	defer in.Close()
+	ar, err := engine.OpenArchive(in, []byte("e2e backup passphrase"), engine.ArchiveKDF{})
+	if err != nil {
 		t.Fatal(err)
 	}
+	seeded := filepath.Join(t.TempDir(), "seeded.parley")
+	out, err := os.Create(seeded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	w, err := engine.NewArchiveWriter(out, []byte("e2e backup passphrase"), engine.ArchiveKDF{Passes: 1, MemoryKiB: 1024, Threads: 1}, rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		rec, err := ar.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Write(wire.ArchiveAccepted{Address: "bob/1", At: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		var id wire.LogicalID
+		rand.Read(id[:])
+		if err := w.Write(wire.ArchiveMessage{Peer: "bob/1", Direction: 1, ID: id, At: int64(i+1) * 1e9, Body: []byte("m" + strconv.Itoa(i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	holder := &cliProfile{t: t, dir: filepath.Join(t.TempDir(), "alice_holder"), addr: "alice/2"}
+	if r := holder.runWith([]string{backupPass}, "", restoreArgs(seeded, relay.url)...); r.code != 0 {
+		t.Fatalf("restore of the seeded archive: exit %d, stderr %q", r.code, r.stderr)
+	}
+	return holder
 }
