@@ -387,6 +387,11 @@ func TestGroupStrandedLaneAbandoned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// An action at that generation (it has no history entry of its own)
+	// is stranded the same way.
+	if _, err := bob.c.Act(w.ctx, engine.ActionRequest{Group: &g, Content: wire.ContentReaction, Target: sent.ID, Emoji: "👍"}); err != nil {
+		t.Fatal(err)
+	}
 	for range 4 {
 		for _, d := range []*device{alice, bob, carol} {
 			d.sync()

@@ -400,7 +400,7 @@ func (c *Client) forwardRosterChanges(ctx context.Context, results []ReceiveResu
 		if err := c.restateRosters(ctx, g); err != nil {
 			return err
 		}
-		if err := c.abandonStrandedLanes(ctx, gs, g); err != nil {
+		if err := c.abandonStrandedLanes(ctx, g); err != nil {
 			return err
 		}
 	}

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/parley-chat/parley/wire"
@@ -24,47 +23,18 @@ func StrandedLane(merged Roster, self string, gen uint64) bool {
 }
 
 // abandonStrandedLanes ends, as abandoned, the pending lanes of this
-// device's own messages to group g, and of its chain announcements, that
-// StrandedLane says can never be answered. It runs, under the send mutex, after a page of receives brought
-// roster changes to g.
-func (c *Client) abandonStrandedLanes(ctx context.Context, gs GroupStore, g GroupInfo) error {
+// device's own messages to group g (messages and actions alike) and of its
+// chain announcements that StrandedLane says can never be answered. It
+// runs, under the send mutex, after a page of receives brought roster
+// changes to g.
+func (c *Client) abandonStrandedLanes(ctx context.Context, g GroupInfo) error {
 	self := c.self.String()
 	if g.Roster.Has(self) {
 		return nil
 	}
 	var plans []Plan
 	for after := int64(0); ; {
-		page, err := gs.GroupHistory(ctx, g.ID, after, maxHistoryPage)
-		if err != nil {
-			return err
-		}
-		for _, e := range page {
-			after = e.Seq
-			if !e.Own {
-				continue
-			}
-			for _, l := range e.Lanes {
-				if l.State.Ended() {
-					continue
-				}
-				stranded, err := c.laneStranded(ctx, g.Roster, l.Recipient, e.ID)
-				if err != nil {
-					return err
-				}
-				if stranded {
-					plans = append(plans, Abandon{Recipient: l.Recipient, ID: e.ID, At: c.cfg.Now()})
-				}
-			}
-		}
-		if len(page) < maxHistoryPage {
-			break
-		}
-	}
-	// The announcements of this device's sender chains are lanes of the
-	// group with no history entry: one naming a generation that exists
-	// only in this device's view is as stranded as a message naming it.
-	for after := int64(0); ; {
-		page, err := c.store.PendingOutbound(ctx, PageQuery{After: after, Limit: maxHistoryPage})
+		page, err := c.store.PendingOutbound(ctx, PageQuery{After: after, Limit: maxPendingPage})
 		if err != nil {
 			return err
 		}
@@ -73,15 +43,11 @@ func (c *Client) abandonStrandedLanes(ctx context.Context, gs GroupStore, g Grou
 			if o.Group == nil || *o.Group != g.ID {
 				continue
 			}
-			if kind, _ := wire.PeekFrameKind(o.Frame); kind != wire.FrameChainAnnounce {
-				continue
-			}
-			a, err := wire.DecodeChainAnnounce(o.Frame)
-			if err == nil && StrandedLane(g.Roster, self, a.Generation) {
+			if gen, ok := laneGeneration(o.Frame); ok && StrandedLane(g.Roster, self, gen) {
 				plans = append(plans, Abandon{Recipient: o.Recipient, ID: o.ID, At: c.cfg.Now()})
 			}
 		}
-		if len(page) < maxHistoryPage {
+		if len(page) < maxPendingPage {
 			break
 		}
 	}
@@ -98,23 +64,21 @@ func (c *Client) abandonStrandedLanes(ctx context.Context, gs GroupStore, g Grou
 	return nil
 }
 
-// maxHistoryPage is the page size abandonStrandedLanes reads a group's
-// history in.
-const maxHistoryPage = 500
+// maxPendingPage is the page size abandonStrandedLanes reads the pending
+// sent messages in.
+const maxPendingPage = 500
 
-// laneStranded reads the generation a pending lane's frame names and applies
-// StrandedLane to it. A lane no longer pending is not stranded.
-func (c *Client) laneStranded(ctx context.Context, merged Roster, peer Address, id wire.LogicalID) (bool, error) {
-	out, err := c.store.Outbound(ctx, peer, id)
-	if errors.Is(err, ErrNotPending) {
-		return false, nil
+// laneGeneration is the generation a pending group lane's frame names: a
+// group message's (a message or an action) or a chain announcement's. A
+// roster change's lane is not this rule's.
+func laneGeneration(frame []byte) (uint64, bool) {
+	switch kind, _ := wire.PeekFrameKind(frame); kind {
+	case wire.FrameGroupMessage:
+		m, err := wire.DecodeGroupMessage(frame)
+		return m.Generation, err == nil
+	case wire.FrameChainAnnounce:
+		a, err := wire.DecodeChainAnnounce(frame)
+		return a.Generation, err == nil
 	}
-	if err != nil {
-		return false, err
-	}
-	m, err := wire.DecodeGroupMessage(out.Frame)
-	if err != nil {
-		return false, nil // not a group message frame: not this rule's
-	}
-	return StrandedLane(merged, c.self.String(), m.Generation), nil
+	return 0, false
 }
