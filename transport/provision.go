@@ -224,18 +224,31 @@ func (p *Provisioning) Send(ctx context.Context, payload []byte) error {
 	}
 	select {
 	case m := <-p.replies:
-		switch m := m.(type) {
-		case wire.Done:
-			return nil
-		case wire.Error:
-			return fmt.Errorf("provisioning send: %w", &ServerError{Code: m.Code, Message: m.Message})
-		}
-		return fmt.Errorf("provisioning send: unexpected %s", m.RelayKind())
+		return sendReply(m)
 	case <-p.done:
+		// The relay may answer and close at once (a spent mailbox): the
+		// reader queued the answer before it ended, and the answer says
+		// more than the closed connection.
+		select {
+		case m := <-p.replies:
+			return sendReply(m)
+		default:
+		}
 		return fmt.Errorf("provisioning send: %w", p.cause())
 	case <-ctx.Done():
 		return fmt.Errorf("provisioning send: %w", ctx.Err())
 	}
+}
+
+// sendReply turns the relay's answer to a Send into its result.
+func sendReply(m wire.RelayMessage) error {
+	switch m := m.(type) {
+	case wire.Done:
+		return nil
+	case wire.Error:
+		return fmt.Errorf("provisioning send: %w", &ServerError{Code: m.Code, Message: m.Message})
+	}
+	return fmt.Errorf("provisioning send: unexpected %s", m.RelayKind())
 }
 
 // Receive returns the next payload from the other side; when the
