@@ -62,15 +62,28 @@ func (c *Conn) call(ctx context.Context, m wire.RelayMessage) (wire.RelayMessage
 	}
 	select {
 	case r := <-reply:
-		if e, ok := r.(wire.Error); ok {
-			return nil, &ServerError{Code: e.Code, Message: e.Message}
-		}
-		return r, nil
+		return callReply(r)
 	case <-cc.done:
+		// A reply the reader handed over before the connection ended
+		// (a refusal the relay sends just before it closes) wins over
+		// the loss.
+		select {
+		case r := <-reply:
+			return callReply(r)
+		default:
+		}
 		return nil, cc.lost()
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// callReply turns a relay's reply into call's result.
+func callReply(r wire.RelayMessage) (wire.RelayMessage, error) {
+	if e, ok := r.(wire.Error); ok {
+		return nil, &ServerError{Code: e.Code, Message: e.Message}
+	}
+	return r, nil
 }
 
 func unexpected(req wire.RelayKind, got wire.RelayMessage) error {
