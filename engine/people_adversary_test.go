@@ -105,6 +105,7 @@ type peopleSim struct {
 	explicit map[engine.Address]map[wire.LogicalID]engine.Outcome // what the simulation decided on each device
 	serial   int
 	actions  map[string]int
+	outcomes map[string]int // receive results by kind (errors by name)
 }
 
 func (s *peopleSim) person(d *device) *simPerson {
@@ -251,8 +252,22 @@ func (s *peopleSim) send(d *device, p *simPerson) {
 
 func (s *peopleSim) sync(d *device) {
 	s.t.Helper()
-	if _, err := d.c.Sync(s.w.ctx); err != nil && !s.isRemoved(d) {
+	res, err := d.c.Sync(s.w.ctx)
+	if err != nil && !s.isRemoved(d) {
 		s.t.Fatalf("%s syncs: %v", d.addr, err)
+	}
+	for _, r := range res.Received {
+		name := r.Kind.String()
+		if r.Kind == engine.ResultError {
+			name = engine.ErrorName(r.Err)
+			if name == "error" && os.Getenv("ADVERSARY_PEOPLE_ERRORS") != "" {
+				name = r.Err.Error()
+			}
+		}
+		if s.isRemoved(d) {
+			name = "removed:" + name
+		}
+		s.outcomes[name]++
 	}
 }
 
@@ -327,7 +342,7 @@ func (s *peopleSim) race() {
 func (s *peopleSim) step() {
 	act := s.activeDevices()
 	all := s.allDevices()
-	switch k := s.rng.IntN(22); {
+	switch k := s.rng.IntN(27); {
 	case k < 4: // an active device sends to another person
 		d := act[s.rng.IntN(len(act))]
 		var others []*simPerson
@@ -340,7 +355,12 @@ func (s *peopleSim) step() {
 	case k < 7: // any device syncs (a removed one too: the relay may still deliver to it)
 		s.sync(all[s.rng.IntN(len(all))])
 		s.actions["sync"]++
-	case k < 9: // an active device decides one pending message
+	case k < 9: // every device of one person syncs, so that a message is pending on several
+		for _, d := range s.people[s.rng.IntN(len(s.people))].devs {
+			s.sync(d)
+		}
+		s.actions["sync-person"]++
+	case k < 11: // an active device decides one pending message
 		d := act[s.rng.IntN(len(act))]
 		in := s.pendingIn(d)
 		if len(in) == 0 {
@@ -349,9 +369,9 @@ func (s *peopleSim) step() {
 		m := in[s.rng.IntN(len(in))]
 		s.decide(d, m.Sender, m.ID, s.rng.IntN(3) != 0)
 		s.actions["decide"]++
-	case k < 10:
+	case k < 13:
 		s.race()
-	case k < 11: // an active device retries to any other device
+	case k < 14: // an active device retries to any other device
 		d := act[s.rng.IntN(len(act))]
 		to := all[s.rng.IntN(len(all))]
 		if to == d {
@@ -361,13 +381,13 @@ func (s *peopleSim) step() {
 			s.t.Fatalf("%s retries to %s: %v", d.addr, to.addr, err)
 		}
 		s.actions["retry"]++
-	case k < 12: // a device restarts (a new connection)
+	case k < 15: // a device restarts (a new connection)
 		all[s.rng.IntN(len(all))].reopen()
 		s.actions["restart"]++
-	case k < 13:
+	case k < 16:
 		s.w.clock.Advance(time.Duration(1+s.rng.IntN(90)) * time.Second)
 		s.actions["tick"]++
-	case k < 14: // a person links a device, or removes one, while messages fly
+	case k < 18: // a person links a device, or removes one, while messages fly
 		p := s.people[s.rng.IntN(len(s.people))]
 		switch {
 		case p.toLink > 0:
@@ -379,25 +399,32 @@ func (s *peopleSim) step() {
 			p.remove = false
 			s.actions["remove"]++
 		}
-	case k < 17: // the relay delivers one withheld envelope, in any order
+	case k < 21: // the relay delivers one withheld envelope, in any order
 		d := all[s.rng.IntN(len(all))]
 		if held := s.w.net.Held(d.addr); len(held) > 0 {
 			s.w.net.DeliverHeld(d.addr, s.rng.IntN(len(held)))
 			s.actions["deliver"]++
 		}
-	case k < 19: // or the oldest
+	case k < 23: // or the oldest
 		d := all[s.rng.IntN(len(all))]
 		if len(s.w.net.Held(d.addr)) > 0 {
 			s.w.net.DeliverHeld(d.addr, 0)
 			s.actions["deliver"]++
 		}
-	case k < 20: // the relay drops one
+	case k < 24: // or everything it holds for one person, shuffled
+		for _, d := range s.people[s.rng.IntN(len(s.people))].devs {
+			for n := len(s.w.net.Held(d.addr)); n > 0; n-- {
+				s.w.net.DeliverHeld(d.addr, s.rng.IntN(n))
+			}
+		}
+		s.actions["deliver-person"]++
+	case k < 25: // the relay drops one
 		d := all[s.rng.IntN(len(all))]
 		if held := s.w.net.Held(d.addr); len(held) > 0 {
 			s.w.net.DropHeld(d.addr, s.rng.IntN(len(held)))
 			s.actions["drop"]++
 		}
-	case k < 21: // the relay replays anything it saw
+	case k < 26: // the relay replays anything it saw
 		seen := s.w.net.Seen()
 		if len(seen) == 0 {
 			return
@@ -674,6 +701,8 @@ func (s *peopleSim) checkConverged() {
 			switch {
 			case r == nil:
 				s.t.Fatalf("liveness: %s's %x has a lane to %s, a device that never was", m.from.addr, id[:4], l.Recipient)
+			case m.knewRemoved[r.addr]:
+				s.t.Fatalf("safety: %s's %x has a lane to %s, which its list revoked when it was stored", m.from.addr, id[:4], r.addr)
 			case s.isRemoved(r) && l.State != engine.LaneRemoved && l.State != engine.LaneAcknowledged:
 				s.t.Fatalf("liveness: %s's lane of %x to removed %s is %v", m.from.addr, id[:4], r.addr, l.State)
 			case !s.isRemoved(r) && l.State != engine.LaneAcknowledged:
@@ -735,7 +764,7 @@ func (c connected) Link() engine.Link {
 // peopleTotals is what the cases of one run add up to.
 type peopleTotals struct {
 	cases, steps, maxRounds, overruled, devices, linked, removed int
-	actions                                                      map[string]int
+	actions, outcomes                                            map[string]int
 }
 
 func TestAdversaryPeople(t *testing.T) {
@@ -751,7 +780,7 @@ func TestAdversaryPeople(t *testing.T) {
 		seed, cases = v, 1
 	}
 	fmt.Printf("adversary people: seed %d (ADVERSARY_PEOPLE_SEED=%d replays the first case)\n", seed, seed)
-	tot := peopleTotals{actions: map[string]int{}}
+	tot := peopleTotals{actions: map[string]int{}, outcomes: map[string]int{}}
 	for c := 0; c < cases; c++ {
 		caseSeed := seed + uint64(c)
 		ok := t.Run(fmt.Sprintf("seed=%d", caseSeed), func(t *testing.T) {
@@ -772,10 +801,11 @@ func TestAdversaryPeople(t *testing.T) {
 	}
 	fmt.Printf("adversary people: %d cases, %d steps, %d devices (%d linked during traffic, %d removed), 0 safety violations, 0 stuck, at most %d rounds to converge, %d overruled discards; actions%s\n",
 		tot.cases, tot.steps, tot.devices, tot.linked, tot.removed, tot.maxRounds, tot.overruled, acts)
+	t.Logf("receive outcomes over all cases: %v", tot.outcomes)
 }
 
 // peopleSteps is the number of steps of one case.
-const peopleSteps = 60
+const peopleSteps = 80
 
 func runPeopleCase(t *testing.T, seed uint64, tot *peopleTotals) {
 	rng := mrand.New(mrand.NewPCG(seed, seed^0x5851f42d4c957f2d))
@@ -786,7 +816,7 @@ func runPeopleCase(t *testing.T, seed uint64, tot *peopleTotals) {
 	keySeed := seed
 	w.seed = &keySeed
 	s := &peopleSim{t: t, rng: rng, w: w, msgs: map[wire.LogicalID]*peopleMsg{},
-		explicit: map[engine.Address]map[wire.LogicalID]engine.Outcome{}, actions: tot.actions}
+		explicit: map[engine.Address]map[wire.LogicalID]engine.Outcome{}, actions: tot.actions, outcomes: tot.outcomes}
 	n := 2 + rng.IntN(2)
 	for i := 0; i < n; i++ {
 		user := fmt.Sprintf("p%d", i)
@@ -805,7 +835,7 @@ func runPeopleCase(t *testing.T, seed uint64, tot *peopleTotals) {
 			s.link(p)
 		}
 		p.toLink = more - before
-		p.remove = more > 0 && rng.IntN(2) == 0
+		p.remove = more > 0 && rng.IntN(3) != 0
 		s.people = append(s.people, p)
 	}
 	for _, d := range s.allDevices() {
