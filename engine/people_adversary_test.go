@@ -1,7 +1,9 @@
 package engine_test
 
 import (
+	"crypto/rand"
 	"fmt"
+	"io"
 	mrand "math/rand/v2"
 	"os"
 	"path/filepath"
@@ -135,53 +137,65 @@ func (s *peopleSim) activeDevices() []*device {
 
 func (s *peopleSim) isRemoved(d *device) bool { return s.person(d).removed[d.addr] }
 
-// link links a new device to p as a finished ceremony leaves both sides:
-// device 1 signs the next list naming it (the relay takes it), and the new
-// device's profile is written from the package, without history.
+// link links a new device to p (linkDevice) during the simulation.
 func (s *peopleSim) link(p *simPerson) *device {
-	s.t.Helper()
-	w, ctx, owner := s.w, s.w.ctx, p.devs[0]
+	d := s.w.linkDevice(p.devs[0])
+	p.devs = append(p.devs, d)
+	return d
+}
+
+// linkDevice links a new device to owner's account as a finished ceremony
+// leaves both sides: owner (holding the account key) signs the next list
+// naming it and the relay takes it (AddDevice), and the new device's
+// profile is written from the package (CreateLinkedProfile), without
+// history.
+func (w *world) linkDevice(owner *device) *device {
+	t, ctx := w.t, w.ctx
+	t.Helper()
 	a, err := engine.LoadAccount(ctx, owner.st)
 	if err != nil {
-		s.t.Fatal(err)
+		t.Fatal(err)
 	}
 	n := engine.NextDeviceNumber(a.List)
-	d := &device{w: w, addr: engine.Address{User: p.user, Device: n}}
-	*w.seed++
-	d.random = newDetRandom(*w.seed)
-	id, err := engine.NewIdentity(d.random)
-	if err != nil {
-		s.t.Fatal(err)
+	d := &device{w: w, addr: engine.Address{User: owner.addr.User, Device: n}}
+	var r io.Reader = rand.Reader
+	if w.seed != nil {
+		*w.seed++
+		d.random = newDetRandom(*w.seed)
+		r = d.random
 	}
-	list, err := owner.c.AddDevice(ctx, engine.DeviceEntryFor(id, p.user, a.Key.Public(), n, w.clock.Now().Unix()))
+	id, err := engine.NewIdentity(r)
 	if err != nil {
-		s.t.Fatalf("%s links %s: %v", owner.addr, d.addr, err)
+		t.Fatal(err)
+	}
+	list, err := owner.c.AddDevice(ctx, engine.DeviceEntryFor(id, d.addr.User, a.Key.Public(), n, w.clock.Now().Unix()))
+	if err != nil {
+		t.Fatalf("%s links %s: %v", owner.addr, d.addr, err)
 	}
 	pkg, err := owner.c.LinkPackage(ctx, list, false)
 	if err != nil {
-		s.t.Fatal(err)
+		t.Fatal(err)
 	}
-	d.dir = filepath.Join(w.dir, fmt.Sprintf("%s-%d-linked", p.user, n))
+	d.dir = filepath.Join(w.dir, fmt.Sprintf("%s-%d-linked", d.addr.User, n))
 	st, err := store.Create(ctx, d.dir, passphrase, store.Options{KDF: store.KDFParams{Time: 1, MemoryKiB: 8, Threads: 1}})
 	if err != nil {
-		s.t.Fatal(err)
+		t.Fatal(err)
 	}
 	if _, err := engine.CreateLinkedProfile(ctx, st, "fake://", id, n, pkg, d.random, w.clock.Now()); err != nil {
-		s.t.Fatal(err)
+		t.Fatal(err)
 	}
 	if err := st.Close(); err != nil {
-		s.t.Fatal(err)
+		t.Fatal(err)
 	}
 	d.open()
 	if err := d.c.RefreshPreKeys(ctx); err != nil {
-		s.t.Fatal(err)
+		t.Fatal(err)
 	}
-	s.t.Cleanup(func() {
+	t.Cleanup(func() {
 		if d.c != nil {
 			d.c.Close()
 		}
 	})
-	p.devs = append(p.devs, d)
 	return d
 }
 
@@ -594,6 +608,9 @@ func (s *peopleSim) heal() {
 		}
 	}
 	s.w.net.Heal()
+	if os.Getenv("ADVERSARY_PEOPLE_NORECONNECT") != "" {
+		return
+	}
 	for _, d := range s.allDevices() {
 		d.reopen()
 	}
