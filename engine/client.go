@@ -124,6 +124,12 @@ type Client struct {
 	peerListEpoch    uint64                           // relay link epoch the peers' device lists were last checked on
 	listChecked      map[string]bool                  // people whose device list was checked on listCheckedEpoch (maxListChecks)
 	listCheckedEpoch uint64
+	// ownListAsked are the device numbers of this account whose refused
+	// sent copy or decision made the round ask the relay for the
+	// account's list on ownListEpoch (learnOwnList), at most
+	// maxListChecks.
+	ownListAsked map[uint32]bool
+	ownListEpoch uint64
 	// sentLists are the people messages were stored to since the last
 	// round, whose list the round checks with the relay (checkSentLists).
 	sentLists map[string]bool

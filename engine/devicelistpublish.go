@@ -136,6 +136,61 @@ func (c *Client) PublishDeviceList(ctx context.Context) error {
 	return nil
 }
 
+// learnOwnList is the own account's side of the stale-list answer. A
+// sent copy or a decision is refused (ErrNotOwnDevice) from a device the
+// account's list held here does not name; when that device's number is
+// above every number of the held list, it may be one linked since (the
+// list held is only brought up to date at each connection, and a
+// long-lived connection would otherwise refuse the new sibling's copies
+// and decisions until the next). The round then publishes the held list
+// again: a relay holding a later one refuses it as stale with that list,
+// which PublishDeviceList adopts, so the sibling's next retry is taken.
+// Each number asks once per connection, at most maxListChecks numbers;
+// a failure is reported, never returned.
+func (c *Client) learnOwnList(ctx context.Context, res []ReceiveResult) {
+	l := c.link()
+	if !l.Up || len(res) == 0 {
+		return
+	}
+	var asks []uint32
+	for _, r := range res {
+		if r.Kind == ResultError && r.Sender.User == c.self.User && r.Sender != c.self && errors.Is(r.Err, ErrNotOwnDevice) {
+			asks = append(asks, r.Sender.Device)
+		}
+	}
+	if len(asks) == 0 {
+		return
+	}
+	if f, known := c.relay.RelayFeatures(); !known || !f.Has(wire.FeatureDeviceLists) {
+		return
+	}
+	a, err := LoadAccount(ctx, c.store)
+	if err != nil {
+		return // no account: nothing to bring up to date
+	}
+	top := uint32(0)
+	for _, e := range a.List.Entries {
+		top = max(top, e.Number)
+	}
+	due := false
+	c.loopMu.Lock()
+	if c.ownListEpoch != l.Epoch || c.ownListAsked == nil {
+		c.ownListEpoch, c.ownListAsked = l.Epoch, make(map[uint32]bool)
+	}
+	for _, n := range asks {
+		if n > top && !c.ownListAsked[n] && len(c.ownListAsked) < maxListChecks {
+			c.ownListAsked[n], due = true, true
+		}
+	}
+	c.loopMu.Unlock()
+	if !due {
+		return
+	}
+	if err := c.PublishDeviceList(ctx); err != nil && ctx.Err() == nil {
+		c.emit(Event{Kind: EventSyncFailed, At: c.cfg.Now(), Op: "device-list", Err: err})
+	}
+}
+
 // publishDeviceListOnConnect publishes the list once per connection to a
 // relay that keeps lists. A failure is reported, never returned: the round
 // goes on, and the next connection tries again.
