@@ -130,6 +130,9 @@ type Client struct {
 	// maxListChecks.
 	ownListAsked map[uint32]bool
 	ownListEpoch uint64
+	// ownListDue is set when a lane to another device of this person was
+	// retried: the next round publishes the list held (learnOwnList).
+	ownListDue atomic.Bool
 	// sentLists are the people messages were stored to since the last
 	// round, whose list the round checks with the relay (checkSentLists).
 	sentLists map[string]bool

@@ -145,20 +145,24 @@ func (c *Client) PublishDeviceList(ctx context.Context) error {
 // and decisions until the next). The round then publishes the held list
 // again: a relay holding a later one refuses it as stale with that list,
 // which PublishDeviceList adopts, so the sibling's next retry is taken.
-// Each number asks once per connection, at most maxListChecks numbers;
-// a failure is reported, never returned.
+// Each number asks once per connection, at most maxListChecks numbers.
+// A lane to another device of this person that was retried (ownListDue)
+// asks too, once per round: the device may have been removed since, and
+// the adopted list ends the lanes to it (RevokedSince). A failure is
+// reported, never returned.
 func (c *Client) learnOwnList(ctx context.Context, res []ReceiveResult) {
 	l := c.link()
-	if !l.Up || len(res) == 0 {
+	if !l.Up {
 		return
 	}
+	due := c.ownListDue.Swap(false)
 	var asks []uint32
 	for _, r := range res {
 		if r.Kind == ResultError && r.Sender.User == c.self.User && r.Sender != c.self && errors.Is(r.Err, ErrNotOwnDevice) {
 			asks = append(asks, r.Sender.Device)
 		}
 	}
-	if len(asks) == 0 {
+	if len(asks) == 0 && !due {
 		return
 	}
 	if f, known := c.relay.RelayFeatures(); !known || !f.Has(wire.FeatureDeviceLists) {
@@ -172,7 +176,6 @@ func (c *Client) learnOwnList(ctx context.Context, res []ReceiveResult) {
 	for _, e := range a.List.Entries {
 		top = max(top, e.Number)
 	}
-	due := false
 	c.loopMu.Lock()
 	if c.ownListEpoch != l.Epoch || c.ownListAsked == nil {
 		c.ownListEpoch, c.ownListAsked = l.Epoch, make(map[uint32]bool)

@@ -386,6 +386,22 @@ func (c *Client) retryLocked(ctx context.Context, peer Address) ([]wire.LogicalI
 		if err := c.retryOne(ctx, peer, m); err != nil {
 			return sent, err
 		}
+		switch {
+		case len(sent) > 0 || m.Group != nil:
+			// Group lanes do not ask (as learnSenderLists).
+		case peer.User == c.self.User:
+			// A lane to another device of this person (a sent copy, a
+			// decision) that needs retrying may go to a device removed
+			// since: the next round publishes the account's list held,
+			// which adopts a later one the relay holds (learnOwnList).
+			c.ownListDue.Store(true)
+		default:
+			// A lane that needs retrying may go to a device its person
+			// removed since the list held was fetched: the next round
+			// asks the relay (checkSentLists), as after a send, so that
+			// a long-lived connection ends it.
+			c.listSentTo(peer.User)
+		}
 		sent = append(sent, m.ID)
 	}
 }
