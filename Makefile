@@ -35,22 +35,23 @@ run: build
 # bin/parley child processes (built without the detector in any case), so
 # they leave the cores to the NORACE tests most of the time; their output
 # follows the NORACE tests'. Third, the adversary simulations (one-to-one
-# with 150 cases, ADVERSARY_CASES_CI, make adversary runs 3000; and groups
-# with ADVERSARY_GROUP_CASES cases, 30 here), which print their summary
-# lines. The steps without the detector build as the end-to-end tests
+# with 150 cases, ADVERSARY_CASES_CI, make adversary runs 3000; groups
+# with ADVERSARY_GROUP_CASES cases, 30 here; and people of several devices
+# with ADVERSARY_PEOPLE_CASES cases, 30 here, about 15 seconds), which
+# print their summary lines. The steps without the detector build as the end-to-end tests
 # build bin/parley (CGO_ENABLED=0), so that they share its compiled
 # packages.
 NORACE := TestFailpointMatrix|TestCrashWindows|TestGroupCrashWindows|TestReliabilityProperties|TestStaleReplayCannotBreakTheSession|TestRequestBound|TestCollisionWalkthrough|TestRosterLogCompacts|TestApplyRefused|TestFailpointErrors|TestApplyPlans|TestApplyKinds
 E2E_LOG := .e2e-test.log
 test:
-	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 20m -skip '^($(NORACE)|TestAdversary|TestAdversaryGroups)$$' $$($(GO) list $(PKGS) | grep -v '/e2e$$')
+	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 20m -skip '^($(NORACE)|TestAdversary|TestAdversaryGroups|TestAdversaryPeople)$$' $$($(GO) list $(PKGS) | grep -v '/e2e$$')
 	@echo "running the NORACE tests, and beside them the end-to-end tests (their output follows)"; \
 	CGO_ENABLED=0 $(GO) test -count=1 -timeout 20m ./e2e > $(E2E_LOG) 2>&1 & e2e_pid=$$!; \
 	CGO_ENABLED=0 $(GO) test -count=1 -timeout 20m -run '^($(NORACE))$$' ./engine ./store; norace=$$?; \
 	wait $$e2e_pid; e2e=$$?; \
 	echo "== the end-to-end tests (./e2e), run beside the NORACE tests:"; cat $(E2E_LOG); rm -f $(E2E_LOG); \
 	test $$norace -eq 0 && test $$e2e -eq 0
-	CGO_ENABLED=0 ADVERSARY_CASES=$${ADVERSARY_CASES_CI:-150} ADVERSARY_GROUP_CASES=$${ADVERSARY_GROUP_CASES:-30} $(GO) test -count=1 -timeout 20m -run '^(TestAdversary|TestAdversaryGroups)$$' -v ./engine
+	CGO_ENABLED=0 ADVERSARY_CASES=$${ADVERSARY_CASES_CI:-150} ADVERSARY_GROUP_CASES=$${ADVERSARY_GROUP_CASES:-30} ADVERSARY_PEOPLE_CASES=$${ADVERSARY_PEOPLE_CASES:-30} $(GO) test -count=1 -timeout 20m -run '^(TestAdversary|TestAdversaryGroups|TestAdversaryPeople)$$' -v ./engine
 
 # adversary runs the adversary simulation with ADVERSARY_CASES cases
 # (default 3000); a failure prints the seed that replays it.
