@@ -222,7 +222,7 @@ func DecodeStoredFrame(b []byte) (StoredFrame, error) {
 			return StoredFrame{}, err
 		}
 		return StoredFrame{ID: m.ID, Body: m.Body, Content: wire.ContentText, CopyTo: m.To}, nil
-	case wire.FrameDecision:
+	case wire.FrameDecision, wire.FrameDecisionBody:
 		d, err := wire.DecodeDecision(b)
 		if err != nil {
 			return StoredFrame{}, err
