@@ -107,11 +107,16 @@ func (r archiveRead) staged() error {
 }
 
 // importStaged keeps a staged message of a link's archive pending here.
+// A received action (a reaction, an edit, a delete) is marked as one, as
+// its delivery marks it, so that it waits for its target here too.
 func (t *tx) importStaged(ctx context.Context, r wire.ArchiveStaged) error {
 	sender := engine.MustParseAddress(r.Sender)
 	key := messageKey(sender, r.ID)
-	_, err := t.run(ctx, "staged-import", sqlImportStaged, r.Sender, r.ID[:], r.ReceivedAt,
+	n, err := t.run(ctx, "staged-import", sqlImportStaged, r.Sender, r.ID[:], r.ReceivedAt,
 		t.db.seal.seal(kindInboundDigest, key, r.Digest[:]), t.db.seal.seal(kindInboundFrame, key, r.Frame))
+	if err == nil && n == 1 {
+		err = t.markInboundAction(ctx, sender, r.ID, r.Frame)
+	}
 	if err != nil {
 		return fmt.Errorf("import staged message %x from %s: %w", r.ID[:], r.Sender, err)
 	}

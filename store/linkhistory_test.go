@@ -121,3 +121,31 @@ func TestLinkArchiveRecords(t *testing.T) {
 		t.Errorf("a batch of 3 records over a range of 1: %v", err)
 	}
 }
+
+// TestImportStagedAction: a received reaction still undecided when the
+// link's archive was written waits for its target on the linked device as
+// it waited on the first: it is marked as an action (HeldActions finds
+// it), which a plain staged message is not.
+func TestImportStagedAction(t *testing.T) {
+	ctx := context.Background()
+	body, err := wire.EncodeAction(wire.Action{Content: wire.ContentReaction, Target: wire.LogicalID{9}, Emoji: "👍"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mid := wire.LogicalID{7}
+	frame, err := wire.EncodeContentMessage(wire.ContentMessage{ID: mid, Content: wire.ContentReaction, Body: body})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reaction := wire.ArchiveStaged{Sender: "carol/1", ID: mid, ReceivedAt: 20, Digest: [32]byte{7}, Frame: frame}
+	f := newFixture(t, false)
+	f.apply(t, engine.ImportStart{Archive: linkArchive, Next: 0, Total: 2, At: time.Unix(100, 0), Source: []byte("s")})
+	f.apply(t, engine.ImportRecords{Archive: linkArchive, From: 0, To: 2, Total: 2, Records: []wire.ArchiveRecord{stagedRecord(6, "plain"), reaction}})
+	held, err := f.db.HeldActions(ctx, 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(held) != 1 || held[0].ID != mid {
+		t.Fatalf("held actions after the import: %+v, want the reaction alone", held)
+	}
+}
