@@ -149,3 +149,48 @@ func TestImportStagedAction(t *testing.T) {
 		t.Fatalf("held actions after the import: %+v, want the reaction alone", held)
 	}
 }
+
+// TestImportedMarked: an entry an import writes reads as imported, with
+// when the import started and whether it was a link's history or a
+// restore; an entry that was there before the import keeps its row and
+// reads as written here.
+func TestImportedMarked(t *testing.T) {
+	ctx := context.Background()
+	carol := engine.MustParseAddress("carol/1")
+	group := wire.GroupID{0x23}
+	for _, link := range []bool{true, false} {
+		f := newFixture(t, false)
+		start := engine.ImportStart{Archive: linkArchive, Next: 0, Total: 4, At: time.Unix(100, 0)}
+		if link {
+			start.Source = []byte("where and how")
+		}
+		f.apply(t, start)
+		// Message 2 came over a session before the batch that holds it.
+		f.apply(t, engine.ImportRecords{Archive: linkArchive, From: 0, To: 1, Total: 4, Records: []wire.ArchiveRecord{
+			wire.ArchiveMessage{Peer: "carol/1", Direction: 1, ID: wire.LogicalID{2}, At: 20, Body: []byte("live")}}})
+		if _, err := f.db.sql.ExecContext(ctx, "UPDATE history SET imported = NULL"); err != nil {
+			t.Fatal(err)
+		}
+		f.apply(t, engine.ImportRecords{Archive: linkArchive, From: 1, To: 4, Total: 4, Records: []wire.ArchiveRecord{
+			wire.ArchiveMessage{Peer: "carol/1", Direction: 1, ID: wire.LogicalID{1}, At: 10, Body: []byte("before")},
+			wire.ArchiveMessage{Peer: "carol/1", Direction: 1, ID: wire.LogicalID{2}, At: 20, Body: []byte("again")},
+			wire.ArchiveGroup{ID: group, Name: "g", CreatedAt: 5},
+		}})
+		page, err := f.db.History(ctx, carol, 0, 10)
+		if err != nil || len(page) != 2 {
+			t.Fatalf("history %+v, %v; want two entries", page, err)
+		}
+		for _, e := range page {
+			switch want := e.ID == (wire.LogicalID{1}); {
+			case want && (e.Imported == nil || e.Imported.Link != link || !e.Imported.At.Equal(time.Unix(100, 0))):
+				t.Errorf("link %v: imported entry reads %+v, want imported at 100 s, link %v", link, e.Imported, link)
+			case !want && e.Imported != nil:
+				t.Errorf("link %v: the entry there before the import reads as imported: %+v", link, e.Imported)
+			}
+		}
+		one, ok, err := f.db.HistoryEntry(ctx, carol, engine.DirectionIn, wire.LogicalID{1})
+		if err != nil || !ok || one.Imported == nil || one.Imported.Link != link {
+			t.Errorf("link %v: HistoryEntry %+v, %v, %v; want it imported", link, one.Imported, ok, err)
+		}
+	}
+}
