@@ -183,3 +183,24 @@ func (db *DB) UnfinishedImport(ctx context.Context) (linked, ok bool, err error)
 	}
 	return l == 1, true, nil
 }
+
+const sqlUnfinishedImport = `SELECT next, total, messages, sealed_source IS NOT NULL, started_at FROM import_progress
+	WHERE done = 0 ORDER BY started_at LIMIT 1`
+
+// UnfinishedImportProgress returns where the oldest import not done
+// stands, and false when there is none.
+func (db *DB) UnfinishedImportProgress(ctx context.Context) (engine.ImportProgress, bool, error) {
+	if err := db.checkOpen("read the import's progress"); err != nil {
+		return engine.ImportProgress{}, false, err
+	}
+	var next, total, messages, link, started int64
+	err := db.queryRow(ctx, sqlUnfinishedImport).Scan(&next, &total, &messages, &link, &started)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return engine.ImportProgress{}, false, nil
+	case err != nil:
+		return engine.ImportProgress{}, false, db.readErr("read the import's progress", err)
+	}
+	return engine.ImportProgress{Next: uint64(next), Total: uint64(total), Messages: uint64(messages), Link: link == 1,
+		Started: nsTime(started)}, true, nil
+}

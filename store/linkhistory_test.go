@@ -153,7 +153,8 @@ func TestImportStagedAction(t *testing.T) {
 // TestImportedMarked: an entry an import writes reads as imported, with
 // when the import started and whether it was a link's history or a
 // restore; an entry that was there before the import keeps its row and
-// reads as written here.
+// reads as written here. Part way, the import's progress reads as
+// unfinished, with its counts.
 func TestImportedMarked(t *testing.T) {
 	ctx := context.Background()
 	carol := engine.MustParseAddress("carol/1")
@@ -168,6 +169,11 @@ func TestImportedMarked(t *testing.T) {
 		// Message 2 came over a session before the batch that holds it.
 		f.apply(t, engine.ImportRecords{Archive: linkArchive, From: 0, To: 1, Total: 4, Records: []wire.ArchiveRecord{
 			wire.ArchiveMessage{Peer: "carol/1", Direction: 1, ID: wire.LogicalID{2}, At: 20, Body: []byte("live")}}})
+		prog, ok, err := f.db.UnfinishedImportProgress(ctx)
+		if want := (engine.ImportProgress{Next: 1, Total: 4, Messages: 1, Link: link, Started: time.Unix(100, 0)}); err != nil || !ok ||
+			prog.Next != want.Next || prog.Total != want.Total || prog.Messages != want.Messages || prog.Link != want.Link || !prog.Started.Equal(want.Started) {
+			t.Errorf("link %v: progress part way %+v, %v, %v; want %+v", link, prog, ok, err, want)
+		}
 		if _, err := f.db.sql.ExecContext(ctx, "UPDATE history SET imported = NULL"); err != nil {
 			t.Fatal(err)
 		}
@@ -176,6 +182,9 @@ func TestImportedMarked(t *testing.T) {
 			wire.ArchiveMessage{Peer: "carol/1", Direction: 1, ID: wire.LogicalID{2}, At: 20, Body: []byte("again")},
 			wire.ArchiveGroup{ID: group, Name: "g", CreatedAt: 5},
 		}})
+		if prog, ok, err := f.db.UnfinishedImportProgress(ctx); ok || err != nil {
+			t.Errorf("link %v: a done import reads as unfinished: %+v, %v", link, prog, err)
+		}
 		page, err := f.db.History(ctx, carol, 0, 10)
 		if err != nil || len(page) != 2 {
 			t.Fatalf("history %+v, %v; want two entries", page, err)
