@@ -129,6 +129,7 @@ type GroupEntry struct {
 	Edits     uint32
 	Deleted   bool
 	Reactions []Reaction
+	Imported  *Imported // as in HistoryEntry
 }
 
 // GroupStore is the read side of groups, a part of Store.
