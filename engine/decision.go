@@ -95,12 +95,13 @@ type DecisionEffect struct {
 	Message wire.LogicalID
 	Outcome Outcome
 	Keep    bool // false: only the frame's record (settled, overruled)
-	// Restore, when not nil, is the committed body of a message that was
-	// discarded here and committed on the deciding device (overruled,
-	// and the decision carried the body): the finalized record turns
-	// committed and the history gains the message, decided on that
+	// TakeBack, when not nil, is the committed body of a message that
+	// was discarded here (by the person: rejected or other) and committed
+	// on the deciding device (overruled, and the decision carried the
+	// body, whose digest is the one recorded here): the finalized record
+	// turns committed and the history gains the message, decided on that
 	// device, in the decision's transaction.
-	Restore []byte
+	TakeBack []byte
 }
 
 func (DecisionEffect) effect() {}
@@ -191,10 +192,12 @@ func (c *Client) prepareDecision(ctx context.Context, bs *batchState, in *incomi
 		verdict := DecideHeardDecision(seen, outcome)
 		e := DecisionEffect{ID: d.ID, Digest: dg, At: in.now, Sender: sender, Message: d.Message, Outcome: outcome,
 			Keep: verdict == DecisionKeep}
-		if verdict == DecisionOverruled && d.Body != nil {
-			// Commit beats discard, and the body came with it: the
+		if verdict == DecisionOverruled && d.Body != nil && digest(d.Body) == seen.Digest {
+			// Commit beats discard, and the body came with it (the one
+			// this device discarded: its digest is recorded): the
 			// message is this person's again, here too.
-			e.Restore = d.Body
+			e.TakeBack = d.Body
+			step.res.TakenBack = true
 		}
 		step.effect = e
 		bs.delivered[key] = dg

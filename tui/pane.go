@@ -14,6 +14,7 @@ import (
 	"github.com/parley-chat/parley/themes"
 	"github.com/parley-chat/parley/tui/composer"
 	"github.com/parley-chat/parley/tui/conversations"
+	"github.com/parley-chat/parley/tui/devices"
 	"github.com/parley-chat/parley/tui/eventlog"
 	"github.com/parley-chat/parley/tui/inbox"
 	"github.com/parley-chat/parley/tui/internal/input"
@@ -109,6 +110,7 @@ func newPane(ctx context.Context, idx int, self engine.Address, th themes.Theme,
 			panelOutbox:        &outboxPanel{outbox.New(ctx, nil, th)},
 			panelEvents:        &eventsPanel{eventlog.New(th)},
 			panelRequests:      &requestsPanel{requests.New(ctx, nil, th)},
+			panelDevices:       &devicesPanel{devices.New(ctx, nil, th)},
 		},
 		changed: map[engine.Address]*identityChange{},
 		xfer:    transfer.New(th),
@@ -133,7 +135,7 @@ func (p *pane) attach(s *Attachment) tea.Cmd {
 	p.in().SetSource(c)
 	p.out().SetSource(c)
 	p.sending = nil // the old client's uploads report nothing more
-	cmds := []tea.Cmd{p.conv().Reload(), p.tl().Reload(), p.in().Reload(), p.out().Reload(), p.loadNames(), p.loadDrafts(), p.attachRequests(c), p.readUploads(), listen(s)}
+	cmds := []tea.Cmd{p.conv().Reload(), p.tl().Reload(), p.in().Reload(), p.out().Reload(), p.loadNames(), p.loadDrafts(), p.attachRequests(c), p.attachDevices(c), p.readUploads(), listen(s)}
 	if !p.peer.IsZero() {
 		cmds = append(cmds, p.loadSafety())
 	}
@@ -406,6 +408,11 @@ func (p pane) Update(msg tea.Msg) (pane, tea.Cmd) {
 		var c2 tea.Cmd
 		p.panels[panelRequests], c2 = p.req().Update(msg)
 		return p, tea.Batch(cmd, c2)
+	case devices.RemovedMsg:
+		p.deviceRemoved(msg)
+		var c2 tea.Cmd
+		p.panels[panelDevices], c2 = p.dev().Update(msg)
+		return p, c2
 	case outbox.AbandonedMsg:
 		if msg.Err != nil {
 			p.noteErr(engine.ErrorName(msg.Err), msg.Err, "abandon")

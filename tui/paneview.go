@@ -86,6 +86,7 @@ func (p *pane) layout() tea.Cmd {
 		panelOutbox:        {l.outW, l.listH},
 		panelEvents:        {w, l.evH},
 		panelRequests:      {w, l.topH},
+		panelDevices:       {w, l.topH},
 	}
 	var cmds [panelCount]tea.Cmd
 	for i, pn := range p.panels {
@@ -111,8 +112,9 @@ func (p pane) View() string {
 		layout.Beside(p.in().View(), sep(l.listH), p.out().View()),
 		p.ev().View(),
 	}
-	if p.focus == panelRequests {
-		parts[1] = p.req().View()
+	switch p.focus {
+	case panelRequests, panelDevices:
+		parts[1] = p.panels[p.focus].View()
 	}
 	if l.compact {
 		top := parts[1]

@@ -119,6 +119,10 @@ type PaneOptions struct {
 	// device's history, else a restore's): the status bar shows it with
 	// the import's progress.
 	ImportCommand func(link bool) string
+	// LinkCommand, when set, is the command a new device runs to be
+	// linked to this account (its relay named): the devices panel shows
+	// it.
+	LinkCommand string
 }
 
 // AddPane adds a profile with its open client and returns its index. The
