@@ -5,6 +5,7 @@ import (
 
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/engine/enginetest"
+	"github.com/parley-chat/parley/wire"
 )
 
 // TestAckAfterLinkAddsLanes: alice holds bob's list naming bob/1 alone
@@ -49,5 +50,41 @@ func TestAckAfterLinkAddsLanes(t *testing.T) {
 	alice.sync()
 	if n := alice.pendingOut(); n != 0 {
 		t.Errorf("alice has %d lanes pending after both ACKs", n)
+	}
+}
+
+// TestImportedMessageIsNotDeliveredAgain: a message bob sent alice is in
+// her history only because a history was imported (the archive of a link
+// or a restore: no finalized record travels), and then arrives on a lane
+// (bob added one for the new device before device 1's ACK reached him).
+// It is not delivered a second time: the receive reports it committed
+// and acknowledges it, and bob's lane clears.
+func TestImportedMessageIsNotDeliveredAgain(t *testing.T) {
+	w := newWorld(t)
+	alice, bob := w.device("alice/1"), w.device("bob/1")
+	id := bob.enqueue(alice, "in the archive and on a lane")
+	archive := [16]byte{1}
+	now := w.clock.Now()
+	if _, err := alice.st.Apply(w.ctx, engine.ImportStart{Archive: archive, Total: 1, At: now}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := alice.st.Apply(w.ctx, engine.ImportRecords{Archive: archive, From: 0, To: 1, Total: 1, Records: []wire.ArchiveRecord{
+		wire.ArchiveMessage{Peer: "bob/1", Direction: uint8(engine.DirectionIn), ID: id, At: now.UnixNano(), Body: []byte("in the archive and on a lane")},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	res := alice.sync()
+	if len(res) != 1 || res[0].Kind != engine.ResultAlreadyCommitted || res[0].ID != id {
+		t.Fatalf("alice's receive of the imported message: %+v, want it already committed", res)
+	}
+	if n := alice.pendingIn(); n != 0 {
+		t.Fatalf("alice holds %d messages pending, want none", n)
+	}
+	bob.sync()
+	if n := bob.pendingOut(); n != 0 {
+		t.Errorf("bob has %d messages pending after alice's ACK", n)
+	}
+	if got := alice.received(bob); len(got) != 1 {
+		t.Errorf("alice's history from bob: %q, want the message once", got)
 	}
 }
