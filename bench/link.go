@@ -24,6 +24,10 @@ type LinkResult struct {
 	ImportPerSec float64
 	RSSGrowthMiB float64 // during the new device's download and import, over the process's base
 	RSSMeasured  bool
+	// ProfileRSSMiB is the growth while the new device's profile is
+	// created and opened (Argon2id of its passphrase, twice, as parley
+	// link does), measured apart, before the download.
+	ProfileRSSMiB float64
 }
 
 // RunLinkHistory fills a profile with a history of o.Messages one-to-one
@@ -135,13 +139,17 @@ func RunLinkHistory(ctx context.Context, o HistoryOptions) (LinkResult, error) {
 	rss := startRSSWatch()
 	dst := filepath.Join(dir, "alice_2")
 	if _, err := profile.CreateLinked(ctx, dst, url, id, got.Number, pkgNew, opts); err != nil {
+		rss.stop()
 		return res, err
 	}
 	p, err := profile.Open(ctx, dst, opts)
 	if err != nil {
+		rss.stop()
 		return res, err
 	}
 	defer p.Close()
+	res.ProfileRSSMiB, _ = rss.stop()
+	rss = startRSSWatch()
 	start = time.Now()
 	var importStart time.Time
 	st, err := p.Client.ImportLinkHistory(ctx, 0, engine.HistoryChoice{Mode: engine.HistoryAll}, func(stage string, done, total int64) {
@@ -149,11 +157,11 @@ func RunLinkHistory(ctx context.Context, o HistoryOptions) (LinkResult, error) {
 			importStart = time.Now()
 		}
 	})
+	end = time.Now()
+	res.RSSGrowthMiB, res.RSSMeasured = rss.stop()
 	if err != nil {
 		return res, err
 	}
-	end = time.Now()
-	res.RSSGrowthMiB, res.RSSMeasured = rss.stop()
 	if importStart.IsZero() {
 		importStart = start
 	}

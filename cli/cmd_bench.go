@@ -202,7 +202,7 @@ func benchHistory(ctx context.Context, env *cliEnv, asJSON bool, messages int) e
 			{"import_msgs_per_sec", r.ImportPerSec}, {"rss_growth_mib", r.RSSGrowthMiB}, {"rss_measured", r.RSSMeasured},
 			{"link_archive_bytes", l.ArchiveBytes}, {"link_archive_seconds", l.ArchiveSecs}, {"link_upload_seconds", l.UploadSecs},
 			{"link_download_seconds", l.DownloadSecs}, {"link_import_seconds", l.ImportSecs}, {"link_import_msgs_per_sec", l.ImportPerSec},
-			{"link_rss_growth_mib", l.RSSGrowthMiB}})
+			{"link_rss_growth_mib", l.RSSGrowthMiB}, {"link_profile_rss_growth_mib", l.ProfileRSSMiB}})
 		return nil
 	}
 	w := env.stdout
@@ -218,7 +218,7 @@ func benchHistory(ctx context.Context, env *cliEnv, asJSON bool, messages int) e
 	fmt.Fprintf(w, "link: download           %.2f s (the new device: fetched, verified, opened)\n", l.DownloadSecs)
 	fmt.Fprintf(w, "link: import             %.2f s, %.0f messages/s (batches of %d, each one transaction)\n", l.ImportSecs, l.ImportPerSec, engine.ImportBatchRecords)
 	if l.RSSMeasured {
-		fmt.Fprintf(w, "resident memory growth   %.1f MiB during the new device's download and import\n", l.RSSGrowthMiB)
+		fmt.Fprintf(w, "resident memory growth   %.1f MiB during the new device's download and import (%.1f MiB before, creating and opening its profile)\n", l.RSSGrowthMiB, l.ProfileRSSMiB)
 	}
 	return nil
 }
