@@ -114,6 +114,11 @@ type PaneOptions struct {
 	// Opener is the program that opens a saved file (xdg-open, or open on
 	// macOS, when empty).
 	Opener string
+	// ImportCommand, when set, is the command that finishes a history
+	// import that stopped part way (link says whether it is a linked
+	// device's history, else a restore's): the status bar shows it with
+	// the import's progress.
+	ImportCommand func(link bool) string
 }
 
 // AddPane adds a profile with its open client and returns its index. The
@@ -412,7 +417,10 @@ func (m *Model) announce(pane int, evs []engine.Event) tea.Cmd {
 	var from []engine.Address
 	for _, e := range evs {
 		r := e.Result
-		if e.Kind != engine.EventReceived || r == nil || r.Kind != engine.ResultDelivery {
+		// A message another device of this person decided already is
+		// finalized here in the same pass: the person has seen it, so it
+		// does not ring (issue 33).
+		if e.Kind != engine.EventReceived || r == nil || r.Kind != engine.ResultDelivery || r.DecidedElsewhere {
 			continue
 		}
 		if m.blurred && r.Sender == p.peer {
