@@ -273,6 +273,7 @@ func (db *DB) ImportState(ctx context.Context, archive [16]byte) (engine.ImportS
 
 // importStart records the import an archive starts; one must not be there.
 func (t *tx) importStart(ctx context.Context, p engine.ImportStart) error {
+	t.db.historyImported.Store(true)
 	query, args := sqlImportStart, []any{p.Archive[:], int64(p.Next), int64(p.Total), p.At.UnixNano()}
 	if p.Source != nil {
 		query, args = sqlImportStartSource, append(args, t.db.seal.seal(kindImportSource, p.Archive[:], p.Source))

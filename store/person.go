@@ -26,7 +26,7 @@ const (
 	sqlPeerAccountUsers = "SELECT user FROM peer_account ORDER BY user LIMIT ?"
 	sqlPinnedDevices    = "SELECT address FROM peer WHERE address >= ? AND address < ? ORDER BY address LIMIT ?"
 	sqlConversation     = "SELECT conversation FROM peer_account WHERE user = ?"
-	sqlPeopleHeld       = "SELECT EXISTS (SELECT 1 FROM peer_account), EXISTS (SELECT 1 FROM person_lane), EXISTS (SELECT 1 FROM kept_decision)"
+	sqlPeopleHeld       = "SELECT EXISTS (SELECT 1 FROM peer_account), EXISTS (SELECT 1 FROM person_lane), EXISTS (SELECT 1 FROM kept_decision), EXISTS (SELECT 1 FROM import_progress)"
 
 	sqlInsertPersonLane = "INSERT INTO person_lane (recipient, id, conversation, own, state) VALUES (?, ?, ?, ?, 1)"
 	sqlPersonLane       = "SELECT conversation, own FROM person_lane WHERE recipient = ? AND id = ?"
