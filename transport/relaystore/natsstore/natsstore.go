@@ -17,7 +17,10 @@
 //	KV PARLEY_META     relay-id, mailbox-shards, usage-shards
 //	stream PARLEY_OTK      subjects parley.otk.<addr>: one message per one-time prekey
 //	stream PARLEY_MAILBOX  subjects parley.mbox.<addr>: one message per envelope
-//	  (with Options.Shards K > 1: PARLEY_MAILBOX_<i> on parley.mbox.s<i>.<addr>, shard.go)
+//	  (with Options.Shards K > 1: PARLEY_MAILBOX_<i> on parley.mbox.s<i>.<addr>, shard.go);
+//	  a message that shares its payload holds the envelope's head (payload.go)
+//	stream PARLEY_PAYLOAD  subjects parley.pay.<id>: a payload that several mailboxes share, once
+//	stream PARLEY_PAYREF   subjects parley.payref.<id>: which heads point at that payload
 //	subjects parley.wake.<addr> (core NATS): signals between relays
 //	subject parley.grant.ask (core NATS): a relay asks the others to return
 //	  their grants of a count
@@ -73,7 +76,7 @@ const (
 // names are the buckets, streams and subject roots of a store.
 type names struct {
 	reg, ipreg, bundle, usage, meta, otkStream, mboxStream string
-	payStream, payRef, pay                                 string // shared payloads (payload.go); pay a subject root
+	payStream, payRef, pay, payrefRoot                     string // shared payloads and their records (payload.go)
 	lists, listIP                                          string // device lists (devicelist.go)
 	accepted, blocked                                      string
 	otk, mbox, wake                                        string // subject roots, with the trailing dot
@@ -90,6 +93,7 @@ func namesFor(prefix string) names {
 		otk: prefix + "parley.otk.", mbox: prefix + "parley.mbox.", wake: prefix + "parley.wake.",
 		ask:       prefix + "parley.grant.ask",
 		payStream: prefix + "PARLEY_PAYLOAD", payRef: prefix + "PARLEY_PAYREF", pay: prefix + "parley.pay.",
+		payrefRoot: prefix + "parley.payref.",
 	}
 }
 
@@ -154,11 +158,10 @@ type Store struct {
 	totalUse  relaystore.Usage
 	totalKept int64 // bytes kept: heads, whole envelopes, each shared payload once
 
-	payloads     jetstream.Stream   // shared payloads (payload.go)
-	payrefs      jetstream.KeyValue // their records
-	payrefStream jetstream.Stream   // the records' stream, for the sweep
-	sweepMu      sync.Mutex
-	sweepAt      uint64 // where the next sweep of the records starts
+	payloads jetstream.Stream // shared payloads (payload.go)
+	payrefs  jetstream.Stream // their records
+	sweepMu  sync.Mutex
+	sweepAt  uint64 // where the next sweep of the records starts
 
 	regs regCount // for Stats (stats.go)
 

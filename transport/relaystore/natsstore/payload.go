@@ -16,13 +16,14 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/parley-chat/parley/wire"
 )
 
 // A payload that several mailboxes share (relaystore.AppendItem.Shared, a
 // SubmitMulti's) is kept once, in the payload stream, and each mailbox's
 // message holds only the envelope's head and, in hdrPayload, which
-// payload follows it. A record in the payload-reference bucket, keyed by
-// the payload's ID, says which heads still point at the payload; the last
+// payload follows it. A record in the payload-record stream, one subject
+// per payload ID, says which heads still point at the payload; the last
 // head to go (acknowledged or expired, through any relay) deletes the
 // payload and the record.
 //
@@ -75,8 +76,7 @@ var ErrPayloadMissing = errors.New("shared payload missing")
 // errBadRecord means a payload record does not decode.
 var errBadRecord = errors.New("bad payload record")
 
-// setupPayloads creates or updates the payload stream and the reference
-// bucket.
+// setupPayloads creates or updates the payload stream and the records'.
 func (s *Store) setupPayloads(ctx context.Context, replicas int) error {
 	var err error
 	if s.payloads, err = s.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: s.names.payStream,
@@ -84,17 +84,47 @@ func (s *Store) setupPayloads(ctx context.Context, replicas int) error {
 		Replicas: replicas, MaxMsgsPerSubject: 1, MaxMsgSize: int32(maxPayload)}); err != nil {
 		return err
 	}
-	if s.payrefs, err = s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: s.names.payRef,
-		History: 1, Replicas: replicas, Storage: jetstream.FileStorage}); err != nil {
-		return err
-	}
-	s.payrefStream, err = s.js.Stream(ctx, "KV_"+s.names.payRef)
+	// The records are a stream, one subject each, rather than a bucket: a
+	// bucket's stream denies the deletion of a message, and a purge leaves
+	// a marker. Compare-and-set is the publish's expected last sequence of
+	// the subject; the revision is the message's sequence.
+	s.payrefs, err = s.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: s.names.payRef,
+		Subjects: []string{s.names.payrefRoot + "*"}, Retention: jetstream.LimitsPolicy, Storage: jetstream.FileStorage,
+		Replicas: replicas, MaxMsgsPerSubject: 1})
 	return err
+}
+
+// getRecord reads the record of id and its revision; found is false when
+// there is none.
+func (s *Store) getRecord(ctx context.Context, id string) (rec payloadRecord, rev uint64, found bool, err error) {
+	m, err := s.payrefs.GetLastMsgForSubject(ctx, s.names.payrefRoot+id)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return payloadRecord{}, 0, false, nil
+	} else if err != nil {
+		return payloadRecord{}, 0, false, err
+	}
+	rec, err = decodePayloadRecord(m.Data)
+	if err != nil {
+		return payloadRecord{}, m.Sequence, true, fmt.Errorf("record of payload %s: %w", id, err)
+	}
+	return rec, m.Sequence, true, nil
+}
+
+// putRecord writes the record of id over revision rev (0: a record that
+// must not exist yet) and returns its new revision; a record written
+// meanwhile fails it with a conflict (isConflict).
+func (s *Store) putRecord(ctx context.Context, id string, rec payloadRecord, rev uint64) (uint64, error) {
+	ack, err := s.js.PublishMsg(ctx, &nats.Msg{Subject: s.names.payrefRoot + id, Data: rec.encode()},
+		jetstream.WithExpectLastSequencePerSubject(rev))
+	if err != nil {
+		return 0, err
+	}
+	return ack.Sequence, nil
 }
 
 // maxPayload bounds a shared payload as the mailbox streams bound a
 // message.
-const maxPayload = 1<<20 + 1024
+const maxPayload = wire.MaxEnvelopeSize + 1024
 
 // rowRef is a head's row: its mailbox shard and its sequence there.
 type rowRef struct {
@@ -102,7 +132,7 @@ type rowRef struct {
 	row   uint64
 }
 
-// payloadRecord is what the reference bucket holds of one payload.
+// payloadRecord is what the records' stream holds of one payload.
 //
 // Encoding: 'p' (pending) or 'l' (live), the creation time (int64 Unix
 // nanoseconds), the payload's size (uint32), then per row its shard
@@ -191,7 +221,7 @@ func (s *Store) preparePayload(ctx context.Context, p []byte) *shared {
 	rand.Read(raw[:])
 	sp := &shared{id: hex.EncodeToString(raw[:]), size: len(p)}
 	rec := payloadRecord{created: time.Now().UnixNano(), size: uint32(len(p))}
-	rev, err := s.payrefs.Create(ctx, sp.id, rec.encode())
+	rev, err := s.putRecord(ctx, sp.id, rec, 0)
 	if err != nil {
 		sp.err = fmt.Errorf("keep a shared payload: %w", err)
 		return sp
@@ -272,21 +302,15 @@ func (s *Store) unref(ctx context.Context, ref string, x rowRef) {
 // is no record.
 func (s *Store) editRecord(ctx context.Context, id string, fn func(*payloadRecord) (bool, error)) (payloadRecord, uint64, bool, error) {
 	for attempt := 0; ; attempt++ {
-		e, err := s.payrefs.Get(ctx, id)
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			return payloadRecord{}, 0, false, nil
-		} else if err != nil {
-			return payloadRecord{}, 0, false, err
-		}
-		rec, err := decodePayloadRecord(e.Value())
-		if err != nil {
-			return payloadRecord{}, 0, true, fmt.Errorf("record of payload %s: %w", id, err)
+		rec, rev, found, err := s.getRecord(ctx, id)
+		if err != nil || !found {
+			return rec, rev, found, err
 		}
 		changed, err := fn(&rec)
 		if err != nil || !changed {
-			return rec, e.Revision(), true, err
+			return rec, rev, true, err
 		}
-		rev, err := s.payrefs.Update(ctx, id, rec.encode(), e.Revision())
+		rev, err = s.putRecord(ctx, id, rec, rev)
 		if err == nil {
 			return rec, rev, true, nil
 		}
@@ -303,15 +327,15 @@ func (s *Store) editRecord(ctx context.Context, id string, fn func(*payloadRecor
 }
 
 // dispose purges the payload id and then deletes its record at rev (a
-// deletion that finds a newer revision deletes nothing: the bucket keeps
-// one per key). Failures are left to the sweep. size is what the payload
+// deletion that finds a newer revision deletes nothing: the stream keeps
+// one per subject). Failures are left to the sweep. size is what the payload
 // kept, for the cached figures (0: not counted here).
 func (s *Store) dispose(ctx context.Context, id string, rev uint64, size int64) {
 	if err := s.payloads.Purge(ctx, jetstream.WithPurgeSubject(s.names.pay+id)); err != nil {
 		return
 	}
 	s.noteKept(-size)
-	s.payrefStream.DeleteMsg(ctx, rev)
+	s.payrefs.DeleteMsg(ctx, rev)
 }
 
 // fetchPayload reads the payload named by ref from the stream's leader
@@ -341,16 +365,16 @@ func (s *Store) fetchPayload(ctx context.Context, ref string) ([]byte, error) {
 func (s *Store) sweepPayloads(ctx context.Context, now, before time.Time) error {
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
-	info, err := s.payrefStream.Info(ctx)
+	info, err := s.payrefs.Info(ctx)
 	if err != nil {
 		return err
 	}
 	s.sweepMu.Lock()
 	seq := max(s.sweepAt, info.State.FirstSeq)
 	s.sweepMu.Unlock()
-	root := "$KV." + s.names.payRef + "."
+	root := s.names.payrefRoot
 	for reads := 0; reads < sweepBudget; reads++ {
-		m, err := s.payrefStream.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(root+"*"))
+		m, err := s.payrefs.GetMsg(ctx, seq, jetstream.WithGetMsgSubject(root+"*"))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			seq = 0 // the end: from the first next time
 			break
@@ -388,7 +412,7 @@ func (s *Store) sweepPayloads(ctx context.Context, now, before time.Time) error 
 				continue
 			}
 			rec.rows = slices.DeleteFunc(rec.rows, func(x rowRef) bool { return slices.Contains(gone, x) })
-			rev, err := s.payrefs.Update(ctx, id, rec.encode(), m.Sequence)
+			rev, err := s.putRecord(ctx, id, rec, m.Sequence)
 			if err != nil {
 				continue // written meanwhile: its writer settles it
 			}
