@@ -114,7 +114,11 @@ func (s *Store) AppendBatch(ctx context.Context, items []relaystore.AppendItem) 
 		out[f.i].Err = fmt.Errorf("append to %s: %w", it.Recipient, err)
 	}
 	// The payloads' records list their heads; a payload whose record the
-	// sweep took meanwhile fails its items, whose heads are deleted.
+	// sweep took meanwhile fails its items, whose heads are deleted. This
+	// runs to its end even when the caller's context ended: the heads stored
+	// are settled either way.
+	ctx, cancelSettle := context.WithTimeout(context.WithoutCancel(ctx), s.timeout)
+	defer cancelSettle()
 	failed := map[*shared]error{}
 	for _, sp := range kept {
 		if sp.err == nil {

@@ -92,24 +92,27 @@ func (s *Store) StorePayloadOnly(ctx context.Context, p []byte) error {
 
 // AppendUnfinished stores the payload the items share and their heads,
 // charged to no quota, but leaves the payload's record pending, as a
-// relay that died before it answered would.
-func (s *Store) AppendUnfinished(ctx context.Context, items []relaystore.AppendItem) ([]uint64, error) {
+// relay that died before it answered would; finish does what that relay
+// would have done next (a relay that was only slow).
+func (s *Store) AppendUnfinished(ctx context.Context, items []relaystore.AppendItem) (finish func() error, err error) {
 	sp := s.preparePayload(ctx, items[0].Shared.Payload)
 	if sp.err != nil {
 		return nil, sp.err
 	}
-	var rows []uint64
 	for _, it := range items {
 		msg := s.envelopeMsg(it.Recipient, it.Env, it.From)
 		msg.Header.Set(hdrPayload, payloadRef(sp.id, sp.size))
 		ack, err := s.js.PublishMsg(ctx, msg)
 		if err != nil {
-			return rows, err
+			return nil, err
 		}
-		rows = append(rows, ack.Sequence)
+		sp.rows = append(sp.rows, rowRef{shard: s.shardIndex(it.Recipient), row: ack.Sequence})
 	}
-	return rows, nil
+	return func() error { return s.finishPayload(ctx, sp) }, nil
 }
+
+// ErrRecordGone is errRecordGone.
+var ErrRecordGone = errRecordGone
 
 // DeleteRowOnly deletes a row of recipient's mailbox without taking it
 // off its payload's record, as a relay that died between the two would.

@@ -392,7 +392,15 @@ func (s *Store) sweepPayloads(ctx context.Context, now, before time.Time) error 
 			continue // not ours to judge
 		}
 		switch {
-		case !rec.live || len(rec.rows) == 0:
+		case !rec.live:
+			// Claimed first, with compare-and-set: an append that is only
+			// slow then fails to finish (errRecordGone) rather than answer
+			// for heads whose payload goes.
+			rev, err := s.putRecord(ctx, id, payloadRecord{live: true, created: rec.created, size: rec.size}, m.Sequence)
+			if err == nil {
+				s.dispose(ctx, id, rev, 0)
+			}
+		case len(rec.rows) == 0:
 			s.dispose(ctx, id, m.Sequence, 0)
 		case time.Unix(0, rec.created).Before(before):
 			var gone []rowRef

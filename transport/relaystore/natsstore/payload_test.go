@@ -3,6 +3,7 @@ package natsstore_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -172,8 +173,8 @@ func TestSharedPayloadAcrossRelays(t *testing.T) {
 // settled by the sweep (Expire) once it is older than the grace, and not
 // before: a payload stored without heads; heads whose payload's record
 // stayed pending (the heads become orphans: a lease drops them, without
-// an error, and frees their quotas); a head deleted without its record
-// being told.
+// an error, and frees their quotas; the relay, if it was only slow, fails
+// to finish its append); a head deleted without its record being told.
 func TestSharedPayloadCrash(t *testing.T) {
 	c := natstest.StartCluster(t, 1)
 	ctx := context.Background()
@@ -211,7 +212,8 @@ func TestSharedPayloadCrash(t *testing.T) {
 		s := openReplicas(t, c, relaystore.Limits{}, 1)
 		defer s.Close()
 		items := sharedItems(t, s, 5, 3000)
-		if _, err := s.AppendUnfinished(ctx, items); err != nil {
+		finish, err := s.AppendUnfinished(ctx, items)
+		if err != nil {
 			t.Fatal(err)
 		}
 		if _, err := s.Expire(ctx, late(), longAgo, 10); err != nil {
@@ -219,6 +221,11 @@ func TestSharedPayloadCrash(t *testing.T) {
 		}
 		if p, r := payloads(s); p != 0 || r != 0 {
 			t.Fatalf("after the sweep: %d payloads, %d records; want none", p, r)
+		}
+		// A relay that was only slow learns that its payload was swept,
+		// and answers its items with an error.
+		if err := finish(); !errors.Is(err, natsstore.ErrRecordGone) {
+			t.Fatalf("finishing after the sweep: %v, want ErrRecordGone", err)
 		}
 		now := time.Now()
 		for _, it := range items {
