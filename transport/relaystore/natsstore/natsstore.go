@@ -159,6 +159,7 @@ type Store struct {
 	totalKept int64 // bytes kept: heads, whole envelopes, each shared payload once
 
 	payloads jetstream.Stream // shared payloads (payload.go)
+	recent   recentPayloads   // the last stored or read here
 	payrefs  jetstream.Stream // their records
 	sweepMu  sync.Mutex
 	sweepAt  uint64 // where the next sweep of the records starts

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -331,6 +332,7 @@ func (s *Store) editRecord(ctx context.Context, id string, fn func(*payloadRecor
 // one per subject). Failures are left to the sweep. size is what the payload
 // kept, for the cached figures (0: not counted here).
 func (s *Store) dispose(ctx context.Context, id string, rev uint64, size int64) {
+	s.recent.forget(id)
 	if err := s.payloads.Purge(ctx, jetstream.WithPurgeSubject(s.names.pay+id)); err != nil {
 		return
 	}
@@ -338,13 +340,16 @@ func (s *Store) dispose(ctx context.Context, id string, rev uint64, size int64) 
 	s.payrefs.DeleteMsg(ctx, rev)
 }
 
-// fetchPayload reads the payload named by ref from the stream's leader
-// (which has every payload it acknowledged), or fails with
-// ErrPayloadMissing.
+// fetchPayload returns the payload named by ref, from this relay's cache
+// or else read from the stream's leader (which has every payload it
+// acknowledged), or fails with ErrPayloadMissing.
 func (s *Store) fetchPayload(ctx context.Context, ref string) ([]byte, error) {
 	id, size, ok := parsePayloadRef(ref)
 	if !ok {
 		return nil, fmt.Errorf("payload %q: %w", ref, ErrPayloadMissing)
+	}
+	if p, ok := s.recent.get(id); ok {
+		return p, nil
 	}
 	m, err := s.payloads.GetLastMsgForSubject(ctx, s.names.pay+id)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
@@ -355,7 +360,64 @@ func (s *Store) fetchPayload(ctx context.Context, ref string) ([]byte, error) {
 	if len(m.Data) != size {
 		return nil, fmt.Errorf("payload %s of %d bytes, its heads say %d: %w", id, len(m.Data), size, ErrPayloadMissing)
 	}
+	s.recent.put(id, m.Data)
 	return m.Data, nil
+}
+
+// recentBytes bounds the payloads a relay keeps in memory (recentPayloads).
+const recentBytes = 8 << 20
+
+// recentPayloads keeps the payloads this relay read last, so that the
+// leases of a group's members through one relay read a payload once: a
+// payload never changes under its ID. The oldest go first, and one this
+// relay disposes of at once. A head whose payload another relay's sweep
+// took (an orphan, see above) may be delivered from here rather than
+// dropped, which is harmless: it is an envelope its sender made, answered
+// with an error, that the recipient may then receive twice.
+type recentPayloads struct {
+	mu    sync.Mutex
+	m     map[string][]byte
+	order []string
+	bytes int
+}
+
+func (r *recentPayloads) get(id string) ([]byte, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p, ok := r.m[id]
+	return p, ok
+}
+
+func (r *recentPayloads) forget(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if p, ok := r.m[id]; ok {
+		delete(r.m, id)
+		r.bytes -= len(p)
+		r.order = slices.DeleteFunc(r.order, func(x string) bool { return x == id })
+	}
+}
+
+func (r *recentPayloads) put(id string, p []byte) {
+	if len(p) > recentBytes/4 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil {
+		r.m = make(map[string][]byte)
+	}
+	if _, ok := r.m[id]; ok {
+		return
+	}
+	for r.bytes+len(p) > recentBytes && len(r.order) > 0 {
+		r.bytes -= len(r.m[r.order[0]])
+		delete(r.m, r.order[0])
+		r.order = r.order[1:]
+	}
+	r.m[id] = p
+	r.order = append(r.order, id)
+	r.bytes += len(p)
 }
 
 // sweepPayloads settles the records a relay that died left (see the top
