@@ -28,8 +28,21 @@ func cmdBench(ctx context.Context, env *cliEnv, cmd *command, args []string) err
 	fileChunk := f.Int("chunk", engine.DefaultFileChunkSize, "with --file: the upload's chunk size in bytes")
 	defaultLimits := f.Bool("default-limits", false, "with --file: run the relay with its default rate limits (byte buckets on) instead of with them off")
 	history := f.Int("history", 0, "measure a backup and its restore instead: a history of this many messages (10000)")
+	devices := f.Int("devices", 0, "measure sends to a person of this many devices instead, against one device, in one run (2)")
 	if _, err := f.parse(env, args, 0, 0); err != nil {
 		return err
+	}
+	if *devices != 0 {
+		if *history != 0 || *file != "" || *group != "" || *pairs != 1 || *cpuProfile != "" {
+			return usagef("--devices measures one sender and two people: --history, --file, --group, --pairs and --cpuprofile do not apply")
+		}
+		if *devices < 2 || *devices > engine.MaxDevicesPerAccount {
+			return usagef("--devices %d: want 2 to %d", *devices, engine.MaxDevicesPerAccount)
+		}
+		if *n < 0 || *window < 1 || *duration < 0 || *n == 0 && *duration == 0 {
+			return usagef("--window must be positive, and --messages or --duration must be")
+		}
+		return benchDevices(ctx, env, *f.json, bench.DevicesOptions{Devices: *devices, Messages: *n, Duration: *duration, Window: *window})
 	}
 	if *history != 0 {
 		if *file != "" || *group != "" || *pairs != 1 || *n != 0 {
@@ -136,6 +149,34 @@ func benchGroup(ctx context.Context, env *cliEnv, asJSON bool, o bench.GroupOpti
 			continue
 		}
 		fmt.Fprintf(w, "%7d %8d %7d %7.0f %9.0f %11s %14.0f\n", r.Members, r.Messages, r.Lanes, r.MsgsPerSec, r.LanesPerSec,
+			fmt.Sprintf("%.0f/%.0f", r.P50ms, r.P99ms), r.CPUMicrosPerLane)
+	}
+	return nil
+}
+
+// benchDevices is parley bench --devices: one line (or JSON record) for
+// the person of one device, one for the person of several.
+func benchDevices(ctx context.Context, env *cliEnv, asJSON bool, o bench.DevicesOptions) error {
+	o.Progress = env.stderr
+	if asJSON {
+		o.Progress = io.Discard
+	}
+	results, err := bench.RunDevices(ctx, o)
+	if err != nil {
+		return err
+	}
+	w := env.stdout
+	if !asJSON {
+		fmt.Fprintf(w, "%7s %8s %7s %7s %9s %11s %14s\n", "devices", "messages", "lanes", "msgs/s", "lanes/s", "p50/p99 ms", "CPU/lane µs")
+	}
+	for _, r := range results {
+		if asJSON {
+			printer{w, true}.record([]kv{{"devices", r.Devices}, {"messages", r.Messages}, {"lanes", r.Lanes}, {"seconds", r.Seconds},
+				{"msgs_per_sec", r.MsgsPerSec}, {"lanes_per_sec", r.LanesPerSec}, {"p50_ms", r.P50ms}, {"p99_ms", r.P99ms},
+				{"cpu_us_per_lane", r.CPUMicrosPerLane}, {"window", r.Window}})
+			continue
+		}
+		fmt.Fprintf(w, "%7d %8d %7d %7.0f %9.0f %11s %14.0f\n", r.Devices, r.Messages, r.Lanes, r.MsgsPerSec, r.LanesPerSec,
 			fmt.Sprintf("%.0f/%.0f", r.P50ms, r.P99ms), r.CPUMicrosPerLane)
 	}
 	return nil

@@ -257,7 +257,7 @@ func cmdTrust(ctx context.Context, env *cliEnv, cmd *command, args []string) err
 		want = key.Fingerprint()
 		if !*yes {
 			n := engine.SafetyNumber(p.Client.Self(), p.Client.Identity(), peer, key)
-			printer{env.stdout, *f.json}.record([]kv{{"peer", peer.String()}, {"fingerprint", want}, {"safety_number", n}, {"pinned", false}})
+			printer{env.stdout, *f.json}.record([]kv{{"peer", peer.String()}, {"fingerprint", want}, {"safety_number", n}, {"basis", string(engine.SafetyDevices)}, {"pinned", false}})
 			return fmt.Errorf("not pinned: compare the safety number with %s, then run parley trust --fingerprint %q %s (or --yes)", peer, want, peer)
 		}
 	}
@@ -265,8 +265,13 @@ func cmdTrust(ctx context.Context, env *cliEnv, cmd *command, args []string) err
 	if err != nil {
 		return err
 	}
-	n := engine.SafetyNumber(p.Client.Self(), p.Client.Identity(), peer, key)
-	printer{env.stdout, *f.json}.record([]kv{{"peer", peer.String()}, {"fingerprint", key.Fingerprint()}, {"safety_number", n}, {"pinned", true}})
+	// Once pinned, the number is the one safety-number prints: from the
+	// two accounts when both lists are held, else from the devices.
+	view := engine.SafetyNumberView{Basis: engine.SafetyDevices, Number: engine.SafetyNumber(p.Client.Self(), p.Client.Identity(), peer, key)}
+	if v, err := p.Client.Safety(ctx, peer); err == nil {
+		view = v
+	}
+	printer{env.stdout, *f.json}.record([]kv{{"peer", peer.String()}, {"fingerprint", key.Fingerprint()}, {"safety_number", view.Number}, {"basis", string(view.Basis)}, {"pinned", true}})
 	return nil
 }
 

@@ -91,6 +91,9 @@ func resultFields(r engine.ReceiveResult) []kv {
 	switch r.Kind {
 	case engine.ResultDelivery:
 		fields = append(fields, messageFields(r.Content, r.Body)...)
+		if r.DecidedElsewhere {
+			fields = append(fields, kv{"decided_elsewhere", true})
+		}
 	case engine.ResultDecided, engine.ResultDecisionHeard:
 		if d := r.Decided; d != nil {
 			outcome := "committed"

@@ -139,6 +139,36 @@ func TestCLIPersonTwoDevices(t *testing.T) {
 	if out := alice.jsonLines("outbox"); len(out) != 0 {
 		t.Errorf("alice's outbox after both devices finalized: %v", out)
 	}
+	// A decision before its message: bob commits on bob/1 before bob/2
+	// heard of the message; bob/2's delivery says it was decided
+	// elsewhere (no bell), and the decision finalizes it in the same sync.
+	id3 := strings.TrimSpace(alice.ok("send", "bob", "decided before it came"))
+	if got := deliveries(bob.sync(), "delivery", id3); len(got) != 1 {
+		t.Fatalf("bob/1 got %q, want the message once", got)
+	}
+	bob.ok("commit", "alice/1", id3)
+	recs = bob2.sync()
+	var elsewhere, decidedHere int
+	for _, r := range recs {
+		switch {
+		case r["kind"] == "delivery" && r["id"] == id3:
+			if r["decided_elsewhere"] != true {
+				t.Errorf("bob/2's delivery %v, want decided_elsewhere", r)
+			}
+			elsewhere++
+		case r["kind"] == "decided" && r["id"] == id3:
+			decidedHere++
+		}
+	}
+	if elsewhere != 1 || decidedHere != 1 {
+		t.Errorf("bob/2's sync: %v, want the delivery and its decision once each", recs)
+	}
+	for _, r := range recs {
+		if r["kind"] == "delivery" && r["id"] == id2 {
+			t.Errorf("bob/2 got %s again", id2)
+		}
+	}
+	alice.sync()
 
 	// bob writes from his second device: alice once, bob/1 a sent copy.
 	reply := strings.TrimSpace(bob2.ok("send", "alice", "from the laptop"))

@@ -35,8 +35,15 @@ func TestCLITrust(t *testing.T) {
 	if got := alice.jsonLines("trust", "--fingerprint", strings.ReplaceAll(fp, " ", ""), "bob/1"); len(got) != 1 || got[0]["pinned"] != true || got[0]["fingerprint"] != fp {
 		t.Fatalf("trust --fingerprint: %v, want pinned with %s", got, fp)
 	}
-	if got := alice.jsonLines("trust", "--yes", "bob/1"); len(got) != 1 || got[0]["pinned"] != true || got[0]["fingerprint"] != fp {
+	got := alice.jsonLines("trust", "--yes", "bob/1")
+	if len(got) != 1 || got[0]["pinned"] != true || got[0]["fingerprint"] != fp {
 		t.Fatalf("trust --yes: %v, want pinned with %s", got, fp)
+	}
+	// The number a pin prints is the one safety-number prints, with its
+	// basis, so that the two can be compared with what bob reads.
+	sn := alice.jsonLines("safety-number", "bob/1")
+	if len(sn) != 1 || got[0]["safety_number"] != sn[0]["safety_number"] || got[0]["basis"] != sn[0]["basis"] || got[0]["basis"] == nil {
+		t.Fatalf("trust --yes printed %v, safety-number %v: want the same number and basis", got, sn)
 	}
 	// The conversation goes on, on a fresh session that names the one it
 	// replaces: bob, who still holds that one, takes it at once.

@@ -188,6 +188,32 @@ func (c *Client) prepareDecision(ctx context.Context, bs *batchState, in *incomi
 	return in.receive(bs, op, step)
 }
 
+// keptFor returns which deliveries of a committed page another device of
+// this person decided already (a kept decision names them), for the
+// page's results to say so. It reads the kept decisions only while some
+// may be kept; a failed read marks none (what it costs is a bell).
+func (c *Client) keptFor(ctx context.Context, preps []prepared) map[inboundKey]bool {
+	if !c.decisionsKept.Load() && !c.decisionsDue.Load() && c.decisionsChecked.Load() {
+		return nil
+	}
+	delivered := false
+	for _, p := range preps {
+		delivered = delivered || p.result.Kind == ResultDelivery
+	}
+	if !delivered {
+		return nil
+	}
+	kept, err := c.store.KeptDecisions(ctx, MaxKeptDecisions)
+	if err != nil || len(kept) == 0 {
+		return nil
+	}
+	out := make(map[inboundKey]bool, len(kept))
+	for _, k := range kept {
+		out[inboundKey{k.Sender, k.ID}] = true
+	}
+	return out
+}
+
 // applyKeptDecisions finalizes every pending message a kept decision
 // names, as the decision says, without asking (the Finalize plan forgets
 // the decision and acknowledges the sender in one transaction), and

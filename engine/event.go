@@ -243,6 +243,10 @@ type ReceiveResult struct {
 	CopyTo *Address
 	// Decided is the decision of a ResultDecisionHeard or ResultDecided.
 	Decided *KeptDecision
+	// DecidedElsewhere, on a ResultDelivery, says another device of this
+	// person decided the message before it came here: a ResultDecided
+	// for it follows in the same Sync. An interface rings no bell for it.
+	DecidedElsewhere bool
 
 	// For the loop's schedules: the session with Sender converged (an
 	// announcement, or a session replaced by the peer's initiation), and

@@ -79,6 +79,12 @@ func (c *Client) Send(ctx context.Context, peer Address, body []byte) (wire.Logi
 // the relay supports it. A message whose hand-off failed stays pending for a
 // retry. The returned error is set only when the transaction failed, in which
 // case nothing was stored.
+//
+// SendBatch writes to the device each request names and to no other:
+// the lanes to the rest of a person's devices, and the copies to this
+// person's own, are Enqueue's (the path of the TUI and parley send).
+// parley bench's one-to-one run, between people of one device each, uses
+// it to measure the send path without the loop's hand-off.
 func (c *Client) SendBatch(ctx context.Context, reqs []SendRequest) ([]SendResult, error) {
 	results := make([]SendResult, len(reqs))
 	frames := make([][]byte, len(reqs))

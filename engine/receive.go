@@ -238,6 +238,7 @@ func (c *Client) finishRows(ctx context.Context, preps []prepared, plans []Plan,
 			}
 		}
 	}
+	decidedElsewhere := c.keptFor(ctx, preps)
 	results := make([]ReceiveResult, 0, len(preps))
 	for i, p := range preps {
 		if _, ok := p.plan.(ChainAck); ok {
@@ -258,6 +259,9 @@ func (c *Client) finishRows(ctx context.Context, preps []prepared, plans []Plan,
 		}
 		if p.recovery != nil && asked != nil {
 			res.RecoveryRequested = asked[i]
+		}
+		if res.Kind == ResultDelivery && decidedElsewhere[inboundKey{res.Sender, res.ID}] {
+			res.DecidedElsewhere = true
 		}
 		results = append(results, res)
 		if err := c.fail(plans[i].Kind(), "before-event"); err != nil {

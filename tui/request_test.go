@@ -215,8 +215,9 @@ func TestRequestBlocked(t *testing.T) {
 	}
 }
 
-// TestNoBellForStrangers: a request rings no bell, sends no desktop
-// notification and counts nothing unread; a delivery out of view does.
+// TestNoBellForStrangers: a request, or a message another device of this
+// person decided, rings no bell, sends no desktop notification and counts
+// nothing unread; a delivery out of view does.
 func TestNoBellForStrangers(t *testing.T) {
 	m, _, _ := newTestRoot(t)
 	var out bytes.Buffer
@@ -233,6 +234,15 @@ func TestNoBellForStrangers(t *testing.T) {
 	}
 	if out.Len() != 0 || m.unread() != 0 {
 		t.Fatalf("a stranger's request announced %q, unread %d; want nothing", out.String(), m.unread())
+	}
+	// A message another device of this person decided already rings
+	// nothing either (issue 33).
+	decided := []engine.Event{{Kind: engine.EventReceived, Peer: carol, Result: &engine.ReceiveResult{Kind: engine.ResultDelivery, Sender: carol, DecidedElsewhere: true}}}
+	if cmd := m.announce(0, decided); cmd != nil {
+		runAll(cmd)
+	}
+	if out.Len() != 0 || m.unread() != 0 {
+		t.Fatalf("a message decided elsewhere announced %q, unread %d; want nothing", out.String(), m.unread())
 	}
 	friend := []engine.Event{{Kind: engine.EventReceived, Peer: carol, Result: &engine.ReceiveResult{Kind: engine.ResultDelivery, Sender: carol}}}
 	if cmd := m.announce(0, friend); cmd != nil {

@@ -412,7 +412,10 @@ func (m *Model) announce(pane int, evs []engine.Event) tea.Cmd {
 	var from []engine.Address
 	for _, e := range evs {
 		r := e.Result
-		if e.Kind != engine.EventReceived || r == nil || r.Kind != engine.ResultDelivery {
+		// A message another device of this person decided already is
+		// finalized here in the same pass: the person has seen it, so it
+		// does not ring (issue 33).
+		if e.Kind != engine.EventReceived || r == nil || r.Kind != engine.ResultDelivery || r.DecidedElsewhere {
 			continue
 		}
 		if m.blurred && r.Sender == p.peer {
