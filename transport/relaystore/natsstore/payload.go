@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
@@ -472,10 +473,12 @@ func (s *Store) sweepPayloads(ctx context.Context, now, before time.Time) error 
 					gone = append(gone, x)
 					continue
 				}
-				if _, err := s.shards[x.shard].stream.GetMsg(ctx, x.row); errors.Is(err, jetstream.ErrMsgNotFound) {
-					gone = append(gone, x)
-				} else if err != nil {
+				// From the leader: a replica that lags may not have the
+				// row yet, and a head wrongly taken off loses its payload.
+				if has, err := s.leaderHas(ctx, s.shards[x.shard].name, x.row); err != nil {
 					return err
+				} else if !has {
+					gone = append(gone, x)
 				}
 			}
 			if len(gone) == 0 {
@@ -495,4 +498,29 @@ func (s *Store) sweepPayloads(ctx context.Context, now, before time.Time) error 
 	s.sweepAt = seq
 	s.sweepMu.Unlock()
 	return nil
+}
+
+// leaderHas reports whether the stream's leader holds the message at seq.
+func (s *Store) leaderHas(ctx context.Context, stream string, seq uint64) (bool, error) {
+	req, err := json.Marshal(struct {
+		Seq uint64 `json:"seq"`
+	}{seq})
+	if err != nil {
+		return false, err
+	}
+	resp, err := s.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+stream, req)
+	if err != nil {
+		return false, err
+	}
+	var sm storedMsg
+	if err := json.Unmarshal(resp.Data, &sm); err != nil {
+		return false, err
+	}
+	switch {
+	case sm.Error != nil && sm.Error.Code == 404:
+		return false, nil
+	case sm.Error != nil:
+		return false, fmt.Errorf("get from %s: %d %s", stream, sm.Error.Code, sm.Error.Description)
+	}
+	return sm.Message != nil && sm.Message.Seq == seq, nil
 }
