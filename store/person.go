@@ -536,6 +536,11 @@ const (
 	sqlForgetDecision = "DELETE FROM kept_decision WHERE sender = ? AND id = ?"
 	sqlKeptDecisions  = "SELECT sender, id, outcome, on_device FROM kept_decision ORDER BY at, sender, id LIMIT ?"
 	sqlDecidedOn      = "UPDATE history SET decided_on = ? WHERE peer = ? AND direction = 1 AND id = ?"
+	// sqlDiscardedAt reads when a message was discarded here, and
+	// sqlRestoreCommitted turns that discard into a commit (a decision
+	// of another device that carried the body overrules it).
+	sqlDiscardedAt      = "SELECT at FROM finalized WHERE sender = ? AND id = ? AND outcome = ?"
+	sqlRestoreCommitted = "UPDATE finalized SET outcome = ?, reason = ? WHERE sender = ? AND id = ? AND outcome = ?"
 )
 
 // decision records a decision heard from another device of this person
@@ -547,6 +552,9 @@ func (t *tx) decision(ctx context.Context, from engine.Address, e engine.Decisio
 		t.db.seal.seal(kindFinalizedDigest, messageKey(from, e.ID), e.Digest[:]))
 	if err != nil {
 		return fmt.Errorf("finalize decision %x from %s (finalized already?): %w", e.ID[:], from, err)
+	}
+	if e.Restore != nil {
+		return t.restoreCommitted(ctx, from, e)
 	}
 	if !e.Keep {
 		return nil
@@ -561,6 +569,34 @@ func (t *tx) decision(ctx context.Context, from engine.Address, e engine.Decisio
 	if _, err := t.run(ctx, "decision-keep", sqlKeepDecision, e.Sender.String(), e.Message[:], int64(e.Outcome),
 		from.String(), e.At.UnixNano()); err != nil {
 		return fmt.Errorf("keep the decision on %x from %s: %w", e.Message[:], e.Sender, err)
+	}
+	return nil
+}
+
+// restoreCommitted takes back a message discarded here that the deciding
+// device from committed (commit beats discard): its finalized record
+// turns committed and its history entry, with the body the decision
+// carried, is written at the time of the discard and names from. A
+// message whose record is gone (pruned) or not a discard is left alone.
+func (t *tx) restoreCommitted(ctx context.Context, from engine.Address, e engine.DecisionEffect) error {
+	var at int64
+	found, err := t.scan(ctx, "finalized-read", sqlDiscardedAt, []any{e.Sender.String(), e.Message[:], int64(engine.OutcomeDiscarded)}, &at)
+	if err != nil || !found {
+		return err
+	}
+	if _, err := t.runOne(ctx, "finalized-restore", engine.ErrConflict, sqlRestoreCommitted, int64(engine.OutcomeCommitted), int64(engine.DiscardNone),
+		e.Sender.String(), e.Message[:], int64(engine.OutcomeDiscarded)); err != nil {
+		return fmt.Errorf("take back message %x from %s: %w", e.Message[:], e.Sender, err)
+	}
+	if err := t.insertHistory(ctx, e.Sender, engine.DirectionIn, e.Message, nsTime(at), 0, e.Restore); err != nil {
+		return err
+	}
+	conv, err := t.conversationFor(ctx, e.Sender)
+	if err != nil {
+		return err
+	}
+	if _, err := t.run(ctx, "history-decided", sqlDecidedOn, from.String(), conv.String(), e.Message[:]); err != nil {
+		return fmt.Errorf("name the device that decided %x: %w", e.Message[:], err)
 	}
 	return nil
 }

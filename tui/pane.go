@@ -87,6 +87,13 @@ type pane struct {
 	// the next key.
 	notice string
 
+	// history is the profile's history import that stopped part way,
+	// read once when the pane starts (history.go); nil when there is
+	// none or it was not read yet.
+	history *engine.ImportProgress
+	// historyAsked is set once the import's progress was asked for.
+	historyAsked bool
+
 	w, h int
 	lay  paneLayout
 }
@@ -338,6 +345,16 @@ func (p pane) Update(msg tea.Msg) (pane, tea.Cmd) {
 			p.noteErr(engine.ErrorName(msg.err), msg.err, "marking the events presented")
 		}
 		return p, nil
+	case historyImportMsg:
+		p.history = nil
+		switch {
+		case msg.err != nil:
+			p.noteErr(engine.ErrorName(msg.err), msg.err, "reading the history import's progress")
+		case msg.ok:
+			prog := msg.prog
+			p.history = &prog
+		}
+		return p, p.layout()
 	case timeline.ActionMsg:
 		return p, p.act(msg)
 	case timeline.NoticeMsg:
@@ -515,6 +532,10 @@ func (p *pane) tick(now time.Time) (pane, tea.Cmd) {
 		return *p, nil
 	}
 	p.readState()
+	if !p.historyAsked {
+		p.historyAsked = true
+		cmds = append(cmds, p.readHistoryImport())
+	}
 	p.xfer.Sync()
 	p.in().ExpireStatus(now)
 	p.out().ExpireStatus(now)
