@@ -35,6 +35,8 @@ type FileOptions struct {
 	Progress io.Writer
 	// CPUProfile, when set, receives a CPU profile of the transfer.
 	CPUProfile io.Writer
+
+	deviceLists bool // the relay keeps device lists (RunLinkHistory)
 }
 
 // FileResult is what a file run measured. MB is 10^6 bytes of the file.
@@ -201,7 +203,7 @@ func fileRelay(ctx context.Context, dir string, o FileOptions) (url string, stop
 		st.Close()
 		return "", nil, err
 	}
-	srv, err := relayserver.New(st, relayserver.Config{Limits: limits, Blobs: blobs})
+	srv, err := relayserver.New(st, relayserver.Config{Limits: limits, Blobs: blobs, DeviceLists: o.deviceLists})
 	if err != nil {
 		blobs.Close()
 		st.Close()

@@ -290,11 +290,17 @@ func warnImport(ctx context.Context, env *cliEnv, dir string, p *profile.Profile
 	if err != nil || !ok {
 		return
 	}
-	again := "parley restore FILE --profile " + dir + " --relay URL"
+	fmt.Fprintf(env.stderr, "parley: warning: this profile's history import stopped part way; run %s again to finish it\n", importCommand(dir, p, linked))
+}
+
+// importCommand is the command that finishes a history import that
+// stopped part way: the link again for a linked device's history, the
+// restore again for a backup's.
+func importCommand(dir string, p *profile.Profile, linked bool) string {
 	if linked {
-		again = "parley link --profile " + dir + " --relay " + p.Relay.URL
+		return "parley link --profile " + dir + " --relay " + p.Relay.URL
 	}
-	fmt.Fprintf(env.stderr, "parley: warning: this profile's history import stopped part way; run %s again to finish it\n", again)
+	return "parley restore FILE --profile " + dir + " --relay URL"
 }
 
 // closeProfile ends a command: what it printed was the presentation of its

@@ -9,7 +9,7 @@ import (
 )
 
 // TestBenchHistory: parley bench --history runs a backup and a restore of
-// a small history and reports both.
+// a small history, and a link with that history, and reports them.
 func TestBenchHistory(t *testing.T) {
 	env, stdout, stderr := scriptedEnv()
 	if code := run(context.Background(), env, []string{"bench", "--history", "30", "--json"}); code != exitOK {
@@ -19,8 +19,12 @@ func TestBenchHistory(t *testing.T) {
 		Messages     int     `json:"messages"`
 		ArchiveBytes int64   `json:"archive_bytes"`
 		ImportSecs   float64 `json:"import_seconds"`
+		LinkBytes    int64   `json:"link_archive_bytes"`
+		LinkImport   float64 `json:"link_import_seconds"`
+		LinkDownload float64 `json:"link_download_seconds"`
 	}
-	if err := json.Unmarshal([]byte(strings.TrimSpace(stdout.String())), &r); err != nil || r.Messages != 30 || r.ArchiveBytes == 0 || r.ImportSecs <= 0 {
+	if err := json.Unmarshal([]byte(strings.TrimSpace(stdout.String())), &r); err != nil || r.Messages != 30 || r.ArchiveBytes == 0 || r.ImportSecs <= 0 ||
+		r.LinkBytes == 0 || r.LinkImport <= 0 || r.LinkDownload <= 0 {
 		t.Fatalf("bench --history printed %q (%v)", stdout, err)
 	}
 }

@@ -27,7 +27,7 @@ func cmdBench(ctx context.Context, env *cliEnv, cmd *command, args []string) err
 	file := f.String("file", "", "measure a file transfer instead: one file of this size (100MiB, 1GiB) sent and fetched through a relay on SQLite, against raw websocket loopback")
 	fileChunk := f.Int("chunk", engine.DefaultFileChunkSize, "with --file: the upload's chunk size in bytes")
 	defaultLimits := f.Bool("default-limits", false, "with --file: run the relay with its default rate limits (byte buckets on) instead of with them off")
-	history := f.Int("history", 0, "measure a backup and its restore instead: a history of this many messages (10000)")
+	history := f.Int("history", 0, "measure a backup and its restore, and a link with --history all, instead: a history of this many messages (10000)")
 	devices := f.Int("devices", 0, "measure sends to a person of this many devices instead, against one device, in one run (2)")
 	if _, err := f.parse(env, args, 0, 0); err != nil {
 		return err
@@ -233,10 +233,17 @@ func benchHistory(ctx context.Context, env *cliEnv, asJSON bool, messages int) e
 	if err != nil {
 		return err
 	}
+	l, err := bench.RunLinkHistory(ctx, o)
+	if err != nil {
+		return fmt.Errorf("link: %w", err)
+	}
 	if asJSON {
 		printer{env.stdout, true}.record([]kv{{"messages", r.Messages}, {"archive_bytes", r.ArchiveBytes}, {"backup_seconds", r.ArchiveSecs},
 			{"kdf_seconds", r.BackupKDFSecs}, {"check_seconds", r.CheckSecs}, {"import_seconds", r.ImportSecs},
-			{"import_msgs_per_sec", r.ImportPerSec}, {"rss_growth_mib", r.RSSGrowthMiB}, {"rss_measured", r.RSSMeasured}})
+			{"import_msgs_per_sec", r.ImportPerSec}, {"rss_growth_mib", r.RSSGrowthMiB}, {"rss_measured", r.RSSMeasured},
+			{"link_archive_bytes", l.ArchiveBytes}, {"link_archive_seconds", l.ArchiveSecs}, {"link_upload_seconds", l.UploadSecs},
+			{"link_download_seconds", l.DownloadSecs}, {"link_import_seconds", l.ImportSecs}, {"link_import_msgs_per_sec", l.ImportPerSec},
+			{"link_rss_growth_mib", l.RSSGrowthMiB}, {"link_profile_rss_growth_mib", l.ProfileRSSMiB}})
 		return nil
 	}
 	w := env.stdout
@@ -246,6 +253,13 @@ func benchHistory(ctx context.Context, env *cliEnv, asJSON bool, messages int) e
 	fmt.Fprintf(w, "restore: import          %.2f s, %.0f messages/s (batches of %d, each one transaction)\n", r.ImportSecs, r.ImportPerSec, engine.ImportBatchRecords)
 	if r.RSSMeasured {
 		fmt.Fprintf(w, "resident memory growth   %.1f MiB during the restore\n", r.RSSGrowthMiB)
+	}
+	fmt.Fprintf(w, "link: archive            %.2f s, %s (device add: one snapshot read, sealed with a random key, synced)\n", l.ArchiveSecs, humanize.IBytes(uint64(l.ArchiveBytes)))
+	fmt.Fprintf(w, "link: upload             %.2f s (the archive as a blob, relay on SQLite on loopback)\n", l.UploadSecs)
+	fmt.Fprintf(w, "link: download           %.2f s (the new device: fetched, verified, opened)\n", l.DownloadSecs)
+	fmt.Fprintf(w, "link: import             %.2f s, %.0f messages/s (batches of %d, each one transaction)\n", l.ImportSecs, l.ImportPerSec, engine.ImportBatchRecords)
+	if l.RSSMeasured {
+		fmt.Fprintf(w, "resident memory growth   %.1f MiB during the new device's download and import (%.1f MiB before, creating and opening its profile)\n", l.RSSGrowthMiB, l.ProfileRSSMiB)
 	}
 	return nil
 }

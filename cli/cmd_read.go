@@ -139,6 +139,9 @@ func cmdHistory(ctx context.Context, env *cliEnv, cmd *command, args []string) e
 		if e.DecidedOn != nil {
 			rec = append(rec, kv{"decided_on", e.DecidedOn.String()})
 		}
+		if e.Imported != nil {
+			rec = append(rec, kv{"imported", importedFrom(*e.Imported)})
+		}
 		if e.Direction == engine.DirectionOut {
 			lanes, err := p.Client.PersonLanes(ctx, e.Peer, e.ID)
 			if err != nil {
@@ -151,6 +154,16 @@ func cmdHistory(ctx context.Context, env *cliEnv, cmd *command, args []string) e
 		out.record(rec)
 	}
 	return nil
+}
+
+// importedFrom names where an imported history entry came from: "link"
+// (the account's history when this device was linked) or "restore" (a
+// backup).
+func importedFrom(i engine.Imported) string {
+	if i.Link {
+		return "link"
+	}
+	return "restore"
 }
 
 func cmdTrace(ctx context.Context, env *cliEnv, cmd *command, args []string) error {

@@ -104,6 +104,9 @@ func resultFields(r engine.ReceiveResult) []kv {
 				fields = append(fields, kv{"message", hexID(d.ID)}, kv{"from", d.Sender.String()})
 			}
 			fields = append(fields, kv{"outcome", outcome}, kv{"on", d.On.String()})
+			if r.TakenBack {
+				fields = append(fields, kv{"taken_back", true})
+			}
 		}
 	case engine.ResultSentCopy:
 		if r.CopyTo != nil {

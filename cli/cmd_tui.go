@@ -116,11 +116,13 @@ func cmdTUI(ctx context.Context, env *cliEnv, cmd *command, args []string) error
 	}
 	p.Client.SetPolicy(policy)
 	return tui.Run(ctx, p.Client, tui.Options{Theme: theme, LogFile: *ui.logFile, Debug: *ui.debug, Peer: peer,
-		ConnState:  func() string { return p.RelayState().Conn.String() },
-		Names:      s.DeviceNames(),
-		Emoji:      tui.Emoji(s.Emoji),
-		NoPreviews: !config.Bool(s.Previews, true),
-		Graphics:   s.Graphics,
+		ConnState:     func() string { return p.RelayState().Conn.String() },
+		Names:         s.DeviceNames(),
+		Emoji:         tui.Emoji(s.Emoji),
+		NoPreviews:    !config.Bool(s.Previews, true),
+		Graphics:      s.Graphics,
+		ImportCommand: func(link bool) string { return importCommand(f.profileDir(env), p, link) },
+		LinkCommand:   "parley link --profile DIR --relay " + p.Relay.URL,
 		Notify: tui.Notify{
 			Bell:    pick("bell", *bell, s.Notify.Bell),
 			Desktop: pick("desktop-notify", *desktop, s.Notify.Desktop),

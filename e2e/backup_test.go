@@ -117,6 +117,17 @@ func TestCLIBackupRestore(t *testing.T) {
 			t.Errorf("history %s: restored %v, alice/1 %v", dir, got, want)
 		}
 	}
+	// The restored entries say where they came from; alice/1's do not.
+	for _, r := range alice2.jsonLines("history", "bob/1") {
+		if r["imported"] != "restore" {
+			t.Errorf("restored history row %v, want imported=restore", r)
+		}
+	}
+	for _, r := range alice.jsonLines("history", "bob/1") {
+		if _, ok := r["imported"]; ok {
+			t.Errorf("alice/1's own history row %v says imported", r)
+		}
+	}
 	if out := alice2.ok("contact"); !strings.Contains(out, "Bob") {
 		t.Errorf("the restored contacts %q lack Bob", out)
 	}

@@ -244,6 +244,13 @@ func importedSoFar(dir string) bool {
 // which the relay lists on top of alice/1's list.
 func seededHolder(t *testing.T, relay *relayProc, n int) *cliProfile {
 	t.Helper()
+	return seededHolderWith(t, relay, n, func(i int) (string, int64) { return "m" + strconv.Itoa(i), int64(i+1) * 1e9 })
+}
+
+// seededHolderWith is seededHolder with the body and time (Unix
+// nanoseconds) of message i from msg.
+func seededHolderWith(t *testing.T, relay *relayProc, n int, msg func(i int) (body string, at int64)) *cliProfile {
+	t.Helper()
 	alice := newProfile(t, relay, "alice/1")
 	alice.sync() // publishes generation 1
 	backup := filepath.Join(t.TempDir(), "alice.parley")
@@ -286,7 +293,8 @@ func seededHolder(t *testing.T, relay *relayProc, n int) *cliProfile {
 	for i := range n {
 		var id wire.LogicalID
 		rand.Read(id[:])
-		if err := w.Write(wire.ArchiveMessage{Peer: "bob/1", Direction: 1, ID: id, At: int64(i+1) * 1e9, Body: []byte("m" + strconv.Itoa(i))}); err != nil {
+		body, at := msg(i)
+		if err := w.Write(wire.ArchiveMessage{Peer: "bob/1", Direction: 1, ID: id, At: at, Body: []byte(body)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -298,4 +306,51 @@ func seededHolder(t *testing.T, relay *relayProc, n int) *cliProfile {
 		t.Fatalf("restore of the seeded archive: exit %d, stderr %q", r.code, r.stderr)
 	}
 	return holder
+}
+
+// TestCLILinkHistoryDays: a holder whose history from bob/1 has messages
+// ten days old and one day old. Linked with `device add --history 7d`,
+// the new device holds the recent ones only (device add counts only
+// them); with `device add --history all` and `link --history 7d`, the
+// new device narrows what came to the recent ones; with `link --history
+// none`, it holds nothing.
+func TestCLILinkHistoryDays(t *testing.T) {
+	relay := startRelay(t, "--device-lists", "--device-list-joins")
+	const n = 4
+	now := time.Now()
+	holder := seededHolderWith(t, relay, 2*n, func(i int) (string, int64) {
+		if i%2 == 0 {
+			return "old " + strconv.Itoa(i/2), now.Add(-10 * 24 * time.Hour).UnixNano()
+		}
+		return "new " + strconv.Itoa(i/2), now.Add(-24 * time.Hour).UnixNano()
+	})
+	recent := []string{"new 0", "new 1", "new 2", "new 3"}
+	for _, c := range []struct {
+		name            string
+		addArgs, newArg []string
+		want            []string
+		addOut          string
+	}{
+		{"device add --history 7d", []string{"--history", "7d"}, nil, recent, "history=7d messages=4 "},
+		{"link --history 7d", nil, []string{"--history", "7d"}, recent, "history=all messages=8 "},
+		{"link --history none", nil, []string{"--history", "none"}, nil, "history=all messages=8 "},
+	} {
+		dir := filepath.Join(t.TempDir(), "alice_new")
+		newOut, addOut := linkWith(t, holder, dir, relay.url, c.newArg, c.addArgs)
+		if !strings.Contains(addOut, c.addOut) {
+			t.Errorf("%s: device add printed %q, want %s", c.name, addOut, c.addOut)
+		}
+		addr := ""
+		for _, l := range strings.Split(newOut, "\n") {
+			if a, ok := strings.CutPrefix(l, "address="); ok {
+				addr = a
+			}
+		}
+		p := &cliProfile{t: t, dir: dir, addr: addr}
+		got := historyBodies(p, "bob/1", "in")
+		slices.Sort(got)
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s: %s's history from bob/1 %v, want %v", c.name, addr, got, c.want)
+		}
+	}
 }

@@ -95,6 +95,13 @@ type DecisionEffect struct {
 	Message wire.LogicalID
 	Outcome Outcome
 	Keep    bool // false: only the frame's record (settled, overruled)
+	// TakeBack, when not nil, is the committed body of a message that
+	// was discarded here (by the person: rejected or other) and committed
+	// on the deciding device (overruled, and the decision carried the
+	// body, whose digest is the one recorded here): the finalized record
+	// turns committed and the history gains the message, decided on that
+	// device, in the decision's transaction.
+	TakeBack []byte
 }
 
 func (DecisionEffect) effect() {}
@@ -110,14 +117,20 @@ type KeptDecision struct {
 // tellLanes returns the decision lanes of a finalization of message id
 // from sender: one per other active device of this person, none for a
 // message of this person's own devices, of a group, or finalized because
-// another device decided.
-func (c *Client) tellLanes(ctx context.Context, own []Address, sender Address, id wire.LogicalID, outcome Outcome) ([]PersonLane, error) {
+// another device decided. body, when not nil, is the committed text the
+// decision carries (kind 16), so that a device that discarded the message
+// meanwhile takes it back; a body over wire.MaxDecisionBodySize goes
+// without it.
+func (c *Client) tellLanes(ctx context.Context, own []Address, sender Address, id wire.LogicalID, outcome Outcome, body []byte) ([]PersonLane, error) {
 	if len(own) == 0 || sender.User == c.self.User {
 		return nil, nil
 	}
 	o := wire.DecisionCommitted
 	if outcome == OutcomeDiscarded {
-		o = wire.DecisionDiscarded
+		o, body = wire.DecisionDiscarded, nil
+	}
+	if len(body) > wire.MaxDecisionBodySize {
+		body = nil
 	}
 	lanes := make([]PersonLane, 0, len(own))
 	for _, d := range own {
@@ -125,7 +138,7 @@ func (c *Client) tellLanes(ctx context.Context, own []Address, sender Address, i
 		if _, err := c.cfg.Random.Read(fid[:]); err != nil {
 			return nil, fmt.Errorf("decision: logical id: %w", err)
 		}
-		f, err := wire.EncodeDecision(wire.Decision{ID: fid, Sender: sender.String(), Message: id, Outcome: o})
+		f, err := wire.EncodeDecision(wire.Decision{ID: fid, Sender: sender.String(), Message: id, Outcome: o, Body: body})
 		if err != nil {
 			return nil, err
 		}
@@ -176,8 +189,17 @@ func (c *Client) prepareDecision(ctx context.Context, bs *batchState, in *incomi
 		if step.ack, err = c.ackOnNext(&step.next, in.sender, d.ID); err != nil {
 			return prepared{}, err
 		}
-		step.effect = DecisionEffect{ID: d.ID, Digest: dg, At: in.now, Sender: sender, Message: d.Message, Outcome: outcome,
-			Keep: DecideHeardDecision(seen, outcome) == DecisionKeep}
+		verdict := DecideHeardDecision(seen, outcome)
+		e := DecisionEffect{ID: d.ID, Digest: dg, At: in.now, Sender: sender, Message: d.Message, Outcome: outcome,
+			Keep: verdict == DecisionKeep}
+		if verdict == DecisionOverruled && d.Body != nil && digest(d.Body) == seen.Digest {
+			// Commit beats discard, and the body came with it (the one
+			// this device discarded: its digest is recorded): the
+			// message is this person's again, here too.
+			e.TakeBack = d.Body
+			step.res.TakenBack = true
+		}
+		step.effect = e
 		bs.delivered[key] = dg
 		c.decisionsDue.Store(true)
 	default:

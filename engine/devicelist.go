@@ -384,3 +384,10 @@ func NextDeviceList(k *AccountKey, prev wire.DeviceList, e wire.DeviceEntry) (wi
 // ErrNotAccountHolder means this device does not hold the account key: only
 // the device that made the account (device 1) signs new lists.
 var ErrNotAccountHolder = errors.New("this device does not hold the account key (link from the device that made the account)")
+
+// Account returns this device's account: the device list it holds and,
+// on the device that holds it, the account key; ErrNoAccount when the
+// profile has none yet.
+func (c *Client) Account(ctx context.Context) (Account, error) {
+	return LoadAccount(ctx, c.store)
+}

@@ -244,9 +244,15 @@ type ReceiveResult struct {
 	// Decided is the decision of a ResultDecisionHeard or ResultDecided.
 	Decided *KeptDecision
 	// DecidedElsewhere, on a ResultDelivery, says another device of this
-	// person decided the message before it came here: a ResultDecided
-	// for it follows in the same Sync. An interface rings no bell for it.
+	// person decided the message before it came here (its decision was
+	// kept when the delivery's page was stored): a ResultDecided for it
+	// follows in the same Sync. An interface rings no bell for it. A
+	// delivery committed on arrival is not marked.
 	DecidedElsewhere bool
+	// TakenBack, on a ResultDecisionHeard, says the decision was a commit
+	// of a message discarded here, which it carried and this device took
+	// back into its history (commit beats discard).
+	TakenBack bool
 
 	// For the loop's schedules: the session with Sender converged (an
 	// announcement, or a session replaced by the peer's initiation), and

@@ -188,7 +188,11 @@ func (c *Client) finalizeBatch(ctx context.Context, reqs []FinalizeRequest, know
 			return nil, err
 		}
 		if p.DecidedOn = r.decidedOn; r.decidedOn == nil && m.Group == nil {
-			if p.Tell, err = c.tellLanes(ctx, own, r.Sender, r.ID, r.Outcome); err != nil {
+			var body []byte // the committed text travels with its decision
+			if r.Outcome == OutcomeCommitted && m.Content == wire.ContentText && act == nil {
+				body = append([]byte{}, m.Body...)
+			}
+			if p.Tell, err = c.tellLanes(ctx, own, r.Sender, r.ID, r.Outcome, body); err != nil {
 				return nil, err
 			}
 		}

@@ -129,6 +129,7 @@ type GroupEntry struct {
 	Edits     uint32
 	Deleted   bool
 	Reactions []Reaction
+	Imported  *Imported // as in HistoryEntry
 }
 
 // GroupStore is the read side of groups, a part of Store.
@@ -222,7 +223,7 @@ func DecodeStoredFrame(b []byte) (StoredFrame, error) {
 			return StoredFrame{}, err
 		}
 		return StoredFrame{ID: m.ID, Body: m.Body, Content: wire.ContentText, CopyTo: m.To}, nil
-	case wire.FrameDecision:
+	case wire.FrameDecision, wire.FrameDecisionBody:
 		d, err := wire.DecodeDecision(b)
 		if err != nil {
 			return StoredFrame{}, err

@@ -217,6 +217,7 @@ func (c *Client) LinkHistory(ctx context.Context, device uint32, progress LinkHi
 	}
 	var up Progress
 	if progress != nil {
+		progress("upload", 0, fi.Size()) // the archive is written
 		up = func(done, total int64) { progress("upload", done, total) }
 	}
 	m, _, err := c.upload(ctx, blobs, f, rec, up)
@@ -317,6 +318,7 @@ func (c *Client) importLinkHistory(ctx context.Context, batch int, keep HistoryC
 	defer f.Close()
 	var down Progress
 	if progress != nil {
+		progress("download", 0, h.Manifest.Size)
 		down = func(done, total int64) { progress("download", done, total) }
 	}
 	release, err := c.acquireTransfer(ctx)
@@ -340,6 +342,7 @@ func (c *Client) importLinkHistory(ctx context.Context, batch int, keep HistoryC
 	}
 	var imp func(ImportState)
 	if progress != nil {
+		progress("import", 0, int64(h.Records)) // the download is whole and opens
 		imp = func(s ImportState) { progress("import", int64(s.Next), int64(s.Total)) }
 	}
 	var filter func(wire.ArchiveRecord) bool

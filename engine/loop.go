@@ -103,6 +103,7 @@ func (c *Client) Sync(ctx context.Context) (SyncResult, error) {
 		return nil
 	}
 	commit := c.Policy().Commit == CommitOnArrival
+	c.checkListsBeforeAcks(ctx, nil)
 	res, err := c.processStaged(ctx, commit)
 	if err != nil {
 		out.Received = append(out.Received, res...)
@@ -144,6 +145,11 @@ func (c *Client) Sync(ctx context.Context) (SyncResult, error) {
 				}
 				releaseErr = &SyncError{Op: "release", Err: err}
 			}
+			envs := make([][]byte, len(leased))
+			for i, l := range leased {
+				envs[i] = l.Envelope
+			}
+			c.checkListsBeforeAcks(ctx, envs)
 			res, err := c.processStaged(ctx, commit)
 			if err != nil {
 				out.Received = append(out.Received, res...)

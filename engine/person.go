@@ -695,3 +695,81 @@ func (c *Client) checkListed(ctx context.Context, peer Address, key IdentityKey)
 	}
 	return nil
 }
+
+// checkListsBeforeAcks is the receiver's side of a device linked while
+// a message to its person was on its way (issue 34): before processing
+// envelopes (staged, the ones in envs, or all staged when envs is nil),
+// it asks a relay that announced wire.FeatureDeviceListCheck for the
+// latest list of each person who sent one of them and to whom a message
+// is still pending here, and holds a later list with the lanes it adds.
+//
+// Why before: an acknowledgement from a device of that person may clear
+// the message's last lane. A device that acknowledges a message after
+// linking another stored the list naming the new device only once the
+// relay held it (LinkDevice), so a list asked for after that
+// acknowledgement was leased names the new device: its lane is added
+// before the acknowledgement clears the old one, and the message reaches
+// the new device too. Without this check the message was acknowledged
+// and gone before the next connection's check, and the new device never
+// held it. A failure is reported, never returned.
+func (c *Client) checkListsBeforeAcks(ctx context.Context, envs [][]byte) {
+	f, known := c.relay.RelayFeatures()
+	if !c.link().Up || !known || !f.Has(wire.FeatureDeviceListCheck) {
+		return
+	}
+	if envs == nil {
+		var after int64
+		for len(envs) < maxListChecks*4 {
+			rows, err := c.store.Staged(ctx, after, c.cfg.BatchSize)
+			if err != nil || len(rows) == 0 {
+				break
+			}
+			after = rows[len(rows)-1].Row
+			for _, r := range rows {
+				if r.Err == nil {
+					envs = append(envs, r.Envelope)
+				}
+			}
+		}
+	}
+	users := make(map[string]bool)
+	for _, b := range envs {
+		if len(users) >= maxListChecks {
+			break
+		}
+		e, err := wire.DecodeEnvelope(b)
+		if err != nil {
+			continue // the receive reports it
+		}
+		a, err := ParseAddress(e.Sender)
+		if err != nil || a.User == c.self.User {
+			continue
+		}
+		users[a.User] = true
+	}
+	names := make([]string, 0, len(users))
+	for u := range users {
+		names = append(names, u)
+	}
+	sort.Strings(names)
+	for _, u := range names {
+		held, ok, err := c.store.PeerAccount(ctx, u)
+		if err != nil || !ok {
+			continue
+		}
+		pending, err := c.store.PendingToPerson(ctx, u, 1)
+		if err != nil || len(pending) == 0 {
+			continue
+		}
+		var got *wire.DeviceList
+		if got, err = c.relay.CheckDeviceList(ctx, u, held.List.Generation); err == nil && got != nil {
+			_, _, err = c.takePeerList(ctx, u, held, ok, *got)
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			c.emit(Event{Kind: EventSyncFailed, At: c.cfg.Now(), Op: "peer-device-list", Err: err})
+		}
+	}
+}

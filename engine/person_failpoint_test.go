@@ -216,6 +216,14 @@ func personScenarios() []fpScenario {
 			setup: []fpStep{{"bob/1", "publishfake"}, {"alice/1", "checkpeer:bob/1"}, {"alice/1", "enqueue:bob/1:hello"},
 				{"bob/1", "linkfake:bob/2"}},
 			target: fpStep{"alice/1", "checkpeer:bob/1"}, want: both},
+		// bob discards on bob/2 while bob/1 commits: bob/1's decision
+		// carries the body, and bob/2 takes the message back in the
+		// receive that hears it (commit beats discard).
+		{name: "decision takes back a discard", devices: abb,
+			setup: append(held, fpStep{"alice/1", "enqueue:bob/1:hello"}, fpStep{"alice/1", "pump"},
+				fpStep{"bob/1", "sync"}, fpStep{"bob/2", "sync"}, fpStep{"bob/2", "discardall"}, fpStep{"bob/1", "commitall"},
+				fpStep{"bob/1", "pump"}, fpStep{"bob/2", "stage"}),
+			target: fpStep{"bob/2", "process"}, want: both},
 		{name: "sent copy receive", devices: []string{"alice/1", "alice/2", "bob/1"},
 			setup:  []fpStep{{"alice/1", "linkfake:alice/2"}, {"alice/1", "enqueue:bob/1:hello"}, {"alice/1", "pump"}, {"alice/2", "stage"}},
 			target: fpStep{"alice/2", "process"}, want: map[string]map[string][]string{"bob/1": {"alice/1": {"hello"}}}},

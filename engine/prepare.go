@@ -281,7 +281,7 @@ func (c *Client) classify(ctx context.Context, bs *batchState, key inboundKey, d
 	switch {
 	case err != nil:
 		return nil, 0, err
-	case seen.Digest != d && (seen.Pending || seen.Finalized && knownDigest(seen.Outcome, seen.Digest)):
+	case seen.Digest != d && !seen.Imported && (seen.Pending || seen.Finalized && knownDigest(seen.Outcome, seen.Digest)):
 		return nil, 0, ErrLogicalMessageConflict
 	case seen.Pending:
 		return RepeatEffect{}, ResultDelivery, nil
@@ -309,4 +309,10 @@ type SeenMessage struct {
 	Finalized bool
 	Outcome   Outcome // when Finalized
 	Digest    [32]byte
+	// Imported: no pending or finalized record, but the message is in the
+	// history of its sender's conversation, as an imported history (a
+	// restore, a link) leaves it. It counts as committed; its digest is
+	// not known, so a repeat is taken as that message (as a discard with
+	// no digest is) and acknowledged again, never delivered a second time.
+	Imported bool
 }

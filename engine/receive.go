@@ -260,7 +260,7 @@ func (c *Client) finishRows(ctx context.Context, preps []prepared, plans []Plan,
 		if p.recovery != nil && asked != nil {
 			res.RecoveryRequested = asked[i]
 		}
-		if res.Kind == ResultDelivery && decidedElsewhere[inboundKey{res.Sender, res.ID}] {
+		if res.Kind == ResultDelivery && !res.committed && decidedElsewhere[inboundKey{res.Sender, res.ID}] {
 			res.DecidedElsewhere = true
 		}
 		results = append(results, res)

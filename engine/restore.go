@@ -93,6 +93,20 @@ type ArchiveStore interface {
 	// UnfinishedImport reports whether an import stopped part way, and
 	// whether it is a linked device's history (else a restore's).
 	UnfinishedImport(ctx context.Context) (linked, ok bool, err error)
+	// UnfinishedImportProgress is where the oldest import not done
+	// stands, and false when every import into this profile is done.
+	UnfinishedImportProgress(ctx context.Context) (ImportProgress, bool, error)
+}
+
+// ImportProgress is where an import that has not finished stands: the
+// records stored of the archive's Total (Next, the index of the first one
+// not stored), the history entries stored so far, whether it is a linked
+// device's history (else a restore's) and when it started.
+type ImportProgress struct {
+	Next, Total uint64
+	Messages    uint64
+	Link        bool
+	Started     time.Time
 }
 
 // UnfinishedImport reports whether an import into this profile stopped
@@ -100,6 +114,13 @@ type ArchiveStore interface {
 // it is a linked device's history: the profile holds part of it.
 func (c *Client) UnfinishedImport(ctx context.Context) (linked, ok bool, err error) {
 	return c.store.UnfinishedImport(ctx)
+}
+
+// UnfinishedImportProgress is where the oldest import into this profile
+// that has not finished stands (UnfinishedImport, with its counts), and
+// false when there is none: the chat's status bar shows it.
+func (c *Client) UnfinishedImportProgress(ctx context.Context) (ImportProgress, bool, error) {
+	return c.store.UnfinishedImportProgress(ctx)
 }
 
 // ErrNotRestoring means a profile exists where a restore was asked, and it

@@ -285,6 +285,18 @@ type HistoryEntry struct {
 	Edits     uint32
 	Deleted   bool
 	Reactions []Reaction
+	// Imported is set on an entry that came by import, from a linked
+	// device's history or a restored backup (restore.go); nil for one
+	// written here.
+	Imported *Imported
+}
+
+// Imported says how a history entry came by import: when the import that
+// brought it started (the moment its profile was made) and whether it was
+// another device's history at link time (Link) or a restored backup.
+type Imported struct {
+	At   time.Time // zero when the import's record is gone
+	Link bool
 }
 
 // Attempt is one envelope that carried a sent message: its send (N 1) or a

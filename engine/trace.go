@@ -26,6 +26,10 @@ type Trace struct {
 	Done     time.Time // committed or discarded (received); zero otherwise
 	Body     []byte
 	Attempts []Attempt // sent messages: oldest first
+	// Imported is set when the message's history entry came by import
+	// (a linked device's history or a restore) rather than over a
+	// session of this device.
+	Imported *Imported
 }
 
 // Trace returns what this device knows of message id exchanged with peer
@@ -37,7 +41,7 @@ func (c *Client) Trace(ctx context.Context, peer Address, id wire.LogicalID, dir
 		return l, err
 	}
 	if inHistory {
-		l.At, l.Body = e.At, e.Body
+		l.At, l.Body, l.Imported = e.At, e.Body, e.Imported
 	}
 	if dir == DirectionOut {
 		if inHistory {

@@ -43,6 +43,13 @@ const (
 		ON CONFLICT DO NOTHING`
 	sqlImportGroupExtra = `INSERT INTO group_extra (grp, sender, id, action, reply_to, edits, deleted) VALUES (?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT DO NOTHING`
+	// sqlImportHistory and sqlImportGroupEntry are the history's inserts
+	// with the archive that brought the entry (0023): an entry that is
+	// there already keeps its row, unmarked.
+	sqlImportHistory = `INSERT INTO history (peer, direction, id, at, state, sealed_body, imported) VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (peer, direction, id) DO NOTHING`
+	sqlImportGroupEntry = `INSERT INTO group_history (grp, sender, id, at, sealed_body, imported) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT DO NOTHING`
 )
 
 // ArchiveRecords calls emit with every record a backup holds after the
@@ -266,6 +273,7 @@ func (db *DB) ImportState(ctx context.Context, archive [16]byte) (engine.ImportS
 
 // importStart records the import an archive starts; one must not be there.
 func (t *tx) importStart(ctx context.Context, p engine.ImportStart) error {
+	t.db.historyImported.Store(true)
 	query, args := sqlImportStart, []any{p.Archive[:], int64(p.Next), int64(p.Total), p.At.UnixNano()}
 	if p.Source != nil {
 		query, args = sqlImportStartSource, append(args, t.db.seal.seal(kindImportSource, p.Archive[:], p.Source))
@@ -282,7 +290,7 @@ func (t *tx) importStart(ctx context.Context, p engine.ImportStart) error {
 func (t *tx) importRecords(ctx context.Context, p engine.ImportRecords) (engine.Receipt, error) {
 	var stored int64
 	for _, rec := range p.Records {
-		n, err := t.importRecord(ctx, rec)
+		n, err := t.importRecord(ctx, p.Archive, rec)
 		if err != nil {
 			return engine.Receipt{}, err
 		}
@@ -299,9 +307,9 @@ func (t *tx) importRecords(ctx context.Context, p engine.ImportRecords) (engine.
 	return t.visible(ctx)
 }
 
-// importRecord stores one record, keeping what is there; it returns the
-// history entries it added (0 or 1).
-func (t *tx) importRecord(ctx context.Context, rec wire.ArchiveRecord) (int64, error) {
+// importRecord stores one record of archive, keeping what is there; it
+// returns the history entries it added (0 or 1), each marked as archive's.
+func (t *tx) importRecord(ctx context.Context, archive [16]byte, rec wire.ArchiveRecord) (int64, error) {
 	switch r := rec.(type) {
 	case wire.ArchiveContact:
 		_, err := t.run(ctx, "contact-import", sqlImportContact, r.Address, t.db.seal.seal(kindContactName, []byte(r.Address), []byte(r.Name)))
@@ -338,8 +346,8 @@ func (t *tx) importRecord(ctx context.Context, rec wire.ArchiveRecord) (int64, e
 		if body == nil {
 			body = []byte{}
 		}
-		n, err := t.run(ctx, "history-import", sqlInsertHistory, r.Peer, int64(r.Direction), r.ID[:], r.At, int64(r.State),
-			t.db.seal.seal(kindHistoryBody, historyKey(peer, engine.Direction(r.Direction), r.ID), body))
+		n, err := t.run(ctx, "history-import", sqlImportHistory, r.Peer, int64(r.Direction), r.ID[:], r.At, int64(r.State),
+			t.db.seal.seal(kindHistoryBody, historyKey(peer, engine.Direction(r.Direction), r.ID), body), archive[:])
 		if err != nil || !hasExtras(r.Extras) {
 			return n, err
 		}
@@ -351,8 +359,8 @@ func (t *tx) importRecord(ctx context.Context, rec wire.ArchiveRecord) (int64, e
 		if body == nil {
 			body = []byte{}
 		}
-		n, err := t.run(ctx, "group-history-import", sqlInsertGroupEntry, r.Group[:], r.Sender, r.ID[:], r.At,
-			t.db.seal.seal(kindGroupBody, groupBodyKey(r.Group, r.Sender, r.ID), body))
+		n, err := t.run(ctx, "group-history-import", sqlImportGroupEntry, r.Group[:], r.Sender, r.ID[:], r.At,
+			t.db.seal.seal(kindGroupBody, groupBodyKey(r.Group, r.Sender, r.ID), body), archive[:])
 		if err != nil || !hasExtras(r.Extras) {
 			return n, err
 		}

@@ -93,6 +93,10 @@ type DB struct {
 	peopleHeld      atomic.Bool
 	personLanesHeld atomic.Bool
 	decisionsHeld   atomic.Bool // any kept decision may be stored
+	// historyImported says whether a history may have been imported
+	// (a restore or a link): Seen then also looks for a received message
+	// in the history, where an import leaves it without a finalized record.
+	historyImported atomic.Bool
 }
 
 // Create makes a new profile in dir (created 0700 if needed, tightened to
@@ -374,13 +378,14 @@ func finishOpen(ctx context.Context, dir string, lock *flock.Flock, sqldb *sql.D
 		}
 		db.stmts.m[q] = s
 	}
-	var people, lanes, decisions bool
-	if err := sqldb.QueryRowContext(ctx, sqlPeopleHeld).Scan(&people, &lanes, &decisions); err != nil {
+	var people, lanes, decisions, imported bool
+	if err := sqldb.QueryRowContext(ctx, sqlPeopleHeld).Scan(&people, &lanes, &decisions, &imported); err != nil {
 		return nil, fmt.Errorf("store: open profile %s: %w", dir, mapErr(err))
 	}
 	db.peopleHeld.Store(people)
 	db.personLanesHeld.Store(lanes)
 	db.decisionsHeld.Store(decisions)
+	db.historyImported.Store(imported)
 	return db, nil
 }
 

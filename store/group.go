@@ -36,8 +36,10 @@ const (
 	sqlGroupChanges = "SELECT frame, author FROM group_change WHERE grp = ?"
 	// sqlGroupHistory leaves out the entries of reactions, edits and
 	// deletes: what they did shows (group_extra, group_reaction).
-	sqlGroupHistory = `SELECT h.seq, h.sender, h.id, h.at, h.sealed_body, x.reply_to, coalesce(x.edits, 0), coalesce(x.deleted, 0)
+	sqlGroupHistory = `SELECT h.seq, h.sender, h.id, h.at, h.sealed_body, x.reply_to, coalesce(x.edits, 0), coalesce(x.deleted, 0),
+		` + sqlImportedColumns + `
 		FROM group_history h LEFT JOIN group_extra x ON x.grp = h.grp AND x.sender = h.sender AND x.id = h.id
+		LEFT JOIN import_progress i ON i.archive = h.imported
 		WHERE h.grp = ? AND h.seq > ? AND coalesce(x.action, 0) NOT IN (4, 5, 6) ORDER BY h.seq LIMIT ?`
 	sqlLanesOfMessage    = "SELECT recipient, state FROM group_lane WHERE grp = ? AND id = ? ORDER BY recipient"
 	maxGroupHistoryLimit = 1000
@@ -382,7 +384,8 @@ func (db *DB) GroupHistory(ctx context.Context, id wire.GroupID, after int64, li
 		var sender string
 		var mid, sealed, replyTo []byte
 		var at, edits, deleted int64
-		if err := rows.Scan(&e.Seq, &sender, &mid, &at, &sealed, &replyTo, &edits, &deleted); err != nil {
+		var imp importedCols
+		if err := rows.Scan(&e.Seq, &sender, &mid, &at, &sealed, &replyTo, &edits, &deleted, &imp.archive, &imp.at, &imp.link); err != nil {
 			rows.Close()
 			return nil, db.readErr("read group history", err)
 		}
@@ -391,7 +394,7 @@ func (db *DB) GroupHistory(ctx context.Context, id wire.GroupID, after int64, li
 			e.ReplyTo = new(wire.LogicalID)
 			copy(e.ReplyTo[:], replyTo)
 		}
-		e.Edits, e.Deleted = uint32(edits), deleted == 1
+		e.Edits, e.Deleted, e.Imported = uint32(edits), deleted == 1, imp.imported()
 		e.At = nsTime(at)
 		if e.Sender, err = engine.ParseAddress(sender); err != nil {
 			rows.Close()

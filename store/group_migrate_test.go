@@ -46,8 +46,9 @@ func checkFixtureV8(t *testing.T, db *DB) {
 	if err != nil || g.Roster.Generation != 1 || len(g.Roster.Members) != 2 || g.Name != "pair" {
 		t.Fatalf("group %+v, %v; want pair at generation 1 with two members", g, err)
 	}
+	// The first entry: fixture 23 adds an imported one after it.
 	h, err := db.GroupHistory(context.Background(), fixtureGroup, 0, 10)
-	if err != nil || len(h) != 1 || string(h[0].Body) != "to the pair" {
+	if err != nil || len(h) < 1 || string(h[0].Body) != "to the pair" {
 		t.Fatalf("group history %+v, %v", h, err)
 	}
 	if _, ok, err := db.LaneGroup(context.Background(), engine.MustParseAddress(fixturePeer), wire.LogicalID{0x92}); err != nil || !ok {
@@ -141,8 +142,9 @@ func checkFixtureV16(t *testing.T, db *DB) {
 	t.Helper()
 	checkFixtureV15(t, db)
 	ctx := context.Background()
+	// The first entry: fixture 23 adds an imported one after it.
 	h, err := db.GroupHistory(ctx, fixtureGroup, 0, 10)
-	if err != nil || len(h) != 1 || h[0].Edits != 1 || len(h[0].Reactions) != 1 || h[0].Reactions[0].Emoji != "\U0001F44D" {
+	if err != nil || len(h) < 1 || h[0].Edits != 1 || len(h[0].Reactions) != 1 || h[0].Reactions[0].Emoji != "\U0001F44D" {
 		t.Fatalf("group history %+v, %v; want the message edited once with bob's reaction", h, err)
 	}
 	vs, err := db.GroupMessageVersions(ctx, fixtureGroup, engine.MustParseAddress("alice/1"), wire.LogicalID{0x92})

@@ -23,8 +23,10 @@ const (
 	// entry (at, seq); seq orders entries of one instant.
 	// The entries of reactions, edits and deletes are not shown: what
 	// they did is (message_extra, reaction; store/action.go).
-	sqlHistory = `SELECT h.seq, h.direction, h.id, h.at, h.state, h.sealed_body, x.reply_to, coalesce(x.edits, 0), coalesce(x.deleted, 0), h.decided_on
+	sqlHistory = `SELECT h.seq, h.direction, h.id, h.at, h.state, h.sealed_body, x.reply_to, coalesce(x.edits, 0), coalesce(x.deleted, 0), h.decided_on,
+		` + sqlImportedColumns + `
 		FROM history h LEFT JOIN message_extra x ON x.peer = h.peer AND x.direction = h.direction AND x.id = h.id
+		LEFT JOIN import_progress i ON i.archive = h.imported
 		WHERE h.peer = ?1 AND (h.at < ?2 OR (h.at = ?2 AND h.seq < ?3)) AND coalesce(x.action, 0) NOT IN (4, 5, 6)
 		ORDER BY h.at DESC, h.seq DESC LIMIT ?4`
 	sqlHistoryAt = "SELECT at FROM history WHERE seq = ? AND peer = ?"
@@ -165,7 +167,8 @@ func (db *DB) historyOf(ctx context.Context, peer engine.Address, at, before int
 		var id, sealed, replyTo []byte
 		var edits, deleted int64
 		var decidedOn sql.NullString
-		if err := rows.Scan(&e.Seq, &dir, &id, &at, &state, &sealed, &replyTo, &edits, &deleted, &decidedOn); err != nil {
+		var imp importedCols
+		if err := rows.Scan(&e.Seq, &dir, &id, &at, &state, &sealed, &replyTo, &edits, &deleted, &decidedOn, &imp.archive, &imp.at, &imp.link); err != nil {
 			return nil, db.readErr("read history", err)
 		}
 		if decidedOn.Valid {
@@ -176,6 +179,7 @@ func (db *DB) historyOf(ctx context.Context, peer engine.Address, at, before int
 			e.DecidedOn = &a
 		}
 		e.Direction, e.State, e.At = engine.Direction(dir), engine.SentState(state), nsTime(at)
+		e.Imported = imp.imported()
 		copy(e.ID[:], id)
 		setExtra(&e, replyTo, edits, deleted)
 		if e.Body, err = db.seal.open(kindHistoryBody, historyKey(peer, e.Direction, e.ID), sealed); err != nil {
@@ -235,8 +239,10 @@ func (db *DB) Conversations(ctx context.Context) ([]engine.Conversation, error) 
 	return out, nil
 }
 
-const sqlHistoryEntry = `SELECT h.seq, h.at, h.state, h.sealed_body, x.reply_to, coalesce(x.edits, 0), coalesce(x.deleted, 0)
+const sqlHistoryEntry = `SELECT h.seq, h.at, h.state, h.sealed_body, x.reply_to, coalesce(x.edits, 0), coalesce(x.deleted, 0),
+	` + sqlImportedColumns + `
 	FROM history h LEFT JOIN message_extra x ON x.peer = h.peer AND x.direction = h.direction AND x.id = h.id
+	LEFT JOIN import_progress i ON i.archive = h.imported
 	WHERE h.peer = ? AND h.direction = ? AND h.id = ?`
 
 // HistoryEntry returns the history entry of message id exchanged with peer
@@ -265,14 +271,16 @@ func (db *DB) historyEntry(ctx context.Context, peer engine.Address, dir engine.
 	var at, state int64
 	var sealed, replyTo []byte
 	var edits, deleted int64
-	err := db.queryRow(ctx, sqlHistoryEntry, peer.String(), int64(dir), id[:]).Scan(&e.Seq, &at, &state, &sealed, &replyTo, &edits, &deleted)
+	var imp importedCols
+	err := db.queryRow(ctx, sqlHistoryEntry, peer.String(), int64(dir), id[:]).Scan(&e.Seq, &at, &state, &sealed, &replyTo, &edits, &deleted,
+		&imp.archive, &imp.at, &imp.link)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return engine.HistoryEntry{}, false, nil
 	case err != nil:
 		return engine.HistoryEntry{}, false, db.readErr("read history", err)
 	}
-	e.At, e.State = nsTime(at), engine.SentState(state)
+	e.At, e.State, e.Imported = nsTime(at), engine.SentState(state), imp.imported()
 	setExtra(&e, replyTo, edits, deleted)
 	if e.Body, err = db.seal.open(kindHistoryBody, historyKey(peer, dir, id), sealed); err != nil {
 		return engine.HistoryEntry{}, false, fmt.Errorf("store: read history entry %d with %s: %w", e.Seq, peer, err)
@@ -282,4 +290,29 @@ func (db *DB) historyEntry(ctx context.Context, peer engine.Address, dir engine.
 		return engine.HistoryEntry{}, false, err
 	}
 	return page[0], true, nil
+}
+
+// sqlImportedColumns reads, for an entry h joined with the import that
+// brought it (import_progress i), the archive, when its import started
+// and whether it was a linked device's history; all NULL or false for an
+// entry written here.
+const sqlImportedColumns = "h.imported, i.started_at, coalesce(i.sealed_source IS NOT NULL, 0)"
+
+// importedCols scans sqlImportedColumns.
+type importedCols struct {
+	archive []byte
+	at      sql.NullInt64
+	link    int64
+}
+
+// imported is the entry's engine.Imported, nil when it was written here.
+func (c importedCols) imported() *engine.Imported {
+	if c.archive == nil {
+		return nil
+	}
+	imp := &engine.Imported{Link: c.link == 1}
+	if c.at.Valid {
+		imp.At = nsTime(c.at.Int64)
+	}
+	return imp
 }

@@ -22,6 +22,11 @@ const (
 	sqlInsertFinalized = `INSERT INTO finalized (sender, id, outcome, reason, at, sealed_digest) VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (sender, id) DO NOTHING`
 	sqlPruneFinalized = "DELETE FROM finalized WHERE at < ?"
+	// sqlSeenInHistory finds a received message in the history of its
+	// sender's conversation (the device's, or the person's), where an
+	// imported history leaves it without a finalized record.
+	sqlSeenInHistory = `SELECT EXISTS (SELECT 1 FROM history WHERE direction = 1 AND id = ?
+		AND peer IN (?, (SELECT conversation FROM peer_account WHERE user = ?)))`
 
 	sqlInbound = "SELECT seq, received_at, sealed_digest, sealed_frame FROM inbound WHERE sender = ? AND id = ?"
 	// The messages of an open request are not pending deliveries until it
@@ -391,7 +396,7 @@ func (db *DB) Seen(ctx context.Context, sender engine.Address, id wire.LogicalID
 	err := db.queryRow(ctx, sqlSeen, sender.String(), id[:]).Scan(&final, &outcome, &sealed)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		return engine.SeenMessage{}, nil
+		return db.seenImported(ctx, sender, id)
 	case err != nil:
 		return engine.SeenMessage{}, db.readErr("read a received message", err)
 	}
@@ -409,4 +414,22 @@ func (db *DB) Seen(ctx context.Context, sender engine.Address, id wire.LogicalID
 	}
 	copy(s.Digest[:], d)
 	return s, nil
+}
+
+// seenImported reports a received message that is neither pending nor
+// finalized here but in the history, as an import (a restore, a link's
+// history) left it: committed, its digest unknown (engine.SeenMessage,
+// Imported). A profile that never imported a history pays nothing.
+func (db *DB) seenImported(ctx context.Context, sender engine.Address, id wire.LogicalID) (engine.SeenMessage, error) {
+	if !db.historyImported.Load() {
+		return engine.SeenMessage{}, nil
+	}
+	var found bool
+	if err := db.queryRow(ctx, sqlSeenInHistory, id[:], sender.String(), sender.User).Scan(&found); err != nil {
+		return engine.SeenMessage{}, db.readErr("read a received message", err)
+	}
+	if !found {
+		return engine.SeenMessage{}, nil
+	}
+	return engine.SeenMessage{Finalized: true, Outcome: engine.OutcomeCommitted, Imported: true}, nil
 }

@@ -107,11 +107,16 @@ func (r archiveRead) staged() error {
 }
 
 // importStaged keeps a staged message of a link's archive pending here.
+// A received action (a reaction, an edit, a delete) is marked as one, as
+// its delivery marks it, so that it waits for its target here too.
 func (t *tx) importStaged(ctx context.Context, r wire.ArchiveStaged) error {
 	sender := engine.MustParseAddress(r.Sender)
 	key := messageKey(sender, r.ID)
-	_, err := t.run(ctx, "staged-import", sqlImportStaged, r.Sender, r.ID[:], r.ReceivedAt,
+	n, err := t.run(ctx, "staged-import", sqlImportStaged, r.Sender, r.ID[:], r.ReceivedAt,
 		t.db.seal.seal(kindInboundDigest, key, r.Digest[:]), t.db.seal.seal(kindInboundFrame, key, r.Frame))
+	if err == nil && n == 1 {
+		err = t.markInboundAction(ctx, sender, r.ID, r.Frame)
+	}
 	if err != nil {
 		return fmt.Errorf("import staged message %x from %s: %w", r.ID[:], r.Sender, err)
 	}
@@ -177,4 +182,25 @@ func (db *DB) UnfinishedImport(ctx context.Context) (linked, ok bool, err error)
 		return false, false, db.readErr("read the import's progress", err)
 	}
 	return l == 1, true, nil
+}
+
+const sqlUnfinishedImport = `SELECT next, total, messages, sealed_source IS NOT NULL, started_at FROM import_progress
+	WHERE done = 0 ORDER BY started_at LIMIT 1`
+
+// UnfinishedImportProgress returns where the oldest import not done
+// stands, and false when there is none.
+func (db *DB) UnfinishedImportProgress(ctx context.Context) (engine.ImportProgress, bool, error) {
+	if err := db.checkOpen("read the import's progress"); err != nil {
+		return engine.ImportProgress{}, false, err
+	}
+	var next, total, messages, link, started int64
+	err := db.queryRow(ctx, sqlUnfinishedImport).Scan(&next, &total, &messages, &link, &started)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return engine.ImportProgress{}, false, nil
+	case err != nil:
+		return engine.ImportProgress{}, false, db.readErr("read the import's progress", err)
+	}
+	return engine.ImportProgress{Next: uint64(next), Total: uint64(total), Messages: uint64(messages), Link: link == 1,
+		Started: nsTime(started)}, true, nil
 }

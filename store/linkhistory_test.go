@@ -121,3 +121,85 @@ func TestLinkArchiveRecords(t *testing.T) {
 		t.Errorf("a batch of 3 records over a range of 1: %v", err)
 	}
 }
+
+// TestImportStagedAction: a received reaction still undecided when the
+// link's archive was written waits for its target on the linked device as
+// it waited on the first: it is marked as an action (HeldActions finds
+// it), which a plain staged message is not.
+func TestImportStagedAction(t *testing.T) {
+	ctx := context.Background()
+	body, err := wire.EncodeAction(wire.Action{Content: wire.ContentReaction, Target: wire.LogicalID{9}, Emoji: "👍"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mid := wire.LogicalID{7}
+	frame, err := wire.EncodeContentMessage(wire.ContentMessage{ID: mid, Content: wire.ContentReaction, Body: body})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reaction := wire.ArchiveStaged{Sender: "carol/1", ID: mid, ReceivedAt: 20, Digest: [32]byte{7}, Frame: frame}
+	f := newFixture(t, false)
+	f.apply(t, engine.ImportStart{Archive: linkArchive, Next: 0, Total: 2, At: time.Unix(100, 0), Source: []byte("s")})
+	f.apply(t, engine.ImportRecords{Archive: linkArchive, From: 0, To: 2, Total: 2, Records: []wire.ArchiveRecord{stagedRecord(6, "plain"), reaction}})
+	held, err := f.db.HeldActions(ctx, 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(held) != 1 || held[0].ID != mid {
+		t.Fatalf("held actions after the import: %+v, want the reaction alone", held)
+	}
+}
+
+// TestImportedMarked: an entry an import writes reads as imported, with
+// when the import started and whether it was a link's history or a
+// restore; an entry that was there before the import keeps its row and
+// reads as written here. Part way, the import's progress reads as
+// unfinished, with its counts.
+func TestImportedMarked(t *testing.T) {
+	ctx := context.Background()
+	carol := engine.MustParseAddress("carol/1")
+	group := wire.GroupID{0x23}
+	for _, link := range []bool{true, false} {
+		f := newFixture(t, false)
+		start := engine.ImportStart{Archive: linkArchive, Next: 0, Total: 4, At: time.Unix(100, 0)}
+		if link {
+			start.Source = []byte("where and how")
+		}
+		f.apply(t, start)
+		// Message 2 came over a session before the batch that holds it.
+		f.apply(t, engine.ImportRecords{Archive: linkArchive, From: 0, To: 1, Total: 4, Records: []wire.ArchiveRecord{
+			wire.ArchiveMessage{Peer: "carol/1", Direction: 1, ID: wire.LogicalID{2}, At: 20, Body: []byte("live")}}})
+		prog, ok, err := f.db.UnfinishedImportProgress(ctx)
+		if want := (engine.ImportProgress{Next: 1, Total: 4, Messages: 1, Link: link, Started: time.Unix(100, 0)}); err != nil || !ok ||
+			prog.Next != want.Next || prog.Total != want.Total || prog.Messages != want.Messages || prog.Link != want.Link || !prog.Started.Equal(want.Started) {
+			t.Errorf("link %v: progress part way %+v, %v, %v; want %+v", link, prog, ok, err, want)
+		}
+		if _, err := f.db.sql.ExecContext(ctx, "UPDATE history SET imported = NULL"); err != nil {
+			t.Fatal(err)
+		}
+		f.apply(t, engine.ImportRecords{Archive: linkArchive, From: 1, To: 4, Total: 4, Records: []wire.ArchiveRecord{
+			wire.ArchiveMessage{Peer: "carol/1", Direction: 1, ID: wire.LogicalID{1}, At: 10, Body: []byte("before")},
+			wire.ArchiveMessage{Peer: "carol/1", Direction: 1, ID: wire.LogicalID{2}, At: 20, Body: []byte("again")},
+			wire.ArchiveGroup{ID: group, Name: "g", CreatedAt: 5},
+		}})
+		if prog, ok, err := f.db.UnfinishedImportProgress(ctx); ok || err != nil {
+			t.Errorf("link %v: a done import reads as unfinished: %+v, %v", link, prog, err)
+		}
+		page, err := f.db.History(ctx, carol, 0, 10)
+		if err != nil || len(page) != 2 {
+			t.Fatalf("history %+v, %v; want two entries", page, err)
+		}
+		for _, e := range page {
+			switch want := e.ID == (wire.LogicalID{1}); {
+			case want && (e.Imported == nil || e.Imported.Link != link || !e.Imported.At.Equal(time.Unix(100, 0))):
+				t.Errorf("link %v: imported entry reads %+v, want imported at 100 s, link %v", link, e.Imported, link)
+			case !want && e.Imported != nil:
+				t.Errorf("link %v: the entry there before the import reads as imported: %+v", link, e.Imported)
+			}
+		}
+		one, ok, err := f.db.HistoryEntry(ctx, carol, engine.DirectionIn, wire.LogicalID{1})
+		if err != nil || !ok || one.Imported == nil || one.Imported.Link != link {
+			t.Errorf("link %v: HistoryEntry %+v, %v, %v; want it imported", link, one.Imported, ok, err)
+		}
+	}
+}

@@ -86,6 +86,7 @@ var fixtures = map[int]struct {
 	20: {insertFixtureV20, checkFixtureV20},
 	21: {insertFixtureV21, checkFixtureV21},
 	22: {insertFixtureV22, checkFixtureV22},
+	23: {insertFixtureV23, checkFixtureV23},
 }
 
 // fixtureV20List is the device list fixture 20 holds for the fixture
@@ -185,6 +186,63 @@ func checkFixtureV22(t *testing.T, db *DB) {
 	src, ok, err := db.ImportSource(ctx, [16]byte(bytes.Repeat([]byte{0x24}, 16)))
 	if err != nil || !ok || string(src) != "source 24" {
 		t.Fatalf("import source %q, %v, %v; want fixture 22's", src, ok, err)
+	}
+}
+
+// fixtureV23ID is the message fixture 23's import brought.
+var fixtureV23ID = wire.LogicalID{0x23}
+
+// fixtureV23Peer is who sent the message fixture 23's import brought (not
+// the fixture peer, whose history older checks count).
+const fixtureV23Peer = "carol/1"
+
+// insertFixtureV23 is fixture 22 with a received message and a group
+// message that the linked device's import (fixture 22's) brought.
+func insertFixtureV23(t *testing.T, db *sql.DB, s *sealer) {
+	t.Helper()
+	insertFixtureV22(t, db, s)
+	archive := bytes.Repeat([]byte{0x24}, 16)
+	peer := engine.MustParseAddress(fixtureV23Peer)
+	for _, q := range []struct {
+		sql  string
+		args []any
+	}{
+		{"INSERT INTO history (peer, direction, id, at, state, sealed_body, imported) VALUES (?, 1, ?, 23, 0, ?, ?)", []any{fixtureV23Peer, fixtureV23ID[:],
+			s.seal(kindHistoryBody, historyKey(peer, engine.DirectionIn, fixtureV23ID), []byte("imported 23")), archive}},
+		{"INSERT INTO group_history (grp, sender, id, at, sealed_body, imported) VALUES (?, ?, ?, 23, ?, ?)", []any{fixtureGroup[:], fixturePeer, fixtureV23ID[:],
+			s.seal(kindGroupBody, groupBodyKey(fixtureGroup, fixturePeer, fixtureV23ID), []byte("group 23")), archive}},
+	} {
+		if _, err := db.Exec(q.sql, q.args...); err != nil {
+			t.Fatalf("%s: %v", q.sql, err)
+		}
+	}
+}
+
+func checkFixtureV23(t *testing.T, db *DB) {
+	t.Helper()
+	checkFixtureV22(t, db)
+	ctx := context.Background()
+	e, ok, err := db.HistoryEntry(ctx, engine.MustParseAddress(fixtureV23Peer), engine.DirectionIn, fixtureV23ID)
+	if err != nil || !ok || string(e.Body) != "imported 23" || e.Imported == nil || !e.Imported.Link || e.Imported.At.UnixNano() != 24 {
+		t.Fatalf("imported entry %+v (%+v), %v, %v; want fixture 23's, imported by a link at 24", e, e.Imported, ok, err)
+	}
+	if own, ok, err := db.HistoryEntry(ctx, engine.MustParseAddress(fixturePeer), engine.DirectionOut, wire.LogicalID(fixtureID)); err != nil || !ok || own.Imported != nil {
+		t.Fatalf("an entry written here reads as %+v, %v, %v; want it not imported", own, ok, err)
+	}
+	page, err := db.GroupHistory(ctx, fixtureGroup, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, g := range page {
+		if g.ID == fixtureV23ID {
+			found = g.Imported != nil && g.Imported.Link && string(g.Body) == "group 23"
+		} else if g.Imported != nil {
+			t.Errorf("group entry %x reads as imported", g.ID[:4])
+		}
+	}
+	if !found {
+		t.Fatalf("group history %+v; want fixture 23's imported entry", page)
 	}
 }
 

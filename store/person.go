@@ -1,7 +1,9 @@
 package store
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -24,7 +26,7 @@ const (
 	sqlPeerAccountUsers = "SELECT user FROM peer_account ORDER BY user LIMIT ?"
 	sqlPinnedDevices    = "SELECT address FROM peer WHERE address >= ? AND address < ? ORDER BY address LIMIT ?"
 	sqlConversation     = "SELECT conversation FROM peer_account WHERE user = ?"
-	sqlPeopleHeld       = "SELECT EXISTS (SELECT 1 FROM peer_account), EXISTS (SELECT 1 FROM person_lane), EXISTS (SELECT 1 FROM kept_decision)"
+	sqlPeopleHeld       = "SELECT EXISTS (SELECT 1 FROM peer_account), EXISTS (SELECT 1 FROM person_lane), EXISTS (SELECT 1 FROM kept_decision), EXISTS (SELECT 1 FROM import_progress)"
 
 	sqlInsertPersonLane = "INSERT INTO person_lane (recipient, id, conversation, own, state) VALUES (?, ?, ?, ?, 1)"
 	sqlPersonLane       = "SELECT conversation, own FROM person_lane WHERE recipient = ? AND id = ?"
@@ -536,6 +538,11 @@ const (
 	sqlForgetDecision = "DELETE FROM kept_decision WHERE sender = ? AND id = ?"
 	sqlKeptDecisions  = "SELECT sender, id, outcome, on_device FROM kept_decision ORDER BY at, sender, id LIMIT ?"
 	sqlDecidedOn      = "UPDATE history SET decided_on = ? WHERE peer = ? AND direction = 1 AND id = ?"
+	// sqlDiscardedAt reads when a message was discarded here, and
+	// sqlTakeBackCommitted turns that discard into a commit (a decision
+	// of another device that carried the body overrules it).
+	sqlDiscardedAt       = "SELECT at, reason, sealed_digest FROM finalized WHERE sender = ? AND id = ? AND outcome = ?"
+	sqlTakeBackCommitted = "UPDATE finalized SET outcome = ?, reason = ? WHERE sender = ? AND id = ? AND outcome = ?"
 )
 
 // decision records a decision heard from another device of this person
@@ -547,6 +554,9 @@ func (t *tx) decision(ctx context.Context, from engine.Address, e engine.Decisio
 		t.db.seal.seal(kindFinalizedDigest, messageKey(from, e.ID), e.Digest[:]))
 	if err != nil {
 		return fmt.Errorf("finalize decision %x from %s (finalized already?): %w", e.ID[:], from, err)
+	}
+	if e.TakeBack != nil {
+		return t.takeBackCommitted(ctx, from, e)
 	}
 	if !e.Keep {
 		return nil
@@ -561,6 +571,48 @@ func (t *tx) decision(ctx context.Context, from engine.Address, e engine.Decisio
 	if _, err := t.run(ctx, "decision-keep", sqlKeepDecision, e.Sender.String(), e.Message[:], int64(e.Outcome),
 		from.String(), e.At.UnixNano()); err != nil {
 		return fmt.Errorf("keep the decision on %x from %s: %w", e.Message[:], e.Sender, err)
+	}
+	return nil
+}
+
+// takeBackCommitted takes back a message discarded here that the deciding
+// device from committed (commit beats discard): its finalized record
+// turns committed and its history entry, with the body the decision
+// carried, is written at the time of the discard and names from. A
+// message whose record is gone (pruned) or not a discard is left alone.
+func (t *tx) takeBackCommitted(ctx context.Context, from engine.Address, e engine.DecisionEffect) error {
+	var at, reason int64
+	var sealed []byte
+	found, err := t.scan(ctx, "finalized-read", sqlDiscardedAt, []any{e.Sender.String(), e.Message[:], int64(engine.OutcomeDiscarded)}, &at, &reason, &sealed)
+	if err != nil || !found {
+		return err
+	}
+	// Only what the person discarded (an action the engine discarded, or
+	// a message refused as unsupported, stays so), and only the body
+	// whose digest was recorded.
+	if r := engine.DiscardReason(reason); r != engine.DiscardRejected && r != engine.DiscardOther {
+		return nil
+	}
+	d, err := t.db.seal.open(kindFinalizedDigest, messageKey(e.Sender, e.Message), sealed)
+	if err != nil {
+		return fmt.Errorf("take back message %x from %s: %w", e.Message[:], e.Sender, err)
+	}
+	if sum := sha256.Sum256(e.TakeBack); !bytes.Equal(d, sum[:]) {
+		return nil
+	}
+	if _, err := t.runOne(ctx, "finalized-take-back", engine.ErrConflict, sqlTakeBackCommitted, int64(engine.OutcomeCommitted), int64(engine.DiscardNone),
+		e.Sender.String(), e.Message[:], int64(engine.OutcomeDiscarded)); err != nil {
+		return fmt.Errorf("take back message %x from %s: %w", e.Message[:], e.Sender, err)
+	}
+	if err := t.insertHistory(ctx, e.Sender, engine.DirectionIn, e.Message, nsTime(at), 0, e.TakeBack); err != nil {
+		return err
+	}
+	conv, err := t.conversationFor(ctx, e.Sender)
+	if err != nil {
+		return err
+	}
+	if _, err := t.run(ctx, "history-decided", sqlDecidedOn, from.String(), conv.String(), e.Message[:]); err != nil {
+		return fmt.Errorf("name the device that decided %x: %w", e.Message[:], err)
 	}
 	return nil
 }

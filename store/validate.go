@@ -423,6 +423,9 @@ func validateReceive(p engine.Receive) error {
 		if e.Outcome != engine.OutcomeCommitted && e.Outcome != engine.OutcomeDiscarded {
 			err = errors.Join(err, invalid("decision outcome %d", e.Outcome))
 		}
+		if e.TakeBack != nil && (e.Outcome != engine.OutcomeCommitted || e.Keep || len(e.TakeBack) > wire.MaxDecisionBodySize) {
+			err = errors.Join(err, invalid("decision %x restores a body it may not (a discard, kept, or over the bound)", e.ID[:]))
+		}
 	case engine.AckEffect, engine.RepeatEffect, engine.NotAMemberEffect:
 	case engine.ChainAcksEffect:
 		if len(e.IDs) == 0 {

@@ -110,6 +110,7 @@ func build(p palette) Theme {
 		Inbox:    list,
 		Outbox:   list,
 		Requests: list,
+		Devices:  list,
 		Events: EventStyles{
 			Time: muted, Info: s().Foreground(p.info), Good: state(p.good), Warn: state(p.warn), Error: state(p.bad).Bold(true),
 			Demo: s().Foreground(p.peer).Italic(true), Marked: cursorRow,

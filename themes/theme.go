@@ -43,6 +43,7 @@ type Theme struct {
 	Inbox         ListStyles
 	Outbox        ListStyles
 	Requests      ListStyles // message requests from devices not accepted
+	Devices       ListStyles // the devices of this person's account
 	Events        EventStyles
 	Help          HelpStyles
 }

@@ -34,6 +34,7 @@ type PaneSource interface {
 	Contacts(ctx context.Context) (map[engine.Address]string, error)
 	Trace(ctx context.Context, peer engine.Address, id wire.LogicalID, dir engine.Direction) (engine.Trace, error)
 	SetContact(ctx context.Context, peer engine.Address, name string) error
+	UnfinishedImportProgress(ctx context.Context) (engine.ImportProgress, bool, error)
 }
 
 var _ PaneSource = (*engine.Client)(nil)

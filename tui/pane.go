@@ -14,6 +14,7 @@ import (
 	"github.com/parley-chat/parley/themes"
 	"github.com/parley-chat/parley/tui/composer"
 	"github.com/parley-chat/parley/tui/conversations"
+	"github.com/parley-chat/parley/tui/devices"
 	"github.com/parley-chat/parley/tui/eventlog"
 	"github.com/parley-chat/parley/tui/inbox"
 	"github.com/parley-chat/parley/tui/internal/input"
@@ -87,6 +88,13 @@ type pane struct {
 	// the next key.
 	notice string
 
+	// history is the profile's history import that stopped part way,
+	// read once when the pane starts (history.go); nil when there is
+	// none or it was not read yet.
+	history *engine.ImportProgress
+	// historyAsked is set once the import's progress was asked for.
+	historyAsked bool
+
 	w, h int
 	lay  paneLayout
 }
@@ -102,6 +110,7 @@ func newPane(ctx context.Context, idx int, self engine.Address, th themes.Theme,
 			panelOutbox:        &outboxPanel{outbox.New(ctx, nil, th)},
 			panelEvents:        &eventsPanel{eventlog.New(th)},
 			panelRequests:      &requestsPanel{requests.New(ctx, nil, th)},
+			panelDevices:       &devicesPanel{devices.New(ctx, nil, th)},
 		},
 		changed: map[engine.Address]*identityChange{},
 		xfer:    transfer.New(th),
@@ -126,7 +135,7 @@ func (p *pane) attach(s *Attachment) tea.Cmd {
 	p.in().SetSource(c)
 	p.out().SetSource(c)
 	p.sending = nil // the old client's uploads report nothing more
-	cmds := []tea.Cmd{p.conv().Reload(), p.tl().Reload(), p.in().Reload(), p.out().Reload(), p.loadNames(), p.loadDrafts(), p.attachRequests(c), p.readUploads(), listen(s)}
+	cmds := []tea.Cmd{p.conv().Reload(), p.tl().Reload(), p.in().Reload(), p.out().Reload(), p.loadNames(), p.loadDrafts(), p.attachRequests(c), p.attachDevices(c), p.readUploads(), listen(s)}
 	if !p.peer.IsZero() {
 		cmds = append(cmds, p.loadSafety())
 	}
@@ -338,6 +347,16 @@ func (p pane) Update(msg tea.Msg) (pane, tea.Cmd) {
 			p.noteErr(engine.ErrorName(msg.err), msg.err, "marking the events presented")
 		}
 		return p, nil
+	case historyImportMsg:
+		p.history = nil
+		switch {
+		case msg.err != nil:
+			p.noteErr(engine.ErrorName(msg.err), msg.err, "reading the history import's progress")
+		case msg.ok:
+			prog := msg.prog
+			p.history = &prog
+		}
+		return p, p.layout()
 	case timeline.ActionMsg:
 		return p, p.act(msg)
 	case timeline.NoticeMsg:
@@ -389,6 +408,11 @@ func (p pane) Update(msg tea.Msg) (pane, tea.Cmd) {
 		var c2 tea.Cmd
 		p.panels[panelRequests], c2 = p.req().Update(msg)
 		return p, tea.Batch(cmd, c2)
+	case devices.RemovedMsg:
+		p.deviceRemoved(msg)
+		var c2 tea.Cmd
+		p.panels[panelDevices], c2 = p.dev().Update(msg)
+		return p, c2
 	case outbox.AbandonedMsg:
 		if msg.Err != nil {
 			p.noteErr(engine.ErrorName(msg.Err), msg.Err, "abandon")
@@ -515,6 +539,10 @@ func (p *pane) tick(now time.Time) (pane, tea.Cmd) {
 		return *p, nil
 	}
 	p.readState()
+	if !p.historyAsked {
+		p.historyAsked = true
+		cmds = append(cmds, p.readHistoryImport())
+	}
 	p.xfer.Sync()
 	p.in().ExpireStatus(now)
 	p.out().ExpireStatus(now)

@@ -21,12 +21,13 @@ const (
 	panelInbox
 	panelOutbox
 	panelEvents
-	panelRequests // requests.go
+	panelRequests // requestpane.go
+	panelDevices  // devicepane.go
 	panelCount
 )
 
 func (p panelID) String() string {
-	return [...]string{"conversations", "timeline", "composer", "inbox", "outbox", "events", "requests"}[p]
+	return [...]string{"conversations", "timeline", "composer", "inbox", "outbox", "events", "requests", "devices"}[p]
 }
 
 // panel is what a pane does with every one of its panels alike: route a
@@ -68,6 +69,7 @@ var (
 	_ panel = (*outboxPanel)(nil)
 	_ panel = (*eventsPanel)(nil)
 	_ panel = (*requestsPanel)(nil)
+	_ panel = (*devicesPanel)(nil)
 )
 
 func (c *convPanel) Update(msg tea.Msg) (panel, tea.Cmd) {

@@ -49,6 +49,9 @@ func (p *pane) layout() tea.Cmd {
 	if p.changed[p.peer] != nil {
 		l.statusH = 4
 	}
+	if p.history != nil {
+		l.statusH++ // the history import's line
+	}
 	rest := max(h-l.statusH, 0)
 	// The composer grows with what it holds, up to a third of the room.
 	l.compH = 1 + min(p.comp().Lines(), max(rest/3-1, 1))
@@ -83,6 +86,7 @@ func (p *pane) layout() tea.Cmd {
 		panelOutbox:        {l.outW, l.listH},
 		panelEvents:        {w, l.evH},
 		panelRequests:      {w, l.topH},
+		panelDevices:       {w, l.topH},
 	}
 	var cmds [panelCount]tea.Cmd
 	for i, pn := range p.panels {
@@ -108,8 +112,9 @@ func (p pane) View() string {
 		layout.Beside(p.in().View(), sep(l.listH), p.out().View()),
 		p.ev().View(),
 	}
-	if p.focus == panelRequests {
-		parts[1] = p.req().View()
+	switch p.focus {
+	case panelRequests, panelDevices:
+		parts[1] = p.panels[p.focus].View()
 	}
 	if l.compact {
 		top := parts[1]
@@ -176,6 +181,9 @@ func (p pane) statusView() string {
 		seg(fmt.Sprintf("in %d · out %d (alt+4/5)", p.in().Total(), p.out().Total()), style)
 	}
 	lines := []string{layout.Pad(st.Bar, line, p.w)}
+	if p.history != nil {
+		lines = append(lines, layout.Pad(st.Warning, " "+layout.OneLine([]byte(p.historyLine()), max(p.w-2, 1)), p.w))
+	}
 	if ch := p.changed[p.peer]; ch != nil {
 		num := ch.number
 		if num == "" {

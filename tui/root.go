@@ -114,6 +114,15 @@ type PaneOptions struct {
 	// Opener is the program that opens a saved file (xdg-open, or open on
 	// macOS, when empty).
 	Opener string
+	// ImportCommand, when set, is the command that finishes a history
+	// import that stopped part way (link says whether it is a linked
+	// device's history, else a restore's): the status bar shows it with
+	// the import's progress.
+	ImportCommand func(link bool) string
+	// LinkCommand, when set, is the command a new device runs to be
+	// linked to this account (its relay named): the devices panel shows
+	// it.
+	LinkCommand string
 }
 
 // AddPane adds a profile with its open client and returns its index. The

@@ -62,6 +62,9 @@ func (f *fakeClient) Safety(context.Context, engine.Address) (engine.SafetyNumbe
 	return engine.SafetyNumberView{}, nil
 }
 func (f *fakeClient) Policy() engine.Policy { return engine.Policy{} }
+func (f *fakeClient) UnfinishedImportProgress(context.Context) (engine.ImportProgress, bool, error) {
+	return engine.ImportProgress{}, false, nil
+}
 func (f *fakeClient) Trace(_ context.Context, peer engine.Address, id wire.LogicalID, dir engine.Direction) (engine.Trace, error) {
 	return engine.Trace{Peer: peer, ID: id, Direction: dir, State: "unknown"}, nil
 }

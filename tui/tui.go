@@ -77,6 +77,13 @@ type Options struct {
 	// Names are names for devices from the settings file (Run); names kept
 	// in the profile win over them.
 	Names map[engine.Address]string
+	// ImportCommand, when set, is the command that finishes the profile's
+	// history import if one stopped part way (a linked device's history
+	// when link is set, else a restore's); the status bar shows it.
+	ImportCommand func(link bool) string
+	// LinkCommand, when set, is the command a new device runs to be
+	// linked to this profile's account; the devices panel shows it.
+	LinkCommand string
 }
 
 // Notify are the ways a message that arrives for a conversation not in view
@@ -175,7 +182,8 @@ func Run(ctx context.Context, client *engine.Client, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("tui: %w", err)
 	}
-	po := PaneOptions{ChatFirst: true, Downloads: opts.Downloads, NoPreviews: opts.NoPreviews, Graphics: graphics}
+	po := PaneOptions{ChatFirst: true, Downloads: opts.Downloads, NoPreviews: opts.NoPreviews, Graphics: graphics,
+		ImportCommand: opts.ImportCommand, LinkCommand: opts.LinkCommand}
 	if opts.Peer != "" {
 		peer, err := engine.ParseAddress(opts.Peer)
 		if err != nil {

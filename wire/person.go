@@ -10,12 +10,15 @@ import (
 // sent copy (kind 14), on one lane to each other device of the sender's
 // own account, so that every device's history shows both sides. A device
 // that decides (commits or discards) a received message tells the other
-// devices of its person with a decision frame (kind 15). Both ride the
-// pairwise session between two devices of one account and are
-// acknowledged as any application frame is.
+// devices of its person with a decision frame (kind 15); a commit of a
+// text message carries the committed body (kind 16), so that a device
+// that discarded the message meanwhile takes it back (commit beats
+// discard). They ride the pairwise session between two devices of one
+// account and are acknowledged as any application frame is.
 const (
-	FrameSentCopy FrameKind = 14
-	FrameDecision FrameKind = 15
+	FrameSentCopy     FrameKind = 14
+	FrameDecision     FrameKind = 15
+	FrameDecisionBody FrameKind = 16
 )
 
 // MaxSentCopyBodySize is the largest body of a sent copy: a copy with it
@@ -92,41 +95,75 @@ const (
 	DecisionDiscarded DecisionOutcome = 2
 )
 
+// MaxDecisionBodySize is the largest committed body a decision carries:
+// a decision with it and the longest address is exactly MaxFrameSize
+// bytes. A longer body is not sent; its decision goes without it (kind
+// 15).
+const MaxDecisionBodySize = MaxFrameSize - (1 + 1 + 16 + 1 + MaxAddressSize + 16 + 4)
+
 // Decision tells the other devices of a person that message ID from Sender
-// was decided on the device that sends it.
+// was decided on the device that sends it. Body, when not nil, is the
+// committed message's text (a kind-16 frame, whose outcome is always
+// committed); nil is a kind-15 frame without it.
 type Decision struct {
 	ID      LogicalID // the decision frame's own logical ID (its lane's)
 	Sender  string    // the device address the message came from
 	Message LogicalID // the decided message's logical ID
 	Outcome DecisionOutcome
+	Body    []byte
 }
 
-// EncodeDecision returns a decision frame's bytes:
+// EncodeDecision returns a decision frame's bytes, without a body:
 //
 //	0x01 | 0x0f | id[16] | sender length u8 | sender | message[16] | outcome u8
 //
-// An unknown outcome or an address that is not canonical fails with
-// ErrMalformed.
+// and with one (a commit):
+//
+//	0x01 | 0x10 | id[16] | sender length u8 | sender | message[16] | body length u32 | body
+//
+// An unknown outcome, a body with a discard, or an address that is not
+// canonical fails with ErrMalformed; a body over MaxDecisionBodySize with
+// ErrMessageTooLarge.
 func EncodeDecision(d Decision) ([]byte, error) {
 	if d.Outcome != DecisionCommitted && d.Outcome != DecisionDiscarded {
 		return nil, fmt.Errorf("decision outcome %d: %w", d.Outcome, ErrMalformed)
 	}
+	if d.Body != nil && d.Outcome != DecisionCommitted {
+		return nil, fmt.Errorf("a discard with a body: %w", ErrMalformed)
+	}
+	if len(d.Body) > MaxDecisionBodySize {
+		return nil, ErrMessageTooLarge
+	}
 	if err := CheckDeviceAddress(d.Sender); err != nil {
 		return nil, fmt.Errorf("decision sender: %w", err)
 	}
-	b := make([]byte, 0, 1+1+16+1+len(d.Sender)+16+1)
-	b = append(b, FrameVersion, byte(FrameDecision))
+	kind := FrameDecision
+	if d.Body != nil {
+		kind = FrameDecisionBody
+	}
+	b := make([]byte, 0, 1+1+16+1+len(d.Sender)+16+4+len(d.Body))
+	b = append(b, FrameVersion, byte(kind))
 	b = append(b, d.ID[:]...)
 	b = append(b, byte(len(d.Sender)))
 	b = append(b, d.Sender...)
 	b = append(b, d.Message[:]...)
-	return append(b, byte(d.Outcome)), nil
+	if d.Body == nil {
+		return append(b, byte(d.Outcome)), nil
+	}
+	b = binary.BigEndian.AppendUint32(b, uint32(len(d.Body)))
+	return append(b, d.Body...), nil
 }
 
-// DecodeDecision parses a decision frame, rejecting as DecodeSentCopy
-// does, and an unknown outcome (ErrMalformed).
+// DecodeDecision parses a decision frame of either kind, rejecting as
+// DecodeSentCopy does, an unknown outcome (ErrMalformed) and a body
+// length over MaxDecisionBodySize. The body is a copy, never nil for a
+// kind-16 frame.
 func DecodeDecision(b []byte) (Decision, error) {
-	r, err := groupReader(b, FrameDecision, MaxFrameSize)
+	kind := FrameDecision
+	if len(b) > 1 && FrameKind(b[1]) == FrameDecisionBody {
+		kind = FrameDecisionBody
+	}
+	r, err := groupReader(b, kind, MaxFrameSize)
 	if err != nil {
 		return Decision{}, err
 	}
@@ -139,9 +176,17 @@ func DecodeDecision(b []byte) (Decision, error) {
 		}
 	}
 	r.array(d.Message[:], "message")
-	d.Outcome = DecisionOutcome(r.u8("outcome"))
-	if r.err == nil && d.Outcome != DecisionCommitted && d.Outcome != DecisionDiscarded {
-		r.fail(fmt.Errorf("decision outcome %d: %w", d.Outcome, ErrMalformed))
+	if kind == FrameDecisionBody {
+		d.Outcome = DecisionCommitted
+		body := r.sized("body", 0, MaxDecisionBodySize)
+		if r.err == nil {
+			d.Body = append(make([]byte, 0, len(body)), body...)
+		}
+	} else {
+		d.Outcome = DecisionOutcome(r.u8("outcome"))
+		if r.err == nil && d.Outcome != DecisionCommitted && d.Outcome != DecisionDiscarded {
+			r.fail(fmt.Errorf("decision outcome %d: %w", d.Outcome, ErrMalformed))
+		}
 	}
 	if err := r.end(); err != nil {
 		return Decision{}, err

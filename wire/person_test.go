@@ -25,6 +25,23 @@ var decisionFormat = format[wire.Decision]{
 	decode: wire.DecodeDecision,
 }
 
+var decisionBodyFormat = format[wire.Decision]{
+	file:   "decision-body.txt",
+	title:  "decision with the committed body (frame kind 16)",
+	fuzz:   "FuzzDecodeDecision",
+	encode: wire.EncodeDecision,
+	decode: wire.DecodeDecision,
+}
+
+func decisionBodyVectors() []vector[wire.Decision] {
+	return []vector[wire.Decision]{
+		{name: "committed-body", doc: `kind 16, id bytes 30.., sender "alice/1", message bytes 10.., body "hi"`,
+			v: wire.Decision{ID: seq16(0x30), Sender: "alice/1", Message: seq16(0x10), Outcome: wire.DecisionCommitted, Body: []byte("hi")}},
+		{name: "committed-empty", doc: `kind 16, id all ff, sender "carol.x/2147483647", message bytes 40.., empty body`,
+			v: wire.Decision{ID: wire.LogicalID(bytes.Repeat([]byte{0xff}, 16)), Sender: "carol.x/2147483647", Message: seq16(0x40), Outcome: wire.DecisionCommitted, Body: []byte{}}},
+	}
+}
+
 func sentCopyVectors() []vector[wire.SentCopy] {
 	return []vector[wire.SentCopy]{
 		{name: "sent-copy", doc: `kind 14, id bytes 00.., to "bob/1", body "hi"`,
@@ -46,6 +63,7 @@ func decisionVectors() []vector[wire.Decision] {
 func TestPersonVectors(t *testing.T) {
 	t.Run("sent-copy", func(t *testing.T) { checkVectors(t, sentCopyFormat, sentCopyVectors()) })
 	t.Run("decision", func(t *testing.T) { checkVectors(t, decisionFormat, decisionVectors()) })
+	t.Run("decision-body", func(t *testing.T) { checkVectors(t, decisionBodyFormat, decisionBodyVectors()) })
 }
 
 // TestPersonFramesRefuse: the limits and rules of both frames, at the
@@ -95,6 +113,26 @@ func TestPersonFramesRefuse(t *testing.T) {
 	if _, err := wire.DecodeDecision(b); !errors.Is(err, wire.ErrMalformed) {
 		t.Errorf("DecodeDecision(a sent copy) = %v, want ErrMalformed", err)
 	}
+	// A body travels with a commit only, and within its bound.
+	longestDecision := wire.Decision{Sender: strings.Repeat("a", wire.MaxUserSize) + "/2147483647", Outcome: wire.DecisionCommitted, Body: make([]byte, wire.MaxDecisionBodySize)}
+	if b, err := wire.EncodeDecision(longestDecision); err != nil || len(b) != wire.MaxFrameSize {
+		t.Errorf("the longest decision: %d bytes, %v; want MaxFrameSize", len(b), err)
+	}
+	longestDecision.Body = append(longestDecision.Body, 0)
+	if _, err := wire.EncodeDecision(longestDecision); !errors.Is(err, wire.ErrMessageTooLarge) {
+		t.Errorf("a decision body over the bound: %v, want ErrMessageTooLarge", err)
+	}
+	if _, err := wire.EncodeDecision(wire.Decision{Sender: "a/1", Outcome: wire.DecisionDiscarded, Body: []byte("x")}); !errors.Is(err, wire.ErrMalformed) {
+		t.Errorf("a discard with a body: %v, want ErrMalformed", err)
+	}
+	withBody := mustEncode(wire.EncodeDecision, decisionBodyVectors()[0].v)
+	over := append(append([]byte(nil), withBody[:len(withBody)-6]...), 0xff, 0xff, 0xff, 0xff, 'h', 'i')
+	if _, err := wire.DecodeDecision(over); !errors.Is(err, wire.ErrMalformed) {
+		t.Errorf("DecodeDecision(a body length over the bound) = %v, want ErrMalformed", err)
+	}
+	if d, err := wire.DecodeDecision(withBody); err != nil || string(d.Body) != "hi" || d.Outcome != wire.DecisionCommitted {
+		t.Errorf("DecodeDecision(kind 16) = %+v, %v; want a commit with its body", d, err)
+	}
 }
 
 func FuzzDecodeSentCopy(f *testing.F) {
@@ -109,7 +147,7 @@ func FuzzDecodeSentCopy(f *testing.F) {
 }
 
 func FuzzDecodeDecision(f *testing.F) {
-	for _, v := range decisionVectors() {
+	for _, v := range append(decisionVectors(), decisionBodyVectors()...) {
 		b := mustEncode(wire.EncodeDecision, v.v)
 		f.Add(b)            // a frozen vector
 		f.Add(b[:len(b)-1]) // the outcome missing

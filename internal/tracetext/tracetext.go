@@ -30,6 +30,9 @@ func Draw(self engine.Address, own engine.Trace, peer *engine.Trace) string {
 		fmt.Fprintf(&b, " %s", layout.Quote(layout.Clean(own.Body)))
 	}
 	b.WriteString("\n")
+	if own.Imported != nil {
+		b.WriteString(" " + ImportedLine(*own.Imported) + "\n")
+	}
 	sent := own
 	if own.Direction == engine.DirectionIn {
 		if peer == nil {
@@ -62,7 +65,7 @@ func Draw(self engine.Address, own engine.Trace, peer *engine.Trace) string {
 		fmt.Fprintf(&b, " %s envelope %s %s on initiation %s · %s%s\n", branch,
 			hex.EncodeToString(a.Envelope[:4]), kind, hex.EncodeToString(a.Initiation[:4]), layout.Clock(a.At), note)
 	}
-	if own.Direction == engine.DirectionOut && len(sent.Attempts) == 0 {
+	if own.Direction == engine.DirectionOut && len(sent.Attempts) == 0 && own.Imported == nil {
 		b.WriteString(" no envelope logged (sent before the log, or pruned)\n")
 	}
 	// The receiving end.
@@ -115,4 +118,18 @@ func recvState(l engine.Trace) string {
 		return s
 	}
 	return "not delivered yet"
+}
+
+// ImportedLine says where a message that came by import came from: a
+// linked device's history or a restored backup, and when the import
+// started (the moment this device's profile was made).
+func ImportedLine(imp engine.Imported) string {
+	from := "imported from a restored backup"
+	if imp.Link {
+		from = "imported with the account's history when this device was linked"
+	}
+	if !imp.At.IsZero() {
+		from += " (" + imp.At.Format("2006-01-02 15:04") + ")"
+	}
+	return from + ": it came to this device in an archive, not over a session"
 }

@@ -24,6 +24,10 @@ type Lease struct {
 	// not need them.
 	From Origin
 	Size int
+	// Shared names the shared payload the row's head points at, for a
+	// backend that keeps payloads apart from the rows (natsstore); empty
+	// for a whole envelope.
+	Shared string
 }
 
 // Take leases rows of recipient's mailbox to holder until until. Under the
@@ -135,9 +139,10 @@ func (t *Leases) Begin(recipient string, now time.Time) (held map[uint64]Lease, 
 
 // Candidate is a row read for a lease, with what it held.
 type Candidate struct {
-	Row  uint64
-	From Origin
-	Size int
+	Row    uint64
+	From   Origin
+	Size   int
+	Shared string // as Lease.Shared
 }
 
 // Claim leases to holder until until those of cands that no live lease
@@ -160,7 +165,7 @@ func (t *Leases) Claim(recipient, holder string, now, until time.Time, cands []C
 			}
 			t.m[recipient] = held
 		}
-		held[c.Row] = Lease{Holder: holder, Until: until, From: c.From, Size: c.Size}
+		held[c.Row] = Lease{Holder: holder, Until: until, From: c.From, Size: c.Size, Shared: c.Shared}
 		out = append(out, c)
 	}
 	if cur := t.cursor(recipient); cur.gen == gen && readTo > cur.after {

@@ -197,12 +197,13 @@ type Origin struct {
 // (a SubmitMulti's: one payload for several mailboxes). Env is then the
 // envelope's head, every byte before the payload (it ends with the
 // payload's length), and the envelope is Env followed by Shared.Payload.
-// Memory and SQLite keep the payload once for all the items of the batch
-// that point at the same SharedPayload, with each item's head as a small
-// entry in its mailbox, and delete it with the last of those entries
-// (acknowledged or expired); NATS keeps a whole envelope per item. Either
-// way every quota is charged each item's whole envelope, as if it were
-// stored alone, and a lease returns the whole envelope.
+// Every backend but WithFaults keeps the payload once for all the items
+// of the batch that point at the same SharedPayload, with each item's head
+// as a small entry in its mailbox, and deletes it with the last of those
+// entries (acknowledged or expired); NATS keeps it in a stream of its own
+// with a record of the heads that point at it (natsstore/payload.go).
+// Every quota is charged each item's whole envelope, as if it were stored
+// alone, and a lease returns the whole envelope.
 type AppendItem struct {
 	Recipient string
 	Env       []byte

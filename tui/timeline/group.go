@@ -425,6 +425,11 @@ func (g Group) View(now time.Time, focused bool) string {
 		case e.Edits > 0:
 			body += " " + st.More.Render("edited")
 		}
+		if e.Imported != nil {
+			// History from before this device: it came by a link or a
+			// restore, not over a session of this device.
+			body += " " + st.More.Render("imported")
+		}
 		r := row{at: e.At}
 		if e.ReplyTo != nil && !e.Deleted {
 			r.lines = append(r.lines, indent+st.Time.Render(g.quoteLine(*e.ReplyTo, g.w-len(indent))))

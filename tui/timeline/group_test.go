@@ -87,6 +87,24 @@ func TestGroupView(t *testing.T) {
 	}
 }
 
+// TestGroupViewImported: a group message a link's or a restore's import
+// brought is marked imported; one received here is not.
+func TestGroupViewImported(t *testing.T) {
+	at := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
+	a := engine.MustParseAddress
+	src := groupHistory{entries: []engine.GroupEntry{
+		{Seq: 1, Sender: a("bob/1"), At: at, Body: []byte("from before"), Imported: &engine.Imported{At: at, Link: true}},
+		{Seq: 2, Sender: a("bob/1"), At: at.Add(time.Minute), Body: []byte("since")},
+	}}
+	g := NewGroup(context.Background(), src, themes.MustGet("dark"))
+	g.SetSize(60, 10)
+	g, _ = g.Update(g.SetGroup(wire.GroupID{1}, "team")())
+	v := ansi.Strip(g.View(at.Add(time.Hour), true))
+	if !strings.Contains(v, "bob/1 from before imported") || strings.Contains(v, "since imported") {
+		t.Errorf("want the first message alone marked imported:\n%s", v)
+	}
+}
+
 // TestGroupViewWaiting: a group message still waiting shows in the group's
 // view (not only in its sender's conversation), the header says what its
 // counts are, c commits the oldest text, x asks and y discards, and d

@@ -23,7 +23,7 @@ func (g *Group) SetSelf(a engine.Address) { g.self = a }
 // message: its sender as the peer, one's own as sent.
 func asHistory(e engine.GroupEntry) engine.HistoryEntry {
 	h := engine.HistoryEntry{Seq: e.Seq, Peer: e.Sender, Direction: engine.DirectionIn, ID: e.ID, At: e.At, Body: e.Body,
-		ReplyTo: e.ReplyTo, Edits: e.Edits, Deleted: e.Deleted, Reactions: e.Reactions}
+		ReplyTo: e.ReplyTo, Edits: e.Edits, Deleted: e.Deleted, Reactions: e.Reactions, Imported: e.Imported}
 	if e.Own {
 		h.Direction = engine.DirectionOut
 	}

@@ -460,6 +460,9 @@ func (m Model) event(e engine.Event) (Model, tea.Cmd) {
 			// Another device of the person counts: its ACK moves a
 			// message's device count.
 			mine = r.Sender.User == m.peer.User && (r.Kind == engine.ResultAcknowledgement || r.Kind == engine.ResultDelivery)
+			// A message of this conversation another device of this
+			// person committed, taken back here.
+			mine = mine || r.TakenBack && r.Decided != nil && r.Decided.Sender.User == m.peer.User
 		}
 	case engine.EventStored, engine.EventSent, engine.EventTaken, engine.EventNotSent, engine.EventAbandoned, engine.EventIdentityAccepted, engine.EventFinalized:
 		mine = e.Peer == m.peer

@@ -140,6 +140,11 @@ func (m *Model) entry(b *strings.Builder, it item, peerLabel string, labelW int,
 		case h.Edits > 0:
 			state = st.More.Render("edited ") + state
 		}
+		if h.Imported != nil {
+			// History from before this device (a link's or a restore's):
+			// said quietly, before the state; the trace says from what.
+			state = st.More.Render("imported ") + state
+		}
 		if h.ReplyTo != nil && !h.Deleted {
 			quote = "r"
 		}

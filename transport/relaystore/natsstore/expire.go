@@ -20,7 +20,8 @@ import (
 // may go, and its recipient's acknowledgement then finds nothing. Several
 // relays may sweep at once: a row deleted by another is skipped, and each
 // row lowers the totals once. With several shards each is swept in turn,
-// within the one bound.
+// within the one bound. Each call also settles the shared payloads that a
+// relay which died left (sweepPayloads).
 func (s *Store) Expire(ctx context.Context, now, before time.Time, max int) ([]relaystore.Removed, error) {
 	var out []relaystore.Removed
 	for _, sh := range s.shards {
@@ -32,6 +33,9 @@ func (s *Store) Expire(ctx context.Context, now, before time.Time, max int) ([]r
 		if err != nil {
 			return out, err
 		}
+	}
+	if err := s.sweepPayloads(ctx, now, before); err != nil {
+		return out, fmt.Errorf("sweep shared payloads: %w", err)
 	}
 	return out, nil
 }
@@ -72,12 +76,13 @@ func (s *Store) expireShard(ctx context.Context, sh shard, now, before time.Time
 			continue // deleted meanwhile
 		}
 		from := origin(m.Header)
-		s.noteTotal(-1, -int64(len(m.Data)))
+		size, _, ref := stored(m.Header, m.Data)
+		s.forgetHead(ctx, recipient, m.Sequence, relaystore.Lease{From: from, Size: size, Shared: ref})
 		s.leases.Forget(recipient, []uint64{m.Sequence})
 		out = append(out, relaystore.Removed{Recipient: recipient, Row: m.Sequence, Sender: from.Address, Envelope: from.Envelope})
 		held := map[string]relaystore.Usage{}
 		for _, k := range usageKeys(recipient, from) {
-			held[k] = relaystore.Usage{Envelopes: 1, Bytes: int64(len(m.Data))}
+			held[k] = relaystore.Usage{Envelopes: 1, Bytes: int64(size)}
 		}
 		if err := s.freeQuotas(ctx, held); err != nil {
 			return out, fmt.Errorf("expire envelopes: count it: %w", err)

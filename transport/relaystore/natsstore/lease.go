@@ -3,6 +3,7 @@ package natsstore
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -54,6 +55,7 @@ func (s *Store) Lease(ctx context.Context, recipient, holder string, max int, no
 	var rows []relaystore.Row
 	var cands []relaystore.Candidate
 	readTo := after
+	payloads := map[string][]byte{} // the shared payloads read so far
 	for _, m := range msgs {
 		if len(rows) == max {
 			break
@@ -62,8 +64,23 @@ func (s *Store) Lease(ctx context.Context, recipient, holder string, max int, no
 		if _, ok := held[m.seq]; ok {
 			continue
 		}
-		rows = append(rows, relaystore.Row{ID: m.seq, Envelope: m.data, Accepted: m.at})
-		cands = append(cands, relaystore.Candidate{Row: m.seq, From: origin(m.header), Size: len(m.data)})
+		size, _, ref := stored(m.header, m.data)
+		env := m.data
+		if ref != "" {
+			p, ok := payloads[ref]
+			if !ok {
+				if p, err = s.fetchPayload(ctx, ref); errors.Is(err, ErrPayloadMissing) {
+					s.dropOrphan(ctx, recipient, m, size, ref)
+					continue
+				} else if err != nil {
+					return nil, fmt.Errorf("lease from %s: %w", recipient, err)
+				}
+				payloads[ref] = p
+			}
+			env = append(append(make([]byte, 0, size), m.data...), p...)
+		}
+		rows = append(rows, relaystore.Row{ID: m.seq, Envelope: env, Accepted: m.at})
+		cands = append(cands, relaystore.Candidate{Row: m.seq, From: origin(m.header), Size: size, Shared: ref})
 	}
 	claimed := s.leases.Claim(recipient, holder, now, until, cands, gen, readTo)
 	if len(claimed) == len(rows) {
@@ -81,6 +98,23 @@ func (s *Store) Lease(ctx context.Context, recipient, holder string, max int, no
 		}
 	}
 	return out, nil
+}
+
+// dropOrphan deletes m, a head of recipient's mailbox whose shared payload
+// is missing (its append died before it answered, payload.go), and frees
+// what it was charged, as an acknowledgement would: it can never be
+// delivered.
+func (s *Store) dropOrphan(ctx context.Context, recipient string, m directMsg, size int, ref string) {
+	if err := s.shardOf(recipient).stream.DeleteMsg(ctx, m.seq); err != nil {
+		return // deleted meanwhile
+	}
+	from := origin(m.header)
+	s.forgetHead(ctx, recipient, m.seq, relaystore.Lease{From: from, Size: size, Shared: ref})
+	held := map[string]relaystore.Usage{}
+	for _, k := range usageKeys(recipient, from) {
+		held[k] = relaystore.Usage{Envelopes: 1, Bytes: int64(size)}
+	}
+	s.freeQuotas(ctx, held) // best effort: a failure leaves the counts high, as a failed Ack does
 }
 
 // storedMsg is a message as the stream's leader returns it

@@ -17,7 +17,10 @@
 //	KV PARLEY_META     relay-id, mailbox-shards, usage-shards
 //	stream PARLEY_OTK      subjects parley.otk.<addr>: one message per one-time prekey
 //	stream PARLEY_MAILBOX  subjects parley.mbox.<addr>: one message per envelope
-//	  (with Options.Shards K > 1: PARLEY_MAILBOX_<i> on parley.mbox.s<i>.<addr>, shard.go)
+//	  (with Options.Shards K > 1: PARLEY_MAILBOX_<i> on parley.mbox.s<i>.<addr>, shard.go);
+//	  a message that shares its payload holds the envelope's head (payload.go)
+//	stream PARLEY_PAYLOAD  subjects parley.pay.<id>: a payload that several mailboxes share, once
+//	stream PARLEY_PAYREF   subjects parley.payref.<id>: which heads point at that payload
 //	subjects parley.wake.<addr> (core NATS): signals between relays
 //	subject parley.grant.ask (core NATS): a relay asks the others to return
 //	  their grants of a count
@@ -73,6 +76,7 @@ const (
 // names are the buckets, streams and subject roots of a store.
 type names struct {
 	reg, ipreg, bundle, usage, meta, otkStream, mboxStream string
+	payStream, payRef, pay, payrefRoot                     string // shared payloads and their records (payload.go)
 	lists, listIP                                          string // device lists (devicelist.go)
 	accepted, blocked                                      string
 	otk, mbox, wake                                        string // subject roots, with the trailing dot
@@ -87,7 +91,9 @@ func namesFor(prefix string) names {
 		accepted: prefix + "PARLEY_ACCEPTED", blocked: prefix + "PARLEY_BLOCKED",
 		otkStream: prefix + "PARLEY_OTK", mboxStream: prefix + "PARLEY_MAILBOX",
 		otk: prefix + "parley.otk.", mbox: prefix + "parley.mbox.", wake: prefix + "parley.wake.",
-		ask: prefix + "parley.grant.ask",
+		ask:       prefix + "parley.grant.ask",
+		payStream: prefix + "PARLEY_PAYLOAD", payRef: prefix + "PARLEY_PAYREF", pay: prefix + "parley.pay.",
+		payrefRoot: prefix + "parley.payref.",
 	}
 }
 
@@ -147,9 +153,16 @@ type Store struct {
 	direct *directGets       // leases' batch reads (directget.go)
 	tails  tails             // the newest row known per mailbox (lease.go)
 
-	totalMu  sync.Mutex
-	totalAt  time.Time
-	totalUse relaystore.Usage
+	totalMu   sync.Mutex
+	totalAt   time.Time
+	totalUse  relaystore.Usage
+	totalKept int64 // bytes kept: heads, whole envelopes, each shared payload once
+
+	payloads jetstream.Stream // shared payloads (payload.go)
+	recent   recentPayloads   // the last stored or read here
+	payrefs  jetstream.Stream // their records
+	sweepMu  sync.Mutex
+	sweepAt  uint64 // where the next sweep of the records starts
 
 	regs regCount // for Stats (stats.go)
 
@@ -269,6 +282,9 @@ func (s *Store) setup(ctx context.Context, replicas int) error {
 		return err
 	}
 	if err := s.setupShards(ctx, meta, replicas); err != nil {
+		return err
+	}
+	if err := s.setupPayloads(ctx, replicas); err != nil {
 		return err
 	}
 	// After the mailbox shards: a relay given the wrong number of them
@@ -508,7 +524,7 @@ func (s *Store) Append(ctx context.Context, recipient string, env []byte, copies
 			return nil, fmt.Errorf("append to %s: %w", recipient, err)
 		}
 		rows = append(rows, ack.Sequence)
-		s.noteTotal(1, int64(len(env)))
+		s.noteTotal(1, int64(len(env)), int64(len(env)))
 		s.tails.note(recipient, ack.Sequence)
 	}
 	return rows, nil
@@ -524,6 +540,19 @@ func (s *Store) envelopeMsg(recipient string, env []byte, from relaystore.Origin
 		msg.Header.Set(hdrStranger, "1")
 	}
 	return msg
+}
+
+// forgetHead lowers the cached totals by the row of recipient's mailbox
+// that this relay just deleted, which held l, and takes a head off its
+// shared payload's record.
+func (s *Store) forgetHead(ctx context.Context, recipient string, row uint64, l relaystore.Lease) {
+	if l.Shared == "" {
+		s.noteTotal(-1, -int64(l.Size), -int64(l.Size))
+		return
+	}
+	_, size, _ := parsePayloadRef(l.Shared)
+	s.noteTotal(-1, -int64(l.Size), -int64(l.Size-size))
+	s.unref(ctx, l.Shared, rowRef{shard: s.shardIndex(recipient), row: row})
 }
 
 // refundPart gives back what n envelopes of size bytes in all, of an
@@ -549,7 +578,8 @@ func (s *Store) Release(_ context.Context, recipient, holder string) error {
 
 // Ack implements relaystore.Store. A row counts only when it is one of the
 // recipient's own, and its deletion succeeded here: a row acknowledged
-// through two relays at once lowers the totals once.
+// through two relays at once lowers the totals once. A head of a shared
+// payload also leaves the payload's record (payload.go).
 func (s *Store) Ack(ctx context.Context, recipient string, rows []uint64) (out []relaystore.Removed, err error) {
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
@@ -577,12 +607,13 @@ func (s *Store) Ack(ctx context.Context, recipient string, rows []uint64) (out [
 			if !found || m.seq != row {
 				continue // gone, or another mailbox's
 			}
-			l = relaystore.Lease{Size: len(m.data), From: origin(m.header)}
+			size, _, ref := stored(m.header, m.data)
+			l = relaystore.Lease{Size: size, From: origin(m.header), Shared: ref}
 		}
 		if err := sh.stream.DeleteMsg(ctx, row); err != nil {
 			continue // deleted meanwhile
 		}
-		s.noteTotal(-1, -int64(l.Size))
+		s.forgetHead(ctx, recipient, row, l)
 		out = append(out, relaystore.Removed{Recipient: recipient, Row: row, Sender: l.From.Address, Envelope: l.From.Envelope})
 		for _, k := range usageKeys(recipient, l.From) {
 			d := held[k]

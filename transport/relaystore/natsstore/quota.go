@@ -116,15 +116,25 @@ func (s *Store) freeQuotas(ctx context.Context, held map[string]relaystore.Usage
 // leader.
 const totalEvery = 250 * time.Millisecond
 
-// total returns what the mailbox stream holds in all (its messages and
-// bytes, headers included), from a cache at most totalEvery old. The total
-// quota is a bound on the cluster, not an exact count: a counter updated by
-// every append would make every relay contend on one key.
+// total returns what the mailbox streams hold in all (their messages and
+// bytes, headers included) with the payload stream's bytes, from a cache
+// at most totalEvery old. The total quota is a bound on the cluster, not
+// an exact count: a counter updated by every append would make every
+// relay contend on one key. It charges a shared payload (payload.go) as
+// this relay appends its heads, once per head, but a refresh reads what
+// the streams keep, the payload once: the relay-wide bound then holds what
+// the cluster keeps, while every other count charges whole envelopes.
 func (s *Store) total(ctx context.Context) (relaystore.Usage, error) {
+	u, _, err := s.totals(ctx)
+	return u, err
+}
+
+// totals returns total's figures and the bytes kept (Stats.Stored).
+func (s *Store) totals(ctx context.Context) (relaystore.Usage, int64, error) {
 	s.totalMu.Lock()
 	if time.Since(s.totalAt) < totalEvery {
 		defer s.totalMu.Unlock()
-		return s.totalUse, nil
+		return s.totalUse, s.totalKept, nil
 	}
 	s.totalMu.Unlock()
 	// Not under the lock: a slow cluster must not stall the appends that
@@ -133,24 +143,35 @@ func (s *Store) total(ctx context.Context) (relaystore.Usage, error) {
 	for _, sh := range s.shards {
 		info, err := sh.stream.Info(ctx)
 		if err != nil {
-			return relaystore.Usage{}, err
+			return relaystore.Usage{}, 0, err
 		}
 		all.Envelopes += int(info.State.Msgs)
 		all.Bytes += int64(info.State.Bytes)
 	}
+	info, err := s.payloads.Info(ctx)
+	if err != nil {
+		return relaystore.Usage{}, 0, err
+	}
+	all.Bytes += int64(info.State.Bytes)
 	s.totalMu.Lock()
 	defer s.totalMu.Unlock()
-	s.totalUse = all
+	s.totalUse, s.totalKept = all, all.Bytes
 	s.totalAt = time.Now()
-	return s.totalUse, nil
+	return s.totalUse, s.totalKept, nil
 }
 
 // noteTotal adds what this relay just appended or deleted to the cached
 // totals, so that its own changes count at once; the other relays' count at
-// the next refresh.
-func (s *Store) noteTotal(n int, size int64) {
+// the next refresh. charged is what quotas charge (whole envelopes), kept
+// what the streams hold of it.
+func (s *Store) noteTotal(n int, charged, kept int64) {
 	s.totalMu.Lock()
 	defer s.totalMu.Unlock()
 	s.totalUse.Envelopes = max(s.totalUse.Envelopes+n, 0)
-	s.totalUse.Bytes = max(s.totalUse.Bytes+size, 0)
+	s.totalUse.Bytes = max(s.totalUse.Bytes+charged, 0)
+	s.totalKept = max(s.totalKept+kept, 0)
 }
+
+// noteKept adds a shared payload's bytes, stored or deleted, to the
+// cached bytes kept.
+func (s *Store) noteKept(size int64) { s.noteTotal(0, 0, size) }

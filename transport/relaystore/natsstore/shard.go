@@ -37,13 +37,16 @@ type shard struct {
 }
 
 // shardOf returns the shard that holds recipient's mailbox.
-func (s *Store) shardOf(recipient string) shard {
+func (s *Store) shardOf(recipient string) shard { return s.shards[s.shardIndex(recipient)] }
+
+// shardIndex returns the index of recipient's shard.
+func (s *Store) shardIndex(recipient string) uint16 {
 	if len(s.shards) == 1 {
-		return s.shards[0]
+		return 0
 	}
 	h := fnv.New32a()
 	h.Write([]byte(recipient))
-	return s.shards[h.Sum32()%uint32(len(s.shards))]
+	return uint16(h.Sum32() % uint32(len(s.shards)))
 }
 
 // setupShards checks the cluster's number of shards against the relay's

@@ -22,13 +22,13 @@ type regCount struct {
 }
 
 // Stats implements relaystore.Store from cached figures: the mailbox
-// stream's totals (at most totalEvery old, as the quotas read them) and
+// streams' totals and the bytes kept with the payload stream's (at most totalEvery old, as the quotas read them) and
 // the registrations (at most regsEvery old). No lock is held across a
 // request to the cluster.
 func (s *Store) Stats(ctx context.Context) (relaystore.Stats, error) {
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
-	t, err := s.total(ctx)
+	t, kept, err := s.totals(ctx)
 	if err != nil {
 		return relaystore.Stats{}, fmt.Errorf("relay stats: %w", err)
 	}
@@ -45,5 +45,5 @@ func (s *Store) Stats(ctx context.Context) (relaystore.Stats, error) {
 		s.regs.n, s.regs.at = n, time.Now()
 		s.regs.mu.Unlock()
 	}
-	return relaystore.Stats{Registrations: n, Envelopes: t.Envelopes, Bytes: t.Bytes, Stored: t.Bytes}, nil
+	return relaystore.Stats{Registrations: n, Envelopes: t.Envelopes, Bytes: t.Bytes, Stored: kept}, nil
 }

@@ -1,0 +1,189 @@
+package engine_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/wire"
+)
+
+// holdInWorld makes dev hold list as its account's, as a link package
+// leaves a new device: its frames to the account's other devices come from
+// a device of the account it holds, and theirs to it.
+func holdInWorld(t *testing.T, dev *device, list wire.DeviceList) {
+	t.Helper()
+	a, err := engine.LoadAccount(dev.w.ctx, dev.st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	from, err := wire.EncodeDeviceList(a.List)
+	if err != nil {
+		t.Fatal(err)
+	}
+	to, err := wire.EncodeDeviceList(list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dev.st.Apply(dev.w.ctx, engine.UpdateDeviceList{From: from, List: to}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// twoDeviceBob is alice/1 and bob, a person of bob/1 and bob/2, with
+// alice holding bob's list.
+func twoDeviceBob(t *testing.T) (w *world, alice, bob, bob2 *device) {
+	w = newWorld(t)
+	alice, bob, bob2 = w.device("alice/1"), w.device("bob/1"), w.device("bob/2")
+	holdInWorld(t, bob2, linkInWorld(t, bob, bob2))
+	if err := alice.c.CheckPeer(w.ctx, bob.addr); err != nil {
+		t.Fatal(err)
+	}
+	return w, alice, bob, bob2
+}
+
+// inHistory returns how many times d's history with peer holds body, and
+// the entry of the last.
+func inHistory(t *testing.T, d, peer *device, body string) (int, engine.HistoryEntry) {
+	t.Helper()
+	h, err := d.c.History(d.w.ctx, peer.addr, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, last := 0, engine.HistoryEntry{}
+	for _, e := range h {
+		if string(e.Body) == body {
+			n, last = n+1, e
+		}
+	}
+	return n, last
+}
+
+// TestDecisionTakesBackADiscard: bob discards alice's message on bob/2
+// while bob/1 commits it. bob/1's decision carries the body (frame kind
+// 16), and bob/2 takes the message back into its history, decided on
+// bob/1 (commit beats discard), once: the decision heard again changes
+// nothing. A decision from bob/1 whose body is not the one bob/2
+// discarded takes nothing back, nor does one from a device not of bob's
+// account, nor one for a message bob/2 still holds pending.
+func TestDecisionTakesBackADiscard(t *testing.T) {
+	w, alice, bob, bob2 := twoDeviceBob(t)
+	id := alice.enqueue(bob, "keep me")
+	forgedID := alice.enqueue(bob, "the real text")
+	pendingID := alice.enqueue(bob, "still pending on bob/2")
+	bob.sync()
+	bob2.sync()
+	for _, m := range []wire.LogicalID{id, forgedID} {
+		if _, err := bob2.c.Discard(w.ctx, alice.addr, m, engine.DiscardRejected); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := bob.c.Commit(w.ctx, alice.addr, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bob.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	res := bob2.sync()
+	taken := 0
+	for _, r := range res {
+		if r.Kind == engine.ResultDecisionHeard && r.TakenBack {
+			taken++
+			if r.Decided == nil || r.Decided.ID != id || r.Decided.Sender != alice.addr {
+				t.Errorf("taken back: %+v, want alice's message %x", r.Decided, id[:4])
+			}
+		}
+	}
+	if taken != 1 {
+		t.Fatalf("bob/2 took back %d messages, want 1: %+v", taken, res)
+	}
+	n, e := inHistory(t, bob2, alice, "keep me")
+	if n != 1 || e.ID != id || e.DecidedOn == nil || *e.DecidedOn != bob.addr {
+		t.Fatalf("bob/2's history holds %q %d times (%+v), want once, decided on bob/1", "keep me", n, e)
+	}
+	if s, err := bob2.st.Seen(w.ctx, alice.addr, id); err != nil || !s.Finalized || s.Outcome != engine.OutcomeCommitted {
+		t.Fatalf("bob/2's record of the message: %+v, %v; want finalized committed", s, err)
+	}
+
+	// bob/1 (an own device, but wrong) claims a commit of the other
+	// discarded message with another text, of the pending one, and says
+	// the first again; bob/9 (not bob's) claims a commit too.
+	frame := func(n byte, msg wire.LogicalID, body string) []byte {
+		f, err := wire.EncodeDecision(wire.Decision{ID: wire.LogicalID{0xd0, n}, Sender: alice.addr.String(), Message: msg,
+			Outcome: wire.DecisionCommitted, Body: []byte(body)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	bob.raw(bob2, frame(1, forgedID, "not what alice wrote"))
+	bob.raw(bob2, frame(2, id, "keep me"))
+	bob.raw(bob2, frame(3, pendingID, "still pending on bob/2"))
+	mallory := w.device("bob/9")
+	mallory.raw(bob2, frame(4, forgedID, "the real text"))
+	res = bob2.sync()
+	for _, r := range res {
+		if r.TakenBack {
+			t.Errorf("bob/2 took back %+v", r.Decided)
+		}
+	}
+	if !hasError(res, engine.ErrNotOwnDevice) {
+		t.Errorf("bob/9's decision was not refused as from a device not of bob's: %+v", res)
+	}
+	for body, want := range map[string]int{"keep me": 1, "not what alice wrote": 0, "the real text": 0} {
+		if n, _ := inHistory(t, bob2, alice, body); n != want {
+			t.Errorf("bob/2's history holds %q %d times, want %d", body, n, want)
+		}
+	}
+	if s, err := bob2.st.Seen(w.ctx, alice.addr, forgedID); err != nil || s.Outcome != engine.OutcomeDiscarded {
+		t.Errorf("the message whose decision carried another text: %+v, %v; want still discarded", s, err)
+	}
+	// The pending message's decision is kept and finalizes it, with the
+	// copy bob/2 holds.
+	if n, _ := inHistory(t, bob2, alice, "still pending on bob/2"); n != 1 {
+		t.Errorf("bob/2's pending message after bob/1's commit: in its history %d times, want once", n)
+	}
+}
+
+// TestDecidedElsewhereDelivery: bob commits alice's message on bob/1
+// before bob/2 heard of it; bob/2 receives the message and the decision
+// in one page, and its delivery says it was decided elsewhere (no bell)
+// before the decision finalizes it.
+func TestDecidedElsewhereDelivery(t *testing.T) {
+	w, alice, bob, bob2 := twoDeviceBob(t)
+	settled := alice.enqueue(bob, "first")
+	bob.sync()
+	bob.commitAll()
+	bob2.sync()
+	bob2.commitAll() // the two devices' sessions are set up
+	bob.sync()
+	bob.sync()
+	id := alice.enqueue(bob, "decided before it came")
+	bob.sync()
+	if _, err := bob.c.Commit(w.ctx, alice.addr, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bob.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	var delivered, decided *engine.ReceiveResult
+	res := bob2.sync()
+	for i, r := range res {
+		switch {
+		case r.Kind == engine.ResultDelivery && r.ID == id:
+			delivered = &res[i]
+		case r.Kind == engine.ResultDecided && r.ID == id:
+			decided = &res[i]
+		case r.Kind == engine.ResultDelivery && r.ID == settled:
+			t.Errorf("bob/2 got the first message again")
+		}
+	}
+	if delivered == nil || !delivered.DecidedElsewhere || decided == nil {
+		t.Fatalf("bob/2's sync: delivery %+v, decided %+v; want the delivery marked decided elsewhere, then the decision", delivered, decided)
+	}
+	for _, err := range errorsIn(res) {
+		if !errors.Is(err, engine.ErrNotOwnDevice) {
+			t.Errorf("bob/2's sync: %v", err)
+		}
+	}
+}
