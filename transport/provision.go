@@ -26,7 +26,7 @@ type Provisioning struct {
 	next uint32
 
 	in      chan []byte            // pushed payloads
-	replies chan wire.RelayMessage // answers to Send
+	replies chan provisionReply // answers to Send
 	done    chan struct{}          // closed when the reader ends
 	mu      sync.Mutex
 	err     error // why the reader ended
@@ -62,7 +62,7 @@ func OpenProvisioning(ctx context.Context, rawURL string, mailbox wire.MailboxID
 	if err != nil {
 		return nil, unreachable{fmt.Errorf("dial relay %s: %w", u, err)}
 	}
-	p := &Provisioning{ws: ws, next: 1, in: make(chan []byte, 16), replies: make(chan wire.RelayMessage, 1), done: make(chan struct{})}
+	p := &Provisioning{ws: ws, next: 1, in: make(chan []byte, 16), replies: make(chan provisionReply, 1), done: make(chan struct{})}
 	if err := p.open(ctx, mailbox, opts.HandshakeTimeout); err != nil {
 		ws.Close()
 		return nil, err
@@ -178,7 +178,7 @@ func (p *Provisioning) readLoop() {
 		}
 		if req != 0 {
 			select {
-			case p.replies <- m:
+			case p.replies <- provisionReply{req: req, m: m}:
 			default:
 			}
 			continue
@@ -218,26 +218,47 @@ func (p *Provisioning) Send(ctx context.Context, payload []byte) error {
 	if err != nil {
 		return fmt.Errorf("provisioning send: %w", err)
 	}
+	// The answer to an earlier Send that gave up (its context ended) may
+	// be waiting: it is not this one's.
+	for stale := true; stale; {
+		select {
+		case <-p.replies:
+		default:
+			stale = false
+		}
+	}
 	p.ws.SetWriteDeadline(time.Now().Add(10 * time.Second))
 	if err := p.ws.WriteMessage(websocket.BinaryMessage, b); err != nil {
 		return fmt.Errorf("provisioning send: %w", err)
 	}
-	select {
-	case m := <-p.replies:
-		return sendReply(m)
-	case <-p.done:
-		// The relay may answer and close at once (a spent mailbox): the
-		// reader queued the answer before it ended, and the answer says
-		// more than the closed connection.
+	for {
 		select {
-		case m := <-p.replies:
-			return sendReply(m)
-		default:
+		case r := <-p.replies:
+			if r.req == req {
+				return sendReply(r.m)
+			}
+		case <-p.done:
+			// The relay may answer and close at once (a spent mailbox):
+			// the reader queued the answer before it ended, and the
+			// answer says more than the closed connection.
+			select {
+			case r := <-p.replies:
+				if r.req == req {
+					return sendReply(r.m)
+				}
+			default:
+			}
+			return fmt.Errorf("provisioning send: %w", p.cause())
+		case <-ctx.Done():
+			return fmt.Errorf("provisioning send: %w", ctx.Err())
 		}
-		return fmt.Errorf("provisioning send: %w", p.cause())
-	case <-ctx.Done():
-		return fmt.Errorf("provisioning send: %w", ctx.Err())
 	}
+}
+
+// provisionReply is the relay's answer to request req.
+type provisionReply struct {
+	req uint32
+	m   wire.RelayMessage
 }
 
 // sendReply turns the relay's answer to a Send into its result.
