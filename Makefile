@@ -43,6 +43,7 @@ run: build
 # packages.
 NORACE := TestFailpointMatrix|TestCrashWindows|TestGroupCrashWindows|TestReliabilityProperties|TestStaleReplayCannotBreakTheSession|TestRequestBound|TestCollisionWalkthrough|TestRosterLogCompacts|TestApplyRefused|TestFailpointErrors|TestApplyPlans|TestApplyKinds
 E2E_LOG := .e2e-test.log
+ADV_LOG := .adversary-test.log
 test:
 	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 20m -skip '^($(NORACE)|TestAdversary|TestAdversaryGroups|TestAdversaryPeople)$$' $$($(GO) list $(PKGS) | grep -v '/e2e$$')
 	@echo "running the NORACE tests, and beside them the end-to-end tests (their output follows)"; \
@@ -51,7 +52,12 @@ test:
 	wait $$e2e_pid; e2e=$$?; \
 	echo "== the end-to-end tests (./e2e), run beside the NORACE tests:"; cat $(E2E_LOG); rm -f $(E2E_LOG); \
 	test $$norace -eq 0 && test $$e2e -eq 0
-	CGO_ENABLED=0 ADVERSARY_CASES=$${ADVERSARY_CASES_CI:-150} ADVERSARY_GROUP_CASES=$${ADVERSARY_GROUP_CASES:-30} ADVERSARY_PEOPLE_CASES=$${ADVERSARY_PEOPLE_CASES:-30} $(GO) test -count=1 -timeout 20m -run '^(TestAdversary|TestAdversaryGroups|TestAdversaryPeople)$$' -v ./engine
+	@echo "running the adversaries: one-to-one, and beside it groups and people (their output follows)"; \
+	CGO_ENABLED=0 ADVERSARY_GROUP_CASES=$${ADVERSARY_GROUP_CASES:-30} ADVERSARY_PEOPLE_CASES=$${ADVERSARY_PEOPLE_CASES:-30} $(GO) test -count=1 -timeout 20m -run '^(TestAdversaryGroups|TestAdversaryPeople)$$' -v ./engine > $(ADV_LOG) 2>&1 & adv_pid=$$!; \
+	CGO_ENABLED=0 ADVERSARY_CASES=$${ADVERSARY_CASES_CI:-150} $(GO) test -count=1 -timeout 20m -run '^TestAdversary$$' -v ./engine; one=$$?; \
+	wait $$adv_pid; more=$$?; \
+	echo "== the group and people adversaries, run beside the one-to-one one:"; cat $(ADV_LOG); rm -f $(ADV_LOG); \
+	test $$one -eq 0 && test $$more -eq 0
 
 # adversary runs the adversary simulation with ADVERSARY_CASES cases
 # (default 3000); a failure prints the seed that replays it.

@@ -232,10 +232,7 @@ func (w *world) linkDevice(owner *device) *device {
 // removeOne removes a device of p other than the first, from the first.
 // The relay refuses it from then on: its hand-offs fail.
 func (s *peopleSim) removeOne(p *simPerson) bool {
-	var cands []*device
-	for _, d := range p.active()[1:] {
-		cands = append(cands, d)
-	}
+	cands := append([]*device(nil), p.active()[1:]...)
 	if len(cands) == 0 {
 		return false
 	}

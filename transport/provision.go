@@ -25,9 +25,9 @@ type Provisioning struct {
 	wmu  sync.Mutex // one request at a time
 	next uint32
 
-	in      chan []byte            // pushed payloads
+	in      chan []byte         // pushed payloads
 	replies chan provisionReply // answers to Send
-	done    chan struct{}          // closed when the reader ends
+	done    chan struct{}       // closed when the reader ends
 	mu      sync.Mutex
 	err     error // why the reader ended
 }
