@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/parley-chat/parley/wire"
 )
@@ -62,11 +63,16 @@ func (e *DeviceListRefusedError) Error() string {
 // compare-and-set: only when the list held is still From (its encoding),
 // else ErrConflict and nothing changes. The pending lanes to the devices
 // of Removed (RevokedSince: devices List revokes) end LaneRemoved in the
-// same transaction.
+// same transaction, and the lanes of Adopted (adoption.go: the removed
+// devices' messages this device resends) are stored, each unless its
+// message has the lane already or its history entry is no longer a sent
+// copy; the entry of a message that gets a lane turns pending.
 type UpdateDeviceList struct {
 	From    []byte // wire.EncodeDeviceList of the list held
 	List    []byte // wire.EncodeDeviceList of its successor
 	Removed []Address
+	Adopted []AdoptedLane
+	At      time.Time // when the adopted lanes were stored (their send time)
 }
 
 func (UpdateDeviceList) plan() {}
@@ -130,7 +136,13 @@ func (c *Client) PublishDeviceList(ctx context.Context) error {
 		return nil
 	}
 	removed := RevokedSince(&a.List, *refused.Current)
-	if _, err := c.store.Apply(ctx, UpdateDeviceList{From: from, List: to, Removed: removed}); err != nil {
+	// The account-key holder that stopped after the relay took a removal
+	// adopts the device's messages here (adoption.go).
+	adopted, err := c.adoptedLanes(ctx, a.Key, removed)
+	if err != nil {
+		return fmt.Errorf("adopt the relay's device list (generation %d): %w", refused.Current.Generation, err)
+	}
+	if _, err := c.store.Apply(ctx, UpdateDeviceList{From: from, List: to, Removed: removed, Adopted: adopted, At: c.cfg.Now()}); err != nil {
 		return fmt.Errorf("adopt the relay's device list (generation %d): %w", refused.Current.Generation, err)
 	}
 	return nil

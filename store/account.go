@@ -31,7 +31,10 @@ func (t *tx) updateDeviceList(ctx context.Context, p engine.UpdateDeviceList) er
 	if _, err := t.runOne(ctx, "account-list-update", engine.ErrConflict, sqlUpdateList, p.List, p.From); err != nil {
 		return fmt.Errorf("replace the device list (changed underneath?): %w", err)
 	}
-	return t.endPersonLanesTo(ctx, p.Removed)
+	if err := t.endPersonLanesTo(ctx, p.Removed); err != nil {
+		return err
+	}
+	return t.adoptLanes(ctx, p.Adopted, p.At)
 }
 
 func validateUpdateDeviceList(p engine.UpdateDeviceList) error {
@@ -42,7 +45,11 @@ func validateUpdateDeviceList(p engine.UpdateDeviceList) error {
 	if err != nil {
 		return invalid("device list: %v", err)
 	}
-	return checkRemoved(l.User, p.List, p.Removed)
+	err = errors.Join(checkRemoved(l.User, p.List, p.Removed), checkAdopted(l.User, p.Adopted))
+	if len(p.Adopted) > 0 {
+		err = errors.Join(err, checkTime("at", p.At))
+	}
+	return err
 }
 
 // createAccount stores the account; a profile that has one is refused
