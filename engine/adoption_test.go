@@ -197,9 +197,13 @@ func TestStrangerIDSuppressesNothing(t *testing.T) {
 	if _, err := alice.c.Pump(w.ctx); err != nil {
 		t.Fatal(err)
 	}
+	before := bob.pendingIn()
 	res = bob.sync()
 	if got := resultsFor(res, alice.addr, id); len(got) != 1 || got[0] != engine.ResultDelivery {
 		t.Fatalf("bob's receive of alice/1's resend: %v, want a delivery (a stranger's ID suppresses nothing)", got)
+	}
+	if n := bob.pendingIn(); n != before+1 {
+		t.Fatalf("bob holds %d messages pending after alice/1's resend, want %d (it is new)", n, before+1)
 	}
 }
 
@@ -214,5 +218,49 @@ func (d *device) discardAll() {
 		if _, err := d.c.Discard(d.w.ctx, m.Sender, m.ID, engine.DiscardRejected); err != nil {
 			d.w.t.Fatalf("%s discards %x: %v", d.addr, m.ID, err)
 		}
+	}
+}
+
+// TestLateOriginalAfterAdoption: the relay holds alice/2's envelope back
+// until bob took alice/1's resend. alice/2's original, from a device the
+// list now revokes, arrives after: it is the same message (acknowledged,
+// not delivered again), and bob's history holds it once.
+func TestLateOriginalAfterAdoption(t *testing.T) {
+	w, alice, alice2, bob := adoptionWorld(t)
+	w.net.Hold(bob.addr)
+	id := alice2.enqueue(bob, "sent from the phone")
+	alice.sync()
+	if _, err := alice.c.RemoveDevice(w.ctx, alice2.addr); err != nil {
+		t.Fatal(err)
+	}
+	if err := bob.c.CheckPeer(w.ctx, alice.addr); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := alice.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(w.net.Held(bob.addr)); n != 2 {
+		t.Fatalf("the relay holds %d envelopes for bob, want alice/2's and alice/1's", n)
+	}
+	w.net.DeliverHeld(bob.addr, 1)
+	res := bob.sync()
+	if got := resultsFor(res, alice.addr, id); len(got) != 1 || got[0] != engine.ResultDelivery {
+		t.Fatalf("bob's receive of the resend: %v, want a delivery", got)
+	}
+	bob.commitAll()
+	w.net.Release(bob.addr)
+	res = bob.sync()
+	if got := resultsFor(res, alice2.addr, id); len(got) != 1 || got[0] != engine.ResultAlreadyCommitted {
+		t.Fatalf("bob's receive of alice/2's late original: %v, want already committed", got)
+	}
+	if n := bob.pendingIn(); n != 0 {
+		t.Fatalf("bob holds %d messages pending, want none", n)
+	}
+	if got := bob.received(alice); len(got) != 1 {
+		t.Fatalf("bob's history from alice: %q, want the message once", got)
+	}
+	alice.sync()
+	if e := ownEntry(t, alice, bob.addr, id); e.State != engine.SentAcknowledged {
+		t.Errorf("alice/1's entry is %v, want acknowledged", e.State)
 	}
 }
