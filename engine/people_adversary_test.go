@@ -54,9 +54,14 @@ import (
 // taken back by the commit heard later, whose decision carries the body);
 // and every sent copy whose lane was acknowledged is in that device's
 // history once. A removed device may keep a discard (it hears no commit
-// made after its removal), and messages it had sent and not got
-// acknowledged stay pending on it (adoption is not built), so it is left
-// out of the liveness and agreement checks.
+// made after its removal), and its own lanes stay pending on it (it can
+// no longer submit), so it is left out of the liveness and agreement
+// checks as a device. Its messages are not: one whose sent copy the
+// person's first device held at the removal was adopted there, so its
+// lanes from the first device must end as any lane above, and every
+// active device of the receiving person holds it once, from either
+// device (deduplication by person), decided as the person decided. One
+// whose copy the first device did not hold is left out (counted).
 //
 // RELAXED ON PURPOSE (a known gap, not fixed yet): a device that commits
 // while its own list does not name a sibling linked since sends that
