@@ -197,3 +197,40 @@ func (c *Client) classifyByPerson(ctx context.Context, bs *batchState, in *incom
 	}
 	return RepeatEffect{}, ResultAlreadyCommitted, nil
 }
+
+// heldFromPerson returns the device under which this device holds message
+// id of sender's person when it is not held from sender itself: another
+// device of the person that the list held for them names beside sender
+// (the removed device's message and its adopted resend are one message),
+// with what is held (a finalized record first). With none, it returns
+// sender and nothing held. A decision heard from a sibling names the
+// device its own copy came from; this lets it decide the copy held here.
+func (c *Client) heldFromPerson(ctx context.Context, bs *batchState, sender Address, id wire.LogicalID) (Address, SeenMessage, error) {
+	held, ok, err := c.store.PeerAccount(ctx, sender.User)
+	if err != nil || !ok || sender.User == c.self.User {
+		return sender, SeenMessage{}, err
+	}
+	if _, named := findEntry(&held.List, sender.Device); !named {
+		return sender, SeenMessage{}, nil
+	}
+	others := make(map[Address]bool)
+	for _, e := range held.List.Entries {
+		if d := (Address{User: sender.User, Device: e.Number}); d != sender {
+			others[d] = true
+			if dg, ok := bs.delivered[inboundKey{d, id}]; ok {
+				return d, SeenMessage{Pending: true, Digest: dg}, nil
+			}
+		}
+	}
+	rows, err := c.store.SeenFromPerson(ctx, sender.User, id, maxSeenFromPerson)
+	if err != nil {
+		return sender, SeenMessage{}, err
+	}
+	from, found := sender, SeenMessage{}
+	for _, r := range rows {
+		if others[r.Sender] && !found.Finalized && (r.Seen.Pending || r.Seen.Finalized) {
+			from, found = r.Sender, r.Seen
+		}
+	}
+	return from, found, nil
+}

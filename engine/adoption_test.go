@@ -264,3 +264,59 @@ func TestLateOriginalAfterAdoption(t *testing.T) {
 		t.Errorf("alice/1's entry is %v, want acknowledged", e.State)
 	}
 }
+
+// TestSiblingDecisionOnTheOriginalDecidesTheResend: bob has two devices.
+// bob/2 holds alice/2's message; bob/1's lane of it was lost, so bob/1
+// gets alice/1's adopted resend instead. bob/2 commits: its decision
+// names alice/2, and bob/1 applies it to the message it holds from
+// alice/1 (the same message of alice's), without asking.
+func TestSiblingDecisionOnTheOriginalDecidesTheResend(t *testing.T) {
+	w, alice, alice2, bob := adoptionWorld(t)
+	a, err := engine.LoadAccount(w.ctx, bob.st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.net.SetDeviceList(a.List); err != nil {
+		t.Fatal(err)
+	}
+	bob2 := w.linkDevice(bob)
+	for _, d := range []*device{alice, alice2} {
+		if err := d.c.CheckPeer(w.ctx, bob.addr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := bob2.c.CheckPeer(w.ctx, alice.addr); err != nil {
+		t.Fatal(err)
+	}
+	w.net.DropNext(alice2.addr, bob.addr, 1)
+	id := alice2.enqueue(bob, "sent from the phone")
+	alice.sync()
+	bob2.sync()
+	if _, err := alice.c.RemoveDevice(w.ctx, alice2.addr); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := alice.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	bob.sync()
+	if n := bob.pendingIn(); n != 1 {
+		t.Fatalf("bob/1 holds %d messages pending, want alice/1's resend", n)
+	}
+	if _, err := bob2.c.Commit(w.ctx, alice2.addr, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bob2.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	bob.sync()
+	if n := bob.pendingIn(); n != 0 {
+		t.Fatalf("bob/1 holds %d messages pending after bob/2's commit, want none (decided there)", n)
+	}
+	if got := bob.received(alice); len(got) != 1 {
+		t.Fatalf("bob/1's history from alice: %q, want the message once", got)
+	}
+	bob2.sync()
+	if got := bob2.received(alice); len(got) != 1 {
+		t.Fatalf("bob/2's history from alice: %q, want the message once", got)
+	}
+}
