@@ -145,6 +145,9 @@ func (c *Client) PublishDeviceList(ctx context.Context) error {
 	if _, err := c.store.Apply(ctx, UpdateDeviceList{From: from, List: to, Removed: removed, Adopted: adopted, At: c.cfg.Now()}); err != nil {
 		return fmt.Errorf("adopt the relay's device list (generation %d): %w", refused.Current.Generation, err)
 	}
+	if len(adopted) > 0 {
+		c.wantLanesPumped() // the round's pump (or the loop's) hands them off
+	}
 	return nil
 }
 

@@ -130,5 +130,14 @@ func (c *Client) RemoveDevice(ctx context.Context, device Address) (wire.DeviceL
 	if _, err := c.store.Apply(ctx, UpdateDeviceList{From: from, List: to, Removed: removed, Adopted: adopted, At: c.cfg.Now()}); err != nil {
 		return next, fmt.Errorf("store the device list the relay took (the next connection adopts it): %w", err)
 	}
+	if len(adopted) > 0 {
+		// The adopted lanes go now: a running loop's pump is woken; without
+		// one (the command line), they are handed off here. A failure
+		// leaves them pending for the next pump, and the removal stands.
+		c.wantLanesPumped()
+		if err := c.pumpStoredLanes(ctx); err != nil && ctx.Err() == nil {
+			c.emit(Event{Kind: EventSyncFailed, At: c.cfg.Now(), Op: "pump", Err: err})
+		}
+	}
 	return next, nil
 }
