@@ -148,6 +148,9 @@ func (c *Client) seenFromPerson(ctx context.Context, bs *batchState, in *incomin
 			}
 		}
 	}
+	if len(others) == 0 {
+		return SeenMessage{}, nil // a person of one device: nothing more to read
+	}
 	rows, err := c.store.SeenFromPerson(ctx, sender.User, key.id, maxSeenFromPerson)
 	if err != nil {
 		return SeenMessage{}, err
