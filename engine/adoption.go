@@ -135,12 +135,12 @@ func (c *Client) seenFromPerson(ctx context.Context, bs *batchState, in *incomin
 	if sender.User == c.self.User {
 		return SeenMessage{}, nil
 	}
-	held, ok, err := c.store.PeerAccount(ctx, sender.User)
-	if err != nil || !ok || !namedWith(held.List, sender, senderKey(in, op)) {
+	list, ok, err := c.personList(ctx, sender.User)
+	if err != nil || !ok || !namedWith(list, sender, senderKey(in, op)) {
 		return SeenMessage{}, err
 	}
 	others := make(map[Address]bool)
-	for _, e := range held.List.Entries {
+	for _, e := range list.Entries {
 		if d := (Address{User: sender.User, Device: e.Number}); d != sender {
 			others[d] = true
 			if dg, ok := bs.delivered[inboundKey{d, key.id}]; ok {
@@ -209,15 +209,15 @@ func (c *Client) classifyByPerson(ctx context.Context, bs *batchState, in *incom
 // sender and nothing held. A decision heard from a sibling names the
 // device its own copy came from; this lets it decide the copy held here.
 func (c *Client) heldFromPerson(ctx context.Context, bs *batchState, sender Address, id wire.LogicalID) (Address, SeenMessage, error) {
-	held, ok, err := c.store.PeerAccount(ctx, sender.User)
+	list, ok, err := c.personList(ctx, sender.User)
 	if err != nil || !ok || sender.User == c.self.User {
 		return sender, SeenMessage{}, err
 	}
-	if _, named := findEntry(&held.List, sender.Device); !named {
+	if _, named := findEntry(&list, sender.Device); !named {
 		return sender, SeenMessage{}, nil
 	}
 	others := make(map[Address]bool)
-	for _, e := range held.List.Entries {
+	for _, e := range list.Entries {
 		if d := (Address{User: sender.User, Device: e.Number}); d != sender {
 			others[d] = true
 			if dg, ok := bs.delivered[inboundKey{d, id}]; ok {

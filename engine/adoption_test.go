@@ -320,3 +320,59 @@ func TestSiblingDecisionOnTheOriginalDecidesTheResend(t *testing.T) {
 		t.Fatalf("bob/2's history from alice: %q, want the message once", got)
 	}
 }
+
+// TestForgedFirstListBeforeTheReceiveIsHeldNowhere: bob has never heard
+// from alice when alice/1 and alice/2 both write to him, and the relay
+// serves, as alice's list, one another account signed naming only alice/5.
+// bob fetches a first list before the receive (two of alice's devices
+// wrote: a deduplication by person is possible) but holds nothing from
+// it: both messages are delivered and pin their senders, the forged list
+// is then refused against the pins, and alice's own list is taken after.
+func TestForgedFirstListBeforeTheReceiveIsHeldNowhere(t *testing.T) {
+	w := newWorld(t)
+	alice, bob := w.device("alice/1"), w.device("bob/1")
+	a, err := engine.LoadAccount(w.ctx, alice.st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.net.SetDeviceList(a.List); err != nil {
+		t.Fatal(err)
+	}
+	alice2 := w.linkDevice(alice)
+	real, err := engine.LoadAccount(w.ctx, alice.st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id1 := alice.send(bob, "from the laptop")
+	id2 := alice2.send(bob, "from the phone")
+	fake, err := engine.LoadAccount(w.ctx, w.device("alice/5").st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.net.SetDeviceList(fake.List); err != nil {
+		t.Fatal(err)
+	}
+	res := bob.sync()
+	for _, m := range []struct {
+		from *device
+		id   wire.LogicalID
+	}{{alice, id1}, {alice2, id2}} {
+		if got := resultsFor(res, m.from.addr, m.id); len(got) != 1 || got[0] != engine.ResultDelivery {
+			t.Fatalf("bob's receive from %s: %v, want a delivery", m.from.addr, got)
+		}
+	}
+	if _, held, err := bob.st.PeerAccount(w.ctx, "alice"); err != nil || held {
+		t.Fatalf("bob holds a list for alice after the relay served a forged one (%v, %v)", held, err)
+	}
+	if err := w.net.SetDeviceList(real.List); err != nil {
+		t.Fatal(err)
+	}
+	bob.reopen() // a new connection asks again
+	if err := bob.c.CheckPeer(w.ctx, alice.addr); err != nil {
+		t.Fatalf("CheckPeer(alice/1) with alice's own list: %v", err)
+	}
+	held, ok, err := bob.st.PeerAccount(w.ctx, "alice")
+	if err != nil || !ok || held.List.Generation != real.List.Generation {
+		t.Fatalf("bob holds %+v (%v, %v) for alice, want her own list", held.List, ok, err)
+	}
+}

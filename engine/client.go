@@ -124,6 +124,14 @@ type Client struct {
 	peerListEpoch    uint64                           // relay link epoch the peers' device lists were last checked on
 	listChecked      map[string]bool                  // people whose device list was checked on listCheckedEpoch (maxListChecks)
 	listCheckedEpoch uint64
+	// firstLists are the first device lists fetched before this batch's
+	// receive for people none is held for (checkListsBeforeAcks): held
+	// nowhere, read only by the deduplication by person, replaced at
+	// the next batch. firstFetched are the people fetched so on
+	// firstEpoch (maxListChecks).
+	firstLists   map[string]wire.DeviceList
+	firstFetched map[string]bool
+	firstEpoch   uint64
 	// ownListAsked are the device numbers of this account whose refused
 	// sent copy or decision made the round ask the relay for the
 	// account's list on ownListEpoch (learnOwnList), at most

@@ -713,15 +713,19 @@ func (c *Client) checkListed(ctx context.Context, peer Address, key IdentityKey)
 // and gone before the next connection's check, and the new device never
 // held it. A failure is reported, never returned.
 //
-// It also fetches, through RefreshPeerList (once per person and
-// connection), the first list of each person who sent one of them on a
-// one-to-one envelope (not a group's chain) and for whom none is held:
-// the deduplication by person (adoption.go) needs the list at the receive,
-// so that a removed device's message and its adopted resend from a
-// sibling are one message even on a device that never held the sender's
-// list (a device linked since, say). learnSenderLists fetched it after
-// the receive before; now it finds it fetched.
+// It also fetches the first list of a person none is held for, when
+// the deduplication by person (adoption.go) may need it: one-to-one
+// envelopes (not a group's chain) from two or more of their devices in
+// envs, or from one while another device of theirs is pinned here. That
+// list is held nowhere: nothing is pinned for a first contact, so a relay
+// could serve any list that agrees with itself. It is kept for this batch
+// alone (firstLists), where it suppresses a message only when it names
+// the sender with the identity its session holds; the list is held, once
+// a delivery pinned the sender, by learnSenderLists (checkListPins).
 func (c *Client) checkListsBeforeAcks(ctx context.Context, envs [][]byte) {
+	c.loopMu.Lock()
+	c.firstLists = nil
+	c.loopMu.Unlock()
 	f, known := c.relay.RelayFeatures()
 	if !c.link().Up || known && !f.Has(wire.FeatureDeviceLists) {
 		return
@@ -742,13 +746,10 @@ func (c *Client) checkListsBeforeAcks(ctx context.Context, envs [][]byte) {
 			}
 		}
 	}
-	// users maps each sender's person to whether one of their envelopes
-	// is one-to-one (a chain envelope is a group's).
-	users := make(map[string]bool)
+	// users maps each sender's person to the devices of theirs that sent
+	// one of the envelopes one-to-one (a chain envelope is a group's).
+	users := make(map[string]map[uint32]bool)
 	for _, b := range envs {
-		if len(users) >= maxListChecks {
-			break
-		}
 		e, err := wire.DecodeEnvelope(b)
 		if err != nil {
 			continue // the receive reports it
@@ -757,7 +758,17 @@ func (c *Client) checkListsBeforeAcks(ctx context.Context, envs [][]byte) {
 		if err != nil || a.User == c.self.User {
 			continue
 		}
-		users[a.User] = users[a.User] || e.Type != wire.EnvelopeChain
+		devs, seen := users[a.User]
+		if !seen {
+			if len(users) >= maxListChecks {
+				continue
+			}
+			devs = make(map[uint32]bool)
+			users[a.User] = devs
+		}
+		if e.Type != wire.EnvelopeChain {
+			devs[a.Device] = true
+		}
 	}
 	names := make([]string, 0, len(users))
 	for u := range users {
@@ -766,25 +777,11 @@ func (c *Client) checkListsBeforeAcks(ctx context.Context, envs [][]byte) {
 	sort.Strings(names)
 	for _, u := range names {
 		held, ok, err := c.store.PeerAccount(ctx, u)
-		if err == nil && !ok && users[u] {
-			if _, _, err := c.RefreshPeerList(ctx, u); err != nil {
-				if ctx.Err() != nil {
-					return
-				}
-				c.emit(Event{Kind: EventSyncFailed, At: c.cfg.Now(), Op: "peer-device-list", Err: err})
-			}
-			continue
+		if err == nil && !ok && len(users[u]) > 0 {
+			err = c.fetchFirstList(ctx, u, users[u])
 		}
-		if err != nil || !ok || !checks {
-			continue
-		}
-		pending, err := c.store.PendingToPerson(ctx, u, 1)
-		if err != nil || len(pending) == 0 {
-			continue
-		}
-		var got *wire.DeviceList
-		if got, err = c.relay.CheckDeviceList(ctx, u, held.List.Generation); err == nil && got != nil {
-			_, _, err = c.takePeerList(ctx, u, held, ok, *got)
+		if err == nil && ok && checks {
+			err = c.checkHeldList(ctx, u, held)
 		}
 		if err != nil {
 			if ctx.Err() != nil {
@@ -793,4 +790,81 @@ func (c *Client) checkListsBeforeAcks(ctx context.Context, envs [][]byte) {
 			c.emit(Event{Kind: EventSyncFailed, At: c.cfg.Now(), Op: "peer-device-list", Err: err})
 		}
 	}
+}
+
+// checkHeldList asks the relay whether held, user's list, is still the
+// latest when a message to that person is pending here, and takes a later
+// one (checkListsBeforeAcks).
+func (c *Client) checkHeldList(ctx context.Context, u string, held PeerAccount) error {
+	pending, err := c.store.PendingToPerson(ctx, u, 1)
+	if err != nil || len(pending) == 0 {
+		return err
+	}
+	got, err := c.relay.CheckDeviceList(ctx, u, held.List.Generation)
+	if err == nil && got != nil {
+		_, _, err = c.takePeerList(ctx, u, held, true, *got)
+	}
+	return err
+}
+
+// fetchFirstList fetches user's list for this batch's deduplication by
+// person (firstLists) when devs, the devices of user that sent one-to-one
+// envelopes in it, make one possible: two or more of them, or one while
+// another device of user is pinned here. At most once per person and
+// connection (maxListChecks people). Nothing is stored.
+func (c *Client) fetchFirstList(ctx context.Context, u string, devs map[uint32]bool) error {
+	if len(devs) < 2 {
+		pinned, err := c.store.PinnedDevices(ctx, u, len(devs)+1)
+		if err != nil {
+			return err
+		}
+		other := false
+		for _, p := range pinned {
+			other = other || !devs[p.Device]
+		}
+		if !other {
+			return nil
+		}
+	}
+	l := c.link()
+	c.loopMu.Lock()
+	if c.firstFetched == nil || c.firstEpoch != l.Epoch {
+		c.firstFetched, c.firstEpoch = make(map[string]bool), l.Epoch
+	}
+	due := !c.firstFetched[u] && len(c.firstFetched) < maxListChecks
+	if due {
+		c.firstFetched[u] = true
+	}
+	c.loopMu.Unlock()
+	if !due {
+		return nil
+	}
+	got, err := c.relay.FetchDeviceList(ctx, u)
+	if err != nil {
+		return ctx.Err() // none held there, no lists, out of reach
+	}
+	if take, err := DecidePeerDeviceList(u, nil, got); err != nil || !take {
+		return err
+	}
+	c.loopMu.Lock()
+	if c.firstLists == nil {
+		c.firstLists = make(map[string]wire.DeviceList)
+	}
+	c.firstLists[u] = got
+	c.loopMu.Unlock()
+	return nil
+}
+
+// personList returns the device list the deduplication by person reads
+// for user: the one held, else the first list fetched for this batch
+// (firstLists).
+func (c *Client) personList(ctx context.Context, user string) (wire.DeviceList, bool, error) {
+	held, ok, err := c.store.PeerAccount(ctx, user)
+	if err != nil || ok {
+		return held.List, ok, err
+	}
+	c.loopMu.Lock()
+	l, ok := c.firstLists[user]
+	c.loopMu.Unlock()
+	return l, ok, nil
 }
