@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/engine/enginetest"
 	"github.com/parley-chat/parley/wire"
 )
 
@@ -375,4 +376,67 @@ func TestForgedFirstListBeforeTheReceiveIsHeldNowhere(t *testing.T) {
 	if err != nil || !ok || held.List.Generation != real.List.Generation {
 		t.Fatalf("bob holds %+v (%v, %v) for alice, want her own list", held.List, ok, err)
 	}
+}
+
+// TestUnlistedSiblingChecksTheHeldList: bob holds alice's list naming
+// alice/1 alone and keeps his connection while alice links alice/2, whose
+// message reaches him; alice then removes alice/2 and alice/1 adopts the
+// message. Before processing alice/2's envelope bob asks the relay for a
+// list later than his (the device is not named in it) and holds the one
+// naming alice/2, so the resend is the same message: bob holds it once.
+// Without the check the list stays stale for the connection, the resend
+// matches nothing and is delivered twice.
+func TestUnlistedSiblingChecksTheHeldList(t *testing.T) {
+	w := newWorld(t)
+	w.relay = func(_ engine.Address, ep *enginetest.Endpoint) engine.Relay { return listChecking{ep} }
+	alice, bob := w.device("alice/1"), w.device("bob/1")
+	a, err := engine.LoadAccount(w.ctx, alice.st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.net.SetDeviceList(a.List); err != nil {
+		t.Fatal(err)
+	}
+	if err := bob.c.CheckPeer(w.ctx, alice.addr); err != nil {
+		t.Fatal(err)
+	}
+	bob.sync() // the connection's checks are spent
+	alice2 := w.linkDevice(alice)
+	id := alice2.enqueue(bob, "sent from the phone")
+	res := bob.sync()
+	if got := resultsFor(res, alice2.addr, id); len(got) != 1 || got[0] != engine.ResultDelivery {
+		t.Fatalf("bob's receive from alice/2: %v, want a delivery", got)
+	}
+	held, ok, err := bob.st.PeerAccount(w.ctx, "alice")
+	if err != nil || !ok {
+		t.Fatalf("bob holds no list for alice (%v, %v)", ok, err)
+	}
+	if _, named := findNamed(held.List, alice2.addr.Device); !named {
+		t.Fatalf("bob's list for alice (generation %d) does not name alice/2 after its message", held.List.Generation)
+	}
+	alice.sync()
+	if _, err := alice.c.RemoveDevice(w.ctx, alice2.addr); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := alice.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	res = bob.sync()
+	if got := resultsFor(res, alice.addr, id); len(got) != 1 || got[0] == engine.ResultDelivery && bob.pendingIn() != 1 {
+		t.Fatalf("bob's receive of the resend: %v with %d pending, want one message held", got, bob.pendingIn())
+	}
+	bob.commitAll()
+	if got := bob.received(alice); len(got) != 1 {
+		t.Fatalf("bob's history from alice: %q, want the message once", got)
+	}
+}
+
+// findNamed reports whether l names device number n (active or revoked).
+func findNamed(l wire.DeviceList, n uint32) (wire.DeviceEntry, bool) {
+	for _, e := range l.Entries {
+		if e.Number == n {
+			return e, true
+		}
+	}
+	return wire.DeviceEntry{}, false
 }

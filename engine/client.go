@@ -132,6 +132,10 @@ type Client struct {
 	firstLists   map[string]wire.DeviceList
 	firstFetched map[string]bool
 	firstEpoch   uint64
+	// unlistedChecked are the devices, unnamed by the list held for
+	// their person, whose envelope made this device ask for a later list
+	// on firstEpoch (checkListsBeforeAcks, maxListChecks).
+	unlistedChecked map[Address]bool
 	// ownListAsked are the device numbers of this account whose refused
 	// sent copy or decision made the round ask the relay for the
 	// account's list on ownListEpoch (learnOwnList), at most

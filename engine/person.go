@@ -781,7 +781,10 @@ func (c *Client) checkListsBeforeAcks(ctx context.Context, envs [][]byte) {
 			err = c.fetchFirstList(ctx, u, users[u])
 		}
 		if err == nil && ok && checks {
-			err = c.checkHeldList(ctx, u, held)
+			var asked bool
+			if asked, err = c.checkUnlisted(ctx, u, held, users[u]); err == nil && !asked {
+				err = c.checkHeldList(ctx, u, held)
+			}
 		}
 		if err != nil {
 			if ctx.Err() != nil {
@@ -789,6 +792,46 @@ func (c *Client) checkListsBeforeAcks(ctx context.Context, envs [][]byte) {
 			}
 			c.emit(Event{Kind: EventSyncFailed, At: c.cfg.Now(), Op: "peer-device-list", Err: err})
 		}
+	}
+}
+
+// checkUnlisted asks the relay for a list of u later than held when devs,
+// devices of u that sent one-to-one envelopes in this batch, include one
+// that held does not name (linked since it was fetched), and takes it:
+// the deduplication by person then knows the device, so a message it
+// sends and that message's adopted resend from a sibling are one. At
+// most once per device and connection (maxListChecks devices); the held
+// list is otherwise checked once per connection, which a device linked
+// during a long connection would outlive. It reports whether it asked.
+func (c *Client) checkUnlisted(ctx context.Context, u string, held PeerAccount, devs map[uint32]bool) (bool, error) {
+	l := c.link()
+	due := false
+	c.loopMu.Lock()
+	c.resetFirstLocked(l.Epoch)
+	for n := range devs {
+		a := Address{User: u, Device: n}
+		if _, named := findEntry(&held.List, n); named || c.unlistedChecked[a] || len(c.unlistedChecked) >= maxListChecks {
+			continue
+		}
+		c.unlistedChecked[a] = true
+		due = true
+	}
+	c.loopMu.Unlock()
+	if !due {
+		return false, nil
+	}
+	got, err := c.relay.CheckDeviceList(ctx, u, held.List.Generation)
+	if err == nil && got != nil {
+		_, _, err = c.takePeerList(ctx, u, held, true, *got)
+	}
+	return true, err
+}
+
+// resetFirstLocked empties the per-connection sets of
+// checkListsBeforeAcks when the relay link's epoch moved on. loopMu held.
+func (c *Client) resetFirstLocked(epoch uint64) {
+	if c.firstFetched == nil || c.firstEpoch != epoch {
+		c.firstFetched, c.unlistedChecked, c.firstEpoch = make(map[string]bool), make(map[Address]bool), epoch
 	}
 }
 
@@ -828,9 +871,7 @@ func (c *Client) fetchFirstList(ctx context.Context, u string, devs map[uint32]b
 	}
 	l := c.link()
 	c.loopMu.Lock()
-	if c.firstFetched == nil || c.firstEpoch != l.Epoch {
-		c.firstFetched, c.firstEpoch = make(map[string]bool), l.Epoch
-	}
+	c.resetFirstLocked(l.Epoch)
 	due := !c.firstFetched[u] && len(c.firstFetched) < maxListChecks
 	if due {
 		c.firstFetched[u] = true
