@@ -128,9 +128,13 @@ func (c *Client) adoptedLanes(ctx context.Context, key *AccountKey, removed []Ad
 // revoked one included: its messages still in flight are the person's)
 // and names the sender with the identity its session holds: a stranger
 // using the ID, or a device registered under the person's name that the
-// account never vouched for, suppresses nothing. It returns the found
-// record (Pending or Finalized set), or a zero SeenMessage.
-func (c *Client) seenFromPerson(ctx context.Context, bs *batchState, in *incoming, op opening, key inboundKey) (SeenMessage, error) {
+// account never vouched for, suppresses nothing. Nor does a record with
+// another body: an adopted resend always carries the copy's body,
+// so a different one from a sibling is no resend but a lying sibling,
+// and the message is new from its device (body is the digest of the
+// message received). It returns the found record
+// (Pending or Finalized set), or a zero SeenMessage.
+func (c *Client) seenFromPerson(ctx context.Context, bs *batchState, in *incoming, op opening, key inboundKey, body [32]byte) (SeenMessage, error) {
 	sender := key.peer
 	if sender.User == c.self.User {
 		return SeenMessage{}, nil
@@ -143,7 +147,7 @@ func (c *Client) seenFromPerson(ctx context.Context, bs *batchState, in *incomin
 	for _, e := range list.Entries {
 		if d := (Address{User: sender.User, Device: e.Number}); d != sender {
 			others[d] = true
-			if dg, ok := bs.delivered[inboundKey{d, key.id}]; ok {
+			if dg, ok := bs.delivered[inboundKey{d, key.id}]; ok && sameBody(SeenMessage{Pending: true, Digest: dg}, body) {
 				return SeenMessage{Pending: true, Digest: dg}, nil
 			}
 		}
@@ -157,7 +161,7 @@ func (c *Client) seenFromPerson(ctx context.Context, bs *batchState, in *incomin
 	}
 	var found SeenMessage
 	for _, r := range rows {
-		if !others[r.Sender] {
+		if !others[r.Sender] || !sameBody(r.Seen, body) {
 			continue
 		}
 		// A finalized record says more than a pending one (the message
@@ -167,6 +171,12 @@ func (c *Client) seenFromPerson(ctx context.Context, bs *batchState, in *incomin
 		}
 	}
 	return found, nil
+}
+
+// sameBody reports whether s, a record of a message, may be of body
+// digest d: its digest is d, or unknown (a discard that kept none).
+func sameBody(s SeenMessage, d [32]byte) bool {
+	return s.Digest == d || !knownDigest(s.Outcome, s.Digest)
 }
 
 // namedWith reports whether l names device (active or revoked) with
@@ -183,16 +193,14 @@ func namedWith(l wire.DeviceList, device Address, key *IdentityKey) bool {
 // sender device: a repeat when another device of the sender's person sent
 // it here before (seenFromPerson), by the same rules as a repeat from the
 // same device (a repeat of a pending one, or of a finalized one, which is
-// acknowledged again; another body is a conflict); else new.
+// acknowledged again), with the same body only; else new.
 func (c *Client) classifyByPerson(ctx context.Context, bs *batchState, in *incoming, op opening, key inboundKey, d [32]byte) (FrameEffect, ResultKind, error) {
-	seen, err := c.seenFromPerson(ctx, bs, in, op, key)
+	seen, err := c.seenFromPerson(ctx, bs, in, op, key, d)
 	switch {
 	case err != nil:
 		return nil, 0, err
 	case !seen.Pending && !seen.Finalized:
 		return DeliverEffect{}, ResultDelivery, nil
-	case seen.Digest != d && (seen.Pending || knownDigest(seen.Outcome, seen.Digest)):
-		return nil, 0, ErrLogicalMessageConflict
 	case seen.Pending:
 		return RepeatEffect{}, ResultDelivery, nil
 	case seen.Outcome == OutcomeDiscarded:

@@ -440,3 +440,26 @@ func findNamed(l wire.DeviceList, n uint32) (wire.DeviceEntry, bool) {
 	}
 	return wire.DeviceEntry{}, false
 }
+
+// TestSiblingWithAnotherBodySuppressesNothing: bob holds alice/2's message
+// when alice/1 (a listed sibling, compromised say) sends one under its ID
+// with another body. An adopted resend always carries the copy's body, so
+// this is no resend: it is a new message from alice/1, delivered, and
+// alice/2's stays as it was (not dropped as a conflict either way).
+func TestSiblingWithAnotherBodySuppressesNothing(t *testing.T) {
+	_, alice, alice2, bob := adoptionWorld(t)
+	id := alice2.enqueue(bob, "sent from the phone")
+	bob.sync()
+	frame, err := wire.EncodeFrame(wire.Frame{Kind: wire.FrameApplication, ID: id, Body: []byte("another text")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice.raw(bob, frame)
+	res := bob.sync()
+	if got := resultsFor(res, alice.addr, id); len(got) != 1 || got[0] != engine.ResultDelivery {
+		t.Fatalf("bob's receive of alice/1's other body: %v, want a delivery", got)
+	}
+	if n := bob.pendingIn(); n != 2 {
+		t.Fatalf("bob holds %d messages pending, want both", n)
+	}
+}
