@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -37,6 +38,18 @@ import (
 // the resends are one transaction. The newest are adopted first.
 const MaxAdoptedMessages = 256
 
+// MaxAdoptedBytes bounds the frames one removal's adoption stores, summed
+// over its lanes (a frame per device of the recipient person): they are
+// written in the transaction that stores the revoking list, which must
+// stay small enough to commit at once on a small device (256 messages of
+// up to 192 KiB to several devices each would be hundreds of MiB). What
+// does not fit is not adopted, and reported (ErrAdoptedBytes).
+const MaxAdoptedBytes = 4 << 20
+
+// ErrAdoptedBytes reports sent copies left out of an adoption by
+// MaxAdoptedBytes.
+var ErrAdoptedBytes = errors.New("engine: adoption bounded by MaxAdoptedBytes")
+
 // MaxAdoptAge bounds how old a sent copy may be (since it arrived here) to
 // be adopted. A receiver remembers that it processed a message until its
 // finalized record is pruned; parley prunes only when asked (`parley
@@ -60,11 +73,15 @@ type SeenFrom struct {
 // SentCopyRecord is a sent copy this device committed from another device
 // of its person (Store.SentCopiesFrom): the message's conversation, ID
 // and body, and when the copy arrived.
+//
+// Err is set, and the rest may be zero, when the row cannot be read (an
+// unsealable body, a malformed address): the adoption skips it.
 type SentCopyRecord struct {
 	Conversation Address
 	ID           wire.LogicalID
 	Body         []byte
 	At           time.Time
+	Err          error
 }
 
 // AdoptedLane is one lane of a removed device's message that a surviving
@@ -80,29 +97,39 @@ type AdoptedLane struct {
 // adoptedLanes returns the lanes by which this device resends the sent
 // copies it holds from the devices of removed: only on the device holding
 // the account key (a nil key adopts nothing), only copies newer than
-// MaxAdoptAge, at most MaxAdoptedMessages messages, each to every active
-// device of its recipient person in the list held for them (the
-// conversation's device alone when none is held).
-func (c *Client) adoptedLanes(ctx context.Context, key *AccountKey, removed []Address) ([]AdoptedLane, error) {
+// MaxAdoptAge, at most MaxAdoptedMessages messages and MaxAdoptedBytes of
+// frames, each to every active device of its recipient person in the list
+// held for them (the conversation's device alone when none is held).
+//
+// It is best effort: the revocation must be stored whatever the adoption
+// meets, so a copy that cannot be read or resent is skipped and reported
+// (EventSyncFailed, op "adopt"), never returned as an error.
+func (c *Client) adoptedLanes(ctx context.Context, key *AccountKey, removed []Address) []AdoptedLane {
 	if key == nil {
-		return nil, nil
+		return nil
 	}
 	since := c.cfg.Now().Add(-MaxAdoptAge)
 	var out []AdoptedLane
-	n := 0
+	n, size, left := 0, 0, 0
 	for _, d := range removed {
 		if d.User != c.self.User || d == c.self || n >= MaxAdoptedMessages {
 			continue
 		}
 		copies, err := c.store.SentCopiesFrom(ctx, d, since, MaxAdoptedMessages-n)
 		if err != nil {
-			return nil, fmt.Errorf("adopt the messages of %s: %w", d, err)
+			c.adoptFailed(fmt.Errorf("adopt the messages of %s: %w", d, err))
+			continue
 		}
 		for _, cp := range copies {
+			if cp.Err != nil {
+				c.adoptFailed(fmt.Errorf("adopt a message of %s: %w", d, cp.Err))
+				continue
+			}
 			recipients := []Address{cp.Conversation}
 			held, ok, err := c.store.PeerAccount(ctx, cp.Conversation.User)
 			if err != nil {
-				return nil, err
+				c.adoptFailed(fmt.Errorf("adopt message %x of %s: device list of %s: %w", cp.ID[:4], d, cp.Conversation.User, err))
+				continue
 			}
 			if ok {
 				recipients = ActiveAddresses(held.List)
@@ -110,15 +137,29 @@ func (c *Client) adoptedLanes(ctx context.Context, key *AccountKey, removed []Ad
 			frame, err := encodeTextFrame(cp.ID, cp.Body)
 			if err != nil {
 				// A body the frame cannot carry cannot have been sent.
+				c.adoptFailed(fmt.Errorf("adopt message %x of %s: %w", cp.ID[:4], d, err))
+				continue
+			}
+			if size+len(frame)*len(recipients) > MaxAdoptedBytes {
+				left++
 				continue
 			}
 			n++
+			size += len(frame) * len(recipients)
 			for _, r := range recipients {
 				out = append(out, AdoptedLane{Conversation: cp.Conversation, ID: cp.ID, Recipient: r, Frame: frame})
 			}
 		}
 	}
-	return out, nil
+	if left > 0 {
+		c.adoptFailed(fmt.Errorf("%d sent copies not adopted: %w", left, ErrAdoptedBytes))
+	}
+	return out
+}
+
+// adoptFailed reports what the adoption skipped.
+func (c *Client) adoptFailed(err error) {
+	c.emit(Event{Kind: EventSyncFailed, At: c.cfg.Now(), Op: "adopt", Err: err})
 }
 
 // seenFromPerson looks for a one-to-one message with key's ID from another

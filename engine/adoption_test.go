@@ -463,3 +463,32 @@ func TestSiblingWithAnotherBodySuppressesNothing(t *testing.T) {
 		t.Fatalf("bob holds %d messages pending, want both", n)
 	}
 }
+
+// TestAdoptionBoundedByBytes: alice/2 sent bob more large messages than
+// MaxAdoptedBytes of frames holds, all lost. The removal stores the
+// revoking list and adopts the newest that fit, no more: the transaction
+// that stores the list stays small.
+func TestAdoptionBoundedByBytes(t *testing.T) {
+	w, alice, alice2, bob := adoptionWorld(t)
+	const size, count = 150 << 10, 30
+	w.net.DropNext(alice2.addr, bob.addr, count)
+	body := string(make([]byte, size))
+	for i := 0; i < count; i++ {
+		alice2.enqueue(bob, body)
+	}
+	alice.sync()
+	if _, err := alice.c.RemoveDevice(w.ctx, alice2.addr); err != nil {
+		t.Fatal(err)
+	}
+	a, err := engine.LoadAccount(w.ctx, alice.st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(engine.ActiveAddresses(a.List)) != 1 {
+		t.Fatalf("alice/1's list names %v active after the removal, want alice/1 alone", engine.ActiveAddresses(a.List))
+	}
+	n := alice.pendingOut()
+	if n == 0 || n*size > engine.MaxAdoptedBytes || n >= count {
+		t.Fatalf("alice/1 adopted %d messages of %d bytes, want some, at most %d bytes of them", n, size, engine.MaxAdoptedBytes)
+	}
+}

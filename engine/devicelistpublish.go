@@ -138,11 +138,8 @@ func (c *Client) PublishDeviceList(ctx context.Context) error {
 	removed := RevokedSince(&a.List, *refused.Current)
 	// The account-key holder that stopped after the relay took a removal
 	// adopts the device's messages here (adoption.go).
-	adopted, err := c.adoptedLanes(ctx, a.Key, removed)
-	if err != nil {
-		return fmt.Errorf("adopt the relay's device list (generation %d): %w", refused.Current.Generation, err)
-	}
-	if _, err := c.store.Apply(ctx, UpdateDeviceList{From: from, List: to, Removed: removed, Adopted: adopted, At: c.cfg.Now()}); err != nil {
+	adopted := c.adoptedLanes(ctx, a.Key, removed)
+	if adopted, err = c.storeRevokingList(ctx, UpdateDeviceList{From: from, List: to, Removed: removed, Adopted: adopted, At: c.cfg.Now()}); err != nil {
 		return fmt.Errorf("adopt the relay's device list (generation %d): %w", refused.Current.Generation, err)
 	}
 	if len(adopted) > 0 {

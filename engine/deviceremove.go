@@ -81,9 +81,8 @@ func RevokedSince(prev *wire.DeviceList, next wire.DeviceList) []Address {
 // after the list held is published); then the profile stores it, ends
 // its pending lanes to the device and resends the device's messages it
 // knows from their sent copies (adoption.go), in one transaction. A
-// failure to store
-// after the relay took it is mended at the next connection, which adopts
-// the relay's list.
+// failure to store after the relay took it is mended at the next
+// connection, which adopts the relay's list.
 func (c *Client) RemoveDevice(ctx context.Context, device Address) (wire.DeviceList, error) {
 	if device.User != c.self.User {
 		return wire.DeviceList{}, fmt.Errorf("remove %s: %w: a device of another person", device, ErrNoSuchDevice)
@@ -123,11 +122,8 @@ func (c *Client) RemoveDevice(ctx context.Context, device Address) (wire.DeviceL
 		return wire.DeviceList{}, err
 	}
 	removed := []Address{device}
-	adopted, err := c.adoptedLanes(ctx, a.Key, removed)
-	if err != nil {
-		return next, fmt.Errorf("store the device list the relay took (the next connection adopts it): %w", err)
-	}
-	if _, err := c.store.Apply(ctx, UpdateDeviceList{From: from, List: to, Removed: removed, Adopted: adopted, At: c.cfg.Now()}); err != nil {
+	adopted := c.adoptedLanes(ctx, a.Key, removed)
+	if adopted, err = c.storeRevokingList(ctx, UpdateDeviceList{From: from, List: to, Removed: removed, Adopted: adopted, At: c.cfg.Now()}); err != nil {
 		return next, fmt.Errorf("store the device list the relay took (the next connection adopts it): %w", err)
 	}
 	if len(adopted) > 0 {
@@ -140,4 +136,19 @@ func (c *Client) RemoveDevice(ctx context.Context, device Address) (wire.DeviceL
 		}
 	}
 	return next, nil
+}
+
+// storeRevokingList applies p, a list that revokes devices, with the lanes
+// that adopt their messages; should that fail, it reports the failure and
+// applies p without them: the adoption never holds the revocation back.
+// It returns the lanes stored.
+func (c *Client) storeRevokingList(ctx context.Context, p UpdateDeviceList) ([]AdoptedLane, error) {
+	_, err := c.store.Apply(ctx, p)
+	if err == nil || len(p.Adopted) == 0 || ctx.Err() != nil {
+		return p.Adopted, err
+	}
+	c.adoptFailed(fmt.Errorf("store %d adopted lanes: %w", len(p.Adopted), err))
+	p.Adopted = nil
+	_, err = c.store.Apply(ctx, p)
+	return nil, err
 }

@@ -93,16 +93,21 @@ func (db *DB) SentCopiesFrom(ctx context.Context, device engine.Address, since t
 		if err := rows.Scan(&peer, &id, &at, &sealed); err != nil {
 			return nil, db.readErr("read sent copies", err)
 		}
+		// A row that cannot be read is reported in its record, not as
+		// the read's error: the adoption skips it and the revocation
+		// that asked for it is stored all the same.
 		conv, err := parseStoredAddress(peer)
 		if err != nil {
-			return nil, err
+			out = append(out, engine.SentCopyRecord{Err: err})
+			continue
 		}
 		if len(id) != len(wire.LogicalID{}) {
-			return nil, fmt.Errorf("store: sent copy with an ID of %d bytes: %w", len(id), engine.ErrMalformedState)
+			out = append(out, engine.SentCopyRecord{Err: fmt.Errorf("store: sent copy with an ID of %d bytes: %w", len(id), engine.ErrMalformedState)})
+			continue
 		}
 		r := engine.SentCopyRecord{Conversation: conv, ID: wire.LogicalID(id), At: nsTime(at)}
 		if r.Body, err = db.seal.open(kindHistoryBody, historyKey(conv, engine.DirectionOut, r.ID), sealed); err != nil {
-			return nil, fmt.Errorf("store: read sent copy %x: %w", id, err)
+			r.Body, r.Err = nil, fmt.Errorf("store: read sent copy %x: %w", id, err)
 		}
 		out = append(out, r)
 	}
