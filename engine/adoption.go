@@ -99,7 +99,9 @@ type AdoptedLane struct {
 // the account key (a nil key adopts nothing), only copies newer than
 // MaxAdoptAge, at most MaxAdoptedMessages messages and MaxAdoptedBytes of
 // frames, each to every active device of its recipient person in the list
-// held for them (the conversation's device alone when none is held).
+// held for them (the conversation's device alone when none is held). Only
+// copies to people this device already talks with are resent: a list
+// held for them, or a pinned identity of the conversation's device.
 //
 // It is best effort: the revocation must be stored whatever the adoption
 // meets, so a copy that cannot be read or resent is skipped and reported
@@ -110,7 +112,7 @@ func (c *Client) adoptedLanes(ctx context.Context, key *AccountKey, removed []Ad
 	}
 	since := c.cfg.Now().Add(-MaxAdoptAge)
 	var out []AdoptedLane
-	n, size, left := 0, 0, 0
+	n, size, left, strangers := 0, 0, 0, 0
 	for _, d := range removed {
 		if d.User != c.self.User || d == c.self || n >= MaxAdoptedMessages {
 			continue
@@ -133,6 +135,15 @@ func (c *Client) adoptedLanes(ctx context.Context, key *AccountKey, removed []Ad
 			}
 			if ok {
 				recipients = ActiveAddresses(held.List)
+			} else if known, err := c.talksWith(ctx, cp.Conversation); err != nil || !known {
+				// A stranger to this device: whatever the removed (maybe
+				// stolen) device claims to have sent them is not resent.
+				if err != nil {
+					c.adoptFailed(fmt.Errorf("adopt message %x of %s: %w", cp.ID[:4], d, err))
+				} else {
+					strangers++
+				}
+				continue
 			}
 			frame, err := encodeTextFrame(cp.ID, cp.Body)
 			if err != nil {
@@ -154,7 +165,20 @@ func (c *Client) adoptedLanes(ctx context.Context, key *AccountKey, removed []Ad
 	if left > 0 {
 		c.adoptFailed(fmt.Errorf("%d sent copies not adopted: %w", left, ErrAdoptedBytes))
 	}
+	if strangers > 0 {
+		c.adoptFailed(fmt.Errorf("%d sent copies to people this device never talked with not adopted", strangers))
+	}
 	return out
+}
+
+// talksWith reports whether this device has a conversation with peer's
+// device without holding its person's list: a pinned identity for it.
+func (c *Client) talksWith(ctx context.Context, peer Address) (bool, error) {
+	ps, err := c.store.Peer(ctx, peer)
+	if err != nil {
+		return false, fmt.Errorf("peer %s: %w", peer, err)
+	}
+	return ps.Pinned != nil, nil
 }
 
 // adoptFailed reports what the adoption skipped.

@@ -9,23 +9,38 @@ import (
 )
 
 // adoptionWorld is alice with two devices (alice/2 linked from alice/1,
-// which holds the account key) and bob, who holds alice's list.
+// which holds the account key) and bob, who holds alice's list; alice/1
+// holds bob's (she talks with him: adoption resends to no stranger).
 func adoptionWorld(t *testing.T) (w *world, alice, alice2, bob *device) {
 	t.Helper()
 	w = newWorld(t)
 	alice, bob = w.device("alice/1"), w.device("bob/1")
-	a, err := engine.LoadAccount(w.ctx, alice.st)
-	if err != nil {
+	alice2 = listedWorld(t, w, alice, bob)
+	return w, alice, alice2, bob
+}
+
+// listedWorld publishes the lists of alice and bob, has alice hold bob's,
+// links alice/2 and has bob hold alice's list naming it; it returns
+// alice/2.
+func listedWorld(t *testing.T, w *world, alice, bob *device) *device {
+	t.Helper()
+	for _, d := range []*device{alice, bob} {
+		a, err := engine.LoadAccount(w.ctx, d.st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.net.SetDeviceList(a.List); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := alice.c.CheckPeer(w.ctx, bob.addr); err != nil {
 		t.Fatal(err)
 	}
-	if err := w.net.SetDeviceList(a.List); err != nil {
-		t.Fatal(err)
-	}
-	alice2 = w.linkDevice(alice)
+	alice2 := w.linkDevice(alice)
 	if err := bob.c.CheckPeer(w.ctx, alice.addr); err != nil {
 		t.Fatal(err)
 	}
-	return w, alice, alice2, bob
+	return alice2
 }
 
 // resultsFor returns the results of res about message id from sender.
@@ -390,11 +405,16 @@ func TestUnlistedSiblingChecksTheHeldList(t *testing.T) {
 	w := newWorld(t)
 	w.relay = func(_ engine.Address, ep *enginetest.Endpoint) engine.Relay { return listChecking{ep} }
 	alice, bob := w.device("alice/1"), w.device("bob/1")
-	a, err := engine.LoadAccount(w.ctx, alice.st)
-	if err != nil {
-		t.Fatal(err)
+	for _, d := range []*device{alice, bob} {
+		a, err := engine.LoadAccount(w.ctx, d.st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.net.SetDeviceList(a.List); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := w.net.SetDeviceList(a.List); err != nil {
+	if err := alice.c.CheckPeer(w.ctx, bob.addr); err != nil {
 		t.Fatal(err)
 	}
 	if err := bob.c.CheckPeer(w.ctx, alice.addr); err != nil {
@@ -490,5 +510,29 @@ func TestAdoptionBoundedByBytes(t *testing.T) {
 	n := alice.pendingOut()
 	if n == 0 || n*size > engine.MaxAdoptedBytes || n >= count {
 		t.Fatalf("alice/1 adopted %d messages of %d bytes, want some, at most %d bytes of them", n, size, engine.MaxAdoptedBytes)
+	}
+}
+
+// TestCopyToAStrangerIsNotAdopted: alice/2 (stolen, say) claims to have
+// sent carol, whom alice/1 never talked with, a message whose envelope is
+// lost. The removal resends alice/1's own conversations' copies only:
+// nothing goes to carol, and alice/1 keeps the copy as a copy.
+func TestCopyToAStrangerIsNotAdopted(t *testing.T) {
+	w, alice, alice2, _ := adoptionWorld(t)
+	carol := w.device("carol/1")
+	w.net.DropNext(alice2.addr, carol.addr, 1)
+	id := alice2.enqueue(carol, "to a stranger of alice/1")
+	alice.sync()
+	if e := ownEntry(t, alice, carol.addr, id); e.State != engine.SentCopied {
+		t.Fatalf("alice/1's entry of the copy is %v, want copied", e.State)
+	}
+	if _, err := alice.c.RemoveDevice(w.ctx, alice2.addr); err != nil {
+		t.Fatal(err)
+	}
+	if n := alice.pendingOut(); n != 0 {
+		t.Fatalf("alice/1 has %d lanes pending after the removal, want none to carol", n)
+	}
+	if e := ownEntry(t, alice, carol.addr, id); e.State != engine.SentCopied {
+		t.Fatalf("alice/1's entry is %v after the removal, want still copied", e.State)
 	}
 }
