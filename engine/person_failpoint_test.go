@@ -213,12 +213,13 @@ func personScenarios() []fpScenario {
 		{name: "remove an own device", devices: []string{"alice/1", "alice/2", "bob/1"},
 			setup:  []fpStep{{"alice/1", "linkfake:alice/2"}, {"alice/1", "enqueue:bob/1:hello"}},
 			target: fpStep{"alice/1", "removefake:alice/2"}, want: map[string]map[string][]string{"bob/1": {"alice/1": {"hello"}}}},
-		// Removing a device whose message has a sent copy here: the
+		// Removing a device whose message has a sent copy here (to bob,
+		// whom alice/1 talks with): the
 		// list and the adopted lane to bob are one transaction, and bob,
 		// holding alice's list, takes the resend as the message he has
 		// from alice/2 (once in his history).
 		{name: "adopt a removed device's message", devices: []string{"alice/1", "alice/2", "bob/1"},
-			setup: []fpStep{{"alice/1", "linkfake:alice/2"}, {"bob/1", "checkpeer:alice/1"}, {"alice/2", "enqueue:bob/1:hello"},
+			setup: []fpStep{{"bob/1", "publishfake"}, {"alice/1", "checkpeer:bob/1"}, {"alice/1", "linkfake:alice/2"}, {"bob/1", "checkpeer:alice/1"}, {"alice/2", "enqueue:bob/1:hello"},
 				{"alice/2", "pump"}, {"alice/1", "sync"}},
 			target: fpStep{"alice/1", "removefake:alice/2"},
 			want:   map[string]map[string][]string{"bob/1": {"alice/1": {"hello"}, "alice/2": {"hello"}}}},
