@@ -17,7 +17,8 @@ func kindsOf(recs []map[string]any, id string) []string {
 }
 
 // TestCLIRemoveAdoptsSentMessage: bob writes first (so alice's devices
-// accept him); alice/2 writes to bob, and alice/1 holds the sent copy.
+// accept him), and alice/1 writes to him (it adopts only copies to people
+// it talks with); alice/2 writes to bob, and alice/1 holds the sent copy.
 // bob has it committed when alice/1 removes alice/2, which resends it
 // from alice/1 under the same ID (adoption): bob's sync reports it
 // already committed, his history holds it once, and alice/1's history
@@ -27,6 +28,9 @@ func TestCLIRemoveAdoptsSentMessage(t *testing.T) {
 	alice := newProfile(t, relay, "alice/1")
 	bob := newProfile(t, relay, "bob/1")
 	alice.sync()
+	bob.sync()
+	// alice/1 talks with bob: adoption resends to no stranger.
+	alice.ok("send", "bob", "hello")
 	bob.sync()
 	alice2 := linkDevice(t, relay, alice, "alice/2")
 	alice2.sync()
