@@ -68,11 +68,11 @@ func (e *DeviceListRefusedError) Error() string {
 // message has the lane already or its history entry is no longer a sent
 // copy; the entry of a message that gets a lane turns pending.
 type UpdateDeviceList struct {
-	From    []byte // wire.EncodeDeviceList of the list held
-	List    []byte // wire.EncodeDeviceList of its successor
-	Removed []Address
-	Adopted []AdoptedLane
-	At      time.Time // when the adopted lanes were stored (their send time)
+	From      []byte // wire.EncodeDeviceList of the list held
+	List      []byte // wire.EncodeDeviceList of its successor
+	Removed   []Address
+	Adopted   []AdoptedLane
+	AdoptedAt time.Time // when the adopted lanes were stored (their send time); with Adopted only
 }
 
 func (UpdateDeviceList) plan() {}
@@ -139,7 +139,7 @@ func (c *Client) PublishDeviceList(ctx context.Context) error {
 	// The account-key holder that stopped after the relay took a removal
 	// adopts the device's messages here (adoption.go).
 	adopted := c.adoptedLanes(ctx, a.Key, removed)
-	if adopted, err = c.storeRevokingList(ctx, UpdateDeviceList{From: from, List: to, Removed: removed, Adopted: adopted, At: c.cfg.Now()}); err != nil {
+	if adopted, err = c.storeRevokingList(ctx, UpdateDeviceList{From: from, List: to, Removed: removed, Adopted: adopted, AdoptedAt: c.cfg.Now()}); err != nil {
 		return fmt.Errorf("adopt the relay's device list (generation %d): %w", refused.Current.Generation, err)
 	}
 	if len(adopted) > 0 {

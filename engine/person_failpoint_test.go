@@ -178,7 +178,7 @@ func (w fpWorld) removeFake(ctx context.Context, st *store.DB, c *engine.Client,
 	if err != nil {
 		return err
 	}
-	_, err = st.Apply(ctx, engine.UpdateDeviceList{From: from, List: to, Removed: removed, Adopted: adopted, At: realNow()})
+	_, err = st.Apply(ctx, engine.UpdateDeviceList{From: from, List: to, Removed: removed, Adopted: adopted, AdoptedAt: realNow()})
 	return err
 }
 

@@ -34,7 +34,7 @@ func (t *tx) updateDeviceList(ctx context.Context, p engine.UpdateDeviceList) er
 	if err := t.endPersonLanesTo(ctx, p.Removed); err != nil {
 		return err
 	}
-	return t.adoptLanes(ctx, p.Adopted, p.At)
+	return t.adoptLanes(ctx, p.Adopted, p.AdoptedAt)
 }
 
 func validateUpdateDeviceList(p engine.UpdateDeviceList) error {
@@ -47,7 +47,7 @@ func validateUpdateDeviceList(p engine.UpdateDeviceList) error {
 	}
 	err = errors.Join(checkRemoved(l.User, p.List, p.Removed), checkAdopted(l.User, p.Adopted))
 	if len(p.Adopted) > 0 {
-		err = errors.Join(err, checkTime("at", p.At))
+		err = errors.Join(err, checkTime("adopted at", p.AdoptedAt))
 	}
 	return err
 }
