@@ -123,6 +123,7 @@ func cmdTUI(ctx context.Context, env *cliEnv, cmd *command, args []string) error
 		Graphics:      s.Graphics,
 		ImportCommand: func(link bool) string { return importCommand(f.profileDir(env), p, link) },
 		LinkCommand:   "parley link --profile DIR --relay " + p.Relay.URL,
+		LinkDevice:    tuiLinking(p),
 		Notify: tui.Notify{
 			Bell:    pick("bell", *bell, s.Notify.Bell),
 			Desktop: pick("desktop-notify", *desktop, s.Notify.Desktop),
