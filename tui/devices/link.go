@@ -235,7 +235,7 @@ func (m Model) linkLine() string {
 		return m.code.View()
 	case linkChecking:
 		d := m.hostLink.Check()
-		return fmt.Sprintf(" link %s? both screens must show %s %s · y links, n cancels", m.hostLink.Device(), d[:3], d[3:])
+		return fmt.Sprintf(" link %s? the new device must show check=%s · y links, n cancels", m.hostLink.Device(), d)
 	}
 	return " " + m.status
 }

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/charmbracelet/bubbles/cursor"
 	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/parley-chat/parley/engine"
@@ -86,6 +87,7 @@ func New(ctx context.Context, src Source, th themes.Theme) Model {
 	in := textinput.New()
 	in.Prompt, in.Placeholder, in.CharLimit = " code: ", "the code=… that parley link printed on the new device", 1024
 	in.PromptStyle = th.Devices.Confirm
+	in.Cursor.SetMode(cursor.CursorStatic) // a blink redraws the screen twice a second for nothing
 	return Model{src: src, ctx: ctx, th: th, keys: DefaultKeyMap(), code: in}
 }
 
@@ -174,11 +176,6 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 			return m.key(msg)
 		}
 		return m, nil
-	}
-	if m.link == linkTyping {
-		var cmd tea.Cmd
-		m.code, cmd = m.code.Update(msg) // the cursor's blink
-		return m, cmd
 	}
 	return m, nil
 }
