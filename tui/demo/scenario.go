@@ -149,6 +149,7 @@ func scenarios() []scenario {
 		}},
 		groupScenario(),
 		fileScenario(),
+		laptopScenario(),
 	}
 }
 

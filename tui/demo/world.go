@@ -15,6 +15,7 @@ import (
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/tui"
 	"github.com/parley-chat/parley/tui/eventlog"
+	"github.com/parley-chat/parley/wire"
 )
 
 // Profiles makes and opens the demo's profiles, all on one relay that lets
@@ -27,6 +28,10 @@ type Profiles interface {
 	Create(ctx context.Context, dir string, self engine.Address, o OpenOptions) (Profile, error)
 	// Open opens the profile in dir.
 	Open(ctx context.Context, dir string, o OpenOptions) (Profile, error)
+	// CreateLinked makes the profile of a device linked to an account in
+	// dir, from the package the account's device sent it (its identity
+	// and number, the list that names it), and opens it as Open does.
+	CreateLinked(ctx context.Context, dir string, id *engine.Identity, number uint32, pkg wire.LinkPackageData, o OpenOptions) (Profile, error)
 }
 
 // OpenOptions are how the demo opens a profile: the engine's settings (clock,
