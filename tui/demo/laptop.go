@@ -125,7 +125,9 @@ func (w *world) linkDevice(ctx context.Context, holder engine.Address) (linked, 
 	}
 	fin := make(chan finished, 1)
 	go func() {
-		res, err := l.Finish(ctx, engine.HistoryChoice{Mode: engine.HistoryNone}, false, nil)
+		// The demo's profiles take every stranger's messages (no
+		// requests): the laptop gets the same setting.
+		res, err := l.Finish(ctx, engine.HistoryChoice{Mode: engine.HistoryNone}, true, nil)
 		fin <- finished{res, err}
 	}()
 	pkgMsg, err := newBox.Receive(ctx)
