@@ -330,13 +330,13 @@ func (c *Client) listSentTo(user string) {
 	if c.sentLists == nil {
 		c.sentLists = make(map[string]bool)
 	}
-	fresh := !c.sentLists[user] && len(c.sentLists) < maxListChecks
-	if fresh {
+	if len(c.sentLists) < maxListChecks {
 		c.sentLists[user] = true
 	}
+	due := c.sentLists[user]
 	c.loopMu.Unlock()
-	if f, known := c.relay.RelayFeatures(); fresh && known && f.Has(wire.FeatureDeviceListCheck) {
-		c.SyncNow()
+	if f, known := c.relay.RelayFeatures(); due && known && f.Has(wire.FeatureDeviceListCheck) {
+		c.SyncNow() // coalesced: one round takes every send before it
 	}
 }
 

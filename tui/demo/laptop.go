@@ -71,6 +71,53 @@ func (b *memMailbox) Receive(ctx context.Context) ([]byte, error) {
 
 func (b *memMailbox) Close() { b.once.Do(func() { close(b.closed) }) }
 
+// keepLists has the demo keep device lists from now on: every open
+// profile publishes its account's list at once (a list not published
+// would leave its person's devices unknown to the others), and the fault
+// relays announce the relay's lists. A reinstall after this meets them
+// (docs/tui.md, scenario 9).
+func (w *world) keepLists(ctx context.Context) error {
+	if w.lists.Swap(true) {
+		return nil
+	}
+	w.mu.Lock()
+	var cs []*engine.Client
+	for _, d := range w.devs {
+		if d.prof != nil {
+			cs = append(cs, d.prof.Engine())
+		}
+	}
+	w.mu.Unlock()
+	var errs []error
+	for _, c := range cs {
+		if err := c.PublishDeviceList(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("publish the device list of %s: %w", c.Self(), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// keepListsCmd is keepLists in a command, for a scenario's step.
+func keepListsCmd(m *Model) tea.Cmd {
+	w := m.world
+	return func() tea.Msg {
+		msg := demoMsg{pane: 1, what: "lists", err: w.keepLists(w.ctx)}
+		if msg.err == nil {
+			msg.entries = []eventlog.Entry{{At: w.now(), Name: "demo_lists", Level: eventlog.Demo,
+				Text: "the demo keeps device lists: each profile published its account's list to the relay"}}
+		}
+		return msg
+	}
+}
+
+// listsKept: the demo keeps device lists.
+func listsKept(v *checkView) error {
+	if !v.w.lists.Load() {
+		return errors.New("the demo does not keep device lists yet")
+	}
+	return nil
+}
+
 // linked is what a link did, for the event log.
 type linked struct {
 	device     engine.Address
@@ -193,6 +240,9 @@ func (m *Model) linkCmd(i int) tea.Cmd {
 			return demoMsg{pane: i, what: "link", entries: []eventlog.Entry{{At: w.now(), Name: "demo", Level: eventlog.Demo,
 				Text: s[0].String() + " is linked already: a second device of " + self.User}}}
 		}
+		if err := w.keepLists(w.ctx); err != nil {
+			return demoMsg{pane: i, what: "link", err: err}
+		}
 		l, err := w.linkDevice(w.ctx, self)
 		if err != nil {
 			return demoMsg{pane: i, what: "link", err: err}
@@ -260,8 +310,8 @@ func laptopScenario() scenario {
 	)
 	bob := demoBob
 	return scenario{name: "second device mid-flight", steps: []step{
-		{on: 1, keys: demoCtl('h'), done: switches(bob, true, 0, 0),
-			say: "bob's phone (bob/1) is out of reach: envelopes to it wait at the relay."},
+		{on: 1, keys: demoCtl('h'), do: keepListsCmd, done: all(switches(bob, true, 0, 0), listsKept),
+			say: "bob's phone (bob/1) is out of reach: envelopes to it wait at the relay. From now on the demo keeps device lists: each account's list is at the relay."},
 		{on: 0, keys: write(first), done: all(stored(demoAlice, bob, first, first, false), at(first, "unknown")),
 			say: "alice writes: relay accepted, not on bob's phone yet. Her list of bob's devices names the phone alone: one lane."},
 		{on: 1, keys: demoCtl('l'), done: listNames(bob, laptop),

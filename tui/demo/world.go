@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
@@ -69,6 +70,9 @@ type world struct {
 	// relay (the golden frames, which must not depend on when a push
 	// arrives).
 	noDeviceWord bool
+	// lists is set once the demo keeps device lists (a person's second
+	// device): the fault relays announce the relay's lists from then on.
+	lists atomic.Bool
 
 	mu   sync.Mutex
 	devs map[engine.Address]*device
@@ -117,6 +121,7 @@ func (w *world) openOptions(d *device, install int) (OpenOptions, func() *faultR
 		Wrap: func(r engine.Relay) engine.Relay {
 			faults = newFaultRelay(r, d.addr, d.notes, w.now)
 			faults.noStatuses = w.noDeviceWord
+			faults.lists = &w.lists
 			w.mu.Lock()
 			held, un := d.held, d.unplugged
 			w.mu.Unlock()
