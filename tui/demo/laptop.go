@@ -322,7 +322,8 @@ func laptopScenario() scenario {
 			say: "bob commits on his laptop. Its ACKs go to alice, and its decisions go to his phone on his own lane."},
 		{on: 1, keys: demoCtl('h'), done: all(switches(bob, false, 0, 0), decidedOn(first, laptop), decidedOn(second, laptop), sender(first, engine.SentAcknowledged), sender(second, engine.SentAcknowledged)),
 			say: "The phone is back: it finalizes both messages as committed on bob/2 without asking (no bell) and acknowledges alice's lanes. alice's ticks read ✓ 2/2 devices."},
-		{on: 0, done: onceEach, say: "Done. The exactly-once line counts per person: each message is once in the history of each of bob's devices, decided once for bob."},
+		{on: 0, done: all(onceEach, onceOn(laptop, first), onceOn(laptop, second)),
+			say: "Done. The exactly-once line counts per person: each message is once in the history of each of bob's devices, decided once for bob."},
 	}}
 }
 
@@ -421,5 +422,33 @@ func decidedOn(key string, dev engine.Address) check {
 			}
 		}
 		return fmt.Errorf("%q is not in %s's history yet", key, m.to)
+	}
+}
+
+// onceOn: the message marked key is in dev's history exactly once.
+func onceOn(dev engine.Address, key string) check {
+	return func(v *checkView) error {
+		m, err := v.marked(key)
+		if err != nil {
+			return err
+		}
+		c, err := v.client(dev)
+		if err != nil {
+			return err
+		}
+		h, err := c.History(v.ctx, m.from, 0, verdictScan)
+		if err != nil {
+			return err
+		}
+		n := 0
+		for _, e := range h {
+			if e.Direction == engine.DirectionIn && e.ID == m.id {
+				n++
+			}
+		}
+		if n != 1 {
+			return fmt.Errorf("%q is in %s's history %d times, not once", key, dev, n)
+		}
+		return nil
 	}
 }

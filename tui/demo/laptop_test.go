@@ -57,7 +57,7 @@ func TestDemoSecondDeviceMidFlight(t *testing.T) {
 	d.key(tea.KeySpace)
 	checked(6, "committed on bob/2", "✓ 2/2 devices")
 	d.key(tea.KeySpace)
-	s := checked(7, "no loss, no duplicate")
+	s := checked(7, "alice→bob (2 devices) 2 sent: 2 once", "no loss, no duplicate")
 	if strings.Contains(s, "LOST") || strings.Contains(s, "DUPLICATED") {
 		t.Fatalf("the verdict found a loss or a duplicate:\n%s", s)
 	}
