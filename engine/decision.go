@@ -147,6 +147,24 @@ func (c *Client) tellLanes(ctx context.Context, own []Address, sender Address, i
 	return lanes, nil
 }
 
+// arrivalTell returns the decision lanes of a one-to-one message from
+// sender committed as it arrives (CommitEffect under CommitOnArrival), as
+// tellLanes does for a Commit; this person's other devices are read once
+// per batch.
+func (c *Client) arrivalTell(ctx context.Context, bs *batchState, sender Address, id wire.LogicalID, body []byte) ([]PersonLane, error) {
+	if !bs.ownRead {
+		own, err := c.ownOtherDevices(ctx)
+		if err != nil {
+			return nil, err
+		}
+		bs.own, bs.ownRead = own, true
+	}
+	if body != nil {
+		body = append([]byte{}, body...)
+	}
+	return c.tellLanes(ctx, bs.own, sender, id, OutcomeCommitted, body)
+}
+
 // prepareDecision receives a decision from another device of this person:
 // its frame is finalized and acknowledged, and the decision kept when
 // DecideHeardDecision says so. Only a device of this account may send one.

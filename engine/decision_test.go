@@ -201,3 +201,34 @@ func TestDecidedElsewhereDelivery(t *testing.T) {
 		}
 	}
 }
+
+// TestArrivalCommitTellsTheSiblings: bob/1 commits on arrival (the
+// loop's policy, which commits in the receive's own transaction); bob/2
+// is told as for a Commit, and ends with alice's message committed,
+// decided on bob/1, in its history once, and nothing pending: it is never
+// asked about it.
+func TestArrivalCommitTellsTheSiblings(t *testing.T) {
+	w, alice, bob, bob2 := twoDeviceBob(t)
+	bob.c.SetPolicy(engine.Policy{Commit: engine.CommitOnArrival})
+	bob.sync() // the switch's pass over what is pending: nothing
+	id := alice.enqueue(bob, "committed as it came")
+	res, err := bob.c.Sync(w.ctx)
+	if err != nil || res.Committed != 1 {
+		t.Fatalf("bob/1's round: %d committed, %v; want alice's message committed on arrival", res.Committed, err)
+	}
+	if _, err := bob.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	bob2.sync()
+	bob2.sync()
+	if n := bob2.pendingIn(); n != 0 {
+		t.Fatalf("bob/2 holds %d messages pending, want none (bob/1 decided)", n)
+	}
+	if s, err := bob2.st.Seen(w.ctx, alice.addr, id); err != nil || !s.Finalized || s.Outcome != engine.OutcomeCommitted {
+		t.Fatalf("bob/2's record of the message: %+v, %v; want finalized committed", s, err)
+	}
+	n, e := inHistory(t, bob2, alice, "committed as it came")
+	if n != 1 || e.ID != id || e.DecidedOn == nil || *e.DecidedOn != bob.addr {
+		t.Fatalf("bob/2's history holds the message %d times (%+v), want once, decided on bob/1", n, e)
+	}
+}

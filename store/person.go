@@ -617,12 +617,11 @@ func (t *tx) takeBackCommitted(ctx context.Context, from engine.Address, e engin
 	return nil
 }
 
-// finalizePerson does what a finalization adds for a person with several
-// devices: the lanes that tell the other devices, and, for a decision made
-// on another device, its name on the history entry and the kept
-// decision's end.
-func (t *tx) finalizePerson(ctx context.Context, p engine.Finalize) error {
-	for _, l := range p.Tell {
+// insertDecisionLanes stores lanes that tell this person's other devices
+// of a decision (frame kind 15 or 16): an outbound row and an own
+// person_lane row each, in the conversation of the message's sender.
+func (t *tx) insertDecisionLanes(ctx context.Context, lanes []engine.PersonLane, at time.Time) error {
+	for _, l := range lanes {
 		t.db.personLanesHeld.Store(true)
 		to := l.Recipient.String()
 		f, err := engine.DecodeStoredFrame(l.Frame)
@@ -630,12 +629,23 @@ func (t *tx) finalizePerson(ctx context.Context, p engine.Finalize) error {
 			return fmt.Errorf("decision lane to %s: %w", to, engine.ErrConflict)
 		}
 		if _, err := t.runOne(ctx, "outbound-insert", engine.ErrConflict, sqlInsertOutbound,
-			to, f.ID[:], p.At.UnixNano(), t.db.seal.seal(kindOutboundFrame, messageKey(l.Recipient, f.ID), l.Frame)); err != nil {
+			to, f.ID[:], at.UnixNano(), t.db.seal.seal(kindOutboundFrame, messageKey(l.Recipient, f.ID), l.Frame)); err != nil {
 			return fmt.Errorf("decision lane to %s: %w", to, err)
 		}
-		if _, err := t.runOne(ctx, "person-lane-insert", engine.ErrConflict, sqlInsertPersonLane, to, f.ID[:], p.Sender.String(), 1); err != nil {
+		if _, err := t.runOne(ctx, "person-lane-insert", engine.ErrConflict, sqlInsertPersonLane, to, f.ID[:], f.Decision.Sender, 1); err != nil {
 			return fmt.Errorf("decision lane to %s: %w", to, err)
 		}
+	}
+	return nil
+}
+
+// finalizePerson does what a finalization adds for a person with several
+// devices: the lanes that tell the other devices, and, for a decision made
+// on another device, its name on the history entry and the kept
+// decision's end.
+func (t *tx) finalizePerson(ctx context.Context, p engine.Finalize) error {
+	if err := t.insertDecisionLanes(ctx, p.Tell, p.At); err != nil {
+		return err
 	}
 	if !t.db.decisionsHeld.Load() {
 		return nil
