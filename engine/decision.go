@@ -34,6 +34,91 @@ const MaxKeptDecisions = 1024
 // the next one is kept (until then it still applies).
 const MaxDecisionAge = 30 * 24 * time.Hour
 
+// MaxCatchUpDecisions bounds the decisions a device tells a sibling
+// linked since when it stores the list naming it (catchUpLanes), newest
+// first. They are the decisions made between the link and this device's
+// learning of it (normally one connection; the relay's stale-list answer
+// and a sibling's refused frames bring it sooner), when a person decides
+// at reading pace: 256 cover that many times over, and the sibling keeps
+// what it cannot apply yet within MaxKeptDecisions (1024), which the
+// catch-ups of a few devices must not fill alone.
+const MaxCatchUpDecisions = 256
+
+// MadeDecision is a received message finalized on this device, as a
+// sibling's catch-up reads it (Store.Decisions).
+type MadeDecision struct {
+	Sender  Address
+	ID      wire.LogicalID
+	Outcome Outcome
+	At      time.Time
+	// Body is a commit's history body; InHistory is false for a commit
+	// with no one-to-one history entry (a group message's).
+	Body      []byte
+	InHistory bool
+	// DecidedOn names the device whose decision this one applied (the
+	// commit was that device's): nil for a decision made here.
+	DecidedOn *Address
+}
+
+// catchUpLanes returns the decision lanes that tell each device next
+// names active and held did not (a sibling linked since) of the one-to-one
+// messages this device decided at or after that sibling's linking time
+// (and floor): a decision made while this device's list did not name the
+// sibling told it nothing, so a discard there would stand against a
+// commit here, or the sibling would ask about a message decided already.
+// At most MaxCatchUpDecisions, newest first. Left out: messages of this
+// person's own devices (sent copies), commits of a group message (a
+// linked device does not hold the groups), and decisions this device
+// applied from another (that device tells its own). A group message's
+// discard is not told apart from a one-to-one one: the sibling keeps it
+// within its bounds until it is forgotten.
+func (c *Client) catchUpLanes(ctx context.Context, held, next wire.DeviceList, floor time.Time) ([]PersonLane, error) {
+	type sibling struct {
+		addr  Address
+		since time.Time
+	}
+	known := make(map[uint32]bool, len(held.Entries))
+	for _, e := range held.Entries {
+		known[e.Number] = true
+	}
+	var sibs []sibling
+	var oldest time.Time
+	for _, e := range next.Entries {
+		if known[e.Number] || e.State != wire.DeviceActive || e.Number == c.self.Device || next.User != c.self.User {
+			continue
+		}
+		since := time.Unix(e.Linked, 0)
+		if since.Before(floor) {
+			since = floor
+		}
+		sibs = append(sibs, sibling{Address{User: next.User, Device: e.Number}, since})
+		if len(sibs) == 1 || since.Before(oldest) {
+			oldest = since
+		}
+	}
+	if len(sibs) == 0 {
+		return nil, nil
+	}
+	made, err := c.store.Decisions(ctx, oldest, MaxCatchUpDecisions)
+	if err != nil {
+		return nil, fmt.Errorf("catch up a sibling's decisions: %w", err)
+	}
+	var lanes []PersonLane
+	for _, s := range sibs {
+		for _, d := range made {
+			if d.At.Before(s.since) || d.DecidedOn != nil || d.Outcome == OutcomeCommitted && !d.InHistory {
+				continue
+			}
+			l, err := c.tellLanes(ctx, []Address{s.addr}, d.Sender, d.ID, d.Outcome, d.Body)
+			if err != nil {
+				return nil, err
+			}
+			lanes = append(lanes, l...)
+		}
+	}
+	return lanes, nil
+}
+
 // MergeDecision is the rule for two decisions on one message, from two
 // devices of one person deciding at once: commit beats discard (a message
 // a person committed anywhere is one they wanted; a discard elsewhere of

@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/parley-chat/parley/wire"
 )
@@ -67,6 +68,12 @@ type UpdateDeviceList struct {
 	From    []byte // wire.EncodeDeviceList of the list held
 	List    []byte // wire.EncodeDeviceList of its successor
 	Removed []Address
+	// CatchUp are the decision lanes to the devices List names and From
+	// did not (linked since), for the decisions this device made since
+	// their linking (catchUpLanes), stored in the same transaction; At is
+	// when.
+	CatchUp []PersonLane
+	At      time.Time
 }
 
 func (UpdateDeviceList) plan() {}
@@ -130,8 +137,45 @@ func (c *Client) PublishDeviceList(ctx context.Context) error {
 		return nil
 	}
 	removed := RevokedSince(&a.List, *refused.Current)
-	if _, err := c.store.Apply(ctx, UpdateDeviceList{From: from, List: to, Removed: removed}); err != nil {
+	if err := c.storeOwnList(ctx, a.List, *refused.Current, removed, time.Time{}); err != nil {
 		return fmt.Errorf("adopt the relay's device list (generation %d): %w", refused.Current.Generation, err)
+	}
+	return nil
+}
+
+// storeOwnList stores next in place of held, the list this profile holds
+// for its account (UpdateDeviceList, ending the lanes to removed), with
+// more plans in the same transaction. A device next names and held did
+// not (linked since) is told, in that transaction, of the decisions this
+// device made since its linking and not before floor (catchUpLanes): a
+// decision made while this device's list did not name it told it
+// nothing. sendMu is held from reading the decisions to storing the list,
+// so that no decision falls between (a finalization and a receive read
+// the list under it).
+func (c *Client) storeOwnList(ctx context.Context, held, next wire.DeviceList, removed []Address, floor time.Time, more ...Plan) error {
+	from, err := wire.EncodeDeviceList(held)
+	if err != nil {
+		return err
+	}
+	to, err := wire.EncodeDeviceList(next)
+	if err != nil {
+		return err
+	}
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	lanes, err := c.catchUpLanes(ctx, held, next, floor)
+	if err != nil {
+		return err
+	}
+	u := UpdateDeviceList{From: from, List: to, Removed: removed, CatchUp: lanes}
+	if len(lanes) > 0 {
+		u.At = c.cfg.Now()
+	}
+	if _, err := c.store.ApplyBatch(ctx, append([]Plan{u}, more...)); err != nil {
+		return err
+	}
+	if len(lanes) > 0 {
+		c.wantLanesPumped()
 	}
 	return nil
 }

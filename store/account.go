@@ -31,6 +31,9 @@ func (t *tx) updateDeviceList(ctx context.Context, p engine.UpdateDeviceList) er
 	if _, err := t.runOne(ctx, "account-list-update", engine.ErrConflict, sqlUpdateList, p.List, p.From); err != nil {
 		return fmt.Errorf("replace the device list (changed underneath?): %w", err)
 	}
+	if err := t.insertDecisionLanes(ctx, p.CatchUp, p.At); err != nil {
+		return err
+	}
 	return t.endPersonLanesTo(ctx, p.Removed)
 }
 
@@ -42,7 +45,45 @@ func validateUpdateDeviceList(p engine.UpdateDeviceList) error {
 	if err != nil {
 		return invalid("device list: %v", err)
 	}
-	return checkRemoved(l.User, p.List, p.Removed)
+	held, _ := wire.DecodeDeviceList(p.From)
+	return errors.Join(checkRemoved(l.User, p.List, p.Removed), checkCatchUp(held, l, p))
+}
+
+// checkCatchUp checks the decision lanes of a list's catch-up: each an
+// own lane carrying a decision frame about another person's message, to a
+// device the new list names active and the held one did not.
+func checkCatchUp(held, l wire.DeviceList, p engine.UpdateDeviceList) error {
+	if len(p.CatchUp) == 0 {
+		return nil
+	}
+	var err error
+	if p.At.IsZero() {
+		err = invalid("catch-up lanes without a time")
+	}
+	known := make(map[uint32]bool, len(held.Entries))
+	for _, e := range held.Entries {
+		known[e.Number] = true
+	}
+	added := make(map[uint32]bool)
+	for _, e := range l.Entries {
+		if !known[e.Number] && e.State == wire.DeviceActive {
+			added[e.Number] = true
+		}
+	}
+	for _, c := range p.CatchUp {
+		f, ferr := engine.DecodeStoredFrame(c.Frame)
+		switch {
+		case ferr != nil || f.Decision == nil || !c.Own:
+			err = errors.Join(err, invalid("catch-up lane to %s without a decision frame", c.Recipient))
+		case c.Recipient.User != l.User || !added[c.Recipient.Device]:
+			err = errors.Join(err, invalid("catch-up lane to %s, not a device the new list adds", c.Recipient))
+		default:
+			if s, serr := engine.ParseAddress(f.Decision.Sender); serr != nil || s.User == l.User {
+				err = errors.Join(err, invalid("catch-up lane to %s about a message of its own person", c.Recipient))
+			}
+		}
+	}
+	return err
 }
 
 // createAccount stores the account; a profile that has one is refused
