@@ -17,6 +17,7 @@ import (
 // pending anywhere. GROUP_SOAK_MESSAGES sets the number of messages
 // (default 12, like TestSoak).
 func TestGroupSoak(t *testing.T) {
+	t.Parallel() // waits on processes most of the time; see TestTerminalScenarios
 	n := 12
 	if s := os.Getenv("GROUP_SOAK_MESSAGES"); s != "" {
 		v, err := strconv.Atoi(s)

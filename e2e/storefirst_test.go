@@ -44,6 +44,7 @@ func blackhole(t *testing.T) string {
 // stored), and ctrl+c quits without asking; the profile then holds the
 // five pending, in the order typed.
 func TestTerminalStoreFirst(t *testing.T) {
+	t.Parallel() // waits on processes most of the time; see TestTerminalScenarios
 	relay := startRelay(t)
 	alice := newProfile(t, relay, "alice/1")
 	bob := newProfile(t, relay, "bob/1")
@@ -120,6 +121,7 @@ func TestCLISendWaitAndNoWait(t *testing.T) {
 // send clears the draft in the transaction that stores the text, and the
 // draft saves run in order with the sends.
 func TestTerminalKillAfterEnter(t *testing.T) {
+	t.Parallel() // waits on processes most of the time; see TestTerminalScenarios
 	delays := []int{0, 5, 10, 25, 50, 75, 100, 150, 200, 300}
 	if s := os.Getenv("E2E_KILL_DELAYS"); s != "" {
 		delays = nil

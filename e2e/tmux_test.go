@@ -345,6 +345,10 @@ func TestTerminalScenarios(t *testing.T) {
 			[]string{"demo_file", "waiting · d download", "CRASHED", "reopened", "file_saved", "file_saved"}},
 	} {
 		t.Run(strings.ReplaceAll(sc.name, " ", "_"), func(t *testing.T) {
+			// Each scenario has its own tmux server, demo and relay, and
+			// spends most of its time waiting for a settled screen:
+			// they run side by side (-parallel, two by default here).
+			t.Parallel()
 			d := startDemo(t)
 			d.keys("C-x", fmt.Sprint(n+1))
 			for i := 1; i <= sc.steps; i++ {
