@@ -11,8 +11,10 @@ import (
 
 // Decisions are the person's (issue 33). A device that commits or
 // discards a message from another person tells this person's other active
-// devices, on lanes of their own (frame kind 15, in the Finalize plan's
-// transaction). A device that hears a decision keeps it (DecisionEffect)
+// devices, on lanes of their own (frame kind 15 or 16, in the Finalize
+// plan's transaction, or the receive's for a commit on arrival); a
+// sibling linked since is told of the decisions made since its linking
+// when this device stores the list naming it (catchUpLanes). A device that hears a decision keeps it (DecisionEffect)
 // and, once the message is pending here (at once, or when it comes),
 // finalizes its own copy the same way without asking, in the ordinary
 // Finalize plan, which acknowledges the sender and forgets the kept
@@ -293,6 +295,14 @@ func (c *Client) prepareDecision(ctx context.Context, bs *batchState, in *incomi
 			return prepared{}, err
 		}
 		verdict := DecideHeardDecision(seen, outcome)
+		if verdict == DecisionSettled && seen.Outcome == OutcomeCommitted && outcome == OutcomeDiscarded {
+			// A sibling discarded what this device committed: it may
+			// have told a device linked since that this device's list
+			// does not name, which only this commit can overrule. The
+			// round brings the own list up to date (learnOwnList), and
+			// a list naming such a device catches it up.
+			c.ownListDue.Store(true)
+		}
 		e := DecisionEffect{ID: d.ID, Digest: dg, At: in.now, Sender: sender, Message: d.Message, Outcome: outcome,
 			Keep: verdict == DecisionKeep}
 		if verdict == DecisionOverruled && d.Body != nil && digest(d.Body) == seen.Digest {
