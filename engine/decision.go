@@ -291,6 +291,14 @@ func (c *Client) prepareDecision(ctx context.Context, bs *batchState, in *incomi
 		if err != nil {
 			return prepared{}, err
 		}
+		if !seen.Pending && !seen.Finalized {
+			// Held here from another device of the sender's person (an
+			// adopted resend, adoption.go): the decision is that one's.
+			if sender, seen, err = c.heldFromPerson(ctx, bs, sender, d.Message); err != nil {
+				return prepared{}, err
+			}
+			step.res.Decided.Sender = sender
+		}
 		if step.ack, err = c.ackOnNext(&step.next, in.sender, d.ID); err != nil {
 			return prepared{}, err
 		}

@@ -91,6 +91,10 @@ func (c *Client) prepareMessage(ctx context.Context, bs *batchState, in *incomin
 	id, body := a.frame.ID, a.frame.Body
 	d := digest(body)
 	effect, kind, err := c.classify(ctx, bs, inboundKey{in.sender, id}, d)
+	if _, fresh := effect.(DeliverEffect); err == nil && fresh && a.group == nil {
+		// New from this device: maybe not from its person (adoption.go).
+		effect, kind, err = c.classifyByPerson(ctx, bs, in, op, inboundKey{in.sender, id}, d)
+	}
 	if errors.Is(err, ErrLogicalMessageConflict) {
 		return in.drop(id, err), nil
 	} else if err != nil {

@@ -92,7 +92,7 @@ func (c *Client) addDevice(ctx context.Context, e wire.DeviceEntry, more []Plan)
 			floor = cut.At
 		}
 	}
-	if err := c.storeOwnList(ctx, a.List, next, nil, floor, more...); err != nil {
+	if err := c.storeOwnList(ctx, a.List, next, nil, nil, floor, more...); err != nil {
 		return next, fmt.Errorf("store the device list the relay took (the next connection adopts it): %w", err)
 	}
 	return next, nil

@@ -34,7 +34,10 @@ func (t *tx) updateDeviceList(ctx context.Context, p engine.UpdateDeviceList) er
 	if err := t.insertDecisionLanes(ctx, p.CatchUp, p.At); err != nil {
 		return err
 	}
-	return t.endPersonLanesTo(ctx, p.Removed)
+	if err := t.endPersonLanesTo(ctx, p.Removed); err != nil {
+		return err
+	}
+	return t.adoptLanes(ctx, p.Adopted, p.At)
 }
 
 func validateUpdateDeviceList(p engine.UpdateDeviceList) error {
@@ -46,7 +49,11 @@ func validateUpdateDeviceList(p engine.UpdateDeviceList) error {
 		return invalid("device list: %v", err)
 	}
 	held, _ := wire.DecodeDeviceList(p.From)
-	return errors.Join(checkRemoved(l.User, p.List, p.Removed), checkCatchUp(held, l, p))
+	err = errors.Join(checkRemoved(l.User, p.List, p.Removed), checkAdopted(l.User, p.Adopted), checkCatchUp(held, l, p))
+	if len(p.Adopted) > 0 {
+		err = errors.Join(err, checkTime("at", p.At))
+	}
+	return err
 }
 
 // checkCatchUp checks the decision lanes of a list's catch-up: each an
@@ -56,10 +63,7 @@ func checkCatchUp(held, l wire.DeviceList, p engine.UpdateDeviceList) error {
 	if len(p.CatchUp) == 0 {
 		return nil
 	}
-	var err error
-	if p.At.IsZero() {
-		err = invalid("catch-up lanes without a time")
-	}
+	err := checkTime("at", p.At)
 	known := make(map[uint32]bool, len(held.Entries))
 	for _, e := range held.Entries {
 		known[e.Number] = true
