@@ -6,6 +6,7 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/parley-chat/parley/wire"
 )
@@ -62,11 +63,20 @@ func (e *DeviceListRefusedError) Error() string {
 // compare-and-set: only when the list held is still From (its encoding),
 // else ErrConflict and nothing changes. The pending lanes to the devices
 // of Removed (RevokedSince: devices List revokes) end LaneRemoved in the
-// same transaction.
+// same transaction, and the lanes of Adopted (adoption.go: the removed
+// devices' messages this device resends) are stored, each unless its
+// message has the lane already or its history entry is no longer a sent
+// copy; the entry of a message that gets a lane turns pending.
 type UpdateDeviceList struct {
 	From    []byte // wire.EncodeDeviceList of the list held
 	List    []byte // wire.EncodeDeviceList of its successor
 	Removed []Address
+	// CatchUp are the decision lanes to the devices List names and From
+	// did not (linked since), for the decisions this device made since
+	// their linking (catchUpLanes), stored in the same transaction.
+	CatchUp []PersonLane
+	Adopted []AdoptedLane
+	At      time.Time // when the adopted and catch-up lanes were stored (their send time)
 }
 
 func (UpdateDeviceList) plan() {}
@@ -130,8 +140,50 @@ func (c *Client) PublishDeviceList(ctx context.Context) error {
 		return nil
 	}
 	removed := RevokedSince(&a.List, *refused.Current)
-	if _, err := c.store.Apply(ctx, UpdateDeviceList{From: from, List: to, Removed: removed}); err != nil {
+	// The account-key holder that stopped after the relay took a removal
+	// adopts the device's messages here (adoption.go).
+	adopted, err := c.adoptedLanes(ctx, a.Key, removed)
+	if err != nil {
 		return fmt.Errorf("adopt the relay's device list (generation %d): %w", refused.Current.Generation, err)
+	}
+	if err := c.storeOwnList(ctx, a.List, *refused.Current, removed, adopted, time.Time{}); err != nil {
+		return fmt.Errorf("adopt the relay's device list (generation %d): %w", refused.Current.Generation, err)
+	}
+	return nil
+}
+
+// storeOwnList stores next in place of held, the list this profile holds
+// for its account (UpdateDeviceList, ending the lanes to removed), with
+// more plans in the same transaction. A device next names and held did
+// not (linked since) is told, in that transaction, of the decisions this
+// device made since its linking and not before floor (catchUpLanes): a
+// decision made while this device's list did not name it told it
+// nothing. sendMu is held from reading the decisions to storing the list,
+// so that no decision falls between (a finalization and a receive read
+// the list under it). The adopted lanes (a removed device's messages,
+// adoption.go) are stored in the same transaction; every lane stored is
+// handed to the pump (the round's, or the loop's).
+func (c *Client) storeOwnList(ctx context.Context, held, next wire.DeviceList, removed []Address, adopted []AdoptedLane, floor time.Time, more ...Plan) error {
+	from, err := wire.EncodeDeviceList(held)
+	if err != nil {
+		return err
+	}
+	to, err := wire.EncodeDeviceList(next)
+	if err != nil {
+		return err
+	}
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	lanes, err := c.catchUpLanes(ctx, held, next, floor)
+	if err != nil {
+		return err
+	}
+	u := UpdateDeviceList{From: from, List: to, Removed: removed, CatchUp: lanes, Adopted: adopted, At: c.cfg.Now()}
+	if _, err := c.store.ApplyBatch(ctx, append([]Plan{u}, more...)); err != nil {
+		return err
+	}
+	if len(lanes) > 0 || len(adopted) > 0 {
+		c.wantLanesPumped()
 	}
 	return nil
 }

@@ -12,7 +12,8 @@ import (
 // account key signs the generation after the list held with the device's
 // entry revoked (its number is never reused), has the relay take it by
 // compare-and-set, and only then stores it, ending in the same transaction
-// its own pending lanes to the removed device (UpdateDeviceList.Removed).
+// its own pending lanes to the removed device (UpdateDeviceList.Removed)
+// and adopting the device's messages (UpdateDeviceList.Adopted).
 // The relay then refuses the removed device outright: it cannot
 // authenticate, and its open connections are closed. A peer ends its lanes
 // to the device when it holds the new list (HoldPeerDeviceList.Removed).
@@ -77,8 +78,10 @@ func RevokedSince(prev *wire.DeviceList, next wire.DeviceList) []Address {
 // device holding the account key (ErrNotAccountHolder), never that device
 // itself (ErrRemoveSelf), only an active device of the list
 // (ErrNoSuchDevice). The relay takes the new list first (compare-and-set,
-// after the list held is published); then the profile stores it and ends
-// its pending lanes to the device, in one transaction. A failure to store
+// after the list held is published); then the profile stores it, ends
+// its pending lanes to the device and resends the device's messages it
+// knows from their sent copies (adoption.go), in one transaction. A
+// failure to store
 // after the relay took it is mended at the next connection, which adopts
 // the relay's list.
 func (c *Client) RemoveDevice(ctx context.Context, device Address) (wire.DeviceList, error) {
@@ -119,8 +122,22 @@ func (c *Client) RemoveDevice(ctx context.Context, device Address) (wire.DeviceL
 	if err != nil {
 		return wire.DeviceList{}, err
 	}
-	if _, err := c.store.Apply(ctx, UpdateDeviceList{From: from, List: to, Removed: []Address{device}}); err != nil {
+	removed := []Address{device}
+	adopted, err := c.adoptedLanes(ctx, a.Key, removed)
+	if err != nil {
 		return next, fmt.Errorf("store the device list the relay took (the next connection adopts it): %w", err)
+	}
+	if _, err := c.store.Apply(ctx, UpdateDeviceList{From: from, List: to, Removed: removed, Adopted: adopted, At: c.cfg.Now()}); err != nil {
+		return next, fmt.Errorf("store the device list the relay took (the next connection adopts it): %w", err)
+	}
+	if len(adopted) > 0 {
+		// The adopted lanes go now: a running loop's pump is woken; without
+		// one (the command line), they are handed off here. A failure
+		// leaves them pending for the next pump, and the removal stands.
+		c.wantLanesPumped()
+		if err := c.pumpStoredLanes(ctx); err != nil && ctx.Err() == nil {
+			c.emit(Event{Kind: EventSyncFailed, At: c.cfg.Now(), Op: "pump", Err: err})
+		}
 	}
 	return next, nil
 }

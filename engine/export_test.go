@@ -235,3 +235,10 @@ func (c *Client) SettleActions(ctx context.Context) ([]ReceiveResult, error) {
 
 // ChainLanes counts the lanes this client sealed by its sender chains.
 func (c *Client) ChainLanes() int64 { return c.chainLanes.Load() }
+
+// AdoptedLanes returns the lanes by which the holder of key resends the
+// sent copies it holds from the removed devices, as RemoveDevice stores
+// them with the list.
+func (c *Client) AdoptedLanes(ctx context.Context, key *AccountKey, removed []Address) ([]AdoptedLane, error) {
+	return c.adoptedLanes(ctx, key, removed)
+}

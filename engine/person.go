@@ -720,11 +720,21 @@ func (c *Client) checkListed(ctx context.Context, peer Address, key IdentityKey)
 // the new device too. Without this check the message was acknowledged
 // and gone before the next connection's check, and the new device never
 // held it. A failure is reported, never returned.
+//
+// It also fetches, through RefreshPeerList (once per person and
+// connection), the first list of each person who sent one of them on a
+// one-to-one envelope (not a group's chain) and for whom none is held:
+// the deduplication by person (adoption.go) needs the list at the receive,
+// so that a removed device's message and its adopted resend from a
+// sibling are one message even on a device that never held the sender's
+// list (a device linked since, say). learnSenderLists fetched it after
+// the receive before; now it finds it fetched.
 func (c *Client) checkListsBeforeAcks(ctx context.Context, envs [][]byte) {
 	f, known := c.relay.RelayFeatures()
-	if !c.link().Up || !known || !f.Has(wire.FeatureDeviceListCheck) {
+	if !c.link().Up || known && !f.Has(wire.FeatureDeviceLists) {
 		return
 	}
+	checks := known && f.Has(wire.FeatureDeviceListCheck)
 	if envs == nil {
 		var after int64
 		for len(envs) < maxListChecks*4 {
@@ -740,6 +750,8 @@ func (c *Client) checkListsBeforeAcks(ctx context.Context, envs [][]byte) {
 			}
 		}
 	}
+	// users maps each sender's person to whether one of their envelopes
+	// is one-to-one (a chain envelope is a group's).
 	users := make(map[string]bool)
 	for _, b := range envs {
 		if len(users) >= maxListChecks {
@@ -753,7 +765,7 @@ func (c *Client) checkListsBeforeAcks(ctx context.Context, envs [][]byte) {
 		if err != nil || a.User == c.self.User {
 			continue
 		}
-		users[a.User] = true
+		users[a.User] = users[a.User] || e.Type != wire.EnvelopeChain
 	}
 	names := make([]string, 0, len(users))
 	for u := range users {
@@ -762,7 +774,16 @@ func (c *Client) checkListsBeforeAcks(ctx context.Context, envs [][]byte) {
 	sort.Strings(names)
 	for _, u := range names {
 		held, ok, err := c.store.PeerAccount(ctx, u)
-		if err != nil || !ok {
+		if err == nil && !ok && users[u] {
+			if _, _, err := c.RefreshPeerList(ctx, u); err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				c.emit(Event{Kind: EventSyncFailed, At: c.cfg.Now(), Op: "peer-device-list", Err: err})
+			}
+			continue
+		}
+		if err != nil || !ok || !checks {
 			continue
 		}
 		pending, err := c.store.PendingToPerson(ctx, u, 1)

@@ -18,7 +18,8 @@ import (
 // served by the network, as a link ceremony would leave it) and
 // "checkpeer:PEER" (CheckPeer, which holds the person's list),
 // "publishfake" (the network serves the account's list as held here) and
-// "removefake:DEVICE" (removeFake). It reports
+// "removefake:DEVICE" (removeFake) and "adoptlist" (PublishDeviceList,
+// adopting the network's later list). It reports
 // false for any other op.
 func personOp(ctx context.Context, w fpWorld, st *store.DB, c *engine.Client, ep *enginetest.FileEndpoint, name, arg string) (bool, error) {
 	switch name {
@@ -40,7 +41,11 @@ func personOp(ctx context.Context, w fpWorld, st *store.DB, c *engine.Client, ep
 		}
 		return true, ep.Save()
 	case "removefake":
-		return true, w.removeFake(ctx, st, ep, engine.MustParseAddress(arg))
+		return true, w.removeFake(ctx, st, c, ep, engine.MustParseAddress(arg))
+	case "adoptlist":
+		// PublishDeviceList: the network's later list is adopted, with
+		// the catch-up of a sibling linked since.
+		return true, c.PublishDeviceList(ctx)
 	}
 	return false, nil
 }
@@ -147,9 +152,10 @@ func (w fpWorld) linkFake(ctx context.Context, st *store.DB, ep *enginetest.File
 // removeFake removes dev from the account of the first device as
 // RemoveDevice does, the relay taking the list first: the network holds
 // the next generation with dev revoked, then the profile stores it with
-// its lanes to dev ended (UpdateDeviceList). Run again after a failure, it
-// signs the same list (Ed25519 is deterministic) and completes.
-func (w fpWorld) removeFake(ctx context.Context, st *store.DB, ep *enginetest.FileEndpoint, dev engine.Address) error {
+// its lanes to dev ended and dev's messages adopted (UpdateDeviceList).
+// Run again after a failure, it signs the same list (Ed25519 is
+// deterministic) and completes.
+func (w fpWorld) removeFake(ctx context.Context, st *store.DB, c *engine.Client, ep *enginetest.FileEndpoint, dev engine.Address) error {
 	a, err := engine.LoadAccount(ctx, st)
 	if err != nil {
 		return err
@@ -172,7 +178,12 @@ func (w fpWorld) removeFake(ctx context.Context, st *store.DB, ep *enginetest.Fi
 	if err != nil {
 		return err
 	}
-	_, err = st.Apply(ctx, engine.UpdateDeviceList{From: from, List: to, Removed: []engine.Address{dev}})
+	removed := []engine.Address{dev}
+	adopted, err := c.AdoptedLanes(ctx, a.Key, removed)
+	if err != nil {
+		return err
+	}
+	_, err = st.Apply(ctx, engine.UpdateDeviceList{From: from, List: to, Removed: removed, Adopted: adopted, At: realNow()})
 	return err
 }
 
@@ -207,6 +218,15 @@ func personScenarios() []fpScenario {
 		{name: "remove an own device", devices: []string{"alice/1", "alice/2", "bob/1"},
 			setup:  []fpStep{{"alice/1", "linkfake:alice/2"}, {"alice/1", "enqueue:bob/1:hello"}},
 			target: fpStep{"alice/1", "removefake:alice/2"}, want: map[string]map[string][]string{"bob/1": {"alice/1": {"hello"}}}},
+		// Removing a device whose message has a sent copy here: the
+		// list and the adopted lane to bob are one transaction, and bob,
+		// holding alice's list, takes the resend as the message he has
+		// from alice/2 (once in his history).
+		{name: "adopt a removed device's message", devices: []string{"alice/1", "alice/2", "bob/1"},
+			setup: []fpStep{{"alice/1", "linkfake:alice/2"}, {"bob/1", "checkpeer:alice/1"}, {"alice/2", "enqueue:bob/1:hello"},
+				{"alice/2", "pump"}, {"alice/1", "sync"}},
+			target: fpStep{"alice/1", "removefake:alice/2"},
+			want:   map[string]map[string][]string{"bob/1": {"alice/1": {"hello"}, "alice/2": {"hello"}}}},
 		{name: "peer list removes a device", devices: abb,
 			setup:  append(held, fpStep{"alice/1", "enqueue:bob/1:hello"}, fpStep{"bob/1", "removefake:bob/2"}),
 			target: fpStep{"alice/1", "checkpeer:bob/1"}, want: map[string]map[string][]string{"bob/1": {"alice/1": {"hello"}}}},
@@ -224,6 +244,21 @@ func personScenarios() []fpScenario {
 				fpStep{"bob/1", "sync"}, fpStep{"bob/2", "sync"}, fpStep{"bob/2", "discardall"}, fpStep{"bob/1", "commitall"},
 				fpStep{"bob/1", "pump"}, fpStep{"bob/2", "stage"}),
 			target: fpStep{"bob/2", "process"}, want: both},
+		// bob/1 commits alice's message on arrival (the loop's policy):
+		// the lane that tells bob/2 is stored in the receive's own
+		// transaction, or nothing is.
+		{name: "arrival commit tells a sibling", devices: abb,
+			setup: append(held, fpStep{"alice/1", "enqueue:bob/1:hello"}, fpStep{"alice/1", "pump"},
+				fpStep{"bob/1", "stage"}),
+			target: fpStep{"bob/1", "processcommit"}, want: both},
+		// bob/2 committed while its list did not name bob/3; adopting
+		// the list that names it stores the catch-up lane to bob/3 in
+		// the list's transaction, or neither.
+		{name: "list adoption catches up a sibling", devices: []string{"alice/1", "bob/1", "bob/2", "bob/3"},
+			setup: []fpStep{{"bob/1", "linkfake:bob/2"}, {"bob/1", "linkfake:bob/3"}, {"alice/1", "checkpeer:bob/1"},
+				{"alice/1", "enqueue:bob/1:hello"}, {"alice/1", "pump"}, {"bob/2", "sync"}, {"bob/2", "commitall"}},
+			target: fpStep{"bob/2", "adoptlist"},
+			want:   map[string]map[string][]string{"bob/1": {"alice/1": {"hello"}}, "bob/2": {"alice/1": {"hello"}}, "bob/3": {"alice/1": {"hello"}}}},
 		{name: "sent copy receive", devices: []string{"alice/1", "alice/2", "bob/1"},
 			setup:  []fpStep{{"alice/1", "linkfake:alice/2"}, {"alice/1", "enqueue:bob/1:hello"}, {"alice/1", "pump"}, {"alice/2", "stage"}},
 			target: fpStep{"alice/2", "process"}, want: map[string]map[string][]string{"bob/1": {"alice/1": {"hello"}}}},

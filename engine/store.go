@@ -82,6 +82,10 @@ type Store interface {
 	// KeptDecisions returns up to limit decisions other devices of this
 	// person told about messages not finalized here (decision.go).
 	KeptDecisions(ctx context.Context, limit int) ([]KeptDecision, error)
+	// Decisions returns up to limit received messages finalized here at
+	// or after since, newest first: the decisions a sibling linked since
+	// is told of (decision.go, catch-up).
+	Decisions(ctx context.Context, since time.Time, limit int) ([]MadeDecision, error)
 	// DueDecisions returns up to limit kept decisions whose message is
 	// pending here, oldest first, and whether any decision is kept at all.
 	DueDecisions(ctx context.Context, limit int) ([]KeptDecision, bool, error)
@@ -104,6 +108,16 @@ type Store interface {
 	// Seen answers, in one lookup, whether a received logical message is
 	// pending or finalized.
 	Seen(ctx context.Context, sender Address, id wire.LogicalID) (SeenMessage, error)
+	// SeenFromPerson returns up to limit received messages with this
+	// logical ID from any device address of user ("user/N"), pending or
+	// finalized, each with its sender: the lookup behind deduplication by
+	// person (adoption.go). The caller keeps only the senders the list it
+	// holds for user names.
+	SeenFromPerson(ctx context.Context, user string, id wire.LogicalID, limit int) ([]SeenFrom, error)
+	// SentCopiesFrom returns up to limit sent copies that device (another
+	// device of this person) sent here, finalized at or after since and
+	// still standing as copies (not adopted), newest first.
+	SentCopiesFrom(ctx context.Context, device Address, since time.Time, limit int) ([]SentCopyRecord, error)
 
 	GroupStore
 	ChainStore

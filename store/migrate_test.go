@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/parley-chat/parley/engine"
 )
@@ -87,6 +88,7 @@ var fixtures = map[int]struct {
 	21: {insertFixtureV21, checkFixtureV21},
 	22: {insertFixtureV22, checkFixtureV22},
 	23: {insertFixtureV23, checkFixtureV23},
+	24: {insertFixtureV24, checkFixtureV24},
 }
 
 // fixtureV20List is the device list fixture 20 holds for the fixture
@@ -243,6 +245,57 @@ func checkFixtureV23(t *testing.T, db *DB) {
 	}
 	if !found {
 		t.Fatalf("group history %+v; want fixture 23's imported entry", page)
+	}
+}
+
+// fixtureV24ID is the message of the sent copy fixture 24 holds.
+var fixtureV24ID = wire.LogicalID{0x24}
+
+// insertFixtureV24 is fixture 23 with a sent copy from alice/2 (another
+// device of this person) of a message to carol/3: its finalized record
+// and its history entry, copied.
+func insertFixtureV24(t *testing.T, db *sql.DB, s *sealer) {
+	t.Helper()
+	insertFixtureV23(t, db, s)
+	from, conv := engine.MustParseAddress("alice/2"), engine.MustParseAddress("carol/3")
+	for _, q := range []struct {
+		sql  string
+		args []any
+	}{
+		{"INSERT INTO finalized VALUES ('alice/2', ?, 1, 0, 24, ?)", []any{fixtureV24ID[:],
+			s.seal(kindFinalizedDigest, messageKey(from, fixtureV24ID), bytes.Repeat([]byte{0x24}, 32))}},
+		{"INSERT INTO history (peer, direction, id, at, state, sealed_body) VALUES ('carol/3', 2, ?, 24, 4, ?)", []any{fixtureV24ID[:],
+			s.seal(kindHistoryBody, historyKey(conv, engine.DirectionOut, fixtureV24ID), []byte("copy 24"))}},
+	} {
+		if _, err := db.Exec(q.sql, q.args...); err != nil {
+			t.Fatalf("%s: %v", q.sql, err)
+		}
+	}
+}
+
+func checkFixtureV24(t *testing.T, db *DB) {
+	t.Helper()
+	checkFixtureV23(t, db)
+	ctx := context.Background()
+	copies, err := db.SentCopiesFrom(ctx, engine.MustParseAddress("alice/2"), time.Unix(0, 0), 10)
+	if err != nil || len(copies) != 1 || copies[0].ID != fixtureV24ID || copies[0].Conversation.String() != "carol/3" ||
+		string(copies[0].Body) != "copy 24" || copies[0].At.UnixNano() != 24 {
+		t.Fatalf("sent copies from alice/2: %+v, %v; want fixture 24's", copies, err)
+	}
+	if copies, err := db.SentCopiesFrom(ctx, engine.MustParseAddress("alice/2"), time.Unix(0, 25), 10); err != nil || len(copies) != 0 {
+		t.Fatalf("sent copies from alice/2 since 25: %+v, %v; want none", copies, err)
+	}
+	seen, err := db.SeenFromPerson(ctx, "bob", wire.LogicalID(fixtureID), 10)
+	if err != nil || len(seen) != 2 {
+		t.Fatalf("bob's messages with the fixture ID: %+v, %v; want fixture 1's pending and finalized", seen, err)
+	}
+	for _, r := range seen {
+		if r.Sender.String() != fixturePeer || r.Seen.Pending == r.Seen.Finalized {
+			t.Errorf("seen %+v; want one from %s, pending or finalized", r, fixturePeer)
+		}
+	}
+	if seen, err := db.SeenFromPerson(ctx, "bo", wire.LogicalID(fixtureID), 10); err != nil || len(seen) != 0 {
+		t.Fatalf("the messages of user bo: %+v, %v; want none (bob is another user)", seen, err)
 	}
 }
 

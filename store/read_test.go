@@ -257,6 +257,13 @@ func TestQueryPlans(t *testing.T) {
 		{sqlPruneFinalized, []any{0}, nil},
 		{sqlPruneRetired, []any{0}, nil},
 		{sqlQuarantine, []any{0, "x", 1}, nil},
+		// Adoption (migration 0024): a received message by its ID from
+		// any device of a person, and a removed device's sent copies,
+		// ordered newest first among that device's records of the week.
+		{sqlSeenFromPerson, []any{idSent[:], "bob/", "bob0", 10}, nil},
+		{sqlSentCopiesFrom, []any{"alice/2", 0, 10}, []string{"USE TEMP B-TREE FOR ORDER BY"}},
+		{sqlAdoptHistory, []any{1, "bob/1", idSent[:], 4}, nil},
+		{sqlCopyStanding, []any{"bob/1", idSent[:], 4, 1}, nil},
 	}
 	for _, qq := range queries {
 		rows, err := f.db.sql.QueryContext(ctx, "EXPLAIN QUERY PLAN "+qq.q, qq.args...)
