@@ -63,4 +63,15 @@ func TestDemoSecondDeviceMidFlight(t *testing.T) {
 	}
 	d.key(tea.KeySpace)
 	d.waitUntil("the scenario to end", func(s string) bool { return !strings.Contains(s, "esc: stop") })
+
+	// The demo keeps lists now: the reinstall scenario says it cannot
+	// play, instead of stopping at its second step.
+	for i, sc := range scenarios() {
+		if sc.beforeLists {
+			d.demo(rune('1' + i))
+			d.waitUntil("scenario "+sc.name+" refused", func(s string) bool {
+				return strings.Contains(strings.Join(strings.Fields(ansi.Strip(s)), " "), "restart parley demo to play this scenario")
+			})
+		}
+	}
 }
