@@ -11,6 +11,7 @@ import (
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/profile"
 	"github.com/parley-chat/parley/transport"
+	"github.com/parley-chat/parley/tui"
 	"github.com/parley-chat/parley/wire"
 )
 
@@ -209,74 +210,51 @@ func cmdDevice(ctx context.Context, env *cliEnv, cmd *command, args []string) er
 	if code.Relay != p.Relay.URL {
 		return fmt.Errorf("the new device uses the relay %s, this profile %s: link it with --relay %s", textValue(code.Relay), textValue(p.Relay.URL), textValue(p.Relay.URL))
 	}
-	offer, err := p.Client.LinkOffer(ctx)
-	if err != nil {
-		return err
-	}
 	ctx, cancel := context.WithTimeout(ctx, linkWait)
 	defer cancel()
-	opts := transport.ClientOptions{}
-	box, err := transport.OpenProvisioning(ctx, code.Relay, code.Mailbox, opts)
+	box, err := transport.OpenProvisioning(ctx, code.Relay, code.Mailbox, transport.ClientOptions{})
 	if err != nil {
 		return fmt.Errorf("join the new device's mailbox: %w", err)
 	}
 	defer box.Close()
-	hello, err := box.Receive(ctx)
+	link, err := p.Client.BeginLink(ctx, code, box)
 	if err != nil {
-		return fmt.Errorf("waiting for the new device: %w", err)
-	}
-	h, err := engine.NewLinkHost(engine.SystemRandom{}, code, hello, offer)
-	if err != nil {
-		return err
-	}
-	if err := box.Send(ctx, h.Offer()); err != nil {
 		return err
 	}
 	out := printer{env.stdout, *f.json}
-	out.record([]kv{{"check", h.Check()}})
+	out.record([]kv{{"check", link.Check()}})
 	if err := confirmDigits(env, bufio.NewReader(env.stdin), *yes); err != nil {
 		return err
 	}
-	join, err := box.Receive(ctx)
-	if err != nil {
-		return fmt.Errorf("waiting for the new device to join: %w", err)
-	}
-	entry, err := h.TakeJoin(join, time.Now().Unix())
-	if err != nil {
-		return err
-	}
-	list, err := p.Client.LinkDevice(ctx, entry, choice)
-	if err != nil {
-		return err
-	}
-	pkg, err := p.Client.LinkPackage(ctx, list, profile.AcceptsAll(p.Dir))
-	if err != nil {
-		return err
-	}
 	bar := &progressLine{env: env}
-	hist, sum, err := p.Client.LinkHistory(ctx, entry.Number, func(stage string, done, total int64) {
+	res, err := link.Finish(ctx, choice, profile.AcceptsAll(p.Dir), func(stage string, done, total int64) {
 		bar.show("history: %s %d of %d", stage, done, total)
 	})
 	bar.done()
 	if err != nil {
-		return fmt.Errorf("device %d is in the account's list, but its history did not go out: %w", entry.Number, err)
-	}
-	pkg.History = hist
-	sealed, err := h.Package(pkg)
-	if err != nil {
 		return err
 	}
-	if err := box.Send(ctx, sealed); err != nil {
-		return fmt.Errorf("device %d is in the account's list, but its package did not go out: %w", entry.Number, err)
-	}
-	done, err := box.Receive(ctx)
-	if err != nil {
-		return fmt.Errorf("device %d is in the account's list, but did not say it stored its package: %w", entry.Number, err)
-	}
-	if err := h.TakeDone(done); err != nil {
-		return err
-	}
-	out.record([]kv{{"linked", engine.Address{User: list.User, Device: entry.Number}.String()}, {"generation", list.Generation},
+	sum := res.History
+	out.record([]kv{{"linked", res.Device.String()}, {"generation", res.List.Generation},
 		{"history", choice.String()}, {"messages", sum.Messages}, {"groups", sum.Groups}, {"bytes", sum.Bytes}})
 	return nil
+}
+
+// tuiLinking is the chat's devices panel's way to the relay for linking
+// by code: it joins the mailbox the code names, on the profile's relay
+// only, as parley device add does.
+func tuiLinking(p *profile.Profile) *tui.DeviceLinking {
+	return &tui.DeviceLinking{
+		Join: func(ctx context.Context, code engine.LinkCode) (tui.LinkMailbox, error) {
+			if code.Relay != p.Relay.URL {
+				return nil, fmt.Errorf("the new device uses the relay %s, this profile %s: link it with --relay %s", textValue(code.Relay), textValue(p.Relay.URL), textValue(p.Relay.URL))
+			}
+			box, err := transport.OpenProvisioning(ctx, code.Relay, code.Mailbox, transport.ClientOptions{})
+			if err != nil {
+				return nil, fmt.Errorf("join the new device's mailbox: %w", err)
+			}
+			return box, nil
+		},
+		AcceptAll: func() bool { return profile.AcceptsAll(p.Dir) },
+	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/parley-chat/parley/transport/relayserver"
 	"github.com/parley-chat/parley/tui"
 	"github.com/parley-chat/parley/tui/demo"
+	"github.com/parley-chat/parley/wire"
 )
 
 // uiFlags are the flags of the interface commands.
@@ -123,6 +124,7 @@ func cmdTUI(ctx context.Context, env *cliEnv, cmd *command, args []string) error
 		Graphics:      s.Graphics,
 		ImportCommand: func(link bool) string { return importCommand(f.profileDir(env), p, link) },
 		LinkCommand:   "parley link --profile DIR --relay " + p.Relay.URL,
+		LinkDevice:    tuiLinking(p),
 		Notify: tui.Notify{
 			Bell:    pick("bell", *bell, s.Notify.Bell),
 			Desktop: pick("desktop-notify", *desktop, s.Notify.Desktop),
@@ -198,7 +200,8 @@ func cmdDemo(ctx context.Context, env *cliEnv, cmd *command, args []string) erro
 }
 
 // demoRelay is the demo's relay: a relayserver.Server on 127.0.0.1:0 that
-// lets a new identity take over an address (the reinstall control).
+// lets a new identity take over an address (the reinstall control) and
+// keeps the accounts' device lists (a second device of bob's).
 type demoRelay struct {
 	srv  *relayserver.Server
 	url  string
@@ -208,6 +211,7 @@ type demoRelay struct {
 func startDemoRelay(log *slog.Logger) (*demoRelay, error) {
 	srv, err := relayserver.NewMemory(relayserver.Config{
 		AllowReregister: true,
+		DeviceLists:     true, // bob's laptop (guided scenario 9)
 		Limits:          relayserver.Limits{LeaseTimeout: demoLease},
 		Logger:          log.With("part", "relay"),
 	})
@@ -265,6 +269,14 @@ func (d demoProfiles) Open(ctx context.Context, dir string, o demo.OpenOptions) 
 		return nil, err
 	}
 	return demoProfile{p}, nil
+}
+
+// CreateLinked implements demo.Profiles.
+func (d demoProfiles) CreateLinked(ctx context.Context, dir string, id *engine.Identity, number uint32, pkg wire.LinkPackageData, o demo.OpenOptions) (demo.Profile, error) {
+	if _, err := profile.CreateLinked(ctx, dir, d.url, id, number, pkg, d.options(fmt.Sprintf("%s/%d", pkg.List.User, number), o)); err != nil {
+		return nil, err
+	}
+	return d.Open(ctx, dir, o)
 }
 
 // demoProfile is an open profile as the demo sees it.

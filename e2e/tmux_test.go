@@ -343,6 +343,9 @@ func TestTerminalScenarios(t *testing.T) {
 		// its result.
 		{"file resumed after a kill", 6, "alice→bob 1 sent: 1 once · bob→alice 0 sent",
 			[]string{"demo_file", "waiting · d download", "CRASHED", "reopened", "file_saved", "file_saved"}},
+		// bob's laptop is linked by the command line's demo profiles
+		// (cli's CreateLinked) on the demo's relay.
+		{"second device mid-flight", 7, "alice→bob (2 devices) 2 sent: 2 once · bob→alice 0 sent", nil},
 	} {
 		t.Run(strings.ReplaceAll(sc.name, " ", "_"), func(t *testing.T) {
 			// Each scenario has its own tmux server, demo and relay, and

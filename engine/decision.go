@@ -11,8 +11,10 @@ import (
 
 // Decisions are the person's (issue 33). A device that commits or
 // discards a message from another person tells this person's other active
-// devices, on lanes of their own (frame kind 15, in the Finalize plan's
-// transaction). A device that hears a decision keeps it (DecisionEffect)
+// devices, on lanes of their own (frame kind 15 or 16, in the Finalize
+// plan's transaction, or the receive's for a commit on arrival); a
+// sibling linked since is told of the decisions made since its linking
+// when this device stores the list naming it (catchUpLanes). A device that hears a decision keeps it (DecisionEffect)
 // and, once the message is pending here (at once, or when it comes),
 // finalizes its own copy the same way without asking, in the ordinary
 // Finalize plan, which acknowledges the sender and forgets the kept
@@ -33,6 +35,91 @@ const MaxKeptDecisions = 1024
 // message went to another device only), so the decision is forgotten when
 // the next one is kept (until then it still applies).
 const MaxDecisionAge = 30 * 24 * time.Hour
+
+// MaxCatchUpDecisions bounds the decisions a device tells a sibling
+// linked since when it stores the list naming it (catchUpLanes), newest
+// first. They are the decisions made between the link and this device's
+// learning of it (normally one connection; the relay's stale-list answer
+// and a sibling's refused frames bring it sooner), when a person decides
+// at reading pace: 256 cover that many times over, and the sibling keeps
+// what it cannot apply yet within MaxKeptDecisions (1024), which the
+// catch-ups of a few devices must not fill alone.
+const MaxCatchUpDecisions = 256
+
+// MadeDecision is a received message finalized on this device, as a
+// sibling's catch-up reads it (Store.Decisions).
+type MadeDecision struct {
+	Sender  Address
+	ID      wire.LogicalID
+	Outcome Outcome
+	At      time.Time
+	// Body is a commit's history body; InHistory is false for a commit
+	// with no one-to-one history entry (a group message's).
+	Body      []byte
+	InHistory bool
+	// DecidedOn names the device whose decision this one applied (the
+	// commit was that device's): nil for a decision made here.
+	DecidedOn *Address
+}
+
+// catchUpLanes returns the decision lanes that tell each device next
+// names active and held did not (a sibling linked since) of the one-to-one
+// messages this device decided at or after that sibling's linking time
+// (and floor): a decision made while this device's list did not name the
+// sibling told it nothing, so a discard there would stand against a
+// commit here, or the sibling would ask about a message decided already.
+// At most MaxCatchUpDecisions, newest first. Left out: messages of this
+// person's own devices (sent copies), commits of a group message (a
+// linked device does not hold the groups), and decisions this device
+// applied from another (that device tells its own). A group message's
+// discard is not told apart from a one-to-one one: the sibling keeps it
+// within its bounds until it is forgotten.
+func (c *Client) catchUpLanes(ctx context.Context, held, next wire.DeviceList, floor time.Time) ([]PersonLane, error) {
+	type sibling struct {
+		addr  Address
+		since time.Time
+	}
+	known := make(map[uint32]bool, len(held.Entries))
+	for _, e := range held.Entries {
+		known[e.Number] = true
+	}
+	var sibs []sibling
+	var oldest time.Time
+	for _, e := range next.Entries {
+		if known[e.Number] || e.State != wire.DeviceActive || e.Number == c.self.Device || next.User != c.self.User {
+			continue
+		}
+		since := time.Unix(e.Linked, 0)
+		if since.Before(floor) {
+			since = floor
+		}
+		sibs = append(sibs, sibling{Address{User: next.User, Device: e.Number}, since})
+		if len(sibs) == 1 || since.Before(oldest) {
+			oldest = since
+		}
+	}
+	if len(sibs) == 0 {
+		return nil, nil
+	}
+	made, err := c.store.Decisions(ctx, oldest, MaxCatchUpDecisions)
+	if err != nil {
+		return nil, fmt.Errorf("catch up a sibling's decisions: %w", err)
+	}
+	var lanes []PersonLane
+	for _, s := range sibs {
+		for _, d := range made {
+			if d.At.Before(s.since) || d.DecidedOn != nil || d.Outcome == OutcomeCommitted && !d.InHistory {
+				continue
+			}
+			l, err := c.tellLanes(ctx, []Address{s.addr}, d.Sender, d.ID, d.Outcome, d.Body)
+			if err != nil {
+				return nil, err
+			}
+			lanes = append(lanes, l...)
+		}
+	}
+	return lanes, nil
+}
 
 // MergeDecision is the rule for two decisions on one message, from two
 // devices of one person deciding at once: commit beats discard (a message
@@ -147,6 +234,24 @@ func (c *Client) tellLanes(ctx context.Context, own []Address, sender Address, i
 	return lanes, nil
 }
 
+// arrivalTell returns the decision lanes of a one-to-one message from
+// sender committed as it arrives (CommitEffect under CommitOnArrival), as
+// tellLanes does for a Commit; this person's other devices are read once
+// per batch.
+func (c *Client) arrivalTell(ctx context.Context, bs *batchState, sender Address, id wire.LogicalID, body []byte) ([]PersonLane, error) {
+	if !bs.ownRead {
+		own, err := c.ownOtherDevices(ctx)
+		if err != nil {
+			return nil, err
+		}
+		bs.own, bs.ownRead = own, true
+	}
+	if body != nil {
+		body = append([]byte{}, body...)
+	}
+	return c.tellLanes(ctx, bs.own, sender, id, OutcomeCommitted, body)
+}
+
 // prepareDecision receives a decision from another device of this person:
 // its frame is finalized and acknowledged, and the decision kept when
 // DecideHeardDecision says so. Only a device of this account may send one.
@@ -198,6 +303,14 @@ func (c *Client) prepareDecision(ctx context.Context, bs *batchState, in *incomi
 			return prepared{}, err
 		}
 		verdict := DecideHeardDecision(seen, outcome)
+		if verdict == DecisionSettled && seen.Outcome == OutcomeCommitted && outcome == OutcomeDiscarded {
+			// A sibling discarded what this device committed: it may
+			// have told a device linked since that this device's list
+			// does not name, which only this commit can overrule. The
+			// round brings the own list up to date (learnOwnList), and
+			// a list naming such a device catches it up.
+			c.ownListDue.Store(true)
+		}
 		e := DecisionEffect{ID: d.ID, Digest: dg, At: in.now, Sender: sender, Message: d.Message, Outcome: outcome,
 			Keep: verdict == DecisionKeep}
 		if verdict == DecisionOverruled && d.Body != nil && digest(d.Body) == seen.Digest {

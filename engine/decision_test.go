@@ -201,3 +201,113 @@ func TestDecidedElsewhereDelivery(t *testing.T) {
 		}
 	}
 }
+
+// TestArrivalCommitTellsTheSiblings: bob/1 commits on arrival (the
+// loop's policy, which commits in the receive's own transaction); bob/2
+// is told as for a Commit, and ends with alice's message committed,
+// decided on bob/1, in its history once, and nothing pending: it is never
+// asked about it.
+func TestArrivalCommitTellsTheSiblings(t *testing.T) {
+	w, alice, bob, bob2 := twoDeviceBob(t)
+	bob.c.SetPolicy(engine.Policy{Commit: engine.CommitOnArrival})
+	bob.sync() // the switch's pass over what is pending: nothing
+	id := alice.enqueue(bob, "committed as it came")
+	res, err := bob.c.Sync(w.ctx)
+	if err != nil || res.Committed != 1 {
+		t.Fatalf("bob/1's round: %d committed, %v; want alice's message committed on arrival", res.Committed, err)
+	}
+	if _, err := bob.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	bob2.sync()
+	bob2.sync()
+	if n := bob2.pendingIn(); n != 0 {
+		t.Fatalf("bob/2 holds %d messages pending, want none (bob/1 decided)", n)
+	}
+	if s, err := bob2.st.Seen(w.ctx, alice.addr, id); err != nil || !s.Finalized || s.Outcome != engine.OutcomeCommitted {
+		t.Fatalf("bob/2's record of the message: %+v, %v; want finalized committed", s, err)
+	}
+	n, e := inHistory(t, bob2, alice, "committed as it came")
+	if n != 1 || e.ID != id || e.DecidedOn == nil || *e.DecidedOn != bob.addr {
+		t.Fatalf("bob/2's history holds the message %d times (%+v), want once, decided on bob/1", n, e)
+	}
+}
+
+// TestCatchUpTellsASiblingLinkedSince: bob links bob/3 on bob/1 while
+// alice's message is on its way; alice's lane to bob/3 is added. bob
+// commits it on bob/2, whose list does not name bob/3 yet (so the commit
+// tells bob/1 alone), and discards it on bob/3. When bob/2 adopts the list
+// naming bob/3, the same transaction stores a decision lane to bob/3 for
+// the commit made since bob/3's linking: bob/3 takes the message back
+// (commit beats discard), decided on bob/2. Without the catch-up the
+// discard on bob/3 stands.
+func TestCatchUpTellsASiblingLinkedSince(t *testing.T) {
+	w, alice, bob, bob2 := twoDeviceBob(t)
+	id := alice.enqueue(bob, "on its way while bob links")
+	bob3 := w.linkDevice(bob)
+	alice.reopen() // a new connection fetches bob's list again
+	if err := alice.c.CheckPeer(w.ctx, bob.addr); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := alice.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	bob2.sync()
+	if _, err := bob2.c.Commit(w.ctx, alice.addr, id); err != nil {
+		t.Fatal(err)
+	}
+	bob3.sync()
+	if _, err := bob3.c.Discard(w.ctx, alice.addr, id, engine.DiscardRejected); err != nil {
+		t.Fatalf("bob/3 discards alice's message: %v (did it come?)", err)
+	}
+	if s, err := bob3.st.Seen(w.ctx, alice.addr, id); err != nil || s.Outcome != engine.OutcomeDiscarded {
+		t.Fatalf("bob/3's record before the catch-up: %+v, %v; want discarded", s, err)
+	}
+	if err := bob2.c.PublishDeviceList(w.ctx); err != nil {
+		t.Fatalf("bob/2 adopts the list naming bob/3: %v", err)
+	}
+	if _, err := bob2.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	// bob/2 and bob/3 start their first sessions both ways at once (bob/3
+	// told bob/2 of its discard): they collide, and retries settle it as
+	// for any pair.
+	devs := []*device{bob, bob2, bob3}
+	for round := 0; ; round++ {
+		out := 0
+		for _, d := range devs {
+			d.sync()
+		}
+		for _, d := range devs {
+			out += d.pendingOut()
+		}
+		if out == 0 {
+			break
+		}
+		if round == 8 {
+			t.Fatalf("bob's devices still have %d lanes to each other after 8 rounds", out)
+		}
+		for _, d := range devs {
+			for _, p := range devs {
+				if p != d {
+					d.retry(p)
+				}
+			}
+		}
+	}
+	if s, err := bob3.st.Seen(w.ctx, alice.addr, id); err != nil || !s.Finalized || s.Outcome != engine.OutcomeCommitted {
+		t.Fatalf("bob/3's record after bob/2's catch-up: %+v, %v; want committed (bob/2 committed it)", s, err)
+	}
+	n, e := inHistory(t, bob3, alice, "on its way while bob links")
+	if n != 1 || e.DecidedOn == nil || *e.DecidedOn != bob2.addr {
+		t.Fatalf("bob/3's history holds the message %d times (%+v), want once, decided on bob/2", n, e)
+	}
+	// Adopting the same list again tells nothing more.
+	before := bob2.pendingOut()
+	if err := bob2.c.PublishDeviceList(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if after := bob2.pendingOut(); after != before {
+		t.Fatalf("bob/2 stored %d lanes more on a second publish, want none", after-before)
+	}
+}

@@ -68,11 +68,15 @@ func (e *DeviceListRefusedError) Error() string {
 // message has the lane already or its history entry is no longer a sent
 // copy; the entry of a message that gets a lane turns pending.
 type UpdateDeviceList struct {
-	From      []byte // wire.EncodeDeviceList of the list held
-	List      []byte // wire.EncodeDeviceList of its successor
-	Removed   []Address
-	Adopted   []AdoptedLane
-	AdoptedAt time.Time // when the adopted lanes were stored (their send time); with Adopted only
+	From    []byte // wire.EncodeDeviceList of the list held
+	List    []byte // wire.EncodeDeviceList of its successor
+	Removed []Address
+	// CatchUp are the decision lanes to the devices List names and From
+	// did not (linked since), for the decisions this device made since
+	// their linking (catchUpLanes), stored in the same transaction.
+	CatchUp []PersonLane
+	Adopted []AdoptedLane
+	At      time.Time // when the adopted and catch-up lanes were stored (their send time)
 }
 
 func (UpdateDeviceList) plan() {}
@@ -139,11 +143,53 @@ func (c *Client) PublishDeviceList(ctx context.Context) error {
 	// The account-key holder that stopped after the relay took a removal
 	// adopts the device's messages here (adoption.go).
 	adopted := c.adoptedLanes(ctx, a.Key, removed)
-	if adopted, err = c.storeRevokingList(ctx, UpdateDeviceList{From: from, List: to, Removed: removed, Adopted: adopted, AdoptedAt: c.cfg.Now()}); err != nil {
+	if err := c.storeOwnList(ctx, a.List, *refused.Current, removed, adopted, time.Time{}); err != nil {
 		return fmt.Errorf("adopt the relay's device list (generation %d): %w", refused.Current.Generation, err)
 	}
-	if len(adopted) > 0 {
-		c.wantLanesPumped() // the round's pump (or the loop's) hands them off
+	return nil
+}
+
+// storeOwnList stores next in place of held, the list this profile holds
+// for its account (UpdateDeviceList, ending the lanes to removed), with
+// more plans in the same transaction. A device next names and held did
+// not (linked since) is told, in that transaction, of the decisions this
+// device made since its linking and not before floor (catchUpLanes): a
+// decision made while this device's list did not name it told it
+// nothing. sendMu is held from reading the decisions to storing the list,
+// so that no decision falls between (a finalization and a receive read
+// the list under it). The adopted lanes (a removed device's messages,
+// adoption.go) are stored in the same transaction; every lane stored is
+// handed to the pump (the round's, or the loop's).
+func (c *Client) storeOwnList(ctx context.Context, held, next wire.DeviceList, removed []Address, adopted []AdoptedLane, floor time.Time, more ...Plan) error {
+	from, err := wire.EncodeDeviceList(held)
+	if err != nil {
+		return err
+	}
+	to, err := wire.EncodeDeviceList(next)
+	if err != nil {
+		return err
+	}
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	lanes, err := c.catchUpLanes(ctx, held, next, floor)
+	if err != nil {
+		return err
+	}
+	u := UpdateDeviceList{From: from, List: to, Removed: removed, CatchUp: lanes, Adopted: adopted, At: c.cfg.Now()}
+	if _, err := c.store.ApplyBatch(ctx, append([]Plan{u}, more...)); err != nil {
+		// The adoption never holds the revocation back: without the
+		// adopted lanes, once more (reported).
+		if len(adopted) == 0 || ctx.Err() != nil {
+			return err
+		}
+		c.adoptFailed(fmt.Errorf("store %d adopted lanes: %w", len(adopted), err))
+		u.Adopted, adopted = nil, nil
+		if _, err := c.store.ApplyBatch(ctx, append([]Plan{u}, more...)); err != nil {
+			return err
+		}
+	}
+	if len(lanes) > 0 || len(adopted) > 0 {
+		c.wantLanesPumped()
 	}
 	return nil
 }

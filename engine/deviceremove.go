@@ -123,7 +123,7 @@ func (c *Client) RemoveDevice(ctx context.Context, device Address) (wire.DeviceL
 	}
 	removed := []Address{device}
 	adopted := c.adoptedLanes(ctx, a.Key, removed)
-	if adopted, err = c.storeRevokingList(ctx, UpdateDeviceList{From: from, List: to, Removed: removed, Adopted: adopted, AdoptedAt: c.cfg.Now()}); err != nil {
+	if adopted, err = c.storeRevokingList(ctx, UpdateDeviceList{From: from, List: to, Removed: removed, Adopted: adopted, At: c.cfg.Now()}); err != nil {
 		return next, fmt.Errorf("store the device list the relay took (the next connection adopts it): %w", err)
 	}
 	if len(adopted) > 0 {

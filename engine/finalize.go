@@ -195,6 +195,13 @@ func (c *Client) finalizeBatch(ctx context.Context, reqs []FinalizeRequest, know
 			if p.Tell, err = c.tellLanes(ctx, own, r.Sender, r.ID, r.Outcome, body); err != nil {
 				return nil, err
 			}
+			if r.Outcome == OutcomeCommitted && c.decisionsKept.Load() {
+				// A sibling's discard may be kept for this message, told
+				// to a device linked since that this device's list does
+				// not name: the round brings the own list up to date
+				// (learnOwnList), whose catch-up overrules it there.
+				c.ownListDue.Store(true)
+			}
 		}
 		plans = append(plans, p)
 		planOf = append(planOf, i)

@@ -182,11 +182,23 @@ func (c *Client) deliverNew(ctx context.Context, bs *batchState, in *incoming, o
 		if step.ack, err = c.ackStep(bs, in, op, step, a.group, id); err != nil {
 			return err
 		}
-		step.effect = CommitEffect{ID: id, Digest: d, Arrived: at, At: in.now, Body: body, Group: a.group, Action: act}
+		e := CommitEffect{ID: id, Digest: d, Arrived: at, At: in.now, Body: body, Group: a.group, Action: act}
+		var told []byte // the committed text travels with its decision
+		if a.content == wire.ContentText {
+			told = body
+		}
 		if act != nil {
-			step.effect = CommitEffect{ID: id, Digest: d, Arrived: at, At: in.now, Body: actionHistoryBody(wire.Action{Content: act.Content, Text: act.Text}), Group: a.group, Action: act}
+			e.Body, told = actionHistoryBody(wire.Action{Content: act.Content, Text: act.Text}), nil
 			step.res.Action = appliedOf(act)
 		}
+		if a.group == nil {
+			// Decisions are the person's: an arrival commit tells the
+			// other devices as a Commit does.
+			if e.Tell, err = c.arrivalTell(ctx, bs, sender, id, told); err != nil {
+				return err
+			}
+		}
+		step.effect = e
 		step.res.committed = true
 	default:
 		step.res.fresh = &InboundMessage{Sender: sender, ID: id, ReceivedAt: at, Digest: d, Body: body, Group: a.group, Content: a.content}

@@ -83,15 +83,16 @@ func (c *Client) addDevice(ctx context.Context, e wire.DeviceEntry, more []Plan)
 	if err := c.relay.PublishDeviceList(ctx, next); err != nil {
 		return wire.DeviceList{}, fmt.Errorf("add device %d: %w", e.Number, err)
 	}
-	from, err := wire.EncodeDeviceList(a.List)
-	if err != nil {
-		return wire.DeviceList{}, err
+	// Decisions before the link's cut travel in its history archive
+	// (linkhistory.go); those after it and since the entry's linking
+	// time are caught up.
+	var floor time.Time
+	for _, p := range more {
+		if cut, ok := p.(LinkCut); ok {
+			floor = cut.At
+		}
 	}
-	to, err := wire.EncodeDeviceList(next)
-	if err != nil {
-		return wire.DeviceList{}, err
-	}
-	if _, err := c.store.ApplyBatch(ctx, append([]Plan{UpdateDeviceList{From: from, List: to}}, more...)); err != nil {
+	if err := c.storeOwnList(ctx, a.List, next, nil, nil, floor, more...); err != nil {
 		return next, fmt.Errorf("store the device list the relay took (the next connection adopts it): %w", err)
 	}
 	return next, nil

@@ -1,7 +1,10 @@
 package engine_test
 
 import (
+	"context"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/engine/enginetest"
@@ -86,5 +89,82 @@ func TestImportedMessageIsNotDeliveredAgain(t *testing.T) {
 	}
 	if got := alice.received(bob); len(got) != 1 {
 		t.Errorf("alice's history from bob: %q, want the message once", got)
+	}
+}
+
+// quietListChecking is listChecking on a relay that signals nothing: an
+// idle loop then sleeps until its maintenance check (minutes), as over a
+// relay whose push has nothing to say.
+type quietListChecking struct {
+	listChecking
+	quiet    chan struct{}
+	receives *atomic.Int64
+}
+
+func (q quietListChecking) Wake() <-chan struct{} { return q.quiet }
+
+func (q quietListChecking) Receive(ctx context.Context) ([]engine.Leased, error) {
+	defer q.receives.Add(1)
+	return q.listChecking.Receive(ctx)
+}
+
+// TestSendAsksForTheListCheckAtOnce: alice's loop runs, idle, over a
+// relay that signals nothing. bob links bob/2; alice stores a message to
+// bob. The send itself asks the loop for its round, whose stale-list
+// answer gives the message its lane to bob/2 without waiting for the
+// relay's next signal or the maintenance check.
+func TestSendAsksForTheListCheckAtOnce(t *testing.T) {
+	w := newWorld(t)
+	quiet, receives := make(chan struct{}), &atomic.Int64{}
+	w.relay = func(addr engine.Address, ep *enginetest.Endpoint) engine.Relay {
+		if addr.User != "alice" {
+			return listChecking{ep}
+		}
+		return quietListChecking{listChecking{ep}, quiet, receives}
+	}
+	alice, bob, bob2 := w.device("alice/1"), w.device("bob/1"), w.device("bob/2")
+	a, err := engine.LoadAccount(w.ctx, bob.st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.net.SetDeviceList(a.List); err != nil {
+		t.Fatal(err)
+	}
+	if err := alice.c.CheckPeer(w.ctx, bob.addr); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(w.ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); alice.c.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	// The loop's first round (which takes nothing) before the link, so
+	// that only the send can ask for the next.
+	for receives.Load() == 0 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond)
+
+	linkInWorld(t, bob, bob2)
+	id, err := alice.c.Enqueue(ctx, []engine.SendRequest{{Peer: bob.addr, Body: []byte("after the link")}})
+	if err != nil || id[0].Err != nil {
+		t.Fatalf("enqueue: %v %v", err, id)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		if held, _, _ := alice.c.PeerAccount(w.ctx, "bob"); held.List.Generation == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("alice's idle loop never asked the relay about bob's list after the send")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		if _, ok := lanesOf(t, alice, bob.addr, id[0].ID)["bob/2"]; ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the message never got its lane to bob/2")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

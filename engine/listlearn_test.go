@@ -170,3 +170,82 @@ func TestRetryToSiblingAsksForOwnList(t *testing.T) {
 		t.Fatalf("bob/3's lanes after its retry and a round: %v, want the copy to bob/2 removed", got)
 	}
 }
+
+// TestDiscardHeardAgainstACommitCatchesUp: on a kept connection, bob/2
+// commits alice's message while its list does not name bob/3, linked
+// since, and bob/1 discards it at once, telling bob/2 and bob/3; bob/1
+// takes it back on bob/2's commit, but bob/3 holds the discard, and
+// nothing of bob/3's reaches bob/2 to make it learn the list. The discard
+// bob/2 hears against its commit makes its round bring its list up to
+// date, whose catch-up tells bob/3 of the commit: bob/3 takes the message
+// back, decided on bob/2.
+func TestDiscardHeardAgainstACommitCatchesUp(t *testing.T) {
+	w := newWorld(t)
+	w.relay = func(_ engine.Address, ep *enginetest.Endpoint) engine.Relay { return connected{listChecking{ep}} }
+	alice, bob := w.device("alice/1"), w.device("bob/1")
+	for _, d := range []*device{alice, bob} {
+		a, err := engine.LoadAccount(w.ctx, d.st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.net.SetDeviceList(a.List); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bob2 := w.linkDevice(bob)
+	bob2.sync()
+	// bob/1 and bob/2 settle their sessions first (their first ones
+	// collide, as for any pair).
+	if err := alice.c.CheckPeer(w.ctx, bob.addr); err != nil {
+		t.Fatal(err)
+	}
+	alice.enqueue(bob, "first")
+	bob.sync()
+	bob2.sync()
+	bob.commitAll()
+	bob2.commitAll()
+	for round := 0; bob.pendingOut()+bob2.pendingOut() > 0; round++ {
+		if round == 8 {
+			t.Fatalf("bob's devices still have lanes to each other after 8 rounds")
+		}
+		bob.retry(bob2)
+		bob2.retry(bob)
+		bob.sync()
+		bob2.sync()
+	}
+	bob3 := w.linkDevice(bob)
+	alice.reopen() // a new connection fetches bob's list again
+	if err := alice.c.CheckPeer(w.ctx, bob.addr); err != nil {
+		t.Fatal(err)
+	}
+	id := alice.enqueue(bob, "kept on one, dropped on another")
+	bob.sync()
+	bob2.sync()
+	if _, err := bob2.c.Commit(w.ctx, alice.addr, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bob.c.Discard(w.ctx, alice.addr, id, engine.DiscardRejected); err != nil {
+		t.Fatal(err)
+	}
+	bob.sync()
+	bob3.sync()
+	bob3.sync()
+	if s, err := bob3.st.Seen(w.ctx, alice.addr, id); err != nil || s.Outcome != engine.OutcomeDiscarded {
+		t.Fatalf("bob/3 after bob/1's discard: %+v, %v; want discarded", s, err)
+	}
+	bob2.sync() // hears bob/1's discard against its commit
+	a, err := engine.LoadAccount(w.ctx, bob2.st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.List.Generation != 3 {
+		t.Fatalf("bob/2 holds generation %d of its list after hearing a discard against its commit, want 3", a.List.Generation)
+	}
+	bob3.sync()
+	if s, err := bob3.st.Seen(w.ctx, alice.addr, id); err != nil || s.Outcome != engine.OutcomeCommitted {
+		t.Fatalf("bob/3 after bob/2's catch-up: %+v, %v; want committed", s, err)
+	}
+	if n, e := inHistory(t, bob3, alice, "kept on one, dropped on another"); n != 1 || e.DecidedOn == nil || *e.DecidedOn != bob2.addr {
+		t.Fatalf("bob/3's history holds the message %d times (%+v), want once, decided on bob/2", n, e)
+	}
+}

@@ -317,18 +317,26 @@ func (c *Client) takePeerList(ctx context.Context, user string, held PeerAccount
 
 // listSentTo notes that a message to user's person was stored: the next
 // round asks the relay whether the list held is still the latest
-// (checkSentLists), at most maxListChecks people per round.
+// (checkSentLists), at most maxListChecks people per round. That round is
+// asked for at once when the relay answers such checks: an idle loop
+// would otherwise wait for the relay's next signal or the maintenance
+// check, and a device the person linked since would wait as long for its
+// lane.
 func (c *Client) listSentTo(user string) {
 	if user == c.self.User {
 		return
 	}
 	c.loopMu.Lock()
-	defer c.loopMu.Unlock()
 	if c.sentLists == nil {
 		c.sentLists = make(map[string]bool)
 	}
 	if len(c.sentLists) < maxListChecks {
 		c.sentLists[user] = true
+	}
+	due := c.sentLists[user]
+	c.loopMu.Unlock()
+	if f, known := c.relay.RelayFeatures(); due && known && f.Has(wire.FeatureDeviceListCheck) {
+		c.SyncNow() // coalesced: one round takes every send before it
 	}
 }
 

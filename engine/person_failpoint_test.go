@@ -18,7 +18,8 @@ import (
 // served by the network, as a link ceremony would leave it) and
 // "checkpeer:PEER" (CheckPeer, which holds the person's list),
 // "publishfake" (the network serves the account's list as held here) and
-// "removefake:DEVICE" (removeFake). It reports
+// "removefake:DEVICE" (removeFake) and "adoptlist" (PublishDeviceList,
+// adopting the network's later list). It reports
 // false for any other op.
 func personOp(ctx context.Context, w fpWorld, st *store.DB, c *engine.Client, ep *enginetest.FileEndpoint, name, arg string) (bool, error) {
 	switch name {
@@ -41,6 +42,10 @@ func personOp(ctx context.Context, w fpWorld, st *store.DB, c *engine.Client, ep
 		return true, ep.Save()
 	case "removefake":
 		return true, w.removeFake(ctx, st, c, ep, engine.MustParseAddress(arg))
+	case "adoptlist":
+		// PublishDeviceList: the network's later list is adopted, with
+		// the catch-up of a sibling linked since.
+		return true, c.PublishDeviceList(ctx)
 	}
 	return false, nil
 }
@@ -178,7 +183,7 @@ func (w fpWorld) removeFake(ctx context.Context, st *store.DB, c *engine.Client,
 	if err != nil {
 		return err
 	}
-	_, err = st.Apply(ctx, engine.UpdateDeviceList{From: from, List: to, Removed: removed, Adopted: adopted, AdoptedAt: realNow()})
+	_, err = st.Apply(ctx, engine.UpdateDeviceList{From: from, List: to, Removed: removed, Adopted: adopted, At: realNow()})
 	return err
 }
 
@@ -240,6 +245,21 @@ func personScenarios() []fpScenario {
 				fpStep{"bob/1", "sync"}, fpStep{"bob/2", "sync"}, fpStep{"bob/2", "discardall"}, fpStep{"bob/1", "commitall"},
 				fpStep{"bob/1", "pump"}, fpStep{"bob/2", "stage"}),
 			target: fpStep{"bob/2", "process"}, want: both},
+		// bob/1 commits alice's message on arrival (the loop's policy):
+		// the lane that tells bob/2 is stored in the receive's own
+		// transaction, or nothing is.
+		{name: "arrival commit tells a sibling", devices: abb,
+			setup: append(held, fpStep{"alice/1", "enqueue:bob/1:hello"}, fpStep{"alice/1", "pump"},
+				fpStep{"bob/1", "stage"}),
+			target: fpStep{"bob/1", "processcommit"}, want: both},
+		// bob/2 committed while its list did not name bob/3; adopting
+		// the list that names it stores the catch-up lane to bob/3 in
+		// the list's transaction, or neither.
+		{name: "list adoption catches up a sibling", devices: []string{"alice/1", "bob/1", "bob/2", "bob/3"},
+			setup: []fpStep{{"bob/1", "linkfake:bob/2"}, {"bob/1", "linkfake:bob/3"}, {"alice/1", "checkpeer:bob/1"},
+				{"alice/1", "enqueue:bob/1:hello"}, {"alice/1", "pump"}, {"bob/2", "sync"}, {"bob/2", "commitall"}},
+			target: fpStep{"bob/2", "adoptlist"},
+			want:   map[string]map[string][]string{"bob/1": {"alice/1": {"hello"}}, "bob/2": {"alice/1": {"hello"}}, "bob/3": {"alice/1": {"hello"}}}},
 		{name: "sent copy receive", devices: []string{"alice/1", "alice/2", "bob/1"},
 			setup:  []fpStep{{"alice/1", "linkfake:alice/2"}, {"alice/1", "enqueue:bob/1:hello"}, {"alice/1", "pump"}, {"alice/2", "stage"}},
 			target: fpStep{"alice/2", "process"}, want: map[string]map[string][]string{"bob/1": {"alice/1": {"hello"}}}},

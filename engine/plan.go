@@ -184,6 +184,10 @@ type CommitEffect struct {
 	// history entry is an own message there (SentCopied), not a received
 	// one.
 	SentTo *Address
+	// Tell, for a one-to-one message from another person, are the lanes
+	// that tell this person's other devices of the commit, as a
+	// Finalize's Tell (decision.go): stored in the receive's transaction.
+	Tell []PersonLane
 }
 
 // AckEffect clears the pending outbound message (recipient = the peer, ID).

@@ -52,6 +52,10 @@ type batchState struct {
 	// needOrder in first-seen order (chainneed.go).
 	needs     map[needKey]uint32
 	needOrder []needKey
+	// own are this person's other active devices, read once per batch
+	// (ownRead) for the decisions an arrival commit tells (decision.go).
+	own     []Address
+	ownRead bool
 }
 
 type inboundKey struct {

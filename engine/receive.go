@@ -214,6 +214,14 @@ func (c *Client) finishRows(ctx context.Context, preps []prepared, plans []Plan,
 			c.noteReset(p.result.Sender)
 		}
 	}
+	for _, p := range plans {
+		if r, ok := p.(Receive); ok {
+			if e, ok := r.Effect.(CommitEffect); ok && len(e.Tell) > 0 {
+				c.wantLanesPumped() // an arrival commit's decision lanes
+				break
+			}
+		}
+	}
 	if err := c.fail(plans[0].Kind(), "after-swap"); err != nil {
 		return nil, &afterApplyError{err}
 	}

@@ -82,6 +82,10 @@ type Store interface {
 	// KeptDecisions returns up to limit decisions other devices of this
 	// person told about messages not finalized here (decision.go).
 	KeptDecisions(ctx context.Context, limit int) ([]KeptDecision, error)
+	// Decisions returns up to limit received messages finalized here at
+	// or after since, newest first: the decisions a sibling linked since
+	// is told of (decision.go, catch-up).
+	Decisions(ctx context.Context, since time.Time, limit int) ([]MadeDecision, error)
 	// DueDecisions returns up to limit kept decisions whose message is
 	// pending here, oldest first, and whether any decision is kept at all.
 	DueDecisions(ctx context.Context, limit int) ([]KeptDecision, bool, error)

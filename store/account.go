@@ -31,10 +31,13 @@ func (t *tx) updateDeviceList(ctx context.Context, p engine.UpdateDeviceList) er
 	if _, err := t.runOne(ctx, "account-list-update", engine.ErrConflict, sqlUpdateList, p.List, p.From); err != nil {
 		return fmt.Errorf("replace the device list (changed underneath?): %w", err)
 	}
+	if err := t.insertDecisionLanes(ctx, p.CatchUp, p.At); err != nil {
+		return err
+	}
 	if err := t.endPersonLanesTo(ctx, p.Removed); err != nil {
 		return err
 	}
-	return t.adoptLanes(ctx, p.Adopted, p.AdoptedAt)
+	return t.adoptLanes(ctx, p.Adopted, p.At)
 }
 
 func validateUpdateDeviceList(p engine.UpdateDeviceList) error {
@@ -45,9 +48,44 @@ func validateUpdateDeviceList(p engine.UpdateDeviceList) error {
 	if err != nil {
 		return invalid("device list: %v", err)
 	}
-	err = errors.Join(checkRemoved(l.User, p.List, p.Removed), checkAdopted(l.User, p.Adopted))
+	held, _ := wire.DecodeDeviceList(p.From)
+	err = errors.Join(checkRemoved(l.User, p.List, p.Removed), checkAdopted(l.User, p.Adopted), checkCatchUp(held, l, p))
 	if len(p.Adopted) > 0 {
-		err = errors.Join(err, checkTime("adopted at", p.AdoptedAt))
+		err = errors.Join(err, checkTime("at", p.At))
+	}
+	return err
+}
+
+// checkCatchUp checks the decision lanes of a list's catch-up: each an
+// own lane carrying a decision frame about another person's message, to a
+// device the new list names active and the held one did not.
+func checkCatchUp(held, l wire.DeviceList, p engine.UpdateDeviceList) error {
+	if len(p.CatchUp) == 0 {
+		return nil
+	}
+	err := checkTime("at", p.At)
+	known := make(map[uint32]bool, len(held.Entries))
+	for _, e := range held.Entries {
+		known[e.Number] = true
+	}
+	added := make(map[uint32]bool)
+	for _, e := range l.Entries {
+		if !known[e.Number] && e.State == wire.DeviceActive {
+			added[e.Number] = true
+		}
+	}
+	for _, c := range p.CatchUp {
+		f, ferr := engine.DecodeStoredFrame(c.Frame)
+		switch {
+		case ferr != nil || f.Decision == nil || !c.Own:
+			err = errors.Join(err, invalid("catch-up lane to %s without a decision frame", c.Recipient))
+		case c.Recipient.User != l.User || !added[c.Recipient.Device]:
+			err = errors.Join(err, invalid("catch-up lane to %s, not a device the new list adds", c.Recipient))
+		default:
+			if s, serr := engine.ParseAddress(f.Decision.Sender); serr != nil || s.User == l.User {
+				err = errors.Join(err, invalid("catch-up lane to %s about a message of its own person", c.Recipient))
+			}
+		}
 	}
 	return err
 }

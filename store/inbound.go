@@ -121,6 +121,9 @@ func (t *tx) receive(ctx context.Context, p engine.Receive) (engine.Receipt, err
 		} else if err := t.insertFinalized(ctx, p.Peer, e.ID, engine.OutcomeCommitted, engine.DiscardNone, e.At, e.Digest, e.Arrived, e.Body, e.Group); err != nil {
 			return engine.Receipt{}, err
 		}
+		if err := t.insertDecisionLanes(ctx, e.Tell, e.At); err != nil {
+			return engine.Receipt{}, err
+		}
 		if e.Action != nil {
 			if err := t.applyAction(ctx, *e.Action); err != nil {
 				return engine.Receipt{}, err

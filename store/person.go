@@ -617,12 +617,11 @@ func (t *tx) takeBackCommitted(ctx context.Context, from engine.Address, e engin
 	return nil
 }
 
-// finalizePerson does what a finalization adds for a person with several
-// devices: the lanes that tell the other devices, and, for a decision made
-// on another device, its name on the history entry and the kept
-// decision's end.
-func (t *tx) finalizePerson(ctx context.Context, p engine.Finalize) error {
-	for _, l := range p.Tell {
+// insertDecisionLanes stores lanes that tell this person's other devices
+// of a decision (frame kind 15 or 16): an outbound row and an own
+// person_lane row each, in the conversation of the message's sender.
+func (t *tx) insertDecisionLanes(ctx context.Context, lanes []engine.PersonLane, at time.Time) error {
+	for _, l := range lanes {
 		t.db.personLanesHeld.Store(true)
 		to := l.Recipient.String()
 		f, err := engine.DecodeStoredFrame(l.Frame)
@@ -630,12 +629,23 @@ func (t *tx) finalizePerson(ctx context.Context, p engine.Finalize) error {
 			return fmt.Errorf("decision lane to %s: %w", to, engine.ErrConflict)
 		}
 		if _, err := t.runOne(ctx, "outbound-insert", engine.ErrConflict, sqlInsertOutbound,
-			to, f.ID[:], p.At.UnixNano(), t.db.seal.seal(kindOutboundFrame, messageKey(l.Recipient, f.ID), l.Frame)); err != nil {
+			to, f.ID[:], at.UnixNano(), t.db.seal.seal(kindOutboundFrame, messageKey(l.Recipient, f.ID), l.Frame)); err != nil {
 			return fmt.Errorf("decision lane to %s: %w", to, err)
 		}
-		if _, err := t.runOne(ctx, "person-lane-insert", engine.ErrConflict, sqlInsertPersonLane, to, f.ID[:], p.Sender.String(), 1); err != nil {
+		if _, err := t.runOne(ctx, "person-lane-insert", engine.ErrConflict, sqlInsertPersonLane, to, f.ID[:], f.Decision.Sender, 1); err != nil {
 			return fmt.Errorf("decision lane to %s: %w", to, err)
 		}
+	}
+	return nil
+}
+
+// finalizePerson does what a finalization adds for a person with several
+// devices: the lanes that tell the other devices, and, for a decision made
+// on another device, its name on the history entry and the kept
+// decision's end.
+func (t *tx) finalizePerson(ctx context.Context, p engine.Finalize) error {
+	if err := t.insertDecisionLanes(ctx, p.Tell, p.At); err != nil {
+		return err
 	}
 	if !t.db.decisionsHeld.Load() {
 		return nil
@@ -708,4 +718,93 @@ func (db *DB) readDecisions(ctx context.Context, query string, limit int) ([]eng
 		return nil, db.readErr("read decisions", err)
 	}
 	return out, nil
+}
+
+const (
+	// sqlMadeDecisions reads the newest finalized records since a time;
+	// finalized_at serves it.
+	sqlMadeDecisions = "SELECT sender, id, outcome, at FROM finalized WHERE at >= ? ORDER BY at DESC, sender, id LIMIT ?"
+	// sqlDecidedEntry reads a received message's history body and the
+	// device it was decided on, if another.
+	sqlDecidedEntry = "SELECT sealed_body, decided_on FROM history WHERE peer = ? AND direction = 1 AND id = ?"
+)
+
+// Decisions returns up to limit received messages finalized here at or
+// after since, newest first (engine.Store).
+func (db *DB) Decisions(ctx context.Context, since time.Time, limit int) ([]engine.MadeDecision, error) {
+	if err := db.checkOpen("read decisions made"); err != nil {
+		return nil, err
+	}
+	rows, err := db.query(ctx, sqlMadeDecisions, since.UnixNano(), limit)
+	if err != nil {
+		return nil, db.readErr("read decisions made", err)
+	}
+	var out []engine.MadeDecision
+	for rows.Next() {
+		var sender string
+		var id []byte
+		var outcome, at int64
+		if err := rows.Scan(&sender, &id, &outcome, &at); err != nil {
+			rows.Close()
+			return nil, db.readErr("read decisions made", err)
+		}
+		d := engine.MadeDecision{Outcome: engine.Outcome(outcome), At: nsTime(at)}
+		copy(d.ID[:], id)
+		if d.Sender, err = parseStoredAddress(sender); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	err = rows.Err()
+	rows.Close()
+	if err != nil {
+		return nil, db.readErr("read decisions made", err)
+	}
+	for i := range out {
+		if out[i].Outcome == engine.OutcomeCommitted {
+			if err := db.decidedEntry(ctx, &out[i]); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
+// decidedEntry fills a commit's history body and the device it was
+// decided on: from the person's conversation, else from the entries kept
+// under the sender before a list was held; none for a message with no
+// one-to-one entry (a group's).
+func (db *DB) decidedEntry(ctx context.Context, d *engine.MadeDecision) error {
+	conv, err := db.conversationFor(ctx, d.Sender)
+	if err != nil {
+		return err
+	}
+	for _, peer := range []engine.Address{conv, d.Sender} {
+		var sealed []byte
+		var on sql.NullString
+		err := db.queryRow(ctx, sqlDecidedEntry, peer.String(), d.ID[:]).Scan(&sealed, &on)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			continue
+		case err != nil:
+			return db.readErr("read decisions made", err)
+		}
+		if d.Body, err = db.seal.open(kindHistoryBody, historyKey(peer, engine.DirectionIn, d.ID), sealed); err != nil {
+			return fmt.Errorf("store: read the body of %x from %s: %w", d.ID[:], d.Sender, err)
+		}
+		if d.Body == nil {
+			d.Body = []byte{}
+		}
+		d.InHistory = true
+		if on.Valid {
+			a, err := parseStoredAddress(on.String)
+			if err != nil {
+				return err
+			}
+			d.DecidedOn = &a
+		}
+		return nil
+	}
+	return nil
 }

@@ -63,16 +63,7 @@ func validate(p engine.Plan) error {
 			err = errors.Join(err, invalid("no reason"))
 		}
 	case engine.Finalize:
-		err = validateFinalize(p)
-		for _, l := range p.Tell {
-			f, ferr := engine.DecodeStoredFrame(l.Frame)
-			switch {
-			case ferr != nil || f.Decision == nil:
-				err = errors.Join(err, invalid("decision lane to %s without a decision frame", l.Recipient))
-			case !l.Own || f.Decision.Message != p.ID || f.Decision.Sender != p.Sender.String() || l.Recipient.User == p.Sender.User:
-				err = errors.Join(err, invalid("decision lane to %s names another message", l.Recipient))
-			}
-		}
+		err = errors.Join(validateFinalize(p), checkDecisionLanes(p.Tell, p.Sender, p.ID))
 		if p.DecidedOn != nil && len(p.Tell) > 0 {
 			err = errors.Join(err, invalid("a decision made elsewhere told again"))
 		}
@@ -412,6 +403,10 @@ func validateReceive(p engine.Receive) error {
 		if e.Action != nil {
 			err = errors.Join(err, checkActionApply(*e.Action, p.Peer, engine.DirectionIn, e.ID), checkActionGroup(e.Action, e.Group))
 		}
+		err = errors.Join(err, checkDecisionLanes(e.Tell, p.Peer, e.ID))
+		if len(e.Tell) > 0 && (e.Group != nil || e.SentTo != nil) {
+			err = errors.Join(err, invalid("decision lanes for a group message or a sent copy %x", e.ID[:]))
+		}
 		if e.SentTo != nil {
 			err = errors.Join(err, checkAddress("sent to", *e.SentTo))
 			if e.Group != nil || e.Action != nil || p.Peer.User != "" && e.SentTo.User == p.Peer.User {
@@ -460,6 +455,24 @@ func validateReceive(p engine.Receive) error {
 			err = errors.Join(err, invalid("ACK with a %T", p.Effect))
 		}
 		err = errors.Join(err, checkAck(p.Ack, p.Peer))
+	}
+	return err
+}
+
+// checkDecisionLanes checks lanes that tell this person's other devices
+// of a decision on message id from sender: each an own lane carrying a
+// decision frame about that message, to a device of another person than
+// the sender.
+func checkDecisionLanes(lanes []engine.PersonLane, sender engine.Address, id wire.LogicalID) error {
+	var err error
+	for _, l := range lanes {
+		f, ferr := engine.DecodeStoredFrame(l.Frame)
+		switch {
+		case ferr != nil || f.Decision == nil:
+			err = errors.Join(err, invalid("decision lane to %s without a decision frame", l.Recipient))
+		case !l.Own || f.Decision.Message != id || f.Decision.Sender != sender.String() || l.Recipient.User == sender.User:
+			err = errors.Join(err, invalid("decision lane to %s names another message", l.Recipient))
+		}
 	}
 	return err
 }

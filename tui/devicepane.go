@@ -1,5 +1,6 @@
-// The pane's devices panel: the devices of this person's account, and the
-// removal of one from the device holding the account key.
+// The pane's devices panel: the devices of this person's account, and,
+// from the device holding the account key, the removal of one and the
+// linking of a new one by its code.
 
 package tui
 
@@ -10,6 +11,13 @@ import (
 	"github.com/parley-chat/parley/tui/devices"
 	"github.com/parley-chat/parley/tui/eventlog"
 )
+
+// DeviceLinking is how the devices panel reaches a new device's
+// provisioning mailbox, which the chat does not reach itself.
+type DeviceLinking = devices.Linking
+
+// LinkMailbox is a new device's provisioning mailbox, joined.
+type LinkMailbox = devices.Mailbox
 
 // devicesPanel is the devices panel as a panel. Like the requests panel,
 // it takes the place of the conversation and the timeline while it has
@@ -33,6 +41,7 @@ func (p *pane) attachDevices(c PaneSource) tea.Cmd {
 	ds, _ := c.(devices.Source)
 	p.dev().SetSource(ds)
 	p.dev().SetLinkHint(p.hooks.LinkCommand)
+	p.dev().SetLinking(p.hooks.LinkDevice)
 	return p.dev().Reload()
 }
 
@@ -41,6 +50,15 @@ func (p *pane) deviceRemoved(r devices.RemovedMsg) {
 	e := eventlog.Entry{Name: "device_removed", Text: devices.DescribeRemoval(r), Level: eventlog.Warn}
 	if r.Err != nil {
 		e.Name, e.Level = engine.ErrorName(r.Err), eventlog.Error
+	}
+	p.note(e)
+}
+
+// deviceLinked logs what a link confirmed here did.
+func (p *pane) deviceLinked(l devices.LinkedMsg) {
+	e := eventlog.Entry{Name: "device_linked", Text: devices.DescribeLink(l), Level: eventlog.Warn}
+	if l.Err != nil {
+		e.Name, e.Level = engine.ErrorName(l.Err), eventlog.Error
 	}
 	p.note(e)
 }

@@ -190,7 +190,7 @@ func listen(s *Attachment) tea.Cmd {
 // capturing reports whether typed characters belong to a text field.
 func (p pane) capturing() bool {
 	return p.focus == panelComposer || (p.focus == panelConversations && p.conv().Capturing()) ||
-		(p.focus == panelTimeline && p.tl().Capturing())
+		(p.focus == panelTimeline && p.tl().Capturing()) || (p.focus == panelDevices && p.dev().Capturing())
 }
 
 func (p *pane) setActive(active bool) tea.Cmd {
@@ -408,6 +408,11 @@ func (p pane) Update(msg tea.Msg) (pane, tea.Cmd) {
 		var c2 tea.Cmd
 		p.panels[panelRequests], c2 = p.req().Update(msg)
 		return p, tea.Batch(cmd, c2)
+	case devices.LinkedMsg:
+		p.deviceLinked(msg)
+		var c2 tea.Cmd
+		p.panels[panelDevices], c2 = p.dev().Update(msg)
+		return p, c2
 	case devices.RemovedMsg:
 		p.deviceRemoved(msg)
 		var c2 tea.Cmd

@@ -123,6 +123,10 @@ type PaneOptions struct {
 	// linked to this account (its relay named): the devices panel shows
 	// it.
 	LinkCommand string
+	// LinkDevice, when set, lets the devices panel link a new device by
+	// the code it printed (a): the command line joins the relay's
+	// provisioning mailbox for it.
+	LinkDevice *DeviceLinking
 }
 
 // AddPane adds a profile with its open client and returns its index. The

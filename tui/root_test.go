@@ -30,6 +30,10 @@ func (f *fakeClient) Conversations(context.Context) ([]engine.Conversation, erro
 func (f *fakeClient) History(context.Context, engine.Address, int64, int) ([]engine.HistoryEntry, error) {
 	return nil, nil
 }
+func (*fakeClient) RefreshPeerList(context.Context, string) (engine.PeerAccount, bool, error) {
+	return engine.PeerAccount{}, false, nil
+}
+
 func (f *fakeClient) Enqueue(_ context.Context, reqs []engine.SendRequest) ([]engine.SendResult, error) {
 	out := make([]engine.SendResult, len(reqs))
 	for i, r := range reqs {

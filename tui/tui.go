@@ -84,6 +84,9 @@ type Options struct {
 	// LinkCommand, when set, is the command a new device runs to be
 	// linked to this profile's account; the devices panel shows it.
 	LinkCommand string
+	// LinkDevice, when set, lets the devices panel link a new device by
+	// its code, as parley device add does.
+	LinkDevice *DeviceLinking
 }
 
 // Notify are the ways a message that arrives for a conversation not in view
@@ -183,7 +186,7 @@ func Run(ctx context.Context, client *engine.Client, opts Options) error {
 		return fmt.Errorf("tui: %w", err)
 	}
 	po := PaneOptions{ChatFirst: true, Downloads: opts.Downloads, NoPreviews: opts.NoPreviews, Graphics: graphics,
-		ImportCommand: opts.ImportCommand, LinkCommand: opts.LinkCommand}
+		ImportCommand: opts.ImportCommand, LinkCommand: opts.LinkCommand, LinkDevice: opts.LinkDevice}
 	if opts.Peer != "" {
 		peer, err := engine.ParseAddress(opts.Peer)
 		if err != nil {

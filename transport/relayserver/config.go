@@ -23,7 +23,10 @@ type Config struct {
 	RelayID [32]byte
 	// AllowReregister lets a new key take over a registered address (the old
 	// bundle is removed and the old key's connections closed). Off by
-	// default; the demo turns it on to stage a reinstall.
+	// default; the demo turns it on to stage a reinstall. With DeviceLists,
+	// such a key authenticates even though the held list names another key
+	// for its device (the reinstalled device made a new account, whose list
+	// the relay then refuses as stale: the held one stays).
 	AllowReregister bool
 	// Limits bound what each connection, IP, address and mailbox may use.
 	Limits Limits

@@ -181,6 +181,9 @@ func (s *Server) deviceAllowed(c *conn, address string, key [32]byte) (string, e
 		return removedText(a, *l), nil
 	}
 	if !engine.ActiveDevice(*l, a.Device, key) {
+		if _, listed := entryOf(*l, a.Device); listed && s.cfg.AllowReregister {
+			return "", nil // a takeover, as Register allows it (Config.AllowReregister)
+		}
 		return fmt.Sprintf("%s is not an active device in the device list of %s (generation %d)", address, a.User, l.Generation), nil
 	}
 	return "", nil

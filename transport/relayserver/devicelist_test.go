@@ -367,3 +367,33 @@ func TestDeviceListCheck(t *testing.T) {
 		t.Fatalf("check at a relay without lists: %v", err)
 	}
 }
+
+// TestReregisterTakesOverAListedDevice: with AllowReregister (the demo's
+// reinstall), a new key for a device the held list names authenticates,
+// as its registration takes the address over; its new account's first
+// list is refused as stale and the held one stays. Without it the same
+// key is refused (TestDeviceLists), and a device the list never named
+// still is.
+func TestReregisterTakesOverAListedDevice(t *testing.T) {
+	r := startRelay(t, Config{DeviceLists: true, AllowReregister: true})
+	acc := newAccount(t)
+	a1 := newDevice(t, "alice/1")
+	c1 := dialRaw(t, r)
+	c1.login(a1)
+	g1 := acc.list(nil, a1)
+	if m := c1.publishList(10, g1); m.RelayKind() != wire.RelayDone {
+		t.Fatalf("publish generation 1: %+v", m)
+	}
+
+	again := newDevice(t, "alice/1") // reinstalled: a new key, a new account
+	c := dialRaw(t, r)
+	c.login(again)
+	f := wantRefusal(t, c.publishList(11, newAccount(t).list(nil, again)), wire.DeviceListStale)
+	if f.Current == nil || f.Current.Signature != g1.Signature {
+		t.Fatalf("the stale refusal carries %+v, want the held generation 1", f.Current)
+	}
+
+	stranger := dialRaw(t, r)
+	stranger.send(1, signAuth(stranger.challenge(), newDevice(t, "alice/2")))
+	stranger.expectError(1, wire.ErrorAuthFailed)
+}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/charmbracelet/bubbles/cursor"
 	"github.com/charmbracelet/bubbles/key"
@@ -28,7 +29,16 @@ const MaxBody = wire.MaxBodySize
 // transaction) and returns at once; the client's loop hands it to the relay.
 type Source interface {
 	Enqueue(ctx context.Context, reqs []engine.SendRequest) ([]engine.SendResult, error)
+	// RefreshPeerList brings the person's device list up to date (at
+	// most once per connection), so that a device they linked gets its
+	// lane, as parley send's check does before it stores.
+	RefreshPeerList(ctx context.Context, user string) (engine.PeerAccount, bool, error)
 }
+
+// listWait bounds the device list's refresh before a send: a relay that
+// does not answer in time refuses nothing, and the list held decides the
+// lanes.
+const listWait = 2 * time.Second
 
 // GroupSource is what the composer sends to a group through:
 // *engine.Client implements it. A source without it cannot write to a
@@ -358,6 +368,12 @@ func (m *Model) send(e entry) tea.Cmd {
 		return m.line.Cmd(e, sendGroup(ctx, src, *e.group, e.body))
 	}
 	return m.line.Cmd(e, func() tea.Msg {
+		// A list that cannot be had (no relay, or one signed by another
+		// account key) leaves the one held: the send goes to the devices
+		// known, as the engine's receive rules say.
+		lctx, cancel := context.WithTimeout(ctx, listWait)
+		_, _, _ = src.RefreshPeerList(lctx, e.peer.User)
+		cancel()
 		res, err := src.Enqueue(ctx, []engine.SendRequest{{Peer: e.peer, Body: e.body, ClearDraft: true}})
 		if err != nil {
 			return SentMsg{Peer: e.peer, Body: e.body, Err: err}

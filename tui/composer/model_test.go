@@ -20,6 +20,10 @@ type sender struct {
 	err  error
 }
 
+func (*sender) RefreshPeerList(context.Context, string) (engine.PeerAccount, bool, error) {
+	return engine.PeerAccount{}, false, nil
+}
+
 func (s *sender) Enqueue(_ context.Context, reqs []engine.SendRequest) ([]engine.SendResult, error) {
 	if s.err != nil {
 		return nil, s.err

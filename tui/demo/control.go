@@ -129,10 +129,13 @@ func (m *Model) demoKey(k tea.KeyMsg) tea.Cmd {
 			}
 			return msg
 		}
+	case input.Matches(k, m.keys.Link):
+		say("linking a laptop to " + self.User + "'s account from " + self.String() + ": the code, the six digits, the list's next generation")
+		return m.linkCmd(i)
 	case len(k.Runes) == 1 && k.Runes[0] >= '1' && int(k.Runes[0]-'0') <= len(scenarios()):
 		return m.startScenario(int(k.Runes[0] - '0'))
 	default:
-		say(fmt.Sprintf("no demo control on %q (ctrl+x then h, H, d, a, k, K, o, i, s, c, r or u; a digit plays a guided scenario: %s)", k.String(), scenarioMenu()))
+		say(fmt.Sprintf("no demo control on %q (ctrl+x then h, H, d, a, k, K, o, i, s, c, r, u or l; a digit plays a guided scenario: %s)", k.String(), scenarioMenu()))
 	}
 	return nil
 }

@@ -524,7 +524,7 @@ func TestParseScript(t *testing.T) {
 		{"# c\n\nsend alice", "line 3: send: no text"},
 		{"hold", "line 1: hold: name alice or bob"},
 		{"commit both", "not both"},
-		{"scenario 9", "is not 1 to 8"},
+		{"scenario 10", "is not 1 to 9"},
 		{"wait soon", "not a duration"},
 		{"dance", `unknown action "dance"`},
 	} {

@@ -228,6 +228,9 @@ func laneOf(lanes []engine.Lane, to engine.Address) (engine.LaneState, bool) {
 // "#trio alice→carol" for a group's.
 func flowName(f flow) string {
 	s := f.from.User + "→" + f.to.User
+	if f.devices > 1 {
+		s += fmt.Sprintf(" (%d devices)", f.devices)
+	}
 	if f.group != "" {
 		s = "#" + layout.OneLine([]byte(f.group), 64) + " " + s
 	}

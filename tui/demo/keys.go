@@ -22,6 +22,7 @@ type demoKeys struct {
 	AutoCommit key.Binding
 	AutoRetry  key.Binding
 	Unplug     key.Binding
+	Link       key.Binding
 	Cancel     key.Binding
 }
 
@@ -43,6 +44,7 @@ func defaultDemoKeys() demoKeys {
 		AutoCommit: b("c", "auto-commit on/off"),
 		AutoRetry:  b("r", "auto-retry on/off"),
 		Unplug:     b("u", "unplug/plug the relay"),
+		Link:       b("l", "link a laptop (a second device here)"),
 		Cancel:     key.NewBinding(key.WithKeys("esc"), key.WithHelp("esc", "cancel")),
 	}
 }
@@ -51,7 +53,7 @@ func defaultDemoKeys() demoKeys {
 // the guided scenarios by their digits, so that the menu ctrl+x opens
 // names every one.
 func (k demoKeys) all() []key.Binding {
-	out := []key.Binding{k.Hold, k.HoldBoth, k.Drop, k.DropAck, k.Crash, k.CrashNext, k.Reopen, k.Reinstall, k.Forget, k.AutoCommit, k.AutoRetry, k.Unplug, k.Cancel}
+	out := []key.Binding{k.Hold, k.HoldBoth, k.Drop, k.DropAck, k.Crash, k.CrashNext, k.Reopen, k.Reinstall, k.Forget, k.AutoCommit, k.AutoRetry, k.Unplug, k.Link, k.Cancel}
 	for i, sc := range scenarios() {
 		d := fmt.Sprint(i + 1)
 		out = append(out, key.NewBinding(key.WithKeys(d), key.WithHelp(d, "scenario: "+sc.name)))

@@ -10,15 +10,15 @@ import (
 )
 
 // TestScenarioMenu: the first hint names the digits of every guided
-// scenario (8 of them), and the menu ctrl+x opens lists each scenario by
+// scenario (9 of them), and the menu ctrl+x opens lists each scenario by
 // its digit and name.
 func TestScenarioMenu(t *testing.T) {
 	t.Parallel()
-	if n := len(scenarios()); n != 8 {
-		t.Fatalf("%d scenarios; this test names 8", n)
+	if n := len(scenarios()); n != 9 {
+		t.Fatalf("%d scenarios; this test names 9", n)
 	}
 	d := startDemo(t, demoConfig{})
-	d.waitFor("ctrl+x 1…8 plays a guided scenario")
+	d.waitFor("ctrl+x 1…9 plays a guided scenario")
 	d.key(tea.KeyCtrlX)
 	s := d.waitFor("demo controls for alice/1")
 	flat := strings.Join(strings.Fields(ansi.Strip(s)), " ")

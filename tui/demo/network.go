@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/parley-chat/parley/engine"
@@ -24,10 +25,11 @@ var errUnplugged = fmt.Errorf("demo: link unplugged: %w", engine.ErrRelayUnreach
 // opaque. It embeds the connection it wraps, so that every part of
 // engine.Relay it does not change (the pool's count, blobs) reaches the
 // connection, except that it does not announce envelope status
-// (RelayFeatures).
+// (RelayFeatures), nor device lists until the demo keeps them (world.lists).
 type faultRelay struct {
 	engine.Relay
-	noStatuses bool // envelope statuses stop here (world.noDeviceWord)
+	noStatuses bool         // envelope statuses stop here (world.noDeviceWord)
+	lists      *atomic.Bool // the relay's device lists are announced (world.lists)
 	self       engine.Address
 	notes      chan<- eventlog.Entry
 	now        func() time.Time
@@ -231,8 +233,16 @@ func (f *faultRelay) disarm() bool {
 // by them: the losses this relay stages happen after the engine was told
 // the relay took the envelope, where no status could ever report them, and
 // the demo retries them on its own short backoff.
+//
+// Nor does it announce the relay's device lists until the demo keeps them
+// (bob's laptop): before, no profile publishes or fetches a list, and a
+// reinstall (a new identity, and a new account) meets no list naming the
+// old key.
 func (f *faultRelay) RelayFeatures() (wire.FeatureSet, bool) {
 	fs, known := f.Relay.RelayFeatures()
+	if f.lists == nil || !f.lists.Load() {
+		fs &^= wire.FeatureDeviceLists | wire.FeatureDeviceListCheck | wire.FeatureProvisioning
+	}
 	return fs &^ wire.FeatureEnvelopeStatus, known
 }
 

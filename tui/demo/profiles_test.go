@@ -12,6 +12,7 @@ import (
 	"github.com/parley-chat/parley/store"
 	"github.com/parley-chat/parley/transport"
 	"github.com/parley-chat/parley/transport/relayserver"
+	"github.com/parley-chat/parley/wire"
 )
 
 // The demo's profiles in tests: package profile on a real relay on
@@ -28,7 +29,7 @@ type testProfiles struct{ url string }
 // until the test ends.
 func startTestRelay(t testing.TB, now func() time.Time) testProfiles {
 	t.Helper()
-	srv, err := relayserver.NewMemory(relayserver.Config{AllowReregister: true,
+	srv, err := relayserver.NewMemory(relayserver.Config{AllowReregister: true, DeviceLists: true,
 		Limits: relayserver.Limits{LeaseTimeout: 10 * time.Minute}, Now: now})
 	if err != nil {
 		t.Fatal(err)
@@ -76,3 +77,10 @@ type testProfile struct{ p *profile.Profile }
 func (t testProfile) Engine() *engine.Client { return t.p.Client }
 func (t testProfile) RelayState() string     { return t.p.RelayState().Conn.String() }
 func (t testProfile) Close() error           { return t.p.Close() }
+
+func (tp testProfiles) CreateLinked(ctx context.Context, dir string, id *engine.Identity, number uint32, pkg wire.LinkPackageData, o OpenOptions) (Profile, error) {
+	if _, err := profile.CreateLinked(ctx, dir, tp.url, id, number, pkg, tp.options(o)); err != nil {
+		return nil, err
+	}
+	return tp.Open(ctx, dir, o)
+}

@@ -36,6 +36,7 @@ type flow struct {
 	wiped   int // acknowledged before the receiver was reinstalled (its old profile is gone)
 	partial bool
 	group   string // the group's name, for a member's count of a group's messages (group.go)
+	devices int    // the receiving person's devices counted, when more than one (countSiblings)
 }
 
 // verdictMsg carries the verdict of both directions.
@@ -61,6 +62,9 @@ func (w *world) verdictCmd(a, b engine.Address) tea.Cmd {
 			w.mu.Unlock()
 			f, err := countFlow(w.ctx, d[0], d[1], since)
 			if err != nil {
+				return verdictMsg{err: err}
+			}
+			if f, err = w.countSiblings(w.ctx, d[0], d[1], f); err != nil {
 				return verdictMsg{err: err}
 			}
 			flows = append(flows, f)
@@ -140,6 +144,94 @@ func countFlow(ctx context.Context, sender, receiver *engine.Client, reinstalled
 		}
 	}
 	return f, nil
+}
+
+// countSiblings makes f a count per person: a message counted once at
+// its receiver counts once only if each other device of the receiver's
+// person in the demo that has a lane of it (bob's laptop) holds it once
+// too; else it counts as what it is there (pending while its lane waits,
+// DUPLICATED, or LOST when the lane was acknowledged without a copy).
+func (w *world) countSiblings(ctx context.Context, sender, receiver *engine.Client, f flow) (flow, error) {
+	sibs := w.siblings(f.to)
+	if len(sibs) == 0 {
+		return f, nil
+	}
+	f.devices = 1
+	out, err := sender.History(ctx, f.to, 0, verdictScan)
+	if err != nil {
+		return f, err
+	}
+	first, err := receiver.History(ctx, f.from, 0, verdictScan)
+	if err != nil {
+		return f, err
+	}
+	atFirst := map[wire.LogicalID]int{}
+	for _, e := range first {
+		if e.Direction == engine.DirectionIn {
+			atFirst[e.ID]++
+		}
+	}
+	for _, sib := range sibs {
+		rc := w.client(sib)
+		if rc == nil {
+			continue
+		}
+		f.devices++
+		in, err := rc.History(ctx, f.from, 0, verdictScan)
+		if err != nil {
+			return f, err
+		}
+		copies := map[wire.LogicalID]int{}
+		for _, e := range in {
+			if e.Direction == engine.DirectionIn {
+				copies[e.ID]++
+			}
+		}
+		for _, e := range out {
+			if e.Direction != engine.DirectionOut {
+				continue
+			}
+			lanes, err := sender.PersonLanes(ctx, f.to, e.ID)
+			if err != nil {
+				return f, err
+			}
+			state, ok := personLaneOf(lanes, sib)
+			if !ok {
+				continue // sent before the device was linked
+			}
+			n := copies[e.ID]
+			if n == 1 {
+				continue
+			}
+			// What the sibling holds changes the person's count only
+			// where the first device's was once.
+			if atFirst[e.ID] != 1 {
+				continue
+			}
+			f.once--
+			switch {
+			case n > 1:
+				f.dup++
+			case state == engine.LanePending || state == engine.LaneRelayAccepted:
+				f.pending++
+			case state == engine.LaneAcknowledged:
+				f.lost++
+			default:
+				f.given++
+			}
+		}
+	}
+	return f, nil
+}
+
+// personLaneOf is the state of the lane to dev among lanes.
+func personLaneOf(lanes []engine.LaneStatus, dev engine.Address) (engine.LaneState, bool) {
+	for _, l := range lanes {
+		if l.Recipient == dev && !l.Own {
+			return l.State, true
+		}
+	}
+	return 0, false
 }
 
 // countVerdict reads the exactly-once verdict again when something changed

@@ -9,12 +9,14 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/tui"
 	"github.com/parley-chat/parley/tui/eventlog"
+	"github.com/parley-chat/parley/wire"
 )
 
 // Profiles makes and opens the demo's profiles, all on one relay that lets
@@ -27,6 +29,10 @@ type Profiles interface {
 	Create(ctx context.Context, dir string, self engine.Address, o OpenOptions) (Profile, error)
 	// Open opens the profile in dir.
 	Open(ctx context.Context, dir string, o OpenOptions) (Profile, error)
+	// CreateLinked makes the profile of a device linked to an account in
+	// dir, from the package the account's device sent it (its identity
+	// and number, the list that names it), and opens it as Open does.
+	CreateLinked(ctx context.Context, dir string, id *engine.Identity, number uint32, pkg wire.LinkPackageData, o OpenOptions) (Profile, error)
 }
 
 // OpenOptions are how the demo opens a profile: the engine's settings (clock,
@@ -64,6 +70,9 @@ type world struct {
 	// relay (the golden frames, which must not depend on when a push
 	// arrives).
 	noDeviceWord bool
+	// lists is set once the demo keeps device lists (a person's second
+	// device): the fault relays announce the relay's lists from then on.
+	lists atomic.Bool
 
 	mu   sync.Mutex
 	devs map[engine.Address]*device
@@ -112,6 +121,7 @@ func (w *world) openOptions(d *device, install int) (OpenOptions, func() *faultR
 		Wrap: func(r engine.Relay) engine.Relay {
 			faults = newFaultRelay(r, d.addr, d.notes, w.now)
 			faults.noStatuses = w.noDeviceWord
+			faults.lists = &w.lists
 			w.mu.Lock()
 			held, un := d.held, d.unplugged
 			w.mu.Unlock()

@@ -1,8 +1,11 @@
 // Package devices is the panel listing the devices of this person's
 // account, as the device list this device holds names them: each device,
 // its state and when it was linked, this one marked. On the device that
-// holds the account key it removes a device (asked first); it says how a
-// new device is linked. It reads and acts through the engine only.
+// holds the account key it removes a device (asked first) and links a new
+// one by the code that device printed (the six digits compared first,
+// link.go); it says how a new device is linked. It reads and acts through
+// the engine, and reaches the relay's provisioning mailbox only through
+// the Linking the command line gives it.
 package devices
 
 import (
@@ -11,6 +14,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/charmbracelet/bubbles/cursor"
+	"github.com/charmbracelet/bubbles/textinput"
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/internal/layout"
@@ -24,6 +29,7 @@ type Source interface {
 	Self() engine.Address
 	Account(ctx context.Context) (engine.Account, error)
 	RemoveDevice(ctx context.Context, device engine.Address) (wire.DeviceList, error)
+	BeginLink(ctx context.Context, code engine.LinkCode, box engine.LinkMailbox) (*engine.HostLink, error)
 }
 
 var _ Source = (*engine.Client)(nil)
@@ -61,17 +67,36 @@ type Model struct {
 	status  string         // what the last action did
 	err     string         // why the last read failed
 	loading bool
+
+	// Linking by code (link.go): nil linking leaves it to the command
+	// line. run numbers the ceremonies, so that the outcome of one given
+	// up is not taken for the next's.
+	linking  *Linking
+	link     linkState
+	code     textinput.Model
+	run      int
+	box      Mailbox
+	hostLink *engine.HostLink
+	lctx     context.Context
+	cancel   context.CancelFunc
 }
 
 // New returns the panel reading from src (nil until SetSource); ctx bounds
 // its reads and actions.
 func New(ctx context.Context, src Source, th themes.Theme) Model {
-	return Model{src: src, ctx: ctx, th: th, keys: DefaultKeyMap()}
+	in := textinput.New()
+	in.Prompt, in.Placeholder, in.CharLimit = " code: ", "the code=… that parley link printed on the new device", 1024
+	in.PromptStyle = th.Devices.Confirm
+	in.Cursor.SetMode(cursor.CursorStatic) // a blink redraws the screen twice a second for nothing
+	return Model{src: src, ctx: ctx, th: th, keys: DefaultKeyMap(), code: in}
 }
 
 // SetSource replaces the source (a profile opened again); nil turns the
-// panel off.
+// panel off. A link under way with the old source is given up.
 func (m *Model) SetSource(src Source) {
+	if m.link != linkIdle {
+		m.endLink()
+	}
 	m.src, m.loading = src, false
 	m.list, m.sel, m.holder = wire.DeviceList{}, engine.Address{}, false
 	if src != nil {
@@ -96,6 +121,7 @@ func (m *Model) Focus() tea.Cmd {
 func (m *Model) Blur() {
 	m.focus = false
 	m.ask(false)
+	m.blurLink()
 }
 
 // KeyMap returns the panel's keys for the help line.
@@ -130,6 +156,10 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 			m.keepCursor()
 		}
 		return m, nil
+	case BegunMsg:
+		return m.begun(msg), nil
+	case LinkedMsg:
+		return m.linked(msg)
 	case RemovedMsg:
 		m.status = DescribeRemoval(msg)
 		if msg.Err == nil {
@@ -145,6 +175,7 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 		if m.focus {
 			return m.key(msg)
 		}
+		return m, nil
 	}
 	return m, nil
 }
@@ -159,6 +190,9 @@ func DescribeRemoval(r RemovedMsg) string {
 }
 
 func (m Model) key(k tea.KeyMsg) (Model, tea.Cmd) {
+	if m.link != linkIdle {
+		return m.linkKey(k)
+	}
 	if m.asking {
 		yes := input.Matches(k, m.keys.Confirm)
 		m.ask(false)
@@ -180,6 +214,12 @@ func (m Model) key(k tea.KeyMsg) (Model, tea.Cmd) {
 		}
 	case input.Matches(k, m.keys.Link):
 		m.status = m.linkText()
+	case input.Matches(k, m.keys.Add):
+		if m.linking == nil || m.linking.Join == nil || m.src == nil || !m.holder {
+			m.status = m.linkText()
+			return m, nil
+		}
+		return m, m.startLink()
 	case input.Matches(k, m.keys.Remove):
 		if i < 0 {
 			return m, nil
@@ -280,9 +320,17 @@ func (m Model) View() string {
 	if m.err != "" {
 		lines = append(lines, m.th.Panel.Error.Render(layout.Line(m.err, m.w)))
 	}
-	if m.asking {
+	switch {
+	case m.asking:
 		lines = append(lines, st.Confirm.Render(layout.Line(fmt.Sprintf(" remove %s? it can no longer connect, its pending lanes end removed · y removes, n keeps", m.sel), m.w)))
-	} else if m.status != "" {
+	case m.link == linkTyping:
+		lines = append(lines, layout.Line(m.linkLine(), m.w))
+		if m.status != "" {
+			lines = append(lines, m.th.Panel.Error.Render(layout.Line(" "+m.status, m.w)))
+		}
+	case m.link != linkIdle:
+		lines = append(lines, st.Confirm.Render(layout.Line(m.linkLine(), m.w)))
+	case m.status != "":
 		lines = append(lines, st.State.Render(layout.Line(" "+m.status, m.w)))
 	}
 	if len(m.list.Entries) == 0 && m.err == "" {
