@@ -58,18 +58,6 @@ var ErrAdoptedBytes = errors.New("engine: adoption bounded by MaxAdoptedBytes")
 // delivered again to a receiver that pruned.
 const MaxAdoptAge = 7 * 24 * time.Hour
 
-// maxSeenFromPerson bounds the rows the deduplication by person reads: one
-// per device of a person (wire.MaxDeviceListEntries) and as many again for
-// addresses of the person the list does not name, which it then ignores.
-const maxSeenFromPerson = 2 * wire.MaxDeviceListEntries
-
-// SeenFrom is a received message with a given logical ID and its sender
-// (Store.SeenFromPerson).
-type SeenFrom struct {
-	Sender Address
-	Seen   SeenMessage
-}
-
 // SentCopyRecord is a sent copy this device committed from another device
 // of its person (Store.SentCopiesFrom): the message's conversation, ID
 // and body, and when the copy arrived.
@@ -208,34 +196,46 @@ func (c *Client) seenFromPerson(ctx context.Context, bs *batchState, in *incomin
 	if err != nil || !ok || !namedWith(list, sender, senderKey(in, op)) {
 		return SeenMessage{}, err
 	}
-	others := make(map[Address]bool)
+	var others []Address
 	for _, e := range list.Entries {
 		if d := (Address{User: sender.User, Device: e.Number}); d != sender {
-			others[d] = true
+			others = append(others, d)
 			if dg, ok := bs.delivered[inboundKey{d, key.id}]; ok && sameBody(SeenMessage{Pending: true, Digest: dg}, body) {
 				return SeenMessage{Pending: true, Digest: dg}, nil
 			}
 		}
 	}
-	if len(others) == 0 {
-		return SeenMessage{}, nil // a person of one device: nothing more to read
-	}
-	rows, err := c.store.SeenFromPerson(ctx, sender.User, key.id, maxSeenFromPerson)
-	if err != nil {
-		return SeenMessage{}, err
-	}
+	_, found, err := c.seenFromDevices(ctx, others, key.id, func(s SeenMessage) bool { return sameBody(s, body) })
+	return found, err
+}
+
+// seenFromDevices reads message id from each of devices (point lookups on
+// the primary key: a person has a few devices, at most
+// wire.MaxDeviceListEntries) and returns the device and record of the
+// first finalized one that keep accepts, else of the first pending one;
+// with none, a zero SeenMessage. A message known only from an imported
+// history counts for nothing here (its body is unknown).
+func (c *Client) seenFromDevices(ctx context.Context, devices []Address, id wire.LogicalID, keep func(SeenMessage) bool) (Address, SeenMessage, error) {
+	var from Address
 	var found SeenMessage
-	for _, r := range rows {
-		if !others[r.Sender] || !sameBody(r.Seen, body) {
+	for _, d := range devices {
+		s, err := c.store.Seen(ctx, d, id)
+		if err != nil {
+			return Address{}, SeenMessage{}, err
+		}
+		if s.Imported || !(s.Pending || s.Finalized) || !keep(s) {
 			continue
 		}
 		// A finalized record says more than a pending one (the message
 		// may be pending from one device and finalized from none).
-		if !found.Finalized && (r.Seen.Pending || r.Seen.Finalized) {
-			found = r.Seen
+		if s.Finalized {
+			return d, s, nil
+		}
+		if !found.Pending {
+			from, found = d, s
 		}
 	}
-	return found, nil
+	return from, found, nil
 }
 
 // sameBody reports whether s, a record of a message, may be of body
@@ -289,24 +289,18 @@ func (c *Client) heldFromPerson(ctx context.Context, bs *batchState, sender Addr
 	if _, named := findEntry(&list, sender.Device); !named {
 		return sender, SeenMessage{}, nil
 	}
-	others := make(map[Address]bool)
+	var others []Address
 	for _, e := range list.Entries {
 		if d := (Address{User: sender.User, Device: e.Number}); d != sender {
-			others[d] = true
+			others = append(others, d)
 			if dg, ok := bs.delivered[inboundKey{d, id}]; ok {
 				return d, SeenMessage{Pending: true, Digest: dg}, nil
 			}
 		}
 	}
-	rows, err := c.store.SeenFromPerson(ctx, sender.User, id, maxSeenFromPerson)
-	if err != nil {
+	from, found, err := c.seenFromDevices(ctx, others, id, func(SeenMessage) bool { return true })
+	if err != nil || !(found.Pending || found.Finalized) {
 		return sender, SeenMessage{}, err
-	}
-	from, found := sender, SeenMessage{}
-	for _, r := range rows {
-		if others[r.Sender] && !found.Finalized && (r.Seen.Pending || r.Seen.Finalized) {
-			from, found = r.Sender, r.Seen
-		}
 	}
 	return from, found, nil
 }

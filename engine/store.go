@@ -108,12 +108,6 @@ type Store interface {
 	// Seen answers, in one lookup, whether a received logical message is
 	// pending or finalized.
 	Seen(ctx context.Context, sender Address, id wire.LogicalID) (SeenMessage, error)
-	// SeenFromPerson returns up to limit received messages with this
-	// logical ID from any device address of user ("user/N"), pending or
-	// finalized, each with its sender: the lookup behind deduplication by
-	// person (adoption.go). The caller keeps only the senders the list it
-	// holds for user names.
-	SeenFromPerson(ctx context.Context, user string, id wire.LogicalID, limit int) ([]SeenFrom, error)
 	// SentCopiesFrom returns up to limit sent copies that device (another
 	// device of this person) sent here, finalized at or after since and
 	// still standing as copies (not adopted), newest first.

@@ -10,16 +10,11 @@ import (
 	"github.com/parley-chat/parley/wire"
 )
 
-// Adoption (engine/adoption.go): the lookup of a received message by its
-// logical ID across the devices of its sender's person, the sent copies a
-// removed device sent here, and the lanes that resend them.
+// Adoption (engine/adoption.go): the sent copies a removed device sent
+// here, and the lanes that resend them. (The receiver's deduplication by
+// person reads each device's record by its primary key, DB.Seen.)
 
 const (
-	// sqlSeenFromPerson finds a received message, pending or finalized,
-	// by its ID from any address of one user ("user/" up to "user0", '0'
-	// following '/'), by the ID indexes of migration 0024.
-	sqlSeenFromPerson = `SELECT sender, 0, 0, sealed_digest FROM inbound WHERE id = ?1 AND sender >= ?2 AND sender < ?3
-		UNION ALL SELECT sender, 1, outcome, sealed_digest FROM finalized WHERE id = ?1 AND sender >= ?2 AND sender < ?3 LIMIT ?4`
 	// sqlSentCopiesFrom reads the sent copies one device sent here that
 	// are still copies (history_copied), newest first.
 	sqlSentCopiesFrom = `SELECT h.peer, h.id, f.at, h.sealed_body FROM finalized f
@@ -31,49 +26,6 @@ const (
 	// sqlCopyStanding says whether a message's entry is still a sent copy.
 	sqlCopyStanding = "SELECT 1 FROM history WHERE peer = ? AND direction = 2 AND id = ? AND state IN (?, ?)"
 )
-
-// SeenFromPerson implements engine.Store.
-func (db *DB) SeenFromPerson(ctx context.Context, user string, id wire.LogicalID, limit int) ([]engine.SeenFrom, error) {
-	if err := db.checkOpen("read a received message"); err != nil {
-		return nil, err
-	}
-	rows, err := db.query(ctx, sqlSeenFromPerson, id[:], user+"/", user+"0", limit)
-	if err != nil {
-		return nil, db.readErr("read a received message", err)
-	}
-	defer rows.Close()
-	var out []engine.SeenFrom
-	for rows.Next() {
-		var sender string
-		var final, outcome int64
-		var sealed []byte
-		if err := rows.Scan(&sender, &final, &outcome, &sealed); err != nil {
-			return nil, db.readErr("read a received message", err)
-		}
-		a, err := engine.ParseAddress(sender)
-		if err != nil || a.User != user {
-			continue
-		}
-		s := engine.SeenMessage{Pending: final == 0, Finalized: final == 1, Outcome: engine.Outcome(outcome)}
-		kind := kindInboundDigest
-		if s.Finalized {
-			kind = kindFinalizedDigest
-		}
-		d, err := db.seal.open(kind, messageKey(a, id), sealed)
-		if err != nil {
-			return nil, fmt.Errorf("store: read received message %x from %s: %w", id[:], a, err)
-		}
-		if len(d) != len(s.Digest) {
-			return nil, fmt.Errorf("store: read received message %x from %s: digest of %d bytes: %w", id[:], a, len(d), engine.ErrMalformedState)
-		}
-		copy(s.Digest[:], d)
-		out = append(out, engine.SeenFrom{Sender: a, Seen: s})
-	}
-	if err := rows.Err(); err != nil {
-		return nil, db.readErr("read a received message", err)
-	}
-	return out, nil
-}
 
 // SentCopiesFrom implements engine.Store.
 func (db *DB) SentCopiesFrom(ctx context.Context, device engine.Address, since time.Time, limit int) ([]engine.SentCopyRecord, error) {
