@@ -185,28 +185,32 @@ func (c *Client) adoptFailed(err error) {
 // another body: an adopted resend always carries the copy's body,
 // so a different one from a sibling is no resend but a lying sibling,
 // and the message is new from its device (body is the digest of the
-// message received). It returns the found record
-// (Pending or Finalized set), or a zero SeenMessage.
-func (c *Client) seenFromPerson(ctx context.Context, bs *batchState, in *incoming, op opening, key inboundKey, body [32]byte) (SeenMessage, error) {
+// message received). It returns the device the record is from and the
+// record (Pending or Finalized set), or key's sender and a zero
+// SeenMessage.
+func (c *Client) seenFromPerson(ctx context.Context, bs *batchState, in *incoming, op opening, key inboundKey, body [32]byte) (Address, SeenMessage, error) {
 	sender := key.peer
 	if sender.User == c.self.User {
-		return SeenMessage{}, nil
+		return sender, SeenMessage{}, nil
 	}
 	list, ok, err := c.personList(ctx, sender.User)
 	if err != nil || !ok || !namedWith(list, sender, senderKey(in, op)) {
-		return SeenMessage{}, err
+		return sender, SeenMessage{}, err
 	}
 	var others []Address
 	for _, e := range list.Entries {
 		if d := (Address{User: sender.User, Device: e.Number}); d != sender {
 			others = append(others, d)
 			if dg, ok := bs.delivered[inboundKey{d, key.id}]; ok && sameBody(SeenMessage{Pending: true, Digest: dg}, body) {
-				return SeenMessage{Pending: true, Digest: dg}, nil
+				return d, SeenMessage{Pending: true, Digest: dg}, nil
 			}
 		}
 	}
-	_, found, err := c.seenFromDevices(ctx, others, key.id, func(s SeenMessage) bool { return sameBody(s, body) })
-	return found, err
+	from, found, err := c.seenFromDevices(ctx, others, key.id, func(s SeenMessage) bool { return sameBody(s, body) })
+	if err != nil || !(found.Pending || found.Finalized) {
+		return sender, SeenMessage{}, err
+	}
+	return from, found, nil
 }
 
 // seenFromDevices reads message id from each of devices (point lookups on
@@ -258,20 +262,21 @@ func namedWith(l wire.DeviceList, device Address, key *IdentityKey) bool {
 // sender device: a repeat when another device of the sender's person sent
 // it here before (seenFromPerson), by the same rules as a repeat from the
 // same device (a repeat of a pending one, or of a finalized one, which is
-// acknowledged again), with the same body only; else new.
-func (c *Client) classifyByPerson(ctx context.Context, bs *batchState, in *incoming, op opening, key inboundKey, d [32]byte) (FrameEffect, ResultKind, error) {
-	seen, err := c.seenFromPerson(ctx, bs, in, op, key, d)
+// acknowledged again), with the same body only; else new. It also returns
+// the device whose record the message repeats (key's sender when new).
+func (c *Client) classifyByPerson(ctx context.Context, bs *batchState, in *incoming, op opening, key inboundKey, d [32]byte) (FrameEffect, ResultKind, Address, error) {
+	from, seen, err := c.seenFromPerson(ctx, bs, in, op, key, d)
 	switch {
 	case err != nil:
-		return nil, 0, err
+		return nil, 0, key.peer, err
 	case !seen.Pending && !seen.Finalized:
-		return DeliverEffect{}, ResultDelivery, nil
+		return DeliverEffect{}, ResultDelivery, key.peer, nil
 	case seen.Pending:
-		return RepeatEffect{}, ResultDelivery, nil
+		return RepeatEffect{}, ResultDelivery, from, nil
 	case seen.Outcome == OutcomeDiscarded:
-		return RepeatEffect{}, ResultAlreadyDiscarded, nil
+		return RepeatEffect{}, ResultAlreadyDiscarded, from, nil
 	}
-	return RepeatEffect{}, ResultAlreadyCommitted, nil
+	return RepeatEffect{}, ResultAlreadyCommitted, from, nil
 }
 
 // heldFromPerson returns the device under which this device holds message

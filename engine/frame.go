@@ -91,9 +91,10 @@ func (c *Client) prepareMessage(ctx context.Context, bs *batchState, in *incomin
 	id, body := a.frame.ID, a.frame.Body
 	d := digest(body)
 	effect, kind, err := c.classify(ctx, bs, inboundKey{in.sender, id}, d)
+	holder := in.sender // the device whose record a repeat repeats
 	if _, fresh := effect.(DeliverEffect); err == nil && fresh && a.group == nil {
 		// New from this device: maybe not from its person (adoption.go).
-		effect, kind, err = c.classifyByPerson(ctx, bs, in, op, inboundKey{in.sender, id}, d)
+		effect, kind, holder, err = c.classifyByPerson(ctx, bs, in, op, inboundKey{in.sender, id}, d)
 	}
 	if errors.Is(err, ErrLogicalMessageConflict) {
 		return in.drop(id, err), nil
@@ -107,7 +108,7 @@ func (c *Client) prepareMessage(ctx context.Context, bs *batchState, in *incomin
 		step.res.Body = body
 		// A copy of a message that waits in a request is no delivery
 		// either.
-		if waits, err := c.repeatInRequest(ctx, bs, in.sender, a.group); err != nil {
+		if waits, err := c.repeatInRequest(ctx, bs, holder, a.group); err != nil {
 			return prepared{}, err
 		} else if waits {
 			step.res.Kind, step.res.Body = ResultRequest, nil
