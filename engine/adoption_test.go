@@ -536,3 +536,26 @@ func TestCopyToAStrangerIsNotAdopted(t *testing.T) {
 		t.Fatalf("alice/1's entry is %v after the removal, want still copied", e.State)
 	}
 }
+
+// TestResendOfARequestStaysInTheRequest: bob, in request mode, holds
+// alice/2's message in her request (not accepted); alice/1 adopts it. The
+// resend repeats alice/2's record, so it is judged by alice/2's request:
+// still a request, never surfaced as a delivery from alice/1.
+func TestResendOfARequestStaysInTheRequest(t *testing.T) {
+	w, alice, alice2, bob := adoptionWorld(t)
+	bob.withRequests(nil)
+	id := alice2.enqueue(bob, "sent from the phone")
+	if got := resultsFor(bob.sync(), alice2.addr, id); len(got) != 1 || got[0] != engine.ResultRequest {
+		t.Fatalf("bob's receive from alice/2: %v, want a request", got)
+	}
+	alice.sync()
+	if _, err := alice.c.RemoveDevice(w.ctx, alice2.addr); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := alice.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := resultsFor(bob.sync(), alice.addr, id); len(got) != 1 || got[0] != engine.ResultRequest {
+		t.Fatalf("bob's receive of alice/1's resend: %v, want a request (alice/2's is open)", got)
+	}
+}
