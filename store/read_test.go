@@ -347,3 +347,22 @@ func TestReceiveWritesNoIDIndex(t *testing.T) {
 		}
 	}
 }
+
+// TestSentCopiesFromReportsABadRow: a sent copy whose body cannot be
+// opened is reported in its record, not as the read's error, so that the
+// adoption skips it and the revoking list is stored all the same.
+func TestSentCopiesFromReportsABadRow(t *testing.T) {
+	db := MustOpenDB(t)
+	ctx := context.Background()
+	id := wire.LogicalID{0x42}
+	if _, err := db.sql.ExecContext(ctx, "INSERT INTO finalized VALUES ('alice/2', ?, 1, 0, 24, ?)", id[:], []byte("not sealed")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.sql.ExecContext(ctx, "INSERT INTO history (peer, direction, id, at, state, sealed_body) VALUES ('carol/3', 2, ?, 24, 4, ?)", id[:], []byte("not sealed")); err != nil {
+		t.Fatal(err)
+	}
+	copies, err := db.SentCopiesFrom(ctx, engine.MustParseAddress("alice/2"), time.Unix(0, 0), 10)
+	if err != nil || len(copies) != 1 || copies[0].Err == nil {
+		t.Fatalf("sent copies with an unsealable body: %+v, %v; want one record carrying the error", copies, err)
+	}
+}
