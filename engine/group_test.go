@@ -227,13 +227,13 @@ func TestDecideGroupMessage(t *testing.T) {
 func TestRosterRecipients(t *testing.T) {
 	old := Roster{Members: rosterOf("a/1* b/1 c/1")}
 	next := Roster{Members: rosterOf("a/1* c/1 d/1")}
-	if got, want := RosterRecipients(old, next, "a/1"), []string{"b/1", "c/1", "d/1"}; !reflect.DeepEqual(got, want) {
+	if got, want := RosterRecipients(old, next, "a/1", nil), []string{"b/1", "c/1", "d/1"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("roster recipients %v, want %v (new roster and the removed, not self)", got, want)
 	}
-	if got, want := RemovedLanes(old, next), []string{"b/1"}; !reflect.DeepEqual(got, want) {
+	if got, want := RemovedLanes(old, next, nil), []string{"b/1"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("removed %v, want %v", got, want)
 	}
-	if got, want := LaneRecipients(next, "a/1"), []string{"c/1", "d/1"}; !reflect.DeepEqual(got, want) {
+	if got, want := LaneRecipients(next, "a/1", nil), []string{"c/1", "d/1"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("lanes %v, want %v", got, want)
 	}
 }
