@@ -345,6 +345,9 @@ func TestChainReachesEveryDevice(t *testing.T) {
 		}
 		settle(t, 6, all...)
 	}
+	if alice.c.ChainLanes() == 0 || bob2.c.ChainLanes() == 0 {
+		t.Fatalf("chain lanes: alice %d, bob/2 %d; want some by the chain", alice.c.ChainLanes(), bob2.c.ChainLanes())
+	}
 	for i := range 3 {
 		if !bob2.has(g, fmt.Sprintf("alice/1:a%d", i)) {
 			t.Fatalf("bob/2's history %v lacks alice's a%d", bob2.groupHistory(g), i)
