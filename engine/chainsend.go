@@ -16,8 +16,8 @@ import (
 // announced the chain gets the announcement, pending on a lane of its own,
 // in the same transaction. The chain is sealed once, its lanes stored with
 // their envelope (type 4) and the chain advanced in the group send's plan;
-// the envelopes are handed off after the commit, in one SubmitMulti where
-// the relay serves it. Each lane is still pending until its member's ACK; a
+// the envelopes are handed off after the commit, in SubmitMultis of at most
+// wire.MaxSubmitMultiMailboxes mailboxes where the relay serves it. Each lane is still pending until its member's ACK; a
 // retry goes pairwise, so a member that lost the chain still gets the
 // message.
 
@@ -157,7 +157,8 @@ func (c *Client) queueChain(b *chainBatch) {
 	c.mu.Unlock()
 }
 
-// flushChains hands off every queued chain message, one SubmitMulti each
+// flushChains hands off every queued chain message, one SubmitMulti per
+// wire.MaxSubmitMultiMailboxes lanes
 // (per-member envelopes where the relay has no SubmitMulti), and returns
 // what became of each lane, by message and member: nil when the relay took
 // it. A lane the relay did not take stays pending; a retry sends it
