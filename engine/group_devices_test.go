@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/engine/enginetest"
 	"github.com/parley-chat/parley/wire"
 )
 
@@ -357,5 +358,35 @@ func TestChainReachesEveryDevice(t *testing.T) {
 				t.Fatalf("%s's history %v lacks bob/2's b%d", d.addr, d.groupHistory(g), i)
 			}
 		}
+	}
+}
+
+// TestUnlistedDeviceAsksForTheList: as TestUnlistedDeviceHeldUntilListLearned,
+// on a relay that answers list checks: the envelope from bob/2, which the
+// list alice holds does not name, makes her receive ask for bob's later
+// list first, and the message is taken in that same round.
+func TestUnlistedDeviceAsksForTheList(t *testing.T) {
+	w := newWorld(t)
+	w.relay = func(_ engine.Address, ep *enginetest.Endpoint) engine.Relay { return listChecking{ep} }
+	alice, bob, carol := w.device("alice/1"), w.device("bob/1"), w.device("carol/1")
+	publishLists(t, alice, bob, carol)
+	checkPeers(t, alice, bob)
+	bob2 := w.linkDevice(bob)
+	info, _, err := bob.c.CreateGroup(w.ctx, "bobs", []engine.Address{alice.addr, carol.addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := info.ID
+	settle(t, 6, alice, bob, bob2, carol)
+	if held, ok, err := alice.c.PeerAccount(w.ctx, "bob"); err != nil || !ok || held.List.Generation != 1 {
+		t.Fatalf("alice holds bob's list at generation %d (%v, %v), want 1 before bob/2 writes", held.List.Generation, ok, err)
+	}
+	if _, err := bob2.c.SendGroup(w.ctx, g, []byte("new laptop")); err != nil {
+		t.Fatal(err)
+	}
+	res := alice.sync()
+	alice.commitAll()
+	if hasError(res, engine.ErrNotMember) || !alice.has(g, "bob/2:new laptop") {
+		t.Fatalf("alice's round: %v, history %v; want bob/2's message taken once she asked for bob's list", errorsIn(res), alice.groupHistory(g))
 	}
 }
