@@ -359,6 +359,38 @@ func TestChainReachesEveryDevice(t *testing.T) {
 			}
 		}
 	}
+
+	// bob removes bob/2: alice forgets the chain announced to it when she
+	// holds bob's new list, and her next message goes by a new chain that
+	// bob/2 is never told of.
+	before, found, err := alice.st.OwnChain(w.ctx, g, 1)
+	if err != nil || !found {
+		t.Fatalf("alice's chain: %v, %v", found, err)
+	}
+	if _, err := bob.c.RemoveDevice(w.ctx, bob2.addr); err != nil {
+		t.Fatal(err)
+	}
+	alice.reopen()
+	checkPeers(t, alice, bob)
+	if _, found, err := alice.st.OwnChain(w.ctx, g, 1); err != nil || found {
+		t.Fatalf("alice still keeps the chain announced to bob/2 after bob's new list (%v)", err)
+	}
+	sent, err := alice.c.SendGroup(w.ctx, g, []byte("after"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, found, err := alice.st.OwnChain(w.ctx, g, 1)
+	if err != nil || !found || after.Chain == before.Chain {
+		t.Fatalf("alice's chain after bob/2's removal: %x (found %v, %v), want a new one, not %x", after.Chain, found, err, before.Chain)
+	}
+	for _, m := range after.Members {
+		if m.Member == bob2.addr {
+			t.Fatal("alice announced her new chain to the removed bob/2")
+		}
+	}
+	if _, ok := alice.lanes(g, sent.ID)["bob/2"]; ok {
+		t.Fatalf("alice's message after the removal has a lane to bob/2: %v", alice.lanes(g, sent.ID))
+	}
 }
 
 // TestUnlistedDeviceAsksForTheList: as TestUnlistedDeviceHeldUntilListLearned,
