@@ -422,3 +422,30 @@ func TestUnlistedDeviceAsksForTheList(t *testing.T) {
 		t.Fatalf("alice's round: %v, history %v; want bob/2's message taken once she asked for bob's list", errorsIn(res), alice.groupHistory(g))
 	}
 }
+
+// TestSiblingsGroupIsNoRequest: on bob/2, which asks before taking
+// strangers' messages, a group bob/1 made is no request: the account's
+// list names bob/1, so the group starts there and its messages are
+// delivered.
+func TestSiblingsGroupIsNoRequest(t *testing.T) {
+	w := newWorld(t)
+	alice, bob := w.device("alice/1"), w.device("bob/1")
+	publishLists(t, alice, bob)
+	bob2 := w.linkDevice(bob)
+	bob2.withRequests(nil)
+	info, _, err := bob.c.CreateGroup(w.ctx, "bobs", []engine.Address{alice.addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := bob2.sync()
+	if k := kindsOf(res); k[engine.ResultRequest] != 0 || k[engine.ResultGroupChanged] != 1 {
+		t.Fatalf("bob/2's round of bob/1's group: %v, want the group started, no request", k)
+	}
+	if _, err := bob.c.SendGroup(w.ctx, info.ID, []byte("note to self")); err != nil {
+		t.Fatal(err)
+	}
+	bob2.sync()
+	if !bob2.has(info.ID, "bob/1:note to self") {
+		t.Fatalf("bob/2's group history %v, want bob/1's message", bob2.groupHistory(info.ID))
+	}
+}

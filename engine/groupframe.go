@@ -290,7 +290,7 @@ func (c *Client) receiveRoster(ctx context.Context, bs *batchState, gs GroupStor
 	if err != nil {
 		return prepared{}, err
 	}
-	if ok, err := c.rosterAccepted(ctx, bs, in.sender, g, known); err != nil {
+	if ok, err := c.rosterAccepted(ctx, bs, in.sender, senderKey(in, op), g, known); err != nil {
 		return prepared{}, err
 	} else if !ok {
 		return c.rosterRequest(ctx, bs, in, op, sr)
@@ -471,14 +471,20 @@ func (c *Client) groupsFull(ctx context.Context, bs *batchState, gs GroupStore) 
 	return bs.groups+bs.newGroups >= MaxGroupsPerProfile, nil
 }
 
-// rosterAccepted reports whether a roster change from sender is processed
-// as one (true) or joins sender's message request: it is processed when
-// requests are off, when sender is accepted, or when the group vouches for
-// its members (a change made by this device or by a person it accepted
-// counts in it).
-func (c *Client) rosterAccepted(ctx context.Context, bs *batchState, sender Address, g GroupInfo, known bool) (bool, error) {
+// rosterAccepted reports whether a roster change from sender (whose
+// session holds key) is processed as one (true) or joins sender's message
+// request: it is processed when requests are off, when sender is accepted
+// or is another device of this person's that the account's list names
+// with that identity, or when the group vouches for its members (a change
+// made by this device or by a person it accepted counts in it).
+func (c *Client) rosterAccepted(ctx context.Context, bs *batchState, sender Address, key *IdentityKey, g GroupInfo, known bool) (bool, error) {
 	if _, ok := c.requests(); !ok {
 		return true, nil
+	}
+	if sender.User == c.self.User {
+		if v, err := c.vouchSender(ctx, sender, key); err != nil || v == VouchListed {
+			return v == VouchListed, err
+		}
 	}
 	if known {
 		if ok, err := c.vouches(ctx, g); err != nil || ok {
@@ -503,9 +509,16 @@ func (c *Client) acceptedIn(ctx context.Context, bs *batchState, sender Address)
 // does not.
 func (c *Client) vouches(ctx context.Context, g GroupInfo) (bool, error) {
 	for author := range foldRoster(g.Start, g.Changes, 0, nil).vouchers {
-		if author == c.self.String() || userOf(author) == c.self.User {
-			// This device's, or another device of this person's.
+		if author == c.self.String() {
 			return true, nil
+		}
+		if userOf(author) == c.self.User {
+			// Another device of this person's, when the account's list
+			// names it with the key that signed its change.
+			if ok, err := c.ownListedAuthor(ctx, g, author); err != nil || ok {
+				return ok, err
+			}
+			continue
 		}
 		peer, err := ParseAddress(author)
 		if err != nil {
@@ -513,6 +526,33 @@ func (c *Client) vouches(ctx context.Context, g GroupInfo) (bool, error) {
 		}
 		if ok, err := c.store.Accepted(ctx, peer); err != nil || ok {
 			return ok, err
+		}
+	}
+	return false, nil
+}
+
+// ownListedAuthor reports whether author, a device of this person's, is
+// named active in the account's list with the signing key of a change it
+// made in g (a device registered under this person's name with other keys
+// vouches for nothing).
+func (c *Client) ownListedAuthor(ctx context.Context, g GroupInfo, author string) (bool, error) {
+	a, err := LoadAccount(ctx, c.store)
+	if errors.Is(err, ErrNoAccount) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	dev, err := ParseAddress(author)
+	if err != nil {
+		return false, nil
+	}
+	e, found := findEntry(&a.List, dev.Device)
+	if !found || e.State != wire.DeviceActive {
+		return false, nil
+	}
+	for _, ch := range g.Changes {
+		if ch.Author == author && ch.AuthorKey == e.SigningKey {
+			return true, nil
 		}
 	}
 	return false, nil
