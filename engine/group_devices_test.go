@@ -449,3 +449,59 @@ func TestSiblingsGroupIsNoRequest(t *testing.T) {
 		t.Fatalf("bob/2's group history %v, want bob/1's message", bob2.groupHistory(info.ID))
 	}
 }
+
+// TestUnlistedSiblingAsksForOwnList: bob/2 holds bob's list from before
+// bob/3 was linked, on a connection kept up. bob/3's group message is held
+// on bob/2 (not refused), the round asks the relay for the account's later
+// list, and the next round takes the message as bob's own.
+func TestUnlistedSiblingAsksForOwnList(t *testing.T) {
+	w := newWorld(t)
+	w.relay = func(_ engine.Address, ep *enginetest.Endpoint) engine.Relay { return connected{listChecking{ep}} }
+	alice, bob := w.device("alice/1"), w.device("bob/1")
+	publishLists(t, alice, bob)
+	bob2 := w.linkDevice(bob)
+	bob2.sync() // the connection's round: generation 2 published
+	info, _, err := bob.c.CreateGroup(w.ctx, "bobs", []engine.Address{alice.addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := info.ID
+	settle(t, 6, alice, bob, bob2)
+	bob3 := w.linkDevice(bob)
+	// bob/3 joins the group with bob/1's next change, the first it gets.
+	carol := w.device("carol/1")
+	if _, err := bob.c.ChangeRoster(w.ctx, g, []wire.RosterChange{{Op: wire.RosterAdd, Address: "carol/1"}}); err != nil {
+		t.Fatal(err)
+	}
+	bob3.sync()
+	if gen, _ := bob3.members(g); gen != 2 {
+		t.Fatalf("bob/3 sees generation %d, want bob/1's change", gen)
+	}
+	for _, d := range []*device{alice, carol, bob2} {
+		d.sync()
+	}
+	if a, err := engine.LoadAccount(w.ctx, bob2.st); err != nil || a.List.Generation != 2 {
+		t.Fatalf("bob/2 holds generation %d of its list (%v), want 2: bob/3 unknown to it", a.List.Generation, err)
+	}
+	sent, err := bob3.c.SendGroup(w.ctx, g, []byte("third device"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := bob3.lanes(g, sent.ID); got["bob/2"] != "pending" {
+		t.Fatalf("bob/3's lanes %v, want one to bob/2", got)
+	}
+	if res := bob2.sync(); hasError(res, engine.ErrNotMember) || bob2.has(g, "bob/3:third device") {
+		t.Fatalf("bob/2's round: %v, want bob/3's message held", errorsIn(res))
+	}
+	if a, err := engine.LoadAccount(w.ctx, bob2.st); err != nil || a.List.Generation != 3 {
+		t.Fatalf("bob/2 holds generation %d of its list after holding bob/3's message (%v), want 3", a.List.Generation, err)
+	}
+	bob2.sync()
+	h, err := bob2.c.GroupHistory(w.ctx, g, 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(h, func(e engine.GroupEntry) bool { return e.ID == sent.ID && e.Own }) {
+		t.Fatalf("bob/2's group history %+v, want bob/3's message as bob's own", h)
+	}
+}

@@ -93,7 +93,20 @@ func (c *Client) judgeGroupFrame(ctx context.Context, bs *batchState, in *incomi
 			return 0, err
 		}
 	}
-	return DecideGroupMessage(gm), nil
+	v := DecideGroupMessage(gm)
+	if v == GroupHold && gm.Vouch == VouchUnlisted && in.sender.User == c.self.User {
+		// A sibling linked since the account's list held here: the
+		// round asks the relay for the later list (learnOwnList).
+		c.loopMu.Lock()
+		if c.ownUnlisted == nil {
+			c.ownUnlisted = make(map[uint32]bool)
+		}
+		if len(c.ownUnlisted) < maxListChecks {
+			c.ownUnlisted[in.sender.Device] = true
+		}
+		c.loopMu.Unlock()
+	}
+	return v, nil
 }
 
 // vouchSender is what the device list this device holds for sender's
