@@ -124,9 +124,39 @@ type LinkHistoryProgress func(stage string, done, total int64)
 // linkArchiveName is the keyed archive's file in the files directory.
 func linkArchiveName(device uint32) string { return fmt.Sprintf("link-history-%d.archive", device) }
 
+// historyRecord reports whether r is history (a message of a
+// conversation or of a group) rather than state a device needs to work
+// (the groups, pins, accepted and blocked senders, contacts, and the
+// messages pending at the cut): a HistoryChoice leaves out history only.
+// since is the oldest message kept, in Unix ns; HistoryNone keeps none.
+func historyRecord(r wire.ArchiveRecord, mode HistoryMode, since int64) (kept bool) {
+	var at int64
+	switch m := r.(type) {
+	case wire.ArchiveMessage:
+		at = m.At
+	case wire.ArchiveGroupMessage:
+		at = m.At
+	default:
+		return true
+	}
+	switch mode {
+	case HistoryNone:
+		return false
+	case HistorySince:
+		return at >= since
+	}
+	return true
+}
+
 // LinkHistory writes the history the cut of device chose as a keyed
 // archive, uploads it as a blob, and returns what the link package says
-// of it: nil when the person chose none, or there is nothing to carry.
+// of it: nil when there is nothing to carry. Whatever the choice, the
+// archive carries what the new device needs to work that is not history
+// (historyRecord): every group this person is in (its roster log, start
+// and name, so that the device takes part in the group), the pinned
+// identities, the accepted and blocked senders, the contacts, and the
+// messages received and undecided at the cut; the choice leaves out the
+// messages of conversations and groups (all of them for HistoryNone).
 // The archive is read from one snapshot taken now, after the cut.
 func (c *Client) LinkHistory(ctx context.Context, device uint32, progress LinkHistoryProgress) (*wire.LinkHistory, BackupSummary, error) {
 	cut, ok, err := c.store.LinkCut(ctx, device)
@@ -135,8 +165,6 @@ func (c *Client) LinkHistory(ctx context.Context, device uint32, progress LinkHi
 		return nil, BackupSummary{}, err
 	case !ok:
 		return nil, BackupSummary{}, fmt.Errorf("link history: no cut recorded for device %d", device)
-	case cut.History == HistoryNone:
-		return nil, BackupSummary{}, nil
 	}
 	blobs, fc, err := c.fileSetup()
 	if err != nil {
@@ -162,17 +190,8 @@ func (c *Client) LinkHistory(ctx context.Context, device uint32, progress LinkHi
 	since := cut.Since.UnixNano()
 	var n int64
 	err = c.store.LinkArchiveRecords(ctx, func(r wire.ArchiveRecord) error {
-		if cut.History == HistorySince {
-			switch m := r.(type) {
-			case wire.ArchiveMessage:
-				if m.At < since {
-					return nil
-				}
-			case wire.ArchiveGroupMessage:
-				if m.At < since {
-					return nil
-				}
-			}
+		if !historyRecord(r, cut.History, since) {
+			return nil
 		}
 		if err := aw.Write(r); err != nil {
 			return err
@@ -346,17 +365,11 @@ func (c *Client) importLinkHistory(ctx context.Context, batch int, keep HistoryC
 		imp = func(s ImportState) { progress("import", int64(s.Next), int64(s.Total)) }
 	}
 	var filter func(wire.ArchiveRecord) bool
-	if keep.Mode == HistorySince {
+	if keep.Mode != HistoryAll {
+		// What this device keeps narrows the history only: the groups
+		// and the rest of what a device needs come whatever it keeps.
 		since := c.cfg.Now().Add(-time.Duration(keep.Days) * 24 * time.Hour).UnixNano()
-		filter = func(r wire.ArchiveRecord) bool {
-			switch m := r.(type) {
-			case wire.ArchiveMessage:
-				return m.At >= since
-			case wire.ArchiveGroupMessage:
-				return m.At >= since
-			}
-			return true
-		}
+		filter = func(r wire.ArchiveRecord) bool { return historyRecord(r, keep.Mode, since) }
 	}
 	sum.Bytes = h.Manifest.Size
 	st, err := importArchive(ctx, c.store, ar, batch, imp, filter)
