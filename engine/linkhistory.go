@@ -373,6 +373,9 @@ func (c *Client) importLinkHistory(ctx context.Context, batch int, keep HistoryC
 	}
 	sum.Bytes = h.Manifest.Size
 	st, err := importArchive(ctx, c.store, ar, batch, imp, filter)
+	// A decision a sibling told this device before the message came may
+	// name a staged record just imported: the next round applies it.
+	c.decisionsDue.Store(true)
 	sum.Messages = st.Messages
 	if err != nil {
 		return sum, fmt.Errorf("link history: %w", err)
