@@ -276,3 +276,63 @@ func TestGroupDecisionTakesBackADiscard(t *testing.T) {
 		t.Fatalf("bob/2's group history after the decision again %q, want the message once", h)
 	}
 }
+
+// TestCatchUpTellsASiblingOfAGroupCommit: bob links bob/3 on bob/1 while
+// alice's group message is pending on bob/2; bob/3 holds the group and
+// the message as its link's archive leaves them. bob commits it on bob/2,
+// whose list does not name bob/3 yet (so the commit tells bob/1 alone),
+// and discards it on bob/3. When bob/2 adopts the list naming bob/3, the
+// same transaction stores the catch-up lane to bob/3 with the commit's
+// body, read from the group's history: bob/3 takes the message back into
+// the group's history, decided on bob/2. Before the change the catch-up
+// left group commits out (a linked device did not hold the groups), and
+// the discard on bob/3 stood.
+func TestCatchUpTellsASiblingOfAGroupCommit(t *testing.T) {
+	w, alice, bob, bob2, g, id := groupTwoDeviceBob(t, "on its way while bob links", false)
+	bob3 := w.linkDevice(bob)
+	shareFromSibling(t, bob, bob3, func(r wire.ArchiveRecord) bool { return groupRecords(r) || stagedRecord(id)(r) })
+	if _, err := bob2.c.Commit(w.ctx, alice.addr, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bob3.c.Discard(w.ctx, alice.addr, id, engine.DiscardRejected); err != nil {
+		t.Fatalf("bob/3 discards alice's group message: %v", err)
+	}
+	if err := bob2.c.PublishDeviceList(w.ctx); err != nil {
+		t.Fatalf("bob/2 adopts the list naming bob/3: %v", err)
+	}
+	if _, err := bob2.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	devs := []*device{bob, bob2, bob3}
+	for round := 0; ; round++ {
+		out := 0
+		for _, d := range devs {
+			d.sync()
+		}
+		for _, d := range devs {
+			out += d.pendingOut()
+		}
+		if out == 0 {
+			break
+		}
+		if round == 8 {
+			t.Fatalf("bob's devices still have %d lanes to each other after 8 rounds", out)
+		}
+		for _, d := range devs {
+			for _, p := range devs {
+				if p != d {
+					d.retry(p)
+				}
+			}
+		}
+	}
+	if s, err := bob3.st.Seen(w.ctx, alice.addr, id); err != nil || !s.Finalized || s.Outcome != engine.OutcomeCommitted {
+		t.Fatalf("bob/3's record after bob/2's catch-up: %+v, %v; want committed (bob/2 committed it)", s, err)
+	}
+	if on, in := decidedOnOf(t, bob3, g, id); !in || on != bob2.addr.String() {
+		t.Fatalf("bob/3's group history: entry %v, decided on %q; want it, decided on bob/2", in, on)
+	}
+	if h := bob3.groupHistory(g); !reflect.DeepEqual(h, []string{"alice/1:on its way while bob links"}) {
+		t.Fatalf("bob/3's group history %q, want the message once", h)
+	}
+}
