@@ -18,7 +18,9 @@ import (
 
 // History at link time (issue 34). The device holding the account key
 // decides what history a new device gets (HistoryChoice: all, none, or
-// the last N days). When the relay has taken the list naming the new
+// the last N days); the choice narrows the messages only, and what a
+// device needs to work (the person's groups above all) travels whatever
+// it is (historyRecord). When the relay has taken the list naming the new
 // device, that device stores the list and the link's cut (LinkCut) in one
 // transaction: from then on every message it sends, and every decision it
 // makes, has a lane to the new device (person.go, decision.go); what came
