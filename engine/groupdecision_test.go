@@ -336,3 +336,33 @@ func TestCatchUpTellsASiblingOfAGroupCommit(t *testing.T) {
 		t.Fatalf("bob/3's group history %q, want the message once", h)
 	}
 }
+
+// TestGroupArrivalCommitTellsTheSiblings: bob/1 commits alice's group
+// message on arrival (the loop's policy); bob/2, which does not hold it
+// yet, hears and keeps bob/1's commit, to apply when the message comes.
+// Before the change an arrival commit of a group message told no one.
+func TestGroupArrivalCommitTellsTheSiblings(t *testing.T) {
+	w, alice, bob, bob2 := twoDeviceBob(t)
+	info, _, err := alice.c.CreateGroup(w.ctx, "team", []engine.Address{bob.addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	settle(t, 5, alice, bob)
+	bob.c.SetPolicy(engine.Policy{Commit: engine.CommitOnArrival})
+	bob.sync() // the switch's pass over what is pending: nothing
+	sent, err := alice.c.SendGroup(w.ctx, info.ID, []byte("committed as it came"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := bob.c.Sync(w.ctx); err != nil || res.Committed != 1 {
+		t.Fatalf("bob/1's round: %d committed, %v; want alice's group message committed on arrival", res.Committed, err)
+	}
+	if _, err := bob.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	bob2.sync()
+	kept, err := bob2.st.KeptDecisions(w.ctx, engine.MaxKeptDecisions)
+	if err != nil || len(kept) != 1 || kept[0].ID != sent.ID || kept[0].Sender != alice.addr || kept[0].Outcome != engine.OutcomeCommitted || kept[0].On != bob.addr {
+		t.Fatalf("bob/2 keeps %+v, %v; want bob/1's commit of alice's group message", kept, err)
+	}
+}
