@@ -922,3 +922,23 @@ func checkIntegrity(t *testing.T, db *sql.DB) {
 		t.Errorf("foreign_key_check = %d rows, %v; want none", n, err)
 	}
 }
+
+// TestMigration25MarksDiscardsOfUnknownKind: migration 0025 gives every
+// discard it finds the all-zero group (a group message's or a one-to-one
+// one's, not known) and leaves commits without one.
+func TestMigration25MarksDiscardsOfUnknownKind(t *testing.T) {
+	dir := t.TempDir()
+	s, raw := profileAt(t, dir, 24)
+	insertFixtureV24(t, raw, s)
+	raw.Close()
+	db := mustOpen(t, dir)
+	var discards, marked, commits, unmarked int
+	if err := db.sql.QueryRow(`SELECT count(*) FILTER (WHERE outcome = 2), count(*) FILTER (WHERE outcome = 2 AND grp = zeroblob(16)),
+		count(*) FILTER (WHERE outcome = 1), count(*) FILTER (WHERE outcome = 1 AND grp IS NULL) FROM finalized`).Scan(&discards, &marked, &commits, &unmarked); err != nil {
+		t.Fatal(err)
+	}
+	if discards == 0 || commits == 0 || marked != discards || unmarked != commits {
+		t.Fatalf("after 0025: %d discards (%d of unknown kind), %d commits (%d without a group); want every discard of unknown kind, no commit",
+			discards, marked, commits, unmarked)
+	}
+}
