@@ -143,3 +143,20 @@ func TestLinkedDeviceHoldsTheGroups(t *testing.T) {
 		})
 	}
 }
+
+// TestLinkNoneWithoutABlobStore: over a relay with no blob store, a link
+// with --history none still goes, without an archive (as before the
+// archive carried the groups), rather than leave the listed device with
+// no package.
+func TestLinkNoneWithoutABlobStore(t *testing.T) {
+	w := newWorld(t)
+	alice, bob := w.device("alice/1"), w.device("bob/1")
+	if _, _, err := alice.c.CreateGroup(w.ctx, "friends", []engine.Address{bob.addr}); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, 5, alice, bob)
+	d, archived := w.linkWithHistory(alice, engine.HistoryChoice{Mode: engine.HistoryNone}, engine.HistoryChoice{Mode: engine.HistoryAll})
+	if archived {
+		t.Fatalf("%s's package named an archive with no blob store", d.addr)
+	}
+}

@@ -168,7 +168,15 @@ func (c *Client) LinkHistory(ctx context.Context, device uint32, progress LinkHi
 	case !ok:
 		return nil, BackupSummary{}, fmt.Errorf("link history: no cut recorded for device %d", device)
 	}
+	// withoutBlobs: with HistoryNone, a relay (or profile) with no blob
+	// store sends the package without an archive, as before the archive
+	// carried the groups: the device is in the list already, and a link
+	// that failed now would leave it there with no package.
+	withoutBlobs := func(err error) bool { return cut.History == HistoryNone && errors.Is(err, ErrNoBlobStore) }
 	blobs, fc, err := c.fileSetup()
+	if withoutBlobs(err) {
+		return nil, BackupSummary{}, nil
+	}
 	if err != nil {
 		return nil, BackupSummary{}, fmt.Errorf("link history: %w", err)
 	}
@@ -233,6 +241,9 @@ func (c *Client) LinkHistory(ctx context.Context, device uint32, progress LinkHi
 	}
 	defer release()
 	rec, err := c.newUpload(ctx, blobs, fc, fmt.Sprintf("link/%d", device), path, fi)
+	if withoutBlobs(err) {
+		return nil, sum, nil
+	}
 	if err != nil {
 		return nil, sum, fmt.Errorf("link history: %w", err)
 	}
