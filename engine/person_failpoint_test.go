@@ -292,12 +292,12 @@ func personScenarios() []fpScenario {
 				fpStep{"bob/1", "pump"}, fpStep{"bob/2", "stage"}),
 			target: fpStep{"bob/2", "process"}, want: both},
 		// The same for a group message: bob/2 holds the group and the
-		// message pending as a link's archive leaves them (linkshare),
+		// message pending (alice's fan-out to every device of bob's),
 		// discards it, and takes it back into the group's history in the
 		// receive that hears bob/1's commit.
 		{name: "group decision takes back a discard", devices: abb, groupMembers: 2,
-			setup: append(held, fpStep{"alice/1", "groupcreate:g:bob/1"}, fpStep{"bob/1", "sync"}, fpStep{"alice/1", "sync"},
-				fpStep{"alice/1", "groupsend:g:hi"}, fpStep{"bob/1", "sync"}, fpStep{"bob/2", "linkshare:bob/1"},
+			setup: append(held, fpStep{"alice/1", "groupcreate:g:bob/1"}, fpStep{"bob/1", "sync"}, fpStep{"bob/2", "sync"}, fpStep{"alice/1", "sync"},
+				fpStep{"alice/1", "groupsend:g:hi"}, fpStep{"bob/1", "sync"}, fpStep{"bob/2", "sync"},
 				fpStep{"bob/2", "discardall"}, fpStep{"bob/1", "commitall"}, fpStep{"bob/1", "pump"}, fpStep{"bob/2", "stage"}),
 			target:    fpStep{"bob/2", "process"},
 			wantGroup: map[string][]string{"alice/1": {"alice/1:hi"}, "bob/1": {"alice/1:hi"}, "bob/2": {"alice/1:hi"}}},
