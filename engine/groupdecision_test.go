@@ -354,7 +354,7 @@ func TestGroupArrivalCommitTellsTheSiblings(t *testing.T) {
 	}
 	settleBut(t, 5, bob2, alice, bob)
 	bob.c.SetPolicy(engine.Policy{Commit: engine.CommitOnArrival})
-	bob.sync() // the switch's pass over what is pending: nothing
+	bob.sync()                               // the switch's pass over what is pending: nothing
 	w.net.DropNext(alice.addr, bob2.addr, 1) // alice's lane to bob/2 is late
 	sent, err := alice.c.SendGroup(w.ctx, info.ID, []byte("committed as it came"))
 	if err != nil {
