@@ -18,9 +18,10 @@ import (
 	"github.com/parley-chat/parley/wire"
 )
 
-// Source is what the panel reads: *engine.Client implements it.
+// Source is what the panel reads: *engine.Client implements it. The panel
+// lists a person whose device list is held as one conversation.
 type Source interface {
-	Conversations(ctx context.Context) ([]engine.Conversation, error)
+	ConversationsByPerson(ctx context.Context) ([]engine.Conversation, error)
 }
 
 // LoadedMsg carries a fresh read of the conversations: the peers, with
@@ -64,6 +65,8 @@ type Model struct {
 	stored []engine.Conversation
 	local  []engine.Address // started here, nothing stored yet
 	sel    engine.Address
+	// unread and change are kept by device: a person's conversation
+	// shows its devices' together.
 	unread map[engine.Address]map[wire.LogicalID]bool
 	change map[engine.Address]bool
 	names  map[engine.Address]string
@@ -150,7 +153,16 @@ func (m Model) Items() []Item {
 	seen := make(map[engine.Address]bool, len(m.stored))
 	for _, c := range m.stored {
 		seen[c.Peer] = true
-		out = append(out, Item{Conversation: c, Unread: len(m.unread[c.Peer]), Changed: m.change[c.Peer]})
+		it := Item{Conversation: c}
+		for a, ids := range m.unread {
+			if m.rowOf(a) == c.Peer {
+				it.Unread += len(ids)
+			}
+		}
+		for a := range m.change {
+			it.Changed = it.Changed || m.rowOf(a) == c.Peer
+		}
+		out = append(out, it)
 	}
 	for _, a := range m.local {
 		if !seen[a] {
@@ -160,9 +172,34 @@ func (m Model) Items() []Item {
 	return out
 }
 
-// Select chooses peer, adding it to the list when it is new, and reports
-// the choice.
+// Conversation returns the stored conversation listed as peer's: the
+// person's for a device of a person whose device list is held.
+func (m Model) Conversation(peer engine.Address) (engine.Conversation, bool) {
+	row := m.rowOf(peer)
+	for _, c := range m.stored {
+		if c.Peer == row {
+			return c, true
+		}
+	}
+	return engine.Conversation{}, false
+}
+
+// rowOf returns the conversation listed for device a: its person's when a
+// stored conversation is a person's of a's user, a itself otherwise.
+func (m Model) rowOf(a engine.Address) engine.Address {
+	for _, c := range m.stored {
+		if c.Peer == a || c.Person() && c.Peer.User == a.User {
+			return c.Peer
+		}
+	}
+	return a
+}
+
+// Select chooses peer (its person's conversation for a device of a person
+// listed as one), adding it to the list when it is new, and reports the
+// choice.
 func (m *Model) Select(peer engine.Address) tea.Cmd {
+	peer = m.rowOf(peer)
 	if !m.has(peer) {
 		m.local = append(m.local, peer)
 	}
@@ -188,7 +225,7 @@ func (m *Model) Reload() tea.Cmd {
 	m.loading = true
 	src, ctx := m.src, m.ctx
 	read := func() tea.Msg {
-		l, err := src.Conversations(ctx)
+		l, err := src.ConversationsByPerson(ctx)
 		msg := LoadedMsg{List: l, Err: err}
 		if gs, ok := src.(GroupSource); ok && err == nil {
 			if groups, err := gs.Groups(ctx); err == nil && len(groups) > 0 {
@@ -260,7 +297,7 @@ func (m Model) event(e engine.Event) (Model, tea.Cmd) {
 	case engine.EventReceived:
 		if r := e.Result; r != nil && r.Group != nil {
 			m.groupDelivered(r)
-		} else if r != nil && r.Kind == engine.ResultDelivery && r.Sender != m.sel {
+		} else if r != nil && r.Kind == engine.ResultDelivery && m.rowOf(r.Sender) != m.sel {
 			if m.unread[r.Sender] == nil {
 				m.unread[r.Sender] = map[wire.LogicalID]bool{}
 			}
@@ -373,7 +410,11 @@ func (m *Model) stopAdding() {
 
 func (m *Model) choose(peer engine.Address) tea.Cmd {
 	m.sel, m.selGroup = peer, nil
-	delete(m.unread, peer)
+	for a := range m.unread {
+		if m.rowOf(a) == peer {
+			delete(m.unread, a)
+		}
+	}
 	return func() tea.Msg { return SelectedMsg{Peer: peer} }
 }
 

@@ -16,7 +16,7 @@ type fakeSource struct {
 	reads int
 }
 
-func (f *fakeSource) Conversations(context.Context) ([]engine.Conversation, error) {
+func (f *fakeSource) ConversationsByPerson(context.Context) ([]engine.Conversation, error) {
 	f.reads++
 	return f.list, nil
 }
