@@ -1,6 +1,7 @@
 package tui
 
 import (
+	"bytes"
 	"context"
 	"path/filepath"
 	"strings"
@@ -182,5 +183,32 @@ func TestPersonIsOneConversation(t *testing.T) {
 	}
 	if got, want := outbox.DescribeRetry(r), "2 handed off to bob/1 (2 devices)"; got != want {
 		t.Errorf("the retry says %q, want %q", got, want)
+	}
+}
+
+// TestNoBellForPersonInView: with bob's conversation in view, a delivery
+// from his laptop (bob/2, folded into bob's row) is in view: no bell, no
+// notification; while the terminal is blurred it counts as away.
+func TestNoBellForPersonInView(t *testing.T) {
+	m, _, _ := newTestRoot(t)
+	var out bytes.Buffer
+	m.bellOut, m.notify = &out, Notify{Bell: true, Desktop: true}
+	p := &m.panes[0]
+	p.conv().Update(conversations.LoadedMsg{List: []engine.Conversation{
+		{Peer: demoBob, PendingIn: 1, Devices: []engine.Conversation{{Peer: demoBob}, {Peer: bobLaptop, PendingIn: 1}}},
+	}})
+	laptop := []engine.Event{{Kind: engine.EventReceived, Peer: bobLaptop, Result: &engine.ReceiveResult{Kind: engine.ResultDelivery, Sender: bobLaptop}}}
+	if cmd := m.announce(0, laptop); cmd != nil {
+		runAll(cmd)
+	}
+	if out.Len() != 0 {
+		t.Fatalf("a delivery from bob/2 with bob in view announced %q; want nothing", out.String())
+	}
+	m.blurred = true
+	if cmd := m.announce(0, laptop); cmd != nil {
+		runAll(cmd)
+	}
+	if m.away != 1 || !strings.Contains(out.String(), "\a") {
+		t.Fatalf("blurred: away %d, announced %q; want 1 and a bell", m.away, out.String())
 	}
 }

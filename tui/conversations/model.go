@@ -184,8 +184,12 @@ func (m Model) Conversation(peer engine.Address) (engine.Conversation, bool) {
 	return engine.Conversation{}, false
 }
 
-// rowOf returns the conversation listed for device a: its person's when a
-// stored conversation is a person's of a's user, a itself otherwise.
+// Row returns the address of the conversation device a is listed under:
+// its person's when a stored conversation is a person's of a's user, a
+// itself otherwise.
+func (m Model) Row(a engine.Address) engine.Address { return m.rowOf(a) }
+
+// rowOf is Row.
 func (m Model) rowOf(a engine.Address) engine.Address {
 	for _, c := range m.stored {
 		if c.Peer == a || c.Person() && c.Peer.User == a.User {
