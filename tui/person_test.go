@@ -212,3 +212,28 @@ func TestNoBellForPersonInView(t *testing.T) {
 		t.Fatalf("blurred: away %d, announced %q; want 1 and a bell", m.away, out.String())
 	}
 }
+
+// TestPersonIdentityChange: bob/2's new identity, with bob's conversation
+// (his devices folded) chosen, blocks sending there, names bob/2 in the
+// status bar, and ctrl+t accepts bob/2's: bob/2 has no row of its own to
+// be chosen for it.
+func TestPersonIdentityChange(t *testing.T) {
+	m, fc, _ := newTestRoot(t)
+	p := &m.panes[0]
+	p.conv().Update(conversations.LoadedMsg{List: []engine.Conversation{
+		{Peer: demoBob, Devices: []engine.Conversation{{Peer: demoBob}, {Peer: bobLaptop}}},
+	}})
+	p.markChanged(bobLaptop)
+	p.changed[bobLaptop].fingerprint = "fp-of-bob2"
+	p.layout()
+	if v := ansi.Strip(p.View()); !strings.Contains(v, "identity changed: bob/2 · sending blocked") {
+		t.Fatalf("bob's conversation does not say bob/2's identity changed:\n%s", v)
+	}
+	cmd := p.accept()
+	if cmd == nil {
+		t.Fatal("ctrl+t offers nothing to accept in bob's conversation")
+	}
+	if msg, ok := cmd().(acceptedMsg); !ok || msg.peer != bobLaptop || msg.err != nil || len(fc.accepted) != 1 || fc.accepted[0] != "fp-of-bob2" {
+		t.Fatalf("accept = %+v (accepted %v), want bob/2's fingerprint accepted", msg, fc.accepted)
+	}
+}
