@@ -151,18 +151,17 @@ func (m Model) Selected() engine.Address { return m.sel }
 func (m Model) Items() []Item {
 	out := make([]Item, 0, len(m.stored)+len(m.local))
 	seen := make(map[engine.Address]bool, len(m.stored))
+	rows := m.rows()
+	unread, changed := map[engine.Address]int{}, map[engine.Address]bool{}
+	for a, ids := range m.unread {
+		unread[rows.of(a)] += len(ids)
+	}
+	for a := range m.change {
+		changed[rows.of(a)] = true
+	}
 	for _, c := range m.stored {
 		seen[c.Peer] = true
-		it := Item{Conversation: c}
-		for a, ids := range m.unread {
-			if m.rowOf(a) == c.Peer {
-				it.Unread += len(ids)
-			}
-		}
-		for a := range m.change {
-			it.Changed = it.Changed || m.rowOf(a) == c.Peer
-		}
-		out = append(out, it)
+		out = append(out, Item{Conversation: c, Unread: unread[c.Peer], Changed: changed[c.Peer]})
 	}
 	for _, a := range m.local {
 		if !seen[a] {
@@ -190,11 +189,27 @@ func (m Model) Conversation(peer engine.Address) (engine.Conversation, bool) {
 func (m Model) Row(a engine.Address) engine.Address { return m.rowOf(a) }
 
 // rowOf is Row.
-func (m Model) rowOf(a engine.Address) engine.Address {
+func (m Model) rowOf(a engine.Address) engine.Address { return m.rows().of(a) }
+
+// rowIndex maps devices to their rows: the people listed, by user (a
+// device of a listed person is folded into the person's row).
+type rowIndex map[string]engine.Address
+
+// rows indexes the people of the stored conversations.
+func (m Model) rows() rowIndex {
+	x := rowIndex{}
 	for _, c := range m.stored {
-		if c.Peer == a || c.Person() && c.Peer.User == a.User {
-			return c.Peer
+		if c.Person() {
+			x[c.Peer.User] = c.Peer
 		}
+	}
+	return x
+}
+
+// of returns the row device a is listed under.
+func (x rowIndex) of(a engine.Address) engine.Address {
+	if p, ok := x[a.User]; ok {
+		return p
 	}
 	return a
 }
@@ -414,8 +429,9 @@ func (m *Model) stopAdding() {
 
 func (m *Model) choose(peer engine.Address) tea.Cmd {
 	m.sel, m.selGroup = peer, nil
+	rows := m.rows()
 	for a := range m.unread {
-		if m.rowOf(a) == peer {
+		if rows.of(a) == peer {
 			delete(m.unread, a)
 		}
 	}
