@@ -303,6 +303,9 @@ func groupHistory(ctx context.Context, env *cliEnv, f *flags, p *profile.Profile
 		rec := []kv{{"group", hex.EncodeToString(g.ID[:])}, {"sender", e.Sender.String()}, {"id", hexID(e.ID)}, {"at", stamp(e.At)}}
 		rec = append(rec, bodyFields(e.Body)...)
 		rec = append(rec, historyActionFields(engine.HistoryEntry{ReplyTo: e.ReplyTo, Edits: e.Edits, Deleted: e.Deleted, Reactions: e.Reactions})...)
+		if e.DecidedOn != nil {
+			rec = append(rec, kv{"decided_on", e.DecidedOn.String()})
+		}
 		if e.Own {
 			lanes := make(map[string]string, len(e.Lanes))
 			for _, l := range e.Lanes {

@@ -40,7 +40,7 @@ func cmdLink(ctx context.Context, env *cliEnv, cmd *command, args []string) erro
 	f := newFlags(cmd, env, true)
 	relayFlag := f.String("relay", "", "the account's relay URL, ws://HOST:PORT or wss://HOST")
 	yes := f.Bool("yes", false, "confirm the six digits without asking")
-	historyFlag := f.String("history", "all", "what history to keep of what the other device sends: all, none, or the last N days (30d); the other device decides what it sends")
+	historyFlag := f.String("history", "all", "what history to keep of what the other device sends: all, none, or the last N days (30d); the other device decides what it sends, and the groups come whatever is kept")
 	batch := f.Int("batch", engine.ImportBatchRecords, "history records stored per transaction")
 	if _, err := f.parse(env, args, 0, 0); err != nil {
 		return err
@@ -108,9 +108,6 @@ func cmdLink(ctx context.Context, env *cliEnv, cmd *command, args []string) erro
 	pkg, err := n.TakePackage(pkgMsg)
 	if err != nil {
 		return err
-	}
-	if keep.Mode == engine.HistoryNone {
-		pkg.History = nil // this device keeps none of what was sent
 	}
 	self, err := profile.CreateLinked(ctx, dir, *relayFlag, id, o.Number, pkg, profile.Options{Passphrase: pass})
 	if err != nil {
@@ -183,7 +180,7 @@ func importLinkHistory(ctx context.Context, env *cliEnv, p *profile.Profile, bat
 func cmdDevice(ctx context.Context, env *cliEnv, cmd *command, args []string) error {
 	f := newFlags(cmd, env, true)
 	yes := f.Bool("yes", false, "confirm without asking (the six digits, or the removal)")
-	historyFlag := f.String("history", "all", "for add: the history the new device gets: all, none, or the last N days (30d); this device decides")
+	historyFlag := f.String("history", "all", "for add: the history the new device gets: all, none, or the last N days (30d); this device decides (the groups go whatever the choice)")
 	ops, err := f.parse(env, args, 2, 2)
 	if err != nil {
 		return err

@@ -10,7 +10,8 @@ import (
 )
 
 // Decisions are the person's (issue 33). A device that commits or
-// discards a message from another person tells this person's other active
+// discards a message from another person, one-to-one or in a group, tells
+// this person's other active
 // devices, on lanes of their own (frame kind 15 or 16, in the Finalize
 // plan's transaction, or the receive's for a commit on arrival); a
 // sibling linked since is told of the decisions made since its linking
@@ -53,8 +54,12 @@ type MadeDecision struct {
 	ID      wire.LogicalID
 	Outcome Outcome
 	At      time.Time
-	// Body is a commit's history body; InHistory is false for a commit
-	// with no one-to-one history entry (a group message's).
+	// Group names a group message's group (nil for a one-to-one message,
+	// and for a group message finalized before its record named it).
+	Group *wire.GroupID
+	// Body is a commit's history body (the conversation's entry, or the
+	// group's); InHistory is false for a commit with no entry found (a
+	// group message finalized before its record named its group).
 	Body      []byte
 	InHistory bool
 	// DecidedOn names the device whose decision this one applied (the
@@ -63,17 +68,20 @@ type MadeDecision struct {
 }
 
 // catchUpLanes returns the decision lanes that tell each device next
-// names active and held did not (a sibling linked since) of the one-to-one
-// messages this device decided at or after that sibling's linking time
-// (and floor): a decision made while this device's list did not name the
-// sibling told it nothing, so a discard there would stand against a
-// commit here, or the sibling would ask about a message decided already.
-// At most MaxCatchUpDecisions, newest first. Left out: messages of this
-// person's own devices (sent copies), commits of a group message (a
-// linked device does not hold the groups), and decisions this device
-// applied from another (that device tells its own). A group message's
-// discard is not told apart from a one-to-one one: the sibling keeps it
-// within its bounds until it is forgotten.
+// names active and held did not (a sibling linked since) of the messages,
+// one-to-one and of groups, this device decided at or after that
+// sibling's linking time (and floor): a decision made while this device's
+// list did not name the sibling told it nothing, so a discard there would
+// stand against a commit here, or the sibling would ask about a message
+// decided already. A linked device holds every group its person was in at
+// its link (the link's archive carries them whatever the history chosen,
+// linkhistory.go), so a group commit goes with its body as a one-to-one
+// one does; a sibling that does not hold the message keeps the decision
+// within its bounds until it is forgotten. At most MaxCatchUpDecisions,
+// newest first. Left out: messages of this person's own devices (sent
+// copies), commits whose entry is not found (a group message finalized
+// before its record named its group), and decisions this device applied
+// from another (that device tells its own).
 func (c *Client) catchUpLanes(ctx context.Context, held, next wire.DeviceList, floor time.Time) ([]PersonLane, error) {
 	type sibling struct {
 		addr  Address
@@ -202,9 +210,11 @@ type KeptDecision struct {
 }
 
 // tellLanes returns the decision lanes of a finalization of message id
-// from sender: one per other active device of this person, none for a
-// message of this person's own devices, of a group, or finalized because
-// another device decided. body, when not nil, is the committed text the
+// from sender (one-to-one or a group's: the pair names the message, as it
+// keys the pending and finalized records): one per other active device of
+// this person, none for a message of this person's own devices. The
+// caller tells nothing of a message finalized because another device
+// decided. body, when not nil, is the committed text the
 // decision carries (kind 16), so that a device that discarded the message
 // meanwhile takes it back; a body over wire.MaxDecisionBodySize goes
 // without it.
@@ -234,8 +244,8 @@ func (c *Client) tellLanes(ctx context.Context, own []Address, sender Address, i
 	return lanes, nil
 }
 
-// arrivalTell returns the decision lanes of a one-to-one message from
-// sender committed as it arrives (CommitEffect under CommitOnArrival), as
+// arrivalTell returns the decision lanes of a message (one-to-one or a
+// group's) from sender committed as it arrives (CommitEffect under CommitOnArrival), as
 // tellLanes does for a Commit; this person's other devices are read once
 // per batch.
 func (c *Client) arrivalTell(ctx context.Context, bs *batchState, sender Address, id wire.LogicalID, body []byte) ([]PersonLane, error) {

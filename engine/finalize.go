@@ -187,7 +187,7 @@ func (c *Client) finalizeBatch(ctx context.Context, reqs []FinalizeRequest, know
 		if p.Session, p.Ack, err = c.prepareAck(ps, r.Sender, r.ID); err != nil {
 			return nil, err
 		}
-		if p.DecidedOn = r.decidedOn; r.decidedOn == nil && m.Group == nil {
+		if p.DecidedOn = r.decidedOn; r.decidedOn == nil {
 			var body []byte // the committed text travels with its decision
 			if r.Outcome == OutcomeCommitted && m.Content == wire.ContentText && act == nil {
 				body = append([]byte{}, m.Body...)

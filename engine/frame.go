@@ -192,12 +192,10 @@ func (c *Client) deliverNew(ctx context.Context, bs *batchState, in *incoming, o
 			e.Body, told = actionHistoryBody(wire.Action{Content: act.Content, Text: act.Text}), nil
 			step.res.Action = appliedOf(act)
 		}
-		if a.group == nil {
-			// Decisions are the person's: an arrival commit tells the
-			// other devices as a Commit does.
-			if e.Tell, err = c.arrivalTell(ctx, bs, sender, id, told); err != nil {
-				return err
-			}
+		// Decisions are the person's, for group messages too: an arrival
+		// commit tells the other devices as a Commit does.
+		if e.Tell, err = c.arrivalTell(ctx, bs, sender, id, told); err != nil {
+			return err
 		}
 		step.effect = e
 		step.res.committed = true

@@ -130,6 +130,9 @@ type GroupEntry struct {
 	Deleted   bool
 	Reactions []Reaction
 	Imported  *Imported // as in HistoryEntry
+	// DecidedOn names the device of this person whose commit committed
+	// this received message here (decision.go); nil when this device did.
+	DecidedOn *Address
 }
 
 // GroupStore is the read side of groups, a part of Store.

@@ -18,7 +18,9 @@ import (
 
 // History at link time (issue 34). The device holding the account key
 // decides what history a new device gets (HistoryChoice: all, none, or
-// the last N days). When the relay has taken the list naming the new
+// the last N days); the choice narrows the messages only, and what a
+// device needs to work (the person's groups above all) travels whatever
+// it is (historyRecord). When the relay has taken the list naming the new
 // device, that device stores the list and the link's cut (LinkCut) in one
 // transaction: from then on every message it sends, and every decision it
 // makes, has a lane to the new device (person.go, decision.go); what came
@@ -124,9 +126,39 @@ type LinkHistoryProgress func(stage string, done, total int64)
 // linkArchiveName is the keyed archive's file in the files directory.
 func linkArchiveName(device uint32) string { return fmt.Sprintf("link-history-%d.archive", device) }
 
+// historyRecord reports whether r is history (a message of a
+// conversation or of a group) rather than state a device needs to work
+// (the groups, pins, accepted and blocked senders, contacts, and the
+// messages pending at the cut): a HistoryChoice leaves out history only.
+// since is the oldest message kept, in Unix ns; HistoryNone keeps none.
+func historyRecord(r wire.ArchiveRecord, mode HistoryMode, since int64) (kept bool) {
+	var at int64
+	switch m := r.(type) {
+	case wire.ArchiveMessage:
+		at = m.At
+	case wire.ArchiveGroupMessage:
+		at = m.At
+	default:
+		return true
+	}
+	switch mode {
+	case HistoryNone:
+		return false
+	case HistorySince:
+		return at >= since
+	}
+	return true
+}
+
 // LinkHistory writes the history the cut of device chose as a keyed
 // archive, uploads it as a blob, and returns what the link package says
-// of it: nil when the person chose none, or there is nothing to carry.
+// of it: nil when there is nothing to carry. Whatever the choice, the
+// archive carries what the new device needs to work that is not history
+// (historyRecord): every group this person is in (its roster log, start
+// and name, so that the device takes part in the group), the pinned
+// identities, the accepted and blocked senders, the contacts, and the
+// messages received and undecided at the cut; the choice leaves out the
+// messages of conversations and groups (all of them for HistoryNone).
 // The archive is read from one snapshot taken now, after the cut.
 func (c *Client) LinkHistory(ctx context.Context, device uint32, progress LinkHistoryProgress) (*wire.LinkHistory, BackupSummary, error) {
 	cut, ok, err := c.store.LinkCut(ctx, device)
@@ -135,10 +167,16 @@ func (c *Client) LinkHistory(ctx context.Context, device uint32, progress LinkHi
 		return nil, BackupSummary{}, err
 	case !ok:
 		return nil, BackupSummary{}, fmt.Errorf("link history: no cut recorded for device %d", device)
-	case cut.History == HistoryNone:
+	}
+	// withoutBlobs: with HistoryNone, a relay (or profile) with no blob
+	// store sends the package without an archive, as before the archive
+	// carried the groups: the device is in the list already, and a link
+	// that failed now would leave it there with no package.
+	withoutBlobs := func(err error) bool { return cut.History == HistoryNone && errors.Is(err, ErrNoBlobStore) }
+	blobs, fc, err := c.fileSetup()
+	if withoutBlobs(err) {
 		return nil, BackupSummary{}, nil
 	}
-	blobs, fc, err := c.fileSetup()
 	if err != nil {
 		return nil, BackupSummary{}, fmt.Errorf("link history: %w", err)
 	}
@@ -162,17 +200,8 @@ func (c *Client) LinkHistory(ctx context.Context, device uint32, progress LinkHi
 	since := cut.Since.UnixNano()
 	var n int64
 	err = c.store.LinkArchiveRecords(ctx, func(r wire.ArchiveRecord) error {
-		if cut.History == HistorySince {
-			switch m := r.(type) {
-			case wire.ArchiveMessage:
-				if m.At < since {
-					return nil
-				}
-			case wire.ArchiveGroupMessage:
-				if m.At < since {
-					return nil
-				}
-			}
+		if !historyRecord(r, cut.History, since) {
+			return nil
 		}
 		if err := aw.Write(r); err != nil {
 			return err
@@ -212,6 +241,9 @@ func (c *Client) LinkHistory(ctx context.Context, device uint32, progress LinkHi
 	}
 	defer release()
 	rec, err := c.newUpload(ctx, blobs, fc, fmt.Sprintf("link/%d", device), path, fi)
+	if withoutBlobs(err) {
+		return nil, sum, nil
+	}
 	if err != nil {
 		return nil, sum, fmt.Errorf("link history: %w", err)
 	}
@@ -346,20 +378,17 @@ func (c *Client) importLinkHistory(ctx context.Context, batch int, keep HistoryC
 		imp = func(s ImportState) { progress("import", int64(s.Next), int64(s.Total)) }
 	}
 	var filter func(wire.ArchiveRecord) bool
-	if keep.Mode == HistorySince {
+	if keep.Mode != HistoryAll {
+		// What this device keeps narrows the history only: the groups
+		// and the rest of what a device needs come whatever it keeps.
 		since := c.cfg.Now().Add(-time.Duration(keep.Days) * 24 * time.Hour).UnixNano()
-		filter = func(r wire.ArchiveRecord) bool {
-			switch m := r.(type) {
-			case wire.ArchiveMessage:
-				return m.At >= since
-			case wire.ArchiveGroupMessage:
-				return m.At >= since
-			}
-			return true
-		}
+		filter = func(r wire.ArchiveRecord) bool { return historyRecord(r, keep.Mode, since) }
 	}
 	sum.Bytes = h.Manifest.Size
 	st, err := importArchive(ctx, c.store, ar, batch, imp, filter)
+	// A decision a sibling told this device before the message came may
+	// name a staged record just imported: the next round applies it.
+	c.decisionsDue.Store(true)
 	sum.Messages = st.Messages
 	if err != nil {
 		return sum, fmt.Errorf("link history: %w", err)

@@ -2,8 +2,10 @@ package engine_test
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/engine/enginetest"
@@ -46,8 +48,44 @@ func personOp(ctx context.Context, w fpWorld, st *store.DB, c *engine.Client, ep
 		// PublishDeviceList: the network's later list is adopted, with
 		// the catch-up of a sibling linked since.
 		return true, c.PublishDeviceList(ctx)
+	case "linkshare":
+		return true, w.linkShare(ctx, st, engine.MustParseAddress(arg))
 	}
 	return false, nil
+}
+
+// linkShare imports into st the groups and the staged messages that
+// from's link archive holds ("linkshare:FROM"), as a link's archive
+// brings them to a new device of from's person.
+func (w fpWorld) linkShare(ctx context.Context, st *store.DB, from engine.Address) error {
+	src, err := store.Open(ctx, w.profile(from.String()), passphrase, store.Options{})
+	if err != nil {
+		return err
+	}
+	var recs []wire.ArchiveRecord
+	err = src.LinkArchiveRecords(ctx, func(r wire.ArchiveRecord) error {
+		switch r.(type) {
+		case wire.ArchiveGroup, wire.ArchiveStaged:
+			recs = append(recs, r)
+		}
+		return nil
+	})
+	if cerr := src.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil || len(recs) == 0 {
+		return err
+	}
+	var archive [16]byte
+	if _, err := rand.Read(archive[:]); err != nil {
+		return err
+	}
+	n, now := uint64(len(recs)), time.Now()
+	if _, err := st.Apply(ctx, engine.ImportStart{Archive: archive, Total: n, At: now}); err != nil {
+		return err
+	}
+	_, err = st.Apply(ctx, engine.ImportRecords{Archive: archive, From: 0, To: n, Total: n, Records: recs})
+	return err
 }
 
 // linkCut stores, as LinkDevice does after the relay took it, the list
@@ -245,6 +283,16 @@ func personScenarios() []fpScenario {
 				fpStep{"bob/1", "sync"}, fpStep{"bob/2", "sync"}, fpStep{"bob/2", "discardall"}, fpStep{"bob/1", "commitall"},
 				fpStep{"bob/1", "pump"}, fpStep{"bob/2", "stage"}),
 			target: fpStep{"bob/2", "process"}, want: both},
+		// The same for a group message: bob/2 holds the group and the
+		// message pending as a link's archive leaves them (linkshare),
+		// discards it, and takes it back into the group's history in the
+		// receive that hears bob/1's commit.
+		{name: "group decision takes back a discard", devices: abb, groupMembers: 2,
+			setup: append(held, fpStep{"alice/1", "groupcreate:g:bob/1"}, fpStep{"bob/1", "sync"}, fpStep{"alice/1", "sync"},
+				fpStep{"alice/1", "groupsend:g:hi"}, fpStep{"bob/1", "sync"}, fpStep{"bob/2", "linkshare:bob/1"},
+				fpStep{"bob/2", "discardall"}, fpStep{"bob/1", "commitall"}, fpStep{"bob/1", "pump"}, fpStep{"bob/2", "stage"}),
+			target:    fpStep{"bob/2", "process"},
+			wantGroup: map[string][]string{"alice/1": {"alice/1:hi"}, "bob/1": {"alice/1:hi"}, "bob/2": {"alice/1:hi"}}},
 		// bob/1 commits alice's message on arrival (the loop's policy):
 		// the lane that tells bob/2 is stored in the receive's own
 		// transaction, or nothing is.

@@ -52,6 +52,9 @@ type world struct {
 	seed *uint64
 	// relay, when set, wraps the endpoint each device opens with.
 	relay func(engine.Address, *enginetest.Endpoint) engine.Relay
+	// blobs, when set, is the blob store every device opens with (a
+	// files directory of its own): a link's history travels there.
+	blobs *enginetest.Blobs
 }
 
 // detRandom is a deterministic engine.Randomness for simulations.
@@ -164,7 +167,11 @@ func (d *device) open() {
 	if d.w.relay != nil {
 		relay = d.w.relay(d.addr, d.w.net.Endpoint(d.addr))
 	}
-	c, err := engine.Open(d.w.ctx, engine.Config{Store: st, Relay: relay, Now: d.w.clock.Now, Random: d.random, PollInterval: 10 * time.Millisecond})
+	cfg := engine.Config{Store: st, Relay: relay, Now: d.w.clock.Now, Random: d.random, PollInterval: 10 * time.Millisecond}
+	if d.w.blobs != nil {
+		cfg.Files = engine.FileConfig{Dir: filepath.Join(d.dir, "files"), ChunkSize: testChunk, Blobs: d.w.blobs}
+	}
+	c, err := engine.Open(d.w.ctx, cfg)
 	if err != nil {
 		d.w.t.Fatal(err)
 	}

@@ -36,7 +36,7 @@ const (
 	sqlGroupChanges = "SELECT frame, author FROM group_change WHERE grp = ?"
 	// sqlGroupHistory leaves out the entries of reactions, edits and
 	// deletes: what they did shows (group_extra, group_reaction).
-	sqlGroupHistory = `SELECT h.seq, h.sender, h.id, h.at, h.sealed_body, x.reply_to, coalesce(x.edits, 0), coalesce(x.deleted, 0),
+	sqlGroupHistory = `SELECT h.seq, h.sender, h.id, h.at, h.sealed_body, x.reply_to, coalesce(x.edits, 0), coalesce(x.deleted, 0), h.decided_on,
 		` + sqlImportedColumns + `
 		FROM group_history h LEFT JOIN group_extra x ON x.grp = h.grp AND x.sender = h.sender AND x.id = h.id
 		LEFT JOIN import_progress i ON i.archive = h.imported
@@ -385,7 +385,8 @@ func (db *DB) GroupHistory(ctx context.Context, id wire.GroupID, after int64, li
 		var mid, sealed, replyTo []byte
 		var at, edits, deleted int64
 		var imp importedCols
-		if err := rows.Scan(&e.Seq, &sender, &mid, &at, &sealed, &replyTo, &edits, &deleted, &imp.archive, &imp.at, &imp.link); err != nil {
+		var on sql.NullString
+		if err := rows.Scan(&e.Seq, &sender, &mid, &at, &sealed, &replyTo, &edits, &deleted, &on, &imp.archive, &imp.at, &imp.link); err != nil {
 			rows.Close()
 			return nil, db.readErr("read group history", err)
 		}
@@ -403,6 +404,14 @@ func (db *DB) GroupHistory(ctx context.Context, id wire.GroupID, after int64, li
 		if e.Body, err = db.seal.open(kindGroupBody, groupBodyKey(id, sender, e.ID), sealed); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("store: group history %x: %w", e.ID[:], err)
+		}
+		if on.Valid {
+			a, err := parseStoredAddress(on.String)
+			if err != nil {
+				rows.Close()
+				return nil, err
+			}
+			e.DecidedOn = &a
 		}
 		e.Own = e.Sender == p.Self
 		out = append(out, e)

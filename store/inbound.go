@@ -21,6 +21,12 @@ const (
 	sqlDeleteInbound   = "DELETE FROM inbound WHERE sender = ? AND id = ? AND sealed_digest = ?"
 	sqlInsertFinalized = `INSERT INTO finalized (sender, id, outcome, reason, at, sealed_digest) VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (sender, id) DO NOTHING`
+	// sqlInsertFinalizedGroup is sqlInsertFinalized for a group message:
+	// the record names its group (0025), for a sibling's commit that
+	// takes back a discard and for a catch-up that reads the commit's
+	// body.
+	sqlInsertFinalizedGroup = `INSERT INTO finalized (sender, id, outcome, reason, at, sealed_digest, grp) VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (sender, id) DO NOTHING`
 	sqlPruneFinalized = "DELETE FROM finalized WHERE at < ?"
 	// sqlSeenInHistory finds a received message in the history of its
 	// sender's conversation (the device's, or the person's), where an
@@ -235,8 +241,11 @@ func (t *tx) ackAgain(ctx context.Context, p engine.AckAgain) (engine.Receipt, e
 func (t *tx) insertFinalized(ctx context.Context, sender engine.Address, id wire.LogicalID, outcome engine.Outcome, reason engine.DiscardReason,
 	at time.Time, digest [32]byte, arrived time.Time, body []byte, group *wire.GroupID) error {
 	from := sender.String()
-	_, err := t.runOne(ctx, "finalized-insert", engine.ErrConflict, sqlInsertFinalized,
-		from, id[:], int64(outcome), int64(reason), at.UnixNano(), t.db.seal.seal(kindFinalizedDigest, messageKey(sender, id), digest[:]))
+	q, args := sqlInsertFinalized, []any{from, id[:], int64(outcome), int64(reason), at.UnixNano(), t.db.seal.seal(kindFinalizedDigest, messageKey(sender, id), digest[:])}
+	if group != nil {
+		q, args = sqlInsertFinalizedGroup, append(args, group[:])
+	}
+	_, err := t.runOne(ctx, "finalized-insert", engine.ErrConflict, q, args...)
 	if err != nil {
 		return fmt.Errorf("finalize message %x from %s (finalized already?): %w", id[:], from, err)
 	}

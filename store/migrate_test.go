@@ -89,6 +89,7 @@ var fixtures = map[int]struct {
 	22: {insertFixtureV22, checkFixtureV22},
 	23: {insertFixtureV23, checkFixtureV23},
 	24: {insertFixtureV24, checkFixtureV24},
+	25: {insertFixtureV25, checkFixtureV25},
 }
 
 // fixtureV20List is the device list fixture 20 holds for the fixture
@@ -262,7 +263,7 @@ func insertFixtureV24(t *testing.T, db *sql.DB, s *sealer) {
 		sql  string
 		args []any
 	}{
-		{"INSERT INTO finalized VALUES ('alice/2', ?, 1, 0, 24, ?)", []any{fixtureV24ID[:],
+		{"INSERT INTO finalized (sender, id, outcome, reason, at, sealed_digest) VALUES ('alice/2', ?, 1, 0, 24, ?)", []any{fixtureV24ID[:],
 			s.seal(kindFinalizedDigest, messageKey(from, fixtureV24ID), bytes.Repeat([]byte{0x24}, 32))}},
 		{"INSERT INTO history (peer, direction, id, at, state, sealed_body) VALUES ('carol/3', 2, ?, 24, 4, ?)", []any{fixtureV24ID[:],
 			s.seal(kindHistoryBody, historyKey(conv, engine.DirectionOut, fixtureV24ID), []byte("copy 24"))}},
@@ -284,6 +285,53 @@ func checkFixtureV24(t *testing.T, db *DB) {
 	}
 	if copies, err := db.SentCopiesFrom(ctx, engine.MustParseAddress("alice/2"), time.Unix(0, 25), 10); err != nil || len(copies) != 0 {
 		t.Fatalf("sent copies from alice/2 since 25: %+v, %v; want none", copies, err)
+	}
+}
+
+// fixtureV25ID is the group message fixture 25 committed, decided on
+// bob/2.
+var fixtureV25ID = wire.LogicalID{0x25}
+
+// insertFixtureV25 is fixture 24 with a group message from the fixture
+// peer committed here because bob/2 (another device of this person)
+// decided: its finalized record names its group, its group entry the
+// deciding device.
+func insertFixtureV25(t *testing.T, db *sql.DB, s *sealer) {
+	t.Helper()
+	insertFixtureV24(t, db, s)
+	sender := engine.MustParseAddress(fixturePeer)
+	for _, q := range []struct {
+		sql  string
+		args []any
+	}{
+		{"INSERT INTO finalized (sender, id, outcome, reason, at, sealed_digest, grp) VALUES (?, ?, 1, 0, 25, ?, ?)", []any{fixturePeer, fixtureV25ID[:],
+			s.seal(kindFinalizedDigest, messageKey(sender, fixtureV25ID), bytes.Repeat([]byte{0x25}, 32)), fixtureGroup[:]}},
+		{"INSERT INTO group_history (grp, sender, id, at, sealed_body, decided_on) VALUES (?, ?, ?, 25, ?, 'alice/2')", []any{fixtureGroup[:], fixturePeer, fixtureV25ID[:],
+			s.seal(kindGroupBody, groupBodyKey(fixtureGroup, fixturePeer, fixtureV25ID), []byte("group 25"))}},
+	} {
+		if _, err := db.Exec(q.sql, q.args...); err != nil {
+			t.Fatalf("%s: %v", q.sql, err)
+		}
+	}
+}
+
+func checkFixtureV25(t *testing.T, db *DB) {
+	t.Helper()
+	checkFixtureV24(t, db)
+	ctx := context.Background()
+	made, err := db.Decisions(ctx, time.Unix(0, 25), 10)
+	if err != nil || len(made) != 1 || made[0].ID != fixtureV25ID || made[0].Group == nil || *made[0].Group != fixtureGroup ||
+		!made[0].InHistory || string(made[0].Body) != "group 25" || made[0].DecidedOn == nil || made[0].DecidedOn.String() != "alice/2" {
+		t.Fatalf("decisions since 25: %+v, %v; want fixture 25's group commit, decided on alice/2", made, err)
+	}
+	page, err := db.GroupHistory(ctx, fixtureGroup, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range page {
+		if on := g.DecidedOn; (g.ID == fixtureV25ID) != (on != nil && on.String() == "alice/2") {
+			t.Errorf("group entry %x decided on %v; want alice/2 for fixture 25's alone", g.ID[:4], on)
+		}
 	}
 }
 
@@ -580,7 +628,7 @@ func insertFixtureV1(t *testing.T, db *sql.DB, s *sealer) {
 			s.seal(kindInboundDigest, rowKey(peer, fixtureID), bytes.Repeat([]byte{8}, 32)),
 			s.seal(kindInboundFrame, rowKey(peer, fixtureID), []byte("in frame")),
 		}},
-		{"INSERT INTO finalized VALUES (?, ?, 2, 1, 15, ?)", []any{
+		{"INSERT INTO finalized (sender, id, outcome, reason, at, sealed_digest) VALUES (?, ?, 2, 1, 15, ?)", []any{
 			fixturePeer, fixtureID, s.seal(kindFinalizedDigest, rowKey(peer, fixtureID), bytes.Repeat([]byte{9}, 32)),
 		}},
 		{"INSERT INTO history (peer, direction, id, at, state, sealed_body) VALUES (?, 2, ?, 16, 1, ?)", []any{
@@ -872,5 +920,25 @@ func checkIntegrity(t *testing.T, db *sql.DB) {
 	var n int
 	if err := db.QueryRow("SELECT count(*) FROM pragma_foreign_key_check").Scan(&n); err != nil || n != 0 {
 		t.Errorf("foreign_key_check = %d rows, %v; want none", n, err)
+	}
+}
+
+// TestMigration25MarksDiscardsOfUnknownKind: migration 0025 gives every
+// discard it finds the all-zero group (a group message's or a one-to-one
+// one's, not known) and leaves commits without one.
+func TestMigration25MarksDiscardsOfUnknownKind(t *testing.T) {
+	dir := t.TempDir()
+	s, raw := profileAt(t, dir, 24)
+	insertFixtureV24(t, raw, s)
+	raw.Close()
+	db := mustOpen(t, dir)
+	var discards, marked, commits, unmarked int
+	if err := db.sql.QueryRow(`SELECT count(*) FILTER (WHERE outcome = 2), count(*) FILTER (WHERE outcome = 2 AND grp = zeroblob(16)),
+		count(*) FILTER (WHERE outcome = 1), count(*) FILTER (WHERE outcome = 1 AND grp IS NULL) FROM finalized`).Scan(&discards, &marked, &commits, &unmarked); err != nil {
+		t.Fatal(err)
+	}
+	if discards == 0 || commits == 0 || marked != discards || unmarked != commits {
+		t.Fatalf("after 0025: %d discards (%d of unknown kind), %d commits (%d without a group); want every discard of unknown kind, no commit",
+			discards, marked, commits, unmarked)
 	}
 }

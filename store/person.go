@@ -558,9 +558,18 @@ const (
 	// sqlDiscardedAt reads when a message was discarded here, and
 	// sqlTakeBackCommitted turns that discard into a commit (a decision
 	// of another device that carried the body overrules it).
-	sqlDiscardedAt       = "SELECT at, reason, sealed_digest FROM finalized WHERE sender = ? AND id = ? AND outcome = ?"
+	sqlDiscardedAt       = "SELECT at, reason, sealed_digest, grp FROM finalized WHERE sender = ? AND id = ? AND outcome = ?"
 	sqlTakeBackCommitted = "UPDATE finalized SET outcome = ?, reason = ? WHERE sender = ? AND id = ? AND outcome = ?"
+	// sqlGroupDecidedOn is sqlDecidedOn for a group's entry (0025).
+	sqlGroupDecidedOn = "UPDATE group_history SET decided_on = ? WHERE grp = ? AND sender = ? AND id = ?"
+	sqlGroupHeld      = "SELECT 1 FROM grp WHERE id = ?"
 )
+
+// unknownGroup is finalized.grp of a discard finalized before 0025 (the
+// migration sets it): whether the message was a group's is not known, so
+// no sibling's commit takes it back (into which history?). Group IDs are
+// random: none is all zeros.
+var unknownGroup wire.GroupID
 
 // decision records a decision heard from another device of this person
 // (the receive's peer): the decision frame's finalized record, so that a
@@ -594,15 +603,30 @@ func (t *tx) decision(ctx context.Context, from engine.Address, e engine.Decisio
 
 // takeBackCommitted takes back a message discarded here that the deciding
 // device from committed (commit beats discard): its finalized record
-// turns committed and its history entry, with the body the decision
-// carried, is written at the time of the discard and names from. A
-// message whose record is gone (pruned) or not a discard is left alone.
+// turns committed and its history entry (its group's, for a group message
+// whose record names the group), with the body the decision carried, is
+// written at the time of the discard and names from. A message whose
+// record is gone (pruned) or not a discard is left alone, and so is a
+// group message of a group this device no longer holds, or one finalized
+// before its record named its group (0025).
 func (t *tx) takeBackCommitted(ctx context.Context, from engine.Address, e engine.DecisionEffect) error {
 	var at, reason int64
-	var sealed []byte
-	found, err := t.scan(ctx, "finalized-read", sqlDiscardedAt, []any{e.Sender.String(), e.Message[:], int64(engine.OutcomeDiscarded)}, &at, &reason, &sealed)
+	var sealed, grp []byte
+	found, err := t.scan(ctx, "finalized-read", sqlDiscardedAt, []any{e.Sender.String(), e.Message[:], int64(engine.OutcomeDiscarded)}, &at, &reason, &sealed, &grp)
 	if err != nil || !found {
 		return err
+	}
+	var group *wire.GroupID
+	switch {
+	case len(grp) == len(wire.GroupID{}) && bytes.Equal(grp, unknownGroup[:]):
+		return nil // discarded before 0025: one-to-one or a group's, unknown
+	case len(grp) == len(wire.GroupID{}):
+		group = (*wire.GroupID)(grp)
+		if held, err := t.scan(ctx, "group-read", sqlGroupHeld, []any{grp}, new(int64)); err != nil || !held {
+			return err
+		}
+	case grp != nil:
+		return fmt.Errorf("take back message %x from %s: group of %d bytes: %w", e.Message[:], e.Sender, len(grp), engine.ErrMalformedState)
 	}
 	// Only what the person discarded (an action the engine discarded, or
 	// a message refused as unsupported, stays so), and only the body
@@ -620,6 +644,15 @@ func (t *tx) takeBackCommitted(ctx context.Context, from engine.Address, e engin
 	if _, err := t.runOne(ctx, "finalized-take-back", engine.ErrConflict, sqlTakeBackCommitted, int64(engine.OutcomeCommitted), int64(engine.DiscardNone),
 		e.Sender.String(), e.Message[:], int64(engine.OutcomeDiscarded)); err != nil {
 		return fmt.Errorf("take back message %x from %s: %w", e.Message[:], e.Sender, err)
+	}
+	if group != nil {
+		if err := t.insertGroupEntry(ctx, *group, e.Sender.String(), e.Message, nsTime(at), e.TakeBack); err != nil {
+			return err
+		}
+		if _, err := t.run(ctx, "group-history-decided", sqlGroupDecidedOn, from.String(), grp, e.Sender.String(), e.Message[:]); err != nil {
+			return fmt.Errorf("name the device that decided %x: %w", e.Message[:], err)
+		}
+		return nil
 	}
 	if err := t.insertHistory(ctx, e.Sender, engine.DirectionIn, e.Message, nsTime(at), 0, e.TakeBack); err != nil {
 		return err
@@ -670,7 +703,13 @@ func (t *tx) finalizePerson(ctx context.Context, p engine.Finalize) error {
 	if _, err := t.run(ctx, "decision-forget", sqlForgetDecision, p.Sender.String(), p.ID[:]); err != nil {
 		return fmt.Errorf("forget the decision on %x from %s: %w", p.ID[:], p.Sender, err)
 	}
-	if p.DecidedOn != nil && p.Outcome == engine.OutcomeCommitted && p.Group == nil {
+	if p.DecidedOn != nil && p.Outcome == engine.OutcomeCommitted && p.Group != nil {
+		if _, err := t.run(ctx, "group-history-decided", sqlGroupDecidedOn, p.DecidedOn.String(), p.Group[:], p.Sender.String(), p.ID[:]); err != nil {
+			return fmt.Errorf("name the device that decided %x: %w", p.ID[:], err)
+		}
+		return nil
+	}
+	if p.DecidedOn != nil && p.Outcome == engine.OutcomeCommitted {
 		conv, err := t.conversationFor(ctx, p.Sender)
 		if err != nil {
 			return err
@@ -740,10 +779,13 @@ func (db *DB) readDecisions(ctx context.Context, query string, limit int) ([]eng
 const (
 	// sqlMadeDecisions reads the newest finalized records since a time;
 	// finalized_at serves it.
-	sqlMadeDecisions = "SELECT sender, id, outcome, at FROM finalized WHERE at >= ? ORDER BY at DESC, sender, id LIMIT ?"
+	sqlMadeDecisions = "SELECT sender, id, outcome, at, grp FROM finalized WHERE at >= ? ORDER BY at DESC, sender, id LIMIT ?"
 	// sqlDecidedEntry reads a received message's history body and the
 	// device it was decided on, if another.
 	sqlDecidedEntry = "SELECT sealed_body, decided_on FROM history WHERE peer = ? AND direction = 1 AND id = ?"
+	// sqlDecidedGroupEntry is sqlDecidedEntry for a group message, by its
+	// group's UNIQUE key.
+	sqlDecidedGroupEntry = "SELECT sealed_body, decided_on FROM group_history WHERE grp = ? AND sender = ? AND id = ?"
 )
 
 // Decisions returns up to limit received messages finalized here at or
@@ -759,14 +801,17 @@ func (db *DB) Decisions(ctx context.Context, since time.Time, limit int) ([]engi
 	var out []engine.MadeDecision
 	for rows.Next() {
 		var sender string
-		var id []byte
+		var id, grp []byte
 		var outcome, at int64
-		if err := rows.Scan(&sender, &id, &outcome, &at); err != nil {
+		if err := rows.Scan(&sender, &id, &outcome, &at, &grp); err != nil {
 			rows.Close()
 			return nil, db.readErr("read decisions made", err)
 		}
 		d := engine.MadeDecision{Outcome: engine.Outcome(outcome), At: nsTime(at)}
 		copy(d.ID[:], id)
+		if len(grp) == len(wire.GroupID{}) && !bytes.Equal(grp, unknownGroup[:]) {
+			d.Group = (*wire.GroupID)(grp)
+		}
 		if d.Sender, err = parseStoredAddress(sender); err != nil {
 			rows.Close()
 			return nil, err
@@ -789,17 +834,28 @@ func (db *DB) Decisions(ctx context.Context, since time.Time, limit int) ([]engi
 }
 
 // decidedEntry fills a commit's history body and the device it was
-// decided on: from the person's conversation, else from the entries kept
-// under the sender before a list was held; none for a message with no
-// one-to-one entry (a group's).
+// decided on: for a group message whose record names its group (0025),
+// from the group's history; else from the person's conversation, or from
+// the entries kept under the sender before a list was held. None for a
+// group message finalized before 0025 (it has no one-to-one entry).
 func (db *DB) decidedEntry(ctx context.Context, d *engine.MadeDecision) error {
+	var sealed []byte
+	var on sql.NullString
+	if d.Group != nil {
+		err := db.queryRow(ctx, sqlDecidedGroupEntry, d.Group[:], d.Sender.String(), d.ID[:]).Scan(&sealed, &on)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return nil
+		case err != nil:
+			return db.readErr("read decisions made", err)
+		}
+		return db.fillDecided(d, kindGroupBody, groupBodyKey(*d.Group, d.Sender.String(), d.ID), sealed, on)
+	}
 	conv, err := db.conversationFor(ctx, d.Sender)
 	if err != nil {
 		return err
 	}
 	for _, peer := range []engine.Address{conv, d.Sender} {
-		var sealed []byte
-		var on sql.NullString
 		err := db.queryRow(ctx, sqlDecidedEntry, peer.String(), d.ID[:]).Scan(&sealed, &on)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
@@ -807,21 +863,28 @@ func (db *DB) decidedEntry(ctx context.Context, d *engine.MadeDecision) error {
 		case err != nil:
 			return db.readErr("read decisions made", err)
 		}
-		if d.Body, err = db.seal.open(kindHistoryBody, historyKey(peer, engine.DirectionIn, d.ID), sealed); err != nil {
-			return fmt.Errorf("store: read the body of %x from %s: %w", d.ID[:], d.Sender, err)
+		return db.fillDecided(d, kindHistoryBody, historyKey(peer, engine.DirectionIn, d.ID), sealed, on)
+	}
+	return nil
+}
+
+// fillDecided opens a decided entry's body and names the device it was
+// decided on.
+func (db *DB) fillDecided(d *engine.MadeDecision, kind string, key, sealed []byte, on sql.NullString) error {
+	var err error
+	if d.Body, err = db.seal.open(kind, key, sealed); err != nil {
+		return fmt.Errorf("store: read the body of %x from %s: %w", d.ID[:], d.Sender, err)
+	}
+	if d.Body == nil {
+		d.Body = []byte{}
+	}
+	d.InHistory = true
+	if on.Valid {
+		a, err := parseStoredAddress(on.String)
+		if err != nil {
+			return err
 		}
-		if d.Body == nil {
-			d.Body = []byte{}
-		}
-		d.InHistory = true
-		if on.Valid {
-			a, err := parseStoredAddress(on.String)
-			if err != nil {
-				return err
-			}
-			d.DecidedOn = &a
-		}
-		return nil
+		d.DecidedOn = &a
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"testing"
@@ -153,5 +154,55 @@ func TestKeptDecisionsAreBounded(t *testing.T) {
 	due, held, err := f.db.DueDecisions(ctx, engine.MaxKeptDecisions)
 	if err != nil || !held || len(due) != 1 || due[0].ID != idRecv || due[0].Sender != bob {
 		t.Fatalf("due %v held %v err %v: want bob's pending message", due, held, err)
+	}
+}
+
+// TestTakeBackLeavesADiscardOfUnknownKind: a discard finalized before
+// migration 0025 carries the all-zero group (the migration sets it), so
+// whether it was a one-to-one message or a group's is not known: a
+// sibling's commit with the body leaves it discarded and writes no
+// history. The same discard with no group (one written since, of a
+// one-to-one message) is taken back into the conversation.
+func TestTakeBackLeavesADiscardOfUnknownKind(t *testing.T) {
+	f := newFixture(t, false)
+	ctx := context.Background()
+	withInbound(t, f) // bob's idRecv pending; session with bob at version 2
+	body := "hi PLAINTEXT-MARKER-received"
+	sw := sessionWrite(bob, 2, "ack")
+	f.apply(t, engine.Finalize{Sender: bob, ID: idRecv, Digest: sha256.Sum256([]byte(body)), Outcome: engine.OutcomeDiscarded,
+		Reason: engine.DiscardRejected, At: planAt, Session: &sw, Ack: ackOut(bob)})
+	if _, err := f.db.sql.ExecContext(ctx, "UPDATE finalized SET grp = zeroblob(16) WHERE sender = ? AND id = ?", bob.String(), idRecv[:]); err != nil {
+		t.Fatal(err)
+	}
+	decide := func(n byte, version uint64) {
+		t.Helper()
+		row := f.stage(t)
+		f.apply(t, receivePlan(row, bob, version, engine.DecisionEffect{ID: wire.LogicalID{0xd0, n}, At: planAt, Sender: bob, Message: idRecv,
+			Outcome: engine.OutcomeCommitted, TakeBack: []byte(body)}))
+	}
+	inHistory := func() int {
+		t.Helper()
+		h, err := f.db.History(ctx, bob, 0, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, e := range h {
+			if e.ID == idRecv && e.Direction == engine.DirectionIn {
+				n++
+			}
+		}
+		return n
+	}
+	decide(1, 3)
+	if s, err := f.db.Seen(ctx, bob, idRecv); err != nil || s.Outcome != engine.OutcomeDiscarded || inHistory() != 0 {
+		t.Fatalf("a discard of unknown kind after a commit with its body: %+v, %v, %d in history; want it discarded, none", s, err, inHistory())
+	}
+	if _, err := f.db.sql.ExecContext(ctx, "UPDATE finalized SET grp = NULL WHERE sender = ? AND id = ?", bob.String(), idRecv[:]); err != nil {
+		t.Fatal(err)
+	}
+	decide(2, 4)
+	if s, err := f.db.Seen(ctx, bob, idRecv); err != nil || s.Outcome != engine.OutcomeCommitted || inHistory() != 1 {
+		t.Fatalf("a one-to-one discard after a commit with its body: %+v, %v, %d in history; want it committed, once", s, err, inHistory())
 	}
 }

@@ -368,7 +368,7 @@ func TestSentCopiesFromReportsABadRow(t *testing.T) {
 	db := MustOpenDB(t)
 	ctx := context.Background()
 	id := wire.LogicalID{0x42}
-	if _, err := db.sql.ExecContext(ctx, "INSERT INTO finalized VALUES ('alice/2', ?, 1, 0, 24, ?)", id[:], []byte("not sealed")); err != nil {
+	if _, err := db.sql.ExecContext(ctx, "INSERT INTO finalized (sender, id, outcome, reason, at, sealed_digest) VALUES ('alice/2', ?, 1, 0, 24, ?)", id[:], []byte("not sealed")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.sql.ExecContext(ctx, "INSERT INTO history (peer, direction, id, at, state, sealed_body) VALUES ('carol/3', 2, ?, 24, 4, ?)", id[:], []byte("not sealed")); err != nil {

@@ -34,6 +34,7 @@ var hotStatements = []string{
 	sqlInboundDigest,
 	sqlDeleteInbound,
 	sqlInsertFinalized,
+	sqlInsertFinalizedGroup,
 	sqlDeleteOneTimePreKey,
 	// Reads, once per message.
 	sqlPeer,

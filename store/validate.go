@@ -404,8 +404,8 @@ func validateReceive(p engine.Receive) error {
 			err = errors.Join(err, checkActionApply(*e.Action, p.Peer, engine.DirectionIn, e.ID), checkActionGroup(e.Action, e.Group))
 		}
 		err = errors.Join(err, checkDecisionLanes(e.Tell, p.Peer, e.ID))
-		if len(e.Tell) > 0 && (e.Group != nil || e.SentTo != nil) {
-			err = errors.Join(err, invalid("decision lanes for a group message or a sent copy %x", e.ID[:]))
+		if len(e.Tell) > 0 && e.SentTo != nil {
+			err = errors.Join(err, invalid("decision lanes for a sent copy %x", e.ID[:]))
 		}
 		if e.SentTo != nil {
 			err = errors.Join(err, checkAddress("sent to", *e.SentTo))
