@@ -171,18 +171,6 @@ func (m Model) Items() []Item {
 	return out
 }
 
-// Conversation returns the stored conversation listed as peer's: the
-// person's for a device of a person whose device list is held.
-func (m Model) Conversation(peer engine.Address) (engine.Conversation, bool) {
-	row := m.rowOf(peer)
-	for _, c := range m.stored {
-		if c.Peer == row {
-			return c, true
-		}
-	}
-	return engine.Conversation{}, false
-}
-
 // Row returns the address of the conversation device a is listed under:
 // its person's when a stored conversation is a person's of a's user, a
 // itself otherwise.
