@@ -366,6 +366,23 @@ func (db *DB) conversationFor(ctx context.Context, peer engine.Address) (engine.
 	return parseStoredAddress(conv)
 }
 
+// personHeld reports whether a device list is held for user: whether the
+// devices of user are one conversation.
+func (db *DB) personHeld(ctx context.Context, user string) (bool, error) {
+	if !db.peopleHeld.Load() {
+		return false, nil
+	}
+	var conv string
+	err := db.queryRow(ctx, sqlConversation, user).Scan(&conv)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return false, nil
+	case err != nil:
+		return false, db.readErr("read conversation", err)
+	}
+	return true, nil
+}
+
 func parseStoredAddress(s string) (engine.Address, error) {
 	a, err := engine.ParseAddress(s)
 	if err != nil {
