@@ -147,6 +147,11 @@ type Client struct {
 	// name them (judgeGroupFrame): the round asks as for a refused copy
 	// (learnOwnList). Under loopMu, at most maxListChecks.
 	ownUnlisted map[uint32]bool
+	// groupListsWanted are the people with no list held here whose group
+	// frame a receive held (VouchAsking) or to whose devices a group send
+	// went by the roster's entries alone: the round fetches their lists
+	// (learnGroupLists). Under loopMu, at most maxListChecks.
+	groupListsWanted map[string]bool
 	// ownListDue is set when a lane to another device of this person was
 	// retried: the next round publishes the list held (learnOwnList).
 	ownListDue atomic.Bool

@@ -515,6 +515,12 @@ const (
 	// VouchRefused: the list names the sender revoked, or with other keys
 	// (a stranger registered under a listed address).
 	VouchRefused
+	// VouchAsking: no list is held for the sender's person, the sender is
+	// no entry of the roster but its person is a member, and the relay
+	// keeps lists: the person's list is asked for (once per connection)
+	// before the sender is judged, since refusing would end the lane of
+	// a device linked to a member for good.
+	VouchAsking
 )
 
 // GroupMessageInput is everything DecideGroupMessage looks at.
@@ -552,7 +558,8 @@ type GroupMessageInput struct {
 //     keys (VouchRefused), or no list is held and the sender is not itself
 //     an entry: refuse with not_a_member;
 //  4. the list held does not name the sender (VouchUnlisted, a device
-//     linked after it): hold while its newer list is fetched, drop after
+//     linked after it), or no list is held and it is being asked for
+//     (VouchAsking): hold while the list is fetched, drop after
 //     MaxGroupHold; refusing would end its lane for good;
 //  5. otherwise accept.
 func DecideGroupMessage(in GroupMessageInput) GroupVerdict {
@@ -566,7 +573,7 @@ func DecideGroupMessage(in GroupMessageInput) GroupVerdict {
 		return GroupRefuse
 	case in.Vouch == VouchRefused, in.Vouch == VouchNoList && !in.AtMessage.Has(in.Sender):
 		return GroupRefuse
-	case in.Vouch == VouchUnlisted:
+	case in.Vouch == VouchUnlisted, in.Vouch == VouchAsking:
 		if in.HeldFor > MaxGroupHold {
 			return GroupDrop
 		}

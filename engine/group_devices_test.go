@@ -505,3 +505,62 @@ func TestUnlistedSiblingAsksForOwnList(t *testing.T) {
 		t.Fatalf("bob/2's group history %+v, want bob/3's message as bob's own", h)
 	}
 }
+
+// TestNoListHeldAsksForIt: alice holds no list for bob, so bob/2, linked
+// to bob and no entry of the roster, cannot be vouched for by one. Its
+// group message is held, not refused (which would end its lane for
+// good), the round fetches bob's list, and the next round accepts it. A
+// group send of alice's asks for the lists she lacks the same way.
+func TestNoListHeldAsksForIt(t *testing.T) {
+	w := newWorld(t)
+	alice, bob, carol := w.device("alice/1"), w.device("bob/1"), w.device("carol/1")
+	publishLists(t, alice, bob, carol)
+	bob2 := w.linkDevice(bob)
+	info, _, err := bob.c.CreateGroup(w.ctx, "bobs", []engine.Address{alice.addr, carol.addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := info.ID
+	settle(t, 6, alice, bob, bob2, carol)
+	if _, held, err := alice.c.PeerAccount(w.ctx, "bob"); err != nil || held {
+		t.Fatalf("alice holds bob's list (%v, %v) before the test", held, err)
+	}
+	sent, err := bob2.c.SendGroup(w.ctx, g, []byte("new laptop"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := alice.sync()
+	alice.commitAll()
+	if hasError(res, engine.ErrNotMember) {
+		t.Fatalf("alice refused bob/2's message: %v", errorsIn(res))
+	}
+	if _, held, err := alice.c.PeerAccount(w.ctx, "bob"); err != nil || !held {
+		t.Fatalf("alice's round did not fetch bob's list (%v, %v)", held, err)
+	}
+	alice.sync()
+	alice.commitAll()
+	if !alice.has(g, "bob/2:new laptop") {
+		t.Fatalf("alice's history %v after learning bob's list, want bob/2's message", alice.groupHistory(g))
+	}
+	bob2.sync()
+	if got := bob2.lanes(g, sent.ID)["alice/1"]; got != "acknowledged" {
+		t.Fatalf("bob/2's lane to alice is %q, want acknowledged", got)
+	}
+
+	// carol holds no list for bob either; her send asks for it, and her
+	// next send reaches bob/2.
+	if _, err := carol.c.SendGroup(w.ctx, g, []byte("first")); err != nil {
+		t.Fatal(err)
+	}
+	carol.sync()
+	if _, held, err := carol.c.PeerAccount(w.ctx, "bob"); err != nil || !held {
+		t.Fatalf("carol's round after her group send did not fetch bob's list (%v, %v)", held, err)
+	}
+	second, err := carol.c.SendGroup(w.ctx, g, []byte("second"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := carol.lanes(g, second.ID); got["bob/2"] == "" {
+		t.Fatalf("carol's second message's lanes %v, want one to bob/2", got)
+	}
+}

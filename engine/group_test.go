@@ -222,6 +222,10 @@ func TestDecideGroupMessage(t *testing.T) {
 		{"4 not in the list held: hold", GroupMessageInput{Known: true, Merged: 3, Generation: 3, AtMessage: at3, Sender: "b/2", Self: "c/1", Vouch: VouchUnlisted}, GroupHold},
 		{"4 not in the list held, held too long: drop", GroupMessageInput{Known: true, Merged: 3, Generation: 3, AtMessage: at3, Sender: "b/2", Self: "c/1", Vouch: VouchUnlisted,
 			HeldFor: MaxGroupHold + time.Second}, GroupDrop},
+		{"4 no list held, being asked for: hold", GroupMessageInput{Known: true, Merged: 3, Generation: 3, AtMessage: at3, Sender: "b/2", Self: "c/1", Vouch: VouchAsking}, GroupHold},
+		{"4 no list held, asked for too long: drop", GroupMessageInput{Known: true, Merged: 3, Generation: 3, AtMessage: at3, Sender: "b/2", Self: "c/1", Vouch: VouchAsking,
+			HeldFor: MaxGroupHold + time.Second}, GroupDrop},
+		{"2 being asked for, person not a member", GroupMessageInput{Known: true, Merged: 3, Generation: 3, AtMessage: at3, Sender: "d/2", Self: "c/1", Vouch: VouchAsking}, GroupRefuse},
 		{"5 another device of a member, vouched", GroupMessageInput{Known: true, Merged: 3, Generation: 3, AtMessage: at3, Sender: "b/2", Self: "c/1", Vouch: VouchListed}, GroupAccept},
 		{"5 to another device of a member", GroupMessageInput{Known: true, Merged: 3, Generation: 3, AtMessage: at3, Sender: "b/1", Self: "c/2"}, GroupAccept},
 	}

@@ -92,6 +92,10 @@ func (c *Client) judgeGroupFrame(ctx context.Context, bs *batchState, in *incomi
 		if gm.Vouch, err = c.vouchSender(ctx, in.sender, senderKey(in, op)); err != nil {
 			return 0, err
 		}
+		if gm.Vouch == VouchNoList && in.sender.User != c.self.User && !gm.AtMessage.Has(gm.Sender) &&
+			gm.AtMessage.HasUser(in.sender.User) && c.wantPeerList(in.sender.User) {
+			gm.Vouch = VouchAsking
+		}
 	}
 	v := DecideGroupMessage(gm)
 	if v == GroupHold && gm.Vouch == VouchUnlisted && in.sender.User == c.self.User {
@@ -663,4 +667,59 @@ func derefPrepared(p *prepared) prepared {
 		return prepared{}
 	}
 	return *p
+}
+
+// wantPeerList reports whether user's list, none being held here, is
+// still to be asked for on this connection (RefreshPeerList asks once per
+// person and connection), and if so notes it for the round
+// (learnGroupLists). A relay known to keep no lists is never asked: the
+// rule before lists stands there.
+func (c *Client) wantPeerList(user string) bool {
+	if f, known := c.relay.RelayFeatures(); known && !f.Has(wire.FeatureDeviceLists) {
+		return false
+	}
+	epoch := c.link().Epoch
+	c.loopMu.Lock()
+	defer c.loopMu.Unlock()
+	if c.listCheckedEpoch == epoch && c.listChecked[user] {
+		return false
+	}
+	if c.groupListsWanted == nil {
+		c.groupListsWanted = make(map[string]bool)
+	}
+	if len(c.groupListsWanted) < maxListChecks {
+		c.groupListsWanted[user] = true
+	}
+	return true
+}
+
+// learnGroupLists fetches the lists wantPeerList noted: a device linked to
+// a member person is then judged by its person's list, and a group send
+// reaches every device of the members from then on. When it fetched
+// any, it asks for another round at once, in which the held frames are
+// judged again. A refusal is reported, never returned.
+func (c *Client) learnGroupLists(ctx context.Context) {
+	if !c.link().Up {
+		return
+	}
+	c.loopMu.Lock()
+	users := make([]string, 0, len(c.groupListsWanted))
+	for u := range c.groupListsWanted {
+		users = append(users, u)
+	}
+	c.groupListsWanted = nil
+	c.loopMu.Unlock()
+	if len(users) == 0 {
+		return
+	}
+	sort.Strings(users)
+	for _, u := range users {
+		if _, _, err := c.RefreshPeerList(ctx, u); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			c.emit(Event{Kind: EventSyncFailed, At: c.cfg.Now(), Op: "peer-device-list", Err: err})
+		}
+	}
+	c.SyncNow()
 }

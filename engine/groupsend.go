@@ -271,6 +271,7 @@ func (c *Client) storeGroupWith(ctx context.Context, id wire.GroupID, chosen *wi
 	if err != nil {
 		return mid, nil, err
 	}
+	c.askMissingLists(g.Roster, lists)
 	recipients, err := parseAddresses(LaneRecipients(g.Roster, c.self.String(), lists))
 	if err != nil {
 		return mid, nil, err
@@ -366,6 +367,20 @@ func normalizeOps(ops []wire.RosterChange) []wire.RosterChange {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Address < out[j].Address })
 	return out
+}
+
+// askMissingLists notes, for the round to fetch (learnGroupLists), the
+// member persons of r whose list this device does not hold: this send
+// reaches their entries only, and the next one every device their list
+// names.
+func (c *Client) askMissingLists(r Roster, lists DeviceLists) {
+	for _, m := range r.Members {
+		if u := userOf(m.Address); u != c.self.User {
+			if _, ok := lists[u]; !ok {
+				c.wantPeerList(u)
+			}
+		}
+	}
 }
 
 // entryToUse names the entry device of user's person in r that can change

@@ -169,6 +169,7 @@ func (c *Client) Sync(ctx context.Context) (SyncResult, error) {
 	c.refreshPeerListsOnConnect(ctx)
 	c.checkSentLists(ctx)
 	c.learnSenderLists(ctx, out.Received)
+	c.learnGroupLists(ctx)
 	c.learnOwnList(ctx, out.Received)
 	if err := c.pumpStoredLanes(ctx); err != nil {
 		return out, &SyncError{Op: "pump", Err: err}
