@@ -78,6 +78,9 @@ func (c *Client) createGroup(ctx context.Context, name string, members []Address
 			ops = append(ops, wire.RosterChange{Op: wire.RosterAdd, Address: m.String()})
 		}
 	}
+	if pump {
+		c.refreshMemberLists(ctx, ops)
+	}
 	res, err := c.changeRoster(ctx, gid, GroupInfo{ID: gid, Name: name}, ops, true, pump)
 	if err != nil {
 		return GroupInfo{}, GroupSendResult{}, err
@@ -94,7 +97,32 @@ func (c *Client) ChangeRoster(ctx context.Context, id wire.GroupID, ops []wire.R
 	if err != nil {
 		return GroupSendResult{}, err
 	}
+	c.refreshMemberLists(ctx, ops)
 	return c.changeRoster(ctx, id, g, ops, false, true)
+}
+
+// refreshMemberLists fetches, before a creation or a roster change that
+// adds them, the lists of the added persons this device holds none for
+// (RefreshPeerList: once per person and connection, nothing when the
+// relay is out of reach or keeps no lists): the change then reaches every
+// device of theirs, and a device linked to them starts the group from it.
+// A refusal is reported, never returned: the change goes to the entries.
+func (c *Client) refreshMemberLists(ctx context.Context, ops []wire.RosterChange) {
+	for _, op := range ops {
+		u := userOf(op.Address)
+		if op.Op != wire.RosterAdd || u == "" || u == c.self.User {
+			continue
+		}
+		if _, held, err := c.store.PeerAccount(ctx, u); err != nil || held {
+			continue
+		}
+		if _, _, err := c.RefreshPeerList(ctx, u); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			c.emit(Event{Kind: EventSyncFailed, At: c.cfg.Now(), Op: "peer-device-list", Err: err})
+		}
+	}
 }
 
 // changeRoster makes a roster change (or, with create, a group's creation)
