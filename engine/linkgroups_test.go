@@ -160,3 +160,28 @@ func TestLinkNoneWithoutABlobStore(t *testing.T) {
 		t.Fatalf("%s's package named an archive with no blob store", d.addr)
 	}
 }
+
+// TestLinkLeavesAnOpenRequest: a stranger's message waiting as a request
+// on alice/1 (request mode) stays there: the link's archive does not
+// carry it, so the new device (which holds no request row) does not list
+// it as an ordinary pending delivery (before the change it did).
+func TestLinkLeavesAnOpenRequest(t *testing.T) {
+	w := newWorld(t)
+	blobs, err := enginetest.NewBlobs(filepath.Join(w.dir, "blobs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.blobs = blobs
+	alice, carol := w.device("alice/1"), w.device("carol/1")
+	alice.withRequests(nil)
+	carol.send(alice, "hello stranger")
+	if k := kindsOf(alice.sync()); k[engine.ResultRequest] != 1 {
+		t.Fatalf("alice/1's sync: %v, want one request", k)
+	}
+	alice.reopen() // with the blob store; the request stays
+	all := engine.HistoryChoice{Mode: engine.HistoryAll}
+	d, _ := w.linkWithHistory(alice, all, all)
+	if n := d.pendingIn(); n != 0 {
+		t.Fatalf("%s holds %d pending deliveries: carol's request came as a message", d.addr, n)
+	}
+}
