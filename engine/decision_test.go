@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/parley-chat/parley/engine"
@@ -309,5 +310,36 @@ func TestCatchUpTellsASiblingLinkedSince(t *testing.T) {
 	}
 	if after := bob2.pendingOut(); after != before {
 		t.Fatalf("bob/2 stored %d lanes more on a second publish, want none", after-before)
+	}
+}
+
+// TestHoldDiscardTellsNoSibling: alice sends bob/1 one reaction more than
+// its hold keeps, all to messages that never came; bob/1's hold pass
+// discards the oldest (hold full), which rests on bob/1's own state, not
+// on bob's choice: it stores no decision lane to bob/2. bob's own discard
+// of a held reaction still does (one lane to bob/2).
+func TestHoldDiscardTellsNoSibling(t *testing.T) {
+	w, alice, bob, _ := twoDeviceBob(t)
+	var ids []wire.LogicalID
+	for i := range engine.MaxHeldActionsPerSender + 1 {
+		body, _ := wire.EncodeAction(wire.Action{Content: wire.ContentReaction, Target: wire.LogicalID{0xaa, byte(i)}, Emoji: thumbs})
+		id := wire.LogicalID{0xbb, byte(i)}
+		frame, _ := wire.EncodeContentMessage(wire.ContentMessage{ID: id, Content: wire.ContentReaction, Body: body})
+		if err := alice.c.SendRawFrame(w.ctx, bob.addr, frame); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	if got := kinds(bob.sync()); !slices.Contains(got, "action_discarded hold_full") {
+		t.Fatalf("bob/1's round: %v, want one discarded as hold_full", got)
+	}
+	if n := bob.pendingOut(); n != 0 {
+		t.Fatalf("bob/1 holds %d lanes after its hold pass's discard, want none (bob did not decide)", n)
+	}
+	if _, err := bob.c.Discard(w.ctx, alice.addr, ids[len(ids)-1], engine.DiscardRejected); err != nil {
+		t.Fatal(err)
+	}
+	if n := bob.pendingOut(); n != 1 {
+		t.Fatalf("bob/1 holds %d lanes after bob's discard, want one (to bob/2)", n)
 	}
 }
