@@ -343,3 +343,40 @@ func TestHoldDiscardTellsNoSibling(t *testing.T) {
 		t.Fatalf("bob/1 holds %d lanes after bob's discard, want one (to bob/2)", n)
 	}
 }
+
+// TestTakenBackOnlyWhenTakenBack: bob/2 discards alice's message under
+// the policy (not bob's rejection); bob/1 commits it, with its body. The
+// store leaves such a discard as it is (only the person's rejections are
+// taken back), and the decision heard says so: no take-back reported,
+// nothing in bob/2's history. Before the change the engine reported a
+// take-back the store did not do.
+func TestTakenBackOnlyWhenTakenBack(t *testing.T) {
+	w, alice, bob, bob2 := twoDeviceBob(t)
+	id := alice.enqueue(bob, "discarded by policy")
+	bob.sync()
+	bob2.sync()
+	if _, err := bob2.c.Discard(w.ctx, alice.addr, id, engine.DiscardPolicy); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bob.c.Commit(w.ctx, alice.addr, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bob.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	heard := 0
+	for _, r := range bob2.sync() {
+		if r.Kind == engine.ResultDecisionHeard {
+			heard++
+			if r.TakenBack {
+				t.Errorf("bob/2 reports taking back %+v", r.Decided)
+			}
+		}
+	}
+	if heard != 1 {
+		t.Fatalf("bob/2 heard %d decisions, want bob/1's commit", heard)
+	}
+	if n, _ := inHistory(t, bob2, alice, "discarded by policy"); n != 0 {
+		t.Fatalf("bob/2's history holds the policy's discard %d times, want none", n)
+	}
+}
