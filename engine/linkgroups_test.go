@@ -21,6 +21,14 @@ import (
 // imported (ImportLinkHistory). It returns the device and whether the
 // package named an archive.
 func (w *world) linkWithHistory(owner *device, choice, keep engine.HistoryChoice) (*device, bool) {
+	w.t.Helper()
+	return w.linkResumed(owner, choice, keep, keep)
+}
+
+// linkResumed is linkWithHistory for a link that stopped after its
+// profile was written with keep and went on with `parley link --history
+// resume` (the default, all, when the flag is left out).
+func (w *world) linkResumed(owner *device, choice, keep, resume engine.HistoryChoice) (*device, bool) {
 	t, ctx := w.t, w.ctx
 	t.Helper()
 	a, err := engine.LoadAccount(ctx, owner.st)
@@ -52,7 +60,7 @@ func (w *world) linkWithHistory(owner *device, choice, keep engine.HistoryChoice
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := engine.CreateLinkedProfile(ctx, st, "fake://", id, n, pkg, nil, w.clock.Now()); err != nil {
+	if _, err := engine.CreateLinkedProfile(ctx, st, "fake://", id, n, pkg, keep, nil, w.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.Close(); err != nil {
@@ -65,7 +73,7 @@ func (w *world) linkWithHistory(owner *device, choice, keep engine.HistoryChoice
 		}
 	})
 	if pkg.History != nil {
-		if _, err := d.c.ImportLinkHistory(ctx, 0, keep, nil); err != nil {
+		if _, err := d.c.ImportLinkHistory(ctx, 0, resume, nil); err != nil {
 			t.Fatalf("%s imports its history: %v", d.addr, err)
 		}
 	}
@@ -111,18 +119,24 @@ func TestLinkedDeviceHoldsTheGroups(t *testing.T) {
 	for _, c := range []struct {
 		name             string
 		choice, keep     engine.HistoryChoice
+		resume           engine.HistoryChoice
 		wantGroupHistory []string
 		wantOneToOne     []string
 	}{
-		{"device add --history none", none, all, nil, nil},
-		{"link --history none", all, none, nil, nil},
-		{"device add --history 1d", day, all, nil, nil},
-		{"link --history 1d", all, day, nil, nil},
-		{"all", all, all, []string{"bob/1:old group news"}, []string{"old one-to-one"}},
+		{"device add --history none", none, all, all, nil, nil},
+		{"link --history none", all, none, none, nil, nil},
+		{"device add --history 1d", day, all, all, nil, nil},
+		{"link --history 1d", all, day, day, nil, nil},
+		{"all", all, all, all, []string{"bob/1:old group news"}, []string{"old one-to-one"}},
+		// A link --history none stopped after its profile was written
+		// and resumed without the flag keeps none: the profile recorded
+		// the choice. Before the change it imported every message.
+		{"link --history none, resumed without it", all, none, all, nil, nil},
+		{"link --history 1d, resumed with none", all, day, none, nil, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			w.t = t
-			d, archived := w.linkWithHistory(alice, c.choice, c.keep)
+			d, archived := w.linkResumed(alice, c.choice, c.keep, c.resume)
 			if !archived {
 				t.Fatalf("%s's package named no archive: the groups did not go", d.addr)
 			}

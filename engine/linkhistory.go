@@ -262,37 +262,87 @@ func (c *Client) LinkHistory(ctx context.Context, device uint32, progress LinkHi
 	return &wire.LinkHistory{Archive: aw.ID(), Key: key, Records: end.Records, Manifest: m}, sum, nil
 }
 
+// linkKeepSize is the size of the keep choice at the end of a link's
+// source: its mode (one byte) and days (two bytes, MaxHistoryDays fits).
+const linkKeepSize = 3
+
 // encodeLinkSource is what a linked device keeps of its history's source
-// (ImportStart.Source): the archive's key, then the blob's manifest.
-func encodeLinkSource(h wire.LinkHistory) ([]byte, error) {
+// (ImportStart.Source): the archive's key, its record count, the blob's
+// manifest, then the history this device keeps (keep). A source written
+// before the keep choice was recorded ends with the manifest: the
+// manifest's strict decoding tells the two apart (its last field is
+// length-prefixed, so three more bytes never decode as one).
+func encodeLinkSource(h wire.LinkHistory, keep HistoryChoice) ([]byte, error) {
 	m, err := wire.EncodeManifest(h.Manifest)
 	if err != nil {
 		return nil, err
 	}
 	b := append([]byte(nil), h.Key[:]...)
 	b = binary.BigEndian.AppendUint64(b, h.Records)
-	return append(b, m...), nil
+	b = append(b, m...)
+	b = append(b, byte(keep.Mode))
+	return binary.BigEndian.AppendUint16(b, uint16(keep.Days)), nil
 }
 
-func decodeLinkSource(b []byte) (wire.LinkHistory, error) {
-	var h wire.LinkHistory
+// decodeLinkSource reads a link's source; recorded is false for a source
+// written before it carried the keep choice.
+func decodeLinkSource(b []byte) (h wire.LinkHistory, keep HistoryChoice, recorded bool, err error) {
 	if len(b) < 40 {
-		return h, fmt.Errorf("link history source of %d bytes: %w", len(b), ErrMalformedState)
+		return h, keep, false, fmt.Errorf("link history source of %d bytes: %w", len(b), ErrMalformedState)
 	}
 	copy(h.Key[:], b)
 	h.Records = binary.BigEndian.Uint64(b[32:40])
 	m, err := wire.DecodeManifest(b[40:])
+	if err != nil && len(b) >= 40+linkKeepSize {
+		tail := b[len(b)-linkKeepSize:]
+		keep = HistoryChoice{Mode: HistoryMode(tail[0]), Days: int(binary.BigEndian.Uint16(tail[1:]))}
+		if m, err = wire.DecodeManifest(b[40 : len(b)-linkKeepSize]); err == nil {
+			recorded = true
+			if err = checkHistoryChoice(keep); err != nil {
+				return h, keep, false, fmt.Errorf("link history source: %w: %w", ErrMalformedState, err)
+			}
+		}
+	}
 	if err != nil {
-		return h, fmt.Errorf("link history source: %w: %w", ErrMalformedState, err)
+		return h, keep, false, fmt.Errorf("link history source: %w: %w", ErrMalformedState, err)
 	}
 	h.Manifest = m
-	return h, nil
+	return h, keep, recorded, nil
+}
+
+// checkHistoryChoice refuses a choice ParseHistoryChoice would not give.
+func checkHistoryChoice(h HistoryChoice) error {
+	switch {
+	case h.Mode == HistorySince && h.Days >= 1 && h.Days <= MaxHistoryDays:
+	case (h.Mode == HistoryNone || h.Mode == HistoryAll) && h.Days == 0:
+	default:
+		return fmt.Errorf("history mode %d, %d days", h.Mode, h.Days)
+	}
+	return nil
+}
+
+// Narrower returns whichever of h and o keeps less: none before any
+// number of days, fewer days before more, any before all.
+func (h HistoryChoice) Narrower(o HistoryChoice) HistoryChoice {
+	rank := func(c HistoryChoice) int {
+		switch c.Mode {
+		case HistoryNone:
+			return 0
+		case HistorySince:
+			return c.Days
+		}
+		return MaxHistoryDays + 1
+	}
+	if rank(o) < rank(h) {
+		return o
+	}
+	return h
 }
 
 // linkImportStart is the ImportStart a linked device's profile records
-// for its history.
-func linkImportStart(h wire.LinkHistory, now time.Time) (ImportStart, error) {
-	src, err := encodeLinkSource(h)
+// for its history, with the history it keeps (keep).
+func linkImportStart(h wire.LinkHistory, keep HistoryChoice, now time.Time) (ImportStart, error) {
+	src, err := encodeLinkSource(h, keep)
 	if err != nil {
 		return ImportStart{}, err
 	}
@@ -310,7 +360,10 @@ var ErrNoLinkImport = errors.New("no history import under way")
 
 // ImportLinkHistory downloads this linked device's history (resuming a
 // partial download) and imports it from where the import stands, in
-// batches of at most batch records (ImportBatchRecords when 0);
+// batches of at most batch records (ImportBatchRecords when 0), keeping
+// the narrower of keep and the choice recorded when the profile was
+// created (CreateLinkedProfile): a resumed `parley link` without
+// --history keeps no more than the interrupted one chose;
 // ErrNoLinkImport when there is none under way. Once the import is done
 // the downloaded files go.
 func (c *Client) ImportLinkHistory(ctx context.Context, batch int, keep HistoryChoice, progress LinkHistoryProgress) (LinkImportSummary, error) {
@@ -334,9 +387,12 @@ func (c *Client) importLinkHistory(ctx context.Context, batch int, keep HistoryC
 	if !ok {
 		return sum, ErrNoLinkImport
 	}
-	h, err := decodeLinkSource(src)
+	h, started, recorded, err := decodeLinkSource(src)
 	if err != nil {
 		return sum, err
+	}
+	if recorded {
+		keep = keep.Narrower(started)
 	}
 	blobs, fc, err := c.fileSetup()
 	if err != nil {
