@@ -233,6 +233,9 @@ func cmdDevice(ctx context.Context, env *cliEnv, cmd *command, args []string) er
 		return err
 	}
 	sum := res.History
+	if res.ArchiveLeftOut != nil {
+		fmt.Fprintf(env.stderr, "parley device add: warning: %s is linked without its archive: %s\n", res.Device, textLine(explain(env, res.ArchiveLeftOut)))
+	}
 	out.record([]kv{{"linked", res.Device.String()}, {"generation", res.List.Generation},
 		{"history", choice.String()}, {"messages", sum.Messages}, {"groups", sum.Groups}, {"bytes", sum.Bytes}})
 	return nil

@@ -2,9 +2,11 @@ package engine_test
 
 import (
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,7 +54,9 @@ func (w *world) linkResumed(owner *device, choice, keep, resume engine.HistoryCh
 	if err != nil {
 		t.Fatal(err)
 	}
-	if pkg.History, _, err = owner.c.LinkHistory(ctx, n, nil); err != nil {
+	if pkg.History, _, err = owner.c.LinkHistory(ctx, n, nil); errors.Is(err, engine.ErrArchiveLeftOut) {
+		t.Logf("%s links %s without its archive: %v", owner.addr, d.addr, err)
+	} else if err != nil {
 		t.Fatalf("%s writes %s's history: %v", owner.addr, d.addr, err)
 	}
 	d.dir = filepath.Join(w.dir, fmt.Sprintf("%s-%d-linked-%s", d.addr.User, n, time.Now().Format("150405.000000000")))
@@ -197,5 +201,57 @@ func TestLinkLeavesAnOpenRequest(t *testing.T) {
 	d, _ := w.linkWithHistory(alice, all, all)
 	if n := d.pendingIn(); n != 0 {
 		t.Fatalf("%s holds %d pending deliveries: carol's request came as a message", d.addr, n)
+	}
+}
+
+// TestLinkNoneGoesWithoutAnArchiveOverTheBound: alice's archive (her
+// group, her pins) is over the files bound. A link with --history none
+// goes without it (ErrArchiveLeftOut says why, and Finish lists the
+// device with its package); a link with all or 1d fails, and its message
+// advises by the mode chosen, never "none" to one who chose none.
+func TestLinkNoneGoesWithoutAnArchiveOverTheBound(t *testing.T) {
+	w := newWorld(t)
+	blobs, err := enginetest.NewBlobs(filepath.Join(w.dir, "blobs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.blobs, w.maxFile = blobs, 64
+	alice, bob := w.device("alice/1"), w.device("bob/1")
+	if _, _, err := alice.c.CreateGroup(w.ctx, "friends", []engine.Address{bob.addr}); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, 5, alice, bob)
+	none := engine.HistoryChoice{Mode: engine.HistoryNone}
+	d, archived := w.linkWithHistory(alice, none, none)
+	if archived {
+		t.Fatalf("%s's package named an archive over the bound", d.addr)
+	}
+	_, _, err = alice.c.LinkHistory(w.ctx, d.addr.Device, nil)
+	if !errors.Is(err, engine.ErrArchiveLeftOut) || !errors.Is(err, engine.ErrFileTooLarge) || strings.Contains(err.Error(), "or none") {
+		t.Fatalf("none over the bound: %v; want ErrArchiveLeftOut for ErrFileTooLarge, advising no none", err)
+	}
+	for _, c := range []struct {
+		choice engine.HistoryChoice
+		advice string
+	}{
+		{engine.HistoryChoice{Mode: engine.HistoryAll}, "--history 30d or none"},
+		{engine.HistoryChoice{Mode: engine.HistorySince, Days: 1}, "fewer days, or --history none"},
+	} {
+		a, err := engine.LoadAccount(w.ctx, alice.st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := engine.NextDeviceNumber(a.List)
+		id, err := engine.NewIdentity(rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := alice.c.LinkDevice(w.ctx, engine.DeviceEntryFor(id, a.List.User, a.Key.Public(), n, w.clock.Now().Unix()), c.choice); err != nil {
+			t.Fatal(err)
+		}
+		_, _, err = alice.c.LinkHistory(w.ctx, n, nil)
+		if !errors.Is(err, engine.ErrFileTooLarge) || errors.Is(err, engine.ErrArchiveLeftOut) || !strings.Contains(err.Error(), c.advice) {
+			t.Errorf("%v over the bound: %v; want ErrFileTooLarge advising %q", c.choice, err, c.advice)
+		}
 	}
 }

@@ -160,7 +160,13 @@ func historyRecord(r wire.ArchiveRecord, mode HistoryMode, since int64) (kept bo
 // messages received and undecided at the cut; the choice leaves out the
 // messages of conversations and groups (all of them for HistoryNone).
 // The archive is read from one snapshot taken now, after the cut.
-func (c *Client) LinkHistory(ctx context.Context, device uint32, progress LinkHistoryProgress) (*wire.LinkHistory, BackupSummary, error) {
+//
+// With HistoryNone, an archive that cannot go (no blob store, too large,
+// an upload that fails) returns ErrArchiveLeftOut, naming why, and no
+// history: the package goes without it, as before the archive carried the
+// groups, since the device is in the list already and a link that failed
+// now would leave it there with no package.
+func (c *Client) LinkHistory(ctx context.Context, device uint32, progress LinkHistoryProgress) (hist *wire.LinkHistory, sum BackupSummary, err error) {
 	cut, ok, err := c.store.LinkCut(ctx, device)
 	switch {
 	case err != nil:
@@ -168,15 +174,14 @@ func (c *Client) LinkHistory(ctx context.Context, device uint32, progress LinkHi
 	case !ok:
 		return nil, BackupSummary{}, fmt.Errorf("link history: no cut recorded for device %d", device)
 	}
-	// withoutBlobs: with HistoryNone, a relay (or profile) with no blob
-	// store sends the package without an archive, as before the archive
-	// carried the groups: the device is in the list already, and a link
-	// that failed now would leave it there with no package.
-	withoutBlobs := func(err error) bool { return cut.History == HistoryNone && errors.Is(err, ErrNoBlobStore) }
-	blobs, fc, err := c.fileSetup()
-	if withoutBlobs(err) {
-		return nil, BackupSummary{}, nil
+	if cut.History == HistoryNone {
+		defer func() {
+			if err != nil && ctx.Err() == nil {
+				hist, err = nil, fmt.Errorf("%w: %w", ErrArchiveLeftOut, err)
+			}
+		}()
 	}
+	blobs, fc, err := c.fileSetup()
 	if err != nil {
 		return nil, BackupSummary{}, fmt.Errorf("link history: %w", err)
 	}
@@ -218,7 +223,7 @@ func (c *Client) LinkHistory(ctx context.Context, device uint32, progress LinkHi
 	if err != nil {
 		return nil, BackupSummary{}, err
 	}
-	sum := BackupSummary{Records: end.Records, Messages: end.Messages, Groups: end.Groups, Bytes: aw.Written()}
+	sum = BackupSummary{Records: end.Records, Messages: end.Messages, Groups: end.Groups, Bytes: aw.Written()}
 	if end.Records == 0 {
 		return nil, sum, nil
 	}
@@ -233,7 +238,14 @@ func (c *Client) LinkHistory(ctx context.Context, device uint32, progress LinkHi
 		return nil, sum, err
 	}
 	if fi.Size() > fc.MaxSize {
-		return nil, sum, fmt.Errorf("link history of %d bytes (at most %d; link with --history 30d or none): %w", fi.Size(), fc.MaxSize, ErrFileTooLarge)
+		advice := "link with --history 30d or none"
+		switch cut.History {
+		case HistorySince:
+			advice = "link with fewer days, or --history none"
+		case HistoryNone:
+			advice = "the groups and the rest alone are over the bound"
+		}
+		return nil, sum, fmt.Errorf("link history of %d bytes (at most %d; %s): %w", fi.Size(), fc.MaxSize, advice, ErrFileTooLarge)
 	}
 	release, err := c.acquireTransfer(ctx)
 	if err != nil {
@@ -241,9 +253,6 @@ func (c *Client) LinkHistory(ctx context.Context, device uint32, progress LinkHi
 	}
 	defer release()
 	rec, err := c.newUpload(ctx, blobs, fc, fmt.Sprintf("link/%d", device), path, fi)
-	if withoutBlobs(err) {
-		return nil, sum, nil
-	}
 	if err != nil {
 		return nil, sum, fmt.Errorf("link history: %w", err)
 	}
@@ -265,6 +274,12 @@ func (c *Client) LinkHistory(ctx context.Context, device uint32, progress LinkHi
 // linkKeepSize is the size of the keep choice at the end of a link's
 // source: its mode (one byte) and days (two bytes, MaxHistoryDays fits).
 const linkKeepSize = 3
+
+// ErrArchiveLeftOut means a link with HistoryNone goes without its
+// archive (LinkHistory): the new device is listed and gets its package,
+// but not the groups, pins, accepted senders and undecided messages the
+// archive would have carried; the error wraps why.
+var ErrArchiveLeftOut = errors.New("the link's archive (groups, pins, accepted senders, undecided messages) did not go")
 
 // encodeLinkSource is what a linked device keeps of its history's source
 // (ImportStart.Source): the archive's key, its record count, the blob's
