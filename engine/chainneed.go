@@ -200,9 +200,15 @@ func (c *Client) receiveNeedChain(ctx context.Context, bs *batchState, in *incom
 	if err != nil {
 		return prepared{}, err
 	}
-	if !known || g.Roster.Generation != own.Generation || !g.Roster.Has(in.sender.String()) {
+	if !known || g.Roster.Generation != own.Generation || !g.Roster.HasUser(in.sender.User) {
 		// Only the live generation's chain is answered: an older one's
 		// messages are retried pairwise.
+		return unknown(), nil
+	}
+	if v, err := c.vouchSender(ctx, in.sender, senderKey(in, op)); err != nil {
+		return prepared{}, err
+	} else if !vouchedMember(g.Roster, in.sender.String(), v) {
+		// A device its person's list does not vouch for.
 		return unknown(), nil
 	}
 	res := ReceiveResult{Kind: ResultNeedChain, Sender: in.sender, Group: &own.Group, Generation: own.Generation}

@@ -146,13 +146,12 @@ func (c *Client) receiveChainAnnounce(ctx context.Context, bs *batchState, in *i
 	if err != nil {
 		return in.drop(wire.LogicalID{}, err), nil
 	}
-	g, known, err := bs.group(ctx, c.store, a.Group)
+	// Judged as a group message of its group and generation would be.
+	verdict, err := c.judgeGroupFrame(ctx, bs, in, op, a.Group, a.Generation)
 	if err != nil {
 		return prepared{}, err
 	}
-	// Judged as a group message of its group and generation would be.
-	switch DecideGroupMessage(GroupMessageInput{Known: known, Merged: g.Roster.Generation, Generation: a.Generation,
-		AtMessage: rosterAt(g, a.Generation), Sender: in.sender.String(), Self: c.self.String(), HeldFor: heldFor(in)}) {
+	switch verdict {
 	case GroupHold:
 		return in.hold(), nil
 	case GroupDrop:

@@ -16,8 +16,8 @@ import (
 // announced the chain gets the announcement, pending on a lane of its own,
 // in the same transaction. The chain is sealed once, its lanes stored with
 // their envelope (type 4) and the chain advanced in the group send's plan;
-// the envelopes are handed off after the commit, in one SubmitMulti where
-// the relay serves it. Each lane is still pending until its member's ACK; a
+// the envelopes are handed off after the commit, in SubmitMultis of at most
+// wire.MaxSubmitMultiMailboxes mailboxes where the relay serves it. Each lane is still pending until its member's ACK; a
 // retry goes pairwise, so a member that lost the chain still gets the
 // message.
 
@@ -34,10 +34,12 @@ type MultiSubmitter interface {
 }
 
 // chainBatch is one chain message's envelopes, committed and not yet
-// handed off.
+// handed off: one SubmitMulti per wire.MaxSubmitMultiMailboxes lanes (a
+// group of persons with several devices each has more lanes than one
+// request names).
 type chainBatch struct {
-	id    wire.LogicalID
-	multi wire.SubmitMulti
+	id     wire.LogicalID
+	multis []wire.SubmitMulti
 }
 
 // chainPart is what going by the chain adds to a group send.
@@ -122,7 +124,13 @@ func (c *Client) prepareChainSend(ctx context.Context, g GroupInfo, mid wire.Log
 			lanes[i].Out = &Outgoing{Envelope: wire.Envelope{Type: wire.EnvelopeChain, ID: envID, Sender: c.self.String(), Recipient: to, Payload: payload}, Owner: mid}
 		}
 		sort.Slice(multi.Mailboxes, func(a, b int) bool { return multi.Mailboxes[a].Recipient < multi.Mailboxes[b].Recipient })
-		part.batch = &chainBatch{id: mid, multi: multi}
+		part.batch = &chainBatch{id: mid}
+		for all := multi.Mailboxes; len(all) > 0; {
+			n := min(len(all), wire.MaxSubmitMultiMailboxes)
+			one := multi
+			one.Mailboxes, all = all[:n:n], all[n:]
+			part.batch.multis = append(part.batch.multis, one)
+		}
 		c.chainLanes.Add(int64(len(chained)))
 	}
 	if !found || part.batch != nil || len(part.announce) > 0 || own.Chain != sc.ID() {
@@ -149,7 +157,8 @@ func (c *Client) queueChain(b *chainBatch) {
 	c.mu.Unlock()
 }
 
-// flushChains hands off every queued chain message, one SubmitMulti each
+// flushChains hands off every queued chain message, one SubmitMulti per
+// wire.MaxSubmitMultiMailboxes lanes
 // (per-member envelopes where the relay has no SubmitMulti), and returns
 // what became of each lane, by message and member: nil when the relay took
 // it. A lane the relay did not take stays pending; a retry sends it
@@ -166,42 +175,54 @@ func (c *Client) flushChains(ctx context.Context) map[wire.LogicalID]map[Address
 	out := make(map[wire.LogicalID]map[Address]error, len(q))
 	ms, multi := c.relay.(MultiSubmitter)
 	for _, b := range q {
-		envs := make([]wire.Envelope, len(b.multi.Mailboxes))
-		ids := make([]wire.LogicalID, len(envs))
-		for i := range envs {
-			envs[i] = b.multi.Envelope(i)
-			ids[i] = b.id
+		res := out[b.id]
+		if res == nil {
+			res = make(map[Address]error)
+			out[b.id] = res
 		}
-		var errs []error
-		if err := c.fail("group-send", "before-handoff"); err != nil {
-			errs = make([]error, len(envs))
-			for i := range errs {
-				errs[i] = err
-			}
-		} else if multi {
-			errs = ms.SubmitMulti(withHandoff(ctx, HandoffMessage), b.multi)
-			if len(errs) == len(envs) {
-				c.noteHandedOff(envs, ids, errs)
-			}
-		} else {
-			errs = c.handOffMessages(ctx, "group-send", envs, ids)
+		for _, m := range b.multis {
+			c.flushMulti(ctx, b.id, m, ms, multi, res)
 		}
-		res := make(map[Address]error, len(envs))
-		now := c.cfg.Now()
-		for i, env := range envs {
-			peer, _ := ParseAddress(env.Recipient)
-			var err error
-			if i < len(errs) {
-				err = errs[i]
-			}
-			res[peer] = err
-			if err != nil {
-				c.emit(Event{Kind: EventNotSent, At: now, Peer: peer, ID: b.id, Err: err})
-			} else {
-				c.emit(Event{Kind: EventSent, At: now, Peer: peer, ID: b.id})
-			}
-		}
-		out[b.id] = res
 	}
 	return out
+}
+
+// flushMulti hands off one SubmitMulti of chain message id (per-member
+// envelopes where the relay has no SubmitMulti) and records in res what
+// became of each lane.
+func (c *Client) flushMulti(ctx context.Context, id wire.LogicalID, m wire.SubmitMulti, ms MultiSubmitter, multi bool, res map[Address]error) {
+	envs := make([]wire.Envelope, len(m.Mailboxes))
+	ids := make([]wire.LogicalID, len(envs))
+	for i := range envs {
+		envs[i] = m.Envelope(i)
+		ids[i] = id
+	}
+	var errs []error
+	if err := c.fail("group-send", "before-handoff"); err != nil {
+		errs = make([]error, len(envs))
+		for i := range errs {
+			errs[i] = err
+		}
+	} else if multi {
+		errs = ms.SubmitMulti(withHandoff(ctx, HandoffMessage), m)
+		if len(errs) == len(envs) {
+			c.noteHandedOff(envs, ids, errs)
+		}
+	} else {
+		errs = c.handOffMessages(ctx, "group-send", envs, ids)
+	}
+	now := c.cfg.Now()
+	for i, env := range envs {
+		peer, _ := ParseAddress(env.Recipient)
+		var err error
+		if i < len(errs) {
+			err = errs[i]
+		}
+		res[peer] = err
+		if err != nil {
+			c.emit(Event{Kind: EventNotSent, At: now, Peer: peer, ID: id, Err: err})
+		} else {
+			c.emit(Event{Kind: EventSent, At: now, Peer: peer, ID: id})
+		}
+	}
 }

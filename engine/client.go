@@ -142,6 +142,11 @@ type Client struct {
 	// maxListChecks.
 	ownListAsked map[uint32]bool
 	ownListEpoch uint64
+	// ownUnlisted are the device numbers of this account whose group
+	// frame a receive held because the account's list held here does not
+	// name them (judgeGroupFrame): the round asks as for a refused copy
+	// (learnOwnList). Under loopMu, at most maxListChecks.
+	ownUnlisted map[uint32]bool
 	// ownListDue is set when a lane to another device of this person was
 	// retried: the next round publishes the list held (learnOwnList).
 	ownListDue atomic.Bool

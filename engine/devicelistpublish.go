@@ -195,8 +195,9 @@ func (c *Client) storeOwnList(ctx context.Context, held, next wire.DeviceList, r
 }
 
 // learnOwnList is the own account's side of the stale-list answer. A
-// sent copy or a decision is refused (ErrNotOwnDevice) from a device the
-// account's list held here does not name; when that device's number is
+// sent copy or a decision is refused (ErrNotOwnDevice), or a group frame
+// held (judgeGroupFrame), from a device the account's list held here does
+// not name; when that device's number is
 // above every number of the held list, it may be one linked since (the
 // list held is only brought up to date at each connection, and a
 // long-lived connection would otherwise refuse the new sibling's copies
@@ -220,6 +221,12 @@ func (c *Client) learnOwnList(ctx context.Context, res []ReceiveResult) {
 			asks = append(asks, r.Sender.Device)
 		}
 	}
+	c.loopMu.Lock()
+	for n := range c.ownUnlisted {
+		asks = append(asks, n)
+	}
+	c.ownUnlisted = nil
+	c.loopMu.Unlock()
 	if len(asks) == 0 && !due {
 		return
 	}

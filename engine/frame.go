@@ -74,7 +74,17 @@ func (c *Client) prepareGroupFrame(ctx context.Context, bs *batchState, in *inco
 	if done != nil || err != nil {
 		return derefPrepared(done), err
 	}
-	return c.prepareMessage(ctx, bs, in, op, arrival{frame: frame, group: group, content: groupContent(op.plaintext)})
+	a := arrival{frame: frame, group: group, content: groupContent(op.plaintext)}
+	if in.sender.User == c.self.User {
+		// Another device of this person's, vouched for by the account's
+		// list: its group message is this person's own.
+		v, err := c.vouchSender(ctx, in.sender, senderKey(in, op))
+		if err != nil {
+			return prepared{}, err
+		}
+		a.own = v == VouchListed
+	}
+	return c.prepareMessage(ctx, bs, in, op, a)
 }
 
 // arrival is an application frame to deliver: a text message, a file
@@ -83,6 +93,11 @@ type arrival struct {
 	frame   wire.Frame
 	group   *wire.GroupID
 	content wire.ContentType
+	// own: a group message another device of this person sent (the
+	// account's list names it with its identity). Its text is committed
+	// as it arrives whatever the policy: this person wrote it, so it asks
+	// nobody's decision.
+	own bool
 }
 
 // prepareMessage delivers an application frame: new, repeated (with the
@@ -144,9 +159,12 @@ func (c *Client) deliverNew(ctx context.Context, bs *batchState, in *incoming, o
 	if at.IsZero() {
 		at = in.now
 	}
-	request, err := c.requestOf(ctx, bs, sender, senderKey(in, op), a, at)
-	if err != nil {
-		return err
+	var request *RequestStage
+	var err error
+	if !a.own {
+		if request, err = c.requestOf(ctx, bs, sender, senderKey(in, op), a, at); err != nil {
+			return err
+		}
 	}
 	step.request = request
 	step.effect = DeliverEffect{ID: id, Frame: op.plaintext, Digest: d, At: at}
@@ -177,7 +195,7 @@ func (c *Client) deliverNew(ctx context.Context, bs *batchState, in *incoming, o
 		// Not a delivery until accepted: the policy does not commit it,
 		// and nothing goes back to the sender.
 		step.res.Kind, step.res.opened = ResultRequest, !request.Join
-	case bs.commit && a.content != wire.ContentFile && !waits:
+	case (bs.commit || a.own && a.content == wire.ContentText) && a.content != wire.ContentFile && !waits:
 		// Committed as it arrives; the ACK's encryption step commits with
 		// it.
 		if step.ack, err = c.ackStep(bs, in, op, step, a.group, id); err != nil {
@@ -193,9 +211,13 @@ func (c *Client) deliverNew(ctx context.Context, bs *batchState, in *incoming, o
 			step.res.Action = appliedOf(act)
 		}
 		// Decisions are the person's, for group messages too: an arrival
-		// commit tells the other devices as a Commit does.
-		if e.Tell, err = c.arrivalTell(ctx, bs, sender, id, told); err != nil {
-			return err
+		// commit tells the other devices as a Commit does. A sibling's own
+		// message is committed on every device of the person as it
+		// arrives there: nobody is told.
+		if !a.own {
+			if e.Tell, err = c.arrivalTell(ctx, bs, sender, id, told); err != nil {
+				return err
+			}
 		}
 		step.effect = e
 		step.res.committed = true

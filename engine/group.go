@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/parley-chat/parley/wire"
@@ -18,10 +19,16 @@ const (
 	// roster log stay small reads.
 	MaxGroupsPerProfile = 256
 	// MaxLanesPerTransaction is the most lanes one group send or roster
-	// change commits in one transaction: one ratchet step and one sealed
-	// envelope each, so the largest group (wire.MaxGroupMembers, the sender
-	// excluded) fits one transaction and the whole fan-out is all or none.
-	MaxLanesPerTransaction = wire.MaxGroupMembers
+	// change commits in one transaction: a lane per active device of every
+	// member person (docs/protocol.md, "Groups across a person's
+	// devices"), so the largest group (wire.MaxGroupMembers persons, each
+	// with MaxDevicesPerAccount devices) fits one transaction and the
+	// whole fan-out is all or none. Each lane is one pending row, not yet
+	// encrypted; the lanes that go by a sender chain are handed off in
+	// SubmitMultis of at most wire.MaxSubmitMultiMailboxes mailboxes, the
+	// relay's bound per request. A send over it fails before anything is
+	// stored.
+	MaxLanesPerTransaction = wire.MaxGroupMembers * MaxDevicesPerAccount
 	// MaxGenerationsAhead bounds how far past its merged roster a device
 	// holds a group message: a roster change in flight is one generation,
 	// a few concurrent ones a few more; a message naming a generation
@@ -94,8 +101,41 @@ type Roster struct {
 	Members    []wire.RosterMember
 }
 
-// Has reports whether addr is a member.
+// Has reports whether addr is a member: an entry of the roster.
 func (r Roster) Has(addr string) bool { _, ok := r.find(addr); return ok }
+
+// HasUser reports whether user's person is a member: some entry of the
+// roster is a device of theirs. A person is a member through any entry;
+// their other devices are members with it (docs/protocol.md, "Groups
+// across a person's devices").
+func (r Roster) HasUser(user string) bool {
+	for _, m := range r.Members {
+		if userOf(m.Address) == user {
+			return true
+		}
+	}
+	return false
+}
+
+// userOf is the user of an entry's address ("" when it has none).
+func userOf(addr string) string {
+	u, _, ok := strings.Cut(addr, "/")
+	if !ok {
+		return ""
+	}
+	return u
+}
+
+// entriesOf returns the entries of r that are devices of user.
+func (r Roster) entriesOf(user string) []string {
+	var out []string
+	for _, m := range r.Members {
+		if userOf(m.Address) == user {
+			out = append(out, m.Address)
+		}
+	}
+	return out
+}
 
 // IsAdmin reports whether addr is a member and an admin.
 func (r Roster) IsAdmin(addr string) bool {
@@ -456,6 +496,27 @@ func (v GroupVerdict) String() string {
 	return "unknown verdict"
 }
 
+// SenderVouch is what the device list this device holds for a group
+// frame's sender's person says of the sender (the caller computes it; see
+// vouchSender).
+type SenderVouch uint8
+
+// The vouches, from the held list.
+const (
+	// VouchNoList: no list is held for the sender's person: the sender
+	// must itself be an entry of the roster (the rule before lists).
+	VouchNoList SenderVouch = iota
+	// VouchListed: the list names the sender active with the identity its
+	// session holds.
+	VouchListed
+	// VouchUnlisted: the list does not name the sender at all (a device
+	// linked after the list held here): its newer list is asked for.
+	VouchUnlisted
+	// VouchRefused: the list names the sender revoked, or with other keys
+	// (a stranger registered under a listed address).
+	VouchRefused
+)
+
 // GroupMessageInput is everything DecideGroupMessage looks at.
 type GroupMessageInput struct {
 	Known      bool   // this device has a roster for the group
@@ -466,23 +527,34 @@ type GroupMessageInput struct {
 	AtMessage Roster
 	Sender    string
 	Self      string
+	// Vouch is what the list held for the sender's person says of it.
+	Vouch SenderVouch
 	// HeldFor is how long the message has been staged.
 	HeldFor time.Duration
 }
 
-// DecideGroupMessage applies the rules for a received group message in
-// order. It is pure; the caller does what it says in one receive
-// transaction.
+// DecideGroupMessage applies the rules for a received group message (and
+// a chain announcement, judged as one) in order. It is pure; the caller
+// does what it says in one receive transaction. Members are persons
+// (docs/protocol.md, "Groups across a person's devices"): a person is a
+// member when an entry of the roster is a device of theirs.
 //
 //  1. an unknown group, or a generation above the merged one: hold (a
 //     message from a member just added can overtake the admin's roster
 //     frame, since FIFO holds per pair only), unless it is more than
 //     MaxGenerationsAhead past the merged generation or was held for
 //     MaxGroupHold already: drop;
-//  2. the roster at the message's generation omits the sender or this
-//     device: refuse with not_a_member. A later generation that removed
-//     the sender does not refuse a message sent while it was a member;
-//  3. otherwise accept.
+//  2. the roster at the message's generation omits the sender's person or
+//     this device's person: refuse with not_a_member. A later generation
+//     that removed the sender does not refuse a message sent while it was
+//     a member;
+//  3. the list held for the sender's person names it revoked or with other
+//     keys (VouchRefused), or no list is held and the sender is not itself
+//     an entry: refuse with not_a_member;
+//  4. the list held does not name the sender (VouchUnlisted, a device
+//     linked after it): hold while its newer list is fetched, drop after
+//     MaxGroupHold; refusing would end its lane for good;
+//  5. otherwise accept.
 func DecideGroupMessage(in GroupMessageInput) GroupVerdict {
 	switch {
 	case !in.Known || in.Generation > in.Merged:
@@ -490,8 +562,15 @@ func DecideGroupMessage(in GroupMessageInput) GroupVerdict {
 			return GroupDrop
 		}
 		return GroupHold
-	case !in.AtMessage.Has(in.Sender) || !in.AtMessage.Has(in.Self):
+	case !in.AtMessage.HasUser(userOf(in.Sender)) || !in.AtMessage.HasUser(userOf(in.Self)):
 		return GroupRefuse
+	case in.Vouch == VouchRefused, in.Vouch == VouchNoList && !in.AtMessage.Has(in.Sender):
+		return GroupRefuse
+	case in.Vouch == VouchUnlisted:
+		if in.HeldFor > MaxGroupHold {
+			return GroupDrop
+		}
+		return GroupHold
 	}
 	return GroupAccept
 }
@@ -529,29 +608,43 @@ func (s LaneState) String() string {
 // Ended reports whether the lane will never send again.
 func (s LaneState) Ended() bool { return s >= LaneAcknowledged }
 
-// LaneRecipients returns the lanes of a group message sent at roster r by
-// self: every member but self. A member added later is in no roster a
-// message names, so it gets nothing sent before it joined.
-func LaneRecipients(r Roster, self string) []string {
-	out := make([]string, 0, len(r.Members))
-	for _, m := range r.Members {
-		if m.Address != self {
-			out = append(out, m.Address)
+// DeviceLists are the device lists a device holds, by user: each peer
+// person's held list (PeerAccount) and, under this person's own user, the
+// account's list. A user missing from it has no list held here.
+type DeviceLists map[string]wire.DeviceList
+
+// devicesOf returns the devices of user's person that group lanes go to:
+// the active devices of the list held for them, else their entries in
+// the rosters given.
+func devicesOf(user string, lists DeviceLists, rs ...Roster) []string {
+	if l, ok := lists[user]; ok {
+		var out []string
+		for _, a := range ActiveAddresses(l) {
+			out = append(out, a.String())
 		}
+		return out
+	}
+	var out []string
+	for _, r := range rs {
+		out = append(out, r.entriesOf(user)...)
 	}
 	return out
 }
 
-// RosterRecipients returns who receives a roster change: every member of the
-// new roster and everyone the old roster had that the new one does not
-// (removed members learn that they were removed), self excluded.
-func RosterRecipients(old, next Roster, self string) []string {
-	set := make(map[string]bool)
-	for _, m := range next.Members {
-		set[m.Address] = true
+// personDevices returns every device of the member persons of rs, self
+// excluded, sorted and each once.
+func personDevices(self string, lists DeviceLists, rs ...Roster) []string {
+	users := make(map[string]bool)
+	for _, r := range rs {
+		for _, m := range r.Members {
+			users[userOf(m.Address)] = true
+		}
 	}
-	for _, m := range old.Members {
-		set[m.Address] = true
+	set := make(map[string]bool)
+	for u := range users {
+		for _, d := range devicesOf(u, lists, rs...) {
+			set[d] = true
+		}
 	}
 	delete(set, self)
 	out := make([]string, 0, len(set))
@@ -562,15 +655,47 @@ func RosterRecipients(old, next Roster, self string) []string {
 	return out
 }
 
-// RemovedLanes returns the members of old that next omits: their pending
-// lanes end as removed.
-func RemovedLanes(old, next Roster) []string {
-	var out []string
+// LaneRecipients returns the lanes of a group message sent at roster r by
+// self: every active device of every member person but self (the devices
+// of the list held for the person, else the person's entries; for self's
+// own person, the account's list). A member added later is in no roster a
+// message names, so it gets nothing sent before it joined; a device its
+// person's list revokes gets no lane.
+func LaneRecipients(r Roster, self string, lists DeviceLists) []string {
+	return personDevices(self, lists, r)
+}
+
+// RosterRecipients returns who receives a roster change: every device of
+// every member person of the new roster and of everyone the old roster
+// had that the new one does not (removed members learn that they were
+// removed), self excluded.
+func RosterRecipients(old, next Roster, self string, lists DeviceLists) []string {
+	return personDevices(self, lists, old, next)
+}
+
+// RemovedLanes returns the devices of the persons old has and next omits:
+// their pending lanes end as removed. A person with another entry left in
+// next is still a member, and so are all of their devices.
+func RemovedLanes(old, next Roster, lists DeviceLists) []string {
+	set := make(map[string]bool)
 	for _, m := range old.Members {
-		if !next.Has(m.Address) {
-			out = append(out, m.Address)
+		u := userOf(m.Address)
+		if next.HasUser(u) {
+			continue
+		}
+		set[m.Address] = true
+		for _, d := range devicesOf(u, lists, old) {
+			set[d] = true
 		}
 	}
+	if len(set) == 0 {
+		return nil
+	}
+	out := make([]string, 0, len(set))
+	for a := range set {
+		out = append(out, a)
+	}
+	sort.Strings(out)
 	return out
 }
 

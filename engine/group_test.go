@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"math/rand"
 	"reflect"
@@ -214,6 +215,15 @@ func TestDecideGroupMessage(t *testing.T) {
 		{"2 this device is not in the message's roster", GroupMessageInput{Known: true, Merged: 5, Generation: 3, AtMessage: at3, Sender: "b/1", Self: "e/1"}, GroupRefuse},
 		{"3 a member at that generation", GroupMessageInput{Known: true, Merged: 3, Generation: 3, AtMessage: at3, Sender: "b/1", Self: "c/1"}, GroupAccept},
 		{"3 removed later, sent while a member", GroupMessageInput{Known: true, Merged: 7, Generation: 3, AtMessage: at3, Sender: "b/1", Self: "c/1"}, GroupAccept},
+		{"2 an unlisted device of a person not a member", GroupMessageInput{Known: true, Merged: 3, Generation: 3, AtMessage: at3, Sender: "d/2", Self: "c/1", Vouch: VouchUnlisted}, GroupRefuse},
+		{"3 named revoked or with other keys", GroupMessageInput{Known: true, Merged: 3, Generation: 3, AtMessage: at3, Sender: "b/2", Self: "c/1", Vouch: VouchRefused}, GroupRefuse},
+		{"3 an entry its list revokes", GroupMessageInput{Known: true, Merged: 3, Generation: 3, AtMessage: at3, Sender: "b/1", Self: "c/1", Vouch: VouchRefused}, GroupRefuse},
+		{"3 no list held and no entry", GroupMessageInput{Known: true, Merged: 3, Generation: 3, AtMessage: at3, Sender: "b/2", Self: "c/1"}, GroupRefuse},
+		{"4 not in the list held: hold", GroupMessageInput{Known: true, Merged: 3, Generation: 3, AtMessage: at3, Sender: "b/2", Self: "c/1", Vouch: VouchUnlisted}, GroupHold},
+		{"4 not in the list held, held too long: drop", GroupMessageInput{Known: true, Merged: 3, Generation: 3, AtMessage: at3, Sender: "b/2", Self: "c/1", Vouch: VouchUnlisted,
+			HeldFor: MaxGroupHold + time.Second}, GroupDrop},
+		{"5 another device of a member, vouched", GroupMessageInput{Known: true, Merged: 3, Generation: 3, AtMessage: at3, Sender: "b/2", Self: "c/1", Vouch: VouchListed}, GroupAccept},
+		{"5 to another device of a member", GroupMessageInput{Known: true, Merged: 3, Generation: 3, AtMessage: at3, Sender: "b/1", Self: "c/2"}, GroupAccept},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -227,14 +237,114 @@ func TestDecideGroupMessage(t *testing.T) {
 func TestRosterRecipients(t *testing.T) {
 	old := Roster{Members: rosterOf("a/1* b/1 c/1")}
 	next := Roster{Members: rosterOf("a/1* c/1 d/1")}
-	if got, want := RosterRecipients(old, next, "a/1"), []string{"b/1", "c/1", "d/1"}; !reflect.DeepEqual(got, want) {
+	if got, want := RosterRecipients(old, next, "a/1", nil), []string{"b/1", "c/1", "d/1"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("roster recipients %v, want %v (new roster and the removed, not self)", got, want)
 	}
-	if got, want := RemovedLanes(old, next), []string{"b/1"}; !reflect.DeepEqual(got, want) {
+	if got, want := RemovedLanes(old, next, nil), []string{"b/1"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("removed %v, want %v", got, want)
 	}
-	if got, want := LaneRecipients(next, "a/1"), []string{"c/1", "d/1"}; !reflect.DeepEqual(got, want) {
+	if got, want := LaneRecipients(next, "a/1", nil), []string{"c/1", "d/1"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("lanes %v, want %v", got, want)
+	}
+}
+
+// listOf builds user's device list: "n" active, "n-" revoked, each with
+// keys made from its number.
+func listOf(user, words string) wire.DeviceList {
+	l := wire.DeviceList{User: user}
+	for _, w := range strings.Fields(words) {
+		e := wire.DeviceEntry{State: wire.DeviceActive}
+		if strings.HasSuffix(w, "-") {
+			e.State, w = wire.DeviceRevoked, strings.TrimSuffix(w, "-")
+		}
+		var n uint32
+		fmt.Sscan(w, &n)
+		e.Number, e.SigningKey[0], e.DHKey[0] = n, byte(n), byte(n)
+		l.Entries = append(l.Entries, e)
+	}
+	return l
+}
+
+// TestRecipientsArePersons: lanes go to every active device of every
+// member person, from the list held (a revoked device gets none), else to
+// the person's entries; self's own person from the account's list. A
+// removal ends the lanes of every device of a person no entry keeps.
+func TestRecipientsArePersons(t *testing.T) {
+	lists := DeviceLists{"a": listOf("a", "1 2"), "b": listOf("b", "1 2 3-")}
+	r := Roster{Members: rosterOf("a/1* b/1 c/1")}
+	if got, want := LaneRecipients(r, "a/1", lists), []string{"a/2", "b/1", "b/2", "c/1"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("lanes %v, want %v", got, want)
+	}
+	if got, want := LaneRecipients(r, "a/2", lists), []string{"a/1", "b/1", "b/2", "c/1"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("a linked device's lanes %v, want %v", got, want)
+	}
+	next := Roster{Members: rosterOf("a/1* c/1 d/1")}
+	if got, want := RosterRecipients(r, next, "a/1", lists), []string{"a/2", "b/1", "b/2", "c/1", "d/1"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("roster recipients %v, want %v", got, want)
+	}
+	if got, want := RemovedLanes(r, next, lists), []string{"b/1", "b/2"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("removed %v, want every device of b", got)
+	}
+	two := Roster{Members: rosterOf("a/1* b/1 b/2 c/1")}
+	if got := RemovedLanes(two, Roster{Members: rosterOf("a/1* b/1 c/1")}, lists); len(got) != 0 {
+		t.Fatalf("removing one of b's two entries removed %v, want nothing: b is still a member", got)
+	}
+	if !r.HasUser("b") || r.HasUser("d") || r.HasUser("a/1") {
+		t.Fatal("HasUser does not match the entries' users")
+	}
+}
+
+// TestVouchOf: what a held list says of a sender device and the identity
+// its session holds.
+func TestVouchOf(t *testing.T) {
+	l := listOf("b", "1 2-")
+	key := func(n byte) *IdentityKey {
+		var k IdentityKey
+		k.SigningKey[0], k.DHKey[0] = n, n
+		return &k
+	}
+	for _, tt := range []struct {
+		dev  string
+		key  *IdentityKey
+		want SenderVouch
+	}{
+		{"b/1", key(1), VouchListed},
+		{"b/1", key(9), VouchRefused}, // other keys
+		{"b/1", nil, VouchRefused},    // no identity known
+		{"b/2", key(2), VouchRefused}, // revoked
+		{"b/3", key(3), VouchUnlisted},
+	} {
+		if got := vouchOf(l, MustParseAddress(tt.dev), tt.key); got != tt.want {
+			t.Errorf("vouchOf(%s) = %d, want %d", tt.dev, got, tt.want)
+		}
+	}
+}
+
+// TestLaneBound: the largest group's fan-out (wire.MaxGroupMembers
+// persons of MaxDevicesPerAccount devices each) fits one transaction; a
+// fan-out past the bound is refused before anything is stored.
+func TestLaneBound(t *testing.T) {
+	lists := DeviceLists{}
+	var words []string
+	for i := range wire.MaxGroupMembers {
+		u := fmt.Sprintf("u%02d", i)
+		words = append(words, u+"/1")
+		lists[u] = listOf(u, "1 2 3 4 5 6 7 8")
+	}
+	r := Roster{Members: rosterOf(strings.Join(words, " "))}
+	all, err := parseAddresses(LaneRecipients(r, "u00/1", lists))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != wire.MaxGroupMembers*MaxDevicesPerAccount-1 {
+		t.Fatalf("%d lanes, want every device but self", len(all))
+	}
+	if _, err := pendingLanes("group-send", all); err != nil {
+		t.Fatalf("the largest fan-out is refused: %v", err)
+	}
+	over := make([]Address, MaxLanesPerTransaction+1)
+	if _, err := pendingLanes("group-send", over); !errors.Is(err, wire.ErrMessageTooLarge) {
+		t.Fatalf("%d lanes: %v, want ErrMessageTooLarge", len(over), err)
 	}
 }
 
@@ -252,6 +362,7 @@ func TestStrandedLane(t *testing.T) {
 		{"b/1", 3, false}, // the member decides: accept or not_a_member
 		{"b/1", 2, false}, // sent while a member: a removal is not retroactive
 		{"c/1", 4, false}, // still a member: an admin's change at 4 can still come
+		{"c/2", 4, false}, // another device of a member person: still in
 	} {
 		if got := StrandedLane(merged, tt.self, tt.gen); got != tt.want {
 			t.Errorf("StrandedLane(%s at %d) = %v, want %v", tt.self, tt.gen, got, tt.want)

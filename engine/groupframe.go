@@ -26,12 +26,10 @@ func (c *Client) groupFrame(ctx context.Context, bs *batchState, in *incoming, o
 			p := in.drop(wire.LogicalID{}, err)
 			return wire.Frame{}, nil, &p, nil
 		}
-		g, known, err := bs.group(ctx, gs, m.Group)
+		verdict, err := c.judgeGroupFrame(ctx, bs, in, op, m.Group, m.Generation)
 		if err != nil {
 			return wire.Frame{}, nil, nil, err
 		}
-		verdict := DecideGroupMessage(GroupMessageInput{Known: known, Merged: g.Roster.Generation, Generation: m.Generation,
-			AtMessage: rosterAt(g, m.Generation), Sender: in.sender.String(), Self: c.self.String(), HeldFor: heldFor(in)})
 		switch verdict {
 		case GroupHold:
 			p := in.hold()
@@ -76,6 +74,119 @@ func (c *Client) groupFrame(ctx context.Context, bs *batchState, in *incoming, o
 		p, err := c.groupVerdict(bs, in, op, NotAMemberEffect{Group: n.Group, ID: n.ID}, nil, res)
 		return wire.Frame{}, nil, &p, err
 	}
+}
+
+// judgeGroupFrame decides a group message (or a chain announcement, judged
+// as one) of group gid at generation gen from in's sender
+// (DecideGroupMessage), with the vouch of the list held for the sender's
+// person.
+func (c *Client) judgeGroupFrame(ctx context.Context, bs *batchState, in *incoming, op opening, gid wire.GroupID, gen uint64) (GroupVerdict, error) {
+	g, known, err := bs.group(ctx, c.store, gid)
+	if err != nil {
+		return 0, err
+	}
+	gm := GroupMessageInput{Known: known, Merged: g.Roster.Generation, Generation: gen, Sender: in.sender.String(), Self: c.self.String(),
+		HeldFor: heldFor(in)}
+	if known && gen <= g.Roster.Generation {
+		gm.AtMessage = rosterAt(g, gen)
+		if gm.Vouch, err = c.vouchSender(ctx, in.sender, senderKey(in, op)); err != nil {
+			return 0, err
+		}
+	}
+	v := DecideGroupMessage(gm)
+	if v == GroupHold && gm.Vouch == VouchUnlisted && in.sender.User == c.self.User {
+		// A sibling linked since the account's list held here: the
+		// round asks the relay for the later list (learnOwnList).
+		c.loopMu.Lock()
+		if c.ownUnlisted == nil {
+			c.ownUnlisted = make(map[uint32]bool)
+		}
+		if len(c.ownUnlisted) < maxListChecks {
+			c.ownUnlisted[in.sender.Device] = true
+		}
+		c.loopMu.Unlock()
+	}
+	return v, nil
+}
+
+// vouchSender is what the device list this device holds for sender's
+// person says of sender with identity key: for another person the list
+// held for them (PeerAccount), for this person's own devices the account's
+// list.
+func (c *Client) vouchSender(ctx context.Context, sender Address, key *IdentityKey) (SenderVouch, error) {
+	var l wire.DeviceList
+	if sender.User == c.self.User {
+		a, err := LoadAccount(ctx, c.store)
+		if errors.Is(err, ErrNoAccount) {
+			return VouchNoList, nil
+		} else if err != nil {
+			return 0, err
+		}
+		l = a.List
+	} else {
+		held, ok, err := c.store.PeerAccount(ctx, sender.User)
+		if err != nil {
+			return 0, err
+		}
+		if !ok {
+			return VouchNoList, nil
+		}
+		l = held.List
+	}
+	return vouchOf(l, sender, key), nil
+}
+
+// vouchOf is what list l says of device with identity key.
+func vouchOf(l wire.DeviceList, device Address, key *IdentityKey) SenderVouch {
+	if listedWith(l, device, key) {
+		return VouchListed
+	}
+	if _, named := findEntry(&l, device.Device); named {
+		return VouchRefused
+	}
+	return VouchUnlisted
+}
+
+// vouchedMember reports whether sender, with vouch v, is a member of r:
+// its person is, and the list held vouches for it (or, with no list held,
+// it is itself an entry).
+func vouchedMember(r Roster, sender string, v SenderVouch) bool {
+	return r.HasUser(userOf(sender)) && (v == VouchListed || v == VouchNoList && r.Has(sender))
+}
+
+// groupLists returns the device lists this device holds for the member
+// persons of rs (DeviceLists): each peer person's held list, and this
+// person's account list.
+func (c *Client) groupLists(ctx context.Context, rs ...Roster) (DeviceLists, error) {
+	lists := make(DeviceLists)
+	seen := make(map[string]bool)
+	for _, r := range rs {
+		for _, m := range r.Members {
+			u := userOf(m.Address)
+			if seen[u] {
+				continue
+			}
+			seen[u] = true
+			if u == c.self.User {
+				a, err := LoadAccount(ctx, c.store)
+				if errors.Is(err, ErrNoAccount) {
+					continue
+				} else if err != nil {
+					return nil, err
+				}
+				lists[u] = a.List
+				continue
+			}
+			held, ok, err := c.store.PeerAccount(ctx, u)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				lists[u] = held.List
+			}
+		}
+	}
+	return lists, nil
 }
 
 // batchGroup is a group as the rows a batch prepared so far leave it: later
@@ -192,7 +303,7 @@ func (c *Client) receiveRoster(ctx context.Context, bs *batchState, gs GroupStor
 	if err != nil {
 		return prepared{}, err
 	}
-	if ok, err := c.rosterAccepted(ctx, bs, in.sender, g, known); err != nil {
+	if ok, err := c.rosterAccepted(ctx, bs, in.sender, senderKey(in, op), g, known); err != nil {
 		return prepared{}, err
 	} else if !ok {
 		return c.rosterRequest(ctx, bs, in, op, sr)
@@ -220,13 +331,17 @@ func (c *Client) receiveRoster(ctx context.Context, bs *batchState, gs GroupStor
 	}
 	all := append(append([]RosterChange(nil), g.Changes...), change)
 	next, _ := MergeRoster(g.Start, all, 0)
-	removed, err := parseAddresses(RemovedLanes(g.Roster, next))
+	lists, err := c.groupLists(ctx, g.Roster)
+	if err != nil {
+		return prepared{}, err
+	}
+	removed, err := parseAddresses(RemovedLanes(g.Roster, next, lists))
 	if err != nil {
 		return in.drop(sr.ID, err), nil
 	}
 	res.Generation = next.Generation
 	effect := RosterEffect{Group: sr.Group, Change: change, Frame: op.plaintext, Removed: removed, Compact: compaction(g.Start, all, next),
-		Left: !next.Has(c.self.String())}
+		Left: !next.HasUser(c.self.User)}
 	p, err := c.groupVerdict(bs, in, op, effect, ack, res)
 	if err == nil {
 		bs.changed(g, all, next, effect.Compact)
@@ -302,7 +417,7 @@ func compaction(start GroupStart, changes []RosterChange, merged Roster) *GroupS
 // that adds this device starts the group here, from that change (rule 1 of
 // MergeRoster); any other is held until one that does arrives.
 func (c *Client) startGroup(ctx context.Context, bs *batchState, gs GroupStore, in *incoming, op opening, change RosterChange, res ReceiveResult) (prepared, error) {
-	if !addsDevice(change, c.self.String()) {
+	if !startsHere(change, c.self) {
 		if heldFor(in) > MaxGroupHold {
 			return in.drop(change.ID, fmt.Errorf("roster change for unknown group: %w", ErrGroupHoldExpired)), nil
 		}
@@ -343,6 +458,19 @@ func addsDevice(c RosterChange, self string) bool {
 	return false
 }
 
+// startsHere reports whether a change can start a group this device does
+// not keep: one that adds this device, or, for a device that is no entry
+// of the roster the change carries (a device linked to a member person),
+// one whose carried roster has this device's person. The carried roster
+// is the start (MergeRoster rule 1) either way, signed by an admin of it.
+func startsHere(c RosterChange, self Address) bool {
+	if addsDevice(c, self.String()) {
+		return true
+	}
+	carried := Roster{Members: c.Members}
+	return !carried.Has(self.String()) && carried.HasUser(self.User)
+}
+
 // groupsFull reports whether a new group would pass MaxGroupsPerProfile,
 // counting the groups this batch starts.
 func (c *Client) groupsFull(ctx context.Context, bs *batchState, gs GroupStore) (bool, error) {
@@ -356,14 +484,20 @@ func (c *Client) groupsFull(ctx context.Context, bs *batchState, gs GroupStore) 
 	return bs.groups+bs.newGroups >= MaxGroupsPerProfile, nil
 }
 
-// rosterAccepted reports whether a roster change from sender is processed
-// as one (true) or joins sender's message request: it is processed when
-// requests are off, when sender is accepted, or when the group vouches for
-// its members (a change made by this device or by a person it accepted
-// counts in it).
-func (c *Client) rosterAccepted(ctx context.Context, bs *batchState, sender Address, g GroupInfo, known bool) (bool, error) {
+// rosterAccepted reports whether a roster change from sender (whose
+// session holds key) is processed as one (true) or joins sender's message
+// request: it is processed when requests are off, when sender is accepted
+// or is another device of this person's that the account's list names
+// with that identity, or when the group vouches for its members (a change
+// made by this device or by a person it accepted counts in it).
+func (c *Client) rosterAccepted(ctx context.Context, bs *batchState, sender Address, key *IdentityKey, g GroupInfo, known bool) (bool, error) {
 	if _, ok := c.requests(); !ok {
 		return true, nil
+	}
+	if sender.User == c.self.User {
+		if v, err := c.vouchSender(ctx, sender, key); err != nil || v == VouchListed {
+			return v == VouchListed, err
+		}
 	}
 	if known {
 		if ok, err := c.vouches(ctx, g); err != nil || ok {
@@ -391,12 +525,47 @@ func (c *Client) vouches(ctx context.Context, g GroupInfo) (bool, error) {
 		if author == c.self.String() {
 			return true, nil
 		}
+		if userOf(author) == c.self.User {
+			// Another device of this person's, when the account's list
+			// names it with the key that signed its change.
+			if ok, err := c.ownListedAuthor(ctx, g, author); err != nil || ok {
+				return ok, err
+			}
+			continue
+		}
 		peer, err := ParseAddress(author)
 		if err != nil {
 			continue
 		}
 		if ok, err := c.store.Accepted(ctx, peer); err != nil || ok {
 			return ok, err
+		}
+	}
+	return false, nil
+}
+
+// ownListedAuthor reports whether author, a device of this person's, is
+// named active in the account's list with the signing key of a change it
+// made in g (a device registered under this person's name with other keys
+// vouches for nothing).
+func (c *Client) ownListedAuthor(ctx context.Context, g GroupInfo, author string) (bool, error) {
+	a, err := LoadAccount(ctx, c.store)
+	if errors.Is(err, ErrNoAccount) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	dev, err := ParseAddress(author)
+	if err != nil {
+		return false, nil
+	}
+	e, found := findEntry(&a.List, dev.Device)
+	if !found || e.State != wire.DeviceActive {
+		return false, nil
+	}
+	for _, ch := range g.Changes {
+		if ch.Author == author && ch.AuthorKey == e.SigningKey {
+			return true, nil
 		}
 	}
 	return false, nil

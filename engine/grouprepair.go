@@ -173,7 +173,11 @@ func (c *Client) restateRosters(ctx context.Context, g GroupInfo) error {
 		if err != nil {
 			return fmt.Errorf("restate group %x at %d: %w", g.ID[:], rs.Generation, err)
 		}
-		recipients, err := parseAddresses(LaneRecipients(rs.Roster, self))
+		lists, err := c.groupLists(ctx, rs.Roster)
+		if err != nil {
+			return err
+		}
+		recipients, err := parseAddresses(LaneRecipients(rs.Roster, self, lists))
 		if err != nil {
 			return err
 		}

@@ -99,7 +99,7 @@ func (c *Client) prepareAdoptions(ctx context.Context, work map[Address]*peerSta
 func (c *Client) adoptRoster(ctx context.Context, bs *batchState, gs GroupStore, gid wire.GroupID, g GroupInfo, known bool, ch RosterChange, frame []byte) (RosterAdoption, GroupInfo, error) {
 	a := RosterAdoption{ID: ch.ID}
 	if !known {
-		if !addsDevice(ch, c.self.String()) {
+		if !startsHere(ch, c.self) {
 			// It waits on a change not here yet; its author sends it again.
 			return a, g, nil
 		}
@@ -132,12 +132,16 @@ func (c *Client) adoptRoster(ctx context.Context, bs *batchState, gs GroupStore,
 	}
 	all := append(append([]RosterChange(nil), g.Changes...), ch)
 	next, _ := MergeRoster(g.Start, all, 0)
-	removed, err := parseAddresses(RemovedLanes(g.Roster, next))
+	lists, err := c.groupLists(ctx, g.Roster)
+	if err != nil {
+		return a, g, err
+	}
+	removed, err := parseAddresses(RemovedLanes(g.Roster, next, lists))
 	if err != nil {
 		return a, g, nil
 	}
 	a.Effect = &RosterEffect{Group: gid, Change: ch, Frame: frame, Removed: removed, Compact: compaction(g.Start, all, next),
-		Left: !next.Has(c.self.String())}
+		Left: !next.HasUser(c.self.User)}
 	a.Ack = true
 	g.Changes, g.Roster = all, next
 	if a.Effect.Compact != nil {

@@ -21,6 +21,10 @@ var (
 	// ErrGroupHoldExpired means a group message waited for its roster too
 	// long, or named a generation too far ahead: it was dropped.
 	ErrGroupHoldExpired = errors.New("group message held too long for its roster")
+	// ErrNotRosterEntry means a roster change on a device that is no entry
+	// of the group's roster: a device linked to a member person may send
+	// to the group, but only the person's entry devices change its roster.
+	ErrNotRosterEntry = errors.New("this device is not in the group's roster; change the roster from the device that is")
 )
 
 // GroupSendResult is the outcome of a group send or a roster change: the
@@ -115,6 +119,9 @@ func (c *Client) changeRoster(ctx context.Context, gid wire.GroupID, g GroupInfo
 		sortMembers(change.Members)
 		start = &GroupStart{Change: change.ID}
 	} else {
+		if !old.Has(self) && old.HasUser(c.self.User) {
+			return GroupSendResult{}, fmt.Errorf("change group %x: %w: %s", gid[:], ErrNotRosterEntry, entryToUse(old, c.self.User))
+		}
 		if !old.IsAdmin(self) && !(old.Has(self) && onlyLeaves(change)) {
 			return GroupSendResult{}, fmt.Errorf("change group %x: %w", gid[:], ErrNotAdmin)
 		}
@@ -136,11 +143,15 @@ func (c *Client) changeRoster(ctx context.Context, gid wire.GroupID, g GroupInfo
 		return GroupSendResult{}, fmt.Errorf("change group %x: %w", gid[:], err)
 	}
 	next := Roster{Generation: change.Generation, Name: change.Name, Members: change.Members}
-	recipients, err := parseAddresses(RosterRecipients(old, next, self))
+	lists, err := c.groupLists(ctx, old, next)
 	if err != nil {
 		return GroupSendResult{}, err
 	}
-	removed, err := parseAddresses(RemovedLanes(old, next))
+	recipients, err := parseAddresses(RosterRecipients(old, next, self, lists))
+	if err != nil {
+		return GroupSendResult{}, err
+	}
+	removed, err := parseAddresses(RemovedLanes(old, next, lists))
 	if err != nil {
 		return GroupSendResult{}, err
 	}
@@ -149,7 +160,7 @@ func (c *Client) changeRoster(ctx context.Context, gid wire.GroupID, g GroupInfo
 		return GroupSendResult{}, err
 	}
 	plan := RosterUpdate{Group: gid, Change: change, Frame: frame, At: c.cfg.Now(), Lanes: lanes, Removed: removed, Start: start, Compact: compact,
-		Left: !next.Has(self)}
+		Left: !next.HasUser(c.self.User)}
 	// Stored and pumped under pumpMu: no other pass of the pump takes
 	// these lanes first, so that the result says what became of each.
 	c.pumpMu.Lock()
@@ -249,14 +260,18 @@ func (c *Client) storeGroupWith(ctx context.Context, id wire.GroupID, chosen *wi
 	if err != nil {
 		return mid, nil, err
 	}
-	if !g.Roster.Has(c.self.String()) {
+	if !g.Roster.HasUser(c.self.User) {
 		return mid, nil, fmt.Errorf("send to group %x: %w", id[:], ErrNotMember)
 	}
 	frame, err := wire.EncodeGroupMessage(wire.GroupMessage{ID: mid, Group: id, Generation: g.Roster.Generation, Content: content, Body: body})
 	if err != nil {
 		return mid, nil, fmt.Errorf("send to group %x: %w", id[:], err)
 	}
-	recipients, err := parseAddresses(LaneRecipients(g.Roster, c.self.String()))
+	lists, err := c.groupLists(ctx, g.Roster)
+	if err != nil {
+		return mid, nil, err
+	}
+	recipients, err := parseAddresses(LaneRecipients(g.Roster, c.self.String(), lists))
 	if err != nil {
 		return mid, nil, err
 	}
@@ -293,7 +308,7 @@ func (c *Client) storeGroupWith(ctx context.Context, id wire.GroupID, chosen *wi
 // the pump encrypts each on its member's session and hands it off.
 func pendingLanes(kind string, recipients []Address) ([]GroupLane, error) {
 	if len(recipients) > MaxLanesPerTransaction {
-		return nil, fmt.Errorf("%s: %d lanes: %w", kind, len(recipients), wire.ErrMessageTooLarge)
+		return nil, fmt.Errorf("%s: %d lanes, over %d: %w", kind, len(recipients), MaxLanesPerTransaction, wire.ErrMessageTooLarge)
 	}
 	lanes := make([]GroupLane, len(recipients))
 	for i, peer := range recipients {
@@ -351,6 +366,21 @@ func normalizeOps(ops []wire.RosterChange) []wire.RosterChange {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Address < out[j].Address })
 	return out
+}
+
+// entryToUse names the entry device of user's person in r that can change
+// the roster: an admin one when there is one, else the first.
+func entryToUse(r Roster, user string) string {
+	entries := r.entriesOf(user)
+	for _, e := range entries {
+		if r.IsAdmin(e) {
+			return e
+		}
+	}
+	if len(entries) == 0 {
+		return ""
+	}
+	return entries[0]
 }
 
 func parseAddresses(as []string) ([]Address, error) {
@@ -417,10 +447,14 @@ func (c *Client) forwardChange(ctx context.Context, gs GroupStore, g GroupInfo, 
 	for _, l := range lanes {
 		have[l.Recipient.String()] = true
 	}
+	lists, err := c.groupLists(ctx, at)
+	if err != nil {
+		return err
+	}
 	var missing []string
-	for _, m := range at.Members {
-		if m.Address != c.self.String() && !have[m.Address] {
-			missing = append(missing, m.Address)
+	for _, d := range LaneRecipients(at, c.self.String(), lists) {
+		if !have[d] {
+			missing = append(missing, d)
 		}
 	}
 	if len(missing) == 0 {
@@ -463,6 +497,7 @@ func init() {
 		{ErrNotAdmin, "not_an_admin"},
 		{ErrNotMember, "not_a_member"},
 		{ErrGroupHoldExpired, "group_hold_expired"},
+		{ErrNotRosterEntry, "not_a_roster_entry"},
 		{ErrChainUnknown, "chain_unknown"},
 		{ErrChainMismatch, "chain_mismatch"},
 		{ErrBeforeChainStart, "before_chain_start"},

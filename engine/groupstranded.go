@@ -9,7 +9,7 @@ import (
 
 // StrandedLane reports whether this device's lane of a group message it sent
 // at generation gen can never be answered, given the roster it has merged:
-// this device is not in the merged roster (a concurrent change removed it)
+// this device's person is not in the merged roster (a concurrent change removed it)
 // and the message names a generation past the merged one. The generation the
 // message names existed only in this device's view, through a change the
 // merge no longer counts (its author was removed before it), so a member
@@ -19,7 +19,7 @@ import (
 // message naming a generation the merged roster reaches is left to its
 // member, who accepts it or answers not_a_member.
 func StrandedLane(merged Roster, self string, gen uint64) bool {
-	return !merged.Has(self) && gen > merged.Generation
+	return !merged.HasUser(userOf(self)) && gen > merged.Generation
 }
 
 // abandonStrandedLanes ends, as abandoned, the pending lanes of this
@@ -29,7 +29,7 @@ func StrandedLane(merged Roster, self string, gen uint64) bool {
 // changes to g.
 func (c *Client) abandonStrandedLanes(ctx context.Context, g GroupInfo) error {
 	self := c.self.String()
-	if g.Roster.Has(self) {
+	if g.Roster.HasUser(c.self.User) {
 		return nil
 	}
 	var plans []Plan

@@ -269,6 +269,14 @@ func personScenarios() []fpScenario {
 		{name: "peer list removes a device", devices: abb,
 			setup:  append(held, fpStep{"alice/1", "enqueue:bob/1:hello"}, fpStep{"bob/1", "removefake:bob/2"}),
 			target: fpStep{"alice/1", "checkpeer:bob/1"}, want: map[string]map[string][]string{"bob/1": {"alice/1": {"hello"}}}},
+		// A peer list that revokes a device ends the group lanes to it in
+		// the hold's transaction: alice's message to the group never
+		// reaches bob/2, and bob/1 has it.
+		{name: "peer list removes a group device", devices: abb,
+			setup: append(append([]fpStep(nil), held...), fpStep{"alice/1", "groupcreate:g:bob/1"}, fpStep{"bob/1", "sync"}, fpStep{"bob/2", "sync"},
+				fpStep{"alice/1", "sync"}, fpStep{"alice/1", "groupenqueue:g:hi"}, fpStep{"bob/1", "removefake:bob/2"}),
+			target: fpStep{"alice/1", "checkpeer:bob/1"}, want: map[string]map[string][]string{},
+			wantGroup: map[string][]string{"alice/1": {"alice/1:hi"}, "bob/1": {"alice/1:hi"}}, groupMembers: 2},
 		// A newer list naming a device linked since: the message pending
 		// to the person gets a lane to it in the hold's transaction.
 		{name: "peer list adds a lane", devices: abb,
@@ -284,12 +292,12 @@ func personScenarios() []fpScenario {
 				fpStep{"bob/1", "pump"}, fpStep{"bob/2", "stage"}),
 			target: fpStep{"bob/2", "process"}, want: both},
 		// The same for a group message: bob/2 holds the group and the
-		// message pending as a link's archive leaves them (linkshare),
+		// message pending (alice's fan-out to every device of bob's),
 		// discards it, and takes it back into the group's history in the
 		// receive that hears bob/1's commit.
 		{name: "group decision takes back a discard", devices: abb, groupMembers: 2,
-			setup: append(held, fpStep{"alice/1", "groupcreate:g:bob/1"}, fpStep{"bob/1", "sync"}, fpStep{"alice/1", "sync"},
-				fpStep{"alice/1", "groupsend:g:hi"}, fpStep{"bob/1", "sync"}, fpStep{"bob/2", "linkshare:bob/1"},
+			setup: append(held, fpStep{"alice/1", "groupcreate:g:bob/1"}, fpStep{"bob/1", "sync"}, fpStep{"bob/2", "sync"}, fpStep{"alice/1", "sync"},
+				fpStep{"alice/1", "groupsend:g:hi"}, fpStep{"bob/1", "sync"}, fpStep{"bob/2", "sync"},
 				fpStep{"bob/2", "discardall"}, fpStep{"bob/1", "commitall"}, fpStep{"bob/1", "pump"}, fpStep{"bob/2", "stage"}),
 			target:    fpStep{"bob/2", "process"},
 			wantGroup: map[string][]string{"alice/1": {"alice/1:hi"}, "bob/1": {"alice/1:hi"}, "bob/2": {"alice/1:hi"}}},

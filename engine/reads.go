@@ -39,6 +39,13 @@ func (c *Client) Conversations(ctx context.Context) ([]Conversation, error) {
 	return c.store.Conversations(ctx)
 }
 
+// ConversationsByPerson lists the conversations with the devices of a
+// person whose device list is held folded into one: what an interface
+// shows as one conversation per person.
+func (c *Client) ConversationsByPerson(ctx context.Context) ([]Conversation, error) {
+	return c.store.ConversationsByPerson(ctx)
+}
+
 // Finalized returns the terminal record of a message received from sender
 // (ErrNotPending when there is none: still pending, pruned or never seen).
 func (c *Client) Finalized(ctx context.Context, sender Address, id wire.LogicalID) (FinalizedRecord, error) {

@@ -94,6 +94,10 @@ type Store interface {
 	HistoryEntry(ctx context.Context, peer Address, dir Direction, id wire.LogicalID) (HistoryEntry, bool, error)
 	// Conversations lists the peers with history or pending messages.
 	Conversations(ctx context.Context) ([]Conversation, error)
+	// ConversationsByPerson lists them as Conversations does, with the
+	// devices of a person whose device list is held folded into one
+	// conversation (Conversation.Devices).
+	ConversationsByPerson(ctx context.Context) ([]Conversation, error)
 	// Contacts returns the names given to devices (SetContact).
 	Contacts(ctx context.Context) (map[Address]string, error)
 	// Staged pages the durable staging area in arrival order after row After. A row
@@ -185,6 +189,11 @@ type PageQuery struct {
 	Limit    int
 	Peer     *Address
 	Requests bool
+	// Person widens Peer to its person's conversation, as History reads
+	// it: the messages with every device of Peer's user when a device
+	// list is held for them, with Peer alone when none is (a device with
+	// no held list is a conversation of its own).
+	Person bool
 }
 
 // OutboundMessage is a pending sent message.
@@ -321,13 +330,23 @@ type Attempt struct {
 	TakenAt time.Time
 }
 
-// Conversation summarizes one peer.
+// Conversation summarizes one peer: a device, or a person whose device
+// list is held (ConversationsByPerson).
 type Conversation struct {
 	Peer       Address
 	PendingIn  int
 	PendingOut int
 	LastAt     time.Time
+	// Devices are the devices' own conversations that a person's one
+	// folds, each with its counts, in address order: set for a person
+	// whose device list is held (the first device's Peer need not be
+	// the person's Peer), nil for a device of its own.
+	Devices []Conversation
 }
+
+// Person reports whether c is a person's conversation folding their
+// devices' (ConversationsByPerson).
+func (c Conversation) Person() bool { return c.Devices != nil }
 
 // StagedEnvelope is one row of the durable staging area.
 type StagedEnvelope struct {

@@ -37,6 +37,9 @@ func (t *tx) updateDeviceList(ctx context.Context, p engine.UpdateDeviceList) er
 	if err := t.endPersonLanesTo(ctx, p.Removed); err != nil {
 		return err
 	}
+	if err := t.endGroupLanesTo(ctx, p.Removed); err != nil {
+		return err
+	}
 	return t.adoptLanes(ctx, p.Adopted, p.At)
 }
 

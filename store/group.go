@@ -239,6 +239,63 @@ func (t *tx) endLanes(ctx context.Context, g wire.GroupID, members []engine.Addr
 	return nil
 }
 
+// Statements of endGroupLanesTo.
+const (
+	// sqlPendingGroupLanesTo lists every pending group lane to a device:
+	// messages, chain announcements and roster changes alike.
+	sqlPendingGroupLanesTo = "SELECT id FROM group_lane WHERE recipient = ? AND state = 1"
+	// sqlForgetChainsOf and sqlForgetChainMembersOf forget this device's
+	// sender chains announced to a device (with every member record of
+	// those chains): the next group message starts a new chain, which is
+	// announced to the lanes it has, never to that device.
+	sqlForgetChainsOf       = "DELETE FROM own_chain WHERE chain IN (SELECT chain FROM chain_member WHERE member = ?)"
+	sqlForgetChainMembersOf = "DELETE FROM chain_member WHERE chain IN (SELECT chain FROM chain_member WHERE member = ?)"
+)
+
+// endGroupLanesTo ends every pending group lane to the devices of removed
+// (their person's list revokes them), in the transaction that stores the
+// list: the outbound row goes and the lane ends LaneRemoved. The sender
+// chains announced to such a device are forgotten, so that it cannot read
+// the group messages sent after its removal by a chain it holds.
+func (t *tx) endGroupLanesTo(ctx context.Context, removed []engine.Address) error {
+	for _, d := range removed {
+		to := d.String()
+		rows, err := t.tx.QueryContext(ctx, sqlPendingGroupLanesTo, to)
+		if err != nil {
+			return fmt.Errorf("read group lanes to %s: %w", d, mapErr(err))
+		}
+		var ids [][]byte
+		for rows.Next() {
+			var id []byte
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return fmt.Errorf("read group lanes to %s: %w", d, mapErr(err))
+			}
+			ids = append(ids, id)
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return fmt.Errorf("read group lanes to %s: %w", d, mapErr(err))
+		}
+		for _, id := range ids {
+			if _, err := t.run(ctx, "outbound-delete", sqlDeleteOutbound, to, id); err != nil {
+				return err
+			}
+			if _, err := t.run(ctx, "lane-state", sqlSetLaneState, int64(engine.LaneRemoved), to, id); err != nil {
+				return err
+			}
+		}
+		if _, err := t.run(ctx, "own-chain-forget-device", sqlForgetChainsOf, to); err != nil {
+			return fmt.Errorf("forget the chains announced to %s: %w", d, err)
+		}
+		if _, err := t.run(ctx, "chain-member-forget-device", sqlForgetChainMembersOf, to); err != nil {
+			return fmt.Errorf("forget the chains announced to %s: %w", d, err)
+		}
+	}
+	return nil
+}
+
 // laneEnded moves a lane on from pending, if (peer, id) is a group's lane,
 // and reports whether it is one.
 func (t *tx) laneEnded(ctx context.Context, peer engine.Address, id wire.LogicalID, state engine.LaneState) (bool, error) {
@@ -362,7 +419,8 @@ func decodeChange(frame []byte, author string) (engine.RosterChange, bool) {
 }
 
 // GroupHistory pages a group's history, oldest first; own messages carry
-// their lanes.
+// their lanes (none for one another device of this person sent: its lanes
+// are that device's).
 func (db *DB) GroupHistory(ctx context.Context, id wire.GroupID, after int64, limit int) ([]engine.GroupEntry, error) {
 	if err := db.checkOpen("read group history"); err != nil {
 		return nil, err
@@ -413,7 +471,9 @@ func (db *DB) GroupHistory(ctx context.Context, id wire.GroupID, after int64, li
 			}
 			e.DecidedOn = &a
 		}
-		e.Own = e.Sender == p.Self
+		// Another device of this person's sent it (a group message is
+		// taken from one only when the account's list vouches for it).
+		e.Own = e.Sender.User == p.Self.User
 		out = append(out, e)
 	}
 	rows.Close()

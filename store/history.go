@@ -50,6 +50,12 @@ const (
 		WHERE p.address NOT IN (SELECT peer FROM request))
 		WHERE has_history OR pending_in > 0 OR pending_out > 0
 		ORDER BY last_at DESC, address`
+	// sqlConversationsByPerson is sqlConversations with, for each device,
+	// the conversation of its user's held device list (NULL when none is
+	// held): one primary-key lookup a row.
+	sqlConversationsByPerson = `SELECT c.address, c.pending_in, c.pending_out, c.last_at,
+		(SELECT a.conversation FROM peer_account a WHERE a.user = substr(c.address, 1, instr(c.address, '/') - 1))
+		FROM (` + sqlConversations + `) c`
 )
 
 func historyKey(peer engine.Address, dir engine.Direction, id wire.LogicalID) []byte {
@@ -235,6 +241,68 @@ func (db *DB) Conversations(ctx context.Context) ([]engine.Conversation, error) 
 	}
 	if err := rows.Err(); err != nil {
 		return nil, db.readErr("read conversations", err)
+	}
+	return out, nil
+}
+
+// ConversationsByPerson implements engine.Store: the rows of Conversations,
+// those of the devices of a person whose device list is held folded into
+// one under the list's conversation (its counts summed, its latest time
+// the latest of its devices', each device's row in Devices by device
+// number), the most recent conversation first.
+func (db *DB) ConversationsByPerson(ctx context.Context) ([]engine.Conversation, error) {
+	if err := db.checkOpen("read conversations"); err != nil {
+		return nil, err
+	}
+	rows, err := db.query(ctx, sqlConversationsByPerson)
+	if err != nil {
+		return nil, db.readErr("read conversations", err)
+	}
+	defer rows.Close()
+	var out []engine.Conversation
+	person := map[engine.Address]int{} // a person's conversation: its index in out
+	for rows.Next() {
+		var c engine.Conversation
+		var addr string
+		var conv sql.NullString
+		var last int64
+		if err := rows.Scan(&addr, &c.PendingIn, &c.PendingOut, &last, &conv); err != nil {
+			return nil, db.readErr("read conversations", err)
+		}
+		if c.Peer, err = engine.ParseAddress(addr); err != nil {
+			return nil, fmt.Errorf("store: read conversations: %w: %w", engine.ErrMalformedState, err)
+		}
+		c.LastAt = nsTime(last)
+		if !conv.Valid {
+			out = append(out, c)
+			continue
+		}
+		to, err := parseStoredAddress(conv.String)
+		if err != nil {
+			return nil, err
+		}
+		i, ok := person[to]
+		if !ok {
+			i = len(out)
+			person[to] = i
+			out = append(out, engine.Conversation{Peer: to, Devices: []engine.Conversation{}})
+		}
+		p := &out[i]
+		p.PendingIn += c.PendingIn
+		p.PendingOut += c.PendingOut
+		if c.LastAt.After(p.LastAt) {
+			p.LastAt = c.LastAt
+		}
+		p.Devices = append(p.Devices, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, db.readErr("read conversations", err)
+	}
+	// The rows come most recent first, so a person's conversation took
+	// the place and the time of its latest device: the order holds.
+	for _, i := range person {
+		ds := out[i].Devices
+		sort.Slice(ds, func(a, b int) bool { return ds[a].Peer.Device < ds[b].Peer.Device })
 	}
 	return out, nil
 }

@@ -41,6 +41,15 @@ const (
 		WHERE seq > ? AND sender NOT IN (SELECT peer FROM request) ORDER BY seq LIMIT ?`
 	sqlPendingInboundPeer = `SELECT seq, sender, id, received_at, sealed_digest, sealed_frame FROM inbound
 		WHERE sender = ? AND seq > ? AND sender NOT IN (SELECT peer FROM request) ORDER BY seq LIMIT ?`
+	// sqlPendingInboundPerson pages what is pending from the devices of
+	// one user (the address range "user/" to "user0", as
+	// sqlPendingOutboundPerson), open requests left out.
+	sqlPendingInboundPerson = `SELECT seq, sender, id, received_at, sealed_digest, sealed_frame FROM inbound
+		WHERE sender >= ? AND sender < ? AND seq > ? AND sender NOT IN (SELECT peer FROM request) ORDER BY seq LIMIT ?`
+	// sqlPendingInboundPersonAll is sqlPendingInboundPerson with the
+	// messages of open requests.
+	sqlPendingInboundPersonAll = `SELECT seq, sender, id, received_at, sealed_digest, sealed_frame FROM inbound
+		WHERE sender >= ? AND sender < ? AND seq > ? ORDER BY seq LIMIT ?`
 	// sqlPendingInboundAll pages everything pending from one peer, the
 	// messages of its open request included.
 	sqlPendingInboundAll = `SELECT seq, sender, id, received_at, sealed_digest, sealed_frame FROM inbound
@@ -316,14 +325,14 @@ func (db *DB) openInbound(m *engine.InboundMessage, sealedDigest, sealedFrame []
 }
 
 // PendingInbound pages pending received messages in arrival order:
-// sequence numbers above q.After, only from q.Peer when set, at most q.Limit
-// (at most 1000).
+// sequence numbers above q.After, only from q.Peer when set (from its
+// person's devices with q.Person), at most q.Limit (at most 1000).
 func (db *DB) PendingInbound(ctx context.Context, q engine.PageQuery) ([]engine.InboundMessage, error) {
-	byPeer := sqlPendingInboundPeer
+	stmts := pendingSQL{all: sqlPendingInbound, peer: sqlPendingInboundPeer, person: sqlPendingInboundPerson}
 	if q.Requests {
-		byPeer = sqlPendingInboundAll
+		stmts.peer, stmts.person = sqlPendingInboundAll, sqlPendingInboundPersonAll
 	}
-	rows, err := db.pendingPage(ctx, q, byPeer, sqlPendingInbound)
+	rows, err := db.pendingPage(ctx, q, stmts)
 	if err != nil {
 		return nil, err
 	}

@@ -20,8 +20,13 @@ const (
 	sqlPendingOutboundPeer = "SELECT seq, recipient, id, created_at, sealed_frame FROM outbound WHERE recipient = ? AND seq > ? ORDER BY seq LIMIT ?"
 	sqlUnsentOutbound      = "SELECT seq, recipient, id, created_at, sealed_frame FROM outbound o WHERE seq > ? AND NOT EXISTS (SELECT 1 FROM attempt a WHERE a.peer = o.recipient AND a.id = o.id) ORDER BY seq LIMIT ?"
 	sqlUnsentOutboundPeer  = "SELECT seq, recipient, id, created_at, sealed_frame FROM outbound o WHERE recipient = ? AND seq > ? AND NOT EXISTS (SELECT 1 FROM attempt a WHERE a.peer = o.recipient AND a.id = o.id) ORDER BY seq LIMIT ?"
-	sqlCountOutbound       = "SELECT count(*) FROM outbound"
-	sqlCountOutboundPeer   = "SELECT count(*) FROM outbound WHERE recipient = ?"
+	// The person variants read the devices of one user: the address
+	// range from "user/" up to "user0" ('0' follows '/'; a user holds no
+	// '/'), one range of the recipient index.
+	sqlPendingOutboundPerson = "SELECT seq, recipient, id, created_at, sealed_frame FROM outbound WHERE recipient >= ? AND recipient < ? AND seq > ? ORDER BY seq LIMIT ?"
+	sqlUnsentOutboundPerson  = "SELECT seq, recipient, id, created_at, sealed_frame FROM outbound o WHERE recipient >= ? AND recipient < ? AND seq > ? AND NOT EXISTS (SELECT 1 FROM attempt a WHERE a.peer = o.recipient AND a.id = o.id) ORDER BY seq LIMIT ?"
+	sqlCountOutbound         = "SELECT count(*) FROM outbound"
+	sqlCountOutboundPeer     = "SELECT count(*) FROM outbound WHERE recipient = ?"
 )
 
 func messageKey(peer engine.Address, id wire.LogicalID) []byte {
@@ -200,10 +205,10 @@ func (db *DB) openOutbound(m *engine.OutboundMessage, sealed []byte) error {
 }
 
 // PendingOutbound pages pending sent messages in send order: sequence
-// numbers above q.After, only to q.Peer when set, at most q.Limit (at most
-// 1000).
+// numbers above q.After, only to q.Peer when set (to its person's devices
+// with q.Person), at most q.Limit (at most 1000).
 func (db *DB) PendingOutbound(ctx context.Context, q engine.PageQuery) ([]engine.OutboundMessage, error) {
-	rows, err := db.pendingPage(ctx, q, sqlPendingOutboundPeer, sqlPendingOutbound)
+	rows, err := db.pendingPage(ctx, q, pendingSQL{all: sqlPendingOutbound, peer: sqlPendingOutboundPeer, person: sqlPendingOutboundPerson})
 	if err != nil {
 		return nil, err
 	}
@@ -212,9 +217,10 @@ func (db *DB) PendingOutbound(ctx context.Context, q engine.PageQuery) ([]engine
 
 // Unsent pages the pending messages that were never encrypted (stored by a
 // Hold, with no attempt yet) in send order: sequence numbers above q.After,
-// only to q.Peer when set, at most q.Limit (at most 1000).
+// only to q.Peer when set (to its person's devices with q.Person), at most
+// q.Limit (at most 1000).
 func (db *DB) Unsent(ctx context.Context, q engine.PageQuery) ([]engine.OutboundMessage, error) {
-	rows, err := db.pendingPage(ctx, q, sqlUnsentOutboundPeer, sqlUnsentOutbound)
+	rows, err := db.pendingPage(ctx, q, pendingSQL{all: sqlUnsentOutbound, peer: sqlUnsentOutboundPeer, person: sqlUnsentOutboundPerson})
 	if err != nil {
 		return nil, err
 	}
@@ -269,20 +275,36 @@ func (db *DB) CountOutbound(ctx context.Context, peer *engine.Address) (int, err
 	return n, nil
 }
 
-// pendingPage queries one page of a pending list: byPeer when q names a peer
-// (its parameters: peer, after, limit), else all (after, limit).
-func (db *DB) pendingPage(ctx context.Context, q engine.PageQuery, byPeer, all string) (*sql.Rows, error) {
+// pendingSQL are the statements of one pending list: all (parameters:
+// after, limit), peer (peer, after, limit) and person (the low and high
+// ends of a user's address range, after, limit).
+type pendingSQL struct{ all, peer, person string }
+
+// pendingPage queries one page of a pending list: of q.Peer when q names a
+// peer, of the devices of its user when q.Person is set and a device list is
+// held for them, of every peer otherwise.
+func (db *DB) pendingPage(ctx context.Context, q engine.PageQuery, stmts pendingSQL) (*sql.Rows, error) {
 	if err := db.checkOpen("read pending messages"); err != nil {
 		return nil, err
+	}
+	person := false
+	if q.Peer != nil && q.Person {
+		var err error
+		if person, err = db.personHeld(ctx, q.Peer.User); err != nil {
+			return nil, err
+		}
 	}
 	var (
 		rows *sql.Rows
 		err  error
 	)
-	if q.Peer != nil {
-		rows, err = db.query(ctx, byPeer, q.Peer.String(), q.After, pageLimit(q.Limit))
-	} else {
-		rows, err = db.query(ctx, all, q.After, pageLimit(q.Limit))
+	switch {
+	case person:
+		rows, err = db.query(ctx, stmts.person, q.Peer.User+"/", q.Peer.User+"0", q.After, pageLimit(q.Limit))
+	case q.Peer != nil:
+		rows, err = db.query(ctx, stmts.peer, q.Peer.String(), q.After, pageLimit(q.Limit))
+	default:
+		rows, err = db.query(ctx, stmts.all, q.After, pageLimit(q.Limit))
 	}
 	if err != nil {
 		return nil, db.readErr("read pending messages", err)

@@ -62,13 +62,18 @@ func (t *tx) holdPeerDeviceList(ctx context.Context, p engine.HoldPeerDeviceList
 			p.User, p.AccountKey[:], int64(p.Generation), p.List, p.Conversation.String(), p.At.UnixNano()); err != nil {
 			return fmt.Errorf("hold the device list of %s (one held already?): %w", p.User, err)
 		}
-		return nil
+		// A first list names no device it adds lanes for, but it may
+		// revoke a group's member device.
+		return t.endGroupLanesTo(ctx, p.Removed)
 	}
 	if _, err := t.runOne(ctx, "peer-account-update", engine.ErrConflict, sqlUpdatePeerAccount,
 		int64(p.Generation), p.List, p.At.UnixNano(), p.User, int64(p.From), p.AccountKey[:]); err != nil {
 		return fmt.Errorf("replace the device list of %s (changed underneath?): %w", p.User, err)
 	}
 	if err := t.endPersonLanesTo(ctx, p.Removed); err != nil {
+		return err
+	}
+	if err := t.endGroupLanesTo(ctx, p.Removed); err != nil {
 		return err
 	}
 	return t.addPersonLanes(ctx, p.Added, p.At)
@@ -359,6 +364,23 @@ func (db *DB) conversationFor(ctx context.Context, peer engine.Address) (engine.
 		return peer, db.readErr("read conversation", err)
 	}
 	return parseStoredAddress(conv)
+}
+
+// personHeld reports whether a device list is held for user: whether the
+// devices of user are one conversation.
+func (db *DB) personHeld(ctx context.Context, user string) (bool, error) {
+	if !db.peopleHeld.Load() {
+		return false, nil
+	}
+	var conv string
+	err := db.queryRow(ctx, sqlConversation, user).Scan(&conv)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return false, nil
+	case err != nil:
+		return false, db.readErr("read conversation", err)
+	}
+	return true, nil
 }
 
 func parseStoredAddress(s string) (engine.Address, error) {

@@ -196,7 +196,11 @@ func TestReadsAfterClose(t *testing.T) {
 		"CountInbound":   func() error { _, err := db.CountInbound(ctx, nil); return err },
 		"History":        func() error { _, err := db.History(ctx, bob, 0, 1); return err },
 		"Conversations":  func() error { _, err := db.Conversations(ctx); return err },
-		"Staged":         func() error { _, err := db.Staged(ctx, 0, 1); return err },
+		"ConversationsByPerson": func() error {
+			_, err := db.ConversationsByPerson(ctx)
+			return err
+		},
+		"Staged": func() error { _, err := db.Staged(ctx, 0, 1); return err },
 	}
 	for name, call := range calls {
 		if err := call(); !errors.Is(err, engine.ErrClosed) {
@@ -229,6 +233,12 @@ func TestQueryPlans(t *testing.T) {
 		{sqlUnsentOutboundPeer, []any{"bob/1", 0, 10}, nil},
 		{sqlPendingInbound, []any{0, 10}, nil},
 		{sqlPendingInboundPeer, []any{"bob/1", 0, 10}, nil},
+		// A person's pages: one range of the address index, the person's
+		// pending messages sorted (the caps bound them).
+		{sqlPendingInboundPerson, []any{"bob/", "bob0", 0, 10}, []string{"USE TEMP B-TREE FOR ORDER BY"}},
+		{sqlPendingInboundPersonAll, []any{"bob/", "bob0", 0, 10}, []string{"USE TEMP B-TREE FOR ORDER BY"}},
+		{sqlPendingOutboundPerson, []any{"bob/", "bob0", 0, 10}, []string{"USE TEMP B-TREE FOR ORDER BY"}},
+		{sqlUnsentOutboundPerson, []any{"bob/", "bob0", 0, 10}, []string{"USE TEMP B-TREE FOR ORDER BY"}},
 		{sqlHistory, []any{"bob/1", 1 << 62, 100, 10}, nil},
 		{sqlHistoryAt, []any{100, "bob/1"}, nil},
 		{sqlPeerAccount, []any{"bob"}, nil},
@@ -248,6 +258,9 @@ func TestQueryPlans(t *testing.T) {
 		// The peers, and the recipients of pending messages (a held first
 		// message's peer is not pinned yet): both through covering indexes.
 		{sqlConversations, nil, []string{"SCAN p", "USE TEMP B-TREE FOR ORDER BY",
+			"SCAN peer USING COVERING INDEX", "SCAN outbound USING COVERING INDEX outbound_recipient_seq"}},
+		// The same, with a lookup of the person's list by its key, per row.
+		{sqlConversationsByPerson, nil, []string{"SCAN p", "SCAN c", "USE TEMP B-TREE FOR ORDER BY",
 			"SCAN peer USING COVERING INDEX", "SCAN outbound USING COVERING INDEX outbound_recipient_seq"}},
 		// Statements of the transitions.
 		{sqlSetSentState, []any{2, "bob/1", idSent[:]}, nil},

@@ -79,10 +79,28 @@ func (p *pane) readNewIdentity(peer engine.Address) tea.Cmd {
 	}
 }
 
+// changedHere returns the device of the chosen conversation whose
+// identity changed and is not accepted yet: the chosen peer, or for a
+// person's conversation another device of theirs (the lowest numbered),
+// and whether there is one.
+func (p *pane) changedHere() (engine.Address, *identityChange, bool) {
+	if ch := p.changed[p.peer]; ch != nil {
+		return p.peer, ch, true
+	}
+	var dev engine.Address
+	var found *identityChange
+	for a, ch := range p.changed {
+		if a.User == p.peer.User && p.conv().Row(a) == p.peer && (found == nil || a.Device < dev.Device) {
+			dev, found = a, ch
+		}
+	}
+	return dev, found, found != nil
+}
+
 func (p *pane) updateBlocked() {
 	reason := ""
-	if p.changed[p.peer] != nil && p.group == nil {
-		reason = fmt.Sprintf("identity_changed: %s has a new identity; sending is blocked until you accept it (ctrl+t)", p.peer)
+	if dev, _, ok := p.changedHere(); ok && p.group == nil {
+		reason = fmt.Sprintf("identity_changed: %s has a new identity; sending is blocked until you accept it (ctrl+t)", dev)
 	}
 	p.comp().SetBlocked(reason)
 	p.keys.Accept.SetEnabled(reason != "")
@@ -95,11 +113,11 @@ func (p *pane) updateBlocked() {
 // relay serves another key by then (fingerprint_mismatch). Nothing is
 // accepted before a fingerprint was shown.
 func (p pane) accept() tea.Cmd {
-	ch := p.changed[p.peer]
-	if p.att == nil || ch == nil {
+	peer, ch, ok := p.changedHere()
+	if p.att == nil || !ok {
 		return nil
 	}
-	c, ctx, peer, fp := p.att.Client, p.ctx, p.peer, ch.fingerprint
+	c, ctx, fp := p.att.Client, p.ctx, ch.fingerprint
 	return func() tea.Msg {
 		if fp == "" {
 			return acceptedMsg{peer: peer, err: fmt.Errorf("no new identity of %s shown yet: %w", peer, engine.ErrFingerprintMismatch)}

@@ -456,7 +456,7 @@ func (p pane) key(k tea.KeyMsg) (pane, tea.Cmd) {
 			return p, tea.Batch(retryGroupLanes(p.ctx, p.att.Client, *p.group), p.resumeUploads())
 		}
 		if p.att != nil && !p.peer.IsZero() {
-			return p, tea.Batch(outbox.Retry(p.ctx, p.att.Client, p.peer, false), p.resumeUploads())
+			return p, tea.Batch(outbox.RetryConversation(p.ctx, p.att.Client, p.peer), p.resumeUploads())
 		}
 		return p, nil
 	}

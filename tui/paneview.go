@@ -46,7 +46,7 @@ func (p *pane) layout() tea.Cmd {
 	w, h := p.w, p.h
 	var l paneLayout
 	l.statusH = 2
-	if p.changed[p.peer] != nil {
+	if _, _, ok := p.changedHere(); ok {
 		l.statusH = 4
 	}
 	if p.history != nil {
@@ -184,7 +184,7 @@ func (p pane) statusView() string {
 	if p.history != nil {
 		lines = append(lines, layout.Pad(st.Warning, " "+layout.OneLine([]byte(p.historyLine()), max(p.w-2, 1)), p.w))
 	}
-	if ch := p.changed[p.peer]; ch != nil {
+	if dev, ch, ok := p.changedHere(); ok {
 		num := ch.number
 		if num == "" {
 			num = "reading it from the relay…"
@@ -198,7 +198,7 @@ func (p pane) statusView() string {
 			first, second = strings.Join(g[:6], " "), strings.Join(g[6:], " ")
 		}
 		lines = append(lines,
-			layout.Line(st.Warning.Render(fmt.Sprintf(" ⚠ identity changed: %s · sending blocked · ", p.peer))+
+			layout.Line(st.Warning.Render(fmt.Sprintf(" ⚠ identity changed: %s · sending blocked · ", dev))+
 				st.WarningKey.Render("ctrl+t")+st.Warning.Render(" accepts"), p.w),
 			layout.Line(" new safety "+st.Safety.Render(first), p.w),
 			layout.Line("            "+st.Safety.Render(second)+" · then ctrl+r retries", p.w))

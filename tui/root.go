@@ -431,10 +431,13 @@ func (m *Model) announce(pane int, evs []engine.Event) tea.Cmd {
 		if e.Kind != engine.EventReceived || r == nil || r.Kind != engine.ResultDelivery || r.DecidedElsewhere {
 			continue
 		}
-		if m.blurred && r.Sender == p.peer {
+		// A delivery from another device of the person in view is in
+		// view: their devices are one conversation.
+		shown := p.conv().Row(r.Sender) == p.peer
+		if m.blurred && shown {
 			m.away++
 		}
-		if m.blurred || r.Sender != p.peer {
+		if m.blurred || !shown {
 			from = append(from, r.Sender)
 		}
 	}

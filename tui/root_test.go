@@ -26,7 +26,9 @@ type fakeClient struct {
 	accepted []string
 }
 
-func (f *fakeClient) Conversations(context.Context) ([]engine.Conversation, error) { return nil, nil }
+func (f *fakeClient) ConversationsByPerson(context.Context) ([]engine.Conversation, error) {
+	return nil, nil
+}
 func (f *fakeClient) History(context.Context, engine.Address, int64, int) ([]engine.HistoryEntry, error) {
 	return nil, nil
 }

@@ -56,8 +56,9 @@ func (m Model) Pane(i int) PaneState {
 	}
 	p := &m.panes[i]
 	st := PaneState{Self: p.self, Peer: p.peer, Open: p.att != nil, Closed: p.closed, Active: p.active,
-		IdentityChanged: p.changed[p.peer] != nil, Inbound: p.in().Total(), Outbound: p.out().Total(), Shown: len(p.tl().Entries())}
-	if ch := p.changed[p.peer]; ch != nil {
+		Inbound: p.in().Total(), Outbound: p.out().Total(), Shown: len(p.tl().Entries())}
+	if _, ch, ok := p.changedHere(); ok {
+		st.IdentityChanged = true
 		st.NewFingerprint = ch.fingerprint
 	}
 	if p.group != nil {

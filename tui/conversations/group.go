@@ -33,14 +33,16 @@ const groupScan = 256
 type GroupPending struct{ In, Out int }
 
 // splitGroups moves the group messages out of the peers' counts in list
-// and returns them by group.
+// and returns them by group; a person's messages are read from all their
+// devices (the person's counts are the sum of theirs). The devices' own
+// counts (Devices) keep their group messages: retry reads them.
 func splitGroups(ctx context.Context, gs GroupSource, list []engine.Conversation) (map[wire.GroupID]GroupPending, error) {
 	out := map[wire.GroupID]GroupPending{}
 	for i := range list {
 		c := &list[i]
 		peer := c.Peer
 		if c.PendingIn > 0 {
-			ws, err := gs.PendingInbound(ctx, engine.PageQuery{Peer: &peer, Limit: min(c.PendingIn, groupScan)})
+			ws, err := gs.PendingInbound(ctx, engine.PageQuery{Peer: &peer, Person: c.Person(), Limit: min(c.PendingIn, groupScan)})
 			if err != nil {
 				return nil, err
 			}
@@ -54,7 +56,7 @@ func splitGroups(ctx context.Context, gs GroupSource, list []engine.Conversation
 			}
 		}
 		if c.PendingOut > 0 {
-			ms, err := gs.PendingOutbound(ctx, engine.PageQuery{Peer: &peer, Limit: min(c.PendingOut, groupScan)})
+			ms, err := gs.PendingOutbound(ctx, engine.PageQuery{Peer: &peer, Person: c.Person(), Limit: min(c.PendingOut, groupScan)})
 			if err != nil {
 				return nil, err
 			}

@@ -18,9 +18,10 @@ import (
 	"github.com/parley-chat/parley/wire"
 )
 
-// Source is what the panel reads: *engine.Client implements it.
+// Source is what the panel reads: *engine.Client implements it. The panel
+// lists a person whose device list is held as one conversation.
 type Source interface {
-	Conversations(ctx context.Context) ([]engine.Conversation, error)
+	ConversationsByPerson(ctx context.Context) ([]engine.Conversation, error)
 }
 
 // LoadedMsg carries a fresh read of the conversations: the peers, with
@@ -64,6 +65,8 @@ type Model struct {
 	stored []engine.Conversation
 	local  []engine.Address // started here, nothing stored yet
 	sel    engine.Address
+	// unread and change are kept by device: a person's conversation
+	// shows its devices' together.
 	unread map[engine.Address]map[wire.LogicalID]bool
 	change map[engine.Address]bool
 	names  map[engine.Address]string
@@ -148,9 +151,17 @@ func (m Model) Selected() engine.Address { return m.sel }
 func (m Model) Items() []Item {
 	out := make([]Item, 0, len(m.stored)+len(m.local))
 	seen := make(map[engine.Address]bool, len(m.stored))
+	rows := m.rows()
+	unread, changed := map[engine.Address]int{}, map[engine.Address]bool{}
+	for a, ids := range m.unread {
+		unread[rows.of(a)] += len(ids)
+	}
+	for a := range m.change {
+		changed[rows.of(a)] = true
+	}
 	for _, c := range m.stored {
 		seen[c.Peer] = true
-		out = append(out, Item{Conversation: c, Unread: len(m.unread[c.Peer]), Changed: m.change[c.Peer]})
+		out = append(out, Item{Conversation: c, Unread: unread[c.Peer], Changed: changed[c.Peer]})
 	}
 	for _, a := range m.local {
 		if !seen[a] {
@@ -160,9 +171,42 @@ func (m Model) Items() []Item {
 	return out
 }
 
-// Select chooses peer, adding it to the list when it is new, and reports
-// the choice.
+// Row returns the address of the conversation device a is listed under:
+// its person's when a stored conversation is a person's of a's user, a
+// itself otherwise.
+func (m Model) Row(a engine.Address) engine.Address { return m.rowOf(a) }
+
+// rowOf is Row.
+func (m Model) rowOf(a engine.Address) engine.Address { return m.rows().of(a) }
+
+// rowIndex maps devices to their rows: the people listed, by user (a
+// device of a listed person is folded into the person's row).
+type rowIndex map[string]engine.Address
+
+// rows indexes the people of the stored conversations.
+func (m Model) rows() rowIndex {
+	x := rowIndex{}
+	for _, c := range m.stored {
+		if c.Person() {
+			x[c.Peer.User] = c.Peer
+		}
+	}
+	return x
+}
+
+// of returns the row device a is listed under.
+func (x rowIndex) of(a engine.Address) engine.Address {
+	if p, ok := x[a.User]; ok {
+		return p
+	}
+	return a
+}
+
+// Select chooses peer (its person's conversation for a device of a person
+// listed as one), adding it to the list when it is new, and reports the
+// choice.
 func (m *Model) Select(peer engine.Address) tea.Cmd {
+	peer = m.rowOf(peer)
 	if !m.has(peer) {
 		m.local = append(m.local, peer)
 	}
@@ -188,7 +232,7 @@ func (m *Model) Reload() tea.Cmd {
 	m.loading = true
 	src, ctx := m.src, m.ctx
 	read := func() tea.Msg {
-		l, err := src.Conversations(ctx)
+		l, err := src.ConversationsByPerson(ctx)
 		msg := LoadedMsg{List: l, Err: err}
 		if gs, ok := src.(GroupSource); ok && err == nil {
 			if groups, err := gs.Groups(ctx); err == nil && len(groups) > 0 {
@@ -260,7 +304,7 @@ func (m Model) event(e engine.Event) (Model, tea.Cmd) {
 	case engine.EventReceived:
 		if r := e.Result; r != nil && r.Group != nil {
 			m.groupDelivered(r)
-		} else if r != nil && r.Kind == engine.ResultDelivery && r.Sender != m.sel {
+		} else if r != nil && r.Kind == engine.ResultDelivery && m.rowOf(r.Sender) != m.sel {
 			if m.unread[r.Sender] == nil {
 				m.unread[r.Sender] = map[wire.LogicalID]bool{}
 			}
@@ -373,7 +417,12 @@ func (m *Model) stopAdding() {
 
 func (m *Model) choose(peer engine.Address) tea.Cmd {
 	m.sel, m.selGroup = peer, nil
-	delete(m.unread, peer)
+	rows := m.rows()
+	for a := range m.unread {
+		if rows.of(a) == peer {
+			delete(m.unread, a)
+		}
+	}
 	return func() tea.Msg { return SelectedMsg{Peer: peer} }
 }
 

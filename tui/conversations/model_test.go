@@ -16,7 +16,7 @@ type fakeSource struct {
 	reads int
 }
 
-func (f *fakeSource) Conversations(context.Context) ([]engine.Conversation, error) {
+func (f *fakeSource) ConversationsByPerson(context.Context) ([]engine.Conversation, error) {
 	f.reads++
 	return f.list, nil
 }
@@ -170,6 +170,41 @@ func TestUnreadAndChanged(t *testing.T) {
 	m.Select(carol)
 	if v := m.View(); strings.Contains(v, "new 1") || strings.Contains(v, "identity changed") {
 		t.Fatalf("selecting and accepting should clear the marks:\n%s", v)
+	}
+}
+
+// TestPersonRow: bob's row folds his devices (a person whose list is
+// held): a delivery from bob/2 while carol is chosen marks bob's row
+// unread, an identity change of bob/2 shows on it, choosing bob clears the
+// unread, and typing bob/2's address chooses bob's row.
+func TestPersonRow(t *testing.T) {
+	bob2 := engine.MustParseAddress("bob/2")
+	src := &fakeSource{list: []engine.Conversation{
+		{Peer: bob, PendingIn: 2, PendingOut: 3, Devices: []engine.Conversation{{Peer: bob, PendingIn: 1, PendingOut: 2}, {Peer: bob2, PendingIn: 1, PendingOut: 1}}},
+		{Peer: carol},
+	}}
+	m := newModel(src)
+	m, _ = m.Update(LoadedMsg{List: src.list})
+	m.Select(carol)
+	m, _ = m.Update(engine.Event{Kind: engine.EventReceived, Result: &engine.ReceiveResult{Kind: engine.ResultDelivery, Sender: bob2, ID: wire.LogicalID{1}}})
+	m, _ = m.Update(LoadedMsg{List: src.list})
+	if v := m.View(); !strings.Contains(v, "bob/1 in 2 out 3 new 1") || strings.Contains(v, "bob/2") {
+		t.Fatalf("bob/2's delivery should mark bob's one row:\n%s", v)
+	}
+	m.SetChanged(bob2, true)
+	if items := m.Items(); len(items) != 2 || !items[0].Changed || items[1].Changed {
+		t.Fatalf("items %+v, want bob's row marked changed for bob/2", items)
+	}
+	m, _ = m.Update(keyMsg("n"))
+	for _, r := range "bob/2" {
+		m, _ = m.Update(keyMsg(string(r)))
+	}
+	m, cmd := m.Update(keyMsg("enter"))
+	if got, _ := selected(run(cmd)); got != bob || len(m.Items()) != 2 {
+		t.Fatalf("typing bob/2 chose %v (%d rows), want bob's row", got, len(m.Items()))
+	}
+	if v := m.View(); strings.Contains(v, "new 1") {
+		t.Fatalf("choosing bob should clear bob/2's unread:\n%s", v)
 	}
 }
 

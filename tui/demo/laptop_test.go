@@ -51,7 +51,11 @@ func TestDemoSecondDeviceMidFlight(t *testing.T) {
 	d.key(tea.KeySpace)
 	checked(3, "bob/1 linked bob/2")
 	d.key(tea.KeySpace)
-	checked(4, "bring your laptop")
+	// alice holds bob's list: his two devices are one conversation, its
+	// row counting the lanes to both (two messages, two devices).
+	if s := checked(4, "bring your laptop", "bob/1 out 4"); strings.Contains(ansi.Strip(s), "bob/2 out") {
+		t.Fatalf("alice lists bob/2 apart from bob:\n%s", ansi.Strip(s))
+	}
 	d.key(tea.KeySpace)
 	checked(5)
 	d.key(tea.KeySpace)

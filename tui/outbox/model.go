@@ -28,20 +28,26 @@ type Source interface {
 	CountOutbound(ctx context.Context, peer *engine.Address) (int, error)
 	Retry(ctx context.Context, peer engine.Address) ([]wire.LogicalID, error)
 	Abandon(ctx context.Context, peer engine.Address, id wire.LogicalID) error
-	Conversations(ctx context.Context) ([]engine.Conversation, error)
+	ConversationsByPerson(ctx context.Context) ([]engine.Conversation, error)
 }
 
 // LoadedMsg carries a page of pending sent messages and the total.
 type LoadedMsg = pagedlist.Loaded[engine.OutboundMessage]
 
-// RetriedMsg reports a retry of one peer (or of every peer with pending
-// messages): the messages handed off, and the first error.
+// RetriedMsg reports a retry of one conversation (or of every one with
+// pending messages): the messages handed off, and the first error.
 type RetriedMsg struct {
+	// Peers are the conversations retried: a person whose device list is
+	// held is one, however many of their devices had lanes pending.
 	Peers []engine.Address
-	Sent  int
-	Auto  bool // started by auto-retry
-	Peer  engine.Address
-	Err   error // *engine.MessageNotSentError when a hand-off failed
+	// Devices counts the devices whose lanes were retried.
+	Devices int
+	Sent    int
+	Auto    bool // started by auto-retry
+	// Peer is the device whose hand-off failed when Err is set, else the
+	// conversation retried (for a retry of one).
+	Peer engine.Address
+	Err  error // *engine.MessageNotSentError when a hand-off failed
 }
 
 // AbandonedMsg reports abandoned messages.
@@ -225,36 +231,79 @@ func errText(err error) string { return engine.ErrorName(err) + ": " + err.Error
 // Selected returns the message under the cursor.
 func (m Model) Selected() (engine.OutboundMessage, bool) { return m.list.Selected() }
 
-// Retry returns a command that retries peer's pending messages in order.
+// Retry returns a command that retries the pending messages to the one
+// device peer in order (the lane of a message in the outbox).
 func Retry(ctx context.Context, src Source, peer engine.Address, auto bool) tea.Cmd {
 	return func() tea.Msg {
 		ids, err := src.Retry(ctx, peer)
-		return RetriedMsg{Peers: []engine.Address{peer}, Sent: len(ids), Auto: auto, Peer: peer, Err: err}
+		return RetriedMsg{Peers: []engine.Address{peer}, Devices: 1, Sent: len(ids), Auto: auto, Peer: peer, Err: err}
 	}
 }
 
-// RetryAll returns a command that retries every peer with pending sent
-// messages, one peer after the other; a peer whose hand-off fails does not
-// stop the others.
+// RetryConversation returns a command that retries the conversation with
+// peer: for a person whose device list is held (peer their conversation or
+// one of their devices), the lanes of each of their devices with messages
+// pending, one device after the other, a device whose hand-off fails not
+// stopping the others; for a device of its own, its lanes.
+func RetryConversation(ctx context.Context, src Source, peer engine.Address) tea.Cmd {
+	return func() tea.Msg {
+		convs, err := src.ConversationsByPerson(ctx)
+		if err != nil {
+			return RetriedMsg{Peer: peer, Err: err}
+		}
+		c := engine.Conversation{Peer: peer}
+		for _, cv := range convs {
+			if cv.Peer == peer || cv.Person() && cv.Peer.User == peer.User {
+				c = cv
+				break
+			}
+		}
+		var out RetriedMsg
+		retryConversation(ctx, src, c, &out)
+		if out.Err == nil {
+			out.Peer = c.Peer
+		}
+		return out
+	}
+}
+
+// RetryAll returns a command that retries every conversation with pending
+// sent messages, one after the other (a person's devices in turn); a
+// device whose hand-off fails does not stop the others.
 func RetryAll(ctx context.Context, src Source) tea.Cmd {
 	return func() tea.Msg {
-		convs, err := src.Conversations(ctx)
+		convs, err := src.ConversationsByPerson(ctx)
 		if err != nil {
 			return RetriedMsg{Err: err}
 		}
 		var out RetriedMsg
 		for _, c := range convs {
-			if c.PendingOut == 0 {
-				continue
-			}
-			out.Peers = append(out.Peers, c.Peer)
-			ids, err := src.Retry(ctx, c.Peer)
-			out.Sent += len(ids)
-			if err != nil && out.Err == nil {
-				out.Peer, out.Err = c.Peer, err
+			if c.PendingOut > 0 {
+				retryConversation(ctx, src, c, &out)
 			}
 		}
 		return out
+	}
+}
+
+// retryConversation retries c's lanes into out: each of a person's devices
+// with messages pending, or c's device.
+func retryConversation(ctx context.Context, src Source, c engine.Conversation, out *RetriedMsg) {
+	out.Peers = append(out.Peers, c.Peer)
+	devices := []engine.Conversation{c}
+	if c.Person() {
+		devices = c.Devices
+	}
+	for _, d := range devices {
+		if c.Person() && d.PendingOut == 0 {
+			continue
+		}
+		out.Devices++
+		ids, err := src.Retry(ctx, d.Peer)
+		out.Sent += len(ids)
+		if err != nil && out.Err == nil {
+			out.Peer, out.Err = d.Peer, err
+		}
 	}
 }
 
@@ -268,6 +317,10 @@ func DescribeRetry(r RetriedMsg) string {
 		s += " to " + r.Peers[0].String()
 	default:
 		s += fmt.Sprintf(" to %d peers", len(r.Peers))
+	}
+	if r.Devices > len(r.Peers) {
+		// A person's lanes: the devices say how far the retry went.
+		s += fmt.Sprintf(" (%d devices)", r.Devices)
 	}
 	if r.Err != nil {
 		s += "; " + r.Peer.String() + ": " + engine.ErrorName(r.Err) + ": " + r.Err.Error()

@@ -20,6 +20,9 @@ var (
 )
 
 type sentList struct {
+	// people are the users whose devices fold into one conversation,
+	// with its address (a held device list).
+	people    map[string]engine.Address
 	msgs      []engine.OutboundMessage
 	retried   []engine.Address
 	abandoned []wire.LogicalID
@@ -73,7 +76,7 @@ func (s *sentList) Abandon(_ context.Context, peer engine.Address, id wire.Logic
 	return engine.ErrNotPending
 }
 
-func (s *sentList) Conversations(context.Context) ([]engine.Conversation, error) {
+func (s *sentList) ConversationsByPerson(context.Context) ([]engine.Conversation, error) {
 	n := map[engine.Address]int{}
 	var order []engine.Address
 	for _, m := range s.msgs {
@@ -83,8 +86,21 @@ func (s *sentList) Conversations(context.Context) ([]engine.Conversation, error)
 		n[m.Recipient]++
 	}
 	var out []engine.Conversation
+	person := map[engine.Address]int{}
 	for _, p := range order {
-		out = append(out, engine.Conversation{Peer: p, PendingOut: n[p]})
+		c := engine.Conversation{Peer: p, PendingOut: n[p]}
+		conv, ok := s.people[p.User]
+		if !ok {
+			out = append(out, c)
+			continue
+		}
+		i, ok := person[conv]
+		if !ok {
+			i, person[conv] = len(out), len(out)
+			out = append(out, engine.Conversation{Peer: conv, Devices: []engine.Conversation{}})
+		}
+		out[i].PendingOut += c.PendingOut
+		out[i].Devices = append(out[i].Devices, c)
 	}
 	return append(out, engine.Conversation{Peer: engine.MustParseAddress("dave/1")}), nil
 }
@@ -129,6 +145,41 @@ func TestRetry(t *testing.T) {
 	}
 	if v := m.View(); !strings.Contains(v, "retry: 1 handed off to 2 peers; bob/1: message_not_sent") {
 		t.Fatalf("a failing peer should not stop the others, and be named:\n%s", v)
+	}
+}
+
+// TestRetryPerson: retrying bob's conversation, bob being a person whose
+// list is held, hands off the lanes of both his devices (asked by either
+// address), a failure on bob/1 not stopping bob/2; retrying everything
+// counts bob once among the conversations.
+func TestRetryPerson(t *testing.T) {
+	bob2 := engine.MustParseAddress("bob/2")
+	s := newSent(bob, bob2, carol, bob2)
+	s.people = map[string]engine.Address{"bob": bob}
+	for _, peer := range []engine.Address{bob, bob2} {
+		s.retried = nil
+		msg, _ := RetryConversation(context.Background(), s, peer)().(RetriedMsg)
+		if fmt.Sprint(s.retried) != "[bob/1 bob/2]" || msg.Sent != 3 || msg.Err != nil {
+			t.Fatalf("RetryConversation(%s) retried %v: %+v; want bob/1 and bob/2, 3 handed off", peer, s.retried, msg)
+		}
+		if got, want := DescribeRetry(msg), "3 handed off to bob/1 (2 devices)"; got != want {
+			t.Errorf("DescribeRetry = %q, want %q", got, want)
+		}
+	}
+	s.retried = nil
+	s.retryErr[bob] = errors.New("relay down")
+	msg, _ := RetryConversation(context.Background(), s, bob)().(RetriedMsg)
+	if fmt.Sprint(s.retried) != "[bob/1 bob/2]" || msg.Sent != 2 || msg.Peer != bob {
+		t.Fatalf("with bob/1 failing: retried %v: %+v; want bob/2 handed off still, bob/1 named", s.retried, msg)
+	}
+	s.retried = nil
+	m := newOutbox(s)
+	m = step(m.Update(press("R")))
+	if fmt.Sprint(s.retried) != "[bob/1 bob/2 carol/1]" {
+		t.Fatalf("R retried %v, want bob's two devices and carol", s.retried)
+	}
+	if v := m.View(); !strings.Contains(v, "retry: 3 handed off to 2 peers (3 devices); bob/1: message_not_sent") {
+		t.Fatalf("R's status should count bob once:\n%s", v)
 	}
 }
 

@@ -46,3 +46,21 @@ func TestDeviceTicks(t *testing.T) {
 		}
 	}
 }
+
+// TestPersonEventsReload: what happens on a lane to bob/2, or to a
+// message from bob/2, reads bob's conversation again (bob/2 is of it
+// when bob's list is held); carol's does not.
+func TestPersonEventsReload(t *testing.T) {
+	bob2, carol := engine.MustParseAddress("bob/2"), engine.MustParseAddress("carol/1")
+	m := New(context.Background(), newHistory(2), themes.MustGet("dark"))
+	m.SetSize(60, 10)
+	m = load(t, m, m.SetPeer(bob))
+	for _, k := range []engine.EventKind{engine.EventSent, engine.EventNotSent, engine.EventFinalized, engine.EventAbandoned} {
+		if _, cmd := m.Update(engine.Event{Kind: k, Peer: bob2, ID: wire.LogicalID{9}}); cmd == nil {
+			t.Errorf("event %v of bob/2 did not read bob's conversation again", k)
+		}
+		if _, cmd := m.Update(engine.Event{Kind: k, Peer: carol, ID: wire.LogicalID{9}}); cmd != nil {
+			t.Errorf("event %v of carol/1 read bob's conversation again", k)
+		}
+	}
+}

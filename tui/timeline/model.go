@@ -337,7 +337,8 @@ func (m Model) read(older bool, before int64, limit int) tea.Cmd {
 		msg := LoadedMsg{Peer: peer, Older: older, Before: before, Limit: limit, Entries: es, Err: err}
 		if err == nil && !older {
 			var ws []engine.InboundMessage
-			ws, msg.Err = src.PendingInbound(ctx, engine.PageQuery{Peer: &peer, Limit: MaxWaiting})
+			// A person's conversation waits on every device of theirs.
+			ws, msg.Err = src.PendingInbound(ctx, engine.PageQuery{Peer: &peer, Person: true, Limit: MaxWaiting})
 			for _, w := range ws {
 				if w.Group == nil { // a group message waits in its group's view
 					msg.Waiting = append(msg.Waiting, w)
@@ -465,7 +466,10 @@ func (m Model) event(e engine.Event) (Model, tea.Cmd) {
 			mine = mine || r.TakenBack && r.Decided != nil && r.Decided.Sender.User == m.peer.User
 		}
 	case engine.EventStored, engine.EventSent, engine.EventTaken, engine.EventNotSent, engine.EventAbandoned, engine.EventIdentityAccepted, engine.EventFinalized:
-		mine = e.Peer == m.peer
+		// A lane to another device of the person, or a decision on a
+		// message from one, is of this conversation when the person's
+		// list is held (a read more when it is not).
+		mine = e.Peer.User == m.peer.User
 	}
 	if mine {
 		return m, m.Reload()

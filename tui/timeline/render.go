@@ -109,6 +109,10 @@ func (m *Model) entry(b *strings.Builder, it item, peerLabel string, labelW int,
 		body = layout.Stored(it.hist.Body)
 	default:
 		who = st.Peer.Render(fit(peerLabel, labelW))
+		if it.wait.Sender != m.peer {
+			// Waiting from another device of the person: which one.
+			who = st.Peer.Render(fit(m.label(it.wait.Sender), labelW))
+		}
 		f, file := fileOf(it.wait)
 		switch {
 		case m.busy[it.wait.ID]:
