@@ -138,7 +138,7 @@ func RunLinkHistory(ctx context.Context, o HistoryOptions) (LinkResult, error) {
 	say("downloading and importing on the new device")
 	rss := startRSSWatch()
 	dst := filepath.Join(dir, "alice_2")
-	if _, err := profile.CreateLinked(ctx, dst, url, id, got.Number, pkgNew, opts); err != nil {
+	if _, err := profile.CreateLinked(ctx, dst, url, id, got.Number, pkgNew, engine.HistoryChoice{Mode: engine.HistoryAll}, opts); err != nil {
 		rss.stop()
 		return res, err
 	}

@@ -59,7 +59,8 @@ func cmdLink(ctx context.Context, env *cliEnv, cmd *command, args []string) erro
 	env.relayURL = *relayFlag
 	if profile.Exists(dir) {
 		// A link killed after its profile was written goes on with its
-		// history; any other profile is refused.
+		// history, keeping no more than it chose at the start (the
+		// profile recorded that); any other profile is refused.
 		return resumeLinkHistory(ctx, env, f, *batch, keep, fmt.Errorf("%s holds a profile already: link into a new directory", dir))
 	}
 	pass, _, err := f.passphrase(env, dir, true)
@@ -109,7 +110,7 @@ func cmdLink(ctx context.Context, env *cliEnv, cmd *command, args []string) erro
 	if err != nil {
 		return err
 	}
-	self, err := profile.CreateLinked(ctx, dir, *relayFlag, id, o.Number, pkg, profile.Options{Passphrase: pass})
+	self, err := profile.CreateLinked(ctx, dir, *relayFlag, id, o.Number, pkg, keep, profile.Options{Passphrase: pass})
 	if err != nil {
 		return err
 	}
@@ -232,6 +233,9 @@ func cmdDevice(ctx context.Context, env *cliEnv, cmd *command, args []string) er
 		return err
 	}
 	sum := res.History
+	if res.ArchiveLeftOut != nil {
+		fmt.Fprintf(env.stderr, "parley device add: warning: %s is linked without its archive: %s\n", res.Device, textLine(explain(env, res.ArchiveLeftOut)))
+	}
 	out.record([]kv{{"linked", res.Device.String()}, {"generation", res.List.Generation},
 		{"history", choice.String()}, {"messages", sum.Messages}, {"groups", sum.Groups}, {"bytes", sum.Bytes}})
 	return nil

@@ -114,7 +114,7 @@ func TestTUILinkingJoinsTheMailbox(t *testing.T) {
 			newSide <- err
 			return
 		}
-		if _, err := profile.CreateLinked(ctx, filepath.Join(t.TempDir(), "alice2"), url, id, o.Number, pkg, opts); err != nil {
+		if _, err := profile.CreateLinked(ctx, filepath.Join(t.TempDir(), "alice2"), url, id, o.Number, pkg, engine.HistoryChoice{Mode: engine.HistoryAll}, opts); err != nil {
 			newSide <- err
 			return
 		}

@@ -273,7 +273,7 @@ func (d demoProfiles) Open(ctx context.Context, dir string, o demo.OpenOptions) 
 
 // CreateLinked implements demo.Profiles.
 func (d demoProfiles) CreateLinked(ctx context.Context, dir string, id *engine.Identity, number uint32, pkg wire.LinkPackageData, o demo.OpenOptions) (demo.Profile, error) {
-	if _, err := profile.CreateLinked(ctx, dir, d.url, id, number, pkg, d.options(fmt.Sprintf("%s/%d", pkg.List.User, number), o)); err != nil {
+	if _, err := profile.CreateLinked(ctx, dir, d.url, id, number, pkg, engine.HistoryChoice{Mode: engine.HistoryAll}, d.options(fmt.Sprintf("%s/%d", pkg.List.User, number), o)); err != nil {
 		return nil, err
 	}
 	return d.Open(ctx, dir, o)

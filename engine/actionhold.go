@@ -84,11 +84,11 @@ func (c *Client) settleActions(ctx context.Context) ([]ReceiveResult, error) {
 		case v.Hold:
 			waiting[m.Sender] = append(waiting[m.Sender], i)
 		case v.Reason != DiscardNone:
-			reqs = append(reqs, FinalizeRequest{Sender: m.Sender, ID: m.ID, Outcome: OutcomeDiscarded, Reason: v.Reason})
+			reqs = append(reqs, FinalizeRequest{Sender: m.Sender, ID: m.ID, Outcome: OutcomeDiscarded, Reason: v.Reason, held: true})
 		case act != nil && act.Content != wire.ContentReply && deleted[act.targetKey()]:
 			// A delete earlier in this pass takes the target: the
 			// action would apply over its tombstone.
-			reqs = append(reqs, FinalizeRequest{Sender: m.Sender, ID: m.ID, Outcome: OutcomeDiscarded, Reason: DiscardTargetDeleted})
+			reqs = append(reqs, FinalizeRequest{Sender: m.Sender, ID: m.ID, Outcome: OutcomeDiscarded, Reason: DiscardTargetDeleted, held: true})
 		case act != nil && commit:
 			reqs = append(reqs, FinalizeRequest{Sender: m.Sender, ID: m.ID, Outcome: OutcomeCommitted})
 			if act.Content == wire.ContentDelete {
@@ -104,7 +104,7 @@ func (c *Client) settleActions(ctx context.Context) ([]ReceiveResult, error) {
 		// sent longest ago, which the newest cannot have been waiting for.
 		for _, i := range idx[:max(0, len(idx)-MaxHeldActionsPerSender)] {
 			m := &held[i]
-			reqs = append(reqs, FinalizeRequest{Sender: m.Sender, ID: m.ID, Outcome: OutcomeDiscarded, Reason: DiscardHoldFull})
+			reqs = append(reqs, FinalizeRequest{Sender: m.Sender, ID: m.ID, Outcome: OutcomeDiscarded, Reason: DiscardHoldFull, held: true})
 			known[inboundKey{m.Sender, m.ID}] = m
 		}
 	}

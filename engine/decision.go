@@ -323,7 +323,7 @@ func (c *Client) prepareDecision(ctx context.Context, bs *batchState, in *incomi
 		}
 		e := DecisionEffect{ID: d.ID, Digest: dg, At: in.now, Sender: sender, Message: d.Message, Outcome: outcome,
 			Keep: verdict == DecisionKeep}
-		if verdict == DecisionOverruled && d.Body != nil && digest(d.Body) == seen.Digest {
+		if verdict == DecisionOverruled && seen.TakeBack && d.Body != nil && digest(d.Body) == seen.Digest {
 			// Commit beats discard, and the body came with it (the one
 			// this device discarded: its digest is recorded): the
 			// message is this person's again, here too.

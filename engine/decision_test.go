@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/parley-chat/parley/engine"
@@ -309,5 +310,73 @@ func TestCatchUpTellsASiblingLinkedSince(t *testing.T) {
 	}
 	if after := bob2.pendingOut(); after != before {
 		t.Fatalf("bob/2 stored %d lanes more on a second publish, want none", after-before)
+	}
+}
+
+// TestHoldDiscardTellsNoSibling: alice sends bob/1 one reaction more than
+// its hold keeps, all to messages that never came; bob/1's hold pass
+// discards the oldest (hold full), which rests on bob/1's own state, not
+// on bob's choice: it stores no decision lane to bob/2. bob's own discard
+// of a held reaction still does (one lane to bob/2).
+func TestHoldDiscardTellsNoSibling(t *testing.T) {
+	w, alice, bob, _ := twoDeviceBob(t)
+	var ids []wire.LogicalID
+	for i := range engine.MaxHeldActionsPerSender + 1 {
+		body, _ := wire.EncodeAction(wire.Action{Content: wire.ContentReaction, Target: wire.LogicalID{0xaa, byte(i)}, Emoji: thumbs})
+		id := wire.LogicalID{0xbb, byte(i)}
+		frame, _ := wire.EncodeContentMessage(wire.ContentMessage{ID: id, Content: wire.ContentReaction, Body: body})
+		if err := alice.c.SendRawFrame(w.ctx, bob.addr, frame); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	if got := kinds(bob.sync()); !slices.Contains(got, "action_discarded hold_full") {
+		t.Fatalf("bob/1's round: %v, want one discarded as hold_full", got)
+	}
+	if n := bob.pendingOut(); n != 0 {
+		t.Fatalf("bob/1 holds %d lanes after its hold pass's discard, want none (bob did not decide)", n)
+	}
+	if _, err := bob.c.Discard(w.ctx, alice.addr, ids[len(ids)-1], engine.DiscardRejected); err != nil {
+		t.Fatal(err)
+	}
+	if n := bob.pendingOut(); n != 1 {
+		t.Fatalf("bob/1 holds %d lanes after bob's discard, want one (to bob/2)", n)
+	}
+}
+
+// TestTakenBackOnlyWhenTakenBack: bob/2 discards alice's message under
+// the policy (not bob's rejection); bob/1 commits it, with its body. The
+// store leaves such a discard as it is (only the person's rejections are
+// taken back), and the decision heard says so: no take-back reported,
+// nothing in bob/2's history. Before the change the engine reported a
+// take-back the store did not do.
+func TestTakenBackOnlyWhenTakenBack(t *testing.T) {
+	w, alice, bob, bob2 := twoDeviceBob(t)
+	id := alice.enqueue(bob, "discarded by policy")
+	bob.sync()
+	bob2.sync()
+	if _, err := bob2.c.Discard(w.ctx, alice.addr, id, engine.DiscardPolicy); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bob.c.Commit(w.ctx, alice.addr, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bob.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	heard := 0
+	for _, r := range bob2.sync() {
+		if r.Kind == engine.ResultDecisionHeard {
+			heard++
+			if r.TakenBack {
+				t.Errorf("bob/2 reports taking back %+v", r.Decided)
+			}
+		}
+	}
+	if heard != 1 {
+		t.Fatalf("bob/2 heard %d decisions, want bob/1's commit", heard)
+	}
+	if n, _ := inHistory(t, bob2, alice, "discarded by policy"); n != 0 {
+		t.Fatalf("bob/2's history holds the policy's discard %d times, want none", n)
 	}
 }

@@ -26,6 +26,11 @@ type FinalizeRequest struct {
 	// decidedOn is set when another device of this person decided
 	// (decision.go): this device tells no one in turn.
 	decidedOn *Address
+	// held is set for a discard the engine makes by itself in the hold
+	// pass (settleActions: the hold is full, the target was deleted or
+	// never came). It rests on this device's state, not on the person's
+	// choice, so no other device of the person is told.
+	held bool
 }
 
 // FinalizeResult reports one finalized message: whether its ACK was handed
@@ -187,7 +192,7 @@ func (c *Client) finalizeBatch(ctx context.Context, reqs []FinalizeRequest, know
 		if p.Session, p.Ack, err = c.prepareAck(ps, r.Sender, r.ID); err != nil {
 			return nil, err
 		}
-		if p.DecidedOn = r.decidedOn; r.decidedOn == nil {
+		if p.DecidedOn = r.decidedOn; r.decidedOn == nil && !r.held {
 			var body []byte // the committed text travels with its decision
 			if r.Outcome == OutcomeCommitted && m.Content == wire.ContentText && act == nil {
 				body = append([]byte{}, m.Body...)

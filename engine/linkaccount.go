@@ -132,8 +132,11 @@ func (c *Client) LinkPackage(ctx context.Context, list wire.DeviceList, acceptAl
 // CreateLinkedProfile writes a linked device's profile in one
 // transaction: its identity and first prekeys (Bootstrap), the account as
 // the package gave it (the list, never the key), the contacts' names and
-// the blocked senders.
-func CreateLinkedProfile(ctx context.Context, st Store, relayURL string, id *Identity, number uint32, p wire.LinkPackageData, r Randomness, now time.Time) (Address, error) {
+// the blocked senders, and, when the package names a history, the
+// import's start with the history this device keeps of it (keep: `parley
+// link --history`), so that a resumed import keeps no more than the
+// person chose at the start.
+func CreateLinkedProfile(ctx context.Context, st Store, relayURL string, id *Identity, number uint32, p wire.LinkPackageData, keep HistoryChoice, r Randomness, now time.Time) (Address, error) {
 	if r == nil {
 		r = SystemRandom{}
 	}
@@ -149,7 +152,7 @@ func CreateLinkedProfile(ctx context.Context, st Store, relayURL string, id *Ide
 	}
 	plans := []Plan{Bootstrap{Self: self, RelayURL: relayURL, Identity: idRec, PreKeys: recs}, CreateAccount{List: list}}
 	if p.History != nil {
-		start, err := linkImportStart(*p.History, now)
+		start, err := linkImportStart(*p.History, keep, now)
 		if err != nil {
 			return Address{}, err
 		}

@@ -160,7 +160,13 @@ func historyRecord(r wire.ArchiveRecord, mode HistoryMode, since int64) (kept bo
 // messages received and undecided at the cut; the choice leaves out the
 // messages of conversations and groups (all of them for HistoryNone).
 // The archive is read from one snapshot taken now, after the cut.
-func (c *Client) LinkHistory(ctx context.Context, device uint32, progress LinkHistoryProgress) (*wire.LinkHistory, BackupSummary, error) {
+//
+// With HistoryNone, an archive that cannot go (no blob store, too large,
+// an upload that fails) returns ErrArchiveLeftOut, naming why, and no
+// history: the package goes without it, as before the archive carried the
+// groups, since the device is in the list already and a link that failed
+// now would leave it there with no package.
+func (c *Client) LinkHistory(ctx context.Context, device uint32, progress LinkHistoryProgress) (hist *wire.LinkHistory, sum BackupSummary, err error) {
 	cut, ok, err := c.store.LinkCut(ctx, device)
 	switch {
 	case err != nil:
@@ -168,15 +174,14 @@ func (c *Client) LinkHistory(ctx context.Context, device uint32, progress LinkHi
 	case !ok:
 		return nil, BackupSummary{}, fmt.Errorf("link history: no cut recorded for device %d", device)
 	}
-	// withoutBlobs: with HistoryNone, a relay (or profile) with no blob
-	// store sends the package without an archive, as before the archive
-	// carried the groups: the device is in the list already, and a link
-	// that failed now would leave it there with no package.
-	withoutBlobs := func(err error) bool { return cut.History == HistoryNone && errors.Is(err, ErrNoBlobStore) }
-	blobs, fc, err := c.fileSetup()
-	if withoutBlobs(err) {
-		return nil, BackupSummary{}, nil
+	if cut.History == HistoryNone {
+		defer func() {
+			if err != nil && ctx.Err() == nil {
+				hist, err = nil, fmt.Errorf("%w: %w", ErrArchiveLeftOut, err)
+			}
+		}()
 	}
+	blobs, fc, err := c.fileSetup()
 	if err != nil {
 		return nil, BackupSummary{}, fmt.Errorf("link history: %w", err)
 	}
@@ -218,7 +223,7 @@ func (c *Client) LinkHistory(ctx context.Context, device uint32, progress LinkHi
 	if err != nil {
 		return nil, BackupSummary{}, err
 	}
-	sum := BackupSummary{Records: end.Records, Messages: end.Messages, Groups: end.Groups, Bytes: aw.Written()}
+	sum = BackupSummary{Records: end.Records, Messages: end.Messages, Groups: end.Groups, Bytes: aw.Written()}
 	if end.Records == 0 {
 		return nil, sum, nil
 	}
@@ -233,7 +238,14 @@ func (c *Client) LinkHistory(ctx context.Context, device uint32, progress LinkHi
 		return nil, sum, err
 	}
 	if fi.Size() > fc.MaxSize {
-		return nil, sum, fmt.Errorf("link history of %d bytes (at most %d; link with --history 30d or none): %w", fi.Size(), fc.MaxSize, ErrFileTooLarge)
+		advice := "link with --history 30d or none"
+		switch cut.History {
+		case HistorySince:
+			advice = "link with fewer days, or --history none"
+		case HistoryNone:
+			advice = "the groups and the rest alone are over the bound"
+		}
+		return nil, sum, fmt.Errorf("link history of %d bytes (at most %d; %s): %w", fi.Size(), fc.MaxSize, advice, ErrFileTooLarge)
 	}
 	release, err := c.acquireTransfer(ctx)
 	if err != nil {
@@ -241,9 +253,6 @@ func (c *Client) LinkHistory(ctx context.Context, device uint32, progress LinkHi
 	}
 	defer release()
 	rec, err := c.newUpload(ctx, blobs, fc, fmt.Sprintf("link/%d", device), path, fi)
-	if withoutBlobs(err) {
-		return nil, sum, nil
-	}
 	if err != nil {
 		return nil, sum, fmt.Errorf("link history: %w", err)
 	}
@@ -262,37 +271,93 @@ func (c *Client) LinkHistory(ctx context.Context, device uint32, progress LinkHi
 	return &wire.LinkHistory{Archive: aw.ID(), Key: key, Records: end.Records, Manifest: m}, sum, nil
 }
 
+// linkKeepSize is the size of the keep choice at the end of a link's
+// source: its mode (one byte) and days (two bytes, MaxHistoryDays fits).
+const linkKeepSize = 3
+
+// ErrArchiveLeftOut means a link with HistoryNone goes without its
+// archive (LinkHistory): the new device is listed and gets its package,
+// but not the groups, pins, accepted senders and undecided messages the
+// archive would have carried; the error wraps why.
+var ErrArchiveLeftOut = errors.New("the link's archive (groups, pins, accepted senders, undecided messages) did not go")
+
 // encodeLinkSource is what a linked device keeps of its history's source
-// (ImportStart.Source): the archive's key, then the blob's manifest.
-func encodeLinkSource(h wire.LinkHistory) ([]byte, error) {
+// (ImportStart.Source): the archive's key, its record count, the blob's
+// manifest, then the history this device keeps (keep). A source written
+// before the keep choice was recorded ends with the manifest: the
+// manifest's strict decoding tells the two apart (its last field is
+// length-prefixed, so three more bytes never decode as one).
+func encodeLinkSource(h wire.LinkHistory, keep HistoryChoice) ([]byte, error) {
 	m, err := wire.EncodeManifest(h.Manifest)
 	if err != nil {
 		return nil, err
 	}
 	b := append([]byte(nil), h.Key[:]...)
 	b = binary.BigEndian.AppendUint64(b, h.Records)
-	return append(b, m...), nil
+	b = append(b, m...)
+	b = append(b, byte(keep.Mode))
+	return binary.BigEndian.AppendUint16(b, uint16(keep.Days)), nil
 }
 
-func decodeLinkSource(b []byte) (wire.LinkHistory, error) {
-	var h wire.LinkHistory
+// decodeLinkSource reads a link's source; recorded is false for a source
+// written before it carried the keep choice.
+func decodeLinkSource(b []byte) (h wire.LinkHistory, keep HistoryChoice, recorded bool, err error) {
 	if len(b) < 40 {
-		return h, fmt.Errorf("link history source of %d bytes: %w", len(b), ErrMalformedState)
+		return h, keep, false, fmt.Errorf("link history source of %d bytes: %w", len(b), ErrMalformedState)
 	}
 	copy(h.Key[:], b)
 	h.Records = binary.BigEndian.Uint64(b[32:40])
 	m, err := wire.DecodeManifest(b[40:])
+	if err != nil && len(b) >= 40+linkKeepSize {
+		tail := b[len(b)-linkKeepSize:]
+		keep = HistoryChoice{Mode: HistoryMode(tail[0]), Days: int(binary.BigEndian.Uint16(tail[1:]))}
+		if m, err = wire.DecodeManifest(b[40 : len(b)-linkKeepSize]); err == nil {
+			recorded = true
+			if err = checkHistoryChoice(keep); err != nil {
+				return h, keep, false, fmt.Errorf("link history source: %w: %w", ErrMalformedState, err)
+			}
+		}
+	}
 	if err != nil {
-		return h, fmt.Errorf("link history source: %w: %w", ErrMalformedState, err)
+		return h, keep, false, fmt.Errorf("link history source: %w: %w", ErrMalformedState, err)
 	}
 	h.Manifest = m
-	return h, nil
+	return h, keep, recorded, nil
+}
+
+// checkHistoryChoice refuses a choice ParseHistoryChoice would not give.
+func checkHistoryChoice(h HistoryChoice) error {
+	switch {
+	case h.Mode == HistorySince && h.Days >= 1 && h.Days <= MaxHistoryDays:
+	case (h.Mode == HistoryNone || h.Mode == HistoryAll) && h.Days == 0:
+	default:
+		return fmt.Errorf("history mode %d, %d days", h.Mode, h.Days)
+	}
+	return nil
+}
+
+// Narrower returns whichever of h and o keeps less: none before any
+// number of days, fewer days before more, any before all.
+func (h HistoryChoice) Narrower(o HistoryChoice) HistoryChoice {
+	rank := func(c HistoryChoice) int {
+		switch c.Mode {
+		case HistoryNone:
+			return 0
+		case HistorySince:
+			return c.Days
+		}
+		return MaxHistoryDays + 1
+	}
+	if rank(o) < rank(h) {
+		return o
+	}
+	return h
 }
 
 // linkImportStart is the ImportStart a linked device's profile records
-// for its history.
-func linkImportStart(h wire.LinkHistory, now time.Time) (ImportStart, error) {
-	src, err := encodeLinkSource(h)
+// for its history, with the history it keeps (keep).
+func linkImportStart(h wire.LinkHistory, keep HistoryChoice, now time.Time) (ImportStart, error) {
+	src, err := encodeLinkSource(h, keep)
 	if err != nil {
 		return ImportStart{}, err
 	}
@@ -310,7 +375,10 @@ var ErrNoLinkImport = errors.New("no history import under way")
 
 // ImportLinkHistory downloads this linked device's history (resuming a
 // partial download) and imports it from where the import stands, in
-// batches of at most batch records (ImportBatchRecords when 0);
+// batches of at most batch records (ImportBatchRecords when 0), keeping
+// the narrower of keep and the choice recorded when the profile was
+// created (CreateLinkedProfile): a resumed `parley link` without
+// --history keeps no more than the interrupted one chose;
 // ErrNoLinkImport when there is none under way. Once the import is done
 // the downloaded files go.
 func (c *Client) ImportLinkHistory(ctx context.Context, batch int, keep HistoryChoice, progress LinkHistoryProgress) (LinkImportSummary, error) {
@@ -334,9 +402,12 @@ func (c *Client) importLinkHistory(ctx context.Context, batch int, keep HistoryC
 	if !ok {
 		return sum, ErrNoLinkImport
 	}
-	h, err := decodeLinkSource(src)
+	h, started, recorded, err := decodeLinkSource(src)
 	if err != nil {
 		return sum, err
+	}
+	if recorded {
+		keep = keep.Narrower(started)
 	}
 	blobs, fc, err := c.fileSetup()
 	if err != nil {

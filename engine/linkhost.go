@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/parley-chat/parley/wire"
@@ -38,6 +39,10 @@ type LinkResult struct {
 	Device  Address
 	List    wire.DeviceList
 	History BackupSummary
+	// ArchiveLeftOut, with HistoryNone, says why the archive did not go
+	// (ErrArchiveLeftOut): the device is linked without it. Nil when it
+	// went, or had nothing to carry.
+	ArchiveLeftOut error
 }
 
 // BeginLink starts linking the new device whose code is code, on box (the
@@ -97,6 +102,9 @@ func (l *HostLink) Finish(ctx context.Context, choice HistoryChoice, acceptAll b
 		return res, err
 	}
 	hist, sum, err := l.c.LinkHistory(ctx, entry.Number, progress)
+	if errors.Is(err, ErrArchiveLeftOut) {
+		res.ArchiveLeftOut, err = err, nil
+	}
 	if err != nil {
 		return res, fmt.Errorf("%s is in the account's list, but its history did not go out: %w", res.Device, err)
 	}

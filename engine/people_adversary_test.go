@@ -213,7 +213,7 @@ func (w *world) linkDevice(owner *device) *device {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := engine.CreateLinkedProfile(ctx, st, "fake://", id, n, pkg, d.random, w.clock.Now()); err != nil {
+	if _, err := engine.CreateLinkedProfile(ctx, st, "fake://", id, n, pkg, engine.HistoryChoice{Mode: engine.HistoryAll}, d.random, w.clock.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.Close(); err != nil {

@@ -319,4 +319,9 @@ type SeenMessage struct {
 	// not known, so a repeat is taken as that message (as a discard with
 	// no digest is) and acknowledged again, never delivered a second time.
 	Imported bool
+	// TakeBack, for a discard, says a sibling's commit that carries the
+	// body takes it back here: the person discarded it (not the engine),
+	// its kind is known (finalized since migration 0025) and, for a group
+	// message, its group is held. The store applies the same rule.
+	TakeBack bool
 }

@@ -55,6 +55,8 @@ type world struct {
 	// blobs, when set, is the blob store every device opens with (a
 	// files directory of its own): a link's history travels there.
 	blobs *enginetest.Blobs
+	// maxFile, when set, is every device's FileConfig.MaxSize.
+	maxFile int64
 }
 
 // detRandom is a deterministic engine.Randomness for simulations.
@@ -169,7 +171,7 @@ func (d *device) open() {
 	}
 	cfg := engine.Config{Store: st, Relay: relay, Now: d.w.clock.Now, Random: d.random, PollInterval: 10 * time.Millisecond}
 	if d.w.blobs != nil {
-		cfg.Files = engine.FileConfig{Dir: filepath.Join(d.dir, "files"), ChunkSize: testChunk, Blobs: d.w.blobs}
+		cfg.Files = engine.FileConfig{Dir: filepath.Join(d.dir, "files"), ChunkSize: testChunk, Blobs: d.w.blobs, MaxSize: d.w.maxFile}
 	}
 	c, err := engine.Open(d.w.ctx, cfg)
 	if err != nil {

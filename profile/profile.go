@@ -455,9 +455,10 @@ func Exists(dir string) bool {
 
 // CreateLinked makes the profile of a device linked to an account in dir,
 // from what the linking gave it (engine.CreateLinkedProfile: one
-// transaction), and records its setting for strangers. A failure leaves no
+// transaction, with keep, the history it keeps of the package's), and
+// records its setting for strangers. A failure leaves no
 // profile behind.
-func CreateLinked(ctx context.Context, dir, relayURL string, id *engine.Identity, number uint32, pkg wire.LinkPackageData, o Options) (engine.Address, error) {
+func CreateLinked(ctx context.Context, dir, relayURL string, id *engine.Identity, number uint32, pkg wire.LinkPackageData, keep engine.HistoryChoice, o Options) (engine.Address, error) {
 	if Exists(dir) {
 		return engine.Address{}, describe(dir, fmt.Errorf("%s holds a profile already: link into a new directory", dir))
 	}
@@ -473,7 +474,7 @@ func CreateLinked(ctx context.Context, dir, relayURL string, id *engine.Identity
 	err = SetAcceptAll(dir, pkg.AcceptAll)
 	var self engine.Address
 	if err == nil {
-		self, err = engine.CreateLinkedProfile(ctx, st, relayURL, id, number, pkg, o.Engine.Random, now())
+		self, err = engine.CreateLinkedProfile(ctx, st, relayURL, id, number, pkg, keep, o.Engine.Random, now())
 	}
 	if cerr := st.Close(); err == nil {
 		err = cerr

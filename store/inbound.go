@@ -62,8 +62,11 @@ const (
 	sqlFinalizedAs      = "SELECT 1 FROM finalized WHERE sender = ? AND id = ? AND outcome = ?"
 	// sqlSeen finds a received message pending or finalized in one lookup
 	// (a message is never both: finalizing deletes the pending row).
-	sqlSeen = `SELECT 0, 0, sealed_digest FROM inbound WHERE sender = ?1 AND id = ?2
-		UNION ALL SELECT 1, outcome, sealed_digest FROM finalized WHERE sender = ?1 AND id = ?2 LIMIT 1`
+	// For a discard it also reads its reason and group, and whether that
+	// group is held, for takeBackable.
+	sqlSeen = `SELECT 0, 0, sealed_digest, 0, NULL, 0 FROM inbound WHERE sender = ?1 AND id = ?2
+		UNION ALL SELECT 1, outcome, sealed_digest, reason, grp, EXISTS (SELECT 1 FROM grp g WHERE g.id = finalized.grp)
+		FROM finalized WHERE sender = ?1 AND id = ?2 LIMIT 1`
 )
 
 // receive applies the processing of one staged envelope: its inbox row is
@@ -412,9 +415,10 @@ func (db *DB) Seen(ctx context.Context, sender engine.Address, id wire.LogicalID
 	if err := db.checkOpen("read a received message"); err != nil {
 		return engine.SeenMessage{}, err
 	}
-	var final, outcome int64
-	var sealed []byte
-	err := db.queryRow(ctx, sqlSeen, sender.String(), id[:]).Scan(&final, &outcome, &sealed)
+	var final, outcome, reason int64
+	var sealed, grp []byte
+	var held bool
+	err := db.queryRow(ctx, sqlSeen, sender.String(), id[:]).Scan(&final, &outcome, &sealed, &reason, &grp, &held)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return db.seenImported(ctx, sender, id)
@@ -422,6 +426,7 @@ func (db *DB) Seen(ctx context.Context, sender engine.Address, id wire.LogicalID
 		return engine.SeenMessage{}, db.readErr("read a received message", err)
 	}
 	s := engine.SeenMessage{Pending: final == 0, Finalized: final == 1, Outcome: engine.Outcome(outcome)}
+	s.TakeBack = s.Finalized && s.Outcome == engine.OutcomeDiscarded && takeBackable(engine.DiscardReason(reason), grp, held)
 	kind := kindInboundDigest
 	if s.Finalized {
 		kind = kindFinalizedDigest

@@ -22,7 +22,12 @@ const kindImportSource = "import-source"
 const (
 	sqlInsertLinkCut = "INSERT INTO link_cut (device, at, history, since) VALUES (?, ?, ?, ?)"
 	sqlLinkCut       = "SELECT at, history, since FROM link_cut WHERE device = ?"
-	sqlArchiveStaged = "SELECT sender, id, received_at, sealed_digest, sealed_frame FROM inbound ORDER BY seq"
+	// sqlArchiveStaged leaves out the messages of a stranger's open
+	// request: the request stays on the device holding it (a linked
+	// device has no request row, so they would be ordinary deliveries
+	// there).
+	sqlArchiveStaged = `SELECT sender, id, received_at, sealed_digest, sealed_frame FROM inbound
+		WHERE sender NOT IN (SELECT peer FROM request) ORDER BY seq`
 	// sqlImportStaged keeps a staged message pending here unless it is
 	// pending or finalized here already (a decision heard first keeps
 	// its own row, kept_decision, and applies once the message is here).

@@ -606,14 +606,32 @@ func (t *tx) decision(ctx context.Context, from engine.Address, e engine.Decisio
 	return nil
 }
 
+// takeBackable is the rule a sibling's commit takes a discard back by,
+// which Seen reports (engine.SeenMessage.TakeBack) and takeBackCommitted
+// applies, so that the engine's report and the store's change agree: only
+// what the person discarded (reason rejected or other: an action the
+// engine discarded, or a message refused as unsupported, stays so), of a
+// known kind (grp is not the all-zero group that migration 0025 gives a
+// discard finalized before it, which may have been a group's), and for a
+// group message, a group held here (held; grp rows are never deleted, so
+// it always is today).
+func takeBackable(reason engine.DiscardReason, grp []byte, held bool) bool {
+	if reason != engine.DiscardRejected && reason != engine.DiscardOther {
+		return false
+	}
+	if grp != nil && bytes.Equal(grp, unknownGroup[:]) {
+		return false
+	}
+	return held || grp == nil
+}
+
 // takeBackCommitted takes back a message discarded here that the deciding
 // device from committed (commit beats discard): its finalized record
 // turns committed and its history entry (its group's, for a group message
 // whose record names the group), with the body the decision carried, is
 // written at the time of the discard and names from. A message whose
-// record is gone (pruned) or not a discard is left alone, and so is a
-// group message of a group this device no longer holds, or one finalized
-// before its record named its group (0025).
+// record is gone (pruned) or not a discard is left alone, and so is any
+// discard takeBackable refuses.
 func (t *tx) takeBackCommitted(ctx context.Context, from engine.Address, e engine.DecisionEffect) error {
 	var at, reason int64
 	var sealed, grp []byte
@@ -621,24 +639,23 @@ func (t *tx) takeBackCommitted(ctx context.Context, from engine.Address, e engin
 	if err != nil || !found {
 		return err
 	}
-	var group *wire.GroupID
-	switch {
-	case len(grp) == len(wire.GroupID{}) && bytes.Equal(grp, unknownGroup[:]):
-		return nil // discarded before 0025: one-to-one or a group's, unknown
-	case len(grp) == len(wire.GroupID{}):
-		group = (*wire.GroupID)(grp)
-		if held, err := t.scan(ctx, "group-read", sqlGroupHeld, []any{grp}, new(int64)); err != nil || !held {
-			return err
-		}
-	case grp != nil:
+	if grp != nil && len(grp) != len(wire.GroupID{}) {
 		return fmt.Errorf("take back message %x from %s: group of %d bytes: %w", e.Message[:], e.Sender, len(grp), engine.ErrMalformedState)
 	}
-	// Only what the person discarded (an action the engine discarded, or
-	// a message refused as unsupported, stays so), and only the body
-	// whose digest was recorded.
-	if r := engine.DiscardReason(reason); r != engine.DiscardRejected && r != engine.DiscardOther {
+	held := grp == nil
+	if grp != nil {
+		if held, err = t.scan(ctx, "group-read", sqlGroupHeld, []any{grp}, new(int64)); err != nil {
+			return err
+		}
+	}
+	if !takeBackable(engine.DiscardReason(reason), grp, held) {
 		return nil
 	}
+	var group *wire.GroupID
+	if grp != nil {
+		group = (*wire.GroupID)(grp)
+	}
+	// Only the body whose digest was recorded.
 	d, err := t.db.seal.open(kindFinalizedDigest, messageKey(e.Sender, e.Message), sealed)
 	if err != nil {
 		return fmt.Errorf("take back message %x from %s: %w", e.Message[:], e.Sender, err)

@@ -194,12 +194,18 @@ func TestTakeBackLeavesADiscardOfUnknownKind(t *testing.T) {
 		}
 		return n
 	}
+	if s, err := f.db.Seen(ctx, bob, idRecv); err != nil || s.TakeBack {
+		t.Fatalf("Seen of a discard of unknown kind: %+v, %v; want no take-back (the engine reports what the store does)", s, err)
+	}
 	decide(1, 3)
 	if s, err := f.db.Seen(ctx, bob, idRecv); err != nil || s.Outcome != engine.OutcomeDiscarded || inHistory() != 0 {
 		t.Fatalf("a discard of unknown kind after a commit with its body: %+v, %v, %d in history; want it discarded, none", s, err, inHistory())
 	}
 	if _, err := f.db.sql.ExecContext(ctx, "UPDATE finalized SET grp = NULL WHERE sender = ? AND id = ?", bob.String(), idRecv[:]); err != nil {
 		t.Fatal(err)
+	}
+	if s, err := f.db.Seen(ctx, bob, idRecv); err != nil || !s.TakeBack {
+		t.Fatalf("Seen of a one-to-one discard: %+v, %v; want a take-back", s, err)
 	}
 	decide(2, 4)
 	if s, err := f.db.Seen(ctx, bob, idRecv); err != nil || s.Outcome != engine.OutcomeCommitted || inHistory() != 1 {

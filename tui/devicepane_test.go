@@ -192,7 +192,7 @@ func (d *newDevice) run() error {
 		return err
 	}
 	defer st.Close()
-	if d.self, err = engine.CreateLinkedProfile(ctx, st, "memory://", id, o.Number, pkg, nil, testNow); err != nil {
+	if d.self, err = engine.CreateLinkedProfile(ctx, st, "memory://", id, o.Number, pkg, engine.HistoryChoice{Mode: engine.HistoryAll}, nil, testNow); err != nil {
 		return err
 	}
 	return d.box.Send(ctx, d.n.Done())

@@ -79,7 +79,7 @@ func (t testProfile) RelayState() string     { return t.p.RelayState().Conn.Stri
 func (t testProfile) Close() error           { return t.p.Close() }
 
 func (tp testProfiles) CreateLinked(ctx context.Context, dir string, id *engine.Identity, number uint32, pkg wire.LinkPackageData, o OpenOptions) (Profile, error) {
-	if _, err := profile.CreateLinked(ctx, dir, tp.url, id, number, pkg, tp.options(o)); err != nil {
+	if _, err := profile.CreateLinked(ctx, dir, tp.url, id, number, pkg, engine.HistoryChoice{Mode: engine.HistoryAll}, tp.options(o)); err != nil {
 		return nil, err
 	}
 	return tp.Open(ctx, dir, o)
