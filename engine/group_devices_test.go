@@ -564,3 +564,35 @@ func TestNoListHeldAsksForIt(t *testing.T) {
 		t.Fatalf("carol's second message's lanes %v, want one to bob/2", got)
 	}
 }
+
+// TestMemberCannotStartALinkedDevicesGroup: bob/2 is linked after alice's
+// group exists (and, in this world, gets no archive). carol, a member and
+// no admin, signs a change under the group's ID that names her admin and
+// adds eve, and sends it to bob/2 alone. It carries bob's entry but adds
+// none of bob's devices: it starts nothing on bob/2, which holds it, and
+// bob/2 has no group to send to eve through.
+func TestMemberCannotStartALinkedDevicesGroup(t *testing.T) {
+	w := newWorld(t)
+	alice, bob, carol, eve := w.device("alice/1"), w.device("bob/1"), w.device("carol/1"), w.device("eve/1")
+	publishLists(t, alice, bob, carol, eve)
+	info, _, err := alice.c.CreateGroup(w.ctx, "friends", []engine.Address{bob.addr, carol.addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := info.ID
+	settle(t, 6, alice, bob, carol)
+	bob2 := w.linkDevice(bob)
+	checkPeers(t, carol, bob)
+	carol.forge(bob2, g, 2, "+eve/1", "alice/1 bob/1 carol/1* eve/1")
+	for range 4 {
+		for _, d := range []*device{bob2, carol, eve} {
+			d.sync()
+		}
+	}
+	if info, err := bob2.c.Group(w.ctx, g); !errors.Is(err, engine.ErrUnknownGroup) {
+		t.Fatalf("bob/2 started the group from carol's forged change: %+v (%v)", info.Roster, err)
+	}
+	if _, err := bob2.c.SendGroup(w.ctx, g, []byte("secret")); err == nil {
+		t.Fatal("bob/2 sends to a group it should not keep")
+	}
+}

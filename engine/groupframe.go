@@ -465,14 +465,29 @@ func addsDevice(c RosterChange, self string) bool {
 // startsHere reports whether a change can start a group this device does
 // not keep: one that adds this device, or, for a device that is no entry
 // of the roster the change carries (a device linked to a member person),
-// one whose carried roster has this device's person. The carried roster
-// is the start (MergeRoster rule 1) either way, signed by an admin of it.
+// one that adds an entry of this device's person, where that entry would
+// start (the creation naming it, or the add of it), or one a sibling that
+// is an entry made. A change that only
+// carries this person in its roster starts nothing: any member who knows
+// the group's ID could sign one naming itself admin, and a linked device
+// would then take that member's roster for the group's for good.
 func startsHere(c RosterChange, self Address) bool {
 	if addsDevice(c, self.String()) {
 		return true
 	}
 	carried := Roster{Members: c.Members}
-	return !carried.Has(self.String()) && carried.HasUser(self.User)
+	if carried.Has(self.String()) {
+		return false
+	}
+	if userOf(c.Author) == self.User && carried.Has(c.Author) {
+		return true // a sibling's own change (its signature was checked)
+	}
+	for _, op := range c.Ops {
+		if op.Op == wire.RosterAdd && userOf(op.Address) == self.User && carried.Has(op.Address) {
+			return true
+		}
+	}
+	return false
 }
 
 // groupsFull reports whether a new group would pass MaxGroupsPerProfile,
