@@ -596,3 +596,50 @@ func TestMemberCannotStartALinkedDevicesGroup(t *testing.T) {
 		t.Fatal("bob/2 sends to a group it should not keep")
 	}
 }
+
+// TestRevokedEntryLosesItsAuthority: bob/2 is the group's entry for bob,
+// and an admin. Once bob revokes bob/2 and alice and carol hold the list
+// that says so, bob/2's roster change (removing carol) counts nowhere,
+// and bob/1's refused change names no revoked device as the one to use.
+func TestRevokedEntryLosesItsAuthority(t *testing.T) {
+	w := newWorld(t)
+	alice, bob, carol := w.device("alice/1"), w.device("bob/1"), w.device("carol/1")
+	publishLists(t, alice, bob, carol)
+	bob2 := w.linkDevice(bob)
+	checkPeers(t, alice, bob, carol)
+	checkPeers(t, carol, alice, bob)
+	info, _, err := alice.c.CreateGroup(w.ctx, "friends", []engine.Address{bob2.addr, carol.addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := info.ID
+	settle(t, 6, alice, bob, bob2, carol)
+	if _, err := alice.c.ChangeRoster(w.ctx, g, []wire.RosterChange{{Op: wire.RosterAdmin, Address: "bob/2"}}); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, 6, alice, bob, bob2, carol)
+	if _, err := bob.c.RemoveDevice(w.ctx, bob2.addr); err != nil {
+		t.Fatal(err)
+	}
+	alice.reopen()
+	checkPeers(t, alice, bob)
+	carol.reopen()
+	checkPeers(t, carol, bob)
+	_, err = bob.c.ChangeRoster(w.ctx, g, []wire.RosterChange{{Op: wire.RosterRemove, Address: "bob/2"}})
+	if !errors.Is(err, engine.ErrNotRosterEntry) || strings.Contains(err.Error(), ": bob/2") {
+		t.Fatalf("bob/1's roster change: %v, want ErrNotRosterEntry not naming the revoked bob/2", err)
+	}
+	if _, err := bob2.c.ChangeRoster(w.ctx, g, []wire.RosterChange{{Op: wire.RosterRemove, Address: "carol/1"}}); err != nil {
+		t.Fatalf("the revoked bob/2's change was not even stored there: %v", err)
+	}
+	for range 6 {
+		for _, d := range []*device{bob2, alice, carol, bob} {
+			d.sync()
+		}
+	}
+	for _, d := range []*device{alice, carol} {
+		if _, ms := d.members(g); !slices.Contains(ms, "carol/1") {
+			t.Fatalf("%s's roster %v: the revoked bob/2 removed carol", d.addr, ms)
+		}
+	}
+}

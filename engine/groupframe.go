@@ -303,6 +303,15 @@ func (c *Client) receiveRoster(ctx context.Context, bs *batchState, gs GroupStor
 	if err := VerifyRosterChange(op.plaintext, sr, key); err != nil {
 		return in.drop(sr.ID, err), nil
 	}
+	if author, err := ParseAddress(sr.Author); err == nil && author != c.self {
+		// An entry its person's list revokes (a lost or stolen device)
+		// keeps no authority here, whatever its roster flags say.
+		if v, err := c.vouchSender(ctx, author, &key); err != nil {
+			return prepared{}, err
+		} else if v == VouchRefused {
+			return in.drop(sr.ID, fmt.Errorf("roster change by %s, which its person's list revokes or names with other keys: %w", author, ErrNotMember)), nil
+		}
+	}
 	g, known, err := bs.group(ctx, gs, sr.Group)
 	if err != nil {
 		return prepared{}, err

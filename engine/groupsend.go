@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -148,7 +149,11 @@ func (c *Client) changeRoster(ctx context.Context, gid wire.GroupID, g GroupInfo
 		start = &GroupStart{Change: change.ID}
 	} else {
 		if !old.Has(self) && old.HasUser(c.self.User) {
-			return GroupSendResult{}, fmt.Errorf("change group %x: %w: %s", gid[:], ErrNotRosterEntry, entryToUse(old, c.self.User))
+			own, err := c.groupLists(ctx, Roster{Members: []wire.RosterMember{{Address: self}}})
+			if err != nil {
+				return GroupSendResult{}, err
+			}
+			return GroupSendResult{}, fmt.Errorf("change group %x: %w: %s", gid[:], ErrNotRosterEntry, entryToUse(old, c.self.User, own))
 		}
 		if !old.IsAdmin(self) && !(old.Has(self) && onlyLeaves(change)) {
 			return GroupSendResult{}, fmt.Errorf("change group %x: %w", gid[:], ErrNotAdmin)
@@ -412,16 +417,27 @@ func (c *Client) askMissingLists(r Roster, lists DeviceLists) {
 }
 
 // entryToUse names the entry device of user's person in r that can change
-// the roster: an admin one when there is one, else the first.
-func entryToUse(r Roster, user string) string {
-	entries := r.entriesOf(user)
+// the roster: an admin one when there is one, else the first, among the
+// entries the person's list held in lists names active (all of them when
+// none is held); "an admin" when the list revokes every entry, since then
+// only an admin can put this device in.
+func entryToUse(r Roster, user string, lists DeviceLists) string {
+	var entries []string
+	l, held := lists[user]
+	for _, e := range r.entriesOf(user) {
+		a, err := ParseAddress(e)
+		if held && (err != nil || !slices.Contains(ActiveAddresses(l), a)) {
+			continue
+		}
+		entries = append(entries, e)
+	}
 	for _, e := range entries {
 		if r.IsAdmin(e) {
 			return e
 		}
 	}
 	if len(entries) == 0 {
-		return ""
+		return "every entry of this person's is revoked: ask an admin to add this device"
 	}
 	return entries[0]
 }
