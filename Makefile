@@ -48,6 +48,11 @@ NORACE := TestFailpointMatrix|TestCrashWindows|TestGroupCrashWindows|TestReliabi
 # the ones above do; under the detector they took 5 to 15 seconds each
 # (about 110 seconds of the race step's engine run, its longest package).
 NORACE := $(NORACE)|TestActionOrdering|TestGroupActionOrdering|TestCollisionStaleRetry|TestStrangerCannotFillAProfile|TestHostileFramesLeaveStaging|TestCollisionWinnerResetBeforeTheLoserHeard|TestDelayedInitiationCannotBreakAConvergedSession|TestCollisionWinnerWithNothingPending|TestFileTransferSurvivesSIGKILL|TestMigrateFromEveryVersion|TestKeptDecisionsAreBounded
+# The tests of groups across a person's devices, group decisions and the
+# groups a link carries drive in-memory worlds (enginetest.Network) from one
+# goroutine too: 21 tests, about 75 seconds under the detector, 15 without.
+NORACE := $(NORACE)|TestGroupReachesEveryDeviceOfAMember|TestLinkedDeviceSendsToGroup|TestGroupRefusesStrangerUnderMemberName|TestRevokedDeviceLanesEndRemoved|TestUnlistedDeviceHeldUntilListLearned|TestChainReachesEveryDevice|TestUnlistedDeviceAsksForTheList|TestSiblingsGroupIsNoRequest|TestUnlistedSiblingAsksForOwnList|TestNoListHeldAsksForIt|TestMemberCannotStartALinkedDevicesGroup|TestRevokedEntryLosesItsAuthority
+NORACE := $(NORACE)|TestGroupDecisionsAreThePersons|TestGroupDecisionBeforeTheMessage|TestGroupDecisionTakesBackADiscard|TestCatchUpTellsASiblingOfAGroupCommit|TestGroupArrivalCommitTellsTheSiblings|TestLinkedDeviceHoldsTheGroups|TestLinkNoneWithoutABlobStore|TestLinkLeavesAnOpenRequest|TestLinkNoneGoesWithoutAnArchiveOverTheBound
 E2E_LOG := .e2e-test.log
 ADV_LOG := .adversary-test.log
 test:
