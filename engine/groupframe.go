@@ -695,7 +695,7 @@ func derefPrepared(p *prepared) prepared {
 
 // wantPeerList reports whether user's list, none being held here, is
 // still to be asked for on this connection (RefreshPeerList asks once per
-// person and connection), and if so notes it for the round
+// person and connection, at most maxListChecks people), and if so notes it for the round
 // (learnGroupLists). A relay known to keep no lists is never asked: the
 // rule before lists stands there.
 func (c *Client) wantPeerList(user string) bool {
@@ -705,7 +705,10 @@ func (c *Client) wantPeerList(user string) bool {
 	epoch := c.link().Epoch
 	c.loopMu.Lock()
 	defer c.loopMu.Unlock()
-	if c.listCheckedEpoch == epoch && c.listChecked[user] {
+	if c.listCheckedEpoch == epoch && (c.listChecked[user] || len(c.listChecked) >= maxListChecks) {
+		// Asked already, or the connection's budget is spent (the fetch
+		// would not ask): the rule before lists stands until the next
+		// connection, rather than a hold that no round resolves.
 		return false
 	}
 	if c.groupListsWanted == nil {
@@ -745,5 +748,9 @@ func (c *Client) learnGroupLists(ctx context.Context) {
 			c.emit(Event{Kind: EventSyncFailed, At: c.cfg.Now(), Op: "peer-device-list", Err: err})
 		}
 	}
+	// Each user is now asked on this connection (or the budget is
+	// spent), so the frames held for them are judged in the next round
+	// and none is held for them again: this asks for one round, not a
+	// loop of them.
 	c.SyncNow()
 }
