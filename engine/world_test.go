@@ -57,6 +57,8 @@ type world struct {
 	blobs *enginetest.Blobs
 	// maxFile, when set, is every device's FileConfig.MaxSize.
 	maxFile int64
+	// scrubDelay, when set, is every device's store.Options.ScrubDelay.
+	scrubDelay time.Duration
 }
 
 // detRandom is a deterministic engine.Randomness for simulations.
@@ -161,7 +163,7 @@ func (w *world) device(addr string) *device {
 
 func (d *device) open() {
 	d.w.t.Helper()
-	st, err := store.Open(d.w.ctx, d.dir, passphrase, store.Options{Failpoint: d.fp.call})
+	st, err := store.Open(d.w.ctx, d.dir, passphrase, store.Options{Failpoint: d.fp.call, ScrubDelay: d.w.scrubDelay})
 	if err != nil {
 		d.w.t.Fatal(err)
 	}

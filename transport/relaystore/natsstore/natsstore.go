@@ -245,6 +245,32 @@ func Open(ctx context.Context, urls []string, o Options) (*Store, error) {
 	}
 }
 
+// leaderReads turns off direct gets on a key-value bucket's stream and
+// binds the bucket again, so that its reads go to the stream's leader.
+// The Go client makes every bucket answer direct gets, which any replica
+// serves, a follower too, that may not have applied the newest write yet:
+// a relay could then read no device list, or an owner's replaced key,
+// right after another relay (or itself) stored the new one, and a
+// compare-and-set that starts from such a read fails until the follower
+// caught up. The buckets here are read once per connection or per change
+// (the owner cache spares the hot path), so the leader's answer costs
+// little. Another relay's start turns direct gets on again for a moment;
+// a handle bound here keeps reading from the leader whatever the stream
+// allows.
+func leaderReads(ctx context.Context, js jetstream.JetStream, bucket string) (jetstream.KeyValue, error) {
+	st, err := js.Stream(ctx, "KV_"+bucket)
+	if err != nil {
+		return nil, err
+	}
+	if cfg := st.CachedInfo().Config; cfg.AllowDirect {
+		cfg.AllowDirect = false
+		if _, err := js.UpdateStream(ctx, cfg); err != nil {
+			return nil, fmt.Errorf("bucket %s: leader reads: %w", bucket, err)
+		}
+	}
+	return js.KeyValue(ctx, bucket)
+}
+
 func (s *Store) setup(ctx context.Context, replicas int) error {
 	js, err := jetstream.New(s.nc)
 	if err != nil {
@@ -252,7 +278,10 @@ func (s *Store) setup(ctx context.Context, replicas int) error {
 	}
 	s.js = js
 	kv := func(name string) (jetstream.KeyValue, error) {
-		return js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: name, History: 1, Replicas: replicas, Storage: jetstream.FileStorage})
+		if _, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: name, History: 1, Replicas: replicas, Storage: jetstream.FileStorage}); err != nil {
+			return nil, err
+		}
+		return leaderReads(ctx, js, name)
 	}
 	if s.reg, err = kv(s.names.reg); err != nil {
 		return err

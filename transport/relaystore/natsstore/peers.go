@@ -30,8 +30,13 @@ func (s *Store) setupPeers(ctx context.Context, replicas int) error {
 	}
 	// An emptied block list is purged with a marker that expires (update),
 	// which the bucket must allow, or unblocking the last sender fails.
-	s.blocked, err = s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: s.names.blocked, History: 1, Replicas: replicas,
-		Storage: jetstream.FileStorage, LimitMarkerTTL: usageMarkerTTL})
+	// A block holds on every relay from the moment it is stored: its
+	// reads go to the leader (leaderReads).
+	if _, err = s.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: s.names.blocked, History: 1, Replicas: replicas,
+		Storage: jetstream.FileStorage, LimitMarkerTTL: usageMarkerTTL}); err != nil {
+		return err
+	}
+	s.blocked, err = leaderReads(ctx, s.js, s.names.blocked)
 	return err
 }
 
