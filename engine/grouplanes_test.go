@@ -335,3 +335,43 @@ func TestListAndGroupSendAreOrdered(t *testing.T) {
 		t.Fatalf("alice's lane to the removed bob/2 is %q, want removed or none", got)
 	}
 }
+
+// TestGroupAckAfterLinkAddsLanes: alice's group message reached bob/1,
+// undecided, when bob linked bob/2 (the link's archive carries it as
+// undecided). bob/1's acknowledgement reaches alice, whose receive asks a
+// relay that answers list checks for bob's later list before processing
+// it (checkListsBeforeAcks: a group lane is pending to bob): the lane to
+// bob/2 is added before bob/1's clears. bob/2 holds the message once,
+// from the archive and the lane, and alice's lanes end acknowledged.
+func TestGroupAckAfterLinkAddsLanes(t *testing.T) {
+	w := blobWorld(t)
+	w.relay = func(_ engine.Address, ep *enginetest.Endpoint) engine.Relay { return listChecking{ep} }
+	alice, bob := w.device("alice/1"), w.device("bob/1")
+	publishLists(t, alice, bob)
+	checkPeers(t, alice, bob)
+	info, _, err := alice.c.CreateGroup(w.ctx, "pair", []engine.Address{bob.addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := info.ID
+	settle(t, 6, alice, bob)
+	sent, err := alice.c.SendGroup(w.ctx, g, []byte("in flight at the link"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice.sync()
+	bob.sync() // pending at bob/1, undecided
+	bob2 := w.linkHolding(bob)
+	bob.commitAll() // the ACK goes to alice
+	alice.sync()
+	if got := alice.lanes(g, sent.ID); got["bob/1"] != "acknowledged" || got["bob/2"] != "pending" {
+		t.Fatalf("alice's lanes after bob/1's ACK: %v, want bob/1 acknowledged and bob/2 pending", got)
+	}
+	settle(t, 8, alice, bob, bob2)
+	if n := bob2.countEntry(g, "alice/1:in flight at the link"); n != 1 {
+		t.Fatalf("bob/2 holds alice's message %d times: %v", n, bob2.groupHistory(g))
+	}
+	if got := alice.lanes(g, sent.ID); got["bob/2"] != "acknowledged" {
+		t.Fatalf("alice's lanes %v, want bob/2's acknowledged", got)
+	}
+}
