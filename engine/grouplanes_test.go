@@ -375,3 +375,39 @@ func TestGroupAckAfterLinkAddsLanes(t *testing.T) {
 		t.Fatalf("alice's lanes %v, want bob/2's acknowledged", got)
 	}
 }
+
+// TestAddedGroupLaneToADeviceWithoutTheGroup: bob/2 was linked without
+// bob's groups (no archive). The lane alice's newer list of bob's adds
+// brings it a message of a group it does not hold: it is held (rule 1),
+// never starts the group (a message starts none) and is not refused, so
+// alice's lane stays pending rather than ending not_a_member.
+func TestAddedGroupLaneToADeviceWithoutTheGroup(t *testing.T) {
+	w := newWorld(t)
+	alice, bob := w.device("alice/1"), w.device("bob/1")
+	publishLists(t, alice, bob)
+	checkPeers(t, alice, bob)
+	info, _, err := alice.c.CreateGroup(w.ctx, "pair", []engine.Address{bob.addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := info.ID
+	settle(t, 6, alice, bob)
+	sent, err := alice.c.SendGroup(w.ctx, g, []byte("to a device without the group"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob2 := w.linkDevice(bob)
+	alice.reopen()
+	checkPeers(t, alice, bob)
+	for range 3 {
+		alice.sync()
+		bob2.sync()
+		bob2.commitAll()
+	}
+	if gs, err := bob2.c.Groups(w.ctx); err != nil || len(gs) != 0 {
+		t.Fatalf("bob/2 holds groups %v (%v), want none: a message starts no group", gs, err)
+	}
+	if got := alice.lanes(g, sent.ID)["bob/2"]; got != "pending" && got != "relay_accepted" {
+		t.Fatalf("alice's lane to bob/2 is %q, want it still open", got)
+	}
+}
