@@ -344,6 +344,14 @@ func TestListAndGroupSendAreOrdered(t *testing.T) {
 // bob/2 is added before bob/1's clears. bob/2 holds the message once,
 // from the archive and the lane, and alice's lanes end acknowledged.
 func TestGroupAckAfterLinkAddsLanes(t *testing.T) {
+	// The list is taken under sendMu from within the receive round
+	// (syncMu held): the checker sees the order kept.
+	stop := engine.CheckLockOrder()
+	defer func() {
+		if _, violations := stop(); len(violations) > 0 {
+			t.Errorf("lock order violated:\n%s", violations[0])
+		}
+	}()
 	w := blobWorld(t)
 	w.relay = func(_ engine.Address, ep *enginetest.Endpoint) engine.Relay { return listChecking{ep} }
 	alice, bob := w.device("alice/1"), w.device("bob/1")
