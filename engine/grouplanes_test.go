@@ -279,6 +279,60 @@ func TestNewerListAddsBoundedGroupLanes(t *testing.T) {
 	}
 }
 
+// holdDuring reopens d with a store hook that, the first time the store
+// is about to begin a plan of kind, starts d's hold of user's list and
+// waits for it (at most a second: the bound only gives an unordered hold
+// the time to show the fault). It returns the hold's outcome.
+func (d *device) holdDuring(kind, user string) <-chan error {
+	done := make(chan error, 1)
+	var once sync.Once
+	d.openWith(func(p string) error {
+		if p != kind+"/before-begin" {
+			return nil
+		}
+		once.Do(func() {
+			c := d.c
+			go func() {
+				_, _, err := c.RefreshPeerList(d.w.ctx, user)
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				done <- err
+			case <-time.After(time.Second):
+			}
+		})
+		return nil
+	})
+	return done
+}
+
+// TestListAndPersonSendAreOrdered: as TestListAndGroupSendAreOrdered for a
+// message to a person (Enqueue): bob's list revoking bob/2 is held while
+// alice's message is planned with the list naming it; the message has no
+// lane to bob/2 left open.
+func TestListAndPersonSendAreOrdered(t *testing.T) {
+	w := newWorld(t)
+	alice, bob := w.device("alice/1"), w.device("bob/1")
+	publishLists(t, alice, bob)
+	bob2 := w.linkDevice(bob)
+	checkPeers(t, alice, bob)
+	if _, err := bob.c.RemoveDevice(w.ctx, bob2.addr); err != nil {
+		t.Fatal(err)
+	}
+	done := alice.holdDuring("person-send", "bob")
+	res, err := alice.c.Enqueue(w.ctx, []engine.SendRequest{{Peer: bob.addr, Body: []byte("planned with bob/2")}})
+	if err != nil || res[0].Err != nil {
+		t.Fatal(err, res[0].Err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := lanesOf(t, alice, bob.addr, res[0].ID)["bob/2"]; ok && got != engine.LaneRemoved {
+		t.Fatalf("alice's lane to the removed bob/2 is %s, want removed or none", got)
+	}
+}
+
 // TestListAndGroupSendAreOrdered: alice plans a group send with the list
 // of bob's that names bob/2 while the list revoking it is being stored.
 // Between the plan and its transaction (the store's failpoint
@@ -292,29 +346,9 @@ func TestListAndGroupSendAreOrdered(t *testing.T) {
 	if _, err := bob.c.RemoveDevice(w.ctx, bob2.addr); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	var once sync.Once
-	alice.openWith(func(p string) error {
-		if p != "group-send/before-begin" {
-			return nil
-		}
-		once.Do(func() {
-			c := alice.c
-			go func() {
-				_, _, err := c.RefreshPeerList(w.ctx, "bob")
-				done <- err
-			}()
-			// Unordered, the list is stored now; ordered, its hold
-			// waits for this send. The wait bounds how long the test
-			// gives an unordered hold to show the fault, nothing else.
-			select {
-			case err := <-done:
-				done <- err
-			case <-time.After(time.Second):
-			}
-		})
-		return nil
-	})
+	// Unordered, the list is stored in the hook; ordered, its hold waits
+	// for this send.
+	done := alice.holdDuring("group-send", "bob")
 	sent, err := alice.c.EnqueueGroup(w.ctx, g, []byte("planned with bob/2"))
 	if err != nil {
 		t.Fatal(err)
