@@ -253,6 +253,38 @@ func (s *peopleGroupSim) lanesOf(d *device, g wire.GroupID, id wire.LogicalID) [
 	return nil
 }
 
+// sync is peopleSim's sync (property 4's check of decisions heard
+// included); a not_a_member is named by whether its sender was removed
+// (a replay, or an envelope sent before the removal) or not.
+func (s *peopleGroupSim) sync(d *device) {
+	s.t.Helper()
+	res, err := d.c.Sync(s.w.ctx)
+	if err != nil && !s.isRemoved(d) {
+		s.t.Fatalf("%s syncs: %v", d.addr, err)
+	}
+	for _, r := range res.Received {
+		name := r.Kind.String()
+		if r.Kind == engine.ResultError {
+			name = engine.ErrorName(r.Err)
+			switch {
+			case errors.Is(r.Err, engine.ErrNotOwnDevice):
+				name = "not_own_device"
+			case errors.Is(r.Err, engine.ErrNotMember) && s.device(r.Sender) != nil && s.isRemoved(s.device(r.Sender)):
+				name += "(from a removed device)"
+			case errors.Is(r.Err, engine.ErrNotMember):
+				name += "(from an active device)"
+			}
+		}
+		if r.Kind == engine.ResultDecisionHeard && r.Decided != nil && s.isRemoved(d) && s.decisionKnew[r.Decided.On][r.Decided.ID][d.addr] {
+			s.t.Fatalf("safety: removed %s heard %s's decision on %x, made when its list revoked it", d.addr, r.Decided.On, r.Decided.ID[:4])
+		}
+		if s.isRemoved(d) {
+			name = "removed:" + name
+		}
+		s.outcomes[name]++
+	}
+}
+
 // step is one move of the people or of the adversary.
 func (s *peopleGroupSim) step() {
 	act := s.activeDevices()
