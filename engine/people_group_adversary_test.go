@@ -85,6 +85,12 @@ import (
 // connection a lane to a sibling removed since stayed pending for good
 // (seed 1796610096311410595; TestRetriedGroupLaneToSiblingAsksForOwnList).
 //
+// The summary counts the discards a commit heard later took back, and
+// those left beside a commit at the end ("left overruled"): the commit was
+// made on a device removed since, whose decision the others refuse once
+// they hold the list revoking it (an active device's commit obliges every
+// active device, above).
+//
 // ADVERSARY_PEOPLE_GROUP_CASES sets the number of cases (default 20;
 // make test runs 20); ADVERSARY_PEOPLE_GROUP_SEED replays one case.
 type peopleGroupSim struct {
