@@ -192,7 +192,10 @@ func (c *Client) finalizeBatch(ctx context.Context, reqs []FinalizeRequest, know
 		if p.Session, p.Ack, err = c.prepareAck(ps, r.Sender, r.ID); err != nil {
 			return nil, err
 		}
-		if p.DecidedOn = r.decidedOn; r.decidedOn == nil && !r.held {
+		// A discard the engine made by its rules (the hold's pass, or a
+		// commit the rules turned into a discard) rests on this device's
+		// state: no sibling is told of it.
+		if p.DecidedOn = r.decidedOn; r.decidedOn == nil && !r.held && !(r.Outcome == OutcomeDiscarded && r.Reason.ByEngine()) {
 			var body []byte // the committed text travels with its decision
 			if r.Outcome == OutcomeCommitted && m.Content == wire.ContentText && act == nil {
 				body = append([]byte{}, m.Body...)
