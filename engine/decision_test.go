@@ -418,3 +418,43 @@ func TestCatchUpTellsNoEngineDiscard(t *testing.T) {
 		t.Fatalf("bob/2's catch-up of %s stored %d decision lanes, want 1 (bob's discard, not the hold's)", bob3.addr, n)
 	}
 }
+
+// TestRefusedCommitTellsNoSibling: bob commits on bob/1 a reaction of
+// alice's whose target alice deleted (bob committed the delete first);
+// the rules turn the commit into a discard (target_deleted), which rests
+// on bob/1's state, not on bob's choice: it stores no decision lane to
+// bob/2, where the reaction is decided by bob/2's own state. Before the
+// fix bob/2 was told of a discard.
+func TestRefusedCommitTellsNoSibling(t *testing.T) {
+	w, alice, bob, _ := twoDeviceBob(t)
+	id := alice.enqueue(bob, "soon gone")
+	bob.sync()
+	if _, err := bob.c.Commit(w.ctx, alice.addr, id); err != nil {
+		t.Fatal(err)
+	}
+	del, err := alice.c.Act(w.ctx, engine.ActionRequest{Peer: bob.addr, Content: wire.ContentDelete, Target: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := wire.EncodeAction(wire.Action{Content: wire.ContentReaction, Target: id, Emoji: thumbs})
+	react := wire.LogicalID{0xcd, 1}
+	frame, _ := wire.EncodeContentMessage(wire.ContentMessage{ID: react, Content: wire.ContentReaction, Body: body})
+	if err := alice.c.SendRawFrame(w.ctx, bob.addr, frame); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := alice.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	bob.sync()
+	if _, err := bob.c.Commit(w.ctx, alice.addr, del); err != nil {
+		t.Fatal(err)
+	}
+	before := bob.pendingOut()
+	res, err := bob.c.FinalizeBatch(w.ctx, []engine.FinalizeRequest{{Sender: alice.addr, ID: react, Outcome: engine.OutcomeCommitted}})
+	if err != nil || len(res) != 1 || res[0].Err != nil || res[0].Discarded != engine.DiscardTargetDeleted {
+		t.Fatalf("bob commits the reaction to a deleted message: %+v, %v; want discarded target_deleted", res, err)
+	}
+	if n := bob.pendingOut() - before; n != 0 {
+		t.Fatalf("bob/1 stored %d lanes for the rules' discard, want none", n)
+	}
+}
