@@ -39,8 +39,9 @@ run: build
 # good part of the time, and two at a time left a core idle. Third, the adversary simulations (one-to-one
 # with 150 cases, ADVERSARY_CASES_CI, make adversary runs 3000; groups
 # with ADVERSARY_GROUP_CASES cases, 30 here; and people of several devices
-# with ADVERSARY_PEOPLE_CASES cases, 30 here, about 15 seconds), which
-# print their summary lines. The steps without the detector build as the end-to-end tests
+# with ADVERSARY_PEOPLE_CASES cases, 30 here, about 15 seconds; and those
+# people in groups with ADVERSARY_PEOPLE_GROUP_CASES cases, 20 here, about
+# 12 seconds), which print their summary lines. The steps without the detector build as the end-to-end tests
 # build bin/parley (CGO_ENABLED=0), so that they share its compiled
 # packages.
 NORACE := TestFailpointMatrix|TestCrashWindows|TestGroupCrashWindows|TestReliabilityProperties|TestStaleReplayCannotBreakTheSession|TestRequestBound|TestCollisionWalkthrough|TestRosterLogCompacts|TestApplyRefused|TestFailpointErrors|TestApplyPlans|TestApplyKinds
@@ -59,18 +60,18 @@ NORACE := $(NORACE)|TestCatchUpTellsNoEngineDiscard|TestRefusedCommitTellsNoSibl
 E2E_LOG := .e2e-test.log
 ADV_LOG := .adversary-test.log
 test:
-	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 20m -skip '^($(NORACE)|TestAdversary|TestAdversaryGroups|TestAdversaryPeople)$$' $$($(GO) list $(PKGS) | grep -v '/e2e$$')
+	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 20m -skip '^($(NORACE)|TestAdversary|TestAdversaryGroups|TestAdversaryPeople|TestAdversaryPeopleGroups)$$' $$($(GO) list $(PKGS) | grep -v '/e2e$$')
 	@echo "running the NORACE tests, and beside them the end-to-end tests (their output follows)"; \
 	CGO_ENABLED=0 $(GO) test -count=1 -timeout 20m ./e2e > $(E2E_LOG) 2>&1 & e2e_pid=$$!; \
 	CGO_ENABLED=0 $(GO) test -count=1 -timeout 20m -parallel 4 -run '^($(NORACE))$$' ./engine ./store; norace=$$?; \
 	wait $$e2e_pid; e2e=$$?; \
 	echo "== the end-to-end tests (./e2e), run beside the NORACE tests:"; cat $(E2E_LOG); rm -f $(E2E_LOG); \
 	test $$norace -eq 0 && test $$e2e -eq 0
-	@echo "running the adversaries: one-to-one, and beside it groups and people (their output follows)"; \
-	CGO_ENABLED=0 ADVERSARY_GROUP_CASES=$${ADVERSARY_GROUP_CASES:-30} ADVERSARY_PEOPLE_CASES=$${ADVERSARY_PEOPLE_CASES:-30} $(GO) test -count=1 -timeout 20m -run '^(TestAdversaryGroups|TestAdversaryPeople)$$' -v ./engine > $(ADV_LOG) 2>&1 & adv_pid=$$!; \
+	@echo "running the adversaries: one-to-one, and beside it groups, people, and people in groups (their output follows)"; \
+	CGO_ENABLED=0 ADVERSARY_GROUP_CASES=$${ADVERSARY_GROUP_CASES:-30} ADVERSARY_PEOPLE_CASES=$${ADVERSARY_PEOPLE_CASES:-30} ADVERSARY_PEOPLE_GROUP_CASES=$${ADVERSARY_PEOPLE_GROUP_CASES:-20} $(GO) test -count=1 -timeout 20m -run '^(TestAdversaryGroups|TestAdversaryPeople|TestAdversaryPeopleGroups)$$' -v ./engine > $(ADV_LOG) 2>&1 & adv_pid=$$!; \
 	CGO_ENABLED=0 ADVERSARY_CASES=$${ADVERSARY_CASES_CI:-150} $(GO) test -count=1 -timeout 20m -run '^TestAdversary$$' -v ./engine; one=$$?; \
 	wait $$adv_pid; more=$$?; \
-	echo "== the group and people adversaries, run beside the one-to-one one:"; cat $(ADV_LOG); rm -f $(ADV_LOG); \
+	echo "== the group, people and people-in-groups adversaries, run beside the one-to-one one:"; cat $(ADV_LOG); rm -f $(ADV_LOG); \
 	test $$one -eq 0 && test $$more -eq 0
 
 # adversary runs the adversary simulation with ADVERSARY_CASES cases

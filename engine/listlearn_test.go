@@ -249,3 +249,96 @@ func TestDiscardHeardAgainstACommitCatchesUp(t *testing.T) {
 		t.Fatalf("bob/3's history holds the message %d times (%+v), want once, decided on bob/2", n, e)
 	}
 }
+
+// groupWithLinked is a world whose relay keeps and checks lists, with
+// alice/1 and bob/1 published, bob's devices linked (links of them), and
+// alice/1's group with bob/1, which reaches every device of bob's (alice
+// holds his list) and settles.
+func groupWithLinked(t *testing.T, links int) (w *world, g wire.GroupID, alice, bob *device, linked []*device) {
+	t.Helper()
+	w = newWorld(t)
+	w.relay = func(_ engine.Address, ep *enginetest.Endpoint) engine.Relay { return connected{listChecking{ep}} }
+	alice, bob = w.device("alice/1"), w.device("bob/1")
+	publishLists(t, alice, bob)
+	for range links {
+		linked = append(linked, w.linkDevice(bob))
+	}
+	checkPeers(t, alice, bob)
+	info, _, err := alice.c.CreateGroup(w.ctx, "friends", []engine.Address{bob.addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := append([]*device{alice, bob}, linked...)
+	settle(t, 6, all...)
+	for _, d := range all {
+		if _, err := d.c.Group(w.ctx, info.ID); err != nil {
+			t.Fatalf("%s holds no group: %v", d.addr, err)
+		}
+	}
+	return w, info.ID, alice, bob, linked
+}
+
+// TestRetriedGroupLaneToSiblingAsksForOwnList: bob/3's group message has
+// a lane to its sibling bob/2, which never acknowledges, when bob/1
+// removes bob/2. bob/3 stays connected; its retry to bob/2 has the next
+// round publish the account's list held, and the adopted later list ends
+// the lane to bob/2 removed on the same connection. Before the change a
+// retried group lane asked for no list, so the lane stayed pending until
+// bob/3 reconnected. Found by TestAdversaryPeopleGroups (every connection
+// kept on odd seeds), seed 1796610096311410595.
+func TestRetriedGroupLaneToSiblingAsksForOwnList(t *testing.T) {
+	w, g, _, bob, linked := groupWithLinked(t, 2)
+	bob2, bob3 := linked[0], linked[1]
+	w.net.Hold(bob2.addr) // bob/2 never acknowledges
+	sent, err := bob3.c.SendGroup(w.ctx, g, []byte("from bob/3"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bob.c.RemoveDevice(w.ctx, bob2.addr); err != nil {
+		t.Fatal(err)
+	}
+	bob3.sync()
+	if got := bob3.lanes(g, sent.ID); got["bob/2"] != "pending" {
+		t.Fatalf("bob/3's lanes before its retry: %v, want the lane to bob/2 pending", got)
+	}
+	bob3.retry(bob2)
+	bob3.sync()
+	if got := bob3.lanes(g, sent.ID); got["bob/2"] != "removed" {
+		t.Fatalf("bob/3's lanes after its retry and a round: %v, want the lane to bob/2 removed", got)
+	}
+}
+
+// TestRetriedGroupLaneAsksForTheList: alice's group message has a lane to
+// bob/2 (her list of bob names it), which never acknowledges; bob removes
+// bob/2 while alice's connection stays up. Her retry to bob/2 notes bob's
+// list for the next round's check (the stale-list answer), so the lane
+// ends removed on the same connection. Before the change a retried group
+// lane asked for no list.
+func TestRetriedGroupLaneAsksForTheList(t *testing.T) {
+	w, g, alice, bob, linked := groupWithLinked(t, 1)
+	bob2 := linked[0]
+	w.net.Hold(bob2.addr)
+	sent, err := alice.c.SendGroup(w.ctx, g, []byte("to both of bob's"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob.sync()
+	bob.commitAll()
+	alice.sync()
+	if got := alice.lanes(g, sent.ID); got["bob/1"] != "acknowledged" || got["bob/2"] != "pending" {
+		t.Fatalf("alice's lanes: %v, want bob/1 acknowledged and bob/2 pending", got)
+	}
+	if _, err := bob.c.RemoveDevice(w.ctx, bob2.addr); err != nil {
+		t.Fatal(err)
+	}
+	w.net.SetDown(bob2.addr, true)
+	alice.sync()
+	alice.retry(bob2)
+	alice.sync()
+	if got := alice.lanes(g, sent.ID); got["bob/2"] != "removed" {
+		t.Fatalf("alice's lanes after her retry and a round: %v, want the lane to bob/2 removed", got)
+	}
+	if n := alice.pendingOut(); n != 0 {
+		t.Fatalf("alice has %d lanes pending, want none", n)
+	}
+}

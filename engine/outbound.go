@@ -386,14 +386,18 @@ func (c *Client) retryLocked(ctx context.Context, peer Address) ([]wire.LogicalI
 		if err := c.retryOne(ctx, peer, m); err != nil {
 			return sent, err
 		}
+		// A group lane asks as any other: groups fan out to the
+		// devices the lists held name, so it may go to a removed
+		// device as well (TestRetriedGroupLaneToSiblingAsksForOwnList,
+		// TestRetriedGroupLaneAsksForTheList).
 		switch {
-		case len(sent) > 0 || m.Group != nil:
-			// Group lanes do not ask (as learnSenderLists).
+		case len(sent) > 0:
 		case peer.User == c.self.User:
 			// A lane to another device of this person (a sent copy, a
-			// decision) that needs retrying may go to a device removed
-			// since: the next round publishes the account's list held,
-			// which adopts a later one the relay holds (learnOwnList).
+			// decision, a group message) that needs retrying may go to
+			// a device removed since: the next round publishes the
+			// account's list held, which adopts a later one the relay
+			// holds (learnOwnList).
 			c.ownListDue.Store(true)
 		default:
 			// A lane that needs retrying may go to a device its person
