@@ -54,6 +54,9 @@ NORACE := $(NORACE)|TestActionOrdering|TestGroupActionOrdering|TestCollisionStal
 # goroutine too: 21 tests, about 75 seconds under the detector, 15 without.
 NORACE := $(NORACE)|TestGroupReachesEveryDeviceOfAMember|TestLinkedDeviceSendsToGroup|TestGroupRefusesStrangerUnderMemberName|TestRevokedDeviceLanesEndRemoved|TestUnlistedDeviceHeldUntilListLearned|TestChainReachesEveryDevice|TestUnlistedDeviceAsksForTheList|TestSiblingsGroupIsNoRequest|TestUnlistedSiblingAsksForOwnList|TestNoListHeldAsksForIt|TestMemberCannotStartALinkedDevicesGroup|TestRevokedEntryLosesItsAuthority
 NORACE := $(NORACE)|TestGroupDecisionsAreThePersons|TestGroupDecisionBeforeTheMessage|TestGroupDecisionTakesBackADiscard|TestCatchUpTellsASiblingOfAGroupCommit|TestGroupArrivalCommitTellsTheSiblings|TestLinkedDeviceHoldsTheGroups|TestLinkNoneWithoutABlobStore|TestLinkLeavesAnOpenRequest|TestLinkNoneGoesWithoutAnArchiveOverTheBound
+# Sibling actions and engine-made discards (in-memory worlds, one
+# goroutine): 4 tests, about 9 seconds under the detector, 1 without.
+NORACE := $(NORACE)|TestCatchUpTellsNoEngineDiscard|TestRefusedCommitTellsNoSibling|TestSiblingsMessageIsItsAuthorsToEdit|TestSiblingsGroupActionIsCommittedOnArrival
 E2E_LOG := .e2e-test.log
 ADV_LOG := .adversary-test.log
 test:

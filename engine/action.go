@@ -71,6 +71,10 @@ type ActionTarget struct {
 	Deleted   bool
 	Pending   bool // received and pending, not finalized
 	Discarded bool // received and discarded
+	// Copied: a sent copy, an own message another device of this person
+	// sent (SentCopied). Its author is that device: only it edits or
+	// deletes the message, as in a group.
+	Copied bool
 }
 
 // ActionVerdict is DecideAction's answer: apply (the zero value), hold
@@ -92,7 +96,8 @@ type ActionVerdict struct {
 //  4. A deleted target: discard (target_deleted).
 //  5. An edit or a delete of a message its sender did not write: discard
 //     (not_author). byPeer says the action came from the peer (its target
-//     must be a received message), else it is this device's (a sent one).
+//     must be a received message), else it is this device's (a sent one,
+//     not a sent copy: another device of this person wrote that one).
 //  6. An edit or a delete more than ActionWindow after the target: discard
 //     (window_passed).
 //  7. Otherwise apply. An edit older than the applied one (by the author's
@@ -117,7 +122,7 @@ func DecideAction(t ActionTarget, content wire.ContentType, byPeer bool, arrived
 		if byPeer {
 			own = DirectionIn
 		}
-		if t.Direction != own {
+		if t.Direction != own || !byPeer && t.Copied {
 			return ActionVerdict{Reason: DiscardNotAuthor}
 		}
 		if arrived.Sub(t.At) > ActionWindow {

@@ -427,6 +427,35 @@ func TestDecideAction(t *testing.T) {
 	}
 }
 
+// TestDecideOwnAction: this device's own edit or delete (byPeer false)
+// applies to a message it sent, not to a sent copy, which another device
+// of this person wrote (only that device edits or deletes it); a reaction
+// to a sent copy applies.
+func TestDecideOwnAction(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	mine := engine.ActionTarget{Found: true, Direction: engine.DirectionOut, At: t0}
+	copied := mine
+	copied.Copied = true
+	for _, tt := range []struct {
+		name    string
+		t       engine.ActionTarget
+		content wire.ContentType
+		want    engine.ActionVerdict
+	}{
+		{"edit of a message sent here", mine, wire.ContentEdit, engine.ActionVerdict{}},
+		{"delete of a message sent here", mine, wire.ContentDelete, engine.ActionVerdict{}},
+		{"edit of a sent copy", copied, wire.ContentEdit, engine.ActionVerdict{Reason: engine.DiscardNotAuthor}},
+		{"delete of a sent copy", copied, wire.ContentDelete, engine.ActionVerdict{Reason: engine.DiscardNotAuthor}},
+		{"reaction to a sent copy", copied, wire.ContentReaction, engine.ActionVerdict{}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := engine.DecideAction(tt.t, tt.content, false, t0, t0); got != tt.want {
+				t.Fatalf("DecideAction = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
 func isRefused(err error, reason engine.DiscardReason) bool {
 	var re *engine.ActionRefusedError
 	return errors.As(err, &re) && re.Reason == reason

@@ -80,6 +80,15 @@ func (c *Client) settleActions(ctx context.Context) ([]ReceiveResult, error) {
 		if err != nil {
 			return nil, err
 		}
+		// A sibling's own group action is committed whatever the policy,
+		// as on arrival (frame.go), while the account's list vouches for
+		// its device; nobody is told.
+		own := false
+		if act != nil && m.Group != nil {
+			if own, err = c.ownSibling(ctx, m.Sender); err != nil {
+				return nil, err
+			}
+		}
 		switch {
 		case v.Hold:
 			waiting[m.Sender] = append(waiting[m.Sender], i)
@@ -89,8 +98,8 @@ func (c *Client) settleActions(ctx context.Context) ([]ReceiveResult, error) {
 			// A delete earlier in this pass takes the target: the
 			// action would apply over its tombstone.
 			reqs = append(reqs, FinalizeRequest{Sender: m.Sender, ID: m.ID, Outcome: OutcomeDiscarded, Reason: DiscardTargetDeleted, held: true})
-		case act != nil && commit:
-			reqs = append(reqs, FinalizeRequest{Sender: m.Sender, ID: m.ID, Outcome: OutcomeCommitted})
+		case act != nil && (commit || own):
+			reqs = append(reqs, FinalizeRequest{Sender: m.Sender, ID: m.ID, Outcome: OutcomeCommitted, own: own})
 			if act.Content == wire.ContentDelete {
 				deleted[act.targetKey()] = true
 			}
@@ -133,4 +142,19 @@ func (c *Client) settleActions(ctx context.Context) ([]ReceiveResult, error) {
 		return int(known[inboundKey{a.Sender, a.ID}].Seq - known[inboundKey{b.Sender, b.ID}].Seq)
 	})
 	return out, nil
+}
+
+// ownSibling reports whether sender is another device of this person that
+// the account's list names active with the identity this device pinned
+// for it: a sibling whose group messages are this person's own.
+func (c *Client) ownSibling(ctx context.Context, sender Address) (bool, error) {
+	if sender.User != c.self.User || sender == c.self {
+		return false, nil
+	}
+	ps, err := c.store.Peer(ctx, sender)
+	if err != nil {
+		return false, err
+	}
+	v, err := c.vouchSender(ctx, sender, ps.Pinned)
+	return v == VouchListed, err
 }

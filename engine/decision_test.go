@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/wire"
@@ -378,5 +379,82 @@ func TestTakenBackOnlyWhenTakenBack(t *testing.T) {
 	}
 	if n, _ := inHistory(t, bob2, alice, "discarded by policy"); n != 0 {
 		t.Fatalf("bob/2's history holds the policy's discard %d times, want none", n)
+	}
+}
+
+// TestCatchUpTellsNoEngineDiscard: bob/3 is linked on bob/1 while bob/2
+// holds the list from before. alice sends bob/2 one reaction more than its
+// hold keeps, all to messages that never came; bob/2's hold pass discards
+// the oldest (hold full), and bob discards the newest himself. When bob/2
+// adopts the list naming bob/3, its catch-up tells bob/3 of bob's discard
+// alone: the hold's discard rests on bob/2's state, not on bob's choice,
+// as on the live path (TestHoldDiscardTellsNoSibling). Before the fix the
+// catch-up told both.
+func TestCatchUpTellsNoEngineDiscard(t *testing.T) {
+	w, alice, bob, bob2 := twoDeviceBob(t)
+	w.clock.Advance(time.Minute) // the decisions before the link are not caught up
+	bob3 := w.linkDevice(bob)
+	var ids []wire.LogicalID
+	for i := range engine.MaxHeldActionsPerSender + 1 {
+		body, _ := wire.EncodeAction(wire.Action{Content: wire.ContentReaction, Target: wire.LogicalID{0xaa, byte(i)}, Emoji: thumbs})
+		id := wire.LogicalID{0xbc, byte(i)}
+		frame, _ := wire.EncodeContentMessage(wire.ContentMessage{ID: id, Content: wire.ContentReaction, Body: body})
+		if err := alice.c.SendRawFrame(w.ctx, bob2.addr, frame); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	if got := kinds(bob2.sync()); !slices.Contains(got, "action_discarded hold_full") {
+		t.Fatalf("bob/2's round: %v, want one discarded as hold_full", got)
+	}
+	if _, err := bob2.c.Discard(w.ctx, alice.addr, ids[len(ids)-1], engine.DiscardRejected); err != nil {
+		t.Fatal(err)
+	}
+	before := bob2.pendingOut() // bob's discard told to bob/1
+	if err := bob2.c.PublishDeviceList(w.ctx); err != nil {
+		t.Fatalf("bob/2 adopts the list naming %s: %v", bob3.addr, err)
+	}
+	if n := bob2.pendingOut() - before; n != 1 {
+		t.Fatalf("bob/2's catch-up of %s stored %d decision lanes, want 1 (bob's discard, not the hold's)", bob3.addr, n)
+	}
+}
+
+// TestRefusedCommitTellsNoSibling: bob commits on bob/1 a reaction of
+// alice's whose target alice deleted (bob committed the delete first);
+// the rules turn the commit into a discard (target_deleted), which rests
+// on bob/1's state, not on bob's choice: it stores no decision lane to
+// bob/2, where the reaction is decided by bob/2's own state. Before the
+// fix bob/2 was told of a discard.
+func TestRefusedCommitTellsNoSibling(t *testing.T) {
+	w, alice, bob, _ := twoDeviceBob(t)
+	id := alice.enqueue(bob, "soon gone")
+	bob.sync()
+	if _, err := bob.c.Commit(w.ctx, alice.addr, id); err != nil {
+		t.Fatal(err)
+	}
+	del, err := alice.c.Act(w.ctx, engine.ActionRequest{Peer: bob.addr, Content: wire.ContentDelete, Target: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := wire.EncodeAction(wire.Action{Content: wire.ContentReaction, Target: id, Emoji: thumbs})
+	react := wire.LogicalID{0xcd, 1}
+	frame, _ := wire.EncodeContentMessage(wire.ContentMessage{ID: react, Content: wire.ContentReaction, Body: body})
+	if err := alice.c.SendRawFrame(w.ctx, bob.addr, frame); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := alice.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	bob.sync()
+	if _, err := bob.c.Commit(w.ctx, alice.addr, del); err != nil {
+		t.Fatal(err)
+	}
+	before := bob.pendingOut()
+	res, err := bob.c.FinalizeBatch(w.ctx, []engine.FinalizeRequest{{Sender: alice.addr, ID: react, Outcome: engine.OutcomeCommitted}})
+	if err != nil || len(res) != 1 || res[0].Err != nil || res[0].Discarded != engine.DiscardTargetDeleted {
+		t.Fatalf("bob commits the reaction to a deleted message: %+v, %v; want discarded target_deleted", res, err)
+	}
+	if n := bob.pendingOut() - before; n != 0 {
+		t.Fatalf("bob/1 stored %d lanes for the rules' discard, want none", n)
 	}
 }

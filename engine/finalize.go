@@ -31,6 +31,10 @@ type FinalizeRequest struct {
 	// never came). It rests on this device's state, not on the person's
 	// choice, so no other device of the person is told.
 	held bool
+	// own is set for a sibling's own group action the hold pass commits
+	// (settleActions): committed on every device of the person as it
+	// applies there, it is nobody's decision to tell.
+	own bool
 }
 
 // FinalizeResult reports one finalized message: whether its ACK was handed
@@ -192,7 +196,10 @@ func (c *Client) finalizeBatch(ctx context.Context, reqs []FinalizeRequest, know
 		if p.Session, p.Ack, err = c.prepareAck(ps, r.Sender, r.ID); err != nil {
 			return nil, err
 		}
-		if p.DecidedOn = r.decidedOn; r.decidedOn == nil && !r.held {
+		// A discard the engine made by its rules (the hold's pass, or a
+		// commit the rules turned into a discard) rests on this device's
+		// state: no sibling is told of it.
+		if p.DecidedOn = r.decidedOn; r.decidedOn == nil && !r.held && !r.own && !(r.Outcome == OutcomeDiscarded && r.Reason.ByEngine()) {
 			var body []byte // the committed text travels with its decision
 			if r.Outcome == OutcomeCommitted && m.Content == wire.ContentText && act == nil {
 				body = append([]byte{}, m.Body...)

@@ -94,9 +94,10 @@ type arrival struct {
 	group   *wire.GroupID
 	content wire.ContentType
 	// own: a group message another device of this person sent (the
-	// account's list names it with its identity). Its text is committed
-	// as it arrives whatever the policy: this person wrote it, so it asks
-	// nobody's decision.
+	// account's list names it with its identity). Its text, and its
+	// action once it applies, are committed as they arrive whatever the
+	// policy: this person wrote them, so they ask nobody's decision. A
+	// file is committed by its fetch, as any file.
 	own bool
 }
 
@@ -174,7 +175,12 @@ func (c *Client) deliverNew(ctx context.Context, bs *batchState, in *incoming, o
 	// hold's pass (actionhold.go).
 	var act *ActionApply
 	waits := false
-	if wire.IsAction(a.content) && request == nil && bs.commit {
+	// A sibling's own message is committed as it arrives whatever the
+	// policy: its text, and its action when the action applies now (one
+	// that waits is committed by the hold's pass when its target is
+	// here). A file waits for its fetch, here as everywhere.
+	commit := bs.commit || a.own
+	if wire.IsAction(a.content) && request == nil && commit {
 		var v ActionVerdict
 		act, v, err = c.receivedAction(ctx, &InboundMessage{Sender: sender, ID: id, ReceivedAt: at, Body: body, Content: a.content, Group: a.group}, in.now)
 		if err != nil {
@@ -195,7 +201,7 @@ func (c *Client) deliverNew(ctx context.Context, bs *batchState, in *incoming, o
 		// Not a delivery until accepted: the policy does not commit it,
 		// and nothing goes back to the sender.
 		step.res.Kind, step.res.opened = ResultRequest, !request.Join
-	case (bs.commit || a.own && a.content == wire.ContentText) && a.content != wire.ContentFile && !waits:
+	case commit && a.content != wire.ContentFile && !waits:
 		// Committed as it arrives; the ACK's encryption step commits with
 		// it.
 		if step.ack, err = c.ackStep(bs, in, op, step, a.group, id); err != nil {

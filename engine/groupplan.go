@@ -121,8 +121,14 @@ type GroupEntry struct {
 	ID     wire.LogicalID
 	At     time.Time
 	Body   []byte
-	Own    bool
-	Lanes  []Lane // own messages only
+	// Own: this person's message, sent here or, Sibling, from another
+	// device of this person (the account's list vouched for it). A
+	// sibling's message is that device's to edit or delete (an edit's
+	// author is the device that sends it, groupaction.go), and its lanes
+	// are that device's: none are kept here.
+	Own     bool
+	Sibling bool
+	Lanes   []Lane // own messages sent here only
 	// ReplyTo, Edits, Deleted and Reactions are as in HistoryEntry. The
 	// entries of reactions, edits and deletes are not in the history.
 	ReplyTo   *wire.LogicalID

@@ -569,6 +569,14 @@ const (
 	DiscardHoldFull        DiscardReason = 10 // over MaxHeldActionsPerSender
 )
 
+// ByEngine reports whether r is a discard the engine made by its rules for
+// actions (target_discarded to hold_full): it rests on this device's
+// state (what it holds, when things came here), not on the person's
+// choice, so no sibling is told of it, live or in a catch-up.
+func (r DiscardReason) ByEngine() bool {
+	return r >= DiscardTargetDiscarded && r <= DiscardHoldFull
+}
+
 var discardReasonNames = [...]string{DiscardNone: "none", DiscardRejected: "rejected", DiscardUnsupported: "unsupported",
 	DiscardPolicy: "policy", DiscardOther: "other", DiscardTargetDiscarded: "target_discarded", DiscardTargetMissing: "target_missing",
 	DiscardNotAuthor: "not_author", DiscardTargetDeleted: "target_deleted", DiscardWindowPassed: "window_passed", DiscardHoldFull: "hold_full"}

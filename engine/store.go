@@ -84,7 +84,8 @@ type Store interface {
 	KeptDecisions(ctx context.Context, limit int) ([]KeptDecision, error)
 	// Decisions returns up to limit received messages finalized here at
 	// or after since, newest first: the decisions a sibling linked since
-	// is told of (decision.go, catch-up).
+	// is told of (decision.go, catch-up). Discards the engine made by its
+	// rules for actions (DiscardReason.ByEngine) are left out.
 	Decisions(ctx context.Context, since time.Time, limit int) ([]MadeDecision, error)
 	// DueDecisions returns up to limit kept decisions whose message is
 	// pending here, oldest first, and whether any decision is kept at all.

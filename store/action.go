@@ -51,7 +51,7 @@ const (
 	// sqlActionTarget finds a conversation's entry by ID in one direction
 	// (?3) or either (0), the earliest first: a peer that reuses an ID of
 	// this device's cannot take a reaction meant for the original.
-	sqlActionTarget = `SELECT h.direction, h.at, coalesce(x.action, 0), coalesce(x.edits, 0), coalesce(x.deleted, 0)
+	sqlActionTarget = `SELECT h.direction, h.state, h.at, coalesce(x.action, 0), coalesce(x.edits, 0), coalesce(x.deleted, 0)
 		FROM history h LEFT JOIN message_extra x ON x.peer = h.peer AND x.direction = h.direction AND x.id = h.id
 		WHERE h.peer = ?1 AND h.id = ?2 AND (?3 = 0 OR h.direction = ?3) ORDER BY h.seq LIMIT 1`
 	sqlHeldActions = `SELECT seq, sender, id, received_at, sealed_digest, sealed_frame FROM inbound
@@ -190,11 +190,12 @@ func (db *DB) ActionTarget(ctx context.Context, peer engine.Address, id wire.Log
 		return engine.ActionTarget{}, err
 	}
 	var t engine.ActionTarget
-	var d, at, action, edits, deleted int64
-	err := db.queryRow(ctx, sqlActionTarget, peer.String(), id[:], int64(dir)).Scan(&d, &at, &action, &edits, &deleted)
+	var d, state, at, action, edits, deleted int64
+	err := db.queryRow(ctx, sqlActionTarget, peer.String(), id[:], int64(dir)).Scan(&d, &state, &at, &action, &edits, &deleted)
 	switch {
 	case err == nil:
 		t.Found, t.Direction, t.At = true, engine.Direction(d), nsTime(at)
+		t.Copied = t.Direction == engine.DirectionOut && engine.SentState(state) == engine.SentCopied
 		t.Action, t.Edits, t.Deleted = wire.ContentType(action), uint32(edits), deleted == 1
 		return t, nil
 	case !errors.Is(err, sql.ErrNoRows):

@@ -474,6 +474,7 @@ func (db *DB) GroupHistory(ctx context.Context, id wire.GroupID, after int64, li
 		// Another device of this person's sent it (a group message is
 		// taken from one only when the account's list vouches for it).
 		e.Own = e.Sender.User == p.Self.User
+		e.Sibling = e.Own && e.Sender != p.Self
 		out = append(out, e)
 	}
 	rows.Close()
@@ -481,7 +482,7 @@ func (db *DB) GroupHistory(ctx context.Context, id wire.GroupID, after int64, li
 		return nil, err
 	}
 	for i := range out {
-		if !out[i].Own {
+		if !out[i].Own || out[i].Sibling {
 			continue
 		}
 		if out[i].Lanes, err = db.lanes(ctx, id, out[i].ID); err != nil {

@@ -867,9 +867,12 @@ func (db *DB) readDecisions(ctx context.Context, query string, limit int) ([]eng
 }
 
 const (
-	// sqlMadeDecisions reads the newest finalized records since a time;
+	// sqlMadeDecisions reads the newest finalized records since a time,
+	// but for the discards the engine made by its rules for actions
+	// (reasons target_discarded to hold_full, engine.DiscardReason.ByEngine):
+	// those rest on this device's state, not on the person's choice.
 	// finalized_at serves it.
-	sqlMadeDecisions = "SELECT sender, id, outcome, at, grp FROM finalized WHERE at >= ? ORDER BY at DESC, sender, id LIMIT ?"
+	sqlMadeDecisions = "SELECT sender, id, outcome, at, grp FROM finalized WHERE at >= ? AND NOT (outcome = 2 AND reason BETWEEN ? AND ?) ORDER BY at DESC, sender, id LIMIT ?"
 	// sqlDecidedEntry reads a received message's history body and the
 	// device it was decided on, if another.
 	sqlDecidedEntry = "SELECT sealed_body, decided_on FROM history WHERE peer = ? AND direction = 1 AND id = ?"
@@ -884,7 +887,7 @@ func (db *DB) Decisions(ctx context.Context, since time.Time, limit int) ([]engi
 	if err := db.checkOpen("read decisions made"); err != nil {
 		return nil, err
 	}
-	rows, err := db.query(ctx, sqlMadeDecisions, since.UnixNano(), limit)
+	rows, err := db.query(ctx, sqlMadeDecisions, since.UnixNano(), int64(engine.DiscardTargetDiscarded), int64(engine.DiscardHoldFull), limit)
 	if err != nil {
 		return nil, db.readErr("read decisions made", err)
 	}

@@ -76,19 +76,27 @@ func (m Model) selected() (engine.HistoryEntry, bool) {
 }
 
 // selectedOwn is the message an edit or a delete acts on: the search's
-// match when this device sent it, else its newest message.
+// match when this device sent it, else its newest message. A sent copy
+// (sent from another device of this person) is that device's to edit or
+// delete, as the engine's rule says (engine.DecideAction).
 func (m Model) selectedOwn() (engine.HistoryEntry, bool) {
 	if m.current >= 0 && m.current < len(m.matches) {
-		if it := m.items[m.matches[m.current]]; it.hist != nil && it.hist.Direction == engine.DirectionOut && !it.hist.Deleted {
+		if it := m.items[m.matches[m.current]]; it.hist != nil && sentHere(*it.hist) && !it.hist.Deleted {
 			return *it.hist, true
 		}
 	}
 	for i := len(m.entries) - 1; i >= 0; i-- {
-		if e := m.entries[i]; e.Direction == engine.DirectionOut && !e.Deleted {
+		if e := m.entries[i]; sentHere(e) && !e.Deleted {
 			return e, true
 		}
 	}
 	return engine.HistoryEntry{}, false
+}
+
+// sentHere reports whether this device sent e (not a sent copy of
+// another device of this person).
+func sentHere(e engine.HistoryEntry) bool {
+	return e.Direction == engine.DirectionOut && e.State != engine.SentCopied
 }
 
 func notice(s string) tea.Cmd { return func() tea.Msg { return NoticeMsg{Text: s} } }

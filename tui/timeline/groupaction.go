@@ -1,6 +1,7 @@
 // Acting on a group's message, as in a conversation (action.go): a reply
 // (r) or a reaction (+) on the newest message, an edit (e) or a delete for
-// everyone (D, asked first) of one's own newest, an edited message's
+// everyone (D, asked first) of one's own newest sent from this device, an
+// edited message's
 // earlier versions (v). The pane sends them with the group set.
 
 package timeline
@@ -30,10 +31,11 @@ func asHistory(e engine.GroupEntry) engine.HistoryEntry {
 	return h
 }
 
-// newest is the newest message not deleted, own only when own is set.
+// newest is the newest message not deleted, only one this device sent
+// when own is set (a sibling's is that device's to edit or delete).
 func (g Group) newest(own bool) (engine.GroupEntry, bool) {
 	for i := len(g.entries) - 1; i >= 0; i-- {
-		if e := g.entries[i]; !e.Deleted && (e.Own || !own) {
+		if e := g.entries[i]; !e.Deleted && (e.Own && !e.Sibling || !own) {
 			return e, true
 		}
 	}
@@ -75,6 +77,10 @@ func (g Group) actionKey(k tea.KeyMsg) (Group, tea.Cmd, bool) {
 		if last, ok := g.newest(false); ok && !last.Own {
 			// The newest message is a member's: only its author changes it.
 			return g, notice(what + " refused: only its author edits or deletes a message (" + g.label(last.Sender) + " wrote the newest)"), true
+		} else if ok && last.Sibling {
+			// Another device of this person's sent it: its author is that
+			// device, which alone edits or deletes it.
+			return g, notice(what + " refused: the newest was sent from " + last.Sender.String() + ", which alone edits or deletes it"), true
 		}
 		e, ok := g.newest(true)
 		if !ok {
