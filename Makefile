@@ -56,7 +56,7 @@ NORACE := $(NORACE)|TestGroupReachesEveryDeviceOfAMember|TestLinkedDeviceSendsTo
 NORACE := $(NORACE)|TestGroupDecisionsAreThePersons|TestGroupDecisionBeforeTheMessage|TestGroupDecisionTakesBackADiscard|TestCatchUpTellsASiblingOfAGroupCommit|TestGroupArrivalCommitTellsTheSiblings|TestLinkedDeviceHoldsTheGroups|TestLinkNoneWithoutABlobStore|TestLinkLeavesAnOpenRequest|TestLinkNoneGoesWithoutAnArchiveOverTheBound
 # Sibling actions and engine-made discards (in-memory worlds, one
 # goroutine): 4 tests, about 9 seconds under the detector, 1 without.
-NORACE := $(NORACE)|TestCatchUpTellsNoEngineDiscard|TestRefusedCommitTellsNoSibling|TestSiblingsMessageIsItsAuthorsToEdit|TestSiblingsGroupActionIsCommittedOnArrival
+NORACE := $(NORACE)|TestCatchUpTellsNoEngineDiscard|TestRefusedCommitTellsTheChoice|TestSiblingsMessageIsItsAuthorsToEdit|TestSiblingsGroupActionIsCommittedOnArrival
 E2E_LOG := .e2e-test.log
 ADV_LOG := .adversary-test.log
 test:

@@ -71,8 +71,9 @@ type ActionTarget struct {
 	Deleted   bool
 	Pending   bool // received and pending, not finalized
 	Discarded bool // received and discarded
-	// Copied: a sent copy, an own message another device of this person
-	// sent (SentCopied). Its author is that device: only it edits or
+	// Copied: an own message another device of this person sent (a
+	// sent copy, SentCopied, or one of the history imported when this
+	// device was linked). Its author is that device: only it edits or
 	// deletes the message, as in a group.
 	Copied bool
 }

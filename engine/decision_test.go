@@ -419,14 +419,14 @@ func TestCatchUpTellsNoEngineDiscard(t *testing.T) {
 	}
 }
 
-// TestRefusedCommitTellsNoSibling: bob commits on bob/1 a reaction of
+// TestRefusedCommitTellsTheChoice: bob commits on bob/1 a reaction of
 // alice's whose target alice deleted (bob committed the delete first);
-// the rules turn the commit into a discard (target_deleted), which rests
-// on bob/1's state, not on bob's choice: it stores no decision lane to
-// bob/2, where the reaction is decided by bob/2's own state. Before the
-// fix bob/2 was told of a discard.
-func TestRefusedCommitTellsNoSibling(t *testing.T) {
-	w, alice, bob, _ := twoDeviceBob(t)
+// bob/1's rules turn the commit into a discard (target_deleted), which
+// rests on bob/1's state. bob/2 is told what bob chose, a commit (told a
+// discard before, and nothing for a while, which made bob/2 ask bob
+// again), and judges the reaction by its own rules when it comes.
+func TestRefusedCommitTellsTheChoice(t *testing.T) {
+	w, alice, bob, bob2 := twoDeviceBob(t)
 	id := alice.enqueue(bob, "soon gone")
 	bob.sync()
 	if _, err := bob.c.Commit(w.ctx, alice.addr, id); err != nil {
@@ -454,7 +454,26 @@ func TestRefusedCommitTellsNoSibling(t *testing.T) {
 	if err != nil || len(res) != 1 || res[0].Err != nil || res[0].Discarded != engine.DiscardTargetDeleted {
 		t.Fatalf("bob commits the reaction to a deleted message: %+v, %v; want discarded target_deleted", res, err)
 	}
-	if n := bob.pendingOut() - before; n != 0 {
-		t.Fatalf("bob/1 stored %d lanes for the rules' discard, want none", n)
+	if n := bob.pendingOut() - before; n != 1 {
+		t.Fatalf("bob/1 stored %d decision lanes for bob's commit the rules made a discard, want 1 (to bob/2)", n)
+	}
+	if _, err := bob.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	bob2.sync()
+	// The raw reaction went to bob/1 alone: bob/2 keeps the decision
+	// for it, a commit, which its own rules judge when it comes.
+	kept, err := bob2.st.KeptDecisions(w.ctx, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var told []engine.KeptDecision
+	for _, k := range kept {
+		if k.ID == react {
+			told = append(told, k)
+		}
+	}
+	if len(told) != 1 || told[0].Outcome != engine.OutcomeCommitted || told[0].On != bob.addr {
+		t.Fatalf("bob/2 keeps %+v for the reaction, want one commit on %s (bob's choice)", told, bob.addr)
 	}
 }

@@ -163,6 +163,7 @@ func (c *Client) finalizeBatch(ctx context.Context, reqs []FinalizeRequest, know
 			results[i].Err = fmt.Errorf("commit %x from %s: %w", r.ID[:], r.Sender, ErrFileNotFetched)
 			continue
 		}
+		asked := r.Outcome
 		act, err := c.finalizingAction(ctx, m, &r, &results[i])
 		if err != nil {
 			return nil, err
@@ -196,15 +197,22 @@ func (c *Client) finalizeBatch(ctx context.Context, reqs []FinalizeRequest, know
 		if p.Session, p.Ack, err = c.prepareAck(ps, r.Sender, r.ID); err != nil {
 			return nil, err
 		}
-		// A discard the engine made by its rules (the hold's pass, or a
-		// commit the rules turned into a discard) rests on this device's
-		// state: no sibling is told of it.
-		if p.DecidedOn = r.decidedOn; r.decidedOn == nil && !r.held && !r.own && !(r.Outcome == OutcomeDiscarded && r.Reason.ByEngine()) {
+		// A discard the engine made by its rules rests on this device's
+		// state. The hold's pass tells no sibling of it. A commit the
+		// rules turned into a discard (its target deleted here, its
+		// window passed here) tells the siblings what the person chose,
+		// a commit, without a body: each judges the action by its own
+		// rules, and none asks the person again.
+		tell := r.Outcome
+		if r.Outcome == OutcomeDiscarded && r.Reason.ByEngine() {
+			tell = asked
+		}
+		if p.DecidedOn = r.decidedOn; r.decidedOn == nil && !r.held && !r.own && !(tell == OutcomeDiscarded && r.Reason.ByEngine()) {
 			var body []byte // the committed text travels with its decision
 			if r.Outcome == OutcomeCommitted && m.Content == wire.ContentText && act == nil {
 				body = append([]byte{}, m.Body...)
 			}
-			if p.Tell, err = c.tellLanes(ctx, own, r.Sender, r.ID, r.Outcome, body); err != nil {
+			if p.Tell, err = c.tellLanes(ctx, own, r.Sender, r.ID, tell, body); err != nil {
 				return nil, err
 			}
 			if r.Outcome == OutcomeCommitted && c.decisionsKept.Load() {

@@ -1,10 +1,12 @@
 package engine_test
 
 import (
+	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/engine/enginetest"
 	"github.com/parley-chat/parley/wire"
 )
 
@@ -122,5 +124,41 @@ func TestSiblingsGroupActionIsCommittedOnArrival(t *testing.T) {
 	}
 	if e := bob2.groupEntry(g, from.ID); len(e.Reactions) != 1 || e.Reactions[0].From != bob.addr {
 		t.Fatalf("bob/2's entry of alice's message: reactions %v, want bob/1's", e.Reactions)
+	}
+}
+
+// TestLinkedHistoryIsItsAuthorsToEdit: a message alice/1 sent and bob
+// acknowledged before alice linked alice/2 comes to alice/2 in the
+// link's history, acknowledged. alice/1 sent it, so only alice/1 edits or
+// deletes it: alice/2's edit and delete are refused not_author before
+// anything is stored. Before the fix alice/2's edit was stored and sent,
+// and bob, who finds no message of alice/2 under that ID, held it.
+func TestLinkedHistoryIsItsAuthorsToEdit(t *testing.T) {
+	w := newWorld(t)
+	blobs, err := enginetest.NewBlobs(filepath.Join(w.dir, "blobs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.blobs = blobs
+	alice, bob := w.device("alice/1"), w.device("bob/1")
+	id := alice.enqueue(bob, "sent before the link")
+	settle(t, 5, alice, bob)
+	all := engine.HistoryChoice{Mode: engine.HistoryAll}
+	alice2, archived := w.linkWithHistory(alice, all, all)
+	if !archived {
+		t.Fatal("the link carried no history")
+	}
+	before := alice2.pendingOut()
+	for _, c := range []wire.ContentType{wire.ContentEdit, wire.ContentDelete} {
+		_, err := alice2.c.Act(w.ctx, engine.ActionRequest{Peer: bob.addr, Content: c, Target: id, Text: []byte("changed on the laptop")})
+		if !isRefused(err, engine.DiscardNotAuthor) {
+			t.Fatalf("%s's %s of %s's message from before the link: %v, want refused not_author", alice2.addr, engine.ActionName(c), alice.addr, err)
+		}
+	}
+	if n := alice2.pendingOut() - before; n != 0 {
+		t.Fatalf("%s stored %d lanes for refused actions, want none", alice2.addr, n)
+	}
+	if _, err := alice.c.Act(w.ctx, engine.ActionRequest{Peer: bob.addr, Content: wire.ContentEdit, Target: id, Text: []byte("changed on the phone")}); err != nil {
+		t.Fatalf("%s edits its own message: %v", alice.addr, err)
 	}
 }

@@ -51,8 +51,10 @@ const (
 	// sqlActionTarget finds a conversation's entry by ID in one direction
 	// (?3) or either (0), the earliest first: a peer that reuses an ID of
 	// this device's cannot take a reaction meant for the original.
-	sqlActionTarget = `SELECT h.direction, h.state, h.at, coalesce(x.action, 0), coalesce(x.edits, 0), coalesce(x.deleted, 0)
+	sqlActionTarget = `SELECT h.direction, h.state, h.at, coalesce(x.action, 0), coalesce(x.edits, 0), coalesce(x.deleted, 0),
+		coalesce(i.sealed_source IS NOT NULL, 0)
 		FROM history h LEFT JOIN message_extra x ON x.peer = h.peer AND x.direction = h.direction AND x.id = h.id
+		LEFT JOIN import_progress i ON i.archive = h.imported
 		WHERE h.peer = ?1 AND h.id = ?2 AND (?3 = 0 OR h.direction = ?3) ORDER BY h.seq LIMIT 1`
 	sqlHeldActions = `SELECT seq, sender, id, received_at, sealed_digest, sealed_frame FROM inbound
 		WHERE action > 0 AND seq > ? AND sender NOT IN (SELECT peer FROM request) ORDER BY seq LIMIT ?`
@@ -190,12 +192,15 @@ func (db *DB) ActionTarget(ctx context.Context, peer engine.Address, id wire.Log
 		return engine.ActionTarget{}, err
 	}
 	var t engine.ActionTarget
-	var d, state, at, action, edits, deleted int64
-	err := db.queryRow(ctx, sqlActionTarget, peer.String(), id[:], int64(dir)).Scan(&d, &state, &at, &action, &edits, &deleted)
+	var d, state, at, action, edits, deleted, linked int64
+	err := db.queryRow(ctx, sqlActionTarget, peer.String(), id[:], int64(dir)).Scan(&d, &state, &at, &action, &edits, &deleted, &linked)
 	switch {
 	case err == nil:
 		t.Found, t.Direction, t.At = true, engine.Direction(d), nsTime(at)
-		t.Copied = t.Direction == engine.DirectionOut && engine.SentState(state) == engine.SentCopied
+		// A sent copy, or a message sent before this device was linked
+		// (another device's history, imported at the link): another
+		// device of this person sent it.
+		t.Copied = t.Direction == engine.DirectionOut && (engine.SentState(state) == engine.SentCopied || linked == 1)
 		t.Action, t.Edits, t.Deleted = wire.ContentType(action), uint32(edits), deleted == 1
 		return t, nil
 	case !errors.Is(err, sql.ErrNoRows):

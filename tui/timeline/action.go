@@ -93,10 +93,11 @@ func (m Model) selectedOwn() (engine.HistoryEntry, bool) {
 	return engine.HistoryEntry{}, false
 }
 
-// sentHere reports whether this device sent e (not a sent copy of
-// another device of this person).
+// sentHere reports whether this device sent e: not a sent copy of
+// another device of this person, nor a message of the history imported
+// when this device was linked (another device sent it).
 func sentHere(e engine.HistoryEntry) bool {
-	return e.Direction == engine.DirectionOut && e.State != engine.SentCopied
+	return e.Direction == engine.DirectionOut && e.State != engine.SentCopied && (e.Imported == nil || !e.Imported.Link)
 }
 
 func notice(s string) tea.Cmd { return func() tea.Msg { return NoticeMsg{Text: s} } }

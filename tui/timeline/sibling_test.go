@@ -81,4 +81,15 @@ func TestSentCopyIsNotEditedHere(t *testing.T) {
 			t.Fatalf("%s with only a sent copy gave %#v, want a notice", k, keyMsg(cmd))
 		}
 	}
+	// A message of the history a link imported was sent by the linking
+	// device; one of a restored backup was sent here.
+	h.entries = []engine.HistoryEntry{
+		{Seq: 1, Peer: bob, Direction: engine.DirectionOut, ID: wire.LogicalID{3}, At: at, Body: []byte("restored"), State: engine.SentAcknowledged, Imported: &engine.Imported{}},
+		{Seq: 2, Peer: bob, Direction: engine.DirectionOut, ID: wire.LogicalID{4}, At: at, Body: []byte("before the link"), State: engine.SentAcknowledged, Imported: &engine.Imported{Link: true}},
+	}
+	m = load(t, m, m.Reload())
+	_, cmd = m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune("e")})
+	if a, ok := keyMsg(cmd).(ActionMsg); !ok || a.Content != wire.ContentEdit || a.Target.ID != (wire.LogicalID{3}) {
+		t.Fatalf("e gave %#v, want an edit of the restored message, not of the one from before the link", keyMsg(cmd))
+	}
 }
