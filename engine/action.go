@@ -72,9 +72,11 @@ type ActionTarget struct {
 	Deleted   bool
 	Pending   bool // received and pending, not finalized
 	Discarded bool // received and discarded
-	// Copied: a sent copy, an own message another device of this person
-	// sent (SentCopied). Its author is that device: only it edits or
-	// deletes the message, as in a group.
+	// Copied: a message another device of its person sent. For this
+	// device's action, a sent copy (SentCopied); for a received one, a
+	// message of the sender's person that the sender did not send
+	// (peerActionTarget). Its author is that other device: only it edits
+	// or deletes the message, as in a group.
 	Copied bool
 }
 
@@ -97,8 +99,8 @@ type ActionVerdict struct {
 //  4. A deleted target: discard (target_deleted).
 //  5. An edit or a delete of a message its sender did not write: discard
 //     (not_author). byPeer says the action came from the peer (its target
-//     must be a received message), else it is this device's (a sent one,
-//     not a sent copy: another device of this person wrote that one).
+//     must be a received message), else it is this device's (a sent one).
+//     Either way not one another device of the person wrote (Copied).
 //  6. An edit or a delete more than ActionWindow after the target: discard
 //     (window_passed).
 //  7. Otherwise apply. An edit older than the applied one (by the author's
@@ -123,7 +125,7 @@ func DecideAction(t ActionTarget, content wire.ContentType, byPeer bool, arrived
 		if byPeer {
 			own = DirectionIn
 		}
-		if t.Direction != own || !byPeer && t.Copied {
+		if t.Direction != own || t.Copied {
 			return ActionVerdict{Reason: DiscardNotAuthor}
 		}
 		if arrived.Sub(t.At) > ActionWindow {
@@ -341,7 +343,7 @@ func (c *Client) receivedAction(ctx context.Context, m *InboundMessage, now time
 	var t ActionTarget
 	at := m.Sender
 	if a.Content != wire.ContentReply {
-		if t, at, err = c.peerActionTarget(ctx, m.Sender, a.Target, targetDirection(a.Content, true)); err != nil {
+		if t, at, err = c.peerActionTarget(ctx, m.Sender, a.Content, a.Target, targetDirection(a.Content, true)); err != nil {
 			return nil, ActionVerdict{}, err
 		}
 	}
@@ -368,7 +370,13 @@ func (c *Client) receivedAction(ctx context.Context, m *InboundMessage, now time
 // address: a device cannot reach a person's messages by claiming their
 // name. Not found anywhere, it is pending if any place holds it pending,
 // else discarded if any discarded it.
-func (c *Client) peerActionTarget(ctx context.Context, sender Address, id wire.LogicalID, dir Direction) (ActionTarget, Address, error) {
+//
+// The history does not say which device of the person sent a received
+// message, so the target of an edit or a delete found in the person's
+// conversation is marked Copied (DecideAction refuses it, not_author)
+// unless this device committed that ID from sender itself (its finalized
+// record): only the sending device edits or deletes a message.
+func (c *Client) peerActionTarget(ctx context.Context, sender Address, content wire.ContentType, id wire.LogicalID, dir Direction) (ActionTarget, Address, error) {
 	places := []Address{sender}
 	held, ok, err := c.store.PeerAccount(ctx, sender.User)
 	if err != nil {
@@ -391,8 +399,18 @@ func (c *Client) peerActionTarget(ctx context.Context, sender Address, id wire.L
 	var out ActionTarget
 	for _, p := range places {
 		t, err := c.store.ActionTarget(ctx, p, id, dir)
-		if err != nil || t.Found {
+		if err != nil {
 			return t, p, err
+		}
+		if t.Found && p != sender && t.Direction == DirectionIn && (content == wire.ContentEdit || content == wire.ContentDelete) {
+			seen, err := c.store.Seen(ctx, sender, id)
+			if err != nil {
+				return t, p, err
+			}
+			t.Copied = !seen.Finalized || seen.Outcome != OutcomeCommitted
+		}
+		if t.Found {
+			return t, p, nil
 		}
 		out.Pending = out.Pending || t.Pending
 		out.Discarded = out.Discarded || t.Discarded
