@@ -76,7 +76,12 @@ type UpdateDeviceList struct {
 	// their linking (catchUpLanes), stored in the same transaction.
 	CatchUp []PersonLane
 	Adopted []AdoptedLane
-	At      time.Time // when the adopted and catch-up lanes were stored (their send time)
+	// GroupAdded are the lanes of this device's group messages still
+	// pending to this person's other devices to the devices List names
+	// active and From did not (addedGroupLanes), stored pending in the
+	// same transaction unless the lane each was copied from ended.
+	GroupAdded []AddedGroupLane
+	At         time.Time // when the adopted and catch-up lanes were stored (their send time)
 }
 
 func (UpdateDeviceList) plan() {}
@@ -175,7 +180,11 @@ func (c *Client) storeOwnList(ctx context.Context, held, next wire.DeviceList, r
 	if err != nil {
 		return err
 	}
-	u := UpdateDeviceList{From: from, List: to, Removed: removed, CatchUp: lanes, Adopted: adopted, At: c.cfg.Now()}
+	grouped, err := c.addedGroupLanes(ctx, &held, next)
+	if err != nil {
+		return err
+	}
+	u := UpdateDeviceList{From: from, List: to, Removed: removed, CatchUp: lanes, Adopted: adopted, GroupAdded: grouped, At: c.cfg.Now()}
 	if _, err := c.store.ApplyBatch(ctx, append([]Plan{u}, more...)); err != nil {
 		// The adoption never holds the revocation back: without the
 		// adopted lanes, once more (reported).
@@ -188,7 +197,7 @@ func (c *Client) storeOwnList(ctx context.Context, held, next wire.DeviceList, r
 			return err
 		}
 	}
-	if len(lanes) > 0 || len(adopted) > 0 {
+	if len(lanes) > 0 || len(adopted) > 0 || len(grouped) > 0 {
 		c.wantLanesPumped()
 	}
 	return nil

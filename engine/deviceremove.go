@@ -141,8 +141,13 @@ func (c *Client) RemoveDevice(ctx context.Context, device Address) (wire.DeviceL
 // storeRevokingList applies p, a list that revokes devices, with the lanes
 // that adopt their messages; should that fail, it reports the failure and
 // applies p without them: the adoption never holds the revocation back.
-// It returns the lanes stored.
+// It returns the lanes stored. sendMu is held around the store, as a group
+// send holds it from reading the account's list to storing its lanes: no
+// send planned with the list held gets a lane to the revoked device after
+// this transaction ended the ones it had.
 func (c *Client) storeRevokingList(ctx context.Context, p UpdateDeviceList) ([]AdoptedLane, error) {
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
 	_, err := c.store.Apply(ctx, p)
 	if err == nil || len(p.Adopted) == 0 || ctx.Err() != nil {
 		return p.Adopted, err

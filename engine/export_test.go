@@ -242,3 +242,6 @@ func (c *Client) ChainLanes() int64 { return c.chainLanes.Load() }
 func (c *Client) AdoptedLanes(ctx context.Context, key *AccountKey, removed []Address) ([]AdoptedLane, error) {
 	return c.adoptedLanes(ctx, key, removed), nil
 }
+
+// MaxAddedGroupLanes is maxAddedGroupLanes, for the bound's test.
+const MaxAddedGroupLanes = maxAddedGroupLanes

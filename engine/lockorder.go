@@ -21,7 +21,11 @@ import (
 //     produces ACKs. The pump fetches bundles before it takes sendMu and
 //     hands envelopes off after it lets it go; group sends and roster
 //     changes hold it only to store their lanes (the pump encrypts them);
-//     Send and Retry still hold it across the network.
+//     Send and Retry still hold it across the network. Enqueue, and the
+//     holds of device lists (a peer's, this account's), hold it from
+//     reading the lists lanes follow to storing, so that a list and the
+//     lanes planned with it are ordered (docs/protocol.md, "Lists and
+//     sends are ordered").
 //  4. loopMu: the loop's policy and schedules (retries, envelopes handed
 //     off, maintenance times, the pump's wish).
 //  5. mu: the live peer states and the own prekeys.

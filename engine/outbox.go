@@ -42,6 +42,18 @@ func (c *Client) Enqueue(ctx context.Context, reqs []SendRequest) ([]SendResult,
 	var plans []Plan
 	accepted := make(map[Address]bool)
 	now := c.cfg.Now()
+	// sendMu is held from reading the lists the lanes follow to storing
+	// them, as a list's hold holds it (takePeerList): a list stored
+	// meanwhile comes wholly before (the lanes follow it) or after (its
+	// transaction ends and adds lanes of these messages). Nothing under
+	// it touches the network.
+	c.sendMu.Lock()
+	locked := true
+	defer func() {
+		if locked {
+			c.sendMu.Unlock()
+		}
+	}()
 	for i, r := range reqs {
 		if r.id != nil {
 			results[i].ID = *r.id
@@ -61,10 +73,7 @@ func (c *Client) Enqueue(ctx context.Context, reqs []SendRequest) ([]SendResult,
 			accepted[r.Peer] = true
 			// Accepting writes sessions (adopted rosters' ACKs): under
 			// sendMu, as every session write.
-			c.sendMu.Lock()
-			err := c.acceptIfRequested(ctx, r.Peer)
-			c.sendMu.Unlock()
-			if err != nil {
+			if err := c.acceptIfRequested(ctx, r.Peer); err != nil {
 				return nil, fmt.Errorf("send to %s: %w", r.Peer, err)
 			}
 		}
@@ -100,6 +109,8 @@ func (c *Client) Enqueue(ctx context.Context, reqs []SendRequest) ([]SendResult,
 		return nil, err
 	}
 	receipts, err := c.applyAll(ctx, plans)
+	c.sendMu.Unlock()
+	locked = false
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}

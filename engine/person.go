@@ -133,6 +133,25 @@ type HoldPeerDeviceList struct {
 	// outbound row and its person_lane, beside one for the lane it was
 	// copied from) unless its message ended meanwhile.
 	Added []AddedLane
+	// GroupAdded are the lanes of this device's group messages still
+	// pending to the person to the devices the list newly names
+	// (addedGroupLanes): each is stored pending unless the lane it was
+	// copied from ended meanwhile.
+	GroupAdded []AddedGroupLane
+}
+
+// AddedGroupLane is a lane of a group message sent here and still pending
+// to a person, added for a device a newer list of that person names: the
+// message's frame (the same on every lane), pending to Recipient, beside
+// the lane From (a device of the same person) it was copied from. The pump
+// encrypts it on the device's session, as any pending lane: it goes
+// pairwise, never by a sender chain the device was not announced.
+type AddedGroupLane struct {
+	Group     wire.GroupID
+	ID        wire.LogicalID
+	From      Address
+	Recipient Address
+	Frame     []byte // wire.EncodeGroupMessage
 }
 
 // AddedLane is a lane of a pending message to a person added for a device
@@ -151,6 +170,18 @@ type AddedLane struct {
 // the rest go to the devices the person had.
 const maxAddedLanes = 256
 
+// freshDevices returns the devices next names as active and prev did not
+// (linked since), this device left out.
+func (c *Client) freshDevices(prev *wire.DeviceList, next wire.DeviceList) []Address {
+	var fresh []Address
+	for _, d := range ActiveAddresses(next) {
+		if e, ok := findEntry(prev, d.Device); (!ok || e.State != wire.DeviceActive) && d != c.self {
+			fresh = append(fresh, d)
+		}
+	}
+	return fresh
+}
+
 // addedLanes returns the lanes that reach the devices next names as active
 // and prev did not, for the text messages pending to the person in
 // conversation conv.
@@ -158,12 +189,7 @@ func (c *Client) addedLanes(ctx context.Context, prev *wire.DeviceList, next wir
 	if prev == nil {
 		return nil, nil
 	}
-	var fresh []Address
-	for _, d := range ActiveAddresses(next) {
-		if e, ok := findEntry(prev, d.Device); !ok || e.State != wire.DeviceActive {
-			fresh = append(fresh, d)
-		}
-	}
+	fresh := c.freshDevices(prev, next)
 	if len(fresh) == 0 {
 		return nil, nil
 	}
@@ -180,6 +206,74 @@ func (c *Client) addedLanes(ctx context.Context, prev *wire.DeviceList, next wir
 		seen[m.ID] = true
 		for _, d := range fresh {
 			out = append(out, AddedLane{Conversation: conv, ID: m.ID, From: m.Recipient, Recipient: d, Frame: m.Frame})
+		}
+	}
+	return out, nil
+}
+
+// maxAddedGroupLanes bounds the lanes a newer list adds to pending group
+// messages, per list held: they are stored in the list's one transaction,
+// beside its one-to-one lanes (maxAddedLanes), and every one is a pairwise
+// encryption for the pump. The oldest pending messages are reached first;
+// the rest go to the devices the person had, and the device linked since
+// has them from its person's other devices (the decisions they tell it,
+// the link's archive).
+const maxAddedGroupLanes = maxAddedLanes
+
+// addedGroupLanes returns the lanes that reach the devices next names as
+// active and prev did not (this device left out), for the group messages
+// this device sent that are still pending to a device of next's person
+// (oldest first, at most maxAddedGroupLanes lanes) and whose group has
+// that person as a member at the message's generation: the fan-out the
+// message would have had with next held when it was sent. Roster changes
+// and chain announcements get none (the new device holds its person's
+// groups from the link's archive, and the next message announces the
+// chain). It serves a peer's list (HoldPeerDeviceList) and this account's
+// own (UpdateDeviceList) alike.
+func (c *Client) addedGroupLanes(ctx context.Context, prev *wire.DeviceList, next wire.DeviceList) ([]AddedGroupLane, error) {
+	if prev == nil {
+		return nil, nil
+	}
+	fresh := c.freshDevices(prev, next)
+	if len(fresh) == 0 {
+		return nil, nil
+	}
+	pending, err := c.store.PendingToPerson(ctx, next.User, maxAddedLanes)
+	if err != nil {
+		return nil, err
+	}
+	groups := make(map[wire.GroupID]*GroupInfo)
+	seen := make(map[wire.LogicalID]bool, len(pending))
+	var out []AddedGroupLane
+	for _, m := range pending {
+		if m.Group == nil || seen[m.ID] {
+			continue
+		}
+		gm, err := wire.DecodeGroupMessage(m.Frame)
+		if err != nil || gm.ID != m.ID || gm.Group != *m.Group {
+			continue // a roster change or a chain announcement
+		}
+		seen[m.ID] = true
+		g, known := groups[gm.Group]
+		if !known {
+			info, err := c.store.Group(ctx, gm.Group)
+			switch {
+			case errors.Is(err, ErrUnknownGroup):
+			case err != nil:
+				return nil, err
+			default:
+				g = &info
+			}
+			groups[gm.Group] = g
+		}
+		if g == nil || !rosterAt(*g, gm.Generation).HasUser(next.User) {
+			continue
+		}
+		if len(out)+len(fresh) > maxAddedGroupLanes {
+			break
+		}
+		for _, d := range fresh {
+			out = append(out, AddedGroupLane{Group: gm.Group, ID: m.ID, From: m.Recipient, Recipient: d, Frame: m.Frame})
 		}
 	}
 	return out, nil
@@ -279,7 +373,23 @@ func (c *Client) RefreshPeerList(ctx context.Context, user string) (PeerAccount,
 // takePeerList holds got, a list of user a relay served, in place of held
 // (ok false: none held) when DecidePeerDeviceList takes it: in one
 // transaction with the lanes it ends and adds (HoldPeerDeviceList).
+//
+// It holds sendMu from reading the list held to storing the new one, as a
+// group send holds it from reading the lists to storing its lanes
+// (storeGroupWith) and a receive while it processes: a send planned with
+// the list held is stored before the new list, whose transaction then
+// ends its lanes to the devices the list revokes and adds its lanes to
+// the ones it names, or it is planned with the new list. Callers hold
+// none of the mutexes after syncMu and pumpMu (lockorder.go). The list
+// held is read again under the lock: another pass may have stored one
+// since the caller read it.
 func (c *Client) takePeerList(ctx context.Context, user string, held PeerAccount, ok bool, got wire.DeviceList) (PeerAccount, bool, error) {
+	c.sendMu.Lock()
+	defer c.sendMu.Unlock()
+	var err error
+	if held, ok, err = c.store.PeerAccount(ctx, user); err != nil {
+		return held, ok, err
+	}
 	var prev *wire.DeviceList
 	if ok {
 		prev = &held.List
@@ -306,10 +416,13 @@ func (c *Client) takePeerList(ctx context.Context, user string, held PeerAccount
 	if p.Added, err = c.addedLanes(ctx, prev, got, p.Conversation); err != nil {
 		return held, ok, fmt.Errorf("device list of %s: %w", user, err)
 	}
+	if p.GroupAdded, err = c.addedGroupLanes(ctx, prev, got); err != nil {
+		return held, ok, fmt.Errorf("device list of %s: %w", user, err)
+	}
 	if _, err := c.store.Apply(ctx, p); err != nil {
 		return held, ok, fmt.Errorf("hold the device list of %s: %w", user, err)
 	}
-	if len(p.Added) > 0 {
+	if len(p.Added) > 0 || len(p.GroupAdded) > 0 {
 		c.wantLanesPumped()
 	}
 	return PeerAccount{List: got, Conversation: p.Conversation, FetchedAt: p.At}, true, nil

@@ -277,6 +277,23 @@ func personScenarios() []fpScenario {
 				fpStep{"alice/1", "sync"}, fpStep{"alice/1", "groupenqueue:g:hi"}, fpStep{"bob/1", "removefake:bob/2"}),
 			target: fpStep{"alice/1", "checkpeer:bob/1"}, want: map[string]map[string][]string{},
 			wantGroup: map[string][]string{"alice/1": {"alice/1:hi"}, "bob/1": {"alice/1:hi"}}, groupMembers: 2},
+		// A newer list naming a device linked since: alice's group
+		// message pending to bob gets a lane to bob/2 in the hold's
+		// transaction, and bob/2 (holding bob's groups, as a link's
+		// archive leaves them) takes it.
+		{name: "newer list adds group lanes", devices: abb, groupMembers: 2,
+			setup: []fpStep{{"bob/1", "publishfake"}, {"alice/1", "checkpeer:bob/1"}, {"alice/1", "groupcreate:g:bob/1"}, {"bob/1", "sync"},
+				{"alice/1", "sync"}, {"alice/1", "groupenqueue:g:hi"}, {"bob/1", "linkfake:bob/2"}, {"bob/2", "linkshare:bob/1"}},
+			target: fpStep{"alice/1", "checkpeer:bob/1"}, want: map[string]map[string][]string{},
+			wantGroup: map[string][]string{"alice/1": {"alice/1:hi"}, "bob/1": {"alice/1:hi"}, "bob/2": {"alice/1:hi"}}},
+		// The own version: alice/2's group message is pending to alice/1
+		// when alice/1 links alice/3; the list alice/2 adopts adds a lane
+		// of it to alice/3 in the list's transaction.
+		{name: "own list adds group lanes", devices: []string{"alice/1", "alice/2", "alice/3", "bob/1"}, groupMembers: 2,
+			setup: []fpStep{{"alice/1", "linkfake:alice/2"}, {"bob/1", "checkpeer:alice/1"}, {"alice/1", "groupcreate:g:bob/1"}, {"bob/1", "sync"}, {"alice/2", "sync"},
+				{"alice/1", "sync"}, {"alice/2", "groupenqueue:g:hi"}, {"alice/1", "linkfake:alice/3"}, {"alice/3", "linkshare:alice/1"}},
+			target: fpStep{"alice/2", "adoptlist"}, want: map[string]map[string][]string{},
+			wantGroup: map[string][]string{"alice/1": {"alice/2:hi"}, "alice/2": {"alice/2:hi"}, "alice/3": {"alice/2:hi"}, "bob/1": {"alice/2:hi"}}},
 		// A newer list naming a device linked since: the message pending
 		// to the person gets a lane to it in the hold's transaction.
 		{name: "peer list adds a lane", devices: abb,

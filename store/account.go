@@ -40,7 +40,10 @@ func (t *tx) updateDeviceList(ctx context.Context, p engine.UpdateDeviceList) er
 	if err := t.endGroupLanesTo(ctx, p.Removed); err != nil {
 		return err
 	}
-	return t.adoptLanes(ctx, p.Adopted, p.At)
+	if err := t.adoptLanes(ctx, p.Adopted, p.At); err != nil {
+		return err
+	}
+	return t.addGroupLanes(ctx, p.GroupAdded, p.At)
 }
 
 func validateUpdateDeviceList(p engine.UpdateDeviceList) error {
@@ -53,7 +56,8 @@ func validateUpdateDeviceList(p engine.UpdateDeviceList) error {
 	}
 	held, _ := wire.DecodeDeviceList(p.From)
 	err = errors.Join(checkRemoved(l.User, p.List, p.Removed), checkAdopted(l.User, p.Adopted), checkCatchUp(held, l, p))
-	if len(p.Adopted) > 0 {
+	err = errors.Join(err, checkGroupAdded(l, p.GroupAdded))
+	if len(p.Adopted) > 0 || len(p.GroupAdded) > 0 {
 		err = errors.Join(err, checkTime("at", p.At))
 	}
 	return err

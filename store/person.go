@@ -76,7 +76,75 @@ func (t *tx) holdPeerDeviceList(ctx context.Context, p engine.HoldPeerDeviceList
 	if err := t.endGroupLanesTo(ctx, p.Removed); err != nil {
 		return err
 	}
-	return t.addPersonLanes(ctx, p.Added, p.At)
+	if err := t.addPersonLanes(ctx, p.Added, p.At); err != nil {
+		return err
+	}
+	return t.addGroupLanes(ctx, p.GroupAdded, p.At)
+}
+
+// Statements of addGroupLanes.
+const (
+	// sqlGroupLanePending says whether a group lane is still pending.
+	sqlGroupLanePending = "SELECT 1 FROM group_lane WHERE recipient = ? AND id = ? AND grp = ? AND state = 1"
+	// sqlGroupLaneKnown says whether a device has a lane of a message,
+	// in any state.
+	sqlGroupLaneKnown = "SELECT 1 FROM group_lane WHERE recipient = ? AND id = ?"
+)
+
+// addGroupLanes stores the lanes a newer list adds to group messages
+// pending to its person (engine.AddedGroupLane): a pending outbound row and
+// a pending group lane each, unless the lane it was copied from ended
+// meanwhile or the device has a lane of the message already.
+func (t *tx) addGroupLanes(ctx context.Context, added []engine.AddedGroupLane, at time.Time) error {
+	for _, l := range added {
+		var one int64
+		found, err := t.scan(ctx, "group-lane-source-read", sqlGroupLanePending, []any{l.From.String(), l.ID[:], l.Group[:]}, &one)
+		if err != nil {
+			return err
+		}
+		if !found {
+			continue
+		}
+		to := l.Recipient.String()
+		if found, err = t.scan(ctx, "group-lane-known-read", sqlGroupLaneKnown, []any{to, l.ID[:]}, &one); err != nil {
+			return err
+		}
+		if found {
+			continue
+		}
+		if _, err := t.runOne(ctx, "group-outbound-insert", engine.ErrConflict, sqlInsertOutbound,
+			to, l.ID[:], at.UnixNano(), t.db.seal.seal(kindOutboundFrame, messageKey(l.Recipient, l.ID), l.Frame)); err != nil {
+			return fmt.Errorf("add lane %x to %s: %w", l.ID[:], to, err)
+		}
+		if _, err := t.runOne(ctx, "group-lane-add", engine.ErrConflict, sqlInsertLane, to, l.ID[:], l.Group[:]); err != nil {
+			return fmt.Errorf("add lane %x to %s: %w", l.ID[:], to, err)
+		}
+	}
+	return nil
+}
+
+// checkGroupAdded checks the group lanes a list adds: each from a device
+// of the list's user to another device of theirs that the list names
+// active, carrying a group message of the lane's group and ID.
+func checkGroupAdded(l wire.DeviceList, added []engine.AddedGroupLane) error {
+	var err error
+	for _, a := range added {
+		err = errors.Join(err, checkAddress("added group lane", a.Recipient), checkAddress("added group lane source", a.From))
+		active := false
+		for _, e := range l.Entries {
+			active = active || (e.Number == a.Recipient.Device && e.State == wire.DeviceActive)
+		}
+		switch {
+		case a.Recipient.User != l.User || a.From.User != l.User || a.Recipient == a.From:
+			err = errors.Join(err, invalid("added group lane of message %x from %s to %s: not two devices of %s", a.ID[:], a.From, a.Recipient, l.User))
+		case !active:
+			err = errors.Join(err, invalid("added group lane of message %x to %s, which the list does not name active", a.ID[:], a.Recipient))
+		}
+		if m, merr := wire.DecodeGroupMessage(a.Frame); merr != nil || m.ID != a.ID || m.Group != a.Group {
+			err = errors.Join(err, invalid("added group lane of message %x: its frame is not the group message", a.ID[:]))
+		}
+	}
+	return err
 }
 
 // addPersonLanes stores the lanes a newer list adds to messages pending to
@@ -190,7 +258,7 @@ func validateHoldPeerDeviceList(p engine.HoldPeerDeviceList) error {
 	case p.Conversation.User != p.User:
 		return invalid("conversation %s of %s", p.Conversation, p.User)
 	}
-	err = errors.Join(checkAddress("conversation", p.Conversation), checkTime("at", p.At), checkRemoved(p.User, p.List, p.Removed))
+	err = errors.Join(checkAddress("conversation", p.Conversation), checkTime("at", p.At), checkRemoved(p.User, p.List, p.Removed), checkGroupAdded(l, p.GroupAdded))
 	for _, a := range p.Added {
 		err = errors.Join(err, checkAddress("added lane", a.Recipient), checkAddress("added lane source", a.From))
 		switch {

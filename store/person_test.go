@@ -212,3 +212,57 @@ func TestTakeBackLeavesADiscardOfUnknownKind(t *testing.T) {
 		t.Fatalf("a one-to-one discard after a commit with its body: %+v, %v, %d in history; want it committed, once", s, err, inHistory())
 	}
 }
+
+// TestGroupAddedLanesAreChecked: the group lanes a list adds go from a
+// device of the list's person to another one the list names active, and
+// carry a group message of their group and ID; anything else refuses the
+// plan before it touches the store.
+func TestGroupAddedLanesAreChecked(t *testing.T) {
+	f := newFixture(t, false)
+	ctx := context.Background()
+	list := func(gen uint64, n ...uint32) []byte {
+		l := wire.DeviceList{User: "carol", Generation: gen, AccountKey: [32]byte{1}}
+		if gen > 1 {
+			l.Parent = [32]byte{byte(gen)}
+		}
+		for _, d := range n {
+			l.Entries = append(l.Entries, wire.DeviceEntry{Number: d, State: wire.DeviceActive})
+		}
+		b, err := wire.EncodeDeviceList(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	f.apply(t, engine.HoldPeerDeviceList{User: "carol", AccountKey: [32]byte{1}, Generation: 1, List: list(1, 2), Conversation: carol, At: planAt})
+	g, id := wire.GroupID{7}, wire.LogicalID{0x44}
+	frame, err := wire.EncodeGroupMessage(wire.GroupMessage{ID: id, Group: g, Generation: 1, Content: wire.ContentText, Body: []byte("hi")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2, c3, c4 := engine.MustParseAddress("carol/2"), engine.MustParseAddress("carol/3"), engine.MustParseAddress("carol/4")
+	good := engine.AddedGroupLane{Group: g, ID: id, From: c2, Recipient: c3, Frame: frame}
+	for name, bad := range map[string]engine.AddedGroupLane{
+		"to a device the list does not name": {Group: g, ID: id, From: c2, Recipient: c4, Frame: frame},
+		"to another person":                  {Group: g, ID: id, From: c2, Recipient: engine.MustParseAddress("dave/3"), Frame: frame},
+		"from the device itself":             {Group: g, ID: id, From: c3, Recipient: c3, Frame: frame},
+		"of another group":                   {Group: wire.GroupID{8}, ID: id, From: c2, Recipient: c3, Frame: frame},
+		"with a one-to-one frame":            {Group: g, ID: id, From: c2, Recipient: c3, Frame: frameOf(t, id, "hi")},
+	} {
+		p := engine.HoldPeerDeviceList{User: "carol", From: 1, AccountKey: [32]byte{1}, Generation: 2, List: list(2, 2, 3),
+			Conversation: carol, At: planAt, GroupAdded: []engine.AddedGroupLane{bad}}
+		if _, err := f.db.Apply(ctx, p); !errors.Is(err, engine.ErrConflict) {
+			t.Errorf("a group lane %s = %v, want refused", name, err)
+		}
+	}
+	// A lane whose source is not pending (no such lane here) is not added,
+	// and the list is held.
+	f.apply(t, engine.HoldPeerDeviceList{User: "carol", From: 1, AccountKey: [32]byte{1}, Generation: 2, List: list(2, 2, 3),
+		Conversation: carol, At: planAt, GroupAdded: []engine.AddedGroupLane{good}})
+	if a, ok, err := f.db.PeerAccount(ctx, "carol"); err != nil || !ok || a.List.Generation != 2 {
+		t.Fatalf("PeerAccount = %+v, %v, %v; want generation 2", a, ok, err)
+	}
+	if _, found, err := f.db.LaneGroup(ctx, c3, id); err != nil || found {
+		t.Fatalf("a lane to carol/3 was added for a message with no pending lane (%v)", err)
+	}
+}
