@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/parley-chat/parley/wire"
@@ -71,10 +72,12 @@ type ActionTarget struct {
 	Deleted   bool
 	Pending   bool // received and pending, not finalized
 	Discarded bool // received and discarded
-	// Copied: an own message another device of this person sent (a
-	// sent copy, SentCopied, or one of the history imported when this
-	// device was linked). Its author is that device: only it edits or
-	// deletes the message, as in a group.
+	// Copied: a message another device of its person sent. For this
+	// device's action, a sent copy (SentCopied) or a message of the
+	// history imported when this device was linked; for a received one,
+	// a message of the sender's person that the sender did not send
+	// (peerActionTarget). Its author is that other device: only it edits
+	// or deletes the message, as in a group.
 	Copied bool
 }
 
@@ -97,8 +100,8 @@ type ActionVerdict struct {
 //  4. A deleted target: discard (target_deleted).
 //  5. An edit or a delete of a message its sender did not write: discard
 //     (not_author). byPeer says the action came from the peer (its target
-//     must be a received message), else it is this device's (a sent one,
-//     not a sent copy: another device of this person wrote that one).
+//     must be a received message), else it is this device's (a sent one).
+//     Either way not one another device of the person wrote (Copied).
 //  6. An edit or a delete more than ActionWindow after the target: discard
 //     (window_passed).
 //  7. Otherwise apply. An edit older than the applied one (by the author's
@@ -123,7 +126,7 @@ func DecideAction(t ActionTarget, content wire.ContentType, byPeer bool, arrived
 		if byPeer {
 			own = DirectionIn
 		}
-		if t.Direction != own || !byPeer && t.Copied {
+		if t.Direction != own || t.Copied {
 			return ActionVerdict{Reason: DiscardNotAuthor}
 		}
 		if arrived.Sub(t.At) > ActionWindow {
@@ -135,9 +138,11 @@ func DecideAction(t ActionTarget, content wire.ContentType, byPeer bool, arrived
 
 // ActionApply is what committing an action does, in the transaction that
 // commits it (Hold for an own action, Finalize or CommitEffect for a
-// received one). The action's own history entry is (Peer, Dir, ID); its
-// target's (Peer, TargetDir, Target). The store applies it on condition:
-// an edit only over an older one, nothing over a tombstone.
+// received one). The action's own history entry is (Peer, Dir, ID), kept
+// where the store keeps Peer's messages (a received one in its person's
+// conversation); its target's (TargetPeer, or Peer when that is zero,
+// TargetDir, Target). The store applies it on condition: an edit only
+// over an older one, nothing over a tombstone.
 type ActionApply struct {
 	Peer      Address
 	ID        wire.LogicalID
@@ -145,6 +150,11 @@ type ActionApply struct {
 	Content   wire.ContentType
 	Target    wire.LogicalID
 	TargetDir Direction // for everything but a reply
+	// TargetPeer is the address the target's entry is kept under when it
+	// is not Peer: a received action of one device of a person whose
+	// target is in the person's conversation (peerActionTarget). Always
+	// Peer's person.
+	TargetPeer Address
 	// Reactor is the reaction's author (a reaction); Emoji empty with
 	// Remove takes it back. Order is its number among the reactor's
 	// reactions to the target: it applies by ReactionApplies.
@@ -176,7 +186,16 @@ func (a *ActionApply) targetKey() actionTargetKey {
 	if a.Group != nil {
 		return actionTargetKey{group: *a.Group, peer: a.TargetAuthor, id: a.Target}
 	}
-	return actionTargetKey{peer: a.Peer, dir: a.TargetDir, id: a.Target}
+	return actionTargetKey{peer: a.TargetAt(), dir: a.TargetDir, id: a.Target}
+}
+
+// TargetAt is the address a's target entry is kept under: TargetPeer, or
+// Peer when that is zero.
+func (a *ActionApply) TargetAt() Address {
+	if a.TargetPeer != (Address{}) {
+		return a.TargetPeer
+	}
+	return a.Peer
 }
 
 // targetDirection is the direction in which an action's target is looked
@@ -323,8 +342,9 @@ func (c *Client) receivedAction(ctx context.Context, m *InboundMessage, now time
 		return c.receivedGroupAction(ctx, m, a, now)
 	}
 	var t ActionTarget
+	at := m.Sender
 	if a.Content != wire.ContentReply {
-		if t, err = c.store.ActionTarget(ctx, m.Sender, a.Target, targetDirection(a.Content, true)); err != nil {
+		if t, at, err = c.peerActionTarget(ctx, m.Sender, a.Content, a.Target, targetDirection(a.Content, true)); err != nil {
 			return nil, ActionVerdict{}, err
 		}
 	}
@@ -332,7 +352,72 @@ func (c *Client) receivedAction(ctx context.Context, m *InboundMessage, now time
 	if v.Hold || v.Reason != DiscardNone {
 		return nil, v, nil
 	}
-	return applyOf(m.Sender, m.Sender, m.ID, DirectionIn, a, t, now), v, nil
+	apply := applyOf(m.Sender, m.Sender, m.ID, DirectionIn, a, t, now)
+	if at != m.Sender {
+		apply.TargetPeer = at
+	}
+	return apply, v, nil
+}
+
+// peerActionTarget finds the target of an action sender sent, and the
+// address its entry is kept under. A message to a person, or from any of
+// their devices, is kept in the person's one conversation, and each
+// device's lane carries the same ID, so when the device list held for
+// sender's person names sender as active with the identity pinned for it,
+// the target is looked for in that conversation first, then under
+// sender's own address and each listed device's (where messages were
+// kept before the list was held). Any other sender (no list held, or one
+// that does not vouch for it) finds only what was exchanged with its own
+// address: a device cannot reach a person's messages by claiming their
+// name. Not found anywhere, it is pending if any place holds it pending,
+// else discarded if any discarded it.
+//
+// The history does not say which device of the person sent a received
+// message, so the target of an edit or a delete found in the person's
+// conversation is marked Copied (DecideAction refuses it, not_author)
+// unless this device committed that ID from sender itself (its finalized
+// record): only the sending device edits or deletes a message.
+func (c *Client) peerActionTarget(ctx context.Context, sender Address, content wire.ContentType, id wire.LogicalID, dir Direction) (ActionTarget, Address, error) {
+	places := []Address{sender}
+	held, ok, err := c.store.PeerAccount(ctx, sender.User)
+	if err != nil {
+		return ActionTarget{}, sender, err
+	}
+	if ok {
+		ps, err := c.store.Peer(ctx, sender)
+		if err != nil {
+			return ActionTarget{}, sender, err
+		}
+		if listedWith(held.List, sender, ps.Pinned) {
+			places = []Address{held.Conversation, sender}
+			for _, d := range ActiveAddresses(held.List) {
+				if !slices.Contains(places, d) {
+					places = append(places, d)
+				}
+			}
+		}
+	}
+	var out ActionTarget
+	for _, p := range places {
+		t, err := c.store.ActionTarget(ctx, p, id, dir)
+		if err != nil {
+			return t, p, err
+		}
+		if t.Found && p != sender && t.Direction == DirectionIn && (content == wire.ContentEdit || content == wire.ContentDelete) {
+			seen, err := c.store.Seen(ctx, sender, id)
+			if err != nil {
+				return t, p, err
+			}
+			t.Copied = !seen.Finalized || seen.Outcome != OutcomeCommitted
+		}
+		if t.Found {
+			return t, p, nil
+		}
+		out.Pending = out.Pending || t.Pending
+		out.Discarded = out.Discarded || t.Discarded
+	}
+	out.Discarded = out.Discarded && !out.Pending
+	return out, sender, nil
 }
 
 // AppliedAction is an action as the conversation shows it: what it did to

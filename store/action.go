@@ -91,17 +91,28 @@ func (t *tx) applyAction(ctx context.Context, a engine.ActionApply) error {
 	if a.Group != nil {
 		return t.applyGroupAction(ctx, a)
 	}
-	peer := a.Peer.String()
+	own := a.Peer
+	if a.Dir == engine.DirectionIn {
+		// Its entry is where insertHistory put it: in the conversation of
+		// the sender's person when one is held.
+		var err error
+		if own, err = t.conversationFor(ctx, a.Peer); err != nil {
+			return err
+		}
+	}
 	var replyTo any
 	if a.Content == wire.ContentReply {
 		replyTo = a.Target[:]
 	}
-	if _, err := t.run(ctx, "action-mark", sqlMarkAction, peer, int64(a.Dir), a.ID[:], int64(a.Content), replyTo); err != nil {
+	if _, err := t.run(ctx, "action-mark", sqlMarkAction, own.String(), int64(a.Dir), a.ID[:], int64(a.Content), replyTo); err != nil {
 		return fmt.Errorf("mark action %x: %w", a.ID[:], err)
 	}
 	if a.Content == wire.ContentReply {
 		return nil
 	}
+	// From here on Peer is where the target's entry is kept.
+	a.Peer = a.TargetAt()
+	peer := a.Peer.String()
 	target := []any{peer, int64(a.TargetDir), a.Target[:]}
 	var edits, deleted int64
 	if _, err := t.scan(ctx, "action-target", sqlExtraState, target, &edits, &deleted); err != nil {
@@ -369,6 +380,8 @@ func checkActionApply(a engine.ActionApply, peer engine.Address, dir engine.Dire
 		return invalid("group action %x without its target's author", a.ID[:])
 	case a.Group == nil && a.TargetAuthor != (engine.Address{}):
 		return invalid("action %x outside a group with a target's author", a.ID[:])
+	case a.TargetPeer != (engine.Address{}) && (a.Group != nil || a.TargetPeer.User != a.Peer.User):
+		return invalid("action %x of %s with its target kept under %s", a.ID[:], a.Peer, a.TargetPeer)
 	}
 	return checkTime("action at", a.At)
 }
