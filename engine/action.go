@@ -373,24 +373,31 @@ func (c *Client) receivedAction(ctx context.Context, m *InboundMessage, now time
 // else discarded if any discarded it.
 //
 // The history does not say which device of the person sent a received
-// message, so the target of an edit or a delete found in the person's
-// conversation is marked Copied (DecideAction refuses it, not_author)
-// unless this device committed that ID from sender itself (its finalized
-// record): only the sending device edits or deletes a message.
+// message, so the target of an edit or a delete found in a place that may
+// hold another device's messages (the person's conversation or another
+// device's address, and any place once the list held names more than one
+// device of the person: the sender's own address may be the conversation)
+// is marked Copied (DecideAction refuses it, not_author) unless this
+// device committed that ID from sender itself (its finalized record, not
+// one an import implies): only the sending device edits or deletes a
+// message. A message of an imported history is therefore not edited by a
+// person of several devices here (left out: the import does not say which
+// device sent it).
 func (c *Client) peerActionTarget(ctx context.Context, sender Address, content wire.ContentType, id wire.LogicalID, dir Direction) (ActionTarget, Address, error) {
 	places := []Address{sender}
 	held, ok, err := c.store.PeerAccount(ctx, sender.User)
 	if err != nil {
 		return ActionTarget{}, sender, err
 	}
+	several := ok && len(held.List.Entries) > 1
 	if ok {
 		ps, err := c.store.Peer(ctx, sender)
 		if err != nil {
 			return ActionTarget{}, sender, err
 		}
 		if listedWith(held.List, sender, ps.Pinned) {
-			places = []Address{held.Conversation, sender}
-			for _, d := range ActiveAddresses(held.List) {
+			places = []Address{held.Conversation}
+			for _, d := range append([]Address{sender}, ActiveAddresses(held.List)...) {
 				if !slices.Contains(places, d) {
 					places = append(places, d)
 				}
@@ -403,12 +410,12 @@ func (c *Client) peerActionTarget(ctx context.Context, sender Address, content w
 		if err != nil {
 			return t, p, err
 		}
-		if t.Found && p != sender && t.Direction == DirectionIn && (content == wire.ContentEdit || content == wire.ContentDelete) {
+		if t.Found && (p != sender || several) && t.Direction == DirectionIn && (content == wire.ContentEdit || content == wire.ContentDelete) {
 			seen, err := c.store.Seen(ctx, sender, id)
 			if err != nil {
 				return t, p, err
 			}
-			t.Copied = !seen.Finalized || seen.Outcome != OutcomeCommitted
+			t.Copied = !seen.Finalized || seen.Outcome != OutcomeCommitted || seen.Imported
 		}
 		if t.Found {
 			return t, p, nil

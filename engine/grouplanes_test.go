@@ -453,3 +453,42 @@ func TestAddedGroupLaneToADeviceWithoutTheGroup(t *testing.T) {
 		t.Fatalf("alice's lane to bob/2 is %q, want it still open", got)
 	}
 }
+
+// TestNoAddedLaneBehindAPendingChange: alice adds dave to the group while
+// bob/1 is away, and sends; bob links bob/2, whose archive holds the
+// group before the change. alice then holds bob's newer list: the change
+// is pending to bob, so the message at its generation gets no lane to
+// bob/2, which could never merge that generation from anything it holds
+// (the change gets no added lane), and the lane would stay open. Before
+// the fix alice kept a pending lane to bob/2 for good.
+func TestNoAddedLaneBehindAPendingChange(t *testing.T) {
+	w := blobWorld(t)
+	alice, bob, carol, dave := w.device("alice/1"), w.device("bob/1"), w.device("carol/1"), w.device("dave/1")
+	publishLists(t, alice, bob, carol, dave)
+	checkPeers(t, alice, bob, carol, dave)
+	info, _, err := alice.c.CreateGroup(w.ctx, "friends", []engine.Address{bob.addr, carol.addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := info.ID
+	settle(t, 6, alice, bob, carol)
+	if _, err := alice.c.ChangeRoster(w.ctx, g, []wire.RosterChange{{Op: wire.RosterAdd, Address: "dave/1"}}); err != nil {
+		t.Fatal(err)
+	}
+	sent, err := alice.c.SendGroup(w.ctx, g, []byte("after dave came"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob2 := w.linkHolding(bob)
+	alice.reopen()
+	checkPeers(t, alice, bob)
+	if got := alice.lanes(g, sent.ID); got["bob/2"] != "" {
+		t.Fatalf("alice's lanes after bob's newer list: %v, want none to bob/2 behind the change pending to bob", got)
+	}
+	settle(t, 8, alice, bob, bob2, carol, dave)
+	for r, s := range alice.lanes(g, sent.ID) {
+		if s != "acknowledged" {
+			t.Fatalf("alice's lane to %s is %s, want acknowledged", r, s)
+		}
+	}
+}

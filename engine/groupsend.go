@@ -176,31 +176,36 @@ func (c *Client) changeRoster(ctx context.Context, gid wire.GroupID, g GroupInfo
 		return GroupSendResult{}, fmt.Errorf("change group %x: %w", gid[:], err)
 	}
 	next := Roster{Generation: change.Generation, Name: change.Name, Members: change.Members}
-	lists, err := c.groupLists(ctx, old, next)
-	if err != nil {
-		return GroupSendResult{}, err
-	}
-	recipients, err := parseAddresses(RosterRecipients(old, next, self, lists))
-	if err != nil {
-		return GroupSendResult{}, err
-	}
-	removed, err := parseAddresses(RemovedLanes(old, next, lists))
-	if err != nil {
-		return GroupSendResult{}, err
-	}
-	lanes, err := pendingLanes("roster-change", recipients)
-	if err != nil {
-		return GroupSendResult{}, err
-	}
-	plan := RosterUpdate{Group: gid, Change: change, Frame: frame, At: c.cfg.Now(), Lanes: lanes, Removed: removed, Start: start, Compact: compact,
-		Left: !next.HasUser(c.self.User)}
 	// Stored and pumped under pumpMu: no other pass of the pump takes
 	// these lanes first, so that the result says what became of each.
+	// The lists are read under sendMu, as a group message's are: a list
+	// held meanwhile (takePeerList, the own list) comes wholly before or
+	// after the change, never between its reading and its storing.
 	c.pumpMu.Lock()
 	defer c.pumpMu.Unlock()
-	c.sendMu.Lock()
-	err = c.storeLanes(ctx, plan, change.ID, recipients)
-	c.sendMu.Unlock()
+	recipients, err := func() ([]Address, error) {
+		c.sendMu.Lock()
+		defer c.sendMu.Unlock()
+		lists, err := c.groupLists(ctx, old, next)
+		if err != nil {
+			return nil, err
+		}
+		recipients, err := parseAddresses(RosterRecipients(old, next, self, lists))
+		if err != nil {
+			return nil, err
+		}
+		removed, err := parseAddresses(RemovedLanes(old, next, lists))
+		if err != nil {
+			return nil, err
+		}
+		lanes, err := pendingLanes("roster-change", recipients)
+		if err != nil {
+			return nil, err
+		}
+		plan := RosterUpdate{Group: gid, Change: change, Frame: frame, At: c.cfg.Now(), Lanes: lanes, Removed: removed, Start: start, Compact: compact,
+			Left: !next.HasUser(c.self.User)}
+		return recipients, c.storeLanes(ctx, plan, change.ID, recipients)
+	}()
 	if err != nil {
 		return GroupSendResult{}, err
 	}

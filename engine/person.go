@@ -228,7 +228,8 @@ const maxAddedGroupLanes = maxAddedLanes
 // message would have had with next held when it was sent. Roster changes
 // and chain announcements get none (the new device holds its person's
 // groups from the link's archive, and the next message announces the
-// chain). It serves a peer's list (HoldPeerDeviceList) and this account's
+// chain; a group with a roster change pending to the person gets none
+// at all). It serves a peer's list (HoldPeerDeviceList) and this account's
 // own (UpdateDeviceList) alike.
 func (c *Client) addedGroupLanes(ctx context.Context, prev *wire.DeviceList, next wire.DeviceList) ([]AddedGroupLane, error) {
 	if prev == nil {
@@ -242,11 +243,26 @@ func (c *Client) addedGroupLanes(ctx context.Context, prev *wire.DeviceList, nex
 	if err != nil {
 		return nil, err
 	}
+	// A roster change still pending to the person is in no archive the
+	// new device got (the device that wrote it has not received it), and
+	// it gets no added lane: a message of that group would wait there
+	// for a generation the device never merges, and its lane would stay
+	// open. Such a group's messages get no lane either; the device gets
+	// the group's next messages (TestNoAddedLaneBehindAPendingChange).
+	behind := make(map[wire.GroupID]bool)
+	for _, m := range pending {
+		if m.Group == nil {
+			continue
+		}
+		if k, err := wire.PeekFrameKind(m.Frame); err == nil && k == wire.FrameSignedRoster {
+			behind[*m.Group] = true
+		}
+	}
 	groups := make(map[wire.GroupID]*GroupInfo)
 	seen := make(map[wire.LogicalID]bool, len(pending))
 	var out []AddedGroupLane
 	for _, m := range pending {
-		if m.Group == nil || seen[m.ID] {
+		if m.Group == nil || seen[m.ID] || behind[*m.Group] {
 			continue
 		}
 		gm, err := wire.DecodeGroupMessage(m.Frame)

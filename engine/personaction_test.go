@@ -2,10 +2,12 @@ package engine_test
 
 import (
 	"errors"
+	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/engine/enginetest"
 	"github.com/parley-chat/parley/wire"
 )
 
@@ -93,6 +95,60 @@ func TestSiblingEditsOnlyItsOwn(t *testing.T) {
 	}
 	if n := alice.pendingIn(); n != 0 {
 		t.Fatalf("alice holds %d messages after bob/2's edit of bob/1's, want it discarded", n)
+	}
+	// bob/1's address is the conversation's: its edit of bob/2's message
+	// finds the target at its own address, and is refused all the same
+	// (review: before, bob/1 edited bob/2's message).
+	body, _ = wire.EncodeAction(wire.Action{Content: wire.ContentEdit, Target: mine, Edit: 2, Text: []byte("the phone's now")})
+	frame, _ = wire.EncodeContentMessage(wire.ContentMessage{ID: wire.LogicalID{0xed}, Content: wire.ContentEdit, Body: body})
+	if err := bob.c.SendRawFrame(w.ctx, alice.addr, frame); err != nil {
+		t.Fatal(err)
+	}
+	alice.sync()
+	alice.commitAll()
+	if e := alice.entry(bob, mine); string(e.Body) != "from the laptop, edited" || e.Edits != 1 {
+		t.Fatalf("alice's entry of bob/2's message after bob/1's edit: %q, %d edits; want bob/2's edit only", e.Body, e.Edits)
+	}
+}
+
+// TestImportedHistoryIsNoAuthority: bob/1's message reached alice before
+// alice linked alice/2, which holds it from the link's history. bob/2's
+// edit of it, sent to alice/2, is refused there: the import says nothing of
+// which of bob's devices sent it, and it is not bob/2's (review: the
+// import's implied record let bob/2 edit bob/1's message on alice/2).
+func TestImportedHistoryIsNoAuthority(t *testing.T) {
+	w, alice, bob, bob2 := twoDeviceBob(t)
+	blobs, err := enginetest.NewBlobs(filepath.Join(w.dir, "blobs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.blobs = blobs
+	alice.reopen() // with the blob store, which the link's archive goes by
+	theirs := bob.enqueue(alice, "from the phone")
+	settle(t, 6, alice, bob, bob2)
+	alice.commitAll()
+	all := engine.HistoryChoice{Mode: engine.HistoryAll}
+	alice2, archived := w.linkWithHistory(alice, all, all)
+	if !archived {
+		t.Fatal("the link carried no history")
+	}
+	if err := alice2.c.RefreshPreKeys(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := alice2.c.CheckPeer(w.ctx, bob2.addr); err != nil {
+		t.Fatal(err)
+	}
+	body, _ := wire.EncodeAction(wire.Action{Content: wire.ContentEdit, Target: theirs, Edit: 1, Text: []byte("the laptop's now")})
+	frame, _ := wire.EncodeContentMessage(wire.ContentMessage{ID: wire.LogicalID{0xee}, Content: wire.ContentEdit, Body: body})
+	if err := bob2.c.SendRawFrame(w.ctx, alice2.addr, frame); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		alice2.sync()
+		alice2.commitAll()
+	}
+	if e := alice2.entry(bob, theirs); string(e.Body) != "from the phone" || e.Edits != 0 {
+		t.Fatalf("alice/2's entry of bob/1's message after bob/2's edit: %q, %d edits; want unchanged", e.Body, e.Edits)
 	}
 }
 
