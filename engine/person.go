@@ -383,11 +383,11 @@ func (c *Client) RefreshPeerList(ctx context.Context, user string) (PeerAccount,
 		// any) stays, and the next connection asks again.
 		return held, ok, ctx.Err()
 	}
-	return c.takePeerList(ctx, user, held, ok, got)
+	return c.takePeerList(ctx, user, got)
 }
 
-// takePeerList holds got, a list of user a relay served, in place of held
-// (ok false: none held) when DecidePeerDeviceList takes it: in one
+// takePeerList holds got, a list of user a relay served, in place of the
+// list held (if any) when DecidePeerDeviceList takes it: in one
 // transaction with the lanes it ends and adds (HoldPeerDeviceList).
 //
 // It holds sendMu from reading the list held to storing the new one, as a
@@ -399,11 +399,11 @@ func (c *Client) RefreshPeerList(ctx context.Context, user string) (PeerAccount,
 // none of the mutexes after syncMu and pumpMu (lockorder.go). The list
 // held is read again under the lock: another pass may have stored one
 // since the caller read it.
-func (c *Client) takePeerList(ctx context.Context, user string, held PeerAccount, ok bool, got wire.DeviceList) (PeerAccount, bool, error) {
+func (c *Client) takePeerList(ctx context.Context, user string, got wire.DeviceList) (PeerAccount, bool, error) {
 	c.sendMu.Lock()
 	defer c.sendMu.Unlock()
-	var err error
-	if held, ok, err = c.store.PeerAccount(ctx, user); err != nil {
+	held, ok, err := c.store.PeerAccount(ctx, user)
+	if err != nil {
 		return held, ok, err
 	}
 	var prev *wire.DeviceList
@@ -495,7 +495,7 @@ func (c *Client) checkSentLists(ctx context.Context) {
 		if err == nil && ok {
 			var got *wire.DeviceList
 			if got, err = c.relay.CheckDeviceList(ctx, u, held.List.Generation); err == nil && got != nil {
-				_, _, err = c.takePeerList(ctx, u, held, ok, *got)
+				_, _, err = c.takePeerList(ctx, u, *got)
 			}
 		}
 		if err != nil {
@@ -959,7 +959,7 @@ func (c *Client) checkUnlisted(ctx context.Context, u string, held PeerAccount, 
 	}
 	got, err := c.relay.CheckDeviceList(ctx, u, held.List.Generation)
 	if err == nil && got != nil {
-		_, _, err = c.takePeerList(ctx, u, held, true, *got)
+		_, _, err = c.takePeerList(ctx, u, *got)
 	}
 	return true, err
 }
@@ -982,7 +982,7 @@ func (c *Client) checkHeldList(ctx context.Context, u string, held PeerAccount) 
 	}
 	got, err := c.relay.CheckDeviceList(ctx, u, held.List.Generation)
 	if err == nil && got != nil {
-		_, _, err = c.takePeerList(ctx, u, held, true, *got)
+		_, _, err = c.takePeerList(ctx, u, *got)
 	}
 	return err
 }
