@@ -86,6 +86,10 @@ func TestActionDecidedOnOneDeviceFinalizesOnTheOther(t *testing.T) {
 	id := alice.enqueue(bob, "to both")
 	settle(t, 6, alice, bob, bob2)
 	r := alice.act(bob, engine.ActionRequest{Content: wire.ContentReaction, Target: id, Emoji: heart})
+	bob2.sync()
+	if n := bob2.pendingIn(); n != 1 {
+		t.Fatalf("bob/2 holds %d messages before bob/1 decides, want alice's reaction waiting", n)
+	}
 	for round := 0; round < 8; round++ {
 		alice.sync()
 		bob.sync()
