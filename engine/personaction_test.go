@@ -109,6 +109,9 @@ func TestSiblingEditsOnlyItsOwn(t *testing.T) {
 	if e := alice.entry(bob, mine); string(e.Body) != "from the laptop, edited" || e.Edits != 1 {
 		t.Fatalf("alice's entry of bob/2's message after bob/1's edit: %q, %d edits; want bob/2's edit only", e.Body, e.Edits)
 	}
+	if n := alice.pendingIn(); n != 0 {
+		t.Fatalf("alice holds %d messages after bob/1's edit of bob/2's, want it discarded", n)
+	}
 }
 
 // TestImportedHistoryIsNoAuthority: bob/1's message reached alice before
@@ -138,6 +141,9 @@ func TestImportedHistoryIsNoAuthority(t *testing.T) {
 	if err := alice2.c.CheckPeer(w.ctx, bob2.addr); err != nil {
 		t.Fatal(err)
 	}
+	if _, held, err := alice2.c.PeerAccount(w.ctx, "bob"); err != nil || !held {
+		t.Fatalf("alice/2 holds no list of bob's (%v): the edit would find only bob/2's own address", err)
+	}
 	body, _ := wire.EncodeAction(wire.Action{Content: wire.ContentEdit, Target: theirs, Edit: 1, Text: []byte("the laptop's now")})
 	frame, _ := wire.EncodeContentMessage(wire.ContentMessage{ID: wire.LogicalID{0xee}, Content: wire.ContentEdit, Body: body})
 	if err := bob2.c.SendRawFrame(w.ctx, alice2.addr, frame); err != nil {
@@ -149,6 +155,9 @@ func TestImportedHistoryIsNoAuthority(t *testing.T) {
 	}
 	if e := alice2.entry(bob, theirs); string(e.Body) != "from the phone" || e.Edits != 0 {
 		t.Fatalf("alice/2's entry of bob/1's message after bob/2's edit: %q, %d edits; want unchanged", e.Body, e.Edits)
+	}
+	if n := alice2.pendingIn(); n != 0 {
+		t.Fatalf("alice/2 holds %d messages after bob/2's edit, want it discarded (not_author)", n)
 	}
 }
 
