@@ -83,15 +83,22 @@ func (c *Client) Enqueue(ctx context.Context, reqs []SendRequest) ([]SendResult,
 				body = fileHistoryBody(m)
 			}
 		}
-		if !r.file && r.action == nil {
-			// A text message to a person with several devices, or from a
-			// person with several, goes on a lane per device (person.go).
-			lanes, conv, err := c.personLanes(ctx, r.Peer, results[i].ID, f, body)
+		if !r.file {
+			// A text message or an action to a person with several
+			// devices, or a text from a person with several, goes on a
+			// lane per device (person.go). An action has no sent copy to
+			// this person's other devices (a copy carries only text).
+			lanes, conv, err := c.personLanes(ctx, r.Peer, results[i].ID, f, body, r.action == nil)
 			if err != nil {
 				return nil, fmt.Errorf("send to %s: %w", r.Peer, err)
 			}
 			if lanes != nil {
 				ps := PersonSend{Conversation: conv, ID: results[i].ID, Body: body, At: now, Lanes: lanes}
+				if r.action != nil {
+					// Its own entry is in the person's conversation, where
+					// its target is too.
+					ps.Action = applyOf(conv, c.self, results[i].ID, DirectionOut, *r.action, r.target, now)
+				}
 				if r.ClearDraft {
 					ps.ClearDraft = &r.Peer
 				}

@@ -321,6 +321,10 @@ type PersonSend struct {
 	// ClearDraft, when set, forgets the draft to that address in the same
 	// transaction.
 	ClearDraft *Address
+	// Action, when set, is an own action (a reaction, a reply, an edit, a
+	// delete) to the person, applied here in the same transaction, as a
+	// Hold's; its entry is the Conversation's.
+	Action *ActionApply
 }
 
 func (PersonSend) plan() {}
@@ -584,7 +588,7 @@ func (c *Client) learnSenderLists(ctx context.Context, res []ReceiveResult) {
 // single Hold to peer), which is when this device holds no list for the
 // person, or one naming peer alone, and no other device of this person is
 // copied.
-func (c *Client) personLanes(ctx context.Context, peer Address, id wire.LogicalID, frame, body []byte) ([]PersonLane, Address, error) {
+func (c *Client) personLanes(ctx context.Context, peer Address, id wire.LogicalID, frame, body []byte, copies bool) ([]PersonLane, Address, error) {
 	if peer.User == c.self.User {
 		return nil, peer, nil
 	}
@@ -596,9 +600,11 @@ func (c *Client) personLanes(ctx context.Context, peer Address, id wire.LogicalI
 	if ok {
 		conv, recipients = held.Conversation, ActiveAddresses(held.List)
 	}
-	own, err := c.ownOtherDevices(ctx)
-	if err != nil {
-		return nil, peer, err
+	var own []Address
+	if copies {
+		if own, err = c.ownOtherDevices(ctx); err != nil {
+			return nil, peer, err
+		}
 	}
 	if len(own) == 0 && len(recipients) == 1 && recipients[0] == peer && conv == peer {
 		return nil, peer, nil

@@ -337,6 +337,11 @@ func (t *tx) personSend(ctx context.Context, p engine.PersonSend) (engine.Receip
 	if err := t.insertHistory(ctx, p.Conversation, engine.DirectionOut, p.ID, p.At, engine.SentPending, p.Body); err != nil {
 		return engine.Receipt{}, err
 	}
+	if p.Action != nil {
+		if err := t.applyAction(ctx, *p.Action); err != nil {
+			return engine.Receipt{}, err
+		}
+	}
 	if p.ClearDraft != nil {
 		if err := t.setDraft(ctx, engine.SetDraft{Peer: *p.ClearDraft}); err != nil {
 			return engine.Receipt{}, err

@@ -266,3 +266,53 @@ func TestGroupAddedLanesAreChecked(t *testing.T) {
 		t.Fatalf("a lane to carol/3 was added for a message with no pending lane (%v)", err)
 	}
 }
+
+// TestPersonSendAction: an own action to a person of several devices is
+// one PersonSend with its apply: its lanes are stored and the reaction
+// shows on the target in the person's conversation in the same
+// transaction; an apply named for another conversation is refused.
+func TestPersonSendAction(t *testing.T) {
+	f := newFixture(t, false)
+	ctx := context.Background()
+	target, id := wire.LogicalID{0x33}, wire.LogicalID{0x34}
+	c2, c3 := engine.MustParseAddress("carol/2"), engine.MustParseAddress("carol/3")
+	f.apply(t, engine.PersonSend{Conversation: c2, ID: target, Body: []byte("hi"), At: planAt, Lanes: []engine.PersonLane{
+		{Recipient: c2, Frame: frameOf(t, target, "hi")}, {Recipient: c3, Frame: frameOf(t, target, "hi")}}})
+	a := wire.Action{Content: wire.ContentReaction, Target: target, Emoji: "👍", Order: 1}
+	body, err := wire.EncodeAction(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	frame, err := wire.EncodeContentMessage(wire.ContentMessage{ID: id, Content: wire.ContentReaction, Body: body})
+	if err != nil {
+		t.Fatal(err)
+	}
+	self := engine.MustParseAddress("alice/1")
+	apply := engine.ActionApply{Peer: c2, ID: id, Dir: engine.DirectionOut, Content: wire.ContentReaction, Target: target,
+		TargetDir: engine.DirectionOut, Reactor: self, Emoji: "👍", Order: 1, At: planAt}
+	p := engine.PersonSend{Conversation: c2, ID: id, Body: []byte{}, At: planAt, Action: &apply, Lanes: []engine.PersonLane{
+		{Recipient: c2, Frame: frame}, {Recipient: c3, Frame: frame}}}
+	wrong, other := p, apply
+	other.Peer = c3
+	wrong.Action = &other
+	if _, err := f.db.Apply(ctx, wrong); !errors.Is(err, engine.ErrConflict) {
+		t.Fatalf("an action applied under another conversation = %v, want ErrConflict", err)
+	}
+	f.apply(t, p)
+	h, err := f.db.History(ctx, c2, 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shown := false
+	for _, e := range h {
+		if e.ID == target {
+			shown = len(e.Reactions) == 1 && e.Reactions[0].Emoji == "👍" && e.Reactions[0].From == self
+		}
+	}
+	if !shown {
+		t.Fatalf("History(%s) = %+v; want the reaction on the target", c2, h)
+	}
+	if lanes, err := f.db.PersonLanes(ctx, c2, id); err != nil || len(lanes) != 2 {
+		t.Fatalf("PersonLanes = %+v, %v; want carol/2 and carol/3", lanes, err)
+	}
+}

@@ -44,6 +44,9 @@ func validate(p engine.Plan) error {
 		}
 	case engine.PersonSend:
 		err = validatePersonSend(p)
+		if p.Action != nil {
+			err = errors.Join(err, checkActionApply(*p.Action, p.Conversation, engine.DirectionOut, p.ID), checkActionGroup(p.Action, nil))
+		}
 	case engine.HoldPeerDeviceList:
 		err = validateHoldPeerDeviceList(p)
 	case engine.Retry:
