@@ -98,6 +98,12 @@ func (c *Client) Enqueue(ctx context.Context, reqs []SendRequest) ([]SendResult,
 					// Its own entry is in the person's conversation, where
 					// its target is too.
 					ps.Action = applyOf(conv, c.self, results[i].ID, DirectionOut, *r.action, r.target, now)
+					if r.Peer != conv {
+						// The target was found under the device address
+						// named (a message kept there before the list was
+						// held): the apply goes where it is.
+						ps.Action.TargetPeer = r.Peer
+					}
 				}
 				if r.ClearDraft {
 					ps.ClearDraft = &r.Peer

@@ -113,3 +113,28 @@ func TestActionDecidedOnOneDeviceFinalizesOnTheOther(t *testing.T) {
 		t.Fatalf("alice's lanes of her reaction: %v, want bob/1 and bob/2 acknowledged", lanes)
 	}
 }
+
+// TestActionOnAMessageKeptUnderADevice: alice wrote to bob/2 before she
+// held bob's list, so that message is kept under bob/2's address; once
+// she holds the list, bob's conversation is bob/1's. Her reaction to it,
+// named at bob/2 (as the command line and a pane on bob/2 name it), goes
+// to both of bob's devices and shows on her message where it is kept.
+// Before the fix its apply was filed under bob/1, where no such message
+// is: the reaction never showed (review).
+func TestActionOnAMessageKeptUnderADevice(t *testing.T) {
+	w := newWorld(t)
+	alice, bob, bob2 := w.device("alice/1"), w.device("bob/1"), w.device("bob/2")
+	holdInWorld(t, bob2, linkInWorld(t, bob, bob2))
+	id := alice.enqueue(bob2, "to the laptop, before the list")
+	if err := alice.c.CheckPeer(w.ctx, bob.addr); err != nil {
+		t.Fatal(err)
+	}
+	if _, held, err := alice.c.PeerAccount(w.ctx, "bob"); err != nil || !held {
+		t.Fatalf("alice holds no list of bob's (%v)", err)
+	}
+	settle(t, 6, alice, bob, bob2)
+	alice.act(bob2, engine.ActionRequest{Content: wire.ContentReaction, Target: id, Emoji: thumbs})
+	if got := reactionsOf(alice.entry(bob2, id)); len(got) != 1 {
+		t.Fatalf("alice's message to bob/2 shows %v after her reaction, want hers", got)
+	}
+}
