@@ -96,7 +96,8 @@ func (c *Client) Enqueue(ctx context.Context, reqs []SendRequest) ([]SendResult,
 				ps := PersonSend{Conversation: conv, ID: results[i].ID, Body: body, At: now, Lanes: lanes}
 				if r.action != nil {
 					// Its own entry is in the person's conversation, where
-					// its target is too.
+					// its target is too, unless the target was kept under
+					// the device address named (below).
 					ps.Action = applyOf(conv, c.self, results[i].ID, DirectionOut, *r.action, r.target, now)
 					if r.Peer != conv {
 						// The target was found under the device address
