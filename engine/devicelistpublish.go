@@ -76,8 +76,8 @@ type UpdateDeviceList struct {
 	// their linking (catchUpLanes), stored in the same transaction.
 	CatchUp []PersonLane
 	Adopted []AdoptedLane
-	// GroupAdded are the lanes of this device's group messages still
-	// pending to this person's other devices to the devices List names
+	// GroupAdded are the lanes of this device's group messages and
+	// signed roster changes still pending to this person's other devices to the devices List names
 	// active and From did not (addedGroupLanes), stored pending in the
 	// same transaction unless the lane each was copied from ended.
 	GroupAdded []AddedGroupLane

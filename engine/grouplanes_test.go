@@ -1,8 +1,10 @@
 package engine_test
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -454,41 +456,148 @@ func TestAddedGroupLaneToADeviceWithoutTheGroup(t *testing.T) {
 	}
 }
 
-// TestNoAddedLaneBehindAPendingChange: alice adds dave to the group while
-// bob/1 is away, and sends; bob links bob/2, whose archive holds the
-// group before the change. alice then holds bob's newer list: the change
-// is pending to bob, so the message at its generation gets no lane to
-// bob/2, which could never merge that generation from anything it holds
-// (the change gets no added lane), and the lane would stay open. Before
-// the fix alice kept a pending lane to bob/2 for good.
-func TestNoAddedLaneBehindAPendingChange(t *testing.T) {
-	w := blobWorld(t)
-	alice, bob, carol, dave := w.device("alice/1"), w.device("bob/1"), w.device("carol/1"), w.device("dave/1")
+// openGroupLanes counts d's group lanes still pending.
+func (d *device) openGroupLanes() int {
+	return d.count("SELECT count(*) FROM group_lane WHERE state = 1")
+}
+
+// laneSeq returns the sequence number of d's outbound row of id to the
+// device to, 0 when there is none.
+func (d *device) laneSeq(to string, id wire.LogicalID) int {
+	return d.count("SELECT coalesce(max(seq), 0) FROM outbound WHERE recipient = ? AND id = ?", to, id[:])
+}
+
+// changeWhileBobIsAway makes the group of alice, bob and carol, then lets
+// alice make the roster change ops (pending to bob: bob/1 is away) and
+// send "after the change" at its generation, and links bob/2, whose
+// archive holds the group as bob/1 has it.
+func changeWhileBobIsAway(t *testing.T, ops []wire.RosterChange, bobSyncs bool) (w *world, g wire.GroupID, change, sent wire.LogicalID, alice, bob, bob2, carol, dave *device) {
+	t.Helper()
+	w = blobWorld(t)
+	alice, bob, carol, dave = w.device("alice/1"), w.device("bob/1"), w.device("carol/1"), w.device("dave/1")
 	publishLists(t, alice, bob, carol, dave)
 	checkPeers(t, alice, bob, carol, dave)
 	info, _, err := alice.c.CreateGroup(w.ctx, "friends", []engine.Address{bob.addr, carol.addr})
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := info.ID
+	g = info.ID
 	settle(t, 6, alice, bob, carol)
-	if _, err := alice.c.ChangeRoster(w.ctx, g, []wire.RosterChange{{Op: wire.RosterAdd, Address: "dave/1"}}); err != nil {
-		t.Fatal(err)
-	}
-	sent, err := alice.c.SendGroup(w.ctx, g, []byte("after dave came"))
+	res, err := alice.c.ChangeRoster(w.ctx, g, ops)
 	if err != nil {
 		t.Fatal(err)
 	}
-	bob2 := w.linkHolding(bob)
+	change = res.ID
+	if bobSyncs {
+		bob.sync() // bob/1 has the change; its ACK has not reached alice
+	}
+	if msg, err := alice.c.SendGroup(w.ctx, g, []byte("after the change")); err == nil {
+		sent = msg.ID
+	} else if !errors.Is(err, engine.ErrNotMember) {
+		t.Fatal(err)
+	}
+	bob2 = w.linkHolding(bob)
+	return w, g, change, sent, alice, bob, bob2, carol, dave
+}
+
+// TestAddedLanesCarryAPendingChange: alice adds dave to the group while
+// bob/1 is away, and sends; bob links bob/2, whose archive holds the group
+// before the change. alice then holds bob's newer list: the change pending
+// to bob gets a lane to bob/2 ahead of the message at its generation, so
+// bob/2 merges the generation, takes the message once, and every lane
+// ends. Before, the group got no added lane at all while the change was
+// pending (the device would never have merged the generation), and its
+// later messages waited on bob/2 and were dropped.
+func TestAddedLanesCarryAPendingChange(t *testing.T) {
+	w, g, change, sent, alice, bob, bob2, carol, dave := changeWhileBobIsAway(t, []wire.RosterChange{{Op: wire.RosterAdd, Address: "dave/1"}}, false)
+	if gen, _ := bob2.members(g); gen != 1 {
+		t.Fatalf("bob/2 holds generation %d of the group, want 1 from the link", gen)
+	}
 	alice.reopen()
 	checkPeers(t, alice, bob)
-	if got := alice.lanes(g, sent.ID); got["bob/2"] != "" {
-		t.Fatalf("alice's lanes after bob's newer list: %v, want none to bob/2 behind the change pending to bob", got)
+	if got := alice.lanes(g, sent)["bob/2"]; got != "pending" {
+		t.Fatalf("alice's lanes after bob's newer list: %v, want bob/2 pending", alice.lanes(g, sent))
 	}
-	settle(t, 8, alice, bob, bob2, carol, dave)
-	for r, s := range alice.lanes(g, sent.ID) {
+	cs, ms := alice.laneSeq("bob/2", change), alice.laneSeq("bob/2", sent)
+	if cs == 0 || ms == 0 || cs > ms {
+		t.Fatalf("alice's rows to bob/2: change at %d, message at %d; want the change first", cs, ms)
+	}
+	all := []*device{alice, bob, bob2, carol, dave}
+	settle(t, 8, all...)
+	if gen, members := bob2.members(g); gen != 2 || len(members) != 4 {
+		t.Fatalf("bob/2 holds generation %d with %v, want 2 with dave", gen, members)
+	}
+	for _, d := range []*device{bob, bob2, carol, dave} {
+		if n := d.countEntry(g, "alice/1:after the change"); n != 1 {
+			t.Fatalf("%s holds alice's message %d times: %v", d.addr, n, d.groupHistory(g))
+		}
+	}
+	for r, s := range alice.lanes(g, sent) {
 		if s != "acknowledged" {
 			t.Fatalf("alice's lane to %s is %s, want acknowledged", r, s)
 		}
+	}
+	if n := alice.openGroupLanes(); n != 0 {
+		t.Fatalf("alice has %d group lanes open, want none", n)
+	}
+	if _, err := alice.c.SendGroup(w.ctx, g, []byte("later")); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, 8, all...)
+	if n := bob2.countEntry(g, "alice/1:later"); n != 1 {
+		t.Fatalf("bob/2 holds alice's later message %d times: %v", n, bob2.groupHistory(g))
+	}
+	if n := alice.openGroupLanes(); n != 0 {
+		t.Fatalf("alice has %d group lanes open after her later message, want none", n)
+	}
+}
+
+// TestAddedLaneCarriesAChangeTheArchiveHad: bob/1 received alice's change
+// before linking bob/2 (its archive holds the generation), but its ACK had
+// not reached alice when she held bob's newer list: the change's lane to
+// bob/2 brings a change bob/2 has recorded, which it acknowledges again
+// (rule 3), and nothing is held twice.
+func TestAddedLaneCarriesAChangeTheArchiveHad(t *testing.T) {
+	_, g, change, _, alice, bob, bob2, carol, dave := changeWhileBobIsAway(t, []wire.RosterChange{{Op: wire.RosterAdd, Address: "dave/1"}}, true)
+	if gen, _ := bob2.members(g); gen != 2 {
+		t.Fatalf("bob/2 holds generation %d of the group, want 2 from the link", gen)
+	}
+	alice.reopen()
+	checkPeers(t, alice, bob)
+	if alice.laneSeq("bob/2", change) == 0 {
+		t.Fatal("alice added no lane of the change still pending to bob")
+	}
+	settle(t, 8, alice, bob, bob2, carol, dave)
+	if gen, members := bob2.members(g); gen != 2 || len(members) != 4 {
+		t.Fatalf("bob/2 holds generation %d with %v, want 2 with dave", gen, members)
+	}
+	if n := bob2.countEntry(g, "alice/1:after the change"); n != 1 {
+		t.Fatalf("bob/2 holds alice's message %d times: %v", n, bob2.groupHistory(g))
+	}
+	if n := alice.openGroupLanes(); n != 0 {
+		t.Fatalf("alice has %d group lanes open, want none", n)
+	}
+}
+
+// TestAddedLaneTellsARemoval: alice removes bob while bob/1 is away; bob
+// links bob/2, whose archive holds the group with bob in it. The removal,
+// pending to bob, gets a lane to bob/2 when alice holds bob's newer list:
+// bob/2 learns it was removed, and the lane ends.
+func TestAddedLaneTellsARemoval(t *testing.T) {
+	_, g, change, _, alice, bob, bob2, carol, dave := changeWhileBobIsAway(t, []wire.RosterChange{{Op: wire.RosterRemove, Address: "bob/1"}}, false)
+	alice.reopen()
+	checkPeers(t, alice, bob)
+	if alice.laneSeq("bob/2", change) == 0 {
+		t.Fatal("alice added no lane of the removal pending to bob")
+	}
+	settle(t, 8, alice, bob, bob2, carol, dave)
+	for _, d := range []*device{bob, bob2} {
+		gen, members := d.members(g)
+		if gen != 2 || slices.Contains(members, "bob/1") {
+			t.Fatalf("%s holds generation %d with %v, want 2 without bob", d.addr, gen, members)
+		}
+	}
+	if n := alice.openGroupLanes(); n != 0 {
+		t.Fatalf("alice has %d group lanes open, want none", n)
 	}
 }

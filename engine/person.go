@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -133,17 +134,18 @@ type HoldPeerDeviceList struct {
 	// outbound row and its person_lane, beside one for the lane it was
 	// copied from) unless its message ended meanwhile.
 	Added []AddedLane
-	// GroupAdded are the lanes of this device's group messages still
-	// pending to the person to the devices the list newly names
-	// (addedGroupLanes): each is stored pending unless the lane it was
-	// copied from ended meanwhile.
+	// GroupAdded are the lanes of this device's group messages and
+	// signed roster changes still pending to the person to the devices
+	// the list newly names (addedGroupLanes): each is stored pending
+	// unless the lane it was copied from ended meanwhile.
 	GroupAdded []AddedGroupLane
 }
 
-// AddedGroupLane is a lane of a group message sent here and still pending
-// to a person, added for a device a newer list of that person names: the
-// message's frame (the same on every lane), pending to Recipient, beside
-// the lane From (a device of the same person) it was copied from. The pump
+// AddedGroupLane is a lane of a group message or signed roster change sent
+// here and still pending to a person, added for a device a newer list of
+// that person names: its frame (the same on every lane), pending to
+// Recipient, beside the lane From (a device of the same person) it was
+// copied from. The pump
 // encrypts it on the device's session, as any pending lane: it goes
 // pairwise, never by a sender chain the device was not announced.
 type AddedGroupLane struct {
@@ -151,7 +153,7 @@ type AddedGroupLane struct {
 	ID        wire.LogicalID
 	From      Address
 	Recipient Address
-	Frame     []byte // wire.EncodeGroupMessage
+	Frame     []byte // wire.EncodeGroupMessage or wire.EncodeSignedRoster
 }
 
 // AddedLane is a lane of a pending message to a person added for a device
@@ -212,25 +214,44 @@ func (c *Client) addedLanes(ctx context.Context, prev *wire.DeviceList, next wir
 }
 
 // maxAddedGroupLanes bounds the lanes a newer list adds to pending group
-// messages, per list held: they are stored in the list's one transaction,
-// beside its one-to-one lanes (maxAddedLanes), and every one is a pairwise
-// encryption for the pump. The oldest pending messages are reached first;
-// the rest go to the devices the person had, and the device linked since
-// has them from its person's other devices (the decisions they tell it,
-// the link's archive).
+// messages and roster changes, per list held: they are stored in the
+// list's one transaction, beside its one-to-one lanes (maxAddedLanes), and
+// every one is a pairwise encryption for the pump. The oldest pending
+// messages are reached first; the rest go to the devices the person had,
+// and the device linked since has them from its person's other devices
+// (the decisions they tell it, the link's archive).
 const maxAddedGroupLanes = maxAddedLanes
+
+// pendingChange is a signed roster change of this device's still pending
+// to a device of a person (addedGroupLanes).
+type pendingChange struct {
+	id    wire.LogicalID
+	gen   uint64
+	from  Address
+	frame []byte
+}
 
 // addedGroupLanes returns the lanes that reach the devices next names as
 // active and prev did not (this device left out), for the group messages
-// this device sent that are still pending to a device of next's person
-// (oldest first, at most maxAddedGroupLanes lanes) and whose group has
-// that person as a member at the message's generation: the fan-out the
-// message would have had with next held when it was sent. Roster changes
-// and chain announcements get none (the new device holds its person's
-// groups from the link's archive, and the next message announces the
-// chain; a group with a roster change pending to the person gets none
-// at all). It serves a peer's list (HoldPeerDeviceList) and this account's
-// own (UpdateDeviceList) alike.
+// and signed roster changes this device sent that are still pending to a
+// device of next's person (read oldest first): the fan-out they would
+// have had with next held when they were sent.
+//
+// A message gets a lane when its group has that person as a member at its
+// generation; a roster change pending to the person gets one whatever it
+// does to them (a change that removes the person tells the new device so).
+// A roster change still pending to the person is in no archive the new
+// device may have got (the device it was linked from has not received
+// it), so the group's pending changes go ahead of its messages: before a
+// message at generation N, every pending change of its group at N or
+// below that has no lane yet gets one, in generation order, so the new
+// device merges the generation and then takes the message (one arriving
+// first waits in its group hold). A change and the messages it lets in
+// count as one unit against maxAddedGroupLanes: the unit that does not fit
+// ends the list, so no message gets a lane without the changes before it.
+// Chain announcements get none (the next message announces the chain).
+// It serves a peer's list (HoldPeerDeviceList) and this account's own
+// (UpdateDeviceList) alike.
 func (c *Client) addedGroupLanes(ctx context.Context, prev *wire.DeviceList, next wire.DeviceList) ([]AddedGroupLane, error) {
 	if prev == nil {
 		return nil, nil
@@ -243,53 +264,100 @@ func (c *Client) addedGroupLanes(ctx context.Context, prev *wire.DeviceList, nex
 	if err != nil {
 		return nil, err
 	}
-	// A roster change still pending to the person is in no archive the
-	// new device got (the device that wrote it has not received it), and
-	// it gets no added lane: a message of that group would wait there
-	// for a generation the device never merges, and its lane would stay
-	// open. Such a group's messages get no lane either; the device gets
-	// the group's next messages (TestNoAddedLaneBehindAPendingChange).
-	behind := make(map[wire.GroupID]bool)
-	for _, m := range pending {
-		if m.Group == nil {
-			continue
-		}
-		if k, err := wire.PeekFrameKind(m.Frame); err == nil && k == wire.FrameSignedRoster {
-			behind[*m.Group] = true
-		}
-	}
-	groups := make(map[wire.GroupID]*GroupInfo)
+	changes := make(map[wire.GroupID][]pendingChange)
 	seen := make(map[wire.LogicalID]bool, len(pending))
-	var out []AddedGroupLane
 	for _, m := range pending {
-		if m.Group == nil || seen[m.ID] || behind[*m.Group] {
+		if m.Group == nil || seen[m.ID] {
 			continue
 		}
-		gm, err := wire.DecodeGroupMessage(m.Frame)
-		if err != nil || gm.ID != m.ID || gm.Group != *m.Group {
-			continue // a roster change or a chain announcement
+		if k, err := wire.PeekFrameKind(m.Frame); err != nil || k != wire.FrameSignedRoster {
+			continue
+		}
+		sr, err := wire.DecodeSignedRoster(m.Frame)
+		if err != nil || sr.ID != m.ID || sr.Group != *m.Group {
+			continue
 		}
 		seen[m.ID] = true
-		g, known := groups[gm.Group]
-		if !known {
-			info, err := c.store.Group(ctx, gm.Group)
-			switch {
-			case errors.Is(err, ErrUnknownGroup):
-			case err != nil:
-				return nil, err
-			default:
-				g = &info
+		changes[sr.Group] = append(changes[sr.Group], pendingChange{id: sr.ID, gen: sr.Generation, from: m.Recipient, frame: m.Frame})
+	}
+	for _, cs := range changes {
+		sort.SliceStable(cs, func(i, j int) bool {
+			if cs[i].gen != cs[j].gen {
+				return cs[i].gen < cs[j].gen
 			}
-			groups[gm.Group] = g
+			return bytes.Compare(cs[i].id[:], cs[j].id[:]) < 0
+		})
+	}
+	groups := make(map[wire.GroupID]*GroupInfo)
+	group := func(id wire.GroupID) (*GroupInfo, error) {
+		g, known := groups[id]
+		if known {
+			return g, nil
 		}
-		if g == nil || !rosterAt(*g, gm.Generation).HasUser(next.User) {
+		info, err := c.store.Group(ctx, id)
+		switch {
+		case errors.Is(err, ErrUnknownGroup):
+		case err != nil:
+			return nil, err
+		default:
+			g = &info
+		}
+		groups[id] = g
+		return g, nil
+	}
+	done := make(map[wire.LogicalID]bool, len(pending))
+	var out []AddedGroupLane
+	for _, m := range pending {
+		if m.Group == nil || done[m.ID] {
 			continue
 		}
-		if len(out)+len(fresh) > maxAddedGroupLanes {
+		var gen uint64
+		var msg *AddedGroupLane
+		if k, err := wire.PeekFrameKind(m.Frame); err == nil && k == wire.FrameSignedRoster {
+			if !seen[m.ID] {
+				continue // not a change of its group
+			}
+			for _, ch := range changes[*m.Group] {
+				if ch.id == m.ID {
+					gen = ch.gen
+				}
+			}
+		} else {
+			gm, err := wire.DecodeGroupMessage(m.Frame)
+			if err != nil || gm.ID != m.ID || gm.Group != *m.Group {
+				continue // a chain announcement
+			}
+			gen = gm.Generation
+			msg = &AddedGroupLane{Group: gm.Group, ID: m.ID, From: m.Recipient, Frame: m.Frame}
+		}
+		g, err := group(*m.Group)
+		if err != nil {
+			return nil, err
+		}
+		if g == nil || (msg != nil && !rosterAt(*g, gen).HasUser(next.User)) {
+			done[m.ID] = true
+			continue
+		}
+		// The unit: the group's changes at gen or below without a lane
+		// yet (for a change, itself among them), then the message.
+		var unit []AddedGroupLane
+		for _, ch := range changes[*m.Group] {
+			if ch.gen <= gen && !done[ch.id] {
+				unit = append(unit, AddedGroupLane{Group: *m.Group, ID: ch.id, From: ch.from, Frame: ch.frame})
+			}
+		}
+		if msg != nil {
+			unit = append(unit, *msg)
+		}
+		if len(out)+len(unit)*len(fresh) > maxAddedGroupLanes {
 			break
 		}
-		for _, d := range fresh {
-			out = append(out, AddedGroupLane{Group: gm.Group, ID: m.ID, From: m.Recipient, Recipient: d, Frame: m.Frame})
+		for _, l := range unit {
+			done[l.ID] = true
+			for _, d := range fresh {
+				l.Recipient = d
+				out = append(out, l)
+			}
 		}
 	}
 	return out, nil

@@ -125,7 +125,8 @@ func (t *tx) addGroupLanes(ctx context.Context, added []engine.AddedGroupLane, a
 
 // checkGroupAdded checks the group lanes a list adds: each from a device
 // of the list's user to another device of theirs that the list names
-// active, carrying a group message of the lane's group and ID.
+// active, carrying a group message or a signed roster change of the
+// lane's group and ID (addedGroupFrame).
 func checkGroupAdded(l wire.DeviceList, added []engine.AddedGroupLane) error {
 	var err error
 	for _, a := range added {
@@ -140,11 +141,30 @@ func checkGroupAdded(l wire.DeviceList, added []engine.AddedGroupLane) error {
 		case !active:
 			err = errors.Join(err, invalid("added group lane of message %x to %s, which the list does not name active", a.ID[:], a.Recipient))
 		}
-		if m, merr := wire.DecodeGroupMessage(a.Frame); merr != nil || m.ID != a.ID || m.Group != a.Group {
-			err = errors.Join(err, invalid("added group lane of message %x: its frame is not the group message", a.ID[:]))
+		if !addedGroupFrame(a) {
+			err = errors.Join(err, invalid("added group lane of message %x: its frame is not a group message or signed roster change of that group and ID", a.ID[:]))
 		}
 	}
 	return err
+}
+
+// addedGroupFrame reports whether an added group lane's frame is what such
+// a lane may carry: a group message, or a signed roster change (one
+// pending to the person goes ahead of the messages at its generation), of
+// the lane's group and ID. Anything else (a chain announcement, a
+// one-to-one frame, another group's) is refused.
+func addedGroupFrame(a engine.AddedGroupLane) bool {
+	k, err := wire.PeekFrameKind(a.Frame)
+	switch {
+	case err != nil:
+		return false
+	case k == wire.FrameSignedRoster:
+		sr, err := wire.DecodeSignedRoster(a.Frame)
+		return err == nil && sr.ID == a.ID && sr.Group == a.Group
+	default:
+		m, err := wire.DecodeGroupMessage(a.Frame)
+		return err == nil && m.ID == a.ID && m.Group == a.Group
+	}
 }
 
 // addPersonLanes stores the lanes a newer list adds to messages pending to

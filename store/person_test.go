@@ -215,8 +215,9 @@ func TestTakeBackLeavesADiscardOfUnknownKind(t *testing.T) {
 
 // TestGroupAddedLanesAreChecked: the group lanes a list adds go from a
 // device of the list's person to another one the list names active, and
-// carry a group message of their group and ID; anything else refuses the
-// plan before it touches the store.
+// carry a group message or a signed roster change of their group and ID;
+// anything else (a chain announcement, another group's change) refuses
+// the plan before it touches the store.
 func TestGroupAddedLanesAreChecked(t *testing.T) {
 	f := newFixture(t, false)
 	ctx := context.Background()
@@ -240,14 +241,35 @@ func TestGroupAddedLanesAreChecked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	change := func(id wire.LogicalID, g wire.GroupID) []byte {
+		b, err := wire.EncodeSignedRoster(wire.SignedRoster{Roster: wire.Roster{ID: id, Group: g, Generation: 2, Name: "crew",
+			Changes: []wire.RosterChange{{Op: wire.RosterAdd, Address: "dave/1"}},
+			Members: []wire.RosterMember{{Address: "alice/1", Admin: true}, {Address: "carol/2"}, {Address: "dave/1"}}}, Author: "alice/1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	cid := wire.LogicalID{0x45}
+	announce, err := wire.EncodeChainAnnounce(wire.ChainAnnounce{ID: id, Group: g, Generation: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
 	c2, c3, c4 := engine.MustParseAddress("carol/2"), engine.MustParseAddress("carol/3"), engine.MustParseAddress("carol/4")
 	good := engine.AddedGroupLane{Group: g, ID: id, From: c2, Recipient: c3, Frame: frame}
+	// A signed roster change of the group, pending to the person, goes
+	// ahead of the messages at its generation.
+	goodChange := engine.AddedGroupLane{Group: g, ID: cid, From: c2, Recipient: c3, Frame: change(cid, g)}
 	for name, bad := range map[string]engine.AddedGroupLane{
 		"to a device the list does not name": {Group: g, ID: id, From: c2, Recipient: c4, Frame: frame},
 		"to another person":                  {Group: g, ID: id, From: c2, Recipient: engine.MustParseAddress("dave/3"), Frame: frame},
 		"from the device itself":             {Group: g, ID: id, From: c3, Recipient: c3, Frame: frame},
 		"of another group":                   {Group: wire.GroupID{8}, ID: id, From: c2, Recipient: c3, Frame: frame},
 		"with a one-to-one frame":            {Group: g, ID: id, From: c2, Recipient: c3, Frame: frameOf(t, id, "hi")},
+		"with a chain announcement":          {Group: g, ID: id, From: c2, Recipient: c3, Frame: announce},
+		"with another group's change":        {Group: g, ID: cid, From: c2, Recipient: c3, Frame: change(cid, wire.GroupID{8})},
+		"with a change of another ID":        {Group: g, ID: id, From: c2, Recipient: c3, Frame: change(cid, g)},
+		"with a change to another person":    {Group: g, ID: cid, From: c2, Recipient: engine.MustParseAddress("dave/3"), Frame: change(cid, g)},
 	} {
 		p := engine.HoldPeerDeviceList{User: "carol", From: 1, AccountKey: [32]byte{1}, Generation: 2, List: list(2, 2, 3),
 			Conversation: carol, At: planAt, GroupAdded: []engine.AddedGroupLane{bad}}
@@ -258,7 +280,7 @@ func TestGroupAddedLanesAreChecked(t *testing.T) {
 	// A lane whose source is not pending (no such lane here) is not added,
 	// and the list is held.
 	f.apply(t, engine.HoldPeerDeviceList{User: "carol", From: 1, AccountKey: [32]byte{1}, Generation: 2, List: list(2, 2, 3),
-		Conversation: carol, At: planAt, GroupAdded: []engine.AddedGroupLane{good}})
+		Conversation: carol, At: planAt, GroupAdded: []engine.AddedGroupLane{goodChange, good}})
 	if a, ok, err := f.db.PeerAccount(ctx, "carol"); err != nil || !ok || a.List.Generation != 2 {
 		t.Fatalf("PeerAccount = %+v, %v, %v; want generation 2", a, ok, err)
 	}
