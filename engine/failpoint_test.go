@@ -368,6 +368,9 @@ type fpScenario struct {
 	// groupMembers, when set, is how many members group "g" has once
 	// converged (a scenario that removes one); all the devices otherwise.
 	groupMembers int
+	// groupGeneration, when set, is the generation every device holds
+	// group "g" at once converged.
+	groupGeneration uint64
 	// noRetry is set when the scenario abandons its message: convergence
 	// then must not resend it.
 	noRetry bool

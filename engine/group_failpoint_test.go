@@ -53,8 +53,8 @@ func loseChains(profile string) error {
 // "groupsend:NAME:BODY" and "groupenqueue:NAME:BODY" (stored only: the
 // "pump" op hands its lanes off) and "groupremove:NAME:ADDR" (a removal, or
 // with the device's own address its leaving; stored only, as
-// "groupenqueue"). It reports false for any
-// other op.
+// "groupenqueue"), "groupadmin:NAME:ADDR" (names a member admin; stored
+// only). It reports false for any other op.
 func groupOp(ctx context.Context, c *engine.Client, name, arg string) (bool, error) {
 	switch name {
 	case "groupcreate", "groupstore":
@@ -83,6 +83,13 @@ func groupOp(ctx context.Context, c *engine.Client, name, arg string) (bool, err
 			return true, err
 		}
 		return true, c.StoreRosterChange(ctx, g.ID, []wire.RosterChange{{Op: wire.RosterRemove, Address: who}})
+	case "groupadmin":
+		gname, who, _ := strings.Cut(arg, ":")
+		g, err := groupNamed(ctx, c, gname)
+		if err != nil {
+			return true, err
+		}
+		return true, c.StoreRosterChange(ctx, g.ID, []wire.RosterChange{{Op: wire.RosterAdmin, Address: who}})
 	case "groupenqueue":
 		gname, body, _ := strings.Cut(arg, ":")
 		g, err := groupNamed(ctx, c, gname)
@@ -163,6 +170,9 @@ func (sc fpScenario) checkGroupHistories(w fpWorld) error {
 			}
 			if len(g.Roster.Members) != want {
 				err = fmt.Errorf("%s sees %d members, want %d", d, len(g.Roster.Members), want)
+			}
+			if sc.groupGeneration > 0 && g.Roster.Generation != sc.groupGeneration {
+				err = fmt.Errorf("%s holds generation %d, want %d", d, g.Roster.Generation, sc.groupGeneration)
 			}
 		}
 		st.Close()

@@ -286,6 +286,16 @@ func personScenarios() []fpScenario {
 				{"alice/1", "sync"}, {"alice/1", "groupenqueue:g:hi"}, {"bob/1", "linkfake:bob/2"}, {"bob/2", "linkshare:bob/1"}},
 			target: fpStep{"alice/1", "checkpeer:bob/1"}, want: map[string]map[string][]string{},
 			wantGroup: map[string][]string{"alice/1": {"alice/1:hi"}, "bob/1": {"alice/1:hi"}, "bob/2": {"alice/1:hi"}}},
+		// The same with alice's roster change (bob/1 named admin) pending
+		// to bob ahead of the message: the hold's transaction adds lanes
+		// to bob/2 for both, the change first, so bob/2 (whose archive
+		// holds the group at generation 1) merges generation 2 and takes
+		// the message, and every lane ends.
+		{name: "newer list adds group lanes behind a change", devices: abb, groupMembers: 2, groupGeneration: 2,
+			setup: []fpStep{{"bob/1", "publishfake"}, {"alice/1", "checkpeer:bob/1"}, {"alice/1", "groupcreate:g:bob/1"}, {"bob/1", "sync"},
+				{"alice/1", "sync"}, {"alice/1", "groupadmin:g:bob/1"}, {"alice/1", "groupenqueue:g:hi"}, {"bob/1", "linkfake:bob/2"}, {"bob/2", "linkshare:bob/1"}},
+			target: fpStep{"alice/1", "checkpeer:bob/1"}, want: map[string]map[string][]string{},
+			wantGroup: map[string][]string{"alice/1": {"alice/1:hi"}, "bob/1": {"alice/1:hi"}, "bob/2": {"alice/1:hi"}}},
 		// The own version: alice/2's group message is pending to alice/1
 		// when alice/1 links alice/3; the list alice/2 adopts adds a lane
 		// of it to alice/3 in the list's transaction.
