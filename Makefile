@@ -9,7 +9,7 @@ FUZZTIME ?= 20s
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
 LDFLAGS := -X github.com/parley-chat/parley/cli.version=$(VERSION)
 
-.PHONY: all build run test lint fuzz bench files-bench golden soak adversary cluster connload abuse clean
+.PHONY: all build run test lint failpoints fuzz bench files-bench golden soak adversary cluster connload abuse clean
 
 all: build
 
@@ -73,6 +73,13 @@ test:
 	wait $$adv_pid; more=$$?; \
 	echo "== the group, people and people-in-groups adversaries, run beside the one-to-one one:"; cat $(ADV_LOG); rm -f $(ADV_LOG); \
 	test $$one -eq 0 && test $$more -eq 0
+
+# failpoints runs the failpoint matrix at every point: make test stops
+# only at the first and the last statement point of each transaction (and
+# at every point between transactions), which is about a fifth of the
+# stops; this runs all of them (about 25 minutes on two cores).
+failpoints:
+	CGO_ENABLED=0 PARLEY_FAILPOINTS=all $(GO) test -count=1 -timeout 0 -parallel 4 -run '^TestFailpointMatrix$$' -v ./engine
 
 # adversary runs the adversary simulation with ADVERSARY_CASES cases
 # (default 3000); a failure prints the seed that replays it.
