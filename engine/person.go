@@ -145,9 +145,9 @@ type HoldPeerDeviceList struct {
 // here and still pending to a person, added for a device a newer list of
 // that person names: its frame (the same on every lane), pending to
 // Recipient, beside the lane From (a device of the same person) it was
-// copied from. The pump
-// encrypts it on the device's session, as any pending lane: it goes
-// pairwise, never by a sender chain the device was not announced.
+// copied from. The pump encrypts it on the device's session, as any
+// pending lane: it goes pairwise, never by a sender chain the device was
+// not announced.
 type AddedGroupLane struct {
 	Group     wire.GroupID
 	ID        wire.LogicalID
