@@ -29,8 +29,12 @@ run: build
 # failpoint matrix, the crash windows, the property test, the long
 # deterministic walks, the store's plan tables) and without the adversary
 # simulations: there the detector finds nothing (nothing runs
-# concurrently) and multiplies the time by five to ten. Second, side by
-# side and without the detector: the NORACE tests; the end-to-end tests,
+# concurrently) and multiplies the time by five to ten; the engine's tests
+# that drive devices from one goroutine skip themselves there too
+# (oneGoroutine in engine/onegoroutine_test.go). Second, side by side and
+# without the detector: every engine test but the adversaries (the
+# NORACE ones and those oneGoroutine skipped among them) and the store's
+# NORACE tests; the end-to-end tests,
 # whose own code is a harness that waits on bin/parley child processes
 # (built without the detector in any case) and leaves the cores to the
 # others most of the time (the tests that wait most run three at a time,
@@ -60,16 +64,17 @@ NORACE := $(NORACE)|TestGroupDecisionsAreThePersons|TestGroupDecisionBeforeTheMe
 # Sibling actions and engine-made discards (in-memory worlds, one
 # goroutine): 4 tests, about 9 seconds under the detector, 1 without.
 NORACE := $(NORACE)|TestCatchUpTellsNoEngineDiscard|TestRefusedCommitTellsTheChoice|TestSiblingsMessageIsItsAuthorsToEdit|TestSiblingsGroupActionIsCommittedOnArrival
+ADVERSARIES := TestAdversary|TestAdversaryGroups|TestAdversaryPeople|TestAdversaryPeopleGroups
 E2E_LOG := .e2e-test.log
 ADV_LOG := .adversary-test.log
 ADV1_LOG := .adversary-one-test.log
 test:
-	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 20m -skip '^($(NORACE)|TestAdversary|TestAdversaryGroups|TestAdversaryPeople|TestAdversaryPeopleGroups)$$' $$($(GO) list $(PKGS) | grep -v '/e2e$$')
+	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 20m -skip '^($(NORACE)|$(ADVERSARIES))$$' $$($(GO) list $(PKGS) | grep -v '/e2e$$')
 	@echo "running the NORACE tests, and beside them the end-to-end tests and the adversaries (their output follows)"; \
 	CGO_ENABLED=0 $(GO) test -count=1 -timeout 20m -parallel 3 ./e2e > $(E2E_LOG) 2>&1 & e2e_pid=$$!; \
 	CGO_ENABLED=0 ADVERSARY_GROUP_CASES=$${ADVERSARY_GROUP_CASES:-30} ADVERSARY_PEOPLE_CASES=$${ADVERSARY_PEOPLE_CASES:-30} ADVERSARY_PEOPLE_GROUP_CASES=$${ADVERSARY_PEOPLE_GROUP_CASES:-20} $(GO) test -count=1 -timeout 20m -run '^(TestAdversaryGroups|TestAdversaryPeople|TestAdversaryPeopleGroups)$$' -v ./engine > $(ADV_LOG) 2>&1 & adv_pid=$$!; \
 	CGO_ENABLED=0 ADVERSARY_CASES=$${ADVERSARY_CASES_CI:-150} $(GO) test -count=1 -timeout 20m -run '^TestAdversary$$' -v ./engine > $(ADV1_LOG) 2>&1 & one_pid=$$!; \
-	CGO_ENABLED=0 $(GO) test -count=1 -timeout 20m -parallel 4 -run '^($(NORACE))$$' ./engine ./store; norace=$$?; \
+	CGO_ENABLED=0 $(GO) test -count=1 -timeout 20m -parallel 4 -skip '^($(ADVERSARIES))$$' ./engine && CGO_ENABLED=0 $(GO) test -count=1 -timeout 20m -run '^($(NORACE))$$' ./store; norace=$$?; \
 	wait $$e2e_pid; e2e=$$?; wait $$one_pid; one=$$?; wait $$adv_pid; more=$$?; \
 	echo "== the end-to-end tests (./e2e), run beside the NORACE tests:"; cat $(E2E_LOG); rm -f $(E2E_LOG); \
 	echo "== the one-to-one adversary, run beside the NORACE tests:"; cat $(ADV1_LOG); rm -f $(ADV1_LOG); \

@@ -79,6 +79,7 @@ func blobWorld(t *testing.T) *world {
 // a lane of the message to bob/2 in its transaction; bob/2, holding bob's
 // groups from the link, takes it once, and every lane ends acknowledged.
 func TestNewerListAddsGroupLanes(t *testing.T) {
+	oneGoroutine(t)
 	w := blobWorld(t)
 	alice, bob, carol := w.device("alice/1"), w.device("bob/1"), w.device("carol/1")
 	publishLists(t, alice, bob, carol)
@@ -132,6 +133,7 @@ func TestNewerListAddsGroupLanes(t *testing.T) {
 // goes pairwise: bob/2 opens it with no chain. Her next message announces
 // the chain to bob/2 and reaches it too.
 func TestNewerListAddsGroupLanesBesideTheChain(t *testing.T) {
+	oneGoroutine(t)
 	w := blobWorld(t)
 	alice, bob, carol, dave := w.device("alice/1"), w.device("bob/1"), w.device("carol/1"), w.device("dave/1")
 	publishLists(t, alice, bob, carol, dave)
@@ -184,6 +186,7 @@ func TestNewerListAddsGroupLanesBesideTheChain(t *testing.T) {
 // person's own. alice/1's own message, pending to alice/2, gets a lane to
 // alice/3 in the link's own transaction.
 func TestNewerOwnListAddsGroupLanes(t *testing.T) {
+	oneGoroutine(t)
 	w := blobWorld(t)
 	alice, bob, carol := w.device("alice/1"), w.device("bob/1"), w.device("carol/1")
 	publishLists(t, alice, bob, carol)
@@ -240,6 +243,7 @@ func TestNewerOwnListAddsGroupLanes(t *testing.T) {
 // oldest ones up to the bound, in its one transaction; the newest goes to
 // bob/1 alone.
 func TestNewerListAddsBoundedGroupLanes(t *testing.T) {
+	oneGoroutine(t)
 	w := blobWorld(t)
 	alice, bob := w.device("alice/1"), w.device("bob/1")
 	publishLists(t, alice, bob)
@@ -314,6 +318,7 @@ func (d *device) holdDuring(kind, user string) <-chan error {
 // alice's message is planned with the list naming it; the message has no
 // lane to bob/2 left open.
 func TestListAndPersonSendAreOrdered(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob := w.device("alice/1"), w.device("bob/1")
 	publishLists(t, alice, bob)
@@ -343,6 +348,7 @@ func TestListAndPersonSendAreOrdered(t *testing.T) {
 // removed. Without the order the list was stored first, and the send left
 // a pending lane to a device bob removed.
 func TestListAndGroupSendAreOrdered(t *testing.T) {
+	oneGoroutine(t)
 	w, g, alice, bob, bob2, carol := groupOf(t)
 	settle(t, 6, alice, bob, bob2, carol)
 	if _, err := bob.c.RemoveDevice(w.ctx, bob2.addr); err != nil {
@@ -426,6 +432,7 @@ func TestGroupAckAfterLinkAddsLanes(t *testing.T) {
 // never starts the group (a message starts none) and is not refused, so
 // alice's lane stays pending rather than ending not_a_member.
 func TestAddedGroupLaneToADeviceWithoutTheGroup(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob := w.device("alice/1"), w.device("bob/1")
 	publishLists(t, alice, bob)
@@ -509,6 +516,7 @@ func changeWhileBobIsAway(t *testing.T, ops []wire.RosterChange, bobSyncs bool) 
 // pending (the device would never have merged the generation), and its
 // later messages waited on bob/2 and were dropped.
 func TestAddedLanesCarryAPendingChange(t *testing.T) {
+	oneGoroutine(t)
 	w, g, change, sent, alice, bob, bob2, carol, dave := changeWhileBobIsAway(t, []wire.RosterChange{{Op: wire.RosterAdd, Address: "dave/1"}}, false)
 	if gen, _ := bob2.members(g); gen != 1 {
 		t.Fatalf("bob/2 holds generation %d of the group, want 1 from the link", gen)
@@ -558,6 +566,7 @@ func TestAddedLanesCarryAPendingChange(t *testing.T) {
 // bob/2 brings a change bob/2 has recorded, which it acknowledges again
 // (rule 3), and nothing is held twice.
 func TestAddedLaneCarriesAChangeTheArchiveHad(t *testing.T) {
+	oneGoroutine(t)
 	_, g, change, _, alice, bob, bob2, carol, dave := changeWhileBobIsAway(t, []wire.RosterChange{{Op: wire.RosterAdd, Address: "dave/1"}}, true)
 	if gen, _ := bob2.members(g); gen != 2 {
 		t.Fatalf("bob/2 holds generation %d of the group, want 2 from the link", gen)
@@ -584,6 +593,7 @@ func TestAddedLaneCarriesAChangeTheArchiveHad(t *testing.T) {
 // pending to bob, gets a lane to bob/2 when alice holds bob's newer list:
 // bob/2 learns it was removed, and the lane ends.
 func TestAddedLaneTellsARemoval(t *testing.T) {
+	oneGoroutine(t)
 	_, g, change, _, alice, bob, bob2, carol, dave := changeWhileBobIsAway(t, []wire.RosterChange{{Op: wire.RosterRemove, Address: "bob/1"}}, false)
 	alice.reopen()
 	checkPeers(t, alice, bob)
