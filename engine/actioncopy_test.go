@@ -69,7 +69,11 @@ func TestSiblingCopyWaitsForItsTarget(t *testing.T) {
 		t.Fatal(err)
 	}
 	bob.act(alice, engine.ActionRequest{Content: wire.ContentReaction, Target: id, Emoji: heart})
-	for range 4 {
+	res := bob2.sync()
+	if n := bob2.pendingIn(); n != 1 || count(res, engine.ResultSentCopy) != 1 {
+		t.Fatalf("bob/2's first round: %v, %d pending; want the copy taken and waiting for its target", kinds(res), n)
+	}
+	for range 3 {
 		bob2.sync()
 		bob.sync()
 	}
