@@ -150,3 +150,36 @@ func TestForgedActionCopyIsRefused(t *testing.T) {
 		t.Fatalf("bob/2 holds %d messages after forged copies, want none", n)
 	}
 }
+
+// TestActionCopyIsNotAdopted: alice/2 replies to bob and the relay loses
+// the lane to bob; alice/1 holds the reply's sent copy. Removing alice/2
+// adopts her text messages, not her actions: alice/1 keeps the reply as a
+// copy (no lane, never resent as a plain text) and bob gets nothing.
+// Before the store left action copies out, the reply went to bob again
+// as a text without its quote.
+func TestActionCopyIsNotAdopted(t *testing.T) {
+	w, alice, alice2, bob := adoptionWorld(t)
+	first := alice2.enqueue(bob, "from the phone")
+	settle(t, 8, alice, alice2, bob)
+	w.net.DropNext(alice2.addr, bob.addr, 1)
+	reply := alice2.act(bob, engine.ActionRequest{Content: wire.ContentReply, Target: first, Text: []byte("and a reply")})
+	alice.sync()
+	if e := ownEntry(t, alice, bob.addr, reply); e.State != engine.SentCopied || e.ReplyTo == nil || *e.ReplyTo != first {
+		t.Fatalf("alice/1's entry of alice/2's reply: %+v, want a copied reply", e)
+	}
+	if _, err := alice.c.RemoveDevice(w.ctx, alice2.addr); err != nil {
+		t.Fatal(err)
+	}
+	if got := lanesOf(t, alice, bob.addr, reply); len(got) != 0 {
+		t.Fatalf("alice/1's lanes of alice/2's reply after the removal: %v, want none (actions are not adopted)", got)
+	}
+	if e := ownEntry(t, alice, bob.addr, reply); e.State != engine.SentCopied {
+		t.Fatalf("alice/1's entry of the reply is %v, want still copied", e.State)
+	}
+	if _, err := alice.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := resultsFor(bob.sync(), alice.addr, reply); len(got) != 0 {
+		t.Fatalf("bob's receive after the removal: %v, want nothing of the reply", got)
+	}
+}
