@@ -9,7 +9,7 @@ FUZZTIME ?= 20s
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
 LDFLAGS := -X github.com/parley-chat/parley/cli.version=$(VERSION)
 
-.PHONY: all build run test lint fuzz bench files-bench golden soak adversary cluster connload abuse clean
+.PHONY: all build run test lint failpoints fuzz bench files-bench golden soak adversary cluster connload abuse clean
 
 all: build
 
@@ -23,25 +23,32 @@ run: build
 	@echo "starting parley demo (ctrl+c quits)"
 	./bin/parley demo
 
-# test runs the suite in three steps. First, with the race detector, every
+# test runs the suite in two steps. First, with the race detector, every
 # package but the end-to-end tests, without the tests that drive one
 # goroutine through long walks or kill child processes (NORACE: the
 # failpoint matrix, the crash windows, the property test, the long
 # deterministic walks, the store's plan tables) and without the adversary
 # simulations: there the detector finds nothing (nothing runs
-# concurrently) and multiplies the time by five to ten. Second, side by
-# side, the NORACE tests and the end-to-end tests, both without the
-# detector: the end-to-end tests' own code is a harness that waits on
-# bin/parley child processes (built without the detector in any case), so
-# they leave the cores to the NORACE tests most of the time; their output
-# follows the NORACE tests'. The failpoint matrix's scenarios run four at
-# a time (-parallel 4): a scenario waits on fsync and child processes a
-# good part of the time, and two at a time left a core idle. Third, the adversary simulations (one-to-one
-# with 150 cases, ADVERSARY_CASES_CI, make adversary runs 3000; groups
-# with ADVERSARY_GROUP_CASES cases, 30 here; and people of several devices
-# with ADVERSARY_PEOPLE_CASES cases, 30 here, about 15 seconds; and those
-# people in groups with ADVERSARY_PEOPLE_GROUP_CASES cases, 20 here, about
-# 12 seconds), which print their summary lines. The steps without the detector build as the end-to-end tests
+# concurrently) and multiplies the time by five to ten; the engine's tests
+# that drive devices from one goroutine skip themselves there too
+# (oneGoroutine in engine/onegoroutine_test.go). Second, side by side and
+# without the detector: every engine test but the adversaries (the
+# NORACE ones and those oneGoroutine skipped among them) and the store's
+# NORACE tests; the end-to-end tests,
+# whose own code is a harness that waits on bin/parley child processes
+# (built without the detector in any case) and leaves the cores to the
+# others most of the time (the tests that wait most run three at a time,
+# -parallel 3); and the adversary simulations (one-to-one with
+# 150 cases, ADVERSARY_CASES_CI, make adversary runs 3000; groups with
+# ADVERSARY_GROUP_CASES cases, 30 here; people of several devices with
+# ADVERSARY_PEOPLE_CASES cases, 30 here; those people in groups with
+# ADVERSARY_PEOPLE_GROUP_CASES cases, 20 here), which print their summary
+# lines. The output of the end-to-end tests and the adversaries follows
+# the NORACE tests'. The failpoint matrix's scenarios run four at a time
+# (-parallel 4): a scenario waits on fsync and child processes a good part
+# of the time. The matrix stops at a fifth of its points here (the
+# statement points inside a transaction are thinned; make failpoints runs
+# them all). The steps without the detector build as the end-to-end tests
 # build bin/parley (CGO_ENABLED=0), so that they share its compiled
 # packages.
 NORACE := TestFailpointMatrix|TestCrashWindows|TestGroupCrashWindows|TestReliabilityProperties|TestStaleReplayCannotBreakTheSession|TestRequestBound|TestCollisionWalkthrough|TestRosterLogCompacts|TestApplyRefused|TestFailpointErrors|TestApplyPlans|TestApplyKinds
@@ -57,22 +64,29 @@ NORACE := $(NORACE)|TestGroupDecisionsAreThePersons|TestGroupDecisionBeforeTheMe
 # Sibling actions and engine-made discards (in-memory worlds, one
 # goroutine): 4 tests, about 9 seconds under the detector, 1 without.
 NORACE := $(NORACE)|TestCatchUpTellsNoEngineDiscard|TestRefusedCommitTellsTheChoice|TestSiblingsMessageIsItsAuthorsToEdit|TestSiblingsGroupActionIsCommittedOnArrival
+ADVERSARIES := TestAdversary|TestAdversaryGroups|TestAdversaryPeople|TestAdversaryPeopleGroups
 E2E_LOG := .e2e-test.log
 ADV_LOG := .adversary-test.log
+ADV1_LOG := .adversary-one-test.log
 test:
-	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 20m -skip '^($(NORACE)|TestAdversary|TestAdversaryGroups|TestAdversaryPeople|TestAdversaryPeopleGroups)$$' $$($(GO) list $(PKGS) | grep -v '/e2e$$')
-	@echo "running the NORACE tests, and beside them the end-to-end tests (their output follows)"; \
-	CGO_ENABLED=0 $(GO) test -count=1 -timeout 20m ./e2e > $(E2E_LOG) 2>&1 & e2e_pid=$$!; \
-	CGO_ENABLED=0 $(GO) test -count=1 -timeout 20m -parallel 4 -run '^($(NORACE))$$' ./engine ./store; norace=$$?; \
-	wait $$e2e_pid; e2e=$$?; \
-	echo "== the end-to-end tests (./e2e), run beside the NORACE tests:"; cat $(E2E_LOG); rm -f $(E2E_LOG); \
-	test $$norace -eq 0 && test $$e2e -eq 0
-	@echo "running the adversaries: one-to-one, and beside it groups, people, and people in groups (their output follows)"; \
+	CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 20m -skip '^($(NORACE)|$(ADVERSARIES))$$' $$($(GO) list $(PKGS) | grep -v '/e2e$$')
+	@echo "running the NORACE tests, and beside them the end-to-end tests and the adversaries (their output follows)"; \
+	CGO_ENABLED=0 $(GO) test -count=1 -timeout 20m -parallel 3 ./e2e > $(E2E_LOG) 2>&1 & e2e_pid=$$!; \
 	CGO_ENABLED=0 ADVERSARY_GROUP_CASES=$${ADVERSARY_GROUP_CASES:-30} ADVERSARY_PEOPLE_CASES=$${ADVERSARY_PEOPLE_CASES:-30} ADVERSARY_PEOPLE_GROUP_CASES=$${ADVERSARY_PEOPLE_GROUP_CASES:-20} $(GO) test -count=1 -timeout 20m -run '^(TestAdversaryGroups|TestAdversaryPeople|TestAdversaryPeopleGroups)$$' -v ./engine > $(ADV_LOG) 2>&1 & adv_pid=$$!; \
-	CGO_ENABLED=0 ADVERSARY_CASES=$${ADVERSARY_CASES_CI:-150} $(GO) test -count=1 -timeout 20m -run '^TestAdversary$$' -v ./engine; one=$$?; \
-	wait $$adv_pid; more=$$?; \
-	echo "== the group, people and people-in-groups adversaries, run beside the one-to-one one:"; cat $(ADV_LOG); rm -f $(ADV_LOG); \
-	test $$one -eq 0 && test $$more -eq 0
+	CGO_ENABLED=0 ADVERSARY_CASES=$${ADVERSARY_CASES_CI:-150} $(GO) test -count=1 -timeout 20m -run '^TestAdversary$$' -v ./engine > $(ADV1_LOG) 2>&1 & one_pid=$$!; \
+	CGO_ENABLED=0 $(GO) test -count=1 -timeout 20m -parallel 4 -skip '^($(ADVERSARIES))$$' ./engine && CGO_ENABLED=0 $(GO) test -count=1 -timeout 20m -run '^($(NORACE))$$' ./store; norace=$$?; \
+	wait $$e2e_pid; e2e=$$?; wait $$one_pid; one=$$?; wait $$adv_pid; more=$$?; \
+	echo "== the end-to-end tests (./e2e), run beside the NORACE tests:"; cat $(E2E_LOG); rm -f $(E2E_LOG); \
+	echo "== the one-to-one adversary, run beside the NORACE tests:"; cat $(ADV1_LOG); rm -f $(ADV1_LOG); \
+	echo "== the group, people and people-in-groups adversaries, run beside the NORACE tests:"; cat $(ADV_LOG); rm -f $(ADV_LOG); \
+	test $$norace -eq 0 && test $$e2e -eq 0 && test $$one -eq 0 && test $$more -eq 0
+
+# failpoints runs the failpoint matrix at every point: make test stops
+# only at the first and the last statement point of each transaction (and
+# at every point between transactions), which is about a fifth of the
+# stops; this runs all of them (about 25 minutes on two cores).
+failpoints:
+	CGO_ENABLED=0 PARLEY_FAILPOINTS=all $(GO) test -count=1 -timeout 0 -parallel 4 -run '^TestFailpointMatrix$$' -v ./engine
 
 # adversary runs the adversary simulation with ADVERSARY_CASES cases
 # (default 3000); a failure prints the seed that replays it.

@@ -25,6 +25,7 @@ import (
 // that a changed or removed reaction overtaken by a retry of the earlier
 // one is exercised: the reactor's own order decides (docs/reliability.md).
 func TestActionSoak(t *testing.T) {
+	t.Parallel() // waits on child processes most of the time; see TestTerminalScenarios
 	n := 12
 	if s := os.Getenv("ACTION_SOAK_OPS"); s != "" {
 		v, err := strconv.Atoi(s)

@@ -111,6 +111,7 @@ func groupRow(p *cliProfile, gid, id string) map[string]any {
 // --json shows the reply, the edit, the reaction and the tombstone; a
 // member's edit of another's message is refused (exit 1, not_author).
 func TestCLIGroupActions(t *testing.T) {
+	t.Parallel() // waits on child processes most of the time; see TestTerminalScenarios
 	relay := startRelay(t)
 	alice, bob, carol := newProfile(t, relay, "alice/1"), newProfile(t, relay, "bob/1"), newProfile(t, relay, "carol/1")
 	devs := []*cliProfile{alice, bob, carol}

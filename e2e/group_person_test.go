@@ -13,6 +13,7 @@ import (
 // it as bob's own; bob/2 cannot change the roster; once bob removes
 // bob/2, alice's next message has no lane to it.
 func TestCLIGroupPersonDevices(t *testing.T) {
+	t.Parallel() // waits on child processes most of the time; see TestTerminalScenarios
 	relay := startRelay(t, "--device-lists")
 	alice, bob, carol := newProfile(t, relay, "alice/1"), newProfile(t, relay, "bob/1"), newProfile(t, relay, "carol/1")
 	for _, p := range []*cliProfile{alice, bob, carol} {

@@ -9,6 +9,7 @@ import (
 // send to a group (and with --no-wait, stored only), sync with "group",
 // outbox lanes, history with lanes, trace, add, remove and leave.
 func TestCLIGroup(t *testing.T) {
+	t.Parallel() // waits on child processes most of the time; see TestTerminalScenarios
 	relay := startRelay(t)
 	alice, bob, carol := newProfile(t, relay, "alice/1"), newProfile(t, relay, "bob/1"), newProfile(t, relay, "carol/1")
 	created := alice.jsonLines("group", "create", "friends", "bob/1", "carol/1")

@@ -27,6 +27,7 @@ func countBodies(p *cliProfile, peer, direction string) map[string]int {
 // new device. Afterwards the new device holds the message too, once, as
 // decided on alice/1.
 func TestCLILinkInFlightToOldDevice(t *testing.T) {
+	t.Parallel() // waits on child processes most of the time; see TestTerminalScenarios
 	relay := startRelay(t, "--device-lists")
 	alice := newProfile(t, relay, "alice/1")
 	bob := newProfile(t, relay, "bob/1")
@@ -86,6 +87,7 @@ func TestCLILinkInFlightToOldDevice(t *testing.T) {
 // PARLEY_E2E_LINKFAULT_MESSAGES sets the messages each writer sends in
 // each phase (default 3).
 func TestCLILinkUnderFaults(t *testing.T) {
+	t.Parallel() // waits on child processes most of the time; see TestTerminalScenarios
 	n := envInt("PARLEY_E2E_LINKFAULT_MESSAGES", 3)
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("fault seed %d", seed)

@@ -47,6 +47,7 @@ func linkWith(t *testing.T, p *cliProfile, dir, relay string, newArgs, addArgs [
 // and alice/1 follows without asking. A device linked with --history
 // none starts with no message (its archive carries no history).
 func TestCLILinkHistory(t *testing.T) {
+	t.Parallel() // waits on child processes most of the time; see TestTerminalScenarios
 	relay := startRelay(t, "--device-lists")
 	alice := newProfile(t, relay, "alice/1")
 	bob := newProfile(t, relay, "bob/1")

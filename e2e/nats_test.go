@@ -19,6 +19,7 @@ import (
 // test process), with alice on one relay and bob on the other: a round trip,
 // a collision and a lost ACK behave as on one relay.
 func TestCLITwoRelaysOneCluster(t *testing.T) {
+	t.Parallel() // waits on child processes most of the time; see TestTerminalScenarios
 	c := natstest.StartCluster(t, 3)
 	urls := strings.Join(c.URLs(), ",")
 	ra := startRelay(t, "--nats", urls, "--nats-replicas", "3")
@@ -133,6 +134,7 @@ func startNATSNode(t *testing.T, node natstest.Node, cluster []natstest.Node) *e
 // (the relay comes back, the node does not). Afterwards every message is in
 // its recipient's history exactly once and nothing is pending.
 func TestSoakTwoRelaysNATS(t *testing.T) {
+	t.Parallel() // waits on child processes most of the time; see TestTerminalScenarios
 	if testing.Short() {
 		t.Skip("the soak is long")
 	}

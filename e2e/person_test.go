@@ -47,6 +47,7 @@ func deliveries(recs []map[string]any, kind, id string) []string {
 // bob writes from bob/2: alice gets it once, and bob/1's history shows it
 // as sent by bob (a sent copy), once.
 func TestCLIPersonTwoDevices(t *testing.T) {
+	t.Parallel() // waits on child processes most of the time; see TestTerminalScenarios
 	relay := startRelay(t, "--device-lists")
 	alice := newProfile(t, relay, "alice/1")
 	bob := newProfile(t, relay, "bob/1")

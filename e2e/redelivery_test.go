@@ -169,6 +169,7 @@ func readClientFrame(r *bufio.Reader) (frame, payload []byte, err error) {
 // duplicates; nothing asks alice for recovery; each message is in bob's
 // history once.
 func TestCLIRedeliveryAfterLostAck(t *testing.T) {
+	t.Parallel() // waits on child processes most of the time; see TestTerminalScenarios
 	relay := startRelay(t)
 	proxy := newAckCutter(t, relay.url)
 	alice := newProfile(t, relay, "alice/1")

@@ -15,6 +15,7 @@ import (
 // them all pending deliveries. A profile made with --accept-all starts that
 // way.
 func TestCLIStrangerCapped(t *testing.T) {
+	t.Parallel() // waits on child processes most of the time; see TestTerminalScenarios
 	relay := startRelay(t)
 	bob, mallory := newStranger(t, relay, "bob/1"), newStranger(t, relay, "mallory/1")
 	if got := bob.jsonLines("request-settings"); len(got) != 1 || got[0]["accept_all"] != false {

@@ -16,6 +16,7 @@ import (
 // exactly once and nothing is pending on either side. SOAK_MESSAGES sets the
 // number of messages (make soak: 5000 on demand; the suite runs a short one).
 func TestSoak(t *testing.T) {
+	t.Parallel() // waits on child processes most of the time; see TestTerminalScenarios
 	n := 12
 	if s := os.Getenv("SOAK_MESSAGES"); s != "" {
 		v, err := strconv.Atoi(s)

@@ -84,6 +84,7 @@ func TestTerminalStoreFirst(t *testing.T) {
 // exits 3 after --wait, the message pending; once the relay answers again a
 // retry hands both off and the peer receives each once.
 func TestCLISendWaitAndNoWait(t *testing.T) {
+	t.Parallel() // waits on child processes most of the time; see TestTerminalScenarios
 	relay := startRelay(t)
 	alice := newProfile(t, relay, "alice/1")
 	bob := newProfile(t, relay, "bob/1")

@@ -364,6 +364,7 @@ func TestActionOrdering(t *testing.T) {
 // never come stay within MaxHeldActionsPerSender; the oldest go, and their
 // sender's lanes end.
 func TestHeldActionsAreBounded(t *testing.T) {
+	oneGoroutine(t)
 	w, alice, bob, _ := actionPair(t)
 	n := engine.MaxHeldActionsPerSender + 3
 	for i := range n {

@@ -10,6 +10,7 @@ import (
 // TestMessage: Message finds a message of the conversation whichever way
 // it went, with its edits and tombstone, and says when there is none.
 func TestMessage(t *testing.T) {
+	oneGoroutine(t)
 	w, alice, bob, m := actionPair(t)
 	reply := bob.act(alice, engine.ActionRequest{Content: wire.ContentReply, Target: m, Text: []byte("see you")})
 	alice.sync()

@@ -79,6 +79,7 @@ func ownEntry(t *testing.T, d *device, peer engine.Address, id wire.LogicalID) e
 // under the same ID. bob receives it once, and alice/1's history shows it
 // acknowledged. Without adoption nothing reaches bob.
 func TestRemovalAdoptsPendingMessage(t *testing.T) {
+	oneGoroutine(t)
 	w, alice, alice2, bob := adoptionWorld(t)
 	w.net.DropNext(alice2.addr, bob.addr, 1)
 	id := alice2.enqueue(bob, "sent from the phone")
@@ -126,6 +127,7 @@ func TestRemovalAdoptsPendingMessage(t *testing.T) {
 // is acknowledged as that message and delivered nothing, and alice/1's
 // entry is acknowledged.
 func TestAdoptedResendIsADuplicate(t *testing.T) {
+	oneGoroutine(t)
 	for _, tt := range []struct {
 		name string
 		bob  func(bob *device)
@@ -190,6 +192,7 @@ func TestAdoptedResendIsADuplicate(t *testing.T) {
 // of alice's: the resend from alice/1 is delivered. Nor does a message
 // from another person under that ID (carol/1).
 func TestStrangerIDSuppressesNothing(t *testing.T) {
+	oneGoroutine(t)
 	w, alice, alice2, bob := adoptionWorld(t)
 	alice9, carol := w.device("alice/9"), w.device("carol/1")
 	w.net.DropNext(alice2.addr, bob.addr, 1)
@@ -242,6 +245,7 @@ func (d *device) discardAll() {
 // list now revokes, arrives after: it is the same message (acknowledged,
 // not delivered again), and bob's history holds it once.
 func TestLateOriginalAfterAdoption(t *testing.T) {
+	oneGoroutine(t)
 	w, alice, alice2, bob := adoptionWorld(t)
 	w.net.Hold(bob.addr)
 	id := alice2.enqueue(bob, "sent from the phone")
@@ -287,6 +291,7 @@ func TestLateOriginalAfterAdoption(t *testing.T) {
 // names alice/2, and bob/1 applies it to the message it holds from
 // alice/1 (the same message of alice's), without asking.
 func TestSiblingDecisionOnTheOriginalDecidesTheResend(t *testing.T) {
+	oneGoroutine(t)
 	w, alice, alice2, bob := adoptionWorld(t)
 	a, err := engine.LoadAccount(w.ctx, bob.st)
 	if err != nil {
@@ -345,6 +350,7 @@ func TestSiblingDecisionOnTheOriginalDecidesTheResend(t *testing.T) {
 // it: both messages are delivered and pin their senders, the forged list
 // is then refused against the pins, and alice's own list is taken after.
 func TestForgedFirstListBeforeTheReceiveIsHeldNowhere(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob := w.device("alice/1"), w.device("bob/1")
 	a, err := engine.LoadAccount(w.ctx, alice.st)
@@ -402,6 +408,7 @@ func TestForgedFirstListBeforeTheReceiveIsHeldNowhere(t *testing.T) {
 // Without the check the list stays stale for the connection, the resend
 // matches nothing and is delivered twice.
 func TestUnlistedSiblingChecksTheHeldList(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	w.relay = func(_ engine.Address, ep *enginetest.Endpoint) engine.Relay { return listChecking{ep} }
 	alice, bob := w.device("alice/1"), w.device("bob/1")
@@ -467,6 +474,7 @@ func findNamed(l wire.DeviceList, n uint32) (wire.DeviceEntry, bool) {
 // this is no resend: it is a new message from alice/1, delivered, and
 // alice/2's stays as it was (not dropped as a conflict either way).
 func TestSiblingWithAnotherBodySuppressesNothing(t *testing.T) {
+	oneGoroutine(t)
 	_, alice, alice2, bob := adoptionWorld(t)
 	id := alice2.enqueue(bob, "sent from the phone")
 	bob.sync()
@@ -489,6 +497,7 @@ func TestSiblingWithAnotherBodySuppressesNothing(t *testing.T) {
 // revoking list and adopts the newest that fit, no more: the transaction
 // that stores the list stays small.
 func TestAdoptionBoundedByBytes(t *testing.T) {
+	oneGoroutine(t)
 	w, alice, alice2, bob := adoptionWorld(t)
 	const size, count = 150 << 10, 30
 	w.net.DropNext(alice2.addr, bob.addr, count)
@@ -518,6 +527,7 @@ func TestAdoptionBoundedByBytes(t *testing.T) {
 // lost. The removal resends alice/1's own conversations' copies only:
 // nothing goes to carol, and alice/1 keeps the copy as a copy.
 func TestCopyToAStrangerIsNotAdopted(t *testing.T) {
+	oneGoroutine(t)
 	w, alice, alice2, _ := adoptionWorld(t)
 	carol := w.device("carol/1")
 	w.net.DropNext(alice2.addr, carol.addr, 1)
@@ -542,6 +552,7 @@ func TestCopyToAStrangerIsNotAdopted(t *testing.T) {
 // resend repeats alice/2's record, so it is judged by alice/2's request:
 // still a request, never surfaced as a delivery from alice/1.
 func TestResendOfARequestStaysInTheRequest(t *testing.T) {
+	oneGoroutine(t)
 	w, alice, alice2, bob := adoptionWorld(t)
 	bob.withRequests(nil)
 	id := alice2.enqueue(bob, "sent from the phone")

@@ -26,6 +26,7 @@ func firstAttempt(t *testing.T, d *device, peer *device, id wire.LogicalID) wire
 // removed reads nothing sent after its removal: the next generation has a
 // new chain, never announced to it. Every member reads every message once.
 func TestGroupChainEndToEnd(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob, carol, dave, erin := w.device("alice/1"), w.device("bob/1"), w.device("carol/1"), w.device("dave/1"), w.device("erin/1")
 	all := []*device{alice, bob, carol, dave, erin}

@@ -15,6 +15,7 @@ import (
 // (pairwise) gets them acknowledged again, one ACK per message, as a lost
 // per-message ACK is recovered. Every member reads every message once.
 func TestGroupChainCumulativeAck(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob, carol, dave, erin := w.device("alice/1"), w.device("bob/1"), w.device("carol/1"), w.device("dave/1"), w.device("erin/1")
 	all := []*device{alice, bob, carol, dave, erin}

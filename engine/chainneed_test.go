@@ -102,6 +102,7 @@ func resultsOf(res []engine.ReceiveResult, kind engine.ResultKind) int {
 // the held message, and the message's lane ends acknowledged with no
 // pairwise retry (its only attempt is the chain's).
 func TestNeedChainFreshAnnouncement(t *testing.T) {
+	oneGoroutine(t)
 	w, g, alice, members := chainGroup(t)
 	erin := members[3]
 	erin.loseChains()
@@ -148,6 +149,7 @@ func TestNeedChainFreshAnnouncement(t *testing.T) {
 // announcement is still pending is answered at once by that lane's retry
 // (a second attempt), with no new lane.
 func TestNeedChainResendsPendingAnnouncement(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob, carol, dave := w.device("alice/1"), w.device("bob/1"), w.device("carol/1"), w.device("dave/1")
 	all := []*device{alice, bob, carol, dave}
@@ -198,6 +200,7 @@ func TestNeedChainResendsPendingAnnouncement(t *testing.T) {
 // stranger and the made-up chains never, and goes on as before: the next
 // message goes by the chain and every member acknowledges it.
 func TestNeedChainFloodBounded(t *testing.T) {
+	oneGoroutine(t)
 	w, g, alice, members := chainGroup(t)
 	bob := members[0]
 	mallory := w.device("mallory/1")
@@ -268,6 +271,7 @@ func TestNeedChainFloodBounded(t *testing.T) {
 // their own) once the change is recorded, in the transaction that records
 // it; the members that stay keep theirs.
 func TestLeaveForgetsChains(t *testing.T) {
+	oneGoroutine(t)
 	w, g, alice, members := chainGroup(t)
 	bob, dave, erin := members[0], members[2], members[3]
 	all := append([]*device{alice}, members...)

@@ -11,6 +11,7 @@ import (
 )
 
 func TestRoundTrip(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob := w.device("alice/1"), w.device("bob/1")
 	id := alice.send(bob, "hello bob")
@@ -56,6 +57,7 @@ func TestRoundTrip(t *testing.T) {
 }
 
 func TestDuplicatesAreDeliveredUntilFinalized(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob := w.device("alice/1"), w.device("bob/1")
 	// A byte-identical copy of an envelope cannot be decrypted twice (its
@@ -97,6 +99,7 @@ func TestDuplicatesAreDeliveredUntilFinalized(t *testing.T) {
 }
 
 func TestLostEnvelopeRecoveredByRetry(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob := w.device("alice/1"), w.device("bob/1")
 	w.net.DropNext(alice.addr, bob.addr, 1)
@@ -117,6 +120,7 @@ func TestLostEnvelopeRecoveredByRetry(t *testing.T) {
 }
 
 func TestHandOffFailureKeepsMessagePending(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob := w.device("alice/1"), w.device("bob/1")
 	alice.send(bob, "first") // establishes the session
@@ -140,6 +144,7 @@ func TestHandOffFailureKeepsMessagePending(t *testing.T) {
 }
 
 func TestOversizedBodyStoresNothing(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob := w.device("alice/1"), w.device("bob/1")
 	_, err := alice.c.Send(w.ctx, bob.addr, make([]byte, wire.MaxBodySize+1))
@@ -158,6 +163,7 @@ func TestOversizedBodyStoresNothing(t *testing.T) {
 }
 
 func TestDiscardAndAbandon(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob := w.device("alice/1"), w.device("bob/1")
 	id := alice.send(bob, "unwanted")
@@ -188,6 +194,7 @@ func TestDiscardAndAbandon(t *testing.T) {
 // retry of a committed message is a new delivery (as the docs warn); a commit
 // of it succeeds and the history still holds it once.
 func TestPrunedMessageIsDeliveredAgain(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob := w.device("alice/1"), w.device("bob/1")
 	id := alice.send(bob, "once")
@@ -218,6 +225,7 @@ func TestPrunedMessageIsDeliveredAgain(t *testing.T) {
 // committed: bob commits the later message first, and his history still
 // reads in the order things happened, with the arrival times.
 func TestHistoryByArrival(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob := w.device("alice/1"), w.device("bob/1")
 	first := alice.send(bob, "first")
@@ -257,6 +265,7 @@ func TestHistoryByArrival(t *testing.T) {
 // the session they were encrypted on; a pending message keeps its log
 // through a prune, an acknowledged one loses it.
 func TestAttemptLog(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob := w.device("alice/1"), w.device("bob/1")
 	id := alice.send(bob, "logged")

@@ -226,6 +226,7 @@ func TestStaleReplayCannotBreakTheSession(t *testing.T) {
 // sessions; held, they collide, and the pair converges with each message
 // delivered once.
 func TestResetSessionCollidesAgain(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob := w.device("alice/1"), w.device("bob/1")
 	alice.send(bob, "before")

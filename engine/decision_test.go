@@ -90,6 +90,7 @@ func inHistory(t *testing.T, d, peer *device, body string) (int, engine.HistoryE
 // discarded takes nothing back, nor does one from a device not of bob's
 // account, nor one for a message bob/2 still holds pending.
 func TestDecisionTakesBackADiscard(t *testing.T) {
+	oneGoroutine(t)
 	w, alice, bob, bob2 := twoDeviceBob(t)
 	id := alice.enqueue(bob, "keep me")
 	forgedID := alice.enqueue(bob, "the real text")
@@ -173,6 +174,7 @@ func TestDecisionTakesBackADiscard(t *testing.T) {
 // in one page, and its delivery says it was decided elsewhere (no bell)
 // before the decision finalizes it.
 func TestDecidedElsewhereDelivery(t *testing.T) {
+	oneGoroutine(t)
 	w, alice, bob, bob2 := twoDeviceBob(t)
 	id := alice.enqueue(bob, "decided before it came")
 	bob.sync()
@@ -210,6 +212,7 @@ func TestDecidedElsewhereDelivery(t *testing.T) {
 // decided on bob/1, in its history once, and nothing pending: it is never
 // asked about it.
 func TestArrivalCommitTellsTheSiblings(t *testing.T) {
+	oneGoroutine(t)
 	w, alice, bob, bob2 := twoDeviceBob(t)
 	bob.c.SetPolicy(engine.Policy{Commit: engine.CommitOnArrival})
 	bob.sync() // the switch's pass over what is pending: nothing
@@ -244,6 +247,7 @@ func TestArrivalCommitTellsTheSiblings(t *testing.T) {
 // (commit beats discard), decided on bob/2. Without the catch-up the
 // discard on bob/3 stands.
 func TestCatchUpTellsASiblingLinkedSince(t *testing.T) {
+	oneGoroutine(t)
 	w, alice, bob, bob2 := twoDeviceBob(t)
 	id := alice.enqueue(bob, "on its way while bob links")
 	bob3 := w.linkDevice(bob)
@@ -320,6 +324,7 @@ func TestCatchUpTellsASiblingLinkedSince(t *testing.T) {
 // on bob's choice: it stores no decision lane to bob/2. bob's own discard
 // of a held reaction still does (one lane to bob/2).
 func TestHoldDiscardTellsNoSibling(t *testing.T) {
+	oneGoroutine(t)
 	w, alice, bob, _ := twoDeviceBob(t)
 	var ids []wire.LogicalID
 	for i := range engine.MaxHeldActionsPerSender + 1 {
@@ -352,6 +357,7 @@ func TestHoldDiscardTellsNoSibling(t *testing.T) {
 // nothing in bob/2's history. Before the change the engine reported a
 // take-back the store did not do.
 func TestTakenBackOnlyWhenTakenBack(t *testing.T) {
+	oneGoroutine(t)
 	w, alice, bob, bob2 := twoDeviceBob(t)
 	id := alice.enqueue(bob, "discarded by policy")
 	bob.sync()

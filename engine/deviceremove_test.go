@@ -120,6 +120,7 @@ func TestRemovedDeviceList(t *testing.T) {
 // bob/1 cannot remove itself, a device of another person, one not in the
 // list, or bob/2 twice.
 func TestRemoveDeviceEndsLanes(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob, bob2 := w.device("alice/1"), w.device("bob/1"), w.device("bob/2")
 	linkInWorld(t, bob, bob2)
@@ -193,6 +194,7 @@ func TestRemoveDeviceEndsLanes(t *testing.T) {
 // the same transaction (the one bob/1 acknowledged does not), and bob/2
 // receives it once.
 func TestNewerListAddsLanes(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob, bob2 := w.device("alice/1"), w.device("bob/1"), w.device("bob/2")
 	a, err := engine.LoadAccount(w.ctx, bob.st)
@@ -258,6 +260,7 @@ func (listChecking) RelayFeatures() (wire.FeatureSet, bool) {
 // generation she holds: the relay's later list comes back, and the
 // message gets its lane to bob/2, which receives it once.
 func TestStaleListAnswerAddsLanes(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	w.relay = func(_ engine.Address, ep *enginetest.Endpoint) engine.Relay { return listChecking{ep} }
 	alice, bob, bob2 := w.device("alice/1"), w.device("bob/1"), w.device("bob/2")

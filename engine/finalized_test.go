@@ -15,6 +15,7 @@ import (
 // already_discarded and acknowledged, which told a modified client that its
 // second body had been taken.
 func TestDiscardedIDWithAnotherBodyIsAConflict(t *testing.T) {
+	oneGoroutine(t)
 	for _, outcome := range []engine.Outcome{engine.OutcomeDiscarded, engine.OutcomeCommitted} {
 		t.Run(map[engine.Outcome]string{engine.OutcomeDiscarded: "discarded", engine.OutcomeCommitted: "committed"}[outcome], func(t *testing.T) {
 			w := newWorld(t)
@@ -66,6 +67,7 @@ func TestDiscardedIDWithAnotherBodyIsAConflict(t *testing.T) {
 // clears the sender's copy whose first ACK was lost; the other outcome is
 // refused with the reason, and an unknown message is still not pending.
 func TestFinalizeAgain(t *testing.T) {
+	oneGoroutine(t)
 	for _, outcome := range []engine.Outcome{engine.OutcomeCommitted, engine.OutcomeDiscarded} {
 		other, refused := engine.OutcomeDiscarded, engine.ErrAlreadyCommitted
 		name := "committed"

@@ -81,6 +81,7 @@ func splitWords(s string) []string {
 // roster stays alice and bob, his next message goes to alice alone, and
 // alice's messages still reach him.
 func TestRemovedMemberCannotRewriteTheRoster(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob, mallory := w.device("alice/1"), w.device("bob/1"), w.device("mallory/1")
 	info, _, err := alice.c.CreateGroup(w.ctx, "trio", []engine.Address{bob.addr, mallory.addr})
@@ -116,6 +117,7 @@ func TestRemovedMemberCannotRewriteTheRoster(t *testing.T) {
 // removes bob from bob's own view; nothing changes, and alice's message is
 // delivered to bob rather than refused as not_a_member.
 func TestMemberCannotRemoveAnother(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob, carol := w.device("alice/1"), w.device("bob/1"), w.device("carol/1")
 	info, _, err := alice.c.CreateGroup(w.ctx, "trio", []engine.Address{bob.addr, carol.addr})
@@ -147,6 +149,7 @@ func TestMemberCannotRemoveAnother(t *testing.T) {
 // wire.MaxGroupMembers; the merge counts only what fits, and the creator
 // can still send.
 func TestRosterStaysWithinTheMemberBound(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob, mallory := w.device("alice/1"), w.device("bob/1"), w.device("mallory/1")
 	info, _, err := alice.c.CreateGroup(w.ctx, "big", []engine.Address{bob.addr, mallory.addr})
@@ -193,6 +196,7 @@ func toBytes(ws []string) [][]byte {
 // roster and frames of no known kind; every one leaves staging at once,
 // sync keeps working, and a friend's message arrives.
 func TestNoFrameStopsTheReceiveLoop(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob, eve := w.device("alice/1"), w.device("bob/1"), w.device("eve/1")
 	alice.send(bob, "hi")
@@ -251,6 +255,7 @@ func TestNoFrameStopsTheReceiveLoop(t *testing.T) {
 // roster change naming bob's accepted friend alice an admin; it is a
 // request, unacknowledged, and the stranger's group message is no delivery.
 func TestStrangersGroupIsARequest(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob, eve := w.device("alice/1"), w.device("bob/1"), w.device("eve/1")
 	bob.withRequests(nil)
@@ -281,6 +286,7 @@ func TestStrangersGroupIsARequest(t *testing.T) {
 // the oldest are dropped with an event, and a friend's message still
 // arrives.
 func TestHeldFramesAreBounded(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob, eve := w.device("alice/1"), w.device("bob/1"), w.device("eve/1")
 	n := engine.MaxHeldPerSender + 8
@@ -314,6 +320,7 @@ func TestHeldFramesAreBounded(t *testing.T) {
 // generation is not stored, an author's waiting changes are bounded, and a
 // long-lived group's log is compacted.
 func TestRosterLogIsBounded(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob := w.device("alice/1"), w.device("bob/1")
 	info, _, err := alice.c.CreateGroup(w.ctx, "long", []engine.Address{bob.addr})
@@ -400,6 +407,7 @@ func TestRosterLogCompacts(t *testing.T) {
 // sealed session with its sender no longer opens) gets a verdict: it goes
 // to quarantine with its reason, and the rows after it are processed.
 func TestUnreadableStateDoesNotStopTheLoop(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob, carol := w.device("alice/1"), w.device("bob/1"), w.device("carol/1")
 	alice.send(bob, "first")

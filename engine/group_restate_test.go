@@ -15,6 +15,7 @@ import (
 // which erin is not in. An admin that has merged both restates the roster at
 // 4, and every member, erin too, ends with the same one.
 func TestGroupNewcomerGetsConcurrentRemoval(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob, carol := w.device("alice/1"), w.device("bob/1"), w.device("carol/1")
 	dave, erin := w.device("dave/1"), w.device("erin/1")

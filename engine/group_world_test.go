@@ -81,6 +81,7 @@ func settle(t *testing.T, rounds int, ds ...*device) {
 // only in the group's history, and every lane ends acknowledged; a removed
 // member's lanes end as removed and it gets nothing sent after.
 func TestGroupFanOut(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob, carol := w.device("alice/1"), w.device("bob/1"), w.device("carol/1")
 	info, res, err := alice.c.CreateGroup(w.ctx, "friends", []engine.Address{bob.addr, carol.addr})
@@ -157,6 +158,7 @@ func TestGroupFanOut(t *testing.T) {
 // not count it in the roster is refused with not_a_member, which ends the
 // sender's lane instead of leaving it pending.
 func TestGroupMessageFromNonMember(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob, carol := w.device("alice/1"), w.device("bob/1"), w.device("carol/1")
 	info, _, err := alice.c.CreateGroup(w.ctx, "trio", []engine.Address{bob.addr, carol.addr})
@@ -189,6 +191,7 @@ func TestGroupMessageFromNonMember(t *testing.T) {
 // overtake the admin's roster frame (FIFO holds per pair only); it is held,
 // neither acknowledged nor refused, and delivered once the roster arrives.
 func TestGroupHoldsAnUnseenGeneration(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob, carol := w.device("alice/1"), w.device("bob/1"), w.device("carol/1")
 	info, _, err := alice.c.CreateGroup(w.ctx, "growing", []engine.Address{bob.addr})
@@ -233,6 +236,7 @@ func TestGroupHoldsAnUnseenGeneration(t *testing.T) {
 // dave and one removing him; remove beats add, so a member that merged
 // both refuses dave's message with not_a_member, and dave's lane ends.
 func TestGroupNotAMember(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob, carol, dave := w.device("alice/1"), w.device("bob/1"), w.device("carol/1"), w.device("dave/1")
 	info, _, err := alice.c.CreateGroup(w.ctx, "contested", []engine.Address{bob.addr, carol.addr})
@@ -285,6 +289,7 @@ func TestGroupNotAMember(t *testing.T) {
 // generation; each change reaches the member the other added (its author
 // forwards it once it learns of the other), and all five devices agree.
 func TestGroupConcurrentAddsConverge(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob, carol := w.device("alice/1"), w.device("bob/1"), w.device("carol/1")
 	dave, erin := w.device("dave/1"), w.device("erin/1")
@@ -329,6 +334,7 @@ func TestGroupConcurrentAddsConverge(t *testing.T) {
 // TestGroupMemberWithoutBundle: a member whose bundle cannot be fetched gets
 // a pending lane; the group send does not fail, and the others' lanes go.
 func TestGroupMemberWithoutBundle(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob := w.device("alice/1"), w.device("bob/1")
 	ghost := engine.MustParseAddress("ghost/1") // never published a bundle
@@ -362,6 +368,7 @@ func TestGroupMemberWithoutBundle(t *testing.T) {
 // that will not come, and the sender's lane would stay pending for ever.
 // Once the sender merges its own removal it abandons that lane.
 func TestGroupStrandedLaneAbandoned(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob, carol := w.device("alice/1"), w.device("bob/1"), w.device("carol/1")
 	info, _, err := alice.c.CreateGroup(w.ctx, "duel", []engine.Address{bob.addr, carol.addr})
@@ -421,6 +428,7 @@ func TestGroupStrandedLaneAbandoned(t *testing.T) {
 // the announcements' lanes are abandoned with the message's: nothing of
 // his stays pending for ever.
 func TestGroupStrandedAnnouncementAbandoned(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob, carol, dave, erin := w.device("alice/1"), w.device("bob/1"), w.device("carol/1"), w.device("dave/1"), w.device("erin/1")
 	all := []*device{alice, bob, carol, dave, erin}

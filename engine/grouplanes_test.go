@@ -77,6 +77,7 @@ func blobWorld(t *testing.T) *world {
 // a lane of the message to bob/2 in its transaction; bob/2, holding bob's
 // groups from the link, takes it once, and every lane ends acknowledged.
 func TestNewerListAddsGroupLanes(t *testing.T) {
+	oneGoroutine(t)
 	w := blobWorld(t)
 	alice, bob, carol := w.device("alice/1"), w.device("bob/1"), w.device("carol/1")
 	publishLists(t, alice, bob, carol)
@@ -130,6 +131,7 @@ func TestNewerListAddsGroupLanes(t *testing.T) {
 // goes pairwise: bob/2 opens it with no chain. Her next message announces
 // the chain to bob/2 and reaches it too.
 func TestNewerListAddsGroupLanesBesideTheChain(t *testing.T) {
+	oneGoroutine(t)
 	w := blobWorld(t)
 	alice, bob, carol, dave := w.device("alice/1"), w.device("bob/1"), w.device("carol/1"), w.device("dave/1")
 	publishLists(t, alice, bob, carol, dave)
@@ -182,6 +184,7 @@ func TestNewerListAddsGroupLanesBesideTheChain(t *testing.T) {
 // person's own. alice/1's own message, pending to alice/2, gets a lane to
 // alice/3 in the link's own transaction.
 func TestNewerOwnListAddsGroupLanes(t *testing.T) {
+	oneGoroutine(t)
 	w := blobWorld(t)
 	alice, bob, carol := w.device("alice/1"), w.device("bob/1"), w.device("carol/1")
 	publishLists(t, alice, bob, carol)
@@ -238,6 +241,7 @@ func TestNewerOwnListAddsGroupLanes(t *testing.T) {
 // oldest ones up to the bound, in its one transaction; the newest goes to
 // bob/1 alone.
 func TestNewerListAddsBoundedGroupLanes(t *testing.T) {
+	oneGoroutine(t)
 	w := blobWorld(t)
 	alice, bob := w.device("alice/1"), w.device("bob/1")
 	publishLists(t, alice, bob)
@@ -312,6 +316,7 @@ func (d *device) holdDuring(kind, user string) <-chan error {
 // alice's message is planned with the list naming it; the message has no
 // lane to bob/2 left open.
 func TestListAndPersonSendAreOrdered(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob := w.device("alice/1"), w.device("bob/1")
 	publishLists(t, alice, bob)
@@ -341,6 +346,7 @@ func TestListAndPersonSendAreOrdered(t *testing.T) {
 // removed. Without the order the list was stored first, and the send left
 // a pending lane to a device bob removed.
 func TestListAndGroupSendAreOrdered(t *testing.T) {
+	oneGoroutine(t)
 	w, g, alice, bob, bob2, carol := groupOf(t)
 	settle(t, 6, alice, bob, bob2, carol)
 	if _, err := bob.c.RemoveDevice(w.ctx, bob2.addr); err != nil {
@@ -424,6 +430,7 @@ func TestGroupAckAfterLinkAddsLanes(t *testing.T) {
 // never starts the group (a message starts none) and is not refused, so
 // alice's lane stays pending rather than ending not_a_member.
 func TestAddedGroupLaneToADeviceWithoutTheGroup(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob := w.device("alice/1"), w.device("bob/1")
 	publishLists(t, alice, bob)
@@ -462,6 +469,7 @@ func TestAddedGroupLaneToADeviceWithoutTheGroup(t *testing.T) {
 // (the change gets no added lane), and the lane would stay open. Before
 // the fix alice kept a pending lane to bob/2 for good.
 func TestNoAddedLaneBehindAPendingChange(t *testing.T) {
+	oneGoroutine(t)
 	w := blobWorld(t)
 	alice, bob, carol, dave := w.device("alice/1"), w.device("bob/1"), w.device("carol/1"), w.device("dave/1")
 	publishLists(t, alice, bob, carol, dave)

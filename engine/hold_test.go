@@ -14,6 +14,7 @@ import (
 // not yet encrypted; a later message to that peer waits behind it; a retry
 // once the relay is back starts the session and sends both in order, once.
 func TestFirstMessageHeldWhileRelayUnreachable(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob := w.device("alice/1"), w.device("bob/1")
 	w.net.SetDown(alice.addr, true)
@@ -63,6 +64,7 @@ func TestFirstMessageHeldWhileRelayUnreachable(t *testing.T) {
 // TestHeldMessagesOutlastRestart: a held message survives a restart and a
 // plain retry sends it; two held messages keep their order.
 func TestHeldMessagesOutlastRestart(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob := w.device("alice/1"), w.device("bob/1")
 	w.net.SetDown(alice.addr, true)
@@ -85,6 +87,7 @@ func TestHeldMessagesOutlastRestart(t *testing.T) {
 // TestRefusedFirstSendStoresNothing: an unknown recipient or an expired
 // bundle still refuses a first message and stores nothing.
 func TestRefusedFirstSendStoresNothing(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob := w.device("alice/1"), w.device("bob/1")
 	var notSent *engine.MessageNotSentError

@@ -30,6 +30,7 @@ func (d *device) oneTimeCount() int {
 // the winning initiation used. One-time prekeys never expire: a key left
 // behind would stay on disk for good.
 func TestCollisionConsumesLosingOneTimePreKey(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob := startBoth(t, w)
 	before := [2]int{alice.oneTimeCount(), bob.oneTimeCount()}
@@ -117,6 +118,7 @@ func (d *device) filesContain(records map[string]bool) []string {
 // hour's delay) so that the log is seen before it on a machine of any
 // speed; store.TestScrubRunsWithinItsDelay shows the scheduled scrub.
 func TestDeletedSecretsLeaveNoTrace(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	w.scrubDelay = time.Hour
 	alice, bob := w.device("alice/1"), w.device("bob/1")
@@ -237,6 +239,7 @@ func TestDelayedInitiationCannotBreakAConvergedSession(t *testing.T) {
 // and cannot accept carol's; he answers with a recovery request, carol sets
 // up a fresh session from a new bundle and her message arrives, once.
 func TestOneTimePreKeyHandedOutTwice(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob, carol := w.device("alice/1"), w.device("bob/1"), w.device("carol/1")
 	w.net.RepeatOneTime(bob.addr)
@@ -269,6 +272,7 @@ func TestOneTimePreKeyHandedOutTwice(t *testing.T) {
 // another key is refused; one replayed after it did its work names a
 // session that is gone, and changes nothing either.
 func TestForgedOrReplayedRecoveryChangesNothing(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob, carol := w.device("alice/1"), w.device("bob/1"), w.device("carol/1")
 	w.net.RepeatOneTime(bob.addr)
@@ -347,6 +351,7 @@ func copyProfile(t *testing.T, src, dst string) {
 // share a key and nonce (their XOR would then be the XOR of the
 // plaintexts). Afterwards the conversation still converges.
 func TestRestoredProfileNeverReusesAKey(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob := w.device("alice/1"), w.device("bob/1")
 	alice.send(bob, "hello")
@@ -408,6 +413,7 @@ func TestRestoredProfileNeverReusesAKey(t *testing.T) {
 // out of it (the keys there are certain, so the failure is a forgery), and
 // the session stays.
 func TestForgedMessageOnAKnownChainAsksNothing(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob := w.device("alice/1"), w.device("bob/1")
 	alice.send(bob, "hello")

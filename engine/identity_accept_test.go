@@ -80,6 +80,7 @@ func published(t *testing.T, w *world, d *device) wire.Bundle {
 // client accepts, nothing is pinned (fingerprint_mismatch), and the key
 // that was shown is pinned only while the relay serves it.
 func TestAcceptPinsTheIdentityShown(t *testing.T) {
+	oneGoroutine(t)
 	w, relayOf := bundleWorld(t, false)
 	alice, bob := w.device("alice/1"), w.device("bob/1")
 	alice.send(bob, "hello")
@@ -134,6 +135,7 @@ func TestAcceptPinsTheIdentityShown(t *testing.T) {
 // up again. (No one-time prekey in the initiation, or the replay would
 // fail on the consumed key whatever the retirement said.)
 func TestAcceptRetiresTheOldInitiation(t *testing.T) {
+	oneGoroutine(t)
 	w, relayOf := bundleWorld(t, true)
 	alice, bob := w.device("alice/1"), w.device("bob/1")
 	oldBundle := published(t, w, bob)

@@ -14,6 +14,7 @@ import (
 // the new identity she gets IdentityChanged, accepts it, and a retry resends
 // the pending messages to the new identity with their old logical IDs.
 func TestIdentityChangeAcceptedAndResent(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob := w.device("alice/1"), w.device("bob/1")
 	alice.send(bob, "hello")
@@ -72,6 +73,7 @@ func TestIdentityChangeAcceptedAndResent(t *testing.T) {
 // TestIdentityChangeOnBundle: without a session, a bundle with another
 // identity fails the send with IdentityChanged and stores nothing.
 func TestIdentityChangeOnBundle(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob := w.device("alice/1"), w.device("bob/1")
 	alice.send(bob, "hello")
@@ -98,6 +100,7 @@ func TestIdentityChangeOnBundle(t *testing.T) {
 // TestExpiredSignedPreKey: a bundle whose signed prekey expired is refused,
 // and an initiation that relies on a deleted (expired) prekey fails.
 func TestExpiredSignedPreKey(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob := w.device("alice/1"), w.device("bob/1")
 	w.clock.Advance(engine.SignedPreKeyLifetime)

@@ -11,6 +11,7 @@ import (
 // imported, from a restore, in the history and in the trace; a message the
 // device receives itself afterwards does not.
 func TestRestoredHistoryImported(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob, carol := w.device("alice/1"), w.device("bob/1"), w.device("carol/1")
 	before := bob.send(alice, "from before")

@@ -19,6 +19,7 @@ import (
 // ACK clears bob/1's, and bob/2 receives it once (issue 34: nothing in
 // flight at a link is lost to the new device).
 func TestAckAfterLinkAddsLanes(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	w.relay = func(_ engine.Address, ep *enginetest.Endpoint) engine.Relay { return listChecking{ep} }
 	alice, bob, bob2 := w.device("alice/1"), w.device("bob/1"), w.device("bob/2")
@@ -63,6 +64,7 @@ func TestAckAfterLinkAddsLanes(t *testing.T) {
 // It is not delivered a second time: the receive reports it committed
 // and acknowledges it, and bob's lane clears.
 func TestImportedMessageIsNotDeliveredAgain(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob := w.device("alice/1"), w.device("bob/1")
 	id := bob.enqueue(alice, "in the archive and on a lane")

@@ -20,6 +20,7 @@ import (
 // TestAdversaryPeople with ADVERSARY_PEOPLE_NORECONNECT=1, seed
 // 1796581412292071578.
 func TestSiblingLinkedSinceIsLearnedOnTheConnection(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	w.relay = func(_ engine.Address, ep *enginetest.Endpoint) engine.Relay { return connected{listChecking{ep}} }
 	alice, bob := w.device("alice/1"), w.device("bob/1")
@@ -92,6 +93,7 @@ func TestSiblingLinkedSinceIsLearnedOnTheConnection(t *testing.T) {
 // TestAdversaryPeople with ADVERSARY_PEOPLE_NORECONNECT=1, seed
 // 1796582332154216737.
 func TestRetryAsksForTheList(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	w.relay = func(_ engine.Address, ep *enginetest.Endpoint) engine.Relay { return connected{listChecking{ep}} }
 	alice, bob := w.device("alice/1"), w.device("bob/1")
@@ -137,6 +139,7 @@ func TestRetryAsksForTheList(t *testing.T) {
 // to bob/2 removed on the same connection. Found by TestAdversaryPeople
 // with ADVERSARY_PEOPLE_NORECONNECT=1, seed 1796582414627012031.
 func TestRetryToSiblingAsksForOwnList(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	w.relay = func(_ engine.Address, ep *enginetest.Endpoint) engine.Relay { return connected{listChecking{ep}} }
 	alice, bob := w.device("alice/1"), w.device("bob/1")
@@ -180,6 +183,7 @@ func TestRetryToSiblingAsksForOwnList(t *testing.T) {
 // date, whose catch-up tells bob/3 of the commit: bob/3 takes the message
 // back, decided on bob/2.
 func TestDiscardHeardAgainstACommitCatchesUp(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	w.relay = func(_ engine.Address, ep *enginetest.Endpoint) engine.Relay { return connected{listChecking{ep}} }
 	alice, bob := w.device("alice/1"), w.device("bob/1")
@@ -287,6 +291,7 @@ func groupWithLinked(t *testing.T, links int) (w *world, g wire.GroupID, alice, 
 // bob/3 reconnected. Found by TestAdversaryPeopleGroups (every connection
 // kept on odd seeds), seed 1796610096311410595.
 func TestRetriedGroupLaneToSiblingAsksForOwnList(t *testing.T) {
+	oneGoroutine(t)
 	w, g, _, bob, linked := groupWithLinked(t, 2)
 	bob2, bob3 := linked[0], linked[1]
 	w.net.Hold(bob2.addr) // bob/2 never acknowledges
@@ -315,6 +320,7 @@ func TestRetriedGroupLaneToSiblingAsksForOwnList(t *testing.T) {
 // ends removed on the same connection. Before the change a retried group
 // lane asked for no list.
 func TestRetriedGroupLaneAsksForTheList(t *testing.T) {
+	oneGoroutine(t)
 	w, g, alice, bob, linked := groupWithLinked(t, 1)
 	bob2 := linked[0]
 	w.net.Hold(bob2.addr)

@@ -14,6 +14,7 @@ import (
 // session has since left too, remembered across a restart. No recovery is
 // asked, the conversation goes on, each message is in the history once.
 func TestRedeliveryAcrossARatchetStep(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob := w.device("alice/1"), w.device("bob/1")
 	// A round trip: alice's messages are now plain ratchet messages.

@@ -16,6 +16,7 @@ import (
 // alice's pending message stays pending instead of being discarded
 // without bob asking.
 func TestStrangerUnderOwnNameCannotSpeakForThisPerson(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob, mallory := w.device("alice/1"), w.device("bob/1"), w.device("bob/9")
 	id := alice.send(bob, "hello bob")
@@ -71,6 +72,7 @@ func TestStrangerUnderOwnNameCannotSpeakForThisPerson(t *testing.T) {
 // (ErrNotInDeviceList): it does not name bob/1 with the identity she
 // pinned, so her sends to bob stay on bob/1 and never reach bob/5.
 func TestFirstListMustNameThePinnedDevices(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob, mallory := w.device("alice/1"), w.device("bob/1"), w.device("bob/5")
 	alice.send(bob, "hello bob")
@@ -116,6 +118,7 @@ func TestFirstListMustNameThePinnedDevices(t *testing.T) {
 // alice once a device under bob's name that his list does not name is
 // pinned here.
 func TestSafetyNumberFromAccounts(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob := w.device("alice/1"), w.device("bob/1")
 	alice.send(bob, "hello bob")
@@ -175,6 +178,7 @@ func TestSafetyNumberFromAccounts(t *testing.T) {
 // a listed address): alice refuses it and pins nothing, so her person
 // lanes to bob/2 can never go on a session with the impostor.
 func TestInitiationFromAnUnlistedKeyIsRefused(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob := w.device("alice/1"), w.device("bob/1")
 	alice.send(bob, "hello bob")
@@ -223,6 +227,7 @@ func TestInitiationFromAnUnlistedKeyIsRefused(t *testing.T) {
 // send bob's messages to bob/2 on the session with the identity pinned,
 // not with the one bob's account vouched for.
 func TestLaterListMustMatchThePins(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob := w.device("alice/1"), w.device("bob/1")
 	alice.send(bob, "hello bob")

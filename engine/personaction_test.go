@@ -19,6 +19,7 @@ import (
 // bob/2's own messages, found none, and held the reaction (for
 // ActionHold, then discarded it); the reply lost its quote.
 func TestSiblingReactsToOwnPersonsMessage(t *testing.T) {
+	oneGoroutine(t)
 	_, alice, bob, bob2 := twoDeviceBob(t)
 	id := bob.enqueue(alice, "from the phone")
 	settle(t, 6, alice, bob, bob2)
@@ -45,6 +46,7 @@ func TestSiblingReactsToOwnPersonsMessage(t *testing.T) {
 // Before the fix she looked for it among the messages she exchanged with
 // bob/2's address alone and held the reaction.
 func TestSiblingReactsToPersonsMessage(t *testing.T) {
+	oneGoroutine(t)
 	_, alice, bob, bob2 := twoDeviceBob(t)
 	id := alice.enqueue(bob, "to both")
 	settle(t, 6, alice, bob, bob2)
@@ -74,6 +76,7 @@ func TestSiblingReactsToPersonsMessage(t *testing.T) {
 // the fix the first waited on alice's device for ActionHold and was
 // discarded.
 func TestSiblingEditsOnlyItsOwn(t *testing.T) {
+	oneGoroutine(t)
 	w, alice, bob, bob2 := twoDeviceBob(t)
 	mine := bob2.enqueue(alice, "from the laptop")
 	theirs := bob.enqueue(alice, "from the phone")
@@ -120,6 +123,7 @@ func TestSiblingEditsOnlyItsOwn(t *testing.T) {
 // which of bob's devices sent it, and it is not bob/2's (review: the
 // import's implied record let bob/2 edit bob/1's message on alice/2).
 func TestImportedHistoryIsNoAuthority(t *testing.T) {
+	oneGoroutine(t)
 	w, alice, bob, bob2 := twoDeviceBob(t)
 	blobs, err := enginetest.NewBlobs(filepath.Join(w.dir, "blobs"))
 	if err != nil {
@@ -166,6 +170,7 @@ func TestImportedHistoryIsNoAuthority(t *testing.T) {
 // alice accepts it, is not applied to the message in bob's conversation:
 // it finds only what alice exchanged with bob/3's own address, and waits.
 func TestStrangerCannotReactAsPerson(t *testing.T) {
+	oneGoroutine(t)
 	w, alice, bob, bob2 := twoDeviceBob(t)
 	id := bob.enqueue(alice, "from the phone")
 	settle(t, 6, alice, bob, bob2)

@@ -29,6 +29,7 @@ func laneStates(t *testing.T, d, peer *device, id wire.LogicalID) map[string]eng
 // sent copy of it, each once, and both of alice's lanes end acknowledged.
 // Before the fix the reaction went to bob/1 alone: bob/2 never showed it.
 func TestReactionReachesEveryDeviceOfPerson(t *testing.T) {
+	oneGoroutine(t)
 	_, alice, bob, bob2 := twoDeviceBob(t)
 	id := bob.enqueue(alice, "from the phone")
 	settle(t, 6, alice, bob, bob2)
@@ -57,6 +58,7 @@ func TestReactionReachesEveryDeviceOfPerson(t *testing.T) {
 // (each holds its own record of her message). Before the fix bob/2 kept
 // the first text.
 func TestEditReachesEveryDeviceOfPerson(t *testing.T) {
+	oneGoroutine(t)
 	_, alice, bob, bob2 := twoDeviceBob(t)
 	id := alice.enqueue(bob, "to both")
 	settle(t, 6, alice, bob, bob2)
@@ -82,6 +84,7 @@ func TestEditReachesEveryDeviceOfPerson(t *testing.T) {
 // finalizes its own copy without asking. Before the fix bob/2 never had
 // the reaction.
 func TestActionDecidedOnOneDeviceFinalizesOnTheOther(t *testing.T) {
+	oneGoroutine(t)
 	_, alice, bob, bob2 := twoDeviceBob(t)
 	id := alice.enqueue(bob, "to both")
 	settle(t, 6, alice, bob, bob2)
@@ -122,6 +125,7 @@ func TestActionDecidedOnOneDeviceFinalizesOnTheOther(t *testing.T) {
 // Before the fix its apply was filed under bob/1, where no such message
 // is: the reaction never showed (review).
 func TestActionOnAMessageKeptUnderADevice(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob, bob2 := w.device("alice/1"), w.device("bob/1"), w.device("bob/2")
 	holdInWorld(t, bob2, linkInWorld(t, bob, bob2))

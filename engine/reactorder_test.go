@@ -36,6 +36,7 @@ func TestReactionApplies(t *testing.T) {
 // after a later one does not replace the later one, on either side; a
 // removal is ordered the same way.
 func TestReactionOrder(t *testing.T) {
+	oneGoroutine(t)
 	react := func(emoji string) engine.ActionRequest {
 		return engine.ActionRequest{Content: wire.ContentReaction, Emoji: emoji}
 	}
@@ -78,6 +79,7 @@ func TestReactionOrder(t *testing.T) {
 // reaction to alice's message is lost on its way to alice and retried
 // after his second reached her.
 func TestGroupReactionOrder(t *testing.T) {
+	oneGoroutine(t)
 	for _, tt := range []struct {
 		name   string
 		second engine.ActionRequest

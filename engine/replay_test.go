@@ -13,6 +13,7 @@ import (
 // the reset (and survives a restart), and the next initiation uses the
 // signed prekeys alone, so carol converges within converge's bound.
 func TestOneTimePreKeyReplayedForEver(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob, carol := w.device("alice/1"), w.device("bob/1"), w.device("carol/1")
 	w.net.ReplayOneTime(bob.addr)

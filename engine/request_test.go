@@ -64,6 +64,7 @@ func kindsOf(res []engine.ReceiveResult) map[engine.ResultKind]int {
 // messages are neither listed nor committable; once bob accepts, they are
 // ordinary pending deliveries whose commit sends the ACKs.
 func TestRequestSilentUntilAccept(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob := w.device("alice/1"), w.device("bob/1")
 	bob.withRequests(nil)
@@ -112,6 +113,7 @@ func TestRequestSilentUntilAccept(t *testing.T) {
 
 // TestRequestSendAccepts: writing to a requester accepts its request.
 func TestRequestSendAccepts(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob := w.device("alice/1"), w.device("bob/1")
 	bob.withRequests(nil)
@@ -134,6 +136,7 @@ func TestRequestSendAccepts(t *testing.T) {
 // dropped unopened, nothing goes back, and the relay hears of the block
 // once it can; an unanswered request is swept after RequestLifetime.
 func TestRequestBlockAndSweep(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	bob, mallory, carol := w.device("bob/1"), w.device("mallory/1"), w.device("carol/1")
 	relay := enginetest.NewBlocker(w.net.Endpoint(bob.addr))
@@ -244,6 +247,7 @@ func TestRequestBound(t *testing.T) {
 // acknowledged as any), while her one-to-one message still waits as a
 // request; a group a stranger made accepts nobody.
 func TestRequestGroupMembersAccepted(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob, carol := w.device("alice/1"), w.device("bob/1"), w.device("carol/1")
 	bob.withRequests(nil)

@@ -134,6 +134,7 @@ func TestSiblingsGroupActionIsCommittedOnArrival(t *testing.T) {
 // anything is stored. Before the fix alice/2's edit was stored and sent,
 // and bob, who finds no message of alice/2 under that ID, held it.
 func TestLinkedHistoryIsItsAuthorsToEdit(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	blobs, err := enginetest.NewBlobs(filepath.Join(w.dir, "blobs"))
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 // the client's CPU per message (docs/performance.md). It fails when a change
 // adds a statement per message; -v prints the table.
 func TestStatementsPerMessage(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob := w.device("alice/1"), w.device("bob/1")
 	bob.c.SetPolicy(engine.Policy{Commit: engine.CommitOnArrival})

@@ -21,6 +21,7 @@ func notSentFor(err, cause error) bool {
 // nothing; the peer's ACK of one message turns the chain and sends go out
 // again. Before, the chain ran on past the peer's MaxSkip.
 func TestSendWindow(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob := w.device("alice/1"), w.device("bob/1")
 	w.net.Hold(bob.addr)
@@ -83,6 +84,7 @@ func TestSendWindow(t *testing.T) {
 // the session and sends on a fresh one that names it, and the message
 // arrives once.
 func TestSendWindowLostForGood(t *testing.T) {
+	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob := w.device("alice/1"), w.device("bob/1")
 	w.net.Hold(bob.addr)
