@@ -16,6 +16,7 @@ import (
 // as an own reply quoting her message, the edit and then the tombstone on
 // bob/1's message. Before the fix bob/2 saw none of them.
 func TestOwnActionsReachSibling(t *testing.T) {
+	oneGoroutine(t)
 	_, alice, bob, bob2 := twoDeviceBob(t)
 	question := alice.enqueue(bob, "lunch?")
 	own := bob.enqueue(alice, "from the phone")
@@ -62,6 +63,7 @@ func TestOwnActionsReachSibling(t *testing.T) {
 // waits for its target, then is committed (whatever the policy) once the
 // target is. Nothing stays pending.
 func TestSiblingCopyWaitsForItsTarget(t *testing.T) {
+	oneGoroutine(t)
 	_, alice, bob, bob2 := twoDeviceBob(t)
 	id := alice.enqueue(bob, "dinner?")
 	bob.sync()
@@ -91,6 +93,7 @@ func TestSiblingCopyWaitsForItsTarget(t *testing.T) {
 // buggy bob/1 might send) is discarded not_author on bob/2 and changes
 // nothing.
 func TestSiblingCopyOfAnotherDevicesEditIsRefused(t *testing.T) {
+	oneGoroutine(t)
 	_, alice, bob, bob2 := twoDeviceBob(t)
 	mine := bob2.enqueue(alice, "from the laptop")
 	theirs := alice.enqueue(bob, "from alice")
@@ -125,6 +128,7 @@ func TestSiblingCopyOfAnotherDevicesEditIsRefused(t *testing.T) {
 // under bob's name that his account never listed) is dropped with
 // ErrNotOwnDevice: no reaction, no entry, nothing pending.
 func TestForgedActionCopyIsRefused(t *testing.T) {
+	oneGoroutine(t)
 	w, alice, bob, bob2 := twoDeviceBob(t)
 	id := alice.enqueue(bob, "hello")
 	settle(t, 8, alice, bob, bob2)
@@ -158,6 +162,7 @@ func TestForgedActionCopyIsRefused(t *testing.T) {
 // Before the store left action copies out, the reply went to bob again
 // as a text without its quote.
 func TestActionCopyIsNotAdopted(t *testing.T) {
+	oneGoroutine(t)
 	w, alice, alice2, bob := adoptionWorld(t)
 	first := alice2.enqueue(bob, "from the phone")
 	settle(t, 8, alice, alice2, bob)
