@@ -104,7 +104,7 @@ func (c *Client) prepareSentActionCopy(ctx context.Context, bs *batchState, in *
 			return prepared{}, err
 		}
 		step.effect = CommitEffect{ID: cp.ID, Digest: d, Arrived: at, At: in.now, Body: actionHistoryBody(cp.Action), SentTo: &to, Action: act}
-		step.res.Action = appliedOf(act)
+		step.res.Action, step.res.Body = appliedOf(act), actionHistoryBody(cp.Action)
 		step.res.committed = true
 	default:
 		if step.ack, err = c.ackOnNext(&step.next, in.sender, cp.ID); err != nil {
