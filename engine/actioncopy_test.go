@@ -188,3 +188,54 @@ func TestActionCopyIsNotAdopted(t *testing.T) {
 		t.Fatalf("bob's receive after the removal: %v, want nothing of the reply", got)
 	}
 }
+
+// TestChangedCopyIsAdoptedAsSent: alice/2 sends bob a message and then
+// edits it (or deletes it); alice/1 applied both copies. Removing alice/2
+// resends an edited message with the body alice/2 sent (its version 0),
+// which bob counts as a repeat, and a deleted one not at all: bob gets
+// nothing new. Before the fix the adoption read the copy's current body
+// (the edit, or the empty tombstone), so bob took a new message under
+// the old ID.
+func TestChangedCopyIsAdoptedAsSent(t *testing.T) {
+	oneGoroutine(t)
+	for _, change := range []engine.ActionRequest{
+		{Content: wire.ContentEdit, Text: []byte("from the phone, edited")},
+		{Content: wire.ContentDelete},
+	} {
+		t.Run(engine.ActionName(change.Content), func(t *testing.T) {
+			w, alice, alice2, bob := adoptionWorld(t)
+			id := alice2.enqueue(bob, "from the phone")
+			settle(t, 8, alice, alice2, bob)
+			bob.commitAll()
+			change.Target = id
+			alice2.act(bob, change)
+			settle(t, 8, alice, alice2, bob)
+			bob.commitAll()
+			if e := ownEntry(t, alice, bob.addr, id); int(e.Edits)+boolCount(e.Deleted) != 1 {
+				t.Fatalf("alice/1's entry of alice/2's message: %+v, want the %s applied", e, engine.ActionName(change.Content))
+			}
+			if _, err := alice.c.RemoveDevice(w.ctx, alice2.addr); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := alice.c.Pump(w.ctx); err != nil {
+				t.Fatal(err)
+			}
+			before := bob.pendingIn()
+			for _, k := range resultsFor(bob.sync(), alice.addr, id) {
+				if k == engine.ResultDelivery {
+					t.Fatalf("bob took alice/1's resend of the %s message as new", engine.ActionName(change.Content))
+				}
+			}
+			if n := bob.pendingIn(); n != before {
+				t.Fatalf("bob holds %d messages pending after the adoption, want %d (nothing new)", n, before)
+			}
+		})
+	}
+}
+
+func boolCount(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

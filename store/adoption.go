@@ -16,11 +16,17 @@ import (
 
 const (
 	// sqlSentCopiesFrom reads the sent copies one device sent here that
-	// are still copies (history_copied), newest first.
-	sqlSentCopiesFrom = `SELECT h.peer, h.id, f.at, h.sealed_body FROM finalized f
+	// are still copies (history_copied), newest first, with the body the
+	// device sent: an entry an applied edit copy changed gives its
+	// original (message_version edit 0, or nothing when that is missing),
+	// a deleted one is left out, as are action copies.
+	sqlSentCopiesFrom = `SELECT h.peer, h.id, f.at, coalesce(v.sealed_body, h.sealed_body), coalesce(x.edits, 0) > 0 FROM finalized f
 		JOIN history h ON h.id = f.id AND h.direction = 2 AND h.state = 4
+		LEFT JOIN message_extra x ON x.peer = h.peer AND x.direction = 2 AND x.id = h.id
+		LEFT JOIN message_version v ON v.peer = h.peer AND v.direction = 2 AND v.id = h.id AND v.edit = 0 AND coalesce(x.edits, 0) > 0
 		WHERE f.sender = ? AND f.outcome = 1 AND f.at >= ?
-		AND NOT EXISTS (SELECT 1 FROM message_extra x WHERE x.peer = h.peer AND x.direction = 2 AND x.id = h.id AND x.action > 0)
+		AND coalesce(x.action, 0) = 0 AND coalesce(x.deleted, 0) = 0
+		AND (coalesce(x.edits, 0) = 0 OR v.id IS NOT NULL)
 		ORDER BY f.at DESC, f.id LIMIT ?`
 	// sqlAdoptHistory turns a sent copy's entry into an own pending
 	// message: this device now follows its lanes.
@@ -44,7 +50,8 @@ func (db *DB) SentCopiesFrom(ctx context.Context, device engine.Address, since t
 		var peer string
 		var id, sealed []byte
 		var at int64
-		if err := rows.Scan(&peer, &id, &at, &sealed); err != nil {
+		var edited bool
+		if err := rows.Scan(&peer, &id, &at, &sealed, &edited); err != nil {
 			return nil, db.readErr("read sent copies", err)
 		}
 		// A row that cannot be read is reported in its record, not as
@@ -60,7 +67,11 @@ func (db *DB) SentCopiesFrom(ctx context.Context, device engine.Address, since t
 			continue
 		}
 		r := engine.SentCopyRecord{Conversation: conv, ID: wire.LogicalID(id), At: nsTime(at)}
-		if r.Body, err = db.seal.open(kindHistoryBody, historyKey(conv, engine.DirectionOut, r.ID), sealed); err != nil {
+		kind, key := kindHistoryBody, historyKey(conv, engine.DirectionOut, r.ID)
+		if edited {
+			kind, key = kindMessageVersion, versionKey(conv, engine.DirectionOut, r.ID, 0)
+		}
+		if r.Body, err = db.seal.open(kind, key, sealed); err != nil {
 			r.Body, r.Err = nil, fmt.Errorf("store: read sent copy %x: %w", id, err)
 		}
 		out = append(out, r)
