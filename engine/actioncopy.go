@@ -42,6 +42,47 @@ import (
 // person's own account: a copy is of a message to another person.
 var ErrCopyConversation = errors.New("a sent copy names a conversation with this person's own account")
 
+// ErrCopyIDTaken means a sibling's sent copy (frame kind 14 or 17) uses
+// the ID of an own entry of the conversation that is not that copy: a
+// message of this device, or another device's copy. The copy is
+// acknowledged and nothing of it is stored (no entry, no finalized record
+// that would make its sender the entry's author, no action applied).
+var ErrCopyIDTaken = errors.New("a sent copy reuses the ID of another own message of the conversation")
+
+// copyIDTaken reports whether the conversation a sent copy to to names
+// (to's, or the person's conversation held for to's user) has an own
+// entry with ID id. The caller has ruled out a repeat of the copy itself
+// (classify), so any entry found is another message's.
+func (c *Client) copyIDTaken(ctx context.Context, to Address, id wire.LogicalID) (bool, error) {
+	places := []Address{to}
+	held, ok, err := c.store.PeerAccount(ctx, to.User)
+	if err != nil {
+		return false, err
+	}
+	if ok && held.Conversation != to {
+		places = append(places, held.Conversation)
+	}
+	for _, p := range places {
+		t, err := c.store.ActionTarget(ctx, p, id, DirectionOut)
+		if err != nil || t.Found {
+			return t.Found, err
+		}
+	}
+	return false, nil
+}
+
+// refuseTakenCopy makes step the acknowledgement of a sent copy whose ID
+// is taken (ErrCopyIDTaken), storing nothing.
+func (c *Client) refuseTakenCopy(step *frameStep, sender, to Address, id wire.LogicalID) error {
+	ack, err := c.ackOnNext(&step.next, sender, id)
+	if err != nil {
+		return err
+	}
+	step.ack, step.effect = ack, RepeatEffect{}
+	step.res.Kind, step.res.Err = ResultError, fmt.Errorf("sent copy %x from %s to %s: %w", id[:], sender, to, ErrCopyIDTaken)
+	return nil
+}
+
 // prepareSentActionCopy receives a sent copy of an action (above).
 func (c *Client) prepareSentActionCopy(ctx context.Context, bs *batchState, in *incoming, op opening) (prepared, error) {
 	cp, err := wire.DecodeSentActionCopy(op.plaintext)
@@ -74,6 +115,14 @@ func (c *Client) prepareSentActionCopy(ctx context.Context, bs *batchState, in *
 	case kind == ResultDelivery && repeat:
 		step.res.Kind = ResultSentCopy
 	case kind == ResultDelivery:
+		if taken, err := c.copyIDTaken(ctx, to, cp.ID); err != nil {
+			return prepared{}, err
+		} else if taken {
+			if err := c.refuseTakenCopy(&step, in.sender, to, cp.ID); err != nil {
+				return prepared{}, err
+			}
+			break
+		}
 		at := in.row.ReceivedAt
 		if at.IsZero() {
 			at = in.now
@@ -190,6 +239,11 @@ func (c *Client) heldCopyAction(ctx context.Context, m *InboundMessage, a wire.A
 	to, err := ParseAddress(m.CopyTo)
 	if err != nil || to.User == c.self.User {
 		return nil, ActionVerdict{Reason: DiscardUnsupported}, nil
+	}
+	if taken, err := c.copyIDTaken(ctx, to, m.ID); err != nil || taken {
+		// Its ID became another own message's while it waited: it
+		// claims no authorship (ErrCopyIDTaken), discarded not_author.
+		return nil, ActionVerdict{Reason: DiscardNotAuthor}, err
 	}
 	return c.copiedAction(ctx, m.Sender, m.ID, to, a, m.ReceivedAt, now)
 }

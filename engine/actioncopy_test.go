@@ -239,3 +239,65 @@ func boolCount(b bool) int {
 	}
 	return 0
 }
+
+// TestSiblingCopyUnderAnOwnMessagesID: a compromised bob/1 sends bob/2
+// copies under the ID of bob/2's own message to alice: a text copy
+// (kind 14) and then an edit copy of that ID, or an action copy (a
+// reaction to alice's message, kind 17) whose own ID it is. Each is
+// acknowledged with ErrCopyIDTaken and stores nothing: bob/2's message
+// keeps its body and stays shown. Before the fix the text copy's
+// finalized record made bob/1 its author, so the edit applied, and the
+// reaction copy marked bob/2's message as a reaction, hiding it.
+func TestSiblingCopyUnderAnOwnMessagesID(t *testing.T) {
+	oneGoroutine(t)
+	for _, name := range []string{"text then edit", "reaction"} {
+		t.Run(name, func(t *testing.T) {
+			_, alice, bob, bob2 := twoDeviceBob(t)
+			mine := bob2.enqueue(alice, "from the laptop")
+			theirs := alice.enqueue(bob, "from alice")
+			settle(t, 8, alice, bob, bob2)
+			var frames [][]byte
+			if name == "reaction" {
+				cp, err := wire.EncodeSentActionCopy(wire.SentActionCopy{ID: mine, To: alice.addr.String(),
+					Action: wire.Action{Content: wire.ContentReaction, Target: theirs, Emoji: thumbs, Order: 1}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				frames = append(frames, cp)
+			} else {
+				text, err := wire.EncodeSentCopy(wire.SentCopy{ID: mine, To: alice.addr.String(), Body: []byte("forged")})
+				if err != nil {
+					t.Fatal(err)
+				}
+				edit := mine
+				edit[0] ^= 0xff
+				cp, err := wire.EncodeSentActionCopy(wire.SentActionCopy{ID: edit, To: alice.addr.String(),
+					Action: wire.Action{Content: wire.ContentEdit, Target: mine, Edit: 1, Text: []byte("edited by bob/1")}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				frames = append(frames, text, cp)
+			}
+			taken := false
+			for _, f := range frames {
+				bob.raw(bob2, f)
+				taken = hasError(bob2.sync(), engine.ErrCopyIDTaken) || taken
+			}
+			for range 2 {
+				bob2.sync()
+			}
+			if !taken {
+				t.Errorf("bob/2 reported no %v", engine.ErrCopyIDTaken)
+			}
+			if e := bob2.entry(alice, mine); string(e.Body) != "from the laptop" || e.Edits != 0 || e.State == engine.SentCopied {
+				t.Fatalf("bob/2's own message after bob/1's copies: %q, %d edits, %v; want it unchanged", e.Body, e.Edits, e.State)
+			}
+			if got := reactionsOf(bob2.entry(alice, theirs)); len(got) != 0 {
+				t.Fatalf("alice's message on bob/2 shows reactions %v, want none", got)
+			}
+			if n := bob2.pendingIn(); n != 0 {
+				t.Fatalf("bob/2 holds %d messages, want none", n)
+			}
+		})
+	}
+}

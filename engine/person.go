@@ -755,6 +755,15 @@ func (c *Client) prepareSentCopy(ctx context.Context, bs *batchState, in *incomi
 		// The same copy earlier in this batch: it is acknowledged there.
 		step.res.Kind = ResultSentCopy
 	case kind == ResultDelivery:
+		if taken, err := c.copyIDTaken(ctx, to, cp.ID); err != nil {
+			return prepared{}, err
+		} else if taken {
+			// Another own message has the ID (actioncopy.go).
+			if err := c.refuseTakenCopy(&step, in.sender, to, cp.ID); err != nil {
+				return prepared{}, err
+			}
+			break
+		}
 		at := in.row.ReceivedAt
 		if at.IsZero() {
 			at = in.now
