@@ -49,6 +49,12 @@ var ErrCopyConversation = errors.New("a sent copy names a conversation with this
 // that would make its sender the entry's author, no action applied).
 var ErrCopyIDTaken = errors.New("a sent copy reuses the ID of another own message of the conversation")
 
+// ErrHeldCopy means a person asked to commit or discard a sibling's sent
+// copy of an action that waits for its target: it is no decision of
+// theirs; the hold's pass commits or discards it (and the lists of
+// pending messages leave it out).
+var ErrHeldCopy = errors.New("a sibling's sent action copy waiting for its target is decided by the hold, not by a person")
+
 // copyIDTaken reports whether the conversation a sent copy to to names
 // (to's, or the person's conversation held for to's user) has an own
 // entry with ID id. The caller has ruled out a repeat of the copy itself

@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"errors"
 	"slices"
 	"testing"
 
@@ -29,7 +30,7 @@ func TestOwnActionsReachSibling(t *testing.T) {
 	if n := count(res, engine.ResultSentCopy); n != 3 {
 		t.Fatalf("bob/2's round: %d sent copies, want 3 (reaction, reply, edit): %v", n, kinds(res))
 	}
-	if n := bob2.pendingIn(); n != 0 {
+	if n := bob2.pendingIn() + bob2.pendingFrom(bob); n != 0 {
 		t.Fatalf("bob/2 holds %d of bob/1's copies, want none (committed on arrival)", n)
 	}
 	if n := bob2.pendingOut(); n != 0 {
@@ -61,7 +62,10 @@ func TestOwnActionsReachSibling(t *testing.T) {
 // reacts to it at once; bob/2 gets the message, bob/1's decision and the
 // reaction's copy in one round, and the copy waits as a received action
 // waits for its target, then is committed (whatever the policy) once the
-// target is. Nothing stays pending.
+// target is. Nothing stays pending. While it waits it is no decision of
+// the person's: the pending lists and counts leave it out and a commit or
+// a discard of it is refused with ErrHeldCopy (before the fix the inbox
+// listed it and "discard all" discarded it).
 func TestSiblingCopyWaitsForItsTarget(t *testing.T) {
 	oneGoroutine(t)
 	_, alice, bob, bob2 := twoDeviceBob(t)
@@ -70,16 +74,45 @@ func TestSiblingCopyWaitsForItsTarget(t *testing.T) {
 	if _, err := bob.c.Commit(bob.w.ctx, alice.addr, id); err != nil {
 		t.Fatal(err)
 	}
-	bob.act(alice, engine.ActionRequest{Content: wire.ContentReaction, Target: id, Emoji: heart})
+	reaction := bob.act(alice, engine.ActionRequest{Content: wire.ContentReaction, Target: id, Emoji: heart})
 	res := bob2.sync()
-	if n := bob2.pendingIn(); n != 1 || count(res, engine.ResultSentCopy) != 1 {
+	if n := bob2.pendingFrom(bob); n != 1 || count(res, engine.ResultSentCopy) != 1 {
 		t.Fatalf("bob/2's first round: %v, %d pending; want the copy taken and waiting for its target", kinds(res), n)
+	}
+	// The waiting copy is no decision of the person's: no list or count
+	// shows it, and a commit or a discard of it is refused.
+	if n := bob2.pendingIn(); n != 0 {
+		t.Fatalf("bob/2 counts %d messages to decide, want none (the waiting copy is the hold's)", n)
+	}
+	msgs, err := bob2.c.PendingInbound(bob2.w.ctx, engine.PageQuery{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range msgs {
+		if m.Sender == bob.addr {
+			t.Fatalf("bob/2 lists bob/1's waiting copy %x as pending", m.ID[:4])
+		}
+	}
+	convs, err := bob2.c.Conversations(bob2.w.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cv := range convs {
+		if cv.PendingIn != 0 {
+			t.Fatalf("bob/2's conversation with %s counts %d pending, want none", cv.Peer, cv.PendingIn)
+		}
+	}
+	if _, err := bob2.c.Commit(bob2.w.ctx, bob.addr, reaction); !errors.Is(err, engine.ErrHeldCopy) {
+		t.Fatalf("bob/2 commits bob/1's waiting copy: %v, want %v", err, engine.ErrHeldCopy)
+	}
+	if _, err := bob2.c.Discard(bob2.w.ctx, bob.addr, reaction, engine.DiscardRejected); !errors.Is(err, engine.ErrHeldCopy) {
+		t.Fatalf("bob/2 discards bob/1's waiting copy: %v, want %v", err, engine.ErrHeldCopy)
 	}
 	for range 3 {
 		bob2.sync()
 		bob.sync()
 	}
-	if n := bob2.pendingIn(); n != 0 {
+	if n := bob2.pendingIn() + bob2.pendingFrom(bob); n != 0 {
 		t.Fatalf("bob/2 holds %d messages, want none (alice's decided by bob/1, the copy committed)", n)
 	}
 	if got, want := reactionsOf(bob2.entry(alice, id)), []string{"bob/1 " + heart}; !slices.Equal(got, want) {
@@ -118,7 +151,7 @@ func TestSiblingCopyOfAnotherDevicesEditIsRefused(t *testing.T) {
 	if e := bob2.entry(alice, theirs); string(e.Body) != "from alice" || e.Edits != 0 {
 		t.Fatalf("alice's message on bob/2 after bob/1's edit copy: %q, %d edits; want it unchanged", e.Body, e.Edits)
 	}
-	if n := bob2.pendingIn(); n != 0 {
+	if n := bob2.pendingIn() + bob2.pendingFrom(bob); n != 0 {
 		t.Fatalf("bob/2 holds %d messages, want the copies discarded", n)
 	}
 }
@@ -295,9 +328,20 @@ func TestSiblingCopyUnderAnOwnMessagesID(t *testing.T) {
 			if got := reactionsOf(bob2.entry(alice, theirs)); len(got) != 0 {
 				t.Fatalf("alice's message on bob/2 shows reactions %v, want none", got)
 			}
-			if n := bob2.pendingIn(); n != 0 {
+			if n := bob2.pendingIn() + bob2.pendingFrom(bob); n != 0 {
 				t.Fatalf("bob/2 holds %d messages, want none", n)
 			}
 		})
 	}
+}
+
+// pendingFrom counts what d holds pending from peer (the caps' count,
+// which holds a sibling's waiting copy).
+func (d *device) pendingFrom(peer *device) int {
+	d.w.t.Helper()
+	n, err := d.c.CountInbound(d.w.ctx, &peer.addr)
+	if err != nil {
+		d.w.t.Fatal(err)
+	}
+	return n
 }

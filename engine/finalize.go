@@ -159,6 +159,10 @@ func (c *Client) finalizeBatch(ctx context.Context, reqs []FinalizeRequest, know
 			}
 			m = &stored
 		}
+		if again && m.CopyTo != "" {
+			results[i].Err = fmt.Errorf("finalize %x from %s: %w", r.ID[:], r.Sender, ErrHeldCopy)
+			continue
+		}
 		if r.Outcome == OutcomeCommitted && m.Content == wire.ContentFile && !r.fetched {
 			results[i].Err = fmt.Errorf("commit %x from %s: %w", r.ID[:], r.Sender, ErrFileNotFetched)
 			continue

@@ -69,8 +69,15 @@ func reactionKey(peer engine.Address, dir engine.Direction, id wire.LogicalID, r
 	return rowKey([]byte(peer.String()), []byte{byte(dir)}, id[:], []byte(reactor.String()))
 }
 
+// heldCopyMark is added to inbound.action for a sibling's sent copy of an
+// action (frame kind 17) waiting for its target: the hold's pass decides
+// it, so the lists and counts of what the person decides leave it out
+// (sqlPendingInbound and the others test action < heldCopyMark).
+const heldCopyMark = 16
+
 // markInboundAction records a pending received action's content type, so
-// that HeldActions finds it without opening every pending message.
+// that HeldActions finds it without opening every pending message; a
+// sent copy's is marked heldCopyMark higher.
 func (t *tx) markInboundAction(ctx context.Context, sender engine.Address, id wire.LogicalID, frame []byte) error {
 	if k, err := wire.PeekFrameKind(frame); err != nil || k != wire.FrameContent && k != wire.FrameGroupMessage && k != wire.FrameSentActionCopy {
 		return nil
@@ -79,7 +86,11 @@ func (t *tx) markInboundAction(ctx context.Context, sender engine.Address, id wi
 	if err != nil || !wire.IsAction(f.Content) || f.Content == wire.ContentReply {
 		return nil
 	}
-	_, err = t.runOne(ctx, "inbound-action", engine.ErrConflict, sqlMarkInboundAction, int64(f.Content), sender.String(), id[:])
+	mark := int64(f.Content)
+	if f.CopyTo != "" {
+		mark += heldCopyMark
+	}
+	_, err = t.runOne(ctx, "inbound-action", engine.ErrConflict, sqlMarkInboundAction, mark, sender.String(), id[:])
 	return err
 }
 

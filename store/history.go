@@ -40,7 +40,7 @@ const (
 	// request is accepted (engine/request.go).
 	sqlConversations = `SELECT address, pending_in, pending_out, last_at FROM (
 		SELECT p.address AS address,
-			(SELECT count(*) FROM inbound WHERE sender = p.address) AS pending_in,
+			(SELECT count(*) FROM inbound WHERE sender = p.address AND action < 16) AS pending_in,
 			(SELECT count(*) FROM outbound WHERE recipient = p.address) AS pending_out,
 			max(coalesce((SELECT max(at) FROM history WHERE peer = p.address), 0),
 				coalesce((SELECT max(received_at) FROM inbound WHERE sender = p.address), 0),

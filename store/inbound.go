@@ -38,25 +38,29 @@ const (
 	// The messages of an open request are not pending deliveries until it
 	// is accepted.
 	sqlPendingInbound = `SELECT seq, sender, id, received_at, sealed_digest, sealed_frame FROM inbound
-		WHERE seq > ? AND sender NOT IN (SELECT peer FROM request) ORDER BY seq LIMIT ?`
+		WHERE seq > ? AND sender NOT IN (SELECT peer FROM request) AND action < 16 ORDER BY seq LIMIT ?`
 	sqlPendingInboundPeer = `SELECT seq, sender, id, received_at, sealed_digest, sealed_frame FROM inbound
-		WHERE sender = ? AND seq > ? AND sender NOT IN (SELECT peer FROM request) ORDER BY seq LIMIT ?`
+		WHERE sender = ? AND seq > ? AND sender NOT IN (SELECT peer FROM request) AND action < 16 ORDER BY seq LIMIT ?`
 	// sqlPendingInboundPerson pages what is pending from the devices of
 	// one user (the address range "user/" to "user0", as
 	// sqlPendingOutboundPerson), open requests left out.
 	sqlPendingInboundPerson = `SELECT seq, sender, id, received_at, sealed_digest, sealed_frame FROM inbound
-		WHERE sender >= ? AND sender < ? AND seq > ? AND sender NOT IN (SELECT peer FROM request) ORDER BY seq LIMIT ?`
+		WHERE sender >= ? AND sender < ? AND seq > ? AND sender NOT IN (SELECT peer FROM request) AND action < 16 ORDER BY seq LIMIT ?`
 	// sqlPendingInboundPersonAll is sqlPendingInboundPerson with the
 	// messages of open requests.
 	sqlPendingInboundPersonAll = `SELECT seq, sender, id, received_at, sealed_digest, sealed_frame FROM inbound
-		WHERE sender >= ? AND sender < ? AND seq > ? ORDER BY seq LIMIT ?`
+		WHERE sender >= ? AND sender < ? AND seq > ? AND action < 16 ORDER BY seq LIMIT ?`
 	// sqlPendingInboundAll pages everything pending from one peer, the
 	// messages of its open request included.
 	sqlPendingInboundAll = `SELECT seq, sender, id, received_at, sealed_digest, sealed_frame FROM inbound
-		WHERE sender = ? AND seq > ? ORDER BY seq LIMIT ?`
+		WHERE sender = ? AND seq > ? AND action < 16 ORDER BY seq LIMIT ?`
 	// The count of every pending delivery leaves the open requests out, as
 	// sqlPendingInbound does; a peer's count holds them (the caps count them).
-	sqlCountInbound     = "SELECT count(*) FROM inbound WHERE sender NOT IN (SELECT peer FROM request)"
+	// The lists and the count of every pending delivery leave out a
+	// sibling's sent action copy waiting for its target (action >=
+	// heldCopyMark): the hold's pass decides it, not the person. A peer's
+	// count holds it (the caps count it).
+	sqlCountInbound     = "SELECT count(*) FROM inbound WHERE sender NOT IN (SELECT peer FROM request) AND action < 16"
 	sqlCountInboundPeer = "SELECT count(*) FROM inbound WHERE sender = ?"
 	sqlFinalized        = "SELECT outcome, reason, at, sealed_digest FROM finalized WHERE sender = ? AND id = ?"
 	sqlFinalizedAs      = "SELECT 1 FROM finalized WHERE sender = ? AND id = ? AND outcome = ?"
