@@ -374,14 +374,16 @@ func (t *tx) personSend(ctx context.Context, p engine.PersonSend) (engine.Receip
 	return engine.Receipt{Seq: first, Marker: m}, err
 }
 
-// checkOwnLanes checks that every sent copy of p goes to an active device
-// of this profile's account, as its list stands in this transaction: a
-// copy (of a text or an action) carries what this person sent, so a lane
-// to anyone else is refused as an invalid plan (engine.ErrConflict) and nothing is stored.
+// checkOwnLanes checks that every sent copy of p goes to another active
+// device of this profile's account, as its list stands in this
+// transaction: a copy (of a text or an action) carries what this person
+// sent, so a lane to anyone else, or to this device itself, is refused as
+// an invalid plan (engine.ErrConflict) and nothing is stored.
 func (t *tx) checkOwnLanes(ctx context.Context, p engine.PersonSend) error {
 	var list []byte
 	read := false
 	var l wire.DeviceList
+	var self string
 	for _, lane := range p.Lanes {
 		if !lane.Own {
 			continue
@@ -398,7 +400,14 @@ func (t *tx) checkOwnLanes(ctx context.Context, p engine.PersonSend) error {
 			if l, err = wire.DecodeDeviceList(list); err != nil {
 				return fmt.Errorf("store: the account's device list: %w: %w", engine.ErrMalformedState, err)
 			}
-			read = true
+			addr, err := getMeta(ctx, t.tx, metaAddress)
+			if err != nil {
+				return err
+			}
+			self, read = string(addr), true
+		}
+		if lane.Recipient.String() == self {
+			return invalid("sent copy of %x to %s, this device itself", p.ID[:], lane.Recipient)
 		}
 		active := false
 		for _, d := range engine.ActiveAddresses(l) {

@@ -388,6 +388,7 @@ func TestPersonSendActionCopy(t *testing.T) {
 	f.apply(t, engine.CreateAccount{List: secondListPlan(t)}) // alice/1 and alice/2 active
 	refused("a copy lane to a device the account does not list", plan(stranger))
 	refused("a copy lane to another person's device", plan(c3))
+	refused("a copy lane to this device itself", plan(self))
 	f.apply(t, plan(own))
 	lanes, err := f.db.PersonLanes(ctx, c2, id)
 	if err != nil || len(lanes) != 2 || lanes[1].Recipient != own || !lanes[1].Own {
