@@ -338,6 +338,9 @@ func (c *Client) receivedAction(ctx context.Context, m *InboundMessage, now time
 		// unsupported content.
 		return nil, ActionVerdict{Reason: DiscardUnsupported}, nil
 	}
+	if m.CopyTo != "" {
+		return c.heldCopyAction(ctx, m, a, now)
+	}
 	if m.Group != nil {
 		return c.receivedGroupAction(ctx, m, a, now)
 	}

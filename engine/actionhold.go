@@ -83,7 +83,9 @@ func (c *Client) settleActions(ctx context.Context) ([]ReceiveResult, error) {
 		// A sibling's own group action is committed whatever the policy,
 		// as on arrival (frame.go), while the account's list vouches for
 		// its device; nobody is told.
-		own := false
+		// A sibling's sent copy of an action is committed the same way
+		// (heldCopyAction checked its sender).
+		own := m.CopyTo != ""
 		if act != nil && m.Group != nil {
 			if own, err = c.ownSibling(ctx, m.Sender); err != nil {
 				return nil, err

@@ -185,6 +185,15 @@ func (c *Client) finalizeBatch(ctx context.Context, reqs []FinalizeRequest, know
 			if act != nil {
 				p.Body, p.Action = actionHistoryBody(wire.Action{Content: act.Content, Text: act.Text}), act
 			}
+			if m.CopyTo != "" {
+				// A sibling's sent copy of an action: an own entry of the
+				// conversation it names (actioncopy.go).
+				to, err := ParseAddress(m.CopyTo)
+				if err != nil {
+					return nil, fmt.Errorf("finalize %x from %s: %w", r.ID[:], r.Sender, err)
+				}
+				p.SentTo = &to
+			}
 		} else {
 			p.Reason = r.Reason
 			if p.Reason == DiscardNone {

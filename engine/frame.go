@@ -24,6 +24,8 @@ func (c *Client) prepareFrame(ctx context.Context, bs *batchState, in *incoming,
 		return c.prepareContent(ctx, bs, in, op)
 	case kind == wire.FrameSentCopy:
 		return c.prepareSentCopy(ctx, bs, in, op)
+	case kind == wire.FrameSentActionCopy:
+		return c.prepareSentActionCopy(ctx, bs, in, op)
 	case kind == wire.FrameDecision, kind == wire.FrameDecisionBody:
 		return c.prepareDecision(ctx, bs, in, op)
 	case kind == wire.FrameChainAcks:

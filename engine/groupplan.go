@@ -171,8 +171,10 @@ type StoredFrame struct {
 	// Chain is set for a chain announcement (kind 8), pending on its lane
 	// like a roster change: Roster is set too, and it has no body.
 	Chain bool
-	// CopyTo, for a sent copy (kind 14) to another device of this person,
-	// is the conversation the copied message belongs to.
+	// CopyTo, for a sent copy (kind 14, or kind 17 for an action, whose
+	// Body is then the action body and Content its type) to another
+	// device of this person, is the conversation the copied message
+	// belongs to.
 	CopyTo string
 	// Decision is set for a decision (kind 15) told to another device of
 	// this person; Roster is set too (it is no message of its own).
@@ -232,6 +234,16 @@ func DecodeStoredFrame(b []byte) (StoredFrame, error) {
 			return StoredFrame{}, err
 		}
 		return StoredFrame{ID: m.ID, Body: m.Body, Content: wire.ContentText, CopyTo: m.To}, nil
+	case wire.FrameSentActionCopy:
+		m, err := wire.DecodeSentActionCopy(b)
+		if err != nil {
+			return StoredFrame{}, err
+		}
+		body, err := wire.EncodeAction(m.Action)
+		if err != nil {
+			return StoredFrame{}, err
+		}
+		return StoredFrame{ID: m.ID, Body: body, Content: m.Action.Content, CopyTo: m.To}, nil
 	case wire.FrameDecision, wire.FrameDecisionBody:
 		d, err := wire.DecodeDecision(b)
 		if err != nil {

@@ -85,10 +85,10 @@ func (c *Client) Enqueue(ctx context.Context, reqs []SendRequest) ([]SendResult,
 		}
 		if !r.file {
 			// A text message or an action to a person with several
-			// devices, or a text from a person with several, goes on a
-			// lane per device (person.go). An action has no sent copy to
-			// this person's other devices (a copy carries only text).
-			lanes, conv, err := c.personLanes(ctx, r.Peer, results[i].ID, f, body, r.action == nil)
+			// devices, or from a person with several, goes on a lane per
+			// device (person.go); this person's other devices get a sent
+			// copy (an action's: actioncopy.go).
+			lanes, conv, err := c.personLanes(ctx, r.Peer, results[i].ID, f, body, r.action)
 			if err != nil {
 				return nil, fmt.Errorf("send to %s: %w", r.Peer, err)
 			}

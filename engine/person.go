@@ -651,12 +651,13 @@ func (c *Client) learnSenderLists(ctx context.Context, res []ReceiveResult) {
 	}
 }
 
-// personLanes returns the lanes of a text message to peer's person and the
-// conversation it belongs to: nil lanes when the message goes as before (a
-// single Hold to peer), which is when this device holds no list for the
-// person, or one naming peer alone, and no other device of this person is
-// copied.
-func (c *Client) personLanes(ctx context.Context, peer Address, id wire.LogicalID, frame, body []byte, copies bool) ([]PersonLane, Address, error) {
+// personLanes returns the lanes of a text message or an action (action
+// set) to peer's person and the conversation it belongs to: nil lanes when
+// the message goes as before (a single Hold to peer), which is when this
+// device holds no list for the person, or one naming peer alone, and no
+// other device of this person is copied. A text's copy is a
+// wire.SentCopy, an action's a wire.SentActionCopy (actioncopy.go).
+func (c *Client) personLanes(ctx context.Context, peer Address, id wire.LogicalID, frame, body []byte, action *wire.Action) ([]PersonLane, Address, error) {
 	if peer.User == c.self.User {
 		return nil, peer, nil
 	}
@@ -668,11 +669,9 @@ func (c *Client) personLanes(ctx context.Context, peer Address, id wire.LogicalI
 	if ok {
 		conv, recipients = held.Conversation, ActiveAddresses(held.List)
 	}
-	var own []Address
-	if copies {
-		if own, err = c.ownOtherDevices(ctx); err != nil {
-			return nil, peer, err
-		}
+	own, err := c.ownOtherDevices(ctx)
+	if err != nil {
+		return nil, peer, err
 	}
 	if len(own) == 0 && len(recipients) == 1 && recipients[0] == peer && conv == peer {
 		return nil, peer, nil
@@ -682,7 +681,12 @@ func (c *Client) personLanes(ctx context.Context, peer Address, id wire.LogicalI
 		lanes = append(lanes, PersonLane{Recipient: r, Frame: frame})
 	}
 	if len(own) > 0 {
-		cp, err := wire.EncodeSentCopy(wire.SentCopy{ID: id, To: conv.String(), Body: body})
+		var cp []byte
+		if action != nil {
+			cp, err = wire.EncodeSentActionCopy(wire.SentActionCopy{ID: id, To: conv.String(), Action: *action})
+		} else {
+			cp, err = wire.EncodeSentCopy(wire.SentCopy{ID: id, To: conv.String(), Body: body})
+		}
 		if err != nil {
 			return nil, peer, fmt.Errorf("copy to the own devices: %w", err)
 		}

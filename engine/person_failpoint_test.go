@@ -346,6 +346,12 @@ func personScenarios() []fpScenario {
 		{name: "sent copy receive", devices: []string{"alice/1", "alice/2", "bob/1"},
 			setup:  []fpStep{{"alice/1", "linkfake:alice/2"}, {"alice/1", "enqueue:bob/1:hello"}, {"alice/1", "pump"}, {"alice/2", "stage"}},
 			target: fpStep{"alice/2", "process"}, want: map[string]map[string][]string{"bob/1": {"alice/1": {"hello"}}}},
+		// alice/1's edit of her message reaches alice/2 as a sent copy of
+		// the action (frame kind 17), committed and applied as it arrives.
+		{name: "sent action copy receive", devices: []string{"alice/1", "alice/2", "bob/1"},
+			setup: []fpStep{{"alice/1", "linkfake:alice/2"}, {"alice/1", "enqueue:bob/1:hello"}, {"alice/1", "pump"}, {"alice/2", "sync"},
+				{"alice/1", "edit:bob/1:hello again"}, {"alice/1", "pump"}, {"alice/2", "stage"}},
+			target: fpStep{"alice/2", "process"}, want: map[string]map[string][]string{"bob/1": {"alice/1": {"hello again"}}}},
 	}
 }
 

@@ -323,6 +323,11 @@ type Finalize struct {
 	// DecidedOn, when another device of this person decided, names it:
 	// a commit's history entry says so, and the kept decision goes.
 	DecidedOn *Address
+	// SentTo, for a commit of a sibling's sent copy of an action that
+	// waited for its target (actioncopy.go), is the conversation it
+	// names: the entry is an own message there (SentCopied), as a
+	// CommitEffect's SentTo.
+	SentTo *Address
 }
 
 // AckAgain acknowledges again a received message finalized before, when a

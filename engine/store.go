@@ -228,6 +228,9 @@ type InboundMessage struct {
 	// its sender's request (nil for a message): accepting the sender
 	// applies it.
 	Roster []byte
+	// CopyTo is set for a sent copy of an action (frame kind 17) that
+	// waits for its target: the conversation it names (actioncopy.go).
+	CopyTo string
 }
 
 // FinalizedRecord is the terminal record of a received message.

@@ -72,7 +72,7 @@ func reactionKey(peer engine.Address, dir engine.Direction, id wire.LogicalID, r
 // markInboundAction records a pending received action's content type, so
 // that HeldActions finds it without opening every pending message.
 func (t *tx) markInboundAction(ctx context.Context, sender engine.Address, id wire.LogicalID, frame []byte) error {
-	if k, err := wire.PeekFrameKind(frame); err != nil || k != wire.FrameContent && k != wire.FrameGroupMessage {
+	if k, err := wire.PeekFrameKind(frame); err != nil || k != wire.FrameContent && k != wire.FrameGroupMessage && k != wire.FrameSentActionCopy {
 		return nil
 	}
 	f, err := engine.DecodeStoredFrame(frame)
@@ -384,6 +384,23 @@ func checkActionApply(a engine.ActionApply, peer engine.Address, dir engine.Dire
 		return invalid("action %x of %s with its target kept under %s", a.ID[:], a.Peer, a.TargetPeer)
 	}
 	return checkTime("action at", a.At)
+}
+
+// checkCopyAction checks the action of a sibling's sent copy (message id
+// from sender, naming the conversation with to's person): an own entry
+// (DirectionOut) of that person's conversation, outside any group, whose
+// reactor or author is the sibling, and whose target is kept in the
+// same person's conversation.
+func checkCopyAction(a *engine.ActionApply, sender, to engine.Address, id wire.LogicalID) error {
+	switch {
+	case a == nil:
+		return invalid("sent copy %x finalized without its action", id[:])
+	case a.Group != nil || a.Peer.User != to.User || a.Peer.User == sender.User:
+		return invalid("sent copy %x applies in %s, not the conversation with %s", id[:], a.Peer, to)
+	case a.Reactor != sender:
+		return invalid("sent copy %x from %s acts as %s", id[:], sender, a.Reactor)
+	}
+	return checkActionApply(*a, a.Peer, engine.DirectionOut, id)
 }
 
 // checkActionGroup checks that an action is in the group of the plan that

@@ -19,7 +19,9 @@ const (
 	// are still copies (history_copied), newest first.
 	sqlSentCopiesFrom = `SELECT h.peer, h.id, f.at, h.sealed_body FROM finalized f
 		JOIN history h ON h.id = f.id AND h.direction = 2 AND h.state = 4
-		WHERE f.sender = ? AND f.outcome = 1 AND f.at >= ? ORDER BY f.at DESC, f.id LIMIT ?`
+		WHERE f.sender = ? AND f.outcome = 1 AND f.at >= ?
+		AND NOT EXISTS (SELECT 1 FROM message_extra x WHERE x.peer = h.peer AND x.direction = 2 AND x.id = h.id AND x.action > 0)
+		ORDER BY f.at DESC, f.id LIMIT ?`
 	// sqlAdoptHistory turns a sent copy's entry into an own pending
 	// message: this device now follows its lanes.
 	sqlAdoptHistory = "UPDATE history SET state = ? WHERE peer = ? AND direction = 2 AND id = ? AND state = ?"

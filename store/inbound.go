@@ -204,7 +204,13 @@ func (t *tx) finalize(ctx context.Context, p engine.Finalize) (engine.Receipt, e
 	if _, err := t.runOne(ctx, "inbound-delete", engine.ErrConflict, sqlDeleteInbound, from, p.ID[:], sealed); err != nil {
 		return engine.Receipt{}, fmt.Errorf("finalize message %x from %s: %w", p.ID[:], from, err)
 	}
-	if err := t.insertFinalized(ctx, p.Sender, p.ID, p.Outcome, p.Reason, p.At, p.Digest, p.Arrived, p.Body, p.Group); err != nil {
+	if p.SentTo != nil {
+		// A sibling's sent copy of an action that waited for its target.
+		e := engine.CommitEffect{ID: p.ID, Digest: p.Digest, Arrived: p.Arrived, At: p.At, Body: p.Body, SentTo: p.SentTo}
+		if err := t.insertCopy(ctx, p.Sender, e); err != nil {
+			return engine.Receipt{}, err
+		}
+	} else if err := t.insertFinalized(ctx, p.Sender, p.ID, p.Outcome, p.Reason, p.At, p.Digest, p.Arrived, p.Body, p.Group); err != nil {
 		return engine.Receipt{}, err
 	}
 	if p.Action != nil && p.Outcome == engine.OutcomeCommitted {
@@ -317,7 +323,7 @@ func (db *DB) openInbound(m *engine.InboundMessage, sealedDigest, sealedFrame []
 	if err != nil {
 		return fmt.Errorf("store: read message %x from %s: %w: %w", m.ID[:], m.Sender, engine.ErrMalformedState, err)
 	}
-	m.Body, m.Group, m.Content = f.Body, f.Group, f.Content
+	m.Body, m.Group, m.Content, m.CopyTo = f.Body, f.Group, f.Content, f.CopyTo
 	if f.Roster {
 		m.Roster = frame
 	}

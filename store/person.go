@@ -332,6 +332,9 @@ func (db *DB) PendingToPerson(ctx context.Context, user string, limit int) ([]en
 // personSend stores a message to a person: one history entry in the
 // conversation, one pending outbound row and person_lane row per lane.
 func (t *tx) personSend(ctx context.Context, p engine.PersonSend) (engine.Receipt, error) {
+	if err := t.checkOwnLanes(ctx, p); err != nil {
+		return engine.Receipt{}, err
+	}
 	t.db.personLanesHeld.Store(true)
 	var first int64
 	for i, l := range p.Lanes {
@@ -369,6 +372,43 @@ func (t *tx) personSend(ctx context.Context, p engine.PersonSend) (engine.Receip
 	}
 	m, err := t.bumpMarker(ctx)
 	return engine.Receipt{Seq: first, Marker: m}, err
+}
+
+// checkOwnLanes checks that every sent copy of p goes to an active device
+// of this profile's account, as its list stands in this transaction: a
+// copy (of a text or an action) carries what this person sent, so a lane
+// to anyone else is refused as an invalid plan (engine.ErrConflict) and nothing is stored.
+func (t *tx) checkOwnLanes(ctx context.Context, p engine.PersonSend) error {
+	var list []byte
+	read := false
+	var l wire.DeviceList
+	for _, lane := range p.Lanes {
+		if !lane.Own {
+			continue
+		}
+		if !read {
+			var sealed []byte
+			found, err := t.scan(ctx, "account-read", sqlAccount, nil, &sealed, &list)
+			if err != nil {
+				return err
+			}
+			if !found {
+				return invalid("sent copy of %x to %s on a profile without an account", p.ID[:], lane.Recipient)
+			}
+			if l, err = wire.DecodeDeviceList(list); err != nil {
+				return fmt.Errorf("store: the account's device list: %w: %w", engine.ErrMalformedState, err)
+			}
+			read = true
+		}
+		active := false
+		for _, d := range engine.ActiveAddresses(l) {
+			active = active || d == lane.Recipient
+		}
+		if !active {
+			return invalid("sent copy of %x to %s, not an active device of this account", p.ID[:], lane.Recipient)
+		}
+	}
+	return nil
 }
 
 func validatePersonSend(p engine.PersonSend) error {

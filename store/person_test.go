@@ -70,6 +70,7 @@ func TestPersonSend(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.apply(t, engine.HoldPeerDeviceList{User: "carol", AccountKey: [32]byte{1}, Generation: 1, List: l, Conversation: c2, At: planAt})
+	f.apply(t, engine.CreateAccount{List: secondListPlan(t)}) // alice/1 and alice/2 active
 	cp, err := wire.EncodeSentCopy(wire.SentCopy{ID: id, To: c2.String(), Body: []byte("hi")})
 	if err != nil {
 		t.Fatal(err)
@@ -336,5 +337,60 @@ func TestPersonSendAction(t *testing.T) {
 	}
 	if lanes, err := f.db.PersonLanes(ctx, c2, id); err != nil || len(lanes) != 2 {
 		t.Fatalf("PersonLanes = %+v, %v; want carol/2 and carol/3", lanes, err)
+	}
+}
+
+// TestPersonSendActionCopy: an own action to a person goes with a sent
+// copy of the action (frame kind 17) on a lane to each other active
+// device of this account, in the PersonSend that applies it here. The
+// plan check refuses a copy lane to anyone else: a device the account's
+// list does not name active, another person's device, or any device on a
+// profile without an account; nothing is stored.
+func TestPersonSendActionCopy(t *testing.T) {
+	f := newFixture(t, false)
+	ctx := context.Background()
+	target, id := wire.LogicalID{0x43}, wire.LogicalID{0x44}
+	c2, c3 := engine.MustParseAddress("carol/2"), engine.MustParseAddress("carol/3")
+	own, stranger := engine.MustParseAddress("alice/2"), engine.MustParseAddress("alice/3")
+	f.apply(t, engine.PersonSend{Conversation: c2, ID: target, Body: []byte("hi"), At: planAt, Lanes: []engine.PersonLane{
+		{Recipient: c2, Frame: frameOf(t, target, "hi")}}})
+	a := wire.Action{Content: wire.ContentReaction, Target: target, Emoji: "👍", Order: 1}
+	body, err := wire.EncodeAction(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	frame, err := wire.EncodeContentMessage(wire.ContentMessage{ID: id, Content: wire.ContentReaction, Body: body})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := wire.EncodeSentActionCopy(wire.SentActionCopy{ID: id, To: c2.String(), Action: a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	self := engine.MustParseAddress("alice/1")
+	apply := engine.ActionApply{Peer: c2, ID: id, Dir: engine.DirectionOut, Content: wire.ContentReaction, Target: target,
+		TargetDir: engine.DirectionOut, Reactor: self, Emoji: "👍", Order: 1, At: planAt}
+	plan := func(to engine.Address) engine.PersonSend {
+		return engine.PersonSend{Conversation: c2, ID: id, Body: []byte{}, At: planAt, Action: &apply, Lanes: []engine.PersonLane{
+			{Recipient: c2, Frame: frame}, {Recipient: to, Frame: cp, Own: true}}}
+	}
+	refused := func(what string, p engine.PersonSend) {
+		t.Helper()
+		before := f.state(t)
+		if _, err := f.db.Apply(ctx, p); !errors.Is(err, engine.ErrConflict) {
+			t.Fatalf("%s: %v, want ErrConflict", what, err)
+		}
+		if f.state(t) != before {
+			t.Fatalf("%s changed the database", what)
+		}
+	}
+	refused("a copy lane on a profile without an account", plan(own))
+	f.apply(t, engine.CreateAccount{List: secondListPlan(t)}) // alice/1 and alice/2 active
+	refused("a copy lane to a device the account does not list", plan(stranger))
+	refused("a copy lane to another person's device", plan(c3))
+	f.apply(t, plan(own))
+	lanes, err := f.db.PersonLanes(ctx, c2, id)
+	if err != nil || len(lanes) != 2 || lanes[1].Recipient != own || !lanes[1].Own {
+		t.Fatalf("PersonLanes = %+v, %v; want carol/2, then the copy to alice/2", lanes, err)
 	}
 }

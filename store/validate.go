@@ -403,7 +403,7 @@ func validateReceive(p engine.Receive) error {
 		// full (engine.SendWindow): then the ACK is owed, and the sender's
 		// retry gets it, as after a crash between a commit and its ACK.
 		err = errors.Join(err, checkTime("arrived", e.Arrived), checkTime("at", e.At))
-		if e.Action != nil {
+		if e.Action != nil && e.SentTo == nil {
 			err = errors.Join(err, checkActionApply(*e.Action, p.Peer, engine.DirectionIn, e.ID), checkActionGroup(e.Action, e.Group))
 		}
 		err = errors.Join(err, checkDecisionLanes(e.Tell, p.Peer, e.ID))
@@ -412,8 +412,11 @@ func validateReceive(p engine.Receive) error {
 		}
 		if e.SentTo != nil {
 			err = errors.Join(err, checkAddress("sent to", *e.SentTo))
-			if e.Group != nil || e.Action != nil || p.Peer.User != "" && e.SentTo.User == p.Peer.User {
-				err = errors.Join(err, invalid("sent copy %x with a group, an action, or to its own person", e.ID[:]))
+			if e.Group != nil || p.Peer.User != "" && e.SentTo.User == p.Peer.User {
+				err = errors.Join(err, invalid("sent copy %x with a group, or to its own person", e.ID[:]))
+			}
+			if e.Action != nil {
+				err = errors.Join(err, checkCopyAction(e.Action, p.Peer, *e.SentTo, e.ID))
 			}
 		}
 	case engine.DecisionEffect:
@@ -497,7 +500,15 @@ func validateFinalize(p engine.Finalize) error {
 	default:
 		err = errors.Join(err, invalid("outcome %d", p.Outcome))
 	}
-	if p.Action != nil {
+	switch {
+	case p.SentTo != nil:
+		// A sibling's sent copy of an action that waited: committed with
+		// its action, as an own entry of another person's conversation.
+		err = errors.Join(err, checkAddress("sent to", *p.SentTo), checkCopyAction(p.Action, p.Sender, *p.SentTo, p.ID))
+		if p.Outcome != engine.OutcomeCommitted || p.Group != nil || len(p.Tell) > 0 || p.DecidedOn != nil {
+			err = errors.Join(err, invalid("sent copy %x finalized other than as a commit of its own", p.ID[:]))
+		}
+	case p.Action != nil:
 		err = errors.Join(err, checkActionApply(*p.Action, p.Sender, engine.DirectionIn, p.ID), checkActionGroup(p.Action, p.Group))
 		if p.Outcome != engine.OutcomeCommitted {
 			err = errors.Join(err, invalid("an action applied by a discard"))

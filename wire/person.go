@@ -193,3 +193,83 @@ func DecodeDecision(b []byte) (Decision, error) {
 	}
 	return d, nil
 }
+
+// FrameSentActionCopy is a sent copy of an action (a reply, a reaction,
+// an edit, a delete) this person sent one to one from another of their
+// devices: kind 14 carries text only, so the action has a kind of its own.
+const FrameSentActionCopy FrameKind = 17
+
+// MaxSentActionBodySize is the largest action body a sent action copy
+// carries: a copy with it and the longest address is exactly MaxFrameSize
+// bytes. A reply or an edit whose text makes its body longer goes to no
+// other device of the sender (the sender refuses it, as a text over
+// MaxSentCopyBodySize).
+const MaxSentActionBodySize = MaxFrameSize - (1 + 1 + 16 + 1 + MaxAddressSize + 1 + 4)
+
+// SentActionCopy is a copy of an action this person sent from another of
+// their devices: the action message's logical ID (the one its lanes to the
+// peer carry), the device address it went to (the conversation it belongs
+// to) and the action itself (its target, text, reaction or edit number).
+type SentActionCopy struct {
+	ID     LogicalID
+	To     string // a canonical device address
+	Action Action
+}
+
+// EncodeSentActionCopy returns a sent action copy frame's bytes:
+//
+//	0x01 | 0x11 | id[16] | to length u8 | to | content type u8 | action length u32 | action body
+//
+// where the action body is EncodeAction's. An action EncodeAction refuses
+// fails as it does; an action body over MaxSentActionBodySize (a reply or
+// an edit near MaxActionTextSize) with ErrMessageTooLarge; an address that
+// is not canonical with ErrMalformed.
+func EncodeSentActionCopy(s SentActionCopy) ([]byte, error) {
+	body, err := EncodeAction(s.Action)
+	if err != nil {
+		return nil, err
+	}
+	if len(body) > MaxSentActionBodySize {
+		return nil, ErrMessageTooLarge
+	}
+	if err := CheckDeviceAddress(s.To); err != nil {
+		return nil, fmt.Errorf("sent action copy recipient: %w", err)
+	}
+	b := make([]byte, 0, 1+1+16+1+len(s.To)+1+4+len(body))
+	b = append(b, FrameVersion, byte(FrameSentActionCopy))
+	b = append(b, s.ID[:]...)
+	b = append(b, byte(len(s.To)))
+	b = append(b, s.To...)
+	b = append(b, byte(s.Action.Content))
+	b = binary.BigEndian.AppendUint32(b, uint32(len(body)))
+	return append(b, body...), nil
+}
+
+// DecodeSentActionCopy parses a sent action copy frame, rejecting as
+// DecodeSentCopy does, and a content type that is no action or an action
+// body DecodeAction refuses (ErrMalformed, or ErrMessageTooLarge).
+func DecodeSentActionCopy(b []byte) (SentActionCopy, error) {
+	r, err := groupReader(b, FrameSentActionCopy, MaxFrameSize)
+	if err != nil {
+		return SentActionCopy{}, err
+	}
+	var s SentActionCopy
+	r.array(s.ID[:], "id")
+	s.To = r.address("recipient")
+	if r.err == nil {
+		if err := CheckDeviceAddress(s.To); err != nil {
+			r.fail(fmt.Errorf("sent action copy recipient: %w", err))
+		}
+	}
+	content := ContentType(r.u8("content type"))
+	body := r.sized("action", 0, MaxSentActionBodySize)
+	if err := r.end(); err != nil {
+		return SentActionCopy{}, err
+	}
+	a, err := DecodeAction(content, body)
+	if err != nil {
+		return SentActionCopy{}, fmt.Errorf("sent action copy: %w", err)
+	}
+	s.Action = a
+	return s, nil
+}

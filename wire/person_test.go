@@ -17,6 +17,14 @@ var sentCopyFormat = format[wire.SentCopy]{
 	decode: wire.DecodeSentCopy,
 }
 
+var sentActionCopyFormat = format[wire.SentActionCopy]{
+	file:   "sent-action-copy.txt",
+	title:  "sent copy of an action (frame kind 17)",
+	fuzz:   "FuzzDecodeSentActionCopy",
+	encode: wire.EncodeSentActionCopy,
+	decode: wire.DecodeSentActionCopy,
+}
+
 var decisionFormat = format[wire.Decision]{
 	file:   "decision.txt",
 	title:  "decision (frame kind 15)",
@@ -51,6 +59,19 @@ func sentCopyVectors() []vector[wire.SentCopy] {
 	}
 }
 
+func sentActionCopyVectors() []vector[wire.SentActionCopy] {
+	return []vector[wire.SentActionCopy]{
+		{name: "reply", doc: `kind 17, id bytes 00.., to "bob/1", a reply to bytes 10.. with text "yes"`,
+			v: wire.SentActionCopy{ID: seq16(0x00), To: "bob/1", Action: wire.Action{Content: wire.ContentReply, Target: seq16(0x10), Text: []byte("yes")}}},
+		{name: "reaction", doc: `kind 17, id bytes 20.., to "bob/1", reaction number 2 "ok" to bytes 10..`,
+			v: wire.SentActionCopy{ID: seq16(0x20), To: "bob/1", Action: wire.Action{Content: wire.ContentReaction, Target: seq16(0x10), Emoji: "ok", Order: 2}}},
+		{name: "edit", doc: `kind 17, id bytes 30.., to "carol.x/2147483647", edit 1 of bytes 10.. to "no"`,
+			v: wire.SentActionCopy{ID: seq16(0x30), To: "carol.x/2147483647", Action: wire.Action{Content: wire.ContentEdit, Target: seq16(0x10), Edit: 1, Text: []byte("no")}}},
+		{name: "delete", doc: `kind 17, id all ff, to "bob/2", a delete of bytes 10..`,
+			v: wire.SentActionCopy{ID: wire.LogicalID(bytes.Repeat([]byte{0xff}, 16)), To: "bob/2", Action: wire.Action{Content: wire.ContentDelete, Target: seq16(0x10)}}},
+	}
+}
+
 func decisionVectors() []vector[wire.Decision] {
 	return []vector[wire.Decision]{
 		{name: "committed", doc: `kind 15, id bytes 00.., sender "alice/1", message bytes 10.., committed (1)`,
@@ -62,6 +83,7 @@ func decisionVectors() []vector[wire.Decision] {
 
 func TestPersonVectors(t *testing.T) {
 	t.Run("sent-copy", func(t *testing.T) { checkVectors(t, sentCopyFormat, sentCopyVectors()) })
+	t.Run("sent-action-copy", func(t *testing.T) { checkVectors(t, sentActionCopyFormat, sentActionCopyVectors()) })
 	t.Run("decision", func(t *testing.T) { checkVectors(t, decisionFormat, decisionVectors()) })
 	t.Run("decision-body", func(t *testing.T) { checkVectors(t, decisionBodyFormat, decisionBodyVectors()) })
 }
@@ -154,5 +176,61 @@ func FuzzDecodeDecision(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fuzzRoundTrip(t, b, wire.DecodeDecision, wire.EncodeDecision)
+	})
+}
+
+// TestSentActionCopyRefuses: a sent action copy carries an action and
+// nothing else, within the frame's bound, and kind 14's decoder does not
+// take it (nor the reverse).
+func TestSentActionCopyRefuses(t *testing.T) {
+	longest := wire.SentActionCopy{To: strings.Repeat("a", wire.MaxUserSize) + "/2147483647",
+		Action: wire.Action{Content: wire.ContentReply, Text: make([]byte, wire.MaxSentActionBodySize-(1+16+4))}}
+	if b, err := wire.EncodeSentActionCopy(longest); err != nil || len(b) != wire.MaxFrameSize {
+		t.Fatalf("the longest reply's copy: %d bytes, %v; want MaxFrameSize", len(b), err)
+	}
+	longest.Action.Text = append(longest.Action.Text, 0)
+	if _, err := wire.EncodeSentActionCopy(longest); !errors.Is(err, wire.ErrMessageTooLarge) {
+		t.Fatalf("a reply's copy past MaxFrameSize: %v, want ErrMessageTooLarge", err)
+	}
+	for _, tt := range []struct {
+		name string
+		s    wire.SentActionCopy
+		want error
+	}{
+		{"text", wire.SentActionCopy{To: "bob/1", Action: wire.Action{Content: wire.ContentText}}, wire.ErrMalformed},
+		{"edit number 0", wire.SentActionCopy{To: "bob/1", Action: wire.Action{Content: wire.ContentEdit, Text: []byte("x")}}, wire.ErrMalformed},
+		{"not an address", wire.SentActionCopy{To: "bob", Action: wire.Action{Content: wire.ContentDelete}}, wire.ErrMalformed},
+		{"text over the limit", wire.SentActionCopy{To: "bob/1", Action: wire.Action{Content: wire.ContentReply, Text: make([]byte, wire.MaxActionTextSize+1)}}, wire.ErrMessageTooLarge},
+	} {
+		if _, err := wire.EncodeSentActionCopy(tt.s); !errors.Is(err, tt.want) {
+			t.Errorf("%s: EncodeSentActionCopy = %v, want %v", tt.name, err, tt.want)
+		}
+	}
+	b := mustEncode(wire.EncodeSentActionCopy, sentActionCopyVectors()[0].v)
+	if k, err := wire.PeekFrameKind(b); err != nil || k != wire.FrameSentActionCopy {
+		t.Errorf("PeekFrameKind = %d, %v; want %d", k, err, wire.FrameSentActionCopy)
+	}
+	if _, err := wire.DecodeSentCopy(b); !errors.Is(err, wire.ErrMalformed) {
+		t.Errorf("DecodeSentCopy(kind 17) = %v, want ErrMalformed", err)
+	}
+	if _, err := wire.DecodeSentActionCopy(mustEncode(wire.EncodeSentCopy, sentCopyVectors()[0].v)); !errors.Is(err, wire.ErrMalformed) {
+		t.Errorf("DecodeSentActionCopy(kind 14) = %v, want ErrMalformed", err)
+	}
+	// The content type byte sits after the address: text (1) is no action.
+	bad := append([]byte(nil), b...)
+	bad[1+1+16+1+len("bob/1")] = byte(wire.ContentText)
+	if _, err := wire.DecodeSentActionCopy(bad); !errors.Is(err, wire.ErrMalformed) {
+		t.Errorf("DecodeSentActionCopy(content type text) = %v, want ErrMalformed", err)
+	}
+}
+
+func FuzzDecodeSentActionCopy(f *testing.F) {
+	for _, v := range sentActionCopyVectors() {
+		b := mustEncode(wire.EncodeSentActionCopy, v.v)
+		f.Add(b)            // a frozen vector
+		f.Add(b[:len(b)-1]) // one byte short
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		fuzzRoundTrip(t, b, wire.DecodeSentActionCopy, wire.EncodeSentActionCopy)
 	})
 }

@@ -1,0 +1,195 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/parley-chat/parley/wire"
+)
+
+// Sent copies of actions (frame kind 17). A one-to-one action of this
+// person (a reply, a reaction, an edit, a delete) goes, besides its lanes
+// to every device of the peer, on one lane to each other active device of
+// this person's account, in the same PersonSend as the action: a
+// wire.SentActionCopy naming the conversation and carrying the action.
+// The sibling that receives it commits it on arrival, as a sibling's group
+// action: this person's own, nobody's decision, nothing told. It becomes
+// an own entry of the conversation (SentCopied: a reply shows as an own
+// reply with its quote) and applies to its target, as the action of the
+// device that sent it (the reactor of a reaction, the author of an edit).
+//
+// The sibling checks the copy as its own device's word only:
+//
+//   - its sender is an active device of this account's list with the
+//     identity its session holds (checkOwnDevice), else the copy is
+//     dropped with ErrNotOwnDevice and nothing is stored;
+//   - it names another person's conversation (ErrCopyConversation);
+//   - an edit or a delete applies only to a message that very device sent,
+//     as this device holds it: an own entry committed from that device's
+//     sent copy (its finalized record), never a message of the peer, of
+//     this device, or of a third device of the person (not_author);
+//   - a reaction or a reply may name any message of the conversation.
+//
+// A target not here yet waits as a received action waits for its target
+// (DecideAction, ActionHold, MaxHeldActionsPerSender): the copy stays a
+// pending message of its sender, unacknowledged, and the hold's pass
+// commits it once its target is here, whatever the policy.
+
+// ErrCopyConversation means a sent copy names a conversation of this
+// person's own account: a copy is of a message to another person.
+var ErrCopyConversation = errors.New("a sent copy names a conversation with this person's own account")
+
+// prepareSentActionCopy receives a sent copy of an action (above).
+func (c *Client) prepareSentActionCopy(ctx context.Context, bs *batchState, in *incoming, op opening) (prepared, error) {
+	cp, err := wire.DecodeSentActionCopy(op.plaintext)
+	if err != nil {
+		return in.drop(wire.LogicalID{}, err), nil
+	}
+	if err := c.checkOwnDevice(ctx, in, op); errors.Is(err, ErrNotOwnDevice) {
+		return in.drop(cp.ID, fmt.Errorf("sent action copy: %w", err)), nil
+	} else if err != nil {
+		return prepared{}, err
+	}
+	to, err := ParseAddress(cp.To)
+	if err != nil {
+		return in.drop(cp.ID, err), nil
+	}
+	if to.User == c.self.User {
+		return in.drop(cp.ID, fmt.Errorf("sent action copy to %s: %w", to, ErrCopyConversation)), nil
+	}
+	d := digest(op.plaintext)
+	key := inboundKey{in.sender, cp.ID}
+	effect, kind, err := c.classify(ctx, bs, key, d)
+	if errors.Is(err, ErrLogicalMessageConflict) {
+		return in.drop(cp.ID, err), nil
+	} else if err != nil {
+		return prepared{}, err
+	}
+	step := in.step(op, cp.ID, nil, cp.Action.Content)
+	step.effect, step.res.Kind = effect, kind
+	switch _, repeat := effect.(RepeatEffect); {
+	case kind == ResultDelivery && repeat:
+		step.res.Kind = ResultSentCopy
+	case kind == ResultDelivery:
+		at := in.row.ReceivedAt
+		if at.IsZero() {
+			at = in.now
+		}
+		act, v, err := c.copiedAction(ctx, in.sender, cp.ID, to, cp.Action, at, in.now)
+		if err != nil {
+			return prepared{}, err
+		}
+		if act != nil && act.Content != wire.ContentReply && bs.deleted[act.targetKey()] {
+			// Deleted earlier in this batch: the hold's pass discards it.
+			v.Hold = true
+		}
+		bs.delivered[key] = d
+		step.res.Kind, step.res.CopyTo = ResultSentCopy, &to
+		if act == nil || v.Hold {
+			// It waits for its target (or for the hold's pass to discard
+			// it): a pending message of its sender, unacknowledged.
+			if err := c.admitPending(ctx, bs.caps, in.sender); err != nil {
+				return in.drop(cp.ID, err), nil
+			}
+			step.effect = DeliverEffect{ID: cp.ID, Frame: op.plaintext, Digest: d, At: at}
+			break
+		}
+		if act.Content == wire.ContentDelete {
+			bs.deleted[act.targetKey()] = true
+		}
+		if step.ack, err = c.ackOnNext(&step.next, in.sender, cp.ID); err != nil {
+			return prepared{}, err
+		}
+		step.effect = CommitEffect{ID: cp.ID, Digest: d, Arrived: at, At: in.now, Body: actionHistoryBody(cp.Action), SentTo: &to, Action: act}
+		step.res.Action, step.res.Body = appliedOf(act), actionHistoryBody(cp.Action)
+		step.res.committed = true
+	default:
+		if step.ack, err = c.ackOnNext(&step.next, in.sender, cp.ID); err != nil {
+			return prepared{}, err
+		}
+	}
+	return in.receive(bs, op, step)
+}
+
+// copiedAction decides a sent copy of action a, message id that sender
+// (a sibling) sent to the conversation to, arrived at arrived: the
+// ActionApply that makes it this person's own action in the conversation,
+// or the verdict that holds or discards it.
+func (c *Client) copiedAction(ctx context.Context, sender Address, id wire.LogicalID, to Address, a wire.Action, arrived, now time.Time) (*ActionApply, ActionVerdict, error) {
+	conv := to
+	held, ok, err := c.store.PeerAccount(ctx, to.User)
+	if err != nil {
+		return nil, ActionVerdict{}, err
+	}
+	places := []Address{to}
+	if ok {
+		conv = held.Conversation
+		places = []Address{conv}
+		for _, d := range append([]Address{to}, ActiveAddresses(held.List)...) {
+			if !slices.Contains(places, d) {
+				places = append(places, d)
+			}
+		}
+	}
+	var t ActionTarget
+	at := conv
+	if a.Content != wire.ContentReply {
+		var out ActionTarget
+		found := false
+		for _, p := range places {
+			got, err := c.store.ActionTarget(ctx, p, a.Target, 0)
+			if err != nil {
+				return nil, ActionVerdict{}, err
+			}
+			if got.Found {
+				t, at, found = got, p, true
+				break
+			}
+			out.Pending = out.Pending || got.Pending
+			out.Discarded = out.Discarded || got.Discarded
+		}
+		if !found {
+			out.Discarded = out.Discarded && !out.Pending
+			t = out
+		}
+		if found && (a.Content == wire.ContentEdit || a.Content == wire.ContentDelete) {
+			// The sending device's own authority: a message it sent, as
+			// this device committed it from that device's sent copy.
+			t.Copied = true
+			if t.Direction == DirectionOut {
+				seen, err := c.store.Seen(ctx, sender, a.Target)
+				if err != nil {
+					return nil, ActionVerdict{}, err
+				}
+				t.Copied = !seen.Finalized || seen.Outcome != OutcomeCommitted || seen.Imported
+			}
+		}
+	}
+	v := DecideAction(t, a.Content, false, arrived, now)
+	if v.Hold || v.Reason != DiscardNone {
+		return nil, v, nil
+	}
+	apply := applyOf(conv, sender, id, DirectionOut, a, t, now)
+	if at != conv {
+		apply.TargetPeer = at
+	}
+	return apply, v, nil
+}
+
+// heldCopyAction decides a sent action copy that waits (m, pending from a
+// sibling): as on arrival, while the account's list still vouches for its
+// sender; a sender no longer listed has its copy discarded (not_author).
+func (c *Client) heldCopyAction(ctx context.Context, m *InboundMessage, a wire.Action, now time.Time) (*ActionApply, ActionVerdict, error) {
+	own, err := c.ownSibling(ctx, m.Sender)
+	if err != nil || !own {
+		return nil, ActionVerdict{Reason: DiscardNotAuthor}, err
+	}
+	to, err := ParseAddress(m.CopyTo)
+	if err != nil || to.User == c.self.User {
+		return nil, ActionVerdict{Reason: DiscardUnsupported}, nil
+	}
+	return c.copiedAction(ctx, m.Sender, m.ID, to, a, m.ReceivedAt, now)
+}
