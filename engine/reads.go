@@ -24,7 +24,8 @@ func (c *Client) PendingInbound(ctx context.Context, q PageQuery) ([]InboundMess
 	return c.store.PendingInbound(ctx, q)
 }
 
-// CountInbound counts pending received messages.
+// CountInbound counts pending received messages (Store.CountInbound: a
+// sibling's action copy waiting for its target counts only from its peer).
 func (c *Client) CountInbound(ctx context.Context, peer *Address) (int, error) {
 	return c.store.CountInbound(ctx, peer)
 }

@@ -50,9 +50,13 @@ type Store interface {
 	Unsent(ctx context.Context, q PageQuery) ([]OutboundMessage, error)
 	// CountOutbound counts pending sent messages (to Peer, when set).
 	CountOutbound(ctx context.Context, peer *Address) (int, error)
-	// PendingInbound pages pending received messages in arrival order.
+	// PendingInbound pages pending received messages in arrival order,
+	// leaving out a sibling's sent action copy waiting for its target
+	// (the hold's pass decides it, actioncopy.go).
 	PendingInbound(ctx context.Context, q PageQuery) ([]InboundMessage, error)
-	// CountInbound counts pending received messages (from Peer, when set).
+	// CountInbound counts pending received messages: all of them, such a
+	// waiting copy left out; from Peer, when set, every one (the caps'
+	// count).
 	CountInbound(ctx context.Context, peer *Address) (int, error)
 	// Accepted reports whether peer is one this device accepted: a
 	// contact, or a peer it has written to.
