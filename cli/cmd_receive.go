@@ -112,7 +112,25 @@ func resultFields(r engine.ReceiveResult) []kv {
 		if r.CopyTo != nil {
 			fields = append(fields, kv{"to", r.CopyTo.String()})
 		}
+		if k := actionKind(r.Content); k != "" {
+			// A copy of an action (frame kind 17) says what it does and
+			// whether it applied here or waits for its target.
+			fields = append(fields, kv{"action", k}, kv{"applied", r.Action != nil})
+			if a := r.Action; a != nil {
+				fields = append(fields, kv{"target", hexID(a.Target)})
+				switch a.Content {
+				case wire.ContentReaction:
+					fields = append(fields, kv{"emoji", a.Emoji}, kv{"remove", a.Remove})
+				case wire.ContentEdit:
+					fields = append(fields, bodyFields(a.Text)...)
+				}
+			}
+			break
+		}
 		fields = append(fields, bodyFields(r.Body)...)
+		if a := r.Action; a != nil && a.Content == wire.ContentReply {
+			fields = append(fields, kv{"reply_to", hexID(a.Target)})
+		}
 	case engine.ResultAcknowledgement:
 		fields = append(fields, kv{"cleared", r.Cleared})
 	case engine.ResultAlreadyCommitted, engine.ResultAlreadyDiscarded:
