@@ -26,6 +26,14 @@ const (
 	sqlInsertGroupEntry = "INSERT INTO group_history (grp, sender, id, at, sealed_body) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
 	sqlLaneGroup        = "SELECT grp FROM group_lane WHERE recipient = ? AND id = ?"
 	sqlSetLaneState     = "UPDATE group_lane SET state = ? WHERE recipient = ? AND id = ? AND state = 1"
+	// sqlDeleteRefusedLane ends what a member's not_a_member names: a
+	// pending lane of that group (a message or a roster change) or that
+	// group's chain announcement to it, and nothing else, so that the
+	// answer cannot end a one-to-one message or another group's lane.
+	sqlDeleteRefusedLane = `DELETE FROM outbound WHERE recipient = ?1 AND id = ?2 AND (
+		EXISTS (SELECT 1 FROM group_lane WHERE recipient = ?1 AND id = ?2 AND grp = ?3)
+		OR EXISTS (SELECT 1 FROM chain_member WHERE member = ?1 AND announce_id = ?2 AND grp = ?3))`
+	sqlSetRefusedLaneState = "UPDATE group_lane SET state = ? WHERE recipient = ? AND id = ? AND grp = ? AND state = 1"
 	// sqlPendingLanesOf lists a member's pending message lanes of a group;
 	// roster-change lanes stay: a removed member must get the change, and
 	// a removal can lose the merge to a concurrent change.
@@ -146,10 +154,10 @@ func (t *tx) groupStart(ctx context.Context, g wire.GroupID, start, compact *eng
 
 // notAMember ends this device's lane of a message to peer.
 func (t *tx) notAMember(ctx context.Context, peer engine.Address, e engine.NotAMemberEffect) error {
-	if _, err := t.run(ctx, "outbound-delete", sqlDeleteOutbound, peer.String(), e.ID[:]); err != nil {
+	if _, err := t.run(ctx, "outbound-delete", sqlDeleteRefusedLane, peer.String(), e.ID[:], e.Group[:]); err != nil {
 		return fmt.Errorf("end lane %x to %s: %w", e.ID[:], peer, err)
 	}
-	_, err := t.run(ctx, "lane-state", sqlSetLaneState, int64(engine.LaneNotAMember), peer.String(), e.ID[:])
+	_, err := t.run(ctx, "lane-state", sqlSetRefusedLaneState, int64(engine.LaneNotAMember), peer.String(), e.ID[:], e.Group[:])
 	return err
 }
 
