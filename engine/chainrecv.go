@@ -159,8 +159,6 @@ func (c *Client) receiveChainAnnounce(ctx context.Context, bs *batchState, in *i
 	case GroupRefuse:
 		// Its lane ends as not_a_member on the sender's side.
 		return c.refuseGroupMessage(bs, in, op, wire.GroupMessage{ID: a.ID, Group: a.Group, Generation: a.Generation})
-	case GroupNotKept:
-		return c.answerNotKept(bs, in, op, a.ID, a.Group, a.Generation)
 	}
 	k := chainKey{in.sender, a.Chain}
 	rc, err := c.receivedChain(ctx, bs, k)

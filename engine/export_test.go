@@ -245,3 +245,15 @@ func (c *Client) AdoptedLanes(ctx context.Context, key *AccountKey, removed []Ad
 
 // MaxAddedGroupLanes is maxAddedGroupLanes, for the bound's test.
 const MaxAddedGroupLanes = maxAddedGroupLanes
+
+// AddedGroupLanes is addedGroupLanes: the group lanes holding next in place
+// of prev would add.
+func (c *Client) AddedGroupLanes(ctx context.Context, prev *wire.DeviceList, next wire.DeviceList) ([]AddedGroupLane, error) {
+	return c.addedGroupLanes(ctx, prev, next)
+}
+
+// AddedLanes is addedLanes: the one-to-one lanes holding next in place of
+// prev would add to the messages pending in conversation conv.
+func (c *Client) AddedLanes(ctx context.Context, prev *wire.DeviceList, next wire.DeviceList, conv Address) ([]AddedLane, error) {
+	return c.addedLanes(ctx, prev, next, conv)
+}

@@ -479,19 +479,13 @@ const (
 	// GroupDrop: a message held too long, or naming a generation too far
 	// ahead to be in flight: quarantined, neither delivered nor refused.
 	GroupDrop
-	// GroupNotKept: a message of a group this device does not keep, held
-	// MaxGroupHold: no roster adding this device came in that time, so it
-	// is answered not_a_member (as GroupRefuse), which ends the sender's
-	// lane to this device instead of leaving it open for good.
-	GroupNotKept
 )
 
 var groupVerdictNames = [...]string{
-	GroupHold:    "hold",
-	GroupRefuse:  "not a member",
-	GroupAccept:  "accept",
-	GroupDrop:    "drop",
-	GroupNotKept: "not kept",
+	GroupHold:   "hold",
+	GroupRefuse: "not a member",
+	GroupAccept: "accept",
+	GroupDrop:   "drop",
 }
 
 // String names the verdict.
@@ -554,11 +548,8 @@ type GroupMessageInput struct {
 //  1. an unknown group, or a generation above the merged one: hold (a
 //     message from a member just added can overtake the admin's roster
 //     frame, since FIFO holds per pair only), unless it is more than
-//     MaxGenerationsAhead past the merged generation: drop; or was held
-//     for MaxGroupHold already: for a group this device does not keep,
-//     answer not_a_member (GroupNotKept: a device linked without the
-//     group, or any device a stranger names a made-up group to, ends the
-//     sender's lane), for a generation not merged yet drop;
+//     MaxGenerationsAhead past the merged generation or was held for
+//     MaxGroupHold already: drop;
 //  2. the roster at the message's generation omits the sender's person or
 //     this device's person: refuse with not_a_member. A later generation
 //     that removed the sender does not refuse a message sent while it was
@@ -574,12 +565,7 @@ type GroupMessageInput struct {
 func DecideGroupMessage(in GroupMessageInput) GroupVerdict {
 	switch {
 	case !in.Known || in.Generation > in.Merged:
-		switch {
-		case in.Generation > in.Merged+MaxGenerationsAhead:
-			return GroupDrop
-		case in.HeldFor > MaxGroupHold && !in.Known:
-			return GroupNotKept
-		case in.HeldFor > MaxGroupHold:
+		if in.HeldFor > MaxGroupHold || in.Generation > in.Merged+MaxGenerationsAhead {
 			return GroupDrop
 		}
 		return GroupHold

@@ -40,9 +40,6 @@ func (c *Client) groupFrame(ctx context.Context, bs *batchState, in *incoming, o
 		case GroupRefuse:
 			p, err := c.refuseGroupMessage(bs, in, op, m)
 			return wire.Frame{}, nil, &p, err
-		case GroupNotKept:
-			p, err := c.answerNotKept(bs, in, op, m.ID, m.Group, m.Generation)
-			return wire.Frame{}, nil, &p, err
 		}
 		return wire.Frame{Kind: wire.FrameApplication, ID: m.ID, Body: m.Body}, &m.Group, nil, nil
 	case wire.FrameRoster:
@@ -277,26 +274,6 @@ func (c *Client) refuseGroupMessage(bs *batchState, in *incoming, op opening, m 
 	return c.groupVerdict(bs, in, op, RepeatEffect{}, frame, res)
 }
 
-// answerNotKept ends a frame of a group this device does not keep, held
-// MaxGroupHold without a roster that adds this device: the frame (message
-// ID of group at generation) is consumed and answered not_a_member to its
-// sender alone, on the pairwise session, in the receive transaction, so
-// that the sender's lane to this device ends rather than staying open for
-// good (a device linked without the group, docs/protocol.md). The answer
-// names the frame's own group and ID and nothing this device keeps; it
-// goes once per held frame, since the row is consumed with it, and the
-// holds' bounds (MaxHeldPerSender, MaxHeldGroupFrames) bound how many a
-// stranger's made-up groups can draw.
-func (c *Client) answerNotKept(bs *batchState, in *incoming, op opening, id wire.LogicalID, group wire.GroupID, gen uint64) (prepared, error) {
-	frame, err := wire.EncodeNotAMember(wire.NotAMember{ID: id, Group: group, Generation: gen})
-	if err != nil {
-		return prepared{}, err
-	}
-	res := ReceiveResult{Kind: ResultError, Sender: in.sender, ID: id, Group: &group,
-		Err: fmt.Errorf("group %x generation %d, not kept here: %w", group[:], gen, ErrGroupHoldExpired)}
-	return c.groupVerdict(bs, in, op, RepeatEffect{}, frame, res)
-}
-
 // receiveRoster decides what a signed roster change does, in order:
 //
 //  1. it must decode and verify under the key pinned for its author;
@@ -455,9 +432,7 @@ func compaction(start GroupStart, changes []RosterChange, merged Roster) *GroupS
 func (c *Client) startGroup(ctx context.Context, bs *batchState, gs GroupStore, in *incoming, op opening, change RosterChange, res ReceiveResult) (prepared, error) {
 	if !startsHere(change, c.self) {
 		if heldFor(in) > MaxGroupHold {
-			// No change adding this device came in that time: answered
-			// as a message of a group not kept is (answerNotKept).
-			return c.answerNotKept(bs, in, op, change.ID, *res.Group, change.Generation)
+			return in.drop(change.ID, fmt.Errorf("roster change for unknown group: %w", ErrGroupHoldExpired)), nil
 		}
 		return in.hold(), nil
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -184,9 +185,22 @@ func (c *Client) freshDevices(prev *wire.DeviceList, next wire.DeviceList) []Add
 	return fresh
 }
 
+// laneSources returns the devices a lane may be copied from when next is
+// held: those next names as active that are not fresh. A row to a device
+// next revokes is no source: the list's transaction ends that lane before
+// it adds the copies, and the store skips a copy whose source has ended.
+func laneSources(next wire.DeviceList, fresh []Address) map[Address]bool {
+	src := make(map[Address]bool)
+	for _, d := range ActiveAddresses(next) {
+		src[d] = !slices.Contains(fresh, d)
+	}
+	return src
+}
+
 // addedLanes returns the lanes that reach the devices next names as active
 // and prev did not, for the text messages pending to the person in
-// conversation conv.
+// conversation conv. Each is copied from a row to a device next keeps
+// active (laneSources).
 func (c *Client) addedLanes(ctx context.Context, prev *wire.DeviceList, next wire.DeviceList, conv Address) ([]AddedLane, error) {
 	if prev == nil {
 		return nil, nil
@@ -199,10 +213,11 @@ func (c *Client) addedLanes(ctx context.Context, prev *wire.DeviceList, next wir
 	if err != nil {
 		return nil, err
 	}
+	src := laneSources(next, fresh)
 	seen := make(map[wire.LogicalID]bool, len(pending))
 	var out []AddedLane
 	for _, m := range pending {
-		if seen[m.ID] || m.Group != nil || m.Content != wire.ContentText {
+		if seen[m.ID] || m.Group != nil || m.Content != wire.ContentText || !src[m.Recipient] {
 			continue
 		}
 		seen[m.ID] = true
@@ -235,7 +250,8 @@ type pendingChange struct {
 // active and prev did not (this device left out), for the group messages
 // and signed roster changes this device sent that are still pending to a
 // device of next's person (read oldest first): the fan-out they would
-// have had with next held when they were sent.
+// have had with next held when they were sent. Each is copied from a row
+// to a device next keeps active (laneSources).
 //
 // A message gets a lane when its group has that person as a member at its
 // generation; a roster change pending to the person gets one whatever it
@@ -264,10 +280,15 @@ func (c *Client) addedGroupLanes(ctx context.Context, prev *wire.DeviceList, nex
 	if err != nil {
 		return nil, err
 	}
+	// Each lane is copied from a row to a device next keeps active: a row
+	// to a device it revokes ends in the same transaction, before the
+	// copies are stored, and a copy of it would be skipped (a unit's change
+	// dropped and its message kept).
+	src := laneSources(next, fresh)
 	changes := make(map[wire.GroupID][]pendingChange)
 	seen := make(map[wire.LogicalID]bool, len(pending))
 	for _, m := range pending {
-		if m.Group == nil || seen[m.ID] {
+		if m.Group == nil || seen[m.ID] || !src[m.Recipient] {
 			continue
 		}
 		if k, err := wire.PeekFrameKind(m.Frame); err != nil || k != wire.FrameSignedRoster {
@@ -308,7 +329,7 @@ func (c *Client) addedGroupLanes(ctx context.Context, prev *wire.DeviceList, nex
 	done := make(map[wire.LogicalID]bool, len(pending))
 	var out []AddedGroupLane
 	for _, m := range pending {
-		if m.Group == nil || done[m.ID] {
+		if m.Group == nil || done[m.ID] || !src[m.Recipient] {
 			continue
 		}
 		var gen uint64
