@@ -1,6 +1,7 @@
 package demo
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -77,8 +78,15 @@ func TestGolden(t *testing.T) {
 		}},
 		{name: "search", drive: func(d *demoRun) {
 			d.waitFor("Composer → bob/1")
-			for _, line := range []string{"the first apple", "a pear", "the second apple", "a plum"} {
+			// One at a time: a message's ID is drawn when it is stored and
+			// its envelope's randomness when the pump seals it, from one
+			// deterministic stream; typed back to back, the two interleave
+			// as the goroutines run, and the IDs on screen moved.
+			for i, line := range []string{"the first apple", "a pear", "the second apple", "a plum"} {
 				d.send(line)
+				d.waitUntil(fmt.Sprintf("message %d accepted by the relay", i+1), func(s string) bool {
+					return strings.Count(s, "relay_accepted to bob/1") == i+1
+				})
 			}
 			d.waitFor("4 pending sent")
 			d.alt('2')
