@@ -119,7 +119,7 @@ func (c *Client) catchUpLanes(ctx context.Context, held, next wire.DeviceList, f
 			if d.At.Before(s.since) || d.DecidedOn != nil || d.Outcome == OutcomeCommitted && !d.InHistory {
 				continue
 			}
-			l, err := c.tellLanes(ctx, []Address{s.addr}, d.Sender, d.ID, d.Outcome, d.Body)
+			l, err := c.tellLanes(ctx, []Address{s.addr}, d.Sender, d.ID, d.Outcome, 0, d.Body)
 			if err != nil {
 				return nil, err
 			}
@@ -197,6 +197,14 @@ type DecisionEffect struct {
 	// turns committed and the history gains the message, decided on that
 	// device, in the decision's transaction.
 	TakeBack []byte
+	// Action, with TakeBack, is the committed action a kind-18 decision
+	// carried (a reply, a reaction, an edit or a delete received one to
+	// one and discarded here): TakeBack is then its history body
+	// (actionHistoryBody) and ActionBody the action body whose digest is
+	// the one recorded here; the store applies Action (its ID and Peer
+	// are Message and Sender) with the take-back, in one transaction.
+	Action     *ActionApply
+	ActionBody []byte
 }
 
 func (DecisionEffect) effect() {}
@@ -217,17 +225,25 @@ type KeptDecision struct {
 // decided. body, when not nil, is the committed text the
 // decision carries (kind 16), so that a device that discarded the message
 // meanwhile takes it back; a body over wire.MaxDecisionBodySize goes
-// without it.
-func (c *Client) tellLanes(ctx context.Context, own []Address, sender Address, id wire.LogicalID, outcome Outcome, body []byte) ([]PersonLane, error) {
+// without it. content, when an action's (wire.IsAction), makes body the
+// committed action's body, carried by a kind-18 decision up to
+// wire.MaxDecisionActionSize.
+func (c *Client) tellLanes(ctx context.Context, own []Address, sender Address, id wire.LogicalID, outcome Outcome, content wire.ContentType, body []byte) ([]PersonLane, error) {
 	if len(own) == 0 || sender.User == c.self.User {
 		return nil, nil
+	}
+	if !wire.IsAction(content) {
+		content = 0
 	}
 	o := wire.DecisionCommitted
 	if outcome == OutcomeDiscarded {
 		o, body = wire.DecisionDiscarded, nil
 	}
-	if len(body) > wire.MaxDecisionBodySize {
+	if content == 0 && len(body) > wire.MaxDecisionBodySize || content != 0 && len(body) > wire.MaxDecisionActionSize {
 		body = nil
+	}
+	if body == nil {
+		content = 0
 	}
 	lanes := make([]PersonLane, 0, len(own))
 	for _, d := range own {
@@ -235,7 +251,7 @@ func (c *Client) tellLanes(ctx context.Context, own []Address, sender Address, i
 		if _, err := c.cfg.Random.Read(fid[:]); err != nil {
 			return nil, fmt.Errorf("decision: logical id: %w", err)
 		}
-		f, err := wire.EncodeDecision(wire.Decision{ID: fid, Sender: sender.String(), Message: id, Outcome: o, Body: body})
+		f, err := wire.EncodeDecision(wire.Decision{ID: fid, Sender: sender.String(), Message: id, Outcome: o, Content: content, Body: body})
 		if err != nil {
 			return nil, err
 		}
@@ -248,7 +264,7 @@ func (c *Client) tellLanes(ctx context.Context, own []Address, sender Address, i
 // group's) from sender committed as it arrives (CommitEffect under CommitOnArrival), as
 // tellLanes does for a Commit; this person's other devices are read once
 // per batch.
-func (c *Client) arrivalTell(ctx context.Context, bs *batchState, sender Address, id wire.LogicalID, body []byte) ([]PersonLane, error) {
+func (c *Client) arrivalTell(ctx context.Context, bs *batchState, sender Address, id wire.LogicalID, content wire.ContentType, body []byte) ([]PersonLane, error) {
 	if !bs.ownRead {
 		own, err := c.ownOtherDevices(ctx)
 		if err != nil {
@@ -259,7 +275,7 @@ func (c *Client) arrivalTell(ctx context.Context, bs *batchState, sender Address
 	if body != nil {
 		body = append([]byte{}, body...)
 	}
-	return c.tellLanes(ctx, bs.own, sender, id, OutcomeCommitted, body)
+	return c.tellLanes(ctx, bs.own, sender, id, OutcomeCommitted, content, body)
 }
 
 // prepareDecision receives a decision from another device of this person:
@@ -323,7 +339,17 @@ func (c *Client) prepareDecision(ctx context.Context, bs *batchState, in *incomi
 		}
 		e := DecisionEffect{ID: d.ID, Digest: dg, At: in.now, Sender: sender, Message: d.Message, Outcome: outcome,
 			Keep: verdict == DecisionKeep}
-		if verdict == DecisionOverruled && seen.TakeBack && d.Body != nil && digest(d.Body) == seen.Digest {
+		switch {
+		case d.Content != 0:
+			// A committed action (kind 18).
+			if err := c.takeBackAction(ctx, bs, &e, seen, verdict, d, in.now); errors.Is(err, ErrDecisionMismatch) {
+				return in.drop(d.ID, err), nil
+			} else if err != nil {
+				return prepared{}, err
+			}
+			step.res.TakenBack = e.TakeBack != nil
+			step.res.Action = appliedOf(e.Action)
+		case verdict == DecisionOverruled && seen.TakeBack && d.Body != nil && digest(d.Body) == seen.Digest:
 			// Commit beats discard, and the body came with it (the one
 			// this device discarded: its digest is recorded): the
 			// message is this person's again, here too.
@@ -339,6 +365,49 @@ func (c *Client) prepareDecision(ctx context.Context, bs *batchState, in *incomi
 		}
 	}
 	return in.receive(bs, op, step)
+}
+
+// ErrDecisionMismatch means a sibling's decision carried an action that is
+// not the message it names as this device holds it (another digest: not
+// what the sender sent under that ID): it is dropped, and nothing changes.
+var ErrDecisionMismatch = errors.New("the decision's action is not the message it names")
+
+// takeBackAction decides a commit's decision that carries the committed
+// action d (kind 18) against the message as this device holds it (seen,
+// judged verdict): a discard the person made here (SeenMessage.TakeBack)
+// is taken back, and the action applied by the usual rules, in the
+// decision's transaction (e.TakeBack, e.Action), when the action's
+// digest is the one recorded here and DecideAction applies it now. An
+// action the rules discard here (not its author, its target deleted or
+// discarded, its window passed) stays discarded. One whose target is not
+// committed here stays discarded too: the decision cannot wait for it
+// (a discard is not held; see docs/protocol.md). A pending or unseen
+// action keeps the decision (e.Keep), and the ordinary Finalize applies it
+// when its target allows. An action whose digest is not the one recorded
+// here, pending or finalized, is refused (ErrDecisionMismatch).
+func (c *Client) takeBackAction(ctx context.Context, bs *batchState, e *DecisionEffect, seen SeenMessage, verdict DecisionVerdict, d wire.Decision, now time.Time) error {
+	if (seen.Pending || seen.Finalized) && digest(d.Body) != seen.Digest {
+		return fmt.Errorf("decision %x on %x from %s: %w", d.ID[:], d.Message[:], e.Sender, ErrDecisionMismatch)
+	}
+	if verdict != DecisionOverruled || !seen.TakeBack {
+		return nil
+	}
+	m := &InboundMessage{Sender: e.Sender, ID: e.Message, ReceivedAt: now, Body: d.Body, Content: d.Content}
+	act, v, err := c.receivedAction(ctx, m, now)
+	if err != nil || act == nil || v.Hold || v.Reason != DiscardNone {
+		return err
+	}
+	if act.Content != wire.ContentReply {
+		if bs.deleted[act.targetKey()] {
+			return nil // deleted earlier in this batch: not over the tombstone
+		}
+		if act.Content == wire.ContentDelete {
+			bs.deleted[act.targetKey()] = true
+		}
+	}
+	a, _ := wire.DecodeAction(d.Content, d.Body) // receivedAction decoded it
+	e.TakeBack, e.Action, e.ActionBody = actionHistoryBody(a), act, d.Body
+	return nil
 }
 
 // keptFor returns which deliveries of a committed page another device of

@@ -797,12 +797,20 @@ func (t *tx) takeBackCommitted(ctx context.Context, from engine.Address, e engin
 	if grp != nil {
 		group = (*wire.GroupID)(grp)
 	}
-	// Only the body whose digest was recorded.
+	// Only the body whose digest was recorded (an action's: the action
+	// body its content frame carried).
 	d, err := t.db.seal.open(kindFinalizedDigest, messageKey(e.Sender, e.Message), sealed)
 	if err != nil {
 		return fmt.Errorf("take back message %x from %s: %w", e.Message[:], e.Sender, err)
 	}
-	if sum := sha256.Sum256(e.TakeBack); !bytes.Equal(d, sum[:]) {
+	recorded := e.TakeBack
+	if e.Action != nil {
+		if group != nil {
+			return nil // a one-to-one action names no group's message
+		}
+		recorded = e.ActionBody
+	}
+	if sum := sha256.Sum256(recorded); !bytes.Equal(d, sum[:]) {
 		return nil
 	}
 	if _, err := t.runOne(ctx, "finalized-take-back", engine.ErrConflict, sqlTakeBackCommitted, int64(engine.OutcomeCommitted), int64(engine.DiscardNone),
@@ -827,6 +835,12 @@ func (t *tx) takeBackCommitted(ctx context.Context, from engine.Address, e engin
 	}
 	if _, err := t.run(ctx, "history-decided", sqlDecidedOn, from.String(), conv.String(), e.Message[:]); err != nil {
 		return fmt.Errorf("name the device that decided %x: %w", e.Message[:], err)
+	}
+	if e.Action != nil {
+		// The action applies as its Finalize would have applied it.
+		if err := t.applyAction(ctx, *e.Action); err != nil {
+			return fmt.Errorf("take back action %x from %s: %w", e.Message[:], e.Sender, err)
+		}
 	}
 	return nil
 }

@@ -427,6 +427,15 @@ func validateReceive(p engine.Receive) error {
 		if e.TakeBack != nil && (e.Outcome != engine.OutcomeCommitted || e.Keep || len(e.TakeBack) > wire.MaxDecisionBodySize) {
 			err = errors.Join(err, invalid("decision %x restores a body it may not (a discard, kept, or over the bound)", e.ID[:]))
 		}
+		if e.Action != nil {
+			a := e.Action
+			if e.TakeBack == nil || e.ActionBody == nil || len(e.ActionBody) > wire.MaxDecisionActionSize || a.ID != e.Message || a.Peer != e.Sender ||
+				a.Dir != engine.DirectionIn || a.Group != nil || !wire.IsAction(a.Content) {
+				err = errors.Join(err, invalid("decision %x applies an action that is not the message it takes back", e.ID[:]))
+			}
+		} else if e.ActionBody != nil {
+			err = errors.Join(err, invalid("decision %x carries an action body and no action", e.ID[:]))
+		}
 	case engine.AckEffect, engine.RepeatEffect, engine.NotAMemberEffect:
 	case engine.ChainAcksEffect:
 		if len(e.IDs) == 0 {
