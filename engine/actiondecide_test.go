@@ -1,0 +1,221 @@
+package engine_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/wire"
+)
+
+// actionBob is twoDeviceBob with two messages from alice committed on both
+// of bob's devices (m1 and m2), and the decisions between them settled.
+func actionBob(t *testing.T) (w *world, alice, bob, bob2 *device, m1, m2 wire.LogicalID) {
+	w, alice, bob, bob2 = twoDeviceBob(t)
+	m1, m2 = alice.enqueue(bob, "lunch at noon"), alice.enqueue(bob, "secret")
+	bob.sync()
+	bob2.sync()
+	bob.commitAll()
+	bob2.commitAll()
+	settleSiblings(t, bob, bob2)
+	alice.sync()
+	return w, alice, bob, bob2, m1, m2
+}
+
+// settleSiblings syncs bob's two devices until neither has a lane to the other.
+func settleSiblings(t *testing.T, bob, bob2 *device) {
+	t.Helper()
+	for round := 0; ; round++ {
+		bob.sync()
+		bob2.sync()
+		if bob.pendingOut() == 0 && bob2.pendingOut() == 0 {
+			return
+		}
+		if round == 8 {
+			t.Fatalf("bob's devices still have lanes to each other after 8 rounds")
+		}
+		bob.retry(bob2)
+		bob2.retry(bob)
+	}
+}
+
+// discardAllAs discards every pending received message of d, as the
+// person does.
+func discardAllAs(t *testing.T, d *device) int {
+	t.Helper()
+	msgs, err := d.c.PendingInbound(d.w.ctx, engine.PageQuery{Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range msgs {
+		if _, err := d.c.Discard(d.w.ctx, m.Sender, m.ID, engine.DiscardRejected); err != nil {
+			t.Fatalf("%s discards %x: %v", d.addr, m.ID[:4], err)
+		}
+	}
+	return len(msgs)
+}
+
+// TestActionDecisionTakesBackADiscard: alice reacts to, edits and replies
+// to her message m1 and deletes m2; bob discards the four actions on bob/1
+// while bob/2 commits them. Each commit's decision carries its action
+// (frame kind 18), so bob/1 takes each discard back and applies the
+// action (commit beats discard): both devices show the reaction, the
+// edit, the reply and the tombstone, and bob/2's discards heard from
+// bob/1 change nothing there.
+func TestActionDecisionTakesBackADiscard(t *testing.T) {
+	oneGoroutine(t)
+	w, alice, bob, bob2, m1, m2 := actionBob(t)
+	reaction := alice.act(bob, engine.ActionRequest{Content: wire.ContentReaction, Target: m1, Emoji: thumbs})
+	edit := alice.act(bob, engine.ActionRequest{Content: wire.ContentEdit, Target: m1, Text: []byte("lunch at one")})
+	reply := alice.act(bob, engine.ActionRequest{Content: wire.ContentReply, Target: m1, Text: []byte("or two")})
+	del := alice.act(bob, engine.ActionRequest{Content: wire.ContentDelete, Target: m2})
+	bob.sync()
+	bob2.sync()
+	if n := discardAllAs(t, bob); n != 4 {
+		t.Fatalf("bob/1 discarded %d actions, want 4", n)
+	}
+	if n := bob2.commitAll(); n != 4 {
+		t.Fatalf("bob/2 committed %d actions, want 4", n)
+	}
+	if _, err := bob.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bob2.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	res := bob.sync()
+	var taken []wire.LogicalID
+	for _, r := range res {
+		if r.Kind == engine.ResultDecisionHeard && r.TakenBack {
+			taken = append(taken, r.Decided.ID)
+		}
+	}
+	for _, id := range []wire.LogicalID{reaction, edit, reply, del} {
+		if !slices.Contains(taken, id) {
+			t.Errorf("bob/1 did not take back action %x: %+v", id[:4], res)
+		}
+	}
+	settleSiblings(t, bob, bob2)
+	for _, d := range []*device{bob, bob2} {
+		e := d.entry(alice, m1)
+		if string(e.Body) != "lunch at one" || e.Edits != 1 {
+			t.Errorf("%s shows m1 as %q, edit %d; want the edit applied", d.addr, e.Body, e.Edits)
+		}
+		if got := reactionsOf(e); !slices.Equal(got, []string{"alice/1 " + thumbs}) {
+			t.Errorf("%s shows m1's reactions %q, want alice's", d.addr, got)
+		}
+		if e := d.entry(alice, m2); !e.Deleted || len(e.Body) != 0 {
+			t.Errorf("%s shows m2 as %q (deleted %v), want a tombstone", d.addr, e.Body, e.Deleted)
+		}
+		if e := d.entry(alice, reply); string(e.Body) != "or two" || e.ReplyTo == nil || *e.ReplyTo != m1 {
+			t.Errorf("%s shows the reply as %q quoting %v, want %q quoting m1", d.addr, e.Body, e.ReplyTo, "or two")
+		}
+		for _, id := range []wire.LogicalID{reaction, edit, reply, del} {
+			if s, err := d.st.Seen(w.ctx, alice.addr, id); err != nil || !s.Finalized || s.Outcome != engine.OutcomeCommitted {
+				t.Errorf("%s's record of action %x: %+v, %v; want committed", d.addr, id[:4], s, err)
+			}
+		}
+	}
+}
+
+// TestActionDecisionBeforeTheAction: bob/2 commits alice's reaction
+// before bob/1 received it; bob/1 keeps the decision and, when the
+// reaction comes, commits and applies it without asking.
+func TestActionDecisionBeforeTheAction(t *testing.T) {
+	oneGoroutine(t)
+	w, alice, bob, bob2, m1, _ := actionBob(t)
+	w.net.Hold(bob.addr) // what comes for bob/1 waits
+	reaction := alice.act(bob, engine.ActionRequest{Content: wire.ContentReaction, Target: m1, Emoji: heart})
+	bob2.sync()
+	if n := bob2.commitAll(); n != 1 {
+		t.Fatalf("bob/2 committed %d actions, want 1", n)
+	}
+	if _, err := bob2.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if held := len(w.net.Held(bob.addr)); held != 2 {
+		t.Fatalf("%d envelopes wait for bob/1, want alice's reaction and bob/2's decision", held)
+	}
+	w.net.DeliverHeld(bob.addr, 1) // the decision first
+	res := bob.sync()
+	if count(res, engine.ResultDecisionHeard) != 1 {
+		t.Fatalf("bob/1 heard no decision alone: %+v", res)
+	}
+	if got := reactionsOf(bob.entry(alice, m1)); len(got) != 0 {
+		t.Fatalf("bob/1 shows reactions %q before the reaction came", got)
+	}
+	w.net.Release(bob.addr)
+	res = bob.sync()
+	decided := false
+	for _, r := range res {
+		decided = decided || r.Kind == engine.ResultDecided && r.ID == reaction
+	}
+	if !decided {
+		t.Errorf("bob/1 did not apply bob/2's decision when the reaction came: %+v", res)
+	}
+	if got := reactionsOf(bob.entry(alice, m1)); !slices.Equal(got, []string{"alice/1 " + heart}) {
+		t.Fatalf("bob/1 shows reactions %q, want alice's %s", got, heart)
+	}
+	if n := bob.pendingIn(); n != 0 {
+		t.Fatalf("bob/1 still has %d pending messages: it would ask the person", n)
+	}
+}
+
+// TestActionDecisionMismatchRefused: a sibling's kind-18 decision whose
+// action is not the message it names here (another digest: another
+// reaction under the ID alice's reaction carries) is refused
+// (ErrDecisionMismatch) and changes nothing; one whose action does not
+// decode is refused (wire.ErrUnsupportedVersion); the receive goes on, and bob/2's own
+// commit then takes the discard back.
+func TestActionDecisionMismatchRefused(t *testing.T) {
+	oneGoroutine(t)
+	w, alice, bob, bob2, m1, _ := actionBob(t)
+	reaction := alice.act(bob, engine.ActionRequest{Content: wire.ContentReaction, Target: m1, Emoji: thumbs})
+	bob.sync()
+	bob2.sync()
+	if n := discardAllAs(t, bob); n != 1 {
+		t.Fatalf("bob/1 discarded %d actions, want 1", n)
+	}
+	if _, err := bob.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	forged, err := wire.EncodeAction(wire.Action{Content: wire.ContentReaction, Target: m1, Emoji: heart, Order: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := wire.EncodeDecision(wire.Decision{ID: wire.LogicalID{0xd1}, Sender: alice.addr.String(), Message: reaction,
+		Outcome: wire.DecisionCommitted, Content: wire.ContentReaction, Body: forged})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob2.raw(bob, f)
+	// A kind-18 frame whose content type says delete over a reaction's
+	// body (version 2, a reaction's only) does not decode.
+	good := append([]byte(nil), f...)
+	good[1+1+16+1+len(alice.addr.String())+16] = byte(wire.ContentDelete)
+	bob2.raw(bob, good)
+	res := bob.sync()
+	if !hasError(res, engine.ErrDecisionMismatch) {
+		t.Errorf("the forged action's decision was not refused as a mismatch: %+v", res)
+	}
+	if !hasError(res, wire.ErrUnsupportedVersion) {
+		t.Errorf("the malformed action's decision was not refused: %+v", res)
+	}
+	for _, r := range res {
+		if r.TakenBack {
+			t.Errorf("bob/1 took back %+v", r.Decided)
+		}
+	}
+	if got := reactionsOf(bob.entry(alice, m1)); len(got) != 0 {
+		t.Fatalf("bob/1 shows reactions %q after the forged decisions, want none", got)
+	}
+	// The receive went on: bob/2's real commit takes it back.
+	bob2.commitAll()
+	if _, err := bob2.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	bob.sync()
+	if got := reactionsOf(bob.entry(alice, m1)); !slices.Equal(got, []string{"alice/1 " + thumbs}) {
+		t.Fatalf("bob/1 shows reactions %q after bob/2's commit, want alice's %s", got, thumbs)
+	}
+}
