@@ -12,7 +12,7 @@ import (
 // Decisions are the person's (issue 33). A device that commits or
 // discards a message from another person, one-to-one or in a group, tells
 // this person's other active
-// devices, on lanes of their own (frame kind 15 or 16, in the Finalize
+// devices, on lanes of their own (frame kind 15, 16 or 18, in the Finalize
 // plan's transaction, or the receive's for a commit on arrival); a
 // sibling linked since is told of the decisions made since its linking
 // when this device stores the list naming it (catchUpLanes). A device that hears a decision keeps it (DecisionEffect)

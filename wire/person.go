@@ -13,7 +13,8 @@ import (
 // devices of its person with a decision frame (kind 15); a commit of a
 // text message carries the committed body (kind 16), so that a device
 // that discarded the message meanwhile takes it back (commit beats
-// discard). They ride the pairwise session between two devices of one
+// discard); a commit of an action received one to one carries the
+// action (kind 18). They ride the pairwise session between two devices of one
 // account and are acknowledged as any application frame is.
 const (
 	FrameSentCopy     FrameKind = 14
