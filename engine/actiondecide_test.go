@@ -219,3 +219,43 @@ func TestActionDecisionMismatchRefused(t *testing.T) {
 		t.Fatalf("bob/1 shows reactions %q after bob/2's commit, want alice's %s", got, thumbs)
 	}
 }
+
+// TestActionDecisionTakesBackWithItsTarget: bob discards alice's new
+// message and her reaction to it and edit of it on bob/1, and commits the
+// three on bob/2. bob/1 hears the three decisions in one batch: the
+// message is taken back first, and the actions find it there (not as the
+// discard the store still holds when the batch is prepared).
+func TestActionDecisionTakesBackWithItsTarget(t *testing.T) {
+	oneGoroutine(t)
+	w, alice, bob, bob2, _, _ := actionBob(t)
+	m3 := alice.enqueue(bob, "new plan")
+	alice.act(bob, engine.ActionRequest{Content: wire.ContentReaction, Target: m3, Emoji: thumbs})
+	alice.act(bob, engine.ActionRequest{Content: wire.ContentEdit, Target: m3, Text: []byte("newer plan")})
+	bob.sync()
+	bob2.sync()
+	if n := discardAllAs(t, bob); n != 3 {
+		t.Fatalf("bob/1 discarded %d messages, want 3", n)
+	}
+	if n := bob2.commitAll(); n != 3 {
+		t.Fatalf("bob/2 committed %d messages, want 3", n)
+	}
+	for _, d := range []*device{bob, bob2} {
+		if _, err := d.c.Pump(w.ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res := bob.sync()
+	if n := count(res, engine.ResultDecisionHeard); n != 3 {
+		t.Fatalf("bob/1 heard %d decisions in its sync, want the 3 in one: %+v", n, res)
+	}
+	settleSiblings(t, bob, bob2)
+	for _, d := range []*device{bob, bob2} {
+		e := d.entry(alice, m3)
+		if string(e.Body) != "newer plan" || e.Edits != 1 {
+			t.Errorf("%s shows the message as %q, edit %d; want the edit applied", d.addr, e.Body, e.Edits)
+		}
+		if got := reactionsOf(e); !slices.Equal(got, []string{"alice/1 " + thumbs}) {
+			t.Errorf("%s shows its reactions %q, want alice's", d.addr, got)
+		}
+	}
+}

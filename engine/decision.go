@@ -355,6 +355,7 @@ func (c *Client) prepareDecision(ctx context.Context, bs *batchState, in *incomi
 			// message is this person's again, here too.
 			e.TakeBack = d.Body
 			step.res.TakenBack = true
+			bs.takenBack[inboundKey{sender, d.Message}] = true
 		}
 		step.effect = e
 		bs.delivered[key] = dg
@@ -394,8 +395,20 @@ func (c *Client) takeBackAction(ctx context.Context, bs *batchState, e *Decision
 	}
 	m := &InboundMessage{Sender: e.Sender, ID: e.Message, ReceivedAt: now, Body: d.Body, Content: d.Content}
 	act, v, err := c.receivedAction(ctx, m, now)
-	if err != nil || act == nil || v.Hold || v.Reason != DiscardNone {
+	if err != nil {
 		return err
+	}
+	a, _ := wire.DecodeAction(d.Content, d.Body) // receivedAction decoded it
+	if (v.Hold || v.Reason == DiscardTargetDiscarded) && bs.takenBack[inboundKey{e.Sender, a.Target}] {
+		// Its target, from the same sender, is taken back earlier in
+		// this batch: committed by this person, received, arrived now.
+		if act, err = c.takenBackTarget(ctx, e, a, now); err != nil {
+			return err
+		}
+		v = ActionVerdict{}
+	}
+	if act == nil || v.Hold || v.Reason != DiscardNone {
+		return nil
 	}
 	if act.Content != wire.ContentReply {
 		if bs.deleted[act.targetKey()] {
@@ -405,9 +418,28 @@ func (c *Client) takeBackAction(ctx context.Context, bs *batchState, e *Decision
 			bs.deleted[act.targetKey()] = true
 		}
 	}
-	a, _ := wire.DecodeAction(d.Content, d.Body) // receivedAction decoded it
 	e.TakeBack, e.Action, e.ActionBody = actionHistoryBody(a), act, d.Body
 	return nil
+}
+
+// takenBackTarget is the ActionApply of action a (the message e takes
+// back) whose target this batch takes back before it: the target's entry
+// is written, received, in the conversation of e.Sender's person (where
+// the take-back puts it). nil when DecideAction does not apply it there.
+func (c *Client) takenBackTarget(ctx context.Context, e *DecisionEffect, a wire.Action, now time.Time) (*ActionApply, error) {
+	t := ActionTarget{Found: true, Direction: DirectionIn, At: now}
+	if v := DecideAction(t, a.Content, true, now, now); v.Hold || v.Reason != DiscardNone {
+		return nil, nil
+	}
+	apply := applyOf(e.Sender, e.Sender, e.Message, DirectionIn, a, t, now)
+	held, ok, err := c.store.PeerAccount(ctx, e.Sender.User)
+	if err != nil {
+		return nil, err
+	}
+	if ok && held.Conversation != e.Sender {
+		apply.TargetPeer = held.Conversation
+	}
+	return apply, nil
 }
 
 // keptFor returns which deliveries of a committed page another device of

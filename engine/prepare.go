@@ -42,6 +42,10 @@ type batchState struct {
 	// applies: an action after it in the batch waits for the hold's pass,
 	// which finds the tombstone and discards it (target_deleted).
 	deleted map[actionTargetKey]bool
+	// takenBack are the messages a sibling's decision takes back in this
+	// batch (decision.go): an action's decision after it in the batch
+	// finds its target there, as a later batch finds it committed.
+	takenBack map[inboundKey]bool
 	// acks are the chain messages the batch decided, by sender device, to
 	// acknowledge after its rows (chainack.go); ackOrder their senders in
 	// first-seen order.
@@ -71,7 +75,7 @@ type retiredKey struct {
 func newBatchState() *batchState {
 	return &batchState{work: make(map[Address]*peerState), delivered: make(map[inboundKey][32]byte),
 		retired: make(map[retiredKey]bool), consumed: make(map[uint32]bool), caps: newCapState(), requests: newRequestState(),
-		groups: -1, groupsSeen: make(map[wire.GroupID]*batchGroup), deleted: make(map[actionTargetKey]bool),
+		groups: -1, groupsSeen: make(map[wire.GroupID]*batchGroup), deleted: make(map[actionTargetKey]bool), takenBack: make(map[inboundKey]bool),
 		chains: make(map[chainKey]*session.ReceiverChain), acks: make(map[Address]*deferredAcks), needs: make(map[needKey]uint32)}
 }
 
