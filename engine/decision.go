@@ -385,9 +385,10 @@ var ErrDecisionMismatch = errors.New("the decision's action is not the message i
 // (a discard is not held; see docs/protocol.md). A pending or unseen
 // action keeps the decision (e.Keep), and the ordinary Finalize applies it
 // when its target allows. An action whose digest is not the one recorded
-// here, pending or finalized, is refused (ErrDecisionMismatch).
+// here, pending or finalized, is refused (ErrDecisionMismatch); an entry
+// a link or a restore imported records none, and is not compared.
 func (c *Client) takeBackAction(ctx context.Context, bs *batchState, e *DecisionEffect, seen SeenMessage, verdict DecisionVerdict, d wire.Decision, now time.Time) error {
-	if (seen.Pending || seen.Finalized) && digest(d.Body) != seen.Digest {
+	if (seen.Pending || seen.Finalized) && !seen.Imported && digest(d.Body) != seen.Digest {
 		return fmt.Errorf("decision %x on %x from %s: %w", d.ID[:], d.Message[:], e.Sender, ErrDecisionMismatch)
 	}
 	if verdict != DecisionOverruled || !seen.TakeBack {
