@@ -88,6 +88,9 @@ func TestActionDecisionTakesBackADiscard(t *testing.T) {
 	for _, r := range res {
 		if r.Kind == engine.ResultDecisionHeard && r.TakenBack {
 			taken = append(taken, r.Decided.ID)
+			if r.Action == nil {
+				t.Errorf("bob/1 took back %x without saying what it applied", r.Decided.ID[:4])
+			}
 		}
 	}
 	for _, id := range []wire.LogicalID{reaction, edit, reply, del} {

@@ -395,3 +395,65 @@ func TestPersonSendActionCopy(t *testing.T) {
 		t.Fatalf("PersonLanes = %+v, %v; want carol/2, then the copy to alice/2", lanes, err)
 	}
 }
+
+// TestTakeBackActionIsChecked: a decision that takes back a discarded
+// action applies it only as the message it takes back: an action of
+// another ID is an invalid plan that changes nothing; an action body
+// whose digest is not the recorded one takes nothing back; the recorded
+// one turns the discard committed and applies the action (a reply's
+// quote) in the same transaction.
+func TestTakeBackActionIsChecked(t *testing.T) {
+	f := newFixture(t, false)
+	ctx := context.Background()
+	withInbound(t, f) // bob's idRecv pending; session with bob at version 2
+	body := []byte("hi PLAINTEXT-MARKER-received") // stands for the action body its digest covers
+	sw := sessionWrite(bob, 2, "ack")
+	f.apply(t, engine.Finalize{Sender: bob, ID: idRecv, Digest: sha256.Sum256(body), Outcome: engine.OutcomeDiscarded,
+		Reason: engine.DiscardRejected, At: planAt, Session: &sw, Ack: ackOut(bob)})
+	target := wire.LogicalID{0x7a}
+	reply := func(id wire.LogicalID) *engine.ActionApply {
+		return &engine.ActionApply{Peer: bob, ID: id, Dir: engine.DirectionIn, Content: wire.ContentReply, Target: target, Text: []byte("yes"), At: planAt}
+	}
+	decide := func(row int64, n byte, version uint64, a *engine.ActionApply, actionBody []byte) error {
+		t.Helper()
+		_, err := f.db.Apply(ctx, receivePlan(row, bob, version, engine.DecisionEffect{ID: wire.LogicalID{0xd0, n}, At: planAt, Sender: bob, Message: idRecv,
+			Outcome: engine.OutcomeCommitted, TakeBack: []byte("yes"), Action: a, ActionBody: actionBody}))
+		return err
+	}
+	row := f.stage(t)
+	before := f.state(t)
+	if err := decide(row, 1, 3, reply(wire.LogicalID{0x99}), body); !errors.Is(err, engine.ErrConflict) {
+		t.Fatalf("a take-back applying another message's action: %v, want an invalid plan (ErrConflict)", err)
+	}
+	if err := decide(row, 1, 3, nil, body); !errors.Is(err, engine.ErrConflict) {
+		t.Fatalf("a take-back with an action body and no action: %v, want an invalid plan (ErrConflict)", err)
+	}
+	if after := f.state(t); after != before {
+		t.Fatalf("the refused plans changed the store")
+	}
+	if err := decide(row, 1, 3, reply(idRecv), []byte("another action")); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := f.db.Seen(ctx, bob, idRecv); err != nil || s.Outcome != engine.OutcomeDiscarded {
+		t.Fatalf("after an action of another digest: %+v, %v; want still discarded", s, err)
+	}
+	if err := decide(f.stage(t), 2, 4, reply(idRecv), body); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := f.db.Seen(ctx, bob, idRecv); err != nil || s.Outcome != engine.OutcomeCommitted {
+		t.Fatalf("after the recorded action: %+v, %v; want committed", s, err)
+	}
+	h, err := f.db.History(ctx, bob, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, e := range h {
+		if e.ID == idRecv {
+			found = string(e.Body) == "yes" && e.ReplyTo != nil && *e.ReplyTo == target && e.DecidedOn != nil && *e.DecidedOn == bob
+		}
+	}
+	if !found {
+		t.Fatalf("the taken-back reply is not in the history with its quote: %+v", h)
+	}
+}
