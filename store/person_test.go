@@ -405,7 +405,7 @@ func TestPersonSendActionCopy(t *testing.T) {
 func TestTakeBackActionIsChecked(t *testing.T) {
 	f := newFixture(t, false)
 	ctx := context.Background()
-	withInbound(t, f) // bob's idRecv pending; session with bob at version 2
+	withInbound(t, f)                              // bob's idRecv pending; session with bob at version 2
 	body := []byte("hi PLAINTEXT-MARKER-received") // stands for the action body its digest covers
 	sw := sessionWrite(bob, 2, "ack")
 	f.apply(t, engine.Finalize{Sender: bob, ID: idRecv, Digest: sha256.Sum256(body), Outcome: engine.OutcomeDiscarded,
