@@ -262,3 +262,63 @@ func TestActionDecisionTakesBackWithItsTarget(t *testing.T) {
 		}
 	}
 }
+
+// discardAs discards the pending received messages ids of d (from
+// sender), as the person does.
+func discardAs(t *testing.T, d *device, sender *device, ids ...wire.LogicalID) {
+	t.Helper()
+	for _, id := range ids {
+		if _, err := d.c.Discard(d.w.ctx, sender.addr, id, engine.DiscardRejected); err != nil {
+			t.Fatalf("%s discards %x: %v", d.addr, id[:4], err)
+		}
+	}
+}
+
+// TestActionDecisionTakesBackWhatRestedOnTheTarget: alice sends x and y,
+// deletes x and reacts to y. On bob/1 the person discards only x and y;
+// the hold's pass then discards the delete and the reaction itself
+// (target_discarded). bob/2 commits all four. bob/1 takes x and y back
+// (kind 16) and, though the engine made those discards, the delete and
+// the reaction too (kind 18): they rested on the person's discard of
+// their targets, which the commit overrules. Both devices show x's
+// tombstone and y's reaction.
+func TestActionDecisionTakesBackWhatRestedOnTheTarget(t *testing.T) {
+	oneGoroutine(t)
+	w, alice, bob, bob2, _, _ := actionBob(t)
+	x := alice.enqueue(bob, "the code is 4711")
+	y := alice.enqueue(bob, "see you there")
+	del := alice.act(bob, engine.ActionRequest{Content: wire.ContentDelete, Target: x})
+	reaction := alice.act(bob, engine.ActionRequest{Content: wire.ContentReaction, Target: y, Emoji: thumbs})
+	bob.sync()
+	bob2.sync()
+	discardAs(t, bob, alice, x, y)
+	bob.sync() // the hold's pass
+	for _, id := range []wire.LogicalID{del, reaction} {
+		if s, err := bob.st.Seen(w.ctx, alice.addr, id); err != nil || !s.Finalized || s.Outcome != engine.OutcomeDiscarded || s.Reason != engine.DiscardTargetDiscarded {
+			t.Fatalf("bob/1's record of action %x: %+v, %v; want discarded, target_discarded", id[:4], s, err)
+		}
+	}
+	if n := bob2.commitAll(); n != 4 {
+		t.Fatalf("bob/2 committed %d messages, want 4", n)
+	}
+	for _, d := range []*device{bob, bob2} {
+		if _, err := d.c.Pump(w.ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bob.sync()
+	settleSiblings(t, bob, bob2)
+	for _, d := range []*device{bob, bob2} {
+		if e := d.entry(alice, x); !e.Deleted || len(e.Body) != 0 {
+			t.Errorf("%s shows x as %q (deleted %v), want a tombstone", d.addr, e.Body, e.Deleted)
+		}
+		if got := reactionsOf(d.entry(alice, y)); !slices.Equal(got, []string{"alice/1 " + thumbs}) {
+			t.Errorf("%s shows y's reactions %q, want alice's", d.addr, got)
+		}
+		for _, id := range []wire.LogicalID{x, y, del, reaction} {
+			if s, err := d.st.Seen(w.ctx, alice.addr, id); err != nil || !s.Finalized || s.Outcome != engine.OutcomeCommitted {
+				t.Errorf("%s's record of %x: %+v, %v; want committed", d.addr, id[:4], s, err)
+			}
+		}
+	}
+}

@@ -355,7 +355,7 @@ func (c *Client) prepareDecision(ctx context.Context, bs *batchState, in *incomi
 			// message is this person's again, here too.
 			e.TakeBack = d.Body
 			step.res.TakenBack = true
-			bs.takenBack[inboundKey{sender, d.Message}] = true
+			bs.takenBack[inboundKey{sender, d.Message}] = seen.At
 		}
 		step.effect = e
 		bs.delivered[key] = dg
@@ -375,11 +375,17 @@ var ErrDecisionMismatch = errors.New("the decision's action is not the message i
 
 // takeBackAction decides a commit's decision that carries the committed
 // action d (kind 18) against the message as this device holds it (seen,
-// judged verdict): a discard the person made here (SeenMessage.TakeBack)
-// is taken back, and the action applied by the usual rules, in the
-// decision's transaction (e.TakeBack, e.Action), when the action's
-// digest is the one recorded here and DecideAction applies it now. An
-// action the rules discard here (not its author, its target deleted or
+// judged verdict): a discard the person made here
+// (SeenMessage.TakeBackAction: also an action the engine discarded because
+// the person discarded its target, target_discarded, a discard the commit
+// overrules) is taken back, and the action applied by the usual rules, in
+// the decision's transaction (e.TakeBack, e.Action), when the action's
+// digest is the one recorded here and DecideAction applies it. The rules
+// judge the times this device recorded, never the decision's arrival: the
+// action arrived when it was discarded here (its finalized record's time,
+// the latest it can have arrived), and a target taken back earlier in the
+// batch has its discard's time, where its take-back writes it. An action
+// the rules discard here (not its author, its target deleted or
 // discarded, its window passed) stays discarded. One whose target is not
 // committed here stays discarded too: the decision cannot wait for it
 // (a discard is not held; see docs/protocol.md). A pending or unseen
@@ -391,22 +397,25 @@ func (c *Client) takeBackAction(ctx context.Context, bs *batchState, e *Decision
 	if (seen.Pending || seen.Finalized) && !seen.Imported && digest(d.Body) != seen.Digest {
 		return fmt.Errorf("decision %x on %x from %s: %w", d.ID[:], d.Message[:], e.Sender, ErrDecisionMismatch)
 	}
-	if verdict != DecisionOverruled || !seen.TakeBack {
+	if verdict != DecisionOverruled || !seen.TakeBackAction {
 		return nil
 	}
-	m := &InboundMessage{Sender: e.Sender, ID: e.Message, ReceivedAt: now, Body: d.Body, Content: d.Content}
+	m := &InboundMessage{Sender: e.Sender, ID: e.Message, ReceivedAt: seen.At, Body: d.Body, Content: d.Content}
 	act, v, err := c.receivedAction(ctx, m, now)
 	if err != nil {
 		return err
 	}
 	a, _ := wire.DecodeAction(d.Content, d.Body) // receivedAction decoded it
-	if (v.Hold || v.Reason == DiscardTargetDiscarded) && bs.takenBack[inboundKey{e.Sender, a.Target}] {
-		// Its target, from the same sender, is taken back earlier in
-		// this batch: committed by this person, received, arrived now.
-		if act, err = c.takenBackTarget(ctx, e, a, now); err != nil {
-			return err
+	if (v.Hold || v.Reason == DiscardTargetDiscarded) && a.Content != wire.ContentReply {
+		if at, ok := bs.takenBack[inboundKey{e.Sender, a.Target}]; ok {
+			// Its target, from the same sender, is taken back earlier in
+			// this batch: committed by this person, received, written at
+			// the time of its discard here.
+			if act, err = c.takenBackTarget(ctx, e, a, at, seen.At, now); err != nil {
+				return err
+			}
+			v = ActionVerdict{}
 		}
-		v = ActionVerdict{}
 	}
 	if act == nil || v.Hold || v.Reason != DiscardNone {
 		return nil
@@ -420,16 +429,22 @@ func (c *Client) takeBackAction(ctx context.Context, bs *batchState, e *Decision
 		}
 	}
 	e.TakeBack, e.Action, e.ActionBody = actionHistoryBody(a), act, d.Body
+	if act.Content == wire.ContentReply {
+		// A reply is a message: an action after it in the batch may
+		// target it (the others are no target, target_missing).
+		bs.takenBack[inboundKey{e.Sender, e.Message}] = seen.At
+	}
 	return nil
 }
 
 // takenBackTarget is the ActionApply of action a (the message e takes
-// back) whose target this batch takes back before it: the target's entry
-// is written, received, in the conversation of e.Sender's person (where
-// the take-back puts it). nil when DecideAction does not apply it there.
-func (c *Client) takenBackTarget(ctx context.Context, e *DecisionEffect, a wire.Action, now time.Time) (*ActionApply, error) {
-	t := ActionTarget{Found: true, Direction: DirectionIn, At: now}
-	if v := DecideAction(t, a.Content, true, now, now); v.Hold || v.Reason != DiscardNone {
+// back, arrived by arrived) whose target this batch takes back before it:
+// the target's entry is written, received at targetAt, in the
+// conversation of e.Sender's person (where the take-back puts it). nil
+// when DecideAction does not apply it there.
+func (c *Client) takenBackTarget(ctx context.Context, e *DecisionEffect, a wire.Action, targetAt, arrived, now time.Time) (*ActionApply, error) {
+	t := ActionTarget{Found: true, Direction: DirectionIn, At: targetAt}
+	if v := DecideAction(t, a.Content, true, arrived, now); v.Hold || v.Reason != DiscardNone {
 		return nil, nil
 	}
 	apply := applyOf(e.Sender, e.Sender, e.Message, DirectionIn, a, t, now)

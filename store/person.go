@@ -756,8 +756,14 @@ func (t *tx) decision(ctx context.Context, from engine.Address, e engine.Decisio
 // known kind (grp is not the all-zero group that migration 0025 gives a
 // discard finalized before it, which may have been a group's), and for a
 // group message, a group held here (held; grp rows are never deleted, so
-// it always is today).
-func takeBackable(reason engine.DiscardReason, grp []byte, held bool) bool {
+// it always is today). For a commit that carries a one-to-one action
+// (action, frame kind 18), a discard the engine made because the person
+// discarded the action's target (target_discarded) is the person's too:
+// it rested on that discard, which the commit overrules.
+func takeBackable(reason engine.DiscardReason, grp []byte, held, action bool) bool {
+	if action && reason == engine.DiscardTargetDiscarded && grp == nil {
+		return true
+	}
 	if reason != engine.DiscardRejected && reason != engine.DiscardOther {
 		return false
 	}
@@ -790,7 +796,7 @@ func (t *tx) takeBackCommitted(ctx context.Context, from engine.Address, e engin
 			return err
 		}
 	}
-	if !takeBackable(engine.DiscardReason(reason), grp, held) {
+	if !takeBackable(engine.DiscardReason(reason), grp, held, e.Action != nil) {
 		return nil
 	}
 	var group *wire.GroupID
