@@ -3,6 +3,7 @@ package engine_test
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/wire"
@@ -320,5 +321,89 @@ func TestActionDecisionTakesBackWhatRestedOnTheTarget(t *testing.T) {
 				t.Errorf("%s's record of %x: %+v, %v; want committed", d.addr, id[:4], s, err)
 			}
 		}
+	}
+}
+
+// TestActionDecisionHeardLate: bob/1 discards alice's edit of m1 in its
+// window; bob/2 commits it, and its decision reaches bob/1 more than
+// ActionWindow later. bob/1 judges the edit on the time it recorded (its
+// discard, in the window), not the decision's arrival, and applies it as
+// bob/2 did.
+func TestActionDecisionHeardLate(t *testing.T) {
+	oneGoroutine(t)
+	w, alice, bob, bob2, m1, _ := actionBob(t)
+	alice.act(bob, engine.ActionRequest{Content: wire.ContentEdit, Target: m1, Text: []byte("lunch at one")})
+	bob.sync()
+	bob2.sync()
+	if n := discardAllAs(t, bob); n != 1 {
+		t.Fatalf("bob/1 discarded %d actions, want 1", n)
+	}
+	if _, err := bob.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	w.clock.Advance(engine.ActionWindow + time.Hour)
+	if n := bob2.commitAll(); n != 1 {
+		t.Fatalf("bob/2 committed %d actions, want 1", n)
+	}
+	if _, err := bob2.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	bob.sync()
+	settleSiblings(t, bob, bob2)
+	for _, d := range []*device{bob, bob2} {
+		if e := d.entry(alice, m1); string(e.Body) != "lunch at one" || e.Edits != 1 {
+			t.Errorf("%s shows m1 as %q, edit %d; want the edit applied", d.addr, e.Body, e.Edits)
+		}
+	}
+}
+
+// TestActionDecisionWindowNotReset: alice's edit of x reaches bob's
+// devices more than ActionWindow after x did; bob/1 had discarded x, so
+// its hold pass discards the edit (target_discarded). A hostile sibling
+// sends bob/1 a take-back of x (kind 16) and, in the same batch, a
+// kind-18 commit of the edit with its true body. x goes back into
+// bob/1's history at the time of its discard, and the edit, arrived
+// after the window, stays discarded (window_passed, as bob/2's rules say).
+func TestActionDecisionWindowNotReset(t *testing.T) {
+	oneGoroutine(t)
+	w, alice, bob, bob2, _, _ := actionBob(t)
+	x := alice.enqueue(bob, "the plan")
+	bob.sync()
+	bob2.sync()
+	discardAs(t, bob, alice, x)
+	if _, err := bob.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	w.net.Hold(bob.addr)
+	w.net.Hold(bob2.addr)
+	edit := alice.act(bob, engine.ActionRequest{Content: wire.ContentEdit, Target: x, Text: []byte("the new plan")})
+	w.clock.Advance(engine.ActionWindow + time.Hour)
+	w.net.Release(bob.addr)
+	w.net.Release(bob2.addr)
+	bob.sync()
+	bob2.sync()
+	if s, err := bob.st.Seen(w.ctx, alice.addr, edit); err != nil || s.Outcome != engine.OutcomeDiscarded || s.Reason != engine.DiscardTargetDiscarded {
+		t.Fatalf("bob/1's record of the edit: %+v, %v; want discarded, target_discarded", s, err)
+	}
+	m, err := bob2.st.Inbound(w.ctx, alice.addr, edit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range []wire.Decision{
+		{ID: wire.LogicalID{0xd1}, Sender: alice.addr.String(), Message: x, Outcome: wire.DecisionCommitted, Body: []byte("the plan")},
+		{ID: wire.LogicalID{0xd2}, Sender: alice.addr.String(), Message: edit, Outcome: wire.DecisionCommitted, Content: wire.ContentEdit, Body: m.Body},
+	} {
+		f, err := wire.EncodeDecision(d)
+		if err != nil {
+			t.Fatalf("decision %d: %v", i, err)
+		}
+		bob2.raw(bob, f)
+	}
+	bob.sync()
+	if e := bob.entry(alice, x); string(e.Body) != "the plan" || e.Edits != 0 {
+		t.Errorf("bob/1 shows x as %q, edit %d; want it taken back, unedited", e.Body, e.Edits)
+	}
+	if s, err := bob.st.Seen(w.ctx, alice.addr, edit); err != nil || s.Outcome != engine.OutcomeDiscarded {
+		t.Errorf("bob/1's record of the edit: %+v, %v; want it still discarded", s, err)
 	}
 }
