@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -167,8 +168,9 @@ func TestActionDecisionBeforeTheAction(t *testing.T) {
 
 // TestActionDecisionMismatchRefused: a sibling's kind-18 decision whose
 // action is not the message it names here (another digest: another
-// reaction under the ID alice's reaction carries) is refused
-// (ErrDecisionMismatch) and changes nothing; one whose action does not
+// reaction under the ID alice's reaction carries) is heard and
+// acknowledged as a commit without its action (kind 15), its result
+// naming ErrDecisionMismatch, and takes nothing back; one whose action does not
 // decode is refused (wire.ErrUnsupportedVersion); the receive goes on, and bob/2's own
 // commit then takes the discard back.
 func TestActionDecisionMismatchRefused(t *testing.T) {
@@ -199,8 +201,15 @@ func TestActionDecisionMismatchRefused(t *testing.T) {
 	good[1+1+16+1+len(alice.addr.String())+16] = byte(wire.ContentDelete)
 	bob2.raw(bob, good)
 	res := bob.sync()
-	if !hasError(res, engine.ErrDecisionMismatch) {
-		t.Errorf("the forged action's decision was not refused as a mismatch: %+v", res)
+	heard := false
+	for _, r := range res {
+		heard = heard || r.Kind == engine.ResultDecisionHeard && r.ID == (wire.LogicalID{0xd1}) && errors.Is(r.Err, engine.ErrDecisionMismatch)
+	}
+	if !heard {
+		t.Errorf("the forged action's decision was not heard as a mismatch: %+v", res)
+	}
+	if s, err := bob.st.Seen(w.ctx, bob2.addr, wire.LogicalID{0xd1}); err != nil || !s.Finalized {
+		t.Errorf("bob/1's record of the mismatched decision: %+v, %v; want it finalized (acknowledged)", s, err)
 	}
 	if !hasError(res, wire.ErrUnsupportedVersion) {
 		t.Errorf("the malformed action's decision was not refused: %+v", res)

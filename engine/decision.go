@@ -343,7 +343,12 @@ func (c *Client) prepareDecision(ctx context.Context, bs *batchState, in *incomi
 		case d.Content != 0:
 			// A committed action (kind 18).
 			if err := c.takeBackAction(ctx, bs, &e, seen, verdict, d, in.now); errors.Is(err, ErrDecisionMismatch) {
-				return in.drop(d.ID, err), nil
+				// Still the sibling's commit of that ID (the sender may
+				// have sent each device another body under it): heard
+				// as a commit without its action (kind 15), so that
+				// the sibling's lane ends; the result says why nothing
+				// was taken back.
+				step.res.Err = err
 			} else if err != nil {
 				return prepared{}, err
 			}
@@ -370,7 +375,10 @@ func (c *Client) prepareDecision(ctx context.Context, bs *batchState, in *incomi
 
 // ErrDecisionMismatch means a sibling's decision carried an action that is
 // not the message it names as this device holds it (another digest: not
-// what the sender sent under that ID): it is dropped, and nothing changes.
+// what the sender sent under that ID, or a sender that sent each device
+// another body under it): the decision is heard as a commit without its
+// action (kind 15), nothing is taken back, and its ResultDecisionHeard
+// carries this error (ReceiveResult.Err).
 var ErrDecisionMismatch = errors.New("the decision's action is not the message it names")
 
 // takeBackAction decides a commit's decision that carries the committed
@@ -391,8 +399,9 @@ var ErrDecisionMismatch = errors.New("the decision's action is not the message i
 // (a discard is not held; see docs/protocol.md). A pending or unseen
 // action keeps the decision (e.Keep), and the ordinary Finalize applies it
 // when its target allows. An action whose digest is not the one recorded
-// here, pending or finalized, is refused (ErrDecisionMismatch); an entry
-// a link or a restore imported records none, and is not compared.
+// here, pending or finalized, is not taken (ErrDecisionMismatch: the
+// decision counts as a commit without it); an entry a link or a restore
+// imported records none, and is not compared.
 func (c *Client) takeBackAction(ctx context.Context, bs *batchState, e *DecisionEffect, seen SeenMessage, verdict DecisionVerdict, d wire.Decision, now time.Time) error {
 	if (seen.Pending || seen.Finalized) && !seen.Imported && digest(d.Body) != seen.Digest {
 		return fmt.Errorf("decision %x on %x from %s: %w", d.ID[:], d.Message[:], e.Sender, ErrDecisionMismatch)

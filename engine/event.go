@@ -223,7 +223,7 @@ type ReceiveResult struct {
 	// named. Each also has an EventReceived of its own, with that ID.
 	Acked   []wire.LogicalID
 	AckSent bool  // ResultAlreadyCommitted, ResultAlreadyDiscarded
-	Err     error // ResultError
+	Err     error // ResultError; on a ResultDecisionHeard, why its carried action was not taken (ErrDecisionMismatch)
 	// RecoveryRequested is set on a ResultError when the envelope came from
 	// a peer whose session with this device cannot work and a recovery
 	// request went back to it.
