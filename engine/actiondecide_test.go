@@ -416,3 +416,40 @@ func TestActionDecisionWindowNotReset(t *testing.T) {
 		t.Errorf("bob/1's record of the edit: %+v, %v; want it still discarded", s, err)
 	}
 }
+
+// TestActionDecisionReactionToATakenBackReply: bob/1 discards alice's
+// reply and her reaction to it; bob/2 commits both. bob/1 hears both
+// decisions in one batch: the reply's (kind 18) takes it back, and the
+// reaction's finds it there and applies.
+func TestActionDecisionReactionToATakenBackReply(t *testing.T) {
+	oneGoroutine(t)
+	w, alice, bob, bob2, m1, _ := actionBob(t)
+	reply := alice.act(bob, engine.ActionRequest{Content: wire.ContentReply, Target: m1, Text: []byte("or two")})
+	alice.act(bob, engine.ActionRequest{Content: wire.ContentReaction, Target: reply, Emoji: heart})
+	bob.sync()
+	bob2.sync()
+	if n := discardAllAs(t, bob); n != 2 {
+		t.Fatalf("bob/1 discarded %d messages, want 2", n)
+	}
+	if n := bob2.commitAll(); n != 2 {
+		t.Fatalf("bob/2 committed %d messages, want 2", n)
+	}
+	for _, d := range []*device{bob, bob2} {
+		if _, err := d.c.Pump(w.ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := count(bob.sync(), engine.ResultDecisionHeard); n != 2 {
+		t.Fatalf("bob/1 heard %d decisions in its sync, want the 2 in one", n)
+	}
+	settleSiblings(t, bob, bob2)
+	for _, d := range []*device{bob, bob2} {
+		e := d.entry(alice, reply)
+		if string(e.Body) != "or two" {
+			t.Errorf("%s shows the reply as %q, want it", d.addr, e.Body)
+		}
+		if got := reactionsOf(e); !slices.Equal(got, []string{"alice/1 " + heart}) {
+			t.Errorf("%s shows the reply's reactions %q, want alice's", d.addr, got)
+		}
+	}
+}

@@ -360,7 +360,11 @@ func (c *Client) prepareDecision(ctx context.Context, bs *batchState, in *incomi
 			// message is this person's again, here too.
 			e.TakeBack = d.Body
 			step.res.TakenBack = true
-			bs.takenBack[inboundKey{sender, d.Message}] = seen.At
+			if !seen.InGroup {
+				// A one-to-one message: a one-to-one action after it
+				// in the batch may target it (a group's may not).
+				bs.takenBack[inboundKey{sender, d.Message}] = seen.At
+			}
 		}
 		step.effect = e
 		bs.delivered[key] = dg

@@ -340,4 +340,7 @@ type SeenMessage struct {
 	// history entry).
 	Reason DiscardReason
 	At     time.Time
+	// InGroup, when Finalized: the record names a group (a group
+	// message's, or one of unknown kind finalized before migration 0025).
+	InGroup bool
 }

@@ -439,7 +439,7 @@ func (db *DB) Seen(ctx context.Context, sender engine.Address, id wire.LogicalID
 	s.TakeBack = s.Finalized && s.Outcome == engine.OutcomeDiscarded && takeBackable(engine.DiscardReason(reason), grp, held, false)
 	s.TakeBackAction = s.Finalized && s.Outcome == engine.OutcomeDiscarded && takeBackable(engine.DiscardReason(reason), grp, held, true)
 	if s.Finalized {
-		s.Reason, s.At = engine.DiscardReason(reason), time.Unix(0, at)
+		s.Reason, s.At, s.InGroup = engine.DiscardReason(reason), time.Unix(0, at), grp != nil
 	}
 	kind := kindInboundDigest
 	if s.Finalized {
