@@ -759,9 +759,13 @@ func (t *tx) decision(ctx context.Context, from engine.Address, e engine.Decisio
 // it always is today). For a commit that carries a one-to-one action
 // (action, frame kind 18), a discard the engine made because the person
 // discarded the action's target (target_discarded) is the person's too:
-// it rested on that discard, which the commit overrules.
+// it rested on that discard, which the commit overrules; and a group's
+// message (or one of unknown kind) is none of its.
 func takeBackable(reason engine.DiscardReason, grp []byte, held, action bool) bool {
-	if action && reason == engine.DiscardTargetDiscarded && grp == nil {
+	switch {
+	case action && grp != nil:
+		return false // a one-to-one action names no group's message
+	case action && reason == engine.DiscardTargetDiscarded:
 		return true
 	}
 	if reason != engine.DiscardRejected && reason != engine.DiscardOther {
@@ -811,10 +815,7 @@ func (t *tx) takeBackCommitted(ctx context.Context, from engine.Address, e engin
 	}
 	recorded := e.TakeBack
 	if e.Action != nil {
-		if group != nil {
-			return nil // a one-to-one action names no group's message
-		}
-		recorded = e.ActionBody
+		recorded = e.ActionBody // one to one: takeBackable refused a group's record
 	}
 	if sum := sha256.Sum256(recorded); !bytes.Equal(d, sum[:]) {
 		return nil

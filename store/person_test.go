@@ -462,3 +462,46 @@ func TestTakeBackActionIsChecked(t *testing.T) {
 		t.Fatalf("the taken-back reply is not in the history with its quote: %+v", h)
 	}
 }
+
+// TestTakeBackActionRule: a commit that carries a one-to-one action
+// (kind 18) also takes back an action the engine discarded because the
+// person discarded its target (target_discarded), and never a group's
+// record; a commit that carries a text takes back only the person's
+// discards. Seen reports the same rule (SeenMessage.TakeBackAction).
+func TestTakeBackActionRule(t *testing.T) {
+	grp := make([]byte, 16)
+	grp[0] = 1
+	for _, c := range []struct {
+		reason         engine.DiscardReason
+		grp            []byte
+		action, wanted bool
+	}{
+		{engine.DiscardTargetDiscarded, nil, true, true},
+		{engine.DiscardTargetDiscarded, nil, false, false},
+		{engine.DiscardRejected, nil, true, true},
+		{engine.DiscardTargetDeleted, nil, true, false},
+		{engine.DiscardWindowPassed, nil, true, false},
+		{engine.DiscardRejected, grp, true, false},
+		{engine.DiscardRejected, grp, false, true},
+		{engine.DiscardTargetDiscarded, grp, true, false},
+	} {
+		if got := takeBackable(c.reason, c.grp, true, c.action); got != c.wanted {
+			t.Errorf("takeBackable(%s, group %v, action %v) = %v, want %v", c.reason, c.grp != nil, c.action, got, c.wanted)
+		}
+	}
+	f := newFixture(t, false)
+	ctx := context.Background()
+	withInbound(t, f)
+	sw := sessionWrite(bob, 2, "ack")
+	f.apply(t, engine.Finalize{Sender: bob, ID: idRecv, Digest: sha256.Sum256([]byte("hi PLAINTEXT-MARKER-received")), Outcome: engine.OutcomeDiscarded,
+		Reason: engine.DiscardTargetDiscarded, At: planAt, Session: &sw, Ack: ackOut(bob)})
+	if s, err := f.db.Seen(ctx, bob, idRecv); err != nil || s.TakeBack || !s.TakeBackAction || s.Reason != engine.DiscardTargetDiscarded || !s.At.Equal(planAt) {
+		t.Fatalf("Seen of an action discarded as target_discarded: %+v, %v; want a take-back by an action's commit only, its reason and time", s, err)
+	}
+	if _, err := f.db.sql.ExecContext(ctx, "UPDATE finalized SET grp = ? WHERE sender = ? AND id = ?", grp, bob.String(), idRecv[:]); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := f.db.Seen(ctx, bob, idRecv); err != nil || s.TakeBackAction || !s.InGroup {
+		t.Fatalf("Seen of a group's discard: %+v, %v; want no take-back by a one-to-one action's commit", s, err)
+	}
+}
