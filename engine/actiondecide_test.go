@@ -453,3 +453,45 @@ func TestActionDecisionReactionToATakenBackReply(t *testing.T) {
 		}
 	}
 }
+
+// TestActionDecisionMismatchLeavesAPendingCopy: alice's reaction is still
+// pending on bob/1 when a kind-18 decision about it comes from bob/2 with
+// another action under that ID (a sender may give each device another
+// body). The decision is acknowledged, but it does not decide bob/1's
+// copy: the person has not seen that action here, so it stays pending
+// for them instead of being committed by a decision about another body.
+func TestActionDecisionMismatchLeavesAPendingCopy(t *testing.T) {
+	oneGoroutine(t)
+	w, alice, bob, bob2, m1, _ := actionBob(t)
+	reaction := alice.act(bob, engine.ActionRequest{Content: wire.ContentReaction, Target: m1, Emoji: thumbs})
+	bob.sync()
+	other, err := wire.EncodeAction(wire.Action{Content: wire.ContentReaction, Target: m1, Emoji: heart, Order: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := wire.EncodeDecision(wire.Decision{ID: wire.LogicalID{0xd2}, Sender: alice.addr.String(), Message: reaction,
+		Outcome: wire.DecisionCommitted, Content: wire.ContentReaction, Body: other})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob2.raw(bob, f)
+	res := bob.sync()
+	bob.sync()
+	heard := false
+	for _, r := range res {
+		heard = heard || r.Kind == engine.ResultDecisionHeard && r.ID == (wire.LogicalID{0xd2}) && errors.Is(r.Err, engine.ErrDecisionMismatch)
+	}
+	if !heard {
+		t.Errorf("the other action's decision was not heard as a mismatch: %+v", res)
+	}
+	msgs, err := bob.c.PendingInbound(w.ctx, engine.PageQuery{Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs) != 1 || msgs[0].ID != reaction {
+		t.Fatalf("bob/1's pending messages after the mismatched decision: %+v, want alice's reaction", msgs)
+	}
+	if got := reactionsOf(bob.entry(alice, m1)); len(got) != 0 {
+		t.Fatalf("bob/1 shows reactions %q, want none until the person decides", got)
+	}
+}

@@ -347,7 +347,11 @@ func (c *Client) prepareDecision(ctx context.Context, bs *batchState, in *incomi
 				// have sent each device another body under it): heard
 				// as a commit without its action (kind 15), so that
 				// the sibling's lane ends; the result says why nothing
-				// was taken back.
+				// was taken back. It decides no copy pending here
+				// either: that copy is another body, which the
+				// person has not seen decided anywhere, so it stays
+				// theirs to decide.
+				e.Keep = false
 				step.res.Err = err
 			} else if err != nil {
 				return prepared{}, err
