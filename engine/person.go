@@ -776,7 +776,7 @@ func (c *Client) prepareSentCopy(ctx context.Context, bs *batchState, in *incomi
 		// The same copy earlier in this batch: it is acknowledged there.
 		step.res.Kind = ResultSentCopy
 	case kind == ResultDelivery:
-		if taken, err := c.copyIDTaken(ctx, to, cp.ID); err != nil {
+		if taken, err := c.copyIDTaken(ctx, bs.copyIDs, to, cp.ID); err != nil {
 			return prepared{}, err
 		} else if taken {
 			// Another own message has the ID (actioncopy.go).
@@ -788,6 +788,9 @@ func (c *Client) prepareSentCopy(ctx context.Context, bs *batchState, in *incomi
 		at := in.row.ReceivedAt
 		if at.IsZero() {
 			at = in.now
+		}
+		if err := c.claimCopyID(ctx, bs.copyIDs, to, cp.ID); err != nil {
+			return prepared{}, err
 		}
 		if step.ack, err = c.ackOnNext(&step.next, in.sender, cp.ID); err != nil {
 			return prepared{}, err

@@ -670,9 +670,17 @@ func (t *tx) insertCopy(ctx context.Context, from engine.Address, e engine.Commi
 	if at.IsZero() {
 		at = e.At
 	}
-	if _, err := t.run(ctx, "history-insert", sqlInsertHistory, conv.String(), int64(engine.DirectionOut), e.ID[:], at.UnixNano(),
-		int64(engine.SentCopied), t.db.seal.seal(kindHistoryBody, historyKey(conv, engine.DirectionOut, e.ID), body)); err != nil {
+	n, err := t.run(ctx, "history-insert", sqlInsertHistory, conv.String(), int64(engine.DirectionOut), e.ID[:], at.UnixNano(),
+		int64(engine.SentCopied), t.db.seal.seal(kindHistoryBody, historyKey(conv, engine.DirectionOut, e.ID), body))
+	if err != nil {
 		return fmt.Errorf("append sent copy %x to the history with %s: %w", e.ID[:], conv, err)
+	}
+	if n == 0 {
+		// Another own entry has the ID (the engine refuses such a copy
+		// before it plans it; this is the last guard): the copy's
+		// finalized record would make its sender that entry's author,
+		// and its action would apply to it. The plan fails whole.
+		return fmt.Errorf("append sent copy %x from %s to the history with %s: %w", e.ID[:], from, conv, engine.ErrCopyIDTaken)
 	}
 	return nil
 }

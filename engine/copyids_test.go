@@ -1,0 +1,173 @@
+package engine_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/wire"
+)
+
+// threeDeviceBob is twoDeviceBob with bob/3 linked on bob/1, bob/2
+// holding the list that names it, and sessions settled among bob's three
+// devices.
+func threeDeviceBob(t *testing.T) (w *world, alice, bob, bob2, bob3 *device) {
+	t.Helper()
+	w, alice, bob, bob2 = twoDeviceBob(t)
+	bob3 = w.linkDevice(bob)
+	if err := bob2.c.PublishDeviceList(w.ctx); err != nil {
+		t.Fatalf("bob/2 adopts the list naming bob/3: %v", err)
+	}
+	devs := []*device{bob, bob2, bob3}
+	for round := 0; ; round++ {
+		out := 0
+		for _, d := range devs {
+			d.sync()
+		}
+		for _, d := range devs {
+			out += d.pendingOut()
+		}
+		if out == 0 {
+			break
+		}
+		if round == 8 {
+			t.Fatalf("bob's devices still have %d lanes to each other after 8 rounds", out)
+		}
+		for _, d := range devs {
+			for _, p := range devs {
+				if p != d {
+					d.retry(p)
+				}
+			}
+		}
+	}
+	return w, alice, bob, bob2, bob3
+}
+
+func sentCopy(t *testing.T, id wire.LogicalID, to engine.Address, body string) []byte {
+	t.Helper()
+	f, err := wire.EncodeSentCopy(wire.SentCopy{ID: id, To: to.String(), Body: []byte(body)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func sentActionCopy(t *testing.T, id wire.LogicalID, to engine.Address, a wire.Action) []byte {
+	t.Helper()
+	f, err := wire.EncodeSentActionCopy(wire.SentActionCopy{ID: id, To: to.String(), Action: a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// TestTwoSiblingCopiesOfOneIDInOneBatch: bob/1 and a compromised bob/3
+// send bob/2 copies under one new ID, which bob/2 receives in one batch;
+// bob/3 then sends an edit copy of that ID. The first copy makes the own
+// entry; the second is acknowledged with ErrCopyIDTaken and stores
+// nothing, so bob/3 is not the entry's author and its edit is discarded
+// (not_author): bob/2 shows bob/1's message as bob/1 sent it. Before the
+// fix ErrCopyIDTaken read only what was stored: both copies committed
+// (the second's history insert did nothing), bob/3's finalized record made
+// it the author, and its edit applied (or its reaction copy hid bob/1's
+// message as a reaction).
+func TestTwoSiblingCopiesOfOneIDInOneBatch(t *testing.T) {
+	oneGoroutine(t)
+	for _, name := range []string{"text copies", "text then reaction copy"} {
+		t.Run(name, func(t *testing.T) {
+			_, alice, bob, bob2, bob3 := threeDeviceBob(t)
+			theirs := alice.enqueue(bob, "from alice")
+			settle(t, 8, alice, bob, bob2, bob3)
+			bob2.commitAll()
+			id := wire.LogicalID{0x17, 0x01}
+			bob.raw(bob2, sentCopy(t, id, alice.addr, "genuine"))
+			if name == "text copies" {
+				bob3.raw(bob2, sentCopy(t, id, alice.addr, "forged"))
+			} else {
+				bob3.raw(bob2, sentActionCopy(t, id, alice.addr, wire.Action{Content: wire.ContentReaction, Target: theirs, Emoji: thumbs, Order: 1}))
+			}
+			res := bob2.sync()
+			if got := resultsFor(res, bob.addr, id); !slices.Contains(got, engine.ResultSentCopy) {
+				t.Fatalf("bob/2's results for bob/1's copy: %v, want it taken", got)
+			}
+			if !hasError(res, engine.ErrCopyIDTaken) {
+				t.Fatalf("bob/2's batch reported no %v: %v", engine.ErrCopyIDTaken, kinds(res))
+			}
+			edit := wire.LogicalID{0x17, 0x02}
+			bob3.raw(bob2, sentActionCopy(t, edit, alice.addr, wire.Action{Content: wire.ContentEdit, Target: id, Edit: 1, Text: []byte("edited by bob/3")}))
+			for range 3 {
+				bob2.sync()
+			}
+			if s, err := bob2.st.Seen(bob2.w.ctx, bob3.addr, id); err != nil || s.Pending || s.Finalized {
+				t.Fatalf("bob/2 holds bob/3's copy: %+v, %v; want nothing of it", s, err)
+			}
+			e := bob2.entry(alice, id)
+			if string(e.Body) != "genuine" || e.Edits != 0 || e.Deleted {
+				t.Fatalf("bob/2's entry of bob/1's message: %q, %d edits; want bob/1's body unedited", e.Body, e.Edits)
+			}
+			if got := reactionsOf(bob2.entry(alice, theirs)); len(got) != 0 {
+				t.Fatalf("alice's message on bob/2 shows reactions %v, want none", got)
+			}
+			if n := bob2.pendingIn() + bob2.pendingFrom(bob3); n != 0 {
+				t.Fatalf("bob/2 holds %d messages, want none", n)
+			}
+		})
+	}
+}
+
+// TestHoldReleasesOneOfTwoCopiesOfOneID: bob/1 and a compromised bob/3
+// send bob/2 reaction copies under one ID to alice's message, which bob/2
+// holds pending: both wait for their target. Once bob/2 commits it, one
+// pass of the hold releases them together: the first commits, the second
+// is discarded (not_author) and changes nothing. Before the fix both
+// committed, the second applying its reaction under the first one's entry
+// and leaving its sender a committed record of that ID.
+func TestHoldReleasesOneOfTwoCopiesOfOneID(t *testing.T) {
+	oneGoroutine(t)
+	w, alice, bob, bob2, bob3 := threeDeviceBob(t)
+	target := alice.enqueue(bob, "dinner?")
+	bob2.sync()
+	id := wire.LogicalID{0x17, 0x03}
+	bob.raw(bob2, sentActionCopy(t, id, alice.addr, wire.Action{Content: wire.ContentReaction, Target: target, Emoji: thumbs, Order: 1}))
+	bob3.raw(bob2, sentActionCopy(t, id, alice.addr, wire.Action{Content: wire.ContentReaction, Target: target, Emoji: heart, Order: 1}))
+	bob2.sync()
+	if n := bob2.pendingFrom(bob) + bob2.pendingFrom(bob3); n != 2 {
+		t.Fatalf("bob/2 holds %d copies, want both waiting for their target", n)
+	}
+	if _, err := bob2.c.Commit(w.ctx, alice.addr, target); err != nil {
+		t.Fatal(err)
+	}
+	res := bob2.sync()
+	var applied, discarded int
+	for _, r := range res {
+		if r.ID != id {
+			continue
+		}
+		switch {
+		case r.Kind == engine.ResultApplied:
+			applied++
+		case r.Kind == engine.ResultActionDiscarded && r.Reason == engine.DiscardNotAuthor:
+			discarded++
+		}
+	}
+	if applied != 1 || discarded != 1 {
+		t.Fatalf("bob/2's hold pass: %d applied, %d discarded not_author; want one of each: %v", applied, discarded, kinds(res))
+	}
+	if got := reactionsOf(bob2.entry(alice, target)); len(got) != 1 {
+		t.Fatalf("alice's message on bob/2 shows reactions %v, want one", got)
+	}
+	committed := 0
+	for _, d := range []*device{bob, bob3} {
+		s, err := bob2.st.Seen(w.ctx, d.addr, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Finalized && s.Outcome == engine.OutcomeCommitted {
+			committed++
+		}
+	}
+	if committed != 1 {
+		t.Fatalf("bob/2 holds %d committed copies of the ID, want one", committed)
+	}
+}
