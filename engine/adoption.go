@@ -50,6 +50,14 @@ const MaxAdoptedBytes = 4 << 20
 // MaxAdoptedBytes.
 var ErrAdoptedBytes = errors.New("engine: adoption bounded by MaxAdoptedBytes")
 
+// ErrAdoptFirstBody reports a sent copy left out of an adoption because
+// it was edited and the body its device first sent (the edit-0 version)
+// is not held here, as when its edits came with an imported history. The
+// resend must carry that first body: a receiver that has the message
+// takes a resend with another body from a sibling device as a new
+// message (seenFromPerson), which would show it twice.
+var ErrAdoptFirstBody = errors.New("engine: an edited sent copy whose first body is not held here is not adopted")
+
 // MaxAdoptAge bounds how old a sent copy may be (since it arrived here) to
 // be adopted. A receiver remembers that it processed a message until its
 // finalized record is pruned; parley prunes only when asked (`parley
@@ -63,7 +71,9 @@ const MaxAdoptAge = 7 * 24 * time.Hour
 // and body, and when the copy arrived.
 //
 // Err is set, and the rest may be zero, when the row cannot be read (an
-// unsealable body, a malformed address): the adoption skips it.
+// unsealable body, a malformed address), or wraps ErrAdoptFirstBody, with
+// no body, for an edited copy whose first body is not held: the adoption
+// skips it.
 type SentCopyRecord struct {
 	Conversation Address
 	ID           wire.LogicalID
@@ -93,14 +103,16 @@ type AdoptedLane struct {
 //
 // It is best effort: the revocation must be stored whatever the adoption
 // meets, so a copy that cannot be read or resent is skipped and reported
-// (EventSyncFailed, op "adopt"), never returned as an error.
+// (EventSyncFailed, op "adopt"), never returned as an error; so is an
+// edited copy whose first body is not held (ErrAdoptFirstBody), counted
+// in one report.
 func (c *Client) adoptedLanes(ctx context.Context, key *AccountKey, removed []Address) []AdoptedLane {
 	if key == nil {
 		return nil
 	}
 	since := c.cfg.Now().Add(-MaxAdoptAge)
 	var out []AdoptedLane
-	n, size, left, strangers := 0, 0, 0, 0
+	n, size, left, strangers, firstless := 0, 0, 0, 0, 0
 	for _, d := range removed {
 		if d.User != c.self.User || d == c.self || n >= MaxAdoptedMessages {
 			continue
@@ -111,6 +123,10 @@ func (c *Client) adoptedLanes(ctx context.Context, key *AccountKey, removed []Ad
 			continue
 		}
 		for _, cp := range copies {
+			if errors.Is(cp.Err, ErrAdoptFirstBody) {
+				firstless++
+				continue
+			}
 			if cp.Err != nil {
 				c.adoptFailed(fmt.Errorf("adopt a message of %s: %w", d, cp.Err))
 				continue
@@ -152,6 +168,9 @@ func (c *Client) adoptedLanes(ctx context.Context, key *AccountKey, removed []Ad
 	}
 	if left > 0 {
 		c.adoptFailed(fmt.Errorf("%d sent copies not adopted: %w", left, ErrAdoptedBytes))
+	}
+	if firstless > 0 {
+		c.adoptFailed(fmt.Errorf("%d edited sent copies not adopted: %w", firstless, ErrAdoptFirstBody))
 	}
 	if strangers > 0 {
 		c.adoptFailed(fmt.Errorf("%d sent copies to people this device never talked with not adopted", strangers))

@@ -1,7 +1,11 @@
 package engine_test
 
 import (
+	"database/sql"
+	"errors"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/parley-chat/parley/engine"
@@ -170,4 +174,85 @@ func TestHoldReleasesOneOfTwoCopiesOfOneID(t *testing.T) {
 	if committed != 1 {
 		t.Fatalf("bob/2 holds %d committed copies of the ID, want one", committed)
 	}
+}
+
+// TestEditedCopyWithoutFirstBodyIsReported: alice/2 sends bob a message
+// and edits it; alice/1 applied both copies, but no longer holds the
+// body first sent (its version 0 is gone, as when the edits came with an
+// imported history). Removing alice/2 does not resend the message (its
+// current body would reach bob as a new message under the old ID) and
+// reports it: an EventSyncFailed of op "adopt" wrapping
+// ErrAdoptFirstBody, counting it. Before the fix the query left it out
+// and nothing said so.
+func TestEditedCopyWithoutFirstBodyIsReported(t *testing.T) {
+	oneGoroutine(t)
+	w, alice, alice2, bob := adoptionWorld(t)
+	id := alice2.enqueue(bob, "from the phone")
+	settle(t, 8, alice, alice2, bob)
+	bob.commitAll()
+	alice2.act(bob, engine.ActionRequest{Content: wire.ContentEdit, Target: id, Text: []byte("from the phone, edited")})
+	settle(t, 8, alice, alice2, bob)
+	bob.commitAll()
+	if e := ownEntry(t, alice, bob.addr, id); e.Edits != 1 {
+		t.Fatalf("alice/1's entry of alice/2's message: %+v, want the edit applied", e)
+	}
+	alice.execSQL("DELETE FROM message_version WHERE edit = 0")
+	for drained := false; !drained; {
+		select {
+		case <-alice.c.Events():
+		default:
+			drained = true
+		}
+	}
+	if _, err := alice.c.RemoveDevice(w.ctx, alice2.addr); err != nil {
+		t.Fatal(err)
+	}
+	reported := false
+	for drained := false; !drained; {
+		select {
+		case e := <-alice.c.Events():
+			if e.Kind == engine.EventSyncFailed && e.Op == "adopt" && errors.Is(e.Err, engine.ErrAdoptFirstBody) {
+				reported = true
+				if !strings.Contains(e.Err.Error(), "1 edited") {
+					t.Errorf("the report %q does not count one copy", e.Err)
+				}
+			}
+		default:
+			drained = true
+		}
+	}
+	if !reported {
+		t.Fatalf("alice/1 did not report the edited copy it could not adopt (%v)", engine.ErrAdoptFirstBody)
+	}
+	if lanes, err := alice.c.PersonLanes(w.ctx, bob.addr, id); err != nil || len(lanes) != 0 {
+		t.Fatalf("alice/1's lanes of the message: %+v, %v; want none (not resent)", lanes, err)
+	}
+	if _, err := alice.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range resultsFor(bob.sync(), alice.addr, id) {
+		if k == engine.ResultDelivery {
+			t.Fatalf("bob took a resend of the edited message as new")
+		}
+	}
+}
+
+// execSQL closes d, runs q on its database and opens it again (a state
+// the engine's own transitions do not make).
+func (d *device) execSQL(q string) {
+	d.w.t.Helper()
+	if err := d.c.Close(); err != nil {
+		d.w.t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(d.dir, "parley.db"))
+	if err != nil {
+		d.w.t.Fatal(err)
+	}
+	if _, err := db.Exec(q); err != nil {
+		d.w.t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		d.w.t.Fatal(err)
+	}
+	d.open()
 }

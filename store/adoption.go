@@ -18,15 +18,17 @@ const (
 	// sqlSentCopiesFrom reads the sent copies one device sent here that
 	// are still copies (history_copied), newest first, with the body the
 	// device sent: an entry an applied edit copy changed gives its
-	// original (message_version edit 0, or nothing when that is missing),
-	// a deleted one is left out, as are action copies.
-	sqlSentCopiesFrom = `SELECT h.peer, h.id, f.at, coalesce(v.sealed_body, h.sealed_body), coalesce(x.edits, 0) > 0 FROM finalized f
+	// original (message_version edit 0); one whose original is missing
+	// (its edit count came with an imported history, which carries no
+	// versions) is read with its edited flag and no version, and
+	// SentCopiesFrom reports it (engine.ErrAdoptFirstBody). A deleted one
+	// is left out, as are action copies.
+	sqlSentCopiesFrom = `SELECT h.peer, h.id, f.at, coalesce(v.sealed_body, h.sealed_body), coalesce(x.edits, 0) > 0, v.id IS NOT NULL FROM finalized f
 		JOIN history h ON h.id = f.id AND h.direction = 2 AND h.state = 4
 		LEFT JOIN message_extra x ON x.peer = h.peer AND x.direction = 2 AND x.id = h.id
 		LEFT JOIN message_version v ON v.peer = h.peer AND v.direction = 2 AND v.id = h.id AND v.edit = 0 AND coalesce(x.edits, 0) > 0
 		WHERE f.sender = ? AND f.outcome = 1 AND f.at >= ?
 		AND coalesce(x.action, 0) = 0 AND coalesce(x.deleted, 0) = 0
-		AND (coalesce(x.edits, 0) = 0 OR v.id IS NOT NULL)
 		ORDER BY f.at DESC, f.id LIMIT ?`
 	// sqlAdoptHistory turns a sent copy's entry into an own pending
 	// message: this device now follows its lanes.
@@ -50,8 +52,8 @@ func (db *DB) SentCopiesFrom(ctx context.Context, device engine.Address, since t
 		var peer string
 		var id, sealed []byte
 		var at int64
-		var edited bool
-		if err := rows.Scan(&peer, &id, &at, &sealed, &edited); err != nil {
+		var edited, first bool
+		if err := rows.Scan(&peer, &id, &at, &sealed, &edited, &first); err != nil {
 			return nil, db.readErr("read sent copies", err)
 		}
 		// A row that cannot be read is reported in its record, not as
@@ -67,6 +69,11 @@ func (db *DB) SentCopiesFrom(ctx context.Context, device engine.Address, since t
 			continue
 		}
 		r := engine.SentCopyRecord{Conversation: conv, ID: wire.LogicalID(id), At: nsTime(at)}
+		if edited && !first {
+			r.Err = fmt.Errorf("store: sent copy %x to %s: %w", id, conv, engine.ErrAdoptFirstBody)
+			out = append(out, r)
+			continue
+		}
 		kind, key := kindHistoryBody, historyKey(conv, engine.DirectionOut, r.ID)
 		if edited {
 			kind, key = kindMessageVersion, versionKey(conv, engine.DirectionOut, r.ID, 0)
