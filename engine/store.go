@@ -89,7 +89,9 @@ type Store interface {
 	// Decisions returns up to limit received messages finalized here at
 	// or after since, newest first: the decisions a sibling linked since
 	// is told of (decision.go, catch-up). Discards the engine made by its
-	// rules for actions (DiscardReason.ByEngine) are left out.
+	// rules for actions (DiscardReason.ByEngine) are left out, and so are
+	// the records of what this person's own devices sent (sent copies,
+	// decision frames), before the limit: they are nobody's decision.
 	Decisions(ctx context.Context, since time.Time, limit int) ([]MadeDecision, error)
 	// DueDecisions returns up to limit kept decisions whose message is
 	// pending here, oldest first, and whether any decision is kept at all.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/parley-chat/parley/engine"
 )
@@ -32,4 +34,42 @@ func TestCopyUnderAnOwnEntrysIDRefused(t *testing.T) {
 	}
 	wantHistory(t, f, bob, engine.DirectionOut, "hello PLAINTEXT-MARKER-sent", engine.SentPending)
 	wantStaged(t, f, 1)
+}
+
+// TestDecisionsLeaveOwnDevicesOut: the records of what this person's own
+// devices sent (sent copies, decision frames) are newer and more than the
+// catch-up's limit, yet Decisions returns every decision of a message
+// from another person within it, and none of the own records. Before the
+// fix the own records took the limit's room (the engine then skipped
+// them), so the decisions past it were never caught up.
+func TestDecisionsLeaveOwnDevicesOut(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, false)
+	insert := func(sender engine.Address, id byte, outcome, reason, at int64) {
+		t.Helper()
+		lid := logicalID(id)
+		if _, err := f.db.sql.Exec("INSERT INTO finalized (sender, id, outcome, reason, at, sealed_digest) VALUES (?, ?, ?, ?, ?, ?)",
+			sender.String(), lid[:], outcome, reason, at, f.db.seal.seal(kindFinalizedDigest, messageKey(sender, lid), make([]byte, 32))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sibling := engine.MustParseAddress("alice/2")
+	for i := range 10 {
+		insert(sibling, byte(100+i), int64(engine.OutcomeCommitted), 0, int64(100+i))
+	}
+	insert(engine.MustParseAddress("alicex/1"), 99, int64(engine.OutcomeDiscarded), int64(engine.DiscardRejected), 99)
+	for i := range 3 {
+		insert(bob, byte(50+i), int64(engine.OutcomeDiscarded), int64(engine.DiscardRejected), int64(50+i))
+	}
+	made, err := f.db.Decisions(ctx, time.Unix(0, 0), 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, d := range made {
+		got = append(got, d.Sender.String())
+	}
+	if want := []string{"alicex/1", "bob/1", "bob/1", "bob/1"}; !slices.Equal(got, want) {
+		t.Fatalf("Decisions = %v, want %v (every other person's decision, no own device's record)", got, want)
+	}
 }

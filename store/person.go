@@ -952,9 +952,13 @@ const (
 	// sqlMadeDecisions reads the newest finalized records since a time,
 	// but for the discards the engine made by its rules for actions
 	// (reasons target_discarded to hold_full, engine.DiscardReason.ByEngine):
-	// those rest on this device's state, not on the person's choice.
-	// finalized_at serves it.
-	sqlMadeDecisions = "SELECT sender, id, outcome, at, grp FROM finalized WHERE at >= ? AND NOT (outcome = 2 AND reason BETWEEN ? AND ?) ORDER BY at DESC, sender, id LIMIT ?"
+	// those rest on this device's state, not on the person's choice; and
+	// for the records of what this person's own devices sent (?4, the own
+	// user and a slash, a prefix of their addresses: sent copies, decision
+	// frames, own group messages), which are nobody's decision and would
+	// otherwise take the limit's room. finalized_at serves it.
+	sqlMadeDecisions = `SELECT sender, id, outcome, at, grp FROM finalized WHERE at >= ?1 AND NOT (outcome = 2 AND reason BETWEEN ?2 AND ?3)
+		AND substr(sender, 1, length(?4)) <> ?4 ORDER BY at DESC, sender, id LIMIT ?5`
 	// sqlDecidedEntry reads a received message's history body and the
 	// device it was decided on, if another.
 	sqlDecidedEntry = "SELECT sealed_body, decided_on FROM history WHERE peer = ? AND direction = 1 AND id = ?"
@@ -969,7 +973,15 @@ func (db *DB) Decisions(ctx context.Context, since time.Time, limit int) ([]engi
 	if err := db.checkOpen("read decisions made"); err != nil {
 		return nil, err
 	}
-	rows, err := db.query(ctx, sqlMadeDecisions, since.UnixNano(), int64(engine.DiscardTargetDiscarded), int64(engine.DiscardHoldFull), limit)
+	// The own devices' prefix; "/" (no address starts so) on a profile
+	// that has no address yet.
+	own := "/"
+	if self, err := getMeta(ctx, db.sql, metaAddress); err != nil {
+		return nil, db.readErr("read decisions made", err)
+	} else if a, err := engine.ParseAddress(string(self)); err == nil {
+		own = a.User + "/"
+	}
+	rows, err := db.query(ctx, sqlMadeDecisions, since.UnixNano(), int64(engine.DiscardTargetDiscarded), int64(engine.DiscardHoldFull), own, limit)
 	if err != nil {
 		return nil, db.readErr("read decisions made", err)
 	}
