@@ -74,7 +74,7 @@ func (c *Client) settleActions(ctx context.Context) ([]ReceiveResult, error) {
 	var reqs []FinalizeRequest
 	known := make(map[inboundKey]*InboundMessage)
 	deleted := make(map[actionTargetKey]bool) // by the deletes this pass commits
-	copies := make(map[copyIDKey]bool)         // the own entries its sent copies make
+	copies := make(map[copyIDKey]bool)        // the own entries its sent copies make
 	for i := range held {
 		m := &held[i]
 		act, v, err := c.receivedAction(ctx, m, now)

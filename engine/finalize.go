@@ -113,7 +113,7 @@ func (c *Client) finalizeBatch(ctx context.Context, reqs []FinalizeRequest, know
 	var plans []Plan
 	var planOf []int
 	seen := make(map[inboundKey]bool)
-	copies := make(map[copyIDKey]bool) // the own entries the batch's sent copies make
+	copies := make(map[copyIDKey]bool)  // the own entries the batch's sent copies make
 	var declined []inboundKey           // discarded files, whose partial downloads go
 	inRequest := make(map[Address]bool) // senders with an open request
 	own, err := c.ownOtherDevices(ctx)
