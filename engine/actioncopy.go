@@ -44,7 +44,8 @@ var ErrCopyConversation = errors.New("a sent copy names a conversation with this
 
 // ErrCopyIDTaken means a sibling's sent copy (frame kind 14 or 17) uses
 // the ID of an own entry of the conversation that is not that copy: a
-// message of this device, or another device's copy. The copy is
+// message of this device, or another device's copy, stored or committed
+// earlier in the same batch. The copy is
 // acknowledged and nothing of it is stored (no entry, no finalized record
 // that would make its sender the entry's author, no action applied).
 var ErrCopyIDTaken = errors.New("a sent copy reuses the ID of another own message of the conversation")
