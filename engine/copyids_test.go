@@ -3,6 +3,7 @@ package engine_test
 import (
 	"database/sql"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -255,4 +256,70 @@ func (d *device) execSQL(q string) {
 		d.w.t.Fatal(err)
 	}
 	d.open()
+}
+
+// TestCatchUpCountsOnlyDecisions is TestCatchUpTellsASiblingLinkedSince
+// with bob/2 holding, newer than its commit, more records from bob/1 (its
+// sent copies, as a person who writes from the phone piles them up) than
+// MaxCatchUpDecisions: the catch-up's bound counts decisions only, so
+// bob/2 still tells bob/3 of the commit and bob/3 takes the message back.
+// Before the fix the copies filled the bound (the engine then skipped
+// them) and the commit was never told: bob/3's discard stood.
+func TestCatchUpCountsOnlyDecisions(t *testing.T) {
+	oneGoroutine(t)
+	w, alice, bob, bob2 := twoDeviceBob(t)
+	id := alice.enqueue(bob, "on its way while bob links")
+	bob3 := w.linkDevice(bob)
+	alice.reopen()
+	if err := alice.c.CheckPeer(w.ctx, bob.addr); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := alice.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	bob2.sync()
+	if _, err := bob2.c.Commit(w.ctx, alice.addr, id); err != nil {
+		t.Fatal(err)
+	}
+	bob3.sync()
+	if _, err := bob3.c.Discard(w.ctx, alice.addr, id, engine.DiscardRejected); err != nil {
+		t.Fatalf("bob/3 discards alice's message: %v (did it come?)", err)
+	}
+	// Records of bob/1's sent copies, newer than the commit (their
+	// digests are never read here).
+	bob2.execSQL(fmt.Sprintf(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < %d)
+		INSERT INTO finalized (sender, id, outcome, reason, at, sealed_digest) SELECT '%s', randomblob(16), 1, 0, %d + i, zeroblob(48) FROM n`,
+		engine.MaxCatchUpDecisions+8, bob.addr, w.clock.Now().UnixNano()))
+	if err := bob2.c.PublishDeviceList(w.ctx); err != nil {
+		t.Fatalf("bob/2 adopts the list naming bob/3: %v", err)
+	}
+	if _, err := bob2.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	devs := []*device{bob, bob2, bob3}
+	for round := 0; ; round++ {
+		out := 0
+		for _, d := range devs {
+			d.sync()
+		}
+		for _, d := range devs {
+			out += d.pendingOut()
+		}
+		if out == 0 {
+			break
+		}
+		if round == 8 {
+			t.Fatalf("bob's devices still have %d lanes to each other after 8 rounds", out)
+		}
+		for _, d := range devs {
+			for _, p := range devs {
+				if p != d {
+					d.retry(p)
+				}
+			}
+		}
+	}
+	if s, err := bob3.st.Seen(w.ctx, alice.addr, id); err != nil || !s.Finalized || s.Outcome != engine.OutcomeCommitted {
+		t.Fatalf("bob/3's record after bob/2's catch-up: %+v, %v; want committed (bob/2 committed it)", s, err)
+	}
 }
