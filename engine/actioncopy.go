@@ -29,8 +29,9 @@ import (
 //   - it names another person's conversation (ErrCopyConversation);
 //   - an edit or a delete applies only to a message that very device sent,
 //     as this device holds it: an own entry committed from that device's
-//     sent copy (its finalized record), never a message of the peer, of
-//     this device, or of a third device of the person (not_author);
+//     sent copy (the entry names it, ActionTarget.CopiedFrom), never a
+//     message of the peer, of this device, or of a third device of the
+//     person (not_author);
 //   - a reaction or a reply may name any message of the conversation.
 //
 // A target not here yet waits as a received action waits for its target
@@ -248,15 +249,14 @@ func (c *Client) copiedAction(ctx context.Context, sender Address, id wire.Logic
 		}
 		if found && (a.Content == wire.ContentEdit || a.Content == wire.ContentDelete) {
 			// The sending device's own authority: a message it sent, as
-			// this device committed it from that device's sent copy.
-			t.Copied = true
-			if t.Direction == DirectionOut {
-				seen, err := c.store.Seen(ctx, sender, a.Target)
-				if err != nil {
-					return nil, ActionVerdict{}, err
-				}
-				t.Copied = !seen.Finalized || seen.Outcome != OutcomeCommitted || seen.Imported
-			}
+			// this device committed it from that device's sent copy, the
+			// entry itself naming it (CopiedFrom). Not a finalized record
+			// of sender with the target's ID: that is keyed by (sender,
+			// ID) alone, and a sibling that reuses the ID of another
+			// device's message in another conversation, or in a group,
+			// has one. A message of this device, of the peer or of a
+			// third device is never the sender's.
+			t.Copied = t.Direction != DirectionOut || t.CopiedFrom != sender
 		}
 	}
 	v := DecideAction(t, a.Content, false, arrived, now)

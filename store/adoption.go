@@ -24,7 +24,7 @@ const (
 	// SentCopiesFrom reports it (engine.ErrAdoptFirstBody). A deleted one
 	// is left out, as are action copies.
 	sqlSentCopiesFrom = `SELECT h.peer, h.id, f.at, coalesce(v.sealed_body, h.sealed_body), coalesce(x.edits, 0) > 0, v.id IS NOT NULL FROM finalized f
-		JOIN history h ON h.id = f.id AND h.direction = 2 AND h.state = 4
+		JOIN history h ON h.id = f.id AND h.direction = 2 AND h.state = 4 AND h.copied_from = f.sender
 		LEFT JOIN message_extra x ON x.peer = h.peer AND x.direction = 2 AND x.id = h.id
 		LEFT JOIN message_version v ON v.peer = h.peer AND v.direction = 2 AND v.id = h.id AND v.edit = 0 AND coalesce(x.edits, 0) > 0
 		WHERE f.sender = ? AND f.outcome = 1 AND f.at >= ?
@@ -32,7 +32,7 @@ const (
 		ORDER BY f.at DESC, f.id LIMIT ?`
 	// sqlAdoptHistory turns a sent copy's entry into an own pending
 	// message: this device now follows its lanes.
-	sqlAdoptHistory = "UPDATE history SET state = ? WHERE peer = ? AND direction = 2 AND id = ? AND state = ?"
+	sqlAdoptHistory = "UPDATE history SET state = ?, copied_from = NULL WHERE peer = ? AND direction = 2 AND id = ? AND state = ?"
 	// sqlCopyStanding says whether a message's entry is still a sent copy.
 	sqlCopyStanding = "SELECT 1 FROM history WHERE peer = ? AND direction = 2 AND id = ? AND state IN (?, ?)"
 )

@@ -650,7 +650,9 @@ func (db *DB) PersonLanes(ctx context.Context, conversation engine.Address, id w
 
 // insertCopy stores a sent copy from another device of this person: its
 // finalized record (so that a copy sent again is a repeat) and the history
-// entry of an own message in the conversation it names.
+// entry of an own message in the conversation it names, which records from
+// (copied_from): that entry's author, the one device that edits or deletes
+// it here and whose removal adopts it.
 func (t *tx) insertCopy(ctx context.Context, from engine.Address, e engine.CommitEffect) error {
 	_, err := t.runOne(ctx, "finalized-insert", engine.ErrConflict, sqlInsertFinalized,
 		from.String(), e.ID[:], int64(engine.OutcomeCommitted), int64(engine.DiscardNone), e.At.UnixNano(),
@@ -670,8 +672,8 @@ func (t *tx) insertCopy(ctx context.Context, from engine.Address, e engine.Commi
 	if at.IsZero() {
 		at = e.At
 	}
-	n, err := t.run(ctx, "history-insert", sqlInsertHistory, conv.String(), int64(engine.DirectionOut), e.ID[:], at.UnixNano(),
-		int64(engine.SentCopied), t.db.seal.seal(kindHistoryBody, historyKey(conv, engine.DirectionOut, e.ID), body))
+	n, err := t.run(ctx, "history-insert", sqlInsertCopyHistory, conv.String(), int64(engine.DirectionOut), e.ID[:], at.UnixNano(),
+		int64(engine.SentCopied), t.db.seal.seal(kindHistoryBody, historyKey(conv, engine.DirectionOut, e.ID), body), from.String())
 	if err != nil {
 		return fmt.Errorf("append sent copy %x to the history with %s: %w", e.ID[:], conv, err)
 	}
