@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/parley-chat/parley/engine"
@@ -49,6 +50,24 @@ func threeDeviceBob(t *testing.T) (w *world, alice, bob, bob2, bob3 *device) {
 	return w, alice, bob, bob2, bob3
 }
 
+// txCounter counts, through a store's failpoint hook, the transactions
+// begun and those persisted: a batch whose plan failed (the store's
+// backstop, then a retry row by row) begins more than it persists.
+type txCounter struct{ begun, persisted atomic.Int64 }
+
+func (c *txCounter) hook(point string) error {
+	switch {
+	case strings.HasSuffix(point, "/before-begin"):
+		c.begun.Add(1)
+	case strings.HasSuffix(point, "/after-persist"):
+		c.persisted.Add(1)
+	}
+	return nil
+}
+
+// rolledBack is how many transactions begun did not persist.
+func (c *txCounter) rolledBack() int64 { return c.begun.Load() - c.persisted.Load() }
+
 func sentCopy(t *testing.T, id wire.LogicalID, to engine.Address, body string) []byte {
 	t.Helper()
 	f, err := wire.EncodeSentCopy(wire.SentCopy{ID: id, To: to.String(), Body: []byte(body)})
@@ -86,6 +105,8 @@ func TestTwoSiblingCopiesOfOneIDInOneBatch(t *testing.T) {
 			settle(t, 8, alice, bob, bob2, bob3)
 			bob2.commitAll()
 			id := wire.LogicalID{0x17, 0x01}
+			var txs txCounter
+			bob2.openWith(txs.hook)
 			bob.raw(bob2, sentCopy(t, id, alice.addr, "genuine"))
 			if name == "text copies" {
 				bob3.raw(bob2, sentCopy(t, id, alice.addr, "forged"))
@@ -98,6 +119,11 @@ func TestTwoSiblingCopiesOfOneIDInOneBatch(t *testing.T) {
 			}
 			if !hasError(res, engine.ErrCopyIDTaken) {
 				t.Fatalf("bob/2's batch reported no %v: %v", engine.ErrCopyIDTaken, kinds(res))
+			}
+			if n := txs.rolledBack(); n != 0 {
+				// The engine refuses the second copy while it builds the
+				// page; the store's guard is the last resort.
+				t.Fatalf("bob/2 rolled back %d transactions: the page failed in the store", n)
 			}
 			edit := wire.LogicalID{0x17, 0x02}
 			bob3.raw(bob2, sentActionCopy(t, edit, alice.addr, wire.Action{Content: wire.ContentEdit, Target: id, Edit: 1, Text: []byte("edited by bob/3")}))
@@ -136,6 +162,8 @@ func TestHoldReleasesOneOfTwoCopiesOfOneID(t *testing.T) {
 	id := wire.LogicalID{0x17, 0x03}
 	bob.raw(bob2, sentActionCopy(t, id, alice.addr, wire.Action{Content: wire.ContentReaction, Target: target, Emoji: thumbs, Order: 1}))
 	bob3.raw(bob2, sentActionCopy(t, id, alice.addr, wire.Action{Content: wire.ContentReaction, Target: target, Emoji: heart, Order: 1}))
+	var txs txCounter
+	bob2.openWith(txs.hook)
 	bob2.sync()
 	if n := bob2.pendingFrom(bob) + bob2.pendingFrom(bob3); n != 2 {
 		t.Fatalf("bob/2 holds %d copies, want both waiting for their target", n)
@@ -158,6 +186,9 @@ func TestHoldReleasesOneOfTwoCopiesOfOneID(t *testing.T) {
 	}
 	if applied != 1 || discarded != 1 {
 		t.Fatalf("bob/2's hold pass: %d applied, %d discarded not_author; want one of each: %v", applied, discarded, kinds(res))
+	}
+	if n := txs.rolledBack(); n != 0 {
+		t.Fatalf("bob/2 rolled back %d transactions: the pass's batch failed in the store", n)
 	}
 	if got := reactionsOf(bob2.entry(alice, target)); len(got) != 1 {
 		t.Fatalf("alice's message on bob/2 shows reactions %v, want one", got)
@@ -321,5 +352,42 @@ func TestCatchUpCountsOnlyDecisions(t *testing.T) {
 	}
 	if s, err := bob3.st.Seen(w.ctx, alice.addr, id); err != nil || !s.Finalized || s.Outcome != engine.OutcomeCommitted {
 		t.Fatalf("bob/3's record after bob/2's catch-up: %+v, %v; want committed (bob/2 committed it)", s, err)
+	}
+}
+
+// TestHoldPassIgnoresARefusedCopysDelete: bob/2 holds, waiting for bob/3's
+// message M, bob/1's reaction copy of ID X on M, a compromised bob/3's
+// delete copy of M under the same ID X, and bob/1's later reaction copy
+// (ID Y) on M. M's copy comes; one pass of the hold releases the three:
+// bob/1's X applies, bob/3's X is refused (not_author: the ID is taken
+// earlier in the pass) and so deletes nothing, and Y applies. Were the
+// pass not to remember the ID its first copy takes, it would count the
+// refused delete as taking M (a later action over its tombstone is
+// discarded target_deleted) before the finalize batch refused it.
+func TestHoldPassIgnoresARefusedCopysDelete(t *testing.T) {
+	oneGoroutine(t)
+	_, alice, bob, bob2, bob3 := threeDeviceBob(t)
+	m := wire.LogicalID{0x17, 0x10}
+	x, y := wire.LogicalID{0x17, 0x11}, wire.LogicalID{0x17, 0x12}
+	bob.raw(bob2, sentActionCopy(t, x, alice.addr, wire.Action{Content: wire.ContentReaction, Target: m, Emoji: thumbs, Order: 1}))
+	bob3.raw(bob2, sentActionCopy(t, x, alice.addr, wire.Action{Content: wire.ContentDelete, Target: m}))
+	bob.raw(bob2, sentActionCopy(t, y, alice.addr, wire.Action{Content: wire.ContentReaction, Target: m, Emoji: heart, Order: 2}))
+	bob2.sync()
+	if n := bob2.pendingFrom(bob) + bob2.pendingFrom(bob3); n != 3 {
+		t.Fatalf("bob/2 holds %d copies, want the three waiting for M", n)
+	}
+	bob3.raw(bob2, sentCopy(t, m, alice.addr, "M"))
+	var res []engine.ReceiveResult
+	for range 3 {
+		res = append(res, bob2.sync()...)
+	}
+	if got := resultsFor(res, bob.addr, y); !slices.Contains(got, engine.ResultApplied) {
+		t.Fatalf("bob/2's results for bob/1's reaction Y: %v, want it applied", got)
+	}
+	if e := bob2.entry(alice, m); e.Deleted || string(e.Body) != "M" {
+		t.Fatalf("bob/2's entry of M: %q, deleted %v; want it standing", e.Body, e.Deleted)
+	}
+	if got := reactionsOf(bob2.entry(alice, m)); len(got) != 1 {
+		t.Fatalf("M on bob/2 shows reactions %v, want bob/1's one", got)
 	}
 }
