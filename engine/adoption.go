@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/parley-chat/parley/wire"
@@ -105,14 +106,14 @@ type AdoptedLane struct {
 // meets, so a copy that cannot be read or resent is skipped and reported
 // (EventSyncFailed, op "adopt"), never returned as an error; so is an
 // edited copy whose first body is not held (ErrAdoptFirstBody), counted
-// in one report.
+// in one report per removed device, naming the first few.
 func (c *Client) adoptedLanes(ctx context.Context, key *AccountKey, removed []Address) []AdoptedLane {
 	if key == nil {
 		return nil
 	}
 	since := c.cfg.Now().Add(-MaxAdoptAge)
 	var out []AdoptedLane
-	n, size, left, strangers, firstless := 0, 0, 0, 0, 0
+	n, size, left, strangers := 0, 0, 0, 0
 	for _, d := range removed {
 		if d.User != c.self.User || d == c.self || n >= MaxAdoptedMessages {
 			continue
@@ -122,9 +123,10 @@ func (c *Client) adoptedLanes(ctx context.Context, key *AccountKey, removed []Ad
 			c.adoptFailed(fmt.Errorf("adopt the messages of %s: %w", d, err))
 			continue
 		}
+		var firstless []SentCopyRecord
 		for _, cp := range copies {
 			if errors.Is(cp.Err, ErrAdoptFirstBody) {
-				firstless++
+				firstless = append(firstless, cp)
 				continue
 			}
 			if cp.Err != nil {
@@ -165,17 +167,34 @@ func (c *Client) adoptedLanes(ctx context.Context, key *AccountKey, removed []Ad
 				out = append(out, AdoptedLane{Conversation: cp.Conversation, ID: cp.ID, Recipient: r, Frame: frame})
 			}
 		}
+		if len(firstless) > 0 {
+			c.adoptFailed(fmt.Errorf("%d edited sent copies of %s not adopted (%s): %w", len(firstless), d, namedCopies(firstless), ErrAdoptFirstBody))
+		}
 	}
 	if left > 0 {
 		c.adoptFailed(fmt.Errorf("%d sent copies not adopted: %w", left, ErrAdoptedBytes))
-	}
-	if firstless > 0 {
-		c.adoptFailed(fmt.Errorf("%d edited sent copies not adopted: %w", firstless, ErrAdoptFirstBody))
 	}
 	if strangers > 0 {
 		c.adoptFailed(fmt.Errorf("%d sent copies to people this device never talked with not adopted", strangers))
 	}
 	return out
+}
+
+// maxNamedCopies bounds how many copies a report names.
+const maxNamedCopies = 4
+
+// namedCopies names the first maxNamedCopies of copies by conversation
+// and ID prefix, for a report.
+func namedCopies(copies []SentCopyRecord) string {
+	var names []string
+	for i, cp := range copies {
+		if i == maxNamedCopies {
+			names = append(names, "...")
+			break
+		}
+		names = append(names, fmt.Sprintf("%s %x", cp.Conversation, cp.ID[:4]))
+	}
+	return strings.Join(names, ", ")
 }
 
 // talksWith reports whether this device has a conversation with peer's

@@ -245,8 +245,9 @@ func TestEditedCopyWithoutFirstBodyIsReported(t *testing.T) {
 		case e := <-alice.c.Events():
 			if e.Kind == engine.EventSyncFailed && e.Op == "adopt" && errors.Is(e.Err, engine.ErrAdoptFirstBody) {
 				reported = true
-				if !strings.Contains(e.Err.Error(), "1 edited") {
-					t.Errorf("the report %q does not count one copy", e.Err)
+				if msg := e.Err.Error(); !strings.Contains(msg, "1 edited") || !strings.Contains(msg, alice2.addr.String()) ||
+					!strings.Contains(msg, fmt.Sprintf("%s %x", bob.addr, id[:4])) {
+					t.Errorf("the report %q does not count one copy of %s and name it", e.Err, alice2.addr)
 				}
 			}
 		default:

@@ -121,7 +121,9 @@ type Store interface {
 	Seen(ctx context.Context, sender Address, id wire.LogicalID) (SeenMessage, error)
 	// SentCopiesFrom returns up to limit sent copies that device (another
 	// device of this person) sent here, finalized at or after since and
-	// still standing as copies (not adopted), newest first.
+	// still standing as copies (not adopted), newest first; then, apart
+	// from that limit, up to limit more of its edited copies whose first
+	// body is not held, each with an Err wrapping ErrAdoptFirstBody.
 	SentCopiesFrom(ctx context.Context, device Address, since time.Time, limit int) ([]SentCopyRecord, error)
 
 	GroupStore

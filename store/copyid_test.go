@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/wire"
 )
 
 // TestCopyUnderAnOwnEntrysIDRefused: a sibling's sent copy planned under
@@ -71,5 +73,42 @@ func TestDecisionsLeaveOwnDevicesOut(t *testing.T) {
 	}
 	if want := []string{"alicex/1", "bob/1", "bob/1", "bob/1"}; !slices.Equal(got, want) {
 		t.Fatalf("Decisions = %v, want %v (every other person's decision, no own device's record)", got, want)
+	}
+}
+
+// TestFirstlessCopiesTakeNoLimit: alice/2's newest sent copy was edited
+// and its first body is not held; an older one is adoptable. Read with a
+// limit of one, SentCopiesFrom returns the adoptable copy and, apart from
+// the limit, the edited one as a record of engine.ErrAdoptFirstBody.
+// Before the fix the edited copy took the limit's one row, and the older
+// copy was never read (nor adopted).
+func TestFirstlessCopiesTakeNoLimit(t *testing.T) {
+	db := MustOpenDB(t)
+	ctx := context.Background()
+	from, conv := engine.MustParseAddress("alice/2"), engine.MustParseAddress("carol/3")
+	edited, plain := wire.LogicalID{0x4a, 1}, wire.LogicalID{0x4a, 2}
+	for _, c := range []struct {
+		id wire.LogicalID
+		at int64
+	}{{edited, 30}, {plain, 20}} {
+		if _, err := db.sql.ExecContext(ctx, "INSERT INTO finalized (sender, id, outcome, reason, at, sealed_digest) VALUES (?, ?, 1, 0, ?, ?)",
+			from.String(), c.id[:], c.at, db.seal.seal(kindFinalizedDigest, messageKey(from, c.id), bytes.Repeat([]byte{1}, 32))); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.sql.ExecContext(ctx, "INSERT INTO history (peer, direction, id, at, state, sealed_body, copied_from) VALUES (?, 2, ?, ?, 4, ?, ?)",
+			conv.String(), c.id[:], c.at, db.seal.seal(kindHistoryBody, historyKey(conv, engine.DirectionOut, c.id), []byte("body")), from.String()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.sql.ExecContext(ctx, "INSERT INTO message_extra (peer, direction, id, edits) VALUES (?, 2, ?, 1)", conv.String(), edited[:]); err != nil {
+		t.Fatal(err)
+	}
+	copies, err := db.SentCopiesFrom(ctx, from, time.Unix(0, 0), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(copies) != 2 || copies[0].ID != plain || copies[0].Err != nil || string(copies[0].Body) != "body" ||
+		copies[1].ID != edited || !errors.Is(copies[1].Err, engine.ErrAdoptFirstBody) {
+		t.Fatalf("sent copies with a limit of one: %+v; want the plain copy, then the edited one reported", copies)
 	}
 }
