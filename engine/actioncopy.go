@@ -155,9 +155,11 @@ func (c *Client) prepareSentActionCopy(ctx context.Context, bs *batchState, in *
 	case kind == ResultDelivery && repeat:
 		step.res.Kind = ResultSentCopy
 	case kind == ResultDelivery:
-		if taken, err := c.copyIDTaken(ctx, bs.copyIDs, to, cp.ID); err != nil {
+		taken, err := c.copyIDTaken(ctx, bs.copyIDs, to, cp.ID)
+		if err != nil {
 			return prepared{}, err
-		} else if taken {
+		}
+		if taken || bs.takenRows[in.row.Row] {
 			if err := c.refuseTakenCopy(&step, in.sender, to, cp.ID); err != nil {
 				return prepared{}, err
 			}

@@ -392,3 +392,49 @@ func TestHoldPassIgnoresARefusedCopysDelete(t *testing.T) {
 		t.Fatalf("M on bob/2 shows reactions %v, want bob/1's one", got)
 	}
 }
+
+// TestStoreRefusedCopyIsAcknowledged: the store's guard refuses a page of
+// one row, bob/1's sent copy of ID X, because an own entry of X appeared
+// in alice's conversation after the engine checked (a state the engine's
+// ordering does not make; the test writes it from the failpoint hook just
+// before the transaction). The row is prepared again as a refused copy:
+// acknowledged, nothing stored, nothing quarantined. Before the fix the
+// row went to quarantine unacknowledged, and bob/1's lane retried it for
+// ever.
+func TestStoreRefusedCopyIsAcknowledged(t *testing.T) {
+	oneGoroutine(t)
+	w, alice, bob, bob2, _ := threeDeviceBob(t)
+	x := wire.LogicalID{0x17, 0x20}
+	var armed atomic.Bool
+	bob2.openWith(func(point string) error {
+		if point != "receive-commit/before-begin" || !armed.CompareAndSwap(true, false) {
+			return nil
+		}
+		db, err := sql.Open("sqlite", "file:"+filepath.Join(bob2.dir, "parley.db")+"?_pragma=busy_timeout(5000)")
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		_, err = db.Exec("INSERT INTO history (peer, direction, id, at, state, sealed_body) VALUES (?, 2, ?, 1, 2, x'00')", alice.addr.String(), x[:])
+		return err
+	})
+	bob2.sync() // what is left of the setup: the copy is a page alone
+	bob.raw(bob2, sentCopy(t, x, alice.addr, "copy"))
+	armed.Store(true)
+	res := bob2.sync()
+	if armed.Load() {
+		t.Fatal("the hook never wrote the own entry")
+	}
+	if !hasError(res, engine.ErrCopyIDTaken) {
+		t.Fatalf("bob/2's round: %v, want the copy refused with %v", errorsIn(res), engine.ErrCopyIDTaken)
+	}
+	if q, err := bob2.c.Quarantine(w.ctx, 0, 100); err != nil || len(q) != 0 {
+		t.Fatalf("bob/2's quarantine: %+v, %v; want nothing", q, err)
+	}
+	if s, err := bob2.st.Seen(w.ctx, bob.addr, x); err != nil || s.Pending || s.Finalized {
+		t.Fatalf("bob/2's record of bob/1's copy: %+v, %v; want nothing stored", s, err)
+	}
+	if n := bob2.count("SELECT count(*) FROM inbox"); n != 0 {
+		t.Fatalf("bob/2 keeps %d staged rows, want none", n)
+	}
+}

@@ -776,9 +776,11 @@ func (c *Client) prepareSentCopy(ctx context.Context, bs *batchState, in *incomi
 		// The same copy earlier in this batch: it is acknowledged there.
 		step.res.Kind = ResultSentCopy
 	case kind == ResultDelivery:
-		if taken, err := c.copyIDTaken(ctx, bs.copyIDs, to, cp.ID); err != nil {
+		taken, err := c.copyIDTaken(ctx, bs.copyIDs, to, cp.ID)
+		if err != nil {
 			return prepared{}, err
-		} else if taken {
+		}
+		if taken || bs.takenRows[in.row.Row] {
 			// Another own message has the ID (actioncopy.go).
 			if err := c.refuseTakenCopy(&step, in.sender, to, cp.ID); err != nil {
 				return prepared{}, err

@@ -60,6 +60,10 @@ type batchState struct {
 	// make (copyIDKey): a second copy under one of those IDs, from another
 	// sibling, is refused as copyIDTaken refuses one under a stored ID.
 	copyIDs map[copyIDKey]bool
+	// takenRows are the staged rows whose sent copy the store refused
+	// under a taken ID (ErrCopyIDTaken, processRows): prepared again, the
+	// copy is refused so.
+	takenRows map[int64]bool
 }
 
 type inboundKey struct {
