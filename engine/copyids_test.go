@@ -438,3 +438,34 @@ func TestStoreRefusedCopyIsAcknowledged(t *testing.T) {
 		t.Fatalf("bob/2 keeps %d staged rows, want none", n)
 	}
 }
+
+// TestCopyToOwnAccountDroppedByTheEngine: bob/3 sends bob/2 a sent copy
+// (kind 14) naming bob/1, a conversation of bob's own account, in one
+// page with bob/1's genuine copy. The engine drops it with
+// ErrCopyConversation, as it drops such an action copy, and the page
+// commits in one transaction with the genuine copy. Before the fix only
+// the store refused it: the page's transaction failed and was retried
+// row by row.
+func TestCopyToOwnAccountDroppedByTheEngine(t *testing.T) {
+	oneGoroutine(t)
+	_, alice, bob, bob2, bob3 := threeDeviceBob(t)
+	bob2.sync()
+	var txs txCounter
+	bob2.openWith(txs.hook)
+	genuine, own := wire.LogicalID{0x17, 0x30}, wire.LogicalID{0x17, 0x31}
+	bob.raw(bob2, sentCopy(t, genuine, alice.addr, "genuine"))
+	bob3.raw(bob2, sentCopy(t, own, bob.addr, "to myself"))
+	res := bob2.sync()
+	if !hasError(res, engine.ErrCopyConversation) {
+		t.Fatalf("bob/2's round: %v, want the copy to bob/1 refused with %v", errorsIn(res), engine.ErrCopyConversation)
+	}
+	if n := txs.rolledBack(); n != 0 {
+		t.Fatalf("bob/2 rolled back %d transactions: the store refused the page", n)
+	}
+	if e := bob2.entry(alice, genuine); string(e.Body) != "genuine" {
+		t.Fatalf("bob/2's entry of bob/1's copy: %q", e.Body)
+	}
+	if s, err := bob2.st.Seen(bob2.w.ctx, bob3.addr, own); err != nil || s.Pending || s.Finalized {
+		t.Fatalf("bob/2's record of the copy to bob/1: %+v, %v; want nothing", s, err)
+	}
+}

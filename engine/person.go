@@ -761,6 +761,11 @@ func (c *Client) prepareSentCopy(ctx context.Context, bs *batchState, in *incomi
 	if err != nil {
 		return in.drop(cp.ID, err), nil
 	}
+	if to.User == c.self.User {
+		// As a sent action copy's (actioncopy.go): dropped here, not left
+		// to the store, whose refusal fails the whole page.
+		return in.drop(cp.ID, fmt.Errorf("sent copy to %s: %w", to, ErrCopyConversation)), nil
+	}
 	d := digest(cp.Body)
 	key := inboundKey{in.sender, cp.ID}
 	effect, kind, err := c.classify(ctx, bs, key, d)
