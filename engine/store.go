@@ -90,8 +90,10 @@ type Store interface {
 	// or after since, newest first: the decisions a sibling linked since
 	// is told of (decision.go, catch-up). Discards the engine made by its
 	// rules for actions (DiscardReason.ByEngine) are left out, and so are
-	// the records of what this person's own devices sent (sent copies,
-	// decision frames), before the limit: they are nobody's decision.
+	// the one-to-one records of what this person's own devices sent (sent
+	// copies, decision frames), before the limit: they are nobody's
+	// decision. An own device's group message is kept (a file of it is
+	// the person's to decide).
 	Decisions(ctx context.Context, since time.Time, limit int) ([]MadeDecision, error)
 	// DueDecisions returns up to limit kept decisions whose message is
 	// pending here, oldest first, and whether any decision is kept at all.

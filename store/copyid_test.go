@@ -76,6 +76,36 @@ func TestDecisionsLeaveOwnDevicesOut(t *testing.T) {
 	}
 }
 
+// TestDecisionsKeepASiblingsGroupMessage: the catch-up's decisions leave
+// out an own device's one-to-one records (a sent copy) but keep its group
+// message's (a file a person discarded here). Before the fix every record
+// of an own device was left out, and a sibling linked since never heard
+// of a decision on a sibling's group file.
+func TestDecisionsKeepASiblingsGroupMessage(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, false)
+	sibling := engine.MustParseAddress("alice/2")
+	group := wire.GroupID{0x77}
+	for i, grp := range [][]byte{nil, group[:]} {
+		lid := logicalID(byte(200 + i))
+		outcome, reason := engine.OutcomeCommitted, engine.DiscardNone
+		if grp != nil {
+			outcome, reason = engine.OutcomeDiscarded, engine.DiscardRejected
+		}
+		if _, err := f.db.sql.Exec("INSERT INTO finalized (sender, id, outcome, reason, at, sealed_digest, grp) VALUES (?, ?, ?, ?, ?, ?, ?)",
+			sibling.String(), lid[:], int64(outcome), int64(reason), 200+i, f.db.seal.seal(kindFinalizedDigest, messageKey(sibling, lid), make([]byte, 32)), grp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	made, err := f.db.Decisions(ctx, time.Unix(0, 200), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(made) != 1 || made[0].ID != logicalID(201) || made[0].Group == nil || *made[0].Group != group {
+		t.Fatalf("Decisions = %+v, want the group message's discard alone", made)
+	}
+}
+
 // TestFirstlessCopiesTakeNoLimit: alice/2's newest sent copy was edited
 // and its first body is not held; an older one is adoptable. Read with a
 // limit of one, SentCopiesFrom returns the adoptable copy and, apart from
