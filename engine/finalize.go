@@ -180,6 +180,10 @@ func (c *Client) finalizeBatch(ctx context.Context, reqs []FinalizeRequest, know
 			// Two siblings' copies of one ID in one batch: the first
 			// makes the own entry; the second finds it only here, not
 			// stored yet, and claims no authorship (ErrCopyIDTaken).
+			// The hold's pass refuses such a pair before it asks
+			// (settleActions) and runs before the kept decisions in a
+			// round, so this is a second line for those callers, ahead
+			// of the store's guard, which would fail the whole batch.
 			k := copyIDKey{act.Peer, DirectionOut, r.ID}
 			if copies[k] {
 				r.Outcome, r.Reason, r.held, results[i].Discarded, act = OutcomeDiscarded, DiscardNotAuthor, true, DiscardNotAuthor, nil
