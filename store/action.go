@@ -226,7 +226,7 @@ func (db *DB) ActionTarget(ctx context.Context, peer engine.Address, id wire.Log
 		t.Copied = t.Direction == engine.DirectionOut && (engine.SentState(state) == engine.SentCopied || linked == 1)
 		t.Action, t.Edits, t.Deleted = wire.ContentType(action), uint32(edits), deleted == 1
 		if engine.SentState(state) == engine.SentCopied && from != "" {
-			// The sibling whose sent copy made the entry (0028); an
+			// The sibling whose sent copy made the entry (0027); an
 			// unreadable one names nobody.
 			if a, err := engine.ParseAddress(from); err == nil {
 				t.CopiedFrom = a

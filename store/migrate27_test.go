@@ -10,17 +10,12 @@ import (
 	"github.com/parley-chat/parley/wire"
 )
 
-// insertFixtureV27 is fixture 26: migration 0027 is a placeholder.
-func insertFixtureV27(t *testing.T, db *sql.DB, s *sealer) { insertFixtureV26(t, db, s) }
-
-func checkFixtureV27(t *testing.T, db *DB) { checkFixtureV26(t, db) }
-
-// insertFixtureV28 is fixture 27 with its sent copy (fixture 24's) naming
-// the sibling it came from, as a build with 0028 stores it, and another
+// insertFixtureV27 is fixture 26 with its sent copy (fixture 24's) naming
+// the sibling it came from, as a build with 0027 stores it, and another
 // copy's entry naming its own.
-func insertFixtureV28(t *testing.T, db *sql.DB, s *sealer) {
+func insertFixtureV27(t *testing.T, db *sql.DB, s *sealer) {
 	t.Helper()
-	insertFixtureV27(t, db, s)
+	insertFixtureV26(t, db, s)
 	if _, err := db.Exec("UPDATE history SET copied_from = 'alice/2' WHERE direction = 2 AND state = 4 AND id = ?", fixtureV24ID[:]); err != nil {
 		t.Fatal(err)
 	}
@@ -32,25 +27,25 @@ func insertFixtureV28(t *testing.T, db *sql.DB, s *sealer) {
 	}
 }
 
-func checkFixtureV28(t *testing.T, db *DB) {
+func checkFixtureV27(t *testing.T, db *DB) {
 	t.Helper()
-	checkFixtureV27(t, db)
+	checkFixtureV26(t, db)
 	got, err := db.ActionTarget(context.Background(), engine.MustParseAddress("dave/1"), wire.LogicalID{0x28, 0x28}, engine.DirectionOut)
 	if err != nil || !got.Found || got.CopiedFrom.String() != "alice/2" {
-		t.Fatalf("fixture 28's copy: %+v, %v; want it copied from alice/2", got, err)
+		t.Fatalf("fixture 27's copy: %+v, %v; want it copied from alice/2", got, err)
 	}
 }
 
-// TestMigration28NamesCopiesAuthors builds a profile of alice/1 at version
-// 27 holding three sent copies' entries: one of an ID only alice/2 has a
+// TestMigration27NamesCopiesAuthors builds a profile of alice/1 at version
+// 26 holding three sent copies' entries: one of an ID only alice/2 has a
 // committed record of (a peer, bob/1, has one too: a peer is no own
 // device), one of an ID both alice/2 and alice/3 have (a sibling reusing
 // another's ID), and one nobody has a record of. Opening it (migration
-// 0028) names alice/2 on the first and nobody on the other two.
-func TestMigration28NamesCopiesAuthors(t *testing.T) {
+// 0027) names alice/2 on the first and nobody on the other two.
+func TestMigration27NamesCopiesAuthors(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	s, raw := profileAt(t, dir, 27)
+	s, raw := profileAt(t, dir, 26)
 	if _, err := raw.Exec(sqlPutMeta, metaAddress, []byte("alice/1")); err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +79,7 @@ func TestMigration28NamesCopiesAuthors(t *testing.T) {
 			t.Fatalf("entry %x: %+v, %v", c.id[:2], got, err)
 		}
 		if from := got.CopiedFrom; (from == engine.Address{}) != (c.want == "") || (c.want != "" && from.String() != c.want) {
-			t.Errorf("entry %x copied from %v after 0028, want %q", c.id[:2], from, c.want)
+			t.Errorf("entry %x copied from %v after 0027, want %q", c.id[:2], from, c.want)
 		}
 	}
 }

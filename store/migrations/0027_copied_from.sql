@@ -1,4 +1,4 @@
--- 0028: a sent copy's entry names the device it came from. history's
+-- 0027: a sent copy's entry names the device it came from. history's
 -- copied_from is the address of the sibling whose sent copy (frame kind
 -- 14 or 17) made the entry (state 4, engine.SentCopied); NULL on every
 -- other entry. Only that device edits or deletes the message here, and
