@@ -79,6 +79,10 @@ type ActionTarget struct {
 	// (peerActionTarget). Its author is that other device: only it edits
 	// or deletes the message, as in a group.
 	Copied bool
+	// CopiedFrom is, for a sent copy's entry (SentCopied), the sibling
+	// whose copy made it: the one device that edits or deletes it here.
+	// Zero for every other entry.
+	CopiedFrom Address
 }
 
 // ActionVerdict is DecideAction's answer: apply (the zero value), hold

@@ -29,8 +29,9 @@ import (
 //   - it names another person's conversation (ErrCopyConversation);
 //   - an edit or a delete applies only to a message that very device sent,
 //     as this device holds it: an own entry committed from that device's
-//     sent copy (its finalized record), never a message of the peer, of
-//     this device, or of a third device of the person (not_author);
+//     sent copy (the entry names it, ActionTarget.CopiedFrom), never a
+//     message of the peer, of this device, or of a third device of the
+//     person (not_author);
 //   - a reaction or a reply may name any message of the conversation.
 //
 // A target not here yet waits as a received action waits for its target
@@ -44,7 +45,8 @@ var ErrCopyConversation = errors.New("a sent copy names a conversation with this
 
 // ErrCopyIDTaken means a sibling's sent copy (frame kind 14 or 17) uses
 // the ID of an own entry of the conversation that is not that copy: a
-// message of this device, or another device's copy. The copy is
+// message of this device, or another device's copy, stored or committed
+// earlier in the same batch. The copy is
 // acknowledged and nothing of it is stored (no entry, no finalized record
 // that would make its sender the entry's author, no action applied).
 var ErrCopyIDTaken = errors.New("a sent copy reuses the ID of another own message of the conversation")
@@ -57,9 +59,11 @@ var ErrHeldCopy = errors.New("a sibling's sent action copy waiting for its targe
 
 // copyIDTaken reports whether the conversation a sent copy to to names
 // (to's, or the person's conversation held for to's user) has an own
-// entry with ID id. The caller has ruled out a repeat of the copy itself
-// (classify), so any entry found is another message's.
-func (c *Client) copyIDTaken(ctx context.Context, to Address, id wire.LogicalID) (bool, error) {
+// entry with ID id, stored or made by a copy committed earlier in this
+// batch (claimed, nil outside a receive). The caller has ruled out a
+// repeat of the copy itself (classify), so any entry found is another
+// message's.
+func (c *Client) copyIDTaken(ctx context.Context, claimed map[copyIDKey]bool, to Address, id wire.LogicalID) (bool, error) {
 	places := []Address{to}
 	held, ok, err := c.store.PeerAccount(ctx, to.User)
 	if err != nil {
@@ -69,12 +73,42 @@ func (c *Client) copyIDTaken(ctx context.Context, to Address, id wire.LogicalID)
 		places = append(places, held.Conversation)
 	}
 	for _, p := range places {
+		if claimed[copyIDKey{p, DirectionOut, id}] {
+			return true, nil
+		}
+	}
+	for _, p := range places {
 		t, err := c.store.ActionTarget(ctx, p, id, DirectionOut)
 		if err != nil || t.Found {
 			return t.Found, err
 		}
 	}
 	return false, nil
+}
+
+// copyIDKey names one own entry a sent copy makes: the conversation it
+// is kept in, its direction (DirectionOut) and its ID. The engine's
+// checks read what is stored; a batch (a receive's page, a pass of the
+// hold) also remembers the entries its own copies make, so that two
+// copies of one ID from two siblings in one batch do not both commit: the
+// second would find no stored entry, and its finalized record would make
+// its sender the author of the first one's message.
+type copyIDKey struct {
+	conv Address
+	dir  Direction
+	id   wire.LogicalID
+}
+
+// claimCopyID records in claimed the own entry a sent copy to to with ID
+// id makes in this batch: under to and under the person's conversation,
+// as copyIDTaken looks for it.
+func (c *Client) claimCopyID(ctx context.Context, claimed map[copyIDKey]bool, to Address, id wire.LogicalID) error {
+	claimed[copyIDKey{to, DirectionOut, id}] = true
+	held, ok, err := c.store.PeerAccount(ctx, to.User)
+	if err == nil && ok {
+		claimed[copyIDKey{held.Conversation, DirectionOut, id}] = true
+	}
+	return err
 }
 
 // refuseTakenCopy makes step the acknowledgement of a sent copy whose ID
@@ -121,9 +155,11 @@ func (c *Client) prepareSentActionCopy(ctx context.Context, bs *batchState, in *
 	case kind == ResultDelivery && repeat:
 		step.res.Kind = ResultSentCopy
 	case kind == ResultDelivery:
-		if taken, err := c.copyIDTaken(ctx, to, cp.ID); err != nil {
+		taken, err := c.copyIDTaken(ctx, bs.copyIDs, to, cp.ID)
+		if err != nil {
 			return prepared{}, err
-		} else if taken {
+		}
+		if taken || bs.takenRows[in.row.Row] {
 			if err := c.refuseTakenCopy(&step, in.sender, to, cp.ID); err != nil {
 				return prepared{}, err
 			}
@@ -154,6 +190,9 @@ func (c *Client) prepareSentActionCopy(ctx context.Context, bs *batchState, in *
 		}
 		if act.Content == wire.ContentDelete {
 			bs.deleted[act.targetKey()] = true
+		}
+		if err := c.claimCopyID(ctx, bs.copyIDs, to, cp.ID); err != nil {
+			return prepared{}, err
 		}
 		if step.ack, err = c.ackOnNext(&step.next, in.sender, cp.ID); err != nil {
 			return prepared{}, err
@@ -212,15 +251,14 @@ func (c *Client) copiedAction(ctx context.Context, sender Address, id wire.Logic
 		}
 		if found && (a.Content == wire.ContentEdit || a.Content == wire.ContentDelete) {
 			// The sending device's own authority: a message it sent, as
-			// this device committed it from that device's sent copy.
-			t.Copied = true
-			if t.Direction == DirectionOut {
-				seen, err := c.store.Seen(ctx, sender, a.Target)
-				if err != nil {
-					return nil, ActionVerdict{}, err
-				}
-				t.Copied = !seen.Finalized || seen.Outcome != OutcomeCommitted || seen.Imported
-			}
+			// this device committed it from that device's sent copy, the
+			// entry itself naming it (CopiedFrom). Not a finalized record
+			// of sender with the target's ID: that is keyed by (sender,
+			// ID) alone, and a sibling that reuses the ID of another
+			// device's message in another conversation, or in a group,
+			// has one. A message of this device, of the peer or of a
+			// third device is never the sender's.
+			t.Copied = t.Direction != DirectionOut || t.CopiedFrom != sender
 		}
 	}
 	v := DecideAction(t, a.Content, false, arrived, now)
@@ -246,7 +284,7 @@ func (c *Client) heldCopyAction(ctx context.Context, m *InboundMessage, a wire.A
 	if err != nil || to.User == c.self.User {
 		return nil, ActionVerdict{Reason: DiscardUnsupported}, nil
 	}
-	if taken, err := c.copyIDTaken(ctx, to, m.ID); err != nil || taken {
+	if taken, err := c.copyIDTaken(ctx, nil, to, m.ID); err != nil || taken {
 		// Its ID became another own message's while it waited: it
 		// claims no authorship (ErrCopyIDTaken), discarded not_author.
 		return nil, ActionVerdict{Reason: DiscardNotAuthor}, err

@@ -74,6 +74,7 @@ func (c *Client) settleActions(ctx context.Context) ([]ReceiveResult, error) {
 	var reqs []FinalizeRequest
 	known := make(map[inboundKey]*InboundMessage)
 	deleted := make(map[actionTargetKey]bool) // by the deletes this pass commits
+	copies := make(map[copyIDKey]bool)        // the own entries its sent copies make
 	for i := range held {
 		m := &held[i]
 		act, v, err := c.receivedAction(ctx, m, now)
@@ -100,7 +101,14 @@ func (c *Client) settleActions(ctx context.Context) ([]ReceiveResult, error) {
 			// A delete earlier in this pass takes the target: the
 			// action would apply over its tombstone.
 			reqs = append(reqs, FinalizeRequest{Sender: m.Sender, ID: m.ID, Outcome: OutcomeDiscarded, Reason: DiscardTargetDeleted, held: true})
+		case act != nil && m.CopyTo != "" && copies[copyIDKey{act.Peer, DirectionOut, m.ID}]:
+			// Another sibling's copy of this ID commits earlier in this
+			// pass: this one claims no authorship (ErrCopyIDTaken).
+			reqs = append(reqs, FinalizeRequest{Sender: m.Sender, ID: m.ID, Outcome: OutcomeDiscarded, Reason: DiscardNotAuthor, held: true})
 		case act != nil && (commit || own):
+			if m.CopyTo != "" {
+				copies[copyIDKey{act.Peer, DirectionOut, m.ID}] = true
+			}
 			reqs = append(reqs, FinalizeRequest{Sender: m.Sender, ID: m.ID, Outcome: OutcomeCommitted, own: own})
 			if act.Content == wire.ContentDelete {
 				deleted[act.targetKey()] = true

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/parley-chat/parley/wire"
@@ -50,6 +51,14 @@ const MaxAdoptedBytes = 4 << 20
 // MaxAdoptedBytes.
 var ErrAdoptedBytes = errors.New("engine: adoption bounded by MaxAdoptedBytes")
 
+// ErrAdoptFirstBody reports a sent copy left out of an adoption because
+// it was edited and the body its device first sent (the edit-0 version)
+// is not held here, as when its edits came with an imported history. The
+// resend must carry that first body: a receiver that has the message
+// takes a resend with another body from a sibling device as a new
+// message (seenFromPerson), which would show it twice.
+var ErrAdoptFirstBody = errors.New("engine: an edited sent copy whose first body is not held here is not adopted")
+
 // MaxAdoptAge bounds how old a sent copy may be (since it arrived here) to
 // be adopted. A receiver remembers that it processed a message until its
 // finalized record is pruned; parley prunes only when asked (`parley
@@ -63,7 +72,9 @@ const MaxAdoptAge = 7 * 24 * time.Hour
 // and body, and when the copy arrived.
 //
 // Err is set, and the rest may be zero, when the row cannot be read (an
-// unsealable body, a malformed address): the adoption skips it.
+// unsealable body, a malformed address), or wraps ErrAdoptFirstBody, with
+// no body, for an edited copy whose first body is not held: the adoption
+// skips it.
 type SentCopyRecord struct {
 	Conversation Address
 	ID           wire.LogicalID
@@ -93,7 +104,9 @@ type AdoptedLane struct {
 //
 // It is best effort: the revocation must be stored whatever the adoption
 // meets, so a copy that cannot be read or resent is skipped and reported
-// (EventSyncFailed, op "adopt"), never returned as an error.
+// (EventSyncFailed, op "adopt"), never returned as an error; so is an
+// edited copy whose first body is not held (ErrAdoptFirstBody), counted
+// in one report per removed device, naming the first few.
 func (c *Client) adoptedLanes(ctx context.Context, key *AccountKey, removed []Address) []AdoptedLane {
 	if key == nil {
 		return nil
@@ -110,7 +123,12 @@ func (c *Client) adoptedLanes(ctx context.Context, key *AccountKey, removed []Ad
 			c.adoptFailed(fmt.Errorf("adopt the messages of %s: %w", d, err))
 			continue
 		}
+		var firstless []SentCopyRecord
 		for _, cp := range copies {
+			if errors.Is(cp.Err, ErrAdoptFirstBody) {
+				firstless = append(firstless, cp)
+				continue
+			}
 			if cp.Err != nil {
 				c.adoptFailed(fmt.Errorf("adopt a message of %s: %w", d, cp.Err))
 				continue
@@ -149,6 +167,9 @@ func (c *Client) adoptedLanes(ctx context.Context, key *AccountKey, removed []Ad
 				out = append(out, AdoptedLane{Conversation: cp.Conversation, ID: cp.ID, Recipient: r, Frame: frame})
 			}
 		}
+		if len(firstless) > 0 {
+			c.adoptFailed(fmt.Errorf("%d edited sent copies of %s not adopted (%s): %w", len(firstless), d, namedCopies(firstless), ErrAdoptFirstBody))
+		}
 	}
 	if left > 0 {
 		c.adoptFailed(fmt.Errorf("%d sent copies not adopted: %w", left, ErrAdoptedBytes))
@@ -157,6 +178,23 @@ func (c *Client) adoptedLanes(ctx context.Context, key *AccountKey, removed []Ad
 		c.adoptFailed(fmt.Errorf("%d sent copies to people this device never talked with not adopted", strangers))
 	}
 	return out
+}
+
+// maxNamedCopies bounds how many copies a report names.
+const maxNamedCopies = 4
+
+// namedCopies names the first maxNamedCopies of copies by conversation
+// and ID prefix, for a report.
+func namedCopies(copies []SentCopyRecord) string {
+	var names []string
+	for i, cp := range copies {
+		if i == maxNamedCopies {
+			names = append(names, "...")
+			break
+		}
+		names = append(names, fmt.Sprintf("%s %x", cp.Conversation, cp.ID[:4]))
+	}
+	return strings.Join(names, ", ")
 }
 
 // talksWith reports whether this device has a conversation with peer's

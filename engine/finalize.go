@@ -113,6 +113,7 @@ func (c *Client) finalizeBatch(ctx context.Context, reqs []FinalizeRequest, know
 	var plans []Plan
 	var planOf []int
 	seen := make(map[inboundKey]bool)
+	copies := make(map[copyIDKey]bool)  // the own entries the batch's sent copies make
 	var declined []inboundKey           // discarded files, whose partial downloads go
 	inRequest := make(map[Address]bool) // senders with an open request
 	own, err := c.ownOtherDevices(ctx)
@@ -174,6 +175,20 @@ func (c *Client) finalizeBatch(ctx context.Context, reqs []FinalizeRequest, know
 		}
 		if results[i].Err != nil {
 			continue
+		}
+		if act != nil && m.CopyTo != "" {
+			// Two siblings' copies of one ID in one batch: the first
+			// makes the own entry; the second finds it only here, not
+			// stored yet, and claims no authorship (ErrCopyIDTaken).
+			// The hold's pass refuses such a pair before it asks
+			// (settleActions) and runs before the kept decisions in a
+			// round, so this is a second line for those callers, ahead
+			// of the store's guard, which would fail the whole batch.
+			k := copyIDKey{act.Peer, DirectionOut, r.ID}
+			if copies[k] {
+				r.Outcome, r.Reason, r.held, results[i].Discarded, act = OutcomeDiscarded, DiscardNotAuthor, true, DiscardNotAuthor, nil
+			}
+			copies[k] = true
 		}
 		seen[key] = true
 		ps, err := c.working(ctx, work, r.Sender)

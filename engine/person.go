@@ -761,6 +761,11 @@ func (c *Client) prepareSentCopy(ctx context.Context, bs *batchState, in *incomi
 	if err != nil {
 		return in.drop(cp.ID, err), nil
 	}
+	if to.User == c.self.User {
+		// As a sent action copy's (actioncopy.go): dropped here, not left
+		// to the store, whose refusal fails the whole page.
+		return in.drop(cp.ID, fmt.Errorf("sent copy to %s: %w", to, ErrCopyConversation)), nil
+	}
 	d := digest(cp.Body)
 	key := inboundKey{in.sender, cp.ID}
 	effect, kind, err := c.classify(ctx, bs, key, d)
@@ -776,9 +781,11 @@ func (c *Client) prepareSentCopy(ctx context.Context, bs *batchState, in *incomi
 		// The same copy earlier in this batch: it is acknowledged there.
 		step.res.Kind = ResultSentCopy
 	case kind == ResultDelivery:
-		if taken, err := c.copyIDTaken(ctx, to, cp.ID); err != nil {
+		taken, err := c.copyIDTaken(ctx, bs.copyIDs, to, cp.ID)
+		if err != nil {
 			return prepared{}, err
-		} else if taken {
+		}
+		if taken || bs.takenRows[in.row.Row] {
 			// Another own message has the ID (actioncopy.go).
 			if err := c.refuseTakenCopy(&step, in.sender, to, cp.ID); err != nil {
 				return prepared{}, err
@@ -788,6 +795,9 @@ func (c *Client) prepareSentCopy(ctx context.Context, bs *batchState, in *incomi
 		at := in.row.ReceivedAt
 		if at.IsZero() {
 			at = in.now
+		}
+		if err := c.claimCopyID(ctx, bs.copyIDs, to, cp.ID); err != nil {
+			return prepared{}, err
 		}
 		if step.ack, err = c.ackOnNext(&step.next, in.sender, cp.ID); err != nil {
 			return prepared{}, err

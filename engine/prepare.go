@@ -62,6 +62,14 @@ type batchState struct {
 	// (ownRead) for the decisions an arrival commit tells (decision.go).
 	own     []Address
 	ownRead bool
+	// copyIDs are the own entries the sent copies this batch commits
+	// make (copyIDKey): a second copy under one of those IDs, from another
+	// sibling, is refused as copyIDTaken refuses one under a stored ID.
+	copyIDs map[copyIDKey]bool
+	// takenRows are the staged rows whose sent copy the store refused
+	// under a taken ID (ErrCopyIDTaken, processRows): prepared again, the
+	// copy is refused so.
+	takenRows map[int64]bool
 }
 
 type inboundKey struct {
@@ -78,7 +86,7 @@ func newBatchState() *batchState {
 	return &batchState{work: make(map[Address]*peerState), delivered: make(map[inboundKey][32]byte),
 		retired: make(map[retiredKey]bool), consumed: make(map[uint32]bool), caps: newCapState(), requests: newRequestState(),
 		groups: -1, groupsSeen: make(map[wire.GroupID]*batchGroup), deleted: make(map[actionTargetKey]bool), takenBack: make(map[inboundKey]time.Time),
-		chains: make(map[chainKey]*session.ReceiverChain), acks: make(map[Address]*deferredAcks), needs: make(map[needKey]uint32)}
+		chains: make(map[chainKey]*session.ReceiverChain), acks: make(map[Address]*deferredAcks), needs: make(map[needKey]uint32), copyIDs: make(map[copyIDKey]bool)}
 }
 
 // prepared is one staged row's plan and the result it reports once

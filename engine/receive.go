@@ -104,12 +104,17 @@ func transient(err error) bool {
 // transaction; only then does it report them (finishRows). A row whose
 // preparation fails for a reason that is not transient is dropped to
 // quarantine with that reason, and the page is prepared again without it;
-// a single row whose plan the store refuses for such a reason likewise.
+// a single row whose plan the store refuses for such a reason likewise,
+// but for a sent copy the store found under a taken ID (ErrCopyIDTaken):
+// that row is prepared again as a refused copy, acknowledged with nothing
+// stored, as the engine's own check refuses one, so that its sibling's
+// lane ends.
 func (c *Client) processRows(ctx context.Context, rows []StagedEnvelope, commit bool, holds *holdState) ([]ReceiveResult, error) {
 	dropped := make(map[int64]error)
+	taken := make(map[int64]bool)
 	for attempt := 0; ; attempt++ {
 		pageHolds := holds.clone()
-		preps, work, err := c.preparePage(ctx, rows, commit, pageHolds, dropped)
+		preps, work, err := c.preparePage(ctx, rows, commit, pageHolds, dropped, taken)
 		if err != nil {
 			return nil, err
 		}
@@ -124,7 +129,11 @@ func (c *Client) processRows(ctx context.Context, rows []StagedEnvelope, commit 
 		receipts, err := c.applyWork(ctx, work, plans)
 		if err != nil {
 			c.refundRecoveries(preps)
-			if len(rows) == 1 && !transient(err) && dropped[rows[0].Row] == nil && attempt == 0 {
+			if len(rows) == 1 && !transient(err) && dropped[rows[0].Row] == nil && attempt < 2 {
+				if errors.Is(err, ErrCopyIDTaken) && !taken[rows[0].Row] {
+					taken[rows[0].Row] = true
+					continue
+				}
 				dropped[rows[0].Row] = fmt.Errorf("store refused its receive: %w", err)
 				continue
 			}
@@ -139,12 +148,13 @@ func (c *Client) processRows(ctx context.Context, rows []StagedEnvelope, commit 
 // with the drops the hold bounds add. A row in dropped is dropped with its
 // reason; a row whose preparation fails for a reason that is not transient
 // joins dropped and the page is prepared again from the start, so that
-// nothing the failed row began is in the batch.
-func (c *Client) preparePage(ctx context.Context, rows []StagedEnvelope, commit bool, holds *holdState, dropped map[int64]error) ([]prepared, map[Address]*peerState, error) {
+// nothing the failed row began is in the batch. A sent copy of a row in
+// taken is refused (ErrCopyIDTaken) whatever the engine's check finds.
+func (c *Client) preparePage(ctx context.Context, rows []StagedEnvelope, commit bool, holds *holdState, dropped map[int64]error, taken map[int64]bool) ([]prepared, map[Address]*peerState, error) {
 restart:
 	for {
 		bs := newBatchState()
-		bs.commit = commit
+		bs.commit, bs.takenRows = commit, taken
 		h := holds.clone()
 		preps := make([]prepared, 0, len(rows))
 		for _, row := range rows {

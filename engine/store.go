@@ -89,7 +89,11 @@ type Store interface {
 	// Decisions returns up to limit received messages finalized here at
 	// or after since, newest first: the decisions a sibling linked since
 	// is told of (decision.go, catch-up). Discards the engine made by its
-	// rules for actions (DiscardReason.ByEngine) are left out.
+	// rules for actions (DiscardReason.ByEngine) are left out, and so are
+	// the one-to-one records of what this person's own devices sent (sent
+	// copies, decision frames), before the limit: they are nobody's
+	// decision. An own device's group message is kept (a file of it is
+	// the person's to decide).
 	Decisions(ctx context.Context, since time.Time, limit int) ([]MadeDecision, error)
 	// DueDecisions returns up to limit kept decisions whose message is
 	// pending here, oldest first, and whether any decision is kept at all.
@@ -119,7 +123,9 @@ type Store interface {
 	Seen(ctx context.Context, sender Address, id wire.LogicalID) (SeenMessage, error)
 	// SentCopiesFrom returns up to limit sent copies that device (another
 	// device of this person) sent here, finalized at or after since and
-	// still standing as copies (not adopted), newest first.
+	// still standing as copies (not adopted), newest first; then, apart
+	// from that limit, up to limit more of its edited copies whose first
+	// body is not held, each with an Err wrapping ErrAdoptFirstBody.
 	SentCopiesFrom(ctx context.Context, device Address, since time.Time, limit int) ([]SentCopyRecord, error)
 
 	GroupStore

@@ -16,21 +16,34 @@ import (
 
 const (
 	// sqlSentCopiesFrom reads the sent copies one device sent here that
-	// are still copies (history_copied), newest first, with the body the
-	// device sent: an entry an applied edit copy changed gives its
-	// original (message_version edit 0, or nothing when that is missing),
-	// a deleted one is left out, as are action copies.
+	// are still copies (history_copied) and name it (copied_from), newest
+	// first, with the body the device sent: an entry an applied edit copy
+	// changed gives its original (message_version edit 0). One whose
+	// original is missing (its edit count came with an imported history,
+	// which carries no versions) is left out here, so that it takes none
+	// of the limit, and read by sqlFirstlessCopiesFrom. A deleted one is
+	// left out, as are action copies.
 	sqlSentCopiesFrom = `SELECT h.peer, h.id, f.at, coalesce(v.sealed_body, h.sealed_body), coalesce(x.edits, 0) > 0 FROM finalized f
-		JOIN history h ON h.id = f.id AND h.direction = 2 AND h.state = 4
+		JOIN history h ON h.id = f.id AND h.direction = 2 AND h.state = 4 AND h.copied_from = f.sender
 		LEFT JOIN message_extra x ON x.peer = h.peer AND x.direction = 2 AND x.id = h.id
 		LEFT JOIN message_version v ON v.peer = h.peer AND v.direction = 2 AND v.id = h.id AND v.edit = 0 AND coalesce(x.edits, 0) > 0
 		WHERE f.sender = ? AND f.outcome = 1 AND f.at >= ?
 		AND coalesce(x.action, 0) = 0 AND coalesce(x.deleted, 0) = 0
 		AND (coalesce(x.edits, 0) = 0 OR v.id IS NOT NULL)
 		ORDER BY f.at DESC, f.id LIMIT ?`
+	// sqlFirstlessCopiesFrom reads the edited sent copies of one device
+	// whose original is missing, newest first: SentCopiesFrom reports
+	// them (engine.ErrAdoptFirstBody), apart from its limit.
+	sqlFirstlessCopiesFrom = `SELECT h.peer, h.id, f.at FROM finalized f
+		JOIN history h ON h.id = f.id AND h.direction = 2 AND h.state = 4 AND h.copied_from = f.sender
+		JOIN message_extra x ON x.peer = h.peer AND x.direction = 2 AND x.id = h.id
+		WHERE f.sender = ? AND f.outcome = 1 AND f.at >= ?
+		AND x.action = 0 AND x.deleted = 0 AND x.edits > 0
+		AND NOT EXISTS (SELECT 1 FROM message_version v WHERE v.peer = h.peer AND v.direction = 2 AND v.id = h.id AND v.edit = 0)
+		ORDER BY f.at DESC, f.id LIMIT ?`
 	// sqlAdoptHistory turns a sent copy's entry into an own pending
 	// message: this device now follows its lanes.
-	sqlAdoptHistory = "UPDATE history SET state = ? WHERE peer = ? AND direction = 2 AND id = ? AND state = ?"
+	sqlAdoptHistory = "UPDATE history SET state = ?, copied_from = NULL WHERE peer = ? AND direction = 2 AND id = ? AND state = ?"
 	// sqlCopyStanding says whether a message's entry is still a sent copy.
 	sqlCopyStanding = "SELECT 1 FROM history WHERE peer = ? AND direction = 2 AND id = ? AND state IN (?, ?)"
 )
@@ -75,6 +88,40 @@ func (db *DB) SentCopiesFrom(ctx context.Context, device engine.Address, since t
 			r.Body, r.Err = nil, fmt.Errorf("store: read sent copy %x: %w", id, err)
 		}
 		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, db.readErr("read sent copies", err)
+	}
+	firstless, err := db.firstlessCopiesFrom(ctx, device, since, limit)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, firstless...), nil
+}
+
+// firstlessCopiesFrom reads up to limit edited sent copies of device whose
+// first body is not held, as records of engine.ErrAdoptFirstBody.
+func (db *DB) firstlessCopiesFrom(ctx context.Context, device engine.Address, since time.Time, limit int) ([]engine.SentCopyRecord, error) {
+	rows, err := db.query(ctx, sqlFirstlessCopiesFrom, device.String(), since.UnixNano(), limit)
+	if err != nil {
+		return nil, db.readErr("read sent copies", err)
+	}
+	defer rows.Close()
+	var out []engine.SentCopyRecord
+	for rows.Next() {
+		var peer string
+		var id []byte
+		var at int64
+		if err := rows.Scan(&peer, &id, &at); err != nil {
+			return nil, db.readErr("read sent copies", err)
+		}
+		conv, err := parseStoredAddress(peer)
+		if err != nil || len(id) != len(wire.LogicalID{}) {
+			out = append(out, engine.SentCopyRecord{Err: fmt.Errorf("store: edited sent copy %x to %q: %w", id, peer, engine.ErrAdoptFirstBody)})
+			continue
+		}
+		out = append(out, engine.SentCopyRecord{Conversation: conv, ID: wire.LogicalID(id), At: nsTime(at),
+			Err: fmt.Errorf("store: sent copy %x to %s: %w", id, conv, engine.ErrAdoptFirstBody)})
 	}
 	if err := rows.Err(); err != nil {
 		return nil, db.readErr("read sent copies", err)

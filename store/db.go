@@ -356,7 +356,7 @@ func finishOpen(ctx context.Context, dir string, lock *flock.Flock, sqldb *sql.D
 	if err != nil {
 		return nil, fmt.Errorf("store: open profile %s: %w", dir, mapErr(err))
 	}
-	err = migrate(ctx, conn, migrations)
+	err = migrateSealed(ctx, conn, migrations, seal)
 	if cerr := conn.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("store: open profile %s: %w", dir, mapErr(cerr))
 	}

@@ -16,6 +16,10 @@ import (
 const (
 	sqlInsertHistory = `INSERT INTO history (peer, direction, id, at, state, sealed_body) VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (peer, direction, id) DO NOTHING`
+	// sqlInsertCopyHistory is sqlInsertHistory for a sent copy's entry,
+	// naming the sibling it came from (copied_from, its author here).
+	sqlInsertCopyHistory = `INSERT INTO history (peer, direction, id, at, state, sealed_body, copied_from) VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (peer, direction, id) DO NOTHING`
 	// sqlSetSentState moves a sent message's entry on from pending.
 	sqlSetSentState = "UPDATE history SET state = ? WHERE peer = ? AND direction = 2 AND id = ? AND state = 1"
 

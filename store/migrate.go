@@ -19,11 +19,30 @@ type migration struct {
 	version int    // the user_version after it: 1 for 0001_init.sql
 	name    string // the file name, for errors
 	sql     string
+	// step, when set, runs after sql in the same transaction: a change
+	// SQL cannot make because it reads sealed columns (goSteps).
+	step func(ctx context.Context, tx *sql.Tx, s *sealer) error
 }
 
 // migrations are the embedded steps in order; a malformed set is a build
 // mistake and panics at start-up (and in the tests).
-var migrations = mustLoadMigrations(migrationFiles, "migrations")
+var migrations = withSteps(mustLoadMigrations(migrationFiles, "migrations"), goSteps)
+
+// goSteps are the Go parts of the embedded migrations, by version.
+var goSteps = map[int]func(ctx context.Context, tx *sql.Tx, s *sealer) error{
+	26: markHeldCopies,
+}
+
+// withSteps attaches steps to the migrations of their version.
+func withSteps(ms []migration, steps map[int]func(ctx context.Context, tx *sql.Tx, s *sealer) error) []migration {
+	for v, f := range steps {
+		if v < 1 || v > len(ms) {
+			panic(fmt.Sprintf("store: a Go step for migration %d, which does not exist", v))
+		}
+		ms[v-1].step = f
+	}
+	return ms
+}
 
 func mustLoadMigrations(fsys fs.FS, dir string) []migration {
 	ms, err := loadMigrations(fsys, dir)
@@ -77,7 +96,15 @@ func schemaVersion(ctx context.Context, q querier) (int, error) {
 
 // migrate brings the database on conn up to the last of ms, one transaction
 // per step, and fails without writing if the database is newer than ms.
+// It has no storage key: a Go step that finds sealed rows to read fails
+// (only an empty database, Create's, is migrated so).
 func migrate(ctx context.Context, conn *sql.Conn, ms []migration) error {
+	return migrateSealed(ctx, conn, ms, nil)
+}
+
+// migrateSealed is migrate with the profile's sealer, for the Go steps
+// that read sealed columns.
+func migrateSealed(ctx context.Context, conn *sql.Conn, ms []migration, seal *sealer) error {
 	v, err := schemaVersion(ctx, conn)
 	if err != nil {
 		return err
@@ -86,7 +113,7 @@ func migrate(ctx context.Context, conn *sql.Conn, ms []migration) error {
 		return fmt.Errorf("store: migrate schema: version %d, this build knows %d: %w", v, len(ms), errNewerSchema)
 	}
 	for _, m := range ms[v:] {
-		if err := applyMigration(ctx, conn, m); err != nil {
+		if err := applyMigration(ctx, conn, m, seal); err != nil {
 			return err
 		}
 	}
@@ -97,7 +124,7 @@ func migrate(ctx context.Context, conn *sql.Conn, ms []migration) error {
 // the version bump, so a step is applied whole or not at all. Foreign keys
 // are off during the step, as SQLite's table-rebuild procedure requires, and
 // checked before the commit.
-func applyMigration(ctx context.Context, conn *sql.Conn, m migration) (err error) {
+func applyMigration(ctx context.Context, conn *sql.Conn, m migration, seal *sealer) (err error) {
 	if _, err := conn.ExecContext(ctx, "PRAGMA foreign_keys = OFF"); err != nil {
 		return fmt.Errorf("store: apply migration %s: %w", m.name, mapErr(err))
 	}
@@ -123,6 +150,11 @@ func applyMigration(ctx context.Context, conn *sql.Conn, m migration) (err error
 	}
 	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
 		return fmt.Errorf("store: apply migration %s: %w", m.name, mapErr(err))
+	}
+	if m.step != nil {
+		if err := m.step(ctx, tx, seal); err != nil {
+			return fmt.Errorf("store: apply migration %s: %w", m.name, err)
+		}
 	}
 	var violations int
 	if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM pragma_foreign_key_check").Scan(&violations); err != nil {

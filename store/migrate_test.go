@@ -90,6 +90,8 @@ var fixtures = map[int]struct {
 	23: {insertFixtureV23, checkFixtureV23},
 	24: {insertFixtureV24, checkFixtureV24},
 	25: {insertFixtureV25, checkFixtureV25},
+	26: {insertFixtureV26, checkFixtureV26},
+	27: {insertFixtureV27, checkFixtureV27},
 }
 
 // fixtureV20List is the device list fixture 20 holds for the fixture

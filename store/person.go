@@ -650,7 +650,9 @@ func (db *DB) PersonLanes(ctx context.Context, conversation engine.Address, id w
 
 // insertCopy stores a sent copy from another device of this person: its
 // finalized record (so that a copy sent again is a repeat) and the history
-// entry of an own message in the conversation it names.
+// entry of an own message in the conversation it names, which records from
+// (copied_from): that entry's author, the one device that edits or deletes
+// it here and whose removal adopts it.
 func (t *tx) insertCopy(ctx context.Context, from engine.Address, e engine.CommitEffect) error {
 	_, err := t.runOne(ctx, "finalized-insert", engine.ErrConflict, sqlInsertFinalized,
 		from.String(), e.ID[:], int64(engine.OutcomeCommitted), int64(engine.DiscardNone), e.At.UnixNano(),
@@ -670,9 +672,17 @@ func (t *tx) insertCopy(ctx context.Context, from engine.Address, e engine.Commi
 	if at.IsZero() {
 		at = e.At
 	}
-	if _, err := t.run(ctx, "history-insert", sqlInsertHistory, conv.String(), int64(engine.DirectionOut), e.ID[:], at.UnixNano(),
-		int64(engine.SentCopied), t.db.seal.seal(kindHistoryBody, historyKey(conv, engine.DirectionOut, e.ID), body)); err != nil {
+	n, err := t.run(ctx, "history-insert", sqlInsertCopyHistory, conv.String(), int64(engine.DirectionOut), e.ID[:], at.UnixNano(),
+		int64(engine.SentCopied), t.db.seal.seal(kindHistoryBody, historyKey(conv, engine.DirectionOut, e.ID), body), from.String())
+	if err != nil {
 		return fmt.Errorf("append sent copy %x to the history with %s: %w", e.ID[:], conv, err)
+	}
+	if n == 0 {
+		// Another own entry has the ID (the engine refuses such a copy
+		// before it plans it; this is the last guard): the copy's
+		// finalized record would make its sender that entry's author,
+		// and its action would apply to it. The plan fails whole.
+		return fmt.Errorf("append sent copy %x from %s to the history with %s: %w", e.ID[:], from, conv, engine.ErrCopyIDTaken)
 	}
 	return nil
 }
@@ -965,9 +975,15 @@ const (
 	// sqlMadeDecisions reads the newest finalized records since a time,
 	// but for the discards the engine made by its rules for actions
 	// (reasons target_discarded to hold_full, engine.DiscardReason.ByEngine):
-	// those rest on this device's state, not on the person's choice.
-	// finalized_at serves it.
-	sqlMadeDecisions = "SELECT sender, id, outcome, at, grp FROM finalized WHERE at >= ? AND NOT (outcome = 2 AND reason BETWEEN ? AND ?) ORDER BY at DESC, sender, id LIMIT ?"
+	// those rest on this device's state, not on the person's choice; and
+	// for the one-to-one records of what this person's own devices sent
+	// (?4, the own user and a slash, a prefix of their addresses; no
+	// group: sent copies, decision frames), which are nobody's decision
+	// and would otherwise take the limit's room. An own device's group
+	// message stays: a file among them waits for its fetch and the
+	// person decides it. finalized_at serves it.
+	sqlMadeDecisions = `SELECT sender, id, outcome, at, grp FROM finalized WHERE at >= ?1 AND NOT (outcome = 2 AND reason BETWEEN ?2 AND ?3)
+		AND NOT (grp IS NULL AND substr(sender, 1, length(?4)) = ?4) ORDER BY at DESC, sender, id LIMIT ?5`
 	// sqlDecidedEntry reads a received message's history body and the
 	// device it was decided on, if another.
 	sqlDecidedEntry = "SELECT sealed_body, decided_on FROM history WHERE peer = ? AND direction = 1 AND id = ?"
@@ -982,7 +998,15 @@ func (db *DB) Decisions(ctx context.Context, since time.Time, limit int) ([]engi
 	if err := db.checkOpen("read decisions made"); err != nil {
 		return nil, err
 	}
-	rows, err := db.query(ctx, sqlMadeDecisions, since.UnixNano(), int64(engine.DiscardTargetDiscarded), int64(engine.DiscardHoldFull), limit)
+	// The own devices' prefix; "/" (no address starts so) on a profile
+	// that has no address yet.
+	own := "/"
+	if self, err := getMeta(ctx, db.sql, metaAddress); err != nil {
+		return nil, db.readErr("read decisions made", err)
+	} else if a, err := engine.ParseAddress(string(self)); err == nil {
+		own = a.User + "/"
+	}
+	rows, err := db.query(ctx, sqlMadeDecisions, since.UnixNano(), int64(engine.DiscardTargetDiscarded), int64(engine.DiscardHoldFull), own, limit)
 	if err != nil {
 		return nil, db.readErr("read decisions made", err)
 	}

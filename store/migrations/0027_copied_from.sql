@@ -1,0 +1,31 @@
+-- 0027: a sent copy's entry names the device it came from. history's
+-- copied_from is the address of the sibling whose sent copy (frame kind
+-- 14 or 17) made the entry (state 4, engine.SentCopied); NULL on every
+-- other entry. Only that device edits or deletes the message here, and
+-- adoption, when it is removed, adopts exactly the entries it made: the
+-- finalized record of a copy is keyed by (sender, id) alone, so another
+-- device's record of the same ID (a copy to another conversation, a group
+-- message) no longer passes for authorship of this entry.
+--
+-- The entries stored before this migration get the one own device
+-- (user/*, this profile's user) with a committed finalized record of
+-- their ID; an entry with none, or with two or more (an ID reused by a
+-- sibling, as a hostile device would), keeps NULL: nobody edits, deletes
+-- or adopts it. The records are read through their key's user prefix,
+-- the entries through history_copied.
+ALTER TABLE history ADD COLUMN copied_from TEXT;
+
+WITH own(p) AS (
+    SELECT substr(CAST(v AS TEXT), 1, instr(CAST(v AS TEXT), '/')) FROM meta
+    WHERE k = 'address' AND instr(CAST(v AS TEXT), '/') > 1
+),
+cand(seq, sender) AS (
+    SELECT h.seq, f.sender FROM own
+    JOIN finalized f ON f.sender >= own.p AND f.sender < substr(own.p, 1, length(own.p) - 1) || '0' AND f.outcome = 1
+    JOIN history h ON h.id = f.id AND h.direction = 2 AND h.state = 4
+),
+one(seq, sender) AS (
+    SELECT seq, min(sender) FROM cand GROUP BY seq HAVING count(*) = 1
+)
+UPDATE history SET copied_from = (SELECT one.sender FROM one WHERE one.seq = history.seq)
+WHERE seq IN (SELECT seq FROM one);
