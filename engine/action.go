@@ -79,10 +79,14 @@ type ActionTarget struct {
 	// (peerActionTarget). Its author is that other device: only it edits
 	// or deletes the message, as in a group.
 	Copied bool
-	// CopiedFrom is, for a sent copy's entry (SentCopied), the sibling
-	// whose copy made it: the one device that edits or deletes it here.
-	// Zero for every other entry.
-	CopiedFrom Address
+	// SentBy is the device the entry names as the one that sent it, the
+	// one device that edits or deletes it here: for a sent copy's entry
+	// (SentCopied) the sibling whose copy made it, for a received entry
+	// the peer's device that sent it (or, imported, the one the archive
+	// named). Zero for this device's own sent entries and where it is not
+	// known (received entries stored before migration 0028 could name
+	// it, imports of archives that did not carry it).
+	SentBy Address
 }
 
 // ActionVerdict is DecideAction's answer: apply (the zero value), hold
@@ -379,17 +383,21 @@ func (c *Client) receivedAction(ctx context.Context, m *InboundMessage, now time
 // name. Not found anywhere, it is pending if any place holds it pending,
 // else discarded if any discarded it.
 //
-// The history does not say which device of the person sent a received
-// message, so the target of an edit or a delete found in a place that may
-// hold another device's messages (the person's conversation or another
-// device's address, and any place once the list held names more than one
-// device of the person: the sender's own address may be the conversation)
-// is marked Copied (DecideAction refuses it, not_author) unless this
-// device committed that ID from sender itself (its finalized record, not
-// one an import implies): only the sending device edits or deletes a
-// message. A message of an imported history is therefore not edited by a
-// person of several devices here (left out: the import does not say which
-// device sent it).
+// Only the sending device edits or deletes a message. A received entry
+// names the device that sent it (ActionTarget.SentBy: written on receipt,
+// carried by a history archive's kind-11 record, filled by migration
+// 0028), so the target of an edit or a delete is marked Copied
+// (DecideAction refuses it, not_author) unless the entry names sender:
+// another device's record of the same ID (a group message, a copy) does
+// not count, and a message of an imported history is edited by the device
+// that sent it. An entry that names no device (stored before 0028 could
+// tell, or imported from an archive that did not say) keeps the earlier
+// rule: found in a place that may hold another device's messages (the
+// person's conversation or another device's address, and any place once
+// the list held names more than one device of the person: the sender's
+// own address may be the conversation), it is Copied unless this device
+// committed that ID from sender itself (its finalized record, not one an
+// import implies).
 func (c *Client) peerActionTarget(ctx context.Context, sender Address, content wire.ContentType, id wire.LogicalID, dir Direction) (ActionTarget, Address, error) {
 	places := []Address{sender}
 	held, ok, err := c.store.PeerAccount(ctx, sender.User)
@@ -417,7 +425,14 @@ func (c *Client) peerActionTarget(ctx context.Context, sender Address, content w
 		if err != nil {
 			return t, p, err
 		}
-		if t.Found && (p != sender || several) && t.Direction == DirectionIn && (content == wire.ContentEdit || content == wire.ContentDelete) {
+		switch {
+		case !t.Found || t.Direction != DirectionIn || content != wire.ContentEdit && content != wire.ContentDelete:
+		case t.SentBy != (Address{}):
+			// The entry names the device that sent it: that one alone.
+			t.Copied = t.SentBy != sender
+		case p != sender || several:
+			// An entry naming nobody (stored before migration 0028
+			// could name it): the earlier rule.
 			seen, err := c.store.Seen(ctx, sender, id)
 			if err != nil {
 				return t, p, err

@@ -1,11 +1,14 @@
--- 0027: a sent copy's entry names the device it came from. history's
--- copied_from is the address of the sibling whose sent copy (frame kind
--- 14 or 17) made the entry (state 4, engine.SentCopied); NULL on every
--- other entry. Only that device edits or deletes the message here, and
--- adoption, when it is removed, adopts exactly the entries it made: the
--- finalized record of a copy is keyed by (sender, id) alone, so another
--- device's record of the same ID (a copy to another conversation, a group
--- message) no longer passes for authorship of this entry.
+-- 0027: an entry names the device that sent it. history's sent_by is
+-- the address of the device that wrote the entry's message when that is
+-- not this device: here, for a sent copy (frame kind 14 or 17; state 4,
+-- engine.SentCopied), the sibling whose copy made the entry; migration
+-- 0028 gives received entries the peer's device that sent them. NULL on
+-- this device's own sent entries and wherever the device is not known.
+-- Only that device edits or deletes the message here, and adoption, when
+-- it is removed, adopts exactly the copies it made: the finalized record
+-- of a copy is keyed by (sender, id) alone, so another device's record of
+-- the same ID (a copy to another conversation, a group message) no longer
+-- passes for authorship of this entry.
 --
 -- The entries stored before this migration get the one own device
 -- (user/*, this profile's user) with a committed finalized record of
@@ -13,7 +16,7 @@
 -- sibling, as a hostile device would), keeps NULL: nobody edits, deletes
 -- or adopts it. The records are read through their key's user prefix,
 -- the entries through history_copied.
-ALTER TABLE history ADD COLUMN copied_from TEXT;
+ALTER TABLE history ADD COLUMN sent_by TEXT;
 
 WITH own(p) AS (
     SELECT substr(CAST(v AS TEXT), 1, instr(CAST(v AS TEXT), '/')) FROM meta
@@ -27,5 +30,5 @@ cand(seq, sender) AS (
 one(seq, sender) AS (
     SELECT seq, min(sender) FROM cand GROUP BY seq HAVING count(*) = 1
 )
-UPDATE history SET copied_from = (SELECT one.sender FROM one WHERE one.seq = history.seq)
+UPDATE history SET sent_by = (SELECT one.sender FROM one WHERE one.seq = history.seq)
 WHERE seq IN (SELECT seq FROM one);
