@@ -243,7 +243,7 @@ func (a *ArchiveWriter) Write(rec wire.ArchiveRecord) error {
 	}
 	a.last = k
 	switch k {
-	case wire.ArchiveKindMessage, wire.ArchiveKindGroupMessage:
+	case wire.ArchiveKindMessage, wire.ArchiveKindMessageBy, wire.ArchiveKindGroupMessage:
 		a.messages++
 	case wire.ArchiveKindGroup:
 		a.groups++
@@ -277,10 +277,11 @@ func (a *ArchiveWriter) Close() (wire.ArchiveEnd, error) {
 // recordFits reports whether a record of kind k may come at index after
 // a record of kind last: a backup starts with its account record, and
 // only there; a keyed archive holds none, and only it holds staged
-// messages; kinds never go back.
+// messages; kinds never go back (in their order: a message naming its
+// device sorts among the other one-to-one messages, wire.ArchiveKind.Order).
 func recordFits(keyed bool, index uint64, k, last wire.ArchiveKind) bool {
 	switch {
-	case k < last:
+	case k.Order() < last.Order():
 		return false
 	case keyed:
 		return k != wire.ArchiveKindAccount
