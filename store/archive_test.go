@@ -25,7 +25,7 @@ func importBatch() []wire.ArchiveRecord {
 		wire.ArchiveAccepted{Address: "carol/1", At: 5},
 		wire.ArchiveGroup{ID: wire.GroupID{9}, Name: "crew", CreatedAt: 6, Vouchers: "carol/1",
 			Changes: []wire.ArchiveChange{{ID: wire.LogicalID{8}, Author: "carol/1", Generation: 1, At: 6, Frame: []byte{1, 2, 3}}}},
-		wire.ArchiveMessage{Peer: "carol/1", Direction: 1, ID: wire.LogicalID{1}, At: 10, Body: []byte("hi")},
+		wire.ArchiveMessage{Peer: "carol/1", Direction: 1, ID: wire.LogicalID{1}, At: 10, Body: []byte("hi"), SentBy: "carol/2"},
 		wire.ArchiveMessage{Peer: "carol/1", Direction: 2, ID: wire.LogicalID{2}, At: 11, State: 2, Body: []byte("hello"),
 			Extras: wire.ArchiveExtras{ReplyTo: &reply, Edits: 1}},
 		wire.ArchiveMessage{Peer: "carol/1", Direction: 1, ID: wire.LogicalID{3}, At: 12, Extras: wire.ArchiveExtras{Deleted: true}},
@@ -86,6 +86,15 @@ func TestArchiveRecordsRoundTrip(t *testing.T) {
 	if err != nil || g.Name != "crew" {
 		t.Fatalf("Group = %+v, %v", g, err)
 	}
+	// The device that sent a received entry (record kind 11) is the
+	// entry's, the one that edits or deletes it; one the archive did not
+	// name names nobody.
+	for id, want := range map[wire.LogicalID]string{{1}: "carol/2", {3}: ""} {
+		at, err := f.db.ActionTarget(ctx, engine.MustParseAddress("carol/1"), id, engine.DirectionIn)
+		if err != nil || !at.Found || (want == "") != (at.SentBy == engine.Address{}) || want != "" && at.SentBy.String() != want {
+			t.Fatalf("ActionTarget of imported entry %x = %+v, %v; want it sent by %q", id[:1], at, err, want)
+		}
+	}
 }
 
 // TestImportIdempotent: records stored again (a restore over a partial
@@ -129,6 +138,10 @@ func TestImportValidation(t *testing.T) {
 		"account":          engine.ImportRecords{Archive: testArchive, From: 1, To: 2, Total: 5, Records: []wire.ArchiveRecord{wire.ArchiveAccount{}}},
 		"bad pin":          engine.ImportRecords{Archive: testArchive, From: 1, To: 2, Total: 5, Records: []wire.ArchiveRecord{wire.ArchivePin{Address: "bob/1", Identity: []byte{1}}}},
 		"bad address":      engine.ImportRecords{Archive: testArchive, From: 1, To: 2, Total: 5, Records: []wire.ArchiveRecord{wire.ArchiveBlocked{Address: "bob/01"}}},
+		"sent by another person": engine.ImportRecords{Archive: testArchive, From: 1, To: 2, Total: 5, Records: []wire.ArchiveRecord{
+			wire.ArchiveMessage{Peer: "carol/1", Direction: 1, ID: wire.LogicalID{1}, At: 10, SentBy: "dave/1"}}},
+		"sent by a bad address": engine.ImportRecords{Archive: testArchive, From: 1, To: 2, Total: 5, Records: []wire.ArchiveRecord{
+			wire.ArchiveMessage{Peer: "carol/1", Direction: 1, ID: wire.LogicalID{1}, At: 10, SentBy: "carol/02"}}},
 	} {
 		if _, err := f.db.Apply(ctx, p); !errors.Is(err, engine.ErrConflict) && !errors.Is(err, engine.ErrInvalidAddress) {
 			t.Errorf("%s: %v, want a refusal", name, err)

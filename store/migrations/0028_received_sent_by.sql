@@ -10,7 +10,8 @@
 --
 -- The received entries stored before this migration get the one device
 -- of the conversation's person (the user of the entry's peer) with a
--- committed finalized record of their ID; an entry with none (a pruned
+-- committed finalized record of their ID (not one of a group message:
+-- grp, 0025, set); an entry with none (a pruned
 -- record, an imported entry) or with two or more (an ID another device of
 -- the person reused, as a hostile device would) keeps NULL, and the
 -- engine's earlier rule decides for it. The records are scanned once and
@@ -21,7 +22,7 @@ CREATE INDEX history_received_id_0028 ON history (id) WHERE direction = 1;
 WITH cand(seq, sender) AS (
     SELECT h.seq, f.sender FROM finalized f
     JOIN history h INDEXED BY history_received_id_0028 ON h.id = f.id AND h.direction = 1
-    WHERE f.outcome = 1 AND instr(f.sender, '/') > 1
+    WHERE f.outcome = 1 AND f.grp IS NULL AND instr(f.sender, '/') > 1
         AND substr(h.peer, 1, instr(h.peer, '/')) = substr(f.sender, 1, instr(f.sender, '/'))
 ),
 one(seq, sender) AS (
