@@ -48,9 +48,9 @@ import (
 // record with the device after the peer. It is a history record like kind
 // 7, in the same place of the order (a writer mixes the two in the
 // history's order); kind 10 is a keyed archive's (archivekeyed.go). A
-// reader that knows no kind 11 finds the record malformed (the archive
-// reads as damaged, ErrMalformed from DecodeArchiveRecord) and imports
-// nothing of it.
+// reader built before kind 11 finds the record malformed (ErrMalformed
+// here, the archive damaged for the engine) and stops at it
+// (docs/wire-format.md).
 
 // ArchiveVersion is the version byte of an archive's header.
 const ArchiveVersion = 1
