@@ -138,13 +138,37 @@ func TestImportValidation(t *testing.T) {
 		"account":          engine.ImportRecords{Archive: testArchive, From: 1, To: 2, Total: 5, Records: []wire.ArchiveRecord{wire.ArchiveAccount{}}},
 		"bad pin":          engine.ImportRecords{Archive: testArchive, From: 1, To: 2, Total: 5, Records: []wire.ArchiveRecord{wire.ArchivePin{Address: "bob/1", Identity: []byte{1}}}},
 		"bad address":      engine.ImportRecords{Archive: testArchive, From: 1, To: 2, Total: 5, Records: []wire.ArchiveRecord{wire.ArchiveBlocked{Address: "bob/01"}}},
-		"sent by another person": engine.ImportRecords{Archive: testArchive, From: 1, To: 2, Total: 5, Records: []wire.ArchiveRecord{
-			wire.ArchiveMessage{Peer: "carol/1", Direction: 1, ID: wire.LogicalID{1}, At: 10, SentBy: "dave/1"}}},
-		"sent by a bad address": engine.ImportRecords{Archive: testArchive, From: 1, To: 2, Total: 5, Records: []wire.ArchiveRecord{
-			wire.ArchiveMessage{Peer: "carol/1", Direction: 1, ID: wire.LogicalID{1}, At: 10, SentBy: "carol/02"}}},
 	} {
 		if _, err := f.db.Apply(ctx, p); !errors.Is(err, engine.ErrConflict) && !errors.Is(err, engine.ErrInvalidAddress) {
 			t.Errorf("%s: %v, want a refusal", name, err)
 		}
+	}
+}
+
+// TestImportRefusesAnotherPersonsDevice: a received message of an archive
+// names a device of its peer's person, canonical; one naming another
+// person's device or a non-canonical address refuses its batch, and the
+// profile is unchanged. The same message naming its person's device is
+// stored with it.
+func TestImportRefusesAnotherPersonsDevice(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, false)
+	f.apply(t, engine.ImportStart{Archive: testArchive, Next: 1, Total: 2, At: time.Unix(100, 0)})
+	before := f.state(t)
+	for name, by := range map[string]string{"another person": "dave/1", "not canonical": "carol/02"} {
+		p := engine.ImportRecords{Archive: testArchive, From: 1, To: 2, Total: 2, Records: []wire.ArchiveRecord{
+			wire.ArchiveMessage{Peer: "carol/1", Direction: 1, ID: wire.LogicalID{1}, At: 10, SentBy: by}}}
+		if _, err := f.db.Apply(ctx, p); !errors.Is(err, engine.ErrConflict) {
+			t.Errorf("%s: %v, want a refusal", name, err)
+		}
+		if f.state(t) != before {
+			t.Fatalf("%s: a refused batch changed the profile", name)
+		}
+	}
+	f.apply(t, engine.ImportRecords{Archive: testArchive, From: 1, To: 2, Total: 2, Records: []wire.ArchiveRecord{
+		wire.ArchiveMessage{Peer: "carol/1", Direction: 1, ID: wire.LogicalID{1}, At: 10, SentBy: "carol/2"}}})
+	at, err := f.db.ActionTarget(ctx, engine.MustParseAddress("carol/1"), wire.LogicalID{1}, engine.DirectionIn)
+	if err != nil || !at.Found || at.SentBy.String() != "carol/2" {
+		t.Fatalf("ActionTarget = %+v, %v; want the entry sent by carol/2", at, err)
 	}
 }
