@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"bytes"
 	"path/filepath"
 	"testing"
 
@@ -123,5 +124,61 @@ func TestSiblingReusingAnIDIsNoAuthor(t *testing.T) {
 	}
 	if n := alice.pendingIn(); n != 0 {
 		t.Fatalf("alice holds %d messages after bob/2's actions, want them discarded (not_author)", n)
+	}
+}
+
+// TestRestoredHistoryNamesItsSender: a backup of alice/1 holding bob/1's
+// message, restored into a fresh device, names bob/1 as the device that
+// sent it (record kind 11): bob/1's delete applies there, bob/2's edit
+// is refused (not_author). Before the fix the restored entry named no
+// device, and the restored device refused bob/1's delete.
+func TestRestoredHistoryNamesItsSender(t *testing.T) {
+	oneGoroutine(t)
+	w, alice, bob, bob2 := twoDeviceBob(t)
+	theirs := bob.enqueue(alice, "from the phone")
+	settle(t, 6, alice, bob, bob2)
+	alice.commitAll()
+	var backup bytes.Buffer
+	if _, err := alice.c.Backup(w.ctx, &backup, archivePass, testArchiveKDF, nil); err != nil {
+		t.Fatal(err)
+	}
+	chk, err := engine.CheckArchive(bytes.NewReader(backup.Bytes()), archivePass, testArchiveKDF)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restored := w.device("alice/2")
+	if _, err := restored.st.Apply(w.ctx, engine.ImportStart{Archive: chk.ID, Next: 1, Total: chk.End.Records, At: w.clock.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	ar, err := engine.OpenArchive(bytes.NewReader(backup.Bytes()), archivePass, testArchiveKDF)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := engine.ImportArchive(w.ctx, restored.st, ar, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []*device{bob, bob2} {
+		if err := restored.c.CheckPeer(w.ctx, d.addr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	round := func() {
+		for range 3 {
+			restored.sync()
+			restored.commitAll()
+		}
+	}
+	rawAction(t, w, bob2, restored.addr, wire.LogicalID{0xee}, wire.Action{Content: wire.ContentEdit, Target: theirs, Edit: 1, Text: []byte("the laptop's now")})
+	round()
+	if e := restored.entry(bob, theirs); string(e.Body) != "from the phone" || e.Edits != 0 {
+		t.Fatalf("the restored entry of bob/1's message after bob/2's edit: %q, %d edits; want unchanged", e.Body, e.Edits)
+	}
+	rawAction(t, w, bob, restored.addr, wire.LogicalID{0xed}, wire.Action{Content: wire.ContentDelete, Target: theirs})
+	round()
+	if e := restored.entry(bob, theirs); !e.Deleted {
+		t.Fatalf("the restored entry of bob/1's message after bob/1's delete: %q, not deleted", e.Body)
+	}
+	if n := restored.pendingIn(); n != 0 {
+		t.Fatalf("the restored device holds %d messages, want every action decided", n)
 	}
 }
