@@ -75,6 +75,9 @@ func (c *Client) prepareAdoptions(ctx context.Context, work map[Address]*peerSta
 		}
 		if a.Effect != nil {
 			groups[sr.Group], known[sr.Group] = next, true
+			if a.Effect.Forward, err = c.rosterForwards(ctx, peer, sr.Author); err != nil {
+				return ad, err
+			}
 		}
 		if a.Ack {
 			ps, err := c.working(ctx, work, peer)
