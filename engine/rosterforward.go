@@ -2,7 +2,7 @@ package engine
 
 import (
 	"context"
-	"errors"
+	"fmt"
 
 	"github.com/parley-chat/parley/wire"
 )
@@ -31,31 +31,112 @@ import (
 // a group of this person's (at most MaxDevicesPerAccount-1 siblings, at the
 // pace admins change rosters), the same order as the admin's own fan-out.
 
-// rosterForwards returns the devices a change by author received from
-// sender is forwarded to (RosterEffect.Forward): none unless this device
-// holds the account key and author is another device; otherwise every
-// device the account's list names active but this one, the sender and the
-// author.
-func (c *Client) rosterForwards(ctx context.Context, sender Address, author string) ([]Address, error) {
-	if author == c.self.String() {
-		return nil, nil
+// siblingCache is the devices a batch forwards roster changes to, read
+// once per batch (forwardSiblings).
+type siblingCache struct {
+	read bool
+	to   []Address
+}
+
+// forwardSiblings returns the other devices the account's list names
+// active when this device holds the account key, read once into sc. It
+// checks only that a key record is present (it does not unmarshal it), and
+// a state it cannot read forwards nothing: a forward is a convenience for
+// siblings linked since, never a reason to refuse a roster change.
+func (c *Client) forwardSiblings(ctx context.Context, sc *siblingCache) []Address {
+	if sc.read {
+		return sc.to
 	}
-	a, err := LoadAccount(ctx, c.store)
-	if errors.Is(err, ErrNoAccount) {
-		return nil, nil
-	} else if err != nil {
-		return nil, err
+	sc.read = true
+	prof, err := c.store.Profile(ctx)
+	if err != nil || prof.AccountKey == nil || prof.DeviceList == nil {
+		return nil
 	}
-	if a.Key == nil || a.List.User != c.self.User {
-		return nil, nil
+	l, err := wire.DecodeDeviceList(prof.DeviceList)
+	if err != nil || l.User != c.self.User {
+		return nil
+	}
+	for _, e := range l.Entries {
+		if d := (Address{User: l.User, Device: e.Number}); e.State == wire.DeviceActive && d != c.self {
+			sc.to = append(sc.to, d)
+		}
+	}
+	return sc.to
+}
+
+// rosterForwards returns the devices a change received from sender is
+// forwarded to (RosterEffect.Forward): none unless this device holds the
+// account key, the change is another device's, and its author counts in
+// the merge (counts: an admin of the roster it applies to, or a member
+// that only leaves; a change no merge counts is nobody's business to
+// spread); otherwise every device the account's list names active but
+// this one, the sender and the author.
+func (c *Client) rosterForwards(ctx context.Context, sc *siblingCache, sender Address, author string, counts bool) []Address {
+	if author == c.self.String() || !counts {
+		return nil
 	}
 	var out []Address
-	for _, e := range a.List.Entries {
-		d := Address{User: a.List.User, Device: e.Number}
-		if e.State != wire.DeviceActive || d == c.self || d == sender || d.String() == author {
-			continue
+	for _, d := range c.forwardSiblings(ctx, sc) {
+		if d != sender && d.String() != author {
+			out = append(out, d)
 		}
-		out = append(out, d)
 	}
-	return out, nil
+	return out
+}
+
+// authorCounts reports whether ch's author counts in a merge over r, the
+// roster ch applies to: an admin of it, or a member whose change only
+// leaves.
+func authorCounts(r Roster, ch RosterChange) bool {
+	return r.IsAdmin(ch.Author) || (r.Has(ch.Author) && onlyLeaves(ch))
+}
+
+// forwardedBy reports whether a roster change by author came from sender
+// as a forward (rosterforward.go): from another device of this person,
+// not the author itself.
+func (c *Client) forwardedBy(sender Address, author string) bool {
+	return sender.User == c.self.User && sender != c.self && sender.String() != author
+}
+
+// dropRoster is the verdict on a roster change this device does not take.
+// A change another device of this person forwarded (one the account's list
+// names with the key that sent it) is acknowledged, nothing stored, as a
+// refusal: this device cannot take it (no pin for its author, an author
+// its list copy revokes, a signature that does not verify, no room for
+// another group, a hold that expired), and a retry would not change that,
+// so the forwarding lane ends rather than being retried for good. Any
+// other change is dropped unacknowledged, as before.
+func (c *Client) dropRoster(ctx context.Context, bs *batchState, in *incoming, op opening, sr wire.SignedRoster, verdict error) (prepared, error) {
+	if !c.forwardedBy(in.sender, sr.Author) {
+		return in.drop(sr.ID, verdict), nil
+	}
+	if v, err := c.vouchSender(ctx, in.sender, senderKey(in, op)); err != nil {
+		return prepared{}, err
+	} else if v != VouchListed {
+		return in.drop(sr.ID, verdict), nil
+	}
+	ack, err := wire.EncodeFrame(wire.Frame{Kind: wire.FrameAck, ID: sr.ID})
+	if err != nil {
+		return prepared{}, err
+	}
+	res := ReceiveResult{Kind: ResultError, Sender: in.sender, ID: sr.ID, Group: &sr.Group,
+		Err: fmt.Errorf("roster change forwarded by %s, refused: %w", in.sender, verdict)}
+	return c.groupVerdict(bs, in, op, RepeatEffect{}, ack, res)
+}
+
+// forwardLaneExpired reports whether m is a lane forwarding another
+// device's roster change to a sibling (rosterforward.go) that has been
+// pending longer than MaxGroupHold: the sibling never acknowledged it
+// (away for good, or it holds it as a change of a group it does not
+// know, which it drops after the same bound), so the retry abandons it
+// rather than sending it for ever.
+func (c *Client) forwardLaneExpired(peer Address, m OutboundMessage) bool {
+	if peer.User != c.self.User || m.Group == nil || m.CreatedAt.IsZero() || c.cfg.Now().Sub(m.CreatedAt) <= MaxGroupHold {
+		return false
+	}
+	if kind, _ := wire.PeekFrameKind(m.Frame); kind != wire.FrameSignedRoster {
+		return false
+	}
+	sr, err := wire.DecodeSignedRoster(m.Frame)
+	return err == nil && sr.Author != c.self.String()
 }
