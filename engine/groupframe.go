@@ -355,7 +355,7 @@ func (c *Client) receiveRoster(ctx context.Context, bs *batchState, gs GroupStor
 	res.Generation = next.Generation
 	effect := RosterEffect{Group: sr.Group, Change: change, Frame: op.plaintext, Removed: removed, Compact: compaction(g.Start, all, next),
 		Left: !next.HasUser(c.self.User)}
-	effect.Forward = c.rosterForwards(ctx, &bs.siblings, in.sender, change.Author, authorCounts(rosterAt(g, change.Generation-1), change))
+	c.rosterForwards(ctx, &bs.siblings, &effect, in.sender, authorCounts(rosterAt(g, change.Generation-1), change))
 	p, err := c.groupVerdict(bs, in, op, effect, ack, res)
 	if err == nil {
 		bs.changed(g, all, next, effect.Compact)
@@ -455,7 +455,7 @@ func (c *Client) startGroup(ctx context.Context, bs *batchState, gs GroupStore, 
 	}
 	res.Generation = r.Generation
 	effect := RosterEffect{Group: *res.Group, Change: change, Frame: op.plaintext, Start: &start}
-	effect.Forward = c.rosterForwards(ctx, &bs.siblings, in.sender, change.Author, true)
+	c.rosterForwards(ctx, &bs.siblings, &effect, in.sender, true)
 	p, err := c.groupVerdict(bs, in, op, effect, ack, res)
 	if err == nil {
 		bs.changed(GroupInfo{ID: *res.Group, Name: change.Name, Start: start}, []RosterChange{change}, r, nil)

@@ -86,6 +86,10 @@ type RosterEffect struct {
 	// recipient the account's list does not name active, and stores no
 	// second lane to a device that has one of the change.
 	Forward []Address
+	// ForwardAt is when the forward's lanes are stored (this device's
+	// clock, as for any lane it sends); a forward still pending
+	// MaxGroupHold later is abandoned at its retry (forwardLaneExpired).
+	ForwardAt time.Time
 }
 
 // NotAMemberEffect ends this device's lane of message ID to the peer: the

@@ -77,7 +77,7 @@ func (c *Client) prepareAdoptions(ctx context.Context, work map[Address]*peerSta
 		}
 		if a.Effect != nil {
 			groups[sr.Group], known[sr.Group] = next, true
-			a.Effect.Forward = c.rosterForwards(ctx, &bs.siblings, peer, sr.Author, counts)
+			c.rosterForwards(ctx, &bs.siblings, a.Effect, peer, counts)
 		}
 		if a.Ack {
 			ps, err := c.working(ctx, work, peer)

@@ -64,24 +64,26 @@ func (c *Client) forwardSiblings(ctx context.Context, sc *siblingCache) []Addres
 	return sc.to
 }
 
-// rosterForwards returns the devices a change received from sender is
-// forwarded to (RosterEffect.Forward): none unless this device holds the
+// rosterForwards sets the devices a change received from sender is
+// forwarded to (RosterEffect.Forward, and ForwardAt): none unless this device holds the
 // account key, the change is another device's, and its author counts in
 // the merge (counts: an admin of the roster it applies to, or a member
 // that only leaves; a change no merge counts is nobody's business to
 // spread); otherwise every device the account's list names active but
 // this one, the sender and the author.
-func (c *Client) rosterForwards(ctx context.Context, sc *siblingCache, sender Address, author string, counts bool) []Address {
+func (c *Client) rosterForwards(ctx context.Context, sc *siblingCache, e *RosterEffect, sender Address, counts bool) {
+	author := e.Change.Author
 	if author == c.self.String() || !counts {
-		return nil
+		return
 	}
-	var out []Address
 	for _, d := range c.forwardSiblings(ctx, sc) {
 		if d != sender && d.String() != author {
-			out = append(out, d)
+			e.Forward = append(e.Forward, d)
 		}
 	}
-	return out
+	if len(e.Forward) > 0 {
+		e.ForwardAt = c.cfg.Now()
+	}
 }
 
 // authorCounts reports whether ch's author counts in a merge over r, the

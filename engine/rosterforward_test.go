@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/engine/enginetest"
@@ -315,4 +316,91 @@ func settleRetrying(t *testing.T, rounds int, ds ...*device) {
 		t.Logf("%s: %d out, %d in pending", d.addr, d.pendingOut(), d.pendingIn())
 	}
 	t.Fatalf("not settled after %d rounds", rounds)
+}
+
+// forwardLanes counts d's lanes of roster changes it forwards to sibling
+// in state.
+func (d *device) forwardLanes(sibling string, state engine.LaneState) int {
+	return d.count("SELECT count(*) FROM group_lane WHERE recipient = ? AND state = ?", sibling, int(state))
+}
+
+// TestForwardFromAnUnpinnedAuthorEnds: mallory's frames reach bob/1 only
+// (bob/2 never hears from her, so it pins no key for her). Her group's
+// creation, which bob/1 records and forwards, cannot be checked on bob/2:
+// bob/2 acknowledges the forward as a refusal, takes nothing, and bob/1's
+// lane ends instead of being retried for good.
+func TestForwardFromAnUnpinnedAuthorEnds(t *testing.T) {
+	oneGoroutine(t)
+	w := blobWorld(t)
+	var drop atomic.Bool
+	drop.Store(true)
+	w.relay = func(a engine.Address, e *enginetest.Endpoint) engine.Relay {
+		if a.String() != "mallory/1" {
+			return e
+		}
+		return dropTo{Endpoint: e, to: "bob/2", drop: &drop}
+	}
+	bob, mallory := w.device("bob/1"), w.device("mallory/1")
+	publishLists(t, bob, mallory)
+	bob2 := w.linkHolding(bob)
+	checkPeers(t, mallory, bob)
+	info, _, err := mallory.c.CreateGroup(w.ctx, "spam", []engine.Address{bob.addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	roundsWithout(4, mallory, bob, bob2)
+	if _, err := bob.c.AcceptRequest(w.ctx, mallory.addr); err != nil {
+		t.Fatal(err)
+	}
+	for range 4 {
+		roundsWithout(1, mallory, bob, bob2)
+		bob.retry(bob2)
+	}
+	if gen, _ := bob.members(info.ID); gen != 1 {
+		t.Fatalf("bob/1 holds generation %d of mallory's group, want 1", gen)
+	}
+	if n := bob.forwardLanes("bob/2", engine.LaneAcknowledged); n != 1 {
+		t.Fatalf("bob/1 has %d acknowledged forward lanes to bob/2 (%d pending), want 1", n, bob.forwardLanes("bob/2", engine.LanePending))
+	}
+	if n := bob.forwardLanes("bob/2", engine.LanePending); n != 0 {
+		t.Fatalf("bob/1 has %d forward lanes to bob/2 pending, want none", n)
+	}
+	if n := bob2.count("SELECT count(*) FROM grp"); n != 0 {
+		t.Fatalf("bob/2 keeps %d groups, want none (it could not check mallory's change)", n)
+	}
+	if pin, err := bob2.c.PinnedIdentity(w.ctx, mallory.addr); err != nil || pin != nil {
+		t.Fatalf("bob/2 pins %v for mallory (%v), want none", pin, err)
+	}
+}
+
+// TestForwardLaneExpires: bob/2 stays away while bob/1 forwards alice's
+// change to it; once the forward has been pending past MaxGroupHold, bob/1's
+// retry abandons it instead of sending it again.
+func TestForwardLaneExpires(t *testing.T) {
+	oneGoroutine(t)
+	w := blobWorld(t)
+	alice, bob, carol := w.device("alice/1"), w.device("bob/1"), w.device("carol/1")
+	publishLists(t, alice, bob, carol)
+	bob2 := w.linkHolding(bob)
+	checkPeers(t, alice, bob, carol)
+	info, _, err := alice.c.CreateGroup(w.ctx, "friends", []engine.Address{bob.addr, carol.addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	roundsWithout(6, alice, bob, carol)
+	if gen, _ := bob.members(info.ID); gen != 1 {
+		t.Fatalf("bob/1 holds generation %d, want 1", gen)
+	}
+	if n := bob.forwardLanes("bob/2", engine.LanePending); n != 1 {
+		t.Fatalf("bob/1 has %d forward lanes pending to bob/2, want 1", n)
+	}
+	bob.retry(bob2)
+	if n := bob.forwardLanes("bob/2", engine.LanePending); n != 1 {
+		t.Fatalf("bob/1 abandoned its forward to bob/2 before MaxGroupHold (%d pending)", n)
+	}
+	w.clock.Advance(engine.MaxGroupHold + time.Hour)
+	bob.retry(bob2)
+	if n := bob.forwardLanes("bob/2", engine.LaneAbandoned); n != 1 {
+		t.Fatalf("bob/1 has %d abandoned forward lanes to bob/2 (%d pending), want 1", n, bob.forwardLanes("bob/2", engine.LanePending))
+	}
 }

@@ -155,6 +155,10 @@ func (t *tx) forwardRoster(ctx context.Context, e engine.RosterEffect) error {
 	if err != nil {
 		return fmt.Errorf("read the device list: %w: %w", engine.ErrMalformedState, err)
 	}
+	at := e.ForwardAt
+	if at.IsZero() {
+		at = t.now
+	}
 	for _, to := range e.Forward {
 		active := false
 		for _, d := range l.Entries {
@@ -171,7 +175,7 @@ func (t *tx) forwardRoster(ctx context.Context, e engine.RosterEffect) error {
 			continue
 		}
 		if _, err := t.runOne(ctx, "group-outbound-insert", engine.ErrConflict, sqlInsertOutbound,
-			to.String(), e.Change.ID[:], t.now.UnixNano(), t.db.seal.seal(kindOutboundFrame, messageKey(to, e.Change.ID), e.Frame)); err != nil {
+			to.String(), e.Change.ID[:], at.UnixNano(), t.db.seal.seal(kindOutboundFrame, messageKey(to, e.Change.ID), e.Frame)); err != nil {
 			return fmt.Errorf("forward roster change %x to %s: %w", e.Change.ID[:], to, err)
 		}
 		if _, err := t.runOne(ctx, "group-lane-add", engine.ErrConflict, sqlInsertLane, to.String(), e.Change.ID[:], e.Group[:]); err != nil {
