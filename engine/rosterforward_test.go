@@ -404,3 +404,35 @@ func TestForwardLaneExpires(t *testing.T) {
 		t.Fatalf("bob/1 has %d abandoned forward lanes to bob/2 (%d pending), want 1", n, bob.forwardLanes("bob/2", engine.LanePending))
 	}
 }
+
+// TestForwardOnlyACountedChange: mallory, a member of alice's group but
+// no admin, signs a change that adds dave and sends it to bob/1 alone.
+// bob/1 records it (no merge counts it) and forwards nothing of it to
+// bob/2: only a change whose author counts in the merge is forwarded,
+// so a hostile member cannot make bob/1 fan her changes out. alice's own
+// change is forwarded as before.
+func TestForwardOnlyACountedChange(t *testing.T) {
+	oneGoroutine(t)
+	w := blobWorld(t)
+	alice, bob, mallory := w.device("alice/1"), w.device("bob/1"), w.device("mallory/1")
+	publishLists(t, alice, bob, mallory)
+	bob2 := w.linkHolding(bob)
+	checkPeers(t, alice, bob, mallory)
+	checkPeers(t, mallory, bob)
+	info, res, err := alice.c.CreateGroup(w.ctx, "friends", []engine.Address{bob.addr, mallory.addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	settleRetrying(t, 12, alice, bob, bob2, mallory)
+	if bob.laneState("bob/2", res.ID) != engine.LaneAcknowledged {
+		t.Fatalf("bob/1's forward of alice's creation to bob/2 is %s, want acknowledged", bob.laneState("bob/2", res.ID))
+	}
+	id := mallory.forge(bob, info.ID, 2, "+dave/1", "alice/1* bob/1 dave/1 mallory/1")
+	roundsWithout(2, bob)
+	if n := bob.count("SELECT count(*) FROM group_change WHERE id = ?", id[:]); n != 1 {
+		t.Fatalf("bob/1 holds mallory's change %d times, want it recorded once", n)
+	}
+	if s := bob.laneState("bob/2", id); s != 0 {
+		t.Fatalf("bob/1 forwarded mallory's change, which no merge counts, to bob/2 (%s)", s)
+	}
+}
