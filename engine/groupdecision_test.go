@@ -295,9 +295,7 @@ func TestGroupDecisionTakesBackADiscard(t *testing.T) {
 func TestCatchUpTellsASiblingOfAGroupCommit(t *testing.T) {
 	w, alice, bob, bob2, g, id := groupTwoDeviceBob(t, "on its way while bob links", false)
 	bob3 := w.linkDevice(bob)
-	// The pins go too, as in a link's archive: bob/1's forward of the
-	// group's creation, pending to bob/2, gets a lane to bob/3 with the
-	// list naming it, and bob/3 checks it against alice's pin.
+	// The pins go too, as in a link's archive.
 	shareFromSibling(t, bob, bob3, func(r wire.ArchiveRecord) bool {
 		_, pin := r.(wire.ArchivePin)
 		return pin || groupRecords(r) || stagedRecord(id)(r)

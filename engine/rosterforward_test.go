@@ -436,3 +436,30 @@ func TestForwardOnlyACountedChange(t *testing.T) {
 		t.Fatalf("bob/1 forwarded mallory's change, which no merge counts, to bob/2 (%s)", s)
 	}
 }
+
+// TestLinkAddsNoLaneOfAForward: bob/1's forward of alice's group to bob/2
+// is pending (bob/2 is away) when bob/1 links bob/3. The list naming
+// bob/3 adds no lane of the forward: bob/3's archive holds the group.
+func TestLinkAddsNoLaneOfAForward(t *testing.T) {
+	oneGoroutine(t)
+	w := blobWorld(t)
+	alice, bob, carol := w.device("alice/1"), w.device("bob/1"), w.device("carol/1")
+	publishLists(t, alice, bob, carol)
+	bob2 := w.linkHolding(bob)
+	checkPeers(t, alice, bob, carol)
+	info, res, err := alice.c.CreateGroup(w.ctx, "friends", []engine.Address{bob.addr, carol.addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	roundsWithout(6, alice, bob, carol)
+	if s := bob.laneState(bob2.addr.String(), res.ID); s != engine.LanePending {
+		t.Fatalf("bob/1's forward of the creation to bob/2 is %s, want pending", s)
+	}
+	bob3 := w.linkHolding(bob)
+	if gen, _ := bob3.members(info.ID); gen != 1 {
+		t.Fatalf("bob/3 holds generation %d from its link's archive, want 1", gen)
+	}
+	if s := bob.laneState(bob3.addr.String(), res.ID); s != 0 {
+		t.Fatalf("bob/1 added a lane of its forward to bob/3 (%s), whose archive holds the change", s)
+	}
+}
