@@ -137,7 +137,8 @@ const sqlAccountList = "SELECT device_list FROM account WHERE singleton = 1"
 // this person's other devices (engine.RosterEffect.Forward): a pending
 // outbound row carrying the change's frame and a pending lane of its
 // group each. A recipient the account's list does not name active (or of
-// another person, or with no account held) refuses the plan; a device with
+// another person, or with no account held), or this device itself, refuses
+// the plan; a device with
 // a lane of the change already gets no second.
 func (t *tx) forwardRoster(ctx context.Context, e engine.RosterEffect) error {
 	if len(e.Forward) == 0 {
@@ -155,6 +156,10 @@ func (t *tx) forwardRoster(ctx context.Context, e engine.RosterEffect) error {
 	if err != nil {
 		return fmt.Errorf("read the device list: %w: %w", engine.ErrMalformedState, err)
 	}
+	self, err := getMeta(ctx, t.tx, metaAddress)
+	if err != nil {
+		return err
+	}
 	at := e.ForwardAt
 	if at.IsZero() {
 		at = t.now
@@ -166,6 +171,9 @@ func (t *tx) forwardRoster(ctx context.Context, e engine.RosterEffect) error {
 		}
 		if to.User != l.User || !active {
 			return invalid("roster change %x forwarded to %s, which the account's list does not name active", e.Change.ID[:], to)
+		}
+		if to.String() == string(self) {
+			return invalid("roster change %x forwarded to %s, this device itself", e.Change.ID[:], to)
 		}
 		var one int64
 		if found, err = t.scan(ctx, "group-lane-known-read", sqlGroupLaneKnown, []any{to.String(), e.Change.ID[:]}, &one); err != nil {

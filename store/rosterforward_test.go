@@ -12,6 +12,7 @@ import (
 // TestForwardedRosterChangeIsChecked: a received roster change forwarded
 // to this person's other devices (engine.RosterEffect.Forward) goes only
 // to devices the account's list names active: one the list does not name,
+// one it names revoked, this device itself,
 // a device of another person, the device it came from, a device named
 // twice or devices of two people refuse the whole receive, and nothing
 // changes. A good forward stores one pending lane of the change's group
@@ -21,6 +22,14 @@ func TestForwardedRosterChangeIsChecked(t *testing.T) {
 	ctx := context.Background()
 	f.apply(t, accountPlan(t))
 	f.apply(t, engine.UpdateDeviceList{From: accountPlan(t).List, List: secondListPlan(t), At: planAt})
+	// alice/3 named, and revoked.
+	third, err := wire.EncodeDeviceList(wire.DeviceList{User: "alice", Generation: 3, Parent: [32]byte{2}, Entries: []wire.DeviceEntry{
+		{Number: 1, Linked: 100, State: wire.DeviceActive}, {Number: 2, Linked: 200, State: wire.DeviceActive},
+		{Number: 3, Linked: 300, State: wire.DeviceRevoked}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.apply(t, engine.UpdateDeviceList{From: secondListPlan(t), List: third, At: planAt})
 	g, cid := wire.GroupID{7}, wire.LogicalID{0x45}
 	frame, err := wire.EncodeSignedRoster(wire.SignedRoster{Roster: wire.Roster{ID: cid, Group: g, Generation: 1, Name: "crew",
 		Changes: []wire.RosterChange{{Op: wire.RosterAdd, Address: "alice/1"}, {Op: wire.RosterAdd, Address: "carol/1"}},
@@ -40,7 +49,9 @@ func TestForwardedRosterChangeIsChecked(t *testing.T) {
 	a2, a3 := engine.MustParseAddress("alice/2"), engine.MustParseAddress("alice/3")
 	before := f.state(t)
 	for name, bad := range map[string][]engine.Address{
-		"to a device the list does not name":  {a3},
+		"to a device the list names revoked":  {a3},
+		"to a device the list does not name":  {engine.MustParseAddress("alice/4")},
+		"to this device itself":               {engine.MustParseAddress("alice/1")},
 		"to a device of another person":       {engine.MustParseAddress("bob/2")},
 		"back to the device it came from":     {carol},
 		"to one device twice":                 {a2, a2},
@@ -53,6 +64,9 @@ func TestForwardedRosterChangeIsChecked(t *testing.T) {
 		if f.state(t) != before {
 			t.Fatalf("a refused forward %s changed the store", name)
 		}
+	}
+	if err := checkForward(engine.RosterEffect{Change: engine.RosterChange{ID: cid, Author: "alice/2"}, Forward: []engine.Address{a2}}, carol); !errors.Is(err, engine.ErrConflict) {
+		t.Errorf("a roster change forwarded to its author = %v, want refused", err)
 	}
 	f.apply(t, receive(a2))
 	if grp, found, err := f.db.LaneGroup(ctx, a2, cid); err != nil || !found || grp != g {

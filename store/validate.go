@@ -467,7 +467,8 @@ func validateReceive(p engine.Receive) error {
 
 // checkForward checks the devices a received roster change is forwarded to
 // (engine.RosterEffect.Forward): each a valid address of one person, named
-// once, and not the device it came from (that the account's list names
+// once, and neither the device it came from nor the change's author (that
+// it is not this device, and that the account's list names
 // each active is checked against the list held, forwardRoster).
 func checkForward(e engine.RosterEffect, from engine.Address) error {
 	var err error
@@ -477,6 +478,8 @@ func checkForward(e engine.RosterEffect, from engine.Address) error {
 		switch {
 		case to == from:
 			err = errors.Join(err, invalid("roster change %x forwarded back to %s, which sent it", e.Change.ID[:], to))
+		case to.String() == e.Change.Author:
+			err = errors.Join(err, invalid("roster change %x forwarded to %s, its author", e.Change.ID[:], to))
 		case seen[to]:
 			err = errors.Join(err, invalid("roster change %x forwarded to %s twice", e.Change.ID[:], to))
 		case to.User != e.Forward[0].User:
