@@ -30,6 +30,15 @@ import (
 // one relay message per sibling for each change another device makes to
 // a group of this person's (at most MaxDevicesPerAccount-1 siblings, at the
 // pace admins change rosters), the same order as the admin's own fan-out.
+//
+// Every forward lane ends. Only a change whose author counts in the merge
+// is forwarded (authorCounts), so a plain member cannot make this device
+// fan her changes out; a sibling that cannot take a forward acknowledges
+// it with nothing stored (dropRoster), rather than leaving it to be retried
+// for good; and a forward lane still pending MaxGroupHold after it was
+// stored is abandoned at its next retry (forwardLaneExpired). A list that
+// names a device linked since adds no lane of a pending forward
+// (addedGroupLanes): the link's archive carries the change.
 
 // siblingCache is the devices a batch forwards roster changes to, read
 // once per batch (forwardSiblings).
