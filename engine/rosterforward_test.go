@@ -328,7 +328,9 @@ func (d *device) forwardLanes(sibling string, state engine.LaneState) int {
 // (bob/2 never hears from her, so it pins no key for her). Her group's
 // creation, which bob/1 records and forwards, cannot be checked on bob/2:
 // bob/2 acknowledges the forward as a refusal, takes nothing, and bob/1's
-// lane ends instead of being retried for good.
+// lane ends instead of being retried for good. bob/1 takes message
+// requests: the creation waits in mallory's request and is forwarded when
+// bob accepts her (the request-accept path).
 func TestForwardFromAnUnpinnedAuthorEnds(t *testing.T) {
 	oneGoroutine(t)
 	w := blobWorld(t)
@@ -343,14 +345,23 @@ func TestForwardFromAnUnpinnedAuthorEnds(t *testing.T) {
 	bob, mallory := w.device("bob/1"), w.device("mallory/1")
 	publishLists(t, bob, mallory)
 	bob2 := w.linkHolding(bob)
+	bob.withRequests(nil)
 	checkPeers(t, mallory, bob)
 	info, _, err := mallory.c.CreateGroup(w.ctx, "spam", []engine.Address{bob.addr})
 	if err != nil {
 		t.Fatal(err)
 	}
 	roundsWithout(4, mallory, bob, bob2)
-	if _, err := bob.c.AcceptRequest(w.ctx, mallory.addr); err != nil {
-		t.Fatal(err)
+	if n := bob.count("SELECT count(*) FROM group_lane"); n != 0 {
+		t.Fatalf("bob/1 has %d group lanes before it accepts mallory, want none (her creation waits in her request)", n)
+	}
+	// Accepting her adopts the creation and forwards it (the
+	// request-accept path).
+	if n, err := bob.c.AcceptRequest(w.ctx, mallory.addr); err != nil || n == 0 {
+		t.Fatalf("bob/1 accepts mallory: %d, %v; want her request's change adopted", n, err)
+	}
+	if s := bob.forwardLanes("bob/2", engine.LanePending); s != 1 {
+		t.Fatalf("bob/1 has %d forward lanes pending to bob/2 after accepting mallory, want 1", s)
 	}
 	for range 4 {
 		roundsWithout(1, mallory, bob, bob2)
