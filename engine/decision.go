@@ -12,7 +12,7 @@ import (
 // Decisions are the person's (issue 33). A device that commits or
 // discards a message from another person, one-to-one or in a group, tells
 // this person's other active
-// devices, on lanes of their own (frame kind 15 or 16, in the Finalize
+// devices, on lanes of their own (frame kind 15, 16 or 18, in the Finalize
 // plan's transaction, or the receive's for a commit on arrival); a
 // sibling linked since is told of the decisions made since its linking
 // when this device stores the list naming it (catchUpLanes). A device that hears a decision keeps it (DecisionEffect)
@@ -119,7 +119,7 @@ func (c *Client) catchUpLanes(ctx context.Context, held, next wire.DeviceList, f
 			if d.At.Before(s.since) || d.DecidedOn != nil || d.Outcome == OutcomeCommitted && !d.InHistory {
 				continue
 			}
-			l, err := c.tellLanes(ctx, []Address{s.addr}, d.Sender, d.ID, d.Outcome, d.Body)
+			l, err := c.tellLanes(ctx, []Address{s.addr}, d.Sender, d.ID, d.Outcome, 0, d.Body)
 			if err != nil {
 				return nil, err
 			}
@@ -197,6 +197,14 @@ type DecisionEffect struct {
 	// turns committed and the history gains the message, decided on that
 	// device, in the decision's transaction.
 	TakeBack []byte
+	// Action, with TakeBack, is the committed action a kind-18 decision
+	// carried (a reply, a reaction, an edit or a delete received one to
+	// one and discarded here): TakeBack is then its history body
+	// (actionHistoryBody) and ActionBody the action body whose digest is
+	// the one recorded here; the store applies Action (its ID and Peer
+	// are Message and Sender) with the take-back, in one transaction.
+	Action     *ActionApply
+	ActionBody []byte
 }
 
 func (DecisionEffect) effect() {}
@@ -217,17 +225,25 @@ type KeptDecision struct {
 // decided. body, when not nil, is the committed text the
 // decision carries (kind 16), so that a device that discarded the message
 // meanwhile takes it back; a body over wire.MaxDecisionBodySize goes
-// without it.
-func (c *Client) tellLanes(ctx context.Context, own []Address, sender Address, id wire.LogicalID, outcome Outcome, body []byte) ([]PersonLane, error) {
+// without it. content, when an action's (wire.IsAction), makes body the
+// committed action's body, carried by a kind-18 decision up to
+// wire.MaxDecisionActionSize.
+func (c *Client) tellLanes(ctx context.Context, own []Address, sender Address, id wire.LogicalID, outcome Outcome, content wire.ContentType, body []byte) ([]PersonLane, error) {
 	if len(own) == 0 || sender.User == c.self.User {
 		return nil, nil
+	}
+	if !wire.IsAction(content) {
+		content = 0
 	}
 	o := wire.DecisionCommitted
 	if outcome == OutcomeDiscarded {
 		o, body = wire.DecisionDiscarded, nil
 	}
-	if len(body) > wire.MaxDecisionBodySize {
+	if content == 0 && len(body) > wire.MaxDecisionBodySize || content != 0 && len(body) > wire.MaxDecisionActionSize {
 		body = nil
+	}
+	if body == nil {
+		content = 0
 	}
 	lanes := make([]PersonLane, 0, len(own))
 	for _, d := range own {
@@ -235,7 +251,7 @@ func (c *Client) tellLanes(ctx context.Context, own []Address, sender Address, i
 		if _, err := c.cfg.Random.Read(fid[:]); err != nil {
 			return nil, fmt.Errorf("decision: logical id: %w", err)
 		}
-		f, err := wire.EncodeDecision(wire.Decision{ID: fid, Sender: sender.String(), Message: id, Outcome: o, Body: body})
+		f, err := wire.EncodeDecision(wire.Decision{ID: fid, Sender: sender.String(), Message: id, Outcome: o, Content: content, Body: body})
 		if err != nil {
 			return nil, err
 		}
@@ -248,7 +264,7 @@ func (c *Client) tellLanes(ctx context.Context, own []Address, sender Address, i
 // group's) from sender committed as it arrives (CommitEffect under CommitOnArrival), as
 // tellLanes does for a Commit; this person's other devices are read once
 // per batch.
-func (c *Client) arrivalTell(ctx context.Context, bs *batchState, sender Address, id wire.LogicalID, body []byte) ([]PersonLane, error) {
+func (c *Client) arrivalTell(ctx context.Context, bs *batchState, sender Address, id wire.LogicalID, content wire.ContentType, body []byte) ([]PersonLane, error) {
 	if !bs.ownRead {
 		own, err := c.ownOtherDevices(ctx)
 		if err != nil {
@@ -259,7 +275,7 @@ func (c *Client) arrivalTell(ctx context.Context, bs *batchState, sender Address
 	if body != nil {
 		body = append([]byte{}, body...)
 	}
-	return c.tellLanes(ctx, bs.own, sender, id, OutcomeCommitted, body)
+	return c.tellLanes(ctx, bs.own, sender, id, OutcomeCommitted, content, body)
 }
 
 // prepareDecision receives a decision from another device of this person:
@@ -323,12 +339,36 @@ func (c *Client) prepareDecision(ctx context.Context, bs *batchState, in *incomi
 		}
 		e := DecisionEffect{ID: d.ID, Digest: dg, At: in.now, Sender: sender, Message: d.Message, Outcome: outcome,
 			Keep: verdict == DecisionKeep}
-		if verdict == DecisionOverruled && seen.TakeBack && d.Body != nil && digest(d.Body) == seen.Digest {
+		switch {
+		case d.Content != 0:
+			// A committed action (kind 18).
+			if err := c.takeBackAction(ctx, bs, &e, seen, verdict, d, in.now); errors.Is(err, ErrDecisionMismatch) {
+				// Still the sibling's commit of that ID (the sender may
+				// have sent each device another body under it): heard
+				// as a commit without its action (kind 15), so that
+				// the sibling's lane ends; the result says why nothing
+				// was taken back. It decides no copy pending here
+				// either: that copy is another body, which the
+				// person has not seen decided anywhere, so it stays
+				// theirs to decide.
+				e.Keep = false
+				step.res.Err = err
+			} else if err != nil {
+				return prepared{}, err
+			}
+			step.res.TakenBack = e.TakeBack != nil
+			step.res.Action = appliedOf(e.Action)
+		case verdict == DecisionOverruled && seen.TakeBack && d.Body != nil && digest(d.Body) == seen.Digest:
 			// Commit beats discard, and the body came with it (the one
 			// this device discarded: its digest is recorded): the
 			// message is this person's again, here too.
 			e.TakeBack = d.Body
 			step.res.TakenBack = true
+			if !seen.InGroup {
+				// A one-to-one message: a one-to-one action after it
+				// in the batch may target it (a group's may not).
+				bs.takenBack[inboundKey{sender, d.Message}] = seen.At
+			}
 		}
 		step.effect = e
 		bs.delivered[key] = dg
@@ -339,6 +379,100 @@ func (c *Client) prepareDecision(ctx context.Context, bs *batchState, in *incomi
 		}
 	}
 	return in.receive(bs, op, step)
+}
+
+// ErrDecisionMismatch means a sibling's decision carried an action that is
+// not the message it names as this device holds it (another digest: not
+// what the sender sent under that ID, or a sender that sent each device
+// another body under it): the decision is heard as a commit without its
+// action (kind 15), nothing is taken back, and its ResultDecisionHeard
+// carries this error (ReceiveResult.Err).
+var ErrDecisionMismatch = errors.New("the decision's action is not the message it names")
+
+// takeBackAction decides a commit's decision that carries the committed
+// action d (kind 18) against the message as this device holds it (seen,
+// judged verdict): a discard the person made here
+// (SeenMessage.TakeBackAction: also an action the engine discarded because
+// the person discarded its target, target_discarded, a discard the commit
+// overrules) is taken back, and the action applied by the usual rules, in
+// the decision's transaction (e.TakeBack, e.Action), when the action's
+// digest is the one recorded here and DecideAction applies it. The rules
+// judge the times this device recorded, never the decision's arrival: the
+// action arrived when it was discarded here (its finalized record's time,
+// the latest it can have arrived), and a target taken back earlier in the
+// batch has its discard's time, where its take-back writes it. An action
+// the rules discard here (not its author, its target deleted or
+// discarded, its window passed) stays discarded. One whose target is not
+// committed here stays discarded too: the decision cannot wait for it
+// (a discard is not held; see docs/protocol.md). A pending or unseen
+// action keeps the decision (e.Keep), and the ordinary Finalize applies it
+// when its target allows. An action whose digest is not the one recorded
+// here, pending or finalized, is not taken (ErrDecisionMismatch: the
+// decision counts as a commit without it); an entry a link or a restore
+// imported records none, and is not compared.
+func (c *Client) takeBackAction(ctx context.Context, bs *batchState, e *DecisionEffect, seen SeenMessage, verdict DecisionVerdict, d wire.Decision, now time.Time) error {
+	if (seen.Pending || seen.Finalized) && !seen.Imported && digest(d.Body) != seen.Digest {
+		return fmt.Errorf("decision %x on %x from %s: %w", d.ID[:], d.Message[:], e.Sender, ErrDecisionMismatch)
+	}
+	if verdict != DecisionOverruled || !seen.TakeBackAction {
+		return nil
+	}
+	m := &InboundMessage{Sender: e.Sender, ID: e.Message, ReceivedAt: seen.At, Body: d.Body, Content: d.Content}
+	act, v, err := c.receivedAction(ctx, m, now)
+	if err != nil {
+		return err
+	}
+	a, _ := wire.DecodeAction(d.Content, d.Body) // receivedAction decoded it
+	if (v.Hold || v.Reason == DiscardTargetDiscarded) && a.Content != wire.ContentReply {
+		if at, ok := bs.takenBack[inboundKey{e.Sender, a.Target}]; ok {
+			// Its target, from the same sender, is taken back earlier in
+			// this batch: committed by this person, received, written at
+			// the time of its discard here.
+			if act, err = c.takenBackTarget(ctx, e, a, at, seen.At, now); err != nil {
+				return err
+			}
+			v = ActionVerdict{}
+		}
+	}
+	if act == nil || v.Hold || v.Reason != DiscardNone {
+		return nil
+	}
+	if act.Content != wire.ContentReply {
+		if bs.deleted[act.targetKey()] {
+			return nil // deleted earlier in this batch: not over the tombstone
+		}
+		if act.Content == wire.ContentDelete {
+			bs.deleted[act.targetKey()] = true
+		}
+	}
+	e.TakeBack, e.Action, e.ActionBody = actionHistoryBody(a), act, d.Body
+	if act.Content == wire.ContentReply {
+		// A reply is a message: an action after it in the batch may
+		// target it (the others are no target, target_missing).
+		bs.takenBack[inboundKey{e.Sender, e.Message}] = seen.At
+	}
+	return nil
+}
+
+// takenBackTarget is the ActionApply of action a (the message e takes
+// back, arrived by arrived) whose target this batch takes back before it:
+// the target's entry is written, received at targetAt, in the
+// conversation of e.Sender's person (where the take-back puts it). nil
+// when DecideAction does not apply it there.
+func (c *Client) takenBackTarget(ctx context.Context, e *DecisionEffect, a wire.Action, targetAt, arrived, now time.Time) (*ActionApply, error) {
+	t := ActionTarget{Found: true, Direction: DirectionIn, At: targetAt}
+	if v := DecideAction(t, a.Content, true, arrived, now); v.Hold || v.Reason != DiscardNone {
+		return nil, nil
+	}
+	apply := applyOf(e.Sender, e.Sender, e.Message, DirectionIn, a, t, now)
+	held, ok, err := c.store.PeerAccount(ctx, e.Sender.User)
+	if err != nil {
+		return nil, err
+	}
+	if ok && held.Conversation != e.Sender {
+		apply.TargetPeer = held.Conversation
+	}
+	return apply, nil
 }
 
 // keptFor returns which deliveries of a committed page another device of

@@ -223,7 +223,7 @@ type ReceiveResult struct {
 	// named. Each also has an EventReceived of its own, with that ID.
 	Acked   []wire.LogicalID
 	AckSent bool  // ResultAlreadyCommitted, ResultAlreadyDiscarded
-	Err     error // ResultError
+	Err     error // ResultError; on a ResultDecisionHeard, why its carried action was not taken (ErrDecisionMismatch)
 	// RecoveryRequested is set on a ResultError when the envelope came from
 	// a peer whose session with this device cannot work and a recovery
 	// request went back to it.
@@ -236,7 +236,8 @@ type ReceiveResult struct {
 	// manifest, see FileOf).
 	Content wire.ContentType
 	// Action is set on an action committed and applied in the round (on
-	// arrival, or ResultApplied); Reason on ResultActionDiscarded.
+	// arrival, or ResultApplied, or a ResultDecisionHeard that took an
+	// action back); Reason on ResultActionDiscarded.
 	Action *AppliedAction
 	Reason DiscardReason
 	// CopyTo is the conversation of a ResultSentCopy.
@@ -251,7 +252,8 @@ type ReceiveResult struct {
 	DecidedElsewhere bool
 	// TakenBack, on a ResultDecisionHeard, says the decision was a commit
 	// of a message discarded here, which it carried and this device took
-	// back into its history (commit beats discard).
+	// back into its history (commit beats discard); for an action (frame
+	// kind 18), Action says what it applied.
 	TakenBack bool
 
 	// For the loop's schedules: the session with Sender converged (an

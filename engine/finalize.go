@@ -222,10 +222,16 @@ func (c *Client) finalizeBatch(ctx context.Context, reqs []FinalizeRequest, know
 		}
 		if p.DecidedOn = r.decidedOn; r.decidedOn == nil && !r.held && !r.own && !(tell == OutcomeDiscarded && r.Reason.ByEngine()) {
 			var body []byte // the committed text travels with its decision
-			if r.Outcome == OutcomeCommitted && m.Content == wire.ContentText && act == nil {
+			var content wire.ContentType
+			switch {
+			case r.Outcome == OutcomeCommitted && m.Content == wire.ContentText && act == nil:
 				body = append([]byte{}, m.Body...)
+			case r.Outcome == OutcomeCommitted && act != nil && m.Group == nil && m.CopyTo == "":
+				// A one-to-one action travels with its decision (kind 18),
+				// as its content frame carried it.
+				body, content = append([]byte{}, m.Body...), m.Content
 			}
-			if p.Tell, err = c.tellLanes(ctx, own, r.Sender, r.ID, tell, body); err != nil {
+			if p.Tell, err = c.tellLanes(ctx, own, r.Sender, r.ID, tell, content, body); err != nil {
 				return nil, err
 			}
 			if r.Outcome == OutcomeCommitted && c.decisionsKept.Load() {

@@ -26,7 +26,7 @@ func (c *Client) prepareFrame(ctx context.Context, bs *batchState, in *incoming,
 		return c.prepareSentCopy(ctx, bs, in, op)
 	case kind == wire.FrameSentActionCopy:
 		return c.prepareSentActionCopy(ctx, bs, in, op)
-	case kind == wire.FrameDecision, kind == wire.FrameDecisionBody:
+	case kind == wire.FrameDecision, kind == wire.FrameDecisionBody, kind == wire.FrameDecisionAction:
 		return c.prepareDecision(ctx, bs, in, op)
 	case kind == wire.FrameChainAcks:
 		a, err := wire.DecodeChainAcks(op.plaintext)
@@ -214,16 +214,21 @@ func (c *Client) deliverNew(ctx context.Context, bs *batchState, in *incoming, o
 		if a.content == wire.ContentText {
 			told = body
 		}
+		var content wire.ContentType
 		if act != nil {
 			e.Body, told = actionHistoryBody(wire.Action{Content: act.Content, Text: act.Text}), nil
 			step.res.Action = appliedOf(act)
+			if a.group == nil {
+				// A one-to-one action travels with its decision (kind 18).
+				told, content = body, a.content
+			}
 		}
 		// Decisions are the person's, for group messages too: an arrival
 		// commit tells the other devices as a Commit does. A sibling's own
 		// message is committed on every device of the person as it
 		// arrives there: nobody is told.
 		if !a.own {
-			if e.Tell, err = c.arrivalTell(ctx, bs, sender, id, told); err != nil {
+			if e.Tell, err = c.arrivalTell(ctx, bs, sender, id, content, told); err != nil {
 				return err
 			}
 		}

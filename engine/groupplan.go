@@ -257,7 +257,7 @@ func DecodeStoredFrame(b []byte) (StoredFrame, error) {
 			return StoredFrame{}, err
 		}
 		return StoredFrame{ID: m.ID, Body: body, Content: m.Action.Content, CopyTo: m.To}, nil
-	case wire.FrameDecision, wire.FrameDecisionBody:
+	case wire.FrameDecision, wire.FrameDecisionBody, wire.FrameDecisionAction:
 		d, err := wire.DecodeDecision(b)
 		if err != nil {
 			return StoredFrame{}, err

@@ -337,6 +337,19 @@ func personScenarios() []fpScenario {
 				fpStep{"bob/1", "sync"}, fpStep{"bob/2", "sync"}, fpStep{"bob/2", "discardall"}, fpStep{"bob/1", "commitall"},
 				fpStep{"bob/1", "pump"}, fpStep{"bob/2", "stage"}),
 			target: fpStep{"bob/2", "process"}, want: both},
+		// The same for an action: bob/2 discards alice's edit of a
+		// message both devices committed while bob/1 commits it; bob/1's
+		// decision carries the edit (frame kind 18), and bob/2 takes the
+		// discard back and applies the edit in the receive that hears it.
+		{name: "decision takes back a discarded action", devices: abb,
+			setup: append(held, fpStep{"alice/1", "enqueue:bob/1:hello"}, fpStep{"alice/1", "pump"},
+				fpStep{"bob/1", "sync"}, fpStep{"bob/2", "sync"}, fpStep{"bob/1", "commitall"}, fpStep{"bob/2", "commitall"},
+				fpStep{"bob/1", "pump"}, fpStep{"bob/2", "pump"}, fpStep{"bob/1", "sync"}, fpStep{"bob/2", "sync"}, fpStep{"bob/1", "sync"},
+				fpStep{"alice/1", "sync"}, fpStep{"alice/1", "edit:bob/1:hello again"}, fpStep{"alice/1", "pump"},
+				fpStep{"bob/1", "sync"}, fpStep{"bob/2", "sync"}, fpStep{"bob/2", "discardall"}, fpStep{"bob/1", "commitall"},
+				fpStep{"bob/1", "pump"}, fpStep{"bob/2", "stage"}),
+			target: fpStep{"bob/2", "process"},
+			want:   map[string]map[string][]string{"bob/1": {"alice/1": {"hello again"}}, "bob/2": {"alice/1": {"hello again"}}}},
 		// The same for a group message: bob/2 holds the group and the
 		// message pending (alice's fan-out to every device of bob's),
 		// discards it, and takes it back into the group's history in the

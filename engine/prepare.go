@@ -45,6 +45,12 @@ type batchState struct {
 	// applies: an action after it in the batch waits for the hold's pass,
 	// which finds the tombstone and discards it (target_deleted).
 	deleted map[actionTargetKey]bool
+	// takenBack are the messages a sibling's decision takes back in this
+	// batch (decision.go), with the time of the discard each had here
+	// (where the take-back writes its entry): an action's decision after
+	// it in the batch finds its target there, as a later batch finds it
+	// committed.
+	takenBack map[inboundKey]time.Time
 	// acks are the chain messages the batch decided, by sender device, to
 	// acknowledge after its rows (chainack.go); ackOrder their senders in
 	// first-seen order.
@@ -74,7 +80,7 @@ type retiredKey struct {
 func newBatchState() *batchState {
 	return &batchState{work: make(map[Address]*peerState), delivered: make(map[inboundKey][32]byte),
 		retired: make(map[retiredKey]bool), consumed: make(map[uint32]bool), caps: newCapState(), requests: newRequestState(),
-		groups: -1, groupsSeen: make(map[wire.GroupID]*batchGroup), deleted: make(map[actionTargetKey]bool),
+		groups: -1, groupsSeen: make(map[wire.GroupID]*batchGroup), deleted: make(map[actionTargetKey]bool), takenBack: make(map[inboundKey]time.Time),
 		chains: make(map[chainKey]*session.ReceiverChain), acks: make(map[Address]*deferredAcks), needs: make(map[needKey]uint32)}
 }
 
@@ -327,4 +333,17 @@ type SeenMessage struct {
 	// its kind is known (finalized since migration 0025) and, for a group
 	// message, its group is held. The store applies the same rule.
 	TakeBack bool
+	// TakeBackAction is TakeBack for a sibling's commit that carries a
+	// one-to-one action (frame kind 18): also an action the engine
+	// discarded because the person discarded its target
+	// (DiscardTargetDiscarded), which rested on that discard.
+	TakeBackAction bool
+	// Reason and At, when Finalized: why it was discarded, and when it
+	// was finalized here (a discard's time, where a take-back writes its
+	// history entry).
+	Reason DiscardReason
+	At     time.Time
+	// InGroup, when Finalized: the record names a group (a group
+	// message's, or one of unknown kind finalized before migration 0025).
+	InGroup bool
 }

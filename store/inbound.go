@@ -68,8 +68,8 @@ const (
 	// (a message is never both: finalizing deletes the pending row).
 	// For a discard it also reads its reason and group, and whether that
 	// group is held, for takeBackable.
-	sqlSeen = `SELECT 0, 0, sealed_digest, 0, NULL, 0 FROM inbound WHERE sender = ?1 AND id = ?2
-		UNION ALL SELECT 1, outcome, sealed_digest, reason, grp, EXISTS (SELECT 1 FROM grp g WHERE g.id = finalized.grp)
+	sqlSeen = `SELECT 0, 0, sealed_digest, 0, NULL, 0, 0 FROM inbound WHERE sender = ?1 AND id = ?2
+		UNION ALL SELECT 1, outcome, sealed_digest, reason, grp, EXISTS (SELECT 1 FROM grp g WHERE g.id = finalized.grp), at
 		FROM finalized WHERE sender = ?1 AND id = ?2 LIMIT 1`
 )
 
@@ -425,10 +425,10 @@ func (db *DB) Seen(ctx context.Context, sender engine.Address, id wire.LogicalID
 	if err := db.checkOpen("read a received message"); err != nil {
 		return engine.SeenMessage{}, err
 	}
-	var final, outcome, reason int64
+	var final, outcome, reason, at int64
 	var sealed, grp []byte
 	var held bool
-	err := db.queryRow(ctx, sqlSeen, sender.String(), id[:]).Scan(&final, &outcome, &sealed, &reason, &grp, &held)
+	err := db.queryRow(ctx, sqlSeen, sender.String(), id[:]).Scan(&final, &outcome, &sealed, &reason, &grp, &held, &at)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return db.seenImported(ctx, sender, id)
@@ -436,7 +436,11 @@ func (db *DB) Seen(ctx context.Context, sender engine.Address, id wire.LogicalID
 		return engine.SeenMessage{}, db.readErr("read a received message", err)
 	}
 	s := engine.SeenMessage{Pending: final == 0, Finalized: final == 1, Outcome: engine.Outcome(outcome)}
-	s.TakeBack = s.Finalized && s.Outcome == engine.OutcomeDiscarded && takeBackable(engine.DiscardReason(reason), grp, held)
+	s.TakeBack = s.Finalized && s.Outcome == engine.OutcomeDiscarded && takeBackable(engine.DiscardReason(reason), grp, held, false)
+	s.TakeBackAction = s.Finalized && s.Outcome == engine.OutcomeDiscarded && takeBackable(engine.DiscardReason(reason), grp, held, true)
+	if s.Finalized {
+		s.Reason, s.At, s.InGroup = engine.DiscardReason(reason), time.Unix(0, at), grp != nil
+	}
 	kind := kindInboundDigest
 	if s.Finalized {
 		kind = kindFinalizedDigest

@@ -756,8 +756,18 @@ func (t *tx) decision(ctx context.Context, from engine.Address, e engine.Decisio
 // known kind (grp is not the all-zero group that migration 0025 gives a
 // discard finalized before it, which may have been a group's), and for a
 // group message, a group held here (held; grp rows are never deleted, so
-// it always is today).
-func takeBackable(reason engine.DiscardReason, grp []byte, held bool) bool {
+// it always is today). For a commit that carries a one-to-one action
+// (action, frame kind 18), a discard the engine made because the person
+// discarded the action's target (target_discarded) is the person's too:
+// it rested on that discard, which the commit overrules; and a group's
+// message (or one of unknown kind) is none of its.
+func takeBackable(reason engine.DiscardReason, grp []byte, held, action bool) bool {
+	switch {
+	case action && grp != nil:
+		return false // a one-to-one action names no group's message
+	case action && reason == engine.DiscardTargetDiscarded:
+		return true
+	}
 	if reason != engine.DiscardRejected && reason != engine.DiscardOther {
 		return false
 	}
@@ -790,19 +800,24 @@ func (t *tx) takeBackCommitted(ctx context.Context, from engine.Address, e engin
 			return err
 		}
 	}
-	if !takeBackable(engine.DiscardReason(reason), grp, held) {
+	if !takeBackable(engine.DiscardReason(reason), grp, held, e.Action != nil) {
 		return nil
 	}
 	var group *wire.GroupID
 	if grp != nil {
 		group = (*wire.GroupID)(grp)
 	}
-	// Only the body whose digest was recorded.
+	// Only the body whose digest was recorded (an action's: the action
+	// body its content frame carried).
 	d, err := t.db.seal.open(kindFinalizedDigest, messageKey(e.Sender, e.Message), sealed)
 	if err != nil {
 		return fmt.Errorf("take back message %x from %s: %w", e.Message[:], e.Sender, err)
 	}
-	if sum := sha256.Sum256(e.TakeBack); !bytes.Equal(d, sum[:]) {
+	recorded := e.TakeBack
+	if e.Action != nil {
+		recorded = e.ActionBody // one to one: takeBackable refused a group's record
+	}
+	if sum := sha256.Sum256(recorded); !bytes.Equal(d, sum[:]) {
 		return nil
 	}
 	if _, err := t.runOne(ctx, "finalized-take-back", engine.ErrConflict, sqlTakeBackCommitted, int64(engine.OutcomeCommitted), int64(engine.DiscardNone),
@@ -827,6 +842,12 @@ func (t *tx) takeBackCommitted(ctx context.Context, from engine.Address, e engin
 	}
 	if _, err := t.run(ctx, "history-decided", sqlDecidedOn, from.String(), conv.String(), e.Message[:]); err != nil {
 		return fmt.Errorf("name the device that decided %x: %w", e.Message[:], err)
+	}
+	if e.Action != nil {
+		// The action applies as its Finalize would have applied it.
+		if err := t.applyAction(ctx, *e.Action); err != nil {
+			return fmt.Errorf("take back action %x from %s: %w", e.Message[:], e.Sender, err)
+		}
 	}
 	return nil
 }

@@ -395,3 +395,113 @@ func TestPersonSendActionCopy(t *testing.T) {
 		t.Fatalf("PersonLanes = %+v, %v; want carol/2, then the copy to alice/2", lanes, err)
 	}
 }
+
+// TestTakeBackActionIsChecked: a decision that takes back a discarded
+// action applies it only as the message it takes back: an action of
+// another ID, or one its action body does not decode to, is an invalid
+// plan that changes nothing; the recorded one turns the discard committed and applies the action (a reply's
+// quote) in the same transaction.
+func TestTakeBackActionIsChecked(t *testing.T) {
+	f := newFixture(t, false)
+	ctx := context.Background()
+	withSession(t, f)
+	target := wire.LogicalID{0x7a}
+	body, err := wire.EncodeAction(wire.Action{Content: wire.ContentReply, Target: target, Text: []byte("yes")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := wire.EncodeAction(wire.Action{Content: wire.ContentReply, Target: target, Text: []byte("no")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// bob's idRecv, the reply, pending; session with bob at version 2.
+	f.apply(t, receivePlan(f.stage(t), bob, 1, deliver(t, idRecv, string(body))))
+	sw := sessionWrite(bob, 2, "ack")
+	f.apply(t, engine.Finalize{Sender: bob, ID: idRecv, Digest: sha256.Sum256(body), Outcome: engine.OutcomeDiscarded,
+		Reason: engine.DiscardRejected, At: planAt, Session: &sw, Ack: ackOut(bob)})
+	reply := func(id wire.LogicalID) *engine.ActionApply {
+		return &engine.ActionApply{Peer: bob, ID: id, Dir: engine.DirectionIn, Content: wire.ContentReply, Target: target, Text: []byte("yes"), At: planAt}
+	}
+	decide := func(row int64, n byte, version uint64, a *engine.ActionApply, actionBody []byte) error {
+		t.Helper()
+		_, err := f.db.Apply(ctx, receivePlan(row, bob, version, engine.DecisionEffect{ID: wire.LogicalID{0xd0, n}, At: planAt, Sender: bob, Message: idRecv,
+			Outcome: engine.OutcomeCommitted, TakeBack: []byte("yes"), Action: a, ActionBody: actionBody}))
+		return err
+	}
+	row := f.stage(t)
+	before := f.state(t)
+	if err := decide(row, 1, 3, reply(wire.LogicalID{0x99}), body); !errors.Is(err, engine.ErrConflict) {
+		t.Fatalf("a take-back applying another message's action: %v, want an invalid plan (ErrConflict)", err)
+	}
+	if err := decide(row, 1, 3, nil, body); !errors.Is(err, engine.ErrConflict) {
+		t.Fatalf("a take-back with an action body and no action: %v, want an invalid plan (ErrConflict)", err)
+	}
+	if err := decide(row, 1, 3, reply(idRecv), other); !errors.Is(err, engine.ErrConflict) {
+		t.Fatalf("a take-back applying an action its body does not say: %v, want an invalid plan (ErrConflict)", err)
+	}
+	if after := f.state(t); after != before {
+		t.Fatalf("the refused plans changed the store")
+	}
+	if err := decide(row, 1, 3, reply(idRecv), body); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := f.db.Seen(ctx, bob, idRecv); err != nil || s.Outcome != engine.OutcomeCommitted {
+		t.Fatalf("after the recorded action: %+v, %v; want committed", s, err)
+	}
+	h, err := f.db.History(ctx, bob, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, e := range h {
+		if e.ID == idRecv {
+			found = string(e.Body) == "yes" && e.ReplyTo != nil && *e.ReplyTo == target && e.DecidedOn != nil && *e.DecidedOn == bob
+		}
+	}
+	if !found {
+		t.Fatalf("the taken-back reply is not in the history with its quote: %+v", h)
+	}
+}
+
+// TestTakeBackActionRule: a commit that carries a one-to-one action
+// (kind 18) also takes back an action the engine discarded because the
+// person discarded its target (target_discarded), and never a group's
+// record; a commit that carries a text takes back only the person's
+// discards. Seen reports the same rule (SeenMessage.TakeBackAction).
+func TestTakeBackActionRule(t *testing.T) {
+	grp := make([]byte, 16)
+	grp[0] = 1
+	for _, c := range []struct {
+		reason         engine.DiscardReason
+		grp            []byte
+		action, wanted bool
+	}{
+		{engine.DiscardTargetDiscarded, nil, true, true},
+		{engine.DiscardTargetDiscarded, nil, false, false},
+		{engine.DiscardRejected, nil, true, true},
+		{engine.DiscardTargetDeleted, nil, true, false},
+		{engine.DiscardWindowPassed, nil, true, false},
+		{engine.DiscardRejected, grp, true, false},
+		{engine.DiscardRejected, grp, false, true},
+		{engine.DiscardTargetDiscarded, grp, true, false},
+	} {
+		if got := takeBackable(c.reason, c.grp, true, c.action); got != c.wanted {
+			t.Errorf("takeBackable(%s, group %v, action %v) = %v, want %v", c.reason, c.grp != nil, c.action, got, c.wanted)
+		}
+	}
+	f := newFixture(t, false)
+	ctx := context.Background()
+	withInbound(t, f)
+	sw := sessionWrite(bob, 2, "ack")
+	f.apply(t, engine.Finalize{Sender: bob, ID: idRecv, Digest: sha256.Sum256([]byte("hi PLAINTEXT-MARKER-received")), Outcome: engine.OutcomeDiscarded,
+		Reason: engine.DiscardTargetDiscarded, At: planAt, Session: &sw, Ack: ackOut(bob)})
+	if s, err := f.db.Seen(ctx, bob, idRecv); err != nil || s.TakeBack || !s.TakeBackAction || s.Reason != engine.DiscardTargetDiscarded || !s.At.Equal(planAt) {
+		t.Fatalf("Seen of an action discarded as target_discarded: %+v, %v; want a take-back by an action's commit only, its reason and time", s, err)
+	}
+	if _, err := f.db.sql.ExecContext(ctx, "UPDATE finalized SET grp = ? WHERE sender = ? AND id = ?", grp, bob.String(), idRecv[:]); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := f.db.Seen(ctx, bob, idRecv); err != nil || s.TakeBackAction || !s.InGroup {
+		t.Fatalf("Seen of a group's discard: %+v, %v; want no take-back by a one-to-one action's commit", s, err)
+	}
+}

@@ -427,6 +427,17 @@ func validateReceive(p engine.Receive) error {
 		if e.TakeBack != nil && (e.Outcome != engine.OutcomeCommitted || e.Keep || len(e.TakeBack) > wire.MaxDecisionBodySize) {
 			err = errors.Join(err, invalid("decision %x restores a body it may not (a discard, kept, or over the bound)", e.ID[:]))
 		}
+		if e.Action != nil {
+			a := e.Action
+			if e.TakeBack == nil || e.ActionBody == nil || len(e.ActionBody) > wire.MaxDecisionActionSize || a.ID != e.Message || a.Peer != e.Sender ||
+				a.Dir != engine.DirectionIn || a.Group != nil || !wire.IsAction(a.Content) {
+				err = errors.Join(err, invalid("decision %x applies an action that is not the message it takes back", e.ID[:]))
+			} else if !actionBodyIs(e.ActionBody, a) {
+				err = errors.Join(err, invalid("decision %x applies an action its action body does not say", e.ID[:]))
+			}
+		} else if e.ActionBody != nil {
+			err = errors.Join(err, invalid("decision %x carries an action body and no action", e.ID[:]))
+		}
 	case engine.AckEffect, engine.RepeatEffect, engine.NotAMemberEffect:
 	case engine.ChainAcksEffect:
 		if len(e.IDs) == 0 {
@@ -547,4 +558,17 @@ func validateFinalize(p engine.Finalize) error {
 		err = errors.Join(err, checkSession(*p.Session, p.Sender), checkAck(p.Ack, p.Sender))
 	}
 	return err
+}
+
+// actionBodyIs reports whether body, the action body a decision carries,
+// decodes under a's content type to the action a applies (its target,
+// reaction, edit number and text), so that the digest the take-back
+// checks covers what it applies.
+func actionBodyIs(body []byte, a *engine.ActionApply) bool {
+	w, err := wire.DecodeAction(a.Content, body)
+	if err != nil {
+		return false
+	}
+	return w.Target == a.Target && w.Emoji == a.Emoji && w.Remove == a.Remove && w.Order == a.Order &&
+		w.Edit == a.Edit && bytes.Equal(w.Text, a.Text)
 }

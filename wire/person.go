@@ -13,7 +13,8 @@ import (
 // devices of its person with a decision frame (kind 15); a commit of a
 // text message carries the committed body (kind 16), so that a device
 // that discarded the message meanwhile takes it back (commit beats
-// discard). They ride the pairwise session between two devices of one
+// discard); a commit of an action received one to one carries the
+// action (kind 18). They ride the pairwise session between two devices of one
 // account and are acknowledged as any application frame is.
 const (
 	FrameSentCopy     FrameKind = 14
@@ -101,15 +102,31 @@ const (
 // 15).
 const MaxDecisionBodySize = MaxFrameSize - (1 + 1 + 16 + 1 + MaxAddressSize + 16 + 4)
 
+// FrameDecisionAction is a commit's decision that carries the committed
+// action (a reply, a reaction, an edit, a delete received one to one): a
+// kind-16 body is text with no content type, so an action has a kind of
+// its own (added after kind 17).
+const FrameDecisionAction FrameKind = 18
+
+// MaxDecisionActionSize is the largest action body a kind-18 decision
+// carries: a decision with it and the longest address is exactly
+// MaxFrameSize bytes. A longer action's decision goes without it (kind
+// 15).
+const MaxDecisionActionSize = MaxFrameSize - (1 + 1 + 16 + 1 + MaxAddressSize + 16 + 1 + 4)
+
 // Decision tells the other devices of a person that message ID from Sender
 // was decided on the device that sends it. Body, when not nil, is the
 // committed message's text (a kind-16 frame, whose outcome is always
-// committed); nil is a kind-15 frame without it.
+// committed); nil is a kind-15 frame without it. Content, when it is an
+// action's content type (IsAction), makes it a kind-18 frame (always a
+// commit): Body is then the committed action's body as its content frame
+// carried it (EncodeAction's bytes); otherwise Content is zero.
 type Decision struct {
 	ID      LogicalID // the decision frame's own logical ID (its lane's)
 	Sender  string    // the device address the message came from
 	Message LogicalID // the decided message's logical ID
 	Outcome DecisionOutcome
+	Content ContentType
 	Body    []byte
 }
 
@@ -121,10 +138,18 @@ type Decision struct {
 //
 //	0x01 | 0x10 | id[16] | sender length u8 | sender | message[16] | body length u32 | body
 //
-// An unknown outcome, a body with a discard, or an address that is not
-// canonical fails with ErrMalformed; a body over MaxDecisionBodySize with
-// ErrMessageTooLarge.
+// and with an action (a commit of one, Content set):
+//
+//	0x01 | 0x12 | id[16] | sender length u8 | sender | message[16] | content type u8 | action length u32 | action body
+//
+// An unknown outcome, a body with a discard, a content type that is not
+// an action's, an action body DecodeAction refuses, or an address that is
+// not canonical fails with ErrMalformed; a body over MaxDecisionBodySize
+// (an action body over MaxDecisionActionSize) with ErrMessageTooLarge.
 func EncodeDecision(d Decision) ([]byte, error) {
+	if d.Content != 0 {
+		return encodeDecisionAction(d)
+	}
 	if d.Outcome != DecisionCommitted && d.Outcome != DecisionDiscarded {
 		return nil, fmt.Errorf("decision outcome %d: %w", d.Outcome, ErrMalformed)
 	}
@@ -154,14 +179,41 @@ func EncodeDecision(d Decision) ([]byte, error) {
 	return append(b, d.Body...), nil
 }
 
-// DecodeDecision parses a decision frame of either kind, rejecting as
-// DecodeSentCopy does, an unknown outcome (ErrMalformed) and a body
-// length over MaxDecisionBodySize. The body is a copy, never nil for a
-// kind-16 frame.
+// encodeDecisionAction is EncodeDecision for a kind-18 frame.
+func encodeDecisionAction(d Decision) ([]byte, error) {
+	if d.Outcome != DecisionCommitted {
+		return nil, fmt.Errorf("an action with a decision of outcome %d: %w", d.Outcome, ErrMalformed)
+	}
+	if len(d.Body) > MaxDecisionActionSize {
+		return nil, ErrMessageTooLarge
+	}
+	if _, err := DecodeAction(d.Content, d.Body); err != nil {
+		return nil, fmt.Errorf("decision action: %w", err)
+	}
+	if err := CheckDeviceAddress(d.Sender); err != nil {
+		return nil, fmt.Errorf("decision sender: %w", err)
+	}
+	b := make([]byte, 0, 1+1+16+1+len(d.Sender)+16+1+4+len(d.Body))
+	b = append(b, FrameVersion, byte(FrameDecisionAction))
+	b = append(b, d.ID[:]...)
+	b = append(b, byte(len(d.Sender)))
+	b = append(b, d.Sender...)
+	b = append(b, d.Message[:]...)
+	b = append(b, byte(d.Content))
+	b = binary.BigEndian.AppendUint32(b, uint32(len(d.Body)))
+	return append(b, d.Body...), nil
+}
+
+// DecodeDecision parses a decision frame of any of its kinds (15, 16,
+// 18), rejecting as DecodeSentCopy does, an unknown outcome (ErrMalformed)
+// and a body length over MaxDecisionBodySize; a kind-18 frame's content
+// type that is no action's, or whose action body DecodeAction refuses,
+// too (ErrMalformed, or ErrMessageTooLarge). The body is a copy, never nil
+// for a kind-16 or kind-18 frame.
 func DecodeDecision(b []byte) (Decision, error) {
 	kind := FrameDecision
-	if len(b) > 1 && FrameKind(b[1]) == FrameDecisionBody {
-		kind = FrameDecisionBody
+	if len(b) > 1 && (FrameKind(b[1]) == FrameDecisionBody || FrameKind(b[1]) == FrameDecisionAction) {
+		kind = FrameKind(b[1])
 	}
 	r, err := groupReader(b, kind, MaxFrameSize)
 	if err != nil {
@@ -176,13 +228,21 @@ func DecodeDecision(b []byte) (Decision, error) {
 		}
 	}
 	r.array(d.Message[:], "message")
-	if kind == FrameDecisionBody {
+	switch kind {
+	case FrameDecisionAction:
+		d.Outcome = DecisionCommitted
+		d.Content = ContentType(r.u8("content type"))
+		body := r.sized("action", 0, MaxDecisionActionSize)
+		if r.err == nil {
+			d.Body = append(make([]byte, 0, len(body)), body...)
+		}
+	case FrameDecisionBody:
 		d.Outcome = DecisionCommitted
 		body := r.sized("body", 0, MaxDecisionBodySize)
 		if r.err == nil {
 			d.Body = append(make([]byte, 0, len(body)), body...)
 		}
-	} else {
+	default:
 		d.Outcome = DecisionOutcome(r.u8("outcome"))
 		if r.err == nil && d.Outcome != DecisionCommitted && d.Outcome != DecisionDiscarded {
 			r.fail(fmt.Errorf("decision outcome %d: %w", d.Outcome, ErrMalformed))
@@ -190,6 +250,11 @@ func DecodeDecision(b []byte) (Decision, error) {
 	}
 	if err := r.end(); err != nil {
 		return Decision{}, err
+	}
+	if kind == FrameDecisionAction {
+		if _, err := DecodeAction(d.Content, d.Body); err != nil {
+			return Decision{}, fmt.Errorf("decision action: %w", err)
+		}
 	}
 	return d, nil
 }

@@ -41,6 +41,32 @@ var decisionBodyFormat = format[wire.Decision]{
 	decode: wire.DecodeDecision,
 }
 
+var decisionActionFormat = format[wire.Decision]{
+	file:   "decision-action.txt",
+	title:  "decision with the committed action (frame kind 18)",
+	fuzz:   "FuzzDecodeDecisionAction",
+	encode: wire.EncodeDecision,
+	decode: wire.DecodeDecision,
+}
+
+func decisionActionVectors() []vector[wire.Decision] {
+	action := func(a wire.Action) []byte { return mustEncode(wire.EncodeAction, a) }
+	return []vector[wire.Decision]{
+		{name: "reaction", doc: `kind 18, id bytes 30.., sender "alice/1", message bytes 10.., reaction number 2 "ok" to bytes 50..`,
+			v: wire.Decision{ID: seq16(0x30), Sender: "alice/1", Message: seq16(0x10), Outcome: wire.DecisionCommitted, Content: wire.ContentReaction,
+				Body: action(wire.Action{Content: wire.ContentReaction, Target: seq16(0x50), Emoji: "ok", Order: 2})}},
+		{name: "edit", doc: `kind 18, id bytes 20.., sender "carol.x/2147483647", message bytes 40.., edit 1 of bytes 50.. to "no"`,
+			v: wire.Decision{ID: seq16(0x20), Sender: "carol.x/2147483647", Message: seq16(0x40), Outcome: wire.DecisionCommitted, Content: wire.ContentEdit,
+				Body: action(wire.Action{Content: wire.ContentEdit, Target: seq16(0x50), Edit: 1, Text: []byte("no")})}},
+		{name: "delete", doc: `kind 18, id all ff, sender "alice/2", message bytes 10.., a delete of bytes 50..`,
+			v: wire.Decision{ID: wire.LogicalID(bytes.Repeat([]byte{0xff}, 16)), Sender: "alice/2", Message: seq16(0x10), Outcome: wire.DecisionCommitted, Content: wire.ContentDelete,
+				Body: action(wire.Action{Content: wire.ContentDelete, Target: seq16(0x50)})}},
+		{name: "reply", doc: `kind 18, id bytes 00.., sender "alice/1", message bytes 60.., a reply to bytes 50.. with text "yes"`,
+			v: wire.Decision{ID: seq16(0x00), Sender: "alice/1", Message: seq16(0x60), Outcome: wire.DecisionCommitted, Content: wire.ContentReply,
+				Body: action(wire.Action{Content: wire.ContentReply, Target: seq16(0x50), Text: []byte("yes")})}},
+	}
+}
+
 func decisionBodyVectors() []vector[wire.Decision] {
 	return []vector[wire.Decision]{
 		{name: "committed-body", doc: `kind 16, id bytes 30.., sender "alice/1", message bytes 10.., body "hi"`,
@@ -86,6 +112,7 @@ func TestPersonVectors(t *testing.T) {
 	t.Run("sent-action-copy", func(t *testing.T) { checkVectors(t, sentActionCopyFormat, sentActionCopyVectors()) })
 	t.Run("decision", func(t *testing.T) { checkVectors(t, decisionFormat, decisionVectors()) })
 	t.Run("decision-body", func(t *testing.T) { checkVectors(t, decisionBodyFormat, decisionBodyVectors()) })
+	t.Run("decision-action", func(t *testing.T) { checkVectors(t, decisionActionFormat, decisionActionVectors()) })
 }
 
 // TestPersonFramesRefuse: the limits and rules of both frames, at the
@@ -177,6 +204,69 @@ func FuzzDecodeDecision(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fuzzRoundTrip(t, b, wire.DecodeDecision, wire.EncodeDecision)
 	})
+}
+
+func FuzzDecodeDecisionAction(f *testing.F) {
+	for _, v := range decisionActionVectors() {
+		b := mustEncode(wire.EncodeDecision, v.v)
+		f.Add(b)            // a frozen vector
+		f.Add(b[:len(b)-1]) // one byte short
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		fuzzRoundTrip(t, b, wire.DecodeDecision, wire.EncodeDecision)
+	})
+}
+
+// TestDecisionActionRefuses: a kind-18 decision carries a commit of an
+// action and nothing else, within the frame's bound.
+func TestDecisionActionRefuses(t *testing.T) {
+	v := decisionActionVectors()[0].v
+	good := mustEncode(wire.EncodeDecision, v)
+	longest := wire.Decision{Sender: strings.Repeat("a", wire.MaxUserSize) + "/2147483647", Outcome: wire.DecisionCommitted, Content: wire.ContentReply,
+		Body: mustEncode(wire.EncodeAction, wire.Action{Content: wire.ContentReply, Text: make([]byte, wire.MaxDecisionActionSize-(1+16+4))})}
+	if b, err := wire.EncodeDecision(longest); err != nil || len(b) != wire.MaxFrameSize {
+		t.Fatalf("the longest action decision: %d bytes, %v; want MaxFrameSize", len(b), err)
+	}
+	for _, tt := range []struct {
+		name string
+		d    wire.Decision
+		want error
+	}{
+		{"a discard", wire.Decision{Sender: "a/1", Outcome: wire.DecisionDiscarded, Content: v.Content, Body: v.Body}, wire.ErrMalformed},
+		{"text content", wire.Decision{Sender: "a/1", Outcome: wire.DecisionCommitted, Content: wire.ContentText, Body: []byte("hi")}, wire.ErrMalformed},
+		{"a file", wire.Decision{Sender: "a/1", Outcome: wire.DecisionCommitted, Content: wire.ContentFile, Body: v.Body}, wire.ErrMalformed},
+		{"another action's body", wire.Decision{Sender: "a/1", Outcome: wire.DecisionCommitted, Content: wire.ContentDelete, Body: decisionActionVectors()[1].v.Body}, wire.ErrMalformed},
+		{"no body", wire.Decision{Sender: "a/1", Outcome: wire.DecisionCommitted, Content: wire.ContentReaction}, wire.ErrMalformed},
+		{"not an address", wire.Decision{Sender: "a", Outcome: wire.DecisionCommitted, Content: v.Content, Body: v.Body}, wire.ErrMalformed},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := wire.EncodeDecision(tt.d); !errors.Is(err, tt.want) {
+				t.Fatalf("EncodeDecision = %v, want %v", err, tt.want)
+			}
+		})
+	}
+	// The decoder refuses what the encoder does: a content type that is no
+	// action's, an action body that does not decode, a trailing byte.
+	at := len(good) - len(v.Body) - 4 - 1 // the content type's offset
+	for _, c := range []byte{0, 1, 2, 7, 0xff} {
+		bad := append([]byte(nil), good...)
+		bad[at] = c
+		if _, err := wire.DecodeDecision(bad); !errors.Is(err, wire.ErrMalformed) {
+			t.Errorf("DecodeDecision(content type %d) = %v, want ErrMalformed", c, err)
+		}
+	}
+	edit := decisionActionVectors()[1].v
+	bad := mustEncode(wire.EncodeDecision, edit)
+	bad[len(bad)-len(edit.Body)-4-1] = byte(wire.ContentDelete)
+	if _, err := wire.DecodeDecision(bad); !errors.Is(err, wire.ErrMalformed) {
+		t.Errorf("DecodeDecision(an edit's body as a delete) = %v, want ErrMalformed", err)
+	}
+	if _, err := wire.DecodeDecision(append(append([]byte(nil), good...), 0)); !errors.Is(err, wire.ErrMalformed) {
+		t.Errorf("DecodeDecision(a trailing byte) = %v, want ErrMalformed", err)
+	}
+	if _, err := wire.DecodeDecision(good[:len(good)-1]); !errors.Is(err, wire.ErrMalformed) {
+		t.Errorf("DecodeDecision(one byte short) = %v, want ErrMalformed", err)
+	}
 }
 
 // TestSentActionCopyRefuses: a sent action copy carries an action and
