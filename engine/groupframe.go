@@ -355,7 +355,7 @@ func (c *Client) receiveRoster(ctx context.Context, bs *batchState, gs GroupStor
 	res.Generation = next.Generation
 	effect := RosterEffect{Group: sr.Group, Change: change, Frame: op.plaintext, Removed: removed, Compact: compaction(g.Start, all, next),
 		Left: !next.HasUser(c.self.User)}
-	c.rosterForwards(ctx, &bs.siblings, &effect, in.sender, authorCounts(rosterAt(g, change.Generation-1), change))
+	c.rosterForwards(ctx, &bs.siblings, &effect, in.sender, forwardCounts(g, change))
 	p, err := c.groupVerdict(bs, in, op, effect, ack, res)
 	if err == nil {
 		bs.changed(g, all, next, effect.Compact)

@@ -70,7 +70,7 @@ func (c *Client) prepareAdoptions(ctx context.Context, work map[Address]*peerSta
 			}
 		}
 		ch := changeOf(sr)
-		counts := !known[sr.Group] || authorCounts(rosterAt(g, ch.Generation-1), ch)
+		counts := !known[sr.Group] || forwardCounts(g, ch)
 		a, next, err := c.adoptRoster(ctx, bs, gs, sr.Group, g, known[sr.Group], ch, m.Roster)
 		if err != nil {
 			return ad, err

@@ -32,7 +32,7 @@ import (
 // pace admins change rosters), the same order as the admin's own fan-out.
 //
 // Every forward lane ends. Only a change whose author counts in the merge
-// is forwarded (authorCounts), so a plain member cannot make this device
+// is forwarded (forwardCounts), so a plain member cannot make this device
 // fan her changes out; a sibling that cannot take a forward acknowledges
 // it with nothing stored (dropRoster), rather than leaving it to be retried
 // for good; and a forward lane still pending MaxGroupHold after it was
@@ -95,10 +95,19 @@ func (c *Client) rosterForwards(ctx context.Context, sc *siblingCache, e *Roster
 	}
 }
 
-// authorCounts reports whether ch's author counts in a merge over r, the
-// roster ch applies to: an admin of it, or a member whose change only
-// leaves.
-func authorCounts(r Roster, ch RosterChange) bool {
+// forwardCounts reports whether ch, recorded in group g as this device
+// holds it, is one to forward: its author counts in the merge over the
+// roster ch applies to (an admin of it, or a member whose change only
+// leaves). A change ahead of the next generation applies to a roster this
+// device does not have yet (its author may be an admin a change still
+// missing adds), so it is forwarded when recorded, as before: the log
+// takes at most MaxChangesAheadPerAuthor such changes of one author
+// (changeAdmitted), and the sibling holds them as this device does.
+func forwardCounts(g GroupInfo, ch RosterChange) bool {
+	if ch.Generation > g.Roster.Generation+1 {
+		return true
+	}
+	r := rosterAt(g, ch.Generation-1)
 	return r.IsAdmin(ch.Author) || (r.Has(ch.Author) && onlyLeaves(ch))
 }
 
