@@ -136,10 +136,10 @@ const sqlAccountList = "SELECT device_list FROM account WHERE singleton = 1"
 // forwardRoster stores the lanes that forward a received roster change to
 // this person's other devices (engine.RosterEffect.Forward): a pending
 // outbound row carrying the change's frame and a pending lane of its
-// group each. A recipient the account's list does not name active (or of
-// another person, or with no account held), or this device itself, refuses
-// the plan; a device with
-// a lane of the change already gets no second.
+// group each, stored at e.ForwardAt. A recipient the account's list does
+// not name active (or of another person, or with no account held), or this
+// device itself, refuses the plan; a device with a lane of the change
+// already gets no second.
 func (t *tx) forwardRoster(ctx context.Context, e engine.RosterEffect) error {
 	if len(e.Forward) == 0 {
 		return nil
