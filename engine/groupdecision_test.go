@@ -295,7 +295,11 @@ func TestGroupDecisionTakesBackADiscard(t *testing.T) {
 func TestCatchUpTellsASiblingOfAGroupCommit(t *testing.T) {
 	w, alice, bob, bob2, g, id := groupTwoDeviceBob(t, "on its way while bob links", false)
 	bob3 := w.linkDevice(bob)
-	shareFromSibling(t, bob, bob3, func(r wire.ArchiveRecord) bool { return groupRecords(r) || stagedRecord(id)(r) })
+	// The pins go too, as in a link's archive.
+	shareFromSibling(t, bob, bob3, func(r wire.ArchiveRecord) bool {
+		_, pin := r.(wire.ArchivePin)
+		return pin || groupRecords(r) || stagedRecord(id)(r)
+	})
 	if _, err := bob2.c.Commit(w.ctx, alice.addr, id); err != nil {
 		t.Fatal(err)
 	}

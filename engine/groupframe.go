@@ -296,12 +296,12 @@ func (c *Client) receiveRoster(ctx context.Context, bs *batchState, gs GroupStor
 	}
 	key, err := c.rosterAuthorKey(ctx, bs, in, op, sr.Author)
 	if errors.Is(err, ErrRosterUnverified) {
-		return in.drop(sr.ID, err), nil
+		return c.dropRoster(ctx, bs, in, op, sr, err)
 	} else if err != nil {
 		return prepared{}, err
 	}
 	if err := VerifyRosterChange(op.plaintext, sr, key); err != nil {
-		return in.drop(sr.ID, err), nil
+		return c.dropRoster(ctx, bs, in, op, sr, err)
 	}
 	if author, err := ParseAddress(sr.Author); err == nil && author != c.self {
 		// An entry its person's list revokes (a lost or stolen device)
@@ -309,7 +309,7 @@ func (c *Client) receiveRoster(ctx context.Context, bs *batchState, gs GroupStor
 		if v, err := c.vouchSender(ctx, author, &key); err != nil {
 			return prepared{}, err
 		} else if v == VouchRefused {
-			return in.drop(sr.ID, fmt.Errorf("roster change by %s, which its person's list revokes or names with other keys: %w", author, ErrNotMember)), nil
+			return c.dropRoster(ctx, bs, in, op, sr, fmt.Errorf("roster change by %s, which its person's list revokes or names with other keys: %w", author, ErrNotMember))
 		}
 	}
 	g, known, err := bs.group(ctx, gs, sr.Group)
@@ -355,6 +355,7 @@ func (c *Client) receiveRoster(ctx context.Context, bs *batchState, gs GroupStor
 	res.Generation = next.Generation
 	effect := RosterEffect{Group: sr.Group, Change: change, Frame: op.plaintext, Removed: removed, Compact: compaction(g.Start, all, next),
 		Left: !next.HasUser(c.self.User)}
+	c.rosterForwards(ctx, &bs.siblings, &effect, in.sender, forwardCounts(g, change))
 	p, err := c.groupVerdict(bs, in, op, effect, ack, res)
 	if err == nil {
 		bs.changed(g, all, next, effect.Compact)
@@ -430,21 +431,22 @@ func compaction(start GroupStart, changes []RosterChange, merged Roster) *GroupS
 // that adds this device starts the group here, from that change (rule 1 of
 // MergeRoster); any other is held until one that does arrives.
 func (c *Client) startGroup(ctx context.Context, bs *batchState, gs GroupStore, in *incoming, op opening, change RosterChange, res ReceiveResult) (prepared, error) {
+	sr := wire.SignedRoster{Roster: wire.Roster{ID: change.ID, Group: *res.Group}, Author: change.Author}
 	if !startsHere(change, c.self) {
 		if heldFor(in) > MaxGroupHold {
-			return in.drop(change.ID, fmt.Errorf("roster change for unknown group: %w", ErrGroupHoldExpired)), nil
+			return c.dropRoster(ctx, bs, in, op, sr, fmt.Errorf("roster change for unknown group: %w", ErrGroupHoldExpired))
 		}
 		return in.hold(), nil
 	}
 	start := GroupStart{Change: change.ID}
 	r, counted := StartRoster(change, []RosterChange{change})
 	if len(counted) == 0 {
-		return in.drop(change.ID, fmt.Errorf("group started by %s, not an admin of its own roster: %w", change.Author, ErrNotAdmin)), nil
+		return c.dropRoster(ctx, bs, in, op, sr, fmt.Errorf("group started by %s, not an admin of its own roster: %w", change.Author, ErrNotAdmin))
 	}
 	if full, err := c.groupsFull(ctx, bs, gs); err != nil {
 		return prepared{}, err
 	} else if full {
-		return in.drop(change.ID, fmt.Errorf("%d groups kept: %w", MaxGroupsPerProfile, ErrGroupsFull)), nil
+		return c.dropRoster(ctx, bs, in, op, sr, fmt.Errorf("%d groups kept: %w", MaxGroupsPerProfile, ErrGroupsFull))
 	}
 	bs.newGroups++
 	ack, err := wire.EncodeFrame(wire.Frame{Kind: wire.FrameAck, ID: change.ID})
@@ -453,6 +455,7 @@ func (c *Client) startGroup(ctx context.Context, bs *batchState, gs GroupStore, 
 	}
 	res.Generation = r.Generation
 	effect := RosterEffect{Group: *res.Group, Change: change, Frame: op.plaintext, Start: &start}
+	c.rosterForwards(ctx, &bs.siblings, &effect, in.sender, true)
 	p, err := c.groupVerdict(bs, in, op, effect, ack, res)
 	if err == nil {
 		bs.changed(GroupInfo{ID: *res.Group, Name: change.Name, Start: start}, []RosterChange{change}, r, nil)

@@ -77,6 +77,19 @@ type RosterEffect struct {
 	Compact *GroupStart
 	// Left: as RosterUpdate's.
 	Left bool
+	// Forward are the other devices of this person that the change's
+	// frame goes to, on a pending lane of its group, in the same
+	// transaction (rosterForwards): set on the device that holds the
+	// account key (the one that links new devices) for a change another
+	// device made, so that a device it linked after the link's archive
+	// was cut merges every change it merged since. The store refuses a
+	// recipient the account's list does not name active, and stores no
+	// second lane to a device that has one of the change.
+	Forward []Address
+	// ForwardAt is when the forward's lanes are stored (this device's
+	// clock, as for any lane it sends); a forward still pending
+	// MaxGroupHold later is abandoned at its retry (forwardLaneExpired).
+	ForwardAt time.Time
 }
 
 // NotAMemberEffect ends this device's lane of message ID to the peer: the

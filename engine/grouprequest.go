@@ -69,12 +69,15 @@ func (c *Client) prepareAdoptions(ctx context.Context, work map[Address]*peerSta
 				return ad, err
 			}
 		}
-		a, next, err := c.adoptRoster(ctx, bs, gs, sr.Group, g, known[sr.Group], changeOf(sr), m.Roster)
+		ch := changeOf(sr)
+		counts := !known[sr.Group] || forwardCounts(g, ch)
+		a, next, err := c.adoptRoster(ctx, bs, gs, sr.Group, g, known[sr.Group], ch, m.Roster)
 		if err != nil {
 			return ad, err
 		}
 		if a.Effect != nil {
 			groups[sr.Group], known[sr.Group] = next, true
+			c.rosterForwards(ctx, &bs.siblings, a.Effect, peer, counts)
 		}
 		if a.Ack {
 			ps, err := c.working(ctx, work, peer)

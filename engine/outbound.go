@@ -383,6 +383,14 @@ func (c *Client) retryLocked(ctx context.Context, peer Address) ([]wire.LogicalI
 		}
 		m := page[0]
 		after = m.Seq
+		if c.forwardLaneExpired(peer, m) {
+			a := Abandon{Recipient: peer, ID: m.ID, At: c.cfg.Now()}
+			if _, err := c.applyAll(ctx, []Plan{a}); err != nil {
+				return sent, fmt.Errorf("abandon forwarded roster change %x to %s: %w", m.ID[:], peer, err)
+			}
+			c.emit(Event{Kind: EventAbandoned, At: a.At, Peer: peer, ID: m.ID})
+			continue
+		}
 		if err := c.retryOne(ctx, peer, m); err != nil {
 			return sent, err
 		}

@@ -298,6 +298,14 @@ func (c *Client) addedGroupLanes(ctx context.Context, prev *wire.DeviceList, nex
 		if err != nil || sr.ID != m.ID || sr.Group != *m.Group {
 			continue
 		}
+		if next.User == c.self.User && sr.Author != c.self.String() {
+			// A forward of another device's change to a sibling
+			// (rosterforward.go): this device, which links, recorded
+			// it before the list naming the new device was stored, so
+			// the link's archive carries it. A copy would only fill
+			// the new device's window and maxAddedGroupLanes.
+			continue
+		}
 		seen[m.ID] = true
 		changes[sr.Group] = append(changes[sr.Group], pendingChange{id: sr.ID, gen: sr.Generation, from: m.Recipient, frame: m.Frame})
 	}

@@ -49,7 +49,11 @@ func personOp(ctx context.Context, w fpWorld, st *store.DB, c *engine.Client, ep
 		// the catch-up of a sibling linked since.
 		return true, c.PublishDeviceList(ctx)
 	case "linkshare":
-		return true, w.linkShare(ctx, st, engine.MustParseAddress(arg))
+		return true, w.linkShare(ctx, st, engine.MustParseAddress(arg), false)
+	case "linksharepins":
+		// linkshare with the pins the archive carries (a roster change
+		// forwarded by a sibling is checked against its author's pin).
+		return true, w.linkShare(ctx, st, engine.MustParseAddress(arg), true)
 	}
 	return false, nil
 }
@@ -57,7 +61,7 @@ func personOp(ctx context.Context, w fpWorld, st *store.DB, c *engine.Client, ep
 // linkShare imports into st the groups and the staged messages that
 // from's link archive holds ("linkshare:FROM"), as a link's archive
 // brings them to a new device of from's person.
-func (w fpWorld) linkShare(ctx context.Context, st *store.DB, from engine.Address) error {
+func (w fpWorld) linkShare(ctx context.Context, st *store.DB, from engine.Address, pins bool) error {
 	src, err := store.Open(ctx, w.profile(from.String()), passphrase, store.Options{})
 	if err != nil {
 		return err
@@ -67,6 +71,10 @@ func (w fpWorld) linkShare(ctx context.Context, st *store.DB, from engine.Addres
 		switch r.(type) {
 		case wire.ArchiveGroup, wire.ArchiveStaged:
 			recs = append(recs, r)
+		case wire.ArchivePin:
+			if pins {
+				recs = append(recs, r)
+			}
 		}
 		return nil
 	})
@@ -296,6 +304,17 @@ func personScenarios() []fpScenario {
 				{"alice/1", "sync"}, {"alice/1", "groupadmin:g:bob/1"}, {"alice/1", "groupenqueue:g:hi"}, {"bob/1", "linkfake:bob/2"}, {"bob/2", "linkshare:bob/1"}},
 			target: fpStep{"alice/1", "checkpeer:bob/1"}, want: map[string]map[string][]string{},
 			wantGroup: map[string][]string{"alice/1": {"alice/1:hi"}, "bob/1": {"alice/1:hi"}, "bob/2": {"alice/1:hi"}}},
+		// bob/1, which holds bob's account key, links bob/2 (whose
+		// archive holds the group at generation 1), then receives alice's
+		// change naming bob/1 admin: the receive's transaction records it
+		// and stores its forward to bob/2, or neither. alice never learns
+		// of bob/2 (the change is acknowledged to her by bob/1 alone), so
+		// bob/2 reaches generation 2 only by the forward.
+		{name: "linker forwards a roster change", devices: abb, groupMembers: 2, groupGeneration: 2,
+			setup: []fpStep{{"bob/1", "publishfake"}, {"alice/1", "checkpeer:bob/1"}, {"alice/1", "groupcreate:g:bob/1"}, {"bob/1", "sync"},
+				{"alice/1", "sync"}, {"bob/1", "linkfake:bob/2"}, {"bob/2", "linksharepins:bob/1"}, {"alice/1", "groupadmin:g:bob/1"},
+				{"alice/1", "pump"}, {"bob/1", "stage"}},
+			target: fpStep{"bob/1", "process"}, want: map[string]map[string][]string{}, wantGroup: map[string][]string{}},
 		// The own version: alice/2's group message is pending to alice/1
 		// when alice/1 links alice/3; the list alice/2 adopts adds a lane
 		// of it to alice/3 in the list's transaction.
@@ -336,7 +355,11 @@ func personScenarios() []fpScenario {
 		// discards it, and takes it back into the group's history in the
 		// receive that hears bob/1's commit.
 		{name: "group decision takes back a discard", devices: abb, groupMembers: 2,
-			setup: append(held, fpStep{"alice/1", "groupcreate:g:bob/1"}, fpStep{"bob/1", "sync"}, fpStep{"bob/2", "sync"}, fpStep{"alice/1", "sync"},
+			// bob/1 forwards the group's creation to bob/2 (it holds
+			// the account key): its pump before bob/2's sync brings that
+			// forward there ahead of the target, which then receives
+			// the decision alone.
+			setup: append(held, fpStep{"alice/1", "groupcreate:g:bob/1"}, fpStep{"bob/1", "sync"}, fpStep{"bob/1", "pump"}, fpStep{"bob/2", "sync"}, fpStep{"alice/1", "sync"},
 				fpStep{"alice/1", "groupsend:g:hi"}, fpStep{"bob/1", "sync"}, fpStep{"bob/2", "sync"},
 				fpStep{"bob/2", "discardall"}, fpStep{"bob/1", "commitall"}, fpStep{"bob/1", "pump"}, fpStep{"bob/2", "stage"}),
 			target:    fpStep{"bob/2", "process"},

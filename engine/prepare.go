@@ -32,6 +32,9 @@ type batchState struct {
 	groups, newGroups int
 	// groupsSeen are the groups the batch read, as its plans leave them.
 	groupsSeen map[wire.GroupID]*batchGroup
+	// siblings are the devices the batch forwards roster changes to,
+	// read once (rosterforward.go).
+	siblings siblingCache
 	// commit: the batch commits what CommitOnArrival would right after it
 	// (CommitEffect), in its own transaction.
 	commit bool

@@ -230,6 +230,10 @@ func (c *Client) finishRows(ctx context.Context, preps []prepared, plans []Plan,
 				c.wantLanesPumped() // an arrival commit's decision lanes
 				break
 			}
+			if e, ok := r.Effect.(RosterEffect); ok && len(e.Forward) > 0 {
+				c.wantLanesPumped() // a roster change forwarded to siblings
+				break
+			}
 		}
 	}
 	if err := c.fail(plans[0].Kind(), "after-swap"); err != nil {

@@ -44,6 +44,12 @@ func (c *Client) acceptLocked(ctx context.Context, peer Address) (int, error) {
 	// An ACK that does not go out now goes out when the author sends the
 	// change again (a repeat is acknowledged again).
 	_ = c.adoptionsAck(ctx, ad.acks)
+	for _, a := range ad.rosters {
+		if a.Effect != nil && len(a.Effect.Forward) > 0 {
+			c.wantLanesPumped() // a change forwarded to this person's devices
+			break
+		}
+	}
 	if r.Count > 0 {
 		// The policy commits what is pending at its next round.
 		c.loopMu.Lock()

@@ -124,7 +124,73 @@ func (t *tx) receiveRoster(ctx context.Context, e engine.RosterEffect) error {
 			return err
 		}
 	}
-	return t.endLanes(ctx, e.Group, e.Removed, engine.LaneRemoved)
+	if err := t.endLanes(ctx, e.Group, e.Removed, engine.LaneRemoved); err != nil {
+		return err
+	}
+	return t.forwardRoster(ctx, e)
+}
+
+// sqlAccountList reads the device list the account holds.
+const sqlAccountList = "SELECT device_list FROM account WHERE singleton = 1"
+
+// forwardRoster stores the lanes that forward a received roster change to
+// this person's other devices (engine.RosterEffect.Forward): a pending
+// outbound row carrying the change's frame and a pending lane of its
+// group each, stored at e.ForwardAt. A recipient the account's list does
+// not name active (or of another person, or with no account held), or this
+// device itself, refuses the plan; a device with a lane of the change
+// already gets no second.
+func (t *tx) forwardRoster(ctx context.Context, e engine.RosterEffect) error {
+	if len(e.Forward) == 0 {
+		return nil
+	}
+	var raw []byte
+	found, err := t.scan(ctx, "account-list-read", sqlAccountList, nil, &raw)
+	if err != nil {
+		return err
+	}
+	if !found {
+		return invalid("roster change %x forwarded with no account held", e.Change.ID[:])
+	}
+	l, err := wire.DecodeDeviceList(raw)
+	if err != nil {
+		return fmt.Errorf("read the device list: %w: %w", engine.ErrMalformedState, err)
+	}
+	self, err := getMeta(ctx, t.tx, metaAddress)
+	if err != nil {
+		return err
+	}
+	at := e.ForwardAt
+	if at.IsZero() {
+		at = t.now
+	}
+	for _, to := range e.Forward {
+		active := false
+		for _, d := range l.Entries {
+			active = active || (d.Number == to.Device && d.State == wire.DeviceActive)
+		}
+		if to.User != l.User || !active {
+			return invalid("roster change %x forwarded to %s, which the account's list does not name active", e.Change.ID[:], to)
+		}
+		if to.String() == string(self) {
+			return invalid("roster change %x forwarded to %s, this device itself", e.Change.ID[:], to)
+		}
+		var one int64
+		if found, err = t.scan(ctx, "group-lane-known-read", sqlGroupLaneKnown, []any{to.String(), e.Change.ID[:]}, &one); err != nil {
+			return err
+		}
+		if found {
+			continue
+		}
+		if _, err := t.runOne(ctx, "group-outbound-insert", engine.ErrConflict, sqlInsertOutbound,
+			to.String(), e.Change.ID[:], at.UnixNano(), t.db.seal.seal(kindOutboundFrame, messageKey(to, e.Change.ID), e.Frame)); err != nil {
+			return fmt.Errorf("forward roster change %x to %s: %w", e.Change.ID[:], to, err)
+		}
+		if _, err := t.runOne(ctx, "group-lane-add", engine.ErrConflict, sqlInsertLane, to.String(), e.Change.ID[:], e.Group[:]); err != nil {
+			return fmt.Errorf("forward roster change %x to %s: %w", e.Change.ID[:], to, err)
+		}
+	}
+	return nil
 }
 
 // groupStart records where this device's view of group g begins: the change

@@ -128,7 +128,7 @@ func validate(p engine.Plan) error {
 		}
 		for _, a := range p.Rosters {
 			if a.Effect != nil {
-				err = errors.Join(err, checkRosterFrame(a.Effect.Frame, a.ID))
+				err = errors.Join(err, checkRosterFrame(a.Effect.Frame, a.ID), checkForward(*a.Effect, p.Peer))
 			}
 		}
 		for _, w := range p.Sessions {
@@ -446,7 +446,7 @@ func validateReceive(p engine.Receive) error {
 			err = errors.Join(err, checkChainAckIDs(e.IDs))
 		}
 	case engine.RosterEffect:
-		err = errors.Join(err, checkRosterFrame(e.Frame, e.Change.ID))
+		err = errors.Join(err, checkRosterFrame(e.Frame, e.Change.ID), checkForward(e, p.Peer))
 	case engine.NeedChainEffect:
 		a, aerr := wire.DecodeChainAnnounce(e.Announce.Frame)
 		switch {
@@ -472,6 +472,31 @@ func validateReceive(p engine.Receive) error {
 			err = errors.Join(err, invalid("ACK with a %T", p.Effect))
 		}
 		err = errors.Join(err, checkAck(p.Ack, p.Peer))
+	}
+	return err
+}
+
+// checkForward checks the devices a received roster change is forwarded to
+// (engine.RosterEffect.Forward): each a valid address of one person, named
+// once, and neither the device it came from nor the change's author (that
+// it is not this device, and that the account's list names
+// each active is checked against the list held, forwardRoster).
+func checkForward(e engine.RosterEffect, from engine.Address) error {
+	var err error
+	seen := make(map[engine.Address]bool, len(e.Forward))
+	for _, to := range e.Forward {
+		err = errors.Join(err, checkAddress("forwarded roster change recipient", to))
+		switch {
+		case to == from:
+			err = errors.Join(err, invalid("roster change %x forwarded back to %s, which sent it", e.Change.ID[:], to))
+		case to.String() == e.Change.Author:
+			err = errors.Join(err, invalid("roster change %x forwarded to %s, its author", e.Change.ID[:], to))
+		case seen[to]:
+			err = errors.Join(err, invalid("roster change %x forwarded to %s twice", e.Change.ID[:], to))
+		case to.User != e.Forward[0].User:
+			err = errors.Join(err, invalid("roster change %x forwarded to %s and %s, devices of two people", e.Change.ID[:], e.Forward[0], to))
+		}
+		seen[to] = true
 	}
 	return err
 }
