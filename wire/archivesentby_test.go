@@ -67,7 +67,7 @@ func FuzzDecodeArchiveMessageBy(f *testing.F) {
 		f.Add(mustEncode(wire.EncodeArchiveRecord, v.v))
 	}
 	f.Add([]byte{11, 5, 'b', 'o', 'b', '/', '1', 5, 'b', 'o', 'b', '/', '2', 1}) // cut after its direction
-	f.Add([]byte{11, 5, 'b', 'o', 'b', '/', '1', 0})                               // an empty device
+	f.Add([]byte{11, 5, 'b', 'o', 'b', '/', '1', 0})                             // an empty device
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fuzzRoundTrip(t, b, wire.DecodeArchiveRecord, wire.EncodeArchiveRecord)
 	})
