@@ -385,19 +385,20 @@ func (c *Client) receivedAction(ctx context.Context, m *InboundMessage, now time
 //
 // Only the sending device edits or deletes a message. A received entry
 // names the device that sent it (ActionTarget.SentBy: written on receipt,
-// carried by a history archive's kind-11 record, filled by migration
-// 0028), so the target of an edit or a delete is marked Copied
-// (DecideAction refuses it, not_author) unless the entry names sender:
-// another device's record of the same ID (a group message, a copy) does
-// not count, and a message of an imported history is edited by the device
-// that sent it. An entry that names no device (stored before 0028 could
-// tell, or imported from an archive that did not say) keeps the earlier
-// rule: found in a place that may hold another device's messages (the
-// person's conversation or another device's address, and any place once
-// the list held names more than one device of the person: the sender's
-// own address may be the conversation), it is Copied unless this device
-// committed that ID from sender itself (its finalized record, not one an
-// import implies).
+// carried by a history archive's kind-11 record), so the target of an
+// edit or a delete is marked Copied (DecideAction refuses it, not_author)
+// unless the entry names sender: another device's record of the same ID
+// (a group message, a copy) does not count, and a message of an imported
+// history is edited by the device that sent it. An entry that names no
+// device (received before entries named it, or imported from an archive
+// that did not say) is edited by nobody when found in a place that may
+// hold another device's messages (the person's conversation or another
+// device's address, and any place once the list held names more than one
+// device of the person: the sender's own address may be the
+// conversation): no record tells which device wrote it, since a sibling
+// that reuses its ID has a committed record of that ID too and the
+// original's may be pruned. A person of one device edits such an entry
+// as before (the one place, its own address).
 func (c *Client) peerActionTarget(ctx context.Context, sender Address, content wire.ContentType, id wire.LogicalID, dir Direction) (ActionTarget, Address, error) {
 	places := []Address{sender}
 	held, ok, err := c.store.PeerAccount(ctx, sender.User)
@@ -431,13 +432,14 @@ func (c *Client) peerActionTarget(ctx context.Context, sender Address, content w
 			// The entry names the device that sent it: that one alone.
 			t.Copied = t.SentBy != sender
 		case p != sender || several:
-			// An entry naming nobody (stored before migration 0028
-			// could name it): the earlier rule.
-			seen, err := c.store.Seen(ctx, sender, id)
-			if err != nil {
-				return t, p, err
-			}
-			t.Copied = !seen.Finalized || seen.Outcome != OutcomeCommitted || seen.Imported
+			// An entry naming nobody (stored before received entries
+			// named their device, or imported from an archive that did
+			// not say) in a place that may hold several devices'
+			// messages: nobody's. A committed record of sender with
+			// the ID proves nothing here: a sibling that reused the ID
+			// of another device's message has one, and the entry kept
+			// the earlier message (its record may be pruned).
+			t.Copied = true
 		}
 		if t.Found {
 			return t, p, nil

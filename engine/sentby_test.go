@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"bytes"
+	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -180,5 +181,47 @@ func TestRestoredHistoryNamesItsSender(t *testing.T) {
 	}
 	if n := restored.pendingIn(); n != 0 {
 		t.Fatalf("the restored device holds %d messages, want every action decided", n)
+	}
+}
+
+// TestSiblingReusingAnUnnamedEntrysIDIsNoAuthor is
+// TestSiblingReusingAnIDIsNoAuthor with bob/1's entry naming no device
+// (received before entries named it) and alice's record of bob/1's
+// message gone (pruned): bob/2's message under the same ID is then the
+// only committed record of it. bob/2's edit and delete are refused all
+// the same (not_author): an entry naming nobody in the person's
+// conversation is nobody's to change. Before the fix the committed
+// record of bob/2 passed for authorship.
+func TestSiblingReusingAnUnnamedEntrysIDIsNoAuthor(t *testing.T) {
+	oneGoroutine(t)
+	w, alice, bob, bob2 := twoDeviceBob(t)
+	theirs := bob.enqueue(alice, "from the phone")
+	settle(t, 6, alice, bob, bob2)
+	alice.commitAll()
+	alice.execSQL(fmt.Sprintf("UPDATE history SET sent_by = NULL WHERE id = x'%x'; DELETE FROM finalized WHERE sender = '%s' AND id = x'%x'",
+		theirs[:], bob.addr, theirs[:]))
+	frame, err := wire.EncodeFrame(wire.Frame{Kind: wire.FrameApplication, ID: theirs, Body: []byte("same ID, the laptop's")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bob2.c.SendRawFrame(w.ctx, alice.addr, frame); err != nil {
+		t.Fatal(err)
+	}
+	alice.sync()
+	alice.commitAll()
+	if seen, err := alice.st.Seen(w.ctx, bob2.addr, theirs); err != nil || !seen.Finalized || seen.Outcome != engine.OutcomeCommitted {
+		t.Fatalf("alice's record of bob/2's message under bob/1's ID: %+v, %v; want it committed (the attack's premise)", seen, err)
+	}
+	rawAction(t, w, bob2, alice.addr, wire.LogicalID{0xee}, wire.Action{Content: wire.ContentEdit, Target: theirs, Edit: 1, Text: []byte("the laptop's now")})
+	rawAction(t, w, bob2, alice.addr, wire.LogicalID{0xef}, wire.Action{Content: wire.ContentDelete, Target: theirs})
+	for range 3 {
+		alice.sync()
+		alice.commitAll()
+	}
+	if e := alice.entry(bob, theirs); string(e.Body) != "from the phone" || e.Edits != 0 || e.Deleted {
+		t.Fatalf("alice's entry of bob/1's message after bob/2's edit and delete: %q, %d edits, deleted %v; want unchanged", e.Body, e.Edits, e.Deleted)
+	}
+	if n := alice.pendingIn(); n != 0 {
+		t.Fatalf("alice holds %d messages after bob/2's actions, want them discarded (not_author)", n)
 	}
 }
