@@ -84,8 +84,8 @@ type ActionTarget struct {
 	// (SentCopied) the sibling whose copy made it, for a received entry
 	// the peer's device that sent it (or, imported, the one the archive
 	// named). Zero for this device's own sent entries and where it is not
-	// known (received entries stored before migration 0028 could name
-	// it, imports of archives that did not carry it).
+	// known (received entries stored before entries named it, imports of
+	// archives that did not carry it).
 	SentBy Address
 }
 

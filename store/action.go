@@ -228,7 +228,8 @@ func (db *DB) ActionTarget(ctx context.Context, peer engine.Address, id wire.Log
 		if (t.Direction == engine.DirectionIn || engine.SentState(state) == engine.SentCopied) && from != "" {
 			// The device that sent the entry: the sibling whose sent
 			// copy made it (0027), the peer's device that sent a
-			// received one (0028); an unreadable one names nobody.
+			// received one (written on receipt or by an import); an
+			// unreadable one names nobody.
 			if a, err := engine.ParseAddress(from); err == nil {
 				t.SentBy = a
 			}

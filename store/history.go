@@ -15,7 +15,7 @@ import (
 
 const (
 	// sqlInsertHistory appends an entry; a received one names the device
-	// that sent it (sent_by, 0028), a sent one nobody.
+	// that sent it (sent_by, 0027), a sent one nobody.
 	sqlInsertHistory = `INSERT INTO history (peer, direction, id, at, state, sealed_body, sent_by) VALUES (?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (peer, direction, id) DO NOTHING`
 	// sqlInsertCopyHistory is sqlInsertHistory for a sent copy's entry,

@@ -12,7 +12,8 @@ import (
 
 // insertFixtureV27 is fixture 26 with its sent copy (fixture 24's) naming
 // the sibling it came from, as a build with 0027 stores it, and another
-// copy's entry naming its own.
+// copy's entry naming its own, and a received entry naming the peer's
+// device that sent it (written on receipt).
 func insertFixtureV27(t *testing.T, db *sql.DB, s *sealer) {
 	t.Helper()
 	insertFixtureV26(t, db, s)
@@ -25,6 +26,11 @@ func insertFixtureV27(t *testing.T, db *sql.DB, s *sealer) {
 		conv.String(), id[:], s.seal(kindHistoryBody, historyKey(conv, engine.DirectionOut, id), []byte("copy 28"))); err != nil {
 		t.Fatal(err)
 	}
+	in := wire.LogicalID{0x28, 0x29}
+	if _, err := db.Exec("INSERT INTO history (peer, direction, id, at, state, sealed_body, sent_by) VALUES (?, 1, ?, 28, 0, ?, 'dave/2')",
+		conv.String(), in[:], s.seal(kindHistoryBody, historyKey(conv, engine.DirectionIn, in), []byte("received 28"))); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func checkFixtureV27(t *testing.T, db *DB) {
@@ -33,6 +39,10 @@ func checkFixtureV27(t *testing.T, db *DB) {
 	got, err := db.ActionTarget(context.Background(), engine.MustParseAddress("dave/1"), wire.LogicalID{0x28, 0x28}, engine.DirectionOut)
 	if err != nil || !got.Found || got.SentBy.String() != "alice/2" {
 		t.Fatalf("fixture 27's copy: %+v, %v; want it copied from alice/2", got, err)
+	}
+	got, err = db.ActionTarget(context.Background(), engine.MustParseAddress("dave/1"), wire.LogicalID{0x28, 0x29}, engine.DirectionIn)
+	if err != nil || !got.Found || got.SentBy.String() != "dave/2" {
+		t.Fatalf("fixture 27's received entry: %+v, %v; want it sent by dave/2", got, err)
 	}
 }
 

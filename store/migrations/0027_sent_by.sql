@@ -1,9 +1,11 @@
 -- 0027: an entry names the device that sent it. history's sent_by is
 -- the address of the device that wrote the entry's message when that is
 -- not this device: here, for a sent copy (frame kind 14 or 17; state 4,
--- engine.SentCopied), the sibling whose copy made the entry; migration
--- 0028 gives received entries the peer's device that sent them. NULL on
--- this device's own sent entries and wherever the device is not known.
+-- engine.SentCopied), the sibling whose copy made the entry; for a
+-- received entry, the peer's device that sent it (written on receipt
+-- from here on; received entries stored before keep NULL: no record says
+-- for sure which device sent them). NULL on this device's own sent
+-- entries and wherever the device is not known.
 -- Only that device edits or deletes the message here, and adoption, when
 -- it is removed, adopts exactly the copies it made: the finalized record
 -- of a copy is keyed by (sender, id) alone, so another device's record of
