@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -223,5 +224,54 @@ func TestSiblingReusingAnUnnamedEntrysIDIsNoAuthor(t *testing.T) {
 	}
 	if n := alice.pendingIn(); n != 0 {
 		t.Fatalf("alice holds %d messages after bob/2's actions, want them discarded (not_author)", n)
+	}
+}
+
+// TestArchiveVersionHoldsMessageBy: a backup and a keyed archive this
+// build writes carry the header version that may hold record kind 11
+// (wire.ArchiveVersion 3, wire.ArchiveKeyedVersion 4), so that a build
+// knowing only versions 1 and 2 refuses them at the header
+// (ErrArchiveVersion: "restore it with a newer parley") instead of
+// calling a good archive damaged at its first kind-11 record. Both read
+// back here, and a kind-11 record in an archive of version 1 or 2 is
+// damage. Before the fix the writers wrote versions 1 and 2 whatever the
+// records.
+func TestArchiveVersionHoldsMessageBy(t *testing.T) {
+	by := wire.ArchiveMessage{Peer: "bob/1", SentBy: "bob/2", Direction: 1, ID: wire.LogicalID{9}, At: 14, Body: []byte("by")}
+	recs := append(archiveRecords()[:1:1], by)
+	b := writeArchive(t, recs)
+	if b[8] != wire.ArchiveVersion || wire.ArchiveVersion == wire.ArchiveVersion1 {
+		t.Fatalf("a backup's header version %d, want %d (after %d)", b[8], wire.ArchiveVersion, wire.ArchiveVersion1)
+	}
+	if got, err := readArchive(b, archivePass); err != nil || len(got) != 2 || got[1].ArchiveKind() != wire.ArchiveKindMessageBy {
+		t.Fatalf("the backup reads back as %+v, %v", got, err)
+	}
+	old := writeArchiveAs(t, recs, &countingReader{}, wire.ArchiveVersion1)
+	if _, err := readArchive(old, archivePass); !errors.Is(err, engine.ErrArchiveDamaged) {
+		t.Fatalf("kind 11 in a version-1 backup: %v, want ErrArchiveDamaged", err)
+	}
+	k := writeKeyed(t, []wire.ArchiveRecord{by})
+	if k[8] != wire.ArchiveKeyedVersion || wire.ArchiveKeyedVersion == wire.ArchiveKeyedVersion1 {
+		t.Fatalf("a keyed archive's header version %d, want %d (after %d)", k[8], wire.ArchiveKeyedVersion, wire.ArchiveKeyedVersion1)
+	}
+	if got, err := readKeyed(k, keyedArchiveKey); err != nil || len(got) != 1 {
+		t.Fatalf("the keyed archive reads back as %+v, %v", got, err)
+	}
+	if _, err := readKeyed(writeKeyedAs(t, []wire.ArchiveRecord{by}, wire.ArchiveKeyedVersion1), keyedArchiveKey); !errors.Is(err, engine.ErrArchiveDamaged) {
+		t.Fatalf("kind 11 in a version-2 keyed archive: %v, want ErrArchiveDamaged", err)
+	}
+	for _, v := range []byte{2, 4, 5} {
+		c := bytes.Clone(b)
+		c[8] = v
+		if _, err := readArchive(c, archivePass); !errors.Is(err, engine.ErrArchiveVersion) {
+			t.Errorf("a backup of version %d: %v, want ErrArchiveVersion", v, err)
+		}
+	}
+	for _, v := range []byte{1, 3, 5} {
+		c := bytes.Clone(k)
+		c[8] = v
+		if _, err := readKeyed(c, keyedArchiveKey); !errors.Is(err, engine.ErrArchiveVersion) {
+			t.Errorf("a keyed archive of version %d: %v, want ErrArchiveVersion", v, err)
+		}
 	}
 }

@@ -17,7 +17,7 @@ import (
 // Header layout (ArchiveHeaderSize bytes):
 //
 //	[8]  magic "PARLEYBK"
-//	u8   version (ArchiveVersion)
+//	u8   version (ArchiveVersion1 or ArchiveVersion)
 //	u8   KDF (1: Argon2id)
 //	u32  Argon2id passes, u32 memory in KiB, u8 threads
 //	[16] salt
@@ -47,13 +47,23 @@ import (
 // peer's person that sent it (the store's history.sent_by): a kind 7
 // record with the device after the peer. It is a history record like kind
 // 7, in the same place of the order (a writer mixes the two in the
-// history's order); kind 10 is a keyed archive's (archivekeyed.go). A
-// reader built before kind 11 finds the record malformed (ErrMalformed
-// here, the archive damaged for the engine) and stops at it
-// (docs/wire-format.md).
+// history's order); kind 10 is a keyed archive's (archivekeyed.go). Only
+// an archive of header version 3 (ArchiveVersion) may hold it: its
+// records are version 1's plus kind 11, its header version 1's layout. A
+// reader built before kind 11 knows version 1 alone and refuses a version
+// 3 archive at its header (ErrUnsupportedVersion) instead of finding its
+// first kind-11 record malformed; a reader of this build reads both and
+// refuses kind 11 in a version 1 archive (the engine's reader). Version 2
+// is the keyed header's (archivekeyed.go), so a backup and a link's
+// archive are never taken for each other.
 
-// ArchiveVersion is the version byte of an archive's header.
-const ArchiveVersion = 1
+// ArchiveVersion1 is the version byte of the first archive format, with
+// no kind-11 record: still read, no longer written.
+const ArchiveVersion1 = 1
+
+// ArchiveVersion is the version byte of the archive header this build
+// writes: version 1's layout, records that may include kind 11.
+const ArchiveVersion = 3
 
 // ArchiveMagic opens every archive: a file that does not start with it is
 // not one.
@@ -93,6 +103,9 @@ const (
 
 // ArchiveHeader is an archive's header.
 type ArchiveHeader struct {
+	// Version is the header's version byte, ArchiveVersion1 or
+	// ArchiveVersion; zero encodes as ArchiveVersion.
+	Version   uint8
 	Passes    uint32
 	MemoryKiB uint32
 	Threads   uint8
@@ -123,7 +136,14 @@ func EncodeArchiveHeader(h ArchiveHeader) ([]byte, error) {
 	}
 	b := make([]byte, 0, ArchiveHeaderSize)
 	b = append(b, ArchiveMagic[:]...)
-	b = append(b, ArchiveVersion, ArchiveKDFArgon2id)
+	v := h.Version
+	if v == 0 {
+		v = ArchiveVersion
+	}
+	if v != ArchiveVersion1 && v != ArchiveVersion {
+		return nil, fmt.Errorf("wire: encode archive header: version %d: %w", v, ErrUnsupportedVersion)
+	}
+	b = append(b, v, ArchiveKDFArgon2id)
 	b = binary.BigEndian.AppendUint32(b, h.Passes)
 	b = binary.BigEndian.AppendUint32(b, h.MemoryKiB)
 	b = append(b, h.Threads)
@@ -140,11 +160,11 @@ func DecodeArchiveHeader(b []byte) (ArchiveHeader, error) {
 		return ArchiveHeader{}, fmt.Errorf("wire: decode archive header: not a parley archive: %w", ErrMalformed)
 	}
 	r := reader{b: b[len(ArchiveMagic):]}
-	r.version(ArchiveVersion)
+	var h ArchiveHeader
+	h.Version = r.versions(ArchiveVersion1, ArchiveVersion)
 	if k := r.u8("kdf"); r.err == nil && k != ArchiveKDFArgon2id {
 		r.fail(fmt.Errorf("kdf %d: %w", k, ErrMalformed))
 	}
-	var h ArchiveHeader
 	h.Passes = r.u32("passes")
 	h.MemoryKiB = r.u32("memory")
 	h.Threads = r.u8("threads")
