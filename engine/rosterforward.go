@@ -33,10 +33,11 @@ import (
 //
 // Every forward lane ends. Only a change whose author counts in the merge
 // is forwarded (forwardCounts), so a plain member cannot make this device
-// fan her changes out; a sibling that cannot take a forward acknowledges
-// it with nothing stored (dropRoster), rather than leaving it to be retried
-// for good; and a forward lane still pending MaxGroupHold after it was
-// stored is abandoned at its next retry (forwardLaneExpired). A list that
+// fan her changes out (but see forwardCounts on a change ahead); a sibling
+// that refuses a forward for good acknowledges it with nothing stored
+// (dropRoster), and one that may take it later (no pin yet, no room yet)
+// leaves it to be retried; and a forward lane still pending MaxGroupHold
+// after it was stored is abandoned at its next retry (forwardLaneExpired). A list that
 // names a device linked since adds no lane of a pending forward
 // (addedGroupLanes): the link's archive carries the change.
 
@@ -121,18 +122,30 @@ func (c *Client) forwardedBy(sender Address, author string) bool {
 // dropRoster is the verdict on a roster change this device does not take.
 // A change another device of this person forwarded (one the account's list
 // names with the key that sent it) is acknowledged, nothing stored, as a
-// refusal: this device cannot take it (no pin for its author, an author
-// its list copy revokes, a signature that does not verify, no room for
-// another group, a hold that expired), and a retry would not change that,
-// so the forwarding lane ends rather than being retried for good. Any
-// other change is dropped unacknowledged, as before.
-func (c *Client) dropRoster(ctx context.Context, bs *batchState, in *incoming, op opening, sr wire.SignedRoster, verdict error) (prepared, error) {
-	if !c.forwardedBy(in.sender, sr.Author) {
+// refusal only when the refusal lasts (lasting): an author its list copy
+// revokes, a creation by a non-admin, a hold that expired. A retry would
+// meet the same answer, so the forwarding lane ends rather than being
+// retried for good. A refusal that may pass is not acknowledged: no pin for
+// the author (a link's history import may not have stored it yet), a
+// signature that does not verify under the pin held (the forwarder
+// verified it under its own pin, so the two pins differ: one of them is
+// stale, and an identity change may wait to be accepted), no room for
+// another group (the user may leave one); nor is any refusal while a link
+// history import is still pending. The lane is retried, and the forwarder
+// abandons it after MaxGroupHold (forwardLaneExpired). Any other change is
+// dropped unacknowledged, as before.
+func (c *Client) dropRoster(ctx context.Context, bs *batchState, in *incoming, op opening, sr wire.SignedRoster, verdict error, lasting bool) (prepared, error) {
+	if !lasting || !c.forwardedBy(in.sender, sr.Author) {
 		return in.drop(sr.ID, verdict), nil
 	}
 	if v, err := c.vouchSender(ctx, in.sender, senderKey(in, op)); err != nil {
 		return prepared{}, err
 	} else if v != VouchListed {
+		return in.drop(sr.ID, verdict), nil
+	}
+	if _, _, pending, err := c.store.PendingLinkImport(ctx); err != nil {
+		return prepared{}, err
+	} else if pending {
 		return in.drop(sr.ID, verdict), nil
 	}
 	ack, err := wire.EncodeFrame(wire.Frame{Kind: wire.FrameAck, ID: sr.ID})
