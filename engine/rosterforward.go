@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/parley-chat/parley/wire"
@@ -172,4 +173,27 @@ func (c *Client) forwardLaneExpired(peer Address, m OutboundMessage) bool {
 	}
 	sr, err := wire.DecodeSignedRoster(m.Frame)
 	return err == nil && sr.Author != c.self.String()
+}
+
+// ErrForwardIDTaken means a roster change was not forwarded to a sibling
+// because its ID is taken on the lanes to that sibling already, by another
+// group's lane or a pending outbound row (Receipt.Unforwarded).
+var ErrForwardIDTaken = errors.New("roster change ID taken on the sibling's lanes")
+
+func init() {
+	errorNames = append(errorNames, struct {
+		err  error
+		name string
+	}{ErrForwardIDTaken, "forward_id_taken"})
+}
+
+// reportUnforwarded reports, after the commit, each forward the store did
+// not store because the change's ID was taken to that sibling
+// (EventSyncFailed, op "forward"): the receive went on, and the sibling
+// gets the change only from its author's lane or a later link's archive.
+func (c *Client) reportUnforwarded(us []Unforwarded) {
+	for _, u := range us {
+		c.emit(Event{Kind: EventSyncFailed, At: c.cfg.Now(), Op: "forward", Peer: u.To,
+			Err: fmt.Errorf("roster change %x of group %x not forwarded to %s: %w", u.Change[:], u.Group[:], u.To, ErrForwardIDTaken)})
+	}
 }
