@@ -355,7 +355,9 @@ func (c *Client) receiveRoster(ctx context.Context, bs *batchState, gs GroupStor
 	res.Generation = next.Generation
 	effect := RosterEffect{Group: sr.Group, Change: change, Frame: op.plaintext, Removed: removed, Compact: compaction(g.Start, all, next),
 		Left: !next.HasUser(c.self.User)}
-	c.rosterForwards(ctx, &bs.siblings, &effect, in.sender, forwardCounts(g, change))
+	if err := c.rosterForwards(ctx, &bs.siblings, &effect, in.sender, forwardCounts(g, change)); err != nil {
+		return prepared{}, err
+	}
 	p, err := c.groupVerdict(bs, in, op, effect, ack, res)
 	if err == nil {
 		bs.changed(g, all, next, effect.Compact)
@@ -455,7 +457,9 @@ func (c *Client) startGroup(ctx context.Context, bs *batchState, gs GroupStore, 
 	}
 	res.Generation = r.Generation
 	effect := RosterEffect{Group: *res.Group, Change: change, Frame: op.plaintext, Start: &start}
-	c.rosterForwards(ctx, &bs.siblings, &effect, in.sender, true)
+	if err := c.rosterForwards(ctx, &bs.siblings, &effect, in.sender, true); err != nil {
+		return prepared{}, err
+	}
 	p, err := c.groupVerdict(bs, in, op, effect, ack, res)
 	if err == nil {
 		bs.changed(GroupInfo{ID: *res.Group, Name: change.Name, Start: start}, []RosterChange{change}, r, nil)

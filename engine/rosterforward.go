@@ -51,28 +51,34 @@ type siblingCache struct {
 
 // forwardSiblings returns the other devices the account's list names
 // active when this device holds the account key, read once into sc. It
-// checks only that a key record is present (it does not unmarshal it), and
-// a state it cannot read forwards nothing: a forward is a convenience for
-// siblings linked since, never a reason to refuse a roster change.
-func (c *Client) forwardSiblings(ctx context.Context, sc *siblingCache) []Address {
+// checks only that a key record is present (it does not unmarshal it). A
+// profile it cannot read is an error of the receive (redone later, rather
+// than a forward silently skipped); a profile that holds no account, or a
+// list it cannot decode or that is not this person's, forwards nothing: a
+// forward is a convenience for siblings linked since, never a reason to
+// refuse a roster change.
+func (c *Client) forwardSiblings(ctx context.Context, sc *siblingCache) ([]Address, error) {
 	if sc.read {
-		return sc.to
+		return sc.to, nil
+	}
+	prof, err := c.store.Profile(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the siblings to forward a roster change to: %w", err)
 	}
 	sc.read = true
-	prof, err := c.store.Profile(ctx)
-	if err != nil || prof.AccountKey == nil || prof.DeviceList == nil {
-		return nil
+	if prof.AccountKey == nil || prof.DeviceList == nil {
+		return nil, nil
 	}
 	l, err := wire.DecodeDeviceList(prof.DeviceList)
 	if err != nil || l.User != c.self.User {
-		return nil
+		return nil, nil
 	}
 	for _, e := range l.Entries {
 		if d := (Address{User: l.User, Device: e.Number}); e.State == wire.DeviceActive && d != c.self {
 			sc.to = append(sc.to, d)
 		}
 	}
-	return sc.to
+	return sc.to, nil
 }
 
 // rosterForwards sets the devices a change received from sender is
@@ -81,13 +87,18 @@ func (c *Client) forwardSiblings(ctx context.Context, sc *siblingCache) []Addres
 // the merge (counts: an admin of the roster it applies to, or a member
 // that only leaves; a change no merge counts is nobody's business to
 // spread); otherwise every device the account's list names active but
-// this one, the sender and the author.
-func (c *Client) rosterForwards(ctx context.Context, sc *siblingCache, e *RosterEffect, sender Address, counts bool) {
+// this one, the sender and the author. Its error is the profile's that
+// could not be read (forwardSiblings).
+func (c *Client) rosterForwards(ctx context.Context, sc *siblingCache, e *RosterEffect, sender Address, counts bool) error {
 	author := e.Change.Author
 	if author == c.self.String() || !counts {
-		return
+		return nil
 	}
-	for _, d := range c.forwardSiblings(ctx, sc) {
+	to, err := c.forwardSiblings(ctx, sc)
+	if err != nil {
+		return err
+	}
+	for _, d := range to {
 		if d != sender && d.String() != author {
 			e.Forward = append(e.Forward, d)
 		}
@@ -95,6 +106,7 @@ func (c *Client) rosterForwards(ctx context.Context, sc *siblingCache, e *Roster
 	if len(e.Forward) > 0 {
 		e.ForwardAt = c.cfg.Now()
 	}
+	return nil
 }
 
 // forwardCounts reports whether ch, recorded in group g as this device
