@@ -33,8 +33,11 @@ import (
 // pace admins change rosters), the same order as the admin's own fan-out.
 //
 // Every forward lane ends. Only a change whose author counts in the merge
-// is forwarded (forwardCounts), so a plain member cannot make this device
-// fan her changes out (but see forwardCounts on a change ahead); a sibling
+// when it is recorded is forwarded (forwardCounts), so a plain member
+// cannot make this device fan out her changes at the next generation (a
+// change ahead is forwarded whoever made it, at most
+// MaxChangesAheadPerAuthor per author at a time; and a change that counts
+// only once a concurrent promotion merges later is never forwarded); a sibling
 // that refuses a forward for good acknowledges it with nothing stored
 // (dropRoster), and one that may take it later (no pin yet, no room yet)
 // leaves it to be retried; and a forward lane still pending MaxGroupHold
