@@ -296,12 +296,12 @@ func (c *Client) receiveRoster(ctx context.Context, bs *batchState, gs GroupStor
 	}
 	key, err := c.rosterAuthorKey(ctx, bs, in, op, sr.Author)
 	if errors.Is(err, ErrRosterUnverified) {
-		return c.dropRoster(ctx, bs, in, op, sr, err)
+		return c.dropRoster(ctx, bs, in, op, sr, err, false)
 	} else if err != nil {
 		return prepared{}, err
 	}
 	if err := VerifyRosterChange(op.plaintext, sr, key); err != nil {
-		return c.dropRoster(ctx, bs, in, op, sr, err)
+		return c.dropRoster(ctx, bs, in, op, sr, err, false)
 	}
 	if author, err := ParseAddress(sr.Author); err == nil && author != c.self {
 		// An entry its person's list revokes (a lost or stolen device)
@@ -309,7 +309,7 @@ func (c *Client) receiveRoster(ctx context.Context, bs *batchState, gs GroupStor
 		if v, err := c.vouchSender(ctx, author, &key); err != nil {
 			return prepared{}, err
 		} else if v == VouchRefused {
-			return c.dropRoster(ctx, bs, in, op, sr, fmt.Errorf("roster change by %s, which its person's list revokes or names with other keys: %w", author, ErrNotMember))
+			return c.dropRoster(ctx, bs, in, op, sr, fmt.Errorf("roster change by %s, which its person's list revokes or names with other keys: %w", author, ErrNotMember), true)
 		}
 	}
 	g, known, err := bs.group(ctx, gs, sr.Group)
@@ -355,7 +355,9 @@ func (c *Client) receiveRoster(ctx context.Context, bs *batchState, gs GroupStor
 	res.Generation = next.Generation
 	effect := RosterEffect{Group: sr.Group, Change: change, Frame: op.plaintext, Removed: removed, Compact: compaction(g.Start, all, next),
 		Left: !next.HasUser(c.self.User)}
-	c.rosterForwards(ctx, &bs.siblings, &effect, in.sender, forwardCounts(g, change))
+	if err := c.rosterForwards(ctx, &bs.siblings, &effect, in.sender, forwardCounts(g, change)); err != nil {
+		return prepared{}, err
+	}
 	p, err := c.groupVerdict(bs, in, op, effect, ack, res)
 	if err == nil {
 		bs.changed(g, all, next, effect.Compact)
@@ -434,19 +436,19 @@ func (c *Client) startGroup(ctx context.Context, bs *batchState, gs GroupStore, 
 	sr := wire.SignedRoster{Roster: wire.Roster{ID: change.ID, Group: *res.Group}, Author: change.Author}
 	if !startsHere(change, c.self) {
 		if heldFor(in) > MaxGroupHold {
-			return c.dropRoster(ctx, bs, in, op, sr, fmt.Errorf("roster change for unknown group: %w", ErrGroupHoldExpired))
+			return c.dropRoster(ctx, bs, in, op, sr, fmt.Errorf("roster change for unknown group: %w", ErrGroupHoldExpired), true)
 		}
 		return in.hold(), nil
 	}
 	start := GroupStart{Change: change.ID}
 	r, counted := StartRoster(change, []RosterChange{change})
 	if len(counted) == 0 {
-		return c.dropRoster(ctx, bs, in, op, sr, fmt.Errorf("group started by %s, not an admin of its own roster: %w", change.Author, ErrNotAdmin))
+		return c.dropRoster(ctx, bs, in, op, sr, fmt.Errorf("group started by %s, not an admin of its own roster: %w", change.Author, ErrNotAdmin), true)
 	}
 	if full, err := c.groupsFull(ctx, bs, gs); err != nil {
 		return prepared{}, err
 	} else if full {
-		return c.dropRoster(ctx, bs, in, op, sr, fmt.Errorf("%d groups kept: %w", MaxGroupsPerProfile, ErrGroupsFull))
+		return c.dropRoster(ctx, bs, in, op, sr, fmt.Errorf("%d groups kept: %w", MaxGroupsPerProfile, ErrGroupsFull), false)
 	}
 	bs.newGroups++
 	ack, err := wire.EncodeFrame(wire.Frame{Kind: wire.FrameAck, ID: change.ID})
@@ -455,7 +457,9 @@ func (c *Client) startGroup(ctx context.Context, bs *batchState, gs GroupStore, 
 	}
 	res.Generation = r.Generation
 	effect := RosterEffect{Group: *res.Group, Change: change, Frame: op.plaintext, Start: &start}
-	c.rosterForwards(ctx, &bs.siblings, &effect, in.sender, true)
+	if err := c.rosterForwards(ctx, &bs.siblings, &effect, in.sender, true); err != nil {
+		return prepared{}, err
+	}
 	p, err := c.groupVerdict(bs, in, op, effect, ack, res)
 	if err == nil {
 		bs.changed(GroupInfo{ID: *res.Group, Name: change.Name, Start: start}, []RosterChange{change}, r, nil)

@@ -77,7 +77,9 @@ func (c *Client) prepareAdoptions(ctx context.Context, work map[Address]*peerSta
 		}
 		if a.Effect != nil {
 			groups[sr.Group], known[sr.Group] = next, true
-			c.rosterForwards(ctx, &bs.siblings, a.Effect, peer, counts)
+			if err := c.rosterForwards(ctx, &bs.siblings, a.Effect, peer, counts); err != nil {
+				return ad, err
+			}
 		}
 		if a.Ack {
 			ps, err := c.working(ctx, work, peer)

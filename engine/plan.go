@@ -615,4 +615,17 @@ type Receipt struct {
 	// Evicted counts the quarantined rows a DropStaged evicted to keep the
 	// quarantine within its bounds.
 	Evicted int
+	// Unforwarded are the forwards of a RosterEffect the store did not
+	// store because the change's ID is taken on that sibling's lanes by
+	// another group's lane or a pending outbound row (a collision, or a
+	// hostile change recorded first under a genuine change's ID).
+	Unforwarded []Unforwarded
+}
+
+// Unforwarded is one forward of a roster change not stored: the change's
+// ID is taken to sibling To (Receipt.Unforwarded).
+type Unforwarded struct {
+	To     Address
+	Group  wire.GroupID
+	Change wire.LogicalID
 }

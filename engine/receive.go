@@ -242,6 +242,7 @@ func (c *Client) finishRows(ctx context.Context, preps []prepared, plans []Plan,
 	evicted := 0
 	for _, r := range receipts {
 		evicted += r.Evicted
+		c.reportUnforwarded(r.Unforwarded)
 	}
 	if evicted > 0 {
 		c.emit(Event{Kind: EventQuarantineEvicted, At: c.cfg.Now(), Count: evicted})

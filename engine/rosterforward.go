@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/parley-chat/parley/wire"
@@ -32,11 +33,15 @@ import (
 // pace admins change rosters), the same order as the admin's own fan-out.
 //
 // Every forward lane ends. Only a change whose author counts in the merge
-// is forwarded (forwardCounts), so a plain member cannot make this device
-// fan her changes out; a sibling that cannot take a forward acknowledges
-// it with nothing stored (dropRoster), rather than leaving it to be retried
-// for good; and a forward lane still pending MaxGroupHold after it was
-// stored is abandoned at its next retry (forwardLaneExpired). A list that
+// when it is recorded is forwarded (forwardCounts), so a plain member
+// cannot make this device fan out her changes at the next generation (a
+// change ahead is forwarded whoever made it, at most
+// MaxChangesAheadPerAuthor per author at a time; and a change that counts
+// only once a concurrent promotion merges later is never forwarded); a sibling
+// that refuses a forward for good acknowledges it with nothing stored
+// (dropRoster), and one that may take it later (no pin yet, no room yet)
+// leaves it to be retried; and a forward lane still pending MaxGroupHold
+// after it was stored is abandoned at its next retry (forwardLaneExpired). A list that
 // names a device linked since adds no lane of a pending forward
 // (addedGroupLanes): the link's archive carries the change.
 
@@ -49,28 +54,34 @@ type siblingCache struct {
 
 // forwardSiblings returns the other devices the account's list names
 // active when this device holds the account key, read once into sc. It
-// checks only that a key record is present (it does not unmarshal it), and
-// a state it cannot read forwards nothing: a forward is a convenience for
-// siblings linked since, never a reason to refuse a roster change.
-func (c *Client) forwardSiblings(ctx context.Context, sc *siblingCache) []Address {
+// checks only that a key record is present (it does not unmarshal it). A
+// profile it cannot read is an error of the receive (redone later, rather
+// than a forward silently skipped); a profile that holds no account, or a
+// list it cannot decode or that is not this person's, forwards nothing: a
+// forward is a convenience for siblings linked since, never a reason to
+// refuse a roster change.
+func (c *Client) forwardSiblings(ctx context.Context, sc *siblingCache) ([]Address, error) {
 	if sc.read {
-		return sc.to
+		return sc.to, nil
+	}
+	prof, err := c.store.Profile(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the siblings to forward a roster change to: %w", err)
 	}
 	sc.read = true
-	prof, err := c.store.Profile(ctx)
-	if err != nil || prof.AccountKey == nil || prof.DeviceList == nil {
-		return nil
+	if prof.AccountKey == nil || prof.DeviceList == nil {
+		return nil, nil
 	}
 	l, err := wire.DecodeDeviceList(prof.DeviceList)
 	if err != nil || l.User != c.self.User {
-		return nil
+		return nil, nil
 	}
 	for _, e := range l.Entries {
 		if d := (Address{User: l.User, Device: e.Number}); e.State == wire.DeviceActive && d != c.self {
 			sc.to = append(sc.to, d)
 		}
 	}
-	return sc.to
+	return sc.to, nil
 }
 
 // rosterForwards sets the devices a change received from sender is
@@ -79,13 +90,18 @@ func (c *Client) forwardSiblings(ctx context.Context, sc *siblingCache) []Addres
 // the merge (counts: an admin of the roster it applies to, or a member
 // that only leaves; a change no merge counts is nobody's business to
 // spread); otherwise every device the account's list names active but
-// this one, the sender and the author.
-func (c *Client) rosterForwards(ctx context.Context, sc *siblingCache, e *RosterEffect, sender Address, counts bool) {
+// this one, the sender and the author. Its error is the profile's that
+// could not be read (forwardSiblings).
+func (c *Client) rosterForwards(ctx context.Context, sc *siblingCache, e *RosterEffect, sender Address, counts bool) error {
 	author := e.Change.Author
 	if author == c.self.String() || !counts {
-		return
+		return nil
 	}
-	for _, d := range c.forwardSiblings(ctx, sc) {
+	to, err := c.forwardSiblings(ctx, sc)
+	if err != nil {
+		return err
+	}
+	for _, d := range to {
 		if d != sender && d.String() != author {
 			e.Forward = append(e.Forward, d)
 		}
@@ -93,6 +109,7 @@ func (c *Client) rosterForwards(ctx context.Context, sc *siblingCache, e *Roster
 	if len(e.Forward) > 0 {
 		e.ForwardAt = c.cfg.Now()
 	}
+	return nil
 }
 
 // forwardCounts reports whether ch, recorded in group g as this device
@@ -121,18 +138,30 @@ func (c *Client) forwardedBy(sender Address, author string) bool {
 // dropRoster is the verdict on a roster change this device does not take.
 // A change another device of this person forwarded (one the account's list
 // names with the key that sent it) is acknowledged, nothing stored, as a
-// refusal: this device cannot take it (no pin for its author, an author
-// its list copy revokes, a signature that does not verify, no room for
-// another group, a hold that expired), and a retry would not change that,
-// so the forwarding lane ends rather than being retried for good. Any
-// other change is dropped unacknowledged, as before.
-func (c *Client) dropRoster(ctx context.Context, bs *batchState, in *incoming, op opening, sr wire.SignedRoster, verdict error) (prepared, error) {
-	if !c.forwardedBy(in.sender, sr.Author) {
+// refusal only when the refusal lasts (lasting): an author its list copy
+// revokes, a creation by a non-admin, a hold that expired. A retry would
+// meet the same answer, so the forwarding lane ends rather than being
+// retried for good. A refusal that may pass is not acknowledged: no pin for
+// the author (a link's history import may not have stored it yet), a
+// signature that does not verify under the pin held (the forwarder
+// verified it under its own pin, so the two pins differ: one of them is
+// stale, and an identity change may wait to be accepted), no room for
+// another group (the user may leave one); nor is any refusal while a link
+// history import is still pending. The lane is retried, and the forwarder
+// abandons it after MaxGroupHold (forwardLaneExpired). Any other change is
+// dropped unacknowledged, as before.
+func (c *Client) dropRoster(ctx context.Context, bs *batchState, in *incoming, op opening, sr wire.SignedRoster, verdict error, lasting bool) (prepared, error) {
+	if !lasting || !c.forwardedBy(in.sender, sr.Author) {
 		return in.drop(sr.ID, verdict), nil
 	}
 	if v, err := c.vouchSender(ctx, in.sender, senderKey(in, op)); err != nil {
 		return prepared{}, err
 	} else if v != VouchListed {
+		return in.drop(sr.ID, verdict), nil
+	}
+	if _, _, pending, err := c.store.PendingLinkImport(ctx); err != nil {
+		return prepared{}, err
+	} else if pending {
 		return in.drop(sr.ID, verdict), nil
 	}
 	ack, err := wire.EncodeFrame(wire.Frame{Kind: wire.FrameAck, ID: sr.ID})
@@ -159,4 +188,27 @@ func (c *Client) forwardLaneExpired(peer Address, m OutboundMessage) bool {
 	}
 	sr, err := wire.DecodeSignedRoster(m.Frame)
 	return err == nil && sr.Author != c.self.String()
+}
+
+// ErrForwardIDTaken means a roster change was not forwarded to a sibling
+// because its ID is taken on the lanes to that sibling already, by another
+// group's lane or a pending outbound row (Receipt.Unforwarded).
+var ErrForwardIDTaken = errors.New("roster change ID taken on the sibling's lanes")
+
+func init() {
+	errorNames = append(errorNames, struct {
+		err  error
+		name string
+	}{ErrForwardIDTaken, "forward_id_taken"})
+}
+
+// reportUnforwarded reports, after the commit, each forward the store did
+// not store because the change's ID was taken to that sibling
+// (EventSyncFailed, op "forward"): the receive went on, and the sibling
+// gets the change only from its author's lane or a later link's archive.
+func (c *Client) reportUnforwarded(us []Unforwarded) {
+	for _, u := range us {
+		c.emit(Event{Kind: EventSyncFailed, At: c.cfg.Now(), Op: "forward", Peer: u.To,
+			Err: fmt.Errorf("roster change %x of group %x not forwarded to %s: %w", u.Change[:], u.Group[:], u.To, ErrForwardIDTaken)})
+	}
 }

@@ -324,16 +324,14 @@ func (d *device) forwardLanes(sibling string, state engine.LaneState) int {
 	return d.count("SELECT count(*) FROM group_lane WHERE recipient = ? AND state = ?", sibling, int(state))
 }
 
-// TestForwardFromAnUnpinnedAuthorEnds: mallory's frames reach bob/1 only
-// (bob/2 never hears from her, so it pins no key for her). Her group's
-// creation, which bob/1 records and forwards, cannot be checked on bob/2:
-// bob/2 acknowledges the forward as a refusal, takes nothing, and bob/1's
-// lane ends instead of being retried for good. bob/1 takes message
-// requests: the creation waits in mallory's request and is forwarded when
-// bob accepts her (the request-accept path).
-func TestForwardFromAnUnpinnedAuthorEnds(t *testing.T) {
-	oneGoroutine(t)
-	w := blobWorld(t)
+// unpinnedForward makes mallory's group with bob, whose frames reach bob/1
+// only (bob/2 never hears from her, so it pins no key for her): her
+// creation waits in mallory's request on bob/1 and is forwarded to bob/2
+// when bob accepts her (the request-accept path). bob/2 cannot check it
+// and drops it unacknowledged: it may pin her later.
+func unpinnedForward(t *testing.T) (w *world, g wire.GroupID, bob, bob2, mallory *device) {
+	t.Helper()
+	w = blobWorld(t)
 	var drop atomic.Bool
 	drop.Store(true)
 	w.relay = func(a engine.Address, e *enginetest.Endpoint) engine.Relay {
@@ -342,9 +340,9 @@ func TestForwardFromAnUnpinnedAuthorEnds(t *testing.T) {
 		}
 		return dropTo{Endpoint: e, to: "bob/2", drop: &drop}
 	}
-	bob, mallory := w.device("bob/1"), w.device("mallory/1")
+	bob, mallory = w.device("bob/1"), w.device("mallory/1")
 	publishLists(t, bob, mallory)
-	bob2 := w.linkHolding(bob)
+	bob2 = w.linkHolding(bob)
 	bob.withRequests(nil)
 	checkPeers(t, mallory, bob)
 	info, _, err := mallory.c.CreateGroup(w.ctx, "spam", []engine.Address{bob.addr})
@@ -355,8 +353,6 @@ func TestForwardFromAnUnpinnedAuthorEnds(t *testing.T) {
 	if n := bob.count("SELECT count(*) FROM group_lane"); n != 0 {
 		t.Fatalf("bob/1 has %d group lanes before it accepts mallory, want none (her creation waits in her request)", n)
 	}
-	// Accepting her adopts the creation and forwards it (the
-	// request-accept path).
 	if n, err := bob.c.AcceptRequest(w.ctx, mallory.addr); err != nil || n == 0 {
 		t.Fatalf("bob/1 accepts mallory: %d, %v; want her request's change adopted", n, err)
 	}
@@ -370,17 +366,58 @@ func TestForwardFromAnUnpinnedAuthorEnds(t *testing.T) {
 	if gen, _ := bob.members(info.ID); gen != 1 {
 		t.Fatalf("bob/1 holds generation %d of mallory's group, want 1", gen)
 	}
-	if n := bob.forwardLanes("bob/2", engine.LaneAcknowledged); n != 1 {
-		t.Fatalf("bob/1 has %d acknowledged forward lanes to bob/2 (%d pending), want 1", n, bob.forwardLanes("bob/2", engine.LanePending))
-	}
-	if n := bob.forwardLanes("bob/2", engine.LanePending); n != 0 {
-		t.Fatalf("bob/1 has %d forward lanes to bob/2 pending, want none", n)
+	if n := bob.forwardLanes("bob/2", engine.LanePending); n != 1 {
+		t.Fatalf("bob/1 has %d forward lanes to bob/2 pending (%d acknowledged), want 1: bob/2 must not acknowledge a forward it may take later",
+			n, bob.forwardLanes("bob/2", engine.LaneAcknowledged))
 	}
 	if n := bob2.count("SELECT count(*) FROM grp"); n != 0 {
 		t.Fatalf("bob/2 keeps %d groups, want none (it could not check mallory's change)", n)
 	}
 	if pin, err := bob2.c.PinnedIdentity(w.ctx, mallory.addr); err != nil || pin != nil {
 		t.Fatalf("bob/2 pins %v for mallory (%v), want none", pin, err)
+	}
+	return w, info.ID, bob, bob2, mallory
+}
+
+// TestForwardFromAnUnpinnedAuthorEnds: bob/2 never pins mallory, so it
+// never takes the forward of her creation and never acknowledges it
+// (unpinnedForward); bob/1's lane ends by expiry instead: retried until it
+// has been pending MaxGroupHold, then abandoned.
+func TestForwardFromAnUnpinnedAuthorEnds(t *testing.T) {
+	oneGoroutine(t)
+	w, _, bob, bob2, mallory := unpinnedForward(t)
+	w.clock.Advance(engine.MaxGroupHold + time.Hour)
+	bob.retry(bob2)
+	roundsWithout(2, mallory, bob, bob2)
+	if n := bob.forwardLanes("bob/2", engine.LaneAbandoned); n != 1 {
+		t.Fatalf("bob/1 has %d abandoned forward lanes to bob/2 (%d pending), want 1", n, bob.forwardLanes("bob/2", engine.LanePending))
+	}
+	if n := bob2.count("SELECT count(*) FROM grp"); n != 0 {
+		t.Fatalf("bob/2 keeps %d groups, want none", n)
+	}
+}
+
+// TestForwardTakenOnceTheAuthorIsPinned: bob/2 drops the forward of
+// mallory's creation unacknowledged while it pins no key for her
+// (unpinnedForward: what a new device meets before its link's history
+// import stored its pins). Once it pins her (here by writing to her),
+// bob/1's retry brings the forward again and bob/2 starts the group from
+// it and acknowledges it: the lane was the only copy bob/2 would get.
+func TestForwardTakenOnceTheAuthorIsPinned(t *testing.T) {
+	oneGoroutine(t)
+	w, g, bob, bob2, mallory := unpinnedForward(t)
+	bob2.send(mallory, "hello")
+	bob2.commitAll()
+	if pin, err := bob2.c.PinnedIdentity(w.ctx, mallory.addr); err != nil || pin == nil {
+		t.Fatalf("bob/2 pins %v for mallory (%v) after writing to her, want her key", pin, err)
+	}
+	bob.retry(bob2)
+	roundsWithout(2, bob, bob2)
+	if gen, _ := bob2.members(g); gen != 1 {
+		t.Fatalf("bob/2 holds generation %d of mallory's group, want 1 from the forward", gen)
+	}
+	if n := bob.forwardLanes("bob/2", engine.LaneAcknowledged); n != 1 {
+		t.Fatalf("bob/1 has %d acknowledged forward lanes to bob/2 (%d pending), want 1", n, bob.forwardLanes("bob/2", engine.LanePending))
 	}
 }
 

@@ -69,6 +69,7 @@ func (db *DB) applyPlans(ctx context.Context, plans []engine.Plan) (_ []engine.R
 		if rs[i], err = t.apply(ctx, p); err != nil {
 			return nil, i, fmt.Errorf("store: apply %s: %w", t.kind, err)
 		}
+		rs[i].Unforwarded, t.unforwarded = t.unforwarded, nil
 	}
 	if i, err := t.flushSessions(ctx); err != nil {
 		return nil, i, fmt.Errorf("store: apply %s: %w", plans[i].Kind(), err)

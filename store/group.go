@@ -138,8 +138,8 @@ const sqlAccountList = "SELECT device_list FROM account WHERE singleton = 1"
 // outbound row carrying the change's frame and a pending lane of its
 // group each, stored at e.ForwardAt. A recipient the account's list does
 // not name active (or of another person, or with no account held), or this
-// device itself, refuses the plan; a device with a lane of the change
-// already gets no second.
+// device itself, refuses the plan; a device that has a lane or a pending
+// outbound row of the change's ID already (in any group) gets nothing more.
 func (t *tx) forwardRoster(ctx context.Context, e engine.RosterEffect) error {
 	if len(e.Forward) == 0 {
 		return nil
@@ -175,16 +175,35 @@ func (t *tx) forwardRoster(ctx context.Context, e engine.RosterEffect) error {
 		if to.String() == string(self) {
 			return invalid("roster change %x forwarded to %s, this device itself", e.Change.ID[:], to)
 		}
-		var one int64
-		if found, err = t.scan(ctx, "group-lane-known-read", sqlGroupLaneKnown, []any{to.String(), e.Change.ID[:]}, &one); err != nil {
+		// A lane of the change's ID to that device already: in the
+		// change's group, the change is forwarded (or sent) there
+		// already, in whatever state; in another group, the ID is taken
+		// on that device's lanes (a colliding or hostile change recorded
+		// first), and the device, which keeps processed IDs per sender,
+		// would take a second frame of that ID from here as a repeat
+		// anyway. Either way no second lane is stored, and the receive
+		// goes on.
+		var grp []byte
+		if found, err = t.scan(ctx, "group-lane-known-read", sqlLaneGroup, []any{to.String(), e.Change.ID[:]}, &grp); err != nil {
 			return err
 		}
 		if found {
+			if wire.GroupID(grp) != e.Group {
+				t.unforwarded = append(t.unforwarded, engine.Unforwarded{To: to, Group: e.Group, Change: e.Change.ID})
+			}
 			continue
 		}
-		if _, err := t.runOne(ctx, "group-outbound-insert", engine.ErrConflict, sqlInsertOutbound,
-			to.String(), e.Change.ID[:], at.UnixNano(), t.db.seal.seal(kindOutboundFrame, messageKey(to, e.Change.ID), e.Frame)); err != nil {
+		// So does a pending outbound row of that ID to that device (the
+		// insert does nothing): the ID is taken there, and failing the
+		// receive for it would only redo the page row by row.
+		n, err := t.run(ctx, "group-outbound-insert", sqlInsertOutbound,
+			to.String(), e.Change.ID[:], at.UnixNano(), t.db.seal.seal(kindOutboundFrame, messageKey(to, e.Change.ID), e.Frame))
+		if err != nil {
 			return fmt.Errorf("forward roster change %x to %s: %w", e.Change.ID[:], to, err)
+		}
+		if n == 0 {
+			t.unforwarded = append(t.unforwarded, engine.Unforwarded{To: to, Group: e.Group, Change: e.Change.ID})
+			continue
 		}
 		if _, err := t.runOne(ctx, "group-lane-add", engine.ErrConflict, sqlInsertLane, to.String(), e.Change.ID[:], e.Group[:]); err != nil {
 			return fmt.Errorf("forward roster change %x to %s: %w", e.Change.ID[:], to, err)

@@ -76,3 +76,55 @@ func TestForwardedRosterChangeIsChecked(t *testing.T) {
 		t.Fatalf("pending to alice's devices: %+v, %v; want the change to alice/2 once", out, err)
 	}
 }
+
+// TestForwardOfATakenIDIsSkipped: a forward whose change ID is taken on
+// the lanes to the sibling already, by a lane of another group (a hostile
+// change recorded first under a genuine change's ID) or by a pending
+// outbound row of that ID, stores nothing to that sibling and is reported
+// in the receipt (Receipt.Unforwarded); the receive itself is applied. A
+// lane of the same change in its own group is skipped unreported.
+func TestForwardOfATakenIDIsSkipped(t *testing.T) {
+	f := newFixture(t, false)
+	ctx := context.Background()
+	f.apply(t, accountPlan(t))
+	f.apply(t, engine.UpdateDeviceList{From: accountPlan(t).List, List: secondListPlan(t), At: planAt})
+	a2 := engine.MustParseAddress("alice/2")
+	change := func(author string, g wire.GroupID, id wire.LogicalID) engine.Receive {
+		t.Helper()
+		frame, err := wire.EncodeSignedRoster(wire.SignedRoster{Roster: wire.Roster{ID: id, Group: g, Generation: 1, Name: "crew",
+			Changes: []wire.RosterChange{{Op: wire.RosterAdd, Address: "alice/1"}, {Op: wire.RosterAdd, Address: author}},
+			Members: []wire.RosterMember{{Address: "alice/1"}, {Address: author, Admin: true}}}, Author: author})
+		if err != nil {
+			t.Fatal(err)
+		}
+		from := engine.MustParseAddress(author)
+		p := receivePlan(f.stage(t), from, 0, engine.RosterEffect{Group: g, Change: engine.RosterChange{ID: id, Author: author, Generation: 1, Name: "crew"},
+			Frame: frame, Start: &engine.GroupStart{Change: id}, Forward: []engine.Address{a2}})
+		k := identityKey(from.User[0])
+		p.Handshake = &engine.Handshake{Pin: &k}
+		return p
+	}
+	genuine, hostile := wire.GroupID{7}, wire.GroupID{8}
+	cid := wire.LogicalID{0x45}
+	if r := f.apply(t, change("mallory/1", hostile, cid)); len(r.Unforwarded) != 0 {
+		t.Fatalf("the first forward of %x was reported unforwarded: %+v", cid[:], r.Unforwarded)
+	}
+	r := f.apply(t, change("carol/1", genuine, cid))
+	if want := []engine.Unforwarded{{To: a2, Group: genuine, Change: cid}}; len(r.Unforwarded) != 1 || r.Unforwarded[0] != want[0] {
+		t.Fatalf("the forward of a taken ID reported %+v, want %+v", r.Unforwarded, want)
+	}
+	if grp, found, err := f.db.LaneGroup(ctx, a2, cid); err != nil || !found || grp != hostile {
+		t.Fatalf("the lane of %x to alice/2: %x, %v, %v; want the first one's, unchanged", cid[:], grp[:], found, err)
+	}
+	// A pending outbound row of the ID to alice/2 (no lane): the receive
+	// is applied, nothing is forwarded.
+	sent := wire.LogicalID{0x46}
+	f.apply(t, sendPlan(t, a2, sent, "to my other device", 0))
+	r = f.apply(t, change("dave/1", wire.GroupID{9}, sent))
+	if len(r.Unforwarded) != 1 || r.Unforwarded[0].To != a2 || r.Unforwarded[0].Change != sent {
+		t.Fatalf("the forward of an ID pending to alice/2 reported %+v, want it unforwarded", r.Unforwarded)
+	}
+	if _, found, err := f.db.LaneGroup(ctx, a2, sent); err != nil || found {
+		t.Fatalf("a lane of %x to alice/2 stored beside its pending message (%v, %v)", sent[:], found, err)
+	}
+}

@@ -74,6 +74,9 @@ type tx struct {
 	plan int
 	// marker is marker_written as the transaction's plans raised it.
 	marker txMarker
+	// unforwarded are the forwards the plan being applied did not store
+	// (forwardRoster), for its receipt.
+	unforwarded []engine.Unforwarded
 }
 
 // txMarker is the presentation marker within one transaction: read once,
