@@ -79,10 +79,14 @@ type ActionTarget struct {
 	// (peerActionTarget). Its author is that other device: only it edits
 	// or deletes the message, as in a group.
 	Copied bool
-	// CopiedFrom is, for a sent copy's entry (SentCopied), the sibling
-	// whose copy made it: the one device that edits or deletes it here.
-	// Zero for every other entry.
-	CopiedFrom Address
+	// SentBy is the device the entry names as the one that sent it, the
+	// one device that edits or deletes it here: for a sent copy's entry
+	// (SentCopied) the sibling whose copy made it, for a received entry
+	// the peer's device that sent it (or, imported, the one the archive
+	// named). Zero for this device's own sent entries and where it is not
+	// known (received entries stored before entries named it, imports of
+	// archives that did not carry it).
+	SentBy Address
 }
 
 // ActionVerdict is DecideAction's answer: apply (the zero value), hold
@@ -379,17 +383,22 @@ func (c *Client) receivedAction(ctx context.Context, m *InboundMessage, now time
 // name. Not found anywhere, it is pending if any place holds it pending,
 // else discarded if any discarded it.
 //
-// The history does not say which device of the person sent a received
-// message, so the target of an edit or a delete found in a place that may
+// Only the sending device edits or deletes a message. A received entry
+// names the device that sent it (ActionTarget.SentBy: written on receipt,
+// carried by a history archive's kind-11 record), so the target of an
+// edit or a delete is marked Copied (DecideAction refuses it, not_author)
+// unless the entry names sender: another device's record of the same ID
+// (a group message, a copy) does not count, and a message of an imported
+// history is edited by the device that sent it. An entry that names no
+// device (received before entries named it, or imported from an archive
+// that did not say) is edited by nobody when found in a place that may
 // hold another device's messages (the person's conversation or another
 // device's address, and any place once the list held names more than one
-// device of the person: the sender's own address may be the conversation)
-// is marked Copied (DecideAction refuses it, not_author) unless this
-// device committed that ID from sender itself (its finalized record, not
-// one an import implies): only the sending device edits or deletes a
-// message. A message of an imported history is therefore not edited by a
-// person of several devices here (left out: the import does not say which
-// device sent it).
+// device of the person: the sender's own address may be the
+// conversation): no record tells which device wrote it, since a sibling
+// that reuses its ID has a committed record of that ID too and the
+// original's may be pruned. A person of one device edits such an entry
+// as before (the one place, its own address).
 func (c *Client) peerActionTarget(ctx context.Context, sender Address, content wire.ContentType, id wire.LogicalID, dir Direction) (ActionTarget, Address, error) {
 	places := []Address{sender}
 	held, ok, err := c.store.PeerAccount(ctx, sender.User)
@@ -417,12 +426,20 @@ func (c *Client) peerActionTarget(ctx context.Context, sender Address, content w
 		if err != nil {
 			return t, p, err
 		}
-		if t.Found && (p != sender || several) && t.Direction == DirectionIn && (content == wire.ContentEdit || content == wire.ContentDelete) {
-			seen, err := c.store.Seen(ctx, sender, id)
-			if err != nil {
-				return t, p, err
-			}
-			t.Copied = !seen.Finalized || seen.Outcome != OutcomeCommitted || seen.Imported
+		switch {
+		case !t.Found || t.Direction != DirectionIn || content != wire.ContentEdit && content != wire.ContentDelete:
+		case t.SentBy != (Address{}):
+			// The entry names the device that sent it: that one alone.
+			t.Copied = t.SentBy != sender
+		case p != sender || several:
+			// An entry naming nobody (stored before received entries
+			// named their device, or imported from an archive that did
+			// not say) in a place that may hold several devices'
+			// messages: nobody's. A committed record of sender with
+			// the ID proves nothing here: a sibling that reused the ID
+			// of another device's message has one, and the entry kept
+			// the earlier message (its record may be pruned).
+			t.Copied = true
 		}
 		if t.Found {
 			return t, p, nil

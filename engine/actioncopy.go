@@ -29,7 +29,7 @@ import (
 //   - it names another person's conversation (ErrCopyConversation);
 //   - an edit or a delete applies only to a message that very device sent,
 //     as this device holds it: an own entry committed from that device's
-//     sent copy (the entry names it, ActionTarget.CopiedFrom), never a
+//     sent copy (the entry names it, ActionTarget.SentBy), never a
 //     message of the peer, of this device, or of a third device of the
 //     person (not_author);
 //   - a reaction or a reply may name any message of the conversation.
@@ -252,13 +252,13 @@ func (c *Client) copiedAction(ctx context.Context, sender Address, id wire.Logic
 		if found && (a.Content == wire.ContentEdit || a.Content == wire.ContentDelete) {
 			// The sending device's own authority: a message it sent, as
 			// this device committed it from that device's sent copy, the
-			// entry itself naming it (CopiedFrom). Not a finalized record
+			// entry itself naming it (SentBy). Not a finalized record
 			// of sender with the target's ID: that is keyed by (sender,
 			// ID) alone, and a sibling that reuses the ID of another
 			// device's message in another conversation, or in a group,
 			// has one. A message of this device, of the peer or of a
 			// third device is never the sender's.
-			t.Copied = t.Direction != DirectionOut || t.CopiedFrom != sender
+			t.Copied = t.Direction != DirectionOut || t.SentBy != sender
 		}
 	}
 	v := DecideAction(t, a.Content, false, arrived, now)

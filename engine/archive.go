@@ -157,7 +157,13 @@ type ArchiveWriter struct {
 // holds no account record: its first record may be of any kind, and it
 // may hold staged messages (wire.ArchiveStaged).
 func NewKeyedArchiveWriter(w io.Writer, key [32]byte, r io.Reader) (*ArchiveWriter, error) {
-	var h wire.ArchiveKeyedHeader
+	return newKeyedArchiveWriter(w, key, r, wire.ArchiveKeyedVersion)
+}
+
+// newKeyedArchiveWriter is NewKeyedArchiveWriter with the header's
+// version (tests write the frozen version-2 archive with it).
+func newKeyedArchiveWriter(w io.Writer, key [32]byte, r io.Reader, version uint8) (*ArchiveWriter, error) {
+	h := wire.ArchiveKeyedHeader{Version: version}
 	if _, err := io.ReadFull(r, h.ID[:]); err != nil {
 		return nil, fmt.Errorf("archive id: %w", err)
 	}
@@ -166,7 +172,10 @@ func NewKeyedArchiveWriter(w io.Writer, key [32]byte, r io.Reader) (*ArchiveWrit
 		return nil, err
 	}
 	h.Check = check
-	header, _ := wire.EncodeArchiveKeyedHeader(h)
+	header, err := wire.EncodeArchiveKeyedHeader(h)
+	if err != nil {
+		return nil, err
+	}
 	a := &ArchiveWriter{w: bufio.NewWriterSize(w, 64<<10), aead: aead, header: header, id: h.ID, keyed: true}
 	a.write(header)
 	return a, a.err
@@ -175,10 +184,16 @@ func NewKeyedArchiveWriter(w io.Writer, key [32]byte, r io.Reader) (*ArchiveWrit
 // NewArchiveWriter writes the header of a new archive sealed under
 // passphrase to w, its salt and ID from r.
 func NewArchiveWriter(w io.Writer, passphrase []byte, kdf ArchiveKDF, r io.Reader) (*ArchiveWriter, error) {
+	return newArchiveWriter(w, passphrase, kdf, r, wire.ArchiveVersion)
+}
+
+// newArchiveWriter is NewArchiveWriter with the header's version (tests
+// write the frozen version-1 archive with it).
+func newArchiveWriter(w io.Writer, passphrase []byte, kdf ArchiveKDF, r io.Reader, version uint8) (*ArchiveWriter, error) {
 	if len(passphrase) == 0 {
 		return nil, errors.New("an empty backup passphrase")
 	}
-	h := wire.ArchiveHeader{Passes: kdf.Passes, MemoryKiB: kdf.MemoryKiB, Threads: kdf.Threads}
+	h := wire.ArchiveHeader{Version: version, Passes: kdf.Passes, MemoryKiB: kdf.MemoryKiB, Threads: kdf.Threads}
 	if _, err := io.ReadFull(r, h.Salt[:]); err != nil {
 		return nil, fmt.Errorf("archive salt: %w", err)
 	}
@@ -243,7 +258,7 @@ func (a *ArchiveWriter) Write(rec wire.ArchiveRecord) error {
 	}
 	a.last = k
 	switch k {
-	case wire.ArchiveKindMessage, wire.ArchiveKindGroupMessage:
+	case wire.ArchiveKindMessage, wire.ArchiveKindMessageBy, wire.ArchiveKindGroupMessage:
 		a.messages++
 	case wire.ArchiveKindGroup:
 		a.groups++
@@ -277,10 +292,11 @@ func (a *ArchiveWriter) Close() (wire.ArchiveEnd, error) {
 // recordFits reports whether a record of kind k may come at index after
 // a record of kind last: a backup starts with its account record, and
 // only there; a keyed archive holds none, and only it holds staged
-// messages; kinds never go back.
+// messages; kinds never go back (in their order: a message naming its
+// device sorts among the other one-to-one messages, wire.ArchiveKind.Order).
 func recordFits(keyed bool, index uint64, k, last wire.ArchiveKind) bool {
 	switch {
-	case k < last:
+	case k.Order() < last.Order():
 		return false
 	case keyed:
 		return k != wire.ArchiveKindAccount
@@ -303,7 +319,10 @@ type ArchiveReader struct {
 	groups   uint32
 	end      *wire.ArchiveEnd
 	keyed    bool
-	err      error
+	// sentBy: the header's version may hold kind 11 (wire.ArchiveVersion,
+	// wire.ArchiveKeyedVersion); an older one may not.
+	sentBy bool
+	err    error
 }
 
 // OpenKeyedArchive reads a keyed archive's header from r and checks key
@@ -331,7 +350,8 @@ func OpenKeyedArchive(r io.Reader, key [32]byte) (*ArchiveReader, error) {
 	if subtle.ConstantTimeCompare(check[:], h.Check[:]) != 1 {
 		return nil, fmt.Errorf("%w: the link package's key does not open it", ErrArchiveDamaged)
 	}
-	return &ArchiveReader{r: bufio.NewReaderSize(r, 64<<10), aead: aead, header: hb[:], h: wire.ArchiveHeader{ID: h.ID}, keyed: true}, nil
+	return &ArchiveReader{r: bufio.NewReaderSize(r, 64<<10), aead: aead, header: hb[:], h: wire.ArchiveHeader{ID: h.ID}, keyed: true,
+		sentBy: h.Version == wire.ArchiveKeyedVersion}, nil
 }
 
 // OpenArchive reads an archive's header from r and checks passphrase
@@ -363,7 +383,7 @@ func OpenArchive(r io.Reader, passphrase []byte, limit ArchiveKDF) (*ArchiveRead
 	if subtle.ConstantTimeCompare(check[:], h.Check[:]) != 1 {
 		return nil, ErrArchivePassphrase
 	}
-	return &ArchiveReader{r: bufio.NewReaderSize(r, 64<<10), aead: aead, header: hb[:], h: h}, nil
+	return &ArchiveReader{r: bufio.NewReaderSize(r, 64<<10), aead: aead, header: hb[:], h: h, sentBy: h.Version == wire.ArchiveVersion}, nil
 }
 
 // Header returns the archive's header.
@@ -426,6 +446,8 @@ func (a *ArchiveReader) Next() (wire.ArchiveRecord, error) {
 	switch {
 	case last != (k == wire.ArchiveKindEnd):
 		return nil, a.fail(fmt.Errorf("%w: record %d is misplaced", ErrArchiveDamaged, a.index))
+	case k == wire.ArchiveKindMessageBy && !a.sentBy:
+		return nil, a.fail(fmt.Errorf("%w: record %d (kind %d) in an archive of a version without it", ErrArchiveDamaged, a.index, k))
 	case k != wire.ArchiveKindEnd && !recordFits(a.keyed, a.index, k, a.last):
 		return nil, a.fail(fmt.Errorf("%w: record %d (kind %d) out of order", ErrArchiveDamaged, a.index, k))
 	}

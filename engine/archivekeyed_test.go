@@ -31,8 +31,14 @@ func keyedRecords() []wire.ArchiveRecord {
 
 func writeKeyed(t testing.TB, recs []wire.ArchiveRecord) []byte {
 	t.Helper()
+	return writeKeyedAs(t, recs, wire.ArchiveKeyedVersion)
+}
+
+// writeKeyedAs is writeKeyed with the header's version.
+func writeKeyedAs(t testing.TB, recs []wire.ArchiveRecord, version uint8) []byte {
+	t.Helper()
 	var buf bytes.Buffer
-	w, err := engine.NewKeyedArchiveWriter(&buf, keyedArchiveKey, &countingReader{})
+	w, err := engine.NewKeyedArchiveWriterVersion(&buf, keyedArchiveKey, &countingReader{}, version)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +74,7 @@ func readKeyed(b []byte, key [32]byte) ([]wire.ArchiveRecord, error) {
 // TestKeyedArchiveVector: the frozen keyed archive still opens to its
 // records, and a writer with the same key and randomness writes its bytes.
 func TestKeyedArchiveVector(t *testing.T) {
-	b := writeKeyed(t, keyedRecords())
+	b := writeKeyedAs(t, keyedRecords(), wire.ArchiveKeyedVersion1)
 	if *updateKeyedArchive {
 		doc := "# parley frozen keyed archive (engine/archive.go, header version 2: history at link time): the\n" +
 			"# records of keyedRecords() in engine/archivekeyed_test.go under the key 42 43 00.. (32 bytes),\n" +

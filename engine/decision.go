@@ -459,8 +459,14 @@ func (c *Client) takeBackAction(ctx context.Context, bs *batchState, e *Decision
 // the target's entry is written, received at targetAt, in the
 // conversation of e.Sender's person (where the take-back puts it). nil
 // when DecideAction does not apply it there.
+//
+// The entry names e.Sender as the device that sent it (SentBy), as the
+// take-back writes it: the action reached here because no entry of the
+// target was found (it was held or its target discarded), so the row is
+// the take-back's, sent by e.Sender, and the action is that device's own
+// (peerActionTarget's rule for an entry naming its device).
 func (c *Client) takenBackTarget(ctx context.Context, e *DecisionEffect, a wire.Action, targetAt, arrived, now time.Time) (*ActionApply, error) {
-	t := ActionTarget{Found: true, Direction: DirectionIn, At: targetAt}
+	t := ActionTarget{Found: true, Direction: DirectionIn, At: targetAt, SentBy: e.Sender}
 	if v := DecideAction(t, a.Content, true, arrived, now); v.Hold || v.Reason != DiscardNone {
 		return nil, nil
 	}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"io"
 	"slices"
 	"time"
 
@@ -256,4 +257,16 @@ func (c *Client) AddedGroupLanes(ctx context.Context, prev *wire.DeviceList, nex
 // prev would add to the messages pending in conversation conv.
 func (c *Client) AddedLanes(ctx context.Context, prev *wire.DeviceList, next wire.DeviceList, conv Address) ([]AddedLane, error) {
 	return c.addedLanes(ctx, prev, next, conv)
+}
+
+// NewArchiveWriterVersion is NewArchiveWriter writing a header of version
+// (the frozen version-1 archive, an old-format archive for the refusals).
+func NewArchiveWriterVersion(w io.Writer, passphrase []byte, kdf ArchiveKDF, r io.Reader, version uint8) (*ArchiveWriter, error) {
+	return newArchiveWriter(w, passphrase, kdf, r, version)
+}
+
+// NewKeyedArchiveWriterVersion is NewKeyedArchiveWriter writing a header
+// of version.
+func NewKeyedArchiveWriterVersion(w io.Writer, key [32]byte, r io.Reader, version uint8) (*ArchiveWriter, error) {
+	return newKeyedArchiveWriter(w, key, r, version)
 }

@@ -52,7 +52,7 @@ const (
 	// (?3) or either (0), the earliest first: a peer that reuses an ID of
 	// this device's cannot take a reaction meant for the original.
 	sqlActionTarget = `SELECT h.direction, h.state, h.at, coalesce(x.action, 0), coalesce(x.edits, 0), coalesce(x.deleted, 0),
-		coalesce(i.sealed_source IS NOT NULL, 0), coalesce(h.copied_from, '')
+		coalesce(i.sealed_source IS NOT NULL, 0), coalesce(h.sent_by, '')
 		FROM history h LEFT JOIN message_extra x ON x.peer = h.peer AND x.direction = h.direction AND x.id = h.id
 		LEFT JOIN import_progress i ON i.archive = h.imported
 		WHERE h.peer = ?1 AND h.id = ?2 AND (?3 = 0 OR h.direction = ?3) ORDER BY h.seq LIMIT 1`
@@ -225,11 +225,13 @@ func (db *DB) ActionTarget(ctx context.Context, peer engine.Address, id wire.Log
 		// device of this person sent it.
 		t.Copied = t.Direction == engine.DirectionOut && (engine.SentState(state) == engine.SentCopied || linked == 1)
 		t.Action, t.Edits, t.Deleted = wire.ContentType(action), uint32(edits), deleted == 1
-		if engine.SentState(state) == engine.SentCopied && from != "" {
-			// The sibling whose sent copy made the entry (0027); an
+		if (t.Direction == engine.DirectionIn || engine.SentState(state) == engine.SentCopied) && from != "" {
+			// The device that sent the entry: the sibling whose sent
+			// copy made it (0027), the peer's device that sent a
+			// received one (written on receipt or by an import); an
 			// unreadable one names nobody.
 			if a, err := engine.ParseAddress(from); err == nil {
-				t.CopiedFrom = a
+				t.SentBy = a
 			}
 		}
 		return t, nil

@@ -16,7 +16,7 @@ import (
 
 const (
 	// sqlSentCopiesFrom reads the sent copies one device sent here that
-	// are still copies (history_copied) and name it (copied_from), newest
+	// are still copies (history_copied) and name it (sent_by), newest
 	// first, with the body the device sent: an entry an applied edit copy
 	// changed gives its original (message_version edit 0). One whose
 	// original is missing (its edit count came with an imported history,
@@ -24,7 +24,7 @@ const (
 	// of the limit, and read by sqlFirstlessCopiesFrom. A deleted one is
 	// left out, as are action copies.
 	sqlSentCopiesFrom = `SELECT h.peer, h.id, f.at, coalesce(v.sealed_body, h.sealed_body), coalesce(x.edits, 0) > 0 FROM finalized f
-		JOIN history h ON h.id = f.id AND h.direction = 2 AND h.state = 4 AND h.copied_from = f.sender
+		JOIN history h ON h.id = f.id AND h.direction = 2 AND h.state = 4 AND h.sent_by = f.sender
 		LEFT JOIN message_extra x ON x.peer = h.peer AND x.direction = 2 AND x.id = h.id
 		LEFT JOIN message_version v ON v.peer = h.peer AND v.direction = 2 AND v.id = h.id AND v.edit = 0 AND coalesce(x.edits, 0) > 0
 		WHERE f.sender = ? AND f.outcome = 1 AND f.at >= ?
@@ -35,7 +35,7 @@ const (
 	// whose original is missing, newest first: SentCopiesFrom reports
 	// them (engine.ErrAdoptFirstBody), apart from its limit.
 	sqlFirstlessCopiesFrom = `SELECT h.peer, h.id, f.at FROM finalized f
-		JOIN history h ON h.id = f.id AND h.direction = 2 AND h.state = 4 AND h.copied_from = f.sender
+		JOIN history h ON h.id = f.id AND h.direction = 2 AND h.state = 4 AND h.sent_by = f.sender
 		JOIN message_extra x ON x.peer = h.peer AND x.direction = 2 AND x.id = h.id
 		WHERE f.sender = ? AND f.outcome = 1 AND f.at >= ?
 		AND x.action = 0 AND x.deleted = 0 AND x.edits > 0
@@ -43,7 +43,7 @@ const (
 		ORDER BY f.at DESC, f.id LIMIT ?`
 	// sqlAdoptHistory turns a sent copy's entry into an own pending
 	// message: this device now follows its lanes.
-	sqlAdoptHistory = "UPDATE history SET state = ?, copied_from = NULL WHERE peer = ? AND direction = 2 AND id = ? AND state = ?"
+	sqlAdoptHistory = "UPDATE history SET state = ?, sent_by = NULL WHERE peer = ? AND direction = 2 AND id = ? AND state = ?"
 	// sqlCopyStanding says whether a message's entry is still a sent copy.
 	sqlCopyStanding = "SELECT 1 FROM history WHERE peer = ? AND direction = 2 AND id = ? AND state IN (?, ?)"
 )

@@ -24,7 +24,7 @@ const (
 	sqlArchiveGroups   = "SELECT id, name, created_at, start_change, snapshot, coalesce(vouchers, '') FROM grp ORDER BY id"
 	sqlArchiveChanges  = "SELECT id, author, generation, at, frame FROM group_change WHERE grp = ? ORDER BY generation, id"
 	sqlArchiveHistory  = `SELECT h.peer, h.direction, h.id, h.at, h.state, h.sealed_body,
-		coalesce(x.action, 0), x.reply_to, coalesce(x.edits, 0), coalesce(x.deleted, 0)
+		coalesce(x.action, 0), x.reply_to, coalesce(x.edits, 0), coalesce(x.deleted, 0), coalesce(h.sent_by, '')
 		FROM history h LEFT JOIN message_extra x ON x.peer = h.peer AND x.direction = h.direction AND x.id = h.id
 		ORDER BY h.seq`
 	sqlArchiveGroupHistory = `SELECT h.grp, h.sender, h.id, h.at, h.sealed_body,
@@ -46,7 +46,7 @@ const (
 	// sqlImportHistory and sqlImportGroupEntry are the history's inserts
 	// with the archive that brought the entry (0023): an entry that is
 	// there already keeps its row, unmarked.
-	sqlImportHistory = `INSERT INTO history (peer, direction, id, at, state, sealed_body, imported) VALUES (?, ?, ?, ?, ?, ?, ?)
+	sqlImportHistory = `INSERT INTO history (peer, direction, id, at, state, sealed_body, imported, sent_by) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (peer, direction, id) DO NOTHING`
 	sqlImportGroupEntry = `INSERT INTO group_history (grp, sender, id, at, sealed_body, imported) VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT DO NOTHING`
@@ -214,10 +214,17 @@ func (r archiveRead) history() error {
 		var m wire.ArchiveMessage
 		var dir, state, action, edits, deleted int64
 		var id, sealed, replyTo []byte
-		if err := rows.Scan(&m.Peer, &dir, &id, &m.At, &state, &sealed, &action, &replyTo, &edits, &deleted); err != nil {
+		var sentBy string
+		if err := rows.Scan(&m.Peer, &dir, &id, &m.At, &state, &sealed, &action, &replyTo, &edits, &deleted, &sentBy); err != nil {
 			return r.db.readErr("read history", err)
 		}
 		m.Direction, m.ID, m.State = uint8(dir), wire.LogicalID(id), uint8(state)
+		if engine.Direction(dir) == engine.DirectionIn {
+			// The device that sent a received entry travels with it
+			// (record kind 11); a sent copy's sibling does not (its
+			// entry on the new device names nobody).
+			m.SentBy = receivedSentBy(m.Peer, sentBy)
+		}
 		m.Extras = extras(action, replyTo, edits, deleted)
 		peer, err := engine.ParseAddress(m.Peer)
 		if err != nil {
@@ -346,8 +353,12 @@ func (t *tx) importRecord(ctx context.Context, archive [16]byte, rec wire.Archiv
 		if body == nil {
 			body = []byte{}
 		}
+		var sentBy any
+		if r.SentBy != "" {
+			sentBy = r.SentBy
+		}
 		n, err := t.run(ctx, "history-import", sqlImportHistory, r.Peer, int64(r.Direction), r.ID[:], r.At, int64(r.State),
-			t.db.seal.seal(kindHistoryBody, historyKey(peer, engine.Direction(r.Direction), r.ID), body), archive[:])
+			t.db.seal.seal(kindHistoryBody, historyKey(peer, engine.Direction(r.Direction), r.ID), body), archive[:], sentBy)
 		if err != nil || !hasExtras(r.Extras) {
 			return n, err
 		}
@@ -372,6 +383,21 @@ func (t *tx) importRecord(ctx context.Context, archive [16]byte, rec wire.Archiv
 	}
 	// validate refuses every other record first.
 	panic(fmt.Sprintf("store: import %T: unknown record", rec))
+}
+
+// receivedSentBy is what a received entry with peer says of the device
+// that sent it, sentBy (history.sent_by): a canonical address of peer's
+// person, else nothing ("").
+func receivedSentBy(peer, sentBy string) string {
+	p, err := engine.ParseAddress(peer)
+	if err != nil || sentBy == "" {
+		return ""
+	}
+	a, err := engine.ParseAddress(sentBy)
+	if err != nil || a.String() != sentBy || a.User != p.User {
+		return ""
+	}
+	return sentBy
 }
 
 func hasExtras(x wire.ArchiveExtras) bool { return x != (wire.ArchiveExtras{}) }
@@ -417,6 +443,12 @@ func validateImportRecords(p engine.ImportRecords) error {
 			}
 		case wire.ArchiveMessage:
 			addrs = []string{r.Peer}
+			if r.SentBy != "" {
+				if receivedSentBy(r.Peer, r.SentBy) != r.SentBy {
+					return invalid("record %d: message %x with %s sent by %s, a device of another person", i, r.ID[:], r.Peer, r.SentBy)
+				}
+				addrs = append(addrs, r.SentBy)
+			}
 		case wire.ArchiveGroupMessage:
 			addrs = []string{r.Sender}
 		case wire.ArchiveStaged:

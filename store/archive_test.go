@@ -25,7 +25,7 @@ func importBatch() []wire.ArchiveRecord {
 		wire.ArchiveAccepted{Address: "carol/1", At: 5},
 		wire.ArchiveGroup{ID: wire.GroupID{9}, Name: "crew", CreatedAt: 6, Vouchers: "carol/1",
 			Changes: []wire.ArchiveChange{{ID: wire.LogicalID{8}, Author: "carol/1", Generation: 1, At: 6, Frame: []byte{1, 2, 3}}}},
-		wire.ArchiveMessage{Peer: "carol/1", Direction: 1, ID: wire.LogicalID{1}, At: 10, Body: []byte("hi")},
+		wire.ArchiveMessage{Peer: "carol/1", Direction: 1, ID: wire.LogicalID{1}, At: 10, Body: []byte("hi"), SentBy: "carol/2"},
 		wire.ArchiveMessage{Peer: "carol/1", Direction: 2, ID: wire.LogicalID{2}, At: 11, State: 2, Body: []byte("hello"),
 			Extras: wire.ArchiveExtras{ReplyTo: &reply, Edits: 1}},
 		wire.ArchiveMessage{Peer: "carol/1", Direction: 1, ID: wire.LogicalID{3}, At: 12, Extras: wire.ArchiveExtras{Deleted: true}},
@@ -86,6 +86,15 @@ func TestArchiveRecordsRoundTrip(t *testing.T) {
 	if err != nil || g.Name != "crew" {
 		t.Fatalf("Group = %+v, %v", g, err)
 	}
+	// The device that sent a received entry (record kind 11) is the
+	// entry's, the one that edits or deletes it; one the archive did not
+	// name names nobody.
+	for id, want := range map[wire.LogicalID]string{{1}: "carol/2", {3}: ""} {
+		at, err := f.db.ActionTarget(ctx, engine.MustParseAddress("carol/1"), id, engine.DirectionIn)
+		if err != nil || !at.Found || (want == "") != (at.SentBy == engine.Address{}) || want != "" && at.SentBy.String() != want {
+			t.Fatalf("ActionTarget of imported entry %x = %+v, %v; want it sent by %q", id[:1], at, err, want)
+		}
+	}
 }
 
 // TestImportIdempotent: records stored again (a restore over a partial
@@ -133,5 +142,33 @@ func TestImportValidation(t *testing.T) {
 		if _, err := f.db.Apply(ctx, p); !errors.Is(err, engine.ErrConflict) && !errors.Is(err, engine.ErrInvalidAddress) {
 			t.Errorf("%s: %v, want a refusal", name, err)
 		}
+	}
+}
+
+// TestImportRefusesAnotherPersonsDevice: a received message of an archive
+// names a device of its peer's person, canonical; one naming another
+// person's device or a non-canonical address refuses its batch, and the
+// profile is unchanged. The same message naming its person's device is
+// stored with it.
+func TestImportRefusesAnotherPersonsDevice(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, false)
+	f.apply(t, engine.ImportStart{Archive: testArchive, Next: 1, Total: 2, At: time.Unix(100, 0)})
+	before := f.state(t)
+	for name, by := range map[string]string{"another person": "dave/1", "not canonical": "carol/02"} {
+		p := engine.ImportRecords{Archive: testArchive, From: 1, To: 2, Total: 2, Records: []wire.ArchiveRecord{
+			wire.ArchiveMessage{Peer: "carol/1", Direction: 1, ID: wire.LogicalID{1}, At: 10, SentBy: by}}}
+		if _, err := f.db.Apply(ctx, p); !errors.Is(err, engine.ErrConflict) {
+			t.Errorf("%s: %v, want a refusal", name, err)
+		}
+		if f.state(t) != before {
+			t.Fatalf("%s: a refused batch changed the profile", name)
+		}
+	}
+	f.apply(t, engine.ImportRecords{Archive: testArchive, From: 1, To: 2, Total: 2, Records: []wire.ArchiveRecord{
+		wire.ArchiveMessage{Peer: "carol/1", Direction: 1, ID: wire.LogicalID{1}, At: 10, SentBy: "carol/2"}}})
+	at, err := f.db.ActionTarget(ctx, engine.MustParseAddress("carol/1"), wire.LogicalID{1}, engine.DirectionIn)
+	if err != nil || !at.Found || at.SentBy.String() != "carol/2" {
+		t.Fatalf("ActionTarget = %+v, %v; want the entry sent by carol/2", at, err)
 	}
 }

@@ -125,7 +125,7 @@ func TestFirstlessCopiesTakeNoLimit(t *testing.T) {
 			from.String(), c.id[:], c.at, db.seal.seal(kindFinalizedDigest, messageKey(from, c.id), bytes.Repeat([]byte{1}, 32))); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := db.sql.ExecContext(ctx, "INSERT INTO history (peer, direction, id, at, state, sealed_body, copied_from) VALUES (?, 2, ?, ?, 4, ?, ?)",
+		if _, err := db.sql.ExecContext(ctx, "INSERT INTO history (peer, direction, id, at, state, sealed_body, sent_by) VALUES (?, 2, ?, ?, 4, ?, ?)",
 			conv.String(), c.id[:], c.at, db.seal.seal(kindHistoryBody, historyKey(conv, engine.DirectionOut, c.id), []byte("body")), from.String()); err != nil {
 			t.Fatal(err)
 		}

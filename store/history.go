@@ -14,11 +14,13 @@ import (
 )
 
 const (
-	sqlInsertHistory = `INSERT INTO history (peer, direction, id, at, state, sealed_body) VALUES (?, ?, ?, ?, ?, ?)
+	// sqlInsertHistory appends an entry; a received one names the device
+	// that sent it (sent_by, 0027), a sent one nobody.
+	sqlInsertHistory = `INSERT INTO history (peer, direction, id, at, state, sealed_body, sent_by) VALUES (?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (peer, direction, id) DO NOTHING`
 	// sqlInsertCopyHistory is sqlInsertHistory for a sent copy's entry,
-	// naming the sibling it came from (copied_from, its author here).
-	sqlInsertCopyHistory = `INSERT INTO history (peer, direction, id, at, state, sealed_body, copied_from) VALUES (?, ?, ?, ?, ?, ?, ?)
+	// naming the sibling it came from (sent_by, its author here).
+	sqlInsertCopyHistory = `INSERT INTO history (peer, direction, id, at, state, sealed_body, sent_by) VALUES (?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (peer, direction, id) DO NOTHING`
 	// sqlSetSentState moves a sent message's entry on from pending.
 	sqlSetSentState = "UPDATE history SET state = ? WHERE peer = ? AND direction = 2 AND id = ? AND state = 1"
@@ -69,12 +71,15 @@ func historyKey(peer engine.Address, dir engine.Direction, id wire.LogicalID) []
 // insertHistory appends a message to a conversation. A sent message must not
 // be there yet. A received one may: when its finalized record was pruned and
 // its sender retried it, it is delivered and committed again, and the
-// history keeps the one entry it has.
+// history keeps the one entry it has. A received entry names peer, the
+// device that sent it (sent_by): only it edits or deletes the message.
 func (t *tx) insertHistory(ctx context.Context, peer engine.Address, dir engine.Direction, id wire.LogicalID, at time.Time, state engine.SentState, body []byte) error {
 	if body == nil {
 		body = []byte{}
 	}
+	var sentBy any
 	if dir == engine.DirectionIn {
+		sentBy = peer.String()
 		// A message from any device of a person goes to their one
 		// conversation.
 		conv, err := t.conversationFor(ctx, peer)
@@ -83,7 +88,7 @@ func (t *tx) insertHistory(ctx context.Context, peer engine.Address, dir engine.
 		}
 		peer = conv
 	}
-	args := []any{peer.String(), int64(dir), id[:], at.UnixNano(), int64(state), t.db.seal.seal(kindHistoryBody, historyKey(peer, dir, id), body)}
+	args := []any{peer.String(), int64(dir), id[:], at.UnixNano(), int64(state), t.db.seal.seal(kindHistoryBody, historyKey(peer, dir, id), body), sentBy}
 	var err error
 	if dir == engine.DirectionIn {
 		_, err = t.run(ctx, "history-insert", sqlInsertHistory, args...)

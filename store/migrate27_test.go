@@ -12,17 +12,23 @@ import (
 
 // insertFixtureV27 is fixture 26 with its sent copy (fixture 24's) naming
 // the sibling it came from, as a build with 0027 stores it, and another
-// copy's entry naming its own.
+// copy's entry naming its own, and a received entry naming the peer's
+// device that sent it (written on receipt).
 func insertFixtureV27(t *testing.T, db *sql.DB, s *sealer) {
 	t.Helper()
 	insertFixtureV26(t, db, s)
-	if _, err := db.Exec("UPDATE history SET copied_from = 'alice/2' WHERE direction = 2 AND state = 4 AND id = ?", fixtureV24ID[:]); err != nil {
+	if _, err := db.Exec("UPDATE history SET sent_by = 'alice/2' WHERE direction = 2 AND state = 4 AND id = ?", fixtureV24ID[:]); err != nil {
 		t.Fatal(err)
 	}
 	id := wire.LogicalID{0x28, 0x28}
 	conv := engine.MustParseAddress("dave/1")
-	if _, err := db.Exec("INSERT INTO history (peer, direction, id, at, state, sealed_body, copied_from) VALUES (?, 2, ?, 28, 4, ?, 'alice/2')",
+	if _, err := db.Exec("INSERT INTO history (peer, direction, id, at, state, sealed_body, sent_by) VALUES (?, 2, ?, 28, 4, ?, 'alice/2')",
 		conv.String(), id[:], s.seal(kindHistoryBody, historyKey(conv, engine.DirectionOut, id), []byte("copy 28"))); err != nil {
+		t.Fatal(err)
+	}
+	in := wire.LogicalID{0x28, 0x29}
+	if _, err := db.Exec("INSERT INTO history (peer, direction, id, at, state, sealed_body, sent_by) VALUES (?, 1, ?, 28, 0, ?, 'dave/2')",
+		conv.String(), in[:], s.seal(kindHistoryBody, historyKey(conv, engine.DirectionIn, in), []byte("received 28"))); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -31,8 +37,12 @@ func checkFixtureV27(t *testing.T, db *DB) {
 	t.Helper()
 	checkFixtureV26(t, db)
 	got, err := db.ActionTarget(context.Background(), engine.MustParseAddress("dave/1"), wire.LogicalID{0x28, 0x28}, engine.DirectionOut)
-	if err != nil || !got.Found || got.CopiedFrom.String() != "alice/2" {
+	if err != nil || !got.Found || got.SentBy.String() != "alice/2" {
 		t.Fatalf("fixture 27's copy: %+v, %v; want it copied from alice/2", got, err)
+	}
+	got, err = db.ActionTarget(context.Background(), engine.MustParseAddress("dave/1"), wire.LogicalID{0x28, 0x29}, engine.DirectionIn)
+	if err != nil || !got.Found || got.SentBy.String() != "dave/2" {
+		t.Fatalf("fixture 27's received entry: %+v, %v; want it sent by dave/2", got, err)
 	}
 }
 
@@ -78,7 +88,7 @@ func TestMigration27NamesCopiesAuthors(t *testing.T) {
 		if err != nil || !got.Found {
 			t.Fatalf("entry %x: %+v, %v", c.id[:2], got, err)
 		}
-		if from := got.CopiedFrom; (from == engine.Address{}) != (c.want == "") || (c.want != "" && from.String() != c.want) {
+		if from := got.SentBy; (from == engine.Address{}) != (c.want == "") || (c.want != "" && from.String() != c.want) {
 			t.Errorf("entry %x copied from %v after 0027, want %q", c.id[:2], from, c.want)
 		}
 	}

@@ -651,7 +651,7 @@ func (db *DB) PersonLanes(ctx context.Context, conversation engine.Address, id w
 // insertCopy stores a sent copy from another device of this person: its
 // finalized record (so that a copy sent again is a repeat) and the history
 // entry of an own message in the conversation it names, which records from
-// (copied_from): that entry's author, the one device that edits or deletes
+// (sent_by): that entry's author, the one device that edits or deletes
 // it here and whose removal adopts it.
 func (t *tx) insertCopy(ctx context.Context, from engine.Address, e engine.CommitEffect) error {
 	_, err := t.runOne(ctx, "finalized-insert", engine.ErrConflict, sqlInsertFinalized,

@@ -371,7 +371,7 @@ func TestSentCopiesFromReportsABadRow(t *testing.T) {
 	if _, err := db.sql.ExecContext(ctx, "INSERT INTO finalized (sender, id, outcome, reason, at, sealed_digest) VALUES ('alice/2', ?, 1, 0, 24, ?)", id[:], []byte("not sealed")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.sql.ExecContext(ctx, "INSERT INTO history (peer, direction, id, at, state, sealed_body, copied_from) VALUES ('carol/3', 2, ?, 24, 4, ?, 'alice/2')", id[:], []byte("not sealed")); err != nil {
+	if _, err := db.sql.ExecContext(ctx, "INSERT INTO history (peer, direction, id, at, state, sealed_body, sent_by) VALUES ('carol/3', 2, ?, 24, 4, ?, 'alice/2')", id[:], []byte("not sealed")); err != nil {
 		t.Fatal(err)
 	}
 	copies, err := db.SentCopiesFrom(ctx, engine.MustParseAddress("alice/2"), time.Unix(0, 0), 10)

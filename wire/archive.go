@@ -17,7 +17,7 @@ import (
 // Header layout (ArchiveHeaderSize bytes):
 //
 //	[8]  magic "PARLEYBK"
-//	u8   version (ArchiveVersion)
+//	u8   version (ArchiveVersion1 or ArchiveVersion)
 //	u8   KDF (1: Argon2id)
 //	u32  Argon2id passes, u32 memory in KiB, u8 threads
 //	[16] salt
@@ -38,11 +38,32 @@ import (
 //	             extras, u32 length + body
 //	8 group msg: [16] group, address sender, [16] id, i64 at (ns), extras, u32 length + body
 //	9 end:       u64 records before it, u64 messages, u32 groups
+//	11 message by: address peer, address device, u8 direction (1 in), [16] id, i64 at (ns),
+//	             u8 state, extras, u32 length + body
 //
 // extras: u8 action (0, 3..6), u8 flag + [16] reply-to, u32 edits, u8 deleted (0 or 1).
+//
+// Kind 11 is a received one-to-one entry that names the device of the
+// peer's person that sent it (the store's history.sent_by): a kind 7
+// record with the device after the peer. It is a history record like kind
+// 7, in the same place of the order (a writer mixes the two in the
+// history's order); kind 10 is a keyed archive's (archivekeyed.go). Only
+// an archive of header version 3 (ArchiveVersion) may hold it: its
+// records are version 1's plus kind 11, its header version 1's layout. A
+// reader built before kind 11 knows version 1 alone and refuses a version
+// 3 archive at its header (ErrUnsupportedVersion) instead of finding its
+// first kind-11 record malformed; a reader of this build reads both and
+// refuses kind 11 in a version 1 archive (the engine's reader). Version 2
+// is the keyed header's (archivekeyed.go), so a backup and a link's
+// archive are never taken for each other.
 
-// ArchiveVersion is the version byte of an archive's header.
-const ArchiveVersion = 1
+// ArchiveVersion1 is the version byte of the first archive format, with
+// no kind-11 record: still read, no longer written.
+const ArchiveVersion1 = 1
+
+// ArchiveVersion is the version byte of the archive header this build
+// writes: version 1's layout, records that may include kind 11.
+const ArchiveVersion = 3
 
 // ArchiveMagic opens every archive: a file that does not start with it is
 // not one.
@@ -82,6 +103,9 @@ const (
 
 // ArchiveHeader is an archive's header.
 type ArchiveHeader struct {
+	// Version is the header's version byte, ArchiveVersion1 or
+	// ArchiveVersion; zero encodes as ArchiveVersion.
+	Version   uint8
 	Passes    uint32
 	MemoryKiB uint32
 	Threads   uint8
@@ -112,7 +136,14 @@ func EncodeArchiveHeader(h ArchiveHeader) ([]byte, error) {
 	}
 	b := make([]byte, 0, ArchiveHeaderSize)
 	b = append(b, ArchiveMagic[:]...)
-	b = append(b, ArchiveVersion, ArchiveKDFArgon2id)
+	v := h.Version
+	if v == 0 {
+		v = ArchiveVersion
+	}
+	if v != ArchiveVersion1 && v != ArchiveVersion {
+		return nil, fmt.Errorf("wire: encode archive header: version %d: %w", v, ErrUnsupportedVersion)
+	}
+	b = append(b, v, ArchiveKDFArgon2id)
 	b = binary.BigEndian.AppendUint32(b, h.Passes)
 	b = binary.BigEndian.AppendUint32(b, h.MemoryKiB)
 	b = append(b, h.Threads)
@@ -129,11 +160,11 @@ func DecodeArchiveHeader(b []byte) (ArchiveHeader, error) {
 		return ArchiveHeader{}, fmt.Errorf("wire: decode archive header: not a parley archive: %w", ErrMalformed)
 	}
 	r := reader{b: b[len(ArchiveMagic):]}
-	r.version(ArchiveVersion)
+	var h ArchiveHeader
+	h.Version = r.versions(ArchiveVersion1, ArchiveVersion)
 	if k := r.u8("kdf"); r.err == nil && k != ArchiveKDFArgon2id {
 		r.fail(fmt.Errorf("kdf %d: %w", k, ErrMalformed))
 	}
-	var h ArchiveHeader
 	h.Passes = r.u32("passes")
 	h.MemoryKiB = r.u32("memory")
 	h.Threads = r.u8("threads")
@@ -165,6 +196,10 @@ const (
 	ArchiveKindMessage      ArchiveKind = 7
 	ArchiveKindGroupMessage ArchiveKind = 8
 	ArchiveKindEnd          ArchiveKind = 9
+	// ArchiveKindMessageBy is a received message with the device that
+	// sent it (an ArchiveMessage whose SentBy is set); it sorts as
+	// ArchiveKindMessage (ArchiveKind.Order).
+	ArchiveKindMessageBy ArchiveKind = 11
 )
 
 // ArchiveRecord is one record of an archive: one of the Archive* types of
@@ -244,6 +279,9 @@ type ArchiveMessage struct {
 	State     uint8 // a sent message's state (1 pending, 2 acknowledged, 3 abandoned)
 	Extras    ArchiveExtras
 	Body      []byte
+	// SentBy is, for a received entry, the device of the peer's person
+	// that sent it, when known: set, the record is kind 11.
+	SentBy string
 }
 
 // ArchiveGroupMessage is one entry of a group's history.
@@ -282,8 +320,24 @@ func (ArchiveAccepted) ArchiveKind() ArchiveKind { return ArchiveKindAccepted }
 // ArchiveKind implements ArchiveRecord.
 func (ArchiveGroup) ArchiveKind() ArchiveKind { return ArchiveKindGroup }
 
-// ArchiveKind implements ArchiveRecord.
-func (ArchiveMessage) ArchiveKind() ArchiveKind { return ArchiveKindMessage }
+// ArchiveKind implements ArchiveRecord: 11 for a message naming the
+// device that sent it, else 7.
+func (m ArchiveMessage) ArchiveKind() ArchiveKind {
+	if m.SentBy != "" {
+		return ArchiveKindMessageBy
+	}
+	return ArchiveKindMessage
+}
+
+// Order is k's place in the order records come in: a message naming its
+// device (11) comes among the other one-to-one messages (7), every other
+// kind in its number's place.
+func (k ArchiveKind) Order() ArchiveKind {
+	if k == ArchiveKindMessageBy {
+		return ArchiveKindMessage
+	}
+	return k
+}
 
 // ArchiveKind implements ArchiveRecord.
 func (ArchiveGroupMessage) ArchiveKind() ArchiveKind { return ArchiveKindGroupMessage }
@@ -352,6 +406,14 @@ func checkArchiveRecord(rec ArchiveRecord) error {
 		}
 		if r.Direction != 1 && r.Direction != 2 {
 			return fmt.Errorf("direction %d: %w", r.Direction, ErrMalformed)
+		}
+		if r.SentBy != "" {
+			if err := checkAddress(r.SentBy); err != nil {
+				return fmt.Errorf("sent by: %w", err)
+			}
+			if r.Direction != 1 {
+				return fmt.Errorf("a sent message (direction %d) naming the device that sent it: %w", r.Direction, ErrMalformed)
+			}
 		}
 		if len(r.Body) > MaxArchiveBody {
 			return fmt.Errorf("body of %d bytes over %d: %w", len(r.Body), MaxArchiveBody, ErrMessageTooLarge)
@@ -453,6 +515,9 @@ func EncodeArchiveRecord(rec ArchiveRecord) ([]byte, error) {
 		}
 	case ArchiveMessage:
 		b = appendAddress(b, r.Peer)
+		if r.SentBy != "" {
+			b = appendAddress(b, r.SentBy)
+		}
 		b = append(b, r.Direction)
 		b = append(b, r.ID[:]...)
 		b = binary.BigEndian.AppendUint64(b, uint64(r.At))
@@ -571,8 +636,11 @@ func DecodeArchiveRecord(b []byte) (ArchiveRecord, error) {
 			g.Changes = append(g.Changes, c)
 		}
 		rec = g
-	case ArchiveKindMessage:
+	case ArchiveKindMessage, ArchiveKindMessageBy:
 		m := ArchiveMessage{Peer: r.address("peer")}
+		if k == ArchiveKindMessageBy {
+			m.SentBy = r.address("sent by")
+		}
 		m.Direction = r.u8("direction")
 		r.array(m.ID[:], "message id")
 		m.At = r.i64("at")

@@ -27,9 +27,24 @@ var archiveRecordFormat = format[wire.ArchiveRecord]{
 func archiveHeaderVectors() []vector[wire.ArchiveHeader] {
 	return []vector[wire.ArchiveHeader]{
 		{name: "default", doc: `Argon2id 3 passes, 65536 KiB, 2 threads; salt bytes 10.., id bytes 20.., check bytes 40..`,
-			v: wire.ArchiveHeader{Passes: 3, MemoryKiB: 65536, Threads: 2, Salt: seq16(0x10), ID: seq16(0x20), Check: seq32(0x40)}},
+			v: wire.ArchiveHeader{Version: 1, Passes: 3, MemoryKiB: 65536, Threads: 2, Salt: seq16(0x10), ID: seq16(0x20), Check: seq32(0x40)}},
 		{name: "small", doc: `Argon2id 1 pass, 8 KiB, 1 thread; salt bytes 00.., id bytes ff.., check bytes 80..`,
-			v: wire.ArchiveHeader{Passes: 1, MemoryKiB: 8, Threads: 1, Salt: seq16(0), ID: seq16(0xff), Check: seq32(0x80)}},
+			v: wire.ArchiveHeader{Version: 1, Passes: 1, MemoryKiB: 8, Threads: 1, Salt: seq16(0), ID: seq16(0xff), Check: seq32(0x80)}},
+	}
+}
+
+var archiveHeaderV3Format = format[wire.ArchiveHeader]{
+	file:   "archive-header-v3.txt",
+	title:  "backup archive header (version 3: records may include kind 11)",
+	fuzz:   "FuzzDecodeArchiveHeader",
+	encode: wire.EncodeArchiveHeader,
+	decode: wire.DecodeArchiveHeader,
+}
+
+func archiveHeaderV3Vectors() []vector[wire.ArchiveHeader] {
+	return []vector[wire.ArchiveHeader]{
+		{name: "default-v3", doc: `version 3; Argon2id 3 passes, 65536 KiB, 2 threads; salt bytes 10.., id bytes 20.., check bytes 40..`,
+			v: wire.ArchiveHeader{Version: 3, Passes: 3, MemoryKiB: 65536, Threads: 2, Salt: seq16(0x10), ID: seq16(0x20), Check: seq32(0x40)}},
 	}
 }
 
@@ -65,6 +80,7 @@ func archiveRecordVectors() []vector[wire.ArchiveRecord] {
 
 func TestArchiveVectors(t *testing.T) {
 	checkVectors(t, archiveHeaderFormat, archiveHeaderVectors())
+	checkVectors(t, archiveHeaderV3Format, archiveHeaderV3Vectors())
 	checkVectors(t, archiveRecordFormat, archiveRecordVectors())
 }
 

@@ -8,13 +8,16 @@ import (
 // Keyed archives (issue 34, history at link time): the archive a device
 // holding the account key writes for a device it links. It is sealed
 // under a random key that travels in the sealed link package, not under a
-// passphrase, so its header names no KDF: version 2 of the archive
-// header, with a layout of its own. Version 1 (archive.go) is unchanged.
+// passphrase, so its header names no KDF: versions 2 and 4 of the archive
+// header, with a layout of their own. Version 2 holds version 1's records
+// (archive.go) plus kind 10; version 4, written since kind 11, may hold
+// kind 11 too (as version 3 of a backup does), so that a reader built
+// before it refuses it at the header.
 //
 // Keyed header layout (ArchiveKeyedHeaderSize bytes):
 //
 //	[8]  magic "PARLEYBK"
-//	u8   version (ArchiveKeyedVersion)
+//	u8   version (ArchiveKeyedVersion1 or ArchiveKeyedVersion)
 //	[16] archive ID (random: names the archive, prefixes every nonce)
 //	[32] key check (proves the key before any record is opened)
 //
@@ -27,8 +30,13 @@ import (
 // a received message still undecided on the writing device at the cut,
 // as that device's store holds it (the engine's stored frame).
 
-// ArchiveKeyedVersion is the version byte of a keyed archive's header.
-const ArchiveKeyedVersion = 2
+// ArchiveKeyedVersion1 is the version byte of the first keyed archive
+// format, with no kind-11 record: still read, no longer written.
+const ArchiveKeyedVersion1 = 2
+
+// ArchiveKeyedVersion is the version byte of the keyed header this build
+// writes: its records may include kind 11.
+const ArchiveKeyedVersion = 4
 
 // ArchiveKeyedHeaderSize is a keyed header's size.
 const ArchiveKeyedHeaderSize = 8 + 1 + 16 + 32
@@ -39,15 +47,26 @@ const ArchiveKindStaged ArchiveKind = 10
 
 // ArchiveKeyedHeader is a keyed archive's header.
 type ArchiveKeyedHeader struct {
-	ID    [16]byte
-	Check [32]byte
+	// Version is the header's version byte, ArchiveKeyedVersion1 or
+	// ArchiveKeyedVersion; zero encodes as ArchiveKeyedVersion.
+	Version uint8
+	ID      [16]byte
+	Check   [32]byte
 }
 
-// EncodeArchiveKeyedHeader returns h's bytes.
+// EncodeArchiveKeyedHeader returns h's bytes; a version other than the
+// two is ErrUnsupportedVersion.
 func EncodeArchiveKeyedHeader(h ArchiveKeyedHeader) ([]byte, error) {
+	v := h.Version
+	if v == 0 {
+		v = ArchiveKeyedVersion
+	}
+	if v != ArchiveKeyedVersion1 && v != ArchiveKeyedVersion {
+		return nil, fmt.Errorf("wire: encode keyed archive header: version %d: %w", v, ErrUnsupportedVersion)
+	}
 	b := make([]byte, 0, ArchiveKeyedHeaderSize)
 	b = append(b, ArchiveMagic[:]...)
-	b = append(b, ArchiveKeyedVersion)
+	b = append(b, v)
 	b = append(b, h.ID[:]...)
 	return append(b, h.Check[:]...), nil
 }
@@ -60,8 +79,8 @@ func DecodeArchiveKeyedHeader(b []byte) (ArchiveKeyedHeader, error) {
 		return ArchiveKeyedHeader{}, fmt.Errorf("wire: decode keyed archive header: not a parley archive: %w", ErrMalformed)
 	}
 	r := reader{b: b[len(ArchiveMagic):]}
-	r.version(ArchiveKeyedVersion)
 	var h ArchiveKeyedHeader
+	h.Version = r.versions(ArchiveKeyedVersion1, ArchiveKeyedVersion)
 	r.array(h.ID[:], "archive id")
 	r.array(h.Check[:], "key check")
 	if err := r.end(); err != nil {

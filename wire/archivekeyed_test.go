@@ -15,6 +15,20 @@ var archiveKeyedHeaderFormat = format[wire.ArchiveKeyedHeader]{
 	decode: wire.DecodeArchiveKeyedHeader,
 }
 
+var archiveKeyedHeaderV4Format = format[wire.ArchiveKeyedHeader]{
+	file:   "archive-keyed-header-v4.txt",
+	title:  "keyed archive header (version 4: records may include kind 11)",
+	fuzz:   "FuzzDecodeArchiveKeyedHeader",
+	encode: wire.EncodeArchiveKeyedHeader,
+	decode: wire.DecodeArchiveKeyedHeader,
+}
+
+func archiveKeyedHeaderV4Vectors() []vector[wire.ArchiveKeyedHeader] {
+	return []vector[wire.ArchiveKeyedHeader]{
+		{name: "keyed-v4", doc: `version 4; id bytes 20.., check bytes 40..`, v: wire.ArchiveKeyedHeader{Version: 4, ID: seq16(0x20), Check: seq32(0x40)}},
+	}
+}
+
 var archiveKeyedRecordFormat = format[wire.ArchiveRecord]{
 	file:   "archive-record-keyed.txt",
 	title:  "archive record plaintexts only keyed archives hold (version 2)",
@@ -33,7 +47,7 @@ var linkPackageHistoryFormat = format[wire.LinkPackageData]{
 
 func archiveKeyedHeaderVectors() []vector[wire.ArchiveKeyedHeader] {
 	return []vector[wire.ArchiveKeyedHeader]{
-		{name: "keyed", doc: `id bytes 20.., check bytes 40..`, v: wire.ArchiveKeyedHeader{ID: seq16(0x20), Check: seq32(0x40)}},
+		{name: "keyed", doc: `id bytes 20.., check bytes 40..`, v: wire.ArchiveKeyedHeader{Version: 2, ID: seq16(0x20), Check: seq32(0x40)}},
 	}
 }
 
@@ -61,6 +75,7 @@ func linkPackageHistoryVectors() []vector[wire.LinkPackageData] {
 
 func TestArchiveKeyedVectors(t *testing.T) {
 	checkVectors(t, archiveKeyedHeaderFormat, archiveKeyedHeaderVectors())
+	checkVectors(t, archiveKeyedHeaderV4Format, archiveKeyedHeaderV4Vectors())
 	checkVectors(t, archiveKeyedRecordFormat, archiveKeyedRecordVectors())
 	checkVectors(t, linkPackageHistoryFormat, linkPackageHistoryVectors())
 }

@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 )
 
 // reader walks an input from front to back for the strict decoders. The first
@@ -87,6 +88,16 @@ func (r *reader) version(want uint8) {
 	if v := r.u8("version"); r.err == nil && v != want {
 		r.err = fmt.Errorf("version %d: %w", v, ErrUnsupportedVersion)
 	}
+}
+
+// versions reads a version byte that must be one of want
+// (ErrUnsupportedVersion otherwise) and returns it.
+func (r *reader) versions(want ...uint8) uint8 {
+	v := r.u8("version")
+	if r.err == nil && !slices.Contains(want, v) {
+		r.err = fmt.Errorf("version %d: %w", v, ErrUnsupportedVersion)
+	}
+	return v
 }
 
 // address reads a u8 length and that many address bytes, checked by
