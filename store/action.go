@@ -31,6 +31,7 @@ const (
 		ON CONFLICT (peer, direction, id) DO UPDATE SET action = excluded.action, reply_to = excluded.reply_to`
 	sqlExtraState   = "SELECT edits, deleted FROM message_extra WHERE peer = ? AND direction = ? AND id = ?"
 	sqlEntryBody    = "SELECT sealed_body FROM history WHERE peer = ? AND direction = ? AND id = ?"
+	sqlEntrySentBy  = "SELECT coalesce(sent_by, '') FROM history WHERE peer = ? AND direction = ? AND id = ?"
 	sqlSetEntryBody = "UPDATE history SET sealed_body = ? WHERE peer = ? AND direction = ? AND id = ?"
 	sqlSetEdits     = `INSERT INTO message_extra (peer, direction, id, edits) VALUES (?, ?, ?, ?)
 		ON CONFLICT (peer, direction, id) DO UPDATE SET edits = excluded.edits WHERE edits < excluded.edits AND deleted = 0`

@@ -854,12 +854,36 @@ func (t *tx) takeBackCommitted(ctx context.Context, from engine.Address, e engin
 		return fmt.Errorf("name the device that decided %x: %w", e.Message[:], err)
 	}
 	if e.Action != nil {
+		if ok, err := t.takenBackActionsAuthor(ctx, e); err != nil || !ok {
+			return err
+		}
 		// The action applies as its Finalize would have applied it.
 		if err := t.applyAction(ctx, *e.Action); err != nil {
 			return fmt.Errorf("take back action %x from %s: %w", e.Message[:], e.Sender, err)
 		}
 	}
 	return nil
+}
+
+// takenBackActionsAuthor says whether a taken-back edit or delete may
+// apply to its target: false when the target's entry names another device
+// as the one that sent it (sent_by). The engine judged the action on what
+// it read before the batch, or on the entry a take-back earlier in the
+// batch writes; when that take-back wrote nothing because the entry of
+// that ID was already another device's (a reused ID), only this check
+// sees it. An entry naming nobody was judged by the engine's rule for
+// such entries. A reaction or a reply names any message.
+func (t *tx) takenBackActionsAuthor(ctx context.Context, e engine.DecisionEffect) (bool, error) {
+	a := e.Action
+	if a.Content != wire.ContentEdit && a.Content != wire.ContentDelete {
+		return true, nil
+	}
+	var by string
+	found, err := t.scan(ctx, "action-target-author", sqlEntrySentBy, []any{a.TargetAt().String(), int64(a.TargetDir), a.Target[:]}, &by)
+	if err != nil || !found {
+		return err == nil, err
+	}
+	return by == "" || by == e.Sender.String(), nil
 }
 
 // insertDecisionLanes stores lanes that tell this person's other devices

@@ -505,3 +505,66 @@ func TestTakeBackActionRule(t *testing.T) {
 		t.Fatalf("Seen of a group's discard: %+v, %v; want no take-back by a one-to-one action's commit", s, err)
 	}
 }
+
+// TestTakenBackEditHonoursTheEntrysAuthor: a taken-back edit (kind 18)
+// applies to its target only when the target's entry names the edit's
+// sender as the device that sent it, or names nobody; an entry another
+// device of the person sent (a reused ID) keeps its body.
+func TestTakenBackEditHonoursTheEntrysAuthor(t *testing.T) {
+	for _, c := range []struct {
+		sentBy  any
+		applied bool
+	}{
+		{"bob/2", false},
+		{bob.String(), true},
+		{nil, true},
+	} {
+		f := newFixture(t, false)
+		ctx := context.Background()
+		withSession(t, f)
+		target, edit := wire.LogicalID{0x7b}, wire.LogicalID{0x7c}
+		// bob's message, committed, its entry naming c.sentBy.
+		f.apply(t, receivePlan(f.stage(t), bob, 1, deliver(t, target, "lunch at noon")))
+		sw := sessionWrite(bob, 2, "ack")
+		f.apply(t, engine.Finalize{Sender: bob, ID: target, Digest: sha256.Sum256([]byte("lunch at noon")), Outcome: engine.OutcomeCommitted,
+			Body: []byte("lunch at noon"), At: planAt, Session: &sw, Ack: ackOut(bob)})
+		if _, err := f.db.sql.Exec("UPDATE history SET sent_by = ? WHERE direction = 1 AND id = ?", c.sentBy, target[:]); err != nil {
+			t.Fatal(err)
+		}
+		// bob's edit of it, discarded here by the person.
+		body, err := wire.EncodeAction(wire.Action{Content: wire.ContentEdit, Target: target, Edit: 1, Text: []byte("lunch at one")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.apply(t, receivePlan(f.stage(t), bob, 3, deliver(t, edit, string(body))))
+		sw = sessionWrite(bob, 4, "ack")
+		f.apply(t, engine.Finalize{Sender: bob, ID: edit, Digest: sha256.Sum256(body), Outcome: engine.OutcomeDiscarded,
+			Reason: engine.DiscardRejected, At: planAt, Session: &sw, Ack: ackOut(bob)})
+		a := &engine.ActionApply{Peer: bob, ID: edit, Dir: engine.DirectionIn, Content: wire.ContentEdit, Target: target,
+			TargetDir: engine.DirectionIn, Edit: 1, Text: []byte("lunch at one"), At: planAt}
+		if _, err := f.db.Apply(ctx, receivePlan(f.stage(t), bob, 5, engine.DecisionEffect{ID: wire.LogicalID{0xd0, 7}, At: planAt, Sender: bob,
+			Message: edit, Outcome: engine.OutcomeCommitted, TakeBack: []byte{}, Action: a, ActionBody: body})); err != nil {
+			t.Fatalf("entry naming %v: %v", c.sentBy, err)
+		}
+		if s, err := f.db.Seen(ctx, bob, edit); err != nil || s.Outcome != engine.OutcomeCommitted {
+			t.Fatalf("entry naming %v: the edit's record %+v, %v; want it taken back", c.sentBy, s, err)
+		}
+		h, err := f.db.History(ctx, bob, 0, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := ""
+		for _, e := range h {
+			if e.ID == target {
+				got = string(e.Body)
+			}
+		}
+		want := "lunch at noon"
+		if c.applied {
+			want = "lunch at one"
+		}
+		if got != want {
+			t.Errorf("entry naming %v: the target reads %q after the taken-back edit, want %q", c.sentBy, got, want)
+		}
+	}
+}
