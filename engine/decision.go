@@ -367,7 +367,7 @@ func (c *Client) prepareDecision(ctx context.Context, bs *batchState, in *incomi
 			if !seen.InGroup {
 				// A one-to-one message: a one-to-one action after it
 				// in the batch may target it (a group's may not).
-				bs.takenBack[inboundKey{sender, d.Message}] = seen.At
+				bs.takenBack[inboundKey{sender, d.Message}] = seen.arrivedAt()
 			}
 		}
 		step.effect = e
@@ -388,6 +388,12 @@ func (c *Client) prepareDecision(ctx context.Context, bs *batchState, in *incomi
 // action (kind 15), nothing is taken back, and its ResultDecisionHeard
 // carries this error (ReceiveResult.Err).
 var ErrDecisionMismatch = errors.New("the decision's action is not the message it names")
+
+// ErrDecisionKindMismatch is an ErrDecisionMismatch (errors.Is matches
+// both) whose action's content type is not the one this device recorded
+// for the message it names (finalized since migration 0028): a message
+// whose bytes also decode as that action is not taken back as it.
+var ErrDecisionKindMismatch = fmt.Errorf("%w: its content type is not the recorded one", ErrDecisionMismatch)
 
 // takeBackAction decides a commit's decision that carries the committed
 // action d (kind 18) against the message as this device holds it (seen,
@@ -414,10 +420,15 @@ func (c *Client) takeBackAction(ctx context.Context, bs *batchState, e *Decision
 	if (seen.Pending || seen.Finalized) && !seen.Imported && digest(d.Body) != seen.Digest {
 		return fmt.Errorf("decision %x on %x from %s: %w", d.ID[:], d.Message[:], e.Sender, ErrDecisionMismatch)
 	}
+	if seen.Finalized && seen.Content != 0 && seen.Content != d.Content {
+		// The same bytes, another kind: a plain message (or another
+		// kind of action) whose bytes also decode as this action.
+		return fmt.Errorf("decision %x on %x from %s: content type %d, recorded %d: %w", d.ID[:], d.Message[:], e.Sender, d.Content, seen.Content, ErrDecisionKindMismatch)
+	}
 	if verdict != DecisionOverruled || !seen.TakeBackAction {
 		return nil
 	}
-	m := &InboundMessage{Sender: e.Sender, ID: e.Message, ReceivedAt: seen.At, Body: d.Body, Content: d.Content}
+	m := &InboundMessage{Sender: e.Sender, ID: e.Message, ReceivedAt: seen.arrivedAt(), Body: d.Body, Content: d.Content}
 	act, v, err := c.receivedAction(ctx, m, now)
 	if err != nil {
 		return err
@@ -428,7 +439,7 @@ func (c *Client) takeBackAction(ctx context.Context, bs *batchState, e *Decision
 			// Its target, from the same sender, is taken back earlier in
 			// this batch: committed by this person, received, written at
 			// the time of its discard here.
-			if act, err = c.takenBackTarget(ctx, e, a, at, seen.At, now); err != nil {
+			if act, err = c.takenBackTarget(ctx, e, a, at, seen.arrivedAt(), now); err != nil {
 				return err
 			}
 			v = ActionVerdict{}
@@ -449,7 +460,7 @@ func (c *Client) takeBackAction(ctx context.Context, bs *batchState, e *Decision
 	if act.Content == wire.ContentReply {
 		// A reply is a message: an action after it in the batch may
 		// target it (the others are no target, target_missing).
-		bs.takenBack[inboundKey{e.Sender, e.Message}] = seen.At
+		bs.takenBack[inboundKey{e.Sender, e.Message}] = seen.arrivedAt()
 	}
 	return nil
 }

@@ -195,7 +195,7 @@ func (c *Client) finalizeBatch(ctx context.Context, reqs []FinalizeRequest, know
 		if err != nil {
 			return nil, err
 		}
-		p := Finalize{Sender: r.Sender, ID: r.ID, Digest: m.Digest, Outcome: r.Outcome, At: c.cfg.Now(), Arrived: m.ReceivedAt, Group: m.Group}
+		p := Finalize{Sender: r.Sender, ID: r.ID, Digest: m.Digest, Outcome: r.Outcome, At: c.cfg.Now(), Arrived: m.ReceivedAt, Content: m.Content, Group: m.Group}
 		if r.Outcome == OutcomeCommitted {
 			p.Body = m.Body
 			if f, ok := FileOf(m.Content, m.Body); ok {

@@ -209,7 +209,7 @@ func (c *Client) deliverNew(ctx context.Context, bs *batchState, in *incoming, o
 		if step.ack, err = c.ackStep(bs, in, op, step, a.group, id); err != nil {
 			return err
 		}
-		e := CommitEffect{ID: id, Digest: d, Arrived: at, At: in.now, Body: body, Group: a.group, Action: act}
+		e := CommitEffect{ID: id, Digest: d, Arrived: at, At: in.now, Content: a.content, Body: body, Group: a.group, Action: act}
 		var told []byte // the committed text travels with its decision
 		if a.content == wire.ContentText {
 			told = body

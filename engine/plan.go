@@ -174,6 +174,9 @@ type CommitEffect struct {
 	Digest  [32]byte
 	Arrived time.Time // when the envelope was staged: the history entry's time
 	At      time.Time // when it was committed
+	// Content is the message's content type, which its finalized record
+	// keeps (zero for a sent copy, whose record keeps none).
+	Content wire.ContentType
 	Body    []byte    // the history body
 	// Group, for a group message: the entry goes to the group's history.
 	Group *wire.GroupID
@@ -308,7 +311,13 @@ type Finalize struct {
 	At      time.Time
 	// Arrived is when the message arrived on this device: the time of its
 	// history entry, which the conversation is ordered by (At when zero).
+	// The finalized record keeps it (a take-back judges an action's
+	// window from it).
 	Arrived time.Time
+	// Content is the message's content type, which the finalized record
+	// keeps, so that a sibling's commit of an action takes back only a
+	// discard of that kind of action.
+	Content wire.ContentType
 	Session *SessionWrite
 	Ack     *Outgoing
 	// Group, for a group message: a commit goes to the group's history,

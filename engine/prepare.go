@@ -354,4 +354,19 @@ type SeenMessage struct {
 	// InGroup, when Finalized: the record names a group (a group
 	// message's, or one of unknown kind finalized before migration 0025).
 	InGroup bool
+	// Content and Arrived, when Finalized: the message's content type and
+	// when it arrived here, as its record keeps them (since migration
+	// 0028; zero for a record that keeps none).
+	Content wire.ContentType
+	Arrived time.Time
+}
+
+// arrivedAt is when a finalized message arrived here, as best known: its
+// recorded arrival, or, for a record that keeps none, its finalization
+// (the latest it can have arrived). A take-back writes its entry there.
+func (s SeenMessage) arrivedAt() time.Time {
+	if !s.Arrived.IsZero() {
+		return s.Arrived
+	}
+	return s.At
 }

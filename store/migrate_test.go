@@ -92,6 +92,7 @@ var fixtures = map[int]struct {
 	25: {insertFixtureV25, checkFixtureV25},
 	26: {insertFixtureV26, checkFixtureV26},
 	27: {insertFixtureV27, checkFixtureV27},
+	28: {insertFixtureV28, checkFixtureV28},
 }
 
 // fixtureV20List is the device list fixture 20 holds for the fixture

@@ -656,7 +656,7 @@ func (db *DB) PersonLanes(ctx context.Context, conversation engine.Address, id w
 func (t *tx) insertCopy(ctx context.Context, from engine.Address, e engine.CommitEffect) error {
 	_, err := t.runOne(ctx, "finalized-insert", engine.ErrConflict, sqlInsertFinalized,
 		from.String(), e.ID[:], int64(engine.OutcomeCommitted), int64(engine.DiscardNone), e.At.UnixNano(),
-		t.db.seal.seal(kindFinalizedDigest, messageKey(from, e.ID), e.Digest[:]))
+		t.db.seal.seal(kindFinalizedDigest, messageKey(from, e.ID), e.Digest[:]), nil, nil)
 	if err != nil {
 		return fmt.Errorf("finalize sent copy %x from %s (finalized already?): %w", e.ID[:], from, err)
 	}
@@ -715,7 +715,7 @@ const (
 	// sqlDiscardedAt reads when a message was discarded here, and
 	// sqlTakeBackCommitted turns that discard into a commit (a decision
 	// of another device that carried the body overrules it).
-	sqlDiscardedAt       = "SELECT at, reason, sealed_digest, grp FROM finalized WHERE sender = ? AND id = ? AND outcome = ?"
+	sqlDiscardedAt       = "SELECT at, reason, sealed_digest, grp, content, arrived FROM finalized WHERE sender = ? AND id = ? AND outcome = ?"
 	sqlTakeBackCommitted = "UPDATE finalized SET outcome = ?, reason = ? WHERE sender = ? AND id = ? AND outcome = ?"
 	// sqlGroupDecidedOn is sqlDecidedOn for a group's entry (0025).
 	sqlGroupDecidedOn = "UPDATE group_history SET decided_on = ? WHERE grp = ? AND sender = ? AND id = ?"
@@ -734,7 +734,7 @@ var unknownGroup wire.GroupID
 func (t *tx) decision(ctx context.Context, from engine.Address, e engine.DecisionEffect) error {
 	_, err := t.runOne(ctx, "finalized-insert", engine.ErrConflict, sqlInsertFinalized,
 		from.String(), e.ID[:], int64(engine.OutcomeCommitted), int64(engine.DiscardNone), e.At.UnixNano(),
-		t.db.seal.seal(kindFinalizedDigest, messageKey(from, e.ID), e.Digest[:]))
+		t.db.seal.seal(kindFinalizedDigest, messageKey(from, e.ID), e.Digest[:]), nil, nil)
 	if err != nil {
 		return fmt.Errorf("finalize decision %x from %s (finalized already?): %w", e.ID[:], from, err)
 	}
@@ -770,11 +770,20 @@ func (t *tx) decision(ctx context.Context, from engine.Address, e engine.Decisio
 // (action, frame kind 18), a discard the engine made because the person
 // discarded the action's target (target_discarded) is the person's too:
 // it rested on that discard, which the commit overrules; and a group's
-// message (or one of unknown kind) is none of its.
-func takeBackable(reason engine.DiscardReason, grp []byte, held, action bool) bool {
+// message (or one of unknown kind) is none of its. content is the content
+// type the record keeps (0028; zero when it keeps none): a commit that
+// carries an action takes back only a record of an action (a record from
+// before 0028 says nothing, and a plain message whose bytes also decode
+// as an action must not pass for it), and one that carries a plain body
+// never takes back an action's.
+func takeBackable(reason engine.DiscardReason, grp []byte, held bool, content wire.ContentType, action bool) bool {
 	switch {
 	case action && grp != nil:
 		return false // a one-to-one action names no group's message
+	case action && !wire.IsAction(content):
+		return false // not recorded as an action (or nothing recorded: before 0028)
+	case !action && wire.IsAction(content):
+		return false // an action goes back only with its action (kind 18)
 	case action && reason == engine.DiscardTargetDiscarded:
 		return true
 	}
@@ -797,7 +806,8 @@ func takeBackable(reason engine.DiscardReason, grp []byte, held, action bool) bo
 func (t *tx) takeBackCommitted(ctx context.Context, from engine.Address, e engine.DecisionEffect) error {
 	var at, reason int64
 	var sealed, grp []byte
-	found, err := t.scan(ctx, "finalized-read", sqlDiscardedAt, []any{e.Sender.String(), e.Message[:], int64(engine.OutcomeDiscarded)}, &at, &reason, &sealed, &grp)
+	var content, arrived sql.NullInt64
+	found, err := t.scan(ctx, "finalized-read", sqlDiscardedAt, []any{e.Sender.String(), e.Message[:], int64(engine.OutcomeDiscarded)}, &at, &reason, &sealed, &grp, &content, &arrived)
 	if err != nil || !found {
 		return err
 	}
@@ -810,8 +820,19 @@ func (t *tx) takeBackCommitted(ctx context.Context, from engine.Address, e engin
 			return err
 		}
 	}
-	if !takeBackable(engine.DiscardReason(reason), grp, held, e.Action != nil) {
+	recordedKind := recordedContent(content)
+	if !takeBackable(engine.DiscardReason(reason), grp, held, recordedKind, e.Action != nil) {
 		return nil
+	}
+	if e.Action != nil && recordedKind != e.Action.Content {
+		// Another kind of action than the one discarded here (its bytes
+		// may decode as both): not this message.
+		return nil
+	}
+	if arrived.Valid {
+		// The entry goes where the message arrived (0028; the discard's
+		// time, the latest it can have arrived, for a record before it).
+		at = arrived.Int64
 	}
 	var group *wire.GroupID
 	if grp != nil {

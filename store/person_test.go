@@ -418,7 +418,7 @@ func TestTakeBackActionIsChecked(t *testing.T) {
 	f.apply(t, receivePlan(f.stage(t), bob, 1, deliver(t, idRecv, string(body))))
 	sw := sessionWrite(bob, 2, "ack")
 	f.apply(t, engine.Finalize{Sender: bob, ID: idRecv, Digest: sha256.Sum256(body), Outcome: engine.OutcomeDiscarded,
-		Reason: engine.DiscardRejected, At: planAt, Session: &sw, Ack: ackOut(bob)})
+		Reason: engine.DiscardRejected, At: planAt, Content: wire.ContentReply, Session: &sw, Ack: ackOut(bob)})
 	reply := func(id wire.LogicalID) *engine.ActionApply {
 		return &engine.ActionApply{Peer: bob, ID: id, Dir: engine.DirectionIn, Content: wire.ContentReply, Target: target, Text: []byte("yes"), At: planAt}
 	}
@@ -463,6 +463,87 @@ func TestTakeBackActionIsChecked(t *testing.T) {
 	}
 }
 
+// TestTakeBackActionKeepsTheRecordedKind: a discard's finalized record
+// keeps its content type and arrival (0028). A commit that carries an
+// action (kind 18) whose bytes are the discarded message's takes it back
+// only when the record says it was that kind of action: a text whose
+// bytes decode as a reply, or a record that keeps no type (before 0028),
+// stays discarded and has no entry; the recorded reply is taken back,
+// written where it arrived, not where it was discarded.
+func TestTakeBackActionKeepsTheRecordedKind(t *testing.T) {
+	target := wire.LogicalID{0x7a}
+	body, err := wire.EncodeAction(wire.Action{Content: wire.ContentReply, Target: target, Text: []byte("yes")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	arrived := planAt.Add(-time.Hour)
+	for _, c := range []struct {
+		name    string
+		content wire.ContentType
+		old     bool // the record's type and arrival erased, as before 0028
+		action  bool // Seen.TakeBackAction: a record of an action (the engine compares its kind)
+		taken   bool
+	}{
+		{"text", wire.ContentText, false, false, false},
+		{"reaction", wire.ContentReaction, false, true, false},
+		{"before 0028", wire.ContentReply, true, false, false},
+		{"reply", wire.ContentReply, false, true, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t, false)
+			ctx := context.Background()
+			withSession(t, f)
+			f.apply(t, receivePlan(f.stage(t), bob, 1, deliver(t, idRecv, string(body))))
+			sw := sessionWrite(bob, 2, "ack")
+			f.apply(t, engine.Finalize{Sender: bob, ID: idRecv, Digest: sha256.Sum256(body), Outcome: engine.OutcomeDiscarded,
+				Reason: engine.DiscardRejected, At: planAt, Arrived: arrived, Content: c.content, Session: &sw, Ack: ackOut(bob)})
+			if c.old {
+				if _, err := f.db.sql.ExecContext(ctx, "UPDATE finalized SET content = NULL, arrived = NULL WHERE id = ?", idRecv[:]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s, err := f.db.Seen(ctx, bob, idRecv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := c.content; c.old && (s.Content != 0 || !s.Arrived.IsZero()) || !c.old && (s.Content != want || !s.Arrived.Equal(arrived)) {
+				t.Fatalf("Seen = %+v; want the recorded content type and arrival", s)
+			}
+			if s.TakeBackAction != c.action {
+				t.Fatalf("Seen.TakeBackAction = %v, want %v", s.TakeBackAction, c.action)
+			}
+			a := &engine.ActionApply{Peer: bob, ID: idRecv, Dir: engine.DirectionIn, Content: wire.ContentReply, Target: target, Text: []byte("yes"), At: planAt}
+			if _, err := f.db.Apply(ctx, receivePlan(f.stage(t), bob, 3, engine.DecisionEffect{ID: wire.LogicalID{0xd0, 1}, At: planAt, Sender: bob, Message: idRecv,
+				Outcome: engine.OutcomeCommitted, TakeBack: []byte("yes"), Action: a, ActionBody: body})); err != nil {
+				t.Fatal(err)
+			}
+			s, err = f.db.Seen(ctx, bob, idRecv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := s.Outcome == engine.OutcomeCommitted; got != c.taken {
+				t.Fatalf("taken back: %v, want %v (%+v)", got, c.taken, s)
+			}
+			h, err := f.db.History(ctx, bob, 0, 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var entry *engine.HistoryEntry
+			for i := range h {
+				if h[i].ID == idRecv {
+					entry = &h[i]
+				}
+			}
+			switch {
+			case c.taken && (entry == nil || !entry.At.Equal(arrived)):
+				t.Fatalf("the taken-back reply's entry: %+v; want it at its arrival %v", entry, arrived)
+			case !c.taken && entry != nil:
+				t.Fatalf("an entry for a discard not taken back: %+v", entry)
+			}
+		})
+	}
+}
+
 // TestTakeBackActionRule: a commit that carries a one-to-one action
 // (kind 18) also takes back an action the engine discarded because the
 // person discarded its target (target_discarded), and never a group's
@@ -474,19 +555,28 @@ func TestTakeBackActionRule(t *testing.T) {
 	for _, c := range []struct {
 		reason         engine.DiscardReason
 		grp            []byte
+		content        wire.ContentType
 		action, wanted bool
 	}{
-		{engine.DiscardTargetDiscarded, nil, true, true},
-		{engine.DiscardTargetDiscarded, nil, false, false},
-		{engine.DiscardRejected, nil, true, true},
-		{engine.DiscardTargetDeleted, nil, true, false},
-		{engine.DiscardWindowPassed, nil, true, false},
-		{engine.DiscardRejected, grp, true, false},
-		{engine.DiscardRejected, grp, false, true},
-		{engine.DiscardTargetDiscarded, grp, true, false},
+		{engine.DiscardTargetDiscarded, nil, wire.ContentReaction, true, true},
+		{engine.DiscardTargetDiscarded, nil, wire.ContentReaction, false, false},
+		{engine.DiscardRejected, nil, wire.ContentReply, true, true},
+		{engine.DiscardTargetDeleted, nil, wire.ContentEdit, true, false},
+		{engine.DiscardWindowPassed, nil, wire.ContentEdit, true, false},
+		{engine.DiscardRejected, grp, wire.ContentReply, true, false},
+		{engine.DiscardRejected, grp, wire.ContentText, false, true},
+		{engine.DiscardTargetDiscarded, grp, wire.ContentReaction, true, false},
+		// The content type the record keeps (0028): an action's commit
+		// takes back only a record of an action, a text's commit never
+		// one; a record from before 0028 (none) only a text's commit.
+		{engine.DiscardRejected, nil, wire.ContentText, true, false},
+		{engine.DiscardRejected, nil, 0, true, false},
+		{engine.DiscardRejected, nil, wire.ContentReply, false, false},
+		{engine.DiscardRejected, nil, 0, false, true},
+		{engine.DiscardRejected, nil, wire.ContentText, false, true},
 	} {
-		if got := takeBackable(c.reason, c.grp, true, c.action); got != c.wanted {
-			t.Errorf("takeBackable(%s, group %v, action %v) = %v, want %v", c.reason, c.grp != nil, c.action, got, c.wanted)
+		if got := takeBackable(c.reason, c.grp, true, c.content, c.action); got != c.wanted {
+			t.Errorf("takeBackable(%s, group %v, content %d, action %v) = %v, want %v", c.reason, c.grp != nil, c.content, c.action, got, c.wanted)
 		}
 	}
 	f := newFixture(t, false)
@@ -494,7 +584,7 @@ func TestTakeBackActionRule(t *testing.T) {
 	withInbound(t, f)
 	sw := sessionWrite(bob, 2, "ack")
 	f.apply(t, engine.Finalize{Sender: bob, ID: idRecv, Digest: sha256.Sum256([]byte("hi PLAINTEXT-MARKER-received")), Outcome: engine.OutcomeDiscarded,
-		Reason: engine.DiscardTargetDiscarded, At: planAt, Session: &sw, Ack: ackOut(bob)})
+		Reason: engine.DiscardTargetDiscarded, At: planAt, Content: wire.ContentReaction, Session: &sw, Ack: ackOut(bob)})
 	if s, err := f.db.Seen(ctx, bob, idRecv); err != nil || s.TakeBack || !s.TakeBackAction || s.Reason != engine.DiscardTargetDiscarded || !s.At.Equal(planAt) {
 		t.Fatalf("Seen of an action discarded as target_discarded: %+v, %v; want a take-back by an action's commit only, its reason and time", s, err)
 	}
@@ -539,7 +629,7 @@ func TestTakenBackEditHonoursTheEntrysAuthor(t *testing.T) {
 		f.apply(t, receivePlan(f.stage(t), bob, 3, deliver(t, edit, string(body))))
 		sw = sessionWrite(bob, 4, "ack")
 		f.apply(t, engine.Finalize{Sender: bob, ID: edit, Digest: sha256.Sum256(body), Outcome: engine.OutcomeDiscarded,
-			Reason: engine.DiscardRejected, At: planAt, Session: &sw, Ack: ackOut(bob)})
+			Reason: engine.DiscardRejected, At: planAt, Content: wire.ContentEdit, Session: &sw, Ack: ackOut(bob)})
 		a := &engine.ActionApply{Peer: bob, ID: edit, Dir: engine.DirectionIn, Content: wire.ContentEdit, Target: target,
 			TargetDir: engine.DirectionIn, Edit: 1, Text: []byte("lunch at one"), At: planAt}
 		if _, err := f.db.Apply(ctx, receivePlan(f.stage(t), bob, 5, engine.DecisionEffect{ID: wire.LogicalID{0xd0, 7}, At: planAt, Sender: bob,
