@@ -177,7 +177,7 @@ type CommitEffect struct {
 	// Content is the message's content type, which its finalized record
 	// keeps (zero for a sent copy, whose record keeps none).
 	Content wire.ContentType
-	Body    []byte    // the history body
+	Body    []byte // the history body
 	// Group, for a group message: the entry goes to the group's history.
 	Group *wire.GroupID
 	// Action, for an action, is applied in the same transaction.

@@ -18,7 +18,7 @@ const (
 	sqlInboundDigest = "SELECT sealed_digest FROM inbound WHERE sender = ? AND id = ?"
 	// sqlDeleteInbound deletes the pending message whose digest the plan
 	// checked, and no other.
-	sqlDeleteInbound   = "DELETE FROM inbound WHERE sender = ? AND id = ? AND sealed_digest = ?"
+	sqlDeleteInbound = "DELETE FROM inbound WHERE sender = ? AND id = ? AND sealed_digest = ?"
 	// sqlInsertFinalized stores a finalized record; content and arrived
 	// (0028) are NULL where not known (a sent copy's, a decision frame's).
 	sqlInsertFinalized = `INSERT INTO finalized (sender, id, outcome, reason, at, sealed_digest, content, arrived) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
