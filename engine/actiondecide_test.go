@@ -495,3 +495,91 @@ func TestActionDecisionMismatchLeavesAPendingCopy(t *testing.T) {
 		t.Fatalf("bob/1 shows reactions %q, want none until the person decides", got)
 	}
 }
+
+// TestActionDecisionKeepsTheRecordedKind: alice sends bob a plain text
+// whose bytes are also a reaction to m1; bob/1 discards it. A hostile
+// sibling presents those bytes, in a kind-18 decision, as alice's
+// committed reaction under that ID: the digest matches, but bob/1's
+// record says the message was a text (migration 0028), so nothing is
+// taken back; the decision is heard as a commit without its action, its
+// result naming ErrDecisionKindMismatch (an ErrDecisionMismatch), and m1
+// shows no reaction.
+func TestActionDecisionKeepsTheRecordedKind(t *testing.T) {
+	oneGoroutine(t)
+	w, alice, bob, bob2, m1, _ := actionBob(t)
+	bytes, err := wire.EncodeAction(wire.Action{Content: wire.ContentReaction, Target: m1, Emoji: thumbs, Order: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := alice.enqueue(bob, string(bytes))
+	bob.sync()
+	discardAs(t, bob, alice, text)
+	if _, err := bob.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := bob.st.Seen(w.ctx, alice.addr, text); err != nil || s.Content != wire.ContentText || s.Outcome != engine.OutcomeDiscarded {
+		t.Fatalf("bob/1's record of the text: %+v, %v; want a discarded text", s, err)
+	}
+	f, err := wire.EncodeDecision(wire.Decision{ID: wire.LogicalID{0xd1}, Sender: alice.addr.String(), Message: text,
+		Outcome: wire.DecisionCommitted, Content: wire.ContentReaction, Body: bytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob2.raw(bob, f)
+	res := bob.sync()
+	heard := false
+	for _, r := range res {
+		heard = heard || r.Kind == engine.ResultDecisionHeard && r.ID == (wire.LogicalID{0xd1}) &&
+			errors.Is(r.Err, engine.ErrDecisionKindMismatch) && errors.Is(r.Err, engine.ErrDecisionMismatch)
+		if r.TakenBack {
+			t.Errorf("bob/1 took back %+v", r.Decided)
+		}
+	}
+	if !heard {
+		t.Errorf("the relabelled text's decision was not heard as a kind mismatch: %+v", res)
+	}
+	if s, err := bob.st.Seen(w.ctx, bob2.addr, wire.LogicalID{0xd1}); err != nil || !s.Finalized {
+		t.Errorf("bob/1's record of the decision: %+v, %v; want it finalized (acknowledged)", s, err)
+	}
+	if got := reactionsOf(bob.entry(alice, m1)); len(got) != 0 {
+		t.Errorf("bob/1 shows reactions %q on m1, want none", got)
+	}
+	if s, err := bob.st.Seen(w.ctx, alice.addr, text); err != nil || s.Outcome != engine.OutcomeDiscarded {
+		t.Errorf("bob/1's record of the text: %+v, %v; want it still discarded", s, err)
+	}
+}
+
+// TestActionDecisionWindowFromArrival: alice's edit of m1 reaches both of
+// bob's devices in its window; the person leaves it pending on bob/1 for
+// longer than ActionWindow and then discards it, while bob/2 commits it.
+// bob/1 judges the edit's window from its arrival, which its record keeps
+// (migration 0028), not from its discard: the decision takes it back and
+// applies it, as bob/2 did.
+func TestActionDecisionWindowFromArrival(t *testing.T) {
+	oneGoroutine(t)
+	w, alice, bob, bob2, m1, _ := actionBob(t)
+	edit := alice.act(bob, engine.ActionRequest{Content: wire.ContentEdit, Target: m1, Text: []byte("lunch at one")})
+	bob.sync()
+	bob2.sync()
+	w.clock.Advance(engine.ActionWindow + time.Hour)
+	discardAs(t, bob, alice, edit)
+	if _, err := bob.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := bob2.commitAll(); n != 1 {
+		t.Fatalf("bob/2 committed %d actions, want 1", n)
+	}
+	if _, err := bob2.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	bob.sync()
+	settleSiblings(t, bob, bob2)
+	for _, d := range []*device{bob, bob2} {
+		if e := d.entry(alice, m1); string(e.Body) != "lunch at one" || e.Edits != 1 {
+			t.Errorf("%s shows m1 as %q, edit %d; want the edit applied", d.addr, e.Body, e.Edits)
+		}
+	}
+	if s, err := bob.st.Seen(w.ctx, alice.addr, edit); err != nil || s.Outcome != engine.OutcomeCommitted {
+		t.Errorf("bob/1's record of the edit: %+v, %v; want it taken back", s, err)
+	}
+}
