@@ -371,7 +371,7 @@ func TestActionDecisionHeardLate(t *testing.T) {
 // its hold pass discards the edit (target_discarded). A hostile sibling
 // sends bob/1 a take-back of x (kind 16) and, in the same batch, a
 // kind-18 commit of the edit with its true body. x goes back into
-// bob/1's history at the time of its discard, and the edit, arrived
+// bob/1's history at its arrival, and the edit, arrived
 // after the window, stays discarded (window_passed, as bob/2's rules say).
 func TestActionDecisionWindowNotReset(t *testing.T) {
 	oneGoroutine(t)

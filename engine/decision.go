@@ -404,9 +404,12 @@ var ErrDecisionKindMismatch = fmt.Errorf("%w: its content type is not the record
 // the decision's transaction (e.TakeBack, e.Action), when the action's
 // digest is the one recorded here and DecideAction applies it. The rules
 // judge the times this device recorded, never the decision's arrival: the
-// action arrived when it was discarded here (its finalized record's time,
-// the latest it can have arrived), and a target taken back earlier in the
-// batch has its discard's time, where its take-back writes it. An action
+// action arrived when its finalized record says (since migration 0028; a
+// record from before counts its discard's time, the latest it can have
+// arrived: SeenMessage.arrivedAt), and a target taken back earlier in the
+// batch has its own arrival, where its take-back writes it. A decision
+// whose content type is not the one recorded for the message is not
+// taken (ErrDecisionKindMismatch). An action
 // the rules discard here (not its author, its target deleted or
 // discarded, its window passed) stays discarded. One whose target is not
 // committed here stays discarded too: the decision cannot wait for it

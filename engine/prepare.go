@@ -46,8 +46,8 @@ type batchState struct {
 	// which finds the tombstone and discards it (target_deleted).
 	deleted map[actionTargetKey]bool
 	// takenBack are the messages a sibling's decision takes back in this
-	// batch (decision.go), with the time of the discard each had here
-	// (where the take-back writes its entry): an action's decision after
+	// batch (decision.go), with the arrival each had here
+	// (SeenMessage.arrivedAt, where the take-back writes its entry): an action's decision after
 	// it in the batch finds its target there, as a later batch finds it
 	// committed.
 	takenBack map[inboundKey]time.Time
@@ -347,8 +347,8 @@ type SeenMessage struct {
 	// (DiscardTargetDiscarded), which rested on that discard.
 	TakeBackAction bool
 	// Reason and At, when Finalized: why it was discarded, and when it
-	// was finalized here (a discard's time, where a take-back writes its
-	// history entry).
+	// was finalized here (a discard's time, where a take-back of a record
+	// that keeps no arrival writes its history entry).
 	Reason DiscardReason
 	At     time.Time
 	// InGroup, when Finalized: the record names a group (a group

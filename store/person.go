@@ -800,7 +800,10 @@ func takeBackable(reason engine.DiscardReason, grp []byte, held bool, content wi
 // device from committed (commit beats discard): its finalized record
 // turns committed and its history entry (its group's, for a group message
 // whose record names the group), with the body the decision carried, is
-// written at the time of the discard and names from. A message whose
+// written at the message's arrival (0028; the time of the discard for a
+// record from before) and names from. An action's take-back needs the
+// record to keep that kind of action (takeBackable; the content type the
+// action names). A message whose
 // record is gone (pruned) or not a discard is left alone, and so is any
 // discard takeBackable refuses.
 func (t *tx) takeBackCommitted(ctx context.Context, from engine.Address, e engine.DecisionEffect) error {
