@@ -31,6 +31,7 @@ const (
 	kindPastChains      = "past-chains"      // row key: peer
 	kindDraft           = "draft"            // row key: address
 	kindRequestPreview  = "request-preview"  // row key: address
+	kindKeptAction      = "kept-action"      // row key: sender, id
 )
 
 // sealedColumns names the record kind of every sealed column of the schema
@@ -53,6 +54,7 @@ var sealedColumns = map[string]string{
 	"draft.sealed_text":             kindDraft,
 	"request.sealed_preview":        kindRequestPreview,
 	"import_progress.sealed_source": kindImportSource,
+	"kept_decision.sealed_action":   kindKeptAction,
 	// A quarantined row keeps its inbox record and row number verbatim.
 	"quarantine.sealed": kindStaged,
 }

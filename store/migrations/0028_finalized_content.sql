@@ -14,3 +14,15 @@
 -- frame hold NULL too: nothing takes them back.
 ALTER TABLE finalized ADD COLUMN content INTEGER CHECK (content IS NULL OR content > 0);
 ALTER TABLE finalized ADD COLUMN arrived INTEGER;
+
+-- A sibling's commit of a one-to-one action (frame kind 18) heard while
+-- the action's target is discarded here, not yet taken back, is kept with
+-- its action (the content type, the action's target ID, and the sealed
+-- action body, kind "kept-action", row key sender and id): when a later
+-- decision takes the target back, the same transaction takes the action
+-- back and applies it by the action rules. NULL in the three for every
+-- other kept decision (all of those kept before this migration).
+ALTER TABLE kept_decision ADD COLUMN content INTEGER CHECK (content IS NULL OR content > 0);
+ALTER TABLE kept_decision ADD COLUMN target BLOB CHECK (target IS NULL OR length(target) = 16);
+ALTER TABLE kept_decision ADD COLUMN sealed_action BLOB;
+CREATE INDEX kept_decision_target ON kept_decision (sender, target) WHERE target IS NOT NULL;
