@@ -583,3 +583,61 @@ func TestActionDecisionWindowFromArrival(t *testing.T) {
 		t.Errorf("bob/1's record of the edit: %+v, %v; want it taken back", s, err)
 	}
 }
+
+// TestActionDecisionBeforeItsTargetsTakeBack: bob/1 discards alice's x,
+// and its hold pass then discards her edit of x (target_discarded); bob/2
+// commits both. bob/1 hears the edit's decision (kind 18) in one batch,
+// before the decision that takes x back (kind 16) in a later one: the
+// edit's decision is kept with its action (migration 0028), and x's
+// take-back takes the edit back and applies it in the same transaction,
+// so bob/1 ends as bob/2 does. The kept decision is forgotten.
+func TestActionDecisionBeforeItsTargetsTakeBack(t *testing.T) {
+	oneGoroutine(t)
+	w, alice, bob, bob2, _, _ := actionBob(t)
+	x := alice.enqueue(bob, "the plan")
+	bob.sync()
+	bob2.sync()
+	discardAs(t, bob, alice, x)
+	if _, err := bob.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	w.net.Hold(bob.addr)
+	w.net.Hold(bob2.addr)
+	edit := alice.act(bob, engine.ActionRequest{Content: wire.ContentEdit, Target: x, Text: []byte("the new plan")})
+	w.net.Release(bob.addr)
+	w.net.Release(bob2.addr)
+	bob.sync()
+	bob2.sync()
+	if s, err := bob.st.Seen(w.ctx, alice.addr, edit); err != nil || s.Outcome != engine.OutcomeDiscarded || s.Reason != engine.DiscardTargetDiscarded {
+		t.Fatalf("bob/1's record of the edit: %+v, %v; want discarded, target_discarded", s, err)
+	}
+	m, err := bob2.st.Inbound(w.ctx, alice.addr, edit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range []wire.Decision{
+		{ID: wire.LogicalID{0xd2}, Sender: alice.addr.String(), Message: edit, Outcome: wire.DecisionCommitted, Content: wire.ContentEdit, Body: m.Body},
+		{ID: wire.LogicalID{0xd1}, Sender: alice.addr.String(), Message: x, Outcome: wire.DecisionCommitted, Body: []byte("the plan")},
+	} {
+		f, err := wire.EncodeDecision(d)
+		if err != nil {
+			t.Fatalf("decision %d: %v", i, err)
+		}
+		bob2.raw(bob, f)
+		bob.sync()
+		if i == 0 {
+			if s, err := bob.st.Seen(w.ctx, alice.addr, edit); err != nil || s.Outcome != engine.OutcomeDiscarded {
+				t.Fatalf("bob/1's record of the edit before x is taken back: %+v, %v; want it discarded", s, err)
+			}
+		}
+	}
+	if e := bob.entry(alice, x); string(e.Body) != "the new plan" || e.Edits != 1 {
+		t.Errorf("bob/1 shows x as %q, edit %d; want it taken back, edited", e.Body, e.Edits)
+	}
+	if s, err := bob.st.Seen(w.ctx, alice.addr, edit); err != nil || s.Outcome != engine.OutcomeCommitted {
+		t.Errorf("bob/1's record of the edit: %+v, %v; want it taken back", s, err)
+	}
+	if kept, err := bob.st.KeptActions(w.ctx, alice.addr, x); err != nil || len(kept) != 0 {
+		t.Errorf("bob/1 still keeps %+v, %v; want the applied decision forgotten", kept, err)
+	}
+}

@@ -205,9 +205,40 @@ type DecisionEffect struct {
 	// are Message and Sender) with the take-back, in one transaction.
 	Action     *ActionApply
 	ActionBody []byte
+	// KeepAction, with Keep, is the committed one-to-one action a kind-18
+	// decision carried for an action discarded here because its target
+	// was (target_discarded), heard while that target is not taken back:
+	// the store keeps it with the decision (migration 0028), and the
+	// take-back of the target takes it back too (WithTarget).
+	KeepAction *KeptAction
+	// WithTarget, with TakeBack, are the kept action decisions whose
+	// target this take-back writes and that now apply by the action
+	// rules: each is taken back and applied, and its kept decision
+	// forgotten, in the same transaction.
+	WithTarget []KeptTakeBack
 }
 
 func (DecisionEffect) effect() {}
+
+// KeptAction is a sibling's committed one-to-one action kept with its
+// decision until its target is taken back here (DecisionEffect.KeepAction).
+type KeptAction struct {
+	Sender  Address        // the action's sender
+	ID      wire.LogicalID // the action's ID
+	On      Address        // the device that committed it
+	Content wire.ContentType
+	Target  wire.LogicalID
+	Body    []byte // the action body, as the content frame carried it
+}
+
+// KeptTakeBack is a kept action decision a take-back of its target applies
+// (DecisionEffect.WithTarget): Effect takes the action back as a kind-18
+// decision does (Sender, Message, Outcome, TakeBack, Action, ActionBody),
+// decided on On.
+type KeptTakeBack struct {
+	On     Address
+	Effect DecisionEffect
+}
 
 // KeptDecision is a decision kept for a message.
 type KeptDecision struct {
@@ -342,7 +373,7 @@ func (c *Client) prepareDecision(ctx context.Context, bs *batchState, in *incomi
 		switch {
 		case d.Content != 0:
 			// A committed action (kind 18).
-			if err := c.takeBackAction(ctx, bs, &e, seen, verdict, d, in.now); errors.Is(err, ErrDecisionMismatch) {
+			if err := c.takeBackAction(ctx, bs, &e, seen, verdict, d, in.sender, in.now); errors.Is(err, ErrDecisionMismatch) {
 				// Still the sibling's commit of that ID (the sender may
 				// have sent each device another body under it): heard
 				// as a commit without its action (kind 15), so that
@@ -368,6 +399,9 @@ func (c *Client) prepareDecision(ctx context.Context, bs *batchState, in *incomi
 				// A one-to-one message: a one-to-one action after it
 				// in the batch may target it (a group's may not).
 				bs.takenBack[inboundKey{sender, d.Message}] = seen.arrivedAt()
+				if err := c.keptWithTarget(ctx, bs, &e, sender, d.Message, in.now); err != nil {
+					return prepared{}, err
+				}
 			}
 		}
 		step.effect = e
@@ -419,7 +453,7 @@ var ErrDecisionKindMismatch = fmt.Errorf("%w: its content type is not the record
 // here, pending or finalized, is not taken (ErrDecisionMismatch: the
 // decision counts as a commit without it); an entry a link or a restore
 // imported records none, and is not compared.
-func (c *Client) takeBackAction(ctx context.Context, bs *batchState, e *DecisionEffect, seen SeenMessage, verdict DecisionVerdict, d wire.Decision, now time.Time) error {
+func (c *Client) takeBackAction(ctx context.Context, bs *batchState, e *DecisionEffect, seen SeenMessage, verdict DecisionVerdict, d wire.Decision, on Address, now time.Time) error {
 	if (seen.Pending || seen.Finalized) && !seen.Imported && digest(d.Body) != seen.Digest {
 		return fmt.Errorf("decision %x on %x from %s: %w", d.ID[:], d.Message[:], e.Sender, ErrDecisionMismatch)
 	}
@@ -448,6 +482,16 @@ func (c *Client) takeBackAction(ctx context.Context, bs *batchState, e *Decision
 			v = ActionVerdict{}
 		}
 	}
+	if v.Reason == DiscardTargetDiscarded && a.Content != wire.ContentReply && !e.Keep {
+		// Its target is discarded here and not taken back (yet): the
+		// decision is kept with its action, and the target's take-back
+		// takes it back by the rules then (keptWithTarget).
+		k := KeptAction{Sender: e.Sender, ID: e.Message, On: on, Content: d.Content, Target: a.Target, Body: d.Body}
+		e.Keep, e.KeepAction = true, &k
+		key := inboundKey{e.Sender, a.Target}
+		bs.keptActions[key] = append(bs.keptActions[key], k)
+		return nil
+	}
 	if act == nil || v.Hold || v.Reason != DiscardNone {
 		return nil
 	}
@@ -464,6 +508,47 @@ func (c *Client) takeBackAction(ctx context.Context, bs *batchState, e *Decision
 		// A reply is a message: an action after it in the batch may
 		// target it (the others are no target, target_missing).
 		bs.takenBack[inboundKey{e.Sender, e.Message}] = seen.arrivedAt()
+		return c.keptWithTarget(ctx, bs, e, e.Sender, e.Message, now)
+	}
+	return nil
+}
+
+// keptWithTarget adds to e, which takes back message target from sender
+// (bs.takenBack names it now), the kept action decisions that wait for
+// that target (kept in an earlier batch, KeptActions, or earlier in this
+// one) and now apply: each is judged as its kind-18 decision would be
+// (takeBackAction, the target found where its take-back writes it) and,
+// when it applies, taken back with it (e.WithTarget). One that still does
+// not apply stays kept.
+func (c *Client) keptWithTarget(ctx context.Context, bs *batchState, e *DecisionEffect, sender Address, target wire.LogicalID, now time.Time) error {
+	key := inboundKey{sender, target}
+	kept, err := c.store.KeptActions(ctx, sender, target)
+	if err != nil {
+		return err
+	}
+	kept = append(kept, bs.keptActions[key]...)
+	for _, k := range kept {
+		ak := inboundKey{k.Sender, k.ID}
+		if bs.keptApplied[ak] {
+			continue
+		}
+		seen, err := c.store.Seen(ctx, k.Sender, k.ID)
+		if err != nil {
+			return err
+		}
+		d := wire.Decision{Sender: k.Sender.String(), Message: k.ID, Outcome: wire.DecisionCommitted, Content: k.Content, Body: k.Body}
+		ke := DecisionEffect{At: e.At, Sender: k.Sender, Message: k.ID, Outcome: OutcomeCommitted, Keep: true} // Keep: never kept again here
+		if err := c.takeBackAction(ctx, bs, &ke, seen, DecideHeardDecision(seen, OutcomeCommitted), d, k.On, now); errors.Is(err, ErrDecisionMismatch) {
+			continue
+		} else if err != nil {
+			return err
+		}
+		if ke.TakeBack == nil {
+			continue
+		}
+		ke.Keep = false
+		bs.keptApplied[ak] = true
+		e.WithTarget = append(e.WithTarget, KeptTakeBack{On: k.On, Effect: ke})
 	}
 	return nil
 }

@@ -51,6 +51,12 @@ type batchState struct {
 	// it in the batch finds its target there, as a later batch finds it
 	// committed.
 	takenBack map[inboundKey]time.Time
+	// keptActions are the action decisions kept in this batch with their
+	// action, by the target they wait for (sender, target ID);
+	// keptApplied the kept action decisions a take-back in this batch
+	// applies (decision.go, keptWithTarget).
+	keptActions map[inboundKey][]KeptAction
+	keptApplied map[inboundKey]bool
 	// acks are the chain messages the batch decided, by sender device, to
 	// acknowledge after its rows (chainack.go); ackOrder their senders in
 	// first-seen order.
@@ -89,6 +95,7 @@ func newBatchState() *batchState {
 	return &batchState{work: make(map[Address]*peerState), delivered: make(map[inboundKey][32]byte),
 		retired: make(map[retiredKey]bool), consumed: make(map[uint32]bool), caps: newCapState(), requests: newRequestState(),
 		groups: -1, groupsSeen: make(map[wire.GroupID]*batchGroup), deleted: make(map[actionTargetKey]bool), takenBack: make(map[inboundKey]time.Time),
+		keptActions: make(map[inboundKey][]KeptAction), keptApplied: make(map[inboundKey]bool),
 		chains: make(map[chainKey]*session.ReceiverChain), acks: make(map[Address]*deferredAcks), needs: make(map[needKey]uint32), copyIDs: make(map[copyIDKey]bool)}
 }
 

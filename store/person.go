@@ -691,11 +691,21 @@ const (
 	// sqlKeepDecision keeps a decision, merging with one kept before:
 	// commit (1) beats discard (2), and names the device that committed.
 	// Room is made first (sqlExpireDecisions, sqlEvictDecision).
-	sqlKeepDecision = `INSERT INTO kept_decision (sender, id, outcome, on_device, at)
-		VALUES (?1, ?2, ?3, ?4, ?5)
+	//
+	// A kind-18 commit kept with its action (0028: content, target,
+	// sealed_action) keeps its action over one kept before without.
+	sqlKeepDecision = `INSERT INTO kept_decision (sender, id, outcome, on_device, at, content, target, sealed_action)
+		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
 		ON CONFLICT (sender, id) DO UPDATE SET
 			on_device = CASE WHEN excluded.outcome < outcome THEN excluded.on_device ELSE on_device END,
-			outcome = min(outcome, excluded.outcome)`
+			outcome = min(outcome, excluded.outcome),
+			content = coalesce(excluded.content, content),
+			target = coalesce(excluded.target, target),
+			sealed_action = coalesce(excluded.sealed_action, sealed_action)`
+	// sqlKeptActions reads the kept action decisions waiting for one
+	// target of one sender (kept_decision_target).
+	sqlKeptActions = `SELECT id, on_device, content, sealed_action FROM kept_decision
+		WHERE sender = ? AND target = ? AND outcome = 1 AND sealed_action IS NOT NULL ORDER BY at, id LIMIT ?`
 	// sqlExpireDecisions forgets decisions kept longer than
 	// engine.MaxDecisionAge.
 	sqlExpireDecisions = "DELETE FROM kept_decision WHERE at < ?"
@@ -739,7 +749,19 @@ func (t *tx) decision(ctx context.Context, from engine.Address, e engine.Decisio
 		return fmt.Errorf("finalize decision %x from %s (finalized already?): %w", e.ID[:], from, err)
 	}
 	if e.TakeBack != nil {
-		return t.takeBackCommitted(ctx, from, e)
+		if err := t.takeBackCommitted(ctx, from, e); err != nil {
+			return err
+		}
+		for _, k := range e.WithTarget {
+			// A kept action decision whose target this take-back wrote.
+			if err := t.takeBackCommitted(ctx, k.On, k.Effect); err != nil {
+				return err
+			}
+			if _, err := t.run(ctx, "decision-forget", sqlForgetDecision, k.Effect.Sender.String(), k.Effect.Message[:]); err != nil {
+				return fmt.Errorf("forget the decision on %x: %w", k.Effect.Message[:], err)
+			}
+		}
+		return nil
 	}
 	if !e.Keep {
 		return nil
@@ -751,8 +773,12 @@ func (t *tx) decision(ctx context.Context, from engine.Address, e engine.Decisio
 	if _, err := t.run(ctx, "decision-evict", sqlEvictDecision, engine.MaxKeptDecisions, e.Sender.String(), e.Message[:]); err != nil {
 		return fmt.Errorf("make room for the decision on %x: %w", e.Message[:], err)
 	}
+	var content, target, sealed any
+	if k := e.KeepAction; k != nil {
+		content, target, sealed = int64(k.Content), k.Target[:], t.db.seal.seal(kindKeptAction, messageKey(e.Sender, e.Message), k.Body)
+	}
 	if _, err := t.run(ctx, "decision-keep", sqlKeepDecision, e.Sender.String(), e.Message[:], int64(e.Outcome),
-		from.String(), e.At.UnixNano()); err != nil {
+		from.String(), e.At.UnixNano(), content, target, sealed); err != nil {
 		return fmt.Errorf("keep the decision on %x from %s: %w", e.Message[:], e.Sender, err)
 	}
 	return nil
@@ -970,6 +996,44 @@ func (db *DB) KeptDecisions(ctx context.Context, limit int) ([]engine.KeptDecisi
 		return nil, err
 	}
 	return db.readDecisions(ctx, sqlKeptDecisions, limit)
+}
+
+// KeptActions returns the kept decisions whose one-to-one action from
+// sender waits for its target, message target from sender, to be taken
+// back (engine.Store), oldest first, at most engine.MaxKeptDecisions.
+func (db *DB) KeptActions(ctx context.Context, sender engine.Address, target wire.LogicalID) ([]engine.KeptAction, error) {
+	if err := db.checkOpen("read kept actions"); err != nil {
+		return nil, err
+	}
+	rows, err := db.query(ctx, sqlKeptActions, sender.String(), target[:], engine.MaxKeptDecisions)
+	if err != nil {
+		return nil, db.readErr("read kept actions", err)
+	}
+	defer rows.Close()
+	var out []engine.KeptAction
+	for rows.Next() {
+		var id, sealed []byte
+		var on string
+		var content int64
+		if err := rows.Scan(&id, &on, &content, &sealed); err != nil {
+			return nil, db.readErr("read kept actions", err)
+		}
+		if len(id) != len(wire.LogicalID{}) || content <= 0 || content > 255 {
+			return nil, fmt.Errorf("store: read kept actions: a row of %d-byte ID, content %d: %w", len(id), content, engine.ErrMalformedState)
+		}
+		k := engine.KeptAction{Sender: sender, ID: wire.LogicalID(id), Content: wire.ContentType(content), Target: target}
+		if k.On, err = engine.ParseAddress(on); err != nil {
+			return nil, fmt.Errorf("store: read kept actions: %w: %w", engine.ErrMalformedState, err)
+		}
+		if k.Body, err = db.seal.open(kindKeptAction, messageKey(sender, k.ID), sealed); err != nil {
+			return nil, fmt.Errorf("store: read kept action %x from %s: %w", id, sender, err)
+		}
+		out = append(out, k)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, db.readErr("read kept actions", err)
+	}
+	return out, nil
 }
 
 // DueDecisions returns up to limit kept decisions whose message is pending
