@@ -590,9 +590,20 @@ func TestActionDecisionWindowFromArrival(t *testing.T) {
 // before the decision that takes x back (kind 16) in a later one: the
 // edit's decision is kept with its action (migration 0028), and x's
 // take-back takes the edit back and applies it in the same transaction,
-// so bob/1 ends as bob/2 does. The kept decision is forgotten.
+// so bob/1 ends as bob/2 does. The kept decision is forgotten. The same
+// holds when both decisions come in one batch, the edit's first.
 func TestActionDecisionBeforeItsTargetsTakeBack(t *testing.T) {
 	oneGoroutine(t)
+	for _, oneBatch := range []bool{false, true} {
+		name := "two batches"
+		if oneBatch {
+			name = "one batch"
+		}
+		t.Run(name, func(t *testing.T) { actionDecisionBeforeItsTarget(t, oneBatch) })
+	}
+}
+
+func actionDecisionBeforeItsTarget(t *testing.T, oneBatch bool) {
 	w, alice, bob, bob2, _, _ := actionBob(t)
 	x := alice.enqueue(bob, "the plan")
 	bob.sync()
@@ -624,11 +635,19 @@ func TestActionDecisionBeforeItsTargetsTakeBack(t *testing.T) {
 			t.Fatalf("decision %d: %v", i, err)
 		}
 		bob2.raw(bob, f)
+		if oneBatch {
+			continue
+		}
 		bob.sync()
 		if i == 0 {
 			if s, err := bob.st.Seen(w.ctx, alice.addr, edit); err != nil || s.Outcome != engine.OutcomeDiscarded {
 				t.Fatalf("bob/1's record of the edit before x is taken back: %+v, %v; want it discarded", s, err)
 			}
+		}
+	}
+	if oneBatch {
+		if n := count(bob.sync(), engine.ResultDecisionHeard); n != 2 {
+			t.Fatalf("bob/1 heard %d decisions in its sync, want the 2 in one", n)
 		}
 	}
 	if e := bob.entry(alice, x); string(e.Body) != "the new plan" || e.Edits != 1 {
