@@ -43,7 +43,9 @@ func checkFixtureV28(t *testing.T, db *DB) {
 // 0028): its record keeps no content type and no arrival, so Seen reports
 // it as a discard a plain message's commit (kind 16) takes back, as
 // before, and an action's commit (kind 18) does not: nothing says it was
-// that action. A record stored after the migration keeps both.
+// that action. A decision kept before keeps no action: KeptActions
+// finds none, KeptDecisions still has it. A record stored after the
+// migration keeps both.
 func TestMigration28RecordsKeepNoKind(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
@@ -52,6 +54,10 @@ func TestMigration28RecordsKeepNoKind(t *testing.T) {
 	old := wire.LogicalID{0x28, 0x31}
 	if _, err := raw.Exec("INSERT INTO finalized (sender, id, outcome, reason, at, sealed_digest) VALUES (?, ?, 2, ?, 28, ?)",
 		from.String(), old[:], int64(engine.DiscardRejected), s.seal(kindFinalizedDigest, messageKey(from, old), bytes.Repeat([]byte{0x28}, 32))); err != nil {
+		t.Fatal(err)
+	}
+	kept := wire.LogicalID{0x28, 0x32}
+	if _, err := raw.Exec("INSERT INTO kept_decision (sender, id, outcome, on_device, at) VALUES (?, ?, 1, 'alice/2', 28)", from.String(), kept[:]); err != nil {
 		t.Fatal(err)
 	}
 	raw.Close()
@@ -66,6 +72,12 @@ func TestMigration28RecordsKeepNoKind(t *testing.T) {
 	}
 	if !got.TakeBack || got.TakeBackAction {
 		t.Fatalf("a record from before 0028: TakeBack %v, TakeBackAction %v; want a take-back by a plain commit only", got.TakeBack, got.TakeBackAction)
+	}
+	if kept, err := db.KeptActions(ctx, from, old); err != nil || len(kept) != 0 {
+		t.Fatalf("KeptActions after 0028 = %+v, %v; want none: a decision kept before keeps no action", kept, err)
+	}
+	if kept, err := db.KeptDecisions(ctx, 10); err != nil || len(kept) != 1 {
+		t.Fatalf("KeptDecisions after 0028 = %+v, %v; want the one kept before", kept, err)
 	}
 	var content, arrived sql.NullInt64
 	if err := db.sql.QueryRowContext(ctx, "SELECT content, arrived FROM finalized WHERE sender = ? AND id = ?", from.String(), old[:]).Scan(&content, &arrived); err != nil {

@@ -117,7 +117,7 @@ func insertFixtureV20(t *testing.T, db *sql.DB, s *sealer) {
 	}{
 		{"INSERT INTO peer_account VALUES ('bob', ?, 2, ?, ?, 20)", []any{fixtureV20List.AccountKey[:], list, fixturePeer}},
 		{"INSERT INTO person_lane VALUES ('bob/8', ?, ?, 0, 3)", []any{fixtureID, fixturePeer}},
-		{"INSERT INTO kept_decision VALUES ('carol/2', ?, 1, 'alice/2', 20)", []any{fixtureID}},
+		{"INSERT INTO kept_decision (sender, id, outcome, on_device, at) VALUES ('carol/2', ?, 1, 'alice/2', 20)", []any{fixtureID}},
 	} {
 		if _, err := db.Exec(q.sql, q.args...); err != nil {
 			t.Fatalf("%s: %v", q.sql, err)
