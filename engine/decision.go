@@ -62,6 +62,12 @@ type MadeDecision struct {
 	// group message finalized before its record named its group).
 	Body      []byte
 	InHistory bool
+	// Content and ActionBody, for a committed one-to-one action whose
+	// record keeps its action body (since migration 0028): the catch-up
+	// carries the action (frame kind 18), so that a discard there is
+	// taken back and applied.
+	Content    wire.ContentType
+	ActionBody []byte
 	// DecidedOn names the device whose decision this one applied (the
 	// commit was that device's): nil for a decision made here.
 	DecidedOn *Address
@@ -119,7 +125,13 @@ func (c *Client) catchUpLanes(ctx context.Context, held, next wire.DeviceList, f
 			if d.At.Before(s.since) || d.DecidedOn != nil || d.Outcome == OutcomeCommitted && !d.InHistory {
 				continue
 			}
-			l, err := c.tellLanes(ctx, []Address{s.addr}, d.Sender, d.ID, d.Outcome, 0, d.Body)
+			content, body := wire.ContentType(0), d.Body
+			if d.ActionBody != nil && wire.IsAction(d.Content) {
+				// A committed one-to-one action, kept with its record
+				// (migration 0028): it travels as a live decision's does.
+				content, body = d.Content, d.ActionBody
+			}
+			l, err := c.tellLanes(ctx, []Address{s.addr}, d.Sender, d.ID, d.Outcome, content, body)
 			if err != nil {
 				return nil, err
 			}

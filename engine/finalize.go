@@ -203,6 +203,9 @@ func (c *Client) finalizeBatch(ctx context.Context, reqs []FinalizeRequest, know
 			}
 			if act != nil {
 				p.Body, p.Action = actionHistoryBody(wire.Action{Content: act.Content, Text: act.Text}), act
+				if m.Group == nil && m.CopyTo == "" && len(m.Body) <= wire.MaxDecisionActionSize {
+					p.ActionBody = m.Body // kept for a catch-up
+				}
 			}
 			if m.CopyTo != "" {
 				// A sibling's sent copy of an action: an own entry of the

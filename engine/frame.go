@@ -221,6 +221,9 @@ func (c *Client) deliverNew(ctx context.Context, bs *batchState, in *incoming, o
 			if a.group == nil {
 				// A one-to-one action travels with its decision (kind 18).
 				told, content = body, a.content
+				if len(body) <= wire.MaxDecisionActionSize {
+					e.ActionBody = body // kept for a catch-up
+				}
 			}
 		}
 		// Decisions are the person's, for group messages too: an arrival

@@ -177,6 +177,10 @@ type CommitEffect struct {
 	// Content is the message's content type, which its finalized record
 	// keeps (zero for a sent copy, whose record keeps none).
 	Content wire.ContentType
+	// ActionBody, for a committed one-to-one action, is its action body
+	// (at most wire.MaxDecisionActionSize), which the finalized record
+	// keeps for the catch-up of a sibling linked since.
+	ActionBody []byte
 	Body    []byte // the history body
 	// Group, for a group message: the entry goes to the group's history.
 	Group *wire.GroupID
@@ -318,6 +322,10 @@ type Finalize struct {
 	// keeps, so that a sibling's commit of an action takes back only a
 	// discard of that kind of action.
 	Content wire.ContentType
+	// ActionBody, for a commit of a one-to-one action, is its action body
+	// (at most wire.MaxDecisionActionSize), which the finalized record
+	// keeps for the catch-up of a sibling linked since.
+	ActionBody []byte
 	Session *SessionWrite
 	Ack     *Outgoing
 	// Group, for a group message: a commit goes to the group's history,

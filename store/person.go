@@ -656,7 +656,7 @@ func (db *DB) PersonLanes(ctx context.Context, conversation engine.Address, id w
 func (t *tx) insertCopy(ctx context.Context, from engine.Address, e engine.CommitEffect) error {
 	_, err := t.runOne(ctx, "finalized-insert", engine.ErrConflict, sqlInsertFinalized,
 		from.String(), e.ID[:], int64(engine.OutcomeCommitted), int64(engine.DiscardNone), e.At.UnixNano(),
-		t.db.seal.seal(kindFinalizedDigest, messageKey(from, e.ID), e.Digest[:]), nil, nil)
+		t.db.seal.seal(kindFinalizedDigest, messageKey(from, e.ID), e.Digest[:]), nil, nil, nil)
 	if err != nil {
 		return fmt.Errorf("finalize sent copy %x from %s (finalized already?): %w", e.ID[:], from, err)
 	}
@@ -744,7 +744,7 @@ var unknownGroup wire.GroupID
 func (t *tx) decision(ctx context.Context, from engine.Address, e engine.DecisionEffect) error {
 	_, err := t.runOne(ctx, "finalized-insert", engine.ErrConflict, sqlInsertFinalized,
 		from.String(), e.ID[:], int64(engine.OutcomeCommitted), int64(engine.DiscardNone), e.At.UnixNano(),
-		t.db.seal.seal(kindFinalizedDigest, messageKey(from, e.ID), e.Digest[:]), nil, nil)
+		t.db.seal.seal(kindFinalizedDigest, messageKey(from, e.ID), e.Digest[:]), nil, nil, nil)
 	if err != nil {
 		return fmt.Errorf("finalize decision %x from %s (finalized already?): %w", e.ID[:], from, err)
 	}
@@ -1094,7 +1094,7 @@ const (
 	// and would otherwise take the limit's room. An own device's group
 	// message stays: a file among them waits for its fetch and the
 	// person decides it. finalized_at serves it.
-	sqlMadeDecisions = `SELECT sender, id, outcome, at, grp FROM finalized WHERE at >= ?1 AND NOT (outcome = 2 AND reason BETWEEN ?2 AND ?3)
+	sqlMadeDecisions = `SELECT sender, id, outcome, at, grp, content, sealed_action FROM finalized WHERE at >= ?1 AND NOT (outcome = 2 AND reason BETWEEN ?2 AND ?3)
 		AND NOT (grp IS NULL AND substr(sender, 1, length(?4)) = ?4) ORDER BY at DESC, sender, id LIMIT ?5`
 	// sqlDecidedEntry reads a received message's history body and the
 	// device it was decided on, if another.
@@ -1125,14 +1125,25 @@ func (db *DB) Decisions(ctx context.Context, since time.Time, limit int) ([]engi
 	var out []engine.MadeDecision
 	for rows.Next() {
 		var sender string
-		var id, grp []byte
+		var id, grp, sealedAction []byte
 		var outcome, at int64
-		if err := rows.Scan(&sender, &id, &outcome, &at, &grp); err != nil {
+		var content sql.NullInt64
+		if err := rows.Scan(&sender, &id, &outcome, &at, &grp, &content, &sealedAction); err != nil {
 			rows.Close()
 			return nil, db.readErr("read decisions made", err)
 		}
-		d := engine.MadeDecision{Outcome: engine.Outcome(outcome), At: nsTime(at)}
+		d := engine.MadeDecision{Outcome: engine.Outcome(outcome), At: nsTime(at), Content: recordedContent(content)}
 		copy(d.ID[:], id)
+		if sealedAction != nil && len(id) == len(d.ID) {
+			if d.Sender, err = parseStoredAddress(sender); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			if d.ActionBody, err = db.seal.open(kindFinalizedAction, messageKey(d.Sender, d.ID), sealedAction); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("store: read decision %x from %s: %w", id, sender, err)
+			}
+		}
 		if len(grp) == len(wire.GroupID{}) && !bytes.Equal(grp, unknownGroup[:]) {
 			d.Group = (*wire.GroupID)(grp)
 		}

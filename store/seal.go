@@ -32,6 +32,7 @@ const (
 	kindDraft           = "draft"            // row key: address
 	kindRequestPreview  = "request-preview"  // row key: address
 	kindKeptAction      = "kept-action"      // row key: sender, id
+	kindFinalizedAction = "finalized-action" // row key: sender, id
 )
 
 // sealedColumns names the record kind of every sealed column of the schema
@@ -55,6 +56,7 @@ var sealedColumns = map[string]string{
 	"request.sealed_preview":        kindRequestPreview,
 	"import_progress.sealed_source": kindImportSource,
 	"kept_decision.sealed_action":   kindKeptAction,
+	"finalized.sealed_action":       kindFinalizedAction,
 	// A quarantined row keeps its inbox record and row number verbatim.
 	"quarantine.sealed": kindStaged,
 }

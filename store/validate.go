@@ -406,7 +406,7 @@ func validateReceive(p engine.Receive) error {
 		if e.Action != nil && e.SentTo == nil {
 			err = errors.Join(err, checkActionApply(*e.Action, p.Peer, engine.DirectionIn, e.ID), checkActionGroup(e.Action, e.Group))
 		}
-		err = errors.Join(err, checkDecisionLanes(e.Tell, p.Peer, e.ID))
+		err = errors.Join(err, checkDecisionLanes(e.Tell, p.Peer, e.ID), checkKeptActionBody(e.ActionBody, e.Action, e.Group, e.SentTo))
 		if len(e.Tell) > 0 && e.SentTo != nil {
 			err = errors.Join(err, invalid("decision lanes for a sent copy %x", e.ID[:]))
 		}
@@ -531,6 +531,10 @@ func checkDecisionLanes(lanes []engine.PersonLane, sender engine.Address, id wir
 
 func validateFinalize(p engine.Finalize) error {
 	err := errors.Join(checkAddress("sender", p.Sender), checkTime("at", p.At))
+	if p.ActionBody != nil && p.Outcome != engine.OutcomeCommitted {
+		err = errors.Join(err, invalid("a discard keeps an action body"))
+	}
+	err = errors.Join(err, checkKeptActionBody(p.ActionBody, p.Action, p.Group, p.SentTo))
 	switch p.Outcome {
 	case engine.OutcomeCommitted:
 		if p.Reason != engine.DiscardNone {
@@ -600,6 +604,20 @@ func checkTakenBackAction(e engine.DecisionEffect) error {
 	}
 	if !actionBodyIs(e.ActionBody, a) {
 		return invalid("decision %x applies an action its action body does not say", e.ID[:])
+	}
+	return nil
+}
+
+// checkKeptActionBody checks the action body a commit's finalized record
+// keeps for the catch-up (0028): only a one-to-one action's, received (not
+// a sent copy), within wire.MaxDecisionActionSize, decoding to the action
+// the commit applies.
+func checkKeptActionBody(body []byte, a *engine.ActionApply, group *wire.GroupID, sentTo *engine.Address) error {
+	if body == nil {
+		return nil
+	}
+	if a == nil || group != nil || sentTo != nil || len(body) > wire.MaxDecisionActionSize || !actionBodyIs(body, a) {
+		return invalid("a finalized record keeps an action body that is not its one-to-one action's")
 	}
 	return nil
 }

@@ -26,3 +26,11 @@ ALTER TABLE kept_decision ADD COLUMN content INTEGER CHECK (content IS NULL OR c
 ALTER TABLE kept_decision ADD COLUMN target BLOB CHECK (target IS NULL OR length(target) = 16);
 ALTER TABLE kept_decision ADD COLUMN sealed_action BLOB;
 CREATE INDEX kept_decision_target ON kept_decision (sender, target) WHERE target IS NOT NULL;
+
+-- A committed one-to-one action keeps its action body in its finalized
+-- record (sealed, kind "finalized-action", row key sender and id; at most
+-- wire.MaxDecisionActionSize), so that the catch-up of a sibling linked
+-- since carries the action (frame kind 18) and a discard there is taken
+-- back. NULL elsewhere, and on every record from before this migration:
+-- the catch-up of those goes as before (kind 16, taking no action back).
+ALTER TABLE finalized ADD COLUMN sealed_action BLOB;
