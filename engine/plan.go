@@ -181,7 +181,7 @@ type CommitEffect struct {
 	// (at most wire.MaxDecisionActionSize), which the finalized record
 	// keeps for the catch-up of a sibling linked since.
 	ActionBody []byte
-	Body    []byte // the history body
+	Body       []byte // the history body
 	// Group, for a group message: the entry goes to the group's history.
 	Group *wire.GroupID
 	// Action, for an action, is applied in the same transaction.
@@ -326,8 +326,8 @@ type Finalize struct {
 	// (at most wire.MaxDecisionActionSize), which the finalized record
 	// keeps for the catch-up of a sibling linked since.
 	ActionBody []byte
-	Session *SessionWrite
-	Ack     *Outgoing
+	Session    *SessionWrite
+	Ack        *Outgoing
 	// Group, for a group message: a commit goes to the group's history,
 	// never to the conversation with the sender.
 	Group *wire.GroupID
