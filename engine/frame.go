@@ -221,8 +221,9 @@ func (c *Client) deliverNew(ctx context.Context, bs *batchState, in *incoming, o
 			if a.group == nil {
 				// A one-to-one action travels with its decision (kind 18).
 				told, content = body, a.content
-				if len(body) <= wire.MaxDecisionActionSize {
-					e.ActionBody = body // kept for a catch-up
+				// Kept for a catch-up, which sends no sibling's own message.
+				if !a.own && len(body) <= wire.MaxDecisionActionSize {
+					e.ActionBody = body
 				}
 			}
 		}

@@ -21,13 +21,13 @@ const (
 	sqlDeleteInbound = "DELETE FROM inbound WHERE sender = ? AND id = ? AND sealed_digest = ?"
 	// sqlInsertFinalized stores a finalized record; content and arrived
 	// (0028) are NULL where not known (a sent copy's, a decision frame's).
-	sqlInsertFinalized = `INSERT INTO finalized (sender, id, outcome, reason, at, sealed_digest, content, arrived, sealed_action) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+	sqlInsertFinalized = `INSERT INTO finalized (sender, id, outcome, reason, at, sealed_digest, content, arrived, sealed_action, target) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (sender, id) DO NOTHING`
 	// sqlInsertFinalizedGroup is sqlInsertFinalized for a group message:
 	// the record names its group (0025), for a sibling's commit that
 	// takes back a discard and for a catch-up that reads the commit's
 	// body.
-	sqlInsertFinalizedGroup = `INSERT INTO finalized (sender, id, outcome, reason, at, sealed_digest, content, arrived, sealed_action, grp) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	sqlInsertFinalizedGroup = `INSERT INTO finalized (sender, id, outcome, reason, at, sealed_digest, content, arrived, sealed_action, target, grp) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (sender, id) DO NOTHING`
 	sqlPruneFinalized = "DELETE FROM finalized WHERE at < ?"
 	// sqlSeenInHistory finds a received message in the history of its
@@ -171,7 +171,7 @@ func (t *tx) receive(ctx context.Context, p engine.Receive) (engine.Receipt, err
 			if err := t.insertCopy(ctx, p.Peer, e); err != nil {
 				return engine.Receipt{}, err
 			}
-		} else if err := t.insertFinalized(ctx, p.Peer, e.ID, engine.OutcomeCommitted, engine.DiscardNone, e.At, e.Digest, e.Arrived, e.Content, e.ActionBody, e.Body, e.Group); err != nil {
+		} else if err := t.insertFinalized(ctx, p.Peer, e.ID, engine.OutcomeCommitted, engine.DiscardNone, e.At, e.Digest, e.Arrived, e.Content, e.ActionBody, e.Action, e.Body, e.Group); err != nil {
 			return engine.Receipt{}, err
 		}
 		if err := t.insertDecisionLanes(ctx, e.Tell, e.At); err != nil {
@@ -245,7 +245,7 @@ func (t *tx) finalize(ctx context.Context, p engine.Finalize) (engine.Receipt, e
 		if err := t.insertCopy(ctx, p.Sender, e); err != nil {
 			return engine.Receipt{}, err
 		}
-	} else if err := t.insertFinalized(ctx, p.Sender, p.ID, p.Outcome, p.Reason, p.At, p.Digest, p.Arrived, p.Content, p.ActionBody, p.Body, p.Group); err != nil {
+	} else if err := t.insertFinalized(ctx, p.Sender, p.ID, p.Outcome, p.Reason, p.At, p.Digest, p.Arrived, p.Content, p.ActionBody, p.Action, p.Body, p.Group); err != nil {
 		return engine.Receipt{}, err
 	}
 	if p.Action != nil && p.Outcome == engine.OutcomeCommitted {
@@ -283,14 +283,17 @@ func (t *tx) ackAgain(ctx context.Context, p engine.AckAgain) (engine.Receipt, e
 // commit, its history entry (at arrived, or at when arrived is zero), in the
 // group's history for a group message.
 func (t *tx) insertFinalized(ctx context.Context, sender engine.Address, id wire.LogicalID, outcome engine.Outcome, reason engine.DiscardReason,
-	at time.Time, digest [32]byte, arrived time.Time, content wire.ContentType, actionBody, body []byte, group *wire.GroupID) error {
+	at time.Time, digest [32]byte, arrived time.Time, content wire.ContentType, actionBody []byte, action *engine.ActionApply, body []byte, group *wire.GroupID) error {
 	from := sender.String()
-	var sealedAction any
+	var sealedAction, target any
 	if actionBody != nil {
 		sealedAction = t.db.seal.seal(kindFinalizedAction, messageKey(sender, id), actionBody)
+		if action != nil {
+			target = action.Target[:]
+		}
 	}
 	q, args := sqlInsertFinalized, []any{from, id[:], int64(outcome), int64(reason), at.UnixNano(), t.db.seal.seal(kindFinalizedDigest, messageKey(sender, id), digest[:]),
-		contentColumn(content), arrivedColumn(arrived), sealedAction}
+		contentColumn(content), arrivedColumn(arrived), sealedAction, target}
 	if group != nil {
 		q, args = sqlInsertFinalizedGroup, append(args, group[:])
 	}

@@ -656,7 +656,7 @@ func (db *DB) PersonLanes(ctx context.Context, conversation engine.Address, id w
 func (t *tx) insertCopy(ctx context.Context, from engine.Address, e engine.CommitEffect) error {
 	_, err := t.runOne(ctx, "finalized-insert", engine.ErrConflict, sqlInsertFinalized,
 		from.String(), e.ID[:], int64(engine.OutcomeCommitted), int64(engine.DiscardNone), e.At.UnixNano(),
-		t.db.seal.seal(kindFinalizedDigest, messageKey(from, e.ID), e.Digest[:]), nil, nil, nil)
+		t.db.seal.seal(kindFinalizedDigest, messageKey(from, e.ID), e.Digest[:]), nil, nil, nil, nil)
 	if err != nil {
 		return fmt.Errorf("finalize sent copy %x from %s (finalized already?): %w", e.ID[:], from, err)
 	}
@@ -744,7 +744,7 @@ var unknownGroup wire.GroupID
 func (t *tx) decision(ctx context.Context, from engine.Address, e engine.DecisionEffect) error {
 	_, err := t.runOne(ctx, "finalized-insert", engine.ErrConflict, sqlInsertFinalized,
 		from.String(), e.ID[:], int64(engine.OutcomeCommitted), int64(engine.DiscardNone), e.At.UnixNano(),
-		t.db.seal.seal(kindFinalizedDigest, messageKey(from, e.ID), e.Digest[:]), nil, nil, nil)
+		t.db.seal.seal(kindFinalizedDigest, messageKey(from, e.ID), e.Digest[:]), nil, nil, nil, nil)
 	if err != nil {
 		return fmt.Errorf("finalize decision %x from %s (finalized already?): %w", e.ID[:], from, err)
 	}

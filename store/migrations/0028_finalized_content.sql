@@ -34,3 +34,10 @@ CREATE INDEX kept_decision_target ON kept_decision (sender, target) WHERE target
 -- back. NULL elsewhere, and on every record from before this migration:
 -- the catch-up of those goes as before (kind 16, taking no action back).
 ALTER TABLE finalized ADD COLUMN sealed_action BLOB;
+-- The action's target ID beside its body, so that a delete applied to a
+-- target clears the body of the target's own record and of the edits and
+-- reactions of it (their text is gone from history; the catch-up must not
+-- send it again). Both indexes hold only records that still keep a body.
+ALTER TABLE finalized ADD COLUMN target BLOB CHECK (target IS NULL OR length(target) = 16);
+CREATE INDEX finalized_action_id ON finalized (id) WHERE sealed_action IS NOT NULL;
+CREATE INDEX finalized_action_target ON finalized (target) WHERE sealed_action IS NOT NULL;
