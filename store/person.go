@@ -801,15 +801,19 @@ func (t *tx) decision(ctx context.Context, from engine.Address, e engine.Decisio
 // carries an action takes back only a record of an action (a record from
 // before 0028 says nothing, and a plain message whose bytes also decode
 // as an action must not pass for it), and one that carries a plain body
-// never takes back an action's.
+// takes back only a text (or a record of unknown kind): never an action,
+// nor a discarded file whose manifest a sibling relabels as text.
 func takeBackable(reason engine.DiscardReason, grp []byte, held bool, content wire.ContentType, action bool) bool {
 	switch {
 	case action && grp != nil:
 		return false // a one-to-one action names no group's message
 	case action && !wire.IsAction(content):
 		return false // not recorded as an action (or nothing recorded: before 0028)
-	case !action && wire.IsAction(content):
-		return false // an action goes back only with its action (kind 18)
+	case !action && content != 0 && content != wire.ContentText:
+		// An action goes back only with its action (kind 18), and a file
+		// never by a body (a manifest holds the file's key): only a text
+		// is taken back as a text.
+		return false
 	case action && reason == engine.DiscardTargetDiscarded:
 		return true
 	}

@@ -574,6 +574,11 @@ func TestTakeBackActionRule(t *testing.T) {
 		{engine.DiscardRejected, nil, wire.ContentReply, false, false},
 		{engine.DiscardRejected, nil, 0, false, true},
 		{engine.DiscardRejected, nil, wire.ContentText, false, true},
+		// A discarded file is never taken back by a text's commit (its
+		// manifest's bytes relabelled as text would hold the file key).
+		{engine.DiscardRejected, nil, wire.ContentFile, false, false},
+		{engine.DiscardRejected, grp, wire.ContentFile, false, false},
+		{engine.DiscardRejected, nil, wire.ContentFile, true, false},
 	} {
 		if got := takeBackable(c.reason, c.grp, true, c.content, c.action); got != c.wanted {
 			t.Errorf("takeBackable(%s, group %v, content %d, action %v) = %v, want %v", c.reason, c.grp != nil, c.content, c.action, got, c.wanted)
