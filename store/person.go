@@ -749,12 +749,16 @@ func (t *tx) decision(ctx context.Context, from engine.Address, e engine.Decisio
 		return fmt.Errorf("finalize decision %x from %s (finalized already?): %w", e.ID[:], from, err)
 	}
 	if e.TakeBack != nil {
-		if err := t.takeBackCommitted(ctx, from, e); err != nil {
+		took, err := t.takeBackCommitted(ctx, from, e)
+		if err != nil || !took {
+			// Nothing taken back: the kept action decisions stay kept,
+			// their target's entry not written (an edit or a delete
+			// would find none).
 			return err
 		}
 		for _, k := range e.WithTarget {
 			// A kept action decision whose target this take-back wrote.
-			if err := t.takeBackCommitted(ctx, k.On, k.Effect); err != nil {
+			if _, err := t.takeBackCommitted(ctx, k.On, k.Effect); err != nil {
 				return err
 			}
 			if _, err := t.run(ctx, "decision-forget", sqlForgetDecision, k.Effect.Sender.String(), k.Effect.Message[:]); err != nil {
@@ -835,32 +839,34 @@ func takeBackable(reason engine.DiscardReason, grp []byte, held bool, content wi
 // record to keep that kind of action (takeBackable; the content type the
 // action names). A message whose
 // record is gone (pruned) or not a discard is left alone, and so is any
-// discard takeBackable refuses.
-func (t *tx) takeBackCommitted(ctx context.Context, from engine.Address, e engine.DecisionEffect) error {
+// discard takeBackable refuses. It says whether it took the message back
+// (the record turned committed), so that the kept actions that wait for
+// it (DecisionEffect.WithTarget) apply only then.
+func (t *tx) takeBackCommitted(ctx context.Context, from engine.Address, e engine.DecisionEffect) (bool, error) {
 	var at, reason int64
 	var sealed, grp []byte
 	var content, arrived sql.NullInt64
 	found, err := t.scan(ctx, "finalized-read", sqlDiscardedAt, []any{e.Sender.String(), e.Message[:], int64(engine.OutcomeDiscarded)}, &at, &reason, &sealed, &grp, &content, &arrived)
 	if err != nil || !found {
-		return err
+		return false, err
 	}
 	if grp != nil && len(grp) != len(wire.GroupID{}) {
-		return fmt.Errorf("take back message %x from %s: group of %d bytes: %w", e.Message[:], e.Sender, len(grp), engine.ErrMalformedState)
+		return false, fmt.Errorf("take back message %x from %s: group of %d bytes: %w", e.Message[:], e.Sender, len(grp), engine.ErrMalformedState)
 	}
 	held := grp == nil
 	if grp != nil {
 		if held, err = t.scan(ctx, "group-read", sqlGroupHeld, []any{grp}, new(int64)); err != nil {
-			return err
+			return false, err
 		}
 	}
 	recordedKind := recordedContent(content)
 	if !takeBackable(engine.DiscardReason(reason), grp, held, recordedKind, e.Action != nil) {
-		return nil
+		return false, nil
 	}
 	if e.Action != nil && recordedKind != e.Action.Content {
 		// Another kind of action than the one discarded here (its bytes
 		// may decode as both): not this message.
-		return nil
+		return false, nil
 	}
 	if arrived.Valid {
 		// The entry goes where the message arrived (0028; the discard's
@@ -875,48 +881,48 @@ func (t *tx) takeBackCommitted(ctx context.Context, from engine.Address, e engin
 	// body its content frame carried).
 	d, err := t.db.seal.open(kindFinalizedDigest, messageKey(e.Sender, e.Message), sealed)
 	if err != nil {
-		return fmt.Errorf("take back message %x from %s: %w", e.Message[:], e.Sender, err)
+		return false, fmt.Errorf("take back message %x from %s: %w", e.Message[:], e.Sender, err)
 	}
 	recorded := e.TakeBack
 	if e.Action != nil {
 		recorded = e.ActionBody // one to one: takeBackable refused a group's record
 	}
 	if sum := sha256.Sum256(recorded); !bytes.Equal(d, sum[:]) {
-		return nil
+		return false, nil
 	}
 	if _, err := t.runOne(ctx, "finalized-take-back", engine.ErrConflict, sqlTakeBackCommitted, int64(engine.OutcomeCommitted), int64(engine.DiscardNone),
 		e.Sender.String(), e.Message[:], int64(engine.OutcomeDiscarded)); err != nil {
-		return fmt.Errorf("take back message %x from %s: %w", e.Message[:], e.Sender, err)
+		return false, fmt.Errorf("take back message %x from %s: %w", e.Message[:], e.Sender, err)
 	}
 	if group != nil {
 		if err := t.insertGroupEntry(ctx, *group, e.Sender.String(), e.Message, nsTime(at), e.TakeBack); err != nil {
-			return err
+			return false, err
 		}
 		if _, err := t.run(ctx, "group-history-decided", sqlGroupDecidedOn, from.String(), grp, e.Sender.String(), e.Message[:]); err != nil {
-			return fmt.Errorf("name the device that decided %x: %w", e.Message[:], err)
+			return false, fmt.Errorf("name the device that decided %x: %w", e.Message[:], err)
 		}
-		return nil
+		return true, nil
 	}
 	if err := t.insertHistory(ctx, e.Sender, engine.DirectionIn, e.Message, nsTime(at), 0, e.TakeBack); err != nil {
-		return err
+		return false, err
 	}
 	conv, err := t.conversationFor(ctx, e.Sender)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if _, err := t.run(ctx, "history-decided", sqlDecidedOn, from.String(), conv.String(), e.Message[:]); err != nil {
-		return fmt.Errorf("name the device that decided %x: %w", e.Message[:], err)
+		return false, fmt.Errorf("name the device that decided %x: %w", e.Message[:], err)
 	}
 	if e.Action != nil {
 		if ok, err := t.takenBackActionsAuthor(ctx, e); err != nil || !ok {
-			return err
+			return err == nil, err // taken back; the action applies to no one's entry
 		}
 		// The action applies as its Finalize would have applied it.
 		if err := t.applyAction(ctx, *e.Action); err != nil {
-			return fmt.Errorf("take back action %x from %s: %w", e.Message[:], e.Sender, err)
+			return false, fmt.Errorf("take back action %x from %s: %w", e.Message[:], e.Sender, err)
 		}
 	}
-	return nil
+	return true, nil
 }
 
 // takenBackActionsAuthor says whether a taken-back edit or delete may

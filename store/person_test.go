@@ -663,3 +663,41 @@ func TestTakenBackEditHonoursTheEntrysAuthor(t *testing.T) {
 		}
 	}
 }
+
+// TestKeptActionWaitsWhenItsTargetIsNotTakenBack: a decision that would
+// take back a target and with it a kept action (WithTarget) applies the
+// action only when the target was taken back; when the store refuses
+// the target's take-back (here, a body other than the one discarded),
+// the decision still applies and the action stays discarded, where an
+// edit would otherwise find no entry and fail the batch (ErrConflict).
+func TestKeptActionWaitsWhenItsTargetIsNotTakenBack(t *testing.T) {
+	f := newFixture(t, false)
+	ctx := context.Background()
+	withSession(t, f)
+	target, edit := wire.LogicalID{0x7b}, wire.LogicalID{0x7c}
+	f.apply(t, receivePlan(f.stage(t), bob, 1, deliver(t, target, "lunch at noon")))
+	sw := sessionWrite(bob, 2, "ack")
+	f.apply(t, engine.Finalize{Sender: bob, ID: target, Digest: sha256.Sum256([]byte("lunch at noon")), Outcome: engine.OutcomeDiscarded,
+		Reason: engine.DiscardRejected, At: planAt, Content: wire.ContentText, Session: &sw, Ack: ackOut(bob)})
+	body, err := wire.EncodeAction(wire.Action{Content: wire.ContentEdit, Target: target, Edit: 1, Text: []byte("lunch at one")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.apply(t, receivePlan(f.stage(t), bob, 3, deliver(t, edit, string(body))))
+	sw = sessionWrite(bob, 4, "ack")
+	f.apply(t, engine.Finalize{Sender: bob, ID: edit, Digest: sha256.Sum256(body), Outcome: engine.OutcomeDiscarded,
+		Reason: engine.DiscardTargetDiscarded, At: planAt, Content: wire.ContentEdit, Session: &sw, Ack: ackOut(bob)})
+	a := &engine.ActionApply{Peer: bob, ID: edit, Dir: engine.DirectionIn, Content: wire.ContentEdit, Target: target,
+		TargetDir: engine.DirectionIn, Edit: 1, Text: []byte("lunch at one"), At: planAt}
+	kept := engine.KeptTakeBack{On: engine.MustParseAddress("alice/2"), Effect: engine.DecisionEffect{At: planAt, Sender: bob, Message: edit, Outcome: engine.OutcomeCommitted,
+		TakeBack: []byte{}, Action: a, ActionBody: body}}
+	if _, err := f.db.Apply(ctx, receivePlan(f.stage(t), bob, 5, engine.DecisionEffect{ID: wire.LogicalID{0xd0, 7}, At: planAt, Sender: bob,
+		Message: target, Outcome: engine.OutcomeCommitted, TakeBack: []byte("lunch at nine"), WithTarget: []engine.KeptTakeBack{kept}})); err != nil {
+		t.Fatalf("a decision whose take-back the store refuses, with a kept edit of its target: %v", err)
+	}
+	for _, id := range []wire.LogicalID{target, edit} {
+		if s, err := f.db.Seen(ctx, bob, id); err != nil || s.Outcome != engine.OutcomeDiscarded {
+			t.Fatalf("record %x: %+v, %v; want it still discarded", id[:], s, err)
+		}
+	}
+}
