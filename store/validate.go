@@ -406,7 +406,8 @@ func validateReceive(p engine.Receive) error {
 		if e.Action != nil && e.SentTo == nil {
 			err = errors.Join(err, checkActionApply(*e.Action, p.Peer, engine.DirectionIn, e.ID), checkActionGroup(e.Action, e.Group))
 		}
-		err = errors.Join(err, checkDecisionLanes(e.Tell, p.Peer, e.ID), checkKeptActionBody(e.ActionBody, e.Action, e.Group, e.SentTo))
+		err = errors.Join(err, checkDecisionLanes(e.Tell, p.Peer, e.ID), checkKeptActionBody(e.ActionBody, e.Action, e.Group, e.SentTo),
+			checkRecordedContent(e.Content, e.Action, e.SentTo))
 		if len(e.Tell) > 0 && e.SentTo != nil {
 			err = errors.Join(err, invalid("decision lanes for a sent copy %x", e.ID[:]))
 		}
@@ -534,7 +535,7 @@ func validateFinalize(p engine.Finalize) error {
 	if p.ActionBody != nil && p.Outcome != engine.OutcomeCommitted {
 		err = errors.Join(err, invalid("a discard keeps an action body"))
 	}
-	err = errors.Join(err, checkKeptActionBody(p.ActionBody, p.Action, p.Group, p.SentTo))
+	err = errors.Join(err, checkKeptActionBody(p.ActionBody, p.Action, p.Group, p.SentTo), checkRecordedContent(p.Content, p.Action, p.SentTo))
 	switch p.Outcome {
 	case engine.OutcomeCommitted:
 		if p.Reason != engine.DiscardNone {
@@ -606,6 +607,17 @@ func checkTakenBackAction(e engine.DecisionEffect) error {
 		return invalid("decision %x applies an action its action body does not say", e.ID[:])
 	}
 	return nil
+}
+
+// checkRecordedContent checks the content type a commit's finalized
+// record keeps (0028) against the action it applies: the action's own
+// type (zero allowed for a sent copy, whose record keeps none), so that
+// a kind-18 take-back never reads a record as another kind than it was.
+func checkRecordedContent(content wire.ContentType, a *engine.ActionApply, sentTo *engine.Address) error {
+	if a == nil || content == a.Content || sentTo != nil && content == 0 {
+		return nil
+	}
+	return invalid("a finalized record keeps content type %d for an action of type %d", content, a.Content)
 }
 
 // checkKeptActionBody checks the action body a commit's finalized record
