@@ -1144,11 +1144,11 @@ func (db *DB) Decisions(ctx context.Context, since time.Time, limit int) ([]engi
 		}
 		d := engine.MadeDecision{Outcome: engine.Outcome(outcome), At: nsTime(at), Content: recordedContent(content)}
 		copy(d.ID[:], id)
+		if d.Sender, err = parseStoredAddress(sender); err != nil {
+			rows.Close()
+			return nil, err
+		}
 		if sealedAction != nil && len(id) == len(d.ID) {
-			if d.Sender, err = parseStoredAddress(sender); err != nil {
-				rows.Close()
-				return nil, err
-			}
 			if d.ActionBody, err = db.seal.open(kindFinalizedAction, messageKey(d.Sender, d.ID), sealedAction); err != nil {
 				rows.Close()
 				return nil, fmt.Errorf("store: read decision %x from %s: %w", id, sender, err)
@@ -1156,10 +1156,6 @@ func (db *DB) Decisions(ctx context.Context, since time.Time, limit int) ([]engi
 		}
 		if len(grp) == len(wire.GroupID{}) && !bytes.Equal(grp, unknownGroup[:]) {
 			d.Group = (*wire.GroupID)(grp)
-		}
-		if d.Sender, err = parseStoredAddress(sender); err != nil {
-			rows.Close()
-			return nil, err
 		}
 		out = append(out, d)
 	}
