@@ -497,7 +497,17 @@ func (c *Client) takeBackAction(ctx context.Context, bs *batchState, e *Decision
 	if v.Reason == DiscardTargetDiscarded && a.Content != wire.ContentReply && !e.Keep {
 		// Its target is discarded here and not taken back (yet): the
 		// decision is kept with its action, and the target's take-back
-		// takes it back by the rules then (keptWithTarget).
+		// takes it back by the rules then (keptWithTarget). Only when a
+		// decision can take that target back: a text (kind 16) or a
+		// reply (kind 18) of the action's sender device; a file, or a
+		// target of another device, never is, and the row would linger.
+		ts, err := c.store.Seen(ctx, e.Sender, a.Target)
+		if err != nil {
+			return err
+		}
+		if !ts.Finalized || !ts.TakeBack && !(ts.TakeBackAction && ts.Content == wire.ContentReply) {
+			return nil
+		}
 		k := KeptAction{Sender: e.Sender, ID: e.Message, On: on, Content: d.Content, Target: a.Target, Body: d.Body}
 		e.Keep, e.KeepAction = true, &k
 		key := inboundKey{e.Sender, a.Target}

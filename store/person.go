@@ -756,6 +756,11 @@ func (t *tx) decision(ctx context.Context, from engine.Address, e engine.Decisio
 			// would find none).
 			return err
 		}
+		// A decision kept for the message (an action kept until its
+		// target's take-back) has nothing left to wait for.
+		if _, err := t.run(ctx, "decision-forget", sqlForgetDecision, e.Sender.String(), e.Message[:]); err != nil {
+			return fmt.Errorf("forget the decision on %x: %w", e.Message[:], err)
+		}
 		for _, k := range e.WithTarget {
 			// A kept action decision whose target this take-back wrote.
 			if _, err := t.takeBackCommitted(ctx, k.On, k.Effect); err != nil {

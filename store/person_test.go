@@ -701,3 +701,42 @@ func TestKeptActionWaitsWhenItsTargetIsNotTakenBack(t *testing.T) {
 		}
 	}
 }
+
+// TestDirectTakeBackForgetsAKeptAction: an action decision kept until its
+// target's take-back (KeepAction) is forgotten when another decision takes
+// the action back directly: nothing is left to wait for.
+func TestDirectTakeBackForgetsAKeptAction(t *testing.T) {
+	f := newFixture(t, false)
+	ctx := context.Background()
+	withSession(t, f)
+	target, edit := wire.LogicalID{0x7b}, wire.LogicalID{0x7c}
+	f.apply(t, receivePlan(f.stage(t), bob, 1, deliver(t, target, "lunch at noon")))
+	sw := sessionWrite(bob, 2, "ack")
+	f.apply(t, engine.Finalize{Sender: bob, ID: target, Digest: sha256.Sum256([]byte("lunch at noon")), Outcome: engine.OutcomeCommitted,
+		Body: []byte("lunch at noon"), At: planAt, Session: &sw, Ack: ackOut(bob)})
+	body, err := wire.EncodeAction(wire.Action{Content: wire.ContentEdit, Target: target, Edit: 1, Text: []byte("lunch at one")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.apply(t, receivePlan(f.stage(t), bob, 3, deliver(t, edit, string(body))))
+	sw = sessionWrite(bob, 4, "ack")
+	f.apply(t, engine.Finalize{Sender: bob, ID: edit, Digest: sha256.Sum256(body), Outcome: engine.OutcomeDiscarded,
+		Reason: engine.DiscardRejected, At: planAt, Content: wire.ContentEdit, Session: &sw, Ack: ackOut(bob)})
+	on := engine.MustParseAddress("alice/2")
+	f.apply(t, receivePlan(f.stage(t), bob, 5, engine.DecisionEffect{ID: wire.LogicalID{0xd0, 1}, At: planAt, Sender: bob, Message: edit,
+		Outcome: engine.OutcomeCommitted, Keep: true,
+		KeepAction: &engine.KeptAction{Sender: bob, ID: edit, On: on, Content: wire.ContentEdit, Target: target, Body: body}}))
+	if kept, err := f.db.KeptActions(ctx, bob, target); err != nil || len(kept) != 1 {
+		t.Fatalf("kept actions before: %+v, %v; want the edit", kept, err)
+	}
+	a := &engine.ActionApply{Peer: bob, ID: edit, Dir: engine.DirectionIn, Content: wire.ContentEdit, Target: target,
+		TargetDir: engine.DirectionIn, Edit: 1, Text: []byte("lunch at one"), At: planAt}
+	f.apply(t, receivePlan(f.stage(t), bob, 6, engine.DecisionEffect{ID: wire.LogicalID{0xd0, 2}, At: planAt, Sender: bob, Message: edit,
+		Outcome: engine.OutcomeCommitted, TakeBack: []byte{}, Action: a, ActionBody: body}))
+	if s, err := f.db.Seen(ctx, bob, edit); err != nil || s.Outcome != engine.OutcomeCommitted {
+		t.Fatalf("the edit's record: %+v, %v; want it taken back", s, err)
+	}
+	if kept, err := f.db.KeptActions(ctx, bob, target); err != nil || len(kept) != 0 {
+		t.Fatalf("kept actions after the edit's take-back: %+v, %v; want none", kept, err)
+	}
+}
