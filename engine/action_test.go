@@ -482,6 +482,7 @@ func (d *device) pendingIDs() []wire.LogicalID {
 // of the action, a reply) takes that text out of the records as it does
 // out of history, so that no catch-up sends it again.
 func TestDeleteForgetsActionBodies(t *testing.T) {
+	oneGoroutine(t)
 	w, alice, bob, m := actionPair(t)
 	alice.act(bob, engine.ActionRequest{Content: wire.ContentEdit, Target: m, Text: []byte("lunch at one")})
 	reply := alice.act(bob, engine.ActionRequest{Content: wire.ContentReply, Target: m, Text: []byte("see you there")})
