@@ -312,6 +312,18 @@ func (c *Client) prepareDecision(ctx context.Context, bs *batchState, in *incomi
 	step.res.Decided = &KeptDecision{Sender: sender, ID: d.Message, Outcome: outcome, On: in.sender}
 	switch _, repeat := effect.(RepeatEffect); {
 	case kind == ResultDelivery && repeat:
+	case kind == ResultDelivery && sender.User == c.self.User:
+		// A message of this person's own account (a sibling's sent
+		// copy, its group message): nobody's decision, which no device
+		// tells (tellLanes). Acknowledged, so that the lane ends, and
+		// recorded, so that a repeat is acknowledged again, but never
+		// kept: kept, it would decide a copy the hold's pass commits.
+		if step.ack, err = c.ackOnNext(&step.next, in.sender, d.ID); err != nil {
+			return prepared{}, err
+		}
+		step.effect = DecisionEffect{ID: d.ID, Digest: dg, At: in.now, Sender: sender, Message: d.Message, Outcome: outcome}
+		step.res.Err = fmt.Errorf("decision %x on %x from %s: %w", d.ID[:], d.Message[:], sender, ErrDecisionOwnMessage)
+		bs.delivered[key] = dg
 	case kind == ResultDelivery:
 		seen, err := c.store.Seen(ctx, sender, d.Message)
 		if err != nil {
@@ -380,6 +392,19 @@ func (c *Client) prepareDecision(ctx context.Context, bs *batchState, in *incomi
 	}
 	return in.receive(bs, op, step)
 }
+
+// ErrDecisionOwnMessage means a sibling's decision names a message of this
+// person's own account (a sibling's sent copy, an own device's group
+// message): no device tells one (tellLanes), so the decision is
+// acknowledged and recorded but never kept, and its ResultDecisionHeard
+// carries this error (ReceiveResult.Err).
+var ErrDecisionOwnMessage = errors.New("the decision names a message of this person's own account")
+
+// ErrKeptDecisionRefused means the finalization a kept decision asked for
+// was refused by its plan (the store found the pending message changed, or
+// the plan invalid): the other kept decisions of the pass apply, this one
+// stays kept, and its ResultError names the cause.
+var ErrKeptDecisionRefused = errors.New("a kept decision's finalization was refused")
 
 // ErrDecisionMismatch means a sibling's decision carried an action that is
 // not the message it names as this device holds it (another digest: not
@@ -538,7 +563,18 @@ func (c *Client) applyKeptDecisions(ctx context.Context, res []ReceiveResult) ([
 		return nil, nil
 	}
 	results, err := c.finalizeBatch(ctx, reqs, nil, false)
+	if err != nil && results == nil && planRefused(err) {
+		// One request's plan refused fails the batch's transaction
+		// whole: each is finalized alone, so that a decision the plan
+		// refuses (a hostile or buggy sibling's, a pending row the store
+		// holds otherwise) stops neither the others nor the loop.
+		results, err = c.finalizeEach(ctx, reqs)
+	}
 	for i, r := range results {
+		if errors.Is(r.Err, ErrKeptDecisionRefused) {
+			k := reqs[i]
+			out = append(out, ReceiveResult{Kind: ResultError, Sender: k.Sender, ID: k.ID, Err: r.Err})
+		}
 		if r.Err != nil {
 			continue
 		}
@@ -547,4 +583,31 @@ func (c *Client) applyKeptDecisions(ctx context.Context, res []ReceiveResult) ([
 			Decided: &KeptDecision{Sender: k.Sender, ID: k.ID, Outcome: k.Outcome, On: *k.decidedOn}, AckSent: r.AckSent})
 	}
 	return out, err
+}
+
+// finalizeEach finalizes each kept decision's request alone (as
+// applyKeptDecisions asks, after the batch's plan was refused): a request
+// whose own plan is refused gets ErrKeptDecisionRefused, naming the cause,
+// and changes nothing; any other failure stops the pass.
+func (c *Client) finalizeEach(ctx context.Context, reqs []FinalizeRequest) ([]FinalizeResult, error) {
+	results := make([]FinalizeResult, len(reqs))
+	for i, q := range reqs {
+		res, err := c.finalizeBatch(ctx, reqs[i:i+1], nil, false)
+		switch {
+		case err != nil && res == nil && planRefused(err):
+			results[i].Err = fmt.Errorf("apply %s's decision on %x from %s: %w: %w", *q.decidedOn, q.ID[:], q.Sender, ErrKeptDecisionRefused, err)
+		case err != nil:
+			return results, err
+		default:
+			results[i] = res[0]
+		}
+	}
+	return results, nil
+}
+
+// planRefused reports whether a finalization failed because the store
+// refused its plan (ErrConflict: invalid, or the state changed underneath;
+// ErrCopyIDTaken; ErrNotPending), not because it could not run.
+func planRefused(err error) bool {
+	return !isCancel(err) && (errors.Is(err, ErrConflict) || errors.Is(err, ErrCopyIDTaken) || errors.Is(err, ErrNotPending))
 }

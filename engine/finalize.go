@@ -160,7 +160,10 @@ func (c *Client) finalizeBatch(ctx context.Context, reqs []FinalizeRequest, know
 			}
 			m = &stored
 		}
-		if again && m.CopyTo != "" {
+		if (again || r.decidedOn != nil) && m.CopyTo != "" {
+			// A sibling's sent copy waiting for its target is the hold's:
+			// neither a person nor a sibling's decision (one kept before
+			// such decisions were refused on hearing) decides it.
 			results[i].Err = fmt.Errorf("finalize %x from %s: %w", r.ID[:], r.Sender, ErrHeldCopy)
 			continue
 		}
