@@ -151,6 +151,8 @@ var errorNames = []struct {
 	err  error
 	name string
 }{
+	{ErrKeptDecisionRefused, "kept_decision_refused"}, // before the cause it wraps (conflict)
+	{ErrDecisionOwnMessage, "decision_own_message"},
 	{ErrIdentityChanged, "identity_changed"},
 	{ErrFingerprintMismatch, "fingerprint_mismatch"},
 	{ErrRequestPending, "request_pending"},
