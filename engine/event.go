@@ -240,7 +240,8 @@ type ReceiveResult struct {
 	// action back); Reason on ResultActionDiscarded.
 	Action *AppliedAction
 	Reason DiscardReason
-	// CopyTo is the conversation of a ResultSentCopy.
+	// CopyTo is the conversation of a ResultSentCopy, and of a
+	// ResultApplied that committed a sibling's sent copy after it waited.
 	CopyTo *Address
 	// Decided is the decision of a ResultDecisionHeard or ResultDecided.
 	Decided *KeptDecision

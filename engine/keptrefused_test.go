@@ -54,7 +54,15 @@ func TestSiblingDecisionOnAnOwnCopyIsRefused(t *testing.T) {
 	if _, err := bob2.c.Commit(w.ctx, alice.addr, m); err != nil {
 		t.Fatal(err)
 	}
-	bob2.sync()
+	// Its result names the conversation, for a view of it to read it
+	// again (as the TUI's timeline does).
+	applied := false
+	for _, r := range bob2.sync() {
+		applied = applied || r.Kind == engine.ResultApplied && r.ID == copyID && r.CopyTo != nil && *r.CopyTo == alice.addr
+	}
+	if !applied {
+		t.Fatalf("bob/2 reported no applied copy naming alice's conversation")
+	}
 	if got, want := reactionsOf(bob2.entry(alice, m)), []string{"bob/1 " + thumbs}; !slices.Equal(got, want) {
 		t.Fatalf("bob/2's entry of alice's message shows reactions %v, want %v", got, want)
 	}
