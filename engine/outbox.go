@@ -89,6 +89,11 @@ func (c *Client) Enqueue(ctx context.Context, reqs []SendRequest) ([]SendResult,
 			// device (person.go); this person's other devices get a sent
 			// copy (an action's: actioncopy.go).
 			lanes, conv, err := c.personLanes(ctx, r.Peer, results[i].ID, f, body, r.action)
+			if errors.Is(err, ErrCopyTooLarge) {
+				// This request alone, before anything is stored.
+				results[i].Err = fmt.Errorf("send to %s: %w", r.Peer, err)
+				continue
+			}
 			if err != nil {
 				return nil, fmt.Errorf("send to %s: %w", r.Peer, err)
 			}

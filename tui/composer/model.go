@@ -21,8 +21,22 @@ import (
 	"github.com/parley-chat/parley/wire"
 )
 
-// MaxBody is the largest body the composer sends: wire.MaxBodySize (192 KiB).
-const MaxBody = wire.MaxBodySize
+// MaxBody is the largest body the composer sends to a person:
+// wire.MaxSentCopyBodySize, what the sent copy to this person's other
+// devices carries (a little under wire.MaxBodySize, 192 KiB). It is the
+// same whether or not this person has other devices, so a text typed
+// within it always goes (the engine refuses a longer one with other
+// devices, engine.ErrCopyTooLarge).
+const MaxBody = wire.MaxSentCopyBodySize
+
+// MaxActionText is the longest reply or edit the composer sends to a
+// person: wire.MaxSentActionTextSize, what the sent action copy to this
+// person's other devices carries. MaxGroupActionText is a group's
+// (wire.MaxActionTextSize: a group action has no such copy).
+const (
+	MaxActionText      = wire.MaxSentActionTextSize
+	MaxGroupActionText = wire.MaxActionTextSize
+)
 
 // Source is what the composer sends through: *engine.Client implements it.
 // Enqueue stores a message (and forgets the conversation's draft in the same
@@ -325,7 +339,7 @@ func (m Model) Check(body string) error {
 	case m.blocked != "":
 		return errors.New(m.blocked)
 	case len(body) > MaxBody:
-		return fmt.Errorf("message_too_large: %d bytes, the limit is %d (192 KiB)", len(body), MaxBody)
+		return fmt.Errorf("message_too_large: %d bytes, the limit is %d (a little under 192 KiB)", len(body), MaxBody)
 	}
 	return nil
 }

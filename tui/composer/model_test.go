@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -233,5 +234,38 @@ func TestThreeLinesShowFromTheFirst(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestActionSizeLimit: a reply or an edit to a person is limited to what
+// its sent copy to this person's other devices carries (MaxActionText, a
+// little under a message's limit): one byte more is refused up front,
+// naming the limit, and the text stays in its mode to be edited; at the
+// limit it goes. Before the fix the composer let it through and the
+// engine refused it with nothing stored.
+func TestActionSizeLimit(t *testing.T) {
+	for _, content := range []string{"reply", "edit"} {
+		m := newComposer(&sender{})
+		set := func(m *Model, body string) {
+			if content == "reply" {
+				m.Reply(bob, wire.LogicalID{7}, "the question")
+				m.SetValue(body)
+			} else {
+				m.Edit(bob, wire.LogicalID{7}, body)
+			}
+			m.size = len(body)
+		}
+		over := strings.Repeat("a", MaxActionText+1)
+		set(&m, over)
+		m, cmd := m.Update(enter)
+		if cmd != nil || m.Value() != over || m.Mode() != content || !strings.Contains(m.View(), "message_too_large") ||
+			!strings.Contains(m.err, strconv.Itoa(MaxActionText)) {
+			t.Fatalf("%s of %d bytes: sent %v, mode %q, error %q; want refused up front, kept in its mode", content, len(over), cmd != nil, m.Mode(), m.err)
+		}
+		m = newComposer(&sender{})
+		set(&m, over[:MaxActionText])
+		if _, cmd := m.Update(enter); cmd == nil {
+			t.Fatalf("%s at the limit was not sent", content)
+		}
 	}
 }
