@@ -537,7 +537,9 @@ func (c *Client) keptFor(ctx context.Context, preps []prepared) map[inboundKey]b
 // the decision and acknowledges the sender in one transaction), and
 // reports each as a ResultDecided. It runs after a receive batch when
 // decisions may be due: one was heard, or messages arrived while some are
-// kept.
+// kept. A request whose plan the store refuses is refused alone
+// (finalizeEach, ErrKeptDecisionRefused as a ResultError) while the
+// others apply: no decision a sibling sends fails the round.
 func (c *Client) applyKeptDecisions(ctx context.Context, res []ReceiveResult) ([]ReceiveResult, error) {
 	due := c.decisionsDue.Load() || !c.decisionsChecked.Load()
 	for _, r := range res {
@@ -597,7 +599,7 @@ func (c *Client) finalizeEach(ctx context.Context, reqs []FinalizeRequest) ([]Fi
 		case err != nil && res == nil && planRefused(err):
 			results[i].Err = fmt.Errorf("apply %s's decision on %x from %s: %w: %w", *q.decidedOn, q.ID[:], q.Sender, ErrKeptDecisionRefused, err)
 		case err != nil:
-			return results, err
+			return results[:i], err // those before it are finalized, and reported
 		default:
 			results[i] = res[0]
 		}
