@@ -38,6 +38,13 @@ const (
 	MaxGroupActionText = wire.MaxActionTextSize
 )
 
+// charLimit is the textarea's limit, in runes: one above the largest text
+// any mode sends (a group's message). The textarea cuts a longer paste
+// short without a word, so the limit must never be a mode's own: a text
+// over the current mode's limit is kept whole and refused on send
+// (message_too_large), never truncated and sent.
+const charLimit = max(MaxBody, MaxGroupBody, MaxActionText, MaxGroupActionText) + 1
+
 // Source is what the composer sends through: *engine.Client implements it.
 // Enqueue stores a message (and forgets the conversation's draft in the same
 // transaction) and returns at once; the client's loop hands it to the relay.
@@ -122,7 +129,7 @@ func New(ctx context.Context, src Source, th themes.Theme) Model {
 	ta := textarea.New()
 	ta.ShowLineNumbers = false
 	ta.Prompt = "› "
-	ta.CharLimit = MaxBody + 1 // runes; the byte limit is checked on send
+	ta.CharLimit = charLimit // runes; the mode's byte limit is checked on send
 	ta.MaxHeight = 0
 	ta.KeyMap.InsertNewline = key.NewBinding(key.WithKeys("alt+enter", "ctrl+j"))
 	st := textarea.Style{
@@ -322,6 +329,21 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 		m.edited()
 	}
 	return m, cmd
+}
+
+// limit is the largest text, in bytes, Enter sends in the current mode: a
+// message to the peer or the group, or a reply or an edit there.
+func (m Model) limit() int {
+	action := m.mode.content != 0 && m.mode.peer == m.peer && sameGroup(m.mode.group, m.group)
+	switch {
+	case m.group != nil && action:
+		return MaxGroupActionText
+	case m.group != nil:
+		return MaxGroupBody
+	case action:
+		return MaxActionText
+	}
+	return MaxBody
 }
 
 // Check reports why body cannot be sent to the current peer, or nil.
