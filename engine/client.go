@@ -162,6 +162,11 @@ type Client struct {
 	// some are kept; decisionsChecked once the kept ones were read
 	// (decision.go).
 	decisionsDue, decisionsKept, decisionsChecked atomic.Bool
+	// refusedDecisions are the kept decisions whose plan the store
+	// refused (ErrKeptDecisionRefused) in this process: reported once and
+	// left out of later passes, forgotten once no longer due
+	// (applyKeptDecisions; read and written under syncMu).
+	refusedDecisions map[inboundKey]bool
 	nextMaintain                                  time.Time
 	nextPoolTopUp                                 time.Time
 	kick                                          chan struct{} // SyncNow

@@ -539,7 +539,13 @@ func (c *Client) keptFor(ctx context.Context, preps []prepared) map[inboundKey]b
 // decisions may be due: one was heard, or messages arrived while some are
 // kept. A request whose plan the store refuses is refused alone
 // (finalizeEach, ErrKeptDecisionRefused as a ResultError) while the
-// others apply: no decision a sibling sends fails the round.
+// others apply: no decision a sibling sends fails the round. A refused
+// decision is reported once and left out of the passes after it in this
+// process (refusedDecisions), so that it costs no later round a failed
+// batch and a transaction of its own; it is forgotten there once no
+// longer due (applied by the person, aged out). A decision whose message
+// was finalized meanwhile (ErrNotPending: the person decided it) is not
+// reported.
 func (c *Client) applyKeptDecisions(ctx context.Context, res []ReceiveResult) ([]ReceiveResult, error) {
 	due := c.decisionsDue.Load() || !c.decisionsChecked.Load()
 	for _, r := range res {
@@ -555,9 +561,21 @@ func (c *Client) applyKeptDecisions(ctx context.Context, res []ReceiveResult) ([
 	}
 	c.decisionsChecked.Store(true)
 	c.decisionsKept.Store(held)
+	stillDue := make(map[inboundKey]bool, len(kept))
+	for _, k := range kept {
+		stillDue[inboundKey{k.Sender, k.ID}] = true
+	}
+	for k := range c.refusedDecisions {
+		if !stillDue[k] {
+			delete(c.refusedDecisions, k)
+		}
+	}
 	reqs := make([]FinalizeRequest, 0, len(kept))
 	var out []ReceiveResult
 	for _, k := range kept {
+		if c.refusedDecisions[inboundKey{k.Sender, k.ID}] {
+			continue // refused already in this process, and reported
+		}
 		on := k.On
 		reqs = append(reqs, FinalizeRequest{Sender: k.Sender, ID: k.ID, Outcome: k.Outcome, Reason: DiscardOther, decidedOn: &on})
 	}
@@ -575,6 +593,10 @@ func (c *Client) applyKeptDecisions(ctx context.Context, res []ReceiveResult) ([
 	for i, r := range results {
 		if errors.Is(r.Err, ErrKeptDecisionRefused) {
 			k := reqs[i]
+			if c.refusedDecisions == nil {
+				c.refusedDecisions = make(map[inboundKey]bool)
+			}
+			c.refusedDecisions[inboundKey{k.Sender, k.ID}] = true
 			out = append(out, ReceiveResult{Kind: ResultError, Sender: k.Sender, ID: k.ID, Err: r.Err})
 		}
 		if r.Err != nil {
@@ -596,8 +618,17 @@ func (c *Client) finalizeEach(ctx context.Context, reqs []FinalizeRequest) ([]Fi
 	for i, q := range reqs {
 		res, err := c.finalizeBatch(ctx, reqs[i:i+1], nil, false)
 		switch {
+		case err != nil && res == nil && errors.Is(err, ErrNotPending):
+			// Finalized meanwhile (the person decided it): nothing to
+			// apply, and nothing refused to report.
+			results[i].Err = err
 		case err != nil && res == nil && planRefused(err):
 			results[i].Err = fmt.Errorf("apply %s's decision on %x from %s: %w: %w", *q.decidedOn, q.ID[:], q.Sender, ErrKeptDecisionRefused, err)
+		case err != nil && res != nil:
+			// Finalized, its ACK's hand-off cancelled: durable, so
+			// reported with those before it.
+			results[i] = res[0]
+			return results[:i+1], err
 		case err != nil:
 			return results[:i], err // those before it are finalized, and reported
 		default:

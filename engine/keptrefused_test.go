@@ -125,3 +125,99 @@ func TestRefusedKeptDecisionLeavesTheRest(t *testing.T) {
 		t.Fatalf("bob/2's round: %v; want the commit reported refused (%v)", kinds(out.Received), engine.ErrKeptDecisionRefused)
 	}
 }
+
+// refuseDecidedPlans makes d's store refuse every plan that names an
+// entry decided on another device (as TestRefusedKeptDecisionLeavesTheRest
+// does), with err, and counts the attempts.
+func refuseDecidedPlans(d *device, err error) *int {
+	n := new(int)
+	d.fp.Store(func(p string) error {
+		if strings.Contains(p, "/stmt-history-decided-") {
+			*n++
+			return fmt.Errorf("refused here: %w", err)
+		}
+		return nil
+	})
+	return n
+}
+
+// TestRefusedKeptDecisionIsReportedOnce: bob/1's commit of alice's
+// message, kept on bob/2, is refused by bob/2's store (ErrKeptDecisionRefused,
+// reported); the next round that delivers (so the kept decisions are due
+// again) neither tries it again nor reports it again, while the store
+// would still refuse it. Before the fix every such round failed a batch,
+// ran it again one transaction at a time and reported the same error.
+func TestRefusedKeptDecisionIsReportedOnce(t *testing.T) {
+	oneGoroutine(t)
+	w, alice, bob, bob2 := twoDeviceBob(t)
+	kept := alice.enqueue(bob, "see you at noon")
+	bob.sync()
+	bob2.sync()
+	if _, err := bob.c.Commit(w.ctx, alice.addr, kept); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bob.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	tries := refuseDecidedPlans(bob2, engine.ErrConflict)
+	defer bob2.fp.Store(nil)
+	reports := func(res []engine.ReceiveResult) int {
+		n := 0
+		for _, r := range res {
+			if r.ID == kept && errors.Is(r.Err, engine.ErrKeptDecisionRefused) {
+				n++
+			}
+		}
+		return n
+	}
+	out, err := bob2.c.Sync(w.ctx)
+	if err != nil || reports(out.Received) != 1 || *tries == 0 {
+		t.Fatalf("bob/2's first round: %v, %v (%d tries); want the commit reported refused once", kinds(out.Received), err, *tries)
+	}
+	*tries = 0
+	later := alice.enqueue(bob, "or dinner?")
+	out, err = bob2.c.Sync(w.ctx)
+	delivered := false
+	for _, r := range out.Received {
+		delivered = delivered || r.Kind == engine.ResultDelivery && r.ID == later
+	}
+	if err != nil || !delivered {
+		t.Fatalf("bob/2's second round: %v, %v; want alice's next message delivered", kinds(out.Received), err)
+	}
+	if n := reports(out.Received); n != 0 || *tries != 0 {
+		t.Fatalf("bob/2's second round reported the refused decision %d times and tried it %d times; want neither", n, *tries)
+	}
+	if s, err := bob2.st.Seen(w.ctx, alice.addr, kept); err != nil || !s.Pending {
+		t.Fatalf("bob/2's record of the refused commit's message: %+v, %v; want still pending", s, err)
+	}
+}
+
+// TestKeptDecisionOnAFinalizedMessageIsNoRefusal: a kept decision whose
+// plan the store refuses because the message is no longer pending
+// (ErrNotPending: the person finalized it meanwhile, a benign race) is
+// not reported as kept_decision_refused, and the round ends clean. Before
+// the fix it was reported as a refused decision.
+func TestKeptDecisionOnAFinalizedMessageIsNoRefusal(t *testing.T) {
+	oneGoroutine(t)
+	w, alice, bob, bob2 := twoDeviceBob(t)
+	kept := alice.enqueue(bob, "see you at noon")
+	bob.sync()
+	bob2.sync()
+	if _, err := bob.c.Commit(w.ctx, alice.addr, kept); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bob.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	tries := refuseDecidedPlans(bob2, engine.ErrNotPending)
+	out, err := bob2.c.Sync(w.ctx)
+	bob2.fp.Store(nil)
+	if err != nil || *tries == 0 {
+		t.Fatalf("bob/2's round: %v (%d tries); want none, the decision tried", err, *tries)
+	}
+	for _, r := range out.Received {
+		if errors.Is(r.Err, engine.ErrKeptDecisionRefused) {
+			t.Fatalf("bob/2 reported %v: %v; a message finalized meanwhile is no refusal", r.Kind, r.Err)
+		}
+	}
+}
