@@ -65,3 +65,27 @@ func TestCopyTooLargeIsRefusedBeforeStoring(t *testing.T) {
 		t.Fatalf("bob/2 got %d sent copies, want the reply's and the edit's at the limit", n)
 	}
 }
+
+// TestCopyTooLargeAcceptsNoRequest: carol's message to bob/1 (in request
+// mode, with a sibling) is an open request; a text to her too large for
+// its copy to bob/2 is refused (ErrCopyTooLarge) and leaves the request
+// open, as a send refused before anything is stored should. Before the
+// fix the request was accepted first, then the text refused.
+func TestCopyTooLargeAcceptsNoRequest(t *testing.T) {
+	oneGoroutine(t)
+	w, _, bob, _ := twoDeviceBob(t)
+	carol := w.device("carol/1")
+	bob.withRequests(nil)
+	carol.send(bob, "hello")
+	bob.sync()
+	if reqs, err := bob.c.Requests(w.ctx); len(reqs) != 1 || err != nil {
+		t.Fatalf("bob/1's requests: %+v, %v; want carol's", reqs, err)
+	}
+	res, err := bob.c.Enqueue(w.ctx, []engine.SendRequest{{Peer: carol.addr, Body: bytes.Repeat([]byte("y"), wire.MaxSentCopyBodySize+1)}})
+	if err != nil || !errors.Is(res[0].Err, engine.ErrCopyTooLarge) {
+		t.Fatalf("a text too large for its copy: %+v, %v; want it refused with %v", res, err, engine.ErrCopyTooLarge)
+	}
+	if reqs, err := bob.c.Requests(w.ctx); len(reqs) != 1 || err != nil {
+		t.Fatalf("bob/1's requests after the refused send: %+v, %v; want carol's still open", reqs, err)
+	}
+}
