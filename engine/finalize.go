@@ -162,8 +162,9 @@ func (c *Client) finalizeBatch(ctx context.Context, reqs []FinalizeRequest, know
 		}
 		if (again || r.decidedOn != nil) && m.CopyTo != "" {
 			// A sibling's sent copy waiting for its target is the hold's:
-			// neither a person nor a sibling's decision (one kept before
-			// such decisions were refused on hearing) decides it.
+			// neither a person nor a sibling's decision decides it (only
+			// a hostile or buggy sibling sends one, and this device kept
+			// it before such decisions were refused on hearing).
 			results[i].Err = fmt.Errorf("finalize %x from %s: %w", r.ID[:], r.Sender, ErrHeldCopy)
 			continue
 		}

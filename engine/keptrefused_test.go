@@ -221,3 +221,45 @@ func TestKeptDecisionOnAFinalizedMessageIsNoRefusal(t *testing.T) {
 		}
 	}
 }
+
+// TestKeptDecisionOnAWaitingCopyDiscardsNothing: bob/2 holds bob/1's sent
+// copy of a reaction waiting for its target and a kept decision
+// discarding that copy (one only a hostile or buggy sibling sends, kept
+// before such decisions were refused on hearing: written into the store
+// here). The pass of the kept decisions refuses it (ErrHeldCopy):
+// nothing is discarded or reported decided, and once the target is
+// committed the hold's pass commits the copy, whose reaction shows.
+func TestKeptDecisionOnAWaitingCopyDiscardsNothing(t *testing.T) {
+	oneGoroutine(t)
+	w, alice, bob, bob2 := twoDeviceBob(t)
+	m := alice.enqueue(bob, "lunch?")
+	bob2.sync()
+	copyID := wire.LogicalID{0xc0, 0x03}
+	cp, err := wire.EncodeSentActionCopy(wire.SentActionCopy{ID: copyID, To: alice.addr.String(),
+		Action: wire.Action{Content: wire.ContentReaction, Target: m, Emoji: thumbs}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob.raw(bob2, cp)
+	bob2.sync()
+	if n := bob2.pendingFrom(bob); n != 1 {
+		t.Fatalf("bob/2 holds %d of bob/1's copies, want the one waiting for its target", n)
+	}
+	bob2.execSQL(fmt.Sprintf("INSERT INTO kept_decision (sender, id, outcome, on_device, at) VALUES ('%s', x'%x', 2, '%s', %d)",
+		bob.addr, copyID[:], bob.addr, w.clock.Now().UnixNano()))
+	for _, r := range bob2.sync() {
+		if r.ID == copyID && (r.Kind == engine.ResultDecided || r.Kind == engine.ResultActionDiscarded) {
+			t.Fatalf("bob/2 applied the kept decision to the waiting copy: %+v", r)
+		}
+	}
+	if n := bob2.pendingFrom(bob); n != 1 {
+		t.Fatalf("bob/2 holds %d of bob/1's copies after the kept decision's pass, want the waiting one", n)
+	}
+	if _, err := bob2.c.Commit(w.ctx, alice.addr, m); err != nil {
+		t.Fatal(err)
+	}
+	bob2.sync()
+	if got, want := reactionsOf(bob2.entry(alice, m)), []string{"bob/1 " + thumbs}; !slices.Equal(got, want) {
+		t.Fatalf("bob/2's entry of alice's message shows reactions %v, want %v", got, want)
+	}
+}
