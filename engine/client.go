@@ -167,17 +167,17 @@ type Client struct {
 	// left out of later passes, forgotten once no longer due
 	// (applyKeptDecisions; read and written under syncMu).
 	refusedDecisions map[inboundKey]bool
-	nextMaintain                                  time.Time
-	nextPoolTopUp                                 time.Time
-	kick                                          chan struct{} // SyncNow
-	pumpKick                                      chan struct{} // wakes the pump's goroutine (outbox.go)
-	pumpWanted                                    bool          // stored messages wait for the pump (outbox.go)
-	pumpEpoch                                     uint64        // relay link epoch the pump last ran on
-	pumpLoops                                     int           // pump goroutines running (Run's), outbox.go
-	lanesStored                                   bool          // receive processing stored group lanes for the pump
-	lifetime                                      context.Context
-	endLifetime                                   context.CancelFunc // Close: ends every Run
-	loops                                         sync.WaitGroup     // running Run calls
+	nextMaintain     time.Time
+	nextPoolTopUp    time.Time
+	kick             chan struct{} // SyncNow
+	pumpKick         chan struct{} // wakes the pump's goroutine (outbox.go)
+	pumpWanted       bool          // stored messages wait for the pump (outbox.go)
+	pumpEpoch        uint64        // relay link epoch the pump last ran on
+	pumpLoops        int           // pump goroutines running (Run's), outbox.go
+	lanesStored      bool          // receive processing stored group lanes for the pump
+	lifetime         context.Context
+	endLifetime      context.CancelFunc // Close: ends every Run
+	loops            sync.WaitGroup     // running Run calls
 
 	// Recovery requests sent lately (recovery.go), and since when the
 	// sending window of a peer has been full (window.go).
