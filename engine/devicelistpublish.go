@@ -184,6 +184,13 @@ func (c *Client) storeOwnList(ctx context.Context, held, next wire.DeviceList, r
 	if err != nil {
 		return err
 	}
+	gstate, err := c.groupStateLinked(ctx, next.User, more)
+	if err != nil {
+		return err
+	}
+	if gstate != nil {
+		more = append(more[:len(more):len(more)], *gstate)
+	}
 	u := UpdateDeviceList{From: from, List: to, Removed: removed, CatchUp: lanes, Adopted: adopted, GroupAdded: grouped, At: c.cfg.Now()}
 	if _, err := c.store.ApplyBatch(ctx, append([]Plan{u}, more...)); err != nil {
 		// The adoption never holds the revocation back: without the
@@ -197,7 +204,7 @@ func (c *Client) storeOwnList(ctx context.Context, held, next wire.DeviceList, r
 			return err
 		}
 	}
-	if len(lanes) > 0 || len(adopted) > 0 || len(grouped) > 0 {
+	if len(lanes) > 0 || len(adopted) > 0 || len(grouped) > 0 || gstate != nil {
 		c.wantLanesPumped()
 	}
 	return nil

@@ -22,6 +22,9 @@ import (
 // peer state: later plans of the batch must see it.
 type batchState struct {
 	work      map[Address]*peerState
+	// groupStates are the groups a group state of this batch stores
+	// (groupstate.go): a second one is a repeat.
+	groupStates map[wire.GroupID]bool
 	delivered map[inboundKey][32]byte
 	retired   map[retiredKey]bool
 	consumed  map[uint32]bool

@@ -1,0 +1,267 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"time"
+
+	"github.com/parley-chat/parley/wire"
+)
+
+// Group state at link time (issue 33). A link whose archive is left out
+// (no blob store, over the bound, a failed upload: ErrArchiveLeftOut)
+// would leave the new device with no copy of its person's groups: their
+// messages held as ones of unknown groups for good. So the device that
+// holds the account key, in the transaction that stores the list naming
+// the new device (storeOwnList, with the link's cut), stores one lane per
+// group it holds to that device, each carrying a group state frame
+// (wire.FrameGroupState): the group's record as the link's archive
+// carries it (start, snapshot, signed roster changes) and the pins it
+// holds for the group's members and for its changes' authors. It does so
+// for every link, archive or not: the frames are read under sendMu before
+// the list is stored, so a change recorded after them is forwarded
+// (rosterforward.go), and a device that gets the archive as well takes
+// each group once (an import keeps what is there).
+//
+// The new device takes a group state only from device 1 of its own
+// account (the device that made the account and holds its key), active
+// in the account's list with the identity its session holds
+// (ErrNotOwnDevice, ErrGroupStateSender: dropped, nothing stored). A
+// group it holds already is acknowledged and left as it is; a group it
+// does not hold is stored in the receive's transaction with the pins it
+// does not hold (a pin it holds with another key stays, reported:
+// ErrGroupStatePinKept), and acknowledged. A group message held as one
+// of an unknown group places at the next hold pass. A group whose frame
+// would be over wire.MaxFrameSize is not sent (reported,
+// ErrGroupStateTooLarge); the link goes on.
+
+// GroupStateSender is the device number a group state comes from: the
+// device that made the account, the only one holding its key.
+const GroupStateSender = 1
+
+// Group state refusals.
+var (
+	// ErrGroupStateSender means a group state came from a device of this
+	// person other than the one holding the account key.
+	ErrGroupStateSender = errors.New("group state from a device that does not hold the account key")
+	// ErrGroupStateTooLarge means a group was not sent to a linked device
+	// as a group state: its frame would be over wire.MaxFrameSize.
+	ErrGroupStateTooLarge = errors.New("group too large for a group state frame")
+	// ErrGroupStatePinKept means a group state carried a pin this device
+	// holds with another key: its own pin stays.
+	ErrGroupStatePinKept = errors.New("group state pin differs from the one held; the held pin stays")
+)
+
+func init() {
+	errorNames = append(errorNames, []struct {
+		err  error
+		name string
+	}{
+		{ErrGroupStateSender, "group_state_sender"},
+		{ErrGroupStateTooLarge, "group_state_too_large"},
+		{ErrGroupStatePinKept, "group_state_pin_kept"},
+	}...)
+}
+
+// GroupStateLane is one group state frame to a linked device.
+type GroupStateLane struct {
+	ID    wire.LogicalID
+	Group wire.GroupID
+	Frame []byte // wire.EncodeGroupState
+}
+
+// GroupStateSend stores lanes carrying this person's groups to a device
+// it links (To), each a pending outbound row and a pending lane of its
+// group, stored at At. It goes in the transaction that stores the list
+// naming To (after an UpdateDeviceList in the same batch): the store
+// refuses it when the account's list does not name To active, or To is
+// this device.
+type GroupStateSend struct {
+	To    Address
+	Lanes []GroupStateLane
+	At    time.Time
+}
+
+func (GroupStateSend) plan() {}
+
+// Kind implements Plan.
+func (GroupStateSend) Kind() string { return "group-state-send" }
+
+// GroupStateEffect stores a group this device does not hold, with the
+// pins of its members and authors it does not hold: a group state from
+// device 1 (groupstate.go). A group held by the time the transaction runs
+// is left as it is, and so is every pin held.
+type GroupStateEffect struct {
+	Group wire.ArchiveGroup
+	Pins  []wire.ArchivePin
+}
+
+func (GroupStateEffect) effect() {}
+
+// groupStateFor reads the groups this device holds and builds the group
+// state lanes to device to, under sendMu: nil when it holds none. A group
+// too large for one frame is left out and reported.
+func (c *Client) groupStateFor(ctx context.Context, to Address) (*GroupStateSend, error) {
+	var groups []wire.ArchiveGroup
+	pins := make(map[string]wire.ArchivePin)
+	err := c.store.GroupStateRecords(ctx, func(r wire.ArchiveRecord) error {
+		switch r := r.(type) {
+		case wire.ArchiveGroup:
+			groups = append(groups, r)
+		case wire.ArchivePin:
+			pins[r.Address] = r
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the groups for %s: %w", to, err)
+	}
+	if len(groups) == 0 {
+		return nil, nil
+	}
+	p := &GroupStateSend{To: to, At: c.cfg.Now()}
+	for _, g := range groups {
+		want := make(map[string]bool)
+		for _, ch := range g.Changes {
+			want[ch.Author] = true
+		}
+		if info, err := c.store.Group(ctx, g.ID); err == nil {
+			for _, m := range info.Roster.Members {
+				want[m.Address] = true
+			}
+		} else if !errors.Is(err, ErrUnknownGroup) {
+			return nil, err
+		}
+		s := wire.GroupState{Group: g}
+		if _, err := io.ReadFull(c.cfg.Random, s.ID[:]); err != nil {
+			return nil, err
+		}
+		for a := range want {
+			if pin, ok := pins[a]; ok && a != to.String() {
+				s.Pins = append(s.Pins, pin)
+			}
+		}
+		sort.Slice(s.Pins, func(i, j int) bool { return s.Pins[i].Address < s.Pins[j].Address })
+		if len(s.Pins) > wire.MaxGroupStatePins {
+			s.Pins = s.Pins[:wire.MaxGroupStatePins]
+		}
+		frame, err := wire.EncodeGroupState(s)
+		if err != nil {
+			c.emit(Event{Kind: EventSyncFailed, At: c.cfg.Now(), Op: "group-state", Peer: to,
+				Err: fmt.Errorf("group %x not sent to %s: %w: %w", g.ID[:], to, ErrGroupStateTooLarge, err)})
+			continue
+		}
+		p.Lanes = append(p.Lanes, GroupStateLane{ID: s.ID, Group: g.ID, Frame: frame})
+	}
+	if len(p.Lanes) == 0 {
+		return nil, nil
+	}
+	return p, nil
+}
+
+// groupStateLinked is the group state plan of a link among more (its
+// LinkCut names the device), or nil.
+func (c *Client) groupStateLinked(ctx context.Context, user string, more []Plan) (*GroupStateSend, error) {
+	for _, p := range more {
+		if cut, ok := p.(LinkCut); ok {
+			return c.groupStateFor(ctx, Address{User: user, Device: cut.Device})
+		}
+	}
+	return nil, nil
+}
+
+// pinBytes is an identity as a pin record holds it.
+func pinBytes(k IdentityKey) []byte {
+	b := append([]byte(nil), k.SigningKey[:]...)
+	b = append(b, k.DHKey[:]...)
+	return append(b, k.Signature[:]...)
+}
+
+// prepareGroupState receives a group state (wire.FrameGroupState): from
+// device 1 of this person's account only, a group this device does not
+// hold is stored with the pins it lacks, and acknowledged; one it holds is
+// acknowledged and left as it is.
+func (c *Client) prepareGroupState(ctx context.Context, bs *batchState, in *incoming, op opening) (prepared, error) {
+	s, err := wire.DecodeGroupState(op.plaintext)
+	if err != nil {
+		return in.drop(wire.LogicalID{}, fmt.Errorf("group state: %w", err)), nil
+	}
+	if err := c.checkOwnDevice(ctx, in, op); errors.Is(err, ErrNotOwnDevice) {
+		return in.drop(s.ID, fmt.Errorf("group state: %w", err)), nil
+	} else if err != nil {
+		return prepared{}, err
+	}
+	if in.sender.Device != GroupStateSender {
+		return in.drop(s.ID, fmt.Errorf("group state from %s: %w", in.sender, ErrGroupStateSender)), nil
+	}
+	for _, ch := range s.Group.Changes {
+		if a, err := ParseAddress(ch.Author); err != nil || a.String() != ch.Author {
+			return in.drop(s.ID, fmt.Errorf("group state from %s: change author %q: %w", in.sender, ch.Author, ErrInvalidAddress)), nil
+		}
+	}
+	g := s.Group.ID
+	step := in.step(op, s.ID, &g, wire.ContentText)
+	step.res.Kind = ResultGroupState
+	if bs.groupStates == nil {
+		bs.groupStates = make(map[wire.GroupID]bool)
+	}
+	held := bs.groupStates[g]
+	if !held {
+		switch _, err := c.store.Group(ctx, g); {
+		case err == nil:
+			held = true
+		case !errors.Is(err, ErrUnknownGroup):
+			return prepared{}, err
+		}
+	}
+	if held {
+		step.effect = RepeatEffect{}
+	} else {
+		e := GroupStateEffect{Group: s.Group}
+		for _, p := range s.Pins {
+			a, err := ParseAddress(p.Address)
+			if err != nil || a.String() != p.Address {
+				return in.drop(s.ID, fmt.Errorf("group state from %s: pin of %q: %w", in.sender, p.Address, ErrInvalidAddress)), nil
+			}
+			if _, err := decodePinBytes(p.Identity); err != nil {
+				return in.drop(s.ID, fmt.Errorf("group state from %s: pin of %s: %w", in.sender, a, err)), nil
+			}
+			if a == c.self || a == in.sender {
+				continue
+			}
+			ps, err := c.working(ctx, bs.work, a)
+			if err != nil {
+				return prepared{}, err
+			}
+			switch {
+			case ps.pinned == nil:
+				e.Pins = append(e.Pins, p)
+			case !bytes.Equal(pinBytes(*ps.pinned), p.Identity):
+				c.emit(Event{Kind: EventSyncFailed, At: c.cfg.Now(), Op: "group-state", Peer: in.sender,
+					Err: fmt.Errorf("group %x: pin of %s: %w", g[:], a, ErrGroupStatePinKept)})
+			}
+		}
+		step.effect = e
+		bs.groupStates[g] = true
+	}
+	if step.ack, err = c.ackOnNext(&step.next, in.sender, s.ID); err != nil {
+		return prepared{}, err
+	}
+	return in.receive(bs, op, step)
+}
+
+// decodePinBytes checks an identity as a pin record holds it.
+func decodePinBytes(b []byte) (IdentityKey, error) {
+	var k IdentityKey
+	if len(b) != len(k.SigningKey)+len(k.DHKey)+len(k.Signature) {
+		return k, fmt.Errorf("pinned identity of %d bytes: %w", len(b), wire.ErrMalformed)
+	}
+	n := copy(k.SigningKey[:], b)
+	n += copy(k.DHKey[:], b[n:])
+	copy(k.Signature[:], b[n:])
+	return k, nil
+}
