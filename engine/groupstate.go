@@ -233,14 +233,27 @@ func (c *Client) prepareGroupState(ctx context.Context, bs *batchState, in *inco
 			if a == c.self || a == in.sender {
 				continue
 			}
-			ps, err := c.working(ctx, bs.work, a)
-			if err != nil {
-				return prepared{}, err
+			// The pin as stored: this batch's working copy of a peer it
+			// touches (a handshake in it pins the peer itself), else the
+			// store's row. No working copy is made here, so none carries
+			// a stale "no pin" back to the cache after the commit.
+			var pinned *IdentityKey
+			if ps, ok := bs.work[a]; ok {
+				if ps.pinned == nil {
+					continue
+				}
+				pinned = ps.pinned
+			} else {
+				st, err := c.store.Peer(ctx, a)
+				if err != nil {
+					return prepared{}, err
+				}
+				pinned = st.Pinned
 			}
 			switch {
-			case ps.pinned == nil:
+			case pinned == nil:
 				e.Pins = append(e.Pins, p)
-			case !bytes.Equal(pinBytes(*ps.pinned), p.Identity):
+			case !bytes.Equal(pinBytes(*pinned), p.Identity):
 				c.emit(Event{Kind: EventSyncFailed, At: c.cfg.Now(), Op: "group-state", Peer: in.sender,
 					Err: fmt.Errorf("group %x: pin of %s: %w", g[:], a, ErrGroupStatePinKept)})
 			}

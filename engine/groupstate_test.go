@@ -1,0 +1,222 @@
+package engine_test
+
+import (
+	"bytes"
+	"crypto/rand"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/wire"
+)
+
+// errOf returns the error of the result about id among res, nil when none
+// names it.
+func errOf(res []engine.ReceiveResult, kind engine.ResultKind) []engine.ReceiveResult {
+	var out []engine.ReceiveResult
+	for _, r := range res {
+		if r.Kind == kind {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// TestLinkWithoutArchiveSendsTheGroups: the relay keeps no blobs, so
+// alice/1 links alice/2 with the archive left out; the link's
+// transaction stores a group state lane to alice/2. bob, a member, sends
+// the group a message before alice/2 has the group (held as one of an
+// unknown group) and one after: alice/2 ends up holding the group and
+// both messages, and bob's lanes and alice's group state lane to alice/2
+// end acknowledged.
+func TestLinkWithoutArchiveSendsTheGroups(t *testing.T) {
+	oneGoroutine(t)
+	w := newWorld(t) // no blob store: the link's archive is left out
+	alice, bob := w.device("alice/1"), w.device("bob/1")
+	publishLists(t, alice, bob)
+	checkPeers(t, alice, bob)
+	info, _, err := alice.c.CreateGroup(w.ctx, "pair", []engine.Address{bob.addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := info.ID
+	settle(t, 6, alice, bob)
+	none := engine.HistoryChoice{Mode: engine.HistoryNone}
+	alice2, archived := w.linkWithHistory(alice, none, none)
+	if archived {
+		t.Fatal("the link carried its archive; want it left out")
+	}
+	if err := alice2.c.RefreshPreKeys(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := alice.openGroupLanes(); n != 1 {
+		t.Fatalf("alice/1 holds %d open group lanes after the link, want the group state to alice/2", n)
+	}
+	bob.reopen()
+	checkPeers(t, bob, alice)
+	before, err := bob.c.SendGroup(w.ctx, g, []byte("before"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		bob.sync()
+		alice2.sync()
+	}
+	if gs, err := alice2.c.Groups(w.ctx); err != nil || len(gs) != 0 {
+		t.Fatalf("alice/2 holds groups %v (%v) before the group state, want none", gs, err)
+	}
+	if n, err := alice2.c.StagedCount(w.ctx); err != nil || n != 1 {
+		t.Fatalf("alice/2 holds %d staged rows (%v), want bob's message held", n, err)
+	}
+	settle(t, 10, alice, alice2, bob)
+	if _, members := alice2.members(g); !slices.Equal(members, []string{"alice/1", "bob/1"}) {
+		t.Fatalf("alice/2 holds the group with %v", members)
+	}
+	after, err := bob.c.SendGroup(w.ctx, g, []byte("after"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	settle(t, 10, alice, alice2, bob)
+	for _, e := range []string{"bob/1:before", "bob/1:after"} {
+		if n := alice2.countEntry(g, e); n != 1 {
+			t.Fatalf("alice/2 holds %q %d times (history %v), want once", e, n, alice2.groupHistory(g))
+		}
+	}
+	for _, id := range []wire.LogicalID{before.ID, after.ID} {
+		if got := bob.lanes(g, id)["alice/2"]; got != "acknowledged" {
+			t.Fatalf("bob's lane of %x to alice/2 is %q, want acknowledged", id[:4], got)
+		}
+	}
+	if n := alice.openGroupLanes(); n != 0 {
+		t.Fatalf("alice/1 holds %d open group lanes, want the group state acknowledged", n)
+	}
+	if k, err := alice2.c.PinnedIdentity(w.ctx, bob.addr); err != nil || k == nil || *k != bob.c.Identity() {
+		t.Fatalf("alice/2 pins bob/1 as %v (%v), want bob's identity", k, err)
+	}
+}
+
+// groupStateOf is a group state frame of group g as d holds it, under a
+// fresh ID, with pins.
+func groupStateOf(t *testing.T, d *device, g wire.GroupID, pins ...wire.ArchivePin) []byte {
+	t.Helper()
+	s := wire.GroupState{Pins: pins}
+	if _, err := rand.Read(s.ID[:]); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	if err := d.st.GroupStateRecords(d.w.ctx, func(r wire.ArchiveRecord) error {
+		if gr, ok := r.(wire.ArchiveGroup); ok && gr.ID == g {
+			s.Group, found = gr, true
+		}
+		return nil
+	}); err != nil || !found {
+		t.Fatalf("%s reads group %x: %v (found %v)", d.addr, g[:4], err, found)
+	}
+	b, err := wire.EncodeGroupState(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestGroupStateRefusals: alice/3, linked with no group, takes a group
+// state from device 1 of its account only. One from alice/2 (a sibling
+// that does not hold the account key) or from carol (another account),
+// or a truncated one from alice/1, is refused with nothing stored, and
+// the receive goes on; a repeat is acknowledged and changes nothing; a
+// state of a group alice/3 holds does not overwrite it; a pin alice/3
+// holds with another key stays.
+func TestGroupStateRefusals(t *testing.T) {
+	oneGoroutine(t)
+	w := newWorld(t)
+	alice, bob, carol := w.device("alice/1"), w.device("bob/1"), w.device("carol/1")
+	publishLists(t, alice, bob, carol)
+	checkPeers(t, alice, bob, carol)
+	info, _, err := alice.c.CreateGroup(w.ctx, "pair", []engine.Address{bob.addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := info.ID
+	settle(t, 6, alice, bob)
+	bobKey := bob.c.Identity()
+	bobPin := wire.ArchivePin{Address: "bob/1", PinnedAt: 1,
+		Identity: slices.Concat(bobKey.SigningKey[:], bobKey.DHKey[:], bobKey.Signature[:])}
+	frame := groupStateOf(t, alice, g, bobPin)
+	alice2 := w.linkDevice(alice) // linked with no group (AddDevice: no group state)
+	alice3 := w.linkDevice(alice)
+	publishLists(t, alice)
+	alice2.reopen()
+
+	refused := func(from *device, b []byte, want error) {
+		t.Helper()
+		if err := from.c.SendRawFrame(w.ctx, alice3.addr, b); err != nil {
+			t.Fatalf("%s sends: %v", from.addr, err)
+		}
+		res := alice3.sync()
+		errs := errOf(res, engine.ResultError)
+		if len(errs) != 1 || !errors.Is(errs[0].Err, want) {
+			t.Fatalf("alice/3 receives from %s: %+v, want one refusal %v", from.addr, res, want)
+		}
+		if gs, err := alice3.c.Groups(w.ctx); err != nil || len(gs) != 0 {
+			t.Fatalf("alice/3 holds %v (%v) after a refused group state", gs, err)
+		}
+		if k, err := alice3.c.PinnedIdentity(w.ctx, bob.addr); err != nil || k != nil {
+			t.Fatalf("alice/3 pins bob/1 (%v) after a refused group state", err)
+		}
+	}
+	refused(alice2, frame, engine.ErrGroupStateSender)
+	refused(carol, frame, engine.ErrNotOwnDevice)
+	refused(alice, frame[:len(frame)-3], wire.ErrMalformed)
+	refused(alice, append([]byte{wire.FrameVersion, byte(wire.FrameGroupState)}, 1, 2, 3), wire.ErrMalformed)
+
+	taken := func(b []byte) {
+		t.Helper()
+		if err := alice.c.SendRawFrame(w.ctx, alice3.addr, b); err != nil {
+			t.Fatal(err)
+		}
+		if res := errOf(alice3.sync(), engine.ResultGroupState); len(res) != 1 || res[0].Group == nil || *res[0].Group != g {
+			t.Fatalf("alice/3 does not take alice/1's group state: %+v", res)
+		}
+	}
+	taken(frame)
+	gen, members := alice3.members(g)
+	if !slices.Equal(members, []string{"alice/1", "bob/1"}) {
+		t.Fatalf("alice/3 holds the group with %v", members)
+	}
+	if k, err := alice3.c.PinnedIdentity(w.ctx, bob.addr); err != nil || k == nil || *k != bobKey {
+		t.Fatalf("alice/3 pins bob/1 as %v (%v)", k, err)
+	}
+	held, err := alice3.c.Group(w.ctx, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// A repeat, and a state of the held group that says another thing
+	// (no changes, another name, another pin for bob): acknowledged,
+	// nothing changed.
+	taken(frame)
+	other := bobPin
+	other.Identity = bytes.Repeat([]byte{7}, len(bobPin.Identity))
+	s, err := wire.DecodeGroupState(frame)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.ID[0]++
+	s.Group.Name, s.Group.Changes, s.Pins = "forged", s.Group.Changes[:1], []wire.ArchivePin{other}
+	forged, err := wire.EncodeGroupState(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	taken(forged)
+	now, err := alice3.c.Group(w.ctx, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gen2, members2 := alice3.members(g); gen2 != gen || !slices.Equal(members2, members) || now.Roster.Name != held.Roster.Name || len(now.Changes) != len(held.Changes) {
+		t.Fatalf("alice/3's group changed: %+v, was %+v", now, held)
+	}
+	if k, err := alice3.c.PinnedIdentity(w.ctx, bob.addr); err != nil || k == nil || *k != bobKey {
+		t.Fatalf("alice/3 pins bob/1 as %v (%v) after another pin came", k, err)
+	}
+}
