@@ -14,7 +14,6 @@ import (
 // sends a device it links its groups, one lane each; the linked device
 // stores a group it does not hold as an archive import would.
 
-
 // GroupStateRecords calls emit with the pins, then the groups, an archive
 // holds, read in one transaction.
 func (db *DB) GroupStateRecords(ctx context.Context, emit func(wire.ArchiveRecord) error) error {
