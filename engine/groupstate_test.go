@@ -220,3 +220,40 @@ func TestGroupStateRefusals(t *testing.T) {
 		t.Fatalf("alice/3 pins bob/1 as %v (%v) after another pin came", k, err)
 	}
 }
+
+// TestGroupStateThenAFirstMessageInOneBatch: alice/2 receives alice/1's
+// group state, which pins bob/1, and then, in the same batch, bob's first
+// message to it on a new session, which pins bob/1 too (its working copy
+// was read before the batch stored the group state's pin): the same
+// identity pinned twice is kept, and the batch goes through.
+func TestGroupStateThenAFirstMessageInOneBatch(t *testing.T) {
+	oneGoroutine(t)
+	w := newWorld(t)
+	alice, bob := w.device("alice/1"), w.device("bob/1")
+	publishLists(t, alice, bob)
+	checkPeers(t, alice, bob)
+	info, _, err := alice.c.CreateGroup(w.ctx, "pair", []engine.Address{bob.addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := info.ID
+	settle(t, 6, alice, bob)
+	alice2 := w.linkHolding(alice)
+	alice.sync() // the group state goes out
+	bob.reopen()
+	checkPeers(t, bob, alice)
+	sent := bob.send(alice2, "first")
+	res := alice2.sync()
+	if len(errOf(res, engine.ResultGroupState)) != 1 || len(errOf(res, engine.ResultError)) != 0 || len(res) != 2 {
+		t.Fatalf("alice/2's batch: %+v, want the group state taken and bob's message, nothing refused", res)
+	}
+	if res[1].Sender != bob.addr || res[1].ID != sent {
+		t.Fatalf("alice/2's batch: %+v, want bob's message second", res)
+	}
+	if _, members := alice2.members(g); len(members) != 2 {
+		t.Fatalf("alice/2 holds the group with %v", members)
+	}
+	if k, err := alice2.c.PinnedIdentity(w.ctx, bob.addr); err != nil || k == nil || *k != bob.c.Identity() {
+		t.Fatalf("alice/2 pins bob/1 as %v (%v)", k, err)
+	}
+}
