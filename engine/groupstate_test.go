@@ -6,6 +6,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/wire"
@@ -255,5 +256,30 @@ func TestGroupStateThenAFirstMessageInOneBatch(t *testing.T) {
 	}
 	if k, err := alice2.c.PinnedIdentity(w.ctx, bob.addr); err != nil || k == nil || *k != bob.c.Identity() {
 		t.Fatalf("alice/2 pins bob/1 as %v (%v)", k, err)
+	}
+}
+
+// TestGroupStateLaneExpires: alice/2 never comes back after alice/1 links
+// it; the group state lane stays pending through retries until it has
+// been pending past MaxGroupHold, and the next retry abandons it.
+func TestGroupStateLaneExpires(t *testing.T) {
+	oneGoroutine(t)
+	w := newWorld(t)
+	alice, bob := w.device("alice/1"), w.device("bob/1")
+	publishLists(t, alice, bob)
+	checkPeers(t, alice, bob)
+	if _, _, err := alice.c.CreateGroup(w.ctx, "pair", []engine.Address{bob.addr}); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, 6, alice, bob)
+	alice2 := w.linkHolding(alice)
+	alice.retry(alice2)
+	if n := alice.forwardLanes("alice/2", engine.LanePending); n != 1 {
+		t.Fatalf("alice/1 has %d group state lanes pending to alice/2, want 1", n)
+	}
+	w.clock.Advance(engine.MaxGroupHold + time.Hour)
+	alice.retry(alice2)
+	if n := alice.forwardLanes("alice/2", engine.LaneAbandoned); n != 1 {
+		t.Fatalf("alice/1 has %d abandoned group state lanes to alice/2 (%d pending), want 1", n, alice.forwardLanes("alice/2", engine.LanePending))
 	}
 }
