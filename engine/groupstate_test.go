@@ -12,8 +12,7 @@ import (
 	"github.com/parley-chat/parley/wire"
 )
 
-// errOf returns the error of the result about id among res, nil when none
-// names it.
+// errOf returns the results of kind among res.
 func errOf(res []engine.ReceiveResult, kind engine.ResultKind) []engine.ReceiveResult {
 	var out []engine.ReceiveResult
 	for _, r := range res {
