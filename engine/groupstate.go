@@ -37,7 +37,9 @@ import (
 // ErrGroupStatePinKept), and acknowledged. A group message held as one
 // of an unknown group places at the next hold pass. A group whose frame
 // would be over wire.MaxFrameSize is not sent (reported,
-// ErrGroupStateTooLarge); the link goes on.
+// ErrGroupStateTooLarge); the link goes on. A key holder under another
+// number than 1 (a restored profile) sends none (ErrGroupStateNotSender):
+// the link ceremony does not tell the new device who linked it.
 
 // GroupStateSender is the device number a group state comes from: the
 // device that made the account, the only one holding its key.
@@ -54,6 +56,11 @@ var (
 	// ErrGroupStatePinKept means a group state carried a pin this device
 	// holds with another key: its own pin stays.
 	ErrGroupStatePinKept = errors.New("group state pin differs from the one held; the held pin stays")
+	// ErrGroupStateNotSender means a device holding the account key under
+	// another number than GroupStateSender (a restored profile) linked a
+	// device and sent it no group state: the new device takes group
+	// states from GroupStateSender only.
+	ErrGroupStateNotSender = errors.New("group states not sent: the linking device is not device 1, whose group states a new device takes")
 )
 
 func init() {
@@ -64,6 +71,7 @@ func init() {
 		{ErrGroupStateSender, "group_state_sender"},
 		{ErrGroupStateTooLarge, "group_state_too_large"},
 		{ErrGroupStatePinKept, "group_state_pin_kept"},
+		{ErrGroupStateNotSender, "group_state_not_sender"},
 	}...)
 }
 
@@ -164,11 +172,20 @@ func (c *Client) groupStateFor(ctx context.Context, to Address) (*GroupStateSend
 }
 
 // groupStateLinked is the group state plan of a link among more (its
-// LinkCut names the device), or nil.
+// LinkCut names the device), or nil. A device other than
+// GroupStateSender (a restored profile holding the account key) sends
+// none, reported: the new device would refuse each lane, and the lanes
+// would wait out MaxGroupHold for nothing.
 func (c *Client) groupStateLinked(ctx context.Context, user string, more []Plan) (*GroupStateSend, error) {
 	for _, p := range more {
 		if cut, ok := p.(LinkCut); ok {
-			return c.groupStateFor(ctx, Address{User: user, Device: cut.Device})
+			to := Address{User: user, Device: cut.Device}
+			if c.self.Device != GroupStateSender {
+				c.emit(Event{Kind: EventSyncFailed, At: c.cfg.Now(), Op: "group-state", Peer: to,
+					Err: fmt.Errorf("link of %s by %s: %w", to, c.self, ErrGroupStateNotSender)})
+				return nil, nil
+			}
+			return c.groupStateFor(ctx, to)
 		}
 	}
 	return nil, nil

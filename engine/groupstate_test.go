@@ -282,3 +282,31 @@ func TestGroupStateLaneExpires(t *testing.T) {
 		t.Fatalf("alice/1 has %d abandoned group state lanes to alice/2 (%d pending), want 1", n, alice.forwardLanes("alice/2", engine.LanePending))
 	}
 }
+
+// TestGroupStateNotSentByAnotherKeyHolder: the account key is held by
+// alice/3 (as by a restored profile, which takes the next free number).
+// It links a device with the archive left out: the new device takes group
+// states from device 1 only, so alice/3 stores no group state lane (each
+// would be refused and retried until MaxGroupHold) and reports it.
+func TestGroupStateNotSentByAnotherKeyHolder(t *testing.T) {
+	oneGoroutine(t)
+	w := newWorld(t)
+	alice, bob := w.device("alice/3"), w.device("bob/1")
+	publishLists(t, alice, bob)
+	checkPeers(t, alice, bob)
+	if _, _, err := alice.c.CreateGroup(w.ctx, "pair", []engine.Address{bob.addr}); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, 6, alice, bob)
+	if n := alice.openGroupLanes(); n != 0 {
+		t.Fatalf("alice/3 holds %d open group lanes before the link", n)
+	}
+	none := engine.HistoryChoice{Mode: engine.HistoryNone}
+	linked, _ := w.linkWithHistory(alice, none, none)
+	if linked.addr.Device == engine.GroupStateSender {
+		t.Fatalf("the linked device is %s", linked.addr)
+	}
+	if n := alice.openGroupLanes(); n != 0 {
+		t.Fatalf("alice/3 holds %d open group lanes after the link, want no group state", n)
+	}
+}
