@@ -37,7 +37,9 @@ import (
 // ErrGroupStatePinKept), and acknowledged. A group message held as one
 // of an unknown group places at the next hold pass. A group whose frame
 // would be over wire.MaxFrameSize is not sent (reported,
-// ErrGroupStateTooLarge); the link goes on. A key holder under another
+// ErrGroupStateTooLarge); the link goes on. The group states never hold
+// the list back: built best effort (groupStateFor), and dropped from the
+// transaction, reported, when the store refuses them (storeOwnList). A key holder under another
 // number than 1 (a restored profile) sends none (ErrGroupStateNotSender):
 // the link ceremony does not tell the new device who linked it.
 
@@ -60,6 +62,10 @@ var (
 	// another number than GroupStateSender (a restored profile) linked a
 	// device and sent it no group state: the new device takes group
 	// states from GroupStateSender only.
+	// ErrGroupStateBudget means a group was not sent to a linked device:
+	// the link's group states were over the bytes one transaction carries
+	// (maxGroupStateBytes).
+	ErrGroupStateBudget    = errors.New("group left out of a link's group states: over the bytes one transaction carries")
 	ErrGroupStateNotSender = errors.New("group states not sent: the linking device is not device 1, whose group states a new device takes")
 )
 
@@ -72,6 +78,7 @@ func init() {
 		{ErrGroupStateTooLarge, "group_state_too_large"},
 		{ErrGroupStatePinKept, "group_state_pin_kept"},
 		{ErrGroupStateNotSender, "group_state_not_sender"},
+		{ErrGroupStateBudget, "group_state_budget"},
 	}...)
 }
 
@@ -110,10 +117,28 @@ type GroupStateEffect struct {
 
 func (GroupStateEffect) effect() {}
 
+// maxGroupStateBytes bounds the group state frames one link stores: they
+// go in the transaction that stores the list (under sendMu, beside the
+// catch-up and added lanes), and up to MaxGroupsPerProfile frames of up to
+// wire.MaxFrameSize each would make that one transaction tens of
+// megabytes. A few megabytes carry the groups of any ordinary profile; a
+// group beyond the budget is left out, reported (ErrGroupStateBudget).
+const maxGroupStateBytes = 4 << 20
+
+// groupStateBudget is maxGroupStateBytes; a test lowers it.
+var groupStateBudget = maxGroupStateBytes
+
 // groupStateFor reads the groups this device holds and builds the group
-// state lanes to device to, under sendMu: nil when it holds none. A group
-// too large for one frame is left out and reported.
-func (c *Client) groupStateFor(ctx context.Context, to Address) (*GroupStateSend, error) {
+// state lanes to device to, under sendMu: nil when it holds none. It is
+// best effort and never fails: the list it goes with is the relay's
+// already, and a link must not fail for a group. A group whose read
+// fails, or too large for one frame, or beyond the transaction's byte
+// budget, is left out, and a group too large only with its pins goes
+// without them; each is reported.
+func (c *Client) groupStateFor(ctx context.Context, to Address) *GroupStateSend {
+	report := func(err error) {
+		c.emit(Event{Kind: EventSyncFailed, At: c.cfg.Now(), Op: "group-state", Peer: to, Err: err})
+	}
 	var groups []wire.ArchiveGroup
 	pins := make(map[string]wire.ArchivePin)
 	err := c.store.GroupStateRecords(ctx, func(r wire.ArchiveRecord) error {
@@ -126,12 +151,11 @@ func (c *Client) groupStateFor(ctx context.Context, to Address) (*GroupStateSend
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("read the groups for %s: %w", to, err)
-	}
-	if len(groups) == 0 {
-		return nil, nil
+		report(fmt.Errorf("no group state sent to %s: read the groups: %w", to, err))
+		return nil
 	}
 	p := &GroupStateSend{To: to, At: c.cfg.Now()}
+	total := 0
 	for _, g := range groups {
 		want := make(map[string]bool)
 		for _, ch := range g.Changes {
@@ -142,11 +166,13 @@ func (c *Client) groupStateFor(ctx context.Context, to Address) (*GroupStateSend
 				want[m.Address] = true
 			}
 		} else if !errors.Is(err, ErrUnknownGroup) {
-			return nil, err
+			report(fmt.Errorf("group %x not sent to %s: %w", g.ID[:], to, err))
+			continue
 		}
 		s := wire.GroupState{Group: g}
 		if _, err := io.ReadFull(c.cfg.Random, s.ID[:]); err != nil {
-			return nil, err
+			report(fmt.Errorf("group %x not sent to %s: %w", g.ID[:], to, err))
+			continue
 		}
 		for a := range want {
 			if pin, ok := pins[a]; ok && a != to.String() {
@@ -158,17 +184,34 @@ func (c *Client) groupStateFor(ctx context.Context, to Address) (*GroupStateSend
 			s.Pins = s.Pins[:wire.MaxGroupStatePins]
 		}
 		frame, err := wire.EncodeGroupState(s)
-		if err != nil {
-			c.emit(Event{Kind: EventSyncFailed, At: c.cfg.Now(), Op: "group-state", Peer: to,
-				Err: fmt.Errorf("group %x not sent to %s: %w: %w", g.ID[:], to, ErrGroupStateTooLarge, err)})
+		if err != nil && len(s.Pins) > 0 {
+			// Too large, or refused, only with its pins: the group
+			// goes without them (the new device pins its members on
+			// first use).
+			withPins := err
+			s.Pins = nil
+			if frame, err = wire.EncodeGroupState(s); err == nil {
+				report(fmt.Errorf("group %x sent to %s without its pins: %w", g.ID[:], to, withPins))
+			}
+		}
+		switch {
+		case errors.Is(err, wire.ErrMessageTooLarge):
+			report(fmt.Errorf("group %x not sent to %s: %w: %w", g.ID[:], to, ErrGroupStateTooLarge, err))
+			continue
+		case err != nil:
+			report(fmt.Errorf("group %x not sent to %s: %w", g.ID[:], to, err))
+			continue
+		case total+len(frame) > groupStateBudget:
+			report(fmt.Errorf("group %x not sent to %s: %d bytes sent already: %w", g.ID[:], to, total, ErrGroupStateBudget))
 			continue
 		}
+		total += len(frame)
 		p.Lanes = append(p.Lanes, GroupStateLane{ID: s.ID, Group: g.ID, Frame: frame})
 	}
 	if len(p.Lanes) == 0 {
-		return nil, nil
+		return nil
 	}
-	return p, nil
+	return p
 }
 
 // groupStateLinked is the group state plan of a link among more (its
@@ -176,19 +219,19 @@ func (c *Client) groupStateFor(ctx context.Context, to Address) (*GroupStateSend
 // GroupStateSender (a restored profile holding the account key) sends
 // none, reported: the new device would refuse each lane, and the lanes
 // would wait out MaxGroupHold for nothing.
-func (c *Client) groupStateLinked(ctx context.Context, user string, more []Plan) (*GroupStateSend, error) {
+func (c *Client) groupStateLinked(ctx context.Context, user string, more []Plan) *GroupStateSend {
 	for _, p := range more {
 		if cut, ok := p.(LinkCut); ok {
 			to := Address{User: user, Device: cut.Device}
 			if c.self.Device != GroupStateSender {
 				c.emit(Event{Kind: EventSyncFailed, At: c.cfg.Now(), Op: "group-state", Peer: to,
 					Err: fmt.Errorf("link of %s by %s: %w", to, c.self, ErrGroupStateNotSender)})
-				return nil, nil
+				return nil
 			}
 			return c.groupStateFor(ctx, to)
 		}
 	}
-	return nil, nil
+	return nil
 }
 
 // pinBytes is an identity as a pin record holds it.

@@ -310,3 +310,48 @@ func TestGroupStateNotSentByAnotherKeyHolder(t *testing.T) {
 		t.Fatalf("alice/3 holds %d open group lanes after the link, want no group state", n)
 	}
 }
+
+// TestGroupStateNeverHoldsTheLinkBack: the store refuses alice/1's group
+// state plan (a failpoint in its first statement), or the groups are over
+// the link's byte budget: the link goes through all the same, the list
+// naming the new device stored with its cut, and no group state lane
+// stored (reported).
+func TestGroupStateNeverHoldsTheLinkBack(t *testing.T) {
+	oneGoroutine(t)
+	for _, name := range []string{"refused", "budget"} {
+		t.Run(name, func(t *testing.T) {
+			w := newWorld(t)
+			alice, bob := w.device("alice/1"), w.device("bob/1")
+			publishLists(t, alice, bob)
+			checkPeers(t, alice, bob)
+			if _, _, err := alice.c.CreateGroup(w.ctx, "pair", []engine.Address{bob.addr}); err != nil {
+				t.Fatal(err)
+			}
+			settle(t, 6, alice, bob)
+			refused := errors.New("refused by the test")
+			if name == "refused" {
+				alice.fp.Store(func(p string) error {
+					if p == "group-state-send/stmt-group-outbound-insert-before" {
+						return refused
+					}
+					return nil
+				})
+				defer alice.fp.Store(nil)
+			} else {
+				defer engine.SetGroupStateBudget(1)()
+			}
+			none := engine.HistoryChoice{Mode: engine.HistoryNone}
+			linked, _ := w.linkWithHistory(alice, none, none) // fails the test if the link fails
+			a, err := engine.LoadAccount(w.ctx, alice.st)
+			if err != nil || !engine.ActiveDevice(a.List, linked.addr.Device, linked.c.Identity().SigningKey) {
+				t.Fatalf("alice/1's list does not name %s active (%v)", linked.addr, err)
+			}
+			if _, ok, err := alice.st.LinkCut(w.ctx, linked.addr.Device); err != nil || !ok {
+				t.Fatalf("alice/1 holds no cut for %s (%v)", linked.addr, err)
+			}
+			if n := alice.openGroupLanes(); n != 0 {
+				t.Fatalf("alice/1 holds %d open group lanes, want none", n)
+			}
+		})
+	}
+}

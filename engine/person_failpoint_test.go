@@ -134,10 +134,7 @@ func (w fpWorld) linkCut(ctx context.Context, st *store.DB, c *engine.Client, de
 	plans := []engine.Plan{engine.UpdateDeviceList{From: from, List: to},
 		engine.LinkCut{Device: dev.Device, At: realNow(), History: engine.HistoryAll}}
 	if c != nil {
-		gs, err := c.GroupStateFor(ctx, dev)
-		if err != nil {
-			return err
-		}
+		gs := c.GroupStateFor(ctx, dev)
 		if gs == nil {
 			return fmt.Errorf("no group to send %s", dev)
 		}
