@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/parley-chat/parley/wire"
@@ -243,8 +244,11 @@ func pinBytes(k IdentityKey) []byte {
 
 // prepareGroupState receives a group state (wire.FrameGroupState): from
 // device 1 of this person's account only, a group this device does not
-// hold is stored with the pins it lacks, and acknowledged; one it holds is
-// acknowledged and left as it is.
+// hold is stored with the pins it lacks, and acknowledged. One it holds
+// (from the store, or started earlier in the batch: a roster change that
+// started it before the state came) gets the changes and the pins it
+// lacks, its start and snapshot left as they are, and is acknowledged.
+// The group is recorded in the batch, so a later row sees it.
 func (c *Client) prepareGroupState(ctx context.Context, bs *batchState, in *incoming, op opening) (prepared, error) {
 	s, err := wire.DecodeGroupState(op.plaintext)
 	if err != nil {
@@ -263,68 +267,137 @@ func (c *Client) prepareGroupState(ctx context.Context, bs *batchState, in *inco
 			return in.drop(s.ID, fmt.Errorf("group state from %s: change author %q: %w", in.sender, ch.Author, ErrInvalidAddress)), nil
 		}
 	}
+	info, err := groupStateInfo(s.Group)
+	if err != nil {
+		return in.drop(s.ID, fmt.Errorf("group state from %s: %w", in.sender, err)), nil
+	}
 	g := s.Group.ID
 	step := in.step(op, s.ID, &g, wire.ContentText)
 	step.res.Kind = ResultGroupState
 	if bs.groupStates == nil {
 		bs.groupStates = make(map[wire.GroupID]bool)
 	}
-	held := bs.groupStates[g]
-	if !held {
-		switch _, err := c.store.Group(ctx, g); {
-		case err == nil:
-			held = true
-		case !errors.Is(err, ErrUnknownGroup):
+	held, known, err := bs.group(ctx, c.store, g)
+	if err != nil {
+		return prepared{}, err
+	}
+	if !known {
+		if full, err := c.groupsFull(ctx, bs, c.store); err != nil {
 			return prepared{}, err
+		} else if full {
+			return in.drop(s.ID, fmt.Errorf("group state of %x from %s: %d groups kept: %w", g[:], in.sender, MaxGroupsPerProfile, ErrGroupsFull)), nil
 		}
 	}
-	if held {
-		step.effect = RepeatEffect{}
+	e := GroupStateEffect{Group: s.Group}
+	for _, p := range s.Pins {
+		a, err := ParseAddress(p.Address)
+		if err != nil || a.String() != p.Address {
+			return in.drop(s.ID, fmt.Errorf("group state from %s: pin of %q: %w", in.sender, p.Address, ErrInvalidAddress)), nil
+		}
+		if _, err := decodePinBytes(p.Identity); err != nil {
+			return in.drop(s.ID, fmt.Errorf("group state from %s: pin of %s: %w", in.sender, a, err)), nil
+		}
+		if a == c.self || a == in.sender {
+			continue
+		}
+		// The pin as stored: this batch's working copy of a peer it
+		// touches (a handshake in it pins the peer itself), else the
+		// store's row. No working copy is made here, so none carries a
+		// stale "no pin" back to the cache after the commit.
+		var pinned *IdentityKey
+		if ps, ok := bs.work[a]; ok {
+			if ps.pinned == nil {
+				continue // a handshake of this batch pins it
+			}
+			pinned = ps.pinned
+		} else {
+			st, err := c.store.Peer(ctx, a)
+			if err != nil {
+				return prepared{}, err
+			}
+			pinned = st.Pinned
+		}
+		switch {
+		case pinned == nil:
+			e.Pins = append(e.Pins, p)
+		case !bytes.Equal(pinBytes(*pinned), p.Identity):
+			c.emit(Event{Kind: EventSyncFailed, At: c.cfg.Now(), Op: "group-state", Peer: in.sender,
+				Err: fmt.Errorf("group %x: pin of %s: %w", g[:], a, ErrGroupStatePinKept)})
+		}
+	}
+	step.effect = e
+	if known {
+		// The store adds the changes not held; the batch sees them too.
+		merged := append([]RosterChange(nil), held.Changes...)
+		have := make(map[wire.LogicalID]bool, len(merged))
+		for _, ch := range merged {
+			have[ch.ID] = true
+		}
+		for _, ch := range info.Changes {
+			if !have[ch.ID] {
+				merged = append(merged, ch)
+			}
+		}
+		r, _ := MergeRoster(held.Start, merged, 0)
+		bs.changed(held, merged, r, nil)
 	} else {
-		e := GroupStateEffect{Group: s.Group}
-		for _, p := range s.Pins {
-			a, err := ParseAddress(p.Address)
-			if err != nil || a.String() != p.Address {
-				return in.drop(s.ID, fmt.Errorf("group state from %s: pin of %q: %w", in.sender, p.Address, ErrInvalidAddress)), nil
-			}
-			if _, err := decodePinBytes(p.Identity); err != nil {
-				return in.drop(s.ID, fmt.Errorf("group state from %s: pin of %s: %w", in.sender, a, err)), nil
-			}
-			if a == c.self || a == in.sender {
-				continue
-			}
-			// The pin as stored: this batch's working copy of a peer it
-			// touches (a handshake in it pins the peer itself), else the
-			// store's row. No working copy is made here, so none carries
-			// a stale "no pin" back to the cache after the commit.
-			var pinned *IdentityKey
-			if ps, ok := bs.work[a]; ok {
-				if ps.pinned == nil {
-					continue
-				}
-				pinned = ps.pinned
-			} else {
-				st, err := c.store.Peer(ctx, a)
-				if err != nil {
-					return prepared{}, err
-				}
-				pinned = st.Pinned
-			}
-			switch {
-			case pinned == nil:
-				e.Pins = append(e.Pins, p)
-			case !bytes.Equal(pinBytes(*pinned), p.Identity):
-				c.emit(Event{Kind: EventSyncFailed, At: c.cfg.Now(), Op: "group-state", Peer: in.sender,
-					Err: fmt.Errorf("group %x: pin of %s: %w", g[:], a, ErrGroupStatePinKept)})
-			}
-		}
-		step.effect = e
-		bs.groupStates[g] = true
+		bs.newGroups++
+		bs.changed(info, info.Changes, info.Roster, nil)
 	}
+	bs.groupStates[g] = true
 	if step.ack, err = c.ackOnNext(&step.next, in.sender, s.ID); err != nil {
 		return prepared{}, err
 	}
 	return in.receive(bs, op, step)
+}
+
+// groupStateInfo is a group state's group as the store would read it back:
+// its snapshot a roster of that group, each change a roster frame of that
+// group under the change's ID (and, signed, by its author); any other is
+// ErrMalformed.
+func groupStateInfo(a wire.ArchiveGroup) (GroupInfo, error) {
+	g := GroupInfo{ID: a.ID, Name: a.Name}
+	for _, ch := range a.Changes {
+		var rc RosterChange
+		var r wire.Roster
+		if kind, err := wire.PeekFrameKind(ch.Frame); err == nil && kind == wire.FrameSignedRoster {
+			sr, err := wire.DecodeSignedRoster(ch.Frame)
+			if err != nil || sr.Author != ch.Author {
+				return GroupInfo{}, fmt.Errorf("change %x: not a roster change by %s: %w", ch.ID[:], ch.Author, wire.ErrMalformed)
+			}
+			r = sr.Roster
+			rc = RosterChange{ID: sr.ID, Author: sr.Author, Generation: sr.Generation, Name: sr.Name, Ops: sr.Changes,
+				Members: sr.Members, Parent: sr.Parent, AuthorKey: sr.AuthorKey, Signature: sr.Signature}
+		} else {
+			var err error
+			if r, err = wire.DecodeRoster(ch.Frame); err != nil {
+				return GroupInfo{}, fmt.Errorf("change %x: not a roster change: %w", ch.ID[:], wire.ErrMalformed)
+			}
+			rc = RosterChange{ID: r.ID, Author: ch.Author, Generation: r.Generation, Name: r.Name, Ops: r.Changes, Members: r.Members}
+		}
+		if r.Group != a.ID || r.ID != ch.ID || r.Generation != ch.Generation {
+			return GroupInfo{}, fmt.Errorf("change %x: a change of group %x, ID %x: %w", ch.ID[:], r.Group[:], r.ID[:], wire.ErrMalformed)
+		}
+		g.Changes = append(g.Changes, rc)
+	}
+	switch {
+	case a.Snapshot != nil:
+		r, err := wire.DecodeRoster(a.Snapshot)
+		if err != nil || r.Group != a.ID {
+			return GroupInfo{}, fmt.Errorf("snapshot: not a roster of group %x: %w", a.ID[:], wire.ErrMalformed)
+		}
+		g.Start = GroupStart{Snapshot: &Roster{Generation: r.Generation, Name: r.Name, Members: r.Members},
+			Vouchers: strings.Fields(a.Vouchers)}
+	case a.Start != nil:
+		g.Start = GroupStart{Change: *a.Start}
+	default:
+		g.Start = LegacyStart(g.Changes)
+	}
+	g.Roster, _ = MergeRoster(g.Start, g.Changes, 0)
+	if g.Roster.Name != "" {
+		g.Name = g.Roster.Name
+	}
+	return g, nil
 }
 
 // decodePinBytes checks an identity as a pin record holds it.

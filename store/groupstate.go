@@ -106,16 +106,23 @@ func validateGroupStateSend(p engine.GroupStateSend) error {
 }
 
 // groupState stores a received group state (engine.GroupStateEffect): a
-// group held already is left whole, changes included; otherwise the group
-// and its changes, and each pin not held, as an archive's import stores
-// them.
+// group held already keeps its row (start, snapshot, name) and gains the
+// changes it lacks; otherwise the group and its changes; and each pin not
+// held; all as an archive's import stores them (an insert that finds the
+// row does nothing).
 func (t *tx) groupState(ctx context.Context, e engine.GroupStateEffect) error {
 	var one int
 	found, err := t.scan(ctx, "group-held-read", sqlGroupHeld, []any{e.Group.ID[:]}, &one)
-	if err != nil || found {
+	if err != nil {
 		return err
 	}
-	if _, err := t.importRecord(ctx, [16]byte{}, e.Group); err != nil {
+	if found {
+		for _, c := range e.Group.Changes {
+			if _, err := t.run(ctx, "group-change-insert", sqlInsertChange, e.Group.ID[:], c.ID[:], c.Author, int64(c.Generation), c.Frame, c.At); err != nil {
+				return fmt.Errorf("roster change %x: %w", c.ID[:], err)
+			}
+		}
+	} else if _, err := t.importRecord(ctx, [16]byte{}, e.Group); err != nil {
 		return err
 	}
 	for _, p := range e.Pins {
