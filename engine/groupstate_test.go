@@ -355,3 +355,75 @@ func TestGroupStateNeverHoldsTheLinkBack(t *testing.T) {
 		})
 	}
 }
+
+// TestGroupStateAfterAChangeStartedTheGroup: alice/2, linked with no
+// group, gets alice/1's roster change of the group first (a sibling's own
+// change starts the group there, from that change), then alice/1's group
+// state. The state still adds what the start left out: the earlier
+// changes of the log and the pin of bob, a member alice/2 never talked to;
+// the start stays. A later message of bob's is placed.
+func TestGroupStateAfterAChangeStartedTheGroup(t *testing.T) {
+	oneGoroutine(t)
+	w := newWorld(t)
+	alice, bob := w.device("alice/1"), w.device("bob/1")
+	publishLists(t, alice, bob)
+	checkPeers(t, alice, bob)
+	info, _, err := alice.c.CreateGroup(w.ctx, "pair", []engine.Address{bob.addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := info.ID
+	settle(t, 6, alice, bob)
+	frame := groupStateOf(t, alice, g, func() wire.ArchivePin {
+		k := bob.c.Identity()
+		return wire.ArchivePin{Address: "bob/1", PinnedAt: 1, Identity: slices.Concat(k.SigningKey[:], k.DHKey[:], k.Signature[:])}
+	}())
+	alice2 := w.linkDevice(alice) // AddDevice: no group state
+	publishLists(t, alice)
+	if err := alice2.c.RefreshPreKeys(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	bob.reopen()
+	checkPeers(t, bob, alice)
+	if _, err := alice.c.ChangeRoster(w.ctx, g, []wire.RosterChange{{Op: wire.RosterAdmin, Address: "bob/1"}}); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, 10, alice, alice2, bob)
+	started, err := alice2.c.Group(w.ctx, g)
+	if err != nil {
+		t.Fatalf("alice/2 holds no group after alice/1's change: %v", err)
+	}
+	if k, err := alice2.c.PinnedIdentity(w.ctx, bob.addr); err != nil || k != nil {
+		t.Fatalf("alice/2 pins bob/1 before the group state (%v)", err)
+	}
+	full, err := alice.c.Group(w.ctx, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(started.Changes) >= len(full.Changes) {
+		t.Fatalf("alice/2 holds %d changes before the state, alice/1 %d: want fewer", len(started.Changes), len(full.Changes))
+	}
+	if err := alice.c.SendRawFrame(w.ctx, alice2.addr, frame); err != nil {
+		t.Fatal(err)
+	}
+	if res := errOf(alice2.sync(), engine.ResultGroupState); len(res) != 1 {
+		t.Fatalf("alice/2 does not take the group state: %+v", res)
+	}
+	now, err := alice2.c.Group(w.ctx, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(now.Changes) != len(full.Changes) || now.Start.Change != started.Start.Change || (now.Start.Snapshot == nil) != (started.Start.Snapshot == nil) {
+		t.Fatalf("alice/2 holds %d changes from start %+v, want %d from %+v", len(now.Changes), now.Start, len(full.Changes), started.Start)
+	}
+	if k, err := alice2.c.PinnedIdentity(w.ctx, bob.addr); err != nil || k == nil || *k != bob.c.Identity() {
+		t.Fatalf("alice/2 pins bob/1 as %v (%v), want bob's identity from the state", k, err)
+	}
+	if _, err := bob.c.SendGroup(w.ctx, g, []byte("after")); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, 10, alice, alice2, bob)
+	if n := alice2.countEntry(g, "bob/1:after"); n != 1 {
+		t.Fatalf("alice/2 holds bob's message %d times (history %v), want once", n, alice2.groupHistory(g))
+	}
+}
