@@ -32,10 +32,11 @@ import (
 // account (the device that made the account and holds its key), active
 // in the account's list with the identity its session holds
 // (ErrNotOwnDevice, ErrGroupStateSender: dropped, nothing stored). A
-// group it holds already is acknowledged and left as it is; a group it
-// does not hold is stored in the receive's transaction with the pins it
+// group it does not hold is stored in the receive's transaction with the pins it
 // does not hold (a pin it holds with another key stays, reported:
-// ErrGroupStatePinKept), and acknowledged. A group message held as one
+// ErrGroupStatePinKept), and acknowledged; a group it holds (a roster
+// change started it first) keeps its start and gains the changes and
+// pins it lacks. A group message held as one
 // of an unknown group places at the next hold pass. A group whose frame
 // would be over wire.MaxFrameSize is not sent (reported,
 // ErrGroupStateTooLarge); the link goes on. The group states never hold
@@ -107,10 +108,11 @@ func (GroupStateSend) plan() {}
 // Kind implements Plan.
 func (GroupStateSend) Kind() string { return "group-state-send" }
 
-// GroupStateEffect stores a group this device does not hold, with the
-// pins of its members and authors it does not hold: a group state from
-// device 1 (groupstate.go). A group held by the time the transaction runs
-// is left as it is, and so is every pin held.
+// GroupStateEffect stores a group state from device 1 (groupstate.go):
+// a group this device does not hold, with its changes; of a group held by
+// the time the transaction runs, the changes it lacks, its row (start,
+// snapshot, name) left as it is; and the pins carried that it does not
+// hold (every pin held stays).
 type GroupStateEffect struct {
 	Group wire.ArchiveGroup
 	Pins  []wire.ArchivePin
