@@ -222,10 +222,12 @@ func TestGroupStateRefusals(t *testing.T) {
 }
 
 // TestGroupStateThenAFirstMessageInOneBatch: alice/2 receives alice/1's
-// group state, which pins bob/1, and then, in the same batch, bob's first
-// message to it on a new session, which pins bob/1 too (its working copy
-// was read before the batch stored the group state's pin): the same
-// identity pinned twice is kept, and the batch goes through.
+// group state, which pins bob/1, and then, in the same receive round,
+// bob's first message to it on a new session, which pins bob/1 too (when
+// the two rows are one batch, its working copy was read before the batch
+// stored the group state's pin): the same identity pinned twice is kept,
+// and the round goes through. The test does not check that the two rows
+// were one transaction.
 func TestGroupStateThenAFirstMessageInOneBatch(t *testing.T) {
 	oneGoroutine(t)
 	w := newWorld(t)
