@@ -22,7 +22,7 @@ import (
 // group it holds to that device, each carrying a group state frame
 // (wire.FrameGroupState): the group's record as the link's archive
 // carries it (start, snapshot, signed roster changes) and the pins it
-// holds for the group's members and for its changes' authors. It does so
+// holds for the roster's entries and its changes' authors. It does so
 // for every link, archive or not: the frames are read under sendMu before
 // the list is stored, so a change recorded after them is forwarded
 // (rosterforward.go), and a device that gets the archive as well takes
