@@ -116,6 +116,10 @@ func (GroupStateSend) Kind() string { return "group-state-send" }
 type GroupStateEffect struct {
 	Group wire.ArchiveGroup
 	Pins  []wire.ArchivePin
+	// PinsKept are the members whose pin carried differs from the one
+	// held: nothing is stored for them; they are reported once the
+	// transaction commits (ErrGroupStatePinKept, finishRows).
+	PinsKept []Address
 }
 
 func (GroupStateEffect) effect() {}
@@ -323,8 +327,7 @@ func (c *Client) prepareGroupState(ctx context.Context, bs *batchState, in *inco
 		case pinned == nil:
 			e.Pins = append(e.Pins, p)
 		case !bytes.Equal(pinBytes(*pinned), p.Identity):
-			c.emit(Event{Kind: EventSyncFailed, At: c.cfg.Now(), Op: "group-state", Peer: in.sender,
-				Err: fmt.Errorf("group %x: pin of %s: %w", g[:], a, ErrGroupStatePinKept)})
+			e.PinsKept = append(e.PinsKept, a)
 		}
 	}
 	step.effect = e

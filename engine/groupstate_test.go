@@ -429,3 +429,68 @@ func TestGroupStateAfterAChangeStartedTheGroup(t *testing.T) {
 		t.Fatalf("alice/2 holds bob's message %d times (history %v), want once", n, alice2.groupHistory(g))
 	}
 }
+
+// TestGroupStatePinKeptOnANewGroup: alice/2, linked with no group, pins
+// bob/1 already; alice/1's group state of a group alice/2 does not hold
+// carries another key for bob/1. The group is stored, bob's pin stays,
+// and the differing pin is reported once, after the commit.
+func TestGroupStatePinKeptOnANewGroup(t *testing.T) {
+	oneGoroutine(t)
+	w := newWorld(t)
+	alice, bob := w.device("alice/1"), w.device("bob/1")
+	publishLists(t, alice, bob)
+	checkPeers(t, alice, bob)
+	info, _, err := alice.c.CreateGroup(w.ctx, "pair", []engine.Address{bob.addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := info.ID
+	settle(t, 6, alice, bob)
+	alice2 := w.linkDevice(alice)
+	publishLists(t, alice)
+	if err := alice2.c.RefreshPreKeys(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	bob.reopen()
+	checkPeers(t, bob, alice)
+	bob.send(alice2, "hello")
+	alice2.sync()
+	if k, err := alice2.c.PinnedIdentity(w.ctx, bob.addr); err != nil || k == nil {
+		t.Fatalf("alice/2 does not pin bob/1 (%v)", err)
+	}
+	forged := wire.ArchivePin{Address: "bob/1", PinnedAt: 1, Identity: bytes.Repeat([]byte{7}, 32+32+64)}
+	frame := groupStateOf(t, alice, g, forged)
+	for drained := false; !drained; {
+		select {
+		case <-alice2.c.Events():
+		default:
+			drained = true
+		}
+	}
+	if err := alice.c.SendRawFrame(w.ctx, alice2.addr, frame); err != nil {
+		t.Fatal(err)
+	}
+	if res := errOf(alice2.sync(), engine.ResultGroupState); len(res) != 1 {
+		t.Fatalf("alice/2 does not take the group state: %+v", res)
+	}
+	if _, members := alice2.members(g); !slices.Equal(members, []string{"alice/1", "bob/1"}) {
+		t.Fatalf("alice/2 holds the group with %v", members)
+	}
+	if k, err := alice2.c.PinnedIdentity(w.ctx, bob.addr); err != nil || k == nil || *k != bob.c.Identity() {
+		t.Fatalf("alice/2 pins bob/1 as %v (%v), want its own pin kept", k, err)
+	}
+	kept := 0
+	for drained := false; !drained; {
+		select {
+		case e := <-alice2.c.Events():
+			if errors.Is(e.Err, engine.ErrGroupStatePinKept) {
+				kept++
+			}
+		default:
+			drained = true
+		}
+	}
+	if kept != 1 {
+		t.Fatalf("alice/2 reported %d kept pins, want 1", kept)
+	}
+}

@@ -234,6 +234,10 @@ func (c *Client) finishRows(ctx context.Context, preps []prepared, plans []Plan,
 						c.forget(a)
 					}
 				}
+				for _, a := range e.PinsKept {
+					c.emit(Event{Kind: EventSyncFailed, At: c.cfg.Now(), Op: "group-state", Peer: r.Peer,
+						Err: fmt.Errorf("group %x: pin of %s: %w", e.Group.ID[:], a, ErrGroupStatePinKept)})
+				}
 			}
 		}
 	}
