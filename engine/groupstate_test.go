@@ -494,3 +494,54 @@ func TestGroupStatePinKeptOnANewGroup(t *testing.T) {
 		t.Fatalf("alice/2 reported %d kept pins, want 1", kept)
 	}
 }
+
+// TestGroupStateAfterAChangeInOneRound: as
+// TestGroupStateAfterAChangeStartedTheGroup, with alice/1's change and its
+// group state received in one round: the state finds the group the change
+// started earlier in the batch and adds the earlier changes and bob's pin.
+func TestGroupStateAfterAChangeInOneRound(t *testing.T) {
+	oneGoroutine(t)
+	w := newWorld(t)
+	alice, bob := w.device("alice/1"), w.device("bob/1")
+	publishLists(t, alice, bob)
+	checkPeers(t, alice, bob)
+	info, _, err := alice.c.CreateGroup(w.ctx, "pair", []engine.Address{bob.addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := info.ID
+	settle(t, 6, alice, bob)
+	k := bob.c.Identity()
+	frame := groupStateOf(t, alice, g, wire.ArchivePin{Address: "bob/1", PinnedAt: 1,
+		Identity: slices.Concat(k.SigningKey[:], k.DHKey[:], k.Signature[:])})
+	alice2 := w.linkDevice(alice) // AddDevice: no group state
+	publishLists(t, alice)
+	if err := alice2.c.RefreshPreKeys(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := alice.c.ChangeRoster(w.ctx, g, []wire.RosterChange{{Op: wire.RosterAdmin, Address: "bob/1"}}); err != nil {
+		t.Fatal(err)
+	}
+	alice.sync()
+	if err := alice.c.SendRawFrame(w.ctx, alice2.addr, frame); err != nil {
+		t.Fatal(err)
+	}
+	res := alice2.sync()
+	if n := len(errOf(res, engine.ResultGroupState)); n != 1 || len(errOf(res, engine.ResultError)) != 0 {
+		t.Fatalf("alice/2's round: %+v, want the change and the group state taken", res)
+	}
+	full, err := alice.c.Group(w.ctx, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now, err := alice2.c.Group(w.ctx, g)
+	if err != nil {
+		t.Fatalf("alice/2 holds no group: %v", err)
+	}
+	if len(now.Changes) != len(full.Changes) {
+		t.Fatalf("alice/2 holds %d changes, alice/1 %d", len(now.Changes), len(full.Changes))
+	}
+	if p, err := alice2.c.PinnedIdentity(w.ctx, bob.addr); err != nil || p == nil || *p != k {
+		t.Fatalf("alice/2 pins bob/1 as %v (%v), want bob's identity from the state", p, err)
+	}
+}
