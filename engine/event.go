@@ -178,6 +178,10 @@ const (
 	// this device's chain (frame kind 9); ID is the announcement lane
 	// sent it again, when the request was answered (chainneed.go).
 	ResultNeedChain
+	// ResultGroupState: device 1 of this person (Sender) sent Group's
+	// state to this device (groupstate.go); it is held here now (stored,
+	// or held already), and acknowledged.
+	ResultGroupState
 )
 
 // String returns the snake_case name used on the command line.
@@ -213,6 +217,8 @@ func (k ResultKind) String() string {
 		return "decided"
 	case ResultNeedChain:
 		return "need_chain"
+	case ResultGroupState:
+		return "group_state"
 	}
 	return "error"
 }
