@@ -108,6 +108,11 @@ func resultFields(r engine.ReceiveResult) []kv {
 				fields = append(fields, kv{"taken_back", true})
 			}
 		}
+		if r.Err != nil {
+			// A decision heard and not kept, or taken as a commit
+			// without its action: why, by name.
+			fields = append(fields, kv{"error", engine.ErrorName(r.Err)})
+		}
 	case engine.ResultSentCopy:
 		if r.CopyTo != nil {
 			fields = append(fields, kv{"to", r.CopyTo.String()})

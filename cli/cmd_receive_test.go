@@ -52,3 +52,31 @@ func TestSentCopyFields(t *testing.T) {
 		t.Errorf("text copy: %s", got)
 	}
 }
+
+// TestDecisionHeardFields: a decision heard that this device refused to
+// keep names why ("error", the error's name); one kept carries no error.
+// Before the fix the error was left out and the refusal looked like any
+// decision heard.
+func TestDecisionHeardFields(t *testing.T) {
+	from, on := engine.MustParseAddress("alice/1"), engine.MustParseAddress("bob/1")
+	r := engine.ReceiveResult{Kind: engine.ResultDecisionHeard, Sender: on, ID: wire.LogicalID{1},
+		Decided: &engine.KeptDecision{Sender: from, ID: wire.LogicalID{2}, Outcome: engine.OutcomeDiscarded, On: on}}
+	fields := func(r engine.ReceiveResult) map[string]any {
+		m := map[string]any{}
+		for _, f := range resultFields(r) {
+			m[f.k] = f.v
+		}
+		return m
+	}
+	if m := fields(r); m["error"] != nil || m["outcome"] != "discarded" {
+		t.Errorf("a decision heard: %v", m)
+	}
+	r.Err = fmt.Errorf("decision on a sibling's copy: %w", engine.ErrDecisionOwnMessage)
+	if m := fields(r); m["error"] != "decision_own_message" || m["outcome"] != "discarded" {
+		t.Errorf("a decision heard and refused: %v; want error decision_own_message", m)
+	}
+	r.Err = engine.ErrDecisionMismatch
+	if m := fields(r); m["error"] != "decision_mismatch" {
+		t.Errorf("a decision heard with another action: %v; want error decision_mismatch", m)
+	}
+}

@@ -273,7 +273,9 @@ type ActionRequest struct {
 // reaction any message of the conversation; a reply any ID (its quote is
 // resolved where it can be). Refused with nothing stored: an unknown
 // target (ErrTargetNotFound), a rule of DecideAction (*ActionRefusedError),
-// a reaction wire.CheckEmoji refuses.
+// a reaction wire.CheckEmoji refuses, a reply's or an edit's text over
+// wire.MaxSentActionTextSize from a person with other devices
+// (ErrCopyTooLarge: its copy to them would not fit).
 func (c *Client) Act(ctx context.Context, r ActionRequest) (wire.LogicalID, error) {
 	a := wire.Action{Content: r.Content, Target: r.Target, Text: r.Text, Emoji: r.Emoji, Remove: r.Remove}
 	if len(a.Text) == 0 {

@@ -52,9 +52,10 @@ var ErrCopyConversation = errors.New("a sent copy names a conversation with this
 var ErrCopyIDTaken = errors.New("a sent copy reuses the ID of another own message of the conversation")
 
 // ErrHeldCopy means a person asked to commit or discard a sibling's sent
-// copy of an action that waits for its target: it is no decision of
-// theirs; the hold's pass commits or discards it (and the lists of
-// pending messages leave it out).
+// copy of an action that waits for its target, or a kept decision of a
+// sibling named one: it is no decision of theirs; the hold's pass
+// commits or discards it (and the lists of pending messages leave it
+// out).
 var ErrHeldCopy = errors.New("a sibling's sent action copy waiting for its target is decided by the hold, not by a person")
 
 // copyIDTaken reports whether the conversation a sent copy to to names

@@ -138,6 +138,11 @@ func (c *Client) settleActions(ctx context.Context) ([]ReceiveResult, error) {
 			}
 			m := known[inboundKey{q.Sender, q.ID}]
 			rr := ReceiveResult{Kind: ResultApplied, Sender: q.Sender, ID: q.ID, Content: m.Content, Group: m.Group, Action: r.Action}
+			if m.CopyTo != "" {
+				if to, err := ParseAddress(m.CopyTo); err == nil {
+					rr.CopyTo = &to // a sibling's sent copy: of that conversation
+				}
+			}
 			if q.Outcome == OutcomeDiscarded || r.Discarded != DiscardNone {
 				rr.Kind, rr.Reason, rr.Action = ResultActionDiscarded, max(q.Reason, r.Discarded), nil
 			}

@@ -162,17 +162,22 @@ type Client struct {
 	// some are kept; decisionsChecked once the kept ones were read
 	// (decision.go).
 	decisionsDue, decisionsKept, decisionsChecked atomic.Bool
-	nextMaintain                                  time.Time
-	nextPoolTopUp                                 time.Time
-	kick                                          chan struct{} // SyncNow
-	pumpKick                                      chan struct{} // wakes the pump's goroutine (outbox.go)
-	pumpWanted                                    bool          // stored messages wait for the pump (outbox.go)
-	pumpEpoch                                     uint64        // relay link epoch the pump last ran on
-	pumpLoops                                     int           // pump goroutines running (Run's), outbox.go
-	lanesStored                                   bool          // receive processing stored group lanes for the pump
-	lifetime                                      context.Context
-	endLifetime                                   context.CancelFunc // Close: ends every Run
-	loops                                         sync.WaitGroup     // running Run calls
+	// refusedDecisions are the kept decisions whose plan the store
+	// refused (ErrKeptDecisionRefused) in this process: reported once and
+	// left out of later passes, forgotten once no longer due
+	// (applyKeptDecisions; read and written under syncMu).
+	refusedDecisions map[inboundKey]bool
+	nextMaintain     time.Time
+	nextPoolTopUp    time.Time
+	kick             chan struct{} // SyncNow
+	pumpKick         chan struct{} // wakes the pump's goroutine (outbox.go)
+	pumpWanted       bool          // stored messages wait for the pump (outbox.go)
+	pumpEpoch        uint64        // relay link epoch the pump last ran on
+	pumpLoops        int           // pump goroutines running (Run's), outbox.go
+	lanesStored      bool          // receive processing stored group lanes for the pump
+	lifetime         context.Context
+	endLifetime      context.CancelFunc // Close: ends every Run
+	loops            sync.WaitGroup     // running Run calls
 
 	// Recovery requests sent lately (recovery.go), and since when the
 	// sending window of a peer has been full (window.go).

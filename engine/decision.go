@@ -355,6 +355,18 @@ func (c *Client) prepareDecision(ctx context.Context, bs *batchState, in *incomi
 	step.res.Decided = &KeptDecision{Sender: sender, ID: d.Message, Outcome: outcome, On: in.sender}
 	switch _, repeat := effect.(RepeatEffect); {
 	case kind == ResultDelivery && repeat:
+	case kind == ResultDelivery && sender.User == c.self.User:
+		// A message of this person's own account (a sibling's sent
+		// copy, its group message): nobody's decision, which no device
+		// tells (tellLanes). Acknowledged, so that the lane ends, and
+		// recorded, so that a repeat is acknowledged again, but never
+		// kept: kept, it would decide a copy the hold's pass commits.
+		if step.ack, err = c.ackOnNext(&step.next, in.sender, d.ID); err != nil {
+			return prepared{}, err
+		}
+		step.effect = DecisionEffect{ID: d.ID, Digest: dg, At: in.now, Sender: sender, Message: d.Message, Outcome: outcome}
+		step.res.Err = fmt.Errorf("decision %x on %x from %s: %w", d.ID[:], d.Message[:], sender, ErrDecisionOwnMessage)
+		bs.delivered[key] = dg
 	case kind == ResultDelivery:
 		seen, err := c.store.Seen(ctx, sender, d.Message)
 		if err != nil {
@@ -426,6 +438,19 @@ func (c *Client) prepareDecision(ctx context.Context, bs *batchState, in *incomi
 	}
 	return in.receive(bs, op, step)
 }
+
+// ErrDecisionOwnMessage means a sibling's decision names a message of this
+// person's own account (a sibling's sent copy, an own device's group
+// message): no device tells one (tellLanes), so the decision is
+// acknowledged and recorded but never kept, and its ResultDecisionHeard
+// carries this error (ReceiveResult.Err).
+var ErrDecisionOwnMessage = errors.New("the decision names a message of this person's own account")
+
+// ErrKeptDecisionRefused means the finalization a kept decision asked for
+// was refused by its plan (the store found the pending message changed, or
+// the plan invalid): the other kept decisions of the pass apply, this one
+// stays kept, and its ResultError names the cause.
+var ErrKeptDecisionRefused = errors.New("a kept decision's finalization was refused")
 
 // ErrDecisionMismatch means a sibling's decision carried an action that is
 // not the message it names as this device holds it (another digest: not
@@ -633,7 +658,15 @@ func (c *Client) keptFor(ctx context.Context, preps []prepared) map[inboundKey]b
 // the decision and acknowledges the sender in one transaction), and
 // reports each as a ResultDecided. It runs after a receive batch when
 // decisions may be due: one was heard, or messages arrived while some are
-// kept.
+// kept. A request whose plan the store refuses is refused alone
+// (finalizeEach, ErrKeptDecisionRefused as a ResultError) while the
+// others apply: no decision a sibling sends fails the round. A refused
+// decision is reported once and left out of the passes after it in this
+// process (refusedDecisions), so that it costs no later round a failed
+// batch and a transaction of its own; it is forgotten there once no
+// longer due (applied by the person, aged out). A decision whose message
+// was finalized meanwhile (ErrNotPending: the person decided it) is not
+// reported.
 func (c *Client) applyKeptDecisions(ctx context.Context, res []ReceiveResult) ([]ReceiveResult, error) {
 	due := c.decisionsDue.Load() || !c.decisionsChecked.Load()
 	for _, r := range res {
@@ -649,9 +682,21 @@ func (c *Client) applyKeptDecisions(ctx context.Context, res []ReceiveResult) ([
 	}
 	c.decisionsChecked.Store(true)
 	c.decisionsKept.Store(held)
+	stillDue := make(map[inboundKey]bool, len(kept))
+	for _, k := range kept {
+		stillDue[inboundKey{k.Sender, k.ID}] = true
+	}
+	for k := range c.refusedDecisions {
+		if !stillDue[k] {
+			delete(c.refusedDecisions, k)
+		}
+	}
 	reqs := make([]FinalizeRequest, 0, len(kept))
 	var out []ReceiveResult
 	for _, k := range kept {
+		if c.refusedDecisions[inboundKey{k.Sender, k.ID}] {
+			continue // refused already in this process, and reported
+		}
 		on := k.On
 		reqs = append(reqs, FinalizeRequest{Sender: k.Sender, ID: k.ID, Outcome: k.Outcome, Reason: DiscardOther, decidedOn: &on})
 	}
@@ -659,7 +704,22 @@ func (c *Client) applyKeptDecisions(ctx context.Context, res []ReceiveResult) ([
 		return nil, nil
 	}
 	results, err := c.finalizeBatch(ctx, reqs, nil, false)
+	if err != nil && results == nil && planRefused(err) {
+		// One request's plan refused fails the batch's transaction
+		// whole: each is finalized alone, so that a decision the plan
+		// refuses (a hostile or buggy sibling's, a pending row the store
+		// holds otherwise) stops neither the others nor the loop.
+		results, err = c.finalizeEach(ctx, reqs)
+	}
 	for i, r := range results {
+		if errors.Is(r.Err, ErrKeptDecisionRefused) {
+			k := reqs[i]
+			if c.refusedDecisions == nil {
+				c.refusedDecisions = make(map[inboundKey]bool)
+			}
+			c.refusedDecisions[inboundKey{k.Sender, k.ID}] = true
+			out = append(out, ReceiveResult{Kind: ResultError, Sender: k.Sender, ID: k.ID, Err: r.Err})
+		}
 		if r.Err != nil {
 			continue
 		}
@@ -668,4 +728,40 @@ func (c *Client) applyKeptDecisions(ctx context.Context, res []ReceiveResult) ([
 			Decided: &KeptDecision{Sender: k.Sender, ID: k.ID, Outcome: k.Outcome, On: *k.decidedOn}, AckSent: r.AckSent})
 	}
 	return out, err
+}
+
+// finalizeEach finalizes each kept decision's request alone (as
+// applyKeptDecisions asks, after the batch's plan was refused): a request
+// whose own plan is refused gets ErrKeptDecisionRefused, naming the cause,
+// and changes nothing; any other failure stops the pass.
+func (c *Client) finalizeEach(ctx context.Context, reqs []FinalizeRequest) ([]FinalizeResult, error) {
+	results := make([]FinalizeResult, len(reqs))
+	for i, q := range reqs {
+		res, err := c.finalizeBatch(ctx, reqs[i:i+1], nil, false)
+		switch {
+		case err != nil && res == nil && errors.Is(err, ErrNotPending):
+			// Finalized meanwhile (the person decided it): nothing to
+			// apply, and nothing refused to report.
+			results[i].Err = err
+		case err != nil && res == nil && planRefused(err):
+			results[i].Err = fmt.Errorf("apply %s's decision on %x from %s: %w: %w", *q.decidedOn, q.ID[:], q.Sender, ErrKeptDecisionRefused, err)
+		case err != nil && res != nil:
+			// Finalized, its ACK's hand-off cancelled: durable, so
+			// reported with those before it.
+			results[i] = res[0]
+			return results[:i+1], err
+		case err != nil:
+			return results[:i], err // those before it are finalized, and reported
+		default:
+			results[i] = res[0]
+		}
+	}
+	return results, nil
+}
+
+// planRefused reports whether a finalization failed because the store
+// refused its plan (ErrConflict: invalid, or the state changed underneath;
+// ErrCopyIDTaken; ErrNotPending), not because it could not run.
+func planRefused(err error) bool {
+	return !isCancel(err) && (errors.Is(err, ErrConflict) || errors.Is(err, ErrCopyIDTaken) || errors.Is(err, ErrNotPending))
 }

@@ -184,20 +184,31 @@ func (c *Client) storeOwnList(ctx context.Context, held, next wire.DeviceList, r
 	if err != nil {
 		return err
 	}
+	gstate := c.groupStateLinked(ctx, next.User, more)
+	if gstate != nil {
+		more = append(more[:len(more):len(more)], *gstate)
+	}
 	u := UpdateDeviceList{From: from, List: to, Removed: removed, CatchUp: lanes, Adopted: adopted, GroupAdded: grouped, At: c.cfg.Now()}
-	if _, err := c.store.ApplyBatch(ctx, append([]Plan{u}, more...)); err != nil {
-		// The adoption never holds the revocation back: without the
+	_, err = c.store.ApplyBatch(ctx, append([]Plan{u}, more...))
+	if err != nil && gstate != nil && ctx.Err() == nil {
+		// The group state never holds the list back (the relay took
+		// it): without it, once more (reported).
+		c.emit(Event{Kind: EventSyncFailed, At: c.cfg.Now(), Op: "group-state", Peer: gstate.To,
+			Err: fmt.Errorf("%d group states not sent to %s: %w", len(gstate.Lanes), gstate.To, err)})
+		more, gstate = more[:len(more)-1], nil
+		_, err = c.store.ApplyBatch(ctx, append([]Plan{u}, more...))
+	}
+	if err != nil && len(adopted) > 0 && ctx.Err() == nil {
+		// Nor does the adoption hold the revocation back: without the
 		// adopted lanes, once more (reported).
-		if len(adopted) == 0 || ctx.Err() != nil {
-			return err
-		}
 		c.adoptFailed(fmt.Errorf("store %d adopted lanes: %w", len(adopted), err))
 		u.Adopted, adopted = nil, nil
-		if _, err := c.store.ApplyBatch(ctx, append([]Plan{u}, more...)); err != nil {
-			return err
-		}
+		_, err = c.store.ApplyBatch(ctx, append([]Plan{u}, more...))
 	}
-	if len(lanes) > 0 || len(adopted) > 0 || len(grouped) > 0 {
+	if err != nil {
+		return err
+	}
+	if len(lanes) > 0 || len(adopted) > 0 || len(grouped) > 0 || gstate != nil {
 		c.wantLanesPumped()
 	}
 	return nil

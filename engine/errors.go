@@ -151,6 +151,10 @@ var errorNames = []struct {
 	err  error
 	name string
 }{
+	{ErrKeptDecisionRefused, "kept_decision_refused"}, // before the cause it wraps (conflict)
+	{ErrDecisionOwnMessage, "decision_own_message"},
+	{ErrDecisionMismatch, "decision_mismatch"},
+	{ErrCopyTooLarge, "copy_too_large"}, // before message_too_large, which it wraps
 	{ErrIdentityChanged, "identity_changed"},
 	{ErrFingerprintMismatch, "fingerprint_mismatch"},
 	{ErrRequestPending, "request_pending"},

@@ -12,7 +12,10 @@ type EventKind uint8
 // Event kinds.
 const (
 	// EventReceived carries one receive result (delivery, repeat,
-	// acknowledgement or a failure by name).
+	// acknowledgement or a failure by name), and one result of each pass
+	// a round runs after a receive batch: an action that waited, applied
+	// or discarded (ResultApplied, ResultActionDiscarded), and a kept
+	// decision applied or refused (ResultDecided, ResultError).
 	EventReceived EventKind = iota + 1
 	// EventSent: the relay accepted the envelope of a message (send or retry).
 	EventSent
@@ -80,6 +83,9 @@ type Event struct {
 	Count   int            // EventQuarantineEvicted and the request events
 
 	marker uint64 // presentation marker of the commit this event reports
+	// report is set on an event that reports again what events emitted
+	// before announced (emitResults): it raises no marker.
+	report bool
 }
 
 // emit delivers an event without ever blocking the engine: when the buffer is
@@ -101,7 +107,7 @@ func (c *Client) emit(e Event) {
 		// (a single visible commit under the send mutex) was emitted right
 		// after it, so the marker now is its own.
 		m := e.marker
-		if m == 0 {
+		if m == 0 && !e.report {
 			m = c.marker
 		}
 		if m > c.emitted {
@@ -172,6 +178,10 @@ const (
 	// this device's chain (frame kind 9); ID is the announcement lane
 	// sent it again, when the request was answered (chainneed.go).
 	ResultNeedChain
+	// ResultGroupState: device 1 of this person (Sender) sent Group's
+	// state to this device (groupstate.go); it is held here now (stored,
+	// or held already), and acknowledged.
+	ResultGroupState
 )
 
 // String returns the snake_case name used on the command line.
@@ -207,6 +217,8 @@ func (k ResultKind) String() string {
 		return "decided"
 	case ResultNeedChain:
 		return "need_chain"
+	case ResultGroupState:
+		return "group_state"
 	}
 	return "error"
 }
@@ -240,7 +252,9 @@ type ReceiveResult struct {
 	// action back); Reason on ResultActionDiscarded.
 	Action *AppliedAction
 	Reason DiscardReason
-	// CopyTo is the conversation of a ResultSentCopy.
+	// CopyTo is the conversation of a ResultSentCopy, and of the
+	// ResultApplied or ResultActionDiscarded that settled a sibling's
+	// sent copy of an action after it waited.
 	CopyTo *Address
 	// Decided is the decision of a ResultDecisionHeard or ResultDecided.
 	Decided *KeptDecision

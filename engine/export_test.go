@@ -270,3 +270,17 @@ func NewArchiveWriterVersion(w io.Writer, passphrase []byte, kdf ArchiveKDF, r i
 func NewKeyedArchiveWriterVersion(w io.Writer, key [32]byte, r io.Reader, version uint8) (*ArchiveWriter, error) {
 	return newKeyedArchiveWriter(w, key, r, version)
 }
+
+// GroupStateFor is the group state plan a link of device to stores with
+// its list (groupstate.go), or nil when this device holds no group.
+func (c *Client) GroupStateFor(ctx context.Context, to Address) *GroupStateSend {
+	return c.groupStateFor(ctx, to)
+}
+
+// SetGroupStateBudget sets the bytes of group state one link stores until
+// the returned function puts the bound back.
+func SetGroupStateBudget(n int) func() {
+	old := groupStateBudget
+	groupStateBudget = n
+	return func() { groupStateBudget = old }
+}

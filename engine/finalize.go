@@ -160,7 +160,11 @@ func (c *Client) finalizeBatch(ctx context.Context, reqs []FinalizeRequest, know
 			}
 			m = &stored
 		}
-		if again && m.CopyTo != "" {
+		if (again || r.decidedOn != nil) && m.CopyTo != "" {
+			// A sibling's sent copy waiting for its target is the hold's:
+			// neither a person nor a sibling's decision decides it (only
+			// a hostile or buggy sibling sends one, and this device kept
+			// it before such decisions were refused on hearing).
 			results[i].Err = fmt.Errorf("finalize %x from %s: %w", r.ID[:], r.Sender, ErrHeldCopy)
 			continue
 		}

@@ -28,6 +28,8 @@ func (c *Client) prepareFrame(ctx context.Context, bs *batchState, in *incoming,
 		return c.prepareSentActionCopy(ctx, bs, in, op)
 	case kind == wire.FrameDecision, kind == wire.FrameDecisionBody, kind == wire.FrameDecisionAction:
 		return c.prepareDecision(ctx, bs, in, op)
+	case kind == wire.FrameGroupState:
+		return c.prepareGroupState(ctx, bs, in, op)
 	case kind == wire.FrameChainAcks:
 		a, err := wire.DecodeChainAcks(op.plaintext)
 		if err != nil {

@@ -430,7 +430,9 @@ func TestGroupAckAfterLinkAddsLanes(t *testing.T) {
 // bob's groups (no archive). The lane alice's newer list of bob's adds
 // brings it a message of a group it does not hold: it is held (rule 1),
 // never starts the group (a message starts none) and is not refused, so
-// alice's lane stays pending rather than ending not_a_member.
+// alice's lane stays pending rather than ending not_a_member. (bob/1
+// linked it with AddDevice, which sends no group state, and never syncs
+// again: TestLinkWithoutArchiveSendsTheGroups has the link that does.)
 func TestAddedGroupLaneToADeviceWithoutTheGroup(t *testing.T) {
 	oneGoroutine(t)
 	w := newWorld(t)

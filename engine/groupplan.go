@@ -263,6 +263,12 @@ func DecodeStoredFrame(b []byte) (StoredFrame, error) {
 			return StoredFrame{}, err
 		}
 		return StoredFrame{ID: d.ID, Body: []byte{}, Roster: true, Decision: &d}, nil
+	case wire.FrameGroupState:
+		s, err := wire.DecodeGroupState(b)
+		if err != nil {
+			return StoredFrame{}, err
+		}
+		return StoredFrame{ID: s.ID, Body: []byte{}, Group: &s.Group.ID, Roster: true}, nil
 	case wire.FrameContent:
 		m, err := wire.DecodeContentMessage(b)
 		if err != nil {

@@ -277,9 +277,11 @@ const linkKeepSize = 3
 
 // ErrArchiveLeftOut means a link with HistoryNone goes without its
 // archive (LinkHistory): the new device is listed and gets its package,
-// but not the groups, pins, accepted senders and undecided messages the
-// archive would have carried; the error wraps why.
-var ErrArchiveLeftOut = errors.New("the link's archive (groups, pins, accepted senders, undecided messages) did not go")
+// but not the pins, accepted senders and undecided messages the archive
+// would have carried; its groups (with their members' pins) go to it as
+// group state lanes stored with the list (groupstate.go). The error wraps
+// why.
+var ErrArchiveLeftOut = errors.New("the link's archive (pins, accepted senders, undecided messages; the groups go apart) did not go")
 
 // encodeLinkSource is what a linked device keeps of its history's source
 // (ImportStart.Source): the archive's key, its record count, the blob's

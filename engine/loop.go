@@ -91,12 +91,14 @@ func (c *Client) Sync(ctx context.Context) (SyncResult, error) {
 		// (actionhold.go).
 		settled, err := c.settleActions(ctx)
 		out.Received = append(out.Received, settled...)
+		c.emitResults(settled)
 		if err != nil {
 			return &SyncError{Op: "commit", Err: err}
 		}
 		// What another device of this person decided (decision.go).
 		decided, err := c.applyKeptDecisions(ctx, res)
 		out.Received = append(out.Received, decided...)
+		c.emitResults(decided)
 		if err != nil {
 			return &SyncError{Op: "commit", Err: err}
 		}
@@ -175,6 +177,18 @@ func (c *Client) Sync(ctx context.Context) (SyncResult, error) {
 		return out, &SyncError{Op: "pump", Err: err}
 	}
 	return out, releaseErr
+}
+
+// emitResults emits one EventReceived for each result of a pass that runs
+// after a receive batch (the hold's pass, the kept decisions), as the
+// batch's own rows are: a running loop (Run) never reads Sync's results,
+// so this is how a view learns of them. Each commit they report had its
+// EventFinalized already, with its marker: these raise none.
+func (c *Client) emitResults(res []ReceiveResult) {
+	for i := range res {
+		r := res[i]
+		c.emit(Event{Kind: EventReceived, At: c.cfg.Now(), Peer: r.Sender, ID: r.ID, Result: &r, report: true})
+	}
 }
 
 // SyncNow asks a running loop for a round at once (a demo control that

@@ -34,9 +34,11 @@ const (
 // transaction. The loop's pump (Run) hands the messages to the relay; a
 // caller without a loop calls Pump. Writing to a device with an open request
 // accepts it first (a transaction of its own, before). A result's Err is set
-// for a message refused before anything was stored (to the own device, or
-// one that cannot be encoded); the error is set when the transaction failed,
-// in which case nothing was stored.
+// for a message refused before anything was stored (to the own device, one
+// that cannot be encoded, or a text, reply or edit too large for its sent
+// copy to this person's other devices, ErrCopyTooLarge: its open request,
+// if any, is not accepted either); the error is set when the transaction
+// failed, in which case nothing was stored.
 func (c *Client) Enqueue(ctx context.Context, reqs []SendRequest) ([]SendResult, error) {
 	results := make([]SendResult, len(reqs))
 	var plans []Plan
@@ -69,6 +71,21 @@ func (c *Client) Enqueue(ctx context.Context, reqs []SendRequest) ([]SendResult,
 			results[i].Err = fmt.Errorf("send to %s: %w", r.Peer, err)
 			continue
 		}
+		if !r.file {
+			// A text too large for its copy to this person's other
+			// devices is refused before anything, the acceptance of an
+			// open request too (personLanes checks it again).
+			if err := copyFits(r.Body, r.action); err != nil {
+				own, oerr := c.ownOtherDevices(ctx)
+				if oerr != nil {
+					return nil, fmt.Errorf("send to %s: %w", r.Peer, oerr)
+				}
+				if len(own) > 0 {
+					results[i].Err = fmt.Errorf("send to %s: %w", r.Peer, err)
+					continue
+				}
+			}
+		}
 		if !accepted[r.Peer] {
 			accepted[r.Peer] = true
 			// Accepting writes sessions (adopted rosters' ACKs): under
@@ -89,6 +106,11 @@ func (c *Client) Enqueue(ctx context.Context, reqs []SendRequest) ([]SendResult,
 			// device (person.go); this person's other devices get a sent
 			// copy (an action's: actioncopy.go).
 			lanes, conv, err := c.personLanes(ctx, r.Peer, results[i].ID, f, body, r.action)
+			if errors.Is(err, ErrCopyTooLarge) {
+				// This request alone, before anything is stored.
+				results[i].Err = fmt.Errorf("send to %s: %w", r.Peer, err)
+				continue
+			}
 			if err != nil {
 				return nil, fmt.Errorf("send to %s: %w", r.Peer, err)
 			}

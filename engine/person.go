@@ -710,6 +710,9 @@ func (c *Client) personLanes(ctx context.Context, peer Address, id wire.LogicalI
 		lanes = append(lanes, PersonLane{Recipient: r, Frame: frame})
 	}
 	if len(own) > 0 {
+		if err := copyFits(body, action); err != nil {
+			return nil, peer, err
+		}
 		var cp []byte
 		if action != nil {
 			cp, err = wire.EncodeSentActionCopy(wire.SentActionCopy{ID: id, To: conv.String(), Action: *action})
@@ -724,6 +727,29 @@ func (c *Client) personLanes(ctx context.Context, peer Address, id wire.LogicalI
 		}
 	}
 	return lanes, conv, nil
+}
+
+// ErrCopyTooLarge means a one-to-one message or a reply's or an edit's
+// text fits a message to the person but not the sent copy that goes with
+// it to this person's other devices (a copy carries the conversation's
+// address besides): refused before anything is stored, the text left with
+// the person. Its error names the limit; the chain also holds
+// wire.ErrMessageTooLarge.
+var ErrCopyTooLarge = errors.New("too large for the copy to this person's other devices")
+
+// copyFits refuses a text message (body) or a reply's or an edit's text
+// (action) that its sent copy to this person's other devices cannot carry
+// (wire.MaxSentCopyBodySize, wire.MaxSentActionTextSize).
+func copyFits(body []byte, action *wire.Action) error {
+	switch {
+	case action == nil && len(body) > wire.MaxSentCopyBodySize:
+		return fmt.Errorf("message of %d bytes, at most %d with other devices of this account: %w: %w",
+			len(body), wire.MaxSentCopyBodySize, ErrCopyTooLarge, wire.ErrMessageTooLarge)
+	case action != nil && len(action.Text) > wire.MaxSentActionTextSize:
+		return fmt.Errorf("%s text of %d bytes, at most %d with other devices of this account: %w: %w",
+			ActionName(action.Content), len(action.Text), wire.MaxSentActionTextSize, ErrCopyTooLarge, wire.ErrMessageTooLarge)
+	}
+	return nil
 }
 
 // ownOtherDevices returns the other active devices of this person, from

@@ -30,7 +30,13 @@ func personOp(ctx context.Context, w fpWorld, st *store.DB, c *engine.Client, ep
 	case "checkpeer":
 		return true, c.CheckPeer(ctx, engine.MustParseAddress(arg))
 	case "linkcut":
-		return true, w.linkCut(ctx, st, engine.MustParseAddress(arg))
+		return true, w.linkCut(ctx, st, nil, engine.MustParseAddress(arg))
+	case "linkcutgroups":
+		// linkcut with the group state lanes to the new device
+		// (groupstate.go), as storeOwnList stores them.
+		return true, w.linkCut(ctx, st, c, engine.MustParseAddress(arg))
+	case "checkgroupstate":
+		return true, checkGroupState(ctx, st, engine.MustParseAddress(arg))
 	case "checkcut":
 		return true, checkCut(ctx, st, engine.MustParseAddress(arg))
 	case "publishfake":
@@ -101,8 +107,9 @@ func (w fpWorld) linkShare(ctx context.Context, st *store.DB, from engine.Addres
 }
 
 // linkCut stores, as LinkDevice does after the relay took it, the list
-// that adds dev with the link's cut, in one transaction.
-func (w fpWorld) linkCut(ctx context.Context, st *store.DB, dev engine.Address) error {
+// that adds dev with the link's cut, in one transaction; with c, the group
+// state lanes to dev too.
+func (w fpWorld) linkCut(ctx context.Context, st *store.DB, c *engine.Client, dev engine.Address) error {
 	a, err := engine.LoadAccount(ctx, st)
 	if err != nil {
 		return err
@@ -128,9 +135,52 @@ func (w fpWorld) linkCut(ctx context.Context, st *store.DB, dev engine.Address) 
 	if err != nil {
 		return err
 	}
-	_, err = st.ApplyBatch(ctx, []engine.Plan{engine.UpdateDeviceList{From: from, List: to},
-		engine.LinkCut{Device: dev.Device, At: realNow(), History: engine.HistoryAll}})
+	plans := []engine.Plan{engine.UpdateDeviceList{From: from, List: to},
+		engine.LinkCut{Device: dev.Device, At: realNow(), History: engine.HistoryAll}}
+	if c != nil {
+		gs := c.GroupStateFor(ctx, dev)
+		if gs == nil {
+			return fmt.Errorf("no group to send %s", dev)
+		}
+		plans = append(plans, *gs)
+	}
+	_, err = st.ApplyBatch(ctx, plans)
 	return err
+}
+
+// checkGroupState fails unless the list held names dev exactly when a
+// group state lane to dev is pending (the two are one transaction), then
+// abandons those lanes: dev is no device of the world, and would never
+// acknowledge them.
+func checkGroupState(ctx context.Context, st *store.DB, dev engine.Address) error {
+	if err := checkCut(ctx, st, dev); err != nil {
+		return err
+	}
+	a, err := engine.LoadAccount(ctx, st)
+	if err != nil {
+		return err
+	}
+	listed := false
+	for _, e := range a.List.Entries {
+		listed = listed || e.Number == dev.Device
+	}
+	out, err := st.PendingToPerson(ctx, dev.User, 100)
+	if err != nil {
+		return err
+	}
+	n := 0
+	for _, m := range out {
+		if m.Recipient == dev {
+			n++
+			if _, err := st.Apply(ctx, engine.Abandon{Recipient: dev, ID: m.ID, At: realNow()}); err != nil {
+				return err
+			}
+		}
+	}
+	if listed != (n == 1) {
+		return fmt.Errorf("the list names %s: %v; %d group state lanes to it pending", dev, listed, n)
+	}
+	return nil
 }
 
 // checkCut fails unless the list held names dev exactly when a cut for
@@ -262,6 +312,13 @@ func personScenarios() []fpScenario {
 		// device, or neither is (heal checks).
 		{name: "link cut", devices: []string{"alice/1", "bob/1"}, setup: established(),
 			target: fpStep{"alice/1", "linkcut:alice/2"}, heal: []fpStep{{"alice/1", "checkcut:alice/2"}},
+			want: map[string]map[string][]string{"bob/1": {"alice/1": {"hello"}}}},
+		// The group state lanes to a linked device are stored with the
+		// list that names it, or neither is (heal checks, then abandons
+		// them: alice/2 is no device here).
+		{name: "link cut with group states", devices: []string{"alice/1", "bob/1"},
+			setup:  append(established(), fpStep{"alice/1", "groupcreate:g:bob/1"}, fpStep{"bob/1", "sync"}, fpStep{"alice/1", "sync"}),
+			target: fpStep{"alice/1", "linkcutgroups:alice/2"}, heal: []fpStep{{"alice/1", "checkgroupstate:alice/2"}},
 			want: map[string]map[string][]string{"bob/1": {"alice/1": {"hello"}}}},
 		// Removing a device: the account's device ends its sent copies
 		// to it; a peer holding the new list ends its lanes to it.

@@ -225,6 +225,23 @@ func (c *Client) finishRows(ctx context.Context, preps []prepared, plans []Plan,
 		}
 	}
 	for _, p := range plans {
+		// The cache may hold the peers a group state pinned with no pin:
+		// they are read again (groupstate.go).
+		if r, ok := p.(Receive); ok {
+			if e, ok := r.Effect.(GroupStateEffect); ok {
+				for _, pin := range e.Pins {
+					if a, err := ParseAddress(pin.Address); err == nil {
+						c.forget(a)
+					}
+				}
+				for _, a := range e.PinsKept {
+					c.emit(Event{Kind: EventSyncFailed, At: c.cfg.Now(), Op: "group-state", Peer: r.Peer,
+						Err: fmt.Errorf("group %x: pin of %s: %w", e.Group.ID[:], a, ErrGroupStatePinKept)})
+				}
+			}
+		}
+	}
+	for _, p := range plans {
 		if r, ok := p.(Receive); ok {
 			if e, ok := r.Effect.(CommitEffect); ok && len(e.Tell) > 0 {
 				c.wantLanesPumped() // an arrival commit's decision lanes

@@ -84,6 +84,10 @@ type ArchiveStore interface {
 	// the same records, then every message received and not decided
 	// (wire.ArchiveStaged), all from one snapshot.
 	LinkArchiveRecords(ctx context.Context, emit func(wire.ArchiveRecord) error) error
+	// GroupStateRecords calls emit with the pins, then the groups, that
+	// an archive holds (wire.ArchivePin, wire.ArchiveGroup), all from one
+	// snapshot: what group state frames carry to a linked device.
+	GroupStateRecords(ctx context.Context, emit func(wire.ArchiveRecord) error) error
 	// LinkCut returns the cut recorded when device was linked.
 	LinkCut(ctx context.Context, device uint32) (LinkCut, bool, error)
 	// PendingLinkImport returns the import of a linked device's history

@@ -183,7 +183,13 @@ func (c *Client) forwardLaneExpired(peer Address, m OutboundMessage) bool {
 	if peer.User != c.self.User || m.Group == nil || m.CreatedAt.IsZero() || c.cfg.Now().Sub(m.CreatedAt) <= MaxGroupHold {
 		return false
 	}
-	if kind, _ := wire.PeekFrameKind(m.Frame); kind != wire.FrameSignedRoster {
+	switch kind, _ := wire.PeekFrameKind(m.Frame); kind {
+	case wire.FrameGroupState:
+		// A group state to a linked device (groupstate.go): only this
+		// device sends one.
+		return true
+	case wire.FrameSignedRoster:
+	default:
 		return false
 	}
 	sr, err := wire.DecodeSignedRoster(m.Frame)

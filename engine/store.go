@@ -89,11 +89,11 @@ type Store interface {
 	// Decisions returns up to limit received messages finalized here at
 	// or after since, newest first: the decisions a sibling linked since
 	// is told of (decision.go, catch-up). Discards the engine made by its
-	// rules for actions (DiscardReason.ByEngine) are left out, and so are
-	// the one-to-one records of what this person's own devices sent (sent
-	// copies, decision frames), before the limit: they are nobody's
-	// decision. An own device's group message is kept (a file of it is
-	// the person's to decide).
+	// rules for actions (DiscardReason.ByEngine) are left out, and so is
+	// every record of what this person's own devices sent (sent copies,
+	// decision frames, their group messages and files), before the limit:
+	// no device tells a decision on its own account's message (tellLanes)
+	// and a sibling keeps none (ErrDecisionOwnMessage).
 	Decisions(ctx context.Context, since time.Time, limit int) ([]MadeDecision, error)
 	// KeptActions returns the kept decisions that carry a one-to-one
 	// action from sender waiting for its target, message target from that

@@ -178,6 +178,8 @@ func (t *tx) apply(ctx context.Context, p engine.Plan) (engine.Receipt, error) {
 		return t.importRecords(ctx, p)
 	case engine.LinkCut:
 		return engine.Receipt{}, t.linkCut(ctx, p)
+	case engine.GroupStateSend:
+		return engine.Receipt{}, t.groupStateSend(ctx, p)
 	}
 	// validate refuses every other type first.
 	panic(fmt.Sprintf("store: apply %T: unknown plan", p))

@@ -76,33 +76,39 @@ func TestDecisionsLeaveOwnDevicesOut(t *testing.T) {
 	}
 }
 
-// TestDecisionsKeepASiblingsGroupMessage: the catch-up's decisions leave
-// out an own device's one-to-one records (a sent copy) but keep its group
-// message's (a file a person discarded here). Before the fix every record
-// of an own device was left out, and a sibling linked since never heard
-// of a decision on a sibling's group file.
-func TestDecisionsKeepASiblingsGroupMessage(t *testing.T) {
+// TestDecisionsLeaveOwnGroupMessagesOut: the catch-up's decisions leave
+// out every record of an own device, its group message's (a file a
+// person discarded here) as its one-to-one one's (a sent copy): no device
+// tells a decision on its own account's message (the engine's tellLanes
+// returns no lane for one, and a sibling refuses to keep one,
+// ErrDecisionOwnMessage), so such a record would only take the limit's
+// room from another person's decision. Before the fix an own device's
+// group records were read and took that room; this test asserted the
+// older meaning, that they were kept.
+func TestDecisionsLeaveOwnGroupMessagesOut(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, false)
 	sibling := engine.MustParseAddress("alice/2")
 	group := wire.GroupID{0x77}
-	for i, grp := range [][]byte{nil, group[:]} {
-		lid := logicalID(byte(200 + i))
-		outcome, reason := engine.OutcomeCommitted, engine.DiscardNone
-		if grp != nil {
-			outcome, reason = engine.OutcomeDiscarded, engine.DiscardRejected
-		}
+	insert := func(sender engine.Address, id byte, grp []byte, outcome engine.Outcome, reason engine.DiscardReason, at int64) {
+		t.Helper()
+		lid := logicalID(id)
 		if _, err := f.db.sql.Exec("INSERT INTO finalized (sender, id, outcome, reason, at, sealed_digest, grp) VALUES (?, ?, ?, ?, ?, ?, ?)",
-			sibling.String(), lid[:], int64(outcome), int64(reason), 200+i, f.db.seal.seal(kindFinalizedDigest, messageKey(sibling, lid), make([]byte, 32)), grp); err != nil {
+			sender.String(), lid[:], int64(outcome), int64(reason), at, f.db.seal.seal(kindFinalizedDigest, messageKey(sender, lid), make([]byte, 32)), grp); err != nil {
 			t.Fatal(err)
 		}
 	}
-	made, err := f.db.Decisions(ctx, time.Unix(0, 200), 10)
+	// Another person's group message, older than the own records.
+	insert(bob, 199, group[:], engine.OutcomeCommitted, engine.DiscardNone, 199)
+	insert(sibling, 200, nil, engine.OutcomeCommitted, engine.DiscardNone, 200)
+	insert(sibling, 201, group[:], engine.OutcomeDiscarded, engine.DiscardRejected, 201)
+	insert(sibling, 202, group[:], engine.OutcomeCommitted, engine.DiscardNone, 202)
+	made, err := f.db.Decisions(ctx, time.Unix(0, 199), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(made) != 1 || made[0].ID != logicalID(201) || made[0].Group == nil || *made[0].Group != group {
-		t.Fatalf("Decisions = %+v, want the group message's discard alone", made)
+	if len(made) != 1 || made[0].Sender != bob || made[0].ID != logicalID(199) || made[0].Group == nil || *made[0].Group != group {
+		t.Fatalf("Decisions = %+v, want bob/1's group message alone (no own device's record, within the limit of one)", made)
 	}
 }
 

@@ -202,6 +202,10 @@ func (t *tx) receive(ctx context.Context, p engine.Receive) (engine.Receipt, err
 		if err := t.receiveRoster(ctx, e); err != nil {
 			return engine.Receipt{}, err
 		}
+	case engine.GroupStateEffect:
+		if err := t.groupState(ctx, e); err != nil {
+			return engine.Receipt{}, err
+		}
 	case engine.NotAMemberEffect:
 		if err := t.notAMember(ctx, p.Peer, e); err != nil {
 			return engine.Receipt{}, err

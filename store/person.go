@@ -1103,14 +1103,14 @@ const (
 	// but for the discards the engine made by its rules for actions
 	// (reasons target_discarded to hold_full, engine.DiscardReason.ByEngine):
 	// those rest on this device's state, not on the person's choice; and
-	// for the one-to-one records of what this person's own devices sent
-	// (?4, the own user and a slash, a prefix of their addresses; no
-	// group: sent copies, decision frames), which are nobody's decision
-	// and would otherwise take the limit's room. An own device's group
-	// message stays: a file among them waits for its fetch and the
-	// person decides it. finalized_at serves it.
+	// for every record of what this person's own devices sent (?4, the
+	// own user and a slash, a prefix of their addresses: sent copies,
+	// decision frames, their group messages and files), which no device
+	// tells (engine tellLanes) and a sibling refuses to keep
+	// (ErrDecisionOwnMessage), so they would only take the limit's room.
+	// finalized_at serves it.
 	sqlMadeDecisions = `SELECT sender, id, outcome, at, grp, content, sealed_action FROM finalized WHERE at >= ?1 AND NOT (outcome = 2 AND reason BETWEEN ?2 AND ?3)
-		AND NOT (grp IS NULL AND substr(sender, 1, length(?4)) = ?4) ORDER BY at DESC, sender, id LIMIT ?5`
+		AND substr(sender, 1, length(?4)) != ?4 ORDER BY at DESC, sender, id LIMIT ?5`
 	// sqlDecidedEntry reads a received message's history body and the
 	// device it was decided on, if another.
 	sqlDecidedEntry = "SELECT sealed_body, decided_on FROM history WHERE peer = ? AND direction = 1 AND id = ?"

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -26,6 +27,7 @@ const (
 		WHERE peer = ? AND version = ?`
 	sqlDeleteSession = "DELETE FROM session WHERE peer = ? AND version = ?"
 	sqlSessionExists = "SELECT 1 FROM session WHERE peer = ?"
+	sqlPinRead       = "SELECT pinned_identity FROM peer WHERE address = ?"
 	sqlInsertPin     = "INSERT INTO peer (address, pinned_identity, pinned_at) VALUES (?, ?, ?) ON CONFLICT (address) DO NOTHING"
 	sqlUpsertPin     = `INSERT INTO peer (address, pinned_identity, pinned_at) VALUES (?1, ?2, ?3)
 		ON CONFLICT (address) DO UPDATE SET pinned_identity = excluded.pinned_identity, pinned_at = excluded.pinned_at,
@@ -148,9 +150,19 @@ func (t *tx) flushSessions(ctx context.Context) (failedPlan int, _ error) {
 	return -1, nil
 }
 
-// insertPin pins a peer's identity on first use; one must not be pinned.
+// insertPin pins a peer's identity on first use; another must not be
+// pinned. The same identity pinned already (a group state or a link's
+// archive stored it since the engine read the peer) is kept as it is.
 func (t *tx) insertPin(ctx context.Context, peer engine.Address, k engine.IdentityKey, at time.Time) error {
-	if _, err := t.runOne(ctx, "pin-insert", engine.ErrConflict, sqlInsertPin, peer.String(), encodeIdentityKey(k), at.UnixNano()); err != nil {
+	b := encodeIdentityKey(k)
+	n, err := t.run(ctx, "pin-insert", sqlInsertPin, peer.String(), b, at.UnixNano())
+	if err == nil && n == 0 {
+		var held []byte
+		if _, err = t.scan(ctx, "pin-read", sqlPinRead, []any{peer.String()}, &held); err == nil && !bytes.Equal(held, b) {
+			err = fmt.Errorf("pin-insert: another identity pinned: %w", engine.ErrConflict)
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("pin identity of %s (already pinned?): %w", peer, err)
 	}
 	return nil

@@ -147,6 +147,8 @@ func validate(p engine.Plan) error {
 		err = validateImportRecords(p)
 	case engine.LinkCut:
 		err = validateLinkCut(p)
+	case engine.GroupStateSend:
+		err = validateGroupStateSend(p)
 	case engine.SweepRequests:
 		err = checkTime("before", p.Before)
 	case engine.MarkBlockTold:
@@ -458,6 +460,8 @@ func validateReceive(p engine.Receive) error {
 		}
 	case engine.RosterEffect:
 		err = errors.Join(err, checkRosterFrame(e.Frame, e.Change.ID), checkForward(e, p.Peer))
+	case engine.GroupStateEffect:
+		err = errors.Join(err, validateGroupStateEffect(e))
 	case engine.NeedChainEffect:
 		a, aerr := wire.DecodeChainAnnounce(e.Announce.Frame)
 		switch {
@@ -478,7 +482,7 @@ func validateReceive(p engine.Receive) error {
 		// An ACK sent again answers the repeat of a finalized message; its
 		// session step is in p.Session.
 		switch p.Effect.(type) {
-		case engine.RepeatEffect, engine.RosterEffect, engine.CommitEffect, engine.DecisionEffect:
+		case engine.RepeatEffect, engine.RosterEffect, engine.CommitEffect, engine.DecisionEffect, engine.GroupStateEffect:
 		default:
 			err = errors.Join(err, invalid("ACK with a %T", p.Effect))
 		}

@@ -156,7 +156,7 @@ func PeekFrameKind(b []byte) (FrameKind, error) {
 	}
 	switch k := FrameKind(b[1]); k {
 	case FrameApplication, FrameAck, FrameGroupMessage, FrameRoster, FrameNotAMember, FrameContent, FrameSignedRoster, FrameChainAnnounce, FrameNeedChain,
-		FrameChainAcks, FrameSentCopy, FrameDecision, FrameDecisionBody, FrameSentActionCopy, FrameDecisionAction:
+		FrameChainAcks, FrameSentCopy, FrameDecision, FrameDecisionBody, FrameSentActionCopy, FrameDecisionAction, FrameGroupState:
 		return k, nil
 	}
 	return 0, fmt.Errorf("frame kind %d: %w", b[1], ErrMalformed)

@@ -271,6 +271,13 @@ const FrameSentActionCopy FrameKind = 17
 // MaxSentCopyBodySize).
 const MaxSentActionBodySize = MaxFrameSize - (1 + 1 + 16 + 1 + MaxAddressSize + 1 + 4)
 
+// MaxSentActionTextSize is the longest text of a reply or an edit whose
+// sent action copy fits MaxSentActionBodySize (an edit's header is the
+// larger): a little under MaxActionTextSize. A person's reply or edit to
+// another person goes to their own other devices as such a copy, so this
+// is the longest such text a person with several devices can send.
+const MaxSentActionTextSize = MaxSentActionBodySize - actionEditHeader
+
 // SentActionCopy is a copy of an action this person sent from another of
 // their devices: the action message's logical ID (the one its lanes to the
 // peer carry), the device address it went to (the conversation it belongs

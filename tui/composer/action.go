@@ -6,6 +6,7 @@ package composer
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/parley-chat/parley/engine"
@@ -93,6 +94,16 @@ func (m *Model) Act(r engine.ActionRequest) tea.Cmd {
 func (m Model) submitAction(body string) (Model, tea.Cmd) {
 	if err := m.Check(body); err != nil {
 		m.err = err.Error()
+		return m, nil
+	}
+	if limit := MaxActionText; len(body) > MaxGroupActionText || m.group == nil && len(body) > limit {
+		// A reply's or an edit's text: its header (and, to a person,
+		// its copy's) take a little of the message's room. Refused
+		// here, up front; the text stays to be edited.
+		if m.group != nil {
+			limit = MaxGroupActionText
+		}
+		m.err = fmt.Sprintf("message_too_large: %d bytes, the limit for a %s is %d", len(body), engine.ActionName(m.mode.content), limit)
 		return m, nil
 	}
 	r := engine.ActionRequest{Peer: m.peer, Group: m.group, Content: m.mode.content, Target: m.mode.target, Text: []byte(body)}

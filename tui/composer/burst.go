@@ -73,13 +73,14 @@ func (m *Model) changed() {
 }
 
 // edited is changed after a key: an error about the text (too large) goes
-// once the text is within the limit.
+// once the text is within the current mode's limit (a reply's or an
+// edit's is below a message's).
 func (m *Model) edited() {
 	m.changed()
 	if m.note != "" && !strings.HasPrefix(m.ta.Value(), AttachPrefix) {
 		m.note = ""
 	}
-	if m.size <= MaxBody && m.err != "" && m.entered == 0 {
+	if m.size <= m.limit() && m.err != "" && m.entered == 0 {
 		m.err = ""
 	}
 }

@@ -11,8 +11,9 @@ import (
 )
 
 // MaxGroupBody is the largest body the composer sends to a group:
-// wire.MaxGroupBodySize, a little under MaxBody (the group frame carries
-// the group ID and generation besides the body).
+// wire.MaxGroupBodySize, a little under wire.MaxBodySize (the group frame
+// carries the group ID and generation besides the body) and above MaxBody
+// (a group message has no sent copy to the own devices to fit).
 const MaxGroupBody = wire.MaxGroupBodySize
 
 // SetGroup addresses the composer to group id, shown as #name: enter sends

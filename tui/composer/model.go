@@ -21,8 +21,29 @@ import (
 	"github.com/parley-chat/parley/wire"
 )
 
-// MaxBody is the largest body the composer sends: wire.MaxBodySize (192 KiB).
-const MaxBody = wire.MaxBodySize
+// MaxBody is the largest body the composer sends to a person:
+// wire.MaxSentCopyBodySize, what the sent copy to this person's other
+// devices carries (a little under wire.MaxBodySize, 192 KiB). It is the
+// same whether or not this person has other devices, so a text typed
+// within it always goes (the engine refuses a longer one with other
+// devices, engine.ErrCopyTooLarge).
+const MaxBody = wire.MaxSentCopyBodySize
+
+// MaxActionText is the longest reply or edit the composer sends to a
+// person: wire.MaxSentActionTextSize, what the sent action copy to this
+// person's other devices carries. MaxGroupActionText is a group's
+// (wire.MaxActionTextSize: a group action has no such copy).
+const (
+	MaxActionText      = wire.MaxSentActionTextSize
+	MaxGroupActionText = wire.MaxActionTextSize
+)
+
+// charLimit is the textarea's limit, in runes: one above the largest text
+// any mode sends (a group's message). The textarea cuts a longer paste
+// short without a word, so the limit must never be a mode's own: a text
+// over the current mode's limit is kept whole and refused on send
+// (message_too_large), never truncated and sent.
+const charLimit = max(MaxBody, MaxGroupBody, MaxActionText, MaxGroupActionText) + 1
 
 // Source is what the composer sends through: *engine.Client implements it.
 // Enqueue stores a message (and forgets the conversation's draft in the same
@@ -108,7 +129,7 @@ func New(ctx context.Context, src Source, th themes.Theme) Model {
 	ta := textarea.New()
 	ta.ShowLineNumbers = false
 	ta.Prompt = "› "
-	ta.CharLimit = MaxBody + 1 // runes; the byte limit is checked on send
+	ta.CharLimit = charLimit // runes; the mode's byte limit is checked on send
 	ta.MaxHeight = 0
 	ta.KeyMap.InsertNewline = key.NewBinding(key.WithKeys("alt+enter", "ctrl+j"))
 	st := textarea.Style{
@@ -310,6 +331,21 @@ func (m Model) Update(msg tea.Msg) (Model, tea.Cmd) {
 	return m, cmd
 }
 
+// limit is the largest text, in bytes, Enter sends in the current mode: a
+// message to the peer or the group, or a reply or an edit there.
+func (m Model) limit() int {
+	action := m.mode.content != 0 && m.mode.peer == m.peer && sameGroup(m.mode.group, m.group)
+	switch {
+	case m.group != nil && action:
+		return MaxGroupActionText
+	case m.group != nil:
+		return MaxGroupBody
+	case action:
+		return MaxActionText
+	}
+	return MaxBody
+}
+
 // Check reports why body cannot be sent to the current peer, or nil.
 func (m Model) Check(body string) error {
 	switch {
@@ -325,7 +361,7 @@ func (m Model) Check(body string) error {
 	case m.blocked != "":
 		return errors.New(m.blocked)
 	case len(body) > MaxBody:
-		return fmt.Errorf("message_too_large: %d bytes, the limit is %d (192 KiB)", len(body), MaxBody)
+		return fmt.Errorf("message_too_large: %d bytes, the limit is %d (a little under 192 KiB)", len(body), MaxBody)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -99,8 +100,9 @@ func TestSendsInOrder(t *testing.T) {
 	}
 }
 
-// TestSizeLimit: exactly 192 KiB goes, one byte more is refused before
-// anything is sent, and the text stays to be edited.
+// TestSizeLimit: a body of exactly MaxBody bytes (a little under 192 KiB:
+// what the sent copy to the own devices carries) goes, one byte more is
+// refused before anything is sent, and the text stays to be edited.
 func TestSizeLimit(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -233,5 +235,112 @@ func TestThreeLinesShowFromTheFirst(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestActionSizeLimit: a reply or an edit to a person is limited to what
+// its sent copy to this person's other devices carries (MaxActionText, a
+// little under a message's limit): one byte more is refused up front,
+// naming the limit, and the text stays in its mode to be edited; at the
+// limit it goes. Before the fix the composer let it through and the
+// engine refused it with nothing stored.
+func TestActionSizeLimit(t *testing.T) {
+	for _, content := range []string{"reply", "edit"} {
+		m := newComposer(&sender{})
+		set := func(m *Model, body string) {
+			if content == "reply" {
+				m.Reply(bob, wire.LogicalID{7}, "the question")
+				m.SetValue(body)
+			} else {
+				m.Edit(bob, wire.LogicalID{7}, body)
+			}
+			m.size = len(body)
+		}
+		over := strings.Repeat("a", MaxActionText+1)
+		set(&m, over)
+		m, cmd := m.Update(enter)
+		if cmd != nil || m.Value() != over || m.Mode() != content || !strings.Contains(m.View(), "message_too_large") ||
+			!strings.Contains(m.err, strconv.Itoa(MaxActionText)) {
+			t.Fatalf("%s of %d bytes: sent %v, mode %q, error %q; want refused up front, kept in its mode", content, len(over), cmd != nil, m.Mode(), m.err)
+		}
+		m = newComposer(&sender{})
+		set(&m, over[:MaxActionText])
+		if _, cmd := m.Update(enter); cmd == nil {
+			t.Fatalf("%s at the limit was not sent", content)
+		}
+	}
+}
+
+// paste is text arriving at once, as a terminal's bracketed paste does.
+func paste(m Model, text string) Model {
+	m, _ = m.Update(tea.KeyMsg{Type: tea.KeyRunes, Runes: []rune(text), Paste: true})
+	return m
+}
+
+// TestPasteOverTheLimitIsRefusedWhole: a paste one byte over the current
+// mode's limit (a message or a reply, to a person or a group) goes through
+// the textarea whole and is refused on Enter, the text kept. Before the
+// fix the textarea's limit was a person's message's (MaxBody+1 runes),
+// below a group's (MaxGroupBody): it cut a longer group text short without
+// a word, and what was left was sent.
+func TestPasteOverTheLimitIsRefusedWhole(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		group bool
+		reply bool
+		limit int
+	}{
+		{"person", false, false, MaxBody},
+		{"person reply", false, true, MaxActionText},
+		{"group", true, false, MaxGroupBody},
+		{"group reply", true, true, MaxGroupActionText},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := &groupSender{}
+			m := New(context.Background(), src, themes.MustGet("dark"))
+			m.SetSize(60, 4)
+			m.Focus()
+			m.SetPeer(bob)
+			if tc.group {
+				m.SetGroup(wire.GroupID{'g'}, "team")
+			}
+			if tc.reply {
+				m.Reply(m.Peer(), wire.LogicalID{7}, "the question")
+			}
+			over := strings.Repeat("x", tc.limit+1)
+			m = paste(m, over)
+			if got := len(m.Value()); got != len(over) {
+				t.Fatalf("the paste of %d bytes holds %d in the editor", len(over), got)
+			}
+			m, cmd := m.Update(enter)
+			if cmd != nil || len(src.groups)+len(src.sent) != 0 {
+				t.Fatalf("a paste of %d bytes, over the limit %d, was sent", len(over), tc.limit)
+			}
+			if m.Value() != over || !strings.Contains(m.err, "message_too_large") || !strings.Contains(m.err, strconv.Itoa(tc.limit)) {
+				t.Fatalf("after Enter: %d bytes kept, error %q; want the text whole and message_too_large naming %d", len(m.Value()), m.err, tc.limit)
+			}
+		})
+	}
+}
+
+// TestTooLargeErrorStaysOverTheModesLimit: in a reply the error about the
+// text's size goes only once the text is within a reply's limit, not a
+// message's (before the fix it went at MaxBody, still over MaxActionText).
+func TestTooLargeErrorStaysOverTheModesLimit(t *testing.T) {
+	m := newComposer(&sender{})
+	m.Reply(bob, wire.LogicalID{7}, "the question")
+	m.SetValue(strings.Repeat("a", MaxActionText+2))
+	m, _ = m.Update(enter)
+	if !strings.Contains(m.err, "message_too_large") {
+		t.Fatalf("error %q, want message_too_large", m.err)
+	}
+	backspace := tea.KeyMsg{Type: tea.KeyBackspace}
+	m, _ = m.Update(backspace)
+	if m.size != MaxActionText+1 || !strings.Contains(m.err, "message_too_large") {
+		t.Fatalf("at %d bytes, still over a reply's limit %d, the error is %q", m.size, MaxActionText, m.err)
+	}
+	m, _ = m.Update(backspace)
+	if m.size != MaxActionText || m.err != "" {
+		t.Fatalf("at %d bytes, within the limit, the error is %q", m.size, m.err)
 	}
 }

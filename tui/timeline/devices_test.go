@@ -64,3 +64,29 @@ func TestPersonEventsReload(t *testing.T) {
 		}
 	}
 }
+
+// TestSentCopyReloads: a sent copy from another device of this person
+// (alice/2) to bob's conversation reads it again at once, as a delivery
+// does: a copy committed on arrival (ResultSentCopy) and one the hold's
+// pass committed once its target came (ResultApplied naming the
+// conversation). A copy to carol's conversation does not. Before the fix
+// the copy showed only after a key.
+func TestSentCopyReloads(t *testing.T) {
+	self2, carol := engine.MustParseAddress("alice/2"), engine.MustParseAddress("carol/1")
+	bob2 := engine.MustParseAddress("bob/2")
+	m := New(context.Background(), newHistory(2), themes.MustGet("dark"))
+	m.SetSize(60, 10)
+	m = load(t, m, m.SetPeer(bob))
+	for _, k := range []engine.ResultKind{engine.ResultSentCopy, engine.ResultApplied} {
+		for _, to := range []engine.Address{bob, bob2} {
+			r := &engine.ReceiveResult{Kind: k, Sender: self2, ID: wire.LogicalID{9}, CopyTo: &to}
+			if _, cmd := m.Update(engine.Event{Kind: engine.EventReceived, Peer: self2, Result: r}); cmd == nil {
+				t.Errorf("%v from alice/2 to %s did not read bob's conversation again", k, to)
+			}
+		}
+		r := &engine.ReceiveResult{Kind: k, Sender: self2, ID: wire.LogicalID{9}, CopyTo: &carol}
+		if _, cmd := m.Update(engine.Event{Kind: engine.EventReceived, Peer: self2, Result: r}); cmd != nil {
+			t.Errorf("%v from alice/2 to carol read bob's conversation again", k)
+		}
+	}
+}

@@ -464,6 +464,11 @@ func (m Model) event(e engine.Event) (Model, tea.Cmd) {
 			// A message of this conversation another device of this
 			// person committed, taken back here.
 			mine = mine || r.TakenBack && r.Decided != nil && r.Decided.Sender.User == m.peer.User
+			// A message or an action another device of this person sent
+			// to this conversation (its sent copy, committed on arrival
+			// or by the hold's pass once its target came): shown as a
+			// delivery is, without a key.
+			mine = mine || r.CopyTo != nil && r.CopyTo.User == m.peer.User
 		}
 	case engine.EventStored, engine.EventSent, engine.EventTaken, engine.EventNotSent, engine.EventAbandoned, engine.EventIdentityAccepted, engine.EventFinalized:
 		// A lane to another device of the person, or a decision on a
