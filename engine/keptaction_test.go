@@ -1,0 +1,167 @@
+package engine_test
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/wire"
+)
+
+// keptTarget is actionBob with alice's new message x discarded on bob/1
+// and her actions acts (built from x) reaching bob's devices after that,
+// so that bob/1's hold pass discards each (target_discarded) while bob/2
+// holds them pending. advance moves the clock between x and the actions.
+func keptTarget(t *testing.T, advance time.Duration, acts ...func(x wire.LogicalID) engine.ActionRequest) (w *world, alice, bob, bob2 *device, x wire.LogicalID, ids []wire.LogicalID) {
+	t.Helper()
+	w, alice, bob, bob2, _, _ = actionBob(t)
+	x = alice.enqueue(bob, "the plan")
+	bob.sync()
+	bob2.sync()
+	discardAs(t, bob, alice, x)
+	if _, err := bob.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	w.net.Hold(bob.addr)
+	w.net.Hold(bob2.addr)
+	for _, a := range acts {
+		ids = append(ids, alice.act(bob, a(x)))
+	}
+	w.clock.Advance(advance)
+	w.net.Release(bob.addr)
+	w.net.Release(bob2.addr)
+	bob.sync()
+	bob2.sync()
+	for _, id := range ids {
+		if s, err := bob.st.Seen(w.ctx, alice.addr, id); err != nil || s.Outcome != engine.OutcomeDiscarded || s.Reason != engine.DiscardTargetDiscarded {
+			t.Fatalf("bob/1's record of action %x: %+v, %v; want discarded, target_discarded", id[:4], s, err)
+		}
+	}
+	return w, alice, bob, bob2, x, ids
+}
+
+func editOf(x wire.LogicalID) engine.ActionRequest {
+	return engine.ActionRequest{Content: wire.ContentEdit, Target: x, Text: []byte("the new plan")}
+}
+
+func reactionTo(x wire.LogicalID) engine.ActionRequest {
+	return engine.ActionRequest{Content: wire.ContentReaction, Target: x, Emoji: thumbs}
+}
+
+// commitDecision is bob/2's kind-18 commit of alice's action id, pending
+// on bob/2, under decision ID did.
+func commitDecision(t *testing.T, w *world, alice, bob2 *device, did byte, id wire.LogicalID, content wire.ContentType) []byte {
+	t.Helper()
+	m, err := bob2.st.Inbound(w.ctx, alice.addr, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return decisionFrame(t, alice, did, id, content, m.Body)
+}
+
+// decisionFrame is a committing decision frame (kind 16 for a text when
+// content is 0, kind 18 for an action) on alice's message id.
+func decisionFrame(t *testing.T, alice *device, did byte, id wire.LogicalID, content wire.ContentType, body []byte) []byte {
+	t.Helper()
+	f, err := wire.EncodeDecision(wire.Decision{ID: wire.LogicalID{did}, Sender: alice.addr.String(), Message: id,
+		Outcome: wire.DecisionCommitted, Content: content, Body: body})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// TestKeptActionRefusedAtTakeBackStaysKept: alice's edit of x reaches
+// bob's devices more than ActionWindow after x did, and bob/1's hold pass
+// discards it (target_discarded). bob/2's kind-18 commit of the edit comes
+// first, alone: it is kept with its action. x's take-back (kind 16) in a
+// later batch judges the kept edit as its own decision would be, from
+// its recorded arrival: after the window, refused. x comes back unedited,
+// the edit stays discarded, and its kept decision stays (docs/protocol.md:
+// one the rules still refuse stays kept until it is forgotten).
+func TestKeptActionRefusedAtTakeBackStaysKept(t *testing.T) {
+	oneGoroutine(t)
+	w, alice, bob, bob2, x, ids := keptTarget(t, engine.ActionWindow+time.Hour, editOf)
+	edit := ids[0]
+	bob2.raw(bob, commitDecision(t, w, alice, bob2, 0xd2, edit, wire.ContentEdit))
+	bob.sync()
+	if kept, err := bob.st.KeptActions(w.ctx, alice.addr, x); err != nil || len(kept) != 1 || kept[0].ID != edit {
+		t.Fatalf("bob/1 keeps %+v, %v for x; want the edit's decision", kept, err)
+	}
+	bob2.raw(bob, decisionFrame(t, alice, 0xd1, x, 0, []byte("the plan")))
+	bob.sync()
+	if e := bob.entry(alice, x); string(e.Body) != "the plan" || e.Edits != 0 {
+		t.Errorf("bob/1 shows x as %q, edit %d; want it taken back, unedited", e.Body, e.Edits)
+	}
+	if s, err := bob.st.Seen(w.ctx, alice.addr, x); err != nil || s.Outcome != engine.OutcomeCommitted {
+		t.Errorf("bob/1's record of x: %+v, %v; want it taken back", s, err)
+	}
+	if s, err := bob.st.Seen(w.ctx, alice.addr, edit); err != nil || s.Outcome != engine.OutcomeDiscarded {
+		t.Errorf("bob/1's record of the edit: %+v, %v; want it still discarded", s, err)
+	}
+	if kept, err := bob.st.KeptActions(w.ctx, alice.addr, x); err != nil || len(kept) != 1 || kept[0].ID != edit {
+		t.Errorf("bob/1 keeps %+v, %v for x after its take-back; want the refused edit's decision still kept", kept, err)
+	}
+}
+
+// TestKeptActionDuplicateDecisionsApplyOnce: bob/1's hold pass discards
+// alice's edit of and reaction to x (target_discarded). bob/1 hears, in
+// one batch with x's take-back, two kind-18 commits of each action (a
+// repeat under another decision ID), before and after the take-back:
+// each action is taken back and applied once (one edit version, one
+// reaction), and nothing stays kept. The same when the four come in one
+// batch and x's take-back in the next.
+func TestKeptActionDuplicateDecisionsApplyOnce(t *testing.T) {
+	oneGoroutine(t)
+	for _, c := range []struct {
+		name  string
+		order string // e, r: the edit's and reaction's decisions; E, R their repeats; x the take-back; '|' a new batch
+	}{
+		{"repeats before the take-back", "erERx"},
+		{"repeats around the take-back", "erxER"},
+		{"one before, one after", "exrRE"},
+		{"repeats a batch before", "erER|x"},
+	} {
+		t.Run(c.name, func(t *testing.T) { keptDuplicates(t, c.order) })
+	}
+}
+
+func keptDuplicates(t *testing.T, order string) {
+	w, alice, bob, bob2, x, ids := keptTarget(t, 0, editOf, reactionTo)
+	edit, reaction := ids[0], ids[1]
+	frames := map[byte][]byte{
+		'e': commitDecision(t, w, alice, bob2, 0xd2, edit, wire.ContentEdit),
+		'E': commitDecision(t, w, alice, bob2, 0xd3, edit, wire.ContentEdit),
+		'r': commitDecision(t, w, alice, bob2, 0xd4, reaction, wire.ContentReaction),
+		'R': commitDecision(t, w, alice, bob2, 0xd5, reaction, wire.ContentReaction),
+		'x': decisionFrame(t, alice, 0xd1, x, 0, []byte("the plan")),
+	}
+	for _, c := range []byte(order) {
+		if c == '|' {
+			bob.sync()
+			continue
+		}
+		bob2.raw(bob, frames[c])
+	}
+	bob.sync()
+	bob.sync()
+	e := bob.entry(alice, x)
+	if string(e.Body) != "the new plan" || e.Edits != 1 {
+		t.Errorf("bob/1 shows x as %q, edit %d; want it taken back, edited once", e.Body, e.Edits)
+	}
+	if got := reactionsOf(e); !slices.Equal(got, []string{"alice/1 " + thumbs}) {
+		t.Errorf("bob/1 shows x's reactions %q, want alice's once", got)
+	}
+	for _, id := range []wire.LogicalID{x, edit, reaction} {
+		if s, err := bob.st.Seen(w.ctx, alice.addr, id); err != nil || s.Outcome != engine.OutcomeCommitted {
+			t.Errorf("bob/1's record of %x: %+v, %v; want committed", id[:4], s, err)
+		}
+	}
+	if kept, err := bob.st.KeptActions(w.ctx, alice.addr, x); err != nil || len(kept) != 0 {
+		t.Errorf("bob/1 still keeps %+v, %v; want the applied decisions forgotten", kept, err)
+	}
+	if kept, err := bob.st.KeptDecisions(w.ctx, 100); err != nil || len(kept) != 0 {
+		t.Errorf("bob/1 still keeps decisions %+v, %v; want none", kept, err)
+	}
+}
