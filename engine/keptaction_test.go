@@ -165,3 +165,85 @@ func keptDuplicates(t *testing.T, order string) {
 		t.Errorf("bob/1 still keeps decisions %+v, %v; want none", kept, err)
 	}
 }
+
+// TestCatchUpCarriesActionsOnADiscardedTarget: alice sends x and then
+// edits it and reacts to it; bob/2 commits the three, bob/3 (linked since)
+// discards the three. bob/2's catch-up tells bob/3 newest first: the
+// reaction's and the edit's commits (kind 18) come while x is still
+// discarded there, and are kept with their actions; x's commit (kind 16)
+// takes x back and applies them with it. bob/3 ends as bob/2 shows x.
+func TestCatchUpCarriesActionsOnADiscardedTarget(t *testing.T) {
+	oneGoroutine(t)
+	w, alice, bob, bob2 := twoDeviceBob(t)
+	alice.enqueue(bob, "lunch?")
+	bob.sync()
+	bob2.sync()
+	bob.commitAll()
+	bob2.commitAll()
+	alice.sync()
+	bob3 := w.linkDevice(bob)
+	alice.reopen()
+	if err := alice.c.CheckPeer(w.ctx, bob.addr); err != nil {
+		t.Fatal(err)
+	}
+	x := alice.enqueue(bob, "the plan")
+	edit := alice.act(bob, editOf(x))
+	reaction := alice.act(bob, reactionTo(x))
+	bob2.sync()
+	bob3.sync()
+	if n := bob2.commitAll(); n != 3 {
+		t.Fatalf("bob/2 committed %d messages, want 3", n)
+	}
+	discardAs(t, bob3, alice, x, edit, reaction)
+	for _, id := range []wire.LogicalID{x, edit, reaction} {
+		if s, err := bob3.st.Seen(w.ctx, alice.addr, id); err != nil || s.Outcome != engine.OutcomeDiscarded {
+			t.Fatalf("bob/3's record of %x before the catch-up: %+v, %v; want discarded", id[:4], s, err)
+		}
+	}
+	if err := bob2.c.PublishDeviceList(w.ctx); err != nil {
+		t.Fatalf("bob/2 adopts the list naming bob/3: %v", err)
+	}
+	if _, err := bob2.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	devs := []*device{bob, bob2, bob3}
+	for round := 0; ; round++ {
+		out := 0
+		for _, d := range devs {
+			d.sync()
+		}
+		for _, d := range devs {
+			out += d.pendingOut()
+		}
+		if out == 0 {
+			break
+		}
+		if round == 8 {
+			t.Fatalf("bob's devices still have %d lanes to each other after 8 rounds", out)
+		}
+		for _, d := range devs {
+			for _, p := range devs {
+				if p != d {
+					d.retry(p)
+				}
+			}
+		}
+	}
+	for _, d := range []*device{bob2, bob3} {
+		e := d.entry(alice, x)
+		if string(e.Body) != "the new plan" || e.Edits != 1 {
+			t.Errorf("%s shows x as %q, edit %d; want it edited once", d.addr, e.Body, e.Edits)
+		}
+		if got := reactionsOf(e); !slices.Equal(got, []string{"alice/1 " + thumbs}) {
+			t.Errorf("%s shows x's reactions %q, want alice's once", d.addr, got)
+		}
+		for _, id := range []wire.LogicalID{x, edit, reaction} {
+			if s, err := d.st.Seen(w.ctx, alice.addr, id); err != nil || !s.Finalized || s.Outcome != engine.OutcomeCommitted {
+				t.Errorf("%s's record of %x: %+v, %v; want committed", d.addr, id[:4], s, err)
+			}
+		}
+	}
+	if kept, err := bob3.st.KeptActions(w.ctx, alice.addr, x); err != nil || len(kept) != 0 {
+		t.Errorf("bob/3 still keeps %+v, %v; want the applied decisions forgotten", kept, err)
+	}
+}

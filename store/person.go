@@ -1111,12 +1111,17 @@ const (
 	// finalized_at serves it.
 	sqlMadeDecisions = `SELECT sender, id, outcome, at, grp, content, sealed_action FROM finalized WHERE at >= ?1 AND NOT (outcome = 2 AND reason BETWEEN ?2 AND ?3)
 		AND substr(sender, 1, length(?4)) != ?4 ORDER BY at DESC, sender, id LIMIT ?5`
-	// sqlDecidedEntry reads a received message's history body and the
-	// device it was decided on, if another.
-	sqlDecidedEntry = "SELECT sealed_body, decided_on FROM history WHERE peer = ? AND direction = 1 AND id = ?"
+	// sqlDecidedEntry reads a received message's history body, the body
+	// it came with when an edit replaced it since (message_version edit
+	// 0), and the device it was decided on, if another.
+	sqlDecidedEntry = `SELECT h.sealed_body, v.sealed_body, h.decided_on FROM history h
+		LEFT JOIN message_version v ON v.peer = h.peer AND v.direction = 1 AND v.id = h.id AND v.edit = 0
+		WHERE h.peer = ? AND h.direction = 1 AND h.id = ?`
 	// sqlDecidedGroupEntry is sqlDecidedEntry for a group message, by its
-	// group's UNIQUE key.
-	sqlDecidedGroupEntry = "SELECT sealed_body, decided_on FROM group_history WHERE grp = ? AND sender = ? AND id = ?"
+	// group's UNIQUE key (group_version edit 0 for its first body).
+	sqlDecidedGroupEntry = `SELECT h.sealed_body, v.sealed_body, h.decided_on FROM group_history h
+		LEFT JOIN group_version v ON v.grp = h.grp AND v.sender = h.sender AND v.id = h.id AND v.edit = 0
+		WHERE h.grp = ? AND h.sender = ? AND h.id = ?`
 )
 
 // Decisions returns up to limit received messages finalized here at or
@@ -1179,21 +1184,27 @@ func (db *DB) Decisions(ctx context.Context, since time.Time, limit int) ([]engi
 	return out, nil
 }
 
-// decidedEntry fills a commit's history body and the device it was
-// decided on: for a group message whose record names its group (0025),
-// from the group's history; else from the person's conversation, or from
+// decidedEntry fills a commit's body and the device it was decided on.
+// The body is the one the message came with (the one a sibling that
+// discarded it recorded the digest of): for an entry an edit changed
+// since, its first version (edit 0), not the edited text. It is read:
+// for a group message whose record names its group (0025), from the
+// group's history; else from the person's conversation, or from
 // the entries kept under the sender before a list was held. None for a
 // group message finalized before 0025 (it has no one-to-one entry).
 func (db *DB) decidedEntry(ctx context.Context, d *engine.MadeDecision) error {
-	var sealed []byte
+	var sealed, first []byte
 	var on sql.NullString
 	if d.Group != nil {
-		err := db.queryRow(ctx, sqlDecidedGroupEntry, d.Group[:], d.Sender.String(), d.ID[:]).Scan(&sealed, &on)
+		err := db.queryRow(ctx, sqlDecidedGroupEntry, d.Group[:], d.Sender.String(), d.ID[:]).Scan(&sealed, &first, &on)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			return nil
 		case err != nil:
 			return db.readErr("read decisions made", err)
+		}
+		if first != nil {
+			return db.fillDecided(d, kindGroupVersion, groupVersionKey(*d.Group, d.Sender.String(), d.ID, 0), first, on)
 		}
 		return db.fillDecided(d, kindGroupBody, groupBodyKey(*d.Group, d.Sender.String(), d.ID), sealed, on)
 	}
@@ -1202,12 +1213,15 @@ func (db *DB) decidedEntry(ctx context.Context, d *engine.MadeDecision) error {
 		return err
 	}
 	for _, peer := range []engine.Address{conv, d.Sender} {
-		err := db.queryRow(ctx, sqlDecidedEntry, peer.String(), d.ID[:]).Scan(&sealed, &on)
+		err := db.queryRow(ctx, sqlDecidedEntry, peer.String(), d.ID[:]).Scan(&sealed, &first, &on)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			continue
 		case err != nil:
 			return db.readErr("read decisions made", err)
+		}
+		if first != nil {
+			return db.fillDecided(d, kindMessageVersion, versionKey(peer, engine.DirectionIn, d.ID, 0), first, on)
 		}
 		return db.fillDecided(d, kindHistoryBody, historyKey(peer, engine.DirectionIn, d.ID), sealed, on)
 	}
