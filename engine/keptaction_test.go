@@ -252,3 +252,56 @@ func TestCatchUpCarriesActionsOnADiscardedTarget(t *testing.T) {
 		t.Errorf("bob/3 still keeps %+v, %v; want the applied decisions forgotten", kept, err)
 	}
 }
+// TestKeptActionAfterAPlainDecision: bob/2's plain commit (kind 15) of
+// alice's edit of x reaches bob/1 before the edit does and is kept
+// without an action. The edit then comes and bob/1's hold pass discards
+// it (target_discarded): that finalization forgets the plain decision, so
+// the kind-18 commit of the edit that follows is kept alone, with its
+// action, and x's take-back applies it. (Store: TestKeepDecisionMerges
+// for the merge of a plain row and an action's.)
+func TestKeptActionAfterAPlainDecision(t *testing.T) {
+	oneGoroutine(t)
+	w, alice, bob, bob2, _, _ := actionBob(t)
+	x := alice.enqueue(bob, "the plan")
+	bob.sync()
+	bob2.sync()
+	discardAs(t, bob, alice, x)
+	if _, err := bob.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	w.net.Hold(bob.addr)
+	edit := alice.act(bob, editOf(x))
+	bob2.sync()
+	bob2.raw(bob, decisionFrame(t, alice, 0xd0, edit, 0, nil))
+	if held := len(w.net.Held(bob.addr)); held < 2 {
+		t.Fatalf("%d envelopes wait for bob/1, want alice's edit and bob/2's decision", held)
+	}
+	for len(w.net.Held(bob.addr)) > 1 {
+		w.net.DeliverHeld(bob.addr, 1) // all but alice's edit
+	}
+	bob.sync()
+	if kept, err := bob.st.KeptDecisions(w.ctx, 100); err != nil || len(kept) != 1 || kept[0].ID != edit {
+		t.Fatalf("bob/1 keeps %+v, %v; want the plain decision on the edit", kept, err)
+	}
+	w.net.Release(bob.addr)
+	bob.sync()
+	if s, err := bob.st.Seen(w.ctx, alice.addr, edit); err != nil || s.Outcome != engine.OutcomeDiscarded || s.Reason != engine.DiscardTargetDiscarded {
+		t.Fatalf("bob/1's record of the edit: %+v, %v; want discarded, target_discarded", s, err)
+	}
+	bob2.raw(bob, commitDecision(t, w, alice, bob2, 0xd2, edit, wire.ContentEdit))
+	bob.sync()
+	if kept, err := bob.st.KeptActions(w.ctx, alice.addr, x); err != nil || len(kept) != 1 || kept[0].ID != edit || kept[0].On != bob2.addr {
+		t.Fatalf("bob/1 keeps %+v, %v for x; want the edit's action, decided on bob/2", kept, err)
+	}
+	bob2.raw(bob, decisionFrame(t, alice, 0xd1, x, 0, []byte("the plan")))
+	bob.sync()
+	if e := bob.entry(alice, x); string(e.Body) != "the new plan" || e.Edits != 1 {
+		t.Errorf("bob/1 shows x as %q, edit %d; want it taken back, edited", e.Body, e.Edits)
+	}
+	if s, err := bob.st.Seen(w.ctx, alice.addr, edit); err != nil || s.Outcome != engine.OutcomeCommitted {
+		t.Errorf("bob/1's record of the edit: %+v, %v; want it taken back", s, err)
+	}
+	if kept, err := bob.st.KeptDecisions(w.ctx, 100); err != nil || len(kept) != 0 {
+		t.Errorf("bob/1 still keeps %+v, %v; want none", kept, err)
+	}
+}
