@@ -740,3 +740,61 @@ func TestDirectTakeBackForgetsAKeptAction(t *testing.T) {
 		t.Fatalf("kept actions after the edit's take-back: %+v, %v; want none", kept, err)
 	}
 }
+
+// TestKeepDecisionMerges: the merge of sqlKeepDecision for a kept action.
+// A plain decision (kind 15) on bob's edit is kept first, a discard; the
+// kind-18 commit of the edit, kept with its action, merges into it: the
+// row is a commit with the action (coalesce), and a plain discard after
+// it neither drops the action nor undoes the commit. The
+// target's take-back then applies it (WithTarget, as the engine builds it
+// from KeptActions) and forgets it.
+func TestKeepDecisionMerges(t *testing.T) {
+	f := newFixture(t, false)
+	ctx := context.Background()
+	withSession(t, f)
+	target, edit := wire.LogicalID{0x7b}, wire.LogicalID{0x7c}
+	f.apply(t, receivePlan(f.stage(t), bob, 1, deliver(t, target, "lunch at noon")))
+	sw := sessionWrite(bob, 2, "ack")
+	f.apply(t, engine.Finalize{Sender: bob, ID: target, Digest: sha256.Sum256([]byte("lunch at noon")), Outcome: engine.OutcomeDiscarded,
+		Reason: engine.DiscardRejected, At: planAt, Content: wire.ContentText, Session: &sw, Ack: ackOut(bob)})
+	body, err := wire.EncodeAction(wire.Action{Content: wire.ContentEdit, Target: target, Edit: 1, Text: []byte("lunch at one")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.apply(t, receivePlan(f.stage(t), bob, 3, deliver(t, edit, string(body))))
+	sw = sessionWrite(bob, 4, "ack")
+	f.apply(t, engine.Finalize{Sender: bob, ID: edit, Digest: sha256.Sum256(body), Outcome: engine.OutcomeDiscarded,
+		Reason: engine.DiscardTargetDiscarded, At: planAt, Content: wire.ContentEdit, Session: &sw, Ack: ackOut(bob)})
+	on := engine.MustParseAddress("alice/2")
+	f.apply(t, receivePlan(f.stage(t), bob, 5, engine.DecisionEffect{ID: wire.LogicalID{0xd0, 1}, At: planAt, Sender: bob, Message: edit,
+		Outcome: engine.OutcomeDiscarded, Keep: true}))
+	if kept, err := f.db.KeptActions(ctx, bob, target); err != nil || len(kept) != 0 {
+		t.Fatalf("kept actions after the plain decision: %+v, %v; want none", kept, err)
+	}
+	f.apply(t, receivePlan(f.stage(t), bob, 6, engine.DecisionEffect{ID: wire.LogicalID{0xd0, 2}, At: planAt, Sender: bob, Message: edit,
+		Outcome: engine.OutcomeCommitted, Keep: true,
+		KeepAction: &engine.KeptAction{Sender: bob, ID: edit, On: on, Content: wire.ContentEdit, Target: target, Body: body}}))
+	f.apply(t, receivePlan(f.stage(t), bob, 7, engine.DecisionEffect{ID: wire.LogicalID{0xd0, 3}, At: planAt, Sender: bob, Message: edit,
+		Outcome: engine.OutcomeDiscarded, Keep: true}))
+	if all, err := f.db.KeptDecisions(ctx, 100); err != nil || len(all) != 1 || all[0].ID != edit || all[0].Outcome != engine.OutcomeCommitted {
+		t.Fatalf("kept decisions after the merge: %+v, %v; want one commit of the edit", all, err)
+	}
+	kept, err := f.db.KeptActions(ctx, bob, target)
+	if err != nil || len(kept) != 1 || kept[0].ID != edit || kept[0].Content != wire.ContentEdit || string(kept[0].Body) != string(body) {
+		t.Fatalf("kept actions after the merge: %+v, %v; want the edit's action", kept, err)
+	}
+	a := &engine.ActionApply{Peer: bob, ID: edit, Dir: engine.DirectionIn, Content: wire.ContentEdit, Target: target,
+		TargetDir: engine.DirectionIn, Edit: 1, Text: []byte("lunch at one"), At: planAt}
+	k := engine.KeptTakeBack{On: kept[0].On, Effect: engine.DecisionEffect{At: planAt, Sender: bob, Message: edit, Outcome: engine.OutcomeCommitted,
+		TakeBack: []byte{}, Action: a, ActionBody: kept[0].Body}}
+	f.apply(t, receivePlan(f.stage(t), bob, 8, engine.DecisionEffect{ID: wire.LogicalID{0xd0, 4}, At: planAt, Sender: bob,
+		Message: target, Outcome: engine.OutcomeCommitted, TakeBack: []byte("lunch at noon"), WithTarget: []engine.KeptTakeBack{k}}))
+	for _, id := range []wire.LogicalID{target, edit} {
+		if s, err := f.db.Seen(ctx, bob, id); err != nil || s.Outcome != engine.OutcomeCommitted {
+			t.Fatalf("record %x: %+v, %v; want it taken back", id[:], s, err)
+		}
+	}
+	if all, err := f.db.KeptDecisions(ctx, 100); err != nil || len(all) != 0 {
+		t.Fatalf("kept decisions after the take-back: %+v, %v; want none", all, err)
+	}
+}
