@@ -252,6 +252,7 @@ func TestCatchUpCarriesActionsOnADiscardedTarget(t *testing.T) {
 		t.Errorf("bob/3 still keeps %+v, %v; want the applied decisions forgotten", kept, err)
 	}
 }
+
 // TestKeptActionAfterAPlainDecision: bob/2's plain commit (kind 15) of
 // alice's edit of x reaches bob/1 before the edit does and is kept
 // without an action. The edit then comes and bob/1's hold pass discards
