@@ -2,8 +2,8 @@ package store
 
 import (
 	"context"
-	"encoding/binary"
 	"database/sql"
+	"encoding/binary"
 	"errors"
 	"fmt"
 
