@@ -68,7 +68,7 @@ func TestLinkCeremony(t *testing.T) {
 		t.Fatal(err)
 	}
 	sealed, err := h.Package(wire.LinkPackageData{AccountKey: k.Public(), List: next,
-		Contacts: []wire.LinkContact{{Address: "bob/1", Name: "Bob"}}})
+		Contacts: []wire.LinkContact{{Address: "bob/1", Name: "Bob"}}, Linker: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestLinkCeremony(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.List.Generation != 2 || len(p.Contacts) != 1 {
+	if p.List.Generation != 2 || len(p.Contacts) != 1 || p.Linker != 3 {
 		t.Fatalf("package %+v", p)
 	}
 	if err := h.TakeDone(n.Done()); err != nil {
