@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"bytes"
 	"errors"
 	"slices"
 	"testing"
@@ -474,4 +475,46 @@ func (d *device) pendingIDs() []wire.LogicalID {
 		out = append(out, m.ID)
 	}
 	return out
+}
+
+// TestDeleteForgetsActionBodies: a committed one-to-one action's record
+// keeps its action body for a catch-up (0028); a delete of its target (or
+// of the action, a reply) takes that text out of the records as it does
+// out of history, so that no catch-up sends it again.
+func TestDeleteForgetsActionBodies(t *testing.T) {
+	oneGoroutine(t)
+	w, alice, bob, m := actionPair(t)
+	alice.act(bob, engine.ActionRequest{Content: wire.ContentEdit, Target: m, Text: []byte("lunch at one")})
+	reply := alice.act(bob, engine.ActionRequest{Content: wire.ContentReply, Target: m, Text: []byte("see you there")})
+	alice.act(bob, engine.ActionRequest{Content: wire.ContentReaction, Target: m, Emoji: heart})
+	bob.sync()
+	kept := func() (texts []string) {
+		t.Helper()
+		made, err := bob.st.Decisions(w.ctx, time.Time{}, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range made {
+			for _, s := range []string{"lunch at one", "see you there", heart} {
+				if bytes.Contains(d.ActionBody, []byte(s)) {
+					texts = append(texts, s)
+				}
+			}
+		}
+		slices.Sort(texts)
+		return texts
+	}
+	if got, want := kept(), []string{"lunch at one", "see you there", heart}; !slices.Equal(got, want) {
+		t.Fatalf("action bodies kept before the deletes: %q, want %q", got, want)
+	}
+	alice.act(bob, engine.ActionRequest{Content: wire.ContentDelete, Target: reply})
+	bob.sync()
+	if got, want := kept(), []string{"lunch at one", heart}; !slices.Equal(got, want) {
+		t.Fatalf("action bodies kept after the reply's delete: %q, want %q", got, want)
+	}
+	alice.act(bob, engine.ActionRequest{Content: wire.ContentDelete, Target: m})
+	bob.sync()
+	if got := kept(); len(got) != 0 {
+		t.Fatalf("action bodies kept after the message's delete: %q, want none", got)
+	}
 }

@@ -371,7 +371,7 @@ func TestActionDecisionHeardLate(t *testing.T) {
 // its hold pass discards the edit (target_discarded). A hostile sibling
 // sends bob/1 a take-back of x (kind 16) and, in the same batch, a
 // kind-18 commit of the edit with its true body. x goes back into
-// bob/1's history at the time of its discard, and the edit, arrived
+// bob/1's history at its arrival, and the edit, arrived
 // after the window, stays discarded (window_passed, as bob/2's rules say).
 func TestActionDecisionWindowNotReset(t *testing.T) {
 	oneGoroutine(t)
@@ -493,5 +493,170 @@ func TestActionDecisionMismatchLeavesAPendingCopy(t *testing.T) {
 	}
 	if got := reactionsOf(bob.entry(alice, m1)); len(got) != 0 {
 		t.Fatalf("bob/1 shows reactions %q, want none until the person decides", got)
+	}
+}
+
+// TestActionDecisionKeepsTheRecordedKind: alice sends bob a plain text
+// whose bytes are also a reaction to m1; bob/1 discards it. A hostile
+// sibling presents those bytes, in a kind-18 decision, as alice's
+// committed reaction under that ID: the digest matches, but bob/1's
+// record says the message was a text (migration 0028), so nothing is
+// taken back; the decision is heard as a commit without its action, its
+// result naming ErrDecisionKindMismatch (an ErrDecisionMismatch), and m1
+// shows no reaction.
+func TestActionDecisionKeepsTheRecordedKind(t *testing.T) {
+	oneGoroutine(t)
+	w, alice, bob, bob2, m1, _ := actionBob(t)
+	bytes, err := wire.EncodeAction(wire.Action{Content: wire.ContentReaction, Target: m1, Emoji: thumbs, Order: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := alice.enqueue(bob, string(bytes))
+	bob.sync()
+	discardAs(t, bob, alice, text)
+	if _, err := bob.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := bob.st.Seen(w.ctx, alice.addr, text); err != nil || s.Content != wire.ContentText || s.Outcome != engine.OutcomeDiscarded {
+		t.Fatalf("bob/1's record of the text: %+v, %v; want a discarded text", s, err)
+	}
+	f, err := wire.EncodeDecision(wire.Decision{ID: wire.LogicalID{0xd1}, Sender: alice.addr.String(), Message: text,
+		Outcome: wire.DecisionCommitted, Content: wire.ContentReaction, Body: bytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob2.raw(bob, f)
+	res := bob.sync()
+	heard := false
+	for _, r := range res {
+		heard = heard || r.Kind == engine.ResultDecisionHeard && r.ID == (wire.LogicalID{0xd1}) &&
+			errors.Is(r.Err, engine.ErrDecisionKindMismatch) && errors.Is(r.Err, engine.ErrDecisionMismatch)
+		if r.TakenBack {
+			t.Errorf("bob/1 took back %+v", r.Decided)
+		}
+	}
+	if !heard {
+		t.Errorf("the relabelled text's decision was not heard as a kind mismatch: %+v", res)
+	}
+	if s, err := bob.st.Seen(w.ctx, bob2.addr, wire.LogicalID{0xd1}); err != nil || !s.Finalized {
+		t.Errorf("bob/1's record of the decision: %+v, %v; want it finalized (acknowledged)", s, err)
+	}
+	if got := reactionsOf(bob.entry(alice, m1)); len(got) != 0 {
+		t.Errorf("bob/1 shows reactions %q on m1, want none", got)
+	}
+	if s, err := bob.st.Seen(w.ctx, alice.addr, text); err != nil || s.Outcome != engine.OutcomeDiscarded {
+		t.Errorf("bob/1's record of the text: %+v, %v; want it still discarded", s, err)
+	}
+}
+
+// TestActionDecisionWindowFromArrival: alice's edit of m1 reaches both of
+// bob's devices in its window; the person leaves it pending on bob/1 for
+// longer than ActionWindow and then discards it, while bob/2 commits it.
+// bob/1 judges the edit's window from its arrival, which its record keeps
+// (migration 0028), not from its discard: the decision takes it back and
+// applies it, as bob/2 did.
+func TestActionDecisionWindowFromArrival(t *testing.T) {
+	oneGoroutine(t)
+	w, alice, bob, bob2, m1, _ := actionBob(t)
+	edit := alice.act(bob, engine.ActionRequest{Content: wire.ContentEdit, Target: m1, Text: []byte("lunch at one")})
+	bob.sync()
+	bob2.sync()
+	w.clock.Advance(engine.ActionWindow + time.Hour)
+	discardAs(t, bob, alice, edit)
+	if _, err := bob.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := bob2.commitAll(); n != 1 {
+		t.Fatalf("bob/2 committed %d actions, want 1", n)
+	}
+	if _, err := bob2.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	bob.sync()
+	settleSiblings(t, bob, bob2)
+	for _, d := range []*device{bob, bob2} {
+		if e := d.entry(alice, m1); string(e.Body) != "lunch at one" || e.Edits != 1 {
+			t.Errorf("%s shows m1 as %q, edit %d; want the edit applied", d.addr, e.Body, e.Edits)
+		}
+	}
+	if s, err := bob.st.Seen(w.ctx, alice.addr, edit); err != nil || s.Outcome != engine.OutcomeCommitted {
+		t.Errorf("bob/1's record of the edit: %+v, %v; want it taken back", s, err)
+	}
+}
+
+// TestActionDecisionBeforeItsTargetsTakeBack: bob/1 discards alice's x,
+// and its hold pass then discards her edit of x (target_discarded); bob/2
+// commits both. bob/1 hears the edit's decision (kind 18) in one batch,
+// before the decision that takes x back (kind 16) in a later one: the
+// edit's decision is kept with its action (migration 0028), and x's
+// take-back takes the edit back and applies it in the same transaction,
+// so bob/1 ends as bob/2 does. The kept decision is forgotten. The same
+// holds when both decisions come in one batch, the edit's first.
+func TestActionDecisionBeforeItsTargetsTakeBack(t *testing.T) {
+	oneGoroutine(t)
+	for _, oneBatch := range []bool{false, true} {
+		name := "two batches"
+		if oneBatch {
+			name = "one batch"
+		}
+		t.Run(name, func(t *testing.T) { actionDecisionBeforeItsTarget(t, oneBatch) })
+	}
+}
+
+func actionDecisionBeforeItsTarget(t *testing.T, oneBatch bool) {
+	w, alice, bob, bob2, _, _ := actionBob(t)
+	x := alice.enqueue(bob, "the plan")
+	bob.sync()
+	bob2.sync()
+	discardAs(t, bob, alice, x)
+	if _, err := bob.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	w.net.Hold(bob.addr)
+	w.net.Hold(bob2.addr)
+	edit := alice.act(bob, engine.ActionRequest{Content: wire.ContentEdit, Target: x, Text: []byte("the new plan")})
+	w.net.Release(bob.addr)
+	w.net.Release(bob2.addr)
+	bob.sync()
+	bob2.sync()
+	if s, err := bob.st.Seen(w.ctx, alice.addr, edit); err != nil || s.Outcome != engine.OutcomeDiscarded || s.Reason != engine.DiscardTargetDiscarded {
+		t.Fatalf("bob/1's record of the edit: %+v, %v; want discarded, target_discarded", s, err)
+	}
+	m, err := bob2.st.Inbound(w.ctx, alice.addr, edit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, d := range []wire.Decision{
+		{ID: wire.LogicalID{0xd2}, Sender: alice.addr.String(), Message: edit, Outcome: wire.DecisionCommitted, Content: wire.ContentEdit, Body: m.Body},
+		{ID: wire.LogicalID{0xd1}, Sender: alice.addr.String(), Message: x, Outcome: wire.DecisionCommitted, Body: []byte("the plan")},
+	} {
+		f, err := wire.EncodeDecision(d)
+		if err != nil {
+			t.Fatalf("decision %d: %v", i, err)
+		}
+		bob2.raw(bob, f)
+		if oneBatch {
+			continue
+		}
+		bob.sync()
+		if i == 0 {
+			if s, err := bob.st.Seen(w.ctx, alice.addr, edit); err != nil || s.Outcome != engine.OutcomeDiscarded {
+				t.Fatalf("bob/1's record of the edit before x is taken back: %+v, %v; want it discarded", s, err)
+			}
+		}
+	}
+	if oneBatch {
+		if n := count(bob.sync(), engine.ResultDecisionHeard); n != 2 {
+			t.Fatalf("bob/1 heard %d decisions in its sync, want the 2 in one", n)
+		}
+	}
+	if e := bob.entry(alice, x); string(e.Body) != "the new plan" || e.Edits != 1 {
+		t.Errorf("bob/1 shows x as %q, edit %d; want it taken back, edited", e.Body, e.Edits)
+	}
+	if s, err := bob.st.Seen(w.ctx, alice.addr, edit); err != nil || s.Outcome != engine.OutcomeCommitted {
+		t.Errorf("bob/1's record of the edit: %+v, %v; want it taken back", s, err)
+	}
+	if kept, err := bob.st.KeptActions(w.ctx, alice.addr, x); err != nil || len(kept) != 0 {
+		t.Errorf("bob/1 still keeps %+v, %v; want the applied decision forgotten", kept, err)
 	}
 }

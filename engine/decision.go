@@ -62,6 +62,12 @@ type MadeDecision struct {
 	// group message finalized before its record named its group).
 	Body      []byte
 	InHistory bool
+	// Content and ActionBody, for a committed one-to-one action whose
+	// record keeps its action body (since migration 0028): the catch-up
+	// carries the action (frame kind 18), so that a discard there is
+	// taken back and applied.
+	Content    wire.ContentType
+	ActionBody []byte
 	// DecidedOn names the device whose decision this one applied (the
 	// commit was that device's): nil for a decision made here.
 	DecidedOn *Address
@@ -119,7 +125,13 @@ func (c *Client) catchUpLanes(ctx context.Context, held, next wire.DeviceList, f
 			if d.At.Before(s.since) || d.DecidedOn != nil || d.Outcome == OutcomeCommitted && !d.InHistory {
 				continue
 			}
-			l, err := c.tellLanes(ctx, []Address{s.addr}, d.Sender, d.ID, d.Outcome, 0, d.Body)
+			content, body := wire.ContentType(0), d.Body
+			if d.ActionBody != nil && wire.IsAction(d.Content) {
+				// A committed one-to-one action, kept with its record
+				// (migration 0028): it travels as a live decision's does.
+				content, body = d.Content, d.ActionBody
+			}
+			l, err := c.tellLanes(ctx, []Address{s.addr}, d.Sender, d.ID, d.Outcome, content, body)
 			if err != nil {
 				return nil, err
 			}
@@ -205,9 +217,40 @@ type DecisionEffect struct {
 	// are Message and Sender) with the take-back, in one transaction.
 	Action     *ActionApply
 	ActionBody []byte
+	// KeepAction, with Keep, is the committed one-to-one action a kind-18
+	// decision carried for an action discarded here because its target
+	// was (target_discarded), heard while that target is not taken back:
+	// the store keeps it with the decision (migration 0028), and the
+	// take-back of the target takes it back too (WithTarget).
+	KeepAction *KeptAction
+	// WithTarget, with TakeBack, are the kept action decisions whose
+	// target this take-back writes and that now apply by the action
+	// rules: each is taken back and applied, and its kept decision
+	// forgotten, in the same transaction.
+	WithTarget []KeptTakeBack
 }
 
 func (DecisionEffect) effect() {}
+
+// KeptAction is a sibling's committed one-to-one action kept with its
+// decision until its target is taken back here (DecisionEffect.KeepAction).
+type KeptAction struct {
+	Sender  Address        // the action's sender
+	ID      wire.LogicalID // the action's ID
+	On      Address        // the device that committed it
+	Content wire.ContentType
+	Target  wire.LogicalID
+	Body    []byte // the action body, as the content frame carried it
+}
+
+// KeptTakeBack is a kept action decision a take-back of its target applies
+// (DecisionEffect.WithTarget): Effect takes the action back as a kind-18
+// decision does (Sender, Message, Outcome, TakeBack, Action, ActionBody),
+// decided on On.
+type KeptTakeBack struct {
+	On     Address
+	Effect DecisionEffect
+}
 
 // KeptDecision is a decision kept for a message.
 type KeptDecision struct {
@@ -354,7 +397,7 @@ func (c *Client) prepareDecision(ctx context.Context, bs *batchState, in *incomi
 		switch {
 		case d.Content != 0:
 			// A committed action (kind 18).
-			if err := c.takeBackAction(ctx, bs, &e, seen, verdict, d, in.now); errors.Is(err, ErrDecisionMismatch) {
+			if err := c.takeBackAction(ctx, bs, &e, seen, verdict, d, in.sender, in.now); errors.Is(err, ErrDecisionMismatch) {
 				// Still the sibling's commit of that ID (the sender may
 				// have sent each device another body under it): heard
 				// as a commit without its action (kind 15), so that
@@ -379,7 +422,10 @@ func (c *Client) prepareDecision(ctx context.Context, bs *batchState, in *incomi
 			if !seen.InGroup {
 				// A one-to-one message: a one-to-one action after it
 				// in the batch may target it (a group's may not).
-				bs.takenBack[inboundKey{sender, d.Message}] = seen.At
+				bs.takenBack[inboundKey{sender, d.Message}] = seen.arrivedAt()
+				if err := c.keptWithTarget(ctx, bs, &e, sender, d.Message, in.now); err != nil {
+					return prepared{}, err
+				}
 			}
 		}
 		step.effect = e
@@ -414,6 +460,12 @@ var ErrKeptDecisionRefused = errors.New("a kept decision's finalization was refu
 // carries this error (ReceiveResult.Err).
 var ErrDecisionMismatch = errors.New("the decision's action is not the message it names")
 
+// ErrDecisionKindMismatch is an ErrDecisionMismatch (errors.Is matches
+// both) whose action's content type is not the one this device recorded
+// for the message it names (finalized since migration 0028): a message
+// whose bytes also decode as that action is not taken back as it.
+var ErrDecisionKindMismatch = fmt.Errorf("%w: its content type is not the recorded one", ErrDecisionMismatch)
+
 // takeBackAction decides a commit's decision that carries the committed
 // action d (kind 18) against the message as this device holds it (seen,
 // judged verdict): a discard the person made here
@@ -423,9 +475,12 @@ var ErrDecisionMismatch = errors.New("the decision's action is not the message i
 // the decision's transaction (e.TakeBack, e.Action), when the action's
 // digest is the one recorded here and DecideAction applies it. The rules
 // judge the times this device recorded, never the decision's arrival: the
-// action arrived when it was discarded here (its finalized record's time,
-// the latest it can have arrived), and a target taken back earlier in the
-// batch has its discard's time, where its take-back writes it. An action
+// action arrived when its finalized record says (since migration 0028; a
+// record from before counts its discard's time, the latest it can have
+// arrived: SeenMessage.arrivedAt), and a target taken back earlier in the
+// batch has its own arrival, where its take-back writes it. A decision
+// whose content type is not the one recorded for the message is not
+// taken (ErrDecisionKindMismatch). An action
 // the rules discard here (not its author, its target deleted or
 // discarded, its window passed) stays discarded. One whose target is not
 // committed here stays discarded too: the decision cannot wait for it
@@ -435,14 +490,19 @@ var ErrDecisionMismatch = errors.New("the decision's action is not the message i
 // here, pending or finalized, is not taken (ErrDecisionMismatch: the
 // decision counts as a commit without it); an entry a link or a restore
 // imported records none, and is not compared.
-func (c *Client) takeBackAction(ctx context.Context, bs *batchState, e *DecisionEffect, seen SeenMessage, verdict DecisionVerdict, d wire.Decision, now time.Time) error {
+func (c *Client) takeBackAction(ctx context.Context, bs *batchState, e *DecisionEffect, seen SeenMessage, verdict DecisionVerdict, d wire.Decision, on Address, now time.Time) error {
 	if (seen.Pending || seen.Finalized) && !seen.Imported && digest(d.Body) != seen.Digest {
 		return fmt.Errorf("decision %x on %x from %s: %w", d.ID[:], d.Message[:], e.Sender, ErrDecisionMismatch)
+	}
+	if seen.Finalized && seen.Content != 0 && seen.Content != d.Content {
+		// The same bytes, another kind: a plain message (or another
+		// kind of action) whose bytes also decode as this action.
+		return fmt.Errorf("decision %x on %x from %s: content type %d, recorded %d: %w", d.ID[:], d.Message[:], e.Sender, d.Content, seen.Content, ErrDecisionKindMismatch)
 	}
 	if verdict != DecisionOverruled || !seen.TakeBackAction {
 		return nil
 	}
-	m := &InboundMessage{Sender: e.Sender, ID: e.Message, ReceivedAt: seen.At, Body: d.Body, Content: d.Content}
+	m := &InboundMessage{Sender: e.Sender, ID: e.Message, ReceivedAt: seen.arrivedAt(), Body: d.Body, Content: d.Content}
 	act, v, err := c.receivedAction(ctx, m, now)
 	if err != nil {
 		return err
@@ -453,11 +513,31 @@ func (c *Client) takeBackAction(ctx context.Context, bs *batchState, e *Decision
 			// Its target, from the same sender, is taken back earlier in
 			// this batch: committed by this person, received, written at
 			// the time of its discard here.
-			if act, err = c.takenBackTarget(ctx, e, a, at, seen.At, now); err != nil {
+			if act, err = c.takenBackTarget(ctx, e, a, at, seen.arrivedAt(), now); err != nil {
 				return err
 			}
 			v = ActionVerdict{}
 		}
+	}
+	if v.Reason == DiscardTargetDiscarded && a.Content != wire.ContentReply && !e.Keep {
+		// Its target is discarded here and not taken back (yet): the
+		// decision is kept with its action, and the target's take-back
+		// takes it back by the rules then (keptWithTarget). Only when a
+		// decision can take that target back: a text (kind 16) or a
+		// reply (kind 18) of the action's sender device; a file, or a
+		// target of another device, never is, and the row would linger.
+		ts, err := c.store.Seen(ctx, e.Sender, a.Target)
+		if err != nil {
+			return err
+		}
+		if !ts.Finalized || !ts.TakeBack && !(ts.TakeBackAction && ts.Content == wire.ContentReply) {
+			return nil
+		}
+		k := KeptAction{Sender: e.Sender, ID: e.Message, On: on, Content: d.Content, Target: a.Target, Body: d.Body}
+		e.Keep, e.KeepAction = true, &k
+		key := inboundKey{e.Sender, a.Target}
+		bs.keptActions[key] = append(bs.keptActions[key], k)
+		return nil
 	}
 	if act == nil || v.Hold || v.Reason != DiscardNone {
 		return nil
@@ -474,7 +554,48 @@ func (c *Client) takeBackAction(ctx context.Context, bs *batchState, e *Decision
 	if act.Content == wire.ContentReply {
 		// A reply is a message: an action after it in the batch may
 		// target it (the others are no target, target_missing).
-		bs.takenBack[inboundKey{e.Sender, e.Message}] = seen.At
+		bs.takenBack[inboundKey{e.Sender, e.Message}] = seen.arrivedAt()
+		return c.keptWithTarget(ctx, bs, e, e.Sender, e.Message, now)
+	}
+	return nil
+}
+
+// keptWithTarget adds to e, which takes back message target from sender
+// (bs.takenBack names it now), the kept action decisions that wait for
+// that target (kept in an earlier batch, KeptActions, or earlier in this
+// one) and now apply: each is judged as its kind-18 decision would be
+// (takeBackAction, the target found where its take-back writes it) and,
+// when it applies, taken back with it (e.WithTarget). One that still does
+// not apply stays kept.
+func (c *Client) keptWithTarget(ctx context.Context, bs *batchState, e *DecisionEffect, sender Address, target wire.LogicalID, now time.Time) error {
+	key := inboundKey{sender, target}
+	kept, err := c.store.KeptActions(ctx, sender, target)
+	if err != nil {
+		return err
+	}
+	kept = append(kept, bs.keptActions[key]...)
+	for _, k := range kept {
+		ak := inboundKey{k.Sender, k.ID}
+		if bs.keptApplied[ak] {
+			continue
+		}
+		seen, err := c.store.Seen(ctx, k.Sender, k.ID)
+		if err != nil {
+			return err
+		}
+		d := wire.Decision{Sender: k.Sender.String(), Message: k.ID, Outcome: wire.DecisionCommitted, Content: k.Content, Body: k.Body}
+		ke := DecisionEffect{At: e.At, Sender: k.Sender, Message: k.ID, Outcome: OutcomeCommitted, Keep: true} // Keep: never kept again here
+		if err := c.takeBackAction(ctx, bs, &ke, seen, DecideHeardDecision(seen, OutcomeCommitted), d, k.On, now); errors.Is(err, ErrDecisionMismatch) {
+			continue
+		} else if err != nil {
+			return err
+		}
+		if ke.TakeBack == nil {
+			continue
+		}
+		ke.Keep = false
+		bs.keptApplied[ak] = true
+		e.WithTarget = append(e.WithTarget, KeptTakeBack{On: k.On, Effect: ke})
 	}
 	return nil
 }

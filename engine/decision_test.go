@@ -483,3 +483,70 @@ func TestRefusedCommitTellsTheChoice(t *testing.T) {
 		t.Fatalf("bob/2 keeps %+v for the reaction, want one commit on %s (bob's choice)", told, bob.addr)
 	}
 }
+
+// TestCatchUpCarriesAnAction is TestCatchUpTellsASiblingLinkedSince for
+// alice's reply: bob/2 commits it, bob/3 (linked since) discards it. The
+// finalized record keeps the committed reply's action body (migration
+// 0028), so bob/2's catch-up carries the action (frame kind 18) and bob/3
+// takes its discard back and shows the reply, decided on bob/2.
+func TestCatchUpCarriesAnAction(t *testing.T) {
+	oneGoroutine(t)
+	w, alice, bob, bob2 := twoDeviceBob(t)
+	m := alice.enqueue(bob, "lunch?")
+	bob.sync()
+	bob2.sync()
+	bob.commitAll()
+	bob2.commitAll()
+	alice.sync()
+	bob3 := w.linkDevice(bob)
+	alice.reopen()
+	if err := alice.c.CheckPeer(w.ctx, bob.addr); err != nil {
+		t.Fatal(err)
+	}
+	id := alice.act(bob, engine.ActionRequest{Content: wire.ContentReply, Target: m, Text: []byte("at noon")})
+	bob2.sync()
+	if _, err := bob2.c.Commit(w.ctx, alice.addr, id); err != nil {
+		t.Fatal(err)
+	}
+	bob3.sync()
+	if _, err := bob3.c.Discard(w.ctx, alice.addr, id, engine.DiscardRejected); err != nil {
+		s, serr := bob3.st.Seen(w.ctx, alice.addr, id)
+		t.Fatalf("bob/3 discards alice's reply: %v (did it come? %+v %v)", err, s, serr)
+	}
+	if err := bob2.c.PublishDeviceList(w.ctx); err != nil {
+		t.Fatalf("bob/2 adopts the list naming bob/3: %v", err)
+	}
+	if _, err := bob2.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	devs := []*device{bob, bob2, bob3}
+	for round := 0; ; round++ {
+		out := 0
+		for _, d := range devs {
+			d.sync()
+		}
+		for _, d := range devs {
+			out += d.pendingOut()
+		}
+		if out == 0 {
+			break
+		}
+		if round == 8 {
+			t.Fatalf("bob's devices still have %d lanes to each other after 8 rounds", out)
+		}
+		for _, d := range devs {
+			for _, p := range devs {
+				if p != d {
+					d.retry(p)
+				}
+			}
+		}
+	}
+	if s, err := bob3.st.Seen(w.ctx, alice.addr, id); err != nil || !s.Finalized || s.Outcome != engine.OutcomeCommitted {
+		t.Fatalf("bob/3's record after bob/2's catch-up: %+v, %v; want committed (bob/2 committed it)", s, err)
+	}
+	n, e := inHistory(t, bob3, alice, "at noon")
+	if n != 1 || e.DecidedOn == nil || *e.DecidedOn != bob2.addr {
+		t.Fatalf("bob/3's history holds the reply %d times (%+v), want once, decided on bob/2", n, e)
+	}
+}

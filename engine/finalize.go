@@ -199,7 +199,7 @@ func (c *Client) finalizeBatch(ctx context.Context, reqs []FinalizeRequest, know
 		if err != nil {
 			return nil, err
 		}
-		p := Finalize{Sender: r.Sender, ID: r.ID, Digest: m.Digest, Outcome: r.Outcome, At: c.cfg.Now(), Arrived: m.ReceivedAt, Group: m.Group}
+		p := Finalize{Sender: r.Sender, ID: r.ID, Digest: m.Digest, Outcome: r.Outcome, At: c.cfg.Now(), Arrived: m.ReceivedAt, Content: m.Content, Group: m.Group}
 		if r.Outcome == OutcomeCommitted {
 			p.Body = m.Body
 			if f, ok := FileOf(m.Content, m.Body); ok {
@@ -207,6 +207,11 @@ func (c *Client) finalizeBatch(ctx context.Context, reqs []FinalizeRequest, know
 			}
 			if act != nil {
 				p.Body, p.Action = actionHistoryBody(wire.Action{Content: act.Content, Text: act.Text}), act
+				// Kept for a catch-up, which sends neither a sibling's own
+				// message nor a decision applied from another device.
+				if m.Group == nil && m.CopyTo == "" && !r.own && r.decidedOn == nil && len(m.Body) <= wire.MaxDecisionActionSize {
+					p.ActionBody = m.Body
+				}
 			}
 			if m.CopyTo != "" {
 				// A sibling's sent copy of an action: an own entry of the

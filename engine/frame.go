@@ -211,7 +211,7 @@ func (c *Client) deliverNew(ctx context.Context, bs *batchState, in *incoming, o
 		if step.ack, err = c.ackStep(bs, in, op, step, a.group, id); err != nil {
 			return err
 		}
-		e := CommitEffect{ID: id, Digest: d, Arrived: at, At: in.now, Body: body, Group: a.group, Action: act}
+		e := CommitEffect{ID: id, Digest: d, Arrived: at, At: in.now, Content: a.content, Body: body, Group: a.group, Action: act}
 		var told []byte // the committed text travels with its decision
 		if a.content == wire.ContentText {
 			told = body
@@ -223,6 +223,10 @@ func (c *Client) deliverNew(ctx context.Context, bs *batchState, in *incoming, o
 			if a.group == nil {
 				// A one-to-one action travels with its decision (kind 18).
 				told, content = body, a.content
+				// Kept for a catch-up, which sends no sibling's own message.
+				if !a.own && len(body) <= wire.MaxDecisionActionSize {
+					e.ActionBody = body
+				}
 			}
 		}
 		// Decisions are the person's, for group messages too: an arrival

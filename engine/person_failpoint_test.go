@@ -50,6 +50,10 @@ func personOp(ctx context.Context, w fpWorld, st *store.DB, c *engine.Client, ep
 		return true, ep.Save()
 	case "removefake":
 		return true, w.removeFake(ctx, st, c, ep, engine.MustParseAddress(arg))
+	case "dropnext":
+		// The network loses the next envelope from this device to arg.
+		ep.Network().DropNext(c.Self(), engine.MustParseAddress(arg), 1)
+		return true, ep.Save()
 	case "adoptlist":
 		// PublishDeviceList: the network's later list is adopted, with
 		// the catch-up of a sibling linked since.
@@ -405,6 +409,21 @@ func personScenarios() []fpScenario {
 				fpStep{"alice/1", "sync"}, fpStep{"alice/1", "edit:bob/1:hello again"}, fpStep{"alice/1", "pump"},
 				fpStep{"bob/1", "sync"}, fpStep{"bob/2", "sync"}, fpStep{"bob/2", "discardall"}, fpStep{"bob/1", "commitall"},
 				fpStep{"bob/1", "pump"}, fpStep{"bob/2", "stage"}),
+			target: fpStep{"bob/2", "process"},
+			want:   map[string]map[string][]string{"bob/1": {"alice/1": {"hello again"}}, "bob/2": {"alice/1": {"hello again"}}}},
+		// bob/2 discards hello (and its hold pass alice's edit of it,
+		// target_discarded) while bob/1 commits both; hello's decision
+		// to bob/2 is lost and the edit's (kind 18) comes first: bob/2
+		// keeps it with its action. bob/1 sends hello's again, and the
+		// receive that takes hello back takes the edit back and applies
+		// it in the same transaction, forgetting the kept decision.
+		{name: "take-back applies a kept action decision", devices: abb,
+			setup: append(held, fpStep{"alice/1", "enqueue:bob/1:hello"}, fpStep{"alice/1", "pump"},
+				fpStep{"bob/1", "sync"}, fpStep{"bob/2", "sync"}, fpStep{"bob/2", "discardall"}, fpStep{"bob/1", "dropnext:bob/2"},
+				fpStep{"bob/1", "commitall"}, fpStep{"bob/1", "pump"}, fpStep{"alice/1", "sync"},
+				fpStep{"alice/1", "edit:bob/1:hello again"}, fpStep{"alice/1", "pump"},
+				fpStep{"bob/2", "sync"}, fpStep{"bob/2", "settle"}, fpStep{"bob/1", "sync"}, fpStep{"bob/1", "commitall"}, fpStep{"bob/1", "pump"},
+				fpStep{"bob/2", "sync"}, fpStep{"bob/2", "pump"}, fpStep{"bob/1", "sync"}, fpStep{"bob/1", "retry:bob/2"}, fpStep{"bob/2", "stage"}),
 			target: fpStep{"bob/2", "process"},
 			want:   map[string]map[string][]string{"bob/1": {"alice/1": {"hello again"}}, "bob/2": {"alice/1": {"hello again"}}}},
 		// The same for a group message: bob/2 holds the group and the

@@ -179,7 +179,14 @@ type CommitEffect struct {
 	Digest  [32]byte
 	Arrived time.Time // when the envelope was staged: the history entry's time
 	At      time.Time // when it was committed
-	Body    []byte    // the history body
+	// Content is the message's content type, which its finalized record
+	// keeps (zero for a sent copy, whose record keeps none).
+	Content wire.ContentType
+	// ActionBody, for a committed one-to-one action, is its action body
+	// (at most wire.MaxDecisionActionSize), which the finalized record
+	// keeps for the catch-up of a sibling linked since.
+	ActionBody []byte
+	Body       []byte // the history body
 	// Group, for a group message: the entry goes to the group's history.
 	Group *wire.GroupID
 	// Action, for an action, is applied in the same transaction.
@@ -313,9 +320,19 @@ type Finalize struct {
 	At      time.Time
 	// Arrived is when the message arrived on this device: the time of its
 	// history entry, which the conversation is ordered by (At when zero).
+	// The finalized record keeps it (a take-back judges an action's
+	// window from it).
 	Arrived time.Time
-	Session *SessionWrite
-	Ack     *Outgoing
+	// Content is the message's content type, which the finalized record
+	// keeps, so that a sibling's commit of an action takes back only a
+	// discard of that kind of action.
+	Content wire.ContentType
+	// ActionBody, for a commit of a one-to-one action, is its action body
+	// (at most wire.MaxDecisionActionSize), which the finalized record
+	// keeps for the catch-up of a sibling linked since.
+	ActionBody []byte
+	Session    *SessionWrite
+	Ack        *Outgoing
 	// Group, for a group message: a commit goes to the group's history,
 	// never to the conversation with the sender.
 	Group *wire.GroupID

@@ -49,11 +49,17 @@ type batchState struct {
 	// which finds the tombstone and discards it (target_deleted).
 	deleted map[actionTargetKey]bool
 	// takenBack are the messages a sibling's decision takes back in this
-	// batch (decision.go), with the time of the discard each had here
-	// (where the take-back writes its entry): an action's decision after
+	// batch (decision.go), with the arrival each had here
+	// (SeenMessage.arrivedAt, where the take-back writes its entry): an action's decision after
 	// it in the batch finds its target there, as a later batch finds it
 	// committed.
 	takenBack map[inboundKey]time.Time
+	// keptActions are the action decisions kept in this batch with their
+	// action, by the target they wait for (sender, target ID);
+	// keptApplied the kept action decisions a take-back in this batch
+	// applies (decision.go, keptWithTarget).
+	keptActions map[inboundKey][]KeptAction
+	keptApplied map[inboundKey]bool
 	// acks are the chain messages the batch decided, by sender device, to
 	// acknowledge after its rows (chainack.go); ackOrder their senders in
 	// first-seen order.
@@ -92,6 +98,7 @@ func newBatchState() *batchState {
 	return &batchState{work: make(map[Address]*peerState), delivered: make(map[inboundKey][32]byte),
 		retired: make(map[retiredKey]bool), consumed: make(map[uint32]bool), caps: newCapState(), requests: newRequestState(),
 		groups: -1, groupsSeen: make(map[wire.GroupID]*batchGroup), deleted: make(map[actionTargetKey]bool), takenBack: make(map[inboundKey]time.Time),
+		keptActions: make(map[inboundKey][]KeptAction), keptApplied: make(map[inboundKey]bool),
 		chains: make(map[chainKey]*session.ReceiverChain), acks: make(map[Address]*deferredAcks), needs: make(map[needKey]uint32), copyIDs: make(map[copyIDKey]bool)}
 }
 
@@ -350,11 +357,26 @@ type SeenMessage struct {
 	// (DiscardTargetDiscarded), which rested on that discard.
 	TakeBackAction bool
 	// Reason and At, when Finalized: why it was discarded, and when it
-	// was finalized here (a discard's time, where a take-back writes its
-	// history entry).
+	// was finalized here (a discard's time, where a take-back of a record
+	// that keeps no arrival writes its history entry).
 	Reason DiscardReason
 	At     time.Time
 	// InGroup, when Finalized: the record names a group (a group
 	// message's, or one of unknown kind finalized before migration 0025).
 	InGroup bool
+	// Content and Arrived, when Finalized: the message's content type and
+	// when it arrived here, as its record keeps them (since migration
+	// 0028; zero for a record that keeps none).
+	Content wire.ContentType
+	Arrived time.Time
+}
+
+// arrivedAt is when a finalized message arrived here, as best known: its
+// recorded arrival, or, for a record that keeps none, its finalization
+// (the latest it can have arrived). A take-back writes its entry there.
+func (s SeenMessage) arrivedAt() time.Time {
+	if !s.Arrived.IsZero() {
+		return s.Arrived
+	}
+	return s.At
 }

@@ -95,6 +95,11 @@ type Store interface {
 	// no device tells a decision on its own account's message (tellLanes)
 	// and a sibling keeps none (ErrDecisionOwnMessage).
 	Decisions(ctx context.Context, since time.Time, limit int) ([]MadeDecision, error)
+	// KeptActions returns the kept decisions that carry a one-to-one
+	// action from sender waiting for its target, message target from that
+	// sender, to be taken back (DecisionEffect.KeepAction), at most
+	// MaxKeptDecisions.
+	KeptActions(ctx context.Context, sender Address, target wire.LogicalID) ([]KeptAction, error)
 	// DueDecisions returns up to limit kept decisions whose message is
 	// pending here, oldest first, and whether any decision is kept at all.
 	DueDecisions(ctx context.Context, limit int) ([]KeptDecision, bool, error)

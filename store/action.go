@@ -41,6 +41,12 @@ const (
 		ON CONFLICT (peer, direction, id) DO UPDATE SET deleted = 1, edits = 0`
 	sqlDeleteVersions  = "DELETE FROM message_version WHERE peer = ? AND direction = ? AND id = ?"
 	sqlDeleteReactions = "DELETE FROM reaction WHERE peer = ? AND direction = ? AND id = ?"
+	// sqlForgetDeletedActions clears the action bodies (0028) a delete
+	// took out of history: the deleted message's own (a reply's text) and
+	// those of the edits and reactions of it, all of its author (?4, the
+	// person's prefix). The catch-up no longer sends them.
+	sqlForgetDeletedActions = `UPDATE finalized SET sealed_action = NULL, target = NULL WHERE sealed_action IS NOT NULL
+		AND (id = ?1 OR (target = ?1 AND content IN (?2, ?3))) AND substr(sender, 1, length(?4)) = ?4`
 	// sqlSetReaction sets (or, removed, takes back) a reactor's reaction,
 	// once engine.ReactionApplies said so.
 	sqlSetReaction = `INSERT INTO reaction (peer, direction, id, reactor, at, sealed_emoji, num, removed) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
@@ -191,7 +197,9 @@ func (t *tx) applyEdit(ctx context.Context, a engine.ActionApply, edits uint32) 
 }
 
 // applyDelete replaces the target's body by a tombstone and removes its
-// reactions and its previous versions.
+// reactions and its previous versions, and the action bodies the
+// finalized records of the target and of its edits and reactions kept
+// for a catch-up (sqlForgetDeletedActions).
 func (t *tx) applyDelete(ctx context.Context, a engine.ActionApply) error {
 	peer := a.Peer.String()
 	target := []any{peer, int64(a.TargetDir), a.Target[:]}
@@ -205,7 +213,13 @@ func (t *tx) applyDelete(ctx context.Context, a engine.ActionApply) error {
 	if _, err := t.run(ctx, "reactions-delete", sqlDeleteReactions, target...); err != nil {
 		return err
 	}
-	_, err := t.run(ctx, "versions-delete", sqlDeleteVersions, target...)
+	if _, err := t.run(ctx, "versions-delete", sqlDeleteVersions, target...); err != nil {
+		return err
+	}
+	if a.TargetDir != engine.DirectionIn {
+		return nil // an own message: its record keeps no action body
+	}
+	_, err := t.run(ctx, "finalized-forget-deleted", sqlForgetDeletedActions, a.Target[:], int64(wire.ContentEdit), int64(wire.ContentReaction), a.TargetAt().User+"/")
 	return err
 }
 

@@ -18,14 +18,16 @@ const (
 	sqlInboundDigest = "SELECT sealed_digest FROM inbound WHERE sender = ? AND id = ?"
 	// sqlDeleteInbound deletes the pending message whose digest the plan
 	// checked, and no other.
-	sqlDeleteInbound   = "DELETE FROM inbound WHERE sender = ? AND id = ? AND sealed_digest = ?"
-	sqlInsertFinalized = `INSERT INTO finalized (sender, id, outcome, reason, at, sealed_digest) VALUES (?, ?, ?, ?, ?, ?)
+	sqlDeleteInbound = "DELETE FROM inbound WHERE sender = ? AND id = ? AND sealed_digest = ?"
+	// sqlInsertFinalized stores a finalized record; content and arrived
+	// (0028) are NULL where not known (a sent copy's, a decision frame's).
+	sqlInsertFinalized = `INSERT INTO finalized (sender, id, outcome, reason, at, sealed_digest, content, arrived, sealed_action, target) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (sender, id) DO NOTHING`
 	// sqlInsertFinalizedGroup is sqlInsertFinalized for a group message:
 	// the record names its group (0025), for a sibling's commit that
 	// takes back a discard and for a catch-up that reads the commit's
 	// body.
-	sqlInsertFinalizedGroup = `INSERT INTO finalized (sender, id, outcome, reason, at, sealed_digest, grp) VALUES (?, ?, ?, ?, ?, ?, ?)
+	sqlInsertFinalizedGroup = `INSERT INTO finalized (sender, id, outcome, reason, at, sealed_digest, content, arrived, sealed_action, target, grp) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (sender, id) DO NOTHING`
 	sqlPruneFinalized = "DELETE FROM finalized WHERE at < ?"
 	// sqlSeenInHistory finds a received message in the history of its
@@ -68,10 +70,39 @@ const (
 	// (a message is never both: finalizing deletes the pending row).
 	// For a discard it also reads its reason and group, and whether that
 	// group is held, for takeBackable.
-	sqlSeen = `SELECT 0, 0, sealed_digest, 0, NULL, 0, 0 FROM inbound WHERE sender = ?1 AND id = ?2
-		UNION ALL SELECT 1, outcome, sealed_digest, reason, grp, EXISTS (SELECT 1 FROM grp g WHERE g.id = finalized.grp), at
+	// It reads a record's content type and arrival (0028; NULL before).
+	sqlSeen = `SELECT 0, 0, sealed_digest, 0, NULL, 0, 0, NULL, NULL FROM inbound WHERE sender = ?1 AND id = ?2
+		UNION ALL SELECT 1, outcome, sealed_digest, reason, grp, EXISTS (SELECT 1 FROM grp g WHERE g.id = finalized.grp), at, content, arrived
 		FROM finalized WHERE sender = ?1 AND id = ?2 LIMIT 1`
 )
+
+// contentColumn is finalized.content (0028) for content: NULL when not
+// known (zero).
+func contentColumn(content wire.ContentType) any {
+	if content == 0 {
+		return nil
+	}
+	return int64(content)
+}
+
+// arrivedColumn is finalized.arrived (0028) for arrived: NULL when not
+// known (zero).
+func arrivedColumn(arrived time.Time) any {
+	if arrived.IsZero() {
+		return nil
+	}
+	return arrived.UnixNano()
+}
+
+// recordedContent is the content type a finalized record keeps: zero for
+// a record that keeps none (stored before 0028, a sent copy's, a
+// decision frame's) or one out of range.
+func recordedContent(c sql.NullInt64) wire.ContentType {
+	if !c.Valid || c.Int64 <= 0 || c.Int64 > 255 {
+		return 0
+	}
+	return wire.ContentType(c.Int64)
+}
 
 // receive applies the processing of one staged envelope: its inbox row is
 // consumed, the session advanced, a handshake's pin, one-time prekey and
@@ -140,7 +171,7 @@ func (t *tx) receive(ctx context.Context, p engine.Receive) (engine.Receipt, err
 			if err := t.insertCopy(ctx, p.Peer, e); err != nil {
 				return engine.Receipt{}, err
 			}
-		} else if err := t.insertFinalized(ctx, p.Peer, e.ID, engine.OutcomeCommitted, engine.DiscardNone, e.At, e.Digest, e.Arrived, e.Body, e.Group); err != nil {
+		} else if err := t.insertFinalized(ctx, p.Peer, e.ID, engine.OutcomeCommitted, engine.DiscardNone, e.At, e.Digest, e.Arrived, e.Content, e.ActionBody, e.Action, e.Body, e.Group); err != nil {
 			return engine.Receipt{}, err
 		}
 		if err := t.insertDecisionLanes(ctx, e.Tell, e.At); err != nil {
@@ -218,7 +249,7 @@ func (t *tx) finalize(ctx context.Context, p engine.Finalize) (engine.Receipt, e
 		if err := t.insertCopy(ctx, p.Sender, e); err != nil {
 			return engine.Receipt{}, err
 		}
-	} else if err := t.insertFinalized(ctx, p.Sender, p.ID, p.Outcome, p.Reason, p.At, p.Digest, p.Arrived, p.Body, p.Group); err != nil {
+	} else if err := t.insertFinalized(ctx, p.Sender, p.ID, p.Outcome, p.Reason, p.At, p.Digest, p.Arrived, p.Content, p.ActionBody, p.Action, p.Body, p.Group); err != nil {
 		return engine.Receipt{}, err
 	}
 	if p.Action != nil && p.Outcome == engine.OutcomeCommitted {
@@ -256,9 +287,17 @@ func (t *tx) ackAgain(ctx context.Context, p engine.AckAgain) (engine.Receipt, e
 // commit, its history entry (at arrived, or at when arrived is zero), in the
 // group's history for a group message.
 func (t *tx) insertFinalized(ctx context.Context, sender engine.Address, id wire.LogicalID, outcome engine.Outcome, reason engine.DiscardReason,
-	at time.Time, digest [32]byte, arrived time.Time, body []byte, group *wire.GroupID) error {
+	at time.Time, digest [32]byte, arrived time.Time, content wire.ContentType, actionBody []byte, action *engine.ActionApply, body []byte, group *wire.GroupID) error {
 	from := sender.String()
-	q, args := sqlInsertFinalized, []any{from, id[:], int64(outcome), int64(reason), at.UnixNano(), t.db.seal.seal(kindFinalizedDigest, messageKey(sender, id), digest[:])}
+	var sealedAction, target any
+	if actionBody != nil {
+		sealedAction = t.db.seal.seal(kindFinalizedAction, messageKey(sender, id), actionBody)
+		if action != nil {
+			target = action.Target[:]
+		}
+	}
+	q, args := sqlInsertFinalized, []any{from, id[:], int64(outcome), int64(reason), at.UnixNano(), t.db.seal.seal(kindFinalizedDigest, messageKey(sender, id), digest[:]),
+		contentColumn(content), arrivedColumn(arrived), sealedAction, target}
 	if group != nil {
 		q, args = sqlInsertFinalizedGroup, append(args, group[:])
 	}
@@ -432,7 +471,8 @@ func (db *DB) Seen(ctx context.Context, sender engine.Address, id wire.LogicalID
 	var final, outcome, reason, at int64
 	var sealed, grp []byte
 	var held bool
-	err := db.queryRow(ctx, sqlSeen, sender.String(), id[:]).Scan(&final, &outcome, &sealed, &reason, &grp, &held, &at)
+	var content, arrived sql.NullInt64
+	err := db.queryRow(ctx, sqlSeen, sender.String(), id[:]).Scan(&final, &outcome, &sealed, &reason, &grp, &held, &at, &content, &arrived)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return db.seenImported(ctx, sender, id)
@@ -440,10 +480,14 @@ func (db *DB) Seen(ctx context.Context, sender engine.Address, id wire.LogicalID
 		return engine.SeenMessage{}, db.readErr("read a received message", err)
 	}
 	s := engine.SeenMessage{Pending: final == 0, Finalized: final == 1, Outcome: engine.Outcome(outcome)}
-	s.TakeBack = s.Finalized && s.Outcome == engine.OutcomeDiscarded && takeBackable(engine.DiscardReason(reason), grp, held, false)
-	s.TakeBackAction = s.Finalized && s.Outcome == engine.OutcomeDiscarded && takeBackable(engine.DiscardReason(reason), grp, held, true)
+	s.TakeBack = s.Finalized && s.Outcome == engine.OutcomeDiscarded && takeBackable(engine.DiscardReason(reason), grp, held, recordedContent(content), false)
+	s.TakeBackAction = s.Finalized && s.Outcome == engine.OutcomeDiscarded && takeBackable(engine.DiscardReason(reason), grp, held, recordedContent(content), true)
 	if s.Finalized {
 		s.Reason, s.At, s.InGroup = engine.DiscardReason(reason), time.Unix(0, at), grp != nil
+		s.Content = recordedContent(content)
+		if arrived.Valid {
+			s.Arrived = time.Unix(0, arrived.Int64)
+		}
 	}
 	kind := kindInboundDigest
 	if s.Finalized {

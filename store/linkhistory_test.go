@@ -97,7 +97,7 @@ func TestLinkArchiveRecords(t *testing.T) {
 	// Message 6 was decided here already (a decision heard first).
 	dst.apply(t, engine.ImportStart{Archive: linkArchive, Next: 0, Total: 3, At: time.Unix(100, 0), Source: []byte("s")})
 	if _, err := dst.db.sql.ExecContext(ctx, sqlInsertFinalized, "carol/1", []byte{6, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
-		int64(engine.OutcomeCommitted), 0, int64(1), dst.db.seal.seal(kindFinalizedDigest, messageKey(engine.MustParseAddress("carol/1"), wire.LogicalID{6}), make([]byte, 32))); err != nil {
+		int64(engine.OutcomeCommitted), 0, int64(1), dst.db.seal.seal(kindFinalizedDigest, messageKey(engine.MustParseAddress("carol/1"), wire.LogicalID{6}), make([]byte, 32)), nil, nil, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	dst.apply(t, engine.ImportRecords{Archive: linkArchive, From: 0, To: 3, Total: 3, Records: got})

@@ -656,7 +656,7 @@ func (db *DB) PersonLanes(ctx context.Context, conversation engine.Address, id w
 func (t *tx) insertCopy(ctx context.Context, from engine.Address, e engine.CommitEffect) error {
 	_, err := t.runOne(ctx, "finalized-insert", engine.ErrConflict, sqlInsertFinalized,
 		from.String(), e.ID[:], int64(engine.OutcomeCommitted), int64(engine.DiscardNone), e.At.UnixNano(),
-		t.db.seal.seal(kindFinalizedDigest, messageKey(from, e.ID), e.Digest[:]))
+		t.db.seal.seal(kindFinalizedDigest, messageKey(from, e.ID), e.Digest[:]), nil, nil, nil, nil)
 	if err != nil {
 		return fmt.Errorf("finalize sent copy %x from %s (finalized already?): %w", e.ID[:], from, err)
 	}
@@ -691,11 +691,21 @@ const (
 	// sqlKeepDecision keeps a decision, merging with one kept before:
 	// commit (1) beats discard (2), and names the device that committed.
 	// Room is made first (sqlExpireDecisions, sqlEvictDecision).
-	sqlKeepDecision = `INSERT INTO kept_decision (sender, id, outcome, on_device, at)
-		VALUES (?1, ?2, ?3, ?4, ?5)
+	//
+	// A kind-18 commit kept with its action (0028: content, target,
+	// sealed_action) keeps its action over one kept before without.
+	sqlKeepDecision = `INSERT INTO kept_decision (sender, id, outcome, on_device, at, content, target, sealed_action)
+		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
 		ON CONFLICT (sender, id) DO UPDATE SET
 			on_device = CASE WHEN excluded.outcome < outcome THEN excluded.on_device ELSE on_device END,
-			outcome = min(outcome, excluded.outcome)`
+			outcome = min(outcome, excluded.outcome),
+			content = coalesce(excluded.content, content),
+			target = coalesce(excluded.target, target),
+			sealed_action = coalesce(excluded.sealed_action, sealed_action)`
+	// sqlKeptActions reads the kept action decisions waiting for one
+	// target of one sender (kept_decision_target).
+	sqlKeptActions = `SELECT id, on_device, content, sealed_action FROM kept_decision
+		WHERE sender = ? AND target = ? AND outcome = 1 AND sealed_action IS NOT NULL ORDER BY at, id LIMIT ?`
 	// sqlExpireDecisions forgets decisions kept longer than
 	// engine.MaxDecisionAge.
 	sqlExpireDecisions = "DELETE FROM kept_decision WHERE at < ?"
@@ -715,7 +725,7 @@ const (
 	// sqlDiscardedAt reads when a message was discarded here, and
 	// sqlTakeBackCommitted turns that discard into a commit (a decision
 	// of another device that carried the body overrules it).
-	sqlDiscardedAt       = "SELECT at, reason, sealed_digest, grp FROM finalized WHERE sender = ? AND id = ? AND outcome = ?"
+	sqlDiscardedAt       = "SELECT at, reason, sealed_digest, grp, content, arrived FROM finalized WHERE sender = ? AND id = ? AND outcome = ?"
 	sqlTakeBackCommitted = "UPDATE finalized SET outcome = ?, reason = ? WHERE sender = ? AND id = ? AND outcome = ?"
 	// sqlGroupDecidedOn is sqlDecidedOn for a group's entry (0025).
 	sqlGroupDecidedOn = "UPDATE group_history SET decided_on = ? WHERE grp = ? AND sender = ? AND id = ?"
@@ -734,12 +744,33 @@ var unknownGroup wire.GroupID
 func (t *tx) decision(ctx context.Context, from engine.Address, e engine.DecisionEffect) error {
 	_, err := t.runOne(ctx, "finalized-insert", engine.ErrConflict, sqlInsertFinalized,
 		from.String(), e.ID[:], int64(engine.OutcomeCommitted), int64(engine.DiscardNone), e.At.UnixNano(),
-		t.db.seal.seal(kindFinalizedDigest, messageKey(from, e.ID), e.Digest[:]))
+		t.db.seal.seal(kindFinalizedDigest, messageKey(from, e.ID), e.Digest[:]), nil, nil, nil, nil)
 	if err != nil {
 		return fmt.Errorf("finalize decision %x from %s (finalized already?): %w", e.ID[:], from, err)
 	}
 	if e.TakeBack != nil {
-		return t.takeBackCommitted(ctx, from, e)
+		took, err := t.takeBackCommitted(ctx, from, e)
+		if err != nil || !took {
+			// Nothing taken back: the kept action decisions stay kept,
+			// their target's entry not written (an edit or a delete
+			// would find none).
+			return err
+		}
+		// A decision kept for the message (an action kept until its
+		// target's take-back) has nothing left to wait for.
+		if _, err := t.run(ctx, "decision-forget", sqlForgetDecision, e.Sender.String(), e.Message[:]); err != nil {
+			return fmt.Errorf("forget the decision on %x: %w", e.Message[:], err)
+		}
+		for _, k := range e.WithTarget {
+			// A kept action decision whose target this take-back wrote.
+			if _, err := t.takeBackCommitted(ctx, k.On, k.Effect); err != nil {
+				return err
+			}
+			if _, err := t.run(ctx, "decision-forget", sqlForgetDecision, k.Effect.Sender.String(), k.Effect.Message[:]); err != nil {
+				return fmt.Errorf("forget the decision on %x: %w", k.Effect.Message[:], err)
+			}
+		}
+		return nil
 	}
 	if !e.Keep {
 		return nil
@@ -751,8 +782,12 @@ func (t *tx) decision(ctx context.Context, from engine.Address, e engine.Decisio
 	if _, err := t.run(ctx, "decision-evict", sqlEvictDecision, engine.MaxKeptDecisions, e.Sender.String(), e.Message[:]); err != nil {
 		return fmt.Errorf("make room for the decision on %x: %w", e.Message[:], err)
 	}
+	var content, target, sealed any
+	if k := e.KeepAction; k != nil {
+		content, target, sealed = int64(k.Content), k.Target[:], t.db.seal.seal(kindKeptAction, messageKey(e.Sender, e.Message), k.Body)
+	}
 	if _, err := t.run(ctx, "decision-keep", sqlKeepDecision, e.Sender.String(), e.Message[:], int64(e.Outcome),
-		from.String(), e.At.UnixNano()); err != nil {
+		from.String(), e.At.UnixNano(), content, target, sealed); err != nil {
 		return fmt.Errorf("keep the decision on %x from %s: %w", e.Message[:], e.Sender, err)
 	}
 	return nil
@@ -770,11 +805,24 @@ func (t *tx) decision(ctx context.Context, from engine.Address, e engine.Decisio
 // (action, frame kind 18), a discard the engine made because the person
 // discarded the action's target (target_discarded) is the person's too:
 // it rested on that discard, which the commit overrules; and a group's
-// message (or one of unknown kind) is none of its.
-func takeBackable(reason engine.DiscardReason, grp []byte, held, action bool) bool {
+// message (or one of unknown kind) is none of its. content is the content
+// type the record keeps (0028; zero when it keeps none): a commit that
+// carries an action takes back only a record of an action (a record from
+// before 0028 says nothing, and a plain message whose bytes also decode
+// as an action must not pass for it), and one that carries a plain body
+// takes back only a text (or a record of unknown kind): never an action,
+// nor a discarded file whose manifest a sibling relabels as text.
+func takeBackable(reason engine.DiscardReason, grp []byte, held bool, content wire.ContentType, action bool) bool {
 	switch {
 	case action && grp != nil:
 		return false // a one-to-one action names no group's message
+	case action && !wire.IsAction(content):
+		return false // not recorded as an action (or nothing recorded: before 0028)
+	case !action && content != 0 && content != wire.ContentText:
+		// An action goes back only with its action (kind 18), and a file
+		// never by a body (a manifest holds the file's key): only a text
+		// is taken back as a text.
+		return false
 	case action && reason == engine.DiscardTargetDiscarded:
 		return true
 	}
@@ -791,27 +839,44 @@ func takeBackable(reason engine.DiscardReason, grp []byte, held, action bool) bo
 // device from committed (commit beats discard): its finalized record
 // turns committed and its history entry (its group's, for a group message
 // whose record names the group), with the body the decision carried, is
-// written at the time of the discard and names from. A message whose
+// written at the message's arrival (0028; the time of the discard for a
+// record from before) and names from. An action's take-back needs the
+// record to keep that kind of action (takeBackable; the content type the
+// action names). A message whose
 // record is gone (pruned) or not a discard is left alone, and so is any
-// discard takeBackable refuses.
-func (t *tx) takeBackCommitted(ctx context.Context, from engine.Address, e engine.DecisionEffect) error {
+// discard takeBackable refuses. It says whether it took the message back
+// (the record turned committed), so that the kept actions that wait for
+// it (DecisionEffect.WithTarget) apply only then.
+func (t *tx) takeBackCommitted(ctx context.Context, from engine.Address, e engine.DecisionEffect) (bool, error) {
 	var at, reason int64
 	var sealed, grp []byte
-	found, err := t.scan(ctx, "finalized-read", sqlDiscardedAt, []any{e.Sender.String(), e.Message[:], int64(engine.OutcomeDiscarded)}, &at, &reason, &sealed, &grp)
+	var content, arrived sql.NullInt64
+	found, err := t.scan(ctx, "finalized-read", sqlDiscardedAt, []any{e.Sender.String(), e.Message[:], int64(engine.OutcomeDiscarded)}, &at, &reason, &sealed, &grp, &content, &arrived)
 	if err != nil || !found {
-		return err
+		return false, err
 	}
 	if grp != nil && len(grp) != len(wire.GroupID{}) {
-		return fmt.Errorf("take back message %x from %s: group of %d bytes: %w", e.Message[:], e.Sender, len(grp), engine.ErrMalformedState)
+		return false, fmt.Errorf("take back message %x from %s: group of %d bytes: %w", e.Message[:], e.Sender, len(grp), engine.ErrMalformedState)
 	}
 	held := grp == nil
 	if grp != nil {
 		if held, err = t.scan(ctx, "group-read", sqlGroupHeld, []any{grp}, new(int64)); err != nil {
-			return err
+			return false, err
 		}
 	}
-	if !takeBackable(engine.DiscardReason(reason), grp, held, e.Action != nil) {
-		return nil
+	recordedKind := recordedContent(content)
+	if !takeBackable(engine.DiscardReason(reason), grp, held, recordedKind, e.Action != nil) {
+		return false, nil
+	}
+	if e.Action != nil && recordedKind != e.Action.Content {
+		// Another kind of action than the one discarded here (its bytes
+		// may decode as both): not this message.
+		return false, nil
+	}
+	if arrived.Valid {
+		// The entry goes where the message arrived (0028; the discard's
+		// time, the latest it can have arrived, for a record before it).
+		at = arrived.Int64
 	}
 	var group *wire.GroupID
 	if grp != nil {
@@ -821,48 +886,48 @@ func (t *tx) takeBackCommitted(ctx context.Context, from engine.Address, e engin
 	// body its content frame carried).
 	d, err := t.db.seal.open(kindFinalizedDigest, messageKey(e.Sender, e.Message), sealed)
 	if err != nil {
-		return fmt.Errorf("take back message %x from %s: %w", e.Message[:], e.Sender, err)
+		return false, fmt.Errorf("take back message %x from %s: %w", e.Message[:], e.Sender, err)
 	}
 	recorded := e.TakeBack
 	if e.Action != nil {
 		recorded = e.ActionBody // one to one: takeBackable refused a group's record
 	}
 	if sum := sha256.Sum256(recorded); !bytes.Equal(d, sum[:]) {
-		return nil
+		return false, nil
 	}
 	if _, err := t.runOne(ctx, "finalized-take-back", engine.ErrConflict, sqlTakeBackCommitted, int64(engine.OutcomeCommitted), int64(engine.DiscardNone),
 		e.Sender.String(), e.Message[:], int64(engine.OutcomeDiscarded)); err != nil {
-		return fmt.Errorf("take back message %x from %s: %w", e.Message[:], e.Sender, err)
+		return false, fmt.Errorf("take back message %x from %s: %w", e.Message[:], e.Sender, err)
 	}
 	if group != nil {
 		if err := t.insertGroupEntry(ctx, *group, e.Sender.String(), e.Message, nsTime(at), e.TakeBack); err != nil {
-			return err
+			return false, err
 		}
 		if _, err := t.run(ctx, "group-history-decided", sqlGroupDecidedOn, from.String(), grp, e.Sender.String(), e.Message[:]); err != nil {
-			return fmt.Errorf("name the device that decided %x: %w", e.Message[:], err)
+			return false, fmt.Errorf("name the device that decided %x: %w", e.Message[:], err)
 		}
-		return nil
+		return true, nil
 	}
 	if err := t.insertHistory(ctx, e.Sender, engine.DirectionIn, e.Message, nsTime(at), 0, e.TakeBack); err != nil {
-		return err
+		return false, err
 	}
 	conv, err := t.conversationFor(ctx, e.Sender)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if _, err := t.run(ctx, "history-decided", sqlDecidedOn, from.String(), conv.String(), e.Message[:]); err != nil {
-		return fmt.Errorf("name the device that decided %x: %w", e.Message[:], err)
+		return false, fmt.Errorf("name the device that decided %x: %w", e.Message[:], err)
 	}
 	if e.Action != nil {
 		if ok, err := t.takenBackActionsAuthor(ctx, e); err != nil || !ok {
-			return err
+			return err == nil, err // taken back; the action applies to no one's entry
 		}
 		// The action applies as its Finalize would have applied it.
 		if err := t.applyAction(ctx, *e.Action); err != nil {
-			return fmt.Errorf("take back action %x from %s: %w", e.Message[:], e.Sender, err)
+			return false, fmt.Errorf("take back action %x from %s: %w", e.Message[:], e.Sender, err)
 		}
 	}
-	return nil
+	return true, nil
 }
 
 // takenBackActionsAuthor says whether a taken-back edit or delete may
@@ -948,6 +1013,44 @@ func (db *DB) KeptDecisions(ctx context.Context, limit int) ([]engine.KeptDecisi
 	return db.readDecisions(ctx, sqlKeptDecisions, limit)
 }
 
+// KeptActions returns the kept decisions whose one-to-one action from
+// sender waits for its target, message target from sender, to be taken
+// back (engine.Store), oldest first, at most engine.MaxKeptDecisions.
+func (db *DB) KeptActions(ctx context.Context, sender engine.Address, target wire.LogicalID) ([]engine.KeptAction, error) {
+	if err := db.checkOpen("read kept actions"); err != nil {
+		return nil, err
+	}
+	rows, err := db.query(ctx, sqlKeptActions, sender.String(), target[:], engine.MaxKeptDecisions)
+	if err != nil {
+		return nil, db.readErr("read kept actions", err)
+	}
+	defer rows.Close()
+	var out []engine.KeptAction
+	for rows.Next() {
+		var id, sealed []byte
+		var on string
+		var content int64
+		if err := rows.Scan(&id, &on, &content, &sealed); err != nil {
+			return nil, db.readErr("read kept actions", err)
+		}
+		if len(id) != len(wire.LogicalID{}) || content <= 0 || content > 255 {
+			return nil, fmt.Errorf("store: read kept actions: a row of %d-byte ID, content %d: %w", len(id), content, engine.ErrMalformedState)
+		}
+		k := engine.KeptAction{Sender: sender, ID: wire.LogicalID(id), Content: wire.ContentType(content), Target: target}
+		if k.On, err = engine.ParseAddress(on); err != nil {
+			return nil, fmt.Errorf("store: read kept actions: %w: %w", engine.ErrMalformedState, err)
+		}
+		if k.Body, err = db.seal.open(kindKeptAction, messageKey(sender, k.ID), sealed); err != nil {
+			return nil, fmt.Errorf("store: read kept action %x from %s: %w", id, sender, err)
+		}
+		out = append(out, k)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, db.readErr("read kept actions", err)
+	}
+	return out, nil
+}
+
 // DueDecisions returns up to limit kept decisions whose message is pending
 // here, oldest first, and whether any decision is kept.
 func (db *DB) DueDecisions(ctx context.Context, limit int) ([]engine.KeptDecision, bool, error) {
@@ -1006,7 +1109,7 @@ const (
 	// tells (engine tellLanes) and a sibling refuses to keep
 	// (ErrDecisionOwnMessage), so they would only take the limit's room.
 	// finalized_at serves it.
-	sqlMadeDecisions = `SELECT sender, id, outcome, at, grp FROM finalized WHERE at >= ?1 AND NOT (outcome = 2 AND reason BETWEEN ?2 AND ?3)
+	sqlMadeDecisions = `SELECT sender, id, outcome, at, grp, content, sealed_action FROM finalized WHERE at >= ?1 AND NOT (outcome = 2 AND reason BETWEEN ?2 AND ?3)
 		AND substr(sender, 1, length(?4)) != ?4 ORDER BY at DESC, sender, id LIMIT ?5`
 	// sqlDecidedEntry reads a received message's history body and the
 	// device it was decided on, if another.
@@ -1037,20 +1140,27 @@ func (db *DB) Decisions(ctx context.Context, since time.Time, limit int) ([]engi
 	var out []engine.MadeDecision
 	for rows.Next() {
 		var sender string
-		var id, grp []byte
+		var id, grp, sealedAction []byte
 		var outcome, at int64
-		if err := rows.Scan(&sender, &id, &outcome, &at, &grp); err != nil {
+		var content sql.NullInt64
+		if err := rows.Scan(&sender, &id, &outcome, &at, &grp, &content, &sealedAction); err != nil {
 			rows.Close()
 			return nil, db.readErr("read decisions made", err)
 		}
-		d := engine.MadeDecision{Outcome: engine.Outcome(outcome), At: nsTime(at)}
+		d := engine.MadeDecision{Outcome: engine.Outcome(outcome), At: nsTime(at), Content: recordedContent(content)}
 		copy(d.ID[:], id)
-		if len(grp) == len(wire.GroupID{}) && !bytes.Equal(grp, unknownGroup[:]) {
-			d.Group = (*wire.GroupID)(grp)
-		}
 		if d.Sender, err = parseStoredAddress(sender); err != nil {
 			rows.Close()
 			return nil, err
+		}
+		if sealedAction != nil && len(id) == len(d.ID) {
+			if d.ActionBody, err = db.seal.open(kindFinalizedAction, messageKey(d.Sender, d.ID), sealedAction); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("store: read decision %x from %s: %w", id, sender, err)
+			}
+		}
+		if len(grp) == len(wire.GroupID{}) && !bytes.Equal(grp, unknownGroup[:]) {
+			d.Group = (*wire.GroupID)(grp)
 		}
 		out = append(out, d)
 	}

@@ -418,7 +418,7 @@ func TestTakeBackActionIsChecked(t *testing.T) {
 	f.apply(t, receivePlan(f.stage(t), bob, 1, deliver(t, idRecv, string(body))))
 	sw := sessionWrite(bob, 2, "ack")
 	f.apply(t, engine.Finalize{Sender: bob, ID: idRecv, Digest: sha256.Sum256(body), Outcome: engine.OutcomeDiscarded,
-		Reason: engine.DiscardRejected, At: planAt, Session: &sw, Ack: ackOut(bob)})
+		Reason: engine.DiscardRejected, At: planAt, Content: wire.ContentReply, Session: &sw, Ack: ackOut(bob)})
 	reply := func(id wire.LogicalID) *engine.ActionApply {
 		return &engine.ActionApply{Peer: bob, ID: id, Dir: engine.DirectionIn, Content: wire.ContentReply, Target: target, Text: []byte("yes"), At: planAt}
 	}
@@ -463,6 +463,87 @@ func TestTakeBackActionIsChecked(t *testing.T) {
 	}
 }
 
+// TestTakeBackActionKeepsTheRecordedKind: a discard's finalized record
+// keeps its content type and arrival (0028). A commit that carries an
+// action (kind 18) whose bytes are the discarded message's takes it back
+// only when the record says it was that kind of action: a text whose
+// bytes decode as a reply, or a record that keeps no type (before 0028),
+// stays discarded and has no entry; the recorded reply is taken back,
+// written where it arrived, not where it was discarded.
+func TestTakeBackActionKeepsTheRecordedKind(t *testing.T) {
+	target := wire.LogicalID{0x7a}
+	body, err := wire.EncodeAction(wire.Action{Content: wire.ContentReply, Target: target, Text: []byte("yes")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	arrived := planAt.Add(-time.Hour)
+	for _, c := range []struct {
+		name    string
+		content wire.ContentType
+		old     bool // the record's type and arrival erased, as before 0028
+		action  bool // Seen.TakeBackAction: a record of an action (the engine compares its kind)
+		taken   bool
+	}{
+		{"text", wire.ContentText, false, false, false},
+		{"reaction", wire.ContentReaction, false, true, false},
+		{"before 0028", wire.ContentReply, true, false, false},
+		{"reply", wire.ContentReply, false, true, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t, false)
+			ctx := context.Background()
+			withSession(t, f)
+			f.apply(t, receivePlan(f.stage(t), bob, 1, deliver(t, idRecv, string(body))))
+			sw := sessionWrite(bob, 2, "ack")
+			f.apply(t, engine.Finalize{Sender: bob, ID: idRecv, Digest: sha256.Sum256(body), Outcome: engine.OutcomeDiscarded,
+				Reason: engine.DiscardRejected, At: planAt, Arrived: arrived, Content: c.content, Session: &sw, Ack: ackOut(bob)})
+			if c.old {
+				if _, err := f.db.sql.ExecContext(ctx, "UPDATE finalized SET content = NULL, arrived = NULL WHERE id = ?", idRecv[:]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s, err := f.db.Seen(ctx, bob, idRecv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := c.content; c.old && (s.Content != 0 || !s.Arrived.IsZero()) || !c.old && (s.Content != want || !s.Arrived.Equal(arrived)) {
+				t.Fatalf("Seen = %+v; want the recorded content type and arrival", s)
+			}
+			if s.TakeBackAction != c.action {
+				t.Fatalf("Seen.TakeBackAction = %v, want %v", s.TakeBackAction, c.action)
+			}
+			a := &engine.ActionApply{Peer: bob, ID: idRecv, Dir: engine.DirectionIn, Content: wire.ContentReply, Target: target, Text: []byte("yes"), At: planAt}
+			if _, err := f.db.Apply(ctx, receivePlan(f.stage(t), bob, 3, engine.DecisionEffect{ID: wire.LogicalID{0xd0, 1}, At: planAt, Sender: bob, Message: idRecv,
+				Outcome: engine.OutcomeCommitted, TakeBack: []byte("yes"), Action: a, ActionBody: body})); err != nil {
+				t.Fatal(err)
+			}
+			s, err = f.db.Seen(ctx, bob, idRecv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := s.Outcome == engine.OutcomeCommitted; got != c.taken {
+				t.Fatalf("taken back: %v, want %v (%+v)", got, c.taken, s)
+			}
+			h, err := f.db.History(ctx, bob, 0, 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var entry *engine.HistoryEntry
+			for i := range h {
+				if h[i].ID == idRecv {
+					entry = &h[i]
+				}
+			}
+			switch {
+			case c.taken && (entry == nil || !entry.At.Equal(arrived)):
+				t.Fatalf("the taken-back reply's entry: %+v; want it at its arrival %v", entry, arrived)
+			case !c.taken && entry != nil:
+				t.Fatalf("an entry for a discard not taken back: %+v", entry)
+			}
+		})
+	}
+}
+
 // TestTakeBackActionRule: a commit that carries a one-to-one action
 // (kind 18) also takes back an action the engine discarded because the
 // person discarded its target (target_discarded), and never a group's
@@ -474,19 +555,33 @@ func TestTakeBackActionRule(t *testing.T) {
 	for _, c := range []struct {
 		reason         engine.DiscardReason
 		grp            []byte
+		content        wire.ContentType
 		action, wanted bool
 	}{
-		{engine.DiscardTargetDiscarded, nil, true, true},
-		{engine.DiscardTargetDiscarded, nil, false, false},
-		{engine.DiscardRejected, nil, true, true},
-		{engine.DiscardTargetDeleted, nil, true, false},
-		{engine.DiscardWindowPassed, nil, true, false},
-		{engine.DiscardRejected, grp, true, false},
-		{engine.DiscardRejected, grp, false, true},
-		{engine.DiscardTargetDiscarded, grp, true, false},
+		{engine.DiscardTargetDiscarded, nil, wire.ContentReaction, true, true},
+		{engine.DiscardTargetDiscarded, nil, wire.ContentReaction, false, false},
+		{engine.DiscardRejected, nil, wire.ContentReply, true, true},
+		{engine.DiscardTargetDeleted, nil, wire.ContentEdit, true, false},
+		{engine.DiscardWindowPassed, nil, wire.ContentEdit, true, false},
+		{engine.DiscardRejected, grp, wire.ContentReply, true, false},
+		{engine.DiscardRejected, grp, wire.ContentText, false, true},
+		{engine.DiscardTargetDiscarded, grp, wire.ContentReaction, true, false},
+		// The content type the record keeps (0028): an action's commit
+		// takes back only a record of an action, a text's commit never
+		// one; a record from before 0028 (none) only a text's commit.
+		{engine.DiscardRejected, nil, wire.ContentText, true, false},
+		{engine.DiscardRejected, nil, 0, true, false},
+		{engine.DiscardRejected, nil, wire.ContentReply, false, false},
+		{engine.DiscardRejected, nil, 0, false, true},
+		{engine.DiscardRejected, nil, wire.ContentText, false, true},
+		// A discarded file is never taken back by a text's commit (its
+		// manifest's bytes relabelled as text would hold the file key).
+		{engine.DiscardRejected, nil, wire.ContentFile, false, false},
+		{engine.DiscardRejected, grp, wire.ContentFile, false, false},
+		{engine.DiscardRejected, nil, wire.ContentFile, true, false},
 	} {
-		if got := takeBackable(c.reason, c.grp, true, c.action); got != c.wanted {
-			t.Errorf("takeBackable(%s, group %v, action %v) = %v, want %v", c.reason, c.grp != nil, c.action, got, c.wanted)
+		if got := takeBackable(c.reason, c.grp, true, c.content, c.action); got != c.wanted {
+			t.Errorf("takeBackable(%s, group %v, content %d, action %v) = %v, want %v", c.reason, c.grp != nil, c.content, c.action, got, c.wanted)
 		}
 	}
 	f := newFixture(t, false)
@@ -494,7 +589,7 @@ func TestTakeBackActionRule(t *testing.T) {
 	withInbound(t, f)
 	sw := sessionWrite(bob, 2, "ack")
 	f.apply(t, engine.Finalize{Sender: bob, ID: idRecv, Digest: sha256.Sum256([]byte("hi PLAINTEXT-MARKER-received")), Outcome: engine.OutcomeDiscarded,
-		Reason: engine.DiscardTargetDiscarded, At: planAt, Session: &sw, Ack: ackOut(bob)})
+		Reason: engine.DiscardTargetDiscarded, At: planAt, Content: wire.ContentReaction, Session: &sw, Ack: ackOut(bob)})
 	if s, err := f.db.Seen(ctx, bob, idRecv); err != nil || s.TakeBack || !s.TakeBackAction || s.Reason != engine.DiscardTargetDiscarded || !s.At.Equal(planAt) {
 		t.Fatalf("Seen of an action discarded as target_discarded: %+v, %v; want a take-back by an action's commit only, its reason and time", s, err)
 	}
@@ -539,7 +634,7 @@ func TestTakenBackEditHonoursTheEntrysAuthor(t *testing.T) {
 		f.apply(t, receivePlan(f.stage(t), bob, 3, deliver(t, edit, string(body))))
 		sw = sessionWrite(bob, 4, "ack")
 		f.apply(t, engine.Finalize{Sender: bob, ID: edit, Digest: sha256.Sum256(body), Outcome: engine.OutcomeDiscarded,
-			Reason: engine.DiscardRejected, At: planAt, Session: &sw, Ack: ackOut(bob)})
+			Reason: engine.DiscardRejected, At: planAt, Content: wire.ContentEdit, Session: &sw, Ack: ackOut(bob)})
 		a := &engine.ActionApply{Peer: bob, ID: edit, Dir: engine.DirectionIn, Content: wire.ContentEdit, Target: target,
 			TargetDir: engine.DirectionIn, Edit: 1, Text: []byte("lunch at one"), At: planAt}
 		if _, err := f.db.Apply(ctx, receivePlan(f.stage(t), bob, 5, engine.DecisionEffect{ID: wire.LogicalID{0xd0, 7}, At: planAt, Sender: bob,
@@ -566,5 +661,82 @@ func TestTakenBackEditHonoursTheEntrysAuthor(t *testing.T) {
 		if got != want {
 			t.Errorf("entry naming %v: the target reads %q after the taken-back edit, want %q", c.sentBy, got, want)
 		}
+	}
+}
+
+// TestKeptActionWaitsWhenItsTargetIsNotTakenBack: a decision that would
+// take back a target and with it a kept action (WithTarget) applies the
+// action only when the target was taken back; when the store refuses
+// the target's take-back (here, a body other than the one discarded),
+// the decision still applies and the action stays discarded, where an
+// edit would otherwise find no entry and fail the batch (ErrConflict).
+func TestKeptActionWaitsWhenItsTargetIsNotTakenBack(t *testing.T) {
+	f := newFixture(t, false)
+	ctx := context.Background()
+	withSession(t, f)
+	target, edit := wire.LogicalID{0x7b}, wire.LogicalID{0x7c}
+	f.apply(t, receivePlan(f.stage(t), bob, 1, deliver(t, target, "lunch at noon")))
+	sw := sessionWrite(bob, 2, "ack")
+	f.apply(t, engine.Finalize{Sender: bob, ID: target, Digest: sha256.Sum256([]byte("lunch at noon")), Outcome: engine.OutcomeDiscarded,
+		Reason: engine.DiscardRejected, At: planAt, Content: wire.ContentText, Session: &sw, Ack: ackOut(bob)})
+	body, err := wire.EncodeAction(wire.Action{Content: wire.ContentEdit, Target: target, Edit: 1, Text: []byte("lunch at one")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.apply(t, receivePlan(f.stage(t), bob, 3, deliver(t, edit, string(body))))
+	sw = sessionWrite(bob, 4, "ack")
+	f.apply(t, engine.Finalize{Sender: bob, ID: edit, Digest: sha256.Sum256(body), Outcome: engine.OutcomeDiscarded,
+		Reason: engine.DiscardTargetDiscarded, At: planAt, Content: wire.ContentEdit, Session: &sw, Ack: ackOut(bob)})
+	a := &engine.ActionApply{Peer: bob, ID: edit, Dir: engine.DirectionIn, Content: wire.ContentEdit, Target: target,
+		TargetDir: engine.DirectionIn, Edit: 1, Text: []byte("lunch at one"), At: planAt}
+	kept := engine.KeptTakeBack{On: engine.MustParseAddress("alice/2"), Effect: engine.DecisionEffect{At: planAt, Sender: bob, Message: edit, Outcome: engine.OutcomeCommitted,
+		TakeBack: []byte{}, Action: a, ActionBody: body}}
+	if _, err := f.db.Apply(ctx, receivePlan(f.stage(t), bob, 5, engine.DecisionEffect{ID: wire.LogicalID{0xd0, 7}, At: planAt, Sender: bob,
+		Message: target, Outcome: engine.OutcomeCommitted, TakeBack: []byte("lunch at nine"), WithTarget: []engine.KeptTakeBack{kept}})); err != nil {
+		t.Fatalf("a decision whose take-back the store refuses, with a kept edit of its target: %v", err)
+	}
+	for _, id := range []wire.LogicalID{target, edit} {
+		if s, err := f.db.Seen(ctx, bob, id); err != nil || s.Outcome != engine.OutcomeDiscarded {
+			t.Fatalf("record %x: %+v, %v; want it still discarded", id[:], s, err)
+		}
+	}
+}
+
+// TestDirectTakeBackForgetsAKeptAction: an action decision kept until its
+// target's take-back (KeepAction) is forgotten when another decision takes
+// the action back directly: nothing is left to wait for.
+func TestDirectTakeBackForgetsAKeptAction(t *testing.T) {
+	f := newFixture(t, false)
+	ctx := context.Background()
+	withSession(t, f)
+	target, edit := wire.LogicalID{0x7b}, wire.LogicalID{0x7c}
+	f.apply(t, receivePlan(f.stage(t), bob, 1, deliver(t, target, "lunch at noon")))
+	sw := sessionWrite(bob, 2, "ack")
+	f.apply(t, engine.Finalize{Sender: bob, ID: target, Digest: sha256.Sum256([]byte("lunch at noon")), Outcome: engine.OutcomeCommitted,
+		Body: []byte("lunch at noon"), At: planAt, Session: &sw, Ack: ackOut(bob)})
+	body, err := wire.EncodeAction(wire.Action{Content: wire.ContentEdit, Target: target, Edit: 1, Text: []byte("lunch at one")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.apply(t, receivePlan(f.stage(t), bob, 3, deliver(t, edit, string(body))))
+	sw = sessionWrite(bob, 4, "ack")
+	f.apply(t, engine.Finalize{Sender: bob, ID: edit, Digest: sha256.Sum256(body), Outcome: engine.OutcomeDiscarded,
+		Reason: engine.DiscardRejected, At: planAt, Content: wire.ContentEdit, Session: &sw, Ack: ackOut(bob)})
+	on := engine.MustParseAddress("alice/2")
+	f.apply(t, receivePlan(f.stage(t), bob, 5, engine.DecisionEffect{ID: wire.LogicalID{0xd0, 1}, At: planAt, Sender: bob, Message: edit,
+		Outcome: engine.OutcomeCommitted, Keep: true,
+		KeepAction: &engine.KeptAction{Sender: bob, ID: edit, On: on, Content: wire.ContentEdit, Target: target, Body: body}}))
+	if kept, err := f.db.KeptActions(ctx, bob, target); err != nil || len(kept) != 1 {
+		t.Fatalf("kept actions before: %+v, %v; want the edit", kept, err)
+	}
+	a := &engine.ActionApply{Peer: bob, ID: edit, Dir: engine.DirectionIn, Content: wire.ContentEdit, Target: target,
+		TargetDir: engine.DirectionIn, Edit: 1, Text: []byte("lunch at one"), At: planAt}
+	f.apply(t, receivePlan(f.stage(t), bob, 6, engine.DecisionEffect{ID: wire.LogicalID{0xd0, 2}, At: planAt, Sender: bob, Message: edit,
+		Outcome: engine.OutcomeCommitted, TakeBack: []byte{}, Action: a, ActionBody: body}))
+	if s, err := f.db.Seen(ctx, bob, edit); err != nil || s.Outcome != engine.OutcomeCommitted {
+		t.Fatalf("the edit's record: %+v, %v; want it taken back", s, err)
+	}
+	if kept, err := f.db.KeptActions(ctx, bob, target); err != nil || len(kept) != 0 {
+		t.Fatalf("kept actions after the edit's take-back: %+v, %v; want none", kept, err)
 	}
 }

@@ -31,6 +31,8 @@ const (
 	kindPastChains      = "past-chains"      // row key: peer
 	kindDraft           = "draft"            // row key: address
 	kindRequestPreview  = "request-preview"  // row key: address
+	kindKeptAction      = "kept-action"      // row key: sender, id
+	kindFinalizedAction = "finalized-action" // row key: sender, id
 )
 
 // sealedColumns names the record kind of every sealed column of the schema
@@ -53,6 +55,8 @@ var sealedColumns = map[string]string{
 	"draft.sealed_text":             kindDraft,
 	"request.sealed_preview":        kindRequestPreview,
 	"import_progress.sealed_source": kindImportSource,
+	"kept_decision.sealed_action":   kindKeptAction,
+	"finalized.sealed_action":       kindFinalizedAction,
 	// A quarantined row keeps its inbox record and row number verbatim.
 	"quarantine.sealed": kindStaged,
 }

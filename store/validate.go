@@ -408,7 +408,8 @@ func validateReceive(p engine.Receive) error {
 		if e.Action != nil && e.SentTo == nil {
 			err = errors.Join(err, checkActionApply(*e.Action, p.Peer, engine.DirectionIn, e.ID), checkActionGroup(e.Action, e.Group))
 		}
-		err = errors.Join(err, checkDecisionLanes(e.Tell, p.Peer, e.ID))
+		err = errors.Join(err, checkDecisionLanes(e.Tell, p.Peer, e.ID), checkKeptActionBody(e.ActionBody, e.Action, e.Group, e.SentTo),
+			checkRecordedContent(e.Content, e.Action, e.SentTo))
 		if len(e.Tell) > 0 && e.SentTo != nil {
 			err = errors.Join(err, invalid("decision lanes for a sent copy %x", e.ID[:]))
 		}
@@ -429,16 +430,26 @@ func validateReceive(p engine.Receive) error {
 		if e.TakeBack != nil && (e.Outcome != engine.OutcomeCommitted || e.Keep || len(e.TakeBack) > wire.MaxDecisionBodySize) {
 			err = errors.Join(err, invalid("decision %x restores a body it may not (a discard, kept, or over the bound)", e.ID[:]))
 		}
-		if e.Action != nil {
-			a := e.Action
-			if e.TakeBack == nil || e.ActionBody == nil || len(e.ActionBody) > wire.MaxDecisionActionSize || a.ID != e.Message || a.Peer != e.Sender ||
-				a.Dir != engine.DirectionIn || a.Group != nil || !wire.IsAction(a.Content) {
-				err = errors.Join(err, invalid("decision %x applies an action that is not the message it takes back", e.ID[:]))
-			} else if !actionBodyIs(e.ActionBody, a) {
-				err = errors.Join(err, invalid("decision %x applies an action its action body does not say", e.ID[:]))
+		err = errors.Join(err, checkTakenBackAction(e))
+		if k := e.KeepAction; k != nil {
+			a, aerr := wire.DecodeAction(k.Content, k.Body)
+			if !e.Keep || e.TakeBack != nil || e.Outcome != engine.OutcomeCommitted || !wire.IsAction(k.Content) || k.Content == wire.ContentReply ||
+				len(k.Body) > wire.MaxDecisionActionSize || aerr != nil || a.Target != k.Target {
+				err = errors.Join(err, invalid("decision %x keeps an action it may not (not kept, not a commit, or its body another action)", e.ID[:]))
 			}
-		} else if e.ActionBody != nil {
-			err = errors.Join(err, invalid("decision %x carries an action body and no action", e.ID[:]))
+		}
+		if len(e.WithTarget) > 0 && (e.TakeBack == nil || len(e.WithTarget) > engine.MaxKeptDecisions) {
+			err = errors.Join(err, invalid("decision %x applies kept actions without taking back their target", e.ID[:]))
+		}
+		for _, k := range e.WithTarget {
+			w := k.Effect
+			err = errors.Join(err, checkAddress("kept decision's device", k.On), checkAddress("kept action's sender", w.Sender))
+			if w.Action == nil || w.Outcome != engine.OutcomeCommitted || w.Keep || w.KeepAction != nil || len(w.WithTarget) > 0 ||
+				w.Action.Content == wire.ContentReply || w.Action.Target != e.Message || w.Sender != e.Sender {
+				err = errors.Join(err, invalid("decision %x applies a kept action %x that does not wait for the message it takes back", e.ID[:], w.Message[:]))
+			} else {
+				err = errors.Join(err, checkTakenBackAction(w))
+			}
 		}
 	case engine.AckEffect, engine.RepeatEffect, engine.NotAMemberEffect:
 	case engine.ChainAcksEffect:
@@ -525,6 +536,10 @@ func checkDecisionLanes(lanes []engine.PersonLane, sender engine.Address, id wir
 
 func validateFinalize(p engine.Finalize) error {
 	err := errors.Join(checkAddress("sender", p.Sender), checkTime("at", p.At))
+	if p.ActionBody != nil && p.Outcome != engine.OutcomeCommitted {
+		err = errors.Join(err, invalid("a discard keeps an action body"))
+	}
+	err = errors.Join(err, checkKeptActionBody(p.ActionBody, p.Action, p.Group, p.SentTo), checkRecordedContent(p.Content, p.Action, p.SentTo))
 	switch p.Outcome {
 	case engine.OutcomeCommitted:
 		if p.Reason != engine.DiscardNone {
@@ -575,4 +590,50 @@ func actionBodyIs(body []byte, a *engine.ActionApply) bool {
 	}
 	return w.Target == a.Target && w.Emoji == a.Emoji && w.Remove == a.Remove && w.Order == a.Order &&
 		w.Edit == a.Edit && bytes.Equal(w.Text, a.Text)
+}
+
+// checkTakenBackAction checks the action a take-back applies (a kind-18
+// decision's, or a kept one's: DecisionEffect.Action): the message it
+// takes back, decoded from the action body it carries.
+func checkTakenBackAction(e engine.DecisionEffect) error {
+	if e.Action == nil {
+		if e.ActionBody != nil {
+			return invalid("decision %x carries an action body and no action", e.ID[:])
+		}
+		return nil
+	}
+	a := e.Action
+	if e.TakeBack == nil || e.ActionBody == nil || len(e.ActionBody) > wire.MaxDecisionActionSize || a.ID != e.Message || a.Peer != e.Sender ||
+		a.Dir != engine.DirectionIn || a.Group != nil || !wire.IsAction(a.Content) {
+		return invalid("decision %x applies an action that is not the message it takes back", e.ID[:])
+	}
+	if !actionBodyIs(e.ActionBody, a) {
+		return invalid("decision %x applies an action its action body does not say", e.ID[:])
+	}
+	return nil
+}
+
+// checkRecordedContent checks the content type a commit's finalized
+// record keeps (0028) against the action it applies: the action's own
+// type (zero allowed for a sent copy, whose record keeps none), so that
+// a kind-18 take-back never reads a record as another kind than it was.
+func checkRecordedContent(content wire.ContentType, a *engine.ActionApply, sentTo *engine.Address) error {
+	if a == nil || content == a.Content || sentTo != nil && content == 0 {
+		return nil
+	}
+	return invalid("a finalized record keeps content type %d for an action of type %d", content, a.Content)
+}
+
+// checkKeptActionBody checks the action body a commit's finalized record
+// keeps for the catch-up (0028): only a one-to-one action's, received (not
+// a sent copy), within wire.MaxDecisionActionSize, decoding to the action
+// the commit applies.
+func checkKeptActionBody(body []byte, a *engine.ActionApply, group *wire.GroupID, sentTo *engine.Address) error {
+	if body == nil {
+		return nil
+	}
+	if a == nil || group != nil || sentTo != nil || len(body) > wire.MaxDecisionActionSize || !actionBodyIs(body, a) {
+		return invalid("a finalized record keeps an action body that is not its one-to-one action's")
+	}
+	return nil
 }
