@@ -10,7 +10,7 @@ import (
 // the account key say to each other through a provisioning mailbox
 // (relayprovision.go). Each payload is a LinkMessage (frame kind 12): a
 // step and its body, sealed by the engine for every step after the first.
-// The last sealed body device 1 sends holds a LinkPackage (frame kind 13):
+// The last sealed body the key holder sends holds a LinkPackage (frame kind 13):
 // what the new device needs to start as a device of the account.
 //
 // LinkMessage layout (docs/wire-format.md):
