@@ -278,9 +278,6 @@ func (c *Client) prepareGroupState(ctx context.Context, bs *batchState, in *inco
 	g := s.Group.ID
 	step := in.step(op, s.ID, &g, wire.ContentText)
 	step.res.Kind = ResultGroupState
-	if bs.groupStates == nil {
-		bs.groupStates = make(map[wire.GroupID]bool)
-	}
 	held, known, err := bs.group(ctx, c.store, g)
 	if err != nil {
 		return prepared{}, err
@@ -347,7 +344,6 @@ func (c *Client) prepareGroupState(ctx context.Context, bs *batchState, in *inco
 		bs.newGroups++
 		bs.changed(info, info.Changes, info.Roster, nil)
 	}
-	bs.groupStates[g] = true
 	if step.ack, err = c.ackOnNext(&step.next, in.sender, s.ID); err != nil {
 		return prepared{}, err
 	}
