@@ -81,7 +81,7 @@ type MadeDecision struct {
 // stand against a commit here, or the sibling would ask about a message
 // decided already. A linked device holds every group its person was in at
 // its link (the link's archive carries them whatever the history chosen,
-// linkhistory.go; without the archive, device 1's group states,
+// linkhistory.go; without the archive, the linking key holder's group states,
 // groupstate.go), so a group commit goes with its body as a one-to-one
 // one does; a sibling that does not hold the message keeps the decision
 // within its bounds until it is forgotten. At most MaxCatchUpDecisions,
