@@ -81,11 +81,13 @@ type MadeDecision struct {
 // stand against a commit here, or the sibling would ask about a message
 // decided already. A linked device holds every group its person was in at
 // its link (the link's archive carries them whatever the history chosen,
-// linkhistory.go), so a group commit goes with its body as a one-to-one
+// linkhistory.go; without the archive, the linking key holder's group states,
+// groupstate.go), so a group commit goes with its body as a one-to-one
 // one does; a sibling that does not hold the message keeps the decision
 // within its bounds until it is forgotten. At most MaxCatchUpDecisions,
-// newest first. Left out: messages of this person's own devices (sent
-// copies), commits whose entry is not found (a group message finalized
+// newest first. Left out: every record of a message this person's own
+// devices sent (sent copies, decision frames and their group messages:
+// no device tells one, Store.Decisions), commits whose entry is not found (a group message finalized
 // before its record named its group), and decisions this device applied
 // from another (that device tells its own).
 func (c *Client) catchUpLanes(ctx context.Context, held, next wire.DeviceList, floor time.Time) ([]PersonLane, error) {

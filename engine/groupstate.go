@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -28,10 +29,13 @@ import (
 // (rosterforward.go), and a device that gets the archive as well takes
 // each group once (an import keeps what is there).
 //
-// The new device takes a group state only from device 1 of its own
-// account (the device that made the account and holds its key), active
-// in the account's list with the identity its session holds
-// (ErrNotOwnDevice, ErrGroupStateSender: dropped, nothing stored). A
+// The new device takes a group state only from the device that linked it
+// (the one holding the account key at the time), as its link package
+// named it (wire.LinkPackageData.Linker, stored with the account:
+// CreateAccount.LinkedBy) or device 1 when the package did not name it
+// (GroupStateSender), active in the account's list with the identity its
+// session holds (ErrNotOwnDevice, ErrGroupStateSender: dropped, nothing
+// stored). A
 // group it does not hold is stored in the receive's transaction with the pins it
 // does not hold (a pin it holds with another key stays, reported:
 // ErrGroupStatePinKept), and acknowledged; a group it holds (a roster
@@ -41,34 +45,30 @@ import (
 // would be over wire.MaxFrameSize is not sent (reported,
 // ErrGroupStateTooLarge); the link goes on. The group states never hold
 // the list back: built best effort (groupStateFor), and dropped from the
-// transaction, reported, when the store refuses them (storeOwnList). A key holder under another
-// number than 1 (a restored profile) sends none (ErrGroupStateNotSender):
-// the link ceremony does not tell the new device who linked it.
+// transaction, reported, when the store refuses them (storeOwnList). A
+// key holder under another number than 1 (a restored profile) sends
+// group states like device 1: its package names it as the linker.
 
-// GroupStateSender is the device number a group state comes from: the
-// device that made the account, the only one holding its key.
+// GroupStateSender is the device number a group state is taken from when
+// the link package did not name the linker (versions 1 and 2, written by
+// device 1, the device that made the account): that device.
 const GroupStateSender = 1
 
 // Group state refusals.
 var (
 	// ErrGroupStateSender means a group state came from a device of this
-	// person other than the one holding the account key.
-	ErrGroupStateSender = errors.New("group state from a device that does not hold the account key")
+	// person other than the one that linked this device.
+	ErrGroupStateSender = errors.New("group state from a device other than the one that linked this device")
 	// ErrGroupStateTooLarge means a group was not sent to a linked device
 	// as a group state: its frame would be over wire.MaxFrameSize.
 	ErrGroupStateTooLarge = errors.New("group too large for a group state frame")
 	// ErrGroupStatePinKept means a group state carried a pin this device
 	// holds with another key: its own pin stays.
 	ErrGroupStatePinKept = errors.New("group state pin differs from the one held; the held pin stays")
-	// ErrGroupStateNotSender means a device holding the account key under
-	// another number than GroupStateSender (a restored profile) linked a
-	// device and sent it no group state: the new device takes group
-	// states from GroupStateSender only.
 	// ErrGroupStateBudget means a group was not sent to a linked device:
 	// the link's group states were over the bytes one transaction carries
 	// (maxGroupStateBytes).
-	ErrGroupStateBudget    = errors.New("group left out of a link's group states: over the bytes one transaction carries")
-	ErrGroupStateNotSender = errors.New("group states not sent: the linking device is not device 1, whose group states a new device takes")
+	ErrGroupStateBudget = errors.New("group left out of a link's group states: over the bytes one transaction carries")
 )
 
 func init() {
@@ -79,7 +79,6 @@ func init() {
 		{ErrGroupStateSender, "group_state_sender"},
 		{ErrGroupStateTooLarge, "group_state_too_large"},
 		{ErrGroupStatePinKept, "group_state_pin_kept"},
-		{ErrGroupStateNotSender, "group_state_not_sender"},
 		{ErrGroupStateBudget, "group_state_budget"},
 	}...)
 }
@@ -222,20 +221,13 @@ func (c *Client) groupStateFor(ctx context.Context, to Address) *GroupStateSend 
 }
 
 // groupStateLinked is the group state plan of a link among more (its
-// LinkCut names the device), or nil. A device other than
-// GroupStateSender (a restored profile holding the account key) sends
-// none, reported: the new device would refuse each lane, and the lanes
-// would wait out MaxGroupHold for nothing.
+// LinkCut names the device), or nil. Any key holder sends it: the
+// package names a linker other than device 1 (LinkPackage), which the new
+// device takes group states from.
 func (c *Client) groupStateLinked(ctx context.Context, user string, more []Plan) *GroupStateSend {
 	for _, p := range more {
 		if cut, ok := p.(LinkCut); ok {
-			to := Address{User: user, Device: cut.Device}
-			if c.self.Device != GroupStateSender {
-				c.emit(Event{Kind: EventSyncFailed, At: c.cfg.Now(), Op: "group-state", Peer: to,
-					Err: fmt.Errorf("link of %s by %s: %w", to, c.self, ErrGroupStateNotSender)})
-				return nil
-			}
-			return c.groupStateFor(ctx, to)
+			return c.groupStateFor(ctx, Address{User: user, Device: cut.Device})
 		}
 	}
 	return nil
@@ -249,7 +241,8 @@ func pinBytes(k IdentityKey) []byte {
 }
 
 // prepareGroupState receives a group state (wire.FrameGroupState): from
-// device 1 of this person's account only, a group this device does not
+// the device that linked this one only (Profile.LinkedBy, device 1 when
+// not named), a group this device does not
 // hold is stored with the pins it lacks, and acknowledged. One it holds
 // (from the store, or started earlier in the batch: a roster change that
 // started it before the state came) gets the changes and the pins it
@@ -265,8 +258,13 @@ func (c *Client) prepareGroupState(ctx context.Context, bs *batchState, in *inco
 	} else if err != nil {
 		return prepared{}, err
 	}
-	if in.sender.Device != GroupStateSender {
-		return in.drop(s.ID, fmt.Errorf("group state from %s: %w", in.sender, ErrGroupStateSender)), nil
+	prof, err := c.store.Profile(ctx)
+	if err != nil {
+		return prepared{}, fmt.Errorf("group state: read profile: %w", err)
+	}
+	linker := cmp.Or(prof.LinkedBy, GroupStateSender)
+	if in.sender.Device != linker {
+		return in.drop(s.ID, fmt.Errorf("group state from %s, linked by device %d: %w", in.sender, linker, ErrGroupStateSender)), nil
 	}
 	for _, ch := range s.Group.Changes {
 		if a, err := ParseAddress(ch.Author); err != nil || a.String() != ch.Author {
@@ -280,9 +278,6 @@ func (c *Client) prepareGroupState(ctx context.Context, bs *batchState, in *inco
 	g := s.Group.ID
 	step := in.step(op, s.ID, &g, wire.ContentText)
 	step.res.Kind = ResultGroupState
-	if bs.groupStates == nil {
-		bs.groupStates = make(map[wire.GroupID]bool)
-	}
 	held, known, err := bs.group(ctx, c.store, g)
 	if err != nil {
 		return prepared{}, err
@@ -349,7 +344,6 @@ func (c *Client) prepareGroupState(ctx context.Context, bs *batchState, in *inco
 		bs.newGroups++
 		bs.changed(info, info.Changes, info.Roster, nil)
 	}
-	bs.groupStates[g] = true
 	if step.ack, err = c.ackOnNext(&step.next, in.sender, s.ID); err != nil {
 		return prepared{}, err
 	}

@@ -285,31 +285,97 @@ func TestGroupStateLaneExpires(t *testing.T) {
 	}
 }
 
-// TestGroupStateNotSentByAnotherKeyHolder: the account key is held by
+// TestGroupStateSentByAnotherKeyHolder: the account key is held by
 // alice/3 (as by a restored profile, which takes the next free number).
-// It links a device with the archive left out: the new device takes group
-// states from device 1 only, so alice/3 stores no group state lane (each
-// would be refused and retried until MaxGroupHold) and reports it.
-func TestGroupStateNotSentByAnotherKeyHolder(t *testing.T) {
+// It links alice/4 with the archive left out: its package names alice/3
+// as the linker, alice/3 stores a group state lane to alice/4, and
+// alice/4 takes it and ends up holding the group; the lane ends
+// acknowledged.
+func TestGroupStateSentByAnotherKeyHolder(t *testing.T) {
 	oneGoroutine(t)
 	w := newWorld(t)
 	alice, bob := w.device("alice/3"), w.device("bob/1")
 	publishLists(t, alice, bob)
 	checkPeers(t, alice, bob)
-	if _, _, err := alice.c.CreateGroup(w.ctx, "pair", []engine.Address{bob.addr}); err != nil {
+	info, _, err := alice.c.CreateGroup(w.ctx, "pair", []engine.Address{bob.addr})
+	if err != nil {
 		t.Fatal(err)
 	}
+	g := info.ID
 	settle(t, 6, alice, bob)
 	if n := alice.openGroupLanes(); n != 0 {
 		t.Fatalf("alice/3 holds %d open group lanes before the link", n)
 	}
 	none := engine.HistoryChoice{Mode: engine.HistoryNone}
-	linked, _ := w.linkWithHistory(alice, none, none)
-	if linked.addr.Device == engine.GroupStateSender {
-		t.Fatalf("the linked device is %s", linked.addr)
+	linked, archived := w.linkWithHistory(alice, none, none)
+	if archived || linked.addr.Device == engine.GroupStateSender {
+		t.Fatalf("the linked device is %s (archive carried: %v)", linked.addr, archived)
+	}
+	if prof, err := linked.st.Profile(w.ctx); err != nil || prof.LinkedBy != alice.addr.Device {
+		t.Fatalf("%s holds linked-by %d (%v), want %d", linked.addr, prof.LinkedBy, err, alice.addr.Device)
+	}
+	if err := linked.c.RefreshPreKeys(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := alice.openGroupLanes(); n != 1 {
+		t.Fatalf("alice/3 holds %d open group lanes after the link, want the group state to %s", n, linked.addr)
+	}
+	settle(t, 10, alice, linked, bob)
+	if _, members := linked.members(g); !slices.Equal(members, []string{"alice/3", "bob/1"}) {
+		t.Fatalf("%s holds the group with %v", linked.addr, members)
 	}
 	if n := alice.openGroupLanes(); n != 0 {
-		t.Fatalf("alice/3 holds %d open group lanes after the link, want no group state", n)
+		t.Fatalf("alice/3 holds %d open group lanes, want the group state acknowledged", n)
+	}
+}
+
+// TestGroupStateFromTheLinkerOnly: alice/4's package names alice/3 as
+// the device that linked it (a key holder other than device 1). A group
+// state from alice/1 (active in the list, but not the linker) is refused
+// with nothing stored; the same state from alice/3 is taken.
+func TestGroupStateFromTheLinkerOnly(t *testing.T) {
+	oneGoroutine(t)
+	w := newWorld(t)
+	alice, bob := w.device("alice/1"), w.device("bob/1")
+	publishLists(t, alice, bob)
+	checkPeers(t, alice, bob)
+	info, _, err := alice.c.CreateGroup(w.ctx, "pair", []engine.Address{bob.addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := info.ID
+	settle(t, 6, alice, bob)
+	frame := groupStateOf(t, alice, g)
+	alice2 := w.linkDevice(alice)
+	alice3 := w.linkDevice(alice)
+	alice4 := w.linkDeviceEdit(alice, func(p *wire.LinkPackageData) { p.Linker = alice3.addr.Device })
+	publishLists(t, alice)
+	alice2.reopen()
+	alice3.reopen()
+	if prof, err := alice4.st.Profile(w.ctx); err != nil || prof.LinkedBy != 3 {
+		t.Fatalf("alice/4 holds linked-by %d (%v), want 3", prof.LinkedBy, err)
+	}
+	if prof, err := alice2.st.Profile(w.ctx); err != nil || prof.LinkedBy != 0 {
+		t.Fatalf("alice/2 (its package names no linker) holds linked-by %d (%v), want 0", prof.LinkedBy, err)
+	}
+	if err := alice.c.SendRawFrame(w.ctx, alice4.addr, frame); err != nil {
+		t.Fatal(err)
+	}
+	res := alice4.sync()
+	if errs := errOf(res, engine.ResultError); len(errs) != 1 || !errors.Is(errs[0].Err, engine.ErrGroupStateSender) {
+		t.Fatalf("alice/4 receives from alice/1: %+v, want one refusal ErrGroupStateSender", res)
+	}
+	if gs, err := alice4.c.Groups(w.ctx); err != nil || len(gs) != 0 {
+		t.Fatalf("alice/4 holds %v (%v) after a refused group state", gs, err)
+	}
+	if err := alice3.c.SendRawFrame(w.ctx, alice4.addr, frame); err != nil {
+		t.Fatal(err)
+	}
+	if res := errOf(alice4.sync(), engine.ResultGroupState); len(res) != 1 || res[0].Group == nil || *res[0].Group != g {
+		t.Fatalf("alice/4 does not take alice/3's group state: %+v", res)
+	}
+	if _, members := alice4.members(g); !slices.Equal(members, []string{"alice/1", "bob/1"}) {
+		t.Fatalf("alice/4 holds the group with %v", members)
 	}
 }
 

@@ -266,6 +266,14 @@ func (n *LinkNew) TakePackage(payload []byte) (wire.LinkPackageData, error) {
 		!ed25519.Verify(l.AccountKey[:], msg, l.Signature[:]), !ActiveDevice(l, n.offer.Number, n.id.Public().SigningKey):
 		return wire.LinkPackageData{}, ErrLinkBroken
 	}
+	// A linker the list does not name active (or this device itself) would
+	// leave every group state refused here: the package is not the
+	// account's.
+	if p.Linker != 0 {
+		if e, ok := findEntry(&l, p.Linker); !ok || e.State != wire.DeviceActive || p.Linker == n.offer.Number {
+			return wire.LinkPackageData{}, fmt.Errorf("%w: the package names device %d as its linker, not an active other device of the list", ErrLinkBroken, p.Linker)
+		}
+	}
 	return p, nil
 }
 

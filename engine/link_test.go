@@ -68,7 +68,7 @@ func TestLinkCeremony(t *testing.T) {
 		t.Fatal(err)
 	}
 	sealed, err := h.Package(wire.LinkPackageData{AccountKey: k.Public(), List: next,
-		Contacts: []wire.LinkContact{{Address: "bob/1", Name: "Bob"}}})
+		Contacts: []wire.LinkContact{{Address: "bob/1", Name: "Bob"}}, Linker: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,8 +76,16 @@ func TestLinkCeremony(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.List.Generation != 2 || len(p.Contacts) != 1 {
+	if p.List.Generation != 2 || len(p.Contacts) != 1 || p.Linker != 1 {
 		t.Fatalf("package %+v", p)
+	}
+	// A linker the list does not name active, or the new device itself,
+	// is refused: group states from it would all be refused.
+	for _, linker := range []uint32{3, 2} {
+		sealed, _ := h.Package(wire.LinkPackageData{AccountKey: k.Public(), List: next, Linker: linker})
+		if _, err := n.TakePackage(sealed); !errors.Is(err, engine.ErrLinkBroken) {
+			t.Errorf("a package naming linker %d: %v, want ErrLinkBroken", linker, err)
+		}
 	}
 	if err := h.TakeDone(n.Done()); err != nil {
 		t.Fatal(err)

@@ -99,10 +99,18 @@ func (c *Client) addDevice(ctx context.Context, e wire.DeviceEntry, more []Plan)
 }
 
 // LinkPackage gathers what a new device of the account receives besides
-// the list: the named contacts and the blocked senders. acceptAll is the
-// profile's setting for strangers, which lives beside the store.
+// the list: the named contacts and the blocked senders, and this device's
+// number as the linker when it is not device 1 (the new device takes
+// group states from its linker only, groupstate.go; device 1 leaves it
+// out, so its package stays version 1 or 2, which an older build on the
+// new device reads, and the new device takes device 1 by default).
+// acceptAll is the profile's setting for strangers, which lives beside
+// the store.
 func (c *Client) LinkPackage(ctx context.Context, list wire.DeviceList, acceptAll bool) (wire.LinkPackageData, error) {
 	p := wire.LinkPackageData{AccountKey: list.AccountKey, List: list, AcceptAll: acceptAll}
+	if c.self.Device != GroupStateSender {
+		p.Linker = c.self.Device
+	}
 	names, err := c.Contacts(ctx)
 	if err != nil {
 		return p, err
@@ -132,7 +140,9 @@ func (c *Client) LinkPackage(ctx context.Context, list wire.DeviceList, acceptAl
 // CreateLinkedProfile writes a linked device's profile in one
 // transaction: its identity and first prekeys (Bootstrap), the account as
 // the package gave it (the list, never the key), the contacts' names and
-// the blocked senders, and, when the package names a history, the
+// the blocked senders, the device that linked it when the package names
+// it (the one whose group states it takes, groupstate.go), and, when the
+// package names a history, the
 // import's start with the history this device keeps of it (keep: `parley
 // link --history`), so that a resumed import keeps no more than the
 // person chose at the start.
@@ -150,7 +160,7 @@ func CreateLinkedProfile(ctx context.Context, st Store, relayURL string, id *Ide
 	if err != nil {
 		return Address{}, err
 	}
-	plans := []Plan{Bootstrap{Self: self, RelayURL: relayURL, Identity: idRec, PreKeys: recs}, CreateAccount{List: list}}
+	plans := []Plan{Bootstrap{Self: self, RelayURL: relayURL, Identity: idRec, PreKeys: recs}, CreateAccount{List: list, LinkedBy: p.Linker}}
 	if p.History != nil {
 		start, err := linkImportStart(*p.History, keep, now)
 		if err != nil {

@@ -181,7 +181,11 @@ func (s *peopleSim) link(p *simPerson) *device {
 // naming it and the relay takes it (AddDevice), and the new device's
 // profile is written from the package (CreateLinkedProfile), without
 // history.
-func (w *world) linkDevice(owner *device) *device {
+func (w *world) linkDevice(owner *device) *device { return w.linkDeviceEdit(owner, nil) }
+
+// linkDeviceEdit is linkDevice with the package changed by edit before
+// the new device's profile is written from it (nil: unchanged).
+func (w *world) linkDeviceEdit(owner *device, edit func(*wire.LinkPackageData)) *device {
 	t, ctx := w.t, w.ctx
 	t.Helper()
 	a, err := engine.LoadAccount(ctx, owner.st)
@@ -207,6 +211,9 @@ func (w *world) linkDevice(owner *device) *device {
 	pkg, err := owner.c.LinkPackage(ctx, list, false)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if edit != nil {
+		edit(&pkg)
 	}
 	d.dir = filepath.Join(w.dir, fmt.Sprintf("%s-%d-linked", d.addr.User, n))
 	st, err := store.Create(ctx, d.dir, passphrase, store.Options{KDF: store.KDFParams{Time: 1, MemoryKiB: 8, Threads: 1}})

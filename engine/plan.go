@@ -61,6 +61,11 @@ type Bootstrap struct {
 type CreateAccount struct {
 	Key  []byte // AccountKey.MarshalBinary; nil on a device that does not hold it
 	List []byte // wire.EncodeDeviceList
+	// LinkedBy is the number of the device that linked this one, as its
+	// link package named it (wire.LinkPackageData.Linker): the device
+	// whose group states it takes. 0 when not named (a package of version
+	// 1 or 2, or a device not linked): device 1 is taken.
+	LinkedBy uint32
 }
 
 // PublishPreKeys stores new prekeys (a rotation or a one-time batch), deletes

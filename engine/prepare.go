@@ -21,15 +21,12 @@ import (
 // batchState is what the plans prepared so far in one batch changed, beyond
 // peer state: later plans of the batch must see it.
 type batchState struct {
-	work map[Address]*peerState
-	// groupStates are the groups a group state of this batch stores
-	// (groupstate.go): a second one is a repeat.
-	groupStates map[wire.GroupID]bool
-	delivered   map[inboundKey][32]byte
-	retired     map[retiredKey]bool
-	consumed    map[uint32]bool
-	caps        *capState     // pending messages counted against the caps
-	requests    *requestState // open requests counted against their bounds
+	work      map[Address]*peerState
+	delivered map[inboundKey][32]byte
+	retired   map[retiredKey]bool
+	consumed  map[uint32]bool
+	caps      *capState     // pending messages counted against the caps
+	requests  *requestState // open requests counted against their bounds
 	// groups is the number of groups kept (-1 until read) and newGroups
 	// the groups this batch starts, against MaxGroupsPerProfile.
 	groups, newGroups int

@@ -176,6 +176,9 @@ type Profile struct {
 	// account (EnsureAccount).
 	AccountKey []byte
 	DeviceList []byte
+	// LinkedBy is the device that linked this one when its link package
+	// named it (CreateAccount.LinkedBy); 0 otherwise.
+	LinkedBy uint32
 }
 
 // PeerState is the pinned identity and the current session with a peer.

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -107,6 +108,9 @@ func (t *tx) createAccount(ctx context.Context, p engine.CreateAccount) error {
 	if _, err := t.runOne(ctx, "account-insert", engine.ErrConflict, sqlInsertAccount, sealed, p.List); err != nil {
 		return fmt.Errorf("store account (one already there?): %w", err)
 	}
+	if p.LinkedBy != 0 {
+		return t.putMeta(ctx, metaLinkedBy, binary.BigEndian.AppendUint32(nil, p.LinkedBy))
+	}
 	return nil
 }
 
@@ -116,6 +120,9 @@ func validateCreateAccount(p engine.CreateAccount) error {
 	}
 	if _, err := wire.DecodeDeviceList(p.List); err != nil {
 		return invalid("device list: %v", err)
+	}
+	if p.LinkedBy > 1<<31-1 {
+		return invalid("linked by device %d", p.LinkedBy)
 	}
 	return nil
 }
@@ -137,5 +144,15 @@ func (db *DB) readAccount(ctx context.Context, q *sql.Tx, prof *engine.Profile) 
 		}
 	}
 	prof.DeviceList = list
+	by, err := getMeta(ctx, q, metaLinkedBy)
+	switch {
+	case err != nil:
+		return err
+	case by == nil:
+	case len(by) != 4 || binary.BigEndian.Uint32(by) == 0:
+		return fmt.Errorf("store: read %s of %d bytes: %w", metaLinkedBy, len(by), engine.ErrMalformedState)
+	default:
+		prof.LinkedBy = binary.BigEndian.Uint32(by)
+	}
 	return nil
 }

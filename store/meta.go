@@ -17,6 +17,7 @@ const (
 	metaRelayURL   = "relay_url"   // the relay this device uses
 	metaRelayID    = "relay_id"    // the relay's pinned ID (32 bytes), absent until pinned
 	metaRelayCA    = "relay_ca"    // PEM certificates of a private CA, absent for the system roots
+	metaLinkedBy   = "linked_by"   // u32 big-endian: the device that linked this one, absent when not named
 )
 
 // pinRelay pins the relay ID when the URL is still the one the connection

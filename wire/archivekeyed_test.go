@@ -116,7 +116,7 @@ func TestArchiveKeyedRejects(t *testing.T) {
 		b    []byte
 		want error
 	}{
-		"version 3":      {append([]byte{3}, b[1:]...), wire.ErrUnsupportedVersion},
+		"version 4":      {append([]byte{4}, b[1:]...), wire.ErrUnsupportedVersion},
 		"v1 with extras": {append([]byte{1}, b[1:]...), wire.ErrMalformed},
 		"no manifest":    {b[:len(b)-1], wire.ErrMalformed},
 	} {

@@ -10,7 +10,7 @@ import (
 // the account key say to each other through a provisioning mailbox
 // (relayprovision.go). Each payload is a LinkMessage (frame kind 12): a
 // step and its body, sealed by the engine for every step after the first.
-// The last sealed body device 1 sends holds a LinkPackage (frame kind 13):
+// The last sealed body the key holder sends holds a LinkPackage (frame kind 13):
 // what the new device needs to start as a device of the account.
 //
 // LinkMessage layout (docs/wire-format.md):
@@ -41,6 +41,19 @@ import (
 //
 // A package without history is written as version 1, so version 1's
 // vectors hold.
+//
+// LinkPackage version 3 (issue 33: who linked the device) is version 1
+// with the version byte 3 and, after the flags, the number of the device
+// that linked the new one and the history, which is optional:
+//
+//	u32 linker's device number (1..2^31-1)
+//	u8  history (0 none, 1 the version 2 history section follows)
+//
+// It is written only when Linker is set (LinkPackageData); a package
+// without it is written as version 1 or 2 as before, so that a build that
+// knows only those can still be linked by device 1. A build that knows
+// only versions 1 and 2 refuses version 3 at its version byte
+// (ErrUnsupportedVersion).
 
 // LinkVersion is the version byte of LinkMessage and LinkPackage.
 const LinkVersion = 1
@@ -48,6 +61,10 @@ const LinkVersion = 1
 // LinkPackageHistoryVersion is the version byte of a LinkPackage that
 // carries history (LinkHistory).
 const LinkPackageHistoryVersion = 2
+
+// LinkPackageLinkerVersion is the version byte of a LinkPackage that names
+// the device that linked the new one (Linker), with or without history.
+const LinkPackageLinkerVersion = 3
 
 // MaxLinkManifestSize bounds the history's manifest in a package: a
 // manifest with the longest name and media type fits.
@@ -89,7 +106,7 @@ const (
 	MaxLinkNameSize = 64
 	// MaxLinkPackageSize is the largest encoded LinkPackageData.
 	MaxLinkPackageSize = 2 + 32 + 4 + MaxDeviceListSize + 2 + MaxLinkContacts*(1+MaxAddressSize+1+MaxLinkNameSize) +
-		2 + MaxLinkBlocked*(1+MaxAddressSize) + 1 + 16 + 32 + 8 + 2 + MaxLinkManifestSize
+		2 + MaxLinkBlocked*(1+MaxAddressSize) + 1 + 4 + 1 + 16 + 32 + 8 + 2 + MaxLinkManifestSize
 )
 
 // LinkMessage is one payload of the ceremony.
@@ -157,8 +174,13 @@ type LinkPackageData struct {
 	Blocked    []string
 	AcceptAll  bool // the profile accepts everyone (no message requests)
 	// History, when set, is the keyed archive of the account's history
-	// that waits for the new device as a blob (version 2 only).
+	// that waits for the new device as a blob (versions 2 and 3).
 	History *LinkHistory
+	// Linker is the number of the device that linked the new one (the
+	// account key holder): the one device whose group states the new
+	// device takes. 0 is not named (versions 1 and 2: the new device
+	// takes device 1 as its linker); set, the package is version 3.
+	Linker uint32
 }
 
 // LinkHistory names the history a new device imports: a keyed archive,
@@ -195,12 +217,17 @@ func checkLinkPackage(p *LinkPackageData) error {
 	if h := p.History; h != nil && h.Records == 0 {
 		return fmt.Errorf("history of no records: %w", ErrMalformed)
 	}
+	if p.Linker > maxDeviceNumber {
+		return fmt.Errorf("linker device number %d over %d: %w", p.Linker, maxDeviceNumber, ErrMalformed)
+	}
 	return nil
 }
 
-// EncodeLinkPackage returns p's bytes. More contacts or blocked senders
+// EncodeLinkPackage returns p's bytes: version 3 when p names its Linker,
+// else version 2 with history and version 1 without. More contacts or blocked senders
 // than the bounds are ErrMessageTooLarge; a bad address, an empty, long or
-// non-UTF-8 name, or a list EncodeDeviceList refuses ErrMalformed.
+// non-UTF-8 name, a linker number over 2^31-1, or a list
+// EncodeDeviceList refuses ErrMalformed.
 func EncodeLinkPackage(p LinkPackageData) ([]byte, error) {
 	if err := checkLinkPackage(&p); err != nil {
 		return nil, fmt.Errorf("wire: encode link package: %w", err)
@@ -219,6 +246,9 @@ func EncodeLinkPackage(p LinkPackageData) ([]byte, error) {
 			return nil, fmt.Errorf("wire: encode link package: manifest of %d bytes over %d: %w", len(manifest), MaxLinkManifestSize, ErrMalformed)
 		}
 		version = LinkPackageHistoryVersion
+	}
+	if p.Linker != 0 {
+		version = LinkPackageLinkerVersion
 	}
 	b := []byte{version, FrameLinkPackage}
 	b = append(b, p.AccountKey[:]...)
@@ -239,6 +269,14 @@ func EncodeLinkPackage(p LinkPackageData) ([]byte, error) {
 		flags |= linkFlagAcceptAll
 	}
 	b = append(b, flags)
+	if version == LinkPackageLinkerVersion {
+		b = binary.BigEndian.AppendUint32(b, p.Linker)
+		if p.History != nil {
+			b = append(b, 1)
+		} else {
+			b = append(b, 0)
+		}
+	}
 	if h := p.History; h != nil {
 		b = append(b, h.Archive[:]...)
 		b = append(b, h.Key[:]...)
@@ -251,18 +289,15 @@ func EncodeLinkPackage(p LinkPackageData) ([]byte, error) {
 
 // DecodeLinkPackage parses a package: over MaxLinkPackageSize is
 // ErrMessageTooLarge, another version ErrUnsupportedVersion, and what
-// EncodeLinkPackage refuses, another kind, an unknown flag, truncation or
+// EncodeLinkPackage refuses, another kind, an unknown flag, a version 3
+// linker number of 0 or a history byte other than 0 or 1, truncation or
 // trailing bytes ErrMalformed.
 func DecodeLinkPackage(b []byte) (LinkPackageData, error) {
 	if len(b) > MaxLinkPackageSize {
 		return LinkPackageData{}, fmt.Errorf("wire: decode link package: %d bytes over %d: %w", len(b), MaxLinkPackageSize, ErrMessageTooLarge)
 	}
 	r := reader{b: b}
-	version := LinkVersion
-	if len(b) > 0 && b[0] == LinkPackageHistoryVersion {
-		version = LinkPackageHistoryVersion
-	}
-	r.version(uint8(version))
+	version := r.versions(LinkVersion, LinkPackageHistoryVersion, LinkPackageLinkerVersion)
 	if k := r.u8("kind"); r.err == nil && k != FrameLinkPackage {
 		r.fail(fmt.Errorf("kind %d, want %d: %w", k, FrameLinkPackage, ErrMalformed))
 	}
@@ -290,7 +325,21 @@ func DecodeLinkPackage(b []byte) (LinkPackageData, error) {
 		r.fail(fmt.Errorf("unknown settings flags %#x: %w", flags, ErrMalformed))
 	}
 	p.AcceptAll = flags&linkFlagAcceptAll != 0
-	if version == LinkPackageHistoryVersion && r.err == nil {
+	history := version == LinkPackageHistoryVersion
+	if version == LinkPackageLinkerVersion {
+		p.Linker = r.u32("linker device number")
+		if r.err == nil && (p.Linker == 0 || p.Linker > maxDeviceNumber) {
+			r.fail(fmt.Errorf("linker device number %d outside 1..%d: %w", p.Linker, maxDeviceNumber, ErrMalformed))
+		}
+		switch hb := r.u8("history"); {
+		case r.err != nil:
+		case hb == 1:
+			history = true
+		case hb != 0:
+			r.fail(fmt.Errorf("history byte %d, want 0 or 1: %w", hb, ErrMalformed))
+		}
+	}
+	if history && r.err == nil {
 		var h LinkHistory
 		r.array(h.Archive[:], "archive id")
 		r.array(h.Key[:], "archive key")
