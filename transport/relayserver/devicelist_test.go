@@ -302,6 +302,9 @@ func TestDeviceListRemoval(t *testing.T) {
 		t.Fatalf("alice/2's connection read %+v, want one line saying it was removed", m)
 	}
 	c2.expectClose(0)
+	// The relay counts the disconnect once its writer has ended, which may
+	// be after the client read the close.
+	r.waitMetric(t, `parley_relay_disconnects_total{reason="removed"}`, 1)
 	if n := r.metric(t, `parley_relay_disconnects_total{reason="removed"}`); n != 1 {
 		t.Errorf("disconnects of removed devices: %v, want 1", n)
 	}
