@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/parley-chat/parley/engine"
@@ -293,5 +294,44 @@ func TestStaleListAnswerAddsLanes(t *testing.T) {
 	bob2.commitAll()
 	if got := bob2.received(alice); len(got) != 1 || got[0] != "after the link" {
 		t.Fatalf("bob/2 received %q, want the message once", got)
+	}
+}
+
+// TestFirstListAddsLanes: the relay holds no list of bob when alice first
+// asks on this connection, so she holds none and sends to bob/1 alone.
+// bob links bob/2 and publishes his list; alice's next send is followed
+// by a fetch (she holds no generation to check), and the first list she
+// holds adds lanes to bob/2 for both messages pending, the one sent
+// before the list as well. bob/2 receives each once.
+func TestFirstListAddsLanes(t *testing.T) {
+	oneGoroutine(t)
+	w := newWorld(t)
+	w.relay = func(_ engine.Address, ep *enginetest.Endpoint) engine.Relay { return listChecking{ep} }
+	alice, bob, bob2 := w.device("alice/1"), w.device("bob/1"), w.device("bob/2")
+	if err := alice.c.CheckPeer(w.ctx, bob.addr); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, _ := alice.c.PeerAccount(w.ctx, "bob"); ok {
+		t.Fatal("alice holds a list of bob the relay does not have")
+	}
+	first := alice.enqueue(bob, "before the list")
+	alice.sync()
+	linkInWorld(t, bob, bob2)
+	second := alice.enqueue(bob, "after the link")
+	alice.sync()
+	if held, ok, _ := alice.c.PeerAccount(w.ctx, "bob"); !ok || held.List.Generation != 2 {
+		t.Fatalf("alice holds generation %d of bob's list (held %v) after the round, want 2", held.List.Generation, ok)
+	}
+	for _, id := range []wire.LogicalID{first, second} {
+		if got := lanesOf(t, alice, bob.addr, id); got["bob/1"] != engine.LanePending || got["bob/2"] != engine.LanePending {
+			t.Fatalf("alice's lanes of %x after the first list: %v, want bob/1 and bob/2 pending", id[:4], got)
+		}
+	}
+	bob2.sync()
+	bob2.commitAll()
+	got := bob2.received(alice)
+	slices.Sort(got)
+	if len(got) != 2 || got[0] != "after the link" || got[1] != "before the list" {
+		t.Fatalf("bob/2 received %q, want each message once", got)
 	}
 }

@@ -133,7 +133,10 @@ type HoldPeerDeviceList struct {
 	// Added are lanes to devices the list names that the one held did
 	// not, of messages still pending to the person: each is stored (an
 	// outbound row and its person_lane, beside one for the lane it was
-	// copied from) unless its message ended meanwhile.
+	// copied from) unless its message ended meanwhile. A first list
+	// (From 0) adds them as if the list held had named the conversation's
+	// device alone: the messages sent before any list was held went
+	// there, and every other device the list names active gets a lane.
 	Added []AddedLane
 	// GroupAdded are the lanes of this device's group messages and
 	// signed roster changes still pending to the person to the devices
@@ -200,10 +203,12 @@ func laneSources(next wire.DeviceList, fresh []Address) map[Address]bool {
 // addedLanes returns the lanes that reach the devices next names as active
 // and prev did not, for the text messages pending to the person in
 // conversation conv. Each is copied from a row to a device next keeps
-// active (laneSources).
+// active (laneSources). With no list held (prev nil), next is compared
+// with a list naming conv alone: the messages sent before any list was
+// held went to conv, and every other device next names active is fresh.
 func (c *Client) addedLanes(ctx context.Context, prev *wire.DeviceList, next wire.DeviceList, conv Address) ([]AddedLane, error) {
 	if prev == nil {
-		return nil, nil
+		prev = &wire.DeviceList{User: next.User, Entries: []wire.DeviceEntry{{Number: conv.Device, State: wire.DeviceActive}}}
 	}
 	fresh := c.freshDevices(prev, next)
 	if len(fresh) == 0 {
@@ -592,20 +597,43 @@ func (c *Client) checkSentLists(ctx context.Context) {
 	c.loopMu.Unlock()
 	sort.Strings(users)
 	for _, u := range users {
-		held, ok, err := c.store.PeerAccount(ctx, u)
-		if err == nil && ok {
-			var got *wire.DeviceList
-			if got, err = c.relay.CheckDeviceList(ctx, u, held.List.Generation); err == nil && got != nil {
-				_, _, err = c.takePeerList(ctx, u, *got)
-			}
-		}
-		if err != nil {
+		if err := c.checkSentList(ctx, u); err != nil {
 			if ctx.Err() != nil {
 				return
 			}
 			c.emit(Event{Kind: EventSyncFailed, At: c.cfg.Now(), Op: "peer-device-list", Err: err})
 		}
 	}
+}
+
+// checkSentList asks the relay for a later list of u than the one held,
+// and holds one it serves (takePeerList). With no list held it fetches
+// one (the check names a generation held, and the wire refuses 0): a
+// first fetch this connection that found none, or did not answer, is so
+// retried at the next send, and the list found adds lanes to the
+// messages already pending (addedLanes). None held there, or a relay
+// keeping no lists, is no error.
+func (c *Client) checkSentList(ctx context.Context, u string) error {
+	held, ok, err := c.store.PeerAccount(ctx, u)
+	if err != nil {
+		return err
+	}
+	var got *wire.DeviceList
+	if ok {
+		got, err = c.relay.CheckDeviceList(ctx, u, held.List.Generation)
+	} else {
+		var l wire.DeviceList
+		if l, err = c.relay.FetchDeviceList(ctx, u); err == nil {
+			got = &l
+		} else if errors.Is(err, ErrNoDeviceList) || errors.Is(err, ErrDeviceListsUnsupported) {
+			return nil
+		}
+	}
+	if err != nil || got == nil {
+		return err
+	}
+	_, _, err = c.takePeerList(ctx, u, *got)
+	return err
 }
 
 // refreshPeerListsOnConnect checks, once per connection, the lists of the

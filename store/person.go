@@ -62,9 +62,13 @@ func (t *tx) holdPeerDeviceList(ctx context.Context, p engine.HoldPeerDeviceList
 			p.User, p.AccountKey[:], int64(p.Generation), p.List, p.Conversation.String(), p.At.UnixNano()); err != nil {
 			return fmt.Errorf("hold the device list of %s (one held already?): %w", p.User, err)
 		}
-		// A first list names no device it adds lanes for, but it may
-		// revoke a group's member device.
-		return t.endGroupLanesTo(ctx, p.Removed)
+		// A first list may revoke a group's member device, and it adds
+		// lanes to the devices it names beside the conversation's
+		// (engine.HoldPeerDeviceList.Added).
+		if err := t.endGroupLanesTo(ctx, p.Removed); err != nil {
+			return err
+		}
+		return t.addPersonLanes(ctx, p.Added, p.At)
 	}
 	if _, err := t.runOne(ctx, "peer-account-update", engine.ErrConflict, sqlUpdatePeerAccount,
 		int64(p.Generation), p.List, p.At.UnixNano(), p.User, int64(p.From), p.AccountKey[:]); err != nil {
