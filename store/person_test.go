@@ -798,3 +798,29 @@ func TestKeepDecisionMerges(t *testing.T) {
 		t.Fatalf("kept decisions after the take-back: %+v, %v; want none", all, err)
 	}
 }
+
+// TestFirstListAddsLanes: a first list held (From 0) stores the lanes it
+// adds to a message sent to the conversation's device before any list was
+// held, beside the lane it was copied from.
+func TestFirstListAddsLanes(t *testing.T) {
+	f := newFixture(t, false)
+	ctx := context.Background()
+	id := wire.LogicalID{0x44}
+	c2, c3 := engine.MustParseAddress("carol/2"), engine.MustParseAddress("carol/3")
+	f.apply(t, sendPlan(t, c2, id, "before the list", 0))
+	l, err := wire.EncodeDeviceList(wire.DeviceList{User: "carol", Generation: 1, AccountKey: [32]byte{1},
+		Entries: []wire.DeviceEntry{{Number: 2, State: wire.DeviceActive}, {Number: 3, State: wire.DeviceActive}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.apply(t, engine.HoldPeerDeviceList{User: "carol", AccountKey: [32]byte{1}, Generation: 1, List: l, Conversation: c2, At: planAt,
+		Added: []engine.AddedLane{{Conversation: c2, ID: id, From: c2, Recipient: c3, Frame: frameOf(t, id, "before the list")}}})
+	if _, err := f.db.Outbound(ctx, c3, id); err != nil {
+		t.Fatalf("Outbound(carol/3) = %v, want the added lane pending", err)
+	}
+	lanes, err := f.db.PersonLanes(ctx, c2, id)
+	if err != nil || len(lanes) != 2 || lanes[0].Recipient != c2 || lanes[1].Recipient != c3 ||
+		lanes[0].State != engine.LanePending || lanes[1].State != engine.LanePending {
+		t.Fatalf("PersonLanes = %+v, %v; want carol/2 and carol/3 pending", lanes, err)
+	}
+}
