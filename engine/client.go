@@ -158,6 +158,12 @@ type Client struct {
 	// sentLists are the people messages were stored to since the last
 	// round, whose list the round checks with the relay (checkSentLists).
 	sentLists map[string]bool
+	// unlistedFetched are the people with no list held here that a
+	// round's check fetched a list of (checkSentList) on
+	// unlistedEpoch, with when: one is fetched again on that connection
+	// only noListRefetch later (maxListChecks people).
+	unlistedFetched map[string]time.Time
+	unlistedEpoch   uint64
 	// decisionsDue is set when a decision was heard; decisionsKept while
 	// some are kept; decisionsChecked once the kept ones were read
 	// (decision.go).

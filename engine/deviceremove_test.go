@@ -1,7 +1,9 @@
 package engine_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -298,11 +300,12 @@ func TestStaleListAnswerAddsLanes(t *testing.T) {
 }
 
 // TestFirstListAddsLanes: the relay holds no list of bob when alice first
-// asks on this connection, so she holds none and sends to bob/1 alone.
-// bob links bob/2 and publishes his list; alice's next send is followed
-// by a fetch (she holds no generation to check), and the first list she
-// holds adds lanes to bob/2 for both messages pending, the one sent
-// before the list as well. bob/2 receives each once.
+// asks on this connection, so she holds none and sends to bob/1 alone
+// (the round after it fetches again and finds none). bob links bob/2 and
+// publishes his list; alice's next send, a minute on, is followed by a
+// fetch (she holds no generation to check), and the first list she holds
+// adds lanes to bob/2 for both messages pending, the one sent before the
+// list as well. bob/2 receives each once.
 func TestFirstListAddsLanes(t *testing.T) {
 	oneGoroutine(t)
 	w := newWorld(t)
@@ -317,6 +320,7 @@ func TestFirstListAddsLanes(t *testing.T) {
 	first := alice.enqueue(bob, "before the list")
 	alice.sync()
 	linkInWorld(t, bob, bob2)
+	w.clock.Advance(engine.NoListRefetch)
 	second := alice.enqueue(bob, "after the link")
 	alice.sync()
 	if held, ok, _ := alice.c.PeerAccount(w.ctx, "bob"); !ok || held.List.Generation != 2 {
@@ -333,5 +337,53 @@ func TestFirstListAddsLanes(t *testing.T) {
 	slices.Sort(got)
 	if len(got) != 2 || got[0] != "after the link" || got[1] != "before the list" {
 		t.Fatalf("bob/2 received %q, want each message once", got)
+	}
+}
+
+// fetchCounting is listChecking counting the fetches of each user's list.
+type fetchCounting struct {
+	listChecking
+	fetched map[string]int
+}
+
+func (f fetchCounting) FetchDeviceList(ctx context.Context, user string) (wire.DeviceList, error) {
+	f.fetched[user]++
+	return f.listChecking.FetchDeviceList(ctx, user)
+}
+
+// TestUnlistedFetchIsSpaced: bob never publishes a list. Each of alice's
+// sends to him is followed by a round, but the rounds fetch his list at
+// most once per engine.NoListRefetch on the connection, not after every
+// send: ten sends in a row cost the one fetch of the first send's round
+// (CheckPeer's once-per-connection fetch aside), and a send after the
+// interval costs one more.
+func TestUnlistedFetchIsSpaced(t *testing.T) {
+	oneGoroutine(t)
+	w := newWorld(t)
+	fetched := map[string]int{}
+	w.relay = func(_ engine.Address, ep *enginetest.Endpoint) engine.Relay {
+		return fetchCounting{listChecking{ep}, fetched}
+	}
+	alice, bob := w.device("alice/1"), w.device("bob/1")
+	if err := alice.c.CheckPeer(w.ctx, bob.addr); err != nil {
+		t.Fatal(err)
+	}
+	base := fetched["bob"]
+	for i := range 10 {
+		alice.enqueue(bob, fmt.Sprintf("message %d", i))
+		alice.sync()
+	}
+	if n := fetched["bob"] - base; n != 1 {
+		t.Fatalf("alice fetched bob's list %d times after ten sends, want once", n)
+	}
+	w.clock.Advance(engine.NoListRefetch)
+	alice.enqueue(bob, "a minute on")
+	alice.sync()
+	alice.sync()
+	if n := fetched["bob"] - base; n != 2 {
+		t.Fatalf("alice fetched bob's list %d times after a send a minute on, want twice", n)
+	}
+	if _, ok, _ := alice.c.PeerAccount(w.ctx, "bob"); ok {
+		t.Fatal("alice holds a list of bob, who published none")
 	}
 }

@@ -284,3 +284,7 @@ func SetGroupStateBudget(n int) func() {
 	groupStateBudget = n
 	return func() { groupStateBudget = old }
 }
+
+// NoListRefetch is noListRefetch, for tests that space a round's fetches
+// of a list none is held for.
+const NoListRefetch = noListRefetch

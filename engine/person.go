@@ -606,13 +606,21 @@ func (c *Client) checkSentLists(ctx context.Context) {
 	}
 }
 
+// noListRefetch spaces the fetches of one person's list that a round's
+// check makes on one connection while none is held here (checkSentList):
+// a person who never publishes a list, or a relay that answers none every
+// time, costs at most one fetch per this interval and connection, however
+// often the person is written to.
+const noListRefetch = time.Minute
+
 // checkSentList asks the relay for a later list of u than the one held,
 // and holds one it serves (takePeerList). With no list held it fetches
-// one (the check names a generation held, and the wire refuses 0): a
-// first fetch this connection that found none, or did not answer, is so
-// retried at the next send, and the list found adds lanes to the
-// messages already pending (addedLanes). None held there, or a relay
-// keeping no lists, is no error.
+// one (the check names a generation held, and the wire refuses 0), at
+// most once per noListRefetch and connection (unlistedFetchDue): a first
+// fetch this connection that found none, or did not answer, is so
+// retried at a later send, and the list found adds lanes to the messages
+// already pending (addedLanes). None held there, or a relay keeping no
+// lists, is no error.
 func (c *Client) checkSentList(ctx context.Context, u string) error {
 	held, ok, err := c.store.PeerAccount(ctx, u)
 	if err != nil {
@@ -622,6 +630,9 @@ func (c *Client) checkSentList(ctx context.Context, u string) error {
 	if ok {
 		got, err = c.relay.CheckDeviceList(ctx, u, held.List.Generation)
 	} else {
+		if !c.unlistedFetchDue(u) {
+			return nil
+		}
 		var l wire.DeviceList
 		if l, err = c.relay.FetchDeviceList(ctx, u); err == nil {
 			got = &l
@@ -634,6 +645,28 @@ func (c *Client) checkSentList(ctx context.Context, u string) error {
 	}
 	_, _, err = c.takePeerList(ctx, u, *got)
 	return err
+}
+
+// unlistedFetchDue reports whether checkSentList may fetch the list of
+// u, a person none is held for, and if so notes the fetch: not within
+// noListRefetch of the last one on this connection, and for at most
+// maxListChecks people per connection.
+func (c *Client) unlistedFetchDue(u string) bool {
+	epoch, now := c.link().Epoch, c.cfg.Now()
+	c.loopMu.Lock()
+	defer c.loopMu.Unlock()
+	if c.unlistedFetched == nil || c.unlistedEpoch != epoch {
+		c.unlistedFetched, c.unlistedEpoch = make(map[string]time.Time), epoch
+	}
+	last, seen := c.unlistedFetched[u]
+	switch {
+	case seen && now.Before(last.Add(noListRefetch)):
+		return false
+	case !seen && len(c.unlistedFetched) >= maxListChecks:
+		return false
+	}
+	c.unlistedFetched[u] = now
+	return true
 }
 
 // refreshPeerListsOnConnect checks, once per connection, the lists of the
