@@ -75,7 +75,9 @@ func (b *memMailbox) Close() { b.once.Do(func() { close(b.closed) }) }
 // profile publishes its account's list at once (a list not published
 // would leave its person's devices unknown to the others), and the fault
 // relays announce the relay's lists. A reinstall after this meets them
-// (docs/tui.md, scenario 9).
+// (docs/tui.md, scenario 9). The relays announce the lists first (a
+// profile publishes only to a relay that keeps them); listsPublished is
+// set once every list is at the relay.
 func (w *world) keepLists(ctx context.Context) error {
 	if w.lists.Swap(true) {
 		return nil
@@ -94,6 +96,9 @@ func (w *world) keepLists(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("publish the device list of %s: %w", c.Self(), err))
 		}
 	}
+	if len(errs) == 0 {
+		w.listsPublished.Store(true)
+	}
 	return errors.Join(errs...)
 }
 
@@ -110,10 +115,14 @@ func keepListsCmd(m *Model) tea.Cmd {
 	}
 }
 
-// listsKept: the demo keeps device lists.
+// listsKept: the demo keeps device lists, and each profile's list is at
+// the relay (keepLists ended): a peer's fetch after this step finds it.
 func listsKept(v *checkView) error {
 	if !v.w.lists.Load() {
 		return errors.New("the demo does not keep device lists yet")
+	}
+	if !v.w.listsPublished.Load() {
+		return errors.New("the device lists are not all published yet")
 	}
 	return nil
 }

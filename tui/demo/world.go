@@ -73,6 +73,10 @@ type world struct {
 	// lists is set once the demo keeps device lists (a person's second
 	// device): the fault relays announce the relay's lists from then on.
 	lists atomic.Bool
+	// listsPublished is set once keepLists has published the list of
+	// every profile open then: a list fetched after it names that
+	// profile's devices.
+	listsPublished atomic.Bool
 
 	mu   sync.Mutex
 	devs map[engine.Address]*device
