@@ -390,6 +390,13 @@ func personScenarios() []fpScenario {
 			setup: []fpStep{{"bob/1", "publishfake"}, {"alice/1", "checkpeer:bob/1"}, {"alice/1", "enqueue:bob/1:hello"},
 				{"bob/1", "linkfake:bob/2"}},
 			target: fpStep{"alice/1", "checkpeer:bob/1"}, want: both},
+		// The same with no list held: bob had published none when alice
+		// wrote (her message went to bob/1 alone), and the first list
+		// she holds names bob/2 as well: the hold's transaction stores
+		// the lane to bob/2 beside the list, or neither.
+		{name: "first peer list adds a lane", devices: abb,
+			setup:  []fpStep{{"alice/1", "checkpeer:bob/1"}, {"alice/1", "enqueue:bob/1:hello"}, {"bob/1", "linkfake:bob/2"}},
+			target: fpStep{"alice/1", "checkpeer:bob/1"}, want: both},
 		// bob discards on bob/2 while bob/1 commits: bob/1's decision
 		// carries the body, and bob/2 takes the message back in the
 		// receive that hears it (commit beats discard).
