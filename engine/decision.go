@@ -54,6 +54,14 @@ type MadeDecision struct {
 	ID      wire.LogicalID
 	Outcome Outcome
 	At      time.Time
+	// Told is when the last of the lanes that told this person's other
+	// devices of the decision was acknowledged (or ended by a removal);
+	// the far future while one is pending or was abandoned; zero when it
+	// has none recorded (none told, or told before migration 0029). A
+	// decision made before a sibling's link whose lanes were still open at
+	// the link may not have reached the device that linked it when that
+	// device cut the link's archive: the catch-up tells it too.
+	Told time.Time
 	// Group names a group message's group (nil for a one-to-one message,
 	// and for a group message finalized before its record named it).
 	Group *wire.GroupID
@@ -79,7 +87,13 @@ type MadeDecision struct {
 // sibling's linking time (and floor): a decision made while this device's
 // list did not name the sibling told it nothing, so a discard there would
 // stand against a commit here, or the sibling would ask about a message
-// decided already. A linked device holds every group its person was in at
+// decided already. A decision made before the linking time is told too
+// when its lanes to this person's other devices were not all
+// acknowledged by then (MadeDecision.Told): the device that linked the
+// sibling may have cut the link's archive before it heard the decision,
+// so the archive carried the message pending, or as that device had
+// decided it; not when floor is set (this device cut the archive itself,
+// which holds every decision made here before the cut). A linked device holds every group its person was in at
 // its link (the link's archive carries them whatever the history chosen,
 // linkhistory.go; without the archive, the linking key holder's group states,
 // groupstate.go), so a group commit goes with its body as a one-to-one
@@ -94,6 +108,10 @@ func (c *Client) catchUpLanes(ctx context.Context, held, next wire.DeviceList, f
 	type sibling struct {
 		addr  Address
 		since time.Time
+		// told: a decision made before since is told too when its lanes
+		// were still open at since (MadeDecision.Told); not when since
+		// is this device's own cut (floor): its archive carried them.
+		told bool
 	}
 	known := make(map[uint32]bool, len(held.Entries))
 	for _, e := range held.Entries {
@@ -105,11 +123,11 @@ func (c *Client) catchUpLanes(ctx context.Context, held, next wire.DeviceList, f
 		if known[e.Number] || e.State != wire.DeviceActive || e.Number == c.self.Device || next.User != c.self.User {
 			continue
 		}
-		since := time.Unix(e.Linked, 0)
+		since, told := time.Unix(e.Linked, 0), floor.IsZero()
 		if since.Before(floor) {
 			since = floor
 		}
-		sibs = append(sibs, sibling{Address{User: next.User, Device: e.Number}, since})
+		sibs = append(sibs, sibling{Address{User: next.User, Device: e.Number}, since, told})
 		if len(sibs) == 1 || since.Before(oldest) {
 			oldest = since
 		}
@@ -124,7 +142,8 @@ func (c *Client) catchUpLanes(ctx context.Context, held, next wire.DeviceList, f
 	var lanes []PersonLane
 	for _, s := range sibs {
 		for _, d := range made {
-			if d.At.Before(s.since) || d.DecidedOn != nil || d.Outcome == OutcomeCommitted && !d.InHistory {
+			early := d.At.Before(s.since) && (!s.told || d.Told.Before(s.since))
+			if early || d.DecidedOn != nil || d.Outcome == OutcomeCommitted && !d.InHistory {
 				continue
 			}
 			content, body := wire.ContentType(0), d.Body
