@@ -138,3 +138,75 @@ func TestCatchUpLeavesOutADecisionHeardBeforeTheLink(t *testing.T) {
 		t.Fatalf("bob/3's history holds the message %d times (%+v), want once, from the archive", n, e)
 	}
 }
+
+// TestCommitAnswersASiblingsDiscard: the relay keeps alice's message to
+// bob/1 back (and bob/2's acknowledgement to alice) but hands bob/1
+// bob/2's commit of it, which bob/1 keeps (the message is not there) and
+// acknowledges; a minute later bob/1 links bob/3, whose archive holds
+// neither; alice, the message still pending for her, adds a lane to bob/3
+// when she learns of it, and bob discards the message there. No catch-up tells
+// bob/3 (bob/2's lane to bob/1 ended before the link; bob/1 applies the
+// kept commit once the message comes and tells no one, the commit being
+// bob/2's): bob/2 answers bob/3's discard with its commit, and bob/3
+// takes the discard back, decided on bob/2.
+func TestCommitAnswersASiblingsDiscard(t *testing.T) {
+	oneGoroutine(t)
+	all := engine.HistoryChoice{Mode: engine.HistoryAll}
+	w, alice, bob, bob2 := twoDeviceBobWithBlobs(t)
+	w.net.Hold(bob.addr)
+	id := alice.enqueue(bob, "committed on bob/2, kept on bob/1")
+	bob2.sync()
+	w.net.Hold(alice.addr) // bob/2's ACK too: the message stays pending on alice
+	if _, err := bob2.c.Commit(w.ctx, alice.addr, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bob2.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(w.net.Held(bob.addr)); n != 2 {
+		t.Fatalf("%d envelopes held for bob/1, want alice's message and bob/2's decision", n)
+	}
+	w.net.DeliverHeld(bob.addr, 1) // the decision, not the message
+	bob.sync()
+	bob2.sync()
+	if n := bob2.pendingOut(); n != 0 {
+		t.Fatalf("bob/2 has %d lanes pending, want its decision acknowledged by bob/1", n)
+	}
+	w.clock.Advance(time.Minute)
+	bob3, _ := w.linkWithHistory(bob, all, all)
+	if err := bob3.c.RefreshPreKeys(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	alice.reopen() // a new connection fetches bob's list, naming bob/3
+	if err := alice.c.CheckPeer(w.ctx, bob.addr); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := alice.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := lanesOf(t, alice, bob.addr, id); got[bob3.addr.String()] != engine.LanePending {
+		t.Fatalf("alice's lanes of her message: %v, want one added to bob/3", got)
+	}
+	alice.retry(bob3)
+	bob3.sync()
+	if _, err := bob3.c.Discard(w.ctx, alice.addr, id, engine.DiscardRejected); err != nil {
+		t.Fatalf("bob/3 discards alice's message (did its lane come?): %v", err)
+	}
+	w.net.Release(bob.addr)
+	w.net.Release(alice.addr)
+	if err := bob2.c.PublishDeviceList(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	settleDevices(t, bob, bob2, bob3)
+	s, err := bob3.st.Seen(w.ctx, alice.addr, id)
+	if err != nil || !s.Finalized || s.Outcome != engine.OutcomeCommitted {
+		t.Fatalf("bob/3's record: %+v, %v; want committed (bob committed it on bob/2)", s, err)
+	}
+	n, e := inHistory(t, bob3, alice, "committed on bob/2, kept on bob/1")
+	if n != 1 || e.DecidedOn == nil || *e.DecidedOn != bob2.addr {
+		t.Fatalf("bob/3's history holds the message %d times (%+v), want once, decided on bob/2", n, e)
+	}
+	if n, _ := inHistory(t, bob, alice, "committed on bob/2, kept on bob/1"); n != 1 {
+		t.Fatalf("bob/1's history holds the message %d times, want once", n)
+	}
+}

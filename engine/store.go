@@ -97,6 +97,10 @@ type Store interface {
 	// no device tells a decision on its own account's message (tellLanes)
 	// and a sibling keeps none (ErrDecisionOwnMessage).
 	Decisions(ctx context.Context, since time.Time, limit int) ([]MadeDecision, error)
+	// MadeDecision returns the finalized record of the received message
+	// id from sender as Decisions reads one (its body, the device it was
+	// decided on), and false when there is none.
+	MadeDecision(ctx context.Context, sender Address, id wire.LogicalID) (MadeDecision, bool, error)
 	// KeptActions returns the kept decisions that carry a one-to-one
 	// action from sender waiting for its target, message target from that
 	// sender, to be taken back (DecisionEffect.KeepAction), at most

@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"time"
 
@@ -752,6 +753,9 @@ func (t *tx) decision(ctx context.Context, from engine.Address, e engine.Decisio
 	if err != nil {
 		return fmt.Errorf("finalize decision %x from %s (finalized already?): %w", e.ID[:], from, err)
 	}
+	if err := t.insertDecisionLanes(ctx, e.Answer, e.At); err != nil {
+		return err
+	}
 	if e.TakeBack != nil {
 		took, err := t.takeBackCommitted(ctx, from, e)
 		if err != nil || !took {
@@ -1116,13 +1120,22 @@ const (
 	//
 	// A record finalized before ?1 (from ?6 on) is read too when its
 	// decision lanes (person_lane.decided, 0029) were not all ended by
-	// then: told is the latest end of its lanes, the largest integer while
-	// one is pending (1) or was abandoned (4), NULL when it has none.
-	sqlMadeDecisions = `SELECT f.sender, f.id, f.outcome, f.at, f.grp, f.content, f.sealed_action,
-		(SELECT max(CASE WHEN l.state IN (1, 4) THEN 9223372036854775807 ELSE coalesce(l.ended_at, 0) END)
-			FROM person_lane l WHERE l.conversation = f.sender AND l.decided = f.id) AS told
+	// then: one is pending (1) or was abandoned (4), or ended at or after
+	// ?1. The last column (sqlMadeTold) is the latest end of its lanes,
+	// ?7 (the largest integer) while one is open, NULL when it has none.
+	sqlMadeDecisions = `SELECT f.sender, f.id, f.outcome, f.at, f.grp, f.content, f.sealed_action, ` + sqlMadeTold + `
 		FROM finalized f WHERE f.at >= ?6 AND NOT (f.outcome = 2 AND f.reason BETWEEN ?2 AND ?3)
-		AND substr(f.sender, 1, length(?4)) != ?4 AND (f.at >= ?1 OR told >= ?1) ORDER BY f.at DESC, f.sender, f.id LIMIT ?5`
+		AND substr(f.sender, 1, length(?4)) != ?4
+		AND (f.at >= ?1 OR EXISTS (SELECT 1 FROM person_lane l WHERE l.conversation = f.sender AND l.decided = f.id AND (l.state IN (1, 4) OR l.ended_at >= ?1)))
+		ORDER BY f.at DESC, f.sender, f.id LIMIT ?5`
+	sqlMadeTold = `(SELECT max(CASE WHEN l.state IN (1, 4) THEN ?7 ELSE coalesce(l.ended_at, 0) END)
+			FROM person_lane l WHERE l.conversation = f.sender AND l.decided = f.id)`
+	// sqlMadeDecision reads one record as sqlMadeDecisions does (?3 the
+	// largest integer).
+	sqlMadeDecision = `SELECT f.sender, f.id, f.outcome, f.at, f.grp, f.content, f.sealed_action,
+		(SELECT max(CASE WHEN l.state IN (1, 4) THEN ?3 ELSE coalesce(l.ended_at, 0) END)
+			FROM person_lane l WHERE l.conversation = f.sender AND l.decided = f.id)
+		FROM finalized f WHERE f.sender = ?1 AND f.id = ?2`
 	// sqlDecidedEntry reads a received message's history body, the body
 	// it came with when an edit replaced it since (message_version edit
 	// 0), and the device it was decided on, if another.
@@ -1151,8 +1164,27 @@ func (db *DB) Decisions(ctx context.Context, since time.Time, limit int) ([]engi
 	} else if a, err := engine.ParseAddress(string(self)); err == nil {
 		own = a.User + "/"
 	}
-	rows, err := db.query(ctx, sqlMadeDecisions, since.UnixNano(), int64(engine.DiscardTargetDiscarded), int64(engine.DiscardHoldFull), own, limit,
-		since.Add(-engine.MaxDecisionAge).UnixNano())
+	return db.readMade(ctx, sqlMadeDecisions, since.UnixNano(), int64(engine.DiscardTargetDiscarded), int64(engine.DiscardHoldFull), own, limit,
+		since.Add(-engine.MaxDecisionAge).UnixNano(), int64(math.MaxInt64))
+}
+
+// MadeDecision returns the finalized record of message id from sender as
+// Decisions reads one, and false when there is none (engine.Store).
+func (db *DB) MadeDecision(ctx context.Context, sender engine.Address, id wire.LogicalID) (engine.MadeDecision, bool, error) {
+	if err := db.checkOpen("read a decision made"); err != nil {
+		return engine.MadeDecision{}, false, err
+	}
+	made, err := db.readMade(ctx, sqlMadeDecision, sender.String(), id[:], int64(math.MaxInt64))
+	if err != nil || len(made) == 0 {
+		return engine.MadeDecision{}, false, err
+	}
+	return made[0], true, nil
+}
+
+// readMade reads the finalized records a query of sqlMadeDecisions' columns
+// returns, with a commit's body and the device it was decided on.
+func (db *DB) readMade(ctx context.Context, query string, args ...any) ([]engine.MadeDecision, error) {
+	rows, err := db.query(ctx, query, args...)
 	if err != nil {
 		return nil, db.readErr("read decisions made", err)
 	}
