@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/parley-chat/parley/wire"
 )
@@ -42,6 +43,8 @@ type ChainAck struct {
 type ChainAcksEffect struct {
 	Group wire.GroupID
 	IDs   []wire.LogicalID
+	// At is when the ACK was received here (AckEffect.At).
+	At time.Time
 }
 
 func (ChainAck) plan()          {}
@@ -133,7 +136,7 @@ func chainAckFrame(g wire.GroupID, ids []wire.LogicalID) ([]byte, error) {
 // Acked the receipt fills.
 func prepareChainAcksFrame(in *incoming, op opening, a wire.ChainAcks) frameStep {
 	step := in.step(op, a.IDs[0], nil, wire.ContentText)
-	step.effect = ChainAcksEffect{Group: a.Group, IDs: a.IDs}
+	step.effect = ChainAcksEffect{Group: a.Group, IDs: a.IDs, At: in.now}
 	step.res.Kind = ResultAcknowledgement
 	return step
 }

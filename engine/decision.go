@@ -54,6 +54,14 @@ type MadeDecision struct {
 	ID      wire.LogicalID
 	Outcome Outcome
 	At      time.Time
+	// Told is when the last of the lanes that told this person's other
+	// devices of the decision was acknowledged (or ended by a removal);
+	// the far future while one is pending or was abandoned; zero when it
+	// has none recorded (none told, or told before migration 0029). A
+	// decision made before a sibling's link whose lanes were still open at
+	// the link may not have reached the device that linked it when that
+	// device cut the link's archive: the catch-up tells it too.
+	Told time.Time
 	// Group names a group message's group (nil for a one-to-one message,
 	// and for a group message finalized before its record named it).
 	Group *wire.GroupID
@@ -79,7 +87,13 @@ type MadeDecision struct {
 // sibling's linking time (and floor): a decision made while this device's
 // list did not name the sibling told it nothing, so a discard there would
 // stand against a commit here, or the sibling would ask about a message
-// decided already. A linked device holds every group its person was in at
+// decided already. A decision made before the linking time is told too
+// when its lanes to this person's other devices were not all
+// acknowledged by then (MadeDecision.Told): the device that linked the
+// sibling may have cut the link's archive before it heard the decision,
+// so the archive carried the message pending, or as that device had
+// decided it; not when floor is set (this device cut the archive itself,
+// which holds every decision made here before the cut). A linked device holds every group its person was in at
 // its link (the link's archive carries them whatever the history chosen,
 // linkhistory.go; without the archive, the linking key holder's group states,
 // groupstate.go), so a group commit goes with its body as a one-to-one
@@ -94,6 +108,10 @@ func (c *Client) catchUpLanes(ctx context.Context, held, next wire.DeviceList, f
 	type sibling struct {
 		addr  Address
 		since time.Time
+		// told: a decision made before since is told too when its lanes
+		// were still open at since (MadeDecision.Told); not when since
+		// is this device's own cut (floor): its archive carried them.
+		told bool
 	}
 	known := make(map[uint32]bool, len(held.Entries))
 	for _, e := range held.Entries {
@@ -105,11 +123,11 @@ func (c *Client) catchUpLanes(ctx context.Context, held, next wire.DeviceList, f
 		if known[e.Number] || e.State != wire.DeviceActive || e.Number == c.self.Device || next.User != c.self.User {
 			continue
 		}
-		since := time.Unix(e.Linked, 0)
+		since, told := time.Unix(e.Linked, 0), floor.IsZero()
 		if since.Before(floor) {
 			since = floor
 		}
-		sibs = append(sibs, sibling{Address{User: next.User, Device: e.Number}, since})
+		sibs = append(sibs, sibling{Address{User: next.User, Device: e.Number}, since, told})
 		if len(sibs) == 1 || since.Before(oldest) {
 			oldest = since
 		}
@@ -124,16 +142,11 @@ func (c *Client) catchUpLanes(ctx context.Context, held, next wire.DeviceList, f
 	var lanes []PersonLane
 	for _, s := range sibs {
 		for _, d := range made {
-			if d.At.Before(s.since) || d.DecidedOn != nil || d.Outcome == OutcomeCommitted && !d.InHistory {
+			early := d.At.Before(s.since) && (!s.told || d.Told.Before(s.since))
+			if early || d.DecidedOn != nil || d.Outcome == OutcomeCommitted && !d.InHistory {
 				continue
 			}
-			content, body := wire.ContentType(0), d.Body
-			if d.ActionBody != nil && wire.IsAction(d.Content) {
-				// A committed one-to-one action, kept with its record
-				// (migration 0028): it travels as a live decision's does.
-				content, body = d.Content, d.ActionBody
-			}
-			l, err := c.tellLanes(ctx, []Address{s.addr}, d.Sender, d.ID, d.Outcome, content, body)
+			l, err := c.madeLanes(ctx, s.addr, d)
 			if err != nil {
 				return nil, err
 			}
@@ -141,6 +154,39 @@ func (c *Client) catchUpLanes(ctx context.Context, held, next wire.DeviceList, f
 		}
 	}
 	return lanes, nil
+}
+
+// madeLanes returns the lane that tells sibling to of decision d made
+// here, as the catch-up and an answer send it: a commit with the body it
+// came with, a committed one-to-one action kept with its record
+// (migration 0028) with its action, as a live decision's.
+func (c *Client) madeLanes(ctx context.Context, to Address, d MadeDecision) ([]PersonLane, error) {
+	content, body := wire.ContentType(0), d.Body
+	if d.ActionBody != nil && wire.IsAction(d.Content) {
+		content, body = d.Content, d.ActionBody
+	}
+	return c.tellLanes(ctx, []Address{to}, d.Sender, d.ID, d.Outcome, content, body)
+}
+
+// answerLanes returns the lane that answers sibling's discard of message
+// id from sender with this device's commit of it (DecisionEffect.Answer):
+// only a commit this device made itself (one applied from another device
+// is that device's to answer, which hears the discard too) whose entry it
+// holds; none otherwise. A sibling that heard the commit already hears it
+// again, which changes nothing there (DecisionSettled); one that discarded
+// without hearing it takes its discard back.
+func (c *Client) answerLanes(ctx context.Context, sibling, sender Address, id wire.LogicalID) ([]PersonLane, error) {
+	if sibling.User != c.self.User || sibling == c.self || sender.User == c.self.User {
+		return nil, nil
+	}
+	d, ok, err := c.store.MadeDecision(ctx, sender, id)
+	if err != nil {
+		return nil, fmt.Errorf("answer %s's discard of %x: %w", sibling, id[:], err)
+	}
+	if !ok || d.Outcome != OutcomeCommitted || d.DecidedOn != nil || !d.InHistory {
+		return nil, nil
+	}
+	return c.madeLanes(ctx, sibling, d)
 }
 
 // MergeDecision is the rule for two decisions on one message, from two
@@ -230,6 +276,14 @@ type DecisionEffect struct {
 	// rules: each is taken back and applied, and its kept decision
 	// forgotten, in the same transaction.
 	WithTarget []KeptTakeBack
+	// Answer, for a sibling's discard of a message this device committed
+	// itself, are the lanes that tell that sibling of the commit (its
+	// decision frame, with the body, as a catch-up's): the sibling may
+	// have been linked after this device told its siblings, and hold the
+	// message from elsewhere (the archive of a device that had not heard
+	// the commit yet, or a lane its sender added), so that nothing else
+	// would overrule its discard. Stored in the decision's transaction.
+	Answer []PersonLane
 }
 
 func (DecisionEffect) effect() {}
@@ -386,16 +440,21 @@ func (c *Client) prepareDecision(ctx context.Context, bs *batchState, in *incomi
 			return prepared{}, err
 		}
 		verdict := DecideHeardDecision(seen, outcome)
+		var answer []PersonLane
 		if verdict == DecisionSettled && seen.Outcome == OutcomeCommitted && outcome == OutcomeDiscarded {
 			// A sibling discarded what this device committed: it may
 			// have told a device linked since that this device's list
 			// does not name, which only this commit can overrule. The
 			// round brings the own list up to date (learnOwnList), and
-			// a list naming such a device catches it up.
+			// a list naming such a device catches it up. The sibling
+			// itself may be one this device never told: answered.
 			c.ownListDue.Store(true)
+			if answer, err = c.answerLanes(ctx, in.sender, sender, d.Message); err != nil {
+				return prepared{}, err
+			}
 		}
 		e := DecisionEffect{ID: d.ID, Digest: dg, At: in.now, Sender: sender, Message: d.Message, Outcome: outcome,
-			Keep: verdict == DecisionKeep}
+			Keep: verdict == DecisionKeep, Answer: answer}
 		switch {
 		case d.Content != 0:
 			// A committed action (kind 18).

@@ -38,7 +38,12 @@ func holdInWorld(t *testing.T, dev *device, list wire.DeviceList) {
 // other, their first sessions collide, and retries settle it as for any
 // pair), so that what a test sends between them next goes at once.
 func twoDeviceBob(t *testing.T) (w *world, alice, bob, bob2 *device) {
-	w = newWorld(t)
+	return twoDeviceBobIn(t, newWorld(t))
+}
+
+// twoDeviceBobIn is twoDeviceBob in w (made with newWorld, set up before
+// its devices open).
+func twoDeviceBobIn(t *testing.T, w *world) (_ *world, alice, bob, bob2 *device) {
 	alice, bob, bob2 = w.device("alice/1"), w.device("bob/1"), w.device("bob/2")
 	holdInWorld(t, bob2, linkInWorld(t, bob, bob2))
 	if err := alice.c.CheckPeer(w.ctx, bob.addr); err != nil {

@@ -54,7 +54,7 @@ func (c *Client) prepareFrame(ctx context.Context, bs *batchState, in *incoming,
 // pending messages must now go.
 func prepareAckFrame(in *incoming, op opening, frame wire.Frame) frameStep {
 	step := in.step(op, frame.ID, nil, wire.ContentText)
-	step.effect = AckEffect{ID: frame.ID}
+	step.effect = AckEffect{ID: frame.ID, At: in.now}
 	step.res.Kind = ResultAcknowledgement
 	step.res.converged = step.res.converged || frame.ID == (wire.LogicalID{})
 	return step

@@ -203,7 +203,13 @@ type CommitEffect struct {
 }
 
 // AckEffect clears the pending outbound message (recipient = the peer, ID).
-type AckEffect struct{ ID wire.LogicalID }
+type AckEffect struct {
+	ID wire.LogicalID
+	// At is when the ACK was received here: the lane it ends records it
+	// (a decision lane's end decides whether a catch-up tells it again,
+	// catchUpLanes). Zero: the transaction's time.
+	At time.Time
+}
 
 // RepeatEffect records nothing: the frame repeats a message that is pending
 // or finalized. When it was finalized, Ack carries the acknowledgement sent

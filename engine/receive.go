@@ -251,6 +251,10 @@ func (c *Client) finishRows(ctx context.Context, preps []prepared, plans []Plan,
 				c.wantLanesPumped() // a roster change forwarded to siblings
 				break
 			}
+			if e, ok := r.Effect.(DecisionEffect); ok && len(e.Answer) > 0 {
+				c.wantLanesPumped() // a commit answering a sibling's discard
+				break
+			}
 		}
 	}
 	if err := c.fail(plans[0].Kind(), "after-swap"); err != nil {

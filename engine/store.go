@@ -87,14 +87,20 @@ type Store interface {
 	// person told about messages not finalized here (decision.go).
 	KeptDecisions(ctx context.Context, limit int) ([]KeptDecision, error)
 	// Decisions returns up to limit received messages finalized here at
-	// or after since, newest first: the decisions a sibling linked since
-	// is told of (decision.go, catch-up). Discards the engine made by its
+	// or after since, and those finalized before it (by at most
+	// MaxDecisionAge) whose decision lanes ended at or after since or are
+	// not all ended (MadeDecision.Told), newest first: the decisions a
+	// sibling linked since is told of (decision.go, catch-up). Discards the engine made by its
 	// rules for actions (DiscardReason.ByEngine) are left out, and so is
 	// every record of what this person's own devices sent (sent copies,
 	// decision frames, their group messages and files), before the limit:
 	// no device tells a decision on its own account's message (tellLanes)
 	// and a sibling keeps none (ErrDecisionOwnMessage).
 	Decisions(ctx context.Context, since time.Time, limit int) ([]MadeDecision, error)
+	// MadeDecision returns the finalized record of the received message
+	// id from sender as Decisions reads one (its body, the device it was
+	// decided on), and false when there is none.
+	MadeDecision(ctx context.Context, sender Address, id wire.LogicalID) (MadeDecision, bool, error)
 	// KeptActions returns the kept decisions that carry a one-to-one
 	// action from sender waiting for its target, message target from that
 	// sender, to be taken back (DecisionEffect.KeepAction), at most

@@ -35,7 +35,7 @@ func (t *tx) updateDeviceList(ctx context.Context, p engine.UpdateDeviceList) er
 	if err := t.insertDecisionLanes(ctx, p.CatchUp, p.At); err != nil {
 		return err
 	}
-	if err := t.endPersonLanesTo(ctx, p.Removed); err != nil {
+	if err := t.endPersonLanesTo(ctx, p.Removed, p.At); err != nil {
 		return err
 	}
 	if err := t.endGroupLanesTo(ctx, p.Removed); err != nil {

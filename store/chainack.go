@@ -47,7 +47,7 @@ func (t *tx) clearChainLanes(ctx context.Context, peer engine.Address, e engine.
 		if !found || !bytes.Equal(g, e.Group[:]) {
 			continue
 		}
-		cleared, err := t.clearOutbound(ctx, peer, id)
+		cleared, err := t.clearOutbound(ctx, peer, id, e.At)
 		if err != nil {
 			return nil, err
 		}

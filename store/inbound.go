@@ -188,7 +188,7 @@ func (t *tx) receive(ctx context.Context, p engine.Receive) (engine.Receipt, err
 		}
 	case engine.AckEffect:
 		var err error
-		if rc.Cleared, err = t.clearOutbound(ctx, p.Peer, e.ID); err != nil {
+		if rc.Cleared, err = t.clearOutbound(ctx, p.Peer, e.ID, e.At); err != nil {
 			return engine.Receipt{}, err
 		}
 	case engine.ChainAcksEffect:

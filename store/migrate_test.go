@@ -93,6 +93,7 @@ var fixtures = map[int]struct {
 	26: {insertFixtureV26, checkFixtureV26},
 	27: {insertFixtureV27, checkFixtureV27},
 	28: {insertFixtureV28, checkFixtureV28},
+	29: {insertFixtureV29, checkFixtureV29},
 }
 
 // fixtureV20List is the device list fixture 20 holds for the fixture
@@ -116,7 +117,7 @@ func insertFixtureV20(t *testing.T, db *sql.DB, s *sealer) {
 		args []any
 	}{
 		{"INSERT INTO peer_account VALUES ('bob', ?, 2, ?, ?, 20)", []any{fixtureV20List.AccountKey[:], list, fixturePeer}},
-		{"INSERT INTO person_lane VALUES ('bob/8', ?, ?, 0, 3)", []any{fixtureID, fixturePeer}},
+		{"INSERT INTO person_lane (recipient, id, conversation, own, state) VALUES ('bob/8', ?, ?, 0, 3)", []any{fixtureID, fixturePeer}},
 		{"INSERT INTO kept_decision (sender, id, outcome, on_device, at) VALUES ('carol/2', ?, 1, 'alice/2', 20)", []any{fixtureID}},
 	} {
 		if _, err := db.Exec(q.sql, q.args...); err != nil {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/wire"
@@ -138,7 +139,7 @@ func (t *tx) abandon(ctx context.Context, p engine.Abandon) (engine.Receipt, err
 	} else if lane {
 		return t.visible(ctx)
 	}
-	if lane, err := t.personLaneEnded(ctx, p.Recipient, p.ID, engine.LaneAbandoned); err != nil {
+	if lane, err := t.personLaneEnded(ctx, p.Recipient, p.ID, engine.LaneAbandoned, p.At); err != nil {
 		return engine.Receipt{}, err
 	} else if lane {
 		return t.visible(ctx)
@@ -150,8 +151,9 @@ func (t *tx) abandon(ctx context.Context, p engine.Abandon) (engine.Receipt, err
 }
 
 // clearOutbound removes the pending message an ACK names, if it is still
-// pending, and reports whether it was.
-func (t *tx) clearOutbound(ctx context.Context, peer engine.Address, id wire.LogicalID) (bool, error) {
+// pending, and reports whether it was; at is when the ACK came (a
+// person lane records it as its end).
+func (t *tx) clearOutbound(ctx context.Context, peer engine.Address, id wire.LogicalID, at time.Time) (bool, error) {
 	n, err := t.run(ctx, "outbound-delete", sqlDeleteOutbound, peer.String(), id[:])
 	if err != nil {
 		return false, fmt.Errorf("clear message %x to %s: %w", id[:], peer, err)
@@ -162,7 +164,7 @@ func (t *tx) clearOutbound(ctx context.Context, peer engine.Address, id wire.Log
 	if lane, err := t.laneEnded(ctx, peer, id, engine.LaneAcknowledged); err != nil || lane {
 		return true, err
 	}
-	if lane, err := t.personLaneEnded(ctx, peer, id, engine.LaneAcknowledged); err != nil || lane {
+	if lane, err := t.personLaneEnded(ctx, peer, id, engine.LaneAcknowledged, at); err != nil || lane {
 		return true, err
 	}
 	return true, t.setSentState(ctx, "history-ack", peer, id, engine.SentAcknowledged)

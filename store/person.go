@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"time"
 
@@ -28,9 +29,9 @@ const (
 	sqlConversation     = "SELECT conversation FROM peer_account WHERE user = ?"
 	sqlPeopleHeld       = "SELECT EXISTS (SELECT 1 FROM peer_account), EXISTS (SELECT 1 FROM person_lane), EXISTS (SELECT 1 FROM kept_decision), EXISTS (SELECT 1 FROM import_progress)"
 
-	sqlInsertPersonLane = "INSERT INTO person_lane (recipient, id, conversation, own, state) VALUES (?, ?, ?, ?, 1)"
+	sqlInsertPersonLane = "INSERT INTO person_lane (recipient, id, conversation, own, state, decided) VALUES (?, ?, ?, ?, 1, ?)"
 	sqlPersonLane       = "SELECT conversation, own FROM person_lane WHERE recipient = ? AND id = ?"
-	sqlSetPersonLane    = "UPDATE person_lane SET state = ? WHERE recipient = ? AND id = ? AND state = 1"
+	sqlSetPersonLane    = "UPDATE person_lane SET state = ?, ended_at = ? WHERE recipient = ? AND id = ? AND state = 1"
 	// sqlPersonLanes reads a message's lanes (at most
 	// engine.MaxDevicesPerAccount each way), sorted by the caller.
 	sqlPersonLanes = "SELECT recipient, own, state FROM person_lane WHERE conversation = ? AND id = ?"
@@ -74,7 +75,7 @@ func (t *tx) holdPeerDeviceList(ctx context.Context, p engine.HoldPeerDeviceList
 		int64(p.Generation), p.List, p.At.UnixNano(), p.User, int64(p.From), p.AccountKey[:]); err != nil {
 		return fmt.Errorf("replace the device list of %s (changed underneath?): %w", p.User, err)
 	}
-	if err := t.endPersonLanesTo(ctx, p.Removed); err != nil {
+	if err := t.endPersonLanesTo(ctx, p.Removed, p.At); err != nil {
 		return err
 	}
 	if err := t.endGroupLanesTo(ctx, p.Removed); err != nil {
@@ -210,8 +211,8 @@ func (t *tx) addPersonLanes(ctx context.Context, added []engine.AddedLane, at ti
 // endPersonLanesTo ends every pending lane to the devices of removed (a
 // person removed them from their list): the outbound row goes, the lane
 // ends LaneRemoved, and the history entry moves on as personLaneEnded
-// says.
-func (t *tx) endPersonLanesTo(ctx context.Context, removed []engine.Address) error {
+// says; at is the lanes' end.
+func (t *tx) endPersonLanesTo(ctx context.Context, removed []engine.Address, at time.Time) error {
 	if len(removed) == 0 || !t.db.personLanesHeld.Load() {
 		return nil
 	}
@@ -240,7 +241,7 @@ func (t *tx) endPersonLanesTo(ctx context.Context, removed []engine.Address) err
 			if _, err := t.run(ctx, "outbound-delete", sqlDeleteOutbound, d.String(), id[:]); err != nil {
 				return err
 			}
-			if _, err := t.personLaneEnded(ctx, d, id, engine.LaneRemoved); err != nil {
+			if _, err := t.personLaneEnded(ctx, d, id, engine.LaneRemoved, at); err != nil {
 				return err
 			}
 		}
@@ -357,7 +358,7 @@ func (t *tx) personSend(ctx context.Context, p engine.PersonSend) (engine.Receip
 		if l.Own {
 			own = 1
 		}
-		if _, err := t.runOne(ctx, "person-lane-insert", engine.ErrConflict, sqlInsertPersonLane, to, p.ID[:], p.Conversation.String(), own); err != nil {
+		if _, err := t.runOne(ctx, "person-lane-insert", engine.ErrConflict, sqlInsertPersonLane, to, p.ID[:], p.Conversation.String(), own, nil); err != nil {
 			return engine.Receipt{}, fmt.Errorf("lane of message %x to %s: %w", p.ID[:], to, err)
 		}
 	}
@@ -455,8 +456,9 @@ func validatePersonSend(p engine.PersonSend) error {
 // (recipient, id) is one, and reports whether it is. The history entry
 // becomes acknowledged at the first ACK from a device of the person (the
 // person decided); abandoned once no lane to the person is pending or
-// acknowledged. Sent copies never move it.
-func (t *tx) personLaneEnded(ctx context.Context, recipient engine.Address, id wire.LogicalID, state engine.LaneState) (bool, error) {
+// acknowledged. Sent copies never move it. The lane records at as its
+// end (the transaction's time when at is zero; 0029).
+func (t *tx) personLaneEnded(ctx context.Context, recipient engine.Address, id wire.LogicalID, state engine.LaneState, at time.Time) (bool, error) {
 	if !t.db.personLanesHeld.Load() {
 		return false, nil
 	}
@@ -466,7 +468,10 @@ func (t *tx) personLaneEnded(ctx context.Context, recipient engine.Address, id w
 	if err != nil || !found {
 		return false, err
 	}
-	if _, err := t.run(ctx, "person-lane-state", sqlSetPersonLane, int64(state), recipient.String(), id[:]); err != nil {
+	if at.IsZero() {
+		at = t.now
+	}
+	if _, err := t.run(ctx, "person-lane-state", sqlSetPersonLane, int64(state), at.UnixNano(), recipient.String(), id[:]); err != nil {
 		return true, err
 	}
 	if own == 1 {
@@ -752,6 +757,9 @@ func (t *tx) decision(ctx context.Context, from engine.Address, e engine.Decisio
 	if err != nil {
 		return fmt.Errorf("finalize decision %x from %s (finalized already?): %w", e.ID[:], from, err)
 	}
+	if err := t.insertDecisionLanes(ctx, e.Answer, e.At); err != nil {
+		return err
+	}
 	if e.TakeBack != nil {
 		took, err := t.takeBackCommitted(ctx, from, e)
 		if err != nil || !took {
@@ -970,7 +978,7 @@ func (t *tx) insertDecisionLanes(ctx context.Context, lanes []engine.PersonLane,
 			to, f.ID[:], at.UnixNano(), t.db.seal.seal(kindOutboundFrame, messageKey(l.Recipient, f.ID), l.Frame)); err != nil {
 			return fmt.Errorf("decision lane to %s: %w", to, err)
 		}
-		if _, err := t.runOne(ctx, "person-lane-insert", engine.ErrConflict, sqlInsertPersonLane, to, f.ID[:], f.Decision.Sender, 1); err != nil {
+		if _, err := t.runOne(ctx, "person-lane-insert", engine.ErrConflict, sqlInsertPersonLane, to, f.ID[:], f.Decision.Sender, 1, f.Decision.Message[:]); err != nil {
 			return fmt.Errorf("decision lane to %s: %w", to, err)
 		}
 	}
@@ -1113,8 +1121,25 @@ const (
 	// tells (engine tellLanes) and a sibling refuses to keep
 	// (ErrDecisionOwnMessage), so they would only take the limit's room.
 	// finalized_at serves it.
-	sqlMadeDecisions = `SELECT sender, id, outcome, at, grp, content, sealed_action FROM finalized WHERE at >= ?1 AND NOT (outcome = 2 AND reason BETWEEN ?2 AND ?3)
-		AND substr(sender, 1, length(?4)) != ?4 ORDER BY at DESC, sender, id LIMIT ?5`
+	//
+	// A record finalized before ?1 (from ?6 on) is read too when its
+	// decision lanes (person_lane.decided, 0029) were not all ended by
+	// then: one is pending (1) or was abandoned (4), or ended at or after
+	// ?1. The last column (sqlMadeTold) is the latest end of its lanes,
+	// ?7 (the largest integer) while one is open, NULL when it has none.
+	sqlMadeDecisions = `SELECT f.sender, f.id, f.outcome, f.at, f.grp, f.content, f.sealed_action, ` + sqlMadeTold + `
+		FROM finalized f WHERE f.at >= ?6 AND NOT (f.outcome = 2 AND f.reason BETWEEN ?2 AND ?3)
+		AND substr(f.sender, 1, length(?4)) != ?4
+		AND (f.at >= ?1 OR EXISTS (SELECT 1 FROM person_lane l WHERE l.conversation = f.sender AND l.decided = f.id AND (l.state IN (1, 4) OR l.ended_at >= ?1)))
+		ORDER BY f.at DESC, f.sender, f.id LIMIT ?5`
+	sqlMadeTold = `(SELECT max(CASE WHEN l.state IN (1, 4) THEN ?7 ELSE coalesce(l.ended_at, 0) END)
+			FROM person_lane l WHERE l.conversation = f.sender AND l.decided = f.id)`
+	// sqlMadeDecision reads one record as sqlMadeDecisions does (?3 the
+	// largest integer).
+	sqlMadeDecision = `SELECT f.sender, f.id, f.outcome, f.at, f.grp, f.content, f.sealed_action,
+		(SELECT max(CASE WHEN l.state IN (1, 4) THEN ?3 ELSE coalesce(l.ended_at, 0) END)
+			FROM person_lane l WHERE l.conversation = f.sender AND l.decided = f.id)
+		FROM finalized f WHERE f.sender = ?1 AND f.id = ?2`
 	// sqlDecidedEntry reads a received message's history body, the body
 	// it came with when an edit replaced it since (message_version edit
 	// 0), and the device it was decided on, if another.
@@ -1129,7 +1154,8 @@ const (
 )
 
 // Decisions returns up to limit received messages finalized here at or
-// after since, newest first (engine.Store).
+// after since, and those before it whose decision lanes ended at or after
+// since or are still open, newest first (engine.Store).
 func (db *DB) Decisions(ctx context.Context, since time.Time, limit int) ([]engine.MadeDecision, error) {
 	if err := db.checkOpen("read decisions made"); err != nil {
 		return nil, err
@@ -1142,7 +1168,27 @@ func (db *DB) Decisions(ctx context.Context, since time.Time, limit int) ([]engi
 	} else if a, err := engine.ParseAddress(string(self)); err == nil {
 		own = a.User + "/"
 	}
-	rows, err := db.query(ctx, sqlMadeDecisions, since.UnixNano(), int64(engine.DiscardTargetDiscarded), int64(engine.DiscardHoldFull), own, limit)
+	return db.readMade(ctx, sqlMadeDecisions, since.UnixNano(), int64(engine.DiscardTargetDiscarded), int64(engine.DiscardHoldFull), own, limit,
+		since.Add(-engine.MaxDecisionAge).UnixNano(), int64(math.MaxInt64))
+}
+
+// MadeDecision returns the finalized record of message id from sender as
+// Decisions reads one, and false when there is none (engine.Store).
+func (db *DB) MadeDecision(ctx context.Context, sender engine.Address, id wire.LogicalID) (engine.MadeDecision, bool, error) {
+	if err := db.checkOpen("read a decision made"); err != nil {
+		return engine.MadeDecision{}, false, err
+	}
+	made, err := db.readMade(ctx, sqlMadeDecision, sender.String(), id[:], int64(math.MaxInt64))
+	if err != nil || len(made) == 0 {
+		return engine.MadeDecision{}, false, err
+	}
+	return made[0], true, nil
+}
+
+// readMade reads the finalized records a query of sqlMadeDecisions' columns
+// returns, with a commit's body and the device it was decided on.
+func (db *DB) readMade(ctx context.Context, query string, args ...any) ([]engine.MadeDecision, error) {
+	rows, err := db.query(ctx, query, args...)
 	if err != nil {
 		return nil, db.readErr("read decisions made", err)
 	}
@@ -1151,12 +1197,15 @@ func (db *DB) Decisions(ctx context.Context, since time.Time, limit int) ([]engi
 		var sender string
 		var id, grp, sealedAction []byte
 		var outcome, at int64
-		var content sql.NullInt64
-		if err := rows.Scan(&sender, &id, &outcome, &at, &grp, &content, &sealedAction); err != nil {
+		var content, told sql.NullInt64
+		if err := rows.Scan(&sender, &id, &outcome, &at, &grp, &content, &sealedAction, &told); err != nil {
 			rows.Close()
 			return nil, db.readErr("read decisions made", err)
 		}
 		d := engine.MadeDecision{Outcome: engine.Outcome(outcome), At: nsTime(at), Content: recordedContent(content)}
+		if told.Valid {
+			d.Told = nsTime(told.Int64)
+		}
 		copy(d.ID[:], id)
 		if d.Sender, err = parseStoredAddress(sender); err != nil {
 			rows.Close()

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -246,6 +247,11 @@ func TestQueryPlans(t *testing.T) {
 		{sqlPersonLane, []any{"bob/1", idSent[:]}, nil},
 		{sqlPersonLanes, []any{"bob/1", idSent[:]}, nil},
 		{sqlPersonLanesOpen, []any{"bob/1", idSent[:]}, nil},
+		// The decisions a catch-up reads: a range of finalized_at, each
+		// record's decision lanes by person_lane_decided (the sort is of
+		// the ties on one nanosecond).
+		{sqlMadeDecisions, []any{100, 2, 3, "alice/", 10, 0, int64(math.MaxInt64)}, []string{"USE TEMP B-TREE FOR LAST 2 TERMS OF ORDER BY"}},
+		{sqlMadeDecision, []any{"bob/1", idSent[:], int64(math.MaxInt64)}, nil},
 		{sqlStaged, []any{0, 10}, nil},
 		{sqlOneTimePreKeys, []any{0, 10}, nil},
 		{sqlCountOutboundPeer, []any{"bob/1"}, nil},

@@ -451,6 +451,7 @@ func validateReceive(p engine.Receive) error {
 				err = errors.Join(err, checkTakenBackAction(w))
 			}
 		}
+		err = errors.Join(err, checkAnswer(e, p.Peer))
 	case engine.AckEffect, engine.RepeatEffect, engine.NotAMemberEffect:
 	case engine.ChainAcksEffect:
 		if len(e.IDs) == 0 {
@@ -636,4 +637,25 @@ func checkKeptActionBody(body []byte, a *engine.ActionApply, group *wire.GroupID
 		return invalid("a finalized record keeps an action body that is not its one-to-one action's")
 	}
 	return nil
+}
+
+// checkAnswer checks the lanes that answer a sibling's discard with this
+// device's commit (DecisionEffect.Answer): each a decision lane to the
+// sibling the discard came from, committing the message it discarded.
+func checkAnswer(e engine.DecisionEffect, peer engine.Address) error {
+	if len(e.Answer) == 0 {
+		return nil
+	}
+	if e.Outcome != engine.OutcomeDiscarded || e.Keep || e.TakeBack != nil {
+		return invalid("decision %x answered though it is no discard settled here", e.ID[:])
+	}
+	var err error
+	for _, l := range e.Answer {
+		f, ferr := engine.DecodeStoredFrame(l.Frame)
+		if ferr != nil || f.Decision == nil || !l.Own || l.Recipient != peer || f.Decision.Outcome != wire.DecisionCommitted ||
+			f.Decision.Sender != e.Sender.String() || f.Decision.Message != e.Message {
+			err = errors.Join(err, invalid("answer to %s's discard of %x is not its commit to that sibling", peer, e.Message[:]))
+		}
+	}
+	return err
 }

@@ -88,3 +88,45 @@ func TestValidateRefusesActionRecords(t *testing.T) {
 		t.Errorf("a take-back of another message with a kept action: %v, want an invalid plan", err)
 	}
 }
+
+// TestValidateAnswer: a sibling's discard answered with this device's
+// commit stores a decision lane to that sibling committing the message it
+// discarded; an answer to another device, of another message, or with a
+// discard, or on a decision that is no discard, is refused.
+func TestValidateAnswer(t *testing.T) {
+	sib := engine.MustParseAddress("alice/3")
+	msg := wire.LogicalID{0xa0}
+	lane := func(to engine.Address, id wire.LogicalID, o wire.DecisionOutcome, body []byte) engine.PersonLane {
+		f, err := wire.EncodeDecision(wire.Decision{ID: wire.LogicalID{0xa1}, Sender: bob.String(), Message: id, Outcome: o, Body: body})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return engine.PersonLane{Recipient: to, Frame: f, Own: true}
+	}
+	base := func() engine.DecisionEffect {
+		return engine.DecisionEffect{ID: wire.LogicalID{0xd0, 3}, At: planAt, Sender: bob, Message: msg, Outcome: engine.OutcomeDiscarded,
+			Answer: []engine.PersonLane{lane(sib, msg, wire.DecisionCommitted, []byte("hello"))}}
+	}
+	if err := validate(receivePlan(1, sib, 3, base())); err != nil {
+		t.Fatalf("a valid answer: %v", err)
+	}
+	for name, change := range map[string]func(*engine.DecisionEffect){
+		"to another device": func(e *engine.DecisionEffect) {
+			e.Answer[0] = lane(engine.MustParseAddress("alice/4"), msg, wire.DecisionCommitted, []byte("hello"))
+		},
+		"of another message": func(e *engine.DecisionEffect) {
+			e.Answer[0] = lane(sib, wire.LogicalID{0xa2}, wire.DecisionCommitted, []byte("hello"))
+		},
+		"with a discard":     func(e *engine.DecisionEffect) { e.Answer[0] = lane(sib, msg, wire.DecisionDiscarded, nil) },
+		"on a commit":        func(e *engine.DecisionEffect) { e.Outcome = engine.OutcomeCommitted },
+		"on a kept decision": func(e *engine.DecisionEffect) { e.Keep = true },
+		"not an own lane":    func(e *engine.DecisionEffect) { e.Answer[0].Own = false },
+		"without a decision": func(e *engine.DecisionEffect) { e.Answer[0].Frame = []byte("no frame") },
+	} {
+		e := base()
+		change(&e)
+		if err := validate(receivePlan(1, sib, 3, e)); !errors.Is(err, engine.ErrConflict) {
+			t.Errorf("an answer %s: %v, want an invalid plan", name, err)
+		}
+	}
+}
