@@ -7,6 +7,7 @@ import (
 
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/engine/enginetest"
+	"github.com/parley-chat/parley/wire"
 )
 
 // twoDeviceBobWithBlobs is twoDeviceBob over a relay with a blob store,
@@ -209,4 +210,46 @@ func TestCommitAnswersASiblingsDiscard(t *testing.T) {
 	if n, _ := inHistory(t, bob, alice, "committed on bob/2, kept on bob/1"); n != 1 {
 		t.Fatalf("bob/1's history holds the message %d times, want once", n)
 	}
+	// bob/2 answered; bob/1, whose commit is bob/2's, did not.
+	if told, err := bob2.st.ToldOf(w.ctx, bob3.addr, alice.addr, id); err != nil || !told {
+		t.Fatalf("bob/2 told bob/3 of its commit: %v, %v; want its answer", told, err)
+	}
+	if told, err := bob.st.ToldOf(w.ctx, bob3.addr, alice.addr, id); err != nil || told {
+		t.Fatalf("bob/1 told bob/3 of the commit it applied from bob/2: %v, %v; want no answer", told, err)
+	}
+	// A hostile bob/3 sends its discard again and again under fresh
+	// frame IDs: bob/2 told it once, and answers no more.
+	for i := range 3 {
+		f, err := wire.EncodeDecision(wire.Decision{ID: wire.LogicalID{0xdd, byte(i)}, Sender: alice.addr.String(), Message: id, Outcome: wire.DecisionDiscarded})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := bob3.c.SendRawFrame(w.ctx, bob2.addr, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := bob2.pendingOut()
+	bob2.sync()
+	if n := bob2.pendingOut() - before; n != 0 {
+		t.Fatalf("bob/2 stored %d lanes on three more discards of a message it answered, want none", n)
+	}
+	if n := lanesTo(t, bob2, bob3); n != 0 {
+		t.Fatalf("bob/2 has %d lanes pending to bob/3 after three more discards, want none (answered once)", n)
+	}
+}
+
+// lanesTo counts d's pending outbound messages to peer.
+func lanesTo(t *testing.T, d, peer *device) int {
+	t.Helper()
+	out, err := d.c.PendingOutbound(d.w.ctx, engine.PageQuery{Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, m := range out {
+		if m.Recipient == peer.addr {
+			n++
+		}
+	}
+	return n
 }

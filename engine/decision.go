@@ -168,16 +168,33 @@ func (c *Client) madeLanes(ctx context.Context, to Address, d MadeDecision) ([]P
 	return c.tellLanes(ctx, []Address{to}, d.Sender, d.ID, d.Outcome, content, body)
 }
 
+// answerKey names a sibling's discard of one message (batchState.answered).
+type answerKey struct {
+	sibling Address
+	msg     inboundKey
+}
+
 // answerLanes returns the lane that answers sibling's discard of message
 // id from sender with this device's commit of it (DecisionEffect.Answer):
 // only a commit this device made itself (one applied from another device
 // is that device's to answer, which hears the discard too) whose entry it
-// holds; none otherwise. A sibling that heard the commit already hears it
-// again, which changes nothing there (DecisionSettled); one that discarded
-// without hearing it takes its discard back.
-func (c *Client) answerLanes(ctx context.Context, sibling, sender Address, id wire.LogicalID) ([]PersonLane, error) {
+// holds, and only to a sibling it never told of that commit (a decision
+// lane to it naming the message, live, caught up or answered since
+// migration 0029): one told hears the commit on that lane, and takes its
+// discard back then; so a sibling is answered once per message however
+// many discards it sends. None otherwise. A sibling that discarded without
+// hearing the commit takes its discard back.
+func (c *Client) answerLanes(ctx context.Context, bs *batchState, sibling, sender Address, id wire.LogicalID) ([]PersonLane, error) {
 	if sibling.User != c.self.User || sibling == c.self || sender.User == c.self.User {
 		return nil, nil
+	}
+	k := answerKey{sibling, inboundKey{sender, id}}
+	if bs.answered[k] {
+		return nil, nil
+	}
+	told, err := c.store.ToldOf(ctx, sibling, sender, id)
+	if err != nil || told {
+		return nil, err
 	}
 	d, ok, err := c.store.MadeDecision(ctx, sender, id)
 	if err != nil {
@@ -186,6 +203,7 @@ func (c *Client) answerLanes(ctx context.Context, sibling, sender Address, id wi
 	if !ok || d.Outcome != OutcomeCommitted || d.DecidedOn != nil || !d.InHistory {
 		return nil, nil
 	}
+	bs.answered[k] = true
 	return c.madeLanes(ctx, sibling, d)
 }
 
@@ -449,7 +467,7 @@ func (c *Client) prepareDecision(ctx context.Context, bs *batchState, in *incomi
 			// a list naming such a device catches it up. The sibling
 			// itself may be one this device never told: answered.
 			c.ownListDue.Store(true)
-			if answer, err = c.answerLanes(ctx, in.sender, sender, d.Message); err != nil {
+			if answer, err = c.answerLanes(ctx, bs, in.sender, sender, d.Message); err != nil {
 				return prepared{}, err
 			}
 		}

@@ -659,6 +659,14 @@ func (c *Client) unlistedFetchDue(u string) bool {
 		c.unlistedFetched, c.unlistedEpoch = make(map[string]time.Time), epoch
 	}
 	last, seen := c.unlistedFetched[u]
+	if !seen && len(c.unlistedFetched) >= maxListChecks {
+		// Full: the people whose spacing has passed make room.
+		for p, at := range c.unlistedFetched {
+			if !now.Before(at.Add(noListRefetch)) {
+				delete(c.unlistedFetched, p)
+			}
+		}
+	}
 	switch {
 	case seen && now.Before(last.Add(noListRefetch)):
 		return false

@@ -57,6 +57,9 @@ type batchState struct {
 	// applies (decision.go, keptWithTarget).
 	keptActions map[inboundKey][]KeptAction
 	keptApplied map[inboundKey]bool
+	// answered are the siblings' discards this batch answered with the
+	// own commit (decision.go, answerLanes), by sibling and message.
+	answered map[answerKey]bool
 	// acks are the chain messages the batch decided, by sender device, to
 	// acknowledge after its rows (chainack.go); ackOrder their senders in
 	// first-seen order.
@@ -95,7 +98,7 @@ func newBatchState() *batchState {
 	return &batchState{work: make(map[Address]*peerState), delivered: make(map[inboundKey][32]byte),
 		retired: make(map[retiredKey]bool), consumed: make(map[uint32]bool), caps: newCapState(), requests: newRequestState(),
 		groups: -1, groupsSeen: make(map[wire.GroupID]*batchGroup), deleted: make(map[actionTargetKey]bool), takenBack: make(map[inboundKey]time.Time),
-		keptActions: make(map[inboundKey][]KeptAction), keptApplied: make(map[inboundKey]bool),
+		keptActions: make(map[inboundKey][]KeptAction), keptApplied: make(map[inboundKey]bool), answered: make(map[answerKey]bool),
 		chains: make(map[chainKey]*session.ReceiverChain), acks: make(map[Address]*deferredAcks), needs: make(map[needKey]uint32), copyIDs: make(map[copyIDKey]bool)}
 }
 

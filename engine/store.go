@@ -101,6 +101,10 @@ type Store interface {
 	// id from sender as Decisions reads one (its body, the device it was
 	// decided on), and false when there is none.
 	MadeDecision(ctx context.Context, sender Address, id wire.LogicalID) (MadeDecision, bool, error)
+	// ToldOf reports whether this device stored a decision lane to
+	// sibling naming message id from sender, pending or acknowledged (since
+	// migration 0029, which records the message a decision lane names).
+	ToldOf(ctx context.Context, sibling, sender Address, id wire.LogicalID) (bool, error)
 	// KeptActions returns the kept decisions that carry a one-to-one
 	// action from sender waiting for its target, message target from that
 	// sender, to be taken back (DecisionEffect.KeepAction), at most

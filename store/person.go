@@ -1134,6 +1134,10 @@ const (
 		ORDER BY f.at DESC, f.sender, f.id LIMIT ?5`
 	sqlMadeTold = `(SELECT max(CASE WHEN l.state IN (1, 4) THEN ?7 ELSE coalesce(l.ended_at, 0) END)
 			FROM person_lane l WHERE l.conversation = f.sender AND l.decided = f.id)`
+	// sqlToldOf says whether a decision lane to a device names a message
+	// (person_lane_decided, 0029), pending (1) or acknowledged (3): not
+	// one abandoned (4) or ended by a removal (5), which told nothing.
+	sqlToldOf = `SELECT EXISTS (SELECT 1 FROM person_lane WHERE conversation = ? AND decided = ? AND recipient = ? AND state IN (1, 3))`
 	// sqlMadeDecision reads one record as sqlMadeDecisions does (?3 the
 	// largest integer).
 	sqlMadeDecision = `SELECT f.sender, f.id, f.outcome, f.at, f.grp, f.content, f.sealed_action,
@@ -1183,6 +1187,19 @@ func (db *DB) MadeDecision(ctx context.Context, sender engine.Address, id wire.L
 		return engine.MadeDecision{}, false, err
 	}
 	return made[0], true, nil
+}
+
+// ToldOf reports whether a decision lane to sibling names message id from
+// sender (engine.Store).
+func (db *DB) ToldOf(ctx context.Context, sibling, sender engine.Address, id wire.LogicalID) (bool, error) {
+	if err := db.checkOpen("read a decision's lanes"); err != nil {
+		return false, err
+	}
+	var told bool
+	if err := db.queryRow(ctx, sqlToldOf, sender.String(), id[:], sibling.String()).Scan(&told); err != nil {
+		return false, db.readErr("read a decision's lanes", err)
+	}
+	return told, nil
 }
 
 // readMade reads the finalized records a query of sqlMadeDecisions' columns

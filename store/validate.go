@@ -646,8 +646,8 @@ func checkAnswer(e engine.DecisionEffect, peer engine.Address) error {
 	if len(e.Answer) == 0 {
 		return nil
 	}
-	if e.Outcome != engine.OutcomeDiscarded || e.Keep || e.TakeBack != nil {
-		return invalid("decision %x answered though it is no discard settled here", e.ID[:])
+	if e.Outcome != engine.OutcomeDiscarded || e.Keep || e.TakeBack != nil || len(e.Answer) > 1 {
+		return invalid("decision %x answered though it is no discard settled here, or more than once", e.ID[:])
 	}
 	var err error
 	for _, l := range e.Answer {

@@ -117,11 +117,13 @@ func TestValidateAnswer(t *testing.T) {
 		"of another message": func(e *engine.DecisionEffect) {
 			e.Answer[0] = lane(sib, wire.LogicalID{0xa2}, wire.DecisionCommitted, []byte("hello"))
 		},
-		"with a discard":     func(e *engine.DecisionEffect) { e.Answer[0] = lane(sib, msg, wire.DecisionDiscarded, nil) },
-		"on a commit":        func(e *engine.DecisionEffect) { e.Outcome = engine.OutcomeCommitted },
-		"on a kept decision": func(e *engine.DecisionEffect) { e.Keep = true },
-		"not an own lane":    func(e *engine.DecisionEffect) { e.Answer[0].Own = false },
-		"without a decision": func(e *engine.DecisionEffect) { e.Answer[0].Frame = []byte("no frame") },
+		"with a discard":      func(e *engine.DecisionEffect) { e.Answer[0] = lane(sib, msg, wire.DecisionDiscarded, nil) },
+		"on a commit":         func(e *engine.DecisionEffect) { e.Outcome = engine.OutcomeCommitted },
+		"on a kept decision":  func(e *engine.DecisionEffect) { e.Keep = true },
+		"not an own lane":     func(e *engine.DecisionEffect) { e.Answer[0].Own = false },
+		"without a decision":  func(e *engine.DecisionEffect) { e.Answer[0].Frame = []byte("no frame") },
+		"twice":               func(e *engine.DecisionEffect) { e.Answer = append(e.Answer, e.Answer[0]) },
+		"of another sender's": func(e *engine.DecisionEffect) { e.Sender = engine.MustParseAddress("carol/1") },
 	} {
 		e := base()
 		change(&e)
