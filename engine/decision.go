@@ -581,6 +581,9 @@ func (c *Client) takeBackAction(ctx context.Context, bs *batchState, e *Decision
 	if verdict != DecisionOverruled || !seen.TakeBackAction {
 		return nil
 	}
+	if seen.InGroup {
+		return c.takeBackGroupAction(ctx, bs, e, seen, d, now)
+	}
 	m := &InboundMessage{Sender: e.Sender, ID: e.Message, ReceivedAt: seen.arrivedAt(), Body: d.Body, Content: d.Content}
 	act, v, err := c.receivedAction(ctx, m, now)
 	if err != nil {
@@ -636,6 +639,40 @@ func (c *Client) takeBackAction(ctx context.Context, bs *batchState, e *Decision
 		bs.takenBack[inboundKey{e.Sender, e.Message}] = seen.arrivedAt()
 		return c.keptWithTarget(ctx, bs, e, e.Sender, e.Message, now)
 	}
+	return nil
+}
+
+// takeBackGroupAction is takeBackAction for a group's action discarded
+// here by the person (seen.TakeBackAction, in the group seen.Group names):
+// judged by the group's action rules (receivedGroupAction) at its
+// arrival here, it is taken back and applied in the decision's
+// transaction only when they apply it now, its target committed in that
+// group's history here. A target absent, pending or discarded here (held
+// or target_discarded), a window passed, another author's message: the
+// action stays discarded, as does one whose target a delete earlier in
+// the batch removes. Nothing is kept for later: a group message's
+// take-back takes back no action that waits for it (a discard is not
+// held; see docs/protocol.md).
+func (c *Client) takeBackGroupAction(ctx context.Context, bs *batchState, e *DecisionEffect, seen SeenMessage, d wire.Decision, now time.Time) error {
+	if seen.Group == nil {
+		return nil // a record of unknown kind: the store would refuse it too
+	}
+	g := *seen.Group
+	m := &InboundMessage{Sender: e.Sender, ID: e.Message, ReceivedAt: seen.arrivedAt(), Body: d.Body, Content: d.Content, Group: &g}
+	act, v, err := c.receivedAction(ctx, m, now)
+	if err != nil || act == nil || v.Hold || v.Reason != DiscardNone {
+		return err
+	}
+	a, _ := wire.DecodeAction(d.Content, d.Body) // receivedAction decoded it
+	if act.Content != wire.ContentReply {
+		if bs.deleted[act.targetKey()] {
+			return nil // deleted earlier in this batch: not over the tombstone
+		}
+		if act.Content == wire.ContentDelete {
+			bs.deleted[act.targetKey()] = true
+		}
+	}
+	e.TakeBack, e.Action, e.ActionBody = actionHistoryBody(a), act, d.Body
 	return nil
 }
 

@@ -250,9 +250,9 @@ func (c *Client) finalizeBatch(ctx context.Context, reqs []FinalizeRequest, know
 			switch {
 			case r.Outcome == OutcomeCommitted && m.Content == wire.ContentText && act == nil:
 				body = append([]byte{}, m.Body...)
-			case r.Outcome == OutcomeCommitted && act != nil && m.Group == nil && m.CopyTo == "":
-				// A one-to-one action travels with its decision (kind 18),
-				// as its content frame carried it.
+			case r.Outcome == OutcomeCommitted && act != nil && m.CopyTo == "":
+				// An action, one-to-one or a group's, travels with its
+				// decision (kind 18), as its content frame carried it.
 				body, content = append([]byte{}, m.Body...), m.Content
 			}
 			if p.Tell, err = c.tellLanes(ctx, own, r.Sender, r.ID, tell, content, body); err != nil {

@@ -220,13 +220,14 @@ func (c *Client) deliverNew(ctx context.Context, bs *batchState, in *incoming, o
 		if act != nil {
 			e.Body, told = actionHistoryBody(wire.Action{Content: act.Content, Text: act.Text}), nil
 			step.res.Action = appliedOf(act)
-			if a.group == nil {
-				// A one-to-one action travels with its decision (kind 18).
-				told, content = body, a.content
-				// Kept for a catch-up, which sends no sibling's own message.
-				if !a.own && len(body) <= wire.MaxDecisionActionSize {
-					e.ActionBody = body
-				}
+			// An action, one-to-one or a group's, travels with its
+			// decision (kind 18).
+			told, content = body, a.content
+			if a.group == nil && !a.own && len(body) <= wire.MaxDecisionActionSize {
+				// Kept for a catch-up, which sends no sibling's own
+				// message (a group action's is not kept: see
+				// docs/protocol.md).
+				e.ActionBody = body
 			}
 		}
 		// Decisions are the person's, for group messages too: an arrival

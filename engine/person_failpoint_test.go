@@ -447,6 +447,20 @@ func personScenarios() []fpScenario {
 				fpStep{"bob/2", "discardall"}, fpStep{"bob/1", "commitall"}, fpStep{"bob/1", "pump"}, fpStep{"bob/2", "stage"}),
 			target:    fpStep{"bob/2", "process"},
 			wantGroup: map[string][]string{"alice/1": {"alice/1:hi"}, "bob/1": {"alice/1:hi"}, "bob/2": {"alice/1:hi"}}},
+		// The same for a group's action: bob's devices committed hi;
+		// bob/2 discards alice's edit of it while bob/1 commits it. bob/1's
+		// decision carries the edit (frame kind 18), and bob/2 takes the
+		// discard back and applies the edit by the group's rules in the
+		// receive that hears it.
+		{name: "group decision takes back a discarded action", devices: abb, groupMembers: 2,
+			setup: append(held, fpStep{"alice/1", "groupcreate:g:bob/1"}, fpStep{"bob/1", "sync"}, fpStep{"bob/1", "pump"}, fpStep{"bob/2", "sync"}, fpStep{"alice/1", "sync"},
+				fpStep{"alice/1", "groupsend:g:hi"}, fpStep{"bob/1", "sync"}, fpStep{"bob/2", "sync"},
+				fpStep{"bob/1", "commitall"}, fpStep{"bob/2", "commitall"}, fpStep{"bob/1", "pump"}, fpStep{"bob/2", "pump"},
+				fpStep{"bob/1", "sync"}, fpStep{"bob/2", "sync"}, fpStep{"bob/1", "sync"}, fpStep{"alice/1", "sync"},
+				fpStep{"alice/1", "groupedit:g:hi all"}, fpStep{"alice/1", "pump"}, fpStep{"bob/1", "sync"}, fpStep{"bob/2", "sync"},
+				fpStep{"bob/2", "discardall"}, fpStep{"bob/1", "commitall"}, fpStep{"bob/1", "pump"}, fpStep{"bob/2", "stage"}),
+			target:    fpStep{"bob/2", "process"},
+			wantGroup: map[string][]string{"alice/1": {"alice/1:hi all"}, "bob/1": {"alice/1:hi all"}, "bob/2": {"alice/1:hi all"}}},
 		// bob/1 commits alice's message on arrival (the loop's policy):
 		// the lane that tells bob/2 is stored in the receive's own
 		// transaction, or nothing is.

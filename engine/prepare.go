@@ -351,10 +351,12 @@ type SeenMessage struct {
 	// its kind is known (finalized since migration 0025) and, for a group
 	// message, its group is held. The store applies the same rule.
 	TakeBack bool
-	// TakeBackAction is TakeBack for a sibling's commit that carries a
-	// one-to-one action (frame kind 18): also an action the engine
+	// TakeBackAction is TakeBack for a sibling's commit that carries an
+	// action (frame kind 18): for a one-to-one action, also one the engine
 	// discarded because the person discarded its target
-	// (DiscardTargetDiscarded), which rested on that discard.
+	// (DiscardTargetDiscarded), which rested on that discard; for a group
+	// action (Group), only a discard the person made, in a group held
+	// here.
 	TakeBackAction bool
 	// Reason and At, when Finalized: why it was discarded, and when it
 	// was finalized here (a discard's time, where a take-back of a record
@@ -364,6 +366,9 @@ type SeenMessage struct {
 	// InGroup, when Finalized: the record names a group (a group
 	// message's, or one of unknown kind finalized before migration 0025).
 	InGroup bool
+	// Group, when Finalized and InGroup, is the group the record names
+	// (nil for a record of unknown kind, finalized before migration 0025).
+	Group *wire.GroupID
 	// Content and Arrived, when Finalized: the message's content type and
 	// when it arrived here, as its record keeps them (since migration
 	// 0028; zero for a record that keeps none).

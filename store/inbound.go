@@ -484,6 +484,9 @@ func (db *DB) Seen(ctx context.Context, sender engine.Address, id wire.LogicalID
 	s.TakeBackAction = s.Finalized && s.Outcome == engine.OutcomeDiscarded && takeBackable(engine.DiscardReason(reason), grp, held, recordedContent(content), true)
 	if s.Finalized {
 		s.Reason, s.At, s.InGroup = engine.DiscardReason(reason), time.Unix(0, at), grp != nil
+		if len(grp) == len(wire.GroupID{}) && !bytes.Equal(grp, unknownGroup[:]) {
+			s.Group = (*wire.GroupID)(grp)
+		}
 		s.Content = recordedContent(content)
 		if arrived.Valid {
 			s.Arrived = time.Unix(0, arrived.Int64)

@@ -816,8 +816,9 @@ func (t *tx) decision(ctx context.Context, from engine.Address, e engine.Decisio
 // it always is today). For a commit that carries a one-to-one action
 // (action, frame kind 18), a discard the engine made because the person
 // discarded the action's target (target_discarded) is the person's too:
-// it rested on that discard, which the commit overrules; and a group's
-// message (or one of unknown kind) is none of its. content is the content
+// it rested on that discard, which the commit overrules; for a group's
+// action, only a discard the person made, in a known group held here (a
+// group action the engine discarded stays discarded). content is the content
 // type the record keeps (0028; zero when it keeps none): a commit that
 // carries an action takes back only a record of an action (a record from
 // before 0028 says nothing, and a plain message whose bytes also decode
@@ -826,8 +827,8 @@ func (t *tx) decision(ctx context.Context, from engine.Address, e engine.Decisio
 // nor a discarded file whose manifest a sibling relabels as text.
 func takeBackable(reason engine.DiscardReason, grp []byte, held bool, content wire.ContentType, action bool) bool {
 	switch {
-	case action && grp != nil:
-		return false // a one-to-one action names no group's message
+	case action && grp != nil && reason == engine.DiscardTargetDiscarded:
+		return false // a group action stays discarded with its target
 	case action && !wire.IsAction(content):
 		return false // not recorded as an action (or nothing recorded: before 0028)
 	case !action && content != 0 && content != wire.ContentText:
@@ -885,6 +886,13 @@ func (t *tx) takeBackCommitted(ctx context.Context, from engine.Address, e engin
 		// may decode as both): not this message.
 		return false, nil
 	}
+	if a := e.Action; a != nil && ((a.Group == nil) != (grp == nil) || a.Group != nil && !bytes.Equal(a.Group[:], grp)) {
+		// The engine judged the action where the record says it was
+		// received (SeenMessage.Group): another group, or a group's
+		// action against a one-to-one record, is a plan this record
+		// does not allow.
+		return false, fmt.Errorf("take back action %x from %s in another group than its record's: %w", e.Message[:], e.Sender, engine.ErrConflict)
+	}
 	if arrived.Valid {
 		// The entry goes where the message arrived (0028; the discard's
 		// time, the latest it can have arrived, for a record before it).
@@ -902,7 +910,7 @@ func (t *tx) takeBackCommitted(ctx context.Context, from engine.Address, e engin
 	}
 	recorded := e.TakeBack
 	if e.Action != nil {
-		recorded = e.ActionBody // one to one: takeBackable refused a group's record
+		recorded = e.ActionBody // the action body its content frame carried
 	}
 	if sum := sha256.Sum256(recorded); !bytes.Equal(d, sum[:]) {
 		return false, nil
@@ -917,6 +925,14 @@ func (t *tx) takeBackCommitted(ctx context.Context, from engine.Address, e engin
 		}
 		if _, err := t.run(ctx, "group-history-decided", sqlGroupDecidedOn, from.String(), grp, e.Sender.String(), e.Message[:]); err != nil {
 			return false, fmt.Errorf("name the device that decided %x: %w", e.Message[:], err)
+		}
+		if e.Action != nil {
+			// A group's action applies as its Finalize would have
+			// applied it (the engine judged it by the group's rules,
+			// its target committed in this group's history).
+			if err := t.applyAction(ctx, *e.Action); err != nil {
+				return false, fmt.Errorf("take back group action %x from %s: %w", e.Message[:], e.Sender, err)
+			}
 		}
 		return true, nil
 	}

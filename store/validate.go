@@ -445,7 +445,7 @@ func validateReceive(p engine.Receive) error {
 			w := k.Effect
 			err = errors.Join(err, checkAddress("kept decision's device", k.On), checkAddress("kept action's sender", w.Sender))
 			if w.Action == nil || w.Outcome != engine.OutcomeCommitted || w.Keep || w.KeepAction != nil || len(w.WithTarget) > 0 ||
-				w.Action.Content == wire.ContentReply || w.Action.Target != e.Message || w.Sender != e.Sender {
+				w.Action.Content == wire.ContentReply || w.Action.Group != nil || w.Action.Target != e.Message || w.Sender != e.Sender {
 				err = errors.Join(err, invalid("decision %x applies a kept action %x that does not wait for the message it takes back", e.ID[:], w.Message[:]))
 			} else {
 				err = errors.Join(err, checkTakenBackAction(w))
@@ -605,8 +605,20 @@ func checkTakenBackAction(e engine.DecisionEffect) error {
 	}
 	a := e.Action
 	if e.TakeBack == nil || e.ActionBody == nil || len(e.ActionBody) > wire.MaxDecisionActionSize || a.ID != e.Message || a.Peer != e.Sender ||
-		a.Dir != engine.DirectionIn || a.Group != nil || !wire.IsAction(a.Content) {
+		a.Dir != engine.DirectionIn || !wire.IsAction(a.Content) {
 		return invalid("decision %x applies an action that is not the message it takes back", e.ID[:])
+	}
+	if a.Group != nil {
+		// A group's action: its sender's own, its target named by its
+		// author, in the group (the store checks it is the record's),
+		// and never one a kept decision waited for (those are
+		// one-to-one).
+		if a.Reactor != e.Sender || a.TargetPeer != (engine.Address{}) || a.Content != wire.ContentReply && a.TargetAuthor == (engine.Address{}) ||
+			e.KeepAction != nil || len(e.WithTarget) > 0 {
+			return invalid("decision %x applies a group action that is not its sender's in the group", e.ID[:])
+		}
+	} else if a.TargetAuthor != (engine.Address{}) {
+		return invalid("decision %x applies a one-to-one action with a target's author", e.ID[:])
 	}
 	if !actionBodyIs(e.ActionBody, a) {
 		return invalid("decision %x applies an action its action body does not say", e.ID[:])

@@ -1,0 +1,173 @@
+package engine_test
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/wire"
+)
+
+// groupActionBob is groupTwoDeviceBob with alice's group text committed on
+// both of bob's devices, then alice's group reaction to it pending on
+// both: the reaction's ID is returned with the text's.
+func groupActionBob(t *testing.T) (w *world, alice, bob, bob2 *device, g wire.GroupID, m, r wire.LogicalID) {
+	t.Helper()
+	w, alice, bob, bob2, g, m = groupTwoDeviceBob(t, "lunch at noon", false)
+	for _, d := range []*device{bob, bob2} {
+		if _, err := d.c.Commit(w.ctx, alice.addr, m); err != nil {
+			t.Fatalf("%s commits alice's group text: %v", d.addr, err)
+		}
+	}
+	settleSiblings(t, bob, bob2)
+	w.net.DropNext(alice.addr, bob2.addr, 1)
+	r = alice.groupAct(g, engine.ActionRequest{Content: wire.ContentReaction, Target: m, Emoji: thumbs})
+	bob.sync()
+	shareFromSibling(t, bob, bob2, stagedRecord(r))
+	for _, d := range []*device{bob, bob2} {
+		if ids := d.pendingIDs(); !slices.Equal(ids, []wire.LogicalID{r}) {
+			t.Fatalf("%s holds %x pending, want alice's reaction only", d.addr, ids)
+		}
+	}
+	return w, alice, bob, bob2, g, m, r
+}
+
+// TestGroupActionDecisionTakesBackADiscard: alice reacts in the group to
+// her text, which both of bob's devices committed; bob/2 discards the
+// reaction while bob/1 commits it. bob/1's decision carries the action
+// (kind 18), so bob/2 takes its discard back and applies the reaction by
+// the group's rules: both devices show it, committed, decided on bob/1.
+// Before the change a group action's commit told its siblings without its
+// action (kind 15), and bob/2's discard stood.
+func TestGroupActionDecisionTakesBackADiscard(t *testing.T) {
+	oneGoroutine(t)
+	w, alice, bob, bob2, g, m, r := groupActionBob(t)
+	if _, err := bob2.c.Discard(w.ctx, alice.addr, r, engine.DiscardRejected); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bob.c.Commit(w.ctx, alice.addr, r); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bob.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	taken := 0
+	for _, res := range bob2.sync() {
+		if res.Kind == engine.ResultDecisionHeard && res.TakenBack && res.Decided.ID == r {
+			taken++
+		}
+	}
+	if taken != 1 {
+		t.Fatalf("bob/2 took back %d group actions, want alice's reaction once", taken)
+	}
+	settleSiblings(t, bob, bob2)
+	want := []string{alice.addr.String() + " " + thumbs}
+	for _, d := range []*device{bob, bob2} {
+		if got := groupReactionsOf(d.groupEntry(g, m)); !slices.Equal(got, want) {
+			t.Errorf("%s shows the text's reactions %q, want %q", d.addr, got, want)
+		}
+		if s, err := d.st.Seen(w.ctx, alice.addr, r); err != nil || !s.Finalized || s.Outcome != engine.OutcomeCommitted {
+			t.Errorf("%s's record of the reaction: %+v, %v; want committed", d.addr, s, err)
+		}
+	}
+}
+
+// TestGroupActionDecisionMismatchTakesNothing: bob/2 discards alice's
+// group reaction; a decision from bob/1 (an own device, hostile or buggy)
+// carries another reaction under its ID (another emoji): its digest is not
+// the one bob/2 recorded, so nothing is taken back and the result says
+// why (ErrDecisionMismatch). bob/1's real commit then takes the discard
+// back, the reaction alice sent applied.
+func TestGroupActionDecisionMismatchTakesNothing(t *testing.T) {
+	oneGoroutine(t)
+	w, alice, bob, bob2, g, m, r := groupActionBob(t)
+	in, err := bob2.st.Inbound(w.ctx, alice.addr, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := wire.DecodeAction(wire.ContentReaction, in.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Emoji = heart
+	forged, err := wire.EncodeAction(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bob2.c.Discard(w.ctx, alice.addr, r, engine.DiscardRejected); err != nil {
+		t.Fatal(err)
+	}
+	bob.raw(bob2, decisionFrame(t, alice, 0xd1, r, wire.ContentReaction, forged))
+	res := bob2.sync()
+	for _, x := range res {
+		if x.TakenBack {
+			t.Errorf("bob/2 took back %+v on a forged action", x.Decided)
+		}
+	}
+	if !hasError(res, engine.ErrDecisionMismatch) {
+		t.Errorf("bob/2's round %+v; want the forged action refused as a mismatch", res)
+	}
+	if got := groupReactionsOf(bob2.groupEntry(g, m)); len(got) != 0 {
+		t.Fatalf("bob/2 shows reactions %q after a forged decision, want none", got)
+	}
+	if s, err := bob2.st.Seen(w.ctx, alice.addr, r); err != nil || s.Outcome != engine.OutcomeDiscarded {
+		t.Fatalf("bob/2's record of the reaction: %+v, %v; want still discarded", s, err)
+	}
+
+	if _, err := bob.c.Commit(w.ctx, alice.addr, r); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bob.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	bob2.sync()
+	want := []string{alice.addr.String() + " " + thumbs}
+	if got := groupReactionsOf(bob2.groupEntry(g, m)); !slices.Equal(got, want) {
+		t.Fatalf("bob/2 shows reactions %q after bob/1's commit, want %q", got, want)
+	}
+}
+
+// TestGroupActionDecisionTargetDiscardedStays: bob/2 discards alice's
+// group text and her reaction to it while bob/1 commits both; bob/1's
+// decision on the text is lost on the way, so the reaction's (kind 18)
+// comes first, its target discarded on bob/2: the reaction stays
+// discarded (a group action is taken back only onto a target committed in
+// the group's history here; nothing is kept for later). The text's
+// decision, sent again, takes the text back alone.
+func TestGroupActionDecisionTargetDiscardedStays(t *testing.T) {
+	oneGoroutine(t)
+	w, alice, bob, bob2, g, m := groupTwoDeviceBob(t, "lunch at noon", false)
+	if _, err := bob2.c.Discard(w.ctx, alice.addr, m, engine.DiscardRejected); err != nil {
+		t.Fatal(err)
+	}
+	w.net.DropNext(bob.addr, bob2.addr, 1) // bob/1's decision on the text
+	if _, err := bob.c.Commit(w.ctx, alice.addr, m); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bob.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	w.net.DropNext(alice.addr, bob2.addr, 1)
+	r := alice.groupAct(g, engine.ActionRequest{Content: wire.ContentReaction, Target: m, Emoji: thumbs})
+	bob.sync()
+	shareFromSibling(t, bob, bob2, stagedRecord(r))
+	bob2.sync() // bob/1's discard of the text is answered, or not: either way
+	if _, err := bob2.c.Discard(w.ctx, alice.addr, r, engine.DiscardRejected); err != nil && !errors.Is(err, engine.ErrNotPending) {
+		t.Fatal(err)
+	}
+	if _, err := bob.c.Commit(w.ctx, alice.addr, r); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bob.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	bob2.sync()
+	settleSiblings(t, bob, bob2)
+	if s, err := bob2.st.Seen(w.ctx, alice.addr, r); err != nil || s.Outcome != engine.OutcomeDiscarded {
+		t.Fatalf("bob/2's record of the reaction: %+v, %v; want still discarded", s, err)
+	}
+	if got := groupReactionsOf(bob2.groupEntry(g, m)); len(got) != 0 {
+		t.Fatalf("bob/2 shows reactions %q, want none", got)
+	}
+}
