@@ -563,7 +563,12 @@ func TestTakeBackActionRule(t *testing.T) {
 		{engine.DiscardRejected, nil, wire.ContentReply, true, true},
 		{engine.DiscardTargetDeleted, nil, wire.ContentEdit, true, false},
 		{engine.DiscardWindowPassed, nil, wire.ContentEdit, true, false},
-		{engine.DiscardRejected, grp, wire.ContentReply, true, false},
+		// A group's action: a discard the person made (the engine's
+		// target_discarded stays), in a known group.
+		{engine.DiscardRejected, grp, wire.ContentReply, true, true},
+		{engine.DiscardOther, grp, wire.ContentReaction, true, true},
+		{engine.DiscardRejected, make([]byte, 16), wire.ContentReaction, true, false},
+		{engine.DiscardWindowPassed, grp, wire.ContentEdit, true, false},
 		{engine.DiscardRejected, grp, wire.ContentText, false, true},
 		{engine.DiscardTargetDiscarded, grp, wire.ContentReaction, true, false},
 		// The content type the record keeps (0028): an action's commit
@@ -597,7 +602,7 @@ func TestTakeBackActionRule(t *testing.T) {
 		t.Fatal(err)
 	}
 	if s, err := f.db.Seen(ctx, bob, idRecv); err != nil || s.TakeBackAction || !s.InGroup {
-		t.Fatalf("Seen of a group's discard: %+v, %v; want no take-back by a one-to-one action's commit", s, err)
+		t.Fatalf("Seen of a group's target_discarded action: %+v, %v; want no take-back (a group action stays discarded with its target)", s, err)
 	}
 }
 
