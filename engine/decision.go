@@ -277,7 +277,8 @@ type DecisionEffect struct {
 	TakeBack []byte
 	// Action, with TakeBack, is the committed action a kind-18 decision
 	// carried (a reply, a reaction, an edit or a delete received one to
-	// one and discarded here): TakeBack is then its history body
+	// one or in a group, Action.Group, and discarded here): TakeBack is
+	// then its history body
 	// (actionHistoryBody) and ActionBody the action body whose digest is
 	// the one recorded here; the store applies Action (its ID and Peer
 	// are Message and Sender) with the take-back, in one transaction.
@@ -343,7 +344,8 @@ type KeptDecision struct {
 // decision carries (kind 16), so that a device that discarded the message
 // meanwhile takes it back; a body over wire.MaxDecisionBodySize goes
 // without it. content, when an action's (wire.IsAction), makes body the
-// committed action's body, carried by a kind-18 decision up to
+// committed action's body (one to one or a group's), carried by a
+// kind-18 decision up to
 // wire.MaxDecisionActionSize.
 func (c *Client) tellLanes(ctx context.Context, own []Address, sender Address, id wire.LogicalID, outcome Outcome, content wire.ContentType, body []byte) ([]PersonLane, error) {
 	if len(own) == 0 || sender.User == c.self.User {
@@ -547,7 +549,8 @@ var ErrDecisionKindMismatch = fmt.Errorf("%w: its content type is not the record
 
 // takeBackAction decides a commit's decision that carries the committed
 // action d (kind 18) against the message as this device holds it (seen,
-// judged verdict): a discard the person made here
+// judged verdict; a group's action is takeBackGroupAction's): a discard
+// the person made here
 // (SeenMessage.TakeBackAction: also an action the engine discarded because
 // the person discarded its target, target_discarded, a discard the commit
 // overrules) is taken back, and the action applied by the usual rules, in
