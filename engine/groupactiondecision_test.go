@@ -164,7 +164,21 @@ func TestGroupActionDecisionTargetDiscardedStays(t *testing.T) {
 	if _, err := bob.c.Pump(w.ctx); err != nil {
 		t.Fatal(err)
 	}
-	bob2.sync()
+	heard := false
+	for _, x := range bob2.sync() {
+		if x.Kind == engine.ResultDecisionHeard && x.Decided != nil && x.Decided.ID == r {
+			heard = true
+			if x.TakenBack {
+				t.Errorf("bob/2 took back the reaction onto a discarded target: %+v", x)
+			}
+		}
+	}
+	if !heard {
+		t.Fatalf("bob/2 did not hear bob/1's decision on the reaction while the text was discarded there")
+	}
+	if got := bob2.groupHistory(g); len(got) != 0 {
+		t.Fatalf("bob/2's group history %q before the text's decision, want none", got)
+	}
 	settleSiblings(t, bob, bob2)
 	if s, err := bob2.st.Seen(w.ctx, alice.addr, r); err != nil || s.Outcome != engine.OutcomeDiscarded {
 		t.Fatalf("bob/2's record of the reaction: %+v, %v; want still discarded", s, err)
