@@ -132,3 +132,44 @@ func TestValidateAnswer(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateGroupTakeBack: a kind-18 take-back of a group's action
+// applies an action that is its sender's (reactor and author) and names
+// its target's author; one acting as another member, without its
+// target's author, or with kept actions (those are one-to-one) is an
+// invalid plan, as is a one-to-one action naming a target's author.
+func TestValidateGroupTakeBack(t *testing.T) {
+	target, id := wire.LogicalID{0x7b}, wire.LogicalID{0x7e}
+	body, err := wire.EncodeAction(wire.Action{Content: wire.ContentReaction, Target: target, Emoji: "\U0001F44D"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	grp := wire.GroupID{1}
+	sibling := engine.MustParseAddress("alice/2")
+	take := func() engine.DecisionEffect {
+		a := &engine.ActionApply{Peer: bob, ID: id, Dir: engine.DirectionIn, Content: wire.ContentReaction, Target: target,
+			TargetDir: engine.DirectionIn, Reactor: bob, Emoji: "\U0001F44D", At: planAt, Group: &grp, TargetAuthor: bob}
+		return engine.DecisionEffect{ID: wire.LogicalID{0xd0, 3}, At: planAt, Sender: bob, Message: id, Outcome: engine.OutcomeCommitted,
+			TakeBack: []byte{}, Action: a, ActionBody: body}
+	}
+	if err := validate(receivePlan(1, sibling, 3, take())); err != nil {
+		t.Fatalf("a valid take-back of a group's reaction: %v", err)
+	}
+	for name, change := range map[string]func(*engine.DecisionEffect){
+		"another reactor":                            func(e *engine.DecisionEffect) { e.Action.Reactor = engine.MustParseAddress("carol/1") },
+		"no target's author":                         func(e *engine.DecisionEffect) { e.Action.TargetAuthor = engine.Address{} },
+		"a target kept elsewhere":                    func(e *engine.DecisionEffect) { e.Action.TargetPeer = engine.MustParseAddress("carol/1") },
+		"another sender":                             func(e *engine.DecisionEffect) { e.Action.Peer = engine.MustParseAddress("carol/1") },
+		"another emoji":                              func(e *engine.DecisionEffect) { e.Action.Emoji = "x" },
+		"a one-to-one action with a target's author": func(e *engine.DecisionEffect) { e.Action.Group = nil },
+		"kept actions with it": func(e *engine.DecisionEffect) {
+			e.WithTarget = []engine.KeptTakeBack{{On: sibling, Effect: take()}}
+		},
+	} {
+		e := take()
+		change(&e)
+		if err := validate(receivePlan(1, sibling, 3, e)); !errors.Is(err, engine.ErrConflict) {
+			t.Errorf("a group take-back with %s: %v, want an invalid plan", name, err)
+		}
+	}
+}
