@@ -610,12 +610,16 @@ func checkTakenBackAction(e engine.DecisionEffect) error {
 	}
 	if a.Group != nil {
 		// A group's action: its sender's own, its target named by its
-		// author, in the group (the store checks it is the record's),
-		// and never one a kept decision waited for (those are
-		// one-to-one).
+		// author (for an edit or a delete, the sender: no member edits
+		// or deletes another's message), in the group (the store checks
+		// it is the record's), and never one a kept decision waited for
+		// (those are one-to-one).
 		if a.Reactor != e.Sender || a.TargetPeer != (engine.Address{}) || a.Content != wire.ContentReply && a.TargetAuthor == (engine.Address{}) ||
 			e.KeepAction != nil || len(e.WithTarget) > 0 {
 			return invalid("decision %x applies a group action that is not its sender's in the group", e.ID[:])
+		}
+		if (a.Content == wire.ContentEdit || a.Content == wire.ContentDelete) && a.TargetAuthor != e.Sender {
+			return invalid("decision %x applies a group %s of %s's message by %s", e.ID[:], engine.ActionName(a.Content), a.TargetAuthor, e.Sender)
 		}
 	} else if a.TargetAuthor != (engine.Address{}) {
 		return invalid("decision %x applies a one-to-one action with a target's author", e.ID[:])

@@ -3,6 +3,7 @@ package store
 import (
 	"crypto/sha256"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/parley-chat/parley/engine"
@@ -135,41 +136,79 @@ func TestValidateAnswer(t *testing.T) {
 
 // TestValidateGroupTakeBack: a kind-18 take-back of a group's action
 // applies an action that is its sender's (reactor and author) and names
-// its target's author; one acting as another member, without its
-// target's author, or with kept actions (those are one-to-one) is an
-// invalid plan, as is a one-to-one action naming a target's author.
+// its target's author, the sender itself for an edit or a delete; one
+// acting as another member, without its target's author, editing or
+// deleting another member's message, or with kept actions (those are
+// one-to-one) is an invalid plan, as is a one-to-one action naming a
+// target's author. Each invalid plan is refused for that one reason.
 func TestValidateGroupTakeBack(t *testing.T) {
 	target, id := wire.LogicalID{0x7b}, wire.LogicalID{0x7e}
-	body, err := wire.EncodeAction(wire.Action{Content: wire.ContentReaction, Target: target, Emoji: "\U0001F44D"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	grp := wire.GroupID{1}
-	sibling := engine.MustParseAddress("alice/2")
-	take := func() engine.DecisionEffect {
-		a := &engine.ActionApply{Peer: bob, ID: id, Dir: engine.DirectionIn, Content: wire.ContentReaction, Target: target,
-			TargetDir: engine.DirectionIn, Reactor: bob, Emoji: "\U0001F44D", At: planAt, Group: &grp, TargetAuthor: bob}
+	sibling, carol := engine.MustParseAddress("alice/2"), engine.MustParseAddress("carol/1")
+	// takeOf is a valid take-back of bob's group action w on target, a
+	// message of bob's.
+	takeOf := func(w wire.Action) engine.DecisionEffect {
+		body, err := wire.EncodeAction(w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := &engine.ActionApply{Peer: bob, ID: id, Dir: engine.DirectionIn, Content: w.Content, Target: w.Target,
+			TargetDir: engine.DirectionIn, Reactor: bob, Emoji: w.Emoji, Edit: w.Edit, Text: w.Text, At: planAt, Group: &grp, TargetAuthor: bob}
 		return engine.DecisionEffect{ID: wire.LogicalID{0xd0, 3}, At: planAt, Sender: bob, Message: id, Outcome: engine.OutcomeCommitted,
 			TakeBack: []byte{}, Action: a, ActionBody: body}
 	}
-	if err := validate(receivePlan(1, sibling, 3, take())); err != nil {
-		t.Fatalf("a valid take-back of a group's reaction: %v", err)
+	reaction := wire.Action{Content: wire.ContentReaction, Target: target, Emoji: "\U0001F44D"}
+	edit := wire.Action{Content: wire.ContentEdit, Target: target, Edit: 1, Text: []byte("lunch at one")}
+	del := wire.Action{Content: wire.ContentDelete, Target: target}
+	// kept is a valid one-to-one action kept until id's take-back: the
+	// WithTarget checks pass it, so only the group's rule refuses it.
+	kept := func() engine.DecisionEffect {
+		k := wire.LogicalID{0x7f}
+		w := wire.Action{Content: wire.ContentReaction, Target: id, Emoji: "\U0001F44D"}
+		body, err := wire.EncodeAction(w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := &engine.ActionApply{Peer: bob, ID: k, Dir: engine.DirectionIn, Content: w.Content, Target: id,
+			TargetDir: engine.DirectionIn, Reactor: bob, Emoji: w.Emoji, At: planAt}
+		return engine.DecisionEffect{ID: wire.LogicalID{0xd0, 4}, At: planAt, Sender: bob, Message: k, Outcome: engine.OutcomeCommitted,
+			TakeBack: []byte{}, Action: a, ActionBody: body}
 	}
-	for name, change := range map[string]func(*engine.DecisionEffect){
-		"another reactor":                            func(e *engine.DecisionEffect) { e.Action.Reactor = engine.MustParseAddress("carol/1") },
-		"no target's author":                         func(e *engine.DecisionEffect) { e.Action.TargetAuthor = engine.Address{} },
-		"a target kept elsewhere":                    func(e *engine.DecisionEffect) { e.Action.TargetPeer = engine.MustParseAddress("carol/1") },
-		"another sender":                             func(e *engine.DecisionEffect) { e.Action.Peer = engine.MustParseAddress("carol/1") },
-		"another emoji":                              func(e *engine.DecisionEffect) { e.Action.Emoji = "x" },
-		"a one-to-one action with a target's author": func(e *engine.DecisionEffect) { e.Action.Group = nil },
-		"kept actions with it": func(e *engine.DecisionEffect) {
-			e.WithTarget = []engine.KeptTakeBack{{On: sibling, Effect: take()}}
-		},
+	for _, w := range []wire.Action{reaction, edit, del} {
+		if err := validate(receivePlan(1, sibling, 3, takeOf(w))); err != nil {
+			t.Fatalf("a valid take-back of a group's %s: %v", engine.ActionName(w.Content), err)
+		}
+	}
+	// The kept action is one a one-to-one take-back of id may apply.
+	oneToOne := engine.DecisionEffect{ID: wire.LogicalID{0xd0, 5}, At: planAt, Sender: bob, Message: id, Outcome: engine.OutcomeCommitted,
+		TakeBack: []byte("hello"), WithTarget: []engine.KeptTakeBack{{On: sibling, Effect: kept()}}}
+	if err := validate(receivePlan(1, sibling, 3, oneToOne)); err != nil {
+		t.Fatalf("a valid one-to-one take-back with a kept action: %v", err)
+	}
+	for _, c := range []struct {
+		name   string
+		action wire.Action
+		change func(*engine.DecisionEffect)
+	}{
+		{"another reactor", reaction, func(e *engine.DecisionEffect) { e.Action.Reactor = carol }},
+		{"no target's author", reaction, func(e *engine.DecisionEffect) { e.Action.TargetAuthor = engine.Address{} }},
+		{"a target kept elsewhere", reaction, func(e *engine.DecisionEffect) { e.Action.TargetPeer = carol }},
+		{"another sender", reaction, func(e *engine.DecisionEffect) { e.Action.Peer = carol }},
+		{"another emoji", reaction, func(e *engine.DecisionEffect) { e.Action.Emoji = "x" }},
+		{"a one-to-one action with a target's author", reaction, func(e *engine.DecisionEffect) { e.Action.Group = nil }},
+		{"an edit of another member's message", edit, func(e *engine.DecisionEffect) { e.Action.TargetAuthor = carol }},
+		{"a delete of another member's message", del, func(e *engine.DecisionEffect) { e.Action.TargetAuthor = carol }},
+		{"kept actions with it", reaction, func(e *engine.DecisionEffect) {
+			e.WithTarget = []engine.KeptTakeBack{{On: sibling, Effect: kept()}}
+		}},
 	} {
-		e := take()
-		change(&e)
-		if err := validate(receivePlan(1, sibling, 3, e)); !errors.Is(err, engine.ErrConflict) {
-			t.Errorf("a group take-back with %s: %v, want an invalid plan", name, err)
+		e := takeOf(c.action)
+		c.change(&e)
+		err := validate(receivePlan(1, sibling, 3, e))
+		if !errors.Is(err, engine.ErrConflict) {
+			t.Errorf("a group take-back with %s: %v, want an invalid plan", c.name, err)
+		} else if n := strings.Count(err.Error(), "\n") + 1; n != 1 {
+			t.Errorf("a group take-back with %s refused for %d reasons, want one: %v", c.name, n, err)
 		}
 	}
 }
