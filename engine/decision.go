@@ -507,6 +507,10 @@ func (c *Client) prepareDecision(ctx context.Context, bs *batchState, in *incomi
 				if err := c.keptWithTarget(ctx, bs, &e, sender, d.Message, in.now); err != nil {
 					return prepared{}, err
 				}
+			} else if seen.Group != nil {
+				// A group's text: a group action after it in the batch
+				// may target it.
+				bs.groupTakenBack[actionTargetKey{group: *seen.Group, peer: sender, id: d.Message}] = seen.arrivedAt()
 			}
 		}
 		step.effect = e
@@ -646,16 +650,20 @@ func (c *Client) takeBackAction(ctx context.Context, bs *batchState, e *Decision
 }
 
 // takeBackGroupAction is takeBackAction for a group's action discarded
-// here by the person (seen.TakeBackAction, in the group seen.Group names):
+// here (seen.TakeBackAction, in the group seen.Group names: by the person,
+// or by the engine because its target was discarded, target_discarded):
 // judged by the group's action rules (receivedGroupAction) at its
 // arrival here, it is taken back and applied in the decision's
 // transaction only when they apply it now, its target committed in that
-// group's history here. A target absent, pending or discarded here (held
-// or target_discarded), a window passed, another author's message: the
-// action stays discarded, as does one whose target a delete earlier in
-// the batch removes. Nothing is kept for later: a group message's
-// take-back takes back no action that waits for it (a discard is not
-// held; see docs/protocol.md).
+// group's history here, or taken back earlier in this batch
+// (bs.groupTakenBack: written at its arrival, where its take-back puts
+// it). A target absent, pending or discarded here and not taken back
+// before it (held or target_discarded), a window passed, another author's
+// message: the action stays discarded, as does one whose target a delete
+// earlier in the batch removes. Nothing is kept for later: a group
+// message's take-back takes back no action that waits for it (a discard
+// is not held; see docs/protocol.md), so an action whose decision comes
+// before its target's stays discarded.
 func (c *Client) takeBackGroupAction(ctx context.Context, bs *batchState, e *DecisionEffect, seen SeenMessage, d wire.Decision, now time.Time) error {
 	if seen.Group == nil {
 		return nil // a record of unknown kind: the store would refuse it too
@@ -663,11 +671,32 @@ func (c *Client) takeBackGroupAction(ctx context.Context, bs *batchState, e *Dec
 	g := *seen.Group
 	m := &InboundMessage{Sender: e.Sender, ID: e.Message, ReceivedAt: seen.arrivedAt(), Body: d.Body, Content: d.Content, Group: &g}
 	act, v, err := c.receivedAction(ctx, m, now)
-	if err != nil || act == nil || v.Hold || v.Reason != DiscardNone {
+	if err != nil {
 		return err
 	}
 	a, _ := wire.DecodeAction(d.Content, d.Body) // receivedAction decoded it
-	if act.Content != wire.ContentReply {
+	if (v.Hold || v.Reason == DiscardTargetDiscarded) && a.Content != wire.ContentReply {
+		if author, at, ok := bs.groupTakenBackTarget(g, e.Sender, a); ok {
+			// Its target is taken back earlier in this batch: committed
+			// in the group's history, received at its arrival here.
+			t := ActionTarget{Found: true, Direction: DirectionOut, At: at}
+			if author == e.Sender {
+				t.Direction = DirectionIn
+			}
+			if v = DecideAction(t, a.Content, true, m.ReceivedAt, now); v.Hold || v.Reason != DiscardNone {
+				return nil
+			}
+			act = c.groupApplyOf(g, e.Sender, e.Message, a, author, now)
+		}
+	}
+	if act == nil || v.Hold || v.Reason != DiscardNone {
+		return nil
+	}
+	if act.Content == wire.ContentReply {
+		// A reply is a message: a group action after it in the batch
+		// may target it.
+		bs.groupTakenBack[actionTargetKey{group: g, peer: e.Sender, id: e.Message}] = seen.arrivedAt()
+	} else {
 		if bs.deleted[act.targetKey()] {
 			return nil // deleted earlier in this batch: not over the tombstone
 		}
@@ -677,6 +706,27 @@ func (c *Client) takeBackGroupAction(ctx context.Context, bs *batchState, e *Dec
 	}
 	e.TakeBack, e.Action, e.ActionBody = actionHistoryBody(a), act, d.Body
 	return nil
+}
+
+// groupTakenBackTarget finds the target of action a, which actor sent in
+// group g, among the group messages this batch takes back
+// (groupTakenBack): for an edit or a delete the actor's own message, for a
+// reaction any member's (the earliest to arrive, as the history's
+// earliest entry). It returns the target's author and arrival.
+func (bs *batchState) groupTakenBackTarget(g wire.GroupID, actor Address, a wire.Action) (Address, time.Time, bool) {
+	if a.Content == wire.ContentEdit || a.Content == wire.ContentDelete {
+		at, ok := bs.groupTakenBack[actionTargetKey{group: g, peer: actor, id: a.Target}]
+		return actor, at, ok
+	}
+	var author Address
+	var first time.Time
+	found := false
+	for k, at := range bs.groupTakenBack {
+		if k.group == g && k.id == a.Target && (!found || at.Before(first) || at.Equal(first) && k.peer.String() < author.String()) {
+			author, first, found = k.peer, at, true
+		}
+	}
+	return author, first, found
 }
 
 // keptWithTarget adds to e, which takes back message target from sender

@@ -130,60 +130,80 @@ func TestGroupActionDecisionMismatchTakesNothing(t *testing.T) {
 	}
 }
 
-// TestGroupActionDecisionTargetDiscardedStays: bob/2 discards alice's
-// group text and her reaction to it while bob/1 commits both; bob/1's
-// decision on the text is lost on the way, so the reaction's (kind 18)
-// comes first, its target discarded on bob/2: the reaction stays
-// discarded (a group action is taken back only onto a target committed in
-// the group's history here; nothing is kept for later). The text's
-// decision, sent again, takes the text back alone.
-func TestGroupActionDecisionTargetDiscardedStays(t *testing.T) {
+// TestGroupActionDecisionTakesBackWithItsTarget: bob/2 discards alice's
+// group text, so its engine discards her reaction to it (target_discarded),
+// while bob/1 commits both. bob/1's decisions reach bob/2 text first: the
+// text's takes the text back, and the reaction's (kind 18) then finds its
+// target committed and takes the reaction back too, whether the two come
+// in one batch (the text taken back earlier in the batch counts as
+// committed) or in two. Before the change the reaction stayed discarded
+// on bob/2 for good while bob/1 showed it.
+func TestGroupActionDecisionTakesBackWithItsTarget(t *testing.T) {
 	oneGoroutine(t)
-	w, alice, bob, bob2, g, m := groupTwoDeviceBob(t, "lunch at noon", false)
-	if _, err := bob2.c.Discard(w.ctx, alice.addr, m, engine.DiscardRejected); err != nil {
-		t.Fatal(err)
-	}
-	w.net.DropNext(bob.addr, bob2.addr, 1) // bob/1's decision on the text
-	if _, err := bob.c.Commit(w.ctx, alice.addr, m); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := bob.c.Pump(w.ctx); err != nil {
-		t.Fatal(err)
-	}
-	w.net.DropNext(alice.addr, bob2.addr, 1)
-	r := alice.groupAct(g, engine.ActionRequest{Content: wire.ContentReaction, Target: m, Emoji: thumbs})
-	bob.sync()
-	shareFromSibling(t, bob, bob2, stagedRecord(r))
-	bob2.sync() // bob/1's discard of the text is answered, or not: either way
-	if _, err := bob2.c.Discard(w.ctx, alice.addr, r, engine.DiscardRejected); err != nil && !errors.Is(err, engine.ErrNotPending) {
-		t.Fatal(err)
-	}
-	if _, err := bob.c.Commit(w.ctx, alice.addr, r); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := bob.c.Pump(w.ctx); err != nil {
-		t.Fatal(err)
-	}
-	heard := false
-	for _, x := range bob2.sync() {
-		if x.Kind == engine.ResultDecisionHeard && x.Decided != nil && x.Decided.ID == r {
-			heard = true
-			if x.TakenBack {
-				t.Errorf("bob/2 took back the reaction onto a discarded target: %+v", x)
-			}
+	for _, twoBatches := range []bool{false, true} {
+		name := "one batch"
+		if twoBatches {
+			name = "two batches"
 		}
-	}
-	if !heard {
-		t.Fatalf("bob/2 did not hear bob/1's decision on the reaction while the text was discarded there")
-	}
-	if got := bob2.groupHistory(g); len(got) != 0 {
-		t.Fatalf("bob/2's group history %q before the text's decision, want none", got)
-	}
-	settleSiblings(t, bob, bob2)
-	if s, err := bob2.st.Seen(w.ctx, alice.addr, r); err != nil || s.Outcome != engine.OutcomeDiscarded {
-		t.Fatalf("bob/2's record of the reaction: %+v, %v; want still discarded", s, err)
-	}
-	if got := groupReactionsOf(bob2.groupEntry(g, m)); len(got) != 0 {
-		t.Fatalf("bob/2 shows reactions %q, want none", got)
+		t.Run(name, func(t *testing.T) {
+			w, alice, bob, bob2, g, m := groupTwoDeviceBob(t, "lunch at noon", false)
+			if _, err := bob2.c.Discard(w.ctx, alice.addr, m, engine.DiscardRejected); err != nil {
+				t.Fatal(err)
+			}
+			w.net.DropNext(alice.addr, bob2.addr, 1)
+			r := alice.groupAct(g, engine.ActionRequest{Content: wire.ContentReaction, Target: m, Emoji: thumbs})
+			// bob/1 commits the text before it hears bob/2's discard;
+			// what it sends bob/2 waits on the way.
+			w.net.Hold(bob2.addr)
+			if _, err := bob.c.Commit(w.ctx, alice.addr, m); err != nil {
+				t.Fatal(err)
+			}
+			bob.sync()
+			if ids := bob.pendingIDs(); !slices.Equal(ids, []wire.LogicalID{r}) {
+				t.Fatalf("bob/1 holds %x pending, want alice's reaction", ids)
+			}
+			shareFromSibling(t, bob, bob2, stagedRecord(r))
+			bob2.sync()
+			if s, err := bob2.st.Seen(w.ctx, alice.addr, r); err != nil || !s.Finalized || s.Outcome != engine.OutcomeDiscarded ||
+				s.Reason != engine.DiscardTargetDiscarded {
+				t.Fatalf("bob/2's record of the reaction: %+v, %v; want discarded by its engine as target_discarded", s, err)
+			}
+			taken := map[wire.LogicalID]int{}
+			count := func(res []engine.ReceiveResult) {
+				for _, x := range res {
+					if x.Kind == engine.ResultDecisionHeard && x.TakenBack && x.Decided != nil {
+						taken[x.Decided.ID]++
+					}
+				}
+			}
+			if twoBatches {
+				w.net.Release(bob2.addr)
+				count(bob2.sync())
+				if taken[m] != 1 {
+					t.Fatalf("bob/2 took back %v, want the text", taken)
+				}
+			}
+			if _, err := bob.c.Commit(w.ctx, alice.addr, r); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := bob.c.Pump(w.ctx); err != nil {
+				t.Fatal(err)
+			}
+			w.net.Release(bob2.addr) // in one batch: the text's decision, then the reaction's
+			count(bob2.sync())
+			if taken[m] != 1 || taken[r] != 1 {
+				t.Fatalf("bob/2 took back %v, want the text and the reaction once each", taken)
+			}
+			settleSiblings(t, bob, bob2)
+			want := []string{alice.addr.String() + " " + thumbs}
+			for _, d := range []*device{bob, bob2} {
+				if got := groupReactionsOf(d.groupEntry(g, m)); !slices.Equal(got, want) {
+					t.Errorf("%s shows the text's reactions %q, want %q", d.addr, got, want)
+				}
+				if s, err := d.st.Seen(w.ctx, alice.addr, r); err != nil || !s.Finalized || s.Outcome != engine.OutcomeCommitted {
+					t.Errorf("%s's record of the reaction: %+v, %v; want committed", d.addr, s, err)
+				}
+			}
+		})
 	}
 }

@@ -51,6 +51,12 @@ type batchState struct {
 	// it in the batch finds its target there, as a later batch finds it
 	// committed.
 	takenBack map[inboundKey]time.Time
+	// groupTakenBack are the group messages (a text, a reply) a sibling's
+	// decision takes back in this batch, by (group, author, ID), with the
+	// arrival where the take-back writes each entry: a group action's
+	// decision after it in the batch finds its target committed there
+	// (takeBackGroupAction), as a later batch finds it in the history.
+	groupTakenBack map[actionTargetKey]time.Time
 	// keptActions are the action decisions kept in this batch with their
 	// action, by the target they wait for (sender, target ID);
 	// keptApplied the kept action decisions a take-back in this batch
@@ -98,8 +104,8 @@ func newBatchState() *batchState {
 	return &batchState{work: make(map[Address]*peerState), delivered: make(map[inboundKey][32]byte),
 		retired: make(map[retiredKey]bool), consumed: make(map[uint32]bool), caps: newCapState(), requests: newRequestState(),
 		groups: -1, groupsSeen: make(map[wire.GroupID]*batchGroup), deleted: make(map[actionTargetKey]bool), takenBack: make(map[inboundKey]time.Time),
-		keptActions: make(map[inboundKey][]KeptAction), keptApplied: make(map[inboundKey]bool), answered: make(map[answerKey]bool),
-		chains: make(map[chainKey]*session.ReceiverChain), acks: make(map[Address]*deferredAcks), needs: make(map[needKey]uint32), copyIDs: make(map[copyIDKey]bool)}
+		groupTakenBack: make(map[actionTargetKey]time.Time), keptActions: make(map[inboundKey][]KeptAction), keptApplied: make(map[inboundKey]bool),
+		answered: make(map[answerKey]bool), chains: make(map[chainKey]*session.ReceiverChain), acks: make(map[Address]*deferredAcks), needs: make(map[needKey]uint32), copyIDs: make(map[copyIDKey]bool)}
 }
 
 // prepared is one staged row's plan and the result it reports once
@@ -355,8 +361,7 @@ type SeenMessage struct {
 	// action (frame kind 18): for a one-to-one action, also one the engine
 	// discarded because the person discarded its target
 	// (DiscardTargetDiscarded), which rested on that discard; for a group
-	// action (Group), only a discard the person made, in a group held
-	// here.
+	// action (Group) too, in a group held here.
 	TakeBackAction bool
 	// Reason and At, when Finalized: why it was discarded, and when it
 	// was finalized here (a discard's time, where a take-back of a record

@@ -817,8 +817,10 @@ func (t *tx) decision(ctx context.Context, from engine.Address, e engine.Decisio
 // (action, frame kind 18), a discard the engine made because the person
 // discarded the action's target (target_discarded) is the person's too:
 // it rested on that discard, which the commit overrules; for a group's
-// action, only a discard the person made, in a known group held here (a
-// group action the engine discarded stays discarded). content is the content
+// action as well, in a known group held here (the engine applies it only
+// onto a target committed in that group's history: taken back first, by
+// its own decision; the engine's other discards of a group action stay
+// discarded). content is the content
 // type the record keeps (0028; zero when it keeps none): a commit that
 // carries an action takes back only a record of an action (a record from
 // before 0028 says nothing, and a plain message whose bytes also decode
@@ -827,8 +829,6 @@ func (t *tx) decision(ctx context.Context, from engine.Address, e engine.Decisio
 // nor a discarded file whose manifest a sibling relabels as text.
 func takeBackable(reason engine.DiscardReason, grp []byte, held bool, content wire.ContentType, action bool) bool {
 	switch {
-	case action && grp != nil && reason == engine.DiscardTargetDiscarded:
-		return false // a group action stays discarded with its target
 	case action && !wire.IsAction(content):
 		return false // not recorded as an action (or nothing recorded: before 0028)
 	case !action && content != 0 && content != wire.ContentText:
@@ -836,10 +836,10 @@ func takeBackable(reason engine.DiscardReason, grp []byte, held bool, content wi
 		// never by a body (a manifest holds the file's key): only a text
 		// is taken back as a text.
 		return false
-	case action && reason == engine.DiscardTargetDiscarded:
+	case action && reason == engine.DiscardTargetDiscarded && grp == nil:
 		return true
 	}
-	if reason != engine.DiscardRejected && reason != engine.DiscardOther {
+	if reason != engine.DiscardRejected && reason != engine.DiscardOther && !(action && reason == engine.DiscardTargetDiscarded) {
 		return false
 	}
 	if grp != nil && bytes.Equal(grp, unknownGroup[:]) {

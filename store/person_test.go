@@ -546,9 +546,9 @@ func TestTakeBackActionKeepsTheRecordedKind(t *testing.T) {
 
 // TestTakeBackActionRule: a commit that carries a one-to-one action
 // (kind 18) also takes back an action the engine discarded because the
-// person discarded its target (target_discarded), and never a group's
-// record; a commit that carries a text takes back only the person's
-// discards. Seen reports the same rule (SeenMessage.TakeBackAction).
+// person discarded its target (target_discarded), and so does one of a
+// group's action, in a known group; a commit that carries a text takes
+// back only the person's discards. Seen reports the same rule (SeenMessage.TakeBackAction).
 func TestTakeBackActionRule(t *testing.T) {
 	grp := make([]byte, 16)
 	grp[0] = 1
@@ -563,14 +563,17 @@ func TestTakeBackActionRule(t *testing.T) {
 		{engine.DiscardRejected, nil, wire.ContentReply, true, true},
 		{engine.DiscardTargetDeleted, nil, wire.ContentEdit, true, false},
 		{engine.DiscardWindowPassed, nil, wire.ContentEdit, true, false},
-		// A group's action: a discard the person made (the engine's
-		// target_discarded stays), in a known group.
+		// A group's action: a discard the person made, or the engine's
+		// target_discarded (its others stay), in a known group.
 		{engine.DiscardRejected, grp, wire.ContentReply, true, true},
 		{engine.DiscardOther, grp, wire.ContentReaction, true, true},
 		{engine.DiscardRejected, make([]byte, 16), wire.ContentReaction, true, false},
 		{engine.DiscardWindowPassed, grp, wire.ContentEdit, true, false},
 		{engine.DiscardRejected, grp, wire.ContentText, false, true},
-		{engine.DiscardTargetDiscarded, grp, wire.ContentReaction, true, false},
+		{engine.DiscardTargetDiscarded, grp, wire.ContentReaction, true, true},
+		{engine.DiscardTargetDiscarded, make([]byte, 16), wire.ContentReaction, true, false},
+		{engine.DiscardTargetDiscarded, grp, wire.ContentText, false, false},
+		{engine.DiscardTargetMissing, grp, wire.ContentReaction, true, false},
 		// The content type the record keeps (0028): an action's commit
 		// takes back only a record of an action, a text's commit never
 		// one; a record from before 0028 (none) only a text's commit.
