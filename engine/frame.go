@@ -218,7 +218,7 @@ func (c *Client) deliverNew(ctx context.Context, bs *batchState, in *incoming, o
 		}
 		var content wire.ContentType
 		if act != nil {
-			e.Body, told = actionHistoryBody(wire.Action{Content: act.Content, Text: act.Text}), nil
+			e.Body = actionHistoryBody(wire.Action{Content: act.Content, Text: act.Text})
 			step.res.Action = appliedOf(act)
 			// An action, one-to-one or a group's, travels with its
 			// decision (kind 18).
