@@ -207,3 +207,62 @@ func TestGroupActionDecisionTakesBackWithItsTarget(t *testing.T) {
 		})
 	}
 }
+
+// TestGroupActionDecisionBeforeItsTargetStays: as in
+// TestGroupActionDecisionTakesBackWithItsTarget, but bob/1's decision on
+// the text is lost on the way, so the reaction's comes first, its target
+// still discarded on bob/2: the reaction stays discarded (nothing is kept
+// for a group action to wait for its target), and the text's decision,
+// sent again, takes the text back alone.
+func TestGroupActionDecisionBeforeItsTargetStays(t *testing.T) {
+	oneGoroutine(t)
+	w, alice, bob, bob2, g, m := groupTwoDeviceBob(t, "lunch at noon", false)
+	if _, err := bob2.c.Discard(w.ctx, alice.addr, m, engine.DiscardRejected); err != nil {
+		t.Fatal(err)
+	}
+	w.net.DropNext(alice.addr, bob2.addr, 1)
+	r := alice.groupAct(g, engine.ActionRequest{Content: wire.ContentReaction, Target: m, Emoji: thumbs})
+	w.net.DropNext(bob.addr, bob2.addr, 1) // the text's decision, sent again below
+	if _, err := bob.c.Commit(w.ctx, alice.addr, m); err != nil {
+		t.Fatal(err)
+	}
+	w.net.Hold(bob2.addr)
+	bob.sync()
+	shareFromSibling(t, bob, bob2, stagedRecord(r))
+	bob2.sync()
+	if s, err := bob2.st.Seen(w.ctx, alice.addr, r); err != nil || s.Outcome != engine.OutcomeDiscarded || s.Reason != engine.DiscardTargetDiscarded {
+		t.Fatalf("bob/2's record of the reaction: %+v, %v; want discarded by its engine as target_discarded", s, err)
+	}
+	if _, err := bob.c.Commit(w.ctx, alice.addr, r); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bob.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	w.net.Release(bob2.addr)
+	heard := false
+	for _, x := range bob2.sync() {
+		if x.Kind == engine.ResultDecisionHeard && x.Decided != nil && x.Decided.ID == r {
+			heard = true
+			if x.TakenBack {
+				t.Errorf("bob/2 took back the reaction onto a discarded target: %+v", x)
+			}
+		}
+	}
+	if !heard {
+		t.Fatalf("bob/2 did not hear bob/1's decision on the reaction while the text was discarded there")
+	}
+	if got := bob2.groupHistory(g); len(got) != 0 {
+		t.Fatalf("bob/2's group history %q before the text's decision, want none", got)
+	}
+	settleSiblings(t, bob, bob2)
+	if _, found := decidedOnOf(t, bob2, g, m); !found {
+		t.Fatalf("bob/2 did not take the text back once its decision came again")
+	}
+	if s, err := bob2.st.Seen(w.ctx, alice.addr, r); err != nil || s.Outcome != engine.OutcomeDiscarded {
+		t.Fatalf("bob/2's record of the reaction: %+v, %v; want still discarded", s, err)
+	}
+	if got := groupReactionsOf(bob2.groupEntry(g, m)); len(got) != 0 {
+		t.Fatalf("bob/2 shows reactions %q, want none", got)
+	}
+}
