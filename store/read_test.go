@@ -252,6 +252,10 @@ func TestQueryPlans(t *testing.T) {
 		// the ties on one nanosecond).
 		{sqlMadeDecisions, []any{100, 2, 3, "alice/", 10, 0, int64(math.MaxInt64)}, []string{"USE TEMP B-TREE FOR LAST 2 TERMS OF ORDER BY"}},
 		{sqlMadeDecision, []any{"bob/1", idSent[:], int64(math.MaxInt64)}, nil},
+		// A group delete's clearing of the action bodies it took out of
+		// history: by the record's key, and by finalized_action_target.
+		{sqlGroupForgetDeletedAction, []any{idSent[:], "bob/1", idSent[:]}, nil},
+		{sqlGroupForgetDeletedActions, []any{idSent[:], idSent[:], 4, 5}, nil},
 		{sqlToldOf, []any{"bob/1", idSent[:], "alice/2"}, nil},
 		{sqlStaged, []any{0, 10}, nil},
 		{sqlOneTimePreKeys, []any{0, 10}, nil},

@@ -642,15 +642,16 @@ func checkRecordedContent(content wire.ContentType, a *engine.ActionApply, sentT
 }
 
 // checkKeptActionBody checks the action body a commit's finalized record
-// keeps for the catch-up (0028): only a one-to-one action's, received (not
-// a sent copy), within wire.MaxDecisionActionSize, decoding to the action
-// the commit applies.
+// keeps for the catch-up and an answer (0028): only a received action's
+// (not a sent copy), one to one or in the record's group, within
+// wire.MaxDecisionActionSize, decoding to the action the commit applies.
 func checkKeptActionBody(body []byte, a *engine.ActionApply, group *wire.GroupID, sentTo *engine.Address) error {
 	if body == nil {
 		return nil
 	}
-	if a == nil || group != nil || sentTo != nil || len(body) > wire.MaxDecisionActionSize || !actionBodyIs(body, a) {
-		return invalid("a finalized record keeps an action body that is not its one-to-one action's")
+	if a == nil || sentTo != nil || len(body) > wire.MaxDecisionActionSize || !actionBodyIs(body, a) ||
+		(a.Group == nil) != (group == nil) || group != nil && *a.Group != *group {
+		return invalid("a finalized record keeps an action body that is not its action's")
 	}
 	return nil
 }
