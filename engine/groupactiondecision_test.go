@@ -14,7 +14,14 @@ import (
 // both: the reaction's ID is returned with the text's.
 func groupActionBob(t *testing.T) (w *world, alice, bob, bob2 *device, g wire.GroupID, m, r wire.LogicalID) {
 	t.Helper()
-	w, alice, bob, bob2, g, m = groupTwoDeviceBob(t, "lunch at noon", false)
+	return groupActionBobIn(t, newWorld(t))
+}
+
+// groupActionBobIn is groupActionBob in w (made with newWorld, set up
+// before its devices open).
+func groupActionBobIn(t *testing.T, w *world) (_ *world, alice, bob, bob2 *device, g wire.GroupID, m, r wire.LogicalID) {
+	t.Helper()
+	w, alice, bob, bob2, g, m = groupTwoDeviceBobIn(t, w, "lunch at noon", false)
 	for _, d := range []*device{bob, bob2} {
 		if _, err := d.c.Commit(w.ctx, alice.addr, m); err != nil {
 			t.Fatalf("%s commits alice's group text: %v", d.addr, err)
