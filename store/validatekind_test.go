@@ -12,8 +12,8 @@ import (
 
 // TestValidateRefusesActionRecords: the store refuses, before any
 // transaction, a finalized record that keeps an action body it may not
-// (on a discard, a sent copy, a group's message, one that does not
-// decode to the action applied), a content type other than the action's
+// (on a discard, a sent copy, a group's message whose action is not in
+// that group, one that does not decode to the action applied), a content type other than the action's
 // (0028), a kept action whose body names another target, and a kept
 // action applied with a take-back of another message.
 func TestValidateRefusesActionRecords(t *testing.T) {
@@ -34,6 +34,19 @@ func TestValidateRefusesActionRecords(t *testing.T) {
 	}
 	grp := wire.GroupID{1}
 	to := engine.MustParseAddress("carol/1")
+	// A group's action keeps its body too (a catch-up and an answer carry
+	// it), in its own group only.
+	inGroup := func(p *engine.Finalize) {
+		ga := *p.Action
+		ga.Group, ga.TargetAuthor, ga.Reactor = &grp, bob, bob
+		p.Action, p.Group = &ga, &grp
+	}
+	if p := base(); true {
+		inGroup(&p)
+		if err := validate(p); err != nil {
+			t.Fatalf("a valid commit of a group's action keeping its body: %v", err)
+		}
+	}
 	for name, change := range map[string]func(*engine.Finalize){
 		"another content type": func(p *engine.Finalize) { p.Content = wire.ContentReply },
 		"no content type":      func(p *engine.Finalize) { p.Content = 0 },
@@ -42,7 +55,15 @@ func TestValidateRefusesActionRecords(t *testing.T) {
 		},
 		"an action body on a sent copy": func(p *engine.Finalize) { p.SentTo = &to },
 		"an action body on a group's":   func(p *engine.Finalize) { p.Group = &grp },
-		"an action body not decoding":   func(p *engine.Finalize) { p.ActionBody = []byte("not an action") },
+		"a group's action body in another group": func(p *engine.Finalize) {
+			inGroup(p)
+			p.Group = &wire.GroupID{2}
+		},
+		"a one-to-one action body on a group's record": func(p *engine.Finalize) {
+			inGroup(p)
+			p.Action.Group = nil
+		},
+		"an action body not decoding": func(p *engine.Finalize) { p.ActionBody = []byte("not an action") },
 		"another action's body": func(p *engine.Finalize) {
 			other, err := wire.EncodeAction(wire.Action{Content: wire.ContentEdit, Target: target, Edit: 1, Text: []byte("lunch at two")})
 			if err != nil {
