@@ -215,13 +215,16 @@ func TestGroupActionDecisionTakesBackWithItsTarget(t *testing.T) {
 	}
 }
 
-// TestGroupActionDecisionBeforeItsTargetStays: as in
+// TestGroupActionDecisionBeforeItsTargetIsKept: as in
 // TestGroupActionDecisionTakesBackWithItsTarget, but bob/1's decision on
 // the text is lost on the way, so the reaction's comes first, its target
-// still discarded on bob/2: the reaction stays discarded (nothing is kept
-// for a group action to wait for its target), and the text's decision,
-// sent again, takes the text back alone.
-func TestGroupActionDecisionBeforeItsTargetStays(t *testing.T) {
+// still discarded on bob/2: the reaction stays discarded for now, its
+// decision kept with its action (a group's, named by group and target),
+// and the text's decision, sent again, takes the text back and the kept
+// reaction with it, in one transaction: bob/2 shows the reaction on the
+// text, committed, decided on bob/1. Before the change nothing was kept
+// for a group action, and the reaction stayed discarded on bob/2 for good.
+func TestGroupActionDecisionBeforeItsTargetIsKept(t *testing.T) {
 	oneGoroutine(t)
 	w, alice, bob, bob2, g, m := groupTwoDeviceBob(t, "lunch at noon", false)
 	if _, err := bob2.c.Discard(w.ctx, alice.addr, m, engine.DiscardRejected); err != nil {
@@ -262,14 +265,23 @@ func TestGroupActionDecisionBeforeItsTargetStays(t *testing.T) {
 	if got := bob2.groupHistory(g); len(got) != 0 {
 		t.Fatalf("bob/2's group history %q before the text's decision, want none", got)
 	}
+	if kept, err := bob2.st.KeptGroupActions(w.ctx, g, m); err != nil || len(kept) != 1 || kept[0].ID != r || kept[0].On != bob.addr {
+		t.Fatalf("bob/2's kept group actions waiting for the text: %+v, %v; want bob/1's decision on the reaction", kept, err)
+	}
 	settleSiblings(t, bob, bob2)
 	if _, found := decidedOnOf(t, bob2, g, m); !found {
 		t.Fatalf("bob/2 did not take the text back once its decision came again")
 	}
-	if s, err := bob2.st.Seen(w.ctx, alice.addr, r); err != nil || s.Outcome != engine.OutcomeDiscarded {
-		t.Fatalf("bob/2's record of the reaction: %+v, %v; want still discarded", s, err)
+	if s, err := bob2.st.Seen(w.ctx, alice.addr, r); err != nil || !s.Finalized || s.Outcome != engine.OutcomeCommitted {
+		t.Fatalf("bob/2's record of the reaction: %+v, %v; want committed with its target", s, err)
 	}
-	if got := groupReactionsOf(bob2.groupEntry(g, m)); len(got) != 0 {
-		t.Fatalf("bob/2 shows reactions %q, want none", got)
+	want := []string{alice.addr.String() + " " + thumbs}
+	for _, d := range []*device{bob, bob2} {
+		if got := groupReactionsOf(d.groupEntry(g, m)); !slices.Equal(got, want) {
+			t.Errorf("%s shows the text's reactions %q, want %q", d.addr, got, want)
+		}
+	}
+	if kept, err := bob2.st.KeptGroupActions(w.ctx, g, m); err != nil || len(kept) != 0 {
+		t.Fatalf("bob/2 still keeps %+v, %v after the take-back, want nothing", kept, err)
 	}
 }
