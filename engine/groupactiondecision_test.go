@@ -285,3 +285,63 @@ func TestGroupActionDecisionBeforeItsTargetIsKept(t *testing.T) {
 		t.Fatalf("bob/2 still keeps %+v, %v after the take-back, want nothing", kept, err)
 	}
 }
+
+// TestKeptGroupActionOfAnotherMember: the kept group action is carol's
+// reaction to alice's text, so the text's take-back finds it by group and
+// target, not by its sender. bob/1 commits alice's text (its decision to
+// bob/2 lost on the way) while bob/2 discards it, so bob/2's engine
+// discards carol's reaction to it (target_discarded); bob/1 commits the
+// reaction, whose decision reaches bob/2 first and is kept; the text's,
+// sent again, takes the text back and carol's reaction with it.
+func TestKeptGroupActionOfAnotherMember(t *testing.T) {
+	oneGoroutine(t)
+	w, g, alice, bob, bob2, carol := groupOf(t)
+	settle(t, 6, alice, bob, bob2, carol)
+	sent, err := alice.c.SendGroup(w.ctx, g, []byte("lunch at noon"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := sent.ID
+	for _, d := range []*device{bob, bob2, carol} {
+		d.sync()
+	}
+	if _, err := carol.c.Commit(w.ctx, alice.addr, m); err != nil {
+		t.Fatal(err)
+	}
+	w.net.DropNext(bob.addr, bob2.addr, 1) // the text's decision, sent again below
+	if _, err := bob.c.Commit(w.ctx, alice.addr, m); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bob.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bob2.c.Discard(w.ctx, alice.addr, m, engine.DiscardRejected); err != nil {
+		t.Fatal(err)
+	}
+	r := carol.groupAct(g, engine.ActionRequest{Content: wire.ContentReaction, Target: m, Emoji: thumbs})
+	bob.sync()
+	bob2.sync()
+	if s, err := bob2.st.Seen(w.ctx, carol.addr, r); err != nil || s.Outcome != engine.OutcomeDiscarded || s.Reason != engine.DiscardTargetDiscarded {
+		t.Fatalf("bob/2's record of carol's reaction: %+v, %v; want discarded by its engine as target_discarded", s, err)
+	}
+	if _, err := bob.c.Commit(w.ctx, carol.addr, r); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bob.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	bob2.sync()
+	if kept, err := bob2.st.KeptGroupActions(w.ctx, g, m); err != nil || len(kept) != 1 || kept[0].ID != r || kept[0].Sender != carol.addr {
+		t.Fatalf("bob/2's kept group actions waiting for alice's text: %+v, %v; want carol's reaction", kept, err)
+	}
+	settleSiblings(t, bob, bob2)
+	if s, err := bob2.st.Seen(w.ctx, carol.addr, r); err != nil || !s.Finalized || s.Outcome != engine.OutcomeCommitted {
+		t.Fatalf("bob/2's record of carol's reaction: %+v, %v; want committed with its target", s, err)
+	}
+	want := []string{carol.addr.String() + " " + thumbs}
+	for _, d := range []*device{bob, bob2} {
+		if got := groupReactionsOf(d.groupEntry(g, m)); !slices.Equal(got, want) {
+			t.Errorf("%s shows the text's reactions %q, want %q", d.addr, got, want)
+		}
+	}
+}
