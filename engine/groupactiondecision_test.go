@@ -345,3 +345,63 @@ func TestKeptGroupActionOfAnotherMember(t *testing.T) {
 		}
 	}
 }
+
+// TestKeptGroupActionOnAReply: as TestGroupActionDecisionBeforeItsTargetIsKept
+// with alice's group reply as the reaction's target: bob/2 discarded the
+// reply, the reaction's decision comes first and is kept, and the reply's
+// decision (kind 18, a group action itself) takes the reply back and the
+// kept reaction with it.
+func TestKeptGroupActionOnAReply(t *testing.T) {
+	oneGoroutine(t)
+	w, alice, bob, bob2, g, m := groupTwoDeviceBob(t, "lunch at noon", false)
+	for _, d := range []*device{bob, bob2} {
+		if _, err := d.c.Commit(w.ctx, alice.addr, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	settleSiblings(t, bob, bob2)
+	w.net.DropNext(alice.addr, bob2.addr, 1)
+	x := alice.groupAct(g, engine.ActionRequest{Content: wire.ContentReply, Target: m, Text: []byte("or one")})
+	bob.sync()
+	shareFromSibling(t, bob, bob2, stagedRecord(x))
+	if _, err := bob2.c.Discard(w.ctx, alice.addr, x, engine.DiscardRejected); err != nil {
+		t.Fatal(err)
+	}
+	w.net.DropNext(alice.addr, bob2.addr, 1)
+	r := alice.groupAct(g, engine.ActionRequest{Content: wire.ContentReaction, Target: x, Emoji: thumbs})
+	w.net.DropNext(bob.addr, bob2.addr, 1) // the reply's decision, sent again below
+	if _, err := bob.c.Commit(w.ctx, alice.addr, x); err != nil {
+		t.Fatal(err)
+	}
+	w.net.Hold(bob2.addr)
+	bob.sync()
+	shareFromSibling(t, bob, bob2, stagedRecord(r))
+	bob2.sync()
+	if s, err := bob2.st.Seen(w.ctx, alice.addr, r); err != nil || s.Outcome != engine.OutcomeDiscarded || s.Reason != engine.DiscardTargetDiscarded {
+		t.Fatalf("bob/2's record of the reaction: %+v, %v; want discarded by its engine as target_discarded", s, err)
+	}
+	if _, err := bob.c.Commit(w.ctx, alice.addr, r); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bob.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	w.net.Release(bob2.addr)
+	bob2.sync()
+	if kept, err := bob2.st.KeptGroupActions(w.ctx, g, x); err != nil || len(kept) != 1 || kept[0].ID != r {
+		t.Fatalf("bob/2's kept group actions waiting for the reply: %+v, %v; want the reaction", kept, err)
+	}
+	settleSiblings(t, bob, bob2)
+	if s, err := bob2.st.Seen(w.ctx, alice.addr, x); err != nil || !s.Finalized || s.Outcome != engine.OutcomeCommitted {
+		t.Fatalf("bob/2's record of the reply: %+v, %v; want taken back", s, err)
+	}
+	if s, err := bob2.st.Seen(w.ctx, alice.addr, r); err != nil || !s.Finalized || s.Outcome != engine.OutcomeCommitted {
+		t.Fatalf("bob/2's record of the reaction: %+v, %v; want committed with its target", s, err)
+	}
+	want := []string{alice.addr.String() + " " + thumbs}
+	for _, d := range []*device{bob, bob2} {
+		if got := groupReactionsOf(d.groupEntry(g, x)); !slices.Equal(got, want) {
+			t.Errorf("%s shows the reply's reactions %q, want %q", d.addr, got, want)
+		}
+	}
+}
