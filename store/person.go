@@ -63,13 +63,22 @@ func (t *tx) holdPeerDeviceList(ctx context.Context, p engine.HoldPeerDeviceList
 			p.User, p.AccountKey[:], int64(p.Generation), p.List, p.Conversation.String(), p.At.UnixNano()); err != nil {
 			return fmt.Errorf("hold the device list of %s (one held already?): %w", p.User, err)
 		}
-		// A first list may revoke a group's member device, and it adds
-		// lanes to the devices it names beside the conversation's
-		// (engine.HoldPeerDeviceList.Added).
-		if err := t.endGroupLanesTo(ctx, p.Removed); err != nil {
+		// A first list adds lanes to the devices it names active for the
+		// messages sent before it (engine.HoldPeerDeviceList.Added and
+		// GroupAdded), then ends the lanes to the devices it revokes: in
+		// this order, a message sent to a revoked device is copied to the
+		// active ones before its lane ends, and its entry stays pending
+		// on them.
+		if err := t.addPersonLanes(ctx, p.Added, p.At); err != nil {
 			return err
 		}
-		return t.addPersonLanes(ctx, p.Added, p.At)
+		if err := t.addGroupLanes(ctx, p.GroupAdded, p.At); err != nil {
+			return err
+		}
+		if err := t.endPersonLanesTo(ctx, p.Removed, p.At); err != nil {
+			return err
+		}
+		return t.endGroupLanesTo(ctx, p.Removed)
 	}
 	if _, err := t.runOne(ctx, "peer-account-update", engine.ErrConflict, sqlUpdatePeerAccount,
 		int64(p.Generation), p.List, p.At.UnixNano(), p.User, int64(p.From), p.AccountKey[:]); err != nil {
@@ -153,6 +162,16 @@ func checkGroupAdded(l wire.DeviceList, added []engine.AddedGroupLane) error {
 	return err
 }
 
+// namesActive reports whether l names d's device number active.
+func namesActive(l wire.DeviceList, d engine.Address) bool {
+	for _, e := range l.Entries {
+		if e.Number == d.Device && e.State == wire.DeviceActive {
+			return true
+		}
+	}
+	return false
+}
+
 // addedGroupFrame reports whether an added group lane's frame is what such
 // a lane may carry: a group message, or a signed roster change (one
 // pending to the person goes ahead of the messages at its generation), of
@@ -174,7 +193,8 @@ func addedGroupFrame(a engine.AddedGroupLane) bool {
 
 // addPersonLanes stores the lanes a newer list adds to messages pending to
 // a person: a message that ended meanwhile (its entry no longer pending)
-// or that has the lane already gets none.
+// or that has the lane already (pending, or a person_lane row in any
+// state: a lane that ended is not opened again) gets none.
 func (t *tx) addPersonLanes(ctx context.Context, added []engine.AddedLane, at time.Time) error {
 	if len(added) == 0 {
 		return nil
@@ -188,6 +208,14 @@ func (t *tx) addPersonLanes(ctx context.Context, added []engine.AddedLane, at ti
 		}
 		if !found {
 			continue
+		}
+		var conv string
+		var own bool
+		if found, err = t.scan(ctx, "person-lane-known-read", sqlPersonLane, []any{l.Recipient.String(), l.ID[:]}, &conv, &own); err != nil {
+			return err
+		}
+		if found {
+			continue // the device has a lane of it, maybe ended
 		}
 		if _, err := t.run(ctx, "person-lane-source", sqlEnsurePersonLane, l.From.String(), l.ID[:], l.Conversation.String()); err != nil {
 			return err
@@ -284,14 +312,31 @@ func validateHoldPeerDeviceList(p engine.HoldPeerDeviceList) error {
 		return invalid("conversation %s of %s", p.Conversation, p.User)
 	}
 	err = errors.Join(checkAddress("conversation", p.Conversation), checkTime("at", p.At), checkRemoved(p.User, p.List, p.Removed), checkGroupAdded(l, p.GroupAdded))
+	type lane struct {
+		id wire.LogicalID
+		to engine.Address
+	}
+	lanes := make(map[lane]bool, len(p.Added))
 	for _, a := range p.Added {
 		err = errors.Join(err, checkAddress("added lane", a.Recipient), checkAddress("added lane source", a.From))
+		// A first list's lane may be in the conversation of the device
+		// its message went to before any list was held (where its entry
+		// is kept); a later list's is in the person's conversation.
+		inConv := a.Conversation == p.Conversation || (p.From == 0 && a.Conversation == a.From)
 		switch {
-		case a.Recipient.User != p.User || a.From.User != p.User:
-			err = errors.Join(err, invalid("added lane of message %x from %s to %s: not devices of %s", a.ID[:], a.From, a.Recipient, p.User))
-		case a.Conversation != p.Conversation:
+		case a.Recipient.User != p.User || a.From.User != p.User || a.Recipient == a.From:
+			err = errors.Join(err, invalid("added lane of message %x from %s to %s: not two devices of %s", a.ID[:], a.From, a.Recipient, p.User))
+		case !inConv:
 			err = errors.Join(err, invalid("added lane of message %x in %s, not %s", a.ID[:], a.Conversation, p.Conversation))
+		case !namesActive(l, a.Recipient):
+			err = errors.Join(err, invalid("added lane of message %x to %s, which the list does not name active", a.ID[:], a.Recipient))
+		case lanes[lane{a.ID, a.Recipient}]:
+			// With recipients active (at most engine.MaxDevicesPerAccount,
+			// DecidePeerDeviceList) and distinct, a message gets at most
+			// that many lanes from one list.
+			err = errors.Join(err, invalid("added lane of message %x to %s twice", a.ID[:], a.Recipient))
 		}
+		lanes[lane{a.ID, a.Recipient}] = true
 		if f, ferr := engine.DecodeStoredFrame(a.Frame); ferr != nil || f.ID != a.ID {
 			err = errors.Join(err, invalid("added lane of message %x: its frame is not the message's", a.ID[:]))
 		}
