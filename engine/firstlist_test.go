@@ -153,3 +153,43 @@ func TestFirstListAddsGroupLanes(t *testing.T) {
 		}
 	}
 }
+
+// TestFirstListCopiesGroupLanesFromARevokedDevice: alice holds no list of
+// bob when she makes a group with bob/2 and carol and writes to it; both
+// are pending to bob/2 when bob removes it. The first list of bob's she
+// holds revokes bob/2: its transaction copies the creation and the
+// message to bob/1 and then ends the lanes to bob/2 removed. bob/1 starts
+// the group from the creation and holds the message once.
+func TestFirstListCopiesGroupLanesFromARevokedDevice(t *testing.T) {
+	oneGoroutine(t)
+	w := blobWorld(t)
+	alice, bob, bob2, carol := w.device("alice/1"), w.device("bob/1"), w.device("bob/2"), w.device("carol/1")
+	publishLists(t, alice, carol)
+	checkPeers(t, alice, bob, carol)
+	info, _, err := alice.c.CreateGroup(w.ctx, "friends", []engine.Address{bob2.addr, carol.addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := info.ID
+	carol.sync()
+	alice.sync()
+	sent, err := alice.c.SendGroup(w.ctx, g, []byte("to bob/2, removed since"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	linkInWorld(t, bob, bob2)
+	if _, err := bob.c.RemoveDevice(w.ctx, bob2.addr); err != nil {
+		t.Fatal(err)
+	}
+	alice.reopen()
+	checkPeers(t, alice, bob)
+	if got := alice.lanes(g, sent.ID); got["bob/1"] != "pending" || got["bob/2"] != "removed" {
+		t.Fatalf("alice's lanes after bob's first list: %v, want bob/1 pending and bob/2 removed", got)
+	}
+	settle(t, 8, alice, bob, carol)
+	for _, d := range []*device{bob, carol} {
+		if n := d.countEntry(g, "alice/1:to bob/2, removed since"); n != 1 {
+			t.Fatalf("%s holds alice's message %d times: %v", d.addr, n, d.groupHistory(g))
+		}
+	}
+}
