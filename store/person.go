@@ -68,14 +68,16 @@ func (t *tx) holdPeerDeviceList(ctx context.Context, p engine.HoldPeerDeviceList
 		// GroupAdded), then ends the lanes to the devices it revokes: in
 		// this order, a message sent to a revoked device is copied to the
 		// active ones before its lane ends, and its entry stays pending
-		// on them.
+		// on them. Only the lanes copied from in this plan end: a message
+		// the plan gives no copy (not text, or beyond the rows read) keeps
+		// the lanes it had, so none is left with no lane open.
 		if err := t.addPersonLanes(ctx, p.Added, p.At); err != nil {
 			return err
 		}
 		if err := t.addGroupLanes(ctx, p.GroupAdded, p.At); err != nil {
 			return err
 		}
-		if err := t.endPersonLanesTo(ctx, p.Removed, p.At); err != nil {
+		if err := t.endPersonLanesToOf(ctx, p.Removed, copiedFrom(p.Added), p.At); err != nil {
 			return err
 		}
 		return t.endGroupLanesTo(ctx, p.Removed)
@@ -201,23 +203,36 @@ func (t *tx) addPersonLanes(ctx context.Context, added []engine.AddedLane, at ti
 	}
 	t.db.personLanesHeld.Store(true)
 	for _, l := range added {
-		var one int64
-		found, err := t.scan(ctx, "sent-pending-read", sqlSentPending, []any{l.Conversation.String(), l.ID[:]}, &one)
+		// The message's entry is kept in the conversation of its lane
+		// From when that has a row (a PersonSend, or a lane copied by an
+		// earlier list, maybe from another device's conversation); a
+		// message sent to that device alone (a Hold) is kept where the
+		// plan says.
+		conv := l.Conversation.String()
+		var srcConv string
+		var own bool
+		found, err := t.scan(ctx, "person-lane-source-read", sqlPersonLane, []any{l.From.String(), l.ID[:]}, &srcConv, &own)
 		if err != nil {
+			return err
+		}
+		if found {
+			conv = srcConv
+		}
+		var one int64
+		if found, err = t.scan(ctx, "sent-pending-read", sqlSentPending, []any{conv, l.ID[:]}, &one); err != nil {
 			return err
 		}
 		if !found {
 			continue
 		}
-		var conv string
-		var own bool
-		if found, err = t.scan(ctx, "person-lane-known-read", sqlPersonLane, []any{l.Recipient.String(), l.ID[:]}, &conv, &own); err != nil {
+		var known string
+		if found, err = t.scan(ctx, "person-lane-known-read", sqlPersonLane, []any{l.Recipient.String(), l.ID[:]}, &known, &own); err != nil {
 			return err
 		}
 		if found {
 			continue // the device has a lane of it, maybe ended
 		}
-		if _, err := t.run(ctx, "person-lane-source", sqlEnsurePersonLane, l.From.String(), l.ID[:], l.Conversation.String()); err != nil {
+		if _, err := t.run(ctx, "person-lane-source", sqlEnsurePersonLane, l.From.String(), l.ID[:], conv); err != nil {
 			return err
 		}
 		to := l.Recipient.String()
@@ -229,7 +244,7 @@ func (t *tx) addPersonLanes(ctx context.Context, added []engine.AddedLane, at ti
 		if n == 0 {
 			continue // the lane is there already
 		}
-		if _, err := t.run(ctx, "person-lane-add", sqlEnsurePersonLane, to, l.ID[:], l.Conversation.String()); err != nil {
+		if _, err := t.run(ctx, "person-lane-add", sqlEnsurePersonLane, to, l.ID[:], conv); err != nil {
 			return err
 		}
 	}
@@ -241,6 +256,25 @@ func (t *tx) addPersonLanes(ctx context.Context, added []engine.AddedLane, at ti
 // ends LaneRemoved, and the history entry moves on as personLaneEnded
 // says; at is the lanes' end.
 func (t *tx) endPersonLanesTo(ctx context.Context, removed []engine.Address, at time.Time) error {
+	return t.endPersonLanesToOf(ctx, removed, nil, at)
+}
+
+// copiedFrom returns, per device, the messages added copies lanes from.
+func copiedFrom(added []engine.AddedLane) map[engine.Address]map[wire.LogicalID]bool {
+	out := make(map[engine.Address]map[wire.LogicalID]bool)
+	for _, a := range added {
+		if out[a.From] == nil {
+			out[a.From] = make(map[wire.LogicalID]bool)
+		}
+		out[a.From][a.ID] = true
+	}
+	return out
+}
+
+// endPersonLanesToOf is endPersonLanesTo; with only not nil, it ends just
+// the lanes to a device d of the messages only[d] names (a first list's:
+// those it copied to the active devices in the same transaction).
+func (t *tx) endPersonLanesToOf(ctx context.Context, removed []engine.Address, only map[engine.Address]map[wire.LogicalID]bool, at time.Time) error {
 	if len(removed) == 0 || !t.db.personLanesHeld.Load() {
 		return nil
 	}
@@ -256,7 +290,7 @@ func (t *tx) endPersonLanesTo(ctx context.Context, removed []engine.Address, at 
 				rows.Close()
 				return fmt.Errorf("read lanes to %s: %w", d, mapErr(err))
 			}
-			if len(id) == len(wire.LogicalID{}) {
+			if len(id) == len(wire.LogicalID{}) && (only == nil || only[d][wire.LogicalID(id)]) {
 				ids = append(ids, wire.LogicalID(id))
 			}
 		}

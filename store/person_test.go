@@ -914,17 +914,98 @@ func TestFirstListEndsTheRevokedSource(t *testing.T) {
 	if s := state(); s != engine.SentPending {
 		t.Fatalf("entry %v after the first list, want pending on carol/2", s)
 	}
-	// A lane that ended is not opened again: the same lane added anew
-	// (a later list naming carol/3 would not, but the store checks) is
-	// skipped.
+	// A later list that names carol/4 copies the message from carol/2:
+	// the plan says the person's conversation, but the lane is stored in
+	// carol/3's, where the lane copied from is and the entry is kept.
+	c4 := engine.MustParseAddress("carol/4")
 	f.apply(t, engine.HoldPeerDeviceList{User: "carol", From: 1, AccountKey: [32]byte{1}, Generation: 2, List: firstListOf(t, 2, []uint32{2, 4}, []uint32{3}),
 		Conversation: c2, At: planAt,
-		Added: []engine.AddedLane{{Conversation: c2, ID: id, From: c2, Recipient: engine.MustParseAddress("carol/4"), Frame: frameOf(t, id, "to carol/3")}}})
-	if _, err := f.db.Outbound(ctx, engine.MustParseAddress("carol/4"), id); !errors.Is(err, engine.ErrNotPending) {
-		t.Fatalf("Outbound(carol/4) = %v, want none: the entry is kept under carol/3, not the conversation", err)
+		Added: []engine.AddedLane{{Conversation: c2, ID: id, From: c2, Recipient: c4, Frame: frameOf(t, id, "to carol/3")}}})
+	if _, err := f.db.Outbound(ctx, c4, id); err != nil {
+		t.Fatalf("Outbound(carol/4) = %v, want the later list's lane pending", err)
+	}
+	lanes, err = f.db.PersonLanes(ctx, c3, id)
+	if err != nil || len(lanes) != 3 || lanes[2].Recipient != c4 || lanes[2].State != engine.LanePending {
+		t.Fatalf("PersonLanes(carol/3) = %+v, %v; want carol/4 pending beside carol/2 and carol/3", lanes, err)
 	}
 	if s := state(); s != engine.SentPending {
-		t.Fatalf("entry %v after the later list, want pending on carol/2", s)
+		t.Fatalf("entry %v after the later list, want pending on carol/2 and carol/4", s)
+	}
+}
+
+// TestFirstListKeepsTheLanesItDoesNotCopy: a message sent before any list
+// as a PersonSend (this account has a second device, so it has lanes) to
+// carol/3 gets no copy from the first list that revokes carol/3 (the
+// engine copies text alone, from the oldest rows): its lane to carol/3
+// stays pending and its entry pending, rather than ending with no lane
+// open.
+func TestFirstListKeepsTheLanesItDoesNotCopy(t *testing.T) {
+	f := newFixture(t, false)
+	ctx := context.Background()
+	id, copied := wire.LogicalID{0x49}, wire.LogicalID{0x4a}
+	c2, c3 := engine.MustParseAddress("carol/2"), engine.MustParseAddress("carol/3")
+	own := engine.MustParseAddress("alice/2")
+	f.apply(t, engine.CreateAccount{List: secondListPlan(t)}) // alice/1 and alice/2 active
+	for _, m := range []wire.LogicalID{id, copied} {
+		cp, err := wire.EncodeSentCopy(wire.SentCopy{ID: m, To: c3.String(), Body: []byte("hi")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.apply(t, engine.PersonSend{Conversation: c3, ID: m, Body: []byte("hi"), At: planAt, Lanes: []engine.PersonLane{
+			{Recipient: c3, Frame: frameOf(t, m, "hi")}, {Recipient: own, Frame: cp, Own: true}}})
+	}
+	f.apply(t, engine.HoldPeerDeviceList{User: "carol", AccountKey: [32]byte{1}, Generation: 1, List: firstListOf(t, 1, []uint32{2}, []uint32{3}),
+		Conversation: c2, At: planAt, Removed: []engine.Address{c3},
+		Added: []engine.AddedLane{{Conversation: c3, ID: copied, From: c3, Recipient: c2, Frame: frameOf(t, copied, "hi")}}})
+	if _, err := f.db.Outbound(ctx, c3, id); err != nil {
+		t.Fatalf("Outbound(carol/3) of the message not copied = %v, want its lane pending", err)
+	}
+	if _, err := f.db.Outbound(ctx, c3, copied); !errors.Is(err, engine.ErrNotPending) {
+		t.Fatalf("Outbound(carol/3) of the message copied = %v, want its lane ended", err)
+	}
+	want := map[wire.LogicalID]engine.LaneState{id: engine.LanePending, copied: engine.LaneRemoved}
+	for m, st := range want {
+		lanes, err := f.db.PersonLanes(ctx, c3, m)
+		got := engine.LaneState(0)
+		for _, l := range lanes {
+			if l.Recipient == c3 {
+				got = l.State
+			}
+		}
+		if err != nil || got != st {
+			t.Fatalf("PersonLanes(carol/3, %x) = %+v, %v; want carol/3 %v", m[:1], lanes, err, st)
+		}
+	}
+	h, err := f.db.History(ctx, c3, 0, 10)
+	if err != nil || len(h) != 2 || h[0].State != engine.SentPending || h[1].State != engine.SentPending {
+		t.Fatalf("History(carol/3) = %+v, %v; want both entries pending", h, err)
+	}
+}
+
+// TestAddedLaneDoesNotReopenAnEndedLane: a device with a lane of a message
+// that ended (abandoned) gets no new one from a list's added lanes, though
+// the entry is pending on another device and no outbound row to it is
+// left. The engine proposes lanes only to devices with no pending row; the
+// store checks every lane in any state.
+func TestAddedLaneDoesNotReopenAnEndedLane(t *testing.T) {
+	f := newFixture(t, false)
+	ctx := context.Background()
+	id := wire.LogicalID{0x4b}
+	c2, c3 := engine.MustParseAddress("carol/2"), engine.MustParseAddress("carol/3")
+	f.apply(t, engine.HoldPeerDeviceList{User: "carol", AccountKey: [32]byte{1}, Generation: 1, List: firstListOf(t, 1, []uint32{2, 3}, nil),
+		Conversation: c2, At: planAt})
+	f.apply(t, engine.PersonSend{Conversation: c2, ID: id, Body: []byte("hi"), At: planAt, Lanes: []engine.PersonLane{
+		{Recipient: c2, Frame: frameOf(t, id, "hi")}, {Recipient: c3, Frame: frameOf(t, id, "hi")}}})
+	f.apply(t, engine.Abandon{Recipient: c2, ID: id, At: planAt})
+	f.apply(t, engine.HoldPeerDeviceList{User: "carol", From: 1, AccountKey: [32]byte{1}, Generation: 2, List: firstListOf(t, 2, []uint32{2, 3, 4}, nil),
+		Conversation: c2, At: planAt,
+		Added: []engine.AddedLane{{Conversation: c2, ID: id, From: c3, Recipient: c2, Frame: frameOf(t, id, "hi")}}})
+	if _, err := f.db.Outbound(ctx, c2, id); !errors.Is(err, engine.ErrNotPending) {
+		t.Fatalf("Outbound(carol/2) = %v, want none: its lane was abandoned", err)
+	}
+	lanes, err := f.db.PersonLanes(ctx, c2, id)
+	if err != nil || len(lanes) != 2 || lanes[0].Recipient != c2 || lanes[0].State != engine.LaneAbandoned {
+		t.Fatalf("PersonLanes = %+v, %v; want carol/2 abandoned beside carol/3", lanes, err)
 	}
 }
 
