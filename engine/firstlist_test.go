@@ -1,10 +1,12 @@
 package engine_test
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/parley-chat/parley/engine"
 	"github.com/parley-chat/parley/engine/enginetest"
+	"github.com/parley-chat/parley/wire"
 )
 
 // The first list held of a person reaches every device it names active
@@ -191,5 +193,96 @@ func TestFirstListCopiesGroupLanesFromARevokedDevice(t *testing.T) {
 		if n := d.countEntry(g, "alice/1:to bob/2, removed since"); n != 1 {
 			t.Fatalf("%s holds alice's message %d times: %v", d.addr, n, d.groupHistory(g))
 		}
+	}
+}
+
+// TestLaterListReachesALaneCopiedByTheFirst: alice holds no list of bob
+// and writes to bob/2; the first list she holds copies the message to
+// bob/1, in bob/2's conversation where its entry is. bob then links bob/3
+// before either device takes it: the later list alice holds gives bob/3 a
+// lane too, in that same conversation, and bob/3 receives it once.
+func TestLaterListReachesALaneCopiedByTheFirst(t *testing.T) {
+	oneGoroutine(t)
+	w := newWorld(t)
+	w.relay = func(_ engine.Address, ep *enginetest.Endpoint) engine.Relay { return listChecking{ep} }
+	alice, bob, bob2, bob3 := w.device("alice/1"), w.device("bob/1"), w.device("bob/2"), w.device("bob/3")
+	if err := alice.c.CheckPeer(w.ctx, bob.addr); err != nil {
+		t.Fatal(err)
+	}
+	linkInWorld(t, bob, bob2)
+	id := alice.enqueue(bob2, "to bob/2 before the list")
+	alice.sync()
+	if got := lanesOf(t, alice, bob2.addr, id); got["bob/1"] != engine.LanePending || got["bob/2"] != engine.LanePending || len(got) != 2 {
+		t.Fatalf("alice's lanes after the first list: %v, want bob/1 and bob/2 pending", got)
+	}
+	linkInWorld(t, bob, bob3)
+	alice.enqueue(bob, "after bob/3's link")
+	alice.sync()
+	if held, _, _ := alice.c.PeerAccount(w.ctx, "bob"); held.List.Generation != 3 {
+		t.Fatalf("alice holds generation %d of bob's list, want 3, which names bob/3", held.List.Generation)
+	}
+	if got := lanesOf(t, alice, bob2.addr, id); got["bob/3"] != engine.LanePending || len(got) != 3 {
+		t.Fatalf("alice's lanes after the later list: %v, want bob/3 pending beside bob/1 and bob/2", got)
+	}
+	bob3.sync()
+	bob3.commitAll()
+	got := bob3.received(alice)
+	slices.Sort(got)
+	if len(got) != 2 || got[0] != "after bob/3's link" || got[1] != "to bob/2 before the list" {
+		t.Fatalf("bob/3 received %q, want each message once", got)
+	}
+}
+
+// TestFirstListWithASenderOfTwoDevices: alice has a second device, so what
+// she sends before holding a list of bob is a PersonSend with lanes (the
+// lane to bob/2 and the copy to alice/2). She writes to bob/2 a text and a
+// reply, and bob removes bob/2. The first list she holds copies the text
+// to bob/1 from its existing lane and ends that lane removed; the reply,
+// which a list copies no more than a later one would (text alone), keeps
+// its lane to bob/2 pending and its entry pending, rather than ending with
+// no lane left. bob/1 receives the text once.
+func TestFirstListWithASenderOfTwoDevices(t *testing.T) {
+	oneGoroutine(t)
+	w := newWorld(t)
+	w.relay = func(_ engine.Address, ep *enginetest.Endpoint) engine.Relay { return listChecking{ep} }
+	alice, alice2, bob, bob2 := w.device("alice/1"), w.device("alice/2"), w.device("bob/1"), w.device("bob/2")
+	linkInWorld(t, alice, alice2)
+	if err := alice.c.CheckPeer(w.ctx, bob.addr); err != nil {
+		t.Fatal(err)
+	}
+	linkInWorld(t, bob, bob2)
+	text := alice.enqueue(bob2, "to bob/2, removed since")
+	reply := alice.act(bob2, engine.ActionRequest{Content: wire.ContentReply, Target: text, Text: []byte("a reply")})
+	for _, id := range []wire.LogicalID{text, reply} {
+		if got := lanesOf(t, alice, bob2.addr, id); got["bob/2"] != engine.LanePending || got["alice/2"] != engine.LanePending || len(got) != 2 {
+			t.Fatalf("alice's lanes of %x before any list: %v, want bob/2 and the copy to alice/2 pending", id[:4], got)
+		}
+	}
+	if _, err := bob.c.RemoveDevice(w.ctx, bob2.addr); err != nil {
+		t.Fatal(err)
+	}
+	alice.sync()
+	if held, ok, _ := alice.c.PeerAccount(w.ctx, "bob"); !ok || held.List.Generation != 3 {
+		t.Fatalf("alice holds generation %d of bob's list (held %v), want 3, which revokes bob/2", held.List.Generation, ok)
+	}
+	if got := lanesOf(t, alice, bob2.addr, text); got["bob/1"] != engine.LanePending || got["bob/2"] != engine.LaneRemoved {
+		t.Fatalf("alice's lanes of the text after the first list: %v, want bob/1 pending and bob/2 removed", got)
+	}
+	if got := lanesOf(t, alice, bob2.addr, reply); got["bob/2"] != engine.LanePending || got["bob/1"] != 0 {
+		t.Fatalf("alice's lanes of the reply after the first list: %v, want bob/2 pending still and none to bob/1", got)
+	}
+	for _, id := range []wire.LogicalID{text, reply} {
+		if e := ownEntry(t, alice, bob2.addr, id); e.State != engine.SentPending {
+			t.Fatalf("alice's entry %x is %v after the first list, want pending", id[:4], e.State)
+		}
+	}
+	bob.sync()
+	bob.commitAll()
+	if got := bob.received(alice); len(got) != 1 || got[0] != "to bob/2, removed since" {
+		t.Fatalf("bob/1 received %q, want the text once", got)
+	}
+	alice.sync()
+	if e := ownEntry(t, alice, bob2.addr, text); e.State != engine.SentAcknowledged {
+		t.Fatalf("alice's entry of the text is %v, want acknowledged", e.State)
 	}
 }
