@@ -138,7 +138,10 @@ type HoldPeerDeviceList struct {
 	// before any list was held a lane to every device it names active
 	// that the message has none to, whatever device the message went to
 	// (firstListLanes): such a lane is in the conversation of the device
-	// it was copied from, where the message's entry is kept.
+	// it was copied from, where the message's entry is kept. The store
+	// keeps every added lane in the conversation of the row it was copied
+	// from when that has one (a lane an earlier list copied may be in
+	// another device's conversation than the person's).
 	Added []AddedLane
 	// GroupAdded are the lanes of this device's group messages and
 	// signed roster changes still pending to the person to the devices
@@ -149,8 +152,11 @@ type HoldPeerDeviceList struct {
 	//
 	// A first list's transaction stores Added and GroupAdded before it
 	// ends the lanes to Removed (every device it revokes), so a message
-	// sent to a revoked device is copied to the active ones first; a
-	// later list ends first, and copies from devices it keeps active.
+	// sent to a revoked device is copied to the active ones first, and it
+	// ends a one-to-one lane to a revoked device only for a message Added
+	// copies from that device: one it does not copy (not text, or beyond
+	// the rows read) keeps the lanes it had. A later list ends first, and
+	// copies from devices it keeps active.
 	GroupAdded []AddedGroupLane
 }
 
@@ -251,8 +257,9 @@ func (c *Client) addedLanes(ctx context.Context, prev *wire.DeviceList, next wir
 // active that it has no pending lane to, whatever device it went to (the
 // conversation's or another, one next revokes or does not name). The
 // hold's transaction adds these before it ends the lanes to the devices
-// next revokes, so a message written to a revoked device still reaches
-// the active ones. At most maxAddedLanes pending rows are read, oldest
+// next revokes, and ends only those of the messages copied here, so a
+// message written to a revoked device still reaches the active ones and
+// one not copied keeps its lanes. At most maxAddedLanes pending rows are read, oldest
 // first, and a message gets at most one lane per active device
 // (MaxDevicesPerAccount, DecidePeerDeviceList).
 func (c *Client) firstListLanes(ctx context.Context, next wire.DeviceList) ([]AddedLane, error) {

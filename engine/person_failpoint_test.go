@@ -410,6 +410,18 @@ func personScenarios() []fpScenario {
 			setup: []fpStep{{"alice/1", "checkpeer:bob/1"}, {"bob/1", "linkfake:bob/2"}, {"alice/1", "enqueue:bob/2:hello"},
 				{"bob/1", "removefake:bob/2"}},
 			target: fpStep{"alice/1", "checkpeer:bob/1"}, want: map[string]map[string][]string{"bob/1": {"alice/1": {"hello"}}}},
+		// The first list copied the message written to bob/2 to bob/1
+		// (in bob/2's conversation); bob links bob/3 before either takes
+		// it, and the later list alice holds adds bob/3's lane, in that
+		// conversation, in its transaction.
+		{name: "later peer list copies a first list's lane", devices: []string{"alice/1", "bob/1", "bob/2", "bob/3"},
+			setup: []fpStep{{"alice/1", "checkpeer:bob/1"}, {"bob/1", "linkfake:bob/2"}, {"alice/1", "enqueue:bob/2:hello"},
+				{"alice/1", "checkpeer:bob/1"}, {"bob/1", "linkfake:bob/3"}},
+			target: fpStep{"alice/1", "checkpeer:bob/1"},
+			// bob/2 adopts the list naming bob/3, which bob/3's
+			// decision lane to it needs.
+			heal: []fpStep{{"bob/2", "adoptlist"}},
+			want: map[string]map[string][]string{"bob/1": {"alice/1": {"hello"}}, "bob/2": {"alice/1": {"hello"}}, "bob/3": {"alice/1": {"hello"}}}},
 		// alice's group message is pending to bob/1 while she holds no
 		// list of bob; bob links bob/2 (holding bob's groups), and the
 		// first list she holds adds the message's lane to bob/2 in its
