@@ -133,15 +133,30 @@ type HoldPeerDeviceList struct {
 	// Added are lanes to devices the list names that the one held did
 	// not, of messages still pending to the person: each is stored (an
 	// outbound row and its person_lane, beside one for the lane it was
-	// copied from) unless its message ended meanwhile. A first list
-	// (From 0) adds them as if the list held had named the conversation's
-	// device alone: the messages sent before any list was held went
-	// there, and every other device the list names active gets a lane.
+	// copied from) unless its message ended meanwhile or the device has a
+	// lane of it already. A first list (From 0) gives each message sent
+	// before any list was held a lane to every device it names active
+	// that the message has none to, whatever device the message went to
+	// (firstListLanes): such a lane is in the conversation of the device
+	// it was copied from, where the message's entry is kept. The store
+	// keeps every added lane in the conversation of the row it was copied
+	// from when that has one (a lane an earlier list copied may be in
+	// another device's conversation than the person's).
 	Added []AddedLane
 	// GroupAdded are the lanes of this device's group messages and
 	// signed roster changes still pending to the person to the devices
 	// the list newly names (addedGroupLanes): each is stored pending
-	// unless the lane it was copied from ended meanwhile.
+	// unless the lane it was copied from ended meanwhile. A first list
+	// gives them a lane to every device it names active that they have
+	// none to.
+	//
+	// A first list's transaction stores Added and GroupAdded before it
+	// ends the lanes to Removed (every device it revokes), so a message
+	// sent to a revoked device is copied to the active ones first, and it
+	// ends a one-to-one lane to a revoked device only for a message Added
+	// copies from that device: one it does not copy (not text, or beyond
+	// the rows read) keeps the lanes it had. A later list ends first, and
+	// copies from devices it keeps active.
 	GroupAdded []AddedGroupLane
 }
 
@@ -208,7 +223,7 @@ func laneSources(next wire.DeviceList, fresh []Address) map[Address]bool {
 // held went to conv, and every other device next names active is fresh.
 func (c *Client) addedLanes(ctx context.Context, prev *wire.DeviceList, next wire.DeviceList, conv Address) ([]AddedLane, error) {
 	if prev == nil {
-		prev = &wire.DeviceList{User: next.User, Entries: []wire.DeviceEntry{{Number: conv.Device, State: wire.DeviceActive}}}
+		return c.firstListLanes(ctx, next)
 	}
 	fresh := c.freshDevices(prev, next)
 	if len(fresh) == 0 {
@@ -231,6 +246,57 @@ func (c *Client) addedLanes(ctx context.Context, prev *wire.DeviceList, next wir
 		}
 	}
 	return out, nil
+}
+
+// firstListLanes returns the lanes a first list held (next) adds to the
+// text messages pending to its person. With no list held, each such
+// message went to the one device it was written to (a Hold, or a
+// PersonSend whose conversation is that device: personLanes), and its
+// history entry is kept there: it gets a lane, copied from that device's
+// row and in that device's conversation, to every device next names
+// active that it has no pending lane to, whatever device it went to (the
+// conversation's or another, one next revokes or does not name). The
+// hold's transaction adds these before it ends the lanes to the devices
+// next revokes, and ends only those of the messages copied here, so a
+// message written to a revoked device still reaches the active ones and
+// one not copied keeps its lanes. At most maxAddedLanes pending rows are read, oldest
+// first, and a message gets at most one lane per active device
+// (MaxDevicesPerAccount, DecidePeerDeviceList).
+func (c *Client) firstListLanes(ctx context.Context, next wire.DeviceList) ([]AddedLane, error) {
+	active := ActiveAddresses(next)
+	pending, err := c.store.PendingToPerson(ctx, next.User, maxAddedLanes)
+	if err != nil {
+		return nil, err
+	}
+	has := pendingRecipients(pending)
+	seen := make(map[wire.LogicalID]bool, len(pending))
+	var out []AddedLane
+	for _, m := range pending {
+		if seen[m.ID] || m.Group != nil || m.Content != wire.ContentText {
+			continue
+		}
+		seen[m.ID] = true
+		for _, d := range active {
+			if d == c.self || has[m.ID][d] {
+				continue
+			}
+			out = append(out, AddedLane{Conversation: m.Recipient, ID: m.ID, From: m.Recipient, Recipient: d, Frame: m.Frame})
+		}
+	}
+	return out, nil
+}
+
+// pendingRecipients returns, per message, the devices it has a pending
+// row to among pending.
+func pendingRecipients(pending []OutboundMessage) map[wire.LogicalID]map[Address]bool {
+	has := make(map[wire.LogicalID]map[Address]bool, len(pending))
+	for _, m := range pending {
+		if has[m.ID] == nil {
+			has[m.ID] = make(map[Address]bool, 1)
+		}
+		has[m.ID][m.Recipient] = true
+	}
+	return has
 }
 
 // maxAddedGroupLanes bounds the lanes a newer list adds to pending group
@@ -272,12 +338,24 @@ type pendingChange struct {
 // ends the list, so no message gets a lane without the changes before it.
 // Chain announcements get none (the next message announces the chain).
 // It serves a peer's list (HoldPeerDeviceList) and this account's own
-// (UpdateDeviceList) alike.
+// (UpdateDeviceList) alike. With no list held (prev nil, a peer's first
+// list), every device next names active counts as fresh, every pending
+// row is a source, and a lane goes only to a device the message has no
+// pending row to.
 func (c *Client) addedGroupLanes(ctx context.Context, prev *wire.DeviceList, next wire.DeviceList) ([]AddedGroupLane, error) {
+	var fresh []Address
 	if prev == nil {
-		return nil, nil
+		// A first list: every device it names active may lack a lane
+		// (the messages went to the device the roster named), and a
+		// message gets one to each that it has no pending row to.
+		for _, d := range ActiveAddresses(next) {
+			if d != c.self {
+				fresh = append(fresh, d)
+			}
+		}
+	} else {
+		fresh = c.freshDevices(prev, next)
 	}
-	fresh := c.freshDevices(prev, next)
 	if len(fresh) == 0 {
 		return nil, nil
 	}
@@ -288,8 +366,15 @@ func (c *Client) addedGroupLanes(ctx context.Context, prev *wire.DeviceList, nex
 	// Each lane is copied from a row to a device next keeps active: a row
 	// to a device it revokes ends in the same transaction, before the
 	// copies are stored, and a copy of it would be skipped (a unit's change
-	// dropped and its message kept).
+	// dropped and its message kept). A first list's transaction adds the
+	// copies before it ends any lane, so every pending row is a source.
 	src := laneSources(next, fresh)
+	if prev == nil {
+		for _, m := range pending {
+			src[m.Recipient] = true
+		}
+	}
+	has := pendingRecipients(pending)
 	changes := make(map[wire.GroupID][]pendingChange)
 	seen := make(map[wire.LogicalID]bool, len(pending))
 	for _, m := range pending {
@@ -389,6 +474,9 @@ func (c *Client) addedGroupLanes(ctx context.Context, prev *wire.DeviceList, nex
 		for _, l := range unit {
 			done[l.ID] = true
 			for _, d := range fresh {
+				if has[l.ID][d] {
+					continue // a first list's device the lane went to
+				}
 				l.Recipient = d
 				out = append(out, l)
 			}

@@ -397,6 +397,40 @@ func personScenarios() []fpScenario {
 		{name: "first peer list adds a lane", devices: abb,
 			setup:  []fpStep{{"alice/1", "checkpeer:bob/1"}, {"alice/1", "enqueue:bob/1:hello"}, {"bob/1", "linkfake:bob/2"}},
 			target: fpStep{"alice/1", "checkpeer:bob/1"}, want: both},
+		// The same for a message written to bob/2, not the
+		// conversation's device: the first list gives it a lane to
+		// bob/1, copied from bob/2's, in the hold's transaction.
+		{name: "first peer list copies from another device", devices: abb,
+			setup:  []fpStep{{"alice/1", "checkpeer:bob/1"}, {"bob/1", "linkfake:bob/2"}, {"alice/1", "enqueue:bob/2:hello"}},
+			target: fpStep{"alice/1", "checkpeer:bob/1"}, want: both},
+		// bob removed bob/2 before alice held any list: the first list
+		// she holds revokes it, and its transaction adds the lane to
+		// bob/1 and then ends the lane to bob/2, or does neither.
+		{name: "first peer list ends a revoked lane", devices: abb,
+			setup: []fpStep{{"alice/1", "checkpeer:bob/1"}, {"bob/1", "linkfake:bob/2"}, {"alice/1", "enqueue:bob/2:hello"},
+				{"bob/1", "removefake:bob/2"}},
+			target: fpStep{"alice/1", "checkpeer:bob/1"}, want: map[string]map[string][]string{"bob/1": {"alice/1": {"hello"}}}},
+		// The first list copied the message written to bob/2 to bob/1
+		// (in bob/2's conversation); bob links bob/3 before either takes
+		// it, and the later list alice holds adds bob/3's lane, in that
+		// conversation, in its transaction.
+		{name: "later peer list copies a first list's lane", devices: []string{"alice/1", "bob/1", "bob/2", "bob/3"},
+			setup: []fpStep{{"alice/1", "checkpeer:bob/1"}, {"bob/1", "linkfake:bob/2"}, {"alice/1", "enqueue:bob/2:hello"},
+				{"alice/1", "checkpeer:bob/1"}, {"bob/1", "linkfake:bob/3"}},
+			target: fpStep{"alice/1", "checkpeer:bob/1"},
+			// bob/2 adopts the list naming bob/3, which bob/3's
+			// decision lane to it needs.
+			heal: []fpStep{{"bob/2", "adoptlist"}},
+			want: map[string]map[string][]string{"bob/1": {"alice/1": {"hello"}}, "bob/2": {"alice/1": {"hello"}}, "bob/3": {"alice/1": {"hello"}}}},
+		// alice's group message is pending to bob/1 while she holds no
+		// list of bob; bob links bob/2 (holding bob's groups), and the
+		// first list she holds adds the message's lane to bob/2 in its
+		// transaction.
+		{name: "first peer list adds group lanes", devices: abb, groupMembers: 2,
+			setup: []fpStep{{"alice/1", "checkpeer:bob/1"}, {"alice/1", "groupcreate:g:bob/1"}, {"bob/1", "sync"},
+				{"alice/1", "sync"}, {"alice/1", "groupenqueue:g:hi"}, {"bob/1", "linkfake:bob/2"}, {"bob/2", "linkshare:bob/1"}},
+			target: fpStep{"alice/1", "checkpeer:bob/1"}, want: map[string]map[string][]string{},
+			wantGroup: map[string][]string{"alice/1": {"alice/1:hi"}, "bob/1": {"alice/1:hi"}, "bob/2": {"alice/1:hi"}}},
 		// bob discards on bob/2 while bob/1 commits: bob/1's decision
 		// carries the body, and bob/2 takes the message back in the
 		// receive that hears it (commit beats discard).

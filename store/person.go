@@ -63,13 +63,24 @@ func (t *tx) holdPeerDeviceList(ctx context.Context, p engine.HoldPeerDeviceList
 			p.User, p.AccountKey[:], int64(p.Generation), p.List, p.Conversation.String(), p.At.UnixNano()); err != nil {
 			return fmt.Errorf("hold the device list of %s (one held already?): %w", p.User, err)
 		}
-		// A first list may revoke a group's member device, and it adds
-		// lanes to the devices it names beside the conversation's
-		// (engine.HoldPeerDeviceList.Added).
-		if err := t.endGroupLanesTo(ctx, p.Removed); err != nil {
+		// A first list adds lanes to the devices it names active for the
+		// messages sent before it (engine.HoldPeerDeviceList.Added and
+		// GroupAdded), then ends the lanes to the devices it revokes: in
+		// this order, a message sent to a revoked device is copied to the
+		// active ones before its lane ends, and its entry stays pending
+		// on them. Only the lanes copied from in this plan end: a message
+		// the plan gives no copy (not text, or beyond the rows read) keeps
+		// the lanes it had, so none is left with no lane open.
+		if err := t.addPersonLanes(ctx, p.Added, p.At); err != nil {
 			return err
 		}
-		return t.addPersonLanes(ctx, p.Added, p.At)
+		if err := t.addGroupLanes(ctx, p.GroupAdded, p.At); err != nil {
+			return err
+		}
+		if err := t.endPersonLanesToOf(ctx, p.Removed, copiedFrom(p.Added), p.At); err != nil {
+			return err
+		}
+		return t.endGroupLanesTo(ctx, p.Removed)
 	}
 	if _, err := t.runOne(ctx, "peer-account-update", engine.ErrConflict, sqlUpdatePeerAccount,
 		int64(p.Generation), p.List, p.At.UnixNano(), p.User, int64(p.From), p.AccountKey[:]); err != nil {
@@ -153,6 +164,16 @@ func checkGroupAdded(l wire.DeviceList, added []engine.AddedGroupLane) error {
 	return err
 }
 
+// namesActive reports whether l names d's device number active.
+func namesActive(l wire.DeviceList, d engine.Address) bool {
+	for _, e := range l.Entries {
+		if e.Number == d.Device && e.State == wire.DeviceActive {
+			return true
+		}
+	}
+	return false
+}
+
 // addedGroupFrame reports whether an added group lane's frame is what such
 // a lane may carry: a group message, or a signed roster change (one
 // pending to the person goes ahead of the messages at its generation), of
@@ -174,22 +195,44 @@ func addedGroupFrame(a engine.AddedGroupLane) bool {
 
 // addPersonLanes stores the lanes a newer list adds to messages pending to
 // a person: a message that ended meanwhile (its entry no longer pending)
-// or that has the lane already gets none.
+// or that has the lane already (pending, or a person_lane row in any
+// state: a lane that ended is not opened again) gets none.
 func (t *tx) addPersonLanes(ctx context.Context, added []engine.AddedLane, at time.Time) error {
 	if len(added) == 0 {
 		return nil
 	}
 	t.db.personLanesHeld.Store(true)
 	for _, l := range added {
-		var one int64
-		found, err := t.scan(ctx, "sent-pending-read", sqlSentPending, []any{l.Conversation.String(), l.ID[:]}, &one)
+		// The message's entry is kept in the conversation of its lane
+		// From when that has a row (a PersonSend, or a lane copied by an
+		// earlier list, maybe from another device's conversation); a
+		// message sent to that device alone (a Hold) is kept where the
+		// plan says.
+		conv := l.Conversation.String()
+		var srcConv string
+		var own bool
+		found, err := t.scan(ctx, "person-lane-source-read", sqlPersonLane, []any{l.From.String(), l.ID[:]}, &srcConv, &own)
 		if err != nil {
+			return err
+		}
+		if found {
+			conv = srcConv
+		}
+		var one int64
+		if found, err = t.scan(ctx, "sent-pending-read", sqlSentPending, []any{conv, l.ID[:]}, &one); err != nil {
 			return err
 		}
 		if !found {
 			continue
 		}
-		if _, err := t.run(ctx, "person-lane-source", sqlEnsurePersonLane, l.From.String(), l.ID[:], l.Conversation.String()); err != nil {
+		var known string
+		if found, err = t.scan(ctx, "person-lane-known-read", sqlPersonLane, []any{l.Recipient.String(), l.ID[:]}, &known, &own); err != nil {
+			return err
+		}
+		if found {
+			continue // the device has a lane of it, maybe ended
+		}
+		if _, err := t.run(ctx, "person-lane-source", sqlEnsurePersonLane, l.From.String(), l.ID[:], conv); err != nil {
 			return err
 		}
 		to := l.Recipient.String()
@@ -201,7 +244,7 @@ func (t *tx) addPersonLanes(ctx context.Context, added []engine.AddedLane, at ti
 		if n == 0 {
 			continue // the lane is there already
 		}
-		if _, err := t.run(ctx, "person-lane-add", sqlEnsurePersonLane, to, l.ID[:], l.Conversation.String()); err != nil {
+		if _, err := t.run(ctx, "person-lane-add", sqlEnsurePersonLane, to, l.ID[:], conv); err != nil {
 			return err
 		}
 	}
@@ -213,6 +256,25 @@ func (t *tx) addPersonLanes(ctx context.Context, added []engine.AddedLane, at ti
 // ends LaneRemoved, and the history entry moves on as personLaneEnded
 // says; at is the lanes' end.
 func (t *tx) endPersonLanesTo(ctx context.Context, removed []engine.Address, at time.Time) error {
+	return t.endPersonLanesToOf(ctx, removed, nil, at)
+}
+
+// copiedFrom returns, per device, the messages added copies lanes from.
+func copiedFrom(added []engine.AddedLane) map[engine.Address]map[wire.LogicalID]bool {
+	out := make(map[engine.Address]map[wire.LogicalID]bool)
+	for _, a := range added {
+		if out[a.From] == nil {
+			out[a.From] = make(map[wire.LogicalID]bool)
+		}
+		out[a.From][a.ID] = true
+	}
+	return out
+}
+
+// endPersonLanesToOf is endPersonLanesTo; with only not nil, it ends just
+// the lanes to a device d of the messages only[d] names (a first list's:
+// those it copied to the active devices in the same transaction).
+func (t *tx) endPersonLanesToOf(ctx context.Context, removed []engine.Address, only map[engine.Address]map[wire.LogicalID]bool, at time.Time) error {
 	if len(removed) == 0 || !t.db.personLanesHeld.Load() {
 		return nil
 	}
@@ -228,7 +290,7 @@ func (t *tx) endPersonLanesTo(ctx context.Context, removed []engine.Address, at 
 				rows.Close()
 				return fmt.Errorf("read lanes to %s: %w", d, mapErr(err))
 			}
-			if len(id) == len(wire.LogicalID{}) {
+			if len(id) == len(wire.LogicalID{}) && (only == nil || only[d][wire.LogicalID(id)]) {
 				ids = append(ids, wire.LogicalID(id))
 			}
 		}
@@ -284,14 +346,31 @@ func validateHoldPeerDeviceList(p engine.HoldPeerDeviceList) error {
 		return invalid("conversation %s of %s", p.Conversation, p.User)
 	}
 	err = errors.Join(checkAddress("conversation", p.Conversation), checkTime("at", p.At), checkRemoved(p.User, p.List, p.Removed), checkGroupAdded(l, p.GroupAdded))
+	type lane struct {
+		id wire.LogicalID
+		to engine.Address
+	}
+	lanes := make(map[lane]bool, len(p.Added))
 	for _, a := range p.Added {
 		err = errors.Join(err, checkAddress("added lane", a.Recipient), checkAddress("added lane source", a.From))
+		// A first list's lane may be in the conversation of the device
+		// its message went to before any list was held (where its entry
+		// is kept); a later list's is in the person's conversation.
+		inConv := a.Conversation == p.Conversation || (p.From == 0 && a.Conversation == a.From)
 		switch {
-		case a.Recipient.User != p.User || a.From.User != p.User:
-			err = errors.Join(err, invalid("added lane of message %x from %s to %s: not devices of %s", a.ID[:], a.From, a.Recipient, p.User))
-		case a.Conversation != p.Conversation:
+		case a.Recipient.User != p.User || a.From.User != p.User || a.Recipient == a.From:
+			err = errors.Join(err, invalid("added lane of message %x from %s to %s: not two devices of %s", a.ID[:], a.From, a.Recipient, p.User))
+		case !inConv:
 			err = errors.Join(err, invalid("added lane of message %x in %s, not %s", a.ID[:], a.Conversation, p.Conversation))
+		case !namesActive(l, a.Recipient):
+			err = errors.Join(err, invalid("added lane of message %x to %s, which the list does not name active", a.ID[:], a.Recipient))
+		case lanes[lane{a.ID, a.Recipient}]:
+			// With recipients active (at most engine.MaxDevicesPerAccount,
+			// DecidePeerDeviceList) and distinct, a message gets at most
+			// that many lanes from one list.
+			err = errors.Join(err, invalid("added lane of message %x to %s twice", a.ID[:], a.Recipient))
 		}
+		lanes[lane{a.ID, a.Recipient}] = true
 		if f, ferr := engine.DecodeStoredFrame(a.Frame); ferr != nil || f.ID != a.ID {
 			err = errors.Join(err, invalid("added lane of message %x: its frame is not the message's", a.ID[:]))
 		}

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
+	"sort"
 	"testing"
 	"time"
 
@@ -830,5 +831,217 @@ func TestFirstListAddsLanes(t *testing.T) {
 	if err != nil || len(lanes) != 2 || lanes[0].Recipient != c2 || lanes[1].Recipient != c3 ||
 		lanes[0].State != engine.LanePending || lanes[1].State != engine.LanePending {
 		t.Fatalf("PersonLanes = %+v, %v; want carol/2 and carol/3 pending", lanes, err)
+	}
+}
+
+// firstListOf encodes carol's list of generation gen naming active the
+// devices of active and revoked those of revoked.
+func firstListOf(t *testing.T, gen uint64, active, revoked []uint32) []byte {
+	t.Helper()
+	l := wire.DeviceList{User: "carol", Generation: gen, AccountKey: [32]byte{1}}
+	if gen > 1 {
+		l.Parent = [32]byte{byte(gen)}
+	}
+	for _, d := range active {
+		l.Entries = append(l.Entries, wire.DeviceEntry{Number: d, State: wire.DeviceActive})
+	}
+	for _, d := range revoked {
+		l.Entries = append(l.Entries, wire.DeviceEntry{Number: d, State: wire.DeviceRevoked})
+	}
+	sort.Slice(l.Entries, func(i, j int) bool { return l.Entries[i].Number < l.Entries[j].Number })
+	b, err := wire.EncodeDeviceList(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestFirstListCopiesFromAnotherDevice: a first list whose conversation is
+// carol/2 adds a lane to carol/2 for a message sent before it to carol/3,
+// in carol/3's conversation (where its entry is), beside the lane it was
+// copied from.
+func TestFirstListCopiesFromAnotherDevice(t *testing.T) {
+	f := newFixture(t, false)
+	ctx := context.Background()
+	id := wire.LogicalID{0x46}
+	c2, c3 := engine.MustParseAddress("carol/2"), engine.MustParseAddress("carol/3")
+	f.apply(t, sendPlan(t, c3, id, "to carol/3", 0))
+	f.apply(t, engine.HoldPeerDeviceList{User: "carol", AccountKey: [32]byte{1}, Generation: 1, List: firstListOf(t, 1, []uint32{2, 3}, nil),
+		Conversation: c2, At: planAt,
+		Added: []engine.AddedLane{{Conversation: c3, ID: id, From: c3, Recipient: c2, Frame: frameOf(t, id, "to carol/3")}}})
+	if _, err := f.db.Outbound(ctx, c2, id); err != nil {
+		t.Fatalf("Outbound(carol/2) = %v, want the added lane pending", err)
+	}
+	lanes, err := f.db.PersonLanes(ctx, c3, id)
+	if err != nil || len(lanes) != 2 || lanes[0].Recipient != c2 || lanes[1].Recipient != c3 ||
+		lanes[0].State != engine.LanePending || lanes[1].State != engine.LanePending {
+		t.Fatalf("PersonLanes(carol/3) = %+v, %v; want carol/2 and carol/3 pending", lanes, err)
+	}
+}
+
+// TestFirstListEndsTheRevokedSource: a first list that revokes carol/3, to
+// which a message was sent before it, adds the message's lane to carol/2
+// and then ends its lane to carol/3 removed, in one transaction: the
+// entry stays pending on carol/2.
+func TestFirstListEndsTheRevokedSource(t *testing.T) {
+	f := newFixture(t, false)
+	ctx := context.Background()
+	id := wire.LogicalID{0x47}
+	c2, c3 := engine.MustParseAddress("carol/2"), engine.MustParseAddress("carol/3")
+	f.apply(t, sendPlan(t, c3, id, "to carol/3", 0))
+	f.apply(t, engine.HoldPeerDeviceList{User: "carol", AccountKey: [32]byte{1}, Generation: 1, List: firstListOf(t, 1, []uint32{2}, []uint32{3}),
+		Conversation: c2, At: planAt, Removed: []engine.Address{c3},
+		Added: []engine.AddedLane{{Conversation: c3, ID: id, From: c3, Recipient: c2, Frame: frameOf(t, id, "to carol/3")}}})
+	if _, err := f.db.Outbound(ctx, c3, id); !errors.Is(err, engine.ErrNotPending) {
+		t.Fatalf("Outbound(carol/3) = %v, want the lane to the revoked device gone", err)
+	}
+	if _, err := f.db.Outbound(ctx, c2, id); err != nil {
+		t.Fatalf("Outbound(carol/2) = %v, want the added lane pending", err)
+	}
+	lanes, err := f.db.PersonLanes(ctx, c3, id)
+	if err != nil || len(lanes) != 2 || lanes[0].Recipient != c2 || lanes[1].Recipient != c3 ||
+		lanes[0].State != engine.LanePending || lanes[1].State != engine.LaneRemoved {
+		t.Fatalf("PersonLanes(carol/3) = %+v, %v; want carol/2 pending and carol/3 removed", lanes, err)
+	}
+	state := func() engine.SentState {
+		t.Helper()
+		h, err := f.db.History(ctx, c3, 0, 10)
+		if err != nil || len(h) != 1 {
+			t.Fatalf("History(carol/3) = %+v, %v; want the message", h, err)
+		}
+		return h[0].State
+	}
+	if s := state(); s != engine.SentPending {
+		t.Fatalf("entry %v after the first list, want pending on carol/2", s)
+	}
+	// A later list that names carol/4 copies the message from carol/2:
+	// the plan says the person's conversation, but the lane is stored in
+	// carol/3's, where the lane copied from is and the entry is kept.
+	c4 := engine.MustParseAddress("carol/4")
+	f.apply(t, engine.HoldPeerDeviceList{User: "carol", From: 1, AccountKey: [32]byte{1}, Generation: 2, List: firstListOf(t, 2, []uint32{2, 4}, []uint32{3}),
+		Conversation: c2, At: planAt,
+		Added: []engine.AddedLane{{Conversation: c2, ID: id, From: c2, Recipient: c4, Frame: frameOf(t, id, "to carol/3")}}})
+	if _, err := f.db.Outbound(ctx, c4, id); err != nil {
+		t.Fatalf("Outbound(carol/4) = %v, want the later list's lane pending", err)
+	}
+	lanes, err = f.db.PersonLanes(ctx, c3, id)
+	if err != nil || len(lanes) != 3 || lanes[2].Recipient != c4 || lanes[2].State != engine.LanePending {
+		t.Fatalf("PersonLanes(carol/3) = %+v, %v; want carol/4 pending beside carol/2 and carol/3", lanes, err)
+	}
+	if s := state(); s != engine.SentPending {
+		t.Fatalf("entry %v after the later list, want pending on carol/2 and carol/4", s)
+	}
+}
+
+// TestFirstListKeepsTheLanesItDoesNotCopy: a message sent before any list
+// as a PersonSend (this account has a second device, so it has lanes) to
+// carol/3 gets no copy from the first list that revokes carol/3 (the
+// engine copies text alone, from the oldest rows): its lane to carol/3
+// stays pending and its entry pending, rather than ending with no lane
+// open.
+func TestFirstListKeepsTheLanesItDoesNotCopy(t *testing.T) {
+	f := newFixture(t, false)
+	ctx := context.Background()
+	id, copied := wire.LogicalID{0x49}, wire.LogicalID{0x4a}
+	c2, c3 := engine.MustParseAddress("carol/2"), engine.MustParseAddress("carol/3")
+	own := engine.MustParseAddress("alice/2")
+	f.apply(t, engine.CreateAccount{List: secondListPlan(t)}) // alice/1 and alice/2 active
+	for _, m := range []wire.LogicalID{id, copied} {
+		cp, err := wire.EncodeSentCopy(wire.SentCopy{ID: m, To: c3.String(), Body: []byte("hi")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.apply(t, engine.PersonSend{Conversation: c3, ID: m, Body: []byte("hi"), At: planAt, Lanes: []engine.PersonLane{
+			{Recipient: c3, Frame: frameOf(t, m, "hi")}, {Recipient: own, Frame: cp, Own: true}}})
+	}
+	f.apply(t, engine.HoldPeerDeviceList{User: "carol", AccountKey: [32]byte{1}, Generation: 1, List: firstListOf(t, 1, []uint32{2}, []uint32{3}),
+		Conversation: c2, At: planAt, Removed: []engine.Address{c3},
+		Added: []engine.AddedLane{{Conversation: c3, ID: copied, From: c3, Recipient: c2, Frame: frameOf(t, copied, "hi")}}})
+	if _, err := f.db.Outbound(ctx, c3, id); err != nil {
+		t.Fatalf("Outbound(carol/3) of the message not copied = %v, want its lane pending", err)
+	}
+	if _, err := f.db.Outbound(ctx, c3, copied); !errors.Is(err, engine.ErrNotPending) {
+		t.Fatalf("Outbound(carol/3) of the message copied = %v, want its lane ended", err)
+	}
+	want := map[wire.LogicalID]engine.LaneState{id: engine.LanePending, copied: engine.LaneRemoved}
+	for m, st := range want {
+		lanes, err := f.db.PersonLanes(ctx, c3, m)
+		got := engine.LaneState(0)
+		for _, l := range lanes {
+			if l.Recipient == c3 {
+				got = l.State
+			}
+		}
+		if err != nil || got != st {
+			t.Fatalf("PersonLanes(carol/3, %x) = %+v, %v; want carol/3 %v", m[:1], lanes, err, st)
+		}
+	}
+	h, err := f.db.History(ctx, c3, 0, 10)
+	if err != nil || len(h) != 2 || h[0].State != engine.SentPending || h[1].State != engine.SentPending {
+		t.Fatalf("History(carol/3) = %+v, %v; want both entries pending", h, err)
+	}
+}
+
+// TestAddedLaneDoesNotReopenAnEndedLane: a device with a lane of a message
+// that ended (abandoned) gets no new one from a list's added lanes, though
+// the entry is pending on another device and no outbound row to it is
+// left. The engine proposes lanes only to devices with no pending row; the
+// store checks every lane in any state.
+func TestAddedLaneDoesNotReopenAnEndedLane(t *testing.T) {
+	f := newFixture(t, false)
+	ctx := context.Background()
+	id := wire.LogicalID{0x4b}
+	c2, c3 := engine.MustParseAddress("carol/2"), engine.MustParseAddress("carol/3")
+	f.apply(t, engine.HoldPeerDeviceList{User: "carol", AccountKey: [32]byte{1}, Generation: 1, List: firstListOf(t, 1, []uint32{2, 3}, nil),
+		Conversation: c2, At: planAt})
+	f.apply(t, engine.PersonSend{Conversation: c2, ID: id, Body: []byte("hi"), At: planAt, Lanes: []engine.PersonLane{
+		{Recipient: c2, Frame: frameOf(t, id, "hi")}, {Recipient: c3, Frame: frameOf(t, id, "hi")}}})
+	f.apply(t, engine.Abandon{Recipient: c2, ID: id, At: planAt})
+	f.apply(t, engine.HoldPeerDeviceList{User: "carol", From: 1, AccountKey: [32]byte{1}, Generation: 2, List: firstListOf(t, 2, []uint32{2, 3, 4}, nil),
+		Conversation: c2, At: planAt,
+		Added: []engine.AddedLane{{Conversation: c2, ID: id, From: c3, Recipient: c2, Frame: frameOf(t, id, "hi")}}})
+	if _, err := f.db.Outbound(ctx, c2, id); !errors.Is(err, engine.ErrNotPending) {
+		t.Fatalf("Outbound(carol/2) = %v, want none: its lane was abandoned", err)
+	}
+	lanes, err := f.db.PersonLanes(ctx, c2, id)
+	if err != nil || len(lanes) != 2 || lanes[0].Recipient != c2 || lanes[0].State != engine.LaneAbandoned {
+		t.Fatalf("PersonLanes = %+v, %v; want carol/2 abandoned beside carol/3", lanes, err)
+	}
+}
+
+// TestAddedLanesAreChecked: a list's added lanes go between two devices of
+// its person, to one it names active, once per message and device, in
+// the person's conversation (a first list's also in the conversation of
+// the device copied from); anything else refuses the plan.
+func TestAddedLanesAreChecked(t *testing.T) {
+	f := newFixture(t, false)
+	ctx := context.Background()
+	id := wire.LogicalID{0x48}
+	c2, c3, c4 := engine.MustParseAddress("carol/2"), engine.MustParseAddress("carol/3"), engine.MustParseAddress("carol/4")
+	fr := frameOf(t, id, "hi")
+	lane := func(conv, from, to engine.Address) engine.AddedLane {
+		return engine.AddedLane{Conversation: conv, ID: id, From: from, Recipient: to, Frame: fr}
+	}
+	first := engine.HoldPeerDeviceList{User: "carol", AccountKey: [32]byte{1}, Generation: 1, List: firstListOf(t, 1, []uint32{2, 3}, []uint32{4}),
+		Conversation: c2, At: planAt}
+	for name, added := range map[string][]engine.AddedLane{
+		"to a revoked device":              {lane(c2, c2, c4)},
+		"to a device the list lacks":       {lane(c2, c2, engine.MustParseAddress("carol/5"))},
+		"to the device copied from":        {lane(c3, c3, c3)},
+		"to another person":                {lane(c2, c2, engine.MustParseAddress("dave/3"))},
+		"in another device's conversation": {lane(c4, c2, c3)},
+		"twice to one device":              {lane(c2, c2, c3), lane(c4, c4, c3)},
+	} {
+		p := first
+		p.Added = added
+		if _, err := f.db.Apply(ctx, p); !errors.Is(err, engine.ErrConflict) {
+			t.Errorf("a first list's lane %s = %v, want refused", name, err)
+		}
+	}
+	later := engine.HoldPeerDeviceList{User: "carol", From: 1, AccountKey: [32]byte{1}, Generation: 2, List: firstListOf(t, 2, []uint32{2, 3}, []uint32{4}),
+		Conversation: c2, At: planAt, Added: []engine.AddedLane{lane(c4, c4, c3)}}
+	f.apply(t, first)
+	if _, err := f.db.Apply(ctx, later); !errors.Is(err, engine.ErrConflict) {
+		t.Errorf("a later list's lane in the conversation of the device copied from = %v, want refused", err)
 	}
 }
