@@ -70,10 +70,10 @@ type MadeDecision struct {
 	// group message finalized before its record named its group).
 	Body      []byte
 	InHistory bool
-	// Content and ActionBody, for a committed one-to-one action whose
-	// record keeps its action body (since migration 0028): the catch-up
-	// carries the action (frame kind 18), so that a discard there is
-	// taken back and applied.
+	// Content and ActionBody, for a committed action (one to one, or a
+	// group's) whose record keeps its action body (since migration 0028):
+	// the catch-up and an answer carry the action (frame kind 18), so
+	// that a discard there is taken back and applied.
 	Content    wire.ContentType
 	ActionBody []byte
 	// DecidedOn names the device whose decision this one applied (the
@@ -158,8 +158,8 @@ func (c *Client) catchUpLanes(ctx context.Context, held, next wire.DeviceList, f
 
 // madeLanes returns the lane that tells sibling to of decision d made
 // here, as the catch-up and an answer send it: a commit with the body it
-// came with, a committed one-to-one action kept with its record
-// (migration 0028) with its action, as a live decision's.
+// came with, a committed action (one to one or a group's) kept with its
+// record (migration 0028) with its action, as a live decision's.
 func (c *Client) madeLanes(ctx context.Context, to Address, d MadeDecision) ([]PersonLane, error) {
 	content, body := wire.ContentType(0), d.Body
 	if d.ActionBody != nil && wire.IsAction(d.Content) {
