@@ -789,6 +789,44 @@ func (c *Client) groupTargetTakeBackable(ctx context.Context, g wire.GroupID, ac
 	return false, nil
 }
 
+// keptActionOf is Finalize.KeepAction for m, a pending action discarded
+// because its target is discarded here: the action as it arrived, when a
+// sibling's decision can take its target back (as takeBackAction and
+// takeBackGroupAction keep a kind-18 decision heard after the discard);
+// nil for a reply, a sibling's sent copy, a body over
+// wire.MaxDecisionActionSize or a target no decision takes back. The
+// store keeps it only with a sibling's commit kept for m, heard before m
+// arrived, which would otherwise be forgotten with m's discard while its
+// target's take-back, later, found nothing to take back with it.
+func (c *Client) keptActionOf(ctx context.Context, m *InboundMessage) (*KeptAction, error) {
+	if !waitsAsAction(m.Content) || m.CopyTo != "" || len(m.Body) > wire.MaxDecisionActionSize {
+		return nil, nil
+	}
+	a, err := wire.DecodeAction(m.Content, m.Body)
+	if err != nil {
+		return nil, nil
+	}
+	if m.Group != nil {
+		if ok, err := c.groupTargetTakeBackable(ctx, *m.Group, m.Sender, a); err != nil || !ok {
+			return nil, err
+		}
+	} else {
+		ts, err := c.store.Seen(ctx, m.Sender, a.Target)
+		if err != nil {
+			return nil, err
+		}
+		if !ts.Finalized || !ts.TakeBack && !(ts.TakeBackAction && ts.Content == wire.ContentReply) {
+			return nil, nil
+		}
+	}
+	k := &KeptAction{Sender: m.Sender, ID: m.ID, Content: m.Content, Target: a.Target, Body: append([]byte{}, m.Body...)}
+	if m.Group != nil {
+		g := *m.Group
+		k.Group = &g
+	}
+	return k, nil
+}
+
 // keptGroupWithTarget is keptWithTarget in group g: it adds to e, which
 // takes back the group message target (bs.groupTakenBack names it now, by
 // its author), the kept decisions of group actions that wait for that
