@@ -40,6 +40,11 @@ const (
 		ON CONFLICT (grp, sender, id) DO UPDATE SET deleted = 1, edits = 0`
 	sqlGroupDeleteVersions  = "DELETE FROM group_version WHERE grp = ? AND sender = ? AND id = ?"
 	sqlGroupDeleteReactions = "DELETE FROM group_reaction WHERE grp = ? AND sender = ? AND id = ?"
+	// sqlGroupForgetKeptOfDeleted forgets the kept decisions (0030) whose
+	// group action (?1) waits for a message a delete took out: the edits
+	// and deletes of its author (?3), the reactions of any member (?4),
+	// on the kept_decision_group_target index.
+	sqlGroupForgetKeptOfDeleted = `DELETE FROM kept_decision WHERE grp = ?1 AND target = ?2 AND (sender = ?3 OR content = ?4)`
 	// sqlGroupForgetDeletedAction and sqlGroupForgetDeletedActions are
 	// sqlForgetDeletedActions in a group (?1): the deleted message's own
 	// action body (a reply's text; its author ?2, its ID ?3), and those of
@@ -128,9 +133,17 @@ func (t *tx) applyGroupAction(ctx context.Context, a engine.ActionApply) error {
 		if _, err := t.run(ctx, "group-finalized-forget-deleted", sqlGroupForgetDeletedAction, g[:], author, a.Target[:]); err != nil {
 			return err
 		}
-		_, err := t.run(ctx, "group-finalized-forget-actions", sqlGroupForgetDeletedActions, g[:], a.Target[:],
-			int64(wire.ContentEdit), int64(wire.ContentReaction))
-		return err
+		if _, err := t.run(ctx, "group-finalized-forget-actions", sqlGroupForgetDeletedActions, g[:], a.Target[:],
+			int64(wire.ContentEdit), int64(wire.ContentReaction)); err != nil {
+			return err
+		}
+		// The kept decisions whose action waits for the deleted message
+		// (its author's edits and deletes, any member's reactions) would
+		// apply over its tombstone: nothing takes them back any more.
+		if _, err := t.run(ctx, "group-kept-forget-deleted", sqlGroupForgetKeptOfDeleted, g[:], a.Target[:], author, int64(wire.ContentReaction)); err != nil {
+			return fmt.Errorf("forget the kept actions on deleted %x: %w", a.Target[:], err)
+		}
+		return nil
 	}
 	return fmt.Errorf("apply group action %x: content type %d: %w", a.ID[:], a.Content, engine.ErrConflict)
 }
