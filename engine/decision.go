@@ -861,11 +861,24 @@ func (c *Client) keptWithTarget(ctx context.Context, bs *batchState, e *Decision
 	return c.takeBackKept(ctx, bs, e, kept, now)
 }
 
+// keptWithTargetBound is how many kept action decisions one take-back
+// applies with its target (DecisionEffect.WithTarget): MaxKeptDecisions,
+// as many as the store's validator accepts; a test lowers it.
+var keptWithTargetBound = MaxKeptDecisions
+
 // takeBackKept adds to e the kept action decisions of kept that its
 // take-back lets apply (keptWithTarget, keptGroupWithTarget), each judged
-// as its kind-18 decision would be, and not applied before in this batch.
+// as its kind-18 decision would be, and not applied before in this batch:
+// the oldest first (the store's, then this batch's), at most
+// keptWithTargetBound in all, so that the store never refuses the
+// target's take-back for their number. Those over the bound are not
+// applied: they stay kept, their target committed, until they are
+// forgotten (MaxDecisionAge, or evicted at MaxKeptDecisions).
 func (c *Client) takeBackKept(ctx context.Context, bs *batchState, e *DecisionEffect, kept []KeptAction, now time.Time) error {
 	for _, k := range kept {
+		if len(e.WithTarget) >= keptWithTargetBound {
+			return nil
+		}
 		ak := inboundKey{k.Sender, k.ID}
 		if bs.keptApplied[ak] {
 			continue
