@@ -1,0 +1,56 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"testing"
+
+	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/wire"
+)
+
+// TestDeleteForgetsTheKeptActionsOnItsTarget: a one-to-one delete applied
+// to bob's message forgets the kept decision of bob's edit of it (which
+// keeps the edited text sealed) in its transaction, and leaves alone a
+// kept group action whose target has the same ID (grp IS NULL).
+func TestDeleteForgetsTheKeptActionsOnItsTarget(t *testing.T) {
+	f := newFixture(t, false)
+	ctx := context.Background()
+	withSession(t, f)
+	target, edit, del, other := wire.LogicalID{0x7b}, wire.LogicalID{0x7c}, wire.LogicalID{0x7d}, wire.LogicalID{0x7e}
+	f.apply(t, receivePlan(f.stage(t), bob, 1, deliver(t, target, "lunch at noon")))
+	sw := sessionWrite(bob, 2, "ack")
+	f.apply(t, engine.Finalize{Sender: bob, ID: target, Digest: sha256.Sum256([]byte("lunch at noon")), Outcome: engine.OutcomeCommitted,
+		Body: []byte("lunch at noon"), At: planAt, Content: wire.ContentText, Session: &sw, Ack: ackOut(bob)})
+	body, err := wire.EncodeAction(wire.Action{Content: wire.ContentEdit, Target: target, Edit: 1, Text: []byte("lunch at one")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	on := engine.MustParseAddress("alice/2")
+	f.apply(t, receivePlan(f.stage(t), bob, 3, engine.DecisionEffect{ID: wire.LogicalID{0xd0, 1}, At: planAt, Sender: bob, Message: edit,
+		Outcome: engine.OutcomeCommitted, Keep: true,
+		KeepAction: &engine.KeptAction{Sender: bob, ID: edit, On: on, Content: wire.ContentEdit, Target: target, Body: body}}))
+	g := wire.GroupID{0x61}
+	f.apply(t, receivePlan(f.stage(t), bob, 4, engine.DecisionEffect{ID: wire.LogicalID{0xd0, 2}, At: planAt, Sender: bob, Message: other,
+		Outcome: engine.OutcomeCommitted, Keep: true,
+		KeepAction: &engine.KeptAction{Sender: bob, ID: other, On: on, Content: wire.ContentEdit, Target: target, Body: body, Group: &g}}))
+	if kept, err := f.db.KeptActions(ctx, bob, target); err != nil || len(kept) != 1 {
+		t.Fatalf("kept actions before the delete: %+v, %v; want the edit", kept, err)
+	}
+	delBody, err := wire.EncodeAction(wire.Action{Content: wire.ContentDelete, Target: target})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.apply(t, receivePlan(f.stage(t), bob, 5, deliver(t, del, string(delBody))))
+	sw = sessionWrite(bob, 6, "ack")
+	a := &engine.ActionApply{Peer: bob, ID: del, Dir: engine.DirectionIn, Content: wire.ContentDelete, Target: target,
+		TargetDir: engine.DirectionIn, At: planAt}
+	f.apply(t, engine.Finalize{Sender: bob, ID: del, Digest: sha256.Sum256(delBody), Outcome: engine.OutcomeCommitted, Body: []byte{},
+		At: planAt, Content: wire.ContentDelete, Action: a, Session: &sw, Ack: ackOut(bob)})
+	if kept, err := f.db.KeptActions(ctx, bob, target); err != nil || len(kept) != 0 {
+		t.Fatalf("kept actions after the delete: %+v, %v; want none", kept, err)
+	}
+	if kept, err := f.db.KeptGroupActions(ctx, g, target); err != nil || len(kept) != 1 || kept[0].ID != other {
+		t.Fatalf("kept group actions after a one-to-one delete of the same ID: %+v, %v; want the group's left alone", kept, err)
+	}
+}
