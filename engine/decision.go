@@ -760,20 +760,15 @@ func (bs *batchState) groupTakenBackTarget(g wire.GroupID, actor Address, a wire
 // actor sent in group g and this device discarded as target_discarded, is
 // a group message a sibling's decision can take back here: discarded by
 // the person, a text (kind 16) or a reply (kind 18), in g. For an edit or
-// a delete the actor's own message; for a reaction any member's (the
-// members' records of that ID, as groupTarget reads them).
+// a delete the actor's own message; for a reaction any member's, or a
+// former member's (the records of that ID, as groupTarget reads them:
+// groupTargetAuthors, not the roster alone).
 func (c *Client) groupTargetTakeBackable(ctx context.Context, g wire.GroupID, actor Address, a wire.Action) (bool, error) {
 	authors := []Address{actor}
 	if a.Content == wire.ContentReaction {
-		info, err := c.store.Group(ctx, g)
-		if err != nil {
+		var err error
+		if authors, err = c.groupTargetAuthors(ctx, g, a.Target); err != nil {
 			return false, err
-		}
-		authors = authors[:0]
-		for _, m := range info.Roster.Members {
-			if p, err := ParseAddress(m.Address); err == nil && p != c.self {
-				authors = append(authors, p)
-			}
 		}
 	}
 	for _, s := range authors {

@@ -30,7 +30,8 @@ import (
 // DirectionOut otherwise (DecideAction's byPeer, set, then checks the
 // author). A target not in the history is Pending or Discarded when its
 // author's pending or finalized message says so (for a reaction, any
-// member's).
+// member's, or a former member's whose record of that ID the group keeps:
+// groupTargetAuthors).
 func (c *Client) groupTarget(ctx context.Context, g wire.GroupID, actor Address, a wire.Action) (ActionTarget, Address, error) {
 	var author Address // any, for a reaction or a reply
 	if a.Content == wire.ContentEdit || a.Content == wire.ContentDelete {
@@ -59,15 +60,8 @@ func (c *Client) groupTarget(ctx context.Context, g wire.GroupID, actor Address,
 	}
 	senders := []Address{author}
 	if author == (Address{}) {
-		info, err := c.store.Group(ctx, g)
-		if err != nil {
+		if senders, err = c.groupTargetAuthors(ctx, g, a.Target); err != nil {
 			return ActionTarget{}, Address{}, err
-		}
-		senders = senders[:0]
-		for _, m := range info.Roster.Members {
-			if p, err := ParseAddress(m.Address); err == nil && p != c.self {
-				senders = append(senders, p)
-			}
 		}
 	}
 	for _, s := range senders {
@@ -85,6 +79,43 @@ func (c *Client) groupTarget(ctx context.Context, g wire.GroupID, actor Address,
 	}
 	return t, author, nil
 }
+
+// groupTargetAuthors returns who may have written group g's message id
+// that a reaction or a reply names, for the engine to read their pending
+// or finalized message of that ID: the roster's members but this device,
+// and the senders of the group's finalized records of that ID
+// (GroupRecordSenders), so that the discarded message of a member who
+// left or was removed since is found too.
+func (c *Client) groupTargetAuthors(ctx context.Context, g wire.GroupID, id wire.LogicalID) ([]Address, error) {
+	info, err := c.store.Group(ctx, g)
+	if err != nil {
+		return nil, err
+	}
+	var out []Address
+	seen := make(map[Address]bool)
+	for _, m := range info.Roster.Members {
+		if p, err := ParseAddress(m.Address); err == nil && p != c.self && !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	recs, err := c.store.GroupRecordSenders(ctx, g, id, groupRecordSendersPage)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range recs {
+		if p != c.self && !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// groupRecordSendersPage bounds the senders of one group message ID's
+// finalized records read for a reaction's or a reply's target: IDs are
+// random, so more than one is a collision a member made on purpose.
+const groupRecordSendersPage = 16
 
 // groupApplyOf makes the ActionApply of action a (ID id) in group g, made
 // by author, whose target t was written by targetAuthor.

@@ -40,6 +40,9 @@ const (
 		ON CONFLICT (grp, sender, id) DO UPDATE SET deleted = 1, edits = 0`
 	sqlGroupDeleteVersions  = "DELETE FROM group_version WHERE grp = ? AND sender = ? AND id = ?"
 	sqlGroupDeleteReactions = "DELETE FROM group_reaction WHERE grp = ? AND sender = ? AND id = ?"
+	// sqlGroupRecordSenders reads the senders of the finalized records of
+	// a group's messages of one ID (finalized_group_id, 0031).
+	sqlGroupRecordSenders = "SELECT sender FROM finalized WHERE grp = ? AND id = ? ORDER BY sender LIMIT ?"
 	// sqlGroupForgetKeptOfDeleted forgets the kept decisions (0030) whose
 	// group action (?1) waits for a message a delete took out: the edits
 	// and deletes of its author (?3), the reactions of any member (?4),
@@ -211,6 +214,34 @@ func (db *DB) GroupActionTarget(ctx context.Context, g wire.GroupID, author engi
 	t.Found, t.At = true, nsTime(at)
 	t.Action, t.Edits, t.Deleted = wire.ContentType(action), uint32(edits), deleted == 1
 	return t, a, nil
+}
+
+// GroupRecordSenders implements engine.ActionStore.
+func (db *DB) GroupRecordSenders(ctx context.Context, g wire.GroupID, id wire.LogicalID, limit int) ([]engine.Address, error) {
+	if err := db.checkOpen("read a group message's records"); err != nil {
+		return nil, err
+	}
+	rows, err := db.query(ctx, sqlGroupRecordSenders, g[:], id[:], limit)
+	if err != nil {
+		return nil, db.readErr("read a group message's records", err)
+	}
+	defer rows.Close()
+	var out []engine.Address
+	for rows.Next() {
+		var sender string
+		if err := rows.Scan(&sender); err != nil {
+			return nil, db.readErr("read a group message's records", err)
+		}
+		a, err := engine.ParseAddress(sender)
+		if err != nil {
+			return nil, fmt.Errorf("store: read a group message's records: %w: %w", engine.ErrMalformedState, err)
+		}
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, db.readErr("read a group message's records", err)
+	}
+	return out, nil
 }
 
 // GroupMessageVersions implements engine.ActionStore.
