@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/parley-chat/parley/engine"
@@ -52,5 +54,38 @@ func TestDeleteForgetsTheKeptActionsOnItsTarget(t *testing.T) {
 	}
 	if kept, err := f.db.KeptGroupActions(ctx, g, target); err != nil || len(kept) != 1 || kept[0].ID != other {
 		t.Fatalf("kept group actions after a one-to-one delete of the same ID: %+v, %v; want the group's left alone", kept, err)
+	}
+}
+
+// TestKeptGroupActionNotInItsGroupIsRefused: a take-back of bob's
+// one-to-one message that would apply with it a kept group action
+// (WithTarget, naming a group) is refused whole (ErrConflict): the
+// take-back wrote no entry in that group, so the action has nothing of
+// its group to apply to, and the message stays discarded.
+func TestKeptGroupActionNotInItsGroupIsRefused(t *testing.T) {
+	f := newFixture(t, false)
+	ctx := context.Background()
+	withSession(t, f)
+	target, reaction := wire.LogicalID{0x7b}, wire.LogicalID{0x7c}
+	f.apply(t, receivePlan(f.stage(t), bob, 1, deliver(t, target, "lunch at noon")))
+	sw := sessionWrite(bob, 2, "ack")
+	f.apply(t, engine.Finalize{Sender: bob, ID: target, Digest: sha256.Sum256([]byte("lunch at noon")), Outcome: engine.OutcomeDiscarded,
+		Reason: engine.DiscardRejected, At: planAt, Content: wire.ContentText, Session: &sw, Ack: ackOut(bob)})
+	body, err := wire.EncodeAction(wire.Action{Content: wire.ContentReaction, Target: target, Emoji: "+1", Order: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := wire.GroupID{0x61}
+	a := &engine.ActionApply{Peer: bob, ID: reaction, Dir: engine.DirectionIn, Content: wire.ContentReaction, Target: target,
+		TargetDir: engine.DirectionIn, Reactor: bob, Emoji: "+1", Order: 1, At: planAt, Group: &g, TargetAuthor: bob}
+	kept := engine.KeptTakeBack{On: engine.MustParseAddress("alice/2"), Effect: engine.DecisionEffect{At: planAt, Sender: bob, Message: reaction,
+		Outcome: engine.OutcomeCommitted, TakeBack: []byte{}, Action: a, ActionBody: body}}
+	_, err = f.db.Apply(ctx, receivePlan(f.stage(t), bob, 3, engine.DecisionEffect{ID: wire.LogicalID{0xd0, 7}, At: planAt, Sender: bob,
+		Message: target, Outcome: engine.OutcomeCommitted, TakeBack: []byte("lunch at noon"), WithTarget: []engine.KeptTakeBack{kept}}))
+	if !errors.Is(err, engine.ErrConflict) || !strings.Contains(err.Error(), "not in its group") {
+		t.Fatalf("a one-to-one take-back applying a kept group action: %v; want refused, not in its group (ErrConflict)", err)
+	}
+	if s, err := f.db.Seen(ctx, bob, target); err != nil || s.Outcome != engine.OutcomeDiscarded {
+		t.Fatalf("the target's record: %+v, %v; want it still discarded", s, err)
 	}
 }
