@@ -89,3 +89,51 @@ func TestKeptGroupActionNotInItsGroupIsRefused(t *testing.T) {
 		t.Fatalf("the target's record: %+v, %v; want it still discarded", s, err)
 	}
 }
+
+// TestGroupDeleteLeavesAnotherGroupAlone: bob's delete applied in group
+// g1 forgets the kept decisions waiting for his message there, and leaves
+// another group's message of the same ID and author, and the decisions
+// kept for it, alone.
+func TestGroupDeleteLeavesAnotherGroupAlone(t *testing.T) {
+	f := newFixture(t, false)
+	ctx := context.Background()
+	target, del := wire.LogicalID{0x7b}, wire.LogicalID{0x7d}
+	g1, g2 := wire.GroupID{0x61}, wire.GroupID{0x62}
+	tx, err := f.db.beginImmediate(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.rollback()
+	for i, g := range []wire.GroupID{g1, g2} {
+		if _, err := tx.tx.ExecContext(ctx, "INSERT INTO group_history (grp, sender, id, at, sealed_body) VALUES (?, ?, ?, 1, ?)",
+			g[:], bob.String(), target[:], f.db.seal.seal(kindGroupBody, groupBodyKey(g, bob.String(), target), []byte("lunch at noon"))); err != nil {
+			t.Fatal(err)
+		}
+		kept := wire.LogicalID{0x7c, byte(i)}
+		if _, err := tx.tx.ExecContext(ctx, `INSERT INTO kept_decision (sender, id, outcome, on_device, at, content, target, sealed_action, grp)
+			VALUES ('carol/1', ?, 1, 'alice/2', 1, ?, ?, x'00', ?)`, kept[:], int64(wire.ContentReaction), target[:], g[:]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := engine.ActionApply{Peer: bob, ID: del, Dir: engine.DirectionIn, Content: wire.ContentDelete, Target: target,
+		TargetDir: engine.DirectionIn, At: planAt, Group: &g1, TargetAuthor: bob}
+	if err := tx.applyAction(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		g       wire.GroupID
+		kept    int
+		deleted int
+	}{{g1, 0, 1}, {g2, 1, 0}} {
+		var kept, deleted int
+		if err := tx.tx.QueryRowContext(ctx, "SELECT count(*) FROM kept_decision WHERE grp = ?", c.g[:]).Scan(&kept); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.tx.QueryRowContext(ctx, "SELECT count(*) FROM group_extra WHERE grp = ? AND deleted = 1", c.g[:]).Scan(&deleted); err != nil {
+			t.Fatal(err)
+		}
+		if kept != c.kept || deleted != c.deleted {
+			t.Errorf("group %x after the delete in %x: %d kept, %d deleted; want %d and %d", c.g[:1], g1[:1], kept, deleted, c.kept, c.deleted)
+		}
+	}
+}
