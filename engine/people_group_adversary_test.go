@@ -99,6 +99,10 @@ type peopleGroupSim struct {
 	gmsgs    map[wire.LogicalID]*peopleGroupMsg
 	unnamed  int // (message, active device of a member person) pairs without a lane at the send
 	linkedGT int // devices linked during the traffic
+	start    time.Time // the clock when the traffic began
+	// actDiscards counts, by reason, the group actions an engine
+	// discarded by its rules on an active device at the end.
+	actDiscards map[string]int
 }
 
 // peopleGroupMsg is one group message the simulation sent.
@@ -110,6 +114,16 @@ type peopleGroupMsg struct {
 	lanes map[engine.Address]bool
 	// knewRemoved: the devices the sender's lists revoked at the send.
 	knewRemoved map[engine.Address]bool
+	// act is the action of a group action (a reply, a reaction, an
+	// edit, a delete: body is a reply's text, else empty); nil for a text.
+	// An edit's number is the one the sender's engine gave it.
+	act *wire.Action
+}
+
+// shown reports whether m has an entry of its own in a group's history:
+// a text or a reply (a reaction, an edit, a delete lands on its target).
+func (m *peopleGroupMsg) shown() bool {
+	return m.act == nil || m.act.Content == wire.ContentReply
 }
 
 // linkGroupDevice links a new device to owner's account as `parley device
@@ -243,9 +257,100 @@ func (s *peopleGroupSim) sendGroup(d *device, g wire.GroupID) {
 	s.actions["group-send"]++
 }
 
+// groupAction has d act in group g on a message its group history shows
+// (one it sent, a sibling's, or one committed here), whatever its state
+// on the receiving devices (pending, discarded, not there yet): a
+// reaction most often (sometimes taking it back), an edit or a delete of
+// a message d sent itself, or a reply. It checks the action's lanes as
+// sendGroup does (rule 2). It reports false when d's history shows no
+// message to act on; an action the rules refuse at the send (an edit of
+// a deleted message, a reaction to take back that is not there) stores
+// nothing and is counted.
+func (s *peopleGroupSim) groupAction(d *device, g wire.GroupID) bool {
+	s.t.Helper()
+	h, err := d.c.GroupHistory(s.w.ctx, g, 0, 1000)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	var any, mine []engine.GroupEntry
+	for _, e := range h {
+		if m := s.gmsgs[e.ID]; m != nil {
+			any = append(any, e)
+			if m.from == d && !e.Deleted {
+				mine = append(mine, e)
+			}
+		}
+	}
+	if len(any) == 0 {
+		return false
+	}
+	want, revoked := s.expectedLanes(d)
+	s.serial++
+	a := wire.Action{Content: wire.ContentReaction, Target: any[s.rng.IntN(len(any))].ID, Emoji: thumbs}
+	name := "group-react"
+	switch k := s.rng.IntN(10); {
+	case k < 5:
+		if s.rng.IntN(2) == 0 {
+			a.Emoji = heart
+		}
+		if s.rng.IntN(6) == 0 {
+			a.Emoji, a.Remove, name = "", true, "group-unreact"
+		}
+	case k < 7 && len(mine) > 0:
+		a = wire.Action{Content: wire.ContentEdit, Target: mine[s.rng.IntN(len(mine))].ID, Text: []byte(fmt.Sprintf("e%d %s", s.serial, d.addr))}
+		name = "group-edit"
+	case k < 8 && len(mine) > 0:
+		a = wire.Action{Content: wire.ContentDelete, Target: mine[s.rng.IntN(len(mine))].ID}
+		name = "group-delete"
+	default:
+		a = wire.Action{Content: wire.ContentReply, Target: any[s.rng.IntN(len(any))].ID, Text: []byte(fmt.Sprintf("r%d %s>%x", s.serial, d.addr, g[:2]))}
+		name = "group-reply"
+	}
+	id, err := d.c.Act(s.w.ctx, engine.ActionRequest{Group: &g, Content: a.Content, Target: a.Target, Text: a.Text, Emoji: a.Emoji, Remove: a.Remove})
+	var refused *engine.ActionRefusedError
+	if errors.As(err, &refused) {
+		s.actions[name+"-refused"]++
+		return true
+	}
+	if err != nil {
+		s.t.Fatalf("%s: %s of %x in group %x: %v", d.addr, engine.ActionName(a.Content), a.Target[:4], g[:2], err)
+	}
+	if _, err := d.c.Pump(s.w.ctx); err != nil {
+		s.t.Fatalf("%s pumps: %v", d.addr, err)
+	}
+	if a.Content == wire.ContentEdit {
+		a.Edit = d.groupEntry(g, a.Target).Edits // the number the engine gave it, applied here
+	}
+	m := &peopleGroupMsg{from: d, group: g, body: string(a.Text), lanes: map[engine.Address]bool{}, knewRemoved: revoked, act: &a}
+	if a.Content != wire.ContentReply {
+		m.body = ""
+	}
+	s.gmsgs[id] = m
+	for _, l := range s.lanesOf(d, g, id) {
+		m.lanes[l.Recipient] = true
+	}
+	if len(want) != len(m.lanes) {
+		s.t.Fatalf("%s's %s %x has lanes to %v, want the active devices its lists name: %v", d.addr, name, id[:4], m.lanes, want)
+	}
+	for x := range want {
+		if !m.lanes[x] {
+			s.t.Fatalf("%s's %s %x has lanes to %v, want the active devices its lists name: %v", d.addr, name, id[:4], m.lanes, want)
+		}
+	}
+	s.actions[name]++
+	return true
+}
+
 // lanesOf returns the lanes of d's own group message id.
 func (s *peopleGroupSim) lanesOf(d *device, g wire.GroupID, id wire.LogicalID) []engine.Lane {
 	s.t.Helper()
+	if m := s.gmsgs[id]; m != nil && !m.shown() {
+		l, err := d.st.Lanes(s.w.ctx, g, id) // a reaction, an edit, a delete: not in the history
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		return l
+	}
 	h, err := d.c.GroupHistory(s.w.ctx, g, 0, 1000)
 	if err != nil {
 		s.t.Fatal(err)
@@ -296,8 +401,11 @@ func (s *peopleGroupSim) step() {
 	act := s.activeDevices()
 	all := s.allDevices()
 	switch k := s.rng.IntN(27); {
-	case k < 4: // an active device sends to a group
-		s.sendGroup(act[s.rng.IntN(len(act))], s.groups[s.rng.IntN(len(s.groups))])
+	case k < 4: // an active device sends to a group: a text, or an action on a message it shows
+		d, g := act[s.rng.IntN(len(act))], s.groups[s.rng.IntN(len(s.groups))]
+		if s.rng.IntN(3) != 0 || !s.groupAction(d, g) {
+			s.sendGroup(d, g)
+		}
 	case k < 7: // any device syncs (a removed one too: the relay may still deliver to it)
 		s.sync(all[s.rng.IntN(len(all))])
 		s.actions["sync"]++
@@ -442,6 +550,18 @@ type groupHeld struct {
 	body     string
 	decided  *engine.Address
 	pending  bool
+	// What actions made of the entry: a reply's target, the latest edit
+	// applied, the tombstone, the reactions (sorted "device emoji").
+	replyTo   *wire.LogicalID
+	edits     uint32
+	deleted   bool
+	reactions []string
+}
+
+// state is what the actions made of an entry, as compared across the
+// devices of one person (checkConverged).
+func (h *groupHeld) state() string {
+	return fmt.Sprintf("body %q, edit %d, deleted %v, reactions %q", h.body, h.edits, h.deleted, h.reactions)
 }
 
 // groupHoldings reads what d holds of every group message: the histories
@@ -469,6 +589,7 @@ func (s *peopleGroupSim) groupHoldings(d *device) map[wire.LogicalID]*groupHeld 
 			x := get(e.ID)
 			x.n++
 			x.own, x.imported, x.body, x.decided = e.Own, e.Imported != nil, string(e.Body), e.DecidedOn
+			x.replyTo, x.edits, x.deleted, x.reactions = e.ReplyTo, e.Edits, e.Deleted, groupReactionsOf(e)
 			if m := s.gmsgs[e.ID]; m != nil && m.group != g {
 				s.t.Fatalf("safety: %s holds %x in group %x, sent to %x", d.addr, e.ID[:4], g[:2], m.group[:2])
 			}
@@ -507,8 +628,14 @@ func (s *peopleGroupSim) checkSafety() int {
 			if h.n > 1 {
 				s.t.Fatalf("safety: %s's group history holds %x %d times", d.addr, id[:4], h.n)
 			}
-			if h.n == 1 && h.body != m.body {
-				s.t.Fatalf("safety: %s's group history holds %q for %x, sent as %q", d.addr, h.body, id[:4], m.body)
+			if h.n == 1 && !m.shown() {
+				s.t.Fatalf("safety: %s's group history shows %s's %s %x as an entry", d.addr, m.from.addr, engine.ActionName(m.act.Content), id[:4])
+			}
+			if want := s.shownBody(d, id, h); h.n == 1 && h.body != want {
+				s.t.Fatalf("safety: %s's group history holds %q for %x (edit %d, deleted %v), want %q", d.addr, h.body, id[:4], h.edits, h.deleted, want)
+			}
+			if h.n == 1 && m.act != nil && (h.replyTo == nil || *h.replyTo != m.act.Target) {
+				s.t.Fatalf("safety: %s's group history holds reply %x quoting %v, sent quoting %x", d.addr, id[:4], h.replyTo, m.act.Target[:4])
 			}
 			if h.n == 1 && h.own != (m.from.addr.User == d.addr.User) {
 				s.t.Fatalf("safety: %s's group history holds %x from %s as own %v", d.addr, id[:4], m.from.addr, h.own)
@@ -531,6 +658,12 @@ func (s *peopleGroupSim) checkSafety() int {
 			own, asked := s.explicit[d.addr][id]
 			seen := s.seen(d, m, id)
 			commits, discards := s.explicitFor(p, id)
+			if !m.shown() {
+				if s.checkActionSafety(d, m, id, seen, asked, own, commits, discards) {
+					overruled++
+				}
+				continue
+			}
 			takenBack := seen.Finalized && seen.Outcome == engine.OutcomeCommitted && h.n == 1 && h.decided != nil && commits[*h.decided]
 			switch {
 			case asked && own == engine.OutcomeCommitted && h.n != 1:
@@ -557,6 +690,56 @@ func (s *peopleGroupSim) checkSafety() int {
 		}
 	}
 	return overruled
+}
+
+// shownBody is the body d's entry h of group message id must show: the
+// tombstone's empty body once deleted, the text of the edit it last
+// applied, else the body sent.
+func (s *peopleGroupSim) shownBody(d *device, id wire.LogicalID, h *groupHeld) string {
+	m := s.gmsgs[id]
+	switch {
+	case h.deleted:
+		return ""
+	case h.edits == 0:
+		return m.body
+	}
+	for _, e := range s.gmsgs {
+		if e.act != nil && e.act.Content == wire.ContentEdit && e.act.Target == id && e.act.Edit == h.edits && e.from == m.from {
+			return string(e.act.Text)
+		}
+	}
+	s.t.Fatalf("safety: %s shows edit %d of %x, which %s never sent", d.addr, h.edits, id[:4], m.from.addr)
+	return ""
+}
+
+// checkActionSafety is rule 3 for a group reaction, edit or delete m
+// (id), which has no entry of its own, on d, a device of a receiving
+// person: a commit asked here finalizes it, committed or discarded by the
+// action rules (ByEngine: a commit the rules turn into a discard); a
+// discard asked here stays one unless a device of the person committed it
+// (a take-back); a discard the person made, not asked here, was made by a
+// device of the person; a commit not asked here names a commit of a
+// device of the person. It reports a discard the person made beside a
+// commit of an active device (overruled).
+func (s *peopleGroupSim) checkActionSafety(d *device, m *peopleGroupMsg, id wire.LogicalID, seen engine.SeenMessage, asked bool, own engine.Outcome, commits, discards map[engine.Address]bool) bool {
+	s.t.Helper()
+	name := engine.ActionName(m.act.Content)
+	switch {
+	case asked && !seen.Finalized:
+		s.t.Fatalf("safety: %s decided %s's %s %x (%v), it holds %+v", d.addr, m.from.addr, name, id[:4], own, seen)
+	case asked && own == engine.OutcomeCommitted && seen.Outcome != engine.OutcomeCommitted && !seen.Reason.ByEngine():
+		s.t.Fatalf("safety: %s committed %s's %s %x, it holds %+v", d.addr, m.from.addr, name, id[:4], seen)
+	case asked && own == engine.OutcomeDiscarded && seen.Outcome == engine.OutcomeCommitted && len(commits) == 0:
+		s.t.Fatalf("safety: %s discarded %s's %s %x, it holds it committed, which no device of its person did", d.addr, m.from.addr, name, id[:4])
+	case !asked && seen.Finalized && seen.Outcome != engine.OutcomeCommitted && !seen.Reason.ByEngine() && len(discards) == 0:
+		s.t.Fatalf("safety: %s discarded %s's %s %x without asking (%v), and no device of its person discarded it", d.addr, m.from.addr, name, id[:4], seen.Reason)
+	case !asked && seen.Finalized && seen.Outcome == engine.OutcomeCommitted && len(commits) == 0:
+		s.t.Fatalf("safety: %s committed %s's %s %x without asking, and no device of its person committed it", d.addr, m.from.addr, name, id[:4])
+	}
+	if asked && own == engine.OutcomeDiscarded && seen.Outcome == engine.OutcomeCommitted && !s.isRemoved(d) {
+		s.takenBack[d.addr.String()+string(id[:])] = true
+	}
+	return seen.Finalized && seen.Outcome != engine.OutcomeCommitted && !seen.Reason.ByEngine() && len(commits) > 0 && !s.isRemoved(d)
 }
 
 // converge runs rounds of sync, commit and retry; it returns the rounds it
@@ -641,7 +824,7 @@ func (s *peopleGroupSim) checkConverged() {
 				}
 				named := m.lanes[d.addr] && !s.isRemoved(m.from)
 				if p.user == m.from.addr.User {
-					if named && h.n != 1 {
+					if named && m.shown() && h.n != 1 {
 						s.t.Fatalf("liveness: %s, a sibling of %s with a lane, holds %x %d times", d.addr, m.from.addr, id[:4], h.n)
 					}
 					if !m.lanes[d.addr] {
@@ -658,6 +841,10 @@ func (s *peopleGroupSim) checkConverged() {
 				}
 				if h.imported {
 					continue // committed on the first device before the link
+				}
+				if !m.shown() {
+					s.convergedAction(d, p, m, id, seen, named, activeCommit, commits, holds[d.addr])
+					continue
 				}
 				if !seen.Finalized {
 					if named {
@@ -680,12 +867,86 @@ func (s *peopleGroupSim) checkConverged() {
 			}
 		}
 	}
+	s.convergedState(holds, ids)
+}
+
+// convergedAction is checkConverged's agreement for a group reaction,
+// edit or delete m (id) on d, an active device of receiving person p that
+// holds nothing pending: d had a lane of it, so holds a record of it; when
+// an active device of p committed it, d committed it too, or the rules
+// discarded it here because its target is deleted here (a delete that
+// came first: the tombstone the committing device shows too, checked by
+// the state agreement); a commit here names a commit of p.
+func (s *peopleGroupSim) convergedAction(d *device, p *simPerson, m *peopleGroupMsg, id wire.LogicalID, seen engine.SeenMessage, named, activeCommit bool, commits map[engine.Address]bool, holds map[wire.LogicalID]*groupHeld) {
+	s.t.Helper()
+	name := engine.ActionName(m.act.Content)
+	if !seen.Finalized {
+		if named {
+			s.t.Fatalf("liveness: %s had a lane of %s's %s %x and holds no record of it", d.addr, m.from.addr, name, id[:4])
+		}
+		return
+	}
+	if seen.Outcome != engine.OutcomeCommitted && seen.Reason.ByEngine() {
+		s.actDiscards[seen.Reason.String()]++
+	}
+	target := holds[m.act.Target]
+	if activeCommit && seen.Outcome != engine.OutcomeCommitted && (seen.Reason != engine.DiscardTargetDeleted || target == nil || !target.deleted) {
+		_, asked := s.explicit[d.addr][id]
+		var ts string
+		if target != nil {
+			ts = fmt.Sprintf("its target %x shown %d times, %s", m.act.Target[:4], target.n, target.state())
+		} else {
+			ts = fmt.Sprintf("its target %x not shown (%+v)", m.act.Target[:4], s.seen(d, s.gmsgs[m.act.Target], m.act.Target))
+		}
+		s.t.Fatalf("agreement: %s holds %s's %s %x %v (%v; asked here: %v), the person committed it on %v (removed: %v); %s", d.addr, m.from.addr, name, id[:4], seen.Outcome, seen.Reason, asked, commits, p.removed, ts)
+	}
+	if len(commits) == 0 && seen.Outcome == engine.OutcomeCommitted {
+		s.t.Fatalf("safety: %s committed %s's %s %x, which no device of %s committed", d.addr, m.from.addr, name, id[:4], p.user)
+	}
+}
+
+// convergedState checks that the active devices of each person that show
+// one group message (a text or a reply) show the same actions' effects on
+// it: the same reactions, the same edit and body, the same tombstone. The
+// action decisions are the person's and converge by its rule; an edit's
+// window is measured on each device between two arrivals and could
+// differ, so the case must end within ActionWindow of its first send,
+// which it checks (every edit then lands in its window everywhere).
+func (s *peopleGroupSim) convergedState(holds map[engine.Address]map[wire.LogicalID]*groupHeld, ids []wire.LogicalID) {
+	s.t.Helper()
+	if span := s.w.clock.Now().Sub(s.start); span >= engine.ActionWindow {
+		s.t.Fatalf("the case spans %v, past ActionWindow: an edit's window could pass on one device only", span)
+	}
+	for _, id := range ids {
+		if !s.gmsgs[id].shown() {
+			continue
+		}
+		for _, p := range s.people {
+			var first *device
+			for _, d := range p.active() {
+				h := holds[d.addr][id]
+				if h == nil || h.n != 1 {
+					continue
+				}
+				if first == nil {
+					first = d
+					continue
+				}
+				if a, b := holds[first.addr][id].state(), h.state(); a != b {
+					s.t.Fatalf("agreement: %s shows %s's %x as %s; %s shows %s", first.addr, s.gmsgs[id].from.addr, id[:4], a, d.addr, b)
+				}
+			}
+		}
+	}
 }
 
 // peopleGroupTotals is what the cases of one run add up to.
 type peopleGroupTotals struct {
 	cases, steps, maxRounds, overruled, devices, linked, removed, takenBack, msgs, unnamed int
 	actions, outcomes                                                                      map[string]int
+	// groupActs counts the group actions sent, by kind; actDiscards the
+	// rules' discards of them at the end, by reason.
+	groupActs, actDiscards map[string]int
 }
 
 func TestAdversaryPeopleGroups(t *testing.T) {
@@ -701,7 +962,7 @@ func TestAdversaryPeopleGroups(t *testing.T) {
 		seed, cases = v, 1
 	}
 	fmt.Printf("adversary people groups: seed %d (ADVERSARY_PEOPLE_GROUP_SEED=%d replays the first case)\n", seed, seed)
-	tot := peopleGroupTotals{actions: map[string]int{}, outcomes: map[string]int{}}
+	tot := peopleGroupTotals{actions: map[string]int{}, outcomes: map[string]int{}, groupActs: map[string]int{}, actDiscards: map[string]int{}}
 	for c := 0; c < cases; c++ {
 		caseSeed := seed + uint64(c)
 		ok := t.Run(fmt.Sprintf("seed=%d", caseSeed), func(t *testing.T) {
@@ -720,9 +981,33 @@ func TestAdversaryPeopleGroups(t *testing.T) {
 	for _, k := range keys {
 		acts += fmt.Sprintf(" %s=%d", k, tot.actions[k])
 	}
-	fmt.Printf("adversary people groups: %d cases, %d steps, %d devices (%d linked during traffic, %d removed), %d group messages, 0 safety violations, 0 stuck, at most %d rounds to converge, %d discards taken back, %d left overruled, %d (message, device) pairs not named at the send; actions%s\n",
-		tot.cases, tot.steps, tot.devices, tot.linked, tot.removed, tot.msgs, tot.maxRounds, tot.takenBack, tot.overruled, tot.unnamed, acts)
+	nActs := 0
+	for _, n := range tot.groupActs {
+		nActs += n
+	}
+	fmt.Printf("adversary people groups: %d cases, %d steps, %d devices (%d linked during traffic, %d removed), %d group messages (%d of them actions: %s; discarded by the rules at the end %s), 0 safety violations, 0 stuck, at most %d rounds to converge, %d discards taken back, %d left overruled, %d (message, device) pairs not named at the send; actions%s\n",
+		tot.cases, tot.steps, tot.devices, tot.linked, tot.removed, tot.msgs, nActs, countList(tot.groupActs), countList(tot.actDiscards), tot.maxRounds, tot.takenBack, tot.overruled, tot.unnamed, acts)
 	t.Logf("receive outcomes over all cases: %v", tot.outcomes)
+}
+
+// countList prints counts by name, sorted, "a=1 b=2" ("none" for none).
+func countList(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := ""
+	for _, k := range keys {
+		if out != "" {
+			out += " "
+		}
+		out += fmt.Sprintf("%s=%d", k, m[k])
+	}
+	if out == "" {
+		return "none"
+	}
+	return out
 }
 
 // peopleGroupSteps is the number of steps of one case.
@@ -745,7 +1030,7 @@ func runPeopleGroupCase(t *testing.T, seed uint64, tot *peopleGroupTotals) {
 		takenBack:     map[string]bool{},
 		decisionNamed: map[string][]engine.Address{},
 		reconnect:     seed%2 == 0},
-		gmsgs: map[wire.LogicalID]*peopleGroupMsg{}}
+		gmsgs: map[wire.LogicalID]*peopleGroupMsg{}, actDiscards: tot.actDiscards}
 	n := 2 + rng.IntN(2)
 	for i := 0; i < n; i++ {
 		user := fmt.Sprintf("p%d", i)
@@ -817,6 +1102,7 @@ func runPeopleGroupCase(t *testing.T, seed uint64, tot *peopleGroupTotals) {
 	for _, d := range s.allDevices() {
 		w.net.Hold(d.addr)
 	}
+	s.start = w.clock.Now()
 	for i := 0; i < peopleGroupSteps; i++ {
 		s.step()
 		s.checkSafety()
@@ -831,6 +1117,11 @@ func runPeopleGroupCase(t *testing.T, seed uint64, tot *peopleGroupTotals) {
 	}
 	tot.linked += s.linkedGT
 	tot.msgs += len(s.gmsgs)
+	for _, m := range s.gmsgs {
+		if m.act != nil {
+			tot.groupActs[engine.ActionName(m.act.Content)]++
+		}
+	}
 	if rounds < 0 {
 		s.settled(true)
 		t.Fatalf("liveness: still pending twelve rounds after the adversary stopped (seed %d)", seed)
