@@ -100,6 +100,9 @@ type peopleGroupSim struct {
 	unnamed  int // (message, active device of a member person) pairs without a lane at the send
 	linkedGT int // devices linked during the traffic
 	start    time.Time // the clock when the traffic began
+	// unshownReactions counts the entries with reactions whose holders
+	// were not compared on them (one holds the entry by import).
+	unshownReactions int
 	// actDiscards counts, by reason, the group actions an engine
 	// discarded by its rules on an active device at the end.
 	actDiscards map[string]int
@@ -559,8 +562,12 @@ type groupHeld struct {
 }
 
 // state is what the actions made of an entry, as compared across the
-// devices of one person (checkConverged).
-func (h *groupHeld) state() string {
+// devices of one person (convergedState); without the reactions when
+// withReactions is false.
+func (h *groupHeld) state(withReactions bool) string {
+	if !withReactions {
+		return fmt.Sprintf("body %q, edit %d, deleted %v", h.body, h.edits, h.deleted)
+	}
 	return fmt.Sprintf("body %q, edit %d, deleted %v, reactions %q", h.body, h.edits, h.deleted, h.reactions)
 }
 
@@ -874,9 +881,13 @@ func (s *peopleGroupSim) checkConverged() {
 // edit or delete m (id) on d, an active device of receiving person p that
 // holds nothing pending: d had a lane of it, so holds a record of it; when
 // an active device of p committed it, d committed it too, or the rules
-// discarded it here because its target is deleted here (a delete that
-// came first: the tombstone the committing device shows too, checked by
-// the state agreement); a commit here names a commit of p.
+// discarded it here by the target's state, which the person's devices
+// agree on: its target is deleted here (a delete that came first: the
+// tombstone the committing device shows too, convergedState), or its
+// target is not shown here, discarded (target_discarded; the text's own
+// agreement then says no active device of p committed the target, so the
+// committing device's commit turned into the same discard). A commit here
+// names a commit of p.
 func (s *peopleGroupSim) convergedAction(d *device, p *simPerson, m *peopleGroupMsg, id wire.LogicalID, seen engine.SeenMessage, named, activeCommit bool, commits map[engine.Address]bool, holds map[wire.LogicalID]*groupHeld) {
 	s.t.Helper()
 	name := engine.ActionName(m.act.Content)
@@ -890,11 +901,14 @@ func (s *peopleGroupSim) convergedAction(d *device, p *simPerson, m *peopleGroup
 		s.actDiscards[seen.Reason.String()]++
 	}
 	target := holds[m.act.Target]
-	if activeCommit && seen.Outcome != engine.OutcomeCommitted && (seen.Reason != engine.DiscardTargetDeleted || target == nil || !target.deleted) {
+	shown := target != nil && target.n == 1
+	byRule := seen.Reason == engine.DiscardTargetDeleted && shown && target.deleted ||
+		seen.Reason == engine.DiscardTargetDiscarded && !shown
+	if activeCommit && seen.Outcome != engine.OutcomeCommitted && !byRule {
 		_, asked := s.explicit[d.addr][id]
 		var ts string
 		if target != nil {
-			ts = fmt.Sprintf("its target %x shown %d times, %s", m.act.Target[:4], target.n, target.state())
+			ts = fmt.Sprintf("its target %x shown %d times, %s", m.act.Target[:4], target.n, target.state(true))
 		} else {
 			ts = fmt.Sprintf("its target %x not shown (%+v)", m.act.Target[:4], s.seen(d, s.gmsgs[m.act.Target], m.act.Target))
 		}
@@ -911,7 +925,12 @@ func (s *peopleGroupSim) convergedAction(d *device, p *simPerson, m *peopleGroup
 // action decisions are the person's and converge by its rule; an edit's
 // window is measured on each device between two arrivals and could
 // differ, so the case must end within ActionWindow of its first send,
-// which it checks (every edit then lands in its window everywhere).
+// which it checks (every edit then lands in its window everywhere). An
+// entry a device holds by import (the link's archive) is compared without
+// its reactions: an archive carries a group entry's edit, tombstone and
+// quote but no reactions (docs/storage.md, "reactions are not read"), so
+// a linked device does not show those the first device applied before the
+// cut; they are counted (unshownReactions).
 func (s *peopleGroupSim) convergedState(holds map[engine.Address]map[wire.LogicalID]*groupHeld, ids []wire.LogicalID) {
 	s.t.Helper()
 	if span := s.w.clock.Now().Sub(s.start); span >= engine.ActionWindow {
@@ -932,10 +951,34 @@ func (s *peopleGroupSim) convergedState(holds map[engine.Address]map[wire.Logica
 					first = d
 					continue
 				}
-				if a, b := holds[first.addr][id].state(), h.state(); a != b {
+				f := holds[first.addr][id]
+				both := !f.imported && !h.imported
+				if !both && len(f.reactions)+len(h.reactions) > 0 {
+					s.unshownReactions++
+				}
+				if a, b := f.state(both), h.state(both); a != b {
+					s.explainActionsOn(id, first, d, holds)
 					s.t.Fatalf("agreement: %s shows %s's %x as %s; %s shows %s", first.addr, s.gmsgs[id].from.addr, id[:4], a, d.addr, b)
 				}
 			}
+		}
+	}
+}
+
+// explainActionsOn logs, for a failing agreement, each action on group
+// message id and what devices a and b hold of it.
+func (s *peopleGroupSim) explainActionsOn(id wire.LogicalID, a, b *device, holds map[engine.Address]map[wire.LogicalID]*groupHeld) {
+	for _, d := range []*device{a, b} {
+		h := holds[d.addr][id]
+		s.t.Logf("%s: the target imported %v, decided on %v; lanes of the target's send to it %v", d.addr, h.imported, h.decided, s.gmsgs[id].lanes[d.addr])
+	}
+	for aid, m := range s.gmsgs {
+		if m.act == nil || m.act.Target != id {
+			continue
+		}
+		for _, d := range []*device{a, b} {
+			_, asked := s.explicit[d.addr][aid]
+			s.t.Logf("%s's %s %x (%+v): on %s lane %v, asked %v, %+v", m.from.addr, engine.ActionName(m.act.Content), aid[:4], *m.act, d.addr, m.lanes[d.addr], asked, s.seen(d, m, aid))
 		}
 	}
 }
