@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/parley-chat/parley/wire"
@@ -30,7 +31,8 @@ import (
 // DirectionOut otherwise (DecideAction's byPeer, set, then checks the
 // author). A target not in the history is Pending or Discarded when its
 // author's pending or finalized message says so (for a reaction, any
-// member's).
+// member's: the roster's entry and every device the list held for its
+// person names, active or revoked, since any of them sends to the group).
 func (c *Client) groupTarget(ctx context.Context, g wire.GroupID, actor Address, a wire.Action) (ActionTarget, Address, error) {
 	var author Address // any, for a reaction or a reply
 	if a.Content == wire.ContentEdit || a.Content == wire.ContentDelete {
@@ -65,8 +67,24 @@ func (c *Client) groupTarget(ctx context.Context, g wire.GroupID, actor Address,
 		}
 		senders = senders[:0]
 		for _, m := range info.Roster.Members {
-			if p, err := ParseAddress(m.Address); err == nil && p != c.self {
+			p, err := ParseAddress(m.Address)
+			if err != nil {
+				continue
+			}
+			if p != c.self && !slices.Contains(senders, p) {
 				senders = append(senders, p)
+			}
+			held, ok, err := c.store.PeerAccount(ctx, p.User)
+			if err != nil {
+				return ActionTarget{}, Address{}, err
+			}
+			if !ok {
+				continue
+			}
+			for _, e := range held.List.Entries {
+				if d := (Address{User: held.List.User, Device: e.Number}); d != c.self && !slices.Contains(senders, d) {
+					senders = append(senders, d)
+				}
 			}
 		}
 	}

@@ -97,8 +97,8 @@ type peopleGroupSim struct {
 	*peopleSim
 	groups   []wire.GroupID
 	gmsgs    map[wire.LogicalID]*peopleGroupMsg
-	unnamed  int // (message, active device of a member person) pairs without a lane at the send
-	linkedGT int // devices linked during the traffic
+	unnamed  int       // (message, active device of a member person) pairs without a lane at the send
+	linkedGT int       // devices linked during the traffic
 	start    time.Time // the clock when the traffic began
 	// unshownReactions counts the entries with reactions whose holders
 	// were not compared on them (one holds the entry by import).
@@ -983,6 +983,22 @@ func (s *peopleGroupSim) explainActionsOn(id wire.LogicalID, a, b *device, holds
 	}
 }
 
+// explainPending logs, for a liveness failure, each group action pending
+// on an active device and what that device and the sender hold of its
+// target.
+func (s *peopleGroupSim) explainPending() {
+	for _, d := range s.activeDevices() {
+		for _, in := range s.pendingIn(d) {
+			m := s.gmsgs[in.ID]
+			if m == nil || m.act == nil {
+				continue
+			}
+			t := s.gmsgs[m.act.Target]
+			s.t.Logf("%s holds %s's %s %x pending, its target %x from %s (lane to %s at the send %v): here %+v, shown %v", d.addr, m.from.addr, engine.ActionName(m.act.Content), in.ID[:4], m.act.Target[:4], t.from.addr, d.addr, t.lanes[d.addr], s.seen(d, t, m.act.Target), s.groupHoldings(d)[m.act.Target])
+		}
+	}
+}
+
 // peopleGroupTotals is what the cases of one run add up to.
 type peopleGroupTotals struct {
 	cases, steps, maxRounds, overruled, devices, linked, removed, takenBack, msgs, unnamed int
@@ -1167,6 +1183,7 @@ func runPeopleGroupCase(t *testing.T, seed uint64, tot *peopleGroupTotals) {
 	}
 	if rounds < 0 {
 		s.settled(true)
+		s.explainPending()
 		t.Fatalf("liveness: still pending twelve rounds after the adversary stopped (seed %d)", seed)
 	}
 	s.checkConverged()
