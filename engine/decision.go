@@ -70,10 +70,10 @@ type MadeDecision struct {
 	// group message finalized before its record named its group).
 	Body      []byte
 	InHistory bool
-	// Content and ActionBody, for a committed one-to-one action whose
-	// record keeps its action body (since migration 0028): the catch-up
-	// carries the action (frame kind 18), so that a discard there is
-	// taken back and applied.
+	// Content and ActionBody, for a committed action (one to one, or a
+	// group's) whose record keeps its action body (since migration 0028):
+	// the catch-up and an answer carry the action (frame kind 18), so
+	// that a discard there is taken back and applied.
 	Content    wire.ContentType
 	ActionBody []byte
 	// DecidedOn names the device whose decision this one applied (the
@@ -158,8 +158,8 @@ func (c *Client) catchUpLanes(ctx context.Context, held, next wire.DeviceList, f
 
 // madeLanes returns the lane that tells sibling to of decision d made
 // here, as the catch-up and an answer send it: a commit with the body it
-// came with, a committed one-to-one action kept with its record
-// (migration 0028) with its action, as a live decision's.
+// came with, a committed action (one to one or a group's) kept with its
+// record (migration 0028) with its action, as a live decision's.
 func (c *Client) madeLanes(ctx context.Context, to Address, d MadeDecision) ([]PersonLane, error) {
 	content, body := wire.ContentType(0), d.Body
 	if d.ActionBody != nil && wire.IsAction(d.Content) {
@@ -284,11 +284,12 @@ type DecisionEffect struct {
 	// are Message and Sender) with the take-back, in one transaction.
 	Action     *ActionApply
 	ActionBody []byte
-	// KeepAction, with Keep, is the committed one-to-one action a kind-18
-	// decision carried for an action discarded here because its target
-	// was (target_discarded), heard while that target is not taken back:
-	// the store keeps it with the decision (migration 0028), and the
-	// take-back of the target takes it back too (WithTarget).
+	// KeepAction, with Keep, is the committed action (one to one, or a
+	// group's: KeptAction.Group) a kind-18 decision carried for an action
+	// discarded here because its target was (target_discarded), heard
+	// while that target is not taken back: the store keeps it with the
+	// decision (migrations 0028 and 0030), and the take-back of the target
+	// takes it back too (WithTarget).
 	KeepAction *KeptAction
 	// WithTarget, with TakeBack, are the kept action decisions whose
 	// target this take-back writes and that now apply by the action
@@ -307,8 +308,8 @@ type DecisionEffect struct {
 
 func (DecisionEffect) effect() {}
 
-// KeptAction is a sibling's committed one-to-one action kept with its
-// decision until its target is taken back here (DecisionEffect.KeepAction).
+// KeptAction is a sibling's committed action kept with its decision
+// until its target is taken back here (DecisionEffect.KeepAction).
 type KeptAction struct {
 	Sender  Address        // the action's sender
 	ID      wire.LogicalID // the action's ID
@@ -316,6 +317,10 @@ type KeptAction struct {
 	Content wire.ContentType
 	Target  wire.LogicalID
 	Body    []byte // the action body, as the content frame carried it
+	// Group names a group's action (nil one to one): its target is the
+	// group message of that ID, whoever wrote it (a reaction may be to
+	// another member's message).
+	Group *wire.GroupID
 }
 
 // KeptTakeBack is a kept action decision a take-back of its target applies
@@ -509,8 +514,11 @@ func (c *Client) prepareDecision(ctx context.Context, bs *batchState, in *incomi
 				}
 			} else if seen.Group != nil {
 				// A group's text: a group action after it in the batch
-				// may target it.
+				// may target it, and so may one kept for it.
 				bs.groupTakenBack[actionTargetKey{group: *seen.Group, peer: sender, id: d.Message}] = seen.arrivedAt()
+				if err := c.keptGroupWithTarget(ctx, bs, &e, *seen.Group, d.Message, in.now); err != nil {
+					return prepared{}, err
+				}
 			}
 		}
 		step.effect = e
@@ -589,7 +597,7 @@ func (c *Client) takeBackAction(ctx context.Context, bs *batchState, e *Decision
 		return nil
 	}
 	if seen.InGroup {
-		return c.takeBackGroupAction(ctx, bs, e, seen, d, now)
+		return c.takeBackGroupAction(ctx, bs, e, seen, d, on, now)
 	}
 	m := &InboundMessage{Sender: e.Sender, ID: e.Message, ReceivedAt: seen.arrivedAt(), Body: d.Body, Content: d.Content}
 	act, v, err := c.receivedAction(ctx, m, now)
@@ -660,11 +668,14 @@ func (c *Client) takeBackAction(ctx context.Context, bs *batchState, e *Decision
 // it). A target absent, pending or discarded here and not taken back
 // before it (held or target_discarded), a window passed, another author's
 // message: the action stays discarded, as does one whose target a delete
-// earlier in the batch removes. Nothing is kept for later: a group
-// message's take-back takes back no action that waits for it (a discard
-// is not held; see docs/protocol.md), so an action whose decision comes
-// before its target's stays discarded.
-func (c *Client) takeBackGroupAction(ctx context.Context, bs *batchState, e *DecisionEffect, seen SeenMessage, d wire.Decision, now time.Time) error {
+// earlier in the batch removes. An action discarded because its target
+// was (target_discarded), whose target a decision can take back (a group
+// text or reply discarded by the person), keeps the decision with its
+// action (e.KeepAction, naming the group): the target's take-back, when
+// its decision comes, takes it back by these rules then
+// (keptGroupWithTarget), so a decision heard before its target's is not
+// lost. A taken-back reply takes back the actions kept for it too.
+func (c *Client) takeBackGroupAction(ctx context.Context, bs *batchState, e *DecisionEffect, seen SeenMessage, d wire.Decision, on Address, now time.Time) error {
 	if seen.Group == nil {
 		return nil // a record of unknown kind: the store would refuse it too
 	}
@@ -689,20 +700,36 @@ func (c *Client) takeBackGroupAction(ctx context.Context, bs *batchState, e *Dec
 			act = c.groupApplyOf(g, e.Sender, e.Message, a, author, now)
 		}
 	}
+	if v.Reason == DiscardTargetDiscarded && a.Content != wire.ContentReply && !e.Keep {
+		// Its target is discarded here and not taken back (yet): the
+		// decision is kept with its action, and the target's take-back
+		// takes it back by the group's rules then (keptGroupWithTarget).
+		// Only when a decision can take that target back (a group text
+		// or reply the person discarded): else the row would linger.
+		if ok, err := c.groupTargetTakeBackable(ctx, g, e.Sender, a); err != nil || !ok {
+			return err
+		}
+		k := KeptAction{Sender: e.Sender, ID: e.Message, On: on, Content: d.Content, Target: a.Target, Body: d.Body, Group: &g}
+		e.Keep, e.KeepAction = true, &k
+		key := actionTargetKey{group: g, id: a.Target}
+		bs.keptGroupActions[key] = append(bs.keptGroupActions[key], k)
+		return nil
+	}
 	if act == nil || v.Hold || v.Reason != DiscardNone {
 		return nil
 	}
 	if act.Content == wire.ContentReply {
 		// A reply is a message: a group action after it in the batch
-		// may target it.
+		// may target it, and so may one kept for it.
 		bs.groupTakenBack[actionTargetKey{group: g, peer: e.Sender, id: e.Message}] = seen.arrivedAt()
-	} else {
-		if bs.deleted[act.targetKey()] {
-			return nil // deleted earlier in this batch: not over the tombstone
-		}
-		if act.Content == wire.ContentDelete {
-			bs.deleted[act.targetKey()] = true
-		}
+		e.TakeBack, e.Action, e.ActionBody = actionHistoryBody(a), act, d.Body
+		return c.keptGroupWithTarget(ctx, bs, e, g, e.Message, now)
+	}
+	if bs.deleted[act.targetKey()] {
+		return nil // deleted earlier in this batch: not over the tombstone
+	}
+	if act.Content == wire.ContentDelete {
+		bs.deleted[act.targetKey()] = true
 	}
 	e.TakeBack, e.Action, e.ActionBody = actionHistoryBody(a), act, d.Body
 	return nil
@@ -729,6 +756,56 @@ func (bs *batchState) groupTakenBackTarget(g wire.GroupID, actor Address, a wire
 	return author, first, found
 }
 
+// groupTargetTakeBackable reports whether the target of action a, which
+// actor sent in group g and this device discarded as target_discarded, is
+// a group message a sibling's decision can take back here: discarded by
+// the person, a text (kind 16) or a reply (kind 18), in g. For an edit or
+// a delete the actor's own message; for a reaction any member's (the
+// members' records of that ID, as groupTarget reads them).
+func (c *Client) groupTargetTakeBackable(ctx context.Context, g wire.GroupID, actor Address, a wire.Action) (bool, error) {
+	authors := []Address{actor}
+	if a.Content == wire.ContentReaction {
+		info, err := c.store.Group(ctx, g)
+		if err != nil {
+			return false, err
+		}
+		authors = authors[:0]
+		for _, m := range info.Roster.Members {
+			if p, err := ParseAddress(m.Address); err == nil && p != c.self {
+				authors = append(authors, p)
+			}
+		}
+	}
+	for _, s := range authors {
+		ts, err := c.store.Seen(ctx, s, a.Target)
+		if err != nil {
+			return false, err
+		}
+		if ts.Finalized && ts.Outcome == OutcomeDiscarded && ts.InGroup && ts.Group != nil && *ts.Group == g &&
+			(ts.TakeBack || ts.TakeBackAction && ts.Content == wire.ContentReply) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// keptGroupWithTarget is keptWithTarget in group g: it adds to e, which
+// takes back the group message target (bs.groupTakenBack names it now, by
+// its author), the kept decisions of group actions that wait for that
+// target, of any member (kept in an earlier batch, KeptGroupActions, or
+// earlier in this one) and now apply by the group's rules
+// (takeBackGroupAction, the target found where its take-back writes it):
+// each is taken back with it (e.WithTarget). One that still does not
+// apply stays kept.
+func (c *Client) keptGroupWithTarget(ctx context.Context, bs *batchState, e *DecisionEffect, g wire.GroupID, target wire.LogicalID, now time.Time) error {
+	kept, err := c.store.KeptGroupActions(ctx, g, target)
+	if err != nil {
+		return err
+	}
+	kept = append(kept, bs.keptGroupActions[actionTargetKey{group: g, id: target}]...)
+	return c.takeBackKept(ctx, bs, e, kept, now)
+}
+
 // keptWithTarget adds to e, which takes back message target from sender
 // (bs.takenBack names it now), the kept action decisions that wait for
 // that target (kept in an earlier batch, KeptActions, or earlier in this
@@ -743,6 +820,13 @@ func (c *Client) keptWithTarget(ctx context.Context, bs *batchState, e *Decision
 		return err
 	}
 	kept = append(kept, bs.keptActions[key]...)
+	return c.takeBackKept(ctx, bs, e, kept, now)
+}
+
+// takeBackKept adds to e the kept action decisions of kept that its
+// take-back lets apply (keptWithTarget, keptGroupWithTarget), each judged
+// as its kind-18 decision would be, and not applied before in this batch.
+func (c *Client) takeBackKept(ctx context.Context, bs *batchState, e *DecisionEffect, kept []KeptAction, now time.Time) error {
 	for _, k := range kept {
 		ak := inboundKey{k.Sender, k.ID}
 		if bs.keptApplied[ak] {

@@ -207,9 +207,10 @@ func (c *Client) finalizeBatch(ctx context.Context, reqs []FinalizeRequest, know
 			}
 			if act != nil {
 				p.Body, p.Action = actionHistoryBody(wire.Action{Content: act.Content, Text: act.Text}), act
-				// Kept for a catch-up, which sends neither a sibling's own
-				// message nor a decision applied from another device.
-				if m.Group == nil && m.CopyTo == "" && !r.own && r.decidedOn == nil && len(m.Body) <= wire.MaxDecisionActionSize {
+				// Kept for a catch-up and an answer (one to one or in a
+				// group), which send neither a sibling's own message nor a
+				// decision applied from another device.
+				if m.CopyTo == "" && !r.own && r.decidedOn == nil && len(m.Body) <= wire.MaxDecisionActionSize {
 					p.ActionBody = m.Body
 				}
 			}

@@ -223,10 +223,9 @@ func (c *Client) deliverNew(ctx context.Context, bs *batchState, in *incoming, o
 			// An action, one-to-one or a group's, travels with its
 			// decision (kind 18).
 			told, content = body, a.content
-			if a.group == nil && !a.own && len(body) <= wire.MaxDecisionActionSize {
-				// Kept for a catch-up, which sends no sibling's own
-				// message (a group action's is not kept: see
-				// docs/protocol.md).
+			if !a.own && len(body) <= wire.MaxDecisionActionSize {
+				// Kept for a catch-up and an answer (one to one or in a
+				// group), which send no sibling's own message.
 				e.ActionBody = body
 			}
 		}

@@ -14,7 +14,14 @@ import (
 // both: the reaction's ID is returned with the text's.
 func groupActionBob(t *testing.T) (w *world, alice, bob, bob2 *device, g wire.GroupID, m, r wire.LogicalID) {
 	t.Helper()
-	w, alice, bob, bob2, g, m = groupTwoDeviceBob(t, "lunch at noon", false)
+	return groupActionBobIn(t, newWorld(t))
+}
+
+// groupActionBobIn is groupActionBob in w (made with newWorld, set up
+// before its devices open).
+func groupActionBobIn(t *testing.T, w *world) (_ *world, alice, bob, bob2 *device, g wire.GroupID, m, r wire.LogicalID) {
+	t.Helper()
+	w, alice, bob, bob2, g, m = groupTwoDeviceBobIn(t, w, "lunch at noon", false)
 	for _, d := range []*device{bob, bob2} {
 		if _, err := d.c.Commit(w.ctx, alice.addr, m); err != nil {
 			t.Fatalf("%s commits alice's group text: %v", d.addr, err)
@@ -208,13 +215,16 @@ func TestGroupActionDecisionTakesBackWithItsTarget(t *testing.T) {
 	}
 }
 
-// TestGroupActionDecisionBeforeItsTargetStays: as in
+// TestGroupActionDecisionBeforeItsTargetIsKept: as in
 // TestGroupActionDecisionTakesBackWithItsTarget, but bob/1's decision on
 // the text is lost on the way, so the reaction's comes first, its target
-// still discarded on bob/2: the reaction stays discarded (nothing is kept
-// for a group action to wait for its target), and the text's decision,
-// sent again, takes the text back alone.
-func TestGroupActionDecisionBeforeItsTargetStays(t *testing.T) {
+// still discarded on bob/2: the reaction stays discarded for now, its
+// decision kept with its action (a group's, named by group and target),
+// and the text's decision, sent again, takes the text back and the kept
+// reaction with it, in one transaction: bob/2 shows the reaction on the
+// text, committed, decided on bob/1. Before the change nothing was kept
+// for a group action, and the reaction stayed discarded on bob/2 for good.
+func TestGroupActionDecisionBeforeItsTargetIsKept(t *testing.T) {
 	oneGoroutine(t)
 	w, alice, bob, bob2, g, m := groupTwoDeviceBob(t, "lunch at noon", false)
 	if _, err := bob2.c.Discard(w.ctx, alice.addr, m, engine.DiscardRejected); err != nil {
@@ -255,14 +265,143 @@ func TestGroupActionDecisionBeforeItsTargetStays(t *testing.T) {
 	if got := bob2.groupHistory(g); len(got) != 0 {
 		t.Fatalf("bob/2's group history %q before the text's decision, want none", got)
 	}
+	if kept, err := bob2.st.KeptGroupActions(w.ctx, g, m); err != nil || len(kept) != 1 || kept[0].ID != r || kept[0].On != bob.addr {
+		t.Fatalf("bob/2's kept group actions waiting for the text: %+v, %v; want bob/1's decision on the reaction", kept, err)
+	}
 	settleSiblings(t, bob, bob2)
 	if _, found := decidedOnOf(t, bob2, g, m); !found {
 		t.Fatalf("bob/2 did not take the text back once its decision came again")
 	}
-	if s, err := bob2.st.Seen(w.ctx, alice.addr, r); err != nil || s.Outcome != engine.OutcomeDiscarded {
-		t.Fatalf("bob/2's record of the reaction: %+v, %v; want still discarded", s, err)
+	if s, err := bob2.st.Seen(w.ctx, alice.addr, r); err != nil || !s.Finalized || s.Outcome != engine.OutcomeCommitted {
+		t.Fatalf("bob/2's record of the reaction: %+v, %v; want committed with its target", s, err)
 	}
-	if got := groupReactionsOf(bob2.groupEntry(g, m)); len(got) != 0 {
-		t.Fatalf("bob/2 shows reactions %q, want none", got)
+	want := []string{alice.addr.String() + " " + thumbs}
+	for _, d := range []*device{bob, bob2} {
+		if got := groupReactionsOf(d.groupEntry(g, m)); !slices.Equal(got, want) {
+			t.Errorf("%s shows the text's reactions %q, want %q", d.addr, got, want)
+		}
+	}
+	if kept, err := bob2.st.KeptGroupActions(w.ctx, g, m); err != nil || len(kept) != 0 {
+		t.Fatalf("bob/2 still keeps %+v, %v after the take-back, want nothing", kept, err)
+	}
+}
+
+// TestKeptGroupActionOfAnotherMember: the kept group action is carol's
+// reaction to alice's text, so the text's take-back finds it by group and
+// target, not by its sender. bob/1 commits alice's text (its decision to
+// bob/2 lost on the way) while bob/2 discards it, so bob/2's engine
+// discards carol's reaction to it (target_discarded); bob/1 commits the
+// reaction, whose decision reaches bob/2 first and is kept; the text's,
+// sent again, takes the text back and carol's reaction with it.
+func TestKeptGroupActionOfAnotherMember(t *testing.T) {
+	oneGoroutine(t)
+	w, g, alice, bob, bob2, carol := groupOf(t)
+	settle(t, 6, alice, bob, bob2, carol)
+	sent, err := alice.c.SendGroup(w.ctx, g, []byte("lunch at noon"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := sent.ID
+	for _, d := range []*device{bob, bob2, carol} {
+		d.sync()
+	}
+	if _, err := carol.c.Commit(w.ctx, alice.addr, m); err != nil {
+		t.Fatal(err)
+	}
+	w.net.DropNext(bob.addr, bob2.addr, 1) // the text's decision, sent again below
+	if _, err := bob.c.Commit(w.ctx, alice.addr, m); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bob.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bob2.c.Discard(w.ctx, alice.addr, m, engine.DiscardRejected); err != nil {
+		t.Fatal(err)
+	}
+	r := carol.groupAct(g, engine.ActionRequest{Content: wire.ContentReaction, Target: m, Emoji: thumbs})
+	bob.sync()
+	bob2.sync()
+	if s, err := bob2.st.Seen(w.ctx, carol.addr, r); err != nil || s.Outcome != engine.OutcomeDiscarded || s.Reason != engine.DiscardTargetDiscarded {
+		t.Fatalf("bob/2's record of carol's reaction: %+v, %v; want discarded by its engine as target_discarded", s, err)
+	}
+	if _, err := bob.c.Commit(w.ctx, carol.addr, r); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bob.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	bob2.sync()
+	if kept, err := bob2.st.KeptGroupActions(w.ctx, g, m); err != nil || len(kept) != 1 || kept[0].ID != r || kept[0].Sender != carol.addr {
+		t.Fatalf("bob/2's kept group actions waiting for alice's text: %+v, %v; want carol's reaction", kept, err)
+	}
+	settleSiblings(t, bob, bob2)
+	if s, err := bob2.st.Seen(w.ctx, carol.addr, r); err != nil || !s.Finalized || s.Outcome != engine.OutcomeCommitted {
+		t.Fatalf("bob/2's record of carol's reaction: %+v, %v; want committed with its target", s, err)
+	}
+	want := []string{carol.addr.String() + " " + thumbs}
+	for _, d := range []*device{bob, bob2} {
+		if got := groupReactionsOf(d.groupEntry(g, m)); !slices.Equal(got, want) {
+			t.Errorf("%s shows the text's reactions %q, want %q", d.addr, got, want)
+		}
+	}
+}
+
+// TestKeptGroupActionOnAReply: as TestGroupActionDecisionBeforeItsTargetIsKept
+// with alice's group reply as the reaction's target: bob/2 discarded the
+// reply, the reaction's decision comes first and is kept, and the reply's
+// decision (kind 18, a group action itself) takes the reply back and the
+// kept reaction with it.
+func TestKeptGroupActionOnAReply(t *testing.T) {
+	oneGoroutine(t)
+	w, alice, bob, bob2, g, m := groupTwoDeviceBob(t, "lunch at noon", false)
+	for _, d := range []*device{bob, bob2} {
+		if _, err := d.c.Commit(w.ctx, alice.addr, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	settleSiblings(t, bob, bob2)
+	w.net.DropNext(alice.addr, bob2.addr, 1)
+	x := alice.groupAct(g, engine.ActionRequest{Content: wire.ContentReply, Target: m, Text: []byte("or one")})
+	bob.sync()
+	shareFromSibling(t, bob, bob2, stagedRecord(x))
+	if _, err := bob2.c.Discard(w.ctx, alice.addr, x, engine.DiscardRejected); err != nil {
+		t.Fatal(err)
+	}
+	w.net.DropNext(alice.addr, bob2.addr, 1)
+	r := alice.groupAct(g, engine.ActionRequest{Content: wire.ContentReaction, Target: x, Emoji: thumbs})
+	w.net.DropNext(bob.addr, bob2.addr, 1) // the reply's decision, sent again below
+	if _, err := bob.c.Commit(w.ctx, alice.addr, x); err != nil {
+		t.Fatal(err)
+	}
+	w.net.Hold(bob2.addr)
+	bob.sync()
+	shareFromSibling(t, bob, bob2, stagedRecord(r))
+	bob2.sync()
+	if s, err := bob2.st.Seen(w.ctx, alice.addr, r); err != nil || s.Outcome != engine.OutcomeDiscarded || s.Reason != engine.DiscardTargetDiscarded {
+		t.Fatalf("bob/2's record of the reaction: %+v, %v; want discarded by its engine as target_discarded", s, err)
+	}
+	if _, err := bob.c.Commit(w.ctx, alice.addr, r); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bob.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	w.net.Release(bob2.addr)
+	bob2.sync()
+	if kept, err := bob2.st.KeptGroupActions(w.ctx, g, x); err != nil || len(kept) != 1 || kept[0].ID != r {
+		t.Fatalf("bob/2's kept group actions waiting for the reply: %+v, %v; want the reaction", kept, err)
+	}
+	settleSiblings(t, bob, bob2)
+	if s, err := bob2.st.Seen(w.ctx, alice.addr, x); err != nil || !s.Finalized || s.Outcome != engine.OutcomeCommitted {
+		t.Fatalf("bob/2's record of the reply: %+v, %v; want taken back", s, err)
+	}
+	if s, err := bob2.st.Seen(w.ctx, alice.addr, r); err != nil || !s.Finalized || s.Outcome != engine.OutcomeCommitted {
+		t.Fatalf("bob/2's record of the reaction: %+v, %v; want committed with its target", s, err)
+	}
+	want := []string{alice.addr.String() + " " + thumbs}
+	for _, d := range []*device{bob, bob2} {
+		if got := groupReactionsOf(d.groupEntry(g, x)); !slices.Equal(got, want) {
+			t.Errorf("%s shows the reply's reactions %q, want %q", d.addr, got, want)
+		}
 	}
 }

@@ -62,7 +62,14 @@ func stagedRecord(id wire.LogicalID) func(wire.ArchiveRecord) bool {
 // of the link's archive; a member person's fan-out does the same).
 func groupTwoDeviceBob(t *testing.T, body string, late bool) (w *world, alice, bob, bob2 *device, g wire.GroupID, id wire.LogicalID) {
 	t.Helper()
-	w, alice, bob, bob2 = twoDeviceBob(t)
+	return groupTwoDeviceBobIn(t, newWorld(t), body, late)
+}
+
+// groupTwoDeviceBobIn is groupTwoDeviceBob in w (made with newWorld, set
+// up before its devices open).
+func groupTwoDeviceBobIn(t *testing.T, w *world, body string, late bool) (_ *world, alice, bob, bob2 *device, g wire.GroupID, id wire.LogicalID) {
+	t.Helper()
+	w, alice, bob, bob2 = twoDeviceBobIn(t, w)
 	info, _, err := alice.c.CreateGroup(w.ctx, "team", []engine.Address{bob.addr})
 	if err != nil {
 		t.Fatal(err)

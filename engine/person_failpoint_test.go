@@ -495,6 +495,23 @@ func personScenarios() []fpScenario {
 				fpStep{"bob/2", "discardall"}, fpStep{"bob/1", "commitall"}, fpStep{"bob/1", "pump"}, fpStep{"bob/2", "stage"}),
 			target:    fpStep{"bob/2", "process"},
 			wantGroup: map[string][]string{"alice/1": {"alice/1:hi all"}, "bob/1": {"alice/1:hi all"}, "bob/2": {"alice/1:hi all"}}},
+		// The kept decision for a group's action: bob/2 discards hi (and
+		// its engine alice's edit of it, target_discarded) while bob/1
+		// commits both; hi's decision to bob/2 is lost and the edit's
+		// (kind 18) comes first: bob/2 keeps it with its action, by group
+		// and target (migration 0030). bob/1 sends hi's again, and the
+		// receive that takes hi back takes the edit back and applies it
+		// by the group's rules in the same transaction, forgetting the
+		// kept decision.
+		{name: "group take-back applies a kept group action decision", devices: abb, groupMembers: 2,
+			setup: append(held, fpStep{"alice/1", "groupcreate:g:bob/1"}, fpStep{"bob/1", "sync"}, fpStep{"bob/1", "pump"}, fpStep{"bob/2", "sync"}, fpStep{"alice/1", "sync"},
+				fpStep{"alice/1", "groupsend:g:hi"}, fpStep{"bob/1", "sync"}, fpStep{"bob/2", "sync"},
+				fpStep{"bob/2", "discardall"}, fpStep{"bob/1", "dropnext:bob/2"}, fpStep{"bob/1", "commitall"}, fpStep{"bob/1", "pump"}, fpStep{"alice/1", "sync"},
+				fpStep{"alice/1", "groupedit:g:hi all"}, fpStep{"alice/1", "pump"},
+				fpStep{"bob/2", "sync"}, fpStep{"bob/2", "settle"}, fpStep{"bob/1", "sync"}, fpStep{"bob/1", "commitall"}, fpStep{"bob/1", "pump"},
+				fpStep{"bob/2", "sync"}, fpStep{"bob/2", "pump"}, fpStep{"bob/1", "sync"}, fpStep{"bob/1", "retry:bob/2"}, fpStep{"bob/2", "stage"}),
+			target:    fpStep{"bob/2", "process"},
+			wantGroup: map[string][]string{"alice/1": {"alice/1:hi all"}, "bob/1": {"alice/1:hi all"}, "bob/2": {"alice/1:hi all"}}},
 		// bob/1 commits alice's message on arrival (the loop's policy):
 		// the lane that tells bob/2 is stored in the receive's own
 		// transaction, or nothing is.

@@ -182,9 +182,10 @@ type CommitEffect struct {
 	// Content is the message's content type, which its finalized record
 	// keeps (zero for a sent copy, whose record keeps none).
 	Content wire.ContentType
-	// ActionBody, for a committed one-to-one action, is its action body
-	// (at most wire.MaxDecisionActionSize), which the finalized record
-	// keeps for the catch-up of a sibling linked since.
+	// ActionBody, for a committed action (one to one or a group's), is
+	// its action body (at most wire.MaxDecisionActionSize), which the
+	// finalized record keeps for the catch-up of a sibling linked since
+	// and an answer to a sibling's discard.
 	ActionBody []byte
 	Body       []byte // the history body
 	// Group, for a group message: the entry goes to the group's history.
@@ -333,9 +334,10 @@ type Finalize struct {
 	// keeps, so that a sibling's commit of an action takes back only a
 	// discard of that kind of action.
 	Content wire.ContentType
-	// ActionBody, for a commit of a one-to-one action, is its action body
-	// (at most wire.MaxDecisionActionSize), which the finalized record
-	// keeps for the catch-up of a sibling linked since.
+	// ActionBody, for a commit of an action (one to one or a group's), is
+	// its action body (at most wire.MaxDecisionActionSize), which the
+	// finalized record keeps for the catch-up of a sibling linked since
+	// and an answer to a sibling's discard.
 	ActionBody []byte
 	Session    *SessionWrite
 	Ack        *Outgoing

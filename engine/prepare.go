@@ -63,6 +63,11 @@ type batchState struct {
 	// applies (decision.go, keptWithTarget).
 	keptActions map[inboundKey][]KeptAction
 	keptApplied map[inboundKey]bool
+	// keptGroupActions are the group action decisions kept in this batch
+	// with their action, by the target they wait for (group and target
+	// ID: actionTargetKey without its author, decision.go,
+	// keptGroupWithTarget).
+	keptGroupActions map[actionTargetKey][]KeptAction
 	// answered are the siblings' discards this batch answered with the
 	// own commit (decision.go, answerLanes), by sibling and message.
 	answered map[answerKey]bool
@@ -105,7 +110,8 @@ func newBatchState() *batchState {
 		retired: make(map[retiredKey]bool), consumed: make(map[uint32]bool), caps: newCapState(), requests: newRequestState(),
 		groups: -1, groupsSeen: make(map[wire.GroupID]*batchGroup), deleted: make(map[actionTargetKey]bool), takenBack: make(map[inboundKey]time.Time),
 		groupTakenBack: make(map[actionTargetKey]time.Time), keptActions: make(map[inboundKey][]KeptAction), keptApplied: make(map[inboundKey]bool),
-		answered: make(map[answerKey]bool), chains: make(map[chainKey]*session.ReceiverChain), acks: make(map[Address]*deferredAcks), needs: make(map[needKey]uint32), copyIDs: make(map[copyIDKey]bool)}
+		keptGroupActions: make(map[actionTargetKey][]KeptAction),
+		answered:         make(map[answerKey]bool), chains: make(map[chainKey]*session.ReceiverChain), acks: make(map[Address]*deferredAcks), needs: make(map[needKey]uint32), copyIDs: make(map[copyIDKey]bool)}
 }
 
 // prepared is one staged row's plan and the result it reports once

@@ -110,6 +110,11 @@ type Store interface {
 	// sender, to be taken back (DecisionEffect.KeepAction), at most
 	// MaxKeptDecisions.
 	KeptActions(ctx context.Context, sender Address, target wire.LogicalID) ([]KeptAction, error)
+	// KeptGroupActions returns the kept decisions that carry an action
+	// in group g, of any member, waiting for its target, the group message
+	// target (of any author), to be taken back (DecisionEffect.KeepAction
+	// with a Group, since migration 0030), at most MaxKeptDecisions.
+	KeptGroupActions(ctx context.Context, g wire.GroupID, target wire.LogicalID) ([]KeptAction, error)
 	// DueDecisions returns up to limit kept decisions whose message is
 	// pending here, oldest first, and whether any decision is kept at all.
 	DueDecisions(ctx context.Context, limit int) ([]KeptDecision, bool, error)

@@ -44,9 +44,10 @@ const (
 	// sqlForgetDeletedActions clears the action bodies (0028) a delete
 	// took out of history: the deleted message's own (a reply's text) and
 	// those of the edits and reactions of it, all of its author (?4, the
-	// person's prefix). The catch-up no longer sends them.
+	// person's prefix), one to one (a group's records are
+	// sqlGroupForgetDeletedActions'). The catch-up no longer sends them.
 	sqlForgetDeletedActions = `UPDATE finalized SET sealed_action = NULL, target = NULL WHERE sealed_action IS NOT NULL
-		AND (id = ?1 OR (target = ?1 AND content IN (?2, ?3))) AND substr(sender, 1, length(?4)) = ?4`
+		AND (id = ?1 OR (target = ?1 AND content IN (?2, ?3))) AND substr(sender, 1, length(?4)) = ?4 AND grp IS NULL`
 	// sqlSetReaction sets (or, removed, takes back) a reactor's reaction,
 	// once engine.ReactionApplies said so.
 	sqlSetReaction = `INSERT INTO reaction (peer, direction, id, reactor, at, sealed_emoji, num, removed) VALUES (?, ?, ?, ?, ?, ?, ?, ?)

@@ -40,6 +40,17 @@ const (
 		ON CONFLICT (grp, sender, id) DO UPDATE SET deleted = 1, edits = 0`
 	sqlGroupDeleteVersions  = "DELETE FROM group_version WHERE grp = ? AND sender = ? AND id = ?"
 	sqlGroupDeleteReactions = "DELETE FROM group_reaction WHERE grp = ? AND sender = ? AND id = ?"
+	// sqlGroupForgetDeletedAction and sqlGroupForgetDeletedActions are
+	// sqlForgetDeletedActions in a group (?1): the deleted message's own
+	// action body (a reply's text; its author ?2, its ID ?3), and those of
+	// the edits and reactions of it (?2) by any member, which the delete
+	// took out of the group's history. The catch-up and an answer no
+	// longer send them. Two statements, each on one index: the record's
+	// key, and finalized_action_target.
+	sqlGroupForgetDeletedAction = `UPDATE finalized SET sealed_action = NULL, target = NULL
+		WHERE sender = ?2 AND id = ?3 AND grp = ?1 AND sealed_action IS NOT NULL`
+	sqlGroupForgetDeletedActions = `UPDATE finalized SET sealed_action = NULL, target = NULL
+		WHERE target = ?2 AND sealed_action IS NOT NULL AND grp = ?1 AND content IN (?3, ?4)`
 	// sqlGroupSetReaction is sqlSetReaction in a group.
 	sqlGroupSetReaction = `INSERT INTO group_reaction (grp, sender, id, reactor, at, sealed_emoji, num, removed) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (grp, sender, id, reactor) DO UPDATE SET at = excluded.at, sealed_emoji = excluded.sealed_emoji,
@@ -64,7 +75,9 @@ func groupReactionKey(g wire.GroupID, sender string, id wire.LogicalID, reactor 
 
 // applyGroupAction is applyAction for an action in a group: it marks the
 // action's own entry (group, author, ID), then changes the target's
-// (group, target author, target).
+// (group, target author, target). A delete also clears the action bodies
+// the finalized records of the target and of its edits and reactions kept
+// for a catch-up (sqlGroupForgetDeletedAction, sqlGroupForgetDeletedActions).
 func (t *tx) applyGroupAction(ctx context.Context, a engine.ActionApply) error {
 	g := *a.Group
 	var replyTo any
@@ -112,7 +125,12 @@ func (t *tx) applyGroupAction(ctx context.Context, a engine.ActionApply) error {
 				return err
 			}
 		}
-		return nil
+		if _, err := t.run(ctx, "group-finalized-forget-deleted", sqlGroupForgetDeletedAction, g[:], author, a.Target[:]); err != nil {
+			return err
+		}
+		_, err := t.run(ctx, "group-finalized-forget-actions", sqlGroupForgetDeletedActions, g[:], a.Target[:],
+			int64(wire.ContentEdit), int64(wire.ContentReaction))
+		return err
 	}
 	return fmt.Errorf("apply group action %x: content type %d: %w", a.ID[:], a.Content, engine.ErrConflict)
 }

@@ -782,18 +782,25 @@ const (
 	//
 	// A kind-18 commit kept with its action (0028: content, target,
 	// sealed_action) keeps its action over one kept before without.
-	sqlKeepDecision = `INSERT INTO kept_decision (sender, id, outcome, on_device, at, content, target, sealed_action)
-		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+	// A group's action also names its group (0030: grp).
+	sqlKeepDecision = `INSERT INTO kept_decision (sender, id, outcome, on_device, at, content, target, sealed_action, grp)
+		VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
 		ON CONFLICT (sender, id) DO UPDATE SET
 			on_device = CASE WHEN excluded.outcome < outcome THEN excluded.on_device ELSE on_device END,
 			outcome = min(outcome, excluded.outcome),
 			content = coalesce(excluded.content, content),
 			target = coalesce(excluded.target, target),
-			sealed_action = coalesce(excluded.sealed_action, sealed_action)`
-	// sqlKeptActions reads the kept action decisions waiting for one
-	// target of one sender (kept_decision_target).
-	sqlKeptActions = `SELECT id, on_device, content, sealed_action FROM kept_decision
-		WHERE sender = ? AND target = ? AND outcome = 1 AND sealed_action IS NOT NULL ORDER BY at, id LIMIT ?`
+			sealed_action = coalesce(excluded.sealed_action, sealed_action),
+			grp = coalesce(excluded.grp, grp)`
+	// sqlKeptActions reads the kept one-to-one action decisions waiting
+	// for one target of one sender (kept_decision_target).
+	sqlKeptActions = `SELECT sender, id, on_device, content, sealed_action FROM kept_decision
+		WHERE sender = ? AND target = ? AND grp IS NULL AND outcome = 1 AND sealed_action IS NOT NULL ORDER BY at, id LIMIT ?`
+	// sqlKeptGroupActions reads the kept action decisions of a group
+	// waiting for one target ID, of any sender
+	// (kept_decision_group_target, 0030).
+	sqlKeptGroupActions = `SELECT sender, id, on_device, content, sealed_action FROM kept_decision
+		WHERE grp = ? AND target = ? AND outcome = 1 AND sealed_action IS NOT NULL ORDER BY at, sender, id LIMIT ?`
 	// sqlExpireDecisions forgets decisions kept longer than
 	// engine.MaxDecisionAge.
 	sqlExpireDecisions = "DELETE FROM kept_decision WHERE at < ?"
@@ -853,7 +860,15 @@ func (t *tx) decision(ctx context.Context, from engine.Address, e engine.Decisio
 			return fmt.Errorf("forget the decision on %x: %w", e.Message[:], err)
 		}
 		for _, k := range e.WithTarget {
-			// A kept action decision whose target this take-back wrote.
+			// A kept action decision whose target this take-back wrote:
+			// a group's, only onto the entry written in its group.
+			if a := k.Effect.Action; a != nil && a.Group != nil {
+				if found, err := t.scan(ctx, "group-entry-read", sqlGroupEntryBody, []any{a.Group[:], e.Sender.String(), e.Message[:]}, new([]byte)); err != nil {
+					return err
+				} else if !found {
+					return fmt.Errorf("take back kept action %x onto %x, not in its group: %w", k.Effect.Message[:], e.Message[:], engine.ErrConflict)
+				}
+			}
 			if _, err := t.takeBackCommitted(ctx, k.On, k.Effect); err != nil {
 				return err
 			}
@@ -873,12 +888,15 @@ func (t *tx) decision(ctx context.Context, from engine.Address, e engine.Decisio
 	if _, err := t.run(ctx, "decision-evict", sqlEvictDecision, engine.MaxKeptDecisions, e.Sender.String(), e.Message[:]); err != nil {
 		return fmt.Errorf("make room for the decision on %x: %w", e.Message[:], err)
 	}
-	var content, target, sealed any
+	var content, target, sealed, grp any
 	if k := e.KeepAction; k != nil {
 		content, target, sealed = int64(k.Content), k.Target[:], t.db.seal.seal(kindKeptAction, messageKey(e.Sender, e.Message), k.Body)
+		if k.Group != nil {
+			grp = k.Group[:]
+		}
 	}
 	if _, err := t.run(ctx, "decision-keep", sqlKeepDecision, e.Sender.String(), e.Message[:], int64(e.Outcome),
-		from.String(), e.At.UnixNano(), content, target, sealed); err != nil {
+		from.String(), e.At.UnixNano(), content, target, sealed, grp); err != nil {
 		return fmt.Errorf("keep the decision on %x from %s: %w", e.Message[:], e.Sender, err)
 	}
 	return nil
@@ -1124,10 +1142,25 @@ func (db *DB) KeptDecisions(ctx context.Context, limit int) ([]engine.KeptDecisi
 // sender waits for its target, message target from sender, to be taken
 // back (engine.Store), oldest first, at most engine.MaxKeptDecisions.
 func (db *DB) KeptActions(ctx context.Context, sender engine.Address, target wire.LogicalID) ([]engine.KeptAction, error) {
+	return db.readKeptActions(ctx, nil, target, sqlKeptActions, sender.String(), target[:], engine.MaxKeptDecisions)
+}
+
+// KeptGroupActions returns the kept decisions whose action in group g, of
+// any member, waits for its target, the group message target (of any
+// author), to be taken back (engine.Store), oldest first, at most
+// engine.MaxKeptDecisions.
+func (db *DB) KeptGroupActions(ctx context.Context, g wire.GroupID, target wire.LogicalID) ([]engine.KeptAction, error) {
+	return db.readKeptActions(ctx, &g, target, sqlKeptGroupActions, g[:], target[:], engine.MaxKeptDecisions)
+}
+
+// readKeptActions reads the kept action decisions a query of
+// sqlKeptActions' columns returns, all waiting for target (in group g,
+// when not nil).
+func (db *DB) readKeptActions(ctx context.Context, g *wire.GroupID, target wire.LogicalID, query string, args ...any) ([]engine.KeptAction, error) {
 	if err := db.checkOpen("read kept actions"); err != nil {
 		return nil, err
 	}
-	rows, err := db.query(ctx, sqlKeptActions, sender.String(), target[:], engine.MaxKeptDecisions)
+	rows, err := db.query(ctx, query, args...)
 	if err != nil {
 		return nil, db.readErr("read kept actions", err)
 	}
@@ -1135,20 +1168,27 @@ func (db *DB) KeptActions(ctx context.Context, sender engine.Address, target wir
 	var out []engine.KeptAction
 	for rows.Next() {
 		var id, sealed []byte
-		var on string
+		var sender, on string
 		var content int64
-		if err := rows.Scan(&id, &on, &content, &sealed); err != nil {
+		if err := rows.Scan(&sender, &id, &on, &content, &sealed); err != nil {
 			return nil, db.readErr("read kept actions", err)
 		}
 		if len(id) != len(wire.LogicalID{}) || content <= 0 || content > 255 {
 			return nil, fmt.Errorf("store: read kept actions: a row of %d-byte ID, content %d: %w", len(id), content, engine.ErrMalformedState)
 		}
-		k := engine.KeptAction{Sender: sender, ID: wire.LogicalID(id), Content: wire.ContentType(content), Target: target}
+		k := engine.KeptAction{ID: wire.LogicalID(id), Content: wire.ContentType(content), Target: target}
+		if g != nil {
+			gg := *g
+			k.Group = &gg
+		}
+		if k.Sender, err = engine.ParseAddress(sender); err != nil {
+			return nil, fmt.Errorf("store: read kept actions: %w: %w", engine.ErrMalformedState, err)
+		}
 		if k.On, err = engine.ParseAddress(on); err != nil {
 			return nil, fmt.Errorf("store: read kept actions: %w: %w", engine.ErrMalformedState, err)
 		}
-		if k.Body, err = db.seal.open(kindKeptAction, messageKey(sender, k.ID), sealed); err != nil {
-			return nil, fmt.Errorf("store: read kept action %x from %s: %w", id, sender, err)
+		if k.Body, err = db.seal.open(kindKeptAction, messageKey(k.Sender, k.ID), sealed); err != nil {
+			return nil, fmt.Errorf("store: read kept action %x from %s: %w", id, k.Sender, err)
 		}
 		out = append(out, k)
 	}

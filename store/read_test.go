@@ -252,7 +252,16 @@ func TestQueryPlans(t *testing.T) {
 		// the ties on one nanosecond).
 		{sqlMadeDecisions, []any{100, 2, 3, "alice/", 10, 0, int64(math.MaxInt64)}, []string{"USE TEMP B-TREE FOR LAST 2 TERMS OF ORDER BY"}},
 		{sqlMadeDecision, []any{"bob/1", idSent[:], int64(math.MaxInt64)}, nil},
+		// A group delete's clearing of the action bodies it took out of
+		// history: by the record's key, and by finalized_action_target.
+		{sqlGroupForgetDeletedAction, []any{idSent[:], "bob/1", idSent[:]}, nil},
+		{sqlGroupForgetDeletedActions, []any{idSent[:], idSent[:], 4, 5}, nil},
 		{sqlToldOf, []any{"bob/1", idSent[:], "alice/2"}, nil},
+		// The kept action decisions waiting for one target (0028, 0030):
+		// by kept_decision_target and kept_decision_group_target, the sort
+		// of those few rows.
+		{sqlKeptActions, []any{"bob/1", idSent[:], 10}, []string{"USE TEMP B-TREE FOR ORDER BY"}},
+		{sqlKeptGroupActions, []any{idSent[:], idSent[:], 10}, []string{"USE TEMP B-TREE FOR ORDER BY"}},
 		{sqlStaged, []any{0, 10}, nil},
 		{sqlOneTimePreKeys, []any{0, 10}, nil},
 		{sqlCountOutboundPeer, []any{"bob/1"}, nil},

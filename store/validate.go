@@ -444,8 +444,20 @@ func validateReceive(p engine.Receive) error {
 		for _, k := range e.WithTarget {
 			w := k.Effect
 			err = errors.Join(err, checkAddress("kept decision's device", k.On), checkAddress("kept action's sender", w.Sender))
-			if w.Action == nil || w.Outcome != engine.OutcomeCommitted || w.Keep || w.KeepAction != nil || len(w.WithTarget) > 0 ||
-				w.Action.Content == wire.ContentReply || w.Action.Group != nil || w.Action.Target != e.Message || w.Sender != e.Sender {
+			// One to one, the action's sender wrote its target; in a
+			// group, the target's author is the take-back's sender
+			// (another member, for a reaction), and a group's action
+			// waits only for a group message (a reply's take-back names
+			// its group; a text's, the store checks by its record).
+			waits := w.Action != nil && w.Action.Target == e.Message && w.Action.Content != wire.ContentReply
+			switch {
+			case !waits:
+			case w.Action.Group == nil:
+				waits = w.Sender == e.Sender && (e.Action == nil || e.Action.Group == nil)
+			default:
+				waits = w.Action.TargetAuthor == e.Sender && (e.Action == nil || e.Action.Group != nil && *e.Action.Group == *w.Action.Group)
+			}
+			if !waits || w.Outcome != engine.OutcomeCommitted || w.Keep || w.KeepAction != nil || len(w.WithTarget) > 0 {
 				err = errors.Join(err, invalid("decision %x applies a kept action %x that does not wait for the message it takes back", e.ID[:], w.Message[:]))
 			} else {
 				err = errors.Join(err, checkTakenBackAction(w))
@@ -612,10 +624,10 @@ func checkTakenBackAction(e engine.DecisionEffect) error {
 		// A group's action: its sender's own, its target named by its
 		// author (for an edit or a delete, the sender: no member edits
 		// or deletes another's message), in the group (the store checks
-		// it is the record's), and never one a kept decision waited for
-		// (those are one-to-one).
+		// it is the record's); only a reply, a message, takes back the
+		// kept actions that wait for it.
 		if a.Reactor != e.Sender || a.TargetPeer != (engine.Address{}) || a.Content != wire.ContentReply && a.TargetAuthor == (engine.Address{}) ||
-			e.KeepAction != nil || len(e.WithTarget) > 0 {
+			e.KeepAction != nil || a.Content != wire.ContentReply && len(e.WithTarget) > 0 {
 			return invalid("decision %x applies a group action that is not its sender's in the group", e.ID[:])
 		}
 		if (a.Content == wire.ContentEdit || a.Content == wire.ContentDelete) && a.TargetAuthor != e.Sender {
@@ -642,15 +654,16 @@ func checkRecordedContent(content wire.ContentType, a *engine.ActionApply, sentT
 }
 
 // checkKeptActionBody checks the action body a commit's finalized record
-// keeps for the catch-up (0028): only a one-to-one action's, received (not
-// a sent copy), within wire.MaxDecisionActionSize, decoding to the action
-// the commit applies.
+// keeps for the catch-up and an answer (0028): only a received action's
+// (not a sent copy), one to one or in the record's group, within
+// wire.MaxDecisionActionSize, decoding to the action the commit applies.
 func checkKeptActionBody(body []byte, a *engine.ActionApply, group *wire.GroupID, sentTo *engine.Address) error {
 	if body == nil {
 		return nil
 	}
-	if a == nil || group != nil || sentTo != nil || len(body) > wire.MaxDecisionActionSize || !actionBodyIs(body, a) {
-		return invalid("a finalized record keeps an action body that is not its one-to-one action's")
+	if a == nil || sentTo != nil || len(body) > wire.MaxDecisionActionSize || !actionBodyIs(body, a) ||
+		(a.Group == nil) != (group == nil) || group != nil && *a.Group != *group {
+		return invalid("a finalized record keeps an action body that is not its action's")
 	}
 	return nil
 }

@@ -12,8 +12,8 @@ import (
 
 // TestValidateRefusesActionRecords: the store refuses, before any
 // transaction, a finalized record that keeps an action body it may not
-// (on a discard, a sent copy, a group's message, one that does not
-// decode to the action applied), a content type other than the action's
+// (on a discard, a sent copy, a group's message whose action is not in
+// that group, one that does not decode to the action applied), a content type other than the action's
 // (0028), a kept action whose body names another target, and a kept
 // action applied with a take-back of another message.
 func TestValidateRefusesActionRecords(t *testing.T) {
@@ -34,6 +34,19 @@ func TestValidateRefusesActionRecords(t *testing.T) {
 	}
 	grp := wire.GroupID{1}
 	to := engine.MustParseAddress("carol/1")
+	// A group's action keeps its body too (a catch-up and an answer carry
+	// it), in its own group only.
+	inGroup := func(p *engine.Finalize) {
+		ga := *p.Action
+		ga.Group, ga.TargetAuthor, ga.Reactor = &grp, bob, bob
+		p.Action, p.Group = &ga, &grp
+	}
+	if p := base(); true {
+		inGroup(&p)
+		if err := validate(p); err != nil {
+			t.Fatalf("a valid commit of a group's action keeping its body: %v", err)
+		}
+	}
 	for name, change := range map[string]func(*engine.Finalize){
 		"another content type": func(p *engine.Finalize) { p.Content = wire.ContentReply },
 		"no content type":      func(p *engine.Finalize) { p.Content = 0 },
@@ -42,7 +55,15 @@ func TestValidateRefusesActionRecords(t *testing.T) {
 		},
 		"an action body on a sent copy": func(p *engine.Finalize) { p.SentTo = &to },
 		"an action body on a group's":   func(p *engine.Finalize) { p.Group = &grp },
-		"an action body not decoding":   func(p *engine.Finalize) { p.ActionBody = []byte("not an action") },
+		"a group's action body in another group": func(p *engine.Finalize) {
+			inGroup(p)
+			p.Group = &wire.GroupID{2}
+		},
+		"a one-to-one action body on a group's record": func(p *engine.Finalize) {
+			inGroup(p)
+			p.Action.Group = nil
+		},
+		"an action body not decoding": func(p *engine.Finalize) { p.ActionBody = []byte("not an action") },
 		"another action's body": func(p *engine.Finalize) {
 			other, err := wire.EncodeAction(wire.Action{Content: wire.ContentEdit, Target: target, Edit: 1, Text: []byte("lunch at two")})
 			if err != nil {
@@ -138,9 +159,13 @@ func TestValidateAnswer(t *testing.T) {
 // applies an action that is its sender's (reactor and author) and names
 // its target's author, the sender itself for an edit or a delete; one
 // acting as another member, without its target's author, editing or
-// deleting another member's message, or with kept actions (those are
-// one-to-one) is an invalid plan, as is a one-to-one action naming a
-// target's author. Each invalid plan is refused for that one reason.
+// deleting another member's message, or with kept actions when it is no
+// reply, is an invalid plan, as is a one-to-one action naming a target's
+// author. A group reply's or text's take-back applies the kept group
+// actions that wait for it (any member's, naming the take-back's sender as
+// their target's author, in its group); a one-to-one one, or one of
+// another author's target or another group, is refused. Each invalid plan
+// is refused for that one reason.
 func TestValidateGroupTakeBack(t *testing.T) {
 	target, id := wire.LogicalID{0x7b}, wire.LogicalID{0x7e}
 	grp := wire.GroupID{1}
@@ -174,10 +199,35 @@ func TestValidateGroupTakeBack(t *testing.T) {
 		return engine.DecisionEffect{ID: wire.LogicalID{0xd0, 4}, At: planAt, Sender: bob, Message: k, Outcome: engine.OutcomeCommitted,
 			TakeBack: []byte{}, Action: a, ActionBody: body}
 	}
-	for _, w := range []wire.Action{reaction, edit, del} {
+	// keptGroup is carol's group reaction to id, a message of bob's, kept
+	// until id's take-back.
+	keptGroup := func() engine.DecisionEffect {
+		k := wire.LogicalID{0x7c}
+		w := wire.Action{Content: wire.ContentReaction, Target: id, Emoji: "👍"}
+		body, err := wire.EncodeAction(w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := &engine.ActionApply{Peer: carol, ID: k, Dir: engine.DirectionIn, Content: w.Content, Target: id,
+			TargetDir: engine.DirectionIn, Reactor: carol, Emoji: w.Emoji, At: planAt, Group: &grp, TargetAuthor: bob}
+		return engine.DecisionEffect{ID: wire.LogicalID{0xd0, 6}, At: planAt, Sender: carol, Message: k, Outcome: engine.OutcomeCommitted,
+			TakeBack: []byte{}, Action: a, ActionBody: body}
+	}
+	reply := wire.Action{Content: wire.ContentReply, Target: target, Text: []byte("or one")}
+	for _, w := range []wire.Action{reaction, edit, del, reply} {
 		if err := validate(receivePlan(1, sibling, 3, takeOf(w))); err != nil {
 			t.Fatalf("a valid take-back of a group's %s: %v", engine.ActionName(w.Content), err)
 		}
+	}
+	withKept := takeOf(reply)
+	withKept.WithTarget = []engine.KeptTakeBack{{On: sibling, Effect: keptGroup()}}
+	if err := validate(receivePlan(1, sibling, 3, withKept)); err != nil {
+		t.Fatalf("a valid take-back of a group reply with a kept group action: %v", err)
+	}
+	text := engine.DecisionEffect{ID: wire.LogicalID{0xd0, 7}, At: planAt, Sender: bob, Message: id, Outcome: engine.OutcomeCommitted,
+		TakeBack: []byte("hello"), WithTarget: []engine.KeptTakeBack{{On: sibling, Effect: keptGroup()}}}
+	if err := validate(receivePlan(1, sibling, 3, text)); err != nil {
+		t.Fatalf("a valid take-back of a group text with a kept group action: %v", err)
 	}
 	// The kept action is one a one-to-one take-back of id may apply.
 	oneToOne := engine.DecisionEffect{ID: wire.LogicalID{0xd0, 5}, At: planAt, Sender: bob, Message: id, Outcome: engine.OutcomeCommitted,
@@ -198,8 +248,21 @@ func TestValidateGroupTakeBack(t *testing.T) {
 		{"a one-to-one action with a target's author", reaction, func(e *engine.DecisionEffect) { e.Action.Group = nil }},
 		{"an edit of another member's message", edit, func(e *engine.DecisionEffect) { e.Action.TargetAuthor = carol }},
 		{"a delete of another member's message", del, func(e *engine.DecisionEffect) { e.Action.TargetAuthor = carol }},
-		{"kept actions with it", reaction, func(e *engine.DecisionEffect) {
+		{"kept actions with a reaction", reaction, func(e *engine.DecisionEffect) {
+			e.WithTarget = []engine.KeptTakeBack{{On: sibling, Effect: keptGroup()}}
+		}},
+		{"a one-to-one kept action with a reply", reply, func(e *engine.DecisionEffect) {
 			e.WithTarget = []engine.KeptTakeBack{{On: sibling, Effect: kept()}}
+		}},
+		{"a kept action of another author's target", reply, func(e *engine.DecisionEffect) {
+			k := keptGroup()
+			k.Action.TargetAuthor = carol
+			e.WithTarget = []engine.KeptTakeBack{{On: sibling, Effect: k}}
+		}},
+		{"a kept action of another group", reply, func(e *engine.DecisionEffect) {
+			k := keptGroup()
+			k.Action.Group = &wire.GroupID{2}
+			e.WithTarget = []engine.KeptTakeBack{{On: sibling, Effect: k}}
 		}},
 	} {
 		e := takeOf(c.action)
