@@ -1064,17 +1064,18 @@ func (s *peopleGroupSim) convergedState(holds map[engine.Address]map[wire.Logica
 }
 
 // unreachedOn reports whether an action on group message id never reached
-// a or b: the action's sender named neither it at the send (the known
-// gap of the doc comment: no lane to a device its lists did not name yet),
-// and the device holds no record of it (no decision of a sibling brings
-// a message, only decides it when it comes).
+// a or b: the device holds no record of it (a sibling's decision does not
+// bring a message, only decides it when it comes) and had no lane of it
+// that must end: the action's sender did not name it at the send (the
+// known gap of the doc comment: no lane to a device its lists did not
+// name yet), or was removed since (its lanes stay pending on it).
 func (s *peopleGroupSim) unreachedOn(id wire.LogicalID, a, b *device) bool {
 	for aid, m := range s.gmsgs {
 		if m.act == nil || m.act.Target != id {
 			continue
 		}
 		for _, d := range []*device{a, b} {
-			if d == m.from || m.lanes[d.addr] {
+			if d == m.from || m.lanes[d.addr] && !s.isRemoved(m.from) {
 				continue
 			}
 			if seen := s.seen(d, m, aid); !seen.Pending && !seen.Finalized {
