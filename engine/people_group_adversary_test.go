@@ -830,8 +830,8 @@ func (s *peopleGroupSim) converge(rounds int) int {
 		}
 		if s.holdEnded.IsZero() && s.onlyOrphansWait() {
 			// What waits is a group action whose target never comes (no
-			// lane of it here, and the person's other devices did not
-			// commit it: the known gap above). The rule ends the wait at
+			// lane of it here, or one of a removed sender: the known gaps
+			// above). The rule ends the wait at
 			// ActionHold (target_missing), so the clock moves past it.
 			s.holdEnded = s.w.clock.Now()
 			s.w.clock.Advance(engine.ActionHold + time.Minute)
@@ -842,7 +842,8 @@ func (s *peopleGroupSim) converge(rounds int) int {
 
 // onlyOrphansWait reports whether everything pending on the active devices
 // is a group reaction, edit or delete whose target the device holds no
-// record of and had no lane of at the target's send, and there is one.
+// record of and had no lane of at the target's send that must end (none,
+// or one of a sender removed since), and there is one.
 func (s *peopleGroupSim) onlyOrphansWait() bool {
 	n := 0
 	for _, d := range s.activeDevices() {
@@ -853,7 +854,7 @@ func (s *peopleGroupSim) onlyOrphansWait() bool {
 			}
 			t := s.gmsgs[m.act.Target]
 			seen := s.seen(d, t, m.act.Target)
-			if t.lanes[d.addr] || seen.Pending || seen.Finalized || s.groupHoldings(d)[m.act.Target] != nil {
+			if t.lanes[d.addr] && !s.isRemoved(t.from) || seen.Pending || seen.Finalized || s.groupHoldings(d)[m.act.Target] != nil {
 				return false
 			}
 			n++
