@@ -828,12 +828,14 @@ func (s *peopleGroupSim) converge(rounds int) int {
 		if s.settled(false) {
 			return round
 		}
-		if s.holdEnded.IsZero() && s.onlyOrphansWait() {
+		if s.onlyOrphansWait() {
 			// What waits is a group action whose target never comes (no
 			// lane of it here, or one of a removed sender: the known gaps
 			// above). The rule ends the wait at
 			// ActionHold (target_missing), so the clock moves past it.
-			s.holdEnded = s.w.clock.Now()
+			if s.holdEnded.IsZero() {
+				s.holdEnded = s.w.clock.Now()
+			}
 			s.w.clock.Advance(engine.ActionHold + time.Minute)
 		}
 	}
@@ -843,9 +845,24 @@ func (s *peopleGroupSim) converge(rounds int) int {
 // onlyOrphansWait reports whether everything pending on the active devices
 // is a group reaction, edit or delete whose target the device holds no
 // record of and had no lane of at the target's send that must end (none,
-// or one of a sender removed since), and there is one.
+// or one of a sender removed since), and there is one; and every lane
+// pending on an active device carries one of those to a device that holds
+// it pending (nothing else is on the way: moving the clock judges no
+// arrival later than it would be).
 func (s *peopleGroupSim) onlyOrphansWait() bool {
 	n := 0
+	for _, d := range s.activeDevices() {
+		outs, err := d.c.PendingOutbound(s.w.ctx, engine.PageQuery{Limit: 1000})
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		for _, o := range outs {
+			m, to := s.gmsgs[o.ID], s.device(o.Recipient)
+			if m == nil || m.shown() || to == nil || !s.seen(to, m, o.ID).Pending {
+				return false
+			}
+		}
+	}
 	for _, d := range s.activeDevices() {
 		for _, in := range s.pendingIn(d) {
 			m := s.gmsgs[in.ID]
