@@ -109,7 +109,11 @@ type peopleGroupSim struct {
 	// (noteEarlyDecisions); leftEarly: those left discarded at the end,
 	// earlyDiverged the entries shown differently because of them.
 	earlyHeard, leftEarly map[string]bool
-	earlyDiverged         int
+	// rulesEverywhere: (device, action) pairs a device of the person
+	// committed, left discarded because no active device of the person
+	// holds it committed (convergedAction).
+	rulesEverywhere map[string]bool
+	earlyDiverged   int
 	// unreachedDiverged: the entries shown differently because an action
 	// on them never reached one of the devices (unreachedOn).
 	unreachedDiverged int
@@ -987,7 +991,13 @@ func (s *peopleGroupSim) checkConverged() {
 // agreement then says no active device of p committed the target, so the
 // committing device's commit turned into the same discard), or its
 // target never came here and the action waited out ActionHold
-// (target_missing, onlyOrphansWait). A commit here names a commit of p.
+// (target_missing, onlyOrphansWait). Two cases are allowed besides, and
+// counted: the known gap of noteEarlyDecisions, and a commit of p that
+// every active device left discarded (each commit turned into the rules'
+// discard where it was made, its target discarded there then; such a
+// commit tells the siblings without its action, and nothing takes the
+// maker's own discard back when its target is taken back later). A
+// commit here names a commit of p.
 func (s *peopleGroupSim) convergedAction(d *device, p *simPerson, m *peopleGroupMsg, id wire.LogicalID, seen engine.SeenMessage, named, activeCommit bool, commits map[engine.Address]bool, holds map[wire.LogicalID]*groupHeld) {
 	s.t.Helper()
 	name := engine.ActionName(m.act.Content)
@@ -1008,6 +1018,14 @@ func (s *peopleGroupSim) convergedAction(d *device, p *simPerson, m *peopleGroup
 	key := d.addr.String() + string(id[:])
 	if activeCommit && seen.Outcome != engine.OutcomeCommitted && !byRule && !seen.Reason.ByEngine() && s.earlyHeard[key] {
 		s.leftEarly[key] = true // the known gap of noteEarlyDecisions
+		return
+	}
+	if activeCommit && seen.Outcome != engine.OutcomeCommitted && !byRule && !s.committedOnAny(p, m, id) {
+		// Every commit of the person was turned into a discard by the
+		// rules where it was made (its target discarded there then), and
+		// such a commit tells the siblings without its action: no device
+		// applies it, all agree (convergedState checks what they show).
+		s.rulesEverywhere[key] = true
 		return
 	}
 	if activeCommit && seen.Outcome != engine.OutcomeCommitted && !byRule {
@@ -1104,6 +1122,17 @@ func (s *peopleGroupSim) unreachedOn(id wire.LogicalID, a, b *device) bool {
 	return false
 }
 
+// committedOnAny reports whether an active device of p holds group
+// message id of m committed.
+func (s *peopleGroupSim) committedOnAny(p *simPerson, m *peopleGroupMsg, id wire.LogicalID) bool {
+	for _, d := range p.active() {
+		if seen := s.seen(d, m, id); seen.Finalized && seen.Outcome == engine.OutcomeCommitted {
+			return true
+		}
+	}
+	return false
+}
+
 // leftEarlyOn reports whether an action on group message id was left
 // discarded on a or b by the known gap of noteEarlyDecisions.
 func (s *peopleGroupSim) leftEarlyOn(id wire.LogicalID, a, b *device) bool {
@@ -1161,7 +1190,7 @@ type peopleGroupTotals struct {
 	// compared (held by import on one device).
 	orphans, unshown int
 	// leftEarly, earlyDiverged: noteEarlyDecisions's gap.
-	leftEarly, earlyDiverged, unreachedDiverged int
+	leftEarly, earlyDiverged, unreachedDiverged, rulesEverywhere int
 }
 
 func TestAdversaryPeopleGroups(t *testing.T) {
@@ -1200,8 +1229,8 @@ func TestAdversaryPeopleGroups(t *testing.T) {
 	for _, n := range tot.groupActs {
 		nActs += n
 	}
-	fmt.Printf("adversary people groups: %d cases, %d steps, %d devices (%d linked during traffic, %d removed), %d group messages (%d of them actions: %s; discarded by the rules at the end %s; %d waited out ActionHold for a target never sent to their device; %d entries with reactions held by import on a device, reactions not compared; %d left discarded beside a sibling's commit heard while the target was pending or absent, %d entries shown differently so; %d shown differently by an action that never reached one device, not named at its send), 0 safety violations, 0 stuck, at most %d rounds to converge, %d discards taken back, %d left overruled, %d (message, device) pairs not named at the send; actions%s\n",
-		tot.cases, tot.steps, tot.devices, tot.linked, tot.removed, tot.msgs, nActs, countList(tot.groupActs), countList(tot.actDiscards), tot.orphans, tot.unshown, tot.leftEarly, tot.earlyDiverged, tot.unreachedDiverged, tot.maxRounds, tot.takenBack, tot.overruled, tot.unnamed, acts)
+	fmt.Printf("adversary people groups: %d cases, %d steps, %d devices (%d linked during traffic, %d removed), %d group messages (%d of them actions: %s; discarded by the rules at the end %s; %d waited out ActionHold for a target never sent to their device; %d entries with reactions held by import on a device, reactions not compared; %d left discarded beside a sibling's commit heard while the target was pending or absent, %d entries shown differently so; %d shown differently by an action that never reached one device, not named at its send; %d (device, action) pairs committed by the person and discarded by the rules on every device, whose commits carried no action), 0 safety violations, 0 stuck, at most %d rounds to converge, %d discards taken back, %d left overruled, %d (message, device) pairs not named at the send; actions%s\n",
+		tot.cases, tot.steps, tot.devices, tot.linked, tot.removed, tot.msgs, nActs, countList(tot.groupActs), countList(tot.actDiscards), tot.orphans, tot.unshown, tot.leftEarly, tot.earlyDiverged, tot.unreachedDiverged, tot.rulesEverywhere, tot.maxRounds, tot.takenBack, tot.overruled, tot.unnamed, acts)
 	t.Logf("receive outcomes over all cases: %v", tot.outcomes)
 }
 
@@ -1245,7 +1274,7 @@ func runPeopleGroupCase(t *testing.T, seed uint64, tot *peopleGroupTotals) {
 		takenBack:     map[string]bool{},
 		decisionNamed: map[string][]engine.Address{},
 		reconnect:     seed%2 == 0},
-		gmsgs: map[wire.LogicalID]*peopleGroupMsg{}, actDiscards: tot.actDiscards, earlyHeard: map[string]bool{}, leftEarly: map[string]bool{}}
+		gmsgs: map[wire.LogicalID]*peopleGroupMsg{}, actDiscards: tot.actDiscards, earlyHeard: map[string]bool{}, leftEarly: map[string]bool{}, rulesEverywhere: map[string]bool{}}
 	n := 2 + rng.IntN(2)
 	for i := 0; i < n; i++ {
 		user := fmt.Sprintf("p%d", i)
@@ -1350,6 +1379,7 @@ func runPeopleGroupCase(t *testing.T, seed uint64, tot *peopleGroupTotals) {
 	tot.leftEarly += len(s.leftEarly)
 	tot.earlyDiverged += s.earlyDiverged
 	tot.unreachedDiverged += s.unreachedDiverged
+	tot.rulesEverywhere += len(s.rulesEverywhere)
 	tot.unshown += s.unshownReactions
 	if rounds > tot.maxRounds {
 		tot.maxRounds = rounds
