@@ -109,10 +109,12 @@ type peopleGroupSim struct {
 	// (noteEarlyDecisions); leftEarly: those left discarded at the end,
 	// earlyDiverged the entries shown differently because of them.
 	earlyHeard, leftEarly map[string]bool
-	// rulesEverywhere: (device, action) pairs a device of the person
-	// committed, left discarded because no active device of the person
-	// holds it committed (convergedAction).
+	// rulesEverywhere: (device, action) pairs the person committed, left
+	// discarded because each commit turned into the rules' discard where
+	// it was made (convergedAction); turnedDiverged the entries shown
+	// differently because of one.
 	rulesEverywhere map[string]bool
+	turnedDiverged  int
 	earlyDiverged   int
 	// unreachedDiverged: the entries shown differently because an action
 	// on them never reached one of the devices (unreachedOn).
@@ -993,11 +995,12 @@ func (s *peopleGroupSim) checkConverged() {
 // target never came here and the action waited out ActionHold
 // (target_missing, onlyOrphansWait). Two cases are allowed besides, and
 // counted: the known gap of noteEarlyDecisions, and a commit of p that
-// every active device left discarded (each commit turned into the rules'
-// discard where it was made, its target discarded there then; such a
-// commit tells the siblings without its action, and nothing takes the
-// maker's own discard back when its target is taken back later). A
-// commit here names a commit of p.
+// turned into the rules' discard on every active device that made it
+// (its target discarded there then): such a commit tells the siblings
+// without its action, nothing takes the maker's own discard back when
+// its target is taken back later, and a sibling whose pending copy it
+// finalizes applies it and tells no one (turnedByItsMakers). A commit
+// here names a commit of p.
 func (s *peopleGroupSim) convergedAction(d *device, p *simPerson, m *peopleGroupMsg, id wire.LogicalID, seen engine.SeenMessage, named, activeCommit bool, commits map[engine.Address]bool, holds map[wire.LogicalID]*groupHeld) {
 	s.t.Helper()
 	name := engine.ActionName(m.act.Content)
@@ -1020,11 +1023,14 @@ func (s *peopleGroupSim) convergedAction(d *device, p *simPerson, m *peopleGroup
 		s.leftEarly[key] = true // the known gap of noteEarlyDecisions
 		return
 	}
-	if activeCommit && seen.Outcome != engine.OutcomeCommitted && !byRule && !s.committedOnAny(p, m, id) {
+	if activeCommit && seen.Outcome != engine.OutcomeCommitted && !byRule && s.turnedByItsMakers(p, m, id) {
 		// Every commit of the person was turned into a discard by the
-		// rules where it was made (its target discarded there then), and
-		// such a commit tells the siblings without its action: no device
-		// applies it, all agree (convergedState checks what they show).
+		// rules where it was made (its target discarded there then):
+		// such a commit tells the siblings without its action, nothing
+		// re-judges the maker's own discard when its target is taken back
+		// later, and a sibling that finalizes its pending copy by that
+		// commit applies it and tells no one. So the devices may differ
+		// (convergedState counts the entries that do).
 		s.rulesEverywhere[key] = true
 		return
 	}
@@ -1090,6 +1096,8 @@ func (s *peopleGroupSim) convergedState(holds map[engine.Address]map[wire.Logica
 					s.earlyDiverged++
 				case s.unreachedOn(id, first, d):
 					s.unreachedDiverged++
+				case s.turnedOn(id, p):
+					s.turnedDiverged++
 				default:
 					s.explainActionsOn(id, first, d, holds)
 					s.t.Fatalf("agreement: %s shows %s's %x as %s; %s shows %s", first.addr, s.gmsgs[id].from.addr, id[:4], a, d.addr, b)
@@ -1122,11 +1130,32 @@ func (s *peopleGroupSim) unreachedOn(id wire.LogicalID, a, b *device) bool {
 	return false
 }
 
-// committedOnAny reports whether an active device of p holds group
-// message id of m committed.
-func (s *peopleGroupSim) committedOnAny(p *simPerson, m *peopleGroupMsg, id wire.LogicalID) bool {
-	for _, d := range p.active() {
-		if seen := s.seen(d, m, id); seen.Finalized && seen.Outcome == engine.OutcomeCommitted {
+// turnedByItsMakers reports whether the person p committed group action id
+// of m (on an active device) and each active device that committed it
+// holds it discarded by the rules: the commit turned into the rules'
+// discard where it was made.
+func (s *peopleGroupSim) turnedByItsMakers(p *simPerson, m *peopleGroupMsg, id wire.LogicalID) bool {
+	commits, _ := s.explicitFor(p, id)
+	n := 0
+	for a := range commits {
+		d := s.device(a)
+		if p.removed[a] || d == nil {
+			continue
+		}
+		seen := s.seen(d, m, id)
+		if !seen.Finalized || seen.Outcome == engine.OutcomeCommitted || !seen.Reason.ByEngine() {
+			return false
+		}
+		n++
+	}
+	return n > 0
+}
+
+// turnedOn reports whether an action on group message id is one of
+// turnedByItsMakers for p.
+func (s *peopleGroupSim) turnedOn(id wire.LogicalID, p *simPerson) bool {
+	for aid, m := range s.gmsgs {
+		if m.act != nil && m.act.Target == id && s.turnedByItsMakers(p, m, aid) {
 			return true
 		}
 	}
@@ -1190,7 +1219,7 @@ type peopleGroupTotals struct {
 	// compared (held by import on one device).
 	orphans, unshown int
 	// leftEarly, earlyDiverged: noteEarlyDecisions's gap.
-	leftEarly, earlyDiverged, unreachedDiverged, rulesEverywhere int
+	leftEarly, earlyDiverged, unreachedDiverged, rulesEverywhere, turnedDiverged int
 }
 
 func TestAdversaryPeopleGroups(t *testing.T) {
@@ -1229,8 +1258,8 @@ func TestAdversaryPeopleGroups(t *testing.T) {
 	for _, n := range tot.groupActs {
 		nActs += n
 	}
-	fmt.Printf("adversary people groups: %d cases, %d steps, %d devices (%d linked during traffic, %d removed), %d group messages (%d of them actions: %s; discarded by the rules at the end %s; %d waited out ActionHold for a target never sent to their device; %d entries with reactions held by import on a device, reactions not compared; %d left discarded beside a sibling's commit heard while the target was pending or absent, %d entries shown differently so; %d shown differently by an action that never reached one device, not named at its send; %d (device, action) pairs committed by the person and discarded by the rules on every device, whose commits carried no action), 0 safety violations, 0 stuck, at most %d rounds to converge, %d discards taken back, %d left overruled, %d (message, device) pairs not named at the send; actions%s\n",
-		tot.cases, tot.steps, tot.devices, tot.linked, tot.removed, tot.msgs, nActs, countList(tot.groupActs), countList(tot.actDiscards), tot.orphans, tot.unshown, tot.leftEarly, tot.earlyDiverged, tot.unreachedDiverged, tot.rulesEverywhere, tot.maxRounds, tot.takenBack, tot.overruled, tot.unnamed, acts)
+	fmt.Printf("adversary people groups: %d cases, %d steps, %d devices (%d linked during traffic, %d removed), %d group messages (%d of them actions: %s; discarded by the rules at the end %s; %d waited out ActionHold for a target never sent to their device; %d entries with reactions held by import on a device, reactions not compared; %d left discarded beside a sibling's commit heard while the target was pending or absent, %d entries shown differently so; %d shown differently by an action that never reached one device, not named at its send; %d (device, action) pairs left discarded where the person's every commit of it turned into the rules' discard, %d entries shown differently so), 0 safety violations, 0 stuck, at most %d rounds to converge, %d discards taken back, %d left overruled, %d (message, device) pairs not named at the send; actions%s\n",
+		tot.cases, tot.steps, tot.devices, tot.linked, tot.removed, tot.msgs, nActs, countList(tot.groupActs), countList(tot.actDiscards), tot.orphans, tot.unshown, tot.leftEarly, tot.earlyDiverged, tot.unreachedDiverged, tot.rulesEverywhere, tot.turnedDiverged, tot.maxRounds, tot.takenBack, tot.overruled, tot.unnamed, acts)
 	t.Logf("receive outcomes over all cases: %v", tot.outcomes)
 }
 
@@ -1380,6 +1409,7 @@ func runPeopleGroupCase(t *testing.T, seed uint64, tot *peopleGroupTotals) {
 	tot.earlyDiverged += s.earlyDiverged
 	tot.unreachedDiverged += s.unreachedDiverged
 	tot.rulesEverywhere += len(s.rulesEverywhere)
+	tot.turnedDiverged += s.turnedDiverged
 	tot.unshown += s.unshownReactions
 	if rounds > tot.maxRounds {
 		tot.maxRounds = rounds
