@@ -26,8 +26,13 @@ import (
 // person's first device creates the second. Both are created, and reach
 // every device, while the relay is honest; then the relay withholds every
 // envelope and delivers, reorders, drops and replays them as it likes.
-// Any active device sends to a group (a linked device, no entry, too), any
-// active device commits or discards a group message pending on it, two
+// Any active device sends to a group (a linked device, no entry, too): a
+// text or, a third of the time, a group action on a message its group
+// history shows, whatever its state on the receivers (groupAction: a
+// reaction most often, an edit or a delete of its own message, a reply);
+// any active device commits or discards a group message pending on it (a
+// commit of an action still waiting for its target is refused,
+// ErrTargetPending), two
 // devices of one person decide one message at about the same time (one
 // committing, one discarding), devices retry, restart and the clock
 // moves. A device linked during the traffic gets its person's groups, and
@@ -39,8 +44,10 @@ import (
 // After every step (check):
 //
 //  1. no device's group history holds a logical ID twice, and each entry
-//     is the body sent, marked own exactly when its sender is a device of
-//     this person;
+//     is the body sent (the last edit's text, the tombstone's empty body:
+//     shownBody), marked own exactly when its sender is a device of this
+//     person; a reply quotes its target, and a reaction, an edit or a
+//     delete is no entry (checkActionSafety has rule 3 for those);
 //  2. a group send's lanes are the active devices of every member person
 //     in the lists the sender held (the account's for its own person) but
 //     the sender itself;
@@ -66,6 +73,12 @@ import (
 // device of its person committed it, not committed when no device of its
 // person did. Every active device that finalized a message agrees so,
 // whether or not it had a lane.
+//
+// For a reaction, an edit or a delete the agreement is convergedAction's,
+// and the active devices of one person that show a message show the same
+// actions' effects on it (convergedState); the allowances for those, each
+// counted in the summary line, are documented there, at
+// noteEarlyDecisions and at turnedByItsMakers.
 //
 // Known gap allowed for: a device linked to a person while a group
 // message to it is in flight gets no lane of that message (only of later
