@@ -30,7 +30,9 @@ import (
 // DirectionOut otherwise (DecideAction's byPeer, set, then checks the
 // author). A target not in the history is Pending or Discarded when its
 // author's pending or finalized message says so (for a reaction, any
-// member's, or a former member's whose record of that ID the group keeps:
+// member's: the roster's entry and every device the list held for its
+// person names, active or revoked, since any of them sends to the group;
+// or a former member's whose record of that ID the group keeps:
 // groupTargetAuthors).
 func (c *Client) groupTarget(ctx context.Context, g wire.GroupID, actor Address, a wire.Action) (ActionTarget, Address, error) {
 	var author Address // any, for a reaction or a reply
@@ -82,8 +84,9 @@ func (c *Client) groupTarget(ctx context.Context, g wire.GroupID, actor Address,
 
 // groupTargetAuthors returns who may have written group g's message id
 // that a reaction or a reply names, for the engine to read their pending
-// or finalized message of that ID: the roster's members but this device,
-// and the senders of the group's finalized records of that ID
+// or finalized message of that ID, this device left out: the roster's
+// members and every device the list held for each member's person names
+// (active or revoked: any of them sends to the group), and the senders of the group's finalized records of that ID
 // (GroupRecordSenders), so that the discarded message of a member who
 // left or was removed since is found too.
 func (c *Client) groupTargetAuthors(ctx context.Context, g wire.GroupID, id wire.LogicalID) ([]Address, error) {
@@ -93,10 +96,27 @@ func (c *Client) groupTargetAuthors(ctx context.Context, g wire.GroupID, id wire
 	}
 	var out []Address
 	seen := make(map[Address]bool)
-	for _, m := range info.Roster.Members {
-		if p, err := ParseAddress(m.Address); err == nil && p != c.self && !seen[p] {
+	add := func(p Address) {
+		if p != c.self && !seen[p] {
 			seen[p] = true
 			out = append(out, p)
+		}
+	}
+	for _, m := range info.Roster.Members {
+		p, err := ParseAddress(m.Address)
+		if err != nil {
+			continue
+		}
+		add(p)
+		held, ok, err := c.store.PeerAccount(ctx, p.User)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue
+		}
+		for _, e := range held.List.Entries {
+			add(Address{User: held.List.User, Device: e.Number})
 		}
 	}
 	recs, err := c.store.GroupRecordSenders(ctx, g, id, groupRecordSendersPage)
@@ -104,10 +124,7 @@ func (c *Client) groupTargetAuthors(ctx context.Context, g wire.GroupID, id wire
 		return nil, err
 	}
 	for _, p := range recs {
-		if p != c.self && !seen[p] {
-			seen[p] = true
-			out = append(out, p)
-		}
+		add(p)
 	}
 	return out, nil
 }

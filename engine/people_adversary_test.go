@@ -334,19 +334,26 @@ func (s *peopleSim) decide(d *device, sender engine.Address, id wire.LogicalID, 
 	}
 	knew := map[engine.Address]bool{}
 	revokedIn(own.List, knew)
-	if s.decisionKnew[d.addr] == nil {
-		s.decisionKnew[d.addr] = map[wire.LogicalID]map[engine.Address]bool{}
-	}
-	s.decisionKnew[d.addr][id] = knew
-	s.decisionNamed[d.addr.String()+string(id[:])] = engine.ActiveAddresses(own.List)
 	if commit {
 		_, err = d.c.Commit(s.w.ctx, sender, id)
 	} else {
 		_, err = d.c.Discard(s.w.ctx, sender, id, engine.DiscardRejected)
 	}
+	if errors.Is(err, engine.ErrTargetPending) {
+		// A group reaction, edit or delete whose target is not committed
+		// here waits (actionhold.go): the commit is refused, nothing is
+		// decided, and it stays pending.
+		s.actions["commit-refused-target-pending"]++
+		return
+	}
 	if err != nil {
 		s.t.Fatalf("%s decides %x (commit %v): %v", d.addr, id[:4], commit, err)
 	}
+	if s.decisionKnew[d.addr] == nil {
+		s.decisionKnew[d.addr] = map[wire.LogicalID]map[engine.Address]bool{}
+	}
+	s.decisionKnew[d.addr][id] = knew
+	s.decisionNamed[d.addr.String()+string(id[:])] = engine.ActiveAddresses(own.List)
 	if s.explicit[d.addr] == nil {
 		s.explicit[d.addr] = map[wire.LogicalID]engine.Outcome{}
 	}

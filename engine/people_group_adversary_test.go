@@ -26,8 +26,13 @@ import (
 // person's first device creates the second. Both are created, and reach
 // every device, while the relay is honest; then the relay withholds every
 // envelope and delivers, reorders, drops and replays them as it likes.
-// Any active device sends to a group (a linked device, no entry, too), any
-// active device commits or discards a group message pending on it, two
+// Any active device sends to a group (a linked device, no entry, too): a
+// text or, a third of the time, a group action on a message its group
+// history shows, whatever its state on the receivers (groupAction: a
+// reaction most often, an edit or a delete of its own message, a reply);
+// any active device commits or discards a group message pending on it (a
+// commit of an action still waiting for its target is refused,
+// ErrTargetPending), two
 // devices of one person decide one message at about the same time (one
 // committing, one discarding), devices retry, restart and the clock
 // moves. A device linked during the traffic gets its person's groups, and
@@ -39,8 +44,10 @@ import (
 // After every step (check):
 //
 //  1. no device's group history holds a logical ID twice, and each entry
-//     is the body sent, marked own exactly when its sender is a device of
-//     this person;
+//     is the body sent (the last edit's text, the tombstone's empty body:
+//     shownBody), marked own exactly when its sender is a device of this
+//     person; a reply quotes its target, and a reaction, an edit or a
+//     delete is no entry (checkActionSafety has rule 3 for those);
 //  2. a group send's lanes are the active devices of every member person
 //     in the lists the sender held (the account's for its own person) but
 //     the sender itself;
@@ -66,6 +73,12 @@ import (
 // device of its person committed it, not committed when no device of its
 // person did. Every active device that finalized a message agrees so,
 // whether or not it had a lane.
+//
+// For a reaction, an edit or a delete the agreement is convergedAction's,
+// and the active devices of one person that show a message show the same
+// actions' effects on it (convergedState); the allowances for those, each
+// counted in the summary line, are documented there, at
+// noteEarlyDecisions and at turnedByItsMakers.
 //
 // Known gap allowed for: a device linked to a person while a group
 // message to it is in flight gets no lane of that message (only of later
@@ -97,8 +110,37 @@ type peopleGroupSim struct {
 	*peopleSim
 	groups   []wire.GroupID
 	gmsgs    map[wire.LogicalID]*peopleGroupMsg
-	unnamed  int // (message, active device of a member person) pairs without a lane at the send
-	linkedGT int // devices linked during the traffic
+	unnamed  int       // (message, active device of a member person) pairs without a lane at the send
+	linkedGT int       // devices linked during the traffic
+	start    time.Time // the clock when the traffic began
+	// holdEnded is the clock when converge moved it past ActionHold
+	// (onlyOrphansWait); orphansWaited the actions that waited so.
+	holdEnded     time.Time
+	orphansWaited int
+	// earlyHeard: (device, action) pairs whose sibling's commit was heard
+	// while the target was not committed on the device
+	// (noteEarlyDecisions); leftEarly: those left discarded at the end,
+	// earlyDiverged the entries shown differently because of them.
+	earlyHeard, leftEarly map[string]bool
+	// waitHeard: (device, action) pairs whose sibling's commit was heard
+	// while the action waited on the device (noteEarlyDecisions).
+	waitHeard map[string]bool
+	// rulesEverywhere: (device, action) pairs the person committed, left
+	// discarded because each commit turned into the rules' discard where
+	// it was made (convergedAction); turnedDiverged the entries shown
+	// differently because of one.
+	rulesEverywhere map[string]bool
+	turnedDiverged  int
+	earlyDiverged   int
+	// unreachedDiverged: the entries shown differently because an action
+	// on them never reached one of the devices (unreachedOn).
+	unreachedDiverged int
+	// unshownReactions counts the entries with reactions whose holders
+	// were not compared on them (one holds the entry by import).
+	unshownReactions int
+	// actDiscards counts, by reason, the group actions an engine
+	// discarded by its rules on an active device at the end.
+	actDiscards map[string]int
 }
 
 // peopleGroupMsg is one group message the simulation sent.
@@ -110,6 +152,16 @@ type peopleGroupMsg struct {
 	lanes map[engine.Address]bool
 	// knewRemoved: the devices the sender's lists revoked at the send.
 	knewRemoved map[engine.Address]bool
+	// act is the action of a group action (a reply, a reaction, an
+	// edit, a delete: body is a reply's text, else empty); nil for a text.
+	// An edit's number is the one the sender's engine gave it.
+	act *wire.Action
+}
+
+// shown reports whether m has an entry of its own in a group's history:
+// a text or a reply (a reaction, an edit, a delete lands on its target).
+func (m *peopleGroupMsg) shown() bool {
+	return m.act == nil || m.act.Content == wire.ContentReply
 }
 
 // linkGroupDevice links a new device to owner's account as `parley device
@@ -243,9 +295,100 @@ func (s *peopleGroupSim) sendGroup(d *device, g wire.GroupID) {
 	s.actions["group-send"]++
 }
 
+// groupAction has d act in group g on a message its group history shows
+// (one it sent, a sibling's, or one committed here), whatever its state
+// on the receiving devices (pending, discarded, not there yet): a
+// reaction most often (sometimes taking it back), an edit or a delete of
+// a message d sent itself, or a reply. It checks the action's lanes as
+// sendGroup does (rule 2). It reports false when d's history shows no
+// message to act on; an action the rules refuse at the send (an edit of
+// a deleted message, a reaction to take back that is not there) stores
+// nothing and is counted.
+func (s *peopleGroupSim) groupAction(d *device, g wire.GroupID) bool {
+	s.t.Helper()
+	h, err := d.c.GroupHistory(s.w.ctx, g, 0, 1000)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	var any, mine []engine.GroupEntry
+	for _, e := range h {
+		if m := s.gmsgs[e.ID]; m != nil {
+			any = append(any, e)
+			if m.from == d && !e.Deleted {
+				mine = append(mine, e)
+			}
+		}
+	}
+	if len(any) == 0 {
+		return false
+	}
+	want, revoked := s.expectedLanes(d)
+	s.serial++
+	a := wire.Action{Content: wire.ContentReaction, Target: any[s.rng.IntN(len(any))].ID, Emoji: thumbs}
+	name := "group-react"
+	switch k := s.rng.IntN(10); {
+	case k < 5:
+		if s.rng.IntN(2) == 0 {
+			a.Emoji = heart
+		}
+		if s.rng.IntN(6) == 0 {
+			a.Emoji, a.Remove, name = "", true, "group-unreact"
+		}
+	case k < 7 && len(mine) > 0:
+		a = wire.Action{Content: wire.ContentEdit, Target: mine[s.rng.IntN(len(mine))].ID, Text: []byte(fmt.Sprintf("e%d %s", s.serial, d.addr))}
+		name = "group-edit"
+	case k < 8 && len(mine) > 0:
+		a = wire.Action{Content: wire.ContentDelete, Target: mine[s.rng.IntN(len(mine))].ID}
+		name = "group-delete"
+	default:
+		a = wire.Action{Content: wire.ContentReply, Target: any[s.rng.IntN(len(any))].ID, Text: []byte(fmt.Sprintf("r%d %s>%x", s.serial, d.addr, g[:2]))}
+		name = "group-reply"
+	}
+	id, err := d.c.Act(s.w.ctx, engine.ActionRequest{Group: &g, Content: a.Content, Target: a.Target, Text: a.Text, Emoji: a.Emoji, Remove: a.Remove})
+	var refused *engine.ActionRefusedError
+	if errors.As(err, &refused) {
+		s.actions[name+"-refused"]++
+		return true
+	}
+	if err != nil {
+		s.t.Fatalf("%s: %s of %x in group %x: %v", d.addr, engine.ActionName(a.Content), a.Target[:4], g[:2], err)
+	}
+	if _, err := d.c.Pump(s.w.ctx); err != nil {
+		s.t.Fatalf("%s pumps: %v", d.addr, err)
+	}
+	if a.Content == wire.ContentEdit {
+		a.Edit = d.groupEntry(g, a.Target).Edits // the number the engine gave it, applied here
+	}
+	m := &peopleGroupMsg{from: d, group: g, body: string(a.Text), lanes: map[engine.Address]bool{}, knewRemoved: revoked, act: &a}
+	if a.Content != wire.ContentReply {
+		m.body = ""
+	}
+	s.gmsgs[id] = m
+	for _, l := range s.lanesOf(d, g, id) {
+		m.lanes[l.Recipient] = true
+	}
+	if len(want) != len(m.lanes) {
+		s.t.Fatalf("%s's %s %x has lanes to %v, want the active devices its lists name: %v", d.addr, name, id[:4], m.lanes, want)
+	}
+	for x := range want {
+		if !m.lanes[x] {
+			s.t.Fatalf("%s's %s %x has lanes to %v, want the active devices its lists name: %v", d.addr, name, id[:4], m.lanes, want)
+		}
+	}
+	s.actions[name]++
+	return true
+}
+
 // lanesOf returns the lanes of d's own group message id.
 func (s *peopleGroupSim) lanesOf(d *device, g wire.GroupID, id wire.LogicalID) []engine.Lane {
 	s.t.Helper()
+	if m := s.gmsgs[id]; m != nil && !m.shown() {
+		l, err := d.st.Lanes(s.w.ctx, g, id) // a reaction, an edit, a delete: not in the history
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		return l
+	}
 	h, err := d.c.GroupHistory(s.w.ctx, g, 0, 1000)
 	if err != nil {
 		s.t.Fatal(err)
@@ -289,6 +432,54 @@ func (s *peopleGroupSim) sync(d *device) {
 		}
 		s.outcomes[name]++
 	}
+	s.noteEarlyDecisions(d, res.Received)
+}
+
+// noteEarlyDecisions notes each sibling's commit of a group reaction, edit
+// or delete that d heard in results without taking its discard back while
+// the action's target was not committed here: pending (its own commit came
+// in the same receive, a kept decision's, or later) or absent. The
+// protocol leaves such an action discarded here ("One whose target is
+// absent or pending here stays discarded"; a target discarded here is
+// another matter: the decision is kept with its action for the target's
+// take-back), so the devices of one person can show the target
+// differently for good; convergedAction and convergedState allow that
+// case alone and count it. It also notes such a commit heard while the
+// action itself waited here for its target (pending: the decision is kept
+// for it) and the hold's pass then discarded it because the person
+// discarded the target (target_discarded, in the same receive or later):
+// the kept decision finds the action no longer pending, and a later
+// take-back of the target takes back only the target, so the action stays
+// discarded here while the sibling shows it (waitHeard; allowed and
+// counted as the first).
+func (s *peopleGroupSim) noteEarlyDecisions(d *device, results []engine.ReceiveResult) {
+	decidedHere, engineDiscarded := map[wire.LogicalID]bool{}, map[wire.LogicalID]bool{}
+	for _, r := range results {
+		if r.Kind == engine.ResultDecided && r.Decided != nil {
+			decidedHere[r.Decided.ID] = true
+		}
+		if r.Kind == engine.ResultActionDiscarded {
+			engineDiscarded[r.ID] = true
+		}
+	}
+	for _, r := range results {
+		if r.Kind != engine.ResultDecisionHeard || r.Decided == nil || r.TakenBack || r.Decided.Outcome != engine.OutcomeCommitted {
+			continue
+		}
+		m := s.gmsgs[r.Decided.ID]
+		if m == nil || m.shown() {
+			continue
+		}
+		key := d.addr.String() + string(r.Decided.ID[:])
+		if engineDiscarded[r.Decided.ID] || s.seen(d, m, r.Decided.ID).Pending {
+			s.waitHeard[key] = true
+		}
+		t := m.act.Target
+		seen := s.seen(d, s.gmsgs[t], t)
+		if decidedHere[t] || seen.Pending || !seen.Finalized && s.groupHoldings(d)[t] == nil {
+			s.earlyHeard[key] = true
+		}
+	}
 }
 
 // step is one move of the people or of the adversary.
@@ -296,8 +487,11 @@ func (s *peopleGroupSim) step() {
 	act := s.activeDevices()
 	all := s.allDevices()
 	switch k := s.rng.IntN(27); {
-	case k < 4: // an active device sends to a group
-		s.sendGroup(act[s.rng.IntN(len(act))], s.groups[s.rng.IntN(len(s.groups))])
+	case k < 4: // an active device sends to a group: a text, or an action on a message it shows
+		d, g := act[s.rng.IntN(len(act))], s.groups[s.rng.IntN(len(s.groups))]
+		if s.rng.IntN(3) != 0 || !s.groupAction(d, g) {
+			s.sendGroup(d, g)
+		}
 	case k < 7: // any device syncs (a removed one too: the relay may still deliver to it)
 		s.sync(all[s.rng.IntN(len(all))])
 		s.actions["sync"]++
@@ -442,6 +636,22 @@ type groupHeld struct {
 	body     string
 	decided  *engine.Address
 	pending  bool
+	// What actions made of the entry: a reply's target, the latest edit
+	// applied, the tombstone, the reactions (sorted "device emoji").
+	replyTo   *wire.LogicalID
+	edits     uint32
+	deleted   bool
+	reactions []string
+}
+
+// state is what the actions made of an entry, as compared across the
+// devices of one person (convergedState); without the reactions when
+// withReactions is false.
+func (h *groupHeld) state(withReactions bool) string {
+	if !withReactions {
+		return fmt.Sprintf("body %q, edit %d, deleted %v", h.body, h.edits, h.deleted)
+	}
+	return fmt.Sprintf("body %q, edit %d, deleted %v, reactions %q", h.body, h.edits, h.deleted, h.reactions)
 }
 
 // groupHoldings reads what d holds of every group message: the histories
@@ -469,6 +679,7 @@ func (s *peopleGroupSim) groupHoldings(d *device) map[wire.LogicalID]*groupHeld 
 			x := get(e.ID)
 			x.n++
 			x.own, x.imported, x.body, x.decided = e.Own, e.Imported != nil, string(e.Body), e.DecidedOn
+			x.replyTo, x.edits, x.deleted, x.reactions = e.ReplyTo, e.Edits, e.Deleted, groupReactionsOf(e)
 			if m := s.gmsgs[e.ID]; m != nil && m.group != g {
 				s.t.Fatalf("safety: %s holds %x in group %x, sent to %x", d.addr, e.ID[:4], g[:2], m.group[:2])
 			}
@@ -507,8 +718,14 @@ func (s *peopleGroupSim) checkSafety() int {
 			if h.n > 1 {
 				s.t.Fatalf("safety: %s's group history holds %x %d times", d.addr, id[:4], h.n)
 			}
-			if h.n == 1 && h.body != m.body {
-				s.t.Fatalf("safety: %s's group history holds %q for %x, sent as %q", d.addr, h.body, id[:4], m.body)
+			if h.n == 1 && !m.shown() {
+				s.t.Fatalf("safety: %s's group history shows %s's %s %x as an entry", d.addr, m.from.addr, engine.ActionName(m.act.Content), id[:4])
+			}
+			if want := s.shownBody(d, id, h); h.n == 1 && h.body != want {
+				s.t.Fatalf("safety: %s's group history holds %q for %x (edit %d, deleted %v), want %q", d.addr, h.body, id[:4], h.edits, h.deleted, want)
+			}
+			if h.n == 1 && m.act != nil && (h.replyTo == nil || *h.replyTo != m.act.Target) {
+				s.t.Fatalf("safety: %s's group history holds reply %x quoting %v, sent quoting %x", d.addr, id[:4], h.replyTo, m.act.Target[:4])
 			}
 			if h.n == 1 && h.own != (m.from.addr.User == d.addr.User) {
 				s.t.Fatalf("safety: %s's group history holds %x from %s as own %v", d.addr, id[:4], m.from.addr, h.own)
@@ -531,6 +748,12 @@ func (s *peopleGroupSim) checkSafety() int {
 			own, asked := s.explicit[d.addr][id]
 			seen := s.seen(d, m, id)
 			commits, discards := s.explicitFor(p, id)
+			if !m.shown() {
+				if s.checkActionSafety(d, m, id, seen, asked, own, commits, discards) {
+					overruled++
+				}
+				continue
+			}
 			takenBack := seen.Finalized && seen.Outcome == engine.OutcomeCommitted && h.n == 1 && h.decided != nil && commits[*h.decided]
 			switch {
 			case asked && own == engine.OutcomeCommitted && h.n != 1:
@@ -557,6 +780,57 @@ func (s *peopleGroupSim) checkSafety() int {
 		}
 	}
 	return overruled
+}
+
+// shownBody is the body d's entry h of group message id must show: the
+// tombstone's empty body once deleted, the text of the edit it last
+// applied, else the body sent.
+func (s *peopleGroupSim) shownBody(d *device, id wire.LogicalID, h *groupHeld) string {
+	m := s.gmsgs[id]
+	switch {
+	case h.deleted:
+		return ""
+	case h.edits == 0:
+		return m.body
+	}
+	for _, e := range s.gmsgs {
+		if e.act != nil && e.act.Content == wire.ContentEdit && e.act.Target == id && e.act.Edit == h.edits && e.from == m.from {
+			return string(e.act.Text)
+		}
+	}
+	s.t.Fatalf("safety: %s shows edit %d of %x, which %s never sent", d.addr, h.edits, id[:4], m.from.addr)
+	return ""
+}
+
+// checkActionSafety is rule 3 for a group reaction, edit or delete m
+// (id), which has no entry of its own, on d, a device of a receiving
+// person: a commit asked here finalizes it, committed or discarded by the
+// action rules (ByEngine: a commit the rules turn into a discard); a
+// discard asked here stays one unless a device of the person committed it
+// (a take-back); a discard the person made, not asked here, was made by a
+// device of the person; a commit not asked here names a commit of a
+// device of the person. It reports a discard the person made beside a
+// commit of an active device (overruled).
+func (s *peopleGroupSim) checkActionSafety(d *device, m *peopleGroupMsg, id wire.LogicalID, seen engine.SeenMessage, asked bool, own engine.Outcome, commits, discards map[engine.Address]bool) bool {
+	s.t.Helper()
+	name := engine.ActionName(m.act.Content)
+	switch {
+	case asked && !seen.Finalized:
+		s.t.Fatalf("safety: %s decided %s's %s %x (%v), it holds %+v", d.addr, m.from.addr, name, id[:4], own, seen)
+	case asked && own == engine.OutcomeCommitted && seen.Outcome != engine.OutcomeCommitted && !seen.Reason.ByEngine():
+		s.t.Fatalf("safety: %s committed %s's %s %x, it holds %+v", d.addr, m.from.addr, name, id[:4], seen)
+	case asked && own == engine.OutcomeDiscarded && seen.Outcome == engine.OutcomeCommitted && len(commits) == 0:
+		s.t.Fatalf("safety: %s discarded %s's %s %x, it holds it committed, which no device of its person did", d.addr, m.from.addr, name, id[:4])
+	case !asked && seen.Finalized && seen.Outcome != engine.OutcomeCommitted && !seen.Reason.ByEngine() && len(discards) == 0:
+		s.t.Fatalf("safety: %s discarded %s's %s %x without asking (%v), and no device of its person discarded it", d.addr, m.from.addr, name, id[:4], seen.Reason)
+	case !asked && seen.Finalized && seen.Outcome == engine.OutcomeCommitted && len(commits) == 0:
+		s.t.Fatalf("safety: %s committed %s's %s %x without asking, and no device of its person committed it", d.addr, m.from.addr, name, id[:4])
+	}
+	if asked && own == engine.OutcomeDiscarded && seen.Outcome == engine.OutcomeCommitted && !s.isRemoved(d) {
+		s.takenBack[d.addr.String()+string(id[:])] = true
+	}
+	return seen.Finalized && seen.Outcome != engine.OutcomeCommitted && !seen.Reason.ByEngine() && len(commits) > 0 && !s.isRemoved(d) &&
+		!s.leftEarly[d.addr.String()+string(id[:])] // counted on its own
 }
 
 // converge runs rounds of sync, commit and retry; it returns the rounds it
@@ -590,8 +864,59 @@ func (s *peopleGroupSim) converge(rounds int) int {
 		if s.settled(false) {
 			return round
 		}
+		if s.onlyOrphansWait() {
+			// What waits is a group action whose target never comes (no
+			// lane of it here, or one of a removed sender: the known gaps
+			// above). The rule ends the wait at
+			// ActionHold (target_missing), so the clock moves past it.
+			if s.holdEnded.IsZero() {
+				s.holdEnded = s.w.clock.Now()
+			}
+			s.w.clock.Advance(engine.ActionHold + time.Minute)
+		}
 	}
 	return -1
+}
+
+// onlyOrphansWait reports whether everything pending on the active devices
+// is a group reaction, edit or delete whose target the device holds no
+// record of and had no lane of at the target's send that must end (none,
+// or one of a sender removed since), and there is one; and every lane
+// pending on an active device carries one of those to a device that holds
+// it pending (nothing else is on the way: moving the clock judges no
+// arrival later than it would be).
+func (s *peopleGroupSim) onlyOrphansWait() bool {
+	n := 0
+	for _, d := range s.activeDevices() {
+		outs, err := d.c.PendingOutbound(s.w.ctx, engine.PageQuery{Limit: 1000})
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		for _, o := range outs {
+			m, to := s.gmsgs[o.ID], s.device(o.Recipient)
+			if m == nil || m.shown() || to == nil || !s.seen(to, m, o.ID).Pending {
+				return false
+			}
+		}
+	}
+	for _, d := range s.activeDevices() {
+		for _, in := range s.pendingIn(d) {
+			m := s.gmsgs[in.ID]
+			if m == nil || m.shown() {
+				return false
+			}
+			t := s.gmsgs[m.act.Target]
+			seen := s.seen(d, t, m.act.Target)
+			if t.lanes[d.addr] && !s.isRemoved(t.from) || seen.Pending || seen.Finalized || s.groupHoldings(d)[m.act.Target] != nil {
+				return false
+			}
+			n++
+		}
+	}
+	if n > 0 {
+		s.orphansWaited += n
+	}
+	return n > 0
 }
 
 // checkConverged checks, once nothing is pending, the lanes and the
@@ -641,7 +966,7 @@ func (s *peopleGroupSim) checkConverged() {
 				}
 				named := m.lanes[d.addr] && !s.isRemoved(m.from)
 				if p.user == m.from.addr.User {
-					if named && h.n != 1 {
+					if named && m.shown() && h.n != 1 {
 						s.t.Fatalf("liveness: %s, a sibling of %s with a lane, holds %x %d times", d.addr, m.from.addr, id[:4], h.n)
 					}
 					if !m.lanes[d.addr] {
@@ -658,6 +983,10 @@ func (s *peopleGroupSim) checkConverged() {
 				}
 				if h.imported {
 					continue // committed on the first device before the link
+				}
+				if !m.shown() {
+					s.convergedAction(d, p, m, id, seen, named, activeCommit, commits, holds[d.addr])
+					continue
 				}
 				if !seen.Finalized {
 					if named {
@@ -680,12 +1009,248 @@ func (s *peopleGroupSim) checkConverged() {
 			}
 		}
 	}
+	s.convergedState(holds, ids)
+}
+
+// convergedAction is checkConverged's agreement for a group reaction,
+// edit or delete m (id) on d, an active device of receiving person p that
+// holds nothing pending: d had a lane of it, so holds a record of it; when
+// an active device of p committed it, d committed it too, or the rules
+// discarded it here by the target's state, which the person's devices
+// agree on: its target is deleted here (a delete that came first: the
+// tombstone the committing device shows too, convergedState), or its
+// target is not shown here, discarded (target_discarded; the text's own
+// agreement then says no active device of p committed the target, so the
+// committing device's commit turned into the same discard), or its
+// target never came here and the action waited out ActionHold
+// (target_missing, onlyOrphansWait). Two cases are allowed besides, and
+// counted: the known gap of noteEarlyDecisions, and a commit of p that
+// turned into the rules' discard on every active device that made it
+// (its target discarded there then): such a commit tells the siblings
+// without its action, nothing takes the maker's own discard back when
+// its target is taken back later, and a sibling whose pending copy it
+// finalizes applies it and tells no one (turnedByItsMakers). A commit
+// here names a commit of p.
+func (s *peopleGroupSim) convergedAction(d *device, p *simPerson, m *peopleGroupMsg, id wire.LogicalID, seen engine.SeenMessage, named, activeCommit bool, commits map[engine.Address]bool, holds map[wire.LogicalID]*groupHeld) {
+	s.t.Helper()
+	name := engine.ActionName(m.act.Content)
+	if !seen.Finalized {
+		if named {
+			s.t.Fatalf("liveness: %s had a lane of %s's %s %x and holds no record of it", d.addr, m.from.addr, name, id[:4])
+		}
+		return
+	}
+	if seen.Outcome != engine.OutcomeCommitted && seen.Reason.ByEngine() {
+		s.actDiscards[seen.Reason.String()]++
+	}
+	target := holds[m.act.Target]
+	shown := target != nil && target.n == 1
+	byRule := seen.Reason == engine.DiscardTargetDeleted && shown && target.deleted ||
+		seen.Reason == engine.DiscardTargetDiscarded && !shown ||
+		seen.Reason == engine.DiscardTargetMissing && !shown && !s.holdEnded.IsZero()
+	key := d.addr.String() + string(id[:])
+	if activeCommit && seen.Outcome != engine.OutcomeCommitted && !byRule &&
+		(!seen.Reason.ByEngine() && s.earlyHeard[key] || seen.Reason == engine.DiscardTargetDiscarded && s.waitHeard[key]) {
+		s.leftEarly[key] = true // the known gap of noteEarlyDecisions
+		return
+	}
+	if activeCommit && seen.Outcome != engine.OutcomeCommitted && !byRule && s.turnedByItsMakers(p, m, id) {
+		// Every commit of the person was turned into a discard by the
+		// rules where it was made (its target discarded there then):
+		// such a commit tells the siblings without its action, nothing
+		// re-judges the maker's own discard when its target is taken back
+		// later, and a sibling that finalizes its pending copy by that
+		// commit applies it and tells no one. So the devices may differ
+		// (convergedState counts the entries that do).
+		s.rulesEverywhere[key] = true
+		return
+	}
+	if activeCommit && seen.Outcome != engine.OutcomeCommitted && !byRule {
+		_, asked := s.explicit[d.addr][id]
+		var ts string
+		if target != nil {
+			ts = fmt.Sprintf("its target %x shown %d times, %s", m.act.Target[:4], target.n, target.state(true))
+		} else {
+			ts = fmt.Sprintf("its target %x not shown (%+v)", m.act.Target[:4], s.seen(d, s.gmsgs[m.act.Target], m.act.Target))
+		}
+		s.t.Fatalf("agreement: %s holds %s's %s %x %v (%v; asked here: %v), the person committed it on %v (removed: %v); %s", d.addr, m.from.addr, name, id[:4], seen.Outcome, seen.Reason, asked, commits, p.removed, ts)
+	}
+	if len(commits) == 0 && seen.Outcome == engine.OutcomeCommitted {
+		s.t.Fatalf("safety: %s committed %s's %s %x, which no device of %s committed", d.addr, m.from.addr, name, id[:4], p.user)
+	}
+}
+
+// convergedState checks that the active devices of each person that show
+// one group message (a text or a reply) show the same actions' effects on
+// it: the same reactions, the same edit and body, the same tombstone. The
+// action decisions are the person's and converge by its rule; an edit's
+// window is measured on each device between two arrivals and could
+// differ, so the case must end within ActionWindow of its first send,
+// which it checks (every edit then lands in its window everywhere). An
+// entry a device holds by import (the link's archive) is compared without
+// its reactions: an archive carries a group entry's edit, tombstone and
+// quote but no reactions (docs/storage.md, "reactions are not read"), so
+// a linked device does not show those the first device applied before the
+// cut; they are counted (unshownReactions).
+func (s *peopleGroupSim) convergedState(holds map[engine.Address]map[wire.LogicalID]*groupHeld, ids []wire.LogicalID) {
+	s.t.Helper()
+	end := s.w.clock.Now()
+	if !s.holdEnded.IsZero() {
+		end = s.holdEnded // every action had arrived where it could: only orphans waited
+	}
+	if span := end.Sub(s.start); span >= engine.ActionWindow {
+		s.t.Fatalf("the case spans %v, past ActionWindow: an edit's window could pass on one device only", span)
+	}
+	for _, id := range ids {
+		if !s.gmsgs[id].shown() {
+			continue
+		}
+		for _, p := range s.people {
+			var first *device
+			for _, d := range p.active() {
+				h := holds[d.addr][id]
+				if h == nil || h.n != 1 {
+					continue
+				}
+				if first == nil {
+					first = d
+					continue
+				}
+				f := holds[first.addr][id]
+				both := !f.imported && !h.imported
+				if !both && len(f.reactions)+len(h.reactions) > 0 {
+					s.unshownReactions++
+				}
+				switch a, b := f.state(both), h.state(both); {
+				case a == b:
+				case s.leftEarlyOn(id, first, d):
+					s.earlyDiverged++
+				case s.unreachedOn(id, first, d):
+					s.unreachedDiverged++
+				case s.turnedOn(id, p):
+					s.turnedDiverged++
+				default:
+					s.explainActionsOn(id, first, d, holds)
+					s.t.Fatalf("agreement: %s shows %s's %x as %s; %s shows %s", first.addr, s.gmsgs[id].from.addr, id[:4], a, d.addr, b)
+				}
+			}
+		}
+	}
+}
+
+// unreachedOn reports whether an action on group message id never reached
+// a or b: the device holds no record of it (a sibling's decision does not
+// bring a message, only decides it when it comes) and had no lane of it
+// that must end: the action's sender did not name it at the send (the
+// known gap of the doc comment: no lane to a device its lists did not
+// name yet), or was removed since (its lanes stay pending on it).
+func (s *peopleGroupSim) unreachedOn(id wire.LogicalID, a, b *device) bool {
+	for aid, m := range s.gmsgs {
+		if m.act == nil || m.act.Target != id {
+			continue
+		}
+		for _, d := range []*device{a, b} {
+			if d == m.from || m.lanes[d.addr] && !s.isRemoved(m.from) {
+				continue
+			}
+			if seen := s.seen(d, m, aid); !seen.Pending && !seen.Finalized {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// turnedByItsMakers reports whether the person p committed group action id
+// of m (on an active device) and each active device that committed it
+// holds it discarded by the rules: the commit turned into the rules'
+// discard where it was made.
+func (s *peopleGroupSim) turnedByItsMakers(p *simPerson, m *peopleGroupMsg, id wire.LogicalID) bool {
+	commits, _ := s.explicitFor(p, id)
+	n := 0
+	for a := range commits {
+		d := s.device(a)
+		if p.removed[a] || d == nil {
+			continue
+		}
+		seen := s.seen(d, m, id)
+		if !seen.Finalized || seen.Outcome == engine.OutcomeCommitted || !seen.Reason.ByEngine() {
+			return false
+		}
+		n++
+	}
+	return n > 0
+}
+
+// turnedOn reports whether an action on group message id is one of
+// turnedByItsMakers for p.
+func (s *peopleGroupSim) turnedOn(id wire.LogicalID, p *simPerson) bool {
+	for aid, m := range s.gmsgs {
+		if m.act != nil && m.act.Target == id && s.turnedByItsMakers(p, m, aid) {
+			return true
+		}
+	}
+	return false
+}
+
+// leftEarlyOn reports whether an action on group message id was left
+// discarded on a or b by the known gap of noteEarlyDecisions.
+func (s *peopleGroupSim) leftEarlyOn(id wire.LogicalID, a, b *device) bool {
+	for aid, m := range s.gmsgs {
+		if m.act != nil && m.act.Target == id && (s.leftEarly[a.addr.String()+string(aid[:])] || s.leftEarly[b.addr.String()+string(aid[:])]) {
+			return true
+		}
+	}
+	return false
+}
+
+// explainActionsOn logs, for a failing agreement, each action on group
+// message id and what devices a and b hold of it.
+func (s *peopleGroupSim) explainActionsOn(id wire.LogicalID, a, b *device, holds map[engine.Address]map[wire.LogicalID]*groupHeld) {
+	for _, d := range []*device{a, b} {
+		h := holds[d.addr][id]
+		s.t.Logf("%s: the target imported %v, decided on %v; lanes of the target's send to it %v", d.addr, h.imported, h.decided, s.gmsgs[id].lanes[d.addr])
+	}
+	for aid, m := range s.gmsgs {
+		if m.act == nil || m.act.Target != id {
+			continue
+		}
+		for _, d := range []*device{a, b} {
+			_, asked := s.explicit[d.addr][aid]
+			s.t.Logf("%s's %s %x (%+v): on %s lane %v, asked %v, %+v", m.from.addr, engine.ActionName(m.act.Content), aid[:4], *m.act, d.addr, m.lanes[d.addr], asked, s.seen(d, m, aid))
+		}
+	}
+}
+
+// explainPending logs, for a liveness failure, each group action pending
+// on an active device and what that device and the sender hold of its
+// target.
+func (s *peopleGroupSim) explainPending() {
+	for _, d := range s.activeDevices() {
+		for _, in := range s.pendingIn(d) {
+			m := s.gmsgs[in.ID]
+			if m == nil || m.act == nil {
+				continue
+			}
+			t := s.gmsgs[m.act.Target]
+			s.t.Logf("%s holds %s's %s %x pending, its target %x from %s (lane to %s at the send %v): here %+v, shown %v", d.addr, m.from.addr, engine.ActionName(m.act.Content), in.ID[:4], m.act.Target[:4], t.from.addr, d.addr, t.lanes[d.addr], s.seen(d, t, m.act.Target), s.groupHoldings(d)[m.act.Target])
+		}
+	}
 }
 
 // peopleGroupTotals is what the cases of one run add up to.
 type peopleGroupTotals struct {
 	cases, steps, maxRounds, overruled, devices, linked, removed, takenBack, msgs, unnamed int
 	actions, outcomes                                                                      map[string]int
+	// groupActs counts the group actions sent, by kind; actDiscards the
+	// rules' discards of them at the end, by reason.
+	groupActs, actDiscards map[string]int
+	// orphans: actions that waited out ActionHold for a target that never
+	// came to their device; unshown: entries whose reactions were not
+	// compared (held by import on one device).
+	orphans, unshown int
+	// leftEarly, earlyDiverged: noteEarlyDecisions's gap.
+	leftEarly, earlyDiverged, unreachedDiverged, rulesEverywhere, turnedDiverged int
 }
 
 func TestAdversaryPeopleGroups(t *testing.T) {
@@ -701,7 +1266,7 @@ func TestAdversaryPeopleGroups(t *testing.T) {
 		seed, cases = v, 1
 	}
 	fmt.Printf("adversary people groups: seed %d (ADVERSARY_PEOPLE_GROUP_SEED=%d replays the first case)\n", seed, seed)
-	tot := peopleGroupTotals{actions: map[string]int{}, outcomes: map[string]int{}}
+	tot := peopleGroupTotals{actions: map[string]int{}, outcomes: map[string]int{}, groupActs: map[string]int{}, actDiscards: map[string]int{}}
 	for c := 0; c < cases; c++ {
 		caseSeed := seed + uint64(c)
 		ok := t.Run(fmt.Sprintf("seed=%d", caseSeed), func(t *testing.T) {
@@ -720,9 +1285,33 @@ func TestAdversaryPeopleGroups(t *testing.T) {
 	for _, k := range keys {
 		acts += fmt.Sprintf(" %s=%d", k, tot.actions[k])
 	}
-	fmt.Printf("adversary people groups: %d cases, %d steps, %d devices (%d linked during traffic, %d removed), %d group messages, 0 safety violations, 0 stuck, at most %d rounds to converge, %d discards taken back, %d left overruled, %d (message, device) pairs not named at the send; actions%s\n",
-		tot.cases, tot.steps, tot.devices, tot.linked, tot.removed, tot.msgs, tot.maxRounds, tot.takenBack, tot.overruled, tot.unnamed, acts)
+	nActs := 0
+	for _, n := range tot.groupActs {
+		nActs += n
+	}
+	fmt.Printf("adversary people groups: %d cases, %d steps, %d devices (%d linked during traffic, %d removed), %d group messages (%d of them actions: %s; discarded by the rules at the end %s; %d waited out ActionHold for a target never sent to their device; %d entries with reactions held by import on a device, reactions not compared; %d left discarded beside a sibling's commit heard while the target was pending or absent or the action waited, %d entries shown differently so; %d shown differently by an action that never reached one device, not named at its send; %d (device, action) pairs left discarded where the person's every commit of it turned into the rules' discard, %d entries shown differently so), 0 safety violations, 0 stuck, at most %d rounds to converge, %d discards taken back, %d left overruled, %d (message, device) pairs not named at the send; actions%s\n",
+		tot.cases, tot.steps, tot.devices, tot.linked, tot.removed, tot.msgs, nActs, countList(tot.groupActs), countList(tot.actDiscards), tot.orphans, tot.unshown, tot.leftEarly, tot.earlyDiverged, tot.unreachedDiverged, tot.rulesEverywhere, tot.turnedDiverged, tot.maxRounds, tot.takenBack, tot.overruled, tot.unnamed, acts)
 	t.Logf("receive outcomes over all cases: %v", tot.outcomes)
+}
+
+// countList prints counts by name, sorted, "a=1 b=2" ("none" for none).
+func countList(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := ""
+	for _, k := range keys {
+		if out != "" {
+			out += " "
+		}
+		out += fmt.Sprintf("%s=%d", k, m[k])
+	}
+	if out == "" {
+		return "none"
+	}
+	return out
 }
 
 // peopleGroupSteps is the number of steps of one case.
@@ -745,7 +1334,7 @@ func runPeopleGroupCase(t *testing.T, seed uint64, tot *peopleGroupTotals) {
 		takenBack:     map[string]bool{},
 		decisionNamed: map[string][]engine.Address{},
 		reconnect:     seed%2 == 0},
-		gmsgs: map[wire.LogicalID]*peopleGroupMsg{}}
+		gmsgs: map[wire.LogicalID]*peopleGroupMsg{}, actDiscards: tot.actDiscards, earlyHeard: map[string]bool{}, leftEarly: map[string]bool{}, waitHeard: map[string]bool{}, rulesEverywhere: map[string]bool{}}
 	n := 2 + rng.IntN(2)
 	for i := 0; i < n; i++ {
 		user := fmt.Sprintf("p%d", i)
@@ -817,6 +1406,7 @@ func runPeopleGroupCase(t *testing.T, seed uint64, tot *peopleGroupTotals) {
 	for _, d := range s.allDevices() {
 		w.net.Hold(d.addr)
 	}
+	s.start = w.clock.Now()
 	for i := 0; i < peopleGroupSteps; i++ {
 		s.step()
 		s.checkSafety()
@@ -831,14 +1421,27 @@ func runPeopleGroupCase(t *testing.T, seed uint64, tot *peopleGroupTotals) {
 	}
 	tot.linked += s.linkedGT
 	tot.msgs += len(s.gmsgs)
+	for _, m := range s.gmsgs {
+		if m.act != nil {
+			tot.groupActs[engine.ActionName(m.act.Content)]++
+		}
+	}
 	if rounds < 0 {
 		s.settled(true)
+		s.explainPending()
 		t.Fatalf("liveness: still pending twelve rounds after the adversary stopped (seed %d)", seed)
 	}
 	s.checkConverged()
 	tot.overruled += s.checkSafety()
 	tot.takenBack += len(s.takenBack)
 	tot.unnamed += s.unnamed
+	tot.orphans += s.orphansWaited
+	tot.leftEarly += len(s.leftEarly)
+	tot.earlyDiverged += s.earlyDiverged
+	tot.unreachedDiverged += s.unreachedDiverged
+	tot.rulesEverywhere += len(s.rulesEverywhere)
+	tot.turnedDiverged += s.turnedDiverged
+	tot.unshown += s.unshownReactions
 	if rounds > tot.maxRounds {
 		tot.maxRounds = rounds
 	}
