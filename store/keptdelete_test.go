@@ -14,7 +14,8 @@ import (
 // TestDeleteForgetsTheKeptActionsOnItsTarget: a one-to-one delete applied
 // to bob's message forgets the kept decision of bob's edit of it (which
 // keeps the edited text sealed) in its transaction, and leaves alone a
-// kept group action whose target has the same ID (grp IS NULL).
+// kept group action whose target has the same ID and the action body a
+// group record of that target keeps (grp IS NULL, in both statements).
 func TestDeleteForgetsTheKeptActionsOnItsTarget(t *testing.T) {
 	f := newFixture(t, false)
 	ctx := context.Background()
@@ -39,6 +40,13 @@ func TestDeleteForgetsTheKeptActionsOnItsTarget(t *testing.T) {
 	if kept, err := f.db.KeptActions(ctx, bob, target); err != nil || len(kept) != 1 {
 		t.Fatalf("kept actions before the delete: %+v, %v; want the edit", kept, err)
 	}
+	// bob's committed reaction in group g to a group message of the same
+	// ID, whose record keeps its action body.
+	groupReaction := wire.LogicalID{0x7f}
+	if _, err := f.db.sql.ExecContext(ctx, `INSERT INTO finalized (sender, id, outcome, reason, at, sealed_digest, grp, content, arrived, target, sealed_action)
+		VALUES (?, ?, 1, 0, 1, x'00', ?, ?, 1, ?, x'00')`, bob.String(), groupReaction[:], g[:], int64(wire.ContentReaction), target[:]); err != nil {
+		t.Fatal(err)
+	}
 	delBody, err := wire.EncodeAction(wire.Action{Content: wire.ContentDelete, Target: target})
 	if err != nil {
 		t.Fatal(err)
@@ -54,6 +62,11 @@ func TestDeleteForgetsTheKeptActionsOnItsTarget(t *testing.T) {
 	}
 	if kept, err := f.db.KeptGroupActions(ctx, g, target); err != nil || len(kept) != 1 || kept[0].ID != other {
 		t.Fatalf("kept group actions after a one-to-one delete of the same ID: %+v, %v; want the group's left alone", kept, err)
+	}
+	var kept int
+	if err := f.db.sql.QueryRowContext(ctx, "SELECT count(*) FROM finalized WHERE sender = ? AND id = ? AND sealed_action IS NOT NULL",
+		bob.String(), groupReaction[:]).Scan(&kept); err != nil || kept != 1 {
+		t.Fatalf("the group reaction's record after a one-to-one delete of the same ID keeps %d action bodies, %v; want its own left alone", kept, err)
 	}
 }
 
