@@ -790,9 +790,13 @@ func (c *Client) groupTargetTakeBackable(ctx context.Context, g wire.GroupID, ac
 // takeBackGroupAction keep a kind-18 decision heard after the discard);
 // nil for a reply, a sibling's sent copy, a body over
 // wire.MaxDecisionActionSize or a target no decision takes back. The
-// store keeps it only with a sibling's commit kept for m, heard before m
+// store keeps it with a sibling's commit kept for m, heard before m
 // arrived, which would otherwise be forgotten with m's discard while its
-// target's take-back, later, found nothing to take back with it.
+// target's take-back, later, found nothing to take back with it. A
+// sibling's own group action (m's sender a device of this person's
+// account the list vouches for) names that sibling (On): the store keeps
+// it as the sibling's commit even with none heard, for no decision about
+// the person's own message ever comes.
 func (c *Client) keptActionOf(ctx context.Context, m *InboundMessage) (*KeptAction, error) {
 	if !waitsAsAction(m.Content) || m.CopyTo != "" || len(m.Body) > wire.MaxDecisionActionSize {
 		return nil, nil
@@ -818,6 +822,17 @@ func (c *Client) keptActionOf(ctx context.Context, m *InboundMessage) (*KeptActi
 	if m.Group != nil {
 		g := *m.Group
 		k.Group = &g
+		// A sibling's own group action: the person authored it, and no
+		// decision about it ever comes. It is kept as that sibling's
+		// commit with its action (On), heard or not, so that its
+		// target's take-back applies it by the group's rules.
+		own, err := c.ownSibling(ctx, m.Sender)
+		if err != nil {
+			return nil, err
+		}
+		if own {
+			k.On = m.Sender
+		}
 	}
 	return k, nil
 }

@@ -361,7 +361,11 @@ type Finalize struct {
 	// is not forgotten then but kept with this action, as a kind-18
 	// decision heard after the discard is (DecisionEffect.KeepAction):
 	// the target's take-back takes it back. Nothing is kept when no
-	// commit is kept for the message.
+	// commit is kept for the message, unless On is set: a sibling's own
+	// group action (On is that sibling, its sender), which the person
+	// authored and no decision will ever judge, is kept as that
+	// sibling's commit with its action, heard or not (within
+	// MaxKeptDecisions).
 	KeepAction *KeptAction
 	// SentTo, for a commit of a sibling's sent copy of an action that
 	// waited for its target (actioncopy.go), is the conversation it

@@ -1113,6 +1113,15 @@ func (t *tx) finalizePerson(ctx context.Context, p engine.Finalize) error {
 	if err := t.insertDecisionLanes(ctx, p.Tell, p.At); err != nil {
 		return err
 	}
+	if k := p.KeepAction; k != nil && k.On != (engine.Address{}) && p.Outcome == engine.OutcomeDiscarded {
+		// A sibling's own group action discarded for its discarded
+		// target: the person's, with no decision to come. It is kept as
+		// that sibling's commit (bounded as a heard decision is), which
+		// sqlKeepWithDiscard below gives its action.
+		if err := t.keepOwnCommit(ctx, p.Sender, p.ID, k.On, p.At); err != nil {
+			return err
+		}
+	}
 	if !t.db.decisionsHeld.Load() {
 		return nil
 	}
@@ -1147,6 +1156,25 @@ func (t *tx) finalizePerson(ctx context.Context, p engine.Finalize) error {
 		if _, err := t.run(ctx, "history-decided", sqlDecidedOn, p.DecidedOn.String(), conv.String(), p.ID[:]); err != nil {
 			return fmt.Errorf("name the device that decided %x: %w", p.ID[:], err)
 		}
+	}
+	return nil
+}
+
+// keepOwnCommit keeps a commit of message id from sender, decided on on,
+// as decision does for a heard one: the old decisions forgotten, the
+// oldest evicted at engine.MaxKeptDecisions, merged with any kept for it
+// (commit beats discard).
+func (t *tx) keepOwnCommit(ctx context.Context, sender engine.Address, id wire.LogicalID, on engine.Address, at time.Time) error {
+	t.db.decisionsHeld.Store(true)
+	if _, err := t.run(ctx, "decision-expire", sqlExpireDecisions, at.Add(-engine.MaxDecisionAge).UnixNano()); err != nil {
+		return fmt.Errorf("forget old decisions: %w", err)
+	}
+	if _, err := t.run(ctx, "decision-evict", sqlEvictDecision, engine.MaxKeptDecisions, sender.String(), id[:]); err != nil {
+		return fmt.Errorf("make room for the decision on %x: %w", id[:], err)
+	}
+	if _, err := t.run(ctx, "decision-keep", sqlKeepDecision, sender.String(), id[:], int64(engine.OutcomeCommitted),
+		on.String(), at.UnixNano(), nil, nil, nil, nil); err != nil {
+		return fmt.Errorf("keep the own commit of %x from %s: %w", id[:], sender, err)
 	}
 	return nil
 }

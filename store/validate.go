@@ -591,6 +591,11 @@ func validateFinalize(p engine.Finalize) error {
 			len(k.Body) > wire.MaxDecisionActionSize || aerr != nil || a.Target != k.Target || sha256.Sum256(k.Body) != p.Digest {
 			err = errors.Join(err, invalid("discard of %x keeps an action it may not (not discarded for its target, or another message's)", p.ID[:]))
 		}
+		if k.On != (engine.Address{}) && (k.On != p.Sender || k.Group == nil) {
+			// Kept as a commit with none heard only for a sibling's own
+			// group action: the device that sent it committed it.
+			err = errors.Join(err, invalid("discard of %x keeps a commit of another device than its sender's", p.ID[:]))
+		}
 	}
 	// The ACK's session step commits with it, and only with it.
 	switch {
