@@ -405,3 +405,60 @@ func TestKeptGroupActionOnAReply(t *testing.T) {
 		}
 	}
 }
+
+// TestSiblingsOwnGroupActionKeptForItsTarget: bob/2 commits alice's group
+// text (its decision to bob/1 lost on the way) and reacts to it; bob/1
+// discarded the text, so its engine discards bob/2's reaction, which
+// reaches it first, as target_discarded. The reaction is bob's own: no
+// decision about it ever comes, so the discard keeps it as bob/2's commit
+// with its action, and the text's decision, sent again, takes the text
+// back and the reaction with it: bob/1 shows bob's reaction on the text,
+// its record committed. Before the change nothing was kept for it (no
+// sibling's commit was heard), and bob/1 showed the text without bob's
+// reaction for good (adversary seed 1796666887868553873).
+func TestSiblingsOwnGroupActionKeptForItsTarget(t *testing.T) {
+	oneGoroutine(t)
+	w, alice, bob, bob2, g, m := groupTwoDeviceBob(t, "lunch at noon", false)
+	w.net.DropNext(bob2.addr, bob.addr, 1) // the text's decision, sent again below
+	if _, err := bob2.c.Commit(w.ctx, alice.addr, m); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bob2.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bob.c.Discard(w.ctx, alice.addr, m, engine.DiscardRejected); err != nil {
+		t.Fatal(err)
+	}
+	r := bob2.groupAct(g, engine.ActionRequest{Content: wire.ContentReaction, Target: m, Emoji: thumbs})
+	bob.sync()
+	if s, err := bob.st.Seen(w.ctx, bob2.addr, r); err != nil || !s.Finalized || s.Outcome != engine.OutcomeDiscarded ||
+		s.Reason != engine.DiscardTargetDiscarded {
+		t.Fatalf("bob/1's record of bob/2's reaction: %+v, %v; want discarded by its engine as target_discarded", s, err)
+	}
+	if _, found := decidedOnOf(t, bob, g, m); found {
+		t.Fatalf("bob/1 took the text back before its decision came")
+	}
+	if kept, err := bob.st.KeptGroupActions(w.ctx, g, m); err != nil || len(kept) != 1 || kept[0].ID != r || kept[0].On != bob2.addr {
+		t.Fatalf("bob/1's kept group actions waiting for the text: %+v, %v; want bob/2's own reaction", kept, err)
+	}
+	alice.sync()
+	if _, err := alice.c.Commit(w.ctx, bob2.addr, r); err != nil { // acknowledges bob/2's reaction
+		t.Fatalf("alice commits bob/2's reaction: %v", err)
+	}
+	settleSiblings(t, bob, bob2)
+	if _, found := decidedOnOf(t, bob, g, m); !found {
+		t.Fatalf("bob/1 did not take the text back once its decision came again")
+	}
+	if s, err := bob.st.Seen(w.ctx, bob2.addr, r); err != nil || !s.Finalized || s.Outcome != engine.OutcomeCommitted {
+		t.Fatalf("bob/1's record of bob/2's reaction: %+v, %v; want committed with its target", s, err)
+	}
+	want := []string{bob2.addr.String() + " " + thumbs}
+	for _, d := range []*device{bob, bob2} {
+		if got := groupReactionsOf(d.groupEntry(g, m)); !slices.Equal(got, want) {
+			t.Errorf("%s shows the text's reactions %q, want %q", d.addr, got, want)
+		}
+	}
+	if kept, err := bob.st.KeptGroupActions(w.ctx, g, m); err != nil || len(kept) != 0 {
+		t.Fatalf("bob/1 still keeps %+v, %v after the take-back, want nothing", kept, err)
+	}
+}
