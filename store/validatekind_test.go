@@ -322,3 +322,36 @@ func TestValidateKeepActionWithDiscard(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateKeepOwnActionWithDiscard: a discard for its target may keep
+// a sibling's own group action as that sibling's commit (KeepAction.On,
+// kept with no commit heard) only naming the action's sender, in a group.
+func TestValidateKeepOwnActionWithDiscard(t *testing.T) {
+	target, reaction := wire.LogicalID{0x7b}, wire.LogicalID{0x7c}
+	body, err := wire.EncodeAction(wire.Action{Content: wire.ContentReaction, Target: target, Emoji: "+1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw := sessionWrite(bob, 2, "ack")
+	grp := wire.GroupID{1}
+	base := func() engine.Finalize {
+		return engine.Finalize{Sender: bob, ID: reaction, Digest: sha256.Sum256(body), Outcome: engine.OutcomeDiscarded,
+			Reason: engine.DiscardTargetDiscarded, At: planAt, Content: wire.ContentReaction, Session: &sw, Ack: ackOut(bob), Group: &grp,
+			KeepAction: &engine.KeptAction{Sender: bob, ID: reaction, On: bob, Content: wire.ContentReaction, Target: target, Body: body, Group: &grp}}
+	}
+	if err := validate(base()); err != nil {
+		t.Fatalf("a valid discard keeping a sibling's own action: %v", err)
+	}
+	for name, change := range map[string]func(*engine.Finalize){
+		"another device's commit": func(p *engine.Finalize) { p.KeepAction.On = engine.MustParseAddress("carol/1") },
+		"a one-to-one action":     func(p *engine.Finalize) { p.Group, p.KeepAction.Group = nil, nil },
+	} {
+		p := base()
+		k := *p.KeepAction
+		p.KeepAction = &k
+		change(&p)
+		if err := validate(p); !errors.Is(err, engine.ErrConflict) {
+			t.Errorf("discard keeping %s: %v, want an invalid plan", name, err)
+		}
+	}
+}
