@@ -353,6 +353,15 @@ type Finalize struct {
 	// DecidedOn, when another device of this person decided, names it:
 	// a commit's history entry says so, and the kept decision goes.
 	DecidedOn *Address
+	// WithKept, for a commit of a group message (a text or a reply), are
+	// the kept group action decisions waiting for it (a sibling's commit
+	// of an action this device discarded while its target was pending or
+	// absent here, or discarded: DecisionEffect.KeepAction) that now
+	// apply by the group's action rules onto the entry this commit
+	// writes: each is taken back and applied, its kept decision
+	// forgotten, in the same transaction, as a take-back's WithTarget
+	// is. At most MaxKeptDecisions.
+	WithKept []KeptTakeBack
 	// SentTo, for a commit of a sibling's sent copy of an action that
 	// waited for its target (actioncopy.go), is the conversation it
 	// names: the entry is an own message there (SentCopied), as a

@@ -257,6 +257,9 @@ func (t *tx) finalize(ctx context.Context, p engine.Finalize) (engine.Receipt, e
 			return engine.Receipt{}, err
 		}
 	}
+	if err := t.finalizeWithKept(ctx, p); err != nil {
+		return engine.Receipt{}, err
+	}
 	if err := t.finalizePerson(ctx, p); err != nil {
 		return engine.Receipt{}, err
 	}

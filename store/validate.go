@@ -582,6 +582,7 @@ func validateFinalize(p engine.Finalize) error {
 			err = errors.Join(err, invalid("an action applied by a discard"))
 		}
 	}
+	err = errors.Join(err, checkWithKept(p))
 	// The ACK's session step commits with it, and only with it.
 	switch {
 	case (p.Session == nil) != (p.Ack == nil):
@@ -603,6 +604,34 @@ func actionBodyIs(body []byte, a *engine.ActionApply) bool {
 	}
 	return w.Target == a.Target && w.Emoji == a.Emoji && w.Remove == a.Remove && w.Order == a.Order &&
 		w.Edit == a.Edit && bytes.Equal(w.Text, a.Text)
+}
+
+// checkWithKept checks the kept group action decisions a commit applies
+// with it (engine.Finalize.WithKept): only a commit of a group's received
+// text or reply takes any, at most engine.MaxKeptDecisions, and each is a
+// committed take-back of an action (not a reply) in the same group whose
+// target is this message by its author, by the take-back rules.
+func checkWithKept(p engine.Finalize) error {
+	if len(p.WithKept) == 0 {
+		return nil
+	}
+	var err error
+	if p.Outcome != engine.OutcomeCommitted || p.Group == nil || p.SentTo != nil || len(p.WithKept) > engine.MaxKeptDecisions ||
+		p.Action != nil && p.Action.Content != wire.ContentReply {
+		err = errors.Join(err, invalid("finalize %x applies kept actions it may not (not a commit of a group's message, or over the bound)", p.ID[:]))
+	}
+	for _, k := range p.WithKept {
+		w := k.Effect
+		err = errors.Join(err, checkAddress("kept decision's device", k.On), checkAddress("kept action's sender", w.Sender))
+		a := w.Action
+		if a == nil || a.Target != p.ID || a.Content == wire.ContentReply || a.Group == nil || p.Group == nil || *a.Group != *p.Group ||
+			a.TargetAuthor != p.Sender || w.Outcome != engine.OutcomeCommitted || w.Keep || w.KeepAction != nil || len(w.WithTarget) > 0 {
+			err = errors.Join(err, invalid("finalize %x applies a kept action %x that does not wait for it in its group", p.ID[:], w.Message[:]))
+			continue
+		}
+		err = errors.Join(err, checkTakenBackAction(w))
+	}
+	return err
 }
 
 // checkTakenBackAction checks the action a take-back applies (a kind-18
