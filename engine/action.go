@@ -500,6 +500,10 @@ type ActionStore interface {
 	// and the entry's author. Direction, Pending and Discarded are not
 	// set: the engine tells them.
 	GroupActionTarget(ctx context.Context, g wire.GroupID, author Address, id wire.LogicalID) (ActionTarget, Address, error)
+	// GroupRecordSenders returns the senders of the finalized records of
+	// group g's messages with logical ID id (whoever sent them, members
+	// or not now), at most limit, in the order of their addresses.
+	GroupRecordSenders(ctx context.Context, g wire.GroupID, id wire.LogicalID, limit int) ([]Address, error)
 	// ReactionNumber returns the number of reactor's latest reaction (or
 	// removal) to the entry (peer, dir, id), found false for none.
 	ReactionNumber(ctx context.Context, peer Address, dir Direction, id wire.LogicalID, reactor Address) (uint32, bool, error)

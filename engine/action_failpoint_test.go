@@ -17,7 +17,8 @@ import (
 // actionOp runs the failpoint world's action operations: react:PEER:EMOJI
 // reacts to the newest message with PEER, edit:PEER:TEXT edits the newest
 // message sent to PEER, groupreact:GROUP:EMOJI and groupedit:GROUP:TEXT
-// do the same in a group (stored with their lanes pending), commitfirst commits the oldest pending message,
+// do the same in a group (stored with their lanes pending), groupdelete:GROUP
+// deletes the newest own message of the group, commitfirst commits the oldest pending message,
 // settle runs the pass over waiting actions under CommitOnArrival.
 func actionOp(ctx context.Context, c *engine.Client, name, arg string) (bool, error) {
 	peerArg, text, _ := strings.Cut(arg, ":")
@@ -40,7 +41,7 @@ func actionOp(ctx context.Context, c *engine.Client, name, arg string) (bool, er
 			return true, err
 		}
 		return true, fmt.Errorf("%s: no message with %s", name, peer)
-	case "groupreact", "groupedit":
+	case "groupreact", "groupedit", "groupdelete":
 		gname, text, _ := strings.Cut(arg, ":")
 		g, err := groupNamed(ctx, c, gname)
 		if err != nil {
@@ -58,6 +59,12 @@ func actionOp(ctx context.Context, c *engine.Client, name, arg string) (bool, er
 					continue
 				}
 				r = engine.ActionRequest{Group: &g.ID, Content: wire.ContentEdit, Target: e.ID, Text: []byte(text)}
+			}
+			if name == "groupdelete" {
+				if !e.Own {
+					continue
+				}
+				r = engine.ActionRequest{Group: &g.ID, Content: wire.ContentDelete, Target: e.ID}
 			}
 			_, err := c.Act(ctx, r)
 			return true, err
@@ -120,6 +127,10 @@ func groupActionScenarios() []fpScenario {
 		{name: "own group edit", devices: abc, setup: sent, target: fpStep{"alice/1", "groupedit:g:hi all"}, wantGroup: edited},
 		{name: "group action on arrival", devices: abc, setup: with(fpStep{"alice/1", "groupedit:g:hi all"}, fpStep{"alice/1", "pump"}, fpStep{"bob/1", "stage"}),
 			target: fpStep{"bob/1", "processcommit"}, wantGroup: edited},
+		// A delete applied on arrival also forgets, in its transaction,
+		// the kept decisions whose actions wait for the deleted message.
+		{name: "group delete on arrival", devices: abc, setup: with(fpStep{"alice/1", "groupdelete:g"}, fpStep{"alice/1", "pump"}, fpStep{"bob/1", "stage"}),
+			target: fpStep{"bob/1", "processcommit"}, wantGroup: map[string][]string{"alice/1": {"alice/1:"}, "bob/1": {"alice/1:"}, "carol/1": {"alice/1:"}}},
 		{name: "group action commit", devices: abc, setup: with(fpStep{"carol/1", "groupreact:g:+1"}, fpStep{"carol/1", "pump"}, fpStep{"bob/1", "sync"}),
 			target: fpStep{"bob/1", "commitall"}, wantGroup: hi},
 		{name: "waiting group action settled", devices: abc,

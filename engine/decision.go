@@ -768,20 +768,15 @@ func (bs *batchState) groupTakenBackTarget(g wire.GroupID, actor Address, a wire
 // actor sent in group g and this device discarded as target_discarded, is
 // a group message a sibling's decision can take back here: discarded by
 // the person, a text (kind 16) or a reply (kind 18), in g. For an edit or
-// a delete the actor's own message; for a reaction any member's (the
-// members' records of that ID, as groupTarget reads them).
+// a delete the actor's own message; for a reaction any member's, or a
+// former member's (the records of that ID, as groupTarget reads them:
+// groupTargetAuthors, not the roster alone).
 func (c *Client) groupTargetTakeBackable(ctx context.Context, g wire.GroupID, actor Address, a wire.Action) (bool, error) {
 	authors := []Address{actor}
 	if a.Content == wire.ContentReaction {
-		info, err := c.store.Group(ctx, g)
-		if err != nil {
+		var err error
+		if authors, err = c.groupTargetAuthors(ctx, g, a.Target); err != nil {
 			return false, err
-		}
-		authors = authors[:0]
-		for _, m := range info.Roster.Members {
-			if p, err := ParseAddress(m.Address); err == nil && p != c.self {
-				authors = append(authors, p)
-			}
 		}
 	}
 	for _, s := range authors {
@@ -795,6 +790,44 @@ func (c *Client) groupTargetTakeBackable(ctx context.Context, g wire.GroupID, ac
 		}
 	}
 	return false, nil
+}
+
+// keptActionOf is Finalize.KeepAction for m, a pending action discarded
+// because its target is discarded here: the action as it arrived, when a
+// sibling's decision can take its target back (as takeBackAction and
+// takeBackGroupAction keep a kind-18 decision heard after the discard);
+// nil for a reply, a sibling's sent copy, a body over
+// wire.MaxDecisionActionSize or a target no decision takes back. The
+// store keeps it only with a sibling's commit kept for m, heard before m
+// arrived, which would otherwise be forgotten with m's discard while its
+// target's take-back, later, found nothing to take back with it.
+func (c *Client) keptActionOf(ctx context.Context, m *InboundMessage) (*KeptAction, error) {
+	if !waitsAsAction(m.Content) || m.CopyTo != "" || len(m.Body) > wire.MaxDecisionActionSize {
+		return nil, nil
+	}
+	a, err := wire.DecodeAction(m.Content, m.Body)
+	if err != nil {
+		return nil, nil
+	}
+	if m.Group != nil {
+		if ok, err := c.groupTargetTakeBackable(ctx, *m.Group, m.Sender, a); err != nil || !ok {
+			return nil, err
+		}
+	} else {
+		ts, err := c.store.Seen(ctx, m.Sender, a.Target)
+		if err != nil {
+			return nil, err
+		}
+		if !ts.Finalized || !ts.TakeBack && !(ts.TakeBackAction && ts.Content == wire.ContentReply) {
+			return nil, nil
+		}
+	}
+	k := &KeptAction{Sender: m.Sender, ID: m.ID, Content: m.Content, Target: a.Target, Body: append([]byte{}, m.Body...)}
+	if m.Group != nil {
+		g := *m.Group
+		k.Group = &g
+	}
+	return k, nil
 }
 
 // keptGroupWithTarget is keptWithTarget in group g: it adds to e, which
@@ -851,11 +884,24 @@ func (c *Client) keptWithTarget(ctx context.Context, bs *batchState, e *Decision
 	return c.takeBackKept(ctx, bs, e, kept, now)
 }
 
+// keptWithTargetBound is how many kept action decisions one take-back
+// applies with its target (DecisionEffect.WithTarget): MaxKeptDecisions,
+// as many as the store's validator accepts; a test lowers it.
+var keptWithTargetBound = MaxKeptDecisions
+
 // takeBackKept adds to e the kept action decisions of kept that its
 // take-back lets apply (keptWithTarget, keptGroupWithTarget), each judged
-// as its kind-18 decision would be, and not applied before in this batch.
+// as its kind-18 decision would be, and not applied before in this batch:
+// the oldest first (the store's, then this batch's), at most
+// keptWithTargetBound in all, so that the store never refuses the
+// target's take-back for their number. Those over the bound are not
+// applied: they stay kept, their target committed, until they are
+// forgotten (MaxDecisionAge, or evicted at MaxKeptDecisions).
 func (c *Client) takeBackKept(ctx context.Context, bs *batchState, e *DecisionEffect, kept []KeptAction, now time.Time) error {
 	for _, k := range kept {
+		if len(e.WithTarget) >= keptWithTargetBound {
+			return nil
+		}
 		ak := inboundKey{k.Sender, k.ID}
 		if bs.keptApplied[ak] {
 			continue

@@ -277,6 +277,15 @@ func (c *Client) GroupStateFor(ctx context.Context, to Address) *GroupStateSend 
 	return c.groupStateFor(ctx, to)
 }
 
+// SetKeptWithTargetBound sets how many kept action decisions one
+// take-back applies with its target until the returned function puts the
+// bound back.
+func SetKeptWithTargetBound(n int) func() {
+	old := keptWithTargetBound
+	keptWithTargetBound = n
+	return func() { keptWithTargetBound = old }
+}
+
 // SetGroupStateBudget sets the bytes of group state one link stores until
 // the returned function puts the bound back.
 func SetGroupStateBudget(n int) func() {

@@ -244,6 +244,11 @@ func (c *Client) finalizeBatch(ctx context.Context, reqs []FinalizeRequest, know
 			if m.Content == wire.ContentFile {
 				declined = append(declined, key)
 			}
+			if p.Reason == DiscardTargetDiscarded {
+				if p.KeepAction, err = c.keptActionOf(ctx, m); err != nil {
+					return nil, err
+				}
+			}
 		}
 		if p.Session, p.Ack, err = c.prepareAck(ps, r.Sender, r.ID); err != nil {
 			return nil, err

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/parley-chat/parley/wire"
@@ -32,7 +31,9 @@ import (
 // author). A target not in the history is Pending or Discarded when its
 // author's pending or finalized message says so (for a reaction, any
 // member's: the roster's entry and every device the list held for its
-// person names, active or revoked, since any of them sends to the group).
+// person names, active or revoked, since any of them sends to the group;
+// or a former member's whose record of that ID the group keeps:
+// groupTargetAuthors).
 func (c *Client) groupTarget(ctx context.Context, g wire.GroupID, actor Address, a wire.Action) (ActionTarget, Address, error) {
 	var author Address // any, for a reaction or a reply
 	if a.Content == wire.ContentEdit || a.Content == wire.ContentDelete {
@@ -61,31 +62,8 @@ func (c *Client) groupTarget(ctx context.Context, g wire.GroupID, actor Address,
 	}
 	senders := []Address{author}
 	if author == (Address{}) {
-		info, err := c.store.Group(ctx, g)
-		if err != nil {
+		if senders, err = c.groupTargetAuthors(ctx, g, a.Target); err != nil {
 			return ActionTarget{}, Address{}, err
-		}
-		senders = senders[:0]
-		for _, m := range info.Roster.Members {
-			p, err := ParseAddress(m.Address)
-			if err != nil {
-				continue
-			}
-			if p != c.self && !slices.Contains(senders, p) {
-				senders = append(senders, p)
-			}
-			held, ok, err := c.store.PeerAccount(ctx, p.User)
-			if err != nil {
-				return ActionTarget{}, Address{}, err
-			}
-			if !ok {
-				continue
-			}
-			for _, e := range held.List.Entries {
-				if d := (Address{User: held.List.User, Device: e.Number}); d != c.self && !slices.Contains(senders, d) {
-					senders = append(senders, d)
-				}
-			}
 		}
 	}
 	for _, s := range senders {
@@ -103,6 +81,58 @@ func (c *Client) groupTarget(ctx context.Context, g wire.GroupID, actor Address,
 	}
 	return t, author, nil
 }
+
+// groupTargetAuthors returns who may have written group g's message id
+// that a reaction or a reply names, for the engine to read their pending
+// or finalized message of that ID, this device left out: the roster's
+// members and every device the list held for each member's person names
+// (active or revoked: any of them sends to the group), and the senders of the group's finalized records of that ID
+// (GroupRecordSenders), so that the discarded message of a member who
+// left or was removed since is found too.
+func (c *Client) groupTargetAuthors(ctx context.Context, g wire.GroupID, id wire.LogicalID) ([]Address, error) {
+	info, err := c.store.Group(ctx, g)
+	if err != nil {
+		return nil, err
+	}
+	var out []Address
+	seen := make(map[Address]bool)
+	add := func(p Address) {
+		if p != c.self && !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	for _, m := range info.Roster.Members {
+		p, err := ParseAddress(m.Address)
+		if err != nil {
+			continue
+		}
+		add(p)
+		held, ok, err := c.store.PeerAccount(ctx, p.User)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue
+		}
+		for _, e := range held.List.Entries {
+			add(Address{User: held.List.User, Device: e.Number})
+		}
+	}
+	recs, err := c.store.GroupRecordSenders(ctx, g, id, groupRecordSendersPage)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range recs {
+		add(p)
+	}
+	return out, nil
+}
+
+// groupRecordSendersPage bounds the senders of one group message ID's
+// finalized records read for a reaction's or a reply's target: IDs are
+// random, so more than one is a collision a member made on purpose.
+const groupRecordSendersPage = 16
 
 // groupApplyOf makes the ActionApply of action a (ID id) in group g, made
 // by author, whose target t was written by targetAuthor.

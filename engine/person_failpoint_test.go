@@ -467,6 +467,23 @@ func personScenarios() []fpScenario {
 				fpStep{"bob/2", "sync"}, fpStep{"bob/2", "pump"}, fpStep{"bob/1", "sync"}, fpStep{"bob/1", "retry:bob/2"}, fpStep{"bob/2", "stage"}),
 			target: fpStep{"bob/2", "process"},
 			want:   map[string]map[string][]string{"bob/1": {"alice/1": {"hello again"}}, "bob/2": {"alice/1": {"hello again"}}}},
+		// bob/1's commit of alice's edit (kind 18) reaches bob/2 before
+		// the edit does (alice's first envelope to bob/2 is lost), while
+		// hello, which bob/2 discarded, waits for its decision from
+		// bob/1 (lost too): bob/2 keeps the commit without a body. The
+		// edit then comes again, and bob/2's hold pass discards it
+		// (target_discarded) and keeps the commit with the edit in the
+		// same transaction; the converge sends hello's decision again,
+		// which takes hello back and the edit with it.
+		{name: "discard for its target keeps a commit with its action", devices: abb,
+			setup: append(held, fpStep{"alice/1", "enqueue:bob/1:hello"}, fpStep{"alice/1", "pump"},
+				fpStep{"bob/1", "sync"}, fpStep{"bob/2", "sync"}, fpStep{"bob/2", "discardall"}, fpStep{"bob/1", "dropnext:bob/2"},
+				fpStep{"bob/1", "commitall"}, fpStep{"bob/1", "pump"}, fpStep{"alice/1", "sync"},
+				fpStep{"alice/1", "dropnext:bob/2"}, fpStep{"alice/1", "edit:bob/1:hello again"}, fpStep{"alice/1", "pump"},
+				fpStep{"bob/1", "sync"}, fpStep{"bob/1", "commitall"}, fpStep{"bob/1", "pump"}, fpStep{"bob/2", "sync"},
+				fpStep{"alice/1", "retry:bob/2"}, fpStep{"bob/2", "sync"}),
+			target: fpStep{"bob/2", "settle"},
+			want:   map[string]map[string][]string{"bob/1": {"alice/1": {"hello again"}}, "bob/2": {"alice/1": {"hello again"}}}},
 		// The same for a group message: bob/2 holds the group and the
 		// message pending (alice's fan-out to every device of bob's),
 		// discards it, and takes it back into the group's history in the

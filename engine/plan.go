@@ -362,6 +362,16 @@ type Finalize struct {
 	// forgotten, in the same transaction, as a take-back's WithTarget
 	// is. At most MaxKeptDecisions.
 	WithKept []KeptTakeBack
+	// KeepAction, for a discard of an action (not a reply) because its
+	// target is discarded here (DiscardTargetDiscarded), whose target a
+	// sibling's decision can take back, is the action as it arrived
+	// (Sender, ID, Content, Target, Body: the pending message's, Group).
+	// A sibling's commit kept for the message (heard before it arrived)
+	// is not forgotten then but kept with this action, as a kind-18
+	// decision heard after the discard is (DecisionEffect.KeepAction):
+	// the target's take-back takes it back. Nothing is kept when no
+	// commit is kept for the message.
+	KeepAction *KeptAction
 	// SentTo, for a commit of a sibling's sent copy of an action that
 	// waited for its target (actioncopy.go), is the conversation it
 	// names: the entry is an own message there (SentCopied), as a

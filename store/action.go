@@ -41,6 +41,10 @@ const (
 		ON CONFLICT (peer, direction, id) DO UPDATE SET deleted = 1, edits = 0`
 	sqlDeleteVersions  = "DELETE FROM message_version WHERE peer = ? AND direction = ? AND id = ?"
 	sqlDeleteReactions = "DELETE FROM reaction WHERE peer = ? AND direction = ? AND id = ?"
+	// sqlForgetKeptOfDeleted forgets the kept decisions whose one-to-one
+	// action of a sender (?1) waits for its message ?2, which a delete of
+	// that sender took out (kept_decision_target).
+	sqlForgetKeptOfDeleted = "DELETE FROM kept_decision WHERE sender = ?1 AND target = ?2 AND grp IS NULL"
 	// sqlForgetDeletedActions clears the action bodies (0028) a delete
 	// took out of history: the deleted message's own (a reply's text) and
 	// those of the edits and reactions of it, all of its author (?4, the
@@ -128,6 +132,14 @@ func (t *tx) applyAction(ctx context.Context, a engine.ActionApply) error {
 	}
 	if a.Content == wire.ContentReply {
 		return nil
+	}
+	if a.Content == wire.ContentDelete && a.Dir == engine.DirectionIn {
+		// The kept decisions whose one-to-one action of the delete's
+		// sender waits for the message it takes out (0028) would apply
+		// over its tombstone: nothing takes them back any more.
+		if _, err := t.run(ctx, "kept-forget-deleted", sqlForgetKeptOfDeleted, a.Peer.String(), a.Target[:]); err != nil {
+			return fmt.Errorf("forget the kept actions on deleted %x: %w", a.Target[:], err)
+		}
 	}
 	// From here on Peer is where the target's entry is kept.
 	a.Peer = a.TargetAt()

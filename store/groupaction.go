@@ -40,6 +40,14 @@ const (
 		ON CONFLICT (grp, sender, id) DO UPDATE SET deleted = 1, edits = 0`
 	sqlGroupDeleteVersions  = "DELETE FROM group_version WHERE grp = ? AND sender = ? AND id = ?"
 	sqlGroupDeleteReactions = "DELETE FROM group_reaction WHERE grp = ? AND sender = ? AND id = ?"
+	// sqlGroupRecordSenders reads the senders of the finalized records of
+	// a group's messages of one ID (finalized_group_id, 0031).
+	sqlGroupRecordSenders = "SELECT sender FROM finalized WHERE grp = ? AND id = ? ORDER BY sender LIMIT ?"
+	// sqlGroupForgetKeptOfDeleted forgets the kept decisions (0030) whose
+	// group action (?1) waits for a message a delete took out: the edits
+	// and deletes of its author (?3), the reactions of any member (?4),
+	// on the kept_decision_group_target index.
+	sqlGroupForgetKeptOfDeleted = `DELETE FROM kept_decision WHERE grp = ?1 AND target = ?2 AND (sender = ?3 OR content = ?4)`
 	// sqlGroupForgetDeletedAction and sqlGroupForgetDeletedActions are
 	// sqlForgetDeletedActions in a group (?1): the deleted message's own
 	// action body (a reply's text; its author ?2, its ID ?3), and those of
@@ -128,9 +136,17 @@ func (t *tx) applyGroupAction(ctx context.Context, a engine.ActionApply) error {
 		if _, err := t.run(ctx, "group-finalized-forget-deleted", sqlGroupForgetDeletedAction, g[:], author, a.Target[:]); err != nil {
 			return err
 		}
-		_, err := t.run(ctx, "group-finalized-forget-actions", sqlGroupForgetDeletedActions, g[:], a.Target[:],
-			int64(wire.ContentEdit), int64(wire.ContentReaction))
-		return err
+		if _, err := t.run(ctx, "group-finalized-forget-actions", sqlGroupForgetDeletedActions, g[:], a.Target[:],
+			int64(wire.ContentEdit), int64(wire.ContentReaction)); err != nil {
+			return err
+		}
+		// The kept decisions whose action waits for the deleted message
+		// (its author's edits and deletes, any member's reactions) would
+		// apply over its tombstone: nothing takes them back any more.
+		if _, err := t.run(ctx, "group-kept-forget-deleted", sqlGroupForgetKeptOfDeleted, g[:], a.Target[:], author, int64(wire.ContentReaction)); err != nil {
+			return fmt.Errorf("forget the kept actions on deleted %x: %w", a.Target[:], err)
+		}
+		return nil
 	}
 	return fmt.Errorf("apply group action %x: content type %d: %w", a.ID[:], a.Content, engine.ErrConflict)
 }
@@ -198,6 +214,34 @@ func (db *DB) GroupActionTarget(ctx context.Context, g wire.GroupID, author engi
 	t.Found, t.At = true, nsTime(at)
 	t.Action, t.Edits, t.Deleted = wire.ContentType(action), uint32(edits), deleted == 1
 	return t, a, nil
+}
+
+// GroupRecordSenders implements engine.ActionStore.
+func (db *DB) GroupRecordSenders(ctx context.Context, g wire.GroupID, id wire.LogicalID, limit int) ([]engine.Address, error) {
+	if err := db.checkOpen("read a group message's records"); err != nil {
+		return nil, err
+	}
+	rows, err := db.query(ctx, sqlGroupRecordSenders, g[:], id[:], limit)
+	if err != nil {
+		return nil, db.readErr("read a group message's records", err)
+	}
+	defer rows.Close()
+	var out []engine.Address
+	for rows.Next() {
+		var sender string
+		if err := rows.Scan(&sender); err != nil {
+			return nil, db.readErr("read a group message's records", err)
+		}
+		a, err := engine.ParseAddress(sender)
+		if err != nil {
+			return nil, fmt.Errorf("store: read a group message's records: %w: %w", engine.ErrMalformedState, err)
+		}
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, db.readErr("read a group message's records", err)
+	}
+	return out, nil
 }
 
 // GroupMessageVersions implements engine.ActionStore.

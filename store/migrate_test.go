@@ -96,6 +96,7 @@ var fixtures = map[int]struct {
 	28: {insertFixtureV28, checkFixtureV28},
 	29: {insertFixtureV29, checkFixtureV29},
 	30: {insertFixtureV30, checkFixtureV30},
+	31: {insertFixtureV31, checkFixtureV31},
 }
 
 // fixtureV20List is the device list fixture 20 holds for the fixture

@@ -815,8 +815,15 @@ const (
 		JOIN inbound i ON i.sender = k.sender AND i.id = k.id ORDER BY k.at, k.sender, k.id LIMIT ?`
 	sqlAnyDecision    = "SELECT EXISTS (SELECT 1 FROM kept_decision)"
 	sqlForgetDecision = "DELETE FROM kept_decision WHERE sender = ? AND id = ?"
-	sqlKeptDecisions  = "SELECT sender, id, outcome, on_device FROM kept_decision ORDER BY at, sender, id LIMIT ?"
-	sqlDecidedOn      = "UPDATE history SET decided_on = ? WHERE peer = ? AND direction = 1 AND id = ?"
+	// sqlKeepWithDiscard keeps a commit kept for a pending action with
+	// that action when the action is discarded because its target is
+	// (engine.Finalize.KeepAction); sqlForgetPlainDecision then forgets
+	// any other decision kept for it (a discard).
+	sqlKeepWithDiscard = `UPDATE kept_decision SET content = ?3, target = ?4, sealed_action = ?5, grp = ?6
+		WHERE sender = ?1 AND id = ?2 AND outcome = 1 AND sealed_action IS NULL`
+	sqlForgetPlainDecision = "DELETE FROM kept_decision WHERE sender = ? AND id = ? AND sealed_action IS NULL"
+	sqlKeptDecisions       = "SELECT sender, id, outcome, on_device FROM kept_decision ORDER BY at, sender, id LIMIT ?"
+	sqlDecidedOn           = "UPDATE history SET decided_on = ? WHERE peer = ? AND direction = 1 AND id = ?"
 	// sqlDiscardedAt reads when a message was discarded here, and
 	// sqlTakeBackCommitted turns that discard into a commit (a decision
 	// of another device that carried the body overrules it).
@@ -1109,7 +1116,21 @@ func (t *tx) finalizePerson(ctx context.Context, p engine.Finalize) error {
 	if !t.db.decisionsHeld.Load() {
 		return nil
 	}
-	if _, err := t.run(ctx, "decision-forget", sqlForgetDecision, p.Sender.String(), p.ID[:]); err != nil {
+	forget := sqlForgetDecision
+	if k := p.KeepAction; k != nil && p.Outcome == engine.OutcomeDiscarded {
+		// A sibling's commit kept for the message, heard before it came,
+		// is kept with its action: its target's take-back takes it back.
+		var grp any
+		if k.Group != nil {
+			grp = k.Group[:]
+		}
+		if _, err := t.run(ctx, "decision-keep-action", sqlKeepWithDiscard, p.Sender.String(), p.ID[:], int64(k.Content), k.Target[:],
+			t.db.seal.seal(kindKeptAction, messageKey(p.Sender, p.ID), k.Body), grp); err != nil {
+			return fmt.Errorf("keep the decision on %x from %s with its action: %w", p.ID[:], p.Sender, err)
+		}
+		forget = sqlForgetPlainDecision
+	}
+	if _, err := t.run(ctx, "decision-forget", forget, p.Sender.String(), p.ID[:]); err != nil {
 		return fmt.Errorf("forget the decision on %x from %s: %w", p.ID[:], p.Sender, err)
 	}
 	if p.DecidedOn != nil && p.Outcome == engine.OutcomeCommitted && p.Group != nil {

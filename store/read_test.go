@@ -262,6 +262,15 @@ func TestQueryPlans(t *testing.T) {
 		// of those few rows.
 		{sqlKeptActions, []any{"bob/1", idSent[:], 10}, []string{"USE TEMP B-TREE FOR ORDER BY"}},
 		{sqlKeptGroupActions, []any{idSent[:], idSent[:], 10}, []string{"USE TEMP B-TREE FOR ORDER BY"}},
+		// A delete forgets the kept actions on its target, by the same
+		// indexes; a discard keeps a kept commit with its action by key.
+		{sqlForgetKeptOfDeleted, []any{"bob/1", idSent[:]}, nil},
+		{sqlGroupForgetKeptOfDeleted, []any{idSent[:], idSent[:], "bob/1", 4}, nil},
+		{sqlKeepWithDiscard, []any{"bob/1", idSent[:], 4, idSent[:], []byte{1}, nil}, nil},
+		{sqlForgetPlainDecision, []any{"bob/1", idSent[:]}, nil},
+		// A reaction's target among a group's records, by group and ID
+		// (finalized_group_id, 0031).
+		{sqlGroupRecordSenders, []any{idSent[:], idSent[:], 10}, nil},
 		{sqlStaged, []any{0, 10}, nil},
 		{sqlOneTimePreKeys, []any{0, 10}, nil},
 		{sqlCountOutboundPeer, []any{"bob/1"}, nil},

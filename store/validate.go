@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"math"
@@ -583,6 +584,15 @@ func validateFinalize(p engine.Finalize) error {
 		}
 	}
 	err = errors.Join(err, checkWithKept(p))
+	if k := p.KeepAction; k != nil {
+		a, aerr := wire.DecodeAction(k.Content, k.Body)
+		sameGroup := (k.Group == nil) == (p.Group == nil) && (k.Group == nil || *k.Group == *p.Group)
+		if p.Outcome != engine.OutcomeDiscarded || p.Reason != engine.DiscardTargetDiscarded || k.Sender != p.Sender || k.ID != p.ID ||
+			!wire.IsAction(k.Content) || k.Content == wire.ContentReply || k.Content != p.Content || !sameGroup ||
+			len(k.Body) > wire.MaxDecisionActionSize || aerr != nil || a.Target != k.Target || sha256.Sum256(k.Body) != p.Digest {
+			err = errors.Join(err, invalid("discard of %x keeps an action it may not (not discarded for its target, or another message's)", p.ID[:]))
+		}
+	}
 	// The ACK's session step commits with it, and only with it.
 	switch {
 	case (p.Session == nil) != (p.Ack == nil):

@@ -275,3 +275,50 @@ func TestValidateGroupTakeBack(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateKeepActionWithDiscard: a discard for its target may keep a
+// sibling's commit kept for the message with the action as it arrived
+// (Finalize.KeepAction), only that message's own action: the refusals.
+func TestValidateKeepActionWithDiscard(t *testing.T) {
+	target, edit := wire.LogicalID{0x7b}, wire.LogicalID{0x7c}
+	body, err := wire.EncodeAction(wire.Action{Content: wire.ContentEdit, Target: target, Edit: 1, Text: []byte("lunch at one")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw := sessionWrite(bob, 2, "ack")
+	grp := wire.GroupID{1}
+	base := func() engine.Finalize {
+		return engine.Finalize{Sender: bob, ID: edit, Digest: sha256.Sum256(body), Outcome: engine.OutcomeDiscarded,
+			Reason: engine.DiscardTargetDiscarded, At: planAt, Content: wire.ContentEdit, Session: &sw, Ack: ackOut(bob),
+			KeepAction: &engine.KeptAction{Sender: bob, ID: edit, Content: wire.ContentEdit, Target: target, Body: body}}
+	}
+	if err := validate(base()); err != nil {
+		t.Fatalf("a valid discard keeping its action: %v", err)
+	}
+	if p := base(); true {
+		p.Group, p.KeepAction.Group = &grp, &grp
+		if err := validate(p); err != nil {
+			t.Fatalf("a valid group discard keeping its action: %v", err)
+		}
+	}
+	for name, change := range map[string]func(*engine.Finalize){
+		"a commit":                func(p *engine.Finalize) { p.Outcome, p.Reason = engine.OutcomeCommitted, engine.DiscardNone },
+		"another reason":          func(p *engine.Finalize) { p.Reason = engine.DiscardRejected },
+		"another message's":       func(p *engine.Finalize) { p.KeepAction.ID = wire.LogicalID{0x7d} },
+		"another sender's":        func(p *engine.Finalize) { p.KeepAction.Sender = engine.MustParseAddress("carol/1") },
+		"another content type":    func(p *engine.Finalize) { p.KeepAction.Content = wire.ContentReaction },
+		"a reply":                 func(p *engine.Finalize) { p.Content, p.KeepAction.Content = wire.ContentReply, wire.ContentReply },
+		"another target":          func(p *engine.Finalize) { p.KeepAction.Target = wire.LogicalID{0x7e} },
+		"another body":            func(p *engine.Finalize) { p.KeepAction.Body = []byte("not the message") },
+		"a group on a one-to-one": func(p *engine.Finalize) { p.KeepAction.Group = &grp },
+		"another group":           func(p *engine.Finalize) { p.Group, p.KeepAction.Group = &grp, &wire.GroupID{2} },
+	} {
+		p := base()
+		k := *p.KeepAction
+		p.KeepAction = &k
+		change(&p)
+		if err := validate(p); !errors.Is(err, engine.ErrConflict) {
+			t.Errorf("discard keeping %s: %v, want an invalid plan", name, err)
+		}
+	}
+}
