@@ -105,3 +105,52 @@ func TestKeptGroupActionAppliedByAKeptCommit(t *testing.T) {
 	}
 	checkReactionWithTarget(t, w, bob, bob2, carol, g, m, r)
 }
+
+// TestKeptGroupActionAppliedByAnArrivalCommit: bob/1's own group text T
+// does not reach bob/2 at first (its lane lost, sent again on a retry);
+// carol commits T and reacts to it (R), and R reaches bob/2 before T.
+// bob/2's person discards R, its target absent; bob/1 commits R, whose
+// decision bob/2 keeps with its action. When T comes, bob/2 commits it
+// as it arrives (a sibling's own message), and that commit takes R's
+// discard back and applies it in the receive's transaction
+// (CommitEffect.WithKept).
+func TestKeptGroupActionAppliedByAnArrivalCommit(t *testing.T) {
+	oneGoroutine(t)
+	w, g, alice, bob, bob2, carol := groupOf(t)
+	settle(t, 6, alice, bob, bob2, carol)
+	w.net.DropNext(bob.addr, bob2.addr, 1) // T's lane to bob/2, sent again later
+	sent, err := bob.c.SendGroup(w.ctx, g, []byte("lunch at noon"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := sent.ID
+	carol.sync()
+	if _, err := carol.c.Commit(w.ctx, bob.addr, m); err != nil {
+		t.Fatal(err)
+	}
+	r := carol.groupAct(g, engine.ActionRequest{Content: wire.ContentReaction, Target: m, Emoji: thumbs})
+	bob.sync()
+	bob2.sync()
+	if s, err := bob2.st.Seen(w.ctx, bob.addr, m); err != nil || s.Pending || s.Finalized {
+		t.Fatalf("bob/2's bob/1's text: %+v, %v; want not there yet", s, err)
+	}
+	if _, err := bob2.c.Discard(w.ctx, carol.addr, r, engine.DiscardRejected); err != nil {
+		t.Fatalf("bob/2 discards carol's reaction while its target is absent: %v", err)
+	}
+	if _, err := bob.c.Commit(w.ctx, carol.addr, r); err != nil {
+		t.Fatalf("bob/1 commits carol's reaction: %v", err)
+	}
+	if _, err := bob.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	bob2.sync()
+	if kept, err := bob2.st.KeptGroupActions(w.ctx, g, m); err != nil || len(kept) != 1 || kept[0].ID != r || kept[0].On != bob.addr {
+		t.Fatalf("bob/2's kept group actions waiting for the absent text: %+v, %v; want bob/1's commit of carol's reaction", kept, err)
+	}
+	bob.retry(bob2)
+	bob2.sync()
+	if _, found := decidedOnOf(t, bob2, g, m); !found {
+		t.Fatalf("bob/2 does not hold bob/1's text once it was sent again")
+	}
+	checkReactionWithTarget(t, w, bob, bob2, carol, g, m, r)
+}

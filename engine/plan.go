@@ -192,6 +192,11 @@ type CommitEffect struct {
 	Group *wire.GroupID
 	// Action, for an action, is applied in the same transaction.
 	Action *ActionApply
+	// WithKept, for a group message (a text or a reply) committed as it
+	// arrives, are the kept group action decisions waiting for it that
+	// now apply, taken back and applied in the same transaction
+	// (Finalize.WithKept).
+	WithKept []KeptTakeBack
 	// SentTo, for a sent copy (person.go), is the conversation the
 	// message this person sent from another device belongs to: the
 	// history entry is an own message there (SentCopied), not a received

@@ -1151,18 +1151,19 @@ func (t *tx) finalizePerson(ctx context.Context, p engine.Finalize) error {
 	return nil
 }
 
-// finalizeWithKept applies the kept group action decisions a commit of
-// their target takes back with it (engine.Finalize.WithKept): each onto
-// the entry the commit wrote in its group, taken back as a take-back's
-// kept actions are (takeBackCommitted, naming the device that committed
-// it), and its kept decision forgotten.
-func (t *tx) finalizeWithKept(ctx context.Context, p engine.Finalize) error {
-	for _, k := range p.WithKept {
+// applyWithKept applies the kept group action decisions a commit of
+// their target, sender's message id, takes back with it
+// (engine.Finalize.WithKept, engine.CommitEffect.WithKept): each onto the
+// entry the commit wrote in its group, taken back as a take-back's kept
+// actions are (takeBackCommitted, naming the device that committed it),
+// and its kept decision forgotten.
+func (t *tx) applyWithKept(ctx context.Context, sender engine.Address, id wire.LogicalID, kept []engine.KeptTakeBack) error {
+	for _, k := range kept {
 		a := k.Effect.Action
-		if found, err := t.scan(ctx, "group-entry-read", sqlGroupEntryBody, []any{a.Group[:], p.Sender.String(), p.ID[:]}, new([]byte)); err != nil {
+		if found, err := t.scan(ctx, "group-entry-read", sqlGroupEntryBody, []any{a.Group[:], sender.String(), id[:]}, new([]byte)); err != nil {
 			return err
 		} else if !found {
-			return fmt.Errorf("apply kept action %x onto %x, not in its group: %w", k.Effect.Message[:], p.ID[:], engine.ErrConflict)
+			return fmt.Errorf("apply kept action %x onto %x, not in its group: %w", k.Effect.Message[:], id[:], engine.ErrConflict)
 		}
 		if _, err := t.takeBackCommitted(ctx, k.On, k.Effect); err != nil {
 			return err

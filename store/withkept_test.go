@@ -13,7 +13,8 @@ import (
 // it the kept group actions that wait for it (engine.Finalize.WithKept):
 // only a commit of a group's message, each a take-back of a committed
 // action (not a reply) on this message by its author, in the same group,
-// at most engine.MaxKeptDecisions. Every other shape is refused.
+// at most engine.MaxKeptDecisions. Every other shape is refused, on a
+// Finalize and on a commit on arrival (engine.CommitEffect.WithKept).
 func TestFinalizeWithKeptIsChecked(t *testing.T) {
 	g, other := wire.GroupID{0x61}, wire.GroupID{0x62}
 	target, reaction := wire.LogicalID{0x7b}, wire.LogicalID{0x7c}
@@ -71,5 +72,22 @@ func TestFinalizeWithKeptIsChecked(t *testing.T) {
 		if err := validateFinalize(p); err == nil || !strings.Contains(err.Error(), "invalid plan") {
 			t.Errorf("%s: %v; want an invalid plan", name, err)
 		}
+	}
+	// A commit on arrival (CommitEffect.WithKept) is checked the same way.
+	f := newFixture(t, false)
+	withSession(t, f)
+	arrival := func(group *wire.GroupID, with ...engine.KeptTakeBack) engine.Receive {
+		return receivePlan(f.stage(t), bob, 1, engine.CommitEffect{ID: target, Digest: sha256.Sum256([]byte("lunch at noon")), Arrived: planAt, At: planAt,
+			Content: wire.ContentText, Body: []byte("lunch at noon"), Group: group, WithKept: with})
+	}
+	gg := g
+	if err := validateReceive(arrival(&gg, kept(nil))); err != nil {
+		t.Fatalf("a group text's arrival commit applying carol's kept reaction to it: %v; want valid", err)
+	}
+	if err := validateReceive(arrival(nil, kept(nil))); err == nil || !strings.Contains(err.Error(), "kept action") {
+		t.Errorf("a one-to-one arrival commit applying a kept group action: %v; want an invalid plan", err)
+	}
+	if err := validateReceive(arrival(&gg, kept(func(a *engine.ActionApply, _ *[]byte) { a.TargetAuthor = carol }))); err == nil || !strings.Contains(err.Error(), "kept action") {
+		t.Errorf("an arrival commit applying a kept action on another author's message: %v; want an invalid plan", err)
 	}
 }
