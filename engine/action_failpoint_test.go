@@ -77,6 +77,15 @@ func actionOp(ctx context.Context, c *engine.Client, name, arg string) (bool, er
 		}
 		_, err = c.Commit(ctx, msgs[0].Sender, msgs[0].ID)
 		return true, err
+	case "discardlast":
+		// The person discards the latest pending message alone.
+		msgs, err := c.PendingInbound(ctx, engine.PageQuery{Limit: 100})
+		if err != nil || len(msgs) == 0 {
+			return true, err
+		}
+		m := msgs[len(msgs)-1]
+		_, err = c.Discard(ctx, m.Sender, m.ID, engine.DiscardRejected)
+		return true, err
 	case "settle":
 		_, err := c.SettleActions(ctx)
 		return true, err

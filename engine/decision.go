@@ -700,14 +700,22 @@ func (c *Client) takeBackGroupAction(ctx context.Context, bs *batchState, e *Dec
 			act = c.groupApplyOf(g, e.Sender, e.Message, a, author, now)
 		}
 	}
-	if v.Reason == DiscardTargetDiscarded && a.Content != wire.ContentReply && !e.Keep {
+	if (v.Reason == DiscardTargetDiscarded || v.Hold) && a.Content != wire.ContentReply && !e.Keep {
 		// Its target is discarded here and not taken back (yet): the
 		// decision is kept with its action, and the target's take-back
 		// takes it back by the group's rules then (keptGroupWithTarget).
 		// Only when a decision can take that target back (a group text
 		// or reply the person discarded): else the row would linger.
-		if ok, err := c.groupTargetTakeBackable(ctx, g, e.Sender, a); err != nil || !ok {
-			return err
+		// Its target pending or absent here (v.Hold): kept too, and the
+		// target's commit, whichever way it comes (the person's
+		// Finalize, a kept decision applied after a batch: keptForCommit;
+		// a take-back: keptGroupWithTarget), applies it by the group's
+		// rules then. A target that never comes leaves the row to age
+		// out (MaxDecisionAge), as any kept decision does.
+		if !v.Hold {
+			if ok, err := c.groupTargetTakeBackable(ctx, g, e.Sender, a); err != nil || !ok {
+				return err
+			}
 		}
 		k := KeptAction{Sender: e.Sender, ID: e.Message, On: on, Content: d.Content, Target: a.Target, Body: d.Body, Group: &g}
 		e.Keep, e.KeepAction = true, &k
@@ -852,6 +860,26 @@ func (c *Client) keptGroupWithTarget(ctx context.Context, bs *batchState, e *Dec
 	}
 	kept = append(kept, bs.keptGroupActions[actionTargetKey{group: g, id: target}]...)
 	return c.takeBackKept(ctx, bs, e, kept, now)
+}
+
+// keptForCommit returns the kept group action decisions that the commit
+// of group g's message id from sender (a text or a reply, arrived at
+// arrived here, pending until now) lets apply by the group's action rules
+// (Finalize.WithKept): each judged as its kind-18 decision would be
+// (takeBackGroupAction), the target found where the commit writes it.
+// bs is the finalization batch's: a kept decision applies once in it.
+// One that does not apply stays kept.
+func (c *Client) keptForCommit(ctx context.Context, bs *batchState, g wire.GroupID, sender Address, id wire.LogicalID, arrived, now time.Time) ([]KeptTakeBack, error) {
+	kept, err := c.store.KeptGroupActions(ctx, g, id)
+	if err != nil || len(kept) == 0 {
+		return nil, err
+	}
+	bs.groupTakenBack[actionTargetKey{group: g, peer: sender, id: id}] = arrived
+	e := DecisionEffect{At: now, Sender: sender, Message: id, Outcome: OutcomeCommitted}
+	if err := c.takeBackKept(ctx, bs, &e, kept, now); err != nil {
+		return nil, err
+	}
+	return e.WithTarget, nil
 }
 
 // keptWithTarget adds to e, which takes back message target from sender

@@ -116,6 +116,7 @@ func (c *Client) finalizeBatch(ctx context.Context, reqs []FinalizeRequest, know
 	copies := make(map[copyIDKey]bool)  // the own entries the batch's sent copies make
 	var declined []inboundKey           // discarded files, whose partial downloads go
 	inRequest := make(map[Address]bool) // senders with an open request
+	var kbs *batchState                 // the kept action decisions the batch's commits apply (keptForCommit)
 	own, err := c.ownOtherDevices(ctx)
 	if err != nil {
 		return nil, err
@@ -212,6 +213,18 @@ func (c *Client) finalizeBatch(ctx context.Context, reqs []FinalizeRequest, know
 				// decision applied from another device.
 				if m.CopyTo == "" && !r.own && r.decidedOn == nil && len(m.Body) <= wire.MaxDecisionActionSize {
 					p.ActionBody = m.Body
+				}
+			}
+			if m.Group != nil && m.CopyTo == "" && (m.Content == wire.ContentText || m.Content == 0 || m.Content == wire.ContentReply) {
+				// A group message some kept action decisions may wait
+				// for (its target pending or absent, or discarded, when
+				// a sibling's commit of the action came): those that
+				// apply now are taken back with this commit.
+				if kbs == nil {
+					kbs = newBatchState()
+				}
+				if p.WithKept, err = c.keptForCommit(ctx, kbs, *m.Group, r.Sender, r.ID, m.ReceivedAt, p.At); err != nil {
+					return nil, err
 				}
 			}
 			if m.CopyTo != "" {

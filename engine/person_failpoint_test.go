@@ -529,6 +529,23 @@ func personScenarios() []fpScenario {
 				fpStep{"bob/2", "sync"}, fpStep{"bob/2", "pump"}, fpStep{"bob/1", "sync"}, fpStep{"bob/1", "retry:bob/2"}, fpStep{"bob/2", "stage"}),
 			target:    fpStep{"bob/2", "process"},
 			wantGroup: map[string][]string{"alice/1": {"alice/1:hi all"}, "bob/1": {"alice/1:hi all"}, "bob/2": {"alice/1:hi all"}}},
+		// A sibling's commit of a group action kept while its target is
+		// pending: alice's edit of hi waits for hi on both of bob's
+		// devices; bob/2's person discards the edit; bob/1 commits hi
+		// (its decision to bob/2 lost) and the edit, whose decision (kind
+		// 18) bob/2 keeps with its action, hi still pending there. The
+		// person's commit of hi on bob/2 takes the edit's discard back
+		// and applies it in the commit's transaction (Finalize.WithKept),
+		// forgetting the kept decision. bob/2 is offline, so that the
+		// commit's lanes wait (the commit is the one transaction).
+		{name: "group commit applies a kept group action decision", devices: abb, groupMembers: 2,
+			setup: append(held, fpStep{"alice/1", "groupcreate:g:bob/1"}, fpStep{"bob/1", "sync"}, fpStep{"bob/1", "pump"}, fpStep{"bob/2", "sync"}, fpStep{"alice/1", "sync"},
+				fpStep{"alice/1", "groupsend:g:hi"}, fpStep{"alice/1", "groupedit:g:hi all"}, fpStep{"alice/1", "pump"},
+				fpStep{"bob/1", "sync"}, fpStep{"bob/2", "sync"}, fpStep{"bob/2", "discardlast"},
+				fpStep{"bob/1", "dropnext:bob/2"}, fpStep{"bob/1", "commitfirst"}, fpStep{"bob/1", "pump"},
+				fpStep{"bob/1", "commitall"}, fpStep{"bob/1", "pump"}, fpStep{"bob/2", "sync"}, fpStep{"bob/2", "down"}),
+			target: fpStep{"bob/2", "commitall"}, heal: []fpStep{{"bob/2", "up"}},
+			wantGroup: map[string][]string{"alice/1": {"alice/1:hi all"}, "bob/1": {"alice/1:hi all"}, "bob/2": {"alice/1:hi all"}}},
 		// bob/1 commits alice's message on arrival (the loop's policy):
 		// the lane that tells bob/2 is stored in the receive's own
 		// transaction, or nothing is.

@@ -182,6 +182,9 @@ func (t *tx) receive(ctx context.Context, p engine.Receive) (engine.Receipt, err
 				return engine.Receipt{}, err
 			}
 		}
+		if err := t.applyWithKept(ctx, p.Peer, e.ID, e.WithKept); err != nil {
+			return engine.Receipt{}, err
+		}
 	case engine.DecisionEffect:
 		if err := t.decision(ctx, p.Peer, e); err != nil {
 			return engine.Receipt{}, err
@@ -256,6 +259,9 @@ func (t *tx) finalize(ctx context.Context, p engine.Finalize) (engine.Receipt, e
 		if err := t.applyAction(ctx, *p.Action); err != nil {
 			return engine.Receipt{}, err
 		}
+	}
+	if err := t.applyWithKept(ctx, p.Sender, p.ID, p.WithKept); err != nil {
+		return engine.Receipt{}, err
 	}
 	if err := t.finalizePerson(ctx, p); err != nil {
 		return engine.Receipt{}, err

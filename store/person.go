@@ -1179,6 +1179,30 @@ func (t *tx) keepOwnCommit(ctx context.Context, sender engine.Address, id wire.L
 	return nil
 }
 
+// applyWithKept applies the kept group action decisions a commit of
+// their target, sender's message id, takes back with it
+// (engine.Finalize.WithKept, engine.CommitEffect.WithKept): each onto the
+// entry the commit wrote in its group, taken back as a take-back's kept
+// actions are (takeBackCommitted, naming the device that committed it),
+// and its kept decision forgotten.
+func (t *tx) applyWithKept(ctx context.Context, sender engine.Address, id wire.LogicalID, kept []engine.KeptTakeBack) error {
+	for _, k := range kept {
+		a := k.Effect.Action
+		if found, err := t.scan(ctx, "group-entry-read", sqlGroupEntryBody, []any{a.Group[:], sender.String(), id[:]}, new([]byte)); err != nil {
+			return err
+		} else if !found {
+			return fmt.Errorf("apply kept action %x onto %x, not in its group: %w", k.Effect.Message[:], id[:], engine.ErrConflict)
+		}
+		if _, err := t.takeBackCommitted(ctx, k.On, k.Effect); err != nil {
+			return err
+		}
+		if _, err := t.run(ctx, "decision-forget", sqlForgetDecision, k.Effect.Sender.String(), k.Effect.Message[:]); err != nil {
+			return fmt.Errorf("forget the decision on %x: %w", k.Effect.Message[:], err)
+		}
+	}
+	return nil
+}
+
 // KeptDecisions returns up to limit kept decisions, oldest first.
 func (db *DB) KeptDecisions(ctx context.Context, limit int) ([]engine.KeptDecision, error) {
 	if err := db.checkOpen("read decisions"); err != nil {

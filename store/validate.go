@@ -405,7 +405,8 @@ func validateReceive(p engine.Receive) error {
 		// Its ACK commits with it, but for a session whose sending window is
 		// full (engine.SendWindow): then the ACK is owed, and the sender's
 		// retry gets it, as after a crash between a commit and its ACK.
-		err = errors.Join(err, checkTime("arrived", e.Arrived), checkTime("at", e.At))
+		err = errors.Join(err, checkTime("arrived", e.Arrived), checkTime("at", e.At),
+			checkWithKept(e.WithKept, engine.OutcomeCommitted, e.Group, e.SentTo, e.Action, p.Peer, e.ID))
 		if e.Action != nil && e.SentTo == nil {
 			err = errors.Join(err, checkActionApply(*e.Action, p.Peer, engine.DirectionIn, e.ID), checkActionGroup(e.Action, e.Group))
 		}
@@ -583,6 +584,7 @@ func validateFinalize(p engine.Finalize) error {
 			err = errors.Join(err, invalid("an action applied by a discard"))
 		}
 	}
+	err = errors.Join(err, checkWithKept(p.WithKept, p.Outcome, p.Group, p.SentTo, p.Action, p.Sender, p.ID))
 	if k := p.KeepAction; k != nil {
 		a, aerr := wire.DecodeAction(k.Content, k.Body)
 		sameGroup := (k.Group == nil) == (p.Group == nil) && (k.Group == nil || *k.Group == *p.Group)
@@ -618,6 +620,35 @@ func actionBodyIs(body []byte, a *engine.ActionApply) bool {
 	}
 	return w.Target == a.Target && w.Emoji == a.Emoji && w.Remove == a.Remove && w.Order == a.Order &&
 		w.Edit == a.Edit && bytes.Equal(w.Text, a.Text)
+}
+
+// checkWithKept checks the kept group action decisions a commit applies
+// with it (engine.Finalize.WithKept, engine.CommitEffect.WithKept): only a
+// commit (outcome) of a group's received text or reply (sender's message
+// id) takes any, at most engine.MaxKeptDecisions, and each is a committed
+// take-back of an action (not a reply) in the same group whose target is
+// this message by its author, by the take-back rules.
+func checkWithKept(kept []engine.KeptTakeBack, outcome engine.Outcome, group *wire.GroupID, sentTo *engine.Address, action *engine.ActionApply, sender engine.Address, id wire.LogicalID) error {
+	if len(kept) == 0 {
+		return nil
+	}
+	var err error
+	if outcome != engine.OutcomeCommitted || group == nil || sentTo != nil || len(kept) > engine.MaxKeptDecisions ||
+		action != nil && action.Content != wire.ContentReply {
+		err = errors.Join(err, invalid("commit of %x applies kept actions it may not (not a commit of a group's message, or over the bound)", id[:]))
+	}
+	for _, k := range kept {
+		w := k.Effect
+		err = errors.Join(err, checkAddress("kept decision's device", k.On), checkAddress("kept action's sender", w.Sender))
+		a := w.Action
+		if a == nil || a.Target != id || a.Content == wire.ContentReply || a.Group == nil || group == nil || *a.Group != *group ||
+			a.TargetAuthor != sender || w.Outcome != engine.OutcomeCommitted || w.Keep || w.KeepAction != nil || len(w.WithTarget) > 0 {
+			err = errors.Join(err, invalid("commit of %x applies a kept action %x that does not wait for it in its group", id[:], w.Message[:]))
+			continue
+		}
+		err = errors.Join(err, checkTakenBackAction(w))
+	}
+	return err
 }
 
 // checkTakenBackAction checks the action a take-back applies (a kind-18

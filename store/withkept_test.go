@@ -1,0 +1,93 @@
+package store
+
+import (
+	"crypto/sha256"
+	"strings"
+	"testing"
+
+	"github.com/parley-chat/parley/engine"
+	"github.com/parley-chat/parley/wire"
+)
+
+// TestFinalizeWithKeptIsChecked: a commit of a group text may apply with
+// it the kept group actions that wait for it (engine.Finalize.WithKept):
+// only a commit of a group's message, each a take-back of a committed
+// action (not a reply) on this message by its author, in the same group,
+// at most engine.MaxKeptDecisions. Every other shape is refused, on a
+// Finalize and on a commit on arrival (engine.CommitEffect.WithKept).
+func TestFinalizeWithKeptIsChecked(t *testing.T) {
+	g, other := wire.GroupID{0x61}, wire.GroupID{0x62}
+	target, reaction := wire.LogicalID{0x7b}, wire.LogicalID{0x7c}
+	carol := engine.MustParseAddress("carol/1")
+	on := engine.MustParseAddress("alice/2")
+	kept := func(change func(*engine.ActionApply, *[]byte)) engine.KeptTakeBack {
+		wa := wire.Action{Content: wire.ContentReaction, Target: target, Emoji: "+1", Order: 1}
+		a := &engine.ActionApply{Peer: carol, ID: reaction, Dir: engine.DirectionIn, Content: wire.ContentReaction, Target: target,
+			TargetDir: engine.DirectionOut, Reactor: carol, Emoji: "+1", Order: 1, At: planAt, Group: &g, TargetAuthor: bob}
+		body, err := wire.EncodeAction(wa)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if change != nil {
+			change(a, &body)
+		}
+		return engine.KeptTakeBack{On: on, Effect: engine.DecisionEffect{At: planAt, Sender: carol, Message: reaction,
+			Outcome: engine.OutcomeCommitted, TakeBack: []byte{}, Action: a, ActionBody: body}}
+	}
+	commit := func(with ...engine.KeptTakeBack) engine.Finalize {
+		gg := g
+		return engine.Finalize{Sender: bob, ID: target, Digest: sha256.Sum256([]byte("lunch at noon")), Outcome: engine.OutcomeCommitted,
+			At: planAt, Arrived: planAt, Content: wire.ContentText, Body: []byte("lunch at noon"), Group: &gg, WithKept: with}
+	}
+	if err := validateFinalize(commit(kept(nil))); err != nil {
+		t.Fatalf("a group text's commit applying carol's kept reaction to it: %v; want valid", err)
+	}
+	oneToOne := commit(kept(nil))
+	oneToOne.Group = nil
+	discard := commit(kept(nil))
+	discard.Outcome, discard.Reason, discard.Body = engine.OutcomeDiscarded, engine.DiscardRejected, nil
+	over := commit()
+	for range engine.MaxKeptDecisions + 1 {
+		over.WithKept = append(over.WithKept, kept(nil))
+	}
+	cases := map[string]engine.Finalize{
+		"a one-to-one commit": oneToOne,
+		"a discard":           discard,
+		"over the bound":      over,
+		"another group":       commit(kept(func(a *engine.ActionApply, _ *[]byte) { a.Group = &other })),
+		"another target": commit(kept(func(a *engine.ActionApply, b *[]byte) {
+			a.Target = wire.LogicalID{0x7d}
+			*b, _ = wire.EncodeAction(wire.Action{Content: wire.ContentReaction, Target: a.Target, Emoji: "+1", Order: 1})
+		})),
+		"another target author": commit(kept(func(a *engine.ActionApply, _ *[]byte) { a.TargetAuthor = carol })),
+		"an edit of another's message": commit(kept(func(a *engine.ActionApply, b *[]byte) {
+			a.Content, a.Emoji, a.Order, a.Reactor, a.Edit, a.Text = wire.ContentEdit, "", 0, engine.Address{}, 1, []byte("two")
+			*b, _ = wire.EncodeAction(wire.Action{Content: wire.ContentEdit, Target: target, Edit: 1, Text: []byte("two")})
+		})),
+		"a body that says another action": commit(kept(func(_ *engine.ActionApply, b *[]byte) {
+			*b, _ = wire.EncodeAction(wire.Action{Content: wire.ContentReaction, Target: target, Emoji: "-1", Order: 1})
+		})),
+	}
+	for name, p := range cases {
+		if err := validateFinalize(p); err == nil || !strings.Contains(err.Error(), "invalid plan") {
+			t.Errorf("%s: %v; want an invalid plan", name, err)
+		}
+	}
+	// A commit on arrival (CommitEffect.WithKept) is checked the same way.
+	f := newFixture(t, false)
+	withSession(t, f)
+	arrival := func(group *wire.GroupID, with ...engine.KeptTakeBack) engine.Receive {
+		return receivePlan(f.stage(t), bob, 1, engine.CommitEffect{ID: target, Digest: sha256.Sum256([]byte("lunch at noon")), Arrived: planAt, At: planAt,
+			Content: wire.ContentText, Body: []byte("lunch at noon"), Group: group, WithKept: with})
+	}
+	gg := g
+	if err := validateReceive(arrival(&gg, kept(nil))); err != nil {
+		t.Fatalf("a group text's arrival commit applying carol's kept reaction to it: %v; want valid", err)
+	}
+	if err := validateReceive(arrival(nil, kept(nil))); err == nil || !strings.Contains(err.Error(), "kept action") {
+		t.Errorf("a one-to-one arrival commit applying a kept group action: %v; want an invalid plan", err)
+	}
+	if err := validateReceive(arrival(&gg, kept(func(a *engine.ActionApply, _ *[]byte) { a.TargetAuthor = carol }))); err == nil || !strings.Contains(err.Error(), "kept action") {
+		t.Errorf("an arrival commit applying a kept action on another author's message: %v; want an invalid plan", err)
+	}
+}
