@@ -52,11 +52,11 @@ var ErrCopyConversation = errors.New("a sent copy names a conversation with this
 var ErrCopyIDTaken = errors.New("a sent copy reuses the ID of another own message of the conversation")
 
 // ErrHeldCopy means a person asked to commit or discard a sibling's sent
-// copy of an action that waits for its target, or a kept decision of a
-// sibling named one: it is no decision of theirs; the hold's pass
-// commits or discards it (and the lists of pending messages leave it
-// out).
-var ErrHeldCopy = errors.New("a sibling's sent action copy waiting for its target is decided by the hold, not by a person")
+// copy of an action that waits for its target, or a sibling's own group
+// action that waits for its target, or a kept decision of a sibling named
+// one: it is no decision of theirs; the hold's pass commits or discards
+// it (and the lists of pending messages leave a sent copy out).
+var ErrHeldCopy = errors.New("a sibling's own action waiting for its target is decided by the hold, not by a person")
 
 // copyIDTaken reports whether the conversation a sent copy to to names
 // (to's, or the person's conversation held for to's user) has an own

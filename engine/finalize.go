@@ -169,6 +169,21 @@ func (c *Client) finalizeBatch(ctx context.Context, reqs []FinalizeRequest, know
 			results[i].Err = fmt.Errorf("finalize %x from %s: %w", r.ID[:], r.Sender, ErrHeldCopy)
 			continue
 		}
+		if (again || r.decidedOn != nil) && m.Group != nil && waitsAsAction(m.Content) {
+			// A sibling's own group action pending here waits for its
+			// target: the person made it on that device, and the hold
+			// commits it once the target is committed here (or the rules
+			// discard it). A discard here would leave this device apart
+			// from the one that sent it, for good.
+			sib, err := c.ownSibling(ctx, r.Sender)
+			if err != nil {
+				return nil, err
+			}
+			if sib {
+				results[i].Err = fmt.Errorf("finalize %x from %s: %w", r.ID[:], r.Sender, ErrHeldCopy)
+				continue
+			}
+		}
 		if r.Outcome == OutcomeCommitted && m.Content == wire.ContentFile && !r.fetched {
 			results[i].Err = fmt.Errorf("commit %x from %s: %w", r.ID[:], r.Sender, ErrFileNotFetched)
 			continue

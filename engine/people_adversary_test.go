@@ -346,6 +346,12 @@ func (s *peopleSim) decide(d *device, sender engine.Address, id wire.LogicalID, 
 		s.actions["commit-refused-target-pending"]++
 		return
 	}
+	if errors.Is(err, engine.ErrHeldCopy) {
+		// A sibling's own group action waiting for its target is the
+		// hold's, not the person's: refused, it stays pending.
+		s.actions["decide-refused-siblings-own"]++
+		return
+	}
 	if err != nil {
 		s.t.Fatalf("%s decides %x (commit %v): %v", d.addr, id[:4], commit, err)
 	}
