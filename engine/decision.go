@@ -174,27 +174,25 @@ type answerKey struct {
 	msg     inboundKey
 }
 
-// answerLanes returns the lane that answers sibling's discard of message
+// answerLanes returns the lanes that answer sibling's discard of message
 // id from sender with this device's commit of it (DecisionEffect.Answer):
 // only a commit this device made itself (one applied from another device
 // is that device's to answer, which hears the discard too) whose entry it
-// holds, and only to a sibling it never told of that commit (a decision
-// lane to it naming the message, live, caught up or answered since
-// migration 0029): one told hears the commit on that lane, and takes its
-// discard back then; so a sibling is answered once per message however
-// many discards it sends. None otherwise. A sibling that discarded without
-// hearing the commit takes its discard back.
+// holds, to the discarding sibling and to every other active device of
+// this person's list held here, each only if this device never told it of
+// that commit (a decision lane to it naming the message, live, caught up
+// or answered since migration 0029): one told hears the commit on that
+// lane, and takes its discard back then; so a device is answered once per
+// message however many discards it sends. The discarding sibling may have
+// told a device this device told nothing: one it linked itself after the
+// commit, whose link archive carries no record of a committed action (a
+// reaction, an edit or a delete is no entry of its own there) and whose
+// catch-up from here leaves out what was decided before the cut; that
+// device would hold the sibling's discard against this commit for good
+// (people-in-groups adversary, seed 1796668991363755344). None otherwise.
 func (c *Client) answerLanes(ctx context.Context, bs *batchState, sibling, sender Address, id wire.LogicalID) ([]PersonLane, error) {
 	if sibling.User != c.self.User || sibling == c.self || sender.User == c.self.User {
 		return nil, nil
-	}
-	k := answerKey{sibling, inboundKey{sender, id}}
-	if bs.answered[k] {
-		return nil, nil
-	}
-	told, err := c.store.ToldOf(ctx, sibling, sender, id)
-	if err != nil || told {
-		return nil, err
 	}
 	d, ok, err := c.store.MadeDecision(ctx, sender, id)
 	if err != nil {
@@ -203,8 +201,37 @@ func (c *Client) answerLanes(ctx context.Context, bs *batchState, sibling, sende
 	if !ok || d.Outcome != OutcomeCommitted || d.DecidedOn != nil || !d.InHistory {
 		return nil, nil
 	}
-	bs.answered[k] = true
-	return c.madeLanes(ctx, sibling, d)
+	to := []Address{sibling}
+	own, err := c.ownOtherDevices(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range own {
+		if o != sibling {
+			to = append(to, o)
+		}
+	}
+	var lanes []PersonLane
+	for _, o := range to {
+		k := answerKey{o, inboundKey{sender, id}}
+		if bs.answered[k] {
+			continue
+		}
+		told, err := c.store.ToldOf(ctx, o, sender, id)
+		if err != nil {
+			return nil, err
+		}
+		if told {
+			continue
+		}
+		l, err := c.madeLanes(ctx, o, d)
+		if err != nil {
+			return nil, err
+		}
+		bs.answered[k] = true
+		lanes = append(lanes, l...)
+	}
+	return lanes, nil
 }
 
 // MergeDecision is the rule for two decisions on one message, from two

@@ -1431,3 +1431,24 @@ func runPeopleGroupCase(t *testing.T, seed uint64, tot *peopleGroupTotals) {
 		tot.maxRounds = rounds
 	}
 }
+
+// TestPeopleGroupsFoundSeeds replays the people-in-groups adversary's
+// cases that once ended with one person's devices apart on a group
+// action, each fixed since: a sibling's commit heard before its target's
+// (1796664555521825216), a commit heard while the action waited
+// (1796665169603684224), a sibling's own reaction discarded for its
+// discarded target (1796666887868553873), a person's discard of a
+// sibling's own waiting delete (1796666830844202532), and a sibling's
+// discard told to a device the committing device linked after its commit
+// (1796668991363755344). A change of the engine may take another path
+// through a seed; the sweeps (ADVERSARY_PEOPLE_GROUP_CASES) look for new
+// ones.
+func TestPeopleGroupsFoundSeeds(t *testing.T) {
+	oneGoroutine(t)
+	tot := peopleGroupTotals{actions: map[string]int{}, outcomes: map[string]int{}, groupActs: map[string]int{}, actDiscards: map[string]int{}}
+	for _, seed := range []uint64{1796664555521825216, 1796665169603684224, 1796666887868553873, 1796666830844202532, 1796668991363755344} {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			runPeopleGroupCase(t, seed, &tot)
+		})
+	}
+}

@@ -715,22 +715,26 @@ func checkKeptActionBody(body []byte, a *engine.ActionApply, group *wire.GroupID
 }
 
 // checkAnswer checks the lanes that answer a sibling's discard with this
-// device's commit (DecisionEffect.Answer): each a decision lane to the
-// sibling the discard came from, committing the message it discarded.
+// device's commit (DecisionEffect.Answer): each a decision lane to a
+// device of the person the discard came from (the discarding sibling, and
+// the others this device never told), at most one per device and no more
+// than an account's devices, committing the message it discarded.
 func checkAnswer(e engine.DecisionEffect, peer engine.Address) error {
 	if len(e.Answer) == 0 {
 		return nil
 	}
-	if e.Outcome != engine.OutcomeDiscarded || e.Keep || e.TakeBack != nil || len(e.Answer) > 1 {
-		return invalid("decision %x answered though it is no discard settled here, or more than once", e.ID[:])
+	if e.Outcome != engine.OutcomeDiscarded || e.Keep || e.TakeBack != nil || len(e.Answer) > engine.MaxDevicesPerAccount {
+		return invalid("decision %x answered though it is no discard settled here, or to more devices than an account has", e.ID[:])
 	}
 	var err error
+	to := make(map[engine.Address]bool, len(e.Answer))
 	for _, l := range e.Answer {
 		f, ferr := engine.DecodeStoredFrame(l.Frame)
-		if ferr != nil || f.Decision == nil || !l.Own || l.Recipient != peer || f.Decision.Outcome != wire.DecisionCommitted ||
+		if ferr != nil || f.Decision == nil || !l.Own || l.Recipient.User != peer.User || to[l.Recipient] || f.Decision.Outcome != wire.DecisionCommitted ||
 			f.Decision.Sender != e.Sender.String() || f.Decision.Message != e.Message {
-			err = errors.Join(err, invalid("answer to %s's discard of %x is not its commit to that sibling", peer, e.Message[:]))
+			err = errors.Join(err, invalid("answer to %s's discard of %x is not its commit, once, to a device of that person", peer, e.Message[:]))
 		}
+		to[l.Recipient] = true
 	}
 	return err
 }

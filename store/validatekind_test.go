@@ -112,8 +112,9 @@ func TestValidateRefusesActionRecords(t *testing.T) {
 }
 
 // TestValidateAnswer: a sibling's discard answered with this device's
-// commit stores a decision lane to that sibling committing the message it
-// discarded; an answer to another device, of another message, or with a
+// commit stores a decision lane to that sibling (and to another device of
+// the person) committing the message it discarded; an answer to another
+// person's device, twice to one device, of another message, or with a
 // discard, or on a decision that is no discard, is refused.
 func TestValidateAnswer(t *testing.T) {
 	sib := engine.MustParseAddress("alice/3")
@@ -132,9 +133,16 @@ func TestValidateAnswer(t *testing.T) {
 	if err := validate(receivePlan(1, sib, 3, base())); err != nil {
 		t.Fatalf("a valid answer: %v", err)
 	}
+	// The discarding sibling and another device of the person it may
+	// have told (answerLanes).
+	both := base()
+	both.Answer = append(both.Answer, lane(engine.MustParseAddress("alice/4"), msg, wire.DecisionCommitted, []byte("hello")))
+	if err := validate(receivePlan(1, sib, 3, both)); err != nil {
+		t.Fatalf("a valid answer to two devices: %v", err)
+	}
 	for name, change := range map[string]func(*engine.DecisionEffect){
-		"to another device": func(e *engine.DecisionEffect) {
-			e.Answer[0] = lane(engine.MustParseAddress("alice/4"), msg, wire.DecisionCommitted, []byte("hello"))
+		"to another person's device": func(e *engine.DecisionEffect) {
+			e.Answer[0] = lane(engine.MustParseAddress("carol/4"), msg, wire.DecisionCommitted, []byte("hello"))
 		},
 		"of another message": func(e *engine.DecisionEffect) {
 			e.Answer[0] = lane(sib, wire.LogicalID{0xa2}, wire.DecisionCommitted, []byte("hello"))
