@@ -263,6 +263,16 @@ func (c *Client) finalizeBatch(ctx context.Context, reqs []FinalizeRequest, know
 				if p.KeepAction, err = c.keptActionOf(ctx, m); err != nil {
 					return nil, err
 				}
+				if k := p.KeepAction; k != nil && k.On == (Address{}) && asked == OutcomeCommitted && r.decidedOn == nil && !r.held && !r.own {
+					// The person's commit made here, which the rules
+					// turned into a discard because its target is
+					// discarded here: a sibling's commit of the target
+					// can take that back, so the commit is kept with its
+					// action as this device's, and the target's take-back
+					// judges it again and applies it (as a sibling's
+					// commit heard before the action is kept).
+					k.On = c.self
+				}
 			}
 		}
 		if p.Session, p.Ack, err = c.prepareAck(ps, r.Sender, r.ID); err != nil {
@@ -287,6 +297,12 @@ func (c *Client) finalizeBatch(ctx context.Context, reqs []FinalizeRequest, know
 			case r.Outcome == OutcomeCommitted && act != nil && m.CopyTo == "":
 				// An action, one-to-one or a group's, travels with its
 				// decision (kind 18), as its content frame carried it.
+				body, content = append([]byte{}, m.Body...), m.Content
+			case p.KeepAction != nil && p.KeepAction.On == c.self:
+				// The person's commit kept here for its discarded
+				// target (above) travels with its action too: a sibling
+				// whose copy is discarded for the same target keeps it
+				// so, and applies it when the target is taken back there.
 				body, content = append([]byte{}, m.Body...), m.Content
 			}
 			if p.Tell, err = c.tellLanes(ctx, own, r.Sender, r.ID, tell, content, body); err != nil {

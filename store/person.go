@@ -832,6 +832,10 @@ const (
 	// sqlGroupDecidedOn is sqlDecidedOn for a group's entry (0025).
 	sqlGroupDecidedOn = "UPDATE group_history SET decided_on = ? WHERE grp = ? AND sender = ? AND id = ?"
 	sqlGroupHeld      = "SELECT 1 FROM grp WHERE id = ?"
+	// sqlKeepTakenBackAction records the action body of an action this
+	// device's own kept commit took back (tx.takeBackKept), as a commit's
+	// finalized record keeps it (0028).
+	sqlKeepTakenBackAction = "UPDATE finalized SET sealed_action = ?, target = ? WHERE sender = ? AND id = ? AND outcome = 1"
 )
 
 // unknownGroup is finalized.grp of a discard finalized before 0025 (the
@@ -876,7 +880,7 @@ func (t *tx) decision(ctx context.Context, from engine.Address, e engine.Decisio
 					return fmt.Errorf("take back kept action %x onto %x, not in its group: %w", k.Effect.Message[:], e.Message[:], engine.ErrConflict)
 				}
 			}
-			if _, err := t.takeBackCommitted(ctx, k.On, k.Effect); err != nil {
+			if err := t.takeBackKept(ctx, k); err != nil {
 				return err
 			}
 			if _, err := t.run(ctx, "decision-forget", sqlForgetDecision, k.Effect.Sender.String(), k.Effect.Message[:]); err != nil {
@@ -1117,7 +1121,17 @@ func (t *tx) finalizePerson(ctx context.Context, p engine.Finalize) error {
 		// A sibling's own group action discarded for its discarded
 		// target: the person's, with no decision to come. It is kept as
 		// that sibling's commit (bounded as a heard decision is), which
-		// sqlKeepWithDiscard below gives its action.
+		// sqlKeepWithDiscard below gives its action. Or the person's
+		// commit made here that the rules turned into that discard: kept
+		// as this device's commit, so that the target's take-back judges
+		// it again (only this device may be named so).
+		if k.On != p.Sender {
+			if here, err := t.isSelf(ctx, k.On); err != nil {
+				return err
+			} else if !here {
+				return fmt.Errorf("discard of %x keeps a commit of %s, neither its sender nor this device: %w", p.ID[:], k.On, engine.ErrConflict)
+			}
+		}
 		if err := t.keepOwnCommit(ctx, p.Sender, p.ID, k.On, p.At); err != nil {
 			return err
 		}
@@ -1179,6 +1193,56 @@ func (t *tx) keepOwnCommit(ctx context.Context, sender engine.Address, id wire.L
 	return nil
 }
 
+// isSelf reports whether a names this device (its own address, meta).
+func (t *tx) isSelf(ctx context.Context, a engine.Address) (bool, error) {
+	self, err := getMeta(ctx, t.tx, metaAddress)
+	if err != nil {
+		return false, err
+	}
+	return self != nil && string(self) == a.String(), nil
+}
+
+// takeBackKept takes back a kept action decision whose target a
+// take-back or a commit wrote (takeBackCommitted, naming the device that
+// committed it). One this device committed itself (the person's commit
+// here that the rules turned into a discard because its target was
+// discarded, engine.Finalize.KeepAction) is then a decision made here,
+// as the commit would have been: its entry names no other device and its
+// finalized record keeps the action body (as a commit's does, 0028), so
+// that the catch-up and an answer to a sibling's discard carry the
+// action.
+func (t *tx) takeBackKept(ctx context.Context, k engine.KeptTakeBack) error {
+	took, err := t.takeBackCommitted(ctx, k.On, k.Effect)
+	if err != nil || !took {
+		return err
+	}
+	here, err := t.isSelf(ctx, k.On)
+	if err != nil || !here {
+		return err
+	}
+	e := k.Effect
+	if a := e.Action; a != nil && e.ActionBody != nil && len(e.ActionBody) <= wire.MaxDecisionActionSize {
+		if _, err := t.run(ctx, "finalized-keep-action", sqlKeepTakenBackAction,
+			t.db.seal.seal(kindFinalizedAction, messageKey(e.Sender, e.Message), e.ActionBody), a.Target[:], e.Sender.String(), e.Message[:]); err != nil {
+			return fmt.Errorf("keep the action of %x from %s: %w", e.Message[:], e.Sender, err)
+		}
+	}
+	if a := e.Action; a != nil && a.Group != nil {
+		if _, err := t.run(ctx, "group-history-decided", sqlGroupDecidedOn, nil, a.Group[:], e.Sender.String(), e.Message[:]); err != nil {
+			return fmt.Errorf("name no other device on %x: %w", e.Message[:], err)
+		}
+		return nil
+	}
+	conv, err := t.conversationFor(ctx, e.Sender)
+	if err != nil {
+		return err
+	}
+	if _, err := t.run(ctx, "history-decided", sqlDecidedOn, nil, conv.String(), e.Message[:]); err != nil {
+		return fmt.Errorf("name no other device on %x: %w", e.Message[:], err)
+	}
+	return nil
+}
+
 // applyWithKept applies the kept group action decisions a commit of
 // their target, sender's message id, takes back with it
 // (engine.Finalize.WithKept, engine.CommitEffect.WithKept): each onto the
@@ -1193,7 +1257,7 @@ func (t *tx) applyWithKept(ctx context.Context, sender engine.Address, id wire.L
 		} else if !found {
 			return fmt.Errorf("apply kept action %x onto %x, not in its group: %w", k.Effect.Message[:], id[:], engine.ErrConflict)
 		}
-		if _, err := t.takeBackCommitted(ctx, k.On, k.Effect); err != nil {
+		if err := t.takeBackKept(ctx, k); err != nil {
 			return err
 		}
 		if _, err := t.run(ctx, "decision-forget", sqlForgetDecision, k.Effect.Sender.String(), k.Effect.Message[:]); err != nil {

@@ -593,10 +593,19 @@ func validateFinalize(p engine.Finalize) error {
 			len(k.Body) > wire.MaxDecisionActionSize || aerr != nil || a.Target != k.Target || sha256.Sum256(k.Body) != p.Digest {
 			err = errors.Join(err, invalid("discard of %x keeps an action it may not (not discarded for its target, or another message's)", p.ID[:]))
 		}
-		if k.On != (engine.Address{}) && (k.On != p.Sender || k.Group == nil) {
+		switch {
+		case k.On == (engine.Address{}):
+		case k.On == p.Sender && k.Group != nil:
+			// A sibling's own group action: the device that sent it
+			// committed it.
+		case k.On.User != p.Sender.User && p.DecidedOn == nil && checkAddress("kept on", k.On) == nil:
+			// The person's commit made here, which the rules turned into
+			// this discard: kept as this device's (the store checks that
+			// On is this device's address).
+		default:
 			// Kept as a commit with none heard only for a sibling's own
-			// group action: the device that sent it committed it.
-			err = errors.Join(err, invalid("discard of %x keeps a commit of another device than its sender's", p.ID[:]))
+			// group action, or for the person's commit made here.
+			err = errors.Join(err, invalid("discard of %x keeps a commit of another device than its sender's or this one's", p.ID[:]))
 		}
 	}
 	// The ACK's session step commits with it, and only with it.
