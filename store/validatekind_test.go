@@ -333,7 +333,10 @@ func TestValidateKeepActionWithDiscard(t *testing.T) {
 
 // TestValidateKeepOwnActionWithDiscard: a discard for its target may keep
 // a sibling's own group action as that sibling's commit (KeepAction.On,
-// kept with no commit heard) only naming the action's sender, in a group.
+// kept with no commit heard) only naming the action's sender, in a group;
+// or the person's commit made here that the rules turned into the discard,
+// naming a device of another person than the sender, decided on no other
+// device.
 func TestValidateKeepOwnActionWithDiscard(t *testing.T) {
 	target, reaction := wire.LogicalID{0x7b}, wire.LogicalID{0x7c}
 	body, err := wire.EncodeAction(wire.Action{Content: wire.ContentReaction, Target: target, Emoji: "+1"})
@@ -350,9 +353,29 @@ func TestValidateKeepOwnActionWithDiscard(t *testing.T) {
 	if err := validate(base()); err != nil {
 		t.Fatalf("a valid discard keeping a sibling's own action: %v", err)
 	}
+	// The person's commit made on this device (a device of another
+	// person than the sender), group or one to one: the store checks at
+	// apply that it names this device (TestKeepOwnCommitMadeHere).
 	for name, change := range map[string]func(*engine.Finalize){
-		"another device's commit": func(p *engine.Finalize) { p.KeepAction.On = engine.MustParseAddress("carol/1") },
+		"in a group": func(p *engine.Finalize) { p.KeepAction.On = self },
+		"one to one": func(p *engine.Finalize) { p.KeepAction.On, p.Group, p.KeepAction.Group = self, nil, nil },
+	} {
+		p := base()
+		k := *p.KeepAction
+		p.KeepAction = &k
+		change(&p)
+		if err := validate(p); err != nil {
+			t.Errorf("a valid discard keeping the commit made here %s: %v", name, err)
+		}
+	}
+	for name, change := range map[string]func(*engine.Finalize){
+		"another device's commit": func(p *engine.Finalize) { p.KeepAction.On = engine.MustParseAddress("bob/2") },
 		"a one-to-one action":     func(p *engine.Finalize) { p.Group, p.KeepAction.Group = nil, nil },
+		"a sibling's commit made here": func(p *engine.Finalize) {
+			on := engine.MustParseAddress("alice/2")
+			p.KeepAction.On, p.DecidedOn = self, &on
+		},
+		"a malformed device": func(p *engine.Finalize) { p.KeepAction.On = engine.Address{User: "alice"} },
 	} {
 		p := base()
 		k := *p.KeepAction
