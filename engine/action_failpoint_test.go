@@ -19,6 +19,7 @@ import (
 // message sent to PEER, groupreact:GROUP:EMOJI and groupedit:GROUP:TEXT
 // do the same in a group (stored with their lanes pending), groupdelete:GROUP
 // deletes the newest own message of the group, commitfirst commits the oldest pending message,
+// discardlast and discardfirst discard the newest or the oldest pending message alone,
 // settle runs the pass over waiting actions under CommitOnArrival.
 func actionOp(ctx context.Context, c *engine.Client, name, arg string) (bool, error) {
 	peerArg, text, _ := strings.Cut(arg, ":")
@@ -77,13 +78,17 @@ func actionOp(ctx context.Context, c *engine.Client, name, arg string) (bool, er
 		}
 		_, err = c.Commit(ctx, msgs[0].Sender, msgs[0].ID)
 		return true, err
-	case "discardlast":
-		// The person discards the latest pending message alone.
+	case "discardlast", "discardfirst":
+		// The person discards the latest (or the oldest) pending message
+		// alone.
 		msgs, err := c.PendingInbound(ctx, engine.PageQuery{Limit: 100})
 		if err != nil || len(msgs) == 0 {
 			return true, err
 		}
 		m := msgs[len(msgs)-1]
+		if name == "discardfirst" {
+			m = msgs[0]
+		}
 		_, err = c.Discard(ctx, m.Sender, m.ID, engine.DiscardRejected)
 		return true, err
 	case "settle":

@@ -546,6 +546,32 @@ func personScenarios() []fpScenario {
 				fpStep{"bob/1", "commitall"}, fpStep{"bob/1", "pump"}, fpStep{"bob/2", "sync"}, fpStep{"bob/2", "down"}),
 			target: fpStep{"bob/2", "commitall"}, heal: []fpStep{{"bob/2", "up"}},
 			wantGroup: map[string][]string{"alice/1": {"alice/1:hi all"}, "bob/1": {"alice/1:hi all"}, "bob/2": {"alice/1:hi all"}}},
+		// The person's commit made here, kept for its discarded target:
+		// alice's edit of hi waits for hi on both of bob's devices; on
+		// bob/1 the person discards hi, then commits the edit, which the
+		// rules turn into a discard (target_discarded) and keep with its
+		// action as bob/1's own commit. bob/2 commits hi before it hears
+		// of bob/1's discard; the receive on bob/1 that hears that commit
+		// takes hi back and applies the edit in the same transaction, as
+		// bob/1's own decision (its record keeping the action body).
+		{name: "take-back applies the commit made here", devices: abb, groupMembers: 2,
+			setup: append(held, fpStep{"alice/1", "groupcreate:g:bob/1"}, fpStep{"bob/1", "sync"}, fpStep{"bob/1", "pump"}, fpStep{"bob/2", "sync"}, fpStep{"alice/1", "sync"},
+				fpStep{"alice/1", "groupsend:g:hi"}, fpStep{"alice/1", "groupedit:g:hi all"}, fpStep{"alice/1", "pump"},
+				fpStep{"bob/1", "sync"}, fpStep{"bob/2", "sync"}, fpStep{"bob/1", "discardfirst"}, fpStep{"bob/1", "commitall"}, fpStep{"bob/1", "pump"},
+				fpStep{"bob/2", "pump"}, fpStep{"bob/1", "sync"}, fpStep{"bob/2", "commitfirst"}, fpStep{"bob/1", "stage"}),
+			target:    fpStep{"bob/1", "process"},
+			wantGroup: map[string][]string{"alice/1": {"alice/1:hi all"}, "bob/1": {"alice/1:hi all"}, "bob/2": {"alice/1:hi all"}}},
+		// The commit itself: on bob/1 the person discards hi, then
+		// commits alice's edit of it; the rules turn the commit into a
+		// discard (target_discarded), kept with its action as bob/1's own
+		// commit, and its decision (kind 18, with the edit) to bob/2 is
+		// stored in the same transaction, or none of it is.
+		{name: "commit turned into a discard keeps the commit made here", devices: abb, groupMembers: 2,
+			setup: append(held, fpStep{"alice/1", "groupcreate:g:bob/1"}, fpStep{"bob/1", "sync"}, fpStep{"bob/1", "pump"}, fpStep{"bob/2", "sync"}, fpStep{"alice/1", "sync"},
+				fpStep{"alice/1", "groupsend:g:hi"}, fpStep{"alice/1", "groupedit:g:hi all"}, fpStep{"alice/1", "pump"},
+				fpStep{"bob/1", "sync"}, fpStep{"bob/2", "sync"}, fpStep{"bob/1", "discardfirst"}, fpStep{"bob/1", "down"}),
+			target: fpStep{"bob/1", "commitall"}, heal: []fpStep{{"bob/1", "up"}},
+			wantGroup: map[string][]string{"alice/1": {"alice/1:hi all"}, "bob/1": {"alice/1:hi all"}, "bob/2": {"alice/1:hi all"}}},
 		// bob/1 commits alice's message on arrival (the loop's policy):
 		// the lane that tells bob/2 is stored in the receive's own
 		// transaction, or nothing is.
