@@ -831,7 +831,9 @@ func (c *Client) groupTargetTakeBackable(ctx context.Context, g wire.GroupID, ac
 // sibling's own group action (m's sender a device of this person's
 // account the list vouches for) names that sibling (On): the store keeps
 // it as the sibling's commit even with none heard, for no decision about
-// the person's own message ever comes.
+// the person's own message ever comes. finalizeBatch names this device
+// (On) when the discard is the person's own commit made here, turned so
+// by the rules.
 func (c *Client) keptActionOf(ctx context.Context, m *InboundMessage) (*KeptAction, error) {
 	if !waitsAsAction(m.Content) || m.CopyTo != "" || len(m.Body) > wire.MaxDecisionActionSize {
 		return nil, nil

@@ -283,7 +283,9 @@ func (c *Client) finalizeBatch(ctx context.Context, reqs []FinalizeRequest, know
 		// rules turned into a discard (its target deleted here, its
 		// window passed here) tells the siblings what the person chose,
 		// a commit, without a body: each judges the action by its own
-		// rules, and none asks the person again.
+		// rules, and none asks the person again. One turned so because
+		// its target is discarded here, kept with its action (above),
+		// tells the commit with its action.
 		tell := r.Outcome
 		if r.Outcome == OutcomeDiscarded && r.Reason.ByEngine() {
 			tell = asked

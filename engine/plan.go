@@ -379,7 +379,11 @@ type Finalize struct {
 	// group action (On is that sibling, its sender), which the person
 	// authored and no decision will ever judge, is kept as that
 	// sibling's commit with its action, heard or not (within
-	// MaxKeptDecisions).
+	// MaxKeptDecisions); or the person's commit made on this device
+	// that the rules turned into this discard (On is this device, of
+	// another person than the sender; the store checks it is its own
+	// address), kept as this device's commit, so that the target's
+	// take-back applies it as a decision made here.
 	KeepAction *KeptAction
 	// SentTo, for a commit of a sibling's sent copy of an action that
 	// waited for its target (actioncopy.go), is the conversation it
