@@ -643,19 +643,29 @@ func (c *Client) takeBackAction(ctx context.Context, bs *batchState, e *Decision
 			v = ActionVerdict{}
 		}
 	}
-	if v.Reason == DiscardTargetDiscarded && a.Content != wire.ContentReply && !e.Keep {
+	if (v.Reason == DiscardTargetDiscarded || v.Hold) && a.Content != wire.ContentReply && !e.Keep {
 		// Its target is discarded here and not taken back (yet): the
 		// decision is kept with its action, and the target's take-back
 		// takes it back by the rules then (keptWithTarget). Only when a
 		// decision can take that target back: a text (kind 16) or a
 		// reply (kind 18) of the action's sender device; a file, or a
 		// target of another device, never is, and the row would linger.
-		ts, err := c.store.Seen(ctx, e.Sender, a.Target)
-		if err != nil {
-			return err
-		}
-		if !ts.Finalized || !ts.TakeBack && !(ts.TakeBackAction && ts.Content == wire.ContentReply) {
-			return nil
+		// Its target pending or absent here (v.Hold): kept too, and the
+		// target's commit from that sender, whichever way it comes (the
+		// person's Finalize, a kept decision applied after a batch, a
+		// commit on arrival: keptForPeerCommit; a take-back:
+		// keptWithTarget), applies it by the rules then. A target that
+		// never comes from that sender (say, an own message a sibling
+		// sent, not here yet) leaves the row to age out
+		// (MaxDecisionAge), as any kept decision does.
+		if !v.Hold {
+			ts, err := c.store.Seen(ctx, e.Sender, a.Target)
+			if err != nil {
+				return err
+			}
+			if !ts.Finalized || !ts.TakeBack && !(ts.TakeBackAction && ts.Content == wire.ContentReply) {
+				return nil
+			}
 		}
 		k := KeptAction{Sender: e.Sender, ID: e.Message, On: on, Content: d.Content, Target: a.Target, Body: d.Body}
 		e.Keep, e.KeepAction = true, &k
@@ -904,6 +914,28 @@ func (c *Client) keptForCommit(ctx context.Context, bs *batchState, g wire.Group
 		return nil, err
 	}
 	bs.groupTakenBack[actionTargetKey{group: g, peer: sender, id: id}] = arrived
+	e := DecisionEffect{At: now, Sender: sender, Message: id, Outcome: OutcomeCommitted}
+	if err := c.takeBackKept(ctx, bs, &e, kept, now); err != nil {
+		return nil, err
+	}
+	return e.WithTarget, nil
+}
+
+// keptForPeerCommit is keptForCommit one to one: the kept action
+// decisions of sender's one-to-one actions that wait for its message id
+// (a text or a reply, arrived at arrived here, pending until now; kept
+// while it was pending or absent, KeptActions) and that its commit lets
+// apply by the action rules (Finalize.WithKept, CommitEffect.WithKept):
+// each judged as its kind-18 decision would be (takeBackAction), the
+// target found where the commit writes it (bs.takenBack names it). bs
+// is the batch's: a kept decision applies once in it. One that does not
+// apply stays kept.
+func (c *Client) keptForPeerCommit(ctx context.Context, bs *batchState, sender Address, id wire.LogicalID, arrived, now time.Time) ([]KeptTakeBack, error) {
+	kept, err := c.store.KeptActions(ctx, sender, id)
+	if err != nil || len(kept) == 0 {
+		return nil, err
+	}
+	bs.takenBack[inboundKey{sender, id}] = arrived
 	e := DecisionEffect{At: now, Sender: sender, Message: id, Outcome: OutcomeCommitted}
 	if err := c.takeBackKept(ctx, bs, &e, kept, now); err != nil {
 		return nil, err

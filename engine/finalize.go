@@ -230,15 +230,21 @@ func (c *Client) finalizeBatch(ctx context.Context, reqs []FinalizeRequest, know
 					p.ActionBody = m.Body
 				}
 			}
-			if m.Group != nil && m.CopyTo == "" && (m.Content == wire.ContentText || m.Content == 0 || m.Content == wire.ContentReply) {
-				// A group message some kept action decisions may wait
-				// for (its target pending or absent, or discarded, when
-				// a sibling's commit of the action came): those that
-				// apply now are taken back with this commit.
+			if m.CopyTo == "" && (m.Content == wire.ContentText || m.Content == 0 || m.Content == wire.ContentReply) {
+				// A message some kept action decisions may wait for (its
+				// target pending or absent, or discarded, when a
+				// sibling's commit of the action came; one to one, its
+				// sender's actions): those that apply now are taken back
+				// with this commit.
 				if kbs == nil {
 					kbs = newBatchState()
 				}
-				if p.WithKept, err = c.keptForCommit(ctx, kbs, *m.Group, r.Sender, r.ID, m.ReceivedAt, p.At); err != nil {
+				if m.Group != nil {
+					p.WithKept, err = c.keptForCommit(ctx, kbs, *m.Group, r.Sender, r.ID, m.ReceivedAt, p.At)
+				} else {
+					p.WithKept, err = c.keptForPeerCommit(ctx, kbs, r.Sender, r.ID, m.ReceivedAt, p.At)
+				}
+				if err != nil {
 					return nil, err
 				}
 			}

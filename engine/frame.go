@@ -212,10 +212,16 @@ func (c *Client) deliverNew(ctx context.Context, bs *batchState, in *incoming, o
 			return err
 		}
 		e := CommitEffect{ID: id, Digest: d, Arrived: at, At: in.now, Content: a.content, Body: body, Group: a.group, Action: act}
-		if a.group != nil && (a.content == wire.ContentText || a.content == wire.ContentReply) {
-			// The kept group action decisions that wait for it apply
-			// with its commit (keptForCommit), as with a Finalize's.
-			if e.WithKept, err = c.keptForCommit(ctx, bs, *a.group, sender, id, at, in.now); err != nil {
+		if a.content == wire.ContentText || a.content == wire.ContentReply {
+			// The kept action decisions that wait for it apply with its
+			// commit (keptForCommit; one to one, keptForPeerCommit), as
+			// with a Finalize's.
+			if a.group != nil {
+				e.WithKept, err = c.keptForCommit(ctx, bs, *a.group, sender, id, at, in.now)
+			} else {
+				e.WithKept, err = c.keptForPeerCommit(ctx, bs, sender, id, at, in.now)
+			}
+			if err != nil {
 				return err
 			}
 		}

@@ -572,6 +572,20 @@ func personScenarios() []fpScenario {
 				fpStep{"bob/1", "sync"}, fpStep{"bob/2", "sync"}, fpStep{"bob/1", "discardfirst"}, fpStep{"bob/1", "down"}),
 			target: fpStep{"bob/1", "commitall"}, heal: []fpStep{{"bob/1", "up"}},
 			wantGroup: map[string][]string{"alice/1": {"alice/1:hi all"}, "bob/1": {"alice/1:hi all"}, "bob/2": {"alice/1:hi all"}}},
+		// The same one to one: alice's edit of hello waits for hello on
+		// both of bob's devices; bob/2's person discards the edit; bob/1
+		// commits hello (its decision to bob/2 lost) and the edit, whose
+		// decision (kind 18) bob/2 keeps with its action, hello still
+		// pending there. The person's commit of hello on bob/2 takes the
+		// edit's discard back and applies it in the commit's transaction
+		// (Finalize.WithKept, one to one), forgetting the kept decision.
+		{name: "commit applies a kept action decision", devices: abb,
+			setup: append(held, fpStep{"alice/1", "enqueue:bob/1:hello"}, fpStep{"alice/1", "edit:bob/1:hello again"}, fpStep{"alice/1", "pump"},
+				fpStep{"bob/1", "sync"}, fpStep{"bob/2", "sync"}, fpStep{"bob/2", "discardlast"},
+				fpStep{"bob/1", "dropnext:bob/2"}, fpStep{"bob/1", "commitfirst"}, fpStep{"bob/1", "pump"},
+				fpStep{"bob/1", "commitall"}, fpStep{"bob/1", "pump"}, fpStep{"bob/2", "sync"}, fpStep{"bob/2", "down"}),
+			target: fpStep{"bob/2", "commitall"}, heal: []fpStep{{"bob/2", "up"}},
+			want: map[string]map[string][]string{"bob/1": {"alice/1": {"hello again"}}, "bob/2": {"alice/1": {"hello again"}}}},
 		// bob/1 commits alice's message on arrival (the loop's policy):
 		// the lane that tells bob/2 is stored in the receive's own
 		// transaction, or nothing is.

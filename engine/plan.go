@@ -192,10 +192,10 @@ type CommitEffect struct {
 	Group *wire.GroupID
 	// Action, for an action, is applied in the same transaction.
 	Action *ActionApply
-	// WithKept, for a group message (a text or a reply) committed as it
-	// arrives, are the kept group action decisions waiting for it that
-	// now apply, taken back and applied in the same transaction
-	// (Finalize.WithKept).
+	// WithKept, for a message (a text or a reply, of a group or one to
+	// one) committed as it arrives, are the kept action decisions
+	// waiting for it that now apply, taken back and applied in the same
+	// transaction (Finalize.WithKept).
 	WithKept []KeptTakeBack
 	// SentTo, for a sent copy (person.go), is the conversation the
 	// message this person sent from another device belongs to: the
@@ -358,14 +358,15 @@ type Finalize struct {
 	// DecidedOn, when another device of this person decided, names it:
 	// a commit's history entry says so, and the kept decision goes.
 	DecidedOn *Address
-	// WithKept, for a commit of a group message (a text or a reply), are
-	// the kept group action decisions waiting for it (a sibling's commit
-	// of an action this device discarded while its target was pending or
-	// absent here, or discarded: DecisionEffect.KeepAction) that now
-	// apply by the group's action rules onto the entry this commit
-	// writes: each is taken back and applied, its kept decision
-	// forgotten, in the same transaction, as a take-back's WithTarget
-	// is. At most MaxKeptDecisions.
+	// WithKept, for a commit of a message (a text or a reply, of a group
+	// or one to one), are the kept action decisions waiting for it (a
+	// sibling's commit of an action this device discarded while its
+	// target was pending or absent here, or discarded:
+	// DecisionEffect.KeepAction; one to one, an action of this message's
+	// sender) that now apply by the action rules (a group's, in a group)
+	// onto the entry this commit writes: each is taken back and applied,
+	// its kept decision forgotten, in the same transaction, as a
+	// take-back's WithTarget is. At most MaxKeptDecisions.
 	WithKept []KeptTakeBack
 	// KeepAction, for a discard of an action (not a reply) because its
 	// target is discarded here (DiscardTargetDiscarded), whose target a

@@ -1243,16 +1243,27 @@ func (t *tx) takeBackKept(ctx context.Context, k engine.KeptTakeBack) error {
 	return nil
 }
 
-// applyWithKept applies the kept group action decisions a commit of
-// their target, sender's message id, takes back with it
+// applyWithKept applies the kept action decisions a commit of their
+// target, sender's message id, takes back with it
 // (engine.Finalize.WithKept, engine.CommitEffect.WithKept): each onto the
-// entry the commit wrote in its group, taken back as a take-back's kept
+// entry the commit wrote (in its group, for a group's; one to one, in
+// the conversation of sender's person), taken back as a take-back's kept
 // actions are (takeBackCommitted, naming the device that committed it),
 // and its kept decision forgotten.
 func (t *tx) applyWithKept(ctx context.Context, sender engine.Address, id wire.LogicalID, kept []engine.KeptTakeBack) error {
 	for _, k := range kept {
 		a := k.Effect.Action
-		if found, err := t.scan(ctx, "group-entry-read", sqlGroupEntryBody, []any{a.Group[:], sender.String(), id[:]}, new([]byte)); err != nil {
+		if a.Group == nil {
+			// One to one: onto the entry the commit wrote, where
+			// insertHistory put it.
+			conv, err := t.conversationFor(ctx, sender)
+			if err != nil {
+				return err
+			}
+			if a.TargetAt() != conv {
+				return fmt.Errorf("apply kept action %x onto %x, not in %s's conversation: %w", k.Effect.Message[:], id[:], sender, engine.ErrConflict)
+			}
+		} else if found, err := t.scan(ctx, "group-entry-read", sqlGroupEntryBody, []any{a.Group[:], sender.String(), id[:]}, new([]byte)); err != nil {
 			return err
 		} else if !found {
 			return fmt.Errorf("apply kept action %x onto %x, not in its group: %w", k.Effect.Message[:], id[:], engine.ErrConflict)

@@ -631,28 +631,41 @@ func actionBodyIs(body []byte, a *engine.ActionApply) bool {
 		w.Edit == a.Edit && bytes.Equal(w.Text, a.Text)
 }
 
-// checkWithKept checks the kept group action decisions a commit applies
-// with it (engine.Finalize.WithKept, engine.CommitEffect.WithKept): only a
-// commit (outcome) of a group's received text or reply (sender's message
-// id) takes any, at most engine.MaxKeptDecisions, and each is a committed
-// take-back of an action (not a reply) in the same group whose target is
-// this message by its author, by the take-back rules.
+// checkWithKept checks the kept action decisions a commit applies with
+// it (engine.Finalize.WithKept, engine.CommitEffect.WithKept): only a
+// commit (outcome) of a received text or reply (sender's message id), of
+// a group or one to one, takes any, at most engine.MaxKeptDecisions, and
+// each is a committed take-back of an action (not a reply) whose target
+// is this message, by the take-back rules: in a group, an action in the
+// same group on this message by its author; one to one, an action of
+// this message's sender on its received entry (no group, no target
+// author).
 func checkWithKept(kept []engine.KeptTakeBack, outcome engine.Outcome, group *wire.GroupID, sentTo *engine.Address, action *engine.ActionApply, sender engine.Address, id wire.LogicalID) error {
 	if len(kept) == 0 {
 		return nil
 	}
 	var err error
-	if outcome != engine.OutcomeCommitted || group == nil || sentTo != nil || len(kept) > engine.MaxKeptDecisions ||
+	if outcome != engine.OutcomeCommitted || sentTo != nil || len(kept) > engine.MaxKeptDecisions ||
 		action != nil && action.Content != wire.ContentReply {
-		err = errors.Join(err, invalid("commit of %x applies kept actions it may not (not a commit of a group's message, or over the bound)", id[:]))
+		err = errors.Join(err, invalid("commit of %x applies kept actions it may not (not a commit of a received message, or over the bound)", id[:]))
 	}
 	for _, k := range kept {
 		w := k.Effect
 		err = errors.Join(err, checkAddress("kept decision's device", k.On), checkAddress("kept action's sender", w.Sender))
 		a := w.Action
-		if a == nil || a.Target != id || a.Content == wire.ContentReply || a.Group == nil || group == nil || *a.Group != *group ||
-			a.TargetAuthor != sender || w.Outcome != engine.OutcomeCommitted || w.Keep || w.KeepAction != nil || len(w.WithTarget) > 0 {
-			err = errors.Join(err, invalid("commit of %x applies a kept action %x that does not wait for it in its group", id[:], w.Message[:]))
+		waits := a != nil && a.Target == id && a.Content != wire.ContentReply && w.Outcome == engine.OutcomeCommitted &&
+			!w.Keep && w.KeepAction == nil && len(w.WithTarget) == 0
+		switch {
+		case !waits:
+		case group != nil:
+			waits = a.Group != nil && *a.Group == *group && a.TargetAuthor == sender
+		default:
+			// One to one: the action's sender wrote its target, a
+			// received entry (KeptActions finds them by sender).
+			waits = a.Group == nil && w.Sender == sender && a.TargetDir == engine.DirectionIn
+		}
+		if !waits {
+			err = errors.Join(err, invalid("commit of %x applies a kept action %x that does not wait for it", id[:], w.Message[:]))
 			continue
 		}
 		err = errors.Join(err, checkTakenBackAction(w))

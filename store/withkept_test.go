@@ -91,3 +91,82 @@ func TestFinalizeWithKeptIsChecked(t *testing.T) {
 		t.Errorf("an arrival commit applying a kept action on another author's message: %v; want an invalid plan", err)
 	}
 }
+
+// TestFinalizeWithKeptOneToOneIsChecked: a commit of a one-to-one text
+// may apply with it the kept actions of its sender that wait for it
+// (engine.Finalize.WithKept, engine.CommitEffect.WithKept): each a
+// take-back of a committed action (not a reply) of the same sender on
+// this message's received entry, with no group and no target author.
+// Every other shape is refused, on a Finalize and on a commit on arrival.
+func TestFinalizeWithKeptOneToOneIsChecked(t *testing.T) {
+	g := wire.GroupID{0x61}
+	target, edit := wire.LogicalID{0x7b}, wire.LogicalID{0x7c}
+	on := engine.MustParseAddress("alice/2")
+	carol := engine.MustParseAddress("carol/1")
+	kept := func(change func(*engine.DecisionEffect, *engine.ActionApply, *[]byte)) engine.KeptTakeBack {
+		wa := wire.Action{Content: wire.ContentEdit, Target: target, Edit: 1, Text: []byte("two")}
+		a := &engine.ActionApply{Peer: bob, ID: edit, Dir: engine.DirectionIn, Content: wire.ContentEdit, Target: target,
+			TargetDir: engine.DirectionIn, Edit: 1, Text: []byte("two"), At: planAt}
+		body, err := wire.EncodeAction(wa)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := engine.DecisionEffect{At: planAt, Sender: bob, Message: edit, Outcome: engine.OutcomeCommitted, TakeBack: []byte{}, Action: a, ActionBody: body}
+		if change != nil {
+			change(&e, a, &body)
+			e.ActionBody = body
+		}
+		return engine.KeptTakeBack{On: on, Effect: e}
+	}
+	commit := func(with ...engine.KeptTakeBack) engine.Finalize {
+		return engine.Finalize{Sender: bob, ID: target, Digest: sha256.Sum256([]byte("lunch at noon")), Outcome: engine.OutcomeCommitted,
+			At: planAt, Arrived: planAt, Content: wire.ContentText, Body: []byte("lunch at noon"), WithKept: with}
+	}
+	if err := validateFinalize(commit(kept(nil))); err != nil {
+		t.Fatalf("a one-to-one text's commit applying its sender's kept edit of it: %v; want valid", err)
+	}
+	discard := commit(kept(nil))
+	discard.Outcome, discard.Reason, discard.Body = engine.OutcomeDiscarded, engine.DiscardRejected, nil
+	cases := map[string]engine.Finalize{
+		"a discard": discard,
+		"another sender's action": commit(kept(func(e *engine.DecisionEffect, a *engine.ActionApply, _ *[]byte) {
+			e.Sender, a.Peer = carol, carol
+		})),
+		"a group's action": commit(kept(func(_ *engine.DecisionEffect, a *engine.ActionApply, _ *[]byte) {
+			gg := g
+			a.Group, a.TargetAuthor = &gg, bob
+		})),
+		"an own message's edit": commit(kept(func(_ *engine.DecisionEffect, a *engine.ActionApply, _ *[]byte) {
+			a.TargetDir = engine.DirectionOut
+		})),
+		"a target's author": commit(kept(func(_ *engine.DecisionEffect, a *engine.ActionApply, _ *[]byte) { a.TargetAuthor = bob })),
+		"another target": commit(kept(func(_ *engine.DecisionEffect, a *engine.ActionApply, b *[]byte) {
+			a.Target = wire.LogicalID{0x7d}
+			*b, _ = wire.EncodeAction(wire.Action{Content: wire.ContentEdit, Target: a.Target, Edit: 1, Text: []byte("two")})
+		})),
+		"a kept reply": commit(kept(func(_ *engine.DecisionEffect, a *engine.ActionApply, b *[]byte) {
+			a.Content, a.Edit, a.Text = wire.ContentReply, 0, []byte("two")
+			*b, _ = wire.EncodeAction(wire.Action{Content: wire.ContentReply, Target: target, Text: []byte("two")})
+		})),
+		"a body that says another action": commit(kept(func(_ *engine.DecisionEffect, _ *engine.ActionApply, b *[]byte) {
+			*b, _ = wire.EncodeAction(wire.Action{Content: wire.ContentEdit, Target: target, Edit: 1, Text: []byte("three")})
+		})),
+	}
+	for name, p := range cases {
+		if err := validateFinalize(p); err == nil || !strings.Contains(err.Error(), "invalid plan") {
+			t.Errorf("%s: %v; want an invalid plan", name, err)
+		}
+	}
+	f := newFixture(t, false)
+	withSession(t, f)
+	arrival := func(with ...engine.KeptTakeBack) engine.Receive {
+		return receivePlan(f.stage(t), bob, 1, engine.CommitEffect{ID: target, Digest: sha256.Sum256([]byte("lunch at noon")), Arrived: planAt, At: planAt,
+			Content: wire.ContentText, Body: []byte("lunch at noon"), WithKept: with})
+	}
+	if err := validateReceive(arrival(kept(nil))); err != nil {
+		t.Fatalf("a one-to-one text's arrival commit applying its sender's kept edit of it: %v; want valid", err)
+	}
+	if err := validateReceive(arrival(kept(func(e *engine.DecisionEffect, a *engine.ActionApply, _ *[]byte) { e.Sender, a.Peer = carol, carol }))); err == nil || !strings.Contains(err.Error(), "kept action") {
+		t.Errorf("an arrival commit applying another sender's kept action: %v; want an invalid plan", err)
+	}
+}
