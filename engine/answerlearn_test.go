@@ -1,6 +1,8 @@
 package engine_test
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -15,9 +17,14 @@ import (
 // message pending) and bob discards it there on bob/1, which tells bob/2
 // and bob/3. bob/2 hears the discard before it holds the list naming
 // bob/3, then bob/1 hears bob/2's commit, and bob/2 adopts the list.
-// committed says whether a device holds the message committed.
-func discardLearnedLate(t *testing.T, w *world, alice, bob, bob2 *device, id wire.LogicalID, committed func(*device) bool) {
+// bob/2's clock runs skew from the others'. committed says whether a
+// device holds the message committed.
+func discardLearnedLate(t *testing.T, w *world, alice, bob, bob2 *device, id wire.LogicalID, skew time.Duration, committed func(*device) bool) {
 	t.Helper()
+	if skew != 0 {
+		bob2.skew = skew
+		bob2.reopen()
+	}
 	all := engine.HistoryChoice{Mode: engine.HistoryAll}
 	w.net.Hold(bob.addr)
 	if _, err := bob2.c.Commit(w.ctx, alice.addr, id); err != nil {
@@ -41,8 +48,8 @@ func discardLearnedLate(t *testing.T, w *world, alice, bob, bob2 *device, id wir
 		t.Fatal(err)
 	}
 	bob3.sync()
-	if committed(bob3) {
-		t.Fatal("bob/3 holds the message committed before bob/2 told it anything")
+	if s, err := bob3.st.Seen(w.ctx, alice.addr, id); err != nil || !s.Finalized || s.Outcome != engine.OutcomeDiscarded {
+		t.Fatalf("bob/3 after bob/1's discard: %+v, %v; want discarded", s, err)
 	}
 	bob2.sync() // hears bob/1's discard; its list does not name bob/3
 	w.net.Release(bob.addr)
@@ -59,18 +66,51 @@ func discardLearnedLate(t *testing.T, w *world, alice, bob, bob2 *device, id wir
 	}
 }
 
-func TestDiscardHeardBeforeTheListAnswersLater(t *testing.T) {
+// TestDiscardHeardBeforeTheListIsCaughtUp: discardLearnedLate for a
+// one-to-one text, a group text and a group reaction, with bob/2's clock
+// right and ten minutes behind. bob/2 hears bob/1's discard against its
+// commit while its list does not name bob/3 (linked since by bob/1,
+// which told bob/3 its discard), so it answers no one (it told bob/1 its
+// commit, which takes the discard back there and tells no one); bob/3
+// holds the discard until bob/2 adopts the list naming it, whose
+// catch-up must tell it the commit. With bob/2's clock right, the
+// catch-up told it already (bob/2's lane to bob/1 ended after bob/3's
+// linking time); ten minutes behind, bob/2's commit and its lane's end
+// both fall before the linking time bob/1 stamped, and the catch-up
+// left it out: bob/3 held bob/1's discard against bob's commit for good.
+// bob/2 now marks the commit contradicted when it hears the discard
+// (migration 0032), and the catch-up tells a contradicted commit
+// whatever its times.
+func TestDiscardHeardBeforeTheListIsCaughtUp(t *testing.T) {
 	oneGoroutine(t)
-	t.Run("one to one", func(t *testing.T) {
-		w, alice, bob, bob2 := twoDeviceBobWithBlobs(t)
-		bob2.skew = -10 * time.Minute
-		bob2.reopen()
-		id := alice.enqueue(bob, "committed on bob/2")
-		bob.sync()
-		bob2.sync()
-		discardLearnedLate(t, w, alice, bob, bob2, id, func(d *device) bool {
-			s, err := d.st.Seen(w.ctx, alice.addr, id)
-			return err == nil && s.Finalized && s.Outcome == engine.OutcomeCommitted
+	for _, skew := range []time.Duration{0, -10 * time.Minute} {
+		t.Run(fmt.Sprintf("one to one, skew %v", skew), func(t *testing.T) {
+			w, alice, bob, bob2 := twoDeviceBobWithBlobs(t)
+			id := alice.enqueue(bob, "committed on bob/2")
+			bob.sync()
+			bob2.sync()
+			discardLearnedLate(t, w, alice, bob, bob2, id, skew, func(d *device) bool {
+				s, err := d.st.Seen(w.ctx, alice.addr, id)
+				n, _ := inHistory(t, d, alice, "committed on bob/2")
+				return err == nil && s.Finalized && s.Outcome == engine.OutcomeCommitted && n == 1
+			})
 		})
-	})
+		t.Run(fmt.Sprintf("group text, skew %v", skew), func(t *testing.T) {
+			w, alice, bob, bob2, g, id := groupTwoDeviceBobIn(t, blobWorld(t), "committed on bob/2", false)
+			discardLearnedLate(t, w, alice, bob, bob2, id, skew, func(d *device) bool {
+				s, err := d.st.Seen(w.ctx, alice.addr, id)
+				_, in := decidedOnOf(t, d, g, id)
+				return err == nil && s.Finalized && s.Outcome == engine.OutcomeCommitted && in
+			})
+		})
+		t.Run(fmt.Sprintf("group reaction, skew %v", skew), func(t *testing.T) {
+			w, alice, bob, bob2, g, m, r := groupActionBobIn(t, blobWorld(t))
+			want := []string{alice.addr.String() + " " + thumbs}
+			discardLearnedLate(t, w, alice, bob, bob2, r, skew, func(d *device) bool {
+				s, err := d.st.Seen(w.ctx, alice.addr, r)
+				return err == nil && s.Finalized && s.Outcome == engine.OutcomeCommitted &&
+					slices.Equal(groupReactionsOf(d.groupEntry(g, m)), want)
+			})
+		})
+	}
 }
