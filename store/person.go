@@ -1380,7 +1380,8 @@ const (
 
 // Decisions returns up to limit received messages finalized here at or
 // after since, and those before it whose decision lanes ended at or after
-// since or are still open, newest first (engine.Store).
+// since or are still open, or that a sibling's discard contradicted
+// (0032), newest first (engine.Store).
 func (db *DB) Decisions(ctx context.Context, since time.Time, limit int) ([]engine.MadeDecision, error) {
 	if err := db.checkOpen("read decisions made"); err != nil {
 		return nil, err
