@@ -154,6 +154,7 @@ var errorNames = []struct {
 	{ErrKeptDecisionRefused, "kept_decision_refused"}, // before the cause it wraps (conflict)
 	{ErrDecisionOwnMessage, "decision_own_message"},
 	{ErrDecisionMismatch, "decision_mismatch"},
+	{ErrHeldCopy, "held_copy"},
 	{ErrCopyTooLarge, "copy_too_large"}, // before message_too_large, which it wraps
 	{ErrIdentityChanged, "identity_changed"},
 	{ErrFingerprintMismatch, "fingerprint_mismatch"},

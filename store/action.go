@@ -82,16 +82,20 @@ func reactionKey(peer engine.Address, dir engine.Direction, id wire.LogicalID, r
 }
 
 // heldCopyMark is added to inbound.action for a sibling's sent copy of an
-// action (frame kind 17) waiting for its target: the hold's pass decides
-// it, so the lists and counts of what the person decides leave it out
-// (sqlPendingInbound and the others test action < heldCopyMark).
+// action (frame kind 17) and for a sibling's own group action, each
+// waiting for its target: the hold's pass decides it, so the lists and
+// counts of what the person decides leave it out (sqlPendingInbound and
+// the others test action < heldCopyMark), as a person's decision on it is
+// refused (engine.ErrHeldCopy).
 const heldCopyMark = 16
 
 // markInboundAction records a pending received action's content type, so
 // that HeldActions finds it without opening every pending message; a
-// sent copy's is marked heldCopyMark higher.
+// sent copy's, and a group action's from another device of this account,
+// is marked heldCopyMark higher.
 func (t *tx) markInboundAction(ctx context.Context, sender engine.Address, id wire.LogicalID, frame []byte) error {
-	if k, err := wire.PeekFrameKind(frame); err != nil || k != wire.FrameContent && k != wire.FrameGroupMessage && k != wire.FrameSentActionCopy {
+	k, err := wire.PeekFrameKind(frame)
+	if err != nil || k != wire.FrameContent && k != wire.FrameGroupMessage && k != wire.FrameSentActionCopy {
 		return nil
 	}
 	f, err := engine.DecodeStoredFrame(frame)
@@ -101,9 +105,31 @@ func (t *tx) markInboundAction(ctx context.Context, sender engine.Address, id wi
 	mark := int64(f.Content)
 	if f.CopyTo != "" {
 		mark += heldCopyMark
+	} else if k == wire.FrameGroupMessage {
+		sib, err := t.fromSibling(ctx, sender)
+		if err != nil {
+			return err
+		}
+		if sib {
+			mark += heldCopyMark
+		}
 	}
 	_, err = t.runOne(ctx, "inbound-action", engine.ErrConflict, sqlMarkInboundAction, mark, sender.String(), id[:])
 	return err
+}
+
+// fromSibling reports whether sender is another device of this profile's
+// account (the engine took its message only from a device of the list).
+func (t *tx) fromSibling(ctx context.Context, sender engine.Address) (bool, error) {
+	self, err := getMeta(ctx, t.tx, metaAddress)
+	if err != nil {
+		return false, err
+	}
+	a, err := engine.ParseAddress(string(self))
+	if err != nil {
+		return false, nil
+	}
+	return a.User == sender.User && a != sender, nil
 }
 
 // applyAction applies an action whose own history entry was just written:
