@@ -114,3 +114,79 @@ func TestDiscardHeardBeforeTheListIsCaughtUp(t *testing.T) {
 		})
 	}
 }
+
+// TestDiscardOfASiblingLinkedSinceIsCaughtUp: the discarding sibling is
+// not the linker. bob/1 links bob/3, which bob/2 learns; alice's message
+// is pending on all three; bob commits it on bob/2 (its clock ten minutes
+// behind), whose decision the relay keeps back from bob/1 and bob/3;
+// bob/1 links bob/4 (its archive carries the message pending), bob/3
+// learns the list naming it before bob/2 does and discards the message,
+// telling bob/1, bob/2 and bob/4. bob/2's catch-up of bob/4, when it
+// learns the list, must tell it the commit.
+func TestDiscardOfASiblingLinkedSinceIsCaughtUp(t *testing.T) {
+	oneGoroutine(t)
+	all := engine.HistoryChoice{Mode: engine.HistoryAll}
+	w, alice, bob, bob2 := twoDeviceBobWithBlobs(t)
+	bob2.skew = -10 * time.Minute
+	bob2.reopen()
+	bob3, _ := w.linkWithHistory(bob, all, all)
+	if err := bob3.c.RefreshPreKeys(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := bob2.c.PublishDeviceList(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	alice.reopen()
+	if err := alice.c.CheckPeer(w.ctx, bob.addr); err != nil {
+		t.Fatal(err)
+	}
+	alice.enqueue(bob, "first of three")
+	settle(t, 8, alice, bob, bob2, bob3)
+	settleDevices(t, bob, bob2, bob3)
+	id := alice.enqueue(bob, "committed on bob/2")
+	for _, d := range []*device{bob, bob2, bob3} {
+		d.sync()
+	}
+	w.net.Hold(bob.addr)
+	w.net.Hold(bob3.addr)
+	if _, err := bob2.c.Commit(w.ctx, alice.addr, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bob2.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	w.clock.Advance(time.Minute)
+	bob4, archived := w.linkWithHistory(bob, all, all)
+	if !archived {
+		t.Fatal("the link carried no archive")
+	}
+	if err := bob4.c.RefreshPreKeys(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := bob3.c.PublishDeviceList(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bob3.c.Discard(w.ctx, alice.addr, id, engine.DiscardRejected); err != nil {
+		t.Fatalf("bob/3 discards the message: %v", err)
+	}
+	if _, err := bob3.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	bob4.sync()
+	if s, err := bob4.st.Seen(w.ctx, alice.addr, id); err != nil || !s.Finalized || s.Outcome != engine.OutcomeDiscarded {
+		t.Fatalf("bob/4 after bob/3's discard: %+v, %v; want discarded", s, err)
+	}
+	bob2.sync() // hears bob/3's discard; its list does not name bob/4
+	w.net.Release(bob.addr)
+	w.net.Release(bob3.addr)
+	settleDevices(t, bob, bob2, bob3)
+	if err := bob2.c.PublishDeviceList(w.ctx); err != nil {
+		t.Fatalf("bob/2 adopts the list naming bob/4: %v", err)
+	}
+	settleDevices(t, bob, bob2, bob3, bob4)
+	for _, d := range []*device{bob, bob2, bob3, bob4} {
+		if s, err := d.st.Seen(w.ctx, alice.addr, id); err != nil || !s.Finalized || s.Outcome != engine.OutcomeCommitted {
+			t.Errorf("%s's record: %+v, %v; want committed (bob committed it on bob/2)", d.addr, s, err)
+		}
+	}
+}
