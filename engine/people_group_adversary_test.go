@@ -885,7 +885,7 @@ func (s *peopleGroupSim) onlyOrphansWait() bool {
 		}
 	}
 	for _, d := range s.activeDevices() {
-		for _, in := range s.pendingIn(d) {
+		for _, in := range s.waitingIn(d) {
 			m := s.gmsgs[in.ID]
 			if m == nil || m.shown() {
 				return false
@@ -1212,7 +1212,7 @@ func (s *peopleGroupSim) explainActionsOn(id wire.LogicalID, a, b *device, holds
 // target.
 func (s *peopleGroupSim) explainPending() {
 	for _, d := range s.activeDevices() {
-		for _, in := range s.pendingIn(d) {
+		for _, in := range s.waitingIn(d) {
 			m := s.gmsgs[in.ID]
 			if m == nil || m.act == nil {
 				continue
