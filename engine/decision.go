@@ -79,6 +79,12 @@ type MadeDecision struct {
 	// DecidedOn names the device whose decision this one applied (the
 	// commit was that device's): nil for a decision made here.
 	DecidedOn *Address
+	// Contradicted: a sibling's discard of this commit, made here, was
+	// heard here (DecisionEffect.Contradicts, migration 0032). The
+	// sibling may have told a device this device's list did not name
+	// yet; the catch-up of a sibling linked since tells such a commit
+	// whenever it was made and whatever its lanes' times say.
+	Contradicted bool
 }
 
 // catchUpLanes returns the decision lanes that tell each device next
@@ -98,7 +104,14 @@ type MadeDecision struct {
 // linkhistory.go; without the archive, the linking key holder's group states,
 // groupstate.go), so a group commit goes with its body as a one-to-one
 // one does; a sibling that does not hold the message keeps the decision
-// within its bounds until it is forgotten. At most MaxCatchUpDecisions,
+// within its bounds until it is forgotten. A commit made here that a
+// sibling's discard heard here contradicted (MadeDecision.Contradicted) is
+// told whenever it was made (within MaxDecisionAge): that sibling may have
+// told the new one its discard before this device held the list naming
+// it, and the times above come from two devices' clocks (the linking
+// time is the linker's, the lanes' ends this device's), so a clock
+// running behind here would leave it out, and the new device would hold
+// the discard against this commit for good. At most MaxCatchUpDecisions,
 // newest first. Left out: every record of a message this person's own
 // devices sent (sent copies, decision frames and their group messages:
 // no device tells one, Store.Decisions), commits whose entry is not found (a group message finalized
@@ -142,7 +155,7 @@ func (c *Client) catchUpLanes(ctx context.Context, held, next wire.DeviceList, f
 	var lanes []PersonLane
 	for _, s := range sibs {
 		for _, d := range made {
-			early := d.At.Before(s.since) && (!s.told || d.Told.Before(s.since))
+			early := d.At.Before(s.since) && !d.Contradicted && (!s.told || d.Told.Before(s.since))
 			if early || d.DecidedOn != nil || d.Outcome == OutcomeCommitted && !d.InHistory {
 				continue
 			}
@@ -190,28 +203,31 @@ type answerKey struct {
 // catch-up from here leaves out what was decided before the cut; that
 // device would hold the sibling's discard against this commit for good
 // (people-in-groups adversary, seed 1796668991363755344). None otherwise.
-func (c *Client) answerLanes(ctx context.Context, bs *batchState, sibling, sender Address, id wire.LogicalID) ([]PersonLane, error) {
+// mine reports whether the commit is one this device made itself (with
+// its entry): the discard contradicts it, and its record is marked so
+// (DecisionEffect.Contradicts) for the catch-up of a device this
+// device's list does not name yet.
+func (c *Client) answerLanes(ctx context.Context, bs *batchState, sibling, sender Address, id wire.LogicalID) (lanes []PersonLane, mine bool, err error) {
 	if sibling.User != c.self.User || sibling == c.self || sender.User == c.self.User {
-		return nil, nil
+		return nil, false, nil
 	}
 	d, ok, err := c.store.MadeDecision(ctx, sender, id)
 	if err != nil {
-		return nil, fmt.Errorf("answer %s's discard of %x: %w", sibling, id[:], err)
+		return nil, false, fmt.Errorf("answer %s's discard of %x: %w", sibling, id[:], err)
 	}
 	if !ok || d.Outcome != OutcomeCommitted || d.DecidedOn != nil || !d.InHistory {
-		return nil, nil
+		return nil, false, nil
 	}
 	to := []Address{sibling}
 	own, err := c.ownOtherDevices(ctx)
 	if err != nil {
-		return nil, err
+		return nil, true, err
 	}
 	for _, o := range own {
 		if o != sibling {
 			to = append(to, o)
 		}
 	}
-	var lanes []PersonLane
 	for _, o := range to {
 		k := answerKey{o, inboundKey{sender, id}}
 		if bs.answered[k] {
@@ -219,19 +235,19 @@ func (c *Client) answerLanes(ctx context.Context, bs *batchState, sibling, sende
 		}
 		told, err := c.store.ToldOf(ctx, o, sender, id)
 		if err != nil {
-			return nil, err
+			return nil, true, err
 		}
 		if told {
 			continue
 		}
 		l, err := c.madeLanes(ctx, o, d)
 		if err != nil {
-			return nil, err
+			return nil, true, err
 		}
 		bs.answered[k] = true
 		lanes = append(lanes, l...)
 	}
-	return lanes, nil
+	return lanes, true, nil
 }
 
 // MergeDecision is the rule for two decisions on one message, from two
@@ -331,6 +347,13 @@ type DecisionEffect struct {
 	// the commit yet, or a lane its sender added), so that nothing else
 	// would overrule its discard. Stored in the decision's transaction.
 	Answer []PersonLane
+	// Contradicts, for a sibling's discard of a message this device
+	// committed itself (answerLanes), marks the commit's finalized record
+	// (MadeDecision.Contradicted, migration 0032) in the decision's
+	// transaction, whether or not it is answered: the sibling may have
+	// told a device linked since that this device's list does not name
+	// yet, which the catch-up then tells of the commit (catchUpLanes).
+	Contradicts bool
 }
 
 func (DecisionEffect) effect() {}
@@ -493,6 +516,7 @@ func (c *Client) prepareDecision(ctx context.Context, bs *batchState, in *incomi
 		}
 		verdict := DecideHeardDecision(seen, outcome)
 		var answer []PersonLane
+		contradicts := false
 		if verdict == DecisionSettled && seen.Outcome == OutcomeCommitted && outcome == OutcomeDiscarded {
 			// A sibling discarded what this device committed: it may
 			// have told a device linked since that this device's list
@@ -501,12 +525,12 @@ func (c *Client) prepareDecision(ctx context.Context, bs *batchState, in *incomi
 			// a list naming such a device catches it up. The sibling
 			// itself may be one this device never told: answered.
 			c.ownListDue.Store(true)
-			if answer, err = c.answerLanes(ctx, bs, in.sender, sender, d.Message); err != nil {
+			if answer, contradicts, err = c.answerLanes(ctx, bs, in.sender, sender, d.Message); err != nil {
 				return prepared{}, err
 			}
 		}
 		e := DecisionEffect{ID: d.ID, Digest: dg, At: in.now, Sender: sender, Message: d.Message, Outcome: outcome,
-			Keep: verdict == DecisionKeep, Answer: answer}
+			Keep: verdict == DecisionKeep, Answer: answer, Contradicts: contradicts}
 		switch {
 		case d.Content != 0:
 			// A committed action (kind 18).

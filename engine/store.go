@@ -89,7 +89,8 @@ type Store interface {
 	// Decisions returns up to limit received messages finalized here at
 	// or after since, and those finalized before it (by at most
 	// MaxDecisionAge) whose decision lanes ended at or after since or are
-	// not all ended (MadeDecision.Told), newest first: the decisions a
+	// not all ended (MadeDecision.Told), or that a sibling's discard
+	// contradicted (MadeDecision.Contradicted), newest first: the decisions a
 	// sibling linked since is told of (decision.go, catch-up). Discards the engine made by its
 	// rules for actions (DiscardReason.ByEngine) are left out, and so is
 	// every record of what this person's own devices sent (sent copies,

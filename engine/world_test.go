@@ -92,6 +92,9 @@ type device struct {
 	st     *store.DB
 	random engine.Randomness // nil: the system's
 	fp     failpointHook     // what the store's failpoints call, when set
+	// skew is how far this device's clock is from the world's (a
+	// device whose clock runs behind or ahead), taken when it opens.
+	skew time.Duration
 }
 
 // failpointHook is a failpoint function a test may set and clear while the
@@ -171,7 +174,11 @@ func (d *device) open() {
 	if d.w.relay != nil {
 		relay = d.w.relay(d.addr, d.w.net.Endpoint(d.addr))
 	}
-	cfg := engine.Config{Store: st, Relay: relay, Now: d.w.clock.Now, Random: d.random, PollInterval: 10 * time.Millisecond}
+	now := d.w.clock.Now
+	if skew := d.skew; skew != 0 {
+		now = func() time.Time { return d.w.clock.Now().Add(skew) }
+	}
+	cfg := engine.Config{Store: st, Relay: relay, Now: now, Random: d.random, PollInterval: 10 * time.Millisecond}
 	if d.w.blobs != nil {
 		cfg.Files = engine.FileConfig{Dir: filepath.Join(d.dir, "files"), ChunkSize: testChunk, Blobs: d.w.blobs, MaxSize: d.w.maxFile}
 	}

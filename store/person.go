@@ -857,6 +857,11 @@ func (t *tx) decision(ctx context.Context, from engine.Address, e engine.Decisio
 	if err := t.insertDecisionLanes(ctx, e.Answer, e.At); err != nil {
 		return err
 	}
+	if e.Contradicts {
+		if _, err := t.run(ctx, "decision-contradicted", sqlContradicted, e.Sender.String(), e.Message[:], e.At.UnixNano()); err != nil {
+			return fmt.Errorf("mark the commit of %x contradicted: %w", e.Message[:], err)
+		}
+	}
 	if e.TakeBack != nil {
 		took, err := t.takeBackCommitted(ctx, from, e)
 		if err != nil || !took {
@@ -1410,10 +1415,14 @@ const (
 	// then: one is pending (1) or was abandoned (4), or ended at or after
 	// ?1. The last column (sqlMadeTold) is the latest end of its lanes,
 	// ?7 (the largest integer) while one is open, NULL when it has none.
-	sqlMadeDecisions = `SELECT f.sender, f.id, f.outcome, f.at, f.grp, f.content, f.sealed_action, ` + sqlMadeTold + `
+	// A commit a sibling's discard heard here contradicted (contradicted,
+	// 0032) is read too whenever it was finalized (from ?6 on), and the
+	// very last column says so.
+	sqlMadeDecisions = `SELECT f.sender, f.id, f.outcome, f.at, f.grp, f.content, f.sealed_action, ` + sqlMadeTold + `, f.contradicted IS NOT NULL
 		FROM finalized f WHERE f.at >= ?6 AND NOT (f.outcome = 2 AND f.reason BETWEEN ?2 AND ?3)
 		AND substr(f.sender, 1, length(?4)) != ?4
-		AND (f.at >= ?1 OR EXISTS (SELECT 1 FROM person_lane l WHERE l.conversation = f.sender AND l.decided = f.id AND (l.state IN (1, 4) OR l.ended_at >= ?1)))
+		AND (f.at >= ?1 OR f.contradicted IS NOT NULL
+			OR EXISTS (SELECT 1 FROM person_lane l WHERE l.conversation = f.sender AND l.decided = f.id AND (l.state IN (1, 4) OR l.ended_at >= ?1)))
 		ORDER BY f.at DESC, f.sender, f.id LIMIT ?5`
 	sqlMadeTold = `(SELECT max(CASE WHEN l.state IN (1, 4) THEN ?7 ELSE coalesce(l.ended_at, 0) END)
 			FROM person_lane l WHERE l.conversation = f.sender AND l.decided = f.id)`
@@ -1425,8 +1434,12 @@ const (
 	// largest integer).
 	sqlMadeDecision = `SELECT f.sender, f.id, f.outcome, f.at, f.grp, f.content, f.sealed_action,
 		(SELECT max(CASE WHEN l.state IN (1, 4) THEN ?3 ELSE coalesce(l.ended_at, 0) END)
-			FROM person_lane l WHERE l.conversation = f.sender AND l.decided = f.id)
+			FROM person_lane l WHERE l.conversation = f.sender AND l.decided = f.id), f.contradicted IS NOT NULL
 		FROM finalized f WHERE f.sender = ?1 AND f.id = ?2`
+	// sqlContradicted marks a commit's record when a sibling's discard of
+	// it is heard (engine.DecisionEffect.Contradicts, 0032): only a
+	// commit's, and the first time heard stays.
+	sqlContradicted = "UPDATE finalized SET contradicted = coalesce(contradicted, ?3) WHERE sender = ?1 AND id = ?2 AND outcome = 1"
 	// sqlDecidedEntry reads a received message's history body, the body
 	// it came with when an edit replaced it since (message_version edit
 	// 0), and the device it was decided on, if another.
@@ -1442,7 +1455,8 @@ const (
 
 // Decisions returns up to limit received messages finalized here at or
 // after since, and those before it whose decision lanes ended at or after
-// since or are still open, newest first (engine.Store).
+// since or are still open, or that a sibling's discard contradicted
+// (0032), newest first (engine.Store).
 func (db *DB) Decisions(ctx context.Context, since time.Time, limit int) ([]engine.MadeDecision, error) {
 	if err := db.checkOpen("read decisions made"); err != nil {
 		return nil, err
@@ -1498,11 +1512,12 @@ func (db *DB) readMade(ctx context.Context, query string, args ...any) ([]engine
 		var id, grp, sealedAction []byte
 		var outcome, at int64
 		var content, told sql.NullInt64
-		if err := rows.Scan(&sender, &id, &outcome, &at, &grp, &content, &sealedAction, &told); err != nil {
+		var contradicted bool
+		if err := rows.Scan(&sender, &id, &outcome, &at, &grp, &content, &sealedAction, &told, &contradicted); err != nil {
 			rows.Close()
 			return nil, db.readErr("read decisions made", err)
 		}
-		d := engine.MadeDecision{Outcome: engine.Outcome(outcome), At: nsTime(at), Content: recordedContent(content)}
+		d := engine.MadeDecision{Outcome: engine.Outcome(outcome), At: nsTime(at), Content: recordedContent(content), Contradicted: contradicted}
 		if told.Valid {
 			d.Told = nsTime(told.Int64)
 		}

@@ -741,7 +741,16 @@ func checkKeptActionBody(body []byte, a *engine.ActionApply, group *wire.GroupID
 // device of the person the discard came from (the discarding sibling, and
 // the others this device never told), at most one per device and no more
 // than an account's devices, committing the message it discarded.
+//
+// Contradicts (the discard contradicts a commit this device made itself:
+// its record is marked, 0032) goes with a discard settled here only, from
+// a sibling, of another person's message; the store marks only a
+// commit's record.
 func checkAnswer(e engine.DecisionEffect, peer engine.Address) error {
+	if e.Contradicts && (e.Outcome != engine.OutcomeDiscarded || e.Keep || e.TakeBack != nil || e.Action != nil || e.KeepAction != nil ||
+		e.Sender.User == peer.User) {
+		return invalid("decision %x marks a commit contradicted though it is no sibling's discard settled here of another person's message", e.ID[:])
+	}
 	if len(e.Answer) == 0 {
 		return nil
 	}

@@ -115,7 +115,10 @@ func TestValidateRefusesActionRecords(t *testing.T) {
 // commit stores a decision lane to that sibling (and to another device of
 // the person) committing the message it discarded; an answer to another
 // person's device, twice to one device, of another message, or with a
-// discard, or on a decision that is no discard, is refused.
+// discard, or on a decision that is no discard, is refused. A discard that
+// contradicts this device's commit marks it (DecisionEffect.Contradicts)
+// only when it is a sibling's discard of another person's message,
+// settled here.
 func TestValidateAnswer(t *testing.T) {
 	sib := engine.MustParseAddress("alice/3")
 	msg := wire.LogicalID{0xa0}
@@ -159,6 +162,33 @@ func TestValidateAnswer(t *testing.T) {
 		change(&e)
 		if err := validate(receivePlan(1, sib, 3, e)); !errors.Is(err, engine.ErrConflict) {
 			t.Errorf("an answer %s: %v, want an invalid plan", name, err)
+		}
+	}
+	// A discard settled here against this device's own commit marks the
+	// commit contradicted (0032), answered or not.
+	for _, answered := range []bool{true, false} {
+		e := base()
+		e.Contradicts = true
+		if !answered {
+			e.Answer = nil
+		}
+		if err := validate(receivePlan(1, sib, 3, e)); err != nil {
+			t.Fatalf("a valid contradicting discard (answered %v): %v", answered, err)
+		}
+	}
+	for name, change := range map[string]func(*engine.DecisionEffect){
+		"on a commit":          func(e *engine.DecisionEffect) { e.Outcome = engine.OutcomeCommitted },
+		"on a kept decision":   func(e *engine.DecisionEffect) { e.Keep = true },
+		"with a take-back":     func(e *engine.DecisionEffect) { e.TakeBack = []byte("hello") },
+		"of an own message":    func(e *engine.DecisionEffect) { e.Sender = engine.MustParseAddress("alice/2") },
+		"with a kept action":   func(e *engine.DecisionEffect) { e.KeepAction = &engine.KeptAction{Sender: bob} },
+		"with an action apply": func(e *engine.DecisionEffect) { e.Action = &engine.ActionApply{} },
+	} {
+		e := base()
+		e.Contradicts, e.Answer = true, nil
+		change(&e)
+		if err := validate(receivePlan(1, sib, 3, e)); !errors.Is(err, engine.ErrConflict) {
+			t.Errorf("a contradicting discard %s: %v, want an invalid plan", name, err)
 		}
 	}
 }

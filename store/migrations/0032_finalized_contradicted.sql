@@ -1,0 +1,13 @@
+-- 0032: the finalized record of a message this device committed itself
+-- notes when a sibling's discard of it was heard here (contradicted,
+-- Unix nanoseconds on this device's clock; NULL: none heard). The
+-- sibling may have told its discard to a device linked since that this
+-- device's list did not name yet: the catch-up of such a device (engine
+-- catchUpLanes) tells every contradicted commit it reads, whenever it
+-- was made, rather than judge by its lanes' times against the linking
+-- time, which come from two devices' clocks.
+--
+-- The rows stored before this migration hold NULL: a discard heard
+-- before it marks nothing, and its commit is caught up by its times, as
+-- before.
+ALTER TABLE finalized ADD COLUMN contradicted INTEGER;
