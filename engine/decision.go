@@ -933,11 +933,17 @@ func (c *Client) keptGroupWithTarget(ctx context.Context, bs *batchState, e *Dec
 // bs is the finalization batch's: a kept decision applies once in it.
 // One that does not apply stays kept.
 func (c *Client) keptForCommit(ctx context.Context, bs *batchState, g wire.GroupID, sender Address, id wire.LogicalID, arrived, now time.Time) ([]KeptTakeBack, error) {
+	// Committed in this batch: a group action's decision after it in the
+	// batch finds its target there (takeBackGroupAction), kept or not.
+	bs.groupTakenBack[actionTargetKey{group: g, peer: sender, id: id}] = arrived
 	kept, err := c.store.KeptGroupActions(ctx, g, id)
-	if err != nil || len(kept) == 0 {
+	if err != nil {
 		return nil, err
 	}
-	bs.groupTakenBack[actionTargetKey{group: g, peer: sender, id: id}] = arrived
+	kept = append(kept, bs.keptGroupActions[actionTargetKey{group: g, id: id}]...)
+	if len(kept) == 0 {
+		return nil, nil
+	}
 	e := DecisionEffect{At: now, Sender: sender, Message: id, Outcome: OutcomeCommitted}
 	if err := c.takeBackKept(ctx, bs, &e, kept, now); err != nil {
 		return nil, err
@@ -955,11 +961,18 @@ func (c *Client) keptForCommit(ctx context.Context, bs *batchState, g wire.Group
 // is the batch's: a kept decision applies once in it. One that does not
 // apply stays kept.
 func (c *Client) keptForPeerCommit(ctx context.Context, bs *batchState, sender Address, id wire.LogicalID, arrived, now time.Time) ([]KeptTakeBack, error) {
+	// Committed in this batch: an action's decision after it in the
+	// batch finds its target there (takeBackAction), kept or not.
+	key := inboundKey{sender, id}
+	bs.takenBack[key] = arrived
 	kept, err := c.store.KeptActions(ctx, sender, id)
-	if err != nil || len(kept) == 0 {
+	if err != nil {
 		return nil, err
 	}
-	bs.takenBack[inboundKey{sender, id}] = arrived
+	kept = append(kept, bs.keptActions[key]...)
+	if len(kept) == 0 {
+		return nil, nil
+	}
 	e := DecisionEffect{At: now, Sender: sender, Message: id, Outcome: OutcomeCommitted}
 	if err := c.takeBackKept(ctx, bs, &e, kept, now); err != nil {
 		return nil, err

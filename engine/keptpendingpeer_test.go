@@ -140,3 +140,73 @@ func TestKeptActionAppliedByAnArrivalCommit(t *testing.T) {
 	}
 	checkEditWithTarget(t, w, alice, bob, bob2, x, e)
 }
+
+// keptPeerInOneBatch sets up TestKeptActionAppliedByAnArrivalCommit with
+// both frames for bob/2 held, so that one sync receives them in one
+// batch: alice's text x, sent again on a retry, and bob/1's decision on
+// alice's edit e of it, which bob/2 discarded while x was absent. With
+// decisionFirst, the decision comes first (kept in the batch, x then
+// committed as it arrives, WithKept from this batch); otherwise x does
+// (committed as it arrives, the decision after it finding x committed
+// in the batch). bob/2 commits on arrival.
+func keptPeerInOneBatch(t *testing.T, decisionFirst bool) {
+	oneGoroutine(t)
+	w, alice, bob, bob2, _, _ := actionBob(t)
+	w.net.DropNext(alice.addr, bob2.addr, 1) // x's lane to bob/2, sent again later
+	x := alice.enqueue(bob, "the plan")
+	bob.sync()
+	bob2.sync()
+	e := alice.act(bob, engine.ActionRequest{Content: wire.ContentEdit, Target: x, Text: []byte("the new plan")})
+	bob.sync()
+	bob2.sync()
+	if s, err := bob2.st.Seen(w.ctx, alice.addr, x); err != nil || s.Pending || s.Finalized {
+		t.Fatalf("bob/2's alice's text: %+v, %v; want not there yet", s, err)
+	}
+	if _, err := bob2.c.Discard(w.ctx, alice.addr, e, engine.DiscardRejected); err != nil {
+		t.Fatalf("bob/2 discards alice's edit while its target is absent: %v", err)
+	}
+	bob2.c.SetPolicy(engine.Policy{Commit: engine.CommitOnArrival})
+	w.net.Hold(bob2.addr)
+	if !decisionFirst {
+		alice.retry(bob2)
+	}
+	w.net.DropNext(bob.addr, bob2.addr, 1) // x's decision, never sent again before x comes
+	if _, err := bob.c.Commit(w.ctx, alice.addr, x); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bob.c.Commit(w.ctx, alice.addr, e); err != nil {
+		t.Fatalf("bob/1 commits alice's edit: %v", err)
+	}
+	if _, err := bob.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if decisionFirst {
+		alice.retry(bob2)
+	}
+	w.net.Release(bob2.addr)
+	bob2.sync()
+	if s, err := bob2.st.Seen(w.ctx, alice.addr, x); err != nil || !s.Finalized || s.Outcome != engine.OutcomeCommitted {
+		t.Fatalf("bob/2's alice's text once sent again: %+v, %v; want committed as it arrived", s, err)
+	}
+	checkEditWithTarget(t, w, alice, bob, bob2, x, e)
+	settleSiblings(t, bob, bob2)
+	checkEditWithTarget(t, w, alice, bob, bob2, x, e)
+}
+
+// TestKeptActionAppliedByAnArrivalCommitInItsBatch: as
+// TestKeptActionAppliedByAnArrivalCommit, bob/1's decision on the edit
+// and the text, sent again, reach bob/2 in one batch, the decision
+// first: kept in the batch, it applies with the text's commit on
+// arrival (keptForPeerCommit reads this batch's kept actions too).
+func TestKeptActionAppliedByAnArrivalCommitInItsBatch(t *testing.T) {
+	keptPeerInOneBatch(t, true)
+}
+
+// TestKeptActionAfterAnArrivalCommitInItsBatch: as
+// TestKeptActionAppliedByAnArrivalCommitInItsBatch, the text first: its
+// commit on arrival names it committed in the batch (bs.takenBack), and
+// the edit's decision after it applies there, not kept for a commit that
+// already happened.
+func TestKeptActionAfterAnArrivalCommitInItsBatch(t *testing.T) {
+	keptPeerInOneBatch(t, false)
+}
