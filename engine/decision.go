@@ -929,9 +929,13 @@ func (c *Client) keptGroupWithTarget(ctx context.Context, bs *batchState, e *Dec
 // of group g's message id from sender (a text or a reply, arrived at
 // arrived here, pending until now) lets apply by the group's action rules
 // (Finalize.WithKept): each judged as its kind-18 decision would be
-// (takeBackGroupAction), the target found where the commit writes it.
-// bs is the finalization batch's: a kept decision applies once in it.
-// One that does not apply stays kept.
+// (takeBackGroupAction), the target found where the commit writes it:
+// kept in an earlier batch (KeptGroupActions) or earlier in this one
+// (bs.keptGroupActions). bs is the batch's: a kept decision applies once
+// in it, and the commit names its message committed there
+// (bs.groupTakenBack), kept decisions or not, so that a group action's
+// decision after it in the batch finds its target. One that does not
+// apply stays kept.
 func (c *Client) keptForCommit(ctx context.Context, bs *batchState, g wire.GroupID, sender Address, id wire.LogicalID, arrived, now time.Time) ([]KeptTakeBack, error) {
 	// Committed in this batch: a group action's decision after it in the
 	// batch finds its target there (takeBackGroupAction), kept or not.
@@ -954,12 +958,14 @@ func (c *Client) keptForCommit(ctx context.Context, bs *batchState, g wire.Group
 // keptForPeerCommit is keptForCommit one to one: the kept action
 // decisions of sender's one-to-one actions that wait for its message id
 // (a text or a reply, arrived at arrived here, pending until now; kept
-// while it was pending or absent, KeptActions) and that its commit lets
-// apply by the action rules (Finalize.WithKept, CommitEffect.WithKept):
-// each judged as its kind-18 decision would be (takeBackAction), the
-// target found where the commit writes it (bs.takenBack names it). bs
-// is the batch's: a kept decision applies once in it. One that does not
-// apply stays kept.
+// while it was pending or absent: in an earlier batch, KeptActions, or
+// earlier in this one, bs.keptActions) and that its commit lets apply by
+// the action rules (Finalize.WithKept, CommitEffect.WithKept): each
+// judged as its kind-18 decision would be (takeBackAction), the target
+// found where the commit writes it (bs.takenBack names it, kept
+// decisions or not, so that an action's decision after it in the batch
+// finds its target too). bs is the batch's: a kept decision applies
+// once in it. One that does not apply stays kept.
 func (c *Client) keptForPeerCommit(ctx context.Context, bs *batchState, sender Address, id wire.LogicalID, arrived, now time.Time) ([]KeptTakeBack, error) {
 	// Committed in this batch: an action's decision after it in the
 	// batch finds its target there (takeBackAction), kept or not.

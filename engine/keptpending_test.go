@@ -154,3 +154,73 @@ func TestKeptGroupActionAppliedByAnArrivalCommit(t *testing.T) {
 	}
 	checkReactionWithTarget(t, w, bob, bob2, carol, g, m, r)
 }
+
+// keptGroupInOneBatch is keptPeerInOneBatch in a group, as
+// TestKeptGroupActionAppliedByAnArrivalCommit: bob/1's own group text T,
+// sent again on a retry, and bob/1's decision on carol's reaction R to
+// it, which bob/2 discarded while T was absent, reach bob/2 in one
+// batch. With decisionFirst, the decision comes first (kept in the
+// batch, T then committed as it arrives, WithKept from this batch);
+// otherwise T does (committed as it arrives, the decision after it
+// finding T committed in the batch).
+func keptGroupInOneBatch(t *testing.T, decisionFirst bool) {
+	oneGoroutine(t)
+	w, g, alice, bob, bob2, carol := groupOf(t)
+	settle(t, 6, alice, bob, bob2, carol)
+	w.net.DropNext(bob.addr, bob2.addr, 1) // T's lane to bob/2, sent again later
+	sent, err := bob.c.SendGroup(w.ctx, g, []byte("lunch at noon"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := sent.ID
+	carol.sync()
+	if _, err := carol.c.Commit(w.ctx, bob.addr, m); err != nil {
+		t.Fatal(err)
+	}
+	r := carol.groupAct(g, engine.ActionRequest{Content: wire.ContentReaction, Target: m, Emoji: thumbs})
+	bob.sync()
+	bob2.sync()
+	if s, err := bob2.st.Seen(w.ctx, bob.addr, m); err != nil || s.Pending || s.Finalized {
+		t.Fatalf("bob/2's bob/1's text: %+v, %v; want not there yet", s, err)
+	}
+	if _, err := bob2.c.Discard(w.ctx, carol.addr, r, engine.DiscardRejected); err != nil {
+		t.Fatalf("bob/2 discards carol's reaction while its target is absent: %v", err)
+	}
+	w.net.Hold(bob2.addr)
+	if !decisionFirst {
+		bob.retry(bob2)
+	}
+	if _, err := bob.c.Commit(w.ctx, carol.addr, r); err != nil {
+		t.Fatalf("bob/1 commits carol's reaction: %v", err)
+	}
+	if _, err := bob.c.Pump(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if decisionFirst {
+		bob.retry(bob2)
+	}
+	w.net.Release(bob2.addr)
+	bob2.sync()
+	if _, found := decidedOnOf(t, bob2, g, m); !found {
+		t.Fatalf("bob/2 does not hold bob/1's text once it was sent again")
+	}
+	checkReactionWithTarget(t, w, bob, bob2, carol, g, m, r)
+}
+
+// TestKeptGroupActionAppliedByAnArrivalCommitInItsBatch: as
+// TestKeptGroupActionAppliedByAnArrivalCommit, bob/1's decision on the
+// reaction and its text, sent again, reach bob/2 in one batch, the
+// decision first: kept in the batch, it applies with the text's commit
+// on arrival (keptForCommit reads this batch's kept actions too).
+func TestKeptGroupActionAppliedByAnArrivalCommitInItsBatch(t *testing.T) {
+	keptGroupInOneBatch(t, true)
+}
+
+// TestKeptGroupActionAfterAnArrivalCommitInItsBatch: as
+// TestKeptGroupActionAppliedByAnArrivalCommitInItsBatch, the text first:
+// its commit on arrival names it committed in the batch
+// (bs.groupTakenBack), and the reaction's decision after it applies
+// there, not kept for a commit that already happened.
+func TestKeptGroupActionAfterAnArrivalCommitInItsBatch(t *testing.T) {
+	keptGroupInOneBatch(t, false)
+}
