@@ -690,6 +690,13 @@ func (c *Client) takeBackAction(ctx context.Context, bs *batchState, e *Decision
 			if !ts.Finalized || !ts.TakeBack && !(ts.TakeBackAction && ts.Content == wire.ContentReply) {
 				return nil
 			}
+		} else if t, err := c.store.Inbound(ctx, e.Sender, a.Target); err == nil && t.Content == wire.ContentFile {
+			// A pending file: its commit, by its fetch, applies no kept
+			// action (only a text's or a reply's does), and the row
+			// would linger.
+			return nil
+		} else if err != nil && !errors.Is(err, ErrNotPending) {
+			return err
 		}
 		k := KeptAction{Sender: e.Sender, ID: e.Message, On: on, Content: d.Content, Target: a.Target, Body: d.Body}
 		e.Keep, e.KeepAction = true, &k
