@@ -406,7 +406,7 @@ func validateReceive(p engine.Receive) error {
 		// full (engine.SendWindow): then the ACK is owed, and the sender's
 		// retry gets it, as after a crash between a commit and its ACK.
 		err = errors.Join(err, checkTime("arrived", e.Arrived), checkTime("at", e.At),
-			checkWithKept(e.WithKept, engine.OutcomeCommitted, e.Group, e.SentTo, e.Action, p.Peer, e.ID))
+			checkWithKept(e.WithKept, engine.OutcomeCommitted, e.Content, e.Group, e.SentTo, e.Action, p.Peer, e.ID))
 		if e.Action != nil && e.SentTo == nil {
 			err = errors.Join(err, checkActionApply(*e.Action, p.Peer, engine.DirectionIn, e.ID), checkActionGroup(e.Action, e.Group))
 		}
@@ -584,7 +584,7 @@ func validateFinalize(p engine.Finalize) error {
 			err = errors.Join(err, invalid("an action applied by a discard"))
 		}
 	}
-	err = errors.Join(err, checkWithKept(p.WithKept, p.Outcome, p.Group, p.SentTo, p.Action, p.Sender, p.ID))
+	err = errors.Join(err, checkWithKept(p.WithKept, p.Outcome, p.Content, p.Group, p.SentTo, p.Action, p.Sender, p.ID))
 	if k := p.KeepAction; k != nil {
 		a, aerr := wire.DecodeAction(k.Content, k.Body)
 		sameGroup := (k.Group == nil) == (p.Group == nil) && (k.Group == nil || *k.Group == *p.Group)
@@ -633,18 +633,23 @@ func actionBodyIs(body []byte, a *engine.ActionApply) bool {
 
 // checkWithKept checks the kept action decisions a commit applies with
 // it (engine.Finalize.WithKept, engine.CommitEffect.WithKept): only a
-// commit (outcome) of a received text or reply (sender's message id), of
-// a group or one to one, takes any, at most engine.MaxKeptDecisions, and
+// commit (outcome) of a received text or reply (content; 0, a pending
+// record from before its content type was recorded, is a text) (sender's
+// message id), of a group or one to one, takes any, at most
+// engine.MaxKeptDecisions, and
 // each is a committed take-back of an action (not a reply) whose target
 // is this message, by the take-back rules: in a group, an action in the
 // same group on this message by its author; one to one, an action of
 // this message's sender on its received entry (no group, no target
 // author).
-func checkWithKept(kept []engine.KeptTakeBack, outcome engine.Outcome, group *wire.GroupID, sentTo *engine.Address, action *engine.ActionApply, sender engine.Address, id wire.LogicalID) error {
+func checkWithKept(kept []engine.KeptTakeBack, outcome engine.Outcome, content wire.ContentType, group *wire.GroupID, sentTo *engine.Address, action *engine.ActionApply, sender engine.Address, id wire.LogicalID) error {
 	if len(kept) == 0 {
 		return nil
 	}
 	var err error
+	if content != wire.ContentText && content != wire.ContentReply && content != 0 {
+		err = errors.Join(err, invalid("commit of %x, content type %d, applies kept actions (only a text's or a reply's does)", id[:], content))
+	}
 	if outcome != engine.OutcomeCommitted || sentTo != nil || len(kept) > engine.MaxKeptDecisions ||
 		action != nil && action.Content != wire.ContentReply {
 		err = errors.Join(err, invalid("commit of %x applies kept actions it may not (not a commit of a received message, or over the bound)", id[:]))

@@ -50,8 +50,11 @@ func TestFinalizeWithKeptIsChecked(t *testing.T) {
 	for range engine.MaxKeptDecisions + 1 {
 		over.WithKept = append(over.WithKept, kept(nil))
 	}
+	file := commit(kept(nil))
+	file.Content = wire.ContentFile
 	cases := map[string]engine.Finalize{
 		"a one-to-one commit": oneToOne,
+		"a file's commit":     file,
 		"a discard":           discard,
 		"over the bound":      over,
 		"another group":       commit(kept(func(a *engine.ActionApply, _ *[]byte) { a.Group = &other })),
@@ -90,6 +93,22 @@ func TestFinalizeWithKeptIsChecked(t *testing.T) {
 	if err := validateReceive(arrival(&gg, kept(func(a *engine.ActionApply, _ *[]byte) { a.TargetAuthor = carol }))); err == nil || !strings.Contains(err.Error(), "kept action") {
 		t.Errorf("an arrival commit applying a kept action on another author's message: %v; want an invalid plan", err)
 	}
+	fileArrival := arrival(&gg, kept(nil))
+	fileArrival.Effect = withContent(t, fileArrival.Effect, wire.ContentFile)
+	if err := validateReceive(fileArrival); err == nil || !strings.Contains(err.Error(), "kept action") {
+		t.Errorf("a group file's arrival commit applying a kept action: %v; want an invalid plan", err)
+	}
+}
+
+// withContent is e, a commit on arrival, with content type content.
+func withContent(t *testing.T, e engine.FrameEffect, content wire.ContentType) engine.FrameEffect {
+	t.Helper()
+	c, ok := e.(engine.CommitEffect)
+	if !ok {
+		t.Fatalf("effect %T, want a commit on arrival", e)
+	}
+	c.Content = content
+	return c
 }
 
 // TestFinalizeWithKeptOneToOneIsChecked: a commit of a one-to-one text
@@ -127,8 +146,11 @@ func TestFinalizeWithKeptOneToOneIsChecked(t *testing.T) {
 	}
 	discard := commit(kept(nil))
 	discard.Outcome, discard.Reason, discard.Body = engine.OutcomeDiscarded, engine.DiscardRejected, nil
+	file := commit(kept(nil))
+	file.Content = wire.ContentFile
 	cases := map[string]engine.Finalize{
-		"a discard": discard,
+		"a discard":       discard,
+		"a file's commit": file,
 		"another sender's action": commit(kept(func(e *engine.DecisionEffect, a *engine.ActionApply, _ *[]byte) {
 			e.Sender, a.Peer = carol, carol
 		})),
@@ -168,5 +190,10 @@ func TestFinalizeWithKeptOneToOneIsChecked(t *testing.T) {
 	}
 	if err := validateReceive(arrival(kept(func(e *engine.DecisionEffect, a *engine.ActionApply, _ *[]byte) { e.Sender, a.Peer = carol, carol }))); err == nil || !strings.Contains(err.Error(), "kept action") {
 		t.Errorf("an arrival commit applying another sender's kept action: %v; want an invalid plan", err)
+	}
+	fileArrival := arrival(kept(nil))
+	fileArrival.Effect = withContent(t, fileArrival.Effect, wire.ContentFile)
+	if err := validateReceive(fileArrival); err == nil || !strings.Contains(err.Error(), "kept action") {
+		t.Errorf("a one-to-one file's arrival commit applying a kept action: %v; want an invalid plan", err)
 	}
 }
