@@ -1,7 +1,9 @@
 package store
 
 import (
+	"context"
 	"crypto/sha256"
+	"errors"
 	"strings"
 	"testing"
 
@@ -195,5 +197,39 @@ func TestFinalizeWithKeptOneToOneIsChecked(t *testing.T) {
 	fileArrival.Effect = withContent(t, fileArrival.Effect, wire.ContentFile)
 	if err := validateReceive(fileArrival); err == nil || !strings.Contains(err.Error(), "kept action") {
 		t.Errorf("a one-to-one file's arrival commit applying a kept action: %v; want an invalid plan", err)
+	}
+}
+
+// TestFinalizeWithKeptOutsideTheConversation: a one-to-one commit may
+// apply a kept action only onto the entry it writes, in its sender's
+// conversation: a kept edit whose target is kept under another device of
+// the sender's person (TargetPeer), while this device keeps that
+// person's conversation under the sender, is refused (ErrConflict) and
+// nothing of the commit is applied.
+func TestFinalizeWithKeptOutsideTheConversation(t *testing.T) {
+	f := newFixture(t, false)
+	withInbound(t, f)
+	before := f.state(t)
+	wa := wire.Action{Content: wire.ContentEdit, Target: idRecv, Edit: 1, Text: []byte("two")}
+	body, err := wire.EncodeAction(wa)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit := wire.LogicalID{0x7c}
+	a := &engine.ActionApply{Peer: bob, ID: edit, Dir: engine.DirectionIn, Content: wire.ContentEdit, Target: idRecv,
+		TargetDir: engine.DirectionIn, TargetPeer: engine.MustParseAddress(bob.User + "/2"), Edit: 1, Text: []byte("two"), At: planAt}
+	p := commitPlan(t, 2)
+	p.Content, p.Arrived = wire.ContentText, planAt
+	p.WithKept = []engine.KeptTakeBack{{On: engine.MustParseAddress("alice/2"), Effect: engine.DecisionEffect{At: planAt, Sender: bob, Message: edit,
+		Outcome: engine.OutcomeCommitted, TakeBack: []byte{}, Action: a, ActionBody: body}}}
+	if err := validateFinalize(p); err != nil {
+		t.Fatalf("the commit's plan: %v; want valid (the store's apply refuses it)", err)
+	}
+	_, err = f.db.Apply(context.Background(), p)
+	if !errors.Is(err, engine.ErrConflict) || !strings.Contains(err.Error(), "conversation") {
+		t.Fatalf("a commit applying a kept edit onto another conversation's entry: %v; want ErrConflict", err)
+	}
+	if after := f.state(t); after != before {
+		t.Errorf("the refused commit changed the store")
 	}
 }
