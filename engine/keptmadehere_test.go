@@ -19,6 +19,28 @@ func commitTurnedForItsTarget(t *testing.T, d, sender *device, id wire.LogicalID
 	}
 }
 
+// checkToldWithAction checks that d told its sibling the person's commit
+// turned into target_discarded (commitTurnedForItsTarget) with its
+// action: a lane to sibling carries a commit's decision with the action
+// (frame kind 18), so that a sibling whose copy is discarded for the same
+// target keeps it with its action and applies it with the target.
+func checkToldWithAction(t *testing.T, d, sibling *device) {
+	t.Helper()
+	outs, err := d.c.PendingOutbound(d.w.ctx, engine.PageQuery{Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []int
+	for _, o := range outs {
+		if o.Recipient == sibling.addr {
+			kinds = append(kinds, frameKind(o.Frame))
+		}
+	}
+	if !slices.Contains(kinds, int(wire.FrameDecisionAction)) {
+		t.Fatalf("%s's lanes to %s carry frame kinds %v, want the commit's decision with its action (%d)", d.addr, sibling.addr, kinds, wire.FrameDecisionAction)
+	}
+}
+
 // checkMadeHere checks that d's commit of action id from sender, taken
 // back with its target, is d's own decision as a commit made there is:
 // committed, its record keeping the action body and naming no other
@@ -61,6 +83,7 @@ func TestOwnCommitTurnedForItsTargetIsKept(t *testing.T) {
 	if kept, err := bob.st.KeptGroupActions(w.ctx, g, m); err != nil || len(kept) != 1 || kept[0].ID != r || kept[0].On != bob.addr {
 		t.Fatalf("bob/1's kept group actions waiting for the text: %+v, %v; want its own commit of the reaction", kept, err)
 	}
+	checkToldWithAction(t, bob, bob2)
 	if _, err := bob2.c.Commit(w.ctx, alice.addr, m); err != nil {
 		t.Fatal(err)
 	}
@@ -99,6 +122,7 @@ func TestOwnCommitTurnedForItsTargetIsKeptOneToOne(t *testing.T) {
 	if kept, err := bob.st.KeptActions(w.ctx, alice.addr, x); err != nil || len(kept) != 1 || kept[0].ID != r || kept[0].On != bob.addr {
 		t.Fatalf("bob/1's kept actions waiting for x: %+v, %v; want its own commit of the reaction", kept, err)
 	}
+	checkToldWithAction(t, bob, bob2)
 	if _, err := bob2.c.Commit(w.ctx, alice.addr, x); err != nil {
 		t.Fatal(err)
 	}
