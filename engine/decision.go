@@ -978,9 +978,12 @@ func (c *Client) keptForPeerCommit(ctx context.Context, bs *batchState, sender A
 	// batch finds its target there (takeBackAction), kept or not.
 	key := inboundKey{sender, id}
 	bs.takenBack[key] = arrived
-	kept, err := c.store.KeptActions(ctx, sender, id)
-	if err != nil {
-		return nil, err
+	var kept []KeptAction
+	if c.mayKeepDecisions() {
+		var err error
+		if kept, err = c.store.KeptActions(ctx, sender, id); err != nil {
+			return nil, err
+		}
 	}
 	kept = append(kept, bs.keptActions[key]...)
 	if len(kept) == 0 {
@@ -991,6 +994,20 @@ func (c *Client) keptForPeerCommit(ctx context.Context, bs *batchState, sender A
 		return nil, err
 	}
 	return e.WithTarget, nil
+}
+
+// mayKeepDecisions reports whether a kept decision may be stored here:
+// false only once the kept decisions were read and none found
+// (applyKeptDecisions), no decision heard since (decisionsDue, set as
+// one is prepared, before its receive applies, and by finalizeBatch after
+// a discard kept a commit with its action), so that a one-to-one commit
+// reads no kept actions then (keptForPeerCommit). Sound because every
+// kept decision row comes from a decision heard in a receive, which
+// applyKeptDecisions, after it in the same round under syncMu, reads,
+// or from a Finalize's KeepAction, which sets decisionsDue once applied
+// (cleared by applyKeptDecisions before its read, never after).
+func (c *Client) mayKeepDecisions() bool {
+	return c.decisionsDue.Load() || c.decisionsKept.Load() || !c.decisionsChecked.Load()
 }
 
 // keptWithTarget adds to e, which takes back message target from sender

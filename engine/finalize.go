@@ -335,6 +335,15 @@ func (c *Client) finalizeBatch(ctx context.Context, reqs []FinalizeRequest, know
 		return nil, fmt.Errorf("finalize: %w", err)
 	}
 	for _, p := range plans {
+		if f, ok := p.(Finalize); ok && f.KeepAction != nil {
+			// A commit kept with its action, perhaps with none heard
+			// (made here, or a sibling's own group action): the next
+			// pass reads the kept decisions again (mayKeepDecisions).
+			c.decisionsDue.Store(true)
+			break
+		}
+	}
+	for _, p := range plans {
 		if f, ok := p.(Finalize); ok && len(f.Tell) > 0 {
 			c.wantLanesPumped()
 			break
