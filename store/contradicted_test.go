@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"testing"
 	"time"
 
@@ -30,7 +31,7 @@ func contradictedAt(t *testing.T, f *fixture, sender engine.Address, id wire.Log
 // one committed here, whose record it marks with the time heard (a second
 // such discard, later, keeps the first time); one discarded here, whose
 // record it leaves unmarked; one with no record, for which it writes
-// none.
+// none. The same plan from another person's device is refused.
 func TestContradictsMarksOnlyACommit(t *testing.T) {
 	ctx := context.Background()
 	f := newFixture(t, false)
@@ -59,6 +60,14 @@ func TestContradictsMarksOnlyACommit(t *testing.T) {
 	contradict(2, discarded, planAt)
 	contradict(3, missing, planAt)
 	contradict(4, committed, planAt.Add(time.Hour))
+	// From another person's device, the plan is refused: only a sibling's
+	// discard contradicts (the validator does not know this device).
+	carol := engine.MustParseAddress("carol/2")
+	f.apply(t, sendPlan(t, carol, logicalID(10), "to carol", 0))
+	if _, err := f.db.Apply(ctx, receivePlan(f.stage(t), carol, 1, engine.DecisionEffect{ID: wire.LogicalID{0xd0, 5}, At: planAt, Sender: bob,
+		Message: discarded, Outcome: engine.OutcomeDiscarded, Contradicts: true})); !errors.Is(err, engine.ErrConflict) {
+		t.Errorf("a contradicting discard from carol/2: %v; want refused (%v)", err, engine.ErrConflict)
+	}
 	if at, set, ok := contradictedAt(t, f, bob, committed); !ok || !set || at != planAt.UnixNano() {
 		t.Errorf("the commit's record: contradicted %d (set %v, record %v); want the first discard's time, %d", at, set, ok, planAt.UnixNano())
 	}

@@ -858,6 +858,13 @@ func (t *tx) decision(ctx context.Context, from engine.Address, e engine.Decisio
 		return err
 	}
 	if e.Contradicts {
+		// The validator (checkAnswer) sees the peer but not this device:
+		// the discard must be a sibling's, a device of this person.
+		if self, err := getMeta(ctx, t.tx, metaAddress); err != nil {
+			return err
+		} else if a, perr := engine.ParseAddress(string(self)); self == nil || perr != nil || a.User != from.User || a == from {
+			return invalid("decision %x from %s marks a commit contradicted though %s is no other device of this person", e.ID[:], from, from)
+		}
 		if _, err := t.run(ctx, "decision-contradicted", sqlContradicted, e.Sender.String(), e.Message[:], e.At.UnixNano()); err != nil {
 			return fmt.Errorf("mark the commit of %x contradicted: %w", e.Message[:], err)
 		}
