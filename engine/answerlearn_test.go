@@ -3,6 +3,7 @@ package engine_test
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -188,5 +189,90 @@ func TestDiscardOfASiblingLinkedSinceIsCaughtUp(t *testing.T) {
 		if s, err := d.st.Seen(w.ctx, alice.addr, id); err != nil || !s.Finalized || s.Outcome != engine.OutcomeCommitted {
 			t.Errorf("%s's record: %+v, %v; want committed (bob committed it on bob/2)", d.addr, s, err)
 		}
+	}
+}
+
+// TestDiscardKeptWhilePendingIsCaughtUp: the sibling's discard comes to
+// bob/2 while the message is still pending there, and the person commits
+// it on bob/2 before the kept discard applies. alice's message id is
+// pending on bob/1 and bob/2 (bob/2's clock ten minutes behind); bob/1
+// links bob/3 (its archive carries the message pending) and bob discards
+// it there on bob/1, which tells bob/2 and bob/3. bob/2 keeps the discard
+// (the message is pending: DecisionKeep) and its store refuses to apply
+// it once; bob then commits on bob/2, which tells bob/1 (its list does
+// not name bob/3), and bob/1 takes its discard back. bob/2's catch-up of
+// bob/3, when it adopts the list, must tell it the commit. Before the fix
+// the commit forgot the kept discard and marked nothing: bob/2's commit
+// and its lane's end fall before the linking time bob/1 stamped, the
+// catch-up left it out, and bob/3 held the discard for good.
+func TestDiscardKeptWhilePendingIsCaughtUp(t *testing.T) {
+	oneGoroutine(t)
+	for _, skew := range []time.Duration{0, -10 * time.Minute} {
+		t.Run(fmt.Sprintf("skew %v", skew), func(t *testing.T) {
+			all := engine.HistoryChoice{Mode: engine.HistoryAll}
+			w, alice, bob, bob2 := twoDeviceBobWithBlobs(t)
+			if skew != 0 {
+				bob2.skew = skew
+				bob2.reopen()
+			}
+			id := alice.enqueue(bob, "committed on bob/2")
+			bob.sync()
+			bob2.sync()
+			w.clock.Advance(time.Minute)
+			bob3, archived := w.linkWithHistory(bob, all, all)
+			if !archived {
+				t.Fatal("the link carried no archive")
+			}
+			if err := bob3.c.RefreshPreKeys(w.ctx); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := bob.c.Discard(w.ctx, alice.addr, id, engine.DiscardRejected); err != nil {
+				t.Fatalf("bob/1 discards the message: %v", err)
+			}
+			if _, err := bob.c.Pump(w.ctx); err != nil {
+				t.Fatal(err)
+			}
+			bob3.sync()
+			if s, err := bob3.st.Seen(w.ctx, alice.addr, id); err != nil || !s.Finalized || s.Outcome != engine.OutcomeDiscarded {
+				t.Fatalf("bob/3 after bob/1's discard: %+v, %v; want discarded", s, err)
+			}
+			w.net.Hold(bob.addr)
+			tries := new(int)
+			bob2.fp.Store(func(p string) error {
+				if strings.Contains(p, "/stmt-decision-forget-") {
+					*tries++
+					return fmt.Errorf("refused here: %w", engine.ErrConflict)
+				}
+				return nil
+			})
+			_, err := bob2.c.Sync(w.ctx) // keeps bob/1's discard; applying it is refused
+			bob2.fp.Store(nil)
+			if err != nil || *tries == 0 {
+				t.Fatalf("bob/2's round: %v (%d tries); want none, the kept discard tried", err, *tries)
+			}
+			if s, err := bob2.st.Seen(w.ctx, alice.addr, id); err != nil || !s.Pending {
+				t.Fatalf("bob/2's record after bob/1's discard: %+v, %v; want still pending", s, err)
+			}
+			if _, err := bob2.c.Commit(w.ctx, alice.addr, id); err != nil {
+				t.Fatalf("bob commits on bob/2: %v", err)
+			}
+			if _, err := bob2.c.Pump(w.ctx); err != nil {
+				t.Fatal(err)
+			}
+			w.net.Release(bob.addr)
+			bob.sync()
+			bob2.sync()
+			if err := bob2.c.PublishDeviceList(w.ctx); err != nil {
+				t.Fatalf("bob/2 adopts the list naming bob/3: %v", err)
+			}
+			settleDevices(t, bob, bob2, bob3)
+			for _, d := range []*device{bob, bob2, bob3} {
+				s, err := d.st.Seen(w.ctx, alice.addr, id)
+				n, _ := inHistory(t, d, alice, "committed on bob/2")
+				if err != nil || !s.Finalized || s.Outcome != engine.OutcomeCommitted || n != 1 {
+					t.Errorf("%s's record: %+v, %v, %d in history; want committed (bob committed it on bob/2)", d.addr, s, err, n)
+				}
+			}
+		})
 	}
 }

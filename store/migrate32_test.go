@@ -36,11 +36,14 @@ func checkFixtureV32(t *testing.T, db *DB) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got *engine.MadeDecision
+	var got, before *engine.MadeDecision
 	for i := range made {
 		switch made[i].ID {
 		case fixtureV32ID:
 			got = &made[i]
+		case fixtureV25ID:
+			// A commit stored before 0032: no discard heard marks it.
+			before = &made[i]
 		case fixtureV29Decided:
 			if made[i].Contradicted {
 				t.Fatalf("fixture 29's discard reads as contradicted: %+v", made[i])
@@ -49,5 +52,8 @@ func checkFixtureV32(t *testing.T, db *DB) {
 	}
 	if got == nil || !got.Contradicted || got.Outcome != engine.OutcomeCommitted {
 		t.Fatalf("fixture 32's commit in the decisions since 21: %+v; want it, contradicted", got)
+	}
+	if before == nil || before.Contradicted || before.Outcome != engine.OutcomeCommitted {
+		t.Fatalf("fixture 25's commit in the decisions since 21: %+v; want it, not contradicted", before)
 	}
 }

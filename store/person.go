@@ -858,6 +858,13 @@ func (t *tx) decision(ctx context.Context, from engine.Address, e engine.Decisio
 		return err
 	}
 	if e.Contradicts {
+		// The validator (checkAnswer) sees the peer but not this device:
+		// the discard must be a sibling's, a device of this person.
+		if self, err := getMeta(ctx, t.tx, metaAddress); err != nil {
+			return err
+		} else if a, perr := engine.ParseAddress(string(self)); self == nil || perr != nil || a.User != from.User || a == from {
+			return invalid("decision %x from %s marks a commit contradicted though %s is no other device of this person", e.ID[:], from, from)
+		}
 		if _, err := t.run(ctx, "decision-contradicted", sqlContradicted, e.Sender.String(), e.Message[:], e.At.UnixNano()); err != nil {
 			return fmt.Errorf("mark the commit of %x contradicted: %w", e.Message[:], err)
 		}
@@ -1143,6 +1150,18 @@ func (t *tx) finalizePerson(ctx context.Context, p engine.Finalize) error {
 	}
 	if !t.db.decisionsHeld.Load() {
 		return nil
+	}
+	if p.DecidedOn == nil && p.Outcome == engine.OutcomeCommitted && p.SentTo == nil {
+		// The person's commit made here of a message a sibling discarded:
+		// its discard, heard while the message was pending, is kept (it
+		// settled nothing: DecisionKeep) and forgotten below. The commit
+		// is contradicted as if the discard came after it
+		// (DecisionEffect.Contradicts): the sibling may have told a
+		// device this device's list does not name yet, whose catch-up
+		// must tell it this commit whatever its times.
+		if _, err := t.run(ctx, "decision-contradicted-kept", sqlContradictedByKept, p.Sender.String(), p.ID[:]); err != nil {
+			return fmt.Errorf("mark the commit of %x contradicted: %w", p.ID[:], err)
+		}
 	}
 	forget := sqlForgetDecision
 	if k := p.KeepAction; k != nil && p.Outcome == engine.OutcomeDiscarded {
@@ -1440,6 +1459,13 @@ const (
 	// it is heard (engine.DecisionEffect.Contradicts, 0032): only a
 	// commit's, and the first time heard stays.
 	sqlContradicted = "UPDATE finalized SET contradicted = coalesce(contradicted, ?3) WHERE sender = ?1 AND id = ?2 AND outcome = 1"
+	// sqlContradictedByKept marks the record of a commit made here when a
+	// sibling's discard of it was heard while it was pending and is kept
+	// (kept_decision, outcome 2): the commit made here beats it and
+	// forgets it, and the mark notes when it was heard.
+	sqlContradictedByKept = `UPDATE finalized SET contradicted = (SELECT k.at FROM kept_decision k WHERE k.sender = ?1 AND k.id = ?2 AND k.outcome = 2)
+		WHERE sender = ?1 AND id = ?2 AND outcome = 1 AND contradicted IS NULL
+		AND EXISTS (SELECT 1 FROM kept_decision k WHERE k.sender = ?1 AND k.id = ?2 AND k.outcome = 2)`
 	// sqlDecidedEntry reads a received message's history body, the body
 	// it came with when an edit replaced it since (message_version edit
 	// 0), and the device it was decided on, if another.

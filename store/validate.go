@@ -749,12 +749,15 @@ func checkKeptActionBody(body []byte, a *engine.ActionApply, group *wire.GroupID
 //
 // Contradicts (the discard contradicts a commit this device made itself:
 // its record is marked, 0032) goes with a discard settled here only, from
-// a sibling, of another person's message; the store marks only a
-// commit's record.
+// a device of another user than the message's sender, of another
+// person's message. checkAnswer does not know this device: the store
+// checks, as it applies the plan, that the peer is a device of this
+// person other than this one (tx.decision), and marks only a commit's
+// record.
 func checkAnswer(e engine.DecisionEffect, peer engine.Address) error {
 	if e.Contradicts && (e.Outcome != engine.OutcomeDiscarded || e.Keep || e.TakeBack != nil || e.Action != nil || e.KeepAction != nil ||
 		e.Sender.User == peer.User) {
-		return invalid("decision %x marks a commit contradicted though it is no sibling's discard settled here of another person's message", e.ID[:])
+		return invalid("decision %x marks a commit contradicted though it is no discard settled here of a message of another user than its device's", e.ID[:])
 	}
 	if len(e.Answer) == 0 {
 		return nil
